@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+// `npm start`: the whole local stack with embedded defaults. Applies local D1 migrations, starts
+// every local service, then the Worker on http://127.0.0.1:$PORT (default 8787), writes
+// .dev/stack.json, prints one ready line, and stops everything it started on Ctrl-C.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { portIsFree, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const devDir = path.resolve(root, process.env.STACK_DIR ?? ".dev");
+const stateDir = path.join(devDir, "state");
+const port = Number(process.env.PORT ?? 8787);
+const host = "127.0.0.1";
+const baseUrl = `http://${host}:${port}`;
+const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
+const children = [];
+
+async function shutdown(code = 0) {
+  await Promise.all(children.reverse().map((c) => stopProcess(c)));
+  process.exit(code);
+}
+process.on("SIGINT", () => shutdown(0));
+process.on("SIGTERM", () => shutdown(0));
+
+async function main() {
+  mkdirSync(stateDir, { recursive: true });
+  if (!(await portIsFree(port, host))) {
+    throw new Error(`port ${port} is in use; stop what runs there or set PORT=<free port>`);
+  }
+  // Children find the project's Node 22 first, even when this script is run without npm.
+  const quietEnv = {
+    ...process.env,
+    PATH: `${path.join(root, "node_modules", ".bin")}${path.delimiter}${process.env.PATH}`,
+    WRANGLER_SEND_METRICS: "false",
+    NO_COLOR: "1",
+  };
+
+  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
+    cwd: root,
+    env: quietEnv,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+
+  // Values the local Worker needs beyond wrangler.toml; secrets go in a file, not argv.
+  const vars = { BASE_URL: baseUrl };
+  const envFile = path.join(devDir, "worker.env");
+  writeFileSync(
+    envFile,
+    `${Object.entries(vars)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("\n")}\n`,
+  );
+
+  const worker = startProcess(
+    "worker",
+    wrangler,
+    [
+      "dev",
+      "--ip",
+      host,
+      "--port",
+      String(port),
+      "--persist-to",
+      stateDir,
+      "--env-file",
+      envFile,
+      "--log-level",
+      "warn",
+      "--show-interactive-dev-session=false",
+    ],
+    { cwd: root, env: quietEnv, quiet: !process.env.STACK_VERBOSE },
+  );
+  children.push(worker);
+  await waitFor("the Worker", async () => (await fetch(`${baseUrl}/health`)).ok, {
+    child: worker,
+    timeoutMs: 90_000,
+  });
+
+  const stack = { base_url: baseUrl, started_at: new Date().toISOString(), pid: process.pid };
+  writeFileSync(path.join(devDir, "stack.json"), `${JSON.stringify(stack, null, 2)}\n`);
+  console.log(
+    `ready: ${baseUrl} (catalog ${baseUrl}/api/catalog; stack in ${path.relative(root, devDir)}/stack.json; Ctrl-C stops)`,
+  );
+}
+
+main().catch(async (e) => {
+  console.error(`npm start failed: ${e.message}`);
+  await shutdown(1);
+});

@@ -1,0 +1,65 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
+import type { AppEnv } from "./env";
+import { detail } from "./http/errors";
+import { allowedMethodsFinder } from "./http/method-not-allowed";
+import { catalogRoutes } from "./routes/catalog";
+import { healthRoutes } from "./routes/health";
+import { skillRoutes } from "./routes/skills";
+
+// 400,000 characters JSON-escaped as \uXXXX is 2.4 MB; two 200,000-character diff inputs likewise.
+export const MAX_BODY_BYTES = 5 * 1024 * 1024;
+
+/** Builds the whole application; tests build their own instance to add probes before routing. */
+export function createApp() {
+  const app = new Hono<AppEnv>();
+
+  app.use(requestId({ headerName: "X-Request-Id" }));
+  app.use(async (c, next) => {
+    c.set("requestId", c.get("requestId") ?? crypto.randomUUID());
+    await next();
+  });
+  app.use(
+    "/api/*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) => detail(c, 413, `Request body larger than ${MAX_BODY_BYTES} bytes`),
+    }),
+  );
+
+  app.route("/", healthRoutes);
+  app.route("/", catalogRoutes);
+  app.route("/", skillRoutes);
+
+  const allowedMethods = allowedMethodsFinder(app);
+
+  app.notFound((c) => {
+    const allowed = allowedMethods(c.req.path);
+    if (allowed.length > 0 && !allowed.includes(c.req.method)) {
+      c.header("Allow", allowed.join(", "));
+      return detail(c, 405, "Method Not Allowed");
+    }
+    return detail(c, 404, "Not Found");
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof HTTPException && err.status < 500) {
+      return c.json({ detail: err.message || "Bad Request" }, err.status);
+    }
+    const id = c.get("requestId");
+    // The stack goes to the log (Workers observability), never to the client.
+    console.error(
+      JSON.stringify({
+        level: "error",
+        request_id: id,
+        path: c.req.path,
+        error: String(err),
+        stack: err.stack,
+      }),
+    );
+    return c.json({ detail: "Internal Server Error", request_id: id }, 500);
+  });
+  return app;
+}

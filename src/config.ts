@@ -1,0 +1,22 @@
+import type { Bindings } from "./env";
+
+export const INTERFACE_VERSION = "2.7.1";
+
+const flag = (value: string | undefined, fallback: boolean) =>
+  value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(value.trim());
+
+/** Public configuration read from vars, with the spec's defaults. */
+export function publicConfig(env: Bindings, requestUrl: string) {
+  const base = (env.BASE_URL || new URL(requestUrl).origin).replace(/\/+$/, "");
+  return {
+    baseUrl: base,
+    payTo: env.PAY_TO,
+    network: env.X402_NETWORK,
+    facilitatorUrl: env.FACILITATOR_URL,
+    x402Enabled: flag(env.X402_ENABLED, true),
+    cardpayEnabled: flag(env.CARDPAY_ENABLED, true),
+    freeBeta: flag(env.FREE_BETA, false),
+    contactEmail: env.CONTACT_EMAIL,
+  };
+}
+export type PublicConfig = ReturnType<typeof publicConfig>;

@@ -1,0 +1,11 @@
+import type { Context } from "hono";
+
+/** FastAPI-style `{"detail": "..."}` error for every non-validation failure. */
+export function detail(
+  c: Context,
+  status: 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 501 | 502 | 503 | 504,
+  message: string,
+  extra: Record<string, unknown> = {},
+) {
+  return c.json({ detail: message, ...extra }, status);
+}

@@ -1,0 +1,241 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../env";
+
+/**
+ * Request validation with FastAPI's error shape (spec 2.5): zod does the checking, this module
+ * translates zod issues into pydantic's `{loc, msg, type, input, ctx}` items so clients written
+ * against the reference service parse our 422s unchanged.
+ */
+
+export type Loc = (string | number)[];
+export interface ErrorItem {
+  loc: Loc;
+  msg: string;
+  type: string;
+  input?: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+/** Thrown by skill code for input that the schema alone cannot judge (bad hex, bad encoding). */
+export class InputError extends Error {
+  constructor(readonly items: ErrorItem[]) {
+    super(items.map((i) => i.msg).join("; "));
+  }
+  static at(field: Loc, msg: string, input: unknown, type = "value_error", ctx?: Record<string, unknown>) {
+    return new InputError([
+      { loc: ["body", ...field], msg, type, input: echo(input), ctx: ctx ?? { error: msg } },
+    ]);
+  }
+}
+
+export function validationResponse(c: Context, items: ErrorItem[]) {
+  return c.json({ detail: items }, 422);
+}
+
+// Echoing a 400,000-character field back in full helps nobody; the ctx carries the bound.
+const ECHO_MAX = 256;
+function echo(input: unknown): unknown {
+  if (typeof input === "string" && input.length > ECHO_MAX) return `${input.slice(0, ECHO_MAX)}…`;
+  return input;
+}
+
+function quote(v: unknown): string {
+  return typeof v === "string" ? `'${v}'` : String(v);
+}
+function expectedList(values: readonly unknown[]): string {
+  const q = values.map(quote);
+  return q.length <= 1 ? (q[0] ?? "") : `${q.slice(0, -1).join(", ")} or ${q[q.length - 1]}`;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): { found: boolean; value: unknown } {
+  let cur: unknown = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== "object" || !Object.hasOwn(cur, key as string)) {
+      return { found: false, value: undefined };
+    }
+    cur = (cur as Record<string, unknown>)[key as string];
+  }
+  return { found: true, value: cur };
+}
+
+const TYPE_NAMES: Record<string, [string, string]> = {
+  string: ["string_type", "Input should be a valid string"],
+  int: ["int_type", "Input should be a valid integer"],
+  number: ["int_type", "Input should be a valid integer"],
+  boolean: ["bool_type", "Input should be a valid boolean"],
+  array: ["list_type", "Input should be a valid list"],
+  object: ["dict_type", "Input should be a valid dictionary"],
+  record: ["dict_type", "Input should be a valid dictionary"],
+};
+
+type Issue = z.core.$ZodIssue;
+
+function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
+  const path = issue.path as (string | number)[];
+  const loc: Loc = [...prefix, ...path];
+  const at = valueAt(root, path);
+  const input = echo(at.found ? at.value : issue.input);
+
+  if (!at.found && path.length > 0) {
+    const parent = valueAt(root, path.slice(0, -1)).value;
+    return { loc, msg: "Field required", type: "missing", input: parent };
+  }
+  switch (issue.code) {
+    case "invalid_type": {
+      if (issue.expected === "int" && typeof at.value === "number") {
+        return {
+          loc,
+          msg: "Input should be a valid integer, got a number with a fractional part",
+          type: "int_from_float",
+          input,
+        };
+      }
+      if (path.length === 0 && (issue.expected === "object" || issue.expected === "record")) {
+        return {
+          loc,
+          msg: "Input should be a valid dictionary or object to extract fields from",
+          type: "model_attributes_type",
+          input,
+        };
+      }
+      const [type, msg] = TYPE_NAMES[issue.expected] ?? [
+        `${issue.expected}_type`,
+        `Input should be a valid ${issue.expected}`,
+      ];
+      return { loc, msg, type, input };
+    }
+    case "too_small":
+    case "too_big": {
+      const small = issue.code === "too_small";
+      const limit = Number(
+        small
+          ? (issue as { minimum: number | bigint }).minimum
+          : (issue as { maximum: number | bigint }).maximum,
+      );
+      if (issue.origin === "string" || issue.origin === "array") {
+        const unit = issue.origin === "string" ? "character" : "item";
+        const plural = limit === 1 ? unit : `${unit}s`;
+        const what = issue.origin === "string" ? "String" : "List";
+        const type =
+          issue.origin === "string"
+            ? `string_too_${small ? "short" : "long"}`
+            : `too_${small ? "short" : "long"}`;
+        return {
+          loc,
+          msg: `${what} should have ${small ? "at least" : "at most"} ${limit} ${plural}`,
+          type,
+          input,
+          ctx: { [small ? "min_length" : "max_length"]: limit },
+        };
+      }
+      const inclusive = issue.inclusive !== false;
+      const [type, words, key] = small
+        ? inclusive
+          ? ["greater_than_equal", "greater than or equal to", "ge"]
+          : ["greater_than", "greater than", "gt"]
+        : inclusive
+          ? ["less_than_equal", "less than or equal to", "le"]
+          : ["less_than", "less than", "lt"];
+      return { loc, msg: `Input should be ${words} ${limit}`, type, input, ctx: { [key]: limit } };
+    }
+    case "invalid_value": {
+      const expected = expectedList(issue.values);
+      return { loc, msg: `Input should be ${expected}`, type: "literal_error", input, ctx: { expected } };
+    }
+    case "invalid_union": {
+      // A union of literals (uuid version 1|4) reads as one literal error, like pydantic's Literal.
+      const flat = issue.errors.flat();
+      if (flat.length > 0 && flat.every((e) => e.code === "invalid_value")) {
+        const values = flat.flatMap((e) => (e as { values: unknown[] }).values);
+        const expected = expectedList(values);
+        return { loc, msg: `Input should be ${expected}`, type: "literal_error", input, ctx: { expected } };
+      }
+      return { loc, msg: "Input does not match any allowed type", type: "union_type", input };
+    }
+    case "custom": {
+      const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown> };
+      return {
+        loc,
+        msg: `Value error, ${issue.message}`,
+        type: params.type ?? "value_error",
+        input,
+        ctx: params.ctx ?? { error: issue.message },
+      };
+    }
+    default:
+      return { loc, msg: issue.message, type: "value_error", input, ctx: { error: issue.message } };
+  }
+}
+
+export function zodItems(error: z.ZodError, root: unknown, prefix: Loc): ErrorItem[] {
+  return error.issues.map((issue) => toItem(issue, root, prefix));
+}
+
+/** JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset). */
+export function parseJsonText(text: string): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    const m = /position (\d+)/.exec(message);
+    const pos = m ? Number(m[1]) : text.length;
+    return {
+      ok: false,
+      item: {
+        loc: ["body", pos],
+        msg: "JSON decode error",
+        type: "json_invalid",
+        input: {},
+        ctx: { error: message },
+      },
+    };
+  }
+}
+
+/**
+ * Validates the JSON body against `schema` and stores the parsed value as `body`.
+ * The content type is not policed: agents that forget the header still get a useful answer,
+ * and anything that is not JSON fails as `json_invalid`.
+ */
+export function jsonBody<S extends z.ZodType>(schema: S): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const text = await c.req.text();
+    if (text.trim() === "") {
+      return validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
+    }
+    const parsed = parseJsonText(text);
+    if (!parsed.ok) return validationResponse(c, [parsed.item]);
+    const result = schema.safeParse(parsed.value, { reportInput: true });
+    if (!result.success) return validationResponse(c, zodItems(result.error, parsed.value, ["body"]));
+    c.set("body", result.data);
+    await next();
+  };
+}
+
+/** Validates query-string parameters (first value of each name) and stores them as `query`. */
+export function queryParams<S extends z.ZodType>(schema: S): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const raw = c.req.query();
+    const result = schema.safeParse(raw, { reportInput: true });
+    if (!result.success) return validationResponse(c, zodItems(result.error, raw, ["query"]));
+    c.set("query", result.data);
+    await next();
+  };
+}
+
+/** Validates path parameters and stores them as `params`. */
+export function pathParams<S extends z.ZodType>(schema: S): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const raw = c.req.param() as Record<string, string>;
+    const result = schema.safeParse(raw, { reportInput: true });
+    if (!result.success) return validationResponse(c, zodItems(result.error, raw, ["path"]));
+    c.set("params", result.data);
+    await next();
+  };
+}
+
+/** A required field that takes any JSON value (zod's unknown would let a missing key through). */
+export function anyJson(description: string) {
+  return z.custom<unknown>((v) => v !== undefined, { message: "Field required" }).meta({ description });
+}

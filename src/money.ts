@@ -1,0 +1,22 @@
+/**
+ * Money as integers. Prices are written in dollars in the spec (0.006); every computation goes
+ * through micro-dollars (= USDC atomic units, 6 decimals) so 3 × 0.012 is exactly 0.036.
+ */
+export function usdToMicros(usd: number): bigint {
+  const [whole = "0", frac = ""] = usd.toFixed(6).split(".");
+  return BigInt(whole) * 1_000_000n + BigInt(frac.padEnd(6, "0"));
+}
+
+export function microsToUsd(micros: bigint): number {
+  return Number(micros) / 1_000_000;
+}
+
+/** "$0.003" style price string for x402 annotations. */
+export function formatUsd(usd: number): string {
+  return `$${trimDecimal(usd)}`;
+}
+
+/** Decimal dollars without float noise or trailing zeros: 0.036, 3, 0.15. */
+export function trimDecimal(usd: number): string {
+  return usd.toFixed(6).replace(/0+$/, "").replace(/\.$/, "");
+}

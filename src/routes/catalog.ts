@@ -1,0 +1,31 @@
+import { Hono } from "hono";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { inputJsonSchema, skills } from "../skills/registry";
+
+export const catalogRoutes = new Hono<AppEnv>();
+
+/** Spec 2.1: the catalog document, every entry derived from the registry. */
+catalogRoutes.get("/api/catalog", (c) => {
+  const cfg = publicConfig(c.env, c.req.url);
+  return c.json({
+    skills: skills.map((s) => ({
+      id: s.id,
+      name: s.name,
+      description: s.description,
+      endpoint: s.endpoint,
+      method: "POST",
+      doc_slug: s.slug,
+      category: s.category,
+      price_usd: s.price_usd,
+      docs_url: `${cfg.baseUrl}/docs/${s.slug}`,
+      example_request: s.example_request,
+      example_response: s.example_response,
+      input_schema: inputJsonSchema(s),
+    })),
+    x402_enabled: cfg.x402Enabled,
+    cardpay_enabled: cfg.cardpayEnabled,
+    free_beta: cfg.freeBeta,
+    hosted_partners: [],
+  });
+});

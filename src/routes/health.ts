@@ -1,0 +1,28 @@
+import { Hono } from "hono";
+import { INTERFACE_VERSION } from "../config";
+import type { AppEnv } from "../env";
+
+export const healthRoutes = new Hono<AppEnv>();
+
+async function check(probe: () => Promise<unknown>) {
+  const started = Date.now();
+  try {
+    await probe();
+    return { ok: true, ms: Date.now() - started };
+  } catch (e) {
+    return { ok: false, ms: Date.now() - started, error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** Liveness plus a real round trip to D1 (schema present) and KV. 503 when either fails. */
+healthRoutes.get("/health", async (c) => {
+  const [d1, kv] = await Promise.all([
+    check(() => c.env.DB.prepare("SELECT count(*) AS n FROM payment_nonces").first()),
+    check(() => c.env.KV.get("health:probe")),
+  ]);
+  const ok = d1.ok && kv.ok;
+  return c.json(
+    { status: ok ? "ok" : "degraded", version: INTERFACE_VERSION, checks: { d1, kv } },
+    ok ? 200 : 503,
+  );
+});

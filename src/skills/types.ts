@@ -1,0 +1,61 @@
+import type { z } from "zod";
+import type { Bindings } from "../env";
+
+export const CATEGORIES = [
+  "osint_graph",
+  "research",
+  "marketing",
+  "ai_detection",
+  "data_prep",
+  "text_ops",
+  "web_utils",
+] as const;
+export type Category = (typeof CATEGORIES)[number];
+
+export interface SkillContext {
+  env: Bindings;
+  requestId: string;
+}
+
+export type SkillOutput = Record<string, unknown>;
+
+export interface SkillSpec<S extends z.ZodType = z.ZodType> {
+  /** Underscore id of spec 2.2; slug, endpoint and docs URL are derived from it. */
+  id: string;
+  name: string;
+  category: Category;
+  /** Dollars, exactly as spec 2.2 prints them. */
+  price_usd: number;
+  /** Utility skills are deterministic and offline and answer with `ok: true`. */
+  kind: "utility" | "analytic";
+  /** Under 500 characters: it is also the x402 bazaar description. */
+  description: string;
+  input: S;
+  example_request: z.input<S>;
+  /** What `run` returns for `example_request`, with `skill` (and `ok`) included. */
+  example_response: SkillOutput;
+  /** Pure logic: the fields of the response other than `skill` and `ok`. */
+  run(input: z.output<S>, ctx: SkillContext): SkillOutput | Promise<SkillOutput>;
+}
+
+export interface Skill<S extends z.ZodType = z.ZodType> extends SkillSpec<S> {
+  slug: string;
+  endpoint: string;
+  /** USDC atomic units (6 decimals): 0.003 → 3000. */
+  price_atomic: bigint;
+}
+
+/** Identity function that keeps the input type of `run` tied to the schema. */
+export function defineSkill<S extends z.ZodType>(spec: SkillSpec<S>): SkillSpec<S> {
+  return spec;
+}
+
+/** A skill whose logic has not been written answers 501 instead of inventing output. */
+export class NotImplemented extends Error {
+  constructor() {
+    super("not implemented");
+  }
+}
+export function notImplemented(): never {
+  throw new NotImplemented();
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { call } from "./helpers";
+
+interface Entry {
+  id: string;
+  name: string;
+  description: string;
+  endpoint: string;
+  method: string;
+  doc_slug: string;
+  category: string;
+  price_usd: number;
+  docs_url: string;
+  example_request: Record<string, unknown>;
+  example_response: Record<string, unknown>;
+  input_schema: { type: string; properties: Record<string, unknown>; required?: string[] };
+}
+
+// Spec 2.2, copied by hand on purpose: the registry must agree with the contract, not with itself.
+const SPEC: [string, string, number, string][] = [
+  ["osint_graph", "/api/skills/osint-graph", 0.01, "osint_graph"],
+  ["research", "/api/skills/research", 0.015, "research"],
+  ["seo", "/api/skills/seo", 0.012, "marketing"],
+  ["ai_detector", "/api/skills/ai-detector", 0.01, "ai_detection"],
+  ["json_flatten", "/api/skills/json-flatten", 0.006, "data_prep"],
+  ["json_sort", "/api/skills/json-sort", 0.003, "data_prep"],
+  ["text_diff", "/api/skills/text-diff", 0.006, "text_ops"],
+  ["url_normalize", "/api/skills/url-normalize", 0.005, "web_utils"],
+  ["html_clean", "/api/skills/html-clean", 0.008, "data_prep"],
+  ["json_schema_validate", "/api/skills/json-schema-validate", 0.006, "data_prep"],
+  ["keyword_extract", "/api/skills/keyword-extract", 0.008, "text_ops"],
+  ["token_count", "/api/skills/token-count", 0.004, "text_ops"],
+  ["sha256", "/api/skills/sha256", 0.003, "text_ops"],
+  ["uuid_mint", "/api/skills/uuid-mint", 0.003, "text_ops"],
+  ["slugify", "/api/skills/slugify", 0.003, "text_ops"],
+];
+
+describe("GET /api/catalog", () => {
+  it("has the top-level flags and an empty partner list", async () => {
+    const body = await (await call("/api/catalog")).json<Record<string, unknown>>();
+    expect(body).toMatchObject({
+      x402_enabled: true,
+      cardpay_enabled: true,
+      free_beta: false,
+      hosted_partners: [],
+    });
+  });
+
+  it("lists the 15 skills of spec 2.2 with exact prices and categories", async () => {
+    const { skills } = await (await call("/api/catalog")).json<{ skills: Entry[] }>();
+    expect(skills.map((s) => [s.id, s.endpoint, s.price_usd, s.category])).toEqual(SPEC);
+    for (const s of skills) {
+      expect(s.method).toBe("POST");
+      expect(s.doc_slug).toBe(s.id.replaceAll("_", "-"));
+      expect(s.endpoint).toBe(`/api/skills/${s.doc_slug}`);
+      expect(s.docs_url).toBe(`https://skills.test/docs/${s.doc_slug}`);
+      expect(s.name.length).toBeGreaterThan(0);
+      expect(s.description.length).toBeGreaterThan(20);
+      expect(s.description.length).toBeLessThan(500);
+      expect(s.example_response.skill).toBe(s.id);
+      expect(s.input_schema.type).toBe("object");
+    }
+  });
+
+  it("input_schema carries the bounds of the zod schema", async () => {
+    const { skills } = await (await call("/api/catalog")).json<{ skills: Entry[] }>();
+    const osint = skills.find((s) => s.id === "osint_graph");
+    expect(osint?.input_schema.required).toEqual(["seed_entity"]);
+    expect(osint?.input_schema.properties.seed_entity).toMatchObject({
+      type: "string",
+      minLength: 1,
+      maxLength: 500,
+    });
+    expect(osint?.input_schema.properties.max_depth).toMatchObject({
+      type: "integer",
+      minimum: 1,
+      maximum: 4,
+      default: 2,
+    });
+    const html = skills.find((s) => s.id === "html_clean");
+    expect(html?.input_schema.properties.mode).toMatchObject({ maxLength: 16, enum: ["text", "markdown"] });
+  });
+
+  it("every example_request passes the skill's own validation", async () => {
+    const { skills } = await (await call("/api/catalog")).json<{ skills: Entry[] }>();
+    for (const s of skills) {
+      const res = await call(s.endpoint, { method: "POST", body: JSON.stringify(s.example_request) });
+      expect(res.status, s.id).not.toBe(422);
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { inputJsonSchema, skills } from "../src/skills/registry";
 import { detailOf, postJson } from "./helpers";
 
 const long = (n: number) => "x".repeat(n);
@@ -200,6 +201,29 @@ describe("no bad input produces a 500", () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it("objects with each skill's own field names and arbitrary values", async () => {
+    const utility = skills.filter((s) => s.kind === "utility");
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...utility),
+        fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 2 }),
+        fc.array(fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.string(), fc.integer(), fc.constant(null)), {
+          maxLength: 4,
+        }),
+        async (skill, extra, values) => {
+          const fields = Object.keys((inputJsonSchema(skill).properties ?? {}) as object);
+          const body: Record<string, unknown> = { ...extra };
+          fields.forEach((f, i) => {
+            if (i < values.length) body[f] = values[i];
+          });
+          const res = await postJson(skill.endpoint, body);
+          expect([200, 422], `${skill.id} ${JSON.stringify(body)} -> ${res.status}`).toContain(res.status);
+        },
+      ),
+      { numRuns: 400 },
     );
   });
 });

@@ -154,13 +154,22 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
       return { loc, msg: "Input does not match any allowed type", type: "union_type", input };
     }
     case "custom": {
+      // Checks written as refinements name their pydantic type in params; plain ones are value errors.
       const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown> };
+      if (params.type)
+        return {
+          loc,
+          msg: issue.message,
+          type: params.type,
+          input,
+          ...(params.ctx ? { ctx: params.ctx } : {}),
+        };
       return {
         loc,
         msg: `Value error, ${issue.message}`,
-        type: params.type ?? "value_error",
+        type: "value_error",
         input,
-        ctx: params.ctx ?? { error: issue.message },
+        ctx: { error: issue.message },
       };
     }
     default:

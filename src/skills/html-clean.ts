@@ -1,5 +1,52 @@
+import { convert } from "html-to-text";
+import { htmlToMarkdown } from "mdream";
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
+
+// Elements whose content is never readable text. Event handlers and comments cannot reach either
+// output: both converters emit text and Markdown syntax only, never attributes or raw HTML.
+const DROPPED = [
+  "script",
+  "style",
+  "noscript",
+  "template",
+  "iframe",
+  "object",
+  "embed",
+  "svg",
+  "head",
+  "select",
+];
+
+const TEXT_OPTIONS = {
+  wordwrap: false as const,
+  selectors: [
+    ...DROPPED.map((selector) => ({ selector, format: "skip" })),
+    { selector: "a", options: { ignoreHref: true } },
+    { selector: "img", format: "skip" },
+    { selector: "h1", options: { uppercase: false } },
+    { selector: "h2", options: { uppercase: false } },
+    { selector: "h3", options: { uppercase: false } },
+    { selector: "h4", options: { uppercase: false } },
+    { selector: "h5", options: { uppercase: false } },
+    { selector: "h6", options: { uppercase: false } },
+    { selector: "table", format: "dataTable", options: { uppercaseHeaderCells: false } },
+  ],
+};
+
+export function htmlToText(html: string): string {
+  return convert(html, TEXT_OPTIONS).trim();
+}
+
+// Script-capable link targets become inert: Markdown is often rendered again downstream.
+const SCRIPT_LINK =
+  /\]\((?:<\s*(?:javascript|vbscript|data):[^>]*>|\s*(?:javascript|vbscript|data):(?:[^()\s]|\([^()]*\))*)\)/gi;
+
+export function htmlToMd(html: string): string {
+  return htmlToMarkdown(html, { filter: { exclude: DROPPED } })
+    .replace(SCRIPT_LINK, "](#)")
+    .trim();
+}
 
 export const htmlClean = defineSkill({
   id: "html_clean",
@@ -22,6 +69,15 @@ export const htmlClean = defineSkill({
     html: "<h1>Hello</h1><p>World &amp; <b>you</b></p><script>alert(1)</script>",
     mode: "text",
   },
-  example_response: { skill: "html_clean", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "html_clean",
+    ok: true,
+    mode: "text",
+    chars: 18,
+    output: "Hello\n\nWorld & you",
+  },
+  run({ html, mode }) {
+    const output = mode === "markdown" ? htmlToMd(html) : htmlToText(html);
+    return { mode, chars: [...output].length, output };
+  },
 });

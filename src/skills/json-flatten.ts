@@ -1,10 +1,52 @@
 import { z } from "zod";
 import { anyJson } from "../http/validation";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
 
+const INT_LIKE = /^\s*[+-]?\d+\s*$/;
+
+// "number or integer-like string (optional surrounding whitespace and sign)"; negative means 0.
 const maxDepth = z
-  .union([z.number(), z.string()])
-  .meta({ description: "Integer or integer-like string, default 12." });
+  .unknown()
+  .transform((v, ctx) => {
+    if (typeof v === "number" && Number.isInteger(v)) return Math.max(0, v);
+    if (typeof v === "string" && INT_LIKE.test(v)) return Math.max(0, Number.parseInt(v.trim(), 10));
+    const [type, message] =
+      typeof v === "number"
+        ? ["int_from_float", "Input should be a valid integer, got a number with a fractional part"]
+        : typeof v === "string"
+          ? ["int_parsing", "Input should be a valid integer, unable to parse string as an integer"]
+          : ["int_type", "Input should be a valid integer"];
+    ctx.addIssue({ code: "custom", message, params: { type } });
+    return z.NEVER;
+  })
+  .meta({ description: 'Levels to descend: an integer or integer-like string (" 3 ", "+2"); default 12.' });
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function isContainer(v: unknown): v is Json[] | Record<string, Json> {
+  return v !== null && typeof v === "object";
+}
+
+/** Depth-first flatten; entries keep document order, a later duplicate path wins. */
+export function flatten(data: unknown, sep: string, maxDepth: number): Record<string, unknown> {
+  const out: [string, unknown][] = [];
+  const walk = (value: unknown, path: string, depth: number, isRoot: boolean) => {
+    const keys = isContainer(value) ? Object.keys(value) : [];
+    if (keys.length > 0 && depth < maxDepth) {
+      for (const key of keys) {
+        walk((value as Record<string, unknown>)[key], isRoot ? key : `${path}${sep}${key}`, depth + 1, false);
+      }
+      return;
+    }
+    // An empty root has nothing to flatten; everywhere else empties and cut-off subtrees are leaves.
+    const emptyRoot = isRoot && isContainer(value) && keys.length === 0 && depth < maxDepth;
+    if (!emptyRoot) out.push([path, value]);
+  };
+  walk(data, "", 0, true);
+  // fromEntries defines own properties, so a "__proto__" key stays data, never a prototype.
+  return Object.fromEntries(out);
+}
+
 export const jsonFlatten = defineSkill({
   id: "json_flatten",
   name: "JSON flatten",
@@ -24,6 +66,19 @@ export const jsonFlatten = defineSkill({
       .default(null),
   }),
   example_request: { data: { user: { name: "Ada", tags: ["x", "y"] }, empty: {} } },
-  example_response: { skill: "json_flatten", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "json_flatten",
+    ok: true,
+    flat: { "user.name": "Ada", "user.tags.0": "x", "user.tags.1": "y", empty: {} },
+    sep: ".",
+    max_depth: 12,
+    keys: 4,
+  },
+  run({ data, options }) {
+    const rawSep = options?.sep;
+    const sep = rawSep === undefined ? "." : typeof rawSep === "string" ? rawSep : JSON.stringify(rawSep);
+    const depth = options?.max_depth ?? 12;
+    const flat = flatten(data, sep, depth);
+    return { flat, sep, max_depth: depth, keys: Object.keys(flat).length };
+  },
 });

@@ -1,6 +1,68 @@
+import { type Schema, type SchemaDraft, Validator } from "@cfworker/json-schema";
 import { z } from "zod";
 import { anyJson } from "../http/validation";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
+
+const DRAFTS: [RegExp, SchemaDraft][] = [
+  [/draft-04/, "4"],
+  [/draft-07|draft-06/, "7"],
+  [/2019-09/, "2019-09"],
+  [/2020-12/, "2020-12"],
+];
+const TYPES = new Set(["string", "number", "integer", "boolean", "object", "array", "null"]);
+
+function draftOf(schema: unknown): SchemaDraft {
+  const uri = schema && typeof schema === "object" ? (schema as { $schema?: unknown }).$schema : undefined;
+  if (typeof uri !== "string") return "2020-12";
+  return DRAFTS.find(([re]) => re.test(uri))?.[1] ?? "2020-12";
+}
+
+/** Structural mistakes the validator would silently ignore; returned as schema errors. */
+function schemaProblems(schema: unknown, at = "#"): string[] {
+  if (typeof schema === "boolean") return [];
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) {
+    return [`${at}: a schema must be an object or a boolean`];
+  }
+  const s = schema as Record<string, unknown>;
+  const problems: string[] = [];
+  if ("type" in s) {
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    for (const t of types)
+      if (typeof t !== "string" || !TYPES.has(t))
+        problems.push(`${at}/type: unknown type ${JSON.stringify(t)}`);
+  }
+  if ("required" in s && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== "string"))) {
+    problems.push(`${at}/required: must be an array of strings`);
+  }
+  for (const key of ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]) {
+    const map = s[key];
+    if (map === undefined) continue;
+    if (map === null || typeof map !== "object" || Array.isArray(map))
+      problems.push(`${at}/${key}: must be an object`);
+    else for (const [k, v] of Object.entries(map)) problems.push(...schemaProblems(v, `${at}/${key}/${k}`));
+  }
+  for (const key of [
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+  ]) {
+    if (s[key] !== undefined && !Array.isArray(s[key]))
+      problems.push(...schemaProblems(s[key], `${at}/${key}`));
+  }
+  for (const key of ["allOf", "anyOf", "oneOf", "prefixItems"]) {
+    const list = s[key];
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) problems.push(`${at}/${key}: must be an array`);
+    else for (const [i, v] of list.entries()) problems.push(...schemaProblems(v, `${at}/${key}/${i}`));
+  }
+  return problems;
+}
+
 export const jsonSchemaValidate = defineSkill({
   id: "json_schema_validate",
   name: "JSON Schema validate",
@@ -8,7 +70,7 @@ export const jsonSchemaValidate = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Validate a JSON value against a JSON Schema (draft 2020-12; draft 7 also accepted): type, required, properties, items, formats, combinators and references. Returns valid, and each failure with its instance path and message. An invalid schema is reported, not thrown. Deterministic and offline.",
+    "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and each failure with its instance path and message. An invalid schema is reported as a schema error, not thrown. Deterministic and offline.",
   input: z.object({
     instance: anyJson("The JSON value to validate."),
     schema: anyJson("The JSON Schema (an object, or a boolean)."),
@@ -21,6 +83,49 @@ export const jsonSchemaValidate = defineSkill({
       properties: { name: { type: "string" }, age: { type: "integer", minimum: 0 } },
     },
   },
-  example_response: { skill: "json_schema_validate", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "json_schema_validate",
+    ok: true,
+    valid: false,
+    errors: [
+      {
+        instance_path: "#",
+        keyword: "required",
+        schema_path: "#/required",
+        message: 'Instance does not have required property "email".',
+      },
+    ],
+    checked: true,
+    draft: "2020-12",
+  },
+  run({ instance, schema }) {
+    const draft = draftOf(schema);
+    const problems = schemaProblems(schema);
+    const schemaError = (message: string) => ({
+      valid: false,
+      errors: [
+        { instance_path: "#", keyword: "schema", schema_path: "#", message: `Invalid schema: ${message}` },
+      ],
+      checked: false,
+      draft,
+    });
+    if (problems.length > 0) return schemaError(problems.join("; "));
+    try {
+      const result = new Validator(schema as Schema | boolean, draft, false).validate(instance);
+      return {
+        valid: result.valid,
+        errors: result.errors.map((e) => ({
+          instance_path: e.instanceLocation,
+          keyword: e.keyword,
+          schema_path: e.keywordLocation,
+          message: e.error,
+        })),
+        checked: true,
+        draft,
+      };
+    } catch (e) {
+      // Unresolvable $ref, invalid pattern and the like surface here.
+      return schemaError(e instanceof Error ? e.message : String(e));
+    }
+  },
 });

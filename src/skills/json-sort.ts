@@ -1,6 +1,40 @@
 import { z } from "zod";
 import { anyJson } from "../http/validation";
-import { defineSkill, notImplemented } from "./types";
+import { RawJson } from "./raw-json";
+import { defineSkill } from "./types";
+
+/**
+ * Code-point order. UTF-16 code-unit order agrees with it except between surrogates (astral
+ * characters) and U+E000..U+FFFF, which this comparison shifts into place.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) {
+      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/**
+ * Canonical compact JSON with keys in code-point order. Written by hand because a JS object cannot
+ * hold that order: integer-like keys ("10", "9") always enumerate first, in numeric order.
+ */
+export function canonicalJson(value: unknown, reverse: boolean): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, reverse)).join(",")}]`;
+  const keys = Object.keys(value).sort(compareCodePoints);
+  if (reverse) keys.reverse();
+  const obj = value as Record<string, unknown>;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k], reverse)}`).join(",")}}`;
+}
+
 export const jsonSort = defineSkill({
   id: "json_sort",
   name: "JSON key sort",
@@ -14,6 +48,16 @@ export const jsonSort = defineSkill({
     reverse: z.boolean().default(false).meta({ description: "Sort keys in descending order." }),
   }),
   example_request: { data: { b: 1, a: { d: [{ z: 1, y: 2 }], c: null } } },
-  example_response: { skill: "json_sort", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "json_sort",
+    ok: true,
+    sorted: { a: { c: null, d: [{ y: 2, z: 1 }] }, b: 1 },
+    canonical: '{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}',
+    bytes: 42,
+  },
+  run({ data, reverse }) {
+    const canonical = canonicalJson(data, reverse);
+    // `sorted` is sent as the canonical text itself so the key order survives serialization.
+    return { sorted: new RawJson(canonical), canonical, bytes: new TextEncoder().encode(canonical).length };
+  },
 });

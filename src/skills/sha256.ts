@@ -1,5 +1,74 @@
+import { Buffer } from "node:buffer";
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { InputError } from "../http/validation";
+import { defineSkill } from "./types";
+
+const ALIASES: Record<string, Encoding> = {
+  "utf-8": "utf-8",
+  utf8: "utf-8",
+  "utf-16le": "utf-16le",
+  utf16le: "utf-16le",
+  latin1: "latin1",
+  "iso-8859-1": "latin1",
+  binary: "latin1",
+  ascii: "ascii",
+  "us-ascii": "ascii",
+  base64: "base64",
+  hex: "hex",
+};
+type Encoding = "utf-8" | "utf-16le" | "latin1" | "ascii" | "base64" | "hex";
+const NAMES = "utf-8, utf-16le, latin1, ascii, base64, hex";
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+function bad(message: string, text: string): never {
+  throw InputError.at(["text"], `Value error, ${message}`, text);
+}
+
+function codeUnitsAtMost(text: string, max: number, name: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > max) bad(`character ${JSON.stringify(text[i])} at index ${i} is not valid ${name}`, text);
+    bytes[i] = c;
+  }
+  return bytes;
+}
+
+/** The bytes that get hashed; text that the encoding cannot represent is a 422, never replaced. */
+export function encodeText(text: string, encoding: Encoding): Uint8Array {
+  switch (encoding) {
+    case "utf-8":
+      if (!text.isWellFormed()) bad("text contains a lone surrogate, which UTF-8 cannot encode", text);
+      return new TextEncoder().encode(text);
+    case "utf-16le": {
+      if (!text.isWellFormed()) bad("text contains a lone surrogate, which UTF-16 cannot encode", text);
+      const bytes = new Uint8Array(text.length * 2);
+      for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        bytes[2 * i] = c & 0xff;
+        bytes[2 * i + 1] = c >> 8;
+      }
+      return bytes;
+    }
+    case "latin1":
+      return codeUnitsAtMost(text, 0xff, "latin1");
+    case "ascii":
+      return codeUnitsAtMost(text, 0x7f, "ascii");
+    case "base64": {
+      const compact = text.replace(/[\t\n\r ]/g, "");
+      const url = !BASE64.test(compact) && BASE64URL.test(compact) && compact.length % 4 !== 1;
+      if (!url && !BASE64.test(compact)) bad("text is not valid base64", text);
+      return new Uint8Array(Buffer.from(compact, url ? "base64url" : "base64"));
+    }
+    case "hex":
+      if (text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) {
+        bad("text is not valid hex (an even number of 0-9a-f digits)", text);
+      }
+      return new Uint8Array(Buffer.from(text, "hex"));
+  }
+}
 
 export const sha256 = defineSkill({
   id: "sha256",
@@ -8,16 +77,39 @@ export const sha256 = defineSkill({
   price_usd: 0.003,
   kind: "utility",
   description:
-    "Hash a text with SHA-256 after encoding it as utf-8 (default), utf-16le, latin1, ascii, base64 or hex. Returns the byte length, the 64-character hex digest and its 16-character prefix. Deterministic and offline.",
+    "Hash a text with SHA-256 after encoding it as utf-8 (default), utf-16le, latin1, ascii, base64 or hex. Returns the byte length, the 64-character hex digest and its 16-character prefix. Text the encoding cannot represent is refused, never silently replaced. Deterministic and offline.",
   input: z.object({
     text: z.string().max(400000).meta({ description: "Text to hash." }),
     encoding: z
       .string()
       .max(16)
       .default("utf-8")
-      .meta({ description: "utf-8, utf-16le, latin1, ascii, base64 or hex." }),
+      .transform((name, ctx) => {
+        const enc = ALIASES[name.trim().toLowerCase()];
+        if (enc) return enc;
+        const message = `Input should be one of ${NAMES}`;
+        ctx.addIssue({
+          code: "custom",
+          message,
+          params: { type: "literal_error", ctx: { expected: NAMES } },
+        });
+        return z.NEVER;
+      })
+      .meta({ description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases).` }),
   }),
   example_request: { text: "hello world" },
-  example_response: { skill: "sha256", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "sha256",
+    ok: true,
+    algo: "sha256",
+    encoding: "utf-8",
+    bytes: 11,
+    hex: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    hex_prefix: "b94d27b9934d3e08",
+  },
+  async run({ text, encoding }) {
+    const bytes = encodeText(text, encoding);
+    const hex = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("hex");
+    return { algo: "sha256", encoding, bytes: bytes.length, hex, hex_prefix: hex.slice(0, 16) };
+  },
 });

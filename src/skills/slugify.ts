@@ -1,5 +1,14 @@
+import slugifyText from "@sindresorhus/slugify";
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
+
+/** Cuts at a word boundary when one exists inside the limit, and never leaves a trailing "-". */
+export function limitSlug(slug: string, maxLen: number): string {
+  if (slug.length <= maxLen) return slug;
+  let cut = slug.slice(0, maxLen);
+  if (slug[maxLen] !== "-" && cut.includes("-")) cut = cut.slice(0, cut.lastIndexOf("-"));
+  return cut.replace(/-+$/, "");
+}
 
 export const slugify = defineSkill({
   id: "slugify",
@@ -8,12 +17,24 @@ export const slugify = defineSkill({
   price_usd: 0.003,
   kind: "utility",
   description:
-    "Turn any text into a URL-safe lowercase slug: transliterate (é to e, ß to ss, ø to o), join words with '-', never end in '-', at most max_len characters. Says when nothing is left. Deterministic and offline.",
+    "Turn any text into a URL-safe lowercase slug: transliterate (é to e, ß to ss, ø to o), join words with '-', never end in '-', at most max_len characters, cut at a word boundary when possible. Says when nothing is left. Deterministic and offline.",
   input: z.object({
     text: z.string().max(4000).meta({ description: "Text to slugify." }),
     max_len: z.int().min(1).max(200).default(80).meta({ description: "Maximum slug length." }),
   }),
   example_request: { text: "Crème Brûlée: Straße & Smørrebrød!", max_len: 80 },
-  example_response: { skill: "slugify", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "slugify",
+    ok: true,
+    slug: "creme-brulee-strasse-and-smorrebrod",
+    chars: 35,
+    empty: false,
+  },
+  run({ text, max_len }) {
+    const slug = limitSlug(
+      slugifyText(text, { separator: "-", lowercase: true, decamelize: false }),
+      max_len,
+    );
+    return { slug, chars: slug.length, empty: slug.length === 0 };
+  },
 });

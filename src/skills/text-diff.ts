@@ -1,5 +1,168 @@
+import { DIFF_DELETE, DIFF_EQUAL, DIFF_INSERT, type Diff, diffMain } from "diff-match-patch-es";
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
+
+/**
+ * Bounded diff. diff-match-patch's bisection costs up to (n+m)²/2 steps for n and m tokens, and
+ * its only brake is a wall-clock deadline, which does not advance during computation on deployed
+ * Workers. So the work is bounded by size instead: texts are diffed hierarchically (lines, then
+ * sentences, then words, then characters), each changed block is refined at the next level only
+ * while its worst-case cost fits the block cap and the call's remaining budget, and a block that
+ * does not fit stays as one delete plus one insert. The script is always complete and valid.
+ */
+const BLOCK_CAP = 8_000_000;
+const CALL_BUDGET = 40_000_000;
+const NO_DEADLINE = { diffTimeout: 0 };
+
+type Mode = "char" | "word" | "line";
+type Level = "line" | "sentence" | "word" | "char";
+const LEVELS: Record<Mode, Level[]> = {
+  char: ["line", "sentence", "word", "char"],
+  word: ["line", "sentence", "word"],
+  line: ["line"],
+};
+
+const SPLIT: Record<Exclude<Level, "char">, RegExp> = {
+  line: /[^\n]*\n|[^\n]+$/g,
+  sentence: /[^.!?\n]*(?:[.!?]+\s*|\n|$)/g,
+  word: /\s+|[\p{L}\p{M}\p{N}_]+|[^\s\p{L}\p{M}\p{N}_]/gu,
+};
+
+function tokenize(text: string, level: Level): string[] {
+  if (level === "char") return Array.from(text); // code points: never split a surrogate pair
+  return (text.match(SPLIT[level]) ?? []).filter((t) => t.length > 0);
+}
+
+// Skips the surrogate range so every token maps to one BMP code unit diff-match-patch can compare.
+function tokenChar(index: number): string {
+  return String.fromCharCode(index < 0xd800 ? index : index + 0x800);
+}
+const MAX_TOKENS = 0xffff - 0x800;
+
+class Differ {
+  private budget = CALL_BUDGET;
+  constructor(private readonly levels: Level[]) {}
+
+  run(a: string, b: string): Diff[] {
+    const out: Diff[] = [];
+    this.refine(a, b, 0, out);
+    return mergeRuns(out);
+  }
+
+  private refine(a: string, b: string, depth: number, out: Diff[]) {
+    if (a === b) {
+      if (a) out.push([DIFF_EQUAL, a]);
+      return;
+    }
+    if (!a || !b) {
+      if (a) out.push([DIFF_DELETE, a]);
+      if (b) out.push([DIFF_INSERT, b]);
+      return;
+    }
+    const level = this.levels[depth];
+    if (level === undefined) {
+      out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
+      return;
+    }
+    const ta = tokenize(a, level);
+    const tb = tokenize(b, level);
+    const cost = (ta.length + tb.length) ** 2 / 2;
+    if (cost > BLOCK_CAP || cost > this.budget) {
+      // Too large to align at this level: one replacement block, and finer levels are pointless.
+      out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
+      return;
+    }
+    const codes = new Map<string, string>();
+    const encode = (tokens: string[]) => {
+      let s = "";
+      for (const t of tokens) {
+        let c = codes.get(t);
+        if (c === undefined) {
+          if (codes.size >= MAX_TOKENS) return null;
+          c = tokenChar(codes.size);
+          codes.set(t, c);
+        }
+        s += c;
+      }
+      return s;
+    };
+    const ea = encode(ta);
+    const eb = encode(tb);
+    if (ea === null || eb === null) {
+      out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
+      return;
+    }
+    this.budget -= cost;
+    const decode = new Map([...codes].map(([t, c]) => [c, t]));
+    const expand = (s: string) => {
+      let text = "";
+      for (const c of s) text += decode.get(c);
+      return text;
+    };
+    const ops = diffMain(ea, eb, NO_DEADLINE, false);
+    // Adjacent delete/insert runs are a changed block: refine it one level finer.
+    let del = "";
+    let ins = "";
+    const flush = () => {
+      if (del || ins) this.refine(del, ins, depth + 1, out);
+      del = "";
+      ins = "";
+    };
+    for (const [op, s] of ops) {
+      if (op === DIFF_DELETE) del += expand(s);
+      else if (op === DIFF_INSERT) ins += expand(s);
+      else {
+        flush();
+        out.push([DIFF_EQUAL, expand(s)]);
+      }
+    }
+    flush();
+  }
+}
+
+/**
+ * Joins adjacent operations of the same kind. (diff-match-patch's diffCleanupMerge also factors
+ * common prefixes out of replacements, which would split words in word mode and surrogate pairs.)
+ */
+function mergeRuns(ops: Diff[]): Diff[] {
+  const merged: Diff[] = [];
+  for (const [op, text] of ops) {
+    if (!text) continue;
+    const last = merged[merged.length - 1];
+    if (last && last[0] === op) last[1] += text;
+    else merged.push([op, text]);
+  }
+  return merged;
+}
+
+const OP_NAMES = { [DIFF_EQUAL]: "equal", [DIFF_DELETE]: "del", [DIFF_INSERT]: "ins" } as const;
+
+export function diffTexts(a: string, b: string, mode: Mode) {
+  const ops = new Differ(LEVELS[mode]).run(a, b).map(([op, value]) => ({ op: OP_NAMES[op], value }));
+  const counts = { inserted: 0, deleted: 0, equal: 0 };
+  for (const { op, value } of ops) {
+    const n = codePointLength(value);
+    if (op === "ins") counts.inserted += n;
+    else if (op === "del") counts.deleted += n;
+    else counts.equal += n;
+  }
+  return { mode, ops, ...counts };
+}
+
+function codePointLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
 
 export const textDiff = defineSkill({
   id: "text_diff",
@@ -19,6 +182,23 @@ export const textDiff = defineSkill({
       .meta({ description: "Free-form; `mode` is char (default), word or line." }),
   }),
   example_request: { a: "kitten sat", b: "sitting sat" },
-  example_response: { skill: "text_diff", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "text_diff",
+    ok: true,
+    mode: "char",
+    ops: [
+      { op: "del", value: "k" },
+      { op: "ins", value: "s" },
+      { op: "equal", value: "itt" },
+      { op: "del", value: "e" },
+      { op: "ins", value: "i" },
+      { op: "equal", value: "n" },
+      { op: "ins", value: "g" },
+      { op: "equal", value: " sat" },
+    ],
+    inserted: 3,
+    deleted: 2,
+    equal: 8,
+  },
+  run: ({ a, b, options }) => diffTexts(a, b, options?.mode ?? "char"),
 });

@@ -1,5 +1,33 @@
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
+
+type Counter = (text: string, options: { disallowedSpecial: Set<string> }) => number;
+// Special-token text in user input (<|endoftext|>) is data: encode it as ordinary text, never refuse it.
+const PLAIN = { disallowedSpecial: new Set<string>() };
+const ENCODINGS = {
+  cl100k: "cl100k_base",
+  cl100k_base: "cl100k_base",
+  o200k: "o200k_base",
+  o200k_base: "o200k_base",
+} as const;
+
+// The BPE tables are megabytes: they load on the first call that needs them, once per isolate.
+const loaders: Record<"cl100k_base" | "o200k_base", () => Promise<Counter>> = {
+  cl100k_base: async () => (await import("gpt-tokenizer/encoding/cl100k_base")).countTokens,
+  o200k_base: async () => (await import("gpt-tokenizer/encoding/o200k_base")).countTokens,
+};
+const loaded = new Map<string, Promise<Counter>>();
+function counter(name: "cl100k_base" | "o200k_base") {
+  let p = loaded.get(name);
+  if (!p) {
+    p = loaders[name]();
+    loaded.set(name, p);
+  }
+  return p;
+}
+
+/** gpt-4o-mini input price, USD per token ($0.15 per million, OpenAI price list). */
+const GPT_4O_MINI_INPUT_USD_PER_TOKEN = 0.15 / 1_000_000;
 
 export const tokenCount = defineSkill({
   id: "token_count",
@@ -8,7 +36,7 @@ export const tokenCount = defineSkill({
   price_usd: 0.004,
   kind: "utility",
   description:
-    "Count tokens exactly with real BPE tables (cl100k_base or o200k_base), plus characters and words, and a USD cost hint for sending the text as input to a small model. Deterministic and offline.",
+    "Count tokens exactly with real BPE tables (cl100k_base or o200k_base), plus characters and words, and a USD cost hint for sending the text as input to gpt-4o-mini. Special-token text such as <|endoftext|> is counted as plain text. Deterministic and offline.",
   input: z.object({
     text: z.string().max(400000).meta({ description: "Text to count." }),
     encoding: z
@@ -17,11 +45,30 @@ export const tokenCount = defineSkill({
       .default("cl100k")
       .pipe(z.enum(["cl100k", "cl100k_base", "o200k", "o200k_base"]))
       .meta({
-        description: "cl100k (default) or o200k, with or without _base.",
+        description: "cl100k (default) or o200k, with or without _base; the canonical name is echoed.",
         enum: ["cl100k", "cl100k_base", "o200k", "o200k_base"],
       }),
   }),
   example_request: { text: "Hello, agents of the web!", encoding: "cl100k_base" },
-  example_response: { skill: "token_count", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "token_count",
+    ok: true,
+    encoding: "cl100k_base",
+    chars: 25,
+    words: 5,
+    approx_tokens: 7,
+    usd_hint_gpt_4o_mini: 0.00000105,
+  },
+  async run({ text, encoding }) {
+    const canonical = ENCODINGS[encoding];
+    const count = await counter(canonical);
+    const tokens = count(text, PLAIN);
+    return {
+      encoding: canonical,
+      chars: [...text].length,
+      words: text.match(/\S+/g)?.length ?? 0,
+      approx_tokens: tokens,
+      usd_hint_gpt_4o_mini: Number((tokens * GPT_4O_MINI_INPUT_USD_PER_TOKEN).toPrecision(6)),
+    };
+  },
 });

@@ -1,5 +1,74 @@
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { InputError } from "../http/validation";
+import { compareCodePoints } from "./json-sort";
+import { isTrackingParam } from "./tracking-params";
+import { defineSkill } from "./types";
+
+const HAS_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
+
+function parse(input: string): URL {
+  const trimmed = input.trim();
+  // "example.com/path" is what people paste; read it as a web address rather than refuse it.
+  const candidate = HAS_SCHEME.test(trimmed) && !/^[^:/]+:\d/.test(trimmed) ? trimmed : `https://${trimmed}`;
+  let url: URL;
+  try {
+    url = new URL(candidate);
+  } catch {
+    throw InputError.at(
+      ["url"],
+      "Input should be a valid URL, relative URL without a base",
+      input,
+      "url_parsing",
+      {
+        error: "relative URL without a base",
+      },
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw InputError.at(["url"], "URL scheme should be 'http' or 'https'", input, "url_scheme", {
+      expected_schemes: "'http' or 'https'",
+    });
+  }
+  if (!url.hostname) {
+    throw InputError.at(["url"], "Input should be a valid URL, empty host", input, "url_parsing", {
+      error: "empty host",
+    });
+  }
+  return url;
+}
+
+export function normalizeUrl(input: string) {
+  const url = parse(input);
+  url.protocol = "https:"; // also drops :443, the https default port
+  if (url.port === "80") url.port = "";
+  url.hash = "";
+  url.hostname = url.hostname.replace(/\.$/, "");
+
+  const kept: [string, string][] = [];
+  let stripped = false;
+  for (const [k, v] of url.searchParams) {
+    if (isTrackingParam(k)) stripped = true;
+    else kept.push([k, v]);
+  }
+  // Stable sort: repeated keys keep their relative order, which can carry meaning.
+  kept.sort((a, b) => compareCodePoints(a[0], b[0]));
+  url.search = new URLSearchParams(kept).toString();
+
+  const query = new Map<string, string | string[]>();
+  for (const [k, v] of kept) {
+    const prev = query.get(k);
+    query.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
+  }
+  return {
+    canonical: url.href,
+    scheme: "https",
+    host: url.hostname,
+    port: url.port ? Number(url.port) : null,
+    path: url.pathname,
+    query: Object.fromEntries(query),
+    stripped_tracking: stripped,
+  };
+}
 
 export const urlNormalize = defineSkill({
   id: "url_normalize",
@@ -10,10 +79,24 @@ export const urlNormalize = defineSkill({
   description:
     "Normalize a URL with WHATWG parsing: force https, lowercase the host, drop the default port and fragment, resolve dot segments, strip tracking parameters (utm_*, gclid, fbclid, ...) and sort the query. Returns the canonical URL and its components. Deterministic and offline.",
   input: z.object({
-    url: z.string().min(1).max(8000).meta({ description: "URL to normalize." }),
+    url: z
+      .string()
+      .min(1)
+      .max(8000)
+      .meta({ description: "URL to normalize; a missing scheme reads as https." }),
     options: z.looseObject({}).nullable().default(null).meta({ description: "Free-form; reserved." }),
   }),
   example_request: { url: "HTTP://Example.COM:80/a/../b/?utm_source=x&z=2&a=1#top" },
-  example_response: { skill: "url_normalize", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "url_normalize",
+    ok: true,
+    canonical: "https://example.com/b/?a=1&z=2",
+    scheme: "https",
+    host: "example.com",
+    port: null,
+    path: "/b/",
+    query: { a: "1", z: "2" },
+    stripped_tracking: true,
+  },
+  run: ({ url }) => normalizeUrl(url),
 });

@@ -1,5 +1,6 @@
+import { v1, v4 } from "uuid";
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import { defineSkill } from "./types";
 
 export const uuidMint = defineSkill({
   id: "uuid_mint",
@@ -7,7 +8,8 @@ export const uuidMint = defineSkill({
   category: "text_ops",
   price_usd: 0.003,
   kind: "utility",
-  description: "Mint 1 to 32 distinct RFC 9562 UUIDs, version 4 (random, default) or version 1 (time-based).",
+  description:
+    "Mint 1 to 32 distinct RFC 9562 UUIDs, version 4 (random, default) or version 1 (time-based with a random node id).",
   input: z.object({
     count: z.int().min(1).max(32).default(1).meta({ description: "How many ids." }),
     version: z
@@ -16,6 +18,17 @@ export const uuidMint = defineSkill({
       .meta({ description: "UUID version: 4 (default) or 1." }),
   }),
   example_request: { count: 2, version: 4 },
-  example_response: { skill: "uuid_mint", ok: true },
-  run: () => notImplemented(),
+  example_response: {
+    skill: "uuid_mint",
+    ok: true,
+    version: 4,
+    count: 2,
+    ids: ["0b5c4e5e-8f5e-4c8a-9a43-2f1f3f6f8f10", "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f"],
+  },
+  run({ count, version }) {
+    const mint = version === 1 ? v1 : v4;
+    const ids = new Set<string>();
+    while (ids.size < count) ids.add(mint());
+    return { version, count, ids: [...ids] };
+  },
 });

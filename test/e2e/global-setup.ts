@@ -28,10 +28,11 @@ export default async function setup(project: TestProject) {
     output += d;
   });
   try {
-    await waitFor("npm start", async () => output.includes("ready: "), { timeoutMs: 150_000 });
+    const proc = Object.assign(child, { recentOutput: () => output });
+    await waitFor("npm start", async () => output.includes("ready: "), { timeoutMs: 150_000, child: proc });
   } catch (e) {
     child.kill("SIGINT");
-    throw new Error(`${(e as Error).message}\n${output}`);
+    throw e;
   }
   const stack = JSON.parse(readFileSync(path.join(stackDir, "stack.json"), "utf8"));
   project.provide("stack", { ...stack, stack_dir: stackDir });

@@ -1,0 +1,113 @@
+// Deterministic benchmark inputs: ~1 KB bodies and the largest bodies the limits allow.
+let seed = 42;
+const rnd = () => {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  return seed / 0x7fffffff;
+};
+// A few thousand distinct pseudo-words, so tokenizer merge caches do not flatter the figures.
+const SYLLABLES = "ka lo mi ne ru ta vo shi pre tra con ex ing ment al ion er ly st or".split(" ");
+const WORDS = Array.from({ length: 4000 }, () => {
+  const n = 1 + Math.floor(rnd() * 4);
+  return Array.from({ length: n }, () => SYLLABLES[Math.floor(rnd() * SYLLABLES.length)]).join("");
+});
+export function prose(chars) {
+  let s = "";
+  while (s.length < chars) {
+    const n = 6 + Math.floor(rnd() * 14);
+    const words = Array.from({ length: n }, () => WORDS[Math.floor(rnd() * WORDS.length)]);
+    s += `${words.join(" ")}. `;
+    if (rnd() < 0.2) s += "\n";
+  }
+  return s.slice(0, chars);
+}
+function randomLetters(chars) {
+  let s = "";
+  while (s.length < chars) s += String.fromCharCode(97 + Math.floor(rnd() * 26)) + (rnd() < 0.15 ? " " : "");
+  return s.slice(0, chars);
+}
+function editPercent(text, percent) {
+  const chars = [...text];
+  const edits = Math.floor((chars.length * percent) / 100);
+  for (let i = 0; i < edits; i++)
+    chars[Math.floor(rnd() * chars.length)] = String.fromCharCode(65 + Math.floor(rnd() * 26));
+  return chars.join("");
+}
+function nested(targetChars) {
+  const root = {};
+  let size = 2;
+  let i = 0;
+  while (size < targetChars) {
+    const key = `k${i % 97}_${i}`;
+    root[key] = {
+      name: `item ${i}`,
+      tags: ["a", "b", i],
+      meta: { depth: { level: i % 5, ok: i % 2 === 0 } },
+    };
+    size += JSON.stringify(root[key]).length + key.length + 4;
+    i++;
+  }
+  return root;
+}
+function html(chars) {
+  let s = "";
+  let i = 0;
+  while (s.length < chars) {
+    s += `<div class="c"><h2>Section ${i}</h2><p>Some <b>bold</b> &amp; <a href="/x/${i}">link</a> ${prose(80)}</p><ul><li>one</li><li>two ${i}</li></ul><script>var x=${i};</script><table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table></div>\n`;
+    i++;
+  }
+  return s.slice(0, chars);
+}
+const schema = {
+  type: "array",
+  items: {
+    type: "object",
+    required: ["id", "name"],
+    properties: {
+      id: { type: "integer", minimum: 0 },
+      name: { type: "string", maxLength: 50 },
+      tags: { type: "array", items: { type: "string" } },
+    },
+  },
+};
+const items = (n) => Array.from({ length: n }, (_, i) => ({ id: i, name: `item ${i}`, tags: ["x", "y"] }));
+
+/** [slug, label, body] rows. */
+export function benchInputs() {
+  const p200k = prose(200_000);
+  return [
+    ["json-flatten", "1 KB", { data: nested(1000) }],
+    ["json-flatten", "400 KB JSON", { data: nested(400_000) }],
+    ["json-sort", "1 KB", { data: nested(1000) }],
+    ["json-sort", "400 KB JSON", { data: nested(400_000) }],
+    ["text-diff", "1 KB", { a: prose(500), b: editPercent(prose(500), 3) }],
+    ["text-diff", "2×200k, 1% edits", { a: p200k, b: editPercent(p200k, 1) }],
+    ["text-diff", "2×200k, unrelated", { a: randomLetters(200_000), b: randomLetters(200_000) }],
+    [
+      "text-diff",
+      "2×200k, unrelated prose, word",
+      { a: prose(200_000), b: prose(200_000), options: { mode: "word" } },
+    ],
+    ["url-normalize", "1 KB", { url: `https://Example.com/a/../b?utm_source=x&${"q=1&".repeat(200)}z=2#f` }],
+    [
+      "url-normalize",
+      "8000 chars",
+      { url: `https://Example.com/a/../b?utm_source=x&${"q=1&".repeat(1985)}z=2#f` },
+    ],
+    ["html-clean", "1 KB text", { html: html(1000) }],
+    ["html-clean", "400k text", { html: html(400_000) }],
+    ["html-clean", "400k markdown", { html: html(400_000), mode: "markdown" }],
+    ["json-schema-validate", "1 KB", { instance: items(20), schema }],
+    ["json-schema-validate", "1,000 items", { instance: items(1000), schema }],
+    ["keyword-extract", "1 KB", { text: prose(1000) }],
+    ["keyword-extract", "200k", { text: prose(200_000), limit: 50 }],
+    ["token-count", "1 KB cl100k", { text: prose(1000) }],
+    ["token-count", "400k cl100k", { text: prose(400_000) }],
+    ["token-count", "400k o200k", { text: prose(400_000), encoding: "o200k" }],
+    ["sha256", "1 KB", { text: prose(1000) }],
+    ["sha256", "400k", { text: prose(400_000) }],
+    ["uuid-mint", "1 id", { count: 1 }],
+    ["uuid-mint", "32 ids v1", { count: 32, version: 1 }],
+    ["slugify", "1 KB", { text: prose(1000), max_len: 200 }],
+    ["slugify", "4000 chars", { text: prose(4000), max_len: 200 }],
+  ];
+}

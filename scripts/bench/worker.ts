@@ -1,0 +1,42 @@
+// Benchmark-only Worker: the real app plus a no-op route and an in-isolate timer for skill runs.
+// Never deployed; scripts/bench.mjs serves it with wrangler dev.
+import { createApp } from "../../src/app";
+import { skillBySlug } from "../../src/skills/registry";
+
+const app = createApp();
+
+app.get("/__bench/noop", (c) => c.text("ok"));
+
+app.post("/__bench/time/:slug", async (c) => {
+  const skill = skillBySlug(c.req.param("slug"));
+  if (!skill) return c.json({ detail: "unknown skill" }, 404);
+  const { body, iterations } = await c.req.json<{ body: unknown; iterations: number }>();
+  const input = skill.input.parse(body);
+  const ctx = { env: c.env, requestId: "bench" };
+  const first = performance.now();
+  await skill.run(input, ctx);
+  const firstMs = performance.now() - first;
+  // Local workerd timers tick in whole milliseconds: time batches long enough to resolve, per call.
+  let batch = 1;
+  for (;;) {
+    const t = performance.now();
+    for (let i = 0; i < batch; i++) await skill.run(input, ctx);
+    if (performance.now() - t >= 25 || batch >= 4096) break;
+    batch *= 4;
+  }
+  const times: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const t = performance.now();
+    for (let j = 0; j < batch; j++) await skill.run(input, ctx);
+    times.push((performance.now() - t) / batch);
+  }
+  times.sort((a, b) => a - b);
+  return c.json({
+    first_ms: firstMs,
+    median_ms: times[Math.floor(times.length / 2)],
+    batch,
+    n: iterations * batch,
+  });
+});
+
+export default app;

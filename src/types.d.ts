@@ -1,0 +1,4 @@
+// Packages that ship no type declarations.
+declare module "stopword" {
+  export const eng: string[];
+}

@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import { skills } from "../../src/skills/registry";
+import { postJson } from "../helpers";
+
+// The catalog can never lie: each utility skill's example_response is what it really answers.
+describe("catalog examples are real outputs", () => {
+  for (const skill of skills.filter((s) => s.kind === "utility")) {
+    it(skill.id, async () => {
+      const res = await postJson(skill.endpoint, skill.example_request);
+      expect(res.status).toBe(200);
+      const body = await res.json<Record<string, unknown>>();
+      if (skill.id === "uuid_mint") {
+        // Random by design: same shape, fresh ids.
+        const { ids, ...rest } = body;
+        const { ids: exampleIds, ...exampleRest } = skill.example_response;
+        expect(rest).toEqual(exampleRest);
+        expect((ids as string[]).length).toBe((exampleIds as string[]).length);
+        for (const id of ids as string[])
+          expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+        return;
+      }
+      expect(body).toEqual(skill.example_response);
+    });
+  }
+});

@@ -18,12 +18,21 @@ export default defineConfig({
               bindings: {
                 TEST_MIGRATIONS: migrations,
                 BASE_URL: "https://skills.test",
+                // Unit tests exercise skill logic and validation; payments are proven end to end
+                // against the real local chain in test/e2e.
+                FREE_BETA: "true",
               },
             },
           }),
         ],
+        resolve: {
+          alias: { "@coinbase/x402": path.join(import.meta.dirname, "test/stubs/coinbase-x402.ts") },
+        },
         test: {
           name: "workers",
+          // One isolate for all files: re-sending the whole module graph (tokenizer tables, x402,
+          // viem) to a fresh isolate per file exceeds the pool's socket message limit.
+          isolate: false,
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**"],
           setupFiles: ["./test/apply-migrations.ts"],

@@ -12,6 +12,7 @@ export function publicConfig(env: Bindings, requestUrl: string) {
     baseUrl: base,
     payTo: env.PAY_TO,
     network: env.X402_NETWORK,
+    usdcAddress: env.USDC_ADDRESS,
     facilitatorUrl: env.FACILITATOR_URL,
     x402Enabled: flag(env.X402_ENABLED, true),
     cardpayEnabled: flag(env.CARDPAY_ENABLED, true),

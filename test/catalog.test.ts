@@ -1,4 +1,6 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
 import { call } from "./helpers";
 
 interface Entry {
@@ -36,14 +38,21 @@ const SPEC: [string, string, number, string][] = [
 ];
 
 describe("GET /api/catalog", () => {
-  it("has the top-level flags and an empty partner list", async () => {
+  it("reads its flags from configuration and lists no partners", async () => {
     const body = await (await call("/api/catalog")).json<Record<string, unknown>>();
+    // This test worker runs with FREE_BETA=true; the deployed defaults are checked in test/e2e.
     expect(body).toMatchObject({
       x402_enabled: true,
       cardpay_enabled: true,
-      free_beta: false,
+      free_beta: true,
       hosted_partners: [],
     });
+    const app = createApp();
+    const off = await app.fetch(new Request("https://skills.test/api/catalog"), {
+      ...env,
+      X402_ENABLED: "no",
+    });
+    expect(await off.json()).toMatchObject({ x402_enabled: false });
   });
 
   it("lists the 15 skills of spec 2.2 with exact prices and categories", async () => {

@@ -2,6 +2,9 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { InputError, jsonBody, validationResponse } from "../http/validation";
+import { paymentGate } from "../payments/gate";
+import { guardAuthorization, recordPayment } from "../payments/settlement";
+import { explain402 } from "../payments/x402-gate";
 import { serializeOutput } from "../skills/raw-json";
 import { skills } from "../skills/registry";
 import { NotImplemented, type Skill } from "../skills/types";
@@ -15,14 +18,24 @@ export async function runSkill(skill: Skill, body: unknown, env: AppEnv["Binding
 export const skillRoutes = new Hono<AppEnv>();
 
 for (const skill of skills) {
-  skillRoutes.post(skill.endpoint, jsonBody(skill.input), async (c) => {
-    try {
-      const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
-      return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
-    } catch (e) {
-      if (e instanceof InputError) return validationResponse(c, e.items);
-      if (e instanceof NotImplemented) return detail(c, 501, "not implemented");
-      throw e;
-    }
-  });
+  // Order matters: an unpaid call is priced before its body is read; a paid call with a bad body
+  // is a 422 and is not settled; the authorization is claimed only for a call that will run.
+  skillRoutes.post(
+    skill.endpoint,
+    explain402,
+    recordPayment(skill.id),
+    paymentGate,
+    jsonBody(skill.input),
+    guardAuthorization(skill.id),
+    async (c) => {
+      try {
+        const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
+        return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
+      } catch (e) {
+        if (e instanceof InputError) return validationResponse(c, e.items);
+        if (e instanceof NotImplemented) return detail(c, 501, "not implemented");
+        throw e;
+      }
+    },
+  );
 }

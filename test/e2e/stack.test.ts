@@ -10,8 +10,17 @@ describe("npm start", () => {
   it("serves the catalog of 15 skills with prices and docs URLs on the configured base", async () => {
     const res = await fetch(`${stack.base_url}/api/catalog`);
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { skills: { id: string; price_usd: number; docs_url: string }[] };
+    const body = (await res.json()) as {
+      skills: { id: string; price_usd: number; docs_url: string }[];
+      [flag: string]: unknown;
+    };
     expect(body.skills).toHaveLength(15);
+    expect(body).toMatchObject({
+      x402_enabled: true,
+      cardpay_enabled: true,
+      free_beta: false,
+      hosted_partners: [],
+    });
     expect(body.skills.find((s) => s.id === "research")?.price_usd).toBe(0.015);
     for (const s of body.skills) expect(s.docs_url.startsWith(`${stack.base_url}/docs/`)).toBe(true);
   });

@@ -1,0 +1,71 @@
+import type { PaymentPayload, SettleResponse } from "@x402/core/types";
+
+/**
+ * The identity of a payment authorization: for EIP-3009 (USDC's transferWithAuthorization) the
+ * signer's nonce, which the token contract also accepts only once. Scoped by network, asset and
+ * payer so equal nonces of different signers never collide.
+ */
+export function authorizationKey(payment: PaymentPayload): { key: string; payer: string } | undefined {
+  const auth = (payment.payload as { authorization?: { from?: unknown; nonce?: unknown } }).authorization;
+  const { network, asset } = payment.accepted;
+  if (typeof auth?.from !== "string" || typeof auth.nonce !== "string") return undefined;
+  return { key: `${network}:${asset}:${auth.from}:${auth.nonce}`.toLowerCase(), payer: auth.from };
+}
+
+/** Claims an authorization for one request. False when another request holds or used it. */
+export async function claimAuthorization(db: D1Database, key: string, requestId: string, resource: string) {
+  const now = Date.now();
+  const result = await db
+    .prepare(
+      `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at)
+       VALUES (?1, ?2, ?3, 'running', ?4, ?4) ON CONFLICT (nonce) DO NOTHING`,
+    )
+    .bind(key, requestId, resource, now)
+    .run();
+  return result.meta.changes === 1;
+}
+
+/** Frees an authorization whose call failed before settlement, so the buyer may retry with it. */
+export async function releaseAuthorization(db: D1Database, key: string, requestId: string) {
+  await db
+    .prepare("DELETE FROM payment_nonces WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'")
+    .bind(key, requestId)
+    .run();
+}
+
+export interface SettledPayment {
+  key: string;
+  requestId: string;
+  resource: string;
+  payment: PaymentPayload;
+  settlement: SettleResponse;
+}
+
+/** One ledger row per settled payment, written with the nonce's final state in one batch. */
+export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
+  const now = Date.now();
+  const { amount, asset, payTo, network } = p.payment.accepted;
+  const payer = p.settlement.payer ?? authorizationKey(p.payment)?.payer ?? "";
+  await db.batch([
+    db
+      .prepare("UPDATE payment_nonces SET status = 'settled', updated_at = ?2 WHERE nonce = ?1")
+      .bind(p.key, now),
+    db
+      .prepare(
+        `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
+      )
+      .bind(
+        p.requestId,
+        p.resource,
+        Number(p.settlement.amount ?? amount),
+        asset,
+        payer,
+        payTo,
+        p.settlement.network ?? network,
+        p.settlement.transaction,
+        p.key,
+        now,
+      ),
+  ]);
+}

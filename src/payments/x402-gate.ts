@@ -1,0 +1,181 @@
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import type { PaywallProvider, RouteConfig, RoutesConfig } from "@x402/core/server";
+import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import type { PaymentRequired } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
+import { paymentMiddlewareFromHTTPServer } from "@x402/hono";
+import type { MiddlewareHandler } from "hono";
+import { isAddress } from "viem";
+import { type PublicConfig, publicConfig } from "../config";
+import type { AppEnv, Bindings } from "../env";
+import { detail } from "../http/errors";
+import { formatUsd } from "../money";
+import { inputJsonSchema, skills } from "../skills/registry";
+
+/** Everything sold per call through x402: the registry's skills, at the registry's prices. */
+function routesFor(cfg: PublicConfig): RoutesConfig {
+  const routes: Record<string, RouteConfig> = {};
+  for (const skill of skills) {
+    routes[`POST ${skill.endpoint}`] = {
+      accepts: {
+        scheme: "exact",
+        network: cfg.network as `${string}:${string}`,
+        payTo: cfg.payTo,
+        // Atomic units straight from the registry: no float conversion on the money path.
+        price: {
+          amount: skill.price_atomic.toString(),
+          asset: cfg.usdcAddress,
+          extra: { name: "USD Coin", version: "2" },
+        },
+        maxTimeoutSeconds: 300,
+      },
+      resource: `${cfg.baseUrl}${skill.endpoint}`,
+      description: skill.description,
+      mimeType: "application/json",
+      serviceName: "Agent Skills Marketplace",
+      tags: [skill.category],
+      extensions: declareDiscoveryExtension({
+        bodyType: "json",
+        input: skill.example_request as Record<string, unknown>,
+        inputSchema: inputJsonSchema(skill),
+        output: { example: skill.example_response },
+      }),
+      unpaidResponseBody: () => ({ contentType: "application/json", body: {} }),
+      settlementFailedResponseBody: (_ctx, result) => ({
+        contentType: "application/json",
+        body: {
+          error: `Settlement failed: ${result.errorMessage ?? result.errorReason}. You were not charged.`,
+          reason: result.errorReason,
+        },
+      }),
+    };
+  }
+  return routes;
+}
+
+// Browsers that POST here get a plain page instead of the optional @x402/paywall bundle.
+const plainPaywall: PaywallProvider = {
+  generateHtml: (required: PaymentRequired) =>
+    `<!doctype html><meta charset="utf-8"><title>Payment required</title><p>This endpoint is paid per call with x402 (${required.accepts[0]?.network}). See <a href="/docs">the docs</a>.</p>`,
+};
+
+export function configProblem(cfg: PublicConfig): string | undefined {
+  if (!/^eip155:\d+$/.test(cfg.network))
+    return `X402_NETWORK "${cfg.network}" is not an eip155:<chain id> network`;
+  if (!isAddress(cfg.payTo)) return "PAY_TO is not an EVM address";
+  if (!isAddress(cfg.usdcAddress)) return "USDC_ADDRESS is not an EVM address";
+  try {
+    new URL(cfg.facilitatorUrl);
+  } catch {
+    return "FACILITATOR_URL is not a URL";
+  }
+  return undefined;
+}
+
+interface Built {
+  key: string;
+  middleware: MiddlewareHandler;
+  ready: Promise<void> | undefined;
+  httpServer: x402HTTPResourceServer;
+}
+let built: Built | undefined;
+
+/**
+ * The x402 middleware is built on first use in an isolate (no I/O at start-up) and rebuilt only
+ * when the configuration changes. Facilitator sync happens here too, so a facilitator that is
+ * down or does not support the network becomes a clear 503 instead of a crash.
+ */
+function build(env: Bindings, cfg: PublicConfig): Built {
+  const key = [cfg.network, cfg.payTo, cfg.usdcAddress, cfg.facilitatorUrl, cfg.baseUrl].join("|");
+  if (built?.key === key) return built;
+  const facilitator = new HTTPFacilitatorClient({
+    url: cfg.facilitatorUrl,
+    timeoutMs: 20_000,
+    ...cdpAuth(env),
+  });
+  const server = new x402ResourceServer(facilitator).register(
+    cfg.network as `${string}:${string}`,
+    new ExactEvmScheme(),
+  );
+  const httpServer = new x402HTTPResourceServer(server, routesFor(cfg));
+  built = {
+    key,
+    httpServer,
+    ready: undefined,
+    middleware: paymentMiddlewareFromHTTPServer(httpServer, undefined, plainPaywall, false),
+  };
+  return built;
+}
+
+function cdpAuth(env: Bindings) {
+  // Coinbase's hosted facilitator authenticates with a CDP key; the header factory is only
+  // loaded when the secrets exist, so self-hosted facilitators cost nothing.
+  if (!env.CDP_API_KEY_ID || !env.CDP_API_KEY_SECRET) return {};
+  const id = env.CDP_API_KEY_ID;
+  const secret = env.CDP_API_KEY_SECRET;
+  return {
+    createAuthHeaders: async () => {
+      const { createCdpAuthHeaders } = await import("@coinbase/x402");
+      const create = createCdpAuthHeaders(id, secret);
+      if (!create) throw new Error("CDP credentials were not accepted");
+      return create();
+    },
+  };
+}
+
+async function ensureReady(b: Built): Promise<string | undefined> {
+  b.ready ??= b.httpServer.initialize();
+  try {
+    await b.ready;
+    return undefined;
+  } catch (e) {
+    b.ready = undefined; // try again on the next request
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
+/** x402 v2 payment for one call. Assumes the route is one of the registry's skills. */
+export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const cfg = publicConfig(c.env, c.req.url);
+  const problem = configProblem(cfg);
+  if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
+  const b = build(c.env, cfg);
+  const initError = await ensureReady(b);
+  if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
+  return b.middleware(c, next);
+};
+
+/**
+ * The x402 middleware puts the requirements in the PAYMENT-REQUIRED header and leaves the body
+ * empty; clients and people reading a 402 deserve the same facts in the body, in words.
+ */
+export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  const res = c.res;
+  const header = res.headers.get("payment-required");
+  if (res.status !== 402 || !header || !res.headers.get("content-type")?.includes("json")) return;
+  const existing = await res.clone().text();
+  if (existing && existing !== "{}") return;
+  let required: PaymentRequired;
+  try {
+    required = decodePaymentRequiredHeader(header);
+  } catch {
+    return;
+  }
+  const offer = required.accepts[0];
+  const price = offer ? formatUsd(Number(offer.amount) / 1e6) : "a price";
+  const what = offer
+    ? `${price} (${offer.amount} atomic units of USDC ${offer.asset} on ${offer.network}, paid to ${offer.payTo})`
+    : price;
+  const reason = required.error && required.error !== "Payment required" ? required.error : undefined;
+  const error = reason
+    ? `Payment rejected: ${reason}. This call costs ${what}; send a new PAYMENT-SIGNATURE.`
+    : `Payment required: this call costs ${what}. Pay with x402 v2 (PAYMENT-SIGNATURE header) or a card-credit key (Authorization: Bearer mk_...).`;
+  const headers = new Headers(res.headers);
+  headers.set("content-type", "application/json");
+  c.res = new Response(JSON.stringify({ ...required, error, reason: reason ?? "payment_required" }), {
+    status: 402,
+    headers,
+  });
+};

@@ -6,6 +6,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { startChain } from "./lib/chain.mjs";
+import { startFacilitator } from "./lib/facilitator.mjs";
 import { portIsFree, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -16,9 +18,13 @@ const host = "127.0.0.1";
 const baseUrl = `http://${host}:${port}`;
 const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
 const children = [];
+const services = [];
+// Local-only admin token; production sets ADMIN_TOKEN as a secret.
+const adminToken = process.env.ADMIN_TOKEN ?? "local-admin-token";
 
 async function shutdown(code = 0) {
   await Promise.all(children.reverse().map((c) => stopProcess(c)));
+  await Promise.all(services.reverse().map((s) => s.stop().catch(() => {})));
   process.exit(code);
 }
 process.on("SIGINT", () => shutdown(0));
@@ -43,8 +49,20 @@ async function main() {
     stdio: ["ignore", "ignore", "inherit"],
   });
 
+  // The payment stack: a local chain with Circle's USDC at the Base address, and a facilitator.
+  const chain = await startChain();
+  services.push(chain);
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
+  services.push(facilitator);
+
   // Values the local Worker needs beyond wrangler.toml; secrets go in a file, not argv.
-  const vars = { BASE_URL: baseUrl };
+  const vars = {
+    BASE_URL: baseUrl,
+    PAY_TO: chain.payTo,
+    FACILITATOR_URL: facilitator.url,
+    USDC_ADDRESS: chain.usdcAddress,
+    ADMIN_TOKEN: adminToken,
+  };
   const envFile = path.join(devDir, "worker.env");
   writeFileSync(
     envFile,
@@ -78,7 +96,22 @@ async function main() {
     timeoutMs: 90_000,
   });
 
-  const stack = { base_url: baseUrl, started_at: new Date().toISOString(), pid: process.pid };
+  const stack = {
+    base_url: baseUrl,
+    rpc_url: chain.rpcUrl,
+    chain_id: chain.chainId,
+    network: `eip155:${chain.chainId}`,
+    usdc_address: chain.usdcAddress,
+    facilitator_url: facilitator.url,
+    pay_to: chain.payTo,
+    admin_token: adminToken,
+    test_material_note:
+      "buyer keys are anvil's public default test accounts, funded with local test USDC; never use them on a real network",
+    buyer_private_key: chain.buyers[0].privateKey,
+    buyers: chain.buyers,
+    started_at: new Date().toISOString(),
+    pid: process.pid,
+  };
   writeFileSync(path.join(devDir, "stack.json"), `${JSON.stringify(stack, null, 2)}\n`);
   console.log(
     `ready: ${baseUrl} (catalog ${baseUrl}/api/catalog; stack in ${path.relative(root, devDir)}/stack.json; Ctrl-C stops)`,

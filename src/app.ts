@@ -5,6 +5,7 @@ import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env";
 import { detail } from "./http/errors";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
+import { adminRoutes } from "./routes/admin";
 import { catalogRoutes } from "./routes/catalog";
 import { healthRoutes } from "./routes/health";
 import { skillRoutes } from "./routes/skills";
@@ -32,6 +33,7 @@ export function createApp() {
   app.route("/", healthRoutes);
   app.route("/", catalogRoutes);
   app.route("/", skillRoutes);
+  app.route("/", adminRoutes);
 
   const allowedMethods = allowedMethodsFinder(app);
 
@@ -46,6 +48,8 @@ export function createApp() {
 
   app.onError((err, c) => {
     if (err instanceof HTTPException && err.status < 500) {
+      // Middleware such as bearerAuth attaches its own (JSON) response; keep it.
+      if (err.res) return err.getResponse();
       return c.json({ detail: err.message || "Bad Request" }, err.status);
     }
     const id = c.get("requestId");

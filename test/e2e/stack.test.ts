@@ -31,10 +31,26 @@ describe("npm start", () => {
   });
 
   it("answers validation errors in the FastAPI shape over real HTTP", async () => {
-    const res = await fetch(`${stack.base_url}/api/skills/slugify`, { method: "POST", body: "{}" });
+    const res = await fetch(`${stack.base_url}/api/admin/payments?limit=0`, {
+      headers: { authorization: `Bearer ${stack.admin_token}` },
+    });
     expect(res.status).toBe(422);
     expect(await res.json()).toEqual({
-      detail: [{ loc: ["body", "text"], msg: "Field required", type: "missing", input: {} }],
+      detail: [
+        {
+          loc: ["query", "limit"],
+          msg: "Input should be greater than or equal to 1",
+          type: "greater_than_equal",
+          input: "0",
+          ctx: { ge: 1 },
+        },
+      ],
     });
+  });
+
+  it("keeps maintainer endpoints behind the admin token", async () => {
+    const res = await fetch(`${stack.base_url}/api/admin/payments`);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ detail: "Missing bearer token" });
   });
 });

@@ -1,11 +1,18 @@
 #!/usr/bin/env node
+import { execFileSync } from "node:child_process";
 // `npm run bench`: figures for the README. Serves scripts/bench/worker.ts (the real app plus a
 // no-op route) with wrangler dev, times each skill's run inside workerd, then compares HTTP
 // latency of a 1 KB paid-size call with a no-op route. Writes bench/results.md.
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { x402Client } from "@x402/core/client";
+import { encodePaymentSignatureHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { privateKeyToAccount } from "viem/accounts";
 import { benchInputs } from "./bench/inputs.mjs";
+import { startChain } from "./lib/chain.mjs";
+import { startFacilitator } from "./lib/facilitator.mjs";
 import { freePort, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -16,22 +23,26 @@ const env = {
   PATH: `${path.join(root, "node_modules/.bin")}:${process.env.PATH}`,
   WRANGLER_SEND_METRICS: "false",
 };
+const wrangler = path.join(root, "node_modules/.bin/wrangler");
+const benchConfig = ["-c", "scripts/bench/wrangler.bench.toml"];
+const state = ["--persist-to", path.join(root, ".dev/bench-state")];
+execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", ...benchConfig, ...state], {
+  cwd: root,
+  env,
+  stdio: "ignore",
+});
+// Skills are free on this Worker (FREE_BETA); the payment section uses its /paid mount.
+const chain = await startChain();
+const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
 const worker = startProcess(
   "bench-worker",
-  path.join(root, "node_modules/.bin/wrangler"),
+  wrangler,
   [
     "dev",
-    "-c",
-    "scripts/bench/wrangler.bench.toml",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--log-level",
-    "error",
-    "--persist-to",
-    path.join(root, ".dev/bench-state"),
+    ...benchConfig,
+    ...["--ip", "127.0.0.1", "--port", String(port), "--log-level", "error", ...state],
     "--show-interactive-dev-session=false",
+    ...["--var", `PAY_TO:${chain.payTo}`, "--var", `FACILITATOR_URL:${facilitator.url}`],
   ],
   { cwd: root, env },
 );
@@ -102,9 +113,58 @@ try {
     const ms = await median(call(p, b), 300);
     say(`| POST ${p} (1 KB) | ${ms.toFixed(3)} | ${(ms / noopMs).toFixed(2)} |`);
   }
+  // Payment path: the same Worker with x402 on (mounted under /paid by the bench worker).
+  const paidUrl = `${base}/paid/api/skills/slugify`;
+  const unpaid = () => fetch(paidUrl, { method: "POST", body: small }).then((r) => r.text());
+  await median(unpaid, 20);
+  const unpaidMs = await median(unpaid, 200);
+  const first = await fetch(paidUrl, { method: "POST", body: small });
+  const required = (await import("@x402/core/http")).decodePaymentRequiredHeader(
+    first.headers.get("payment-required"),
+  );
+  const client = registerExactEvmScheme(new x402Client(), {
+    signer: privateKeyToAccount(chain.buyers[0].privateKey),
+  });
+  const payments = [];
+  for (let i = 0; i < 60; i++) {
+    payments.push(
+      encodePaymentSignatureHeader(
+        await client.createPaymentPayload({
+          x402Version: 2,
+          resource: required.resource,
+          accepts: required.accepts,
+        }),
+      ),
+    );
+  }
+  let k = 0;
+  const paid = async () => {
+    const r = await fetch(paidUrl, {
+      method: "POST",
+      body: small,
+      headers: { "payment-signature": payments[k++] },
+    });
+    if (r.status !== 200) throw new Error(`paid call: ${r.status} ${await r.text()}`);
+    await r.text();
+  };
+  await median(paid, 10);
+  const paidMs = await median(paid, 50);
+  say();
+  say(
+    "Payment path (x402 on, local facilitator on the local chain; a paid call includes verify + on-chain settle):",
+  );
+  say();
+  say("| route | median ms | ratio to free no-op |");
+  say("|---|---:|---:|");
+  say(`| GET no-op (free) | ${noopMs.toFixed(3)} | 1.00 |`);
+  say(`| POST slugify, unpaid → 402 | ${unpaidMs.toFixed(3)} | ${(unpaidMs / noopMs).toFixed(2)} |`);
+  say(`| POST slugify, paid → 200 | ${paidMs.toFixed(3)} | ${(paidMs / noopMs).toFixed(2)} |`);
+
   mkdirSync(path.join(root, "bench"), { recursive: true });
   writeFileSync(path.join(root, "bench/results.md"), `${lines.join("\n")}\n`);
   console.log("\nwritten to bench/results.md");
 } finally {
   await stopProcess(worker);
+  await facilitator.stop();
+  await chain.stop();
 }

@@ -39,4 +39,16 @@ app.post("/__bench/time/:slug", async (c) => {
   });
 });
 
-export default app;
+// The same app with payments on, mounted under /paid, for the payment-path latency figures.
+const paid = createApp();
+const handler: ExportedHandler<Env> = {
+  fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/paid/")) {
+      url.pathname = url.pathname.slice("/paid".length);
+      return paid.fetch(new Request(url, request), { ...env, FREE_BETA: "false" }, ctx);
+    }
+    return app.fetch(request, env, ctx);
+  },
+};
+export default handler;

@@ -35,6 +35,16 @@ const PRICES: Record<string, number> = {
   "uuid-mint": 3000,
   slugify: 3000,
 };
+function buyerAt(i: number) {
+  const b = stack.buyers[i];
+  if (!b) throw new Error(`the stack has no buyer ${i}`);
+  return b;
+}
+function offerOf(required: PaymentRequired): PaymentRequirements {
+  const o = required.accepts[0];
+  if (!o) throw new Error("the 402 offered nothing");
+  return o;
+}
 const url = (slug: string) => `${stack.base_url}/api/skills/${slug}`;
 const post = (slug: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url(slug), {
@@ -63,7 +73,7 @@ async function challenge(slug: string): Promise<PaymentRequired> {
 async function sign(buyer: number, requirements: PaymentRequirements, resource: PaymentRequired["resource"]) {
   // Spend controls off: these tests sign deliberately wrong offers to see the server refuse them.
   const client = registerExactEvmScheme(new x402Client().setSpendControls(false), {
-    signer: privateKeyToAccount(stack.buyers[buyer]!.privateKey),
+    signer: privateKeyToAccount(buyerAt(buyer).privateKey),
   });
   return client.createPaymentPayload({ x402Version: 2, resource, accepts: [requirements] });
 }
@@ -99,7 +109,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
   });
 
   it("a paid call returns 200 with an on-chain receipt, moves exactly the price and writes one ledger row", async () => {
-    const buyer = stack.buyers[1]!;
+    const buyer = buyerAt(1);
     const [b0, p0] = await Promise.all([balance(buyer.address), balance(stack.pay_to)]);
     const res = await payingFetch(buyer.privateKey)(url("sha256"), {
       method: "POST",
@@ -129,7 +139,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
 
   it("a replayed signature is refused and the handler does not run twice", async () => {
     const required = await challenge("uuid-mint");
-    const payment = await sign(2, required.accepts[0]!, required.resource);
+    const payment = await sign(2, offerOf(required), required.resource);
     const first = await post("uuid-mint", { count: 1 }, header(payment));
     expect(first.status).toBe(200);
     const before = (await ledger()).totals.count;
@@ -141,8 +151,8 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
 
   it("20 concurrent requests with one signature give exactly one 200 and one settlement", async () => {
     const required = await challenge("uuid-mint");
-    const payment = await sign(3, required.accepts[0]!, required.resource);
-    const buyer = stack.buyers[3]!.address;
+    const payment = await sign(3, offerOf(required), required.resource);
+    const buyer = buyerAt(3).address;
     const b0 = await balance(buyer);
     const responses = await Promise.all(
       Array.from({ length: 20 }, () => post("uuid-mint", { count: 1 }, header(payment))),
@@ -155,8 +165,8 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
 
   it("a paid call with an invalid body is 422 and moves no money; the authorization stays usable", async () => {
     const required = await challenge("slugify");
-    const payment = await sign(4, required.accepts[0]!, required.resource);
-    const buyer = stack.buyers[4]!.address;
+    const payment = await sign(4, offerOf(required), required.resource);
+    const buyer = buyerAt(4).address;
     const [b0, p0] = await Promise.all([balance(buyer), balance(stack.pay_to)]);
     const bad = await post("slugify", { max_len: 0 }, header(payment));
     expect(bad.status).toBe(422);
@@ -176,12 +186,12 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
         "wrong asset",
         (r: PaymentRequirements) => ({ ...r, asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" }),
       ],
-      ["wrong payee", (r: PaymentRequirements) => ({ ...r, payTo: stack.buyers[9]!.address })],
+      ["wrong payee", (r: PaymentRequirements) => ({ ...r, payTo: buyerAt(9).address })],
     ])("%s", async (_name, tamper) => {
       const required = await challenge("sha256");
-      const buyer = stack.buyers[5]!.address;
+      const buyer = buyerAt(5).address;
       const b0 = await balance(buyer);
-      const payment = await sign(5, tamper(required.accepts[0]!), required.resource);
+      const payment = await sign(5, tamper(offerOf(required)), required.resource);
       const res = await post("sha256", { text: "x" }, header(payment));
       expect(res.status).toBe(402);
       const body = (await res.json()) as { error: string; reason: string };
@@ -192,9 +202,9 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
 
     it("expired authorization", async () => {
       const required = await challenge("sha256");
-      const payment = await sign(5, required.accepts[0]!, required.resource);
+      const payment = await sign(5, offerOf(required), required.resource);
       const auth = (payment.payload as { authorization: Record<string, string> }).authorization;
-      const account = privateKeyToAccount(stack.buyers[5]!.privateKey);
+      const account = privateKeyToAccount(buyerAt(5).privateKey);
       const now = Math.floor(Date.now() / 1000);
       const expired = { ...auth, validAfter: String(now - 600), validBefore: String(now - 60) };
       const signature = await account.signTypedData({
@@ -218,7 +228,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
         message: {
           from: expired.from as `0x${string}`,
           to: expired.to as `0x${string}`,
-          value: BigInt(expired.value!),
+          value: BigInt(expired.value ?? 0),
           validAfter: BigInt(expired.validAfter),
           validBefore: BigInt(expired.validBefore),
           nonce: expired.nonce as `0x${string}`,
@@ -235,7 +245,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
 
     it("bad signature", async () => {
       const required = await challenge("sha256");
-      const payment = await sign(5, required.accepts[0]!, required.resource);
+      const payment = await sign(5, offerOf(required), required.resource);
       const p = payment.payload as { signature: string };
       const flipped = `${p.signature.slice(0, -4)}${p.signature.slice(-4) === "1b1b" ? "1c1c" : "1b1b"}`;
       const res = await post(

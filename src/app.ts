@@ -7,7 +7,9 @@ import { detail } from "./http/errors";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
 import { adminRoutes } from "./routes/admin";
 import { catalogRoutes } from "./routes/catalog";
+import { discoveryRoutes } from "./routes/discovery";
 import { healthRoutes } from "./routes/health";
+import { pageRoutes } from "./routes/pages";
 import { skillRoutes } from "./routes/skills";
 
 // 400,000 characters JSON-escaped as \uXXXX is 2.4 MB; two 200,000-character diff inputs likewise.
@@ -34,6 +36,8 @@ export function createApp() {
   app.route("/", catalogRoutes);
   app.route("/", skillRoutes);
   app.route("/", adminRoutes);
+  app.route("/", discoveryRoutes);
+  app.route("/", pageRoutes);
 
   const allowedMethods = allowedMethodsFinder(app);
 

@@ -5,6 +5,12 @@ export const INTERFACE_VERSION = "2.7.1";
 const flag = (value: string | undefined, fallback: boolean) =>
   value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(value.trim());
 
+const list = (value: string | undefined) =>
+  (value ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+
 /** Public configuration read from vars, with the spec's defaults. */
 export function publicConfig(env: Bindings, requestUrl: string) {
   const base = (env.BASE_URL || new URL(requestUrl).origin).replace(/\/+$/, "");
@@ -18,6 +24,8 @@ export function publicConfig(env: Bindings, requestUrl: string) {
     cardpayEnabled: flag(env.CARDPAY_ENABLED, true),
     freeBeta: flag(env.FREE_BETA, false),
     contactEmail: env.CONTACT_EMAIL,
+    ownershipProofs: list(env.X402_OWNERSHIP_PROOFS),
+    x402listTokens: list(env.X402LIST_TOKENS),
   };
 }
 export type PublicConfig = ReturnType<typeof publicConfig>;

@@ -153,6 +153,19 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
       }
       return { loc, msg: "Input does not match any allowed type", type: "union_type", input };
     }
+    case "invalid_format": {
+      const pattern = (issue as { pattern?: string }).pattern;
+      if (issue.format === "regex" && pattern) {
+        return {
+          loc,
+          msg: `String should match pattern '${pattern}'`,
+          type: "string_pattern_mismatch",
+          input,
+          ctx: { pattern },
+        };
+      }
+      return { loc, msg: issue.message, type: "value_error", input, ctx: { error: issue.message } };
+    }
     case "custom": {
       // Checks written as refinements name their pydantic type in params; plain ones are value errors.
       const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown> };

@@ -20,7 +20,7 @@ adminRoutes.use("/api/admin/*", async (c, next) => {
   return auth(c, next);
 });
 
-const paymentsQuery = z.object({
+export const paymentsQuery = z.object({
   resource: z.string().max(200).optional(),
   request_id: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),

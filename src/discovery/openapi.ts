@@ -1,0 +1,273 @@
+import { z } from "zod";
+import type { PublicConfig } from "../config";
+import { INTERFACE_VERSION } from "../config";
+import { paymentsQuery } from "../routes/admin";
+import { skills } from "../skills/registry";
+import { bodySchema, PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./site";
+
+type Json = Record<string, unknown>;
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (description: string, schema: Json = { type: "object" }, example?: unknown) => ({
+  description,
+  content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } },
+});
+const text = (description: string, mime: string) => ({
+  description,
+  content: { [mime]: { schema: { type: "string" } } },
+});
+const VALIDATION = json("Validation error (FastAPI shape)", ref("HTTPValidationError"));
+const ERROR = (description: string) => json(description, ref("Error"));
+
+/** Query or path parameters from a zod object, one OpenAPI parameter per property. */
+function parameters(where: "query" | "path", schema: z.ZodObject) {
+  const js = z.toJSONSchema(schema, { io: "input" }) as {
+    properties?: Record<string, Json>;
+    required?: string[];
+  };
+  return Object.entries(js.properties ?? {}).map(([name, s]) => ({
+    name,
+    in: where,
+    required: where === "path" || (js.required ?? []).includes(name),
+    schema: s,
+  }));
+}
+
+interface PlainOp {
+  path: string;
+  method: "get" | "post";
+  summary: string;
+  tags: string[];
+  responses: Json;
+  security?: Json[];
+  parameters?: Json[];
+}
+
+/** Routes other than skills. A test compares this table with the app's real route list. */
+function plainOperations(): PlainOp[] {
+  const doc = (path: string, summary: string, mime: string): PlainOp => ({
+    path,
+    method: "get",
+    summary,
+    tags: ["discovery"],
+    responses: { "200": text(summary, mime) },
+  });
+  const jsonDoc = (path: string, summary: string): PlainOp => ({
+    path,
+    method: "get",
+    summary,
+    tags: ["discovery"],
+    responses: { "200": json(summary) },
+  });
+  const page = (path: string, summary: string): PlainOp => ({
+    path,
+    method: "get",
+    summary,
+    tags: ["pages"],
+    responses: { "200": text(summary, "text/html") },
+  });
+  return [
+    {
+      path: "/health",
+      method: "get",
+      summary: "Liveness with a real D1 and KV check",
+      tags: ["service"],
+      responses: { "200": json("Healthy"), "503": json("A dependency failed") },
+    },
+    {
+      path: "/api/catalog",
+      method: "get",
+      summary: "The skill catalog (spec 2.1)",
+      tags: ["discovery"],
+      responses: { "200": json("Catalog", ref("Catalog")) },
+    },
+    doc("/robots.txt", "Crawler rules", "text/plain"),
+    doc("/sitemap.xml", "Sitemap of public pages", "application/xml"),
+    doc("/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
+    doc("/AGENTS.md", "Guide for coding agents", "text/markdown"),
+    doc("/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
+    jsonDoc("/.well-known/x402", "x402 manifest: every paid resource"),
+    jsonDoc("/.well-known/agents.json", "Agent manifest"),
+    jsonDoc("/agents.json", "Agent manifest"),
+    jsonDoc("/contracts/humanless.json", "Terms for agents acting with no human in the loop"),
+    jsonDoc("/openapi.json", "This document"),
+    {
+      path: "/services/{slug}.json",
+      method: "get",
+      summary: "One skill's service description (the x-x402 specSource)",
+      tags: ["discovery"],
+      parameters: [{ name: "slug", in: "path", required: true, schema: { type: "string" } }],
+      responses: { "200": json("Service description"), "404": ERROR("Unknown skill") },
+    },
+    page("/", "Home page"),
+    page("/applet", "Interactive try-it page"),
+    page("/docs", "Documentation index"),
+    {
+      ...page("/docs/{slug}", "Tutorial page of one skill"),
+      parameters: [
+        {
+          name: "slug",
+          in: "path",
+          required: true,
+          schema: { type: "string", pattern: "^[a-z0-9-]{1,64}$" },
+        },
+      ],
+      responses: {
+        "200": text("Tutorial", "text/html"),
+        "404": text("Unknown skill", "text/html"),
+        "422": VALIDATION,
+      },
+    },
+    {
+      path: "/api/admin/payments",
+      method: "get",
+      summary: "x402 ledger: settled payments with totals",
+      tags: ["admin"],
+      security: [{ AdminToken: [] }],
+      parameters: parameters("query", paymentsQuery),
+      responses: { "200": json("Ledger rows"), "401": ERROR("Missing or invalid token"), "422": VALIDATION },
+    },
+  ];
+}
+
+function skillOperations(cfg: PublicConfig) {
+  const paths: Record<string, Json> = {};
+  for (const s of skills) {
+    paths[s.endpoint] = {
+      post: {
+        operationId: s.id,
+        summary: `${s.name} (${priceLabel(s)} per call)`,
+        description: s.description,
+        tags: [s.category],
+        // No API authentication: the call is paid per request (x402) or with a card-credit key.
+        security: [],
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: bodySchema(s), example: s.example_request } },
+        },
+        responses: {
+          "200": json(
+            "Result",
+            { type: "object", properties: { skill: { type: "string", const: s.id } } },
+            s.example_response,
+          ),
+          "402": json("Payment required, or the payment was rejected", ref("PaymentRequired")),
+          "422": VALIDATION,
+          "503": ERROR("Payments temporarily unavailable"),
+        },
+        "x-x402": { price: priceLabel(s), network: cfg.network, specSource: `services/${s.slug}.json` },
+        "x-payment-info": {
+          price: { mode: "fixed", currency: "USD", amount: priceDecimal(s) },
+          protocols: [{ x402: {} }],
+        },
+      },
+    };
+  }
+  return paths;
+}
+
+export function openApiDocument(cfg: PublicConfig) {
+  const paths: Record<string, Record<string, unknown>> = skillOperations(cfg) as Record<
+    string,
+    Record<string, unknown>
+  >;
+  for (const op of plainOperations()) {
+    const { path, method, ...rest } = op;
+    paths[path] = { ...(paths[path] ?? {}), [method]: { security: [], ...rest } };
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: SITE_NAME,
+      version: INTERFACE_VERSION,
+      description: SITE_SUMMARY,
+      contact: { name: `${SITE_NAME} support`, email: cfg.contactEmail },
+      "x-guidance": PAYMENT_SUMMARY(cfg),
+    },
+    servers: [{ url: cfg.baseUrl }],
+    "x-agentcash-guidance": { llmsTxtUrl: `${cfg.baseUrl}/llms.txt` },
+    ...(cfg.ownershipProofs.length
+      ? { "x-agentcash-provenance": { ownershipProofs: cfg.ownershipProofs } }
+      : {}),
+    tags: [...new Set(skills.map((s) => s.category))].map((name) => ({
+      name,
+      description: `Skills in category ${name}`,
+    })),
+    paths,
+    components: {
+      schemas: {
+        ValidationError: {
+          type: "object",
+          required: ["loc", "msg", "type"],
+          properties: {
+            loc: { type: "array", items: { anyOf: [{ type: "string" }, { type: "integer" }] } },
+            msg: { type: "string" },
+            type: { type: "string" },
+            input: {},
+            ctx: { type: "object" },
+          },
+        },
+        HTTPValidationError: {
+          type: "object",
+          properties: { detail: { type: "array", items: ref("ValidationError") } },
+        },
+        Error: { type: "object", required: ["detail"], properties: { detail: { type: "string" } } },
+        PaymentRequired: {
+          type: "object",
+          required: ["x402Version", "accepts", "error"],
+          properties: {
+            x402Version: { type: "integer", const: 2 },
+            error: { type: "string", description: "Human-readable reason" },
+            reason: {
+              type: "string",
+              description: "Machine reason: payment_required or the facilitator's code",
+            },
+            resource: { type: "object" },
+            accepts: {
+              type: "array",
+              items: {
+                type: "object",
+                required: ["scheme", "network", "amount", "asset", "payTo"],
+                properties: {
+                  scheme: { type: "string" },
+                  network: { type: "string" },
+                  amount: { type: "string", description: "USDC atomic units (6 decimals)" },
+                  asset: { type: "string" },
+                  payTo: { type: "string" },
+                  maxTimeoutSeconds: { type: "integer" },
+                  extra: { type: "object" },
+                },
+              },
+            },
+            extensions: { type: "object" },
+          },
+        },
+        Catalog: {
+          type: "object",
+          required: ["skills", "x402_enabled", "cardpay_enabled", "free_beta", "hosted_partners"],
+          properties: {
+            skills: { type: "array", items: { type: "object" } },
+            x402_enabled: { type: "boolean" },
+            cardpay_enabled: { type: "boolean" },
+            free_beta: { type: "boolean" },
+            hosted_partners: { type: "array" },
+          },
+        },
+      },
+      securitySchemes: {
+        CardCredits: {
+          type: "http",
+          scheme: "bearer",
+          description: "Card-credit key mk_... (alternative to x402)",
+        },
+        // Declared as an API key in the Authorization header (value "Bearer <ADMIN_TOKEN>") so that
+        // discovery crawlers that only classify apiKey schemes recognise it as authenticated.
+        AdminToken: {
+          type: "apiKey",
+          in: "header",
+          name: "Authorization",
+          description: "Maintainer token: send `Authorization: Bearer <ADMIN_TOKEN>`",
+        },
+      },
+    },
+  };
+}

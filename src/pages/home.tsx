@@ -1,0 +1,88 @@
+import type { PublicConfig } from "../config";
+import { priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/site";
+import { skills } from "../skills/registry";
+import { Layout } from "./layout";
+
+export function HomePage({ cfg }: { cfg: PublicConfig }) {
+  return (
+    <Layout title="Home" description={SITE_SUMMARY}>
+      <section class="hero">
+        <h1>{SITE_NAME}</h1>
+        <p class="lead">{SITE_SUMMARY}</p>
+        <p>
+          <a class="button" href="/docs">
+            Read the docs
+          </a>{" "}
+          <a class="button secondary" href="/applet">
+            Try a call
+          </a>
+        </p>
+      </section>
+      <section>
+        <h2>Skills</h2>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Skill</th>
+                <th scope="col">Category</th>
+                <th scope="col">Price per call</th>
+                <th scope="col">Endpoint</th>
+              </tr>
+            </thead>
+            <tbody>
+              {skills.map((s) => (
+                <tr>
+                  <td>
+                    <a href={`/docs/${s.slug}`}>{s.name}</a>
+                  </td>
+                  <td>{s.category}</td>
+                  <td class="num">{priceLabel(s)}</td>
+                  <td>
+                    <code>POST {s.endpoint}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </section>
+      <section class="cols">
+        <div>
+          <h2>Pay with x402</h2>
+          <p>
+            Call any skill; the <code>402</code> answer carries the price in a <code>PAYMENT-REQUIRED</code>{" "}
+            header. Sign it with a wallet holding USDC on <code>{cfg.network}</code> and retry with{" "}
+            <code>PAYMENT-SIGNATURE</code>. <code>@x402/fetch</code> does both steps. You are charged only for
+            a successful call.
+          </p>
+        </div>
+        <div>
+          <h2>Pay by card</h2>
+          <p>
+            Buy a pack of calls through Stripe Checkout (<code>POST /api/cardpay/checkout</code>), then send
+            the key shown once as <code>Authorization: Bearer mk_…</code>. Failed calls keep their credit.
+          </p>
+        </div>
+      </section>
+      <section>
+        <h2>For agents</h2>
+        <ul class="links">
+          <li>
+            <a href="/llms.txt">llms.txt</a>: the short guide
+          </li>
+          <li>
+            <a href="/AGENTS.md">AGENTS.md</a>: discover, call, pay, read errors
+          </li>
+          <li>
+            <a href="/openapi.json">OpenAPI 3.1</a> with prices (<code>x-payment-info</code>)
+          </li>
+          <li>
+            <a href="/.well-known/x402">/.well-known/x402</a> and{" "}
+            <a href="/.well-known/agents.json">agents.json</a>
+          </li>
+        </ul>
+      </section>
+    </Layout>
+  );
+}

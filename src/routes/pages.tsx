@@ -1,0 +1,46 @@
+import { Hono } from "hono";
+import { secureHeaders } from "hono/secure-headers";
+import { z } from "zod";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { pathParams } from "../http/validation";
+import { AppletPage } from "../pages/applet";
+import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
+import { HomePage } from "../pages/home";
+import { skillBySlug } from "../skills/registry";
+
+export const pageRoutes = new Hono<AppEnv>();
+
+/** Strict CSP: same-origin scripts, styles and requests only; nothing inline, nothing external. */
+export const pageSecurity = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'"],
+    connectSrc: ["'self'"],
+    formAction: ["'self'"],
+    baseUri: ["'none'"],
+    frameAncestors: ["'none'"],
+  },
+  referrerPolicy: "no-referrer",
+});
+
+const docSlug = z.object({
+  slug: z.string().regex(/^[a-z0-9-]{1,64}$/, "slug must be lowercase letters, digits and -"),
+});
+
+pageRoutes.use("/", pageSecurity);
+pageRoutes.use("/applet", pageSecurity);
+pageRoutes.use("/docs", pageSecurity);
+pageRoutes.use("/docs/*", pageSecurity);
+
+pageRoutes.get("/", (c) => c.html(<HomePage cfg={publicConfig(c.env, c.req.url)} />));
+pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
+pageRoutes.get("/docs", (c) => c.html(<DocsIndexPage />));
+pageRoutes.get("/docs/:slug", pathParams(docSlug), (c) => {
+  const { slug } = c.get("params") as z.infer<typeof docSlug>;
+  const skill = skillBySlug(slug);
+  if (!skill) return c.html(<NotFoundPage slug={slug} />, 404);
+  return c.html(<SkillDocPage cfg={publicConfig(c.env, c.req.url)} skill={skill} />);
+});

@@ -1,0 +1,58 @@
+import { checkEndpointSchema, discoverOriginSchema } from "@agentcash/discovery";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { describe, expect, inject, it } from "vitest";
+
+const stack = inject("stack");
+const PRICES: Record<string, string> = {
+  "/api/skills/osint-graph": "0.01",
+  "/api/skills/research": "0.015",
+  "/api/skills/seo": "0.012",
+  "/api/skills/ai-detector": "0.01",
+  "/api/skills/json-flatten": "0.006",
+  "/api/skills/json-sort": "0.003",
+  "/api/skills/text-diff": "0.006",
+  "/api/skills/url-normalize": "0.005",
+  "/api/skills/html-clean": "0.008",
+  "/api/skills/json-schema-validate": "0.006",
+  "/api/skills/keyword-extract": "0.008",
+  "/api/skills/token-count": "0.004",
+  "/api/skills/sha256": "0.003",
+  "/api/skills/uuid-mint": "0.003",
+  "/api/skills/slugify": "0.003",
+};
+
+describe("discovery as crawlers see it", () => {
+  it("openapi.json passes a real OpenAPI 3.1 validator", async () => {
+    const doc = await (await fetch(`${stack.base_url}/openapi.json`)).json();
+    const result = await new Validator().validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it("@agentcash/discovery finds every paid endpoint with its price and no fixable warning", async () => {
+    const found = await discoverOriginSchema({ target: stack.base_url });
+    expect(found.found).toBe(true);
+    if (!found.found) return;
+    const paid = found.endpoints.filter((e) => e.authMode === "paid");
+    const byPath = Object.fromEntries(paid.map((e) => [e.path, e.price]));
+    for (const [path, amount] of Object.entries(PRICES))
+      expect(byPath[path], path).toMatch(new RegExp(`^\\$?${amount.replace(".", "\\.")}`));
+    expect(found.info?.contactEmail).toContain("@");
+  });
+
+  it("its CLI-equivalent audit reports no error or warn for the origin and a probed endpoint", async () => {
+    // The CLI prints these warnings; run it as an agent would.
+    const { execFileSync } = await import("node:child_process");
+    const run = (...args: string[]) =>
+      JSON.parse(execFileSync("node_modules/.bin/discovery", [...args, "--json"], { encoding: "utf8" })) as {
+        warnings: { code: string; severity: string; message: string }[];
+      };
+    const origin = run("discover", stack.base_url);
+    const bad = origin.warnings.filter((w) => w.severity === "error" || w.severity === "warn");
+    expect(bad).toEqual([]);
+    const check = await checkEndpointSchema({ url: `${stack.base_url}/api/skills/sha256`, probe: true });
+    expect(check.found).toBe(true);
+    const endpoint = run("check", `${stack.base_url}/api/skills/sha256`);
+    expect(endpoint.warnings.filter((w) => w.severity === "error" || w.severity === "warn")).toEqual([]);
+  });
+});

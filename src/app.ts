@@ -7,6 +7,7 @@ import { detail } from "./http/errors";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
 import { adminRoutes } from "./routes/admin";
 import { catalogRoutes } from "./routes/catalog";
+import { checkoutRoutes } from "./routes/checkout";
 import { discoveryRoutes } from "./routes/discovery";
 import { healthRoutes } from "./routes/health";
 import { pageRoutes } from "./routes/pages";
@@ -36,6 +37,7 @@ export function createApp() {
   app.route("/", catalogRoutes);
   app.route("/", skillRoutes);
   app.route("/", adminRoutes);
+  app.route("/", checkoutRoutes);
   app.route("/", discoveryRoutes);
   app.route("/", pageRoutes);
 

@@ -21,7 +21,8 @@ export function publicConfig(env: Bindings, requestUrl: string) {
     usdcAddress: env.USDC_ADDRESS,
     facilitatorUrl: env.FACILITATOR_URL,
     x402Enabled: flag(env.X402_ENABLED, true),
-    cardpayEnabled: flag(env.CARDPAY_ENABLED, true),
+    // Card payments need a Stripe key; without one the flag reads false whatever CARDPAY_ENABLED says.
+    cardpayEnabled: flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY),
     freeBeta: flag(env.FREE_BETA, false),
     contactEmail: env.CONTACT_EMAIL,
     ownershipProofs: list(env.X402_OWNERSHIP_PROOFS),

@@ -19,6 +19,8 @@ export interface Variables {
   body: unknown;
   query: unknown;
   params: unknown;
+  /** Set when a card-credit key ran dry, so the 402 explains why. */
+  creditNote: string | undefined;
 }
 
 export interface AppEnv {

@@ -26,9 +26,10 @@ const WEBHOOK_RETRY_DELAYS_MS = [200, 500, 1000];
 const WEBHOOK_TIMEOUT_MS = 10_000;
 const MAX_BODY_BYTES = 1_000_000;
 
-// Every top-level parameter Stripe accepts on `POST /v1/checkout/sessions` (from the installed
-// package's SessionCreateParams). Anything else is `parameter_unknown`, as on Stripe; a Stripe
-// parameter outside SUPPORTED gets a clear "not emulated" error instead of being ignored.
+// Every top-level parameter Stripe accepts on `POST /v1/checkout/sessions` (the installed package's
+// SessionCreateParams, plus payment_method_types from earlier API versions). Anything else is
+// `parameter_unknown`, as on Stripe; a Stripe parameter outside SUPPORTED gets a clear "not emulated"
+// error instead of being silently ignored.
 const STRIPE_CREATE_PARAMS = new Set(
   (
     "adaptive_pricing after_expiration allow_promotion_codes allowed_payment_method_types automatic_tax " +
@@ -307,9 +308,10 @@ function buildLineItems(rawItems, created) {
     const item = asHash(raw, p);
     checkKeys(item, p, STRIPE_LINE_ITEM_PARAMS, SUPPORTED_LINE_ITEM_PARAMS);
     if (item.price !== undefined) {
-      // No Price objects exist here, so any price ID is one Stripe would not find either.
+      // No Price objects exist here, so any price ID is one Stripe would not find either. A missing
+      // object named in the body is a 400 on Stripe; 404 is for the object in the URL.
       const id = asString(item.price, `${p}[price]`);
-      throw new StripeApiError(404, {
+      throw new StripeApiError(400, {
         type: "invalid_request_error",
         code: "resource_missing",
         doc_url: "https://stripe.com/docs/error-codes/resource-missing",
@@ -332,7 +334,7 @@ function buildLineItems(rawItems, created) {
     const currency = asCurrency(pd.currency, `${p}[price_data][currency]`);
     if (pd.product !== undefined) {
       const id = asString(pd.product, `${p}[price_data][product]`);
-      throw new StripeApiError(404, {
+      throw new StripeApiError(400, {
         type: "invalid_request_error",
         code: "resource_missing",
         doc_url: "https://stripe.com/docs/error-codes/resource-missing",
@@ -355,8 +357,9 @@ function buildLineItems(rawItems, created) {
     );
     if (prod.name === undefined) throw missing(`${p}[price_data][product_data][name]`);
     const name = asString(prod.name, `${p}[price_data][product_data][name]`, { max: 5000 });
-    if (prod.description !== undefined)
+    if (prod.description !== undefined) {
       asString(prod.description, `${p}[price_data][product_data][description]`);
+    }
     if (prod.images !== undefined) {
       asList(prod.images, `${p}[price_data][product_data][images]`).forEach((u, j) => {
         asUrl(u, `${p}[price_data][product_data][images][${j}]`);
@@ -607,23 +610,29 @@ function publicSession(session, expand = []) {
 
 function lineItemList(session, query) {
   const url = `/v1/checkout/sessions/${session.id}/line_items`;
-  let items = session._lineItems;
+  const items = session._lineItems;
   const limit = query.limit === undefined ? 10 : asInteger(query.limit, "limit");
   if (limit < 1 || limit > 100) {
     throw invalid("This value must be greater than or equal to 1 and less than or equal to 100.", "limit");
   }
+  let data = items.slice(0, limit);
+  let hasMore = items.length > limit;
   if (query.starting_after !== undefined) {
     const i = items.findIndex((li) => li.id === query.starting_after);
-    if (i < 0)
+    if (i < 0) {
       throw invalid(`No such line item: '${query.starting_after}'`, "starting_after", "resource_missing");
-    items = items.slice(i + 1);
+    }
+    data = items.slice(i + 1, i + 1 + limit);
+    hasMore = items.length > i + 1 + limit;
   } else if (query.ending_before !== undefined) {
     const i = items.findIndex((li) => li.id === query.ending_before);
-    if (i < 0)
+    if (i < 0) {
       throw invalid(`No such line item: '${query.ending_before}'`, "ending_before", "resource_missing");
-    items = items.slice(Math.max(0, i - limit), i);
+    }
+    data = items.slice(Math.max(0, i - limit), i);
+    hasMore = i - limit > 0;
   }
-  return { object: "list", data: clone(items.slice(0, limit)), has_more: items.length > limit, url };
+  return { object: "list", data: clone(data), has_more: hasMore, url };
 }
 
 function maskKey(key) {
@@ -703,14 +712,11 @@ ${body}
 }
 
 function checkoutPage(session) {
-  const rows = session._lineItems
-    .map(
-      (
-        li,
-      ) => `<tr><td>${escapeHtml(li.description)}<div class="qty">Qty ${li.quantity} × ${formatUsd(li.price.unit_amount)}</div></td>
-<td class="num">${formatUsd(li.amount_total)}</td></tr>`,
-    )
-    .join("\n");
+  const row = (li) =>
+    `<tr><td>${escapeHtml(li.description)}` +
+    `<div class="qty">Qty ${li.quantity} × ${formatUsd(li.price.unit_amount)}</div></td>` +
+    `<td class="num">${formatUsd(li.amount_total)}</td></tr>`;
+  const rows = session._lineItems.map(row).join("\n");
   const email = session.customer_email;
   const cancel = session.cancel_url
     ? `<a class="cancel" id="cancel" href="${escapeHtml(session.cancel_url)}">Cancel</a>`
@@ -731,6 +737,14 @@ ${cancel}`,
   );
 }
 
+function safeDecode(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 const successRedirect = (session) => session.success_url.replaceAll("{CHECKOUT_SESSION_ID}", session.id);
 
 export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret, apiKey } = {}) {
@@ -744,13 +758,13 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   const closing = new AbortController();
   let baseUrl = "";
 
-  /** One POST of one event, signed afresh per attempt as Stripe does. Returns the status, or null. */
+  /** One POST of one event, signed afresh per attempt as Stripe does. Returns the delivery record. */
   async function deliverOnce(session, event, attempt) {
     const record = { event: event.id, type: event.type, attempt, status: null, error: null, at: Date.now() };
     session._deliveries.push(record);
     if (!targetUrl) {
       record.error = "no webhookUrl configured";
-      return null;
+      return record;
     }
     // Stripe sends the event pretty-printed; receivers that re-serialize instead of verifying the
     // raw bytes fail here just as they would in production.
@@ -774,10 +788,12 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
       await res.arrayBuffer().catch(() => {});
       record.status = res.status;
     } catch (err) {
-      record.error = String(err?.cause?.code ?? err?.message ?? err);
+      // undici hides the reason (ECONNREFUSED, a timeout) in `cause`; "fetch failed" alone says nothing.
+      const cause = err?.cause;
+      record.error = String(cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message ?? err?.message ?? err);
     }
     debug("delivered", event.type, event.id, "attempt", attempt, "->", record.status ?? record.error);
-    return record.status;
+    return record;
   }
 
   /** Delivers with Stripe-style retries on network errors and non-2xx answers. */
@@ -787,9 +803,9 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     let lastError = null;
     for (let attempt = 1; attempt <= 1 + WEBHOOK_RETRIES && !closing.signal.aborted; attempt++) {
       if (attempt > 1) await sleep(WEBHOOK_RETRY_DELAYS_MS[attempt - 2]);
-      const status = await deliverOnce(session, event, attempt);
+      const { status, error } = await deliverOnce(session, event, attempt);
       statuses.push(status);
-      lastError = session._deliveries.at(-1).error;
+      lastError = error ?? `HTTP ${status}`;
       if (status !== null && status >= 200 && status < 300) {
         ok = true;
         break;
@@ -939,8 +955,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     const headers = { "request-id": requestId, "stripe-version": version ?? EVENT_API_VERSION };
     const idempotencyKey = req.method === "POST" ? req.headers["idempotency-key"] : undefined;
     if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
-    const fail = (err) =>
-      sendJson(res, err.status, { error: { ...err.error, request_log_url: null } }, headers);
+    const fail = (err) => sendJson(res, err.status, { error: err.error }, headers);
     try {
       const key = presentedKey(req);
       if (!key) {
@@ -985,7 +1000,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         }
       }
       const params = parseForm(req.method === "POST" ? rawBody : search.slice(1));
-      const match = pathname.match(route.pattern).map((s, i) => (i ? decodeURIComponent(s) : s));
+      const match = pathname.match(route.pattern).map((s, i) => (i ? safeDecode(s) : s));
       const result = await route.handler({ params, rawBody, idempotencyKey, key, match });
       if (result.replayed) {
         headers["idempotent-replayed"] = "true";
@@ -1057,8 +1072,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         tax_ids: [],
       };
       // Stripe redirects without waiting for the webhook; waiting here makes local runs deterministic
-      // (the Worker has seen the event when the success page loads). Tests of the race can turn
-      // delivery off by starting the emulator without a webhookUrl and using resend-webhook later.
+      // (the Worker has seen the event when the success page loads). Tests of the race can hold
+      // delivery back with setWebhookUrl(null) and send the event later with resend-webhook.
       await deliver(session, makeEvent(session, "checkout.session.completed"));
     }
     res.writeHead(303, { location: successRedirect(session), "content-length": 0 });
@@ -1067,10 +1082,11 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
 
   async function handleHelper(req, res, id, action) {
     const session = sessions.get(id);
-    if (!session)
+    if (!session) {
       return sendJson(res, 404, {
         error: { type: "invalid_request_error", message: `No such checkout.session: '${id}'` },
       });
+    }
     let options = {};
     const text = await readBody(req);
     if (text.trim()) {
@@ -1112,12 +1128,13 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     const times = Number.isInteger(options.times) && options.times > 0 ? Math.min(options.times, 50) : 1;
     let delivered;
     if (options.concurrent) {
-      delivered = await Promise.all(
+      const records = await Promise.all(
         Array.from({ length: times }, (_, i) => deliverOnce(session, event, i + 1)),
       );
+      delivered = records.map((r) => r.status);
     } else {
       delivered = [];
-      for (let i = 0; i < times; i++) delivered.push(await deliverOnce(session, event, i + 1));
+      for (let i = 0; i < times; i++) delivered.push((await deliverOnce(session, event, i + 1)).status);
     }
     sendJson(res, 200, { delivered, event: event.id });
   }
@@ -1128,11 +1145,12 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
       if (pathname.startsWith("/v1/")) return await handleApi(req, res, pathname, search);
       const pay = pathname.match(/^\/pay\/([^/]+)$/);
       if (pay && (req.method === "GET" || req.method === "POST")) {
-        return await handlePay(req, res, decodeURIComponent(pay[1]));
+        return await handlePay(req, res, safeDecode(pay[1]));
       }
       const helper = pathname.match(/^\/_emulator\/sessions\/([^/]+)\/(resend-webhook|expire)$/);
-      if (helper && req.method === "POST")
-        return await handleHelper(req, res, decodeURIComponent(helper[1]), helper[2]);
+      if (helper && req.method === "POST") {
+        return await handleHelper(req, res, safeDecode(helper[1]), helper[2]);
+      }
       sendJson(res, 404, {
         error: {
           type: "invalid_request_error",
@@ -1141,9 +1159,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
       });
     } catch (err) {
       debug(req.method, pathname, err);
-      if (!res.headersSent)
-        sendJson(res, 500, { error: { type: "api_error", message: String(err?.message ?? err) } });
-      else res.destroy();
+      if (res.headersSent) res.destroy();
+      else sendJson(res, 500, { error: { type: "api_error", message: String(err?.message ?? err) } });
     }
   });
 
@@ -1166,8 +1183,9 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     sessions,
     // For stacks that learn the receiver's address only after the emulator is up.
     setWebhookUrl: (next) => {
-      if (next && !webhookSecret)
+      if (next && !webhookSecret) {
         throw new Error("setWebhookUrl: the emulator was started without webhookSecret");
+      }
       targetUrl = next ?? null;
     },
   };

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { paymentsQuery } from "../routes/admin";
+import { cancelQuery, checkoutRequest, successQuery } from "../routes/checkout";
 import { skills } from "../skills/registry";
 import { bodySchema, PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./site";
 
@@ -40,6 +41,12 @@ interface PlainOp {
   responses: Json;
   security?: Json[];
   parameters?: Json[];
+  requestBody?: Json;
+}
+
+function schemaOf(schema: z.ZodType): Json {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input" }) as Json;
+  return rest;
 }
 
 /** Routes other than skills. A test compares this table with the app's real route list. */
@@ -116,6 +123,58 @@ function plainOperations(): PlainOp[] {
         "404": text("Unknown skill", "text/html"),
         "422": VALIDATION,
       },
+    },
+    {
+      path: "/api/cardpay/checkout",
+      method: "post",
+      summary: "Buy a pack of calls of one skill by card (Stripe Checkout)",
+      tags: ["checkout"],
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": { schema: schemaOf(checkoutRequest), example: { skill_id: "json_sort" } },
+        },
+      },
+      responses: {
+        "200": json("Checkout created", ref("CheckoutCreated")),
+        "404": ERROR("Unknown skill_id"),
+        "422": VALIDATION,
+        "503": ERROR("Card payments not configured"),
+      },
+    },
+    {
+      path: "/api/cardpay/webhook",
+      method: "post",
+      summary: "Stripe webhook (verified with the Stripe-Signature header)",
+      tags: ["checkout"],
+      parameters: [{ name: "Stripe-Signature", in: "header", required: true, schema: { type: "string" } }],
+      responses: {
+        "200": json("Event received"),
+        "400": ERROR("Missing or invalid signature"),
+        "503": ERROR("Not configured"),
+      },
+    },
+    {
+      path: "/api/credits",
+      method: "get",
+      summary: "Calls left on a card-credit key",
+      tags: ["checkout"],
+      security: [{ CardCredits: [] }],
+      responses: { "200": json("Credit balance"), "401": ERROR("Missing or unknown key") },
+    },
+    {
+      ...page("/checkout/success", "Checkout result: status, the API key (once), calls left"),
+      parameters: parameters("query", successQuery),
+      responses: {
+        "200": text("Checkout status", "text/html"),
+        "404": text("Unknown session", "text/html"),
+        "422": VALIDATION,
+      },
+    },
+    {
+      ...page("/checkout/cancel", "Checkout cancelled"),
+      parameters: parameters("query", cancelQuery),
+      responses: { "200": text("Cancelled", "text/html"), "422": VALIDATION },
     },
     {
       path: "/api/admin/payments",
@@ -239,6 +298,17 @@ export function openApiDocument(cfg: PublicConfig) {
               },
             },
             extensions: { type: "object" },
+          },
+        },
+        CheckoutCreated: {
+          type: "object",
+          required: ["session_id", "checkout_url", "skill_id", "calls", "amount_usd"],
+          properties: {
+            session_id: { type: "string" },
+            checkout_url: { type: "string", format: "uri" },
+            skill_id: { type: "string" },
+            calls: { type: "integer" },
+            amount_usd: { type: "number" },
           },
         },
         Catalog: {

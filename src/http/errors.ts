@@ -6,6 +6,7 @@ export function detail(
   status: 400 | 401 | 402 | 403 | 404 | 405 | 409 | 413 | 415 | 429 | 500 | 501 | 502 | 503 | 504,
   message: string,
   extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
 ) {
-  return c.json({ detail: message, ...extra }, status);
+  return c.json({ detail: message, ...extra }, status, headers);
 }

@@ -2,13 +2,51 @@ import type { MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
+import type { Skill } from "../skills/types";
+import { bearerKey, findKey, hashKey, refundCredit, spendCredit } from "./credits";
 import { x402Gate } from "./x402-gate";
 
-/** Who pays for a call: nobody in free beta, otherwise x402. */
-export const paymentGate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const cfg = publicConfig(c.env, c.req.url);
-  if (cfg.freeBeta) return next();
-  if (!cfg.x402Enabled)
-    return detail(c, 402, "Payment required: x402 payments are disabled on this deployment.");
-  return x402Gate(c, next);
-};
+/**
+ * Who pays for a call: nobody in free beta; a card-credit key when one is sent
+ * (`Authorization: Bearer mk_...`); otherwise x402.
+ */
+export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const cfg = publicConfig(c.env, c.req.url);
+    if (cfg.freeBeta) return next();
+    const authorization = c.req.header("authorization");
+    if (authorization !== undefined && /^Bearer\s+mk_/i.test(authorization)) {
+      const key = bearerKey(authorization);
+      if (!key) return detail(c, 401, "Malformed card-credit key", {}, { "WWW-Authenticate": "Bearer" });
+      const keyHash = await hashKey(key);
+      const spent = await spendCredit(c.env.DB, keyHash, skill);
+      if (spent) {
+        c.header("X-Credits-Remaining", String(spent.calls_left));
+        await next();
+        // A call that did not succeed spends nothing.
+        if (c.res.status >= 400) {
+          await refundCredit(c.env.DB, keyHash);
+          c.res.headers.set("X-Credits-Remaining", String(spent.calls_left + 1));
+        }
+        return;
+      }
+      const row = await findKey(c.env.DB, keyHash);
+      if (!row) return detail(c, 401, "Unknown card-credit key", {}, { "WWW-Authenticate": "Bearer" });
+      if (row.skill_id !== skill.id) {
+        return detail(c, 403, `This key buys calls of ${row.skill_id}; it cannot pay for ${skill.id}.`);
+      }
+      c.set(
+        "creditNote",
+        `This key has no ${skill.id} credits left. Buy more with POST /api/cardpay/checkout, or pay this call with x402.`,
+      );
+    }
+    if (!cfg.x402Enabled) {
+      return detail(
+        c,
+        402,
+        c.get("creditNote") ?? "Payment required: x402 payments are disabled; buy card credits.",
+      );
+    }
+    return x402Gate(c, next);
+  };
+}

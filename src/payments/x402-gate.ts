@@ -169,9 +169,12 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
     ? `${price} (${offer.amount} atomic units of USDC ${offer.asset} on ${offer.network}, paid to ${offer.payTo})`
     : price;
   const reason = required.error && required.error !== "Payment required" ? required.error : undefined;
-  const error = reason
-    ? `Payment rejected: ${reason}. This call costs ${what}; send a new PAYMENT-SIGNATURE.`
-    : `Payment required: this call costs ${what}. Pay with x402 v2 (PAYMENT-SIGNATURE header) or a card-credit key (Authorization: Bearer mk_...).`;
+  const note = c.get("creditNote");
+  const error = note
+    ? `${note} This call costs ${what}.`
+    : reason
+      ? `Payment rejected: ${reason}. This call costs ${what}; send a new PAYMENT-SIGNATURE.`
+      : `Payment required: this call costs ${what}. Pay with x402 v2 (PAYMENT-SIGNATURE header) or a card-credit key (Authorization: Bearer mk_...).`;
   const headers = new Headers(res.headers);
   headers.set("content-type", "application/json");
   c.res = new Response(JSON.stringify({ ...required, error, reason: reason ?? "payment_required" }), {

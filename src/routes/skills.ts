@@ -7,13 +7,8 @@ import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";
 import { serializeOutput } from "../skills/raw-json";
 import { skills } from "../skills/registry";
-import { NotImplemented, type Skill } from "../skills/types";
-
-/** Runs a skill on an already validated body and shapes its response. */
-export async function runSkill(skill: Skill, body: unknown, env: AppEnv["Bindings"], requestId: string) {
-  const out = await skill.run(body as never, { env, requestId });
-  return skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
-}
+import { runSkill } from "../skills/run";
+import { NotImplemented } from "../skills/types";
 
 export const skillRoutes = new Hono<AppEnv>();
 
@@ -24,7 +19,7 @@ for (const skill of skills) {
     skill.endpoint,
     explain402,
     recordPayment(skill.id),
-    paymentGate,
+    paymentGate(skill),
     jsonBody(skill.input),
     guardAuthorization(skill.id),
     async (c) => {

@@ -1,0 +1,73 @@
+import type { Skill } from "../skills/types";
+
+/**
+ * Card-bought credits. A key `mk_<base64url>` holds N calls of one skill; only its SHA-256 is
+ * stored. Spending is one conditional UPDATE, so the last credit cannot be spent twice.
+ */
+export const KEY_PREFIX = "mk_";
+
+export function newApiKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  let b64 = "";
+  for (const b of bytes) b64 += String.fromCharCode(b);
+  return `${KEY_PREFIX}${btoa(b64).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}
+
+export async function hashKey(key: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function bearerKey(header: string | undefined): string | undefined {
+  const m = /^Bearer\s+(mk_[A-Za-z0-9_-]{16,128})\s*$/.exec(header ?? "");
+  return m?.[1];
+}
+
+export interface KeyRow {
+  id: string;
+  skill_id: string;
+  calls_total: number;
+  calls_left: number;
+  created_at: number;
+}
+
+export async function findKey(db: D1Database, keyHash: string) {
+  return db
+    .prepare("SELECT id, skill_id, calls_total, calls_left, created_at FROM api_keys WHERE key_hash = ?1")
+    .bind(keyHash)
+    .first<KeyRow>();
+}
+
+/** Takes one credit of `skill` from the key; undefined when none was taken. */
+export async function spendCredit(db: D1Database, keyHash: string, skill: Skill) {
+  return db
+    .prepare(
+      "UPDATE api_keys SET calls_left = calls_left - 1 WHERE key_hash = ?1 AND skill_id = ?2 AND calls_left > 0 RETURNING calls_left",
+    )
+    .bind(keyHash, skill.id)
+    .first<{ calls_left: number }>();
+}
+
+export async function refundCredit(db: D1Database, keyHash: string) {
+  await db
+    .prepare("UPDATE api_keys SET calls_left = min(calls_left + 1, calls_total) WHERE key_hash = ?1")
+    .bind(keyHash)
+    .run();
+}
+
+/** Stripe's minimum charge, in micro-dollars. */
+export const MIN_CHARGE_MICROS = 500_000n;
+const CENT = 10_000n;
+export const MAX_CALLS = 100_000;
+
+/**
+ * The number of calls a checkout sells: at least `wanted`, enough to reach Stripe's minimum, and a
+ * whole number of cents in total so every call costs exactly its listed price (0.003 → packs of 10).
+ */
+export function packSize(priceMicros: bigint, wanted = 1): number {
+  let n = BigInt(Math.max(1, wanted));
+  const minimum = (MIN_CHARGE_MICROS + priceMicros - 1n) / priceMicros;
+  if (n < minimum) n = minimum;
+  while ((n * priceMicros) % CENT !== 0n) n++;
+  return Number(n);
+}

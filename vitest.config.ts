@@ -1,8 +1,22 @@
+import net from "node:net";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+
+// The Stripe emulator for unit tests listens on a port chosen here, so the Worker's bindings can
+// name it; test/stripe-setup.ts starts it. Vitest evaluates this file more than once in the same
+// process, so the port is chosen once and kept in process.env.
+process.env.TEST_STRIPE_PORT ??= String(
+  await new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  }),
+);
+const stripePort = Number(process.env.TEST_STRIPE_PORT);
 
 export default defineConfig({
   test: {
@@ -21,6 +35,9 @@ export default defineConfig({
                 // Unit tests exercise skill logic and validation; payments are proven end to end
                 // against the real local chain in test/e2e.
                 FREE_BETA: "true",
+                STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
+                STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
+                STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
               },
             },
           }),
@@ -36,6 +53,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**"],
           setupFiles: ["./test/apply-migrations.ts"],
+          globalSetup: ["./test/stripe-setup.ts"],
         },
       },
       {

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { startChain } from "./lib/chain.mjs";
 import { startFacilitator } from "./lib/facilitator.mjs";
 import { portIsFree, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
+import { startStripeEmulator } from "./lib/stripe-emulator.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const devDir = path.resolve(root, process.env.STACK_DIR ?? ".dev");
@@ -55,6 +56,16 @@ async function main() {
   const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
   services.push(facilitator);
 
+  // Card payments: the Stripe emulator, delivering signed webhooks to the Worker.
+  const stripeKey = "sk_test_local_emulator_key_0000000000";
+  const webhookSecret = "whsec_local_emulator_secret_000000000";
+  const stripe = await startStripeEmulator({
+    apiKey: stripeKey,
+    webhookSecret,
+    webhookUrl: `${baseUrl}/api/cardpay/webhook`,
+  });
+  services.push(stripe);
+
   // Values the local Worker needs beyond wrangler.toml; secrets go in a file, not argv.
   const vars = {
     BASE_URL: baseUrl,
@@ -62,6 +73,9 @@ async function main() {
     FACILITATOR_URL: facilitator.url,
     USDC_ADDRESS: chain.usdcAddress,
     ADMIN_TOKEN: adminToken,
+    STRIPE_SECRET_KEY: stripeKey,
+    STRIPE_WEBHOOK_SECRET: webhookSecret,
+    STRIPE_API_BASE: stripe.url,
   };
   const envFile = path.join(devDir, "worker.env");
   writeFileSync(
@@ -105,6 +119,7 @@ async function main() {
     facilitator_url: facilitator.url,
     pay_to: chain.payTo,
     admin_token: adminToken,
+    stripe_api_base: stripe.url,
     test_material_note:
       "buyer keys are anvil's public default test accounts, funded with local test USDC; never use them on a real network",
     buyer_private_key: chain.buyers[0].privateKey,

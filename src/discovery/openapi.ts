@@ -324,13 +324,15 @@ export function openApiDocument(cfg: PublicConfig) {
         },
       },
       securitySchemes: {
+        // Both are declared as API keys in the Authorization header (value "Bearer ...") so that
+        // discovery crawlers that only classify apiKey schemes recognise them as authentication.
         CardCredits: {
-          type: "http",
-          scheme: "bearer",
-          description: "Card-credit key mk_... (alternative to x402)",
+          type: "apiKey",
+          in: "header",
+          name: "Authorization",
+          description:
+            "Card-credit key: send `Authorization: Bearer mk_...` (an alternative to x402 on skill calls)",
         },
-        // Declared as an API key in the Authorization header (value "Bearer <ADMIN_TOKEN>") so that
-        // discovery crawlers that only classify apiKey schemes recognise it as authenticated.
         AdminToken: {
           type: "apiKey",
           in: "header",

@@ -6,7 +6,7 @@ interface SuccessProps {
   sessionId: string;
   session: SessionRow | null;
   skill: Skill | undefined;
-  key: string | undefined;
+  apiKey: string | undefined;
   callsLeft: number | undefined;
   baseUrl: string;
 }
@@ -48,7 +48,7 @@ export function SuccessPage(p: SuccessProps) {
   const name = p.skill?.name ?? s.skill_id;
   const endpoint = p.skill ? `${p.baseUrl}${p.skill.endpoint}` : `${p.baseUrl}/api/skills/…`;
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
-  const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.key ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d '${example.replaceAll("'", "'\\''")}'`;
+  const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d '${example.replaceAll("'", "'\\''")}'`;
   return (
     <Layout title={s.status === "complete" ? "Payment received" : "Checkout"}>
       {s.status === "complete" ? (
@@ -65,14 +65,14 @@ export function SuccessPage(p: SuccessProps) {
               <code>{s.id}</code>
             </dd>
           </dl>
-          {p.key ? (
+          {p.apiKey ? (
             <section>
               <h2>Your API key</h2>
               <p>
                 <strong>Shown once.</strong> Copy it now; we keep only its hash.
               </p>
               <pre>
-                <code id="api-key">{p.key}</code>
+                <code id="api-key">{p.apiKey}</code>
               </pre>
             </section>
           ) : (

@@ -176,7 +176,7 @@ checkoutRoutes.get("/checkout/success", queryParams(successQuery), async (c) => 
       sessionId={session_id}
       session={session}
       skill={session ? skillById(session.skill_id) : undefined}
-      key={key}
+      apiKey={key}
       callsLeft={left?.calls_left}
       baseUrl={publicConfig(c.env, c.req.url).baseUrl}
     />

@@ -25,7 +25,9 @@ export async function launch(): Promise<Browser> {
 export function watchErrors(page: Page): string[] {
   const errors: string[] = [];
   page.on("console", (m) => {
-    if (m.type() === "error") errors.push(m.text());
+    // The browser's own /favicon.ico probe (on the Stripe emulator's origin) is not a page error.
+    if (m.type() === "error" && !m.location().url.endsWith("/favicon.ico"))
+      errors.push(`${m.text()} (${m.location().url})`);
   });
   page.on("pageerror", (e) => errors.push(e.message));
   return errors;

@@ -1,0 +1,312 @@
+import { env } from "cloudflare:test";
+import Stripe from "stripe";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { hashKey, newApiKey } from "../src/payments/credits";
+import { call, postJson } from "./helpers";
+
+const stripe = new Stripe("sk_test_unused", { httpClient: Stripe.createFetchHttpClient() });
+const cryptoProvider = Stripe.createSubtleCryptoProvider();
+const SECRET = env.STRIPE_WEBHOOK_SECRET as string;
+
+async function signed(event: unknown, secret = SECRET) {
+  const payload = JSON.stringify(event, null, 2);
+  const header = await stripe.webhooks.generateTestHeaderStringAsync({ payload, secret, cryptoProvider });
+  return { payload, header };
+}
+function completedEvent(sessionId: string, id = `evt_${Math.random().toString(36).slice(2)}`, paid = true) {
+  return {
+    id,
+    object: "event",
+    type: "checkout.session.completed",
+    data: {
+      object: {
+        id: sessionId,
+        object: "checkout.session",
+        status: "complete",
+        payment_status: paid ? "paid" : "unpaid",
+      },
+    },
+  };
+}
+const deliver = async (event: unknown, secret?: string) => {
+  const { payload, header } = await signed(event, secret);
+  return call("/api/cardpay/webhook", {
+    method: "POST",
+    headers: { "stripe-signature": header },
+    body: payload,
+  });
+};
+async function seedSession(skill = "sha256", calls = 170, payload: unknown = null) {
+  const id = `cs_test_${Math.random().toString(36).slice(2)}`;
+  await env.DB.prepare(
+    "INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, created_at, updated_at) VALUES (?1, ?2, ?3, 51, 'open', ?4, 0, 0)",
+  )
+    .bind(id, skill, calls, payload === null ? null : JSON.stringify(payload))
+    .run();
+  return id;
+}
+const keysFor = (sessionId: string) =>
+  env.DB.prepare("SELECT calls_left, calls_total FROM api_keys WHERE session_id = ?1")
+    .bind(sessionId)
+    .all<{ calls_left: number }>();
+
+describe("POST /api/cardpay/checkout", () => {
+  it.each([
+    ["sha256", undefined, 170, 0.51],
+    ["research", undefined, 34, 0.51],
+    ["osint_graph", undefined, 50, 0.5],
+    ["seo", undefined, 45, 0.54],
+    ["json_sort", 1000, 1000, 3],
+  ])(
+    "%s (quantity %s) sells the smallest whole-cent pack over $0.50: %d calls for $%d",
+    async (skill_id, quantity, calls, usd) => {
+      const res = await postJson("/api/cardpay/checkout", { skill_id, quantity });
+      expect(res.status).toBe(200);
+      const body = await res.json<{
+        session_id: string;
+        checkout_url: string;
+        calls: number;
+        amount_usd: number;
+        skill_id: string;
+      }>();
+      expect(body).toMatchObject({ skill_id, calls, amount_usd: usd });
+      expect(body.session_id).toMatch(/^cs_test_/);
+      expect(body.checkout_url).toContain(`/pay/${body.session_id}`);
+      const row = await env.DB.prepare(
+        "SELECT calls, amount_cents, status FROM checkout_sessions WHERE id = ?1",
+      )
+        .bind(body.session_id)
+        .first();
+      expect(row).toEqual({ calls, amount_cents: Math.round(usd * 100), status: "open" });
+      const remote = await new Stripe(env.STRIPE_SECRET_KEY as string, {
+        httpClient: Stripe.createFetchHttpClient(),
+        host: "127.0.0.1",
+        port: Number(new URL(env.STRIPE_API_BASE as string).port),
+        protocol: "http",
+      }).checkout.sessions.retrieve(body.session_id);
+      expect(remote.amount_total).toBe(Math.round(usd * 100));
+      expect(remote.success_url).toBe(
+        "https://skills.test/checkout/success?session_id={CHECKOUT_SESSION_ID}",
+      );
+      expect(remote.cancel_url).toBe(`https://skills.test/checkout/cancel?skill_id=${skill_id}`);
+    },
+  );
+
+  it("unknown skill is 404 JSON; bad bodies are 422", async () => {
+    expect((await postJson("/api/cardpay/checkout", { skill_id: "nope" })).status).toBe(404);
+    expect((await postJson("/api/cardpay/checkout", {})).status).toBe(422);
+    expect((await postJson("/api/cardpay/checkout", { skill_id: "sha256", quantity: 0 })).status).toBe(422);
+    expect((await postJson("/api/cardpay/checkout", { skill_id: "sha256", payload: "x" })).status).toBe(422);
+  });
+
+  it("without a Stripe key: 503 and the catalog says cardpay_enabled false", async () => {
+    const app = createApp();
+    const noStripe = { ...env, STRIPE_SECRET_KEY: undefined };
+    const res = await app.fetch(
+      new Request("https://skills.test/api/cardpay/checkout", {
+        method: "POST",
+        body: '{"skill_id":"sha256"}',
+      }),
+      noStripe,
+    );
+    expect(res.status).toBe(503);
+    const catalog = await (await app.fetch(new Request("https://skills.test/api/catalog"), noStripe)).json<{
+      cardpay_enabled: boolean;
+    }>();
+    expect(catalog.cardpay_enabled).toBe(false);
+  });
+});
+
+describe("POST /api/cardpay/webhook", () => {
+  it("refuses a missing or wrong signature and grants nothing", async () => {
+    const id = await seedSession();
+    const missing = await call("/api/cardpay/webhook", {
+      method: "POST",
+      body: JSON.stringify(completedEvent(id)),
+    });
+    expect(missing.status).toBe(400);
+    expect((await deliver(completedEvent(id), "whsec_wrong")).status).toBe(400);
+    const { payload, header } = await signed(completedEvent(id));
+    const tampered = await call("/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload.replace('"paid"', '"paid" '),
+    });
+    expect(tampered.status).toBe(400);
+    expect((await keysFor(id)).results).toEqual([]);
+  });
+
+  it("a valid completed event grants the pack once", async () => {
+    const id = await seedSession("sha256", 170);
+    const res = await deliver(completedEvent(id));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ outcome: "granted" });
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
+  });
+
+  it("redelivered, concurrent and second events for one session grant nothing more", async () => {
+    const id = await seedSession("slugify", 170);
+    const event = completedEvent(id, "evt_dup_1");
+    expect((await deliver(event)).status).toBe(200);
+    expect(await (await deliver(event)).json()).toMatchObject({ outcome: "duplicate_event" });
+    const concurrent = await Promise.all(
+      Array.from({ length: 10 }, () => deliver(completedEvent(id, "evt_dup_2"))),
+    );
+    expect(concurrent.every((r) => r.status === 200)).toBe(true);
+    expect(await (await deliver(completedEvent(id, "evt_other"))).json()).toMatchObject({
+      outcome: "already_granted",
+    });
+    expect((await keysFor(id)).results).toHaveLength(1);
+
+    const fresh = await seedSession("slugify", 170);
+    await Promise.all(Array.from({ length: 10 }, () => deliver(completedEvent(fresh, "evt_race"))));
+    expect((await keysFor(fresh)).results).toHaveLength(1);
+  });
+
+  it("an unpaid completion grants nothing; other events are acknowledged", async () => {
+    const id = await seedSession();
+    expect(await (await deliver(completedEvent(id, undefined, false))).json()).toMatchObject({
+      granted: false,
+    });
+    expect((await keysFor(id)).results).toEqual([]);
+    const other = await deliver({
+      id: "evt_x",
+      object: "event",
+      type: "payment_intent.created",
+      data: { object: {} },
+    });
+    expect(await other.json()).toMatchObject({ received: true, ignored: "payment_intent.created" });
+  });
+
+  it("runs the checkout's payload once as the first call and spends one credit only if it succeeds", async () => {
+    const good = await seedSession("slugify", 170, { text: "First Call!" });
+    await deliver(completedEvent(good));
+    const row = await env.DB.prepare("SELECT payload_result FROM checkout_sessions WHERE id = ?1")
+      .bind(good)
+      .first<{ payload_result: string }>();
+    expect(JSON.parse(row?.payload_result ?? "{}")).toMatchObject({
+      status: 200,
+      body: { slug: "first-call" },
+    });
+    expect((await keysFor(good)).results).toEqual([{ calls_left: 169, calls_total: 170 }]);
+
+    const bad = await seedSession("slugify", 170, { max_len: 0 });
+    await deliver(completedEvent(bad));
+    expect((await keysFor(bad)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
+  });
+});
+
+describe("spending credits", () => {
+  const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
+  async function keyWith(calls: number, skill = "sha256") {
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, ?3, ?4, ?4, 0)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key), skill, calls)
+      .run();
+    return key;
+  }
+  const app = createApp();
+  const callWith = (key: string, body: unknown = { text: "abc" }, path = "/api/skills/sha256") =>
+    app.fetch(
+      new Request(`https://skills.test${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      }),
+      paidEnv,
+    );
+  const left = async (key: string) =>
+    (
+      await env.DB.prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1")
+        .bind(await hashKey(key))
+        .first<{ calls_left: number }>()
+    )?.calls_left;
+
+  it("a credit pays for a call and the balance header counts down", async () => {
+    const key = await keyWith(2);
+    const res = await callWith(key);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-credits-remaining")).toBe("1");
+    expect(await left(key)).toBe(1);
+  });
+
+  it("20 concurrent calls with 1 credit left: exactly one 200", async () => {
+    const key = await keyWith(1);
+    const statuses = (await Promise.all(Array.from({ length: 20 }, () => callWith(key)))).map(
+      (r) => r.status,
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(19);
+    expect(await left(key)).toBe(0);
+  });
+
+  it("a failed call spends nothing", async () => {
+    const key = await keyWith(1);
+    const res = await callWith(key, { text: "é", encoding: "ascii" });
+    expect(res.status).toBe(422);
+    expect(await left(key)).toBe(1);
+    expect((await callWith(key, { text: 5 })).status).toBe(422);
+    expect(await left(key)).toBe(1);
+  });
+
+  it("unknown key 401, malformed key 401, other skill's key 403, exhausted 402", async () => {
+    expect((await callWith(newApiKey())).status).toBe(401);
+    expect((await callWith("mk_short")).status).toBe(401);
+    const other = await keyWith(3, "slugify");
+    expect((await callWith(other)).status).toBe(403);
+    const empty = await keyWith(0);
+    const res = await callWith(empty);
+    expect(res.status).toBe(402);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(/no sha256 credits left/);
+  });
+
+  it("GET /api/credits shows what is left; 401 without a known key", async () => {
+    const key = await keyWith(7);
+    const res = await call("/api/credits", { headers: { authorization: `Bearer ${key}` } });
+    expect(await res.json()).toMatchObject({ skill_id: "sha256", calls_total: 7, calls_left: 7 });
+    expect((await call("/api/credits")).status).toBe(401);
+    expect((await call("/api/credits", { headers: { authorization: `Bearer ${newApiKey()}` } })).status).toBe(
+      401,
+    );
+  });
+});
+
+describe("checkout pages", () => {
+  const HOSTILE = `"><script>alert(1)</script><img src=x onerror=alert(2)>`;
+
+  it("success without session_id is 422; an unknown or hostile id is an escaped 404 page", async () => {
+    expect((await call("/checkout/success")).status).toBe(422);
+    const res = await call(`/checkout/success?session_id=${encodeURIComponent(HOSTILE)}`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await res.text();
+    expect(html).not.toContain("<script>alert(1)");
+    expect(html).not.toContain("<img src=x");
+    expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
+  });
+
+  it("cancel echoes a hostile skill_id escaped and links back to real docs", async () => {
+    const hostile = await (await call(`/checkout/cancel?skill_id=${encodeURIComponent(HOSTILE)}`)).text();
+    expect(hostile).not.toContain("<script>alert(1)");
+    expect(hostile).toContain("&lt;script&gt;");
+    const real = await (await call("/checkout/cancel?skill_id=json_sort")).text();
+    expect(real).toContain('href="/docs/json-sort"');
+    expect((await call("/checkout/cancel")).status).toBe(200);
+  });
+
+  it("the success page shows the key exactly once, with calls left and the first call's result", async () => {
+    const id = await seedSession("slugify", 170, { text: "Hi There" });
+    await deliver(completedEvent(id));
+    const first = await (await call(`/checkout/success?session_id=${id}`)).text();
+    const key = /<code id="api-key">(mk_[A-Za-z0-9_-]+)<\/code>/.exec(first)?.[1];
+    expect(key).toBeTruthy();
+    expect(first).toContain("169");
+    expect(first).toContain("hi-there");
+    const second = await (await call(`/checkout/success?session_id=${id}`)).text();
+    expect(second).not.toContain(key as string);
+    expect(second).toContain("already shown once");
+  });
+});

@@ -1,0 +1,13 @@
+// @ts-expect-error plain JS helper shared with the scripts
+import { startStripeEmulator } from "../scripts/lib/stripe-emulator.mjs";
+
+/** The Stripe emulator for unit tests (no webhook target: tests sign their own events). */
+export default async function setup() {
+  const emulator = await startStripeEmulator({
+    port: Number(process.env.TEST_STRIPE_PORT),
+    apiKey: "sk_test_unit_tests_key_000000000000",
+    webhookSecret: "whsec_unit_tests_secret_0000000000",
+    webhookUrl: undefined,
+  });
+  return () => emulator.stop();
+}

@@ -8,7 +8,7 @@ import { explain402 } from "../payments/x402-gate";
 import { serializeOutput } from "../skills/raw-json";
 import { skills } from "../skills/registry";
 import { runSkill } from "../skills/run";
-import { NotImplemented } from "../skills/types";
+import { NotImplemented, UpstreamError } from "../skills/types";
 
 export const skillRoutes = new Hono<AppEnv>();
 
@@ -29,6 +29,7 @@ for (const skill of skills) {
       } catch (e) {
         if (e instanceof InputError) return validationResponse(c, e.items);
         if (e instanceof NotImplemented) return detail(c, 501, "not implemented");
+        if (e instanceof UpstreamError) return detail(c, e.status, e.message, { charged: false });
         throw e;
       }
     },

@@ -17,6 +17,16 @@ process.env.TEST_STRIPE_PORT ??= String(
   }),
 );
 const stripePort = Number(process.env.TEST_STRIPE_PORT);
+// Fixture upstreams of the analytic skills (test/fixtures/upstreams.mjs), chosen the same way.
+process.env.TEST_UPSTREAMS_PORT ??= String(
+  await new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  }),
+);
+const upstreams = `http://127.0.0.1:${process.env.TEST_UPSTREAMS_PORT}`;
 
 export default defineConfig({
   test: {
@@ -38,6 +48,12 @@ export default defineConfig({
                 STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
                 STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
                 STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
+                WIKIPEDIA_API_BASE: `${upstreams}/wikipedia/api.php`,
+                WIKIDATA_API_BASE: `${upstreams}/wikidata/api.php`,
+                DOH_RESOLVER: `${upstreams}/doh`,
+                // Only the fixture host may be fetched from loopback; nothing else is allow-listed.
+                FETCH_ALLOW_HOSTS: upstreams.slice("http://".length),
+                FETCH_TIMEOUT_MS: "1500",
               },
             },
           }),
@@ -53,7 +69,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**"],
           setupFiles: ["./test/apply-migrations.ts"],
-          globalSetup: ["./test/stripe-setup.ts"],
+          globalSetup: ["./test/stripe-setup.ts", "./test/fixtures/upstreams-setup.ts"],
         },
       },
       {

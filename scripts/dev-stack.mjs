@@ -8,6 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startChain } from "./lib/chain.mjs";
 import { startFacilitator } from "./lib/facilitator.mjs";
+import { startPartners } from "./lib/partners.mjs";
 import { portIsFree, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
 import { startStripeEmulator } from "./lib/stripe-emulator.mjs";
 
@@ -56,6 +57,13 @@ async function main() {
   const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
   services.push(facilitator);
 
+  // Hosted partners: PriceFeed sells over x402 to its own wallet; the marketplace pays it from an
+  // operating wallet (both are anvil test accounts).
+  const partnerWallet = chain.buyers[9];
+  const operatingWallet = chain.buyers[8];
+  const partners = await startPartners({ facilitatorUrl: facilitator.url, payTo: partnerWallet.address });
+  services.push(partners);
+
   // Card payments: the Stripe emulator, delivering signed webhooks to the Worker.
   const stripeKey = "sk_test_local_emulator_key_0000000000";
   const webhookSecret = "whsec_local_emulator_secret_000000000";
@@ -76,6 +84,8 @@ async function main() {
     STRIPE_SECRET_KEY: stripeKey,
     STRIPE_WEBHOOK_SECRET: webhookSecret,
     STRIPE_API_BASE: stripe.url,
+    PARTNER_BASE_URLS: JSON.stringify(partners.urls),
+    PARTNER_PAYER_KEY: operatingWallet.privateKey,
   };
   const envFile = path.join(devDir, "worker.env");
   writeFileSync(
@@ -120,6 +130,9 @@ async function main() {
     pay_to: chain.payTo,
     admin_token: adminToken,
     stripe_api_base: stripe.url,
+    partner_urls: partners.urls,
+    partner_wallet: partnerWallet.address,
+    operating_wallet: operatingWallet.address,
     test_material_note:
       "buyer keys are anvil's public default test accounts, funded with local test USDC; never use them on a real network",
     buyer_private_key: chain.buyers[0].privateKey,

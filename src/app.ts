@@ -11,6 +11,7 @@ import { checkoutRoutes } from "./routes/checkout";
 import { discoveryRoutes } from "./routes/discovery";
 import { healthRoutes } from "./routes/health";
 import { pageRoutes } from "./routes/pages";
+import { partnerRoutes } from "./routes/partners";
 import { skillRoutes } from "./routes/skills";
 
 // 400,000 characters JSON-escaped as \uXXXX is 2.4 MB; two 200,000-character diff inputs likewise.
@@ -38,6 +39,7 @@ export function createApp() {
   app.route("/", skillRoutes);
   app.route("/", adminRoutes);
   app.route("/", checkoutRoutes);
+  app.route("/", partnerRoutes);
   app.route("/", discoveryRoutes);
   app.route("/", pageRoutes);
 

@@ -10,6 +10,8 @@ export interface Secrets {
   ADMIN_TOKEN?: string;
   CDP_API_KEY_ID?: string;
   CDP_API_KEY_SECRET?: string;
+  /** Operating wallet key the marketplace pays x402-priced partner upstreams with (optional). */
+  PARTNER_PAYER_KEY?: string;
 }
 
 export type Bindings = Env & Secrets;
@@ -21,6 +23,17 @@ export interface Variables {
   params: unknown;
   /** Set when a card-credit key ran dry, so the 402 explains why. */
   creditNote: string | undefined;
+  /** Set by a partner try call that the caller pays for: the partner's share goes to the payout ledger. */
+  payout: PayoutShare | undefined;
+}
+
+export interface PayoutShare {
+  partnerId: string;
+  serviceId: string;
+  shareMicros: bigint;
+  feeMicros: bigint;
+  /** The marketplace already paid the partner over x402 from its operating wallet. */
+  paidUpstream: boolean;
 }
 
 export interface AppEnv {

@@ -60,7 +60,20 @@ describe("discovery documents", () => {
   it("/.well-known/x402 lists every paid resource as an absolute URL", async () => {
     const doc = JSON.parse((await text("/.well-known/x402")).body);
     expect(doc.version).toBe(1);
-    expect(doc.resources).toEqual(skills.map((s) => `${B}${s.endpoint}`));
+    const partners = (
+      await (
+        await call("/api/partners")
+      ).json<{ services: { try_url: string; price_usd: number; listing_status: string }[] }>()
+    ).services;
+    const paidPartners = partners
+      .filter((s) => s.price_usd > 0 && s.listing_status === "paid")
+      .map((s) => `${B}${s.try_url}`);
+    expect(paidPartners).toHaveLength(21);
+    expect(doc.resources).toEqual([
+      ...skills.map((s) => `${B}${s.endpoint}`),
+      ...paidPartners,
+      `${B}/api/skills/refinery-recipes`,
+    ]);
     expect(doc.ownershipProofs).toEqual([]);
     expect(typeof doc.instructions).toBe("string");
   });

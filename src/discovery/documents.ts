@@ -1,5 +1,7 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
+import { PARTNERS } from "../partners/data";
+import type { Sellable } from "../payments/sellables";
 import { skills } from "../skills/registry";
 import {
   bodySchema,
@@ -56,6 +58,14 @@ export function llmsTxt(cfg: PublicConfig): string {
     ...skills.map(
       (s) =>
         `- [${s.id}](${skillUrls(cfg, s).docs}): POST ${s.endpoint}, ${priceLabel(s)} per call. ${firstSentence(s.description)}`,
+    ),
+    "",
+    "## Hosted partners",
+    "",
+    `Partner APIs resold at 3x the partner's price, paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
+    "",
+    ...PARTNERS.map(
+      (p) => `- ${p.name} (${p.id}): ${p.description} ${p.services.length} service(s), ${p.listing_status}.`,
     ),
     "",
     "## Docs",
@@ -143,10 +153,10 @@ ${skills.map((s) => `| ${s.id} | POST ${s.endpoint} | ${priceLabel(s)} | ${skill
 `;
 }
 
-export function x402Manifest(cfg: PublicConfig) {
+export function x402Manifest(cfg: PublicConfig, paid: Sellable[]) {
   return {
     version: 1,
-    resources: skills.map((s) => skillUrls(cfg, s).endpoint),
+    resources: paid.map((s) => `${cfg.baseUrl}${s.path}`),
     ownershipProofs: cfg.ownershipProofs,
     instructions: `${PAYMENT_SUMMARY(cfg)} Full guide: ${cfg.baseUrl}/llms.txt`,
   };

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
-import { paymentsQuery } from "../routes/admin";
+import { refineryBody, refineryExample } from "../partners/refinery-skill";
+import { paymentsQuery, payoutsQuery, settleBody } from "../routes/admin";
 import { cancelQuery, checkoutRequest, successQuery } from "../routes/checkout";
 import { skills } from "../skills/registry";
 import { bodySchema, PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./site";
@@ -42,6 +43,7 @@ interface PlainOp {
   security?: Json[];
   parameters?: Json[];
   requestBody?: Json;
+  "x-payment-info"?: Json;
 }
 
 function schemaOf(schema: z.ZodType): Json {
@@ -175,6 +177,97 @@ function plainOperations(): PlainOp[] {
       ...page("/checkout/cancel", "Checkout cancelled"),
       parameters: parameters("query", cancelQuery),
       responses: { "200": text("Cancelled", "text/html"), "422": VALIDATION },
+    },
+    {
+      path: "/api/partners",
+      method: "get",
+      summary: "Hosted partners and their services, priced at 3x the partner's price",
+      tags: ["partners"],
+      responses: { "200": json("Partner listing (spec 2.6, 2.7)") },
+    },
+    {
+      path: "/api/partners/{partner_id}",
+      method: "get",
+      summary: "One hosted partner",
+      tags: ["partners"],
+      parameters: [{ name: "partner_id", in: "path", required: true, schema: { type: "string" } }],
+      responses: { "200": json("Partner (spec 2.6)"), "404": ERROR("Unknown partner") },
+    },
+    ...(["get", "post"] as const).map(
+      (method): PlainOp => ({
+        path: "/api/partners/{partner_id}/try/{service_id}",
+        method,
+        summary:
+          "Call a partner service through the marketplace (paid services by x402 at the listing price)",
+        tags: ["partners"],
+        parameters: [
+          { name: "partner_id", in: "path", required: true, schema: { type: "string" } },
+          { name: "service_id", in: "path", required: true, schema: { type: "string" } },
+        ],
+        responses: {
+          "200": json(
+            "Envelope with partner_id, service_id, upstream_status, charged, price_usd and the partner's body",
+          ),
+          "402": json("Payment required", ref("PaymentRequired")),
+          "404": ERROR("Unknown partner or service"),
+          "422": VALIDATION,
+          "502": json("The partner failed or asked for payment we cannot make; not charged"),
+          "504": json("The partner timed out; not charged"),
+        },
+        "x-payment-info": {
+          price: { mode: "dynamic", currency: "USD", min: "0.009", max: "3" },
+          protocols: [{ x402: {} }],
+        },
+      }),
+    ),
+    {
+      path: "/api/skills/refinery-recipes",
+      method: "post",
+      summary: "Data Refinery recipes as a native skill (each recipe priced like its partner service)",
+      tags: ["partners"],
+      requestBody: {
+        required: true,
+        content: { "application/json": { schema: schemaOf(refineryBody), example: refineryExample } },
+      },
+      responses: {
+        "200": json("The recipe's result"),
+        "402": json("Payment required", ref("PaymentRequired")),
+        "422": VALIDATION,
+        "502": json("The partner failed; not charged"),
+      },
+      "x-payment-info": {
+        price: { mode: "dynamic", currency: "USD", min: "0.06", max: "0.09" },
+        protocols: [{ x402: {} }],
+      },
+    },
+    {
+      path: "/api/admin/payouts",
+      method: "get",
+      summary: "What is owed to each partner; ?format=csv exports the payout ledger",
+      tags: ["admin"],
+      security: [{ AdminToken: [] }],
+      parameters: parameters("query", payoutsQuery),
+      responses: {
+        "200": json("Owed per partner and service"),
+        "401": ERROR("Missing or invalid token"),
+        "422": VALIDATION,
+      },
+    },
+    {
+      path: "/api/admin/payouts/{partner_id}/settle",
+      method: "post",
+      summary: "Record a payout batch: owed rows of the partner are attached to it",
+      tags: ["admin"],
+      security: [{ AdminToken: [] }],
+      parameters: [{ name: "partner_id", in: "path", required: true, schema: { type: "string" } }],
+      requestBody: { required: true, content: { "application/json": { schema: schemaOf(settleBody) } } },
+      responses: {
+        "200": json("The batch"),
+        "401": ERROR("Missing or invalid token"),
+        "404": ERROR("Unknown partner"),
+        "409": ERROR("Nothing owed"),
+        "422": VALIDATION,
+      },
     },
     {
       path: "/api/admin/payments",

@@ -1,5 +1,6 @@
 import type { PublicConfig } from "../config";
 import { priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/site";
+import { PARTNERS } from "../partners/data";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 
@@ -46,6 +47,28 @@ export function HomePage({ cfg }: { cfg: PublicConfig }) {
             </tbody>
           </table>
         </div>
+      </section>
+      <section>
+        <h2>Hosted partners</h2>
+        <p>
+          Partner APIs listed at 3× the partner's own price, callable through the marketplace with the same
+          x402 payment (<a href="/api/partners">/api/partners</a>).
+        </p>
+        <ul class="cards">
+          {PARTNERS.map((p) => (
+            <li>
+              <a href={`/api/partners/${p.id}`}>
+                <strong>
+                  {p.icon} {p.name}
+                </strong>
+                <span class="muted">
+                  {p.services.length} service{p.services.length === 1 ? "" : "s"} ·{" "}
+                  {p.listing_status === "paid" ? "paid per call" : "external, billed by the partner"}
+                </span>
+              </a>
+            </li>
+          ))}
+        </ul>
       </section>
       <section class="cols">
         <div>

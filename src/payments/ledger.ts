@@ -1,4 +1,5 @@
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
+import type { PayoutShare } from "../env";
 
 /**
  * The identity of a payment authorization: for EIP-3009 (USDC's transferWithAuthorization) the
@@ -39,9 +40,13 @@ export interface SettledPayment {
   resource: string;
   payment: PaymentPayload;
   settlement: SettleResponse;
+  payout?: PayoutShare;
 }
 
-/** One ledger row per settled payment, written with the nonce's final state in one batch. */
+/**
+ * One ledger row per settled payment, written with the nonce's final state (and, for a partner
+ * call, the partner's payout row) in one batch.
+ */
 export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
   const now = Date.now();
   const { amount, asset, payTo, network } = p.payment.accepted;
@@ -67,5 +72,32 @@ export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
         p.key,
         now,
       ),
+    ...(p.payout ? [payoutRow(db, p.payout, payer, p.settlement.transaction, p.requestId, now)] : []),
   ]);
+}
+
+function payoutRow(
+  db: D1Database,
+  share: PayoutShare,
+  payer: string,
+  tx: string,
+  requestId: string,
+  now: number,
+) {
+  return db
+    .prepare(
+      `INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, paid_upstream, created_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
+    )
+    .bind(
+      share.partnerId,
+      share.serviceId,
+      Number(share.shareMicros),
+      Number(share.feeMicros),
+      payer,
+      tx,
+      requestId,
+      share.paidUpstream ? 1 : 0,
+      now,
+    );
 }

@@ -53,7 +53,14 @@ export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
     const settlement = decodePaymentResponseHeader(header);
     const requestId = c.get("requestId");
     if (settlement.success && c.res.status < 300) {
-      await recordSettledPayment(c.env.DB, { key: auth.key, requestId, resource, payment, settlement });
+      await recordSettledPayment(c.env.DB, {
+        key: auth.key,
+        requestId,
+        resource,
+        payment,
+        settlement,
+        payout: c.get("payout"),
+      });
     } else {
       await releaseAuthorization(c.env.DB, auth.key, requestId);
     }

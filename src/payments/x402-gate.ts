@@ -11,36 +11,47 @@ import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
-import { inputJsonSchema, skills } from "../skills/registry";
+import { partnerConfig } from "../partners/listing";
+import { type Sellable, sellables } from "./sellables";
 
-/** Everything sold per call through x402: the registry's skills, at the registry's prices. */
-function routesFor(cfg: PublicConfig): RoutesConfig {
+const USDC_EXTRA = { name: "USD Coin", version: "2" };
+
+/** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
+function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
   const routes: Record<string, RouteConfig> = {};
-  for (const skill of skills) {
-    routes[`POST ${skill.endpoint}`] = {
+  for (const item of items) {
+    const amount = (micros: bigint) => ({
+      amount: micros.toString(),
+      asset: cfg.usdcAddress,
+      extra: USDC_EXTRA,
+    });
+    const priceForBody = item.priceForBody;
+    const config: RouteConfig = {
       accepts: {
         scheme: "exact",
         network: cfg.network as `${string}:${string}`,
         payTo: cfg.payTo,
         // Atomic units straight from the registry: no float conversion on the money path.
-        price: {
-          amount: skill.price_atomic.toString(),
-          asset: cfg.usdcAddress,
-          extra: { name: "USD Coin", version: "2" },
-        },
+        price: priceForBody
+          ? async (ctx) => amount(priceForBody(await ctx.adapter.getBody?.()) ?? item.priceMicros)
+          : amount(item.priceMicros),
         maxTimeoutSeconds: 300,
       },
-      resource: `${cfg.baseUrl}${skill.endpoint}`,
-      description: skill.description,
+      resource: `${cfg.baseUrl}${item.path}`,
+      description: item.description,
       mimeType: "application/json",
       serviceName: "Agent Skills Marketplace",
-      tags: [skill.category],
-      extensions: declareDiscoveryExtension({
-        bodyType: "json",
-        input: skill.example_request as Record<string, unknown>,
-        inputSchema: inputJsonSchema(skill),
-        output: { example: skill.example_response },
-      }),
+      tags: item.tags,
+      ...(item.example
+        ? {
+            extensions: declareDiscoveryExtension({
+              bodyType: "json",
+              input: item.example.input,
+              inputSchema: item.example.inputSchema,
+              output: { example: item.example.output },
+            }),
+          }
+        : {}),
       unpaidResponseBody: () => ({ contentType: "application/json", body: {} }),
       settlementFailedResponseBody: (_ctx, result) => ({
         contentType: "application/json",
@@ -50,6 +61,7 @@ function routesFor(cfg: PublicConfig): RoutesConfig {
         },
       }),
     };
+    for (const method of item.methods) routes[`${method} ${item.path}`] = config;
   }
   return routes;
 }
@@ -87,7 +99,16 @@ let built: Built | undefined;
  * down or does not support the network becomes a clear 503 instead of a crash.
  */
 function build(env: Bindings, cfg: PublicConfig): Built {
-  const key = [cfg.network, cfg.payTo, cfg.usdcAddress, cfg.facilitatorUrl, cfg.baseUrl].join("|");
+  const pc = partnerConfig(env);
+  if ("error" in pc) throw new Error(pc.error);
+  const key = [
+    cfg.network,
+    cfg.payTo,
+    cfg.usdcAddress,
+    cfg.facilitatorUrl,
+    cfg.baseUrl,
+    pc.multiplierMilli,
+  ].join("|");
   if (built?.key === key) return built;
   const facilitator = new HTTPFacilitatorClient({
     url: cfg.facilitatorUrl,
@@ -98,7 +119,7 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     cfg.network as `${string}:${string}`,
     new ExactEvmScheme(),
   );
-  const httpServer = new x402HTTPResourceServer(server, routesFor(cfg));
+  const httpServer = new x402HTTPResourceServer(server, routesFor(cfg, sellables(cfg, pc)));
   built = {
     key,
     httpServer,
@@ -138,7 +159,8 @@ async function ensureReady(b: Built): Promise<string | undefined> {
 /** x402 v2 payment for one call. Assumes the route is one of the registry's skills. */
 export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cfg = publicConfig(c.env, c.req.url);
-  const problem = configProblem(cfg);
+  const pc = partnerConfig(c.env);
+  const problem = configProblem(cfg) ?? ("error" in pc ? pc.error : undefined);
   if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
   const b = build(c.env, cfg);
   const initError = await ensureReady(b);

@@ -3,7 +3,9 @@ import { bearerAuth } from "hono/bearer-auth";
 import { z } from "zod";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { queryParams } from "../http/validation";
+import { jsonBody, queryParams } from "../http/validation";
+import { partnerById } from "../partners/listing";
+import { ledgerCsv, owedSummary, settlePartner } from "../partners/payouts";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -44,4 +46,35 @@ adminRoutes.get("/api/admin/payments", queryParams(paymentsQuery), async (c) => 
     payments: rows?.results ?? [],
     totals: totals?.results[0] ?? { count: 0, amount_atomic: 0 },
   });
+});
+
+export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
+
+/** What is owed to each partner and service; `?format=csv` exports every ledger row. */
+adminRoutes.get("/api/admin/payouts", queryParams(payoutsQuery), async (c) => {
+  const { format } = c.get("query") as z.infer<typeof payoutsQuery>;
+  if (format === "csv") {
+    return c.body(await ledgerCsv(c.env.DB), 200, {
+      "content-type": "text/csv; charset=utf-8",
+      "content-disposition": 'attachment; filename="payout-ledger.csv"',
+    });
+  }
+  return c.json(await owedSummary(c.env.DB));
+});
+
+export const settleBody = z.object({
+  tx_hash: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
+    .meta({ description: "Transaction that paid the partner." }),
+});
+
+/** Records a payout batch for a partner: owed amounts go to zero, history stays. */
+adminRoutes.post("/api/admin/payouts/:partner_id/settle", jsonBody(settleBody), async (c) => {
+  const partnerId = c.req.param("partner_id");
+  if (!partnerById(partnerId)) return detail(c, 404, `Unknown partner "${partnerId}"`);
+  const { tx_hash } = c.get("body") as z.infer<typeof settleBody>;
+  const batch = await settlePartner(c.env.DB, partnerId, tx_hash);
+  if (!batch) return detail(c, 409, `Nothing is owed to ${partnerId}`);
+  return c.json({ partner_id: partnerId, batch });
 });

@@ -14,6 +14,8 @@ import {
 import { openApiDocument } from "../discovery/openapi";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
+import { partnerConfig } from "../partners/listing";
+import { sellables } from "../payments/sellables";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
 export const discoveryRoutes = new Hono<AppEnv>();
@@ -28,7 +30,12 @@ discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
 discoveryRoutes.get("/llms.txt", textDoc("text/plain", llmsTxt));
 discoveryRoutes.get("/AGENTS.md", textDoc("text/markdown", agentsMd));
 discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
-discoveryRoutes.get("/.well-known/x402", (c) => c.json(x402Manifest(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get("/.well-known/x402", (c) => {
+  const pc = partnerConfig(c.env);
+  if ("error" in pc) return detail(c, 503, pc.error);
+  const cfg = cfgOf(c);
+  return c.json(x402Manifest(cfg, sellables(cfg, pc)), 200, CACHE);
+});
 discoveryRoutes.get("/.well-known/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get("/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get("/contracts/humanless.json", (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));

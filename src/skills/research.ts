@@ -1,5 +1,152 @@
+import { eng } from "stopword";
 import { z } from "zod";
-import { defineSkill, notImplemented } from "./types";
+import type { Bindings } from "../env";
+import { netConfig } from "../net/config";
+import { RESEARCH_EXAMPLE } from "./analytic-examples";
+import { cached, normalizeText } from "./cache";
+import { extractKeywords } from "./keyword-extract";
+import { sentencesOf, stem, wordsOf } from "./text-stats";
+import { defineSkill } from "./types";
+import { readExtracts, searchWikipedia, type WpArticle } from "./wikipedia";
+
+const STOPWORDS = new Set<string>(eng);
+const ARTICLES = 3;
+const MAX_SENTENCES = 5;
+const MAX_SUMMARY_CHARS = 1200;
+/** Wikipedia refuses searches longer than 300 characters. */
+const MAX_SEARCH_CHARS = 300;
+const DUPLICATE_JACCARD = 0.5;
+const RELEVANCE_FLOOR = 0.2;
+
+interface Ranked {
+  text: string;
+  article: number;
+  score: number;
+  terms: Set<string>;
+  words: Set<string>;
+}
+
+export interface ResearchResult {
+  summary: string;
+  sources: { title: string; url: string }[];
+  confidence: number;
+  sentences: { text: string; source: string; score: number }[];
+  total_hits: number;
+  note?: string;
+}
+
+/** The search string: the query itself, or its keywords when it is longer than Wikipedia allows. */
+function searchText(query: string) {
+  const q = query.replace(/\s+/g, " ").trim();
+  if (q.length <= MAX_SEARCH_CHARS) return q;
+  let out = "";
+  for (const { term } of extractKeywords(q, 50).keywords) {
+    if (out.length + term.length + 1 > MAX_SEARCH_CHARS) break;
+    out = out ? `${out} ${term}` : term;
+  }
+  return out || q.slice(0, MAX_SEARCH_CHARS);
+}
+
+function queryTerms(query: string): string[] {
+  const all = wordsOf(query).map(stem);
+  const content = all.filter((w) => !STOPWORDS.has(w) && /\p{L}|\p{N}/u.test(w));
+  return [...new Set(content.length > 0 ? content : all)];
+}
+
+const jaccard = (a: Set<string>, b: Set<string>) => {
+  let inter = 0;
+  for (const x of a) if (b.has(x)) inter++;
+  return inter / (a.size + b.size - inter || 1);
+};
+
+/**
+ * Extractive summary: every sentence of the extracts is scored by the idf-weighted share of query
+ * terms it contains, ×1.15 for an article's lead sentence and ×(1 − 0.1·rank) for the article's
+ * search rank; the best are taken in score order (at most 5, none under a fifth of the best score),
+ * skipping near-duplicates (word Jaccard ≥ 0.5).
+ */
+export function summarize(query: string, articles: WpArticle[]) {
+  const terms = queryTerms(query);
+  const candidates: Ranked[] = [];
+  articles.forEach((a, article) => {
+    const cleaned = a.extract.replace(/\s*\(\s*[;,]?\s*\)/g, "");
+    sentencesOf(cleaned).forEach((text, i) => {
+      const words = wordsOf(text).map(stem);
+      if (words.length < 4) return;
+      candidates.push({ text, article, score: i === 0 ? 1.15 : 1, terms: new Set(), words: new Set(words) });
+    });
+  });
+  // Inverse document frequency of each term over the candidate sentences.
+  const n = candidates.length;
+  const idf = new Map(
+    terms.map((t) => [t, Math.log(1 + n / (1 + candidates.filter((c) => c.words.has(t)).length))]),
+  );
+  const totalWeight = [...idf.values()].reduce((a, b) => a + b, 0) || 1;
+  for (const c of candidates) {
+    let w = 0;
+    for (const t of terms) {
+      if (c.words.has(t)) {
+        c.terms.add(t);
+        w += idf.get(t) ?? 0;
+      }
+    }
+    c.score = c.terms.size === 0 ? 0 : (w / totalWeight) * c.score * (1 - 0.1 * c.article);
+  }
+  const ranked = candidates
+    .filter((c) => c.score > 0)
+    .sort((a, b) => b.score - a.score || a.article - b.article);
+  // Sentences far weaker than the best one dilute the summary.
+  const floor = (ranked[0]?.score ?? 0) * RELEVANCE_FLOOR;
+  while (ranked.length > 1 && (ranked[ranked.length - 1]?.score ?? 0) < floor) ranked.pop();
+  // Nothing mentions the query terms: the top article's lead sentence is the honest fallback.
+  const first = candidates.find((c) => c.article === 0);
+  if (ranked.length === 0 && first) ranked.push({ ...first, score: 0 });
+
+  const chosen: Ranked[] = [];
+  let chars = 0;
+  for (const c of ranked) {
+    if (chosen.length >= MAX_SENTENCES) break;
+    if (chosen.some((s) => jaccard(s.words, c.words) >= DUPLICATE_JACCARD)) continue;
+    if (chosen.length > 0 && chars + c.text.length > MAX_SUMMARY_CHARS) continue;
+    chosen.push(c);
+    chars += c.text.length + 1;
+  }
+
+  const covered = new Set(chosen.flatMap((c) => [...c.terms]));
+  const coverage = [...covered].reduce((s, t) => s + (idf.get(t) ?? 0), 0) / totalWeight;
+  const contributing = new Set(chosen.filter((c) => c.score > 0).map((c) => c.article));
+  // Coverage of the query terms by the summary, and agreement of more than one article.
+  const confidence = Math.round((0.7 * coverage + 0.3 * Math.min(1, contributing.size / 2)) * 100) / 100;
+  return { chosen, confidence, used: [...new Set(chosen.map((c) => c.article))].sort((a, b) => a - b) };
+}
+
+export async function researchQuery(env: Bindings, query: string): Promise<ResearchResult> {
+  const cfg = netConfig(env);
+  const { hits, totalHits } = await searchWikipedia(cfg, searchText(query), ARTICLES);
+  const articles = await readExtracts(cfg, hits);
+  if (articles.length === 0) {
+    return {
+      summary: `No Wikipedia article matched "${query.trim().slice(0, 200)}"; nothing to summarise. Try fewer or more general terms.`,
+      sources: [],
+      confidence: 0,
+      sentences: [],
+      total_hits: totalHits,
+      note: "empty search result",
+    };
+  }
+  const { chosen, confidence, used } = summarize(query, articles);
+  return {
+    summary: chosen.map((c) => c.text).join(" "),
+    sources: used.map((i) => ({ title: articles[i]?.title ?? "", url: articles[i]?.url ?? "" })),
+    confidence,
+    sentences: chosen.map((c) => ({
+      text: c.text,
+      source: articles[c.article]?.title ?? "",
+      score: Math.round(c.score * 1000) / 1000,
+    })),
+    total_hits: totalHits,
+  };
+}
 
 export const research = defineSkill({
   id: "research",
@@ -8,17 +155,17 @@ export const research = defineSkill({
   price_usd: 0.015,
   kind: "analytic",
   description:
-    "Search Wikipedia for a question or topic, read the top articles' extracts and return an extractive summary: sentences ranked by relevance to the query and de-duplicated, with the articles used as sources and a confidence that reflects coverage. No invented text.",
+    "Search English Wikipedia for a question or topic, read the top three articles' intro extracts and return an extractive summary: their sentences ranked by relevance to the query and de-duplicated, with the articles used as sources and a confidence that reflects how much of the query they cover. No invented text.",
   input: z.object({
     query: z.string().min(1).max(2000).meta({ description: "Question or topic to research." }),
   }),
   example_request: { query: "x402 payment protocol" },
-  example_response: {
-    skill: "research",
-    query: "x402 payment protocol",
-    summary: "HTTP 402 Payment Required is a nonstandard response status code reserved for future use.",
-    sources: [{ title: "HTTP 402", url: "https://en.wikipedia.org/wiki/HTTP_402" }],
-    confidence: 0.6,
+  example_response: RESEARCH_EXAMPLE,
+  async run({ query }, { env }) {
+    const { value, cache } = await cached(env, "research", normalizeText(query), () =>
+      researchQuery(env, query),
+    );
+    const { summary, sources, confidence, ...extra } = value;
+    return { query, summary, sources, confidence, ...extra, cache };
   },
-  run: () => notImplemented(),
 });

@@ -1,0 +1,306 @@
+import { UpstreamError } from "../skills/types";
+import type { NetConfig } from "./config";
+import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";
+
+/**
+ * The one way out of the Worker. Two doors:
+ *
+ * - `fetchPublic` for URLs a caller supplied: http(s) only, no userinfo, no host that is or resolves
+ *   to a reserved address (literal forms checked here, names resolved with DNS-over-HTTPS), every
+ *   redirect hop checked again, capped hops, one deadline, a streamed size cap.
+ * - `fetchApiJson` for the public APIs whose base URLs are operator configuration (Wikipedia,
+ *   Wikidata): same deadline, size cap and user agent; not guarded, because no caller chooses them
+ *   (which is also what lets tests point them at local fixture servers).
+ *
+ * The Workers runtime has no DNS API and resolves names itself when it fetches, so the DoH check is a
+ * pre-flight: a name that answers differently a moment later (DNS rebinding) is a stated limit.
+ */
+
+/** A caller-supplied URL that may not be fetched; skills turn it into a 422 on their `url` field. */
+export class UrlRefused extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+class TooLarge extends Error {}
+
+// Names that never denote a public host, and special-use / private-use suffixes (RFC 6761, 6762,
+// 8375, 9476 and the de-facto internal ones).
+const BLOCKED_NAMES = new Set(["localhost", "metadata", "instance-data", "metadata.google.internal"]);
+const BLOCKED_SUFFIXES = [
+  "localhost",
+  "local",
+  "localdomain",
+  "internal",
+  "intranet",
+  "private",
+  "corp",
+  "home",
+  "lan",
+  "test",
+  "invalid",
+  "onion",
+  "alt",
+  "home.arpa",
+  "arpa",
+];
+
+/** Parses a caller's URL: absolute, http(s), no credentials. */
+export function parseTarget(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new UrlRefused("not a valid absolute URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new UrlRefused(`scheme ${url.protocol.replace(/:$/, "")} is not allowed; only http and https`);
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new UrlRefused("URLs with credentials (userinfo before @) are not allowed");
+  }
+  return url;
+}
+
+const isAllowListed = (url: URL, cfg: NetConfig) =>
+  cfg.allowHosts.size > 0 && cfg.allowHosts.has(url.host.toLowerCase());
+
+/** Why the host of an already parsed URL is refused without any lookup, or null. */
+export function literalRefusal(url: URL, cfg: NetConfig): string | null {
+  if (isAllowListed(url, cfg)) return null;
+  const host = url.hostname.toLowerCase().replace(/\.+$/, "");
+  if (host === "") return "empty host";
+  const ip = classifyHost(host);
+  if (ip) return ip.reason ? `host ${ip.ip} is a ${ip.reason} address` : null;
+  if (BLOCKED_NAMES.has(host)) return `host ${host} is a local or metadata name`;
+  const suffix = BLOCKED_SUFFIXES.find((s) => host === s || host.endsWith(`.${s}`));
+  if (suffix) return `host ${host} is under the non-public .${suffix} domain`;
+  if (!host.includes(".")) return `host ${host} is a single-label name, not a public host`;
+  return null;
+}
+
+interface DohAnswer {
+  Status?: number;
+  Answer?: { type?: number; data?: string }[];
+}
+
+/** Resolves a name with DNS-over-HTTPS (A and AAAA) and says why it is refused, or null. */
+export async function dnsRefusal(host: string, cfg: NetConfig, signal: AbortSignal): Promise<string | null> {
+  if (!cfg.doh) return null;
+  const name = host.replace(/\.+$/, "");
+  const lookups = await Promise.all(
+    [1, 28].map(async (type) => {
+      const url = new URL(cfg.doh as string);
+      url.searchParams.set("name", name);
+      url.searchParams.set("type", type === 1 ? "A" : "AAAA");
+      let res: Response;
+      try {
+        res = await fetch(url.href, {
+          headers: { accept: "application/dns-json", "user-agent": cfg.userAgent },
+          redirect: "manual",
+          signal,
+        });
+      } catch (e) {
+        throw upstreamFrom(e, "the DNS-over-HTTPS resolver", cfg);
+      }
+      if (!res.ok) {
+        await res.body?.cancel();
+        throw new UpstreamError(502, `the DNS-over-HTTPS resolver answered HTTP ${res.status}`);
+      }
+      const text = await readText(res, 256 * 1024, "the DNS-over-HTTPS answer", cfg);
+      try {
+        return JSON.parse(text) as DohAnswer;
+      } catch {
+        throw new UpstreamError(502, "the DNS-over-HTTPS resolver answered something that is not JSON");
+      }
+    }),
+  );
+  const addresses: string[] = [];
+  for (const answer of lookups) {
+    if (answer.Status === 3) return `host ${name} does not resolve (NXDOMAIN)`;
+    if (answer.Status !== 0) {
+      throw new UpstreamError(502, `could not check the addresses of ${name} (DNS status ${answer.Status})`);
+    }
+    for (const record of answer.Answer ?? []) {
+      if ((record.type === 1 || record.type === 28) && typeof record.data === "string")
+        addresses.push(record.data);
+    }
+  }
+  if (addresses.length === 0) return `host ${name} has no A or AAAA record`;
+  for (const address of addresses) {
+    let reason: string | null;
+    if (address.includes(":")) {
+      const g = parseIPv6(address);
+      reason = g ? reservedIPv6(g) : "a malformed IPv6 answer";
+    } else {
+      const ip = parseIPv4(address);
+      reason = ip === null ? "a malformed IPv4 answer" : reservedIPv4(ip);
+    }
+    if (reason) return `host ${name} resolves to ${address}, a ${reason} address`;
+  }
+  return null;
+}
+
+/** Checks one hop: literal rules, then (for names) DNS. Throws UrlRefused. */
+export async function guardUrl(url: URL, cfg: NetConfig, signal: AbortSignal): Promise<void> {
+  const literal = literalRefusal(url, cfg);
+  if (literal) throw new UrlRefused(literal);
+  if (isAllowListed(url, cfg) || classifyHost(url.hostname)) return;
+  const dns = await dnsRefusal(url.hostname.toLowerCase(), cfg, signal);
+  if (dns) throw new UrlRefused(dns);
+}
+
+export interface FetchedDoc {
+  /** The URL of the final hop. */
+  url: string;
+  status: number;
+  contentType: string;
+  text: string;
+  redirects: number;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Fetches a caller-supplied URL under the SSRF policy. Throws UrlRefused or UpstreamError. */
+export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): Promise<FetchedDoc> {
+  const signal = AbortSignal.timeout(cfg.timeoutMs);
+  let url = parseTarget(raw);
+  for (let hop = 0; ; hop++) {
+    try {
+      await guardUrl(url, cfg, signal);
+    } catch (e) {
+      if (e instanceof UrlRefused && hop > 0)
+        throw new UrlRefused(`redirect to ${url.href} refused: ${e.reason}`);
+      throw e;
+    }
+    let res: Response;
+    try {
+      res = await fetch(url.href, {
+        method: "GET",
+        redirect: "manual",
+        headers: { "user-agent": cfg.userAgent, accept },
+        signal,
+      });
+    } catch (e) {
+      throw upstreamFrom(e, "the page", cfg);
+    }
+    const location = res.headers.get("location");
+    if (REDIRECTS.has(res.status) && location !== null) {
+      await res.body?.cancel();
+      if (hop >= cfg.maxRedirects) throw new UrlRefused(`more than ${cfg.maxRedirects} redirects`);
+      let next: string;
+      try {
+        next = new URL(location, url).href;
+      } catch {
+        throw new UrlRefused("redirect to an invalid URL");
+      }
+      try {
+        url = parseTarget(next);
+      } catch (e) {
+        if (e instanceof UrlRefused) throw new UrlRefused(`redirect to ${next} refused: ${e.reason}`);
+        throw e;
+      }
+      continue;
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new UpstreamError(502, `the page answered HTTP ${res.status}`);
+    }
+    const contentType = res.headers.get("content-type") ?? "";
+    const text = await readText(res, cfg.maxBytes, "the page", cfg);
+    return { url: url.href, status: res.status, contentType, text, redirects: hop };
+  }
+}
+
+/** GETs a configured public API (not caller-chosen) and parses its JSON. Throws UpstreamError. */
+export async function fetchApiJson(
+  base: string,
+  params: Record<string, string>,
+  cfg: NetConfig,
+  what: string,
+  maxBytes = 8 * 1024 * 1024,
+): Promise<unknown> {
+  const url = new URL(base);
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  let res: Response;
+  try {
+    res = await fetch(url.href, {
+      headers: { "user-agent": cfg.userAgent, accept: "application/json" },
+      redirect: "manual",
+      signal: AbortSignal.timeout(cfg.timeoutMs),
+    });
+  } catch (e) {
+    throw upstreamFrom(e, what, cfg);
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new UpstreamError(502, `${what} answered HTTP ${res.status}`);
+  }
+  const text = await readText(res, maxBytes, what, cfg);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new UpstreamError(502, `${what} answered something that is not JSON`);
+  }
+  const error = (json as { error?: { code?: string; info?: string } } | null)?.error;
+  if (error)
+    throw new UpstreamError(502, `${what} reported an error: ${error.info ?? error.code ?? "unknown"}`);
+  return json;
+}
+
+function upstreamFrom(e: unknown, what: string, cfg: NetConfig): Error {
+  if (e instanceof UpstreamError || e instanceof UrlRefused) return e;
+  const name = e instanceof Error ? e.name : "";
+  if (name === "TimeoutError" || name === "AbortError") {
+    return new UpstreamError(504, `${what} did not answer within ${cfg.timeoutMs} ms`);
+  }
+  if (e instanceof TooLarge) return new UpstreamError(502, e.message);
+  return new UpstreamError(502, `${what} could not be reached`);
+}
+
+/** Reads a body as text, refusing more than `max` bytes while it streams. */
+async function readText(res: Response, max: number, what: string, cfg: NetConfig): Promise<string> {
+  const tooLarge = () => new TooLarge(`${what} is larger than ${Math.round(max / 1024)} KiB`);
+  try {
+    const declared = Number(res.headers.get("content-length") ?? "");
+    if (Number.isFinite(declared) && declared > max) {
+      await res.body?.cancel();
+      throw tooLarge();
+    }
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    if (res.body) {
+      const reader = res.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        total += value.byteLength;
+        if (total > max) {
+          await reader.cancel();
+          throw tooLarge();
+        }
+        chunks.push(value);
+      }
+    }
+    const bytes = new Uint8Array(total);
+    let offset = 0;
+    for (const c of chunks) {
+      bytes.set(c, offset);
+      offset += c.byteLength;
+    }
+    return decode(bytes, res.headers.get("content-type") ?? "");
+  } catch (e) {
+    throw upstreamFrom(e, what, cfg);
+  }
+}
+
+function decode(bytes: Uint8Array, contentType: string): string {
+  const charset = /charset\s*=\s*"?([\w.:-]+)/i.exec(contentType)?.[1] ?? "utf-8";
+  try {
+    return new TextDecoder(charset).decode(bytes);
+  } catch {
+    return new TextDecoder("utf-8").decode(bytes);
+  }
+}

@@ -1,0 +1,99 @@
+/** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
+const usd = (micros: number) => micros / 1_000_000;
+
+export async function owedSummary(db: D1Database) {
+  const [byService, byPartner, batches] = await db.batch([
+    db.prepare(
+      `SELECT partner_id, service_id, count(*) AS calls,
+              sum(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN partner_share_micro ELSE 0 END) AS owed_micro,
+              sum(partner_share_micro) AS earned_micro, sum(marketplace_fee_micro) AS fee_micro,
+              sum(paid_upstream) AS paid_upstream_calls
+       FROM payout_ledger GROUP BY partner_id, service_id ORDER BY partner_id, service_id`,
+    ),
+    db.prepare(
+      `SELECT partner_id,
+              sum(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN partner_share_micro ELSE 0 END) AS owed_micro,
+              sum(partner_share_micro) AS earned_micro, count(*) AS calls
+       FROM payout_ledger GROUP BY partner_id ORDER BY partner_id`,
+    ),
+    db.prepare("SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches ORDER BY id"),
+  ]);
+  type Row = Record<string, number | string>;
+  const rows = (r: D1Result | undefined) => (r?.results ?? []) as Row[];
+  const withUsd = (r: Row) => ({
+    ...r,
+    owed_usd: usd(Number(r.owed_micro ?? 0)),
+    ...(r.earned_micro !== undefined ? { earned_usd: usd(Number(r.earned_micro)) } : {}),
+  });
+  return {
+    services: rows(byService).map(withUsd),
+    partners: rows(byPartner).map(withUsd),
+    batches: rows(batches).map((b) => ({ ...b, amount_usd: usd(Number(b.amount_micro)) })),
+    total_owed_usd: usd(rows(byPartner).reduce((s, r) => s + Number(r.owed_micro ?? 0), 0)),
+  };
+}
+
+export async function ledgerCsv(db: D1Database): Promise<string> {
+  const { results } = await db
+    .prepare(
+      `SELECT id, partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id,
+              paid_upstream, batch_id, created_at FROM payout_ledger ORDER BY id`,
+    )
+    .all<Record<string, string | number | null>>();
+  const header =
+    "id,partner_id,service_id,partner_share_usd,marketplace_fee_usd,payer,tx_hash,request_id,paid_upstream,batch_id,created_at";
+  const cell = (v: string | number | null) => {
+    const s = v === null ? "" : String(v);
+    return /[",\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+  };
+  const lines = results.map((r) =>
+    [
+      r.id,
+      r.partner_id,
+      r.service_id,
+      usd(Number(r.partner_share_micro)),
+      usd(Number(r.marketplace_fee_micro)),
+      r.payer,
+      r.tx_hash,
+      r.request_id,
+      r.paid_upstream,
+      r.batch_id,
+      new Date(Number(r.created_at)).toISOString(),
+    ]
+      .map((v) => cell(v as string | number | null))
+      .join(","),
+  );
+  return `${[header, ...lines].join("\n")}\n`;
+}
+
+/**
+ * Records a payout batch: every owed row of the partner (not yet batched, not already paid
+ * upstream) is attached to it in the same transaction, so owed amounts go to zero and history stays.
+ */
+export async function settlePartner(db: D1Database, partnerId: string, txHash: string) {
+  const now = Date.now();
+  const owedWhere = "partner_id = ?1 AND batch_id IS NULL AND paid_upstream = 0";
+  const results = await db.batch([
+    db
+      .prepare(
+        `INSERT INTO payout_batches (partner_id, amount_micro, tx_hash, created_at)
+         SELECT ?1, sum(partner_share_micro), ?2, ?3 FROM payout_ledger WHERE ${owedWhere} HAVING count(*) > 0`,
+      )
+      .bind(partnerId, txHash, now),
+    db
+      .prepare(`UPDATE payout_ledger SET batch_id = last_insert_rowid() WHERE ${owedWhere} AND changes() = 1`)
+      .bind(partnerId),
+    db.prepare(
+      "SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches WHERE id = last_insert_rowid()",
+    ),
+  ]);
+  const inserted = results[0]?.meta.changes ?? 0;
+  if (inserted !== 1) return undefined;
+  const batch = results[2]?.results[0] as {
+    id: number;
+    amount_micro: number;
+    tx_hash: string;
+    created_at: number;
+  };
+  return { ...batch, amount_usd: usd(batch.amount_micro), rows: results[1]?.meta.changes ?? 0 };
+}

@@ -1,0 +1,188 @@
+import { publicConfig } from "../config";
+import type { Bindings } from "../env";
+import type { ErrorItem } from "../http/validation";
+import type { Partner, PartnerService } from "./data";
+import { baseUrlOf, type PartnerConfig } from "./listing";
+import { servicePrices } from "./pricing";
+
+/**
+ * Path parameters are slug-like values only, so no value can change the upstream path or host:
+ * no "/", "%", ".", "?", "#", "@", ":" or "\\" can get through.
+ */
+export const PATH_PARAM = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const UPSTREAM_TIMEOUT_MS = 10_000;
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_SAME_HOST_REDIRECTS = 3;
+
+export function upstreamPath(
+  service: PartnerService,
+  query: Record<string, string>,
+): { path: string } | { errors: ErrorItem[] } {
+  const errors: ErrorItem[] = [];
+  const path = service.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const value = query[name] ?? service.test_params?.[name];
+    if (value === undefined) {
+      errors.push({ loc: ["query", name], msg: "Field required", type: "missing", input: query });
+      return "";
+    }
+    if (!PATH_PARAM.test(value)) {
+      errors.push({
+        loc: ["query", name],
+        msg: `String should match pattern '${PATH_PARAM.source}'`,
+        type: "string_pattern_mismatch",
+        input: value,
+        ctx: { pattern: PATH_PARAM.source },
+      });
+      return "";
+    }
+    return encodeURIComponent(value);
+  });
+  return errors.length ? { errors } : { path };
+}
+
+export class UpstreamFailure extends Error {
+  constructor(
+    readonly status: 502 | 504,
+    message: string,
+    readonly upstreamStatus: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export interface UpstreamResult {
+  status: number;
+  body: unknown;
+  /** Set when the marketplace paid the partner itself with x402 from its operating wallet. */
+  paidUpstream?: { transaction: string; amountMicros: bigint };
+}
+
+async function readCapped(res: Response): Promise<string> {
+  const reader = res.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel();
+      throw new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** Only the partner's own origin; same-origin redirects are followed a few times, others are not. */
+async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof fetch): Promise<Response> {
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    let res: Response;
+    try {
+      res = await doFetch(current.toString(), {
+        ...init,
+        redirect: "manual",
+        signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
+      });
+    } catch (e) {
+      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
+      throw new UpstreamFailure(
+        timedOut ? 504 : 502,
+        timedOut ? "The partner did not answer within 10 s" : `The partner is unreachable: ${e}`,
+      );
+    }
+    const location = res.headers.get("location");
+    if (res.status < 300 || res.status >= 400 || !location) return res;
+    const next = new URL(location, current);
+    if (next.origin !== url.origin || hop >= MAX_SAME_HOST_REDIRECTS) {
+      throw new UpstreamFailure(
+        502,
+        "The partner redirected away from its own host; not followed",
+        res.status,
+      );
+    }
+    current = next;
+  }
+}
+
+function parseBody(text: string, contentType: string | null): unknown {
+  if (contentType?.includes("json")) {
+    try {
+      return JSON.parse(text);
+    } catch {}
+  }
+  return text;
+}
+
+/** Pays an x402-priced partner from the operating wallet, never above the partner's listed price. */
+async function payingFetch(env: Bindings, maxMicros: bigint): Promise<typeof fetch> {
+  const [{ x402Client }, { registerExactEvmScheme }, { wrapFetchWithPayment }, { privateKeyToAccount }] =
+    await Promise.all([
+      import("@x402/core/client"),
+      import("@x402/evm/exact/client"),
+      import("@x402/fetch"),
+      import("viem/accounts"),
+    ]);
+  const network = publicConfig(env, "http://localhost").network;
+  const client = registerExactEvmScheme(new x402Client(), {
+    signer: privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`),
+    policies: [(_v, reqs) => reqs.filter((r) => r.network === network && BigInt(r.amount) <= maxMicros)],
+  });
+  return wrapFetchWithPayment(fetch, client) as typeof fetch;
+}
+
+export async function callPartner(
+  env: Bindings,
+  partner: Partner,
+  service: PartnerService,
+  pc: PartnerConfig,
+  path: string,
+  body: unknown,
+): Promise<UpstreamResult> {
+  const url = new URL(`${baseUrlOf(partner, pc)}${path}`);
+  const headers = new Headers(service.test_headers ?? {});
+  headers.set("user-agent", "AgentSkillsMarketplace/2.7.1 (partner try proxy)");
+  const init: RequestInit = { method: service.method, headers };
+  if (service.method === "POST") {
+    headers.set("content-type", "application/json");
+    init.body = JSON.stringify(body ?? service.test_body ?? {});
+  }
+  let res = await fetchOnHost(url, init, fetch);
+  let paidUpstream: UpstreamResult["paidUpstream"];
+  if (res.status === 402 && partner.listing_status === "paid") {
+    const { partnerMicros } = servicePrices(service, pc.multiplierMilli);
+    if (!env.PARTNER_PAYER_KEY || partnerMicros === 0n) {
+      throw new UpstreamFailure(
+        502,
+        "The partner asks for payment and this marketplace has no operating wallet configured",
+        402,
+      );
+    }
+    const pay = await payingFetch(env, partnerMicros);
+    try {
+      res = await fetchOnHost(url, init, pay);
+    } catch (e) {
+      if (e instanceof UpstreamFailure) throw e;
+      throw new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
+    }
+    const receipt = res.headers.get("payment-response");
+    if (res.ok && receipt) {
+      const { decodePaymentResponseHeader } = await import("@x402/core/http");
+      const settled = decodePaymentResponseHeader(receipt);
+      paidUpstream = {
+        transaction: settled.transaction,
+        amountMicros: BigInt(settled.amount ?? partnerMicros),
+      };
+    }
+  }
+  const text = await readCapped(res);
+  return { status: res.status, body: parseBody(text, res.headers.get("content-type")), paidUpstream };
+}

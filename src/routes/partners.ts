@@ -1,0 +1,229 @@
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import type { z } from "zod";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { jsonBody, parseJsonText, validationResponse } from "../http/validation";
+import { PARTNERS, type Partner, type PartnerService } from "../partners/data";
+import {
+  flatServices,
+  type PartnerConfig,
+  partnerById,
+  partnerConfig,
+  partnerEntry,
+} from "../partners/listing";
+import { servicePrices } from "../partners/pricing";
+import { REFINERY_SKILL_PATH, refineryBody, refineryPartner } from "../partners/refinery-skill";
+import { callPartner, UpstreamFailure, type UpstreamResult, upstreamPath } from "../partners/try-proxy";
+import { guardAuthorization, recordPayment } from "../payments/settlement";
+import { explain402, x402Gate } from "../payments/x402-gate";
+
+export const partnerRoutes = new Hono<AppEnv>();
+
+function configOr503(c: Context<AppEnv>): PartnerConfig | Response {
+  const pc = partnerConfig(c.env);
+  return "error" in pc ? detail(c, 503, `Partner listing is misconfigured: ${pc.error}`) : pc;
+}
+
+partnerRoutes.get("/api/partners", (c) => {
+  const pc = configOr503(c);
+  if (pc instanceof Response) return pc;
+  const cfg = publicConfig(c.env, c.req.url);
+  return c.json({
+    partners: PARTNERS.map((p) => partnerEntry(p, pc, cfg)),
+    services: flatServices(pc),
+    listing_status: "paid",
+  });
+});
+
+partnerRoutes.get("/api/partners/:partner_id", (c) => {
+  const pc = configOr503(c);
+  if (pc instanceof Response) return pc;
+  const partner = partnerById(c.req.param("partner_id"));
+  if (!partner) return detail(c, 404, `Unknown partner "${c.req.param("partner_id")}"; see /api/partners.`);
+  return c.json(partnerEntry(partner, pc, publicConfig(c.env, c.req.url)));
+});
+
+/** Reads the body once as text, so every later reader (x402's dynamic price, validation) shares it. */
+const cacheBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.method === "POST") await c.req.text();
+  await next();
+};
+
+/** Paid partner services go through x402 at the listing price; free and external ones do not. */
+function partnerGate(isPaid: (c: Context<AppEnv>) => boolean): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!isPaid(c)) return next();
+    if (!publicConfig(c.env, c.req.url).x402Enabled)
+      return detail(c, 402, "Payment required: x402 payments are disabled.");
+    return x402Gate(c, next);
+  };
+}
+
+interface TryTarget {
+  partner: Partner;
+  service: PartnerService;
+  pc: PartnerConfig;
+  path: string;
+  body: unknown;
+}
+
+function envelope(
+  t: TryTarget,
+  result: Pick<UpstreamResult, "status" | "body" | "paidUpstream">,
+  charged: boolean,
+) {
+  const prices = servicePrices(t.service, t.pc.multiplierMilli);
+  return {
+    partner_id: t.partner.id,
+    service_id: t.service.id,
+    method: t.service.method,
+    upstream_path: t.path,
+    upstream_status: result.status,
+    charged,
+    price_usd: prices.price_usd,
+    partner_price_usd: t.service.partner_price_usd,
+    paid_upstream: Boolean(result.paidUpstream),
+    body: result.body,
+  };
+}
+
+/**
+ * Calls the partner and answers: 2xx upstream → 200 envelope (and the caller's payment settles);
+ * anything else → 502 envelope, not charged. The external x403 partner is only probed.
+ */
+async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
+  const prices = servicePrices(t.service, t.pc.multiplierMilli);
+  const paid = t.partner.listing_status === "paid" && prices.priceMicros > 0n;
+  let result: UpstreamResult;
+  try {
+    result = await callPartner(c.env, t.partner, t.service, t.pc, t.path, t.body);
+  } catch (e) {
+    if (!(e instanceof UpstreamFailure)) throw e;
+    return c.json(
+      {
+        detail: e.message,
+        partner_id: t.partner.id,
+        service_id: t.service.id,
+        upstream_status: e.upstreamStatus,
+        charged: false,
+      },
+      e.status,
+    );
+  }
+  if (t.partner.listing_status === "external_x403") {
+    // Probing the grant challenge only: never a paid call, never a settlement.
+    return c.json(envelope(t, result, false));
+  }
+  if (result.status < 200 || result.status >= 300) return c.json(envelope(t, result, false), 502);
+  if (paid) {
+    c.set("payout", {
+      partnerId: t.partner.id,
+      serviceId: t.service.id,
+      shareMicros: prices.partnerMicros,
+      feeMicros: prices.feeMicros,
+      paidUpstream: Boolean(result.paidUpstream),
+    });
+  }
+  return c.json(envelope(t, result, paid));
+}
+
+function lookup(c: Context<AppEnv>) {
+  const partner = partnerById(c.req.param("partner_id") ?? "");
+  const service = partner?.services.find((s) => s.id === c.req.param("service_id"));
+  return partner && service ? { partner, service } : undefined;
+}
+
+const tryResource = (c: Context<AppEnv>) =>
+  `partner:${c.req.param("partner_id")}/${c.req.param("service_id")}`;
+
+/** Runs a middleware built per request from the partner and service in the path. */
+const per =
+  (make: (c: Context<AppEnv>) => MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> =>
+  (c, next) =>
+    make(c)(c, next);
+
+const TRY_PATH = "/api/partners/:partner_id/try/:service_id";
+for (const method of ["GET", "POST"] as const) {
+  partnerRoutes.on(
+    method,
+    TRY_PATH,
+    async (c, next) => {
+      // Unknown targets and unsafe path parameters are refused before any payment is asked for.
+      if (!lookup(c)) return detail(c, 404, "Unknown partner or service; see /api/partners.");
+      const found = lookup(c);
+      const res = found && upstreamPath(found.service, c.req.query());
+      if (res && "errors" in res) return validationResponse(c, res.errors);
+      await next();
+    },
+    cacheBody,
+    explain402,
+    per((c) => recordPayment(tryResource(c))),
+    partnerGate((c) => {
+      const found = lookup(c);
+      const pc = partnerConfig(c.env);
+      if (!found || "error" in pc) return false;
+      return (
+        found.partner.listing_status === "paid" &&
+        servicePrices(found.service, pc.multiplierMilli).priceMicros > 0n
+      );
+    }),
+    per((c) => guardAuthorization(tryResource(c))),
+    async (c) => {
+      const pc = configOr503(c);
+      if (pc instanceof Response) return pc;
+      const found = lookup(c);
+      const target = found && upstreamPath(found.service, c.req.query());
+      if (!found || !target || "errors" in target) return detail(c, 404, "Unknown partner or service");
+      let body: unknown;
+      if (c.req.method === "POST") {
+        const text = await c.req.text();
+        if (text.trim()) {
+          const parsed = parseJsonText(text);
+          if (!parsed.ok) return validationResponse(c, [parsed.item]);
+          if (parsed.value === null || typeof parsed.value !== "object" || Array.isArray(parsed.value)) {
+            return validationResponse(c, [
+              {
+                loc: ["body"],
+                msg: "Input should be a valid dictionary",
+                type: "dict_type",
+                input: parsed.value,
+              },
+            ]);
+          }
+          body = parsed.value;
+        }
+      }
+      return tryPartner(c, { ...found, pc, path: target.path, body });
+    },
+  );
+}
+
+/** The data-refinery partner as a native skill; each recipe at its service's price. */
+partnerRoutes.post(
+  REFINERY_SKILL_PATH,
+  cacheBody,
+  explain402,
+  recordPayment("refinery_recipes"),
+  partnerGate(() => true),
+  jsonBody(refineryBody),
+  guardAuthorization("refinery_recipes"),
+  async (c) => {
+    const pc = configOr503(c);
+    if (pc instanceof Response) return pc;
+    const body = c.get("body") as z.infer<typeof refineryBody>;
+    const partner = refineryPartner();
+    const service = partner.services.find((s) => s.id === body.recipe);
+    if (!service) return detail(c, 404, "Unknown recipe");
+    const res = await tryPartner(c, { partner, service, pc, path: service.path, body });
+    if (res.status !== 200) return res;
+    const env = (await res.json()) as ReturnType<typeof envelope>;
+    return c.json({
+      skill: "refinery_recipes",
+      recipe: body.recipe,
+      partner_id: partner.id,
+      price_usd: env.price_usd,
+      result: env.body,
+    });
+  },
+);

@@ -1,0 +1,47 @@
+import type { Bindings } from "../env";
+import { netConfig } from "../net/config";
+
+/**
+ * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.
+ * Best effort: a KV failure never fails the call, only errors are never cached.
+ */
+
+// Bump when a skill's output for the same input changes, so old entries are not served.
+const VERSION = "v1";
+
+export type CacheState = "hit" | "miss";
+
+async function cacheKey(skillId: string, normalized: unknown): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify(normalized));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `skill:${skillId}:${VERSION}:${hex}`;
+}
+
+export async function cached<T>(
+  env: Bindings,
+  skillId: string,
+  normalized: unknown,
+  compute: () => Promise<T>,
+): Promise<{ value: T; cache: CacheState }> {
+  const ttl = netConfig(env).cacheTtlSeconds;
+  const kv = (env as Partial<Bindings>).KV;
+  if (ttl === 0 || !kv) return { value: await compute(), cache: "miss" };
+  const key = await cacheKey(skillId, normalized);
+  try {
+    const hit = await kv.get<T>(key, "json");
+    if (hit !== null) return { value: hit, cache: "hit" };
+  } catch {
+    // A cache that cannot be read is a miss.
+  }
+  const value = await compute();
+  try {
+    await kv.put(key, JSON.stringify(value), { expirationTtl: ttl });
+  } catch {
+    // A cache that cannot be written costs a recomputation next time, nothing more.
+  }
+  return { value, cache: "miss" };
+}
+
+/** Whitespace-collapsed, trimmed, lowercased: the form of free text used in cache keys. */
+export const normalizeText = (s: string) => s.normalize("NFC").replace(/\s+/g, " ").trim().toLowerCase();

@@ -1,0 +1,135 @@
+import type { NetConfig } from "../net/config";
+import { fetchApiJson } from "../net/fetcher";
+
+/** The slice of the Wikidata Action API that osint_graph reads (wbsearchentities, wbgetentities). */
+
+export interface WdSearchHit {
+  id: string;
+  label: string;
+  description: string;
+  matchType: string;
+  matchText: string;
+}
+
+export interface WdStatement {
+  target: string;
+  rank: "preferred" | "normal";
+  ended: boolean;
+}
+
+export interface WdEntity {
+  id: string;
+  label?: string;
+  description?: string;
+  /** Item-valued statements by property; absent when only labels were asked for. */
+  claims?: Record<string, WdStatement[]>;
+}
+
+/** wbgetentities takes at most 50 ids per call. */
+const BATCH = 50;
+
+export class WikidataClient {
+  requests = 0;
+
+  constructor(
+    private readonly cfg: NetConfig,
+    private readonly maxRequests: number,
+  ) {}
+
+  get exhausted() {
+    return this.requests >= this.maxRequests;
+  }
+
+  private get(params: Record<string, string>) {
+    this.requests++;
+    return fetchApiJson(this.cfg.wikidataApi, { ...params, format: "json" }, this.cfg, "Wikidata");
+  }
+
+  /** Entity page of an id, on the configured Wikidata host. */
+  entityUrl(id: string) {
+    return `${new URL(this.cfg.wikidataApi).origin}/wiki/${id}`;
+  }
+
+  async search(text: string, limit = 5): Promise<WdSearchHit[]> {
+    const body = (await this.get({
+      action: "wbsearchentities",
+      search: text,
+      language: "en",
+      uselang: "en",
+      type: "item",
+      limit: String(limit),
+    })) as { search?: unknown[] };
+    const hits: WdSearchHit[] = [];
+    for (const raw of Array.isArray(body.search) ? body.search : []) {
+      const h = raw as Record<string, unknown>;
+      const match = (h.match ?? {}) as { type?: string; text?: string };
+      if (typeof h.id !== "string" || !/^Q\d+$/.test(h.id)) continue;
+      hits.push({
+        id: h.id,
+        label: typeof h.label === "string" ? h.label : h.id,
+        description: typeof h.description === "string" ? h.description : "",
+        matchType: match.type ?? "",
+        matchText: match.text ?? "",
+      });
+    }
+    return hits;
+  }
+
+  /**
+   * Labels and descriptions (and item-valued claims when `withClaims`) of `ids`, in batches.
+   * Stops early when the request budget is spent: callers see the missing ids as not fetched.
+   */
+  async entities(ids: string[], withClaims: boolean): Promise<Map<string, WdEntity>> {
+    const out = new Map<string, WdEntity>();
+    for (let i = 0; i < ids.length; i += BATCH) {
+      if (this.exhausted) break;
+      const body = (await this.get({
+        action: "wbgetentities",
+        ids: ids.slice(i, i + BATCH).join("|"),
+        props: withClaims ? "labels|descriptions|claims" : "labels|descriptions",
+        languages: "en",
+      })) as { entities?: Record<string, unknown> };
+      for (const [id, raw] of Object.entries(body.entities ?? {})) {
+        const e = raw as Record<string, unknown>;
+        if ("missing" in e) continue;
+        out.set(id, parseEntity(id, e, withClaims));
+      }
+    }
+    return out;
+  }
+}
+
+function parseEntity(id: string, e: Record<string, unknown>, withClaims: boolean): WdEntity {
+  const text = (field: unknown) => {
+    const v = (field as Record<string, { value?: unknown }> | undefined)?.en?.value;
+    return typeof v === "string" ? v : undefined;
+  };
+  const entity: WdEntity = { id, label: text(e.labels), description: text(e.descriptions) };
+  if (!withClaims) return entity;
+  const claims: Record<string, WdStatement[]> = {};
+  for (const [property, list] of Object.entries((e.claims ?? {}) as Record<string, unknown>)) {
+    if (!Array.isArray(list)) continue;
+    const statements: WdStatement[] = [];
+    for (const raw of list) {
+      const st = raw as {
+        rank?: string;
+        mainsnak?: { snaktype?: string; datavalue?: { type?: string; value?: { id?: unknown } } };
+        qualifiers?: Record<string, unknown>;
+      };
+      if (st.rank === "deprecated") continue;
+      const snak = st.mainsnak;
+      if (snak?.snaktype !== "value" || snak.datavalue?.type !== "wikibase-entityid") continue;
+      const target = snak.datavalue.value?.id;
+      if (typeof target !== "string" || !/^Q\d+$/.test(target)) continue;
+      statements.push({
+        target,
+        rank: st.rank === "preferred" ? "preferred" : "normal",
+        // P582 "end time": the relation held in the past.
+        ended: Boolean(st.qualifiers && "P582" in st.qualifiers),
+      });
+    }
+    if (statements.length > 0) claims[property] = statements;
+  }
+  entity.claims = claims;
+  return entity;
+}

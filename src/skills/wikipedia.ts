@@ -1,0 +1,76 @@
+import type { NetConfig } from "../net/config";
+import { fetchApiJson } from "../net/fetcher";
+
+/** The slice of the Wikipedia Action API that research reads: list=search, then TextExtracts. */
+
+export interface WpHit {
+  pageid: number;
+  title: string;
+}
+export interface WpArticle extends WpHit {
+  url: string;
+  extract: string;
+}
+
+export async function searchWikipedia(cfg: NetConfig, query: string, limit: number) {
+  const body = (await fetchApiJson(
+    cfg.wikipediaApi,
+    {
+      action: "query",
+      list: "search",
+      srsearch: query,
+      srlimit: String(limit),
+      srprop: "snippet",
+      format: "json",
+      formatversion: "2",
+    },
+    cfg,
+    "Wikipedia",
+  )) as { query?: { search?: unknown[]; searchinfo?: { totalhits?: unknown } } };
+  const hits: WpHit[] = [];
+  for (const raw of body.query?.search ?? []) {
+    const h = raw as { pageid?: unknown; title?: unknown };
+    if (typeof h.pageid === "number" && typeof h.title === "string")
+      hits.push({ pageid: h.pageid, title: h.title });
+  }
+  const total = body.query?.searchinfo?.totalhits;
+  return { hits, totalHits: typeof total === "number" ? total : hits.length };
+}
+
+/** Plain-text intro extracts of `hits`, returned in the order of `hits` (the search rank). */
+export async function readExtracts(cfg: NetConfig, hits: WpHit[]): Promise<WpArticle[]> {
+  if (hits.length === 0) return [];
+  const body = (await fetchApiJson(
+    cfg.wikipediaApi,
+    {
+      action: "query",
+      prop: "extracts|info",
+      inprop: "url",
+      exintro: "1",
+      explaintext: "1",
+      exsectionformat: "plain",
+      exlimit: String(hits.length),
+      pageids: hits.map((h) => h.pageid).join("|"),
+      format: "json",
+      formatversion: "2",
+    },
+    cfg,
+    "Wikipedia",
+  )) as { query?: { pages?: unknown } };
+  const raw = body.query?.pages;
+  const list = (Array.isArray(raw) ? raw : Object.values(raw ?? {})) as Record<string, unknown>[];
+  const byId = new Map(list.map((p) => [p.pageid, p]));
+  const origin = new URL(cfg.wikipediaApi).origin;
+  const out: WpArticle[] = [];
+  for (const hit of hits) {
+    const p = byId.get(hit.pageid);
+    if (!p || "missing" in p || typeof p.extract !== "string") continue;
+    const title = typeof p.title === "string" ? p.title : hit.title;
+    const url =
+      typeof p.fullurl === "string"
+        ? p.fullurl
+        : `${origin}/wiki/${encodeURIComponent(title.replaceAll(" ", "_"))}`;
+    out.push({ pageid: hit.pageid, title, url, extract: p.extract });
+  }
+  return out;
+}

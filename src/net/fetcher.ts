@@ -1,6 +1,7 @@
 import { UpstreamError } from "../skills/types";
 import type { NetConfig } from "./config";
 import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";
+import { readCappedBytes } from "./read-capped";
 
 /**
  * The one way out of the Worker. Two doors:
@@ -269,27 +270,7 @@ async function readText(res: Response, max: number, what: string, cfg: NetConfig
       await res.body?.cancel();
       throw tooLarge();
     }
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    if (res.body) {
-      const reader = res.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
-        if (total > max) {
-          await reader.cancel();
-          throw tooLarge();
-        }
-        chunks.push(value);
-      }
-    }
-    const bytes = new Uint8Array(total);
-    let offset = 0;
-    for (const c of chunks) {
-      bytes.set(c, offset);
-      offset += c.byteLength;
-    }
+    const bytes = await readCappedBytes(res, max, tooLarge);
     return decode(bytes, res.headers.get("content-type") ?? "");
   } catch (e) {
     throw upstreamFrom(e, what, cfg);

@@ -1,6 +1,7 @@
 import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import type { ErrorItem } from "../http/validation";
+import { readCappedBytes } from "../net/read-capped";
 import type { Partner, PartnerService } from "./data";
 import { baseUrlOf, type PartnerConfig } from "./listing";
 import { servicePrices } from "./pricing";
@@ -58,27 +59,12 @@ export interface UpstreamResult {
 }
 
 async function readCapped(res: Response): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      await reader.cancel();
-      throw new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`);
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  const bytes = await readCappedBytes(
+    res,
+    MAX_BODY_BYTES,
+    () => new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`),
+  );
+  return new TextDecoder().decode(bytes);
 }
 
 /** Only the partner's own origin; same-origin redirects are followed a few times, others are not. */

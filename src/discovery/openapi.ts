@@ -3,7 +3,7 @@ import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { refineryBody, refineryExample } from "../partners/refinery-skill";
 import { paymentsQuery, payoutsQuery, settleBody } from "../routes/admin";
-import { cancelQuery, checkoutRequest, successQuery } from "../routes/checkout";
+import { checkoutRequest } from "../routes/checkout";
 import { skills } from "../skills/registry";
 import { bodySchema, PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./site";
 
@@ -51,7 +51,24 @@ function schemaOf(schema: z.ZodType): Json {
   return rest;
 }
 
-/** Routes other than skills. A test compares this table with the app's real route list. */
+/**
+ * Routes served for people and crawlers rather than for API clients, kept out of openapi.json: the
+ * document is what agents load into their context, and agent directories (agentcash's audit warns
+ * above 40 operations) penalise a surface padded with HTML pages. Pages are listed in sitemap.xml;
+ * robots.txt and sitemap.xml live at their standard addresses.
+ */
+export const WEB_ONLY_ROUTES = [
+  "GET /",
+  "GET /applet",
+  "GET /docs",
+  "GET /docs/{slug}",
+  "GET /checkout/success",
+  "GET /checkout/cancel",
+  "GET /robots.txt",
+  "GET /sitemap.xml",
+] as const;
+
+/** API routes other than skills. A test compares this table plus WEB_ONLY_ROUTES with the app's routes. */
 function plainOperations(): PlainOp[] {
   const doc = (path: string, summary: string, mime: string): PlainOp => ({
     path,
@@ -66,13 +83,6 @@ function plainOperations(): PlainOp[] {
     summary,
     tags: ["discovery"],
     responses: { "200": json(summary) },
-  });
-  const page = (path: string, summary: string): PlainOp => ({
-    path,
-    method: "get",
-    summary,
-    tags: ["pages"],
-    responses: { "200": text(summary, "text/html") },
   });
   return [
     {
@@ -89,8 +99,6 @@ function plainOperations(): PlainOp[] {
       tags: ["discovery"],
       responses: { "200": json("Catalog", ref("Catalog")) },
     },
-    doc("/robots.txt", "Crawler rules", "text/plain"),
-    doc("/sitemap.xml", "Sitemap of public pages", "application/xml"),
     doc("/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
     doc("/AGENTS.md", "Guide for coding agents", "text/markdown"),
     doc("/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
@@ -106,25 +114,6 @@ function plainOperations(): PlainOp[] {
       tags: ["discovery"],
       parameters: [{ name: "slug", in: "path", required: true, schema: { type: "string" } }],
       responses: { "200": json("Service description"), "404": ERROR("Unknown skill") },
-    },
-    page("/", "Home page"),
-    page("/applet", "Interactive try-it page"),
-    page("/docs", "Documentation index"),
-    {
-      ...page("/docs/{slug}", "Tutorial page of one skill"),
-      parameters: [
-        {
-          name: "slug",
-          in: "path",
-          required: true,
-          schema: { type: "string", pattern: "^[a-z0-9-]{1,64}$" },
-        },
-      ],
-      responses: {
-        "200": text("Tutorial", "text/html"),
-        "404": text("Unknown skill", "text/html"),
-        "422": VALIDATION,
-      },
     },
     {
       path: "/api/cardpay/checkout",
@@ -163,20 +152,6 @@ function plainOperations(): PlainOp[] {
       tags: ["checkout"],
       security: [{ CardCredits: [] }],
       responses: { "200": json("Credit balance"), "401": ERROR("Missing or unknown key") },
-    },
-    {
-      ...page("/checkout/success", "Checkout result: status, the API key (once), calls left"),
-      parameters: parameters("query", successQuery),
-      responses: {
-        "200": text("Checkout status", "text/html"),
-        "404": text("Unknown session", "text/html"),
-        "422": VALIDATION,
-      },
-    },
-    {
-      ...page("/checkout/cancel", "Checkout cancelled"),
-      parameters: parameters("query", cancelQuery),
-      responses: { "200": text("Cancelled", "text/html"), "422": VALIDATION },
     },
     {
       path: "/api/partners",

@@ -67,6 +67,7 @@ export function sellables(_cfg: PublicConfig, pc: PartnerConfig): Sellable[] {
   };
   const highest = refinery.services.reduce((m, s) => {
     const p = servicePrices(s, pc.multiplierMilli).priceMicros;
+    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max rejects
     return p > m ? p : m;
   }, 0n);
   const refinerySkill: Sellable = {

@@ -4,6 +4,7 @@ import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env";
 import { detail } from "./http/errors";
+import { MAX_BODY_BYTES } from "./http/limits";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
 import { adminRoutes } from "./routes/admin";
 import { catalogRoutes } from "./routes/catalog";
@@ -14,17 +15,17 @@ import { pageRoutes } from "./routes/pages";
 import { partnerRoutes } from "./routes/partners";
 import { skillRoutes } from "./routes/skills";
 
-// 400,000 characters JSON-escaped as \uXXXX is 2.4 MB; two 200,000-character diff inputs likewise.
-export const MAX_BODY_BYTES = 5 * 1024 * 1024;
-
 /** Builds the whole application; tests build their own instance to add probes before routing. */
 export function createApp() {
   const app = new Hono<AppEnv>();
 
-  app.use(requestId({ headerName: "X-Request-Id" }));
+  // Always our own id: it keys the ledgers and Stripe idempotency, so a client-sent X-Request-Id
+  // (reused, or chosen to collide) must never reach them. It is echoed in X-Request-Id.
+  app.use(requestId({ headerName: "" }));
   app.use(async (c, next) => {
-    c.set("requestId", c.get("requestId") ?? crypto.randomUUID());
     await next();
+    // Set last: the x402 middleware replaces whole responses (settlement failures).
+    c.header("X-Request-Id", c.get("requestId"));
   });
   app.use(
     "/api/*",

@@ -1,3 +1,5 @@
+import type { PaymentPayload } from "@x402/core/types";
+
 /**
  * Bindings come from `wrangler types` (worker-configuration.d.ts); secrets are optional because a
  * deployment may run without card payments or an admin token, and the code must say so clearly.
@@ -25,6 +27,10 @@ export interface Variables {
   creditNote: string | undefined;
   /** Set by a partner try call that the caller pays for: the partner's share goes to the payout ledger. */
   payout: PayoutShare | undefined;
+  /** The x402 middleware verified this request's PAYMENT-SIGNATURE and let it through. */
+  x402Verified: boolean | undefined;
+  /** The EIP-3009 authorization this request claimed in D1 (see payments/settlement.ts). */
+  paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
 }
 
 export interface PayoutShare {

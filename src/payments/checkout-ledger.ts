@@ -90,7 +90,13 @@ export async function grantCredits(
   }
   const updated = results[results.length - 1]?.meta.changes ?? 0;
   if (updated === 1) {
-    await runFirstPayload(env, sessionId, key);
+    // The grant is committed: a failure of the optional first call must not fail the webhook,
+    // whose redelivery would find the event already recorded and never run the call.
+    try {
+      await runFirstPayload(env, sessionId, key);
+    } catch (e) {
+      console.error(JSON.stringify({ level: "error", session_id: sessionId, error: `first payload: ${e}` }));
+    }
     return "granted";
   }
   return (await findSession(db, sessionId)) ? "already_granted" : "unknown_session";

@@ -34,6 +34,20 @@ export async function releaseAuthorization(db: D1Database, key: string, requestI
     .run();
 }
 
+/**
+ * The facilitator's settle call ended without an answer (timeout, garbled reply): the transfer may
+ * or may not be on chain. The authorization stays reserved ('failed') and is listed for
+ * reconciliation in GET /api/admin/payments; it never runs another call.
+ */
+export async function markAuthorizationUnconfirmed(db: D1Database, key: string, requestId: string) {
+  await db
+    .prepare(
+      "UPDATE payment_nonces SET status = 'failed', updated_at = ?3 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
+    )
+    .bind(key, requestId, Date.now())
+    .run();
+}
+
 export interface SettledPayment {
   key: string;
   requestId: string;

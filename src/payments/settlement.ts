@@ -2,7 +2,14 @@ import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
-import { authorizationKey, claimAuthorization, recordSettledPayment, releaseAuthorization } from "./ledger";
+import {
+  authorizationKey,
+  claimAuthorization,
+  markAuthorizationUnconfirmed,
+  recordSettledPayment,
+  releaseAuthorization,
+  type SettledPayment,
+} from "./ledger";
 
 function paymentOf(c: Context<AppEnv>): PaymentPayload | undefined {
   const header = c.req.header("payment-signature");
@@ -18,12 +25,25 @@ function paymentOf(c: Context<AppEnv>): PaymentPayload | undefined {
  * Runs after the x402 middleware verified the payment and after the body validated: claims the
  * authorization in D1 before the handler runs, so a replayed or concurrent duplicate signature
  * never runs the handler twice. A call that ends in an error frees it again (it was not settled).
+ * Calls paid otherwise (card credit, free beta) never claim, even if they carry a signature.
  */
 export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    if (!c.get("x402Verified")) return next();
     const payment = paymentOf(c);
     const auth = payment && authorizationKey(payment);
-    if (!auth) return next();
+    if (!payment || !auth) {
+      // Only EIP-3009 authorizations carry a nonce we can claim; anything else (e.g. Permit2)
+      // could not be guarded against replay or recorded, so it is refused before the handler.
+      return c.json(
+        {
+          error:
+            "Unsupported payment payload: sign an EIP-3009 transferWithAuthorization (the scheme this endpoint offers).",
+          reason: "unsupported_payment_payload",
+        },
+        402,
+      );
+    }
     const requestId = c.get("requestId");
     if (!(await claimAuthorization(c.env.DB, auth.key, requestId, resource))) {
       return c.json(
@@ -34,35 +54,97 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
         402,
       );
     }
+    const claim = { key: auth.key, payment, released: false };
+    c.set("paymentClaim", claim);
     await next();
-    if (c.res.status >= 400) await releaseAuthorization(c.env.DB, auth.key, requestId);
+    if (c.res.status >= 400) {
+      await releaseAuthorization(c.env.DB, auth.key, requestId);
+      claim.released = true;
+    }
   };
 }
 
 /**
  * Outside the x402 middleware: once it settled (PAYMENT-RESPONSE on a 2xx), the payment becomes a
- * ledger row. A settlement that failed frees the authorization; nothing is written for it.
+ * ledger row. A settlement that failed frees the authorization; nothing is written for it. A
+ * settlement whose outcome is unknown (facilitator timeout or garbled answer) keeps the
+ * authorization reserved and answers a clear 502 instead of the paid content.
  */
 export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     await next();
-    const payment = paymentOf(c);
-    const auth = payment && authorizationKey(payment);
-    const header = c.res.headers.get("payment-response");
-    if (!payment || !auth || !header) return;
-    const settlement = decodePaymentResponseHeader(header);
+    const claim = c.get("paymentClaim");
+    if (!claim || claim.released) return;
     const requestId = c.get("requestId");
-    if (settlement.success && c.res.status < 300) {
-      await recordSettledPayment(c.env.DB, {
-        key: auth.key,
-        requestId,
-        resource,
-        payment,
-        settlement,
-        payout: c.get("payout"),
-      });
-    } else {
-      await releaseAuthorization(c.env.DB, auth.key, requestId);
+    const header = c.res.headers.get("payment-response");
+    if (!header) {
+      await markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId);
+      console.error(
+        JSON.stringify({
+          level: "error",
+          request_id: requestId,
+          resource,
+          error: "settlement outcome unknown",
+        }),
+      );
+      c.res = c.json(
+        {
+          detail:
+            "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call); if the transfer reached the chain it is reconciled under this request id. Sign a new authorization to retry.",
+          reason: "settlement_unconfirmed",
+          request_id: requestId,
+        },
+        502,
+      );
+      return;
+    }
+    const settlement = decodePaymentResponseHeader(header);
+    if (!settlement.success || c.res.status >= 300) {
+      await releaseAuthorization(c.env.DB, claim.key, requestId);
+      return;
+    }
+    const row: SettledPayment = {
+      key: claim.key,
+      requestId,
+      resource,
+      payment: claim.payment,
+      settlement,
+      payout: c.get("payout"),
+    };
+    // The buyer has paid on chain: a ledger write that fails must not turn the paid answer into
+    // an error. It is retried after the response; the chain remains the record either way.
+    try {
+      await recordSettledPayment(c.env.DB, row);
+    } catch (e) {
+      logLedgerFailure(requestId, e, 1);
+      await afterResponse(c, retryLedgerWrite(c.env.DB, row));
     }
   };
+}
+
+/** Work that may finish after the answer was sent (waitUntil); awaited where no context exists. */
+async function afterResponse(c: Context<AppEnv>, work: Promise<void>) {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    await work; // Hono throws when the request came without an ExecutionContext (app.fetch in tests)
+  }
+}
+
+async function retryLedgerWrite(db: D1Database, row: SettledPayment) {
+  for (let attempt = 2; attempt <= 4; attempt++) {
+    await new Promise((r) => setTimeout(r, 100 * 3 ** (attempt - 2)));
+    try {
+      await recordSettledPayment(db, row);
+      return;
+    } catch (e) {
+      logLedgerFailure(row.requestId, e, attempt);
+    }
+  }
+}
+
+function logLedgerFailure(requestId: string, e: unknown, attempt: number) {
+  console.error(
+    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `payments ledger write: ${e}` }),
+  );
 }

@@ -15,6 +15,8 @@ import { partnerConfig } from "../partners/listing";
 import { type Sellable, sellables } from "./sellables";
 
 const USDC_EXTRA = { name: "USD Coin", version: "2" };
+/** How long a signed authorization may take to reach settlement (x402 `maxTimeoutSeconds`). */
+export const MAX_TIMEOUT_SECONDS = 300;
 
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
 function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
@@ -35,7 +37,7 @@ function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
         price: priceForBody
           ? async (ctx) => amount(priceForBody(await ctx.adapter.getBody?.()) ?? item.priceMicros)
           : amount(item.priceMicros),
-        maxTimeoutSeconds: 300,
+        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
       },
       resource: `${cfg.baseUrl}${item.path}`,
       description: item.description,
@@ -112,7 +114,10 @@ function build(env: Bindings, cfg: PublicConfig): Built {
   if (built?.key === key) return built;
   const facilitator = new HTTPFacilitatorClient({
     url: cfg.facilitatorUrl,
-    timeoutMs: 20_000,
+    // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
+    // local facilitator gives up at 30 s), so a slow chain reads as a settle failure with a
+    // reason rather than as an unknown outcome.
+    timeoutMs: 45_000,
     ...cdpAuth(env),
   });
   const server = new x402ResourceServer(facilitator).register(
@@ -165,7 +170,15 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const b = build(c.env, cfg);
   const initError = await ensureReady(b);
   if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
-  return b.middleware(c, next);
+  // HEAD runs the GET handler in Hono but matches no x402 route, so it would pass unpaid.
+  if (c.req.method === "HEAD") {
+    c.header("Allow", "GET, POST");
+    return detail(c, 405, "Method Not Allowed");
+  }
+  return b.middleware(c, async () => {
+    c.set("x402Verified", true);
+    await next();
+  });
 };
 
 /**

@@ -28,6 +28,9 @@ export const paymentsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 
+/** A call holds its authorization 'running' for at most a handler plus a settlement. */
+const RUNNING_GRACE_MS = 10 * 60 * 1000;
+
 /** The x402 ledger: settled payments, newest first, with totals over the filter. */
 adminRoutes.get("/api/admin/payments", queryParams(paymentsQuery), async (c) => {
   const q = c.get("query") as z.infer<typeof paymentsQuery>;
@@ -42,9 +45,18 @@ adminRoutes.get("/api/admin/payments", queryParams(paymentsQuery), async (c) => 
       `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments ${where}`,
     ).bind(...args),
   ]);
+  // Authorizations whose settlement was never confirmed (facilitator gave no answer, or the
+  // ledger write failed after settling): check each against the chain before crediting anyone.
+  const unconfirmed = await c.env.DB.prepare(
+    `SELECT nonce, request_id, resource, status, updated_at FROM payment_nonces
+     WHERE status = 'failed' OR (status = 'running' AND updated_at < ?1) ORDER BY updated_at DESC LIMIT 1000`,
+  )
+    .bind(Date.now() - RUNNING_GRACE_MS)
+    .all();
   return c.json({
     payments: rows?.results ?? [],
     totals: totals?.results[0] ?? { count: 0, amount_atomic: 0 },
+    unconfirmed: unconfirmed.results,
   });
 });
 

@@ -1,6 +1,7 @@
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -8,7 +9,7 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { payingFetch, receiptOf } from "../../scripts/lib/buyer.mjs";
 // @ts-expect-error plain JS helpers shared with the scripts
-import { localBase, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { localBase, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
 
 const stack = inject("stack") as {
   base_url: string;
@@ -78,6 +79,28 @@ async function sign(buyer: number, requirements: PaymentRequirements, resource: 
   return client.createPaymentPayload({ x402Version: 2, resource, accepts: [requirements] });
 }
 const header = (p: PaymentPayload) => ({ "payment-signature": encodePaymentSignatureHeader(p) });
+
+/** The same payment with some authorization fields changed, signed again by the buyer. */
+async function resign(buyer: number, payment: PaymentPayload, changes: Record<string, string>) {
+  const auth = {
+    ...(payment.payload as { authorization: Record<string, string> }).authorization,
+    ...changes,
+  };
+  const signature = await privateKeyToAccount(buyerAt(buyer).privateKey).signTypedData({
+    domain: USDC_DOMAIN,
+    types: authorizationTypes,
+    primaryType: "TransferWithAuthorization",
+    message: {
+      from: auth.from as `0x${string}`,
+      to: auth.to as `0x${string}`,
+      value: BigInt(auth.value ?? 0),
+      validAfter: BigInt(auth.validAfter ?? 0),
+      validBefore: BigInt(auth.validBefore ?? 0),
+      nonce: auth.nonce as `0x${string}`,
+    },
+  });
+  return { ...payment, payload: { authorization: auth, signature } };
+}
 
 describe("x402 v2 on eip155:8453 against the local chain", () => {
   beforeAll(() => {
@@ -180,7 +203,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
 
   describe("payments that must be refused with a reason", () => {
     it.each([
-      ["underpayment", (r: PaymentRequirements) => ({ ...r, amount: "1" })],
+      ["an offer with a lower price than quoted", (r: PaymentRequirements) => ({ ...r, amount: "1" })],
       ["wrong network", (r: PaymentRequirements) => ({ ...r, network: "eip155:84532" as const })],
       [
         "wrong asset",
@@ -203,44 +226,29 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
     it("expired authorization", async () => {
       const required = await challenge("sha256");
       const payment = await sign(5, offerOf(required), required.resource);
-      const auth = (payment.payload as { authorization: Record<string, string> }).authorization;
-      const account = privateKeyToAccount(buyerAt(5).privateKey);
       const now = Math.floor(Date.now() / 1000);
-      const expired = { ...auth, validAfter: String(now - 600), validBefore: String(now - 60) };
-      const signature = await account.signTypedData({
-        domain: {
-          name: "USD Coin",
-          version: "2",
-          chainId: 8453,
-          verifyingContract: stack.usdc_address as `0x${string}`,
-        },
-        types: {
-          TransferWithAuthorization: [
-            { name: "from", type: "address" },
-            { name: "to", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "validAfter", type: "uint256" },
-            { name: "validBefore", type: "uint256" },
-            { name: "nonce", type: "bytes32" },
-          ],
-        },
-        primaryType: "TransferWithAuthorization",
-        message: {
-          from: expired.from as `0x${string}`,
-          to: expired.to as `0x${string}`,
-          value: BigInt(expired.value ?? 0),
-          validAfter: BigInt(expired.validAfter),
-          validBefore: BigInt(expired.validBefore),
-          nonce: expired.nonce as `0x${string}`,
-        },
-      });
       const res = await post(
         "sha256",
         { text: "x" },
-        header({ ...payment, payload: { authorization: expired, signature } }),
+        header(await resign(5, payment, { validAfter: String(now - 600), validBefore: String(now - 60) })),
       );
       expect(res.status).toBe(402);
       expect(((await res.json()) as { error: string }).error).toMatch(/^Payment rejected: /);
+    });
+
+    it("underpayment against the real requirements (the authorization moves one unit less)", async () => {
+      const required = await challenge("sha256");
+      const offer = offerOf(required);
+      const buyer = buyerAt(5).address;
+      const b0 = await balance(buyer);
+      const payment = await sign(5, offer, required.resource);
+      const short = await resign(5, payment, { value: String(BigInt(offer.amount) - 1n) });
+      const res = await post("sha256", { text: "x" }, header(short));
+      expect(res.status).toBe(402);
+      const body = (await res.json()) as { error: string; reason: string };
+      expect(body.error).toMatch(/^Payment rejected: /);
+      expect(body.reason).toMatch(/value|amount/i);
+      expect(await balance(buyer)).toBe(b0);
     });
 
     it("bad signature", async () => {

@@ -1,0 +1,196 @@
+import { env } from "cloudflare:test";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { FIXTURE, upstreamRequests } from "./analytic/helpers";
+
+// The Worker's side of x402 against a facilitator double (test/fixtures/facilitator-double.mjs)
+// that lets each test choose the facilitator's answer. The real facilitator and chain are in
+// test/e2e/x402.test.ts; these cases need outcomes a healthy chain does not produce on demand.
+const paidEnv = {
+  ...env,
+  FREE_BETA: "false",
+  FACILITATOR_URL: `${FIXTURE}/facilitator`,
+  ADMIN_TOKEN: "admin-t",
+};
+const app = createApp();
+const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
+const SETTLE_FAILS = "0x00000000000000000000000000000000000a0002";
+const SETTLE_UNKNOWN = "0x00000000000000000000000000000000000a0003";
+
+const hex32 = () =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+
+function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  return app.fetch(
+    new Request(`https://skills.test${path}`, { method: "POST", headers, body: JSON.stringify(body) }),
+    paidEnv,
+  );
+}
+
+async function requirements(path: string): Promise<PaymentRequirements> {
+  const res = await post(path, {});
+  expect(res.status).toBe(402);
+  return decodePaymentRequiredHeader(res.headers.get("payment-required") as string)
+    .accepts[0] as PaymentRequirements;
+}
+
+async function signature(path: string, from: string, shape: "eip3009" | "permit2" = "eip3009") {
+  const accepted = await requirements(path);
+  const nonce = hex32();
+  const window = { validAfter: "0", validBefore: String(Math.floor(Date.now() / 1000) + 600) };
+  const payload: PaymentPayload = {
+    x402Version: 2,
+    accepted,
+    payload:
+      shape === "eip3009"
+        ? {
+            signature: `0x${"11".repeat(65)}`,
+            authorization: { from, to: accepted.payTo, value: accepted.amount, nonce, ...window },
+          }
+        : { signature: `0x${"11".repeat(65)}`, permit2Authorization: { from, nonce, ...window } },
+  };
+  return {
+    header: encodePaymentSignatureHeader(payload),
+    nonce,
+    key: `${accepted.network}:${accepted.asset}:${from}:${nonce}`.toLowerCase(),
+  };
+}
+
+const nonceRow = (key: string) =>
+  env.DB.prepare("SELECT status FROM payment_nonces WHERE nonce = ?1").bind(key).first<{ status: string }>();
+const ledgerRows = (key: string) =>
+  env.DB.prepare("SELECT count(*) AS n FROM payments WHERE nonce = ?1").bind(key).first<{ n: number }>();
+
+describe("x402 settlement: the Worker's side of every facilitator outcome", () => {
+  it("a settled call answers the content, a PAYMENT-RESPONSE and one ledger row", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLES_OK);
+    const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("payment-response")).toBeTruthy();
+    expect((await res.json<{ hex: string }>()).hex).toMatch(/^ba7816bf/);
+    expect(await nonceRow(sig.key)).toEqual({ status: "settled" });
+    expect(await ledgerRows(sig.key)).toEqual({ n: 1 });
+  });
+
+  it("20 concurrent calls with one signature: one 200, nineteen refused by the D1 claim, one settlement", async () => {
+    const sig = await signature("/api/skills/slugify", SETTLES_OK);
+    const all = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        post("/api/skills/slugify", { text: "Hello" }, { "payment-signature": sig.header }),
+      ),
+    );
+    expect(all.filter((r) => r.status === 200)).toHaveLength(1);
+    const refused = await Promise.all(
+      all.filter((r) => r.status !== 200).map((r) => r.json<{ reason: string }>()),
+    );
+    expect(refused).toHaveLength(19);
+    for (const r of refused) expect(r.reason).toBe("payment_authorization_reused");
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
+    // Replayed later (the double verifies anything, so only the D1 claim stands in the way).
+    const replay = await post("/api/skills/slugify", { text: "Hello" }, { "payment-signature": sig.header });
+    expect(replay.status).toBe(402);
+    expect((await replay.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
+  });
+
+  it("a failed settlement is a 402 with the facilitator's reason, never the content; the authorization is free again", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLE_FAILS);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+      expect(res.status).toBe(402);
+      const body = await res.json<Record<string, unknown>>();
+      expect(body.reason).toBe("insufficient_funds");
+      expect(String(body.error)).toMatch(/transfer amount exceeds balance.*not charged/);
+      expect(body).not.toHaveProperty("hex");
+      expect(await nonceRow(sig.key)).toBeNull();
+    }
+    expect(await ledgerRows(sig.key)).toEqual({ n: 0 });
+  });
+
+  it("a settlement with no clear answer withholds the content, keeps the authorization reserved and says so", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLE_UNKNOWN);
+    const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+    expect(res.status).toBe(502);
+    const body = await res.json<Record<string, unknown>>();
+    expect(body).toMatchObject({
+      reason: "settlement_unconfirmed",
+      request_id: res.headers.get("x-request-id"),
+    });
+    expect(body).not.toHaveProperty("hex");
+    expect(await nonceRow(sig.key)).toEqual({ status: "failed" });
+    // Listed for the maintainers' reconciliation against the chain.
+    const admin = await app.fetch(
+      new Request("https://skills.test/api/admin/payments", { headers: { authorization: "Bearer admin-t" } }),
+      paidEnv,
+    );
+    const { unconfirmed } = await admin.json<{ unconfirmed: { nonce: string; status: string }[] }>();
+    expect(unconfirmed).toContainEqual(expect.objectContaining({ nonce: sig.key, status: "failed" }));
+    const again = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+    expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
+  });
+
+  it("an invalid body and a failing handler are never settled, and free the authorization", async () => {
+    const bad = await signature("/api/skills/sha256", SETTLES_OK);
+    const res = await post("/api/skills/sha256", { text: 5 }, { "payment-signature": bad.header });
+    expect(res.status).toBe(422);
+    expect(await nonceRow(bad.key)).toBeNull();
+
+    const failing = await signature("/api/skills/research", SETTLES_OK);
+    const upstreamDown = await post(
+      "/api/skills/research",
+      { query: "upstream-failure settlement" },
+      { "payment-signature": failing.header },
+    );
+    expect(upstreamDown.status).toBe(502);
+    expect(await upstreamDown.json()).toMatchObject({ charged: false });
+    expect(await nonceRow(failing.key)).toBeNull();
+    for (const s of [bad, failing]) {
+      expect(await upstreamRequests(`facilitator-settle nonce=${s.nonce}`)).toBe(0);
+      expect(await ledgerRows(s.key)).toEqual({ n: 0 });
+    }
+  });
+
+  it("a payload without an EIP-3009 authorization (e.g. Permit2) is refused before the handler", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLES_OK, "permit2");
+    const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+    expect(res.status).toBe(402);
+    expect((await res.json<{ reason: string }>()).reason).toBe("unsupported_payment_payload");
+  });
+
+  it("a ledger that cannot be written never turns a paid answer into an error", async () => {
+    const payer = "0x00000000000000000000000000000000000a0004";
+    await env.DB.prepare(
+      `CREATE TRIGGER IF NOT EXISTS ledger_down BEFORE INSERT ON payments WHEN NEW.payer = '${payer}' BEGIN SELECT RAISE(ABORT, 'ledger unavailable'); END`,
+    ).run();
+    try {
+      const sig = await signature("/api/skills/sha256", payer);
+      const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("payment-response")).toBeTruthy();
+      expect((await res.json<{ hex: string }>()).hex).toMatch(/^ba7816bf/);
+      // The authorization stays claimed, so the signature cannot buy a second call.
+      expect(await nonceRow(sig.key)).toEqual({ status: "running" });
+    } finally {
+      await env.DB.prepare("DROP TRIGGER IF EXISTS ledger_down").run();
+    }
+  });
+
+  it("a client's own X-Request-Id never reaches the ledger", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 2; i++) {
+      const sig = await signature("/api/skills/sha256", SETTLES_OK);
+      const res = await post(
+        "/api/skills/sha256",
+        { text: "abc" },
+        { "payment-signature": sig.header, "x-request-id": "same-id-twice" },
+      );
+      expect(res.status).toBe(200);
+      ids.add(res.headers.get("x-request-id") as string);
+    }
+    expect(ids.size).toBe(2);
+    expect(ids.has("same-id-twice")).toBe(false);
+  });
+});

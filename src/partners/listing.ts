@@ -9,15 +9,29 @@ export function partnerConfig(
 ): { multiplierMilli: bigint; baseUrls: Record<string, string> } | { error: string } {
   const m = parseMultiplier(env.PARTNER_PRICE_MULTIPLIER);
   if ("error" in m) return { error: m.error };
-  let baseUrls: Record<string, string> = {};
-  if (env.PARTNER_BASE_URLS?.trim()) {
-    try {
-      baseUrls = JSON.parse(env.PARTNER_BASE_URLS) as Record<string, string>;
-    } catch {
-      return { error: "PARTNER_BASE_URLS is not a JSON object" };
-    }
+  const urls = parseBaseUrls(env.PARTNER_BASE_URLS);
+  if ("error" in urls) return urls;
+  return { multiplierMilli: m.milli, baseUrls: urls.baseUrls };
+}
+
+const isHttpUrl = (value: unknown) =>
+  typeof value === "string" && URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
+
+/** PARTNER_BASE_URLS must be a JSON object of http(s) URLs; anything else is refused, not guessed at. */
+function parseBaseUrls(raw: string | undefined): { baseUrls: Record<string, string> } | { error: string } {
+  if (!raw?.trim()) return { baseUrls: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { error: "PARTNER_BASE_URLS is not valid JSON" };
   }
-  return { multiplierMilli: m.milli, baseUrls };
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { error: "PARTNER_BASE_URLS is not a JSON object" };
+  }
+  const bad = Object.entries(value).find(([, url]) => !isHttpUrl(url));
+  if (bad) return { error: `PARTNER_BASE_URLS["${bad[0]}"] is not an http(s) URL` };
+  return { baseUrls: value as Record<string, string> };
 }
 
 export type PartnerConfig = Exclude<ReturnType<typeof partnerConfig>, { error: string }>;

@@ -2,7 +2,7 @@
 const usd = (micros: number) => micros / 1_000_000;
 
 export async function owedSummary(db: D1Database) {
-  const [byService, byPartner, batches] = await db.batch([
+  const [byService, byPartner, batches, upstream] = await db.batch([
     db.prepare(
       `SELECT partner_id, service_id, count(*) AS calls,
               sum(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN partner_share_micro ELSE 0 END) AS owed_micro,
@@ -17,6 +17,13 @@ export async function owedSummary(db: D1Database) {
        FROM payout_ledger GROUP BY partner_id ORDER BY partner_id`,
     ),
     db.prepare("SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches ORDER BY id"),
+    // Spent from the operating wallet; "unrecovered" when the caller was not charged for that call.
+    db.prepare(
+      `SELECT u.partner_id, count(*) AS calls, sum(u.amount_micro) AS amount_micro,
+              sum(CASE WHEN l.id IS NULL THEN u.amount_micro ELSE 0 END) AS unrecovered_micro
+       FROM upstream_payments u LEFT JOIN payout_ledger l ON l.request_id = u.request_id
+       GROUP BY u.partner_id ORDER BY u.partner_id`,
+    ),
   ]);
   type Row = Record<string, number | string>;
   const rows = (r: D1Result | undefined) => (r?.results ?? []) as Row[];
@@ -29,6 +36,11 @@ export async function owedSummary(db: D1Database) {
     services: rows(byService).map(withUsd),
     partners: rows(byPartner).map(withUsd),
     batches: rows(batches).map((b) => ({ ...b, amount_usd: usd(Number(b.amount_micro)) })),
+    upstream_payments: rows(upstream).map((u) => ({
+      ...u,
+      amount_usd: usd(Number(u.amount_micro)),
+      unrecovered_usd: usd(Number(u.unrecovered_micro)),
+    })),
     total_owed_usd: usd(rows(byPartner).reduce((s, r) => s + Number(r.owed_micro ?? 0), 0)),
   };
 }
@@ -96,4 +108,37 @@ export async function settlePartner(db: D1Database, partnerId: string, txHash: s
     created_at: number;
   };
   return { ...batch, amount_usd: usd(batch.amount_micro), rows: results[1]?.meta.changes ?? 0 };
+}
+
+/**
+ * What the operating wallet paid a partner for one of our requests. Written when the partner was
+ * paid, so it stands even if the caller's own payment never settles; the caller-side payout row
+ * (same request_id, paid_upstream = 1) is never owed, so nothing is counted twice.
+ */
+export async function recordUpstreamPayment(
+  db: D1Database,
+  p: {
+    requestId: string;
+    partnerId: string;
+    serviceId: string;
+    amountMicros: bigint;
+    transaction: string | null;
+    upstreamStatus: number;
+  },
+) {
+  await db
+    .prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, tx_hash, upstream_status, created_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+    )
+    .bind(
+      p.requestId,
+      p.partnerId,
+      p.serviceId,
+      Number(p.amountMicros),
+      p.transaction,
+      p.upstreamStatus,
+      Date.now(),
+    )
+    .run();
 }

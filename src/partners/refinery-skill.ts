@@ -9,7 +9,7 @@ export const REFINERY_SKILL_PATH = "/api/skills/refinery-recipes";
 
 export const refineryBody = z.object({
   raw: z.string().min(1).max(100_000).meta({ description: "The raw text to refine." }),
-  request: z.string().max(4000).default("").meta({ description: "What you want from it." }),
+  request: z.string().max(4000).meta({ description: "What you want from it." }),
   recipe: z.enum(RECIPES).meta({ description: "eval_set, rag_chunks, policy_digest or custom." }),
 });
 

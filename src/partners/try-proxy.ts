@@ -4,6 +4,7 @@ import type { ErrorItem } from "../http/validation";
 import { readCappedBytes } from "../net/read-capped";
 import type { Partner, PartnerService } from "./data";
 import { baseUrlOf, type PartnerConfig } from "./listing";
+import { recordUpstreamPayment } from "./payouts";
 import { servicePrices } from "./pricing";
 
 /**
@@ -51,39 +52,55 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/** One call to a partner: which service, at which upstream path, with which body. */
+export interface TryTarget {
+  partner: Partner;
+  service: PartnerService;
+  pc: PartnerConfig;
+  path: string;
+  body: unknown;
+}
+
 export interface UpstreamResult {
   status: number;
   body: unknown;
   /** Set when the marketplace paid the partner itself with x402 from its operating wallet. */
-  paidUpstream?: { transaction: string; amountMicros: bigint };
+  paidUpstream?: { transaction: string | null; amountMicros: bigint };
 }
+
+const isTimeout = (e: unknown) =>
+  e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
+const timedOut = () => new UpstreamFailure(504, "The partner did not answer within 10 s");
 
 async function readCapped(res: Response): Promise<string> {
-  const bytes = await readCappedBytes(
-    res,
-    MAX_BODY_BYTES,
-    () => new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`),
-  );
-  return new TextDecoder().decode(bytes);
+  try {
+    const bytes = await readCappedBytes(
+      res,
+      MAX_BODY_BYTES,
+      () => new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`),
+    );
+    return new TextDecoder().decode(bytes);
+  } catch (e) {
+    if (e instanceof UpstreamFailure) throw e;
+    // The deadline also covers the body: a partner that stalls mid-answer is a timeout, not our 500.
+    if (isTimeout(e)) throw timedOut();
+    throw new UpstreamFailure(502, `The partner's answer could not be read: ${e}`, res.status);
+  }
 }
 
-/** Only the partner's own origin; same-origin redirects are followed a few times, others are not. */
+/**
+ * Only the partner's own origin; same-origin redirects are followed a few times, others are not.
+ * `init.signal` is the call's one deadline, shared by every hop.
+ */
 async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof fetch): Promise<Response> {
   let current = url;
   for (let hop = 0; ; hop++) {
     let res: Response;
     try {
-      res = await doFetch(current.toString(), {
-        ...init,
-        redirect: "manual",
-        signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
-      });
+      res = await doFetch(current.toString(), { ...init, redirect: "manual" });
     } catch (e) {
-      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
-      throw new UpstreamFailure(
-        timedOut ? 504 : 502,
-        timedOut ? "The partner did not answer within 10 s" : `The partner is unreachable: ${e}`,
-      );
+      if (isTimeout(e)) throw timedOut();
+      throw new UpstreamFailure(502, `The partner is unreachable: ${e}`);
     }
     const location = res.headers.get("location");
     if (res.status < 300 || res.status >= 400 || !location) return res;
@@ -108,8 +125,15 @@ function parseBody(text: string, contentType: string | null): unknown {
   return text;
 }
 
-/** Pays an x402-priced partner from the operating wallet, never above the partner's listed price. */
-async function payingFetch(env: Bindings, maxMicros: bigint): Promise<typeof fetch> {
+/**
+ * Pays an x402-priced partner from the operating wallet, never above the partner's listed price.
+ * `signed` learns the amount of the authorization handed to the partner, if one was.
+ */
+async function payingFetch(
+  env: Bindings,
+  maxMicros: bigint,
+  signed: { micros?: bigint },
+): Promise<typeof fetch> {
   const [{ x402Client }, { registerExactEvmScheme }, { wrapFetchWithPayment }, { privateKeyToAccount }] =
     await Promise.all([
       import("@x402/core/client"),
@@ -121,53 +145,82 @@ async function payingFetch(env: Bindings, maxMicros: bigint): Promise<typeof fet
   const client = registerExactEvmScheme(new x402Client(), {
     signer: privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`),
     policies: [(_v, reqs) => reqs.filter((r) => r.network === network && BigInt(r.amount) <= maxMicros)],
+  }).onAfterPaymentCreation(async ({ selectedRequirements }) => {
+    signed.micros = BigInt(selectedRequirements.amount);
   });
   return wrapFetchWithPayment(fetch, client) as typeof fetch;
 }
 
-export async function callPartner(
-  env: Bindings,
-  partner: Partner,
-  service: PartnerService,
-  pc: PartnerConfig,
-  path: string,
-  body: unknown,
-): Promise<UpstreamResult> {
-  const url = new URL(`${baseUrlOf(partner, pc)}${path}`);
-  const headers = new Headers(service.test_headers ?? {});
+async function settlementOf(res: Response) {
+  const header = res.headers.get("payment-response");
+  if (!header) return undefined;
+  const { decodePaymentResponseHeader } = await import("@x402/core/http");
+  try {
+    return decodePaymentResponseHeader(header);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The partner answered 402: pays it from the operating wallet and records that payment at once,
+ * before anything else can fail, because the money has left our wallet whatever the caller's own
+ * payment does next. Paid means the partner's receipt says so, or it took our payment and answered
+ * 2xx (some partners send no receipt).
+ */
+async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: URL, init: RequestInit) {
+  const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
+  if (!env.PARTNER_PAYER_KEY || partnerMicros === 0n) {
+    throw new UpstreamFailure(
+      502,
+      "The partner asks for payment and this marketplace has no operating wallet configured",
+      402,
+    );
+  }
+  const signed: { micros?: bigint } = {};
+  let res: Response;
+  try {
+    res = await fetchOnHost(url, init, await payingFetch(env, partnerMicros, signed));
+  } catch (e) {
+    if (e instanceof UpstreamFailure) throw e;
+    throw new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
+  }
+  const receipt = await settlementOf(res);
+  if (!receipt?.success && !(signed.micros !== undefined && res.ok)) return { res };
+  const paidUpstream = {
+    transaction: receipt?.success ? receipt.transaction : null,
+    amountMicros: BigInt(receipt?.amount ?? signed.micros ?? partnerMicros),
+  };
+  await recordUpstreamPayment(env.DB, {
+    requestId,
+    partnerId: t.partner.id,
+    serviceId: t.service.id,
+    ...paidUpstream,
+    upstreamStatus: res.status,
+  });
+  return { res, paidUpstream };
+}
+
+export async function callPartner(env: Bindings, t: TryTarget, requestId: string): Promise<UpstreamResult> {
+  const url = new URL(`${baseUrlOf(t.partner, t.pc)}${t.path}`);
+  const headers = new Headers(t.service.test_headers ?? {});
   headers.set("user-agent", "AgentSkillsMarketplace/2.7.1 (partner try proxy)");
-  const init: RequestInit = { method: service.method, headers };
-  if (service.method === "POST") {
+  // One deadline for the whole call: every redirect hop, the paid retry and the body read.
+  const init: RequestInit = {
+    method: t.service.method,
+    headers,
+    signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
+  };
+  if (t.service.method === "POST") {
+    // The external partner is only probed with its own sample, never with what the caller sent.
+    const body = t.partner.listing_status === "external_x403" ? undefined : t.body;
     headers.set("content-type", "application/json");
-    init.body = JSON.stringify(body ?? service.test_body ?? {});
+    init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
   let res = await fetchOnHost(url, init, fetch);
   let paidUpstream: UpstreamResult["paidUpstream"];
-  if (res.status === 402 && partner.listing_status === "paid") {
-    const { partnerMicros } = servicePrices(service, pc.multiplierMilli);
-    if (!env.PARTNER_PAYER_KEY || partnerMicros === 0n) {
-      throw new UpstreamFailure(
-        502,
-        "The partner asks for payment and this marketplace has no operating wallet configured",
-        402,
-      );
-    }
-    const pay = await payingFetch(env, partnerMicros);
-    try {
-      res = await fetchOnHost(url, init, pay);
-    } catch (e) {
-      if (e instanceof UpstreamFailure) throw e;
-      throw new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
-    }
-    const receipt = res.headers.get("payment-response");
-    if (res.ok && receipt) {
-      const { decodePaymentResponseHeader } = await import("@x402/core/http");
-      const settled = decodePaymentResponseHeader(receipt);
-      paidUpstream = {
-        transaction: settled.transaction,
-        amountMicros: BigInt(settled.amount ?? partnerMicros),
-      };
-    }
+  if (res.status === 402 && t.partner.listing_status === "paid") {
+    ({ res, paidUpstream } = await payPartner(env, t, requestId, url, init));
   }
   const text = await readCapped(res);
   return { status: res.status, body: parseBody(text, res.headers.get("content-type")), paidUpstream };

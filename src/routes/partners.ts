@@ -4,7 +4,7 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { jsonBody, parseJsonText, validationResponse } from "../http/validation";
-import { PARTNERS, type Partner, type PartnerService } from "../partners/data";
+import { PARTNERS } from "../partners/data";
 import {
   flatServices,
   type PartnerConfig,
@@ -14,7 +14,13 @@ import {
 } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { REFINERY_SKILL_PATH, refineryBody, refineryPartner } from "../partners/refinery-skill";
-import { callPartner, UpstreamFailure, type UpstreamResult, upstreamPath } from "../partners/try-proxy";
+import {
+  callPartner,
+  type TryTarget,
+  UpstreamFailure,
+  type UpstreamResult,
+  upstreamPath,
+} from "../partners/try-proxy";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
 
@@ -60,14 +66,6 @@ function partnerGate(isPaid: (c: Context<AppEnv>) => boolean): MiddlewareHandler
   };
 }
 
-interface TryTarget {
-  partner: Partner;
-  service: PartnerService;
-  pc: PartnerConfig;
-  path: string;
-  body: unknown;
-}
-
 function envelope(
   t: TryTarget,
   result: Pick<UpstreamResult, "status" | "body" | "paidUpstream">,
@@ -88,6 +86,21 @@ function envelope(
   };
 }
 
+function failure(
+  c: Context<AppEnv>,
+  t: TryTarget,
+  status: 502 | 504,
+  message: string,
+  upstreamStatus: number | null,
+) {
+  return detail(c, status, message, {
+    partner_id: t.partner.id,
+    service_id: t.service.id,
+    upstream_status: upstreamStatus,
+    charged: false,
+  });
+}
+
 /**
  * Calls the partner and answers: 2xx upstream → 200 envelope (and the caller's payment settles);
  * anything else → 502 envelope, not charged. The external x403 partner is only probed.
@@ -97,23 +110,21 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   const paid = t.partner.listing_status === "paid" && prices.priceMicros > 0n;
   let result: UpstreamResult;
   try {
-    result = await callPartner(c.env, t.partner, t.service, t.pc, t.path, t.body);
+    result = await callPartner(c.env, t, c.get("requestId"));
   } catch (e) {
     if (!(e instanceof UpstreamFailure)) throw e;
-    return c.json(
-      {
-        detail: e.message,
-        partner_id: t.partner.id,
-        service_id: t.service.id,
-        upstream_status: e.upstreamStatus,
-        charged: false,
-      },
-      e.status,
-    );
+    return failure(c, t, e.status, e.message, e.upstreamStatus);
   }
   if (t.partner.listing_status === "external_x403") {
-    // Probing the grant challenge only: never a paid call, never a settlement.
-    return c.json(envelope(t, result, false));
+    // Probing the grant challenge only: we hold no grants, so anything but the 403 is not ours to relay.
+    if (result.status === 403) return c.json(envelope(t, result, false));
+    return failure(
+      c,
+      t,
+      502,
+      "The external partner did not answer with its 403 grant challenge",
+      result.status,
+    );
   }
   if (result.status < 200 || result.status >= 300) return c.json(envelope(t, result, false), 502);
   if (paid) {
@@ -143,11 +154,21 @@ const per =
   (c, next) =>
     make(c)(c, next);
 
+/**
+ * Hono answers HEAD with the GET route, but x402 prices only GET and POST: a HEAD would run the
+ * handler unpaid (and could pay the partner from the operating wallet). It is refused outright.
+ */
+const refuseHead: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.method !== "HEAD") return next();
+  return detail(c, 405, "Method Not Allowed", {}, { Allow: "GET, POST" });
+};
+
 const TRY_PATH = "/api/partners/:partner_id/try/:service_id";
 for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,
     TRY_PATH,
+    refuseHead,
     async (c, next) => {
       // Unknown targets and unsafe path parameters are refused before any payment is asked for.
       if (!lookup(c)) return detail(c, 404, "Unknown partner or service; see /api/partners.");

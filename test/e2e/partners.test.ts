@@ -56,6 +56,26 @@ describe("hosted partners through the marketplace, on the local chain", () => {
     expect((await balance(stack.pay_to)) - m0).toBe(60_000n);
     expect((await balance(stack.partner_wallet)) - p0).toBe(20_000n);
     expect(o0 - (await balance(stack.operating_wallet))).toBe(20_000n);
+
+    // The caller's payout row: the partner's 1x share, already paid upstream, so never owed.
+    const csv = await (
+      await fetch(`${stack.base_url}/api/admin/payouts?format=csv`, {
+        headers: { authorization: `Bearer ${stack.admin_token}` },
+      })
+    ).text();
+    const [header, ...lines] = csv.trim().split("\n");
+    const columns = header?.split(",") ?? [];
+    const rows = lines.map((l) => Object.fromEntries(l.split(",").map((v, i) => [columns[i], v])));
+    const row = rows.find((r) => r.request_id === res.headers.get("x-request-id"));
+    expect(row).toMatchObject({ partner_id: "pricefeed", service_id: "price_coin", paid_upstream: "1" });
+    expect(Math.round(Number(row?.partner_share_usd) * 1e6)).toBe(20_000);
+    // And the operating wallet's spend, recorded when the partner was paid.
+    const { upstream_payments } = (await admin("/api/admin/payouts")) as unknown as {
+      upstream_payments: { partner_id: string; amount_micro: number }[];
+    };
+    expect(upstream_payments.find((u) => u.partner_id === "pricefeed")?.amount_micro).toBeGreaterThanOrEqual(
+      20_000,
+    );
   });
 
   it("a paid try of a plain partner records the 1x share as owed", async () => {

@@ -204,6 +204,30 @@ describe("no bad input produces a 500", () => {
     );
   });
 
+  // Values random generators rarely reach: Object.prototype's names as enum-like strings, and
+  // nesting deep enough to overflow any recursive walk (JSON.parse itself accepts it).
+  const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+  const deepObject = (n: number) => `${'{"a":'.repeat(n)}1${"}".repeat(n)}`;
+  it.each([
+    ["sha256", '{"text":"x","encoding":"constructor"}', 422],
+    ["sha256", '{"text":"x","encoding":"__proto__"}', 422],
+    ["token-count", '{"text":"x","encoding":"toString"}', 422],
+    ["html-clean", '{"html":"x","mode":"constructor"}', 422],
+    ["json-flatten", `{"data":${deep(100_000)}}`, 422],
+    ["json-sort", `{"data":${deepObject(50_000)}}`, 422],
+    ["json-schema-validate", `{"schema":${deepObject(50_000)},"instance":1}`, 422],
+    ["json-schema-validate", `{"schema":{},"instance":${deep(100_000)}}`, 422],
+    ["json-flatten", `{"data":1,"options":{"sep":${deep(100_000)}}}`, 422],
+    ["json-flatten", `{"data":${deep(199)}}`, 200],
+    ["html-clean", JSON.stringify({ html: "<i>".repeat(130_000) }), 422],
+    ["html-clean", JSON.stringify({ html: "<div>".repeat(80_000), mode: "markdown" }), 422],
+    ["html-clean", JSON.stringify({ html: `${"<div>".repeat(500)}deep but fine` }), 200],
+  ])("%s case %# answers %s", async (slug, body, status) => {
+    const res = await postJson(`/api/skills/${slug}`, body);
+    expect(res.status).toBe(status);
+    if (status === 422) expect((await detailOf(res))[0]?.loc[0]).toBe("body");
+  });
+
   it("objects with each skill's own field names and arbitrary values", async () => {
     const utility = skills.filter((s) => s.kind === "utility");
     await fc.assert(

@@ -69,6 +69,11 @@ const schema = {
     },
   },
 };
+// Lines that share nothing, as many as fit under text_diff's per-block cap: the costliest input
+// for the line and sentence levels (worst-case bisection on both, then word level refused).
+function distinctLines(n, tag) {
+  return Array.from({ length: n }, (_, i) => `${tag} ${i} ${prose(90).replaceAll("\n", " ")}\n`).join("");
+}
 const items = (n) => Array.from({ length: n }, (_, i) => ({ id: i, name: `item ${i}`, tags: ["x", "y"] }));
 
 /** [slug, label, body] rows. */
@@ -77,8 +82,10 @@ export function benchInputs() {
   return [
     ["json-flatten", "1 KB", { data: nested(1000) }],
     ["json-flatten", "400 KB JSON", { data: nested(400_000) }],
+    ["json-flatten", "4.5 MB JSON (body cap 5 MiB)", { data: nested(4_500_000) }],
     ["json-sort", "1 KB", { data: nested(1000) }],
     ["json-sort", "400 KB JSON", { data: nested(400_000) }],
+    ["json-sort", "4.5 MB JSON (body cap 5 MiB)", { data: nested(4_500_000) }],
     ["text-diff", "1 KB", { a: prose(500), b: editPercent(prose(500), 3) }],
     ["text-diff", "2×200k, 1% edits", { a: p200k, b: editPercent(p200k, 1) }],
     ["text-diff", "2×200k, unrelated", { a: randomLetters(200_000), b: randomLetters(200_000) }],
@@ -86,6 +93,11 @@ export function benchInputs() {
       "text-diff",
       "2×200k, unrelated prose, word",
       { a: prose(200_000), b: prose(200_000), options: { mode: "word" } },
+    ],
+    [
+      "text-diff",
+      "2×~200k, 1,990 distinct lines (adversarial)",
+      { a: distinctLines(1990, "a"), b: distinctLines(1990, "b") },
     ],
     ["url-normalize", "1 KB", { url: `https://Example.com/a/../b?utm_source=x&${"q=1&".repeat(200)}z=2#f` }],
     [
@@ -98,6 +110,7 @@ export function benchInputs() {
     ["html-clean", "400k markdown", { html: html(400_000), mode: "markdown" }],
     ["json-schema-validate", "1 KB", { instance: items(20), schema }],
     ["json-schema-validate", "1,000 items", { instance: items(1000), schema }],
+    ["json-schema-validate", "100,000 items (4.5 MB)", { instance: items(100_000), schema }],
     ["keyword-extract", "1 KB", { text: prose(1000) }],
     ["keyword-extract", "200k", { text: prose(200_000), limit: 50 }],
     ["token-count", "1 KB cl100k", { text: prose(1000) }],

@@ -195,9 +195,42 @@ export function zodItems(error: z.ZodError, root: unknown, prefix: Loc): ErrorIt
 }
 
 /** JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset). */
+/** pydantic's JSON parser (jiter) refuses documents nested deeper than this; so do we. */
+export const MAX_JSON_DEPTH = 200;
+
+/** Depth of the deepest array/object, found without recursion (the value may be very deep). */
+function nestingDepth(value: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== "object") continue;
+    if (depth + 1 > max) max = depth + 1;
+    if (max > MAX_JSON_DEPTH) return max;
+    for (const child of Object.values(v))
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+  }
+  return max;
+}
+
 export function parseJsonText(text: string): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
   try {
-    return { ok: true, value: JSON.parse(text) };
+    const value = JSON.parse(text);
+    // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks)
+    // recurses: a deep document would overflow the stack there and become a 500.
+    if (nestingDepth(value) > MAX_JSON_DEPTH) {
+      return {
+        ok: false,
+        item: {
+          loc: ["body"],
+          msg: "JSON decode error",
+          type: "json_invalid",
+          input: {},
+          ctx: { error: `recursion limit exceeded: nesting deeper than ${MAX_JSON_DEPTH} levels` },
+        },
+      };
+    }
+    return { ok: true, value };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     const m = /position (\d+)/.exec(message);

@@ -85,7 +85,9 @@ export const sha256 = defineSkill({
       .max(16)
       .default("utf-8")
       .transform((name, ctx) => {
-        const enc = ALIASES[name.trim().toLowerCase()];
+        const key = name.trim().toLowerCase();
+        // Own keys only: "constructor" or "__proto__" must be an unknown encoding, not Object's.
+        const enc = Object.hasOwn(ALIASES, key) ? ALIASES[key] : undefined;
         if (enc) return enc;
         const message = `Input should be one of ${NAMES}`;
         ctx.addIssue({
@@ -96,6 +98,13 @@ export const sha256 = defineSkill({
         return z.NEVER;
       })
       .meta({ description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases).` }),
+  }),
+  output: z.object({
+    algo: z.literal("sha256"),
+    encoding: z.enum(["utf-8", "utf-16le", "latin1", "ascii", "base64", "hex"]),
+    bytes: z.int().min(0).meta({ description: "Byte length of the encoded text." }),
+    hex: z.string().regex(/^[0-9a-f]{64}$/),
+    hex_prefix: z.string().regex(/^[0-9a-f]{16}$/),
   }),
   example_request: { text: "hello world" },
   example_response: {

@@ -39,10 +39,13 @@ function parse(input: string): URL {
 
 export function normalizeUrl(input: string) {
   const url = parse(input);
+  const wasHttp = url.protocol === "http:";
   url.protocol = "https:"; // also drops :443, the https default port
-  if (url.port === "80") url.port = "";
+  // :80 is only a default port of the http URL it came from; on https it names another server.
+  if (wasHttp && url.port === "80") url.port = "";
   url.hash = "";
-  url.hostname = url.hostname.replace(/\.$/, "");
+  // Every trailing dot, so normalizing the result again changes nothing.
+  url.hostname = url.hostname.replace(/\.+$/, "");
 
   const kept: [string, string][] = [];
   let stripped = false;
@@ -85,6 +88,17 @@ export const urlNormalize = defineSkill({
       .max(8000)
       .meta({ description: "URL to normalize; a missing scheme reads as https." }),
     options: z.looseObject({}).nullable().default(null).meta({ description: "Free-form; reserved." }),
+  }),
+  output: z.object({
+    canonical: z.string().meta({ description: "The normalized URL." }),
+    scheme: z.literal("https"),
+    host: z.string(),
+    port: z.int().min(1).max(65535).nullable().meta({ description: "Null for the default port." }),
+    path: z.string(),
+    query: z
+      .record(z.string(), z.union([z.string(), z.array(z.string())]))
+      .meta({ description: "Kept parameters, sorted; a repeated name maps to its values in order." }),
+    stripped_tracking: z.boolean().meta({ description: "Whether tracking parameters were removed." }),
   }),
   example_request: { url: "HTTP://Example.COM:80/a/../b/?utm_source=x&z=2&a=1#top" },
   example_response: {

@@ -59,7 +59,7 @@ describe("json_flatten", () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => {
         const once = flatten(value, ".", 12);
-        expect(flatten(once, ".", 12)).toEqual(Object.keys(once).length ? flatten(once, ".", 12) : {});
+        expect(flatten(once, ".", 12)).toEqual(once);
         // Every leaf is a scalar or an empty container.
         for (const v of Object.values(once)) {
           if (v !== null && typeof v === "object") expect(Object.keys(v)).toHaveLength(0);

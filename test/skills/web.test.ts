@@ -23,6 +23,16 @@ describe("url_normalize", () => {
     expect(r.stripped_tracking).toBe(false);
   });
 
+  it("drops :80 only when it was http's default port, and every trailing dot of the host", () => {
+    expect(normalizeUrl("https://example.com:80/x").canonical).toBe("https://example.com:80/x");
+    expect(normalizeUrl("http://example.com:80/x").canonical).toBe("https://example.com/x");
+    for (const url of ["https://example.com../x", "http://Example.COM.:80/x"]) {
+      const once = normalizeUrl(url).canonical;
+      expect(normalizeUrl(once).canonical).toBe(once);
+    }
+    expect(normalizeUrl("https://example.com../x").host).toBe("example.com");
+  });
+
   it("reads a scheme-less address as https and converts IDN hosts", () => {
     expect(normalizeUrl("Bücher.example/Path").canonical).toBe("https://xn--bcher-kva.example/Path");
     expect(normalizeUrl("localhost:8080/x").canonical).toBe("https://localhost:8080/x");

@@ -2,8 +2,11 @@ import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
 import { WEB_ONLY_ROUTES } from "../src/discovery/openapi";
-import { skills } from "../src/skills/registry";
-import { call } from "./helpers";
+import { responseSchema, validationExample } from "../src/discovery/site";
+import { MAX_BODY_BYTES } from "../src/http/limits";
+import { hashKey } from "../src/payments/credits";
+import { skillById, skills } from "../src/skills/registry";
+import { call, postJson } from "./helpers";
 
 const B = "https://skills.test";
 const text = async (path: string) => {
@@ -12,6 +15,34 @@ const text = async (path: string) => {
   return { res, body: await res.text() };
 };
 const dollars = (p: number) => `$${p}`;
+/** Hono's JSX text escaping, to find generated text inside a page. */
+const html = (s: string) =>
+  s
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
+
+interface ListedService {
+  partner_id: string;
+  listing_status: string;
+  price_usd: number;
+  cost_multiplier: number;
+}
+/** The app with some vars overridden, as a deployment with those vars would answer. */
+async function withVars(vars: Record<string, string>) {
+  const { env } = await import("cloudflare:test");
+  const app = createApp();
+  return (path: string, init?: RequestInit) =>
+    app.fetch(new Request(`${B}${path}`, init), { ...env, ...vars });
+}
+/** Price bounds a crawler should be quoted, computed from the partner listing the app serves. */
+function bounds(services: ListedService[], which: (s: ListedService) => boolean) {
+  const prices = services.filter((s) => s.listing_status === "paid" && s.price_usd > 0 && which(s));
+  const usd = prices.map((s) => s.price_usd);
+  return { min: String(Math.min(...usd)), max: String(Math.max(...usd)) };
+}
 
 describe("discovery documents", () => {
   it("robots.txt points at the sitemap", async () => {
@@ -40,6 +71,9 @@ describe("discovery documents", () => {
       );
     }
     for (const link of ["/AGENTS.md", "/openapi.json", "/api/catalog"]) expect(body).toContain(`${B}${link}`);
+    // Hosted partners are llmstxt.org link items too.
+    const partners = await (await call("/api/partners")).json<{ partners: { id: string; name: string }[] }>();
+    for (const p of partners.partners) expect(body).toContain(`- [${p.name}](${B}/api/partners/${p.id}): `);
   });
 
   it("AGENTS.md covers discover, call, pay (x402 and card) and errors, with every skill", async () => {
@@ -56,6 +90,63 @@ describe("discovery documents", () => {
     expect(body).toContain("wrapFetchWithPayment");
     for (const s of skills)
       expect(body).toContain(`| ${s.id} | POST ${s.endpoint} | ${dollars(s.price_usd)} |`);
+    // A copy-paste checkout, then a call and a balance check with the key.
+    const blocks = [...body.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+    const checkout = blocks.find((b) => b.includes("/api/cardpay/checkout"));
+    expect(checkout).toMatch(
+      /^curl -s -X POST \S+\/api\/cardpay\/checkout -H 'content-type: application\/json' -d '\{"skill_id":"\w+"\}'$/m,
+    );
+    expect(checkout).toMatch(/^curl -s -X POST \S+\/api\/skills\/\S+ -H "authorization: Bearer \$MK_KEY"/m);
+    expect(checkout).toMatch(/^curl -s \S+\/api\/credits -H "authorization: Bearer \$MK_KEY"$/m);
+  });
+
+  it("AGENTS.md and the humanless contract list the errors the service really answers", async () => {
+    const agents = (await text("/AGENTS.md")).body;
+    const contract = JSON.parse((await text("/contracts/humanless.json")).body);
+    // Card-credit keys are checked only when calls are paid (unit tests run in free beta).
+    const paid = await withVars({ FREE_BETA: "false" });
+    const r401 = await paid("/api/skills/slugify", {
+      method: "POST",
+      body: '{"text":"a"}',
+      headers: {
+        "content-type": "application/json",
+        authorization: "Bearer mk_unknown_key_0000000000000000",
+      },
+    });
+    expect(r401.status).toBe(401);
+    expect(r401.headers.get("www-authenticate")).toBe("Bearer");
+    expect(agents).toContain(JSON.stringify(await r401.json()));
+    // A key bought for slugify (AGENTS.md's example) spent on the skill its 403 line names.
+    const key = "mk_discovery_test_slugify_key_000";
+    const { env } = await import("cloudflare:test");
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?, ?, 'slugify', 5, 5, 0)",
+    )
+      .bind("discovery-test-key", await hashKey(key))
+      .run();
+    const other = /it cannot pay for (\w+)\./.exec(agents)?.[1] ?? "";
+    const r403 = await paid(skillById(other)?.endpoint ?? "/nope", {
+      method: "POST",
+      body: JSON.stringify(skillById(other)?.example_request ?? {}),
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    });
+    expect(r403.status).toBe(403);
+    expect(agents).toContain(JSON.stringify(await r403.json()));
+    const r405 = await call("/api/skills/slugify");
+    expect(r405.status).toBe(405);
+    expect(r405.headers.get("allow")).toContain("POST");
+    expect(agents).toContain(JSON.stringify(await r405.json()));
+    const r413 = await postJson("/api/skills/slugify", `{"text":"${"x".repeat(MAX_BODY_BYTES)}"}`);
+    expect(r413.status).toBe(413);
+    const big = await r413.json();
+    expect(agents).toContain(JSON.stringify(big));
+    expect(contract.error_formats.body_too_large.body).toBe(JSON.stringify(big));
+    expect(contract.limits.body_bytes).toBe(MAX_BODY_BYTES);
+    for (const needle of ["`403`", "`502`/`504`", '"charged":false', "`Allow`"])
+      expect(agents).toContain(needle);
+    expect(contract.error_formats.card_credit_key.status).toBe("401, 403");
+    expect(contract.error_formats.upstream.body).toContain('"charged":false');
+    expect(contract.error_formats.method_not_allowed.status).toBe(405);
   });
 
   it("/.well-known/x402 lists every paid resource as an absolute URL", async () => {
@@ -155,6 +246,79 @@ describe("OpenAPI", () => {
       expect(op.security).toEqual([]);
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["200", "402", "422"]));
       expect(op.requestBody.content["application/json"].schema.properties).toBeTruthy();
+      // The 200 schema is generated from the skill's zod output schema, example alongside.
+      const ok = op.responses["200"].content["application/json"];
+      expect(ok.schema).toEqual(responseSchema(s));
+      expect(ok.schema.properties.skill.const).toBe(s.id);
+      expect(ok.example).toEqual(s.example_response);
+    }
+  });
+
+  it("declares every tag its operations use", async () => {
+    const doc = await load();
+    const declared = (doc.tags as { name: string; description: string }[]).map((t) => t.name);
+    expect(new Set(declared).size).toBe(declared.length);
+    const used = Object.values(doc.paths as Record<string, Record<string, { tags?: string[] }>>).flatMap(
+      (ops) => Object.values(ops).flatMap((op) => op.tags ?? []),
+    );
+    expect(used.length).toBeGreaterThan(0);
+    expect([...new Set(used)].filter((t) => !declared.includes(t))).toEqual([]);
+    for (const t of doc.tags) expect(t.description).toBeTruthy();
+  });
+
+  it.each([
+    ["3", {}],
+    ["4", { PARTNER_PRICE_MULTIPLIER: "4" }],
+  ])(
+    "partner prices and the %sx multiplier come from the partner data and configuration",
+    async (m, vars) => {
+      const get = await withVars(vars);
+      const { services } = await (await get("/api/partners")).json<{ services: ListedService[] }>();
+      for (const s of services) expect(s.cost_multiplier).toBe(Number(m));
+      const tryRange = bounds(services, () => true);
+      const refinery = bounds(services, (s) => s.partner_id === "refinery");
+      const doc = JSON.parse(await (await get("/openapi.json")).text());
+      for (const method of ["get", "post"]) {
+        expect(doc.paths["/api/partners/{partner_id}/try/{service_id}"][method]["x-payment-info"]).toEqual({
+          price: { mode: "dynamic", currency: "USD", ...tryRange },
+          protocols: [{ x402: {} }],
+        });
+      }
+      const recipes = doc.paths["/api/skills/refinery-recipes"].post;
+      expect(recipes["x-payment-info"].price).toEqual({ mode: "dynamic", currency: "USD", ...refinery });
+      expect(recipes["x-x402"]).toEqual({
+        price: `$${refinery.max}`,
+        network: "eip155:8453",
+        specSource: "services/refinery-recipes.json",
+      });
+      expect(doc.paths["/api/partners"].get.summary).toContain(`${m}x the partner's price`);
+      const spec = JSON.parse(await (await get("/services/refinery-recipes.json")).text());
+      expect(spec.price).toEqual({ mode: "dynamic", currency: "USD", ...refinery });
+      const atomic = (usd: string) => String(Math.round(Number(usd) * 1e6));
+      expect(Object.values(spec.x402.amount_by_recipe).sort()).toContain(atomic(refinery.min));
+      expect(spec.x402.amount).toBe(atomic(refinery.max));
+      const llms = await (await get("/llms.txt")).text();
+      expect(llms).toContain(`at ${m}x the partner's price ($${tryRange.min} to $${tryRange.max} per call)`);
+      expect(llms).toContain(`$${refinery.min} to $${refinery.max} per call depending on the recipe`);
+      const home = await (await get("/")).text();
+      expect(home).toContain(
+        html(`${m}× the partner's own price ($${tryRange.min} to $${tryRange.max} per call)`),
+      );
+    },
+  );
+
+  it("documents that quote partner prices answer 503 when the multiplier is invalid", async () => {
+    const get = await withVars({ PARTNER_PRICE_MULTIPLIER: "2" });
+    for (const path of [
+      "/openapi.json",
+      "/llms.txt",
+      "/.well-known/x402",
+      "/services/refinery-recipes.json",
+      "/",
+    ]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(503);
+      expect((await res.json<{ detail: string }>()).detail, path).toContain("PARTNER_PRICE_MULTIPLIER");
     }
   });
 
@@ -230,9 +394,31 @@ describe("pages", () => {
     }
   });
 
-  it("unknown slug is a 404 page; a malformed slug is 422", async () => {
+  it("each docs page's 422 example is what the skill answers to the body it names", async () => {
+    for (const s of skills) {
+      const example = validationExample(s);
+      const res = await postJson(s.endpoint, example.body);
+      expect(res.status, s.id).toBe(422);
+      expect(await res.json(), s.id).toEqual({ detail: example.detail });
+      const page = await (await call(`/docs/${s.slug}`)).text();
+      expect(page).toContain(html(JSON.stringify({ detail: example.detail }, null, 2)));
+      expect(page).toContain(html(JSON.stringify(example.body)));
+    }
+    // Bodies with nothing required do not claim a field is required.
+    for (const id of ["uuid_mint", "ai_detector"]) {
+      const skill = skillById(id);
+      if (!skill) throw new Error(id);
+      expect(validationExample(skill).detail.map((d) => d.type)).not.toContain("missing");
+    }
+  });
+
+  it("unknown slug is a 404 page with the same CSP; a malformed slug is 422", async () => {
     const missing = await call("/docs/no-such-skill");
     expect(missing.status).toBe(404);
+    expect(missing.headers.get("content-type")).toContain("text/html");
+    expect(missing.headers.get("content-security-policy")).toBe(
+      (await call("/docs")).headers.get("content-security-policy"),
+    );
     expect(await missing.text()).toContain("No skill called");
     const bad = await call("/docs/%3Cscript%3E");
     expect(bad.status).toBe(422);

@@ -1,18 +1,24 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
-import { PARTNERS } from "../partners/data";
-import type { Sellable } from "../payments/sellables";
+import { MAX_BODY_BYTES } from "../http/limits";
+import { PARTNERS, RECIPES } from "../partners/data";
+import type { PartnerConfig } from "../partners/listing";
+import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
+import { type Sellable, sellables } from "../payments/sellables";
 import { skills } from "../skills/registry";
 import {
   bodySchema,
   firstSentence,
   PAYMENT_SUMMARY,
+  partnerPricing,
   priceDecimal,
   priceLabel,
   publicPages,
+  REFINERY_SLUG,
   SITE_NAME,
   SITE_SUMMARY,
   skillUrls,
+  validationExample,
 } from "./site";
 
 export function robotsTxt(cfg: PublicConfig): string {
@@ -42,8 +48,9 @@ export function sitemapXml(cfg: PublicConfig): string {
 }
 
 /** llms.txt (llmstxt.org): title, summary, details, then link sections. */
-export function llmsTxt(cfg: PublicConfig): string {
+export function llmsTxt(cfg: PublicConfig, pc: PartnerConfig): string {
   const b = cfg.baseUrl;
+  const partner = partnerPricing(pc);
   const lines = [
     `# ${SITE_NAME}`,
     "",
@@ -62,11 +69,13 @@ export function llmsTxt(cfg: PublicConfig): string {
     "",
     "## Hosted partners",
     "",
-    `Partner APIs resold at 3x the partner's price, paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
+    `Partner APIs resold at ${partner.multiplier}x the partner's price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
     "",
     ...PARTNERS.map(
-      (p) => `- ${p.name} (${p.id}): ${p.description} ${p.services.length} service(s), ${p.listing_status}.`,
+      (p) =>
+        `- [${p.name}](${b}/api/partners/${p.id}): ${p.description} ${p.services.length} service(s), ${p.listing_status}.`,
     ),
+    `- [Refinery recipes skill](${b}/services/${REFINERY_SLUG}.json): POST ${REFINERY_SKILL_PATH}, $${partner.refinery.min} to $${partner.refinery.max} per call depending on the recipe.`,
     "",
     "## Docs",
     "",
@@ -85,11 +94,16 @@ export function llmsTxt(cfg: PublicConfig): string {
   return lines.join("\n");
 }
 
+/** A shell single-quoted word. */
+const shQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+
 export function agentsMd(cfg: PublicConfig): string {
   const b = cfg.baseUrl;
   const example = skills.find((s) => s.id === "slugify") ?? skills[0];
-  if (!example) throw new Error("empty registry");
+  const other = skills.find((s) => s.id !== example?.id);
+  if (!example || !other) throw new Error("registry too small");
   const body = JSON.stringify(example.example_request);
+  const invalid = validationExample(example);
   return `# AGENTS.md: using ${SITE_NAME}
 
 ${SITE_SUMMARY}
@@ -107,7 +121,7 @@ Base URL: ${b} (interface version ${INTERFACE_VERSION})
 Every skill is \`POST /api/skills/<slug>\` with a JSON object body:
 
 \`\`\`sh
-curl -s -X POST ${b}${example.endpoint} -H 'content-type: application/json' -d '${body}'
+curl -s -X POST ${b}${example.endpoint} -H 'content-type: application/json' -d ${shQuote(body)}
 \`\`\`
 
 Without payment this answers \`402\` with the price (see below).
@@ -136,13 +150,29 @@ You are charged only when the call succeeds: a 422 (bad body) or a 5xx is not se
 
 \`POST ${b}/api/cardpay/checkout\` with \`{"skill_id": "${example.id}"}\` returns a Stripe Checkout URL for a pack of calls. After paying,
 the success page shows an API key once. Send it as \`Authorization: Bearer mk_...\`; each successful call spends one credit, a failed call
-spends none. \`GET ${b}/api/credits\` with the key shows what is left.
+spends none. \`GET ${b}/api/credits\` with the key shows what is left. A key pays only for the skill it was bought for.
+
+\`\`\`sh
+# 1. Create the checkout, then open checkout_url in a browser and pay.
+curl -s -X POST ${b}/api/cardpay/checkout -H 'content-type: application/json' -d '{"skill_id":"${example.id}"}'
+# 2. The success page shows the key once: keep it, and call with it.
+export MK_KEY=mk_your_key
+curl -s -X POST ${b}${example.endpoint} -H "authorization: Bearer $MK_KEY" -H 'content-type: application/json' -d ${shQuote(body)}
+# 3. Calls left on the key.
+curl -s ${b}/api/credits -H "authorization: Bearer $MK_KEY"
+\`\`\`
 
 ## 5. Read errors
 
-- \`422\`: \`{"detail":[{"loc":["body","text"],"msg":"Field required","type":"missing","input":{}}]}\`: fix the field named by \`loc\`.
+Every error body is JSON. Nothing is charged for any of them.
+
+- \`422\`: the body failed validation; \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
 - \`402\`: \`{"x402Version":2,"accepts":[...],"error":"Payment required: ...","reason":"payment_required"}\`: pay, or your payment was rejected (\`reason\` says why).
-- \`404\`/\`405\`: \`{"detail":"Not Found"}\` / \`{"detail":"Method Not Allowed"}\` with \`Allow\`.
+- \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
+- \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.
+- \`404\`: \`{"detail":"Not Found"}\`. \`405\`: \`{"detail":"Method Not Allowed"}\` with an \`Allow\` header naming the methods the path takes (skills take \`POST\`).
+- \`413\`: \`{"detail":"Request body larger than ${MAX_BODY_BYTES} bytes"}\`: bodies are limited to ${MAX_BODY_BYTES / 1024 / 1024} MiB.
+- \`502\`/\`504\`: \`{"detail":"...","charged":false}\`: a network skill's upstream (Wikipedia, Wikidata, the page you named) or a partner failed or timed out; you were not charged, retry later (partner calls also name \`partner_id\`, \`service_id\` and \`upstream_status\`).
 - \`503\`: payments temporarily unavailable; retry later. \`500\` carries a \`request_id\` for support (${cfg.contactEmail}).
 
 ## Skills
@@ -238,7 +268,7 @@ export function humanlessContract(cfg: PublicConfig) {
         "A credit is spent only by a successful call; failed calls keep the credit. Unused credits do not expire while the service runs. Card refunds: contact support with the checkout session id.",
     },
     limits: {
-      body_bytes: 5 * 1024 * 1024,
+      body_bytes: MAX_BODY_BYTES,
       field_limits: "Per skill in input_schema (maxLength, minimum, maximum); violations are 422.",
       rate_limits: "None enforced by the marketplace; Cloudflare's platform limits apply.",
     },
@@ -248,15 +278,69 @@ export function humanlessContract(cfg: PublicConfig) {
         body: '{"detail":[{"loc":[...],"msg":"...","type":"...","input":...,"ctx":{...}}]}',
       },
       payment: { status: 402, body: '{"x402Version":2,"accepts":[...],"error":"...","reason":"..."}' },
-      other: { status: "404, 405, 413, 503, 500", body: '{"detail":"..."}' },
+      card_credit_key: {
+        status: "401, 403",
+        body: '{"detail":"..."}',
+        meaning:
+          "401 (with WWW-Authenticate: Bearer): the mk_ key is malformed or unknown. 403: the key was bought for another skill.",
+      },
+      body_too_large: {
+        status: 413,
+        body: `{"detail":"Request body larger than ${MAX_BODY_BYTES} bytes"}`,
+        meaning: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_BODY_BYTES / 1024 / 1024} MiB).`,
+      },
+      method_not_allowed: {
+        status: 405,
+        body: '{"detail":"Method Not Allowed"}',
+        meaning: "The Allow header names the methods the path accepts.",
+      },
+      upstream: {
+        status: "502, 504",
+        body: '{"detail":"...","charged":false}',
+        meaning:
+          "An upstream (Wikipedia, Wikidata, a fetched page, a partner) failed (502) or timed out (504); the call is not charged.",
+      },
+      other: { status: "404, 503, 500", body: '{"detail":"..."}' },
     },
     data_handling:
       "Inputs are processed to answer the call; utility skills keep nothing. Payment records keep payer address, amount and transaction hash.",
   };
 }
 
+const withoutDialect = ({ $schema: _drop, ...schema }: Record<string, unknown>) => schema;
+
+/** The refinery skill's service description: one price per recipe, from the gate's own pricing. */
+function refinerySpec(cfg: PublicConfig, pc: PartnerConfig) {
+  const item = sellables(cfg, pc).find((s) => s.path === REFINERY_SKILL_PATH);
+  if (!item?.priceForBody || !item.example) return undefined;
+  const priceOf = item.priceForBody;
+  const range = partnerPricing(pc).refinery;
+  const byRecipe = Object.fromEntries(
+    RECIPES.map((recipe) => [recipe, (priceOf({ recipe }) ?? item.priceMicros).toString()]),
+  );
+  return {
+    id: REFINERY_SLUG.replaceAll("-", "_"),
+    name: "Refinery recipes",
+    description: item.description,
+    method: "POST",
+    endpoint: `${cfg.baseUrl}${REFINERY_SKILL_PATH}`,
+    price: { mode: "dynamic", currency: "USD", min: range.min, max: range.max },
+    x402: {
+      scheme: "exact",
+      network: cfg.network,
+      asset: cfg.usdcAddress,
+      amount: item.priceMicros.toString(),
+      amount_by_recipe: byRecipe,
+      pay_to: cfg.payTo,
+    },
+    input_schema: withoutDialect(item.example.inputSchema),
+    example_request: item.example.input,
+  };
+}
+
 /** The per-skill service description named by the OpenAPI `x-x402.specSource`. */
-export function serviceSpec(cfg: PublicConfig, slug: string) {
+export function serviceSpec(cfg: PublicConfig, pc: PartnerConfig, slug: string) {
+  if (slug === REFINERY_SLUG) return refinerySpec(cfg, pc);
   const s = skills.find((k) => k.slug === slug);
   if (!s) return undefined;
   return {

@@ -1,11 +1,23 @@
 import { z } from "zod";
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
-import { refineryBody, refineryExample } from "../partners/refinery-skill";
+import type { PartnerConfig } from "../partners/listing";
+import { REFINERY_SKILL_PATH, refineryBody, refineryExample } from "../partners/refinery-skill";
 import { paymentsQuery, payoutsQuery, settleBody } from "../routes/admin";
 import { checkoutRequest } from "../routes/checkout";
 import { skills } from "../skills/registry";
-import { bodySchema, PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./site";
+import {
+  bodySchema,
+  PAYMENT_SUMMARY,
+  type PriceRange,
+  partnerPricing,
+  priceDecimal,
+  priceLabel,
+  REFINERY_SLUG,
+  responseSchema,
+  SITE_NAME,
+  SITE_SUMMARY,
+} from "./site";
 
 type Json = Record<string, unknown>;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -43,8 +55,24 @@ interface PlainOp {
   security?: Json[];
   parameters?: Json[];
   requestBody?: Json;
+  "x-x402"?: Json;
   "x-payment-info"?: Json;
 }
+
+/** Agentcash Discovery v1 price of a route whose price depends on the request. */
+const dynamicPrice = (range: PriceRange) => ({
+  price: { mode: "dynamic", currency: "USD", min: range.min, max: range.max },
+  protocols: [{ x402: {} }],
+});
+
+/** Descriptions of the tags that are not skill categories (every tag used is declared, see tagList). */
+const TAGS: Record<string, string> = {
+  discovery: "Discovery documents for agents and crawlers",
+  service: "Service health",
+  checkout: "Card payments: checkout, webhook and credit balance",
+  partners: "Hosted partner services, resold per call",
+  admin: "Maintainer endpoints (admin token)",
+};
 
 function schemaOf(schema: z.ZodType): Json {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input" }) as Json;
@@ -69,7 +97,8 @@ export const WEB_ONLY_ROUTES = [
 ] as const;
 
 /** API routes other than skills. A test compares this table plus WEB_ONLY_ROUTES with the app's routes. */
-function plainOperations(): PlainOp[] {
+function plainOperations(cfg: PublicConfig, pc: PartnerConfig): PlainOp[] {
+  const partner = partnerPricing(pc);
   const doc = (path: string, summary: string, mime: string): PlainOp => ({
     path,
     method: "get",
@@ -156,7 +185,7 @@ function plainOperations(): PlainOp[] {
     {
       path: "/api/partners",
       method: "get",
-      summary: "Hosted partners and their services, priced at 3x the partner's price",
+      summary: `Hosted partners and their services, priced at ${partner.multiplier}x the partner's price`,
       tags: ["partners"],
       responses: { "200": json("Partner listing (spec 2.6, 2.7)") },
     },
@@ -189,14 +218,11 @@ function plainOperations(): PlainOp[] {
           "502": json("The partner failed or asked for payment we cannot make; not charged"),
           "504": json("The partner timed out; not charged"),
         },
-        "x-payment-info": {
-          price: { mode: "dynamic", currency: "USD", min: "0.009", max: "3" },
-          protocols: [{ x402: {} }],
-        },
+        "x-payment-info": dynamicPrice(partner.tryRoutes),
       }),
     ),
     {
-      path: "/api/skills/refinery-recipes",
+      path: REFINERY_SKILL_PATH,
       method: "post",
       summary: "Data Refinery recipes as a native skill (each recipe priced like its partner service)",
       tags: ["partners"],
@@ -210,10 +236,14 @@ function plainOperations(): PlainOp[] {
         "422": VALIDATION,
         "502": json("The partner failed; not charged"),
       },
-      "x-payment-info": {
-        price: { mode: "dynamic", currency: "USD", min: "0.06", max: "0.09" },
-        protocols: [{ x402: {} }],
+      // The recipe in the body sets the price: x-x402 quotes the highest (what a challenge for a
+      // body without a recipe asks, a safe budget); the specSource lists each recipe's price.
+      "x-x402": {
+        price: `$${partner.refinery.max}`,
+        network: cfg.network,
+        specSource: `services/${REFINERY_SLUG}.json`,
       },
+      "x-payment-info": dynamicPrice(partner.refinery),
     },
     {
       path: "/api/admin/payouts",
@@ -272,11 +302,7 @@ function skillOperations(cfg: PublicConfig) {
           content: { "application/json": { schema: bodySchema(s), example: s.example_request } },
         },
         responses: {
-          "200": json(
-            "Result",
-            { type: "object", properties: { skill: { type: "string", const: s.id } } },
-            s.example_response,
-          ),
+          "200": json("Result", responseSchema(s), s.example_response),
           "402": json("Payment required, or the payment was rejected", ref("PaymentRequired")),
           "422": VALIDATION,
           "503": ERROR("Payments temporarily unavailable"),
@@ -292,12 +318,20 @@ function skillOperations(cfg: PublicConfig) {
   return paths;
 }
 
-export function openApiDocument(cfg: PublicConfig) {
+/** Every tag the operations use, skill categories first, each declared once with a description. */
+function tagList(paths: Record<string, Record<string, unknown>>) {
+  const used = new Set<string>(skills.map((s) => s.category));
+  for (const ops of Object.values(paths))
+    for (const op of Object.values(ops)) for (const t of (op as { tags?: string[] }).tags ?? []) used.add(t);
+  return [...used].map((name) => ({ name, description: TAGS[name] ?? `Skills in category ${name}` }));
+}
+
+export function openApiDocument(cfg: PublicConfig, pc: PartnerConfig) {
   const paths: Record<string, Record<string, unknown>> = skillOperations(cfg) as Record<
     string,
     Record<string, unknown>
   >;
-  for (const op of plainOperations()) {
+  for (const op of plainOperations(cfg, pc)) {
     const { path, method, ...rest } = op;
     paths[path] = { ...(paths[path] ?? {}), [method]: { security: [], ...rest } };
   }
@@ -315,10 +349,7 @@ export function openApiDocument(cfg: PublicConfig) {
     ...(cfg.ownershipProofs.length
       ? { "x-agentcash-provenance": { ownershipProofs: cfg.ownershipProofs } }
       : {}),
-    tags: [...new Set(skills.map((s) => s.category))].map((name) => ({
-      name,
-      description: `Skills in category ${name}`,
-    })),
+    tags: tagList(paths),
     paths,
     components: {
       schemas: {

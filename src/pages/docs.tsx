@@ -1,5 +1,6 @@
 import type { PublicConfig } from "../config";
-import { bodySchema, priceLabel, skillUrls } from "../discovery/site";
+import { bodySchema, priceLabel, skillUrls, validationExample } from "../discovery/site";
+import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 import { skills } from "../skills/registry";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
@@ -79,7 +80,7 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
   const required = new Set(schema.required ?? []);
   const curl = `curl -s -X POST ${urls.endpoint} \\\n  -H 'content-type: application/json' \\\n  -d '${body.replaceAll("'", "'\\''")}'`;
   const credits = `curl -s -X POST ${urls.endpoint} \\\n  -H 'authorization: Bearer mk_your_key' \\\n  -H 'content-type: application/json' \\\n  -d '${body.replaceAll("'", "'\\''")}'`;
-  const firstField = Object.keys(schema.properties ?? {})[0] ?? "field";
+  const invalid = validationExample(skill);
   return (
     <Layout title={skill.name} description={skill.description}>
       <p class="crumbs">
@@ -159,14 +160,11 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
 
       <h2>Errors</h2>
       <h3>422: the body failed validation</h3>
+      <p>
+        Sending <code>{JSON.stringify(invalid.body)}</code> answers:
+      </p>
       <pre>
-        <code>
-          {JSON.stringify(
-            { detail: [{ loc: ["body", firstField], msg: "Field required", type: "missing", input: {} }] },
-            null,
-            2,
-          )}
-        </code>
+        <code>{JSON.stringify({ detail: invalid.detail }, null, 2)}</code>
       </pre>
       <h3>402: payment required or rejected</h3>
       <pre>
@@ -183,7 +181,7 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
                   amount: skill.price_atomic.toString(),
                   asset: cfg.usdcAddress,
                   payTo: cfg.payTo,
-                  maxTimeoutSeconds: 300,
+                  maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
                 },
               ],
             },

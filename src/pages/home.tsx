@@ -1,10 +1,12 @@
 import type { PublicConfig } from "../config";
-import { priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/site";
+import { partnerPricing, priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/site";
 import { PARTNERS } from "../partners/data";
+import type { PartnerConfig } from "../partners/listing";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 
-export function HomePage({ cfg }: { cfg: PublicConfig }) {
+export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PartnerConfig }) {
+  const partner = partnerPricing(pc);
   return (
     <Layout title="Home" description={SITE_SUMMARY}>
       <section class="hero">
@@ -51,8 +53,9 @@ export function HomePage({ cfg }: { cfg: PublicConfig }) {
       <section>
         <h2>Hosted partners</h2>
         <p>
-          Partner APIs listed at 3× the partner's own price, callable through the marketplace with the same
-          x402 payment (<a href="/api/partners">/api/partners</a>).
+          {`Partner APIs listed at ${partner.multiplier}× the partner's own price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), `}
+          callable through the marketplace with the same x402 payment (
+          <a href="/api/partners">/api/partners</a>).
         </p>
         <ul class="cards">
           {PARTNERS.map((p) => (

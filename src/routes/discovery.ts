@@ -14,7 +14,7 @@ import {
 import { openApiDocument } from "../discovery/openapi";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { partnerConfig } from "../partners/listing";
+import { type PartnerConfig, partnerConfig } from "../partners/listing";
 import { sellables } from "../payments/sellables";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
@@ -25,22 +25,40 @@ const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
 const textDoc = (mime: string, make: (cfg: PublicConfig) => string) => (c: Context<AppEnv>) =>
   c.body(make(cfgOf(c)), 200, { "content-type": `${mime}; charset=utf-8`, ...CACHE });
 
+/** Documents that quote partner prices need the multiplier: a bad one is a 503, as on /api/partners. */
+const withPartners =
+  (answer: (c: Context<AppEnv>, cfg: PublicConfig, pc: PartnerConfig) => Response | Promise<Response>) =>
+  (c: Context<AppEnv>) => {
+    const pc = partnerConfig(c.env);
+    if ("error" in pc) return detail(c, 503, `Partner listing is misconfigured: ${pc.error}`);
+    return answer(c, cfgOf(c), pc);
+  };
+
 discoveryRoutes.get("/robots.txt", textDoc("text/plain", robotsTxt));
 discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
-discoveryRoutes.get("/llms.txt", textDoc("text/plain", llmsTxt));
+discoveryRoutes.get(
+  "/llms.txt",
+  withPartners((c, cfg, pc) =>
+    c.body(llmsTxt(cfg, pc), 200, { "content-type": "text/plain; charset=utf-8", ...CACHE }),
+  ),
+);
 discoveryRoutes.get("/AGENTS.md", textDoc("text/markdown", agentsMd));
 discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
-discoveryRoutes.get("/.well-known/x402", (c) => {
-  const pc = partnerConfig(c.env);
-  if ("error" in pc) return detail(c, 503, pc.error);
-  const cfg = cfgOf(c);
-  return c.json(x402Manifest(cfg, sellables(cfg, pc)), 200, CACHE);
-});
+discoveryRoutes.get(
+  "/.well-known/x402",
+  withPartners((c, cfg, pc) => c.json(x402Manifest(cfg, sellables(cfg, pc)), 200, CACHE)),
+);
 discoveryRoutes.get("/.well-known/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get("/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get("/contracts/humanless.json", (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/openapi.json", (c) => c.json(openApiDocument(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/services/:file{[a-z0-9-]+\\.json}", (c) => {
-  const spec = serviceSpec(cfgOf(c), c.req.param("file").replace(/\.json$/, ""));
-  return spec ? c.json(spec, 200, CACHE) : detail(c, 404, "Not Found");
-});
+discoveryRoutes.get(
+  "/openapi.json",
+  withPartners((c, cfg, pc) => c.json(openApiDocument(cfg, pc), 200, CACHE)),
+);
+discoveryRoutes.get(
+  "/services/:file{[a-z0-9-]+\\.json}",
+  withPartners((c, cfg, pc) => {
+    const spec = serviceSpec(cfg, pc, (c.req.param("file") ?? "").replace(/\.json$/, ""));
+    return spec ? c.json(spec, 200, CACHE) : detail(c, 404, "Not Found");
+  }),
+);

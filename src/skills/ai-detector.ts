@@ -3,8 +3,8 @@ import { AI_DETECTOR_EXAMPLE } from "./analytic-examples";
 import { cached } from "./cache";
 import { htmlToText } from "./html-clean";
 import { isHtml, loadPage, precheckUrl } from "./page";
-import { analyzeText } from "./stylometry";
-import { defineSkill } from "./types";
+import { analyzeText, SIGNAL_WEIGHTS } from "./stylometry";
+import { cacheState, defineSkill, numberPerKey } from "./types";
 
 /** The same bound as the `text` field: a page is judged on its first 8000 characters of text. */
 const MAX_CHARS = 8000;
@@ -46,6 +46,46 @@ export const aiDetector = defineSkill({
       message: "either text or url is required",
       path: [],
     }),
+  output: z.object({
+    url: z.string().nullable(),
+    text_preview: z.string(),
+    verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
+    ai_likelihood: z.number().min(0).max(1),
+    human_likelihood: z.number().min(0).max(1),
+    signals: z.object({
+      avg_sentence_words: z.number(),
+      repetition_detected: z.boolean(),
+      words: z.int().min(0),
+      sentences: z.int().min(0),
+      sentence_length_stdev: z.number(),
+      burstiness: z.number().nullable().meta({ description: "Null under three sentences." }),
+      type_token_ratio: z.number(),
+      repeated_trigram_ratio: z.number(),
+      duplicate_sentences: z.int().min(0),
+      punctuation_per_100_words: z.object({
+        commas: z.number(),
+        semicolons: z.number(),
+        colons: z.number(),
+        dashes: z.number(),
+        exclamations: z.number(),
+        questions: z.number(),
+        parentheses: z.number(),
+        ellipses: z.number(),
+      }),
+      function_word_ratio: z.number(),
+      contractions_per_100_words: z.number(),
+      first_person_per_100_words: z.number(),
+      connective_openers_per_100_words: z.number(),
+      scores: numberPerKey(SIGNAL_WEIGHTS).meta({ description: "Signal scores in -1..1 (AI-like > 0)." }),
+      combined_z: z.number(),
+      length_factor: z.number(),
+    }),
+    supported: z.array(z.enum(["text", "url"])),
+    source: z.enum(["text", "url"]),
+    final_url: z.string().optional().meta({ description: "For a url: the address after redirects." }),
+    limits: z.string(),
+    cache: cacheState.optional().meta({ description: "For a url: whether the KV cache answered." }),
+  }),
   example_request: { text: "The quick brown fox jumps over the lazy dog. It was not amused." },
   example_response: AI_DETECTOR_EXAMPLE,
   async run({ url, text }, { env }) {
@@ -62,7 +102,7 @@ export const aiDetector = defineSkill({
         /^(text\/html|application\/xhtml\+xml|text\/plain)$/,
         "HTML or text",
       );
-      return { final_url: doc.url, ...judge(isHtml(doc) ? htmlToText(doc.text) : doc.text) };
+      return { final_url: doc.url, ...judge(isHtml(doc) ? htmlToText(doc.text, ["url"]) : doc.text) };
     });
     const { final_url, ...r } = value;
     return { url, ...r, supported, source: "url", final_url, limits: LIMITS, cache };

@@ -1,6 +1,8 @@
 import { convert } from "html-to-text";
+import { Parser } from "htmlparser2";
 import { htmlToMarkdown } from "mdream";
 import { z } from "zod";
+import { InputError, type Loc } from "../http/validation";
 import { defineSkill } from "./types";
 
 // Elements whose content is never readable text. Event handlers and comments cannot reach either
@@ -34,7 +36,37 @@ const TEXT_OPTIONS = {
   ],
 };
 
-export function htmlToText(html: string): string {
+/** Element nesting we convert; real pages stay far below it (a few dozen levels). */
+export const MAX_HTML_DEPTH = 512;
+class TooDeep extends Error {}
+
+/**
+ * html-to-text walks the DOM recursively and slows down quadratically on deep trees: 130,000
+ * nested <i> take seconds and then overflow the stack. One streaming pass (about 10 ms for
+ * 400 KB) refuses such input up front, and stops as soon as the bound is crossed.
+ */
+function refuseDeepNesting(html: string, loc: Loc) {
+  let depth = 0;
+  const parser = new Parser({
+    onopentag() {
+      if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
+    },
+    onclosetag() {
+      depth--;
+    },
+  });
+  try {
+    parser.end(html);
+  } catch (e) {
+    if (!(e instanceof TooDeep)) throw e;
+    throw InputError.at(loc, `HTML is nested deeper than ${MAX_HTML_DEPTH} elements`, html, "value_error", {
+      max_depth: MAX_HTML_DEPTH,
+    });
+  }
+}
+
+export function htmlToText(html: string, loc: Loc = ["html"]): string {
+  refuseDeepNesting(html, loc);
   return convert(html, TEXT_OPTIONS).trim();
 }
 
@@ -43,6 +75,7 @@ const SCRIPT_LINK =
   /\]\((?:<\s*(?:javascript|vbscript|data):[^>]*>|\s*(?:javascript|vbscript|data):(?:[^()\s]|\([^()]*\))*)\)/gi;
 
 export function htmlToMd(html: string): string {
+  refuseDeepNesting(html, ["html"]);
   return htmlToMarkdown(html, { filter: { exclude: DROPPED } })
     .replace(SCRIPT_LINK, "](#)")
     .trim();
@@ -64,6 +97,11 @@ export const htmlClean = defineSkill({
       .default("text")
       .pipe(z.enum(["text", "markdown"]))
       .meta({ description: "text (default) or markdown.", enum: ["text", "markdown"] }),
+  }),
+  output: z.object({
+    mode: z.enum(["text", "markdown"]),
+    chars: z.int().min(0).meta({ description: "Length of output in code points." }),
+    output: z.string(),
   }),
   example_request: {
     html: "<h1>Hello</h1><p>World &amp; <b>you</b></p><script>alert(1)</script>",

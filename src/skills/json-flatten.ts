@@ -65,6 +65,14 @@ export const jsonFlatten = defineSkill({
       .nullable()
       .default(null),
   }),
+  output: z.object({
+    flat: z.record(z.string(), z.unknown()).meta({
+      description: "Path → leaf value, in document order; empties and cut-off subtrees are leaves.",
+    }),
+    sep: z.string().meta({ description: "The separator used." }),
+    max_depth: z.int().min(0).meta({ description: "The depth limit used." }),
+    keys: z.int().min(0).meta({ description: "Number of entries in flat." }),
+  }),
   example_request: { data: { user: { name: "Ada", tags: ["x", "y"] }, empty: {} } },
   example_response: {
     skill: "json_flatten",

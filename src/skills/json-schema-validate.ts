@@ -75,6 +75,19 @@ export const jsonSchemaValidate = defineSkill({
     instance: anyJson("The JSON value to validate."),
     schema: anyJson("The JSON Schema (an object, or a boolean)."),
   }),
+  output: z.object({
+    valid: z.boolean(),
+    errors: z.array(
+      z.object({
+        instance_path: z.string(),
+        keyword: z.string(),
+        schema_path: z.string(),
+        message: z.string(),
+      }),
+    ),
+    checked: z.boolean().meta({ description: "False when the schema itself was invalid." }),
+    draft: z.enum(["4", "7", "2019-09", "2020-12"]),
+  }),
   example_request: {
     instance: { name: "Ada", age: 36 },
     schema: {

@@ -47,6 +47,11 @@ export const jsonSort = defineSkill({
     data: anyJson("Any JSON value."),
     reverse: z.boolean().default(false).meta({ description: "Sort keys in descending order." }),
   }),
+  output: z.object({
+    sorted: z.unknown().meta({ description: "The input with every object's keys sorted." }),
+    canonical: z.string().meta({ description: "Compact JSON text of sorted." }),
+    bytes: z.int().min(0).meta({ description: "UTF-8 byte size of canonical." }),
+  }),
   example_request: { data: { b: 1, a: { d: [{ z: 1, y: 2 }], c: null } } },
   example_response: {
     skill: "json_sort",

@@ -39,6 +39,11 @@ export const keywordExtract = defineSkill({
     text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
     limit: z.int().min(1).max(50).default(20).meta({ description: "How many keywords to return." }),
   }),
+  output: z.object({
+    keywords: z.array(z.object({ term: z.string(), count: z.int().min(1) })),
+    unique_terms: z.int().min(0),
+    tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
+  }),
   example_request: {
     text: "Agents pay per call. Agents like small, reliable calls that agents can pay for.",
     limit: 3,

@@ -36,9 +36,24 @@ const specs: SkillSpec[] = [
   slugify,
 ] as SkillSpec[];
 
+/** The 200 body as runSkill shapes it: `skill` (and `ok` for utilities) before the skill's fields. */
+function responseSchema(spec: SkillSpec) {
+  const envelope =
+    spec.kind === "utility"
+      ? { skill: z.literal(spec.id), ok: z.literal(true) }
+      : { skill: z.literal(spec.id) };
+  return z.object({ ...envelope, ...spec.output.shape });
+}
+
 export const skills: readonly Skill[] = specs.map((spec) => {
   const slug = spec.id.replaceAll("_", "-");
-  return { ...spec, slug, endpoint: `/api/skills/${slug}`, price_atomic: usdToMicros(spec.price_usd) };
+  return {
+    ...spec,
+    slug,
+    endpoint: `/api/skills/${slug}`,
+    price_atomic: usdToMicros(spec.price_usd),
+    response: responseSchema(spec),
+  };
 });
 
 const bySlug = new Map(skills.map((s) => [s.slug, s]));
@@ -46,13 +61,19 @@ const byId = new Map(skills.map((s) => [s.id, s]));
 export const skillBySlug = (slug: string) => bySlug.get(slug);
 export const skillById = (id: string) => byId.get(id);
 
-const schemaCache = new Map<string, Record<string, unknown>>();
-/** JSON Schema of a request body, generated from the zod schema (computed once per isolate). */
-export function inputJsonSchema(skill: Skill): Record<string, unknown> {
-  let schema = schemaCache.get(skill.id);
-  if (!schema) {
-    schema = z.toJSONSchema(skill.input, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-    schemaCache.set(skill.id, schema);
+type JsonSchema = Record<string, unknown>;
+const schemaCaches = { input: new Map<string, JsonSchema>(), output: new Map<string, JsonSchema>() };
+function cachedSchema(io: "input" | "output", skill: Skill, schema: z.ZodType): JsonSchema {
+  const cache = schemaCaches[io];
+  let js = cache.get(skill.id);
+  if (!js) {
+    js = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema;
+    cache.set(skill.id, js);
   }
-  return schema;
+  return js;
 }
+
+/** JSON Schema of a request body, generated from the zod schema (computed once per isolate). */
+export const inputJsonSchema = (skill: Skill) => cachedSchema("input", skill, skill.input);
+/** JSON Schema of the 200 body (`skill.response`), computed once per isolate. */
+export const outputJsonSchema = (skill: Skill) => cachedSchema("output", skill, skill.response);

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { SEO_EXAMPLE } from "./analytic-examples";
 import { cached } from "./cache";
 import { loadPage, precheckUrl } from "./page";
-import { audit } from "./seo-audit";
-import { defineSkill } from "./types";
+import { audit, WEIGHTS } from "./seo-audit";
+import { cacheState, defineSkill, numberPerKey } from "./types";
 
 export const seo = defineSkill({
   id: "seo",
@@ -20,6 +20,51 @@ export const seo = defineSkill({
       .nullable()
       .default(null)
       .meta({ description: "Keywords to check (first 20); null or [] extracts five from the page." }),
+  }),
+  output: z.object({
+    url: z.string(),
+    keywords: z.array(z.string()).meta({ description: "The keywords checked (given, or extracted)." }),
+    score: z.int().min(0).max(100),
+    recommendations: z.array(z.string()),
+    final_url: z.string().meta({ description: "The address after redirects." }),
+    keywords_extracted: z.boolean(),
+    score_breakdown: numberPerKey(WEIGHTS).meta({ description: "Points per check (weights in the docs)." }),
+    checks: z.object({
+      title: z.object({ text: z.string().nullable(), length: z.int().min(0) }),
+      meta_description: z.object({ text: z.string().nullable(), length: z.int().min(0) }),
+      headings: z.array(z.object({ level: z.int().min(1).max(6), text: z.string() })),
+      h1_count: z.int().min(0),
+      canonical: z.string().nullable(),
+      robots: z.string().nullable(),
+      lang: z.string().nullable(),
+      viewport: z.boolean(),
+      open_graph: z.record(z.string(), z.string()),
+      twitter: z.record(z.string(), z.string()),
+      images: z.object({
+        total: z.int().min(0),
+        missing_alt: z.int().min(0),
+        alt_coverage: z.number().min(0).max(1),
+      }),
+      structured_data: z.object({
+        json_ld_blocks: z.int().min(0),
+        invalid_json_ld: z.int().min(0),
+        types: z.array(z.string()),
+        microdata_items: z.int().min(0),
+      }),
+      word_count: z.int().min(0),
+      links: z.object({ internal: z.int().min(0), external: z.int().min(0) }),
+      keywords: z.array(
+        z.object({
+          keyword: z.string(),
+          in_title: z.boolean(),
+          in_h1: z.boolean(),
+          in_description: z.boolean(),
+          body_count: z.int().min(0),
+          density_percent: z.number().min(0),
+        }),
+      ),
+    }),
+    cache: cacheState,
   }),
   example_request: { url: "https://example.com/", keywords: ["example"] },
   example_response: SEO_EXAMPLE,

@@ -22,6 +22,14 @@ export const slugify = defineSkill({
     text: z.string().max(4000).meta({ description: "Text to slugify." }),
     max_len: z.int().min(1).max(200).default(80).meta({ description: "Maximum slug length." }),
   }),
+  output: z.object({
+    slug: z
+      .string()
+      .max(200)
+      .regex(/^(?:[a-z0-9]+(?:-[a-z0-9]+)*)?$/),
+    chars: z.int().min(0),
+    empty: z.boolean().meta({ description: "True when nothing of the text survived." }),
+  }),
   example_request: { text: "Crème Brûlée: Straße & Smørrebrød!", max_len: 80 },
   example_response: {
     skill: "slugify",

@@ -181,6 +181,15 @@ export const textDiff = defineSkill({
       .default(null)
       .meta({ description: "Free-form; `mode` is char (default), word or line." }),
   }),
+  output: z.object({
+    mode: z.enum(["char", "word", "line"]),
+    ops: z
+      .array(z.object({ op: z.enum(["equal", "del", "ins"]), value: z.string() }))
+      .meta({ description: "Edit script: equal and del values rebuild a, equal and ins values rebuild b." }),
+    inserted: z.int().min(0).meta({ description: "Code points inserted." }),
+    deleted: z.int().min(0).meta({ description: "Code points deleted." }),
+    equal: z.int().min(0).meta({ description: "Code points unchanged." }),
+  }),
   example_request: { a: "kitten sat", b: "sitting sat" },
   example_response: {
     skill: "text_diff",

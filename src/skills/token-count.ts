@@ -49,6 +49,13 @@ export const tokenCount = defineSkill({
         enum: ["cl100k", "cl100k_base", "o200k", "o200k_base"],
       }),
   }),
+  output: z.object({
+    encoding: z.enum(["cl100k_base", "o200k_base"]),
+    chars: z.int().min(0).meta({ description: "Code points." }),
+    words: z.int().min(0),
+    approx_tokens: z.int().min(0).meta({ description: "Exact BPE token count." }),
+    usd_hint_gpt_4o_mini: z.number().min(0).meta({ description: "Cost of the tokens as gpt-4o-mini input." }),
+  }),
   example_request: { text: "Hello, agents of the web!", encoding: "cl100k_base" },
   example_response: {
     skill: "token_count",

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import type { Bindings } from "../env";
 
 export const CATEGORIES = [
@@ -19,6 +19,13 @@ export interface SkillContext {
 
 export type SkillOutput = Record<string, unknown>;
 
+/** `cache` of the network skills' responses (cache.ts): whether the KV cache answered. */
+export const cacheState = z.enum(["hit", "miss"]).meta({ description: "Whether the KV cache answered." });
+
+/** A closed object with one number per key of `table` (score breakdowns keyed by their weight tables). */
+export const numberPerKey = (table: object) =>
+  z.object(Object.fromEntries(Object.keys(table).map((k) => [k, z.number()])));
+
 export interface SkillSpec<S extends z.ZodType = z.ZodType> {
   /** Underscore id of spec 2.2; slug, endpoint and docs URL are derived from it. */
   id: string;
@@ -32,6 +39,11 @@ export interface SkillSpec<S extends z.ZodType = z.ZodType> {
   description: string;
   input: S;
   example_request: z.input<S>;
+  /**
+   * The fields `run` returns, every one of them (objects are closed): the registry adds `skill` and
+   * `ok` and publishes the result as the 200 schema, and a test parses `example_response` with it.
+   */
+  output: z.ZodObject;
   /** What `run` returns for `example_request`, with `skill` (and `ok`) included. */
   example_response: SkillOutput;
   /** Pure logic: the fields of the response other than `skill` and `ok`. */
@@ -43,6 +55,8 @@ export interface Skill<S extends z.ZodType = z.ZodType> extends SkillSpec<S> {
   endpoint: string;
   /** USDC atomic units (6 decimals): 0.003 → 3000. */
   price_atomic: bigint;
+  /** The whole 200 body: `skill`, `ok` for utilities, then `output`'s fields. */
+  response: z.ZodObject;
 }
 
 /** Identity function that keeps the input type of `run` tied to the schema. */

@@ -17,6 +17,11 @@ export const uuidMint = defineSkill({
       .default(4)
       .meta({ description: "UUID version: 4 (default) or 1." }),
   }),
+  output: z.object({
+    version: z.union([z.literal(1), z.literal(4)]),
+    count: z.int().min(1).max(32),
+    ids: z.array(z.uuid()).min(1).max(32).meta({ description: "count distinct UUIDs." }),
+  }),
   example_request: { count: 2, version: 4 },
   example_response: {
     skill: "uuid_mint",

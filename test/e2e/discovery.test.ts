@@ -20,6 +20,26 @@ const PRICES: Record<string, string> = {
   "/api/skills/uuid-mint": "0.003",
   "/api/skills/slugify": "0.003",
 };
+/** agentcash's price hint: "<amount> USD", or "<min>-<max> USD" for a dynamic price; anchored both ends. */
+const priceHint = (amount: string) => new RegExp(`^${amount.replaceAll(".", "\\.")} USD$`);
+
+interface ListedService {
+  partner_id: string;
+  listing_status: string;
+  price_usd: number;
+}
+/** The price range a crawler should be quoted, from the stack's own partner listing. */
+async function partnerRanges() {
+  const { services } = (await (await fetch(`${stack.base_url}/api/partners`)).json()) as {
+    services: ListedService[];
+  };
+  const range = (which: (s: ListedService) => boolean) => {
+    const usd = services.filter((s) => s.listing_status === "paid" && s.price_usd > 0 && which(s));
+    const prices = usd.map((s) => s.price_usd);
+    return `${Math.min(...prices)}-${Math.max(...prices)}`;
+  };
+  return { tryRoutes: range(() => true), refinery: range((s) => s.partner_id === "refinery") };
+}
 
 describe("discovery as crawlers see it", () => {
   it("openapi.json passes a real OpenAPI 3.1 validator", async () => {
@@ -33,10 +53,18 @@ describe("discovery as crawlers see it", () => {
     const found = await discoverOriginSchema({ target: stack.base_url });
     expect(found.found).toBe(true);
     if (!found.found) return;
+    // Pages stay out of openapi.json so the surface stays within agentcash's 40-route budget.
+    expect(found.endpoints.length).toBeLessThanOrEqual(40);
     const paid = found.endpoints.filter((e) => e.authMode === "paid");
-    const byPath = Object.fromEntries(paid.map((e) => [e.path, e.price]));
+    const byRoute = Object.fromEntries(paid.map((e) => [`${e.method} ${e.path}`, e.price]));
     for (const [path, amount] of Object.entries(PRICES))
-      expect(byPath[path], path).toMatch(new RegExp(`^\\$?${amount.replace(".", "\\.")}`));
+      expect(byRoute[`POST ${path}`], path).toMatch(priceHint(amount));
+    const ranges = await partnerRanges();
+    for (const method of ["GET", "POST"]) {
+      const route = `${method} /api/partners/{partner_id}/try/{service_id}`;
+      expect(byRoute[route], route).toMatch(priceHint(ranges.tryRoutes));
+    }
+    expect(byRoute["POST /api/skills/refinery-recipes"]).toMatch(priceHint(ranges.refinery));
     expect(found.info?.contactEmail).toContain("@");
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { skills } from "../../src/skills/registry";
+import { outputJsonSchema, skills } from "../../src/skills/registry";
 import { postJson } from "../helpers";
 
 // The catalog can never lie: each utility skill's example_response is what it really answers.
@@ -9,6 +9,8 @@ describe("catalog examples are real outputs", () => {
       const res = await postJson(skill.endpoint, skill.example_request);
       expect(res.status).toBe(200);
       const body = await res.json<Record<string, unknown>>();
+      // What the skill really answers conforms to the schema openapi.json publishes.
+      expect(skill.response.safeParse(body).error).toBeUndefined();
       if (skill.id === "uuid_mint") {
         // Random by design: same shape, fresh ids.
         const { ids, ...rest } = body;
@@ -20,6 +22,21 @@ describe("catalog examples are real outputs", () => {
         return;
       }
       expect(body).toEqual(skill.example_response);
+    });
+  }
+});
+
+// The published response schemas describe the catalog examples exactly: every field declared, none missing.
+describe("each example_response conforms to its skill's output schema", () => {
+  for (const skill of skills) {
+    it(skill.id, () => {
+      const parsed = skill.response.safeParse(skill.example_response);
+      expect(parsed.error).toBeUndefined();
+      // Objects strip undeclared keys, so equality means the schema names every field of the example.
+      expect(parsed.data).toEqual(skill.example_response);
+      const schema = outputJsonSchema(skill) as { properties: Record<string, { const?: unknown }> };
+      expect(schema.properties.skill?.const).toBe(skill.id);
+      expect(schema.properties.ok?.const).toBe(skill.kind === "utility" ? true : undefined);
     });
   }
 });

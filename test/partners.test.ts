@@ -497,6 +497,23 @@ describe("try: money paid upstream from the operating wallet is always recorded"
   });
 });
 
+describe("try: an authorization handed to a partner is recorded even without an answer", () => {
+  it("the paid request fails in transit: 502, caller not charged, the signed amount recorded", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("20000", () => {
+        throw new TypeError("Network connection lost.");
+      }),
+    );
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ charged: false });
+    expect(settled).toHaveLength(0);
+    expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([
+      expect.objectContaining({ amount_micro: 20000, tx_hash: null, upstream_status: 0 }),
+    ]);
+  });
+});
+
 describe("try: the external notify partner is only probed", () => {
   it("sends its own sample body and headers, never the caller's; a 403 is reported", async () => {
     const { partnerCalls } = stubNetwork(() => Response.json({ error: "grant_required" }, { status: 403 }));

@@ -29,6 +29,31 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     }
   });
 
+  it.each([
+    [{ PARTNER_BASE_URLS: '{"textkit":"host:9999"}' }],
+    [{ PARTNER_BASE_URLS: "null" }],
+    [{ PARTNER_PRICE_MULTIPLIER: "2" }],
+  ])("bad partner configuration %j never stops the skills being sold", async (overrides) => {
+    const res = await post(
+      paidEnv({ ...overrides, FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator` }),
+    );
+    expect(res.status).toBe(402);
+    expect(res.headers.get("payment-required")).toBeTruthy();
+    const partner = await createApp().fetch(
+      new Request("https://skills.test/api/partners"),
+      paidEnv(overrides),
+    );
+    expect(partner.status).toBe(503);
+  });
+
+  it("a bad partner base URL leaves the documents up; only the partner routes answer 503", async () => {
+    const e = paidEnv({ PARTNER_BASE_URLS: '{"textkit":"host:9999"}' });
+    for (const path of ["/openapi.json", "/llms.txt", "/.well-known/x402", "/"]) {
+      const res = await createApp().fetch(new Request(`https://skills.test${path}`), e);
+      expect(res.status, path).toBe(200);
+    }
+  });
+
   it("x402 disabled without another way to pay is a 402 that says so", async () => {
     const res = await post(paidEnv({ X402_ENABLED: "false" }));
     expect(res.status).toBe(402);

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
@@ -15,9 +15,8 @@ const paidEnv = {
   ADMIN_TOKEN: "admin-t",
 };
 const app = createApp();
-const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
-const SETTLE_FAILS = "0x00000000000000000000000000000000000a0002";
-const SETTLE_UNKNOWN = "0x00000000000000000000000000000000000a0003";
+const payerEnding = (suffix: string) => `0x00000000000000000000000000000000000a${suffix}`;
+const SETTLES_OK = payerEnding("0001");
 
 const hex32 = () =>
   `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
@@ -95,42 +94,60 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
   });
 
-  it("a failed settlement is a 402 with the facilitator's reason, never the content; the authorization is free again", async () => {
-    const sig = await signature("/api/skills/sha256", SETTLE_FAILS);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
-      expect(res.status).toBe(402);
-      const body = await res.json<Record<string, unknown>>();
-      expect(body.reason).toBe("insufficient_funds");
-      expect(String(body.error)).toMatch(/transfer amount exceeds balance.*not charged/);
-      expect(body).not.toHaveProperty("hex");
-      expect(await nonceRow(sig.key)).toBeNull();
-    }
-    expect(await ledgerRows(sig.key)).toEqual({ n: 0 });
-  });
+  it.each([
+    ["refused before sending", "0002", "insufficient_funds", /transfer amount exceeds balance.*not charged/],
+    ["sent and reverted", "0007", "invalid_exact_evm_transaction_failed", /not charged/],
+  ])(
+    "a settlement that definitely failed (%s) is a 402 with the reason, never the content; the authorization is free again",
+    async (_name, suffix, reason, message) => {
+      const sig = await signature("/api/skills/sha256", payerEnding(suffix));
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+        expect(res.status).toBe(402);
+        const body = await res.json<Record<string, unknown>>();
+        expect(body.reason).toBe(reason);
+        expect(String(body.error)).toMatch(message);
+        expect(body).not.toHaveProperty("hex");
+        expect(await nonceRow(sig.key)).toBeNull();
+      }
+      expect(await ledgerRows(sig.key)).toEqual({ n: 0 });
+    },
+  );
 
-  it("a settlement with no clear answer withholds the content, keeps the authorization reserved and says so", async () => {
-    const sig = await signature("/api/skills/sha256", SETTLE_UNKNOWN);
-    const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
-    expect(res.status).toBe(502);
-    const body = await res.json<Record<string, unknown>>();
-    expect(body).toMatchObject({
-      reason: "settlement_unconfirmed",
-      request_id: res.headers.get("x-request-id"),
-    });
-    expect(body).not.toHaveProperty("hex");
-    expect(await nonceRow(sig.key)).toEqual({ status: "failed" });
-    // Listed for the maintainers' reconciliation against the chain.
-    const admin = await app.fetch(
-      new Request("https://skills.test/api/admin/payments", { headers: { authorization: "Bearer admin-t" } }),
-      paidEnv,
-    );
-    const { unconfirmed } = await admin.json<{ unconfirmed: { nonce: string; status: string }[] }>();
-    expect(unconfirmed).toContainEqual(expect.objectContaining({ nonce: sig.key, status: "failed" }));
-    const again = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
-    expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
-    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
-  });
+  it.each([
+    ["a 200 with garbage", "0003"],
+    ["a gateway's 502 page", "0005"],
+    ["settlement_pending with a transaction", "0006"],
+  ])(
+    "a settlement with no clear answer (%s) withholds the content, keeps the authorization reserved and says so",
+    async (_name, suffix) => {
+      const sig = await signature("/api/skills/sha256", payerEnding(suffix));
+      const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+      expect(res.status).toBe(502);
+      const body = await res.json<Record<string, unknown>>();
+      expect(body).toMatchObject({
+        reason: "settlement_unconfirmed",
+        request_id: res.headers.get("x-request-id"),
+      });
+      expect(String(body.detail)).not.toMatch(/not charged/);
+      expect(body).not.toHaveProperty("hex");
+      expect(await nonceRow(sig.key)).toEqual({ status: "failed" });
+      expect(await ledgerRows(sig.key)).toEqual({ n: 0 });
+      // Listed for the maintainers' reconciliation against the chain.
+      const admin = await app.fetch(
+        new Request("https://skills.test/api/admin/payments", {
+          headers: { authorization: "Bearer admin-t" },
+        }),
+        paidEnv,
+      );
+      const { unconfirmed } = await admin.json<{ unconfirmed: { nonce: string; status: string }[] }>();
+      expect(unconfirmed).toContainEqual(expect.objectContaining({ nonce: sig.key, status: "failed" }));
+      const settles = await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`);
+      const again = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+      expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+      expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(settles);
+    },
+  );
 
   it("an invalid body and a failing handler are never settled, and free the authorization", async () => {
     const bad = await signature("/api/skills/sha256", SETTLES_OK);
@@ -160,19 +177,30 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     expect((await res.json<{ reason: string }>()).reason).toBe("unsupported_payment_payload");
   });
 
-  it("a ledger that cannot be written never turns a paid answer into an error", async () => {
-    const payer = "0x00000000000000000000000000000000000a0004";
+  it("a ledger write that fails never turns a paid answer into an error, and is retried after it", async () => {
+    const payer = payerEnding("0004");
     await env.DB.prepare(
       `CREATE TRIGGER IF NOT EXISTS ledger_down BEFORE INSERT ON payments WHEN NEW.payer = '${payer}' BEGIN SELECT RAISE(ABORT, 'ledger unavailable'); END`,
     ).run();
+    const ctx = createExecutionContext();
     try {
       const sig = await signature("/api/skills/sha256", payer);
-      const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+      const req = new Request("https://skills.test/api/skills/sha256", {
+        method: "POST",
+        headers: { "payment-signature": sig.header },
+        body: JSON.stringify({ text: "abc" }),
+      });
+      const res = await app.fetch(req, paidEnv, ctx);
       expect(res.status).toBe(200);
       expect(res.headers.get("payment-response")).toBeTruthy();
       expect((await res.json<{ hex: string }>()).hex).toMatch(/^ba7816bf/);
-      // The authorization stays claimed, so the signature cannot buy a second call.
+      // Until the ledger recovers, the authorization stays claimed: it cannot buy a second call.
       expect(await nonceRow(sig.key)).toEqual({ status: "running" });
+      expect(await ledgerRows(sig.key)).toEqual({ n: 0 });
+      await env.DB.prepare("DROP TRIGGER IF EXISTS ledger_down").run();
+      await waitOnExecutionContext(ctx);
+      expect(await ledgerRows(sig.key)).toEqual({ n: 1 });
+      expect(await nonceRow(sig.key)).toEqual({ status: "settled" });
     } finally {
       await env.DB.prepare("DROP TRIGGER IF EXISTS ledger_down").run();
     }
@@ -188,8 +216,13 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
         { "payment-signature": sig.header, "x-request-id": "same-id-twice" },
       );
       expect(res.status).toBe(200);
-      ids.add(res.headers.get("x-request-id") as string);
+      const row = await env.DB.prepare("SELECT request_id FROM payments WHERE nonce = ?1")
+        .bind(sig.key)
+        .first<{ request_id: string }>();
+      expect(row?.request_id).toBe(res.headers.get("x-request-id"));
+      ids.add(row?.request_id as string);
     }
+    // Both paid calls are in the ledger, each under its own server-made id.
     expect(ids.size).toBe(2);
     expect(ids.has("same-id-twice")).toBe(false);
   });

@@ -221,7 +221,14 @@ describe("no bad input produces a 500", () => {
     ["json-flatten", `{"data":${deep(199)}}`, 200],
     ["html-clean", JSON.stringify({ html: "<i>".repeat(130_000) }), 422],
     ["html-clean", JSON.stringify({ html: "<div>".repeat(80_000), mode: "markdown" }), 422],
+    // Nesting as html-to-text's parser builds it: unclosed <a>, <h1>, tables and foreign content.
+    ["html-clean", JSON.stringify({ html: "<a>x".repeat(5000) }), 422],
+    ["html-clean", JSON.stringify({ html: "<h1>x".repeat(5000) }), 422],
+    ["html-clean", JSON.stringify({ html: "<table><tr><td>".repeat(3000) }), 422],
+    ["html-clean", JSON.stringify({ html: "<svg><g>".repeat(3000), mode: "markdown" }), 422],
     ["html-clean", JSON.stringify({ html: `${"<div>".repeat(500)}deep but fine` }), 200],
+    ["html-clean", JSON.stringify({ html: `${"<a>x".repeat(500)}deep but fine` }), 200],
+    ["html-clean", JSON.stringify({ html: "<p>x".repeat(5000) }), 200],
   ])("%s case %# answers %s", async (slug, body, status) => {
     const res = await postJson(`/api/skills/${slug}`, body);
     expect(res.status).toBe(status);

@@ -2,7 +2,7 @@ import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
 import { PARTNERS, RECIPES } from "../partners/data";
-import type { PartnerConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/listing";
 import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
 import { type Sellable, sellables } from "../payments/sellables";
 import { skills } from "../skills/registry";
@@ -17,8 +17,10 @@ import {
   REFINERY_SLUG,
   SITE_NAME,
   SITE_SUMMARY,
+  shQuote,
   skillUrls,
   validationExample,
+  withoutDialect,
 } from "./site";
 
 export function robotsTxt(cfg: PublicConfig): string {
@@ -48,7 +50,7 @@ export function sitemapXml(cfg: PublicConfig): string {
 }
 
 /** llms.txt (llmstxt.org): title, summary, details, then link sections. */
-export function llmsTxt(cfg: PublicConfig, pc: PartnerConfig): string {
+export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
   const b = cfg.baseUrl;
   const partner = partnerPricing(pc);
   const lines = [
@@ -95,7 +97,6 @@ export function llmsTxt(cfg: PublicConfig, pc: PartnerConfig): string {
 }
 
 /** A shell single-quoted word. */
-const shQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 
 export function agentsMd(cfg: PublicConfig): string {
   const b = cfg.baseUrl;
@@ -307,10 +308,8 @@ export function humanlessContract(cfg: PublicConfig) {
   };
 }
 
-const withoutDialect = ({ $schema: _drop, ...schema }: Record<string, unknown>) => schema;
-
 /** The refinery skill's service description: one price per recipe, from the gate's own pricing. */
-function refinerySpec(cfg: PublicConfig, pc: PartnerConfig) {
+function refinerySpec(cfg: PublicConfig, pc: PricingConfig) {
   const item = sellables(cfg, pc).find((s) => s.path === REFINERY_SKILL_PATH);
   if (!item?.priceForBody || !item.example) return undefined;
   const priceOf = item.priceForBody;
@@ -339,7 +338,7 @@ function refinerySpec(cfg: PublicConfig, pc: PartnerConfig) {
 }
 
 /** The per-skill service description named by the OpenAPI `x-x402.specSource`. */
-export function serviceSpec(cfg: PublicConfig, pc: PartnerConfig, slug: string) {
+export function serviceSpec(cfg: PublicConfig, pc: PricingConfig, slug: string) {
   if (slug === REFINERY_SLUG) return refinerySpec(cfg, pc);
   const s = skills.find((k) => k.slug === slug);
   if (!s) return undefined;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
-import type { PartnerConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/listing";
 import { REFINERY_SKILL_PATH, refineryBody, refineryExample } from "../partners/refinery-skill";
 import { paymentsQuery, payoutsQuery, settleBody } from "../routes/admin";
 import { checkoutRequest } from "../routes/checkout";
@@ -17,6 +17,7 @@ import {
   responseSchema,
   SITE_NAME,
   SITE_SUMMARY,
+  withoutDialect,
 } from "./site";
 
 type Json = Record<string, unknown>;
@@ -75,8 +76,7 @@ const TAGS: Record<string, string> = {
 };
 
 function schemaOf(schema: z.ZodType): Json {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input" }) as Json;
-  return rest;
+  return withoutDialect(z.toJSONSchema(schema, { io: "input" }) as Json);
 }
 
 /**
@@ -97,7 +97,7 @@ export const WEB_ONLY_ROUTES = [
 ] as const;
 
 /** API routes other than skills. A test compares this table plus WEB_ONLY_ROUTES with the app's routes. */
-function plainOperations(cfg: PublicConfig, pc: PartnerConfig): PlainOp[] {
+function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
   const partner = partnerPricing(pc);
   const doc = (path: string, summary: string, mime: string): PlainOp => ({
     path,
@@ -326,7 +326,7 @@ function tagList(paths: Record<string, Record<string, unknown>>) {
   return [...used].map((name) => ({ name, description: TAGS[name] ?? `Skills in category ${name}` }));
 }
 
-export function openApiDocument(cfg: PublicConfig, pc: PartnerConfig) {
+export function openApiDocument(cfg: PublicConfig, pc: PricingConfig) {
   const paths: Record<string, Record<string, unknown>> = skillOperations(cfg) as Record<
     string,
     Record<string, unknown>

@@ -1,7 +1,7 @@
 import type { PublicConfig } from "../config";
 import { type ErrorItem, zodItems } from "../http/validation";
 import { formatUsd, microsToUsd, trimDecimal } from "../money";
-import type { PartnerConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { REFINERY_SKILL_PATH, refineryPartner } from "../partners/refinery-skill";
 import { paidPartnerServices } from "../payments/sellables";
@@ -18,17 +18,17 @@ export function firstSentence(text: string): string {
   return m ? m[0] : text;
 }
 
-/** JSON Schema of a skill's body without the `$schema` key, ready to embed in other documents. */
-export function bodySchema(skill: Skill): Record<string, unknown> {
-  const { $schema: _drop, ...schema } = inputJsonSchema(skill);
-  return schema;
-}
+/** A JSON Schema without its `$schema` dialect key, ready to embed in another document. */
+export const withoutDialect = ({ $schema: _drop, ...schema }: Record<string, unknown>) => schema;
 
-/** JSON Schema of a skill's 200 body without the `$schema` key. */
-export function responseSchema(skill: Skill): Record<string, unknown> {
-  const { $schema: _drop, ...schema } = outputJsonSchema(skill);
-  return schema;
-}
+/** JSON Schema of a skill's body, to embed. */
+export const bodySchema = (skill: Skill) => withoutDialect(inputJsonSchema(skill));
+
+/** JSON Schema of a skill's 200 body, to embed. */
+export const responseSchema = (skill: Skill) => withoutDialect(outputJsonSchema(skill));
+
+/** A string as one single-quoted shell word (for copy-paste curl lines). */
+export const shQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 
 interface Bounds {
   minimum?: number;
@@ -93,7 +93,7 @@ function rangeOf(micros: bigint[]): PriceRange {
  * What the partner routes charge under the configured multiplier: the try routes sell every paid
  * partner service (the same list the x402 gate prices), the refinery skill each of its recipes.
  */
-export function partnerPricing(pc: PartnerConfig) {
+export function partnerPricing(pc: PricingConfig) {
   return {
     /** "3", "3.5": the listing price is this many times the partner's own price. */
     multiplier: trimDecimal(Number(pc.multiplierMilli) / 1000),

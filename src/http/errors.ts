@@ -1,5 +1,9 @@
 import type { Context } from "hono";
 
+/** The 503 of every route that needs the partner configuration and finds it invalid. */
+export const partnersMisconfigured = (c: Context, error: string) =>
+  detail(c, 503, `Partner listing is misconfigured: ${error}`);
+
 /** FastAPI-style `{"detail": "..."}` error for every non-validation failure. */
 export function detail(
   c: Context,

@@ -194,7 +194,6 @@ export function zodItems(error: z.ZodError, root: unknown, prefix: Loc): ErrorIt
   return error.issues.map((issue) => toItem(issue, root, prefix));
 }
 
-/** JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset). */
 /** pydantic's JSON parser (jiter) refuses documents nested deeper than this; so do we. */
 export const MAX_JSON_DEPTH = 200;
 
@@ -213,6 +212,7 @@ function nestingDepth(value: unknown): number {
   return max;
 }
 
+/** JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset). */
 export function parseJsonText(text: string): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
   try {
     const value = JSON.parse(text);

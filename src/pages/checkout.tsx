@@ -1,3 +1,4 @@
+import { shQuote } from "../discovery/site";
 import type { SessionRow } from "../payments/checkout-ledger";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
@@ -48,7 +49,7 @@ export function SuccessPage(p: SuccessProps) {
   const name = p.skill?.name ?? s.skill_id;
   const endpoint = p.skill ? `${p.baseUrl}${p.skill.endpoint}` : `${p.baseUrl}/api/skills/…`;
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
-  const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d '${example.replaceAll("'", "'\\''")}'`;
+  const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(example)}`;
   return (
     <Layout title={s.status === "complete" ? "Payment received" : "Checkout"}>
       {s.status === "complete" ? (

@@ -1,5 +1,5 @@
 import type { PublicConfig } from "../config";
-import { bodySchema, priceLabel, skillUrls, validationExample } from "../discovery/site";
+import { bodySchema, priceLabel, shQuote, skillUrls, validationExample } from "../discovery/site";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 import { skills } from "../skills/registry";
 import type { Skill } from "../skills/types";
@@ -78,8 +78,8 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
   const urls = skillUrls(cfg, skill);
   const body = JSON.stringify(skill.example_request);
   const required = new Set(schema.required ?? []);
-  const curl = `curl -s -X POST ${urls.endpoint} \\\n  -H 'content-type: application/json' \\\n  -d '${body.replaceAll("'", "'\\''")}'`;
-  const credits = `curl -s -X POST ${urls.endpoint} \\\n  -H 'authorization: Bearer mk_your_key' \\\n  -H 'content-type: application/json' \\\n  -d '${body.replaceAll("'", "'\\''")}'`;
+  const curl = `curl -s -X POST ${urls.endpoint} \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(body)}`;
+  const credits = `curl -s -X POST ${urls.endpoint} \\\n  -H 'authorization: Bearer mk_your_key' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(body)}`;
   const invalid = validationExample(skill);
   return (
     <Layout title={skill.name} description={skill.description}>

@@ -1,11 +1,11 @@
 import type { PublicConfig } from "../config";
 import { partnerPricing, priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/site";
 import { PARTNERS } from "../partners/data";
-import type { PartnerConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/listing";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 
-export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PartnerConfig }) {
+export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PricingConfig }) {
   const partner = partnerPricing(pc);
   return (
     <Layout title="Home" description={SITE_SUMMARY}>

@@ -3,15 +3,28 @@ import type { Bindings } from "../env";
 import { PARTNERS, type Partner, type PartnerService } from "./data";
 import { parseMultiplier, servicePrices } from "./pricing";
 
-/** Partner configuration from vars: the multiplier and per-partner base URL overrides. */
+/** What partner prices need: the multiplier alone (documents and the x402 gate use only this). */
+export interface PricingConfig {
+  multiplierMilli: bigint;
+}
+
+export function pricingConfig(env: Bindings): PricingConfig | { error: string } {
+  const m = parseMultiplier(env.PARTNER_PRICE_MULTIPLIER);
+  return "error" in m ? { error: m.error } : { multiplierMilli: m.milli };
+}
+
+/**
+ * Partner configuration for the listing and the try proxy: the multiplier and per-partner base
+ * URL overrides. A bad base URL disables only these, never the skills or the documents.
+ */
 export function partnerConfig(
   env: Bindings,
-): { multiplierMilli: bigint; baseUrls: Record<string, string> } | { error: string } {
-  const m = parseMultiplier(env.PARTNER_PRICE_MULTIPLIER);
-  if ("error" in m) return { error: m.error };
+): (PricingConfig & { baseUrls: Record<string, string> }) | { error: string } {
+  const pricing = pricingConfig(env);
+  if ("error" in pricing) return pricing;
   const urls = parseBaseUrls(env.PARTNER_BASE_URLS);
   if ("error" in urls) return urls;
-  return { multiplierMilli: m.milli, baseUrls: urls.baseUrls };
+  return { ...pricing, baseUrls: urls.baseUrls };
 }
 
 const isHttpUrl = (value: unknown) =>

@@ -1,6 +1,6 @@
 import { publicConfig } from "../config";
 import type { Bindings } from "../env";
-import type { ErrorItem } from "../http/validation";
+import { type ErrorItem, parseJsonText } from "../http/validation";
 import { readCappedBytes } from "../net/read-capped";
 import type { Partner, PartnerService } from "./data";
 import { baseUrlOf, type PartnerConfig } from "./listing";
@@ -116,13 +116,11 @@ async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof fetch): 
   }
 }
 
+/** JSON answers are relayed as JSON; anything else, or JSON too deep to re-serialize, as text. */
 function parseBody(text: string, contentType: string | null): unknown {
-  if (contentType?.includes("json")) {
-    try {
-      return JSON.parse(text);
-    } catch {}
-  }
-  return text;
+  if (!contentType?.includes("json")) return text;
+  const parsed = parseJsonText(text);
+  return parsed.ok ? parsed.value : text;
 }
 
 /**
@@ -163,10 +161,9 @@ async function settlementOf(res: Response) {
 }
 
 /**
- * The partner answered 402: pays it from the operating wallet and records that payment at once,
- * before anything else can fail, because the money has left our wallet whatever the caller's own
- * payment does next. Paid means the partner's receipt says so, or it took our payment and answered
- * 2xx (some partners send no receipt).
+ * The partner answered 402: pays it from the operating wallet and records the authorization at
+ * once, before anything else can fail, because the partner can collect it whatever the caller's
+ * own payment does next.
  */
 async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: URL, init: RequestInit) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
@@ -178,27 +175,34 @@ async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: U
     );
   }
   const signed: { micros?: bigint } = {};
+  // Once an authorization was handed over, the partner can settle it for its whole validity,
+  // answered or not: it is recorded whatever happens next, at the amount we signed.
+  const record = (status: number, transaction: string | null) =>
+    signed.micros === undefined
+      ? Promise.resolve()
+      : recordUpstreamPayment(env.DB, {
+          requestId,
+          partnerId: t.partner.id,
+          serviceId: t.service.id,
+          amountMicros: signed.micros,
+          transaction,
+          upstreamStatus: status,
+        });
   let res: Response;
   try {
     res = await fetchOnHost(url, init, await payingFetch(env, partnerMicros, signed));
   } catch (e) {
+    await record(0, null);
     if (e instanceof UpstreamFailure) throw e;
     throw new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
   }
   const receipt = await settlementOf(res);
-  if (!receipt?.success && !(signed.micros !== undefined && res.ok)) return { res };
-  const paidUpstream = {
-    transaction: receipt?.success ? receipt.transaction : null,
-    amountMicros: BigInt(receipt?.amount ?? signed.micros ?? partnerMicros),
-  };
-  await recordUpstreamPayment(env.DB, {
-    requestId,
-    partnerId: t.partner.id,
-    serviceId: t.service.id,
-    ...paidUpstream,
-    upstreamStatus: res.status,
-  });
-  return { res, paidUpstream };
+  const transaction = receipt?.success ? receipt.transaction : null;
+  await record(res.status, transaction);
+  // Paid means the partner's receipt says so, or it took our authorization and answered 2xx.
+  const paid = Boolean(receipt?.success) || (signed.micros !== undefined && res.ok);
+  if (!paid || signed.micros === undefined) return { res };
+  return { res, paidUpstream: { transaction, amountMicros: signed.micros } };
 }
 
 export async function callPartner(env: Bindings, t: TryTarget, requestId: string): Promise<UpstreamResult> {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { PublicConfig } from "../config";
 import { PARTNERS, type Partner, type PartnerService } from "../partners/data";
-import type { PartnerConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/listing";
 import { tryPath } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import {
@@ -28,7 +28,7 @@ export interface Sellable {
   partner?: { partner: Partner; service: PartnerService };
 }
 
-export function paidPartnerServices(pc: PartnerConfig) {
+export function paidPartnerServices(pc: PricingConfig) {
   return PARTNERS.filter((p) => p.listing_status === "paid").flatMap((partner) =>
     partner.services
       .map((service) => ({ partner, service, prices: servicePrices(service, pc.multiplierMilli) }))
@@ -36,8 +36,11 @@ export function paidPartnerServices(pc: PartnerConfig) {
   );
 }
 
-/** Everything this marketplace sells through x402, in one list the gate and the manifests share. */
-export function sellables(_cfg: PublicConfig, pc: PartnerConfig): Sellable[] {
+/**
+ * Everything this marketplace sells through x402, in one list the gate and the manifests share.
+ * Without a valid partner multiplier only the skills are sold (partner routes answer 503).
+ */
+export function sellables(_cfg: PublicConfig, pc: PricingConfig | undefined): Sellable[] {
   const fromSkills: Sellable[] = skills.map((s) => ({
     resource: s.id,
     methods: ["POST"],
@@ -51,6 +54,7 @@ export function sellables(_cfg: PublicConfig, pc: PartnerConfig): Sellable[] {
       output: s.example_response,
     },
   }));
+  if (!pc) return fromSkills;
   const fromPartners: Sellable[] = paidPartnerServices(pc).map(({ partner, service, prices }) => ({
     resource: `partner:${partner.id}/${service.id}`,
     methods: ["GET", "POST"],

@@ -1,5 +1,5 @@
 import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload } from "@x402/core/types";
+import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import {
@@ -66,9 +66,9 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
 
 /**
  * Outside the x402 middleware: once it settled (PAYMENT-RESPONSE on a 2xx), the payment becomes a
- * ledger row. A settlement that failed frees the authorization; nothing is written for it. A
- * settlement whose outcome is unknown (facilitator timeout or garbled answer) keeps the
- * authorization reserved and answers a clear 502 instead of the paid content.
+ * ledger row. A settlement that definitely failed frees the authorization; nothing is written for
+ * it. A settlement whose outcome is unknown (see settlementOutcome) keeps the authorization
+ * reserved and answers a clear 502 instead of the paid content.
  */
 export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -77,14 +77,17 @@ export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
     if (!claim || claim.released) return;
     const requestId = c.get("requestId");
     const header = c.res.headers.get("payment-response");
-    if (!header) {
+    const settlement = header ? decodePaymentResponseHeader(header) : undefined;
+    const outcome = settlement ? settlementOutcome(settlement) : "unconfirmed";
+    if (outcome === "unconfirmed") {
       await markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId);
+      const reason = settlement?.errorReason ?? "no settlement answer";
       console.error(
         JSON.stringify({
           level: "error",
           request_id: requestId,
           resource,
-          error: "settlement outcome unknown",
+          error: `settlement unconfirmed: ${reason}`,
         }),
       );
       c.res = c.json(
@@ -92,14 +95,15 @@ export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
           detail:
             "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call); if the transfer reached the chain it is reconciled under this request id. Sign a new authorization to retry.",
           reason: "settlement_unconfirmed",
+          facilitator_reason: reason,
+          transaction: settlement?.transaction || null,
           request_id: requestId,
         },
         502,
       );
       return;
     }
-    const settlement = decodePaymentResponseHeader(header);
-    if (!settlement.success || c.res.status >= 300) {
+    if (outcome === "failed" || !settlement || c.res.status >= 300) {
       await releaseAuthorization(c.env.DB, claim.key, requestId);
       return;
     }
@@ -120,6 +124,23 @@ export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
       await afterResponse(c, retryLedgerWrite(c.env.DB, row));
     }
   };
+}
+
+/** Facilitator reasons that mean no transfer happened: the checks before sending, or a revert. */
+const NOTHING_MOVED = /^(?!settlement_pending$)[a-z][a-z0-9_]*$/;
+const REVERTED = "invalid_exact_evm_transaction_failed";
+
+/**
+ * Whether a settle answer proves the outcome. Only a coded refusal with no transaction (the
+ * facilitator's own checks failed before sending) or a reverted transaction is a definite
+ * failure; `settlement_pending`, a free-text error (an HTTP error page, a dropped connection, an
+ * RPC error while sending) or any other failure that names a transaction may still land on chain.
+ */
+export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "unconfirmed" {
+  if (s.success) return "settled";
+  const reason = s.errorReason ?? "";
+  if (!NOTHING_MOVED.test(reason)) return "unconfirmed";
+  return !s.transaction || reason === REVERTED ? "failed" : "unconfirmed";
 }
 
 /** Work that may finish after the answer was sent (waitUntil); awaited where no context exists. */

@@ -11,7 +11,7 @@ import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
-import { partnerConfig } from "../partners/listing";
+import { pricingConfig } from "../partners/listing";
 import { type Sellable, sellables } from "./sellables";
 
 const USDC_EXTRA = { name: "USD Coin", version: "2" };
@@ -101,22 +101,24 @@ let built: Built | undefined;
  * down or does not support the network becomes a clear 503 instead of a crash.
  */
 function build(env: Bindings, cfg: PublicConfig): Built {
-  const pc = partnerConfig(env);
-  if ("error" in pc) throw new Error(pc.error);
+  // Partner prices need only the multiplier; if it is bad, skills are still sold (partner routes
+  // answer 503 themselves).
+  const pricing = pricingConfig(env);
+  const pc = "error" in pricing ? undefined : pricing;
   const key = [
     cfg.network,
     cfg.payTo,
     cfg.usdcAddress,
     cfg.facilitatorUrl,
     cfg.baseUrl,
-    pc.multiplierMilli,
+    pc?.multiplierMilli ?? "no-partners",
   ].join("|");
   if (built?.key === key) return built;
   const facilitator = new HTTPFacilitatorClient({
     url: cfg.facilitatorUrl,
     // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
-    // local facilitator gives up at 30 s), so a slow chain reads as a settle failure with a
-    // reason rather than as an unknown outcome.
+    // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`
+    // with the transaction hash rather than as a bare timeout (both are reported unconfirmed).
     timeoutMs: 45_000,
     ...cdpAuth(env),
   });
@@ -164,17 +166,11 @@ async function ensureReady(b: Built): Promise<string | undefined> {
 /** x402 v2 payment for one call. Assumes the route is one of the registry's skills. */
 export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cfg = publicConfig(c.env, c.req.url);
-  const pc = partnerConfig(c.env);
-  const problem = configProblem(cfg) ?? ("error" in pc ? pc.error : undefined);
+  const problem = configProblem(cfg);
   if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
   const b = build(c.env, cfg);
   const initError = await ensureReady(b);
   if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
-  // HEAD runs the GET handler in Hono but matches no x402 route, so it would pass unpaid.
-  if (c.req.method === "HEAD") {
-    c.header("Allow", "GET, POST");
-    return detail(c, 405, "Method Not Allowed");
-  }
   return b.middleware(c, async () => {
     c.set("x402Verified", true);
     await next();

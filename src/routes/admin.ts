@@ -6,6 +6,7 @@ import { detail } from "../http/errors";
 import { jsonBody, queryParams } from "../http/validation";
 import { partnerById } from "../partners/listing";
 import { ledgerCsv, owedSummary, settlePartner } from "../partners/payouts";
+import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -28,8 +29,11 @@ export const paymentsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 
-/** A call holds its authorization 'running' for at most a handler plus a settlement. */
-const RUNNING_GRACE_MS = 10 * 60 * 1000;
+/**
+ * A 'running' authorization older than its own validity window can no longer settle: if it is
+ * still running then, the ledger write after its settlement failed, or the Worker was cut off.
+ */
+const RUNNING_GRACE_MS = MAX_TIMEOUT_SECONDS * 1000;
 
 /** The x402 ledger: settled payments, newest first, with totals over the filter. */
 adminRoutes.get("/api/admin/payments", queryParams(paymentsQuery), async (c) => {

@@ -13,8 +13,8 @@ import {
 } from "../discovery/documents";
 import { openApiDocument } from "../discovery/openapi";
 import type { AppEnv } from "../env";
-import { detail } from "../http/errors";
-import { type PartnerConfig, partnerConfig } from "../partners/listing";
+import { detail, partnersMisconfigured } from "../http/errors";
+import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { sellables } from "../payments/sellables";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
@@ -27,10 +27,10 @@ const textDoc = (mime: string, make: (cfg: PublicConfig) => string) => (c: Conte
 
 /** Documents that quote partner prices need the multiplier: a bad one is a 503, as on /api/partners. */
 const withPartners =
-  (answer: (c: Context<AppEnv>, cfg: PublicConfig, pc: PartnerConfig) => Response | Promise<Response>) =>
+  (answer: (c: Context<AppEnv>, cfg: PublicConfig, pc: PricingConfig) => Response | Promise<Response>) =>
   (c: Context<AppEnv>) => {
-    const pc = partnerConfig(c.env);
-    if ("error" in pc) return detail(c, 503, `Partner listing is misconfigured: ${pc.error}`);
+    const pc = pricingConfig(c.env);
+    if ("error" in pc) return partnersMisconfigured(c, pc.error);
     return answer(c, cfgOf(c), pc);
   };
 

@@ -3,12 +3,12 @@ import { secureHeaders } from "hono/secure-headers";
 import { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { detail } from "../http/errors";
+import { partnersMisconfigured } from "../http/errors";
 import { pathParams } from "../http/validation";
 import { AppletPage } from "../pages/applet";
 import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
-import { partnerConfig } from "../partners/listing";
+import { pricingConfig } from "../partners/listing";
 import { skillBySlug } from "../skills/registry";
 
 export const pageRoutes = new Hono<AppEnv>();
@@ -39,8 +39,8 @@ pageRoutes.use("/docs/*", pageSecurity);
 
 pageRoutes.get("/", (c) => {
   // The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
-  const pc = partnerConfig(c.env);
-  if ("error" in pc) return detail(c, 503, `Partner listing is misconfigured: ${pc.error}`);
+  const pc = pricingConfig(c.env);
+  if ("error" in pc) return partnersMisconfigured(c, pc.error);
   return c.html(<HomePage cfg={publicConfig(c.env, c.req.url)} pc={pc} />);
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));

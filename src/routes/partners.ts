@@ -2,7 +2,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { detail } from "../http/errors";
+import { detail, partnersMisconfigured } from "../http/errors";
 import { jsonBody, parseJsonText, validationResponse } from "../http/validation";
 import { PARTNERS } from "../partners/data";
 import {
@@ -28,7 +28,7 @@ export const partnerRoutes = new Hono<AppEnv>();
 
 function configOr503(c: Context<AppEnv>): PartnerConfig | Response {
   const pc = partnerConfig(c.env);
-  return "error" in pc ? detail(c, 503, `Partner listing is misconfigured: ${pc.error}`) : pc;
+  return "error" in pc ? partnersMisconfigured(c, pc.error) : pc;
 }
 
 partnerRoutes.get("/api/partners", (c) => {

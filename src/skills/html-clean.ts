@@ -43,7 +43,9 @@ class TooDeep extends Error {}
 /**
  * html-to-text walks the DOM recursively and slows down quadratically on deep trees: 130,000
  * nested <i> take seconds and then overflow the stack. One streaming pass (about 10 ms for
- * 400 KB) refuses such input up front, and stops as soon as the bound is crossed.
+ * 400 KB) refuses such input up front, and stops as soon as the bound is crossed. It must be the
+ * very parser html-to-text builds its DOM with (package.json pins the same htmlparser2 major):
+ * parsers differ on which tags close implicitly, e.g. nested <a> or <h1>.
  */
 function refuseDeepNesting(html: string, loc: Loc) {
   let depth = 0;

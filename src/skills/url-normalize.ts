@@ -39,10 +39,9 @@ function parse(input: string): URL {
 
 export function normalizeUrl(input: string) {
   const url = parse(input);
-  const wasHttp = url.protocol === "http:";
-  url.protocol = "https:"; // also drops :443, the https default port
-  // :80 is only a default port of the http URL it came from; on https it names another server.
-  if (wasHttp && url.port === "80") url.port = "";
+  // WHATWG parsing already dropped http's :80; switching to https drops :443. An explicit :80 on
+  // an https URL names another server and stays.
+  url.protocol = "https:";
   url.hash = "";
   // Every trailing dot, so normalizing the result again changes nothing.
   url.hostname = url.hostname.replace(/\.+$/, "");

@@ -38,7 +38,7 @@ CREATE TABLE checkout_sessions (
   payload TEXT,                    -- JSON body to run with the first credit, or NULL
   payload_result TEXT,             -- JSON response of that run
   api_key_id TEXT,                 -- set once credits were granted
-  api_key_reveal TEXT,             -- the clear key, kept until the success page showed it once
+  api_key_reveal TEXT,             -- the key, sealed (payments/key-reveal.ts) until the success page showed it once
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 );

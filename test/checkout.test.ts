@@ -3,6 +3,7 @@ import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
 import { hashKey, newApiKey } from "../src/payments/credits";
+import { openKey, sealKey } from "../src/payments/key-reveal";
 import { call, postJson } from "./helpers";
 
 const stripe = new Stripe("sk_test_unused", { httpClient: Stripe.createFetchHttpClient() });
@@ -300,13 +301,34 @@ describe("checkout pages", () => {
   it("the success page shows the key exactly once, with calls left and the first call's result", async () => {
     const id = await seedSession("slugify", 170, { text: "Hi There" });
     await deliver(completedEvent(id));
+    // Until it is shown, the key waits sealed: nothing in D1 is the key or contains it.
+    const waiting = await env.DB.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first();
+    expect(JSON.stringify(waiting)).not.toContain("mk_");
     const first = await (await call(`/checkout/success?session_id=${id}`)).text();
     const key = /<code id="api-key">(mk_[A-Za-z0-9_-]+)<\/code>/.exec(first)?.[1];
     expect(key).toBeTruthy();
+    const stored = await env.DB.prepare("SELECT * FROM api_keys WHERE session_id = ?1").bind(id).first();
+    expect(JSON.stringify(stored)).not.toContain(key as string);
+    expect(stored?.key_hash).toBe(await hashKey(key as string));
     expect(first).toContain("169");
     expect(first).toContain("hi-there");
     const second = await (await call(`/checkout/success?session_id=${id}`)).text();
     expect(second).not.toContain(key as string);
     expect(second).toContain("already shown once");
+  });
+});
+
+describe("the sealed key waiting for its success page", () => {
+  it("opens only with the same Stripe secret and session id, and not after tampering", async () => {
+    const key = newApiKey();
+    const sealed = await sealKey("sk_test_a", "cs_test_1", key);
+    expect(sealed).not.toContain(key);
+    expect(await openKey("sk_test_a", "cs_test_1", sealed)).toBe(key);
+    expect(await openKey("sk_test_b", "cs_test_1", sealed)).toBeUndefined();
+    expect(await openKey("sk_test_a", "cs_test_2", sealed)).toBeUndefined();
+    const [v, iv, data] = sealed.split(".");
+    const flipped = `${v}.${iv}.${data?.startsWith("A") ? `B${data.slice(1)}` : `A${data?.slice(1)}`}`;
+    expect(await openKey("sk_test_a", "cs_test_1", flipped)).toBeUndefined();
+    expect(await openKey("sk_test_a", "cs_test_1", key)).toBeUndefined();
   });
 });

@@ -4,6 +4,7 @@ import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented } from "../skills/types";
 import { hashKey, newApiKey } from "./credits";
+import { openKey, sealKey } from "./key-reveal";
 
 export interface SessionRow {
   id: string;
@@ -57,6 +58,8 @@ export async function grantCredits(
   event?: { id: string; type: string },
 ): Promise<GrantOutcome> {
   const db = env.DB;
+  // Both grant paths (webhook, success page) run only with Stripe configured.
+  if (!env.STRIPE_SECRET_KEY) throw new Error("STRIPE_SECRET_KEY is required to grant credits");
   const key = newApiKey();
   const keyId = crypto.randomUUID();
   const now = Date.now();
@@ -72,7 +75,7 @@ export async function grantCredits(
         `UPDATE checkout_sessions SET status = 'complete', api_key_id = ?1, api_key_reveal = ?2, updated_at = ?3
          WHERE id = ?4 AND api_key_id IS NULL`,
       )
-      .bind(keyId, key, now, sessionId),
+      .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId),
   ];
   if (event) {
     statements.unshift(
@@ -164,7 +167,8 @@ async function runFirstPayload(env: Bindings, sessionId: string, key: string) {
 }
 
 /** The clear key, handed out once: compare-and-swap so two page loads cannot both see it. */
-export async function takeKeyReveal(db: D1Database, sessionId: string): Promise<string | undefined> {
+export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<string | undefined> {
+  const db = env.DB;
   const row = await db
     .prepare("SELECT api_key_reveal FROM checkout_sessions WHERE id = ?1")
     .bind(sessionId)
@@ -174,5 +178,6 @@ export async function takeKeyReveal(db: D1Database, sessionId: string): Promise<
     .prepare("UPDATE checkout_sessions SET api_key_reveal = NULL WHERE id = ?1 AND api_key_reveal = ?2")
     .bind(sessionId, row.api_key_reveal)
     .run();
-  return r.meta.changes === 1 ? row.api_key_reveal : undefined;
+  if (r.meta.changes !== 1 || !env.STRIPE_SECRET_KEY) return undefined;
+  return openKey(env.STRIPE_SECRET_KEY, sessionId, row.api_key_reveal);
 }

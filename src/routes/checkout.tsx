@@ -165,7 +165,7 @@ checkoutRoutes.get("/checkout/success", queryParams(successQuery), async (c) => 
       );
     }
   }
-  const key = session?.status === "complete" ? await takeKeyReveal(c.env.DB, session_id) : undefined;
+  const key = session?.status === "complete" ? await takeKeyReveal(c.env, session_id) : undefined;
   const left = session?.api_key_id
     ? await c.env.DB.prepare("SELECT calls_left FROM api_keys WHERE id = ?1")
         .bind(session.api_key_id)

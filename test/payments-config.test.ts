@@ -44,6 +44,15 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
       paidEnv(overrides),
     );
     expect(partner.status).toBe(503);
+    // The refinery skill is a partner service: it answers the same 503, and never runs unpaid.
+    const refinery = await createApp().fetch(
+      new Request("https://skills.test/api/skills/refinery-recipes", {
+        method: "POST",
+        body: JSON.stringify({ raw: "x", request: "y", recipe: "custom" }),
+      }),
+      paidEnv(overrides),
+    );
+    expect(refinery.status).toBe(503);
   });
 
   it("a bad partner base URL leaves the documents up; only the partner routes answer 503", async () => {

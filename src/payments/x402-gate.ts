@@ -163,7 +163,7 @@ async function ensureReady(b: Built): Promise<string | undefined> {
   }
 }
 
-/** x402 v2 payment for one call. Assumes the route is one of the registry's skills. */
+/** x402 v2 payment for one call. Only for routes that are sold (sellables.ts) at this moment. */
 export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cfg = publicConfig(c.env, c.req.url);
   const problem = configProblem(cfg);

@@ -226,7 +226,8 @@ partnerRoutes.post(
   cacheBody,
   explain402,
   recordPayment("refinery_recipes"),
-  partnerGate(() => true),
+  // Without a valid multiplier the recipes have no price: the handler answers 503, unpaid.
+  partnerGate((c) => !("error" in partnerConfig(c.env))),
   jsonBody(refineryBody),
   guardAuthorization("refinery_recipes"),
   async (c) => {

@@ -169,6 +169,8 @@ async function runFirstPayload(env: Bindings, sessionId: string, key: string) {
 /** The clear key, handed out once: compare-and-swap so two page loads cannot both see it. */
 export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<string | undefined> {
   const db = env.DB;
+  // Never consume the one reveal without the secret that opens it.
+  if (!env.STRIPE_SECRET_KEY) return undefined;
   const row = await db
     .prepare("SELECT api_key_reveal FROM checkout_sessions WHERE id = ?1")
     .bind(sessionId)
@@ -178,6 +180,6 @@ export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<s
     .prepare("UPDATE checkout_sessions SET api_key_reveal = NULL WHERE id = ?1 AND api_key_reveal = ?2")
     .bind(sessionId, row.api_key_reveal)
     .run();
-  if (r.meta.changes !== 1 || !env.STRIPE_SECRET_KEY) return undefined;
+  if (r.meta.changes !== 1) return undefined;
   return openKey(env.STRIPE_SECRET_KEY, sessionId, row.api_key_reveal);
 }

@@ -226,7 +226,7 @@ partnerRoutes.post(
   cacheBody,
   explain402,
   recordPayment("refinery_recipes"),
-  // Without a valid multiplier the recipes have no price: the handler answers 503, unpaid.
+  // Without a valid partner configuration the handler answers 503, before any payment is asked.
   partnerGate((c) => !("error" in partnerConfig(c.env))),
   jsonBody(refineryBody),
   guardAuthorization("refinery_recipes"),

@@ -1,27 +1,89 @@
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { PayoutShare } from "../env";
 
+/** What an EIP-3009 authorization promises: kept with its claim for reconciliation against the chain. */
+export interface AuthorizationTerms {
+  /** `<network>:<asset>:<payer>:<nonce>`, lowercased: the claim's primary key. */
+  key: string;
+  payer: string;
+  payTo: string;
+  asset: string;
+  network: string;
+  amountAtomic: bigint;
+  nonce: string;
+  validBefore: number;
+  x402Version: number;
+}
+
 /**
  * The identity of a payment authorization: for EIP-3009 (USDC's transferWithAuthorization) the
  * signer's nonce, which the token contract also accepts only once. Scoped by network, asset and
- * payer so equal nonces of different signers never collide.
+ * payer so equal nonces of different signers never collide. `network`/`asset` are those of the
+ * requirements the payment was matched to, so a v1 payload ("base") and a v2 one ("eip155:8453")
+ * for the same signature share one key.
  */
-export function authorizationKey(payment: PaymentPayload): { key: string; payer: string } | undefined {
-  const auth = (payment.payload as { authorization?: { from?: unknown; nonce?: unknown } }).authorization;
-  const { network, asset } = payment.accepted;
+export function authorizationKey(
+  payment: PaymentPayload,
+  accepted: { network: string; asset: string; payTo: string } = payment.accepted,
+): AuthorizationTerms | undefined {
+  const auth = (
+    payment.payload as {
+      authorization?: {
+        from?: unknown;
+        to?: unknown;
+        nonce?: unknown;
+        value?: unknown;
+        validBefore?: unknown;
+      };
+    }
+  ).authorization;
   if (typeof auth?.from !== "string" || typeof auth.nonce !== "string") return undefined;
-  return { key: `${network}:${asset}:${auth.from}:${auth.nonce}`.toLowerCase(), payer: auth.from };
+  const { network, asset } = accepted;
+  let amountAtomic = 0n;
+  try {
+    amountAtomic = BigInt(String(auth.value ?? "0"));
+  } catch {}
+  return {
+    key: `${network}:${asset}:${auth.from}:${auth.nonce}`.toLowerCase(),
+    payer: auth.from,
+    payTo: typeof auth.to === "string" ? auth.to : accepted.payTo,
+    asset,
+    network,
+    amountAtomic,
+    nonce: auth.nonce,
+    validBefore: Number(auth.validBefore ?? 0) || 0,
+    x402Version: payment.x402Version,
+  };
 }
 
 /** Claims an authorization for one request. False when another request holds or used it. */
-export async function claimAuthorization(db: D1Database, key: string, requestId: string, resource: string) {
+export async function claimAuthorization(
+  db: D1Database,
+  terms: AuthorizationTerms,
+  requestId: string,
+  resource: string,
+) {
   const now = Date.now();
   const result = await db
     .prepare(
-      `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at)
-       VALUES (?1, ?2, ?3, 'running', ?4, ?4) ON CONFLICT (nonce) DO NOTHING`,
+      `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at,
+         payer, pay_to, asset, network, amount_atomic, auth_nonce, valid_before, x402_version)
+       VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (nonce) DO NOTHING`,
     )
-    .bind(key, requestId, resource, now)
+    .bind(
+      terms.key,
+      requestId,
+      resource,
+      now,
+      terms.payer,
+      terms.payTo,
+      terms.asset,
+      terms.network,
+      Number(terms.amountAtomic),
+      terms.nonce,
+      terms.validBefore,
+      terms.x402Version,
+    )
     .run();
   return result.meta.changes === 1;
 }

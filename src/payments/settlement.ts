@@ -45,7 +45,7 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
       );
     }
     const requestId = c.get("requestId");
-    if (!(await claimAuthorization(c.env.DB, auth.key, requestId, resource))) {
+    if (!(await claimAuthorization(c.env.DB, auth, requestId, resource))) {
       return c.json(
         {
           error: "This payment authorization was already used for another call. Sign a new one.",

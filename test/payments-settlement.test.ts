@@ -307,7 +307,11 @@ describe("x402 v1 clients (X-PAYMENT) pay through the same path (issue 13.1)", (
     expect(await nonceRow(sig.key)).toEqual({ status: "settled" });
     expect(await ledgerRows(sig.key)).toEqual({ n: 1 });
     // The same authorization as v2, or again as v1: spent once whatever the version.
-    for (const headers of [{ "payment-signature": sig.header }, { "x-payment": v1Header(sig.payload) }]) {
+    const retries: Record<string, string>[] = [
+      { "payment-signature": sig.header },
+      { "x-payment": v1Header(sig.payload) },
+    ];
+    for (const headers of retries) {
       const again = await post("/api/skills/sha256", { text: "abc" }, headers);
       expect(again.status).toBe(402);
       expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");

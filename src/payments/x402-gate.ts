@@ -15,7 +15,8 @@ import { type Sellable, sellables } from "./sellables";
 import { x402HttpGate } from "./x402-http";
 import { v1Requirement } from "./x402-v1";
 
-const USDC_EXTRA = { name: "USD Coin", version: "2" };
+/** EIP-712 domain of USDC (name, version): what every exact-scheme signature is made under. */
+export const USDC_EXTRA = { name: "USD Coin", version: "2" };
 /** How long a signed authorization may take to reach settlement (x402 `maxTimeoutSeconds`). */
 export const MAX_TIMEOUT_SECONDS = 300;
 
@@ -115,14 +116,7 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     pc?.multiplierMilli ?? "no-partners",
   ].join("|");
   if (built?.key === key) return built;
-  const facilitator = new HTTPFacilitatorClient({
-    url: cfg.facilitatorUrl,
-    // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
-    // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`
-    // with the transaction hash rather than as a bare timeout (both are reported unconfirmed).
-    timeoutMs: 45_000,
-    ...cdpAuth(env),
-  });
+  const facilitator = facilitatorClient(env, cfg);
   const server = new x402ResourceServer(facilitator).register(
     cfg.network as `${string}:${string}`,
     new ExactEvmScheme(),
@@ -133,6 +127,18 @@ function build(env: Bindings, cfg: PublicConfig): Built {
   server.registerExtension(bazaarResourceServerExtension);
   built = { key, httpServer, ready: undefined, middleware: x402HttpGate(httpServer) };
   return built;
+}
+
+/** The configured facilitator (also used to settle refunds from the operating wallet). */
+export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
+  return new HTTPFacilitatorClient({
+    url: cfg.facilitatorUrl,
+    // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
+    // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`
+    // with the transaction hash rather than as a bare timeout (both are reported unconfirmed).
+    timeoutMs: 45_000,
+    ...cdpAuth(env),
+  });
 }
 
 function cdpAuth(env: Bindings) {

@@ -152,7 +152,8 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     result = await callPartner(c.env, { ...t, ...(paid ? { collect } : {}) }, c.get("requestId"));
   } catch (e) {
     // The answer is replaced by the settlement's own failure (payments/x402-http.ts).
-    if (e instanceof CallerNotCharged) return detail(c, 402, "Your payment did not settle", { charged: false });
+    if (e instanceof CallerNotCharged)
+      return detail(c, 402, "Your payment did not settle", { charged: false });
     if (!(e instanceof UpstreamFailure)) throw e;
     const refund = await refundIfCharged(c, e.message, e.handedOverMicros);
     return failure(c, t, e.status, e.message, e.upstreamStatus, refund);

@@ -1,4 +1,8 @@
+import { wrapAxiosWithPaymentFromConfig } from "@x402/axios";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
 import axios from "axios";
+import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, inject, it } from "vitest";
 import { withPaymentInterceptor } from "x402-axios";
 import { createSigner, decodeXPaymentResponse, wrapFetchWithPayment } from "x402-fetch";
@@ -100,5 +104,46 @@ describe("x402 v1 clients pay on the local chain", () => {
     });
     expect(res.status).toBe(422);
     expect(await balance(b.address)).toBe(before);
+  });
+
+  it("x402-fetch pays a partner try route in v1 too", async () => {
+    const b = buyer(4);
+    const pay = wrapFetchWithPayment(fetch, await createSigner("base", b.privateKey));
+    const before = await balance(b.address);
+    const res = await pay(`${stack.base_url}/api/partners/textkit/try/base64`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text: "hi" }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ charged: true, partner_id: "textkit" });
+    expect(decodeXPaymentResponse(res.headers.get("x-payment-response") ?? "")).toMatchObject({
+      success: true,
+    });
+    expect(before - (await balance(b.address))).toBe(9000n);
+  });
+});
+
+describe("v2 clients still read the PAYMENT-REQUIRED header, not the v1 body", () => {
+  it("@x402/axios pays one call with a v2 PAYMENT-SIGNATURE and gets a v2 PAYMENT-RESPONSE", async () => {
+    const b = buyer(5);
+    const sentHeaders: string[] = [];
+    const instance = axios.create({ baseURL: stack.base_url });
+    instance.interceptors.request.use((config) => {
+      sentHeaders.push(...Object.keys(config.headers ?? {}).map((h) => h.toLowerCase()));
+      return config;
+    });
+    const api = wrapAxiosWithPaymentFromConfig(instance, {
+      schemes: [{ network: "eip155:8453", client: new ExactEvmScheme(privateKeyToAccount(b.privateKey)) }],
+    });
+    const before = await balance(b.address);
+    const res = await api.post("/api/skills/json-sort", { data: { b: 1, a: 2 } });
+    expect(res.status).toBe(200);
+    expect(sentHeaders).toContain("payment-signature");
+    expect(sentHeaders).not.toContain("x-payment");
+    const receipt = decodePaymentResponseHeader(String(res.headers["payment-response"]));
+    expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
+    expect(res.headers["x-payment-response"]).toBeUndefined();
+    expect(before - (await balance(b.address))).toBe(3000n);
   });
 });

@@ -4,6 +4,7 @@ import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 import { skills } from "../skills/registry";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
+import { packLabel } from "./pack";
 
 export function DocsIndexPage() {
   return (
@@ -82,7 +83,7 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
   const credits = `curl -s -X POST ${urls.endpoint} \\\n  -H 'authorization: Bearer mk_your_key' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(body)}`;
   const invalid = validationExample(skill);
   return (
-    <Layout title={skill.name} description={skill.description}>
+    <Layout title={skill.name} description={skill.description} scripts={["/assets/buy.js"]}>
       <p class="crumbs">
         <a href="/docs">Docs</a> / {skill.slug}
       </p>
@@ -150,9 +151,19 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
         <code>{tsSnippet(urls.endpoint, body)}</code>
       </pre>
       <h3>With card credits</h3>
+      {cfg.cardpayEnabled ? (
+        <p class="actions">
+          <button id="buy" type="button" class="button" data-skill-id={skill.id}>
+            {packLabel(skill)}
+          </button>{" "}
+          <span id="buy-status" role="status" />
+        </p>
+      ) : null}
       <p>
-        Buy a pack of calls with <code>POST /api/cardpay/checkout</code> and{" "}
-        <code>{`{"skill_id":"${skill.id}"}`}</code>, then:
+        A card checkout (Stripe) buys a pack of calls: the smallest number that reaches Stripe's $0.50 minimum
+        at exactly the listed price per call. From code: <code>POST /api/cardpay/checkout</code> with{" "}
+        <code>{`{"skill_id":"${skill.id}"}`}</code>, open its <code>checkout_url</code>, and read your key
+        once on the success page. Then:
       </p>
       <pre>
         <code>{credits}</code>
@@ -204,6 +215,19 @@ export function NotFoundPage({ slug }: { slug: string }) {
       <h1>No skill called “{slug}”</h1>
       <p>
         See <a href="/docs">all skills</a>.
+      </p>
+    </Layout>
+  );
+}
+
+/** The 404 page of any unknown address, for requests that accept HTML. */
+export function PageNotFound({ path }: { path: string }) {
+  return (
+    <Layout title="Not found">
+      <h1>Nothing at {path}</h1>
+      <p>
+        See <a href="/">the home page</a>, <a href="/docs">all skills</a> or{" "}
+        <a href="/openapi.json">the API description</a>.
       </p>
     </Layout>
   );

@@ -74,6 +74,32 @@ const res = await pay("${url}", {
 console.log(res.status, await res.json());`;
 }
 
+/** What an analytic skill fetches and how each source fails, for its docs page's 502/504 section. */
+function upstreamFailures(skill: Skill): { source: string; bad: string[] } {
+  const api = (source: string) => ({
+    source,
+    bad: [
+      "answered an HTTP error status",
+      "answered something that is not JSON",
+      "reported an error",
+      "could not be reached",
+    ],
+  });
+  const page = (source: string) => ({
+    source,
+    bad: [
+      "answered an HTTP error status",
+      "was larger than the fetch cap",
+      "could not be reached",
+      "could not have its address checked (DNS-over-HTTPS lookup failed)",
+    ],
+  });
+  if (skill.id === "osint_graph") return api("Wikidata and Wikipedia");
+  if (skill.id === "research") return api("Wikipedia");
+  if (skill.id === "ai_detector") return page("the page you name, when you give a URL");
+  return page("the page you name");
+}
+
 export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }) {
   const schema = bodySchema(skill) as { properties?: Record<string, Prop>; required?: string[] };
   const urls = skillUrls(cfg, skill);
@@ -172,11 +198,34 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
       <h2>Errors</h2>
       <h3>422: the body failed validation</h3>
       <p>
-        Sending <code>{JSON.stringify(invalid.body)}</code> answers:
+        The body is checked once the call is paid (x402 signature or card-credit key): without payment every
+        body, <code>{"{}"}</code> included, answers <code>402</code> first. A paid call with a bad body is not
+        charged. Sending <code>{JSON.stringify(invalid.body)}</code> with payment answers:
       </p>
       <pre>
         <code>{JSON.stringify({ detail: invalid.detail }, null, 2)}</code>
       </pre>
+      {skill.kind === "analytic" ? (
+        <>
+          <h3>502 and 504: an upstream source failed (not charged)</h3>
+          <p>This skill reads {upstreamFailures(skill).source}. It answers:</p>
+          <ul>
+            {upstreamFailures(skill).bad.map((b) => (
+              <li>
+                <code>502</code> when the source {b}
+              </li>
+            ))}
+            <li>
+              <code>504</code> when the source did not answer in time.
+            </li>
+          </ul>
+          <p>
+            The body is <code>{'{"detail": "…", "charged": false}'}</code>.{" "}
+            <strong>Neither is charged</strong>: the x402 payment is not settled and a card credit is given
+            back. Retry later.
+          </p>
+        </>
+      ) : null}
       <h3>402: payment required or rejected</h3>
       <pre>
         <code>

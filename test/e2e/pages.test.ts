@@ -339,14 +339,14 @@ describe("pages in a real browser", () => {
 
   it("a page on another origin can read the catalog and get a skill's 402 with its headers (CORS)", async () => {
     const page = await browser.newPage();
-    // Another origin (same port, host "localhost" instead of the stack's address), its page served
-    // by Playwright itself so no CSP of ours applies to it.
-    const base = new URL(stack.base_url);
-    const other = `${base.protocol}//${base.hostname === "localhost" ? "127.0.0.1" : "localhost"}:${base.port}`;
-    await page.route(`${other}/cors-probe`, (r) =>
-      r.fulfill({ contentType: "text/html", body: "<h1>other origin</h1>" }),
-    );
-    await page.goto(`${other}/cors-probe`);
+    // Another origin: a blank page from a server of this test on another loopback port (a page
+    // Playwright fulfils itself counts as a public address, and Chromium's local-network rules
+    // would then block it before CORS is even asked).
+    const { createServer } = await import("node:http");
+    const server = createServer((_, res) => res.end("<h1>other origin</h1>")).listen(0, "127.0.0.1");
+    await new Promise((r) => server.once("listening", r));
+    const { port } = server.address() as { port: number };
+    await page.goto(`http://127.0.0.1:${port}/`);
     const out = await page.evaluate(async (base) => {
       const catalog = await fetch(`${base}/api/catalog`).catch((e) => {
         throw new Error(`catalog: ${e}`);
@@ -378,5 +378,6 @@ describe("pages in a real browser", () => {
     }, stack.base_url);
     expect(out).toEqual({ catalog: 200, paid: 402, required: true, admin: "blocked" });
     await page.close();
+    server.close();
   });
 });

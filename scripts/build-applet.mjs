@@ -26,7 +26,8 @@ export async function buildApplet({ write }) {
     format: "iife",
     platform: "browser",
     target: ["es2022"],
-    legalComments: "none",
+    // Bundled libraries keep their license notices (MIT and others ask for it).
+    legalComments: "eof",
     charset: "utf8",
     banner: { js: "// Built from src/browser by scripts/build-applet.mjs; do not edit." },
     write,

@@ -122,6 +122,18 @@ describe("security headers on every response type", () => {
     }
   }, 120_000);
 
+  it("an unexpected failure's 500 carries them too", async () => {
+    const app = createApp();
+    app.get("/test-boom", () => {
+      throw new Error("boom");
+    });
+    const res = await app.fetch(new Request(`${B}/test-boom`), env);
+    expect(res.status).toBe(500);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+
   it("the browser 402 page is HTML under the strict CSP, with nothing inline", async () => {
     const res = await createApp().fetch(
       new Request(`${B}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}', headers: BROWSER }),

@@ -480,9 +480,10 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     });
     // The caller's settlement, then the refund from the operating wallet to the caller.
     expect(settled).toHaveLength(2);
-    const refundAuth = (settled[1]?.payload as { authorization: { to: string; value: string } })
+    const [callerSettle, refundSettle] = settled as [PaymentPayload, PaymentPayload];
+    const refundAuth = (refundSettle.payload as { authorization: { to: string; value: string } })
       .authorization;
-    const callerAuth = (settled[0]?.payload as { authorization: { from: string } }).authorization;
+    const callerAuth = (callerSettle.payload as { authorization: { from: string } }).authorization;
     expect(refundAuth).toMatchObject({ to: callerAuth.from, value: "40000" });
     const id = res.headers.get("x-request-id");
     expect(await upstreamRows(id)).toEqual([

@@ -82,7 +82,8 @@ async function withEvent(
   db: D1Database,
   event: StripeEventRef | undefined,
   statements: D1PreparedStatement[],
-) {
+): Promise<D1Result[] | null> {
+  if (!event && statements.length === 0) return [];
   try {
     return await db.batch(event ? [insertEvent(db, event), ...statements] : statements);
   } catch (e) {

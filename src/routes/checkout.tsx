@@ -240,10 +240,14 @@ export const successQuery = z.object({ session_id: z.string().min(1).max(255) })
 export const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
 export const revealForm = z.object({ token: z.string().min(1).max(128) });
 
-/** Stripe's view of a session D1 has not granted yet (late webhook); read only, never written here. */
+/**
+ * Stripe's view of an open session D1 has not granted yet (late webhook); read only. Ids D1 does
+ * not know are never looked up here (no free Stripe calls for made-up ids): the webhook rebuilds a
+ * paid session missing from D1.
+ */
 async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessionId: string) {
   const stripe = stripeClient(c.env);
-  if (!stripe || (session && session.status !== "open")) return undefined;
+  if (!stripe || session?.status !== "open") return undefined;
   try {
     return (await fetchSession(stripe, sessionId)) ?? undefined;
   } catch (e) {
@@ -324,7 +328,8 @@ checkoutRoutes.post(
     // Defence in depth besides the token: browsers say where a form post comes from.
     const site = c.req.header("sec-fetch-site");
     const origin = c.req.header("origin");
-    if (site === "cross-site" || (origin && origin !== "null" && origin !== new URL(c.req.url).origin)) {
+    const ours = [new URL(c.req.url).origin, new URL(publicConfig(c.env, c.req.url).baseUrl).origin];
+    if (site === "cross-site" || (origin && origin !== "null" && !ours.includes(origin))) {
       return detail(c, 403, "The key reveal accepts only this site's own form.");
     }
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);

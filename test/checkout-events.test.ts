@@ -53,6 +53,22 @@ async function grantedKey(skill = "sha256") {
   return { id, key, pi };
 }
 
+/** Grants through the webhook with Stripe's own event for the (paid) session. */
+async function settleForTest(id: string) {
+  const ctx = createExecutionContext();
+  const { payload, header } = await signed(await sessionEvent("checkout.session.completed", id));
+  await worker.fetch(
+    new Request("https://skills.test/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    }),
+    env,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+}
+
 const paidApp = createApp();
 const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
 const spendCall = (key: string) =>
@@ -375,6 +391,34 @@ describe("the first call runs after the webhook's response", () => {
       "already_granted",
     );
   });
+});
+
+describe("a first call whose run died", () => {
+  it("is run once by the Reveal POST when its claim went stale, not while a live run holds it", async () => {
+    const id = await seedSession("slugify", 170, { text: "Run Died" });
+    // Granted by the late-webhook path, then the run is made to look claimed by a live isolate.
+    const token = (await revealTokenFromPage(id)) as string;
+    await env.DB.prepare("UPDATE checkout_sessions SET payload_started_at = ?2 WHERE id = ?1")
+      .bind(id, Date.now())
+      .run();
+    await settleForTest(id);
+    await env.DB.prepare("UPDATE checkout_sessions SET payload_started_at = ?2 WHERE id = ?1")
+      .bind(id, Date.now())
+      .run();
+    const live = await (await revealPost(id, token)).text();
+    // The live claim is respected: after waiting, the page says it is still running; nothing spent.
+    expect(live).toContain("Running…");
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
+    // Two minutes later the claim is stale: the next POST runs it, once.
+    await env.DB.prepare("UPDATE checkout_sessions SET payload_started_at = ?2 WHERE id = ?1")
+      .bind(id, Date.now() - 120_000)
+      .run();
+    const [a, b] = await Promise.all([revealPost(id, token), revealPost(id, token)]);
+    const pages = [await a.text(), await b.text()];
+    expect(pages.some((p) => p.includes("run-died"))).toBe(true);
+    expect((await firstCallResult(id)).status).toBe(200);
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 169, calls_total: 170 }]);
+  }, 30_000);
 });
 
 describe("the Reveal POST is CSRF-safe", () => {

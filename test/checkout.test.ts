@@ -151,6 +151,10 @@ describe("POST /api/cardpay/webhook", () => {
       granted: false,
     });
     expect((await keysFor(id)).results).toEqual([]);
+    // The buyer's page waits for Stripe and refreshes itself meanwhile.
+    const waiting = await call(`/checkout/success?session_id=${id}`);
+    expect(waiting.headers.get("refresh")).toBe("3");
+    expect(await waiting.text()).toContain("Waiting for the payment");
     const other = await deliver({
       id: "evt_x",
       object: "event",

@@ -158,7 +158,8 @@ export function SuccessPage(p: SuccessProps) {
         <>
           <h1>Waiting for the payment</h1>
           <p>
-            Stripe has not confirmed checkout <code>{p.sessionId}</code> yet. This page refreshes by itself.
+            Stripe has not confirmed checkout <code>{p.sessionId}</code> yet. This page refreshes by itself
+            for a while; reload it later if your payment method takes longer.
           </p>
         </>
       )}
@@ -169,7 +170,9 @@ export function SuccessPage(p: SuccessProps) {
 /** Seconds after which a GET of the success page should reload itself, or undefined. */
 export function successRefresh(session: SessionRow | null, paid: boolean): number | undefined {
   if (!session) return undefined;
-  const waitingForPayment = session.status === "open" && !session.payment_failed_at && !paid;
+  // A card payment lands within seconds; a bank debit can take days, and nobody watches for that long.
+  const recent = Date.now() - session.created_at < 30 * 60_000;
+  const waitingForPayment = session.status === "open" && !session.payment_failed_at && !paid && recent;
   const firstCallRunning =
     session.api_key_id !== null && session.payload !== null && session.payload_result === null;
   return waitingForPayment || firstCallRunning ? 3 : undefined;

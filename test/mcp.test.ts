@@ -75,6 +75,7 @@ async function callTool(
   return answer.result as unknown as ToolResult;
 }
 
+const field = <T>(answer: RpcAnswer, key: string) => answer.result?.[key] as T;
 const withoutDialect = ({ $schema: _d, ...s }: Record<string, unknown>) => s;
 const hex32 = () =>
   `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
@@ -171,14 +172,14 @@ describe("MCP protocol surface", () => {
 
   it("resources: the catalog (the JSON of /api/catalog) and the docs of each skill", async () => {
     const list = await rpc("resources/list", {});
-    const uris = ((list.result ?? {}).resources as { uri: string }[]).map((r) => r.uri);
+    const uris = field<{ uri: string }[]>(list, "resources").map((r) => r.uri);
     expect(uris).toEqual(["skills://catalog", ...skills.map((s) => `skills://docs/${s.id}`)]);
     const catalog = await rpc("resources/read", { uri: "skills://catalog" });
-    const text = ((catalog.result ?? {}).contents as { text: string }[])[0]?.text ?? "";
+    const text = field<{ text: string }[]>(catalog, "contents")[0]?.text ?? "";
     const http = await app.fetch(new Request(`${ORIGIN}/api/catalog`), paidEnv);
     expect(JSON.parse(text)).toEqual(await http.json());
     const docs = await rpc("resources/read", { uri: "skills://docs/token_count" });
-    const md = ((docs.result ?? {}).contents as { text: string; mimeType: string }[])[0];
+    const md = field<{ text: string; mimeType: string }[]>(docs, "contents")[0];
     expect(md?.mimeType).toBe("text/markdown");
     const tokenCount = skills.find((s) => s.id === "token_count");
     expect(md?.text).toContain(`# ${tokenCount?.name} (\`token_count\`)`);

@@ -8,6 +8,7 @@ import { pathParams } from "../http/validation";
 import { AppletPage } from "../pages/applet";
 import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
+import { McpDocsPage } from "../pages/mcp-docs";
 import { pricingConfig } from "../partners/listing";
 import { skillBySlug } from "../skills/registry";
 
@@ -45,6 +46,7 @@ pageRoutes.get("/", (c) => {
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs", (c) => c.html(<DocsIndexPage />));
+pageRoutes.get("/docs/mcp", (c) => c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs/:slug", pathParams(docSlug), (c) => {
   const { slug } = c.get("params") as z.infer<typeof docSlug>;
   const skill = skillBySlug(slug);

@@ -1,4 +1,5 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { PublicConfig } from "../config";
 import { formatUsd, microsToUsd } from "../money";
 import type { PricingConfig } from "../partners/listing";
@@ -35,6 +36,9 @@ export const toolOutputSchema = (success: JsonSchema) => ({
   type: "object" as const,
   anyOf: [withoutDialect(success), PAYMENT_REQUIRED_SCHEMA, ERROR_SCHEMA],
 });
+
+/** Tool `_meta` key of the bazaar extension's MCP discovery info (@x402/extensions). */
+export const BAZAAR_META = "x402/bazaar";
 
 /** MCP tool names allow [A-Za-z0-9_.-]: `<partner>.<service>` for partner services. */
 export const partnerToolName = (partnerId: string, serviceId: string) => `${partnerId}.${serviceId}`;
@@ -96,6 +100,21 @@ function fromSellable(item: Sellable): McpTool {
       inputSchema: withoutDialect(example?.inputSchema ?? { type: "object" }) as Tool["inputSchema"],
       ...(skill ? { outputSchema: toolOutputSchema(outputJsonSchema(skill)) } : {}),
       annotations: { openWorldHint: skill ? skill.kind !== "utility" : true },
+      // The x402 bazaar's MCP discovery declaration, for indexers that read tools/list.
+      ...(example
+        ? {
+            _meta: {
+              [BAZAAR_META]: declareDiscoveryExtension({
+                toolName: item.resource,
+                description: item.description,
+                transport: "streamable-http",
+                inputSchema: withoutDialect(example.inputSchema),
+                example: example.input,
+                output: { example: example.output },
+              }).bazaar,
+            },
+          }
+        : {}),
     },
     method: "POST",
     path: item.path,

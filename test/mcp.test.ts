@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { MCP_MAX_BODY_BYTES } from "../src/mcp/limits";
 import { PARTNERS } from "../src/partners/data";
@@ -384,5 +384,72 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
       .bind(hash)
       .first();
     expect(row).toEqual({ calls_left: 2 });
+  });
+});
+
+describe("MCP partner tools: the try route at the listing price", () => {
+  const HOST = "https://pricefeed.test";
+  const partnerEnv = { ...paidEnv, PARTNER_BASE_URLS: JSON.stringify({ pricefeed: HOST }) };
+  /** The partner host answers inside the isolate; everything else (the facilitator double) is real. */
+  function stubPartner(answer: (req: Request) => Response) {
+    const seen: string[] = [];
+    const realFetch = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (new URL(req.url).origin !== HOST) return realFetch(input, init);
+      seen.push(`${req.method} ${new URL(req.url).pathname}`);
+      return answer(req);
+    });
+    return seen;
+  }
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("pricefeed.price_coin: unpaid asks the try route's price; paid calls GET /price/<coin> and pays out", async () => {
+    const seen = stubPartner(() => Response.json({ coin: "eth", usd: 3000 }));
+    const unpaid = await callTool("pricefeed.price_coin", { coin: "eth" }, undefined, {}, partnerEnv);
+    const required = unpaid.structuredContent as unknown as PaymentRequired;
+    expect(required.resource.url).toBe(`${ORIGIN}/api/partners/pricefeed/try/price_coin`);
+    const pay = paymentFor(required);
+    const paid = await callTool(
+      "pricefeed.price_coin",
+      { coin: "eth" },
+      { "x402/payment": pay.payload },
+      {},
+      partnerEnv,
+    );
+    expect(paid.isError).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({
+      partner_id: "pricefeed",
+      charged: true,
+      body: { usd: 3000 },
+    });
+    expect(seen).toEqual(["GET /price/eth"]);
+    expect(await ledgerRow(pay.key)).toMatchObject({
+      results: [{ resource: "mcp:pricefeed.price_coin", amount_atomic: Number(required.accepts[0]?.amount) }],
+    });
+    const payout = await env.DB.prepare(
+      "SELECT partner_id, service_id FROM payout_ledger WHERE request_id = (SELECT request_id FROM payments WHERE nonce = ?1)",
+    )
+      .bind(pay.key)
+      .first();
+    expect(payout).toEqual({ partner_id: "pricefeed", service_id: "price_coin" });
+  });
+
+  it("a partner failure is a tool error (HTTP 502), not settled; a bad path parameter is the 422 before any price", async () => {
+    stubPartner(() => new Response("down", { status: 500 }));
+    const unpaid = await callTool("pricefeed.price", {}, undefined, {}, partnerEnv);
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
+    const failed = await callTool("pricefeed.price", {}, { "x402/payment": pay.payload }, {}, partnerEnv);
+    expect(failed.isError).toBe(true);
+    expect(failed.content[0]?.text).toMatch(/^Call failed \(HTTP 502\)/);
+    expect(failed.structuredContent).toMatchObject({ charged: false, upstream_status: 500 });
+    expect(await nonceRow(pay.key)).toBeNull();
+    expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(0);
+
+    const bad = await callTool("pricefeed.price_coin", { coin: "../admin" }, undefined, {}, partnerEnv);
+    expect(bad.isError).toBe(true);
+    expect((bad.structuredContent?.detail as { loc: string[] }[])[0]?.loc).toEqual(["query", "coin"]);
   });
 });

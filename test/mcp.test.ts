@@ -450,6 +450,6 @@ describe("MCP partner tools: the try route at the listing price", () => {
 
     const bad = await callTool("pricefeed.price_coin", { coin: "../admin" }, undefined, {}, partnerEnv);
     expect(bad.isError).toBe(true);
-    expect((bad.structuredContent?.detail as { loc: string[] }[])[0]?.loc).toEqual(["query", "coin"]);
+    expect(bad.structuredContent).toMatchObject({ detail: [{ loc: ["query", "coin"] }] });
   });
 });

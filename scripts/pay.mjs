@@ -12,7 +12,7 @@ import { connectMcp, payToolCall } from "./lib/mcp-buyer.mjs";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 let stack;
 try {
-  stack = JSON.parse(readFileSync(path.join(root, process.env.STACK_DIR ?? ".dev", "stack.json"), "utf8"));
+  stack = JSON.parse(readFileSync(path.resolve(root, process.env.STACK_DIR ?? ".dev", "stack.json"), "utf8"));
 } catch {
   console.error("No local stack found: run `npm start` in another terminal first.");
   process.exit(1);

@@ -435,6 +435,12 @@ describe("MCP partner tools: the try route at the listing price", () => {
       .bind(pay.key)
       .first();
     expect(payout).toEqual({ partner_id: "pricefeed", service_id: "price_coin" });
+    // The workers project shares one D1 across files: leave no owed payout for the payouts tests.
+    await env.DB.prepare(
+      "DELETE FROM payout_ledger WHERE request_id = (SELECT request_id FROM payments WHERE nonce = ?1)",
+    )
+      .bind(pay.key)
+      .run();
   });
 
   it("a partner failure is a tool error (HTTP 502), not settled; a bad path parameter is the 422 before any price", async () => {

@@ -2,8 +2,10 @@
 import { execFileSync } from "node:child_process";
 // `npm run bench`: figures for the README. Serves scripts/bench/worker.ts (the real app plus a
 // no-op route) with wrangler dev, times each skill's run inside workerd, then compares HTTP
-// latency of a 1 KB paid-size call with a no-op route. Writes bench/results.md.
-import { mkdirSync, writeFileSync } from "node:fs";
+// latency of a 1 KB paid-size call with a no-op route, and an MCP tools/call with the same call
+// over HTTP. Writes bench/results.md. `--only-mcp` measures only the MCP section and replaces that
+// section in the existing bench/results.md.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { x402Client } from "@x402/core/client";
@@ -46,6 +48,8 @@ const worker = startProcess(
   ],
   { cwd: root, env },
 );
+const onlyMcp = process.argv.includes("--only-mcp");
+const MCP_HEADING = "MCP vs plain HTTP";
 const lines = [];
 const say = (s = "") => {
   console.log(s);
@@ -57,6 +61,84 @@ try {
     child: worker,
     timeoutMs: 90_000,
   });
+  if (!onlyMcp) await skillAndHttpSections();
+  await mcpSection();
+
+  mkdirSync(path.join(root, "bench"), { recursive: true });
+  const file = path.join(root, "bench/results.md");
+  if (onlyMcp && existsSync(file)) {
+    // Keep the other sections as measured; replace (or add) only the MCP one, which comes last.
+    const kept = readFileSync(file, "utf8").split(`\n${MCP_HEADING}`)[0].trimEnd();
+    writeFileSync(file, `${kept}\n${lines.join("\n")}\n`);
+  } else {
+    writeFileSync(file, `${lines.join("\n")}\n`);
+  }
+  console.log("\nwritten to bench/results.md");
+} finally {
+  await stopProcess(worker);
+  await facilitator.stop();
+  await chain.stop();
+}
+
+async function median(fn, n) {
+  const t = [];
+  for (let i = 0; i < n; i++) {
+    const s = performance.now();
+    await fn();
+    t.push(performance.now() - s);
+  }
+  t.sort((a, b) => a - b);
+  return t[Math.floor(n / 2)];
+}
+
+/** MCP tools/call of a 1 KB skill vs the same skill over plain HTTP (FREE_BETA, no payment). */
+async function mcpSection() {
+  const args = { text: "x".repeat(1000) };
+  const http = async () => {
+    const r = await fetch(`${base}/api/skills/token-count`, { method: "POST", body: JSON.stringify(args) });
+    if (r.status !== 200) throw new Error(`http: ${r.status}`);
+    await r.text();
+  };
+  const rpc = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "token_count", arguments: args },
+  });
+  const mcp = async () => {
+    const r = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: rpc,
+    });
+    const answer = await r.json();
+    if (r.status !== 200 || answer.result?.isError !== undefined)
+      throw new Error(`mcp: ${JSON.stringify(answer)}`);
+  };
+  await median(http, 30);
+  await median(mcp, 30);
+  // Interleaved rounds, so load from other processes hits both alike.
+  const httpT = [];
+  const mcpT = [];
+  for (let i = 0; i < 6; i++) {
+    httpT.push(await median(http, 50));
+    mcpT.push(await median(mcp, 50));
+  }
+  const mid = (t) => t.sort((a, b) => a - b)[Math.floor(t.length / 2)];
+  const httpMs = mid(httpT);
+  const mcpMs = mid(mcpT);
+  say();
+  say(
+    `${MCP_HEADING} (${new Date().toISOString().slice(0, 10)}): token_count on 1 KB of text, raw fetch on loopback, median of 6 interleaved rounds of 50 sequential calls. The MCP call is one stateless POST /mcp (fresh server and transport, then the same route dispatched in-process):`,
+  );
+  say();
+  say("| call | median ms | ratio to HTTP |");
+  say("|---|---:|---:|");
+  say(`| POST /api/skills/token-count (1 KB) | ${httpMs.toFixed(3)} | 1.00 |`);
+  say(`| MCP tools/call token_count (1 KB) | ${mcpMs.toFixed(3)} | ${(mcpMs / httpMs).toFixed(2)} |`);
+}
+
+async function skillAndHttpSections() {
   say(
     `# Benchmarks (${new Date().toISOString().slice(0, 10)}, ${process.platform}, Node ${process.version}, wrangler dev / workerd)`,
   );
@@ -82,16 +164,6 @@ try {
   }
 
   // HTTP latency: a 1 KB skill call vs a no-op route on the same Worker (FREE_BETA=true, no payment).
-  const median = async (fn, n) => {
-    const t = [];
-    for (let i = 0; i < n; i++) {
-      const s = performance.now();
-      await fn();
-      t.push(performance.now() - s);
-    }
-    t.sort((a, b) => a - b);
-    return t[Math.floor(n / 2)];
-  };
   const small = JSON.stringify({ text: "x".repeat(1000) });
   const noop = () => fetch(`${base}/__bench/noop`).then((r) => r.text());
   const call = (p, b) => () => fetch(`${base}${p}`, { method: "POST", body: b }).then((r) => r.text());
@@ -159,12 +231,4 @@ try {
   say(`| GET no-op (free) | ${noopMs.toFixed(3)} | 1.00 |`);
   say(`| POST slugify, unpaid → 402 | ${unpaidMs.toFixed(3)} | ${(unpaidMs / noopMs).toFixed(2)} |`);
   say(`| POST slugify, paid → 200 | ${paidMs.toFixed(3)} | ${(paidMs / noopMs).toFixed(2)} |`);
-
-  mkdirSync(path.join(root, "bench"), { recursive: true });
-  writeFileSync(path.join(root, "bench/results.md"), `${lines.join("\n")}\n`);
-  console.log("\nwritten to bench/results.md");
-} finally {
-  await stopProcess(worker);
-  await facilitator.stop();
-  await chain.stop();
 }

@@ -13,6 +13,7 @@ import { catalogRoutes } from "./routes/catalog";
 import { checkoutRoutes } from "./routes/checkout";
 import { discoveryRoutes } from "./routes/discovery";
 import { healthRoutes } from "./routes/health";
+import { mcpRoutes } from "./routes/mcp";
 import { notFound } from "./routes/not-found";
 import { pageRoutes } from "./routes/pages";
 import { partnerRoutes } from "./routes/partners";
@@ -50,6 +51,11 @@ export function createApp() {
   app.route("/", checkoutRoutes);
   app.route("/", partnerRoutes);
   app.route("/", discoveryRoutes);
+  // MCP tools/call runs each paid call through this same app (same payment chain, same ledger).
+  app.route(
+    "/",
+    mcpRoutes((req, env, ctx) => app.fetch(req, env, ctx)),
+  );
   app.route("/", pageRoutes);
 
   app.notFound(notFound(allowedMethodsFinder(app)));

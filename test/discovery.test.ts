@@ -58,7 +58,13 @@ describe("discovery documents", () => {
     const doc = new XMLParser({ ignoreAttributes: false }).parse(body);
     expect(doc.urlset["@_xmlns"]).toBe("http://www.sitemaps.org/schemas/sitemap/0.9");
     const locs = (doc.urlset.url as { loc: string }[]).map((u) => u.loc);
-    expect(locs).toEqual([`${B}/`, `${B}/docs`, ...skills.map((s) => `${B}/docs/${s.slug}`), `${B}/applet`]);
+    expect(locs).toEqual([
+      `${B}/`,
+      `${B}/docs`,
+      `${B}/docs/mcp`,
+      ...skills.map((s) => `${B}/docs/${s.slug}`),
+      `${B}/applet`,
+    ]);
   });
 
   it("llms.txt follows llmstxt.org and lists every skill with endpoint, price and docs", async () => {

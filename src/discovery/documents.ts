@@ -6,6 +6,7 @@ import type { PricingConfig } from "../partners/listing";
 import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
 import { type Sellable, sellables } from "../payments/sellables";
 import { skills } from "../skills/registry";
+import { MCP_SUMMARY, mcpClientConfig, mcpManifestEntry, mcpUrl } from "./mcp";
 import {
   bodySchema,
   firstSentence,
@@ -79,6 +80,10 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
         `- [${p.name}](${b}/api/partners/${p.id}): ${p.description} ${p.services.length} service(s), ${p.listing_status}.`,
     ),
     `- [Refinery recipes skill](${b}/services/${REFINERY_SLUG}.json): POST ${REFINERY_SKILL_PATH}, $${partner.refinery.min} to $${partner.refinery.max} per call depending on the recipe.`,
+    "",
+    "## MCP",
+    "",
+    `- [MCP server](${mcpUrl(cfg)}): ${MCP_SUMMARY} Setup: ${b}/docs/mcp`,
     "",
     "## Docs",
     "",
@@ -167,6 +172,16 @@ curl -s -X POST ${b}${example.endpoint} -H "authorization: Bearer $MK_KEY" -H 'c
 curl -s ${b}/api/credits -H "authorization: Bearer $MK_KEY"
 \`\`\`
 
+## 4b. Or connect over MCP
+
+${MCP_SUMMARY}
+
+\`\`\`json
+${JSON.stringify(mcpClientConfig(cfg), null, 2)}
+\`\`\`
+
+More: ${b}/docs/mcp
+
 ## 5. Read errors
 
 Every error body is JSON. Nothing is charged for any of them.
@@ -213,6 +228,7 @@ export function agentManifest(cfg: PublicConfig) {
       agents_md: `${cfg.baseUrl}/AGENTS.md`,
       openapi: `${cfg.baseUrl}/openapi.json`,
     },
+    mcp: mcpManifestEntry(cfg),
     auth: {
       type: "none",
       description: "No account or API key is needed to call a skill; payment is per call.",

@@ -109,6 +109,7 @@ export function publicPages(cfg: PublicConfig): string[] {
   return [
     `${cfg.baseUrl}/`,
     `${cfg.baseUrl}/docs`,
+    `${cfg.baseUrl}/docs/mcp`,
     ...skills.map((s) => `${cfg.baseUrl}/docs/${s.slug}`),
     `${cfg.baseUrl}/applet`,
   ];

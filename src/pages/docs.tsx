@@ -12,7 +12,8 @@ export function DocsIndexPage() {
       <h1>Documentation</h1>
       <p>
         Every skill is one <code>POST</code> endpoint with a JSON body. Start with{" "}
-        <a href="/AGENTS.md">AGENTS.md</a> for payment and errors, or pick a skill:
+        <a href="/AGENTS.md">AGENTS.md</a> for payment and errors,{" "}
+        <a href="/docs/mcp">connect an MCP client</a>, or pick a skill:
       </p>
       <ul class="cards">
         {skills.map((s) => (

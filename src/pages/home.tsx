@@ -95,6 +95,10 @@ export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PricingConfig }) 
         <h2>For agents</h2>
         <ul class="links">
           <li>
+            <a href="/docs/mcp">MCP server</a> at <code>{cfg.baseUrl}/mcp</code>: every skill as a paid tool
+            (Streamable HTTP; x402 or card credits)
+          </li>
+          <li>
             <a href="/llms.txt">llms.txt</a>: the short guide
           </li>
           <li>

@@ -10,6 +10,7 @@ import {
   releaseAuthorization,
   type SettledPayment,
 } from "./ledger";
+import { ledgerResource } from "./mcp-resource";
 
 /**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the
@@ -38,7 +39,7 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
       );
     }
     const requestId = c.get("requestId");
-    if (!(await claimAuthorization(c.env.DB, auth, requestId, resource))) {
+    if (!(await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource)))) {
       return c.json(
         {
           error: "This payment authorization was already used for another call. Sign a new one.",
@@ -65,8 +66,10 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
  * it. A settlement whose outcome is unknown (see settlementOutcome) keeps the authorization
  * reserved and answers a clear 502 instead of the paid content.
  */
-export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
+export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // Read before next(): later middleware may replace c.req.raw. MCP calls are `mcp:<tool>`.
+    const resource = ledgerResource(c.req.raw, routeResource);
     await next();
     const claim = c.get("paymentClaim");
     if (!claim || claim.released) return;

@@ -7,6 +7,7 @@ import { pathParams } from "../http/validation";
 import { AppletPage } from "../pages/applet";
 import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
+import { McpDocsPage } from "../pages/mcp-docs";
 import { pricingConfig } from "../partners/listing";
 import { skillBySlug } from "../skills/registry";
 import { canonicalSlug } from "./not-found";
@@ -35,6 +36,7 @@ pageRoutes.use("/docs/*", async (c, next) => {
   if (slug !== asked && skillBySlug(slug)) return c.redirect(`/docs/${slug}`, 301);
   return next();
 });
+pageRoutes.get("/docs/mcp", (c) => c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs/:slug", pathParams(docSlug), (c) => {
   const { slug } = c.get("params") as z.infer<typeof docSlug>;
   const skill = skillBySlug(slug);

@@ -84,6 +84,7 @@ describe("pages in a real browser", () => {
     ["/", "home"],
     ["/docs", "docs-index"],
     ["/docs/text-diff", "docs-text-diff"],
+    ["/docs/mcp", "docs-mcp"],
     ["/applet", "applet"],
   ])("%s loads without console errors, on desktop and phone widths", async (route, name) => {
     for (const [width, label] of [

@@ -1,0 +1,37 @@
+import type { PublicConfig } from "../config";
+import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
+
+/** What every discovery document says about the MCP endpoint (one wording for all of them). */
+export const mcpUrl = (cfg: PublicConfig) => `${cfg.baseUrl}${MCP_PATH}`;
+
+export const MCP_SUMMARY =
+  'MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>.<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["x402/payment"]; the result carries _meta["x402/payment-response"]. Or connect with Authorization: Bearer mk_... to pay from card credits.';
+
+/** A generic MCP client configuration (the `mcpServers` shape most clients read). */
+export function mcpClientConfig(cfg: PublicConfig, withCardKey = false) {
+  return {
+    mcpServers: {
+      "agent-skills": {
+        type: "streamable-http",
+        url: mcpUrl(cfg),
+        ...(withCardKey ? { headers: { Authorization: "Bearer mk_your_key" } } : {}),
+      },
+    },
+  };
+}
+
+/** The agents.json entry. */
+export function mcpManifestEntry(cfg: PublicConfig) {
+  return {
+    url: mcpUrl(cfg),
+    transport: "streamable-http",
+    stateless: true,
+    max_body_bytes: MCP_MAX_BODY_BYTES,
+    payment: {
+      x402: { request_meta: "x402/payment", response_meta: "x402/payment-response", version: 2 },
+      card_credits: { header: "Authorization: Bearer mk_..." },
+    },
+    docs: `${cfg.baseUrl}/docs/mcp`,
+    description: MCP_SUMMARY,
+  };
+}

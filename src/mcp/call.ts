@@ -1,0 +1,154 @@
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader,
+} from "@x402/core/http";
+import type { PaymentPayload } from "@x402/core/types";
+import { markMcpRequest } from "../payments/mcp-resource";
+import type { McpTool } from "./tools";
+
+/** x402 MCP transport (v2) `_meta` keys. */
+export const PAYMENT_META = "x402/payment";
+export const PAYMENT_RESPONSE_META = "x402/payment-response";
+/** Our own `_meta` key: calls left on the card-credit key that paid this call. */
+export const CREDITS_META = "marketplace/credits-remaining";
+
+/** Sends one request through the whole app (the same chain as an HTTP client's call). */
+export type Dispatch = (req: Request) => Promise<Response>;
+
+export interface CallContext {
+  /** Origin of the MCP request: the internal call goes to the same host, so the price and the
+   * x402 resource URL are those of the HTTP route. */
+  origin: string;
+  /** The MCP request's `Authorization`, forwarded only when it is a card-credit key. */
+  authorization: string | undefined;
+  dispatch: Dispatch;
+}
+
+const CARD_KEY = /^Bearer\s+mk_/i;
+
+const toolError = (structured: Record<string, unknown>, text: string): CallToolResult => ({
+  isError: true,
+  structuredContent: structured,
+  content: [{ type: "text", text }],
+});
+
+/** The payment payload from `_meta`: the object itself, or an already encoded header value. */
+function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined | Error {
+  const payment = meta?.[PAYMENT_META];
+  if (payment === undefined || payment === null) return undefined;
+  if (typeof payment === "string") return payment;
+  if (typeof payment !== "object" || Array.isArray(payment)) {
+    return new Error(`_meta["${PAYMENT_META}"] must be an x402 v2 PaymentPayload object`);
+  }
+  try {
+    return encodePaymentSignatureHeader(payment as PaymentPayload);
+  } catch (e) {
+    return new Error(`_meta["${PAYMENT_META}"] could not be encoded: ${e}`);
+  }
+}
+
+/** The internal request: the HTTP route of the tool, paid the way the MCP call is paid. */
+function buildRequest(
+  t: McpTool,
+  args: Record<string, unknown>,
+  payment: string | undefined,
+  ctx: CallContext,
+) {
+  const url = new URL(t.path, ctx.origin);
+  const headers = new Headers({ accept: "application/json" });
+  let body: Uint8Array | undefined;
+  if (t.argumentsIn === "query") {
+    for (const [k, v] of Object.entries(args)) {
+      url.searchParams.set(k, typeof v === "string" ? v : JSON.stringify(v));
+    }
+  } else {
+    body = new TextEncoder().encode(JSON.stringify(args));
+    headers.set("content-type", "application/json");
+    // Known length: the app's body limit then keeps this very Request object (see markMcpRequest).
+    headers.set("content-length", String(body.byteLength));
+  }
+  if (payment) headers.set("payment-signature", payment);
+  if (ctx.authorization && CARD_KEY.test(ctx.authorization)) headers.set("authorization", ctx.authorization);
+  return new Request(url, { method: t.method, headers, body });
+}
+
+async function readJson(res: Response): Promise<{ text: string; json: unknown }> {
+  const text = await res.text();
+  try {
+    return { text, json: JSON.parse(text) };
+  } catch {
+    return { text, json: undefined };
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+function detailText(json: unknown, fallback: string): string {
+  if (isObject(json)) {
+    if (typeof json.detail === "string") return json.detail;
+    if (typeof json.error === "string") return json.error;
+  }
+  return fallback;
+}
+
+/**
+ * Runs one paid tool call through the app's own HTTP route and maps the answer to an MCP tool
+ * result: payment, validation, nonce claim, settlement and ledger are the HTTP path's, unchanged.
+ */
+export async function callTool(
+  t: McpTool,
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> | undefined,
+  ctx: CallContext,
+): Promise<CallToolResult> {
+  const payment = paymentHeader(meta);
+  if (payment instanceof Error) {
+    return toolError({ detail: payment.message, reason: "invalid_payment_meta" }, payment.message);
+  }
+  const req = buildRequest(t, args, payment, ctx);
+  markMcpRequest(req, t.tool.name);
+  const res = await ctx.dispatch(req);
+  const { text, json } = await readJson(res);
+
+  if (res.status === 200) {
+    const _meta: Record<string, unknown> = {};
+    const settled = res.headers.get("payment-response");
+    if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
+    const credits = res.headers.get("x-credits-remaining");
+    if (credits !== null) _meta[CREDITS_META] = Number(credits);
+    return {
+      ...(isObject(json) ? { structuredContent: json } : {}),
+      content: [{ type: "text", text }],
+      ...(Object.keys(_meta).length ? { _meta } : {}),
+    };
+  }
+
+  const required = res.status === 402 ? res.headers.get("payment-required") : null;
+  if (required) {
+    // x402 MCP transport: the PaymentRequired itself, as structured content and as its JSON text.
+    const paymentRequired = decodePaymentRequiredHeader(required);
+    return toolError(paymentRequired as unknown as Record<string, unknown>, JSON.stringify(paymentRequired));
+  }
+
+  if (res.status === 422 && isObject(json) && Array.isArray(json.detail)) {
+    const fields = json.detail
+      .map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join(".")}: ${d.msg}`)
+      .join("; ");
+    return toolError(json, `Invalid arguments (not charged): ${fields}`);
+  }
+
+  const message = detailText(json, text.slice(0, 500) || `HTTP ${res.status}`);
+  const structured = isObject(json)
+    ? { ...json, detail: json.detail ?? message, status: res.status }
+    : { detail: message, status: res.status };
+  const prefix =
+    res.status === 401 || res.status === 403
+      ? "Card-credit key refused"
+      : res.status === 402
+        ? "Payment refused"
+        : `Call failed (HTTP ${res.status})`;
+  return toolError(structured, `${prefix}: ${message}`);
+}

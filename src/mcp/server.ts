@@ -1,0 +1,93 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+import { z } from "zod";
+import { INTERFACE_VERSION } from "../config";
+import { skills } from "../skills/registry";
+import { type CallContext, callTool } from "./call";
+import { CATALOG_URI, docsUri, resourceList, skillDocs } from "./resources";
+import type { McpTool } from "./tools";
+
+export const SERVER_NAME = "agent-skills-marketplace";
+
+export interface McpServerContext extends CallContext {
+  tools: McpTool[];
+  baseUrl: string;
+}
+
+const INSTRUCTIONS =
+  'Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"]. Or connect with the header Authorization: Bearer mk_... to pay with card credits. You are charged only for a successful result.';
+
+/**
+ * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist
+ * as JSON Schema in the registry, so no zod-to-schema layer (McpServer) is needed. The cfworker
+ * validator replaces the SDK's default ajv, which compiles schemas with eval (forbidden in Workers).
+ */
+/**
+ * The SDK parses a request with the handler's schema before its own checks and turns a failed
+ * parse into -32603 (internal error). Handlers that take params are registered with a schema that
+ * accepts any params and parse them here, so bad params are -32602 (invalid params) as in JSON-RPC.
+ */
+function parseParams<T extends z.ZodType>(schema: T, request: unknown): z.infer<T> {
+  const parsed = schema.safeParse(request);
+  if (!parsed.success) {
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Invalid params: ${z.prettifyError(parsed.error as z.ZodError)}`,
+    );
+  }
+  return parsed.data;
+}
+const anyParams = <M extends string>(method: M) =>
+  z.object({ method: z.literal(method), params: z.unknown() });
+
+export function createMcpServer(ctx: McpServerContext): Server {
+  const server = new Server(
+    { name: SERVER_NAME, title: "Agent Skills Marketplace", version: INTERFACE_VERSION },
+    {
+      capabilities: { tools: {}, resources: {} },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
+    },
+  );
+  const byName = new Map(ctx.tools.map((t) => [t.tool.name, t]));
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: ctx.tools.map((t) => t.tool) }));
+
+  server.setRequestHandler(anyParams("tools/call"), (raw) => {
+    const request = parseParams(CallToolRequestSchema, raw);
+    const tool = byName.get(request.params.name);
+    if (!tool) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}. See tools/list.`);
+    }
+    return callTool(tool, request.params.arguments ?? {}, request.params._meta, ctx);
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resourceList(skills) }));
+
+  server.setRequestHandler(anyParams("resources/read"), async (raw) => {
+    const request = parseParams(ReadResourceRequestSchema, raw);
+    const uri = request.params.uri;
+    if (uri === CATALOG_URI) {
+      const res = await ctx.dispatch(new Request(new URL("/api/catalog", ctx.origin)));
+      return { contents: [{ uri, mimeType: "application/json", text: await res.text() }] };
+    }
+    const skill = skills.find((s) => docsUri(s) === uri);
+    // -32002: "Resource not found" in the MCP specification.
+    if (!skill) throw new McpError(-32002, `Unknown resource: ${uri}. See resources/list.`);
+    return {
+      contents: [
+        { uri, mimeType: "text/markdown", text: skillDocs(skill, byName.get(skill.id), ctx.baseUrl) },
+      ],
+    };
+  });
+
+  return server;
+}

@@ -1,0 +1,132 @@
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
+import type { PublicConfig } from "../config";
+import { formatUsd, microsToUsd } from "../money";
+import type { PricingConfig } from "../partners/listing";
+import { PATH_PARAM } from "../partners/try-proxy";
+import { type Sellable, sellables } from "../payments/sellables";
+import { outputJsonSchema, skillById } from "../skills/registry";
+
+type JsonSchema = Record<string, unknown>;
+
+/** One MCP tool and the HTTP route of the app that sells it (the only place it runs and is paid). */
+export interface McpTool {
+  tool: Tool;
+  method: "GET" | "POST";
+  path: string;
+  /** Arguments become the JSON body (skills, POST services) or the query string (GET services). */
+  argumentsIn: "body" | "query";
+}
+
+const withoutDialect = ({ $schema: _drop, ...schema }: JsonSchema) => schema;
+
+/**
+ * What a paid tool's `structuredContent` can be. The official MCP client validates it against
+ * `outputSchema` even on an `isError` result, so the schema states all three shapes (disjoint
+ * `required` sets keep the success branch strict): the result, the x402 PaymentRequired of an
+ * unpaid call, and a `{detail}` error (the HTTP error body).
+ */
+const PAYMENT_REQUIRED_SCHEMA: JsonSchema = {
+  type: "object",
+  required: ["x402Version", "accepts"],
+  properties: { x402Version: { type: "integer" }, accepts: { type: "array" }, error: { type: "string" } },
+};
+const ERROR_SCHEMA: JsonSchema = { type: "object", required: ["detail"], properties: { detail: {} } };
+export const toolOutputSchema = (success: JsonSchema) => ({
+  type: "object" as const,
+  anyOf: [withoutDialect(success), PAYMENT_REQUIRED_SCHEMA, ERROR_SCHEMA],
+});
+
+/** Tool `_meta` key of the bazaar extension's MCP discovery info (@x402/extensions). */
+export const BAZAAR_META = "x402/bazaar";
+
+/** MCP tool names allow [A-Za-z0-9_.-]: `<partner>.<service>` for partner services. */
+export const partnerToolName = (partnerId: string, serviceId: string) => `${partnerId}.${serviceId}`;
+
+function priceText(item: Sellable) {
+  if (item.priceForBody) return `up to ${formatUsd(microsToUsd(item.priceMicros))} per call (by recipe)`;
+  return `${formatUsd(microsToUsd(item.priceMicros))} per call`;
+}
+
+const PAYMENT_NOTE =
+  'Paid: send the x402 v2 payment in params._meta["x402/payment"] (an unpaid call returns the PaymentRequired), or connect with Authorization: Bearer mk_... card credits.';
+
+function fromSellable(item: Sellable): McpTool {
+  const price = priceText(item);
+  if (item.partner) {
+    const { partner, service } = item.partner;
+    const params = [...service.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
+    const inputSchema: JsonSchema =
+      service.method === "GET"
+        ? {
+            type: "object",
+            properties: Object.fromEntries(
+              params.map((p) => [
+                p,
+                {
+                  type: "string",
+                  pattern: PATH_PARAM.source,
+                  ...(service.test_params?.[p] ? { default: service.test_params[p] } : {}),
+                },
+              ]),
+            ),
+            additionalProperties: false,
+          }
+        : {
+            type: "object",
+            description: "The JSON body sent to the partner.",
+            ...(service.test_body ? { examples: [service.test_body] } : {}),
+          };
+    return {
+      tool: {
+        name: partnerToolName(partner.id, service.id),
+        title: `${partner.name}: ${service.name}`,
+        description: `${item.description} Price: ${price}; charged only when the partner answers 2xx. ${PAYMENT_NOTE}`,
+        inputSchema: inputSchema as Tool["inputSchema"],
+        annotations: { openWorldHint: true },
+      },
+      method: service.method,
+      path: item.path,
+      argumentsIn: service.method === "GET" ? "query" : "body",
+    };
+  }
+  const skill = skillById(item.resource);
+  const example = item.example;
+  return {
+    tool: {
+      name: item.resource,
+      title: skill?.name ?? "Refinery recipes",
+      description: `${item.description} Price: ${price}; charged only for a successful result. ${PAYMENT_NOTE}`,
+      inputSchema: withoutDialect(example?.inputSchema ?? { type: "object" }) as Tool["inputSchema"],
+      ...(skill ? { outputSchema: toolOutputSchema(outputJsonSchema(skill)) } : {}),
+      annotations: { openWorldHint: skill ? skill.kind !== "utility" : true },
+      // The x402 bazaar's MCP discovery declaration, for indexers that read tools/list.
+      ...(example
+        ? {
+            _meta: {
+              [BAZAAR_META]: declareDiscoveryExtension({
+                toolName: item.resource,
+                description: item.description,
+                transport: "streamable-http",
+                inputSchema: withoutDialect(example.inputSchema),
+                example: example.input,
+                output: { example: example.output },
+              }).bazaar,
+            },
+          }
+        : {}),
+    },
+    method: "POST",
+    path: item.path,
+    argumentsIn: "body",
+  };
+}
+
+/**
+ * Every tool, from the same list the x402 gate sells (sellables.ts: the registry's skills, the
+ * refinery skill and the paid partner services at their listing price). Free and external
+ * partner services are not sold per call, so they are not tools.
+ */
+export function mcpTools(cfg: PublicConfig, pc: PricingConfig | undefined): McpTool[] {
+  return sellables(cfg, pc).map(fromSellable);
+}

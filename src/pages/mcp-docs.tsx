@@ -1,0 +1,80 @@
+import type { PublicConfig } from "../config";
+import { MCP_SUMMARY, mcpClientConfig, mcpUrl } from "../discovery/mcp";
+import { MCP_MAX_BODY_BYTES } from "../mcp/limits";
+import { Layout } from "./layout";
+
+/** /docs/mcp: how to connect an MCP client and pay for tool calls. */
+export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
+  const url = mcpUrl(cfg);
+  const unpaid = {
+    jsonrpc: "2.0",
+    id: 2,
+    method: "tools/call",
+    params: { name: "slugify", arguments: { text: "Hello MCP" } },
+  };
+  const paid = { ...unpaid, params: { ...unpaid.params, _meta: { "x402/payment": "<PaymentPayload>" } } };
+  return (
+    <Layout title="Connect an MCP client" description={MCP_SUMMARY}>
+      <p class="muted">
+        <a href="/docs">Docs</a> / mcp
+      </p>
+      <h1>Connect an MCP client</h1>
+      <p>{MCP_SUMMARY}</p>
+      <ul>
+        <li>
+          URL: <code id="mcp-url">{url}</code>
+        </li>
+        <li>
+          Transport: Streamable HTTP, stateless: <code>POST</code> only, no session id, JSON answers (no SSE
+          stream). <code>GET</code> and <code>DELETE</code> answer <code>405</code>.
+        </li>
+        <li>
+          Tools: one per skill (named by the skill id, e.g. <code>token_count</code>), the refinery skill, and
+          one per paid partner service (<code>&lt;partner&gt;.&lt;service&gt;</code>). Resources:{" "}
+          <code>skills://catalog</code> and <code>skills://docs/&lt;skill_id&gt;</code>.
+        </li>
+        <li>Bodies up to {MCP_MAX_BODY_BYTES} bytes; one JSON-RPC message per request (no batches).</li>
+      </ul>
+      <h2>Client configuration</h2>
+      <p>Most MCP clients read this shape. Pay with x402 (your client or agent signs):</p>
+      <pre>
+        <code>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</code>
+      </pre>
+      <p>
+        Or pay from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send it on every
+        request.
+      </p>
+      <pre>
+        <code>{JSON.stringify(mcpClientConfig(cfg, true), null, 2)}</code>
+      </pre>
+      <h2>Paying a call with x402</h2>
+      <ol>
+        <li>
+          Call the tool without payment:
+          <pre>
+            <code>{JSON.stringify(unpaid)}</code>
+          </pre>
+          The result has <code>isError: true</code>; its <code>structuredContent</code> (and{" "}
+          <code>content[0].text</code>) is the x402 v2 <code>PaymentRequired</code>, the same offer as the
+          HTTP <code>402</code> of the skill.
+        </li>
+        <li>
+          Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}
+          <code>@x402/evm</code>) and call again with the payment payload in <code>_meta</code>:
+          <pre>
+            <code>{JSON.stringify(paid)}</code>
+          </pre>
+        </li>
+        <li>
+          The result carries <code>structuredContent</code> and its JSON text, and{" "}
+          <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer).
+        </li>
+      </ol>
+      <p>
+        Charged only for a successful result: invalid arguments come back as a tool error with the same field
+        errors as the HTTP <code>422</code>, and are not settled. A signature pays one call, over MCP or HTTP.
+        Payments land in the same ledger, under the resource <code>mcp:&lt;tool&gt;</code>.
+      </p>
+    </Layout>
+  );
+}

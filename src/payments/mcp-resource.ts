@@ -1,0 +1,14 @@
+/**
+ * Requests the MCP router dispatches into the app for a `tools/call`, with the ledger resource
+ * they are sold under (`mcp:<tool>`). Keyed by the Request object itself: only code in this
+ * isolate holding that object can name it, so no outside client can make its HTTP call be
+ * recorded as an MCP one (a header could be forged).
+ */
+const mcpResources = new WeakMap<Request, string>();
+
+export function markMcpRequest(req: Request, tool: string) {
+  mcpResources.set(req, `mcp:${tool}`);
+}
+
+/** The ledger resource of this request: `mcp:<tool>` when MCP dispatched it, else the route's own. */
+export const ledgerResource = (req: Request, routeResource: string) => mcpResources.get(req) ?? routeResource;

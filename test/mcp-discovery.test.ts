@@ -1,0 +1,65 @@
+import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
+import { describe, expect, it } from "vitest";
+import { MCP_MAX_BODY_BYTES } from "../src/mcp/limits";
+import { skills } from "../src/skills/registry";
+import { call, ORIGIN, postJson } from "./helpers";
+
+// Where an agent learns that the MCP endpoint exists and how to pay through it.
+const MCP_URL = `${ORIGIN}/mcp`;
+
+describe("MCP endpoint in the discovery documents", () => {
+  it("llms.txt and AGENTS.md name the endpoint, the transport and both ways to pay", async () => {
+    const llms = await (await call("/llms.txt")).text();
+    expect(llms).toContain(`- [MCP server](${MCP_URL}): MCP server (Streamable HTTP`);
+    expect(llms).toContain('_meta["x402/payment"]');
+    const agents = await (await call("/AGENTS.md")).text();
+    expect(agents).toContain("## 4b. Or connect over MCP");
+    expect(agents).toContain(`"url": "${MCP_URL}"`);
+    expect(agents).toContain("Authorization: Bearer mk_");
+  });
+
+  it.each(["/agents.json", "/.well-known/agents.json"])("%s has the mcp entry", async (path) => {
+    const doc = await (await call(path)).json<{ mcp: Record<string, unknown> }>();
+    expect(doc.mcp).toMatchObject({
+      url: MCP_URL,
+      transport: "streamable-http",
+      stateless: true,
+      max_body_bytes: MCP_MAX_BODY_BYTES,
+      docs: `${ORIGIN}/docs/mcp`,
+    });
+  });
+
+  it("the home page and the docs index link the MCP page; /docs/mcp has a config snippet under a strict CSP", async () => {
+    expect(await (await call("/")).text()).toContain('href="/docs/mcp"');
+    expect(await (await call("/docs")).text()).toContain('href="/docs/mcp"');
+    const res = await call("/docs/mcp");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await res.text();
+    expect(html).toContain(`<code id="mcp-url">${MCP_URL}</code>`);
+    expect(html).toContain("&quot;mcpServers&quot;");
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  });
+
+  it("every skill tool carries a valid x402 bazaar MCP discovery declaration", async () => {
+    const res = await postJson(
+      "/mcp",
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { accept: "application/json, text/event-stream" },
+    );
+    const { result } = await res.json<{
+      result: { tools: { name: string; _meta?: Record<string, unknown> }[] };
+    }>();
+    for (const s of skills) {
+      const bazaar = result.tools.find((t) => t.name === s.id)?._meta?.["x402/bazaar"] as {
+        info: { input: { type: string; toolName: string; transport: string } };
+      };
+      expect(bazaar?.info.input, s.id).toMatchObject({
+        type: "mcp",
+        toolName: s.id,
+        transport: "streamable-http",
+      });
+      expect(validateDiscoveryExtension(bazaar as never)).toMatchObject({ valid: true });
+    }
+  });
+});

@@ -1,0 +1,461 @@
+import { env } from "cloudflare:test";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../src/app";
+import { MCP_MAX_BODY_BYTES } from "../src/mcp/limits";
+import { PARTNERS } from "../src/partners/data";
+import { pricingConfig } from "../src/partners/listing";
+import { servicePrices } from "../src/partners/pricing";
+import { hashKey } from "../src/payments/credits";
+import { inputJsonSchema, outputJsonSchema, skills } from "../src/skills/registry";
+import { FIXTURE, upstreamRequests } from "./analytic/helpers";
+
+// The MCP surface in workerd: protocol and errors against the real app, payments against the
+// facilitator double (test/fixtures/facilitator-double.mjs). The real chain and the official
+// client are in test/e2e/mcp.test.ts.
+const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+const app = createApp();
+const ORIGIN = "https://skills.test";
+const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
+
+interface RpcAnswer {
+  jsonrpc: "2.0";
+  id: number | string | null;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string };
+}
+interface ToolResult {
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  content: { type: string; text: string }[];
+  _meta?: Record<string, unknown>;
+}
+
+const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+function raw(body: string, headers: Record<string, string> = HEADERS, e: object = paidEnv, method = "POST") {
+  return app.fetch(
+    new Request(`${ORIGIN}/mcp`, { method, headers, body: method === "POST" ? body : undefined }),
+    e,
+  );
+}
+
+let nextId = 1;
+async function rpc(
+  method: string,
+  params?: unknown,
+  extra: Record<string, string> = {},
+  e: object = paidEnv,
+) {
+  const res = await raw(
+    JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }),
+    { ...HEADERS, ...extra },
+    e,
+  );
+  expect(res.status).toBe(200);
+  return res.json<RpcAnswer>();
+}
+
+async function callTool(
+  name: string,
+  args: unknown,
+  meta?: Record<string, unknown>,
+  extra = {},
+  e = paidEnv,
+) {
+  const answer = await rpc(
+    "tools/call",
+    { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
+    extra,
+    e,
+  );
+  expect(answer.error).toBeUndefined();
+  return answer.result as unknown as ToolResult;
+}
+
+const field = <T>(answer: RpcAnswer, key: string) => answer.result?.[key] as T;
+const withoutDialect = ({ $schema: _d, ...s }: Record<string, unknown>) => s;
+const hex32 = () =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+
+function paymentFor(required: PaymentRequired, from = SETTLES_OK) {
+  const accepted = required.accepts[0] as PaymentRequired["accepts"][number];
+  const nonce = hex32();
+  const payload: PaymentPayload = {
+    x402Version: 2,
+    resource: required.resource,
+    accepted,
+    payload: {
+      signature: `0x${"11".repeat(65)}`,
+      authorization: {
+        from,
+        to: accepted.payTo,
+        value: accepted.amount,
+        nonce,
+        validAfter: "0",
+        validBefore: String(Math.floor(Date.now() / 1000) + 600),
+      },
+    },
+  };
+  return { payload, nonce, key: `${accepted.network}:${accepted.asset}:${from}:${nonce}`.toLowerCase() };
+}
+
+const nonceRow = (key: string) =>
+  env.DB.prepare("SELECT status, resource FROM payment_nonces WHERE nonce = ?1").bind(key).first();
+const ledgerRow = (key: string) =>
+  env.DB.prepare("SELECT resource, amount_atomic FROM payments WHERE nonce = ?1").bind(key).all();
+
+describe("MCP protocol surface", () => {
+  it("initialize negotiates the protocol version as the SDK does, statelessly (no session id)", async () => {
+    const res = await raw(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("mcp-session-id")).toBeNull();
+    const answer = await res.json<RpcAnswer>();
+    expect(answer.result).toMatchObject({
+      protocolVersion: "2025-06-18",
+      capabilities: { tools: {}, resources: {} },
+      serverInfo: { name: "agent-skills-marketplace" },
+    });
+    expect(String(answer.result?.instructions)).toContain('_meta["x402/payment"]');
+
+    const unknown = await rpc("initialize", {
+      protocolVersion: "1999-01-01",
+      capabilities: {},
+      clientInfo: { name: "t", version: "1" },
+    });
+    expect(unknown.result?.protocolVersion).toBe(LATEST_PROTOCOL_VERSION);
+  });
+
+  it("tools/list is free and equals the registry: every skill with its schemas and price, and every paid partner service", async () => {
+    const answer = await rpc("tools/list", {});
+    const tools = answer.result?.tools as {
+      name: string;
+      title: string;
+      description: string;
+      inputSchema: Record<string, unknown>;
+      outputSchema?: { type: string; anyOf: Record<string, unknown>[] };
+    }[];
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    for (const skill of skills) {
+      const tool = byName.get(skill.id);
+      expect(tool, skill.id).toBeDefined();
+      expect(tool?.title).toBe(skill.name);
+      expect(tool?.description).toContain(skill.description);
+      expect(tool?.description).toContain(`$${skill.price_usd} per call`);
+      expect(tool?.inputSchema).toEqual(withoutDialect(inputJsonSchema(skill)));
+      expect(tool?.outputSchema?.type).toBe("object");
+      expect(tool?.outputSchema?.anyOf[0]).toEqual(withoutDialect(outputJsonSchema(skill)));
+    }
+    // Paid partner services only: those listed as paid whose listing price is above zero.
+    const pc = pricingConfig(paidEnv);
+    if ("error" in pc) throw new Error(pc.error);
+    const partnerTools = PARTNERS.filter((p) => p.listing_status === "paid").flatMap((p) =>
+      p.services
+        .filter((s) => servicePrices(s, pc.multiplierMilli).priceMicros > 0n)
+        .map((s) => `${p.id}.${s.id}`),
+    );
+    expect(partnerTools.length).toBeGreaterThan(5);
+    expect(tools.map((t) => t.name).sort()).toEqual(
+      [...skills.map((s) => s.id), "refinery_recipes", ...partnerTools].sort(),
+    );
+    for (const t of tools) expect(t.name).toMatch(/^[A-Za-z0-9_.-]{1,128}$/);
+  });
+
+  it("resources: the catalog (the JSON of /api/catalog) and the docs of each skill", async () => {
+    const list = await rpc("resources/list", {});
+    const uris = field<{ uri: string }[]>(list, "resources").map((r) => r.uri);
+    expect(uris).toEqual(["skills://catalog", ...skills.map((s) => `skills://docs/${s.id}`)]);
+    const catalog = await rpc("resources/read", { uri: "skills://catalog" });
+    const text = field<{ text: string }[]>(catalog, "contents")[0]?.text ?? "";
+    const http = await app.fetch(new Request(`${ORIGIN}/api/catalog`), paidEnv);
+    expect(JSON.parse(text)).toEqual(await http.json());
+    const docs = await rpc("resources/read", { uri: "skills://docs/token_count" });
+    const md = field<{ text: string; mimeType: string }[]>(docs, "contents")[0];
+    expect(md?.mimeType).toBe("text/markdown");
+    const tokenCount = skills.find((s) => s.id === "token_count");
+    expect(md?.text).toContain(`# ${tokenCount?.name} (\`token_count\`)`);
+    const missing = await rpc("resources/read", { uri: "skills://docs/nope" });
+    expect(missing.error?.code).toBe(-32002);
+  });
+
+  describe("errors are JSON-RPC errors with the right code, never a 5xx", () => {
+    it("malformed JSON: 400, -32700", async () => {
+      const res = await raw('{"jsonrpc":"2.0",');
+      expect(res.status).toBe(400);
+      expect((await res.json<RpcAnswer>()).error?.code).toBe(-32700);
+    });
+    it("valid JSON that is no JSON-RPC message: 400, -32600", async () => {
+      const res = await raw('{"hello":"world"}');
+      expect(res.status).toBe(400);
+      expect((await res.json<RpcAnswer>()).error?.code).toBe(-32600);
+    });
+    it("a batch: 400, -32600 (MCP has no batches since 2025-06-18)", async () => {
+      const one = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+      const res = await raw(JSON.stringify([one, { ...one, id: 2 }]));
+      expect(res.status).toBe(400);
+      const answer = await res.json<RpcAnswer>();
+      expect(answer.error?.code).toBe(-32600);
+      expect(answer.error?.message).toMatch(/batch/i);
+    });
+    it("unknown method: -32601", async () => {
+      expect((await rpc("skills/buy", {})).error?.code).toBe(-32601);
+    });
+    it("unknown tool: -32602, and nothing is dispatched or charged", async () => {
+      const answer = await rpc("tools/call", { name: "no_such_tool", arguments: {} });
+      expect(answer.error?.code).toBe(-32602);
+      expect(answer.error?.message).toContain("no_such_tool");
+    });
+    it("tools/call without a name, resources/read without a uri: -32602", async () => {
+      expect((await rpc("tools/call", { arguments: {} })).error?.code).toBe(-32602);
+      expect((await rpc("resources/read", {})).error?.code).toBe(-32602);
+    });
+    it("wrong content type: 415, -32000", async () => {
+      const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), {
+        "content-type": "text/plain",
+        accept: "application/json",
+      });
+      expect(res.status).toBe(415);
+      expect((await res.json<RpcAnswer>()).error?.code).toBe(-32000);
+    });
+    it("an Accept that takes neither JSON nor SSE: 406", async () => {
+      const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), {
+        "content-type": "application/json",
+        accept: "text/html",
+      });
+      expect(res.status).toBe(406);
+      expect((await res.json<RpcAnswer>()).error?.code).toBeLessThan(0);
+    });
+    it(`an oversized body (> ${MCP_MAX_BODY_BYTES} bytes): 413, -32000, before parsing`, async () => {
+      const big = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "token_count", arguments: { text: "a".repeat(MCP_MAX_BODY_BYTES) } },
+      });
+      const res = await raw(big);
+      expect(res.status).toBe(413);
+      expect((await res.json<RpcAnswer>()).error?.code).toBe(-32000);
+    });
+    it("an unsupported MCP-Protocol-Version header: 400", async () => {
+      const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), {
+        ...HEADERS,
+        "mcp-protocol-version": "1999-01-01",
+      });
+      expect(res.status).toBe(400);
+      expect((await res.json<RpcAnswer>()).error?.message).toMatch(/protocol version/i);
+    });
+    it.each(["GET", "DELETE", "PUT"])(
+      "%s /mcp: 405 with Allow: POST (stateless: no stream, no session)",
+      async (method) => {
+        const res = await raw("", { accept: "text/event-stream" }, paidEnv, method);
+        expect(res.status).toBe(405);
+        expect(res.headers.get("allow")).toBe("POST");
+        expect((await res.json<RpcAnswer>()).error?.code).toBe(-32000);
+      },
+    );
+    it("a notification is accepted with 202 and no body", async () => {
+      const res = await raw(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+      expect(res.status).toBe(202);
+    });
+  });
+});
+
+describe("MCP tools/call pays through the HTTP route's own chain", () => {
+  it("free beta: a call runs without payment and answers structuredContent plus its JSON text", async () => {
+    const result = await callTool("sha256", { text: "abc" }, undefined, {}, {
+      ...env,
+      FREE_BETA: "true",
+    } as typeof paidEnv);
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ skill: "sha256", ok: true });
+    expect(String(result.structuredContent?.hex)).toMatch(/^ba7816bf/);
+    expect(JSON.parse(result.content[0]?.text ?? "")).toEqual(result.structuredContent);
+  });
+
+  it("unpaid: isError with the x402 v2 PaymentRequired of the HTTP route, as structuredContent and as content[0].text", async () => {
+    const result = await callTool("sha256", { text: "abc" });
+    expect(result.isError).toBe(true);
+    const http = await app.fetch(
+      new Request(`${ORIGIN}/api/skills/sha256`, { method: "POST", body: "{}" }),
+      paidEnv,
+    );
+    const httpRequired = decodePaymentRequiredHeader(http.headers.get("payment-required") as string);
+    expect(result.structuredContent).toEqual(httpRequired);
+    expect(JSON.parse(result.content[0]?.text ?? "")).toEqual(httpRequired);
+    expect(httpRequired.accepts[0]?.amount).toBe(
+      skills.find((s) => s.id === "sha256")?.price_atomic.toString(),
+    );
+  });
+
+  it("paid: the result, the settle response in _meta, one ledger row named mcp:<tool>", async () => {
+    const unpaid = await callTool("sha256", { text: "abc" });
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
+    expect(result.isError).toBeFalsy();
+    expect(String(result.structuredContent?.hex)).toMatch(/^ba7816bf/);
+    expect(result._meta?.["x402/payment-response"]).toMatchObject({ success: true, payer: SETTLES_OK });
+    expect(await nonceRow(pay.key)).toEqual({ status: "settled", resource: "mcp:sha256" });
+    const rows = await ledgerRow(pay.key);
+    const price = Number(skills.find((s) => s.id === "sha256")?.price_atomic);
+    expect(rows.results).toEqual([{ resource: "mcp:sha256", amount_atomic: price }]);
+    expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(1);
+
+    // The same authorization again, over MCP or over HTTP: refused by the one claim table.
+    const again = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
+    expect(again.isError).toBe(true);
+    expect(again.structuredContent?.reason).toBe("payment_authorization_reused");
+    expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(1);
+  });
+
+  it("paid with invalid arguments: a tool error with the HTTP 422's field errors, not settled, authorization free", async () => {
+    const unpaid = await callTool("slugify", { text: "x" });
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
+    const result = await callTool("slugify", { text: 42 }, { "x402/payment": pay.payload });
+    expect(result.isError).toBe(true);
+    const detail = result.structuredContent?.detail as { loc: string[]; type: string }[];
+    expect(detail[0]?.loc).toEqual(["body", "text"]);
+    expect(result.content[0]?.text).toMatch(/^Invalid arguments \(not charged\): body\.text/);
+    const http = await app.fetch(
+      new Request(`${ORIGIN}/api/skills/slugify`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ text: 42 }),
+      }),
+      { ...env, FREE_BETA: "true" },
+    );
+    expect(http.status).toBe(422);
+    expect(detail).toEqual((await http.json<{ detail: unknown }>()).detail);
+    expect(await nonceRow(pay.key)).toBeNull();
+    expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(0);
+  });
+
+  it("a malformed _meta payment is a tool error, not a crash", async () => {
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": 42 });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent?.reason).toBe("invalid_payment_meta");
+  });
+
+  it("card credits: Authorization: Bearer mk_… on the MCP request pays one call; an empty or foreign key is a clear tool error", async () => {
+    const key = `mk_${crypto.randomUUID().replaceAll("-", "")}`;
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 1, 1, 0)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key))
+      .run();
+    const auth = { authorization: `Bearer ${key}` };
+    const paid = await callTool("slugify", { text: "Hello World" }, undefined, auth);
+    expect(paid.isError).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({ skill: "slugify", slug: "hello-world" });
+    expect(paid._meta?.["marketplace/credits-remaining"]).toBe(0);
+    const foreign = await callTool("sha256", { text: "abc" }, undefined, auth);
+    expect(foreign.isError).toBe(true);
+    expect(foreign.content[0]?.text).toMatch(/^Card-credit key refused: This key buys calls of slugify/);
+    const unknown = await callTool("slugify", { text: "x" }, undefined, {
+      authorization: `Bearer mk_${crypto.randomUUID().replaceAll("-", "")}`,
+    });
+    expect(unknown.isError).toBe(true);
+    expect(unknown.content[0]?.text).toBe("Card-credit key refused: Unknown card-credit key");
+    // Spent: the call falls through to x402 and says why.
+    const dry = await callTool("slugify", { text: "x" }, undefined, auth);
+    expect(dry.isError).toBe(true);
+    expect(dry.structuredContent?.x402Version).toBe(2);
+  });
+
+  it("a card key's credit comes back when the call fails (invalid arguments)", async () => {
+    const key = `mk_${crypto.randomUUID().replaceAll("-", "")}`;
+    const hash = await hashKey(key);
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 2, 2, 0)",
+    )
+      .bind(crypto.randomUUID(), hash)
+      .run();
+    const bad = await callTool("slugify", { text: 1 }, undefined, { authorization: `Bearer ${key}` });
+    expect(bad.isError).toBe(true);
+    const row = await env.DB.prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1")
+      .bind(hash)
+      .first();
+    expect(row).toEqual({ calls_left: 2 });
+  });
+});
+
+describe("MCP partner tools: the try route at the listing price", () => {
+  const HOST = "https://pricefeed.test";
+  const partnerEnv = { ...paidEnv, PARTNER_BASE_URLS: JSON.stringify({ pricefeed: HOST }) };
+  /** The partner host answers inside the isolate; everything else (the facilitator double) is real. */
+  function stubPartner(answer: (req: Request) => Response) {
+    const seen: string[] = [];
+    const realFetch = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (new URL(req.url).origin !== HOST) return realFetch(input, init);
+      seen.push(`${req.method} ${new URL(req.url).pathname}`);
+      return answer(req);
+    });
+    return seen;
+  }
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("pricefeed.price_coin: unpaid asks the try route's price; paid calls GET /price/<coin> and pays out", async () => {
+    const seen = stubPartner(() => Response.json({ coin: "eth", usd: 3000 }));
+    const unpaid = await callTool("pricefeed.price_coin", { coin: "eth" }, undefined, {}, partnerEnv);
+    const required = unpaid.structuredContent as unknown as PaymentRequired;
+    expect(required.resource.url).toBe(`${ORIGIN}/api/partners/pricefeed/try/price_coin`);
+    const pay = paymentFor(required);
+    const paid = await callTool(
+      "pricefeed.price_coin",
+      { coin: "eth" },
+      { "x402/payment": pay.payload },
+      {},
+      partnerEnv,
+    );
+    expect(paid.isError).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({
+      partner_id: "pricefeed",
+      charged: true,
+      body: { usd: 3000 },
+    });
+    expect(seen).toEqual(["GET /price/eth"]);
+    expect(await ledgerRow(pay.key)).toMatchObject({
+      results: [{ resource: "mcp:pricefeed.price_coin", amount_atomic: Number(required.accepts[0]?.amount) }],
+    });
+    const payout = await env.DB.prepare(
+      "SELECT partner_id, service_id FROM payout_ledger WHERE request_id = (SELECT request_id FROM payments WHERE nonce = ?1)",
+    )
+      .bind(pay.key)
+      .first();
+    expect(payout).toEqual({ partner_id: "pricefeed", service_id: "price_coin" });
+    // The workers project shares one D1 across files: leave no owed payout for the payouts tests.
+    await env.DB.prepare(
+      "DELETE FROM payout_ledger WHERE request_id = (SELECT request_id FROM payments WHERE nonce = ?1)",
+    )
+      .bind(pay.key)
+      .run();
+  });
+
+  it("a partner failure is a tool error (HTTP 502), not settled; a bad path parameter is the 422 before any price", async () => {
+    stubPartner(() => new Response("down", { status: 500 }));
+    const unpaid = await callTool("pricefeed.price", {}, undefined, {}, partnerEnv);
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
+    const failed = await callTool("pricefeed.price", {}, { "x402/payment": pay.payload }, {}, partnerEnv);
+    expect(failed.isError).toBe(true);
+    expect(failed.content[0]?.text).toMatch(/^Call failed \(HTTP 502\)/);
+    expect(failed.structuredContent).toMatchObject({ charged: false, upstream_status: 500 });
+    expect(await nonceRow(pay.key)).toBeNull();
+    expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(0);
+
+    const bad = await callTool("pricefeed.price_coin", { coin: "../admin" }, undefined, {}, partnerEnv);
+    expect(bad.isError).toBe(true);
+    expect(bad.structuredContent).toMatchObject({ detail: [{ loc: ["query", "coin"] }] });
+  });
+});

@@ -2,19 +2,29 @@ import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 
 /**
- * Paths other origins may read: the public API and the discovery documents, so browser-based agents
- * and tools can fetch the catalog, call a skill and read its 402. Never the admin API or pages:
+ * Paths other origins may read: the public API, the MCP endpoint and the discovery documents, so
+ * browser-based agents and tools can fetch the catalog, call a skill and read its 402. Never the admin API or pages:
  * they answer no preflight and carry no Access-Control-* header.
  */
 const CORS_PATH =
-  /^\/(?:api\/(?!admin(?:\/|$)).*|openapi\.json|llms\.txt|AGENTS\.md|robots\.txt|sitemap\.xml|agents\.json|\.well-known\/.*|contracts\/.*|services\/.*)$/;
+  /^\/(?:api\/(?!admin(?:\/|$)).*|mcp|openapi\.json|llms\.txt|AGENTS\.md|robots\.txt|sitemap\.xml|agents\.json|\.well-known\/.*|contracts\/.*|services\/.*)$/;
 
 export const isCorsPath = (path: string) => CORS_PATH.test(path);
 
 const apiCors = cors({
   origin: "*",
   allowMethods: ["GET", "POST", "OPTIONS"],
-  allowHeaders: ["PAYMENT-SIGNATURE", "X-PAYMENT", "Authorization", "X-API-Key", "Content-Type"],
+  allowHeaders: [
+    "PAYMENT-SIGNATURE",
+    "X-PAYMENT",
+    "Authorization",
+    "X-API-Key",
+    "Content-Type",
+    // Browser-based MCP clients (Streamable HTTP) send these on /mcp.
+    "Accept",
+    "Mcp-Protocol-Version",
+    "Mcp-Session-Id",
+  ],
   exposeHeaders: [
     "PAYMENT-REQUIRED",
     "PAYMENT-RESPONSE",

@@ -12,6 +12,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
 import { pricingConfig } from "../partners/listing";
+import { paidExtensions } from "./receipts";
 import { type Sellable, sellables } from "./sellables";
 
 const USDC_EXTRA = { name: "USD Coin", version: "2" };
@@ -19,7 +20,7 @@ const USDC_EXTRA = { name: "USD Coin", version: "2" };
 export const MAX_TIMEOUT_SECONDS = 300;
 
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
-function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
+function routesFor(cfg: PublicConfig, items: Sellable[], paid: Record<string, unknown>): RoutesConfig {
   const routes: Record<string, RouteConfig> = {};
   for (const item of items) {
     const amount = (micros: bigint) => ({
@@ -63,6 +64,7 @@ function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
         },
       }),
     };
+    config.extensions = { ...paid, ...config.extensions }; // payment-identifier, offer-receipt (receipts.ts)
     for (const method of item.methods) routes[`${method} ${item.path}`] = config;
   }
   return routes;
@@ -105,7 +107,9 @@ function build(env: Bindings, cfg: PublicConfig): Built {
   // answer 503 themselves).
   const pricing = pricingConfig(env);
   const pc = "error" in pricing ? undefined : pricing;
+  const paid = paidExtensions(env, cfg.baseUrl);
   const key = [
+    paid.id,
     cfg.network,
     cfg.payTo,
     cfg.usdcAddress,
@@ -126,7 +130,11 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     cfg.network as `${string}:${string}`,
     new ExactEvmScheme(),
   );
-  const httpServer = new x402HTTPResourceServer(server, routesFor(cfg, sellables(cfg, pc)));
+  for (const extension of paid.server) server.registerExtension(extension);
+  const httpServer = new x402HTTPResourceServer(
+    server,
+    routesFor(cfg, sellables(cfg, pc), paid.declarations),
+  );
   built = {
     key,
     httpServer,

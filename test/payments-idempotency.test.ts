@@ -1,8 +1,5 @@
 import { env } from "cloudflare:test";
-import {
-  decodePaymentRequiredHeader,
-  encodePaymentSignatureHeader,
-} from "@x402/core/http";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { describe, expect, it } from "vitest";

@@ -74,7 +74,8 @@ const nonceRow = (key: string) =>
 const ledgerRowsOf = (payer: string) =>
   env.DB.prepare("SELECT count(*) AS n FROM payments WHERE payer = ?1").bind(payer).first<{ n: number }>();
 
-describe("idempotent x402 retries (payment-identifier extension)", () => {
+// Paid calls build the x402 middleware and talk to the double: generous on a busy machine.
+describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30_000 }, () => {
   it("the 402 advertises the payment-identifier extension as optional", async () => {
     const req = await required("/api/skills/sha256");
     expect(req.extensions?.["payment-identifier"]).toMatchObject({ info: { required: false } });
@@ -88,6 +89,7 @@ describe("idempotent x402 retries (payment-identifier extension)", () => {
     expect(lost.status).toBe(200);
     const lostBody = await lost.arrayBuffer(); // kept only to compare: the client never saw it
     const lostHeaders = lost.headers;
+    expect(lostHeaders.get("x-payment-receipt")).toBeTruthy();
     expect(await settles(first.nonce)).toBe(1);
 
     const retry = await signed("/api/skills/uuid-mint", payer, id);
@@ -241,7 +243,7 @@ describe("idempotent x402 retries (payment-identifier extension)", () => {
   });
 });
 
-describe("idempotent card-credit calls (Idempotency-Key)", () => {
+describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, () => {
   const cardEnv = { ...paidEnv, X402_ENABLED: "false" };
   async function keyWith(calls: number, skill = "uuid_mint") {
     const key = newApiKey();

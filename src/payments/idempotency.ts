@@ -1,7 +1,7 @@
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import { canonicalize } from "@x402/extensions/offer-receipt";
-import { extractAndValidatePaymentIdentifier, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
@@ -80,16 +80,19 @@ async function identify(c: Context<AppEnv>): Promise<Identified> {
   } catch {
     return undefined; // the payment middleware answers a malformed signature
   }
-  if (!payment.extensions?.[PAYMENT_IDENTIFIER]) return undefined;
-  const { id, validation } = extractAndValidatePaymentIdentifier(payment);
-  if (!validation.valid || !id) {
+  // The id is checked with the extension's format rule only: its validatePaymentIdentifier also
+  // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
+  // fails in workerd (no eval), rejecting every valid id.
+  const id = (payment.extensions?.[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined)?.info?.id;
+  if (id === undefined) return undefined; // the extension echoed without an id: not idempotent
+  if (typeof id !== "string" || !isValidPaymentId(id)) {
     return {
       invalid: validationResponse(c, [
         {
           loc: ["header", "PAYMENT-SIGNATURE", "extensions", PAYMENT_IDENTIFIER, "info", "id"],
-          msg: `Invalid payment identifier: ${(validation.errors ?? ["missing id"]).join("; ")}. Use 16-128 characters of A-Z a-z 0-9 _ -.`,
+          msg: "Invalid payment identifier: use 16-128 characters of A-Z a-z 0-9 _ -",
           type: "value_error",
-          input: (payment.extensions[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } })?.info?.id ?? null,
+          input: typeof id === "string" ? id.slice(0, 256) : id,
         },
       ]),
     };

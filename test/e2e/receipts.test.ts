@@ -30,7 +30,7 @@ const stack = inject("stack") as {
   buyers: { address: string; privateKey: `0x${string}` }[];
 };
 const run = promisify(execFile);
-const BUYER = 7; // no other e2e file pays from this account
+const BUYER = 7;
 const PRICE = 3000n; // uuid-mint, atomic USDC
 
 /** @x402/fetch with the payment-identifier extension: every payment it signs carries `paymentId`. */
@@ -55,6 +55,15 @@ const mint = (pay: typeof fetch) =>
     body: JSON.stringify({ count: 4 }),
   });
 
+/** uuid_mint ledger rows of one payer (other e2e files may have paid from the same account). */
+async function ledgerRowsOf(payer: string) {
+  const res = await fetch(`${stack.base_url}/api/admin/payments?resource=uuid_mint&limit=1000`, {
+    headers: { authorization: `Bearer ${stack.admin_token}` },
+  });
+  const { payments } = (await res.json()) as { payments: { payer: string; tx_hash: string }[] };
+  return payments.filter((p) => p.payer.toLowerCase() === payer.toLowerCase());
+}
+
 const verifyCli = (...args: string[]) =>
   run(process.execPath, ["scripts/verify-receipt.mjs", ...args]).then(
     (r) => ({ code: 0, out: JSON.parse(r.stdout) }),
@@ -66,6 +75,7 @@ describe("idempotent retries and receipts on the real chain", () => {
     const buyer = stack.buyers[BUYER]?.address as string;
     const before: bigint = await usdcBalance(stack.rpc_url, buyer);
     const paymentId = generatePaymentId();
+    const rowsBefore = await ledgerRowsOf(buyer);
 
     // The 402 carries a signed offer a standard client verifies through the did:web in its kid.
     const unpaid = await fetch(`${stack.base_url}/api/skills/uuid-mint`, { method: "POST", body: "{}" });
@@ -92,14 +102,9 @@ describe("idempotent retries and receipts on the real chain", () => {
     expect(new Uint8Array(await retry.arrayBuffer())).toEqual(lostBytes);
     expect(retry.headers.get("payment-response")).toBe(lost.headers.get("payment-response"));
     expect(await usdcBalance(stack.rpc_url, buyer)).toBe(before - PRICE);
-    const ledger = (await (
-      await fetch(`${stack.base_url}/api/admin/payments?limit=1000`, {
-        headers: { authorization: `Bearer ${stack.admin_token}` },
-      })
-    ).json()) as { payments: { payer: string; tx_hash: string }[] };
-    const mine = ledger.payments.filter((p) => p.payer.toLowerCase() === buyer.toLowerCase());
-    expect(mine).toHaveLength(1);
-    expect(mine[0]?.tx_hash).toBe(settlement.transaction);
+    const rowsAfter = await ledgerRowsOf(buyer);
+    expect(rowsAfter.length - rowsBefore.length).toBe(1);
+    expect(rowsAfter.filter((p) => p.tx_hash === settlement.transaction)).toHaveLength(1);
 
     // The receipt names the transaction that is on chain, and the exact bytes delivered.
     const receipt = extractReceiptFromResponse(lost);

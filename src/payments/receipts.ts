@@ -1,26 +1,13 @@
 import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "@x402/core/http";
-import type { ResourceServerExtension, SettleResponse } from "@x402/core/types";
-import {
-  createJWS,
-  createJWSOfferReceiptIssuer,
-  createOfferReceiptExtension,
-  declareOfferReceiptExtension,
-  OFFER_RECEIPT,
-} from "@x402/extensions/offer-receipt";
-import {
-  declarePaymentIdentifierExtension,
-  PAYMENT_IDENTIFIER,
-  paymentIdentifierResourceServerExtension,
-} from "@x402/extensions/payment-identifier";
+import type { SettleResponse } from "@x402/core/types";
+import { createJWS, OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
-import type { AppEnv, Bindings } from "../env";
+import type { AppEnv } from "../env";
 import { receiptKey } from "./receipt-key";
 
 /** The header every paid answer (x402 or card credit) carries its receipt in: a JWS compact string. */
 export const RECEIPT_HEADER = "X-Payment-Receipt";
-/** Offers are valid as long as an authorization signed for them may take to settle. */
-const OFFER_VALIDITY_SECONDS = 300;
 
 /**
  * What a receipt says (docs/receipts.md). The first six fields are the offer-receipt extension's
@@ -43,32 +30,6 @@ export interface ReceiptClaims {
   status: number;
   contentType: string;
   bodySha256: string;
-}
-
-/**
- * x402 extensions of every sold route: the payment-identifier (idempotent retries, see
- * idempotency.ts) and, when a signing key is configured, signed offers in the 402
- * (`extensions["offer-receipt"].info.offers`, built by @x402/extensions). Receipts are not left to
- * the extension's settlement hook: it runs before the body is final and cannot hash it, so
- * `signReceipt` adds them from outside.
- */
-export function paidExtensions(env: Bindings, baseUrl: string) {
-  const key = receiptKey(env.RECEIPT_SIGNING_KEY, baseUrl);
-  const declarations: Record<string, unknown> = {
-    [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
-  };
-  const server: ResourceServerExtension[] = [paymentIdentifierResourceServerExtension];
-  if (!("error" in key)) {
-    Object.assign(
-      declarations,
-      declareOfferReceiptExtension({ offerValiditySeconds: OFFER_VALIDITY_SECONDS }),
-    );
-    const { enrichSettlementResponse: _receiptsAddedOutside, ...offers } = createOfferReceiptExtension(
-      createJWSOfferReceiptIssuer(key.kid, key.signer),
-    );
-    server.push(offers);
-  }
-  return { id: "error" in key ? "no-receipt-key" : key.kid, declarations, server };
 }
 
 /**

@@ -12,7 +12,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
 import { pricingConfig } from "../partners/listing";
-import { paidExtensions } from "./receipts";
+import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
 
 const USDC_EXTRA = { name: "USD Coin", version: "2" };

@@ -210,10 +210,12 @@ try {
     `| receipt: decode PAYMENT-RESPONSE, SHA-256 of the body, Ed25519 JWS, re-encode | ${o.receipt_ms.toFixed(3)} |`,
   );
   say(
-    `| idempotency, new payment id: decode, body hash, D1 claim + store | ${o.idempotent_fresh_ms.toFixed(3)} |`,
+    `| idempotency, new payment id: decode, body hash, D1 claim + store (expiry sweep in waitUntil) | ${o.idempotent_fresh_ms.toFixed(3)} |`,
   );
   say(`| idempotency, payment without an id (decode only) | ${o.no_key_ms.toFixed(3)} |`);
-  say(`| idempotent replay, whole answer from D1 (no handler) | ${o.idempotent_replay_ms.toFixed(3)} |`);
+  say(
+    `| idempotent replay: failed claim + D1 read, whole answer (no handler, no payment) | ${o.idempotent_replay_ms.toFixed(3)} |`,
+  );
 
   mkdirSync(path.join(root, "bench"), { recursive: true });
   writeFileSync(path.join(root, "bench/results.md"), `${lines.join("\n")}\n`);

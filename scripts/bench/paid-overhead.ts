@@ -1,6 +1,8 @@
 // Benchmark-only: what the receipt and idempotency middlewares add to a paid call, timed inside
 // workerd. Each variant is a tiny app around the same settled 1 KB answer, so the difference to
 // the bare app is exactly the middleware's work (header decode, body hash, JWS, D1 claim/store).
+// The request's ExecutionContext is passed on, so work deferred with waitUntil (expiring old
+// idempotency rows) stays off the timed path as in production.
 import { encodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../../src/env";
@@ -53,7 +55,7 @@ async function perCall(n: number, call: (i: number) => Promise<Response>) {
   return (performance.now() - t) / n;
 }
 
-export async function paidOverhead(env: Env, n: number) {
+export async function paidOverhead(env: Env, n: number, ctx: ExecutionContext) {
   const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, [
     "sign",
     "verify",
@@ -66,14 +68,14 @@ export async function paidOverhead(env: Env, n: number) {
   const receipts = appWith(signReceipt("bench"));
   const idem = appWith(idempotent());
   const run = crypto.randomUUID().replace(/-/g, "");
-  const baseline = await perCall(n, () => bare.fetch(req(), e));
-  const signed = await perCall(n, () => receipts.fetch(req(), e));
+  const baseline = await perCall(n, () => bare.fetch(req(), e, ctx));
+  const signed = await perCall(n, () => receipts.fetch(req(), e, ctx));
   const fresh = await perCall(n, (i) =>
-    idem.fetch(req({ "payment-signature": paymentHeader(`bench_${run}_${i}`) }), e),
+    idem.fetch(req({ "payment-signature": paymentHeader(`bench_${run}_${i}`) }), e, ctx),
   );
   const replayHeader = paymentHeader(`bench_${run}_0`);
-  const replay = await perCall(n, () => idem.fetch(req({ "payment-signature": replayHeader }), e));
-  const plain = await perCall(n, () => idem.fetch(req({ "payment-signature": paymentHeader() }), e));
+  const replay = await perCall(n, () => idem.fetch(req({ "payment-signature": replayHeader }), e, ctx));
+  const plain = await perCall(n, () => idem.fetch(req({ "payment-signature": paymentHeader() }), e, ctx));
   return {
     n,
     baseline_ms: baseline,

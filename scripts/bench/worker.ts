@@ -41,7 +41,7 @@ app.post("/__bench/time/:slug", async (c) => {
 });
 
 // Receipt signing and idempotency lookup per paid call (scripts/bench/paid-overhead.ts).
-app.post("/__bench/paid-overhead", async (c) => c.json(await paidOverhead(c.env, 200)));
+app.post("/__bench/paid-overhead", async (c) => c.json(await paidOverhead(c.env, 200, c.executionCtx)));
 
 // The same app with payments on, mounted under /paid, for the payment-path latency figures.
 const paid = createApp();

@@ -20,6 +20,8 @@ import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { usdcBalance } from "../../scripts/lib/chain.mjs";
+// @ts-expect-error plain JS helpers shared with the scripts
+import { resolveKey, verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
 
 // Idempotent retries and receipts on the real local stack: anvil, the real USDC contract, the
 // x402 facilitator, wrangler dev; the buyer is the unmodified @x402/fetch client.
@@ -48,12 +50,15 @@ function payingFetch(paymentId: string) {
   return wrapFetchWithPayment(fetch, client);
 }
 
-const mint = (pay: typeof fetch) =>
+const mint = (pay: typeof fetch, signal?: AbortSignal) =>
   pay(`${stack.base_url}/api/skills/uuid-mint`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ count: 4 }),
+    signal,
   });
+const sha256Hex = async (bytes: Uint8Array) =>
+  Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("hex");
 
 /** uuid_mint ledger rows of one payer (other e2e files may have paid from the same account). */
 async function ledgerRowsOf(payer: string) {
@@ -71,7 +76,7 @@ const verifyCli = (...args: string[]) =>
   );
 
 describe("idempotent retries and receipts on the real chain", () => {
-  it("a retry after a lost answer pays nothing more and gets the same bytes; the receipt verifies, a tampered body does not", async () => {
+  it("a client that aborts after settlement retries: nothing more is paid, it gets the bytes it paid for; the receipt verifies, a tampered body does not", async () => {
     const buyer = stack.buyers[BUYER]?.address as string;
     const before: bigint = await usdcBalance(stack.rpc_url, buyer);
     const paymentId = generatePaymentId();
@@ -87,10 +92,15 @@ describe("idempotent retries and receipts on the real chain", () => {
     const offerPayload = await verifyOfferSignatureJWS(offer as JWSSignedOffer);
     expect(offerPayload).toMatchObject({ amount: String(PRICE), payTo: required.accepts[0]?.payTo });
 
-    // First attempt: paid and settled; the client "loses" the answer (never reads it).
-    const lost = await mint(payingFetch(paymentId));
+    // First attempt: paid and settled (the headers arrived), then the client aborts before it has
+    // read the body: the answer is lost.
+    const abort = new AbortController();
+    const lost = await mint(payingFetch(paymentId), abort.signal);
     expect(lost.status).toBe(200);
-    const lostBytes = new Uint8Array(await lost.arrayBuffer());
+    abort.abort(); // never reads the body
+    const lostReceipt = await verifyReceipt(lost.headers.get("x-payment-receipt"), {
+      jwk: (await resolveKey(lost.headers.get("x-payment-receipt"), { baseUrl: stack.base_url })).jwk,
+    });
     const settlement = decodePaymentResponseHeader(lost.headers.get("payment-response") ?? "");
     expect(settlement.success).toBe(true);
     expect(await usdcBalance(stack.rpc_url, buyer)).toBe(before - PRICE);
@@ -99,8 +109,11 @@ describe("idempotent retries and receipts on the real chain", () => {
     const retry = await mint(payingFetch(paymentId));
     expect(retry.status).toBe(200);
     expect(retry.headers.get("x-idempotent-replay")).toBe("true");
-    expect(new Uint8Array(await retry.arrayBuffer())).toEqual(lostBytes);
+    const lostBytes = new Uint8Array(await retry.arrayBuffer());
+    // The very bytes the lost answer's receipt was signed over, with the same settlement and receipt.
+    expect(await sha256Hex(lostBytes)).toBe(lostReceipt.bodySha256);
     expect(retry.headers.get("payment-response")).toBe(lost.headers.get("payment-response"));
+    expect(retry.headers.get("x-payment-receipt")).toBe(lost.headers.get("x-payment-receipt"));
     expect(await usdcBalance(stack.rpc_url, buyer)).toBe(before - PRICE);
     const rowsAfter = await ledgerRowsOf(buyer);
     expect(rowsAfter.length - rowsBefore.length).toBe(1);

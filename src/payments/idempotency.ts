@@ -3,7 +3,6 @@ import type { PaymentPayload } from "@x402/core/types";
 import { canonicalize } from "@x402/extensions/offer-receipt";
 import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context, MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
@@ -119,7 +118,8 @@ async function bodyHash(text: string): Promise<string> {
  */
 export function idempotent(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (publicConfig(c.env, c.req.url).freeBeta) return next();
+    // No free-beta shortcut: partner try calls are paid even in free beta. An unpaid answer is
+    // never stored (the key is released), so a free call only costs the claim.
     const id = await identify(c);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;

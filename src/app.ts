@@ -3,14 +3,17 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env";
+import { publicCors } from "./http/cors";
 import { detail } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
+import { mutableHeaders, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { catalogRoutes } from "./routes/catalog";
 import { checkoutRoutes } from "./routes/checkout";
 import { discoveryRoutes } from "./routes/discovery";
 import { healthRoutes } from "./routes/health";
+import { notFound } from "./routes/not-found";
 import { pageRoutes } from "./routes/pages";
 import { partnerRoutes } from "./routes/partners";
 import { skillRoutes } from "./routes/skills";
@@ -27,6 +30,11 @@ export function createApp() {
     // Set last: the x402 middleware replaces whole responses (settlement failures).
     c.header("X-Request-Id", c.get("requestId"));
   });
+  // Outside everything that may replace the response, so every answer carries them: security
+  // headers on all responses, CORS on the public API and documents (preflights end here).
+  app.use(securityHeaders);
+  app.use(publicCors);
+  app.use(mutableHeaders);
   app.use(
     "/api/*",
     bodyLimit({
@@ -44,16 +52,7 @@ export function createApp() {
   app.route("/", discoveryRoutes);
   app.route("/", pageRoutes);
 
-  const allowedMethods = allowedMethodsFinder(app);
-
-  app.notFound((c) => {
-    const allowed = allowedMethods(c.req.path);
-    if (allowed.length > 0 && !allowed.includes(c.req.method)) {
-      c.header("Allow", allowed.join(", "));
-      return detail(c, 405, "Method Not Allowed");
-    }
-    return detail(c, 404, "Not Found");
-  });
+  app.notFound(notFound(allowedMethodsFinder(app)));
 
   app.onError((err, c) => {
     if (err instanceof HTTPException && err.status < 500) {

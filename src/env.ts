@@ -1,4 +1,5 @@
 import type { PaymentPayload } from "@x402/core/types";
+import type { VerifiedPayment } from "./payments/x402-http";
 
 /**
  * Bindings come from `wrangler types` (worker-configuration.d.ts); secrets are optional because a
@@ -31,6 +32,8 @@ export interface Variables {
   payout: PayoutShare | undefined;
   /** The x402 middleware verified this request's PAYMENT-SIGNATURE and let it through. */
   x402Verified: boolean | undefined;
+  /** That verified payment: settled once, after the handler or early (payments/x402-http.ts). */
+  x402Payment: VerifiedPayment | undefined;
   /** The EIP-3009 authorization this request claimed in D1 (see payments/settlement.ts). */
   paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
   /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */

@@ -347,6 +347,35 @@ describe("OpenAPI", () => {
     expect([...webOnly].filter((r) => documented.has(r) || !served.has(r))).toEqual([]);
   });
 
+  it("every operation has a unique operationId and its 4xx answers; info has a license", async () => {
+    const doc = await load();
+    expect((doc.info as { license?: { name?: string } }).license?.name).toBeTruthy();
+    const ids: string[] = [];
+    for (const [path, ops] of Object.entries(
+      doc.paths as Record<
+        string,
+        Record<string, { operationId?: string; responses: Record<string, unknown> }>
+      >,
+    )) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z][a-z0-9_]*$/);
+        ids.push(op.operationId as string);
+        expect(
+          Object.keys(op.responses).some((code) => code.startsWith("4")),
+          `${method} ${path}`,
+        ).toBe(true);
+      }
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+    // Analytic skills document their uncharged upstream failures.
+    for (const s of skills.filter((k) => k.kind === "analytic")) {
+      const responses = (doc.paths as Record<string, { post: { responses: Record<string, unknown> } }>)[
+        s.endpoint
+      ]?.post.responses;
+      expect(Object.keys(responses ?? {}), s.id).toEqual(expect.arrayContaining(["502", "504"]));
+    }
+  });
+
   it("stays within the 40 operations agent directories accept before warning about token budgets", async () => {
     const doc = await load();
     const operations = Object.values(doc.paths as Record<string, object>).flatMap((ops) => Object.keys(ops));

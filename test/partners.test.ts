@@ -448,8 +448,8 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     ]);
   });
 
-  it("recorded even when the caller's own payment does not settle", async () => {
-    const { settled } = stubNetwork(
+  it("a caller whose payment does not settle never costs us the partner's price (issue 19.1)", async () => {
+    const { settled, partnerCalls } = stubNetwork(
       x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),
       { settles: false },
     );
@@ -457,29 +457,14 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     const before = await rows();
     const res = await paidCall("/api/partners/pricefeed/try/price");
     expect(res.status).toBe(402);
+    expect((await res.json<{ reason: string }>()).reason).toBe("insufficient_funds");
+    // The caller was settled first and that failed: the partner saw only the unpaid request.
     expect(settled).toHaveLength(1);
-    expect(await rows()).toBe((before ?? 0) + 1);
-    // The settlement-failure answer is built by the x402 middleware; the newest row is this call's.
-    const latest = await env.DB.prepare("SELECT * FROM upstream_payments ORDER BY id DESC LIMIT 1").first<{
-      request_id: string;
-    }>();
-    expect(latest).toMatchObject({
-      service_id: "price",
-      amount_micro: 10000,
-      tx_hash: PARTNER_TX,
-      upstream_status: 200,
-    });
-    const id = latest?.request_id ?? "";
-    expect(await payoutRows(id)).toEqual([]);
-    const report = await (
-      await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })
-    ).json<{ upstream_payments: { partner_id: string; unrecovered_micro: number }[] }>();
-    expect(
-      report.upstream_payments.find((u) => u.partner_id === "pricefeed")?.unrecovered_micro,
-    ).toBeGreaterThanOrEqual(10000);
+    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null]);
+    expect(await rows()).toBe(before);
   });
 
-  it("recorded when the partner took the payment but answered non-2xx; the caller is not charged", async () => {
+  it("the partner took our payment but answered non-2xx: the caller, settled first, gets back what we kept", async () => {
     const { settled } = stubNetwork(
       x402Partner("20000", () =>
         Response.json({ error: "boom" }, { status: 500, headers: receipt("20000") }),
@@ -487,18 +472,37 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     );
     const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
     expect(res.status).toBe(502);
-    expect(await res.json()).toMatchObject({ charged: false, paid_upstream: true, upstream_status: 500 });
-    expect(settled).toHaveLength(0);
+    expect(await res.json()).toMatchObject({
+      charged: true,
+      paid_upstream: true,
+      upstream_status: 500,
+      refund: { status: "refunded", amount_usd: 0.04 },
+    });
+    // The caller's settlement, then the refund from the operating wallet to the caller.
+    expect(settled).toHaveLength(2);
+    const [callerSettle, refundSettle] = settled as [PaymentPayload, PaymentPayload];
+    const refundAuth = (refundSettle.payload as { authorization: { to: string; value: string } })
+      .authorization;
+    const callerAuth = (callerSettle.payload as { authorization: { from: string } }).authorization;
+    expect(refundAuth).toMatchObject({ to: callerAuth.from, value: "40000" });
     const id = res.headers.get("x-request-id");
     expect(await upstreamRows(id)).toEqual([
       expect.objectContaining({ amount_micro: 20000, tx_hash: PARTNER_TX, upstream_status: 500 }),
     ]);
     expect(await payoutRows(id)).toEqual([]);
+    const report = await (
+      await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })
+    ).json<{ refunds: Record<string, unknown>[] }>();
+    expect(report.refunds.find((r) => r.request_id === id)).toMatchObject({
+      amount_micro: 40000,
+      withheld_micro: 20000,
+      status: "refunded",
+    });
   });
 });
 
 describe("try: an authorization handed to a partner is recorded even without an answer", () => {
-  it("the paid request fails in transit: 502, caller not charged, the signed amount recorded", async () => {
+  it("the paid request fails in transit: 502, the signed amount recorded and withheld from the refund", async () => {
     const { settled } = stubNetwork(
       x402Partner("20000", () => {
         throw new TypeError("Network connection lost.");
@@ -506,8 +510,11 @@ describe("try: an authorization handed to a partner is recorded even without an 
     );
     const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
     expect(res.status).toBe(502);
-    expect(await res.json()).toMatchObject({ charged: false });
-    expect(settled).toHaveLength(0);
+    expect(await res.json()).toMatchObject({
+      charged: true,
+      refund: { status: "refunded", amount_usd: 0.04 },
+    });
+    expect(settled).toHaveLength(2);
     expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([
       expect.objectContaining({ amount_micro: 20000, tx_hash: null, upstream_status: 0 }),
     ]);

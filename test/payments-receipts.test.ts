@@ -47,6 +47,7 @@ async function paidCall(path: string, body: unknown) {
   const payload: PaymentPayload = {
     x402Version: 2,
     accepted,
+    resource: required.resource,
     payload: {
       signature: `0x${"11".repeat(65)}`,
       authorization: {

@@ -28,19 +28,20 @@ function post(path: string, body: unknown, headers: Record<string, string> = {})
   );
 }
 
-async function requirements(path: string): Promise<PaymentRequirements> {
+async function paymentRequired(path: string) {
   const res = await post(path, {});
   expect(res.status).toBe(402);
-  return decodePaymentRequiredHeader(res.headers.get("payment-required") as string)
-    .accepts[0] as PaymentRequirements;
+  return decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
 }
 
 async function signature(path: string, from: string, shape: "eip3009" | "permit2" = "eip3009") {
-  const accepted = await requirements(path);
+  const required = await paymentRequired(path);
+  const accepted = required.accepts[0] as PaymentRequirements;
   const nonce = hex32();
   const window = { validAfter: "0", validBefore: String(Math.floor(Date.now() / 1000) + 600) };
   const payload: PaymentPayload = {
     x402Version: 2,
+    resource: required.resource,
     accepted,
     payload:
       shape === "eip3009"
@@ -52,6 +53,7 @@ async function signature(path: string, from: string, shape: "eip3009" | "permit2
   };
   return {
     header: encodePaymentSignatureHeader(payload),
+    payload,
     nonce,
     key: `${accepted.network}:${accepted.asset}:${from}:${nonce}`.toLowerCase(),
   };
@@ -225,5 +227,123 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     // Both paid calls are in the ledger, each under its own server-made id.
     expect(ids.size).toBe(2);
     expect(ids.has("same-id-twice")).toBe(false);
+  });
+});
+
+describe("a payment pays only the route it names (issue 19.4)", () => {
+  it("a signature made for json-sort, stripped of its extensions or resource, does not pay for sha256", async () => {
+    const sig = await signature("/api/skills/json-sort", SETTLES_OK);
+    const stripped = { ...sig.payload, extensions: undefined };
+    const sent = [stripped, { ...stripped, resource: undefined }, { ...stripped, resource: { url: "x" } }];
+    for (const payload of sent) {
+      const res = await post(
+        "/api/skills/sha256",
+        { text: "abc" },
+        { "payment-signature": encodePaymentSignatureHeader(payload as PaymentPayload) },
+      );
+      expect(res.status).toBe(402);
+      expect((await res.json<{ reason: string }>()).reason).toBe("resource_mismatch");
+      // The refusal still carries the offer for this route, so a client can sign the right one.
+      expect(res.headers.get("payment-required")).toBeTruthy();
+    }
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(0);
+    expect(await nonceRow(sig.key)).toBeNull();
+    // Sent where it was made for, the same signature pays.
+    const right = await post(
+      "/api/skills/json-sort",
+      { data: { b: 1, a: 2 } },
+      { "payment-signature": sig.header },
+    );
+    expect(right.status).toBe(200);
+  });
+});
+
+describe("x402 v1 clients (X-PAYMENT) pay through the same path (issue 13.1)", () => {
+  const v1Header = (payload: PaymentPayload, overrides: Record<string, unknown> = {}) =>
+    btoa(
+      JSON.stringify({
+        x402Version: 1,
+        scheme: "exact",
+        network: "base",
+        payload: payload.payload,
+        ...overrides,
+      }),
+    );
+
+  it("the 402 body is the v1 offer, the PAYMENT-REQUIRED header the v2 one", async () => {
+    const res = await post("/api/skills/sha256", {});
+    expect(res.status).toBe(402);
+    const body = await res.json<{
+      x402Version: number;
+      accepts: Record<string, unknown>[];
+      error: string;
+      extensions: { bazaar: unknown };
+    }>();
+    const v2 = decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
+    expect(v2.x402Version).toBe(2);
+    expect(body.x402Version).toBe(1);
+    expect(body.accepts[0]).toMatchObject({
+      scheme: "exact",
+      network: "base",
+      maxAmountRequired: "3000",
+      resource: "https://skills.test/api/skills/sha256",
+      payTo: v2.accepts[0]?.payTo,
+      asset: v2.accepts[0]?.asset,
+      maxTimeoutSeconds: 300,
+      mimeType: "application/json",
+      extra: { name: "USD Coin", version: "2" },
+    });
+    expect(body.extensions.bazaar).toBeTruthy();
+    expect(body.error).toMatch(/^Payment required: this call costs \$0\.003/);
+  });
+
+  it("a v1 payment settles once, answers X-PAYMENT-RESPONSE with the v1 network name, and shares the nonce claim with v2", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLES_OK);
+    const res = await post("/api/skills/sha256", { text: "abc" }, { "x-payment": v1Header(sig.payload) });
+    expect(res.status).toBe(200);
+    const v1Response = JSON.parse(atob(res.headers.get("x-payment-response") as string));
+    expect(v1Response).toMatchObject({ success: true, network: "base", payer: SETTLES_OK });
+    expect(res.headers.get("payment-response")).toBeTruthy();
+    expect(await nonceRow(sig.key)).toEqual({ status: "settled" });
+    expect(await ledgerRows(sig.key)).toEqual({ n: 1 });
+    // The same authorization as v2, or again as v1: spent once whatever the version.
+    const retries: Record<string, string>[] = [
+      { "payment-signature": sig.header },
+      { "x-payment": v1Header(sig.payload) },
+    ];
+    for (const headers of retries) {
+      const again = await post("/api/skills/sha256", { text: "abc" }, headers);
+      expect(again.status).toBe(402);
+      expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+    }
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
+  });
+
+  it("a v1 payload for another network or scheme is a 402 with a snake_case reason, before any facilitator call", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLES_OK);
+    for (const [overrides, reason] of [
+      [{ network: "base-sepolia" }, "invalid_network"],
+      [{ scheme: "upto" }, "unsupported_scheme"],
+      [{ x402Version: 2 }, "invalid_x402_version"],
+    ] as const) {
+      const res = await post(
+        "/api/skills/sha256",
+        { text: "abc" },
+        { "x-payment": v1Header(sig.payload, overrides) },
+      );
+      expect(res.status).toBe(402);
+      expect((await res.json<{ reason: string }>()).reason).toBe(reason);
+    }
+    const garbage = await post("/api/skills/sha256", { text: "abc" }, { "x-payment": "%%%" });
+    expect((await garbage.json<{ reason: string }>()).reason).toBe("invalid_payment_header");
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(0);
+  });
+
+  it("a v1 payment with a bad body is a 422 and is not settled", async () => {
+    const sig = await signature("/api/skills/sha256", SETTLES_OK);
+    const res = await post("/api/skills/sha256", { text: 5 }, { "x-payment": v1Header(sig.payload) });
+    expect(res.status).toBe(422);
+    expect(await nonceRow(sig.key)).toBeNull();
+    expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(0);
   });
 });

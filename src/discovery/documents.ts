@@ -60,7 +60,8 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
     "",
     PAYMENT_SUMMARY(cfg),
     "",
-    'Bodies are JSON objects; validation errors are 422 {"detail":[{loc,msg,type,input,ctx}]} (FastAPI shape). Prices are in US dollars per call.',
+    'Bodies are JSON objects; validation errors are 422 {"detail":[{loc,msg,type,input,ctx}]} (FastAPI shape), checked only once a call is paid: an unpaid call answers 402 whatever its body. Prices are in US dollars per call.',
+    "URLs use the slug (token-count); ids use underscores (token_count). A card-credit key goes in Authorization: Bearer mk_... (X-API-Key also accepted).",
     "",
     "## Skills",
     "",
@@ -127,6 +128,9 @@ curl -s -X POST ${b}${example.endpoint} -H 'content-type: application/json' -d $
 
 Without payment this answers \`402\` with the price (see below).
 
+URLs use the skill's slug (\`token-count\`, hyphens); ids in the catalog and in checkout use underscores (\`token_count\`).
+A near miss (the id form, uppercase, a trailing slash) answers \`308\` to the canonical URL, with it in \`did_you_mean\`.
+
 ## 3. Pay per call with x402 v2
 
 Network \`${cfg.network}\`, scheme \`exact\`, asset USDC \`${cfg.usdcAddress}\` (6 decimals), paid to \`${cfg.payTo}\`.
@@ -150,7 +154,7 @@ You are charged only when the call succeeds: a 422 (bad body) or a 5xx is not se
 ## 4. Or pay with card credits
 
 \`POST ${b}/api/cardpay/checkout\` with \`{"skill_id": "${example.id}"}\` returns a Stripe Checkout URL for a pack of calls. After paying,
-the success page shows an API key once. Send it as \`Authorization: Bearer mk_...\`; each successful call spends one credit, a failed call
+the success page shows an API key once. Send it as \`Authorization: Bearer mk_...\` (\`X-API-Key: mk_...\` is accepted too); each successful call spends one credit, a failed call
 spends none. \`GET ${b}/api/credits\` with the key shows what is left. A key pays only for the skill it was bought for.
 
 \`\`\`sh
@@ -167,7 +171,7 @@ curl -s ${b}/api/credits -H "authorization: Bearer $MK_KEY"
 
 Every error body is JSON. Nothing is charged for any of them.
 
-- \`422\`: the body failed validation; \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
+- \`422\`: the body failed validation. Only a paid call (or one with a card-credit key) gets this far: an unpaid call answers \`402\` whatever its body, so read \`input_schema\` rather than probing with \`{}\`. \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
 - \`402\`: \`{"x402Version":2,"accepts":[...],"error":"Payment required: ...","reason":"payment_required"}\`: pay, or your payment was rejected (\`reason\` says why).
 - \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.

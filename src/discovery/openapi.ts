@@ -32,6 +32,11 @@ const text = (description: string, mime: string) => ({
 });
 const VALIDATION = json("Validation error (FastAPI shape)", ref("HTTPValidationError"));
 const ERROR = (description: string) => json(description, ref("Error"));
+/**
+ * Routes that take no input still answer client errors every client should expect: 405 (with
+ * Allow) for another method, 413 for a body over 5 MiB, 429 when rate limited.
+ */
+const CLIENT_ERROR = ERROR("Client error: wrong method (405 with Allow), body too large (413), rate limited");
 
 /** Query or path parameters from a zod object, one OpenAPI parameter per property. */
 function parameters(where: "query" | "path", schema: z.ZodObject) {
@@ -50,6 +55,7 @@ function parameters(where: "query" | "path", schema: z.ZodObject) {
 interface PlainOp {
   path: string;
   method: "get" | "post";
+  operationId: string;
   summary: string;
   tags: string[];
   responses: Json;
@@ -102,45 +108,54 @@ export const WEB_ONLY_ROUTES = [
 /** API routes other than skills. A test compares this table plus WEB_ONLY_ROUTES with the app's routes. */
 function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
   const partner = partnerPricing(pc);
-  const doc = (path: string, summary: string, mime: string): PlainOp => ({
+  const doc = (operationId: string, path: string, summary: string, mime: string): PlainOp => ({
     path,
     method: "get",
+    operationId,
     summary,
     tags: ["discovery"],
-    responses: { "200": text(summary, mime) },
+    responses: { "200": text(summary, mime), "4XX": CLIENT_ERROR },
   });
-  const jsonDoc = (path: string, summary: string): PlainOp => ({
+  const jsonDoc = (operationId: string, path: string, summary: string): PlainOp => ({
     path,
     method: "get",
+    operationId,
     summary,
     tags: ["discovery"],
-    responses: { "200": json(summary) },
+    responses: { "200": json(summary), "4XX": CLIENT_ERROR },
   });
   return [
     {
       path: "/health",
+      operationId: "get_health",
       method: "get",
       summary: "Liveness with a real D1 and KV check",
       tags: ["service"],
-      responses: { "200": json("Healthy"), "503": json("A dependency failed") },
+      responses: { "200": json("Healthy"), "4XX": CLIENT_ERROR, "503": json("A dependency failed") },
     },
     {
       path: "/api/catalog",
+      operationId: "get_catalog",
       method: "get",
       summary: "The skill catalog (spec 2.1)",
       tags: ["discovery"],
-      responses: { "200": json("Catalog", ref("Catalog")) },
+      responses: { "200": json("Catalog", ref("Catalog")), "4XX": CLIENT_ERROR },
     },
-    doc("/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
-    doc("/AGENTS.md", "Guide for coding agents", "text/markdown"),
-    doc("/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
-    jsonDoc("/.well-known/x402", "x402 manifest: every paid resource"),
-    jsonDoc("/.well-known/agents.json", "Agent manifest"),
-    jsonDoc("/agents.json", "Agent manifest"),
-    jsonDoc("/contracts/humanless.json", "Terms for agents acting with no human in the loop"),
-    jsonDoc("/openapi.json", "This document"),
+    doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
+    doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),
+    doc("get_x402list_txt", "/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
+    jsonDoc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource"),
+    jsonDoc("get_well_known_agents_json", "/.well-known/agents.json", "Agent manifest"),
+    jsonDoc("get_agents_json", "/agents.json", "Agent manifest"),
+    jsonDoc(
+      "get_humanless_contract",
+      "/contracts/humanless.json",
+      "Terms for agents acting with no human in the loop",
+    ),
+    jsonDoc("get_openapi", "/openapi.json", "This document"),
     {
       path: "/services/{slug}.json",
+      operationId: "get_service_description",
       method: "get",
       summary: "One skill's service description (the x-x402 specSource)",
       tags: ["discovery"],
@@ -149,6 +164,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/cardpay/checkout",
+      operationId: "create_card_checkout",
       method: "post",
       summary: "Buy a pack of calls of one skill by card (Stripe Checkout)",
       tags: ["checkout"],
@@ -167,6 +183,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/cardpay/webhook",
+      operationId: "stripe_webhook",
       method: "post",
       summary: "Stripe webhook (verified with the Stripe-Signature header)",
       tags: ["checkout"],
@@ -179,6 +196,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/credits",
+      operationId: "get_credits",
       method: "get",
       summary: "Calls left on a card-credit key",
       tags: ["checkout"],
@@ -187,13 +205,19 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/partners",
+      operationId: "list_partners",
       method: "get",
       summary: `Hosted partners and their services, priced at ${partner.multiplier}x the partner's price`,
       tags: ["partners"],
-      responses: { "200": json("Partner listing (spec 2.6, 2.7)") },
+      responses: {
+        "200": json("Partner listing (spec 2.6, 2.7)"),
+        "4XX": CLIENT_ERROR,
+        "503": ERROR("Partner listing misconfigured"),
+      },
     },
     {
       path: "/api/partners/{partner_id}",
+      operationId: "get_partner",
       method: "get",
       summary: "One hosted partner",
       tags: ["partners"],
@@ -204,6 +228,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
       (method): PlainOp => ({
         path: "/api/partners/{partner_id}/try/{service_id}",
         method,
+        operationId: `try_partner_service_${method}`,
         summary:
           "Call a partner service through the marketplace (paid services by x402 at the listing price)",
         tags: ["partners"],
@@ -226,6 +251,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     ),
     {
       path: REFINERY_SKILL_PATH,
+      operationId: "refinery_recipes",
       method: "post",
       summary: "Data Refinery recipes as a native skill (each recipe priced like its partner service)",
       tags: ["partners"],
@@ -250,6 +276,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/admin/payouts",
+      operationId: "admin_list_payouts",
       method: "get",
       summary: "What is owed to each partner; ?format=csv exports the payout ledger",
       tags: ["admin"],
@@ -263,6 +290,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/admin/payouts/{partner_id}/settle",
+      operationId: "admin_settle_payouts",
       method: "post",
       summary: "Record a payout batch: owed rows of the partner are attached to it",
       tags: ["admin"],
@@ -279,6 +307,7 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
     },
     {
       path: "/api/admin/payments",
+      operationId: "admin_list_payments",
       method: "get",
       summary: "x402 ledger: settled payments with totals",
       tags: ["admin"],
@@ -306,8 +335,17 @@ function skillOperations(cfg: PublicConfig) {
         },
         responses: {
           "200": json("Result", responseSchema(s), s.example_response),
+          "401": ERROR("Unknown or malformed card-credit key"),
           "402": json("Payment required, or the payment was rejected", ref("PaymentRequired")),
+          "403": ERROR("The card-credit key buys calls of another skill"),
+          "413": ERROR("Body larger than 5 MiB"),
           "422": VALIDATION,
+          ...(s.kind === "analytic"
+            ? {
+                "502": json("An upstream source failed; not charged", ref("UpstreamError")),
+                "504": json("An upstream source timed out; not charged", ref("UpstreamError")),
+              }
+            : {}),
           "503": ERROR("Payments temporarily unavailable"),
         },
         "x-x402": { price: priceLabel(s), network: cfg.network, specSource: `services/${s.slug}.json` },
@@ -345,6 +383,8 @@ export function openApiDocument(cfg: PublicConfig, pc: PricingConfig) {
       version: INTERFACE_VERSION,
       description: SITE_SUMMARY,
       contact: { name: `${SITE_NAME} support`, email: cfg.contactEmail },
+      // A paid service, not open source: its terms are the contract agents accept by paying.
+      license: { name: "Proprietary: terms for agents", url: `${cfg.baseUrl}/contracts/humanless.json` },
       "x-guidance": PAYMENT_SUMMARY(cfg),
     },
     servers: [{ url: cfg.baseUrl }],
@@ -372,6 +412,11 @@ export function openApiDocument(cfg: PublicConfig, pc: PricingConfig) {
           properties: { detail: { type: "array", items: ref("ValidationError") } },
         },
         Error: { type: "object", required: ["detail"], properties: { detail: { type: "string" } } },
+        UpstreamError: {
+          type: "object",
+          required: ["detail", "charged"],
+          properties: { detail: { type: "string" }, charged: { type: "boolean", const: false } },
+        },
         PaymentRequired: {
           type: "object",
           required: ["x402Version", "accepts", "error"],

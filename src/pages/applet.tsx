@@ -2,35 +2,45 @@ import type { PublicConfig } from "../config";
 import { priceLabel } from "../discovery/site";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
+import { packLabel } from "./pack";
 
-/** Try-it page: its script (static/assets/applet.js) only talks to this origin. */
+/**
+ * Try-it page. Its script (static/assets/applet.js, built from src/browser/applet.ts) only talks to
+ * this origin; a browser wallet signs in its own window.
+ */
 export function AppletPage({ cfg }: { cfg: PublicConfig }) {
   const first = skills[0];
   return (
     <Layout
       title="Try it"
-      description="Send a request to any skill and see its price and answer."
+      description="Send a request to any skill, see its price, and pay with a browser wallet or card credits."
       scripts={["/assets/applet.js"]}
     >
       <h1>Try a skill</h1>
       <p>
-        Pick a skill, edit the body and send. Without payment you will see the decoded <code>402</code>{" "}
-        challenge: the price, the network ({cfg.network}) and who is paid. Paste a card-credit key to make the
-        paid call.
+        Pick a skill, edit the body and send. Without payment you see the decoded <code>402</code> challenge:
+        the price, the network ({cfg.network}) and who is paid. Then pay that call with a browser wallet
+        (x402, USDC), buy a pack of calls by card, or paste a card-credit key to make the paid call.
       </p>
       <form id="applet" class="applet">
         <label for="skill">Skill</label>
         <select id="skill" name="skill">
           {skills.map((s) => (
-            <option value={s.endpoint} data-example={JSON.stringify(s.example_request, null, 2)}>
+            <option
+              value={s.endpoint}
+              data-skill-id={s.id}
+              data-pack={cfg.cardpayEnabled ? packLabel(s) : undefined}
+              data-example={JSON.stringify(s.example_request, null, 2)}
+            >
               {`${s.name} (${priceLabel(s)})`}
             </option>
           ))}
         </select>
         <label for="body">JSON body</label>
-        <textarea id="body" name="body" rows={10} spellcheck={false}>
+        <textarea id="body" name="body" rows={10} spellcheck={false} aria-describedby="body-error">
           {JSON.stringify(first?.example_request ?? {}, null, 2)}
         </textarea>
+        <p id="body-error" class="status-err" role="alert" hidden />
         <label for="key">Card-credit key (optional)</label>
         <input id="key" name="key" type="password" autocomplete="off" placeholder="mk_…" />
         <button id="send" type="submit" class="button">
@@ -42,8 +52,10 @@ export function AppletPage({ cfg }: { cfg: PublicConfig }) {
         <p id="status" class="muted">
           Nothing sent yet.
         </p>
+        <p id="credits" hidden />
         <div id="challenge" hidden>
           <h3>Payment required</h3>
+          <p id="c-why" class="muted" />
           <dl class="facts">
             <dt>Price</dt>
             <dd id="c-price" />
@@ -54,10 +66,39 @@ export function AppletPage({ cfg }: { cfg: PublicConfig }) {
             <dt>Asset</dt>
             <dd id="c-asset" />
           </dl>
+          <p class="actions">
+            <button id="pay-wallet" type="button" class="button" hidden>
+              Pay with browser wallet
+            </button>
+            <button id="buy" type="button" class="button secondary" hidden>
+              Buy calls by card
+            </button>
+          </p>
+          <p id="no-wallet" class="muted" hidden>
+            No browser wallet found. Install one (it signs a USDC authorization; nothing is sent until the
+            call succeeds), or pay from code with <code>@x402/fetch</code> as the docs show.
+          </p>
+          <p id="pay-status" role="status" />
         </div>
-        <pre>
-          <code id="output" />
-        </pre>
+        <div id="receipt" hidden>
+          <h3>Paid</h3>
+          <dl class="facts">
+            <dt>Transaction</dt>
+            <dd>
+              <code id="r-tx" />
+            </dd>
+            <dt>Network</dt>
+            <dd id="r-network" />
+            <dt>Payer</dt>
+            <dd id="r-payer" />
+          </dl>
+        </div>
+        <details id="raw" open>
+          <summary>Raw answer</summary>
+          <pre>
+            <code id="output" />
+          </pre>
+        </details>
       </section>
     </Layout>
   );

@@ -4,6 +4,7 @@ import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 import { skills } from "../skills/registry";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
+import { packLabel } from "./pack";
 
 export function DocsIndexPage() {
   return (
@@ -73,6 +74,32 @@ const res = await pay("${url}", {
 console.log(res.status, await res.json());`;
 }
 
+/** What an analytic skill fetches and how each source fails, for its docs page's 502/504 section. */
+function upstreamFailures(skill: Skill): { source: string; bad: string[] } {
+  const api = (source: string) => ({
+    source,
+    bad: [
+      "answered an HTTP error status",
+      "answered something that is not JSON",
+      "reported an error",
+      "could not be reached",
+    ],
+  });
+  const page = (source: string) => ({
+    source,
+    bad: [
+      "answered an HTTP error status",
+      "was larger than the fetch cap",
+      "could not be reached",
+      "could not have its address checked (DNS-over-HTTPS lookup failed)",
+    ],
+  });
+  if (skill.id === "osint_graph") return api("Wikidata and Wikipedia");
+  if (skill.id === "research") return api("Wikipedia");
+  if (skill.id === "ai_detector") return page("the page you name, when you give a URL");
+  return page("the page you name");
+}
+
 export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }) {
   const schema = bodySchema(skill) as { properties?: Record<string, Prop>; required?: string[] };
   const urls = skillUrls(cfg, skill);
@@ -82,7 +109,7 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
   const credits = `curl -s -X POST ${urls.endpoint} \\\n  -H 'authorization: Bearer mk_your_key' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(body)}`;
   const invalid = validationExample(skill);
   return (
-    <Layout title={skill.name} description={skill.description}>
+    <Layout title={skill.name} description={skill.description} scripts={["/assets/buy.js"]}>
       <p class="crumbs">
         <a href="/docs">Docs</a> / {skill.slug}
       </p>
@@ -150,9 +177,19 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
         <code>{tsSnippet(urls.endpoint, body)}</code>
       </pre>
       <h3>With card credits</h3>
+      {cfg.cardpayEnabled ? (
+        <p class="actions">
+          <button id="buy" type="button" class="button" data-skill-id={skill.id}>
+            {packLabel(skill)}
+          </button>{" "}
+          <span id="buy-status" role="status" />
+        </p>
+      ) : null}
       <p>
-        Buy a pack of calls with <code>POST /api/cardpay/checkout</code> and{" "}
-        <code>{`{"skill_id":"${skill.id}"}`}</code>, then:
+        A card checkout (Stripe) buys a pack of calls: the smallest number that reaches Stripe's $0.50 minimum
+        at exactly the listed price per call. From code: <code>POST /api/cardpay/checkout</code> with{" "}
+        <code>{`{"skill_id":"${skill.id}"}`}</code>, open its <code>checkout_url</code>, and read your key
+        once on the success page. Then:
       </p>
       <pre>
         <code>{credits}</code>
@@ -161,11 +198,34 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
       <h2>Errors</h2>
       <h3>422: the body failed validation</h3>
       <p>
-        Sending <code>{JSON.stringify(invalid.body)}</code> answers:
+        The body is checked once the call is paid (x402 signature or card-credit key): without payment every
+        body, <code>{"{}"}</code> included, answers <code>402</code> first. A paid call with a bad body is not
+        charged. Sending <code>{JSON.stringify(invalid.body)}</code> with payment answers:
       </p>
       <pre>
         <code>{JSON.stringify({ detail: invalid.detail }, null, 2)}</code>
       </pre>
+      {skill.kind === "analytic" ? (
+        <>
+          <h3>502 and 504: an upstream source failed (not charged)</h3>
+          <p>This skill reads {upstreamFailures(skill).source}. It answers:</p>
+          <ul>
+            {upstreamFailures(skill).bad.map((b) => (
+              <li>
+                <code>502</code> when the source {b}
+              </li>
+            ))}
+            <li>
+              <code>504</code> when the source did not answer in time.
+            </li>
+          </ul>
+          <p>
+            The body is <code>{'{"detail": "…", "charged": false}'}</code>.{" "}
+            <strong>Neither is charged</strong>: the x402 payment is not settled and a card credit is given
+            back. Retry later.
+          </p>
+        </>
+      ) : null}
       <h3>402: payment required or rejected</h3>
       <pre>
         <code>
@@ -204,6 +264,19 @@ export function NotFoundPage({ slug }: { slug: string }) {
       <h1>No skill called “{slug}”</h1>
       <p>
         See <a href="/docs">all skills</a>.
+      </p>
+    </Layout>
+  );
+}
+
+/** The 404 page of any unknown address, for requests that accept HTML. */
+export function PageNotFound({ path }: { path: string }) {
+  return (
+    <Layout title="Not found">
+      <h1>Nothing at {path}</h1>
+      <p>
+        See <a href="/">the home page</a>, <a href="/docs">all skills</a> or{" "}
+        <a href="/openapi.json">the API description</a>.
       </p>
     </Layout>
   );

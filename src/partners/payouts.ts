@@ -2,7 +2,7 @@
 const usd = (micros: number) => micros / 1_000_000;
 
 export async function owedSummary(db: D1Database) {
-  const [byService, byPartner, batches, upstream] = await db.batch([
+  const [byService, byPartner, batches, upstream, refunds] = await db.batch([
     db.prepare(
       `SELECT partner_id, service_id, count(*) AS calls,
               sum(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN partner_share_micro ELSE 0 END) AS owed_micro,
@@ -17,12 +17,20 @@ export async function owedSummary(db: D1Database) {
        FROM payout_ledger GROUP BY partner_id ORDER BY partner_id`,
     ),
     db.prepare("SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches ORDER BY id"),
-    // Spent from the operating wallet; "unrecovered" when the caller was not charged for that call.
+    // Spent from the operating wallet; "unrecovered" when the caller was not charged for that
+    // call, less what a refund withheld from the caller because the partner could collect it.
     db.prepare(
       `SELECT u.partner_id, count(*) AS calls, sum(u.amount_micro) AS amount_micro,
-              sum(CASE WHEN l.id IS NULL THEN u.amount_micro ELSE 0 END) AS unrecovered_micro
+              sum(CASE WHEN l.id IS NULL THEN max(u.amount_micro - coalesce(r.withheld_micro, 0), 0) ELSE 0 END)
+                AS unrecovered_micro
        FROM upstream_payments u LEFT JOIN payout_ledger l ON l.request_id = u.request_id
+       LEFT JOIN refunds r ON r.request_id = u.request_id
        GROUP BY u.partner_id ORDER BY u.partner_id`,
+    ),
+    // Callers settled before we paid a partner that then failed (payments/refunds.ts).
+    db.prepare(
+      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, created_at
+       FROM refunds ORDER BY id DESC LIMIT 1000`,
     ),
   ]);
   type Row = Record<string, number | string>;
@@ -41,6 +49,7 @@ export async function owedSummary(db: D1Database) {
       amount_usd: usd(Number(u.amount_micro)),
       unrecovered_usd: usd(Number(u.unrecovered_micro)),
     })),
+    refunds: rows(refunds),
     total_owed_usd: usd(rows(byPartner).reduce((s, r) => s + Number(r.owed_micro ?? 0), 0)),
   };
 }

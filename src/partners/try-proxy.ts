@@ -43,6 +43,8 @@ export function upstreamPath(
 }
 
 export class UpstreamFailure extends Error {
+  /** An authorization of ours the partner holds (it can collect it whatever it answered). */
+  handedOverMicros?: bigint;
   constructor(
     readonly status: 502 | 504,
     message: string,
@@ -52,6 +54,9 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/** The caller's own payment did not settle: the partner is never paid for this call. */
+export class CallerNotCharged extends Error {}
+
 /** One call to a partner: which service, at which upstream path, with which body. */
 export interface TryTarget {
   partner: Partner;
@@ -59,6 +64,12 @@ export interface TryTarget {
   pc: PartnerConfig;
   path: string;
   body: unknown;
+  /**
+   * Collects the caller's payment before the marketplace pays an x402-priced partner for it
+   * (true when it settled). Without it such a partner is never paid: no caller whose payment then
+   * fails may cost us the partner's price.
+   */
+  collect?: () => Promise<boolean>;
 }
 
 export interface UpstreamResult {
@@ -66,6 +77,8 @@ export interface UpstreamResult {
   body: unknown;
   /** Set when the marketplace paid the partner itself with x402 from its operating wallet. */
   paidUpstream?: { transaction: string | null; amountMicros: bigint };
+  /** An authorization of ours handed to the partner, paid or not (it may still collect it). */
+  handedOverMicros?: bigint;
 }
 
 const isTimeout = (e: unknown) =>
@@ -167,13 +180,16 @@ async function settlementOf(res: Response) {
  */
 async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: URL, init: RequestInit) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
-  if (!env.PARTNER_PAYER_KEY || partnerMicros === 0n) {
+  if (!env.PARTNER_PAYER_KEY || partnerMicros === 0n || !t.collect) {
     throw new UpstreamFailure(
       502,
       "The partner asks for payment and this marketplace has no operating wallet configured",
       402,
     );
   }
+  // The caller pays first (settled now, not after the answer): concurrent calls whose payments
+  // cannot all settle never make the operating wallet pay the partner for the ones that fail.
+  if (!(await t.collect())) throw new CallerNotCharged();
   const signed: { micros?: bigint } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
   // answered or not: it is recorded whatever happens next, at the amount we signed.
@@ -193,16 +209,21 @@ async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: U
     res = await fetchOnHost(url, init, await payingFetch(env, partnerMicros, signed));
   } catch (e) {
     await record(0, null);
-    if (e instanceof UpstreamFailure) throw e;
-    throw new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
+    const failure =
+      e instanceof UpstreamFailure
+        ? e
+        : new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
+    failure.handedOverMicros = signed.micros;
+    throw failure;
   }
   const receipt = await settlementOf(res);
   const transaction = receipt?.success ? receipt.transaction : null;
   await record(res.status, transaction);
   // Paid means the partner's receipt says so, or it took our authorization and answered 2xx.
   const paid = Boolean(receipt?.success) || (signed.micros !== undefined && res.ok);
-  if (!paid || signed.micros === undefined) return { res };
-  return { res, paidUpstream: { transaction, amountMicros: signed.micros } };
+  const handedOverMicros = signed.micros;
+  if (!paid || signed.micros === undefined) return { res, handedOverMicros };
+  return { res, handedOverMicros, paidUpstream: { transaction, amountMicros: signed.micros } };
 }
 
 export async function callPartner(env: Bindings, t: TryTarget, requestId: string): Promise<UpstreamResult> {
@@ -223,9 +244,21 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
   }
   let res = await fetchOnHost(url, init, fetch);
   let paidUpstream: UpstreamResult["paidUpstream"];
+  let handedOverMicros: bigint | undefined;
   if (res.status === 402 && t.partner.listing_status === "paid") {
-    ({ res, paidUpstream } = await payPartner(env, t, requestId, url, init));
+    ({ res, paidUpstream, handedOverMicros } = await payPartner(env, t, requestId, url, init));
   }
-  const text = await readCapped(res);
-  return { status: res.status, body: parseBody(text, res.headers.get("content-type")), paidUpstream };
+  let text: string;
+  try {
+    text = await readCapped(res);
+  } catch (e) {
+    if (e instanceof UpstreamFailure) e.handedOverMicros = handedOverMicros;
+    throw e;
+  }
+  return {
+    status: res.status,
+    body: parseBody(text, res.headers.get("content-type")),
+    paidUpstream,
+    handedOverMicros,
+  };
 }

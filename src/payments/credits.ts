@@ -23,6 +23,19 @@ export function bearerKey(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
+/**
+ * The card-credit key as `Bearer mk_…`, from the forms agents send: `Authorization: Bearer mk_…`,
+ * and as aliases `Authorization: mk_…` (no scheme) and `X-API-Key: mk_…` (with or without Bearer).
+ * Any other Authorization value is returned unchanged.
+ */
+export function cardKeyAuthorization(authorization?: string, apiKey?: string): string | undefined {
+  const asBearer = (v: string | undefined) => {
+    const t = v?.trim() ?? "";
+    return t.startsWith(KEY_PREFIX) ? `Bearer ${t}` : /^Bearer\s+mk_/i.test(t) ? t : undefined;
+  };
+  return asBearer(authorization) ?? asBearer(apiKey) ?? authorization;
+}
+
 export interface KeyRow {
   id: string;
   skill_id: string;

@@ -3,7 +3,7 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import type { Skill } from "../skills/types";
-import { bearerKey, findKey, hashKey, refundCredit, spendCredit } from "./credits";
+import { bearerKey, cardKeyAuthorization, findKey, hashKey, refundCredit, spendCredit } from "./credits";
 import { x402Gate } from "./x402-gate";
 
 /**
@@ -14,7 +14,7 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const cfg = publicConfig(c.env, c.req.url);
     if (cfg.freeBeta) return next();
-    const authorization = c.req.header("authorization");
+    const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
     if (authorization !== undefined && /^Bearer\s+mk_/i.test(authorization)) {
       const key = bearerKey(authorization);
       if (!key) return detail(c, 401, "Malformed card-credit key", {}, { "WWW-Authenticate": "Bearer" });

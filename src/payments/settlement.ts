@@ -1,5 +1,5 @@
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload, SettleResponse } from "@x402/core/types";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import {
@@ -11,16 +11,6 @@ import {
   type SettledPayment,
 } from "./ledger";
 
-function paymentOf(c: Context<AppEnv>): PaymentPayload | undefined {
-  const header = c.req.header("payment-signature");
-  if (!header) return undefined;
-  try {
-    return decodePaymentSignatureHeader(header);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the
  * authorization in D1 before the handler runs, so a replayed or concurrent duplicate signature
@@ -30,7 +20,10 @@ function paymentOf(c: Context<AppEnv>): PaymentPayload | undefined {
 export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!c.get("x402Verified")) return next();
-    const payment = paymentOf(c);
+    // The payload the gate verified: a v2 PAYMENT-SIGNATURE, or a v1 X-PAYMENT lifted into v2
+    // form against this route's requirements, so both versions claim the same key.
+    const verified = c.get("x402Payment");
+    const payment = verified?.payload;
     const auth = payment && authorizationKey(payment);
     if (!payment || !auth) {
       // Only EIP-3009 authorizations carry a nonce we can claim; anything else (e.g. Permit2)
@@ -57,7 +50,9 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
     const claim = { key: auth.key, payment, released: false };
     c.set("paymentClaim", claim);
     await next();
-    if (c.res.status >= 400) {
+    // A call that failed was not settled, so its authorization is free again; unless the handler
+    // settled early (a partner call): then recordPayment writes what the settlement says.
+    if (c.res.status >= 400 && !verified?.settlement) {
       await releaseAuthorization(c.env.DB, auth.key, requestId);
       claim.released = true;
     }
@@ -103,7 +98,9 @@ export function recordPayment(resource: string): MiddlewareHandler<AppEnv> {
       );
       return;
     }
-    if (outcome === "failed" || !settlement || c.res.status >= 300) {
+    // Settled means charged, whatever the answer: a call settled early whose upstream then failed
+    // is still a payment (its refund is recorded by the partner proxy, payments/refunds.ts).
+    if (outcome === "failed" || !settlement) {
       await releaseAuthorization(c.env.DB, claim.key, requestId);
       return;
     }

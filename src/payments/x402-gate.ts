@@ -3,8 +3,7 @@ import type { PaywallProvider, RouteConfig, RoutesConfig } from "@x402/core/serv
 import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import { paymentMiddlewareFromHTTPServer } from "@x402/hono";
+import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { MiddlewareHandler } from "hono";
 import { isAddress } from "viem";
 import { type PublicConfig, publicConfig } from "../config";
@@ -14,8 +13,11 @@ import { formatUsd } from "../money";
 import { pricingConfig } from "../partners/listing";
 import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
+import { x402HttpGate } from "./x402-http";
+import { v1Requirement } from "./x402-v1";
 
-const USDC_EXTRA = { name: "USD Coin", version: "2" };
+/** EIP-712 domain of USDC (name, version): what every exact-scheme signature is made under. */
+export const USDC_EXTRA = { name: "USD Coin", version: "2" };
 /** How long a signed authorization may take to reach settlement (x402 `maxTimeoutSeconds`). */
 export const MAX_TIMEOUT_SECONDS = 300;
 
@@ -64,7 +66,7 @@ function routesFor(cfg: PublicConfig, items: Sellable[], paid: Record<string, un
         },
       }),
     };
-    config.extensions = { ...paid, ...config.extensions }; // payment-identifier, offer-receipt (receipts.ts)
+    config.extensions = { ...paid, ...config.extensions }; // payment-identifier, offer-receipt (paid-extensions.ts)
     for (const method of item.methods) routes[`${method} ${item.path}`] = config;
   }
   return routes;
@@ -118,14 +120,7 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     pc?.multiplierMilli ?? "no-partners",
   ].join("|");
   if (built?.key === key) return built;
-  const facilitator = new HTTPFacilitatorClient({
-    url: cfg.facilitatorUrl,
-    // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
-    // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`
-    // with the transaction hash rather than as a bare timeout (both are reported unconfirmed).
-    timeoutMs: 45_000,
-    ...cdpAuth(env),
-  });
+  const facilitator = facilitatorClient(env, cfg);
   const server = new x402ResourceServer(facilitator).register(
     cfg.network as `${string}:${string}`,
     new ExactEvmScheme(),
@@ -135,13 +130,23 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     server,
     routesFor(cfg, sellables(cfg, pc), paid.declarations),
   );
-  built = {
-    key,
-    httpServer,
-    ready: undefined,
-    middleware: paymentMiddlewareFromHTTPServer(httpServer, undefined, plainPaywall, false),
-  };
+  httpServer.registerPaywallProvider(plainPaywall);
+  // The bazaar extension enriches the discovery info of every 402 (as @x402/hono registered it).
+  server.registerExtension(bazaarResourceServerExtension);
+  built = { key, httpServer, ready: undefined, middleware: x402HttpGate(httpServer) };
   return built;
+}
+
+/** The configured facilitator (also used to settle refunds from the operating wallet). */
+export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
+  return new HTTPFacilitatorClient({
+    url: cfg.facilitatorUrl,
+    // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
+    // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`
+    // with the transaction hash rather than as a bare timeout (both are reported unconfirmed).
+    timeoutMs: 45_000,
+    ...cdpAuth(env),
+  });
 }
 
 function cdpAuth(env: Bindings) {
@@ -185,9 +190,20 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   });
 };
 
+/** Free-text errors of the x402 server, in the snake_case vocabulary of the facilitator's reasons. */
+const REASON_OF_TEXT: Record<string, string> = {
+  "No matching payment requirements": "payment_requirements_mismatch",
+};
+const machineReason = (error: string) =>
+  /^[a-z][a-z0-9_]*$/.test(error) ? error : (REASON_OF_TEXT[error] ?? "payment_invalid");
+
 /**
- * The x402 middleware puts the requirements in the PAYMENT-REQUIRED header and leaves the body
- * empty; clients and people reading a 402 deserve the same facts in the body, in words.
+ * The x402 server puts the v2 requirements in the PAYMENT-REQUIRED header and leaves the body
+ * empty. The body carries the same offer in x402 **v1** form (`x402Version: 1`, `accepts` with
+ * `network: "base"`, `maxAmountRequired`, …) so v1 clients (x402-fetch, x402-axios) can pay, plus
+ * the v2 `resource` and `extensions` (bazaar) and an `error` in words with a machine `reason`.
+ * v2 clients and crawlers read the header first (@x402/core's client, @agentcash/discovery), so one
+ * answer serves both versions. A network without a v1 name keeps the v2 form in the body.
  */
 export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
@@ -207,17 +223,26 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   const what = offer
     ? `${price} (${offer.amount} atomic units of USDC ${offer.asset} on ${offer.network}, paid to ${offer.payTo})`
     : price;
-  const reason = required.error && required.error !== "Payment required" ? required.error : undefined;
+  const reason =
+    required.error && required.error !== "Payment required" ? machineReason(required.error) : undefined;
   const note = c.get("creditNote");
   const error = note
     ? `${note} This call costs ${what}.`
     : reason
-      ? `Payment rejected: ${reason}. This call costs ${what}; send a new PAYMENT-SIGNATURE.`
-      : `Payment required: this call costs ${what}. Pay with x402 v2 (PAYMENT-SIGNATURE header) or a card-credit key (Authorization: Bearer mk_...).`;
+      ? `Payment rejected: ${required.error}. This call costs ${what}; send a new payment.`
+      : `Payment required: this call costs ${what}. Pay with x402 (v2: PAYMENT-SIGNATURE header, requirements in PAYMENT-REQUIRED; v1: X-PAYMENT, requirements in this body) or a card-credit key (Authorization: Bearer mk_...).`;
+  const v1Accepts = required.accepts.flatMap((r) => v1Requirement(r, required.resource) ?? []);
+  const body = v1Accepts.length
+    ? {
+        x402Version: 1,
+        error,
+        reason: reason ?? "payment_required",
+        accepts: v1Accepts,
+        resource: required.resource,
+        ...(required.extensions ? { extensions: required.extensions } : {}),
+      }
+    : { ...required, error, reason: reason ?? "payment_required" };
   const headers = new Headers(res.headers);
   headers.set("content-type", "application/json");
-  c.res = new Response(JSON.stringify({ ...required, error, reason: reason ?? "payment_required" }), {
-    status: 402,
-    headers,
-  });
+  c.res = new Response(JSON.stringify(body), { status: 402, headers });
 };

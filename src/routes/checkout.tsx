@@ -13,10 +13,9 @@ import {
   recordSession,
   takeKeyReveal,
 } from "../payments/checkout-ledger";
-import { bearerKey, findKey, hashKey, MAX_CALLS, packSize } from "../payments/credits";
+import { bearerKey, cardKeyAuthorization, findKey, hashKey, MAX_CALLS, packSize } from "../payments/credits";
 import { stripeClient, webCrypto } from "../payments/stripe";
 import { skillById } from "../skills/registry";
-import { pageSecurity } from "./pages";
 
 export const checkoutRoutes = new Hono<AppEnv>();
 
@@ -121,7 +120,7 @@ checkoutRoutes.post("/api/cardpay/webhook", async (c) => {
 });
 
 checkoutRoutes.get("/api/credits", async (c) => {
-  const key = bearerKey(c.req.header("authorization"));
+  const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
   const row = key ? await findKey(c.env.DB, await hashKey(key)) : null;
   if (!row) {
     return detail(
@@ -143,7 +142,6 @@ checkoutRoutes.get("/api/credits", async (c) => {
 export const successQuery = z.object({ session_id: z.string().min(1).max(255) });
 export const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
 
-checkoutRoutes.use("/checkout/*", pageSecurity);
 checkoutRoutes.get("/checkout/success", queryParams(successQuery), async (c) => {
   const { session_id } = c.get("query") as z.infer<typeof successQuery>;
   let session = await findSession(c.env.DB, session_id);

@@ -45,7 +45,8 @@ discoveryRoutes.get(
     c.body(llmsTxt(cfg, pc), 200, { "content-type": "text/plain; charset=utf-8", ...CACHE }),
   ),
 );
-discoveryRoutes.get("/AGENTS.md", textDoc("text/markdown", agentsMd));
+// Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
+discoveryRoutes.get("/AGENTS.md", textDoc("text/plain", agentsMd));
 discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
 discoveryRoutes.get(
   "/.well-known/x402",

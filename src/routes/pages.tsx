@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import { secureHeaders } from "hono/secure-headers";
 import { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
@@ -10,32 +9,15 @@ import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
 import { pricingConfig } from "../partners/listing";
 import { skillBySlug } from "../skills/registry";
+import { canonicalSlug } from "./not-found";
 
 export const pageRoutes = new Hono<AppEnv>();
-
-/** Strict CSP: same-origin scripts, styles and requests only; nothing inline, nothing external. */
-export const pageSecurity = secureHeaders({
-  contentSecurityPolicy: {
-    defaultSrc: ["'none'"],
-    scriptSrc: ["'self'"],
-    styleSrc: ["'self'"],
-    imgSrc: ["'self'"],
-    connectSrc: ["'self'"],
-    formAction: ["'self'"],
-    baseUri: ["'none'"],
-    frameAncestors: ["'none'"],
-  },
-  referrerPolicy: "no-referrer",
-});
 
 const docSlug = z.object({
   slug: z.string().regex(/^[a-z0-9-]{1,64}$/, "slug must be lowercase letters, digits and -"),
 });
 
-pageRoutes.use("/", pageSecurity);
-pageRoutes.use("/applet", pageSecurity);
-pageRoutes.use("/docs", pageSecurity);
-pageRoutes.use("/docs/*", pageSecurity);
+// Security headers (strict CSP, DENY framing) come from the app-wide middleware, src/http/security-headers.ts.
 
 pageRoutes.get("/", (c) => {
   // The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
@@ -45,6 +27,14 @@ pageRoutes.get("/", (c) => {
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs", (c) => c.html(<DocsIndexPage />));
+// `/docs/token_count`, `/docs/Token-Count`, `/docs/token-count/`: a person or agent guessed the page
+// from the skill id; send them to it rather than to a validation error.
+pageRoutes.use("/docs/*", async (c, next) => {
+  const asked = c.req.path.slice("/docs/".length);
+  const slug = canonicalSlug(asked);
+  if (slug !== asked && skillBySlug(slug)) return c.redirect(`/docs/${slug}`, 301);
+  return next();
+});
 pageRoutes.get("/docs/:slug", pathParams(docSlug), (c) => {
   const { slug } = c.get("params") as z.infer<typeof docSlug>;
   const skill = skillBySlug(slug);

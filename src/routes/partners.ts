@@ -15,6 +15,7 @@ import {
 import { servicePrices } from "../partners/pricing";
 import { REFINERY_SKILL_PATH, refineryBody, refineryPartner } from "../partners/refinery-skill";
 import {
+  CallerNotCharged,
   callPartner,
   type TryTarget,
   UpstreamFailure,
@@ -23,6 +24,7 @@ import {
 } from "../partners/try-proxy";
 import { idempotent } from "../payments/idempotency";
 import { signReceipt } from "../payments/receipts";
+import { refundCaller } from "../payments/refunds";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
 
@@ -94,28 +96,69 @@ function failure(
   status: 502 | 504,
   message: string,
   upstreamStatus: number | null,
+  refund?: Refund,
 ) {
   return detail(c, status, message, {
     partner_id: t.partner.id,
     service_id: t.service.id,
     upstream_status: upstreamStatus,
-    charged: false,
+    ...chargedFields(refund),
+  });
+}
+
+type Refund = Awaited<ReturnType<typeof refundCaller>>;
+const chargedFields = (refund: Refund | undefined) =>
+  refund
+    ? {
+        charged: true,
+        refund: {
+          status: refund.status,
+          amount_usd: Number(refund.amount) / 1e6,
+          transaction: refund.transaction,
+        },
+      }
+    : { charged: false };
+
+/**
+ * The caller was settled before we paid the partner, and the partner then failed: the caller gets
+ * back what we kept (payments/refunds.ts). Undefined when the caller was not charged.
+ */
+async function refundIfCharged(c: Context<AppEnv>, reason: string, handedOverMicros: bigint | undefined) {
+  const payment = c.get("x402Payment");
+  const settled = payment?.settlement && (await payment.settlement).result;
+  if (!payment || !settled?.success) return undefined;
+  return refundCaller(c.env, {
+    requestId: c.get("requestId"),
+    payment,
+    payer: settled.payer ?? "",
+    paidMicros: BigInt(settled.amount ?? payment.requirements.amount),
+    withheldMicros: handedOverMicros ?? 0n,
+    reason,
   });
 }
 
 /**
  * Calls the partner and answers: 2xx upstream → 200 envelope (and the caller's payment settles);
- * anything else → 502 envelope, not charged. The external x403 partner is only probed.
+ * anything else → 502 envelope, not charged (or, when the caller had to be settled before we paid
+ * the partner, charged and refunded what we kept). The external x403 partner is only probed.
  */
 async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   const prices = servicePrices(t.service, t.pc.multiplierMilli);
   const paid = t.partner.listing_status === "paid" && prices.priceMicros > 0n;
+  const collect = async () => {
+    const payment = c.get("x402Payment");
+    return payment ? (await payment.settle()).success : false;
+  };
   let result: UpstreamResult;
   try {
-    result = await callPartner(c.env, t, c.get("requestId"));
+    result = await callPartner(c.env, { ...t, ...(paid ? { collect } : {}) }, c.get("requestId"));
   } catch (e) {
+    // The answer is replaced by the settlement's own failure (payments/x402-http.ts).
+    if (e instanceof CallerNotCharged)
+      return detail(c, 402, "Your payment did not settle", { charged: false });
     if (!(e instanceof UpstreamFailure)) throw e;
-    return failure(c, t, e.status, e.message, e.upstreamStatus);
+    const refund = await refundIfCharged(c, e.message, e.handedOverMicros);
+    return failure(c, t, e.status, e.message, e.upstreamStatus, refund);
   }
   if (t.partner.listing_status === "external_x403") {
     // Probing the grant challenge only: we hold no grants, so anything but the 403 is not ours to relay.
@@ -128,7 +171,14 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
       result.status,
     );
   }
-  if (result.status < 200 || result.status >= 300) return c.json(envelope(t, result, false), 502);
+  if (result.status < 200 || result.status >= 300) {
+    const refund = await refundIfCharged(
+      c,
+      `the partner answered ${result.status}`,
+      result.paidUpstream?.amountMicros ?? result.handedOverMicros,
+    );
+    return c.json({ ...envelope(t, result, false), ...chargedFields(refund) }, 502);
+  }
   if (paid) {
     c.set("payout", {
       partnerId: t.partner.id,

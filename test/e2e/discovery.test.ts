@@ -83,4 +83,33 @@ describe("discovery as crawlers see it", () => {
     const endpoint = run("check", `${stack.base_url}/api/skills/sha256`);
     expect(endpoint.warnings.filter((w) => w.severity === "error" || w.severity === "warn")).toEqual([]);
   });
+
+  it("Redocly lint with its recommended rules finds no error and no warning in openapi.json", async () => {
+    const { execFile } = await import("node:child_process");
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const os = await import("node:os");
+    const path = await import("node:path");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "redocly-"));
+    const file = path.join(dir, "openapi.json");
+    writeFileSync(file, await (await fetch(`${stack.base_url}/openapi.json`)).text());
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        path.resolve("node_modules/.bin/redocly"),
+        ["lint", file, "--extends", "recommended", "--format", "json"],
+        {
+          cwd: dir,
+          timeout: 90_000,
+          env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+        },
+        // Exit code 1 means errors were found; the JSON report says which.
+        (err, stdout) => (stdout ? resolve(stdout) : reject(err)),
+      ),
+    );
+    const report = JSON.parse(out.slice(out.indexOf("{"))) as {
+      totals: { errors: number; warnings: number };
+      problems: { ruleId: string; message: string }[];
+    };
+    expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+    expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  }, 120_000);
 });

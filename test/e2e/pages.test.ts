@@ -1,9 +1,17 @@
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { erc20Abi } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { launch, SCREENSHOTS, watchErrors } from "./browser";
 
-const stack = inject("stack") as { base_url: string; pay_to: string; stripe_api_base: string };
+const stack = inject("stack") as {
+  base_url: string;
+  pay_to: string;
+  stripe_api_base: string;
+  rpc_url: string;
+  usdc_address: string;
+  buyers: { address: string; privateKey: string }[];
+};
 let browser: Browser;
 
 interface CatalogSkill {
@@ -172,8 +180,204 @@ describe("pages in a real browser", () => {
     expect(await page.isHidden("#challenge")).toBe(true);
     const shown = JSON.parse((await page.textContent("#output")) ?? "{}");
     expect(shown).toMatchObject({ skill: "slugify", ok: true, slug: "paid-from-the-applet" });
+    // The balance left on the key, from X-Credits-Remaining: a fresh 170-call pack minus this call.
+    expect(await page.textContent("#credits")).toBe("Calls left on this key: 169");
+    expect(await page.isVisible("#credits")).toBe(true);
     await page.screenshot({ path: path.join(SCREENSHOTS, "applet-paid-200.png"), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
+  });
+
+  it("a broken JSON body is caught before sending, with where it is broken", async () => {
+    const { page, errors } = await open("/applet");
+    let sent = 0;
+    page.on("request", (r) => {
+      if (r.url().includes("/api/skills/")) sent++;
+    });
+    await page.selectOption("#skill", "/api/skills/slugify");
+    await page.fill("#body", '{\n  "text": "a",\n  "max_len": 10,\n}');
+    await page.click("#send");
+    await page.waitForSelector("#body-error:not([hidden])");
+    expect(await page.textContent("#body-error")).toMatch(/line 4, column 1/);
+    expect(await page.getAttribute("#body", "aria-invalid")).toBe("true");
+    await page.fill("#body", "[1, 2]");
+    await page.click("#send");
+    expect(await page.textContent("#body-error")).toContain("must be a JSON object");
+    expect(sent).toBe(0);
+    expect(await page.textContent("#status")).toBe("Nothing sent yet.");
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("the raw 402 JSON is folded behind a details toggle; a 200 shows open", async () => {
+    const { page } = await open("/applet");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    expect(await page.getAttribute("#raw", "open")).toBeNull();
+    expect(await page.isVisible("#output")).toBe(false);
+    await page.click("#raw summary");
+    expect(await page.isVisible("#output")).toBe(true);
+    expect(JSON.parse((await page.textContent("#output")) ?? "{}")).toMatchObject({ x402Version: 2 });
+    await page.close();
+  });
+
+  it("each docs page's Buy button shows the server's pack and opens Stripe's page for it", async () => {
+    for (const id of ["slugify", "osint_graph"]) {
+      const s = catalog.find((x) => x.id === id) as CatalogSkill;
+      // The server's numbers for this pack, from the API the button calls.
+      const quote = (await (
+        await fetch(`${stack.base_url}/api/cardpay/checkout`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ skill_id: id }),
+        })
+      ).json()) as { calls: number; amount_usd: number };
+      const { page, errors } = await open(`/docs/${s.doc_slug}`);
+      const label = `Buy ${quote.calls} calls for $${quote.amount_usd.toFixed(2)}`;
+      expect(await page.textContent("#buy")).toBe(label);
+      await page.click("#buy");
+      await page.waitForURL((u) => u.href.startsWith(stack.stripe_api_base));
+      expect(await page.textContent("#pay")).toContain(`$${quote.amount_usd.toFixed(2)}`);
+      expect(errors).toEqual([]);
+      await page.close();
+    }
+  });
+
+  it("next to a 402 the applet offers the card pack; buying it runs the request first and shows the result", async () => {
+    const { page, errors } = await open("/applet");
+    await page.selectOption("#skill", "/api/skills/slugify");
+    await page.fill("#body", JSON.stringify({ text: "Bought In The Applet" }));
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    expect(await page.textContent("#buy")).toBe("Buy 170 calls for $0.51");
+    await page.click("#buy");
+    await page.waitForURL((u) => u.href.startsWith(stack.stripe_api_base));
+    await page.click("#pay");
+    await page.waitForURL(/\/checkout\/success\?session_id=/);
+    expect(await page.textContent("#api-key")).toMatch(/^\s*mk_/);
+    expect(await page.textContent("body")).toContain("bought-in-the-applet");
+    // Chromium logs the 402 the applet asked for; nothing else may fail.
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
+    await page.close();
+  });
+
+  it("pays one call with an injected EIP-1193 wallet (anvil key): the buyer's USDC drops by the price", async () => {
+    const buyer = stack.buyers[7] as { address: string };
+    const rpc = async (method: string, params: unknown[] = []) => {
+      const res = await fetch(stack.rpc_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      const out = (await res.json()) as { result?: unknown; error?: { message: string } };
+      if (out.error) throw new Error(out.error.message);
+      return out.result;
+    };
+    const { encodeFunctionData, decodeFunctionResult } = await import("viem");
+    const balance = async () =>
+      decodeFunctionResult({
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        data: (await rpc("eth_call", [
+          {
+            to: stack.usdc_address,
+            data: encodeFunctionData({
+              abi: erc20Abi,
+              functionName: "balanceOf",
+              args: [buyer.address as `0x${string}`],
+            }),
+          },
+          "latest",
+        ])) as `0x${string}`,
+      });
+    const seen: string[] = [];
+    const page = await browser.newPage();
+    const errors = watchErrors(page);
+    // The wallet: accounts are the anvil test buyer; every other call, signing included
+    // (eth_signTypedData_v4), goes to the local chain's RPC, where anvil holds that test key.
+    await page.exposeFunction("__wallet", async (method: string, params: unknown[]) => {
+      seen.push(method);
+      if (method === "eth_requestAccounts" || method === "eth_accounts") return [buyer.address];
+      return rpc(method, params);
+    });
+    await page.addInitScript(() => {
+      const w = window as unknown as {
+        __wallet: (m: string, p: unknown[]) => Promise<unknown>;
+        ethereum: unknown;
+      };
+      w.ethereum = {
+        request: ({ method, params }: { method: string; params?: unknown[] }) =>
+          w.__wallet(method, params ?? []),
+        on: () => {},
+        removeListener: () => {},
+      };
+    });
+    await page.goto(`${stack.base_url}/applet`);
+    await page.selectOption("#skill", "/api/skills/token-count");
+    await page.fill("#body", JSON.stringify({ text: "paid by a browser wallet" }));
+    await page.click("#send");
+    await page.waitForSelector("#pay-wallet:not([hidden])");
+    expect(await page.textContent("#pay-wallet")).toBe("Pay $0.004 with browser wallet");
+    const before = await balance();
+    await page.click("#pay-wallet");
+    await page.waitForFunction(() => document.getElementById("status")?.className === "status-ok", null, {
+      timeout: 60_000,
+    });
+    expect(seen).toContain("eth_signTypedData_v4");
+    const shown = JSON.parse((await page.textContent("#output")) ?? "{}");
+    expect(shown).toMatchObject({ skill: "token_count", ok: true });
+    const tx = ((await page.textContent("#r-tx")) ?? "").trim();
+    expect(tx).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(((await page.textContent("#r-payer")) ?? "").toLowerCase()).toBe(buyer.address.toLowerCase());
+    const receipt = (await rpc("eth_getTransactionReceipt", [tx])) as { status: string };
+    expect(receipt.status).toBe("0x1");
+    expect(before - (await balance())).toBe(4000n);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "applet-wallet-paid.png"), fullPage: true });
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
+    await page.close();
+  });
+
+  it("a page on another origin can read the catalog and get a skill's 402 with its headers (CORS)", async () => {
+    const page = await browser.newPage();
+    // Another origin: a blank page from a server of this test on another loopback port (a page
+    // Playwright fulfils itself counts as a public address, and Chromium's local-network rules
+    // would then block it before CORS is even asked).
+    const { createServer } = await import("node:http");
+    const server = createServer((_, res) => res.end("<h1>other origin</h1>")).listen(0, "127.0.0.1");
+    await new Promise((r) => server.once("listening", r));
+    const { port } = server.address() as { port: number };
+    await page.goto(`http://127.0.0.1:${port}/`);
+    const out = await page.evaluate(async (base) => {
+      const catalog = await fetch(`${base}/api/catalog`).catch((e) => {
+        throw new Error(`catalog: ${e}`);
+      });
+      const paid = await fetch(`${base}/api/skills/sha256`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "payment-signature": "bm90LWEtcGF5bWVudA==" },
+        body: '{"text":"a"}',
+      }).catch((e) => {
+        throw new Error(`paid: ${e}`);
+      });
+      const unpaid = await fetch(`${base}/api/skills/sha256`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"text":"a"}',
+      });
+      let admin = "readable";
+      try {
+        await fetch(`${base}/api/admin/payments`, { headers: { authorization: "Bearer x" } });
+      } catch {
+        admin = "blocked";
+      }
+      return {
+        catalog: catalog.status,
+        paid: paid.status,
+        required: unpaid.headers.get("payment-required") !== null,
+        admin,
+      };
+    }, stack.base_url);
+    expect(out).toEqual({ catalog: 200, paid: 402, required: true, admin: "blocked" });
+    await page.close();
+    server.close();
   });
 });

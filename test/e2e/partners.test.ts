@@ -195,3 +195,61 @@ describe("hosted partners through the marketplace, on the local chain", () => {
     expect(after.partners.find((p) => p.partner_id === "textkit")?.owed_micro).toBe(0);
   });
 });
+
+describe("issue 19.1 on the local chain: concurrent callers with funds for one call", () => {
+  it("5 authorizations from a buyer holding exactly one call's price: one 200, the operating wallet pays the partner once, nothing unrecovered", async () => {
+    const { createWalletClient, http, erc20Abi } = await import("viem");
+    const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
+    const { x402Client } = await import("@x402/core/client");
+    const { decodePaymentRequiredHeader, encodePaymentSignatureHeader } = await import("@x402/core/http");
+    const { registerExactEvmScheme } = await import("@x402/evm/exact/client");
+    // @ts-expect-error plain JS helpers shared with the scripts
+    const { localBase, USDC_ADDRESS } = await import("../../scripts/lib/chain.mjs");
+    const url = `${stack.base_url}/api/partners/pricefeed/try/price`;
+    // A fresh buyer funded with exactly 30,000 atomic units (one call of `price` at $0.03).
+    const poor = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({
+      account: privateKeyToAccount(buyer().privateKey),
+      chain: localBase(stack.rpc_url),
+      transport: http(stack.rpc_url),
+    });
+    await funder.writeContract({
+      address: USDC_ADDRESS,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [poor.address, 30_000n],
+    });
+    await expect.poll(() => balance(poor.address), { timeout: 10_000 }).toBe(30_000n);
+
+    const challenge = await fetch(url);
+    expect(challenge.status).toBe(402);
+    const required = decodePaymentRequiredHeader(challenge.headers.get("payment-required") ?? "");
+    const client = registerExactEvmScheme(new x402Client(), { signer: poor });
+    const payments = await Promise.all(
+      Array.from({ length: 5 }, () => client.createPaymentPayload(required)),
+    );
+    const [o0, m0, p0] = await Promise.all([
+      balance(stack.operating_wallet),
+      balance(stack.pay_to),
+      balance(stack.partner_wallet),
+    ]);
+    const answers = await Promise.all(
+      payments.map((p) => fetch(url, { headers: { "payment-signature": encodePaymentSignatureHeader(p) } })),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 402, 402, 402, 402]);
+    // The marketplace collected one price and paid the partner one partner price.
+    expect((await balance(stack.pay_to)) - m0).toBe(30_000n);
+    expect(o0 - (await balance(stack.operating_wallet))).toBe(10_000n);
+    expect((await balance(stack.partner_wallet)) - p0).toBe(10_000n);
+    expect(await balance(poor.address)).toBe(0n);
+    // Every upstream payment of these calls belongs to the one call that was charged.
+    const ids = answers.map((r) => r.headers.get("x-request-id"));
+    const report = (await admin("/api/admin/payouts")) as unknown as { refunds: { request_id: string }[] };
+    expect(report.refunds.filter((r) => ids.includes(r.request_id))).toEqual([]);
+    const { upstream_payments } = (await admin("/api/admin/payouts")) as unknown as {
+      upstream_payments: { partner_id: string; unrecovered_micro: number }[];
+    };
+    expect(upstream_payments.find((u) => u.partner_id === "pricefeed")?.unrecovered_micro ?? 0).toBe(0);
+  });
+});

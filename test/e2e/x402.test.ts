@@ -124,8 +124,28 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
           extra: { name: "USD Coin", version: "2" },
         },
       ]);
-      const body = (await res.json()) as { accepts: unknown; error: string; extensions: { bazaar: unknown } };
-      expect(body.accepts).toEqual(required.accepts);
+      // The body is the same offer in x402 v1 form, for v1 clients (x402-fetch, x402-axios).
+      const body = (await res.json()) as {
+        x402Version: number;
+        accepts: unknown;
+        error: string;
+        extensions: { bazaar: unknown };
+      };
+      expect(body.x402Version).toBe(1);
+      expect(body.accepts).toEqual([
+        {
+          scheme: "exact",
+          network: "base",
+          maxAmountRequired: String(amount),
+          resource: required.resource.url,
+          description: required.resource.description,
+          mimeType: "application/json",
+          payTo: stack.pay_to,
+          maxTimeoutSeconds: 300,
+          asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+          extra: { name: "USD Coin", version: "2" },
+        },
+      ]);
       expect(body.error).toMatch(/^Payment required: this call costs \$0\.0\d+/);
       expect(body.extensions.bazaar).toBeTruthy();
     }

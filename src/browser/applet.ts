@@ -1,0 +1,139 @@
+// The try-it page (/applet). Talks only to this origin; the card key typed here is sent only with
+// the request, and the wallet signs in the wallet's own window.
+import type { PaymentRequired } from "@x402/core/types";
+import { wireBuyButton } from "./checkout";
+import { checkJsonBody } from "./json-check";
+import { injectedWallet, paymentRequired, settlement, signPayment } from "./wallet";
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+const form = $<HTMLFormElement>("applet");
+const skill = $<HTMLSelectElement>("skill");
+const body = $<HTMLTextAreaElement>("body");
+const bodyError = $("body-error");
+const key = $<HTMLInputElement>("key");
+const status = $("status");
+const credits = $("credits");
+const challenge = $("challenge");
+const payWallet = $<HTMLButtonElement>("pay-wallet");
+const noWallet = $("no-wallet");
+const buy = $<HTMLButtonElement>("buy");
+const payStatus = $("pay-status");
+const receipt = $("receipt");
+const raw = $<HTMLDetailsElement>("raw");
+const output = $("output");
+
+/** The request that got the 402, repeated as-is with the payment. */
+let pending: { endpoint: string; body: string; required: PaymentRequired } | undefined;
+
+const usd = (atomic: string) => `$${(Number(atomic) / 1e6).toFixed(6).replace(/0+$/, "").replace(/\.$/, "")}`;
+
+function selectSkill() {
+  const option = skill.selectedOptions[0];
+  buy.dataset.skillId = option?.dataset.skillId ?? "";
+  buy.textContent = option?.dataset.pack ?? "Buy calls by card";
+  buy.hidden = !option?.dataset.pack;
+}
+skill.addEventListener("change", () => {
+  body.value = skill.selectedOptions[0]?.dataset.example ?? "{}";
+  selectSkill();
+});
+selectSkill();
+
+function setStatus(text: string, cls: string) {
+  status.textContent = text;
+  status.className = cls;
+}
+
+function show(res: Response, text: string) {
+  let shown = text;
+  try {
+    shown = JSON.stringify(JSON.parse(text), null, 2);
+  } catch {}
+  output.textContent = shown;
+  setStatus(
+    `${res.status} ${res.statusText}`,
+    res.ok ? "status-ok" : res.status === 402 ? "status-pay" : "status-err",
+  );
+  const left = res.headers.get("x-credits-remaining");
+  credits.hidden = left === null;
+  credits.textContent = left === null ? "" : `Calls left on this key: ${left}`;
+  const settled = res.ok ? settlement(res) : undefined;
+  receipt.hidden = !settled;
+  if (settled) {
+    $("r-tx").textContent = settled.transaction;
+    $("r-network").textContent = settled.network;
+    $("r-payer").textContent = settled.payer ?? "";
+  }
+}
+
+async function send(endpoint: string, text: string, extra: Record<string, string> = {}) {
+  const headers: Record<string, string> = { "content-type": "application/json", ...extra };
+  if (key.value.trim() && !extra["PAYMENT-SIGNATURE"]) headers.authorization = `Bearer ${key.value.trim()}`;
+  const res = await fetch(endpoint, { method: "POST", headers, body: text });
+  show(res, await res.text());
+  challenge.hidden = true;
+  pending = undefined;
+  // The raw 402 is long and mostly for machines: folded behind "details"; other answers open.
+  raw.open = res.status !== 402;
+  if (res.status === 402 && res.headers.get("payment-required")) {
+    const required = paymentRequired(res);
+    const offer = required.accepts[0];
+    if (offer) {
+      $("c-price").textContent = `${usd(offer.amount)} (${offer.amount} atomic USDC)`;
+      $("c-network").textContent = offer.network;
+      $("c-payto").textContent = offer.payTo;
+      $("c-asset").textContent = offer.asset;
+      $("c-why").textContent = (required as { error?: string }).error ?? "";
+      payWallet.textContent = `Pay ${usd(offer.amount)} with browser wallet`;
+      const wallet = injectedWallet();
+      payWallet.hidden = !wallet;
+      noWallet.hidden = Boolean(wallet);
+      payStatus.textContent = "";
+      challenge.hidden = false;
+      pending = { endpoint, body: text, required };
+    }
+  }
+}
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const checked = checkJsonBody(body.value);
+  bodyError.hidden = checked.ok;
+  body.setAttribute("aria-invalid", String(!checked.ok));
+  if (!checked.ok) {
+    bodyError.textContent = checked.message;
+    body.focus();
+    return;
+  }
+  setStatus("Sending…", "muted");
+  try {
+    await send(skill.value, body.value);
+  } catch (error) {
+    setStatus(`Request failed: ${error instanceof Error ? error.message : String(error)}`, "status-err");
+  }
+});
+
+payWallet.addEventListener("click", async () => {
+  const wallet = injectedWallet();
+  if (!wallet || !pending) return;
+  const { endpoint, body: text, required } = pending;
+  payWallet.disabled = true;
+  payStatus.className = "muted";
+  payStatus.textContent = "Waiting for the wallet's signature…";
+  try {
+    const headers = await signPayment(wallet, required);
+    payStatus.textContent = "Signed; paying and calling…";
+    await send(endpoint, text, headers);
+  } catch (error) {
+    payStatus.className = "status-err";
+    payStatus.textContent = `Wallet payment failed: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    payWallet.disabled = false;
+  }
+});
+
+wireBuyButton(buy, payStatus, () => {
+  const checked = checkJsonBody(body.value);
+  // With a valid body, the first credit runs it right after the payment (shown on the success page).
+  return checked.ok ? checked.value : undefined;
+});

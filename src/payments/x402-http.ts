@@ -1,0 +1,224 @@
+import { encodePaymentRequiredHeader } from "@x402/core/http";
+import type { HTTPAdapter, HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppEnv } from "../env";
+import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
+
+/**
+ * The x402 exchange of one HTTP request, on @x402/core's framework-free HTTP server.
+ *
+ * Why not @x402/hono's middleware (used until 2.7.1-r10): it reads the payment from the request's
+ * own headers, so it cannot take a v1 `X-PAYMENT` lifted into v2 form (x402-v1.ts), cannot check
+ * that a payment names the route it pays for before verifying it, and settles only after the
+ * handler, while a partner call that costs us money must settle the buyer first
+ * (`settleEarly`). The steps are the library's: build requirements, match, validate extension
+ * echoes, verify, run, settle; only the order and these checks are ours. Only the `exact` scheme
+ * (the authorization flow: verify before the handler, settle after) is registered, so no
+ * before-handler settlement or cancellation hook applies.
+ */
+
+/** An HTTP adapter whose payment header can be the lifted form of a v1 payment. */
+class GateAdapter implements HTTPAdapter {
+  constructor(
+    private readonly c: Context<AppEnv>,
+    private readonly payment: string | undefined,
+  ) {}
+  getHeader(name: string) {
+    return name.toLowerCase() === "payment-signature" ? this.payment : this.c.req.header(name);
+  }
+  getMethod() {
+    return this.c.req.method;
+  }
+  getPath() {
+    return this.c.req.path;
+  }
+  getUrl() {
+    return this.c.req.url;
+  }
+  getAcceptHeader() {
+    return this.c.req.header("accept") ?? "";
+  }
+  getUserAgent() {
+    return this.c.req.header("user-agent") ?? "";
+  }
+  getQueryParams() {
+    return this.c.req.queries();
+  }
+  getQueryParam(name: string) {
+    return this.c.req.queries(name);
+  }
+  async getBody() {
+    try {
+      return await this.c.req.json();
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** A verified payment waiting for its settlement (in context as `x402Payment`). */
+export interface VerifiedPayment {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  extensions: Record<string, unknown> | undefined;
+  /** Came as a v1 `X-PAYMENT`: the answer also carries `X-PAYMENT-RESPONSE`. */
+  v1: boolean;
+  /** Set once settlement started (early by a handler, or after it): it runs once. */
+  settlement?: Promise<Settled>;
+  /** Settles now (once); a handler that must not spend before the buyer paid calls it first. */
+  settle(): Promise<SettleResponse>;
+}
+
+function refuse(c: Context<AppEnv>, reason: string, message: string, required?: string) {
+  if (required) c.header("PAYMENT-REQUIRED", required);
+  return c.json({ error: `Payment rejected: ${message}`, reason }, 402);
+}
+
+export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHandler<AppEnv> {
+  const server = httpServer.server;
+  return async (c, next) => {
+    const method = c.req.method;
+    const path = c.req.path;
+    const route = httpServer.routes[`${method} ${path}` as keyof typeof httpServer.routes] as
+      | { resource?: string; accepts: unknown; description?: string; mimeType?: string }
+      | undefined;
+    let header = c.req.header("payment-signature") || undefined;
+    let v1 = false;
+    const v1Header = header ? undefined : c.req.header("x-payment");
+    const probe: HTTPRequestContext = { adapter: new GateAdapter(c, header), path, method };
+    if (!route || !httpServer.requiresPayment(probe)) return next();
+    const resource = {
+      url: route.resource ?? c.req.url,
+      description: route.description ?? "",
+      mimeType: route.mimeType ?? "application/json",
+    };
+
+    if (v1Header) {
+      // The route's own requirements, built exactly as the 402 builds them (dynamic prices too).
+      const [requirements] = await server.buildPaymentRequirementsFromOptions(
+        [route.accepts as Parameters<typeof server.buildPaymentRequirementsFromOptions>[0][number]],
+        probe,
+      );
+      if (!requirements) return next();
+      const lifted = liftV1Payment(v1Header, requirements, resource);
+      if (!lifted.ok) return refuse(c, lifted.reason, lifted.message);
+      header = lifted.header;
+      v1 = true;
+    }
+
+    const context: HTTPRequestContext = {
+      adapter: new GateAdapter(c, header),
+      path,
+      method,
+      paymentHeader: header,
+    };
+    let result: Awaited<ReturnType<typeof httpServer.processHTTPRequest>>;
+    try {
+      result = await httpServer.processHTTPRequest(context, undefined);
+    } catch (e) {
+      // The facilitator failed to answer /verify: nothing was charged; the buyer may retry as is.
+      return c.json(
+        {
+          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry.`,
+          reason: "facilitator_unavailable",
+        },
+        502,
+      );
+    }
+    if (result.type === "no-payment-required") return next();
+    if (result.type === "payment-error") {
+      for (const [k, v] of Object.entries(result.response.headers)) c.header(k, v);
+      if (result.response.isHtml) return c.html(String(result.response.body ?? ""), 402);
+      return c.json((result.response.body ?? {}) as object, result.response.status as 402);
+    }
+
+    const { paymentPayload, paymentRequirements, declaredExtensions } = result;
+    // A payment names the resource it was made for; a signature made for another route at the
+    // same price (or stripped of its resource) does not pay for this one (issue 19.4).
+    if (!v1 && paymentPayload.resource?.url !== resource.url) {
+      const required = await server.createPaymentRequiredResponse(
+        [paymentRequirements],
+        resource,
+        "resource_mismatch",
+        declaredExtensions,
+      );
+      return refuse(
+        c,
+        "resource_mismatch",
+        `this payment was made for ${paymentPayload.resource?.url ?? "no resource"}, not ${resource.url}`,
+        encodePaymentRequiredHeader(required),
+      );
+    }
+
+    const payment: VerifiedPayment = {
+      payload: paymentPayload,
+      requirements: paymentRequirements,
+      extensions: declaredExtensions,
+      v1,
+      settle: async () => {
+        payment.settlement ??= settleOnce(httpServer, payment, context);
+        return (await payment.settlement).result;
+      },
+    };
+    c.set("x402Verified", true);
+    c.set("x402Payment", payment);
+    await next();
+
+    // A failed call is never settled, unless a handler settled early (a partner call that costs
+    // us money, settlement.ts): then its answer, success or error, carries that settlement.
+    if (!payment.settlement && c.res.status >= 400) return;
+    const res = c.res;
+    const body = await res.arrayBuffer();
+    await payment.settle();
+    const settled = await (payment.settlement as Promise<Settled>);
+    const headers = new Headers(res.headers);
+    for (const [k, v] of Object.entries(settled.headers)) headers.set(k, v);
+    if (settled.result.success) {
+      if (v1) headers.set("X-PAYMENT-RESPONSE", v1PaymentResponse(settled.result));
+      headers.set("Cache-Control", "private, no-store");
+      c.res = new Response(body, { status: res.status, headers });
+      return;
+    }
+    // Never the paid content on a failed settlement; recordPayment (settlement.ts) decides from
+    // PAYMENT-RESPONSE whether the failure is definite (402) or unconfirmed (502).
+    headers.set("content-type", "application/json");
+    c.res = new Response(JSON.stringify(settled.failureBody), { status: 402, headers });
+  };
+}
+
+interface Settled {
+  result: SettleResponse;
+  headers: Record<string, string>;
+  failureBody?: unknown;
+}
+
+async function settleOnce(
+  httpServer: x402HTTPResourceServer,
+  payment: VerifiedPayment,
+  context: HTTPRequestContext,
+): Promise<Settled> {
+  try {
+    const s = await httpServer.processSettlement(payment.payload, payment.requirements, payment.extensions, {
+      request: context,
+    });
+    const result: SettleResponse = {
+      success: s.success,
+      transaction: s.transaction,
+      network: s.network,
+      ...(s.payer ? { payer: s.payer } : {}),
+      ...(s.amount ? { amount: s.amount } : {}),
+      ...(s.errorReason ? { errorReason: s.errorReason } : {}),
+      ...(s.errorMessage ? { errorMessage: s.errorMessage } : {}),
+    };
+    return { result, headers: s.headers, failureBody: s.success ? undefined : s.response.body };
+  } catch (e) {
+    // No answer from the facilitator at all: no PAYMENT-RESPONSE, so the outcome is unconfirmed.
+    const reason = `facilitator error: ${e instanceof Error ? e.message : String(e)}`;
+    return {
+      result: { success: false, errorReason: reason, transaction: "", network: payment.requirements.network },
+      headers: {},
+      failureBody: { error: `Settlement failed: ${reason}`, reason: "facilitator_error" },
+    };
+  }
+}

@@ -1,0 +1,59 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { PageNotFound } from "../pages/docs";
+import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
+import { skills } from "../skills/registry";
+
+/** Every paid POST endpoint under /api/skills/ (the 15 skills and the refinery recipes skill). */
+const SKILL_PATHS = new Set([...skills.map((s) => s.endpoint), REFINERY_SKILL_PATH]);
+
+/** `Token_Count`, `token_count/` → `token-count`: the forms an agent guesses from the skill id. */
+export const canonicalSlug = (slug: string) => slug.toLowerCase().replaceAll("_", "-").replace(/\/+$/, "");
+
+/**
+ * The canonical skill URL for a near miss (`/api/skills/token_count`, uppercase, trailing slash),
+ * or undefined. Aliases answer with a redirect rather than running the skill themselves: the x402
+ * price and the signed `resource` are bound to the canonical path, so a second path must never
+ * serve paid content.
+ */
+export function skillAlias(path: string): string | undefined {
+  const m = /^\/api\/skills\/([A-Za-z0-9_-]{1,64})\/*$/i.exec(path);
+  if (!m?.[1]) return undefined;
+  const canonical = `/api/skills/${canonicalSlug(m[1])}`;
+  return canonical !== path && SKILL_PATHS.has(canonical) ? canonical : undefined;
+}
+
+const wantsHtml = (c: Context) => (c.req.header("accept") ?? "").includes("text/html");
+
+/**
+ * Unmatched requests: a near-miss skill URL is a 308 to the canonical one (fetch and `curl -L`
+ * repeat the POST with its body), with the URL in `did_you_mean` for clients that do not follow;
+ * a known path with the wrong method is 405 with Allow; anything else is 404, as the HTML page
+ * for a browser and as `{"detail":"Not Found"}` for everyone else.
+ */
+export function notFound(allowedMethods: (path: string) => string[]) {
+  return (c: Context<AppEnv>) => {
+    const alias = skillAlias(c.req.path);
+    if (alias) {
+      const target = new URL(alias, c.req.url);
+      target.search = new URL(c.req.url).search;
+      // 308 keeps the method and body.
+      return c.json(
+        {
+          detail: `Skill URLs use the slug (lowercase, hyphens, no trailing slash): use ${alias}`,
+          did_you_mean: target.href,
+        },
+        308,
+        { Location: target.href },
+      );
+    }
+    const allowed = allowedMethods(c.req.path);
+    if (allowed.length > 0 && !allowed.includes(c.req.method)) {
+      c.header("Allow", allowed.join(", "));
+      return detail(c, 405, "Method Not Allowed");
+    }
+    if (wantsHtml(c) && c.req.method !== "POST") return c.html(<PageNotFound path={c.req.path} />, 404);
+    return detail(c, 404, "Not Found");
+  };
+}

@@ -1,0 +1,294 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { isCorsPath } from "../src/http/cors";
+import { skills } from "../src/skills/registry";
+
+const B = "https://skills.test";
+const BROWSER = {
+  accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+  "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36",
+};
+/** A deployment that sells calls (FREE_BETA off) against the fixture facilitator. */
+const paidEnv = () => ({
+  ...env,
+  FREE_BETA: "false",
+  FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`,
+});
+
+/** A concrete path for a route pattern: the sample for each parameter, or a junk value. */
+function concrete(pattern: string, valid: boolean): string {
+  const samples: Record<string, string> = valid
+    ? { slug: "json-sort", file: "json-sort.json", partner_id: "textkit", service_id: "word_count" }
+    : { slug: "NO_such_Thing!", file: "nope.json", partner_id: "nope", service_id: "../x" };
+  return pattern
+    .replace(/:(\w+)\{[^}]*\}/g, (_, name: string) => samples[name] ?? "x")
+    .replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(samples[name] ?? "x"));
+}
+
+/** Every kind of answer the app gives: each route with valid and invalid inputs, and the misses. */
+function requests(): { label: string; req: Request; e?: Record<string, unknown> }[] {
+  const app = createApp();
+  const out: { label: string; req: Request; e?: Record<string, unknown> }[] = [];
+  const seen = new Set<string>();
+  for (const r of app.routes) {
+    if (r.method === "ALL" || seen.has(`${r.method} ${r.path}`)) continue;
+    seen.add(`${r.method} ${r.path}`);
+    for (const valid of [true, false]) {
+      const path = concrete(r.path, valid);
+      const skill = skills.find((s) => s.endpoint === path);
+      const body =
+        r.method === "POST"
+          ? valid
+            ? JSON.stringify(skill?.example_request ?? { skill_id: "json_sort" })
+            : '{"text": <script>alert(1)</script>'
+          : undefined;
+      const query = r.path === "/checkout/success" && valid ? "?session_id=cs_test_nope" : "";
+      out.push({
+        label: `${r.method} ${path}${query} (${valid ? "valid" : "invalid"})`,
+        req: new Request(`${B}${path}${query}`, {
+          method: r.method,
+          body,
+          headers: { "content-type": "application/json" },
+        }),
+      });
+    }
+  }
+  out.push(
+    { label: "404 JSON", req: new Request(`${B}/nope`) },
+    { label: "404 HTML", req: new Request(`${B}/nope`, { headers: BROWSER }) },
+    { label: "405", req: new Request(`${B}/api/catalog`, { method: "POST" }) },
+    { label: "308 alias", req: new Request(`${B}/api/skills/json_sort`, { method: "POST", body: "{}" }) },
+    { label: "301 docs alias", req: new Request(`${B}/docs/json_sort`) },
+    { label: "preflight", req: new Request(`${B}/api/skills/sha256`, { method: "OPTIONS" }) },
+    {
+      label: "402 JSON",
+      req: new Request(`${B}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}' }),
+      e: paidEnv(),
+    },
+    {
+      label: "402 HTML page for browsers",
+      req: new Request(`${B}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}', headers: BROWSER }),
+      e: paidEnv(),
+    },
+    {
+      label: "413",
+      req: new Request(`${B}/api/skills/sha256`, { method: "POST", body: "x".repeat(6 << 20) }),
+    },
+  );
+  return out;
+}
+
+describe("security headers on every response type", () => {
+  it("each route, valid and invalid, and every error answer carries the same security headers", async () => {
+    const app = createApp();
+    const kinds = new Set<string>();
+    for (const { label, req, e } of requests()) {
+      // Partner routes build the x402 middleware even in free beta: point it at the fixture.
+      const res = await app.fetch(req, e ?? { ...env, FACILITATOR_URL: paidEnv().FACILITATOR_URL });
+      await res.arrayBuffer();
+      const h = res.headers;
+      kinds.add(`${res.status} ${(h.get("content-type") ?? "none").split(";")[0]}`);
+      expect(h.get("x-content-type-options"), label).toBe("nosniff");
+      expect(h.get("x-frame-options"), label).toBe("DENY");
+      expect(h.get("referrer-policy"), label).toBe("no-referrer");
+      const csp = h.get("content-security-policy") ?? "";
+      expect(csp, label).toContain("default-src 'none'");
+      expect(csp, label).toContain("frame-ancestors 'none'");
+      expect(csp, label).not.toContain("unsafe-inline");
+      expect(h.get("strict-transport-security"), label).toMatch(/max-age=\d+/);
+      expect(h.get("cross-origin-resource-policy"), label).toBe(
+        isCorsPath(new URL(req.url).pathname) ? "cross-origin" : "same-origin",
+      );
+      expect(h.get("x-request-id"), label).toBeTruthy();
+    }
+    // The walk met every response type the issue names.
+    for (const kind of [
+      "200 application/json",
+      "200 text/plain",
+
+      "200 text/html",
+      "402 application/json",
+      "402 text/html",
+      "404 application/json",
+      "404 text/html",
+      "405 application/json",
+      "422 application/json",
+      "401 application/json",
+      "413 application/json",
+      "308 application/json",
+    ]) {
+      expect([...kinds], kind).toContain(kind);
+    }
+  }, 120_000);
+
+  it("an unexpected failure's 500 carries them too", async () => {
+    const app = createApp();
+    app.get("/test-boom", () => {
+      throw new Error("boom");
+    });
+    const res = await app.fetch(new Request(`${B}/test-boom`), env);
+    expect(res.status).toBe(500);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+
+  it("the browser 402 page is HTML under the strict CSP, with nothing inline", async () => {
+    const res = await createApp().fetch(
+      new Request(`${B}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}', headers: BROWSER }),
+      paidEnv(),
+    );
+    expect(res.status).toBe(402);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(res.headers.get("payment-required")).toBeTruthy();
+    expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
+    const html = await res.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|\sstyle=|\son\w+=/);
+  });
+});
+
+describe("CORS", () => {
+  const preflight = (path: string, method = "POST") =>
+    createApp().fetch(
+      new Request(`${B}${path}`, {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://agent.example",
+          "access-control-request-method": method,
+          "access-control-request-headers": "payment-signature, content-type, authorization, x-payment",
+        },
+      }),
+      env,
+    );
+
+  it.each([
+    "/api/skills/token-count",
+    "/api/catalog",
+    "/api/cardpay/checkout",
+    "/api/partners/textkit/try/word_count",
+  ])("a browser on another origin may call %s with payment headers", async (path) => {
+    const res = await preflight(path);
+    expect(res.status).toBe(204);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("access-control-allow-methods")).toBe("GET,POST,OPTIONS");
+    const allowed = (res.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(",");
+    for (const h of ["payment-signature", "x-payment", "authorization", "content-type"])
+      expect(allowed).toContain(h);
+  });
+
+  it.each(["/openapi.json", "/llms.txt", "/AGENTS.md", "/.well-known/x402", "/api/catalog"])(
+    "%s can be read from another origin",
+    async (path) => {
+      const res = await createApp().fetch(
+        new Request(`${B}${path}`, { headers: { origin: "https://agent.example" } }),
+        env,
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    },
+  );
+
+  it("the payment and credit headers of a skill answer are exposed to the calling page", async () => {
+    const res = await createApp().fetch(
+      new Request(`${B}/api/skills/sha256`, {
+        method: "POST",
+        body: '{"text":"a"}',
+        headers: { origin: "https://agent.example" },
+      }),
+      paidEnv(),
+    );
+    expect(res.status).toBe(402);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    const exposed = (res.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(",");
+    for (const h of ["payment-required", "payment-response", "x-payment-response", "x-credits-remaining"])
+      expect(exposed).toContain(h);
+  });
+
+  it.each([
+    ["/api/admin/payments", "GET"],
+    ["/api/admin/payouts", "GET"],
+    ["/api/admin/payouts/textkit/settle", "POST"],
+    ["/admin", "GET"],
+    ["/applet", "GET"],
+    ["/checkout/success", "GET"],
+  ])("never on %s", async (path, method) => {
+    const pre = await preflight(path, method);
+    expect(pre.status).not.toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBeNull();
+    const res = await createApp().fetch(
+      new Request(`${B}${path}`, { method, headers: { origin: "https://agent.example" } }),
+      env,
+    );
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
+
+describe("an agent's first mistakes", () => {
+  it.each([
+    "/api/skills/token_count",
+    "/api/skills/Token-Count",
+    "/api/skills/token-count/",
+    "/API/SKILLS/TOKEN_COUNT/",
+  ])("POST %s is a 308 to the canonical slug URL, with did_you_mean", async (path) => {
+    const res = await createApp().fetch(
+      new Request(`${B}${path}`, { method: "POST", body: '{"text":"a"}' }),
+      env,
+    );
+    expect(res.status).toBe(308);
+    expect(res.headers.get("location")).toBe(`${B}/api/skills/token-count`);
+    const body = await res.json<{ detail: string; did_you_mean: string }>();
+    expect(body.did_you_mean).toBe(`${B}/api/skills/token-count`);
+    expect(body.detail).toContain("/api/skills/token-count");
+  });
+
+  it("fetch follows the alias to the skill with the body (FREE_BETA here, so it runs)", async () => {
+    // The Worker's own fetch follows 308 with method and body, as agents' HTTP clients do.
+    const app = createApp();
+    const first = await app.fetch(
+      new Request(`${B}/api/skills/token_count`, { method: "POST", body: '{"text":"hello world"}' }),
+      env,
+    );
+    const again = await app.fetch(
+      new Request(first.headers.get("location") ?? "", { method: "POST", body: '{"text":"hello world"}' }),
+      env,
+    );
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ skill: "token_count", ok: true });
+  });
+
+  it("an unknown skill stays a plain 404 with no redirect", async () => {
+    const res = await createApp().fetch(new Request(`${B}/api/skills/no_such`, { method: "POST" }), env);
+    expect(res.status).toBe(404);
+    expect(res.headers.get("location")).toBeNull();
+    expect(await res.json()).toEqual({ detail: "Not Found" });
+  });
+
+  it.each([
+    ["/docs/token_count", "/docs/token-count"],
+    ["/docs/Token-Count", "/docs/token-count"],
+    ["/docs/token-count/", "/docs/token-count"],
+  ])("%s redirects to %s", async (path, to) => {
+    const res = await createApp().fetch(new Request(`${B}${path}`, { headers: BROWSER }), env);
+    expect(res.status).toBe(301);
+    expect(new URL(res.headers.get("location") ?? "", B).pathname).toBe(to);
+  });
+
+  it("an unknown path is the HTML 404 page for a browser and JSON for everyone else", async () => {
+    const page = await createApp().fetch(new Request(`${B}/no/such/page`, { headers: BROWSER }), env);
+    expect(page.status).toBe(404);
+    expect(page.headers.get("content-type")).toContain("text/html");
+    const html = await page.text();
+    expect(html).toContain("<h1>");
+    expect(html).toContain("/no/such/page");
+    expect(html).toContain('href="/docs"');
+    const api = await createApp().fetch(new Request(`${B}/no/such/page`), env);
+    expect(api.status).toBe(404);
+    expect(await api.json()).toEqual({ detail: "Not Found" });
+  });
+
+  it("/AGENTS.md is text/plain; charset=utf-8 (interface 2.7.1 §4.1)", async () => {
+    const res = await createApp().fetch(new Request(`${B}/AGENTS.md`), env);
+    expect(res.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+  });
+});

@@ -40,7 +40,7 @@ async function publishedKey(): Promise<JsonWebKey> {
   return method?.publicKeyJwk as JsonWebKey;
 }
 
-async function paidCall(path: string, body: unknown) {
+async function paidCall(path: string, body: unknown, version: 1 | 2 = 2) {
   const unpaid = await fetchApp(path, { method: "POST", body: "{}" });
   const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") as string);
   const accepted = required.accepts[0] as PaymentRequirements;
@@ -62,7 +62,14 @@ async function paidCall(path: string, body: unknown) {
   };
   const res = await fetchApp(path, {
     method: "POST",
-    headers: { "payment-signature": encodePaymentSignatureHeader(payload) },
+    headers:
+      version === 2
+        ? { "payment-signature": encodePaymentSignatureHeader(payload) }
+        : {
+            "x-payment": btoa(
+              JSON.stringify({ x402Version: 1, scheme: "exact", network: "base", payload: payload.payload }),
+            ),
+          },
     body: JSON.stringify(body),
   });
   return { res, payer: (payload.payload.authorization as { from: string }).from, accepted };
@@ -141,6 +148,23 @@ describe("signed offers and receipts", { timeout: 30_000 }, () => {
     // The CLI finds the receipt in a saved header dump or in the PAYMENT-RESPONSE value.
     expect(findReceipt(`HTTP/1.1 200 OK\nx-payment-receipt: ${jws}\n`)).toBe(jws);
     expect(findReceipt(res.headers.get("payment-response") as string)).toBe(jws);
+  });
+
+  it("an x402 v1 (X-PAYMENT) call gets the same receipt", async () => {
+    const { res, payer, accepted } = await paidCall("/api/skills/sha256", { text: "v1" }, 1);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-payment-response")).toBeTruthy();
+    const body = new Uint8Array(await res.arrayBuffer());
+    const claims = await verifyReceipt(res.headers.get("x-payment-receipt"), {
+      jwk: await publishedKey(),
+      body,
+    });
+    expect(claims).toMatchObject({
+      paymentMethod: "x402",
+      network: accepted.network,
+      payer,
+      amount: accepted.amount,
+    });
   });
 
   it("a card-credit call gets a card_credit receipt: same key, no transaction", async () => {

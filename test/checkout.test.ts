@@ -4,54 +4,33 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
 import { hashKey, newApiKey } from "../src/payments/credits";
 import { openKey, sealKey } from "../src/payments/key-reveal";
+import {
+  deliver,
+  eventOf,
+  firstCallResult,
+  keyIn,
+  keysFor,
+  newEventId,
+  revealPost,
+  revealTokenFromPage,
+  seedSession,
+  signed,
+} from "./checkout-helpers";
 import { call, postJson } from "./helpers";
 
-const stripe = new Stripe("sk_test_unused", { httpClient: Stripe.createFetchHttpClient() });
-const cryptoProvider = Stripe.createSubtleCryptoProvider();
-const SECRET = env.STRIPE_WEBHOOK_SECRET as string;
-
-async function signed(event: unknown, secret = SECRET) {
-  const payload = JSON.stringify(event, null, 2);
-  const header = await stripe.webhooks.generateTestHeaderStringAsync({ payload, secret, cryptoProvider });
-  return { payload, header };
-}
-function completedEvent(sessionId: string, id = `evt_${Math.random().toString(36).slice(2)}`, paid = true) {
-  return {
-    id,
-    object: "event",
-    type: "checkout.session.completed",
-    data: {
-      object: {
-        id: sessionId,
-        object: "checkout.session",
-        status: "complete",
-        payment_status: paid ? "paid" : "unpaid",
-      },
+function completedEvent(sessionId: string, id = newEventId(), paid = true) {
+  // What the event body claims; the Worker decides from Stripe's own state of the session.
+  return eventOf(
+    "checkout.session.completed",
+    {
+      id: sessionId,
+      object: "checkout.session",
+      status: "complete",
+      payment_status: paid ? "paid" : "unpaid",
     },
-  };
+    id,
+  );
 }
-const deliver = async (event: unknown, secret?: string) => {
-  const { payload, header } = await signed(event, secret);
-  return call("/api/cardpay/webhook", {
-    method: "POST",
-    headers: { "stripe-signature": header },
-    body: payload,
-  });
-};
-async function seedSession(skill = "sha256", calls = 170, payload: unknown = null) {
-  const id = `cs_test_${Math.random().toString(36).slice(2)}`;
-  await env.DB.prepare(
-    "INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, created_at, updated_at) VALUES (?1, ?2, ?3, 51, 'open', ?4, 0, 0)",
-  )
-    .bind(id, skill, calls, payload === null ? null : JSON.stringify(payload))
-    .run();
-  return id;
-}
-const keysFor = (sessionId: string) =>
-  env.DB.prepare("SELECT calls_left, calls_total FROM api_keys WHERE session_id = ?1")
-    .bind(sessionId)
-    .all<{ calls_left: number }>();
-
 describe("POST /api/cardpay/checkout", () => {
   it.each([
     ["sha256", undefined, 170, 0.51],
@@ -166,11 +145,16 @@ describe("POST /api/cardpay/webhook", () => {
   });
 
   it("an unpaid completion grants nothing; other events are acknowledged", async () => {
-    const id = await seedSession();
+    // Stripe still has the session open (unpaid), whatever the signed event body says.
+    const id = await seedSession("sha256", 170, undefined, false);
     expect(await (await deliver(completedEvent(id, undefined, false))).json()).toMatchObject({
       granted: false,
     });
     expect((await keysFor(id)).results).toEqual([]);
+    // The buyer's page waits for Stripe and refreshes itself meanwhile.
+    const waiting = await call(`/checkout/success?session_id=${id}`);
+    expect(waiting.headers.get("refresh")).toBe("3");
+    expect(await waiting.text()).toContain("Waiting for the payment");
     const other = await deliver({
       id: "evt_x",
       object: "event",
@@ -183,10 +167,7 @@ describe("POST /api/cardpay/webhook", () => {
   it("runs the checkout's payload once as the first call and spends one credit only if it succeeds", async () => {
     const good = await seedSession("slugify", 170, { text: "First Call!" });
     await deliver(completedEvent(good));
-    const row = await env.DB.prepare("SELECT payload_result FROM checkout_sessions WHERE id = ?1")
-      .bind(good)
-      .first<{ payload_result: string }>();
-    expect(JSON.parse(row?.payload_result ?? "{}")).toMatchObject({
+    expect(await firstCallResult(good)).toMatchObject({
       status: 200,
       body: { slug: "first-call" },
     });
@@ -194,6 +175,7 @@ describe("POST /api/cardpay/webhook", () => {
 
     const bad = await seedSession("slugify", 170, { max_len: 0 });
     await deliver(completedEvent(bad));
+    expect((await firstCallResult(bad)).status).toBe(422);
     expect((await keysFor(bad)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
   });
 });
@@ -298,23 +280,32 @@ describe("checkout pages", () => {
     expect((await call("/checkout/cancel")).status).toBe(200);
   });
 
-  it("the success page shows the key exactly once, with calls left and the first call's result", async () => {
+  it("the success page shows the key exactly once, on the Reveal POST, with calls left and the first call's result", async () => {
     const id = await seedSession("slugify", 170, { text: "Hi There" });
     await deliver(completedEvent(id));
+    await firstCallResult(id);
     // Until it is shown, the key waits sealed: nothing in D1 is the key or contains it.
     const waiting = await env.DB.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first();
     expect(JSON.stringify(waiting)).not.toContain("mk_");
-    const first = await (await call(`/checkout/success?session_id=${id}`)).text();
-    const key = /<code id="api-key">(mk_[A-Za-z0-9_-]+)<\/code>/.exec(first)?.[1];
+    const page = await (await call(`/checkout/success?session_id=${id}`)).text();
+    expect(keyIn(page)).toBeUndefined();
+    expect(page).toContain("Reveal my key");
+    const token = await revealTokenFromPage(id);
+    const first = await (await revealPost(id, token as string)).text();
+    const key = keyIn(first);
     expect(key).toBeTruthy();
     const stored = await env.DB.prepare("SELECT * FROM api_keys WHERE session_id = ?1").bind(id).first();
     expect(JSON.stringify(stored)).not.toContain(key as string);
     expect(stored?.key_hash).toBe(await hashKey(key as string));
     expect(first).toContain("169");
     expect(first).toContain("hi-there");
-    const second = await (await call(`/checkout/success?session_id=${id}`)).text();
+    const second = await (await revealPost(id, token as string)).text();
     expect(second).not.toContain(key as string);
     expect(second).toContain("already shown once");
+    const later = await (await call(`/checkout/success?session_id=${id}`)).text();
+    expect(later).not.toContain(key as string);
+    expect(later).toContain("already shown once");
+    expect(later).not.toContain("Reveal my key");
   });
 });
 

@@ -1,7 +1,12 @@
 // A local stand-in for the part of the Stripe API the Worker calls, for `npm start` and the tests:
 // create and retrieve a Checkout Session (`payment` mode, one-time `price_data` line items), a hosted
-// page whose Pay button completes it, expiry after 24 hours, and `checkout.session.completed` /
-// `checkout.session.expired` webhooks signed by the `stripe` package itself. It speaks Stripe's wire
+// page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
+// then fails), expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
+// (`POST /v1/refunds`), and disputes opened and decided by a test control (`/_emulator/disputes`,
+// standing in for Stripe's dispute test cards and evidence). Every event the Worker handles
+// (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
+// `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
+// for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events. It speaks Stripe's wire
 // format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
 // codes), so the Worker's official client talks to it unchanged, and it refuses any parameter the
 // app does not send rather than silently ignoring it.
@@ -26,6 +31,8 @@ const MAX_BODY_BYTES = 1_000_000;
 
 // Exactly the parameters src/routes/checkout.tsx sends, level by level.
 const CREATE_PARAMS = ["cancel_url", "client_reference_id", "line_items", "metadata", "mode", "success_url"];
+const REFUND_PARAMS = ["amount", "payment_intent"];
+const MAX_EVENTS_KEPT = 500;
 const LINE_ITEM_PARAMS = ["price_data", "quantity"];
 const PRICE_DATA_PARAMS = ["currency", "product_data", "unit_amount"];
 const PRODUCT_DATA_PARAMS = ["description", "name"];
@@ -361,7 +368,7 @@ ${rows}
 <form method="post" action="/pay/${escapeHtml(session.id)}">
 <label for="email">Email</label>
 <input id="email" name="email" type="email" value="test@example.com" required>
-<button type="submit" id="pay">Pay ${formatUsd(session.amount_total)}</button>
+<button type="submit" id="pay" name="outcome" value="paid">Pay ${formatUsd(session.amount_total)}</button>
 </form>
 ${cancel}`,
   );
@@ -388,6 +395,10 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   if (webhookUrl && !webhookSecret) throw new Error("startStripeEmulator: webhookUrl needs webhookSecret");
   let targetUrl = webhookUrl ?? null;
   const sessions = new Map();
+  // Charges by PaymentIntent id, and disputes by id: what refunds and disputes act on.
+  const charges = new Map();
+  const disputes = new Map();
+  const events = [];
   const idempotency = new Map();
   const expiryTimers = new Map();
   // Aborts webhook deliveries still in flight when the emulator stops, so `stop` never hangs on them.
@@ -420,20 +431,24 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   }
 
   /** Sends the event to the webhook URL (if any), retrying on network errors and non-2xx answers. */
-  async function deliver(session, type) {
-    if (!targetUrl) return;
+  async function deliver(object, type, request = { id: null, idempotency_key: null }) {
     const event = {
       id: randomId("evt_test_"),
       object: "event",
       api_version: API_VERSION,
       created: nowSeconds(),
-      data: { object: publicSession(session) },
+      data: {
+        object: object.object === "checkout.session" ? publicSession(object) : structuredClone(object),
+      },
       livemode: false,
       pending_webhooks: 1,
-      // Completion and expiry are caused by the customer or the clock, not by an API request.
-      request: { id: null, idempotency_key: null },
+      // Completion and expiry are caused by the customer or the clock; refunds by an API request.
+      request,
       type,
     };
+    events.push(event);
+    if (events.length > MAX_EVENTS_KEPT) events.shift();
+    if (!targetUrl) return;
     // Pretty-printed like Stripe's, so a receiver that re-serializes instead of verifying the raw
     // bytes fails here as it would in production.
     const payload = JSON.stringify(event, null, 2);
@@ -446,12 +461,13 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   }
 
   async function expire(session) {
-    if (session.status !== "open") return;
+    if (session.status !== "open") return false;
     clearTimeout(expiryTimers.get(session.id));
     expiryTimers.delete(session.id);
     session.status = "expired";
     session.url = null;
     await deliver(session, "checkout.session.expired");
+    return true;
   }
 
   // Sessions whose expiry passed unnoticed are expired before anyone reads them.
@@ -505,6 +521,112 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     return { body: publicSession(session) };
   }
 
+  function chargeOf(paymentIntent, param) {
+    const charge = charges.get(paymentIntent);
+    if (!charge) {
+      throw new StripeApiError(404, {
+        type: "invalid_request_error",
+        code: "resource_missing",
+        message: `No such payment_intent: '${paymentIntent}'`,
+        param,
+      });
+    }
+    return charge;
+  }
+
+  /** A (partial) refund of a paid session's charge; `charge.refunded` carries the running total. */
+  async function refund(params, requestId, idempotencyKey) {
+    checkKeys(params, "", REFUND_PARAMS);
+    if (params.payment_intent === undefined) throw missing("payment_intent");
+    const charge = chargeOf(asString(params.payment_intent, "payment_intent"), "payment_intent");
+    const left = charge.amount - charge.amount_refunded;
+    if (left === 0) {
+      throw invalid(`Charge ${charge.id} has already been refunded.`, undefined, "charge_already_refunded");
+    }
+    const amount = params.amount === undefined ? left : asInteger(params.amount, "amount", 1);
+    if (amount > left) {
+      throw invalid(
+        `Refund amount (${formatUsd(amount)}) is greater than unrefunded amount on charge (${formatUsd(left)})`,
+        "amount",
+      );
+    }
+    charge.amount_refunded += amount;
+    charge.refunded = charge.amount_refunded === charge.amount;
+    const refundObject = {
+      id: randomId("re_"),
+      object: "refund",
+      amount,
+      charge: charge.id,
+      created: nowSeconds(),
+      currency: "usd",
+      payment_intent: charge.payment_intent,
+      status: "succeeded",
+    };
+    await deliver(charge, "charge.refunded", { id: requestId, idempotency_key: idempotencyKey ?? null });
+    return refundObject;
+  }
+
+  // Test control, not Stripe's API: Stripe opens disputes from test cards and decides them from
+  // evidence; here a POST opens one on a paid session's charge and another decides it.
+  async function openDispute(params) {
+    checkKeys(params, "", ["payment_intent"]);
+    const charge = chargeOf(asString(params.payment_intent, "payment_intent"), "payment_intent");
+    const dispute = {
+      id: randomId("du_"),
+      object: "dispute",
+      amount: charge.amount,
+      charge: charge.id,
+      created: nowSeconds(),
+      currency: "usd",
+      payment_intent: charge.payment_intent,
+      reason: "fraudulent",
+      status: "needs_response",
+    };
+    disputes.set(dispute.id, dispute);
+    await deliver(dispute, "charge.dispute.created");
+    return dispute;
+  }
+
+  async function closeDispute(id, params) {
+    checkKeys(params, "", ["status"]);
+    const dispute = disputes.get(id);
+    if (!dispute)
+      throw new StripeApiError(404, { type: "invalid_request_error", message: `No such dispute: '${id}'` });
+    const status = asString(params.status, "status");
+    if (status !== "won" && status !== "lost") throw invalid("status must be won or lost", "status");
+    if (dispute.status === "won" || dispute.status === "lost")
+      throw invalid(`Dispute ${id} is already closed.`);
+    dispute.status = status;
+    await deliver(dispute, "charge.dispute.closed");
+    return dispute;
+  }
+
+  async function handleControl(req, res, pathname, search) {
+    try {
+      const close = pathname.match(/^\/_emulator\/disputes\/([^/]+)\/close$/);
+      if (req.method === "GET" && pathname === "/_emulator/events") {
+        const type = new URLSearchParams(search).get("type");
+        return sendJson(res, 200, { data: events.filter((e) => !type || e.type === type) });
+      }
+      if (req.method === "POST" && pathname === "/_emulator/disputes") {
+        return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
+      }
+      if (req.method === "POST" && close) {
+        return sendJson(res, 200, await closeDispute(safeDecode(close[1]), parseForm(await readBody(req))));
+      }
+      throw new StripeApiError(404, {
+        type: "invalid_request_error",
+        message: `No emulator control at ${pathname}`,
+      });
+    } catch (err) {
+      const e =
+        err instanceof StripeApiError
+          ? err
+          : new StripeApiError(500, { type: "api_error", message: `stripe-emulator: ${err.message}` });
+      sendJson(res, e.status, { error: e.error });
+    }
+  }
+
   function sendJson(res, status, body, headers = {}) {
     const text = JSON.stringify(body, null, 2);
     res.writeHead(status, {
@@ -551,19 +673,32 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         });
       }
       const one = pathname.match(/^\/v1\/checkout\/sessions\/([^/]+)$/);
+      const expiring = pathname.match(/^\/v1\/checkout\/sessions\/([^/]+)\/expire$/);
       let result;
       if (req.method === "POST" && pathname === "/v1/checkout/sessions") {
         const rawBody = await readBody(req);
         result = create(parseForm(rawBody), rawBody, idempotencyKey, key, requestId);
       } else if (req.method === "GET" && one) {
         result = await retrieve(safeDecode(one[1]), parseForm(search.slice(1)));
+      } else if (req.method === "POST" && expiring) {
+        checkKeys(parseForm(await readBody(req)), "", []);
+        const { body } = await retrieve(safeDecode(expiring[1]), {});
+        const session = sessions.get(body.id);
+        if (!(await expire(session))) {
+          throw invalid(
+            `Only Checkout Sessions with a status in ["open"] can be expired. This Checkout Session has a status of "${session.status}".`,
+          );
+        }
+        result = { body: publicSession(session) };
+      } else if (req.method === "POST" && pathname === "/v1/refunds") {
+        result = { body: await refund(parseForm(await readBody(req)), requestId, idempotencyKey) };
       } else {
         throw new StripeApiError(404, {
           type: "invalid_request_error",
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions and GET /v1/checkout/sessions/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire and POST /v1/refunds.)",
         });
       }
       if (result.replayedFrom) {
@@ -585,7 +720,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
 
   async function handlePay(req, res, id) {
     const session = await lookup(id);
-    if (req.method === "POST") await readBody(req);
+    const form = req.method === "POST" ? new URLSearchParams(await readBody(req)) : null;
     if (!session || session.status === "expired") return sendHtml(res, 404, notFoundPage);
     if (req.method === "GET") {
       if (session.status === "open") return sendHtml(res, 200, checkoutPage(session));
@@ -605,16 +740,33 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     if (session.status === "open") {
       clearTimeout(expiryTimers.get(session.id));
       expiryTimers.delete(session.id);
+      // A delayed payment method (bank debit) completes the session unpaid, then fails.
+      const fails = form?.get("outcome") === "async_failed";
       Object.assign(session, {
         status: "complete",
-        payment_status: "paid",
+        payment_status: fails ? "unpaid" : "paid",
         payment_intent: randomId("pi_test_"),
         url: null,
         customer_details: { email: "test@example.com", name: null, phone: null, tax_exempt: "none" },
       });
+      if (!fails) {
+        charges.set(session.payment_intent, {
+          id: randomId("ch_test_"),
+          object: "charge",
+          amount: session.amount_total,
+          amount_captured: session.amount_total,
+          amount_refunded: 0,
+          currency: "usd",
+          paid: true,
+          payment_intent: session.payment_intent,
+          refunded: false,
+          status: "succeeded",
+        });
+      }
       // Stripe redirects without waiting for the webhook; waiting here makes local runs deterministic
       // (the Worker has seen the event when the success page loads).
       await deliver(session, "checkout.session.completed");
+      if (fails) await deliver(session, "checkout.session.async_payment_failed");
     }
     res.writeHead(303, { location: successRedirect(session), "content-length": 0 });
     res.end();
@@ -624,6 +776,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     const { pathname, search } = new URL(req.url, "http://x");
     try {
       if (pathname.startsWith("/v1/")) return await handleApi(req, res, pathname, search);
+      if (pathname.startsWith("/_emulator/")) return await handleControl(req, res, pathname, search);
       const pay = pathname.match(/^\/pay\/([^/]+)$/);
       if (pay && (req.method === "GET" || req.method === "POST")) {
         return await handlePay(req, res, safeDecode(pay[1]));

@@ -154,13 +154,13 @@ You are charged only when the call succeeds: a 422 (bad body) or a 5xx is not se
 ## 4. Or pay with card credits
 
 \`POST ${b}/api/cardpay/checkout\` with \`{"skill_id": "${example.id}"}\` returns a Stripe Checkout URL for a pack of calls. After paying,
-the success page shows an API key once. Send it as \`Authorization: Bearer mk_...\` (\`X-API-Key: mk_...\` is accepted too); each successful call spends one credit, a failed call
+the success page's "Reveal my key" button shows an API key once. Send it as \`Authorization: Bearer mk_...\` (\`X-API-Key: mk_...\` is accepted too); each successful call spends one credit, a failed call
 spends none. \`GET ${b}/api/credits\` with the key shows what is left. A key pays only for the skill it was bought for.
 
 \`\`\`sh
 # 1. Create the checkout, then open checkout_url in a browser and pay.
 curl -s -X POST ${b}/api/cardpay/checkout -H 'content-type: application/json' -d '{"skill_id":"${example.id}"}'
-# 2. The success page shows the key once: keep it, and call with it.
+# 2. On the success page, "Reveal my key" shows the key once: keep it, and call with it.
 export MK_KEY=mk_your_key
 curl -s -X POST ${b}${example.endpoint} -H "authorization: Bearer $MK_KEY" -H 'content-type: application/json' -d ${shQuote(body)}
 # 3. Calls left on the key.

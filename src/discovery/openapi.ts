@@ -98,6 +98,7 @@ export const WEB_ONLY_ROUTES = [
   "GET /docs",
   "GET /docs/{slug}",
   "GET /checkout/success",
+  "POST /checkout/success",
   "GET /checkout/cancel",
   "GET /robots.txt",
   "GET /sitemap.xml",

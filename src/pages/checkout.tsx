@@ -1,24 +1,46 @@
 import { shQuote } from "../discovery/site";
 import type { SessionRow } from "../payments/checkout-ledger";
+import type { RemoteSession } from "../payments/stripe";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
+
+/**
+ * Where the one-time key stands: `ready` (a Reveal button), `just_shown` (this POST consumed it),
+ * `already_shown` (a second POST), `shown` (a later GET).
+ */
+export type RevealState = "ready" | "just_shown" | "already_shown" | "shown";
 
 interface SuccessProps {
   sessionId: string;
   session: SessionRow | null;
+  /** Stripe's view while D1 has not granted yet (late webhook). */
+  remote: RemoteSession | undefined;
   skill: Skill | undefined;
   apiKey: string | undefined;
+  reveal: RevealState;
+  revealToken: string | undefined;
   callsLeft: number | undefined;
   baseUrl: string;
 }
 
-function Result({ raw }: { raw: string | null }) {
-  if (!raw) return null;
-  const result = JSON.parse(raw) as { status: number; body: unknown };
+/** The first call's answer, or that it is still running (the page then refreshes itself). */
+function FirstCall({ session }: { session: SessionRow | null }) {
+  if (!session?.payload) return null;
+  if (!session.payload_result) {
+    return (
+      <section>
+        <h2>Your first call</h2>
+        <p id="first-call" class="muted">
+          Running… this page refreshes until its answer is here.
+        </p>
+      </section>
+    );
+  }
+  const result = JSON.parse(session.payload_result) as { status: number; body: unknown };
   return (
     <section>
       <h2>Your first call</h2>
-      <p class={result.status === 200 ? "status-ok" : "status-err"}>
+      <p id="first-call" class={result.status === 200 ? "status-ok" : "status-err"}>
         {result.status === 200
           ? "Ran with the payload you sent (one credit spent)."
           : `It failed with ${result.status}; no credit was spent.`}
@@ -30,8 +52,45 @@ function Result({ raw }: { raw: string | null }) {
   );
 }
 
+function KeyReveal(p: SuccessProps) {
+  if (p.apiKey) {
+    return (
+      <section>
+        <h2>Your API key</h2>
+        <p>
+          <strong>Shown once.</strong> Copy it now; we keep only its hash.
+        </p>
+        <pre>
+          <code id="api-key">{p.apiKey}</code>
+        </pre>
+      </section>
+    );
+  }
+  if (p.reveal === "ready" && p.revealToken) {
+    // A plain form POST: works without JavaScript; prefetchers and scanners never submit it.
+    return (
+      <section>
+        <h2>Your API key</h2>
+        <p>It is shown once, when you ask for it: have somewhere to paste it.</p>
+        <form method="post" action={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}>
+          <input type="hidden" name="token" value={p.revealToken} />
+          <button type="submit" id="reveal" class="button">
+            Reveal my key
+          </button>
+        </form>
+      </section>
+    );
+  }
+  return (
+    <p id="key-gone" class="muted">
+      The API key for this checkout was already shown once and is not stored in clear.
+    </p>
+  );
+}
+
 export function SuccessPage(p: SuccessProps) {
-  if (!p.session) {
+  const s = p.session;
+  if (!s && !p.remote?.paid) {
     return (
       <Layout title="Checkout not found">
         <h1>We do not know this checkout</h1>
@@ -45,43 +104,32 @@ export function SuccessPage(p: SuccessProps) {
       </Layout>
     );
   }
-  const s = p.session;
-  const name = p.skill?.name ?? s.skill_id;
+  const paid = s?.status === "complete" || p.remote?.paid === true;
+  const expired = s?.status === "expired" || p.remote?.status === "expired";
+  const calls = s?.calls ?? Number(p.remote?.metadata.calls);
+  const cents = s?.amount_cents ?? p.remote?.amountCents ?? 0;
+  const name = p.skill?.name ?? s?.skill_id ?? "";
   const endpoint = p.skill ? `${p.baseUrl}${p.skill.endpoint}` : `${p.baseUrl}/api/skills/…`;
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
   const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(example)}`;
   return (
-    <Layout title={s.status === "complete" ? "Payment received" : "Checkout"}>
-      {s.status === "complete" ? (
+    <Layout title={paid ? "Payment received" : "Checkout"}>
+      {paid ? (
         <>
           <h1>Payment received</h1>
           <p class="lead">
-            {s.calls} calls of {name} for ${(s.amount_cents / 100).toFixed(2)}.
+            {calls} calls of {name} for ${(cents / 100).toFixed(2)}.
           </p>
           <dl class="facts">
             <dt>Calls left</dt>
             <dd id="calls-left">{p.callsLeft ?? "…"}</dd>
             <dt>Session</dt>
             <dd>
-              <code>{s.id}</code>
+              <code>{p.sessionId}</code>
             </dd>
           </dl>
-          {p.apiKey ? (
-            <section>
-              <h2>Your API key</h2>
-              <p>
-                <strong>Shown once.</strong> Copy it now; we keep only its hash.
-              </p>
-              <pre>
-                <code id="api-key">{p.apiKey}</code>
-              </pre>
-            </section>
-          ) : (
-            <p class="muted">
-              The API key for this checkout was already shown once and is not stored in clear.
-            </p>
-          )}
-          <Result raw={s.payload_result} />
+          <KeyReveal {...p} />
+          <FirstCall session={s} />
           <h2>Use it</h2>
           <pre>
             <code>{curl}</code>
@@ -91,23 +139,43 @@ export function SuccessPage(p: SuccessProps) {
             header.
           </p>
         </>
-      ) : s.status === "expired" ? (
+      ) : expired ? (
         <>
           <h1>This checkout expired</h1>
           <p>
             Nothing was charged. <a href={`/docs/${p.skill?.slug ?? ""}`}>Start again from the docs</a>.
           </p>
         </>
+      ) : s?.payment_failed_at ? (
+        <>
+          <h1>The payment failed</h1>
+          <p>
+            Your bank did not complete the payment, so no credits were granted.{" "}
+            <a href={`/docs/${p.skill?.slug ?? ""}`}>Start again from the docs</a>.
+          </p>
+        </>
       ) : (
         <>
           <h1>Waiting for the payment</h1>
           <p>
-            Stripe has not confirmed checkout <code>{s.id}</code> yet. Reload this page in a few seconds.
+            Stripe has not confirmed checkout <code>{p.sessionId}</code> yet. This page refreshes by itself
+            for a while; reload it later if your payment method takes longer.
           </p>
         </>
       )}
     </Layout>
   );
+}
+
+/** Seconds after which a GET of the success page should reload itself, or undefined. */
+export function successRefresh(session: SessionRow | null, paid: boolean): number | undefined {
+  if (!session) return undefined;
+  // A card payment lands within seconds; a bank debit can take days, and nobody watches for that long.
+  const recent = Date.now() - session.created_at < 30 * 60_000;
+  const waitingForPayment = session.status === "open" && !session.payment_failed_at && !paid && recent;
+  const firstCallRunning =
+    session.api_key_id !== null && session.payload !== null && session.payload_result === null;
+  return waitingForPayment || firstCallRunning ? 3 : undefined;
 }
 
 export function CancelPage({ skill, skillId }: { skill: Skill | undefined; skillId: string }) {

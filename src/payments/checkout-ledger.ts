@@ -3,8 +3,9 @@ import { zodItems } from "../http/validation";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented } from "../skills/types";
-import { hashKey, newApiKey } from "./credits";
+import { hashKey, MAX_CALLS, newApiKey } from "./credits";
 import { openKey, sealKey } from "./key-reveal";
+import type { RemoteSession } from "./stripe";
 
 export interface SessionRow {
   id: string;
@@ -14,9 +15,17 @@ export interface SessionRow {
   status: "open" | "complete" | "expired";
   payload: string | null;
   payload_result: string | null;
+  payload_started_at: number | null;
   api_key_id: string | null;
   api_key_reveal: string | null;
+  payment_intent: string | null;
+  payment_failed_at: number | null;
   created_at: number;
+}
+
+export interface StripeEventRef {
+  id: string;
+  type: string;
 }
 
 export async function findSession(db: D1Database, id: string) {
@@ -44,69 +53,21 @@ export async function recordSession(
     .run();
 }
 
-export type GrantOutcome = "granted" | "duplicate_event" | "already_granted" | "unknown_session";
-
-/**
- * Grants a completed session's credits exactly once. The event id (when given), the key and the
- * session's new state are written in one D1 batch (a transaction): a redelivered event fails on
- * the webhook_events primary key and rolls back; a second grant of the same session matches no
- * row because `api_key_id` is already set.
- */
-export async function grantCredits(
-  env: Bindings,
-  sessionId: string,
-  event?: { id: string; type: string },
-): Promise<GrantOutcome> {
-  const db = env.DB;
-  // Both grant paths (webhook, success page) run only with Stripe configured.
-  if (!env.STRIPE_SECRET_KEY) throw new Error("STRIPE_SECRET_KEY is required to grant credits");
-  const key = newApiKey();
-  const keyId = crypto.randomUUID();
-  const now = Date.now();
-  const statements = [
-    db
-      .prepare(
-        `INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, session_id, created_at)
-         SELECT ?1, ?2, skill_id, calls, calls, id, ?3 FROM checkout_sessions WHERE id = ?4 AND api_key_id IS NULL`,
-      )
-      .bind(keyId, await hashKey(key), now, sessionId),
-    db
-      .prepare(
-        `UPDATE checkout_sessions SET status = 'complete', api_key_id = ?1, api_key_reveal = ?2, updated_at = ?3
-         WHERE id = ?4 AND api_key_id IS NULL`,
-      )
-      .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId),
-  ];
-  if (event) {
-    statements.unshift(
-      db
-        .prepare("INSERT INTO webhook_events (event_id, type, received_at) VALUES (?1, ?2, ?3)")
-        .bind(event.id, event.type, now),
-    );
-  }
-  let results: D1Result[];
-  try {
-    results = await db.batch(statements);
-  } catch (e) {
-    if (event && /UNIQUE constraint failed: webhook_events/.test(String(e))) return "duplicate_event";
-    throw e;
-  }
-  const updated = results[results.length - 1]?.meta.changes ?? 0;
-  if (updated === 1) {
-    // The grant is committed: a failure of the optional first call must not fail the webhook,
-    // whose redelivery would find the event already recorded and never run the call.
-    try {
-      await runFirstPayload(env, sessionId, key);
-    } catch (e) {
-      console.error(JSON.stringify({ level: "error", session_id: sessionId, error: `first payload: ${e}` }));
-    }
-    return "granted";
-  }
-  return (await findSession(db, sessionId)) ? "already_granted" : "unknown_session";
+export async function eventSeen(db: D1Database, eventId: string) {
+  return (
+    (await db.prepare("SELECT 1 FROM webhook_events WHERE event_id = ?1").bind(eventId).first()) !== null
+  );
 }
 
-/** Records an event that grants nothing (expired sessions, other types); false when seen before. */
-export async function recordEvent(db: D1Database, event: { id: string; type: string }) {
+const insertEvent = (db: D1Database, event: StripeEventRef) =>
+  db
+    .prepare("INSERT INTO webhook_events (event_id, type, received_at) VALUES (?1, ?2, ?3)")
+    .bind(event.id, event.type, Date.now());
+
+const isDuplicateEvent = (e: unknown) => /UNIQUE constraint failed: webhook_events/.test(String(e));
+
+/** Records an event that grants nothing; false when seen before. */
+export async function recordEvent(db: D1Database, event: StripeEventRef) {
   const r = await db
     .prepare(
       "INSERT INTO webhook_events (event_id, type, received_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
@@ -116,27 +77,255 @@ export async function recordEvent(db: D1Database, event: { id: string; type: str
   return r.meta.changes === 1;
 }
 
-export async function expireSession(db: D1Database, sessionId: string) {
-  await db
-    .prepare(
-      "UPDATE checkout_sessions SET status = 'expired', updated_at = ?2 WHERE id = ?1 AND status = 'open'",
-    )
-    .bind(sessionId, Date.now())
-    .run();
+/** Runs the statements after recording the event, in one transaction; false when the event was seen. */
+async function withEvent(
+  db: D1Database,
+  event: StripeEventRef | undefined,
+  statements: D1PreparedStatement[],
+): Promise<D1Result[] | null> {
+  if (!event && statements.length === 0) return [];
+  try {
+    return await db.batch(event ? [insertEvent(db, event), ...statements] : statements);
+  } catch (e) {
+    if (event && isDuplicateEvent(e)) return null;
+    throw e;
+  }
+}
+
+export type SessionOutcome =
+  | "granted"
+  | "duplicate_event"
+  | "already_granted"
+  | "unknown_session"
+  | "expired"
+  | "not_paid";
+
+/**
+ * The grant rule (issue 19.5): whatever event arrived, and in whatever order, a session is granted
+ * only when Stripe itself reports it `complete` and `paid`, and marked expired only when Stripe
+ * reports it `expired`. The grant is idempotent per session, so any order of redelivered,
+ * concurrent or contradictory events ends in the same state.
+ */
+export async function settleSession(
+  env: Bindings,
+  remote: RemoteSession,
+  event?: StripeEventRef,
+): Promise<SessionOutcome> {
+  if (remote.paid) {
+    if (!(await findSession(env.DB, remote.id)) && !(await rebuildSession(env.DB, remote))) {
+      if (event) await recordEvent(env.DB, event);
+      return "unknown_session";
+    }
+    return grantCredits(env, remote.id, remote.paymentIntent, event);
+  }
+  const statements =
+    remote.status === "expired"
+      ? [
+          env.DB.prepare(
+            "UPDATE checkout_sessions SET status = 'expired', updated_at = ?2 WHERE id = ?1 AND status = 'open' AND api_key_id IS NULL",
+          ).bind(remote.id, Date.now()),
+        ]
+      : [];
+  if (!(await withEvent(env.DB, event, statements))) return "duplicate_event";
+  return remote.status === "expired" ? "expired" : "not_paid";
 }
 
 /**
- * A checkout may carry the body of the buyer's first call: it runs once, right after the grant,
- * and spends a credit only if it succeeds. Its answer is kept for the success page.
+ * A paid session that D1 lacks (its row was lost, or created by an older deployment) is rebuilt
+ * from what the session itself carries: skill and calls from our metadata, the amount Stripe
+ * charged. The first-call payload is not in Stripe and is lost. False when the metadata is not ours.
  */
-async function runFirstPayload(env: Bindings, sessionId: string, key: string) {
-  const session = await findSession(env.DB, sessionId);
-  const skill = session && skillById(session.skill_id);
-  if (!session?.payload || !skill) return;
-  const body = JSON.parse(session.payload) as unknown;
+async function rebuildSession(db: D1Database, remote: RemoteSession) {
+  const skill = skillById(remote.metadata.skill_id ?? "");
+  const calls = Number(remote.metadata.calls);
+  if (!skill || !Number.isSafeInteger(calls) || calls < 1 || calls > MAX_CALLS) return false;
+  if (!remote.amountCents || remote.amountCents < 1) return false;
+  await recordSession(db, {
+    id: remote.id,
+    skillId: skill.id,
+    calls,
+    amountCents: remote.amountCents,
+    payload: undefined,
+  });
+  console.error(
+    JSON.stringify({ level: "warn", msg: "checkout session rebuilt from Stripe", session_id: remote.id }),
+  );
+  return true;
+}
+
+/**
+ * Grants a paid session's credits exactly once. The event id (when given), the key and the
+ * session's new state are written in one D1 batch (a transaction): a redelivered event fails on
+ * the webhook_events primary key and rolls back; a second grant of the same session matches no
+ * row because `api_key_id` is already set. Callers decide "paid" from Stripe (settleSession).
+ */
+async function grantCredits(
+  env: Bindings,
+  sessionId: string,
+  paymentIntent: string | null,
+  event?: StripeEventRef,
+): Promise<SessionOutcome> {
+  const db = env.DB;
+  // Both grant paths (webhook, reveal) run only with Stripe configured.
+  if (!env.STRIPE_SECRET_KEY) throw new Error("STRIPE_SECRET_KEY is required to grant credits");
+  const key = newApiKey();
+  const keyId = crypto.randomUUID();
+  const now = Date.now();
+  const results = await withEvent(db, event, [
+    db
+      .prepare(
+        `INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, session_id, created_at)
+         SELECT ?1, ?2, skill_id, calls, calls, id, ?3 FROM checkout_sessions WHERE id = ?4 AND api_key_id IS NULL`,
+      )
+      .bind(keyId, await hashKey(key), now, sessionId),
+    db
+      .prepare(
+        `UPDATE checkout_sessions SET status = 'complete', api_key_id = ?1, api_key_reveal = ?2, updated_at = ?3,
+           payment_intent = coalesce(payment_intent, ?5)
+         WHERE id = ?4 AND api_key_id IS NULL`,
+      )
+      .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId, paymentIntent),
+  ]);
+  if (!results) return "duplicate_event";
+  return results[results.length - 1]?.meta.changes === 1 ? "granted" : "already_granted";
+}
+
+/** checkout.session.async_payment_failed: the delayed payment failed; nothing is granted. */
+export async function failSession(db: D1Database, sessionId: string, event: StripeEventRef) {
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        "UPDATE checkout_sessions SET payment_failed_at = ?2, updated_at = ?2 WHERE id = ?1 AND api_key_id IS NULL",
+      )
+      .bind(sessionId, Date.now()),
+  ]);
+  if (!r) return "duplicate_event";
+  return r[1]?.meta.changes === 1 ? "payment_failed" : "unknown_or_granted_session";
+}
+
+interface PackKey {
+  id: string;
+  calls_total: number;
+}
+
+async function keyOfPayment(db: D1Database, paymentIntent: string | null | undefined) {
+  if (!paymentIntent) return null;
+  return db
+    .prepare(
+      `SELECT k.id, k.calls_total FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
+       WHERE s.payment_intent = ?1`,
+    )
+    .bind(paymentIntent)
+    .first<PackKey>();
+}
+
+/** The calls a refunded share of the pack stands for: rounded up, so no refunded call stays usable. */
+export function refundedCalls(callsTotal: number, amount: number, amountRefunded: number) {
+  if (amount <= 0) return 0;
+  const share = Math.min(Math.max(amountRefunded, 0), amount);
+  return Math.ceil((callsTotal * share) / amount);
+}
+
+/**
+ * charge.refunded: the charge carries the running total refunded, so the calls to revoke are the
+ * refunded share of the whole pack minus what earlier refund events already revoked, taken from
+ * the unspent credits and never below zero. The event id is recorded in the same transaction.
+ */
+export async function applyRefund(
+  db: D1Database,
+  charge: { payment_intent?: string | null; amount: number; amount_refunded: number },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, charge.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const target = refundedCalls(key.calls_total, charge.amount, charge.amount_refunded);
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        `UPDATE api_keys SET calls_left = max(0, calls_left - max(0, ?2 - calls_revoked)),
+           calls_revoked = max(calls_revoked, ?2)
+         WHERE id = ?1`,
+      )
+      .bind(key.id, target),
+  ]);
+  return r ? "refund_applied" : "duplicate_event";
+}
+
+/** charge.dispute.created: the key's credits are frozen until the dispute is decided. */
+export async function openDispute(
+  db: D1Database,
+  dispute: { id: string; payment_intent?: string | null },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, dispute.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
+      )
+      .bind(key.id, dispute.id),
+  ]);
+  return r ? "frozen" : "duplicate_event";
+}
+
+/**
+ * charge.dispute.closed: `won` (and `warning_closed`, an inquiry that never became a chargeback)
+ * unfreezes the credits; `lost` revokes what was left, for good.
+ */
+export async function closeDispute(
+  db: D1Database,
+  dispute: { id: string; status: string; payment_intent?: string | null },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, dispute.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const lost = dispute.status === "lost";
+  const r = await withEvent(db, event, [
+    lost
+      ? db
+          .prepare(
+            `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
+             WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
+          )
+          .bind(key.id, dispute.id)
+      : db
+          .prepare(
+            "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
+          )
+          .bind(key.id, dispute.id),
+  ]);
+  if (!r) return "duplicate_event";
+  return lost ? "revoked" : "restored";
+}
+
+// A waitUntil run gets at most 30 s after the response; a claim older than this died with it.
+const STALE_RUN_MS = 60_000;
+
+/**
+ * A checkout may carry the body of the buyer's first call: it runs once, after the grant and
+ * outside the webhook's request (webhook answers stay fast), and spends a credit only if it
+ * succeeds. A claim on the session makes it run once; a claim whose run died (isolate evicted)
+ * goes stale and the reveal POST runs it. Its answer is kept for the success page.
+ */
+export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
+  const now = Date.now();
+  const claim = await env.DB.prepare(
+    `UPDATE checkout_sessions SET payload_started_at = ?2
+     WHERE id = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL
+       AND (payload_started_at IS NULL OR payload_started_at < ?3)
+     RETURNING skill_id, payload, api_key_id`,
+  )
+    .bind(sessionId, now, now - STALE_RUN_MS)
+    .first<{ skill_id: string; payload: string; api_key_id: string }>();
+  if (!claim) return;
+  const skill = skillById(claim.skill_id);
+  const body = JSON.parse(claim.payload) as unknown;
   let result: { status: number; body: unknown };
-  const parsed = skill.input.safeParse(body, { reportInput: true });
-  if (!parsed.success) {
+  const parsed = skill?.input.safeParse(body, { reportInput: true });
+  if (!skill || !parsed) {
+    result = { status: 404, body: { detail: `Unknown skill ${claim.skill_id}` } };
+  } else if (!parsed.success) {
     result = { status: 422, body: { detail: zodItems(parsed.error, body, ["body"]) } };
   } else {
     try {
@@ -148,25 +337,36 @@ async function runFirstPayload(env: Bindings, sessionId: string, key: string) {
           : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
     }
   }
-  const spend =
-    result.status === 200
+  // Both written only while this run still holds the claim and no answer is stored, in one
+  // transaction: a stale run's late answer can neither overwrite nor spend a second credit.
+  const ours =
+    "SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL";
+  await env.DB.batch([
+    ...(result.status === 200
       ? [
           env.DB.prepare(
-            "UPDATE api_keys SET calls_left = calls_left - 1 WHERE key_hash = ?1 AND calls_left > 0",
-          ).bind(await hashKey(key)),
+            `UPDATE api_keys SET calls_left = calls_left - 1 WHERE id = ?1 AND calls_left > 0 AND EXISTS (${ours})`,
+          ).bind(claim.api_key_id, sessionId, now),
         ]
-      : [];
-  await env.DB.batch([
-    ...spend,
-    env.DB.prepare("UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?2 WHERE id = ?3").bind(
-      JSON.stringify(result),
-      Date.now(),
-      sessionId,
-    ),
+      : []),
+    env.DB.prepare(
+      "UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4 WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL",
+    ).bind(JSON.stringify(result), sessionId, now, Date.now()),
   ]);
 }
 
-/** The clear key, handed out once: compare-and-swap so two page loads cannot both see it. */
+/** Runs the first call unless another run holds it, then waits up to `waitMs` for its answer. */
+export async function firstPayloadResult(env: Bindings, sessionId: string, waitMs: number) {
+  await runFirstPayload(env, sessionId);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const row = await findSession(env.DB, sessionId);
+    if (!row?.payload || row.payload_result || Date.now() >= deadline) return row;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The clear key, handed out once: compare-and-swap so two reveals cannot both see it. */
 export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<string | undefined> {
   const db = env.DB;
   // Never consume the one reveal without the secret that opens it.

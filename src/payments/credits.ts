@@ -42,11 +42,14 @@ export interface KeyRow {
   calls_total: number;
   calls_left: number;
   created_at: number;
+  dispute_status: "open" | "lost" | null;
 }
 
 export async function findKey(db: D1Database, keyHash: string) {
   return db
-    .prepare("SELECT id, skill_id, calls_total, calls_left, created_at FROM api_keys WHERE key_hash = ?1")
+    .prepare(
+      "SELECT id, skill_id, calls_total, calls_left, created_at, dispute_status FROM api_keys WHERE key_hash = ?1",
+    )
     .bind(keyHash)
     .first<KeyRow>();
 }
@@ -55,17 +58,34 @@ export async function findKey(db: D1Database, keyHash: string) {
 export async function spendCredit(db: D1Database, keyHash: string, skill: Skill) {
   return db
     .prepare(
-      "UPDATE api_keys SET calls_left = calls_left - 1 WHERE key_hash = ?1 AND skill_id = ?2 AND calls_left > 0 RETURNING calls_left",
+      "UPDATE api_keys SET calls_left = calls_left - 1 WHERE key_hash = ?1 AND skill_id = ?2 AND calls_left > 0 AND dispute_status IS NULL RETURNING calls_left",
     )
     .bind(keyHash, skill.id)
     .first<{ calls_left: number }>();
 }
 
+/** Gives back the credit of a call that failed; never past what refunds and disputes left. */
 export async function refundCredit(db: D1Database, keyHash: string) {
   await db
-    .prepare("UPDATE api_keys SET calls_left = min(calls_left + 1, calls_total) WHERE key_hash = ?1")
+    .prepare(
+      "UPDATE api_keys SET calls_left = min(calls_left + 1, calls_total - calls_revoked) WHERE key_hash = ?1 AND dispute_status IS NOT 'lost'",
+    )
     .bind(keyHash)
     .run();
+}
+
+/**
+ * Why a key may not spend at all (its card payment is disputed), or undefined. A dispute freezes
+ * the credits (403, not 402: paying by x402 instead is possible, but this key is not usable).
+ */
+export function keyRefusal(row: Pick<KeyRow, "dispute_status">): string | undefined {
+  if (row.dispute_status === "open") {
+    return "This key's credits are frozen: the card payment that bought them is disputed. They come back if the dispute is decided in our favour.";
+  }
+  if (row.dispute_status === "lost") {
+    return "This key's credits were revoked: the card payment that bought them was charged back.";
+  }
+  return undefined;
 }
 
 /** Stripe's minimum charge, in micro-dollars. */

@@ -3,7 +3,15 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import type { Skill } from "../skills/types";
-import { bearerKey, cardKeyAuthorization, findKey, hashKey, refundCredit, spendCredit } from "./credits";
+import {
+  bearerKey,
+  cardKeyAuthorization,
+  findKey,
+  hashKey,
+  keyRefusal,
+  refundCredit,
+  spendCredit,
+} from "./credits";
 import { x402Gate } from "./x402-gate";
 
 /**
@@ -36,6 +44,8 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       if (row.skill_id !== skill.id) {
         return detail(c, 403, `This key buys calls of ${row.skill_id}; it cannot pay for ${skill.id}.`);
       }
+      const refused = keyRefusal(row);
+      if (refused) return detail(c, 403, refused);
       c.set(
         "creditNote",
         `This key has no ${skill.id} credits left. Buy more with POST /api/cardpay/checkout, or pay this call with x402.`,

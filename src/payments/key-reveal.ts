@@ -52,3 +52,41 @@ export async function openKey(
     return undefined;
   }
 }
+
+/**
+ * The reveal form's CSRF token: HMAC-SHA256 of the session id under a key derived (HKDF) from the
+ * Stripe secret. Stateless (no cookie, nothing written when the page is shown, so GET and HEAD stay
+ * pure); a cross-site page cannot read it (same-origin policy), so it cannot make a buyer's browser
+ * burn the reveal; and it names one session, so a token never opens another.
+ */
+async function formKey(secret: string) {
+  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), "HKDF", false, [
+    "deriveKey",
+  ]);
+  return crypto.subtle.deriveKey(
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: new Uint8Array(0),
+      info: new TextEncoder().encode("agent-skills key reveal form token v1"),
+    },
+    material,
+    { name: "HMAC", hash: "SHA-256", length: 256 },
+    false,
+    ["sign", "verify"],
+  );
+}
+
+const b64url = (bytes: Uint8Array) => toB64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+export async function revealToken(secret: string, sessionId: string): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", await formKey(secret), new TextEncoder().encode(sessionId));
+  return b64url(new Uint8Array(mac));
+}
+
+/** Constant-time check (SubtleCrypto verify) of a token sent back by the reveal form. */
+export async function checkRevealToken(secret: string, sessionId: string, token: string): Promise<boolean> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return false;
+  const mac = Uint8Array.from(atob(token.replace(/-/g, "+").replace(/_/g, "/")), (ch) => ch.charCodeAt(0));
+  return crypto.subtle.verify("HMAC", await formKey(secret), mac, new TextEncoder().encode(sessionId));
+}

@@ -30,3 +30,38 @@ export function stripeClient(env: Bindings): Stripe | undefined {
 }
 
 export const webCrypto = Stripe.createSubtleCryptoProvider();
+
+/** What the grant rule reads of a Checkout Session, as Stripe reports it now. */
+export interface RemoteSession {
+  id: string;
+  /** "open", "complete" or "expired". */
+  status: string | null;
+  paid: boolean;
+  paymentIntent: string | null;
+  amountCents: number | null;
+  metadata: Record<string, string>;
+}
+
+/**
+ * Stripe's current view of a session: the only thing a grant is decided on (an event body may be
+ * stale or arrive out of order). `null` when Stripe does not know the id; throws when Stripe could
+ * not be asked (the caller answers 5xx so Stripe redelivers).
+ */
+export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSession | null> {
+  try {
+    const s = await stripe.checkout.sessions.retrieve(id);
+    return {
+      id: s.id,
+      status: s.status,
+      paid: s.status === "complete" && s.payment_status === "paid",
+      paymentIntent: typeof s.payment_intent === "string" ? s.payment_intent : (s.payment_intent?.id ?? null),
+      amountCents: s.amount_total,
+      metadata: s.metadata ?? {},
+    };
+  } catch (e) {
+    if (e instanceof Stripe.errors.StripeInvalidRequestError && e.statusCode === 404) return null;
+    throw e;
+  }
+}
+
+export const StripeErrors = Stripe.errors;

@@ -7,6 +7,8 @@ import { launch, SCREENSHOTS, watchErrors } from "./browser";
 
 const stack = inject("stack") as { base_url: string; stripe_api_base: string; stack_dir: string };
 let browser: Browser;
+// The emulator's API key, as scripts/dev-stack.mjs starts it.
+const STRIPE_KEY = "sk_test_local_emulator_key_0000000000";
 
 beforeAll(async () => {
   browser = await launch();
@@ -53,17 +55,44 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
     await page.waitForURL(/\/checkout\/success\?session_id=/);
     expect(new URL(page.url()).searchParams.get("session_id")).toBe(checkout.session_id);
     expect(await page.textContent("h1")).toBe("Payment received");
+    // Showing the page reveals nothing: the key waits for the button.
+    expect(await page.locator("#api-key").count()).toBe(0);
+    expect(await page.textContent("#reveal")).toContain("Reveal my key");
+    // A link scanner's HEAD and a prefetcher's GET before the click change nothing.
+    const successUrl = page.url();
+    const head = await fetch(successUrl, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    const prefetch = await fetch(successUrl, { headers: { "sec-purpose": "prefetch" } });
+    expect(await prefetch.text()).not.toContain('id="api-key"');
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, "checkout-success-before-reveal.png"),
+      fullPage: true,
+    });
+
+    // A second tab on the same page, opened before the reveal, to click the button a second time.
+    const other = await browser.newPage();
+    await other.goto(successUrl);
+
+    await page.click("#reveal");
+    await page.waitForSelector("#api-key");
     const key = (await page.textContent("#api-key"))?.trim() ?? "";
     expect(key).toMatch(/^mk_[A-Za-z0-9_-]{20,}$/);
-    // The payload ran as the first call and spent one credit.
+    // The payload ran as the first call (after the webhook's answer) and spent one credit.
     expect(await page.textContent("main")).toContain("paid-by-card");
     expect(await page.textContent("#calls-left")).toBe("169");
     await page.screenshot({ path: path.join(SCREENSHOTS, "checkout-success.png"), fullPage: true });
-    expect(errors).toEqual([]);
 
-    // Shown once: a reload no longer shows it.
-    await page.reload();
+    // The second click says it was already shown.
+    await other.click("#reveal");
+    await other.waitForSelector("#key-gone");
+    expect(await other.textContent("#key-gone")).toContain("already shown once");
+    expect(await other.locator("#api-key").count()).toBe(0);
+    await other.close();
+    // And a reload of the success page no longer offers it.
+    await page.goto(successUrl);
     expect(await page.locator("#api-key").count()).toBe(0);
+    expect(await page.locator("#reveal").count()).toBe(0);
+    expect(errors).toEqual([]);
     await page.close();
 
     const call = await fetch(`${stack.base_url}/api/skills/slugify`, {
@@ -78,6 +107,77 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
       headers: { authorization: `Bearer ${key}` },
     });
     expect(await balance.json()).toMatchObject({ skill_id: "slugify", calls_total: 170, calls_left: 168 });
+  });
+
+  it("a refund and a dispute delivered by the emulator take back, freeze and restore the pack's credits", async () => {
+    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ skill_id: "sha256" }),
+    });
+    const { session_id, checkout_url } = (await created.json()) as {
+      session_id: string;
+      checkout_url: string;
+    };
+    const page = await browser.newPage();
+    await page.goto(checkout_url);
+    await page.click("#pay");
+    await page.waitForURL(/\/checkout\/success/);
+    await page.click("#reveal");
+    const key = ((await page.textContent("#api-key")) ?? "").trim();
+    await page.close();
+    const auth = { authorization: `Bearer ${key}` };
+    const balance = async () =>
+      (await (await fetch(`${stack.base_url}/api/credits`, { headers: auth })).json()) as {
+        calls_left: number;
+        status: string;
+      };
+    const until = async (ok: (b: { calls_left: number; status: string }) => boolean) => {
+      for (let i = 0; i < 100; i++) {
+        const b = await balance();
+        if (ok(b)) return b;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return balance();
+    };
+    const emulator = (p: string, form: Record<string, string>) =>
+      fetch(`${stack.stripe_api_base}${p}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${STRIPE_KEY}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams(form),
+      }).then(async (r) => {
+        expect(r.status).toBe(200);
+        return (await r.json()) as { id: string };
+      });
+    const session = (await (
+      await fetch(`${stack.stripe_api_base}/v1/checkout/sessions/${session_id}`, {
+        headers: { authorization: `Bearer ${STRIPE_KEY}` },
+      })
+    ).json()) as { payment_intent: string };
+    const pi = session.payment_intent;
+    expect(pi).toMatch(/^pi_/);
+    const call = () =>
+      fetch(`${stack.base_url}/api/skills/sha256`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ text: "x" }),
+      });
+
+    // $0.17 of $0.51 refunded: a third of the 170 calls (57, rounded up) is taken back.
+    await emulator("/v1/refunds", { payment_intent: pi, amount: "17" });
+    expect(await until((b) => b.calls_left < 170)).toMatchObject({ calls_left: 113, status: "active" });
+
+    const dispute = await emulator("/_emulator/disputes", { payment_intent: pi });
+    expect(await until((b) => b.status === "frozen")).toMatchObject({ status: "frozen" });
+    expect((await call()).status).toBe(403);
+    await emulator(`/_emulator/disputes/${dispute.id}/close`, { status: "won" });
+    expect(await until((b) => b.status === "active")).toMatchObject({ calls_left: 113 });
+    const paid = await call();
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get("x-credits-remaining")).toBe("112");
   });
 
   it("a key with no credits left gets a 402 that also offers x402", async () => {

@@ -44,7 +44,7 @@ function contrast(a: string, b: string): number {
   return (hi + 0.05) / (lo + 0.05);
 }
 
-/** A key for card credits, bought the way a visitor does: checkout, pay on the hosted page, read it once. */
+/** A key for card credits, bought the way a visitor does: checkout, pay on the hosted page, reveal it once. */
 async function buyKey(skillId: string): Promise<string> {
   const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
     method: "POST",
@@ -57,6 +57,9 @@ async function buyKey(skillId: string): Promise<string> {
   await page.goto(checkout_url);
   await page.click("#pay");
   await page.waitForURL(/\/checkout\/success\?session_id=/);
+  // The key is shown once, by the page's "Reveal my key" button (a POST), never on the GET.
+  await page.click("#reveal");
+  await page.waitForSelector("#api-key");
   const key = (await page.textContent("#api-key"))?.trim() ?? "";
   await page.close();
   expect(key).toMatch(/^mk_[A-Za-z0-9_-]{20,}$/);

@@ -1,0 +1,125 @@
+import { env } from "cloudflare:test";
+import Stripe from "stripe";
+import { call, postJson } from "./helpers";
+
+/** Card-checkout test helpers: real sessions on the Stripe emulator, events signed like Stripe's. */
+const cryptoProvider = Stripe.createSubtleCryptoProvider();
+export const SECRET = env.STRIPE_WEBHOOK_SECRET as string;
+export const EMULATOR = env.STRIPE_API_BASE as string;
+export const stripe = new Stripe(env.STRIPE_SECRET_KEY as string, {
+  httpClient: Stripe.createFetchHttpClient(),
+  host: "127.0.0.1",
+  port: Number(new URL(EMULATOR).port),
+  protocol: "http",
+});
+
+export async function signed(event: unknown, secret = SECRET) {
+  const payload = JSON.stringify(event, null, 2);
+  const header = await stripe.webhooks.generateTestHeaderStringAsync({ payload, secret, cryptoProvider });
+  return { payload, header };
+}
+
+export const deliver = async (event: unknown, secret?: string) => {
+  const { payload, header } = await signed(event, secret);
+  return call("/api/cardpay/webhook", {
+    method: "POST",
+    headers: { "stripe-signature": header },
+    body: payload,
+  });
+};
+
+export const newEventId = () => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+
+export function eventOf(type: string, object: unknown, id = newEventId()) {
+  return { id, object: "event", type, api_version: Stripe.API_VERSION, data: { object } };
+}
+
+/** A Checkout Session created through the app (so D1 and the emulator both hold it). */
+export async function createCheckout(skill_id = "sha256", quantity?: number, payload?: unknown) {
+  const res = await postJson("/api/cardpay/checkout", { skill_id, quantity, payload });
+  if (res.status !== 200) throw new Error(`checkout ${res.status}: ${await res.text()}`);
+  return (await res.json<{ session_id: string }>()).session_id;
+}
+
+/** Submits the emulator's hosted page, as the buyer's Pay click does. */
+export async function pay(sessionId: string, outcome: "paid" | "async_failed" = "paid") {
+  const res = await fetch(`${EMULATOR}/pay/${sessionId}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: `email=t%40example.com&outcome=${outcome}`,
+    redirect: "manual",
+  });
+  if (res.status !== 303) throw new Error(`pay ${res.status}`);
+  await res.arrayBuffer();
+}
+
+/** A session created through the app and (by default) paid on the emulator. */
+export async function seedSession(skill = "sha256", calls = 170, payload: unknown = undefined, paid = true) {
+  const id = await createCheckout(skill, calls, payload ?? undefined);
+  if (paid) await pay(id);
+  return id;
+}
+
+export const remote = (id: string) => stripe.checkout.sessions.retrieve(id);
+
+/** The event Stripe sends for the session as it stands now. */
+export async function sessionEvent(type: string, sessionId: string, id?: string) {
+  return eventOf(type, await remote(sessionId), id);
+}
+
+/** Events the emulator generated (unit tests have no webhook target, so they deliver them). */
+export async function emulatorEvents(type: string) {
+  const res = await fetch(`${EMULATOR}/_emulator/events?type=${encodeURIComponent(type)}`);
+  return (
+    await res.json<{ data: { id: string; type: string; data: { object: Record<string, unknown> } }[] }>()
+  ).data;
+}
+
+export async function emulatorPost(path: string, form: Record<string, string>) {
+  const res = await fetch(`${EMULATOR}${path}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${env.STRIPE_SECRET_KEY}`,
+      "content-type": "application/x-www-form-urlencoded",
+    },
+    body: new URLSearchParams(form).toString(),
+  });
+  const body = await res.json<Record<string, unknown>>();
+  if (res.status !== 200) throw new Error(`${path} ${res.status}: ${JSON.stringify(body)}`);
+  return body;
+}
+
+export const keysFor = (sessionId: string) =>
+  env.DB.prepare("SELECT calls_left, calls_total FROM api_keys WHERE session_id = ?1")
+    .bind(sessionId)
+    .all<{ calls_left: number; calls_total: number }>();
+
+export const sessionRow = (id: string) =>
+  env.DB.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first<Record<string, unknown>>();
+
+/** Polls until the first-call answer (run after the webhook's response) is stored. */
+export async function firstCallResult(id: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await sessionRow(id);
+    if (row?.payload_result)
+      return JSON.parse(row.payload_result as string) as { status: number; body: unknown };
+    if (Date.now() > deadline) throw new Error(`no first-call result for ${id}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The reveal form's token as the success page shows it. */
+export async function revealTokenFromPage(id: string) {
+  const html = await (await call(`/checkout/success?session_id=${id}`)).text();
+  return /name="token" value="([A-Za-z0-9_-]+)"/.exec(html)?.[1];
+}
+
+export const revealPost = (id: string, token: string, headers: Record<string, string> = {}) =>
+  call(`/checkout/success?session_id=${encodeURIComponent(id)}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams({ token }).toString(),
+  });
+
+export const keyIn = (html: string) => /<code id="api-key">(mk_[A-Za-z0-9_-]+)<\/code>/.exec(html)?.[1];

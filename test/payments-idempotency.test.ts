@@ -286,6 +286,18 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     const theirs = await call(other, "order-42");
     expect(theirs.status).toBe(200);
     expect(theirs.headers.get("x-idempotent-replay")).toBeNull();
+    // The key sent as X-API-Key is the same customer and the same stored answer.
+    const viaApiKey = await app.fetch(
+      new Request("https://skills.test/api/skills/uuid-mint", {
+        method: "POST",
+        headers: { "x-api-key": key, "idempotency-key": "order-42" },
+        body: JSON.stringify({ count: 2 }),
+      }),
+      cardEnv,
+    );
+    expect(viaApiKey.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await viaApiKey.text()).toBe(body);
+    expect(await left(key)).toBe(2);
     // Without the header every call spends.
     expect((await call(key, undefined)).status).toBe(200);
     expect(await left(key)).toBe(1);

@@ -6,7 +6,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
-import { bearerKey, hashKey } from "./credits";
+import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { sha256Hex } from "./receipts";
 
 /** How long a paid answer can be fetched again with its key (stated in docs/idempotency.md). */
@@ -50,7 +50,8 @@ type Identified =
  * payer) or, for a card-credit call, the `Idempotency-Key` header (scoped by the key's hash).
  */
 async function identify(c: Context<AppEnv>): Promise<Identified> {
-  const authorization = c.req.header("authorization");
+  // The same reading of the card key as the payment gate's (Authorization: Bearer, or X-API-Key).
+  const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
   const cardKey =
     authorization && /^Bearer\s+mk_/i.test(authorization) ? bearerKey(authorization) : undefined;
   if (cardKey) {

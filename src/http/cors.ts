@@ -14,13 +14,25 @@ export const isCorsPath = (path: string) => CORS_PATH.test(path);
 const apiCors = cors({
   origin: "*",
   allowMethods: ["GET", "POST", "OPTIONS"],
-  allowHeaders: ["PAYMENT-SIGNATURE", "X-PAYMENT", "Authorization", "X-API-Key", "Content-Type"],
+  allowHeaders: [
+    "PAYMENT-SIGNATURE",
+    "X-PAYMENT",
+    "Authorization",
+    "X-API-Key",
+    "Content-Type",
+    "Idempotency-Key",
+  ],
   exposeHeaders: [
     "PAYMENT-REQUIRED",
     "PAYMENT-RESPONSE",
     "X-PAYMENT-RESPONSE",
     "X-Credits-Remaining",
     "X-Request-Id",
+    // Receipts and idempotent replays (docs/receipts-and-retries.md); Retry-After of a 409 in flight.
+    "X-Payment-Receipt",
+    "X-Idempotent-Replay",
+    "X-Original-Request-Id",
+    "Retry-After",
   ],
   maxAge: 600,
 });

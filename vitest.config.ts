@@ -54,6 +54,9 @@ export default defineConfig({
                 // Only the fixture host may be fetched from loopback; nothing else is allow-listed.
                 FETCH_ALLOW_HOSTS: upstreams.slice("http://".length),
                 FETCH_TIMEOUT_MS: "1500",
+                // Test-only Ed25519 key (private JWK) that signs offers and receipts.
+                RECEIPT_SIGNING_KEY:
+                  '{"kty":"OKP","crv":"Ed25519","kid":"test-1","d":"KxjY12ysDmPLNp7ySPMiHYWbAUixrNgi59jQcPDdx4I","x":"jR00Wq-LXBVak1omarPQP4tcVUJepo1zglTErrn4oTA"}',
               },
             },
           }),

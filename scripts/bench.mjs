@@ -231,4 +231,55 @@ async function skillAndHttpSections() {
   say(`| GET no-op (free) | ${noopMs.toFixed(3)} | 1.00 |`);
   say(`| POST slugify, unpaid → 402 | ${unpaidMs.toFixed(3)} | ${(unpaidMs / noopMs).toFixed(2)} |`);
   say(`| POST slugify, paid → 200 | ${paidMs.toFixed(3)} | ${(paidMs / noopMs).toFixed(2)} |`);
+
+  // An idempotent retry (same payment-identifier, fresh signature) is answered from D1: no verify,
+  // no settlement.
+  const { appendPaymentIdentifierToExtensions } = await import("@x402/extensions/payment-identifier");
+  const paymentId = `bench_${Date.now()}_retry_path`;
+  const withId = async () => {
+    const payload = await client.createPaymentPayload({
+      x402Version: 2,
+      resource: required.resource,
+      accepts: required.accepts,
+      extensions: structuredClone(required.extensions),
+    });
+    appendPaymentIdentifierToExtensions(payload.extensions, paymentId);
+    return encodePaymentSignatureHeader(payload);
+  };
+  const retries = [];
+  for (let i = 0; i < 51; i++) retries.push(await withId());
+  let r = 0;
+  const retry = async () => {
+    const res = await fetch(paidUrl, {
+      method: "POST",
+      body: small,
+      headers: { "payment-signature": retries[r++] },
+    });
+    if (res.status !== 200) throw new Error(`idempotent call: ${res.status} ${await res.text()}`);
+    await res.text();
+  };
+  await retry(); // the one paid run
+  const retryMs = await median(retry, 50);
+  say(
+    `| POST slugify, idempotent retry → stored 200 | ${retryMs.toFixed(3)} | ${(retryMs / noopMs).toFixed(2)} |`,
+  );
+
+  const o = await (await fetch(`${base}/__bench/paid-overhead`, { method: "POST" })).json();
+  say();
+  say(
+    `Per paid call, inside workerd (${o.n} sequential calls per variant around the same settled 1 KB answer, minus the bare app's ${o.baseline_ms.toFixed(3)} ms). Target for the receipt: < 1 ms.`,
+  );
+  say();
+  say("| middleware work | ms per call |");
+  say("|---|---:|");
+  say(
+    `| receipt: decode PAYMENT-RESPONSE, SHA-256 of the body, Ed25519 JWS, re-encode | ${o.receipt_ms.toFixed(3)} |`,
+  );
+  say(
+    `| idempotency, new payment id: decode, body hash, D1 claim + store (expiry sweep in waitUntil) | ${o.idempotent_fresh_ms.toFixed(3)} |`,
+  );
+  say(`| idempotency, payment without an id (decode only) | ${o.no_key_ms.toFixed(3)} |`);
+  say(
+    `| idempotent replay: failed claim + D1 read, whole answer (no handler, no payment) | ${o.idempotent_replay_ms.toFixed(3)} |`,
+  );
 }

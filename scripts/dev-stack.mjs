@@ -3,7 +3,8 @@
 // every local service, then the Worker on http://127.0.0.1:$PORT (default 8787), writes
 // .dev/stack.json, prints one ready line, and stops everything it started on Ctrl-C.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startChain } from "./lib/chain.mjs";
@@ -23,6 +24,19 @@ const children = [];
 const services = [];
 // Local-only admin token; production sets ADMIN_TOKEN as a secret.
 const adminToken = process.env.ADMIN_TOKEN ?? "local-admin-token";
+
+/**
+ * The Ed25519 key that signs offers and receipts (a private JWK), generated once per state
+ * directory so receipts of earlier runs keep verifying against /.well-known/did.json.
+ */
+function receiptSigningKey() {
+  const file = path.join(devDir, "receipt-signing-key.json");
+  if (!existsSync(file)) {
+    const jwk = generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" });
+    writeFileSync(file, JSON.stringify({ ...jwk, kid: "local-1" }), { mode: 0o600 });
+  }
+  return readFileSync(file, "utf8").trim();
+}
 
 async function shutdown(code = 0) {
   await Promise.all(children.reverse().map((c) => stopProcess(c)));
@@ -86,6 +100,7 @@ async function main() {
     STRIPE_API_BASE: stripe.url,
     PARTNER_BASE_URLS: JSON.stringify(partners.urls),
     PARTNER_PAYER_KEY: operatingWallet.privateKey,
+    RECEIPT_SIGNING_KEY: receiptSigningKey(),
   };
   const envFile = path.join(devDir, "worker.env");
   writeFileSync(

@@ -15,6 +15,8 @@ export interface Secrets {
   CDP_API_KEY_SECRET?: string;
   /** Operating wallet key the marketplace pays x402-priced partner upstreams with (optional). */
   PARTNER_PAYER_KEY?: string;
+  /** Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). */
+  RECEIPT_SIGNING_KEY?: string;
 }
 
 export type Bindings = Env & Secrets;
@@ -34,6 +36,8 @@ export interface Variables {
   x402Payment: VerifiedPayment | undefined;
   /** The EIP-3009 authorization this request claimed in D1 (see payments/settlement.ts). */
   paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
+  /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */
+  cardCredit: { keyHash: string } | undefined;
 }
 
 export interface PayoutShare {

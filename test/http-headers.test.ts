@@ -173,7 +173,7 @@ describe("CORS", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-allow-methods")).toBe("GET,POST,OPTIONS");
     const allowed = (res.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(",");
-    for (const h of ["payment-signature", "x-payment", "authorization", "content-type"])
+    for (const h of ["payment-signature", "x-payment", "authorization", "content-type", "idempotency-key"])
       expect(allowed).toContain(h);
   });
 
@@ -201,7 +201,14 @@ describe("CORS", () => {
     expect(res.status).toBe(402);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     const exposed = (res.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(",");
-    for (const h of ["payment-required", "payment-response", "x-payment-response", "x-credits-remaining"])
+    for (const h of [
+      "payment-required",
+      "payment-response",
+      "x-payment-response",
+      "x-credits-remaining",
+      "x-payment-receipt",
+      "x-idempotent-replay",
+    ])
       expect(exposed).toContain(h);
   });
 

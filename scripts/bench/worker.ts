@@ -2,6 +2,7 @@
 // Never deployed; scripts/bench.mjs serves it with wrangler dev.
 import { createApp } from "../../src/app";
 import { skillBySlug } from "../../src/skills/registry";
+import { paidOverhead } from "./paid-overhead";
 
 const app = createApp();
 
@@ -38,6 +39,9 @@ app.post("/__bench/time/:slug", async (c) => {
     n: iterations * batch,
   });
 });
+
+// Receipt signing and idempotency lookup per paid call (scripts/bench/paid-overhead.ts).
+app.post("/__bench/paid-overhead", async (c) => c.json(await paidOverhead(c.env, 200, c.executionCtx)));
 
 // The same app with payments on, mounted under /paid, for the payment-path latency figures.
 const paid = createApp();

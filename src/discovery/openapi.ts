@@ -89,7 +89,8 @@ function schemaOf(schema: z.ZodType): Json {
  * Routes served for people and crawlers rather than for API clients, kept out of openapi.json: the
  * document is what agents load into their context, and agent directories (agentcash's audit warns
  * above 40 operations) penalise a surface padded with HTML pages. Pages are listed in sitemap.xml;
- * robots.txt and sitemap.xml live at their standard addresses.
+ * robots.txt and sitemap.xml live at their standard addresses, and so do the receipt key's
+ * did:web document and JWKS (read by verifiers, docs/receipts-and-retries.md).
  */
 export const WEB_ONLY_ROUTES = [
   "GET /",
@@ -109,6 +110,8 @@ export const WEB_ONLY_ROUTES = [
   "GET /checkout/cancel",
   "GET /robots.txt",
   "GET /sitemap.xml",
+  "GET /.well-known/did.json",
+  "GET /.well-known/jwks.json",
 ] as const;
 
 /** API routes other than skills. A test compares this table plus WEB_ONLY_ROUTES with the app's routes. */

@@ -20,6 +20,7 @@ const apiCors = cors({
     "Authorization",
     "X-API-Key",
     "Content-Type",
+    "Idempotency-Key",
     // Browser-based MCP clients (Streamable HTTP) send these on /mcp.
     "Accept",
     "Mcp-Protocol-Version",
@@ -31,6 +32,11 @@ const apiCors = cors({
     "X-PAYMENT-RESPONSE",
     "X-Credits-Remaining",
     "X-Request-Id",
+    // Receipts and idempotent replays (docs/receipts-and-retries.md); Retry-After of a 409 in flight.
+    "X-Payment-Receipt",
+    "X-Idempotent-Replay",
+    "X-Original-Request-Id",
+    "Retry-After",
   ],
   maxAge: 600,
 });

@@ -30,6 +30,7 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       const spent = await spendCredit(c.env.DB, keyHash, skill);
       if (spent) {
         c.header("X-Credits-Remaining", String(spent.calls_left));
+        c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
         await next();
         // A call that did not succeed spends nothing.
         if (c.res.status >= 400) {

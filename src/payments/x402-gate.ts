@@ -11,6 +11,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
 import { pricingConfig } from "../partners/listing";
+import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
 import { x402HttpGate } from "./x402-http";
 import { v1Requirement } from "./x402-v1";
@@ -21,7 +22,7 @@ export const USDC_EXTRA = { name: "USD Coin", version: "2" };
 export const MAX_TIMEOUT_SECONDS = 300;
 
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
-function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
+function routesFor(cfg: PublicConfig, items: Sellable[], paid: Record<string, unknown>): RoutesConfig {
   const routes: Record<string, RouteConfig> = {};
   for (const item of items) {
     const amount = (micros: bigint) => ({
@@ -65,6 +66,7 @@ function routesFor(cfg: PublicConfig, items: Sellable[]): RoutesConfig {
         },
       }),
     };
+    config.extensions = { ...paid, ...config.extensions }; // payment-identifier, offer-receipt (paid-extensions.ts)
     for (const method of item.methods) routes[`${method} ${item.path}`] = config;
   }
   return routes;
@@ -107,7 +109,9 @@ function build(env: Bindings, cfg: PublicConfig): Built {
   // answer 503 themselves).
   const pricing = pricingConfig(env);
   const pc = "error" in pricing ? undefined : pricing;
+  const paid = paidExtensions(env, cfg.baseUrl);
   const key = [
+    paid.id,
     cfg.network,
     cfg.payTo,
     cfg.usdcAddress,
@@ -121,7 +125,11 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     cfg.network as `${string}:${string}`,
     new ExactEvmScheme(),
   );
-  const httpServer = new x402HTTPResourceServer(server, routesFor(cfg, sellables(cfg, pc)));
+  for (const extension of paid.server) server.registerExtension(extension);
+  const httpServer = new x402HTTPResourceServer(
+    server,
+    routesFor(cfg, sellables(cfg, pc), paid.declarations),
+  );
   httpServer.registerPaywallProvider(plainPaywall);
   // The bazaar extension enriches the discovery info of every 402 (as @x402/hono registered it).
   server.registerExtension(bazaarResourceServerExtension);

@@ -16,9 +16,12 @@ import type { AppEnv } from "../env";
 import { detail, partnersMisconfigured } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { sellables } from "../payments/sellables";
+import { didRoutes } from "./did";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
 export const discoveryRoutes = new Hono<AppEnv>();
+
+discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
 
 const CACHE = { "cache-control": "public, max-age=300" };
 const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);

@@ -22,6 +22,8 @@ import {
   type UpstreamResult,
   upstreamPath,
 } from "../partners/try-proxy";
+import { idempotent } from "../payments/idempotency";
+import { signReceipt } from "../payments/receipts";
 import { refundCaller } from "../payments/refunds";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
@@ -228,6 +230,8 @@ for (const method of ["GET", "POST"] as const) {
       await next();
     },
     cacheBody,
+    idempotent(),
+    signReceipt(tryResource),
     explain402,
     per((c) => recordPayment(tryResource(c))),
     partnerGate((c) => {
@@ -274,6 +278,8 @@ for (const method of ["GET", "POST"] as const) {
 partnerRoutes.post(
   REFINERY_SKILL_PATH,
   cacheBody,
+  idempotent(),
+  signReceipt("refinery_recipes"),
   explain402,
   recordPayment("refinery_recipes"),
   // Without a valid partner configuration the handler answers 503, before any payment is asked.

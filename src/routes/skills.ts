@@ -3,6 +3,8 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { InputError, jsonBody, validationResponse } from "../http/validation";
 import { paymentGate } from "../payments/gate";
+import { idempotent } from "../payments/idempotency";
+import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";
 import { serializeOutput } from "../skills/raw-json";
@@ -17,6 +19,8 @@ for (const skill of skills) {
   // is a 422 and is not settled; the authorization is claimed only for a call that will run.
   skillRoutes.post(
     skill.endpoint,
+    idempotent(),
+    signReceipt(skill.id),
     explain402,
     recordPayment(skill.id),
     paymentGate(skill),

@@ -1,0 +1,137 @@
+import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import type { SettleResponse } from "@x402/core/types";
+import { createJWS, OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
+import type { Context, MiddlewareHandler } from "hono";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { receiptKey } from "./receipt-key";
+
+/** The header every paid answer (x402 or card credit) carries its receipt in: a JWS compact string. */
+export const RECEIPT_HEADER = "X-Payment-Receipt";
+
+/**
+ * What a receipt says (docs/receipts.md). The first six fields are the offer-receipt extension's
+ * receipt payload (§5.2); the rest bind the receipt to this exact answer and payment.
+ */
+export interface ReceiptClaims {
+  version: 1;
+  network: string;
+  resourceUrl: string;
+  payer: string;
+  issuedAt: number;
+  transaction?: string;
+  requestId: string;
+  resource: string;
+  paymentMethod: "x402" | "card_credit";
+  amount?: string;
+  asset?: string;
+  payTo?: string;
+  credits?: number;
+  status: number;
+  contentType: string;
+  bodySha256: string;
+}
+
+/**
+ * Outside the payment middlewares: a 2xx that was paid (settled x402, i.e. PAYMENT-RESPONSE or
+ * X-PAYMENT-RESPONSE, or a spent card credit) gets a signed receipt over the exact body bytes it
+ * delivers. A settled x402 answer also carries it where the extension puts it, in the settlement
+ * response's `extensions["offer-receipt"].info.receipt`. Without a signing key nothing is added
+ * (the deployment says so in /.well-known/did.json).
+ */
+export function signReceipt(resource: string | ((c: Context<AppEnv>) => string)): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next();
+    const res = c.res;
+    if (res.status < 200 || res.status >= 300) return;
+    const headerName = res.headers.has("payment-response")
+      ? "payment-response"
+      : res.headers.has("x-payment-response")
+        ? "x-payment-response"
+        : undefined;
+    const card = c.get("cardCredit");
+    if (!headerName && !card) return;
+    const cfg = publicConfig(c.env, c.req.url);
+    const key = receiptKey(c.env.RECEIPT_SIGNING_KEY, cfg.baseUrl);
+    if ("error" in key) return;
+    let settlement: SettleResponse | undefined;
+    if (headerName) {
+      try {
+        settlement = decodePaymentResponseHeader(res.headers.get(headerName) as string);
+      } catch {
+        return; // not a settlement we can vouch for
+      }
+      if (!settlement.success) return;
+    }
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const claims = receiptClaims(c, {
+      resource: typeof resource === "string" ? resource : resource(c),
+      resourceUrl: `${cfg.baseUrl}${c.req.path}`,
+      settlement,
+      cardKeyHash: card?.keyHash,
+      status: res.status,
+      contentType: res.headers.get("content-type") ?? "",
+      bodySha256: await sha256Hex(bytes),
+    });
+    const jws = await createJWS(claims, key.signer);
+    c.res = new Response(bytes, res);
+    c.res.headers.set(RECEIPT_HEADER, jws);
+    if (headerName && settlement) {
+      const receipt = { format: "jws", signature: jws };
+      settlement.extensions = { ...settlement.extensions, [OFFER_RECEIPT]: { info: { receipt } } };
+      c.res.headers.set(headerName, encodePaymentResponseHeader(settlement));
+    }
+  };
+}
+
+function receiptClaims(
+  c: Context<AppEnv>,
+  a: {
+    resource: string;
+    resourceUrl: string;
+    settlement?: SettleResponse;
+    cardKeyHash?: string;
+    status: number;
+    contentType: string;
+    bodySha256: string;
+  },
+): ReceiptClaims {
+  const base = {
+    version: 1 as const,
+    resourceUrl: a.resourceUrl,
+    issuedAt: Math.floor(Date.now() / 1000),
+    requestId: c.get("requestId"),
+    resource: a.resource,
+    status: a.status,
+    contentType: a.contentType,
+    bodySha256: a.bodySha256,
+  };
+  if (!a.settlement) {
+    // Card credits move no money on a chain: no network transaction; the payer is the key's hash
+    // (the buyer can recompute it from the key; it reveals nothing about the key).
+    return {
+      ...base,
+      network: "card_credit",
+      payer: `mk_sha256:${a.cardKeyHash}`,
+      paymentMethod: "card_credit",
+      credits: 1,
+    };
+  }
+  const accepted = c.get("paymentClaim")?.payment.accepted;
+  const s = a.settlement;
+  return {
+    ...base,
+    network: s.network,
+    payer: s.payer ?? "",
+    ...(s.transaction ? { transaction: s.transaction } : {}),
+    paymentMethod: "x402",
+    ...(s.amount || accepted?.amount ? { amount: s.amount || accepted?.amount } : {}),
+    ...(accepted ? { asset: accepted.asset, payTo: accepted.payTo } : {}),
+  };
+}
+
+export async function sha256Hex(bytes: Uint8Array | string): Promise<string> {
+  const data = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
+  const digest = await crypto.subtle.digest("SHA-256", data);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

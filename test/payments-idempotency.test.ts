@@ -1,0 +1,321 @@
+import { env } from "cloudflare:test";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { hashKey, newApiKey } from "../src/payments/credits";
+import { FIXTURE, upstreamRequests } from "./analytic/helpers";
+
+// Idempotent paid retries (src/payments/idempotency.ts) against the facilitator double
+// (test/fixtures/facilitator-double.mjs), which settles for any ordinary payer and counts each
+// settle call by nonce. The same on the real chain with @x402/fetch: test/e2e/receipts.test.ts.
+const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+const app = createApp();
+const hex = (n: number) =>
+  [...crypto.getRandomValues(new Uint8Array(n))].map((b) => b.toString(16).padStart(2, "0")).join("");
+const newPayer = () => `0x${hex(18)}0000a001`;
+
+function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  return app.fetch(
+    new Request(`https://skills.test${path}`, {
+      method: "POST",
+      headers,
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
+    paidEnv,
+  );
+}
+
+async function required(path: string): Promise<PaymentRequired> {
+  const res = await post(path, {});
+  expect(res.status).toBe(402);
+  return decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
+}
+
+/** A fresh authorization (new nonce) that carries `paymentId`, built as a v2 client builds it. */
+async function signed(path: string, from: string, paymentId?: string) {
+  const req = await required(path);
+  const accepted = req.accepts[0] as PaymentRequirements;
+  const nonce = `0x${hex(32)}`;
+  const extensions = structuredClone(req.extensions ?? {}) as Record<string, unknown>;
+  if (paymentId) appendPaymentIdentifierToExtensions(extensions, paymentId);
+  const payload: PaymentPayload = {
+    x402Version: 2,
+    accepted,
+    resource: req.resource,
+    extensions,
+    payload: {
+      signature: `0x${"11".repeat(65)}`,
+      authorization: {
+        from,
+        to: accepted.payTo,
+        value: accepted.amount,
+        nonce,
+        validAfter: "0",
+        validBefore: String(Math.floor(Date.now() / 1000) + 600),
+      },
+    },
+  };
+  return {
+    header: encodePaymentSignatureHeader(payload),
+    nonce,
+    key: `${accepted.network}:${accepted.asset}:${from}:${nonce}`.toLowerCase(),
+  };
+}
+
+const settles = async (...nonces: string[]) => {
+  let n = 0;
+  for (const nonce of nonces) n += await upstreamRequests(`facilitator-settle nonce=${nonce}`);
+  return n;
+};
+const nonceRow = (key: string) =>
+  env.DB.prepare("SELECT status FROM payment_nonces WHERE nonce = ?1").bind(key).first<{ status: string }>();
+const ledgerRowsOf = (payer: string) =>
+  env.DB.prepare("SELECT count(*) AS n FROM payments WHERE payer = ?1").bind(payer).first<{ n: number }>();
+
+// Paid calls build the x402 middleware and talk to the double: generous on a busy machine.
+describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30_000 }, () => {
+  it("the 402 advertises the payment-identifier extension as optional", async () => {
+    const req = await required("/api/skills/sha256");
+    expect(req.extensions?.["payment-identifier"]).toMatchObject({ info: { required: false } });
+  });
+
+  it("an answer lost after settlement: the retry with a fresh signature gets the same bytes, nothing more is settled", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const first = await signed("/api/skills/uuid-mint", payer, id);
+    const lost = await post("/api/skills/uuid-mint", { count: 3 }, { "payment-signature": first.header });
+    expect(lost.status).toBe(200);
+    const lostBody = await lost.arrayBuffer(); // kept only to compare: the client never saw it
+    const lostHeaders = lost.headers;
+    expect(lostHeaders.get("x-payment-receipt")).toBeTruthy();
+    expect(await settles(first.nonce)).toBe(1);
+
+    const retry = await signed("/api/skills/uuid-mint", payer, id);
+    const res = await post("/api/skills/uuid-mint", { count: 3 }, { "payment-signature": retry.header });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-idempotent-replay")).toBe("true");
+    // uuid-mint answers fresh random ids each run: equal bytes prove the handler did not run again.
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(lostBody));
+    for (const h of ["payment-response", "x-payment-receipt", "content-type"]) {
+      expect(res.headers.get(h)).toBe(lostHeaders.get(h));
+    }
+    expect(res.headers.get("x-original-request-id")).toBe(lostHeaders.get("x-request-id"));
+    // One settlement, one ledger row; the fresh authorization was neither settled nor claimed.
+    expect(await settles(first.nonce, retry.nonce)).toBe(1);
+    expect(await ledgerRowsOf(payer)).toEqual({ n: 1 });
+    expect(await nonceRow(retry.key)).toBeNull();
+    expect(await nonceRow(first.key)).toEqual({ status: "settled" });
+  });
+
+  it("a body that differs only in key order and spacing is the same request", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const a = await signed("/api/skills/slugify", payer, id);
+    const one = await post("/api/skills/slugify", '{"text":"Hello World","max_len":20}', {
+      "payment-signature": a.header,
+    });
+    expect(one.status).toBe(200);
+    const b = await signed("/api/skills/slugify", payer, id);
+    const two = await post("/api/skills/slugify", '{ "max_len": 20,\n "text": "Hello World" }', {
+      "payment-signature": b.header,
+    });
+    expect(two.status).toBe(200);
+    expect(two.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await settles(a.nonce, b.nonce)).toBe(1);
+  });
+
+  it("the same id with another body, path or payer is a 409 that says why, and settles nothing", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const first = await signed("/api/skills/sha256", payer, id);
+    expect(
+      (await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": first.header })).status,
+    ).toBe(200);
+
+    const otherBody = await signed("/api/skills/sha256", payer, id);
+    const r1 = await post("/api/skills/sha256", { text: "abd" }, { "payment-signature": otherBody.header });
+    expect(r1.status).toBe(409);
+    const b1 = await r1.json<{ reason: string; detail: string }>();
+    expect(b1.reason).toBe("idempotency_key_mismatch");
+    expect(b1.detail).toMatch(/POST \/api\/skills\/sha256 with a different body/);
+
+    const otherPath = await signed("/api/skills/slugify", payer, id);
+    const r2 = await post("/api/skills/slugify", { text: "abc" }, { "payment-signature": otherPath.header });
+    expect(r2.status).toBe(409);
+    expect((await r2.json<{ detail: string }>()).detail).toMatch(
+      /already used for POST \/api\/skills\/sha256/,
+    );
+
+    const otherPayer = await signed("/api/skills/sha256", newPayer(), id);
+    const r3 = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": otherPayer.header });
+    expect(r3.status).toBe(409);
+    expect((await r3.json<{ detail: string }>()).detail).toMatch(/another payer/);
+
+    expect(await settles(first.nonce, otherBody.nonce, otherPath.nonce, otherPayer.nonce)).toBe(1);
+    for (const s of [otherBody, otherPath, otherPayer]) expect(await nonceRow(s.key)).toBeNull();
+  });
+
+  it("10 concurrent calls with one id: one runs and settles, the others wait (409 Retry-After) or get its answer", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const sigs = await Promise.all(
+      Array.from({ length: 10 }, () => signed("/api/skills/uuid-mint", payer, id)),
+    );
+    const all = await Promise.all(
+      sigs.map((s) => post("/api/skills/uuid-mint", { count: 2 }, { "payment-signature": s.header })),
+    );
+    const ok = all.filter((r) => r.status === 200);
+    const waiting = all.filter((r) => r.status === 409);
+    expect(ok.length + waiting.length).toBe(10);
+    expect(ok.filter((r) => r.headers.get("x-idempotent-replay") !== "true")).toHaveLength(1);
+    for (const r of waiting) {
+      expect(r.headers.get("retry-after")).toBe("2");
+      expect((await r.json<{ reason: string }>()).reason).toBe("idempotent_request_in_flight");
+    }
+    expect(await settles(...sigs.map((s) => s.nonce))).toBe(1);
+    expect(await ledgerRowsOf(payer)).toEqual({ n: 1 });
+    // Once it finished, every waiting client gets the one answer on retry.
+    const bodies = new Set(await Promise.all(ok.map((r) => r.text())));
+    const late = await signed("/api/skills/uuid-mint", payer, id);
+    const again = await post("/api/skills/uuid-mint", { count: 2 }, { "payment-signature": late.header });
+    expect(again.headers.get("x-idempotent-replay")).toBe("true");
+    bodies.add(await again.text());
+    expect(bodies.size).toBe(1);
+    expect(await settles(late.nonce)).toBe(0);
+  });
+
+  it("an id whose call failed is free again: the retry runs and pays normally", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const bad = await signed("/api/skills/sha256", payer, id);
+    expect((await post("/api/skills/sha256", { text: 5 }, { "payment-signature": bad.header })).status).toBe(
+      422,
+    );
+    const good = await signed("/api/skills/sha256", payer, id);
+    const res = await post("/api/skills/sha256", { text: 5 }, { "payment-signature": good.header });
+    expect(res.status).toBe(422);
+    expect(res.headers.get("x-idempotent-replay")).toBeNull();
+    const fixed = await signed("/api/skills/sha256", payer, id);
+    const ok = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": fixed.header });
+    expect(ok.status).toBe(200);
+    expect(await settles(bad.nonce, good.nonce, fixed.nonce)).toBe(1);
+  });
+
+  it("a malformed payment identifier is a 422 before any payment work", async () => {
+    const sig = await signed("/api/skills/sha256", newPayer());
+    const payload = JSON.parse(atob(sig.header)) as PaymentPayload;
+    payload.extensions = { "payment-identifier": { info: { required: false, id: "short!" } } };
+    const res = await post(
+      "/api/skills/sha256",
+      { text: "abc" },
+      { "payment-signature": encodePaymentSignatureHeader(payload) },
+    );
+    expect(res.status).toBe(422);
+    const { detail } = await res.json<{ detail: { loc: string[]; type: string }[] }>();
+    expect(detail[0]?.loc).toEqual([
+      "header",
+      "PAYMENT-SIGNATURE",
+      "extensions",
+      "payment-identifier",
+      "info",
+      "id",
+    ]);
+    expect(await settles(sig.nonce)).toBe(0);
+  });
+
+  it("stored answers expire after the 24 h window: the id then runs (and pays) anew", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const a = await signed("/api/skills/sha256", payer, id);
+    expect(
+      (await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": a.header })).status,
+    ).toBe(200);
+    await env.DB.prepare("UPDATE idempotent_results SET created_at = created_at - 86400001 WHERE key = ?1")
+      .bind(`x402:${id}`)
+      .run();
+    const b = await signed("/api/skills/sha256", payer, id);
+    const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": b.header });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-idempotent-replay")).toBeNull();
+    expect(await settles(a.nonce, b.nonce)).toBe(2);
+  });
+});
+
+describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, () => {
+  const cardEnv = { ...paidEnv, X402_ENABLED: "false" };
+  async function keyWith(calls: number, skill = "uuid_mint") {
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, ?3, ?4, ?4, 0)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key), skill, calls)
+      .run();
+    return key;
+  }
+  const call = (key: string, idem: string | undefined, body: unknown = { count: 2 }) =>
+    app.fetch(
+      new Request("https://skills.test/api/skills/uuid-mint", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, ...(idem ? { "idempotency-key": idem } : {}) },
+        body: JSON.stringify(body),
+      }),
+      cardEnv,
+    );
+  const left = async (key: string) =>
+    (
+      await env.DB.prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1")
+        .bind(await hashKey(key))
+        .first<{ calls_left: number }>()
+    )?.calls_left;
+
+  it("a retry with the same Idempotency-Key returns the stored answer and spends no second credit", async () => {
+    const key = await keyWith(3);
+    const first = await call(key, "order-42");
+    expect(first.status).toBe(200);
+    const body = await first.text();
+    expect(await left(key)).toBe(2);
+    const retry = await call(key, "order-42");
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(body);
+    expect(await left(key)).toBe(2);
+    // Another key is another customer: the same Idempotency-Key string is theirs to use.
+    const other = await keyWith(1);
+    const theirs = await call(other, "order-42");
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers.get("x-idempotent-replay")).toBeNull();
+    // The key sent as X-API-Key is the same customer and the same stored answer.
+    const viaApiKey = await app.fetch(
+      new Request("https://skills.test/api/skills/uuid-mint", {
+        method: "POST",
+        headers: { "x-api-key": key, "idempotency-key": "order-42" },
+        body: JSON.stringify({ count: 2 }),
+      }),
+      cardEnv,
+    );
+    expect(viaApiKey.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await viaApiKey.text()).toBe(body);
+    expect(await left(key)).toBe(2);
+    // Without the header every call spends.
+    expect((await call(key, undefined)).status).toBe(200);
+    expect(await left(key)).toBe(1);
+  });
+
+  it("the same Idempotency-Key with another body is a 409 and spends nothing", async () => {
+    const key = await keyWith(3);
+    expect((await call(key, "k-1")).status).toBe(200);
+    const res = await call(key, "k-1", { count: 5 });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ reason: string }>()).reason).toBe("idempotency_key_mismatch");
+    expect(await left(key)).toBe(2);
+  });
+
+  it("an Idempotency-Key that is not visible ASCII is a 422", async () => {
+    const key = await keyWith(1);
+    const res = await call(key, "x".repeat(256));
+    expect(res.status).toBe(422);
+    expect(await left(key)).toBe(1);
+  });
+});

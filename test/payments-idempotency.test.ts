@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app";
 import { hashKey, newApiKey } from "../src/payments/credits";
@@ -14,7 +16,14 @@ const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facil
 const app = createApp();
 const hex = (n: number) =>
   [...crypto.getRandomValues(new Uint8Array(n))].map((b) => b.toString(16).padStart(2, "0")).join("");
-const newPayer = () => `0x${hex(18)}0000a001`;
+// Real keys: a replay hands out a paid answer only to a payment whose EIP-712 signature recovers to
+// its payer (idempotency.ts), so these payers sign for real; the double settles any of them.
+const accounts = new Map<string, PrivateKeyAccount>();
+const newPayer = () => {
+  const account = privateKeyToAccount(generatePrivateKey());
+  accounts.set(account.address, account);
+  return account.address;
+};
 
 function post(path: string, body: unknown, headers: Record<string, string> = {}) {
   return app.fetch(
@@ -40,22 +49,41 @@ async function signed(path: string, from: string, paymentId?: string) {
   const nonce = `0x${hex(32)}`;
   const extensions = structuredClone(req.extensions ?? {}) as Record<string, unknown>;
   if (paymentId) appendPaymentIdentifierToExtensions(extensions, paymentId);
+  const authorization = {
+    from,
+    to: accepted.payTo,
+    value: accepted.amount,
+    nonce,
+    validAfter: "0",
+    validBefore: String(Math.floor(Date.now() / 1000) + 600),
+  };
+  const account = accounts.get(from);
+  const signature = account
+    ? await account.signTypedData({
+        domain: {
+          name: "USD Coin",
+          version: "2",
+          chainId: Number(accepted.network.split(":")[1]),
+          verifyingContract: accepted.asset as `0x${string}`,
+        },
+        types: authorizationTypes,
+        primaryType: "TransferWithAuthorization",
+        message: {
+          from: from as `0x${string}`,
+          to: accepted.payTo as `0x${string}`,
+          value: BigInt(accepted.amount),
+          validAfter: 0n,
+          validBefore: BigInt(authorization.validBefore),
+          nonce: nonce as `0x${string}`,
+        },
+      })
+    : `0x${"11".repeat(65)}`;
   const payload: PaymentPayload = {
     x402Version: 2,
     accepted,
     resource: req.resource,
     extensions,
-    payload: {
-      signature: `0x${"11".repeat(65)}`,
-      authorization: {
-        from,
-        to: accepted.payTo,
-        value: accepted.amount,
-        nonce,
-        validAfter: "0",
-        validBefore: String(Math.floor(Date.now() / 1000) + 600),
-      },
-    },
+    payload: { signature, authorization },
   };
   return {
     header: encodePaymentSignatureHeader(payload),
@@ -79,6 +107,20 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
   it("the 402 advertises the payment-identifier extension as optional", async () => {
     const req = await required("/api/skills/sha256");
     expect(req.extensions?.["payment-identifier"]).toMatchObject({ info: { required: false } });
+  });
+
+  it("a stored answer goes only to a payment signed by its payer: writing the payer's address in `from` is not enough", async () => {
+    const payer = newPayer();
+    const id = generatePaymentId();
+    const first = await signed("/api/skills/uuid-mint", payer, id);
+    const paid = await post("/api/skills/uuid-mint", { count: 2 }, { "payment-signature": first.header });
+    expect(paid.status).toBe(200);
+    // Same id, same body, `from` = the payer, but a signature nobody made: no replay.
+    accounts.delete(payer);
+    const forged = await signed("/api/skills/uuid-mint", payer, id);
+    const res = await post("/api/skills/uuid-mint", { count: 2 }, { "payment-signature": forged.header });
+    expect(res.headers.get("x-idempotent-replay")).toBeNull();
+    expect(await res.text()).not.toBe(await paid.clone().text());
   });
 
   it("an answer lost after settlement: the retry with a fresh signature gets the same bytes, nothing more is settled", async () => {

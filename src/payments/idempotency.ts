@@ -1,8 +1,10 @@
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
 import { canonicalize } from "@x402/extensions/offer-receipt";
 import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context, MiddlewareHandler } from "hono";
+import { recoverTypedDataAddress } from "viem";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
@@ -97,9 +99,50 @@ async function identify(c: Context<AppEnv>): Promise<Identified> {
       ]),
     };
   }
-  const from = (payment.payload as { authorization?: { from?: unknown } }).authorization?.from;
-  if (typeof from !== "string") return undefined; // refused later as an unsupported payload
+  const from = await signedBy(payment);
+  // Unsigned by its `from` (or not an EOA signature we can check here): no stored answer is
+  // handed out for it; the call goes down the normal paid path, whose facilitator judges it.
+  if (!from) return undefined;
   return { key: `x402:${id}`, principal: `x402:${from.toLowerCase()}`, kind: "x402" };
+}
+
+/**
+ * The payer a fresh EIP-3009 authorization proves, by recovering its EIP-712 signature locally.
+ * A replay hands out a paid answer without verifying the payment with the facilitator, so the
+ * payer must be proven, not read from `from` (anyone can write another's address there).
+ */
+async function signedBy(payment: PaymentPayload): Promise<string | undefined> {
+  const { authorization: auth, signature } = payment.payload as {
+    authorization?: Record<string, string>;
+    signature?: string;
+  };
+  const chainId = Number(/^eip155:(\d+)$/.exec(payment.accepted?.network ?? "")?.[1]);
+  const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
+  if (!auth || typeof auth.from !== "string" || !signature || !chainId) return undefined;
+  try {
+    const recovered = await recoverTypedDataAddress({
+      domain: {
+        name: extra.name,
+        version: extra.version,
+        chainId,
+        verifyingContract: payment.accepted.asset as `0x${string}`,
+      },
+      types: authorizationTypes,
+      primaryType: "TransferWithAuthorization",
+      message: {
+        from: auth.from as `0x${string}`,
+        to: auth.to as `0x${string}`,
+        value: BigInt(auth.value ?? 0),
+        validAfter: BigInt(auth.validAfter ?? 0),
+        validBefore: BigInt(auth.validBefore ?? 0),
+        nonce: auth.nonce as `0x${string}`,
+      },
+      signature: signature as `0x${string}`,
+    });
+    return recovered.toLowerCase() === auth.from.toLowerCase() ? auth.from : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** SHA-256 of the body as canonical JSON (RFC 8785), so key order and spacing do not matter. */

@@ -204,9 +204,9 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
       body: JSON.stringify({ text: "x" }),
     });
     expect(res.status).toBe(402);
-    const body = (await res.json()) as { error: string; accepts: { amount: string }[] };
+    const body = (await res.json()) as { error: string; accepts: { maxAmountRequired: string }[] };
     expect(body.error).toMatch(/no sha256 credits left/);
-    expect(body.accepts[0]?.amount).toBe("3000");
+    expect(body.accepts[0]?.maxAmountRequired).toBe("3000");
     expect(res.headers.get("payment-required")).toBeTruthy();
   });
 });

@@ -52,7 +52,7 @@ export function jsonByteLength(value: unknown, limit = MAX_OUTPUT_BYTES): number
   const visit = (v: unknown): void => {
     if (total > limit) return;
     if (v instanceof RawJson) {
-      total += stringBytes(v.text, limit - total) - 2; // already JSON: no quotes around it
+      total += new TextEncoder().encode(v.text).length; // already JSON text, written as is
       return;
     }
     if (v !== null && typeof v === "object" && typeof (v as { toJSON?: unknown }).toJSON === "function") {
@@ -87,7 +87,8 @@ export function jsonByteLength(value: unknown, limit = MAX_OUTPUT_BYTES): number
         }
         total += 2;
         let first = true;
-        for (const key in v) {
+        // Own enumerable keys, as JSON.stringify reads them (for-in would add inherited ones).
+        for (const key of Object.keys(v)) {
           if (total > limit) return;
           const item = (v as Record<string, unknown>)[key];
           if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { skillById } from "../../src/skills/registry";
 import { analyzeText } from "../../src/skills/stylometry";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { FIXTURE, upstreamRequests } from "./helpers";
 
 interface DetectorBody {
@@ -24,7 +25,7 @@ async function detect(body: Record<string, unknown>) {
   return res.json<DetectorBody>();
 }
 
-describe("ai_detector", () => {
+describe("ai_detector", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("the catalog example is its real output", async () => {
     const skill = skillById("ai_detector");
     const res = await postJson("/api/skills/ai-detector", skill?.example_request);

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { skills } from "../../src/skills/registry";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 
 const analytic = skills.filter((s) => s.kind === "analytic");
 
-describe("analytic skills in the catalog", () => {
+describe("analytic skills in the catalog", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("are the four of spec 1", () => {
     expect(analytic.map((s) => s.id)).toEqual(["osint_graph", "research", "seo", "ai_detector"]);
   });

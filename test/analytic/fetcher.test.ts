@@ -5,6 +5,7 @@ import { fetchPublic, guardUrl, UrlRefused } from "../../src/net/fetcher";
 import { parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "../../src/net/ip-ranges";
 import { UpstreamError } from "../../src/skills/types";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { FIXTURE } from "./helpers";
 import { HOSTILE } from "./hostile-urls";
 
@@ -20,7 +21,7 @@ async function refusal(url: string): Promise<string> {
   throw new Error(`${url} was fetched`);
 }
 
-describe("SSRF guard of the shared fetcher", () => {
+describe("SSRF guard of the shared fetcher", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("the table is large enough", () => {
     expect(HOSTILE.length).toBeGreaterThanOrEqual(30);
   });
@@ -96,7 +97,7 @@ describe("SSRF guard of the shared fetcher", () => {
   });
 });
 
-describe("hostile URLs through the seo endpoint", () => {
+describe("hostile URLs through the seo endpoint", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it.each(HOSTILE)("%s is 422 on body.url", async (url) => {
     const res = await postJson("/api/skills/seo", { url, keywords: null });
     expect(res.status).toBe(422);
@@ -107,7 +108,7 @@ describe("hostile URLs through the seo endpoint", () => {
   });
 });
 
-describe("ip ranges", () => {
+describe("ip ranges", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it.each([
     ["::1", [0, 0, 0, 0, 0, 0, 0, 1]],
     ["::", [0, 0, 0, 0, 0, 0, 0, 0]],

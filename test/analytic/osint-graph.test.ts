@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { osintGraph } from "../../src/skills/osint-graph";
 import { skillById } from "../../src/skills/registry";
 import { postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { FIXTURE, upstreamRequests } from "./helpers";
 
 interface Graph {
@@ -32,7 +33,7 @@ async function graph(seed_entity: string, max_depth?: number) {
 }
 const ids = (b: OsintBody) => b.graph.nodes.map((n) => n.id).sort();
 
-describe("osint_graph on the Wikidata fixture", () => {
+describe("osint_graph on the Wikidata fixture", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("the catalog example is its real output (entity URLs on the configured host)", async () => {
     const skill = skillById("osint_graph");
     const res = await postJson("/api/skills/osint-graph", skill?.example_request);
@@ -184,7 +185,7 @@ describe("osint_graph on the Wikidata fixture", () => {
   });
 });
 
-describe("osint_graph call log and cache", () => {
+describe("osint_graph call log and cache", { timeout: SKILL_TEST_TIMEOUT }, () => {
   const rows = (requestId: string) =>
     env.DB.prepare("SELECT seed_entity, max_depth, nodes FROM osint_calls WHERE request_id = ?")
       .bind(requestId)

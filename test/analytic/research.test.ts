@@ -3,6 +3,7 @@ import { skillById } from "../../src/skills/registry";
 // @ts-expect-error plain JS fixture data
 import { ARTICLES } from "../fixtures/upstream-data.mjs";
 import { postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { unique, upstreamRequests } from "./helpers";
 
 interface ResearchBody {
@@ -23,7 +24,7 @@ async function research(query: string) {
   return res.json<ResearchBody>();
 }
 
-describe("research on the Wikipedia fixture", () => {
+describe("research on the Wikipedia fixture", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("the catalog example is its real output", async () => {
     const skill = skillById("research");
     const res = await postJson("/api/skills/research", skill?.example_request);

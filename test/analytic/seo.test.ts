@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { skillById } from "../../src/skills/registry";
 import { WEIGHTS } from "../../src/skills/seo-audit";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { FIXTURE, upstreamRequests } from "./helpers";
 
 interface SeoBody {
@@ -23,7 +24,7 @@ async function audit(url: string, keywords: string[] | null = null) {
   return res.json<SeoBody>();
 }
 
-describe("seo on fixture pages", () => {
+describe("seo on fixture pages", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("the weights add up to 100", () => {
     expect(Object.values(WEIGHTS).reduce((a, b) => a + b, 0)).toBe(100);
   });

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 const hash = async (text: string, encoding?: string) => {
   const res = await postJson("/api/skills/sha256", { text, encoding });
   return { status: res.status, body: await res.json<Record<string, unknown>>() };
 };
 
-describe("sha256", () => {
+describe("sha256", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("hashes the bytes of each encoding (known vectors)", async () => {
     const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
     expect((await hash("abc")).body).toMatchObject({
@@ -44,7 +45,7 @@ describe("sha256", () => {
   });
 });
 
-describe("token_count", () => {
+describe("token_count", { timeout: SKILL_TEST_TIMEOUT }, () => {
   const count = async (text: string, encoding?: string) =>
     (await postJson("/api/skills/token-count", { text, encoding })).json<Record<string, number | string>>();
 
@@ -76,7 +77,7 @@ describe("token_count", () => {
   });
 });
 
-describe("uuid_mint", () => {
+describe("uuid_mint", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("mints count distinct ids of the asked version", async () => {
     for (const version of [1, 4]) {
       const res = await postJson("/api/skills/uuid-mint", { count: 32, version });
@@ -97,7 +98,7 @@ describe("uuid_mint", () => {
   });
 });
 
-describe("json_schema_validate", () => {
+describe("json_schema_validate", { timeout: SKILL_TEST_TIMEOUT }, () => {
   const validate = async (instance: unknown, schema: unknown) =>
     (await postJson("/api/skills/json-schema-validate", { instance, schema })).json<{
       valid: boolean;

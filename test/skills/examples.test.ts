@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { outputJsonSchema, skills } from "../../src/skills/registry";
 import { postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 // The catalog can never lie: each utility skill's example_response is what it really answers.
-describe("catalog examples are real outputs", () => {
+describe("catalog examples are real outputs", { timeout: SKILL_TEST_TIMEOUT }, () => {
   for (const skill of skills.filter((s) => s.kind === "utility")) {
     it(skill.id, async () => {
       const res = await postJson(skill.endpoint, skill.example_request);
@@ -27,7 +28,9 @@ describe("catalog examples are real outputs", () => {
 });
 
 // The published response schemas describe the catalog examples exactly: every field declared, none missing.
-describe("each example_response conforms to its skill's output schema", () => {
+describe("each example_response conforms to its skill's output schema", {
+  timeout: SKILL_TEST_TIMEOUT,
+}, () => {
   for (const skill of skills) {
     it(skill.id, () => {
       const parsed = skill.response.safeParse(skill.example_response);

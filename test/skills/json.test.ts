@@ -3,11 +3,12 @@ import { describe, expect, it } from "vitest";
 import { flatten } from "../../src/skills/json-flatten";
 import { canonicalJson } from "../../src/skills/json-sort";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 const flat = async (body: unknown) =>
   (await (await postJson("/api/skills/json-flatten", body)).json<{ flat: unknown }>()).flat;
 
-describe("json_flatten", () => {
+describe("json_flatten", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("joins keys with the separator, arrays by index, keeps empties as leaves", async () => {
     expect(await flat({ data: { a: { b: [1, { c: null }] }, e: {}, f: [] } })).toEqual({
       "a.b.0": 1,
@@ -69,7 +70,7 @@ describe("json_flatten", () => {
   });
 });
 
-describe("json_sort", () => {
+describe("json_sort", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("sorts keys by code point, recursively and inside arrays", async () => {
     const res = await postJson("/api/skills/json-sort", {
       data: { b: [{ d: 1, c: 2 }], a: 1, B: 0, é: 1, z: 2 },

@@ -4,6 +4,7 @@ import { extractKeywords } from "../../src/skills/keyword-extract";
 import { limitSlug } from "../../src/skills/slugify";
 import { diffTexts } from "../../src/skills/text-diff";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 const rebuild = (ops: { op: string; value: string }[]) => ({
   a: ops
@@ -16,7 +17,7 @@ const rebuild = (ops: { op: string; value: string }[]) => ({
     .join(""),
 });
 
-describe("text_diff", () => {
+describe("text_diff", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("gives a complete script in each mode, echoing the mode", async () => {
     for (const mode of ["char", "word", "line"]) {
       const a = "The cat sat.\nOn the mat.\n";
@@ -96,7 +97,7 @@ describe("text_diff", () => {
   });
 });
 
-describe("keyword_extract", () => {
+describe("keyword_extract", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("ranks by count then term, filters stopwords and numbers, honours limit", () => {
     const r = extractKeywords("Zebra apple. Apple zebra! The 42 apples and a mango; mango, APPLE.", 3);
     expect(r.keywords).toEqual([
@@ -131,7 +132,7 @@ describe("keyword_extract", () => {
   });
 });
 
-describe("slugify", () => {
+describe("slugify", { timeout: SKILL_TEST_TIMEOUT }, () => {
   const slug = async (text: string, max_len?: number) =>
     await (await postJson("/api/skills/slugify", { text, max_len })).json<{
       slug: string;

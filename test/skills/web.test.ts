@@ -2,8 +2,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { normalizeUrl } from "../../src/skills/url-normalize";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
-describe("url_normalize", () => {
+describe("url_normalize", { timeout: SKILL_TEST_TIMEOUT }, () => {
   it("forces https, lowercases the host, drops default port, fragment and tracking, sorts the query", () => {
     expect(normalizeUrl("HTTP://Example.COM:80/a/./b/../c?utm_source=x&b=2&fbclid=y&a=1&a=0#frag")).toEqual({
       canonical: "https://example.com/a/c?a=1&a=0&b=2",
@@ -62,7 +63,7 @@ describe("url_normalize", () => {
   });
 });
 
-describe("html_clean", () => {
+describe("html_clean", { timeout: SKILL_TEST_TIMEOUT }, () => {
   const HOSTILE =
     '<p onclick="steal()">Hi<img src=x onerror="alert(1)"></p><script>alert("x")</script><style>p{color:red}</style>' +
     '<!-- secret comment --><iframe src="https://evil.test">frame text</iframe><a href="javascript:alert(2)">click</a>';

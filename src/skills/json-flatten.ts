@@ -1,6 +1,16 @@
 import { z } from "zod";
 import { anyJson } from "../http/validation";
+import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
 import { defineSkill } from "./types";
+
+/**
+ * The spec lets `sep` be any value and gives no length; every flattened key repeats it once per
+ * level, so a long separator multiplies the response (issue 19: a 10,000-character sep turned an
+ * 11 KB request into 50 MB). 16 characters covers every real separator ("." "/" "__" " > " "::").
+ */
+export const MAX_SEP_LENGTH = 16;
+
+const stringifySep = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
 
 const INT_LIKE = /^\s*[+-]?\d+\s*$/;
 
@@ -27,8 +37,20 @@ function isContainer(v: unknown): v is Json[] | Record<string, Json> {
   return v !== null && typeof v === "object";
 }
 
-/** Depth-first flatten; entries keep document order, a later duplicate path wins. */
-export function flatten(data: unknown, sep: string, maxDepth: number): Record<string, unknown> {
+/**
+ * Depth-first flatten; entries keep document order, a later duplicate path wins.
+ * Every leaf's key repeats its whole path, so keys alone can outgrow the input by the depth
+ * (a 50-level chain of long keys over 10,000 leaves): their total length is counted as they are
+ * made and the walk stops with OutputTooLarge once it passes `maxKeyChars`, long before the
+ * strings are built in full.
+ */
+export function flatten(
+  data: unknown,
+  sep: string,
+  maxDepth: number,
+  maxKeyChars = MAX_OUTPUT_BYTES,
+): Record<string, unknown> {
+  let keyChars = 0;
   // A prototype-free object: "__proto__" stays a data key, and filling it directly (no pairs
   // array, no Object.keys per node) is ~40% faster on multi-megabyte inputs (npm run bench).
   const out: Record<string, unknown> = Object.create(null);
@@ -42,6 +64,8 @@ export function flatten(data: unknown, sep: string, maxDepth: number): Record<st
       // An empty root has nothing to flatten; everywhere else empties are leaves.
       if (hasKeys || isRoot) return;
     }
+    keyChars += path.length;
+    if (keyChars > maxKeyChars) throw new OutputTooLarge();
     out[path] = value; // a scalar, an empty container, or a subtree cut off at maxDepth
   };
   walk(data, "", 0, true);
@@ -55,12 +79,21 @@ export const jsonFlatten = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (default '.'), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Deterministic and offline.",
+    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (default '.', at most 16 characters), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Deterministic and offline.",
   input: z.object({
     data: anyJson("Any JSON value to flatten."),
     options: z
       .looseObject({
-        sep: z.unknown().optional().meta({ description: 'Separator; any value, stringified. Default ".".' }),
+        sep: z
+          .unknown()
+          .refine((v) => v === undefined || stringifySep(v).length <= MAX_SEP_LENGTH, {
+            message: `String should have at most ${MAX_SEP_LENGTH} characters`,
+            params: { type: "string_too_long", ctx: { max_length: MAX_SEP_LENGTH } },
+          })
+          .optional()
+          .meta({
+            description: `Separator; any value, stringified, at most ${MAX_SEP_LENGTH} characters once stringified. Default ".".`,
+          }),
         max_depth: maxDepth.optional(),
       })
       .nullable()
@@ -85,7 +118,7 @@ export const jsonFlatten = defineSkill({
   },
   run({ data, options }) {
     const rawSep = options?.sep;
-    const sep = rawSep === undefined ? "." : typeof rawSep === "string" ? rawSep : JSON.stringify(rawSep);
+    const sep = rawSep === undefined ? "." : stringifySep(rawSep);
     const depth = options?.max_depth ?? 12;
     const flat = flatten(data, sep, depth);
     return { flat, sep, max_depth: depth, keys: Object.keys(flat).length };

@@ -1,7 +1,15 @@
-import { type Schema, type SchemaDraft, Validator } from "@cfworker/json-schema";
+import type { Schema, SchemaDraft } from "@cfworker/json-schema";
 import { z } from "zod";
-import { anyJson } from "../http/validation";
+import { anyJson, InputError } from "../http/validation";
+import { InvalidPattern, meteredValidation, UnsupportedPattern, WorkLimitExceeded } from "./schema-work";
 import { defineSkill } from "./types";
+
+/**
+ * The response lists at most this many errors (in the validator's order) and counts them all in
+ * `error_count`: one failing rule per item of a big array would otherwise answer megabytes
+ * (issue 19: 5,000 zeros against 20 failing minimums gave 13 MB).
+ */
+export const MAX_ERRORS = 100;
 
 const DRAFTS: [RegExp, SchemaDraft][] = [
   [/draft-04/, "4"],
@@ -70,21 +78,28 @@ export const jsonSchemaValidate = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and each failure with its instance path and message. An invalid schema is reported as a schema error, not thrown. Deterministic and offline.",
+    "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and the first 100 failures with instance path and message (error_count counts all). Patterns run on RE2 (linear time); lookarounds and backreferences are refused (422). An invalid schema is reported as a schema error, not thrown. Deterministic and offline.",
   input: z.object({
     instance: anyJson("The JSON value to validate."),
     schema: anyJson("The JSON Schema (an object, or a boolean)."),
   }),
   output: z.object({
     valid: z.boolean(),
-    errors: z.array(
-      z.object({
-        instance_path: z.string(),
-        keyword: z.string(),
-        schema_path: z.string(),
-        message: z.string(),
-      }),
-    ),
+    errors: z
+      .array(
+        z.object({
+          instance_path: z.string(),
+          keyword: z.string(),
+          schema_path: z.string(),
+          message: z.string(),
+        }),
+      )
+      .max(MAX_ERRORS)
+      .meta({ description: `The first ${MAX_ERRORS} errors, in the validator's order.` }),
+    error_count: z
+      .int()
+      .min(0)
+      .meta({ description: "How many errors there are in all (errors lists at most 100)." }),
     checked: z.boolean().meta({ description: "False when the schema itself was invalid." }),
     draft: z.enum(["4", "7", "2019-09", "2020-12"]),
   }),
@@ -108,6 +123,7 @@ export const jsonSchemaValidate = defineSkill({
         message: 'Instance does not have required property "email".',
       },
     ],
+    error_count: 1,
     checked: true,
     draft: "2020-12",
   },
@@ -119,25 +135,47 @@ export const jsonSchemaValidate = defineSkill({
       errors: [
         { instance_path: "#", keyword: "schema", schema_path: "#", message: `Invalid schema: ${message}` },
       ],
+      error_count: 1,
       checked: false,
       draft,
     });
     if (problems.length > 0) return schemaError(problems.join("; "));
     try {
-      const result = new Validator(schema as Schema | boolean, draft, false).validate(instance);
+      const result = meteredValidation(schema as Schema | boolean, instance, draft);
       return {
         valid: result.valid,
-        errors: result.errors.map((e) => ({
+        errors: result.errors.slice(0, MAX_ERRORS).map((e) => ({
           instance_path: e.instanceLocation,
           keyword: e.keyword,
           schema_path: e.keywordLocation,
           message: e.error,
         })),
+        error_count: result.errors.length,
         checked: true,
         draft,
       };
     } catch (e) {
-      // Unresolvable $ref, invalid pattern and the like surface here.
+      if (e instanceof UnsupportedPattern) {
+        throw InputError.at(
+          ["schema", ...e.path],
+          `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
+          e.pattern,
+          "pattern_unsupported",
+          { pattern: e.pattern, error: e.reason },
+        );
+      }
+      // RangeError: the library's recursion or its error spreading ran out of stack.
+      if (e instanceof WorkLimitExceeded || e instanceof RangeError) {
+        throw InputError.at(
+          ["schema"],
+          "Validation would take too much work for one call (see docs/LIMITS.md): use a smaller schema or instance, fewer combinators or $ref expansions",
+          null,
+          "work_limit_exceeded",
+          { budget_units: e instanceof WorkLimitExceeded ? e.budget : null },
+        );
+      }
+      if (e instanceof InvalidPattern) return schemaError(e.message);
+      // Unresolvable $ref and the like surface here.
       return schemaError(e instanceof Error ? e.message : String(e));
     }
   },

@@ -6,6 +6,12 @@ import { defineSkill } from "./types";
 
 const HAS_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
 
+export function trimTrailingDots(host: string): string {
+  let end = host.length;
+  while (end > 0 && host.charCodeAt(end - 1) === 0x2e) end--;
+  return host.slice(0, end);
+}
+
 function parse(input: string): URL {
   const trimmed = input.trim();
   // "example.com/path" is what people paste; read it as a web address rather than refuse it.
@@ -43,8 +49,9 @@ export function normalizeUrl(input: string) {
   // an https URL names another server and stays.
   url.protocol = "https:";
   url.hash = "";
-  // Every trailing dot, so normalizing the result again changes nothing.
-  url.hostname = url.hostname.replace(/\.+$/, "");
+  // Every trailing dot, so normalizing the result again changes nothing. A loop, not /\.+$/:
+  // that regex retries from every dot of "a....b" and is quadratic (8,000 dots took 57 ms).
+  url.hostname = trimTrailingDots(url.hostname);
 
   const kept: [string, string][] = [];
   let stripped = false;

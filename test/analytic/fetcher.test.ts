@@ -5,6 +5,7 @@ import { fetchPublic, guardUrl, UrlRefused } from "../../src/net/fetcher";
 import { parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "../../src/net/ip-ranges";
 import { UpstreamError } from "../../src/skills/types";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { FIXTURE } from "./helpers";
 import { HOSTILE } from "./hostile-urls";
 
@@ -21,90 +22,132 @@ async function refusal(url: string): Promise<string> {
 }
 
 describe("SSRF guard of the shared fetcher", () => {
-  it("the table is large enough", () => {
-    expect(HOSTILE.length).toBeGreaterThanOrEqual(30);
-  });
+  it(
+    "the table is large enough",
+    () => {
+      expect(HOSTILE.length).toBeGreaterThanOrEqual(30);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it.each(HOSTILE)("refuses %s", async (url) => {
-    const reason = await refusal(url);
-    expect(reason.length).toBeGreaterThan(5);
-  });
+  it.each(HOSTILE)(
+    "refuses %s",
+    async (url) => {
+      const reason = await refusal(url);
+      expect(reason.length).toBeGreaterThan(5);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("says why", async () => {
-    expect(await refusal("http://0x7f000001/")).toMatch(/127\.0\.0\.1.*loopback/);
-    expect(await refusal("http://[::ffff:a9fe:a9fe]/")).toMatch(/IPv4-mapped.*169\.254\.169\.254/);
-    expect(await refusal("http://localtest.me/")).toMatch(/resolves to 127\.0\.0\.1/);
-    expect(await refusal("http://internal-v6.example.net/")).toMatch(/fd12:3456::1.*unique local/);
-    expect(await refusal("http://cname.example.net/")).toMatch(/192\.168\.10\.10/);
-    expect(await refusal("http://mixed.example.net/")).toMatch(/10\.1\.1\.1/);
-    expect(await refusal(`${FIXTURE}/pages/redirect-loopback`)).toMatch(
-      /^redirect to http:\/\/127\.0\.0\.1:9\/admin refused/,
-    );
-    expect(await refusal(`${FIXTURE}/pages/redirect-loop`)).toMatch(/more than 5 redirects/);
-    expect(await refusal("file:///etc/passwd")).toMatch(/scheme file/);
-    expect(await refusal("http://user:pass@example.com/")).toMatch(/userinfo/);
-  });
+  it(
+    "says why",
+    async () => {
+      expect(await refusal("http://0x7f000001/")).toMatch(/127\.0\.0\.1.*loopback/);
+      expect(await refusal("http://[::ffff:a9fe:a9fe]/")).toMatch(/IPv4-mapped.*169\.254\.169\.254/);
+      expect(await refusal("http://localtest.me/")).toMatch(/resolves to 127\.0\.0\.1/);
+      expect(await refusal("http://internal-v6.example.net/")).toMatch(/fd12:3456::1.*unique local/);
+      expect(await refusal("http://cname.example.net/")).toMatch(/192\.168\.10\.10/);
+      expect(await refusal("http://mixed.example.net/")).toMatch(/10\.1\.1\.1/);
+      expect(await refusal(`${FIXTURE}/pages/redirect-loopback`)).toMatch(
+        /^redirect to http:\/\/127\.0\.0\.1:9\/admin refused/,
+      );
+      expect(await refusal(`${FIXTURE}/pages/redirect-loop`)).toMatch(/more than 5 redirects/);
+      expect(await refusal("file:///etc/passwd")).toMatch(/scheme file/);
+      expect(await refusal("http://user:pass@example.com/")).toMatch(/userinfo/);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("refuses the fixture host itself when it is not allow-listed (an empty list allows nothing)", async () => {
-    const strict = netConfig({ ...env, FETCH_ALLOW_HOSTS: "" });
-    expect(strict.allowHosts.size).toBe(0);
-    await expect(fetchPublic(`${FIXTURE}/pages/good.html`, strict, "text/html")).rejects.toThrow(/loopback/);
-    const unset = netConfig({ ...env, FETCH_ALLOW_HOSTS: undefined as unknown as string });
-    expect(unset.allowHosts.size).toBe(0);
-    await expect(fetchPublic(`${FIXTURE}/pages/good.html`, unset, "text/html")).rejects.toBeInstanceOf(
-      UrlRefused,
-    );
-  });
+  it(
+    "refuses the fixture host itself when it is not allow-listed (an empty list allows nothing)",
+    async () => {
+      const strict = netConfig({ ...env, FETCH_ALLOW_HOSTS: "" });
+      expect(strict.allowHosts.size).toBe(0);
+      await expect(fetchPublic(`${FIXTURE}/pages/good.html`, strict, "text/html")).rejects.toThrow(
+        /loopback/,
+      );
+      const unset = netConfig({ ...env, FETCH_ALLOW_HOSTS: undefined as unknown as string });
+      expect(unset.allowHosts.size).toBe(0);
+      await expect(fetchPublic(`${FIXTURE}/pages/good.html`, unset, "text/html")).rejects.toBeInstanceOf(
+        UrlRefused,
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("the allow-list is exact host:port: the same address on another port is refused", async () => {
-    const port = Number(new URL(FIXTURE).port);
-    await expect(refusal(`http://127.0.0.1:${port + 1}/`)).resolves.toMatch(/loopback/);
-    const doc = await fetchPublic(`${FIXTURE}/pages/redirect-good`, cfg, "text/html");
-    expect(doc).toMatchObject({ url: `${FIXTURE}/pages/good.html`, status: 200, redirects: 1 });
-  });
+  it(
+    "the allow-list is exact host:port: the same address on another port is refused",
+    async () => {
+      const port = Number(new URL(FIXTURE).port);
+      await expect(refusal(`http://127.0.0.1:${port + 1}/`)).resolves.toMatch(/loopback/);
+      const doc = await fetchPublic(`${FIXTURE}/pages/redirect-good`, cfg, "text/html");
+      expect(doc).toMatchObject({ url: `${FIXTURE}/pages/good.html`, status: 200, redirects: 1 });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("lets a name through only when every DoH answer is public", async () => {
-    const signal = AbortSignal.timeout(2000);
-    await expect(guardUrl(new URL("https://public.example.net/x"), cfg, signal)).resolves.toBeUndefined();
-    await expect(guardUrl(new URL("https://noaddress.example.net/"), cfg, signal)).rejects.toThrow(
-      /no A or AAAA/,
-    );
-  });
+  it(
+    "lets a name through only when every DoH answer is public",
+    async () => {
+      const signal = AbortSignal.timeout(2000);
+      await expect(guardUrl(new URL("https://public.example.net/x"), cfg, signal)).resolves.toBeUndefined();
+      await expect(guardUrl(new URL("https://noaddress.example.net/"), cfg, signal)).rejects.toThrow(
+        /no A or AAAA/,
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a failing resolver is a 502, not a pass", async () => {
-    const err = await fetchPublic("http://dohfail.example.net/", cfg, "text/html").catch((e) => e);
-    expect(err).toBeInstanceOf(UpstreamError);
-    expect(err.status).toBe(502);
-  });
+  it(
+    "a failing resolver is a 502, not a pass",
+    async () => {
+      const err = await fetchPublic("http://dohfail.example.net/", cfg, "text/html").catch((e) => e);
+      expect(err).toBeInstanceOf(UpstreamError);
+      expect(err.status).toBe(502);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("with DoH off, literal checks still refuse", async () => {
-    const noDns = netConfig({ ...env, DOH_RESOLVER: "off" });
-    expect(noDns.doh).toBeNull();
-    await expect(fetchPublic("http://[::1]/", noDns, "text/html")).rejects.toBeInstanceOf(UrlRefused);
-    await expect(fetchPublic("http://metadata.google.internal/", noDns, "text/html")).rejects.toBeInstanceOf(
-      UrlRefused,
-    );
-  });
+  it(
+    "with DoH off, literal checks still refuse",
+    async () => {
+      const noDns = netConfig({ ...env, DOH_RESOLVER: "off" });
+      expect(noDns.doh).toBeNull();
+      await expect(fetchPublic("http://[::1]/", noDns, "text/html")).rejects.toBeInstanceOf(UrlRefused);
+      await expect(
+        fetchPublic("http://metadata.google.internal/", noDns, "text/html"),
+      ).rejects.toBeInstanceOf(UrlRefused);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("caps the body while streaming and times out slow pages", async () => {
-    const big = await fetchPublic(`${FIXTURE}/pages/huge`, cfg, "text/html").catch((e) => e);
-    expect(big).toBeInstanceOf(UpstreamError);
-    expect(big.message).toMatch(/larger than 2048 KiB/);
-    const slow = await fetchPublic(`${FIXTURE}/pages/upstream-slow`, cfg, "text/html").catch((e) => e);
-    expect(slow).toBeInstanceOf(UpstreamError);
-    expect(slow.status).toBe(504);
-  });
+  it(
+    "caps the body while streaming and times out slow pages",
+    async () => {
+      const big = await fetchPublic(`${FIXTURE}/pages/huge`, cfg, "text/html").catch((e) => e);
+      expect(big).toBeInstanceOf(UpstreamError);
+      expect(big.message).toMatch(/larger than 2048 KiB/);
+      const slow = await fetchPublic(`${FIXTURE}/pages/upstream-slow`, cfg, "text/html").catch((e) => e);
+      expect(slow).toBeInstanceOf(UpstreamError);
+      expect(slow.status).toBe(504);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });
 
 describe("hostile URLs through the seo endpoint", () => {
-  it.each(HOSTILE)("%s is 422 on body.url", async (url) => {
-    const res = await postJson("/api/skills/seo", { url, keywords: null });
-    expect(res.status).toBe(422);
-    const [item, ...rest] = await detailOf(res);
-    expect(rest).toEqual([]);
-    expect(item).toMatchObject({ loc: ["body", "url"], type: "url_refused", input: url });
-    expect(item?.msg).toMatch(/^URL refused: /);
-  });
+  it.each(HOSTILE)(
+    "%s is 422 on body.url",
+    async (url) => {
+      const res = await postJson("/api/skills/seo", { url, keywords: null });
+      expect(res.status).toBe(422);
+      const [item, ...rest] = await detailOf(res);
+      expect(rest).toEqual([]);
+      expect(item).toMatchObject({ loc: ["body", "url"], type: "url_refused", input: url });
+      expect(item?.msg).toMatch(/^URL refused: /);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });
 
 describe("ip ranges", () => {
@@ -114,9 +157,13 @@ describe("ip ranges", () => {
     ["::ffff:127.0.0.1", [0, 0, 0, 0, 0, 0xffff, 0x7f00, 1]],
     ["2001:db8::8:800:200c:417a", [0x2001, 0xdb8, 0, 0, 8, 0x800, 0x200c, 0x417a]],
     ["fe80::1:2", [0xfe80, 0, 0, 0, 0, 0, 1, 2]],
-  ])("parses %s", (text, groups) => {
-    expect(parseIPv6(text)).toEqual(groups);
-  });
+  ])(
+    "parses %s",
+    (text, groups) => {
+      expect(parseIPv6(text)).toEqual(groups);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
   it.each(["1::2::3", "12345::", "::g", "1:2:3:4:5:6:7:8:9", "fe80::1%25eth0", "::1.2.3.256"])(
     "rejects %s",
@@ -125,18 +172,26 @@ describe("ip ranges", () => {
     },
   );
 
-  it("reads WHATWG IPv4 forms", () => {
-    for (const form of ["127.0.0.1", "127.1", "0x7f.1", "2130706433", "017700000001", "0x7f000001"]) {
-      expect(parseIPv4(form), form).toBe(0x7f000001);
-    }
-    expect(parseIPv4("256.0.0.1")).toBeNull();
-    expect(parseIPv4("1.2.3.4.5")).toBeNull();
-  });
+  it(
+    "reads WHATWG IPv4 forms",
+    () => {
+      for (const form of ["127.0.0.1", "127.1", "0x7f.1", "2130706433", "017700000001", "0x7f000001"]) {
+        expect(parseIPv4(form), form).toBe(0x7f000001);
+      }
+      expect(parseIPv4("256.0.0.1")).toBeNull();
+      expect(parseIPv4("1.2.3.4.5")).toBeNull();
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("public addresses pass", () => {
-    expect(reservedIPv4(parseIPv4("8.8.8.8") as number)).toBeNull();
-    expect(reservedIPv4(parseIPv4("93.184.216.34") as number)).toBeNull();
-    expect(reservedIPv6(parseIPv6("2606:4700:4700::1111") as number[])).toBeNull();
-    expect(reservedIPv6(parseIPv6("2a00:1450:4001:82a::200e") as number[])).toBeNull();
-  });
+  it(
+    "public addresses pass",
+    () => {
+      expect(reservedIPv4(parseIPv4("8.8.8.8") as number)).toBeNull();
+      expect(reservedIPv4(parseIPv4("93.184.216.34") as number)).toBeNull();
+      expect(reservedIPv6(parseIPv6("2606:4700:4700::1111") as number[])).toBeNull();
+      expect(reservedIPv6(parseIPv6("2a00:1450:4001:82a::200e") as number[])).toBeNull();
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });

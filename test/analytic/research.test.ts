@@ -3,6 +3,7 @@ import { skillById } from "../../src/skills/registry";
 // @ts-expect-error plain JS fixture data
 import { ARTICLES } from "../fixtures/upstream-data.mjs";
 import { postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { unique, upstreamRequests } from "./helpers";
 
 interface ResearchBody {
@@ -24,82 +25,114 @@ async function research(query: string) {
 }
 
 describe("research on the Wikipedia fixture", () => {
-  it("the catalog example is its real output", async () => {
-    const skill = skillById("research");
-    const res = await postJson("/api/skills/research", skill?.example_request);
-    const { cache, ...body } = await res.json<ResearchBody>();
-    const { cache: _, ...expected } = (skill?.example_response ?? {}) as Record<string, unknown>;
-    expect(body).toEqual(expected);
-  });
+  it(
+    "the catalog example is its real output",
+    async () => {
+      const skill = skillById("research");
+      const res = await postJson("/api/skills/research", skill?.example_request);
+      const { cache, ...body } = await res.json<ResearchBody>();
+      const { cache: _, ...expected } = (skill?.example_response ?? {}) as Record<string, unknown>;
+      expect(body).toEqual(expected);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("summarises only sentences that exist in the sources, ranked and de-duplicated", async () => {
-    const body = await research("x402 payment protocol");
-    expect(body.sources.map((s) => s.title)).toEqual(["HTTP 402", "Micropayment"]);
-    expect(body.sources[0]?.url).toBe("https://en.wikipedia.org/wiki/HTTP_402");
-    // No invented text: every sentence is verbatim from an extract, and the summary is them joined.
-    for (const s of body.sentences)
-      expect(
-        extracts.some((e) => e.includes(s.text)),
-        s.text,
-      ).toBe(true);
-    expect(body.summary).toBe(body.sentences.map((s) => s.text).join(" "));
-    // Ranked by relevance.
-    const scores = body.sentences.map((s) => s.score);
-    expect(scores).toEqual([...scores].sort((a, b) => b - a));
-    expect(body.sentences[0]?.text).toMatch(/x402 payment protocol/);
-    // The near-identical sentence of the second article is dropped as a duplicate.
-    expect(body.summary.match(/x402 payment protocol/g)).toHaveLength(1);
-    expect(body.confidence).toBeGreaterThan(0.5);
-    expect(body.confidence).toBeLessThanOrEqual(1);
-  });
+  it(
+    "summarises only sentences that exist in the sources, ranked and de-duplicated",
+    async () => {
+      const body = await research("x402 payment protocol");
+      expect(body.sources.map((s) => s.title)).toEqual(["HTTP 402", "Micropayment"]);
+      expect(body.sources[0]?.url).toBe("https://en.wikipedia.org/wiki/HTTP_402");
+      // No invented text: every sentence is verbatim from an extract, and the summary is them joined.
+      for (const s of body.sentences)
+        expect(
+          extracts.some((e) => e.includes(s.text)),
+          s.text,
+        ).toBe(true);
+      expect(body.summary).toBe(body.sentences.map((s) => s.text).join(" "));
+      // Ranked by relevance.
+      const scores = body.sentences.map((s) => s.score);
+      expect(scores).toEqual([...scores].sort((a, b) => b - a));
+      expect(body.sentences[0]?.text).toMatch(/x402 payment protocol/);
+      // The near-identical sentence of the second article is dropped as a duplicate.
+      expect(body.summary.match(/x402 payment protocol/g)).toHaveLength(1);
+      expect(body.confidence).toBeGreaterThan(0.5);
+      expect(body.confidence).toBeLessThanOrEqual(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("confidence reflects coverage: a query only partly covered scores lower", async () => {
-    const full = await research("x402 payment protocol");
-    const partial = await research("stablecoin circle volatility");
-    expect(partial.sources.map((s) => s.title)).toEqual([]);
-    expect(partial.confidence).toBe(0);
-    const single = await research("stablecoin");
-    expect(single.sources.map((s) => s.title)).toEqual(["Stablecoin"]);
-    expect(single.confidence).toBeLessThan(full.confidence);
-  });
+  it(
+    "confidence reflects coverage: a query only partly covered scores lower",
+    async () => {
+      const full = await research("x402 payment protocol");
+      const partial = await research("stablecoin circle volatility");
+      expect(partial.sources.map((s) => s.title)).toEqual([]);
+      expect(partial.confidence).toBe(0);
+      const single = await research("stablecoin");
+      expect(single.sources.map((s) => s.title)).toEqual(["Stablecoin"]);
+      expect(single.confidence).toBeLessThan(full.confidence);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("no article found is a clear 200 with confidence 0", async () => {
-    const body = await research("qwxzv nonexistent topic");
-    expect(body).toMatchObject({ sources: [], confidence: 0, sentences: [] });
-    expect(body.summary).toMatch(
-      /^No Wikipedia article matched "qwxzv nonexistent topic"; nothing to summarise/,
-    );
-  });
+  it(
+    "no article found is a clear 200 with confidence 0",
+    async () => {
+      const body = await research("qwxzv nonexistent topic");
+      expect(body).toMatchObject({ sources: [], confidence: 0, sentences: [] });
+      expect(body.summary).toMatch(
+        /^No Wikipedia article matched "qwxzv nonexistent topic"; nothing to summarise/,
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a query longer than Wikipedia's 300-character search limit is searched by its keywords", async () => {
-    // The fixture, like Wikipedia, refuses a search over 300 characters (that would be a 502 here).
-    const query = "Stablecoin, stablecoin. ".repeat(20);
-    expect(query.length).toBeGreaterThan(300);
-    const body = await research(query);
-    expect(body.sources.map((s) => s.title)).toContain("Stablecoin");
-  });
+  it(
+    "a query longer than Wikipedia's 300-character search limit is searched by its keywords",
+    async () => {
+      // The fixture, like Wikipedia, refuses a search over 300 characters (that would be a 502 here).
+      const query = "Stablecoin, stablecoin. ".repeat(20);
+      expect(query.length).toBeGreaterThan(300);
+      const body = await research(query);
+      expect(body.sources.map((s) => s.title)).toContain("Stablecoin");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("an upstream 500 is a 502 JSON error and the caller is not charged", async () => {
-    const res = await postJson("/api/skills/research", { query: "upstream-failure" });
-    expect(res.status).toBe(502);
-    expect(await res.json()).toEqual({ detail: "Wikipedia answered HTTP 500", charged: false });
-  });
+  it(
+    "an upstream 500 is a 502 JSON error and the caller is not charged",
+    async () => {
+      const res = await postJson("/api/skills/research", { query: "upstream-failure" });
+      expect(res.status).toBe(502);
+      expect(await res.json()).toEqual({ detail: "Wikipedia answered HTTP 500", charged: false });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a slow upstream is a 504", async () => {
-    const res = await postJson("/api/skills/research", { query: "upstream-slow" });
-    expect(res.status).toBe(504);
-    expect(await res.json()).toMatchObject({ charged: false });
-  });
+  it(
+    "a slow upstream is a 504",
+    async () => {
+      const res = await postJson("/api/skills/research", { query: "upstream-slow" });
+      expect(res.status).toBe(504);
+      expect(await res.json()).toMatchObject({ charged: false });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a second identical call (modulo case and spaces) is served from KV without an upstream request", async () => {
-    const query = unique("stablecoin");
-    const first = await research(query);
-    expect(first.cache).toBe("miss");
-    expect(await upstreamRequests(`srsearch=${query}&`)).toBe(1);
-    const second = await research(`  ${query.toUpperCase()} `);
-    expect(second.cache).toBe("hit");
-    expect(second.query).toBe(`  ${query.toUpperCase()} `);
-    expect(second.summary).toBe(first.summary);
-    expect(await upstreamRequests(`srsearch=${query}&`)).toBe(1);
-  });
+  it(
+    "a second identical call (modulo case and spaces) is served from KV without an upstream request",
+    async () => {
+      const query = unique("stablecoin");
+      const first = await research(query);
+      expect(first.cache).toBe("miss");
+      expect(await upstreamRequests(`srsearch=${query}&`)).toBe(1);
+      const second = await research(`  ${query.toUpperCase()} `);
+      expect(second.cache).toBe("hit");
+      expect(second.query).toBe(`  ${query.toUpperCase()} `);
+      expect(second.summary).toBe(first.summary);
+      expect(await upstreamRequests(`srsearch=${query}&`)).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { skillById } from "../../src/skills/registry";
 import { WEIGHTS } from "../../src/skills/seo-audit";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
 import { FIXTURE, upstreamRequests } from "./helpers";
 
 interface SeoBody {
@@ -24,112 +25,163 @@ async function audit(url: string, keywords: string[] | null = null) {
 }
 
 describe("seo on fixture pages", () => {
-  it("the weights add up to 100", () => {
-    expect(Object.values(WEIGHTS).reduce((a, b) => a + b, 0)).toBe(100);
-  });
+  it(
+    "the weights add up to 100",
+    () => {
+      expect(Object.values(WEIGHTS).reduce((a, b) => a + b, 0)).toBe(100);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("the catalog example is its real output on a page shaped like example.com", async () => {
-    const skill = skillById("seo");
-    const { cache, ...body } = await audit(`${FIXTURE}/pages/example-domain.html`, ["example"]);
-    const { cache: _, ...expected } = JSON.parse(
-      JSON.stringify(skill?.example_response).replaceAll(
-        "https://example.com/",
-        `${FIXTURE}/pages/example-domain.html`,
-      ),
-    );
-    expect(body).toEqual(expected);
-  });
+  it(
+    "the catalog example is its real output on a page shaped like example.com",
+    async () => {
+      const skill = skillById("seo");
+      const { cache, ...body } = await audit(`${FIXTURE}/pages/example-domain.html`, ["example"]);
+      const { cache: _, ...expected } = JSON.parse(
+        JSON.stringify(skill?.example_response).replaceAll(
+          "https://example.com/",
+          `${FIXTURE}/pages/example-domain.html`,
+        ),
+      );
+      expect(body).toEqual(expected);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a well-built page scores 100 with nothing to recommend", async () => {
-    const body = await audit(`${FIXTURE}/pages/good.html`, ["Solar Panels"]);
-    expect(body).toMatchObject({ skill: "seo", keywords: ["solar panels"], score: 100, recommendations: [] });
-    expect(body.score_breakdown).toEqual(WEIGHTS);
-    expect(body.checks).toMatchObject({
-      title: { length: 48 },
-      h1_count: 1,
-      lang: "en",
-      links: { internal: 1, external: 1 },
-      images: { total: 2, missing_alt: 0 },
-      structured_data: { types: ["Article"] },
-    });
-  });
+  it(
+    "a well-built page scores 100 with nothing to recommend",
+    async () => {
+      const body = await audit(`${FIXTURE}/pages/good.html`, ["Solar Panels"]);
+      expect(body).toMatchObject({
+        skill: "seo",
+        keywords: ["solar panels"],
+        score: 100,
+        recommendations: [],
+      });
+      expect(body.score_breakdown).toEqual(WEIGHTS);
+      expect(body.checks).toMatchObject({
+        title: { length: 48 },
+        h1_count: 1,
+        lang: "en",
+        links: { internal: 1, external: 1 },
+        images: { total: 2, missing_alt: 0 },
+        structured_data: { types: ["Article"] },
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a poor page gets a low score and specific, actionable recommendations", async () => {
-    const body = await audit(`${FIXTURE}/pages/poor.html`, ["solar"]);
-    expect(body.score).toBeLessThan(30);
-    expect(body.recommendations).toEqual(
-      expect.arrayContaining([
-        "Shorten the title to 60 characters or fewer (it has 86); search results cut it.",
-        "Add a meta description of 70-160 characters summarising the page.",
-        'Use exactly one <h1> (found 2: "Welcome", "Products"); make the others <h2>.',
-        'Fix the heading order: <h3> "Details" follows <h1> (skips a level).',
-        'Remove "noindex" from the robots meta tag ("noindex, nofollow") if this page should appear in search results.',
-        'Declare the page language on the root element, e.g. <html lang="en">.',
-        'Add alt text to 2 of 3 images (/a.jpg, /b.jpg); use alt="" only for decorative ones.',
-        "Fix 1 JSON-LD block(s) that are not valid JSON; search engines ignore them.",
-        "Expand the main content: 8 words of text; aim for at least 300.",
-        'Use the keyword "solar" in the title, the <h1>, the meta description.',
-        'The keyword "solar" does not occur in the body text; cover it.',
-      ]),
-    );
-    expect(body.score_breakdown).toMatchObject({ robots: 0, lang: 0, h1: 4, heading_order: 0, keywords: 0 });
-  });
+  it(
+    "a poor page gets a low score and specific, actionable recommendations",
+    async () => {
+      const body = await audit(`${FIXTURE}/pages/poor.html`, ["solar"]);
+      expect(body.score).toBeLessThan(30);
+      expect(body.recommendations).toEqual(
+        expect.arrayContaining([
+          "Shorten the title to 60 characters or fewer (it has 86); search results cut it.",
+          "Add a meta description of 70-160 characters summarising the page.",
+          'Use exactly one <h1> (found 2: "Welcome", "Products"); make the others <h2>.',
+          'Fix the heading order: <h3> "Details" follows <h1> (skips a level).',
+          'Remove "noindex" from the robots meta tag ("noindex, nofollow") if this page should appear in search results.',
+          'Declare the page language on the root element, e.g. <html lang="en">.',
+          'Add alt text to 2 of 3 images (/a.jpg, /b.jpg); use alt="" only for decorative ones.',
+          "Fix 1 JSON-LD block(s) that are not valid JSON; search engines ignore them.",
+          "Expand the main content: 8 words of text; aim for at least 300.",
+          'Use the keyword "solar" in the title, the <h1>, the meta description.',
+          'The keyword "solar" does not occur in the body text; cover it.',
+        ]),
+      );
+      expect(body.score_breakdown).toMatchObject({
+        robots: 0,
+        lang: 0,
+        h1: 4,
+        heading_order: 0,
+        keywords: 0,
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("null keywords are extracted from the page", async () => {
-    const body = await audit(`${FIXTURE}/pages/good.html`, null);
-    expect(body.keywords_extracted).toBe(true);
-    expect(body.keywords).toHaveLength(5);
-    expect(body.keywords).toContain("solar");
-  });
+  it(
+    "null keywords are extracted from the page",
+    async () => {
+      const body = await audit(`${FIXTURE}/pages/good.html`, null);
+      expect(body.keywords_extracted).toBe(true);
+      expect(body.keywords).toHaveLength(5);
+      expect(body.keywords).toContain("solar");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("follows a same-host redirect and audits the final page", async () => {
-    const body = await audit(`${FIXTURE}/pages/redirect-good`, ["solar panels"]);
-    expect(body.final_url).toBe(`${FIXTURE}/pages/good.html`);
-    expect(body.url).toBe(`${FIXTURE}/pages/redirect-good`);
-    expect(body.score).toBe(100);
-  });
+  it(
+    "follows a same-host redirect and audits the final page",
+    async () => {
+      const body = await audit(`${FIXTURE}/pages/redirect-good`, ["solar panels"]);
+      expect(body.final_url).toBe(`${FIXTURE}/pages/good.html`);
+      expect(body.url).toBe(`${FIXTURE}/pages/redirect-good`);
+      expect(body.score).toBe(100);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a redirect to loopback is refused as a 422 on url", async () => {
-    const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/redirect-loopback` });
-    expect(res.status).toBe(422);
-    const [item] = await detailOf(res);
-    expect(item).toMatchObject({ loc: ["body", "url"], type: "url_refused" });
-    expect(item?.msg).toMatch(
-      /redirect to http:\/\/127\.0\.0\.1:9\/admin refused: host 127\.0\.0\.1 is a loopback/,
-    );
-  });
+  it(
+    "a redirect to loopback is refused as a 422 on url",
+    async () => {
+      const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/redirect-loopback` });
+      expect(res.status).toBe(422);
+      const [item] = await detailOf(res);
+      expect(item).toMatchObject({ loc: ["body", "url"], type: "url_refused" });
+      expect(item?.msg).toMatch(
+        /redirect to http:\/\/127\.0\.0\.1:9\/admin refused: host 127\.0\.0\.1 is a loopback/,
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a page that is not HTML is a 422 naming its content type", async () => {
-    const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/data.json` });
-    expect(res.status).toBe(422);
-    expect((await detailOf(res))[0]).toMatchObject({
-      loc: ["body", "url"],
-      type: "url_content_type",
-      ctx: { content_type: "application/json" },
-    });
-  });
+  it(
+    "a page that is not HTML is a 422 naming its content type",
+    async () => {
+      const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/data.json` });
+      expect(res.status).toBe(422);
+      expect((await detailOf(res))[0]).toMatchObject({
+        loc: ["body", "url"],
+        type: "url_content_type",
+        ctx: { content_type: "application/json" },
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
   it.each([
     ["upstream-failure", 502, /the page answered HTTP 500/],
     ["missing", 502, /the page answered HTTP 404/],
     ["huge", 502, /larger than/],
     ["upstream-slow", 504, /did not answer within 1500 ms/],
-  ])("page %s is a %i and the caller is not charged", async (page, status, detail) => {
-    const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/${page}` });
-    expect(res.status).toBe(status);
-    const body = await res.json<{ detail: string; charged: boolean }>();
-    expect(body.detail).toMatch(detail);
-    expect(body.charged).toBe(false);
-  });
+  ])(
+    "page %s is a %i and the caller is not charged",
+    async (page, status, detail) => {
+      const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/${page}` });
+      expect(res.status).toBe(status);
+      const body = await res.json<{ detail: string; charged: boolean }>();
+      expect(body.detail).toMatch(detail);
+      expect(body.charged).toBe(false);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("a second identical call is served from KV without fetching the page again", async () => {
-    const url = `${FIXTURE}/pages/good.html?cache-test=${crypto.randomUUID()}`;
-    const first = await audit(url, ["solar panels"]);
-    expect(first.cache).toBe("miss");
-    expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
-    const second = await audit(`${url}#fragment`, [" Solar  panels "]);
-    expect(second.cache).toBe("hit");
-    expect(second.score).toBe(first.score);
-    expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
-  });
+  it(
+    "a second identical call is served from KV without fetching the page again",
+    async () => {
+      const url = `${FIXTURE}/pages/good.html?cache-test=${crypto.randomUUID()}`;
+      const first = await audit(url, ["solar panels"]);
+      expect(first.cache).toBe("miss");
+      expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
+      const second = await audit(`${url}#fragment`, [" Solar  panels "]);
+      expect(second.cache).toBe("hit");
+      expect(second.score).toBe(first.score);
+      expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });

@@ -3,106 +3,151 @@ import { describe, expect, it } from "vitest";
 import { flatten } from "../../src/skills/json-flatten";
 import { canonicalJson } from "../../src/skills/json-sort";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 const flat = async (body: unknown) =>
   (await (await postJson("/api/skills/json-flatten", body)).json<{ flat: unknown }>()).flat;
 
 describe("json_flatten", () => {
-  it("joins keys with the separator, arrays by index, keeps empties as leaves", async () => {
-    expect(await flat({ data: { a: { b: [1, { c: null }] }, e: {}, f: [] } })).toEqual({
-      "a.b.0": 1,
-      "a.b.1.c": null,
-      e: {},
-      f: [],
-    });
-  });
+  it(
+    "joins keys with the separator, arrays by index, keeps empties as leaves",
+    async () => {
+      expect(await flat({ data: { a: { b: [1, { c: null }] }, e: {}, f: [] } })).toEqual({
+        "a.b.0": 1,
+        "a.b.1.c": null,
+        e: {},
+        f: [],
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("stringifies any separator value", async () => {
-    expect(await flat({ data: { a: { b: 1 } }, options: { sep: "/" } })).toEqual({ "a/b": 1 });
-    expect(await flat({ data: { a: { b: 1 } }, options: { sep: 7 } })).toEqual({ a7b: 1 });
-    expect(await flat({ data: { a: { b: 1 } }, options: { sep: null } })).toEqual({ anullb: 1 });
-    expect(await flat({ data: { a: { b: 1 } }, options: { sep: "" } })).toEqual({ ab: 1 });
-  });
+  it(
+    "stringifies any separator value",
+    async () => {
+      expect(await flat({ data: { a: { b: 1 } }, options: { sep: "/" } })).toEqual({ "a/b": 1 });
+      expect(await flat({ data: { a: { b: 1 } }, options: { sep: 7 } })).toEqual({ a7b: 1 });
+      expect(await flat({ data: { a: { b: 1 } }, options: { sep: null } })).toEqual({ anullb: 1 });
+      expect(await flat({ data: { a: { b: 1 } }, options: { sep: "" } })).toEqual({ ab: 1 });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("keeps subtrees deeper than max_depth whole, with integer-like strings accepted", async () => {
-    const data = { a: { b: { c: { d: 1 } } } };
-    expect(await flat({ data, options: { max_depth: 2 } })).toEqual({ "a.b": { c: { d: 1 } } });
-    expect(await flat({ data, options: { max_depth: " +1 " } })).toEqual({ a: { b: { c: { d: 1 } } } });
-    expect(await flat({ data, options: { max_depth: "-3" } })).toEqual({ "": data });
-    expect(await flat({ data })).toEqual({ "a.b.c.d": 1 });
-  });
+  it(
+    "keeps subtrees deeper than max_depth whole, with integer-like strings accepted",
+    async () => {
+      const data = { a: { b: { c: { d: 1 } } } };
+      expect(await flat({ data, options: { max_depth: 2 } })).toEqual({ "a.b": { c: { d: 1 } } });
+      expect(await flat({ data, options: { max_depth: " +1 " } })).toEqual({ a: { b: { c: { d: 1 } } } });
+      expect(await flat({ data, options: { max_depth: "-3" } })).toEqual({ "": data });
+      expect(await flat({ data })).toEqual({ "a.b.c.d": 1 });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("flattens scalars and empty roots predictably", async () => {
-    expect(await flat({ data: 5 })).toEqual({ "": 5 });
-    expect(await flat({ data: {} })).toEqual({});
-    expect(await flat({ data: [] })).toEqual({});
-    expect(await flat({ data: ["x"] })).toEqual({ "0": "x" });
-  });
+  it(
+    "flattens scalars and empty roots predictably",
+    async () => {
+      expect(await flat({ data: 5 })).toEqual({ "": 5 });
+      expect(await flat({ data: {} })).toEqual({});
+      expect(await flat({ data: [] })).toEqual({});
+      expect(await flat({ data: ["x"] })).toEqual({ "0": "x" });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("keeps a __proto__ key as data", async () => {
-    const res = await postJson("/api/skills/json-flatten", '{"data":{"__proto__":{"x":1}}}');
-    expect(await res.text()).toContain('"__proto__.x":1');
-  });
+  it(
+    "keeps a __proto__ key as data",
+    async () => {
+      const res = await postJson("/api/skills/json-flatten", '{"data":{"__proto__":{"x":1}}}');
+      expect(await res.text()).toContain('"__proto__.x":1');
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
   it.each([
     ["abc", "int_parsing"],
     [1.5, "int_from_float"],
     [true, "int_type"],
     ["1.0", "int_parsing"],
-  ])("max_depth %j is 422 %s", async (value, type) => {
-    const res = await postJson("/api/skills/json-flatten", { data: {}, options: { max_depth: value } });
-    expect(res.status).toBe(422);
-    expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", "options", "max_depth"], type });
-  });
+  ])(
+    "max_depth %j is 422 %s",
+    async (value, type) => {
+      const res = await postJson("/api/skills/json-flatten", { data: {}, options: { max_depth: value } });
+      expect(res.status).toBe(422);
+      expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", "options", "max_depth"], type });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("is idempotent on shallow data: flattening a flat object changes nothing", () => {
-    fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => {
-        const once = flatten(value, ".", 12);
-        expect(flatten(once, ".", 12)).toEqual(once);
-        // Every leaf is a scalar or an empty container.
-        for (const v of Object.values(once)) {
-          if (v !== null && typeof v === "object") expect(Object.keys(v)).toHaveLength(0);
-        }
-      }),
-    );
-  });
+  it(
+    "is idempotent on shallow data: flattening a flat object changes nothing",
+    () => {
+      fc.assert(
+        fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => {
+          const once = flatten(value, ".", 12);
+          expect(flatten(once, ".", 12)).toEqual(once);
+          // Every leaf is a scalar or an empty container.
+          for (const v of Object.values(once)) {
+            if (v !== null && typeof v === "object") expect(Object.keys(v)).toHaveLength(0);
+          }
+        }),
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });
 
 describe("json_sort", () => {
-  it("sorts keys by code point, recursively and inside arrays", async () => {
-    const res = await postJson("/api/skills/json-sort", {
-      data: { b: [{ d: 1, c: 2 }], a: 1, B: 0, é: 1, z: 2 },
-    });
-    const text = await res.text();
-    expect(text).toContain('"sorted":{"B":0,"a":1,"b":[{"c":2,"d":1}],"z":2,"é":1}');
-    const body = JSON.parse(text);
-    expect(body.canonical).toBe('{"B":0,"a":1,"b":[{"c":2,"d":1}],"z":2,"é":1}');
-    expect(body.bytes).toBe(new TextEncoder().encode(body.canonical).length);
-  });
+  it(
+    "sorts keys by code point, recursively and inside arrays",
+    async () => {
+      const res = await postJson("/api/skills/json-sort", {
+        data: { b: [{ d: 1, c: 2 }], a: 1, B: 0, é: 1, z: 2 },
+      });
+      const text = await res.text();
+      expect(text).toContain('"sorted":{"B":0,"a":1,"b":[{"c":2,"d":1}],"z":2,"é":1}');
+      const body = JSON.parse(text);
+      expect(body.canonical).toBe('{"B":0,"a":1,"b":[{"c":2,"d":1}],"z":2,"é":1}');
+      expect(body.bytes).toBe(new TextEncoder().encode(body.canonical).length);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("orders integer-like keys as text, which a JS object cannot do", async () => {
-    const res = await postJson("/api/skills/json-sort", { data: { "9": 1, "10": 2, b: 3 } });
-    const text = await res.text();
-    expect(text).toContain('"sorted":{"10":2,"9":1,"b":3}');
-  });
+  it(
+    "orders integer-like keys as text, which a JS object cannot do",
+    async () => {
+      const res = await postJson("/api/skills/json-sort", { data: { "9": 1, "10": 2, b: 3 } });
+      const text = await res.text();
+      expect(text).toContain('"sorted":{"10":2,"9":1,"b":3}');
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("reverses and handles astral characters in code-point order", async () => {
-    const res = await postJson("/api/skills/json-sort", {
-      data: { "\u{1F600}": 1, "\uFFFD": 2, a: 3 },
-      reverse: true,
-    });
-    const body = await res.json<{ canonical: string }>();
-    expect(body.canonical).toBe('{"😀":1,"�":2,"a":3}');
-  });
+  it(
+    "reverses and handles astral characters in code-point order",
+    async () => {
+      const res = await postJson("/api/skills/json-sort", {
+        data: { "\u{1F600}": 1, "\uFFFD": 2, a: 3 },
+        reverse: true,
+      });
+      const body = await res.json<{ canonical: string }>();
+      expect(body.canonical).toBe('{"😀":1,"�":2,"a":3}');
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("is idempotent and preserves the value", () => {
-    fc.assert(
-      fc.property(fc.jsonValue(), fc.boolean(), (value, reverse) => {
-        const once = canonicalJson(value, reverse);
-        expect(canonicalJson(JSON.parse(once), reverse)).toBe(once);
-        expect(JSON.parse(once)).toEqual(JSON.parse(JSON.stringify(value)));
-      }),
-    );
-  });
+  it(
+    "is idempotent and preserves the value",
+    () => {
+      fc.assert(
+        fc.property(fc.jsonValue(), fc.boolean(), (value, reverse) => {
+          const once = canonicalJson(value, reverse);
+          expect(canonicalJson(JSON.parse(once), reverse)).toBe(once);
+          expect(JSON.parse(once)).toEqual(JSON.parse(JSON.stringify(value)));
+        }),
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });

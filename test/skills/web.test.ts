@@ -2,64 +2,91 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { normalizeUrl } from "../../src/skills/url-normalize";
 import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 describe("url_normalize", () => {
-  it("forces https, lowercases the host, drops default port, fragment and tracking, sorts the query", () => {
-    expect(normalizeUrl("HTTP://Example.COM:80/a/./b/../c?utm_source=x&b=2&fbclid=y&a=1&a=0#frag")).toEqual({
-      canonical: "https://example.com/a/c?a=1&a=0&b=2",
-      scheme: "https",
-      host: "example.com",
-      port: null,
-      path: "/a/c",
-      query: { a: ["1", "0"], b: "2" },
-      stripped_tracking: true,
-    });
-  });
+  it(
+    "forces https, lowercases the host, drops default port, fragment and tracking, sorts the query",
+    () => {
+      expect(normalizeUrl("HTTP://Example.COM:80/a/./b/../c?utm_source=x&b=2&fbclid=y&a=1&a=0#frag")).toEqual(
+        {
+          canonical: "https://example.com/a/c?a=1&a=0&b=2",
+          scheme: "https",
+          host: "example.com",
+          port: null,
+          path: "/a/c",
+          query: { a: ["1", "0"], b: "2" },
+          stripped_tracking: true,
+        },
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("keeps a non-default port and says when nothing was stripped", () => {
-    const r = normalizeUrl("https://api.example.com:8443/v1?q=a+b");
-    expect(r.canonical).toBe("https://api.example.com:8443/v1?q=a+b");
-    expect(r.port).toBe(8443);
-    expect(r.stripped_tracking).toBe(false);
-  });
+  it(
+    "keeps a non-default port and says when nothing was stripped",
+    () => {
+      const r = normalizeUrl("https://api.example.com:8443/v1?q=a+b");
+      expect(r.canonical).toBe("https://api.example.com:8443/v1?q=a+b");
+      expect(r.port).toBe(8443);
+      expect(r.stripped_tracking).toBe(false);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("drops :80 only when it was http's default port, and every trailing dot of the host", () => {
-    expect(normalizeUrl("https://example.com:80/x").canonical).toBe("https://example.com:80/x");
-    expect(normalizeUrl("http://example.com:80/x").canonical).toBe("https://example.com/x");
-    for (const url of ["https://example.com../x", "http://Example.COM.:80/x"]) {
-      const once = normalizeUrl(url).canonical;
-      expect(normalizeUrl(once).canonical).toBe(once);
-    }
-    expect(normalizeUrl("https://example.com../x").host).toBe("example.com");
-  });
+  it(
+    "drops :80 only when it was http's default port, and every trailing dot of the host",
+    () => {
+      expect(normalizeUrl("https://example.com:80/x").canonical).toBe("https://example.com:80/x");
+      expect(normalizeUrl("http://example.com:80/x").canonical).toBe("https://example.com/x");
+      for (const url of ["https://example.com../x", "http://Example.COM.:80/x"]) {
+        const once = normalizeUrl(url).canonical;
+        expect(normalizeUrl(once).canonical).toBe(once);
+      }
+      expect(normalizeUrl("https://example.com../x").host).toBe("example.com");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("reads a scheme-less address as https and converts IDN hosts", () => {
-    expect(normalizeUrl("Bücher.example/Path").canonical).toBe("https://xn--bcher-kva.example/Path");
-    expect(normalizeUrl("localhost:8080/x").canonical).toBe("https://localhost:8080/x");
-  });
+  it(
+    "reads a scheme-less address as https and converts IDN hosts",
+    () => {
+      expect(normalizeUrl("Bücher.example/Path").canonical).toBe("https://xn--bcher-kva.example/Path");
+      expect(normalizeUrl("localhost:8080/x").canonical).toBe("https://localhost:8080/x");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
   it.each([
     ["http://", "url_parsing"],
     ["https://exa mple.com", "url_parsing"],
     ["ftp://example.com/file", "url_scheme"],
     ["javascript:alert(1)", "url_scheme"],
-  ])("%s is 422 %s", async (url, type) => {
-    const res = await postJson("/api/skills/url-normalize", { url });
-    expect(res.status).toBe(422);
-    expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", "url"], type });
-  });
+  ])(
+    "%s is 422 %s",
+    async (url, type) => {
+      const res = await postJson("/api/skills/url-normalize", { url });
+      expect(res.status).toBe(422);
+      expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", "url"], type });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("is idempotent: a canonical URL normalizes to itself", () => {
-    fc.assert(
-      fc.property(fc.webUrl({ withQueryParameters: true, withFragments: true }), (url) => {
-        const once = normalizeUrl(url).canonical;
-        expect(normalizeUrl(once).canonical).toBe(once);
-        expect(once.startsWith("https://")).toBe(true);
-        expect(once).not.toContain("#");
-      }),
-      { numRuns: 500 },
-    );
-  });
+  it(
+    "is idempotent: a canonical URL normalizes to itself",
+    () => {
+      fc.assert(
+        fc.property(fc.webUrl({ withQueryParameters: true, withFragments: true }), (url) => {
+          const once = normalizeUrl(url).canonical;
+          expect(normalizeUrl(once).canonical).toBe(once);
+          expect(once.startsWith("https://")).toBe(true);
+          expect(once).not.toContain("#");
+        }),
+        { numRuns: 500 },
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });
 
 describe("html_clean", () => {
@@ -91,28 +118,36 @@ describe("html_clean", () => {
     },
   );
 
-  it("text mode keeps block structure and decodes entities", async () => {
-    const html =
-      "<h2>Title</h2><p>Caf&eacute; &amp; &lt;tea&gt;</p><ul><li>one</li><li>two</li></ul><p>end</p>";
-    const res = await postJson("/api/skills/html-clean", { html });
-    expect((await res.json<{ output: string }>()).output).toBe(
-      "Title\n\nCafé & <tea>\n\n * one\n * two\n\nend",
-    );
-  });
+  it(
+    "text mode keeps block structure and decodes entities",
+    async () => {
+      const html =
+        "<h2>Title</h2><p>Caf&eacute; &amp; &lt;tea&gt;</p><ul><li>one</li><li>two</li></ul><p>end</p>";
+      const res = await postJson("/api/skills/html-clean", { html });
+      expect((await res.json<{ output: string }>()).output).toBe(
+        "Title\n\nCafé & <tea>\n\n * one\n * two\n\nend",
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
-  it("markdown mode keeps headings, lists, links, emphasis, code and tables", async () => {
-    const html =
-      '<h1>Doc</h1><p><strong>bold</strong> <em>it</em> <code>x()</code> <a href="https://a.test/p">link</a></p>' +
-      "<ol><li>first</li></ol><pre><code>let a = 1;</code></pre><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>";
-    const res = await postJson("/api/skills/html-clean", { html, mode: "markdown" });
-    const out = (await res.json<{ output: string }>()).output;
-    expect(out).toContain("# Doc");
-    expect(out).toContain("**bold**");
-    expect(out).toContain("*it*");
-    expect(out).toContain("`x()`");
-    expect(out).toContain("[link](https://a.test/p)");
-    expect(out).toContain("1. first");
-    expect(out).toContain("```\nlet a = 1;\n```");
-    expect(out).toContain("| k | v |");
-  });
+  it(
+    "markdown mode keeps headings, lists, links, emphasis, code and tables",
+    async () => {
+      const html =
+        '<h1>Doc</h1><p><strong>bold</strong> <em>it</em> <code>x()</code> <a href="https://a.test/p">link</a></p>' +
+        "<ol><li>first</li></ol><pre><code>let a = 1;</code></pre><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>";
+      const res = await postJson("/api/skills/html-clean", { html, mode: "markdown" });
+      const out = (await res.json<{ output: string }>()).output;
+      expect(out).toContain("# Doc");
+      expect(out).toContain("**bold**");
+      expect(out).toContain("*it*");
+      expect(out).toContain("`x()`");
+      expect(out).toContain("[link](https://a.test/p)");
+      expect(out).toContain("1. first");
+      expect(out).toContain("```\nlet a = 1;\n```");
+      expect(out).toContain("| k | v |");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });

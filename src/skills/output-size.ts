@@ -1,0 +1,112 @@
+import { InputError } from "../http/validation";
+import { RawJson } from "./raw-json";
+
+/**
+ * No skill answer may exceed this many bytes of JSON. A few skills can amplify a small request
+ * (one flattened key per leaf, each repeating the whole path; one validation error per failing
+ * rule per item): without a cap a 100 KB request could ask the Worker to build hundreds of
+ * megabytes (issue 19). 8 MB is far above every legitimate answer to a 5 MB body.
+ */
+export const MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * 422 `output_too_large`: a 4xx, so a paid call is not settled and a card credit is not spent.
+ * It is the request that asked for too much, hence a validation error on the body.
+ */
+export class OutputTooLarge extends InputError {
+  constructor(limit = MAX_OUTPUT_BYTES) {
+    const msg = `The response would be larger than ${limit} bytes (${limit / 1024 / 1024} MB); ask for less (smaller input, shorter separator, lower max_depth)`;
+    super([{ loc: ["body"], msg, type: "output_too_large", input: null, ctx: { max_bytes: limit } }]);
+  }
+}
+
+function stringBytes(s: string, budget: number): number {
+  // JSON.stringify's escaping, in UTF-8 bytes; stops as soon as the budget is exceeded.
+  let n = 2;
+  for (let i = 0; i < s.length && n <= budget; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c || c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d)
+      n += 2;
+    else if (c < 0x20) n += 6;
+    else if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 6; // a lone surrogate is written as \uXXXX
+    } else if (c >= 0xdc00 && c <= 0xdfff) n += 6;
+    else n += 3;
+  }
+  return n;
+}
+
+/**
+ * Bytes of `JSON.stringify(value)` as UTF-8, without building the text: the walk stops as soon as
+ * the count passes `limit` and answers `limit + 1`, so measuring an oversized answer costs at most
+ * `limit` steps, never the whole amplified output.
+ */
+export function jsonByteLength(value: unknown, limit = MAX_OUTPUT_BYTES): number {
+  let total = 0;
+  const visit = (v: unknown): void => {
+    if (total > limit) return;
+    if (v instanceof RawJson) {
+      total += new TextEncoder().encode(v.text).length; // already JSON text, written as is
+      return;
+    }
+    if (v !== null && typeof v === "object" && typeof (v as { toJSON?: unknown }).toJSON === "function") {
+      visit((v as { toJSON(): unknown }).toJSON());
+      return;
+    }
+    switch (typeof v) {
+      case "string":
+        total += stringBytes(v, limit - total);
+        return;
+      case "number":
+        total += Number.isFinite(v) ? String(v).length : 4;
+        return;
+      case "boolean":
+        total += v ? 4 : 5;
+        return;
+      case "bigint":
+        throw new TypeError("BigInt is not JSON");
+      case "object": {
+        if (v === null) {
+          total += 4;
+          return;
+        }
+        if (Array.isArray(v)) {
+          total += 2 + Math.max(0, v.length - 1);
+          for (const item of v) {
+            if (total > limit) return;
+            if (item === undefined || typeof item === "function" || typeof item === "symbol") total += 4;
+            else visit(item);
+          }
+          return;
+        }
+        total += 2;
+        let first = true;
+        // Own enumerable keys, as JSON.stringify reads them (for-in would add inherited ones).
+        for (const key of Object.keys(v)) {
+          if (total > limit) return;
+          const item = (v as Record<string, unknown>)[key];
+          if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
+          total += (first ? 0 : 1) + stringBytes(key, limit - total) + 1;
+          first = false;
+          visit(item);
+        }
+        return;
+      }
+      default:
+        return; // undefined at the top level: JSON.stringify writes nothing
+    }
+  };
+  visit(value);
+  return total > limit ? limit + 1 : total;
+}
+
+/** Throws OutputTooLarge when the JSON of `value` would exceed the cap. */
+export function assertOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void {
+  if (jsonByteLength(value, limit) > limit) throw new OutputTooLarge(limit);
+}

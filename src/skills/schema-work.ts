@@ -1,0 +1,303 @@
+import {
+  format,
+  ignoredKeyword,
+  type OutputUnit,
+  type Schema,
+  type SchemaDraft,
+  schemaArrayKeyword,
+  schemaMapKeyword,
+  Validator,
+} from "@cfworker/json-schema";
+import { RE2JS } from "re2js";
+
+/**
+ * Bounded work for json_schema_validate (issue 15).
+ *
+ * @cfworker/json-schema is a plain recursive evaluator: `$ref` chains can make a tiny schema
+ * evaluate 2^n subschemas, `uniqueItems` is quadratic, `pattern` and `patternProperties` run on
+ * JavaScript's backtracking RegExp (`^(a+)+$` on 30 characters burns seconds), and its `url`
+ * format regex is exponential. We keep the library (no fork) and meter it from the outside:
+ *
+ * - every subschema object gets a non-enumerable accessor on a key `validate()` destructures on
+ *   each call, so each evaluation of a subschema spends units (more for big enum/const/required);
+ * - what an evaluation does besides recursing (comparing enum values, combinator bookkeeping, the
+ *   quadratic uniqueItems loop, scanning a string) is charged with it, sized for the largest value
+ *   of the instance since the accessor cannot see which value is being checked;
+ * - big instance objects are Proxies that charge each listing of their keys;
+ * - while the validator runs, the global `RegExp` it constructs for `pattern`/`patternProperties`
+ *   is a linear-time RE2 (re2js) stand-in, and every format check spends units by length;
+ * - the run stops with WorkLimitExceeded once the budget is spent.
+ *
+ * Validation is synchronous, so swapping the global RegExp for its duration cannot leak into other
+ * requests of the isolate; it is restored in a finally.
+ */
+
+/**
+ * The unit is one evaluation of one subschema against one small instance value (3 to 6 µs measured,
+ * see docs/LIMITS.md). A call may spend WORK_BUDGET_BASE units plus WORK_BUDGET_PER_NODE per JSON
+ * node of its instance and schema: enough to check every node a few times over, linear in the
+ * request whatever the schema does.
+ */
+export const WORK_BUDGET_BASE = 5_000;
+export const WORK_BUDGET_PER_NODE = 2;
+// What else costs about one evaluation (measured in node on this project's dev machine).
+const OWN_NODES_PER_UNIT = 16; // enum/const/required/properties entries compared or looked up
+const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, for-in) by an evaluation
+const COMPARES_PER_UNIT = 250; // uniqueItems compares every ordered pair: n² per evaluation
+const UNITS_PER_BRANCH = 2; // anyOf/oneOf/allOf bookkeeping per branch (evaluated-set merging)
+/** Objects with more keys than this are metered by a Proxy each time their keys are listed. */
+const METERED_KEYS = 64;
+const CHARS_PER_UNIT = 1_024; // characters scanned by minLength/maxLength, a regex or a format
+
+export class WorkLimitExceeded extends Error {
+  constructor(readonly budget: number) {
+    super(`validation needs more than ${budget} work units`);
+  }
+}
+
+/** A pattern that JavaScript accepts but RE2 cannot run in linear time (lookaround, backreference). */
+export class UnsupportedPattern extends Error {
+  constructor(
+    readonly pattern: string,
+    readonly path: (string | number)[],
+    readonly reason: string,
+  ) {
+    super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
+  }
+}
+
+/** A pattern that is not a valid ECMAScript regular expression: an invalid schema, as before. */
+export class InvalidPattern extends Error {}
+
+class Meter {
+  used = 0;
+  constructor(readonly budget: number) {}
+  spend(units: number) {
+    this.used += units;
+    if (this.used > this.budget) throw new WorkLimitExceeded(this.budget);
+  }
+}
+
+let active: Meter | undefined;
+const spend = (units: number) => active?.spend(units);
+
+const NativeRegExp = RegExp;
+const compiled = new Map<string, RE2JS>();
+
+function compileRe2(pattern: string): RE2JS {
+  let re = compiled.get(pattern);
+  if (!re) {
+    re = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    if (compiled.size > 1000) compiled.clear();
+    compiled.set(pattern, re);
+  }
+  return re;
+}
+
+/**
+ * What the validator gets for `new RegExp(pattern, "u")` while it runs. Construction checks the
+ * ECMAScript syntax with the native engine (the `regex` format relies on that, and invalid
+ * patterns stay schema errors) without ever executing it; `test` runs on RE2.
+ */
+class Re2RegExp {
+  readonly source: string;
+  constructor(pattern: string, flags?: string) {
+    new NativeRegExp(pattern, flags); // throws SyntaxError like the real constructor; never runs
+    this.source = pattern;
+  }
+  test(input: string): boolean {
+    spend(0.5 + input.length / CHARS_PER_UNIT);
+    return compileRe2(this.source).test(input);
+  }
+}
+
+// The library's formats run per string per evaluation: charge them by length. Its `url` regex
+// is exponential ("http://" + 30 letters + "\0" takes seconds, 40 never ends); it is replaced by
+// the WHATWG URL parser with the same intent (http, https or ftp, a public host).
+const PRIVATE_V4 = /^(?:10|127)\.|^169\.254\.|^192\.168\.|^172\.(?:1[6-9]|2\d|3[01])\./;
+function isUrl(s: string): boolean {
+  if (/\s/.test(s)) return false;
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    return false;
+  }
+  if (!["http:", "https:", "ftp:"].includes(url.protocol) || url.hostname === "") return false;
+  const host = url.hostname;
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(host)) return !PRIVATE_V4.test(host) && host !== "0.0.0.0";
+  if (host.startsWith("[")) return true;
+  return /\.[a-z\u00a1-\uffff-]{2,}\.?$/i.test(host) || host.startsWith("xn--");
+}
+let formatsMetered = false;
+function meterFormats() {
+  if (formatsMetered) return;
+  formatsMetered = true;
+  const table = format as Record<string, (s: string) => boolean>;
+  table.url = isUrl;
+  for (const [name, check] of Object.entries(table)) {
+    table[name] = (s: string) => {
+      spend(0.5 + s.length / CHARS_PER_UNIT);
+      return check(s);
+    };
+  }
+}
+
+/** JSON nodes in a value (iterative; counts at most `cap`). */
+function nodeCount(value: unknown, cap = Number.POSITIVE_INFINITY): number {
+  let n = 0;
+  const stack = [value];
+  while (stack.length > 0 && n < cap) {
+    const v = stack.pop();
+    n++;
+    if (v !== null && typeof v === "object") for (const child of Object.values(v)) stack.push(child);
+  }
+  return n;
+}
+
+interface InstanceFacts {
+  nodes: number;
+  longestString: number;
+  longestArray: number;
+}
+
+/**
+ * Measures the instance and wraps its big objects (in place, bottom-up) in a Proxy that charges
+ * each listing of their keys: every evaluation of an object lists them, and an evaluation of a
+ * 1,500-key object costs ~60 times one of a small value.
+ */
+function meterInstance(root: unknown): { value: unknown; facts: InstanceFacts } {
+  const facts: InstanceFacts = { nodes: 0, longestString: 0, longestArray: 0 };
+  // Depth is bounded by the JSON parser (MAX_JSON_DEPTH), so recursion is safe here.
+  const wrap = (v: unknown): unknown => {
+    facts.nodes++;
+    if (typeof v === "string") facts.longestString = Math.max(facts.longestString, v.length);
+    if (v === null || typeof v !== "object") return v;
+    const obj = v as Record<string, unknown>;
+    const keys = Object.keys(obj);
+    for (const key of keys) obj[key] = wrap(obj[key]);
+    if (Array.isArray(v)) {
+      facts.longestArray = Math.max(facts.longestArray, keys.length);
+      return v;
+    }
+    if (keys.length <= METERED_KEYS) return v;
+    return new Proxy(obj, {
+      ownKeys(target) {
+        const own = Reflect.ownKeys(target);
+        spend(own.length / KEYS_PER_UNIT);
+        return own;
+      },
+    });
+  };
+  return { value: wrap(root), facts };
+}
+
+const size = (v: unknown) => (v === undefined ? 0 : nodeCount(v));
+const size1 = (v: unknown) => (Array.isArray(v) ? v.length : 0);
+const keyCount = (v: unknown) => (v && typeof v === "object" ? Object.keys(v).length : 0);
+
+// Keys validate() destructures on every call; the first one a schema lacks carries the meter.
+const METER_KEYS = [
+  "__absolute_recursive_ref__",
+  "__absolute_ref__",
+  "maxContains",
+  "minContains",
+  "unevaluatedItems",
+  "additionalItems",
+  "dependencies",
+];
+
+/**
+ * Walks the subschemas the way the library's dereference does (same keyword tables), checks every
+ * `pattern` and `patternProperties` key for RE2, and installs the per-evaluation charge.
+ */
+function meterSchema(root: unknown, facts: InstanceFacts) {
+  const visit = (schema: unknown, path: (string | number)[]) => {
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
+    const s = schema as Record<string, unknown>;
+    if (typeof s.pattern === "string") checkPattern(s.pattern, [...path, "pattern"]);
+    if (s.patternProperties && typeof s.patternProperties === "object")
+      for (const p of Object.keys(s.patternProperties)) checkPattern(p, [...path, "patternProperties", p]);
+    // One evaluation is one unit; what it does besides recursing is charged in the same currency,
+    // pessimistically for the biggest instance value it could meet (the accessor cannot see which).
+    const ownWork =
+      size(s.enum) +
+      size(s.const) +
+      size(s.required) +
+      keyCount(s.properties) +
+      size(s.dependentRequired) +
+      size(s.dependencies) +
+      keyCount(s.patternProperties);
+    const weight =
+      1 +
+      ownWork / OWN_NODES_PER_UNIT +
+      UNITS_PER_BRANCH * (size1(s.anyOf) + size1(s.oneOf) + size1(s.allOf)) +
+      (s.uniqueItems === true ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0) +
+      (s.minLength !== undefined || s.maxLength !== undefined ? facts.longestString / CHARS_PER_UNIT : 0);
+    const key = METER_KEYS.find((k) => !Object.hasOwn(s, k));
+    if (key) {
+      Object.defineProperty(s, key, {
+        enumerable: false,
+        configurable: true,
+        get() {
+          spend(weight);
+          return undefined;
+        },
+      });
+    }
+    for (const k in s) {
+      if (ignoredKeyword[k]) continue;
+      const sub = s[k];
+      if (Array.isArray(sub)) {
+        if (schemaArrayKeyword[k]) for (const [i, item] of sub.entries()) visit(item, [...path, k, i]);
+      } else if (schemaMapKeyword[k]) {
+        if (sub && typeof sub === "object")
+          for (const [name, item] of Object.entries(sub)) visit(item, [...path, k, name]);
+      } else visit(sub, [...path, k]);
+    }
+  };
+  visit(root, []);
+}
+
+function checkPattern(pattern: string, path: (string | number)[]) {
+  try {
+    new NativeRegExp(pattern, "u");
+  } catch (e) {
+    throw new InvalidPattern(`#/${path.join("/")}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  try {
+    compileRe2(pattern);
+  } catch (e) {
+    const reason = e instanceof Error ? e.message : String(e);
+    throw new UnsupportedPattern(pattern, path, reason);
+  }
+}
+
+/**
+ * Validates with the meter, the RE2 RegExp and the metered formats in place, collecting every
+ * error (no short circuit). The schema and instance are modified in place (accessors, proxies):
+ * pass freshly parsed values.
+ */
+export function meteredValidation(
+  schema: Schema | boolean,
+  instance: unknown,
+  draft: SchemaDraft,
+): { valid: boolean; errors: OutputUnit[]; used: number; budget: number } {
+  meterFormats();
+  // The library's dereference defines its own hidden keys on the schema: let it run first.
+  const validator = new Validator(schema, draft, false);
+  const { value, facts } = meterInstance(instance);
+  meterSchema(schema, facts);
+  const budget = WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * (facts.nodes + nodeCount(schema));
+  const meter = new Meter(budget);
+  const previous = active;
+  active = meter;
+  globalThis.RegExp = Re2RegExp as unknown as RegExpConstructor;
+  try {
+    const { valid, errors } = validator.validate(value);
+    return { valid, errors, used: meter.used, budget };
+  } finally {
+    globalThis.RegExp = NativeRegExp;
+    active = previous;
+  }
+}

@@ -1,8 +1,8 @@
 import type { Bindings } from "../env";
-import { zodItems } from "../http/validation";
+import { InputError, zodItems } from "../http/validation";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
-import { NotImplemented } from "../skills/types";
+import { NotImplemented, UpstreamError } from "../skills/types";
 import { hashKey, MAX_CALLS, newApiKey } from "./credits";
 import { openKey, sealKey } from "./key-reveal";
 import type { RemoteSession } from "./stripe";
@@ -331,10 +331,15 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     try {
       result = { status: 200, body: await runSkill(skill, parsed.data, env, `checkout:${sessionId}`) };
     } catch (e) {
+      // The same answers the skill route gives (routes/skills.ts); none of them spends the credit.
       result =
-        e instanceof NotImplemented
-          ? { status: 501, body: { detail: "not implemented" } }
-          : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
+        e instanceof InputError
+          ? { status: 422, body: { detail: e.items } }
+          : e instanceof UpstreamError
+            ? { status: e.status, body: { detail: e.message, charged: false } }
+            : e instanceof NotImplemented
+              ? { status: 501, body: { detail: "not implemented" } }
+              : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
     }
   }
   // Both written only while this run still holds the claim and no answer is stored, in one

@@ -14,6 +14,8 @@ export interface Secrets {
   CDP_API_KEY_SECRET?: string;
   /** Operating wallet key the marketplace pays x402-priced partner upstreams with (optional). */
   PARTNER_PAYER_KEY?: string;
+  /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads authorizations there. */
+  RPC_URL?: string;
 }
 
 export type Bindings = Env & Secrets;

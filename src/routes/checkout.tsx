@@ -14,6 +14,7 @@ import {
   takeKeyReveal,
 } from "../payments/checkout-ledger";
 import { bearerKey, findKey, hashKey, MAX_CALLS, packSize } from "../payments/credits";
+import { freeQuota } from "../payments/quotas";
 import { stripeClient, webCrypto } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 import { pageSecurity } from "./pages";
@@ -34,7 +35,7 @@ export const checkoutRequest = z.object({
     .meta({ description: "Calls to buy; raised to the smallest pack that reaches the $0.50 card minimum." }),
 });
 
-checkoutRoutes.post("/api/cardpay/checkout", jsonBody(checkoutRequest), async (c) => {
+checkoutRoutes.post("/api/cardpay/checkout", freeQuota("checkout"), jsonBody(checkoutRequest), async (c) => {
   const body = c.get("body") as z.infer<typeof checkoutRequest>;
   const skill = skillById(body.skill_id);
   if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);

@@ -21,6 +21,7 @@ import {
   type UpstreamResult,
   upstreamPath,
 } from "../partners/try-proxy";
+import { partnerQuota, quota } from "../payments/quotas";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
 
@@ -177,6 +178,7 @@ for (const method of ["GET", "POST"] as const) {
       if (res && "errors" in res) return validationResponse(c, res.errors);
       await next();
     },
+    partnerQuota,
     cacheBody,
     explain402,
     per((c) => recordPayment(tryResource(c))),
@@ -223,6 +225,7 @@ for (const method of ["GET", "POST"] as const) {
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
   REFINERY_SKILL_PATH,
+  quota("refinery_recipes"),
   cacheBody,
   explain402,
   recordPayment("refinery_recipes"),

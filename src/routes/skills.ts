@@ -3,6 +3,7 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { InputError, jsonBody, validationResponse } from "../http/validation";
 import { paymentGate } from "../payments/gate";
+import { quota } from "../payments/quotas";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";
 import { serializeOutput } from "../skills/raw-json";
@@ -17,6 +18,7 @@ for (const skill of skills) {
   // is a 422 and is not settled; the authorization is claimed only for a call that will run.
   skillRoutes.post(
     skill.endpoint,
+    quota(skill.id),
     explain402,
     recordPayment(skill.id),
     paymentGate(skill),

@@ -73,9 +73,17 @@ export default defineConfig({
           // viem) to a fresh isolate per file exceeds the pool's socket message limit.
           isolate: false,
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**"],
+          exclude: ["test/e2e/**", "test/scripts/**"],
           setupFiles: ["./test/apply-migrations.ts"],
           globalSetup: ["./test/stripe-setup.ts", "./test/fixtures/upstreams-setup.ts"],
+        },
+      },
+      {
+        // Node scripts (deploy-check): no Worker, no stack.
+        test: {
+          name: "scripts",
+          include: ["test/scripts/**/*.test.ts"],
+          environment: "node",
         },
       },
       {

@@ -82,8 +82,9 @@ async function unconfirmedCall(payment: PaymentPayload) {
     },
     body: JSON.stringify({ text: "reconcile me" }),
   });
-  const body = (await res.json()) as { reason: string; transaction: string | null; request_id: string };
-  expect(res.status).toBe(502);
+  const text = await res.text();
+  expect(res.status, text).toBe(502);
+  const body = JSON.parse(text) as { reason: string; transaction: string | null; request_id: string };
   expect(body.reason).toBe("settlement_unconfirmed");
   expect(body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
   return body as { transaction: string; request_id: string };

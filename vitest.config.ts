@@ -42,6 +42,12 @@ export default defineConfig({
               bindings: {
                 TEST_MIGRATIONS: migrations,
                 BASE_URL: "https://skills.test",
+                // wrangler.toml ships PAY_TO empty (a deployment names its own wallet); tests sell
+                // to anvil's account #2, the local stack's pay-to.
+                PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+                // Limits are proven in test/quotas.test.ts, which turns them on; the other files
+                // test skill logic with many calls from one (absent) client IP.
+                RATE_LIMITS: "off",
                 // Unit tests exercise skill logic and validation; payments are proven end to end
                 // against the real local chain in test/e2e.
                 FREE_BETA: "true",
@@ -70,9 +76,17 @@ export default defineConfig({
           // viem) to a fresh isolate per file exceeds the pool's socket message limit.
           isolate: false,
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**"],
+          exclude: ["test/e2e/**", "test/scripts/**"],
           setupFiles: ["./test/apply-migrations.ts"],
           globalSetup: ["./test/stripe-setup.ts", "./test/fixtures/upstreams-setup.ts"],
+        },
+      },
+      {
+        // Node scripts (deploy-check): no Worker, no stack.
+        test: {
+          name: "scripts",
+          include: ["test/scripts/**/*.test.ts"],
+          environment: "node",
         },
       },
       {

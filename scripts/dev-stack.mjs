@@ -101,6 +101,8 @@ async function main() {
     PARTNER_BASE_URLS: JSON.stringify(partners.urls),
     PARTNER_PAYER_KEY: operatingWallet.privateKey,
     RECEIPT_SIGNING_KEY: receiptSigningKey(),
+    // Reconciliation reads the local chain; fire the cron with GET /__scheduled (--test-scheduled).
+    RPC_URL: chain.rpcUrl,
   };
   const envFile = path.join(devDir, "worker.env");
   writeFileSync(
@@ -126,6 +128,7 @@ async function main() {
       "--log-level",
       "warn",
       "--show-interactive-dev-session=false",
+      "--test-scheduled",
     ],
     { cwd: root, env: quietEnv, quiet: !process.env.STACK_VERBOSE },
   );
@@ -144,6 +147,8 @@ async function main() {
     facilitator_url: facilitator.url,
     pay_to: chain.payTo,
     admin_token: adminToken,
+    // GET fires the Cron Trigger's scheduled handler (reconciliation) once.
+    scheduled_url: `${baseUrl}/__scheduled?cron=${encodeURIComponent("*/5 * * * *")}`,
     stripe_api_base: stripe.url,
     partner_urls: partners.urls,
     partner_wallet: partnerWallet.address,

@@ -17,6 +17,8 @@ export interface Secrets {
   PARTNER_PAYER_KEY?: string;
   /** Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). */
   RECEIPT_SIGNING_KEY?: string;
+  /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads authorizations there. */
+  RPC_URL?: string;
 }
 
 export type Bindings = Env & Secrets;

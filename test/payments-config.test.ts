@@ -13,6 +13,8 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
   it.each([
     [{ X402_NETWORK: "base-mainnet" }, /X402_NETWORK/],
     [{ PAY_TO: "not-an-address" }, /PAY_TO/],
+    // wrangler.toml ships PAY_TO empty: nothing is sold until the operator names a wallet.
+    [{ PAY_TO: "" }, /payments are not configured/],
     [{ FACILITATOR_URL: "nope" }, /FACILITATOR_URL/],
   ])("%j", async (overrides, message) => {
     const res = await post(paidEnv(overrides));

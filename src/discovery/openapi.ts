@@ -324,6 +324,19 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
       parameters: parameters("query", paymentsQuery),
       responses: { "200": json("Ledger rows"), "401": ERROR("Missing or invalid token"), "422": VALIDATION },
     },
+    {
+      path: "/api/admin/reconcile",
+      operationId: "admin_reconcile",
+      method: "post",
+      summary: "Reconcile unconfirmed payments against the chain now (the cron's run)",
+      tags: ["admin"],
+      security: [{ AdminToken: [] }],
+      responses: {
+        "200": json("What was checked and decided"),
+        "401": ERROR("Missing or invalid token"),
+        "503": ERROR("No RPC_URL, or an RPC of another chain"),
+      },
+    },
   ];
 }
 

@@ -25,6 +25,7 @@ export async function owedSummary(db: D1Database) {
                 AS unrecovered_micro
        FROM upstream_payments u LEFT JOIN payout_ledger l ON l.request_id = u.request_id
        LEFT JOIN refunds r ON r.request_id = u.request_id
+       WHERE u.chain_status IS NOT 'not_landed'
        GROUP BY u.partner_id ORDER BY u.partner_id`,
     ),
     // Callers settled before we paid a partner that then failed (payments/refunds.ts).
@@ -119,6 +120,16 @@ export async function settlePartner(db: D1Database, partnerId: string, txHash: s
   return { ...batch, amount_usd: usd(batch.amount_micro), rows: results[1]?.meta.changes ?? 0 };
 }
 
+/** The EIP-3009 authorization the operating wallet handed to a partner (for reconciliation). */
+export interface UpstreamAuthorization {
+  payer: string;
+  payTo: string;
+  nonce: string;
+  network: string;
+  asset: string;
+  validBefore: number;
+}
+
 /**
  * What the operating wallet paid a partner for one of our requests. Written when the partner was
  * paid, so it stands even if the caller's own payment never settles; the caller-side payout row
@@ -133,12 +144,15 @@ export async function recordUpstreamPayment(
     amountMicros: bigint;
     transaction: string | null;
     upstreamStatus: number;
+    authorization?: UpstreamAuthorization;
   },
 ) {
+  const a = p.authorization;
   await db
     .prepare(
-      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, tx_hash, upstream_status, created_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, tx_hash, upstream_status, created_at,
+         payer, pay_to, asset, network, auth_nonce, valid_before)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
     )
     .bind(
       p.requestId,
@@ -148,6 +162,12 @@ export async function recordUpstreamPayment(
       p.transaction,
       p.upstreamStatus,
       Date.now(),
+      a?.payer ?? null,
+      a?.payTo ?? null,
+      a?.asset ?? null,
+      a?.network ?? null,
+      a?.nonce ?? null,
+      a?.validBefore ?? null,
     )
     .run();
 }

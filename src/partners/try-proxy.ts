@@ -4,7 +4,7 @@ import { type ErrorItem, parseJsonText } from "../http/validation";
 import { readCappedBytes } from "../net/read-capped";
 import type { Partner, PartnerService } from "./data";
 import { baseUrlOf, type PartnerConfig } from "./listing";
-import { recordUpstreamPayment } from "./payouts";
+import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
 
 /**
@@ -143,7 +143,7 @@ function parseBody(text: string, contentType: string | null): unknown {
 async function payingFetch(
   env: Bindings,
   maxMicros: bigint,
-  signed: { micros?: bigint },
+  signed: { micros?: bigint; authorization?: UpstreamAuthorization },
 ): Promise<typeof fetch> {
   const [{ x402Client }, { registerExactEvmScheme }, { wrapFetchWithPayment }, { privateKeyToAccount }] =
     await Promise.all([
@@ -156,8 +156,21 @@ async function payingFetch(
   const client = registerExactEvmScheme(new x402Client(), {
     signer: privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`),
     policies: [(_v, reqs) => reqs.filter((r) => r.network === network && BigInt(r.amount) <= maxMicros)],
-  }).onAfterPaymentCreation(async ({ selectedRequirements }) => {
+  }).onAfterPaymentCreation(async ({ selectedRequirements, paymentPayload }) => {
     signed.micros = BigInt(selectedRequirements.amount);
+    // Kept for reconciliation: whether this authorization landed is read on chain later.
+    const a = (paymentPayload.payload as { authorization?: Record<string, string> }).authorization;
+    if (a?.from && a.to && a.nonce) {
+      const { network, asset } = selectedRequirements;
+      signed.authorization = {
+        payer: a.from,
+        payTo: a.to,
+        nonce: a.nonce,
+        network,
+        asset,
+        validBefore: Number(a.validBefore) || 0,
+      };
+    }
   });
   return wrapFetchWithPayment(fetch, client) as typeof fetch;
 }
@@ -190,7 +203,7 @@ async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: U
   // The caller pays first (settled now, not after the answer): concurrent calls whose payments
   // cannot all settle never make the operating wallet pay the partner for the ones that fail.
   if (!(await t.collect())) throw new CallerNotCharged();
-  const signed: { micros?: bigint } = {};
+  const signed: { micros?: bigint; authorization?: UpstreamAuthorization } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
   // answered or not: it is recorded whatever happens next, at the amount we signed.
   const record = (status: number, transaction: string | null) =>
@@ -203,6 +216,7 @@ async function payPartner(env: Bindings, t: TryTarget, requestId: string, url: U
           amountMicros: signed.micros,
           transaction,
           upstreamStatus: status,
+          authorization: signed.authorization,
         });
   let res: Response;
   try {

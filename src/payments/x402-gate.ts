@@ -79,6 +79,8 @@ const plainPaywall: PaywallProvider = {
 };
 
 export function configProblem(cfg: PublicConfig): string | undefined {
+  // PAY_TO ships empty: a deployment must name its own wallet before anything is sold.
+  if (!cfg.payTo) return "payments are not configured (PAY_TO is not set)";
   if (!/^eip155:\d+$/.test(cfg.network))
     return `X402_NETWORK "${cfg.network}" is not an eip155:<chain id> network`;
   if (!isAddress(cfg.payTo)) return "PAY_TO is not an EVM address";

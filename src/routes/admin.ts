@@ -6,6 +6,7 @@ import { detail } from "../http/errors";
 import { jsonBody, queryParams } from "../http/validation";
 import { partnerById } from "../partners/listing";
 import { ledgerCsv, owedSummary, settlePartner } from "../partners/payouts";
+import { reconcile, reconciliationReport } from "../payments/reconcile";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 
 export const adminRoutes = new Hono<AppEnv>();
@@ -42,7 +43,7 @@ adminRoutes.get("/api/admin/payments", queryParams(paymentsQuery), async (c) => 
   const args = [q.resource ?? null, q.request_id ?? null];
   const [rows, totals] = await c.env.DB.batch([
     c.env.DB.prepare(
-      `SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at
+      `SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at, reconciled_at
        FROM payments ${where} ORDER BY id DESC LIMIT ?3`,
     ).bind(...args, q.limit),
     c.env.DB.prepare(
@@ -61,7 +62,15 @@ adminRoutes.get("/api/admin/payments", queryParams(paymentsQuery), async (c) => 
     payments: rows?.results ?? [],
     totals: totals?.results[0] ?? { count: 0, amount_atomic: 0 },
     unconfirmed: unconfirmed.results,
+    // What the reconciler decided from the chain (payments/reconcile.ts), newest first.
+    reconciliations: await reconciliationReport(c.env.DB, q.limit),
   });
+});
+
+/** Runs the reconciler now (the same run the Cron Trigger makes every 5 minutes). */
+adminRoutes.post("/api/admin/reconcile", async (c) => {
+  const summary = await reconcile(c.env);
+  return c.json(summary, summary.skipped ? 503 : 200);
 });
 
 export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });

@@ -32,6 +32,7 @@ import {
   packSize,
 } from "../payments/credits";
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
+import { freeQuota } from "../payments/quotas";
 import { fetchSession, type RemoteSession, StripeErrors, stripeClient, webCrypto } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 
@@ -61,7 +62,7 @@ async function sha256Hex(text: string) {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-checkoutRoutes.post("/api/cardpay/checkout", jsonBody(checkoutRequest), async (c) => {
+checkoutRoutes.post("/api/cardpay/checkout", freeQuota("checkout"), jsonBody(checkoutRequest), async (c) => {
   const body = c.get("body") as z.infer<typeof checkoutRequest>;
   const rawIdem = c.req.header("idempotency-key");
   const idem =

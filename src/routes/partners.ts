@@ -23,6 +23,7 @@ import {
   upstreamPath,
 } from "../partners/try-proxy";
 import { idempotent } from "../payments/idempotency";
+import { partnerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { refundCaller } from "../payments/refunds";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
@@ -229,6 +230,7 @@ for (const method of ["GET", "POST"] as const) {
       if (res && "errors" in res) return validationResponse(c, res.errors);
       await next();
     },
+    partnerQuota,
     cacheBody,
     idempotent(),
     signReceipt(tryResource),
@@ -277,6 +279,7 @@ for (const method of ["GET", "POST"] as const) {
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
   REFINERY_SKILL_PATH,
+  quota("refinery_recipes"),
   cacheBody,
   idempotent(),
   signReceipt("refinery_recipes"),

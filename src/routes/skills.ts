@@ -4,6 +4,7 @@ import { detail } from "../http/errors";
 import { InputError, jsonBody, validationResponse } from "../http/validation";
 import { paymentGate } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
+import { quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";
@@ -19,6 +20,7 @@ for (const skill of skills) {
   // is a 422 and is not settled; the authorization is claimed only for a call that will run.
   skillRoutes.post(
     skill.endpoint,
+    quota(skill.id),
     idempotent(),
     signReceipt(skill.id),
     explain402,

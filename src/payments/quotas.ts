@@ -1,0 +1,123 @@
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import type { Context, MiddlewareHandler } from "hono";
+import { publicConfig } from "../config";
+import type { AppEnv, Bindings } from "../env";
+import { detail } from "../http/errors";
+import { partnerById, partnerConfig } from "../partners/listing";
+import { servicePrices } from "../partners/pricing";
+import { bearerKey, hashKey } from "./credits";
+
+/**
+ * Rate limits with the Workers Rate Limiting binding (wrangler.toml [[ratelimits]]; miniflare runs
+ * the same binding in wrangler dev and vitest). Every check happens before the payment gate, so a
+ * limited call is never verified, claimed, settled or charged. Figures: docs/OPERATIONS.md.
+ */
+
+/** Every binding uses a 60 s period; the binding does not say when a window ends, so this is the bound. */
+const PERIOD_SECONDS = 60;
+
+type Scope = "ip" | "payer" | "key" | "free";
+
+function enabled(env: Bindings) {
+  return !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+}
+
+const clientIp = (c: Context<AppEnv>) => c.req.header("cf-connecting-ip") ?? "unknown";
+
+/** Whether `resource` is limited per payer by RL_PAYER_HEAVY (RATE_LIMIT_HEAVY). */
+export function isHeavy(env: Bindings, resource: string) {
+  return (env.RATE_LIMIT_HEAVY ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .some((entry) => entry === resource || (entry === "partner:*" && resource.startsWith("partner:")));
+}
+
+/**
+ * The payer an x402 payload names. Not verified here (the facilitator does that later): a forged
+ * payer only spends that forged payer's budget, and the per-IP limit still counts the request.
+ */
+function payerOf(c: Context<AppEnv>): string | undefined {
+  const header = c.req.header("payment-signature") ?? c.req.header("x-payment");
+  if (!header) return undefined;
+  try {
+    const payload = decodePaymentSignatureHeader(header).payload as { authorization?: { from?: unknown } };
+    const from = payload?.authorization?.from;
+    return typeof from === "string" && from.length <= 64 ? from.toLowerCase() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function tooMany(c: Context<AppEnv>, scope: Scope, what: string) {
+  return detail(
+    c,
+    429,
+    `Too many requests: ${what}. Retry after ${PERIOD_SECONDS} s; nothing was charged.`,
+    { reason: "rate_limited", scope, retry_after: PERIOD_SECONDS },
+    { "Retry-After": String(PERIOD_SECONDS) },
+  );
+}
+
+async function allowed(limiter: RateLimit | undefined, key: string) {
+  // A deployment without the binding is not limited rather than broken (deploy-check warns).
+  if (!limiter) return true;
+  return (await limiter.limit({ key })).success;
+}
+
+/**
+ * Limits a priced route: every request per client IP (RL_IP, the unpaid-402 flood cap), and a
+ * paid one also per payer address or card-credit key for this resource (RL_PAYER, or
+ * RL_PAYER_HEAVY for resources listed in RATE_LIMIT_HEAVY).
+ */
+export function quota(resource: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!enabled(c.env)) return next();
+    if (!(await allowed(c.env.RL_IP, `ip:${clientIp(c)}`))) {
+      return tooMany(c, "ip", "too many calls to priced routes from your IP address");
+    }
+    if (!publicConfig(c.env, c.req.url).freeBeta) {
+      const limiter = isHeavy(c.env, resource) ? c.env.RL_PAYER_HEAVY : c.env.RL_PAYER;
+      const authorization = c.req.header("authorization");
+      const key =
+        authorization && /^Bearer\s+mk_/i.test(authorization) ? bearerKey(authorization) : undefined;
+      if (key) {
+        if (!(await allowed(limiter, `${resource}|key:${await hashKey(key)}`))) {
+          return tooMany(c, "key", `too many ${resource} calls with this card-credit key`);
+        }
+      } else {
+        const payer = payerOf(c);
+        if (payer && !(await allowed(limiter, `${resource}|payer:${payer}`))) {
+          return tooMany(c, "payer", `too many ${resource} calls paid by ${payer}`);
+        }
+      }
+    }
+    await next();
+  };
+}
+
+/**
+ * Limits a free route that costs the marketplace something (an upstream request, a Stripe
+ * session), per client IP and route (RL_FREE).
+ */
+export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!enabled(c.env)) return next();
+    if (!(await allowed(c.env.RL_FREE, `${route}|ip:${clientIp(c)}`))) {
+      return tooMany(c, "free", `too many ${route} requests from your IP address`);
+    }
+    await next();
+  };
+}
+
+/** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
+export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const partner = partnerById(c.req.param("partner_id") ?? "");
+  const service = partner?.services.find((s) => s.id === c.req.param("service_id"));
+  const resource = `partner:${partner?.id}/${service?.id}`;
+  const pc = partnerConfig(c.env);
+  const free =
+    partner && service && !("error" in pc)
+      ? partner.listing_status !== "paid" || servicePrices(service, pc.multiplierMilli).priceMicros === 0n
+      : false;
+  return (free ? freeQuota(resource) : quota(resource))(c, next);
+};

@@ -1,0 +1,167 @@
+import { x402Client } from "@x402/core/client";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, describe, expect, inject, it } from "vitest";
+// @ts-expect-error plain JS helpers shared with the scripts
+import { USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
+
+// Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
+// itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
+// facilitator gives up after 30 s with `settlement_pending`, and the Worker answers 502
+// settlement_unconfirmed and keeps the claim 'failed'. Then the transaction is either mined
+// (it landed) or dropped from the mempool (it never will), and the cron decides from the chain.
+const stack = inject("stack") as {
+  base_url: string;
+  rpc_url: string;
+  pay_to: string;
+  admin_token: string;
+  scheduled_url: string;
+  buyers: { address: string; privateKey: `0x${string}` }[];
+};
+
+async function rpc(method: string, params: unknown[] = []) {
+  const res = await fetch(stack.rpc_url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+const admin = { authorization: `Bearer ${stack.admin_token}` };
+type View = {
+  payments: { request_id: string; tx_hash: string; amount_atomic: number; reconciled_at: number | null }[];
+  unconfirmed: { request_id: string; status: string }[];
+  reconciliations: { request_id: string; outcome: string; evidence: string; tx_hash: string | null }[];
+};
+const view = async (): Promise<View> =>
+  (await (await fetch(`${stack.base_url}/api/admin/payments?limit=1000`, { headers: admin })).json()) as View;
+
+async function signedPayment(buyer: number, validFor?: number): Promise<PaymentPayload> {
+  const res = await fetch(`${stack.base_url}/api/skills/sha256`, { method: "POST", body: "{}" });
+  const required: PaymentRequired = decodePaymentRequiredHeader(res.headers.get("payment-required") ?? "");
+  const b = stack.buyers[buyer] as { privateKey: `0x${string}` };
+  const account = privateKeyToAccount(b.privateKey);
+  const client = registerExactEvmScheme(new x402Client(), { signer: account });
+  const payment = await client.createPaymentPayload(required);
+  if (validFor === undefined) return payment;
+  // The same authorization with a short validity, signed again by the buyer.
+  const auth = {
+    ...(payment.payload as { authorization: Record<string, string> }).authorization,
+    validBefore: String(Math.floor(Date.now() / 1000) + validFor),
+  };
+  const signature = await account.signTypedData({
+    domain: USDC_DOMAIN,
+    types: authorizationTypes,
+    primaryType: "TransferWithAuthorization",
+    message: {
+      from: auth.from as `0x${string}`,
+      to: auth.to as `0x${string}`,
+      value: BigInt(auth.value ?? 0),
+      validAfter: BigInt(auth.validAfter ?? 0),
+      validBefore: BigInt(auth.validBefore ?? 0),
+      nonce: auth.nonce as `0x${string}`,
+    },
+  });
+  return { ...payment, payload: { authorization: auth, signature } };
+}
+
+/** A paid call whose settlement stays in the mempool: the Worker answers 502 settlement_unconfirmed. */
+async function unconfirmedCall(payment: PaymentPayload) {
+  await rpc("evm_setAutomine", [false]);
+  const res = await fetch(`${stack.base_url}/api/skills/sha256`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "payment-signature": encodePaymentSignatureHeader(payment),
+    },
+    body: JSON.stringify({ text: "reconcile me" }),
+  });
+  const text = await res.text();
+  expect(res.status, text).toBe(502);
+  const body = JSON.parse(text) as { reason: string; transaction: string | null; request_id: string };
+  expect(body.reason).toBe("settlement_unconfirmed");
+  expect(body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+  return body as { transaction: string; request_id: string };
+}
+
+/** Fires the Cron Trigger the way `npm start` documents (wrangler dev --test-scheduled). */
+async function fireCron() {
+  const res = await fetch(stack.scheduled_url);
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+describe("reconciliation against the local chain", () => {
+  afterAll(async () => {
+    await rpc("evm_setAutomine", [true]);
+  });
+
+  it("an unconfirmed payment that expired without landing is released by the cron", async () => {
+    const buyer = stack.buyers[6]?.address as string;
+    const before = await usdcBalance(stack.rpc_url, buyer);
+    // Valid for 40 s: long enough for the facilitator to accept it, over before the cron runs.
+    const payment = await signedPayment(6, 40);
+    const { transaction, request_id } = await unconfirmedCall(payment);
+    expect((await view()).unconfirmed).toContainEqual(
+      expect.objectContaining({ request_id, status: "failed" }),
+    );
+    await rpc("anvil_dropTransaction", [transaction]);
+    await rpc("evm_setAutomine", [true]);
+    const validBefore = Number(
+      (payment.payload as { authorization: { validBefore: string } }).authorization.validBefore,
+    );
+    await new Promise((r) => setTimeout(r, Math.max(0, validBefore * 1000 - Date.now()) + 1500));
+    await rpc("evm_mine"); // the chain's clock passes valid_before
+    await fireCron();
+    const decided = await until("the release", async () =>
+      (await view()).reconciliations.find((r) => r.request_id === request_id),
+    );
+    expect(decided).toMatchObject({ outcome: "released", tx_hash: null });
+    expect(decided.evidence).toMatch(/unused, and the chain passed valid_before/);
+    const after = await view();
+    expect(after.unconfirmed.map((u) => u.request_id)).not.toContain(request_id);
+    expect(after.payments.map((p) => p.request_id)).not.toContain(request_id);
+    expect(await usdcBalance(stack.rpc_url, buyer)).toBe(before);
+  }, 150_000);
+
+  it("an unconfirmed payment that did land becomes a reconciled ledger row with its transaction", async () => {
+    const payTo0 = await usdcBalance(stack.rpc_url, stack.pay_to);
+    const { transaction, request_id } = await unconfirmedCall(await signedPayment(7));
+    await rpc("evm_mine"); // the pending settlement lands
+    await rpc("evm_setAutomine", [true]);
+    expect((await usdcBalance(stack.rpc_url, stack.pay_to)) - payTo0).toBe(3000n);
+    expect((await view()).payments.map((p) => p.request_id)).not.toContain(request_id);
+    await fireCron();
+    const row = await until("the ledger row", async () =>
+      (await view()).payments.find((p) => p.request_id === request_id),
+    );
+    expect(row).toMatchObject({ tx_hash: transaction, amount_atomic: 3000 });
+    expect(row.reconciled_at).toBeGreaterThan(0);
+    const after = await view();
+    expect(after.unconfirmed.map((u) => u.request_id)).not.toContain(request_id);
+    expect(after.reconciliations.find((r) => r.request_id === request_id)).toMatchObject({
+      outcome: "settled",
+      tx_hash: transaction,
+    });
+    // Running it again (the admin trigger) changes nothing.
+    const again = await fetch(`${stack.base_url}/api/admin/reconcile`, { method: "POST", headers: admin });
+    expect(again.status).toBe(200);
+    expect((await view()).payments.filter((p) => p.request_id === request_id)).toHaveLength(1);
+  }, 150_000);
+});

@@ -1,0 +1,261 @@
+import { env } from "cloudflare:test";
+import { encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload } from "@x402/core/types";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../src/app";
+import { publicConfig } from "../src/config";
+import { pricingConfig } from "../src/partners/listing";
+import { hashKey, newApiKey } from "../src/payments/credits";
+import { isHeavy } from "../src/payments/quotas";
+import { sellables } from "../src/payments/sellables";
+
+// The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here).
+const RL_IP = 600;
+const RL_PAYER = 120;
+const RL_PAYER_HEAVY = 30;
+const RL_FREE = 20;
+
+const FACILITATOR = "https://facilitator.test";
+const PARTNER_HOSTS = { pricefeed: "https://pricefeed.test", notifyhook: "https://notifyhook.test" };
+const limitedEnv = {
+  ...env,
+  RATE_LIMITS: "on",
+  FREE_BETA: "false",
+  FACILITATOR_URL: FACILITATOR,
+  PARTNER_BASE_URLS: JSON.stringify(PARTNER_HOSTS),
+};
+const app = createApp();
+
+/** Every outgoing request, and a facilitator that refuses every payment at /verify (a cheap 402). */
+function network() {
+  const calls: string[] = [];
+  const real = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input, init);
+    const url = new URL(req.url);
+    calls.push(`${req.method} ${url.origin}${url.pathname}`);
+    if (url.origin === FACILITATOR) {
+      if (url.pathname === "/supported")
+        return Response.json({ kinds: [{ x402Version: 2, scheme: "exact", network: env.X402_NETWORK }] });
+      return Response.json({ isValid: false, invalidReason: "insufficient_funds" });
+    }
+    if (Object.values(PARTNER_HOSTS).includes(url.origin)) {
+      return url.origin === PARTNER_HOSTS.notifyhook
+        ? new Response("grant required", { status: 403 })
+        : Response.json({ tools: [] });
+    }
+    return real(input, init);
+  });
+  return {
+    to: (origin: string) => calls.filter((c) => c.includes(origin)).length,
+    verifies: () => calls.filter((c) => c.endsWith("/verify")).length,
+  };
+}
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const randomIp = () => `10.${[0, 0, 0].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+const randomPayer = () =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+
+function send(path: string, init: { ip: string; headers?: Record<string, string>; body?: unknown }) {
+  const method = init.body === undefined && path.includes("/try/") ? "GET" : "POST";
+  return app.fetch(
+    new Request(`https://skills.test${path}`, {
+      method,
+      headers: { "cf-connecting-ip": init.ip, "content-type": "application/json", ...init.headers },
+      body: method === "POST" ? JSON.stringify(init.body ?? {}) : undefined,
+    }),
+    limitedEnv,
+  );
+}
+
+function signature(from: string, amount = "3000") {
+  const payload: PaymentPayload = {
+    x402Version: 2,
+    resource: { url: "https://skills.test/api/skills/sha256", description: "", mimeType: "application/json" },
+    accepted: {
+      scheme: "exact",
+      network: env.X402_NETWORK as `${string}:${string}`,
+      asset: env.USDC_ADDRESS,
+      amount,
+      payTo: limitedEnv.PAY_TO,
+      maxTimeoutSeconds: 300,
+      extra: { name: "USD Coin", version: "2" },
+    },
+    payload: {
+      signature: `0x${"11".repeat(65)}`,
+      authorization: {
+        from,
+        to: limitedEnv.PAY_TO,
+        value: amount,
+        validAfter: "0",
+        validBefore: String(Math.floor(Date.now() / 1000) + 300),
+        nonce: `0x${"ab".repeat(32)}`,
+      },
+    },
+  };
+  return { "payment-signature": encodePaymentSignatureHeader(payload) };
+}
+
+/**
+ * Local windows are aligned to the wall clock (miniflare's limiter); a flood that straddles a
+ * window edge would see its count reset. Start each flood with at least 25 s of window left.
+ */
+async function freshWindow() {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 25_000) await new Promise((r) => setTimeout(r, left + 50));
+}
+
+async function expect429(res: Response, scope: string) {
+  expect(res.status).toBe(429);
+  expect(res.headers.get("retry-after")).toBe("60");
+  const body = await res.json<{ detail: string; reason: string; scope: string }>();
+  expect(body).toMatchObject({ reason: "rate_limited", scope });
+  expect(body.detail).toMatch(/^Too many requests: .*nothing was charged/);
+}
+
+describe("rate limits (Workers Rate Limiting binding, checked before any payment work)", () => {
+  it("an unpaid-402 flood from one IP is cut at 600 a minute; other IPs are untouched", async () => {
+    await freshWindow();
+    const net = network();
+    const ip = randomIp();
+    const statuses: number[] = [];
+    for (let i = 0; i < RL_IP; i++) statuses.push((await send("/api/skills/sha256", { ip })).status);
+    expect(statuses.every((s) => s === 402)).toBe(true);
+    await expect429(await send("/api/skills/json-sort", { ip }), "ip");
+    expect((await send("/api/skills/sha256", { ip: randomIp() })).status).toBe(402);
+    // An unpaid 402 never reaches the facilitator, limited or not.
+    expect(net.verifies()).toBe(0);
+  }, 120_000);
+
+  it("a discovery crawler probing every priced route twice from one IP is never limited", async () => {
+    await freshWindow();
+    network();
+    const cfg = publicConfig(limitedEnv, "https://skills.test/");
+    const pricing = pricingConfig(limitedEnv);
+    const routes = sellables(cfg, "error" in pricing ? undefined : pricing);
+    expect(routes.length).toBeGreaterThan(15);
+    const ip = randomIp();
+    for (let sweep = 0; sweep < 2; sweep++) {
+      for (const r of routes) {
+        const res = await send(r.path, { ip, body: r.methods.includes("POST") ? {} : undefined });
+        expect(res.status, r.path).not.toBe(429);
+      }
+    }
+  }, 120_000);
+
+  it("one payer is cut at 120 calls a minute of a skill, before the facilitator sees the payment", async () => {
+    await freshWindow();
+    const net = network();
+    const payer = randomPayer();
+    for (let i = 0; i < RL_PAYER; i++) {
+      const res = await send("/api/skills/sha256", { ip: randomIp(), headers: signature(payer), body: {} });
+      expect(res.status).toBe(402);
+    }
+    expect(net.verifies()).toBe(RL_PAYER);
+    await expect429(
+      await send("/api/skills/sha256", { ip: randomIp(), headers: signature(payer), body: { text: "a" } }),
+      "payer",
+    );
+    expect(net.verifies()).toBe(RL_PAYER);
+    // The limit is per skill: the same payer still reaches another one.
+    expect((await send("/api/skills/slugify", { ip: randomIp(), headers: signature(payer) })).status).toBe(
+      402,
+    );
+    expect(net.verifies()).toBe(RL_PAYER + 1);
+  }, 120_000);
+
+  it("skills in RATE_LIMIT_HEAVY get the 30-a-minute payer limit", async () => {
+    await freshWindow();
+    const net = network();
+    const payer = randomPayer();
+    for (let i = 0; i < RL_PAYER_HEAVY; i++) {
+      const res = await send("/api/skills/osint-graph", {
+        ip: randomIp(),
+        headers: signature(payer, "10000"),
+      });
+      expect(res.status).toBe(402);
+    }
+    await expect429(
+      await send("/api/skills/osint-graph", { ip: randomIp(), headers: signature(payer, "10000") }),
+      "payer",
+    );
+    expect(net.verifies()).toBe(RL_PAYER_HEAVY);
+    expect(isHeavy(limitedEnv, "partner:pricefeed/price")).toBe(true);
+    expect(isHeavy({ ...limitedEnv, RATE_LIMIT_HEAVY: "sha256" }, "osint_graph")).toBe(false);
+  }, 120_000);
+
+  it("a card-credit key is cut at 120 calls a minute and the 121st spends no credit", async () => {
+    await freshWindow();
+    network();
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'sha256', 200, 200, 0)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key))
+      .run();
+    const headers = { authorization: `Bearer ${key}` };
+    for (let i = 0; i < RL_PAYER; i++) {
+      const res = await send("/api/skills/sha256", { ip: randomIp(), headers, body: { text: `c${i}` } });
+      expect(res.status).toBe(200);
+    }
+    await expect429(
+      await send("/api/skills/sha256", { ip: randomIp(), headers, body: { text: "over" } }),
+      "key",
+    );
+    const row = await env.DB.prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1")
+      .bind(await hashKey(key))
+      .first<{ calls_left: number }>();
+    expect(row?.calls_left).toBe(200 - RL_PAYER);
+  }, 120_000);
+
+  it.each([
+    ["the free mcp_tools partner service", "/api/partners/pricefeed/try/mcp_tools", PARTNER_HOSTS.pricefeed],
+    ["the notify probe", "/api/partners/notifyhook/try/notify", PARTNER_HOSTS.notifyhook],
+  ])(
+    "%s: 20 a minute per IP, then 429 without an upstream request",
+    async (_name, path, host) => {
+      await freshWindow();
+      const net = network();
+      const ip = randomIp();
+      const body = path.endsWith("notify") ? {} : undefined;
+      for (let i = 0; i < RL_FREE; i++) expect((await send(path, { ip, body })).status).toBe(200);
+      expect(net.to(host)).toBe(RL_FREE);
+      await expect429(await send(path, { ip, body }), "free");
+      expect(net.to(host)).toBe(RL_FREE);
+      expect((await send(path, { ip: randomIp(), body })).status).toBe(200);
+    },
+    120_000,
+  );
+
+  it("checkout-session creation: 20 a minute per IP, then 429 without a Stripe request", async () => {
+    await freshWindow();
+    const net = network();
+    const stripe = new URL(env.STRIPE_API_BASE as string).origin;
+    const ip = randomIp();
+    for (let i = 0; i < RL_FREE; i++) {
+      const res = await send("/api/cardpay/checkout", { ip, body: { skill_id: "sha256" } });
+      expect(res.status).toBe(200);
+    }
+    const before = net.to(stripe);
+    await expect429(await send("/api/cardpay/checkout", { ip, body: { skill_id: "sha256" } }), "free");
+    expect(net.to(stripe)).toBe(before);
+  }, 120_000);
+
+  it('RATE_LIMITS="off" disables every limit', async () => {
+    network();
+    const ip = randomIp();
+    const off = { ...limitedEnv, RATE_LIMITS: "off" };
+    for (let i = 0; i < RL_FREE + 5; i++) {
+      const res = await app.fetch(
+        new Request("https://skills.test/api/partners/pricefeed/try/mcp_tools", {
+          headers: { "cf-connecting-ip": ip },
+        }),
+        off,
+      );
+      expect(res.status).toBe(200);
+    }
+  }, 60_000);
+});

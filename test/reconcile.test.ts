@@ -1,0 +1,341 @@
+import {
+  createExecutionContext,
+  createScheduledController,
+  env,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../src/app";
+import worker from "../src/index";
+import {
+  type ChainReader,
+  type ChainView,
+  decide,
+  type FoundUse,
+  reconcile,
+  searchRange,
+  type Terms,
+} from "../src/payments/reconcile";
+
+const hex = (bytes: number) =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+const PAY_TO = env.PAY_TO;
+const USDC = env.USDC_ADDRESS;
+const now = () => Math.floor(Date.now() / 1000);
+
+const terms = (over: Partial<Terms> = {}): Terms => ({
+  payer: hex(20),
+  payTo: PAY_TO,
+  asset: USDC,
+  amountAtomic: 3000n,
+  nonce: hex(32),
+  validBefore: now() + 300,
+  ...over,
+});
+const view = (over: Partial<ChainView>): ChainView => ({
+  used: false,
+  found: undefined,
+  headTime: now(),
+  ...over,
+});
+
+describe("decide: what the chain says about one authorization", () => {
+  it("used, with the promised Transfer in the same transaction: paid, with its tx hash", () => {
+    const t = terms();
+    const found: FoundUse = {
+      txHash: hex(32),
+      blockNumber: 7,
+      transfer: { from: t.payer.toUpperCase().replace("0X", "0x"), to: PAY_TO.toLowerCase(), value: 3000n },
+    };
+    expect(decide(t, view({ used: true, found }))).toMatchObject({
+      outcome: "paid",
+      txHash: found.txHash,
+      blockNumber: 7,
+    });
+  });
+
+  it.each([
+    ["another payee", { to: hex(20), value: 3000n }],
+    ["another amount", { to: PAY_TO, value: 2999n }],
+  ])("used for a transfer to %s: can never pay, released", (_n, tr) => {
+    const t = terms();
+    const d = decide(
+      t,
+      view({ used: true, found: { txHash: hex(32), blockNumber: 3, transfer: { from: t.payer, ...tr } } }),
+    );
+    expect(d.outcome).toBe("unpaid");
+    expect(d.evidence).toMatch(/different transfer/);
+  });
+
+  it("used without any transfer (cancelAuthorization): released", () => {
+    const d = decide(
+      terms(),
+      view({ used: true, found: { txHash: hex(32), blockNumber: 3, transfer: undefined } }),
+    );
+    expect(d).toMatchObject({ outcome: "unpaid" });
+    expect(d.evidence).toMatch(/cancelled/);
+  });
+
+  it("used but its log not found yet: wait (never a ledger row without a transaction)", () => {
+    const d = decide(terms(), view({ used: true, searched: { fromBlock: 10, toBlock: 20 } }));
+    expect(d).toMatchObject({ outcome: "wait" });
+    expect(d.evidence).toMatch(/blocks 10-20/);
+  });
+
+  it("unused and the chain passed valid_before: released; still valid: wait", () => {
+    const t = terms({ validBefore: now() - 1 });
+    expect(decide(t, view({ headTime: now() })).outcome).toBe("unpaid");
+    // Only the chain's clock counts: a valid_before in the past by wall clock but not yet by the
+    // latest block could still be mined.
+    expect(decide(t, view({ headTime: t.validBefore - 1 })).outcome).toBe("wait");
+    expect(decide(terms(), view({})).outcome).toBe("wait");
+  });
+});
+
+describe("searchRange", () => {
+  it("covers the authorization's lifetime on a 2 s chain, with margins, inside the chain", () => {
+    const head = { number: 1_000_000, timestamp: 2_000_000, blockSeconds: 2 };
+    const r = searchRange(head, 2_000_000 - 1000, 2_000_000 - 700);
+    // mined between created-300-60 s and valid_before+60 s: blocks ~999320 .. ~999680
+    expect(r.fromBlock).toBeLessThanOrEqual(999_320);
+    expect(r.toBlock).toBeGreaterThanOrEqual(999_680);
+    expect(r.toBlock).toBeLessThanOrEqual(head.number);
+    expect(r.toBlock - r.fromBlock).toBeLessThan(2000);
+  });
+  it("a chain without a measurable block time (a fresh local one) is searched whole", () => {
+    expect(searchRange({ number: 40, timestamp: 100, blockSeconds: 0 }, 50, 90)).toEqual({
+      fromBlock: 0,
+      toBlock: 40,
+    });
+  });
+});
+
+/** A chain whose answers the test sets per nonce: used (with a transfer) or not. */
+function chainDouble(headTime = now()) {
+  const used = new Map<string, FoundUse>();
+  const reads: string[] = [];
+  const reader: ChainReader = {
+    chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
+    head: async () => ({ number: 500, timestamp: headTime, blockSeconds: 2 }),
+    authorizationUsed: async (_a, _who, nonce) => {
+      reads.push(nonce);
+      return used.has(nonce);
+    },
+    findUse: async (_a, _who, nonce) => used.get(nonce),
+  };
+  return { reader, used, reads };
+}
+
+async function claim(
+  status: "failed" | "running" | "settled",
+  over: Partial<Terms> = {},
+  resource = "sha256",
+) {
+  const t = terms(over);
+  const key = `${env.X402_NETWORK}:${t.asset}:${t.payer}:${t.nonce}`.toLowerCase();
+  const requestId = crypto.randomUUID();
+  await env.DB.prepare(
+    `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at, payer, pay_to, asset,
+       network, amount_atomic, auth_nonce, valid_before, x402_version)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 2)`,
+  )
+    .bind(
+      key,
+      requestId,
+      resource,
+      status,
+      Date.now() - 60_000,
+      t.payer,
+      t.payTo,
+      t.asset,
+      env.X402_NETWORK,
+      Number(t.amountAtomic),
+      t.nonce,
+      t.validBefore,
+    )
+    .run();
+  return { t, key, requestId };
+}
+const status = async (key: string) =>
+  (
+    await env.DB.prepare("SELECT status FROM payment_nonces WHERE nonce = ?1")
+      .bind(key)
+      .first<{ status: string }>()
+  )?.status;
+const ledger = (key: string) =>
+  env.DB.prepare(
+    "SELECT tx_hash, amount_atomic, payer, reconciled_at, request_id FROM payments WHERE nonce = ?1",
+  )
+    .bind(key)
+    .all<{ tx_hash: string; amount_atomic: number; reconciled_at: number | null; request_id: string }>();
+
+describe("reconcile: the D1 side of each decision", () => {
+  it("writes a reconciled ledger row for what landed, releases what expired unused, leaves the rest", async () => {
+    const chain = chainDouble();
+    const landed = await claim("failed");
+    const tx = hex(32);
+    chain.used.set(landed.t.nonce, {
+      txHash: tx,
+      blockNumber: 480,
+      transfer: { from: landed.t.payer, to: PAY_TO, value: 3000n },
+    });
+    const expired = await claim("failed", { validBefore: now() - 5 });
+    const pending = await claim("failed");
+    const stuck = await claim("running", { validBefore: now() - 120 });
+    chain.used.set(stuck.t.nonce, {
+      txHash: hex(32),
+      blockNumber: 470,
+      transfer: { from: stuck.t.payer, to: PAY_TO, value: 3000n },
+    });
+    // A running claim still inside its validity belongs to a request in flight: never touched.
+    const inflight = await claim("running");
+
+    const summary = await reconcile(env, chain.reader);
+    expect(summary.errors).toEqual([]);
+    expect(summary.settled).toBeGreaterThanOrEqual(2);
+    expect(summary.released).toBeGreaterThanOrEqual(1);
+
+    expect(await status(landed.key)).toBe("settled");
+    const rows = (await ledger(landed.key)).results;
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ tx_hash: tx, amount_atomic: 3000, request_id: landed.requestId });
+    expect(rows[0]?.reconciled_at).toBeGreaterThan(0);
+    expect(await status(stuck.key)).toBe("settled");
+    expect(await status(expired.key)).toBe("released");
+    expect((await ledger(expired.key)).results).toHaveLength(0);
+    expect(await status(pending.key)).toBe("failed");
+    expect(await status(inflight.key)).toBe("running");
+    expect(chain.reads).not.toContain(inflight.t.nonce);
+
+    // A second run changes nothing that was decided: one ledger row, one log row per authorization.
+    await reconcile(env, chain.reader);
+    expect((await ledger(landed.key)).results).toHaveLength(1);
+    const log = await env.DB.prepare("SELECT outcome, evidence, tx_hash FROM reconciliations WHERE ref = ?1")
+      .bind(landed.key)
+      .all<{ outcome: string; evidence: string; tx_hash: string }>();
+    expect(log.results).toEqual([
+      {
+        outcome: "settled",
+        evidence: expect.stringMatching(/AuthorizationUsed and Transfer 3000/),
+        tx_hash: tx,
+      },
+    ]);
+  });
+
+  it("a reconciled partner try call gets its payout row, paid upstream when the wallet paid the partner", async () => {
+    const chain = chainDouble();
+    const c = await claim("failed", { amountAtomic: 30000n }, "partner:pricefeed/price");
+    chain.used.set(c.t.nonce, {
+      txHash: hex(32),
+      blockNumber: 490,
+      transfer: { from: c.t.payer, to: PAY_TO, value: 30000n },
+    });
+    await env.DB.prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, tx_hash, upstream_status, created_at)
+       VALUES (?1, 'pricefeed', 'price', 10000, NULL, 200, 0)`,
+    )
+      .bind(c.requestId)
+      .run();
+    await reconcile(env, chain.reader);
+    const payout = await env.DB.prepare(
+      "SELECT partner_share_micro, marketplace_fee_micro, paid_upstream FROM payout_ledger WHERE request_id = ?1",
+    )
+      .bind(c.requestId)
+      .first();
+    expect(payout).toEqual({ partner_share_micro: 10000, marketplace_fee_micro: 20000, paid_upstream: 1 });
+  });
+
+  it("upstream authorizations: landed gets its tx hash, expired unused is not counted as spent", async () => {
+    const chain = chainDouble();
+    const wallet = hex(20);
+    const partnerWallet = hex(20);
+    const insert = async (nonce: string, validBefore: number) => {
+      const requestId = crypto.randomUUID();
+      await env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, tx_hash, upstream_status, created_at,
+           payer, pay_to, asset, network, auth_nonce, valid_before)
+         VALUES (?1, 'textkit', 'summarize', 20000, NULL, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+      )
+        .bind(requestId, Date.now(), wallet, partnerWallet, USDC, env.X402_NETWORK, nonce, validBefore)
+        .run();
+      return requestId;
+    };
+    const landedNonce = hex(32);
+    const tx = hex(32);
+    chain.used.set(landedNonce, {
+      txHash: tx,
+      blockNumber: 499,
+      transfer: { from: wallet, to: partnerWallet, value: 20000n },
+    });
+    const landed = await insert(landedNonce, now() + 200);
+    const lost = await insert(hex(32), now() - 10);
+    const summary = await reconcile(env, chain.reader);
+    expect(summary.upstream_landed).toBeGreaterThanOrEqual(1);
+    const row = (id: string) =>
+      env.DB.prepare("SELECT chain_status, tx_hash FROM upstream_payments WHERE request_id = ?1")
+        .bind(id)
+        .first();
+    expect(await row(landed)).toEqual({ chain_status: "landed", tx_hash: tx });
+    expect(await row(lost)).toEqual({ chain_status: "not_landed", tx_hash: null });
+  });
+
+  it("refuses an RPC of another chain, and does nothing without RPC_URL", async () => {
+    const chain = chainDouble();
+    const other = { ...chain.reader, chainId: async () => 1 };
+    expect((await reconcile(env, other)).skipped).toMatch(/chain 1/);
+    expect(chain.reads).toHaveLength(0);
+    expect((await reconcile({ ...env, RPC_URL: "" })).skipped).toBe("RPC_URL is not set");
+  });
+});
+
+describe("the cron and the admin trigger", () => {
+  it("the scheduled handler runs a reconciliation and logs its summary", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: "" }, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(log.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(
+      /"reconcile":\{.*"skipped":"RPC_URL is not set"/,
+    );
+    log.mockRestore();
+  });
+
+  it("an unreachable RPC is a logged error, never a crash of the cron", async () => {
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    const ctx = createExecutionContext();
+    await worker.scheduled(
+      createScheduledController({ cron: "*/5 * * * *" }),
+      { ...env, RPC_URL: "http://127.0.0.1:9/" },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(/reconcile:/);
+    err.mockRestore();
+  }, 30_000);
+
+  it("POST /api/admin/reconcile is admin-only and says why it did nothing", async () => {
+    const e = { ...env, ADMIN_TOKEN: "adm", RPC_URL: "" };
+    const app = createApp();
+    const anon = await app.fetch(
+      new Request("https://skills.test/api/admin/reconcile", { method: "POST" }),
+      e,
+    );
+    expect(anon.status).toBe(401);
+    const res = await app.fetch(
+      new Request("https://skills.test/api/admin/reconcile", {
+        method: "POST",
+        headers: { authorization: "Bearer adm" },
+      }),
+      e,
+    );
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ skipped: "RPC_URL is not set", checked: 0 });
+    const view = await app.fetch(
+      new Request("https://skills.test/api/admin/payments", { headers: { authorization: "Bearer adm" } }),
+      e,
+    );
+    const body = await view.json<{ reconciliations: { outcome: string; evidence: string }[] }>();
+    expect(body.reconciliations.length).toBeGreaterThan(0);
+    expect(body.reconciliations[0]).toHaveProperty("evidence");
+  });
+});

@@ -1,0 +1,84 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+// @ts-expect-error plain JS script
+import { problems, readConfig } from "../../scripts/deploy-check.mjs";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const shipped = path.join(root, "wrangler.toml");
+const ALL_SECRETS = ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL", "STRIPE_SECRET_KEY"];
+
+/** wrangler.toml as a maintainer fills it in by following the deploy steps. */
+function completed() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "deploy-check-"));
+  const text = readFileSync(shipped, "utf8")
+    .replace('PAY_TO = ""', 'PAY_TO = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"')
+    .replace(
+      'database_id = "00000000-0000-0000-0000-000000000000"',
+      'database_id = "4b1c6e2a-9f0d-4c1e-8a7b-2d3e4f5a6b7c"',
+    )
+    .replace('id = "00000000000000000000000000000000"', 'id = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"')
+    .replace(
+      'CONTACT_EMAIL = "support@agent-skills.example"',
+      'CONTACT_EMAIL = "ops@skills-marketplace.dev"',
+    );
+  const file = path.join(dir, "wrangler.toml");
+  // Relative paths in the config (main, assets) resolve from its directory.
+  writeFileSync(
+    file,
+    text
+      .replaceAll('"./static"', `"${path.join(root, "static")}"`)
+      .replace('main = "src/index.ts"', `main = "${path.join(root, "src/index.ts")}"`),
+  );
+  return file;
+}
+
+const run = (config: string, secrets?: string) =>
+  promisify(execFile)(process.execPath, [path.join(root, "scripts/deploy-check.mjs")], {
+    env: {
+      ...process.env,
+      DEPLOY_CHECK_CONFIG: config,
+      ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
+    },
+  }).then(
+    (r) => ({ code: 0, out: r.stdout + r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
+  );
+
+describe("deploy-check (npm run deploy refuses an incomplete configuration)", () => {
+  it("the shipped wrangler.toml lists every missing item", async () => {
+    const found: string[] = problems(await readConfig(shipped), []);
+    expect(found.join("\n")).toMatch(/PAY_TO is empty/);
+    expect(found.join("\n")).toMatch(/D1 DB: database_id is still zero/);
+    expect(found.join("\n")).toMatch(/KV KV: id is still zero/);
+    expect(found.join("\n")).toMatch(/CONTACT_EMAIL .* placeholder/);
+    for (const s of ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL"]) {
+      expect(found.join("\n")).toContain(`secret ${s} is not set`);
+    }
+  }, 60_000);
+
+  it("a filled-in configuration with its secrets passes; without a secret list it refuses", async () => {
+    const config = await readConfig(completed());
+    expect(problems(config, ALL_SECRETS)).toEqual([]);
+    expect(problems(config, undefined)).toEqual([expect.stringMatching(/secrets could not be listed/)]);
+    expect(problems({ ...config, vars: { ...config.vars, PAY_TO: "0x123" } }, ALL_SECRETS)).toEqual([
+      'PAY_TO "0x123" is not an EVM address',
+    ]);
+    // RPC_URL may be a plain var instead of a secret.
+    const withVar = { ...config, vars: { ...config.vars, RPC_URL: "https://mainnet.base.org" } };
+    expect(problems(withVar, ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY"])).toEqual([]);
+  }, 60_000);
+
+  it("the script exits 1 with the list, and 0 once everything is there", async () => {
+    const refused = await run(shipped, "ADMIN_TOKEN");
+    expect(refused.code).toBe(1);
+    expect(refused.out).toMatch(/refusing to deploy; missing:\n {2}- PAY_TO is empty/);
+    expect(refused.out).toContain("secret RECEIPT_SIGNING_KEY is not set");
+    const ok = await run(completed(), ALL_SECRETS.join(","));
+    expect(ok.out).toMatch(/configuration complete/);
+    expect(ok.code).toBe(0);
+  }, 120_000);
+});

@@ -198,8 +198,16 @@ describe("MCP paid with card credits", () => {
     // The emulator's hosted page is a form: submitting it pays, fires the webhook and redirects.
     const paid = await fetch(checkout.checkout_url, { method: "POST", redirect: "manual" });
     expect(paid.status).toBe(303);
-    const success = await fetch(paid.headers.get("location") ?? "");
-    const key = /id="api-key"[^>]*>\s*(mk_[A-Za-z0-9_-]+)/.exec(await success.text())?.[1];
+    // The success page shows the key only through its "Reveal my key" form (a POST with a token).
+    const successUrl = paid.headers.get("location") ?? "";
+    const page = await (await fetch(successUrl)).text();
+    const token = /name="token" value="([^"]+)"/.exec(page)?.[1] ?? "";
+    const revealed = await fetch(successUrl, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: new URL(successUrl).origin },
+      body: new URLSearchParams({ token }).toString(),
+    });
+    const key = /id="api-key"[^>]*>\s*(mk_[A-Za-z0-9_-]+)/.exec(await revealed.text())?.[1];
     expect(key).toBeDefined();
 
     const carded = await connectMcp(stack.base_url, { authorization: `Bearer ${key}` });

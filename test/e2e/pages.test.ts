@@ -221,7 +221,8 @@ describe("pages in a real browser", () => {
     expect(await page.isVisible("#output")).toBe(false);
     await page.click("#raw summary");
     expect(await page.isVisible("#output")).toBe(true);
-    expect(JSON.parse((await page.textContent("#output")) ?? "{}")).toMatchObject({ x402Version: 2 });
+    // The body is the v1 form of the offer (the v2 one is in the PAYMENT-REQUIRED header).
+    expect(JSON.parse((await page.textContent("#output")) ?? "{}")).toMatchObject({ x402Version: 1 });
     await page.close();
   });
 
@@ -258,6 +259,7 @@ describe("pages in a real browser", () => {
     await page.waitForURL((u) => u.href.startsWith(stack.stripe_api_base));
     await page.click("#pay");
     await page.waitForURL(/\/checkout\/success\?session_id=/);
+    await page.click("#reveal");
     expect(await page.textContent("#api-key")).toMatch(/^\s*mk_/);
     expect(await page.textContent("body")).toContain("bought-in-the-applet");
     // Chromium logs the 402 the applet asked for; nothing else may fail.

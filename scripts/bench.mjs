@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 // `npm run bench`: figures for the README. Serves scripts/bench/worker.ts (the real app plus a
 // no-op route) with wrangler dev, times each skill's run inside workerd, then compares HTTP
 // latency of a 1 KB paid-size call with a no-op route. Writes bench/results.md.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { x402Client } from "@x402/core/client";
@@ -11,11 +11,45 @@ import { encodePaymentSignatureHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { benchInputs } from "./bench/inputs.mjs";
+import { throughputReport } from "./bench/throughput.mjs";
 import { startChain } from "./lib/chain.mjs";
 import { startFacilitator } from "./lib/facilitator.mjs";
 import { freePort, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const argv = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 && argv[i + 1] !== undefined ? Number(argv[i + 1]) : fallback;
+};
+
+if (argv.includes("--throughput")) {
+  // Plain workerd, no wrangler dev; see scripts/bench/throughput.mjs. The section replaces the
+  // "Throughput" part of bench/results.md and leaves the rest of the file as it was.
+  const chain = await startChain();
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
+  try {
+    const lines = await throughputReport(root, {
+      freePort,
+      facilitatorUrl: facilitator.url,
+      payTo: chain.payTo,
+      rounds: option("--rounds", 2),
+      seconds: option("--seconds", 6),
+      connections: option("--connections", 10),
+    });
+    const file = path.join(root, "bench/results.md");
+    const previous = existsSync(file) ? readFileSync(file, "utf8") : "";
+    const kept = previous.split(/^## Throughput under plain workerd/m)[0].trimEnd();
+    mkdirSync(path.join(root, "bench"), { recursive: true });
+    writeFileSync(file, `${kept ? `${kept}\n\n` : ""}${lines.join("\n")}\n`);
+    console.log(`${lines.join("\n")}\n\nwritten to bench/results.md`);
+  } finally {
+    await facilitator.stop();
+    await chain.stop();
+  }
+  process.exit(0);
+}
+
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const env = {

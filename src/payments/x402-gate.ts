@@ -4,7 +4,7 @@ import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } fro
 import type { PaymentRequired } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { isAddress } from "viem";
 import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
@@ -12,7 +12,7 @@ import { detail } from "../http/errors";
 import { formatUsd } from "../money";
 import { pricingConfig } from "../partners/listing";
 import { type Sellable, sellables } from "./sellables";
-import { x402HttpGate } from "./x402-http";
+import { isUnpaidOffer, x402HttpGate } from "./x402-http";
 import { v1Requirement } from "./x402-v1";
 
 /** EIP-712 domain of USDC (name, version): what every exact-scheme signature is made under. */
@@ -93,16 +93,22 @@ interface Built {
   key: string;
   middleware: MiddlewareHandler;
   ready: Promise<void> | undefined;
+  /** When /supported was last read successfully; undefined until the first success. */
+  readyAt: number | undefined;
+  refreshing: Promise<void> | undefined;
   httpServer: x402HTTPResourceServer;
 }
 let built: Built | undefined;
 
 /**
- * The x402 middleware is built on first use in an isolate (no I/O at start-up) and rebuilt only
- * when the configuration changes. Facilitator sync happens here too, so a facilitator that is
- * down or does not support the network becomes a clear 503 instead of a crash.
+ * How long one /supported answer is trusted before it is re-read. The re-read runs in the
+ * background on a fresh server (initialize() empties the server's tables while it waits), and the
+ * isolate keeps answering from the current one until the new one is ready.
  */
-function build(env: Bindings, cfg: PublicConfig): Built {
+export const SUPPORTED_TTL_MS = 10 * 60_000;
+
+/** The key of a configuration: a change rebuilds the gate (and its cached 402 answers). */
+function configKey(env: Bindings, cfg: PublicConfig) {
   // Partner prices need only the multiplier; if it is bad, skills are still sold (partner routes
   // answer 503 themselves).
   const pricing = pricingConfig(env);
@@ -115,7 +121,27 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     cfg.baseUrl,
     pc?.multiplierMilli ?? "no-partners",
   ].join("|");
+  return { key, pc };
+}
+
+/**
+ * The x402 middleware is built on first use in an isolate (no I/O at start-up) and rebuilt only
+ * when the configuration changes. Facilitator sync happens here too, so a facilitator that is
+ * down or does not support the network becomes a clear 503 instead of a crash.
+ */
+function build(env: Bindings, cfg: PublicConfig): Built {
+  const { key, pc } = configKey(env, cfg);
   if (built?.key === key) return built;
+  built = create(env, cfg, key, pc);
+  return built;
+}
+
+function create(
+  env: Bindings,
+  cfg: PublicConfig,
+  key: string,
+  pc: ReturnType<typeof configKey>["pc"],
+): Built {
   const facilitator = facilitatorClient(env, cfg);
   const server = new x402ResourceServer(facilitator).register(
     cfg.network as `${string}:${string}`,
@@ -125,8 +151,42 @@ function build(env: Bindings, cfg: PublicConfig): Built {
   httpServer.registerPaywallProvider(plainPaywall);
   // The bazaar extension enriches the discovery info of every 402 (as @x402/hono registered it).
   server.registerExtension(bazaarResourceServerExtension);
-  built = { key, httpServer, ready: undefined, middleware: x402HttpGate(httpServer) };
-  return built;
+  return {
+    key,
+    httpServer,
+    ready: undefined,
+    readyAt: undefined,
+    refreshing: undefined,
+    middleware: x402HttpGate(httpServer),
+  };
+}
+
+/** Re-reads /supported on a fresh gate and swaps it in on success; never awaited by a request. */
+function refreshInBackground(
+  b: Built,
+  env: Bindings,
+  cfg: PublicConfig,
+  waitUntil?: (p: Promise<unknown>) => void,
+) {
+  if (b.refreshing) return;
+  const next = create(env, cfg, b.key, configKey(env, cfg).pc);
+  b.refreshing = next.httpServer.initialize().then(
+    () => {
+      next.readyAt = Date.now();
+      next.ready = Promise.resolve();
+      if (built === b) built = next;
+      b.refreshing = undefined;
+    },
+    (e) => {
+      // Keep serving the answer we have; try again after another TTL.
+      console.warn(
+        `x402: re-reading the facilitator's /supported failed: ${e instanceof Error ? e.message : e}`,
+      );
+      b.readyAt = Date.now();
+      b.refreshing = undefined;
+    },
+  );
+  waitUntil?.(b.refreshing);
 }
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
@@ -161,6 +221,7 @@ async function ensureReady(b: Built): Promise<string | undefined> {
   b.ready ??= b.httpServer.initialize();
   try {
     await b.ready;
+    b.readyAt ??= Date.now();
     return undefined;
   } catch (e) {
     b.ready = undefined; // try again on the next request
@@ -174,13 +235,26 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const problem = configProblem(cfg);
   if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
   const b = build(c.env, cfg);
-  const initError = await ensureReady(b);
-  if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
+  if (b.readyAt === undefined) {
+    const initError = await ensureReady(b);
+    if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
+  } else if (Date.now() - b.readyAt > SUPPORTED_TTL_MS) {
+    refreshInBackground(b, c.env, cfg, waitUntilOf(c));
+  }
   return b.middleware(c, async () => {
     c.set("x402Verified", true);
     await next();
   });
 };
+
+function waitUntilOf(c: Context<AppEnv>) {
+  try {
+    const ctx = c.executionCtx;
+    return (p: Promise<unknown>) => ctx.waitUntil(p);
+  } catch {
+    return undefined; // no execution context (app.request in tests): the refresh still runs
+  }
+}
 
 /** Free-text errors of the x402 server, in the snake_case vocabulary of the facilitator's reasons. */
 const REASON_OF_TEXT: Record<string, string> = {
@@ -202,13 +276,36 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   const res = c.res;
   const header = res.headers.get("payment-required");
   if (res.status !== 402 || !header || !res.headers.get("content-type")?.includes("json")) return;
-  const existing = await res.clone().text();
-  if (existing && existing !== "{}") return;
+  if (!isUnpaidOffer(res)) {
+    const existing = await res.clone().text();
+    if (existing && existing !== "{}") return;
+  }
+  const note = c.get("creditNote");
+  // The same header and note always explain the same way: decoded and written once per isolate.
+  const cacheKey = `${note ?? ""}\u0000${header}`;
+  let body = explained.get(cacheKey);
+  if (body === undefined) {
+    body = explain(header, note);
+    if (body === undefined) return;
+    if (explained.size >= MAX_EXPLAINED) explained.clear();
+    explained.set(cacheKey, body);
+  }
+  const headers = new Headers(res.headers);
+  headers.set("content-type", "application/json");
+  c.res = new Response(body, { status: 402, headers });
+};
+
+// Offers differ by route, price tier, configuration and reason; the bound only stops growth from
+// headers nobody will send again (a rejected payment's reason is part of its header).
+const MAX_EXPLAINED = 512;
+const explained = new Map<string, string>();
+
+function explain(header: string, note: string | undefined): string | undefined {
   let required: PaymentRequired;
   try {
     required = decodePaymentRequiredHeader(header);
   } catch {
-    return;
+    return undefined;
   }
   const offer = required.accepts[0];
   const price = offer ? formatUsd(Number(offer.amount) / 1e6) : "a price";
@@ -217,7 +314,6 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
     : price;
   const reason =
     required.error && required.error !== "Payment required" ? machineReason(required.error) : undefined;
-  const note = c.get("creditNote");
   const error = note
     ? `${note} This call costs ${what}.`
     : reason
@@ -234,7 +330,5 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
         ...(required.extensions ? { extensions: required.extensions } : {}),
       }
     : { ...required, error, reason: reason ?? "payment_required" };
-  const headers = new Headers(res.headers);
-  headers.set("content-type", "application/json");
-  c.res = new Response(JSON.stringify(body), { status: 402, headers });
-};
+  return JSON.stringify(body);
+}

@@ -11,7 +11,7 @@ import { encodePaymentSignatureHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { benchInputs } from "./bench/inputs.mjs";
-import { throughputReport } from "./bench/throughput.mjs";
+import { profileReport, throughputReport } from "./bench/throughput.mjs";
 import { startChain } from "./lib/chain.mjs";
 import { startFacilitator } from "./lib/facilitator.mjs";
 import { freePort, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
@@ -22,6 +22,27 @@ const option = (name, fallback) => {
   const i = argv.indexOf(name);
   return i >= 0 && argv[i + 1] !== undefined ? Number(argv[i + 1]) : fallback;
 };
+
+if (argv.includes("--profile")) {
+  // CPU profile of the routes whose name contains the argument (e.g. "402", "no-op", "token").
+  const match = argv[argv.indexOf("--profile") + 1] ?? "";
+  const chain = await startChain();
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
+  try {
+    const lines = await profileReport(root, {
+      freePort,
+      facilitatorUrl: facilitator.url,
+      payTo: chain.payTo,
+      match,
+      seconds: option("--seconds", 5),
+    });
+    console.log(lines.join("\n"));
+  } finally {
+    await facilitator.stop();
+    await chain.stop();
+  }
+  process.exit(0);
+}
 
 if (argv.includes("--throughput")) {
   // Plain workerd, no wrangler dev; see scripts/bench/throughput.mjs. The section replaces the

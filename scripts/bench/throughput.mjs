@@ -201,9 +201,10 @@ function routes() {
   const post = (name, slug, label, { paid = false } = {}) => ({
     name,
     method: "POST",
-    path: `${paid ? "/paid" : ""}/api/skills/${slug}`,
+    path: `/api/skills/${slug}`,
     body: JSON.stringify(inputs.get(`${slug} ${label}`)),
     expect: paid ? 402 : 200,
+    paid,
   });
   return [
     { name: "empty Worker, GET /", method: "GET", path: "/", expect: 200, empty: true },
@@ -272,13 +273,24 @@ export async function throughputReport(
       port: appPort,
       bindings,
     });
+    // The same bundle with payments on (FREE_BETA=false) in its own process: its own socket
+    // rather than the bench Worker's /paid mount, whose per-request URL rewrite would be measured.
+    const paidPort = await freePort();
+    const paidCfg = writeConfig(benchDir, {
+      name: "paid",
+      files: benchFiles,
+      main: "worker.js",
+      port: paidPort,
+      bindings: { ...bindings, FREE_BETA: "false" },
+    });
     const empty = await serve(root, emptyCfg, { port: emptyPort, probePath: "/" });
     const app = await serve(root, appCfg, { port: appPort, probePath: "/__bench/noop" });
+    const paid = await serve(root, paidCfg, { port: paidPort, probePath: "/__bench/noop" });
     startups.empty.push(empty.startupMs);
     startups.app.push(app.startupMs);
     try {
       for (const r of list) {
-        const port = r.empty ? emptyPort : appPort;
+        const port = r.empty ? emptyPort : r.paid ? paidPort : appPort;
         await load({ ...r, port, seconds: 1, connections }); // warm-up (tables, /supported)
         const res = await load({ ...r, port, seconds, connections });
         rps.get(r.name).push(res.rps);
@@ -286,6 +298,7 @@ export async function throughputReport(
         console.log(`round ${round + 1}: ${r.name}: ${res.rps.toFixed(0)} req/s (${res.wrong} wrong status)`);
       }
     } finally {
+      await paid.stop();
       await app.stop();
       await empty.stop();
     }
@@ -300,7 +313,7 @@ export async function throughputReport(
   );
   say();
   say(
-    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
+    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
   );
   say();
   say("| route | req/s | ratio to the app's no-op | ratio to an empty Worker | wrong status |");
@@ -325,5 +338,64 @@ export async function throughputReport(
   say("| package or source folder | KiB |");
   say("|---|---:|");
   for (const [name, bytes] of topContributors(metafile)) say(`| ${name} | ${(bytes / 1024).toFixed(0)} |`);
+  return lines;
+}
+
+/** The --profile run: CPU profile of the routes whose name contains `match`, unminified build. */
+export async function profileReport(
+  root,
+  { freePort, facilitatorUrl, payTo, match, seconds = 5, connections = 10 },
+) {
+  const { inspect, saveProfile, selfTimes } = await import("./profile.mjs");
+  const dir = path.join(root, ".dev/throughput/bench-unminified");
+  const files = buildBundle(root, {
+    config: path.join(root, "scripts/bench/wrangler.bench.toml"),
+    outdir: dir,
+    minify: false,
+  });
+  const bindings = {
+    ...vars(readFileSync(path.join(root, "scripts/bench/wrangler.bench.toml"), "utf8")),
+    PAY_TO: payTo,
+    FACILITATOR_URL: facilitatorUrl,
+  };
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const paidRoutes = routes().some((x) => x.paid && x.name.includes(match));
+  const cfg = writeConfig(dir, {
+    name: "app",
+    files,
+    main: "worker.js",
+    port,
+    bindings: paidRoutes ? { ...bindings, FREE_BETA: "false" } : bindings,
+  });
+  const app = await serve(root, cfg, { port, probePath: "/__bench/noop", inspectorPort });
+  const lines = [];
+  try {
+    for (const r of routes().filter(
+      (x) => !x.empty && x.name.includes(match) && Boolean(x.paid) === paidRoutes,
+    )) {
+      await load({ ...r, port, seconds: 1, connections });
+      const cdp = await inspect(inspectorPort);
+      await cdp.send("Profiler.enable");
+      await cdp.send("Profiler.setSamplingInterval", { interval: 100 });
+      await cdp.send("Profiler.start");
+      const res = await load({ ...r, port, seconds, connections });
+      const { result } = await cdp.send("Profiler.stop");
+      cdp.close();
+      const file = await saveProfile(path.dirname(dir), r.name, result.profile);
+      const { total, top } = selfTimes(result.profile, 25);
+      lines.push(
+        `### ${r.name}: ${res.done} requests, ${total.toFixed(0)} ms sampled (${path.relative(root, file)})`,
+      );
+      lines.push("");
+      lines.push("| self ms | per request µs | function |");
+      lines.push("|---:|---:|---|");
+      for (const [k, v] of top)
+        lines.push(`| ${v.toFixed(0)} | ${((v * 1000) / res.done).toFixed(1)} | \`${k}\` |`);
+      lines.push("");
+    }
+  } finally {
+    await app.stop();
+  }
   return lines;
 }

@@ -10,7 +10,7 @@ import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
-import { pricingConfig } from "../partners/listing";
+import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { type Sellable, sellables } from "./sellables";
 import { isUnpaidOffer, x402HttpGate } from "./x402-http";
 import { v1Requirement } from "./x402-v1";
@@ -107,12 +107,27 @@ let built: Built | undefined;
  */
 export const SUPPORTED_TTL_MS = 10 * 60_000;
 
+/**
+ * What a request's bindings say about payments, checked once per bindings object (an isolate
+ * keeps one): the CPU profile of the unpaid 402 showed the address checksums (keccak) and the
+ * partner pricing parse on every request otherwise.
+ */
+const envFacts = new WeakMap<Bindings, { problem: string | undefined; pc: PricingConfig | undefined }>();
+function factsOf(env: Bindings, cfg: PublicConfig) {
+  let facts = envFacts.get(env);
+  if (!facts) {
+    // Partner prices need only the multiplier; if it is bad, skills are still sold (partner
+    // routes answer 503 themselves).
+    const pricing = pricingConfig(env);
+    facts = { problem: configProblem(cfg), pc: "error" in pricing ? undefined : pricing };
+    envFacts.set(env, facts);
+  }
+  return facts;
+}
+
 /** The key of a configuration: a change rebuilds the gate (and its cached 402 answers). */
 function configKey(env: Bindings, cfg: PublicConfig) {
-  // Partner prices need only the multiplier; if it is bad, skills are still sold (partner routes
-  // answer 503 themselves).
-  const pricing = pricingConfig(env);
-  const pc = "error" in pricing ? undefined : pricing;
+  const { pc } = factsOf(env, cfg);
   const key = [
     cfg.network,
     cfg.payTo,
@@ -232,7 +247,7 @@ async function ensureReady(b: Built): Promise<string | undefined> {
 /** x402 v2 payment for one call. Only for routes that are sold (sellables.ts) at this moment. */
 export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cfg = publicConfig(c.env, c.req.url);
-  const problem = configProblem(cfg);
+  const { problem } = factsOf(c.env, cfg);
   if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
   const b = build(c.env, cfg);
   if (b.readyAt === undefined) {

@@ -216,7 +216,11 @@ try {
   say(`| POST slugify, paid → 200 | ${paidMs.toFixed(3)} | ${(paidMs / noopMs).toFixed(2)} |`);
 
   mkdirSync(path.join(root, "bench"), { recursive: true });
-  writeFileSync(path.join(root, "bench/results.md"), `${lines.join("\n")}\n`);
+  // Keeps the section `--throughput` wrote, if any.
+  const file = path.join(root, "bench/results.md");
+  const previous = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const throughput = previous.match(/^## Throughput under plain workerd[\s\S]*$/m)?.[0];
+  writeFileSync(file, `${lines.join("\n")}\n${throughput ? `\n${throughput}` : ""}`);
   console.log("\nwritten to bench/results.md");
 } finally {
   await stopProcess(worker);

@@ -173,10 +173,14 @@ export function load({ port, method, path: p, body, expect, seconds, connections
   const end = performance.now() + seconds * 1000;
   let done = 0;
   let wrong = 0;
+  const statuses = {};
   const one = () =>
     new Promise((resolve, reject) => {
       const req = http.request({ host: "127.0.0.1", port, method, path: p, agent, headers }, (res) => {
-        if (res.statusCode !== expect) wrong++;
+        if (res.statusCode !== expect) {
+          wrong++;
+          statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+        }
         res.resume();
         res.on("end", resolve);
       });
@@ -192,6 +196,7 @@ export function load({ port, method, path: p, body, expect, seconds, connections
   const t0 = performance.now();
   return Promise.all(Array.from({ length: connections }, loop)).then(() => {
     agent.destroy();
+    if (wrong) console.warn(`${method} ${p}: unexpected statuses ${JSON.stringify(statuses)}`);
     return { rps: done / ((performance.now() - t0) / 1000), wrong, done };
   });
 }

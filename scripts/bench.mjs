@@ -13,11 +13,66 @@ import { encodePaymentSignatureHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { benchInputs } from "./bench/inputs.mjs";
+import { profileReport, throughputReport } from "./bench/throughput.mjs";
 import { startChain } from "./lib/chain.mjs";
 import { startFacilitator } from "./lib/facilitator.mjs";
 import { freePort, startProcess, stopProcess, waitFor } from "./lib/proc.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const argv = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 && argv[i + 1] !== undefined ? Number(argv[i + 1]) : fallback;
+};
+
+if (argv.includes("--profile")) {
+  // CPU profile of the routes whose name contains the argument (e.g. "402", "no-op", "token").
+  const match = argv[argv.indexOf("--profile") + 1] ?? "";
+  const chain = await startChain();
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
+  try {
+    const lines = await profileReport(root, {
+      freePort,
+      facilitatorUrl: facilitator.url,
+      payTo: chain.payTo,
+      match,
+      seconds: option("--seconds", 5),
+    });
+    console.log(lines.join("\n"));
+  } finally {
+    await facilitator.stop();
+    await chain.stop();
+  }
+  process.exit(0);
+}
+
+if (argv.includes("--throughput")) {
+  // Plain workerd, no wrangler dev; see scripts/bench/throughput.mjs. The section replaces the
+  // "Throughput" part of bench/results.md and leaves the rest of the file as it was.
+  const chain = await startChain();
+  const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
+  try {
+    const lines = await throughputReport(root, {
+      freePort,
+      facilitatorUrl: facilitator.url,
+      payTo: chain.payTo,
+      rounds: option("--rounds", 2),
+      seconds: option("--seconds", 6),
+      connections: option("--connections", 10),
+    });
+    const file = path.join(root, "bench/results.md");
+    const previous = existsSync(file) ? readFileSync(file, "utf8") : "";
+    const kept = previous.split(/^## Throughput under plain workerd/m)[0].trimEnd();
+    mkdirSync(path.join(root, "bench"), { recursive: true });
+    writeFileSync(file, `${kept ? `${kept}\n\n` : ""}${lines.join("\n")}\n`);
+    console.log(`${lines.join("\n")}\n\nwritten to bench/results.md`);
+  } finally {
+    await facilitator.stop();
+    await chain.stop();
+  }
+  process.exit(0);
+}
+
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const env = {
@@ -66,12 +121,16 @@ try {
 
   mkdirSync(path.join(root, "bench"), { recursive: true });
   const file = path.join(root, "bench/results.md");
-  if (onlyMcp && existsSync(file)) {
-    // Keep the other sections as measured; replace (or add) only the MCP one, which comes last.
-    const kept = readFileSync(file, "utf8").split(`\n${MCP_HEADING}`)[0].trimEnd();
-    writeFileSync(file, `${kept}\n${lines.join("\n")}\n`);
+  const previous = existsSync(file) ? readFileSync(file, "utf8") : "";
+  // The `--throughput` section (plain workerd) is kept as it was measured; it always comes last.
+  const [before, throughput] = previous.split(/^(?=## Throughput under plain workerd)/m);
+  const tail = throughput ? `\n${throughput.trimEnd()}\n` : "";
+  if (onlyMcp && before) {
+    // Keep the other sections as measured; replace (or add) only the MCP one.
+    const kept = before.split(`\n${MCP_HEADING}`)[0].trimEnd();
+    writeFileSync(file, `${kept}\n${lines.join("\n")}\n${tail}`);
   } else {
-    writeFileSync(file, `${lines.join("\n")}\n`);
+    writeFileSync(file, `${lines.join("\n")}\n${tail}`);
   }
   console.log("\nwritten to bench/results.md");
 } finally {

@@ -28,8 +28,15 @@ export function createApp() {
   app.use(requestId({ headerName: "" }));
   app.use(async (c, next) => {
     await next();
-    // Set last: the x402 middleware replaces whole responses (settlement failures).
-    c.header("X-Request-Id", c.get("requestId"));
+    // Set last: the x402 middleware replaces whole responses (settlement failures). In place: after
+    // the handler, c.header() copies the whole Response (a CPU profile showed it on every request);
+    // only a response with immutable headers (one passed through from fetch) is copied.
+    const id = c.get("requestId");
+    try {
+      c.res.headers.set("X-Request-Id", id);
+    } catch {
+      c.header("X-Request-Id", id);
+    }
   });
   // Outside everything that may replace the response, so every answer carries them: security
   // headers on all responses, CORS on the public API and documents (preflights end here).

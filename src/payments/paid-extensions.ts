@@ -24,6 +24,16 @@ const OFFER_VALIDITY_SECONDS = 300;
  */
 export function paidExtensions(env: Bindings, baseUrl: string) {
   const key = receiptKey(env.RECEIPT_SIGNING_KEY, baseUrl);
+  // Once per key and origin: the gate asks on every request (x402-gate.ts configKey).
+  const memoKey = `${"error" in key ? "none" : key.kid}|${baseUrl}`;
+  if (memo?.key === memoKey) return memo.value;
+  memo = { key: memoKey, value: build(key) };
+  return memo.value;
+}
+
+let memo: { key: string; value: ReturnType<typeof build> } | undefined;
+
+function build(key: ReturnType<typeof receiptKey>) {
   const declarations: Record<string, unknown> = {
     [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
   };

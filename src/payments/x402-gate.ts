@@ -4,16 +4,16 @@ import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } fro
 import type { PaymentRequired } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { isAddress } from "viem";
 import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
-import { pricingConfig } from "../partners/listing";
+import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
-import { x402HttpGate } from "./x402-http";
+import { isUnpaidOffer, x402HttpGate } from "./x402-http";
 import { v1Requirement } from "./x402-v1";
 
 /** EIP-712 domain of USDC (name, version): what every exact-scheme signature is made under. */
@@ -97,20 +97,42 @@ interface Built {
   key: string;
   middleware: MiddlewareHandler;
   ready: Promise<void> | undefined;
+  /** When /supported was last read successfully; undefined until the first success. */
+  readyAt: number | undefined;
+  refreshing: Promise<void> | undefined;
   httpServer: x402HTTPResourceServer;
 }
 let built: Built | undefined;
 
 /**
- * The x402 middleware is built on first use in an isolate (no I/O at start-up) and rebuilt only
- * when the configuration changes. Facilitator sync happens here too, so a facilitator that is
- * down or does not support the network becomes a clear 503 instead of a crash.
+ * How long one /supported answer is trusted before it is re-read. The re-read runs in the
+ * background on a fresh server (initialize() empties the server's tables while it waits), and the
+ * isolate keeps answering from the current one until the new one is ready.
  */
-function build(env: Bindings, cfg: PublicConfig): Built {
-  // Partner prices need only the multiplier; if it is bad, skills are still sold (partner routes
-  // answer 503 themselves).
-  const pricing = pricingConfig(env);
-  const pc = "error" in pricing ? undefined : pricing;
+export const SUPPORTED_TTL_MS = 10 * 60_000;
+
+/**
+ * What a request's bindings say about payments, checked once per bindings object (an isolate
+ * keeps one): the CPU profile of the unpaid 402 showed the address checksums (keccak) and the
+ * partner pricing parse on every request otherwise.
+ */
+const envFacts = new WeakMap<Bindings, { problem: string | undefined; pc: PricingConfig | undefined }>();
+function factsOf(env: Bindings, cfg: PublicConfig) {
+  let facts = envFacts.get(env);
+  if (!facts) {
+    // Partner prices need only the multiplier; if it is bad, skills are still sold (partner
+    // routes answer 503 themselves).
+    const pricing = pricingConfig(env);
+    facts = { problem: configProblem(cfg), pc: "error" in pricing ? undefined : pricing };
+    envFacts.set(env, facts);
+  }
+  return facts;
+}
+
+/** The key of a configuration: a change rebuilds the gate (and its cached 402 answers). */
+function configKey(env: Bindings, cfg: PublicConfig) {
+  const { pc } = factsOf(env, cfg);
+  // payment-identifier and signed offers (paid-extensions.ts); the receipt key's id is in the key.
   const paid = paidExtensions(env, cfg.baseUrl);
   const key = [
     paid.id,
@@ -121,7 +143,22 @@ function build(env: Bindings, cfg: PublicConfig): Built {
     cfg.baseUrl,
     pc?.multiplierMilli ?? "no-partners",
   ].join("|");
-  if (built?.key === key) return built;
+  return { key, pc, paid };
+}
+
+/**
+ * The x402 middleware is built on first use in an isolate (no I/O at start-up) and rebuilt only
+ * when the configuration changes. Facilitator sync happens here too, so a facilitator that is
+ * down or does not support the network becomes a clear 503 instead of a crash.
+ */
+function build(env: Bindings, cfg: PublicConfig): Built {
+  const config = configKey(env, cfg);
+  if (built?.key === config.key) return built;
+  built = create(env, cfg, config);
+  return built;
+}
+
+function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<typeof configKey>): Built {
   const facilitator = facilitatorClient(env, cfg);
   const server = new x402ResourceServer(facilitator).register(
     cfg.network as `${string}:${string}`,
@@ -135,8 +172,42 @@ function build(env: Bindings, cfg: PublicConfig): Built {
   httpServer.registerPaywallProvider(plainPaywall);
   // The bazaar extension enriches the discovery info of every 402 (as @x402/hono registered it).
   server.registerExtension(bazaarResourceServerExtension);
-  built = { key, httpServer, ready: undefined, middleware: x402HttpGate(httpServer) };
-  return built;
+  return {
+    key,
+    httpServer,
+    ready: undefined,
+    readyAt: undefined,
+    refreshing: undefined,
+    middleware: x402HttpGate(httpServer),
+  };
+}
+
+/** Re-reads /supported on a fresh gate and swaps it in on success; never awaited by a request. */
+function refreshInBackground(
+  b: Built,
+  env: Bindings,
+  cfg: PublicConfig,
+  waitUntil?: (p: Promise<unknown>) => void,
+) {
+  if (b.refreshing) return;
+  const next = create(env, cfg, configKey(env, cfg));
+  b.refreshing = next.httpServer.initialize().then(
+    () => {
+      next.readyAt = Date.now();
+      next.ready = Promise.resolve();
+      if (built === b) built = next;
+      b.refreshing = undefined;
+    },
+    (e) => {
+      // Keep serving the answer we have; try again after another TTL.
+      console.warn(
+        `x402: re-reading the facilitator's /supported failed: ${e instanceof Error ? e.message : e}`,
+      );
+      b.readyAt = Date.now();
+      b.refreshing = undefined;
+    },
+  );
+  waitUntil?.(b.refreshing);
 }
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
@@ -171,6 +242,7 @@ async function ensureReady(b: Built): Promise<string | undefined> {
   b.ready ??= b.httpServer.initialize();
   try {
     await b.ready;
+    b.readyAt ??= Date.now();
     return undefined;
   } catch (e) {
     b.ready = undefined; // try again on the next request
@@ -181,16 +253,29 @@ async function ensureReady(b: Built): Promise<string | undefined> {
 /** x402 v2 payment for one call. Only for routes that are sold (sellables.ts) at this moment. */
 export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cfg = publicConfig(c.env, c.req.url);
-  const problem = configProblem(cfg);
+  const { problem } = factsOf(c.env, cfg);
   if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
   const b = build(c.env, cfg);
-  const initError = await ensureReady(b);
-  if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
+  if (b.readyAt === undefined) {
+    const initError = await ensureReady(b);
+    if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
+  } else if (Date.now() - b.readyAt > SUPPORTED_TTL_MS) {
+    refreshInBackground(b, c.env, cfg, waitUntilOf(c));
+  }
   return b.middleware(c, async () => {
     c.set("x402Verified", true);
     await next();
   });
 };
+
+function waitUntilOf(c: Context<AppEnv>) {
+  try {
+    const ctx = c.executionCtx;
+    return (p: Promise<unknown>) => ctx.waitUntil(p);
+  } catch {
+    return undefined; // no execution context (app.request in tests): the refresh still runs
+  }
+}
 
 /** Free-text errors of the x402 server, in the snake_case vocabulary of the facilitator's reasons. */
 const REASON_OF_TEXT: Record<string, string> = {
@@ -212,13 +297,36 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   const res = c.res;
   const header = res.headers.get("payment-required");
   if (res.status !== 402 || !header || !res.headers.get("content-type")?.includes("json")) return;
-  const existing = await res.clone().text();
-  if (existing && existing !== "{}") return;
+  if (!isUnpaidOffer(res)) {
+    const existing = await res.clone().text();
+    if (existing && existing !== "{}") return;
+  }
+  const note = c.get("creditNote");
+  // The same header and note always explain the same way: decoded and written once per isolate.
+  const cacheKey = `${note ?? ""}\u0000${header}`;
+  let body = explained.get(cacheKey);
+  if (body === undefined) {
+    body = explain(header, note);
+    if (body === undefined) return;
+    if (explained.size >= MAX_EXPLAINED) explained.clear();
+    explained.set(cacheKey, body);
+  }
+  const headers = new Headers(res.headers);
+  headers.set("content-type", "application/json");
+  c.res = new Response(body, { status: 402, headers });
+};
+
+// Offers differ by route, price tier, configuration and reason; the bound only stops growth from
+// headers nobody will send again (a rejected payment's reason is part of its header).
+const MAX_EXPLAINED = 512;
+const explained = new Map<string, string>();
+
+function explain(header: string, note: string | undefined): string | undefined {
   let required: PaymentRequired;
   try {
     required = decodePaymentRequiredHeader(header);
   } catch {
-    return;
+    return undefined;
   }
   const offer = required.accepts[0];
   const price = offer ? formatUsd(Number(offer.amount) / 1e6) : "a price";
@@ -227,7 +335,6 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
     : price;
   const reason =
     required.error && required.error !== "Payment required" ? machineReason(required.error) : undefined;
-  const note = c.get("creditNote");
   const error = note
     ? `${note} This call costs ${what}.`
     : reason
@@ -244,7 +351,5 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
         ...(required.extensions ? { extensions: required.extensions } : {}),
       }
     : { ...required, error, reason: reason ?? "payment_required" };
-  const headers = new Headers(res.headers);
-  headers.set("content-type", "application/json");
-  c.res = new Response(JSON.stringify(body), { status: 402, headers });
-};
+  return JSON.stringify(body);
+}

@@ -75,8 +75,41 @@ function refuse(c: Context<AppEnv>, reason: string, message: string, required?: 
   return c.json({ error: `Payment rejected: ${message}`, reason }, 402);
 }
 
+/** An answer of the x402 server that is the same for every request that reaches it. */
+interface UnpaidAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body?: unknown;
+  isHtml?: boolean;
+}
+
+/** Responses that carry the unpaid offer with the empty body the route config gives them. */
+const unpaidOffers = new WeakSet<Response>();
+/** True for a 402 made from the unpaid offer (its body is `{}`, so explain402 need not read it). */
+export const isUnpaidOffer = (res: Response) => unpaidOffers.has(res);
+
+// A bound on the cached offers: routes x price tiers x (browser or not) stay far below it; past
+// it the map starts over rather than grow with request-chosen keys.
+const MAX_UNPAID_ANSWERS = 512;
+/**
+ * How long one cached 402 is served: it carries signed offers (offer-receipt extension) valid for
+ * 300 s, so it is rebuilt well within that, and a client always gets an offer it can still use.
+ */
+const UNPAID_ANSWER_TTL_MS = 60_000;
+
 export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHandler<AppEnv> {
   const server = httpServer.server;
+  // The unpaid 402 of a route (requirements, bazaar extension, encoded PAYMENT-REQUIRED) depends
+  // only on this configuration, the route, its price and whether a browser asks; built once per
+  // gate (one gate per isolate and configuration, x402-gate.ts) instead of on every request.
+  const unpaid = new Map<string, { answer: UnpaidAnswer; until: number }>();
+  const send = (c: Context<AppEnv>, response: UnpaidAnswer) => {
+    for (const [k, v] of Object.entries(response.headers)) c.header(k, v);
+    if (response.isHtml) return c.html(String(response.body ?? ""), response.status as 402);
+    const res = c.json((response.body ?? {}) as object, response.status as 402);
+    if (response.status === 402) unpaidOffers.add(res);
+    return res;
+  };
   return async (c, next) => {
     const method = c.req.method;
     const path = c.req.path;
@@ -93,6 +126,35 @@ export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHand
       description: route.description ?? "",
       mimeType: route.mimeType ?? "application/json",
     };
+
+    if (!header && !v1Header) {
+      const accepts = route.accepts as { price?: unknown } | unknown[];
+      // A price that depends on the body (the refinery recipe) is part of the key: one answer per
+      // price tier. Anything else the library would vary on is fixed per route and configuration.
+      let price = "fixed";
+      if (Array.isArray(accepts) || typeof accepts.price === "function") {
+        const requirements = await server.buildPaymentRequirementsFromOptions(
+          (Array.isArray(accepts) ? accepts : [accepts]) as Parameters<
+            typeof server.buildPaymentRequirementsFromOptions
+          >[0],
+          probe,
+        );
+        price = requirements.map((r) => `${r.network}:${r.asset}:${r.amount}`).join(",");
+      }
+      const accept = c.req.header("accept") ?? "";
+      const browser = accept.includes("text/html") && (c.req.header("user-agent") ?? "").includes("Mozilla");
+      const key = `${method} ${path}|${price}|${browser ? "html" : "json"}`;
+      const cached = unpaid.get(key);
+      if (cached && cached.until > Date.now()) return send(c, cached.answer);
+      const result = await httpServer.processHTTPRequest(
+        { adapter: new GateAdapter(c, undefined), path, method },
+        undefined,
+      );
+      if (result.type !== "payment-error") return next();
+      if (unpaid.size >= MAX_UNPAID_ANSWERS) unpaid.clear();
+      unpaid.set(key, { answer: result.response, until: Date.now() + UNPAID_ANSWER_TTL_MS });
+      return send(c, result.response);
+    }
 
     if (v1Header) {
       // The route's own requirements, built exactly as the 402 builds them (dynamic prices too).

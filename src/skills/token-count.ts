@@ -12,9 +12,19 @@ const ENCODINGS = {
 } as const;
 
 // The BPE tables are megabytes: they load on the first call that needs them, once per isolate.
+// They ship as JSON Text modules (scripts/gen-bpe-tables.mjs), not as gpt-tokenizer's JavaScript
+// array literals, which V8 had to parse at every start-up even though they ran only on first use.
+const encodingOf = async (name: "cl100k_base" | "o200k_base", table: Promise<{ default: string }>) => {
+  const [{ GptEncoding }, { default: json }] = await Promise.all([
+    import("gpt-tokenizer/GptEncoding"),
+    table,
+  ]);
+  const ranks = JSON.parse(json) as (string | number[])[];
+  return GptEncoding.getEncodingApi(name, () => ranks).countTokens as Counter;
+};
 const loaders: Record<"cl100k_base" | "o200k_base", () => Promise<Counter>> = {
-  cl100k_base: async () => (await import("gpt-tokenizer/encoding/cl100k_base")).countTokens,
-  o200k_base: async () => (await import("gpt-tokenizer/encoding/o200k_base")).countTokens,
+  cl100k_base: () => encodingOf("cl100k_base", import("./bpe/cl100k_base.txt")),
+  o200k_base: () => encodingOf("o200k_base", import("./bpe/o200k_base.txt")),
 };
 const loaded = new Map<string, Promise<Counter>>();
 function counter(name: "cl100k_base" | "o200k_base") {

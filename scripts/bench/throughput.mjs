@@ -1,0 +1,454 @@
+// `node scripts/bench.mjs --throughput`: requests per second of the built bundle under plain
+// `workerd serve` (no wrangler dev proxy, which caps everything near 1-2k req/s), as ratios to the
+// app's own no-op route and to an empty Worker in the same run, plus start-up, bundle size and the
+// bundle's biggest contributors. `--profile <route>` instead records a CPU profile of one route.
+//
+// Load generator: autocannon is not installed in this tree, so a bounded keep-alive loop on
+// node:http (N connections, fixed duration, 127.0.0.1 only) stands in for it.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import { benchInputs } from "./inputs.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Builds a Worker with `wrangler deploy --dry-run` into `outdir`; returns its module files. */
+export function buildBundle(root, { config, outdir, minify = true, metafile }) {
+  rmSync(outdir, { recursive: true, force: true });
+  mkdirSync(outdir, { recursive: true });
+  const args = ["deploy", "--dry-run", "--outdir", outdir, ...(config ? ["-c", config] : [])];
+  if (minify) args.push("--minify");
+  if (metafile) args.push("--metafile", metafile);
+  try {
+    execFileSync(path.join(root, "node_modules/.bin/wrangler"), args, {
+      cwd: root,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  } catch (e) {
+    throw new Error(`wrangler ${args.join(" ")} failed:\n${e.stderr}\n${e.stdout}`);
+  }
+  return readdirSync(outdir).filter(
+    (f) => statSync(path.join(outdir, f)).isFile() && !/\.(map|md|json)$/.test(f),
+  );
+}
+
+export function gzipSize(dir, files) {
+  let raw = 0;
+  let gz = 0;
+  for (const f of files) {
+    const bytes = readFileSync(path.join(dir, f));
+    raw += bytes.length;
+    gz += gzipSync(bytes, { level: 9 }).length;
+  }
+  return { raw, gz };
+}
+
+/** Output bytes per package (or per src/ folder) from an esbuild metafile, biggest first. */
+export function topContributors(metafile, n = 10) {
+  const meta = JSON.parse(readFileSync(metafile, "utf8"));
+  const by = new Map();
+  for (const out of Object.values(meta.outputs)) {
+    for (const [input, { bytesInOutput }] of Object.entries(out.inputs ?? {})) {
+      const m = input.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
+      const key = m ? m[1] : input.replace(/^(src\/[^/]+)\/.*$/, "$1");
+      by.set(key, (by.get(key) ?? 0) + bytesInOutput);
+    }
+  }
+  return [...by.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
+}
+
+function vars(tomlText) {
+  const section = tomlText.split(/^\[vars\]\s*$/m)[1]?.split(/^\[/m)[0] ?? "";
+  const out = {};
+  for (const m of section.matchAll(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/gm)) out[m[1]] = m[2];
+  return out;
+}
+
+const capnpString = (s) => JSON.stringify(s);
+
+/**
+ * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
+ * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), and
+ * outbound fetches allowed to loopback (the local facilitator).
+ */
+export function writeConfig(dir, { name, files, main, port, bindings, inspector }) {
+  const modules = files.map((f) => {
+    const kind = f.endsWith(".wasm")
+      ? "wasm"
+      : /\.(m?js)$/.test(f)
+        ? "esModule"
+        : f.endsWith(".txt")
+          ? "text"
+          : "data";
+    return `(name = ${capnpString(f)}, ${kind} = embed ${capnpString(f)})`;
+  });
+  // The main module first: workerd runs the first module listed.
+  modules.sort((a, b) => (a.includes(`"${main}"`) ? -1 : b.includes(`"${main}"`) ? 1 : 0));
+  const textBindings = Object.entries(bindings ?? {}).map(
+    ([k, v]) => `(name = ${capnpString(k)}, text = ${capnpString(v)})`,
+  );
+  const storage = bindings
+    ? [
+        `(name = "KV", kvNamespace = "stub")`,
+        `(name = "DB", wrapped = (moduleName = "cloudflare-internal:d1-api", innerBindings = [(name = "fetcher", service = "stub")]))`,
+      ]
+    : [];
+  const file = path.join(dir, `${name}.capnp`);
+  writeFileSync(
+    file,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .main),
+    (name = "stub", worker = (modules = [(name = "stub.js", esModule = "export default { fetch() { return new Response('stub', { status: 503 }); } };")], compatibilityDate = "2026-11-01")),
+    (name = "net", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const main :Workerd.Worker = (
+  modules = [${modules.join(", ")}],
+  compatibilityDate = "2026-11-01",
+  compatibilityFlags = ["nodejs_compat"],
+  bindings = [${[...textBindings, ...storage].join(", ")}],
+  globalOutbound = "net",
+);
+`,
+  );
+  void inspector;
+  return file;
+}
+
+/** Spawns `workerd serve`; resolves once `probePath` answers, with the time from spawn. */
+export async function serve(root, configFile, { port, probePath, inspectorPort }) {
+  const args = ["serve", configFile, "--experimental"];
+  if (inspectorPort) args.push(`--inspector-addr=127.0.0.1:${inspectorPort}`);
+  const started = performance.now();
+  const child = spawn(path.join(root, "node_modules/.bin/workerd"), args, {
+    cwd: path.dirname(configFile),
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr = (stderr + d).slice(-4000);
+  });
+  const deadline = started + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`workerd exited: ${stderr}`);
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}${probePath}`);
+      await r.arrayBuffer();
+      if (r.ok) break;
+    } catch {}
+    if (performance.now() > deadline) throw new Error(`workerd did not answer within 30 s: ${stderr}`);
+    await sleep(2);
+  }
+  const startupMs = performance.now() - started;
+  return {
+    startupMs,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", resolve);
+        try {
+          process.kill(-child.pid, "SIGTERM");
+        } catch {
+          resolve();
+        }
+      }),
+  };
+}
+
+/**
+ * Keep-alive load: `connections` loops, each sending one request after another for `seconds`.
+ * Returns requests per second and the count of answers with another status than `expect`.
+ */
+export function load({ port, method, path: p, body, expect, seconds, connections }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const payload = body === undefined ? undefined : Buffer.from(body);
+  const headers = payload ? { "content-type": "application/json", "content-length": payload.length } : {};
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  let wrong = 0;
+  const statuses = {};
+  const one = () =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port, method, path: p, agent, headers }, (res) => {
+        if (res.statusCode !== expect) {
+          wrong++;
+          statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+        }
+        res.resume();
+        res.on("end", resolve);
+      });
+      req.on("error", reject);
+      req.end(payload);
+    });
+  const loop = async () => {
+    while (performance.now() < end) {
+      await one();
+      done++;
+    }
+  };
+  const t0 = performance.now();
+  return Promise.all(Array.from({ length: connections }, loop)).then(() => {
+    agent.destroy();
+    if (wrong) console.warn(`${method} ${p}: unexpected statuses ${JSON.stringify(statuses)}`);
+    return { rps: done / ((performance.now() - t0) / 1000), wrong, done };
+  });
+}
+
+function routes() {
+  const inputs = new Map(benchInputs().map(([slug, label, body]) => [`${slug} ${label}`, body]));
+  const post = (name, slug, label, { paid = false } = {}) => ({
+    name,
+    method: "POST",
+    path: `/api/skills/${slug}`,
+    body: JSON.stringify(inputs.get(`${slug} ${label}`)),
+    expect: paid ? 402 : 200,
+    paid,
+  });
+  return [
+    { name: "empty Worker, GET /", method: "GET", path: "/", expect: 200, empty: true },
+    { name: "app no-op, GET /__bench/noop", method: "GET", path: "/__bench/noop", expect: 200 },
+    post("sha256, 1 KB", "sha256", "1 KB"),
+    post("slugify, 1 KB", "slugify", "1 KB"),
+    post("json_sort, 1 KB", "json-sort", "1 KB"),
+    post("text_diff, 1 KB", "text-diff", "1 KB"),
+    post("token_count, 1 KB", "token-count", "1 KB cl100k"),
+    post("unpaid → 402 (slugify, payments on)", "slugify", "1 KB", { paid: true }),
+  ];
+}
+
+const fmt = (xs, digits = 2) => {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const lo = Math.min(...xs);
+  const hi = Math.max(...xs);
+  return xs.length > 1
+    ? `${mean.toFixed(digits)} (${lo.toFixed(digits)}–${hi.toFixed(digits)})`
+    : mean.toFixed(digits);
+};
+
+/** The whole --throughput run; returns markdown lines. */
+export async function throughputReport(
+  root,
+  { freePort, facilitatorUrl, payTo, rounds = 2, seconds = 6, connections = 10 },
+) {
+  const work = path.join(root, ".dev/throughput");
+  const benchDir = path.join(work, "bench");
+  const prodDir = path.join(work, "prod");
+  const emptyDir = path.join(work, "empty");
+  mkdirSync(emptyDir, { recursive: true });
+  const benchFiles = buildBundle(root, {
+    config: path.join(root, "scripts/bench/wrangler.bench.toml"),
+    outdir: benchDir,
+  });
+  const metafile = path.join(work, "prod-meta.json");
+  const prodFiles = buildBundle(root, { outdir: prodDir, metafile });
+  const prodSize = gzipSize(prodDir, prodFiles);
+  writeFileSync(
+    path.join(emptyDir, "worker.js"),
+    "export default { fetch() { return new Response('ok'); } };\n",
+  );
+  const bindings = {
+    ...vars(readFileSync(path.join(root, "scripts/bench/wrangler.bench.toml"), "utf8")),
+    PAY_TO: payTo,
+    FACILITATOR_URL: facilitatorUrl,
+  };
+  const list = routes();
+  const rps = new Map(list.map((r) => [r.name, []]));
+  const wrong = new Map(list.map((r) => [r.name, 0]));
+  const startups = { empty: [], app: [] };
+  for (let round = 0; round < rounds; round++) {
+    const emptyPort = await freePort();
+    const appPort = await freePort();
+    const emptyCfg = writeConfig(emptyDir, {
+      name: "empty",
+      files: ["worker.js"],
+      main: "worker.js",
+      port: emptyPort,
+    });
+    const appCfg = writeConfig(benchDir, {
+      name: "app",
+      files: benchFiles,
+      main: "worker.js",
+      port: appPort,
+      bindings,
+    });
+    // The same bundle with payments on (FREE_BETA=false) in its own process: its own socket
+    // rather than the bench Worker's /paid mount, whose per-request URL rewrite would be measured.
+    const paidPort = await freePort();
+    const paidCfg = writeConfig(benchDir, {
+      name: "paid",
+      files: benchFiles,
+      main: "worker.js",
+      port: paidPort,
+      bindings: { ...bindings, FREE_BETA: "false" },
+    });
+    const empty = await serve(root, emptyCfg, { port: emptyPort, probePath: "/" });
+    const app = await serve(root, appCfg, { port: appPort, probePath: "/__bench/noop" });
+    const paid = await serve(root, paidCfg, { port: paidPort, probePath: "/__bench/noop" });
+    startups.empty.push(empty.startupMs);
+    startups.app.push(app.startupMs);
+    try {
+      const portOf = (r) => (r.empty ? emptyPort : r.paid ? paidPort : appPort);
+      for (const r of list) await load({ ...r, port: portOf(r), seconds: 1, connections }); // warm-up
+      // Each route gets `seconds` seconds in one-second slices taken in turn, so a burst of load
+      // from elsewhere on this shared machine falls on every route alike instead of on one.
+      const sum = new Map(list.map((r) => [r.name, { done: 0, secs: 0 }]));
+      for (let slice = 0; slice < seconds; slice++) {
+        for (const r of list) {
+          const res = await load({ ...r, port: portOf(r), seconds: 1, connections });
+          const acc = sum.get(r.name);
+          acc.done += res.done;
+          acc.secs += res.done / res.rps;
+          wrong.set(r.name, wrong.get(r.name) + res.wrong);
+        }
+      }
+      for (const r of list) {
+        const { done, secs } = sum.get(r.name);
+        rps.get(r.name).push(done / secs);
+        console.log(`round ${round + 1}: ${r.name}: ${(done / secs).toFixed(0)} req/s`);
+      }
+    } finally {
+      await paid.stop();
+      await app.stop();
+      await empty.stop();
+    }
+  }
+  // First call of each skill in a fresh isolate (lazy tables, wasm, first JIT), timed inside
+  // workerd by the bench Worker's /__bench/time route; the largest input of each kind is used so
+  // token_count o200k and html_clean markdown load what they load.
+  const firsts = [];
+  {
+    const port = await freePort();
+    const cfg = writeConfig(benchDir, {
+      name: "first",
+      files: benchFiles,
+      main: "worker.js",
+      port,
+      bindings,
+    });
+    const app = await serve(root, cfg, { port, probePath: "/__bench/noop" });
+    try {
+      const seen = new Set();
+      for (const [slug, label, body] of benchInputs()) {
+        const key = `${slug} ${/o200k|markdown/.test(label) ? label : ""}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const res = await fetch(`http://127.0.0.1:${port}/__bench/time/${slug}`, {
+          method: "POST",
+          body: JSON.stringify({ body, iterations: 1 }),
+        });
+        if (!res.ok) throw new Error(`${slug}: ${res.status} ${await res.text()}`);
+        firsts.push([`${slug}, ${label}`, (await res.json()).first_ms]);
+      }
+    } finally {
+      await app.stop();
+    }
+  }
+  const emptyName = list[0].name;
+  const noopName = list[1].name;
+  const ratio = (name, to) => rps.get(name).map((v, i) => v / rps.get(to)[i]);
+  const lines = [];
+  const say = (s = "") => lines.push(s);
+  say(
+    `## Throughput under plain workerd (${new Date().toISOString().slice(0, 16)}Z, ${connections} connections, ${seconds} s per route in 1 s slices taken in turn, ${rounds} rounds)`,
+  );
+  say();
+  say(
+    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
+  );
+  say();
+  say("| route | req/s | ratio to the app's no-op | ratio to an empty Worker | wrong status |");
+  say("|---|---:|---:|---:|---:|");
+  for (const r of list) {
+    say(
+      `| ${r.name} | ${fmt(rps.get(r.name), 0)} | ${fmt(ratio(r.name, noopName))} | ${fmt(ratio(r.name, emptyName))} | ${wrong.get(r.name)} |`,
+    );
+  }
+  const extra = startups.app.map((v, i) => v - startups.empty[i]);
+  say();
+  say(
+    `Start-up (spawn to first answer): app ${fmt(startups.app, 0)} ms, empty Worker ${fmt(startups.empty, 0)} ms, **app minus empty ${fmt(extra, 0)} ms** (target ≤ 150 ms).`,
+  );
+  say();
+  say(
+    "First call of each skill in a fresh isolate (in-isolate time of `run`, local workerd's 1 ms timer; target < 300 ms):",
+  );
+  say();
+  say(firsts.map(([k, v]) => `${k}: ${v.toFixed(0)} ms`).join("; "));
+  say();
+  say(
+    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml): ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); modules: ${prodFiles.join(", ")}.`,
+  );
+  say();
+  say("Top 10 contributors to the production bundle (esbuild metafile, minified bytes in output):");
+  say();
+  say("| package or source folder | KiB |");
+  say("|---|---:|");
+  for (const [name, bytes] of topContributors(metafile)) say(`| ${name} | ${(bytes / 1024).toFixed(0)} |`);
+  return lines;
+}
+
+/** The --profile run: CPU profile of the routes whose name contains `match`, unminified build. */
+export async function profileReport(
+  root,
+  { freePort, facilitatorUrl, payTo, match, seconds = 5, connections = 10 },
+) {
+  const { inspect, saveProfile, selfTimes } = await import("./profile.mjs");
+  const dir = path.join(root, ".dev/throughput/bench-unminified");
+  const files = buildBundle(root, {
+    config: path.join(root, "scripts/bench/wrangler.bench.toml"),
+    outdir: dir,
+    minify: false,
+  });
+  const bindings = {
+    ...vars(readFileSync(path.join(root, "scripts/bench/wrangler.bench.toml"), "utf8")),
+    PAY_TO: payTo,
+    FACILITATOR_URL: facilitatorUrl,
+  };
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const paidRoutes = routes().some((x) => x.paid && x.name.includes(match));
+  const cfg = writeConfig(dir, {
+    name: "app",
+    files,
+    main: "worker.js",
+    port,
+    bindings: paidRoutes ? { ...bindings, FREE_BETA: "false" } : bindings,
+  });
+  const app = await serve(root, cfg, { port, probePath: "/__bench/noop", inspectorPort });
+  const lines = [];
+  try {
+    for (const r of routes().filter(
+      (x) => !x.empty && x.name.includes(match) && Boolean(x.paid) === paidRoutes,
+    )) {
+      await load({ ...r, port, seconds: 1, connections });
+      const cdp = await inspect(inspectorPort);
+      await cdp.send("Profiler.enable");
+      await cdp.send("Profiler.setSamplingInterval", { interval: 100 });
+      await cdp.send("Profiler.start");
+      const res = await load({ ...r, port, seconds, connections });
+      const { result } = await cdp.send("Profiler.stop");
+      cdp.close();
+      const file = await saveProfile(path.dirname(dir), r.name, result.profile);
+      const { total, top } = selfTimes(result.profile, 25);
+      lines.push(
+        `### ${r.name}: ${res.done} requests, ${total.toFixed(0)} ms sampled (${path.relative(root, file)})`,
+      );
+      lines.push("");
+      lines.push("| self ms | per request µs | function |");
+      lines.push("|---:|---:|---|");
+      for (const [k, v] of top)
+        lines.push(`| ${v.toFixed(0)} | ${((v * 1000) / res.done).toFixed(1)} | \`${k}\` |`);
+      lines.push("");
+    }
+  } finally {
+    await app.stop();
+  }
+  return lines;
+}

@@ -1,0 +1,5 @@
+// The only account code the Worker runs: signing with a private key (refunds from the operating
+// wallet, payments to partners). A dynamic import("viem/accounts") keeps every export of that
+// entry in the bundle, BIP-39 wordlists in ten languages among them (~240 KiB never called);
+// importing this module instead lets the bundler drop them.
+export { privateKeyToAccount } from "viem/accounts";

@@ -4,6 +4,7 @@
 interface __BaseEnv_Env {
 	KV: KVNamespace;
 	DB: D1Database;
+	CALL_STATS: AnalyticsEngineDataset;
 	ASSETS: Fetcher;
 	BASE_URL: string;
 	PAY_TO: string;

@@ -7,6 +7,7 @@ import { detail } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
 import { adminRoutes } from "./routes/admin";
+import { adminDashboardRoutes } from "./routes/admin-dashboard";
 import { catalogRoutes } from "./routes/catalog";
 import { checkoutRoutes } from "./routes/checkout";
 import { discoveryRoutes } from "./routes/discovery";
@@ -14,6 +15,7 @@ import { healthRoutes } from "./routes/health";
 import { pageRoutes } from "./routes/pages";
 import { partnerRoutes } from "./routes/partners";
 import { skillRoutes } from "./routes/skills";
+import { statsRoutes } from "./routes/stats";
 
 /** Builds the whole application; tests build their own instance to add probes before routing. */
 export function createApp() {
@@ -39,6 +41,8 @@ export function createApp() {
   app.route("/", catalogRoutes);
   app.route("/", skillRoutes);
   app.route("/", adminRoutes);
+  app.route("/", statsRoutes);
+  app.route("/", adminDashboardRoutes);
   app.route("/", checkoutRoutes);
   app.route("/", partnerRoutes);
   app.route("/", discoveryRoutes);

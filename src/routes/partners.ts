@@ -25,6 +25,7 @@ import {
 import { refundCaller } from "../payments/refunds";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
+import { recordCall } from "../stats/record";
 
 export const partnerRoutes = new Hono<AppEnv>();
 
@@ -218,6 +219,8 @@ for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,
     TRY_PATH,
+    // Only known targets are measured: a made-up path must not add a row per invented name.
+    per((c) => (lookup(c) ? recordCall(tryResource(c), () => 0) : (_c, next) => next())),
     refuseHead,
     async (c, next) => {
       // Unknown targets and unsafe path parameters are refused before any payment is asked for.
@@ -273,6 +276,7 @@ for (const method of ["GET", "POST"] as const) {
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
   REFINERY_SKILL_PATH,
+  recordCall("refinery_recipes", () => 0),
   cacheBody,
   explain402,
   recordPayment("refinery_recipes"),

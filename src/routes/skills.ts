@@ -9,6 +9,7 @@ import { serializeOutput } from "../skills/raw-json";
 import { skills } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented, UpstreamError } from "../skills/types";
+import { recordCall } from "../stats/record";
 
 export const skillRoutes = new Hono<AppEnv>();
 
@@ -17,6 +18,7 @@ for (const skill of skills) {
   // is a 422 and is not settled; the authorization is claimed only for a call that will run.
   skillRoutes.post(
     skill.endpoint,
+    recordCall(skill.id, () => Number(skill.price_atomic)),
     explain402,
     recordPayment(skill.id),
     paymentGate(skill),

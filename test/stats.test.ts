@@ -1,0 +1,279 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { skills } from "../src/skills/registry";
+import { dashboardFigures, percentile, skillStats } from "../src/stats/query";
+import { type CallRecord, classify, writeCall } from "../src/stats/record";
+
+const app = createApp();
+const DAY = 86_400_000;
+// Seeded rows live in a future week so the figures are exact whatever other test files logged now.
+const NOW = Date.UTC(2031, 0, 15, 12, 0, 0);
+
+const rec = (over: Partial<CallRecord>): CallRecord => ({
+  at: NOW - 1000,
+  skill: "research",
+  status: 200,
+  outcome: "ok",
+  durationMs: 10,
+  paymentMethod: "x402_v2",
+  amountMicro: 50_000,
+  transport: "http",
+  ...over,
+});
+
+async function fetchApp(path: string, init?: RequestInit, e: object = env) {
+  const ctx = createExecutionContext();
+  const res = await app.fetch(new Request(`https://skills.test${path}`, init), e, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+describe("outcome classes", () => {
+  it.each([
+    [200, "", "ok"],
+    [422, "", "validation"],
+    [402, "", "payment_required"],
+    [401, "", "key_refused"],
+    [403, "", "key_refused"],
+    [429, "", "rate_limited"],
+    [409, "", "conflict"],
+    [502, '{"detail":"upstream"}', "upstream"],
+    [504, "", "upstream"],
+    [502, '{"reason":"settlement_unconfirmed"}', "settlement_unconfirmed"],
+    [500, "", "server_error"],
+  ])("%i %s is %s", (status, body, outcome) => {
+    expect(classify(status, body)).toBe(outcome);
+  });
+
+  it("nearest-rank percentiles", () => {
+    const xs = Array.from({ length: 20 }, (_, i) => i + 1);
+    expect(percentile(xs, 50)).toBe(10);
+    expect(percentile(xs, 95)).toBe(19);
+    expect(percentile([], 95)).toBeNull();
+  });
+});
+
+describe("figures from a seeded call log", () => {
+  it("are exact per skill and window", { timeout: 30_000 }, async () => {
+    // research, last 24 h: 8 ok (10..80 ms), 1 upstream 502 (900 ms), 1 validation 422 (1 ms),
+    // 1 payment 402; 3 days ago: 2 ok (5 ms). Admitted 24 h = 9, 7 d = 11.
+    const rows: CallRecord[] = [
+      ...Array.from({ length: 8 }, (_, i) => rec({ durationMs: (i + 1) * 10, at: NOW - (i + 1) * 60_000 })),
+      rec({ status: 502, outcome: "upstream", durationMs: 900, amountMicro: 0 }),
+      rec({ status: 422, outcome: "validation", durationMs: 1, amountMicro: 0 }),
+      rec({ status: 402, outcome: "payment_required", durationMs: 2, paymentMethod: "none", amountMicro: 0 }),
+      rec({ at: NOW - 3 * DAY, durationMs: 5, paymentMethod: "card_credit" }),
+      rec({ at: NOW - 3 * DAY, durationMs: 5, paymentMethod: "card_credit" }),
+      // Outside both windows: ignored.
+      rec({ at: NOW - 8 * DAY, durationMs: 99_999 }),
+      rec({ skill: "slugify", durationMs: 3, paymentMethod: "free_beta", amountMicro: 0 }),
+    ];
+    for (const r of rows) await writeCall(env, r);
+    const doc = await skillStats(env.DB, NOW);
+    expect(doc.computed_at).toBe(new Date(NOW).toISOString());
+    expect(doc.windows["24h"].from).toBe(new Date(NOW - DAY).toISOString());
+    const research = doc.skills.find((s) => s.skill === "research");
+    expect(research?.windows["24h"]).toEqual({
+      calls: 11,
+      admitted: 9,
+      succeeded: 8,
+      success_rate: 0.8889,
+      p50_ms: 50,
+      p95_ms: 900,
+      upstream_error_rate: 0.1111,
+      last_success_at: new Date(NOW - 60_000).toISOString(),
+    });
+    expect(research?.windows["7d"]).toMatchObject({
+      calls: 13,
+      admitted: 11,
+      succeeded: 10,
+      success_rate: 0.9091,
+      p50_ms: 40,
+      p95_ms: 900,
+      upstream_error_rate: 0.0909,
+    });
+    // An offline skill publishes no upstream rate; a skill never called has nulls, not zeros.
+    expect(doc.skills.find((s) => s.skill === "slugify")?.windows["24h"]).toMatchObject({
+      calls: 1,
+      success_rate: 1,
+      upstream_error_rate: null,
+    });
+    expect(doc.skills.find((s) => s.skill === "json_sort")?.windows["7d"]).toMatchObject({
+      calls: 0,
+      success_rate: null,
+      p95_ms: null,
+    });
+    expect(doc.skills.map((s) => s.skill)).toEqual(expect.arrayContaining(skills.map((s) => s.id)));
+
+    const dash = await dashboardFigures(env.DB, NOW);
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    // 8 ok x402 at 0.05 within the last 8 minutes (same UTC day as NOW), 2 card credits 3 days ago.
+    expect(dash.revenue_by_day).toEqual(
+      expect.arrayContaining([
+        { day: day(NOW), x402_micro: 400_000, card_micro: 0 },
+        { day: day(NOW - 3 * DAY), x402_micro: 0, card_micro: 100_000 },
+      ]),
+    );
+    expect(dash.per_skill.find((s) => s.skill === "research")).toEqual({
+      skill: "research",
+      calls: 14,
+      revenue_micro: 550_000,
+      success_rate: 0.9167,
+    });
+  });
+});
+
+describe("every skill call is recorded", () => {
+  it("HTTP calls: 2xx and 422, with payment method and transport, no body", { timeout: 30_000 }, async () => {
+    const t0 = Date.now();
+    const ok = await fetchApp("/api/skills/slugify", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-skills-transport": "mcp" },
+      body: JSON.stringify({ text: "secret words here" }),
+    });
+    expect(ok.status).toBe(200);
+    const bad = await fetchApp("/api/skills/slugify", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text: 42 }),
+    });
+    expect(bad.status).toBe(422);
+    const { results } = await env.DB.prepare(
+      "SELECT * FROM call_log WHERE skill = 'slugify' AND at BETWEEN ?1 AND ?1 + 600000 ORDER BY id",
+    )
+      .bind(t0)
+      .all<Record<string, unknown>>();
+    expect(results.map((r) => [r.status, r.outcome, r.payment_method, r.amount_micro, r.transport])).toEqual([
+      [200, "ok", "free_beta", 0, "mcp"],
+      [422, "validation", "free_beta", 0, "http"],
+    ]);
+    expect(JSON.stringify(results)).not.toContain("secret");
+    expect(Number(results[0]?.duration_ms)).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("GET /api/stats", () => {
+  it("is public, CORS-open and cached for at most 60 s", { timeout: 30_000 }, async () => {
+    const first = await fetchApp("/api/stats");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("access-control-allow-origin")).toBe("*");
+    expect(first.headers.get("cache-control")).toBe("public, max-age=60");
+    const body = await first.json<{ computed_at: string; skills: { skill: string }[] }>();
+    expect(body.skills.length).toBeGreaterThanOrEqual(skills.length);
+    const second = await fetchApp("/api/stats");
+    expect(second.headers.get("x-stats-cache")).toBe("hit");
+    expect(second.headers.get("access-control-allow-origin")).toBe("*");
+    expect((await second.json<{ computed_at: string }>()).computed_at).toBe(body.computed_at);
+  });
+});
+
+describe("/admin dashboard", () => {
+  const adminEnv = { ...env, ADMIN_TOKEN: "dash-t0ken-secret" };
+
+  it("without the token shows only the login form; a wrong token is refused", {
+    timeout: 30_000,
+  }, async () => {
+    const anon = await fetchApp("/admin", undefined, adminEnv);
+    expect(anon.status).toBe(401);
+    const html = await anon.text();
+    expect(html).toContain('action="/admin/login"');
+    expect(html).not.toContain("Maintainer dashboard");
+    expect(anon.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const wrong = await fetchApp(
+      "/admin/login",
+      {
+        method: "POST",
+        body: new URLSearchParams({ token: "nope" }),
+        headers: { origin: "https://skills.test" },
+      },
+      adminEnv,
+    );
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    // Without ADMIN_TOKEN there is no dashboard at all.
+    expect((await fetchApp("/admin", undefined, { ...env, ADMIN_TOKEN: "" })).status).toBe(503);
+  });
+
+  it("signs in with an HttpOnly cookie that is not the token, shows figures, CSRF-guards actions", {
+    timeout: 30_000,
+  }, async () => {
+    const login = await fetchApp(
+      "/admin/login",
+      {
+        method: "POST",
+        body: new URLSearchParams({ token: adminEnv.ADMIN_TOKEN }),
+        headers: { origin: "https://skills.test" },
+        redirect: "manual",
+      },
+      adminEnv,
+    );
+    expect(login.status).toBe(303);
+    expect(login.headers.get("location")).toBe("/admin");
+    const setCookie = login.headers.get("set-cookie") ?? "";
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/Secure/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(setCookie).not.toContain(adminEnv.ADMIN_TOKEN);
+    const cookie = setCookie.split(";")[0] as string;
+
+    await writeCall(
+      adminEnv,
+      rec({ skill: "dash_probe", at: Date.now() - 5000, durationMs: 42, amountMicro: 70_000 }),
+    );
+    await writeCall(
+      adminEnv,
+      rec({
+        skill: "dash_probe",
+        at: Date.now() - 4000,
+        durationMs: 7,
+        status: 504,
+        outcome: "upstream",
+        amountMicro: 0,
+      }),
+    );
+    const page = await fetchApp("/admin", { headers: { cookie } }, adminEnv);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("Maintainer dashboard");
+    expect(html).toContain("<svg");
+    expect(html).toMatch(
+      /<th scope="row">dash_probe<\/th><td>2<\/td><td>50\.0%<\/td><td>7 ms<\/td><td>42 ms<\/td>/,
+    );
+    expect(html).not.toContain(adminEnv.ADMIN_TOKEN);
+
+    // A settle form without the CSRF token is refused, and so is a cross-site origin.
+    const noCsrf = await fetchApp(
+      "/admin/payouts/pricefeed/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: `0x${"ab".repeat(32)}` }),
+      },
+      adminEnv,
+    );
+    expect(noCsrf.status).toBe(403);
+    const csrf = html.match(/name="csrf" value="([0-9a-f]{64})"/)?.[1] as string;
+    expect(csrf).toBeTruthy();
+    const crossSite = await fetchApp(
+      "/admin/payouts/pricefeed/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://evil.test" },
+        body: new URLSearchParams({ tx_hash: `0x${"ab".repeat(32)}`, csrf }),
+      },
+      adminEnv,
+    );
+    expect(crossSite.status).toBe(403);
+    const badHash = await fetchApp(
+      "/admin/payouts/pricefeed/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: "0x12", csrf }),
+      },
+      adminEnv,
+    );
+    expect(badHash.status).toBe(422);
+  });
+});

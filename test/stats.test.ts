@@ -277,3 +277,44 @@ describe("/admin dashboard", () => {
     expect(badHash.status).toBe(422);
   });
 });
+
+describe("figures and policy published beside the discovery documents", () => {
+  it("/.well-known/x402 keeps its fields and adds reliability and policy", { timeout: 30_000 }, async () => {
+    const res = await fetchApp("/.well-known/x402");
+    expect(res.status).toBe(200);
+    const doc = await res.json<Record<string, unknown>>();
+    expect(doc).toMatchObject({ version: 1, resources: expect.any(Array) });
+    expect(doc.reliability).toMatchObject({
+      source: "https://skills.test/api/stats",
+      window: "7d",
+      skills: expect.any(Object),
+    });
+    expect(doc.policy).toMatchObject({
+      charged_statuses: "2xx",
+      refunds: {
+        card_credit: expect.stringContaining("restored"),
+        x402: expect.stringContaining("never settled"),
+      },
+      retention: { call_log_days: 30 },
+      support_contact: env.CONTACT_EMAIL,
+    });
+  });
+
+  it("llms.txt, the docs index, each skill page and /docs/reliability show the figures", {
+    timeout: 30_000,
+  }, async () => {
+    const llms = await (await fetchApp("/llms.txt")).text();
+    expect(llms).toContain("## Measured reliability");
+    expect(llms).toContain("https://skills.test/api/stats");
+    const index = await (await fetchApp("/docs")).text();
+    expect(index).toMatch(/class="muted reliability"/);
+    const page = await fetchApp("/docs/slugify");
+    expect(await page.text()).toMatch(/id="reliability">[^<]*(success over|not measured yet)/);
+    const policy = await fetchApp("/docs/reliability");
+    expect(policy.status).toBe(200);
+    expect(policy.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await policy.text();
+    expect(html).toContain("Only calls answered 2xx are charged.");
+    expect(html).toContain(`mailto:${env.CONTACT_EMAIL}`);
+  });
+});

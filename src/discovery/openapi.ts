@@ -128,6 +128,7 @@ export const WEB_ONLY_ROUTES = [
   "GET /applet",
   "GET /docs",
   "GET /docs/{slug}",
+  "GET /docs/reliability",
   "GET /checkout/success",
   "GET /checkout/cancel",
   "GET /robots.txt",

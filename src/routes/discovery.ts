@@ -16,6 +16,13 @@ import type { AppEnv } from "../env";
 import { detail, partnersMisconfigured } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { sellables } from "../payments/sellables";
+import {
+  callPolicy,
+  publishedStats,
+  reliabilityMarkdown,
+  reliabilitySummary,
+  waitUntilOf,
+} from "../stats/published";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
 export const discoveryRoutes = new Hono<AppEnv>();
@@ -39,14 +46,31 @@ discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
 discoveryRoutes.get(
   "/llms.txt",
   withPartners((c, cfg, pc) =>
-    c.body(llmsTxt(cfg, pc), 200, { "content-type": "text/plain; charset=utf-8", ...CACHE }),
+    publishedStats(c.env.DB, c.req.url, waitUntilOf(c)).then(({ doc }) =>
+      c.body(`${llmsTxt(cfg, pc)}\n${reliabilityMarkdown(doc, cfg.baseUrl)}`, 200, {
+        "content-type": "text/plain; charset=utf-8",
+        ...CACHE,
+      }),
+    ),
   ),
 );
 discoveryRoutes.get("/AGENTS.md", textDoc("text/markdown", agentsMd));
 discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
 discoveryRoutes.get(
   "/.well-known/x402",
-  withPartners((c, cfg, pc) => c.json(x402Manifest(cfg, sellables(cfg, pc)), 200, CACHE)),
+  withPartners(async (c, cfg, pc) => {
+    // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
+    const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+    return c.json(
+      {
+        ...x402Manifest(cfg, sellables(cfg, pc)),
+        reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`),
+        policy: callPolicy(cfg),
+      },
+      200,
+      CACHE,
+    );
+  }),
 );
 discoveryRoutes.get("/.well-known/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get("/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));

@@ -1,5 +1,5 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { skills } from "../src/skills/registry";
 import { dashboardFigures, percentile, skillStats } from "../src/stats/query";
@@ -316,5 +316,47 @@ describe("figures and policy published beside the discovery documents", () => {
     const html = await policy.text();
     expect(html).toContain("Only calls answered 2xx are charged.");
     expect(html).toContain(`mailto:${env.CONTACT_EMAIL}`);
+  });
+});
+
+describe("the admin token never reaches a log line", () => {
+  it("sign-in, the dashboard and a refused action log nothing that contains it", {
+    timeout: 30_000,
+  }, async () => {
+    const token = "log-probe-t0ken-9f3a";
+    const e = { ...env, ADMIN_TOKEN: token };
+    const lines: string[] = [];
+    const spies = (["log", "info", "warn", "error", "debug"] as const).map((m) =>
+      vi.spyOn(console, m).mockImplementation((...args: unknown[]) => {
+        lines.push(args.map(String).join(" "));
+      }),
+    );
+    try {
+      const login = await fetchApp(
+        "/admin/login",
+        {
+          method: "POST",
+          body: new URLSearchParams({ token }),
+          headers: { origin: "https://skills.test" },
+          redirect: "manual",
+        },
+        e,
+      );
+      const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+      expect((await fetchApp("/admin", { headers: { cookie } }, e)).status).toBe(200);
+      await fetchApp(
+        "/admin/payouts/pricefeed/settle",
+        { method: "POST", headers: { cookie }, body: "csrf=x" },
+        e,
+      );
+      await fetchApp(
+        "/admin/login",
+        { method: "POST", body: new URLSearchParams({ token: `${token}x` }) },
+        e,
+      );
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
+    for (const l of lines) expect(l).not.toContain(token);
   });
 });

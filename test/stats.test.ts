@@ -360,3 +360,81 @@ describe("the admin token never reaches a log line", () => {
     for (const l of lines) expect(l).not.toContain(token);
   });
 });
+
+describe("/admin figures from a seeded ledger", () => {
+  it("payouts owed, the Mark paid button, unconfirmed settlements and credits outstanding are exact", {
+    timeout: 30_000,
+  }, async () => {
+    const token = "ledger-t0ken";
+    const e = { ...env, ADMIN_TOKEN: token };
+    const { settlePartner } = await import("../src/partners/payouts");
+    await settlePartner(env.DB, "notifyhook", `0x${"01".repeat(32)}`); // start from nothing owed
+    const before = await dashboardFigures(env.DB);
+    const now = Date.now();
+    const rid = crypto.randomUUID();
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, created_at)
+         VALUES ('notifyhook', 'send', 30000, 60000, '0xabc', '0xt1', ?1, ?3), ('notifyhook', 'send', 12500, 25000, '0xabc', '0xt2', ?2, ?3)`,
+      ).bind(`${rid}-a`, `${rid}-b`, now),
+      env.DB.prepare(
+        "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 10, 7, ?3)",
+      ).bind(`k-${rid}`, `h-${rid}`, now),
+      env.DB.prepare(
+        "INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at) VALUES (?1, ?2, 'research', 'failed', ?3, ?3)",
+      ).bind(`n-${rid}`, `req-${rid}`, now),
+    ]);
+    const after = await dashboardFigures(env.DB);
+    expect(Number(after.credits.calls_left) - Number(before.credits.calls_left)).toBe(7);
+    expect(Number(after.credits.keys) - Number(before.credits.keys)).toBe(1);
+
+    const login = await fetchApp(
+      "/admin/login",
+      {
+        method: "POST",
+        body: new URLSearchParams({ token }),
+        headers: { origin: "https://skills.test" },
+        redirect: "manual",
+      },
+      e,
+    );
+    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const html = await (await fetchApp("/admin", { headers: { cookie } }, e)).text();
+    expect(html).toMatch(/<th scope="row">notifyhook<\/th><td>\$0\.042500<\/td>/);
+    expect(html).toContain(`<th scope="row">req-${rid}</th><td>research</td>`);
+    expect(html).toContain(
+      `${after.credits.keys} keys, ${after.credits.calls_left} of ${after.credits.calls_total} calls outstanding.`,
+    );
+
+    const csrf = html.match(/name="csrf" value="([0-9a-f]{64})"/)?.[1] as string;
+    const tx = `0x${"cd".repeat(32)}`;
+    const settled = await fetchApp(
+      "/admin/payouts/notifyhook/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: tx, csrf }),
+        redirect: "manual",
+      },
+      e,
+    );
+    expect(settled.status).toBe(303);
+    const page = await (await fetchApp("/admin?notice=settled", { headers: { cookie } }, e)).text();
+    expect(page).toContain("Payout recorded.");
+    expect(page).toMatch(
+      /<th scope="row">notifyhook<\/th><td>\$0\.00<\/td><td>[^<]*<\/td><td>nothing owed<\/td>/,
+    );
+    expect(page).toContain(`<th scope="row">notifyhook</th><td>$0.042500</td><td>${tx}</td>`);
+    // Pressing it again: nothing is owed any more.
+    const again = await fetchApp(
+      "/admin/payouts/notifyhook/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: tx, csrf }),
+      },
+      e,
+    );
+    expect(again.status).toBe(409);
+  });
+});

@@ -149,6 +149,8 @@ describe("every skill call is recorded", () => {
       [422, "validation", "free_beta", 0, "http"],
     ]);
     expect(JSON.stringify(results)).not.toContain("secret");
+    // The Analytics Engine binding from wrangler.toml exists locally too (miniflare simulates it).
+    expect(typeof env.CALL_STATS.writeDataPoint).toBe("function");
     expect(Number(results[0]?.duration_ms)).toBeGreaterThanOrEqual(0);
   });
 });

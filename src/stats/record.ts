@@ -61,9 +61,10 @@ export function classify(status: number, body: string | undefined): Outcome {
 
 function paymentMethod(c: Context<AppEnv>): PaymentMethod {
   if (publicConfig(c.env, c.req.url).freeBeta) return "free_beta";
-  const version = c.get("x402Payment")
-    ? (c.get("paymentClaim")?.payment.x402Version ?? 2)
-    : c.get("paymentClaim")?.payment.x402Version;
+  // A verified payment (v1 X-PAYMENT lifted into v2 says so itself), else a claim of this request.
+  const verified = c.get("x402Payment");
+  if (verified) return verified.v1 ? "x402_v1" : "x402_v2";
+  const version = c.get("paymentClaim")?.payment.x402Version;
   if (version !== undefined) return version === 1 ? "x402_v1" : "x402_v2";
   if (c.res.headers.has("X-Credits-Remaining")) return "card_credit";
   return "none";
@@ -72,7 +73,9 @@ function paymentMethod(c: Context<AppEnv>): PaymentMethod {
 /** What a successful call was charged: the authorized x402 amount (USDC has 6 decimals, so atomic units are micro-dollars) or one card credit at the list price. */
 function chargedMicro(c: Context<AppEnv>, method: PaymentMethod, priceMicro: () => number): number {
   if (method === "x402_v1" || method === "x402_v2") {
-    const amount = Number(c.get("paymentClaim")?.payment.accepted.amount);
+    const amount = Number(
+      c.get("x402Payment")?.requirements.amount ?? c.get("paymentClaim")?.payment.accepted.amount,
+    );
     return Number.isFinite(amount) && amount > 0 ? amount : priceMicro();
   }
   return method === "card_credit" ? priceMicro() : 0;

@@ -1,9 +1,15 @@
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+// @ts-expect-error plain JS helper shared with the scripts
+import { payingFetch } from "../../scripts/lib/buyer.mjs";
 import { launch, SCREENSHOTS, watchErrors } from "./browser";
 
-const stack = inject("stack") as { base_url: string; admin_token: string };
+const stack = inject("stack") as {
+  base_url: string;
+  admin_token: string;
+  buyers: { privateKey: string; address: string }[];
+};
 let browser: Browser;
 
 beforeAll(async () => {
@@ -12,6 +18,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
+
+/** Revenue of `skill` in the revenue chart's table view, in micro-dollars. */
+async function revenueShown(page: import("playwright-core").Page, skill: string) {
+  const row = page.locator("#chart-revenue-skill tbody tr", { has: page.locator(`th:text-is("${skill}")`) });
+  if ((await row.count()) === 0) return 0;
+  const text = (await row.locator("td").first().textContent()) ?? "";
+  return Math.round(Number(text.replace("$", "")) * 1_000_000);
+}
 
 /** Calls of `skill` the dashboard's reliability table shows (0 when the skill has no row yet). */
 async function callsShown(page: import("playwright-core").Page, skill: string) {
@@ -45,6 +59,18 @@ describe("/admin in a real browser", () => {
     await page.waitForSelector("#reliability");
     const skill = "uuid_mint";
     const before = await callsShown(page, skill);
+    const revenueBefore = await revenueShown(page, skill);
+    const catalog = (await (await fetch(`${stack.base_url}/api/catalog`)).json()) as {
+      skills: { id: string; price_usd: number }[];
+    };
+    const priceMicro = Math.round((catalog.skills.find((s) => s.id === skill)?.price_usd ?? 0) * 1_000_000);
+    // One call paid with x402 on the local chain: measured as x402 revenue at the skill's price.
+    const buyer = stack.buyers[stack.buyers.length - 1] as { privateKey: string };
+    const paid = await payingFetch(buyer.privateKey)(`${stack.base_url}/api/skills/uuid-mint`, {
+      method: "POST",
+      body: JSON.stringify({ count: 1 }),
+    });
+    expect(paid.status).toBe(200);
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${stack.base_url}/api/skills/uuid-mint`, {
         method: "POST",
@@ -62,7 +88,8 @@ describe("/admin in a real browser", () => {
         },
         { timeout: 20_000 },
       )
-      .toBe(before + 3);
+      .toBe(before + 4);
+    expect(await revenueShown(page, skill)).toBe(revenueBefore + priceMicro);
 
     const cookies = await page.context().cookies();
     const session = cookies.find((c) => c.name === "admin_session");
@@ -73,8 +100,8 @@ describe("/admin in a real browser", () => {
     const chart = page.locator("#chart-calls-skill");
     expect(await chart.locator("svg rect").count()).toBeGreaterThan(0);
     const row = chart.locator("tbody tr", { has: page.locator(`th:text-is("${skill}")`) });
-    expect(await row.locator("td").first().textContent()).toBe(String(before + 3));
-    const bar = chart.locator(`rect[data-value="${before + 3}"]`);
+    expect(await row.locator("td").first().textContent()).toBe(String(before + 4));
+    const bar = chart.locator(`rect[data-value="${before + 4}"]`);
     expect(await bar.count()).toBeGreaterThan(0);
     await page.screenshot({ path: path.join(SCREENSHOTS, "admin-light.png"), fullPage: true });
 

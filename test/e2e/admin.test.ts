@@ -88,7 +88,8 @@ describe("/admin in a real browser", () => {
         },
         { timeout: 20_000 },
       )
-      .toBe(before + 4);
+      // 3 unpaid calls, the paying client's own unpaid first attempt (its 402) and the paid call.
+      .toBe(before + 5);
     expect(await revenueShown(page, skill)).toBe(revenueBefore + priceMicro);
 
     const cookies = await page.context().cookies();
@@ -100,8 +101,8 @@ describe("/admin in a real browser", () => {
     const chart = page.locator("#chart-calls-skill");
     expect(await chart.locator("svg rect").count()).toBeGreaterThan(0);
     const row = chart.locator("tbody tr", { has: page.locator(`th:text-is("${skill}")`) });
-    expect(await row.locator("td").first().textContent()).toBe(String(before + 4));
-    const bar = chart.locator(`rect[data-value="${before + 4}"]`);
+    expect(await row.locator("td").first().textContent()).toBe(String(before + 5));
+    const bar = chart.locator(`rect[data-value="${before + 5}"]`);
     expect(await bar.count()).toBeGreaterThan(0);
     await page.screenshot({ path: path.join(SCREENSHOTS, "admin-light.png"), fullPage: true });
 

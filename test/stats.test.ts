@@ -1,9 +1,12 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { skills } from "../src/skills/registry";
 import { dashboardFigures, percentile, skillStats } from "../src/stats/query";
 import { type CallRecord, classify, writeCall } from "../src/stats/record";
+import { FIXTURE } from "./analytic/helpers";
 
 const app = createApp();
 const DAY = 86_400_000;
@@ -438,5 +441,71 @@ describe("/admin figures from a seeded ledger", () => {
       e,
     );
     expect(again.status).toBe(409);
+  });
+});
+
+describe("x402 calls against the facilitator double are measured with method and amount", () => {
+  const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+  const payer = (suffix: string) => `0x00000000000000000000000000000000000a${suffix}`;
+  const hex32 = () =>
+    `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+
+  async function paidCall(from: string) {
+    const path = "/api/skills/sha256";
+    const unpaid = await fetchApp(path, { method: "POST", body: "{}" }, paidEnv);
+    expect(unpaid.status).toBe(402);
+    const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") as string);
+    const accepted = required.accepts[0] as PaymentRequirements;
+    const payload: PaymentPayload = {
+      x402Version: 2,
+      resource: required.resource,
+      accepted,
+      payload: {
+        signature: `0x${"11".repeat(65)}`,
+        authorization: {
+          from,
+          to: accepted.payTo,
+          value: accepted.amount,
+          nonce: hex32(),
+          validAfter: "0",
+          validBefore: String(Math.floor(Date.now() / 1000) + 600),
+        },
+      },
+    };
+    const res = await fetchApp(
+      path,
+      {
+        method: "POST",
+        body: JSON.stringify({ text: "abc" }),
+        headers: { "payment-signature": encodePaymentSignatureHeader(payload) },
+      },
+      paidEnv,
+    );
+    return { res, amount: Number(accepted.amount) };
+  }
+
+  const lastRows = async (n: number) =>
+    (
+      await env.DB.prepare(
+        "SELECT status, outcome, payment_method, amount_micro FROM call_log WHERE skill = 'sha256' AND at <= ?1 ORDER BY id DESC LIMIT ?2",
+      )
+        .bind(Date.now(), n)
+        .all<Record<string, unknown>>()
+    ).results.reverse();
+
+  it("a settled call: 402 then 2xx charged at the price; an unconfirmed settlement: charged nothing", {
+    timeout: 30_000,
+  }, async () => {
+    const ok = await paidCall(payer("0001"));
+    expect(ok.res.status).toBe(200);
+    expect(await lastRows(2)).toEqual([
+      { status: 402, outcome: "payment_required", payment_method: "none", amount_micro: 0 },
+      { status: 200, outcome: "ok", payment_method: "x402_v2", amount_micro: ok.amount },
+    ]);
+    const unconfirmed = await paidCall(payer("0003"));
+    expect(unconfirmed.res.status).toBe(502);
+    expect(await lastRows(1)).toEqual([
+      { status: 502, outcome: "settlement_unconfirmed", payment_method: "x402_v2", amount_micro: 0 },
+    ]);
   });
 });

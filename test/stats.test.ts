@@ -509,3 +509,42 @@ describe("x402 calls against the facilitator double are measured with method and
     ]);
   });
 });
+
+describe("card-credit calls are measured", () => {
+  it("a 2xx spends one credit at the list price; a 422 is refunded and charged nothing", {
+    timeout: 30_000,
+  }, async () => {
+    const { hashKey, newApiKey } = await import("../src/payments/credits");
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 5, 5, ?3)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key), Date.now())
+      .run();
+    const paidEnv = { ...env, FREE_BETA: "false" };
+    const t0 = Date.now();
+    const headers = { "content-type": "application/json", authorization: `Bearer ${key}` };
+    const ok = await fetchApp(
+      "/api/skills/slugify",
+      { method: "POST", headers, body: JSON.stringify({ text: "a b" }) },
+      paidEnv,
+    );
+    expect(ok.status).toBe(200);
+    const bad = await fetchApp(
+      "/api/skills/slugify",
+      { method: "POST", headers, body: JSON.stringify({ text: 1 }) },
+      paidEnv,
+    );
+    expect(bad.status).toBe(422);
+    const price = Number(skills.find((s) => s.id === "slugify")?.price_atomic);
+    const { results } = await env.DB.prepare(
+      "SELECT status, payment_method, amount_micro FROM call_log WHERE skill = 'slugify' AND at BETWEEN ?1 AND ?1 + 600000 AND payment_method = 'card_credit' ORDER BY id",
+    )
+      .bind(t0)
+      .all();
+    expect(results).toEqual([
+      { status: 200, payment_method: "card_credit", amount_micro: price },
+      { status: 422, payment_method: "card_credit", amount_micro: 0 },
+    ]);
+  });
+});

@@ -548,3 +548,35 @@ describe("card-credit calls are measured", () => {
     ]);
   });
 });
+
+describe("documents that quote the figures survive a stats failure", () => {
+  it("docs page, llms.txt and /.well-known/x402 answer 200 without the figures when D1 fails", {
+    timeout: 30_000,
+  }, async () => {
+    // A D1 that refuses every query (as during an outage); another origin so no cached copy answers.
+    const broken = {
+      ...env,
+      DB: {
+        prepare() {
+          throw new Error("D1_ERROR: simulated outage");
+        },
+      },
+    };
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const get = (path: string) => app.fetch(new Request(`https://outage.test${path}`), broken);
+      const page = await get("/docs/slugify");
+      expect(page.status).toBe(200);
+      expect(await page.text()).not.toContain('id="reliability"');
+      const llms = await get("/llms.txt");
+      expect(llms.status).toBe(200);
+      expect(await llms.text()).not.toContain("## Measured reliability");
+      const manifest = await (await get("/.well-known/x402")).json<Record<string, unknown>>();
+      expect(manifest).not.toHaveProperty("reliability");
+      expect(manifest).toHaveProperty("policy");
+      expect(errors).toHaveBeenCalled();
+    } finally {
+      errors.mockRestore();
+    }
+  });
+});

@@ -18,9 +18,9 @@ import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { sellables } from "../payments/sellables";
 import {
   callPolicy,
-  publishedStats,
   reliabilityMarkdown,
   reliabilitySummary,
+  statsIfAvailable,
   waitUntilOf,
 } from "../stats/published";
 
@@ -46,8 +46,8 @@ discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
 discoveryRoutes.get(
   "/llms.txt",
   withPartners((c, cfg, pc) =>
-    publishedStats(c.env.DB, c.req.url, waitUntilOf(c)).then(({ doc }) =>
-      c.body(`${llmsTxt(cfg, pc)}\n${reliabilityMarkdown(doc, cfg.baseUrl)}`, 200, {
+    statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c)).then((doc) =>
+      c.body(`${llmsTxt(cfg, pc)}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`, 200, {
         "content-type": "text/plain; charset=utf-8",
         ...CACHE,
       }),
@@ -60,11 +60,11 @@ discoveryRoutes.get(
   "/.well-known/x402",
   withPartners(async (c, cfg, pc) => {
     // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
-    const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+    const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
     return c.json(
       {
         ...x402Manifest(cfg, sellables(cfg, pc)),
-        reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`),
+        ...(doc ? { reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`) } : {}),
         policy: callPolicy(cfg),
       },
       200,

@@ -10,7 +10,7 @@ import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
 import { pricingConfig } from "../partners/listing";
 import { skillBySlug } from "../skills/registry";
-import { publishedStats, reliabilityLine, reliabilityShort, waitUntilOf } from "../stats/published";
+import { reliabilityLine, reliabilityShort, statsIfAvailable, waitUntilOf } from "../stats/published";
 
 export const pageRoutes = new Hono<AppEnv>();
 
@@ -46,19 +46,19 @@ pageRoutes.get("/", (c) => {
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs", async (c) => {
-  const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
-  return c.html(<DocsIndexPage reliability={(id) => reliabilityShort(doc, id)} />);
+  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  return c.html(<DocsIndexPage reliability={doc && ((id) => reliabilityShort(doc, id))} />);
 });
 pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
   const { slug } = c.get("params") as z.infer<typeof docSlug>;
   const skill = skillBySlug(slug);
   if (!skill) return c.html(<NotFoundPage slug={slug} />, 404);
-  const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
   return c.html(
     <SkillDocPage
       cfg={publicConfig(c.env, c.req.url)}
       skill={skill}
-      reliability={reliabilityLine(doc, skill.id)}
+      reliability={doc && reliabilityLine(doc, skill.id)}
     />,
   );
 });

@@ -47,6 +47,23 @@ export async function publishedStats(
   return { doc, hit: false };
 }
 
+/**
+ * For documents that only quote the figures (docs pages, llms.txt, /.well-known/x402): a D1 or
+ * cache failure leaves the figures out (logged) instead of failing the document.
+ */
+export async function statsIfAvailable(
+  db: D1Database,
+  origin: string,
+  waitUntil: (p: Promise<unknown>) => void,
+): Promise<StatsDocument | undefined> {
+  try {
+    return (await publishedStats(db, origin, waitUntil)).doc;
+  } catch (e) {
+    console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
+    return undefined;
+  }
+}
+
 /** A one-line-per-skill summary (7 days) for documents that only need the headline figures. */
 export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
   return {

@@ -9,6 +9,7 @@ import { MAX_BODY_BYTES } from "./http/limits";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
 import { mutableHeaders, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
+import { adminDashboardRoutes } from "./routes/admin-dashboard";
 import { catalogRoutes } from "./routes/catalog";
 import { checkoutRoutes } from "./routes/checkout";
 import { discoveryRoutes } from "./routes/discovery";
@@ -18,6 +19,7 @@ import { notFound } from "./routes/not-found";
 import { pageRoutes } from "./routes/pages";
 import { partnerRoutes } from "./routes/partners";
 import { skillRoutes } from "./routes/skills";
+import { statsRoutes } from "./routes/stats";
 
 /** Builds the whole application; tests build their own instance to add probes before routing. */
 export function createApp() {
@@ -55,6 +57,8 @@ export function createApp() {
   app.route("/", catalogRoutes);
   app.route("/", skillRoutes);
   app.route("/", adminRoutes);
+  app.route("/", statsRoutes);
+  app.route("/", adminDashboardRoutes);
   app.route("/", checkoutRoutes);
   app.route("/", partnerRoutes);
   app.route("/", discoveryRoutes);

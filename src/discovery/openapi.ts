@@ -72,6 +72,44 @@ const dynamicPrice = (range: PriceRange) => ({
   protocols: [{ x402: {} }],
 });
 
+const nullableNumber = { type: ["number", "null"] };
+const windowFigures = {
+  type: "object",
+  properties: {
+    calls: { type: "integer" },
+    admitted: { type: "integer", description: "Calls that passed validation and payment" },
+    succeeded: { type: "integer" },
+    success_rate: { ...nullableNumber, description: "succeeded / admitted (2xx among admitted calls)" },
+    p50_ms: { ...nullableNumber, description: "Median server time of admitted calls" },
+    p95_ms: nullableNumber,
+    upstream_error_rate: {
+      ...nullableNumber,
+      description: "Network skills only: upstream 502/504 / admitted",
+    },
+    last_success_at: { type: ["string", "null"], format: "date-time" },
+  },
+};
+/** GET /api/stats (src/stats/query.ts). */
+const statsSchema = {
+  type: "object",
+  properties: {
+    computed_at: { type: "string", format: "date-time" },
+    windows: { type: "object", description: "from/to of the 24h and 7d windows" },
+    source: { type: "string" },
+    retention_days: { type: "integer" },
+    skills: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          skill: { type: "string" },
+          windows: { type: "object", properties: { "24h": windowFigures, "7d": windowFigures } },
+        },
+      },
+    },
+  },
+};
+
 /** Descriptions of the tags that are not skill categories (every tag used is declared, see tagList). */
 const TAGS: Record<string, string> = {
   discovery: "Discovery documents for agents and crawlers",
@@ -105,6 +143,7 @@ export const WEB_ONLY_ROUTES = [
   "DELETE /mcp",
   "PUT /mcp",
   "PATCH /mcp",
+  "GET /docs/reliability",
   "GET /checkout/success",
   "POST /checkout/success",
   "GET /checkout/cancel",
@@ -112,6 +151,11 @@ export const WEB_ONLY_ROUTES = [
   "GET /sitemap.xml",
   "GET /.well-known/did.json",
   "GET /.well-known/jwks.json",
+  // Maintainer dashboard (HTML forms behind the admin token; the JSON twins are under /api/admin).
+  "GET /admin",
+  "POST /admin/login",
+  "POST /admin/logout",
+  "POST /admin/payouts/{partner_id}/settle",
 ] as const;
 
 /** API routes other than skills. A test compares this table plus WEB_ONLY_ROUTES with the app's routes. */
@@ -149,6 +193,14 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
       summary: "The skill catalog (spec 2.1)",
       tags: ["discovery"],
       responses: { "200": json("Catalog", ref("Catalog")), "4XX": CLIENT_ERROR },
+    },
+    {
+      path: "/api/stats",
+      operationId: "get_stats",
+      method: "get",
+      summary: "Measured reliability per skill over 24 h and 7 days (free, CORS-open, cached 60 s)",
+      tags: ["discovery"],
+      responses: { "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema) },
     },
     doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
     doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),

@@ -6,7 +6,8 @@ import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
 import { packLabel } from "./pack";
 
-export function DocsIndexPage() {
+/** `reliability` gives each skill's measured figures (src/stats/published.ts), when known. */
+export function DocsIndexPage({ reliability }: { reliability?: (skillId: string) => string } = {}) {
   return (
     <Layout title="Docs" description="Documentation of every skill: request, response, price and examples.">
       <h1>Documentation</h1>
@@ -22,6 +23,7 @@ export function DocsIndexPage() {
               <strong>{s.name}</strong>
               <span class="price">{priceLabel(s)}</span>
               <span class="muted">{s.category}</span>
+              {reliability ? <span class="muted reliability">{reliability(s.id)}</span> : null}
             </a>
           </li>
         ))}
@@ -101,7 +103,15 @@ function upstreamFailures(skill: Skill): { source: string; bad: string[] } {
   return page("the page you name");
 }
 
-export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }) {
+export function SkillDocPage({
+  cfg,
+  skill,
+  reliability,
+}: {
+  cfg: PublicConfig;
+  skill: Skill;
+  reliability?: string;
+}) {
   const schema = bodySchema(skill) as { properties?: Record<string, Prop>; required?: string[] };
   const urls = skillUrls(cfg, skill);
   const body = JSON.stringify(skill.example_request);
@@ -128,6 +138,15 @@ export function SkillDocPage({ cfg, skill }: { cfg: PublicConfig; skill: Skill }
         </dd>
         <dt>Category</dt>
         <dd>{skill.category}</dd>
+        {reliability ? (
+          <>
+            <dt>Measured reliability</dt>
+            <dd id="reliability">
+              {reliability} (<a href="/api/stats">live figures</a>,{" "}
+              <a href="/docs/reliability">how they are measured</a>)
+            </dd>
+          </>
+        ) : null}
       </dl>
 
       <h2>Request body</h2>

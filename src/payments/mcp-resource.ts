@@ -12,3 +12,6 @@ export function markMcpRequest(req: Request, tool: string) {
 
 /** The ledger resource of this request: `mcp:<tool>` when MCP dispatched it, else the route's own. */
 export const ledgerResource = (req: Request, routeResource: string) => mcpResources.get(req) ?? routeResource;
+
+/** Whether MCP dispatched this request (call statistics count it as an MCP call). */
+export const isMcpRequest = (req: Request) => mcpResources.has(req);

@@ -16,6 +16,13 @@ import type { AppEnv } from "../env";
 import { detail, partnersMisconfigured } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/listing";
 import { sellables } from "../payments/sellables";
+import {
+  callPolicy,
+  reliabilityMarkdown,
+  reliabilitySummary,
+  statsIfAvailable,
+  waitUntilOf,
+} from "../stats/published";
 import { didRoutes } from "./did";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
@@ -42,7 +49,12 @@ discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
 discoveryRoutes.get(
   "/llms.txt",
   withPartners((c, cfg, pc) =>
-    c.body(llmsTxt(cfg, pc), 200, { "content-type": "text/plain; charset=utf-8", ...CACHE }),
+    statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c)).then((doc) =>
+      c.body(`${llmsTxt(cfg, pc)}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`, 200, {
+        "content-type": "text/plain; charset=utf-8",
+        ...CACHE,
+      }),
+    ),
   ),
 );
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
@@ -50,7 +62,19 @@ discoveryRoutes.get("/AGENTS.md", textDoc("text/plain", agentsMd));
 discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
 discoveryRoutes.get(
   "/.well-known/x402",
-  withPartners((c, cfg, pc) => c.json(x402Manifest(cfg, sellables(cfg, pc)), 200, CACHE)),
+  withPartners(async (c, cfg, pc) => {
+    // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
+    const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+    return c.json(
+      {
+        ...x402Manifest(cfg, sellables(cfg, pc)),
+        ...(doc ? { reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`) } : {}),
+        policy: callPolicy(cfg),
+      },
+      200,
+      CACHE,
+    );
+  }),
 );
 discoveryRoutes.get("/.well-known/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get("/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));

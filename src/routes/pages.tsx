@@ -10,6 +10,7 @@ import { HomePage } from "../pages/home";
 import { McpDocsPage } from "../pages/mcp-docs";
 import { pricingConfig } from "../partners/listing";
 import { skillBySlug } from "../skills/registry";
+import { reliabilityLine, reliabilityShort, statsIfAvailable, waitUntilOf } from "../stats/published";
 import { canonicalSlug } from "./not-found";
 
 export const pageRoutes = new Hono<AppEnv>();
@@ -27,7 +28,10 @@ pageRoutes.get("/", (c) => {
   return c.html(<HomePage cfg={publicConfig(c.env, c.req.url)} pc={pc} />);
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
-pageRoutes.get("/docs", (c) => c.html(<DocsIndexPage />));
+pageRoutes.get("/docs", async (c) => {
+  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  return c.html(<DocsIndexPage reliability={doc && ((id) => reliabilityShort(doc, id))} />);
+});
 // `/docs/token_count`, `/docs/Token-Count`, `/docs/token-count/`: a person or agent guessed the page
 // from the skill id; send them to it rather than to a validation error.
 pageRoutes.use("/docs/*", async (c, next) => {
@@ -37,9 +41,16 @@ pageRoutes.use("/docs/*", async (c, next) => {
   return next();
 });
 pageRoutes.get("/docs/mcp", (c) => c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />));
-pageRoutes.get("/docs/:slug", pathParams(docSlug), (c) => {
+pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
   const { slug } = c.get("params") as z.infer<typeof docSlug>;
   const skill = skillBySlug(slug);
   if (!skill) return c.html(<NotFoundPage slug={slug} />, 404);
-  return c.html(<SkillDocPage cfg={publicConfig(c.env, c.req.url)} skill={skill} />);
+  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  return c.html(
+    <SkillDocPage
+      cfg={publicConfig(c.env, c.req.url)}
+      skill={skill}
+      reliability={doc && reliabilityLine(doc, skill.id)}
+    />,
+  );
 });

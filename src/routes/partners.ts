@@ -28,6 +28,7 @@ import { signReceipt } from "../payments/receipts";
 import { refundCaller } from "../payments/refunds";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
+import { recordCall } from "../stats/record";
 
 export const partnerRoutes = new Hono<AppEnv>();
 
@@ -221,6 +222,8 @@ for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,
     TRY_PATH,
+    // Only known targets are measured: a made-up path must not add a row per invented name.
+    per((c) => (lookup(c) ? recordCall(tryResource(c), () => 0) : (_c, next) => next())),
     refuseHead,
     async (c, next) => {
       // Unknown targets and unsafe path parameters are refused before any payment is asked for.
@@ -279,6 +282,7 @@ for (const method of ["GET", "POST"] as const) {
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
   REFINERY_SKILL_PATH,
+  recordCall("refinery_recipes", () => 0),
   quota("refinery_recipes"),
   cacheBody,
   idempotent(),

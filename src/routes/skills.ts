@@ -12,6 +12,7 @@ import { serializeOutput } from "../skills/raw-json";
 import { skills } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented, UpstreamError } from "../skills/types";
+import { recordCall } from "../stats/record";
 
 export const skillRoutes = new Hono<AppEnv>();
 
@@ -20,6 +21,7 @@ for (const skill of skills) {
   // is a 422 and is not settled; the authorization is claimed only for a call that will run.
   skillRoutes.post(
     skill.endpoint,
+    recordCall(skill.id, () => Number(skill.price_atomic)),
     quota(skill.id),
     idempotent(),
     signReceipt(skill.id),

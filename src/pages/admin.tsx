@@ -1,0 +1,213 @@
+import type { owedSummary } from "../partners/payouts";
+import type { dashboardFigures, StatsDocument } from "../stats/query";
+import { BarChart } from "./charts";
+import { Layout } from "./layout";
+
+type Row = Record<string, string | number>;
+const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
+const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
+const ms = (v: number | null) => (v === null ? "–" : `${v} ms`);
+
+export function AdminLoginPage(props: { error?: string }) {
+  return (
+    <Layout title="Admin sign-in">
+      <h1>Admin sign-in</h1>
+      {props.error ? (
+        <p class="err" role="alert" id="login-error">
+          {props.error}
+        </p>
+      ) : null}
+      {/* POST keeps the token out of the URL; the answer is an HttpOnly cookie, never the token. */}
+      <form method="post" action="/admin/login" class="admin-form">
+        <label for="token">Admin token</label>
+        <input id="token" name="token" type="password" autocomplete="current-password" required />
+        <button type="submit">Sign in</button>
+      </form>
+    </Layout>
+  );
+}
+
+export function AdminDashboardPage(props: {
+  csrf: string;
+  stats: StatsDocument;
+  figures: Awaited<ReturnType<typeof dashboardFigures>>;
+  payouts: Awaited<ReturnType<typeof owedSummary>>;
+  notice?: string;
+}) {
+  const { stats, figures, payouts } = props;
+  const measured = stats.skills.filter((s) => s.windows["7d"].calls > 0);
+  return (
+    <Layout title="Admin dashboard">
+      <h1>Maintainer dashboard</h1>
+      <p class="muted">
+        Computed {stats.computed_at}; call figures over 7 days, revenue over {figures.days} days.
+      </p>
+      {props.notice ? (
+        <p role="status" id="notice">
+          {props.notice}
+        </p>
+      ) : null}
+      <form method="post" action="/admin/logout">
+        <input type="hidden" name="csrf" value={props.csrf} />
+        <button type="submit">Sign out</button>
+      </form>
+
+      <BarChart
+        id="chart-revenue-day"
+        title="Revenue per day by rail (USD)"
+        labels={figures.revenue_by_day.map((d) => d.day)}
+        series={[
+          { name: "x402", cls: "chart-a", values: figures.revenue_by_day.map((d) => d.x402_micro) },
+          { name: "card", cls: "chart-b", values: figures.revenue_by_day.map((d) => d.card_micro) },
+        ]}
+        format={usd}
+      />
+      <BarChart
+        id="chart-revenue-skill"
+        title="Revenue per skill (USD)"
+        labels={figures.per_skill.map((s) => s.skill)}
+        series={[{ name: "revenue", cls: "chart-a", values: figures.per_skill.map((s) => s.revenue_micro) }]}
+        format={usd}
+      />
+      <BarChart
+        id="chart-calls-skill"
+        title="Calls per skill (7 days)"
+        labels={measured.map((s) => s.skill)}
+        series={[
+          { name: "calls", cls: "chart-a", values: measured.map((s) => s.windows["7d"].calls) },
+          { name: "succeeded", cls: "chart-b", values: measured.map((s) => s.windows["7d"].succeeded) },
+        ]}
+        format={(v) => String(v)}
+      />
+      <BarChart
+        id="chart-p95-skill"
+        title="p95 server time per skill (7 days, ms)"
+        labels={measured.map((s) => s.skill)}
+        series={[
+          { name: "p95 ms", cls: "chart-a", values: measured.map((s) => s.windows["7d"].p95_ms ?? 0) },
+        ]}
+        format={(v) => `${v} ms`}
+      />
+
+      <h2>Reliability per skill (7 days)</h2>
+      <table class="admin-table" id="reliability">
+        <thead>
+          <tr>
+            <th scope="col">Skill</th>
+            <th scope="col">Calls</th>
+            <th scope="col">Success rate</th>
+            <th scope="col">p50</th>
+            <th scope="col">p95</th>
+          </tr>
+        </thead>
+        <tbody>
+          {measured.map((s) => (
+            <tr>
+              <th scope="row">{s.skill}</th>
+              <td>{s.windows["7d"].calls}</td>
+              <td>{pct(s.windows["7d"].success_rate)}</td>
+              <td>{ms(s.windows["7d"].p50_ms)}</td>
+              <td>{ms(s.windows["7d"].p95_ms)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Partner payouts</h2>
+      <table class="admin-table" id="payouts">
+        <thead>
+          <tr>
+            <th scope="col">Partner</th>
+            <th scope="col">Owed</th>
+            <th scope="col">Earned</th>
+            <th scope="col">Mark paid</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(payouts.partners as Row[]).map((p) => (
+            <tr>
+              <th scope="row">{String(p.partner_id)}</th>
+              <td>{usd(Number(p.owed_micro))}</td>
+              <td>{usd(Number(p.earned_micro ?? 0))}</td>
+              <td>
+                {Number(p.owed_micro) > 0 ? (
+                  <form method="post" action={`/admin/payouts/${p.partner_id}/settle`} class="admin-form">
+                    <input type="hidden" name="csrf" value={props.csrf} />
+                    <label for={`tx-${p.partner_id}`}>Transaction hash</label>
+                    <input id={`tx-${p.partner_id}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
+                    <button type="submit">Mark paid</button>
+                  </form>
+                ) : (
+                  "nothing owed"
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h3>Paid batches</h3>
+      <table class="admin-table" id="batches">
+        <thead>
+          <tr>
+            <th scope="col">Partner</th>
+            <th scope="col">Amount</th>
+            <th scope="col">Transaction</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(payouts.batches as Row[]).map((b) => (
+            <tr>
+              <th scope="row">{String(b.partner_id)}</th>
+              <td>{usd(Number(b.amount_micro))}</td>
+              <td>{String(b.tx_hash)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Settlements to reconcile</h2>
+      <table class="admin-table" id="unconfirmed">
+        <thead>
+          <tr>
+            <th scope="col">Request</th>
+            <th scope="col">Resource</th>
+            <th scope="col">Authorization</th>
+          </tr>
+        </thead>
+        <tbody>
+          {figures.unconfirmed.map((u) => (
+            <tr>
+              <th scope="row">{String(u.request_id)}</th>
+              <td>{String(u.resource)}</td>
+              <td>{String(u.nonce)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Card sessions and credits</h2>
+      <p id="credits">
+        {Number(figures.credits.keys)} keys, {Number(figures.credits.calls_left)} of{" "}
+        {Number(figures.credits.calls_total)} calls outstanding.
+      </p>
+      <table class="admin-table" id="sessions">
+        <thead>
+          <tr>
+            <th scope="col">Status</th>
+            <th scope="col">Sessions</th>
+            <th scope="col">Amount</th>
+          </tr>
+        </thead>
+        <tbody>
+          {figures.sessions.map((s) => (
+            <tr>
+              <th scope="row">{String(s.status)}</th>
+              <td>{Number(s.sessions)}</td>
+              <td>{`$${(Number(s.amount_cents) / 100).toFixed(2)}`}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Layout>
+  );
+}

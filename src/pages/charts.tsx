@@ -1,0 +1,106 @@
+/**
+ * Bar charts drawn as inline SVG on the server: no script, no CDN, and colours from CSS classes
+ * (static/assets/site.css) so they follow the light or dark scheme. Each chart comes with a table
+ * of its numbers, which is what a screen reader reads (the SVG is aria-hidden).
+ */
+
+export interface Series {
+  name: string;
+  /** CSS class of the bars: chart-a, chart-b. */
+  cls: string;
+  values: number[];
+}
+
+const W = 640;
+const H = 220;
+const PAD = { top: 12, right: 12, bottom: 44, left: 64 };
+
+/** Grouped vertical bars, one group per label; `format` prints axis and table values. */
+export function BarChart(props: {
+  id: string;
+  title: string;
+  labels: string[];
+  series: Series[];
+  format: (v: number) => string;
+}) {
+  const { labels, series, format } = props;
+  const max = Math.max(0, ...series.flatMap((s) => s.values));
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const group = labels.length ? plotW / labels.length : plotW;
+  const barW = Math.max(2, (group * 0.8) / Math.max(1, series.length));
+  const y = (v: number) => PAD.top + plotH - (max > 0 ? (v / max) * plotH : 0);
+  return (
+    <figure class="chart" id={props.id}>
+      <figcaption>{props.title}</figcaption>
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-hidden="true" class="chart-svg">
+        <line x1={PAD.left} y1={PAD.top + plotH} x2={W - PAD.right} y2={PAD.top + plotH} class="chart-axis" />
+        <text x={PAD.left - 6} y={PAD.top + 10} text-anchor="end" class="chart-label">
+          {format(max)}
+        </text>
+        <text x={PAD.left - 6} y={PAD.top + plotH} text-anchor="end" class="chart-label">
+          {format(0)}
+        </text>
+        {labels.map((label, i) => (
+          <g>
+            {series.map((s, j) => {
+              const v = s.values[i] ?? 0;
+              const x = PAD.left + i * group + group * 0.1 + j * barW;
+              return (
+                <rect
+                  x={x.toFixed(1)}
+                  y={y(v).toFixed(1)}
+                  width={barW.toFixed(1)}
+                  height={(PAD.top + plotH - y(v)).toFixed(1)}
+                  class={s.cls}
+                  data-value={String(v)}
+                >
+                  <title>{`${label} · ${s.name}: ${format(v)}`}</title>
+                </rect>
+              );
+            })}
+            <text
+              x={(PAD.left + i * group + group / 2).toFixed(1)}
+              y={H - PAD.bottom + 16}
+              text-anchor="middle"
+              class="chart-label"
+            >
+              {label.length > 12 ? `${label.slice(0, 11)}…` : label}
+            </text>
+          </g>
+        ))}
+      </svg>
+      <p class="chart-legend">
+        {series.map((s) => (
+          <span>
+            <span class={`chart-key ${s.cls}`} aria-hidden="true" /> {s.name}
+          </span>
+        ))}
+      </p>
+      <details>
+        <summary>Table view</summary>
+        <table class="chart-table">
+          <caption>{props.title}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Label</th>
+              {series.map((s) => (
+                <th scope="col">{s.name}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {labels.map((label, i) => (
+              <tr>
+                <th scope="row">{label}</th>
+                {series.map((s) => (
+                  <td>{format(s.values[i] ?? 0)}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </details>
+    </figure>
+  );
+}

@@ -1,0 +1,125 @@
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { csrf } from "hono/csrf";
+import { timingSafeEqual } from "hono/utils/buffer";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { validationResponse } from "../http/validation";
+import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
+import { partnerById } from "../partners/listing";
+import { owedSummary, settlePartner } from "../partners/payouts";
+import { dashboardFigures, skillStats } from "../stats/query";
+
+export const adminDashboardRoutes = new Hono<AppEnv>();
+
+/**
+ * The cookie holds a value derived from the admin token (HMAC), never the token itself: a leaked
+ * cookie is not the bearer token of /api/admin, and rotating ADMIN_TOKEN signs everyone out.
+ */
+const COOKIE = "admin_session";
+const SESSION_SECONDS = 8 * 3600;
+
+async function hmac(secret: string, message: string) {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const sig = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(message));
+  return [...new Uint8Array(sig)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const sessionValue = (token: string) => hmac(token, "admin-dashboard-session/v1");
+/** Per-session CSRF token for the forms, checked beside hono's Origin check. */
+const csrfValue = (token: string) => hmac(token, "admin-dashboard-csrf/v1");
+
+async function signedIn(c: Context<AppEnv>) {
+  const token = c.env.ADMIN_TOKEN;
+  const cookie = getCookie(c, COOKIE);
+  return !!token && !!cookie && (await timingSafeEqual(cookie, await sessionValue(token)));
+}
+
+// Forms are tiny; the Origin check refuses a cross-site POST before any cookie is looked at.
+adminDashboardRoutes.use("/admin/*", bodyLimit({ maxSize: 4096 }), csrf());
+adminDashboardRoutes.use("/admin", async (c, next) => {
+  c.header("Cache-Control", "no-store");
+  if (!c.env.ADMIN_TOKEN)
+    return detail(c, 503, "The admin dashboard is disabled: set the ADMIN_TOKEN secret.");
+  await next();
+});
+adminDashboardRoutes.use("/admin/*", async (c, next) => {
+  c.header("Cache-Control", "no-store");
+  if (!c.env.ADMIN_TOKEN)
+    return detail(c, 503, "The admin dashboard is disabled: set the ADMIN_TOKEN secret.");
+  await next();
+});
+
+adminDashboardRoutes.get("/admin", async (c) => {
+  if (!(await signedIn(c))) return c.html(<AdminLoginPage />, 401);
+  const token = c.env.ADMIN_TOKEN as string;
+  const [stats, figures, payouts] = await Promise.all([
+    skillStats(c.env.DB),
+    dashboardFigures(c.env.DB),
+    owedSummary(c.env.DB),
+  ]);
+  const notice = c.req.query("notice");
+  return c.html(
+    <AdminDashboardPage
+      csrf={await csrfValue(token)}
+      stats={stats}
+      figures={figures}
+      payouts={payouts}
+      notice={notice === "settled" ? "Payout recorded." : undefined}
+    />,
+  );
+});
+
+adminDashboardRoutes.post("/admin/login", async (c) => {
+  const token = c.env.ADMIN_TOKEN as string;
+  const form = await c.req.parseBody();
+  const given = typeof form.token === "string" ? form.token : "";
+  if (!(await timingSafeEqual(given, token))) {
+    return c.html(<AdminLoginPage error="Wrong admin token." />, 401);
+  }
+  setCookie(c, COOKIE, await sessionValue(token), {
+    httpOnly: true,
+    secure: true,
+    sameSite: "Strict",
+    path: "/admin",
+    maxAge: SESSION_SECONDS,
+  });
+  return c.redirect("/admin", 303);
+});
+
+adminDashboardRoutes.post("/admin/logout", async (c) => {
+  deleteCookie(c, COOKIE, { path: "/admin", secure: true });
+  return c.redirect("/admin", 303);
+});
+
+/** Form twin of POST /api/admin/payouts/:partner_id/settle (same domain call). */
+adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", async (c) => {
+  const token = c.env.ADMIN_TOKEN as string;
+  if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
+  const form = await c.req.parseBody();
+  const given = typeof form.csrf === "string" ? form.csrf : "";
+  if (!(await timingSafeEqual(given, await csrfValue(token)))) return detail(c, 403, "Invalid CSRF token");
+  const partnerId = c.req.param("partner_id");
+  if (!partnerById(partnerId)) return detail(c, 404, `Unknown partner "${partnerId}"`);
+  const tx = typeof form.tx_hash === "string" ? form.tx_hash : "";
+  if (!/^0x[0-9a-fA-F]{64}$/.test(tx)) {
+    return validationResponse(c, [
+      {
+        loc: ["body", "tx_hash"],
+        msg: "String should be a 0x-prefixed 32-byte transaction hash",
+        type: "string_pattern_mismatch",
+        input: tx,
+      },
+    ]);
+  }
+  const batch = await settlePartner(c.env.DB, partnerId, tx);
+  if (!batch) return detail(c, 409, `Nothing is owed to ${partnerId}`);
+  return c.redirect("/admin?notice=settled", 303);
+});

@@ -1,0 +1,23 @@
+import { Hono } from "hono";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { ReliabilityPage } from "../pages/reliability";
+import { callPolicy, publishedStats, STATS_MAX_AGE_SECONDS, waitUntilOf } from "../stats/published";
+
+export const statsRoutes = new Hono<AppEnv>();
+
+statsRoutes.get("/api/stats", async (c) => {
+  const { doc, hit } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+  return c.json(doc, 200, {
+    // Free and public: any origin may read it (set here too, whatever the app-wide CORS does).
+    "Access-Control-Allow-Origin": "*",
+    "Cache-Control": `public, max-age=${STATS_MAX_AGE_SECONDS}`,
+    "X-Stats-Cache": hit ? "hit" : "miss",
+  });
+});
+
+/** The policy and figures as a docs page (registered before /docs/:slug, which is for skills). */
+statsRoutes.get("/docs/reliability", async (c) => {
+  const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+  return c.html(<ReliabilityPage doc={doc} policy={callPolicy(publicConfig(c.env, c.req.url))} />);
+});

@@ -1,0 +1,133 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { isMcpRequest } from "../payments/mcp-resource";
+
+/**
+ * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
+ * with its SQL API) and to D1's call_log (the offline twin `npm start`, the tests and /api/stats
+ * read). No buyer identity and no bodies: only what the published figures need.
+ */
+export interface CallRecord {
+  at: number;
+  skill: string;
+  status: number;
+  outcome: Outcome;
+  durationMs: number;
+  paymentMethod: PaymentMethod;
+  amountMicro: number;
+  transport: Transport;
+}
+
+export type Outcome =
+  | "ok"
+  | "validation"
+  | "payment_required"
+  | "key_refused"
+  | "rate_limited"
+  | "conflict"
+  | "client_error"
+  | "upstream"
+  | "settlement_unconfirmed"
+  | "server_error";
+export type PaymentMethod = "x402_v1" | "x402_v2" | "card_credit" | "free_beta" | "none";
+export type Transport = "http" | "mcp";
+
+/** Outcomes of calls that passed validation and payment: the denominator of the success rate. */
+export const ADMITTED: readonly Outcome[] = ["ok", "upstream", "settlement_unconfirmed", "server_error"];
+
+/** Call-log rows older than this are deleted (published in the policy). */
+export const RETENTION_DAYS = 30;
+
+export function classify(status: number, body: string | undefined): Outcome {
+  if (status >= 200 && status < 300) return "ok";
+  if (status === 422 || status === 400 || status === 413) return "validation";
+  if (status === 402) return "payment_required";
+  if (status === 401 || status === 403) return "key_refused";
+  if (status === 429) return "rate_limited";
+  if (status === 409) return "conflict";
+  if (status < 500) return "client_error";
+  // The gate answers 502 with reason settlement_unconfirmed when the facilitator gave no answer.
+  if (body?.includes("settlement_unconfirmed")) return "settlement_unconfirmed";
+  if (status === 502 || status === 504) return "upstream";
+  return "server_error";
+}
+
+function paymentMethod(c: Context<AppEnv>): PaymentMethod {
+  if (publicConfig(c.env, c.req.url).freeBeta) return "free_beta";
+  // A verified payment (v1 X-PAYMENT lifted into v2 says so itself), else a claim of this request.
+  const verified = c.get("x402Payment");
+  if (verified) return verified.v1 ? "x402_v1" : "x402_v2";
+  const version = c.get("paymentClaim")?.payment.x402Version;
+  if (version !== undefined) return version === 1 ? "x402_v1" : "x402_v2";
+  if (c.res.headers.has("X-Credits-Remaining")) return "card_credit";
+  return "none";
+}
+
+/** What a successful call was charged: the authorized x402 amount (USDC has 6 decimals, so atomic units are micro-dollars) or one card credit at the list price. */
+function chargedMicro(c: Context<AppEnv>, method: PaymentMethod, priceMicro: () => number): number {
+  if (method === "x402_v1" || method === "x402_v2") {
+    const amount = Number(
+      c.get("x402Payment")?.requirements.amount ?? c.get("paymentClaim")?.payment.accepted.amount,
+    );
+    return Number.isFinite(amount) && amount > 0 ? amount : priceMicro();
+  }
+  return method === "card_credit" ? priceMicro() : 0;
+}
+
+/**
+ * Outermost middleware of a skill (or partner try) route: measures the server time around the
+ * whole chain and records the outcome after the answer, off the response path (waitUntil).
+ * `priceMicro` is the list price, used when the payment itself names no amount.
+ */
+export function recordCall(skill: string, priceMicro: () => number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    const wallStart = Date.now();
+    await next();
+    // In workerd performance.now() advances only across I/O, which is what server time costs.
+    const durationMs = Math.max(0, Math.round(performance.now() - started), Date.now() - wallStart);
+    const status = c.res.status;
+    // Only error bodies are peeked at (for the settlement reason), never a 2xx body.
+    const body = status >= 500 ? await c.res.clone().text() : undefined;
+    const method = paymentMethod(c);
+    const outcome = classify(status, body);
+    const rec: CallRecord = {
+      at: Date.now(),
+      skill,
+      status,
+      outcome,
+      durationMs,
+      paymentMethod: method,
+      amountMicro: outcome === "ok" ? chargedMicro(c, method, priceMicro) : 0,
+      // MCP dispatches tools/call through these routes and marks the Request object it sends
+      // (payments/mcp-resource.ts): no header a client could forge.
+      transport: isMcpRequest(c.req.raw) ? "mcp" : "http",
+    };
+    const write = writeCall(c.env, rec).catch((e) =>
+      console.error(JSON.stringify({ level: "error", msg: "stats write failed", error: String(e) })),
+    );
+    try {
+      c.executionCtx.waitUntil(write);
+    } catch {
+      await write; // no execution context (app.request in a unit test)
+    }
+  };
+}
+
+/** Writes one record to both sinks; the Analytics Engine binding is optional (absent locally). */
+export async function writeCall(env: AppEnv["Bindings"], r: CallRecord) {
+  env.CALL_STATS?.writeDataPoint({
+    // blob/double order is the schema the SQL API queries use (docs/STATS.md).
+    blobs: [r.skill, r.outcome, r.paymentMethod, r.transport],
+    doubles: [r.durationMs, r.status, r.amountMicro],
+    indexes: [r.skill],
+  });
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+    ).bind(r.at, r.skill, r.status, r.outcome, r.durationMs, r.paymentMethod, r.amountMicro, r.transport),
+    env.DB.prepare("DELETE FROM call_log WHERE at < ?1").bind(r.at - RETENTION_DAYS * 86_400_000),
+  ]);
+}

@@ -1,0 +1,604 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../src/app";
+import { skills } from "../src/skills/registry";
+import { dashboardFigures, percentile, skillStats } from "../src/stats/query";
+import { type CallRecord, classify, writeCall } from "../src/stats/record";
+import { FIXTURE } from "./analytic/helpers";
+
+const app = createApp();
+const DAY = 86_400_000;
+// Seeded rows live in a future week so the figures are exact whatever other test files logged now.
+const NOW = Date.UTC(2031, 0, 15, 12, 0, 0);
+
+const rec = (over: Partial<CallRecord>): CallRecord => ({
+  at: NOW - 1000,
+  skill: "research",
+  status: 200,
+  outcome: "ok",
+  durationMs: 10,
+  paymentMethod: "x402_v2",
+  amountMicro: 50_000,
+  transport: "http",
+  ...over,
+});
+
+async function fetchApp(path: string, init?: RequestInit, e: object = env) {
+  const ctx = createExecutionContext();
+  const res = await app.fetch(new Request(`https://skills.test${path}`, init), e, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+describe("outcome classes", () => {
+  it.each([
+    [200, "", "ok"],
+    [422, "", "validation"],
+    [402, "", "payment_required"],
+    [401, "", "key_refused"],
+    [403, "", "key_refused"],
+    [429, "", "rate_limited"],
+    [409, "", "conflict"],
+    [502, '{"detail":"upstream"}', "upstream"],
+    [504, "", "upstream"],
+    [502, '{"reason":"settlement_unconfirmed"}', "settlement_unconfirmed"],
+    [500, "", "server_error"],
+  ])("%i %s is %s", (status, body, outcome) => {
+    expect(classify(status, body)).toBe(outcome);
+  });
+
+  it("nearest-rank percentiles", () => {
+    const xs = Array.from({ length: 20 }, (_, i) => i + 1);
+    expect(percentile(xs, 50)).toBe(10);
+    expect(percentile(xs, 95)).toBe(19);
+    expect(percentile([], 95)).toBeNull();
+  });
+});
+
+describe("figures from a seeded call log", () => {
+  it("are exact per skill and window", { timeout: 30_000 }, async () => {
+    // research, last 24 h: 8 ok (10..80 ms), 1 upstream 502 (900 ms), 1 validation 422 (1 ms),
+    // 1 payment 402; 3 days ago: 2 ok (5 ms). Admitted 24 h = 9, 7 d = 11.
+    const rows: CallRecord[] = [
+      ...Array.from({ length: 8 }, (_, i) => rec({ durationMs: (i + 1) * 10, at: NOW - (i + 1) * 60_000 })),
+      rec({ status: 502, outcome: "upstream", durationMs: 900, amountMicro: 0 }),
+      rec({ status: 422, outcome: "validation", durationMs: 1, amountMicro: 0 }),
+      rec({ status: 402, outcome: "payment_required", durationMs: 2, paymentMethod: "none", amountMicro: 0 }),
+      rec({ at: NOW - 3 * DAY, durationMs: 5, paymentMethod: "card_credit" }),
+      rec({ at: NOW - 3 * DAY, durationMs: 5, paymentMethod: "card_credit" }),
+      // Outside both windows: ignored.
+      rec({ at: NOW - 8 * DAY, durationMs: 99_999 }),
+      rec({ skill: "slugify", durationMs: 3, paymentMethod: "free_beta", amountMicro: 0 }),
+    ];
+    for (const r of rows) await writeCall(env, r);
+    const doc = await skillStats(env.DB, NOW);
+    expect(doc.computed_at).toBe(new Date(NOW).toISOString());
+    expect(doc.windows["24h"].from).toBe(new Date(NOW - DAY).toISOString());
+    const research = doc.skills.find((s) => s.skill === "research");
+    expect(research?.windows["24h"]).toEqual({
+      calls: 11,
+      admitted: 9,
+      succeeded: 8,
+      success_rate: 0.8889,
+      p50_ms: 50,
+      p95_ms: 900,
+      upstream_error_rate: 0.1111,
+      last_success_at: new Date(NOW - 60_000).toISOString(),
+    });
+    expect(research?.windows["7d"]).toMatchObject({
+      calls: 13,
+      admitted: 11,
+      succeeded: 10,
+      success_rate: 0.9091,
+      p50_ms: 40,
+      p95_ms: 900,
+      upstream_error_rate: 0.0909,
+    });
+    // An offline skill publishes no upstream rate; a skill never called has nulls, not zeros.
+    expect(doc.skills.find((s) => s.skill === "slugify")?.windows["24h"]).toMatchObject({
+      calls: 1,
+      success_rate: 1,
+      upstream_error_rate: null,
+    });
+    expect(doc.skills.find((s) => s.skill === "json_sort")?.windows["7d"]).toMatchObject({
+      calls: 0,
+      success_rate: null,
+      p95_ms: null,
+    });
+    expect(doc.skills.map((s) => s.skill)).toEqual(expect.arrayContaining(skills.map((s) => s.id)));
+
+    const dash = await dashboardFigures(env.DB, NOW);
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    // 8 ok x402 at 0.05 within the last 8 minutes (same UTC day as NOW), 2 card credits 3 days ago.
+    expect(dash.revenue_by_day).toEqual(
+      expect.arrayContaining([
+        { day: day(NOW), x402_micro: 400_000, card_micro: 0 },
+        { day: day(NOW - 3 * DAY), x402_micro: 0, card_micro: 100_000 },
+      ]),
+    );
+    expect(dash.per_skill.find((s) => s.skill === "research")).toEqual({
+      skill: "research",
+      calls: 14,
+      revenue_micro: 550_000,
+      success_rate: 0.9167,
+    });
+  });
+});
+
+describe("every skill call is recorded", () => {
+  it("an MCP tools/call is recorded once, as an MCP call", { timeout: 30_000 }, async () => {
+    const t0 = Date.now();
+    const res = await fetchApp("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "uuid_mint", arguments: { count: 1 } },
+      }),
+    });
+    expect(res.status).toBe(200);
+    const { results } = await env.DB.prepare(
+      "SELECT status, transport FROM call_log WHERE skill = 'uuid_mint' AND at >= ?1 ORDER BY id",
+    )
+      .bind(t0)
+      .all<Record<string, unknown>>();
+    expect(results).toEqual([{ status: 200, transport: "mcp" }]);
+  });
+
+  it("HTTP calls: 2xx and 422, with payment method and transport, no body", { timeout: 30_000 }, async () => {
+    const t0 = Date.now();
+    const ok = await fetchApp("/api/skills/slugify", {
+      method: "POST",
+      // A header cannot make an HTTP call count as MCP (only the MCP router's own request can).
+      headers: { "content-type": "application/json", "x-skills-transport": "mcp" },
+      body: JSON.stringify({ text: "secret words here" }),
+    });
+    expect(ok.status).toBe(200);
+    const bad = await fetchApp("/api/skills/slugify", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text: 42 }),
+    });
+    expect(bad.status).toBe(422);
+    const { results } = await env.DB.prepare(
+      "SELECT * FROM call_log WHERE skill = 'slugify' AND at BETWEEN ?1 AND ?1 + 600000 ORDER BY id",
+    )
+      .bind(t0)
+      .all<Record<string, unknown>>();
+    expect(results.map((r) => [r.status, r.outcome, r.payment_method, r.amount_micro, r.transport])).toEqual([
+      [200, "ok", "free_beta", 0, "http"],
+      [422, "validation", "free_beta", 0, "http"],
+    ]);
+    expect(JSON.stringify(results)).not.toContain("secret");
+    // The Analytics Engine binding from wrangler.toml exists locally too (miniflare simulates it).
+    expect(typeof env.CALL_STATS.writeDataPoint).toBe("function");
+    expect(Number(results[0]?.duration_ms)).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("GET /api/stats", () => {
+  it("is public, CORS-open and cached for at most 60 s", { timeout: 30_000 }, async () => {
+    const first = await fetchApp("/api/stats");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("access-control-allow-origin")).toBe("*");
+    expect(first.headers.get("cache-control")).toBe("public, max-age=60");
+    const body = await first.json<{ computed_at: string; skills: { skill: string }[] }>();
+    expect(body.skills.length).toBeGreaterThanOrEqual(skills.length);
+    const second = await fetchApp("/api/stats");
+    expect(second.headers.get("x-stats-cache")).toBe("hit");
+    expect(second.headers.get("access-control-allow-origin")).toBe("*");
+    expect((await second.json<{ computed_at: string }>()).computed_at).toBe(body.computed_at);
+  });
+});
+
+describe("/admin dashboard", () => {
+  const adminEnv = { ...env, ADMIN_TOKEN: "dash-t0ken-secret" };
+
+  it("without the token shows only the login form; a wrong token is refused", {
+    timeout: 30_000,
+  }, async () => {
+    const anon = await fetchApp("/admin", undefined, adminEnv);
+    expect(anon.status).toBe(401);
+    const html = await anon.text();
+    expect(html).toContain('action="/admin/login"');
+    expect(html).not.toContain("Maintainer dashboard");
+    expect(anon.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const wrong = await fetchApp(
+      "/admin/login",
+      {
+        method: "POST",
+        body: new URLSearchParams({ token: "nope" }),
+        headers: { origin: "https://skills.test" },
+      },
+      adminEnv,
+    );
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    // Without ADMIN_TOKEN there is no dashboard at all.
+    expect((await fetchApp("/admin", undefined, { ...env, ADMIN_TOKEN: "" })).status).toBe(503);
+  });
+
+  it("signs in with an HttpOnly cookie that is not the token, shows figures, CSRF-guards actions", {
+    timeout: 30_000,
+  }, async () => {
+    const login = await fetchApp(
+      "/admin/login",
+      {
+        method: "POST",
+        body: new URLSearchParams({ token: adminEnv.ADMIN_TOKEN }),
+        headers: { origin: "https://skills.test" },
+        redirect: "manual",
+      },
+      adminEnv,
+    );
+    expect(login.status).toBe(303);
+    expect(login.headers.get("location")).toBe("/admin");
+    const setCookie = login.headers.get("set-cookie") ?? "";
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/Secure/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(setCookie).not.toContain(adminEnv.ADMIN_TOKEN);
+    const cookie = setCookie.split(";")[0] as string;
+
+    await writeCall(
+      adminEnv,
+      rec({ skill: "dash_probe", at: Date.now() - 5000, durationMs: 42, amountMicro: 70_000 }),
+    );
+    await writeCall(
+      adminEnv,
+      rec({
+        skill: "dash_probe",
+        at: Date.now() - 4000,
+        durationMs: 7,
+        status: 504,
+        outcome: "upstream",
+        amountMicro: 0,
+      }),
+    );
+    const page = await fetchApp("/admin", { headers: { cookie } }, adminEnv);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("Maintainer dashboard");
+    expect(html).toContain("<svg");
+    expect(html).toMatch(
+      /<th scope="row">dash_probe<\/th><td>2<\/td><td>50\.0%<\/td><td>7 ms<\/td><td>42 ms<\/td>/,
+    );
+    expect(html).not.toContain(adminEnv.ADMIN_TOKEN);
+
+    // A settle form without the CSRF token is refused, and so is a cross-site origin.
+    const noCsrf = await fetchApp(
+      "/admin/payouts/pricefeed/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: `0x${"ab".repeat(32)}` }),
+      },
+      adminEnv,
+    );
+    expect(noCsrf.status).toBe(403);
+    const csrf = html.match(/name="csrf" value="([0-9a-f]{64})"/)?.[1] as string;
+    expect(csrf).toBeTruthy();
+    const crossSite = await fetchApp(
+      "/admin/payouts/pricefeed/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://evil.test" },
+        body: new URLSearchParams({ tx_hash: `0x${"ab".repeat(32)}`, csrf }),
+      },
+      adminEnv,
+    );
+    expect(crossSite.status).toBe(403);
+    const badHash = await fetchApp(
+      "/admin/payouts/pricefeed/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: "0x12", csrf }),
+      },
+      adminEnv,
+    );
+    expect(badHash.status).toBe(422);
+  });
+});
+
+describe("figures and policy published beside the discovery documents", () => {
+  it("/.well-known/x402 keeps its fields and adds reliability and policy", { timeout: 30_000 }, async () => {
+    const res = await fetchApp("/.well-known/x402");
+    expect(res.status).toBe(200);
+    const doc = await res.json<Record<string, unknown>>();
+    expect(doc).toMatchObject({ version: 1, resources: expect.any(Array) });
+    expect(doc.reliability).toMatchObject({
+      source: "https://skills.test/api/stats",
+      window: "7d",
+      skills: expect.any(Object),
+    });
+    expect(doc.policy).toMatchObject({
+      charged_statuses: "2xx",
+      refunds: {
+        card_credit: expect.stringContaining("restored"),
+        x402: expect.stringContaining("never settled"),
+      },
+      retention: { call_log_days: 30 },
+      support_contact: env.CONTACT_EMAIL,
+    });
+  });
+
+  it("llms.txt, the docs index, each skill page and /docs/reliability show the figures", {
+    timeout: 30_000,
+  }, async () => {
+    const llms = await (await fetchApp("/llms.txt")).text();
+    expect(llms).toContain("## Measured reliability");
+    expect(llms).toContain("https://skills.test/api/stats");
+    const index = await (await fetchApp("/docs")).text();
+    expect(index).toMatch(/class="muted reliability"/);
+    const page = await fetchApp("/docs/slugify");
+    expect(await page.text()).toMatch(/id="reliability">[^<]*(success over|not measured yet)/);
+    const policy = await fetchApp("/docs/reliability");
+    expect(policy.status).toBe(200);
+    expect(policy.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await policy.text();
+    expect(html).toContain("Only calls answered 2xx are charged.");
+    expect(html).toContain(`mailto:${env.CONTACT_EMAIL}`);
+  });
+});
+
+describe("the admin token never reaches a log line", () => {
+  it("sign-in, the dashboard and a refused action log nothing that contains it", {
+    timeout: 30_000,
+  }, async () => {
+    const token = "log-probe-t0ken-9f3a";
+    const e = { ...env, ADMIN_TOKEN: token };
+    const lines: string[] = [];
+    const spies = (["log", "info", "warn", "error", "debug"] as const).map((m) =>
+      vi.spyOn(console, m).mockImplementation((...args: unknown[]) => {
+        lines.push(args.map(String).join(" "));
+      }),
+    );
+    try {
+      const login = await fetchApp(
+        "/admin/login",
+        {
+          method: "POST",
+          body: new URLSearchParams({ token }),
+          headers: { origin: "https://skills.test" },
+          redirect: "manual",
+        },
+        e,
+      );
+      const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+      expect((await fetchApp("/admin", { headers: { cookie } }, e)).status).toBe(200);
+      await fetchApp(
+        "/admin/payouts/pricefeed/settle",
+        { method: "POST", headers: { cookie }, body: "csrf=x" },
+        e,
+      );
+      await fetchApp(
+        "/admin/login",
+        { method: "POST", body: new URLSearchParams({ token: `${token}x` }) },
+        e,
+      );
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
+    for (const l of lines) expect(l).not.toContain(token);
+  });
+});
+
+describe("/admin figures from a seeded ledger", () => {
+  it("payouts owed, the Mark paid button, unconfirmed settlements and credits outstanding are exact", {
+    timeout: 30_000,
+  }, async () => {
+    const token = "ledger-t0ken";
+    const e = { ...env, ADMIN_TOKEN: token };
+    const { settlePartner } = await import("../src/partners/payouts");
+    await settlePartner(env.DB, "notifyhook", `0x${"01".repeat(32)}`); // start from nothing owed
+    const before = await dashboardFigures(env.DB);
+    const now = Date.now();
+    const rid = crypto.randomUUID();
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, created_at)
+         VALUES ('notifyhook', 'send', 30000, 60000, '0xabc', '0xt1', ?1, ?3), ('notifyhook', 'send', 12500, 25000, '0xabc', '0xt2', ?2, ?3)`,
+      ).bind(`${rid}-a`, `${rid}-b`, now),
+      env.DB.prepare(
+        "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 10, 7, ?3)",
+      ).bind(`k-${rid}`, `h-${rid}`, now),
+      env.DB.prepare(
+        "INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at) VALUES (?1, ?2, 'research', 'failed', ?3, ?3)",
+      ).bind(`n-${rid}`, `req-${rid}`, now),
+    ]);
+    const after = await dashboardFigures(env.DB);
+    expect(Number(after.credits.calls_left) - Number(before.credits.calls_left)).toBe(7);
+    expect(Number(after.credits.keys) - Number(before.credits.keys)).toBe(1);
+
+    const login = await fetchApp(
+      "/admin/login",
+      {
+        method: "POST",
+        body: new URLSearchParams({ token }),
+        headers: { origin: "https://skills.test" },
+        redirect: "manual",
+      },
+      e,
+    );
+    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const html = await (await fetchApp("/admin", { headers: { cookie } }, e)).text();
+    expect(html).toMatch(/<th scope="row">notifyhook<\/th><td>\$0\.042500<\/td>/);
+    expect(html).toContain(`<th scope="row">req-${rid}</th><td>research</td>`);
+    expect(html).toContain(
+      `${after.credits.keys} keys, ${after.credits.calls_left} of ${after.credits.calls_total} calls outstanding.`,
+    );
+
+    const csrf = html.match(/name="csrf" value="([0-9a-f]{64})"/)?.[1] as string;
+    const tx = `0x${"cd".repeat(32)}`;
+    const settled = await fetchApp(
+      "/admin/payouts/notifyhook/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: tx, csrf }),
+        redirect: "manual",
+      },
+      e,
+    );
+    expect(settled.status).toBe(303);
+    const page = await (await fetchApp("/admin?notice=settled", { headers: { cookie } }, e)).text();
+    expect(page).toContain("Payout recorded.");
+    expect(page).toMatch(
+      /<th scope="row">notifyhook<\/th><td>\$0\.00<\/td><td>[^<]*<\/td><td>nothing owed<\/td>/,
+    );
+    expect(page).toContain(`<th scope="row">notifyhook</th><td>$0.042500</td><td>${tx}</td>`);
+    // Pressing it again: nothing is owed any more.
+    const again = await fetchApp(
+      "/admin/payouts/notifyhook/settle",
+      {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ tx_hash: tx, csrf }),
+      },
+      e,
+    );
+    expect(again.status).toBe(409);
+  });
+});
+
+describe("x402 calls against the facilitator double are measured with method and amount", () => {
+  const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+  const payer = (suffix: string) => `0x00000000000000000000000000000000000a${suffix}`;
+  const hex32 = () =>
+    `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+
+  async function paidCall(from: string) {
+    const path = "/api/skills/sha256";
+    const unpaid = await fetchApp(path, { method: "POST", body: "{}" }, paidEnv);
+    expect(unpaid.status).toBe(402);
+    const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") as string);
+    const accepted = required.accepts[0] as PaymentRequirements;
+    const payload: PaymentPayload = {
+      x402Version: 2,
+      resource: required.resource,
+      accepted,
+      payload: {
+        signature: `0x${"11".repeat(65)}`,
+        authorization: {
+          from,
+          to: accepted.payTo,
+          value: accepted.amount,
+          nonce: hex32(),
+          validAfter: "0",
+          validBefore: String(Math.floor(Date.now() / 1000) + 600),
+        },
+      },
+    };
+    const res = await fetchApp(
+      path,
+      {
+        method: "POST",
+        body: JSON.stringify({ text: "abc" }),
+        headers: { "payment-signature": encodePaymentSignatureHeader(payload) },
+      },
+      paidEnv,
+    );
+    return { res, amount: Number(accepted.amount) };
+  }
+
+  const lastRows = async (n: number) =>
+    (
+      await env.DB.prepare(
+        "SELECT status, outcome, payment_method, amount_micro FROM call_log WHERE skill = 'sha256' AND at <= ?1 ORDER BY id DESC LIMIT ?2",
+      )
+        .bind(Date.now(), n)
+        .all<Record<string, unknown>>()
+    ).results.reverse();
+
+  it("a settled call: 402 then 2xx charged at the price; an unconfirmed settlement: charged nothing", {
+    timeout: 30_000,
+  }, async () => {
+    const ok = await paidCall(payer("0001"));
+    expect(ok.res.status).toBe(200);
+    expect(await lastRows(2)).toEqual([
+      { status: 402, outcome: "payment_required", payment_method: "none", amount_micro: 0 },
+      { status: 200, outcome: "ok", payment_method: "x402_v2", amount_micro: ok.amount },
+    ]);
+    const unconfirmed = await paidCall(payer("0003"));
+    expect(unconfirmed.res.status).toBe(502);
+    expect(await lastRows(1)).toEqual([
+      { status: 502, outcome: "settlement_unconfirmed", payment_method: "x402_v2", amount_micro: 0 },
+    ]);
+  });
+});
+
+describe("card-credit calls are measured", () => {
+  it("a 2xx spends one credit at the list price; a 422 is refunded and charged nothing", {
+    timeout: 30_000,
+  }, async () => {
+    const { hashKey, newApiKey } = await import("../src/payments/credits");
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 5, 5, ?3)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key), Date.now())
+      .run();
+    const paidEnv = { ...env, FREE_BETA: "false" };
+    const t0 = Date.now();
+    const headers = { "content-type": "application/json", authorization: `Bearer ${key}` };
+    const ok = await fetchApp(
+      "/api/skills/slugify",
+      { method: "POST", headers, body: JSON.stringify({ text: "a b" }) },
+      paidEnv,
+    );
+    expect(ok.status).toBe(200);
+    const bad = await fetchApp(
+      "/api/skills/slugify",
+      { method: "POST", headers, body: JSON.stringify({ text: 1 }) },
+      paidEnv,
+    );
+    expect(bad.status).toBe(422);
+    const price = Number(skills.find((s) => s.id === "slugify")?.price_atomic);
+    const { results } = await env.DB.prepare(
+      "SELECT status, payment_method, amount_micro FROM call_log WHERE skill = 'slugify' AND at BETWEEN ?1 AND ?1 + 600000 AND payment_method = 'card_credit' ORDER BY id",
+    )
+      .bind(t0)
+      .all();
+    expect(results).toEqual([
+      { status: 200, payment_method: "card_credit", amount_micro: price },
+      { status: 422, payment_method: "card_credit", amount_micro: 0 },
+    ]);
+  });
+});
+
+describe("documents that quote the figures survive a stats failure", () => {
+  it("docs page, llms.txt and /.well-known/x402 answer 200 without the figures when D1 fails", {
+    timeout: 30_000,
+  }, async () => {
+    // A D1 that refuses every query (as during an outage); another origin so no cached copy answers.
+    const broken = {
+      ...env,
+      DB: {
+        prepare() {
+          throw new Error("D1_ERROR: simulated outage");
+        },
+      },
+    };
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const get = (path: string) => app.fetch(new Request(`https://outage.test${path}`), broken);
+      const page = await get("/docs/slugify");
+      expect(page.status).toBe(200);
+      expect(await page.text()).not.toContain('id="reliability"');
+      const llms = await get("/llms.txt");
+      expect(llms.status).toBe(200);
+      expect(await llms.text()).not.toContain("## Measured reliability");
+      const manifest = await (await get("/.well-known/x402")).json<Record<string, unknown>>();
+      expect(manifest).not.toHaveProperty("reliability");
+      expect(manifest).toHaveProperty("policy");
+      expect(errors).toHaveBeenCalled();
+    } finally {
+      errors.mockRestore();
+    }
+  });
+});

@@ -327,7 +327,7 @@ describe("figures and policy published beside the discovery documents", () => {
     });
   });
 
-  it("llms.txt, the docs index, each skill page and /docs/reliability show the figures", {
+  it("llms.txt, the home page's catalog, the docs index, each skill page and /docs/reliability show the figures", {
     timeout: 30_000,
   }, async () => {
     const llms = await (await fetchApp("/llms.txt")).text();
@@ -335,6 +335,9 @@ describe("figures and policy published beside the discovery documents", () => {
     expect(llms).toContain("https://skills.test/api/stats");
     const index = await (await fetchApp("/docs")).text();
     expect(index).toMatch(/class="muted reliability"/);
+    const home = await (await fetchApp("/")).text();
+    expect(home).toContain("Measured (7 days)");
+    expect(home.match(/<td class="muted reliability">/g)?.length).toBe(15);
     const page = await fetchApp("/docs/slugify");
     expect(await page.text()).toMatch(/id="reliability">[^<]*(success over|not measured yet)/);
     const policy = await fetchApp("/docs/reliability");
@@ -590,6 +593,9 @@ describe("documents that quote the figures survive a stats failure", () => {
       const page = await get("/docs/slugify");
       expect(page.status).toBe(200);
       expect(await page.text()).not.toContain('id="reliability"');
+      const home = await get("/");
+      expect(home.status).toBe(200);
+      expect(await home.text()).not.toContain("Measured (7 days)");
       const llms = await get("/llms.txt");
       expect(llms.status).toBe(200);
       expect(await llms.text()).not.toContain("## Measured reliability");

@@ -200,7 +200,10 @@ function plainOperations(cfg: PublicConfig, pc: PricingConfig): PlainOp[] {
       method: "get",
       summary: "Measured reliability per skill over 24 h and 7 days (free, CORS-open, cached 60 s)",
       tags: ["discovery"],
-      responses: { "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema) },
+      responses: {
+        "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema),
+        "4XX": CLIENT_ERROR,
+      },
     },
     doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
     doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),

@@ -5,7 +5,16 @@ import type { PricingConfig } from "../partners/listing";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 
-export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PricingConfig }) {
+/** `reliability` gives each skill's measured figures (src/stats/published.ts), when known. */
+export function HomePage({
+  cfg,
+  pc,
+  reliability,
+}: {
+  cfg: PublicConfig;
+  pc: PricingConfig;
+  reliability?: (skillId: string) => string;
+}) {
   const partner = partnerPricing(pc);
   return (
     <Layout title="Home" description={SITE_SUMMARY}>
@@ -31,6 +40,7 @@ export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PricingConfig }) 
                 <th scope="col">Category</th>
                 <th scope="col">Price per call</th>
                 <th scope="col">Endpoint</th>
+                {reliability ? <th scope="col">Measured (7 days)</th> : null}
               </tr>
             </thead>
             <tbody>
@@ -44,6 +54,7 @@ export function HomePage({ cfg, pc }: { cfg: PublicConfig; pc: PricingConfig }) 
                   <td>
                     <code>POST {s.endpoint}</code>
                   </td>
+                  {reliability ? <td class="muted reliability">{reliability(s.id)}</td> : null}
                 </tr>
               ))}
             </tbody>

@@ -21,11 +21,18 @@ const docSlug = z.object({
 
 // Security headers (strict CSP, DENY framing) come from the app-wide middleware, src/http/security-headers.ts.
 
-pageRoutes.get("/", (c) => {
+pageRoutes.get("/", async (c) => {
   // The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
   const pc = pricingConfig(c.env);
   if ("error" in pc) return partnersMisconfigured(c, pc.error);
-  return c.html(<HomePage cfg={publicConfig(c.env, c.req.url)} pc={pc} />);
+  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  return c.html(
+    <HomePage
+      cfg={publicConfig(c.env, c.req.url)}
+      pc={pc}
+      reliability={doc && ((id) => reliabilityShort(doc, id))}
+    />,
+  );
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs", async (c) => {

@@ -39,7 +39,7 @@ import { RE2JS } from "re2js";
  * request whatever the schema does.
  */
 export const WORK_BUDGET_BASE = 5_000;
-export const WORK_BUDGET_PER_NODE = 2;
+export const WORK_BUDGET_PER_NODE = 4;
 // What else costs about one evaluation (measured in node on this project's dev machine).
 const OWN_NODES_PER_UNIT = 16; // enum/const/required/properties entries compared or looked up
 const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, for-in) by an evaluation

@@ -440,6 +440,27 @@ describe("schema work budget", () => {
     expect(r.budget).toBeGreaterThan(WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * 15_000);
     expect(r.used).toBeLessThan(r.budget / 2);
   });
+
+  it("a typical record schema over 1,000 and 20,000 items validates through the skill, not a 422", async () => {
+    const schema = {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["id", "name"],
+        properties: {
+          id: { type: "integer", minimum: 0 },
+          name: { type: "string", minLength: 1 },
+          tags: { type: "array", items: { type: "string" } },
+        },
+      },
+    };
+    for (const n of [1000, 20_000]) {
+      const instance = Array.from({ length: n }, (_, i) => ({ id: i, name: `item ${i}`, tags: ["x", "y"] }));
+      const res = await postJson("/api/skills/json-schema-validate", { instance, schema });
+      expect(res.status, `${n} items`).toBe(200);
+      expect(await res.json(), `${n} items`).toMatchObject({ valid: true, checked: true });
+    }
+  }, 60_000);
 });
 
 // Audit of the other skills (docs/LIMITS.md): each finding reproduced on its own.

@@ -75,6 +75,11 @@ export default defineConfig({
           // One isolate for all files: re-sending the whole module graph (tokenizer tables, x402,
           // viem) to a fresh isolate per file exceeds the pool's socket message limit.
           isolate: false,
+          // No test leans on vitest's 5 s default: the first paid call builds the x402 server and
+          // the first token_count loads its tables, which a busy 2-core machine (CI beside a
+          // bench) can stretch past 5 s. Tests that need more set their own.
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**", "test/scripts/**"],
           setupFiles: ["./test/apply-migrations.ts"],

@@ -275,8 +275,9 @@ function checkPattern(pattern: string, path: (string | number)[]) {
 
 /**
  * Validates with the meter, the RE2 RegExp and the metered formats in place, collecting every
- * error (no short circuit). The schema and instance are modified in place (accessors, proxies):
- * pass freshly parsed values.
+ * error (no short circuit). The meter's accessors go on a copy of the schema: instrumenting the
+ * caller's object twice (a second validation of the same value) would charge every evaluation
+ * twice over. The instance is wrapped, not modified.
  */
 export function meteredValidation(
   schema: Schema | boolean,
@@ -284,6 +285,7 @@ export function meteredValidation(
   draft: SchemaDraft,
 ): { valid: boolean; errors: OutputUnit[]; used: number; budget: number } {
   meterFormats();
+  schema = typeof schema === "object" && schema !== null ? structuredClone(schema) : schema;
   // The library's dereference defines its own hidden keys on the schema: let it run first.
   const validator = new Validator(schema, draft, false);
   const { value, facts } = meterInstance(instance);

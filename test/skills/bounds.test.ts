@@ -441,6 +441,13 @@ describe("schema work budget", () => {
     expect(r.used).toBeLessThan(r.budget / 2);
   });
 
+  it("validating the same schema object again costs the same: the meter never instruments the caller's copy", () => {
+    const schema = { items: { type: "object", properties: { id: { type: "integer" } } } };
+    const records = Array.from({ length: 500 }, (_, i) => ({ id: i }));
+    const first = meteredValidation(schema, records, "2020-12");
+    for (let i = 0; i < 5; i++) expect(meteredValidation(schema, records, "2020-12").used).toBe(first.used);
+  });
+
   it("a typical record schema over 1,000 and 20,000 items validates through the skill, not a 422", async () => {
     const schema = {
       type: "array",

@@ -82,6 +82,8 @@ function chargedMicro(c: Context<AppEnv>, method: PaymentMethod, priceMicro: () 
  */
 export function recordCall(skill: string, priceMicro: () => number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // A HEAD never changes state anywhere (issue 19.3), not even the call log; it runs no call.
+    if (c.req.method === "HEAD") return next();
     const started = performance.now();
     const wallStart = Date.now();
     await next();

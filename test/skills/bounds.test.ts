@@ -442,7 +442,9 @@ describe("schema work budget", () => {
   });
 
   it("validating the same schema object again costs the same: the meter never instruments the caller's copy", () => {
-    const schema = { items: { type: "object", properties: { id: { type: "integer" } } } };
+    const schema = { items: { type: "object", properties: { id: { type: "integer" } } } } as Parameters<
+      typeof meteredValidation
+    >[0];
     const records = Array.from({ length: 500 }, (_, i) => ({ id: i }));
     const first = meteredValidation(schema, records, "2020-12");
     for (let i = 0; i < 5; i++) expect(meteredValidation(schema, records, "2020-12").used).toBe(first.used);

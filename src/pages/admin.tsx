@@ -2,11 +2,10 @@ import type { owedSummary } from "../partners/payouts";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
+import { ReliabilityTable } from "./reliability-table";
 
 type Row = Record<string, string | number>;
 const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
-const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
-const ms = (v: number | null) => (v === null ? "–" : `${v} ms`);
 
 export function AdminLoginPage(props: { error?: string }) {
   return (
@@ -90,28 +89,7 @@ export function AdminDashboardPage(props: {
       />
 
       <h2>Reliability per skill (7 days)</h2>
-      <table class="admin-table" id="reliability">
-        <thead>
-          <tr>
-            <th scope="col">Skill</th>
-            <th scope="col">Calls</th>
-            <th scope="col">Success rate</th>
-            <th scope="col">p50</th>
-            <th scope="col">p95</th>
-          </tr>
-        </thead>
-        <tbody>
-          {measured.map((s) => (
-            <tr>
-              <th scope="row">{s.skill}</th>
-              <td>{s.windows["7d"].calls}</td>
-              <td>{pct(s.windows["7d"].success_rate)}</td>
-              <td>{ms(s.windows["7d"].p50_ms)}</td>
-              <td>{ms(s.windows["7d"].p95_ms)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ReliabilityTable id="reliability" skills={measured} />
 
       <h2>Partner payouts</h2>
       <table class="admin-table" id="payouts">

@@ -1,9 +1,7 @@
 import type { callPolicy } from "../stats/published";
 import type { StatsDocument } from "../stats/query";
 import { Layout } from "./layout";
-
-const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
-const ms = (v: number | null) => (v === null ? "–" : `${v} ms`);
+import { ReliabilityTable } from "./reliability-table";
 
 /** Human twin of /api/stats and the policy fields of /.well-known/x402. */
 export function ReliabilityPage(props: { doc: StatsDocument; policy: ReturnType<typeof callPolicy> }) {
@@ -39,35 +37,7 @@ export function ReliabilityPage(props: { doc: StatsDocument; policy: ReturnType<
       </p>
       <h2>Last 7 days</h2>
       <p class="muted">Computed {doc.computed_at}.</p>
-      <table class="admin-table" id="figures">
-        <thead>
-          <tr>
-            <th scope="col">Skill</th>
-            <th scope="col">Calls</th>
-            <th scope="col">Success rate</th>
-            <th scope="col">p50</th>
-            <th scope="col">p95</th>
-            <th scope="col">Upstream errors</th>
-            <th scope="col">Last success</th>
-          </tr>
-        </thead>
-        <tbody>
-          {doc.skills.map((s) => {
-            const w = s.windows["7d"];
-            return (
-              <tr>
-                <th scope="row">{s.skill}</th>
-                <td>{w.calls}</td>
-                <td>{pct(w.success_rate)}</td>
-                <td>{ms(w.p50_ms)}</td>
-                <td>{ms(w.p95_ms)}</td>
-                <td>{pct(w.upstream_error_rate)}</td>
-                <td>{w.last_success_at ?? "–"}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <ReliabilityTable id="figures" skills={doc.skills} detail />
     </Layout>
   );
 }

@@ -1,0 +1,42 @@
+import type { StatsDocument } from "../stats/query";
+
+export const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
+export const ms = (v: number | null) => (v === null ? "–" : `${v} ms`);
+
+/**
+ * Per-skill reliability over 7 days, as the public policy page (`detail`: upstream errors and last
+ * success too) and the maintainer dashboard show it: one table, so the two cannot disagree.
+ */
+export function ReliabilityTable(props: { id: string; skills: StatsDocument["skills"]; detail?: boolean }) {
+  return (
+    <table class="admin-table" id={props.id}>
+      <thead>
+        <tr>
+          <th scope="col">Skill</th>
+          <th scope="col">Calls</th>
+          <th scope="col">Success rate</th>
+          <th scope="col">p50</th>
+          <th scope="col">p95</th>
+          {props.detail ? <th scope="col">Upstream errors</th> : null}
+          {props.detail ? <th scope="col">Last success</th> : null}
+        </tr>
+      </thead>
+      <tbody>
+        {props.skills.map((s) => {
+          const w = s.windows["7d"];
+          return (
+            <tr>
+              <th scope="row">{s.skill}</th>
+              <td>{w.calls}</td>
+              <td>{pct(w.success_rate)}</td>
+              <td>{ms(w.p50_ms)}</td>
+              <td>{ms(w.p95_ms)}</td>
+              {props.detail ? <td>{pct(w.upstream_error_rate)}</td> : null}
+              {props.detail ? <td>{w.last_success_at ?? "–"}</td> : null}
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}

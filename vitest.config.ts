@@ -45,7 +45,7 @@ export default defineConfig({
                 // wrangler.toml ships PAY_TO empty (a deployment names its own wallet); tests sell
                 // to anvil's account #2, the local stack's pay-to.
                 PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-                // Limits are proven in test/quotas.test.ts, which turns them on; the other files
+                // Limits are proven in test/payments/quotas.test.ts, which turns them on; the other files
                 // test skill logic with many calls from one (absent) client IP.
                 RATE_LIMITS: "off",
                 // Unit tests exercise skill logic and validation; payments are proven end to end

@@ -9,7 +9,7 @@ import {
   revealTokenFromPage,
   seedSession,
   sessionEvent,
-} from "./checkout-helpers";
+} from "./payments/checkout-helpers";
 
 /**
  * Issue 19.3: Hono answers HEAD with the GET handler, so HEAD must never change state anywhere.

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { call, ORIGIN } from "./helpers";
+import { createApp } from "../../src/app";
+import { call, ORIGIN } from "../helpers";
 
 describe("error shapes", () => {
   it("unknown path is 404 JSON", async () => {

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { isCorsPath } from "../src/http/cors";
-import { skills } from "../src/skills/registry";
+import { createApp } from "../../src/app";
+import { isCorsPath } from "../../src/http/cors";
+import { skills } from "../../src/skills/registry";
 
 const B = "https://skills.test";
 const BROWSER = {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { inputJsonSchema, skills } from "../src/skills/registry";
-import { detailOf, postJson } from "./helpers";
+import { inputJsonSchema, skills } from "../../src/skills/registry";
+import { detailOf, postJson } from "../helpers";
 
 const long = (n: number) => "x".repeat(n);
 

@@ -1,8 +1,8 @@
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { describe, expect, it } from "vitest";
-import { MCP_MAX_BODY_BYTES } from "../src/mcp/limits";
-import { skills } from "../src/skills/registry";
-import { call, ORIGIN, postJson } from "./helpers";
+import { MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
+import { skills } from "../../src/skills/registry";
+import { call, ORIGIN, postJson } from "../helpers";
 
 // Where an agent learns that the MCP endpoint exists and how to pay through it.
 const MCP_URL = `${ORIGIN}/mcp`;

@@ -3,14 +3,14 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { MCP_MAX_BODY_BYTES } from "../src/mcp/limits";
-import { PARTNERS } from "../src/partners/data";
-import { pricingConfig } from "../src/partners/listing";
-import { servicePrices } from "../src/partners/pricing";
-import { hashKey } from "../src/payments/credits";
-import { inputJsonSchema, outputJsonSchema, skills } from "../src/skills/registry";
-import { FIXTURE, upstreamRequests } from "./analytic/helpers";
+import { createApp } from "../../src/app";
+import { MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
+import { PARTNERS } from "../../src/partners/data";
+import { pricingConfig } from "../../src/partners/listing";
+import { servicePrices } from "../../src/partners/pricing";
+import { hashKey } from "../../src/payments/credits";
+import { inputJsonSchema, outputJsonSchema, skills } from "../../src/skills/registry";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
 // The MCP surface in workerd: protocol and errors against the real app, payments against the
 // facilitator double (test/fixtures/facilitator-double.mjs). The real chain and the official

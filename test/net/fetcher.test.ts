@@ -4,9 +4,9 @@ import { netConfig } from "../../src/net/config";
 import { fetchPublic, guardUrl, UrlRefused } from "../../src/net/fetcher";
 import { parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "../../src/net/ip-ranges";
 import { UpstreamError } from "../../src/skills/types";
+import { FIXTURE } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
-import { FIXTURE } from "./helpers";
 import { HOSTILE } from "./hostile-urls";
 
 const cfg = netConfig(env);

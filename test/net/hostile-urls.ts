@@ -1,4 +1,4 @@
-import { FIXTURE } from "./helpers";
+import { FIXTURE } from "../fixtures/upstream-requests";
 
 /** At least 30 URLs a caller might use to reach something private; every one must be refused. */
 export const HOSTILE: string[] = [

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { hashKey, newApiKey } from "../src/payments/credits";
-import { skills } from "../src/skills/registry";
-import { call, postJson } from "./helpers";
+import { createApp } from "../../src/app";
+import { hashKey, newApiKey } from "../../src/payments/credits";
+import { skills } from "../../src/skills/registry";
+import { call, postJson } from "../helpers";
 
 const B = "https://skills.test";
 

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { SUPPORTED_TTL_MS } from "../src/payments/x402-gate";
+import { createApp } from "../../src/app";
+import { SUPPORTED_TTL_MS } from "../../src/payments/x402-gate";
 
 // The unpaid 402 is built once per isolate and configuration and reused; these tests check that
 // reuse never changes what a caller sees and never waits on the facilitator.

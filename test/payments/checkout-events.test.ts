@@ -1,11 +1,12 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import worker from "../src/index";
-import { hashKey, refundCredit, spendCredit } from "../src/payments/credits";
-import { revealToken } from "../src/payments/key-reveal";
-import { skillById } from "../src/skills/registry";
-import type { Skill } from "../src/skills/types";
+import { createApp } from "../../src/app";
+import worker from "../../src/index";
+import { hashKey, refundCredit, spendCredit } from "../../src/payments/credits";
+import { revealToken } from "../../src/payments/key-reveal";
+import { skillById } from "../../src/skills/registry";
+import type { Skill } from "../../src/skills/types";
+import { call, postJson } from "../helpers";
 import {
   createCheckout,
   deliver,
@@ -25,7 +26,6 @@ import {
   signed,
   stripe,
 } from "./checkout-helpers";
-import { call, postJson } from "./helpers";
 
 const outcomeOf = async (res: Response) => {
   expect(res.status).toBe(200);

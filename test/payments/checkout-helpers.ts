@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import Stripe from "stripe";
-import { call, postJson } from "./helpers";
+import { call, postJson } from "../helpers";
 
 /** Card-checkout test helpers: real sessions on the Stripe emulator, events signed like Stripe's. */
 const cryptoProvider = Stripe.createSubtleCryptoProvider();

@@ -1,9 +1,10 @@
 import { env } from "cloudflare:test";
 import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { hashKey, newApiKey } from "../src/payments/credits";
-import { openKey, sealKey } from "../src/payments/key-reveal";
+import { createApp } from "../../src/app";
+import { hashKey, newApiKey } from "../../src/payments/credits";
+import { openKey, sealKey } from "../../src/payments/key-reveal";
+import { call, postJson } from "../helpers";
 import {
   deliver,
   eventOf,
@@ -16,7 +17,6 @@ import {
   seedSession,
   signed,
 } from "./checkout-helpers";
-import { call, postJson } from "./helpers";
 
 function completedEvent(sessionId: string, id = newEventId(), paid = true) {
   // What the event body claims; the Worker decides from Stripe's own state of the session.

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
+import { createApp } from "../../src/app";
 
 const paidEnv = (overrides: Record<string, string>) => ({ ...env, FREE_BETA: "false", ...overrides });
 const post = (e: Record<string, unknown>) =>

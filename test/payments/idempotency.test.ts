@@ -5,9 +5,9 @@ import { authorizationTypes } from "@x402/evm";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { hashKey, newApiKey } from "../src/payments/credits";
-import { FIXTURE, upstreamRequests } from "./analytic/helpers";
+import { createApp } from "../../src/app";
+import { hashKey, newApiKey } from "../../src/payments/credits";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
 // Idempotent paid retries (src/payments/idempotency.ts) against the facilitator double
 // (test/fixtures/facilitator-double.mjs), which settles for any ordinary payer and counts each

@@ -2,12 +2,12 @@ import { env } from "cloudflare:test";
 import { encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { publicConfig } from "../src/config";
-import { pricingConfig } from "../src/partners/listing";
-import { hashKey, newApiKey } from "../src/payments/credits";
-import { isHeavy } from "../src/payments/quotas";
-import { sellables } from "../src/payments/sellables";
+import { createApp } from "../../src/app";
+import { publicConfig } from "../../src/config";
+import { pricingConfig } from "../../src/partners/listing";
+import { hashKey, newApiKey } from "../../src/payments/credits";
+import { isHeavy } from "../../src/payments/quotas";
+import { sellables } from "../../src/payments/sellables";
 
 // The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here).
 const RL_IP = 600;

@@ -10,10 +10,10 @@ import {
 } from "@x402/extensions/offer-receipt";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error plain JS helper shared with scripts/verify-receipt.mjs
-import { findReceipt, verifyReceipt } from "../scripts/lib/receipt-verify.mjs";
-import { createApp } from "../src/app";
-import { hashKey, newApiKey } from "../src/payments/credits";
-import { FIXTURE } from "./analytic/helpers";
+import { findReceipt, verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
+import { createApp } from "../../src/app";
+import { hashKey, newApiKey } from "../../src/payments/credits";
+import { FIXTURE } from "../fixtures/upstream-requests";
 
 // Signed offers in the 402 and signed receipts on paid answers (src/payments/receipts.ts), against
 // the facilitator double; the CLI on the real chain is in test/e2e/receipts.test.ts.

@@ -5,8 +5,8 @@ import {
   waitOnExecutionContext,
 } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import worker from "../src/index";
+import { createApp } from "../../src/app";
+import worker from "../../src/index";
 import {
   type ChainReader,
   type ChainView,
@@ -15,7 +15,7 @@ import {
   reconcile,
   searchRange,
   type Terms,
-} from "../src/payments/reconcile";
+} from "../../src/payments/reconcile";
 
 const hex = (bytes: number) =>
   `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;

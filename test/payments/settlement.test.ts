@@ -2,8 +2,8 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { FIXTURE, upstreamRequests } from "./analytic/helpers";
+import { createApp } from "../../src/app";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
 // The Worker's side of x402 against a facilitator double (test/fixtures/facilitator-double.mjs)
 // that lets each test choose the facilitator's answer. The real facilitator and chain are in

@@ -2,9 +2,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { skillById } from "../../src/skills/registry";
 import { analyzeText } from "../../src/skills/stylometry";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
-import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
-import { FIXTURE, upstreamRequests } from "./helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface DetectorBody {
   skill: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { skills } from "../../src/skills/registry";
-import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 const analytic = skills.filter((s) => s.kind === "analytic");
 

@@ -2,9 +2,9 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { osintGraph } from "../../src/skills/osint-graph";
 import { skillById } from "../../src/skills/registry";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { postJson } from "../helpers";
-import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
-import { FIXTURE, upstreamRequests } from "./helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface Graph {
   nodes: { id: string; name: string; type: string; confidence: number; depth: number }[];

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { skillById } from "../../src/skills/registry";
 // @ts-expect-error plain JS fixture data
 import { ARTICLES } from "../fixtures/upstream-data.mjs";
+import { unique, upstreamRequests } from "../fixtures/upstream-requests";
 import { postJson } from "../helpers";
-import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
-import { unique, upstreamRequests } from "./helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface ResearchBody {
   skill: string;

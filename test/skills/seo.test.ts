@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { skillById } from "../../src/skills/registry";
 import { WEIGHTS } from "../../src/skills/seo-audit";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
-import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";
-import { FIXTURE, upstreamRequests } from "./helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface SeoBody {
   skill: string;

@@ -2,11 +2,11 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { skills } from "../src/skills/registry";
-import { dashboardFigures, percentile, skillStats } from "../src/stats/query";
-import { type CallRecord, classify, writeCall } from "../src/stats/record";
-import { FIXTURE } from "./analytic/helpers";
+import { createApp } from "../../src/app";
+import { skills } from "../../src/skills/registry";
+import { dashboardFigures, percentile, skillStats } from "../../src/stats/query";
+import { type CallRecord, classify, writeCall } from "../../src/stats/record";
+import { FIXTURE } from "../fixtures/upstream-requests";
 
 const app = createApp();
 const DAY = 86_400_000;
@@ -397,7 +397,7 @@ describe("/admin figures from a seeded ledger", () => {
   }, async () => {
     const token = "ledger-t0ken";
     const e = { ...env, ADMIN_TOKEN: token };
-    const { settlePartner } = await import("../src/partners/payouts");
+    const { settlePartner } = await import("../../src/partners/payouts");
     await settlePartner(env.DB, "notifyhook", `0x${"01".repeat(32)}`); // start from nothing owed
     const before = await dashboardFigures(env.DB);
     const now = Date.now();
@@ -539,7 +539,7 @@ describe("card-credit calls are measured", () => {
   it("a 2xx spends one credit at the list price; a 422 is refunded and charged nothing", {
     timeout: 30_000,
   }, async () => {
-    const { hashKey, newApiKey } = await import("../src/payments/credits");
+    const { hashKey, newApiKey } = await import("../../src/payments/credits");
     const key = newApiKey();
     await env.DB.prepare(
       "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 5, 5, ?3)",

@@ -7,15 +7,14 @@ import {
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import worker from "../../src/index";
+import { reconcile } from "../../src/payments/reconcile";
 import {
   type ChainReader,
   type ChainView,
-  decide,
   type FoundUse,
-  reconcile,
   searchRange,
-  type Terms,
-} from "../../src/payments/reconcile";
+} from "../../src/payments/reconcile-chain";
+import { decide, type Terms } from "../../src/payments/reconcile-decide";
 
 const hex = (bytes: number) =>
   `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;

@@ -1,0 +1,119 @@
+import { MAX_TIMEOUT_SECONDS } from "./x402-gate";
+
+/**
+ * What the reconciler reads from the chain: whether an EIP-3009 nonce was used, and the
+ * AuthorizationUsed + Transfer logs of the transaction that used it (reconcile.ts).
+ */
+
+/** The transaction that used a nonce, and the USDC Transfer out of the authorizer in it. */
+export interface FoundUse {
+  txHash: string;
+  blockNumber: number;
+  transfer: { from: string; to: string; value: bigint } | undefined;
+}
+
+export interface ChainView {
+  used: boolean;
+  /** Searched only when `used`; undefined when no AuthorizationUsed log was found in the range. */
+  found: FoundUse | undefined;
+  /** Timestamp of the latest block: an authorization is dead once the chain has passed valid_before. */
+  headTime: number;
+  searched?: { fromBlock: number; toBlock: number };
+}
+
+/** Addresses compare case-insensitively (checksummed or not). */
+export const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+export interface ChainReader {
+  chainId(): Promise<number>;
+  head(): Promise<{ number: number; timestamp: number; blockSeconds: number }>;
+  authorizationUsed(asset: string, authorizer: string, nonce: string): Promise<boolean>;
+  findUse(
+    asset: string,
+    authorizer: string,
+    nonce: string,
+    fromBlock: number,
+    toBlock: number,
+  ): Promise<FoundUse | undefined>;
+}
+
+/** A public RPC usually refuses eth_getLogs over more blocks than this in one call. */
+const LOG_CHUNK_BLOCKS = 5_000;
+
+/** viem's public client over `RPC_URL`, loaded only when the reconciler runs. */
+export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
+  const { createPublicClient, http, parseAbi, parseEventLogs } = await import("viem");
+  const abi = parseAbi([
+    "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+    "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+    "event Transfer(address indexed from, address indexed to, uint256 value)",
+  ]);
+  const client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
+  const hex = (v: string) => v as `0x${string}`;
+  return {
+    chainId: () => client.getChainId(),
+    async head() {
+      const latest = await client.getBlock({ blockTag: "latest" });
+      const refNumber = latest.number > 1000n ? latest.number - 1000n : 0n;
+      const ref = refNumber === latest.number ? latest : await client.getBlock({ blockNumber: refNumber });
+      const blocks = Number(latest.number - ref.number);
+      return {
+        number: Number(latest.number),
+        timestamp: Number(latest.timestamp),
+        blockSeconds: blocks > 0 ? Number(latest.timestamp - ref.timestamp) / blocks : 0,
+      };
+    },
+    authorizationUsed: (asset, authorizer, nonce) =>
+      client.readContract({
+        address: hex(asset),
+        abi,
+        functionName: "authorizationState",
+        args: [hex(authorizer), hex(nonce)],
+      }),
+    async findUse(asset, authorizer, nonce, fromBlock, toBlock) {
+      for (let start = fromBlock; start <= toBlock; start += LOG_CHUNK_BLOCKS) {
+        const logs = await client.getLogs({
+          address: hex(asset),
+          event: abi[1],
+          args: { authorizer: hex(authorizer), nonce: hex(nonce) },
+          fromBlock: BigInt(start),
+          toBlock: BigInt(Math.min(toBlock, start + LOG_CHUNK_BLOCKS - 1)),
+        });
+        const log = logs[0];
+        if (!log?.transactionHash) continue;
+        const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
+        const transfers = parseEventLogs({ abi, eventName: "Transfer", logs: receipt.logs }).filter(
+          (l) => sameAddress(l.address, asset) && sameAddress(l.args.from, authorizer),
+        );
+        const t = transfers[0];
+        return {
+          txHash: log.transactionHash,
+          blockNumber: Number(receipt.blockNumber),
+          transfer: t ? { from: t.args.from, to: t.args.to, value: t.args.value } : undefined,
+        };
+      }
+      return undefined;
+    },
+  };
+}
+
+/**
+ * Blocks that can hold the transfer: it was mined after the claim was made (minus the
+ * authorization's whole validity, to be safe) and before valid_before. Block numbers are
+ * estimated from the chain's average block time, with a wide margin on both sides.
+ */
+export function searchRange(
+  head: { number: number; timestamp: number; blockSeconds: number },
+  fromTime: number,
+  toTime: number,
+) {
+  const at = (t: number) =>
+    head.blockSeconds > 0 ? head.number - Math.ceil((head.timestamp - t) / head.blockSeconds) : 0;
+  const margin = (n: number) => Math.ceil(Math.abs(n) * 0.1) + 100;
+  const from = at(fromTime - MAX_TIMEOUT_SECONDS - 60);
+  const to = head.blockSeconds > 0 ? at(toTime + 60) : head.number;
+  return {
+    fromBlock: Math.max(0, from - margin(head.number - from)),
+    toBlock: Math.min(head.number, Math.max(0, to + margin(head.number - to))),
+  };
+}

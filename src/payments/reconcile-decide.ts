@@ -1,0 +1,58 @@
+import { type ChainView, sameAddress } from "./reconcile-chain";
+
+/** What one authorization promises. */
+export interface Terms {
+  payer: string;
+  payTo: string;
+  asset: string;
+  amountAtomic: bigint;
+  nonce: string;
+  validBefore: number;
+}
+
+export type Decision =
+  | { outcome: "paid"; txHash: string; blockNumber: number; evidence: string }
+  | { outcome: "unpaid"; txHash?: string; blockNumber?: number; evidence: string }
+  | { outcome: "wait"; evidence: string };
+
+/** The decision from what the chain says; pure, so every branch is tested without a chain. */
+export function decide(t: Terms, chain: ChainView): Decision {
+  if (chain.used) {
+    const f = chain.found;
+    if (!f) {
+      const range = chain.searched ? ` in blocks ${chain.searched.fromBlock}-${chain.searched.toBlock}` : "";
+      return {
+        outcome: "wait",
+        evidence: `authorizationState: used, but no AuthorizationUsed log found${range}; retried next run`,
+      };
+    }
+    const tr = f.transfer;
+    if (tr && sameAddress(tr.from, t.payer) && sameAddress(tr.to, t.payTo) && tr.value === t.amountAtomic) {
+      return {
+        outcome: "paid",
+        txHash: f.txHash,
+        blockNumber: f.blockNumber,
+        evidence: `authorizationState: used; AuthorizationUsed and Transfer ${t.amountAtomic} to ${t.payTo} in tx ${f.txHash} (block ${f.blockNumber})`,
+      };
+    }
+    // The signer spent the nonce on another transfer or cancelled it: this authorization can never pay.
+    return {
+      outcome: "unpaid",
+      txHash: f.txHash,
+      blockNumber: f.blockNumber,
+      evidence: tr
+        ? `authorizationState: used by tx ${f.txHash} for a different transfer (${tr.value} to ${tr.to}); this authorization can never settle`
+        : `authorizationState: used by tx ${f.txHash} without a transfer (cancelled); this authorization can never settle`,
+    };
+  }
+  if (chain.headTime >= t.validBefore) {
+    return {
+      outcome: "unpaid",
+      evidence: `authorizationState: unused, and the chain passed valid_before ${t.validBefore} (latest block time ${chain.headTime})`,
+    };
+  }
+  return {
+    outcome: "wait",
+    evidence: `authorizationState: unused, valid until ${t.validBefore}; checked again next run`,
+  };
+}

@@ -1,0 +1,168 @@
+import type { Bindings } from "../env";
+import { partnerById, pricingConfig } from "../partners/listing";
+import { servicePrices } from "../partners/pricing";
+import type { Decision } from "./reconcile-decide";
+
+/**
+ * The D1 side of reconciliation: which claims to look at, and what each decision writes. Every
+ * statement is conditional, so a request or run racing this one changes nothing twice.
+ */
+
+export interface NonceRow {
+  nonce: string;
+  request_id: string;
+  resource: string;
+  status: string;
+  payer: string;
+  pay_to: string;
+  asset: string;
+  network: string;
+  amount_atomic: number;
+  auth_nonce: string;
+  valid_before: number;
+  created_at: number;
+}
+
+export interface UpstreamRow {
+  id: number;
+  request_id: string;
+  payer: string;
+  pay_to: string;
+  asset: string;
+  network: string;
+  amount_micro: number;
+  auth_nonce: string;
+  valid_before: number;
+  created_at: number;
+}
+
+/** Rows per run: each costs a few RPC calls, and a cron invocation has a subrequest budget. */
+const BATCH = 40;
+
+/**
+ * 'failed' rows at once; 'running' ones only a minute after their authorization expired, so a
+ * request still finishing its own settlement is never raced.
+ */
+export function candidates(db: D1Database, network: string, nowMs: number) {
+  return db
+    .prepare(
+      `SELECT nonce, request_id, resource, status, payer, pay_to, asset, network, amount_atomic, auth_nonce,
+              valid_before, created_at
+       FROM payment_nonces
+       WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
+         AND (status = 'failed' OR (status = 'running' AND valid_before < ?2))
+       ORDER BY updated_at LIMIT ?3`,
+    )
+    .bind(network, Math.floor(nowMs / 1000) - 60, BATCH)
+    .all<NonceRow>();
+}
+
+export function upstreamCandidates(db: D1Database, network: string) {
+  return db
+    .prepare(
+      `SELECT id, request_id, payer, pay_to, asset, network, amount_micro, auth_nonce, valid_before, created_at
+       FROM upstream_payments
+       WHERE chain_status IS NULL AND auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
+       ORDER BY id LIMIT ?2`,
+    )
+    .bind(network, BATCH)
+    .all<UpstreamRow>();
+}
+
+const logRow = (
+  db: D1Database,
+  kind: "payment" | "upstream",
+  ref: string,
+  requestId: string,
+  outcome: string,
+  d: Exclude<Decision, { outcome: "wait" }>,
+  now: number,
+) =>
+  db
+    .prepare(
+      `INSERT INTO reconciliations (kind, ref, request_id, outcome, evidence, tx_hash, block_number, created_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (kind, ref) DO NOTHING`,
+    )
+    .bind(kind, ref, requestId, outcome, d.evidence, d.txHash ?? null, d.blockNumber ?? null, now);
+
+/** A partner try call's payout row, as the request would have written it had it confirmed. */
+function payoutFor(env: Bindings, db: D1Database, row: NonceRow, txHash: string, now: number) {
+  const m = /^partner:([^/]+)\/(.+)$/.exec(row.resource);
+  const partner = m && partnerById(m[1] ?? "");
+  const service = partner?.services.find((s) => s.id === m?.[2]);
+  const pricing = pricingConfig(env);
+  if (!service || "error" in pricing) return [];
+  const prices = servicePrices(service, pricing.multiplierMilli);
+  return [
+    db
+      .prepare(
+        `INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash,
+           request_id, paid_upstream, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7,
+                EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?7 AND chain_status IS NOT 'not_landed'), ?8
+         WHERE EXISTS (SELECT 1 FROM payment_nonces WHERE nonce = ?9 AND status = 'settled')
+         ON CONFLICT (request_id) DO NOTHING`,
+      )
+      .bind(
+        partner?.id,
+        service.id,
+        Number(prices.partnerMicros),
+        Number(prices.feeMicros),
+        row.payer,
+        txHash,
+        row.request_id,
+        now,
+        row.nonce,
+      ),
+  ];
+}
+
+/** Writes one payment decision; every statement is conditional, so a racing request or run is harmless. */
+export async function applyPayment(env: Bindings, row: NonceRow, d: Decision) {
+  const db = env.DB;
+  const now = Date.now();
+  if (d.outcome === "wait") return;
+  if (d.outcome === "paid") {
+    await db.batch([
+      db
+        .prepare(
+          `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce,
+             created_at, reconciled_at)
+           SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, ?2, nonce, ?3, ?3
+           FROM payment_nonces WHERE nonce = ?1 AND status IN ('failed', 'running')
+           ON CONFLICT DO NOTHING`,
+        )
+        .bind(row.nonce, d.txHash, now),
+      db
+        .prepare(
+          "UPDATE payment_nonces SET status = 'settled', updated_at = ?2 WHERE nonce = ?1 AND status IN ('failed', 'running')",
+        )
+        .bind(row.nonce, now),
+      ...payoutFor(env, db, row, d.txHash, now),
+      logRow(db, "payment", row.nonce, row.request_id, "settled", d, now),
+    ]);
+    return;
+  }
+  await db.batch([
+    db
+      .prepare(
+        "UPDATE payment_nonces SET status = 'released', updated_at = ?2 WHERE nonce = ?1 AND status IN ('failed', 'running')",
+      )
+      .bind(row.nonce, now),
+    logRow(db, "payment", row.nonce, row.request_id, "released", d, now),
+  ]);
+}
+
+export async function applyUpstream(db: D1Database, row: UpstreamRow, d: Decision) {
+  if (d.outcome === "wait") return;
+  const now = Date.now();
+  const status = d.outcome === "paid" ? "landed" : "not_landed";
+  await db.batch([
+    db
+      .prepare(
+        "UPDATE upstream_payments SET chain_status = ?2, tx_hash = coalesce(tx_hash, ?3) WHERE id = ?1 AND chain_status IS NULL",
+      )
+      .bind(row.id, status, d.outcome === "paid" ? d.txHash : null),
+    logRow(db, "upstream", String(row.id), row.request_id, status, d, now),
+  ]);
+}

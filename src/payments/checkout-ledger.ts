@@ -6,6 +6,7 @@ import { NotImplemented, UpstreamError } from "../skills/types";
 import { hashKey, MAX_CALLS, newApiKey } from "./credits";
 import { openKey, sealKey } from "./key-reveal";
 import type { RemoteSession } from "./stripe";
+import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
 
 export interface SessionRow {
   id: string;
@@ -21,11 +22,6 @@ export interface SessionRow {
   payment_intent: string | null;
   payment_failed_at: number | null;
   created_at: number;
-}
-
-export interface StripeEventRef {
-  id: string;
-  type: string;
 }
 
 export async function findSession(db: D1Database, id: string) {
@@ -51,45 +47,6 @@ export async function recordSession(
       now,
     )
     .run();
-}
-
-export async function eventSeen(db: D1Database, eventId: string) {
-  return (
-    (await db.prepare("SELECT 1 FROM webhook_events WHERE event_id = ?1").bind(eventId).first()) !== null
-  );
-}
-
-const insertEvent = (db: D1Database, event: StripeEventRef) =>
-  db
-    .prepare("INSERT INTO webhook_events (event_id, type, received_at) VALUES (?1, ?2, ?3)")
-    .bind(event.id, event.type, Date.now());
-
-const isDuplicateEvent = (e: unknown) => /UNIQUE constraint failed: webhook_events/.test(String(e));
-
-/** Records an event that grants nothing; false when seen before. */
-export async function recordEvent(db: D1Database, event: StripeEventRef) {
-  const r = await db
-    .prepare(
-      "INSERT INTO webhook_events (event_id, type, received_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-    )
-    .bind(event.id, event.type, Date.now())
-    .run();
-  return r.meta.changes === 1;
-}
-
-/** Runs the statements after recording the event, in one transaction; false when the event was seen. */
-async function withEvent(
-  db: D1Database,
-  event: StripeEventRef | undefined,
-  statements: D1PreparedStatement[],
-): Promise<D1Result[] | null> {
-  if (!event && statements.length === 0) return [];
-  try {
-    return await db.batch(event ? [insertEvent(db, event), ...statements] : statements);
-  } catch (e) {
-    if (event && isDuplicateEvent(e)) return null;
-    throw e;
-  }
 }
 
 export type SessionOutcome =
@@ -202,103 +159,6 @@ export async function failSession(db: D1Database, sessionId: string, event: Stri
   if (!r) return "duplicate_event";
   return r[1]?.meta.changes === 1 ? "payment_failed" : "unknown_or_granted_session";
 }
-
-interface PackKey {
-  id: string;
-  calls_total: number;
-}
-
-async function keyOfPayment(db: D1Database, paymentIntent: string | null | undefined) {
-  if (!paymentIntent) return null;
-  return db
-    .prepare(
-      `SELECT k.id, k.calls_total FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
-       WHERE s.payment_intent = ?1`,
-    )
-    .bind(paymentIntent)
-    .first<PackKey>();
-}
-
-/** The calls a refunded share of the pack stands for: rounded up, so no refunded call stays usable. */
-export function refundedCalls(callsTotal: number, amount: number, amountRefunded: number) {
-  if (amount <= 0) return 0;
-  const share = Math.min(Math.max(amountRefunded, 0), amount);
-  return Math.ceil((callsTotal * share) / amount);
-}
-
-/**
- * charge.refunded: the charge carries the running total refunded, so the calls to revoke are the
- * refunded share of the whole pack minus what earlier refund events already revoked, taken from
- * the unspent credits and never below zero. The event id is recorded in the same transaction.
- */
-export async function applyRefund(
-  db: D1Database,
-  charge: { payment_intent?: string | null; amount: number; amount_refunded: number },
-  event: StripeEventRef,
-) {
-  const key = await keyOfPayment(db, charge.payment_intent);
-  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
-  const target = refundedCalls(key.calls_total, charge.amount, charge.amount_refunded);
-  const r = await withEvent(db, event, [
-    db
-      .prepare(
-        `UPDATE api_keys SET calls_left = max(0, calls_left - max(0, ?2 - calls_revoked)),
-           calls_revoked = max(calls_revoked, ?2)
-         WHERE id = ?1`,
-      )
-      .bind(key.id, target),
-  ]);
-  return r ? "refund_applied" : "duplicate_event";
-}
-
-/** charge.dispute.created: the key's credits are frozen until the dispute is decided. */
-export async function openDispute(
-  db: D1Database,
-  dispute: { id: string; payment_intent?: string | null },
-  event: StripeEventRef,
-) {
-  const key = await keyOfPayment(db, dispute.payment_intent);
-  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
-  const r = await withEvent(db, event, [
-    db
-      .prepare(
-        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
-      )
-      .bind(key.id, dispute.id),
-  ]);
-  return r ? "frozen" : "duplicate_event";
-}
-
-/**
- * charge.dispute.closed: `won` (and `warning_closed`, an inquiry that never became a chargeback)
- * unfreezes the credits; `lost` revokes what was left, for good.
- */
-export async function closeDispute(
-  db: D1Database,
-  dispute: { id: string; status: string; payment_intent?: string | null },
-  event: StripeEventRef,
-) {
-  const key = await keyOfPayment(db, dispute.payment_intent);
-  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
-  const lost = dispute.status === "lost";
-  const r = await withEvent(db, event, [
-    lost
-      ? db
-          .prepare(
-            `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
-             WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
-          )
-          .bind(key.id, dispute.id)
-      : db
-          .prepare(
-            "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
-          )
-          .bind(key.id, dispute.id),
-  ]);
-  if (!r) return "duplicate_event";
-  return lost ? "revoked" : "restored";
-}
-
 // A waitUntil run gets at most 30 s after the response; a claim older than this died with it.
 const STALE_RUN_MS = 60_000;
 

@@ -7,15 +7,11 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { jsonBody, queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
+import { applyRefund, closeDispute, openDispute } from "../payments/card-refunds";
 import {
-  applyRefund,
-  closeDispute,
-  eventSeen,
   failSession,
   findSession,
   firstPayloadResult,
-  openDispute,
-  recordEvent,
   recordSession,
   runFirstPayload,
   type SessionRow,
@@ -34,6 +30,7 @@ import {
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
 import { freeQuota } from "../payments/quotas";
 import { fetchSession, type RemoteSession, StripeErrors, stripeClient, webCrypto } from "../payments/stripe";
+import { eventSeen, recordEvent } from "../payments/webhook-events";
 import { skillById } from "../skills/registry";
 
 export const checkoutRoutes = new Hono<AppEnv>();

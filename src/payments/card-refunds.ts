@@ -1,0 +1,102 @@
+import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
+
+/**
+ * What Stripe's refunds and disputes of a card pack take back from its key (charge.refunded,
+ * charge.dispute.*): each change is written with its event id in one D1 transaction.
+ */
+
+interface PackKey {
+  id: string;
+  calls_total: number;
+}
+
+async function keyOfPayment(db: D1Database, paymentIntent: string | null | undefined) {
+  if (!paymentIntent) return null;
+  return db
+    .prepare(
+      `SELECT k.id, k.calls_total FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
+       WHERE s.payment_intent = ?1`,
+    )
+    .bind(paymentIntent)
+    .first<PackKey>();
+}
+
+/** The calls a refunded share of the pack stands for: rounded up, so no refunded call stays usable. */
+export function refundedCalls(callsTotal: number, amount: number, amountRefunded: number) {
+  if (amount <= 0) return 0;
+  const share = Math.min(Math.max(amountRefunded, 0), amount);
+  return Math.ceil((callsTotal * share) / amount);
+}
+
+/**
+ * charge.refunded: the charge carries the running total refunded, so the calls to revoke are the
+ * refunded share of the whole pack minus what earlier refund events already revoked, taken from
+ * the unspent credits and never below zero. The event id is recorded in the same transaction.
+ */
+export async function applyRefund(
+  db: D1Database,
+  charge: { payment_intent?: string | null; amount: number; amount_refunded: number },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, charge.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const target = refundedCalls(key.calls_total, charge.amount, charge.amount_refunded);
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        `UPDATE api_keys SET calls_left = max(0, calls_left - max(0, ?2 - calls_revoked)),
+           calls_revoked = max(calls_revoked, ?2)
+         WHERE id = ?1`,
+      )
+      .bind(key.id, target),
+  ]);
+  return r ? "refund_applied" : "duplicate_event";
+}
+
+/** charge.dispute.created: the key's credits are frozen until the dispute is decided. */
+export async function openDispute(
+  db: D1Database,
+  dispute: { id: string; payment_intent?: string | null },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, dispute.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
+      )
+      .bind(key.id, dispute.id),
+  ]);
+  return r ? "frozen" : "duplicate_event";
+}
+
+/**
+ * charge.dispute.closed: `won` (and `warning_closed`, an inquiry that never became a chargeback)
+ * unfreezes the credits; `lost` revokes what was left, for good.
+ */
+export async function closeDispute(
+  db: D1Database,
+  dispute: { id: string; status: string; payment_intent?: string | null },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, dispute.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const lost = dispute.status === "lost";
+  const r = await withEvent(db, event, [
+    lost
+      ? db
+          .prepare(
+            `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
+             WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
+          )
+          .bind(key.id, dispute.id)
+      : db
+          .prepare(
+            "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
+          )
+          .bind(key.id, dispute.id),
+  ]);
+  if (!r) return "duplicate_event";
+  return lost ? "revoked" : "restored";
+}

@@ -1,0 +1,140 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { sha256Hex } from "./receipts";
+
+/**
+ * The stored answers of idempotent calls (idempotent_results, large bodies in KV): a key is
+ * claimed by one request, released if its call was not paid, and its paid answer replayed.
+ */
+
+/** How long a paid answer can be fetched again with its key (stated in docs/receipts-and-retries.md). */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/**
+ * A claim still 'running' after this long belongs to a request that died (isolate evicted): a
+ * retry may take it over. Longer than any call can run: handler timeouts plus the 45 s settle wait.
+ */
+export const ABANDONED_AFTER_MS = 5 * 60 * 1000;
+/** UTF-8 bodies up to this size are kept in the D1 row; larger or binary ones in KV (D1 values stop at 2 MB). */
+const D1_BODY_MAX = 512 * 1024;
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+export const REPLAY_HEADER = "X-Idempotent-Replay";
+
+export interface Fingerprint {
+  method: string;
+  path: string;
+  body_sha256: string;
+  principal: string;
+}
+
+export interface Stored extends Fingerprint {
+  request_id: string;
+  status: "running" | "done";
+  http_status: number | null;
+  headers: string | null;
+  body: string | null;
+  body_kv: string | null;
+  updated_at: number;
+}
+
+/** Takes the key for this request: new, expired, or abandoned by a request that died. */
+export async function claim(db: D1Database, key: string, fp: Fingerprint, requestId: string) {
+  const now = Date.now();
+  const result = await db
+    .prepare(
+      `INSERT INTO idempotent_results (key, method, path, body_sha256, principal, request_id, status, created_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?7)
+       ON CONFLICT (key) DO UPDATE SET method = ?2, path = ?3, body_sha256 = ?4, principal = ?5, request_id = ?6,
+         status = 'running', http_status = NULL, headers = NULL, body = NULL, body_kv = NULL, created_at = ?7, updated_at = ?7
+       WHERE idempotent_results.created_at < ?8
+          OR (idempotent_results.status = 'running' AND idempotent_results.updated_at < ?9)`,
+    )
+    .bind(
+      key,
+      fp.method,
+      fp.path,
+      fp.body_sha256,
+      fp.principal,
+      requestId,
+      now,
+      now - IDEMPOTENCY_WINDOW_MS,
+      now - ABANDONED_AFTER_MS,
+    )
+    .run();
+  return result.meta.changes === 1;
+}
+
+export async function current(db: D1Database, key: string) {
+  return db
+    .prepare(
+      `SELECT method, path, body_sha256, principal, request_id, status, http_status, headers, body, body_kv, updated_at
+       FROM idempotent_results WHERE key = ?1 AND created_at >= ?2`,
+    )
+    .bind(key, Date.now() - IDEMPOTENCY_WINDOW_MS)
+    .first<Stored>();
+}
+
+export async function release(db: D1Database, key: string, requestId: string) {
+  await db
+    .prepare("DELETE FROM idempotent_results WHERE key = ?1 AND request_id = ?2 AND status = 'running'")
+    .bind(key, requestId)
+    .run();
+}
+
+export async function store(
+  c: Context<AppEnv>,
+  key: string,
+  requestId: string,
+  res: Response,
+  bytes: ArrayBuffer,
+) {
+  const db = c.env.DB;
+  // The request id header is the replaying request's own; everything else is kept as answered.
+  const headers = [...res.headers].filter(([name]) => name !== "x-request-id" && name !== "set-cookie");
+  let body: string | null = null;
+  let bodyKv: string | null = null;
+  if (bytes.byteLength <= D1_BODY_MAX) {
+    try {
+      body = utf8.decode(bytes); // valid UTF-8 round-trips to the same bytes
+    } catch {}
+  }
+  if (body === null) {
+    bodyKv = `idempotent:${await sha256Hex(key)}`;
+    await c.env.KV.put(bodyKv, bytes, { expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000 });
+  }
+  const now = Date.now();
+  await db
+    .prepare(
+      `UPDATE idempotent_results SET status = 'done', http_status = ?3, headers = ?4, body = ?5, body_kv = ?6, updated_at = ?7
+       WHERE key = ?1 AND request_id = ?2`,
+    )
+    .bind(key, requestId, res.status, JSON.stringify(headers), body, bodyKv, now)
+    .run();
+  // Expired rows are dead weight; deleting them after the answer keeps the table at one window.
+  const expire = db
+    .prepare("DELETE FROM idempotent_results WHERE created_at < ?1")
+    .bind(now - IDEMPOTENCY_WINDOW_MS)
+    .run()
+    .then(() => undefined);
+  try {
+    c.executionCtx.waitUntil(expire);
+  } catch {
+    await expire; // no ExecutionContext (app.fetch in tests)
+  }
+}
+
+export async function replay(c: Context<AppEnv>, row: Stored) {
+  const body: ArrayBuffer | string | null = row.body_kv
+    ? await c.env.KV.get(row.body_kv, "arrayBuffer")
+    : row.body;
+  if (body === null) {
+    return detail(c, 409, "The stored answer for this idempotency key has expired.", {
+      reason: "idempotent_result_expired",
+      request_id: row.request_id,
+    });
+  }
+  const headers = new Headers(JSON.parse(row.headers ?? "[]") as [string, string][]);
+  headers.set(REPLAY_HEADER, "true");
+  headers.set("X-Original-Request-Id", row.request_id);
+  return new Response(body, { status: row.http_status ?? 200, headers });
+}

@@ -7,9 +7,9 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/ex
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 // @ts-expect-error plain JS helper shared with scripts/verify-receipt.mjs
-import { verifyReceipt } from "../scripts/lib/receipt-verify.mjs";
-import { createApp } from "../src/app";
-import { ORIGIN } from "./helpers";
+import { verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
+import { createApp } from "../../src/app";
+import { ORIGIN } from "../helpers";
 
 // Partner try calls get the same idempotent retries and receipts as skills. Partners and the
 // facilitator are answered inside the isolate, as in test/partners.test.ts.

@@ -1,10 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { validationResponse } from "../http/validation";
-import { freeQuota, quota } from "../payments/quotas";
-import { x402Gate } from "../payments/x402-gate";
 import { isSoldPerCall } from "./pricing";
 import { partnerConfigOf, tryTargetOf } from "./request";
 import { upstreamPath } from "./upstream";
@@ -31,30 +28,11 @@ export function trySoldPerCall(c: Context<AppEnv>) {
   return found !== undefined && !("error" in pc) && isSoldPerCall(found.partner, found.service, pc);
 }
 
-/** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
-export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const found = tryTargetOf(c);
-  const resource = `partner:${found?.partner.id}/${found?.service.id}`;
-  const pc = partnerConfigOf(c);
-  const free = found !== undefined && !("error" in pc) && !isSoldPerCall(found.partner, found.service, pc);
-  return (free ? freeQuota(resource) : quota(resource))(c, next);
-};
-
 /** Reads the body once as text, so every later reader (x402's dynamic price, validation) shares it. */
 export const cacheBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.method === "POST") await c.req.text();
   await next();
 };
-
-/** Paid partner services go through x402 at the listing price; free and external ones do not. */
-export function partnerGate(isPaid: (c: Context<AppEnv>) => boolean): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    if (!isPaid(c)) return next();
-    if (!publicConfig(c.env, c.req.url).x402Enabled)
-      return detail(c, 402, "Payment required: x402 payments are disabled.");
-    return x402Gate(c, next);
-  };
-}
 
 /**
  * Hono answers HEAD with the GET route, but x402 prices only GET and POST: a HEAD would run the

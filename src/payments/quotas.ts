@@ -3,6 +3,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
+import { isSoldPerCall } from "../partners/pricing";
+import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, hashKey } from "./credits";
 
 /**
@@ -106,3 +108,12 @@ export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
     await next();
   };
 }
+
+/** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
+export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const found = tryTargetOf(c);
+  const resource = `partner:${found?.partner.id}/${found?.service.id}`;
+  const pc = partnerConfigOf(c);
+  const free = found !== undefined && !("error" in pc) && !isSoldPerCall(found.partner, found.service, pc);
+  return (free ? freeQuota(resource) : quota(resource))(c, next);
+};

@@ -6,18 +6,10 @@ import { jsonBody } from "../http/validation";
 import { partnerById, partnerEntry, partnersListing } from "../partners/listing";
 import { REFINERY_SKILL_PATH, refineryBody } from "../partners/refinery-skill";
 import { partnerConfigOf, partnerConfigured, tryTargetOf } from "../partners/request";
-import { answerRefinery, answerTry } from "../partners/try-proxy";
-import {
-  cacheBody,
-  knownTryTarget,
-  partnerGate,
-  partnerQuota,
-  refuseHead,
-  tryResource,
-  trySoldPerCall,
-} from "../partners/try-steps";
+import { cacheBody, knownTryTarget, refuseHead, tryResource, trySoldPerCall } from "../partners/try-steps";
 import { idempotent } from "../payments/idempotency";
-import { quota } from "../payments/quotas";
+import { answerRefinery, answerTry, partnerGate } from "../payments/partner-calls";
+import { partnerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";

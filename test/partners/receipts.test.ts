@@ -12,7 +12,7 @@ import { createApp } from "../../src/app";
 import { ORIGIN } from "../helpers";
 
 // Partner try calls get the same idempotent retries and receipts as skills. Partners and the
-// facilitator are answered inside the isolate, as in test/partners.test.ts.
+// facilitator are answered inside the isolate, as in test/partners/network.ts.
 const FACILITATOR = "https://facilitator.test";
 const PRICEFEED = "https://pricefeed.test";
 const tryEnv = {

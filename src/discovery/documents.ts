@@ -1,28 +1,25 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
+import type { PricingConfig } from "../partners/config";
 import { PARTNERS, RECIPES } from "../partners/data";
-import type { PricingConfig } from "../partners/listing";
+import { partnerPricing, REFINERY_SLUG } from "../partners/pricing";
 import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
 import { type Sellable, sellables } from "../payments/sellables";
 import { skills } from "../skills/registry";
-import { MCP_SUMMARY, mcpClientConfig, mcpManifestEntry, mcpUrl } from "./mcp";
+import { bodySchema, validationExample, withoutDialect } from "../skills/schema-docs";
 import {
-  bodySchema,
   firstSentence,
   PAYMENT_SUMMARY,
-  partnerPricing,
   priceDecimal,
   priceLabel,
   publicPages,
-  REFINERY_SLUG,
   SITE_NAME,
   SITE_SUMMARY,
   shQuote,
   skillUrls,
-  validationExample,
-  withoutDialect,
-} from "./site";
+} from "./identity";
+import { MCP_SUMMARY, mcpClientConfig, mcpManifestEntry, mcpUrl } from "./mcp";
 
 export function robotsTxt(cfg: PublicConfig): string {
   return [

@@ -1,24 +1,14 @@
 import { z } from "zod";
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
-import type { PricingConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/config";
+import { type PriceRange, partnerPricing, REFINERY_SLUG } from "../partners/pricing";
 import { REFINERY_SKILL_PATH, refineryBody, refineryExample } from "../partners/refinery-skill";
 import { paymentsQuery, payoutsQuery, settleBody } from "../routes/admin";
 import { checkoutRequest } from "../routes/checkout";
 import { skills } from "../skills/registry";
-import {
-  bodySchema,
-  PAYMENT_SUMMARY,
-  type PriceRange,
-  partnerPricing,
-  priceDecimal,
-  priceLabel,
-  REFINERY_SLUG,
-  responseSchema,
-  SITE_NAME,
-  SITE_SUMMARY,
-  withoutDialect,
-} from "./site";
+import { bodySchema, responseSchema, withoutDialect } from "../skills/schema-docs";
+import { PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./identity";
 
 type Json = Record<string, unknown>;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });

@@ -2,8 +2,8 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { PublicConfig } from "../config";
 import { formatUsd, microsToUsd } from "../money";
-import type { PricingConfig } from "../partners/listing";
-import { PATH_PARAM } from "../partners/try-proxy";
+import type { PricingConfig } from "../partners/config";
+import { PATH_PARAM } from "../partners/upstream";
 import { type Sellable, sellables } from "../payments/sellables";
 import { outputJsonSchema, skillById } from "../skills/registry";
 

@@ -1,5 +1,5 @@
 import type { PublicConfig } from "../config";
-import { priceLabel } from "../discovery/site";
+import { priceLabel } from "../discovery/identity";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 import { packLabel } from "./pack";

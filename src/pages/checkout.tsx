@@ -1,4 +1,4 @@
-import { shQuote } from "../discovery/site";
+import { shQuote } from "../discovery/identity";
 import type { SessionRow } from "../payments/checkout-ledger";
 import type { RemoteSession } from "../payments/stripe";
 import type { Skill } from "../skills/types";

@@ -1,7 +1,8 @@
 import type { PublicConfig } from "../config";
-import { bodySchema, priceLabel, shQuote, skillUrls, validationExample } from "../discovery/site";
+import { priceLabel, shQuote, skillUrls } from "../discovery/identity";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
 import { skills } from "../skills/registry";
+import { bodySchema, validationExample } from "../skills/schema-docs";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
 import { packLabel } from "./pack";

@@ -1,7 +1,8 @@
 import type { PublicConfig } from "../config";
-import { partnerPricing, priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/site";
+import { priceLabel, SITE_NAME, SITE_SUMMARY } from "../discovery/identity";
+import type { PricingConfig } from "../partners/config";
 import { PARTNERS } from "../partners/data";
-import type { PricingConfig } from "../partners/listing";
+import { partnerPricing } from "../partners/pricing";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 

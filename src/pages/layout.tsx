@@ -1,5 +1,5 @@
 import type { Child } from "hono/jsx";
-import { SITE_NAME } from "../discovery/site";
+import { SITE_NAME } from "../discovery/identity";
 
 /** The one layout every page shares: same header, stylesheet and footer; no inline script or style. */
 export function Layout(props: { title: string; description?: string; children: Child; scripts?: string[] }) {

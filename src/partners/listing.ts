@@ -1,56 +1,11 @@
 import type { PublicConfig } from "../config";
-import type { Bindings } from "../env";
+import { baseUrlOf, type PartnerConfig } from "./config";
 import { PARTNERS, type Partner, type PartnerService } from "./data";
-import { parseMultiplier, servicePrices } from "./pricing";
+import { servicePrices } from "./pricing";
 
-/** What partner prices need: the multiplier alone (documents and the x402 gate use only this). */
-export interface PricingConfig {
-  multiplierMilli: bigint;
-}
+/** Kept only for payments/x402-gate.ts (not this change's to edit): its import moves to ./config. */
+export { type PricingConfig, pricingConfig } from "./config";
 
-export function pricingConfig(env: Bindings): PricingConfig | { error: string } {
-  const m = parseMultiplier(env.PARTNER_PRICE_MULTIPLIER);
-  return "error" in m ? { error: m.error } : { multiplierMilli: m.milli };
-}
-
-/**
- * Partner configuration for the listing and the try proxy: the multiplier and per-partner base
- * URL overrides. A bad base URL disables only these, never the skills or the documents.
- */
-export function partnerConfig(
-  env: Bindings,
-): (PricingConfig & { baseUrls: Record<string, string> }) | { error: string } {
-  const pricing = pricingConfig(env);
-  if ("error" in pricing) return pricing;
-  const urls = parseBaseUrls(env.PARTNER_BASE_URLS);
-  if ("error" in urls) return urls;
-  return { ...pricing, baseUrls: urls.baseUrls };
-}
-
-const isHttpUrl = (value: unknown) =>
-  typeof value === "string" && URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
-
-/** PARTNER_BASE_URLS must be a JSON object of http(s) URLs; anything else is refused, not guessed at. */
-function parseBaseUrls(raw: string | undefined): { baseUrls: Record<string, string> } | { error: string } {
-  if (!raw?.trim()) return { baseUrls: {} };
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return { error: "PARTNER_BASE_URLS is not valid JSON" };
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return { error: "PARTNER_BASE_URLS is not a JSON object" };
-  }
-  const bad = Object.entries(value).find(([, url]) => !isHttpUrl(url));
-  if (bad) return { error: `PARTNER_BASE_URLS["${bad[0]}"] is not an http(s) URL` };
-  return { baseUrls: value as Record<string, string> };
-}
-
-export type PartnerConfig = Exclude<ReturnType<typeof partnerConfig>, { error: string }>;
-
-export const baseUrlOf = (partner: Partner, pc: PartnerConfig) =>
-  (pc.baseUrls[partner.id] ?? partner.base_url).replace(/\/+$/, "");
 export const tryPath = (partner: Partner, service: PartnerService) =>
   `/api/partners/${partner.id}/try/${service.id}`;
 
@@ -130,3 +85,10 @@ export function flatServices(pc: PartnerConfig) {
 export function partnerById(id: string) {
   return PARTNERS.find((p) => p.id === id);
 }
+
+/** GET /api/partners: every partner, the flattened service list, and the marketplace's own status. */
+export const partnersListing = (pc: PartnerConfig, cfg: PublicConfig) => ({
+  partners: PARTNERS.map((p) => partnerEntry(p, pc, cfg)),
+  services: flatServices(pc),
+  listing_status: "paid",
+});

@@ -1,20 +1,7 @@
-import { usdToMicros } from "../money";
-import type { PartnerService } from "./data";
-
-/** The spec's pricing rule: listing price = multiplier × partner price, the multiplier at least 3. */
-export const MIN_MULTIPLIER = 3;
-
-/** Multiplier in thousandths, so every derived price stays exact integer micro-dollars. */
-export function parseMultiplier(raw: string | undefined): { milli: bigint } | { error: string } {
-  const value = raw === undefined || raw.trim() === "" ? MIN_MULTIPLIER : Number(raw);
-  if (!Number.isFinite(value)) return { error: `PARTNER_PRICE_MULTIPLIER "${raw}" is not a number` };
-  if (value < MIN_MULTIPLIER)
-    return { error: `PARTNER_PRICE_MULTIPLIER ${value} is below the minimum of ${MIN_MULTIPLIER}` };
-  const milli = Math.round(value * 1000);
-  if (Math.abs(milli - value * 1000) > 1e-6)
-    return { error: "PARTNER_PRICE_MULTIPLIER has more than 3 decimals" };
-  return { milli: BigInt(milli) };
-}
+import { microsToUsd, trimDecimal, usdToMicros } from "../money";
+import type { PricingConfig } from "./config";
+import { PARTNERS, type Partner, type PartnerService } from "./data";
+import { REFINERY_SKILL_PATH, refineryPartner } from "./refinery-skill";
 
 export interface ServicePrices {
   partnerMicros: bigint;
@@ -46,5 +33,50 @@ export function servicePrices(service: PartnerService, multiplierMilli: bigint):
     partner_payout_usd: usd(partnerMicros),
     revenue_vs_cost: free ? null : Number((priceMicros * 1000n) / partnerMicros) / 1000,
     our_margin_vs_cost: free ? null : Number((feeMicros * 1000n) / partnerMicros) / 1000,
+  };
+}
+
+/**
+ * The one rule for "sold per call through x402": a paid listing whose price under the multiplier is
+ * above zero. Free services (mcp_tools) and the external partner are proxied without payment.
+ */
+export const isSoldPerCall = (partner: Partner, service: PartnerService, pc: PricingConfig) =>
+  partner.listing_status === "paid" && servicePrices(service, pc.multiplierMilli).priceMicros > 0n;
+
+/** Every partner service sold per call, with its prices (the x402 gate and the documents share it). */
+export function paidPartnerServices(pc: PricingConfig) {
+  return PARTNERS.flatMap((partner) =>
+    partner.services
+      .filter((service) => isSoldPerCall(partner, service, pc))
+      .map((service) => ({ partner, service, prices: servicePrices(service, pc.multiplierMilli) })),
+  );
+}
+
+/** The refinery skill's slug: its service description lives at /services/<slug>.json like a skill's. */
+export const REFINERY_SLUG = REFINERY_SKILL_PATH.replace(/^\/api\/skills\//, "");
+
+/** Lowest and highest of some prices, in decimal dollars ("0.009", "3"). */
+export interface PriceRange {
+  min: string;
+  max: string;
+}
+function rangeOf(micros: bigint[]): PriceRange {
+  const sorted = [...micros].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const dollars = (m: bigint | undefined) => trimDecimal(microsToUsd(m ?? 0n));
+  return { min: dollars(sorted[0]), max: dollars(sorted[sorted.length - 1]) };
+}
+
+/**
+ * What the partner routes charge under the configured multiplier: the try routes sell every paid
+ * partner service (the same list the x402 gate prices), the refinery skill each of its recipes.
+ */
+export function partnerPricing(pc: PricingConfig) {
+  return {
+    /** "3", "3.5": the listing price is this many times the partner's own price. */
+    multiplier: trimDecimal(Number(pc.multiplierMilli) / 1000),
+    tryRoutes: rangeOf(paidPartnerServices(pc).map((s) => s.prices.priceMicros)),
+    refinery: rangeOf(
+      refineryPartner().services.map((s) => servicePrices(s, pc.multiplierMilli).priceMicros),
+    ),
   };
 }

@@ -3,8 +3,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
-import { partnerById, partnerConfig } from "../partners/listing";
-import { servicePrices } from "../partners/pricing";
+import { isSoldPerCall } from "../partners/pricing";
+import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, hashKey } from "./credits";
 
 /**
@@ -111,13 +111,9 @@ export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
 
 /** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
 export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const partner = partnerById(c.req.param("partner_id") ?? "");
-  const service = partner?.services.find((s) => s.id === c.req.param("service_id"));
-  const resource = `partner:${partner?.id}/${service?.id}`;
-  const pc = partnerConfig(c.env);
-  const free =
-    partner && service && !("error" in pc)
-      ? partner.listing_status !== "paid" || servicePrices(service, pc.multiplierMilli).priceMicros === 0n
-      : false;
+  const found = tryTargetOf(c);
+  const resource = `partner:${found?.partner.id}/${found?.service.id}`;
+  const pc = partnerConfigOf(c);
+  const free = found !== undefined && !("error" in pc) && !isSoldPerCall(found.partner, found.service, pc);
   return (free ? freeQuota(resource) : quota(resource))(c, next);
 };

@@ -1,5 +1,6 @@
 import type { Bindings } from "../env";
-import { partnerById, pricingConfig } from "../partners/listing";
+import { pricingConfig } from "../partners/config";
+import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import type { Decision } from "./reconcile-decide";
 

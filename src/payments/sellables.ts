@@ -1,9 +1,9 @@
 import { z } from "zod";
 import type { PublicConfig } from "../config";
-import { PARTNERS, type Partner, type PartnerService } from "../partners/data";
-import type { PricingConfig } from "../partners/listing";
+import type { PricingConfig } from "../partners/config";
+import type { Partner, PartnerService } from "../partners/data";
 import { tryPath } from "../partners/listing";
-import { servicePrices } from "../partners/pricing";
+import { paidPartnerServices, servicePrices } from "../partners/pricing";
 import {
   REFINERY_SKILL_PATH,
   refineryBody,
@@ -26,14 +26,6 @@ export interface Sellable {
   tags: string[];
   example?: { input: Record<string, unknown>; inputSchema: Record<string, unknown>; output: unknown };
   partner?: { partner: Partner; service: PartnerService };
-}
-
-export function paidPartnerServices(pc: PricingConfig) {
-  return PARTNERS.filter((p) => p.listing_status === "paid").flatMap((partner) =>
-    partner.services
-      .map((service) => ({ partner, service, prices: servicePrices(service, pc.multiplierMilli) }))
-      .filter((s) => s.prices.priceMicros > 0n),
-  );
 }
 
 /**

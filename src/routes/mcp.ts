@@ -12,7 +12,7 @@ import type { AppEnv, Bindings } from "../env";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { createMcpServer } from "../mcp/server";
 import { mcpTools } from "../mcp/tools";
-import { pricingConfig } from "../partners/listing";
+import { pricingOf } from "../partners/request";
 
 /** How the router reaches the rest of the app (src/app.ts passes `app.fetch`; no import cycle). */
 export type AppFetch = (
@@ -94,7 +94,7 @@ export function mcpRoutes(appFetch: AppFetch) {
       }
 
       const cfg = publicConfig(c.env, c.req.url);
-      const pricing = pricingConfig(c.env);
+      const pricing = pricingOf(c);
       const env = c.env;
       const ctx = executionCtx(c);
       const server = createMcpServer({

@@ -2,13 +2,12 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { partnersMisconfigured } from "../http/errors";
 import { pathParams } from "../http/validation";
 import { AppletPage } from "../pages/applet";
 import { DocsIndexPage, NotFoundPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
 import { McpDocsPage } from "../pages/mcp-docs";
-import { pricingConfig } from "../partners/listing";
+import { partnerConfigured } from "../partners/request";
 import { skillBySlug } from "../skills/registry";
 import { reliabilityLine, reliabilityShort, statsIfAvailable, waitUntilOf } from "../stats/published";
 import { canonicalSlug } from "./not-found";
@@ -21,15 +20,13 @@ const docSlug = z.object({
 
 // Security headers (strict CSP, DENY framing) come from the app-wide middleware, src/http/security-headers.ts.
 
-pageRoutes.get("/", async (c) => {
-  // The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
-  const pc = pricingConfig(c.env);
-  if ("error" in pc) return partnersMisconfigured(c, pc.error);
+// The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
+pageRoutes.get("/", partnerConfigured("pricing"), async (c) => {
   const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
   return c.html(
     <HomePage
       cfg={publicConfig(c.env, c.req.url)}
-      pc={pc}
+      pc={c.var.pricingConfig}
       reliability={doc && ((id) => reliabilityShort(doc, id))}
     />,
   );

@@ -2,10 +2,10 @@ import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { WEB_ONLY_ROUTES } from "../../src/discovery/openapi";
-import { responseSchema, validationExample } from "../../src/discovery/site";
 import { MAX_BODY_BYTES } from "../../src/http/limits";
 import { hashKey } from "../../src/payments/credits";
 import { skillById, skills } from "../../src/skills/registry";
+import { responseSchema, validationExample } from "../../src/skills/schema-docs";
 import { call, postJson } from "../helpers";
 
 const B = "https://skills.test";

@@ -4,7 +4,7 @@ import type { PaymentPayload } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { publicConfig } from "../../src/config";
-import { pricingConfig } from "../../src/partners/listing";
+import { pricingConfig } from "../../src/partners/config";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { isHeavy } from "../../src/payments/quotas";
 import { sellables } from "../../src/payments/sellables";

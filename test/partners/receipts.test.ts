@@ -7,12 +7,12 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/ex
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 // @ts-expect-error plain JS helper shared with scripts/verify-receipt.mjs
-import { verifyReceipt } from "../scripts/lib/receipt-verify.mjs";
-import { createApp } from "../src/app";
-import { ORIGIN } from "./helpers";
+import { verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
+import { createApp } from "../../src/app";
+import { ORIGIN } from "../helpers";
 
 // Partner try calls get the same idempotent retries and receipts as skills. Partners and the
-// facilitator are answered inside the isolate, as in test/partners.test.ts.
+// facilitator are answered inside the isolate, as in test/partners/network.ts.
 const FACILITATOR = "https://facilitator.test";
 const PRICEFEED = "https://pricefeed.test";
 const tryEnv = {

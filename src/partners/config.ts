@@ -1,0 +1,69 @@
+import type { Bindings } from "../env";
+import type { Partner } from "./data";
+
+/** The spec's pricing rule: listing price = multiplier × partner price, the multiplier at least 3. */
+export const MIN_MULTIPLIER = 3;
+
+/** What partner prices need: the multiplier alone (documents and the x402 gate use only this). */
+export interface PricingConfig {
+  /** Multiplier in thousandths, so every derived price stays exact integer micro-dollars. */
+  multiplierMilli: bigint;
+}
+
+/**
+ * Partner configuration for the listing and the try proxy: the multiplier and per-partner base
+ * URL overrides. A bad base URL disables only these, never the skills or the documents.
+ */
+export interface PartnerConfig extends PricingConfig {
+  baseUrls: Record<string, string>;
+}
+
+/** A configuration value that could not be read; the routes that need it answer 503 with `error`. */
+export type Refused = { error: string };
+
+export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
+  const value = raw === undefined || raw.trim() === "" ? MIN_MULTIPLIER : Number(raw);
+  if (!Number.isFinite(value)) return { error: `PARTNER_PRICE_MULTIPLIER "${raw}" is not a number` };
+  if (value < MIN_MULTIPLIER)
+    return { error: `PARTNER_PRICE_MULTIPLIER ${value} is below the minimum of ${MIN_MULTIPLIER}` };
+  const milli = Math.round(value * 1000);
+  if (Math.abs(milli - value * 1000) > 1e-6)
+    return { error: "PARTNER_PRICE_MULTIPLIER has more than 3 decimals" };
+  return { milli: BigInt(milli) };
+}
+
+export function pricingConfig(env: Bindings): PricingConfig | Refused {
+  const m = parseMultiplier(env.PARTNER_PRICE_MULTIPLIER);
+  return "error" in m ? { error: m.error } : { multiplierMilli: m.milli };
+}
+
+export function partnerConfig(env: Bindings): PartnerConfig | Refused {
+  const pricing = pricingConfig(env);
+  if ("error" in pricing) return pricing;
+  const urls = parseBaseUrls(env.PARTNER_BASE_URLS);
+  if ("error" in urls) return urls;
+  return { ...pricing, baseUrls: urls.baseUrls };
+}
+
+const isHttpUrl = (value: unknown) =>
+  typeof value === "string" && URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
+
+/** PARTNER_BASE_URLS must be a JSON object of http(s) URLs; anything else is refused, not guessed at. */
+function parseBaseUrls(raw: string | undefined): { baseUrls: Record<string, string> } | Refused {
+  if (!raw?.trim()) return { baseUrls: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { error: "PARTNER_BASE_URLS is not valid JSON" };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { error: "PARTNER_BASE_URLS is not a JSON object" };
+  }
+  const bad = Object.entries(value).find(([, url]) => !isHttpUrl(url));
+  if (bad) return { error: `PARTNER_BASE_URLS["${bad[0]}"] is not an http(s) URL` };
+  return { baseUrls: value as Record<string, string> };
+}
+
+export const baseUrlOf = (partner: Partner, pc: PartnerConfig) =>
+  (pc.baseUrls[partner.id] ?? partner.base_url).replace(/\/+$/, "");

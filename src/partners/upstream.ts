@@ -1,0 +1,133 @@
+import { type ErrorItem, parseJsonText } from "../http/validation";
+import { readCappedBytes } from "../net/read-capped";
+import type { PartnerConfig } from "./config";
+import type { Partner, PartnerService } from "./data";
+
+/**
+ * Path parameters are slug-like values only, so no value can change the upstream path or host:
+ * no "/", "%", ".", "?", "#", "@", ":" or "\\" can get through.
+ */
+export const PATH_PARAM = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export const UPSTREAM_TIMEOUT_MS = 10_000;
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_SAME_HOST_REDIRECTS = 3;
+
+export function upstreamPath(
+  service: PartnerService,
+  query: Record<string, string>,
+): { path: string } | { errors: ErrorItem[] } {
+  const errors: ErrorItem[] = [];
+  const path = service.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const value = query[name] ?? service.test_params?.[name];
+    if (value === undefined) {
+      errors.push({ loc: ["query", name], msg: "Field required", type: "missing", input: query });
+      return "";
+    }
+    if (!PATH_PARAM.test(value)) {
+      errors.push({
+        loc: ["query", name],
+        msg: `String should match pattern '${PATH_PARAM.source}'`,
+        type: "string_pattern_mismatch",
+        input: value,
+        ctx: { pattern: PATH_PARAM.source },
+      });
+      return "";
+    }
+    return encodeURIComponent(value);
+  });
+  return errors.length ? { errors } : { path };
+}
+
+export class UpstreamFailure extends Error {
+  /** An authorization of ours the partner holds (it can collect it whatever it answered). */
+  handedOverMicros?: bigint;
+  constructor(
+    readonly status: 502 | 504,
+    message: string,
+    readonly upstreamStatus: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** The caller's own payment did not settle: the partner is never paid for this call. */
+export class CallerNotCharged extends Error {}
+
+/** One call to a partner: which service, at which upstream path, with which body. */
+export interface TryTarget {
+  partner: Partner;
+  service: PartnerService;
+  pc: PartnerConfig;
+  path: string;
+  body: unknown;
+  /**
+   * Collects the caller's payment before the marketplace pays an x402-priced partner for it
+   * (true when it settled). Without it such a partner is never paid: no caller whose payment then
+   * fails may cost us the partner's price.
+   */
+  collect?: () => Promise<boolean>;
+}
+
+export interface UpstreamResult {
+  status: number;
+  body: unknown;
+  /** Set when the marketplace paid the partner itself with x402 from its operating wallet. */
+  paidUpstream?: { transaction: string | null; amountMicros: bigint };
+  /** An authorization of ours handed to the partner, paid or not (it may still collect it). */
+  handedOverMicros?: bigint;
+}
+
+const isTimeout = (e: unknown) =>
+  e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
+const timedOut = () => new UpstreamFailure(504, "The partner did not answer within 10 s");
+
+export async function readCapped(res: Response): Promise<string> {
+  try {
+    const bytes = await readCappedBytes(
+      res,
+      MAX_BODY_BYTES,
+      () => new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`),
+    );
+    return new TextDecoder().decode(bytes);
+  } catch (e) {
+    if (e instanceof UpstreamFailure) throw e;
+    // The deadline also covers the body: a partner that stalls mid-answer is a timeout, not our 500.
+    if (isTimeout(e)) throw timedOut();
+    throw new UpstreamFailure(502, `The partner's answer could not be read: ${e}`, res.status);
+  }
+}
+
+/**
+ * Only the partner's own origin; same-origin redirects are followed a few times, others are not.
+ * `init.signal` is the call's one deadline, shared by every hop.
+ */
+export async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof fetch): Promise<Response> {
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    let res: Response;
+    try {
+      res = await doFetch(current.toString(), { ...init, redirect: "manual" });
+    } catch (e) {
+      if (isTimeout(e)) throw timedOut();
+      throw new UpstreamFailure(502, `The partner is unreachable: ${e}`);
+    }
+    const location = res.headers.get("location");
+    if (res.status < 300 || res.status >= 400 || !location) return res;
+    const next = new URL(location, current);
+    if (next.origin !== url.origin || hop >= MAX_SAME_HOST_REDIRECTS) {
+      throw new UpstreamFailure(
+        502,
+        "The partner redirected away from its own host; not followed",
+        res.status,
+      );
+    }
+    current = next;
+  }
+}
+
+/** JSON answers are relayed as JSON; anything else, or JSON too deep to re-serialize, as text. */
+export function parseBody(text: string, contentType: string | null): unknown {
+  if (!contentType?.includes("json")) return text;
+  const parsed = parseJsonText(text);
+  return parsed.ok ? parsed.value : text;
+}

@@ -1,0 +1,199 @@
+import type { Context, MiddlewareHandler } from "hono";
+import type { z } from "zod";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { parseJsonText, validationResponse } from "../http/validation";
+import { isSoldPerCall, servicePrices } from "../partners/pricing";
+import { type refineryBody, refineryPartner } from "../partners/refinery-skill";
+import { tryTargetOf } from "../partners/request";
+import { callPartner } from "../partners/try-proxy";
+import {
+  CallerNotCharged,
+  type TryTarget,
+  UpstreamFailure,
+  type UpstreamResult,
+  upstreamPath,
+} from "../partners/upstream";
+import { refundCaller } from "./refunds";
+import { x402Gate } from "./x402-gate";
+
+/**
+ * A partner try call as sold: x402 only for services sold per call, the caller settled before an
+ * x402-priced partner is paid, refunded what we kept when the partner then fails, and the answer
+ * as the envelope of spec 2.6 with the charge (or refund) in it.
+ */
+
+/** Paid partner services go through x402 at the listing price; free and external ones do not. */
+export function partnerGate(isPaid: (c: Context<AppEnv>) => boolean): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!isPaid(c)) return next();
+    if (!publicConfig(c.env, c.req.url).x402Enabled)
+      return detail(c, 402, "Payment required: x402 payments are disabled.");
+    return x402Gate(c, next);
+  };
+}
+
+function envelope(
+  t: TryTarget,
+  result: Pick<UpstreamResult, "status" | "body" | "paidUpstream">,
+  charged: boolean,
+) {
+  const prices = servicePrices(t.service, t.pc.multiplierMilli);
+  return {
+    partner_id: t.partner.id,
+    service_id: t.service.id,
+    method: t.service.method,
+    upstream_path: t.path,
+    upstream_status: result.status,
+    charged,
+    price_usd: prices.price_usd,
+    partner_price_usd: t.service.partner_price_usd,
+    paid_upstream: Boolean(result.paidUpstream),
+    body: result.body,
+  };
+}
+
+function failure(
+  c: Context<AppEnv>,
+  t: TryTarget,
+  status: 502 | 504,
+  message: string,
+  upstreamStatus: number | null,
+  refund?: Refund,
+) {
+  return detail(c, status, message, {
+    partner_id: t.partner.id,
+    service_id: t.service.id,
+    upstream_status: upstreamStatus,
+    ...chargedFields(refund),
+  });
+}
+
+type Refund = Awaited<ReturnType<typeof refundCaller>>;
+const chargedFields = (refund: Refund | undefined) =>
+  refund
+    ? {
+        charged: true,
+        refund: {
+          status: refund.status,
+          amount_usd: Number(refund.amount) / 1e6,
+          transaction: refund.transaction,
+        },
+      }
+    : { charged: false };
+
+/**
+ * The caller was settled before we paid the partner, and the partner then failed: the caller gets
+ * back what we kept (payments/refunds.ts). Undefined when the caller was not charged.
+ */
+async function refundIfCharged(c: Context<AppEnv>, reason: string, handedOverMicros: bigint | undefined) {
+  const payment = c.get("x402Payment");
+  const settled = payment?.settlement && (await payment.settlement).result;
+  if (!payment || !settled?.success) return undefined;
+  return refundCaller(c.env, {
+    requestId: c.get("requestId"),
+    payment,
+    payer: settled.payer ?? "",
+    paidMicros: BigInt(settled.amount ?? payment.requirements.amount),
+    withheldMicros: handedOverMicros ?? 0n,
+    reason,
+  });
+}
+
+/**
+ * Calls the partner and answers: 2xx upstream → 200 envelope (and the caller's payment settles);
+ * anything else → 502 envelope, not charged (or, when the caller had to be settled before we paid
+ * the partner, charged and refunded what we kept). The external x403 partner is only probed.
+ */
+async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
+  const prices = servicePrices(t.service, t.pc.multiplierMilli);
+  const paid = isSoldPerCall(t.partner, t.service, t.pc);
+  const collect = async () => {
+    const payment = c.get("x402Payment");
+    return payment ? (await payment.settle()).success : false;
+  };
+  let result: UpstreamResult;
+  try {
+    result = await callPartner(c.env, { ...t, ...(paid ? { collect } : {}) }, c.get("requestId"));
+  } catch (e) {
+    // The answer is replaced by the settlement's own failure (payments/x402-http.ts).
+    if (e instanceof CallerNotCharged)
+      return detail(c, 402, "Your payment did not settle", { charged: false });
+    if (!(e instanceof UpstreamFailure)) throw e;
+    const refund = await refundIfCharged(c, e.message, e.handedOverMicros);
+    return failure(c, t, e.status, e.message, e.upstreamStatus, refund);
+  }
+  if (t.partner.listing_status === "external_x403") {
+    // Probing the grant challenge only: we hold no grants, so anything but the 403 is not ours to relay.
+    if (result.status === 403) return c.json(envelope(t, result, false));
+    return failure(
+      c,
+      t,
+      502,
+      "The external partner did not answer with its 403 grant challenge",
+      result.status,
+    );
+  }
+  if (result.status < 200 || result.status >= 300) {
+    const refund = await refundIfCharged(
+      c,
+      `the partner answered ${result.status}`,
+      result.paidUpstream?.amountMicros ?? result.handedOverMicros,
+    );
+    return c.json({ ...envelope(t, result, false), ...chargedFields(refund) }, 502);
+  }
+  if (paid) {
+    c.set("payout", {
+      partnerId: t.partner.id,
+      serviceId: t.service.id,
+      shareMicros: prices.partnerMicros,
+      feeMicros: prices.feeMicros,
+      paidUpstream: Boolean(result.paidUpstream),
+    });
+  }
+  return c.json(envelope(t, result, paid));
+}
+
+/** A try call's optional POST body: a JSON object, or nothing; anything else is a 422. */
+async function objectBody(c: Context<AppEnv>): Promise<{ body: unknown } | Response> {
+  if (c.req.method !== "POST") return { body: undefined };
+  const text = await c.req.text();
+  if (!text.trim()) return { body: undefined };
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) return validationResponse(c, [parsed.item]);
+  if (parsed.value === null || typeof parsed.value !== "object" || Array.isArray(parsed.value)) {
+    return validationResponse(c, [
+      { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type", input: parsed.value },
+    ]);
+  }
+  return { body: parsed.value };
+}
+
+/** GET|POST /api/partners/:partner_id/try/:service_id, after the payment steps. */
+export async function answerTry(c: Context<AppEnv>) {
+  const found = tryTargetOf(c);
+  const target = found && upstreamPath(found.service, c.req.query());
+  if (!found || !target || "errors" in target) return detail(c, 404, "Unknown partner or service");
+  const read = await objectBody(c);
+  if (read instanceof Response) return read;
+  return tryPartner(c, { ...found, pc: c.var.partnerConfig, path: target.path, body: read.body });
+}
+
+/** POST /api/skills/refinery-recipes: the recipe's partner service, answered in the skill's shape. */
+export async function answerRefinery(c: Context<AppEnv>) {
+  const body = c.get("body") as z.infer<typeof refineryBody>;
+  const partner = refineryPartner();
+  const service = partner.services.find((s) => s.id === body.recipe);
+  if (!service) return detail(c, 404, "Unknown recipe");
+  const res = await tryPartner(c, { partner, service, pc: c.var.partnerConfig, path: service.path, body });
+  if (res.status !== 200) return res;
+  const env = (await res.json()) as ReturnType<typeof envelope>;
+  return c.json({
+    skill: "refinery_recipes",
+    recipe: body.recipe,
+    partner_id: partner.id,
+    price_usd: env.price_usd,
+    result: env.body,
+  });
+}

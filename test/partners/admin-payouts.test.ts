@@ -1,0 +1,92 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { call } from "../helpers";
+
+describe("admin payouts", () => {
+  const admin = { ...env, ADMIN_TOKEN: "t0ken" };
+  const req = (path: string, init: RequestInit = {}) =>
+    createApp().fetch(
+      new Request(`https://skills.test${path}`, {
+        ...init,
+        headers: { authorization: "Bearer t0ken", ...(init.headers ?? {}) },
+      }),
+      admin,
+    );
+
+  it("sums owed per partner and service, exports CSV, settles to zero without deleting history", async () => {
+    // Test files share one D1 (one isolate): sums are asserted over this test's rows alone.
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM payout_ledger"),
+      env.DB.prepare("DELETE FROM payout_batches"),
+    ]);
+    const rows: [string, string, number, number, number][] = [
+      ["textkit", "base64", 3000, 6000, 0],
+      ["textkit", "base64", 3000, 6000, 0],
+      ["textkit", "json-sort", 4000, 8000, 0],
+      ["pricefeed", "price", 10000, 20000, 1],
+    ];
+    for (const [i, [p, s, share, fee, up]] of rows.entries()) {
+      await env.DB.prepare(
+        "INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, paid_upstream, created_at) VALUES (?1, ?2, ?3, ?4, '0xabc', '0xtx', ?5, ?6, 0)",
+      )
+        .bind(p, s, share, fee, `payout-test-${i}`, up)
+        .run();
+    }
+    const before = await (await req("/api/admin/payouts")).json<{
+      partners: { partner_id: string; owed_usd: number }[];
+      services: { service_id: string; owed_usd: number; calls: number }[];
+    }>();
+    expect(before.partners.find((p) => p.partner_id === "textkit")?.owed_usd).toBe(0.01);
+    expect(before.partners.find((p) => p.partner_id === "pricefeed")?.owed_usd).toBe(0);
+    expect(before.services.find((s) => s.service_id === "base64")).toMatchObject({
+      owed_usd: 0.006,
+      calls: 2,
+    });
+
+    const csv = await (await req("/api/admin/payouts?format=csv")).text();
+    expect(csv.split("\n")[0]).toBe(
+      "id,partner_id,service_id,partner_share_usd,marketplace_fee_usd,payer,tx_hash,request_id,paid_upstream,batch_id,created_at",
+    );
+    expect(csv).toContain("textkit,base64,0.003,0.006");
+
+    const tx = `0x${"ab".repeat(32)}`;
+    const settled = await req("/api/admin/payouts/textkit/settle", {
+      method: "POST",
+      body: JSON.stringify({ tx_hash: tx }),
+    });
+    expect(await settled.json()).toMatchObject({
+      partner_id: "textkit",
+      batch: { amount_usd: 0.01, rows: 3, tx_hash: tx },
+    });
+    const after = await (await req("/api/admin/payouts")).json<{
+      partners: { partner_id: string; owed_usd: number; earned_usd: number }[];
+    }>();
+    expect(after.partners.find((p) => p.partner_id === "textkit")).toMatchObject({
+      owed_usd: 0,
+      earned_usd: 0.01,
+    });
+    expect(
+      (
+        await req("/api/admin/payouts/textkit/settle", {
+          method: "POST",
+          body: JSON.stringify({ tx_hash: tx }),
+        })
+      ).status,
+    ).toBe(409);
+    expect(
+      (await req("/api/admin/payouts/nope/settle", { method: "POST", body: JSON.stringify({ tx_hash: tx }) }))
+        .status,
+    ).toBe(404);
+    expect(
+      (await req("/api/admin/payouts/textkit/settle", { method: "POST", body: '{"tx_hash":"nope"}' })).status,
+    ).toBe(422);
+  });
+
+  it("needs the admin token", async () => {
+    const res = await createApp().fetch(new Request("https://skills.test/api/admin/payouts"), admin);
+    expect(res.status).toBe(401);
+    const disabled = await call("/api/admin/payouts");
+    expect(disabled.status).toBe(503);
+  });
+});

@@ -1,0 +1,111 @@
+import { env } from "cloudflare:test";
+import type { PaymentPayload } from "@x402/core/types";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  PARTNER_TX,
+  paidCall,
+  payoutRows,
+  receipt,
+  send,
+  stubNetwork,
+  upstreamRows,
+  x402Partner,
+} from "./network";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("try: money paid upstream from the operating wallet is always recorded", () => {
+  it("a paid 2xx without a receipt header still counts as paid upstream; the caller's row is not owed", async () => {
+    stubNetwork(x402Partner("10000", () => Response.json({ prices: { btc: 1 } })));
+    const res = await paidCall("/api/partners/pricefeed/try/price");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ charged: true, paid_upstream: true, upstream_status: 200 });
+    const id = res.headers.get("x-request-id");
+    expect(await upstreamRows(id)).toEqual([
+      expect.objectContaining({
+        partner_id: "pricefeed",
+        service_id: "price",
+        amount_micro: 10000,
+        tx_hash: null,
+        upstream_status: 200,
+      }),
+    ]);
+    expect(await payoutRows(id)).toEqual([
+      expect.objectContaining({ partner_share_micro: 10000, paid_upstream: 1, batch_id: null }),
+    ]);
+  });
+
+  it("a caller whose payment does not settle never costs us the partner's price (issue 19.1)", async () => {
+    const { settled, partnerCalls } = stubNetwork(
+      x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),
+      { settles: false },
+    );
+    const rows = () => env.DB.prepare("SELECT count(*) AS n FROM upstream_payments").first<number>("n");
+    const before = await rows();
+    const res = await paidCall("/api/partners/pricefeed/try/price");
+    expect(res.status).toBe(402);
+    expect((await res.json<{ reason: string }>()).reason).toBe("insufficient_funds");
+    // The caller was settled first and that failed: the partner saw only the unpaid request.
+    expect(settled).toHaveLength(1);
+    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null]);
+    expect(await rows()).toBe(before);
+  });
+
+  it("the partner took our payment but answered non-2xx: the caller, settled first, gets back what we kept", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("20000", () =>
+        Response.json({ error: "boom" }, { status: 500, headers: receipt("20000") }),
+      ),
+    );
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({
+      charged: true,
+      paid_upstream: true,
+      upstream_status: 500,
+      refund: { status: "refunded", amount_usd: 0.04 },
+    });
+    // The caller's settlement, then the refund from the operating wallet to the caller.
+    expect(settled).toHaveLength(2);
+    const [callerSettle, refundSettle] = settled as [PaymentPayload, PaymentPayload];
+    const refundAuth = (refundSettle.payload as { authorization: { to: string; value: string } })
+      .authorization;
+    const callerAuth = (callerSettle.payload as { authorization: { from: string } }).authorization;
+    expect(refundAuth).toMatchObject({ to: callerAuth.from, value: "40000" });
+    const id = res.headers.get("x-request-id");
+    expect(await upstreamRows(id)).toEqual([
+      expect.objectContaining({ amount_micro: 20000, tx_hash: PARTNER_TX, upstream_status: 500 }),
+    ]);
+    expect(await payoutRows(id)).toEqual([]);
+    const report = await (
+      await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })
+    ).json<{ refunds: Record<string, unknown>[] }>();
+    expect(report.refunds.find((r) => r.request_id === id)).toMatchObject({
+      amount_micro: 40000,
+      withheld_micro: 20000,
+      status: "refunded",
+    });
+  });
+});
+
+describe("try: an authorization handed to a partner is recorded even without an answer", () => {
+  it("the paid request fails in transit: 502, the signed amount recorded and withheld from the refund", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("20000", () => {
+        throw new TypeError("Network connection lost.");
+      }),
+    );
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({
+      charged: true,
+      refund: { status: "refunded", amount_usd: 0.04 },
+    });
+    expect(settled).toHaveLength(2);
+    expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([
+      expect.objectContaining({ amount_micro: 20000, tx_hash: null, upstream_status: 0 }),
+    ]);
+  });
+});

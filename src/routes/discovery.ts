@@ -12,6 +12,7 @@ import {
   x402Manifest,
 } from "../discovery/documents";
 import { openApiDocument } from "../discovery/openapi";
+import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail, partnersMisconfigured } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/listing";
@@ -23,12 +24,63 @@ import {
   statsIfAvailable,
   waitUntilOf,
 } from "../stats/published";
+import { adminOperations } from "./admin";
+import { catalogOperation } from "./catalog";
+import { checkoutOperations } from "./checkout";
 import { didRoutes } from "./did";
+import { healthOperation } from "./health";
+import { partnerOperations } from "./partner-operations";
+import { statsOperation } from "./stats";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
 export const discoveryRoutes = new Hono<AppEnv>();
 
 discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
+
+const doc = (operationId: string, path: string, summary: string, mime?: string) =>
+  operation({
+    method: "get",
+    path,
+    operationId,
+    summary,
+    tags: ["discovery"],
+    responses: { "200": mime ? text(summary, mime) : json(summary), "4XX": CLIENT_ERROR },
+  });
+export const documentOperations = {
+  llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
+  agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),
+  x402List: doc("get_x402list_txt", "/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
+  x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource"),
+  wellKnownAgents: doc("get_well_known_agents_json", "/.well-known/agents.json", "Agent manifest"),
+  agents: doc("get_agents_json", "/agents.json", "Agent manifest"),
+  humanless: doc(
+    "get_humanless_contract",
+    "/contracts/humanless.json",
+    "Terms for agents acting with no human in the loop",
+  ),
+  openapi: doc("get_openapi", "/openapi.json", "This document"),
+  service: operation({
+    method: "get",
+    path: "/services/{slug}.json",
+    route: "/services/:file{[a-z0-9-]+\\.json}",
+    operationId: "get_service_description",
+    summary: "One skill's service description (the x-x402 specSource)",
+    tags: ["discovery"],
+    responses: { "200": json("Service description"), "404": ERROR("Unknown skill") },
+  }),
+};
+const ops = documentOperations;
+
+/** Every API route other than a skill, in the order openapi.json lists them. */
+const apiOperations: readonly OperationSpec[] = [
+  healthOperation,
+  catalogOperation,
+  statsOperation,
+  ...Object.values(documentOperations),
+  ...checkoutOperations,
+  ...partnerOperations,
+  ...adminOperations,
+];
 
 const CACHE = { "cache-control": "public, max-age=300" };
 const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
@@ -47,7 +99,7 @@ const withPartners =
 discoveryRoutes.get("/robots.txt", textDoc("text/plain", robotsTxt));
 discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
 discoveryRoutes.get(
-  "/llms.txt",
+  ops.llmsTxt.route,
   withPartners((c, cfg, pc) =>
     statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c)).then((doc) =>
       c.body(`${llmsTxt(cfg, pc)}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`, 200, {
@@ -58,10 +110,10 @@ discoveryRoutes.get(
   ),
 );
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
-discoveryRoutes.get("/AGENTS.md", textDoc("text/plain", agentsMd));
-discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
+discoveryRoutes.get(ops.agentsMd.route, textDoc("text/plain", agentsMd));
+discoveryRoutes.get(ops.x402List.route, textDoc("text/plain", x402ListTxt));
 discoveryRoutes.get(
-  "/.well-known/x402",
+  ops.x402.route,
   withPartners(async (c, cfg, pc) => {
     // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
     const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
@@ -76,15 +128,15 @@ discoveryRoutes.get(
     );
   }),
 );
-discoveryRoutes.get("/.well-known/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/contracts/humanless.json", (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.wellKnownAgents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.agents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.humanless.route, (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get(
-  "/openapi.json",
-  withPartners((c, cfg, pc) => c.json(openApiDocument(cfg, pc), 200, CACHE)),
+  ops.openapi.route,
+  withPartners((c, cfg, pc) => c.json(openApiDocument(cfg, pc, apiOperations), 200, CACHE)),
 );
 discoveryRoutes.get(
-  "/services/:file{[a-z0-9-]+\\.json}",
+  ops.service.route,
   withPartners((c, cfg, pc) => {
     const spec = serviceSpec(cfg, pc, (c.req.param("file") ?? "").replace(/\.json$/, ""));
     return spec ? c.json(spec, 200, CACHE) : detail(c, 404, "Not Found");

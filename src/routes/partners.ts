@@ -1,9 +1,8 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import type { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail, partnersMisconfigured } from "../http/errors";
-import { jsonBody, parseJsonText, validationResponse } from "../http/validation";
+import { parseJsonText, validationResponse } from "../http/validation";
 import { PARTNERS } from "../partners/data";
 import {
   flatServices,
@@ -13,7 +12,7 @@ import {
   partnerEntry,
 } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
-import { REFINERY_SKILL_PATH, refineryBody, refineryPartner } from "../partners/refinery-skill";
+import { refineryPartner } from "../partners/refinery-skill";
 import {
   CallerNotCharged,
   callPartner,
@@ -29,6 +28,7 @@ import { refundCaller } from "../payments/refunds";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402, x402Gate } from "../payments/x402-gate";
 import { recordCall } from "../stats/record";
+import { partnerOps } from "./partner-operations";
 
 export const partnerRoutes = new Hono<AppEnv>();
 
@@ -37,7 +37,7 @@ function configOr503(c: Context<AppEnv>): PartnerConfig | Response {
   return "error" in pc ? partnersMisconfigured(c, pc.error) : pc;
 }
 
-partnerRoutes.get("/api/partners", (c) => {
+partnerRoutes.get(partnerOps.list.route, (c) => {
   const pc = configOr503(c);
   if (pc instanceof Response) return pc;
   const cfg = publicConfig(c.env, c.req.url);
@@ -48,7 +48,7 @@ partnerRoutes.get("/api/partners", (c) => {
   });
 });
 
-partnerRoutes.get("/api/partners/:partner_id", (c) => {
+partnerRoutes.get(partnerOps.one.route, (c) => {
   const pc = configOr503(c);
   if (pc instanceof Response) return pc;
   const partner = partnerById(c.req.param("partner_id"));
@@ -217,7 +217,7 @@ const refuseHead: MiddlewareHandler<AppEnv> = async (c, next) => {
   return detail(c, 405, "Method Not Allowed", {}, { Allow: "GET, POST" });
 };
 
-const TRY_PATH = "/api/partners/:partner_id/try/:service_id";
+const TRY_PATH = partnerOps.tryGet.route;
 for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,
@@ -281,7 +281,7 @@ for (const method of ["GET", "POST"] as const) {
 
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
-  REFINERY_SKILL_PATH,
+  partnerOps.refinery.route,
   recordCall("refinery_recipes", () => 0),
   quota("refinery_recipes"),
   cacheBody,
@@ -291,12 +291,12 @@ partnerRoutes.post(
   recordPayment("refinery_recipes"),
   // Without a valid partner configuration the handler answers 503, before any payment is asked.
   partnerGate((c) => !("error" in partnerConfig(c.env))),
-  jsonBody(refineryBody),
+  partnerOps.refinery.validate,
   guardAuthorization("refinery_recipes"),
   async (c) => {
     const pc = configOr503(c);
     if (pc instanceof Response) return pc;
-    const body = c.get("body") as z.infer<typeof refineryBody>;
+    const body = c.req.valid("json");
     const partner = refineryPartner();
     const service = partner.services.find((s) => s.id === body.recipe);
     if (!service) return detail(c, 404, "Unknown recipe");

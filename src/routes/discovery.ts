@@ -2,17 +2,16 @@ import { type Context, Hono } from "hono";
 import { type PublicConfig, publicConfig } from "../config";
 import {
   agentManifest,
-  agentsMd,
   humanlessContract,
-  llmsTxt,
   robotsTxt,
-  serviceSpec,
   sitemapXml,
   x402ListTxt,
   x402Manifest,
 } from "../discovery/documents";
+import { agentsMd, llmsTxt } from "../discovery/guides";
 import { openApiDocument } from "../discovery/openapi";
 import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
+import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
 import { detail, partnersMisconfigured } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/listing";

@@ -49,3 +49,8 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
     reconciliations: await reconciliationReport(db, q.limit),
   };
 }
+
+/** A real read of the ledger (its table exists and D1 answers), for /health. */
+export async function ledgerAnswers(db: D1Database) {
+  await db.prepare("SELECT count(*) AS n FROM payment_nonces").first();
+}

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { INTERFACE_VERSION } from "../config";
 import { CLIENT_ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
+import { ledgerAnswers } from "../payments/ledger-report";
 
 export const healthRoutes = new Hono<AppEnv>();
 
@@ -27,7 +28,7 @@ async function check(probe: () => Promise<unknown>) {
 /** Liveness plus a real round trip to D1 (schema present) and KV. 503 when either fails. */
 healthRoutes.get(healthOperation.route, async (c) => {
   const [d1, kv] = await Promise.all([
-    check(() => c.env.DB.prepare("SELECT count(*) AS n FROM payment_nonces").first()),
+    check(() => ledgerAnswers(c.env.DB)),
     check(() => c.env.KV.get("health:probe")),
   ]);
   const ok = d1.ok && kv.ok;

@@ -3,7 +3,15 @@ import { INTERFACE_VERSION } from "../config";
 import type { PricingConfig } from "../partners/listing";
 import { skills } from "../skills/registry";
 import { components } from "./openapi-components";
-import { type DocContext, describe, ERROR, json, type OperationSpec, ref, VALIDATION } from "./operation";
+import {
+  type DocContext,
+  ERROR,
+  json,
+  type OperationSpec,
+  openApiOperation,
+  ref,
+  VALIDATION,
+} from "./operation";
 import {
   bodySchema,
   PAYMENT_SUMMARY,
@@ -117,7 +125,8 @@ export function openApiDocument(cfg: PublicConfig, pc: PricingConfig, operations
     Record<string, unknown>
   >;
   const d: DocContext = { cfg, partner: partnerPricing(pc) };
-  for (const op of operations) paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: describe(op, d) };
+  for (const op of operations)
+    paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: openApiOperation(op, d) };
   return {
     openapi: "3.1.0",
     info: {

@@ -80,6 +80,8 @@ export type Operation<S extends OperationSpec = OperationSpec> = S & {
 const pass: MiddlewareHandler<AppEnv> = (_c, next) => next();
 
 export function operation<const S extends OperationSpec>(spec: S): Operation<S> {
+  // One validator per route keeps the 422 order simple; no route takes both today.
+  if (spec.body && spec.query) throw new Error(`${spec.operationId}: a body and a query schema together`);
   const validate = spec.body ? jsonBody(spec.body) : spec.query ? queryParams(spec.query) : pass;
   // The types above restate what these lines choose; TypeScript cannot follow a runtime choice.
   return {
@@ -105,7 +107,7 @@ function queryParameters(schema: z.ZodObject) {
 }
 
 /** The OpenAPI operation object of a declared route. */
-export function describe(op: OperationSpec, d: DocContext): Json {
+export function openApiOperation(op: OperationSpec, d: DocContext): Json {
   const pathParams = [...op.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
     name,
     in: "path",

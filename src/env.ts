@@ -26,8 +26,6 @@ export type Bindings = Env & Secrets;
 export interface Variables {
   requestId: string;
   body: unknown;
-  query: unknown;
-  params: unknown;
   /** Set when a card-credit key ran dry, so the 402 explains why. */
   creditNote: string | undefined;
   /** Set by a partner try call that the caller pays for: the partner's share goes to the payout ledger. */

@@ -248,12 +248,15 @@ export function parseJsonText(text: string): { ok: true; value: unknown } | { ok
   }
 }
 
+/** Handlers read what these accepted with `c.req.valid(target)`, typed from the schema: no casts. */
+type Out<T extends string, S extends z.ZodType> = { out: Record<T, z.output<S>> };
+type V<T extends string, S extends z.ZodType> = MiddlewareHandler<AppEnv, string, Out<T, S>>;
+
 /**
- * Validates the JSON body against `schema` and stores the parsed value as `body`.
- * The content type is not policed: agents that forget the header still get a useful answer,
- * and anything that is not JSON fails as `json_invalid`.
+ * Validates the JSON body (also stored as `body` for the skill chain). The content type is not
+ * policed: agents that forget the header still get an answer; what is not JSON is `json_invalid`.
  */
-export function jsonBody<S extends z.ZodType>(schema: S): MiddlewareHandler<AppEnv> {
+export function jsonBody<S extends z.ZodType>(schema: S): V<"json", S> {
   return async (c, next) => {
     const text = await c.req.text();
     if (text.trim() === "") {
@@ -264,28 +267,29 @@ export function jsonBody<S extends z.ZodType>(schema: S): MiddlewareHandler<AppE
     const result = schema.safeParse(parsed.value, { reportInput: true });
     if (!result.success) return validationResponse(c, zodItems(result.error, parsed.value, ["body"]));
     c.set("body", result.data);
+    c.req.addValidatedData("json", result.data as object);
     await next();
   };
 }
 
-/** Validates query-string parameters (first value of each name) and stores them as `query`. */
-export function queryParams<S extends z.ZodType>(schema: S): MiddlewareHandler<AppEnv> {
+/** Validates query-string parameters (first value of each name). */
+export function queryParams<S extends z.ZodType>(schema: S): V<"query", S> {
   return async (c, next) => {
     const raw = c.req.query();
     const result = schema.safeParse(raw, { reportInput: true });
     if (!result.success) return validationResponse(c, zodItems(result.error, raw, ["query"]));
-    c.set("query", result.data);
+    c.req.addValidatedData("query", result.data as object);
     await next();
   };
 }
 
-/** Validates path parameters and stores them as `params`. */
-export function pathParams<S extends z.ZodType>(schema: S): MiddlewareHandler<AppEnv> {
+/** Validates path parameters. */
+export function pathParams<S extends z.ZodType>(schema: S): V<"param", S> {
   return async (c, next) => {
     const raw = c.req.param() as Record<string, string>;
     const result = schema.safeParse(raw, { reportInput: true });
     if (!result.success) return validationResponse(c, zodItems(result.error, raw, ["path"]));
-    c.set("params", result.data);
+    c.req.addValidatedData("param", result.data as object);
     await next();
   };
 }

@@ -3,9 +3,6 @@ import { baseUrlOf, type PartnerConfig } from "./config";
 import { PARTNERS, type Partner, type PartnerService } from "./data";
 import { servicePrices } from "./pricing";
 
-/** Kept only for payments/x402-gate.ts (not this change's to edit): its import moves to ./config. */
-export { type PricingConfig, pricingConfig } from "./config";
-
 export const tryPath = (partner: Partner, service: PartnerService) =>
   `/api/partners/${partner.id}/try/${service.id}`;
 

@@ -1,3 +1,16 @@
+import { z } from "zod";
+
+/** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */
+export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
+
+/** Body of a payout batch (POST /api/admin/payouts/{partner_id}/settle). */
+export const settleBody = z.object({
+  tx_hash: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
+    .meta({ description: "Transaction that paid the partner." }),
+});
+
 /** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
 const usd = (micros: number) => micros / 1_000_000;
 

@@ -3,7 +3,7 @@ import { InputError, zodItems } from "../http/validation";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented, UpstreamError } from "../skills/types";
-import { hashKey, MAX_CALLS, newApiKey } from "./credits";
+import { hashKey, MAX_CALLS, newApiKey, spendCreditStatement } from "./credits";
 import { openKey, sealKey } from "./key-reveal";
 import type { RemoteSession } from "./stripe";
 import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
@@ -208,11 +208,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     "SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL";
   await env.DB.batch([
     ...(result.status === 200
-      ? [
-          env.DB.prepare(
-            `UPDATE api_keys SET calls_left = calls_left - 1 WHERE id = ?1 AND calls_left > 0 AND EXISTS (${ours})`,
-          ).bind(claim.api_key_id, sessionId, now),
-        ]
+      ? [spendCreditStatement(env.DB, `id = ?1 AND EXISTS (${ours})`).bind(claim.api_key_id, sessionId, now)]
       : []),
     env.DB.prepare(
       "UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4 WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL",

@@ -54,14 +54,30 @@ export async function findKey(db: D1Database, keyHash: string) {
     .first<KeyRow>();
 }
 
+/**
+ * The one statement that takes a credit: never below zero, and only from the key `where` picks
+ * (SQL over api_keys; its own parameters). Call paths and the checkout's first call share it.
+ */
+export function spendCreditStatement(db: D1Database, where: string) {
+  return db.prepare(
+    `UPDATE api_keys SET calls_left = calls_left - 1 WHERE calls_left > 0 AND ${where} RETURNING calls_left`,
+  );
+}
+
 /** Takes one credit of `skill` from the key; undefined when none was taken. */
 export async function spendCredit(db: D1Database, keyHash: string, skill: Skill) {
-  return db
-    .prepare(
-      "UPDATE api_keys SET calls_left = calls_left - 1 WHERE key_hash = ?1 AND skill_id = ?2 AND calls_left > 0 AND dispute_status IS NULL RETURNING calls_left",
-    )
+  return spendCreditStatement(db, "key_hash = ?1 AND skill_id = ?2 AND dispute_status IS NULL")
     .bind(keyHash, skill.id)
     .first<{ calls_left: number }>();
+}
+
+/** Calls left on the key a checkout granted (the success page shows it). */
+export async function callsLeft(db: D1Database, keyId: string) {
+  const row = await db
+    .prepare("SELECT calls_left FROM api_keys WHERE id = ?1")
+    .bind(keyId)
+    .first<{ calls_left: number }>();
+  return row?.calls_left;
 }
 
 /** Gives back the credit of a call that failed; never past what refunds and disputes left. */

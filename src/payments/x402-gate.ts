@@ -10,7 +10,7 @@ import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { formatUsd } from "../money";
-import { type PricingConfig, pricingConfig } from "../partners/listing";
+import { type PricingConfig, pricingConfig } from "../partners/config";
 import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
 import { isUnpaidOffer, x402HttpGate } from "./x402-http";

@@ -1,12 +1,22 @@
 import { Hono } from "hono";
 import { publicConfig } from "../config";
+import { CLIENT_ERROR, json, operation, ref } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { inputJsonSchema, skills } from "../skills/registry";
 
 export const catalogRoutes = new Hono<AppEnv>();
 
+export const catalogOperation = operation({
+  method: "get",
+  path: "/api/catalog",
+  operationId: "get_catalog",
+  summary: "The skill catalog (spec 2.1)",
+  tags: ["discovery"],
+  responses: { "200": json("Catalog", ref("Catalog")), "4XX": CLIENT_ERROR },
+});
+
 /** Spec 2.1: the catalog document, every entry derived from the registry. */
-catalogRoutes.get("/api/catalog", (c) => {
+catalogRoutes.get(catalogOperation.route, (c) => {
   const cfg = publicConfig(c.env, c.req.url);
   return c.json({
     skills: skills.map((s) => ({

@@ -2,16 +2,16 @@ import { type Context, Hono } from "hono";
 import { type PublicConfig, publicConfig } from "../config";
 import {
   agentManifest,
-  agentsMd,
   humanlessContract,
-  llmsTxt,
   robotsTxt,
-  serviceSpec,
   sitemapXml,
   x402ListTxt,
   x402Manifest,
 } from "../discovery/documents";
+import { agentsMd, llmsTxt } from "../discovery/guides";
 import { openApiDocument } from "../discovery/openapi";
+import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
+import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { partnerConfigured } from "../partners/request";
@@ -23,12 +23,63 @@ import {
   statsIfAvailable,
   waitUntilOf,
 } from "../stats/published";
+import { adminOperations } from "./admin";
+import { catalogOperation } from "./catalog";
+import { checkoutOperations } from "./checkout";
 import { didRoutes } from "./did";
+import { healthOperation } from "./health";
+import { partnerOperations } from "./partner-operations";
+import { statsOperation } from "./stats";
 
 /** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
 export const discoveryRoutes = new Hono<AppEnv>();
 
 discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
+
+const doc = (operationId: string, path: string, summary: string, mime?: string) =>
+  operation({
+    method: "get",
+    path,
+    operationId,
+    summary,
+    tags: ["discovery"],
+    responses: { "200": mime ? text(summary, mime) : json(summary), "4XX": CLIENT_ERROR },
+  });
+export const documentOperations = {
+  llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
+  agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),
+  x402List: doc("get_x402list_txt", "/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
+  x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource"),
+  wellKnownAgents: doc("get_well_known_agents_json", "/.well-known/agents.json", "Agent manifest"),
+  agents: doc("get_agents_json", "/agents.json", "Agent manifest"),
+  humanless: doc(
+    "get_humanless_contract",
+    "/contracts/humanless.json",
+    "Terms for agents acting with no human in the loop",
+  ),
+  openapi: doc("get_openapi", "/openapi.json", "This document"),
+  service: operation({
+    method: "get",
+    path: "/services/{slug}.json",
+    route: "/services/:file{[a-z0-9-]+\\.json}",
+    operationId: "get_service_description",
+    summary: "One skill's service description (the x-x402 specSource)",
+    tags: ["discovery"],
+    responses: { "200": json("Service description"), "404": ERROR("Unknown skill") },
+  }),
+};
+const ops = documentOperations;
+
+/** Every API route other than a skill, in the order openapi.json lists them. */
+const apiOperations: readonly OperationSpec[] = [
+  healthOperation,
+  catalogOperation,
+  statsOperation,
+  ...Object.values(documentOperations),
+  ...checkoutOperations,
+  ...partnerOperations,
+  ...adminOperations,
+];
 
 const CACHE = { "cache-control": "public, max-age=300" };
 const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
@@ -40,28 +91,26 @@ const quotesPartnerPrices = partnerConfigured("pricing");
 
 discoveryRoutes.get("/robots.txt", textDoc("text/plain", robotsTxt));
 discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
-discoveryRoutes.get("/llms.txt", quotesPartnerPrices, async (c) => {
+discoveryRoutes.get(ops.llmsTxt.route, quotesPartnerPrices, async (c) => {
   const cfg = cfgOf(c);
   const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
   return c.body(
     `${llmsTxt(cfg, c.var.pricingConfig)}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
     200,
-    {
-      "content-type": "text/plain; charset=utf-8",
-      ...CACHE,
-    },
+    { "content-type": "text/plain; charset=utf-8", ...CACHE },
   );
 });
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
-discoveryRoutes.get("/AGENTS.md", textDoc("text/plain", agentsMd));
-discoveryRoutes.get("/.well-known/x402list.txt", textDoc("text/plain", x402ListTxt));
-discoveryRoutes.get("/.well-known/x402", quotesPartnerPrices, async (c) => {
+discoveryRoutes.get(ops.agentsMd.route, textDoc("text/plain", agentsMd));
+discoveryRoutes.get(ops.x402List.route, textDoc("text/plain", x402ListTxt));
+discoveryRoutes.get(ops.x402.route, quotesPartnerPrices, async (c) => {
   const cfg = cfgOf(c);
+  const pc = c.var.pricingConfig;
   // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
   const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
   return c.json(
     {
-      ...x402Manifest(cfg, sellables(cfg, c.var.pricingConfig)),
+      ...x402Manifest(cfg, sellables(cfg, pc)),
       ...(doc ? { reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`) } : {}),
       policy: callPolicy(cfg),
     },
@@ -69,14 +118,13 @@ discoveryRoutes.get("/.well-known/x402", quotesPartnerPrices, async (c) => {
     CACHE,
   );
 });
-discoveryRoutes.get("/.well-known/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/agents.json", (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/contracts/humanless.json", (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get("/openapi.json", quotesPartnerPrices, (c) =>
-  c.json(openApiDocument(cfgOf(c), c.var.pricingConfig), 200, CACHE),
+discoveryRoutes.get(ops.wellKnownAgents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.agents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.humanless.route, (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.openapi.route, quotesPartnerPrices, (c) =>
+  c.json(openApiDocument(cfgOf(c), c.var.pricingConfig, apiOperations), 200, CACHE),
 );
-discoveryRoutes.get("/services/:file{[a-z0-9-]+\\.json}", quotesPartnerPrices, (c) => {
-  const slug = (c.req.param("file") ?? "").replace(/\.json$/, "");
-  const spec = serviceSpec(cfgOf(c), c.var.pricingConfig, slug);
+discoveryRoutes.get(ops.service.route, quotesPartnerPrices, (c) => {
+  const spec = serviceSpec(cfgOf(c), c.var.pricingConfig, (c.req.param("file") ?? "").replace(/\.json$/, ""));
   return spec ? c.json(spec, 200, CACHE) : detail(c, 404, "Not Found");
 });

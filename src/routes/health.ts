@@ -1,8 +1,19 @@
 import { Hono } from "hono";
 import { INTERFACE_VERSION } from "../config";
+import { CLIENT_ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
+import { ledgerAnswers } from "../payments/ledger-report";
 
 export const healthRoutes = new Hono<AppEnv>();
+
+export const healthOperation = operation({
+  method: "get",
+  path: "/health",
+  operationId: "get_health",
+  summary: "Liveness with a real D1 and KV check",
+  tags: ["service"],
+  responses: { "200": json("Healthy"), "4XX": CLIENT_ERROR, "503": json("A dependency failed") },
+});
 
 async function check(probe: () => Promise<unknown>) {
   const started = Date.now();
@@ -15,9 +26,9 @@ async function check(probe: () => Promise<unknown>) {
 }
 
 /** Liveness plus a real round trip to D1 (schema present) and KV. 503 when either fails. */
-healthRoutes.get("/health", async (c) => {
+healthRoutes.get(healthOperation.route, async (c) => {
   const [d1, kv] = await Promise.all([
-    check(() => c.env.DB.prepare("SELECT count(*) AS n FROM payment_nonces").first()),
+    check(() => ledgerAnswers(c.env.DB)),
     check(() => c.env.KV.get("health:probe")),
   ]);
   const ok = d1.ok && kv.ok;

@@ -46,7 +46,7 @@ pageRoutes.use("/docs/*", async (c, next) => {
 });
 pageRoutes.get("/docs/mcp", (c) => c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
-  const { slug } = c.get("params") as z.infer<typeof docSlug>;
+  const { slug } = c.req.valid("param");
   const skill = skillBySlug(slug);
   if (!skill) return c.html(<NotFoundPage slug={slug} />, 404);
   const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));

@@ -2,9 +2,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { jsonBody } from "../http/validation";
 import { partnerById, partnerEntry, partnersListing } from "../partners/listing";
-import { REFINERY_SKILL_PATH, refineryBody } from "../partners/refinery-skill";
 import { partnerConfigOf, partnerConfigured, tryTargetOf } from "../partners/request";
 import { cacheBody, knownTryTarget, refuseHead, tryResource, trySoldPerCall } from "../partners/try-steps";
 import { idempotent } from "../payments/idempotency";
@@ -14,14 +12,15 @@ import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";
 import { recordCall } from "../stats/record";
+import { partnerOps } from "./partner-operations";
 
 export const partnerRoutes = new Hono<AppEnv>();
 
-partnerRoutes.get("/api/partners", partnerConfigured("partners"), (c) =>
+partnerRoutes.get(partnerOps.list.route, partnerConfigured("partners"), (c) =>
   c.json(partnersListing(c.var.partnerConfig, publicConfig(c.env, c.req.url))),
 );
 
-partnerRoutes.get("/api/partners/:partner_id", partnerConfigured("partners"), (c) => {
+partnerRoutes.get(partnerOps.one.route, partnerConfigured("partners"), (c) => {
   const partner = partnerById(c.req.param("partner_id"));
   if (!partner) return detail(c, 404, `Unknown partner "${c.req.param("partner_id")}"; see /api/partners.`);
   return c.json(partnerEntry(partner, c.var.partnerConfig, publicConfig(c.env, c.req.url)));
@@ -33,7 +32,7 @@ const per =
   (c, next) =>
     make(c)(c, next);
 
-const TRY_PATH = "/api/partners/:partner_id/try/:service_id";
+const TRY_PATH = partnerOps.tryGet.route;
 for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,
@@ -57,7 +56,7 @@ for (const method of ["GET", "POST"] as const) {
 
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
-  REFINERY_SKILL_PATH,
+  partnerOps.refinery.route,
   recordCall("refinery_recipes", () => 0),
   quota("refinery_recipes"),
   cacheBody,
@@ -67,7 +66,7 @@ partnerRoutes.post(
   recordPayment("refinery_recipes"),
   // Without a valid partner configuration the route answers 503, before any payment is asked.
   partnerGate((c) => !("error" in partnerConfigOf(c))),
-  jsonBody(refineryBody),
+  partnerOps.refinery.validate,
   guardAuthorization("refinery_recipes"),
   partnerConfigured("partners"),
   answerRefinery,

@@ -1,12 +1,26 @@
 import { Hono } from "hono";
 import { publicConfig } from "../config";
+import { statsSchema } from "../discovery/openapi-components";
+import { CLIENT_ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { ReliabilityPage } from "../pages/reliability";
 import { callPolicy, publishedStats, STATS_MAX_AGE_SECONDS, waitUntilOf } from "../stats/published";
 
 export const statsRoutes = new Hono<AppEnv>();
 
-statsRoutes.get("/api/stats", async (c) => {
+export const statsOperation = operation({
+  method: "get",
+  path: "/api/stats",
+  operationId: "get_stats",
+  summary: "Measured reliability per skill over 24 h and 7 days (free, CORS-open, cached 60 s)",
+  tags: ["discovery"],
+  responses: {
+    "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema),
+    "4XX": CLIENT_ERROR,
+  },
+});
+
+statsRoutes.get(statsOperation.route, async (c) => {
   const { doc, hit } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
   return c.json(doc, 200, {
     // Free and public: any origin may read it (set here too, whatever the app-wide CORS does).

@@ -388,6 +388,85 @@ describe("OpenAPI", () => {
     expect(operations.length).toBeGreaterThanOrEqual(skills.length);
     expect(operations.length).toBeLessThanOrEqual(40);
   });
+
+  it("every non-skill route refuses what its documented request schema refuses (one declaration feeds both)", async () => {
+    interface Bounded {
+      maximum?: number;
+      maxLength?: number;
+      enum?: unknown[];
+      pattern?: string;
+    }
+    /** A value the schema rejects, derived from the document (never hard-coded per route). */
+    const outside = (s: Bounded): unknown =>
+      s.maximum !== undefined
+        ? s.maximum + 1
+        : s.maxLength !== undefined
+          ? "x".repeat(s.maxLength + 1)
+          : s.enum
+            ? `not-${String(s.enum[0])}`
+            : s.pattern
+              ? "\u0000"
+              : undefined;
+    interface Op {
+      responses: Record<string, unknown>;
+      parameters?: { name: string; in: string; schema: Bounded }[];
+      requestBody?: {
+        content: Record<string, { schema: { properties?: Record<string, Bounded> }; example?: object }>;
+      };
+    }
+    const doc = await load();
+    const get = await withVars({ ADMIN_TOKEN: "doc-t0ken" });
+    const headers = { authorization: "Bearer doc-t0ken", "content-type": "application/json" };
+    const refused: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, Op>>)) {
+      if (skills.some((s) => s.endpoint === path)) continue; // registry skills: validation.test.ts
+      const url = path.replace(/\{\w+\}/g, "x");
+      for (const [method, op] of Object.entries(ops)) {
+        // Paid routes validate after the payment is verified: partners.test.ts pays for those 422s.
+        if (op.responses["402"]) continue;
+        const cases: { init: RequestInit; query?: string; loc: string[] }[] = [];
+        for (const p of op.parameters ?? []) {
+          const bad = outside(p.schema);
+          if (p.in === "query" && bad !== undefined)
+            cases.push({
+              init: {},
+              query: `${p.name}=${encodeURIComponent(String(bad))}`,
+              loc: ["query", p.name],
+            });
+        }
+        const media = op.requestBody?.content["application/json"];
+        for (const [name, s] of Object.entries(media?.schema.properties ?? {})) {
+          const bad = outside(s);
+          if (bad !== undefined)
+            cases.push({
+              init: { body: JSON.stringify({ ...media?.example, [name]: bad }) },
+              loc: ["body", name],
+            });
+        }
+        for (const { init, query, loc } of cases) {
+          const res = await get(`${url}${query ? `?${query}` : ""}`, {
+            method: method.toUpperCase(),
+            headers,
+            ...init,
+          });
+          const what = `${method} ${path} ${loc.join(".")}`;
+          expect(res.status, what).toBe(422);
+          expect((await res.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc, what).toEqual(loc);
+          refused.push(what);
+        }
+      }
+    }
+    // Admin queries and bodies and the checkout body are all covered.
+    expect(refused).toEqual(
+      expect.arrayContaining([
+        "get /api/admin/payments query.limit",
+        "get /api/admin/payouts query.format",
+        "post /api/admin/payouts/{partner_id}/settle body.tx_hash",
+        "post /api/cardpay/checkout body.skill_id",
+        "post /api/cardpay/checkout body.quantity",
+      ]),
+    );
+  });
 });
 
 describe("pages", () => {

@@ -1,0 +1,135 @@
+import { ref } from "./operation";
+
+const nullableNumber = { type: ["number", "null"] };
+const windowFigures = {
+  type: "object",
+  properties: {
+    calls: { type: "integer" },
+    admitted: { type: "integer", description: "Calls that passed validation and payment" },
+    succeeded: { type: "integer" },
+    success_rate: { ...nullableNumber, description: "succeeded / admitted (2xx among admitted calls)" },
+    p50_ms: { ...nullableNumber, description: "Median server time of admitted calls" },
+    p95_ms: nullableNumber,
+    upstream_error_rate: {
+      ...nullableNumber,
+      description: "Network skills only: upstream 502/504 / admitted",
+    },
+    last_success_at: { type: ["string", "null"], format: "date-time" },
+  },
+};
+/** GET /api/stats (src/stats/query.ts). */
+export const statsSchema = {
+  type: "object",
+  properties: {
+    computed_at: { type: "string", format: "date-time" },
+    windows: { type: "object", description: "from/to of the 24h and 7d windows" },
+    source: { type: "string" },
+    retention_days: { type: "integer" },
+    skills: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          skill: { type: "string" },
+          windows: { type: "object", properties: { "24h": windowFigures, "7d": windowFigures } },
+        },
+      },
+    },
+  },
+};
+
+/** Schemas and security schemes that operations of openapi.json refer to by name. */
+export const components = {
+  schemas: {
+    ValidationError: {
+      type: "object",
+      required: ["loc", "msg", "type"],
+      properties: {
+        loc: { type: "array", items: { anyOf: [{ type: "string" }, { type: "integer" }] } },
+        msg: { type: "string" },
+        type: { type: "string" },
+        input: {},
+        ctx: { type: "object" },
+      },
+    },
+    HTTPValidationError: {
+      type: "object",
+      properties: { detail: { type: "array", items: ref("ValidationError") } },
+    },
+    Error: { type: "object", required: ["detail"], properties: { detail: { type: "string" } } },
+    UpstreamError: {
+      type: "object",
+      required: ["detail", "charged"],
+      properties: { detail: { type: "string" }, charged: { type: "boolean", const: false } },
+    },
+    PaymentRequired: {
+      type: "object",
+      required: ["x402Version", "accepts", "error"],
+      properties: {
+        x402Version: { type: "integer", const: 2 },
+        error: { type: "string", description: "Human-readable reason" },
+        reason: {
+          type: "string",
+          description: "Machine reason: payment_required or the facilitator's code",
+        },
+        resource: { type: "object" },
+        accepts: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["scheme", "network", "amount", "asset", "payTo"],
+            properties: {
+              scheme: { type: "string" },
+              network: { type: "string" },
+              amount: { type: "string", description: "USDC atomic units (6 decimals)" },
+              asset: { type: "string" },
+              payTo: { type: "string" },
+              maxTimeoutSeconds: { type: "integer" },
+              extra: { type: "object" },
+            },
+          },
+        },
+        extensions: { type: "object" },
+      },
+    },
+    CheckoutCreated: {
+      type: "object",
+      required: ["session_id", "checkout_url", "skill_id", "calls", "amount_usd"],
+      properties: {
+        session_id: { type: "string" },
+        checkout_url: { type: "string", format: "uri" },
+        skill_id: { type: "string" },
+        calls: { type: "integer" },
+        amount_usd: { type: "number" },
+      },
+    },
+    Catalog: {
+      type: "object",
+      required: ["skills", "x402_enabled", "cardpay_enabled", "free_beta", "hosted_partners"],
+      properties: {
+        skills: { type: "array", items: { type: "object" } },
+        x402_enabled: { type: "boolean" },
+        cardpay_enabled: { type: "boolean" },
+        free_beta: { type: "boolean" },
+        hosted_partners: { type: "array" },
+      },
+    },
+  },
+  securitySchemes: {
+    // Both are declared as API keys in the Authorization header (value "Bearer ...") so that
+    // discovery crawlers that only classify apiKey schemes recognise them as authentication.
+    CardCredits: {
+      type: "apiKey",
+      in: "header",
+      name: "Authorization",
+      description:
+        "Card-credit key: send `Authorization: Bearer mk_...` (an alternative to x402 on skill calls)",
+    },
+    AdminToken: {
+      type: "apiKey",
+      in: "header",
+      name: "Authorization",
+      description: "Maintainer token: send `Authorization: Bearer <ADMIN_TOKEN>`",
+    },
+  },
+};

@@ -1,0 +1,56 @@
+import { z } from "zod";
+import { reconciliationReport } from "./reconcile";
+import { MAX_TIMEOUT_SECONDS } from "./x402-gate";
+
+/** Filters of the admin view of the x402 ledger (GET /api/admin/payments). */
+export const paymentsQuery = z.object({
+  resource: z.string().max(200).optional(),
+  request_id: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+/**
+ * A 'running' authorization older than its own validity window can no longer settle: if it is
+ * still running then, the ledger write after its settlement failed, or the Worker was cut off.
+ */
+const RUNNING_GRACE_MS = MAX_TIMEOUT_SECONDS * 1000;
+
+/** The x402 ledger: settled payments, newest first, with totals over the filter. */
+export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQuery>) {
+  const where = "WHERE (?1 IS NULL OR resource = ?1) AND (?2 IS NULL OR request_id = ?2)";
+  const args = [q.resource ?? null, q.request_id ?? null];
+  const [rows, totals] = await db.batch([
+    db
+      .prepare(
+        `SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at, reconciled_at
+       FROM payments ${where} ORDER BY id DESC LIMIT ?3`,
+      )
+      .bind(...args, q.limit),
+    db
+      .prepare(
+        `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments ${where}`,
+      )
+      .bind(...args),
+  ]);
+  // Authorizations whose settlement was never confirmed (facilitator gave no answer, or the
+  // ledger write failed after settling): check each against the chain before crediting anyone.
+  const unconfirmed = await db
+    .prepare(
+      `SELECT nonce, request_id, resource, status, updated_at FROM payment_nonces
+     WHERE status = 'failed' OR (status = 'running' AND updated_at < ?1) ORDER BY updated_at DESC LIMIT 1000`,
+    )
+    .bind(Date.now() - RUNNING_GRACE_MS)
+    .all();
+  return {
+    payments: rows?.results ?? [],
+    totals: totals?.results[0] ?? { count: 0, amount_atomic: 0 },
+    unconfirmed: unconfirmed.results,
+    // What the reconciler decided from the chain (payments/reconcile.ts), newest first.
+    reconciliations: await reconciliationReport(db, q.limit),
+  };
+}
+
+/** A real read of the ledger (its table exists and D1 answers), for /health. */
+export async function ledgerAnswers(db: D1Database) {
+  await db.prepare("SELECT count(*) AS n FROM payment_nonces").first();
+}

@@ -1,0 +1,144 @@
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
+import { publicConfig } from "../config";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { queryParams, validationResponse, zodItems } from "../http/validation";
+import { CancelPage, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
+import {
+  findSession,
+  firstPayloadResult,
+  type SessionRow,
+  settleSession,
+  takeKeyReveal,
+} from "../payments/checkout-ledger";
+import { callsLeft } from "../payments/credits";
+import { checkRevealToken, revealToken } from "../payments/key-reveal";
+import { fetchSession, type RemoteSession, stripeClient } from "../payments/stripe";
+import { skillById } from "../skills/registry";
+
+/** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
+export const checkoutPageRoutes = new Hono<AppEnv>();
+
+const successQuery = z.object({ session_id: z.string().min(1).max(255) });
+const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
+const revealForm = z.object({ token: z.string().min(1).max(128) });
+
+/**
+ * Stripe's view of an open session D1 has not granted yet (late webhook); read only. Ids D1 does
+ * not know are never looked up here (no free Stripe calls for made-up ids): the webhook rebuilds a
+ * paid session missing from D1.
+ */
+async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessionId: string) {
+  const stripe = stripeClient(c.env);
+  if (!stripe || session?.status !== "open") return undefined;
+  try {
+    return (await fetchSession(stripe, sessionId)) ?? undefined;
+  } catch (e) {
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        msg: "stripe retrieve failed",
+        session_id: sessionId,
+        error: String(e),
+      }),
+    );
+    return undefined;
+  }
+}
+
+async function renderSuccess(
+  c: Context<AppEnv>,
+  sessionId: string,
+  session: SessionRow | null,
+  remote: RemoteSession | undefined,
+  reveal: RevealState,
+  apiKey?: string,
+) {
+  // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
+  const refresh = c.req.method !== "POST" ? successRefresh(session, remote?.paid === true) : undefined;
+  const left = session?.api_key_id ? await callsLeft(c.env.DB, session.api_key_id) : undefined;
+  const secret = c.env.STRIPE_SECRET_KEY;
+  const page = (
+    <SuccessPage
+      sessionId={sessionId}
+      session={session}
+      remote={remote}
+      skill={skillById(session?.skill_id ?? remote?.metadata.skill_id ?? "")}
+      apiKey={apiKey}
+      reveal={reveal}
+      revealToken={secret ? await revealToken(secret, sessionId) : undefined}
+      callsLeft={left}
+      baseUrl={publicConfig(c.env, c.req.url).baseUrl}
+    />
+  );
+  const known = session || remote?.paid;
+  // The page may carry a secret: never cache it anywhere.
+  return c.html(page, known ? 200 : 404, {
+    "cache-control": "no-store",
+    ...(refresh ? { refresh: String(refresh) } : {}),
+  });
+}
+
+/**
+ * The success page only reads: no grant, no reveal, no run (a GET or HEAD from a prefetcher or a
+ * link scanner changes nothing). The key is revealed by the page's POST form below.
+ */
+checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c) => {
+  const { session_id } = c.req.valid("query");
+  const session = await findSession(c.env.DB, session_id);
+  const remote = await stripeView(c, session, session_id);
+  const reveal: RevealState =
+    session?.api_key_reveal || (remote?.paid && !session?.api_key_id) ? "ready" : "shown";
+  return renderSuccess(c, session_id, session, remote, reveal);
+});
+
+/**
+ * "Reveal my key": an explicit POST with the page's token. Grants first when Stripe already says
+ * paid but the webhook is late, lets the first call finish (briefly), then consumes the reveal.
+ */
+checkoutPageRoutes.post(
+  "/checkout/success",
+  bodyLimit({ maxSize: 4096, onError: (c) => detail(c, 413, "Form body larger than 4096 bytes") }),
+  queryParams(successQuery),
+  async (c) => {
+    const { session_id } = c.req.valid("query");
+    // Defence in depth besides the token: browsers say where a form post comes from.
+    const site = c.req.header("sec-fetch-site");
+    const origin = c.req.header("origin");
+    const ours = [new URL(c.req.url).origin, new URL(publicConfig(c.env, c.req.url).baseUrl).origin];
+    if (site === "cross-site" || (origin && origin !== "null" && !ours.includes(origin))) {
+      return detail(c, 403, "The key reveal accepts only this site's own form.");
+    }
+    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+    const parsed = revealForm.safeParse(form, { reportInput: true });
+    if (!parsed.success) return validationResponse(c, zodItems(parsed.error, form, ["body"]));
+    const secret = c.env.STRIPE_SECRET_KEY;
+    const stripe = stripeClient(c.env);
+    if (!secret || !stripe) return detail(c, 503, "Card payments are not configured on this deployment.");
+    if (!(await checkRevealToken(secret, session_id, parsed.data.token))) {
+      return detail(c, 403, "This reveal form is not valid for this checkout; reload the success page.");
+    }
+    let session = await findSession(c.env.DB, session_id);
+    let remote: RemoteSession | undefined;
+    if (!session?.api_key_id) {
+      remote = await stripeView(c, session, session_id);
+      if (remote?.paid) {
+        await settleSession(c.env, remote);
+        session = await findSession(c.env.DB, session_id);
+      }
+    }
+    if (!session?.api_key_id) return renderSuccess(c, session_id, session, remote, "ready");
+    // Wait briefly for the first call (run here if no run holds it), so the key page shows its answer.
+    session = (await firstPayloadResult(c.env, session_id, 5_000)) ?? session;
+    const key = await takeKeyReveal(c.env, session_id);
+    return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);
+  },
+);
+
+checkoutPageRoutes.get("/checkout/cancel", queryParams(cancelQuery), (c) => {
+  const { skill_id } = c.req.valid("query");
+  return c.html(<CancelPage skill={skillById(skill_id)} skillId={skill_id} />);
+});

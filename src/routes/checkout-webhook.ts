@@ -1,0 +1,107 @@
+import { type Context, Hono } from "hono";
+import { ERROR, json, operation } from "../discovery/operation";
+import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { applyRefund, closeDispute, openDispute } from "../payments/card-refunds";
+import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
+import { fetchSession, type RemoteSession, stripeClient, webCrypto } from "../payments/stripe";
+import { eventSeen, recordEvent } from "../payments/webhook-events";
+
+/** Stripe's signed webhook: grants, refunds and disputes of card checkouts (payments/checkout-ledger.ts). */
+export const checkoutWebhookRoutes = new Hono<AppEnv>();
+
+export const webhookOperation = operation({
+  method: "post",
+  path: "/api/cardpay/webhook",
+  operationId: "stripe_webhook",
+  summary: "Stripe webhook (verified with the Stripe-Signature header)",
+  tags: ["checkout"],
+  headers: [{ name: "Stripe-Signature", in: "header", required: true, schema: { type: "string" } }],
+  responses: {
+    "200": json("Event received"),
+    "400": ERROR("Missing or invalid signature"),
+    "503": ERROR("Not configured"),
+  },
+});
+
+/** After the response: the first call must not hold the webhook answer (Stripe times out). */
+function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) {
+  const logged = work.catch((e) =>
+    console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
+  );
+  try {
+    c.executionCtx.waitUntil(logged);
+  } catch {
+    // No execution context (app.fetch without one, in tests): the promise still runs.
+  }
+}
+
+checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
+  const stripe = stripeClient(c.env);
+  const secret = c.env.STRIPE_WEBHOOK_SECRET;
+  if (!stripe || !secret) return detail(c, 503, "Card payments are not configured on this deployment.");
+  const signature = c.req.header("stripe-signature");
+  if (!signature) return detail(c, 400, "Missing Stripe-Signature header");
+  const raw = await c.req.text();
+  let event: Awaited<ReturnType<typeof stripe.webhooks.constructEventAsync>>;
+  try {
+    event = await stripe.webhooks.constructEventAsync(raw, signature, secret, undefined, webCrypto);
+  } catch {
+    return detail(c, 400, "Invalid Stripe-Signature");
+  }
+  const ref = { id: event.id, type: event.type };
+  const db = c.env.DB;
+  switch (event.type) {
+    case "checkout.session.completed":
+    case "checkout.session.async_payment_succeeded":
+    case "checkout.session.expired": {
+      if (await eventSeen(db, event.id)) return c.json({ received: true, outcome: "duplicate_event" });
+      // The event body only says which session; Stripe's current state decides (issue 19.5).
+      let remote: RemoteSession | null;
+      try {
+        remote = await fetchSession(stripe, event.data.object.id);
+      } catch (e) {
+        console.error(JSON.stringify({ level: "error", msg: "stripe retrieve failed", error: String(e) }));
+        // Not recorded: Stripe redelivers and the next attempt decides.
+        return detail(c, 502, "Could not confirm the session with Stripe; retry later.");
+      }
+      if (!remote) {
+        await recordEvent(db, ref);
+        return c.json({ received: true, outcome: "unknown_session" });
+      }
+      const outcome = await settleSession(c.env, remote, ref);
+      if (outcome === "granted") afterResponse(c, runFirstPayload(c.env, remote.id));
+      return c.json({
+        received: true,
+        outcome,
+        granted: outcome === "granted" || outcome === "already_granted",
+      });
+    }
+    case "checkout.session.async_payment_failed":
+      return c.json({ received: true, outcome: await failSession(db, event.data.object.id, ref) });
+    case "charge.refunded": {
+      const charge = event.data.object;
+      const pi =
+        typeof charge.payment_intent === "string" ? charge.payment_intent : charge.payment_intent?.id;
+      const outcome = await applyRefund(
+        db,
+        { payment_intent: pi, amount: charge.amount, amount_refunded: charge.amount_refunded },
+        ref,
+      );
+      return c.json({ received: true, outcome });
+    }
+    case "charge.dispute.created":
+    case "charge.dispute.closed": {
+      const d = event.data.object;
+      const pi = typeof d.payment_intent === "string" ? d.payment_intent : d.payment_intent?.id;
+      const outcome =
+        event.type === "charge.dispute.created"
+          ? await openDispute(db, { id: d.id, payment_intent: pi }, ref)
+          : await closeDispute(db, { id: d.id, status: d.status, payment_intent: pi }, ref);
+      return c.json({ received: true, outcome });
+    }
+    default:
+      await recordEvent(db, ref);
+      return c.json({ received: true, ignored: event.type });
+  }
+});

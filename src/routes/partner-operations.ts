@@ -1,0 +1,95 @@
+import {
+  CLIENT_ERROR,
+  type DocContext,
+  ERROR,
+  json,
+  operation,
+  ref,
+  VALIDATION,
+} from "../discovery/operation";
+import type { PriceRange } from "../partners/pricing";
+import { REFINERY_SLUG } from "../partners/pricing";
+import { REFINERY_SKILL_PATH, refineryBody, refineryExample } from "../partners/refinery-skill";
+
+/**
+ * The partner routes as openapi.json describes them; routes/partners.ts mounts them from here (kept
+ * apart so the declarations stay short beside the try proxy's middleware chain).
+ */
+
+/** Agentcash Discovery v1 price of a route whose price depends on the request. */
+const dynamicPrice = (range: PriceRange) => ({
+  price: { mode: "dynamic", currency: "USD", min: range.min, max: range.max },
+  protocols: [{ x402: {} }],
+});
+
+const list = operation({
+  method: "get",
+  path: "/api/partners",
+  operationId: "list_partners",
+  summary: ({ partner }: DocContext) =>
+    `Hosted partners and their services, priced at ${partner.multiplier}x the partner's price`,
+  tags: ["partners"],
+  responses: {
+    "200": json("Partner listing (spec 2.6, 2.7)"),
+    "4XX": CLIENT_ERROR,
+    "503": ERROR("Partner listing misconfigured"),
+  },
+});
+
+const one = operation({
+  method: "get",
+  path: "/api/partners/{partner_id}",
+  operationId: "get_partner",
+  summary: "One hosted partner",
+  tags: ["partners"],
+  responses: { "200": json("Partner (spec 2.6)"), "404": ERROR("Unknown partner") },
+});
+
+const tryIt = (method: "get" | "post") =>
+  operation({
+    method,
+    path: "/api/partners/{partner_id}/try/{service_id}",
+    operationId: `try_partner_service_${method}`,
+    summary: "Call a partner service through the marketplace (paid services by x402 at the listing price)",
+    tags: ["partners"],
+    responses: {
+      "200": json(
+        "Envelope with partner_id, service_id, upstream_status, charged, price_usd and the partner's body",
+      ),
+      "402": json("Payment required", ref("PaymentRequired")),
+      "404": ERROR("Unknown partner or service"),
+      "422": VALIDATION,
+      "502": json("The partner failed or asked for payment we cannot make; not charged"),
+      "504": json("The partner timed out; not charged"),
+    },
+    extensions: ({ partner }: DocContext) => ({ "x-payment-info": dynamicPrice(partner.tryRoutes) }),
+  });
+
+const refinery = operation({
+  method: "post",
+  path: REFINERY_SKILL_PATH,
+  operationId: "refinery_recipes",
+  summary: "Data Refinery recipes as a native skill (each recipe priced like its partner service)",
+  tags: ["partners"],
+  body: refineryBody,
+  example: refineryExample,
+  responses: {
+    "200": json("The recipe's result"),
+    "402": json("Payment required", ref("PaymentRequired")),
+    "422": VALIDATION,
+    "502": json("The partner failed; not charged"),
+  },
+  // The recipe in the body sets the price: x-x402 quotes the highest (what a challenge for a
+  // body without a recipe asks, a safe budget); the specSource lists each recipe's price.
+  extensions: ({ cfg, partner }: DocContext) => ({
+    "x-x402": {
+      price: `$${partner.refinery.max}`,
+      network: cfg.network,
+      specSource: `services/${REFINERY_SLUG}.json`,
+    },
+    "x-payment-info": dynamicPrice(partner.refinery),
+  }),
+});
+
+export const partnerOps = { list, one, tryGet: tryIt("get"), tryPost: tryIt("post"), refinery };
+export const partnerOperations = Object.values(partnerOps);

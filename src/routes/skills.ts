@@ -8,7 +8,7 @@ import { quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-gate";
-import { serializeOutput } from "../skills/raw-json";
+import { serializeOutput } from "../skills/lib/raw-json";
 import { skills } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented, UpstreamError } from "../skills/types";

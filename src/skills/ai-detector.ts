@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { AI_DETECTOR_EXAMPLE } from "./analytic-examples";
-import { cached } from "./cache";
 import { htmlToText } from "./html-clean";
-import { isHtml, loadPage, precheckUrl } from "./page";
-import { analyzeText, SIGNAL_WEIGHTS } from "./stylometry";
+import { cached } from "./lib/cache";
+import { isHtml, loadPage, precheckUrl } from "./lib/page";
+import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
+import { AI_DETECTOR_EXAMPLE } from "./osint-graph.example";
 import { cacheState, defineSkill, numberPerKey } from "./types";
 
 /** The same bound as the `text` field: a page is judged on its first 8000 characters of text. */

@@ -1,7 +1,7 @@
 import type { Schema, SchemaDraft } from "@cfworker/json-schema";
 import { z } from "zod";
 import { anyJson, InputError } from "../http/validation";
-import { InvalidPattern, meteredValidation, UnsupportedPattern, WorkLimitExceeded } from "./schema-work";
+import { InvalidPattern, meteredValidation, UnsupportedPattern, WorkLimitExceeded } from "./lib/schema-work";
 import { defineSkill } from "./types";
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { anyJson } from "../http/validation";
-import { RawJson } from "./raw-json";
+import { RawJson } from "./lib/raw-json";
 import { defineSkill } from "./types";
 
 /**

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";
-import { OSINT_EXAMPLE } from "./analytic-examples";
-import { cached, normalizeText } from "./cache";
+import { cached, normalizeText } from "./lib/cache";
+import { type WdEntity, WikidataClient } from "./lib/wikidata";
+import { OSINT_EXAMPLE } from "./osint-graph.example";
 import { cacheState, defineSkill } from "./types";
-import { type WdEntity, WikidataClient } from "./wikidata";
 
 const KINDS = ["person", "organization", "country", "place", "class", "industry", "entity"] as const;
 type Kind = (typeof KINDS)[number];

@@ -2,12 +2,12 @@ import { eng } from "stopword";
 import { z } from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";
-import { RESEARCH_EXAMPLE } from "./analytic-examples";
-import { cached, normalizeText } from "./cache";
 import { extractKeywords } from "./keyword-extract";
-import { sentencesOf, stem, wordsOf } from "./text-stats";
+import { cached, normalizeText } from "./lib/cache";
+import { sentencesOf, stem, wordsOf } from "./lib/text-stats";
+import { readExtracts, searchWikipedia, type WpArticle } from "./lib/wikipedia";
+import { RESEARCH_EXAMPLE } from "./osint-graph.example";
 import { cacheState, defineSkill } from "./types";
-import { readExtracts, searchWikipedia, type WpArticle } from "./wikipedia";
 
 const STOPWORDS = new Set<string>(eng);
 const ARTICLES = 3;

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { SEO_EXAMPLE } from "./analytic-examples";
-import { cached } from "./cache";
-import { loadPage, precheckUrl } from "./page";
-import { audit, WEIGHTS } from "./seo-audit";
+import { cached } from "./lib/cache";
+import { loadPage, precheckUrl } from "./lib/page";
+import { audit, WEIGHTS } from "./lib/seo-audit";
+import { SEO_EXAMPLE } from "./osint-graph.example";
 import { cacheState, defineSkill, numberPerKey } from "./types";
 
 export const seo = defineSkill({

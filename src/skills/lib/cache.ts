@@ -1,5 +1,5 @@
-import type { Bindings } from "../env";
-import { netConfig } from "../net/config";
+import type { Bindings } from "../../env";
+import { netConfig } from "../../net/config";
 
 /**
  * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.

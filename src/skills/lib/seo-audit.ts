@@ -1,5 +1,5 @@
 import { Parser } from "htmlparser2";
-import { extractKeywords } from "./keyword-extract";
+import { extractKeywords } from "../keyword-extract";
 import { wordsOf } from "./text-stats";
 
 /** On-page SEO audit of one HTML document: pure logic, no network. Weights in docs/ANALYTIC_SKILLS.md. */

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { InputError, jsonBody, validationResponse } from "../http/validation";
+import { UpstreamError } from "../net/fetcher";
 import { paymentGate } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
 import { quota } from "../payments/quotas";
@@ -11,7 +12,7 @@ import { explain402 } from "../payments/x402-gate";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skills } from "../skills/registry";
 import { runSkill } from "../skills/run";
-import { NotImplemented, UpstreamError } from "../skills/types";
+import { NotImplemented } from "../skills/types";
 import { recordCall } from "../stats/record";
 
 export const skillRoutes = new Hono<AppEnv>();

@@ -1,5 +1,4 @@
-import type { PaymentPayload } from "@x402/core/types";
-import type { VerifiedPayment } from "./payments/x402-http";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 
 /**
  * Bindings come from `wrangler types` (worker-configuration.d.ts); secrets are optional because a
@@ -40,6 +39,29 @@ export interface Variables {
   paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
   /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */
   cardCredit: { keyHash: string } | undefined;
+}
+
+/**
+ * A verified payment waiting for its settlement (in context as `x402Payment`; payments/x402-http.ts
+ * makes it). Declared here, with the other context variables, so env imports nothing from above.
+ */
+export interface VerifiedPayment {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  extensions: Record<string, unknown> | undefined;
+  /** Came as a v1 `X-PAYMENT`: the answer also carries `X-PAYMENT-RESPONSE`. */
+  v1: boolean;
+  /** Set once settlement started (early by a handler, or after it): it runs once. */
+  settlement?: Promise<Settled>;
+  /** Settles now (once); a handler that must not spend before the buyer paid calls it first. */
+  settle(): Promise<SettleResponse>;
+}
+
+/** How one settlement ended: the facilitator's answer and the headers the buyer gets. */
+export interface Settled {
+  result: SettleResponse;
+  headers: Record<string, string>;
+  failureBody?: unknown;
 }
 
 export interface PayoutShare {

@@ -5,12 +5,20 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/
  * deployment may run without card payments or an admin token, and the code must say so clearly.
  */
 export interface Secrets {
+  /**
+   * Stripe API key: card checkout, and the key that seals bought API keys until "Reveal my key"
+   * (payments/key-reveal.ts). Unset: card payments are off and the card routes answer 503.
+   */
   STRIPE_SECRET_KEY?: string;
+  /** Signing secret of the Stripe webhook endpoint; unset, the webhook answers 503. */
   STRIPE_WEBHOOK_SECRET?: string;
-  /** Stripe API origin; the local stack and tests point it at the emulator. */
+  /** Stripe API origin; the local stack and tests point it at the emulator. Unset: Stripe itself. */
   STRIPE_API_BASE?: string;
+  /** Bearer token of /api/admin/* and the /admin dashboard sign-in; unset, both answer 503. */
   ADMIN_TOKEN?: string;
+  /** Coinbase CDP facilitator credentials, sent only when both are set (FACILITATOR_URL on CDP). */
   CDP_API_KEY_ID?: string;
+  /** Secret half of the CDP API key (see CDP_API_KEY_ID). */
   CDP_API_KEY_SECRET?: string;
   /** Operating wallet key the marketplace pays x402-priced partner upstreams with (optional). */
   PARTNER_PAYER_KEY?: string;

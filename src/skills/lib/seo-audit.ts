@@ -1,8 +1,12 @@
-import { Parser } from "htmlparser2";
-import { extractKeywords } from "../keyword-extract";
+import { checkKeywords } from "./seo-keywords";
+import { type Scan, scan } from "./seo-scan";
 import { wordsOf } from "./text-stats";
 
-/** On-page SEO audit of one HTML document: pure logic, no network. Weights in docs/ANALYTIC_SKILLS.md. */
+/**
+ * On-page SEO audit of one HTML document: pure logic, no network. Weights in docs/ANALYTIC_SKILLS.md.
+ * One parse (seo-scan.ts), then one named check per line of the score breakdown; each sets its
+ * points and adds its advice, so `recommendations` follow the order of the checks.
+ */
 
 export const WEIGHTS = {
   title: 10,
@@ -26,227 +30,83 @@ type Check = keyof typeof WEIGHTS;
 const TITLE = [30, 60] as const;
 const DESCRIPTION = [70, 160] as const;
 const MIN_WORDS = 300;
-const DENSITY = [0.5, 3] as const;
-const MAX_KEYWORDS = 20;
-const SKIP_TEXT = new Set([
-  "script",
-  "style",
-  "noscript",
-  "template",
-  "svg",
-  "head",
-  "title",
-  "iframe",
-  "object",
-]);
-const VOID = new Set([
-  "area",
-  "base",
-  "br",
-  "col",
-  "embed",
-  "hr",
-  "img",
-  "input",
-  "link",
-  "meta",
-  "source",
-  "track",
-  "wbr",
-]);
 
-interface Scan {
-  lang: string | null;
-  title: string | null;
-  description: string | null;
-  robots: string | null;
-  viewport: boolean;
-  canonical: string | null;
-  og: Record<string, string>;
-  twitter: Record<string, string>;
-  headings: { level: number; text: string }[];
-  images: { src: string; alt: string | null }[];
-  jsonLd: string[];
-  microdata: number;
-  links: string[];
-  text: string;
-}
-
-function scan(html: string): Scan {
-  const s: Scan = {
-    lang: null,
-    title: null,
-    description: null,
-    robots: null,
-    viewport: false,
-    canonical: null,
-    og: {},
-    twitter: {},
-    headings: [],
-    images: [],
-    jsonLd: [],
-    microdata: 0,
-    links: [],
-    text: "",
-  };
-  const stack: string[] = [];
-  const body: string[] = [];
-  let capture: { kind: "title" | "heading" | "jsonld"; level: number; buf: string[] } | null = null;
-  const parser = new Parser(
-    {
-      onopentag(name, attrs) {
-        if (!VOID.has(name)) stack.push(name);
-        body.push(" ");
-        if ("itemscope" in attrs) s.microdata++;
-        switch (name) {
-          case "html":
-            if (attrs.lang?.trim()) s.lang ??= attrs.lang.trim();
-            break;
-          case "title":
-            if (s.title === null && !stack.includes("svg")) capture = { kind: "title", level: 0, buf: [] };
-            break;
-          case "meta": {
-            const key = (attrs.name ?? attrs.property ?? "").trim().toLowerCase();
-            const content = (attrs.content ?? "").trim();
-            if (key === "description") s.description ??= content;
-            else if (key === "robots") s.robots ??= content.toLowerCase();
-            else if (key === "viewport") s.viewport = true;
-            else if (key.startsWith("og:")) s.og[key] ??= content;
-            else if (key.startsWith("twitter:")) s.twitter[key] ??= content;
-            break;
-          }
-          case "link":
-            if ((attrs.rel ?? "").toLowerCase().split(/\s+/).includes("canonical"))
-              s.canonical ??= attrs.href ?? "";
-            break;
-          case "img":
-            s.images.push({ src: attrs.src ?? "", alt: "alt" in attrs ? (attrs.alt ?? "") : null });
-            break;
-          case "a":
-            if (attrs.href !== undefined) s.links.push(attrs.href);
-            break;
-          case "script":
-            if ((attrs.type ?? "").toLowerCase().trim() === "application/ld+json")
-              capture = { kind: "jsonld", level: 0, buf: [] };
-            break;
-          default: {
-            const m = /^h([1-6])$/.exec(name);
-            if (m && !capture) capture = { kind: "heading", level: Number(m[1]), buf: [] };
-          }
-        }
-      },
-      ontext(text) {
-        if (capture) capture.buf.push(text);
-        if (!stack.some((t) => SKIP_TEXT.has(t))) body.push(text);
-      },
-      onclosetag(name) {
-        if (!VOID.has(name)) {
-          const at = stack.lastIndexOf(name);
-          if (at >= 0) stack.length = at;
-        }
-        body.push(" ");
-        if (!capture) return;
-        const text = capture.buf.join("").replace(/\s+/g, " ").trim();
-        if (capture.kind === "title" && name === "title") {
-          s.title = text;
-          capture = null;
-        } else if (capture.kind === "jsonld" && name === "script") {
-          s.jsonLd.push(capture.buf.join(""));
-          capture = null;
-        } else if (capture.kind === "heading" && name === `h${capture.level}`) {
-          s.headings.push({ level: capture.level, text });
-          capture = null;
-        }
-      },
-    },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
-  );
-  parser.end(html);
-  s.text = body.join("").replace(/\s+/g, " ").trim();
-  return s;
-}
-
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-function occurrences(phrase: string, text: string) {
-  const re = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRe(phrase)}(?![\\p{L}\\p{N}])`, "giu");
-  return text.match(re)?.length ?? 0;
-}
 const short = (s: string, n = 60) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
-export interface KeywordReport {
-  keyword: string;
-  in_title: boolean;
-  in_h1: boolean;
-  in_description: boolean;
-  body_count: number;
-  density_percent: number;
+/** What the checks write: points per check and advice, in the order the checks run. */
+interface Findings {
+  points: Record<Check, number>;
+  recs: string[];
 }
 
-export function audit(html: string, pageUrl: string, given: string[] | null) {
-  const s = scan(html);
-  const base = new URL(pageUrl);
-  const points = {} as Record<Check, number>;
-  const recs: string[] = [];
-  const words = wordsOf(s.text).length;
-
-  // Title
-  const titleLen = s.title ? [...s.title].length : 0;
+function checkTitle(s: Scan, f: Findings) {
+  const length = s.title ? [...s.title].length : 0;
   if (!s.title) {
-    points.title = 0;
-    recs.push(`Add a <title> of ${TITLE[0]}-${TITLE[1]} characters that names the page's topic.`);
-  } else if (titleLen > TITLE[1]) {
-    points.title = 6;
-    recs.push(
-      `Shorten the title to ${TITLE[1]} characters or fewer (it has ${titleLen}); search results cut it.`,
+    f.points.title = 0;
+    f.recs.push(`Add a <title> of ${TITLE[0]}-${TITLE[1]} characters that names the page's topic.`);
+  } else if (length > TITLE[1]) {
+    f.points.title = 6;
+    f.recs.push(
+      `Shorten the title to ${TITLE[1]} characters or fewer (it has ${length}); search results cut it.`,
     );
-  } else if (titleLen < TITLE[0]) {
-    points.title = 6;
-    recs.push(
-      `Lengthen the title to at least ${TITLE[0]} characters (it has ${titleLen}): "${short(s.title)}".`,
+  } else if (length < TITLE[0]) {
+    f.points.title = 6;
+    f.recs.push(
+      `Lengthen the title to at least ${TITLE[0]} characters (it has ${length}): "${short(s.title)}".`,
     );
-  } else points.title = 10;
+  } else f.points.title = 10;
+  return { text: s.title, length };
+}
 
-  // Meta description
-  const descLen = s.description ? [...s.description].length : 0;
+function checkDescription(s: Scan, f: Findings) {
+  const length = s.description ? [...s.description].length : 0;
   if (!s.description) {
-    points.meta_description = 0;
-    recs.push(
+    f.points.meta_description = 0;
+    f.recs.push(
       `Add a meta description of ${DESCRIPTION[0]}-${DESCRIPTION[1]} characters summarising the page.`,
     );
-  } else if (descLen > DESCRIPTION[1] || descLen < DESCRIPTION[0]) {
-    points.meta_description = 6;
-    recs.push(
-      `${descLen > DESCRIPTION[1] ? "Shorten" : "Lengthen"} the meta description to ${DESCRIPTION[0]}-${DESCRIPTION[1]} characters (it has ${descLen}).`,
+  } else if (length > DESCRIPTION[1] || length < DESCRIPTION[0]) {
+    f.points.meta_description = 6;
+    f.recs.push(
+      `${length > DESCRIPTION[1] ? "Shorten" : "Lengthen"} the meta description to ${DESCRIPTION[0]}-${DESCRIPTION[1]} characters (it has ${length}).`,
     );
-  } else points.meta_description = 10;
+  } else f.points.meta_description = 10;
+  return { text: s.description, length };
+}
 
-  // Headings
+function checkH1(s: Scan, f: Findings) {
   const h1s = s.headings.filter((h) => h.level === 1);
-  if (h1s.length === 1 && h1s[0]?.text) points.h1 = 8;
+  if (h1s.length === 1 && h1s[0]?.text) f.points.h1 = 8;
   else if (h1s.length === 0) {
-    points.h1 = 0;
-    recs.push("Add one <h1> that states the page's main topic.");
+    f.points.h1 = 0;
+    f.recs.push("Add one <h1> that states the page's main topic.");
   } else if (h1s.length > 1) {
-    points.h1 = 4;
-    recs.push(
+    f.points.h1 = 4;
+    f.recs.push(
       `Use exactly one <h1> (found ${h1s.length}: ${h1s.map((h) => `"${short(h.text, 30)}"`).join(", ")}); make the others <h2>.`,
     );
   } else {
-    points.h1 = 4;
-    recs.push("Give the <h1> visible text.");
+    f.points.h1 = 4;
+    f.recs.push("Give the <h1> visible text.");
   }
-  const orderProblems: string[] = [];
+  return h1s;
+}
+
+function checkHeadingOrder(s: Scan, f: Findings) {
+  const problems: string[] = [];
   s.headings.forEach((h, i) => {
     const prev = s.headings[i - 1];
     if (i === 0 && h.level !== 1)
-      orderProblems.push(`the first heading is <h${h.level}> "${short(h.text, 30)}", not <h1>`);
+      problems.push(`the first heading is <h${h.level}> "${short(h.text, 30)}", not <h1>`);
     if (prev && h.level > prev.level + 1)
-      orderProblems.push(`<h${h.level}> "${short(h.text, 30)}" follows <h${prev.level}> (skips a level)`);
+      problems.push(`<h${h.level}> "${short(h.text, 30)}" follows <h${prev.level}> (skips a level)`);
   });
-  points.heading_order = s.headings.length > 0 && orderProblems.length === 0 ? 4 : 0;
-  if (orderProblems.length > 0) recs.push(`Fix the heading order: ${orderProblems.slice(0, 3).join("; ")}.`);
+  f.points.heading_order = s.headings.length > 0 && problems.length === 0 ? 4 : 0;
+  if (problems.length > 0) f.recs.push(`Fix the heading order: ${problems.slice(0, 3).join("; ")}.`);
+}
 
-  // Canonical
+/** The canonical URL resolved against the page, or null when missing or not http(s). */
+function checkCanonical(s: Scan, base: URL, f: Findings) {
   let canonical: string | null = null;
   if (s.canonical) {
     try {
@@ -254,63 +114,75 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
       if (c.protocol === "http:" || c.protocol === "https:") canonical = c.href;
     } catch {}
   }
-  points.canonical = canonical ? 5 : 0;
+  f.points.canonical = canonical ? 5 : 0;
   if (!canonical)
-    recs.push(
+    f.recs.push(
       s.canonical
         ? `Fix the canonical link: "${short(s.canonical)}" is not a valid http(s) URL.`
         : `Add <link rel="canonical" href="${base.origin}${base.pathname}"> to name the preferred URL.`,
     );
+  return canonical;
+}
 
-  // Robots
+function checkRobots(s: Scan, f: Findings) {
   const robots = s.robots ?? "";
   const noindex = /\b(noindex|none)\b/.test(robots);
   const nofollow = /\b(nofollow|none)\b/.test(robots);
-  points.robots = noindex ? 0 : nofollow ? 5 : 8;
+  f.points.robots = noindex ? 0 : nofollow ? 5 : 8;
   if (noindex)
-    recs.push(
+    f.recs.push(
       `Remove "noindex" from the robots meta tag ("${robots}") if this page should appear in search results.`,
     );
   else if (nofollow)
-    recs.push(`Remove "nofollow" from the robots meta tag so search engines follow this page's links.`);
+    f.recs.push(`Remove "nofollow" from the robots meta tag so search engines follow this page's links.`);
+}
 
-  // Language, viewport
-  points.lang = s.lang ? 4 : 0;
-  if (!s.lang) recs.push('Declare the page language on the root element, e.g. <html lang="en">.');
-  points.viewport = s.viewport ? 3 : 0;
+function checkLangAndViewport(s: Scan, f: Findings) {
+  f.points.lang = s.lang ? 4 : 0;
+  if (!s.lang) f.recs.push('Declare the page language on the root element, e.g. <html lang="en">.');
+  f.points.viewport = s.viewport ? 3 : 0;
   if (!s.viewport)
-    recs.push(
+    f.recs.push(
       'Add <meta name="viewport" content="width=device-width, initial-scale=1"> for mobile rendering.',
     );
+}
 
-  // Social tags
+function checkSocialTags(s: Scan, f: Findings) {
   const ogWanted = ["og:title", "og:description", "og:image"];
   const ogMissing = ogWanted.filter((k) => !s.og[k]);
-  points.open_graph = 2 * (ogWanted.length - ogMissing.length);
-  if (ogMissing.length > 0) recs.push(`Add Open Graph tags for link previews: ${ogMissing.join(", ")}.`);
-  points.twitter_card = s.twitter["twitter:card"] ? 3 : 0;
-  if (!s.twitter["twitter:card"]) recs.push('Add <meta name="twitter:card" content="summary_large_image">.');
+  f.points.open_graph = 2 * (ogWanted.length - ogMissing.length);
+  if (ogMissing.length > 0) f.recs.push(`Add Open Graph tags for link previews: ${ogMissing.join(", ")}.`);
+  f.points.twitter_card = s.twitter["twitter:card"] ? 3 : 0;
+  if (!s.twitter["twitter:card"])
+    f.recs.push('Add <meta name="twitter:card" content="summary_large_image">.');
+}
 
-  // Images
+function checkImages(s: Scan, f: Findings) {
   const noAlt = s.images.filter((i) => i.alt === null);
   const altCoverage = s.images.length === 0 ? 1 : (s.images.length - noAlt.length) / s.images.length;
-  points.image_alt = Math.round(8 * altCoverage * 10) / 10;
+  f.points.image_alt = Math.round(8 * altCoverage * 10) / 10;
   if (noAlt.length > 0)
-    recs.push(
+    f.recs.push(
       `Add alt text to ${noAlt.length} of ${s.images.length} images (${noAlt
         .slice(0, 3)
         .map((i) => short(i.src || "(no src)", 40))
         .join(", ")}); use alt="" only for decorative ones.`,
     );
+  return {
+    total: s.images.length,
+    missing_alt: noAlt.length,
+    alt_coverage: Math.round(altCoverage * 100) / 100,
+  };
+}
 
-  // Structured data
+/** JSON-LD `@type`s (inside `@graph` too) and how many blocks are not valid JSON. */
+function readJsonLd(blocks: string[]) {
   const types: string[] = [];
-  let invalidJsonLd = 0;
-  for (const block of s.jsonLd) {
+  let invalid = 0;
+  for (const block of blocks) {
     try {
       const data = JSON.parse(block) as unknown;
-      const items = Array.isArray(data) ? data : [data];
-      for (const item of items) {
+      for (const item of Array.isArray(data) ? data : [data]) {
         const graph = (item as { "@graph"?: unknown })?.["@graph"];
         for (const node of Array.isArray(graph) ? graph : [item]) {
           const t = (node as { "@type"?: unknown })?.["@type"];
@@ -318,24 +190,32 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
         }
       }
     } catch {
-      invalidJsonLd++;
+      invalid++;
     }
   }
-  const validBlocks = s.jsonLd.length - invalidJsonLd;
-  points.structured_data = validBlocks > 0 || s.microdata > 0 ? 5 : 0;
-  if (invalidJsonLd > 0)
-    recs.push(`Fix ${invalidJsonLd} JSON-LD block(s) that are not valid JSON; search engines ignore them.`);
-  else if (points.structured_data === 0)
-    recs.push(
+  return { types, invalid };
+}
+
+function checkStructuredData(s: Scan, f: Findings) {
+  const { types, invalid } = readJsonLd(s.jsonLd);
+  f.points.structured_data = s.jsonLd.length - invalid > 0 || s.microdata > 0 ? 5 : 0;
+  if (invalid > 0)
+    f.recs.push(`Fix ${invalid} JSON-LD block(s) that are not valid JSON; search engines ignore them.`);
+  else if (f.points.structured_data === 0)
+    f.recs.push(
       "Add schema.org structured data (JSON-LD) describing the page, e.g. Article, Product or Organization.",
     );
+  return { json_ld_blocks: s.jsonLd.length, invalid_json_ld: invalid, types, microdata_items: s.microdata };
+}
 
-  // Content length
-  points.word_count = Math.round(10 * Math.min(1, words / MIN_WORDS) * 10) / 10;
+function checkWordCount(words: number, f: Findings) {
+  f.points.word_count = Math.round(10 * Math.min(1, words / MIN_WORDS) * 10) / 10;
   if (words < MIN_WORDS)
-    recs.push(`Expand the main content: ${words} words of text; aim for at least ${MIN_WORDS}.`);
+    f.recs.push(`Expand the main content: ${words} words of text; aim for at least ${MIN_WORDS}.`);
+}
 
-  // Links
+/** http(s) links to this site (www. ignored) and to others; fragments, mailto: and the like skipped. */
+function checkLinks(s: Scan, base: URL, f: Findings) {
   let internal = 0;
   let external = 0;
   for (const href of s.links) {
@@ -347,77 +227,43 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
       else external++;
     } catch {}
   }
-  points.links = (internal > 0 ? 4 : 0) + (external > 0 ? 2 : 0);
+  f.points.links = (internal > 0 ? 4 : 0) + (external > 0 ? 2 : 0);
   if (internal === 0)
-    recs.push("Link to related pages of the same site so crawlers and readers can find them.");
-  if (external === 0) recs.push("Cite at least one relevant external source with a link.");
+    f.recs.push("Link to related pages of the same site so crawlers and readers can find them.");
+  if (external === 0) f.recs.push("Cite at least one relevant external source with a link.");
+  return { internal, external };
+}
 
-  // Keywords
-  const cleaned = (given ?? [])
-    .map((k) => k.replace(/\s+/g, " ").trim().toLowerCase().slice(0, 100))
-    .filter((k, i, all) => k !== "" && all.indexOf(k) === i)
-    .slice(0, MAX_KEYWORDS);
-  const extracted = cleaned.length === 0;
-  const keywords = extracted
-    ? extractKeywords(`${s.title ?? ""} ${s.text}`, 5).keywords.map((k) => k.term)
-    : cleaned;
-  const lower = {
-    title: (s.title ?? "").toLowerCase(),
-    h1: h1s
-      .map((h) => h.text)
-      .join(" ")
-      .toLowerCase(),
-    description: (s.description ?? "").toLowerCase(),
-    body: s.text.toLowerCase(),
-  };
-  const reports: KeywordReport[] = keywords.map((keyword) => {
-    const count = occurrences(keyword, lower.body);
-    const span = Math.max(1, wordsOf(keyword).length);
-    return {
-      keyword,
-      in_title: occurrences(keyword, lower.title) > 0,
-      in_h1: occurrences(keyword, lower.h1) > 0,
-      in_description: occurrences(keyword, lower.description) > 0,
-      body_count: count,
-      density_percent: words === 0 ? 0 : Math.round(((count * span) / words) * 10000) / 100,
-    };
-  });
-  let kwPoints = 0;
-  for (const r of reports) {
-    const inRange = r.density_percent >= DENSITY[0] && r.density_percent <= DENSITY[1];
-    kwPoints += (r.in_title ? 3 : 0) + (r.in_h1 ? 3 : 0) + (r.in_description ? 2 : 0) + (inRange ? 2 : 0);
-    const missing = [
-      !r.in_title && "the title",
-      !r.in_h1 && "the <h1>",
-      !r.in_description && "the meta description",
-    ]
-      .filter(Boolean)
-      .join(", ");
-    if (missing) recs.push(`Use the keyword "${r.keyword}" in ${missing}.`);
-    if (r.body_count === 0)
-      recs.push(`The keyword "${r.keyword}" does not occur in the body text; cover it.`);
-    // Stuffing needs repetition: one or two mentions on a short page are not over-optimisation.
-    else if (r.density_percent > DENSITY[1] && r.body_count >= 3)
-      recs.push(
-        `The keyword "${r.keyword}" makes up ${r.density_percent}% of the text; reduce repetition below ${DENSITY[1]}%.`,
-      );
-    else if (r.density_percent < DENSITY[0])
-      recs.push(
-        `The keyword "${r.keyword}" is ${r.density_percent}% of the text; mention it a little more (${DENSITY[0]}-${DENSITY[1]}%).`,
-      );
-  }
-  points.keywords = reports.length === 0 ? 0 : Math.round((kwPoints / reports.length) * 10) / 10;
+export function audit(html: string, pageUrl: string, given: string[] | null) {
+  const s = scan(html);
+  const base = new URL(pageUrl);
+  const f: Findings = { points: {} as Record<Check, number>, recs: [] };
+  const words = wordsOf(s.text).length;
+  const title = checkTitle(s, f);
+  const meta_description = checkDescription(s, f);
+  const h1s = checkH1(s, f);
+  checkHeadingOrder(s, f);
+  const canonical = checkCanonical(s, base, f);
+  checkRobots(s, f);
+  checkLangAndViewport(s, f);
+  checkSocialTags(s, f);
+  const images = checkImages(s, f);
+  const structured_data = checkStructuredData(s, f);
+  checkWordCount(words, f);
+  const links = checkLinks(s, base, f);
+  const h1Text = h1s.map((h) => h.text).join(" ");
+  const kw = checkKeywords(s, h1Text, words, given, f.recs);
+  f.points.keywords = kw.points;
 
-  const score = Math.round(Object.values(points).reduce((a, b) => a + b, 0));
   return {
-    keywords,
-    keywords_extracted: extracted,
-    score,
-    recommendations: recs,
-    score_breakdown: points,
+    keywords: kw.keywords,
+    keywords_extracted: kw.extracted,
+    score: Math.round(Object.values(f.points).reduce((a, b) => a + b, 0)),
+    recommendations: f.recs,
+    score_breakdown: f.points,
     checks: {
-      title: { text: s.title, length: titleLen },
-      meta_description: { text: s.description, length: descLen },
+      title,
+      meta_description,
       headings: s.headings.slice(0, 30),
       h1_count: h1s.length,
       canonical,
@@ -426,20 +272,11 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
       viewport: s.viewport,
       open_graph: s.og,
       twitter: s.twitter,
-      images: {
-        total: s.images.length,
-        missing_alt: noAlt.length,
-        alt_coverage: Math.round(altCoverage * 100) / 100,
-      },
-      structured_data: {
-        json_ld_blocks: s.jsonLd.length,
-        invalid_json_ld: invalidJsonLd,
-        types,
-        microdata_items: s.microdata,
-      },
+      images,
+      structured_data,
       word_count: words,
-      links: { internal, external },
-      keywords: reports,
+      links,
+      keywords: kw.reports,
     },
   };
 }

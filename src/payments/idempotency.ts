@@ -5,11 +5,11 @@ import { canonicalize } from "@x402/extensions/offer-receipt";
 import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context, MiddlewareHandler } from "hono";
 import { recoverTypedDataAddress } from "viem";
+import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
-import { sha256Hex } from "./receipts";
 
 /** How long a paid answer can be fetched again with its key (stated in docs/idempotency.md). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

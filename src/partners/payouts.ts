@@ -1,5 +1,6 @@
+import { microsToUsd as usd } from "../money";
+
 /** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
-const usd = (micros: number) => micros / 1_000_000;
 
 export async function owedSummary(db: D1Database) {
   const [byService, byPartner, batches, upstream, refunds] = await db.batch([

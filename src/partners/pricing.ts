@@ -1,4 +1,4 @@
-import { usdToMicros } from "../money";
+import { microsToUsd as usd, usdToMicros } from "../money";
 import type { PartnerService } from "./data";
 
 /** The spec's pricing rule: listing price = multiplier × partner price, the multiplier at least 3. */
@@ -27,8 +27,6 @@ export interface ServicePrices {
   revenue_vs_cost: number | null;
   our_margin_vs_cost: number | null;
 }
-
-const usd = (micros: bigint) => Number(micros) / 1_000_000;
 
 /** Every derived number of spec 2.7, computed (never stored) in integer micro-dollars. */
 export function servicePrices(service: PartnerService, multiplierMilli: bigint): ServicePrices {

@@ -20,11 +20,17 @@ export interface Secrets {
   CDP_API_KEY_ID?: string;
   /** Secret half of the CDP API key (see CDP_API_KEY_ID). */
   CDP_API_KEY_SECRET?: string;
-  /** Operating wallet key the marketplace pays x402-priced partner upstreams with (optional). */
+  /**
+   * Operating wallet key that pays x402-priced partner upstreams and refunds callers (refunds.ts).
+   * Unset: such partners answer 502 and refunds stay owed.
+   */
   PARTNER_PAYER_KEY?: string;
-  /** Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). */
+  /**
+   * Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). Unset: paid
+   * answers carry no receipt, 402s no signed offers, and the did:web document answers 503.
+   */
   RECEIPT_SIGNING_KEY?: string;
-  /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads authorizations there. */
+  /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads it. Unset: the cron skips. */
   RPC_URL?: string;
 }
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { htmlToText } from "./html-clean";
 import { cached } from "./lib/cache";
+import { htmlToText } from "./lib/html-convert";
 import { isHtml, loadPage, precheckUrl } from "./lib/page";
 import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
 import { cacheState, defineSkill, numberPerKey } from "./types";

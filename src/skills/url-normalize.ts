@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InputError } from "../http/validation";
-import { compareCodePoints } from "./json-sort";
+import { compareCodePoints } from "./lib/code-points";
 import { isTrackingParam } from "./lib/tracking-params";
 import { defineSkill } from "./types";
 

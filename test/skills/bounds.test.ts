@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { neutralizeScriptLinks } from "../../src/skills/html-clean";
+import { neutralizeScriptLinks } from "../../src/skills/lib/html-convert";
 import { jsonByteLength, MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
 import { RawJson } from "../../src/skills/lib/raw-json";
 import { meteredValidation, WORK_BUDGET_BASE, WORK_BUDGET_PER_NODE } from "../../src/skills/lib/schema-work";

@@ -5,27 +5,22 @@ import { defineConfig } from "vitest/config";
 
 const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
 
+/** A free loopback port, for a server a global setup starts later. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+
 // The Stripe emulator for unit tests listens on a port chosen here, so the Worker's bindings can
 // name it; test/stripe-setup.ts starts it. Vitest evaluates this file more than once in the same
 // process, so the port is chosen once and kept in process.env.
-process.env.TEST_STRIPE_PORT ??= String(
-  await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  }),
-);
+process.env.TEST_STRIPE_PORT ??= String(await freePort());
 const stripePort = Number(process.env.TEST_STRIPE_PORT);
 // Fixture upstreams of the analytic skills (test/fixtures/upstreams.mjs), chosen the same way.
-process.env.TEST_UPSTREAMS_PORT ??= String(
-  await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  }),
-);
+process.env.TEST_UPSTREAMS_PORT ??= String(await freePort());
 const upstreams = `http://127.0.0.1:${process.env.TEST_UPSTREAMS_PORT}`;
 
 export default defineConfig({

@@ -1,23 +1,36 @@
-import type { PaymentPayload } from "@x402/core/types";
-import type { VerifiedPayment } from "./payments/x402-http";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 
 /**
  * Bindings come from `wrangler types` (worker-configuration.d.ts); secrets are optional because a
  * deployment may run without card payments or an admin token, and the code must say so clearly.
  */
 export interface Secrets {
+  /**
+   * Stripe API key: card checkout, and the key that seals bought API keys until "Reveal my key"
+   * (payments/key-reveal.ts). Unset: card payments are off and the card routes answer 503.
+   */
   STRIPE_SECRET_KEY?: string;
+  /** Signing secret of the Stripe webhook endpoint; unset, the webhook answers 503. */
   STRIPE_WEBHOOK_SECRET?: string;
-  /** Stripe API origin; the local stack and tests point it at the emulator. */
+  /** Stripe API origin; the local stack and tests point it at the emulator. Unset: Stripe itself. */
   STRIPE_API_BASE?: string;
+  /** Bearer token of /api/admin/* and the /admin dashboard sign-in; unset, both answer 503. */
   ADMIN_TOKEN?: string;
+  /** Coinbase CDP facilitator credentials, sent only when both are set (FACILITATOR_URL on CDP). */
   CDP_API_KEY_ID?: string;
+  /** Secret half of the CDP API key (see CDP_API_KEY_ID). */
   CDP_API_KEY_SECRET?: string;
-  /** Operating wallet key the marketplace pays x402-priced partner upstreams with (optional). */
+  /**
+   * Operating wallet key that pays x402-priced partner upstreams and refunds callers (refunds.ts).
+   * Unset: such partners answer 502 and refunds stay owed.
+   */
   PARTNER_PAYER_KEY?: string;
-  /** Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). */
+  /**
+   * Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). Unset: paid
+   * answers carry no receipt, 402s no signed offers, and the did:web document answers 503.
+   */
   RECEIPT_SIGNING_KEY?: string;
-  /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads authorizations there. */
+  /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads it. Unset: the cron skips. */
   RPC_URL?: string;
 }
 
@@ -38,6 +51,29 @@ export interface Variables {
   paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
   /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */
   cardCredit: { keyHash: string } | undefined;
+}
+
+/**
+ * A verified payment waiting for its settlement (in context as `x402Payment`; payments/x402-http.ts
+ * makes it). Declared here, with the other context variables, so env imports nothing from above.
+ */
+export interface VerifiedPayment {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  extensions: Record<string, unknown> | undefined;
+  /** Came as a v1 `X-PAYMENT`: the answer also carries `X-PAYMENT-RESPONSE`. */
+  v1: boolean;
+  /** Set once settlement started (early by a handler, or after it): it runs once. */
+  settlement?: Promise<Settled>;
+  /** Settles now (once); a handler that must not spend before the buyer paid calls it first. */
+  settle(): Promise<SettleResponse>;
+}
+
+/** How one settlement ended: the facilitator's answer and the headers the buyer gets. */
+export interface Settled {
+  result: SettleResponse;
+  headers: Record<string, string>;
+  failureBody?: unknown;
 }
 
 export interface PayoutShare {

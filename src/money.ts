@@ -7,7 +7,8 @@ export function usdToMicros(usd: number): bigint {
   return BigInt(whole) * 1_000_000n + BigInt(frac.padEnd(6, "0"));
 }
 
-export function microsToUsd(micros: bigint): number {
+/** Dollars of micro-dollars: a bigint, a D1 integer or an x402 amount (a decimal string). */
+export function microsToUsd(micros: bigint | number | string): number {
   return Number(micros) / 1_000_000;
 }
 

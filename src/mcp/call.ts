@@ -5,7 +5,7 @@ import {
   encodePaymentSignatureHeader,
 } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
-import { markMcpRequest } from "../payments/mcp-resource";
+import { markMcpRequest } from "../http/mcp-request";
 import type { McpTool } from "./tools";
 
 /** x402 MCP transport (v2) `_meta` keys. */

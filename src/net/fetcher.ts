@@ -1,4 +1,3 @@
-import { UpstreamError } from "../skills/types";
 import type { NetConfig } from "./config";
 import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";
 import { readCappedBytes } from "./read-capped";
@@ -21,6 +20,19 @@ import { readCappedBytes } from "./read-capped";
 export class UrlRefused extends Error {
   constructor(readonly reason: string) {
     super(reason);
+  }
+}
+
+/**
+ * An upstream service (Wikipedia, a fetched page) failed or timed out: the caller gets a 502 or
+ * 504 with the reason, and a paid call is not settled (the answer is not 2xx).
+ */
+export class UpstreamError extends Error {
+  constructor(
+    readonly status: 502 | 504,
+    message: string,
+  ) {
+    super(message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { microsToUsd } from "../money";
 import type { owedSummary } from "../partners/payouts";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
@@ -5,7 +6,7 @@ import { Layout } from "./layout";
 import { ReliabilityTable } from "./reliability-table";
 
 type Row = Record<string, string | number>;
-const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
+const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
 
 export function AdminLoginPage(props: { error?: string }) {
   return (

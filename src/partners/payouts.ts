@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { microsToUsd as usd } from "../money";
 
 /** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */
 export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
@@ -12,7 +13,6 @@ export const settleBody = z.object({
 });
 
 /** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
-const usd = (micros: number) => micros / 1_000_000;
 
 export async function owedSummary(db: D1Database) {
   const [byService, byPartner, batches, upstream, refunds] = await db.batch([

@@ -1,4 +1,4 @@
-import { microsToUsd, trimDecimal, usdToMicros } from "../money";
+import { microsToUsd, trimDecimal, microsToUsd as usd, usdToMicros } from "../money";
 import type { PricingConfig } from "./config";
 import { PARTNERS, type Partner, type PartnerService } from "./data";
 import { REFINERY_SKILL_PATH, refineryPartner } from "./refinery-skill";
@@ -14,8 +14,6 @@ export interface ServicePrices {
   revenue_vs_cost: number | null;
   our_margin_vs_cost: number | null;
 }
-
-const usd = (micros: bigint) => Number(micros) / 1_000_000;
 
 /** Every derived number of spec 2.7, computed (never stored) in integer micro-dollars. */
 export function servicePrices(service: PartnerService, multiplierMilli: bigint): ServicePrices {

@@ -1,8 +1,9 @@
 import type { Bindings } from "../env";
 import { InputError, zodItems } from "../http/validation";
+import { UpstreamError } from "../net/fetcher";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
-import { NotImplemented, UpstreamError } from "../skills/types";
+import { NotImplemented } from "../skills/types";
 import { hashKey, MAX_CALLS, newApiKey, spendCreditStatement } from "./credits";
 import { openKey, sealKey } from "./key-reveal";
 import type { RemoteSession } from "./stripe";

@@ -1,3 +1,4 @@
+import { sha256Hex } from "../digest";
 import type { Skill } from "../skills/types";
 
 /**
@@ -13,10 +14,8 @@ export function newApiKey(): string {
   return `${KEY_PREFIX}${btoa(b64).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
 }
 
-export async function hashKey(key: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+/** What api_keys stores instead of a key (and what rate limits and receipts name it by). */
+export const hashKey = (key: string): Promise<string> => sha256Hex(key);
 
 export function bearerKey(header: string | undefined): string | undefined {
   const m = /^Bearer\s+(mk_[A-Za-z0-9_-]{16,128})\s*$/.exec(header ?? "");

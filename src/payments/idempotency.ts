@@ -1,11 +1,11 @@
 import { canonicalize } from "@x402/extensions/offer-receipt";
 import type { MiddlewareHandler } from "hono";
+import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { parseJsonText } from "../http/validation";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
-import { sha256Hex } from "./receipts";
 
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
 

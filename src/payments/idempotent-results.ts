@@ -1,7 +1,7 @@
 import type { Context } from "hono";
+import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { sha256Hex } from "./receipts";
 
 /**
  * The stored answers of idempotent calls (idempotent_results, large bodies in KV): a key is

@@ -3,6 +3,7 @@ import type { SettleResponse } from "@x402/core/types";
 import { createJWS, OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
+import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { receiptKey } from "./receipt-key";
 
@@ -128,10 +129,4 @@ function receiptClaims(
     ...(s.amount || accepted?.amount ? { amount: s.amount || accepted?.amount } : {}),
     ...(accepted ? { asset: accepted.asset, payTo: accepted.payTo } : {}),
   };
-}
-
-export async function sha256Hex(bytes: Uint8Array | string): Promise<string> {
-  const data = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
-  const digest = await crypto.subtle.digest("SHA-256", data);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -1,8 +1,7 @@
 import type { PaymentRequirements } from "@x402/core/types";
 import { publicConfig } from "../config";
-import type { Bindings } from "../env";
+import type { Bindings, VerifiedPayment } from "../env";
 import { facilitatorClient, MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-gate";
-import type { VerifiedPayment } from "./x402-http";
 
 /**
  * Refunds of callers settled before the marketplace spent money for them (an x402-priced partner:

@@ -2,6 +2,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import { ledgerResource } from "../http/mcp-request";
 import {
   authorizationKey,
   claimAuthorization,
@@ -10,7 +11,6 @@ import {
   releaseAuthorization,
   type SettledPayment,
 } from "./ledger";
-import { ledgerResource } from "./mcp-resource";
 
 /**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the

@@ -9,7 +9,7 @@ import { isAddress } from "viem";
 import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
-import { formatUsd } from "../money";
+import { formatUsd, microsToUsd } from "../money";
 import { type PricingConfig, pricingConfig } from "../partners/config";
 import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
@@ -329,7 +329,7 @@ function explain(header: string, note: string | undefined): string | undefined {
     return undefined;
   }
   const offer = required.accepts[0];
-  const price = offer ? formatUsd(Number(offer.amount) / 1e6) : "a price";
+  const price = offer ? formatUsd(microsToUsd(offer.amount)) : "a price";
   const what = offer
     ? `${price} (${offer.amount} atomic units of USDC ${offer.asset} on ${offer.network}, paid to ${offer.payTo})`
     : price;

@@ -1,8 +1,8 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { HTTPAdapter, HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env";
+import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
 /**
@@ -55,19 +55,6 @@ class GateAdapter implements HTTPAdapter {
       return undefined;
     }
   }
-}
-
-/** A verified payment waiting for its settlement (in context as `x402Payment`). */
-export interface VerifiedPayment {
-  payload: PaymentPayload;
-  requirements: PaymentRequirements;
-  extensions: Record<string, unknown> | undefined;
-  /** Came as a v1 `X-PAYMENT`: the answer also carries `X-PAYMENT-RESPONSE`. */
-  v1: boolean;
-  /** Set once settlement started (early by a handler, or after it): it runs once. */
-  settlement?: Promise<Settled>;
-  /** Settles now (once); a handler that must not spend before the buyer paid calls it first. */
-  settle(): Promise<SettleResponse>;
 }
 
 function refuse(c: Context<AppEnv>, reason: string, message: string, required?: string) {
@@ -247,12 +234,6 @@ export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHand
     headers.set("content-type", "application/json");
     c.res = new Response(JSON.stringify(settled.failureBody), { status: 402, headers });
   };
-}
-
-interface Settled {
-  result: SettleResponse;
-  headers: Record<string, string>;
-  failureBody?: unknown;
 }
 
 async function settleOnce(

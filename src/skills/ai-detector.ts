@@ -1,9 +1,8 @@
 import { z } from "zod";
-import { AI_DETECTOR_EXAMPLE } from "./analytic-examples";
-import { cached } from "./cache";
-import { htmlToText } from "./html-clean";
-import { isHtml, loadPage, precheckUrl } from "./page";
-import { analyzeText, SIGNAL_WEIGHTS } from "./stylometry";
+import { cached } from "./lib/cache";
+import { htmlToText } from "./lib/html-convert";
+import { isHtml, loadPage, precheckUrl } from "./lib/page";
+import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
 import { cacheState, defineSkill, numberPerKey } from "./types";
 
 /** The same bound as the `text` field: a page is judged on its first 8000 characters of text. */
@@ -87,7 +86,55 @@ export const aiDetector = defineSkill({
     cache: cacheState.optional().meta({ description: "For a url: whether the KV cache answered." }),
   }),
   example_request: { text: "The quick brown fox jumps over the lazy dog. It was not amused." },
-  example_response: AI_DETECTOR_EXAMPLE,
+  // A real output of this code for example_request on the fixture upstreams of test/fixtures;
+  // a test compares it with a fresh run, so it cannot drift.
+  example_response: {
+    skill: "ai_detector",
+    url: null,
+    text_preview: "The quick brown fox jumps over the lazy dog. It was not amused.",
+    verdict: "uncertain",
+    ai_likelihood: 0.491,
+    human_likelihood: 0.509,
+    signals: {
+      avg_sentence_words: 6.5,
+      repetition_detected: false,
+      words: 13,
+      sentences: 2,
+      sentence_length_stdev: 2.5,
+      burstiness: null,
+      type_token_ratio: 0.923,
+      repeated_trigram_ratio: 0,
+      duplicate_sentences: 0,
+      punctuation_per_100_words: {
+        commas: 0,
+        semicolons: 0,
+        colons: 0,
+        dashes: 0,
+        exclamations: 0,
+        questions: 0,
+        parentheses: 0,
+        ellipses: 0,
+      },
+      function_word_ratio: 0.385,
+      contractions_per_100_words: 0,
+      first_person_per_100_words: 0,
+      connective_openers_per_100_words: 0,
+      scores: {
+        burstiness: 0,
+        sentence_length: -0.35,
+        lexical_diversity: 0,
+        repetition: -0.333,
+        punctuation: 0,
+        function_words: 0,
+      },
+      combined_z: -0.085,
+      length_factor: 0.087,
+    },
+    supported: ["text", "url"],
+    source: "text",
+    limits:
+      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only; unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
+  },
   async run({ url, text }, { env }) {
     const supported = ["text", "url"];
     if (text) {

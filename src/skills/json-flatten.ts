@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { anyJson } from "../http/validation";
-import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
+import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./lib/output-size";
 import { defineSkill } from "./types";
 
 /**

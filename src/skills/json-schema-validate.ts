@@ -1,7 +1,8 @@
 import type { Schema, SchemaDraft } from "@cfworker/json-schema";
 import { z } from "zod";
 import { anyJson, InputError } from "../http/validation";
-import { InvalidPattern, meteredValidation, UnsupportedPattern, WorkLimitExceeded } from "./schema-work";
+import { InvalidPattern, UnsupportedPattern } from "./lib/schema-patterns";
+import { meteredValidation, WorkLimitExceeded } from "./lib/schema-work";
 import { defineSkill } from "./types";
 
 /**

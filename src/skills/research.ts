@@ -2,12 +2,11 @@ import { eng } from "stopword";
 import { z } from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";
-import { RESEARCH_EXAMPLE } from "./analytic-examples";
-import { cached, normalizeText } from "./cache";
-import { extractKeywords } from "./keyword-extract";
-import { sentencesOf, stem, wordsOf } from "./text-stats";
+import { cached, normalizeText } from "./lib/cache";
+import { extractKeywords } from "./lib/keywords";
+import { sentencesOf, stem, wordsOf } from "./lib/text-stats";
+import { readExtracts, searchWikipedia, type WpArticle } from "./lib/wikipedia";
 import { cacheState, defineSkill } from "./types";
-import { readExtracts, searchWikipedia, type WpArticle } from "./wikipedia";
 
 const STOPWORDS = new Set<string>(eng);
 const ARTICLES = 3;
@@ -170,7 +169,54 @@ export const research = defineSkill({
     cache: cacheState,
   }),
   example_request: { query: "x402 payment protocol" },
-  example_response: RESEARCH_EXAMPLE,
+  // A real output of this code for example_request on the fixture upstreams of test/fixtures;
+  // a test compares it with a fresh run, so it cannot drift.
+  example_response: {
+    skill: "research",
+    query: "x402 payment protocol",
+    summary:
+      "The x402 payment protocol proposes such a convention: a server answers 402 with machine-readable payment requirements and the client retries with a signed payment. HTTP 402 Payment Required is a client error status code of the Hypertext Transfer Protocol. The code was reserved in early versions of HTTP for future use by digital payment systems. For a long time no common convention described how a server should state the payment it expects. Card networks charge fixed fees that make very small payments uneconomic.",
+    sources: [
+      {
+        title: "HTTP 402",
+        url: "https://en.wikipedia.org/wiki/HTTP_402",
+      },
+      {
+        title: "Micropayment",
+        url: "https://en.wikipedia.org/wiki/Micropayment",
+      },
+    ],
+    confidence: 1,
+    sentences: [
+      {
+        text: "The x402 payment protocol proposes such a convention: a server answers 402 with machine-readable payment requirements and the client retries with a signed payment.",
+        source: "HTTP 402",
+        score: 1,
+      },
+      {
+        text: "HTTP 402 Payment Required is a client error status code of the Hypertext Transfer Protocol.",
+        source: "HTTP 402",
+        score: 0.68,
+      },
+      {
+        text: "The code was reserved in early versions of HTTP for future use by digital payment systems.",
+        source: "HTTP 402",
+        score: 0.244,
+      },
+      {
+        text: "For a long time no common convention described how a server should state the payment it expects.",
+        source: "HTTP 402",
+        score: 0.244,
+      },
+      {
+        text: "Card networks charge fixed fees that make very small payments uneconomic.",
+        source: "Micropayment",
+        score: 0.219,
+      },
+    ],
+    total_hits: 2,
+    cache: "miss",
+  },
   async run({ query }, { env }) {
     const { value, cache } = await cached(env, "research", normalizeText(query), () =>
       researchQuery(env, query),

@@ -1,5 +1,5 @@
 import type { Bindings } from "../env";
-import { assertOutputSize } from "./output-size";
+import { assertOutputSize } from "./lib/output-size";
 import type { Skill } from "./types";
 
 /**

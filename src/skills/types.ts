@@ -73,16 +73,3 @@ export class NotImplemented extends Error {
 export function notImplemented(): never {
   throw new NotImplemented();
 }
-
-/**
- * An upstream service (Wikipedia, a fetched page) failed or timed out: the caller gets a 502 or
- * 504 with the reason, and a paid call is not settled (the answer is not 2xx).
- */
-export class UpstreamError extends Error {
-  constructor(
-    readonly status: 502 | 504,
-    message: string,
-  ) {
-    super(message);
-  }
-}

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { InputError } from "../http/validation";
-import { compareCodePoints } from "./json-sort";
-import { isTrackingParam } from "./tracking-params";
+import { compareCodePoints } from "./lib/code-points";
+import { isTrackingParam } from "./lib/tracking-params";
 import { defineSkill } from "./types";
 
 const HAS_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;

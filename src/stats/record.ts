@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { isMcpRequest } from "../payments/mcp-resource";
+import { isMcpRequest } from "../http/mcp-request";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -103,7 +103,7 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
       paymentMethod: method,
       amountMicro: outcome === "ok" ? chargedMicro(c, method, priceMicro) : 0,
       // MCP dispatches tools/call through these routes and marks the Request object it sends
-      // (payments/mcp-resource.ts): no header a client could forge.
+      // (http/mcp-request.ts): no header a client could forge.
       transport: isMcpRequest(c.req.raw) ? "mcp" : "http",
     };
     const write = writeCall(c.env, rec).catch((e) =>

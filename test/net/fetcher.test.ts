@@ -1,9 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { netConfig } from "../../src/net/config";
-import { fetchPublic, guardUrl, UrlRefused } from "../../src/net/fetcher";
+import { fetchPublic, guardUrl, UpstreamError, UrlRefused } from "../../src/net/fetcher";
 import { parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "../../src/net/ip-ranges";
-import { UpstreamError } from "../../src/skills/types";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "../skills/timeouts";

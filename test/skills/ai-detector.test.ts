@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { analyzeText } from "../../src/skills/lib/stylometry";
 import { skillById } from "../../src/skills/registry";
-import { analyzeText } from "../../src/skills/stylometry";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";

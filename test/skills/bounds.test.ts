@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { neutralizeScriptLinks } from "../../src/skills/html-clean";
-import { jsonByteLength, MAX_OUTPUT_BYTES } from "../../src/skills/output-size";
-import { RawJson } from "../../src/skills/raw-json";
+import { neutralizeScriptLinks } from "../../src/skills/lib/html-convert";
+import { jsonByteLength, MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
+import { RawJson } from "../../src/skills/lib/raw-json";
+import { meteredValidation, WORK_BUDGET_BASE, WORK_BUDGET_PER_NODE } from "../../src/skills/lib/schema-work";
 import { skills } from "../../src/skills/registry";
 import { runSkill } from "../../src/skills/run";
-import { meteredValidation, WORK_BUDGET_BASE, WORK_BUDGET_PER_NODE } from "../../src/skills/schema-work";
 import type { Skill } from "../../src/skills/types";
 import { trimTrailingDots } from "../../src/skills/url-normalize";
 import { postJson } from "../helpers";

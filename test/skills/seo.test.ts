@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { WEIGHTS } from "../../src/skills/lib/seo-audit";
 import { skillById } from "../../src/skills/registry";
-import { WEIGHTS } from "../../src/skills/seo-audit";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { extractKeywords } from "../../src/skills/keyword-extract";
+import { extractKeywords } from "../../src/skills/lib/keywords";
 import { limitSlug } from "../../src/skills/slugify";
 import { diffTexts } from "../../src/skills/text-diff";
 import { detailOf, postJson } from "../helpers";

@@ -1,7 +1,7 @@
-import type { Bindings } from "../env";
-import { InputError } from "../http/validation";
-import { netConfig } from "../net/config";
-import { type FetchedDoc, fetchPublic, literalRefusal, parseTarget, UrlRefused } from "../net/fetcher";
+import type { Bindings } from "../../env";
+import { InputError } from "../../http/validation";
+import { netConfig } from "../../net/config";
+import { type FetchedDoc, fetchPublic, literalRefusal, parseTarget, UrlRefused } from "../../net/fetcher";
 
 /** Caller-supplied URLs of seo and ai_detector: every refusal is a 422 on the request's `url`. */
 

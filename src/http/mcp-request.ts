@@ -3,6 +3,10 @@
  * they are sold under (`mcp:<tool>`). Keyed by the Request object itself: only code in this
  * isolate holding that object can name it, so no outside client can make its HTTP call be
  * recorded as an MCP one (a header could be forged).
+ *
+ * It lives in http/ because it marks a Request, and three peers read it: mcp/ sets it, payments/
+ * names the ledger resource from it, stats/ counts the call as an MCP one. Under all three, none
+ * of them imports another for it.
  */
 const mcpResources = new WeakMap<Request, string>();
 

@@ -1,4 +1,4 @@
-import { InputError } from "../http/validation";
+import { InputError } from "../../http/validation";
 import { RawJson } from "./raw-json";
 
 /**

@@ -1,5 +1,5 @@
-import type { NetConfig } from "../net/config";
-import { fetchApiJson } from "../net/fetcher";
+import type { NetConfig } from "../../net/config";
+import { fetchApiJson } from "../../net/fetcher";
 
 /** The slice of the Wikidata Action API that osint_graph reads (wbsearchentities, wbgetentities). */
 

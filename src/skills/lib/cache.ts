@@ -1,5 +1,6 @@
-import type { Bindings } from "../env";
-import { netConfig } from "../net/config";
+import { sha256Hex } from "../../digest";
+import type { Bindings } from "../../env";
+import { netConfig } from "../../net/config";
 
 /**
  * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.
@@ -12,10 +13,7 @@ const VERSION = "v1";
 export type CacheState = "hit" | "miss";
 
 async function cacheKey(skillId: string, normalized: unknown): Promise<string> {
-  const bytes = new TextEncoder().encode(JSON.stringify(normalized));
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `skill:${skillId}:${VERSION}:${hex}`;
+  return `skill:${skillId}:${VERSION}:${await sha256Hex(JSON.stringify(normalized))}`;
 }
 
 export async function cached<T>(

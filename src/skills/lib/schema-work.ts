@@ -8,7 +8,7 @@ import {
   schemaMapKeyword,
   Validator,
 } from "@cfworker/json-schema";
-import { RE2JS } from "re2js";
+import { checkPattern, compileRe2, NativeRegExp } from "./schema-patterns";
 
 /**
  * Bounded work for json_schema_validate (issue 15).
@@ -55,20 +55,6 @@ export class WorkLimitExceeded extends Error {
   }
 }
 
-/** A pattern that JavaScript accepts but RE2 cannot run in linear time (lookaround, backreference). */
-export class UnsupportedPattern extends Error {
-  constructor(
-    readonly pattern: string,
-    readonly path: (string | number)[],
-    readonly reason: string,
-  ) {
-    super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
-  }
-}
-
-/** A pattern that is not a valid ECMAScript regular expression: an invalid schema, as before. */
-export class InvalidPattern extends Error {}
-
 class Meter {
   used = 0;
   constructor(readonly budget: number) {}
@@ -80,19 +66,6 @@ class Meter {
 
 let active: Meter | undefined;
 const spend = (units: number) => active?.spend(units);
-
-const NativeRegExp = RegExp;
-const compiled = new Map<string, RE2JS>();
-
-function compileRe2(pattern: string): RE2JS {
-  let re = compiled.get(pattern);
-  if (!re) {
-    re = RE2JS.compile(RE2JS.translateRegExp(pattern));
-    if (compiled.size > 1000) compiled.clear();
-    compiled.set(pattern, re);
-  }
-  return re;
-}
 
 /**
  * What the validator gets for `new RegExp(pattern, "u")` while it runs. Construction checks the
@@ -257,20 +230,6 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
     }
   };
   visit(root, []);
-}
-
-function checkPattern(pattern: string, path: (string | number)[]) {
-  try {
-    new NativeRegExp(pattern, "u");
-  } catch (e) {
-    throw new InvalidPattern(`#/${path.join("/")}: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  try {
-    compileRe2(pattern);
-  } catch (e) {
-    const reason = e instanceof Error ? e.message : String(e);
-    throw new UnsupportedPattern(pattern, path, reason);
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
-import type { NetConfig } from "../net/config";
-import { fetchApiJson } from "../net/fetcher";
+import type { NetConfig } from "../../net/config";
+import { fetchApiJson } from "../../net/fetcher";
 
 /** The slice of the Wikipedia Action API that research reads: list=search, then TextExtracts. */
 

@@ -1,0 +1,103 @@
+import { extractKeywords } from "./keywords";
+import type { Scan } from "./seo-scan";
+import { wordsOf } from "./text-stats";
+
+/** The keyword part of the SEO audit: which keywords, where each appears, and how dense it is. */
+
+const DENSITY = [0.5, 3] as const;
+const MAX_KEYWORDS = 20;
+
+export interface KeywordReport {
+  keyword: string;
+  in_title: boolean;
+  in_h1: boolean;
+  in_description: boolean;
+  body_count: number;
+  density_percent: number;
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+function occurrences(phrase: string, text: string) {
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRe(phrase)}(?![\\p{L}\\p{N}])`, "giu");
+  return text.match(re)?.length ?? 0;
+}
+
+/** The caller's keywords (trimmed, lower-cased, deduplicated, capped), or the page's top five when none. */
+function chooseKeywords(s: Scan, given: string[] | null) {
+  const cleaned = (given ?? [])
+    .map((k) => k.replace(/\s+/g, " ").trim().toLowerCase().slice(0, 100))
+    .filter((k, i, all) => k !== "" && all.indexOf(k) === i)
+    .slice(0, MAX_KEYWORDS);
+  const extracted = cleaned.length === 0;
+  const keywords = extracted
+    ? extractKeywords(`${s.title ?? ""} ${s.text}`, 5).keywords.map((k) => k.term)
+    : cleaned;
+  return { keywords, extracted };
+}
+
+/** Lower-cased places a keyword is looked for. */
+interface Places {
+  title: string;
+  h1: string;
+  description: string;
+  body: string;
+}
+
+function reportKeyword(keyword: string, lower: Places, words: number): KeywordReport {
+  const count = occurrences(keyword, lower.body);
+  const span = Math.max(1, wordsOf(keyword).length);
+  return {
+    keyword,
+    in_title: occurrences(keyword, lower.title) > 0,
+    in_h1: occurrences(keyword, lower.h1) > 0,
+    in_description: occurrences(keyword, lower.description) > 0,
+    body_count: count,
+    density_percent: words === 0 ? 0 : Math.round(((count * span) / words) * 10000) / 100,
+  };
+}
+
+/** Up to 10 points for one keyword (title 3, h1 3, description 2, density in range 2), and advice. */
+function scoreKeyword(r: KeywordReport, recs: string[]) {
+  const inRange = r.density_percent >= DENSITY[0] && r.density_percent <= DENSITY[1];
+  const missing = [
+    !r.in_title && "the title",
+    !r.in_h1 && "the <h1>",
+    !r.in_description && "the meta description",
+  ]
+    .filter(Boolean)
+    .join(", ");
+  if (missing) recs.push(`Use the keyword "${r.keyword}" in ${missing}.`);
+  if (r.body_count === 0) recs.push(`The keyword "${r.keyword}" does not occur in the body text; cover it.`);
+  // Stuffing needs repetition: one or two mentions on a short page are not over-optimisation.
+  else if (r.density_percent > DENSITY[1] && r.body_count >= 3)
+    recs.push(
+      `The keyword "${r.keyword}" makes up ${r.density_percent}% of the text; reduce repetition below ${DENSITY[1]}%.`,
+    );
+  else if (r.density_percent < DENSITY[0])
+    recs.push(
+      `The keyword "${r.keyword}" is ${r.density_percent}% of the text; mention it a little more (${DENSITY[0]}-${DENSITY[1]}%).`,
+    );
+  return (r.in_title ? 3 : 0) + (r.in_h1 ? 3 : 0) + (r.in_description ? 2 : 0) + (inRange ? 2 : 0);
+}
+
+/** The keyword check: its points (the mean over keywords, out of 10), reports and advice. */
+export function checkKeywords(
+  s: Scan,
+  h1Text: string,
+  words: number,
+  given: string[] | null,
+  recs: string[],
+) {
+  const { keywords, extracted } = chooseKeywords(s, given);
+  const lower: Places = {
+    title: (s.title ?? "").toLowerCase(),
+    h1: h1Text.toLowerCase(),
+    description: (s.description ?? "").toLowerCase(),
+    body: s.text.toLowerCase(),
+  };
+  const reports = keywords.map((k) => reportKeyword(k, lower, words));
+  let total = 0;
+  for (const r of reports) total += scoreKeyword(r, recs);
+  const points = reports.length === 0 ? 0 : Math.round((total / reports.length) * 10) / 10;
+  return { keywords, extracted, reports, points };
+}

@@ -4,6 +4,7 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
+import { microsToUsd } from "../money";
 import { isSoldPerCall, servicePrices } from "../partners/pricing";
 import { type refineryBody, refineryPartner } from "../partners/refinery-skill";
 import { tryTargetOf } from "../partners/request";
@@ -77,7 +78,7 @@ const chargedFields = (refund: Refund | undefined) =>
         charged: true,
         refund: {
           status: refund.status,
-          amount_usd: Number(refund.amount) / 1e6,
+          amount_usd: microsToUsd(refund.amount),
           transaction: refund.transaction,
         },
       }
@@ -181,8 +182,10 @@ export async function answerTry(c: Context<AppEnv>) {
 }
 
 /** POST /api/skills/refinery-recipes: the recipe's partner service, answered in the skill's shape. */
-export async function answerRefinery(c: Context<AppEnv>) {
-  const body = c.get("body") as z.infer<typeof refineryBody>;
+export async function answerRefinery(
+  c: Context<AppEnv, string, { out: { json: z.infer<typeof refineryBody> } }>,
+) {
+  const body = c.req.valid("json");
   const partner = refineryPartner();
   const service = partner.services.find((s) => s.id === body.recipe);
   if (!service) return detail(c, 404, "Unknown recipe");

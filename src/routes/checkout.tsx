@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { publicConfig } from "../config";
+import { sha256Hex } from "../digest";
 import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
@@ -43,11 +44,6 @@ const creditsOperation = operation({
 });
 
 export const checkoutOperations = [createCheckout, webhookOperation, creditsOperation];
-
-async function sha256Hex(text: string) {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.validate, async (c) => {
   const body = c.req.valid("json");

@@ -18,7 +18,7 @@ async function payingFetch(
       import("@x402/core/client"),
       import("@x402/evm/exact/client"),
       import("@x402/fetch"),
-      import("../payments/signer"),
+      import("../signer"),
     ]);
   const network = publicConfig(env, "http://localhost").network;
   const client = registerExactEvmScheme(new x402Client(), {

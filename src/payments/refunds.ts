@@ -59,7 +59,7 @@ async function sendRefund(env: Bindings, r: RefundRequest, amount: bigint) {
   const [{ x402Client }, { registerExactEvmScheme }, { privateKeyToAccount }] = await Promise.all([
     import("@x402/core/client"),
     import("@x402/evm/exact/client"),
-    import("./signer"),
+    import("../signer"),
   ]);
   const cfg = publicConfig(env, "http://localhost");
   const requirements: PaymentRequirements = {

@@ -128,6 +128,7 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
  * Analytics Engine is written per call: it batches on its own and costs no round trip.
  */
 const MAX_BUFFERED = 100;
+const DEFAULT_FLUSH_MS = 2_000;
 const buffers = new WeakMap<D1Database, CallRecord[]>();
 
 /** Queues one record; returns the write this request must keep alive, if it is the one to flush. */
@@ -139,7 +140,7 @@ export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void>
     buffers.set(env.DB, buf);
   }
   buf.push(r);
-  const waitMs = Number(env.CALL_LOG_FLUSH_MS);
+  const waitMs = env.CALL_LOG_FLUSH_MS ? Number(env.CALL_LOG_FLUSH_MS) : DEFAULT_FLUSH_MS;
   if (buf.length >= MAX_BUFFERED || !(waitMs > 0)) return flushCalls(env.DB);
   if (buf.length === 1) return new Promise((ok) => setTimeout(ok, waitMs)).then(() => flushCalls(env.DB));
   return undefined;

@@ -300,7 +300,7 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   const note = c.get("creditNote");
   // The gate sends the unpaid offer already explained (once per cached answer); only a note about
   // a refused card key changes its text.
-  if (isUnpaidOffer(res)) {
+  if (isUnpaidOffer(c)) {
     if (note === undefined) return;
   } else {
     const existing = await res.clone().text();

@@ -98,10 +98,12 @@ interface ReadyAnswer {
   until: number;
 }
 
-/** Responses that carry the route's unpaid offer, already explained (see `explainUnpaid`). */
-const unpaidOffers = new WeakSet<Response>();
-/** True for a 402 made from the route's unpaid offer, whose body is already the explained offer. */
-export const isUnpaidOffer = (res: Response) => unpaidOffers.has(res);
+/**
+ * True when this request was answered with the route's unpaid offer, already explained. A context
+ * flag, not the Response's identity: hono/cors touches `c.res` before the route runs, so Hono
+ * copies every Response a handler returns.
+ */
+export const isUnpaidOffer = (c: Context<AppEnv>) => c.get("x402UnpaidOffer") === true;
 
 // A bound on the cached offers: routes x price tiers x (browser or not) stay far below it; past
 // it the map starts over rather than grow with request-chosen keys.
@@ -147,9 +149,8 @@ export function x402HttpGate(
     return { status: 402, body, headers, until: Date.now() + UNPAID_ANSWER_TTL_MS };
   };
   const send = (c: Context<AppEnv>, answer: ReadyAnswer) => {
-    const res = c.body(answer.body, answer.status, answer.headers);
-    if (answer.headers["content-type"] === "application/json") unpaidOffers.add(res);
-    return res;
+    if (answer.headers["content-type"] === "application/json") c.set("x402UnpaidOffer", true);
+    return c.body(answer.body, answer.status, answer.headers);
   };
   return async (c, next) => {
     const method = c.req.method;

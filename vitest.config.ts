@@ -43,6 +43,8 @@ export default defineConfig({
                 // Limits are proven in test/payments/quotas.test.ts, which turns them on; the other files
                 // test skill logic with many calls from one (absent) client IP.
                 RATE_LIMITS: "off",
+                // Tests read call_log right after a call: no batching window.
+                CALL_LOG_FLUSH_MS: "0",
                 // Unit tests exercise skill logic and validation; payments are proven end to end
                 // against the real local chain in test/e2e.
                 FREE_BETA: "true",

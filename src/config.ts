@@ -11,10 +11,39 @@ const list = (value: string | undefined) =>
     .map((v) => v.trim())
     .filter(Boolean);
 
-/** Public configuration read from vars, with the spec's defaults. */
-export function publicConfig(env: Bindings, requestUrl: string) {
-  const base = (env.BASE_URL || new URL(requestUrl).origin).replace(/\/+$/, "");
-  return {
+/**
+ * Public configuration read from vars, with the spec's defaults. Several steps of one request read
+ * it (gate, stats, pages), and parsing the request URL for its origin each time showed in the CPU
+ * profile of the 402 path: one frozen answer per bindings object and origin, built once.
+ */
+export function publicConfig(env: Bindings, requestUrl: string): PublicConfig {
+  // The runtime hands over absolute, normalized URLs: the origin is everything before the first
+  // "/" after the scheme's "//".
+  const end = requestUrl.indexOf("/", requestUrl.indexOf("//") + 2);
+  const origin = end < 0 ? requestUrl : requestUrl.slice(0, end);
+  let byOrigin = memo.get(env);
+  if (!byOrigin) {
+    byOrigin = new Map();
+    memo.set(env, byOrigin);
+  }
+  let cfg = byOrigin.get(origin);
+  if (!cfg) {
+    // The Host header picks the origin: bounded, so made-up hosts cannot grow the map.
+    if (byOrigin.size >= MAX_ORIGINS) byOrigin.clear();
+    cfg = build(env, origin);
+    byOrigin.set(origin, cfg);
+  }
+  return cfg;
+}
+
+const MAX_ORIGINS = 16;
+const memo = new WeakMap<Bindings, Map<string, PublicConfig>>();
+
+function build(env: Bindings, origin: string) {
+  const base = (env.BASE_URL || new URL(origin).origin).replace(/\/+$/, "");
+  const ownershipProofs = list(env.X402_OWNERSHIP_PROOFS);
+  const x402listTokens = list(env.X402LIST_TOKENS);
+  return Object.freeze({
     baseUrl: base,
     payTo: env.PAY_TO,
     network: env.X402_NETWORK,
@@ -25,8 +54,8 @@ export function publicConfig(env: Bindings, requestUrl: string) {
     cardpayEnabled: flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY),
     freeBeta: flag(env.FREE_BETA, false),
     contactEmail: env.CONTACT_EMAIL,
-    ownershipProofs: list(env.X402_OWNERSHIP_PROOFS),
-    x402listTokens: list(env.X402LIST_TOKENS),
-  };
+    ownershipProofs: Object.freeze(ownershipProofs) as string[],
+    x402listTokens: Object.freeze(x402listTokens) as string[],
+  });
 }
-export type PublicConfig = ReturnType<typeof publicConfig>;
+export type PublicConfig = ReturnType<typeof build>;

@@ -43,6 +43,8 @@ export interface Variables {
   creditNote: string | undefined;
   /** Set by a partner try call that the caller pays for: the partner's share goes to the payout ledger. */
   payout: PayoutShare | undefined;
+  /** The answer is the route's unpaid 402 offer, sent already explained (payments/x402-http.ts). */
+  x402UnpaidOffer: boolean | undefined;
   /** The x402 middleware verified this request's PAYMENT-SIGNATURE and let it through. */
   x402Verified: boolean | undefined;
   /** That verified payment: settled once, after the handler or early (payments/x402-http.ts). */

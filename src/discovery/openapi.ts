@@ -38,8 +38,8 @@ export const WEB_ONLY_ROUTES = [
   "GET /",
   "GET /applet",
   "GET /docs",
+  // Also /docs/mcp and /docs/reliability: taken by name on this route (routes/stats.tsx).
   "GET /docs/{slug}",
-  "GET /docs/mcp",
   // The MCP endpoint speaks JSON-RPC, not REST: it is described in agents.json (`mcp`), llms.txt,
   // AGENTS.md and /docs/mcp; its tools are the operations already listed here.
   "POST /mcp",
@@ -47,7 +47,6 @@ export const WEB_ONLY_ROUTES = [
   "DELETE /mcp",
   "PUT /mcp",
   "PATCH /mcp",
-  "GET /docs/reliability",
   "GET /checkout/success",
   "POST /checkout/success",
   "GET /checkout/cancel",

@@ -178,7 +178,7 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     ready: undefined,
     readyAt: undefined,
     refreshing: undefined,
-    middleware: x402HttpGate(httpServer),
+    middleware: x402HttpGate(httpServer, { explainUnpaid: (header) => explain(header, undefined) }),
   };
 }
 
@@ -297,11 +297,15 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   const res = c.res;
   const header = res.headers.get("payment-required");
   if (res.status !== 402 || !header || !res.headers.get("content-type")?.includes("json")) return;
-  if (!isUnpaidOffer(res)) {
+  const note = c.get("creditNote");
+  // The gate sends the unpaid offer already explained (once per cached answer); only a note about
+  // a refused card key changes its text.
+  if (isUnpaidOffer(c)) {
+    if (note === undefined) return;
+  } else {
     const existing = await res.clone().text();
     if (existing && existing !== "{}") return;
   }
-  const note = c.get("creditNote");
   // The same header and note always explain the same way: decoded and written once per isolate.
   const cacheKey = `${note ?? ""}\u0000${header}`;
   let body = explained.get(cacheKey);

@@ -62,6 +62,13 @@ function refuse(c: Context<AppEnv>, reason: string, message: string, required?: 
   return c.json({ error: `Payment rejected: ${message}`, reason }, 402);
 }
 
+/** An answer of the x402 server for this request only (a refused payment, a non-402 refusal). */
+function sendAnswer(c: Context<AppEnv>, response: UnpaidAnswer) {
+  for (const [k, v] of Object.entries(response.headers)) c.header(k, v);
+  if (response.isHtml) return c.html(String(response.body ?? ""), response.status as 402);
+  return c.json((response.body ?? {}) as object, response.status as 402);
+}
+
 /** An answer of the x402 server that is the same for every request that reaches it. */
 interface UnpaidAnswer {
   status: number;
@@ -70,10 +77,20 @@ interface UnpaidAnswer {
   isHtml?: boolean;
 }
 
-/** Responses that carry the unpaid offer with the empty body the route config gives them. */
-const unpaidOffers = new WeakSet<Response>();
-/** True for a 402 made from the unpaid offer (its body is `{}`, so explain402 need not read it). */
-export const isUnpaidOffer = (res: Response) => unpaidOffers.has(res);
+/** The unpaid answer as it is sent: body text and headers, built once. */
+interface ReadyAnswer {
+  status: 402;
+  body: string;
+  headers: Record<string, string>;
+  until: number;
+}
+
+/**
+ * True when this request was answered with the route's unpaid offer, already explained. A context
+ * flag, not the Response's identity: hono/cors touches `c.res` before the route runs, so Hono
+ * copies every Response a handler returns.
+ */
+export const isUnpaidOffer = (c: Context<AppEnv>) => c.get("x402UnpaidOffer") === true;
 
 // A bound on the cached offers: routes x price tiers x (browser or not) stay far below it; past
 // it the map starts over rather than grow with request-chosen keys.
@@ -84,18 +101,43 @@ const MAX_UNPAID_ANSWERS = 512;
  */
 const UNPAID_ANSWER_TTL_MS = 60_000;
 
-export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHandler<AppEnv> {
+export interface GateOptions {
+  /**
+   * The JSON body an unpaid 402 is sent with, from its encoded PAYMENT-REQUIRED header (the v1
+   * offer and a readable error: x402-gate.ts). Applied once per cached answer, so the unpaid path
+   * sends a ready body instead of building a Response and re-wrapping it in a later middleware
+   * (the 402 profile showed both copies, docs/PERFORMANCE.md).
+   */
+  explainUnpaid?: (header: string) => string | undefined;
+}
+
+export function x402HttpGate(
+  httpServer: x402HTTPResourceServer,
+  opts: GateOptions = {},
+): MiddlewareHandler<AppEnv> {
   const server = httpServer.server;
   // The unpaid 402 of a route (requirements, bazaar extension, encoded PAYMENT-REQUIRED) depends
   // only on this configuration, the route, its price and whether a browser asks; built once per
   // gate (one gate per isolate and configuration, x402-gate.ts) instead of on every request.
-  const unpaid = new Map<string, { answer: UnpaidAnswer; until: number }>();
-  const send = (c: Context<AppEnv>, response: UnpaidAnswer) => {
-    for (const [k, v] of Object.entries(response.headers)) c.header(k, v);
-    if (response.isHtml) return c.html(String(response.body ?? ""), response.status as 402);
-    const res = c.json((response.body ?? {}) as object, response.status as 402);
-    if (response.status === 402) unpaidOffers.add(res);
-    return res;
+  const unpaid = new Map<string, ReadyAnswer>();
+  const ready = (answer: UnpaidAnswer): ReadyAnswer => {
+    const headers = { ...answer.headers };
+    let body: string;
+    if (answer.isHtml) {
+      body = String(answer.body ?? "");
+      headers["content-type"] = "text/html; charset=UTF-8";
+    } else {
+      const header = Object.entries(headers).find(([k]) => k.toLowerCase() === "payment-required")?.[1];
+      body = (header && opts.explainUnpaid?.(header)) ?? JSON.stringify(answer.body ?? {});
+      headers["content-type"] = "application/json";
+    }
+    for (const k of Object.keys(headers))
+      if (k !== "content-type" && k.toLowerCase() === "content-type") delete headers[k];
+    return { status: 402, body, headers, until: Date.now() + UNPAID_ANSWER_TTL_MS };
+  };
+  const send = (c: Context<AppEnv>, answer: ReadyAnswer) => {
+    if (answer.headers["content-type"] === "application/json") c.set("x402UnpaidOffer", true);
+    return c.body(answer.body, answer.status, answer.headers);
   };
   return async (c, next) => {
     const method = c.req.method;
@@ -106,8 +148,9 @@ export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHand
     let header = c.req.header("payment-signature") || undefined;
     let v1 = false;
     const v1Header = header ? undefined : c.req.header("x-payment");
+    // A route of the table is priced (the table's keys are exact paths); no pattern match needed.
+    if (!route) return next();
     const probe: HTTPRequestContext = { adapter: new GateAdapter(c, header), path, method };
-    if (!route || !httpServer.requiresPayment(probe)) return next();
     const resource = {
       url: route.resource ?? c.req.url,
       description: route.description ?? "",
@@ -132,15 +175,17 @@ export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHand
       const browser = accept.includes("text/html") && (c.req.header("user-agent") ?? "").includes("Mozilla");
       const key = `${method} ${path}|${price}|${browser ? "html" : "json"}`;
       const cached = unpaid.get(key);
-      if (cached && cached.until > Date.now()) return send(c, cached.answer);
+      if (cached && cached.until > Date.now()) return send(c, cached);
       const result = await httpServer.processHTTPRequest(
         { adapter: new GateAdapter(c, undefined), path, method },
         undefined,
       );
       if (result.type !== "payment-error") return next();
+      if (result.response.status !== 402) return sendAnswer(c, result.response);
+      const answer = ready(result.response);
       if (unpaid.size >= MAX_UNPAID_ANSWERS) unpaid.clear();
-      unpaid.set(key, { answer: result.response, until: Date.now() + UNPAID_ANSWER_TTL_MS });
-      return send(c, result.response);
+      unpaid.set(key, answer);
+      return send(c, answer);
     }
 
     if (v1Header) {
@@ -176,11 +221,7 @@ export function x402HttpGate(httpServer: x402HTTPResourceServer): MiddlewareHand
       );
     }
     if (result.type === "no-payment-required") return next();
-    if (result.type === "payment-error") {
-      for (const [k, v] of Object.entries(result.response.headers)) c.header(k, v);
-      if (result.response.isHtml) return c.html(String(result.response.body ?? ""), 402);
-      return c.json((result.response.body ?? {}) as object, result.response.status as 402);
-    }
+    if (result.type === "payment-error") return sendAnswer(c, result.response);
 
     const { paymentPayload, paymentRequirements, declaredExtensions } = result;
     // A payment names the resource it was made for; a signature made for another route at the

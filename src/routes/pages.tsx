@@ -44,7 +44,11 @@ pageRoutes.use("/docs/*", async (c, next) => {
   if (slug !== asked && skillBySlug(slug)) return c.redirect(`/docs/${slug}`, 301);
   return next();
 });
-pageRoutes.get("/docs/mcp", (c) => c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />));
+// /docs/mcp by name on /docs/:slug, not a static route beside it (see routes/stats.tsx).
+pageRoutes.get("/docs/:slug", async (c, next) => {
+  if (c.req.param("slug") !== "mcp") return next();
+  return c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />);
+});
 pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
   const { slug } = c.req.valid("param");
   const skill = skillBySlug(slug);

@@ -30,8 +30,13 @@ statsRoutes.get(statsOperation.route, async (c) => {
   });
 });
 
-/** The policy and figures as a docs page (registered before /docs/:slug, which is for skills). */
-statsRoutes.get("/docs/reliability", async (c) => {
+/**
+ * The policy and figures as a docs page, /docs/reliability. Taken by name on the /docs/:slug route
+ * (the skills' pages; this router is mounted first): a static path beside a parameter makes Hono's
+ * RegExpRouter refuse the app, and every request then paid the slower TrieRouter.
+ */
+statsRoutes.get("/docs/:slug", async (c, next) => {
+  if (c.req.param("slug") !== "reliability") return next();
   const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
   return c.html(<ReliabilityPage doc={doc} policy={callPolicy(publicConfig(c.env, c.req.url))} />);
 });

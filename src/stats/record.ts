@@ -106,9 +106,8 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
       // (http/mcp-request.ts): no header a client could forge.
       transport: isMcpRequest(c.req.raw) ? "mcp" : "http",
     };
-    const write = writeCall(c.env, rec).catch((e) =>
-      console.error(JSON.stringify({ level: "error", msg: "stats write failed", error: String(e) })),
-    );
+    const write = queueCall(c.env, rec);
+    if (!write) return;
     try {
       c.executionCtx.waitUntil(write);
     } catch {
@@ -117,19 +116,95 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
   };
 }
 
-/** Writes one record to both sinks; the Analytics Engine binding is optional (absent locally). */
-export async function writeCall(env: AppEnv["Bindings"], r: CallRecord) {
+/**
+ * The D1 call log is written in batches, not once per call. An unpaid 402 is free to send, and
+ * its D1 insert was the most expensive part of the cheapest answer we give (the CPU profile of the
+ * 402 path, docs/PERFORMANCE.md): one write per request made every crawler and every `curl` loop a
+ * D1 write load. An isolate gathers records for `CALL_LOG_FLUSH_MS` (or up to MAX_BUFFERED) and
+ * writes them in one batch. Whoever flushes writes in its own request's waitUntil: the first
+ * record of a batch sleeps and then flushes, a request that fills the buffer flushes at once, so no
+ * promise crosses request contexts. An isolate evicted inside the window loses those records:
+ * statistics, never money (ledgers and claims are written on the request path).
+ * Analytics Engine is written per call: it batches on its own and costs no round trip.
+ */
+const MAX_BUFFERED = 100;
+const DEFAULT_FLUSH_MS = 2_000;
+const buffers = new WeakMap<D1Database, CallRecord[]>();
+
+/** Queues one record; returns the write this request must keep alive, if it is the one to flush. */
+export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void> | undefined {
+  writeDataPoint(env, r);
+  let buf = buffers.get(env.DB);
+  if (!buf) {
+    buf = [];
+    buffers.set(env.DB, buf);
+  }
+  buf.push(r);
+  const waitMs = env.CALL_LOG_FLUSH_MS ? Number(env.CALL_LOG_FLUSH_MS) : DEFAULT_FLUSH_MS;
+  if (buf.length >= MAX_BUFFERED || !(waitMs > 0)) return flushCalls(env.DB);
+  if (buf.length === 1) return new Promise((ok) => setTimeout(ok, waitMs)).then(() => flushCalls(env.DB));
+  return undefined;
+}
+
+function flushCalls(db: D1Database): Promise<void> {
+  const buf = buffers.get(db);
+  if (!buf?.length) return Promise.resolve();
+  buffers.set(db, []);
+  return insertCalls(db, buf).catch((e) =>
+    console.error(
+      JSON.stringify({ level: "error", msg: "stats write failed", rows: buf.length, error: String(e) }),
+    ),
+  );
+}
+
+// D1 binds at most 100 parameters per statement: 12 rows of 8.
+const ROWS_PER_INSERT = 12;
+
+async function insertCalls(db: D1Database, rows: CallRecord[]) {
+  const statements: D1PreparedStatement[] = [];
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const chunk = rows.slice(i, i + ROWS_PER_INSERT);
+    const values = chunk.map(
+      (_, j) => `(${Array.from({ length: 8 }, (_, k) => `?${j * 8 + k + 1}`).join(", ")})`,
+    );
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
+           VALUES ${values.join(", ")}`,
+        )
+        .bind(
+          ...chunk.flatMap((r) => [
+            r.at,
+            r.skill,
+            r.status,
+            r.outcome,
+            r.durationMs,
+            r.paymentMethod,
+            r.amountMicro,
+            r.transport,
+          ]),
+        ),
+    );
+  }
+  const oldest = Math.min(...rows.map((r) => r.at));
+  statements.push(
+    db.prepare("DELETE FROM call_log WHERE at < ?1").bind(oldest - RETENTION_DAYS * 86_400_000),
+  );
+  await db.batch(statements);
+}
+
+function writeDataPoint(env: AppEnv["Bindings"], r: CallRecord) {
+  // blob/double order is the schema the SQL API queries use (docs/STATS.md).
   env.CALL_STATS?.writeDataPoint({
-    // blob/double order is the schema the SQL API queries use (docs/STATS.md).
     blobs: [r.skill, r.outcome, r.paymentMethod, r.transport],
     doubles: [r.durationMs, r.status, r.amountMicro],
     indexes: [r.skill],
   });
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
-    ).bind(r.at, r.skill, r.status, r.outcome, r.durationMs, r.paymentMethod, r.amountMicro, r.transport),
-    env.DB.prepare("DELETE FROM call_log WHERE at < ?1").bind(r.at - RETENTION_DAYS * 86_400_000),
-  ]);
+}
+
+/** Writes records to both sinks at once (seeding, tests); the Analytics Engine binding is optional (absent locally). */
+export async function writeCall(env: AppEnv["Bindings"], r: CallRecord) {
+  writeDataPoint(env, r);
+  await insertCalls(env.DB, [r]);
 }

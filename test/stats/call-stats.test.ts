@@ -180,6 +180,38 @@ describe("every skill call is recorded", () => {
   });
 });
 
+describe("the call log is written in batches", () => {
+  it("calls inside the window reach D1 together, after the window, in one write", {
+    timeout: 30_000,
+  }, async () => {
+    const batched = { ...env, CALL_LOG_FLUSH_MS: "300" };
+    const t0 = Date.now();
+    const ctxs = [createExecutionContext(), createExecutionContext(), createExecutionContext()];
+    const answers = await Promise.all(
+      ctxs.map((ctx, i) =>
+        app.fetch(
+          new Request(`https://skills.test${skills.find((s) => s.id === "uuid_mint")?.endpoint}`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ count: i + 1 }),
+          }),
+          batched,
+          ctx,
+        ),
+      ),
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    const rows = () =>
+      env.DB.prepare("SELECT count(*) AS n FROM call_log WHERE skill = 'uuid_mint' AND at >= ?1")
+        .bind(t0)
+        .first<{ n: number }>();
+    // Answered, but nothing written yet: the isolate gathers records for the window.
+    expect((await rows())?.n).toBe(0);
+    await Promise.all(ctxs.map((ctx) => waitOnExecutionContext(ctx)));
+    expect((await rows())?.n).toBe(3);
+  });
+});
+
 describe("GET /api/stats", () => {
   it("is public, CORS-open and cached for at most 60 s", { timeout: 30_000 }, async () => {
     const first = await fetchApp("/api/stats");

@@ -1,8 +1,9 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
-import type { HTTPAdapter, HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
+import type { HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
 import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
+import { GateAdapter } from "./x402-adapter";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
 /**
@@ -17,45 +18,6 @@ import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
  * (the authorization flow: verify before the handler, settle after) is registered, so no
  * before-handler settlement or cancellation hook applies.
  */
-
-/** An HTTP adapter whose payment header can be the lifted form of a v1 payment. */
-class GateAdapter implements HTTPAdapter {
-  constructor(
-    private readonly c: Context<AppEnv>,
-    private readonly payment: string | undefined,
-  ) {}
-  getHeader(name: string) {
-    return name.toLowerCase() === "payment-signature" ? this.payment : this.c.req.header(name);
-  }
-  getMethod() {
-    return this.c.req.method;
-  }
-  getPath() {
-    return this.c.req.path;
-  }
-  getUrl() {
-    return this.c.req.url;
-  }
-  getAcceptHeader() {
-    return this.c.req.header("accept") ?? "";
-  }
-  getUserAgent() {
-    return this.c.req.header("user-agent") ?? "";
-  }
-  getQueryParams() {
-    return this.c.req.queries();
-  }
-  getQueryParam(name: string) {
-    return this.c.req.queries(name);
-  }
-  async getBody() {
-    try {
-      return await this.c.req.json();
-    } catch {
-      return undefined;
-    }
-  }
-}
 
 function refuse(c: Context<AppEnv>, reason: string, message: string, required?: string) {
   if (required) c.header("PAYMENT-REQUIRED", required);

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { PageNotFound } from "../pages/docs";
+import { PageNotFound } from "../pages/not-found";
 import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
 import { skills } from "../skills/registry";
 

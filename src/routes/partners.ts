@@ -10,7 +10,7 @@ import { answerRefinery, answerTry, partnerGate } from "../payments/partner-call
 import { partnerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
-import { explain402 } from "../payments/x402-gate";
+import { explain402 } from "../payments/x402-explain";
 import { recordCall } from "../stats/record";
 import { partnerOps } from "./partner-operations";
 

@@ -8,7 +8,7 @@ import { idempotent } from "../payments/idempotency";
 import { quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
-import { explain402 } from "../payments/x402-gate";
+import { explain402 } from "../payments/x402-explain";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skills } from "../skills/registry";
 import { runSkill } from "../skills/run";

@@ -71,10 +71,12 @@ const capnpString = (s) => JSON.stringify(s);
 
 /**
  * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
- * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), and
- * outbound fetches allowed to loopback (the local facilitator).
+ * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), ASSETS
+ * bound to a read-only disk service of `assets` (what Workers Static Assets serve from wrangler's
+ * [assets] directory; token_count reads its BPE tables there), and outbound fetches allowed to
+ * loopback (the local facilitator).
  */
-export function writeConfig(dir, { name, files, main, port, bindings, inspector }) {
+export function writeConfig(dir, { name, files, main, port, bindings, assets, inspector }) {
   const modules = files.map((f) => {
     const kind = f.endsWith(".wasm")
       ? "wasm"
@@ -94,8 +96,12 @@ export function writeConfig(dir, { name, files, main, port, bindings, inspector 
     ? [
         `(name = "KV", kvNamespace = "stub")`,
         `(name = "DB", wrapped = (moduleName = "cloudflare-internal:d1-api", innerBindings = [(name = "fetcher", service = "stub")]))`,
+        ...(assets ? [`(name = "ASSETS", service = "assets")`] : []),
       ]
     : [];
+  const assetsService = assets
+    ? `\n    (name = "assets", disk = (path = ${capnpString(assets)}, writable = false)),`
+    : "";
   const file = path.join(dir, `${name}.capnp`);
   writeFileSync(
     file,
@@ -104,7 +110,7 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .main),
     (name = "stub", worker = (modules = [(name = "stub.js", esModule = "export default { fetch() { return new Response('stub', { status: 503 }); } };")], compatibilityDate = "2026-11-01")),
-    (name = "net", network = (allow = ["public", "private", "local"])),
+    (name = "net", network = (allow = ["public", "private", "local"])),${assetsService}
   ],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
 );
@@ -277,6 +283,7 @@ export async function throughputReport(
       main: "worker.js",
       port: appPort,
       bindings,
+      assets: path.join(root, "static"),
     });
     // The same bundle with payments on (FREE_BETA=false) in its own process: its own socket
     // rather than the bench Worker's /paid mount, whose per-request URL rewrite would be measured.
@@ -287,6 +294,7 @@ export async function throughputReport(
       main: "worker.js",
       port: paidPort,
       bindings: { ...bindings, FREE_BETA: "false" },
+      assets: path.join(root, "static"),
     });
     const empty = await serve(root, emptyCfg, { port: emptyPort, probePath: "/" });
     const app = await serve(root, appCfg, { port: appPort, probePath: "/__bench/noop" });
@@ -331,6 +339,7 @@ export async function throughputReport(
       main: "worker.js",
       port,
       bindings,
+      assets: path.join(root, "static"),
     });
     const app = await serve(root, cfg, { port, probePath: "/__bench/noop" });
     try {
@@ -420,6 +429,7 @@ export async function profileReport(
     main: "worker.js",
     port,
     bindings: paidRoutes ? { ...bindings, FREE_BETA: "false" } : bindings,
+    assets: path.join(root, "static"),
   });
   const app = await serve(root, cfg, { port, probePath: "/__bench/noop", inspectorPort });
   const lines = [];

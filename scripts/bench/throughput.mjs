@@ -394,6 +394,12 @@ export async function throughputReport(
   say(
     `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml): ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); modules: ${prodFiles.join(", ")}.`,
   );
+  const bpeDir = path.join(root, "static/assets/bpe");
+  const bpe = gzipSize(bpeDir, readdirSync(bpeDir));
+  say();
+  say(
+    `Not in the script: token_count's BPE tables are Workers Static Assets (static/assets/bpe/, read through the ASSETS binding on first use; no script limit applies, 25 MiB per file): ${(bpe.raw / 1024 / 1024).toFixed(2)} MiB raw, ${(bpe.gz / 1024 / 1024).toFixed(2)} MiB gzip.`,
+  );
   say();
   say("Top 10 contributors to the production bundle (esbuild metafile, minified bytes in output):");
   say();

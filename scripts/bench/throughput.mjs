@@ -8,6 +8,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { benchInputs } from "./inputs.mjs";
@@ -243,6 +244,8 @@ export async function throughputReport(
   root,
   { freePort, facilitatorUrl, payTo, rounds = 2, seconds = 6, connections = 10 },
 ) {
+  // Other test runs share this machine: the load average before and after goes next to the figures.
+  const loadBefore = os.loadavg()[0];
   const work = path.join(root, ".dev/throughput");
   const benchDir = path.join(work, "bench");
   const prodDir = path.join(work, "prod");
@@ -370,6 +373,10 @@ export async function throughputReport(
   say();
   say(
     "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
+  );
+  say();
+  say(
+    `Machine: ${os.cpus().length} CPUs, 1-minute load average ${loadBefore.toFixed(1)} at the start and ${os.loadavg()[0].toFixed(1)} at the end of the run (other engineers' tests share it).`,
   );
   say();
   say("| route | req/s | ratio to the app's no-op | ratio to an empty Worker | wrong status |");

@@ -8,6 +8,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { benchInputs } from "./inputs.mjs";
@@ -71,10 +72,12 @@ const capnpString = (s) => JSON.stringify(s);
 
 /**
  * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
- * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), and
- * outbound fetches allowed to loopback (the local facilitator).
+ * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), ASSETS
+ * bound to a read-only disk service of `assets` (what Workers Static Assets serve from wrangler's
+ * [assets] directory; token_count reads its BPE tables there), and outbound fetches allowed to
+ * loopback (the local facilitator).
  */
-export function writeConfig(dir, { name, files, main, port, bindings, inspector }) {
+export function writeConfig(dir, { name, files, main, port, bindings, assets, inspector }) {
   const modules = files.map((f) => {
     const kind = f.endsWith(".wasm")
       ? "wasm"
@@ -94,8 +97,12 @@ export function writeConfig(dir, { name, files, main, port, bindings, inspector 
     ? [
         `(name = "KV", kvNamespace = "stub")`,
         `(name = "DB", wrapped = (moduleName = "cloudflare-internal:d1-api", innerBindings = [(name = "fetcher", service = "stub")]))`,
+        ...(assets ? [`(name = "ASSETS", service = "assets")`] : []),
       ]
     : [];
+  const assetsService = assets
+    ? `\n    (name = "assets", disk = (path = ${capnpString(assets)}, writable = false)),`
+    : "";
   const file = path.join(dir, `${name}.capnp`);
   writeFileSync(
     file,
@@ -104,7 +111,7 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .main),
     (name = "stub", worker = (modules = [(name = "stub.js", esModule = "export default { fetch() { return new Response('stub', { status: 503 }); } };")], compatibilityDate = "2026-11-01")),
-    (name = "net", network = (allow = ["public", "private", "local"])),
+    (name = "net", network = (allow = ["public", "private", "local"])),${assetsService}
   ],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
 );
@@ -237,6 +244,8 @@ export async function throughputReport(
   root,
   { freePort, facilitatorUrl, payTo, rounds = 2, seconds = 6, connections = 10 },
 ) {
+  // Other test runs share this machine: the load average before and after goes next to the figures.
+  const loadBefore = os.loadavg()[0];
   const work = path.join(root, ".dev/throughput");
   const benchDir = path.join(work, "bench");
   const prodDir = path.join(work, "prod");
@@ -277,6 +286,7 @@ export async function throughputReport(
       main: "worker.js",
       port: appPort,
       bindings,
+      assets: path.join(root, "static"),
     });
     // The same bundle with payments on (FREE_BETA=false) in its own process: its own socket
     // rather than the bench Worker's /paid mount, whose per-request URL rewrite would be measured.
@@ -287,6 +297,7 @@ export async function throughputReport(
       main: "worker.js",
       port: paidPort,
       bindings: { ...bindings, FREE_BETA: "false" },
+      assets: path.join(root, "static"),
     });
     const empty = await serve(root, emptyCfg, { port: emptyPort, probePath: "/" });
     const app = await serve(root, appCfg, { port: appPort, probePath: "/__bench/noop" });
@@ -331,6 +342,7 @@ export async function throughputReport(
       main: "worker.js",
       port,
       bindings,
+      assets: path.join(root, "static"),
     });
     const app = await serve(root, cfg, { port, probePath: "/__bench/noop" });
     try {
@@ -363,6 +375,10 @@ export async function throughputReport(
     "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
   );
   say();
+  say(
+    `Machine: ${os.cpus().length} CPUs, 1-minute load average ${loadBefore.toFixed(1)} at the start and ${os.loadavg()[0].toFixed(1)} at the end of the run (other engineers' tests share it).`,
+  );
+  say();
   say("| route | req/s | ratio to the app's no-op | ratio to an empty Worker | wrong status |");
   say("|---|---:|---:|---:|---:|");
   for (const r of list) {
@@ -384,6 +400,12 @@ export async function throughputReport(
   say();
   say(
     `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml): ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); modules: ${prodFiles.join(", ")}.`,
+  );
+  const bpeDir = path.join(root, "static/assets/bpe");
+  const bpe = gzipSize(bpeDir, readdirSync(bpeDir));
+  say();
+  say(
+    `Not in the script: token_count's BPE tables are Workers Static Assets (static/assets/bpe/, read through the ASSETS binding on first use; no script limit applies, 25 MiB per file): ${(bpe.raw / 1024 / 1024).toFixed(2)} MiB raw, ${(bpe.gz / 1024 / 1024).toFixed(2)} MiB gzip.`,
   );
   say();
   say("Top 10 contributors to the production bundle (esbuild metafile, minified bytes in output):");
@@ -420,6 +442,7 @@ export async function profileReport(
     main: "worker.js",
     port,
     bindings: paidRoutes ? { ...bindings, FREE_BETA: "false" } : bindings,
+    assets: path.join(root, "static"),
   });
   const app = await serve(root, cfg, { port, probePath: "/__bench/noop", inspectorPort });
   const lines = [];

@@ -42,7 +42,7 @@ const LOG_CHUNK_BLOCKS = 5_000;
 
 /** viem's public client over `RPC_URL`, loaded only when the reconciler runs. */
 export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
-  const { createPublicClient, http, parseAbi, parseEventLogs } = await import("viem");
+  const { createPublicClient, http, parseAbi, parseEventLogs } = await import("./rpc-client");
   const abi = parseAbi([
     "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
     "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",

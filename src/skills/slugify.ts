@@ -1,6 +1,9 @@
-import slugifyText from "@sindresorhus/slugify";
 import { z } from "zod";
 import { defineSkill } from "./types";
+
+// @sindresorhus/transliterate builds its replacement Maps when its module is evaluated (~30 ms of
+// start-up, docs/PERFORMANCE.md): the library loads on the first slugify call of an isolate.
+let slugifyText: typeof import("@sindresorhus/slugify").default | undefined;
 
 /** Cuts at a word boundary when one exists inside the limit, and never leaves a trailing "-". */
 export function limitSlug(slug: string, maxLen: number): string {
@@ -38,7 +41,8 @@ export const slugify = defineSkill({
     chars: 35,
     empty: false,
   },
-  run({ text, max_len }) {
+  async run({ text, max_len }) {
+    slugifyText ??= (await import("@sindresorhus/slugify")).default;
     const slug = limitSlug(
       slugifyText(text, { separator: "-", lowercase: true, decamelize: false }),
       max_len,

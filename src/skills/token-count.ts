@@ -11,29 +11,72 @@ const ENCODINGS = {
   o200k_base: "o200k_base",
 } as const;
 
-// The BPE tables are megabytes: they load on the first call that needs them, once per isolate.
-// They ship as JSON Text modules (scripts/gen-bpe-tables.mjs), not as gpt-tokenizer's JavaScript
-// array literals, which V8 had to parse at every start-up even though they ran only on first use.
-const encodingOf = async (name: "cl100k_base" | "o200k_base", table: Promise<{ default: string }>) => {
-  const [{ GptEncoding }, { default: json }] = await Promise.all([
+// The BPE tables are megabytes (o200k alone ~1 MB gzip): they ship as Workers Static Assets
+// (static/assets/bpe/*.json, written by scripts/gen-bpe-tables.mjs), not in the script, and load
+// through the ASSETS binding on the first call that needs them, once per isolate. In the script
+// they made up two thirds of the gzip bundle, and as JavaScript array literals V8 also had to
+// parse them at every start-up (docs/PERFORMANCE.md). They are public files at the same path.
+type Encoding = "cl100k_base" | "o200k_base";
+const TABLE_URL = (name: Encoding) => `https://assets.invalid/assets/bpe/${name}.json`;
+async function load(name: Encoding, assets: Fetcher): Promise<Counter> {
+  const [{ GptEncoding }, res] = await Promise.all([
     import("gpt-tokenizer/GptEncoding"),
-    table,
+    assets.fetch(TABLE_URL(name)),
   ]);
-  const ranks = JSON.parse(json) as (string | number[])[];
+  // A deployment without the table files is broken: say which file, never count with no table.
+  if (!res.ok) throw new Error(`BPE table ${name} not served by ASSETS (${res.status})`);
+  const ranks = (await res.json()) as (string | number[])[];
   return GptEncoding.getEncodingApi(name, () => ranks).countTokens as Counter;
-};
-const loaders: Record<"cl100k_base" | "o200k_base", () => Promise<Counter>> = {
-  cl100k_base: () => encodingOf("cl100k_base", import("./bpe/cl100k_base.txt")),
-  o200k_base: () => encodingOf("o200k_base", import("./bpe/o200k_base.txt")),
-};
-const loaded = new Map<string, Promise<Counter>>();
-function counter(name: "cl100k_base" | "o200k_base") {
+}
+const loaded = new Map<Encoding, Promise<Counter>>();
+function counter(name: Encoding, assets: Fetcher) {
   let p = loaded.get(name);
   if (!p) {
-    p = loaders[name]();
+    p = load(name, assets);
+    // A failed load is not kept: the next call tries again.
+    p.catch(() => loaded.delete(name));
     loaded.set(name, p);
   }
   return p;
+}
+
+// JavaScript's \s (what `\S+` splits words on): ASCII and Unicode white space, line terminators, BOM.
+const isSpace = (c: number) =>
+  c === 32 ||
+  (c >= 9 && c <= 13) ||
+  (c >= 0xa0 &&
+    (c === 0xa0 ||
+      c === 0x1680 ||
+      (c >= 0x2000 && c <= 0x200a) ||
+      c === 0x2028 ||
+      c === 0x2029 ||
+      c === 0x202f ||
+      c === 0x205f ||
+      c === 0x3000 ||
+      c === 0xfeff));
+
+/**
+ * Code points (a surrogate pair is one, a lone surrogate one) and runs of non-white-space, in one
+ * pass: `[...text].length` and `text.match(/\S+/g)` built a thousand strings per KB, a quarter of
+ * a 1 KB call beside the tokenizer.
+ */
+function charsAndWords(text: string) {
+  let chars = text.length;
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) chars--;
+    }
+    if (isSpace(c)) inWord = false;
+    else if (!inWord) {
+      inWord = true;
+      words++;
+    }
+  }
+  return { chars, words };
 }
 
 /** gpt-4o-mini input price, USD per token ($0.15 per million, OpenAI price list). */
@@ -76,14 +119,15 @@ export const tokenCount = defineSkill({
     approx_tokens: 7,
     usd_hint_gpt_4o_mini: 0.00000105,
   },
-  async run({ text, encoding }) {
+  async run({ text, encoding }, { env }) {
     const canonical = ENCODINGS[encoding];
-    const count = await counter(canonical);
+    const count = await counter(canonical, env.ASSETS);
     const tokens = count(text, PLAIN);
+    const { chars, words } = charsAndWords(text);
     return {
       encoding: canonical,
-      chars: [...text].length,
-      words: text.match(/\S+/g)?.length ?? 0,
+      chars,
+      words,
       approx_tokens: tokens,
       usd_hint_gpt_4o_mini: Number((tokens * GPT_4O_MINI_INPUT_USD_PER_TOKEN).toPrecision(6)),
     };

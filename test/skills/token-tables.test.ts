@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { postJson } from "../helpers";
 
-// token_count reads the BPE tables from JSON Text modules (scripts/gen-bpe-tables.mjs) instead of
-// gpt-tokenizer's own modules; on any text the counts must be the library's.
+// token_count reads the BPE tables from static assets (scripts/gen-bpe-tables.mjs, through the
+// ASSETS binding) instead of gpt-tokenizer's own modules; on any text the counts must be the library's.
 const TEXT = [
   "Héllo wörld! The quick brown fox — jumps over 13 lazy dogs. ",
   "日本語のテキストと emoji 🚀🔥, code: `const x = arr.map((v) => v * 2);` ",
@@ -23,6 +23,23 @@ describe("token_count tables are gpt-tokenizer's", () => {
       const res = await postJson("/api/skills/token-count", { text, encoding });
       const out = await res.json<{ approx_tokens: number }>();
       expect(out.approx_tokens).toBe(lib.countTokens(text, plain));
+    }
+  });
+});
+
+describe("token_count chars and words", () => {
+  it("counts code points and runs of non-white-space (Unicode white space included)", async () => {
+    const cases: [string, number, number][] = [
+      ["", 0, 0],
+      ["  a  b\t\nc ", 10, 3],
+      // 🚀 is one code point (two UTF-16 units); a lone surrogate counts as one.
+      ["🚀 go\ud83d", 5, 2],
+      // no-break, ideographic, line-separator and BOM spaces separate words; zero-width space does not.
+      ["a\u00a0b\u3000c\u2028d\ufeffe f\u200bg", 13, 6],
+    ];
+    for (const [text, chars, words] of cases) {
+      const res = await postJson("/api/skills/token-count", { text });
+      expect(await res.json()).toMatchObject({ chars, words });
     }
   });
 });

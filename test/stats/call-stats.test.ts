@@ -1,11 +1,11 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { skills } from "../../src/skills/registry";
 import { dashboardFigures, percentile, skillStats } from "../../src/stats/query";
 import { type CallRecord, classify, writeCall } from "../../src/stats/record";
+import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
 
 const app = createApp();
@@ -504,31 +504,13 @@ describe("/admin figures from a seeded ledger", () => {
 describe("x402 calls against the facilitator double are measured with method and amount", () => {
   const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
   const payer = (suffix: string) => `0x00000000000000000000000000000000000a${suffix}`;
-  const hex32 = () =>
-    `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 
   async function paidCall(from: string) {
     const path = "/api/skills/sha256";
     const unpaid = await fetchApp(path, { method: "POST", body: "{}" }, paidEnv);
     expect(unpaid.status).toBe(402);
     const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") as string);
-    const accepted = required.accepts[0] as PaymentRequirements;
-    const payload: PaymentPayload = {
-      x402Version: 2,
-      resource: required.resource,
-      accepted,
-      payload: {
-        signature: `0x${"11".repeat(65)}`,
-        authorization: {
-          from,
-          to: accepted.payTo,
-          value: accepted.amount,
-          nonce: hex32(),
-          validAfter: "0",
-          validBefore: String(Math.floor(Date.now() / 1000) + 600),
-        },
-      },
-    };
+    const { payload } = unsignedPayment(required, from);
     const res = await fetchApp(
       path,
       {
@@ -538,7 +520,7 @@ describe("x402 calls against the facilitator double are measured with method and
       },
       paidEnv,
     );
-    return { res, amount: Number(accepted.amount) };
+    return { res, amount: Number(payload.accepted.amount) };
   }
 
   const lastRows = async (n: number) =>

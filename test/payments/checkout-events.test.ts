@@ -257,23 +257,37 @@ describe("charge.dispute.*", () => {
 });
 
 describe("a paid session missing from D1", () => {
-  it("is rebuilt from the session's metadata and granted, not dropped", async () => {
-    const s = await stripe.checkout.sessions.create({
+  /** A session created on the emulator directly, as if our creation had never reached D1. */
+  const emulatorSession = (
+    unit_amount: number,
+    name: string,
+    success_url: string,
+    metadata?: Record<string, string>,
+  ) =>
+    stripe.checkout.sessions.create({
       mode: "payment",
-      line_items: [
-        {
-          quantity: 1,
-          price_data: { currency: "usd", unit_amount: 51, product_data: { name: "170 calls" } },
-        },
-      ],
-      success_url: "https://skills.test/checkout/success?session_id={CHECKOUT_SESSION_ID}",
-      metadata: { skill_id: "slugify", calls: "170" },
+      line_items: [{ quantity: 1, price_data: { currency: "usd", unit_amount, product_data: { name } } }],
+      success_url,
+      ...(metadata ? { metadata } : {}),
     });
-    expect(await sessionRow(s.id)).toBeNull();
-    await pay(s.id);
-    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", s.id)))).toBe(
-      "granted",
+  /** Pays the session and delivers its completion event: what the webhook made of it. */
+  const paidAndCompleted = async (id: string) => {
+    await pay(id);
+    return outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)));
+  };
+
+  it("is rebuilt from the session's metadata and granted, not dropped", async () => {
+    const s = await emulatorSession(
+      51,
+      "170 calls",
+      "https://skills.test/checkout/success?session_id={CHECKOUT_SESSION_ID}",
+      {
+        skill_id: "slugify",
+        calls: "170",
+      },
     );
+    expect(await sessionRow(s.id)).toBeNull();
+    expect(await paidAndCompleted(s.id)).toBe("granted");
     expect(await sessionRow(s.id)).toMatchObject({
       skill_id: "slugify",
       calls: 170,
@@ -284,20 +298,8 @@ describe("a paid session missing from D1", () => {
   });
 
   it("without our metadata it is acknowledged as unknown and grants nothing", async () => {
-    const s = await stripe.checkout.sessions.create({
-      mode: "payment",
-      line_items: [
-        {
-          quantity: 1,
-          price_data: { currency: "usd", unit_amount: 500, product_data: { name: "not ours" } },
-        },
-      ],
-      success_url: "https://elsewhere.test/ok",
-    });
-    await pay(s.id);
-    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", s.id)))).toBe(
-      "unknown_session",
-    );
+    const s = await emulatorSession(500, "not ours", "https://elsewhere.test/ok");
+    expect(await paidAndCompleted(s.id)).toBe("unknown_session");
     expect(await sessionRow(s.id)).toBeNull();
   });
 });

@@ -56,8 +56,13 @@ async function grantedKey(skill = "sha256") {
 /** Grants through the webhook with Stripe's own event for the (paid) session. */
 async function settleForTest(id: string) {
   const ctx = createExecutionContext();
-  const { payload, header } = await signed(await sessionEvent("checkout.session.completed", id));
-  await worker.fetch(
+  await toWebhook(await signed(await sessionEvent("checkout.session.completed", id)), ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+/** A signed event posted to the webhook through the Worker itself, its background work in `ctx`. */
+const toWebhook = ({ payload, header }: { payload: string; header: string }, ctx: ExecutionContext) =>
+  worker.fetch(
     new Request("https://skills.test/api/cardpay/webhook", {
       method: "POST",
       headers: { "stripe-signature": header },
@@ -66,8 +71,6 @@ async function settleForTest(id: string) {
     env,
     ctx,
   );
-  await waitOnExecutionContext(ctx);
-}
 
 const paidApp = createApp();
 const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
@@ -345,18 +348,10 @@ describe("the first call runs after the webhook's response", () => {
   it("the webhook answers before a slow first call finishes; the page shows it running, then its answer", async () => {
     // research against the fixture's slow page waits for the 1.5 s fetch timeout.
     const id = await seedSession("research", 34, { query: "upstream-slow" });
-    const { payload, header } = await signed(await sessionEvent("checkout.session.completed", id));
+    const event = await signed(await sessionEvent("checkout.session.completed", id));
     const ctx = createExecutionContext();
     const started = Date.now();
-    const res = await worker.fetch(
-      new Request("https://skills.test/api/cardpay/webhook", {
-        method: "POST",
-        headers: { "stripe-signature": header },
-        body: payload,
-      }),
-      env,
-      ctx,
-    );
+    const res = await toWebhook(event, ctx);
     const answeredIn = Date.now() - started;
     expect(await res.json()).toMatchObject({ outcome: "granted" });
     expect((await sessionRow(id))?.payload_result).toBeNull();

@@ -4,6 +4,7 @@ import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
 import { ReliabilityTable } from "./reliability-table";
+import { RowHeadedTable } from "./table";
 
 type Row = Record<string, string | number>;
 const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
@@ -93,100 +94,57 @@ export function AdminDashboardPage(props: {
       <ReliabilityTable id="reliability" skills={measured} />
 
       <h2>Partner payouts</h2>
-      <table class="admin-table" id="payouts">
-        <thead>
-          <tr>
-            <th scope="col">Partner</th>
-            <th scope="col">Owed</th>
-            <th scope="col">Earned</th>
-            <th scope="col">Mark paid</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(payouts.partners as Row[]).map((p) => (
-            <tr>
-              <th scope="row">{String(p.partner_id)}</th>
-              <td>{usd(Number(p.owed_micro))}</td>
-              <td>{usd(Number(p.earned_micro ?? 0))}</td>
-              <td>
-                {Number(p.owed_micro) > 0 ? (
-                  <form method="post" action={`/admin/payouts/${p.partner_id}/settle`} class="admin-form">
-                    <input type="hidden" name="csrf" value={props.csrf} />
-                    <label for={`tx-${p.partner_id}`}>Transaction hash</label>
-                    <input id={`tx-${p.partner_id}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
-                    <button type="submit">Mark paid</button>
-                  </form>
-                ) : (
-                  "nothing owed"
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RowHeadedTable
+        id="payouts"
+        columns={["Partner", "Owed", "Earned", "Mark paid"]}
+        rows={(payouts.partners as Row[]).map((p) => [
+          String(p.partner_id),
+          usd(Number(p.owed_micro)),
+          usd(Number(p.earned_micro ?? 0)),
+          Number(p.owed_micro) > 0 ? (
+            <form method="post" action={`/admin/payouts/${p.partner_id}/settle`} class="admin-form">
+              <input type="hidden" name="csrf" value={props.csrf} />
+              <label for={`tx-${p.partner_id}`}>Transaction hash</label>
+              <input id={`tx-${p.partner_id}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
+              <button type="submit">Mark paid</button>
+            </form>
+          ) : (
+            "nothing owed"
+          ),
+        ])}
+      />
       <h3>Paid batches</h3>
-      <table class="admin-table" id="batches">
-        <thead>
-          <tr>
-            <th scope="col">Partner</th>
-            <th scope="col">Amount</th>
-            <th scope="col">Transaction</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(payouts.batches as Row[]).map((b) => (
-            <tr>
-              <th scope="row">{String(b.partner_id)}</th>
-              <td>{usd(Number(b.amount_micro))}</td>
-              <td>{String(b.tx_hash)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RowHeadedTable
+        id="batches"
+        columns={["Partner", "Amount", "Transaction"]}
+        rows={(payouts.batches as Row[]).map((b) => [
+          String(b.partner_id),
+          usd(Number(b.amount_micro)),
+          String(b.tx_hash),
+        ])}
+      />
 
       <h2>Settlements to reconcile</h2>
-      <table class="admin-table" id="unconfirmed">
-        <thead>
-          <tr>
-            <th scope="col">Request</th>
-            <th scope="col">Resource</th>
-            <th scope="col">Authorization</th>
-          </tr>
-        </thead>
-        <tbody>
-          {figures.unconfirmed.map((u) => (
-            <tr>
-              <th scope="row">{String(u.request_id)}</th>
-              <td>{String(u.resource)}</td>
-              <td>{String(u.nonce)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RowHeadedTable
+        id="unconfirmed"
+        columns={["Request", "Resource", "Authorization"]}
+        rows={figures.unconfirmed.map((u) => [String(u.request_id), String(u.resource), String(u.nonce)])}
+      />
 
       <h2>Card sessions and credits</h2>
       <p id="credits">
         {Number(figures.credits.keys)} keys, {Number(figures.credits.calls_left)} of{" "}
         {Number(figures.credits.calls_total)} calls outstanding.
       </p>
-      <table class="admin-table" id="sessions">
-        <thead>
-          <tr>
-            <th scope="col">Status</th>
-            <th scope="col">Sessions</th>
-            <th scope="col">Amount</th>
-          </tr>
-        </thead>
-        <tbody>
-          {figures.sessions.map((s) => (
-            <tr>
-              <th scope="row">{String(s.status)}</th>
-              <td>{Number(s.sessions)}</td>
-              <td>{`$${(Number(s.amount_cents) / 100).toFixed(2)}`}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RowHeadedTable
+        id="sessions"
+        columns={["Status", "Sessions", "Amount"]}
+        rows={figures.sessions.map((s) => [
+          String(s.status),
+          Number(s.sessions),
+          `$${(Number(s.amount_cents) / 100).toFixed(2)}`,
+        ])}
+      />
     </Layout>
   );
 }

@@ -6,6 +6,7 @@ import { bodySchema, validationExample } from "../skills/schema-docs";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
 import { packLabel } from "./pack";
+import { ColumnHeads } from "./table";
 
 /** `reliability` gives each skill's measured figures (src/stats/published.ts), when known. */
 export function DocsIndexPage({ reliability }: { reliability?: (skillId: string) => string } = {}) {
@@ -153,15 +154,7 @@ export function SkillDocPage({
       <h2>Request body</h2>
       <div class="table-wrap">
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Field</th>
-              <th scope="col">Type</th>
-              <th scope="col">Required</th>
-              <th scope="col">Bounds and default</th>
-              <th scope="col">Meaning</th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={["Field", "Type", "Required", "Bounds and default", "Meaning"]} />
           <tbody>
             {Object.entries(schema.properties ?? {}).map(([name, p]) => (
               <tr>

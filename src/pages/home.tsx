@@ -5,6 +5,7 @@ import { PARTNERS } from "../partners/data";
 import { partnerPricing } from "../partners/pricing";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
+import { ColumnHeads } from "./table";
 
 /** `reliability` gives each skill's measured figures (src/stats/published.ts), when known. */
 export function HomePage({
@@ -35,15 +36,15 @@ export function HomePage({
         <h2>Skills</h2>
         <div class="table-wrap">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Skill</th>
-                <th scope="col">Category</th>
-                <th scope="col">Price per call</th>
-                <th scope="col">Endpoint</th>
-                {reliability ? <th scope="col">Measured (7 days)</th> : null}
-              </tr>
-            </thead>
+            <ColumnHeads
+              columns={[
+                "Skill",
+                "Category",
+                "Price per call",
+                "Endpoint",
+                reliability ? "Measured (7 days)" : null,
+              ]}
+            />
             <tbody>
               {skills.map((s) => (
                 <tr>

@@ -1,12 +1,12 @@
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
-import { authorizationTypes } from "@x402/evm";
 import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context } from "hono";
 import { recoverTypedDataAddress } from "viem";
 import type { AppEnv } from "../env";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
+import { transferWithAuthorization } from "./transfer-authorization";
 
 export type Identified =
   | { key: string; principal: string; kind: "x402" | "card" }
@@ -88,22 +88,12 @@ async function signedBy(payment: PaymentPayload): Promise<string | undefined> {
   if (!auth || typeof auth.from !== "string" || !signature || !chainId) return undefined;
   try {
     const recovered = await recoverTypedDataAddress({
-      domain: {
+      ...transferWithAuthorization(auth, {
         name: extra.name,
         version: extra.version,
         chainId,
         verifyingContract: payment.accepted.asset as `0x${string}`,
-      },
-      types: authorizationTypes,
-      primaryType: "TransferWithAuthorization",
-      message: {
-        from: auth.from as `0x${string}`,
-        to: auth.to as `0x${string}`,
-        value: BigInt(auth.value ?? 0),
-        validAfter: BigInt(auth.validAfter ?? 0),
-        validBefore: BigInt(auth.validBefore ?? 0),
-        nonce: auth.nonce as `0x${string}`,
-      },
+      }),
       signature: signature as `0x${string}`,
     });
     return recovered.toLowerCase() === auth.from.toLowerCase() ? auth.from : undefined;

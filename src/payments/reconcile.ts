@@ -1,7 +1,14 @@
 import type { Bindings } from "../env";
 import { type ChainReader, type ChainView, rpcChainReader, searchRange } from "./reconcile-chain";
 import { decide, type Terms } from "./reconcile-decide";
-import { applyPayment, applyUpstream, candidates, upstreamCandidates } from "./reconcile-store";
+import {
+  applyPayment,
+  applyUpstream,
+  candidates,
+  type NonceRow,
+  type UpstreamRow,
+  upstreamCandidates,
+} from "./reconcile-store";
 
 /**
  * Reconciliation against the chain: authorizations whose settlement was never confirmed
@@ -61,18 +68,22 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     candidates(env.DB, network, Date.now()),
     upstreamCandidates(env.DB, network),
   ]);
+  // USDC has 6 decimals: an upstream payment's micros are its atomic amount.
+  const judge = async (row: NonceRow | UpstreamRow, amountAtomic: number) => {
+    const terms: Terms = {
+      payer: row.payer,
+      payTo: row.pay_to,
+      asset: row.asset,
+      amountAtomic: BigInt(amountAtomic),
+      nonce: row.auth_nonce,
+      validBefore: row.valid_before,
+    };
+    return decide(terms, await look(chain, head, terms, row.created_at));
+  };
   for (const row of payments.results) {
     summary.checked++;
     try {
-      const terms: Terms = {
-        payer: row.payer,
-        payTo: row.pay_to,
-        asset: row.asset,
-        amountAtomic: BigInt(row.amount_atomic),
-        nonce: row.auth_nonce,
-        validBefore: row.valid_before,
-      };
-      const d = decide(terms, await look(chain, head, terms, row.created_at));
+      const d = await judge(row, row.amount_atomic);
       await applyPayment(env, row, d);
       if (d.outcome === "paid") summary.settled++;
       else if (d.outcome === "unpaid") summary.released++;
@@ -84,15 +95,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
   for (const row of upstream.results) {
     summary.checked++;
     try {
-      const terms: Terms = {
-        payer: row.payer,
-        payTo: row.pay_to,
-        asset: row.asset,
-        amountAtomic: BigInt(row.amount_micro),
-        nonce: row.auth_nonce,
-        validBefore: row.valid_before,
-      };
-      const d = decide(terms, await look(chain, head, terms, row.created_at));
+      const d = await judge(row, row.amount_micro);
       await applyUpstream(env.DB, row, d);
       if (d.outcome === "paid") summary.upstream_landed++;
       else if (d.outcome === "unpaid") summary.upstream_not_landed++;

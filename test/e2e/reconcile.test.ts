@@ -1,12 +1,12 @@
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { authorizationTypes } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { resign } from "../fixtures/payments";
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
@@ -51,24 +51,9 @@ async function signedPayment(buyer: number, validFor?: number): Promise<PaymentP
   const payment = await client.createPaymentPayload(required);
   if (validFor === undefined) return payment;
   // The same authorization with a short validity, signed again by the buyer.
-  const auth = {
-    ...(payment.payload as { authorization: Record<string, string> }).authorization,
+  return resign(account, USDC_DOMAIN, payment, {
     validBefore: String(Math.floor(Date.now() / 1000) + validFor),
-  };
-  const signature = await account.signTypedData({
-    domain: USDC_DOMAIN,
-    types: authorizationTypes,
-    primaryType: "TransferWithAuthorization",
-    message: {
-      from: auth.from as `0x${string}`,
-      to: auth.to as `0x${string}`,
-      value: BigInt(auth.value ?? 0),
-      validAfter: BigInt(auth.validAfter ?? 0),
-      validBefore: BigInt(auth.validBefore ?? 0),
-      nonce: auth.nonce as `0x${string}`,
-    },
   });
-  return { ...payment, payload: { authorization: auth, signature } };
 }
 
 /** A paid call whose settlement stays in the mempool: the Worker answers 502 settlement_unconfirmed. */

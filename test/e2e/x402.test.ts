@@ -1,7 +1,6 @@
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { authorizationTypes } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -10,6 +9,7 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 import { payingFetch, receiptOf } from "../../scripts/lib/buyer.mjs";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { localBase, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { resign } from "../fixtures/payments";
 
 const stack = inject("stack") as {
   base_url: string;
@@ -81,26 +81,8 @@ async function sign(buyer: number, requirements: PaymentRequirements, resource: 
 const header = (p: PaymentPayload) => ({ "payment-signature": encodePaymentSignatureHeader(p) });
 
 /** The same payment with some authorization fields changed, signed again by the buyer. */
-async function resign(buyer: number, payment: PaymentPayload, changes: Record<string, string>) {
-  const auth = {
-    ...(payment.payload as { authorization: Record<string, string> }).authorization,
-    ...changes,
-  };
-  const signature = await privateKeyToAccount(buyerAt(buyer).privateKey).signTypedData({
-    domain: USDC_DOMAIN,
-    types: authorizationTypes,
-    primaryType: "TransferWithAuthorization",
-    message: {
-      from: auth.from as `0x${string}`,
-      to: auth.to as `0x${string}`,
-      value: BigInt(auth.value ?? 0),
-      validAfter: BigInt(auth.validAfter ?? 0),
-      validBefore: BigInt(auth.validBefore ?? 0),
-      nonce: auth.nonce as `0x${string}`,
-    },
-  });
-  return { ...payment, payload: { authorization: auth, signature } };
-}
+const resignBy = (buyer: number, payment: PaymentPayload, changes: Record<string, string>) =>
+  resign(privateKeyToAccount(buyerAt(buyer).privateKey), USDC_DOMAIN, payment, changes);
 
 describe("x402 v2 on eip155:8453 against the local chain", () => {
   beforeAll(() => {
@@ -250,7 +232,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
       const res = await post(
         "sha256",
         { text: "x" },
-        header(await resign(5, payment, { validAfter: String(now - 600), validBefore: String(now - 60) })),
+        header(await resignBy(5, payment, { validAfter: String(now - 600), validBefore: String(now - 60) })),
       );
       expect(res.status).toBe(402);
       expect(((await res.json()) as { error: string }).error).toMatch(/^Payment rejected: /);
@@ -262,7 +244,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
       const buyer = buyerAt(5).address;
       const b0 = await balance(buyer);
       const payment = await sign(5, offer, required.resource);
-      const short = await resign(5, payment, { value: String(BigInt(offer.amount) - 1n) });
+      const short = await resignBy(5, payment, { value: String(BigInt(offer.amount) - 1n) });
       const res = await post("sha256", { text: "x" }, header(short));
       expect(res.status).toBe(402);
       const body = (await res.json()) as { error: string; reason: string };

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import type { PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
@@ -10,6 +10,7 @@ import { PARTNERS } from "../../src/partners/data";
 import { servicePrices } from "../../src/partners/pricing";
 import { hashKey } from "../../src/payments/credits";
 import { inputJsonSchema, outputJsonSchema, skills } from "../../src/skills/registry";
+import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
 // The MCP surface in workerd: protocol and errors against the real app, payments against the
@@ -77,28 +78,10 @@ async function callTool(
 
 const field = <T>(answer: RpcAnswer, key: string) => answer.result?.[key] as T;
 const withoutDialect = ({ $schema: _d, ...s }: Record<string, unknown>) => s;
-const hex32 = () =>
-  `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 
 function paymentFor(required: PaymentRequired, from = SETTLES_OK) {
-  const accepted = required.accepts[0] as PaymentRequired["accepts"][number];
-  const nonce = hex32();
-  const payload: PaymentPayload = {
-    x402Version: 2,
-    resource: required.resource,
-    accepted,
-    payload: {
-      signature: `0x${"11".repeat(65)}`,
-      authorization: {
-        from,
-        to: accepted.payTo,
-        value: accepted.amount,
-        nonce,
-        validAfter: "0",
-        validBefore: String(Math.floor(Date.now() / 1000) + 600),
-      },
-    },
-  };
+  const { payload, nonce } = unsignedPayment(required, from);
+  const accepted = payload.accepted;
   return { payload, nonce, key: `${accepted.network}:${accepted.asset}:${from}:${nonce}`.toLowerCase() };
 }
 

@@ -1,7 +1,6 @@
 import { env } from "cloudflare:test";
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -10,40 +9,17 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
 import { createApp } from "../../src/app";
 import { ORIGIN } from "../helpers";
+import { FACILITATOR, PARTNER_HOSTS, stubNetwork } from "./network";
 
 // Partner try calls get the same idempotent retries and receipts as skills. Partners and the
-// facilitator are answered inside the isolate, as in test/partners/network.ts.
-const FACILITATOR = "https://facilitator.test";
-const PRICEFEED = "https://pricefeed.test";
+// facilitator are answered inside the isolate by the stand-in network of test/partners/network.ts.
 const tryEnv = {
   ...env,
   FACILITATOR_URL: FACILITATOR,
-  PARTNER_BASE_URLS: JSON.stringify({ pricefeed: PRICEFEED }),
+  PARTNER_BASE_URLS: JSON.stringify({ pricefeed: PARTNER_HOSTS.pricefeed }),
 };
+const pricefeed = () => Response.json({ prices: { btc: 1, eth: 2 }, nonce: crypto.randomUUID() });
 
-function stubNetwork() {
-  const partnerCalls: string[] = [];
-  const settled: PaymentPayload[] = [];
-  const realFetch = globalThis.fetch;
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input, init);
-    const { origin, pathname } = new URL(req.url);
-    if (origin === PRICEFEED) {
-      partnerCalls.push(req.url);
-      return Response.json({ prices: { btc: 1, eth: 2 }, nonce: crypto.randomUUID() });
-    }
-    if (origin !== FACILITATOR) return realFetch(input, init);
-    const network = env.X402_NETWORK;
-    if (pathname === "/supported")
-      return Response.json({ kinds: [{ x402Version: 2, scheme: "exact", network }] });
-    const { paymentPayload } = await req.json<{ paymentPayload: PaymentPayload }>();
-    const payer = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;
-    if (pathname === "/verify") return Response.json({ isValid: true, payer });
-    settled.push(paymentPayload);
-    return Response.json({ success: true, transaction: `0x${"22".repeat(32)}`, network, payer });
-  });
-  return { partnerCalls, settled };
-}
 afterEach(() => {
   vi.restoreAllMocks();
 });
@@ -53,7 +29,7 @@ const send = (path: string, headers: Record<string, string> = {}) =>
 
 describe("partner try calls: receipts and idempotent retries", { timeout: 30_000 }, () => {
   it("a paid try call is signed over its body; a retry with the same payment id is replayed, paid once", async () => {
-    const { partnerCalls, settled } = stubNetwork();
+    const { partnerCalls, settled } = stubNetwork(pricefeed);
     const path = "/api/partners/pricefeed/try/price";
     const signer = privateKeyToAccount(generatePrivateKey());
     const paymentId = generatePaymentId();

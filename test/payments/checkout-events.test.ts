@@ -56,8 +56,13 @@ async function grantedKey(skill = "sha256") {
 /** Grants through the webhook with Stripe's own event for the (paid) session. */
 async function settleForTest(id: string) {
   const ctx = createExecutionContext();
-  const { payload, header } = await signed(await sessionEvent("checkout.session.completed", id));
-  await worker.fetch(
+  await toWebhook(await signed(await sessionEvent("checkout.session.completed", id)), ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+/** A signed event posted to the webhook through the Worker itself, its background work in `ctx`. */
+const toWebhook = ({ payload, header }: { payload: string; header: string }, ctx: ExecutionContext) =>
+  worker.fetch(
     new Request("https://skills.test/api/cardpay/webhook", {
       method: "POST",
       headers: { "stripe-signature": header },
@@ -66,8 +71,6 @@ async function settleForTest(id: string) {
     env,
     ctx,
   );
-  await waitOnExecutionContext(ctx);
-}
 
 const paidApp = createApp();
 const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
@@ -257,23 +260,37 @@ describe("charge.dispute.*", () => {
 });
 
 describe("a paid session missing from D1", () => {
-  it("is rebuilt from the session's metadata and granted, not dropped", async () => {
-    const s = await stripe.checkout.sessions.create({
+  /** A session created on the emulator directly, as if our creation had never reached D1. */
+  const emulatorSession = (
+    unit_amount: number,
+    name: string,
+    success_url: string,
+    metadata?: Record<string, string>,
+  ) =>
+    stripe.checkout.sessions.create({
       mode: "payment",
-      line_items: [
-        {
-          quantity: 1,
-          price_data: { currency: "usd", unit_amount: 51, product_data: { name: "170 calls" } },
-        },
-      ],
-      success_url: "https://skills.test/checkout/success?session_id={CHECKOUT_SESSION_ID}",
-      metadata: { skill_id: "slugify", calls: "170" },
+      line_items: [{ quantity: 1, price_data: { currency: "usd", unit_amount, product_data: { name } } }],
+      success_url,
+      ...(metadata ? { metadata } : {}),
     });
-    expect(await sessionRow(s.id)).toBeNull();
-    await pay(s.id);
-    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", s.id)))).toBe(
-      "granted",
+  /** Pays the session and delivers its completion event: what the webhook made of it. */
+  const paidAndCompleted = async (id: string) => {
+    await pay(id);
+    return outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)));
+  };
+
+  it("is rebuilt from the session's metadata and granted, not dropped", async () => {
+    const s = await emulatorSession(
+      51,
+      "170 calls",
+      "https://skills.test/checkout/success?session_id={CHECKOUT_SESSION_ID}",
+      {
+        skill_id: "slugify",
+        calls: "170",
+      },
     );
+    expect(await sessionRow(s.id)).toBeNull();
+    expect(await paidAndCompleted(s.id)).toBe("granted");
     expect(await sessionRow(s.id)).toMatchObject({
       skill_id: "slugify",
       calls: 170,
@@ -284,20 +301,8 @@ describe("a paid session missing from D1", () => {
   });
 
   it("without our metadata it is acknowledged as unknown and grants nothing", async () => {
-    const s = await stripe.checkout.sessions.create({
-      mode: "payment",
-      line_items: [
-        {
-          quantity: 1,
-          price_data: { currency: "usd", unit_amount: 500, product_data: { name: "not ours" } },
-        },
-      ],
-      success_url: "https://elsewhere.test/ok",
-    });
-    await pay(s.id);
-    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", s.id)))).toBe(
-      "unknown_session",
-    );
+    const s = await emulatorSession(500, "not ours", "https://elsewhere.test/ok");
+    expect(await paidAndCompleted(s.id)).toBe("unknown_session");
     expect(await sessionRow(s.id)).toBeNull();
   });
 });
@@ -343,18 +348,10 @@ describe("the first call runs after the webhook's response", () => {
   it("the webhook answers before a slow first call finishes; the page shows it running, then its answer", async () => {
     // research against the fixture's slow page waits for the 1.5 s fetch timeout.
     const id = await seedSession("research", 34, { query: "upstream-slow" });
-    const { payload, header } = await signed(await sessionEvent("checkout.session.completed", id));
+    const event = await signed(await sessionEvent("checkout.session.completed", id));
     const ctx = createExecutionContext();
     const started = Date.now();
-    const res = await worker.fetch(
-      new Request("https://skills.test/api/cardpay/webhook", {
-        method: "POST",
-        headers: { "stripe-signature": header },
-        body: payload,
-      }),
-      env,
-      ctx,
-    );
+    const res = await toWebhook(event, ctx);
     const answeredIn = Date.now() - started;
     expect(await res.json()).toMatchObject({ outcome: "granted" });
     expect((await sessionRow(id))?.payload_result).toBeNull();

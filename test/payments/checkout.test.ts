@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { openKey, sealKey } from "../../src/payments/key-reveal";
+import { callsLeft, keyWith as newKey } from "../fixtures/credits";
 import { call, postJson } from "../helpers";
 import {
   deliver,
@@ -182,15 +183,7 @@ describe("POST /api/cardpay/webhook", () => {
 
 describe("spending credits", () => {
   const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
-  async function keyWith(calls: number, skill = "sha256") {
-    const key = newApiKey();
-    await env.DB.prepare(
-      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, ?3, ?4, ?4, 0)",
-    )
-      .bind(crypto.randomUUID(), await hashKey(key), skill, calls)
-      .run();
-    return key;
-  }
+  const keyWith = (calls: number, skill = "sha256") => newKey(env.DB, calls, skill);
   const app = createApp();
   const callWith = (key: string, body: unknown = { text: "abc" }, path = "/api/skills/sha256") =>
     app.fetch(
@@ -201,12 +194,7 @@ describe("spending credits", () => {
       }),
       paidEnv,
     );
-  const left = async (key: string) =>
-    (
-      await env.DB.prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1")
-        .bind(await hashKey(key))
-        .first<{ calls_left: number }>()
-    )?.calls_left;
+  const left = (key: string) => callsLeft(env.DB, key);
 
   it("a credit pays for a call and the balance header counts down", async () => {
     const key = await keyWith(2);

@@ -1,12 +1,13 @@
 import { env } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { authorizationTypes } from "@x402/evm";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { hashKey, newApiKey } from "../../src/payments/credits";
+import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
+import { callsLeft, keyWith as newKey } from "../fixtures/credits";
+import { authorizationFor } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
 // Idempotent paid retries (src/payments/idempotency.ts) against the facilitator double
@@ -14,8 +15,6 @@ import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 // settle call by nonce. The same on the real chain with @x402/fetch: test/e2e/receipts.test.ts.
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
 const app = createApp();
-const hex = (n: number) =>
-  [...crypto.getRandomValues(new Uint8Array(n))].map((b) => b.toString(16).padStart(2, "0")).join("");
 // Real keys: a replay hands out a paid answer only to a payment whose EIP-712 signature recovers to
 // its payer (idempotency.ts), so these payers sign for real; the double settles any of them.
 const accounts = new Map<string, PrivateKeyAccount>();
@@ -46,37 +45,20 @@ async function required(path: string): Promise<PaymentRequired> {
 async function signed(path: string, from: string, paymentId?: string) {
   const req = await required(path);
   const accepted = req.accepts[0] as PaymentRequirements;
-  const nonce = `0x${hex(32)}`;
   const extensions = structuredClone(req.extensions ?? {}) as Record<string, unknown>;
   if (paymentId) appendPaymentIdentifierToExtensions(extensions, paymentId);
-  const authorization = {
-    from,
-    to: accepted.payTo,
-    value: accepted.amount,
-    nonce,
-    validAfter: "0",
-    validBefore: String(Math.floor(Date.now() / 1000) + 600),
-  };
+  const authorization = authorizationFor(accepted, from);
+  const { nonce } = authorization;
   const account = accounts.get(from);
   const signature = account
-    ? await account.signTypedData({
-        domain: {
+    ? await account.signTypedData(
+        transferWithAuthorization(authorization, {
           name: "USD Coin",
           version: "2",
           chainId: Number(accepted.network.split(":")[1]),
           verifyingContract: accepted.asset as `0x${string}`,
-        },
-        types: authorizationTypes,
-        primaryType: "TransferWithAuthorization",
-        message: {
-          from: from as `0x${string}`,
-          to: accepted.payTo as `0x${string}`,
-          value: BigInt(accepted.amount),
-          validAfter: 0n,
-          validBefore: BigInt(authorization.validBefore),
-          nonce: nonce as `0x${string}`,
-        },
-      })
+        }),
+      )
     : `0x${"11".repeat(65)}`;
   const payload: PaymentPayload = {
     x402Version: 2,
@@ -287,15 +269,7 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
 
 describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, () => {
   const cardEnv = { ...paidEnv, X402_ENABLED: "false" };
-  async function keyWith(calls: number, skill = "uuid_mint") {
-    const key = newApiKey();
-    await env.DB.prepare(
-      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, ?3, ?4, ?4, 0)",
-    )
-      .bind(crypto.randomUUID(), await hashKey(key), skill, calls)
-      .run();
-    return key;
-  }
+  const keyWith = (calls: number, skill = "uuid_mint") => newKey(env.DB, calls, skill);
   const call = (key: string, idem: string | undefined, body: unknown = { count: 2 }) =>
     app.fetch(
       new Request("https://skills.test/api/skills/uuid-mint", {
@@ -305,12 +279,7 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
       }),
       cardEnv,
     );
-  const left = async (key: string) =>
-    (
-      await env.DB.prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1")
-        .bind(await hashKey(key))
-        .first<{ calls_left: number }>()
-    )?.calls_left;
+  const left = (key: string) => callsLeft(env.DB, key);
 
   it("a retry with the same Idempotency-Key returns the stored answer and spends no second credit", async () => {
     const key = await keyWith(3);

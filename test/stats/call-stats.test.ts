@@ -1,11 +1,11 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { skills } from "../../src/skills/registry";
 import { dashboardFigures, percentile, skillStats } from "../../src/stats/query";
 import { type CallRecord, classify, writeCall } from "../../src/stats/record";
+import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
 
 const app = createApp();
@@ -31,6 +31,20 @@ async function fetchApp(path: string, init?: RequestInit, e: object = env) {
   await waitOnExecutionContext(ctx);
   return res;
 }
+
+/** Signs in to /admin as the login form does; the dashboard cookie is in the answer's set-cookie. */
+const adminLogin = (token: string, e: object) =>
+  fetchApp(
+    "/admin/login",
+    {
+      method: "POST",
+      body: new URLSearchParams({ token }),
+      headers: { origin: "https://skills.test" },
+      redirect: "manual",
+    },
+    e,
+  );
+const sessionCookie = (login: Response) => (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
 
 describe("outcome classes", () => {
   it.each([
@@ -239,15 +253,7 @@ describe("/admin dashboard", () => {
     expect(html).toContain('action="/admin/login"');
     expect(html).not.toContain("Maintainer dashboard");
     expect(anon.headers.get("content-security-policy")).toContain("default-src 'none'");
-    const wrong = await fetchApp(
-      "/admin/login",
-      {
-        method: "POST",
-        body: new URLSearchParams({ token: "nope" }),
-        headers: { origin: "https://skills.test" },
-      },
-      adminEnv,
-    );
+    const wrong = await adminLogin("nope", adminEnv);
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("set-cookie")).toBeNull();
     // Without ADMIN_TOKEN there is no dashboard at all.
@@ -257,16 +263,7 @@ describe("/admin dashboard", () => {
   it("signs in with an HttpOnly cookie that is not the token, shows figures, CSRF-guards actions", {
     timeout: 30_000,
   }, async () => {
-    const login = await fetchApp(
-      "/admin/login",
-      {
-        method: "POST",
-        body: new URLSearchParams({ token: adminEnv.ADMIN_TOKEN }),
-        headers: { origin: "https://skills.test" },
-        redirect: "manual",
-      },
-      adminEnv,
-    );
+    const login = await adminLogin(adminEnv.ADMIN_TOKEN, adminEnv);
     expect(login.status).toBe(303);
     expect(login.headers.get("location")).toBe("/admin");
     const setCookie = login.headers.get("set-cookie") ?? "";
@@ -394,17 +391,8 @@ describe("the admin token never reaches a log line", () => {
       }),
     );
     try {
-      const login = await fetchApp(
-        "/admin/login",
-        {
-          method: "POST",
-          body: new URLSearchParams({ token }),
-          headers: { origin: "https://skills.test" },
-          redirect: "manual",
-        },
-        e,
-      );
-      const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+      const login = await adminLogin(token, e);
+      const cookie = sessionCookie(login);
       expect((await fetchApp("/admin", { headers: { cookie } }, e)).status).toBe(200);
       await fetchApp(
         "/admin/payouts/pricefeed/settle",
@@ -450,17 +438,8 @@ describe("/admin figures from a seeded ledger", () => {
     expect(Number(after.credits.calls_left) - Number(before.credits.calls_left)).toBe(7);
     expect(Number(after.credits.keys) - Number(before.credits.keys)).toBe(1);
 
-    const login = await fetchApp(
-      "/admin/login",
-      {
-        method: "POST",
-        body: new URLSearchParams({ token }),
-        headers: { origin: "https://skills.test" },
-        redirect: "manual",
-      },
-      e,
-    );
-    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const login = await adminLogin(token, e);
+    const cookie = sessionCookie(login);
     const html = await (await fetchApp("/admin", { headers: { cookie } }, e)).text();
     expect(html).toMatch(/<th scope="row">notifyhook<\/th><td>\$0\.042500<\/td>/);
     expect(html).toContain(`<th scope="row">req-${rid}</th><td>research</td>`);
@@ -504,31 +483,13 @@ describe("/admin figures from a seeded ledger", () => {
 describe("x402 calls against the facilitator double are measured with method and amount", () => {
   const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
   const payer = (suffix: string) => `0x00000000000000000000000000000000000a${suffix}`;
-  const hex32 = () =>
-    `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 
   async function paidCall(from: string) {
     const path = "/api/skills/sha256";
     const unpaid = await fetchApp(path, { method: "POST", body: "{}" }, paidEnv);
     expect(unpaid.status).toBe(402);
     const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") as string);
-    const accepted = required.accepts[0] as PaymentRequirements;
-    const payload: PaymentPayload = {
-      x402Version: 2,
-      resource: required.resource,
-      accepted,
-      payload: {
-        signature: `0x${"11".repeat(65)}`,
-        authorization: {
-          from,
-          to: accepted.payTo,
-          value: accepted.amount,
-          nonce: hex32(),
-          validAfter: "0",
-          validBefore: String(Math.floor(Date.now() / 1000) + 600),
-        },
-      },
-    };
+    const { payload } = unsignedPayment(required, from);
     const res = await fetchApp(
       path,
       {
@@ -538,7 +499,7 @@ describe("x402 calls against the facilitator double are measured with method and
       },
       paidEnv,
     );
-    return { res, amount: Number(accepted.amount) };
+    return { res, amount: Number(payload.accepted.amount) };
   }
 
   const lastRows = async (n: number) =>

@@ -2,4 +2,3 @@
 declare module "stopword" {
   export const eng: string[];
 }
-

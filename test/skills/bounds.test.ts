@@ -8,6 +8,17 @@ import { skills } from "../../src/skills/registry";
 import { runSkill } from "../../src/skills/run";
 import type { Skill } from "../../src/skills/types";
 import { trimTrailingDots } from "../../src/skills/url-normalize";
+
+/** An array of records that require an id and a non-empty name, plus the given properties. */
+const recordsSchema = (properties: Record<string, unknown>) => ({
+  type: "array",
+  items: {
+    type: "object",
+    required: ["id", "name"],
+    properties: { name: { type: "string", minLength: 1 }, ...properties },
+  },
+});
+
 import { postJson } from "../helpers";
 
 // Issue 19 point 2 and issue 15 "Quotas and abuse": every skill's answer and work are bounded.
@@ -259,18 +270,7 @@ describe("json_schema_validate bounds (issues 15 and 19)", () => {
         email: `a${i}@b.co`,
         tags: ["x"],
       }));
-      const schema = {
-        type: "array",
-        items: {
-          type: "object",
-          required: ["id", "name"],
-          properties: {
-            id: { type: "integer" },
-            name: { type: "string", minLength: 1 },
-            email: { format: "email" },
-          },
-        },
-      };
+      const schema = recordsSchema({ id: { type: "integer" }, email: { format: "email" } });
       const r = await validate(schema, records);
       expect(r.status).toBe(200);
       expect(JSON.parse(r.text).valid).toBe(true);
@@ -448,18 +448,10 @@ describe("schema work budget", () => {
   });
 
   it("a typical record schema over 1,000 and 20,000 items validates through the skill, not a 422", async () => {
-    const schema = {
-      type: "array",
-      items: {
-        type: "object",
-        required: ["id", "name"],
-        properties: {
-          id: { type: "integer", minimum: 0 },
-          name: { type: "string", minLength: 1 },
-          tags: { type: "array", items: { type: "string" } },
-        },
-      },
-    };
+    const schema = recordsSchema({
+      id: { type: "integer", minimum: 0 },
+      tags: { type: "array", items: { type: "string" } },
+    });
     for (const n of [1000, 20_000]) {
       const instance = Array.from({ length: n }, (_, i) => ({ id: i, name: `item ${i}`, tags: ["x", "y"] }));
       const res = await postJson("/api/skills/json-schema-validate", { instance, schema });

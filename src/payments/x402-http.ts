@@ -44,6 +44,8 @@ interface ReadyAnswer {
   status: 402;
   body: string;
   headers: Record<string, string>;
+  /** A JSON offer (explain402 may add a card-key note), not the HTML page browsers get. */
+  offer: boolean;
   until: number;
 }
 
@@ -83,22 +85,15 @@ export function x402HttpGate(
   // gate (one gate per isolate and configuration, x402-gate.ts) instead of on every request.
   const unpaid = new Map<string, ReadyAnswer>();
   const ready = (answer: UnpaidAnswer): ReadyAnswer => {
-    const headers = { ...answer.headers };
-    let body: string;
-    if (answer.isHtml) {
-      body = String(answer.body ?? "");
-      headers["content-type"] = "text/html; charset=UTF-8";
-    } else {
-      const header = Object.entries(headers).find(([k]) => k.toLowerCase() === "payment-required")?.[1];
-      body = (header && opts.explainUnpaid?.(header)) ?? JSON.stringify(answer.body ?? {});
-      headers["content-type"] = "application/json";
-    }
-    for (const k of Object.keys(headers))
-      if (k !== "content-type" && k.toLowerCase() === "content-type") delete headers[k];
-    return { status: 402, body, headers, until: Date.now() + UNPAID_ANSWER_TTL_MS };
+    // One spelling per header name, so the content type below replaces the library's.
+    const headers = Object.fromEntries(Object.entries(answer.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const explained = answer.isHtml ? undefined : opts.explainUnpaid?.(headers["payment-required"] ?? "");
+    headers["content-type"] = answer.isHtml ? "text/html; charset=UTF-8" : "application/json";
+    const body = answer.isHtml ? String(answer.body ?? "") : (explained ?? JSON.stringify(answer.body ?? {}));
+    return { status: 402, body, headers, offer: !answer.isHtml, until: Date.now() + UNPAID_ANSWER_TTL_MS };
   };
   const send = (c: Context<AppEnv>, answer: ReadyAnswer) => {
-    if (answer.headers["content-type"] === "application/json") c.set("x402UnpaidOffer", true);
+    if (answer.offer) c.set("x402UnpaidOffer", true);
     return c.body(answer.body, answer.status, answer.headers);
   };
   return async (c, next) => {

@@ -1,13 +1,11 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env";
-import { publicCors } from "./http/cors";
+import { edgeHeaders } from "./http/edge-headers";
 import { detail } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
-import { mutableHeaders, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { adminDashboardRoutes } from "./routes/admin-dashboard";
 import { catalogRoutes } from "./routes/catalog";
@@ -25,26 +23,7 @@ import { statsRoutes } from "./routes/stats";
 export function createApp() {
   const app = new Hono<AppEnv>();
 
-  // Always our own id: it keys the ledgers and Stripe idempotency, so a client-sent X-Request-Id
-  // (reused, or chosen to collide) must never reach them. It is echoed in X-Request-Id.
-  app.use(requestId({ headerName: "" }));
-  app.use(async (c, next) => {
-    await next();
-    // Set last: the x402 middleware replaces whole responses (settlement failures). In place: after
-    // the handler, c.header() copies the whole Response (a CPU profile showed it on every request);
-    // only a response with immutable headers (one passed through from fetch) is copied.
-    const id = c.get("requestId");
-    try {
-      c.res.headers.set("X-Request-Id", id);
-    } catch {
-      c.header("X-Request-Id", id);
-    }
-  });
-  // Outside everything that may replace the response, so every answer carries them: security
-  // headers on all responses, CORS on the public API and documents (preflights end here).
-  app.use(securityHeaders);
-  app.use(publicCors);
-  app.use(mutableHeaders);
+  app.use(edgeHeaders);
   app.use(
     "/api/*",
     bodyLimit({

@@ -47,6 +47,8 @@ app.post("/__bench/paid-overhead", async (c) => c.json(await paidOverhead(c.env,
 const paid = createApp();
 const handler: ExportedHandler<Env> = {
   fetch(request, env, ctx) {
+    // No URL parse unless the mount is hit: the throughput figures must not carry the harness's cost.
+    if (!request.url.includes("/paid/")) return app.fetch(request, env, ctx);
     const url = new URL(request.url);
     if (url.pathname.startsWith("/paid/")) {
       url.pathname = url.pathname.slice("/paid".length);

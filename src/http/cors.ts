@@ -1,6 +1,3 @@
-import type { MiddlewareHandler } from "hono";
-import { cors } from "hono/cors";
-
 /**
  * Paths other origins may read: the public API, the MCP endpoint and the discovery documents, so
  * browser-based agents and tools can fetch the catalog, call a skill and read its 402. Never the admin API or pages:
@@ -11,36 +8,52 @@ const CORS_PATH =
 
 export const isCorsPath = (path: string) => CORS_PATH.test(path);
 
-const apiCors = cors({
-  origin: "*",
-  allowMethods: ["GET", "POST", "OPTIONS"],
-  allowHeaders: [
-    "PAYMENT-SIGNATURE",
-    "X-PAYMENT",
-    "Authorization",
-    "X-API-Key",
-    "Content-Type",
-    "Idempotency-Key",
-    // Browser-based MCP clients (Streamable HTTP) send these on /mcp.
-    "Accept",
-    "Mcp-Protocol-Version",
-    "Mcp-Session-Id",
-  ],
-  exposeHeaders: [
-    "PAYMENT-REQUIRED",
-    "PAYMENT-RESPONSE",
-    "X-PAYMENT-RESPONSE",
-    "X-Credits-Remaining",
-    "X-Request-Id",
-    // Receipts and idempotent replays (docs/receipts-and-retries.md); Retry-After of a 409 in flight.
-    "X-Payment-Receipt",
-    "X-Idempotent-Replay",
-    "X-Original-Request-Id",
-    "Retry-After",
-  ],
-  maxAge: 600,
-});
+const ALLOW_HEADERS = [
+  "PAYMENT-SIGNATURE",
+  "X-PAYMENT",
+  "Authorization",
+  "X-API-Key",
+  "Content-Type",
+  "Idempotency-Key",
+  // Browser-based MCP clients (Streamable HTTP) send these on /mcp.
+  "Accept",
+  "Mcp-Protocol-Version",
+  "Mcp-Session-Id",
+];
 
-/** CORS for the public API and discovery documents only (hono/cors, `*` origin, no credentials). */
-export const publicCors: MiddlewareHandler = (c, next) =>
-  isCorsPath(c.req.path) ? apiCors(c, next) : next();
+const EXPOSE_HEADERS = [
+  "PAYMENT-REQUIRED",
+  "PAYMENT-RESPONSE",
+  "X-PAYMENT-RESPONSE",
+  "X-Credits-Remaining",
+  "X-Request-Id",
+  // Receipts and idempotent replays (docs/receipts-and-retries.md); Retry-After of a 409 in flight.
+  "X-Payment-Receipt",
+  "X-Idempotent-Replay",
+  "X-Original-Request-Id",
+  "Retry-After",
+];
+
+/**
+ * `*` origin and no credentials: nothing here rides on cookies (payments are signed headers,
+ * credits a bearer key), so no Vary: Origin either. Set on every answer on a CORS path.
+ */
+export const CORS_ANSWER_HEADERS: readonly (readonly [string, string])[] = [
+  ["Access-Control-Allow-Origin", "*"],
+  ["Access-Control-Expose-Headers", EXPOSE_HEADERS.join(",")],
+];
+
+/** The preflight answer (204, any CORS path, routed or not): it never reaches a handler. */
+export function preflight(): Response {
+  return new Response(null, {
+    status: 204,
+    statusText: "No Content",
+    headers: [
+      ...CORS_ANSWER_HEADERS,
+      ["Access-Control-Max-Age", "600"],
+      ["Access-Control-Allow-Methods", "GET,POST,OPTIONS"],
+      ["Access-Control-Allow-Headers", ALLOW_HEADERS.join(",")],
+      ["Vary", "Access-Control-Request-Headers"],
+    ],
+  });
+}

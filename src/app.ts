@@ -1,7 +1,7 @@
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./env";
+import { limitBody } from "./http/body-limit";
 import { edgeHeaders } from "./http/edge-headers";
 import { detail } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
@@ -26,10 +26,7 @@ export function createApp() {
   app.use(edgeHeaders);
   app.use(
     "/api/*",
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => detail(c, 413, `Request body larger than ${MAX_BODY_BYTES} bytes`),
-    }),
+    limitBody(MAX_BODY_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_BODY_BYTES} bytes`)),
   );
 
   app.route("/", healthRoutes);

@@ -43,12 +43,31 @@ app.post("/__bench/time/:slug", async (c) => {
 // Receipt signing and idempotency lookup per paid call (scripts/bench/paid-overhead.ts).
 app.post("/__bench/paid-overhead", async (c) => c.json(await paidOverhead(c.env, 200, c.executionCtx)));
 
+/**
+ * The floor of a 1 KB sha256 call in this same isolate: read, parse, digest, JSON, with no Hono and
+ * none of our middleware. A route's gap to it is what the app costs per call.
+ */
+async function floor(request: Request): Promise<Response> {
+  const { text } = JSON.parse(await request.text()) as { text: string };
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+  return Response.json({
+    algo: "sha256",
+    encoding: "utf-8",
+    bytes: text.length,
+    hex,
+    hex_prefix: hex.slice(0, 16),
+  });
+}
+
 // The same app with payments on, mounted under /paid, for the payment-path latency figures.
 const paid = createApp();
 const handler: ExportedHandler<Env> = {
   fetch(request, env, ctx) {
-    // No URL parse unless the mount is hit: the throughput figures must not carry the harness's cost.
-    if (!request.url.includes("/paid/")) return app.fetch(request, env, ctx);
+    // No URL parse unless a bench route is hit: the throughput figures must not carry its cost.
+    if (!request.url.includes("/__bench/floor") && !request.url.includes("/paid/"))
+      return app.fetch(request, env, ctx);
+    if (request.url.endsWith("/__bench/floor")) return floor(request);
     const url = new URL(request.url);
     if (url.pathname.startsWith("/paid/")) {
       url.pathname = url.pathname.slice("/paid".length);

@@ -18,8 +18,15 @@ const PERIOD_SECONDS = 60;
 
 type Scope = "ip" | "payer" | "key" | "free";
 
+// Read once per bindings object (an isolate's env does not change between its requests).
+const enabledFor = new WeakMap<Bindings, boolean>();
 function enabled(env: Bindings) {
-  return !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+  let on = enabledFor.get(env);
+  if (on === undefined) {
+    on = !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+    enabledFor.set(env, on);
+  }
+  return on;
 }
 
 const clientIp = (c: Context<AppEnv>) => c.req.header("cf-connecting-ip") ?? "unknown";

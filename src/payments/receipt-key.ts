@@ -19,7 +19,7 @@ export const DEFAULT_KEY_FRAGMENT = "receipts-1";
 
 interface Cached {
   source: string;
-  did: string;
+  baseUrl: string;
   key: ReceiptKey | { error: string };
 }
 let cached: Cached | undefined;
@@ -37,9 +37,9 @@ export function didWebOf(baseUrl: string): string {
  * the private key is imported non-extractable.
  */
 export function receiptKey(secret: string | undefined, baseUrl: string): ReceiptKey | { error: string } {
-  const did = didWebOf(baseUrl);
-  if (cached && cached.source === (secret ?? "") && cached.did === did) return cached.key;
-  cached = { source: secret ?? "", did, key: parse(secret, did) };
+  // Compared before didWebOf: its URL parse showed in the profile of every unpaid 402.
+  if (cached && cached.source === (secret ?? "") && cached.baseUrl === baseUrl) return cached.key;
+  cached = { source: secret ?? "", baseUrl, key: parse(secret, didWebOf(baseUrl)) };
   return cached.key;
 }
 

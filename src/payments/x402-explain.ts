@@ -24,8 +24,9 @@ const machineReason = (error: string) =>
 export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const res = c.res;
+  if (res.status !== 402) return;
   const header = res.headers.get("payment-required");
-  if (res.status !== 402 || !header || !res.headers.get("content-type")?.includes("json")) return;
+  if (!header || !res.headers.get("content-type")?.includes("json")) return;
   const note = c.get("creditNote");
   // The gate sends the unpaid offer already explained (once per cached answer); only a note about
   // a refused card key changes its text.

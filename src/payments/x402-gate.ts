@@ -127,8 +127,22 @@ function factsOf(env: Bindings, cfg: PublicConfig) {
   return facts;
 }
 
-/** The key of a configuration: a change rebuilds the gate (and its cached 402 answers). */
+/**
+ * The key of a configuration: a change rebuilds the gate (and its cached 402 answers). Kept per
+ * configuration object (publicConfig makes one per bindings object and origin), so a request
+ * does not join the key again.
+ */
+const configKeys = new WeakMap<PublicConfig, ReturnType<typeof makeConfigKey>>();
 function configKey(env: Bindings, cfg: PublicConfig) {
+  let k = configKeys.get(cfg);
+  if (!k) {
+    k = makeConfigKey(env, cfg);
+    configKeys.set(cfg, k);
+  }
+  return k;
+}
+
+function makeConfigKey(env: Bindings, cfg: PublicConfig) {
   const { pc } = factsOf(env, cfg);
   // payment-identifier and signed offers (paid-extensions.ts); the receipt key's id is in the key.
   const paid = paidExtensions(env, cfg.baseUrl);

@@ -160,19 +160,23 @@ function flushCalls(db: D1Database): Promise<void> {
 // D1 binds at most 100 parameters per statement: 12 rows of 8.
 const ROWS_PER_INSERT = 12;
 
+/** The INSERT for `n` rows, written once per size (a flush is on the path of a request). */
+const insertSql = Array.from({ length: ROWS_PER_INSERT + 1 }, (_, n) => {
+  const values = Array.from(
+    { length: n },
+    (_, j) => `(${Array.from({ length: 8 }, (_, k) => `?${j * 8 + k + 1}`).join(", ")})`,
+  );
+  return `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
+           VALUES ${values.join(", ")}`;
+});
+
 async function insertCalls(db: D1Database, rows: CallRecord[]) {
   const statements: D1PreparedStatement[] = [];
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     const chunk = rows.slice(i, i + ROWS_PER_INSERT);
-    const values = chunk.map(
-      (_, j) => `(${Array.from({ length: 8 }, (_, k) => `?${j * 8 + k + 1}`).join(", ")})`,
-    );
     statements.push(
       db
-        .prepare(
-          `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
-           VALUES ${values.join(", ")}`,
-        )
+        .prepare(insertSql[chunk.length] as string)
         .bind(
           ...chunk.flatMap((r) => [
             r.at,

@@ -47,4 +47,42 @@ describe("error shapes", () => {
     expect(res.status).toBe(413);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/larger than/);
   });
+
+  it("a streamed body with no Content-Length is counted: over the cap is 413, under it runs", async () => {
+    const stream = (bytes: number) => {
+      const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+      let sent = 0;
+      return new ReadableStream<Uint8Array>({
+        pull(ctl) {
+          if (sent >= bytes) return ctl.close();
+          ctl.enqueue(chunk);
+          sent += chunk.length;
+        },
+      });
+    };
+    const over = await call("/api/skills/sha256", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: stream(6 * 1024 * 1024),
+      duplex: "half",
+    } as RequestInit);
+    expect(over.status).toBe(413);
+    expect((await over.json<{ detail: string }>()).detail).toMatch(/larger than/);
+    const small = new TextEncoder().encode('{"text":"abc"}');
+    const under = await call("/api/skills/sha256", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: new ReadableStream({
+        start(ctl) {
+          ctl.enqueue(small);
+          ctl.close();
+        },
+      }),
+      duplex: "half",
+    } as RequestInit);
+    expect(under.status).toBe(200);
+    expect((await under.json<{ hex: string }>()).hex).toBe(
+      "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    );
+  });
 });

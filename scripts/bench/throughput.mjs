@@ -233,6 +233,24 @@ function routes() {
   ];
 }
 
+// Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ).
+const CLOCK_TICKS = 100;
+
+/** CPU ticks (user + system) of every process whose command line names `configFile` (workerd). */
+function cpuTicks(configFile) {
+  let ticks = 0;
+  for (const pid of readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(configFile)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return ticks;
+}
+
 const fmt = (xs, digits = 2) => {
   const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
   const lo = Math.min(...xs);
@@ -273,6 +291,7 @@ export async function throughputReport(
   const list = routes();
   const rps = new Map(list.map((r) => [r.name, []]));
   const wrong = new Map(list.map((r) => [r.name, 0]));
+  const cpu = new Map(list.map((r) => [r.name, []]));
   const startups = { empty: [], app: [] };
   for (let round = 0; round < rounds; round++) {
     const emptyPort = await freePort();
@@ -309,22 +328,26 @@ export async function throughputReport(
     startups.app.push(app.startupMs);
     try {
       const portOf = (r) => (r.empty ? emptyPort : r.paid ? paidPort : appPort);
+      const configOf = (r) => (r.empty ? emptyCfg : r.paid ? paidCfg : appCfg);
       for (const r of list) await load({ ...r, port: portOf(r), seconds: 1, connections }); // warm-up
       // Each route gets `seconds` seconds in one-second slices taken in turn, so a burst of load
       // from elsewhere on this shared machine falls on every route alike instead of on one.
-      const sum = new Map(list.map((r) => [r.name, { done: 0, secs: 0 }]));
+      const sum = new Map(list.map((r) => [r.name, { done: 0, secs: 0, ticks: 0 }]));
       for (let slice = 0; slice < seconds; slice++) {
         for (const r of list) {
+          const before = cpuTicks(configOf(r));
           const res = await load({ ...r, port: portOf(r), seconds: 1, connections });
           const acc = sum.get(r.name);
+          acc.ticks += cpuTicks(configOf(r)) - before;
           acc.done += res.done;
           acc.secs += res.done / res.rps;
           wrong.set(r.name, wrong.get(r.name) + res.wrong);
         }
       }
       for (const r of list) {
-        const { done, secs } = sum.get(r.name);
+        const { done, secs, ticks } = sum.get(r.name);
         rps.get(r.name).push(done / secs);
+        cpu.get(r.name).push((ticks * (1e6 / CLOCK_TICKS)) / done);
         console.log(`round ${round + 1}: ${r.name}: ${(done / secs).toFixed(0)} req/s`);
       }
     } finally {
@@ -382,11 +405,17 @@ export async function throughputReport(
     `Machine: ${os.cpus().length} CPUs, 1-minute load average ${loadBefore.toFixed(1)} at the start and ${os.loadavg()[0].toFixed(1)} at the end of the run (other engineers' tests share it).`,
   );
   say();
-  say("| route | req/s | ratio to the app's no-op | ratio to an empty Worker | wrong status |");
-  say("|---|---:|---:|---:|---:|");
+  say(
+    "CPU µs per request: the workerd process's user+system time over the slices divided by the requests answered (from /proc; the load generator is not in it). It moves far less with the machine's load than req/s does, so it is the figure to compare between runs.",
+  );
+  say();
+  say(
+    "| route | req/s | ratio to the app's no-op | ratio to an empty Worker | CPU µs per request | wrong status |",
+  );
+  say("|---|---:|---:|---:|---:|---:|");
   for (const r of list) {
     say(
-      `| ${r.name} | ${fmt(rps.get(r.name), 0)} | ${fmt(ratio(r.name, noopName))} | ${fmt(ratio(r.name, emptyName))} | ${wrong.get(r.name)} |`,
+      `| ${r.name} | ${fmt(rps.get(r.name), 0)} | ${fmt(ratio(r.name, noopName))} | ${fmt(ratio(r.name, emptyName))} | ${fmt(cpu.get(r.name), 0)} | ${wrong.get(r.name)} |`,
     );
   }
   const extra = startups.app.map((v, i) => v - startups.empty[i]);

@@ -9,8 +9,8 @@ import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./lib/proc.mjs";
 import { writeConfig } from "./bench/throughput.mjs";
+import { freePort } from "./lib/proc.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
@@ -61,7 +61,10 @@ async function startOnce(configFile, port) {
 
 const emptyDir = path.join(os.tmpdir(), "startup-ab-empty");
 mkdirSync(emptyDir, { recursive: true });
-writeFileSync(path.join(emptyDir, "worker.js"), "export default { fetch() { return new Response('ok'); } };\n");
+writeFileSync(
+  path.join(emptyDir, "worker.js"),
+  "export default { fetch() { return new Response('ok'); } };\n",
+);
 const bindings = { FREE_BETA: "false", X402_ENABLED: "true", CARDPAY_ENABLED: "true" };
 const modulesOf = (dir) =>
   readdirSync(dir).filter((f) => statSync(path.join(dir, f)).isFile() && !/\.(map|md|json|capnp)$/.test(f));
@@ -73,13 +76,27 @@ for (let round = 0; round < rounds; round++) {
     const files = modulesOf(dir);
     const main = files.find((f) => /^(index|worker)\.js$/.test(f));
     const emptyPort = await freePort();
-    const emptyCfg = writeConfig(emptyDir, { name: "empty", files: ["worker.js"], main: "worker.js", port: emptyPort });
+    const emptyCfg = writeConfig(emptyDir, {
+      name: "empty",
+      files: ["worker.js"],
+      main: "worker.js",
+      port: emptyPort,
+    });
     const port = await freePort();
-    const cfg = writeConfig(dir, { name: "ab", files, main, port, bindings, assets: path.join(root, "static") });
+    const cfg = writeConfig(dir, {
+      name: "ab",
+      files,
+      main,
+      port,
+      bindings,
+      assets: path.join(root, "static"),
+    });
     const empty = await startOnce(emptyCfg, emptyPort);
     const app = await startOnce(cfg, port);
     extra.get(dir).push(app.ms - empty.ms);
-    console.log(`round ${round + 1} ${path.basename(dir)}: ${app.ms.toFixed(0)} - ${empty.ms.toFixed(0)} = ${(app.ms - empty.ms).toFixed(0)} ms (HTTP ${app.status})`);
+    console.log(
+      `round ${round + 1} ${path.basename(dir)}: ${app.ms.toFixed(0)} - ${empty.ms.toFixed(0)} = ${(app.ms - empty.ms).toFixed(0)} ms (HTTP ${app.status})`,
+    );
   }
 }
 load.push(os.loadavg()[0]);

@@ -1,12 +1,9 @@
-import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
-import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context } from "hono";
-import { recoverTypedDataAddress } from "viem";
 import type { AppEnv } from "../env";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
-import { transferWithAuthorization } from "./transfer-authorization";
+import { decodePaymentSignatureHeader } from "./x402-headers";
 
 export type Identified =
   | { key: string; principal: string; kind: "x402" | "card" }
@@ -49,6 +46,8 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   } catch {
     return undefined; // the payment middleware answers a malformed signature
   }
+  // Loaded by the first paid call, not at start-up (the extension's module brings ajv).
+  const { isValidPaymentId, PAYMENT_IDENTIFIER } = await import("@x402/extensions/payment-identifier");
   // The id is checked with the extension's format rule only: its validatePaymentIdentifier also
   // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
   // fails in workerd (no eval), rejecting every valid id.
@@ -87,6 +86,11 @@ async function signedBy(payment: PaymentPayload): Promise<string | undefined> {
   const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
   if (!auth || typeof auth.from !== "string" || !signature || !chainId) return undefined;
   try {
+    // viem's entry (and @x402/evm's) evaluate for tens of ms: loaded by the first keyed x402 call.
+    const [{ recoverTypedDataAddress }, { transferWithAuthorization }] = await Promise.all([
+      import("viem"),
+      import("./transfer-authorization"),
+    ]);
     const recovered = await recoverTypedDataAddress({
       ...transferWithAuthorization(auth, {
         name: extra.name,

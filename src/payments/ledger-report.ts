@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { z } from "zod";
+import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";

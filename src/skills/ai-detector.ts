@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { cached } from "./lib/cache";
 import { isHtml, loadPage, precheckUrl } from "./lib/page";
 import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";

@@ -1,5 +1,5 @@
 import type { Schema, SchemaDraft } from "@cfworker/json-schema";
-import { z } from "zod";
+import * as z from "zod";
 import { anyJson, InputError } from "../http/validation";
 import { InvalidPattern, UnsupportedPattern } from "./lib/schema-patterns";
 import { meteredValidation, WorkLimitExceeded } from "./lib/schema-work";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { cached } from "./lib/cache";
 import { loadPage, precheckUrl } from "./lib/page";
 import { WEIGHTS } from "./lib/seo-weights";

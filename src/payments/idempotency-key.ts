@@ -46,8 +46,7 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   } catch {
     return undefined; // the payment middleware answers a malformed signature
   }
-  // Loaded by the first paid call, not at start-up (the extension's module brings ajv).
-  const { isValidPaymentId, PAYMENT_IDENTIFIER } = await import("@x402/extensions/payment-identifier");
+  const { isValidPaymentId, PAYMENT_IDENTIFIER } = await import("./paid-call-libs");
   // The id is checked with the extension's format rule only: its validatePaymentIdentifier also
   // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
   // fails in workerd (no eval), rejecting every valid id.
@@ -86,11 +85,7 @@ async function signedBy(payment: PaymentPayload): Promise<string | undefined> {
   const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
   if (!auth || typeof auth.from !== "string" || !signature || !chainId) return undefined;
   try {
-    // viem's entry (and @x402/evm's) evaluate for tens of ms: loaded by the first keyed x402 call.
-    const [{ recoverTypedDataAddress }, { transferWithAuthorization }] = await Promise.all([
-      import("viem"),
-      import("./transfer-authorization"),
-    ]);
+    const { recoverTypedDataAddress, transferWithAuthorization } = await import("./paid-call-libs");
     const recovered = await recoverTypedDataAddress({
       ...transferWithAuthorization(auth, {
         name: extra.name,

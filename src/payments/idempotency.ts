@@ -13,8 +13,7 @@ async function bodyHash(text: string): Promise<string> {
   if (text.trim() === "") return sha256Hex("");
   const parsed = parseJsonText(text);
   if (!parsed.ok) return sha256Hex(text);
-  // Loaded by the first keyed call, not at start-up: the module brings jose and viem.
-  const { canonicalize } = await import("@x402/extensions/offer-receipt");
+  const { canonicalize } = await import("./paid-call-libs");
   return sha256Hex(canonicalize(parsed.value));
 }
 

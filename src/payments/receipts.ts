@@ -73,8 +73,7 @@ export function signReceipt(resource: string | ((c: Context<AppEnv>) => string))
       contentType: res.headers.get("content-type") ?? "",
       bodySha256: await sha256Hex(bytes),
     });
-    // The offer-receipt extension (jose, viem) is loaded by the first paid answer, not at start-up.
-    const { createJWS, OFFER_RECEIPT } = await import("@x402/extensions/offer-receipt");
+    const { createJWS, OFFER_RECEIPT } = await import("./paid-call-libs");
     const jws = await createJWS(claims, key.signer);
     c.res = new Response(bytes, res);
     c.res.headers.set(RECEIPT_HEADER, jws);

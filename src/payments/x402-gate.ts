@@ -15,8 +15,6 @@ import { x402HttpGate } from "./x402-http";
 import { explain } from "./x402-offer-body";
 import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
 
-export { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
-
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
 function routesFor(cfg: PublicConfig, items: Sellable[], paid: Record<string, unknown>): RoutesConfig {
   const routes: Record<string, RouteConfig> = {};

@@ -1,6 +1,6 @@
 import { checkKeywords } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
-import { WEIGHTS } from "./seo-weights";
+import type { WEIGHTS } from "./seo-weights";
 import { wordsOf } from "./text-stats";
 
 /**
@@ -8,8 +8,6 @@ import { wordsOf } from "./text-stats";
  * One parse (seo-scan.ts), then one named check per line of the score breakdown; each sets its
  * points and adds its advice, so `recommendations` follow the order of the checks.
  */
-
-export { WEIGHTS };
 
 type Check = keyof typeof WEIGHTS;
 

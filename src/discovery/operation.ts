@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { PublicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { jsonBody, queryParams } from "../http/validation";

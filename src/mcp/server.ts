@@ -8,7 +8,7 @@ import {
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { z } from "zod";
+import * as z from "zod";
 import { INTERFACE_VERSION } from "../config";
 import { skills } from "../skills/registry";
 import { type CallContext, callTool } from "./call";

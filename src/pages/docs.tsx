@@ -1,6 +1,6 @@
 import type { PublicConfig } from "../config";
 import { priceLabel, shQuote, skillUrls } from "../discovery/identity";
-import { MAX_TIMEOUT_SECONDS } from "../payments/x402-gate";
+import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { skills } from "../skills/registry";
 import { bodySchema, validationExample } from "../skills/schema-docs";
 import type { Skill } from "../skills/types";

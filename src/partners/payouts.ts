@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { microsToUsd as usd } from "../money";
 
 /** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */

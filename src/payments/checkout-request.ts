@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { MAX_CALLS } from "./credits";
 
 /** Body of POST /api/cardpay/checkout: which skill, how many calls, and an optional first call. */

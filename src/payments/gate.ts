@@ -12,7 +12,7 @@ import {
   refundCredit,
   spendCredit,
 } from "./credits";
-import { x402Gate } from "./x402-gate";
+import { x402Gate } from "./x402-lazy";
 
 /**
  * Who pays for a call: nobody in free beta; a card-credit key when one is sent

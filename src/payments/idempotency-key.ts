@@ -1,12 +1,9 @@
-import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
-import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import type { Context } from "hono";
-import { recoverTypedDataAddress } from "viem";
 import type { AppEnv } from "../env";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
-import { transferWithAuthorization } from "./transfer-authorization";
+import { decodePaymentSignatureHeader } from "./x402-headers";
 
 export type Identified =
   | { key: string; principal: string; kind: "x402" | "card" }
@@ -49,6 +46,7 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   } catch {
     return undefined; // the payment middleware answers a malformed signature
   }
+  const { isValidPaymentId, PAYMENT_IDENTIFIER } = await import("./paid-call-libs");
   // The id is checked with the extension's format rule only: its validatePaymentIdentifier also
   // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
   // fails in workerd (no eval), rejecting every valid id.
@@ -87,6 +85,7 @@ async function signedBy(payment: PaymentPayload): Promise<string | undefined> {
   const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
   if (!auth || typeof auth.from !== "string" || !signature || !chainId) return undefined;
   try {
+    const { recoverTypedDataAddress, transferWithAuthorization } = await import("./paid-call-libs");
     const recovered = await recoverTypedDataAddress({
       ...transferWithAuthorization(auth, {
         name: extra.name,

@@ -1,4 +1,3 @@
-import { canonicalize } from "@x402/extensions/offer-receipt";
 import type { MiddlewareHandler } from "hono";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
@@ -13,7 +12,9 @@ const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
 async function bodyHash(text: string): Promise<string> {
   if (text.trim() === "") return sha256Hex("");
   const parsed = parseJsonText(text);
-  return sha256Hex(parsed.ok ? canonicalize(parsed.value) : text);
+  if (!parsed.ok) return sha256Hex(text);
+  const { canonicalize } = await import("./paid-call-libs");
+  return sha256Hex(canonicalize(parsed.value));
 }
 
 /**

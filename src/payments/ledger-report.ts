@@ -1,6 +1,6 @@
-import { z } from "zod";
+import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
-import { MAX_TIMEOUT_SECONDS } from "./x402-gate";
+import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /** Filters of the admin view of the x402 ledger (GET /api/admin/payments). */
 export const paymentsQuery = z.object({

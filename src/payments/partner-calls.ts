@@ -17,7 +17,7 @@ import {
   upstreamPath,
 } from "../partners/upstream";
 import { refundCaller } from "./refunds";
-import { x402Gate } from "./x402-gate";
+import { x402Gate } from "./x402-lazy";
 
 /**
  * A partner try call as sold: x402 only for services sold per call, the caller settled before an

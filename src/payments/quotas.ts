@@ -1,4 +1,3 @@
-import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
@@ -6,6 +5,7 @@ import { detail } from "../http/errors";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, hashKey } from "./credits";
+import { decodePaymentSignatureHeader } from "./x402-headers";
 
 /**
  * Rate limits with the Workers Rate Limiting binding (wrangler.toml [[ratelimits]]; miniflare runs

@@ -1,11 +1,10 @@
-import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { SettleResponse } from "@x402/core/types";
-import { createJWS, OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { receiptKey } from "./receipt-key";
+import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "./x402-headers";
 
 /** The header every paid answer (x402 or card credit) carries its receipt in: a JWS compact string. */
 export const RECEIPT_HEADER = "X-Payment-Receipt";
@@ -74,6 +73,7 @@ export function signReceipt(resource: string | ((c: Context<AppEnv>) => string))
       contentType: res.headers.get("content-type") ?? "",
       bodySha256: await sha256Hex(bytes),
     });
+    const { createJWS, OFFER_RECEIPT } = await import("./paid-call-libs");
     const jws = await createJWS(claims, key.signer);
     c.res = new Response(bytes, res);
     c.res.headers.set(RECEIPT_HEADER, jws);

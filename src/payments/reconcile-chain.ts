@@ -1,4 +1,4 @@
-import { MAX_TIMEOUT_SECONDS } from "./x402-gate";
+import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
  * What the reconciler reads from the chain: whether an EIP-3009 nonce was used, and the

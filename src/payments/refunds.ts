@@ -1,7 +1,8 @@
 import type { PaymentRequirements } from "@x402/core/types";
 import { publicConfig } from "../config";
 import type { Bindings, VerifiedPayment } from "../env";
-import { facilitatorClient, MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-gate";
+import { x402Server } from "./x402-lazy";
+import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
 
 /**
  * Refunds of callers settled before the marketplace spent money for them (an x402-priced partner:
@@ -79,6 +80,7 @@ async function sendRefund(env: Bindings, r: RefundRequest, amount: bigint) {
     resource: { url: `refund:${r.requestId}`, description: r.reason, mimeType: "application/json" },
     accepts: [requirements],
   });
+  const { facilitatorClient } = await x402Server();
   const settled = await facilitatorClient(env, cfg).settle(payload, requirements);
   return settled.success
     ? { ok: true as const, transaction: settled.transaction }

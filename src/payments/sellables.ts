@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { PublicConfig } from "../config";
 import type { PricingConfig } from "../partners/config";
 import type { Partner, PartnerService } from "../partners/data";

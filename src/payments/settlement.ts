@@ -1,4 +1,3 @@
-import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
@@ -11,6 +10,7 @@ import {
   releaseAuthorization,
   type SettledPayment,
 } from "./ledger";
+import { decodePaymentResponseHeader } from "./x402-headers";
 
 /**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the

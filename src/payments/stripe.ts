@@ -1,18 +1,25 @@
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import type { Bindings } from "../env";
 
 let cached: { key: string; client: Stripe } | undefined;
 
 /**
+ * Stripe's library (~250 KiB of resource classes) is imported by the first card-payment request
+ * of an isolate, not at start-up.
+ */
+const stripeLibrary = async () => (await import("stripe")).default;
+
+/**
  * Stripe's official client on the fetch transport and SubtleCrypto (no Node http on Workers),
  * built once per isolate. STRIPE_API_BASE points it at the local emulator in tests and `npm start`.
  */
-export function stripeClient(env: Bindings): Stripe | undefined {
+export async function stripeClient(env: Bindings): Promise<Stripe | undefined> {
   const secret = env.STRIPE_SECRET_KEY;
   if (!secret) return undefined;
   const base = env.STRIPE_API_BASE ? new URL(env.STRIPE_API_BASE) : undefined;
   const key = `${secret}|${env.STRIPE_API_BASE ?? ""}`;
   if (cached?.key === key) return cached.client;
+  const Stripe = await stripeLibrary();
   const client = new Stripe(secret, {
     httpClient: Stripe.createFetchHttpClient(),
     maxNetworkRetries: 2,
@@ -29,7 +36,12 @@ export function stripeClient(env: Bindings): Stripe | undefined {
   return client;
 }
 
-export const webCrypto = Stripe.createSubtleCryptoProvider();
+let subtleProvider: ReturnType<typeof Stripe.createSubtleCryptoProvider> | undefined;
+/** SubtleCrypto for webhook signatures (no Node crypto on Workers), made once per isolate. */
+export async function webCrypto() {
+  subtleProvider ??= (await stripeLibrary()).createSubtleCryptoProvider();
+  return subtleProvider;
+}
 
 /** What the grant rule reads of a Checkout Session, as Stripe reports it now. */
 export interface RemoteSession {
@@ -59,9 +71,10 @@ export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSe
       metadata: s.metadata ?? {},
     };
   } catch (e) {
-    if (e instanceof Stripe.errors.StripeInvalidRequestError && e.statusCode === 404) return null;
+    if (e instanceof (await stripeLibrary()).errors.StripeInvalidRequestError && e.statusCode === 404)
+      return null;
     throw e;
   }
 }
 
-export const StripeErrors = Stripe.errors;
+export const stripeErrors = async () => (await stripeLibrary()).errors;

@@ -1,17 +1,12 @@
-import { decodePaymentRequiredHeader } from "@x402/core/http";
-import type { PaymentRequired } from "@x402/core/types";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
-import { formatUsd, microsToUsd } from "../money";
-import { isUnpaidOffer } from "./x402-http";
-import { v1Requirement } from "./x402-v1";
 
-/** Free-text errors of the x402 server, in the snake_case vocabulary of the facilitator's reasons. */
-const REASON_OF_TEXT: Record<string, string> = {
-  "No matching payment requirements": "payment_requirements_mismatch",
-};
-const machineReason = (error: string) =>
-  /^[a-z][a-z0-9_]*$/.test(error) ? error : (REASON_OF_TEXT[error] ?? "payment_invalid");
+/**
+ * True when this request was answered with the route's unpaid offer, already explained. A context
+ * flag, not the Response's identity: hono/cors touches `c.res` before the route runs, so Hono
+ * copies every Response a handler returns.
+ */
+export const isUnpaidOffer = (c: Context<AppEnv>) => c.get("x402UnpaidOffer") === true;
 
 /**
  * The x402 server puts the v2 requirements in the PAYMENT-REQUIRED header and leaves the body
@@ -40,6 +35,7 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cacheKey = `${note ?? ""}\u0000${header}`;
   let body = explained.get(cacheKey);
   if (body === undefined) {
+    const { explain } = await import("./x402-offer-body");
     body = explain(header, note);
     if (body === undefined) return;
     if (explained.size >= MAX_EXPLAINED) explained.clear();
@@ -54,36 +50,3 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
 // headers nobody will send again (a rejected payment's reason is part of its header).
 const MAX_EXPLAINED = 512;
 const explained = new Map<string, string>();
-
-export function explain(header: string, note: string | undefined): string | undefined {
-  let required: PaymentRequired;
-  try {
-    required = decodePaymentRequiredHeader(header);
-  } catch {
-    return undefined;
-  }
-  const offer = required.accepts[0];
-  const price = offer ? formatUsd(microsToUsd(offer.amount)) : "a price";
-  const what = offer
-    ? `${price} (${offer.amount} atomic units of USDC ${offer.asset} on ${offer.network}, paid to ${offer.payTo})`
-    : price;
-  const reason =
-    required.error && required.error !== "Payment required" ? machineReason(required.error) : undefined;
-  const error = note
-    ? `${note} This call costs ${what}.`
-    : reason
-      ? `Payment rejected: ${required.error}. This call costs ${what}; send a new payment.`
-      : `Payment required: this call costs ${what}. Pay with x402 (v2: PAYMENT-SIGNATURE header, requirements in PAYMENT-REQUIRED; v1: X-PAYMENT, requirements in this body) or a card-credit key (Authorization: Bearer mk_...).`;
-  const v1Accepts = required.accepts.flatMap((r) => v1Requirement(r, required.resource) ?? []);
-  const body = v1Accepts.length
-    ? {
-        x402Version: 1,
-        error,
-        reason: reason ?? "payment_required",
-        accepts: v1Accepts,
-        resource: required.resource,
-        ...(required.extensions ? { extensions: required.extensions } : {}),
-      }
-    : { ...required, error, reason: reason ?? "payment_required" };
-  return JSON.stringify(body);
-}

@@ -11,13 +11,9 @@ import { detail } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/config";
 import { paidExtensions } from "./paid-extensions";
 import { type Sellable, sellables } from "./sellables";
-import { explain } from "./x402-explain";
 import { x402HttpGate } from "./x402-http";
-
-/** EIP-712 domain of USDC (name, version): what every exact-scheme signature is made under. */
-export const USDC_EXTRA = { name: "USD Coin", version: "2" };
-/** How long a signed authorization may take to reach settlement (x402 `maxTimeoutSeconds`). */
-export const MAX_TIMEOUT_SECONDS = 300;
+import { explain } from "./x402-offer-body";
+import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
 
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
 function routesFor(cfg: PublicConfig, items: Sellable[], paid: Record<string, unknown>): RoutesConfig {

@@ -49,13 +49,6 @@ interface ReadyAnswer {
   until: number;
 }
 
-/**
- * True when this request was answered with the route's unpaid offer, already explained. A context
- * flag, not the Response's identity: hono/cors touches `c.res` before the route runs, so Hono
- * copies every Response a handler returns.
- */
-export const isUnpaidOffer = (c: Context<AppEnv>) => c.get("x402UnpaidOffer") === true;
-
 // A bound on the cached offers: routes x price tiers x (browser or not) stay far below it; past
 // it the map starts over rather than grow with request-chosen keys.
 const MAX_UNPAID_ANSWERS = 512;

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { z } from "zod";
+import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
@@ -32,7 +32,7 @@ const revealForm = z.object({ token: z.string().min(1).max(128) });
  * paid session missing from D1.
  */
 async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessionId: string) {
-  const stripe = stripeClient(c.env);
+  const stripe = await stripeClient(c.env);
   if (!stripe || session?.status !== "open") return undefined;
   try {
     return (await fetchSession(stripe, sessionId)) ?? undefined;
@@ -116,7 +116,7 @@ checkoutPageRoutes.post(
     const parsed = revealForm.safeParse(form, { reportInput: true });
     if (!parsed.success) return validationResponse(c, zodItems(parsed.error, form, ["body"]));
     const secret = c.env.STRIPE_SECRET_KEY;
-    const stripe = stripeClient(c.env);
+    const stripe = await stripeClient(c.env);
     if (!secret || !stripe) return detail(c, 503, "Card payments are not configured on this deployment.");
     if (!(await checkRevealToken(secret, session_id, parsed.data.token))) {
       return detail(c, 403, "This reveal form is not valid for this checkout; reload the success page.");

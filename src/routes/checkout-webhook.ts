@@ -37,7 +37,7 @@ function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) {
 }
 
 checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
-  const stripe = stripeClient(c.env);
+  const stripe = await stripeClient(c.env);
   const secret = c.env.STRIPE_WEBHOOK_SECRET;
   if (!stripe || !secret) return detail(c, 503, "Card payments are not configured on this deployment.");
   const signature = c.req.header("stripe-signature");
@@ -45,7 +45,7 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
   const raw = await c.req.text();
   let event: Awaited<ReturnType<typeof stripe.webhooks.constructEventAsync>>;
   try {
-    event = await stripe.webhooks.constructEventAsync(raw, signature, secret, undefined, webCrypto);
+    event = await stripe.webhooks.constructEventAsync(raw, signature, secret, undefined, await webCrypto());
   } catch {
     return detail(c, 400, "Invalid Stripe-Signature");
   }

@@ -9,7 +9,7 @@ import { recordSession } from "../payments/checkout-ledger";
 import { checkoutRequest, idempotencyHeader } from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
-import { StripeErrors, stripeClient } from "../payments/stripe";
+import { stripeClient, stripeErrors } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 import { checkoutPageRoutes } from "./checkout-pages";
 import { checkoutWebhookRoutes, webhookOperation } from "./checkout-webhook";
@@ -56,7 +56,7 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   const skill = skillById(body.skill_id);
   if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);
   const cfg = publicConfig(c.env, c.req.url);
-  const stripe = stripeClient(c.env);
+  const stripe = await stripeClient(c.env);
   if (!cfg.cardpayEnabled || !stripe) {
     return detail(
       c,
@@ -100,7 +100,7 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
       { idempotencyKey },
     );
   } catch (e) {
-    if (e instanceof StripeErrors.StripeIdempotencyError) {
+    if (e instanceof (await stripeErrors()).StripeIdempotencyError) {
       return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
     }
     console.error(JSON.stringify({ level: "error", msg: "stripe session create failed", error: String(e) }));

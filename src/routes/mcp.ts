@@ -1,43 +1,20 @@
-import { StreamableHTTPTransport } from "@hono/mcp";
-import {
-  isInitializeRequest,
-  JSONRPCMessageSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from "@modelcontextprotocol/sdk/types.js";
-import { type Context, type ExecutionContext, Hono } from "hono";
+import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { HTTPException } from "hono/http-exception";
-import { publicConfig } from "../config";
-import type { AppEnv, Bindings } from "../env";
+import type { AppEnv } from "../env";
+import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
-import { createMcpServer } from "../mcp/server";
-import { mcpTools } from "../mcp/tools";
-import { pricingOf } from "../partners/request";
+import { rpcError } from "../mcp/rpc-error";
 
-/** How the router reaches the rest of the app (src/app.ts passes `app.fetch`; no import cycle). */
-export type AppFetch = (
-  req: Request,
-  env: Bindings,
-  ctx: ExecutionContext | undefined,
-) => Response | Promise<Response>;
+export type { AppFetch } from "../mcp/handle";
 
-/** A JSON-RPC error answered at the HTTP level, before any MCP message is handled. */
-function rpcError(
-  c: Context,
-  status: 400 | 405 | 413 | 415,
-  code: number,
-  message: string,
-  headers: Record<string, string> = {},
-) {
-  return c.json({ jsonrpc: "2.0", error: { code, message }, id: null }, status, headers);
-}
-
-const executionCtx = (c: Context<AppEnv>): ExecutionContext | undefined => {
-  try {
-    return c.executionCtx;
-  } catch {
-    return undefined; // app.fetch without a context (tests)
-  }
+// The MCP SDK (zod schemas, ajv) is loaded on the first MCP message of an isolate, not at start-up.
+let handler: Promise<typeof import("../mcp/handle")> | undefined;
+const loadHandler = () => {
+  handler ??= import("../mcp/handle").catch((e) => {
+    handler = undefined; // a failed load is retried by the next request
+    throw e;
+  });
+  return handler;
 };
 
 /**
@@ -81,40 +58,8 @@ export function mcpRoutes(appFetch: AppFetch) {
           "Invalid Request: JSON-RPC batches are not supported; send one message per request",
         );
       }
-      const message = JSONRPCMessageSchema.safeParse(parsed);
-      if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
-      const version = c.req.header("mcp-protocol-version");
-      if (version && !isInitializeRequest(message.data) && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-        return rpcError(
-          c,
-          400,
-          -32000,
-          `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")})`,
-        );
-      }
-
-      const cfg = publicConfig(c.env, c.req.url);
-      const pricing = pricingOf(c);
-      const env = c.env;
-      const ctx = executionCtx(c);
-      const server = createMcpServer({
-        tools: mcpTools(cfg, "error" in pricing ? undefined : pricing),
-        baseUrl: cfg.baseUrl,
-        origin: new URL(c.req.url).origin,
-        authorization: c.req.header("authorization"),
-        dispatch: async (req) => appFetch(req, env, ctx),
-      });
-      const transport = new StreamableHTTPTransport({ enableJsonResponse: true });
-      await server.connect(transport);
-      try {
-        return (await transport.handleRequest(c, message.data)) ?? c.body(null, 202);
-      } catch (e) {
-        // The transport answers its refusals (406 Not Acceptable, …) as HTTPExceptions with a body.
-        if (e instanceof HTTPException) return e.getResponse();
-        throw e;
-      } finally {
-        await server.close();
-      }
+      const { handleMcpMessage } = await loadHandler();
+      return handleMcpMessage(c, parsed, appFetch);
     },
   );
   return routes;

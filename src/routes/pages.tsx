@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { pathParams } from "../http/validation";

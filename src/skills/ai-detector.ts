@@ -1,6 +1,5 @@
-import { z } from "zod";
+import * as z from "zod";
 import { cached } from "./lib/cache";
-import { htmlToText } from "./lib/html-convert";
 import { isHtml, loadPage, precheckUrl } from "./lib/page";
 import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
 import { cacheState, defineSkill, numberPerKey } from "./types";
@@ -149,7 +148,10 @@ export const aiDetector = defineSkill({
         /^(text\/html|application\/xhtml\+xml|text\/plain)$/,
         "HTML or text",
       );
-      return { final_url: doc.url, ...judge(isHtml(doc) ? htmlToText(doc.text, ["url"]) : doc.text) };
+      if (!isHtml(doc)) return { final_url: doc.url, ...judge(doc.text) };
+      // The HTML converters load on first use, not at start-up.
+      const { htmlToText } = await import("./lib/html-convert");
+      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"])) };
     });
     const { final_url, ...r } = value;
     return { url, ...r, supported, source: "url", final_url, limits: LIMITS, cache };

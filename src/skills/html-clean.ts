@@ -1,5 +1,4 @@
-import { z } from "zod";
-import { htmlToMd, htmlToText } from "./lib/html-convert";
+import * as z from "zod";
 import { defineSkill } from "./types";
 
 export const htmlClean = defineSkill({
@@ -35,7 +34,9 @@ export const htmlClean = defineSkill({
     chars: 18,
     output: "Hello\n\nWorld & you",
   },
-  run({ html, mode }) {
+  async run({ html, mode }) {
+    // The HTML converters (htmlparser2, html-to-text, mdream) load on the first call, not at start-up.
+    const { htmlToMd, htmlToText } = await import("./lib/html-convert");
     const output = mode === "markdown" ? htmlToMd(html) : htmlToText(html);
     return { mode, chars: [...output].length, output };
   },

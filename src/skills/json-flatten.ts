@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { anyJson } from "../http/validation";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./lib/output-size";
 import { defineSkill } from "./types";

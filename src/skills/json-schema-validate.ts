@@ -1,8 +1,6 @@
 import type { Schema, SchemaDraft } from "@cfworker/json-schema";
-import { z } from "zod";
+import * as z from "zod";
 import { anyJson, InputError } from "../http/validation";
-import { InvalidPattern, UnsupportedPattern } from "./lib/schema-patterns";
-import { meteredValidation, WorkLimitExceeded } from "./lib/schema-work";
 import { defineSkill } from "./types";
 
 /**
@@ -128,7 +126,7 @@ export const jsonSchemaValidate = defineSkill({
     checked: true,
     draft: "2020-12",
   },
-  run({ instance, schema }) {
+  async run({ instance, schema }) {
     const draft = draftOf(schema);
     const problems = schemaProblems(schema);
     const schemaError = (message: string) => ({
@@ -141,6 +139,9 @@ export const jsonSchemaValidate = defineSkill({
       draft,
     });
     if (problems.length > 0) return schemaError(problems.join("; "));
+    // The validator and RE2 (~180 KiB) load on the first call of an isolate, not at start-up.
+    const [{ meteredValidation, WorkLimitExceeded }, { InvalidPattern, UnsupportedPattern }] =
+      await Promise.all([import("./lib/schema-work"), import("./lib/schema-patterns")]);
     try {
       const result = meteredValidation(schema as Schema | boolean, instance, draft);
       return {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { anyJson } from "../http/validation";
 import { compareCodePoints } from "./lib/code-points";
 import { RawJson } from "./lib/raw-json";

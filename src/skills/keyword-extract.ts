@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { extractKeywords } from "./lib/keywords";
 import { defineSkill } from "./types";
 

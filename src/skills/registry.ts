@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { usdToMicros } from "../money";
 import { aiDetector } from "./ai-detector";
 import { htmlClean } from "./html-clean";

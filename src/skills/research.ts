@@ -1,5 +1,5 @@
 import { eng } from "stopword";
-import { z } from "zod";
+import * as z from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";
 import { cached, normalizeText } from "./lib/cache";

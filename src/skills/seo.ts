@@ -1,7 +1,7 @@
-import { z } from "zod";
+import * as z from "zod";
 import { cached } from "./lib/cache";
 import { loadPage, precheckUrl } from "./lib/page";
-import { audit, WEIGHTS } from "./lib/seo-audit";
+import { WEIGHTS } from "./lib/seo-weights";
 import { cacheState, defineSkill, numberPerKey } from "./types";
 
 export const seo = defineSkill({
@@ -160,6 +160,8 @@ export const seo = defineSkill({
     const normalized = keywords?.map((k) => k.replace(/\s+/g, " ").trim().toLowerCase()) ?? null;
     const { value, cache } = await cached(env, "seo", [target.href, normalized], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
+      // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
+      const { audit } = await import("./lib/seo-audit");
       return { final_url: doc.url, ...audit(doc.text, doc.url, keywords) };
     });
     const { keywords: used, score, recommendations, ...extra } = value;

@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { z } from "zod";
+import * as z from "zod";
 import { InputError } from "../http/validation";
 import { defineSkill } from "./types";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { defineSkill } from "./types";
 
 // @sindresorhus/transliterate builds its replacement Maps when its module is evaluated (~30 ms of

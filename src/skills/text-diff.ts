@@ -1,5 +1,5 @@
 import { DIFF_DELETE, DIFF_EQUAL, DIFF_INSERT, type Diff, diffMain } from "diff-match-patch-es";
-import { z } from "zod";
+import * as z from "zod";
 import { defineSkill } from "./types";
 
 /**

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { defineSkill } from "./types";
 
 type Counter = (text: string, options: { disallowedSpecial: Set<string> }) => number;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { InputError } from "../http/validation";
 import { compareCodePoints } from "./lib/code-points";
 import { isTrackingParam } from "./lib/tracking-params";

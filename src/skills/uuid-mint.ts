@@ -1,5 +1,5 @@
 import { v1, v4 } from "uuid";
-import { z } from "zod";
+import * as z from "zod";
 import { defineSkill } from "./types";
 
 export const uuidMint = defineSkill({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WEIGHTS } from "../../src/skills/lib/seo-audit";
+import { WEIGHTS } from "../../src/skills/lib/seo-weights";
 import { skillById } from "../../src/skills/registry";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";

@@ -1,5 +1,6 @@
 import { checkKeywords } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
+import type { WEIGHTS } from "./seo-weights";
 import { wordsOf } from "./text-stats";
 
 /**
@@ -8,23 +9,6 @@ import { wordsOf } from "./text-stats";
  * points and adds its advice, so `recommendations` follow the order of the checks.
  */
 
-export const WEIGHTS = {
-  title: 10,
-  meta_description: 10,
-  h1: 8,
-  heading_order: 4,
-  canonical: 5,
-  robots: 8,
-  lang: 4,
-  viewport: 3,
-  open_graph: 6,
-  twitter_card: 3,
-  image_alt: 8,
-  structured_data: 5,
-  word_count: 10,
-  links: 6,
-  keywords: 10,
-} as const;
 type Check = keyof typeof WEIGHTS;
 
 const TITLE = [30, 60] as const;

@@ -1,0 +1,71 @@
+import { StreamableHTTPTransport } from "@hono/mcp";
+import {
+  isInitializeRequest,
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Context, ExecutionContext } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { publicConfig } from "../config";
+import type { AppEnv, Bindings } from "../env";
+import { pricingOf } from "../partners/request";
+import { rpcError } from "./rpc-error";
+import { createMcpServer } from "./server";
+import { mcpTools } from "./tools";
+
+/** How the router reaches the rest of the app (src/app.ts passes `app.fetch`; no import cycle). */
+export type AppFetch = (
+  req: Request,
+  env: Bindings,
+  ctx: ExecutionContext | undefined,
+) => Response | Promise<Response>;
+
+const executionCtx = (c: Context<AppEnv>): ExecutionContext | undefined => {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined; // app.fetch without a context (tests)
+  }
+};
+
+/**
+ * One parsed JSON value POSTed to /mcp, answered by a fresh server and transport. This module
+ * holds everything the MCP SDK brings (its zod schemas, ajv, @hono/mcp): src/routes/mcp.ts loads
+ * it on the first MCP message of an isolate, so start-up never evaluates it.
+ */
+export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appFetch: AppFetch) {
+  const message = JSONRPCMessageSchema.safeParse(parsed);
+  if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
+  const version = c.req.header("mcp-protocol-version");
+  if (version && !isInitializeRequest(message.data) && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+    return rpcError(
+      c,
+      400,
+      -32000,
+      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")})`,
+    );
+  }
+
+  const cfg = publicConfig(c.env, c.req.url);
+  const pricing = pricingOf(c);
+  const env = c.env;
+  const ctx = executionCtx(c);
+  const server = createMcpServer({
+    tools: mcpTools(cfg, "error" in pricing ? undefined : pricing),
+    baseUrl: cfg.baseUrl,
+    origin: new URL(c.req.url).origin,
+    authorization: c.req.header("authorization"),
+    dispatch: async (req) => appFetch(req, env, ctx),
+  });
+  const transport = new StreamableHTTPTransport({ enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return (await transport.handleRequest(c, message.data)) ?? c.body(null, 202);
+  } catch (e) {
+    // The transport answers its refusals (406 Not Acceptable, …) as HTTPExceptions with a body.
+    if (e instanceof HTTPException) return e.getResponse();
+    throw e;
+  } finally {
+    await server.close();
+  }
+}

@@ -1,0 +1,49 @@
+import type { PaymentRequired } from "@x402/core/types";
+import { formatUsd, microsToUsd } from "../money";
+import { decodePaymentRequiredHeader } from "./x402-headers";
+import { v1Requirement } from "./x402-v1";
+
+/** Free-text errors of the x402 server, in the snake_case vocabulary of the facilitator's reasons. */
+const REASON_OF_TEXT: Record<string, string> = {
+  "No matching payment requirements": "payment_requirements_mismatch",
+};
+const machineReason = (error: string) =>
+  /^[a-z][a-z0-9_]*$/.test(error) ? error : (REASON_OF_TEXT[error] ?? "payment_invalid");
+
+/**
+ * The 402 body for a PAYMENT-REQUIRED header (see explain402 in x402-explain.ts): the same offer
+ * in x402 v1 form, an `error` in words and a machine `reason`. Loaded with the x402 server stack
+ * (x402-v1.ts reads @x402/evm's network table), never at start-up.
+ */
+export function explain(header: string, note: string | undefined): string | undefined {
+  let required: PaymentRequired;
+  try {
+    required = decodePaymentRequiredHeader(header);
+  } catch {
+    return undefined;
+  }
+  const offer = required.accepts[0];
+  const price = offer ? formatUsd(microsToUsd(offer.amount)) : "a price";
+  const what = offer
+    ? `${price} (${offer.amount} atomic units of USDC ${offer.asset} on ${offer.network}, paid to ${offer.payTo})`
+    : price;
+  const reason =
+    required.error && required.error !== "Payment required" ? machineReason(required.error) : undefined;
+  const error = note
+    ? `${note} This call costs ${what}.`
+    : reason
+      ? `Payment rejected: ${required.error}. This call costs ${what}; send a new payment.`
+      : `Payment required: this call costs ${what}. Pay with x402 (v2: PAYMENT-SIGNATURE header, requirements in PAYMENT-REQUIRED; v1: X-PAYMENT, requirements in this body) or a card-credit key (Authorization: Bearer mk_...).`;
+  const v1Accepts = required.accepts.flatMap((r) => v1Requirement(r, required.resource) ?? []);
+  const body = v1Accepts.length
+    ? {
+        x402Version: 1,
+        error,
+        reason: reason ?? "payment_required",
+        accepts: v1Accepts,
+        resource: required.resource,
+        ...(required.extensions ? { extensions: required.extensions } : {}),
+      }
+    : { ...required, error, reason: reason ?? "payment_required" };
+  return JSON.stringify(body);
+}

@@ -3,8 +3,8 @@ import type { AppEnv } from "../env";
 
 /**
  * True when this request was answered with the route's unpaid offer, already explained. A context
- * flag, not the Response's identity: hono/cors touches `c.res` before the route runs, so Hono
- * copies every Response a handler returns.
+ * flag, not the Response's identity: a middleware may replace the Response (Hono copies it when
+ * a header is set on a finalized one).
  */
 export const isUnpaidOffer = (c: Context<AppEnv>) => c.get("x402UnpaidOffer") === true;
 

@@ -33,6 +33,7 @@ const FIRST_USE_ONLY = [
 
 interface Metafile {
   inputs: Record<string, { imports?: { path: string; kind: string }[] }>;
+  outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
 }
 
 /** Every input reached from the entry by static imports, with the importer it was first reached from. */
@@ -70,5 +71,12 @@ describe("start-up evaluates only what every request needs", () => {
       chains.push(`${lib}: ${chain.join(" <- ")}`);
     }
     expect(chains).toEqual([]);
+    // `import { z } from "zod"` anywhere keeps all of zod, its ~40 locale tables included
+    // (~260 KiB parsed at every start); `import * as z` lets esbuild keep what is called.
+    const locales = Object.values(meta.outputs)
+      .flatMap((o) => Object.entries(o.inputs))
+      .filter(([file, x]) => /zod\/v4\/locales\/(?!en\.|index\.)/.test(file) && x.bytesInOutput > 0)
+      .map(([file]) => file);
+    expect(locales).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { writeConfig } from "./throughput.mjs";
+import { writeConfig } from "./workerd-config.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

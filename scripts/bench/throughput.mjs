@@ -12,6 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { benchInputs } from "./inputs.mjs";
+import { writeConfig } from "./workerd-config.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -66,66 +67,6 @@ function vars(tomlText) {
   const out = {};
   for (const m of section.matchAll(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/gm)) out[m[1]] = m[2];
   return out;
-}
-
-const capnpString = (s) => JSON.stringify(s);
-
-/**
- * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
- * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), ASSETS
- * bound to a read-only disk service of `assets` (what Workers Static Assets serve from wrangler's
- * [assets] directory; token_count reads its BPE tables there), and outbound fetches allowed to
- * loopback (the local facilitator).
- */
-export function writeConfig(dir, { name, files, main, port, bindings, assets, inspector }) {
-  const modules = files.map((f) => {
-    const kind = f.endsWith(".wasm")
-      ? "wasm"
-      : /\.(m?js)$/.test(f)
-        ? "esModule"
-        : f.endsWith(".txt")
-          ? "text"
-          : "data";
-    return `(name = ${capnpString(f)}, ${kind} = embed ${capnpString(f)})`;
-  });
-  // The main module first: workerd runs the first module listed.
-  modules.sort((a, b) => (a.includes(`"${main}"`) ? -1 : b.includes(`"${main}"`) ? 1 : 0));
-  const textBindings = Object.entries(bindings ?? {}).map(
-    ([k, v]) => `(name = ${capnpString(k)}, text = ${capnpString(v)})`,
-  );
-  const storage = bindings
-    ? [
-        `(name = "KV", kvNamespace = "stub")`,
-        `(name = "DB", wrapped = (moduleName = "cloudflare-internal:d1-api", innerBindings = [(name = "fetcher", service = "stub")]))`,
-        ...(assets ? [`(name = "ASSETS", service = "assets")`] : []),
-      ]
-    : [];
-  const assetsService = assets
-    ? `\n    (name = "assets", disk = (path = ${capnpString(assets)}, writable = false)),`
-    : "";
-  const file = path.join(dir, `${name}.capnp`);
-  writeFileSync(
-    file,
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .main),
-    (name = "stub", worker = (modules = [(name = "stub.js", esModule = "export default { fetch() { return new Response('stub', { status: 503 }); } };")], compatibilityDate = "2026-11-01")),
-    (name = "net", network = (allow = ["public", "private", "local"])),${assetsService}
-  ],
-  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
-);
-const main :Workerd.Worker = (
-  modules = [${modules.join(", ")}],
-  compatibilityDate = "2026-11-01",
-  compatibilityFlags = ["nodejs_compat"],
-  bindings = [${[...textBindings, ...storage].join(", ")}],
-  globalOutbound = "net",
-);
-`,
-  );
-  void inspector;
-  return file;
 }
 
 /** Spawns `workerd serve`; resolves once `probePath` answers, with the time from spawn. */

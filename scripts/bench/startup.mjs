@@ -1,44 +1,17 @@
 // Start-up of built bundles under plain `workerd serve`: spawn to the first HTTP answer of an
 // unrouted path (so no route's own work is counted), minus an empty Worker's start in the same
 // round. Bundles and the empty Worker start in turn, so the shared machine's load falls on all alike.
-import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { writeConfig } from "./workerd-config.mjs";
+import { serve, writeConfig } from "./workerd-config.mjs";
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function startOnce(root, configFile, port, probePath) {
-  const started = performance.now();
-  const child = spawn(path.join(root, "node_modules/.bin/workerd"), ["serve", configFile, "--experimental"], {
-    cwd: path.dirname(configFile),
-    stdio: ["ignore", "ignore", "pipe"],
-    detached: true,
-  });
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr = (stderr + d).slice(-4000);
-  });
-  let status;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`workerd exited: ${stderr}`);
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}${probePath}`);
-      await r.arrayBuffer();
-      status = r.status;
-      break;
-    } catch {}
-    if (performance.now() - started > 30_000) throw new Error(`no answer within 30 s: ${stderr}`);
-    await sleep(2);
-  }
-  const ms = performance.now() - started;
-  await new Promise((resolve) => {
-    child.once("exit", resolve);
-    process.kill(-child.pid, "SIGTERM");
-  });
-  return { ms, status };
+  const started = await serve(root, configFile, { port, probePath, anyStatus: true });
+  await started.stop();
+  return { ms: started.startupMs, status: started.status };
 }
 
 const modulesOf = (dir) =>

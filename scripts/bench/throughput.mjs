@@ -5,16 +5,14 @@
 //
 // Load generator: autocannon is not installed in this tree, so a bounded keep-alive loop on
 // node:http (N connections, fixed duration, 127.0.0.1 only) stands in for it.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { benchInputs } from "./inputs.mjs";
-import { writeConfig } from "./workerd-config.mjs";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { serve, writeConfig } from "./workerd-config.mjs";
 
 /** Builds a Worker with `wrangler deploy --dry-run` into `outdir`; returns its module files. */
 export function buildBundle(root, { config, outdir, minify = true, metafile }) {
@@ -67,47 +65,6 @@ function vars(tomlText) {
   const out = {};
   for (const m of section.matchAll(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/gm)) out[m[1]] = m[2];
   return out;
-}
-
-/** Spawns `workerd serve`; resolves once `probePath` answers, with the time from spawn. */
-export async function serve(root, configFile, { port, probePath, inspectorPort }) {
-  const args = ["serve", configFile, "--experimental"];
-  if (inspectorPort) args.push(`--inspector-addr=127.0.0.1:${inspectorPort}`);
-  const started = performance.now();
-  const child = spawn(path.join(root, "node_modules/.bin/workerd"), args, {
-    cwd: path.dirname(configFile),
-    stdio: ["ignore", "ignore", "pipe"],
-    detached: true,
-  });
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr = (stderr + d).slice(-4000);
-  });
-  const deadline = started + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`workerd exited: ${stderr}`);
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}${probePath}`);
-      await r.arrayBuffer();
-      if (r.ok) break;
-    } catch {}
-    if (performance.now() > deadline) throw new Error(`workerd did not answer within 30 s: ${stderr}`);
-    await sleep(2);
-  }
-  const startupMs = performance.now() - started;
-  return {
-    startupMs,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", resolve);
-        try {
-          process.kill(-child.pid, "SIGTERM");
-        } catch {
-          resolve();
-        }
-      }),
-  };
 }
 
 /**

@@ -1,6 +1,10 @@
-// The capnp config of plain `workerd serve` for a built bundle (bench and start-up measurements).
+// Plain `workerd serve` for a built bundle: its capnp config and the process (bench and start-up
+// measurements).
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const capnpString = (s) => JSON.stringify(s);
 
@@ -60,4 +64,51 @@ const main :Workerd.Worker = (
   );
   void inspector;
   return file;
+}
+
+/**
+ * Spawns `workerd serve`; resolves once `probePath` answers (with a 2xx, or with any status when
+ * `anyStatus`), with the time from spawn and the answer's status.
+ */
+export async function serve(root, configFile, { port, probePath, inspectorPort, anyStatus = false }) {
+  const args = ["serve", configFile, "--experimental"];
+  if (inspectorPort) args.push(`--inspector-addr=127.0.0.1:${inspectorPort}`);
+  const started = performance.now();
+  const child = spawn(path.join(root, "node_modules/.bin/workerd"), args, {
+    cwd: path.dirname(configFile),
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr = (stderr + d).slice(-4000);
+  });
+  const deadline = started + 30_000;
+  let status;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`workerd exited: ${stderr}`);
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}${probePath}`);
+      await r.arrayBuffer();
+      status = r.status;
+      if (r.ok || anyStatus) break;
+    } catch {}
+    if (performance.now() > deadline) throw new Error(`workerd did not answer within 30 s: ${stderr}`);
+    await sleep(2);
+  }
+  const startupMs = performance.now() - started;
+  return {
+    startupMs,
+    status,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", resolve);
+        try {
+          process.kill(-child.pid, "SIGTERM");
+        } catch {
+          resolve();
+        }
+      }),
+  };
 }

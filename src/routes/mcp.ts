@@ -1,6 +1,6 @@
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "../env";
+import { limitBody } from "../http/body-limit";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
@@ -33,10 +33,9 @@ export function mcpRoutes(appFetch: AppFetch) {
 
   routes.post(
     MCP_PATH,
-    bodyLimit({
-      maxSize: MCP_MAX_BODY_BYTES,
-      onError: (c) => rpcError(c, 413, -32000, `Request body larger than ${MCP_MAX_BODY_BYTES} bytes`),
-    }),
+    limitBody(MCP_MAX_BODY_BYTES, (c) =>
+      rpcError(c, 413, -32000, `Request body larger than ${MCP_MAX_BODY_BYTES} bytes`),
+    ),
     async (c) => {
       // Codes as the SDK's own web transport answers them, except a well-formed JSON value that is
       // no JSON-RPC message: that is -32600 Invalid Request in JSON-RPC 2.0.

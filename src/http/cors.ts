@@ -38,22 +38,19 @@ const EXPOSE_HEADERS = [
  * `*` origin and no credentials: nothing here rides on cookies (payments are signed headers,
  * credits a bearer key), so no Vary: Origin either. Set on every answer on a CORS path.
  */
-export const CORS_ANSWER_HEADERS: readonly (readonly [string, string])[] = [
+export const CORS_ANSWER_HEADERS: [string, string][] = [
   ["Access-Control-Allow-Origin", "*"],
   ["Access-Control-Expose-Headers", EXPOSE_HEADERS.join(",")],
 ];
 
+const PREFLIGHT_HEADERS: [string, string][] = [
+  ...CORS_ANSWER_HEADERS,
+  ["Access-Control-Max-Age", "600"],
+  ["Access-Control-Allow-Methods", "GET,POST,OPTIONS"],
+  ["Access-Control-Allow-Headers", ALLOW_HEADERS.join(",")],
+  ["Vary", "Access-Control-Request-Headers"],
+];
+
 /** The preflight answer (204, any CORS path, routed or not): it never reaches a handler. */
-export function preflight(): Response {
-  return new Response(null, {
-    status: 204,
-    statusText: "No Content",
-    headers: [
-      ...CORS_ANSWER_HEADERS,
-      ["Access-Control-Max-Age", "600"],
-      ["Access-Control-Allow-Methods", "GET,POST,OPTIONS"],
-      ["Access-Control-Allow-Headers", ALLOW_HEADERS.join(",")],
-      ["Vary", "Access-Control-Request-Headers"],
-    ],
-  });
-}
+export const preflight = () =>
+  new Response(null, { status: 204, statusText: "No Content", headers: PREFLIGHT_HEADERS });

@@ -1,9 +1,9 @@
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { csrf } from "hono/csrf";
 import { timingSafeEqual } from "hono/utils/buffer";
 import type { AppEnv } from "../env";
+import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse } from "../http/validation";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
@@ -43,7 +43,7 @@ async function signedIn(c: Context<AppEnv>) {
 }
 
 // Forms are tiny; the Origin check refuses a cross-site POST before any cookie is looked at.
-adminDashboardRoutes.use("/admin/*", bodyLimit({ maxSize: 4096 }), csrf());
+adminDashboardRoutes.use("/admin/*", limitBody(4096), csrf());
 adminDashboardRoutes.use("/admin", async (c, next) => {
   c.header("Cache-Control", "no-store");
   if (!c.env.ADMIN_TOKEN)

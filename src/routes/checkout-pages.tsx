@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
@@ -101,7 +101,7 @@ checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c)
  */
 checkoutPageRoutes.post(
   "/checkout/success",
-  bodyLimit({ maxSize: 4096, onError: (c) => detail(c, 413, "Form body larger than 4096 bytes") }),
+  limitBody(4096, (c) => detail(c, 413, "Form body larger than 4096 bytes")),
   queryParams(successQuery),
   async (c) => {
     const { session_id } = c.req.valid("query");

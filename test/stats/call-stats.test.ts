@@ -260,6 +260,15 @@ describe("/admin dashboard", () => {
     expect((await fetchApp("/admin", undefined, { ...env, ADMIN_TOKEN: "" })).status).toBe(503);
   });
 
+  it("a form body over 4096 bytes is refused with 413 before the token is read", {
+    timeout: 30_000,
+  }, async () => {
+    const big = await adminLogin("x".repeat(5000), adminEnv);
+    expect(big.status).toBe(413);
+    expect(await big.text()).toBe("Payload Too Large");
+    expect((await adminLogin("x".repeat(100), adminEnv)).status).toBe(401);
+  });
+
   it("signs in with an HttpOnly cookie that is not the token, shows figures, CSRF-guards actions", {
     timeout: 30_000,
   }, async () => {

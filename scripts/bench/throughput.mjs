@@ -122,12 +122,24 @@ function routes() {
     // The floor of a 1 KB call: the same sha256 work with no framework (read, parse, digest, JSON),
     // in the bench Worker's own isolate (scripts/bench/worker.ts).
     { ...post("floor: sha256 1 KB without Hono or middleware", "sha256", "1 KB"), path: "/__bench/floor" },
+    // The same work as a route of the app: its outermost middleware and router, no skill steps.
+    {
+      ...post("app floor: the same sha256 as an app route, no skill steps", "sha256", "1 KB"),
+      path: "/__bench/app-floor",
+    },
     post("sha256, 1 KB", "sha256", "1 KB"),
     post("slugify, 1 KB", "slugify", "1 KB"),
     post("json_sort, 1 KB", "json-sort", "1 KB"),
     post("text_diff, 1 KB", "text-diff", "1 KB"),
     post("token_count, 1 KB", "token-count", "1 KB cl100k"),
     post("unpaid → 402 (slugify, payments on)", "slugify", "1 KB", { paid: true }),
+    // slugify's exact 402 answer sent by an app route with no skill steps (scripts/bench/worker.ts).
+    {
+      ...post("app floor of the 402: its answer from an app route, no skill steps", "slugify", "1 KB", {
+        paid: true,
+      }),
+      path: "/__bench/offer-floor",
+    },
   ];
 }
 

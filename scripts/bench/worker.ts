@@ -64,8 +64,37 @@ async function floor(request: Request): Promise<Response> {
   });
 }
 
+/**
+ * The same 1 KB sha256 work as `floor`, as a route of the app: the app's outermost middleware and
+ * router with none of a skill's steps (statistics, quota, idempotency, payment, validation). What a
+ * skill call could cost at best with this app; a skill route's gap to it is its own chain.
+ */
+app.post("/__bench/app-floor", async (c) => {
+  const { text } = JSON.parse(await c.req.text()) as { text: string };
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+  return c.json({ algo: "sha256", encoding: "utf-8", bytes: text.length, hex, hex_prefix: hex.slice(0, 16) });
+});
+
+/**
+ * The unpaid 402 at best: the exact answer slugify's gate sends (status, headers, body, read once
+ * from the real route), sent by a route of the app with none of a skill's steps. Served by the
+ * bench's second process, the one with payments on.
+ */
+let offer: Promise<{ body: string; headers: [string, string][] }> | undefined;
+app.post("/__bench/offer-floor", async (c) => {
+  const real = new Request(new URL("/api/skills/slugify", c.req.url), { method: "POST", body: "{}" });
+  offer ??= Promise.resolve(app.fetch(real, c.env, c.executionCtx)).then(async (r) => ({
+    body: await r.text(),
+    headers: [...r.headers].filter(([k]) => /^(payment-required|content-type)$/i.test(k)),
+  }));
+  const { body, headers } = await offer;
+  return c.body(body, 402, Object.fromEntries(headers));
+});
+
 // The same app with payments on, mounted under /paid, for the payment-path latency figures.
 const paid = createApp();
+
 const handler: ExportedHandler<Env> = {
   fetch(request, env, ctx) {
     // No URL parse unless a bench route is hit: the throughput figures must not carry its cost.

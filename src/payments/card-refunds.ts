@@ -53,7 +53,12 @@ export async function applyRefund(
   return r ? "refund_applied" : "duplicate_event";
 }
 
-/** charge.dispute.created: the key's credits are frozen until the dispute is decided. */
+/**
+ * charge.dispute.created: the key's credits are frozen until the dispute is decided. Stripe does
+ * not promise event order: a `created` that arrives after its dispute's `closed` (the key then
+ * carries that dispute's id with no status) changes nothing, or a won dispute would freeze the key
+ * for good.
+ */
 export async function openDispute(
   db: D1Database,
   dispute: { id: string; payment_intent?: string | null },
@@ -64,16 +69,19 @@ export async function openDispute(
   const r = await withEvent(db, event, [
     db
       .prepare(
-        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
+        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL AND dispute_id IS NOT ?2",
       )
       .bind(key.id, dispute.id),
   ]);
-  return r ? "frozen" : "duplicate_event";
+  if (!r) return "duplicate_event";
+  // No row changed: the key is frozen already, or this dispute was decided before it was opened.
+  return r[1]?.meta.changes === 0 ? "unchanged" : "frozen";
 }
 
 /**
  * charge.dispute.closed: `won` (and `warning_closed`, an inquiry that never became a chargeback)
- * unfreezes the credits; `lost` revokes what was left, for good.
+ * unfreezes the credits; `lost` revokes what was left, for good. A won dispute whose `created`
+ * has not arrived yet leaves its id on the key, so that late `created` does not freeze it.
  */
 export async function closeDispute(
   db: D1Database,
@@ -88,12 +96,13 @@ export async function closeDispute(
       ? db
           .prepare(
             `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
-             WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
+             WHERE id = ?1 AND (dispute_status IS NULL OR dispute_id = ?2)`,
           )
           .bind(key.id, dispute.id)
       : db
           .prepare(
-            "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
+            `UPDATE api_keys SET dispute_status = NULL, dispute_id = CASE WHEN dispute_status IS NULL THEN ?2 END
+             WHERE id = ?1 AND (dispute_id = ?2 AND dispute_status = 'open' OR dispute_id IS NULL AND dispute_status IS NULL)`,
           )
           .bind(key.id, dispute.id),
   ]);

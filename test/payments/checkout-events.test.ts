@@ -240,6 +240,32 @@ describe("charge.dispute.*", () => {
     expect(again.headers.get("x-credits-remaining")).toBe("168");
   });
 
+  it("a won dispute whose created event arrives after its closed event leaves the key usable", async () => {
+    const { key, pi } = await grantedKey();
+    const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });
+    const created = (await emulatorEvents("charge.dispute.created")).find(
+      (e) => e.data.object.id === dispute.id,
+    );
+    await emulatorPost(`/_emulator/disputes/${dispute.id}/close`, { status: "won" });
+    const closed = (await emulatorEvents("charge.dispute.closed")).find(
+      (e) => e.data.object.id === dispute.id,
+    );
+    // Stripe does not promise order: the decision first, then the opening.
+    expect(await outcomeOf(await deliver(closed))).toBe("restored");
+    expect(await outcomeOf(await deliver(created))).toBe("unchanged");
+    expect(await credits(key)).toMatchObject({ calls_left: 170, status: "active" });
+    expect((await spendCall(key)).status).toBe(200);
+
+    // Another dispute of the same payment, lost, and its decision again first: it still revokes.
+    const second = await emulatorPost("/_emulator/disputes", { payment_intent: pi });
+    await emulatorPost(`/_emulator/disputes/${second.id}/close`, { status: "lost" });
+    const secondClosed = (await emulatorEvents("charge.dispute.closed")).find(
+      (e) => e.data.object.id === second.id,
+    );
+    expect(await outcomeOf(await deliver(secondClosed))).toBe("revoked");
+    expect((await spendCall(key)).status).toBe(403);
+  });
+
   it("a lost dispute revokes what was left, for good", async () => {
     const { key, pi } = await grantedKey();
     const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });

@@ -314,7 +314,7 @@ export async function throughputReport(
   );
   say();
   say(
-    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
+    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV bound to a stub the measured routes never touch, D1 to a stub that acknowledges every statement, so the call statistics' batched write takes its production path), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
   );
   say();
   say(

@@ -9,8 +9,22 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const capnpString = (s) => JSON.stringify(s);
 
 /**
+ * D1's wire protocol as workerd's D1 binding speaks it (POST /query or /execute, one statement or
+ * a batch as JSON): one success per statement, no rows.
+ */
+const D1_STUB = `export default {
+  async fetch(request) {
+    const body = await request.json();
+    const one = { success: true, results: [], meta: { changes: 0, duration: 0, rows_read: 0, rows_written: 0 } };
+    return Response.json((Array.isArray(body) ? body : [body]).map(() => one));
+  },
+};`;
+
+/**
  * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
- * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), ASSETS
+ * config's [vars], KV bound to a stub service (the routes measured never touch it), D1 to a stub
+ * that acknowledges every statement as D1 does (the call statistics' batched write, the only D1
+ * write of the measured routes, then takes its production path, not an error path), ASSETS
  * bound to a read-only disk service of `assets` (what Workers Static Assets serve from wrangler's
  * [assets] directory; token_count reads its BPE tables there), and outbound fetches allowed to
  * loopback (the local facilitator).
@@ -34,7 +48,7 @@ export function writeConfig(dir, { name, files, main, port, bindings, assets, in
   const storage = bindings
     ? [
         `(name = "KV", kvNamespace = "stub")`,
-        `(name = "DB", wrapped = (moduleName = "cloudflare-internal:d1-api", innerBindings = [(name = "fetcher", service = "stub")]))`,
+        `(name = "DB", wrapped = (moduleName = "cloudflare-internal:d1-api", innerBindings = [(name = "fetcher", service = "d1")]))`,
         ...(assets ? [`(name = "ASSETS", service = "assets")`] : []),
       ]
     : [];
@@ -49,6 +63,7 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .main),
     (name = "stub", worker = (modules = [(name = "stub.js", esModule = "export default { fetch() { return new Response('stub', { status: 503 }); } };")], compatibilityDate = "2026-11-01")),
+    (name = "d1", worker = (modules = [(name = "d1.js", esModule = ${capnpString(D1_STUB)})], compatibilityDate = "2026-11-01")),
     (name = "net", network = (allow = ["public", "private", "local"])),${assetsService}
   ],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
@@ -100,6 +115,8 @@ export async function serve(root, configFile, { port, probePath, inspectorPort, 
   return {
     startupMs,
     status,
+    /** The last 4 KB the process wrote to stderr (its logs). */
+    stderr: () => stderr,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();

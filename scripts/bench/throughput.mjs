@@ -6,33 +6,44 @@
 // Load generator: autocannon is not installed in this tree, so a bounded keep-alive loop on
 // node:http (N connections, fixed duration, 127.0.0.1 only) stands in for it.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { benchInputs } from "./inputs.mjs";
-import { serve, writeConfig } from "./workerd-config.mjs";
+import { entryOf, serve, writeConfig } from "./workerd-config.mjs";
 
-/** Builds a Worker with `wrangler deploy --dry-run` into `outdir`; returns its module files. */
+/**
+ * Builds a Worker with `wrangler deploy --dry-run` into `outdir` (its `[build]` command runs
+ * scripts/build-worker.mjs first: split ES modules); returns its module files. `metafile` gets
+ * esbuild's metafile of that build (every chunk, sources as inputs), not wrangler's of the entry.
+ */
 export function buildBundle(root, { config, outdir, minify = true, metafile }) {
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(outdir, { recursive: true });
   const args = ["deploy", "--dry-run", "--outdir", outdir, ...(config ? ["-c", config] : [])];
   if (minify) args.push("--minify");
-  if (metafile) args.push("--metafile", metafile);
   try {
     execFileSync(path.join(root, "node_modules/.bin/wrangler"), args, {
       cwd: root,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", WORKER_BUILD_MINIFY: minify ? "1" : "0" },
       stdio: ["ignore", "pipe", "pipe"],
     });
   } catch (e) {
     throw new Error(`wrangler ${args.join(" ")} failed:\n${e.stderr}\n${e.stdout}`);
   }
+  if (metafile) copyFileSync(`${buildDir(root, config)}.meta.json`, metafile);
   return readdirSync(outdir).filter(
     (f) => statSync(path.join(outdir, f)).isFile() && !/\.(map|md|json)$/.test(f),
   );
+}
+
+/** The `base_dir` of a wrangler config: where its `[build]` command writes the split modules. */
+function buildDir(root, config = path.join(root, "wrangler.toml")) {
+  const dir = readFileSync(config, "utf8").match(/^base_dir\s*=\s*"([^"]+)"/m)?.[1];
+  if (!dir) throw new Error(`${config}: no base_dir`);
+  return path.resolve(path.dirname(config), dir);
 }
 
 export function gzipSize(dir, files) {
@@ -203,7 +214,7 @@ export async function throughputReport(
     const appCfg = writeConfig(benchDir, {
       name: "app",
       files: benchFiles,
-      main: "worker.js",
+      main: entryOf(benchFiles),
       port: appPort,
       bindings,
       assets: path.join(root, "static"),
@@ -214,7 +225,7 @@ export async function throughputReport(
     const paidCfg = writeConfig(benchDir, {
       name: "paid",
       files: benchFiles,
-      main: "worker.js",
+      main: entryOf(benchFiles),
       port: paidPort,
       bindings: { ...bindings, FREE_BETA: "false" },
       assets: path.join(root, "static"),
@@ -263,7 +274,7 @@ export async function throughputReport(
     const cfg = writeConfig(benchDir, {
       name: "first",
       files: benchFiles,
-      main: "worker.js",
+      main: entryOf(benchFiles),
       port,
       bindings,
       assets: path.join(root, "static"),
@@ -375,7 +386,7 @@ export async function profileReport(
   const cfg = writeConfig(dir, {
     name: "app",
     files,
-    main: "worker.js",
+    main: entryOf(files),
     port,
     bindings: paidRoutes ? { ...bindings, FREE_BETA: "false" } : bindings,
     assets: path.join(root, "static"),

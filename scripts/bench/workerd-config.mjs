@@ -8,6 +8,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const capnpString = (s) => JSON.stringify(s);
 
+/** The entry module of a `wrangler deploy --dry-run --outdir` listing (named after `main`). */
+export const entryOf = (files) => files.find((f) => /^(index|worker)\.js$/.test(f));
+
 /**
  * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
  * config's [vars], KV and D1 bound to a stub service (the routes measured never touch them), ASSETS

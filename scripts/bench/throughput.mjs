@@ -57,6 +57,28 @@ export function gzipSize(dir, files) {
   return { raw, gz };
 }
 
+/**
+ * The chunks an esbuild metafile's entry imports statically (what workerd evaluates at start-up
+ * besides the entry), as file names.
+ */
+export function entryImports(metafile) {
+  const meta = JSON.parse(readFileSync(metafile, "utf8"));
+  // scripts/build-worker.mjs names the entry chunk index.mjs (every `import()` target is an entry
+  // point of esbuild's too).
+  const start = Object.keys(meta.outputs).find((k) => path.basename(k) === "index.mjs");
+  const seen = new Set([start]);
+  const queue = [start];
+  for (let chunk = queue.shift(); chunk !== undefined; chunk = queue.shift()) {
+    for (const imp of meta.outputs[chunk].imports) {
+      if (imp.kind !== "import-statement" || imp.external || seen.has(imp.path)) continue;
+      seen.add(imp.path);
+      queue.push(imp.path);
+    }
+  }
+  seen.delete(start);
+  return [...seen].map((f) => path.basename(f));
+}
+
 /** Output bytes per package (or per src/ folder) from an esbuild metafile, biggest first. */
 export function topContributors(metafile, n = 10) {
   const meta = JSON.parse(readFileSync(metafile, "utf8"));
@@ -313,7 +335,7 @@ export async function throughputReport(
   );
   say();
   say(
-    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
+    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built like the production Worker (`wrangler deploy --dry-run --minify`, whose `[build]` runs scripts/build-worker.mjs), served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV/D1 bound to a stub the measured routes never touch), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
   );
   say();
   say(
@@ -345,8 +367,11 @@ export async function throughputReport(
   say();
   say(firsts.map(([k, v]) => `${k}: ${v.toFixed(0)} ms`).join("; "));
   say();
+  const entry = gzipSize(prodDir, [entryOf(prodFiles)]);
+  const atStart = gzipSize(prodDir, [entryOf(prodFiles), ...entryImports(metafile)]);
+  const kib = ({ raw, gz }) => `${(raw / 1024).toFixed(0)} KiB raw, ${(gz / 1024).toFixed(0)} KiB gzip`;
   say(
-    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml): ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); modules: ${prodFiles.join(", ")}.`,
+    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml: scripts/build-worker.mjs's split ES modules, the entry chunk bundled by wrangler): all ${prodFiles.length} modules ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); the entry module ${entryOf(prodFiles)} ${kib(entry)}; the entry with the ${entryImports(metafile).length} chunks it imports statically (evaluated at start-up) ${kib(atStart)}; the wasm and ${prodFiles.length - 2 - entryImports(metafile).length} more chunks are evaluated on first use.`,
   );
   const bpeDir = path.join(root, "static/assets/bpe");
   const bpe = gzipSize(bpeDir, readdirSync(bpeDir));

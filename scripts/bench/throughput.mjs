@@ -371,7 +371,7 @@ export async function throughputReport(
   const atStart = gzipSize(prodDir, [entryOf(prodFiles), ...entryImports(metafile)]);
   const kib = ({ raw, gz }) => `${(raw / 1024).toFixed(0)} KiB raw, ${(gz / 1024).toFixed(0)} KiB gzip`;
   say(
-    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml: scripts/build-worker.mjs's split ES modules, the entry chunk bundled by wrangler): all ${prodFiles.length} modules ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); the entry module ${entryOf(prodFiles)} ${kib(entry)}; the entry with the ${entryImports(metafile).length} chunks it imports statically (evaluated at start-up) ${kib(atStart)}; the wasm and ${prodFiles.length - 2 - entryImports(metafile).length} more chunks are evaluated on first use.`,
+    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml: scripts/build-worker.mjs's split ES modules, the entry chunk bundled by wrangler): all ${prodFiles.length} modules ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); the entry module ${entryOf(prodFiles)} ${kib(entry)}; the entry with the ${entryImports(metafile).length} chunks it imports statically (evaluated at start-up) ${kib(atStart)}; the other ${prodFiles.length - 2 - entryImports(metafile).length} chunks and the wasm are evaluated on first use (workerd still compiles every module at load: docs/PERFORMANCE.md, "Start-up").`,
   );
   const bpeDir = path.join(root, "static/assets/bpe");
   const bpe = gzipSize(bpeDir, readdirSync(bpeDir));

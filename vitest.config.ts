@@ -35,7 +35,7 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             // wrangler.toml's main is the built entry chunk (scripts/build-worker.mjs); the pool
             // runs the source through vite instead.
-            main: "./src/index.ts",
+            main: path.join(import.meta.dirname, "src/index.ts"),
             miniflare: {
               bindings: {
                 TEST_MIGRATIONS: migrations,

@@ -137,9 +137,8 @@ export async function buildWorker({
     bundle: true,
     splitting: true,
     format: "esm",
-    chunkNames: "[name]-[hash]",
-    // .mjs: wrangler's default ESModule rule. A `**/*.js` rule in wrangler.toml would also make the
-    // vitest pool load every .js file under node_modules as an ES module.
+    // `*.chunk.mjs` is what wrangler.toml's ESModule rule matches (and nothing under node_modules).
+    chunkNames: "[name]-[hash].chunk",
     outExtension: { ".js": ".mjs" },
     target: "es2024",
     supported: { "import-source": true, using: true },

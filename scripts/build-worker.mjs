@@ -128,6 +128,9 @@ export async function buildWorker({
 } = {}) {
   const out = path.resolve(root, outdir);
   const files = new Map();
+  // One build for every command (wrangler's bundler said "development" under `wrangler dev`): the
+  // local stack runs what ships, and a build from a test or the bench while `wrangler dev` runs
+  // writes the same bytes, so nothing under it changes.
   const production = JSON.stringify(process.env.NODE_ENV || "production");
   const result = await esbuild.build({
     absWorkingDir: root,
@@ -176,8 +179,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     entry: opt("--entry"),
     outdir: opt("--outdir"),
     config: opt("--config"),
-    // WORKER_BUILD_MINIFY=0: what `wrangler deploy --dry-run` without --minify built before (the
-    // bench's --profile mode), since wrangler runs this command with fixed arguments.
+    // Minified as `wrangler deploy --minify` did, under `wrangler dev` too (see above; the chunks'
+    // source maps are beside them). WORKER_BUILD_MINIFY=0 is the bench's --profile mode: wrangler
+    // runs this command with fixed arguments.
     minify: !args.includes("--no-minify") && process.env.WORKER_BUILD_MINIFY !== "0",
   });
 }

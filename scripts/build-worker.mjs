@@ -162,6 +162,10 @@ export async function buildWorker({
     plugins: [nodejsCompat(compat(path.resolve(root, config))), wasmModules(files)],
   });
   for (const f of result.outputFiles) files.set(path.relative(out, f.path), Buffer.from(f.contents));
+  // `wrangler types` types `exports` of cloudflare:workers (test/helpers.ts) as the main module,
+  // now this directory's index: its declarations are the source entry's.
+  const source = path.relative(out, path.resolve(root, entry)).replace(/\.ts$/, "");
+  files.set("index.d.ts", Buffer.from(`export { default } from ${JSON.stringify(source)};\n`));
   sync(out, files);
   const meta = Buffer.from(JSON.stringify(result.metafile));
   const metaFile = `${out}.meta.json`;

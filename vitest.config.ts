@@ -33,6 +33,9 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
+            // wrangler.toml's main is the built entry chunk (scripts/build-worker.mjs); the pool
+            // runs the source through vite instead.
+            main: path.join(import.meta.dirname, "src/index.ts"),
             miniflare: {
               bindings: {
                 TEST_MIGRATIONS: migrations,

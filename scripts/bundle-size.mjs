@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Prints the raw and gzip size of the bundle `wrangler deploy --dry-run --outdir dist` wrote.
+// Prints the raw and gzip size of the modules `wrangler deploy --dry-run --outdir dist` wrote (the
+// entry and the chunks of scripts/build-worker.mjs; `npm run build` empties dist first).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";

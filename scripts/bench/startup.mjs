@@ -4,7 +4,7 @@
 import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { serve, writeConfig } from "./workerd-config.mjs";
+import { entryOf, serve, writeConfig } from "./workerd-config.mjs";
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -33,7 +33,7 @@ export async function startupRounds(root, dirs, { rounds, freePort, probePath = 
   for (let round = 0; round < rounds; round++) {
     for (const dir of dirs) {
       const files = modulesOf(dir);
-      const main = files.find((f) => /^(index|worker)\.js$/.test(f));
+      const main = entryOf(files);
       const emptyPort = await freePort();
       const emptyCfg = writeConfig(emptyDir, {
         name: "empty",

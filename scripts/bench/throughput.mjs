@@ -6,33 +6,44 @@
 // Load generator: autocannon is not installed in this tree, so a bounded keep-alive loop on
 // node:http (N connections, fixed duration, 127.0.0.1 only) stands in for it.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { benchInputs } from "./inputs.mjs";
-import { serve, writeConfig } from "./workerd-config.mjs";
+import { entryOf, serve, writeConfig } from "./workerd-config.mjs";
 
-/** Builds a Worker with `wrangler deploy --dry-run` into `outdir`; returns its module files. */
+/**
+ * Builds a Worker with `wrangler deploy --dry-run` into `outdir` (its `[build]` command runs
+ * scripts/build-worker.mjs first: split ES modules); returns its module files. `metafile` gets
+ * esbuild's metafile of that build (every chunk, sources as inputs), not wrangler's of the entry.
+ */
 export function buildBundle(root, { config, outdir, minify = true, metafile }) {
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(outdir, { recursive: true });
   const args = ["deploy", "--dry-run", "--outdir", outdir, ...(config ? ["-c", config] : [])];
   if (minify) args.push("--minify");
-  if (metafile) args.push("--metafile", metafile);
   try {
     execFileSync(path.join(root, "node_modules/.bin/wrangler"), args, {
       cwd: root,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", WORKER_BUILD_MINIFY: minify ? "1" : "0" },
       stdio: ["ignore", "pipe", "pipe"],
     });
   } catch (e) {
     throw new Error(`wrangler ${args.join(" ")} failed:\n${e.stderr}\n${e.stdout}`);
   }
+  if (metafile) copyFileSync(`${buildDir(root, config)}.meta.json`, metafile);
   return readdirSync(outdir).filter(
     (f) => statSync(path.join(outdir, f)).isFile() && !/\.(map|md|json)$/.test(f),
   );
+}
+
+/** The `base_dir` of a wrangler config: where its `[build]` command writes the split modules. */
+function buildDir(root, config = path.join(root, "wrangler.toml")) {
+  const dir = readFileSync(config, "utf8").match(/^base_dir\s*=\s*"([^"]+)"/m)?.[1];
+  if (!dir) throw new Error(`${config}: no base_dir`);
+  return path.resolve(path.dirname(config), dir);
 }
 
 export function gzipSize(dir, files) {
@@ -44,6 +55,28 @@ export function gzipSize(dir, files) {
     gz += gzipSync(bytes, { level: 9 }).length;
   }
   return { raw, gz };
+}
+
+/**
+ * The chunks an esbuild metafile's entry imports statically (what workerd evaluates at start-up
+ * besides the entry), as file names.
+ */
+export function entryImports(metafile) {
+  const meta = JSON.parse(readFileSync(metafile, "utf8"));
+  // scripts/build-worker.mjs names the entry chunk index.mjs (every `import()` target is an entry
+  // point of esbuild's too).
+  const start = Object.keys(meta.outputs).find((k) => path.basename(k) === "index.mjs");
+  const seen = new Set([start]);
+  const queue = [start];
+  for (let chunk = queue.shift(); chunk !== undefined; chunk = queue.shift()) {
+    for (const imp of meta.outputs[chunk].imports) {
+      if (imp.kind !== "import-statement" || imp.external || seen.has(imp.path)) continue;
+      seen.add(imp.path);
+      queue.push(imp.path);
+    }
+  }
+  seen.delete(start);
+  return [...seen].map((f) => path.basename(f));
 }
 
 /** Output bytes per package (or per src/ folder) from an esbuild metafile, biggest first. */
@@ -215,7 +248,7 @@ export async function throughputReport(
     const appCfg = writeConfig(benchDir, {
       name: "app",
       files: benchFiles,
-      main: "worker.js",
+      main: entryOf(benchFiles),
       port: appPort,
       bindings,
       assets: path.join(root, "static"),
@@ -226,7 +259,7 @@ export async function throughputReport(
     const paidCfg = writeConfig(benchDir, {
       name: "paid",
       files: benchFiles,
-      main: "worker.js",
+      main: entryOf(benchFiles),
       port: paidPort,
       bindings: { ...bindings, FREE_BETA: "false" },
       assets: path.join(root, "static"),
@@ -275,7 +308,7 @@ export async function throughputReport(
     const cfg = writeConfig(benchDir, {
       name: "first",
       files: benchFiles,
-      main: "worker.js",
+      main: entryOf(benchFiles),
       port,
       bindings,
       assets: path.join(root, "static"),
@@ -314,7 +347,7 @@ export async function throughputReport(
   );
   say();
   say(
-    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built by `wrangler deploy --dry-run --minify`, served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV bound to a stub the measured routes never touch, D1 to a stub that acknowledges every statement, so the call statistics' batched write takes its production path), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
+    "`node scripts/bench.mjs --throughput`: the bench Worker (scripts/bench/worker.ts) built like the production Worker (`wrangler deploy --dry-run --minify`, whose `[build]` runs scripts/build-worker.mjs), served by plain `workerd serve` (the unpaid route from a second process of the same bundle with FREE_BETA=false; generated capnp config: the bundle's modules, text bindings, KV bound to a stub the measured routes never touch, D1 to a stub that acknowledges every statement, so the call statistics' batched write takes its production path), the local facilitator for /supported. Load: a keep-alive node:http loop (autocannon is not installed here), 127.0.0.1 only. Each figure is the mean of the rounds with the rounds' range (the machine's spread) in brackets; ratios are taken within a round.",
   );
   say();
   say(
@@ -346,8 +379,11 @@ export async function throughputReport(
   say();
   say(firsts.map(([k, v]) => `${k}: ${v.toFixed(0)} ms`).join("; "));
   say();
+  const entry = gzipSize(prodDir, [entryOf(prodFiles)]);
+  const atStart = gzipSize(prodDir, [entryOf(prodFiles), ...entryImports(metafile)]);
+  const kib = ({ raw, gz }) => `${(raw / 1024).toFixed(0)} KiB raw, ${(gz / 1024).toFixed(0)} KiB gzip`;
   say(
-    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml): ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); modules: ${prodFiles.join(", ")}.`,
+    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml: scripts/build-worker.mjs's split ES modules, the entry chunk bundled by wrangler): all ${prodFiles.length} modules ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); the entry module ${entryOf(prodFiles)} ${kib(entry)}; the entry with the ${entryImports(metafile).length} chunks it imports statically (evaluated at start-up) ${kib(atStart)}; the other ${prodFiles.length - 2 - entryImports(metafile).length} chunks and the wasm are evaluated on first use (workerd still compiles every module at load: docs/PERFORMANCE.md, "Start-up").`,
   );
   const bpeDir = path.join(root, "static/assets/bpe");
   const bpe = gzipSize(bpeDir, readdirSync(bpeDir));
@@ -387,7 +423,7 @@ export async function profileReport(
   const cfg = writeConfig(dir, {
     name: "app",
     files,
-    main: "worker.js",
+    main: entryOf(files),
     port,
     bindings: paidRoutes ? { ...bindings, FREE_BETA: "false" } : bindings,
     assets: path.join(root, "static"),

@@ -8,6 +8,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const capnpString = (s) => JSON.stringify(s);
 
+/** The entry module of a `wrangler deploy --dry-run --outdir` listing (named after `main`). */
+export const entryOf = (files) => files.find((f) => /^(index|worker)\.js$/.test(f));
+
 /**
  * D1's wire protocol as workerd's D1 binding speaks it (POST /query or /execute, one statement or
  * a batch as JSON): one success per statement, no rows.

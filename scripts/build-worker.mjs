@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// Builds the Worker into separate ES modules: every `import()` target becomes its own chunk,
+// evaluated when it is first imported, with one instance of every module (docs/PERFORMANCE.md,
+// "Start-up", fourth pass). wrangler.toml's `[build] command` runs this before `wrangler dev` and
+// `wrangler deploy`; wrangler bundles the entry chunk and attaches the other chunks and the wasm
+// as additional modules (`find_additional_modules`, `rules`).
+//
+//   node scripts/build-worker.mjs [--entry src/index.ts] [--outdir build/worker]
+//                                 [--config wrangler.toml] [--no-minify]
+//
+// The esbuild options are the ones wrangler's own bundler uses for this Worker (wrangler 4,
+// `bundleWorker` and its nodejs_compat "v2" plugin), so the code runs as it ran from one bundle:
+// conditions workerd/worker/browser, target es2024, NODE_ENV and navigator.userAgent defined,
+// Node built-ins (`node:*` and unprefixed) left to workerd, `require()` of a built-in turned into
+// an import, unenv's npm aliases. keep_names stays off (wrangler.toml says why).
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+// wrangler's own dependencies (installed with it, same versions its bundler uses).
+import { getCloudflarePreset, nonPrefixedNodeModules } from "@cloudflare/unenv-preset";
+import * as esbuild from "esbuild";
+import { defineEnv } from "unenv";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+
+/** compatibility_date and compatibility_flags of a wrangler TOML file (the keys this build reads). */
+function compat(configFile) {
+  const toml = readFileSync(configFile, "utf8");
+  const date = toml.match(/^compatibility_date\s*=\s*"([^"]+)"/m)?.[1];
+  const flags = toml.match(/^compatibility_flags\s*=\s*\[([^\]]*)\]/m)?.[1];
+  if (!date) throw new Error(`${configFile}: no compatibility_date`);
+  return {
+    compatibilityDate: date,
+    compatibilityFlags: [...(flags ?? "").matchAll(/"([^"]+)"/g)].map((m) => m[1]),
+  };
+}
+
+/** wrangler's nodejs_compat (v2) esbuild plugin, reduced to what it does at our compatibility date. */
+function nodejsCompat({ compatibilityDate, compatibilityFlags }) {
+  const { alias, external, inject, polyfill } = defineEnv({
+    presets: [getCloudflarePreset({ compatibilityDate, compatibilityFlags }), { alias: { debug: "debug" } }],
+    npmShims: true,
+  }).env;
+  // workerd provides every Node global this date needs; wrangler would inject unenv's otherwise.
+  if (Object.keys(inject).length || polyfill.length)
+    throw new Error(
+      "unenv wants globals injected at this compatibility date: extend scripts/build-worker.mjs",
+    );
+  const builtin = new RegExp(`^(${nonPrefixedNodeModules.join("|")}|node:.+)$`);
+  const aliased = Object.entries(alias).filter(([name, to]) => name !== to && !to.startsWith("node:"));
+  return {
+    name: "nodejs-compat",
+    setup(build) {
+      build.onResolve({ filter: builtin }, (args) =>
+        args.kind === "require-call"
+          ? { path: args.path, namespace: "node-built-in" }
+          : { path: args.path, external: true },
+      );
+      // A CommonJS dependency's require("node:x") becomes an import of the built-in's default export.
+      build.onLoad({ filter: /.*/, namespace: "node-built-in" }, ({ path: p }) => ({
+        contents: `import m from ${JSON.stringify(p)}; module.exports = m;`,
+        loader: "js",
+      }));
+      for (const [name, to] of aliased) {
+        let resolved;
+        try {
+          resolved = require.resolve(to);
+        } catch {
+          continue; // wrangler skips an alias it cannot resolve, too
+        }
+        const filter = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`);
+        build.onResolve({ filter }, () => ({ path: resolved, external: external.includes(to) }));
+      }
+    },
+  };
+}
+
+/**
+ * `import wasm from "./x.wasm"` stays an import of a CompiledWasm module (wrangler's rule for
+ * `**\/*.wasm`): the file goes next to the chunks under a content-hashed name, in `files`.
+ */
+function wasmModules(files) {
+  return {
+    name: "wasm-modules",
+    setup(build) {
+      build.onResolve({ filter: /\.wasm(\?module)?$/ }, (args) => {
+        const file = path.resolve(args.resolveDir, args.path.replace(/\?module$/, ""));
+        const bytes = readFileSync(file);
+        const hash = createHash("sha1").update(bytes).digest("hex").slice(0, 16);
+        const name = `${path.basename(file, ".wasm")}-${hash}.wasm`;
+        files.set(name, bytes);
+        // Every chunk sits in the output directory itself, so one relative name serves every importer.
+        return { path: `./${name}`, external: true };
+      });
+    },
+  };
+}
+
+/**
+ * Makes `dir` hold exactly `files`, writing only what changed: an unchanged build touches nothing,
+ * so a running `wrangler dev` (which watches these files) does not reload when another command
+ * (a test, the bench) runs the same build.
+ */
+function sync(dir, files) {
+  mkdirSync(dir, { recursive: true });
+  for (const name of readdirSync(dir))
+    if (!files.has(name)) rmSync(path.join(dir, name), { recursive: true });
+  for (const [name, bytes] of files) {
+    const file = path.join(dir, name);
+    if (existsSync(file) && readFileSync(file).equals(bytes)) continue;
+    writeFileSync(file, bytes);
+  }
+}
+
+/**
+ * Builds `entry` into `outdir` (relative to the repository root) and writes esbuild's metafile
+ * next to it as `<outdir>.meta.json` (the bench's top contributors and
+ * test/scripts/start-up-imports.test.ts read it); returns the metafile.
+ */
+export async function buildWorker({
+  entry = "src/index.ts",
+  outdir = "build/worker",
+  config = "wrangler.toml",
+  minify = true,
+} = {}) {
+  const out = path.resolve(root, outdir);
+  const files = new Map();
+  // One build for every command (wrangler's bundler said "development" under `wrangler dev`): the
+  // local stack runs what ships, and a build from a test or the bench while `wrangler dev` runs
+  // writes the same bytes, so nothing under it changes.
+  const production = JSON.stringify(process.env.NODE_ENV || "production");
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: { index: path.resolve(root, entry) },
+    outdir: out,
+    write: false,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    // `*.chunk.mjs` is what wrangler.toml's ESModule rule matches (and nothing under node_modules).
+    chunkNames: "[name]-[hash].chunk",
+    outExtension: { ".js": ".mjs" },
+    target: "es2024",
+    supported: { "import-source": true, using: true },
+    loader: { ".js": "jsx", ".mjs": "jsx", ".cjs": "jsx" },
+    conditions: ["workerd", "worker", "browser"],
+    define: {
+      "navigator.userAgent": '"Cloudflare-Workers"',
+      "process.env.NODE_ENV": production,
+      "global.process.env.NODE_ENV": production,
+      "globalThis.process.env.NODE_ENV": production,
+    },
+    external: ["cloudflare:*"],
+    minify,
+    keepNames: false,
+    sourcemap: true,
+    metafile: true,
+    logLevel: "warning",
+    plugins: [nodejsCompat(compat(path.resolve(root, config))), wasmModules(files)],
+  });
+  for (const f of result.outputFiles) files.set(path.relative(out, f.path), Buffer.from(f.contents));
+  // `wrangler types` types `exports` of cloudflare:workers (test/helpers.ts) as the main module,
+  // now this directory's index: its declarations are the source entry's.
+  const source = path.relative(out, path.resolve(root, entry)).replace(/\.ts$/, "");
+  files.set("index.d.ts", Buffer.from(`export { default } from ${JSON.stringify(source)};\n`));
+  sync(out, files);
+  const meta = Buffer.from(JSON.stringify(result.metafile));
+  const metaFile = `${out}.meta.json`;
+  if (!existsSync(metaFile) || !readFileSync(metaFile).equals(meta)) writeFileSync(metaFile, meta);
+  return result.metafile;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const opt = (name) => {
+    const i = args.indexOf(name);
+    return i < 0 ? undefined : args[i + 1];
+  };
+  await buildWorker({
+    entry: opt("--entry"),
+    outdir: opt("--outdir"),
+    config: opt("--config"),
+    // Minified as `wrangler deploy --minify` did, under `wrangler dev` too (see above; the chunks'
+    // source maps are beside them). WORKER_BUILD_MINIFY=0 is the bench's --profile mode: wrangler
+    // runs this command with fixed arguments.
+    minify: !args.includes("--no-minify") && process.env.WORKER_BUILD_MINIFY !== "0",
+  });
+}

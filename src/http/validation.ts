@@ -255,9 +255,14 @@ type V<T extends string, S extends z.ZodType> = MiddlewareHandler<AppEnv, string
 /**
  * Validates the JSON body (also stored as `body` for the skill chain). The content type is not
  * policed: agents that forget the header still get an answer; what is not JSON is `json_invalid`.
+ * The schema may be given as a function, read on each request, for schemas built on first use
+ * (the skills': SkillSpec.input).
  */
-export function jsonBody<S extends z.ZodType>(schema: S): V<"json", S> {
+export function jsonBody<S extends z.ZodType>(schemaOrGetter: S | (() => S)): V<"json", S> {
+  // zod schemas are objects, never functions.
+  const schemaOf = typeof schemaOrGetter === "function" ? schemaOrGetter : () => schemaOrGetter;
   return async (c, next) => {
+    const schema = schemaOf();
     const text = await c.req.text();
     if (text.trim() === "") {
       return validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);

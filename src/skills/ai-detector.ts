@@ -30,60 +30,62 @@ export const aiDetector = defineSkill({
   kind: "analytic",
   description:
     "Estimate whether a text (or the readable text of a URL) was machine-written from stylometric signals: sentence-length mean and burstiness, type-token ratio, repetition, punctuation and function-word profile, combined by a documented formula. Returns likelihoods that sum to 1 and a verdict. A heuristic, not proof: read the documented limits.",
-  input: z
-    .object({
-      url: z
-        .string()
-        .max(8000)
-        .nullable()
-        .default(null)
-        .meta({ description: "Page to read the text from (used when text is absent)." }),
-      text: z.string().max(8000).nullable().default(null).meta({ description: "Text to analyse." }),
-    })
-    .refine((v) => Boolean(v.text) || Boolean(v.url), {
-      message: "either text or url is required",
-      path: [],
-    }),
-  output: z.object({
-    url: z.string().nullable(),
-    text_preview: z.string(),
-    verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
-    ai_likelihood: z.number().min(0).max(1),
-    human_likelihood: z.number().min(0).max(1),
-    signals: z.object({
-      avg_sentence_words: z.number(),
-      repetition_detected: z.boolean(),
-      words: z.int().min(0),
-      sentences: z.int().min(0),
-      sentence_length_stdev: z.number(),
-      burstiness: z.number().nullable().meta({ description: "Null under three sentences." }),
-      type_token_ratio: z.number(),
-      repeated_trigram_ratio: z.number(),
-      duplicate_sentences: z.int().min(0),
-      punctuation_per_100_words: z.object({
-        commas: z.number(),
-        semicolons: z.number(),
-        colons: z.number(),
-        dashes: z.number(),
-        exclamations: z.number(),
-        questions: z.number(),
-        parentheses: z.number(),
-        ellipses: z.number(),
+  input: () =>
+    z
+      .object({
+        url: z
+          .string()
+          .max(8000)
+          .nullable()
+          .default(null)
+          .meta({ description: "Page to read the text from (used when text is absent)." }),
+        text: z.string().max(8000).nullable().default(null).meta({ description: "Text to analyse." }),
+      })
+      .refine((v) => Boolean(v.text) || Boolean(v.url), {
+        message: "either text or url is required",
+        path: [],
       }),
-      function_word_ratio: z.number(),
-      contractions_per_100_words: z.number(),
-      first_person_per_100_words: z.number(),
-      connective_openers_per_100_words: z.number(),
-      scores: numberPerKey(SIGNAL_WEIGHTS).meta({ description: "Signal scores in -1..1 (AI-like > 0)." }),
-      combined_z: z.number(),
-      length_factor: z.number(),
+  output: () =>
+    z.object({
+      url: z.string().nullable(),
+      text_preview: z.string(),
+      verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
+      ai_likelihood: z.number().min(0).max(1),
+      human_likelihood: z.number().min(0).max(1),
+      signals: z.object({
+        avg_sentence_words: z.number(),
+        repetition_detected: z.boolean(),
+        words: z.int().min(0),
+        sentences: z.int().min(0),
+        sentence_length_stdev: z.number(),
+        burstiness: z.number().nullable().meta({ description: "Null under three sentences." }),
+        type_token_ratio: z.number(),
+        repeated_trigram_ratio: z.number(),
+        duplicate_sentences: z.int().min(0),
+        punctuation_per_100_words: z.object({
+          commas: z.number(),
+          semicolons: z.number(),
+          colons: z.number(),
+          dashes: z.number(),
+          exclamations: z.number(),
+          questions: z.number(),
+          parentheses: z.number(),
+          ellipses: z.number(),
+        }),
+        function_word_ratio: z.number(),
+        contractions_per_100_words: z.number(),
+        first_person_per_100_words: z.number(),
+        connective_openers_per_100_words: z.number(),
+        scores: numberPerKey(SIGNAL_WEIGHTS).meta({ description: "Signal scores in -1..1 (AI-like > 0)." }),
+        combined_z: z.number(),
+        length_factor: z.number(),
+      }),
+      supported: z.array(z.enum(["text", "url"])),
+      source: z.enum(["text", "url"]),
+      final_url: z.string().optional().meta({ description: "For a url: the address after redirects." }),
+      limits: z.string(),
+      cache: cacheState.optional().meta({ description: "For a url: whether the KV cache answered." }),
     }),
-    supported: z.array(z.enum(["text", "url"])),
-    source: z.enum(["text", "url"]),
-    final_url: z.string().optional().meta({ description: "For a url: the address after redirects." }),
-    limits: z.string(),
-    cache: cacheState.optional().meta({ description: "For a url: whether the KV cache answered." }),
-  }),
   example_request: { text: "The quick brown fox jumps over the lazy dog. It was not amused." },
   // A real output of this code for example_request on the fixture upstreams of test/fixtures;
   // a test compares it with a fresh run, so it cannot drift.

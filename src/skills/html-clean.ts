@@ -9,20 +9,22 @@ export const htmlClean = defineSkill({
   kind: "utility",
   description:
     "Turn HTML into clean readable text or Markdown. Scripts, styles, comments, iframes and event handlers never reach the output; text mode keeps block structure as line breaks with entities decoded, markdown mode keeps headings, lists, links, emphasis, code and tables. Deterministic and offline.",
-  input: z.object({
-    html: z.string().min(1).max(400000).meta({ description: "HTML document or fragment." }),
-    mode: z
-      .string()
-      .max(16)
-      .default("text")
-      .pipe(z.enum(["text", "markdown"]))
-      .meta({ description: "text (default) or markdown.", enum: ["text", "markdown"] }),
-  }),
-  output: z.object({
-    mode: z.enum(["text", "markdown"]),
-    chars: z.int().min(0).meta({ description: "Length of output in code points." }),
-    output: z.string(),
-  }),
+  input: () =>
+    z.object({
+      html: z.string().min(1).max(400000).meta({ description: "HTML document or fragment." }),
+      mode: z
+        .string()
+        .max(16)
+        .default("text")
+        .pipe(z.enum(["text", "markdown"]))
+        .meta({ description: "text (default) or markdown.", enum: ["text", "markdown"] }),
+    }),
+  output: () =>
+    z.object({
+      mode: z.enum(["text", "markdown"]),
+      chars: z.int().min(0).meta({ description: "Length of output in code points." }),
+      output: z.string(),
+    }),
   example_request: {
     html: "<h1>Hello</h1><p>World &amp; <b>you</b></p><script>alert(1)</script>",
     mode: "text",

@@ -80,33 +80,35 @@ export const jsonFlatten = defineSkill({
   kind: "utility",
   description:
     "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (default '.', at most 16 characters), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Deterministic and offline.",
-  input: z.object({
-    data: anyJson("Any JSON value to flatten."),
-    options: z
-      .looseObject({
-        sep: z
-          .unknown()
-          .refine((v) => v === undefined || stringifySep(v).length <= MAX_SEP_LENGTH, {
-            message: `String should have at most ${MAX_SEP_LENGTH} characters`,
-            params: { type: "string_too_long", ctx: { max_length: MAX_SEP_LENGTH } },
-          })
-          .optional()
-          .meta({
-            description: `Separator; any value, stringified, at most ${MAX_SEP_LENGTH} characters once stringified. Default ".".`,
-          }),
-        max_depth: maxDepth.optional(),
-      })
-      .nullable()
-      .default(null),
-  }),
-  output: z.object({
-    flat: z.record(z.string(), z.unknown()).meta({
-      description: "Path → leaf value, in document order; empties and cut-off subtrees are leaves.",
+  input: () =>
+    z.object({
+      data: anyJson("Any JSON value to flatten."),
+      options: z
+        .looseObject({
+          sep: z
+            .unknown()
+            .refine((v) => v === undefined || stringifySep(v).length <= MAX_SEP_LENGTH, {
+              message: `String should have at most ${MAX_SEP_LENGTH} characters`,
+              params: { type: "string_too_long", ctx: { max_length: MAX_SEP_LENGTH } },
+            })
+            .optional()
+            .meta({
+              description: `Separator; any value, stringified, at most ${MAX_SEP_LENGTH} characters once stringified. Default ".".`,
+            }),
+          max_depth: maxDepth.optional(),
+        })
+        .nullable()
+        .default(null),
     }),
-    sep: z.string().meta({ description: "The separator used." }),
-    max_depth: z.int().min(0).meta({ description: "The depth limit used." }),
-    keys: z.int().min(0).meta({ description: "Number of entries in flat." }),
-  }),
+  output: () =>
+    z.object({
+      flat: z.record(z.string(), z.unknown()).meta({
+        description: "Path → leaf value, in document order; empties and cut-off subtrees are leaves.",
+      }),
+      sep: z.string().meta({ description: "The separator used." }),
+      max_depth: z.int().min(0).meta({ description: "The depth limit used." }),
+      keys: z.int().min(0).meta({ description: "Number of entries in flat." }),
+    }),
   example_request: { data: { user: { name: "Ada", tags: ["x", "y"] }, empty: {} } },
   example_response: {
     skill: "json_flatten",

@@ -78,30 +78,32 @@ export const jsonSchemaValidate = defineSkill({
   kind: "utility",
   description:
     "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and the first 100 failures with instance path and message (error_count counts all). Patterns run on RE2 (linear time); lookarounds and backreferences are refused (422). An invalid schema is reported as a schema error, not thrown. Deterministic and offline.",
-  input: z.object({
-    instance: anyJson("The JSON value to validate."),
-    schema: anyJson("The JSON Schema (an object, or a boolean)."),
-  }),
-  output: z.object({
-    valid: z.boolean(),
-    errors: z
-      .array(
-        z.object({
-          instance_path: z.string(),
-          keyword: z.string(),
-          schema_path: z.string(),
-          message: z.string(),
-        }),
-      )
-      .max(MAX_ERRORS)
-      .meta({ description: `The first ${MAX_ERRORS} errors, in the validator's order.` }),
-    error_count: z
-      .int()
-      .min(0)
-      .meta({ description: "How many errors there are in all (errors lists at most 100)." }),
-    checked: z.boolean().meta({ description: "False when the schema itself was invalid." }),
-    draft: z.enum(["4", "7", "2019-09", "2020-12"]),
-  }),
+  input: () =>
+    z.object({
+      instance: anyJson("The JSON value to validate."),
+      schema: anyJson("The JSON Schema (an object, or a boolean)."),
+    }),
+  output: () =>
+    z.object({
+      valid: z.boolean(),
+      errors: z
+        .array(
+          z.object({
+            instance_path: z.string(),
+            keyword: z.string(),
+            schema_path: z.string(),
+            message: z.string(),
+          }),
+        )
+        .max(MAX_ERRORS)
+        .meta({ description: `The first ${MAX_ERRORS} errors, in the validator's order.` }),
+      error_count: z
+        .int()
+        .min(0)
+        .meta({ description: "How many errors there are in all (errors lists at most 100)." }),
+      checked: z.boolean().meta({ description: "False when the schema itself was invalid." }),
+      draft: z.enum(["4", "7", "2019-09", "2020-12"]),
+    }),
   example_request: {
     instance: { name: "Ada", age: 36 },
     schema: {

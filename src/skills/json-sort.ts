@@ -25,15 +25,17 @@ export const jsonSort = defineSkill({
   kind: "utility",
   description:
     "Sort the keys of every object in a JSON value by code point, recursively and inside arrays (descending when reverse is true), and return the sorted value, its canonical compact JSON text and that text's UTF-8 byte size. Deterministic and offline.",
-  input: z.object({
-    data: anyJson("Any JSON value."),
-    reverse: z.boolean().default(false).meta({ description: "Sort keys in descending order." }),
-  }),
-  output: z.object({
-    sorted: z.unknown().meta({ description: "The input with every object's keys sorted." }),
-    canonical: z.string().meta({ description: "Compact JSON text of sorted." }),
-    bytes: z.int().min(0).meta({ description: "UTF-8 byte size of canonical." }),
-  }),
+  input: () =>
+    z.object({
+      data: anyJson("Any JSON value."),
+      reverse: z.boolean().default(false).meta({ description: "Sort keys in descending order." }),
+    }),
+  output: () =>
+    z.object({
+      sorted: z.unknown().meta({ description: "The input with every object's keys sorted." }),
+      canonical: z.string().meta({ description: "Compact JSON text of sorted." }),
+      bytes: z.int().min(0).meta({ description: "UTF-8 byte size of canonical." }),
+    }),
   example_request: { data: { b: 1, a: { d: [{ z: 1, y: 2 }], c: null } } },
   example_response: {
     skill: "json_sort",

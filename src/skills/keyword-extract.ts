@@ -10,15 +10,17 @@ export const keywordExtract = defineSkill({
   kind: "utility",
   description:
     "Extract the most frequent meaningful terms from a text: Unicode word segmentation (CJK included), English stopwords removed (maintained stopword list), numbers dropped, ranked by count then term so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
-  input: z.object({
-    text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
-    limit: z.int().min(1).max(50).default(20).meta({ description: "How many keywords to return." }),
-  }),
-  output: z.object({
-    keywords: z.array(z.object({ term: z.string(), count: z.int().min(1) })),
-    unique_terms: z.int().min(0),
-    tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
-  }),
+  input: () =>
+    z.object({
+      text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
+      limit: z.int().min(1).max(50).default(20).meta({ description: "How many keywords to return." }),
+    }),
+  output: () =>
+    z.object({
+      keywords: z.array(z.object({ term: z.string(), count: z.int().min(1) })),
+      unique_terms: z.int().min(0),
+      tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
+    }),
   example_request: {
     text: "Agents pay per call. Agents like small, reliable calls that agents can pay for.",
     limit: 3,

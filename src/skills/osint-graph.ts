@@ -123,55 +123,57 @@ export const osintGraph = defineSkill({
   kind: "analytic",
   description:
     "Resolve an organisation or person on Wikidata and walk its public relations (owner, parent, subsidiary, founder, CEO, employer, member of, instance of, country, ...) breadth first up to max_depth, capped at 60 nodes. Returns typed nodes with confidence, weighted edges, real paths from the seed and the entity URLs used. Public data only.",
-  input: z.object({
-    seed_entity: z
-      .string()
-      .min(1)
-      .max(500)
-      .meta({ description: "Name (or Wikidata Q-id) of the entity to start from." }),
-    max_depth: z.int().min(1).max(4).default(2).meta({ description: "How many relation hops to walk." }),
-  }),
-  output: z.object({
-    seed_entity: z.string(),
-    max_depth: z.int().min(1).max(4),
-    disclaimer: z.string(),
-    graph: z.object({
-      nodes: z.array(
-        z.object({
-          id: z.string().meta({ description: "Wikidata Q-id." }),
-          name: z.string(),
-          type: z.enum(KINDS),
-          confidence: z.number().min(0).max(1),
-          depth: z.int().min(0),
-          description: z.string().optional(),
-        }),
-      ),
-      edges: z.array(
-        z.object({
-          from: z.string(),
-          to: z.string(),
-          relation: z.string(),
-          property: z.string().meta({ description: "Wikidata property id." }),
-          weight: z.number(),
-        }),
-      ),
-      max_depth: z.int(),
+  input: () =>
+    z.object({
+      seed_entity: z
+        .string()
+        .min(1)
+        .max(500)
+        .meta({ description: "Name (or Wikidata Q-id) of the entity to start from." }),
+      max_depth: z.int().min(1).max(4).default(2).meta({ description: "How many relation hops to walk." }),
     }),
-    degrees_sample: z.array(
-      z.object({ depth: z.int().min(1), path: z.array(z.string()), relations: z.array(z.string()) }),
-    ),
-    sources: z.array(z.string()).meta({ description: "Wikidata entity URLs read." }),
-    logged_for_realization: z.boolean(),
-    confidence: z.number().min(0).max(1).meta({ description: "Quality of the seed match." }),
-    match: z
-      .object({ id: z.string(), label: z.string(), description: z.string(), match_type: z.string() })
-      .nullable(),
-    candidates: z.array(z.object({ id: z.string(), label: z.string(), description: z.string() })),
-    truncated: z.boolean(),
-    requests: z.int().min(0).meta({ description: "Wikidata requests made." }),
-    note: z.string().optional(),
-    cache: cacheState,
-  }),
+  output: () =>
+    z.object({
+      seed_entity: z.string(),
+      max_depth: z.int().min(1).max(4),
+      disclaimer: z.string(),
+      graph: z.object({
+        nodes: z.array(
+          z.object({
+            id: z.string().meta({ description: "Wikidata Q-id." }),
+            name: z.string(),
+            type: z.enum(KINDS),
+            confidence: z.number().min(0).max(1),
+            depth: z.int().min(0),
+            description: z.string().optional(),
+          }),
+        ),
+        edges: z.array(
+          z.object({
+            from: z.string(),
+            to: z.string(),
+            relation: z.string(),
+            property: z.string().meta({ description: "Wikidata property id." }),
+            weight: z.number(),
+          }),
+        ),
+        max_depth: z.int(),
+      }),
+      degrees_sample: z.array(
+        z.object({ depth: z.int().min(1), path: z.array(z.string()), relations: z.array(z.string()) }),
+      ),
+      sources: z.array(z.string()).meta({ description: "Wikidata entity URLs read." }),
+      logged_for_realization: z.boolean(),
+      confidence: z.number().min(0).max(1).meta({ description: "Quality of the seed match." }),
+      match: z
+        .object({ id: z.string(), label: z.string(), description: z.string(), match_type: z.string() })
+        .nullable(),
+      candidates: z.array(z.object({ id: z.string(), label: z.string(), description: z.string() })),
+      truncated: z.boolean(),
+      requests: z.int().min(0).meta({ description: "Wikidata requests made." }),
+      note: z.string().optional(),
+      cache: cacheState,
+    }),
   example_request: { seed_entity: "Cloudflare", max_depth: 2 },
   example_response: OSINT_EXAMPLE,
   async run({ seed_entity, max_depth }, { env, requestId }) {

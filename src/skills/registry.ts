@@ -37,23 +37,37 @@ const specs: SkillSpec[] = [
 ] as SkillSpec[];
 
 /** The 200 body as runSkill shapes it: `skill` (and `ok` for utilities) before the skill's fields. */
-function responseSchema(spec: SkillSpec) {
+function responseSchema(spec: SkillSpec, output: z.ZodObject) {
   const envelope =
     spec.kind === "utility"
       ? { skill: z.literal(spec.id), ok: z.literal(true) }
       : { skill: z.literal(spec.id) };
-  return z.object({ ...envelope, ...spec.output.shape });
+  return z.object({ ...envelope, ...output.shape });
+}
+
+/** `make()` on the first call, the same value after. */
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= make();
+    return value;
+  };
 }
 
 export const skills: readonly Skill[] = specs.map((spec) => {
   const slug = spec.id.replaceAll("_", "-");
-  return {
-    ...spec,
-    slug,
-    endpoint: `/api/skills/${slug}`,
-    price_atomic: usdToMicros(spec.price_usd),
-    response: responseSchema(spec),
-  };
+  const { input, output, ...rest } = spec;
+  const outputOnce = once(output);
+  // Schemas are getters: a skill's are built by its first call (or the first document that lists
+  // them), not when the Worker starts (SkillSpec.input says why).
+  return Object.defineProperties(
+    { ...rest, slug, endpoint: `/api/skills/${slug}`, price_atomic: usdToMicros(spec.price_usd) },
+    {
+      input: { get: once(input), enumerable: true },
+      output: { get: outputOnce, enumerable: true },
+      response: { get: once(() => responseSchema(spec, outputOnce())), enumerable: true },
+    },
+  ) as Skill;
 });
 
 const bySlug = new Map(skills.map((s) => [s.slug, s]));

@@ -155,19 +155,21 @@ export const research = defineSkill({
   kind: "analytic",
   description:
     "Search English Wikipedia for a question or topic, read the top three articles' intro extracts and return an extractive summary: their sentences ranked by relevance to the query and de-duplicated, with the articles used as sources and a confidence that reflects how much of the query they cover. No invented text.",
-  input: z.object({
-    query: z.string().min(1).max(2000).meta({ description: "Question or topic to research." }),
-  }),
-  output: z.object({
-    query: z.string(),
-    summary: z.string().meta({ description: "Sentences of the articles, best first; no invented text." }),
-    sources: z.array(z.object({ title: z.string(), url: z.string() })),
-    confidence: z.number().min(0).max(1),
-    sentences: z.array(z.object({ text: z.string(), source: z.string(), score: z.number() })),
-    total_hits: z.int().min(0).meta({ description: "Wikipedia search hits." }),
-    note: z.string().optional().meta({ description: "Present when nothing matched." }),
-    cache: cacheState,
-  }),
+  input: () =>
+    z.object({
+      query: z.string().min(1).max(2000).meta({ description: "Question or topic to research." }),
+    }),
+  output: () =>
+    z.object({
+      query: z.string(),
+      summary: z.string().meta({ description: "Sentences of the articles, best first; no invented text." }),
+      sources: z.array(z.object({ title: z.string(), url: z.string() })),
+      confidence: z.number().min(0).max(1),
+      sentences: z.array(z.object({ text: z.string(), source: z.string(), score: z.number() })),
+      total_hits: z.int().min(0).meta({ description: "Wikipedia search hits." }),
+      note: z.string().optional().meta({ description: "Present when nothing matched." }),
+      cache: cacheState,
+    }),
   example_request: { query: "x402 payment protocol" },
   // A real output of this code for example_request on the fixture upstreams of test/fixtures;
   // a test compares it with a fresh run, so it cannot drift.

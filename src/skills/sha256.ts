@@ -78,34 +78,36 @@ export const sha256 = defineSkill({
   kind: "utility",
   description:
     "Hash a text with SHA-256 after encoding it as utf-8 (default), utf-16le, latin1, ascii, base64 or hex. Returns the byte length, the 64-character hex digest and its 16-character prefix. Text the encoding cannot represent is refused, never silently replaced. Deterministic and offline.",
-  input: z.object({
-    text: z.string().max(400000).meta({ description: "Text to hash." }),
-    encoding: z
-      .string()
-      .max(16)
-      .default("utf-8")
-      .transform((name, ctx) => {
-        const key = name.trim().toLowerCase();
-        // Own keys only: "constructor" or "__proto__" must be an unknown encoding, not Object's.
-        const enc = Object.hasOwn(ALIASES, key) ? ALIASES[key] : undefined;
-        if (enc) return enc;
-        const message = `Input should be one of ${NAMES}`;
-        ctx.addIssue({
-          code: "custom",
-          message,
-          params: { type: "literal_error", ctx: { expected: NAMES } },
-        });
-        return z.NEVER;
-      })
-      .meta({ description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases).` }),
-  }),
-  output: z.object({
-    algo: z.literal("sha256"),
-    encoding: z.enum(["utf-8", "utf-16le", "latin1", "ascii", "base64", "hex"]),
-    bytes: z.int().min(0).meta({ description: "Byte length of the encoded text." }),
-    hex: z.string().regex(/^[0-9a-f]{64}$/),
-    hex_prefix: z.string().regex(/^[0-9a-f]{16}$/),
-  }),
+  input: () =>
+    z.object({
+      text: z.string().max(400000).meta({ description: "Text to hash." }),
+      encoding: z
+        .string()
+        .max(16)
+        .default("utf-8")
+        .transform((name, ctx) => {
+          const key = name.trim().toLowerCase();
+          // Own keys only: "constructor" or "__proto__" must be an unknown encoding, not Object's.
+          const enc = Object.hasOwn(ALIASES, key) ? ALIASES[key] : undefined;
+          if (enc) return enc;
+          const message = `Input should be one of ${NAMES}`;
+          ctx.addIssue({
+            code: "custom",
+            message,
+            params: { type: "literal_error", ctx: { expected: NAMES } },
+          });
+          return z.NEVER;
+        })
+        .meta({ description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases).` }),
+    }),
+  output: () =>
+    z.object({
+      algo: z.literal("sha256"),
+      encoding: z.enum(["utf-8", "utf-16le", "latin1", "ascii", "base64", "hex"]),
+      bytes: z.int().min(0).meta({ description: "Byte length of the encoded text." }),
+      hex: z.string().regex(/^[0-9a-f]{64}$/),
+      hex_prefix: z.string().regex(/^[0-9a-f]{16}$/),
+    }),
   example_request: { text: "hello world" },
   example_response: {
     skill: "sha256",

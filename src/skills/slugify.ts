@@ -21,18 +21,20 @@ export const slugify = defineSkill({
   kind: "utility",
   description:
     "Turn any text into a URL-safe lowercase slug: transliterate (é to e, ß to ss, ø to o), join words with '-', never end in '-', at most max_len characters, cut at a word boundary when possible. Says when nothing is left. Deterministic and offline.",
-  input: z.object({
-    text: z.string().max(4000).meta({ description: "Text to slugify." }),
-    max_len: z.int().min(1).max(200).default(80).meta({ description: "Maximum slug length." }),
-  }),
-  output: z.object({
-    slug: z
-      .string()
-      .max(200)
-      .regex(/^(?:[a-z0-9]+(?:-[a-z0-9]+)*)?$/),
-    chars: z.int().min(0),
-    empty: z.boolean().meta({ description: "True when nothing of the text survived." }),
-  }),
+  input: () =>
+    z.object({
+      text: z.string().max(4000).meta({ description: "Text to slugify." }),
+      max_len: z.int().min(1).max(200).default(80).meta({ description: "Maximum slug length." }),
+    }),
+  output: () =>
+    z.object({
+      slug: z
+        .string()
+        .max(200)
+        .regex(/^(?:[a-z0-9]+(?:-[a-z0-9]+)*)?$/),
+      chars: z.int().min(0),
+      empty: z.boolean().meta({ description: "True when nothing of the text survived." }),
+    }),
   example_request: { text: "Crème Brûlée: Straße & Smørrebrød!", max_len: 80 },
   example_response: {
     skill: "slugify",

@@ -172,24 +172,26 @@ export const textDiff = defineSkill({
   kind: "utility",
   description:
     "Compute a complete edit script between two texts (up to 200,000 characters each) at char, word or line granularity: equal, del and ins operations whose values rebuild both inputs, with character counts. Work is bounded, so unrelated inputs still answer quickly. Deterministic and offline.",
-  input: z.object({
-    a: z.string().max(200000).meta({ description: "Original text." }),
-    b: z.string().max(200000).meta({ description: "New text." }),
-    options: z
-      .looseObject({ mode: z.enum(["char", "word", "line"]).optional() })
-      .nullable()
-      .default(null)
-      .meta({ description: "Free-form; `mode` is char (default), word or line." }),
-  }),
-  output: z.object({
-    mode: z.enum(["char", "word", "line"]),
-    ops: z
-      .array(z.object({ op: z.enum(["equal", "del", "ins"]), value: z.string() }))
-      .meta({ description: "Edit script: equal and del values rebuild a, equal and ins values rebuild b." }),
-    inserted: z.int().min(0).meta({ description: "Code points inserted." }),
-    deleted: z.int().min(0).meta({ description: "Code points deleted." }),
-    equal: z.int().min(0).meta({ description: "Code points unchanged." }),
-  }),
+  input: () =>
+    z.object({
+      a: z.string().max(200000).meta({ description: "Original text." }),
+      b: z.string().max(200000).meta({ description: "New text." }),
+      options: z
+        .looseObject({ mode: z.enum(["char", "word", "line"]).optional() })
+        .nullable()
+        .default(null)
+        .meta({ description: "Free-form; `mode` is char (default), word or line." }),
+    }),
+  output: () =>
+    z.object({
+      mode: z.enum(["char", "word", "line"]),
+      ops: z.array(z.object({ op: z.enum(["equal", "del", "ins"]), value: z.string() })).meta({
+        description: "Edit script: equal and del values rebuild a, equal and ins values rebuild b.",
+      }),
+      inserted: z.int().min(0).meta({ description: "Code points inserted." }),
+      deleted: z.int().min(0).meta({ description: "Code points deleted." }),
+      equal: z.int().min(0).meta({ description: "Code points unchanged." }),
+    }),
   example_request: { a: "kitten sat", b: "sitting sat" },
   example_response: {
     skill: "text_diff",

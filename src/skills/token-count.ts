@@ -90,25 +90,30 @@ export const tokenCount = defineSkill({
   kind: "utility",
   description:
     "Count tokens exactly with real BPE tables (cl100k_base or o200k_base), plus characters and words, and a USD cost hint for sending the text as input to gpt-4o-mini. Special-token text such as <|endoftext|> is counted as plain text. Deterministic and offline.",
-  input: z.object({
-    text: z.string().max(400000).meta({ description: "Text to count." }),
-    encoding: z
-      .string()
-      .max(32)
-      .default("cl100k")
-      .pipe(z.enum(["cl100k", "cl100k_base", "o200k", "o200k_base"]))
-      .meta({
-        description: "cl100k (default) or o200k, with or without _base; the canonical name is echoed.",
-        enum: ["cl100k", "cl100k_base", "o200k", "o200k_base"],
-      }),
-  }),
-  output: z.object({
-    encoding: z.enum(["cl100k_base", "o200k_base"]),
-    chars: z.int().min(0).meta({ description: "Code points." }),
-    words: z.int().min(0),
-    approx_tokens: z.int().min(0).meta({ description: "Exact BPE token count." }),
-    usd_hint_gpt_4o_mini: z.number().min(0).meta({ description: "Cost of the tokens as gpt-4o-mini input." }),
-  }),
+  input: () =>
+    z.object({
+      text: z.string().max(400000).meta({ description: "Text to count." }),
+      encoding: z
+        .string()
+        .max(32)
+        .default("cl100k")
+        .pipe(z.enum(["cl100k", "cl100k_base", "o200k", "o200k_base"]))
+        .meta({
+          description: "cl100k (default) or o200k, with or without _base; the canonical name is echoed.",
+          enum: ["cl100k", "cl100k_base", "o200k", "o200k_base"],
+        }),
+    }),
+  output: () =>
+    z.object({
+      encoding: z.enum(["cl100k_base", "o200k_base"]),
+      chars: z.int().min(0).meta({ description: "Code points." }),
+      words: z.int().min(0),
+      approx_tokens: z.int().min(0).meta({ description: "Exact BPE token count." }),
+      usd_hint_gpt_4o_mini: z
+        .number()
+        .min(0)
+        .meta({ description: "Cost of the tokens as gpt-4o-mini input." }),
+    }),
   example_request: { text: "Hello, agents of the web!", encoding: "cl100k_base" },
   example_response: {
     skill: "token_count",

@@ -37,26 +37,36 @@ export interface SkillSpec<S extends z.ZodType = z.ZodType> {
   kind: "utility" | "analytic";
   /** Under 500 characters: it is also the x402 bazaar description. */
   description: string;
-  input: S;
+  /**
+   * The request body's schema, built when first used (the registry's `Skill.input` is a memoized
+   * getter): building every skill's schemas at start-up was the largest part of the Worker's module
+   * evaluation (docs/PERFORMANCE.md, "Start-up"), and most requests use one skill's or none.
+   */
+  input: () => S;
   example_request: z.input<S>;
   /**
    * The fields `run` returns, every one of them (objects are closed): the registry adds `skill` and
    * `ok` and publishes the result as the 200 schema, and a test parses `example_response` with it.
+   * Built when first used, like `input`.
    */
-  output: z.ZodObject;
+  output: () => z.ZodObject;
   /** What `run` returns for `example_request`, with `skill` (and `ok`) included. */
   example_response: SkillOutput;
   /** Pure logic: the fields of the response other than `skill` and `ok`. */
   run(input: z.output<S>, ctx: SkillContext): SkillOutput | Promise<SkillOutput>;
 }
 
-export interface Skill<S extends z.ZodType = z.ZodType> extends SkillSpec<S> {
+export interface Skill<S extends z.ZodType = z.ZodType> extends Omit<SkillSpec<S>, "input" | "output"> {
+  /** The request body's schema (built on first read, then kept). */
+  readonly input: S;
+  /** The fields `run` returns (built on first read, then kept). */
+  readonly output: z.ZodObject;
   slug: string;
   endpoint: string;
   /** USDC atomic units (6 decimals): 0.003 → 3000. */
   price_atomic: bigint;
-  /** The whole 200 body: `skill`, `ok` for utilities, then `output`'s fields. */
-  response: z.ZodObject;
+  /** The whole 200 body: `skill`, `ok` for utilities, then `output`'s fields (built on first read). */
+  readonly response: z.ZodObject;
 }
 
 /** Identity function that keeps the input type of `run` tied to the schema. */

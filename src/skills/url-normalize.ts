@@ -87,25 +87,27 @@ export const urlNormalize = defineSkill({
   kind: "utility",
   description:
     "Normalize a URL with WHATWG parsing: force https, lowercase the host, drop the default port and fragment, resolve dot segments, strip tracking parameters (utm_*, gclid, fbclid, ...) and sort the query. Returns the canonical URL and its components. Deterministic and offline.",
-  input: z.object({
-    url: z
-      .string()
-      .min(1)
-      .max(8000)
-      .meta({ description: "URL to normalize; a missing scheme reads as https." }),
-    options: z.looseObject({}).nullable().default(null).meta({ description: "Free-form; reserved." }),
-  }),
-  output: z.object({
-    canonical: z.string().meta({ description: "The normalized URL." }),
-    scheme: z.literal("https"),
-    host: z.string(),
-    port: z.int().min(1).max(65535).nullable().meta({ description: "Null for the default port." }),
-    path: z.string(),
-    query: z
-      .record(z.string(), z.union([z.string(), z.array(z.string())]))
-      .meta({ description: "Kept parameters, sorted; a repeated name maps to its values in order." }),
-    stripped_tracking: z.boolean().meta({ description: "Whether tracking parameters were removed." }),
-  }),
+  input: () =>
+    z.object({
+      url: z
+        .string()
+        .min(1)
+        .max(8000)
+        .meta({ description: "URL to normalize; a missing scheme reads as https." }),
+      options: z.looseObject({}).nullable().default(null).meta({ description: "Free-form; reserved." }),
+    }),
+  output: () =>
+    z.object({
+      canonical: z.string().meta({ description: "The normalized URL." }),
+      scheme: z.literal("https"),
+      host: z.string(),
+      port: z.int().min(1).max(65535).nullable().meta({ description: "Null for the default port." }),
+      path: z.string(),
+      query: z
+        .record(z.string(), z.union([z.string(), z.array(z.string())]))
+        .meta({ description: "Kept parameters, sorted; a repeated name maps to its values in order." }),
+      stripped_tracking: z.boolean().meta({ description: "Whether tracking parameters were removed." }),
+    }),
   example_request: { url: "HTTP://Example.COM:80/a/../b/?utm_source=x&z=2&a=1#top" },
   example_response: {
     skill: "url_normalize",

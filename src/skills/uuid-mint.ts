@@ -10,18 +10,20 @@ export const uuidMint = defineSkill({
   kind: "utility",
   description:
     "Mint 1 to 32 distinct RFC 9562 UUIDs, version 4 (random, default) or version 1 (time-based with a random node id).",
-  input: z.object({
-    count: z.int().min(1).max(32).default(1).meta({ description: "How many ids." }),
-    version: z
-      .union([z.literal(1), z.literal(4)])
-      .default(4)
-      .meta({ description: "UUID version: 4 (default) or 1." }),
-  }),
-  output: z.object({
-    version: z.union([z.literal(1), z.literal(4)]),
-    count: z.int().min(1).max(32),
-    ids: z.array(z.uuid()).min(1).max(32).meta({ description: "count distinct UUIDs." }),
-  }),
+  input: () =>
+    z.object({
+      count: z.int().min(1).max(32).default(1).meta({ description: "How many ids." }),
+      version: z
+        .union([z.literal(1), z.literal(4)])
+        .default(4)
+        .meta({ description: "UUID version: 4 (default) or 1." }),
+    }),
+  output: () =>
+    z.object({
+      version: z.union([z.literal(1), z.literal(4)]),
+      count: z.int().min(1).max(32),
+      ids: z.array(z.uuid()).min(1).max(32).meta({ description: "count distinct UUIDs." }),
+    }),
   example_request: { count: 2, version: 4 },
   example_response: {
     skill: "uuid_mint",

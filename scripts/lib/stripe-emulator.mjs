@@ -3,7 +3,7 @@
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
 // then fails), expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
 // (`POST /v1/refunds`), and disputes opened and decided by a test control (`/_emulator/disputes`,
-// standing in for Stripe's dispute test cards and evidence). Every event the Worker handles
+// standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
 // `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events. It speaks Stripe's wire
@@ -674,6 +674,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
       }
       const one = pathname.match(/^\/v1\/checkout\/sessions\/([^/]+)$/);
       const expiring = pathname.match(/^\/v1\/checkout\/sessions\/([^/]+)\/expire$/);
+      const dispute = pathname.match(/^\/v1\/disputes\/([^/]+)$/);
       let result;
       if (req.method === "POST" && pathname === "/v1/checkout/sessions") {
         const rawBody = await readBody(req);
@@ -692,13 +693,24 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         result = { body: publicSession(session) };
       } else if (req.method === "POST" && pathname === "/v1/refunds") {
         result = { body: await refund(parseForm(await readBody(req)), requestId, idempotencyKey) };
+      } else if (req.method === "GET" && dispute) {
+        checkKeys(parseForm(search.slice(1)), "", []);
+        const found = disputes.get(safeDecode(dispute[1]));
+        if (!found)
+          throw new StripeApiError(404, {
+            type: "invalid_request_error",
+            message: `No such dispute: '${safeDecode(dispute[1])}'`,
+            param: "dispute",
+            code: "resource_missing",
+          });
+        result = { body: found };
       } else {
         throw new StripeApiError(404, {
           type: "invalid_request_error",
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire and POST /v1/refunds.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {

@@ -54,10 +54,9 @@ export async function applyRefund(
 }
 
 /**
- * charge.dispute.created: the key's credits are frozen until the dispute is decided. Stripe does
- * not promise event order: a `created` that arrives after its dispute's `closed` (the key then
- * carries that dispute's id with no status) changes nothing, or a won dispute would freeze the key
- * for good.
+ * charge.dispute.created: the key's credits are frozen until the dispute is decided. The webhook
+ * calls this only for a dispute Stripe still has open: a `created` that arrives after its
+ * `closed` would otherwise freeze the key for good.
  */
 export async function openDispute(
   db: D1Database,
@@ -69,19 +68,19 @@ export async function openDispute(
   const r = await withEvent(db, event, [
     db
       .prepare(
-        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL AND dispute_id IS NOT ?2",
+        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
       )
       .bind(key.id, dispute.id),
   ]);
   if (!r) return "duplicate_event";
-  // No row changed: the key is frozen already, or this dispute was decided before it was opened.
+  // No row changed: the key is frozen by another dispute already, or revoked.
   return r[1]?.meta.changes === 0 ? "unchanged" : "frozen";
 }
 
 /**
  * charge.dispute.closed: `won` (and `warning_closed`, an inquiry that never became a chargeback)
- * unfreezes the credits; `lost` revokes what was left, for good. A won dispute whose `created`
- * has not arrived yet leaves its id on the key, so that late `created` does not freeze it.
+ * unfreezes the credits; `lost` revokes what was left, for good. A `won` whose `created` has not
+ * arrived finds nothing frozen (`unchanged`); the late `created` then finds the dispute decided.
  */
 export async function closeDispute(
   db: D1Database,
@@ -96,16 +95,16 @@ export async function closeDispute(
       ? db
           .prepare(
             `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
-             WHERE id = ?1 AND (dispute_status IS NULL OR dispute_id = ?2)`,
+             WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
           )
           .bind(key.id, dispute.id)
       : db
           .prepare(
-            `UPDATE api_keys SET dispute_status = NULL, dispute_id = CASE WHEN dispute_status IS NULL THEN ?2 END
-             WHERE id = ?1 AND (dispute_id = ?2 AND dispute_status = 'open' OR dispute_id IS NULL AND dispute_status IS NULL)`,
+            "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
           )
           .bind(key.id, dispute.id),
   ]);
   if (!r) return "duplicate_event";
+  if (r[1]?.meta.changes === 0) return "unchanged";
   return lost ? "revoked" : "restored";
 }

@@ -59,6 +59,21 @@ export interface RemoteSession {
  * stale or arrive out of order). `null` when Stripe does not know the id; throws when Stripe could
  * not be asked (the caller answers 5xx so Stripe redelivers).
  */
+/**
+ * A dispute's status as Stripe has it now (`needs_response`, `won`, `lost`, `warning_closed`, …);
+ * null when Stripe does not know the id. Webhooks may arrive in any order: the current state
+ * decides, not the event.
+ */
+export async function fetchDisputeStatus(stripe: Stripe, id: string): Promise<string | null> {
+  try {
+    return (await stripe.disputes.retrieve(id)).status;
+  } catch (e) {
+    if (e instanceof (await stripeLibrary()).errors.StripeInvalidRequestError && e.statusCode === 404)
+      return null;
+    throw e;
+  }
+}
+
 export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSession | null> {
   try {
     const s = await stripe.checkout.sessions.retrieve(id);

@@ -4,7 +4,13 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { applyRefund, closeDispute, openDispute } from "../payments/card-refunds";
 import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
-import { fetchSession, type RemoteSession, stripeClient, webCrypto } from "../payments/stripe";
+import {
+  fetchDisputeStatus,
+  fetchSession,
+  type RemoteSession,
+  stripeClient,
+  webCrypto,
+} from "../payments/stripe";
 import { eventSeen, recordEvent } from "../payments/webhook-events";
 
 /** Stripe's signed webhook: grants, refunds and disputes of card checkouts (payments/checkout-ledger.ts). */
@@ -23,6 +29,9 @@ export const webhookOperation = operation({
     "503": ERROR("Not configured"),
   },
 });
+
+/** Dispute statuses after which nothing more happens to the charge (`charge.dispute.closed` names three). */
+const DECIDED_DISPUTE = new Set(["won", "lost", "warning_closed", "prevented"]);
 
 /** After the response: the first call must not hold the webhook answer (Stripe times out). */
 function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) {
@@ -90,14 +99,32 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       );
       return c.json({ received: true, outcome });
     }
-    case "charge.dispute.created":
+    case "charge.dispute.created": {
+      const d = event.data.object;
+      const pi = typeof d.payment_intent === "string" ? d.payment_intent : d.payment_intent?.id;
+      // Stripe does not promise event order: a `created` that arrives after its dispute was decided
+      // must not freeze the key (its `closed` has come and gone). Stripe's current state decides.
+      let status: string | null;
+      try {
+        status = await fetchDisputeStatus(stripe, d.id);
+      } catch (e) {
+        console.error(JSON.stringify({ level: "error", msg: "stripe retrieve failed", error: String(e) }));
+        // Not recorded: Stripe redelivers and the next attempt decides.
+        return detail(c, 502, "Could not confirm the dispute with Stripe; retry later.");
+      }
+      if (status !== null && DECIDED_DISPUTE.has(status)) {
+        const first = await recordEvent(db, ref);
+        return c.json({ received: true, outcome: first ? "already_decided" : "duplicate_event" });
+      }
+      return c.json({
+        received: true,
+        outcome: await openDispute(db, { id: d.id, payment_intent: pi }, ref),
+      });
+    }
     case "charge.dispute.closed": {
       const d = event.data.object;
       const pi = typeof d.payment_intent === "string" ? d.payment_intent : d.payment_intent?.id;
-      const outcome =
-        event.type === "charge.dispute.created"
-          ? await openDispute(db, { id: d.id, payment_intent: pi }, ref)
-          : await closeDispute(db, { id: d.id, status: d.status, payment_intent: pi }, ref);
+      const outcome = await closeDispute(db, { id: d.id, status: d.status, payment_intent: pi }, ref);
       return c.json({ received: true, outcome });
     }
     default:

@@ -14,7 +14,7 @@
 // Node built-ins (`node:*` and unprefixed) left to workerd, `require()` of a built-in turned into
 // an import, unenv's npm aliases. keep_names stays off (wrangler.toml says why).
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,9 +26,36 @@ import { defineEnv } from "unenv";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 
+/**
+ * The bundler's own packages must be the versions wrangler itself bundles with (package.json pins
+ * them): after a wrangler upgrade the two builds would otherwise drift apart without a word.
+ */
+function sameToolsAsWrangler() {
+  const wanted = require("wrangler/package.json").dependencies;
+  const drift = ["esbuild", "unenv", "@cloudflare/unenv-preset"]
+    .map((name) => [name, wanted[name], require(`${name}/package.json`).version])
+    .filter(([, want, have]) => want !== have);
+  if (drift.length)
+    throw new Error(
+      `scripts/build-worker.mjs uses ${drift.map(([n, w, h]) => `${n} ${h} (wrangler has ${w})`).join(", ")}: pin them in package.json to wrangler's`,
+    );
+}
+
+/**
+ * Keys of a wrangler config that shape wrangler's own bundle. This build applies none of them to
+ * the chunks, so a config that sets one is refused rather than built differently from what it says.
+ */
+const UNAPPLIED_KEYS =
+  /^\s*(\[(define|alias)\]|\[env\.|(define|alias|tsconfig|jsx_factory|jsx_fragment|node_compat)\s*=)/m;
+
 /** compatibility_date and compatibility_flags of a wrangler TOML file (the keys this build reads). */
 function compat(configFile) {
   const toml = readFileSync(configFile, "utf8");
+  const unapplied = toml.match(UNAPPLIED_KEYS)?.[1];
+  if (unapplied)
+    throw new Error(
+      `${configFile}: "${unapplied.trim()}" would not reach the split chunks: extend scripts/build-worker.mjs`,
+    );
   const date = toml.match(/^compatibility_date\s*=\s*"([^"]+)"/m)?.[1];
   const flags = toml.match(/^compatibility_flags\s*=\s*\[([^\]]*)\]/m)?.[1];
   if (!date) throw new Error(`${configFile}: no compatibility_date`);
@@ -51,6 +78,13 @@ function nodejsCompat({ compatibilityDate, compatibilityFlags }) {
     );
   const builtin = new RegExp(`^(${nonPrefixedNodeModules.join("|")}|node:.+)$`);
   const aliased = Object.entries(alias).filter(([name, to]) => name !== to && !to.startsWith("node:"));
+  // A built-in the preset replaces with a polyfill (wrangler's "hybrid" modules) would be left to
+  // workerd by the handler below, which runs first: refuse it instead of building it differently.
+  const polyfilled = aliased.filter(([name]) => builtin.test(name)).map(([name]) => name);
+  if (polyfilled.length)
+    throw new Error(
+      `unenv polyfills these Node built-ins at this compatibility date: ${polyfilled.join(", ")}: extend scripts/build-worker.mjs`,
+    );
   return {
     name: "nodejs-compat",
     setup(build) {
@@ -72,7 +106,15 @@ function nodejsCompat({ compatibilityDate, compatibilityFlags }) {
           continue; // wrangler skips an alias it cannot resolve, too
         }
         const filter = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`);
-        build.onResolve({ filter }, () => ({ path: resolved, external: external.includes(to) }));
+        build.onResolve({ filter }, (args) => {
+          // wrangler wraps a require() of these ESM shims so it gets their default export; none is
+          // required today, so one that appears is refused rather than handed the namespace.
+          if (args.kind === "require-call")
+            throw new Error(
+              `require("${name}") of an unenv shim (${args.importer}): extend scripts/build-worker.mjs`,
+            );
+          return { path: resolved, external: external.includes(to) };
+        });
       }
     },
   };
@@ -107,11 +149,14 @@ function wasmModules(files) {
 function sync(dir, files) {
   mkdirSync(dir, { recursive: true });
   for (const name of readdirSync(dir))
-    if (!files.has(name)) rmSync(path.join(dir, name), { recursive: true });
+    if (!files.has(name) && !name.endsWith(".part")) rmSync(path.join(dir, name), { recursive: true });
   for (const [name, bytes] of files) {
     const file = path.join(dir, name);
     if (existsSync(file) && readFileSync(file).equals(bytes)) continue;
-    writeFileSync(file, bytes);
+    // Whole files only: a `wrangler dev` or another build reading this directory never sees half.
+    const part = `${file}.${process.pid}.part`;
+    writeFileSync(part, bytes);
+    renameSync(part, file);
   }
 }
 
@@ -126,6 +171,7 @@ export async function buildWorker({
   config = "wrangler.toml",
   minify = true,
 } = {}) {
+  sameToolsAsWrangler();
   const out = path.resolve(root, outdir);
   const files = new Map();
   // One build for every command (wrangler's bundler said "development" under `wrangler dev`): the
@@ -164,8 +210,9 @@ export async function buildWorker({
   for (const f of result.outputFiles) files.set(path.relative(out, f.path), Buffer.from(f.contents));
   // `wrangler types` types `exports` of cloudflare:workers (test/helpers.ts) as the main module,
   // now this directory's index: its declarations are the source entry's.
-  const source = path.relative(out, path.resolve(root, entry)).replace(/\.ts$/, "");
-  files.set("index.d.ts", Buffer.from(`export { default } from ${JSON.stringify(source)};\n`));
+  const source = path.relative(out, path.resolve(root, entry)).replace(/\.ts$/, "").split(path.sep).join("/");
+  const from = JSON.stringify(source);
+  files.set("index.d.ts", Buffer.from(`export * from ${from};\nexport { default } from ${from};\n`));
   sync(out, files);
   const meta = Buffer.from(JSON.stringify(result.metafile));
   const metaFile = `${out}.meta.json`;

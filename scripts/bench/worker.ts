@@ -84,11 +84,18 @@ app.post("/__bench/app-floor", async (c) => {
 let offer: Promise<{ body: string; headers: [string, string][] }> | undefined;
 app.post("/__bench/offer-floor", async (c) => {
   const real = new Request(new URL("/api/skills/slugify", c.req.url), { method: "POST", body: "{}" });
-  offer ??= Promise.resolve(app.fetch(real, c.env, c.executionCtx)).then(async (r) => ({
-    body: await r.text(),
-    headers: [...r.headers].filter(([k]) => /^(payment-required|content-type)$/i.test(k)),
-  }));
-  const { body, headers } = await offer;
+  offer ??= Promise.resolve(app.fetch(real, c.env, c.executionCtx)).then(async (r) => {
+    // Only the real offer is kept: a failed first read (facilitator not up yet) is read again.
+    if (r.status !== 402) throw new Error(`slugify answered ${r.status}, not its 402 offer`);
+    return {
+      body: await r.text(),
+      headers: [...r.headers].filter(([k]) => /^(payment-required|content-type)$/i.test(k)),
+    };
+  });
+  const { body, headers } = await offer.catch((e) => {
+    offer = undefined;
+    throw e;
+  });
   return c.body(body, 402, Object.fromEntries(headers));
 });
 

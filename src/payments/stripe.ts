@@ -55,14 +55,9 @@ export interface RemoteSession {
 }
 
 /**
- * Stripe's current view of a session: the only thing a grant is decided on (an event body may be
- * stale or arrive out of order). `null` when Stripe does not know the id; throws when Stripe could
- * not be asked (the caller answers 5xx so Stripe redelivers).
- */
-/**
  * A dispute's status as Stripe has it now (`needs_response`, `won`, `lost`, `warning_closed`, …);
- * null when Stripe does not know the id. Webhooks may arrive in any order: the current state
- * decides, not the event.
+ * null when Stripe does not know the id; throws when Stripe could not be asked. Webhooks may
+ * arrive in any order: the current state decides, not the event.
  */
 export async function fetchDisputeStatus(stripe: Stripe, id: string): Promise<string | null> {
   try {
@@ -74,6 +69,11 @@ export async function fetchDisputeStatus(stripe: Stripe, id: string): Promise<st
   }
 }
 
+/**
+ * Stripe's current view of a session: the only thing a grant is decided on (an event body may be
+ * stale or arrive out of order). `null` when Stripe does not know the id; throws when Stripe could
+ * not be asked (the caller answers 5xx so Stripe redelivers).
+ */
 export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSession | null> {
   try {
     const s = await stripe.checkout.sessions.retrieve(id);

@@ -270,6 +270,26 @@ describe("charge.dispute.*", () => {
     expect((await res.json<{ detail: string }>()).detail).toMatch(/revoked/);
   });
 
+  it("a dispute opened while Stripe cannot be asked answers 502 and records nothing; the redelivery freezes", async () => {
+    const { key, pi } = await grantedKey();
+    const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });
+    const created = (await emulatorEvents("charge.dispute.created")).find(
+      (e) => e.data.object.id === dispute.id,
+    );
+    const { payload, header } = await signed(created);
+    const down = await createApp().fetch(
+      new Request("https://skills.test/api/cardpay/webhook", {
+        method: "POST",
+        headers: { "stripe-signature": header },
+        body: payload,
+      }),
+      { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
+    );
+    expect(down.status).toBe(502);
+    expect(await credits(key)).toMatchObject({ status: "active" });
+    expect(await outcomeOf(await deliver(created))).toBe("frozen");
+  });
+
   it("a lost dispute revokes what was left, for good", async () => {
     const { key, pi } = await grantedKey();
     const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });

@@ -32,6 +32,19 @@ const outcomeOf = async (res: Response) => {
   return (await res.json<{ outcome: string }>()).outcome;
 };
 
+/** Delivers a signed event to a Worker whose Stripe API cannot be reached (a closed port). */
+async function deliverWithStripeDown(event: unknown) {
+  const { payload, header } = await signed(event);
+  return createApp().fetch(
+    new Request("https://skills.test/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    }),
+    { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
+  );
+}
+
 /** A signed event whose body claims the session is paid: only Stripe's own state may decide. */
 const claimsPaid = (id: string) =>
   eventOf("checkout.session.completed", {
@@ -127,15 +140,7 @@ describe("issue 19.5: the grant follows Stripe's state of the session, in any ev
   it("a Stripe outage answers 502 and records nothing, so Stripe's redelivery decides", async () => {
     const id = await seedSession("sha256", 170);
     const event = await sessionEvent("checkout.session.completed", id);
-    const { payload, header } = await signed(event);
-    const down = await createApp().fetch(
-      new Request("https://skills.test/api/cardpay/webhook", {
-        method: "POST",
-        headers: { "stripe-signature": header },
-        body: payload,
-      }),
-      { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
-    );
+    const down = await deliverWithStripeDown(event);
     expect(down.status).toBe(502);
     expect((await keysFor(id)).results).toEqual([]);
     expect(await outcomeOf(await deliver(event))).toBe("granted");
@@ -276,15 +281,7 @@ describe("charge.dispute.*", () => {
     const created = (await emulatorEvents("charge.dispute.created")).find(
       (e) => e.data.object.id === dispute.id,
     );
-    const { payload, header } = await signed(created);
-    const down = await createApp().fetch(
-      new Request("https://skills.test/api/cardpay/webhook", {
-        method: "POST",
-        headers: { "stripe-signature": header },
-        body: payload,
-      }),
-      { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
-    );
+    const down = await deliverWithStripeDown(created);
     expect(down.status).toBe(502);
     expect(await credits(key)).toMatchObject({ status: "active" });
     expect(await outcomeOf(await deliver(created))).toBe("frozen");

@@ -81,23 +81,24 @@ app.post("/__bench/app-floor", async (c) => {
  * from the real route), sent by a route of the app with none of a skill's steps. Served by the
  * bench's second process, the one with payments on.
  */
-let offer: Promise<{ body: string; headers: [string, string][] }> | undefined;
+let offer: { body: string; headers: Record<string, string> } | undefined;
 app.post("/__bench/offer-floor", async (c) => {
-  const real = new Request(new URL("/api/skills/slugify", c.req.url), { method: "POST", body: "{}" });
-  offer ??= Promise.resolve(app.fetch(real, c.env, c.executionCtx)).then(async (r) => {
-    // Only the real offer is kept: a failed first read (facilitator not up yet) is read again.
-    if (r.status !== 402) throw new Error(`slugify answered ${r.status}, not its 402 offer`);
-    return {
-      body: await r.text(),
-      headers: [...r.headers].filter(([k]) => /^(payment-required|content-type)$/i.test(k)),
-    };
-  });
-  const { body, headers } = await offer.catch((e) => {
-    offer = undefined;
-    throw e;
-  });
-  return c.body(body, 402, Object.fromEntries(headers));
+  // Read once, then nothing per request but sending it (the floor must carry no bench work).
+  offer ??= await readOffer(c.req.url, c.env, c.executionCtx);
+  return c.body(offer.body, 402, offer.headers);
 });
+
+async function readOffer(url: string, env: Env, ctx: ExecutionContext) {
+  const r = await app.fetch(
+    new Request(new URL("/api/skills/slugify", url), { method: "POST", body: "{}" }),
+    env,
+    ctx,
+  );
+  // Only the real offer is kept: a failed first read (facilitator not up yet) is read again.
+  if (r.status !== 402) throw new Error(`slugify answered ${r.status}, not its 402 offer`);
+  const headers = [...r.headers].filter(([k]) => /^(payment-required|content-type)$/i.test(k));
+  return { body: await r.text(), headers: Object.fromEntries(headers) };
+}
 
 // The same app with payments on, mounted under /paid, for the payment-path latency figures.
 const paid = createApp();

@@ -58,25 +58,30 @@ export function gzipSize(dir, files) {
 }
 
 /**
- * The chunks an esbuild metafile's entry imports statically (what workerd evaluates at start-up
- * besides the entry), as file names.
+ * The output chunks `start` imports statically, itself included, from an esbuild metafile's
+ * `outputs`: what workerd evaluates at start-up when `start` is the entry chunk (the build splits
+ * every `import()` target into chunks of its own). test/scripts/start-up-imports.test.ts uses it too.
  */
-export function entryImports(metafile) {
-  const meta = JSON.parse(readFileSync(metafile, "utf8"));
-  // scripts/build-worker.mjs names the entry chunk index.mjs (every `import()` target is an entry
-  // point of esbuild's too).
-  const start = Object.keys(meta.outputs).find((k) => path.basename(k) === "index.mjs");
+export function staticClosure(meta, start) {
   const seen = new Set([start]);
   const queue = [start];
   for (let chunk = queue.shift(); chunk !== undefined; chunk = queue.shift()) {
-    for (const imp of meta.outputs[chunk].imports) {
+    for (const imp of meta.outputs[chunk]?.imports ?? []) {
       if (imp.kind !== "import-statement" || imp.external || seen.has(imp.path)) continue;
       seen.add(imp.path);
       queue.push(imp.path);
     }
   }
-  seen.delete(start);
-  return [...seen].map((f) => path.basename(f));
+  return seen;
+}
+
+/** File names of the chunks the entry chunk (index.mjs, as scripts/build-worker.mjs names it) imports statically. */
+function entryImports(metafile) {
+  const meta = JSON.parse(readFileSync(metafile, "utf8"));
+  const start = Object.keys(meta.outputs).find((k) => path.basename(k) === "index.mjs");
+  const closure = staticClosure(meta, start);
+  closure.delete(start);
+  return [...closure].map((f) => path.basename(f));
 }
 
 /** Output bytes per package (or per src/ folder) from an esbuild metafile, biggest first. */
@@ -380,10 +385,11 @@ export async function throughputReport(
   say(firsts.map(([k, v]) => `${k}: ${v.toFixed(0)} ms`).join("; "));
   say();
   const entry = gzipSize(prodDir, [entryOf(prodFiles)]);
-  const atStart = gzipSize(prodDir, [entryOf(prodFiles), ...entryImports(metafile)]);
+  const staticChunks = entryImports(metafile);
+  const atStart = gzipSize(prodDir, [entryOf(prodFiles), ...staticChunks]);
   const kib = ({ raw, gz }) => `${(raw / 1024).toFixed(0)} KiB raw, ${(gz / 1024).toFixed(0)} KiB gzip`;
   say(
-    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml: scripts/build-worker.mjs's split ES modules, the entry chunk bundled by wrangler): all ${prodFiles.length} modules ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); the entry module ${entryOf(prodFiles)} ${kib(entry)}; the entry with the ${entryImports(metafile).length} chunks it imports statically (evaluated at start-up) ${kib(atStart)}; the other ${prodFiles.length - 2 - entryImports(metafile).length} chunks and the wasm are evaluated on first use (workerd still compiles every module at load: docs/PERFORMANCE.md, "Start-up").`,
+    `Production bundle (\`wrangler deploy --dry-run --minify\`, wrangler.toml: scripts/build-worker.mjs's split ES modules, the entry chunk bundled by wrangler): all ${prodFiles.length} modules ${(prodSize.raw / 1024 / 1024).toFixed(2)} MiB raw, **${(prodSize.gz / 1024 / 1024).toFixed(2)} MiB gzip** (gzip -9 per module; target ≤ 1.5 MB, free-plan limit 3 MB); the entry module ${entryOf(prodFiles)} ${kib(entry)}; the entry with the ${staticChunks.length} chunks it imports statically (evaluated at start-up) ${kib(atStart)}; the other ${prodFiles.length - 2 - staticChunks.length} chunks and the wasm are evaluated on first use (workerd still compiles every module at load: docs/PERFORMANCE.md, "Start-up").`,
   );
   const bpeDir = path.join(root, "static/assets/bpe");
   const bpe = gzipSize(bpeDir, readdirSync(bpeDir));

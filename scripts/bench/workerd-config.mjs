@@ -118,8 +118,6 @@ export async function serve(root, configFile, { port, probePath, inspectorPort, 
   return {
     startupMs,
     status,
-    /** The last 4 KB the process wrote to stderr (its logs). */
-    stderr: () => stderr,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();

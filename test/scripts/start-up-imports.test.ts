@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error plain JS script
-import { buildBundle } from "../../scripts/bench/throughput.mjs";
+import { buildBundle, staticClosure } from "../../scripts/bench/throughput.mjs";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -65,16 +65,7 @@ function staticallyReached(meta: Metafile, entry: string) {
 function entryClosure(meta: Metafile, entry: string) {
   const start = Object.entries(meta.outputs).find(([, o]) => o.entryPoint === entry)?.[0];
   if (start === undefined) throw new Error(`no output chunk for ${entry}`);
-  const seen = new Set([start]);
-  const queue = [start];
-  for (let chunk = queue.shift(); chunk !== undefined; chunk = queue.shift()) {
-    for (const imp of meta.outputs[chunk]?.imports ?? []) {
-      if (imp.kind !== "import-statement" || imp.external || seen.has(imp.path)) continue;
-      seen.add(imp.path);
-      queue.push(imp.path);
-    }
-  }
-  return seen;
+  return staticClosure(meta, start) as Set<string>;
 }
 
 describe("start-up evaluates only what every request needs", () => {

@@ -170,6 +170,15 @@ function routes() {
     post("json_sort, 1 KB", "json-sort", "1 KB"),
     post("text_diff, 1 KB", "text-diff", "1 KB"),
     post("token_count, 1 KB", "token-count", "1 KB cl100k"),
+    // The no-op again, from the process that serves the unpaid routes (payments on): the paid
+    // rows' ratios are also taken to it, the no-op of their own process.
+    {
+      name: "app no-op, payments on (the 402's process)",
+      method: "GET",
+      path: "/__bench/noop",
+      expect: 200,
+      paid: true,
+    },
     post("unpaid → 402 (slugify, payments on)", "slugify", "1 KB", { paid: true }),
     // slugify's exact 402 answer sent by an app route with no skill steps (scripts/bench/worker.ts).
     {
@@ -177,6 +186,11 @@ function routes() {
         paid: true,
       }),
       path: "/__bench/offer-floor",
+    },
+    // The same answer, every header included, from a bare fetch handler: the 402's floor on workerd.
+    {
+      ...post("floor of the 402: its answer without Hono or middleware", "slugify", "1 KB", { paid: true }),
+      path: "/__bench/floor/offer",
     },
   ];
 }
@@ -372,6 +386,16 @@ export async function throughputReport(
       `| ${r.name} | ${fmt(rps.get(r.name), 0)} | ${fmt(ratio(r.name, noopName))} | ${fmt(ratio(r.name, emptyName))} | ${fmt(cpu.get(r.name), 0)} | ${wrong.get(r.name)} |`,
     );
   }
+  const paidNoop = list.find((r) => r.paid && r.method === "GET");
+  if (paidNoop) {
+    say();
+    say(
+      `The rows with payments on, as ratios to the no-op of their own process (${paidNoop.name}): ${list
+        .filter((r) => r.paid && r !== paidNoop)
+        .map((r) => `${r.name} ${fmt(ratio(r.name, paidNoop.name))}`)
+        .join("; ")}.`,
+    );
+  }
   const extra = startups.app.map((v, i) => v - startups.empty[i]);
   say();
   say(
@@ -425,7 +449,9 @@ export async function profileReport(
   };
   const port = await freePort();
   const inspectorPort = await freePort();
-  const paidRoutes = routes().some((x) => x.paid && x.name.includes(match));
+  // One process per profile run: the payments-on one only when no route of the other matches.
+  const matching = routes().filter((x) => !x.empty && x.name.includes(match));
+  const paidRoutes = matching.length > 0 && matching.every((x) => x.paid);
   const cfg = writeConfig(dir, {
     name: "app",
     files,

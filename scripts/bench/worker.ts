@@ -96,8 +96,20 @@ async function readOffer(url: string, env: Env, ctx: ExecutionContext) {
   );
   // Only the real offer is kept: a failed first read (facilitator not up yet) is read again.
   if (r.status !== 402) throw new Error(`slugify answered ${r.status}, not its 402 offer`);
-  const headers = [...r.headers].filter(([k]) => /^(payment-required|content-type)$/i.test(k));
-  return { body: await r.text(), headers: Object.fromEntries(headers) };
+  const all = [...r.headers].filter(([k]) => k !== "content-length");
+  const headers = all.filter(([k]) => /^(payment-required|content-type)$/i.test(k));
+  return { body: await r.text(), headers: Object.fromEntries(headers), all: new Headers(all) };
+}
+
+/**
+ * The unpaid 402 with no app at all: slugify's exact answer, every header included (the offer,
+ * the security and CORS headers, the request id), sent by the Worker's fetch handler with no Hono
+ * and no middleware. What any Worker sending this answer pays; no route of the app can be cheaper.
+ */
+let wireOffer: Awaited<ReturnType<typeof readOffer>> | undefined;
+async function offerWireFloor(request: Request, env: Env, ctx: ExecutionContext) {
+  wireOffer ??= await readOffer(request.url, env, ctx);
+  return new Response(wireOffer.body, { status: 402, headers: wireOffer.all });
 }
 
 // The same app with payments on, mounted under /paid, for the payment-path latency figures.
@@ -109,6 +121,7 @@ const handler: ExportedHandler<Env> = {
     if (!request.url.includes("/__bench/floor") && !request.url.includes("/paid/"))
       return app.fetch(request, env, ctx);
     if (request.url.endsWith("/__bench/floor")) return floor(request);
+    if (request.url.endsWith("/__bench/floor/offer")) return offerWireFloor(request, env, ctx);
     const url = new URL(request.url);
     if (url.pathname.startsWith("/paid/")) {
       url.pathname = url.pathname.slice("/paid".length);

@@ -96,17 +96,45 @@ export async function releaseAuthorization(db: D1Database, key: string, requestI
     .run();
 }
 
+/** `payment_nonces.payout` of a call that owes no partner anything (migration 0009). */
+export const NO_PAYOUT = "none";
+
+/**
+ * A payout share as kept with its claim (migration 0009) for reconciliation to write later.
+ * `paidUpstream` is not kept: reconciliation reads it from upstream_payments, as the chain left it.
+ */
+export interface StoredPayout {
+  partnerId: string;
+  serviceId: string;
+  shareMicros: string;
+  feeMicros: string;
+}
+
+const storedPayout = (p: PayoutShare) =>
+  JSON.stringify({
+    partnerId: p.partnerId,
+    serviceId: p.serviceId,
+    shareMicros: p.shareMicros.toString(),
+    feeMicros: p.feeMicros.toString(),
+  } satisfies StoredPayout);
+
 /**
  * The facilitator's settle call ended without an answer (timeout, garbled reply): the transfer may
  * or may not be on chain. The authorization stays reserved ('failed') and is listed for
- * reconciliation in GET /api/admin/payments; it never runs another call.
+ * reconciliation in GET /api/admin/payments; it never runs another call. What the call owes a
+ * partner if the payment lands is kept with it (`payout`: the share, or 'none').
  */
-export async function markAuthorizationUnconfirmed(db: D1Database, key: string, requestId: string) {
+export async function markAuthorizationUnconfirmed(
+  db: D1Database,
+  key: string,
+  requestId: string,
+  payout?: PayoutShare,
+) {
   await db
     .prepare(
-      "UPDATE payment_nonces SET status = 'failed', updated_at = ?3 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
+      "UPDATE payment_nonces SET status = 'failed', updated_at = ?3, payout = ?4 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
     )
-    .bind(key, requestId, Date.now())
+    .bind(key, requestId, Date.now(), payout ? storedPayout(payout) : NO_PAYOUT)
     .run();
 }
 

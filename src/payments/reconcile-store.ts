@@ -2,6 +2,7 @@ import type { Bindings } from "../env";
 import { pricingConfig } from "../partners/config";
 import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
+import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import type { Decision } from "./reconcile-decide";
 
 /**
@@ -22,6 +23,8 @@ export interface NonceRow {
   auth_nonce: string;
   valid_before: number;
   created_at: number;
+  /** What the request recorded it owes a partner (migration 0009); NULL when it recorded nothing. */
+  payout: string | null;
 }
 
 export interface UpstreamRow {
@@ -48,7 +51,7 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
   return db
     .prepare(
       `SELECT nonce, request_id, resource, status, payer, pay_to, asset, network, amount_atomic, auth_nonce,
-              valid_before, created_at
+              valid_before, created_at, payout
        FROM payment_nonces
        WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
          AND (status = 'failed' OR (status = 'running' AND valid_before < ?2))
@@ -86,14 +89,33 @@ const logRow = (
     )
     .bind(kind, ref, requestId, outcome, d.evidence, d.txHash ?? null, d.blockNumber ?? null, now);
 
-/** A partner try call's payout row, as the request would have written it had it confirmed. */
-function payoutFor(env: Bindings, db: D1Database, row: NonceRow, txHash: string, now: number) {
+/**
+ * The partner's share a reconciled call owes: what its request recorded with the claim when its
+ * settlement went unconfirmed (the share, or 'none': a partner that never served is owed nothing);
+ * for a claim that recorded nothing (a request cut off while 'running', or a claim from before
+ * migration 0009), the share of the partner service its resource names, at today's prices.
+ */
+function owedShare(env: Bindings, row: NonceRow): StoredPayout | undefined {
+  if (row.payout === NO_PAYOUT) return undefined;
+  if (row.payout !== null) return JSON.parse(row.payout) as StoredPayout;
   const m = /^partner:([^/]+)\/(.+)$/.exec(row.resource);
   const partner = m && partnerById(m[1] ?? "");
   const service = partner?.services.find((s) => s.id === m?.[2]);
   const pricing = pricingConfig(env);
-  if (!service || "error" in pricing) return [];
+  if (!partner || !service || "error" in pricing) return undefined;
   const prices = servicePrices(service, pricing.multiplierMilli);
+  return {
+    partnerId: partner.id,
+    serviceId: service.id,
+    shareMicros: prices.partnerMicros.toString(),
+    feeMicros: prices.feeMicros.toString(),
+  };
+}
+
+/** A reconciled partner call's payout row, as the request would have written it had it confirmed. */
+function payoutFor(env: Bindings, db: D1Database, row: NonceRow, txHash: string, now: number) {
+  const share = owedShare(env, row);
+  if (!share) return [];
   return [
     db
       .prepare(
@@ -105,10 +127,10 @@ function payoutFor(env: Bindings, db: D1Database, row: NonceRow, txHash: string,
          ON CONFLICT (request_id) DO NOTHING`,
       )
       .bind(
-        partner?.id,
-        service.id,
-        Number(prices.partnerMicros),
-        Number(prices.feeMicros),
+        share.partnerId,
+        share.serviceId,
+        Number(share.shareMicros),
+        Number(share.feeMicros),
         row.payer,
         txHash,
         row.request_id,

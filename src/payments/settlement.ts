@@ -78,7 +78,9 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     const settlement = header ? decodePaymentResponseHeader(header) : undefined;
     const outcome = settlement ? settlementOutcome(settlement) : "unconfirmed";
     if (outcome === "unconfirmed") {
-      await markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId);
+      // A partner call that was served owes the partner its share if the payment lands: kept
+      // with the claim for reconciliation (reconcile-store.ts).
+      await markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId, c.get("payout"));
       const reason = settlement?.errorReason ?? "no settlement answer";
       console.error(
         JSON.stringify({

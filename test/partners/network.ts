@@ -39,11 +39,12 @@ interface PartnerCall {
 
 /**
  * Replaces fetch for the partner hosts (answered by `partner`) and the facilitator (verifies every
- * payment; settles unless told not to). Everything else goes to the real network.
+ * payment; settles unless told not to, or answers a settle with an error page: "no answer", an
+ * outcome the Worker cannot know). Everything else goes to the real network.
  */
 export function stubNetwork(
   partner: (req: Request) => Response | Promise<Response>,
-  { settles = true } = {},
+  { settles = true }: { settles?: boolean | "no answer" } = {},
 ) {
   const partnerCalls: PartnerCall[] = [];
   const settled: PaymentPayload[] = [];
@@ -64,6 +65,7 @@ export function stubNetwork(
     const payer = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;
     if (pathname === "/verify") return Response.json({ isValid: true, payer });
     settled.push(paymentPayload);
+    if (settles === "no answer") return new Response("<html>502 Bad Gateway</html>", { status: 502 });
     return Response.json(
       settles
         ? { success: true, transaction: CALLER_TX, network, payer }

@@ -129,14 +129,15 @@ async function claim(
   status: "failed" | "running" | "settled",
   over: Partial<Terms> = {},
   resource = "sha256",
+  payout: string | null = null,
 ) {
   const t = terms(over);
   const key = `${env.X402_NETWORK}:${t.asset}:${t.payer}:${t.nonce}`.toLowerCase();
   const requestId = crypto.randomUUID();
   await env.DB.prepare(
     `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at, payer, pay_to, asset,
-       network, amount_atomic, auth_nonce, valid_before, x402_version)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 2)`,
+       network, amount_atomic, auth_nonce, valid_before, x402_version, payout)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 2, ?13)`,
   )
     .bind(
       key,
@@ -151,6 +152,7 @@ async function claim(
       Number(t.amountAtomic),
       t.nonce,
       t.validBefore,
+      payout,
     )
     .run();
   return { t, key, requestId };
@@ -221,7 +223,7 @@ describe("reconcile: the D1 side of each decision", () => {
     ]);
   });
 
-  it("a reconciled partner try call gets its payout row, paid upstream when the wallet paid the partner", async () => {
+  it("a reconciled partner try call whose claim recorded nothing (cut off, or from before migration 0009) gets its payout row from its resource, paid upstream when the wallet paid the partner", async () => {
     const chain = chainDouble();
     const c = await claim("failed", { amountAtomic: 30000n }, "partner:pricefeed/price");
     chain.used.set(c.t.nonce, {
@@ -242,6 +244,50 @@ describe("reconcile: the D1 side of each decision", () => {
       .bind(c.requestId)
       .first();
     expect(payout).toEqual({ partner_share_micro: 10000, marketplace_fee_micro: 20000, paid_upstream: 1 });
+  });
+
+  /** Lands the claim's transfer on the chain double and reconciles; answers its payout rows. */
+  async function landAndReconcile(c: Awaited<ReturnType<typeof claim>>, value: bigint) {
+    const chain = chainDouble();
+    chain.used.set(c.t.nonce, {
+      txHash: hex(32),
+      blockNumber: 490,
+      transfer: { from: c.t.payer, to: PAY_TO, value },
+    });
+    await reconcile(env, chain.reader);
+    expect(await status(c.key)).toBe("settled");
+    expect((await ledger(c.key)).results).toHaveLength(1);
+    return (
+      await env.DB.prepare(
+        "SELECT partner_id, service_id, partner_share_micro, marketplace_fee_micro, paid_upstream FROM payout_ledger WHERE request_id = ?1",
+      )
+        .bind(c.requestId)
+        .all()
+    ).results;
+  }
+
+  it("a landed payment whose request recorded no payout owes the partner nothing (its partner never served)", async () => {
+    const c = await claim("failed", { amountAtomic: 30000n }, "partner:pricefeed/price", "none");
+    expect(await landAndReconcile(c, 30000n)).toEqual([]);
+  });
+
+  it("a landed refinery payment owes the share its request recorded (the recipe is in the body, not the resource)", async () => {
+    const share = {
+      partnerId: "refinery",
+      serviceId: "policy_digest",
+      shareMicros: "30000",
+      feeMicros: "60000",
+    };
+    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", JSON.stringify(share));
+    expect(await landAndReconcile(c, 90000n)).toEqual([
+      {
+        partner_id: "refinery",
+        service_id: "policy_digest",
+        partner_share_micro: 30000,
+        marketplace_fee_micro: 60000,
+        paid_upstream: 0,
+      },
+    ]);
   });
 
   it("upstream authorizations: landed gets its tx hash, expired unused is not counted as spent", async () => {

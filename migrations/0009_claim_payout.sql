@@ -1,0 +1,8 @@
+-- What a paid call whose settlement went unconfirmed (status 'failed') owes a partner if the
+-- payment lands, written with that status by the request: the share as JSON
+-- {"partnerId","serviceId","shareMicros","feeMicros"} (micro-dollars as strings) when the partner
+-- served, 'none' when it owes nothing (any other call, or a partner call whose partner never
+-- served: its early settlement got no answer). NULL: not recorded (a claim still 'running', or
+-- one from before this migration); reconciliation then derives the share from the resource, as
+-- before. A refinery call's share depends on the recipe in its body, so only this column has it.
+ALTER TABLE payment_nonces ADD COLUMN payout TEXT;

@@ -138,6 +138,24 @@ export async function markAuthorizationUnconfirmed(
     .run();
 }
 
+/**
+ * A settled call whose ledger write failed stays 'running' until a retry or reconciliation writes
+ * it; reconciliation knows what a partner is owed only from what is kept with the claim.
+ */
+export async function keepPayoutWithClaim(
+  db: D1Database,
+  key: string,
+  requestId: string,
+  payout?: PayoutShare,
+) {
+  await db
+    .prepare(
+      "UPDATE payment_nonces SET payout = ?3 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
+    )
+    .bind(key, requestId, payout ? storedPayout(payout) : NO_PAYOUT)
+    .run();
+}
+
 export interface SettledPayment {
   key: string;
   requestId: string;

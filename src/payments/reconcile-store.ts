@@ -97,7 +97,7 @@ const logRow = (
  */
 function owedShare(env: Bindings, row: NonceRow): StoredPayout | undefined {
   if (row.payout === NO_PAYOUT) return undefined;
-  if (row.payout !== null) return JSON.parse(row.payout) as StoredPayout;
+  if (row.payout !== null) return storedShare(row);
   const m = /^partner:([^/]+)\/(.+)$/.exec(row.resource);
   const partner = m && partnerById(m[1] ?? "");
   const service = partner?.services.find((s) => s.id === m?.[2]);
@@ -110,6 +110,36 @@ function owedShare(env: Bindings, row: NonceRow): StoredPayout | undefined {
     shareMicros: prices.partnerMicros.toString(),
     feeMicros: prices.feeMicros.toString(),
   };
+}
+
+/**
+ * A share kept with a claim. One that cannot be read (only this Worker writes them) is logged and
+ * owed to no one: the payment itself is still recorded, which matters more than failing the claim
+ * on every run.
+ */
+function storedShare(row: NonceRow): StoredPayout | undefined {
+  try {
+    const v = JSON.parse(row.payout ?? "") as Partial<StoredPayout>;
+    const micros = (x: unknown) => typeof x === "string" && /^\d{1,15}$/.test(x);
+    if (
+      typeof v.partnerId === "string" &&
+      typeof v.serviceId === "string" &&
+      micros(v.shareMicros) &&
+      micros(v.feeMicros)
+    )
+      return v as StoredPayout;
+  } catch {
+    // logged below
+  }
+  console.error(
+    JSON.stringify({
+      level: "error",
+      msg: "reconcile: unreadable payout kept with a claim",
+      request_id: row.request_id,
+      payout: row.payout,
+    }),
+  );
+  return undefined;
 }
 
 /** A reconciled partner call's payout row, as the request would have written it had it confirmed. */

@@ -5,6 +5,7 @@ import { ledgerResource } from "../http/mcp-request";
 import {
   authorizationKey,
   claimAuthorization,
+  keepPayoutWithClaim,
   markAuthorizationUnconfirmed,
   recordSettledPayment,
   releaseAuthorization,
@@ -155,6 +156,11 @@ async function afterResponse(c: Context<AppEnv>, work: Promise<void>) {
 }
 
 async function retryLedgerWrite(db: D1Database, row: SettledPayment) {
+  // Should every retry fail too, reconciliation writes this payment from the chain, and the
+  // partner's share from the claim (a separate statement: the failed batch wrote nothing).
+  await keepPayoutWithClaim(db, row.key, row.requestId, row.payout).catch((e) =>
+    logLedgerFailure(row.requestId, e, 1),
+  );
   for (let attempt = 2; attempt <= 4; attempt++) {
     await new Promise((r) => setTimeout(r, 100 * 3 ** (attempt - 2)));
     try {

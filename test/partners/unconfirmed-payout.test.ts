@@ -19,30 +19,34 @@ async function unconfirmed(res: Response) {
   return body.request_id;
 }
 
+const refineryCall = () =>
+  paidCall("/api/skills/refinery-recipes", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      raw: "Tenants must pay by the 1st.",
+      request: "obligations",
+      recipe: "policy_digest",
+    }),
+  });
+const policyDigestShare = {
+  partnerId: "refinery",
+  serviceId: "policy_digest",
+  shareMicros: "30000",
+  feeMicros: "60000",
+};
+
 describe("a partner call whose settlement gets no answer keeps what it owes the partner with its claim", () => {
   it("a refinery recipe that was served keeps that recipe's share (3x: the partner's 0.03, our 0.06)", async () => {
     const { partnerCalls } = stubNetwork(() => Response.json({ digest: ["obligation"] }), {
       settles: "no answer",
     });
-    const res = await paidCall("/api/skills/refinery-recipes", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        raw: "Tenants must pay by the 1st.",
-        request: "obligations",
-        recipe: "policy_digest",
-      }),
-    });
+    const res = await refineryCall();
     const requestId = await unconfirmed(res);
     expect(partnerCalls).toHaveLength(1);
     const claim = await claimOf(requestId);
     expect(claim?.status).toBe("failed");
-    expect(JSON.parse(claim?.payout ?? "null")).toEqual({
-      partnerId: "refinery",
-      serviceId: "policy_digest",
-      shareMicros: "30000",
-      feeMicros: "60000",
-    });
+    expect(JSON.parse(claim?.payout ?? "null")).toEqual(policyDigestShare);
   });
 
   it("a partner that asks to be paid first is owed nothing when the caller's own settlement got no answer", async () => {
@@ -71,5 +75,26 @@ describe("a partner call whose settlement gets no answer keeps what it owes the 
       ),
     );
     expect(await claimOf(requestId)).toEqual({ status: "failed", payout: "none" });
+  });
+});
+
+describe("a served partner call whose ledger write keeps failing keeps the partner's share with its claim", () => {
+  it("the refinery call answers 200, its claim stays 'running' with the share, for reconciliation", async () => {
+    stubNetwork(() => Response.json({ digest: ["obligation"] }));
+    await env.DB.prepare(
+      "CREATE TRIGGER IF NOT EXISTS refinery_ledger_down BEFORE INSERT ON payments WHEN NEW.resource = 'refinery_recipes' BEGIN SELECT RAISE(ABORT, 'ledger unavailable'); END",
+    ).run();
+    try {
+      // No execution context: the retries (and the write that keeps the share) run before the answer.
+      const res = await refineryCall();
+      expect(res.status).toBe(200);
+      const requestId = res.headers.get("x-request-id") ?? "";
+      expect(await claimOf(requestId)).toEqual({
+        status: "running",
+        payout: JSON.stringify(policyDigestShare),
+      });
+    } finally {
+      await env.DB.prepare("DROP TRIGGER IF EXISTS refinery_ledger_down").run();
+    }
   });
 });

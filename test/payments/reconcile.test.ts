@@ -290,6 +290,19 @@ describe("reconcile: the D1 side of each decision", () => {
     ]);
   });
 
+  it("a share kept with a claim that cannot be read is owed to no one, and the payment is still recorded", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const c = await claim(
+      "running",
+      { amountAtomic: 90000n, validBefore: now() - 120 },
+      "refinery_recipes",
+      "{broken",
+    );
+    expect(await landAndReconcile(c, 90000n)).toEqual([]);
+    expect(logged.mock.calls.flat().join(" ")).toContain("unreadable payout");
+    logged.mockRestore();
+  });
+
   it("upstream authorizations: landed gets its tx hash, expired unused is not counted as spent", async () => {
     const chain = chainDouble();
     const wallet = hex(20);

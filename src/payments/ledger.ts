@@ -119,42 +119,44 @@ const storedPayout = (p: PayoutShare) =>
   } satisfies StoredPayout);
 
 /**
+ * Keeps with a claim still 'running' what its call owes a partner if the payment lands (`payout`:
+ * the share, or 'none'). `also` adds assignments to the UPDATE, their values bound from ?4 on.
+ */
+async function keepWithRunningClaim(
+  db: D1Database,
+  key: string,
+  requestId: string,
+  payout: PayoutShare | undefined,
+  also = "",
+  ...more: unknown[]
+) {
+  await db
+    .prepare(
+      `UPDATE payment_nonces SET payout = ?3${also} WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'`,
+    )
+    .bind(key, requestId, payout ? storedPayout(payout) : NO_PAYOUT, ...more)
+    .run();
+}
+
+/**
  * The facilitator's settle call ended without an answer (timeout, garbled reply): the transfer may
  * or may not be on chain. The authorization stays reserved ('failed') and is listed for
  * reconciliation in GET /api/admin/payments; it never runs another call. What the call owes a
- * partner if the payment lands is kept with it (`payout`: the share, or 'none').
+ * partner if the payment lands is kept with it.
  */
-export async function markAuthorizationUnconfirmed(
+export const markAuthorizationUnconfirmed = (
   db: D1Database,
   key: string,
   requestId: string,
   payout?: PayoutShare,
-) {
-  await db
-    .prepare(
-      "UPDATE payment_nonces SET status = 'failed', updated_at = ?3, payout = ?4 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
-    )
-    .bind(key, requestId, Date.now(), payout ? storedPayout(payout) : NO_PAYOUT)
-    .run();
-}
+) => keepWithRunningClaim(db, key, requestId, payout, ", status = 'failed', updated_at = ?4", Date.now());
 
 /**
  * A settled call whose ledger write failed stays 'running' until a retry or reconciliation writes
  * it; reconciliation knows what a partner is owed only from what is kept with the claim.
  */
-export async function keepPayoutWithClaim(
-  db: D1Database,
-  key: string,
-  requestId: string,
-  payout?: PayoutShare,
-) {
-  await db
-    .prepare(
-      "UPDATE payment_nonces SET payout = ?3 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
-    )
-    .bind(key, requestId, payout ? storedPayout(payout) : NO_PAYOUT)
-    .run();
-}
+export const keepPayoutWithClaim = (db: D1Database, key: string, requestId: string, payout?: PayoutShare) =>
+  keepWithRunningClaim(db, key, requestId, payout);
 
 export interface SettledPayment {
   key: string;

@@ -1,5 +1,5 @@
--- What a paid call whose settlement went unconfirmed (status 'failed') owes a partner if the
--- payment lands, written with that status by the request: the share as JSON
+-- What a paid call owes a partner if the payment lands, written by the request when its settlement
+-- went unconfirmed (status 'failed') or its ledger write failed (still 'running'): the share as JSON
 -- {"partnerId","serviceId","shareMicros","feeMicros"} (micro-dollars as strings) when the partner
 -- served, 'none' when it owes nothing (any other call, or a partner call whose partner never
 -- served: its early settlement got no answer). NULL: not recorded (a claim still 'running', or

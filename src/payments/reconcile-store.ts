@@ -91,7 +91,8 @@ const logRow = (
 
 /**
  * The partner's share a reconciled call owes: what its request recorded with the claim when its
- * settlement went unconfirmed (the share, or 'none': a partner that never served is owed nothing);
+ * settlement went unconfirmed or its ledger write failed (the share, or 'none': a partner that
+ * never served is owed nothing);
  * for a claim that recorded nothing (a request cut off while 'running', or a claim from before
  * migration 0009), the share of the partner service its resource names, at today's prices.
  */

@@ -120,21 +120,20 @@ const storedPayout = (p: PayoutShare) =>
 
 /**
  * Keeps with a claim still 'running' what its call owes a partner if the payment lands (`payout`:
- * the share, or 'none'). `also` adds assignments to the UPDATE, their values bound from ?4 on.
+ * the share, or 'none'), and moves it to `status`.
  */
 async function keepWithRunningClaim(
   db: D1Database,
   key: string,
   requestId: string,
   payout: PayoutShare | undefined,
-  also = "",
-  ...more: unknown[]
+  status: "running" | "failed",
 ) {
   await db
     .prepare(
-      `UPDATE payment_nonces SET payout = ?3${also} WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'`,
+      "UPDATE payment_nonces SET payout = ?3, status = ?4, updated_at = ?5 WHERE nonce = ?1 AND request_id = ?2 AND status = 'running'",
     )
-    .bind(key, requestId, payout ? storedPayout(payout) : NO_PAYOUT, ...more)
+    .bind(key, requestId, payout ? storedPayout(payout) : NO_PAYOUT, status, Date.now())
     .run();
 }
 
@@ -149,14 +148,14 @@ export const markAuthorizationUnconfirmed = (
   key: string,
   requestId: string,
   payout?: PayoutShare,
-) => keepWithRunningClaim(db, key, requestId, payout, ", status = 'failed', updated_at = ?4", Date.now());
+) => keepWithRunningClaim(db, key, requestId, payout, "failed");
 
 /**
  * A settled call whose ledger write failed stays 'running' until a retry or reconciliation writes
  * it; reconciliation knows what a partner is owed only from what is kept with the claim.
  */
 export const keepPayoutWithClaim = (db: D1Database, key: string, requestId: string, payout?: PayoutShare) =>
-  keepWithRunningClaim(db, key, requestId, payout);
+  keepWithRunningClaim(db, key, requestId, payout, "running");
 
 export interface SettledPayment {
   key: string;

@@ -94,7 +94,8 @@ async function refundIfCharged(c: Context<AppEnv>, reason: string, handedOverMic
   if (!payment || !settled?.success) return undefined;
   return refundCaller(c.env, {
     requestId: c.get("requestId"),
-    payment,
+    network: payment.requirements.network,
+    asset: payment.requirements.asset,
     payer: settled.payer ?? "",
     paidMicros: BigInt(settled.amount ?? payment.requirements.amount),
     withheldMicros: handedOverMicros ?? 0n,

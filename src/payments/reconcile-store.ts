@@ -4,6 +4,7 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import type { Decision } from "./reconcile-decide";
+import { owedRefund, type Refund } from "./refunds";
 
 /**
  * The D1 side of reconciliation: which claims to look at, and what each decision writes. Every
@@ -144,8 +145,13 @@ function storedShare(row: NonceRow): StoredPayout | undefined {
 }
 
 /** A reconciled partner call's payout row, as the request would have written it had it confirmed. */
-function payoutFor(env: Bindings, db: D1Database, row: NonceRow, txHash: string, now: number) {
-  const share = owedShare(env, row);
+function payoutFor(
+  db: D1Database,
+  row: NonceRow,
+  share: StoredPayout | undefined,
+  txHash: string,
+  now: number,
+) {
   if (!share) return [];
   return [
     db
@@ -171,13 +177,39 @@ function payoutFor(env: Bindings, db: D1Database, row: NonceRow, txHash: string,
   ];
 }
 
-/** Writes one payment decision; every statement is conditional, so a racing request or run is harmless. */
-export async function applyPayment(env: Bindings, row: NonceRow, d: Decision) {
+/**
+ * A withheld call whose payment landed: its caller got 502 settlement_unconfirmed and no result,
+ * and was told to pay again. They get back the price minus what a partner that served is owed.
+ * Only 'failed' claims: a claim left 'running' may belong to a call that was served.
+ */
+function withheldCallRefund(row: NonceRow, share: StoredPayout | undefined): Refund {
+  return {
+    requestId: row.request_id,
+    payer: row.payer,
+    network: row.network,
+    asset: row.asset,
+    paidMicros: BigInt(row.amount_atomic),
+    withheldMicros: BigInt(share?.shareMicros ?? 0),
+    reason:
+      "settlement_unconfirmed: the payment landed on chain after the paid result was withheld; refunded by reconciliation",
+  };
+}
+
+/**
+ * Writes one payment decision; every statement is conditional, so a racing request or run is
+ * harmless. Answers the refund this run recorded as owed, for the caller to send: only the run
+ * whose batch wrote it sends it, so a refund is never paid twice.
+ */
+export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): Promise<Refund | undefined> {
   const db = env.DB;
   const now = Date.now();
-  if (d.outcome === "wait") return;
+  if (d.outcome === "wait") return undefined;
   if (d.outcome === "paid") {
-    await db.batch([
+    const share = owedShare(env, row);
+    const refund = row.status === "failed" ? withheldCallRefund(row, share) : undefined;
+    const written = await db.batch([
+      // Before the claim becomes 'settled': it is written only while the claim is still 'failed'.
+      ...(refund ? [owedRefund(db, refund, now, row.nonce)] : []),
       db
         .prepare(
           `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce,
@@ -192,10 +224,10 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision) {
           "UPDATE payment_nonces SET status = 'settled', updated_at = ?2 WHERE nonce = ?1 AND status IN ('failed', 'running')",
         )
         .bind(row.nonce, now),
-      ...payoutFor(env, db, row, d.txHash, now),
+      ...payoutFor(db, row, share, d.txHash, now),
       logRow(db, "payment", row.nonce, row.request_id, "settled", d, now),
     ]);
-    return;
+    return refund && written[0]?.meta.changes ? refund : undefined;
   }
   await db.batch([
     db
@@ -205,6 +237,7 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision) {
       .bind(row.nonce, now),
     logRow(db, "payment", row.nonce, row.request_id, "released", d, now),
   ]);
+  return undefined;
 }
 
 export async function applyUpstream(db: D1Database, row: UpstreamRow, d: Decision) {

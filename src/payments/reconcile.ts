@@ -9,13 +9,15 @@ import {
   type UpstreamRow,
   upstreamCandidates,
 } from "./reconcile-store";
+import { sendRecordedRefund } from "./refunds";
 
 /**
  * Reconciliation against the chain: authorizations whose settlement was never confirmed
  * (payment_nonces 'failed', or 'running' past their validity) and authorizations the operating
  * wallet handed to partners (upstream_payments). The USDC contract decides: EIP-3009
  * `authorizationState(authorizer, nonce)` says whether the nonce was used, and the
- * AuthorizationUsed + Transfer logs of that transaction say where the money went.
+ * AuthorizationUsed + Transfer logs of that transaction say where the money went. A call whose
+ * result was withheld ('failed') and whose payment landed is refunded (payments/refunds.ts).
  */
 
 export interface ReconcileSummary {
@@ -25,6 +27,9 @@ export interface ReconcileSummary {
   waiting: number;
   upstream_landed: number;
   upstream_not_landed: number;
+  /** Withheld calls whose payment landed: refunded now, or left owed (GET /api/admin/payouts). */
+  refunded: number;
+  refunds_owed: number;
   errors: string[];
   skipped?: string;
 }
@@ -54,6 +59,8 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     waiting: 0,
     upstream_landed: 0,
     upstream_not_landed: 0,
+    refunded: 0,
+    refunds_owed: 0,
     errors: [],
   };
   if (!reader && !env.RPC_URL) return { ...summary, skipped: "RPC_URL is not set" };
@@ -84,10 +91,15 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     summary.checked++;
     try {
       const d = await judge(row, row.amount_atomic);
-      await applyPayment(env, row, d);
+      const refund = await applyPayment(env, row, d);
       if (d.outcome === "paid") summary.settled++;
       else if (d.outcome === "unpaid") summary.released++;
       else summary.waiting++;
+      if (refund) {
+        const sent = await sendRecordedRefund(env, refund);
+        if (sent.status === "refunded") summary.refunded++;
+        else summary.refunds_owed++;
+      }
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${e instanceof Error ? e.message : e}`);
     }

@@ -94,7 +94,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       c.res = c.json(
         {
           detail:
-            "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call); if the transfer reached the chain it is reconciled under this request id. Sign a new authorization to retry.",
+            "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call). If the transfer reaches the chain anyway, reconciliation records it under this request id and refunds it to the payer (less what a partner that served this call is owed). Sign a new authorization to retry.",
           reason: "settlement_unconfirmed",
           facilitator_reason: reason,
           transaction: settlement?.transaction || null,

@@ -39,6 +39,20 @@ type View = {
   unconfirmed: { request_id: string; status: string }[];
   reconciliations: { request_id: string; outcome: string; evidence: string; tx_hash: string | null }[];
 };
+type RefundRow = {
+  request_id: string;
+  payer: string;
+  amount_micro: number;
+  withheld_micro: number;
+  status: string;
+  tx_hash: string | null;
+};
+const refunds = async (): Promise<RefundRow[]> =>
+  (
+    (await (await fetch(`${stack.base_url}/api/admin/payouts`, { headers: admin })).json()) as {
+      refunds: RefundRow[];
+    }
+  ).refunds;
 const view = async (): Promise<View> =>
   (await (await fetch(`${stack.base_url}/api/admin/payments?limit=1000`, { headers: admin })).json()) as View;
 
@@ -125,12 +139,15 @@ describe("reconciliation against the local chain", () => {
     expect(await usdcBalance(stack.rpc_url, buyer)).toBe(before);
   }, 150_000);
 
-  it("an unconfirmed payment that did land becomes a reconciled ledger row with its transaction", async () => {
+  it("an unconfirmed payment that did land becomes a reconciled ledger row with its transaction, and its withheld result is refunded", async () => {
     const payTo0 = await usdcBalance(stack.rpc_url, stack.pay_to);
+    const buyer = stack.buyers[7]?.address as string;
+    const buyer0 = await usdcBalance(stack.rpc_url, buyer);
     const { transaction, request_id } = await unconfirmedCall(await signedPayment(7));
     await rpc("evm_mine"); // the pending settlement lands
     await rpc("evm_setAutomine", [true]);
     expect((await usdcBalance(stack.rpc_url, stack.pay_to)) - payTo0).toBe(3000n);
+    expect(buyer0 - (await usdcBalance(stack.rpc_url, buyer))).toBe(3000n);
     expect((await view()).payments.map((p) => p.request_id)).not.toContain(request_id);
     await fireCron();
     const row = await until("the ledger row", async () =>
@@ -144,9 +161,19 @@ describe("reconciliation against the local chain", () => {
       outcome: "settled",
       tx_hash: transaction,
     });
-    // Running it again (the admin trigger) changes nothing.
+    // The caller got 502 and no result: the operating wallet paid the price back, on chain.
+    const refund = await until("the refund", async () =>
+      (await refunds()).find((r) => r.request_id === request_id),
+    );
+    expect(refund).toMatchObject({ status: "refunded", amount_micro: 3000, withheld_micro: 0 });
+    expect(refund.payer.toLowerCase()).toBe(buyer.toLowerCase());
+    expect(refund.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await usdcBalance(stack.rpc_url, buyer)).toBe(buyer0);
+    // Running it again (the admin trigger) changes nothing: one ledger row, one refund.
     const again = await fetch(`${stack.base_url}/api/admin/reconcile`, { method: "POST", headers: admin });
     expect(again.status).toBe(200);
     expect((await view()).payments.filter((p) => p.request_id === request_id)).toHaveLength(1);
+    expect((await refunds()).filter((r) => r.request_id === request_id)).toHaveLength(1);
+    expect(await usdcBalance(stack.rpc_url, buyer)).toBe(buyer0);
   }, 150_000);
 });

@@ -4,7 +4,9 @@ import {
   env,
   waitOnExecutionContext,
 } from "cloudflare:test";
-import { describe, expect, it, vi } from "vitest";
+import type { PaymentPayload } from "@x402/core/types";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { reconcile } from "../../src/payments/reconcile";
@@ -15,6 +17,7 @@ import {
   searchRange,
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
+import { CALLER_TX, payoutRows, stubNetwork, tryEnv } from "../partners/network";
 
 const hex = (bytes: number) =>
   `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
@@ -343,6 +346,111 @@ describe("reconcile: the D1 side of each decision", () => {
     expect((await reconcile(env, other)).skipped).toMatch(/chain 1/);
     expect(chain.reads).toHaveLength(0);
     expect((await reconcile({ ...env, RPC_URL: "" })).skipped).toBe("RPC_URL is not set");
+  });
+});
+
+describe("a withheld call whose payment landed is refunded", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+  const noPartner = () => new Response("no partner here", { status: 500 });
+  const operatingWallet = privateKeyToAccount(tryEnv.PARTNER_PAYER_KEY).address;
+  const refundRow = (requestId: string) =>
+    env.DB.prepare(
+      "SELECT payer, amount_micro, withheld_micro, status, tx_hash, error FROM refunds WHERE request_id = ?1",
+    )
+      .bind(requestId)
+      .first();
+  /** The refunds the facilitator was asked to settle for this payer. */
+  const refundsTo = (settled: PaymentPayload[], payer: string) =>
+    settled
+      .map((p) => (p.payload as { authorization: { from: string; to: string; value: string } }).authorization)
+      .filter((a) => a.to.toLowerCase() === payer.toLowerCase());
+  const landed = (c: Awaited<ReturnType<typeof claim>>) => {
+    const chain = chainDouble();
+    chain.used.set(c.t.nonce, {
+      txHash: hex(32),
+      blockNumber: 490,
+      transfer: { from: c.t.payer, to: PAY_TO, value: c.t.amountAtomic },
+    });
+    return chain;
+  };
+
+  it("a 502 settlement_unconfirmed call ('failed') gets its whole price back from the operating wallet, once", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const c = await claim("failed", {}, "sha256", "none");
+    const chain = landed(c);
+    const summary = await reconcile(tryEnv, chain.reader);
+    expect(summary).toMatchObject({ refunded: 1, refunds_owed: 0, errors: [] });
+    expect(await status(c.key)).toBe("settled");
+    expect((await ledger(c.key)).results).toHaveLength(1); // the payment is revenue; the refund is its own row
+    expect(refundsTo(settled, c.t.payer)).toEqual([
+      expect.objectContaining({ from: operatingWallet, value: "3000" }),
+    ]);
+    expect(await refundRow(c.requestId)).toEqual({
+      payer: c.t.payer,
+      amount_micro: 3000,
+      withheld_micro: 0,
+      status: "refunded",
+      tx_hash: CALLER_TX,
+      error: null,
+    });
+    // Another run, or the admin trigger racing the cron, sends nothing more.
+    expect(await reconcile(tryEnv, chain.reader)).toMatchObject({ refunded: 0, refunds_owed: 0 });
+    expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("a partner that served keeps its share: the caller gets the price less that share", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const share = {
+      partnerId: "refinery",
+      serviceId: "policy_digest",
+      shareMicros: "30000",
+      feeMicros: "60000",
+    };
+    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", JSON.stringify(share));
+    await reconcile(tryEnv, landed(c).reader);
+    expect(refundsTo(settled, c.t.payer)).toEqual([expect.objectContaining({ value: "60000" })]);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      amount_micro: 60000,
+      withheld_micro: 30000,
+      status: "refunded",
+    });
+    expect(await payoutRows(c.requestId)).toHaveLength(1);
+  });
+
+  it("a claim left 'running' (its call may have been served) is recorded, not refunded", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const c = await claim("running", { validBefore: now() - 120 });
+    const summary = await reconcile(tryEnv, landed(c).reader);
+    expect(await status(c.key)).toBe("settled");
+    expect(summary.refunded + summary.refunds_owed).toBe(0);
+    expect(await refundRow(c.requestId)).toBeNull();
+    expect(refundsTo(settled, c.t.payer)).toEqual([]);
+  });
+
+  it("a refund that cannot be sent stays owed with its reason, and no later run sends it", async () => {
+    const { settled } = stubNetwork(noPartner, { settles: false });
+    const c = await claim("failed", {}, "sha256", "none");
+    const chain = landed(c);
+    expect(await reconcile(tryEnv, chain.reader)).toMatchObject({ refunded: 0, refunds_owed: 1 });
+    expect(await refundRow(c.requestId)).toMatchObject({
+      amount_micro: 3000,
+      status: "owed",
+      tx_hash: null,
+      error: "insufficient_funds",
+    });
+    await reconcile(tryEnv, chain.reader);
+    expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
+
+    // Without an operating wallet nothing is sent at all; the refund is owed and says why.
+    const d = await claim("failed", {}, "sha256", "none");
+    await reconcile({ ...tryEnv, PARTNER_PAYER_KEY: "" }, landed(d).reader);
+    expect(await refundRow(d.requestId)).toMatchObject({
+      status: "owed",
+      error: "no operating wallet configured",
+    });
+    expect(refundsTo(settled, d.t.payer)).toEqual([]);
   });
 });
 

@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";
 import { cached, normalizeText } from "./lib/cache";
+import { logCall } from "./lib/osint-calls";
 import {
   type GraphEdge,
   type GraphNode,
@@ -96,23 +97,6 @@ export async function buildGraph(env: Bindings, seed: string, maxDepth: number):
     truncated: walk.truncated,
     requests: wd.requests,
   };
-}
-
-/** Records the call for later settlement; true only when the row was written. */
-async function logCall(env: Bindings, requestId: string, seed: string, maxDepth: number, nodes: number) {
-  try {
-    const result = await env.DB.prepare(
-      "INSERT INTO osint_calls (request_id, seed_entity, max_depth, nodes, created_at) VALUES (?, ?, ?, ?, ?)",
-    )
-      .bind(requestId, seed, maxDepth, nodes, Date.now())
-      .run();
-    return result.success === true && (result.meta?.changes ?? 0) === 1;
-  } catch (e) {
-    console.error(
-      JSON.stringify({ level: "error", request_id: requestId, error: `osint_calls insert: ${e}` }),
-    );
-    return false;
-  }
 }
 
 export const osintGraph = defineSkill({

@@ -1,0 +1,30 @@
+import type { Bindings } from "../../env";
+
+/**
+ * The D1 log of osint_graph calls (`osint_calls`): every call, including one served from the
+ * cache, with its seed, depth and the size of the graph it answered. Kept out of the skill's
+ * definition, which holds only what the call computes.
+ */
+
+/** Records the call for later settlement; true only when the row was written. */
+export async function logCall(
+  env: Bindings,
+  requestId: string,
+  seed: string,
+  maxDepth: number,
+  nodes: number,
+) {
+  try {
+    const result = await env.DB.prepare(
+      "INSERT INTO osint_calls (request_id, seed_entity, max_depth, nodes, created_at) VALUES (?, ?, ?, ?, ?)",
+    )
+      .bind(requestId, seed, maxDepth, nodes, Date.now())
+      .run();
+    return result.success === true && (result.meta?.changes ?? 0) === 1;
+  } catch (e) {
+    console.error(
+      JSON.stringify({ level: "error", request_id: requestId, error: `osint_calls insert: ${e}` }),
+    );
+    return false;
+  }
+}

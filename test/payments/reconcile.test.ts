@@ -160,6 +160,13 @@ async function claim(
     .run();
   return { t, key, requestId };
 }
+/** What a served refinery policy_digest call (0.09) owes the partner: 0.03, our fee 0.06. */
+const POLICY_DIGEST_SHARE = {
+  partnerId: "refinery",
+  serviceId: "policy_digest",
+  shareMicros: "30000",
+  feeMicros: "60000",
+};
 const status = async (key: string) =>
   (
     await env.DB.prepare("SELECT status FROM payment_nonces WHERE nonce = ?1")
@@ -275,13 +282,12 @@ describe("reconcile: the D1 side of each decision", () => {
   });
 
   it("a landed refinery payment owes the share its request recorded (the recipe is in the body, not the resource)", async () => {
-    const share = {
-      partnerId: "refinery",
-      serviceId: "policy_digest",
-      shareMicros: "30000",
-      feeMicros: "60000",
-    };
-    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", JSON.stringify(share));
+    const c = await claim(
+      "failed",
+      { amountAtomic: 90000n },
+      "refinery_recipes",
+      JSON.stringify(POLICY_DIGEST_SHARE),
+    );
     expect(await landAndReconcile(c, 90000n)).toEqual([
       {
         partner_id: "refinery",
@@ -402,13 +408,12 @@ describe("a withheld call whose payment landed is refunded", () => {
 
   it("a partner that served keeps its share: the caller gets the price less that share", async () => {
     const { settled } = stubNetwork(noPartner);
-    const share = {
-      partnerId: "refinery",
-      serviceId: "policy_digest",
-      shareMicros: "30000",
-      feeMicros: "60000",
-    };
-    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", JSON.stringify(share));
+    const c = await claim(
+      "failed",
+      { amountAtomic: 90000n },
+      "refinery_recipes",
+      JSON.stringify(POLICY_DIGEST_SHARE),
+    );
     await reconcile(tryEnv, landed(c).reader);
     expect(refundsTo(settled, c.t.payer)).toEqual([expect.objectContaining({ value: "60000" })]);
     expect(await refundRow(c.requestId)).toMatchObject({

@@ -5,6 +5,9 @@ export const INTERFACE_VERSION = "2.7.1";
 const flag = (value: string | undefined, fallback: boolean) =>
   value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(value.trim());
 
+/** RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it). */
+export const rateLimitsOn = (env: Bindings) => !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+
 const list = (value: string | undefined) =>
   (value ?? "")
     .split(",")
@@ -53,6 +56,8 @@ function build(env: Bindings, origin: string) {
     // Card payments need a Stripe key; without one the flag reads false whatever CARDPAY_ENABLED says.
     cardpayEnabled: flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY),
     freeBeta: flag(env.FREE_BETA, false),
+    rateLimits: rateLimitsOn(env),
+    heavyResources: Object.freeze(list(env.RATE_LIMIT_HEAVY)) as string[],
     contactEmail: env.CONTACT_EMAIL,
     ownershipProofs: Object.freeze(ownershipProofs) as string[],
     x402listTokens: Object.freeze(x402listTokens) as string[],

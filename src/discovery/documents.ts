@@ -1,6 +1,7 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
+import { rateLimitTerms } from "../payments/quotas";
 import type { Sellable } from "../payments/sellables";
 import { skills } from "../skills/registry";
 import { bodySchema } from "../skills/schema-docs";
@@ -121,14 +122,14 @@ export function humanlessContract(cfg: PublicConfig) {
     settlement_rule:
       "A call is charged only when it answers 2xx. x402 payments are verified before the call runs and settled on chain after a 2xx; a 4xx or 5xx answer is not settled. Each payment authorization is accepted once.",
     refunds: {
-      x402: "Nothing is settled for a failed call, so there is nothing to refund; settled successful calls are final.",
+      x402: "Nothing is settled for a failed call, so there is nothing to refund; settled successful calls are final. One exception: when the facilitator did not confirm a settlement (502 settlement_unconfirmed, result withheld) and the transfer lands on chain after all, reconciliation refunds it to the payer automatically, less the share owed to a partner that served that call (nothing is kept back for the marketplace's own skills).",
       card_credits:
         "A credit is spent only by a successful call; failed calls keep the credit. Unused credits do not expire while the service runs. Card refunds: contact support with the checkout session id.",
     },
     limits: {
       body_bytes: MAX_BODY_BYTES,
       field_limits: "Per skill in input_schema (maxLength, minimum, maximum); violations are 422.",
-      rate_limits: "None enforced by the marketplace; Cloudflare's platform limits apply.",
+      rate_limits: rateLimitTerms({ on: cfg.rateLimits, heavy: cfg.heavyResources }),
     },
     error_formats: {
       validation: {

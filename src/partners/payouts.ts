@@ -41,9 +41,10 @@ export async function owedSummary(db: D1Database) {
        WHERE u.chain_status IS NOT 'not_landed'
        GROUP BY u.partner_id ORDER BY u.partner_id`,
     ),
-    // Callers settled before we paid a partner that then failed (payments/refunds.ts).
+    // Refunds (payments/refunds.ts): callers settled before we paid a partner that then failed,
+    // and calls whose result was withheld while their payment landed. `hold`: waits for a person.
     db.prepare(
-      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, created_at
+      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, created_at
        FROM refunds ORDER BY id DESC LIMIT 1000`,
     ),
   ]);

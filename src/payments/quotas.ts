@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
+import { publicConfig, rateLimitsOn } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { isSoldPerCall } from "../partners/pricing";
@@ -16,6 +16,20 @@ import { decodePaymentSignatureHeader } from "./x402-headers";
 /** Every binding uses a 60 s period; the binding does not say when a window ends, so this is the bound. */
 const PERIOD_SECONDS = 60;
 
+/**
+ * The limits wrangler.toml gives each binding, per PERIOD_SECONDS. The binding does not expose
+ * them at run time; the published contract states them, and a test holds them to wrangler.toml.
+ */
+export const LIMITS = { RL_IP: 600, RL_PAYER: 120, RL_PAYER_HEAVY: 30, RL_FREE: 20 } as const;
+
+/** What a deployment's rate limits are, in words (the terms for autonomous agents publish it). */
+export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
+  if (!env.on)
+    return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
+  const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
+  return `Per ${PERIOD_SECONDS} s, checked before any payment work: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not; ${LIMITS.RL_PAYER} paid calls per payer address or card key per resource${heavy}; ${LIMITS.RL_FREE} per client IP on free routes that cost an upstream request or a Stripe session. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+}
+
 type Scope = "ip" | "payer" | "key" | "free";
 
 // Read once per bindings object (an isolate's env does not change between its requests).
@@ -23,7 +37,7 @@ const enabledFor = new WeakMap<Bindings, boolean>();
 function enabled(env: Bindings) {
   let on = enabledFor.get(env);
   if (on === undefined) {
-    on = !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+    on = rateLimitsOn(env);
     enabledFor.set(env, on);
   }
   return on;

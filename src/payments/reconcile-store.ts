@@ -180,9 +180,14 @@ function payoutFor(
 /**
  * A withheld call whose payment landed: its caller got 502 settlement_unconfirmed and no result,
  * and was told to pay again. They get back the price minus what a partner that served is owed.
- * Only 'failed' claims: a claim left 'running' may belong to a call that was served.
+ * Only 'failed' claims: a claim left 'running' may belong to a call that was served. A claim from
+ * before migration 0009 recorded no share; for a call whose partner cannot be told from its
+ * resource (a refinery recipe, an MCP call) the refund is held for the maintainer, since a
+ * partner that served may be owed part of it.
  */
 function withheldCallRefund(row: NonceRow, share: StoredPayout | undefined): Refund {
+  const unknownShare =
+    row.payout === null && (row.resource === "refinery_recipes" || row.resource.startsWith("mcp:"));
   return {
     requestId: row.request_id,
     payer: row.payer,
@@ -192,6 +197,11 @@ function withheldCallRefund(row: NonceRow, share: StoredPayout | undefined): Ref
     withheldMicros: BigInt(share?.shareMicros ?? 0),
     reason:
       "settlement_unconfirmed: the payment landed on chain after the paid result was withheld; refunded by reconciliation",
+    ...(unknownShare
+      ? {
+          hold: "the claim recorded no partner share (before migration 0009): check whether a partner served this call, then refund the price less its share",
+        }
+      : {}),
   };
 }
 
@@ -203,7 +213,15 @@ function withheldCallRefund(row: NonceRow, share: StoredPayout | undefined): Ref
 export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): Promise<Refund | undefined> {
   const db = env.DB;
   const now = Date.now();
-  if (d.outcome === "wait") return undefined;
+  if (d.outcome === "wait") {
+    // To the back of the queue (runs take the least recently touched first), so claims that keep
+    // waiting never starve the rest of a run's batch.
+    await db
+      .prepare("UPDATE payment_nonces SET updated_at = ?2 WHERE nonce = ?1 AND status = 'failed'")
+      .bind(row.nonce, now)
+      .run();
+    return undefined;
+  }
   if (d.outcome === "paid") {
     const share = owedShare(env, row);
     const refund = row.status === "failed" ? withheldCallRefund(row, share) : undefined;
@@ -227,7 +245,7 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
       ...payoutFor(db, row, share, d.txHash, now),
       logRow(db, "payment", row.nonce, row.request_id, "settled", d, now),
     ]);
-    return refund && written[0]?.meta.changes ? refund : undefined;
+    return refund && !refund.hold && written[0]?.meta.changes ? refund : undefined;
   }
   await db.batch([
     db

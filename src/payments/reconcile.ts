@@ -9,7 +9,16 @@ import {
   type UpstreamRow,
   upstreamCandidates,
 } from "./reconcile-store";
-import { sendRecordedRefund } from "./refunds";
+import {
+  markRefunded,
+  type OwedRefundRow,
+  recorded,
+  refundNonce,
+  refundsToSettle,
+  sendRecordedRefund,
+  touchRefund,
+} from "./refunds";
+import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
  * Reconciliation against the chain: authorizations whose settlement was never confirmed
@@ -27,7 +36,10 @@ export interface ReconcileSummary {
   waiting: number;
   upstream_landed: number;
   upstream_not_landed: number;
-  /** Withheld calls whose payment landed: refunded now, or left owed (GET /api/admin/payouts). */
+  /**
+   * Refunds sent this run that settled (withheld calls whose payment landed, and owed refunds
+   * sent again), found landed on chain, or still owed after this run (GET /api/admin/payouts).
+   */
   refunded: number;
   refunds_owed: number;
   errors: string[];
@@ -51,6 +63,9 @@ async function look(
  * One reconciliation run: the Cron Trigger's `scheduled` handler and POST /api/admin/reconcile
  * both call this. Without RPC_URL it does nothing and says so.
  */
+/** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
+const BATCH_REFUNDS = 20;
+
 export async function reconcile(env: Bindings, reader?: ChainReader): Promise<ReconcileSummary> {
   const summary: ReconcileSummary = {
     checked: 0,
@@ -95,8 +110,10 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       if (d.outcome === "paid") summary.settled++;
       else if (d.outcome === "unpaid") summary.released++;
       else summary.waiting++;
-      if (refund) {
-        const sent = await sendRecordedRefund(env, refund);
+      // A refund of nothing (a partner was owed the whole price) is a row, not a send.
+      const owed = refund && recorded(refund);
+      if (owed && owed.amount > 0n) {
+        const sent = await sendRecordedRefund(env, owed);
         if (sent.status === "refunded") summary.refunded++;
         else summary.refunds_owed++;
       }
@@ -104,6 +121,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       summary.errors.push(`${row.nonce}: ${e instanceof Error ? e.message : e}`);
     }
   }
+  await settleOwedRefunds(env, chain, head, summary);
   for (const row of upstream.results) {
     summary.checked++;
     try {
@@ -117,6 +135,75 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     }
   }
   return summary;
+}
+
+/**
+ * Owed refunds (a send that failed or got no answer, or a run cut off before sending): the chain
+ * says whether the last authorization landed. Landed → refunded; expired unused, or never sent →
+ * sent again (same nonce, so at most one ever lands); still valid → left for the next run.
+ */
+async function settleOwedRefunds(
+  env: Bindings,
+  chain: ChainReader,
+  head: Awaited<ReturnType<ChainReader["head"]>>,
+  summary: ReconcileSummary,
+) {
+  if (!env.PARTNER_PAYER_KEY) return; // nothing could be sent; the rows say why
+  const { privateKeyToAccount } = await import("../signer");
+  const wallet = privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`).address;
+  const { results } = await refundsToSettle(env.DB, Date.now(), BATCH_REFUNDS);
+  const network = env.X402_NETWORK;
+  const asset = env.USDC_ADDRESS;
+  for (const row of results) {
+    summary.checked++;
+    try {
+      const d = row.auth_nonce === null ? undefined : await judgeRefund(chain, head, wallet, asset, row);
+      if (d?.outcome === "paid") {
+        await markRefunded(env.DB, row.request_id, d.txHash);
+        summary.refunded++;
+      } else if (d?.outcome === "wait") {
+        await touchRefund(env.DB, row.request_id);
+        summary.waiting++;
+      } else if (d?.txHash) {
+        // Our nonce moved something else: never sent again, a person looks at it.
+        await touchRefund(env.DB, row.request_id, d.evidence);
+        summary.refunds_owed++;
+      } else {
+        const sent = await sendRecordedRefund(env, {
+          requestId: row.request_id,
+          payer: row.payer,
+          network,
+          asset,
+          amount: BigInt(row.amount_micro),
+          reason: row.reason,
+        });
+        if (sent.status === "refunded") summary.refunded++;
+        else summary.refunds_owed++;
+      }
+    } catch (e) {
+      summary.errors.push(`refund ${row.request_id}: ${e instanceof Error ? e.message : e}`);
+    }
+  }
+}
+
+/** A refund's last authorization: the operating wallet → the payer, for the amount owed. */
+async function judgeRefund(
+  chain: ChainReader,
+  head: Awaited<ReturnType<ChainReader["head"]>>,
+  wallet: string,
+  asset: string,
+  row: OwedRefundRow,
+) {
+  const validBefore = row.valid_before ?? 0;
+  const terms: Terms = {
+    payer: wallet,
+    payTo: row.payer,
+    asset,
+    amountAtomic: BigInt(row.amount_micro),
+    nonce: await refundNonce(row.request_id),
+    validBefore,
+  };
+  return decide(terms, await look(chain, head, terms, (validBefore - MAX_TIMEOUT_SECONDS) * 1000));
 }
 
 /** What the admin payments view shows about reconciliation. */

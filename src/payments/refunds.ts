@@ -1,4 +1,4 @@
-import type { PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { x402Server } from "./x402-lazy";
@@ -19,10 +19,12 @@ import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
  * we collected.
  *
  * The refund is an x402 `exact` payment from the operating wallet (PARTNER_PAYER_KEY) to the
- * payer, settled by the same facilitator (which pays the gas). It is sent once, by whoever wrote
- * its `refunds` row: if it cannot go through, the row stays `owed` (with the error) and GET
- * /api/admin/payouts lists it for the maintainer. It is never retried automatically: a refund
- * whose settlement got no answer may still land, and a second one would pay the caller twice.
+ * payer, settled by the same facilitator (which pays the gas). Its EIP-3009 nonce is derived from
+ * the refunded request, so the USDC contract accepts at most one refund per request however often
+ * it is sent: a send whose settlement failed or got no answer stays `owed`, and reconciliation
+ * (reconcile.ts) reads the chain and marks it refunded, or sends it again once the last
+ * authorization expired unused. A refund `hold`s (never sent automatically) only when what it owes
+ * is not known; GET /api/admin/payouts lists every refund.
  */
 export interface Refund {
   requestId: string;
@@ -31,6 +33,18 @@ export interface Refund {
   asset: string;
   paidMicros: bigint;
   withheldMicros: bigint;
+  reason: string;
+  /** Why the maintainer must decide this refund: it is recorded as owed and never sent. */
+  hold?: string;
+}
+
+/** A refund as its row records it: enough to send it (again). */
+export interface RecordedRefund {
+  requestId: string;
+  payer: string;
+  network: string;
+  asset: string;
+  amount: bigint;
   reason: string;
 }
 
@@ -42,25 +56,42 @@ export interface RefundOutcome {
 
 const refundAmount = (r: Refund) => (r.paidMicros > r.withheldMicros ? r.paidMicros - r.withheldMicros : 0n);
 
+export const recorded = (r: Refund): RecordedRefund => ({
+  requestId: r.requestId,
+  payer: r.payer,
+  network: r.network,
+  asset: r.asset,
+  amount: refundAmount(r),
+  reason: r.reason,
+});
+
 /**
  * The statement that records a refund as owed, once per request. With `whileClaimFailed` (a
  * payment_nonces key) it writes only while that claim is still 'failed', so it can sit in the
  * batch that settles the claim and no second run or racing request records it again.
  */
 export function owedRefund(db: D1Database, r: Refund, now: number, whileClaimFailed?: string) {
-  const values = [r.requestId, r.payer, Number(refundAmount(r)), Number(r.withheldMicros), r.reason, now];
+  const values = [
+    r.requestId,
+    r.payer,
+    Number(refundAmount(r)),
+    Number(r.withheldMicros),
+    r.reason,
+    now,
+    r.hold ?? null,
+  ];
+  const columns =
+    "INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at, hold)";
   if (whileClaimFailed === undefined)
     return db
       .prepare(
-        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6) ON CONFLICT (request_id) DO NOTHING`,
+        `${columns} VALUES (?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7) ON CONFLICT (request_id) DO NOTHING`,
       )
       .bind(...values);
   return db
     .prepare(
-      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6
-       WHERE EXISTS (SELECT 1 FROM payment_nonces WHERE nonce = ?7 AND status = 'failed')
+      `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7
+       WHERE EXISTS (SELECT 1 FROM payment_nonces WHERE nonce = ?8 AND status = 'failed')
        ON CONFLICT (request_id) DO NOTHING`,
     )
     .bind(...values, whileClaimFailed);
@@ -81,61 +112,118 @@ export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutc
       transaction: row?.tx_hash ?? null,
     };
   }
-  return sendRecordedRefund(env, r);
+  return sendRecordedRefund(env, recorded(r));
 }
 
 /**
- * Sends a refund whose `refunds` row the caller just wrote as owed, and records the outcome. A
- * refund of nothing (the partner could collect the whole price) stays a row with amount 0.
+ * Sends a refund recorded as owed, and records the outcome. Safe to call again for the same
+ * request (its nonce lands once). A refund of nothing (the partner could collect the whole price)
+ * stays a row with amount 0.
  */
-export async function sendRecordedRefund(env: Bindings, r: Refund): Promise<RefundOutcome> {
-  const amount = refundAmount(r);
-  if (amount === 0n) return { status: "owed", amount, transaction: null };
-  const outcome = await sendRefund(env, r, amount).catch((e: unknown) => ({
+export async function sendRecordedRefund(env: Bindings, r: RecordedRefund): Promise<RefundOutcome> {
+  if (r.amount === 0n) return { status: "owed", amount: r.amount, transaction: null };
+  const outcome = await sendRefund(env, r).catch((e: unknown) => ({
     ok: false as const,
     error: e instanceof Error ? e.message : String(e),
   }));
-  await env.DB.prepare(
-    "UPDATE refunds SET status = ?2, tx_hash = ?3, error = ?4, updated_at = ?5 WHERE request_id = ?1",
-  )
-    .bind(
-      r.requestId,
-      outcome.ok ? "refunded" : "owed",
-      outcome.ok ? outcome.transaction : null,
-      outcome.ok ? null : outcome.error,
-      Date.now(),
+  if (outcome.ok) await markRefunded(env.DB, r.requestId, outcome.transaction);
+  // Only while still owed: a send that lost a race to one that landed must not undo it.
+  else
+    await env.DB.prepare(
+      "UPDATE refunds SET error = ?2, updated_at = ?3 WHERE request_id = ?1 AND status = 'owed'",
     )
-    .run();
+      .bind(r.requestId, outcome.error, Date.now())
+      .run();
   return outcome.ok
-    ? { status: "refunded", amount, transaction: outcome.transaction }
-    : { status: "owed", amount, transaction: null };
+    ? { status: "refunded", amount: r.amount, transaction: outcome.transaction }
+    : { status: "owed", amount: r.amount, transaction: null };
 }
 
-async function sendRefund(env: Bindings, r: Refund, amount: bigint) {
+export const markRefunded = (db: D1Database, requestId: string, txHash: string) =>
+  db
+    .prepare(
+      "UPDATE refunds SET status = 'refunded', tx_hash = ?2, error = NULL, updated_at = ?3 WHERE request_id = ?1",
+    )
+    .bind(requestId, txHash, Date.now())
+    .run();
+
+/** The one nonce every refund of a request is signed with (bytes32). */
+export async function refundNonce(requestId: string) {
+  const { keccak256, stringToHex } = await import("../signer");
+  return keccak256(stringToHex(`x402-skills refund:${requestId}`));
+}
+
+/** Refunds reconciliation looks at: owed, not held, worth something, not touched this minute. */
+export interface OwedRefundRow {
+  request_id: string;
+  payer: string;
+  amount_micro: number;
+  reason: string;
+  auth_nonce: string | null;
+  valid_before: number | null;
+}
+export const refundsToSettle = (db: D1Database, nowMs: number, limit: number) =>
+  db
+    .prepare(
+      `SELECT request_id, payer, amount_micro, reason, auth_nonce, valid_before FROM refunds
+       WHERE status = 'owed' AND hold IS NULL AND amount_micro > 0 AND updated_at < ?1
+       ORDER BY updated_at LIMIT ?2`,
+    )
+    .bind(nowMs - 60_000, limit)
+    .all<OwedRefundRow>();
+
+/** A refund reconciliation looked at and left as it is: it goes to the back of the queue. */
+export const touchRefund = (db: D1Database, requestId: string, note?: string) =>
+  db
+    .prepare("UPDATE refunds SET updated_at = ?2, hold = coalesce(?3, hold) WHERE request_id = ?1")
+    .bind(requestId, Date.now(), note ?? null)
+    .run();
+
+async function sendRefund(env: Bindings, r: RecordedRefund) {
   if (!env.PARTNER_PAYER_KEY) return { ok: false as const, error: "no operating wallet configured" };
-  const [{ x402Client }, { registerExactEvmScheme }, { privateKeyToAccount }] = await Promise.all([
-    import("@x402/core/client"),
-    import("@x402/evm/exact/client"),
+  const [{ privateKeyToAccount, getAddress }, { transferWithAuthorization }] = await Promise.all([
     import("../signer"),
+    import("./transfer-authorization"),
   ]);
   const cfg = publicConfig(env, "http://localhost");
   const requirements: PaymentRequirements = {
     scheme: "exact",
     network: r.network as PaymentRequirements["network"],
     asset: r.asset,
-    amount: amount.toString(),
+    amount: r.amount.toString(),
     payTo: r.payer,
     maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
     extra: USDC_EXTRA,
   };
-  const client = registerExactEvmScheme(new x402Client(), {
-    signer: privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`),
-  });
-  const payload = await client.createPaymentPayload({
+  const account = privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`);
+  const authorization = {
+    from: account.address,
+    to: getAddress(r.payer),
+    value: r.amount.toString(),
+    validAfter: "0",
+    validBefore: String(Math.floor(Date.now() / 1000) + MAX_TIMEOUT_SECONDS),
+    nonce: await refundNonce(r.requestId),
+  };
+  // Signed here rather than by @x402/evm's client, which draws a random nonce for every payload.
+  const signature = await account.signTypedData(
+    transferWithAuthorization(authorization, {
+      ...USDC_EXTRA,
+      chainId: Number(r.network.split(":")[1]),
+      verifyingContract: getAddress(r.asset),
+    }),
+  );
+  const payload: PaymentPayload = {
     x402Version: 2,
     resource: { url: `refund:${r.requestId}`, description: r.reason, mimeType: "application/json" },
-    accepts: [requirements],
-  });
+    accepted: requirements,
+    payload: { authorization, signature },
+  };
+  // Recorded before sending: reconciliation reads this authorization's fate from the chain.
+  await env.DB.prepare(
+    "UPDATE refunds SET auth_nonce = ?2, valid_before = ?3, updated_at = ?4 WHERE request_id = ?1 AND status = 'owed'",
+  )
+    .bind(r.requestId, authorization.nonce, Number(authorization.validBefore), Date.now())
+    .run();
   const { facilitatorClient } = await x402Server();
   const settled = await facilitatorClient(env, cfg).settle(payload, requirements);
   return settled.success

@@ -124,7 +124,8 @@ export function reliabilityMarkdown(doc: StatsDocument, baseUrl: string): string
 /** What is charged and refunded, retention and contact: published beside the figures. */
 export function callPolicy(cfg: PublicConfig) {
   return {
-    charged: "Only calls answered 2xx are charged.",
+    charged:
+      "Only calls answered 2xx are charged. A payment whose settlement went unconfirmed (502 settlement_unconfirmed, result withheld) that lands on chain later is refunded, less the share owed to a partner that served the call.",
     charged_statuses: "2xx",
     refunds: {
       card_credit: "A call that does not answer 2xx spends no credit: the credit is restored at once.",

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:test";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
@@ -213,6 +214,19 @@ describe("discovery documents", () => {
     for (const s of skills) expect(doc.pricing.prices[s.id].price_usd).toBe(String(s.price_usd));
     for (const k of ["settlement_rule", "refunds", "limits", "error_formats"]) expect(doc[k]).toBeTruthy();
     expect(doc.provider.support_contact).toContain("@");
+    // The tests' bindings switch rate limits off (RATE_LIMITS=off), and the contract says so.
+    expect(doc.limits.rate_limits).toMatch(/^None enforced by the marketplace \(RATE_LIMITS is off\)/);
+  });
+
+  it("with rate limits on, the contract states what the deployment enforces (test/payments/quotas.test.ts)", async () => {
+    const res = await createApp().fetch(new Request(`${B}/contracts/humanless.json`), {
+      ...env,
+      RATE_LIMITS: "on",
+    });
+    const limits = (await res.json<{ limits: { rate_limits: string } }>()).limits.rate_limits;
+    expect(limits).toContain("600 requests per client IP");
+    expect(limits).toContain(`30 for ${env.RATE_LIMIT_HEAVY.split(",").join(", ")}`);
+    expect(limits).toContain("429 with Retry-After");
   });
 
   it("each skill has the service description its x-x402 specSource names", async () => {

@@ -163,7 +163,7 @@ describe("reconciliation against the local chain", () => {
     });
     // The caller got 502 and no result: the operating wallet paid the price back, on chain.
     const refund = await until("the refund", async () =>
-      (await refunds()).find((r) => r.request_id === request_id),
+      (await refunds()).find((r) => r.request_id === request_id && r.status === "refunded"),
     );
     expect(refund).toMatchObject({ status: "refunded", amount_micro: 3000, withheld_micro: 0 });
     expect(refund.payer.toLowerCase()).toBe(buyer.toLowerCase());

@@ -5,6 +5,7 @@ import {
   waitOnExecutionContext,
 } from "cloudflare:test";
 import type { PaymentPayload } from "@x402/core/types";
+import { recoverTypedDataAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
@@ -17,6 +18,9 @@ import {
   searchRange,
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
+import { applyPayment, candidates, type NonceRow } from "../../src/payments/reconcile-store";
+import { refundNonce } from "../../src/payments/refunds";
+import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { CALLER_TX, payoutRows, stubNetwork, tryEnv } from "../partners/network";
 
 const hex = (bytes: number) =>
@@ -363,17 +367,18 @@ describe("a withheld call whose payment landed is refunded", () => {
   const operatingWallet = privateKeyToAccount(tryEnv.PARTNER_PAYER_KEY).address;
   const refundRow = (requestId: string) =>
     env.DB.prepare(
-      "SELECT payer, amount_micro, withheld_micro, status, tx_hash, error FROM refunds WHERE request_id = ?1",
+      "SELECT payer, amount_micro, withheld_micro, status, tx_hash, error, hold, auth_nonce, valid_before FROM refunds WHERE request_id = ?1",
     )
       .bind(requestId)
-      .first();
+      .first<Record<string, unknown>>();
+  type Sent = { authorization: Record<string, string>; signature: `0x${string}`; payload: PaymentPayload };
   /** The refunds the facilitator was asked to settle for this payer. */
-  const refundsTo = (settled: PaymentPayload[], payer: string) =>
+  const refundsTo = (settled: PaymentPayload[], payer: string): Sent[] =>
     settled
-      .map((p) => (p.payload as { authorization: { from: string; to: string; value: string } }).authorization)
-      .filter((a) => a.to.toLowerCase() === payer.toLowerCase());
-  const landed = (c: Awaited<ReturnType<typeof claim>>) => {
-    const chain = chainDouble();
+      .map((p) => ({ ...(p.payload as Omit<Sent, "payload">), payload: p }))
+      .filter((a) => a.authorization.to?.toLowerCase() === payer.toLowerCase());
+  const landed = (c: Awaited<ReturnType<typeof claim>>, headTime?: number) => {
+    const chain = chainDouble(headTime);
     chain.used.set(c.t.nonce, {
       txHash: hex(32),
       blockNumber: 490,
@@ -381,29 +386,68 @@ describe("a withheld call whose payment landed is refunded", () => {
     });
     return chain;
   };
+  /** As if the refund was last touched two minutes ago: the next run looks at it again. */
+  const age = (requestId: string) =>
+    env.DB.prepare("UPDATE refunds SET updated_at = updated_at - 120000 WHERE request_id = ?1")
+      .bind(requestId)
+      .run();
 
-  it("a 502 settlement_unconfirmed call ('failed') gets its whole price back from the operating wallet, once", async () => {
+  it("a 502 settlement_unconfirmed call ('failed') gets its whole price back from the operating wallet, signed with the request's own nonce", async () => {
     const { settled } = stubNetwork(noPartner);
     const c = await claim("failed", {}, "sha256", "none");
     const chain = landed(c);
     const summary = await reconcile(tryEnv, chain.reader);
-    expect(summary).toMatchObject({ refunded: 1, refunds_owed: 0, errors: [] });
+    expect(summary.errors).toEqual([]);
+    expect(summary.refunded).toBeGreaterThanOrEqual(1);
     expect(await status(c.key)).toBe("settled");
     expect((await ledger(c.key)).results).toHaveLength(1); // the payment is revenue; the refund is its own row
-    expect(refundsTo(settled, c.t.payer)).toEqual([
-      expect.objectContaining({ from: operatingWallet, value: "3000" }),
-    ]);
-    expect(await refundRow(c.requestId)).toEqual({
+    const sent = refundsTo(settled, c.t.payer);
+    expect(sent).toHaveLength(1);
+    const refund = sent[0] as Sent;
+    expect(refund.authorization).toMatchObject({ from: operatingWallet, value: "3000" });
+    expect(refund.authorization.nonce).toBe(await refundNonce(c.requestId));
+    // A real EIP-712 signature of the operating wallet over that authorization, as USDC checks it.
+    const recovered = await recoverTypedDataAddress({
+      ...transferWithAuthorization(refund.authorization, {
+        name: "USD Coin",
+        version: "2",
+        chainId: Number(env.X402_NETWORK.split(":")[1]),
+        verifyingContract: USDC as `0x${string}`,
+      }),
+      signature: refund.signature,
+    });
+    expect(recovered).toBe(operatingWallet);
+    expect(await refundRow(c.requestId)).toMatchObject({
       payer: c.t.payer,
       amount_micro: 3000,
       withheld_micro: 0,
       status: "refunded",
       tx_hash: CALLER_TX,
       error: null,
+      hold: null,
+      auth_nonce: refund.authorization.nonce,
     });
     // Another run, or the admin trigger racing the cron, sends nothing more.
-    expect(await reconcile(tryEnv, chain.reader)).toMatchObject({ refunded: 0, refunds_owed: 0 });
+    await reconcile(tryEnv, chain.reader);
     expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("a stale view of a claim another run already settled records no second refund", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const c = await claim("failed", {}, "sha256", "none");
+    const [row] = (await candidates(env.DB, env.X402_NETWORK, Date.now())).results.filter(
+      (r) => r.nonce === c.key,
+    );
+    await reconcile(tryEnv, landed(c).reader);
+    const again = await applyPayment(tryEnv, row as NonceRow, {
+      outcome: "paid",
+      txHash: hex(32),
+      blockNumber: 490,
+      evidence: "the same landing, seen by a second run",
+    });
+    expect(again).toBeUndefined();
+    expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
+    expect((await ledger(c.key)).results).toHaveLength(1);
   });
 
   it("a partner that served keeps its share: the caller gets the price less that share", async () => {
@@ -415,7 +459,7 @@ describe("a withheld call whose payment landed is refunded", () => {
       JSON.stringify(POLICY_DIGEST_SHARE),
     );
     await reconcile(tryEnv, landed(c).reader);
-    expect(refundsTo(settled, c.t.payer)).toEqual([expect.objectContaining({ value: "60000" })]);
+    expect(refundsTo(settled, c.t.payer).map((r) => r.authorization.value)).toEqual(["60000"]);
     expect(await refundRow(c.requestId)).toMatchObject({
       amount_micro: 60000,
       withheld_micro: 30000,
@@ -424,31 +468,87 @@ describe("a withheld call whose payment landed is refunded", () => {
     expect(await payoutRows(c.requestId)).toHaveLength(1);
   });
 
+  it("a refinery claim from before migration 0009 (no share recorded) is held for the maintainer, never sent", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", null);
+    const chain = landed(c);
+    await reconcile(tryEnv, chain.reader);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      amount_micro: 90000,
+      status: "owed",
+      hold: expect.stringMatching(/no partner share/),
+      auth_nonce: null,
+    });
+    await age(c.requestId);
+    await reconcile(tryEnv, chain.reader);
+    expect(refundsTo(settled, c.t.payer)).toEqual([]);
+  });
+
   it("a claim left 'running' (its call may have been served) is recorded, not refunded", async () => {
     const { settled } = stubNetwork(noPartner);
     const c = await claim("running", { validBefore: now() - 120 });
-    const summary = await reconcile(tryEnv, landed(c).reader);
+    await reconcile(tryEnv, landed(c).reader);
     expect(await status(c.key)).toBe("settled");
-    expect(summary.refunded + summary.refunds_owed).toBe(0);
     expect(await refundRow(c.requestId)).toBeNull();
     expect(refundsTo(settled, c.t.payer)).toEqual([]);
   });
 
-  it("a refund that cannot be sent stays owed with its reason, and no later run sends it", async () => {
-    const { settled } = stubNetwork(noPartner, { settles: false });
+  it("a refund that did not settle stays owed; a later run sends it again only once its last authorization expired unused, with the same nonce", async () => {
+    const refused = stubNetwork(noPartner, { settles: false });
     const c = await claim("failed", {}, "sha256", "none");
-    const chain = landed(c);
-    expect(await reconcile(tryEnv, chain.reader)).toMatchObject({ refunded: 0, refunds_owed: 1 });
-    expect(await refundRow(c.requestId)).toMatchObject({
+    await reconcile(tryEnv, landed(c).reader);
+    const first = await refundRow(c.requestId);
+    expect(first).toMatchObject({
       amount_micro: 3000,
       status: "owed",
       tx_hash: null,
       error: "insufficient_funds",
     });
-    await reconcile(tryEnv, chain.reader);
-    expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
+    expect(first?.auth_nonce).toBe(await refundNonce(c.requestId));
+    expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
 
-    // Without an operating wallet nothing is sent at all; the refund is owed and says why.
+    // Its authorization is still valid and unused on chain: it may yet land, so nothing is sent.
+    await age(c.requestId);
+    await reconcile(tryEnv, landed(c).reader);
+    expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
+
+    // The chain passed its valid_before unused: sent again, under the same nonce.
+    vi.restoreAllMocks();
+    const { settled } = stubNetwork(noPartner);
+    await age(c.requestId);
+    await reconcile(tryEnv, landed(c, Number(first?.valid_before) + 1).reader);
+    const resent = refundsTo(settled, c.t.payer);
+    expect(resent.map((r) => r.authorization.nonce)).toEqual([first?.auth_nonce]);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      status: "refunded",
+      tx_hash: CALLER_TX,
+      error: null,
+    });
+  });
+
+  it("an owed refund the chain shows landed (its settle answer was lost) is marked refunded, not sent again", async () => {
+    const lost = stubNetwork(noPartner, { settles: "no answer" });
+    const c = await claim("failed", {}, "sha256", "none");
+    await reconcile(tryEnv, landed(c).reader);
+    const owed = await refundRow(c.requestId);
+    expect(owed).toMatchObject({ status: "owed", tx_hash: null });
+    expect(refundsTo(lost.settled, c.t.payer)).toHaveLength(1);
+
+    const chain = landed(c);
+    const tx = hex(32);
+    chain.used.set(String(owed?.auth_nonce), {
+      txHash: tx,
+      blockNumber: 495,
+      transfer: { from: operatingWallet, to: c.t.payer, value: 3000n },
+    });
+    await age(c.requestId);
+    await reconcile(tryEnv, chain.reader);
+    expect(await refundRow(c.requestId)).toMatchObject({ status: "refunded", tx_hash: tx, error: null });
+    expect(refundsTo(lost.settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("without an operating wallet nothing is sent; the refund is owed and says why", async () => {
+    const { settled } = stubNetwork(noPartner);
     const d = await claim("failed", {}, "sha256", "none");
     await reconcile({ ...tryEnv, PARTNER_PAYER_KEY: "" }, landed(d).reader);
     expect(await refundRow(d.requestId)).toMatchObject({

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error plain JS script
 import { problems, readConfig } from "../../scripts/deploy-check.mjs";
+import { LIMITS } from "../../src/payments/quotas";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const shipped = path.join(root, "wrangler.toml");
@@ -81,4 +82,15 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(ok.out).toMatch(/configuration complete/);
     expect(ok.code).toBe(0);
   }, 120_000);
+});
+
+describe("rate limits", () => {
+  it("the limits the terms for agents publish are the ones wrangler.toml gives the bindings", async () => {
+    const config = (await readConfig(shipped)) as {
+      ratelimits: { name: string; simple: { limit: number; period: number } }[];
+    };
+    const shippedLimits = Object.fromEntries(config.ratelimits.map((r) => [r.name, r.simple.limit]));
+    expect(shippedLimits).toEqual(LIMITS);
+    expect(new Set(config.ratelimits.map((r) => r.simple.period))).toEqual(new Set([60]));
+  });
 });

@@ -122,7 +122,7 @@ export function humanlessContract(cfg: PublicConfig) {
     settlement_rule:
       "A call is charged only when it answers 2xx. x402 payments are verified before the call runs and settled on chain after a 2xx; a 4xx or 5xx answer is not settled. Each payment authorization is accepted once.",
     refunds: {
-      x402: "Nothing is settled for a failed call, so there is nothing to refund; settled successful calls are final. One exception: when the facilitator did not confirm a settlement (502 settlement_unconfirmed, result withheld) and the transfer lands on chain after all, reconciliation refunds it to the payer automatically, less the share owed to a partner that served that call (nothing is kept back for the marketplace's own skills).",
+      x402: "Nothing is settled for a failed call, so there is nothing to refund; settled successful calls are final. Two exceptions, both refunded automatically to the payer from the operating wallet: a paid partner try whose partner must be paid before it answers settles your payment first, and if that partner then fails the 502 says charged: true and you get back the price less what the partner can still collect from us; and when the facilitator did not confirm a settlement (502 settlement_unconfirmed, result withheld) but the transfer lands on chain after all, reconciliation refunds it, less the share owed to a partner that served that call (nothing is kept back for the marketplace's own skills).",
       card_credits:
         "A credit is spent only by a successful call; failed calls keep the credit. Unused credits do not expire while the service runs. Card refunds: contact support with the checkout session id.",
     },

@@ -152,7 +152,7 @@ More: ${b}/docs/mcp
 
 ## 5. Read errors
 
-Every error body is JSON. Nothing is charged for any of them: a \`settlement_unconfirmed\` payment that lands later is refunded (below).
+Every error body is JSON. Nothing is charged for any of them, with two refunded exceptions named below (a partner paid before it failed, and \`settlement_unconfirmed\`).
 
 - \`422\`: the body failed validation. Only a paid call (or one with a card-credit key) gets this far: an unpaid call answers \`402\` whatever its body, so read \`input_schema\` rather than probing with \`{}\`. \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
 - \`402\`: \`{"x402Version":2,"accepts":[...],"error":"Payment required: ...","reason":"payment_required"}\`: pay, or your payment was rejected (\`reason\` says why).
@@ -160,7 +160,7 @@ Every error body is JSON. Nothing is charged for any of them: a \`settlement_unc
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.
 - \`404\`: \`{"detail":"Not Found"}\`. \`405\`: \`{"detail":"Method Not Allowed"}\` with an \`Allow\` header naming the methods the path takes (skills take \`POST\`).
 - \`413\`: \`{"detail":"Request body larger than ${MAX_BODY_BYTES} bytes"}\`: bodies are limited to ${MAX_BODY_BYTES / 1024 / 1024} MiB.
-- \`502\`/\`504\`: \`{"detail":"...","charged":false}\`: a network skill's upstream (Wikipedia, Wikidata, the page you named) or a partner failed or timed out; you were not charged, retry later (partner calls also name \`partner_id\`, \`service_id\` and \`upstream_status\`).
+- \`502\`/\`504\`: \`{"detail":"...","charged":false}\`: a network skill's upstream (Wikipedia, Wikidata, the page you named) or a partner failed or timed out; you were not charged, retry later (partner calls also name \`partner_id\`, \`service_id\` and \`upstream_status\`). A partner that must be paid before it answers settles your payment first: if it then fails, the answer says \`"charged":true\` with a \`refund\` object (\`status\`, \`amount_usd\`, \`transaction\`): the price less what the partner can still collect from us, sent back to the payer.
 - \`502\` with \`"reason":"settlement_unconfirmed"\`: the facilitator did not confirm your payment's settlement. The result is withheld, and that authorization stays reserved (it cannot pay for another call): sign a new one to retry. Should the first transfer land after all, reconciliation refunds it to the payer (less what a partner that served the call is owed) under the \`request_id\` of that answer.
 - \`503\`: payments temporarily unavailable; retry later. \`500\` carries a \`request_id\` for support (${cfg.contactEmail}).
 

@@ -27,7 +27,7 @@ export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
   if (!env.on)
     return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
   const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
-  return `Per ${PERIOD_SECONDS} s, checked before any payment work: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not; ${LIMITS.RL_PAYER} paid calls per payer address or card key per resource${heavy}; ${LIMITS.RL_FREE} per client IP on free routes that cost an upstream request or a Stripe session. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  return `Per ${PERIOD_SECONDS} s, checked before any payment work: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not; ${LIMITS.RL_PAYER} paid calls per payer address or card key per resource${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";

@@ -4,7 +4,7 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import type { Decision } from "./reconcile-decide";
-import { owedRefund, type Refund } from "./refunds";
+import { owedRefund, type Refund, refundNonce } from "./refunds";
 
 /**
  * The D1 side of reconciliation: which claims to look at, and what each decision writes. Every
@@ -227,7 +227,7 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
     const refund = row.status === "failed" ? withheldCallRefund(row, share) : undefined;
     const written = await db.batch([
       // Before the claim becomes 'settled': it is written only while the claim is still 'failed'.
-      ...(refund ? [owedRefund(db, refund, now, row.nonce)] : []),
+      ...(refund ? [owedRefund(db, refund, await refundNonce(row.request_id), now, row.nonce)] : []),
       db
         .prepare(
           `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce,

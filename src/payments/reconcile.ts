@@ -13,7 +13,6 @@ import {
   markRefunded,
   type OwedRefundRow,
   recorded,
-  refundNonce,
   refundsToSettle,
   sendRecordedRefund,
   touchRefund,
@@ -139,8 +138,10 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
 
 /**
  * Owed refunds (a send that failed or got no answer, or a run cut off before sending): the chain
- * says whether the last authorization landed. Landed → refunded; expired unused, or never sent →
- * sent again (same nonce, so at most one ever lands); still valid → left for the next run.
+ * says whether the last authorization landed, read under the wallet that signed it. Landed →
+ * refunded; still valid and unused → left for the next run; expired unused, or never sent → sent
+ * (again) under the same nonce, so at most one ever lands. A row from before migration 0010 (its
+ * send, if any, used another nonce) is held for the maintainer.
  */
 async function settleOwedRefunds(
   env: Bindings,
@@ -149,15 +150,17 @@ async function settleOwedRefunds(
   summary: ReconcileSummary,
 ) {
   if (!env.PARTNER_PAYER_KEY) return; // nothing could be sent; the rows say why
-  const { privateKeyToAccount } = await import("../signer");
-  const wallet = privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`).address;
-  const { results } = await refundsToSettle(env.DB, Date.now(), BATCH_REFUNDS);
   const network = env.X402_NETWORK;
-  const asset = env.USDC_ADDRESS;
+  const { results } = await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS);
   for (const row of results) {
     summary.checked++;
     try {
-      const d = row.auth_nonce === null ? undefined : await judgeRefund(chain, head, wallet, asset, row);
+      if (row.auth_nonce === null) {
+        await touchRefund(env.DB, row.request_id, PRE_0010_HOLD);
+        summary.refunds_owed++;
+        continue;
+      }
+      const d = row.valid_before === null ? undefined : await judgeRefund(chain, head, env, row);
       if (d?.outcome === "paid") {
         await markRefunded(env.DB, row.request_id, d.txHash);
         summary.refunded++;
@@ -173,7 +176,7 @@ async function settleOwedRefunds(
           requestId: row.request_id,
           payer: row.payer,
           network,
-          asset,
+          asset: row.asset ?? env.USDC_ADDRESS,
           amount: BigInt(row.amount_micro),
           reason: row.reason,
         });
@@ -186,21 +189,23 @@ async function settleOwedRefunds(
   }
 }
 
-/** A refund's last authorization: the operating wallet → the payer, for the amount owed. */
+const PRE_0010_HOLD =
+  "recorded before migration 0010: any earlier send used another nonce, so it cannot be resent safely; check the chain, then refund by hand";
+
+/** A refund's last authorization: the wallet that signed it → the payer, for the amount owed. */
 async function judgeRefund(
   chain: ChainReader,
   head: Awaited<ReturnType<ChainReader["head"]>>,
-  wallet: string,
-  asset: string,
+  env: Bindings,
   row: OwedRefundRow,
 ) {
   const validBefore = row.valid_before ?? 0;
   const terms: Terms = {
-    payer: wallet,
+    payer: row.auth_from ?? "",
     payTo: row.payer,
-    asset,
+    asset: row.asset ?? env.USDC_ADDRESS,
     amountAtomic: BigInt(row.amount_micro),
-    nonce: await refundNonce(row.request_id),
+    nonce: row.auth_nonce ?? "",
     validBefore,
   };
   return decide(terms, await look(chain, head, terms, (validBefore - MAX_TIMEOUT_SECONDS) * 1000));

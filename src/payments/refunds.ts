@@ -65,12 +65,18 @@ export const recorded = (r: Refund): RecordedRefund => ({
   reason: r.reason,
 });
 
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** Why a refund cannot be sent automatically, if it cannot. */
+const holdOf = (r: Refund) => r.hold ?? (ADDRESS.test(r.payer) ? undefined : "no payer address to refund to");
+
 /**
- * The statement that records a refund as owed, once per request. With `whileClaimFailed` (a
- * payment_nonces key) it writes only while that claim is still 'failed', so it can sit in the
- * batch that settles the claim and no second run or racing request records it again.
+ * The statement that records a refund as owed, once per request, with the nonce every send of it
+ * uses (`nonce`: refundNonce(requestId)). With `whileClaimFailed` (a payment_nonces key) it writes
+ * only while that claim is still 'failed', so it can sit in the batch that settles the claim and
+ * no second run or racing request records it again.
  */
-export function owedRefund(db: D1Database, r: Refund, now: number, whileClaimFailed?: string) {
+export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number, whileClaimFailed?: string) {
+  const hold = holdOf(r) ?? null;
   const values = [
     r.requestId,
     r.payer,
@@ -78,20 +84,23 @@ export function owedRefund(db: D1Database, r: Refund, now: number, whileClaimFai
     Number(r.withheldMicros),
     r.reason,
     now,
-    r.hold ?? null,
+    hold,
+    nonce,
+    r.asset,
+    r.network,
   ];
-  const columns =
-    "INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at, hold)";
+  const columns = `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at,
+     updated_at, hold, auth_nonce, asset, network)`;
   if (whileClaimFailed === undefined)
     return db
       .prepare(
-        `${columns} VALUES (?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7) ON CONFLICT (request_id) DO NOTHING`,
+        `${columns} VALUES (?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (request_id) DO NOTHING`,
       )
       .bind(...values);
   return db
     .prepare(
-      `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7
-       WHERE EXISTS (SELECT 1 FROM payment_nonces WHERE nonce = ?8 AND status = 'failed')
+      `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10
+       WHERE EXISTS (SELECT 1 FROM payment_nonces WHERE nonce = ?11 AND status = 'failed')
        ON CONFLICT (request_id) DO NOTHING`,
     )
     .bind(...values, whileClaimFailed);
@@ -99,20 +108,22 @@ export function owedRefund(db: D1Database, r: Refund, now: number, whileClaimFai
 
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */
 export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutcome> {
-  const written = await owedRefund(env.DB, r, Date.now()).run();
-  if (!written.meta.changes) {
-    const row = await env.DB.prepare(
-      "SELECT status, amount_micro, tx_hash FROM refunds WHERE request_id = ?1",
-    )
-      .bind(r.requestId)
-      .first<{ status: "owed" | "refunded"; amount_micro: number; tx_hash: string | null }>();
-    return {
-      status: row?.status ?? "owed",
-      amount: BigInt(row?.amount_micro ?? 0),
-      transaction: row?.tx_hash ?? null,
-    };
-  }
+  const written = await owedRefund(env.DB, r, await refundNonce(r.requestId), Date.now()).run();
+  if (!written.meta.changes || holdOf(r)) return storedOutcome(env.DB, r.requestId);
   return sendRecordedRefund(env, recorded(r));
+}
+
+/** A refund as its row stands (recorded before, held, or sent by someone else). */
+async function storedOutcome(db: D1Database, requestId: string): Promise<RefundOutcome> {
+  const row = await db
+    .prepare("SELECT status, amount_micro, tx_hash FROM refunds WHERE request_id = ?1")
+    .bind(requestId)
+    .first<{ status: "owed" | "refunded"; amount_micro: number; tx_hash: string | null }>();
+  return {
+    status: row?.status ?? "owed",
+    amount: BigInt(row?.amount_micro ?? 0),
+    transaction: row?.tx_hash ?? null,
+  };
 }
 
 /**
@@ -127,6 +138,7 @@ export async function sendRecordedRefund(env: Bindings, r: RecordedRefund): Prom
     error: e instanceof Error ? e.message : String(e),
   }));
   if (outcome.ok) await markRefunded(env.DB, r.requestId, outcome.transaction);
+  else if ("skipped" in outcome) return storedOutcome(env.DB, r.requestId);
   // Only while still owed: a send that lost a race to one that landed must not undo it.
   else
     await env.DB.prepare(
@@ -159,17 +171,22 @@ export interface OwedRefundRow {
   payer: string;
   amount_micro: number;
   reason: string;
+  /** NULL: written before migration 0010, maybe sent with another nonce. */
   auth_nonce: string | null;
+  asset: string | null;
+  auth_from: string | null;
+  /** NULL: never sent. */
   valid_before: number | null;
 }
-export const refundsToSettle = (db: D1Database, nowMs: number, limit: number) =>
+export const refundsToSettle = (db: D1Database, network: string, nowMs: number, limit: number) =>
   db
     .prepare(
-      `SELECT request_id, payer, amount_micro, reason, auth_nonce, valid_before FROM refunds
-       WHERE status = 'owed' AND hold IS NULL AND amount_micro > 0 AND updated_at < ?1
-       ORDER BY updated_at LIMIT ?2`,
+      `SELECT request_id, payer, amount_micro, reason, auth_nonce, asset, auth_from, valid_before FROM refunds
+       WHERE status = 'owed' AND hold IS NULL AND amount_micro > 0 AND updated_at < ?2
+         AND (network = ?1 OR network IS NULL)
+       ORDER BY updated_at LIMIT ?3`,
     )
-    .bind(nowMs - 60_000, limit)
+    .bind(network, nowMs - 60_000, limit)
     .all<OwedRefundRow>();
 
 /** A refund reconciliation looked at and left as it is: it goes to the back of the queue. */
@@ -218,12 +235,15 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
     accepted: requirements,
     payload: { authorization, signature },
   };
-  // Recorded before sending: reconciliation reads this authorization's fate from the chain.
-  await env.DB.prepare(
-    "UPDATE refunds SET auth_nonce = ?2, valid_before = ?3, updated_at = ?4 WHERE request_id = ?1 AND status = 'owed'",
+  // Recorded before sending: reconciliation reads this authorization's fate from the chain, under
+  // the wallet that signed it. A row that is no longer owed (or is held) is not sent.
+  const sending = await env.DB.prepare(
+    `UPDATE refunds SET auth_from = ?2, valid_before = ?3, updated_at = ?4
+     WHERE request_id = ?1 AND status = 'owed' AND hold IS NULL AND auth_nonce = ?5`,
   )
-    .bind(r.requestId, authorization.nonce, Number(authorization.validBefore), Date.now())
+    .bind(r.requestId, account.address, Number(authorization.validBefore), Date.now(), authorization.nonce)
     .run();
+  if (!sending.meta.changes) return { ok: false as const, skipped: true };
   const { facilitatorClient } = await x402Server();
   const settled = await facilitatorClient(env, cfg).settle(payload, requirements);
   return settled.success

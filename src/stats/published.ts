@@ -125,7 +125,7 @@ export function reliabilityMarkdown(doc: StatsDocument, baseUrl: string): string
 export function callPolicy(cfg: PublicConfig) {
   return {
     charged:
-      "Only calls answered 2xx are charged. A payment whose settlement went unconfirmed (502 settlement_unconfirmed, result withheld) that lands on chain later is refunded, less the share owed to a partner that served the call.",
+      "Only calls answered 2xx are charged. Two refunded exceptions: a paid partner try settled before its partner failed (502 with charged: true, refunded less what the partner can still collect), and a payment whose settlement went unconfirmed (502 settlement_unconfirmed, result withheld) that lands on chain later (refunded less the share owed to a partner that served the call).",
     charged_statuses: "2xx",
     refunds: {
       card_credit: "A call that does not answer 2xx spends no credit: the credit is restored at once.",

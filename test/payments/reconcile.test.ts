@@ -6,7 +6,7 @@ import {
 } from "cloudflare:test";
 import type { PaymentPayload } from "@x402/core/types";
 import { recoverTypedDataAddress } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import worker from "../../src/index";
@@ -19,7 +19,7 @@ import {
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
 import { applyPayment, candidates, type NonceRow } from "../../src/payments/reconcile-store";
-import { refundNonce } from "../../src/payments/refunds";
+import { refundCaller, refundNonce } from "../../src/payments/refunds";
 import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { CALLER_TX, payoutRows, stubNetwork, tryEnv } from "../partners/network";
 
@@ -116,18 +116,25 @@ describe("searchRange", () => {
   });
 });
 
-/** A chain whose answers the test sets per nonce: used (with a transfer) or not. */
+/**
+ * A chain whose answers the test sets per nonce: used (with a transfer) or not. A nonce in `used`
+ * is used by whichever authorizer its transfer names (EIP-3009 nonces are per authorizer).
+ */
 function chainDouble(headTime = now()) {
   const used = new Map<string, FoundUse>();
   const reads: string[] = [];
+  const usedBy = (who: string, nonce: string) => {
+    const u = used.get(nonce);
+    return u && (!u.transfer || u.transfer.from.toLowerCase() === who.toLowerCase()) ? u : undefined;
+  };
   const reader: ChainReader = {
     chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
     head: async () => ({ number: 500, timestamp: headTime, blockSeconds: 2 }),
-    authorizationUsed: async (_a, _who, nonce) => {
+    authorizationUsed: async (_a, who, nonce) => {
       reads.push(nonce);
-      return used.has(nonce);
+      return usedBy(who, nonce) !== undefined;
     },
-    findUse: async (_a, _who, nonce) => used.get(nonce),
+    findUse: async (_a, who, nonce) => usedBy(who, nonce),
   };
   return { reader, used, reads };
 }
@@ -367,7 +374,7 @@ describe("a withheld call whose payment landed is refunded", () => {
   const operatingWallet = privateKeyToAccount(tryEnv.PARTNER_PAYER_KEY).address;
   const refundRow = (requestId: string) =>
     env.DB.prepare(
-      "SELECT payer, amount_micro, withheld_micro, status, tx_hash, error, hold, auth_nonce, valid_before FROM refunds WHERE request_id = ?1",
+      "SELECT payer, amount_micro, withheld_micro, status, tx_hash, error, hold, auth_nonce, auth_from, valid_before FROM refunds WHERE request_id = ?1",
     )
       .bind(requestId)
       .first<Record<string, unknown>>();
@@ -385,6 +392,24 @@ describe("a withheld call whose payment landed is refunded", () => {
       transfer: { from: c.t.payer, to: PAY_TO, value: c.t.amountAtomic },
     });
     return chain;
+  };
+  /** The last send of a refund of 3000 lands, as the wallet signed it; a later run (under `e`) reconciles. */
+  const refundLands = async (
+    c: Awaited<ReturnType<typeof claim>>,
+    owed: Record<string, unknown> | null,
+    e: typeof tryEnv,
+    headTime?: number,
+  ) => {
+    const chain = landed(c, headTime);
+    const tx = hex(32);
+    chain.used.set(String(owed?.auth_nonce), {
+      txHash: tx,
+      blockNumber: 495,
+      transfer: { from: String(owed?.auth_from), to: c.t.payer, value: 3000n },
+    });
+    await age(c.requestId);
+    await reconcile(e, chain.reader);
+    return tx;
   };
   /** As if the refund was last touched two minutes ago: the next run looks at it again. */
   const age = (requestId: string) =>
@@ -477,7 +502,7 @@ describe("a withheld call whose payment landed is refunded", () => {
       amount_micro: 90000,
       status: "owed",
       hold: expect.stringMatching(/no partner share/),
-      auth_nonce: null,
+      valid_before: null,
     });
     await age(c.requestId);
     await reconcile(tryEnv, chain.reader);
@@ -534,15 +559,7 @@ describe("a withheld call whose payment landed is refunded", () => {
     expect(owed).toMatchObject({ status: "owed", tx_hash: null });
     expect(refundsTo(lost.settled, c.t.payer)).toHaveLength(1);
 
-    const chain = landed(c);
-    const tx = hex(32);
-    chain.used.set(String(owed?.auth_nonce), {
-      txHash: tx,
-      blockNumber: 495,
-      transfer: { from: operatingWallet, to: c.t.payer, value: 3000n },
-    });
-    await age(c.requestId);
-    await reconcile(tryEnv, chain.reader);
+    const tx = await refundLands(c, owed, tryEnv);
     expect(await refundRow(c.requestId)).toMatchObject({ status: "refunded", tx_hash: tx, error: null });
     expect(refundsTo(lost.settled, c.t.payer)).toHaveLength(1);
   });
@@ -556,6 +573,104 @@ describe("a withheld call whose payment landed is refunded", () => {
       error: "no operating wallet configured",
     });
     expect(refundsTo(settled, d.t.payer)).toEqual([]);
+  });
+
+  it("a refund recorded before migration 0010 (no derived nonce: any send used another one) is held, never resent", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const requestId = crypto.randomUUID();
+    const payer = hex(20);
+    await env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, error, created_at, updated_at)
+       VALUES (?1, ?2, 3000, 0, 'partner failed', 'owed', 'fetch failed', ?3, ?3)`,
+    )
+      .bind(requestId, payer, Date.now() - 600_000)
+      .run();
+    await reconcile(tryEnv, chainDouble(now() + 10_000).reader);
+    expect(await refundRow(requestId)).toMatchObject({ status: "owed", hold: expect.stringMatching(/0010/) });
+    await age(requestId);
+    await reconcile(tryEnv, chainDouble(now() + 10_000).reader);
+    expect(refundsTo(settled, payer)).toEqual([]);
+  });
+
+  it("a refund whose nonce the chain shows spent on another transfer is held, never resent", async () => {
+    const refused = stubNetwork(noPartner, { settles: false });
+    const c = await claim("failed", {}, "sha256", "none");
+    await reconcile(tryEnv, landed(c).reader);
+    const owed = await refundRow(c.requestId);
+    const chain = landed(c, Number(owed?.valid_before) + 1);
+    chain.used.set(String(owed?.auth_nonce), {
+      txHash: hex(32),
+      blockNumber: 497,
+      transfer: { from: operatingWallet, to: hex(20), value: 1n },
+    });
+    await age(c.requestId);
+    await reconcile(tryEnv, chain.reader);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      status: "owed",
+      hold: expect.stringMatching(/different transfer/),
+    });
+    await age(c.requestId);
+    await reconcile(tryEnv, chain.reader);
+    expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("after the operating key changes, the chain is read under the wallet that signed the last send: nothing is sent twice", async () => {
+    const lost = stubNetwork(noPartner, { settles: "no answer" });
+    const c = await claim("failed", {}, "sha256", "none");
+    await reconcile(tryEnv, landed(c).reader);
+    const owed = await refundRow(c.requestId);
+    expect(owed?.auth_from).toBe(operatingWallet);
+    const rotated = { ...tryEnv, PARTNER_PAYER_KEY: generatePrivateKey() };
+
+    // The old wallet's authorization is still valid: the new wallet sends nothing.
+    await age(c.requestId);
+    await reconcile(rotated, landed(c).reader);
+    expect(refundsTo(lost.settled, c.t.payer)).toHaveLength(1);
+
+    // It landed from the old wallet: refunded, with that transaction.
+    const tx = await refundLands(c, owed, rotated, Number(owed?.valid_before) + 1);
+    expect(await refundRow(c.requestId)).toMatchObject({ status: "refunded", tx_hash: tx });
+    expect(refundsTo(lost.settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("an MCP call from before migration 0009 (no share recorded) is held too; a partner refund with no payer address is held", async () => {
+    const { settled } = stubNetwork(noPartner);
+    const c = await claim("failed", {}, "mcp:token_count", null);
+    await reconcile(tryEnv, landed(c).reader);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      status: "owed",
+      hold: expect.stringMatching(/0009/),
+    });
+    expect(refundsTo(settled, c.t.payer)).toEqual([]);
+
+    const requestId = crypto.randomUUID();
+    const out = await refundCaller(tryEnv, {
+      requestId,
+      payer: "",
+      network: env.X402_NETWORK,
+      asset: USDC,
+      paidMicros: 30000n,
+      withheldMicros: 10000n,
+      reason: "partner failed",
+    });
+    expect(out.status).toBe("owed");
+    expect(await refundRow(requestId)).toMatchObject({
+      hold: "no payer address to refund to",
+      valid_before: null,
+    });
+  });
+
+  it("a withheld claim that keeps waiting goes to the back of the next run's queue", async () => {
+    const c = await claim("failed");
+    const before = await env.DB.prepare("SELECT updated_at FROM payment_nonces WHERE nonce = ?1")
+      .bind(c.key)
+      .first<{ updated_at: number }>();
+    await reconcile(env, chainDouble().reader);
+    const after = await env.DB.prepare("SELECT status, updated_at FROM payment_nonces WHERE nonce = ?1")
+      .bind(c.key)
+      .first<{ status: string; updated_at: number }>();
+    expect(after?.status).toBe("failed");
+    expect(after?.updated_at).toBeGreaterThan(before?.updated_at ?? Infinity);
   });
 });
 

@@ -81,15 +81,28 @@ function skillOperations(cfg: PublicConfig) {
           "401": ERROR("Unknown or malformed card-credit key"),
           "402": json("Payment required, or the payment was rejected", ref("PaymentRequired")),
           "403": ERROR("The card-credit key buys calls of another skill"),
+          "409": ERROR(
+            "Idempotency conflict: the payment identifier or Idempotency-Key is in use by a call still running (Retry-After), or was used for another request or payer; nothing charged",
+          ),
           "413": ERROR("Body larger than 5 MiB"),
           "422": VALIDATION,
+          "429": ERROR("Rate limited (Retry-After); nothing charged"),
           ...(s.kind === "analytic"
             ? {
-                "502": json("An upstream source failed; not charged", ref("UpstreamError")),
+                "502": json(
+                  "An upstream source failed (not charged), or the facilitator did not confirm the settlement (reason settlement_unconfirmed: result withheld, refunded if the transfer lands)",
+                  ref("UpstreamError"),
+                ),
                 "504": json("An upstream source timed out; not charged", ref("UpstreamError")),
               }
-            : {}),
-          "503": ERROR("Payments temporarily unavailable"),
+            : {
+                "502": ERROR(
+                  "The facilitator did not confirm the settlement (reason settlement_unconfirmed): result withheld, refunded if the transfer lands",
+                ),
+              }),
+          "503": ERROR(
+            "Payments temporarily unavailable, or a contract wallet's retry could not be checked on chain (Retry-After)",
+          ),
         },
         "x-x402": { price: priceLabel(s), network: cfg.network, specSource: `services/${s.slug}.json` },
         "x-payment-info": {

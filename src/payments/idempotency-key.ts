@@ -6,7 +6,17 @@ import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 
 export type Identified =
-  | { key: string; principal: string; kind: "x402" | "card" }
+  | {
+      key: string;
+      principal: string;
+      kind: "x402" | "card";
+      /**
+       * Set when the payer could not be proven here (a contract wallet): proves it on chain before
+       * a stored answer is handed out. Resolves false for a signature the payer did not make;
+       * rejects when the chain cannot be asked.
+       */
+      proveOnChain?: () => Promise<boolean>;
+    }
   | { invalid: Response }
   | undefined;
 
@@ -64,39 +74,81 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
       ]),
     };
   }
-  const from = await signedBy(payment);
-  // Unsigned by its `from` (or not an EOA signature we can check here): no stored answer is
-  // handed out for it; the call goes down the normal paid path, whose facilitator judges it.
-  if (!from) return undefined;
-  return { key: `x402:${id}`, principal: `x402:${from.toLowerCase()}`, kind: "x402" };
+  const terms = signedTerms(payment);
+  if (!terms) return undefined;
+  const key = `x402:${id}`;
+  const principal = `x402:${terms.auth.from.toLowerCase()}`;
+  if (await signedBy(terms)) return { key, principal, kind: "x402" };
+  // Not an EOA signature of its `from`: a contract wallet (ERC-1271, or ERC-6492 before it is
+  // deployed) signs in a way only the chain can check. Its call is keyed by the `from` it names,
+  // and a stored answer is handed out only once the chain confirms the signature (RPC_URL). The
+  // first call itself is judged by the facilitator like any other. Without an RPC of the payment's
+  // chain there is no way to prove it: no idempotency, the retry is paid normally.
+  const rpcUrl = c.env.RPC_URL;
+  if (!rpcUrl || payment.accepted?.network !== c.env.X402_NETWORK) return undefined;
+  return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
 }
 
-/**
- * The payer a fresh EIP-3009 authorization proves, by recovering its EIP-712 signature locally.
- * A replay hands out a paid answer without verifying the payment with the facilitator, so the
- * payer must be proven, not read from `from` (anyone can write another's address there).
- */
-async function signedBy(payment: PaymentPayload): Promise<string | undefined> {
+type SignedTerms = NonNullable<ReturnType<typeof signedTerms>>;
+
+/** The EIP-3009 authorization of a payload and the EIP-712 domain it is signed under. */
+function signedTerms(payment: PaymentPayload) {
   const { authorization: auth, signature } = payment.payload as {
     authorization?: Record<string, string>;
     signature?: string;
   };
   const chainId = Number(/^eip155:(\d+)$/.exec(payment.accepted?.network ?? "")?.[1]);
   const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
-  if (!auth || typeof auth.from !== "string" || !signature || !chainId) return undefined;
+  if (!auth || typeof auth.from !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(auth.from)) return undefined;
+  if (!signature || !chainId) return undefined;
+  const domain = {
+    name: extra.name,
+    version: extra.version,
+    chainId,
+    verifyingContract: payment.accepted.asset as `0x${string}`,
+  };
+  return {
+    auth: auth as Record<string, string> & { from: string },
+    signature: signature as `0x${string}`,
+    domain,
+  };
+}
+
+/**
+ * Whether the contract wallet a payment names signed it, asked of the chain: viem's
+ * verifyTypedData (ERC-1271 `isValidSignature` of a deployed wallet, ERC-6492 for one not yet
+ * deployed, through the universal validator in one eth_call).
+ */
+async function signedOnChain(rpcUrl: string, t: SignedTerms): Promise<boolean> {
+  const [{ createPublicClient, http }, { transferWithAuthorization }] = await Promise.all([
+    import("./rpc-client"),
+    import("./paid-call-libs"),
+  ]);
+  const client = createPublicClient({ transport: http(rpcUrl, { timeout: 5_000, retryCount: 1 }) });
+  // viem answers false, not an error, when the eth_call itself fails: ask the RPC something plain
+  // first, so an RPC that cannot be reached (or serves another chain) is an error, not a refusal.
+  if ((await client.getChainId()) !== t.domain.chainId) throw new Error("RPC_URL serves another chain");
+  return client.verifyTypedData({
+    address: t.auth.from as `0x${string}`,
+    ...transferWithAuthorization(t.auth, t.domain),
+    signature: t.signature,
+  });
+}
+
+/**
+ * Whether an authorization's own signature proves its `from`, recovered locally (an EOA). A
+ * replay hands out a paid answer without verifying the payment with the facilitator, so the payer
+ * must be proven, not read from `from` (anyone can write another's address there).
+ */
+async function signedBy(t: SignedTerms): Promise<boolean> {
   try {
     const { recoverTypedDataAddress, transferWithAuthorization } = await import("./paid-call-libs");
     const recovered = await recoverTypedDataAddress({
-      ...transferWithAuthorization(auth, {
-        name: extra.name,
-        version: extra.version,
-        chainId,
-        verifyingContract: payment.accepted.asset as `0x${string}`,
-      }),
-      signature: signature as `0x${string}`,
+      ...transferWithAuthorization(t.auth, t.domain),
+      signature: t.signature,
     });
-    return recovered.toLowerCase() === auth.from.toLowerCase() ? auth.from : undefined;
+    return recovered.toLowerCase() === t.auth.from.toLowerCase();
   } catch {
-    return undefined;
+    return false;
   }
 }

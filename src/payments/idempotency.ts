@@ -70,6 +70,25 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
           { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
         );
       }
+      if (id.proveOnChain) {
+        // A contract wallet's signature is proven on chain before its stored answer is handed out.
+        const proven = await id.proveOnChain().catch(() => undefined);
+        if (proven === undefined)
+          return detail(
+            c,
+            503,
+            "This payment's signature (a contract wallet's) could not be checked on chain just now. Retry shortly; nothing was charged.",
+            { reason: "payer_check_unavailable", request_id: row.request_id },
+            { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
+          );
+        if (!proven)
+          return detail(
+            c,
+            409,
+            "This payment identifier was already used for another payer: this payment's signature is not its payer's. Use a new one.",
+            { reason: "idempotency_key_mismatch", request_id: row.request_id },
+          );
+      }
       return replay(c, row);
     }
     try {

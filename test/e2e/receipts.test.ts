@@ -3,18 +3,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import type { PaymentRequired } from "@x402/core/types";
 import {
   extractOffersFromPaymentRequired,
   extractReceiptFromResponse,
   type JWSSignedOffer,
   verifyOfferSignatureJWS,
 } from "@x402/extensions/offer-receipt";
-import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
-import { wrapFetchWithPayment } from "@x402/fetch";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, inject, it } from "vitest";
@@ -22,6 +19,7 @@ import { describe, expect, inject, it } from "vitest";
 import { usdcBalance } from "../../scripts/lib/chain.mjs";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { resolveKey, verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
+import { fetchPayingWithId } from "../fixtures/payments";
 
 // Idempotent retries and receipts on the real local stack: anvil, the real USDC contract, the
 // x402 facilitator, wrangler dev; the buyer is the unmodified @x402/fetch client.
@@ -39,15 +37,7 @@ const PRICE = 3000n; // uuid-mint, atomic USDC
 function payingFetch(paymentId: string) {
   const buyer = stack.buyers[BUYER];
   if (!buyer) throw new Error("no buyer");
-  const client = registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(buyer.privateKey) });
-  client.registerExtension({
-    key: "payment-identifier",
-    enrichPaymentPayload: async (payload: PaymentPayload) => {
-      appendPaymentIdentifierToExtensions(payload.extensions ?? {}, paymentId);
-      return payload;
-    },
-  });
-  return wrapFetchWithPayment(fetch, client);
+  return fetchPayingWithId(privateKeyToAccount(buyer.privateKey), paymentId);
 }
 
 const mint = (pay: typeof fetch, signal?: AbortSignal) =>

@@ -105,6 +105,32 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
     expect(await res.text()).not.toBe(await paid.clone().text());
   });
 
+  it("a contract wallet's signature (not recoverable to its `from`) gets its stored answer only once the chain confirms it: an RPC that cannot be asked is a 503, nothing settled", async () => {
+    // The real-chain case (Circle's ERC-1271 mock wallet paying and retrying): test/e2e/contract-wallet.test.ts.
+    const withRpc = { ...paidEnv, RPC_URL: "http://127.0.0.1:9/" };
+    const send = (header: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/skills/uuid-mint", {
+          method: "POST",
+          headers: { "payment-signature": header },
+          body: JSON.stringify({ count: 2 }),
+        }),
+        withRpc,
+      );
+    const wallet = newPayer();
+    accounts.delete(wallet); // its signatures are not an EOA's: nothing recovers to it here
+    const id = generatePaymentId();
+    const first = await signed("/api/skills/uuid-mint", wallet, id);
+    expect((await send(first.header)).status).toBe(200); // the facilitator judged and settled it
+    const retry = await signed("/api/skills/uuid-mint", wallet, id);
+    const res = await send(retry.header);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("2");
+    expect(await res.json()).toMatchObject({ reason: "payer_check_unavailable" });
+    expect(await settles(first.nonce, retry.nonce)).toBe(1);
+    expect(await nonceRow(retry.key)).toBeNull();
+  });
+
   it("an answer lost after settlement: the retry with a fresh signature gets the same bytes, nothing more is settled", async () => {
     const payer = newPayer();
     const id = generatePaymentId();

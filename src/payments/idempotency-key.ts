@@ -79,11 +79,12 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   const key = `x402:${id}`;
   const principal = `x402:${terms.auth.from.toLowerCase()}`;
   if (await signedBy(terms)) return { key, principal, kind: "x402" };
-  // Not an EOA signature of its `from`: a contract wallet (ERC-1271, or ERC-6492 before it is
-  // deployed) signs in a way only the chain can check. Its call is keyed by the `from` it names,
-  // and a stored answer is handed out only once the chain confirms the signature (RPC_URL). The
-  // first call itself is judged by the facilitator like any other. Without an RPC of the payment's
-  // chain there is no way to prove it: no idempotency, the retry is paid normally.
+  // Not an EOA signature of its `from`: a contract wallet (ERC-1271; ERC-6492 wraps it until the
+  // wallet is deployed) signs in a way only the chain can check. Its call is keyed by the `from`
+  // it names, and nothing about a stored call is answered until the chain confirms the signature
+  // (RPC_URL, idempotency.ts). The first call itself is judged by the facilitator like any other.
+  // Without an RPC of the payment's chain it cannot be proven: no idempotency, the retry is paid
+  // normally.
   const rpcUrl = c.env.RPC_URL;
   if (!rpcUrl || payment.accepted?.network !== c.env.X402_NETWORK) return undefined;
   return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
@@ -114,25 +115,72 @@ function signedTerms(payment: PaymentPayload) {
   };
 }
 
+const ERC1271_MAGIC = "0x1626ba7e";
+const ERC1271_ABI = [
+  {
+    name: "isValidSignature",
+    type: "function",
+    stateMutability: "view",
+    inputs: [
+      { name: "hash", type: "bytes32" },
+      { name: "signature", type: "bytes" },
+    ],
+    outputs: [{ name: "", type: "bytes4" }],
+  },
+] as const;
+
+/** The chain id an RPC serves, asked once per isolate and URL. */
+const chainIds = new Map<string, Promise<number>>();
+
 /**
- * Whether the contract wallet a payment names signed it, asked of the chain: viem's
- * verifyTypedData (ERC-1271 `isValidSignature` of a deployed wallet, ERC-6492 for one not yet
- * deployed, through the universal validator in one eth_call).
+ * Whether the contract wallet a payment names signed it, asked of the chain: ERC-1271
+ * `isValidSignature` of the wallet deployed at `from` over the authorization's EIP-712 digest (an
+ * ERC-6492 wrapper is taken off: a stored answer means the first settlement deployed the wallet).
+ * False only for what the chain says: no contract there, a revert, or another value. Anything the
+ * RPC fails to answer (down, rate limited, timed out, another chain) throws, so the caller is told
+ * to retry rather than that the payment is not theirs. viem's own verifyTypedData cannot tell the
+ * two apart: it answers false for any failure of its eth_call.
  */
 async function signedOnChain(rpcUrl: string, t: SignedTerms): Promise<boolean> {
-  const [{ createPublicClient, http }, { transferWithAuthorization }] = await Promise.all([
-    import("./rpc-client"),
-    import("./paid-call-libs"),
-  ]);
-  const client = createPublicClient({ transport: http(rpcUrl, { timeout: 5_000, retryCount: 1 }) });
-  // viem answers false, not an error, when the eth_call itself fails: ask the RPC something plain
-  // first, so an RPC that cannot be reached (or serves another chain) is an error, not a refusal.
-  if ((await client.getChainId()) !== t.domain.chainId) throw new Error("RPC_URL serves another chain");
-  return client.verifyTypedData({
-    address: t.auth.from as `0x${string}`,
-    ...transferWithAuthorization(t.auth, t.domain),
-    signature: t.signature,
-  });
+  const v = await import("./rpc-client");
+  const { transferWithAuthorization } = await import("./paid-call-libs");
+  let digest: `0x${string}`;
+  try {
+    digest = v.hashTypedData(transferWithAuthorization(t.auth, t.domain));
+  } catch {
+    return false; // not an authorization anyone could have signed
+  }
+  const client = v.createPublicClient({ transport: v.http(rpcUrl, { timeout: 5_000, retryCount: 1 }) });
+  let chainId = chainIds.get(rpcUrl);
+  if (!chainId) {
+    chainId = client.getChainId();
+    chainId.catch(() => chainIds.delete(rpcUrl));
+    chainIds.set(rpcUrl, chainId);
+  }
+  if ((await chainId) !== t.domain.chainId) throw new Error("RPC_URL serves another chain");
+  const wallet = t.auth.from as `0x${string}`;
+  const code = await client.getCode({ address: wallet });
+  if (!code || code === "0x") return false;
+  try {
+    const magic = await client.readContract({
+      address: wallet,
+      abi: ERC1271_ABI,
+      functionName: "isValidSignature",
+      args: [digest, v.parseErc6492Signature(t.signature).signature],
+    });
+    return magic.toLowerCase() === ERC1271_MAGIC;
+  } catch (e) {
+    const refused =
+      e instanceof v.BaseError &&
+      e.walk(
+        (x) =>
+          x instanceof v.ContractFunctionRevertedError ||
+          x instanceof v.ContractFunctionZeroDataError ||
+          x instanceof v.ExecutionRevertedError,
+      );
+    if (refused) return false;
+    throw e;
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
@@ -52,6 +52,12 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
           { reason: "idempotent_request_in_flight" },
           { "Retry-After": "1" },
         );
+      // A contract wallet's signature is proven on chain before anything about the stored call
+      // (its answer, its request, whether it still runs) is told to this request.
+      if (id.proveOnChain) {
+        const refusal = await unproven(c, id.proveOnChain);
+        if (refusal) return refusal;
+      }
       const mismatch = differs(row, fp);
       if (mismatch) {
         return detail(
@@ -69,25 +75,6 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
           { reason: "idempotent_request_in_flight", request_id: row.request_id },
           { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
         );
-      }
-      if (id.proveOnChain) {
-        // A contract wallet's signature is proven on chain before its stored answer is handed out.
-        const proven = await id.proveOnChain().catch(() => undefined);
-        if (proven === undefined)
-          return detail(
-            c,
-            503,
-            "This payment's signature (a contract wallet's) could not be checked on chain just now. Retry shortly; nothing was charged.",
-            { reason: "payer_check_unavailable", request_id: row.request_id },
-            { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
-          );
-        if (!proven)
-          return detail(
-            c,
-            409,
-            "This payment identifier was already used for another payer: this payment's signature is not its payer's. Use a new one.",
-            { reason: "idempotency_key_mismatch", request_id: row.request_id },
-          );
       }
       return replay(c, row);
     }
@@ -109,6 +96,32 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
     c.res = new Response(bytes, c.res);
     await store(c, id.key, requestId, c.res, bytes);
   };
+}
+
+/** The answer for a contract-wallet payment the chain does not confirm, or cannot be asked about. */
+async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Promise<Response | undefined> {
+  let proven: boolean;
+  try {
+    proven = await prove();
+  } catch (e) {
+    console.error(
+      JSON.stringify({ level: "error", request_id: c.get("requestId"), error: `payer check on chain: ${e}` }),
+    );
+    return detail(
+      c,
+      503,
+      "This payment's signature (a contract wallet's) could not be checked on chain just now. Retry shortly with the same payment identifier; nothing was charged.",
+      { reason: "payer_check_unavailable" },
+      { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
+    );
+  }
+  if (proven) return undefined;
+  return detail(
+    c,
+    409,
+    "This payment identifier is already in use, and this payment's signature is not one its payer made (checked on chain). Nothing was charged.",
+    { reason: "payment_signature_unproven" },
+  );
 }
 
 function differs(row: Fingerprint, fp: Fingerprint): string | undefined {

@@ -91,7 +91,7 @@ describe("a contract wallet (ERC-1271) buys, and its retry never pays twice", ()
     // Someone who knows the id and names the wallet as payer, but is not its owner: no answer.
     const forged = await mint(walletFetch(paymentId, privateKeyToAccount(generatePrivateKey())));
     expect(forged.status).toBe(409);
-    expect(await forged.json()).toMatchObject({ reason: "idempotency_key_mismatch" });
+    expect(await forged.json()).toMatchObject({ reason: "payment_signature_unproven" });
     expect(await usdcBalance(stack.rpc_url, wallet)).toBe(before - PRICE);
   });
 });

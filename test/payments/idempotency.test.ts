@@ -3,7 +3,7 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { callsLeft, keyWith as newKey } from "../fixtures/credits";
@@ -105,30 +105,85 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
     expect(await res.text()).not.toBe(await paid.clone().text());
   });
 
-  it("a contract wallet's signature (not recoverable to its `from`) gets its stored answer only once the chain confirms it: an RPC that cannot be asked is a 503, nothing settled", async () => {
+  describe("a contract wallet's signature (not recoverable to its `from`): its stored answer only once the chain confirms it", () => {
     // The real-chain case (Circle's ERC-1271 mock wallet paying and retrying): test/e2e/contract-wallet.test.ts.
-    const withRpc = { ...paidEnv, RPC_URL: "http://127.0.0.1:9/" };
-    const send = (header: string) =>
-      app.fetch(
-        new Request("https://skills.test/api/skills/uuid-mint", {
-          method: "POST",
-          headers: { "payment-signature": header },
-          body: JSON.stringify({ count: 2 }),
-        }),
-        withRpc,
-      );
-    const wallet = newPayer();
-    accounts.delete(wallet); // its signatures are not an EOA's: nothing recovers to it here
-    const id = generatePaymentId();
-    const first = await signed("/api/skills/uuid-mint", wallet, id);
-    expect((await send(first.header)).status).toBe(200); // the facilitator judged and settled it
-    const retry = await signed("/api/skills/uuid-mint", wallet, id);
-    const res = await send(retry.header);
-    expect(res.status).toBe(503);
-    expect(res.headers.get("retry-after")).toBe("2");
-    expect(await res.json()).toMatchObject({ reason: "payer_check_unavailable" });
-    expect(await settles(first.nonce, retry.nonce)).toBe(1);
-    expect(await nonceRow(retry.key)).toBeNull();
+    // Here a JSON-RPC double answers each method as the test says, to reach every outcome.
+    const RPC = "https://rpc.test/";
+    afterEach(() => {
+      vi.restoreAllMocks();
+    });
+    function rpcAnswers(eth_call: () => Response | object) {
+      const realFetch = globalThis.fetch;
+      vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+        const req = new Request(input, init);
+        if (req.url !== RPC) return realFetch(input, init);
+        const { id, method } = await req.json<{ id: number; method: string }>();
+        const ok = (result: unknown) => Response.json({ jsonrpc: "2.0", id, result });
+        if (method === "eth_chainId") return ok(`0x${Number(env.X402_NETWORK.split(":")[1]).toString(16)}`);
+        if (method === "eth_getCode") return ok("0x6080604052");
+        if (method !== "eth_call")
+          return Response.json({ jsonrpc: "2.0", id, error: { code: -32601, message: "no" } });
+        const answer = eth_call();
+        return answer instanceof Response ? answer : Response.json({ jsonrpc: "2.0", id, ...answer });
+      });
+    }
+    /** A paid call from a "contract wallet" with `id`, then a retry with a fresh signature. */
+    async function payThenRetry() {
+      const withRpc = { ...paidEnv, RPC_URL: RPC };
+      const send = (header: string) =>
+        app.fetch(
+          new Request("https://skills.test/api/skills/uuid-mint", {
+            method: "POST",
+            headers: { "payment-signature": header },
+            body: JSON.stringify({ count: 2 }),
+          }),
+          withRpc,
+        );
+      const wallet = newPayer();
+      accounts.delete(wallet); // its signatures are not an EOA's: nothing recovers to it here
+      const id = generatePaymentId();
+      const first = await signed("/api/skills/uuid-mint", wallet, id);
+      const paid = await send(first.header);
+      expect(paid.status).toBe(200); // the facilitator judged and settled it
+      const retry = await signed("/api/skills/uuid-mint", wallet, id);
+      const res = await send(retry.header);
+      return { res, paid, nonces: [first.nonce, retry.nonce] as const, retryKey: retry.key };
+    }
+
+    it("the wallet answers ERC-1271's magic value: the retry gets the stored answer, nothing more settled", async () => {
+      rpcAnswers(() => ({ result: `0x1626ba7e${"0".repeat(56)}` }));
+      const { res, paid, nonces } = await payThenRetry();
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-idempotent-replay")).toBe("true");
+      expect(await res.text()).toBe(await paid.text());
+      expect(await settles(...nonces)).toBe(1);
+    });
+
+    it("the wallet reverts: 409 payment_signature_unproven, nothing settled", async () => {
+      rpcAnswers(() => ({ error: { code: 3, message: "execution reverted", data: "0x" } }));
+      const { res, nonces, retryKey } = await payThenRetry();
+      expect(res.status).toBe(409);
+      expect(await res.json()).toMatchObject({ reason: "payment_signature_unproven" });
+      expect(await settles(...nonces)).toBe(1);
+      expect(await nonceRow(retryKey)).toBeNull();
+    });
+
+    it.each([
+      ["answers HTTP 500 to the eth_call", () => new Response("upstream error", { status: 500 })],
+      ["rate limits the eth_call", () => ({ error: { code: -32005, message: "limit exceeded" } })],
+    ])(
+      "the RPC %s: 503 payer_check_unavailable with Retry-After (never told to pay again), nothing settled",
+      async (_n, answer) => {
+        const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+        rpcAnswers(answer);
+        const { res, nonces } = await payThenRetry();
+        expect(res.status).toBe(503);
+        expect(res.headers.get("retry-after")).toBe("2");
+        expect(await res.json()).toMatchObject({ reason: "payer_check_unavailable" });
+        expect(await settles(...nonces)).toBe(1);
+        expect(logged.mock.calls.flat().join(" ")).toContain("payer check on chain");
+      },
+    );
   });
 
   it("an answer lost after settlement: the retry with a fresh signature gets the same bytes, nothing more is settled", async () => {

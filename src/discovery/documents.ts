@@ -41,7 +41,7 @@ export function sitemapXml(cfg: PublicConfig): string {
     .join("\n");
   return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls}\n</urlset>\n`;
 }
-export function x402Manifest(cfg: PublicConfig, paid: Sellable[]) {
+export function x402Manifest(cfg: PublicConfig, paid: readonly Sellable[]) {
   return {
     version: 1,
     resources: paid.map((s) => `${cfg.baseUrl}${s.path}`),

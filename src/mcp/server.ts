@@ -18,7 +18,7 @@ import type { McpTool } from "./tools";
 export const SERVER_NAME = "agent-skills-marketplace";
 
 export interface McpServerContext extends CallContext {
-  tools: McpTool[];
+  tools: readonly McpTool[];
   baseUrl: string;
 }
 
@@ -47,6 +47,9 @@ function parseParams<T extends z.ZodType>(schema: T, request: unknown): z.infer<
 }
 const anyParams = <M extends string>(method: M) =>
   z.object({ method: z.literal(method), params: z.unknown() });
+// Built once: a server is made per request, and building zod schemas showed in its profile.
+const TOOLS_CALL = anyParams("tools/call");
+const RESOURCES_READ = anyParams("resources/read");
 
 export function createMcpServer(ctx: McpServerContext): Server {
   const server = new Server(
@@ -61,7 +64,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: ctx.tools.map((t) => t.tool) }));
 
-  server.setRequestHandler(anyParams("tools/call"), (raw) => {
+  server.setRequestHandler(TOOLS_CALL, (raw) => {
     const request = parseParams(CallToolRequestSchema, raw);
     const tool = byName.get(request.params.name);
     if (!tool) {
@@ -72,7 +75,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
 
   server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resourceList(skills) }));
 
-  server.setRequestHandler(anyParams("resources/read"), async (raw) => {
+  server.setRequestHandler(RESOURCES_READ, async (raw) => {
     const request = parseParams(ReadResourceRequestSchema, raw);
     const uri = request.params.uri;
     if (uri === CATALOG_URI) {

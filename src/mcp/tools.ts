@@ -127,6 +127,14 @@ function fromSellable(item: Sellable): McpTool {
  * refinery skill and the paid partner services at their listing price). Free and external
  * partner services are not sold per call, so they are not tools.
  */
-export function mcpTools(cfg: PublicConfig, pc: PricingConfig | undefined): McpTool[] {
-  return sellables(cfg, pc).map(fromSellable);
+export function mcpTools(cfg: PublicConfig, pc: PricingConfig | undefined): readonly McpTool[] {
+  const list = sellables(cfg, pc);
+  let tools = toolsOf.get(list);
+  if (!tools) {
+    tools = Object.freeze(list.map(fromSellable));
+    toolsOf.set(list, tools);
+  }
+  return tools;
 }
+/** Tools per sellables list (itself built once per isolate and multiplier). */
+const toolsOf = new WeakMap<readonly Sellable[], readonly McpTool[]>();

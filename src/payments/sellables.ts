@@ -32,7 +32,21 @@ export interface Sellable {
  * Everything this marketplace sells through x402, in one list the gate and the manifests share.
  * Without a valid partner multiplier only the skills are sold (partner routes answer 503).
  */
-export function sellables(_cfg: PublicConfig, pc: PricingConfig | undefined): Sellable[] {
+export function sellables(_cfg: PublicConfig, pc: PricingConfig | undefined): readonly Sellable[] {
+  // The list depends only on the partner multiplier, and building it converts the refinery body to
+  // JSON Schema: once per isolate and multiplier (an MCP request, which lists every tool, spent
+  // ~0.6 ms of its ~1.4 ms rebuilding it).
+  const key = pc ? pc.multiplierMilli.toString() : "skills only";
+  let list = built.get(key);
+  if (!list) {
+    list = Object.freeze(buildSellables(pc));
+    built.set(key, list);
+  }
+  return list;
+}
+const built = new Map<string, readonly Sellable[]>();
+
+function buildSellables(pc: PricingConfig | undefined): Sellable[] {
   const fromSkills: Sellable[] = skills.map((s) => ({
     resource: s.id,
     methods: ["POST"],

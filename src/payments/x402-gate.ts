@@ -16,7 +16,11 @@ import { explain } from "./x402-offer-body";
 import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
 
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
-function routesFor(cfg: PublicConfig, items: Sellable[], paid: Record<string, unknown>): RoutesConfig {
+function routesFor(
+  cfg: PublicConfig,
+  items: readonly Sellable[],
+  paid: Record<string, unknown>,
+): RoutesConfig {
   const routes: Record<string, RouteConfig> = {};
   for (const item of items) {
     const amount = (micros: bigint) => ({

@@ -131,6 +131,28 @@ export function AdminDashboardPage(props: {
         rows={figures.unconfirmed.map((u) => [String(u.request_id), String(u.resource), String(u.nonce)])}
       />
 
+      <h2>Refunds owed</h2>
+      <p class="muted">
+        Reconciliation sends each refund again until it lands (at most once); a held one waits for you
+        (docs/OPERATIONS.md, "Refunds").
+      </p>
+      <RowHeadedTable
+        id="refunds-owed"
+        columns={["Request", "Payer", "Amount", "Why it is still owed"]}
+        rows={(payouts.refunds as Row[])
+          .filter((r) => r.status === "owed" && Number(r.amount_micro) > 0)
+          .map((r) => [
+            String(r.request_id),
+            String(r.payer),
+            usd(Number(r.amount_micro)),
+            r.hold
+              ? `Held: ${r.hold}`
+              : r.error
+                ? `Last send: ${r.error}`
+                : "Not sent yet: the next reconciliation run sends it",
+          ])}
+      />
+
       <h2>Card sessions and credits</h2>
       <p id="credits">
         {Number(figures.credits.keys)} keys, {Number(figures.credits.calls_left)} of{" "}

@@ -297,10 +297,23 @@ describe("/admin dashboard", () => {
         amountMicro: 0,
       }),
     );
+    // A refund held for the maintainer is listed with its reason (payments/refunds.ts).
+    const heldId = crypto.randomUUID();
+    await env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at, hold)
+       VALUES (?1, '0x00000000000000000000000000000000000000aa', 3000, 0, 'test', 'owed', 0, 0, 'check by hand')`,
+    )
+      .bind(heldId)
+      .run();
     const page = await fetchApp("/admin", { headers: { cookie } }, adminEnv);
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain("Maintainer dashboard");
+    expect(html).toMatch(
+      new RegExp(
+        `<th scope="row">${heldId}</th><td>0x0+aa</td><td>\\$0\\.003000</td><td>Held: check by hand</td>`,
+      ),
+    );
     expect(html).toContain("<svg");
     expect(html).toMatch(
       /<th scope="row">dash_probe<\/th><td>2<\/td><td>50\.0%<\/td><td>7 ms<\/td><td>42 ms<\/td>/,

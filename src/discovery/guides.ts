@@ -159,10 +159,12 @@ Every error body is JSON. Nothing is charged for any of them, with two refunded 
 - \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.
 - \`404\`: \`{"detail":"Not Found"}\`. \`405\`: \`{"detail":"Method Not Allowed"}\` with an \`Allow\` header naming the methods the path takes (skills take \`POST\`).
+- \`409\`: an idempotent retry (the payment-identifier extension, or \`Idempotency-Key\` with a card key) that cannot get the stored answer: \`idempotent_request_in_flight\` (the first call still runs; retry after \`Retry-After\`), \`idempotency_key_mismatch\` (the id was used for another request or payer: use a new one), \`payment_signature_unproven\` (a contract wallet's signature the chain does not confirm).
 - \`413\`: \`{"detail":"Request body larger than ${MAX_BODY_BYTES} bytes"}\`: bodies are limited to ${MAX_BODY_BYTES / 1024 / 1024} MiB.
+- \`429\`: \`{"reason":"rate_limited","scope":...,"retry_after":60}\` with \`Retry-After\`: too many requests (limits in /contracts/humanless.json); checked before any payment work.
 - \`502\`/\`504\`: \`{"detail":"...","charged":false}\`: a network skill's upstream (Wikipedia, Wikidata, the page you named) or a partner failed or timed out; you were not charged, retry later (partner calls also name \`partner_id\`, \`service_id\` and \`upstream_status\`). A partner that must be paid before it answers settles your payment first: if it then fails, the answer says \`"charged":true\` with a \`refund\` object (\`status\`, \`amount_usd\`, \`transaction\`): the price less what the partner can still collect from us, sent back to the payer.
 - \`502\` with \`"reason":"settlement_unconfirmed"\`: the facilitator did not confirm your payment's settlement. The result is withheld, and that authorization stays reserved (it cannot pay for another call): sign a new one to retry. Should the first transfer land after all, reconciliation refunds it to the payer (less what a partner that served the call is owed) under the \`request_id\` of that answer.
-- \`503\`: payments temporarily unavailable; retry later. \`500\` carries a \`request_id\` for support (${cfg.contactEmail}).
+- \`503\`: payments temporarily unavailable; retry later. \`payer_check_unavailable\` (with \`Retry-After\`): a contract wallet's retry could not be checked on chain just now; retry with the same payment id. \`500\` carries a \`request_id\` for support (${cfg.contactEmail}).
 
 ## Skills
 

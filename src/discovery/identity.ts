@@ -41,4 +41,4 @@ export function publicPages(cfg: PublicConfig): string[] {
 }
 
 export const PAYMENT_SUMMARY = (cfg: PublicConfig) =>
-  `Every skill is priced per call. Pay with x402 v2 (scheme exact, network ${cfg.network}, USDC ${cfg.usdcAddress}, paid to ${cfg.payTo}): call once, read the 402 PAYMENT-REQUIRED challenge, sign it and retry with PAYMENT-SIGNATURE; @x402/fetch does this for you. Or buy a pack of calls by card (POST /api/cardpay/checkout) and send Authorization: Bearer mk_... . You are charged only when the call succeeds (2xx).`;
+  `Every skill is priced per call. Pay with x402 v2 (scheme exact, network ${cfg.network}, USDC ${cfg.usdcAddress}, paid to ${cfg.payTo}): call once, read the 402 PAYMENT-REQUIRED challenge, sign it and retry with PAYMENT-SIGNATURE; @x402/fetch does this for you. Or buy a pack of calls by card (POST /api/cardpay/checkout) and send Authorization: Bearer mk_... . You are charged only when the call succeeds (2xx); a payment settled for a call that then failed is refunded (see the refunds in /contracts/humanless.json).`;

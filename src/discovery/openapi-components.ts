@@ -62,6 +62,19 @@ export const components = {
       required: ["detail", "charged"],
       properties: { detail: { type: "string" }, charged: { type: "boolean", const: false } },
     },
+    SettlementUnconfirmed: {
+      type: "object",
+      description:
+        "The facilitator did not confirm the settlement: the result is withheld and the authorization stays reserved; if the transfer lands anyway it is refunded to the payer (less a served partner's share).",
+      required: ["detail", "reason", "request_id"],
+      properties: {
+        detail: { type: "string" },
+        reason: { type: "string", const: "settlement_unconfirmed" },
+        facilitator_reason: { type: "string" },
+        transaction: { type: ["string", "null"] },
+        request_id: { type: "string" },
+      },
+    },
     PaymentRequired: {
       type: "object",
       required: ["x402Version", "accepts", "error"],

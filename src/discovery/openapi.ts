@@ -91,13 +91,14 @@ function skillOperations(cfg: PublicConfig) {
             ? {
                 "502": json(
                   "An upstream source failed (not charged), or the facilitator did not confirm the settlement (reason settlement_unconfirmed: result withheld, refunded if the transfer lands)",
-                  ref("UpstreamError"),
+                  { oneOf: [ref("UpstreamError"), ref("SettlementUnconfirmed")] },
                 ),
                 "504": json("An upstream source timed out; not charged", ref("UpstreamError")),
               }
             : {
-                "502": ERROR(
+                "502": json(
                   "The facilitator did not confirm the settlement (reason settlement_unconfirmed): result withheld, refunded if the transfer lands",
+                  ref("SettlementUnconfirmed"),
                 ),
               }),
           "503": ERROR(

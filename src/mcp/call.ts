@@ -23,6 +23,11 @@ export interface CallContext {
   origin: string;
   /** The MCP request's `Authorization`, forwarded only when it is a card-credit key. */
   authorization: string | undefined;
+  /**
+   * The MCP client's IP (`CF-Connecting-IP`, set by Cloudflare), carried to the internal request
+   * so its calls count against that client's rate limits, not one bucket shared by every client.
+   */
+  clientIp: string | undefined;
   dispatch: Dispatch;
 }
 
@@ -70,6 +75,7 @@ function buildRequest(
     headers.set("content-length", String(body.byteLength));
   }
   if (payment) headers.set("payment-signature", payment);
+  if (ctx.clientIp) headers.set("cf-connecting-ip", ctx.clientIp);
   if (ctx.authorization && CARD_KEY.test(ctx.authorization)) headers.set("authorization", ctx.authorization);
   return new Request(url, { method: t.method, headers, body });
 }

@@ -55,6 +55,7 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     baseUrl: cfg.baseUrl,
     origin: new URL(c.req.url).origin,
     authorization: c.req.header("authorization"),
+    clientIp: c.req.header("cf-connecting-ip"),
     dispatch: async (req) => appFetch(req, env, ctx),
   });
   const transport = new StreamableHTTPTransport({ enableJsonResponse: true });

@@ -149,7 +149,9 @@ export function AdminDashboardPage(props: {
               ? `Held: ${r.hold}`
               : r.error
                 ? `Last send: ${r.error}`
-                : "Not sent yet: the next reconciliation run sends it",
+                : r.valid_before
+                  ? `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`
+                  : "Not sent yet: the next reconciliation run sends it",
           ])}
       />
 

@@ -43,9 +43,11 @@ export async function owedSummary(db: D1Database) {
     ),
     // Refunds (payments/refunds.ts): callers settled before we paid a partner that then failed,
     // and calls whose result was withheld while their payment landed. `hold`: waits for a person.
+    // Owed ones first, so none of them falls out of the list.
     db.prepare(
-      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, created_at
-       FROM refunds ORDER BY id DESC LIMIT 1000`,
+      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
+              created_at
+       FROM refunds ORDER BY status = 'owed' DESC, id DESC LIMIT 1000`,
     ),
   ]);
   type Row = Record<string, number | string>;

@@ -19,7 +19,7 @@ const RUNNING_GRACE_MS = MAX_TIMEOUT_SECONDS * 1000;
 export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQuery>) {
   const where = "WHERE (?1 IS NULL OR resource = ?1) AND (?2 IS NULL OR request_id = ?2)";
   const args = [q.resource ?? null, q.request_id ?? null];
-  const [rows, totals] = await db.batch([
+  const [rows, totals, refunded] = await db.batch([
     db
       .prepare(
         `SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at, reconciled_at
@@ -29,6 +29,14 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
     db
       .prepare(
         `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments ${where}`,
+      )
+      .bind(...args),
+    // Refunds of those payments (payments/refunds.ts), so the totals can be read net.
+    db
+      .prepare(
+        `SELECT count(*) AS count, coalesce(sum(amount_micro), 0) AS amount_atomic,
+                coalesce(sum(CASE WHEN status = 'refunded' THEN amount_micro ELSE 0 END), 0) AS refunded_atomic
+         FROM refunds WHERE request_id IN (SELECT request_id FROM payments ${where})`,
       )
       .bind(...args),
   ]);
@@ -44,6 +52,8 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
   return {
     payments: rows?.results ?? [],
     totals: totals?.results[0] ?? { count: 0, amount_atomic: 0 },
+    // amount_atomic: refunds recorded (owed or sent); refunded_atomic: those that landed.
+    refunds: refunded?.results[0] ?? { count: 0, amount_atomic: 0, refunded_atomic: 0 },
     unconfirmed: unconfirmed.results,
     // What the reconciler decided from the chain (payments/reconcile.ts), newest first.
     reconciliations: await reconciliationReport(db, q.limit),

@@ -130,6 +130,42 @@ describe("rate limits (Workers Rate Limiting binding, checked before any payment
     expect(net.verifies()).toBe(0);
   }, 120_000);
 
+  it("an MCP client's tools/call counts against its own IP, not one bucket shared by every MCP client", async () => {
+    await freshWindow();
+    network();
+    const mcpCall = (ip: string) =>
+      app.fetch(
+        new Request("https://skills.test/mcp", {
+          method: "POST",
+          headers: {
+            "cf-connecting-ip": ip,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: { name: "sha256", arguments: { text: "x" } },
+          }),
+        }),
+        limitedEnv,
+      );
+    const result = async (res: Response) =>
+      (await res.json<{ result: { isError: boolean; structuredContent: Record<string, unknown> } }>()).result;
+    const ip = randomIp();
+    for (let i = 0; i < RL_IP; i++) await send("/api/skills/sha256", { ip });
+    // The flooding client is limited over MCP too; another client is offered the payment.
+    expect((await result(await mcpCall(ip))).structuredContent).toMatchObject({
+      reason: "rate_limited",
+      scope: "ip",
+    });
+    expect((await result(await mcpCall(randomIp()))).structuredContent).toMatchObject({
+      x402Version: 2,
+      accepts: expect.any(Array),
+    });
+  }, 120_000);
+
   it("a discovery crawler probing every priced route twice from one IP is never limited", async () => {
     await freshWindow();
     network();

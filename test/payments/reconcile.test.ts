@@ -455,6 +455,17 @@ describe("a withheld call whose payment landed is refunded", () => {
     // Another run, or the admin trigger racing the cron, sends nothing more.
     await reconcile(tryEnv, chain.reader);
     expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
+    // The admin's ledger view shows the payment and, beside its totals, the refund of it.
+    const view = await createApp().fetch(
+      new Request(`https://skills.test/api/admin/payments?request_id=${c.requestId}`, {
+        headers: { authorization: `Bearer ${tryEnv.ADMIN_TOKEN}` },
+      }),
+      tryEnv,
+    );
+    expect(await view.json()).toMatchObject({
+      totals: { count: 1, amount_atomic: 3000 },
+      refunds: { count: 1, amount_atomic: 3000, refunded_atomic: 3000 },
+    });
   });
 
   it("a stale view of a claim another run already settled records no second refund", async () => {

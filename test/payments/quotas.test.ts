@@ -6,14 +6,12 @@ import { createApp } from "../../src/app";
 import { publicConfig } from "../../src/config";
 import { pricingConfig } from "../../src/partners/config";
 import { hashKey, newApiKey } from "../../src/payments/credits";
-import { isHeavy } from "../../src/payments/quotas";
+import { isHeavy, LIMITS } from "../../src/payments/quotas";
 import { sellables } from "../../src/payments/sellables";
 
-// The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here).
-const RL_IP = 600;
-const RL_PAYER = 120;
-const RL_PAYER_HEAVY = 30;
-const RL_FREE = 20;
+// The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here), as the
+// published terms state them (test/scripts/deploy-check.test.ts holds LIMITS to wrangler.toml).
+const { RL_IP, RL_PAYER, RL_PAYER_HEAVY, RL_FREE } = LIMITS;
 
 const FACILITATOR = "https://facilitator.test";
 const PARTNER_HOSTS = { pricefeed: "https://pricefeed.test", notifyhook: "https://notifyhook.test" };

@@ -1,8 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { hashKey, newApiKey } from "../../src/payments/credits";
+import { newApiKey } from "../../src/payments/credits";
 import { skills } from "../../src/skills/registry";
+import { keyWith as newKey } from "../fixtures/credits";
 import { call, postJson } from "../helpers";
 
 const B = "https://skills.test";
@@ -48,15 +49,7 @@ describe("docs pages tell what costs nothing", () => {
 
 describe("card-credit key forms", () => {
   const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
-  async function keyWith(calls: number) {
-    const key = newApiKey();
-    await env.DB.prepare(
-      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, ?3, ?4, ?4, 0)",
-    )
-      .bind(crypto.randomUUID(), await hashKey(key), "sha256", calls)
-      .run();
-    return key;
-  }
+  const keyWith = (calls: number) => newKey(env.DB, calls, "sha256");
   const sha = (headers: Record<string, string>) =>
     createApp().fetch(
       new Request(`${B}/api/skills/sha256`, { method: "POST", headers, body: '{"text":"abc"}' }),

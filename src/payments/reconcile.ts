@@ -35,11 +35,9 @@ export interface ReconcileSummary {
   waiting: number;
   upstream_landed: number;
   upstream_not_landed: number;
-  /**
-   * Refunds sent this run that settled (withheld calls whose payment landed, and owed refunds
-   * sent again), found landed on chain, or still owed after this run (GET /api/admin/payouts).
-   */
+  /** Refunds sent this run that settled (a withheld call's, or an owed one sent again), or found landed. */
   refunded: number;
+  /** Sends that did not settle this run, and refunds newly held for a person (GET /api/admin/payouts). */
   refunds_owed: number;
   errors: string[];
   skipped?: string;
@@ -58,13 +56,13 @@ async function look(
   return { used, found, headTime: head.timestamp, searched };
 }
 
+/** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
+const BATCH_REFUNDS = 20;
+
 /**
  * One reconciliation run: the Cron Trigger's `scheduled` handler and POST /api/admin/reconcile
  * both call this. Without RPC_URL it does nothing and says so.
  */
-/** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
-const BATCH_REFUNDS = 20;
-
 export async function reconcile(env: Bindings, reader?: ChainReader): Promise<ReconcileSummary> {
   const summary: ReconcileSummary = {
     checked: 0,

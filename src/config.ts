@@ -14,6 +14,17 @@ const list = (value: string | undefined) =>
     .map((v) => v.trim())
     .filter(Boolean);
 
+/** RATE_LIMIT_HEAVY as a list, parsed once per bindings object (the quotas read it per paid call). */
+export function heavyResources(env: Bindings): readonly string[] {
+  let heavy = heavyByEnv.get(env);
+  if (!heavy) {
+    heavy = Object.freeze(list(env.RATE_LIMIT_HEAVY));
+    heavyByEnv.set(env, heavy);
+  }
+  return heavy;
+}
+const heavyByEnv = new WeakMap<Bindings, readonly string[]>();
+
 /**
  * Public configuration read from vars, with the spec's defaults. Several steps of one request read
  * it (gate, stats, pages), and parsing the request URL for its origin each time showed in the CPU
@@ -57,7 +68,7 @@ function build(env: Bindings, origin: string) {
     cardpayEnabled: flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY),
     freeBeta: flag(env.FREE_BETA, false),
     rateLimits: rateLimitsOn(env),
-    heavyResources: Object.freeze(list(env.RATE_LIMIT_HEAVY)) as string[],
+    heavyResources: heavyResources(env),
     contactEmail: env.CONTACT_EMAIL,
     ownershipProofs: Object.freeze(ownershipProofs) as string[],
     x402listTokens: Object.freeze(x402listTokens) as string[],

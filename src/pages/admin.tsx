@@ -7,6 +7,14 @@ import { ReliabilityTable } from "./reliability-table";
 import { RowHeadedTable } from "./table";
 
 type Row = Record<string, string | number>;
+/** Why a refund is still owed, as its row says (payments/refunds.ts). */
+function stillOwedBecause(r: Row) {
+  if (r.hold) return `Held: ${r.hold}`;
+  if (r.error) return `Last send: ${r.error}`;
+  if (r.valid_before)
+    return `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`;
+  return "Not sent yet: the next reconciliation run sends it";
+}
 const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
 
 export function AdminLoginPage(props: { error?: string }) {
@@ -145,13 +153,7 @@ export function AdminDashboardPage(props: {
             String(r.request_id),
             String(r.payer),
             usd(Number(r.amount_micro)),
-            r.hold
-              ? `Held: ${r.hold}`
-              : r.error
-                ? `Last send: ${r.error}`
-                : r.valid_before
-                  ? `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`
-                  : "Not sent yet: the next reconciliation run sends it",
+            stillOwedBecause(r),
           ])}
       />
 

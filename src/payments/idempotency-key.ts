@@ -4,6 +4,7 @@ import type { AppEnv } from "../env";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
+import { EVM_ADDRESS } from "./x402-terms";
 
 export type Identified =
   | {
@@ -100,7 +101,7 @@ function signedTerms(payment: PaymentPayload) {
   };
   const chainId = Number(/^eip155:(\d+)$/.exec(payment.accepted?.network ?? "")?.[1]);
   const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
-  if (!auth || typeof auth.from !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(auth.from)) return undefined;
+  if (!auth || typeof auth.from !== "string" || !EVM_ADDRESS.test(auth.from)) return undefined;
   if (!signature || !chainId) return undefined;
   const domain = {
     name: extra.name,

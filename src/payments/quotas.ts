@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { publicConfig, rateLimitsOn } from "../config";
+import { heavyResources, publicConfig, rateLimitsOn } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { isSoldPerCall } from "../partners/pricing";
@@ -47,10 +47,9 @@ const clientIp = (c: Context<AppEnv>) => c.req.header("cf-connecting-ip") ?? "un
 
 /** Whether `resource` is limited per payer by RL_PAYER_HEAVY (RATE_LIMIT_HEAVY). */
 export function isHeavy(env: Bindings, resource: string) {
-  return (env.RATE_LIMIT_HEAVY ?? "")
-    .split(",")
-    .map((v) => v.trim())
-    .some((entry) => entry === resource || (entry === "partner:*" && resource.startsWith("partner:")));
+  return heavyResources(env).some(
+    (entry) => entry === resource || (entry === "partner:*" && resource.startsWith("partner:")),
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { x402Server } from "./x402-lazy";
-import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
+import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
 
 /**
  * Refunds of callers who paid and did not get what they paid for, in two cases:
@@ -65,9 +65,9 @@ export const recorded = (r: Refund): RecordedRefund => ({
   reason: r.reason,
 });
 
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 /** Why a refund cannot be sent automatically, if it cannot. */
-const holdOf = (r: Refund) => r.hold ?? (ADDRESS.test(r.payer) ? undefined : "no payer address to refund to");
+const holdOf = (r: Refund) =>
+  r.hold ?? (EVM_ADDRESS.test(r.payer) ? undefined : "no payer address to refund to");
 
 /**
  * The statement that records a refund as owed, once per request, with the nonce every send of it

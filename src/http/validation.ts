@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
+import { isRawJsonNumber, parseKeepingIntegers } from "./exact-integers";
 
 /**
  * Request validation with FastAPI's error shape (spec 2.5): zod does the checking, this module
@@ -154,7 +155,9 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
       return { loc, msg: "Input does not match any allowed type", type: "union_type", input };
     }
     case "invalid_format": {
-      const pattern = (issue as { pattern?: string }).pattern;
+      // zod writes the RegExp literal (/^…$/); pydantic, and so FastAPI's clients, the bare pattern.
+      const literal = (issue as { pattern?: string }).pattern;
+      const pattern = literal?.replace(/^\/([\s\S]*)\/[a-z]*$/, "$1");
       if (issue.format === "regex" && pattern) {
         return {
           loc,
@@ -190,8 +193,30 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
   }
 }
 
+/**
+ * zod's `z.int()` carries an implicit ±2^53 bound: a huge count would be reported twice on one loc
+ * (le 9007199254740991 and the field's le 32). pydantic names only the declared bound, so the
+ * implicit one is dropped where the field has its own; alone it stays (fields with no bound).
+ */
+function isImplicitSafeBound(issue: Issue): boolean {
+  if (issue.code === "too_big") return Number(issue.maximum) === Number.MAX_SAFE_INTEGER;
+  if (issue.code === "too_small") return Number(issue.minimum) === Number.MIN_SAFE_INTEGER;
+  return false;
+}
+
 export function zodItems(error: z.ZodError, root: unknown, prefix: Loc): ErrorItem[] {
-  return error.issues.map((issue) => toItem(issue, root, prefix));
+  const issues = error.issues.filter(
+    (issue, _, all) =>
+      !isImplicitSafeBound(issue) ||
+      !all.some(
+        (other) =>
+          other !== issue &&
+          other.code === issue.code &&
+          !isImplicitSafeBound(other) &&
+          other.path.join("\u0000") === issue.path.join("\u0000"),
+      ),
+  );
+  return issues.map((issue) => toItem(issue, root, prefix));
 }
 
 /** pydantic's JSON parser (jiter) refuses documents nested deeper than this; so do we. */
@@ -203,7 +228,7 @@ function nestingDepth(value: unknown): number {
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop() as [unknown, number];
-    if (v === null || typeof v !== "object") continue;
+    if (v === null || typeof v !== "object" || isRawJsonNumber(v)) continue;
     if (depth + 1 > max) max = depth + 1;
     if (max > MAX_JSON_DEPTH) return max;
     for (const child of Object.values(v))
@@ -212,10 +237,16 @@ function nestingDepth(value: unknown): number {
   return max;
 }
 
-/** JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset). */
-export function parseJsonText(text: string): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
+/**
+ * JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset).
+ * `exactIntegers` keeps integers past 2^53 as written (exact-integers.ts).
+ */
+export function parseJsonText(
+  text: string,
+  exactIntegers = false,
+): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
   try {
-    const value = JSON.parse(text);
+    const value = exactIntegers ? parseKeepingIntegers(text) : JSON.parse(text);
     // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks)
     // recurses: a deep document would overflow the stack there and become a 500.
     if (nestingDepth(value) > MAX_JSON_DEPTH) {
@@ -256,9 +287,12 @@ type V<T extends string, S extends z.ZodType> = MiddlewareHandler<AppEnv, string
  * Validates the JSON body (also stored as `body` for the skill chain). The content type is not
  * policed: agents that forget the header still get an answer; what is not JSON is `json_invalid`.
  * The schema may be given as a function, read on each request, for schemas built on first use
- * (the skills': SkillSpec.input).
+ * (the skills': SkillSpec.input). `exactIntegers`: see parseJsonText.
  */
-export function jsonBody<S extends z.ZodType>(schemaOrGetter: S | (() => S)): V<"json", S> {
+export function jsonBody<S extends z.ZodType>(
+  schemaOrGetter: S | (() => S),
+  { exactIntegers = false }: { exactIntegers?: boolean } = {},
+): V<"json", S> {
   // zod schemas are objects, never functions.
   const schemaOf = typeof schemaOrGetter === "function" ? schemaOrGetter : () => schemaOrGetter;
   return async (c, next) => {
@@ -267,7 +301,7 @@ export function jsonBody<S extends z.ZodType>(schemaOrGetter: S | (() => S)): V<
     if (text.trim() === "") {
       return validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
     }
-    const parsed = parseJsonText(text);
+    const parsed = parseJsonText(text, exactIntegers);
     if (!parsed.ok) return validationResponse(c, [parsed.item]);
     const result = schema.safeParse(parsed.value, { reportInput: true });
     if (!result.success) return validationResponse(c, zodItems(result.error, parsed.value, ["body"]));

@@ -29,7 +29,7 @@ for (const skill of skills) {
     explain402,
     recordPayment(skill.id),
     paymentGate(skill),
-    jsonBody(() => skill.input),
+    jsonBody(() => skill.input, { exactIntegers: skill.exactIntegers }),
     guardAuthorization(skill.id),
     async (c) => {
       try {

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { isRawJsonNumber } from "../http/exact-integers";
 import { anyJson } from "../http/validation";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./lib/output-size";
 import { defineSkill } from "./types";
@@ -15,10 +16,12 @@ const stringifySep = (v: unknown) => (typeof v === "string" ? v : JSON.stringify
 const INT_LIKE = /^\s*[+-]?\d+\s*$/;
 
 // "number or integer-like string (optional surrounding whitespace and sign)"; negative means 0.
+// Any finite number is a depth, its fraction dropped (1.5 → 1), as Python's int() reads it.
 const maxDepth = z
   .unknown()
   .transform((v, ctx) => {
-    if (typeof v === "number" && Number.isInteger(v)) return Math.max(0, v);
+    if (typeof v === "number" && Number.isFinite(v)) return Math.max(0, Math.trunc(v));
+    if (isRawJsonNumber(v)) return v.rawJSON.startsWith("-") ? 0 : Number.MAX_SAFE_INTEGER; // past 2^53
     if (typeof v === "string" && INT_LIKE.test(v)) return Math.max(0, Number.parseInt(v.trim(), 10));
     const [type, message] =
       typeof v === "number"
@@ -29,12 +32,15 @@ const maxDepth = z
     ctx.addIssue({ code: "custom", message, params: { type } });
     return z.NEVER;
   })
-  .meta({ description: 'Levels to descend: an integer or integer-like string (" 3 ", "+2"); default 12.' });
+  .meta({
+    description:
+      'Levels to descend: a number (its fraction dropped) or integer-like string (" 3 ", "+2"); default 12.',
+  });
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 function isContainer(v: unknown): v is Json[] | Record<string, Json> {
-  return v !== null && typeof v === "object";
+  return v !== null && typeof v === "object" && !isRawJsonNumber(v);
 }
 
 /**
@@ -79,7 +85,7 @@ export const jsonFlatten = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (default '.', at most 16 characters), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Deterministic and offline.",
+    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (default '.', at most 16 characters), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Integers past 2^53 are kept digit for digit. Deterministic and offline.",
   input: () =>
     z.object({
       data: anyJson("Any JSON value to flatten."),
@@ -109,6 +115,7 @@ export const jsonFlatten = defineSkill({
       max_depth: z.int().min(0).meta({ description: "The depth limit used." }),
       keys: z.int().min(0).meta({ description: "Number of entries in flat." }),
     }),
+  exactIntegers: true,
   example_request: { data: { user: { name: "Ada", tags: ["x", "y"] }, empty: {} } },
   example_response: {
     skill: "json_flatten",

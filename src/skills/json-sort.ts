@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { isRawJsonNumber } from "../http/exact-integers";
 import { anyJson } from "../http/validation";
 import { compareCodePoints } from "./lib/code-points";
 import { RawJson } from "./lib/raw-json";
@@ -9,7 +10,7 @@ import { defineSkill } from "./types";
  * hold that order: integer-like keys ("10", "9") always enumerate first, in numeric order.
  */
 export function canonicalJson(value: unknown, reverse: boolean): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (value === null || typeof value !== "object" || isRawJsonNumber(value)) return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, reverse)).join(",")}]`;
   const keys = Object.keys(value).sort(compareCodePoints);
   if (reverse) keys.reverse();
@@ -24,7 +25,7 @@ export const jsonSort = defineSkill({
   price_usd: 0.003,
   kind: "utility",
   description:
-    "Sort the keys of every object in a JSON value by code point, recursively and inside arrays (descending when reverse is true), and return the sorted value, its canonical compact JSON text and that text's UTF-8 byte size. Deterministic and offline.",
+    "Sort the keys of every object in a JSON value by code point, recursively and inside arrays (descending when reverse is true), and return the sorted value, its canonical compact JSON text and that text's UTF-8 byte size. Integers past 2^53 are kept digit for digit. Deterministic and offline.",
   input: () =>
     z.object({
       data: anyJson("Any JSON value."),
@@ -36,6 +37,7 @@ export const jsonSort = defineSkill({
       canonical: z.string().meta({ description: "Compact JSON text of sorted." }),
       bytes: z.int().min(0).meta({ description: "UTF-8 byte size of canonical." }),
     }),
+  exactIntegers: true,
   example_request: { data: { b: 1, a: { d: [{ z: 1, y: 2 }], c: null } } },
   example_response: {
     skill: "json_sort",

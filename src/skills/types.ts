@@ -52,6 +52,11 @@ export interface SkillSpec<S extends z.ZodType = z.ZodType> {
   output: () => z.ZodObject;
   /** What `run` returns for `example_request`, with `skill` (and `ok`) included. */
   example_response: SkillOutput;
+  /**
+   * The skill hands the client's own values back (json_sort, json_flatten): integers past 2^53 reach
+   * `run` as `JSON.rawJSON` of the digits the client sent (http/exact-integers.ts), not rounded.
+   */
+  exactIntegers?: boolean;
   /** Pure logic: the fields of the response other than `skill` and `ok`. */
   run(input: z.output<S>, ctx: SkillContext): SkillOutput | Promise<SkillOutput>;
 }

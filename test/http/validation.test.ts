@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { inputJsonSchema, skills } from "../../src/skills/registry";
-import { detailOf, postJson } from "../helpers";
+import { call, detailOf, postJson } from "../helpers";
 
 const long = (n: number) => "x".repeat(n);
 
@@ -54,6 +54,10 @@ const rows: Row[] = [
   ["uuid-mint", {}, ["count"], 33, "less_than_equal", { le: 32 }],
   ["uuid-mint", {}, ["version"], 3, "literal_error", { expected: "1 or 4" }],
   ["json-sort", { data: 1 }, ["reverse"], "yes", "bool_type"],
+  // Past 2^53 only the field's own bound is named (zod's implicit safe-integer bound is not).
+  ["uuid-mint", {}, ["count"], 1e20, "less_than_equal", { le: 32 }],
+  ["keyword-extract", { text: "x" }, ["limit"], 1e20, "less_than_equal", { le: 50 }],
+  ["osint-graph", { seed_entity: "x" }, ["max_depth"], -1e23, "greater_than_equal", { ge: 1 }],
 ];
 
 function withValue(base: Record<string, unknown>, path: string[], value: unknown) {
@@ -139,6 +143,14 @@ describe("missing required fields", () => {
       input: null,
     });
   });
+});
+
+it("a pattern error names the bare pattern, as pydantic writes it", async () => {
+  const res = await call("/docs/Bad%20Slug");
+  expect(res.status).toBe(422);
+  const [item] = await detailOf(res);
+  expect(item?.msg).toBe("String should match pattern '^[a-z0-9-]{1,64}$'");
+  expect(item?.ctx).toEqual({ pattern: "^[a-z0-9-]{1,64}$" });
 });
 
 describe("bodies that are not objects", () => {

@@ -65,9 +65,26 @@ describe("json_flatten", () => {
     SKILL_TEST_TIMEOUT,
   );
 
+  it(
+    "max_depth may be any number, its fraction dropped (spec 2.3: number or integer-like string)",
+    async () => {
+      const data = { a: { b: { c: 1 } } };
+      for (const [max_depth, expected] of [
+        [1.5, { a: { b: { c: 1 } } }],
+        [2.9, { "a.b": { c: 1 } }],
+        [-0.5, { "": data }],
+        [1e20, { "a.b.c": 1 }], // sent as 100000000000000000000: past 2^53, kept exact
+      ] as const) {
+        const res = await postJson("/api/skills/json-flatten", { data, options: { max_depth } });
+        expect(res.status, String(max_depth)).toBe(200);
+        expect((await res.json<{ flat: unknown }>()).flat, String(max_depth)).toEqual(expected);
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
   it.each([
     ["abc", "int_parsing"],
-    [1.5, "int_from_float"],
     [true, "int_type"],
     ["1.0", "int_parsing"],
   ])(
@@ -147,6 +164,46 @@ describe("json_sort", () => {
           expect(JSON.parse(once)).toEqual(JSON.parse(JSON.stringify(value)));
         }),
       );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
+describe("integers past 2^53 (ids, snowflakes)", () => {
+  // JSON.parse alone would answer 12345678901234567000: a sorted or flattened document must hand
+  // the client's own numbers back.
+  const body =
+    '{"data":{"id":12345678901234567890,"neg":-9007199254740993,"list":[18446744073709551615],"f":1.5,"safe":9007199254740991}}';
+  it(
+    "json_sort keeps them digit for digit in sorted, canonical and bytes",
+    async () => {
+      const text = await (await postJson("/api/skills/json-sort", body)).text();
+      const canonical =
+        '{"f":1.5,"id":12345678901234567890,"list":[18446744073709551615],"neg":-9007199254740993,"safe":9007199254740991}';
+      expect(text).toContain(`"sorted":${canonical}`);
+      expect(text).toContain(`"canonical":${JSON.stringify(canonical)}`);
+      expect(text).toContain(`"bytes":${canonical.length}`);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "json_flatten keeps them digit for digit as leaves",
+    async () => {
+      const text = await (await postJson("/api/skills/json-flatten", body)).text();
+      expect(text).toContain(
+        '"flat":{"id":12345678901234567890,"neg":-9007199254740993,"list.0":18446744073709551615,"f":1.5,"safe":9007199254740991}',
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "other skills' numeric fields still validate as numbers",
+    async () => {
+      const res = await postJson("/api/skills/uuid-mint", '{"count":12345678901234567890}');
+      expect(res.status).toBe(422);
+      expect((await detailOf(res)).map((d) => d.type)).toEqual(["less_than_equal"]);
     },
     SKILL_TEST_TIMEOUT,
   );

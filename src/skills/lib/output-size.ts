@@ -1,3 +1,4 @@
+import { isRawJsonNumber } from "../../http/exact-integers";
 import { InputError } from "../../http/validation";
 import { RawJson } from "./raw-json";
 
@@ -53,6 +54,10 @@ export function jsonByteLength(value: unknown, limit = MAX_OUTPUT_BYTES): number
     if (total > limit) return;
     if (v instanceof RawJson) {
       total += new TextEncoder().encode(v.text).length; // already JSON text, written as is
+      return;
+    }
+    if (isRawJsonNumber(v)) {
+      total += v.rawJSON.length; // an integer's digits, written as the client sent them
       return;
     }
     if (v !== null && typeof v === "object" && typeof (v as { toJSON?: unknown }).toJSON === "function") {

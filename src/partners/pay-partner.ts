@@ -23,7 +23,16 @@ async function payingFetch(
   const network = publicConfig(env, "http://localhost").network;
   const client = registerExactEvmScheme(new x402Client(), {
     signer: privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`),
-    policies: [(_v, reqs) => reqs.filter((r) => r.network === network && BigInt(r.amount) <= maxMicros)],
+    // One authorization per call, whatever the partner does next: a partner that answers a paid
+    // hop with a same-host redirect to another 402 would otherwise be paid again on every hop
+    // (fetchOnHost follows up to three), while the caller paid for one call. With nothing left
+    // to choose, the client refuses to pay and the hop fails as an upstream error.
+    policies: [
+      (_v, reqs) =>
+        signed.micros === undefined
+          ? reqs.filter((r) => r.network === network && BigInt(r.amount) <= maxMicros)
+          : [],
+    ],
   }).onAfterPaymentCreation(async ({ selectedRequirements, paymentPayload }) => {
     signed.micros = BigInt(selectedRequirements.amount);
     // Kept for reconciliation: whether this authorization landed is read on chain later.

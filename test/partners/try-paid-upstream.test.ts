@@ -1,4 +1,5 @@
 import { env } from "cloudflare:test";
+import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
@@ -106,6 +107,33 @@ describe("try: an authorization handed to a partner is recorded even without an 
     expect(settled).toHaveLength(2);
     expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([
       expect.objectContaining({ amount_micro: 20000, tx_hash: null, upstream_status: 0 }),
+    ]);
+  });
+});
+
+describe("try: one authorization per call, however the partner redirects", () => {
+  it("a partner that answers each paid hop with a same-host redirect to another 402 is paid once", async () => {
+    // The attack: 402 when unpaid, 302 to /h1, /h2, /h3 once paid (each 402 again), 500 at the end.
+    // Paying every hop handed the partner four authorizations for one call sold at 3x one price.
+    const handed: string[] = [];
+    const partner = x402Partner("20000", () => new Response());
+    stubNetwork((req) => {
+      const hop = Number(/h(\d)$/.exec(new URL(req.url).pathname)?.[1] ?? 0);
+      const signature = req.headers.get("payment-signature");
+      if (!signature) return partner(req);
+      const paid = decodePaymentSignatureHeader(signature);
+      handed.push((paid.payload as { authorization: { nonce: string } }).authorization.nonce);
+      if (hop < 3) return new Response(null, { status: 302, headers: { location: `/api/h${hop + 1}` } });
+      return Response.json({ error: "boom" }, { status: 500 });
+    });
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(handed).toHaveLength(1);
+    expect(res.status).toBe(502);
+    const body = await res.json<{ charged: boolean; refund: { amount_usd: number } }>();
+    // The caller paid 0.06 and gets back what we did not hand over: at most one partner price left us.
+    expect(body).toMatchObject({ charged: true, refund: { status: "refunded", amount_usd: 0.04 } });
+    expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([
+      expect.objectContaining({ amount_micro: 20000 }),
     ]);
   });
 });

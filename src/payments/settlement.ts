@@ -132,18 +132,28 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
 /** Facilitator reasons that mean no transfer happened: the checks before sending, or a revert. */
 const NOTHING_MOVED = /^(?!settlement_pending$)[a-z][a-z0-9_]*$/;
 const REVERTED = "invalid_exact_evm_transaction_failed";
+/**
+ * The authorization's nonce is spent: maybe by our own earlier attempt. @x402/core answers a
+ * `settlement_pending` by asking /settle once more and returns only that second answer; once the
+ * first transfer has landed, the reference facilitator's second answer is this one.
+ */
+const NONCE_SPENT = /nonce_already_used|authorization_(already_)?used/;
 
 /**
  * Whether a settle answer proves the outcome. Only a coded refusal with no transaction (the
- * facilitator's own checks failed before sending) or a reverted transaction is a definite
- * failure; `settlement_pending`, a free-text error (an HTTP error page, a dropped connection, an
- * RPC error while sending) or any other failure that names a transaction may still land on chain.
+ * facilitator's own checks failed before sending) or a mined, reverted transaction is a definite
+ * failure. May still land on chain: `settlement_pending`, a free-text error (an HTTP error page, a
+ * dropped connection, an RPC error while sending), a spent nonce, a `transaction_failed` with no
+ * transaction (the reference facilitator's answer to any exception while sending, an RPC timeout
+ * after the node took the transaction included) and any other failure that names a transaction.
+ * What may have landed keeps its claim for reconciliation, which reads the chain.
  */
 export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "unconfirmed" {
   if (s.success) return "settled";
   const reason = s.errorReason ?? "";
-  if (!NOTHING_MOVED.test(reason)) return "unconfirmed";
-  return !s.transaction || reason === REVERTED ? "failed" : "unconfirmed";
+  if (!NOTHING_MOVED.test(reason) || NONCE_SPENT.test(reason)) return "unconfirmed";
+  if (reason === REVERTED) return s.transaction ? "failed" : "unconfirmed";
+  return s.transaction ? "unconfirmed" : "failed";
 }
 
 /** Work that may finish after the answer was sent (waitUntil); awaited where no context exists. */

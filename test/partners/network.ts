@@ -44,7 +44,7 @@ interface PartnerCall {
  */
 export function stubNetwork(
   partner: (req: Request) => Response | Promise<Response>,
-  { settles = true }: { settles?: boolean | "no answer" } = {},
+  { settles = true }: { settles?: boolean | "no answer" | "nonce spent" } = {},
 ) {
   const partnerCalls: PartnerCall[] = [];
   const settled: PaymentPayload[] = [];
@@ -66,6 +66,14 @@ export function stubNetwork(
     if (pathname === "/verify") return Response.json({ isValid: true, payer });
     settled.push(paymentPayload);
     if (settles === "no answer") return new Response("<html>502 Bad Gateway</html>", { status: 502 });
+    if (settles === "nonce spent")
+      return Response.json({
+        success: false,
+        errorReason: "invalid_exact_evm_nonce_already_used",
+        transaction: "",
+        network,
+        payer,
+      });
     return Response.json(
       settles
         ? { success: true, transaction: CALLER_TX, network, payer }

@@ -54,6 +54,22 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     expect(await rows()).toBe(before);
   });
 
+  it("a caller settlement that may have landed (nonce already spent) is 502 settlement_unconfirmed, kept for reconciliation, and the partner is not paid", async () => {
+    const { settled, partnerCalls } = stubNetwork(
+      x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),
+      { settles: "nonce spent" },
+    );
+    const res = await paidCall("/api/partners/pricefeed/try/price");
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ reason: "settlement_unconfirmed" });
+    expect(settled).toHaveLength(1);
+    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null]);
+    const claim = await env.DB.prepare("SELECT status FROM payment_nonces WHERE request_id = ?1")
+      .bind(res.headers.get("x-request-id"))
+      .first<{ status: string }>();
+    expect(claim).toEqual({ status: "failed" });
+  });
+
   it("the partner took our payment but answered non-2xx: the caller, settled first, gets back what we kept", async () => {
     const { settled } = stubNetwork(
       x402Partner("20000", () =>

@@ -26,6 +26,13 @@ export function authorizationKey(
   payment: PaymentPayload,
   accepted: { network: string; asset: string; payTo: string } = payment.accepted,
 ): AuthorizationTerms | undefined {
+  // Exactly the EIP-3009 shape, nothing beside it: the facilitator chooses what it settles from
+  // the payload's shape (a `permit2Authorization` makes it a Permit2 payment), so an extra part
+  // would be what moves the money while this key, the replay guard and reconciliation followed a
+  // decoy authorization with a fresh nonce on every call.
+  const parts = Object.keys(payment.payload ?? {});
+  if (parts.length !== 2 || !parts.includes("authorization") || !parts.includes("signature"))
+    return undefined;
   const auth = (
     payment.payload as {
       authorization?: {

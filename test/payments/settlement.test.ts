@@ -34,7 +34,7 @@ async function paymentRequired(path: string) {
   return decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
 }
 
-async function signature(path: string, from: string, shape: "eip3009" | "permit2" = "eip3009") {
+async function signature(path: string, from: string, shape: "eip3009" | "permit2" | "both" = "eip3009") {
   const required = await paymentRequired(path);
   const accepted = required.accepts[0] as PaymentRequirements;
   const nonce = hex32();
@@ -49,7 +49,14 @@ async function signature(path: string, from: string, shape: "eip3009" | "permit2
             signature: `0x${"11".repeat(65)}`,
             authorization: { from, to: accepted.payTo, value: accepted.amount, nonce, ...window },
           }
-        : { signature: `0x${"11".repeat(65)}`, permit2Authorization: { from, nonce, ...window } },
+        : shape === "permit2"
+          ? { signature: `0x${"11".repeat(65)}`, permit2Authorization: { from, nonce, ...window } }
+          : {
+              // A Permit2 payment (what a facilitator would settle) with a decoy EIP-3009 part.
+              signature: `0x${"11".repeat(65)}`,
+              permit2Authorization: { from, nonce: hex32(), ...window },
+              authorization: { from, to: accepted.payTo, value: accepted.amount, nonce, ...window },
+            },
   };
   return {
     header: encodePaymentSignatureHeader(payload),
@@ -174,12 +181,20 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     }
   });
 
-  it("a payload without an EIP-3009 authorization (e.g. Permit2) is refused before the handler", async () => {
-    const sig = await signature("/api/skills/sha256", SETTLES_OK, "permit2");
-    const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
-    expect(res.status).toBe(402);
-    expect((await res.json<{ reason: string }>()).reason).toBe("unsupported_payment_payload");
-  });
+  it.each([
+    ["Permit2", "permit2"],
+    ["Permit2 with a decoy EIP-3009 authorization beside it", "both"],
+  ] as const)(
+    "a payload that is not exactly an EIP-3009 authorization (%s) is refused before the handler",
+    async (_name, shape) => {
+      const sig = await signature("/api/skills/sha256", SETTLES_OK, shape);
+      const res = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
+      expect(res.status).toBe(402);
+      expect((await res.json<{ reason: string }>()).reason).toBe("unsupported_payment_payload");
+      expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(0);
+      expect(await nonceRow(sig.key)).toBeNull();
+    },
+  );
 
   it("a ledger write that fails never turns a paid answer into an error, and is retried after it", async () => {
     const payer = payerEnding("0004");

@@ -203,19 +203,35 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
               : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
     }
   }
-  // Both written only while this run still holds the claim and no answer is stored, in one
+  // Written only while this run still holds the claim and no answer is stored, in one
   // transaction: a stale run's late answer can neither overwrite nor spend a second credit.
   const ours =
     "SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL";
-  await env.DB.batch([
-    ...(result.status === 200
-      ? [spendCreditStatement(env.DB, `id = ?1 AND EXISTS (${ours})`).bind(claim.api_key_id, sessionId, now)]
-      : []),
+  const store = (answer: unknown, condition = "") =>
     env.DB.prepare(
-      "UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4 WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL",
-    ).bind(JSON.stringify(result), sessionId, now, Date.now()),
+      `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
+       WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL${condition}`,
+    ).bind(JSON.stringify(answer), sessionId, now, Date.now());
+  if (result.status !== 200) {
+    await store(result).run();
+    return;
+  }
+  // A success is shown only if its credit was taken: the buyer may have spent every credit (or
+  // disputed the payment) while this ran, and the answer must not be an extra, unpaid result.
+  // `changes()` is the row count of the batch's previous statement, the spend.
+  await env.DB.batch([
+    spendCreditStatement(env.DB, `id = ?1 AND dispute_status IS NULL AND EXISTS (${ours})`).bind(
+      claim.api_key_id,
+      sessionId,
+      now,
+    ),
+    store(result, " AND changes() = 1"),
+    store({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } }),
   ]);
 }
+
+const FIRST_CALL_UNPAID =
+  "The first call finished after this key had no credit left (spent, refunded or disputed): its answer is withheld and no credit was taken.";
 
 /** Runs the first call unless another run holds it, then waits up to `waitMs` for its answer. */
 export async function firstPayloadResult(env: Bindings, sessionId: string, waitMs: number) {

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { runFirstPayload } from "../../src/payments/checkout-ledger";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { openKey, sealKey } from "../../src/payments/key-reveal";
 import { callsLeft, keyWith as newKey } from "../fixtures/credits";
@@ -178,6 +179,33 @@ describe("POST /api/cardpay/webhook", () => {
     await deliver(completedEvent(bad));
     expect((await firstCallResult(bad)).status).toBe(422);
     expect((await keysFor(bad)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
+  });
+
+  it("a first call that finishes after the key's last credit was spent shows no answer and takes nothing", async () => {
+    // N credits must never buy N+1 results: the buyer spends every credit while the first call runs.
+    const id = await seedSession("slugify", 2, { text: "Late Call" });
+    await deliver(completedEvent(id));
+    await firstCallResult(id);
+    const rerun = async (callsLeft: number, disputed = false) => {
+      await env.DB.batch([
+        env.DB.prepare(
+          "UPDATE checkout_sessions SET payload_result = NULL, payload_started_at = NULL WHERE id = ?1",
+        ).bind(id),
+        env.DB.prepare("UPDATE api_keys SET calls_left = ?2, dispute_status = ?3 WHERE session_id = ?1").bind(
+          id,
+          callsLeft,
+          disputed ? "open" : null,
+        ),
+      ]);
+      await runFirstPayload(env, id);
+      return { result: await firstCallResult(id), left: (await keysFor(id)).results[0]?.calls_left };
+    };
+    expect(await rerun(0)).toEqual({
+      result: { status: 402, body: expect.objectContaining({ charged: false }) },
+      left: 0,
+    });
+    expect(await rerun(1, true)).toMatchObject({ result: { status: 402 }, left: 1 });
+    expect(await rerun(1)).toMatchObject({ result: { status: 200, body: { slug: "late-call" } }, left: 0 });
   });
 });
 

@@ -94,8 +94,50 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
     }
     const bytes = await c.res.arrayBuffer();
     c.res = new Response(bytes, c.res);
-    await store(c, id.key, requestId, c.res, bytes);
+    // The buyer has paid for this answer: a failed write must not turn it into a 500. It is
+    // retried after the answer; while the key stays `running`, a retry gets 409 in flight.
+    const res = c.res;
+    try {
+      await store(c, id.key, requestId, res, bytes);
+    } catch (e) {
+      logStoreFailure(requestId, e, 1);
+      const retry = storeLater(c, id.key, requestId, res, bytes);
+      try {
+        c.executionCtx.waitUntil(retry);
+      } catch {
+        await retry; // no ExecutionContext (app.fetch in tests)
+      }
+    }
   };
+}
+
+async function storeLater(
+  c: Context<AppEnv>,
+  key: string,
+  requestId: string,
+  res: Response,
+  bytes: ArrayBuffer,
+) {
+  for (let attempt = 2; attempt <= 4; attempt++) {
+    await new Promise((r) => setTimeout(r, 100 * 3 ** (attempt - 2)));
+    try {
+      await store(c, key, requestId, res, bytes);
+      return;
+    } catch (e) {
+      logStoreFailure(requestId, e, attempt);
+    }
+  }
+}
+
+function logStoreFailure(requestId: string, e: unknown, attempt: number) {
+  console.error(
+    JSON.stringify({
+      level: "error",
+      request_id: requestId,
+      attempt,
+      error: `idempotent answer store: ${e}`,
+    }),
+  );
 }
 
 /** The answer for a contract-wallet payment the chain does not confirm, or cannot be asked about. */

@@ -64,23 +64,31 @@ export function signReceipt(resource: string | ((c: Context<AppEnv>) => string))
       if (!settlement.success) return;
     }
     const bytes = new Uint8Array(await res.arrayBuffer());
-    const claims = receiptClaims(c, {
-      resource: typeof resource === "string" ? resource : resource(c),
-      resourceUrl: `${cfg.baseUrl}${c.req.path}`,
-      settlement,
-      cardKeyHash: card?.keyHash,
-      status: res.status,
-      contentType: res.headers.get("content-type") ?? "",
-      bodySha256: await sha256Hex(bytes),
-    });
-    const { createJWS, OFFER_RECEIPT } = await import("./paid-call-libs");
-    const jws = await createJWS(claims, key.signer);
     c.res = new Response(bytes, res);
-    c.res.headers.set(RECEIPT_HEADER, jws);
-    if (headerName && settlement) {
-      const receipt = { format: "jws", signature: jws };
-      settlement.extensions = { ...settlement.extensions, [OFFER_RECEIPT]: { info: { receipt } } };
-      c.res.headers.set(headerName, encodePaymentResponseHeader(settlement));
+    try {
+      const claims = receiptClaims(c, {
+        resource: typeof resource === "string" ? resource : resource(c),
+        resourceUrl: `${cfg.baseUrl}${c.req.path}`,
+        settlement,
+        cardKeyHash: card?.keyHash,
+        status: res.status,
+        contentType: res.headers.get("content-type") ?? "",
+        bodySha256: await sha256Hex(bytes),
+      });
+      const { createJWS, OFFER_RECEIPT } = await import("./paid-call-libs");
+      const jws = await createJWS(claims, key.signer);
+      c.res.headers.set(RECEIPT_HEADER, jws);
+      if (headerName && settlement) {
+        const receipt = { format: "jws", signature: jws };
+        settlement.extensions = { ...settlement.extensions, [OFFER_RECEIPT]: { info: { receipt } } };
+        c.res.headers.set(headerName, encodePaymentResponseHeader(settlement));
+      }
+    } catch (e) {
+      // The call is paid: a receipt that cannot be made never turns its answer into a 500 (which
+      // would also free its idempotency key and invite a second payment). It goes out unsigned.
+      console.error(
+        JSON.stringify({ level: "error", request_id: c.get("requestId"), error: `receipt signing: ${e}` }),
+      );
     }
   };
 }

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
@@ -393,6 +393,41 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     // Without the header every call spends.
     expect((await call(key, undefined)).status).toBe(200);
     expect(await left(key)).toBe(1);
+  });
+
+  it("an answer store that fails never turns the paid answer into a 500; the key holds until the write is retried", async () => {
+    const key = await keyWith(3);
+    await env.DB.prepare(
+      "CREATE TRIGGER IF NOT EXISTS store_down BEFORE UPDATE ON idempotent_results WHEN NEW.status = 'done' BEGIN SELECT RAISE(ABORT, 'store unavailable'); END",
+    ).run();
+    const ctx = createExecutionContext();
+    try {
+      const first = await app.fetch(
+        new Request("https://skills.test/api/skills/uuid-mint", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": "store-down" },
+          body: JSON.stringify({ count: 2 }),
+        }),
+        cardEnv,
+        ctx,
+      );
+      expect(first.status).toBe(200);
+      const body = await first.text();
+      expect(JSON.parse(body).ids).toHaveLength(2);
+      expect(await left(key)).toBe(2);
+      // The retry cannot run (and pay) again while the answer is not stored.
+      const early = await call(key, "store-down");
+      expect(early.status).toBe(409);
+      expect(await left(key)).toBe(2);
+      await env.DB.prepare("DROP TRIGGER IF EXISTS store_down").run();
+      await waitOnExecutionContext(ctx);
+      const later = await call(key, "store-down");
+      expect(later.headers.get("x-idempotent-replay")).toBe("true");
+      expect(await later.text()).toBe(body);
+      expect(await left(key)).toBe(2);
+    } finally {
+      await env.DB.prepare("DROP TRIGGER IF EXISTS store_down").run();
+    }
   });
 
   it("the same Idempotency-Key with another body is a 409 and spends nothing", async () => {

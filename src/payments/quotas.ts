@@ -4,7 +4,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
-import { bearerKey, hashKey } from "./credits";
+import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 
 /**
@@ -97,9 +97,8 @@ export function quota(resource: string): MiddlewareHandler<AppEnv> {
     }
     if (!publicConfig(c.env, c.req.url).freeBeta) {
       const limiter = isHeavy(c.env, resource) ? c.env.RL_PAYER_HEAVY : c.env.RL_PAYER;
-      const authorization = c.req.header("authorization");
-      const key =
-        authorization && /^Bearer\s+mk_/i.test(authorization) ? bearerKey(authorization) : undefined;
+      // Every form the gate takes a card key in (X-API-Key, a bare `mk_…`), so no alias escapes it.
+      const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
       if (key) {
         if (!(await allowed(limiter, `${resource}|key:${await hashKey(key)}`))) {
           return tooMany(c, "key", `too many ${resource} calls with this card-credit key`);

@@ -9,6 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { pricingOf } from "../partners/request";
+import { cardKeyAuthorization } from "../payments/credits";
 import { rpcError } from "./rpc-error";
 import { createMcpServer } from "./server";
 import { mcpTools } from "./tools";
@@ -54,14 +55,19 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     tools: mcpTools(cfg, "error" in pricing ? undefined : pricing),
     baseUrl: cfg.baseUrl,
     origin: new URL(c.req.url).origin,
-    authorization: c.req.header("authorization"),
+    // A card key in any form the HTTP gate takes (X-API-Key, a bare mk_…) pays over MCP too.
+    authorization: cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")),
     clientIp: c.req.header("cf-connecting-ip"),
     dispatch: async (req) => appFetch(req, env, ctx),
   });
   const transport = new StreamableHTTPTransport({ enableJsonResponse: true });
   await server.connect(transport);
   try {
-    return (await transport.handleRequest(c, message.data)) ?? c.body(null, 202);
+    const res = await transport.handleRequest(c, message.data);
+    // Notifications and responses are accepted with 202 and no body (Streamable HTTP); the
+    // transport writes `null` as JSON there.
+    if (!res || res.status === 202) return c.body(null, 202);
+    return res;
   } catch (e) {
     // The transport answers its refusals (406 Not Acceptable, …) as HTTPExceptions with a body.
     if (e instanceof HTTPException) return e.getResponse();

@@ -61,6 +61,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
     },
   );
   const byName = new Map(ctx.tools.map((t) => [t.tool.name, t]));
+  for (const t of ctx.tools) for (const alias of t.aliases ?? []) byName.set(alias, t);
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: ctx.tools.map((t) => t.tool) }));
 

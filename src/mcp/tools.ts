@@ -16,6 +16,8 @@ export interface McpTool {
   path: string;
   /** Arguments become the JSON body (skills, POST services) or the query string (GET services). */
   argumentsIn: "body" | "query";
+  /** Older names tools/call still answers to (not listed). */
+  aliases?: string[];
 }
 
 const withoutDialect = ({ $schema: _drop, ...schema }: JsonSchema) => schema;
@@ -40,8 +42,12 @@ export const toolOutputSchema = (success: JsonSchema) => ({
 /** Tool `_meta` key of the bazaar extension's MCP discovery info (@x402/extensions). */
 export const BAZAAR_META = "x402/bazaar";
 
-/** MCP tool names allow [A-Za-z0-9_.-]: `<partner>.<service>` for partner services. */
-export const partnerToolName = (partnerId: string, serviceId: string) => `${partnerId}.${serviceId}`;
+/**
+ * `<partner>__<service>` for partner services. MCP allows a dot, but several hosts (Claude
+ * Desktop, OpenAI's tool calling, Copilot) accept only ^[a-zA-Z0-9_-]{1,64}$ and refuse the whole
+ * server over one such name. Ids are [a-z0-9_-], so the double underscore parts them unambiguously.
+ */
+export const partnerToolName = (partnerId: string, serviceId: string) => `${partnerId}__${serviceId}`;
 
 function priceText(item: Sellable) {
   if (item.priceForBody) return `up to ${formatUsd(microsToUsd(item.priceMicros))} per call (by recipe)`;
@@ -88,6 +94,8 @@ function fromSellable(item: Sellable): McpTool {
       method: service.method,
       path: item.path,
       argumentsIn: service.method === "GET" ? "query" : "body",
+      // The dotted name these tools had before: clients that stored it keep working.
+      aliases: [`${partner.id}.${service.id}`],
     };
   }
   const skill = skillById(item.resource);

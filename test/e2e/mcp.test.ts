@@ -85,7 +85,7 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
       expect(tool?.inputSchema).toEqual(input);
       expect(tool?.outputSchema?.type).toBe("object");
     }
-    expect(tools.some((t) => t.name.startsWith("pricefeed."))).toBe(true);
+    expect(tools.some((t) => t.name.startsWith("pricefeed__"))).toBe(true);
   });
 
   it("unpaid → PaymentRequired; paid with _meta → result, settle response, exact balance drop, one ledger row mcp:<tool>", async () => {

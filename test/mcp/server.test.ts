@@ -144,13 +144,14 @@ describe("MCP protocol surface", () => {
     const partnerTools = PARTNERS.filter((p) => p.listing_status === "paid").flatMap((p) =>
       p.services
         .filter((s) => servicePrices(s, pc.multiplierMilli).priceMicros > 0n)
-        .map((s) => `${p.id}.${s.id}`),
+        .map((s) => `${p.id}__${s.id}`),
     );
     expect(partnerTools.length).toBeGreaterThan(5);
     expect(tools.map((t) => t.name).sort()).toEqual(
       [...skills.map((s) => s.id), "refinery_recipes", ...partnerTools].sort(),
     );
-    for (const t of tools) expect(t.name).toMatch(/^[A-Za-z0-9_.-]{1,128}$/);
+    // What the strictest hosts accept (Claude Desktop, OpenAI tool calling): no dots.
+    for (const t of tools) expect(t.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
   });
 
   it("resources: the catalog (the JSON of /api/catalog) and the docs of each skill", async () => {
@@ -248,6 +249,8 @@ describe("MCP protocol surface", () => {
     it("a notification is accepted with 202 and no body", async () => {
       const res = await raw(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
       expect(res.status).toBe(202);
+      expect(await res.text()).toBe("");
+      expect(res.headers.get("content-type")).toBeNull();
     });
   });
 });
@@ -330,10 +333,14 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
   it("card credits: Authorization: Bearer mk_… on the MCP request pays one call; an empty or foreign key is a clear tool error", async () => {
     const key = `mk_${crypto.randomUUID().replaceAll("-", "")}`;
     await env.DB.prepare(
-      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 1, 1, 0)",
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 2, 2, 0)",
     )
       .bind(crypto.randomUUID(), await hashKey(key))
       .run();
+    // The key as X-API-Key, one of the forms the HTTP gate takes, pays over MCP too.
+    const viaApiKey = await callTool("slugify", { text: "Hi" }, undefined, { "x-api-key": key });
+    expect(viaApiKey.structuredContent).toMatchObject({ skill: "slugify", slug: "hi" });
+    expect(viaApiKey._meta?.["marketplace/credits-remaining"]).toBe(1);
     const auth = { authorization: `Bearer ${key}` };
     const paid = await callTool("slugify", { text: "Hello World" }, undefined, auth);
     expect(paid.isError).toBeFalsy();
@@ -389,14 +396,14 @@ describe("MCP partner tools: the try route at the listing price", () => {
     vi.restoreAllMocks();
   });
 
-  it("pricefeed.price_coin: unpaid asks the try route's price; paid calls GET /price/<coin> and pays out", async () => {
+  it("pricefeed__price_coin: unpaid asks the try route's price; paid calls GET /price/<coin> and pays out", async () => {
     const seen = stubPartner(() => Response.json({ coin: "eth", usd: 3000 }));
-    const unpaid = await callTool("pricefeed.price_coin", { coin: "eth" }, undefined, {}, partnerEnv);
+    const unpaid = await callTool("pricefeed__price_coin", { coin: "eth" }, undefined, {}, partnerEnv);
     const required = unpaid.structuredContent as unknown as PaymentRequired;
     expect(required.resource.url).toBe(`${ORIGIN}/api/partners/pricefeed/try/price_coin`);
     const pay = paymentFor(required);
     const paid = await callTool(
-      "pricefeed.price_coin",
+      "pricefeed__price_coin",
       { coin: "eth" },
       { "x402/payment": pay.payload },
       {},
@@ -410,7 +417,9 @@ describe("MCP partner tools: the try route at the listing price", () => {
     });
     expect(seen).toEqual(["GET /price/eth"]);
     expect(await ledgerRow(pay.key)).toMatchObject({
-      results: [{ resource: "mcp:pricefeed.price_coin", amount_atomic: Number(required.accepts[0]?.amount) }],
+      results: [
+        { resource: "mcp:pricefeed__price_coin", amount_atomic: Number(required.accepts[0]?.amount) },
+      ],
     });
     const payout = await env.DB.prepare(
       "SELECT partner_id, service_id FROM payout_ledger WHERE request_id = (SELECT request_id FROM payments WHERE nonce = ?1)",
@@ -428,6 +437,7 @@ describe("MCP partner tools: the try route at the listing price", () => {
 
   it("a partner failure is a tool error (HTTP 502), not settled; a bad path parameter is the 422 before any price", async () => {
     stubPartner(() => new Response("down", { status: 500 }));
+    // The dotted names partner tools had before still answer (this case calls them so).
     const unpaid = await callTool("pricefeed.price", {}, undefined, {}, partnerEnv);
     const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
     const failed = await callTool("pricefeed.price", {}, { "x402/payment": pay.payload }, {}, partnerEnv);

@@ -132,11 +132,30 @@ export async function callTool(
     };
   }
 
+  // A settlement that failed (402) or went unconfirmed (502) says so in x402's own field, as the
+  // x402 MCP transport asks: `x402/payment-response` in `_meta` and in the structured content.
+  const settledHeader = res.status === 402 || res.status === 502 ? res.headers.get("payment-response") : null;
+  const settlement = settledHeader ? safeDecodeSettlement(settledHeader) : undefined;
+  const withSettlement = (result: CallToolResult): CallToolResult =>
+    settlement
+      ? {
+          ...result,
+          structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settlement },
+          _meta: { [PAYMENT_RESPONSE_META]: settlement },
+        }
+      : result;
+
   const required = res.status === 402 ? res.headers.get("payment-required") : null;
   if (required) {
-    // x402 MCP transport: the PaymentRequired itself, as structured content and as its JSON text.
-    const paymentRequired = decodePaymentRequiredHeader(required);
-    return toolError(paymentRequired as unknown as Record<string, unknown>, JSON.stringify(paymentRequired));
+    // x402 MCP transport: the PaymentRequired itself, as structured content and as its JSON text;
+    // a refused payment adds why (its `error` and snake_case `reason`).
+    const paymentRequired = decodePaymentRequiredHeader(required) as unknown as Record<string, unknown>;
+    const refused =
+      isObject(json) && typeof json.reason === "string" && json.reason !== "payment_required"
+        ? { error: json.error ?? paymentRequired.error, reason: json.reason }
+        : {};
+    const structured = { ...paymentRequired, ...refused };
+    return withSettlement(toolError(structured, JSON.stringify(structured)));
   }
 
   if (res.status === 422 && isObject(json) && Array.isArray(json.detail)) {
@@ -156,5 +175,13 @@ export async function callTool(
       : res.status === 402
         ? "Payment refused"
         : `Call failed (HTTP ${res.status})`;
-  return toolError(structured, `${prefix}: ${message}`);
+  return withSettlement(toolError(structured, `${prefix}: ${message}`));
+}
+
+function safeDecodeSettlement(header: string) {
+  try {
+    return decodePaymentResponseHeader(header);
+  } catch {
+    return undefined;
+  }
 }

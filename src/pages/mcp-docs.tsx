@@ -12,7 +12,13 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
     method: "tools/call",
     params: { name: "slugify", arguments: { text: "Hello MCP" } },
   };
-  const paid = { ...unpaid, params: { ...unpaid.params, _meta: { "x402/payment": "<PaymentPayload>" } } };
+  const paid = {
+    ...unpaid,
+    params: {
+      ...unpaid.params,
+      _meta: { "x402/payment": { x402Version: 2, accepted: "<one of accepts>", payload: "<signed>" } },
+    },
+  };
   return (
     <Layout title="Connect an MCP client" description={MCP_SUMMARY}>
       <p class="muted">
@@ -67,7 +73,12 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         </li>
         <li>
           The result carries <code>structuredContent</code> and its JSON text, and{" "}
-          <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer).
+          <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer). The payment is
+          the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding);
+          anything else is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
+          again. A settlement that fails is a tool error carrying <code>x402/payment-response</code> (
+          <code>success: false</code>, its <code>errorReason</code>) in <code>_meta</code> and{" "}
+          <code>structuredContent</code>.
         </li>
       </ol>
       <p>

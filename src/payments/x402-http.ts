@@ -1,6 +1,6 @@
-import { encodePaymentRequiredHeader } from "@x402/core/http";
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import type { HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
-import type { SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { GateAdapter } from "./x402-adapter";
@@ -19,9 +19,28 @@ import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
  * before-handler settlement or cancellation hook applies.
  */
 
-function refuse(c: Context<AppEnv>, reason: string, message: string, required?: string) {
+/**
+ * A payment refused before the facilitator saw it. It still carries an offer to sign again: the
+ * given PAYMENT-REQUIRED (v2 clients), and the route's own offer in the body (`x402Version`,
+ * `accepts`: what v1 clients read), with the refusal's own `error` and `reason`.
+ */
+function refuse(c: Context<AppEnv>, reason: string, message: string, required?: string, offerBody?: string) {
   if (required) c.header("PAYMENT-REQUIRED", required);
-  return c.json({ error: `Payment rejected: ${message}`, reason }, 402);
+  let offer: Record<string, unknown> = {};
+  try {
+    offer = offerBody ? (JSON.parse(offerBody) as Record<string, unknown>) : {};
+  } catch {}
+  return c.json({ ...offer, error: `Payment rejected: ${message}`, reason }, 402);
+}
+
+/** A v2 payment header that decodes to a PaymentPayload at all (the library would read it as none). */
+function decodesAsPayment(header: string): boolean {
+  try {
+    const p = decodePaymentSignatureHeader(header) as Partial<PaymentPayload> | null;
+    return typeof p === "object" && p !== null && typeof p.payload === "object" && p.payload !== null;
+  } catch {
+    return false;
+  }
 }
 
 /** An answer of the x402 server for this request only (a refused payment, a non-402 refusal). */
@@ -107,7 +126,8 @@ export function x402HttpGate(
       mimeType: route.mimeType ?? "application/json",
     };
 
-    if (!header && !v1Header) {
+    /** The route's unpaid answer for this request: cached, or built by the library and cached. */
+    const unpaidAnswer = async (): Promise<ReadyAnswer | UnpaidAnswer | undefined> => {
       const accepts = route.accepts as { price?: unknown } | unknown[];
       // A price that depends on the body (the refinery recipe) is part of the key: one answer per
       // price tier. Anything else the library would vary on is fixed per route and configuration.
@@ -125,17 +145,38 @@ export function x402HttpGate(
       const browser = accept.includes("text/html") && (c.req.header("user-agent") ?? "").includes("Mozilla");
       const key = `${method} ${path}|${price}|${browser ? "html" : "json"}`;
       const cached = unpaid.get(key);
-      if (cached && cached.until > Date.now()) return send(c, cached);
+      if (cached && cached.until > Date.now()) return cached;
       const result = await httpServer.processHTTPRequest(
         { adapter: new GateAdapter(c, undefined), path, method },
         undefined,
       );
-      if (result.type !== "payment-error") return next();
-      if (result.response.status !== 402) return sendAnswer(c, result.response);
+      if (result.type !== "payment-error") return undefined;
+      if (result.response.status !== 402) return result.response;
       const answer = ready(result.response);
       if (unpaid.size >= MAX_UNPAID_ANSWERS) unpaid.clear();
       unpaid.set(key, answer);
-      return send(c, answer);
+      return answer;
+    };
+    /** A refusal before the facilitator, with the route's offer to sign again. */
+    const refuseWithOffer = async (reason: string, message: string) => {
+      const answer = await unpaidAnswer();
+      const offer = answer && "offer" in answer && answer.offer ? answer : undefined;
+      return refuse(c, reason, message, offer?.headers["payment-required"], offer?.body);
+    };
+
+    if (!header && !v1Header) {
+      const answer = await unpaidAnswer();
+      if (!answer) return next();
+      return "offer" in answer ? send(c, answer) : sendAnswer(c, answer);
+    }
+
+    // A header that is not a payment at all would be read by the library as no payment, and
+    // answered as a plain "payment required": the client could not tell its encoding bug apart.
+    if (header && !decodesAsPayment(header)) {
+      return refuseWithOffer(
+        "invalid_payment_header",
+        "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, accepted and payload)",
+      );
     }
 
     if (v1Header) {
@@ -146,7 +187,7 @@ export function x402HttpGate(
       );
       if (!requirements) return next();
       const lifted = liftV1Payment(v1Header, requirements, resource);
-      if (!lifted.ok) return refuse(c, lifted.reason, lifted.message);
+      if (!lifted.ok) return refuseWithOffer(lifted.reason, lifted.message);
       header = lifted.header;
       v1 = true;
     }

@@ -20,6 +20,8 @@ const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facil
 const app = createApp();
 const ORIGIN = "https://skills.test";
 const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
+/** The facilitator double refuses this payer's settlement before sending (insufficient_funds). */
+const INSUFFICIENT_FUNDS = "0x00000000000000000000000000000000000a0002";
 
 interface RpcAnswer {
   jsonrpc: "2.0";
@@ -324,10 +326,26 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(0);
   });
 
-  it("a malformed _meta payment is a tool error, not a crash", async () => {
+  it("a malformed _meta payment is a tool error that says so, not a crash and not a plain offer", async () => {
     const result = await callTool("sha256", { text: "abc" }, { "x402/payment": 42 });
     expect(result.isError).toBe(true);
     expect(result.structuredContent?.reason).toBe("invalid_payment_meta");
+    // A string that is not an encoded payload (e.g. the JSON itself): the refusal, with the offer.
+    const text = await callTool("sha256", { text: "abc" }, { "x402/payment": '{"x402Version":2}' });
+    expect(text.isError).toBe(true);
+    expect(text.structuredContent).toMatchObject({ x402Version: 2, reason: "invalid_payment_header" });
+    expect((text.structuredContent?.accepts as unknown[]).length).toBeGreaterThan(0);
+  });
+
+  it("a settlement that fails carries x402's own settle response (x402/payment-response), in _meta and structuredContent", async () => {
+    const unpaid = await callTool("sha256", { text: "abc" });
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired, INSUFFICIENT_FUNDS);
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
+    expect(result.isError).toBe(true);
+    const settle = { success: false, errorReason: "insufficient_funds", payer: INSUFFICIENT_FUNDS };
+    expect(result._meta?.["x402/payment-response"]).toMatchObject(settle);
+    expect(result.structuredContent?.["x402/payment-response"]).toMatchObject(settle);
+    expect(result.structuredContent).toMatchObject({ reason: "insufficient_funds" });
   });
 
   it("card credits: Authorization: Bearer mk_… on the MCP request pays one call; an empty or foreign key is a clear tool error", async () => {

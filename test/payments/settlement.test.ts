@@ -351,10 +351,27 @@ describe("x402 v1 clients (X-PAYMENT) pay through the same path (issue 13.1)", (
       expect(res.status).toBe(402);
       expect((await res.json<{ reason: string }>()).reason).toBe(reason);
     }
-    const garbage = await post("/api/skills/sha256", { text: "abc" }, { "x-payment": "%%%" });
-    expect((await garbage.json<{ reason: string }>()).reason).toBe("invalid_payment_header");
     expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(0);
   });
+
+  it.each([
+    ["x-payment", "%%%"],
+    ["payment-signature", "garbage"],
+    ["payment-signature", btoa('{"x402Version":2}')],
+  ])(
+    "a %s header that is not a payment (%s) is refused as such, with the offer to sign again",
+    async (name, value) => {
+      const res = await post("/api/skills/sha256", { text: "abc" }, { [name]: value });
+      expect(res.status).toBe(402);
+      const body = await res.json<{ reason: string; x402Version: number; accepts: unknown[] }>();
+      expect(body.reason).toBe("invalid_payment_header");
+      // v1 clients read the offer from the body, v2 clients from PAYMENT-REQUIRED.
+      expect(body.x402Version).toBe(1);
+      expect(body.accepts.length).toBeGreaterThan(0);
+      const required = decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
+      expect(required.accepts[0]?.amount).toBe("3000");
+    },
+  );
 
   it("a v1 payment with a bad body is a 422 and is not settled", async () => {
     const sig = await signature("/api/skills/sha256", SETTLES_OK);

@@ -136,7 +136,12 @@ export function humanlessContract(cfg: PublicConfig) {
         status: 422,
         body: '{"detail":[{"loc":[...],"msg":"...","type":"...","input":...,"ctx":{...}}]}',
       },
-      payment: { status: 402, body: '{"x402Version":2,"accepts":[...],"error":"...","reason":"..."}' },
+      payment: {
+        status: 402,
+        body: '{"x402Version":1,"accepts":[{"network":"base","maxAmountRequired":"...",...}],"error":"...","reason":"..."}',
+        meaning:
+          "The body is the offer in x402 v1 form (for v1 clients); the PAYMENT-REQUIRED header carries the x402 v2 PaymentRequired (base64 JSON: amount, network eip155:8453). reason is payment_required, or why a payment was refused.",
+      },
       card_credit_key: {
         status: "401, 403",
         body: '{"detail":"..."}',

@@ -155,7 +155,7 @@ More: ${b}/docs/mcp
 Every error body is JSON. Nothing is charged for any of them, with two refunded exceptions named below (a partner paid before it failed, and \`settlement_unconfirmed\`).
 
 - \`422\`: the body failed validation. Only a paid call (or one with a card-credit key) gets this far: an unpaid call answers \`402\` whatever its body, so read \`input_schema\` rather than probing with \`{}\`. \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
-- \`402\`: \`{"x402Version":2,"accepts":[...],"error":"Payment required: ...","reason":"payment_required"}\`: pay, or your payment was rejected (\`reason\` says why).
+- \`402\`: the body is the offer in x402 **v1** form, \`{"x402Version":1,"accepts":[{"scheme":"exact","network":"base","maxAmountRequired":"...",...}],"error":"Payment required: ...","reason":"payment_required"}\` (what v1 clients read); the \`PAYMENT-REQUIRED\` header is the x402 **v2** \`PaymentRequired\` (base64 JSON, \`amount\`, network \`eip155:8453\`). Pay, or your payment was rejected (\`reason\` says why: \`invalid_payment_header\` when the header is not a payment at all, \`resource_mismatch\`, the facilitator's code, ...).
 - \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.
 - \`404\`: \`{"detail":"Not Found"}\`. \`405\`: \`{"detail":"Method Not Allowed"}\` with an \`Allow\` header naming the methods the path takes (skills take \`POST\`).

@@ -77,29 +77,37 @@ export const components = {
     },
     PaymentRequired: {
       type: "object",
-      required: ["x402Version", "accepts", "error"],
+      description:
+        "The 402 body: the offer in x402 v1 form (x402Version 1, each of accepts with the network's v1 name, e.g. base, and maxAmountRequired), for v1 clients. x402 v2 clients read the PAYMENT-REQUIRED header instead: the base64 of the v2 PaymentRequired (x402Version 2, accepts with amount and the CAIP-2 network eip155:8453). A network with no v1 name keeps the v2 form in the body too.",
+      required: ["x402Version", "accepts", "error", "reason"],
       properties: {
-        x402Version: { type: "integer", const: 2 },
+        x402Version: { type: "integer", enum: [1, 2] },
         error: { type: "string", description: "Human-readable reason" },
         reason: {
           type: "string",
-          description: "Machine reason: payment_required or the facilitator's code",
+          description:
+            "Machine reason: payment_required, or why a payment was refused (invalid_payment_header, resource_mismatch, the facilitator's code, ...)",
         },
         resource: { type: "object" },
         accepts: {
           type: "array",
           items: {
             type: "object",
-            required: ["scheme", "network", "amount", "asset", "payTo"],
+            required: ["scheme", "network", "asset", "payTo"],
             properties: {
               scheme: { type: "string" },
-              network: { type: "string" },
-              amount: { type: "string", description: "USDC atomic units (6 decimals)" },
+              network: { type: "string", description: "v1 name (base) in the body; CAIP-2 in the header" },
+              maxAmountRequired: { type: "string", description: "v1: USDC atomic units (6 decimals)" },
+              amount: { type: "string", description: "v2: USDC atomic units (6 decimals)" },
               asset: { type: "string" },
               payTo: { type: "string" },
+              resource: { type: "string", description: "v1: the URL paid for" },
+              description: { type: "string" },
+              mimeType: { type: "string" },
               maxTimeoutSeconds: { type: "integer" },
               extra: { type: "object" },
             },
+            anyOf: [{ required: ["maxAmountRequired"] }, { required: ["amount"] }],
           },
         },
         extensions: { type: "object" },

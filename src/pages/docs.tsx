@@ -241,13 +241,15 @@ export function SkillDocPage({
         </>
       ) : null}
       <h3>402: payment required or rejected</h3>
+      <p>
+        x402 v2 clients read the <code>PAYMENT-REQUIRED</code> header, the base64 of this{" "}
+        <code>PaymentRequired</code> (with <code>resource</code> and the bazaar <code>extensions</code>):
+      </p>
       <pre>
         <code>
           {JSON.stringify(
             {
               x402Version: 2,
-              error: `Payment required: this call costs ${priceLabel(skill)} …`,
-              reason: "payment_required",
               accepts: [
                 {
                   scheme: "exact",
@@ -264,6 +266,16 @@ export function SkillDocPage({
           )}
         </code>
       </pre>
+      <p>
+        The JSON body carries the same offer in x402 <strong>v1</strong> form, for v1 clients (
+        <code>x402-fetch</code>, <code>x402-axios</code>): <code>"x402Version": 1</code>, each of{" "}
+        <code>accepts</code> with the network's v1 name (<code>base</code> for <code>eip155:8453</code>) and{" "}
+        <code>maxAmountRequired</code> where v2 says <code>amount</code>, plus <code>resource</code>,{" "}
+        <code>description</code> and <code>mimeType</code>; and an <code>error</code> in words with a
+        snake_case <code>reason</code> (<code>payment_required</code>, or why a payment was refused, e.g.{" "}
+        <code>invalid_payment_header</code>, <code>resource_mismatch</code>, the facilitator's code). The
+        price here: {priceLabel(skill)} per call.
+      </p>
       <p>
         Machine-readable: <a href={`/services/${skill.slug}.json`}>service description</a> ·{" "}
         <a href="/openapi.json">OpenAPI</a> · <a href="/applet">try it</a>

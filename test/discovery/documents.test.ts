@@ -1,4 +1,5 @@
 import { env } from "cloudflare:test";
+import { type Schema, Validator } from "@cfworker/json-schema";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
@@ -7,6 +8,7 @@ import { MAX_BODY_BYTES } from "../../src/http/limits";
 import { hashKey } from "../../src/payments/credits";
 import { skillById, skills } from "../../src/skills/registry";
 import { responseSchema, validationExample } from "../../src/skills/schema-docs";
+import { FIXTURE } from "../fixtures/upstream-requests";
 import { call, postJson } from "../helpers";
 
 const B = "https://skills.test";
@@ -105,6 +107,23 @@ describe("discovery documents", () => {
     );
     expect(checkout).toMatch(/^curl -s -X POST \S+\/api\/skills\/\S+ -H "authorization: Bearer \$MK_KEY"/m);
     expect(checkout).toMatch(/^curl -s \S+\/api\/credits -H "authorization: Bearer \$MK_KEY"$/m);
+  });
+
+  it("OpenAPI's PaymentRequired describes the 402 every skill really answers, body and header", async () => {
+    const openapi = JSON.parse((await text("/openapi.json")).body);
+    const validator = new Validator(openapi.components.schemas.PaymentRequired as Schema, "2020-12");
+    const paid = await withVars({ FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` });
+    for (const skill of skills) {
+      const res = await paid(skill.endpoint, { method: "POST", body: "{}" });
+      expect(res.status, skill.id).toBe(402);
+      const body = await res.json<{ x402Version: number; accepts: { network: string }[] }>();
+      expect(validator.validate(body).errors, skill.id).toEqual([]);
+      expect(body.x402Version).toBe(1);
+      // The v2 offer of the header fits the same schema.
+      const header = JSON.parse(atob(res.headers.get("payment-required") as string));
+      expect(validator.validate({ ...header, error: "x", reason: "x" }).errors, skill.id).toEqual([]);
+      expect(header.accepts[0].network).toBe(env.X402_NETWORK);
+    }
   });
 
   it("AGENTS.md and the humanless contract list the errors the service really answers", async () => {

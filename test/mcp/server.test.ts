@@ -334,7 +334,7 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     const text = await callTool("sha256", { text: "abc" }, { "x402/payment": '{"x402Version":2}' });
     expect(text.isError).toBe(true);
     expect(text.structuredContent).toMatchObject({ x402Version: 2, reason: "invalid_payment_header" });
-    expect((text.structuredContent?.accepts as unknown[]).length).toBeGreaterThan(0);
+    expect(text.structuredContent?.accepts).toEqual([expect.objectContaining({ amount: "3000" })]);
   });
 
   it("a settlement that fails carries x402's own settle response (x402/payment-response), in _meta and structuredContent", async () => {

@@ -104,11 +104,26 @@ describe("GET /api/catalog", () => {
     }
   });
 
-  it("the published input_schema rejects what validation rejects", async () => {
+  it("the published input_schema rejects what validation rejects, and accepts what it accepts", async () => {
     const { skills } = await (await call("/api/catalog")).json<{ skills: Entry[] }>();
-    const tokenCount = skills.find((s) => s.id === "token_count") as Entry;
-    const bad = { text: 42 };
-    expect(new Validator(tokenCount.input_schema as Schema, "2020-12").validate(bad).valid).toBe(false);
-    expect((await call(tokenCount.endpoint, { method: "POST", body: JSON.stringify(bad) })).status).toBe(422);
+    // [skill, body, accepted by the server]: checks that live in code, not only in types and bounds.
+    const cases: [string, unknown, boolean][] = [
+      ["token_count", { text: 42 }, false],
+      ["ai_detector", {}, false],
+      ["ai_detector", { text: "" }, false],
+      ["ai_detector", { text: null, url: null }, false],
+      ["ai_detector", { text: "Some words." }, true],
+      ["sha256", { text: "a", encoding: "aaaa" }, false],
+      ["sha256", { text: "a", encoding: "latin2" }, false],
+      ["sha256", { text: "a", encoding: " UTF8 " }, true],
+      ["sha256", { text: "a", encoding: "ISO-8859-1" }, true],
+    ];
+    for (const [id, body, accepted] of cases) {
+      const entry = skills.find((s) => s.id === id) as Entry;
+      const published = new Validator(entry.input_schema as Schema, "2020-12").validate(body).valid;
+      expect(published, `${id} ${JSON.stringify(body)}`).toBe(accepted);
+      const res = await call(entry.endpoint, { method: "POST", body: JSON.stringify(body) });
+      expect(res.status === 422, `${id} ${JSON.stringify(body)}`).toBe(!accepted);
+    }
   });
 });

@@ -44,6 +44,14 @@ export const aiDetector = defineSkill({
       .refine((v) => Boolean(v.text) || Boolean(v.url), {
         message: "either text or url is required",
         path: [],
+      })
+      // The refinement, stated where clients read the schema: a non-empty text or url. `{}` is a
+      // 422 before any payment, so an empty body is never bought.
+      .meta({
+        anyOf: [
+          { required: ["text"], properties: { text: { type: "string", minLength: 1 } } },
+          { required: ["url"], properties: { url: { type: "string", minLength: 1 } } },
+        ],
       }),
   output: () =>
     z.object({

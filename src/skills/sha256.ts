@@ -18,6 +18,13 @@ const ALIASES: Record<string, Encoding> = {
 };
 type Encoding = "utf-8" | "utf-16le" | "latin1" | "ascii" | "base64" | "hex";
 const NAMES = "utf-8, utf-16le, latin1, ascii, base64, hex";
+/**
+ * What the published schema lets through: every name and alias, in any case, with the spaces the
+ * server trims. Clients (and the models that fill MCP arguments) build values from the schema.
+ */
+const caseless = (name: string) =>
+  [...name].map((ch) => (/[a-z]/.test(ch) ? `[${ch}${ch.toUpperCase()}]` : ch)).join("");
+const ENCODING_PATTERN = `^\\s*(?:${Object.keys(ALIASES).map(caseless).join("|")})\\s*$`;
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
@@ -98,7 +105,10 @@ export const sha256 = defineSkill({
           });
           return z.NEVER;
         })
-        .meta({ description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases).` }),
+        .meta({
+          description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases; any case).`,
+          pattern: ENCODING_PATTERN,
+        }),
     }),
   output: () =>
     z.object({

@@ -7,12 +7,15 @@ export const mcpUrl = (cfg: PublicConfig) => `${cfg.baseUrl}${MCP_PATH}`;
 export const MCP_SUMMARY =
   'MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>__<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["x402/payment"]; the result carries _meta["x402/payment-response"]. Or connect with Authorization: Bearer mk_... to pay from card credits.';
 
-/** A generic MCP client configuration (the `mcpServers` shape most clients read). */
+/**
+ * A generic MCP client configuration (the `mcpServers` shape most clients read). `type: "http"` is
+ * the value Claude Code's and VS Code's configurations document for a remote Streamable HTTP server.
+ */
 export function mcpClientConfig(cfg: PublicConfig, withCardKey = false) {
   return {
     mcpServers: {
       "agent-skills": {
-        type: "streamable-http",
+        type: "http",
         url: mcpUrl(cfg),
         ...(withCardKey ? { headers: { Authorization: "Bearer mk_your_key" } } : {}),
       },

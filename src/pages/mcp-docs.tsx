@@ -42,7 +42,11 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         <li>Bodies up to {MCP_MAX_BODY_BYTES} bytes; one JSON-RPC message per request (no batches).</li>
       </ul>
       <h2>Client configuration</h2>
-      <p>Most MCP clients read this shape. Pay with x402 (your client or agent signs):</p>
+      <p>
+        Most MCP clients read this shape (<code>"type": "http"</code> is Claude Code's and VS Code's name for
+        Streamable HTTP; clients that name it otherwise, e.g. <code>"streamable-http"</code>, take the same
+        URL). Pay with x402 (your client or agent signs):
+      </p>
       <pre>
         <code>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</code>
       </pre>

@@ -129,7 +129,7 @@ export function callPolicy(cfg: PublicConfig) {
     charged_statuses: "2xx",
     refunds: {
       card_credit: "A call that does not answer 2xx spends no credit: the credit is restored at once.",
-      x402: "x402 payments are settled only after a 2xx answer; a failed call is never settled, so nothing moves.",
+      x402: "x402 payments are settled only after a 2xx answer; a failed call is never settled, so nothing moves. The two exceptions above are refunded automatically to the paying address, from the operating wallet.",
     },
     measurement: {
       success_rate: "2xx among calls that passed validation and payment",

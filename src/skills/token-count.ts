@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { withLinearithmicMerge } from "./lib/bpe-merge";
 import { defineSkill } from "./types";
 
 type Counter = (text: string, options: { disallowedSpecial: Set<string> }) => number;
@@ -26,7 +27,8 @@ async function load(name: Encoding, assets: Fetcher): Promise<Counter> {
   // A deployment without the table files is broken: say which file, never count with no table.
   if (!res.ok) throw new Error(`BPE table ${name} not served by ASSETS (${res.status})`);
   const ranks = (await res.json()) as (string | number[])[];
-  return GptEncoding.getEncodingApi(name, () => ranks).countTokens as Counter;
+  // Long runs with no word boundary would merge in quadratic time (lib/bpe-merge.ts).
+  return withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)).countTokens as Counter;
 }
 const loaded = new Map<Encoding, Promise<Counter>>();
 function counter(name: Encoding, assets: Fetcher) {

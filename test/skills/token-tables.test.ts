@@ -27,6 +27,58 @@ describe("token_count tables are gpt-tokenizer's", () => {
   });
 });
 
+describe("token_count on long runs with no word boundary (one huge BPE piece)", () => {
+  // Seeded, so a failure names the same text again.
+  let seed = 42;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const pick = (alphabet: string[], n: number) =>
+    Array.from({ length: n }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+  const letters = [..."abcdefghijklmnopqrstuvwxyz"];
+  const long = [
+    "a".repeat(3000),
+    pick(letters, 4000),
+    pick(["a", "b"], 2500),
+    " ".repeat(1999) + "x",
+    "😀".repeat(700),
+    "漢字".repeat(600),
+    pick([..."ACGT"], 3000),
+    `prefix ${pick(letters, 1200)} suffix ${"=".repeat(900)}`,
+  ];
+
+  it.each([
+    ["cl100k", "cl100k_base"],
+    ["o200k", "o200k_base"],
+  ])(
+    "%s: the long-piece merge counts exactly what gpt-tokenizer's own loop counts",
+    { timeout: 60_000 },
+    async (encoding, name) => {
+      const lib =
+        name === "cl100k_base"
+          ? await import("gpt-tokenizer/encoding/cl100k_base")
+          : await import("gpt-tokenizer/encoding/o200k_base");
+      const plain = { disallowedSpecial: new Set<string>() };
+      for (const text of long) {
+        const res = await postJson("/api/skills/token-count", { text, encoding });
+        const out = await res.json<{ approx_tokens: number }>();
+        expect(out.approx_tokens, text.slice(0, 20)).toBe(lib.countTokens(text, plain));
+      }
+    },
+  );
+
+  it("400k characters in one piece answer in time (the library's loop took 43 s for 'a', 128 s for emoji, 270 s for CJK)", {
+    timeout: 30_000,
+  }, async () => {
+    for (const text of ["a".repeat(400_000), "😀".repeat(200_000), "漢字".repeat(200_000)]) {
+      const res = await postJson("/api/skills/token-count", { text });
+      expect(res.status).toBe(200);
+      expect((await res.json<{ approx_tokens: number }>()).approx_tokens).toBeGreaterThan(1000);
+    }
+  });
+});
+
 describe("token_count chars and words", () => {
   it("counts code points and runs of non-white-space (Unicode white space included)", async () => {
     const cases: [string, number, number][] = [

@@ -1,0 +1,140 @@
+/**
+ * Byte-pair merging in O(n log n) for long pieces, in place of gpt-tokenizer 4.0.0's O(n²) loop.
+ *
+ * Why: the library merges each pre-token ("piece") by rescanning every adjacent pair for the
+ * lowest rank after each merge. Ordinary text splits into short pieces, but a run with no word
+ * boundary is one piece: 400k letters "a" took 43 s, 200k emoji 128 s (a known problem of naive
+ * BPE: openai/tiktoken#195, which tiktoken and jtokkit answer the same way, from ~500 characters).
+ * Here the candidate pairs sit in a min-heap keyed by (rank, start offset) over a linked list of
+ * parts, and only the two pairs next to a merge are re-ranked. Popping the lowest (rank, start)
+ * is the library's choice exactly (lowest rank, leftmost on ties), so the tokens are identical
+ * (test/skills/token-tables.test.ts compares them with the library's own).
+ */
+
+/** Pieces up to this many UTF-16 units keep the library's loop (and its cache). */
+export const LONG_PIECE = 512;
+
+/** Offsets fit in 2^21 (a piece is at most 400k characters, 1.6 MB of UTF-8). */
+const START_BITS = 2 ** 21;
+
+type RankOf = (bytes: Uint8Array) => number | undefined;
+
+/** A binary min-heap of numbers (keys rank × 2^21 + start: rank order, then leftmost). */
+class MinHeap {
+  private items: number[] = [];
+  get size() {
+    return this.items.length;
+  }
+  push(v: number) {
+    const a = this.items;
+    let i = a.push(v) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((a[parent] as number) <= v) break;
+      a[i] = a[parent] as number;
+      i = parent;
+    }
+    a[i] = v;
+  }
+  pop(): number {
+    const a = this.items;
+    const top = a[0] as number;
+    const last = a.pop() as number;
+    if (a.length > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= a.length) break;
+        const r = l + 1;
+        const c = r < a.length && (a[r] as number) < (a[l] as number) ? r : l;
+        if ((a[c] as number) >= last) break;
+        a[i] = a[c] as number;
+        i = c;
+      }
+      a[i] = last;
+    }
+    return top;
+  }
+}
+
+/** The ranks of a piece's tokens, as the library's bytePairMerge returns them. */
+export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
+  const n = piece.length;
+  if (n >= START_BITS) throw new RangeError(`piece of ${n} bytes is beyond the merge's offsets`);
+  // Part s spans [s, next[s]); a part that was merged into its left neighbour is dead.
+  const next = new Int32Array(n + 1);
+  const prev = new Int32Array(n + 1);
+  const dead = new Uint8Array(n + 1);
+  // The rank of the pair that starts at part s (its part and the next), Infinity when none.
+  const rankAt = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY);
+  for (let i = 0; i <= n; i++) {
+    next[i] = i + 1;
+    prev[i] = i - 1;
+  }
+  const heap = new MinHeap();
+  const rank = (s: number) => {
+    const t = next[s] as number;
+    if (t >= n) return Number.POSITIVE_INFINITY;
+    return rankOf(piece.subarray(s, next[t] as number)) ?? Number.POSITIVE_INFINITY;
+  };
+  const rerank = (s: number) => {
+    const r = rank(s);
+    rankAt[s] = r;
+    if (r !== Number.POSITIVE_INFINITY) heap.push(r * START_BITS + s);
+  };
+  for (let s = 0; s < n - 1; s++) rerank(s);
+  while (heap.size > 0) {
+    const key = heap.pop();
+    const s = key % START_BITS;
+    const r = (key - s) / START_BITS;
+    // Stale: the part was merged away, or its pair changed since this entry was pushed.
+    if (dead[s] || rankAt[s] !== r) continue;
+    const t = next[s] as number;
+    const u = next[t] as number;
+    dead[t] = 1;
+    next[s] = u;
+    if (u <= n) prev[u] = s;
+    rerank(s);
+    if (s > 0) rerank(prev[s] as number);
+  }
+  const out: number[] = [];
+  for (let s = 0; s < n; s = next[s] as number) {
+    const token = rankOf(piece.subarray(s, next[s] as number));
+    if (token === undefined) throw new Error(`The byte-pair encoding has no token for bytes at ${s}`);
+    out.push(token);
+  }
+  return out;
+}
+
+/** What this module reaches inside gpt-tokenizer's GptEncoding (private in its types). */
+interface Core {
+  bytePairEncode(input: string): number[];
+  getBpeRankFromBytes(bytes: Uint8Array): number | undefined;
+  textEncoder: { encode(s: string): Uint8Array };
+}
+
+/**
+ * Puts the long-piece merge into one GptEncoding: long pieces bypass the library's loop and its
+ * merge cache (a cached 400k-character key per distinct request would pin megabytes), short ones
+ * keep both. The cache is also made smaller: 100k entries of up to LONG_PIECE characters each
+ * could hold 100 MB in a 128 MB isolate; 8,192 short pieces cover a language's common words.
+ * Throws if the library's internals moved (a pinned version; the tests would fail first).
+ */
+export function withLinearithmicMerge<E extends { setMergeCacheSize(size: number): void }>(encoding: E): E {
+  const core = (encoding as unknown as { bytePairEncodingCoreProcessor?: Partial<Core> })
+    .bytePairEncodingCoreProcessor;
+  if (
+    typeof core?.bytePairEncode !== "function" ||
+    typeof core.getBpeRankFromBytes !== "function" ||
+    typeof core.textEncoder?.encode !== "function"
+  ) {
+    throw new Error("gpt-tokenizer's internals changed: the long-piece merge cannot be installed");
+  }
+  const c = core as Core;
+  const cached = c.bytePairEncode.bind(c);
+  const rankOf: RankOf = (bytes) => c.getBpeRankFromBytes(bytes);
+  c.bytePairEncode = (input: string) =>
+    input.length > LONG_PIECE ? mergeLongPiece(c.textEncoder.encode(input), rankOf) : cached(input);
+  encoding.setMergeCacheSize(8192);
+  return encoding;
+}

@@ -118,6 +118,31 @@ describe("html_clean", () => {
     },
   );
 
+  it("text mode lays small tables out as a grid, and writes tables too big to lay out as blocks", {
+    timeout: 30_000,
+  }, async () => {
+    const text = async (html: string) => {
+      const res = await postJson("/api/skills/html-clean", { html });
+      expect(res.status, html.slice(0, 60)).toBe(200);
+      return (await res.json<{ output: string }>()).output;
+    };
+    // Small: one line per row, cells side by side.
+    expect(await text("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>")).toMatch(
+      /^a +b\nc +d$/,
+    );
+    // Each of these crashed the grid layout (stack overflow: a 500) or ran for minutes.
+    for (const html of [
+      '<table><tr><td rowspan="9000">x</td></tr></table>',
+      '<table><tr><td colspan="10000">x</td></tr></table>',
+      '<table><tr><td colspan="100000000">x</td><td>y</td></tr><tr><td>z</td></tr></table>',
+      '<table><tr><td colspan="1e9">x</td></tr></table>',
+    ]) {
+      expect((await text(html)).split(/\s+/)).toEqual(expect.arrayContaining(["x"]));
+    }
+    const many = await text(`<table><tr>${"<td>c".repeat(79_000)}</tr></table>`);
+    expect(many.match(/c/g)).toHaveLength(79_000);
+  });
+
   it(
     "text mode keeps block structure and decodes entities",
     async () => {

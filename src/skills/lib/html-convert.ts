@@ -21,21 +21,44 @@ const DROPPED = [
   "select",
 ];
 
+const COMMON_SELECTORS = [
+  ...DROPPED.map((selector) => ({ selector, format: "skip" })),
+  { selector: "a", options: { ignoreHref: true } },
+  { selector: "img", format: "skip" },
+  { selector: "h1", options: { uppercase: false } },
+  { selector: "h2", options: { uppercase: false } },
+  { selector: "h3", options: { uppercase: false } },
+  { selector: "h4", options: { uppercase: false } },
+  { selector: "h5", options: { uppercase: false } },
+  { selector: "h6", options: { uppercase: false } },
+];
+/** Tables laid out as text grids: what a reader of the text expects. */
 const TEXT_OPTIONS = {
   wordwrap: false as const,
   selectors: [
-    ...DROPPED.map((selector) => ({ selector, format: "skip" })),
-    { selector: "a", options: { ignoreHref: true } },
-    { selector: "img", format: "skip" },
-    { selector: "h1", options: { uppercase: false } },
-    { selector: "h2", options: { uppercase: false } },
-    { selector: "h3", options: { uppercase: false } },
-    { selector: "h4", options: { uppercase: false } },
-    { selector: "h5", options: { uppercase: false } },
-    { selector: "h6", options: { uppercase: false } },
+    ...COMMON_SELECTORS,
     { selector: "table", format: "dataTable", options: { uppercaseHeaderCells: false } },
   ],
 };
+/** Tables as plain blocks, one cell per line: for documents whose tables are too big to lay out. */
+const BLOCK_TABLE_OPTIONS = {
+  wordwrap: false as const,
+  selectors: [
+    ...COMMON_SELECTORS,
+    ...["table", "thead", "tbody", "tfoot", "tr", "td", "th", "caption"].map((selector) => ({
+      selector,
+      format: "block",
+    })),
+  ],
+};
+
+/**
+ * html-to-text's grid layout fills an array cell by cell over every column and row a cell spans,
+ * recursively, and transposes it in quadratic time: `<td colspan="100000000">` (55 bytes) ran
+ * for minutes and took 742 MB, `colspan="10000"` or a `rowspan="9000"` overflowed the stack
+ * (a 500), and 97k cells took 14 s. Past these bounds (whole document), tables become blocks.
+ */
+export const TABLE_LIMITS = { cells: 5000, span: 1000, area: 20_000 };
 
 /** Element nesting we convert; real pages stay far below it (a few dozen levels). */
 export const MAX_HTML_DEPTH = 512;
@@ -44,15 +67,28 @@ class TooDeep extends Error {}
 /**
  * html-to-text walks the DOM recursively and slows down quadratically on deep trees: 130,000
  * nested <i> take seconds and then overflow the stack. One streaming pass (about 10 ms for
- * 400 KB) refuses such input up front, and stops as soon as the bound is crossed. It must be the
+ * 400 KB) refuses such input up front, and stops as soon as the bound is crossed; it also
+ * measures the tables (TABLE_LIMITS), which decides how text mode writes them. It must be the
  * very parser html-to-text builds its DOM with (package.json pins the same htmlparser2 major):
  * parsers differ on which tags close implicitly, e.g. nested <a> or <h1>.
  */
-function refuseDeepNesting(html: string, loc: Loc) {
+function prepass(html: string, loc: Loc): { gridTables: boolean } {
   let depth = 0;
+  let cells = 0;
+  let area = 0;
+  let maxSpan = 1;
+  // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
+  const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
   const parser = new Parser({
-    onopentag() {
+    onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
+      if (name === "td" || name === "th") {
+        const cols = span(attribs.colspan);
+        const rows = span(attribs.rowspan);
+        cells++;
+        area += cols * rows;
+        maxSpan = Math.max(maxSpan, cols, rows);
+      }
     },
     onclosetag() {
       depth--;
@@ -66,11 +102,13 @@ function refuseDeepNesting(html: string, loc: Loc) {
       max_depth: MAX_HTML_DEPTH,
     });
   }
+  const { cells: maxCells, span: spanLimit, area: maxArea } = TABLE_LIMITS;
+  return { gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea };
 }
 
 export function htmlToText(html: string, loc: Loc = ["html"]): string {
-  refuseDeepNesting(html, loc);
-  return convert(html, TEXT_OPTIONS).trim();
+  const { gridTables } = prepass(html, loc);
+  return convert(html, gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS).trim();
 }
 
 // Script-capable link targets become inert: Markdown is often rendered again downstream.
@@ -90,6 +128,6 @@ const SCRIPT_LINK = () =>
 export const neutralizeScriptLinks = (md: string) => SCRIPT_LINK().matcher(md).replaceAll("](#)");
 
 export function htmlToMd(html: string): string {
-  refuseDeepNesting(html, ["html"]);
+  prepass(html, ["html"]);
   return neutralizeScriptLinks(htmlToMarkdown(html, { filter: { exclude: DROPPED } })).trim();
 }

@@ -162,7 +162,9 @@ export const jsonSchemaValidate = defineSkill({
       if (e instanceof UnsupportedPattern) {
         throw InputError.at(
           ["schema", ...e.path],
-          `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
+          e.tooLarge
+            ? `Pattern is too large: patterns run on RE2, which expands counted repetition when it compiles (${e.reason})`
+            : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
           e.pattern,
           "pattern_unsupported",
           { pattern: e.pattern, error: e.reason },

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { neutralizeScriptLinks } from "../../src/skills/lib/html-convert";
 import { jsonByteLength, MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
 import { RawJson } from "../../src/skills/lib/raw-json";
+import { patternSize } from "../../src/skills/lib/schema-patterns";
 import { meteredValidation, WORK_BUDGET_BASE, WORK_BUDGET_PER_NODE } from "../../src/skills/lib/schema-work";
 import { skills } from "../../src/skills/registry";
 import { runSkill } from "../../src/skills/run";
@@ -208,6 +209,61 @@ describe("json_schema_validate bounds (issues 15 and 19)", () => {
       const [item] = JSON.parse(r.text).detail;
       expect(item).toMatchObject({ loc: ["body", "schema", ...at], type: "pattern_unsupported" });
       expect(item.msg).toContain("RE2");
+    },
+    SLOW,
+  );
+
+  it("estimates the size RE2 expands a pattern to", () => {
+    for (const [pattern, size] of [
+      ["abc", 3],
+      ["a{3}", 3],
+      ["(?:ab){10}", 20],
+      ["[a-z]{1,100}", 100],
+      ["(?:x{0,99}){0,9}", 891],
+      ["(?:a.{0,999}z)", 1001],
+      ["\\u{1F600}{2}", 2],
+      ["(?<name>a)b|c", 3],
+      ["^\\d{3}-\\d{4}$", 10],
+    ] as const)
+      expect(patternSize(pattern), pattern).toBe(size);
+  });
+
+  it(
+    "a pattern too large to compile (counted repetition) is a 422 at its place, before any compile",
+    async () => {
+      // 8.4 KB: compiling it took 2 s and ~200 MB (a Worker has 128 MB).
+      const huge = "(?:a.{0,999}z)".repeat(600);
+      const r = await validate({ properties: { x: { pattern: huge } } }, { x: "az" });
+      expect(r.status).toBe(422);
+      const [item] = JSON.parse(r.text).detail;
+      expect(item).toMatchObject({
+        loc: ["body", "schema", "properties", "x", "pattern"],
+        type: "pattern_unsupported",
+      });
+      expect(item.msg).toContain("too large");
+      // Each under the bound, together over it.
+      const parts = {
+        allOf: Array.from({ length: 5 }, (_, i) => ({ pattern: `${i}${"(?:a.{0,999}z)".repeat(4)}` })),
+      };
+      const together = await validate(parts, "x");
+      expect(together.status).toBe(422);
+      expect(JSON.parse(together.text).detail[0].ctx.error).toContain("together");
+      // Real-world patterns stay far below: an email-ish pattern, a 256-digit bound.
+      const ok = await validate({ pattern: "^[a-z]{1,100}@[a-z]{1,50}\\.[a-z]{2,24}$" }, "ada@example.org");
+      expect(JSON.parse(ok.text).valid).toBe(true);
+    },
+    SLOW,
+  );
+
+  it(
+    "testing a big pattern on a long string is priced by the pattern's size, so it meets the work budget",
+    async () => {
+      // An anchored NFA over 1,000 instructions: 1 MB took 6 s, charged as if it were a one-character pattern.
+      const r = await validate({ pattern: "a[ab]{999}$" }, `${"ab".repeat(100_000)}c`);
+      expect(r.status).toBe(422);
+      expect(JSON.parse(r.text).detail[0].type).toBe("work_limit_exceeded");
+      const small = await validate({ pattern: "a[ab]{9}$" }, `${"ab".repeat(100_000)}c`);
+      expect(small.status).toBe(200);
     },
     SLOW,
   );

@@ -11,6 +11,8 @@ export class UnsupportedPattern extends Error {
     readonly pattern: string,
     readonly path: (string | number)[],
     readonly reason: string,
+    /** RE2 could run it, but it is too large to compile here (counted repetition). */
+    readonly tooLarge = false,
   ) {
     super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
   }
@@ -21,29 +23,130 @@ export class InvalidPattern extends Error {}
 
 /** The real constructor: the validator sees a stand-in while it runs (schema-work.ts). */
 export const NativeRegExp = RegExp;
-const compiled = new Map<string, RE2JS>();
 
-export function compileRe2(pattern: string): RE2JS {
-  let re = compiled.get(pattern);
-  if (!re) {
-    re = RE2JS.compile(RE2JS.translateRegExp(pattern));
-    if (compiled.size > 1000) compiled.clear();
-    compiled.set(pattern, re);
+/**
+ * RE2 expands counted repetition when it compiles: `(?:a.{0,999}z)` is a thousand instructions, and
+ * compiling costs about 4 µs and 350 bytes per instruction (re2js, measured here). 600 of them in
+ * an 8 KB schema took 2 s and ~200 MB, past a Worker's 128 MB. Matching (an NFA) also costs per
+ * instruction per character: `a[ab]{999}$` over 1 MB took 6 s. So a pattern's expanded size is
+ * estimated from its text before it is compiled, bounded, and priced into every test.
+ */
+export const MAX_PATTERN_SIZE = 5_000;
+/** All patterns of one schema together: about 80 ms and 7 MB of compiling. */
+export const MAX_SCHEMA_PATTERN_SIZE = 20_000;
+/** Compiled programs kept across requests, by total size (~15 MB). */
+const MAX_CACHED_SIZE = 40_000;
+
+/**
+ * An upper estimate of the instructions RE2 compiles a (valid, `u`-mode) ECMAScript pattern to:
+ * one per atom, each group the sum of its parts, `{n,m}` multiplying what it repeats by its
+ * largest count, `*` `+` `?` adding one.
+ */
+export function patternSize(pattern: string): number {
+  const frames: { total: number; last: number }[] = [{ total: 0, last: 0 }];
+  const top = () => frames[frames.length - 1] as { total: number; last: number };
+  const atom = (n: number) => {
+    top().total += n;
+    top().last = n;
+  };
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === "\\") {
+      const next = pattern[i + 1];
+      if ((next === "u" || next === "p" || next === "P") && pattern[i + 2] === "{")
+        i = pattern.indexOf("}", i);
+      else i += next === "x" ? 3 : next === "u" ? 5 : next === "c" ? 2 : 1;
+      atom(1);
+    } else if (ch === "[") {
+      for (i++; i < pattern.length && pattern[i] !== "]"; i++) if (pattern[i] === "\\") i++;
+      atom(1);
+    } else if (ch === "(") {
+      frames.push({ total: 0, last: 0 });
+      if (pattern[i + 1] === "?") {
+        // (?: (?= (?! (?<= (?<! (?<name>: the prefix is not an atom.
+        const named = pattern[i + 2] === "<" && pattern[i + 3] !== "=" && pattern[i + 3] !== "!";
+        i = named ? pattern.indexOf(">", i) : i + (pattern[i + 2] === "<" ? 3 : 2);
+      }
+    } else if (ch === ")") {
+      const group = (frames.length > 1 ? frames.pop() : top()) as { total: number };
+      atom(group.total);
+    } else if (ch === "|") {
+      top().last = 0;
+    } else if (ch === "*" || ch === "+" || ch === "?") {
+      top().total += 1;
+    } else if (ch === "{") {
+      const m = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(i, i + 24));
+      if (m) {
+        const n = Number(m[1]);
+        const k = m[2] ? (m[3] ? Number(m[3]) : n + 1) : n;
+        const f = top();
+        f.total += f.last * (Math.max(k, 1) - 1);
+        f.last *= Math.max(k, 1);
+        i += m[0].length - 1;
+      } else atom(1);
+    } else {
+      atom(1);
+    }
   }
-  return re;
+  return Math.max(1, frames[0]?.total ?? 1);
 }
 
-/** Refuses, before validation, a pattern the schema may not use (an invalid or a non-linear one). */
-export function checkPattern(pattern: string, path: (string | number)[]) {
+class PatternTooLarge extends Error {}
+
+const compiled = new Map<string, { re: RE2JS; size: number }>();
+let cachedSize = 0;
+
+function compiledEntry(pattern: string) {
+  let entry = compiled.get(pattern);
+  if (!entry) {
+    const size = patternSize(pattern);
+    if (size > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(size));
+    entry = { re: RE2JS.compile(RE2JS.translateRegExp(pattern)), size };
+    if (cachedSize + size > MAX_CACHED_SIZE) {
+      compiled.clear();
+      cachedSize = 0;
+    }
+    compiled.set(pattern, entry);
+    cachedSize += size;
+  }
+  return entry;
+}
+
+const tooLarge = (size: number) =>
+  `it expands to about ${size} RE2 instructions (counted repetition multiplies what it repeats); at most ${MAX_PATTERN_SIZE}`;
+
+export const compileRe2 = (pattern: string): RE2JS => compiledEntry(pattern).re;
+
+/** Work units of one test (schema-work.ts's currency): matching costs per instruction per character. */
+export const testCost = (pattern: string, chars: number, charsPerUnit: number) =>
+  0.5 + (chars * Math.max(1, compiledEntry(pattern).size / 8)) / charsPerUnit;
+
+/**
+ * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
+ * large one). Returns its estimated size, which the caller sums over the schema.
+ */
+export function checkPattern(pattern: string, path: (string | number)[]): number {
   try {
     new NativeRegExp(pattern, "u");
   } catch (e) {
     throw new InvalidPattern(`#/${path.join("/")}: ${e instanceof Error ? e.message : String(e)}`);
   }
   try {
-    compileRe2(pattern);
+    return compiledEntry(pattern).size;
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
-    throw new UnsupportedPattern(pattern, path, reason);
+    throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);
+  }
+}
+
+/** The schema's patterns together may not pass MAX_SCHEMA_PATTERN_SIZE (checked as they are met). */
+export function checkSchemaPatterns(total: number, pattern: string, path: (string | number)[]) {
+  if (total > MAX_SCHEMA_PATTERN_SIZE) {
+    throw new UnsupportedPattern(
+      pattern,
+      path,
+      `the schema's patterns together expand to more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions`,
+      true,
+    );
   }
 }

@@ -8,7 +8,7 @@ import {
   schemaMapKeyword,
   Validator,
 } from "@cfworker/json-schema";
-import { checkPattern, compileRe2, NativeRegExp } from "./schema-patterns";
+import { checkPattern, checkSchemaPatterns, compileRe2, NativeRegExp, testCost } from "./schema-patterns";
 
 /**
  * Bounded work for json_schema_validate (issue 15).
@@ -79,7 +79,7 @@ class Re2RegExp {
     this.source = pattern;
   }
   test(input: string): boolean {
-    spend(0.5 + input.length / CHARS_PER_UNIT);
+    spend(testCost(this.source, input.length, CHARS_PER_UNIT));
     return compileRe2(this.source).test(input);
   }
 }
@@ -185,12 +185,17 @@ const METER_KEYS = [
  * `pattern` and `patternProperties` key for RE2, and installs the per-evaluation charge.
  */
 function meterSchema(root: unknown, facts: InstanceFacts) {
+  let patterns = 0;
+  const check = (pattern: string, at: (string | number)[]) => {
+    patterns += checkPattern(pattern, at);
+    checkSchemaPatterns(patterns, pattern, at);
+  };
   const visit = (schema: unknown, path: (string | number)[]) => {
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
     const s = schema as Record<string, unknown>;
-    if (typeof s.pattern === "string") checkPattern(s.pattern, [...path, "pattern"]);
+    if (typeof s.pattern === "string") check(s.pattern, [...path, "pattern"]);
     if (s.patternProperties && typeof s.patternProperties === "object")
-      for (const p of Object.keys(s.patternProperties)) checkPattern(p, [...path, "patternProperties", p]);
+      for (const p of Object.keys(s.patternProperties)) check(p, [...path, "patternProperties", p]);
     // One evaluation is one unit; what it does besides recursing is charged in the same currency,
     // pessimistically for the biggest instance value it could meet (the accessor cannot see which).
     const ownWork =

@@ -159,12 +159,14 @@ export const seo = defineSkill({
   },
   async run({ url, keywords }, { env }) {
     const target = precheckUrl(env, url);
-    const normalized = keywords?.map((k) => k.replace(/\s+/g, " ").trim().toLowerCase()) ?? null;
-    const { value, cache } = await cached(env, "seo", [target.href, normalized], async () => {
+    // The keywords as the audit checks them: also the cache key, so equivalent lists share it.
+    const { givenKeywords } = await import("./lib/seo-keywords");
+    const checked = keywords === null ? null : givenKeywords(keywords);
+    const { value, cache } = await cached(env, "seo", [target.href, checked], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
       const { audit } = await import("./lib/seo-audit");
-      return { final_url: doc.url, ...audit(doc.text, doc.url, keywords) };
+      return { final_url: doc.url, ...audit(doc.text, doc.url, checked) };
     });
     const { keywords: used, score, recommendations, ...extra } = value;
     return { url, keywords: used, score, recommendations, ...extra, cache };

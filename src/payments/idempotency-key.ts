@@ -38,7 +38,7 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
       return {
         invalid: validationResponse(c, [
           {
-            loc: ["header", "Idempotency-Key"],
+            loc: ["header", "idempotency-key"],
             msg: "Idempotency-Key must be 1 to 255 visible ASCII characters",
             type: "value_error",
             input: header.slice(0, 256),
@@ -67,7 +67,7 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
     return {
       invalid: validationResponse(c, [
         {
-          loc: ["header", "PAYMENT-SIGNATURE", "extensions", PAYMENT_IDENTIFIER, "info", "id"],
+          loc: ["header", "payment-signature", "extensions", PAYMENT_IDENTIFIER, "info", "id"],
           msg: "Invalid payment identifier: use 16-128 characters of A-Z a-z 0-9 _ -",
           type: "value_error",
           input: typeof id === "string" ? id.slice(0, 256) : id,

@@ -443,6 +443,11 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     const key = await keyWith(1);
     const res = await call(key, "x".repeat(256));
     expect(res.status).toBe(422);
+    // Header names in loc are lower case (FastAPI's), the same on every route.
+    expect((await res.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual([
+      "header",
+      "idempotency-key",
+    ]);
     expect(await left(key)).toBe(1);
   });
 });

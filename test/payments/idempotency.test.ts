@@ -321,7 +321,7 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
     const { detail } = await res.json<{ detail: { loc: string[]; type: string }[] }>();
     expect(detail[0]?.loc).toEqual([
       "header",
-      "PAYMENT-SIGNATURE",
+      "payment-signature",
       "extensions",
       "payment-identifier",
       "info",

@@ -108,6 +108,8 @@ export function benchInputs() {
     ["html-clean", "1 KB text", { html: html(1000) }],
     ["html-clean", "400k text", { html: html(400_000) }],
     ["html-clean", "400k markdown", { html: html(400_000), mode: "markdown" }],
+    // Past the grid bounds (docs/LIMITS.md): written as blocks; the grid took 14 s.
+    ["html-clean", "79k table cells, text", { html: `<table><tr>${"<td>c".repeat(79_000)}</tr></table>` }],
     ["json-schema-validate", "1 KB", { instance: items(20), schema }],
     ["json-schema-validate", "1,000 items", { instance: items(1000), schema }],
     ["json-schema-validate", "100,000 items (4.5 MB)", { instance: items(100_000), schema }],
@@ -116,6 +118,9 @@ export function benchInputs() {
     ["token-count", "1 KB cl100k", { text: prose(1000) }],
     ["token-count", "400k cl100k", { text: prose(400_000) }],
     ["token-count", "400k o200k", { text: prose(400_000), encoding: "o200k" }],
+    // One BPE piece (no word boundary): gpt-tokenizer's own merge loop took 43 s and 270 s here.
+    ["token-count", "400k, one piece ('a' × 400k)", { text: "a".repeat(400_000) }],
+    ["token-count", "400k, one piece (CJK)", { text: "漢字".repeat(200_000) }],
     ["sha256", "1 KB", { text: prose(1000) }],
     ["sha256", "400k", { text: prose(400_000) }],
     ["uuid-mint", "1 id", { count: 1 }],

@@ -8,10 +8,14 @@ import { claim, current, type Fingerprint, release, replay, store } from "./idem
 
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
 
-/** SHA-256 of the body as canonical JSON (RFC 8785), so key order and spacing do not matter. */
+/**
+ * SHA-256 of the body as canonical JSON (RFC 8785), so key order and spacing do not matter.
+ * Integers past 2^53 stay as written: json_sort and json_flatten answer them exactly, so two bodies
+ * that differ only in such a digit are different requests.
+ */
 async function bodyHash(text: string): Promise<string> {
   if (text.trim() === "") return sha256Hex("");
-  const parsed = parseJsonText(text);
+  const parsed = parseJsonText(text, true);
   if (!parsed.ok) return sha256Hex(text);
   const { canonicalize } = await import("./paid-call-libs");
   return sha256Hex(canonicalize(parsed.value));

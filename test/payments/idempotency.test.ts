@@ -430,6 +430,25 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     }
   });
 
+  it("bodies that differ only in a digit of an integer past 2^53 are different requests", async () => {
+    // json_sort answers such integers exactly, so a replay of the other body's answer would be wrong.
+    const key = await keyWith(3, "json_sort");
+    const send = (id: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/skills/json-sort", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": "big-ints" },
+          body: `{"data":{"id":${id}}}`,
+        }),
+        cardEnv,
+      );
+    const first = await send("12345678901234567890");
+    expect(await first.text()).toContain('"canonical":"{\\"id\\":12345678901234567890}"');
+    const other = await send("12345678901234567891");
+    expect(other.status).toBe(409);
+    expect(await left(key)).toBe(2);
+  });
+
   it("the same Idempotency-Key with another body is a 409 and spends nothing", async () => {
     const key = await keyWith(3);
     expect((await call(key, "k-1")).status).toBe(200);

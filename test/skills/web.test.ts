@@ -136,6 +136,11 @@ describe("html_clean", () => {
       '<table><tr><td colspan="10000">x</td></tr></table>',
       '<table><tr><td colspan="100000000">x</td><td>y</td></tr><tr><td>z</td></tr></table>',
       '<table><tr><td colspan="1e9">x</td></tr></table>',
+      // Empty rows count: 20,000 of them overflowed the stack, 40,000 took 2 s.
+      `<table>${"<tr></tr>".repeat(20_000)}<tr><td>x</td></tr></table>`,
+      `<table><tr><td>x</td></tr>${"<tr></tr>".repeat(40_000)}</table>`,
+      // Within the cell, span and area bounds, but 20,000 columns wide: a quadratic transpose.
+      `<table><tr>${'<td colspan="1000">x</td>'.repeat(20)}</tr></table>`,
     ]) {
       expect((await text(html)).split(/\s+/)).toEqual(expect.arrayContaining(["x"]));
     }

@@ -56,9 +56,11 @@ const BLOCK_TABLE_OPTIONS = {
  * html-to-text's grid layout fills an array cell by cell over every column and row a cell spans,
  * recursively, and transposes it in quadratic time: `<td colspan="100000000">` (55 bytes) ran
  * for minutes and took 742 MB, `colspan="10000"` or a `rowspan="9000"` overflowed the stack
- * (a 500), and 97k cells took 14 s. Past these bounds (whole document), tables become blocks.
+ * (a 500), and 97k cells took 14 s. Rows count even when empty: 20,000 `<tr></tr>` overflowed
+ * the stack too, and the transpose is quadratic in a table's extent (its rows, or its widest row
+ * in columns). Past these bounds (whole document), tables become blocks.
  */
-export const TABLE_LIMITS = { cells: 5000, span: 1000, area: 20_000 };
+export const TABLE_LIMITS = { cells: 5000, span: 1000, area: 20_000, extent: 2000 };
 
 /** Element nesting we convert; real pages stay far below it (a few dozen levels). */
 export const MAX_HTML_DEPTH = 512;
@@ -77,21 +79,35 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
   let cells = 0;
   let area = 0;
   let maxSpan = 1;
+  let maxExtent = 0;
+  // Open tables, innermost last: rows so far, the current row's width in columns.
+  const tables: { rows: number; width: number }[] = [];
   // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
   const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
   const parser = new Parser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
-      if (name === "td" || name === "th") {
+      const table = tables[tables.length - 1];
+      if (name === "table") tables.push({ rows: 0, width: 0 });
+      else if (name === "tr" && table) {
+        table.rows++;
+        table.width = 0;
+        maxExtent = Math.max(maxExtent, table.rows);
+      } else if (name === "td" || name === "th") {
         const cols = span(attribs.colspan);
         const rows = span(attribs.rowspan);
         cells++;
         area += cols * rows;
         maxSpan = Math.max(maxSpan, cols, rows);
+        if (table) {
+          table.width += cols;
+          maxExtent = Math.max(maxExtent, table.width, table.rows + rows - 1);
+        }
       }
     },
-    onclosetag() {
+    onclosetag(name) {
       depth--;
+      if (name === "table") tables.pop();
     },
   });
   try {
@@ -102,8 +118,10 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
       max_depth: MAX_HTML_DEPTH,
     });
   }
-  const { cells: maxCells, span: spanLimit, area: maxArea } = TABLE_LIMITS;
-  return { gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea };
+  const { cells: maxCells, span: spanLimit, area: maxArea, extent } = TABLE_LIMITS;
+  return {
+    gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea && maxExtent <= extent,
+  };
 }
 
 export function htmlToText(html: string, loc: Loc = ["html"]): string {

@@ -39,8 +39,9 @@ const MAX_CACHED_SIZE = 40_000;
 
 /**
  * An upper estimate of the instructions RE2 compiles a (valid, `u`-mode) ECMAScript pattern to:
- * one per atom, each group the sum of its parts, `{n,m}` multiplying what it repeats by its
- * largest count, `*` `+` `?` adding one.
+ * one per atom, each group its parts plus two (a capture's two instructions; an empty group is not
+ * free), one per `|`, `{n,m}` n copies of what it repeats and m − n optional ones (each one more
+ * for its branch), `*` `+` `?` one more.
  */
 export function patternSize(pattern: string): number {
   const frames: { total: number; last: number }[] = [{ total: 0, last: 0 }];
@@ -69,19 +70,23 @@ export function patternSize(pattern: string): number {
       }
     } else if (ch === ")") {
       const group = (frames.length > 1 ? frames.pop() : top()) as { total: number };
-      atom(group.total);
+      atom(group.total + 2);
     } else if (ch === "|") {
+      top().total += 1;
       top().last = 0;
     } else if (ch === "*" || ch === "+" || ch === "?") {
       top().total += 1;
+      top().last += 1;
     } else if (ch === "{") {
       const m = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(i, i + 24));
       if (m) {
         const n = Number(m[1]);
-        const k = m[2] ? (m[3] ? Number(m[3]) : n + 1) : n;
+        const most = m[2] ? (m[3] ? Number(m[3]) : n + 1) : n;
         const f = top();
-        f.total += f.last * (Math.max(k, 1) - 1);
-        f.last *= Math.max(k, 1);
+        // n copies, then (most − n) optional copies of one more instruction each.
+        const repeated = f.last * Math.max(most, 1) + Math.max(most - n, 0);
+        f.total += repeated - f.last;
+        f.last = repeated;
         i += m[0].length - 1;
       } else atom(1);
     } else {

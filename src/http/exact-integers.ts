@@ -30,12 +30,13 @@ function keepLongIntegers(_key: string, value: unknown, context?: { source?: str
   return source !== undefined && INTEGER_TEXT.test(source) ? json.rawJSON(source) : value;
 }
 
+/** Whether the text may hold an integer past 2^53 (a 16-digit run): only then is a reviver needed. */
+export const mayHoldLongIntegers = (text: string) => LONG_DIGIT_RUN.test(text);
+
 /**
- * `JSON.parse`, keeping integers past 2^53 exact. Throws like JSON.parse. The reviver runs only
- * when the text has a 16-digit run, so ordinary bodies cost one regex scan more.
+ * `JSON.parse`, keeping integers past 2^53 exact. Throws like JSON.parse. The reviver recurses
+ * per level, so the caller checks the document's depth on a plain parse first.
  */
 export function parseKeepingIntegers(text: string): unknown {
-  return LONG_DIGIT_RUN.test(text)
-    ? JSON.parse(text, keepLongIntegers as (key: string, value: unknown) => unknown)
-    : JSON.parse(text);
+  return JSON.parse(text, keepLongIntegers as (key: string, value: unknown) => unknown);
 }

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
-import { isRawJsonNumber, parseKeepingIntegers } from "./exact-integers";
+import { mayHoldLongIntegers, parseKeepingIntegers } from "./exact-integers";
 
 /**
  * Request validation with FastAPI's error shape (spec 2.5): zod does the checking, this module
@@ -228,7 +228,7 @@ function nestingDepth(value: unknown): number {
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop() as [unknown, number];
-    if (v === null || typeof v !== "object" || isRawJsonNumber(v)) continue;
+    if (v === null || typeof v !== "object") continue;
     if (depth + 1 > max) max = depth + 1;
     if (max > MAX_JSON_DEPTH) return max;
     for (const child of Object.values(v))
@@ -246,7 +246,7 @@ export function parseJsonText(
   exactIntegers = false,
 ): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
   try {
-    const value = exactIntegers ? parseKeepingIntegers(text) : JSON.parse(text);
+    let value = JSON.parse(text);
     // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks)
     // recurses: a deep document would overflow the stack there and become a 500.
     if (nestingDepth(value) > MAX_JSON_DEPTH) {
@@ -261,6 +261,8 @@ export function parseJsonText(
         },
       };
     }
+    // Parsed again only when it may hold such integers, once its depth is known to be bounded.
+    if (exactIntegers && mayHoldLongIntegers(text)) value = parseKeepingIntegers(text);
     return { ok: true, value };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);

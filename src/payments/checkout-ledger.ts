@@ -216,16 +216,21 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     await store(result).run();
     return;
   }
-  // A success is shown only if its credit was taken: the buyer may have spent every credit (or
+  // A success is shown only if its credit is taken: the buyer may have spent every credit (or
   // disputed the payment) while this ran, and the answer must not be an extra, unpaid result.
-  // `changes()` is the row count of the batch's previous statement, the spend.
+  // One transaction: the answer is stored if the key has a spendable credit, the credit is taken
+  // if this run's answer is the one stored, and otherwise the refusal is stored.
+  const answer = JSON.stringify(result);
+  const spendable = "SELECT 1 FROM api_keys WHERE id = ?5 AND calls_left > 0 AND dispute_status IS NULL";
   await env.DB.batch([
-    spendCreditStatement(env.DB, `id = ?1 AND dispute_status IS NULL AND EXISTS (${ours})`).bind(
-      claim.api_key_id,
-      sessionId,
-      now,
-    ),
-    store(result, " AND changes() = 1"),
+    env.DB.prepare(
+      `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
+       WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL AND EXISTS (${spendable})`,
+    ).bind(answer, sessionId, now, Date.now(), claim.api_key_id),
+    spendCreditStatement(
+      env.DB,
+      `id = ?1 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result = ?4)`,
+    ).bind(claim.api_key_id, sessionId, now, answer),
     store({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } }),
   ]);
 }

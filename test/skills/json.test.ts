@@ -199,6 +199,17 @@ describe("integers past 2^53 (ids, snowflakes)", () => {
   );
 
   it(
+    "a document too deep is refused for its depth, whatever digits it holds",
+    async () => {
+      const deep = `{"data":${"[".repeat(100_000)}12345678901234567890${"]".repeat(100_000)}}`;
+      const res = await postJson("/api/skills/json-sort", deep);
+      expect(res.status).toBe(422);
+      expect((await detailOf(res))[0]?.ctx?.error).toMatch(/nesting deeper than 200/);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "other skills' numeric fields still validate as numbers",
     async () => {
       const res = await postJson("/api/skills/uuid-mint", '{"count":12345678901234567890}');

@@ -17,6 +17,19 @@ const ZERO_ID = /^0+(-0+)*$/;
 /** Secrets a deployment cannot run safely without; RPC_URL may be a var instead. */
 export const REQUIRED_SECRETS = ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL"];
 
+/** The Stripe events the webhook handles (src/routes/checkout-webhook.ts): subscribe the endpoint to these. */
+export const STRIPE_EVENTS = [
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.async_payment_failed",
+  "checkout.session.expired",
+  "charge.refunded",
+  "charge.dispute.created",
+  "charge.dispute.closed",
+];
+
+const on = (v, fallback) => (v === undefined ? fallback : !/^(0|false|no|off)$/i.test(String(v).trim()));
+
 /** Everything missing, in words; empty when the configuration can be deployed. */
 export function problems(config, secrets) {
   const out = [];
@@ -38,6 +51,18 @@ export function problems(config, secrets) {
   if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email) || /\.example$|@example\./i.test(email)) {
     out.push(`CONTACT_EMAIL "${email}" is a placeholder: set a real support address`);
   }
+  // x402.org's facilitator settles testnets only: on Base mainnet every paid route would answer 503.
+  let facilitatorHost = "";
+  try {
+    facilitatorHost = new URL(vars.FACILITATOR_URL ?? "").host;
+  } catch {
+    out.push(`FACILITATOR_URL "${vars.FACILITATOR_URL ?? ""}" is not a URL`);
+  }
+  if (on(vars.X402_ENABLED, true) && vars.X402_NETWORK === "eip155:8453" && facilitatorHost === "x402.org") {
+    out.push(
+      "FACILITATOR_URL is x402.org's, which serves testnets only: for Base mainnet set https://api.cdp.coinbase.com/platform/v2/x402 and the CDP_API_KEY_ID / CDP_API_KEY_SECRET secrets",
+    );
+  }
   if (secrets === undefined) {
     out.push(
       "secrets could not be listed (run `npx wrangler login`, or set DEPLOY_CHECK_SECRETS to the names already set)",
@@ -46,6 +71,19 @@ export function problems(config, secrets) {
     for (const name of REQUIRED_SECRETS) {
       if (name === "RPC_URL" && vars.RPC_URL) continue;
       if (!secrets.includes(name)) out.push(`secret ${name} is not set (npx wrangler secret put ${name})`);
+    }
+    if (facilitatorHost === "api.cdp.coinbase.com") {
+      for (const name of ["CDP_API_KEY_ID", "CDP_API_KEY_SECRET"])
+        if (!secrets.includes(name)) out.push(`secret ${name} is not set: CDP's facilitator needs it`);
+    }
+    // Card credits need both Stripe secrets: without the webhook's, refunds and disputes never take
+    // credits back. Off on purpose: CARDPAY_ENABLED = "false".
+    if (on(vars.CARDPAY_ENABLED, true)) {
+      for (const name of ["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"])
+        if (!secrets.includes(name))
+          out.push(
+            `secret ${name} is not set, and CARDPAY_ENABLED is on: set it (webhook endpoint https://<host>/api/cardpay/webhook, events ${STRIPE_EVENTS.join(", ")}) or set CARDPAY_ENABLED = "false"`,
+          );
     }
   }
   return out;

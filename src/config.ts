@@ -30,6 +30,18 @@ const heavyByEnv = new WeakMap<Bindings, readonly string[]>();
  * it (gate, stats, pages), and parsing the request URL for its origin each time showed in the CPU
  * profile of the 402 path: one frozen answer per bindings object and origin, built once.
  */
+const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * The operating wallet's key (PARTNER_PAYER_KEY), when it is one: a malformed value would only
+ * fail once a partner caller had been charged, leaving a refund nothing can send, so it counts
+ * as unset (partner calls that need it are refused before any charge).
+ */
+export function operatingKey(env: Bindings): `0x${string}` | undefined {
+  const key = env.PARTNER_PAYER_KEY?.trim();
+  return key && PRIVATE_KEY.test(key) ? (key as `0x${string}`) : undefined;
+}
+
 export function publicConfig(env: Bindings, requestUrl: string): PublicConfig {
   // The runtime hands over absolute, normalized URLs: the origin is everything before the first
   // "/" after the scheme's "//".
@@ -64,8 +76,11 @@ function build(env: Bindings, origin: string) {
     usdcAddress: env.USDC_ADDRESS,
     facilitatorUrl: env.FACILITATOR_URL,
     x402Enabled: flag(env.X402_ENABLED, true),
-    // Card payments need a Stripe key; without one the flag reads false whatever CARDPAY_ENABLED says.
-    cardpayEnabled: flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY),
+    // Card payments need the Stripe key and the webhook's secret: without the second, refunds and
+    // disputes would never take credits back. Without either the flag reads false whatever
+    // CARDPAY_ENABLED says.
+    cardpayEnabled:
+      flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY) && Boolean(env.STRIPE_WEBHOOK_SECRET),
     freeBeta: flag(env.FREE_BETA, false),
     rateLimits: rateLimitsOn(env),
     heavyResources: heavyResources(env),

@@ -1,4 +1,4 @@
-import { publicConfig } from "../config";
+import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
@@ -22,7 +22,7 @@ async function payingFetch(
     ]);
   const network = publicConfig(env, "http://localhost").network;
   const client = registerExactEvmScheme(new x402Client(), {
-    signer: privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`),
+    signer: privateKeyToAccount(operatingKey(env) as `0x${string}`),
     // One authorization per call, whatever the partner does next: a partner that answers a paid
     // hop with a same-host redirect to another 402 would otherwise be paid again on every hop
     // (fetchOnHost follows up to three), while the caller paid for one call. With nothing left
@@ -76,7 +76,7 @@ export async function payPartner(
   init: RequestInit,
 ) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
-  if (!env.PARTNER_PAYER_KEY || partnerMicros === 0n || !t.collect) {
+  if (!operatingKey(env) || partnerMicros === 0n || !t.collect) {
     throw new UpstreamFailure(
       502,
       "The partner asks for payment and this marketplace has no operating wallet configured",

@@ -1,3 +1,4 @@
+import { operatingKey } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, type ChainView, rpcChainReader, searchRange } from "./reconcile-chain";
 import { decide, type Terms } from "./reconcile-decide";
@@ -147,7 +148,7 @@ async function settleOwedRefunds(
   head: Awaited<ReturnType<ChainReader["head"]>>,
   summary: ReconcileSummary,
 ) {
-  if (!env.PARTNER_PAYER_KEY) return; // nothing could be sent; the rows say why
+  if (!operatingKey(env)) return; // nothing could be sent; the rows say why
   const network = env.X402_NETWORK;
   const { results } = await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS);
   for (const row of results) {

@@ -1,5 +1,5 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { publicConfig } from "../config";
+import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
@@ -197,7 +197,12 @@ export const touchRefund = (db: D1Database, requestId: string, note?: string) =>
     .run();
 
 async function sendRefund(env: Bindings, r: RecordedRefund) {
-  if (!env.PARTNER_PAYER_KEY) return { ok: false as const, error: "no operating wallet configured" };
+  const key = operatingKey(env);
+  if (!key)
+    return {
+      ok: false as const,
+      error: "no operating wallet configured (PARTNER_PAYER_KEY unset or not a 0x private key)",
+    };
   const [{ privateKeyToAccount, getAddress }, { transferWithAuthorization }] = await Promise.all([
     import("../signer"),
     import("./transfer-authorization"),
@@ -212,7 +217,7 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
     maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
     extra: USDC_EXTRA,
   };
-  const account = privateKeyToAccount(env.PARTNER_PAYER_KEY as `0x${string}`);
+  const account = privateKeyToAccount(key);
   const authorization = {
     from: account.address,
     to: getAddress(r.payer),

@@ -9,6 +9,7 @@ import {
   receipt,
   send,
   stubNetwork,
+  tryEnv,
   upstreamRows,
   x402Partner,
 } from "./network";
@@ -36,6 +37,19 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     expect(await payoutRows(id)).toEqual([
       expect.objectContaining({ partner_share_micro: 10000, paid_upstream: 1, batch_id: null }),
     ]);
+  });
+
+  it("an operating key that is not a 0x private key counts as unset: refused before the caller is charged", async () => {
+    const { settled, partnerCalls } = stubNetwork(
+      x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),
+    );
+    const badKey = { ...tryEnv, PARTNER_PAYER_KEY: tryEnv.PARTNER_PAYER_KEY.slice(2) }; // no 0x
+    const res = await paidCall("/api/partners/pricefeed/try/price", {}, badKey);
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ charged: false });
+    expect(settled).toHaveLength(0);
+    // The partner saw one unpaid request, and was never paid.
+    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null]);
   });
 
   it("a caller whose payment does not settle never costs us the partner's price (issue 19.1)", async () => {

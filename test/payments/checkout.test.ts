@@ -82,9 +82,13 @@ describe("POST /api/cardpay/checkout", () => {
     expect((await postJson("/api/cardpay/checkout", { skill_id: "sha256", payload: "x" })).status).toBe(422);
   });
 
-  it("without a Stripe key: 503 and the catalog says cardpay_enabled false", async () => {
+  it.each([
+    ["key", { STRIPE_SECRET_KEY: undefined }],
+    // Without the webhook's secret refunds and disputes could never take credits back.
+    ["webhook secret", { STRIPE_WEBHOOK_SECRET: undefined }],
+  ])("without a Stripe %s: 503 and the catalog says cardpay_enabled false", async (_name, unset) => {
     const app = createApp();
-    const noStripe = { ...env, STRIPE_SECRET_KEY: undefined };
+    const noStripe = { ...env, ...unset };
     const res = await app.fetch(
       new Request("https://skills.test/api/cardpay/checkout", {
         method: "POST",

@@ -10,7 +10,15 @@ import { LIMITS } from "../../src/payments/quotas";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const shipped = path.join(root, "wrangler.toml");
-const ALL_SECRETS = ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL", "STRIPE_SECRET_KEY"];
+const ALL_SECRETS = [
+  "ADMIN_TOKEN",
+  "RECEIPT_SIGNING_KEY",
+  "RPC_URL",
+  "STRIPE_SECRET_KEY",
+  "STRIPE_WEBHOOK_SECRET",
+  "CDP_API_KEY_ID",
+  "CDP_API_KEY_SECRET",
+];
 
 /** wrangler.toml as a maintainer fills it in by following the deploy steps. */
 function completed() {
@@ -22,9 +30,10 @@ function completed() {
       'database_id = "4b1c6e2a-9f0d-4c1e-8a7b-2d3e4f5a6b7c"',
     )
     .replace('id = "00000000000000000000000000000000"', 'id = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"')
+    .replace('CONTACT_EMAIL = "support@agent-skills.example"', 'CONTACT_EMAIL = "ops@skills-marketplace.dev"')
     .replace(
-      'CONTACT_EMAIL = "support@agent-skills.example"',
-      'CONTACT_EMAIL = "ops@skills-marketplace.dev"',
+      'FACILITATOR_URL = "https://x402.org/facilitator"',
+      'FACILITATOR_URL = "https://api.cdp.coinbase.com/platform/v2/x402"',
     );
   const file = path.join(dir, "wrangler.toml");
   // Relative paths in the config (main, assets) resolve from its directory.
@@ -70,7 +79,39 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     ]);
     // RPC_URL may be a plain var instead of a secret.
     const withVar = { ...config, vars: { ...config.vars, RPC_URL: "https://mainnet.base.org" } };
-    expect(problems(withVar, ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY"])).toEqual([]);
+    const withoutRpc = ALL_SECRETS.filter((s) => s !== "RPC_URL");
+    expect(problems(withVar, withoutRpc)).toEqual([]);
+  }, 60_000);
+
+  it("refuses what would break a mainnet deployment after it passed: a testnet facilitator, missing CDP or Stripe secrets", async () => {
+    const config = await readConfig(completed());
+    const vars = config.vars as Record<string, string>;
+    const x402org = { ...config, vars: { ...vars, FACILITATOR_URL: "https://x402.org/facilitator" } };
+    expect(problems(x402org, ALL_SECRETS)).toEqual([
+      expect.stringMatching(/x402.org's, which serves testnets only/),
+    ]);
+    // On a testnet x402.org is the right facilitator.
+    const sepolia = { ...x402org, vars: { ...x402org.vars, X402_NETWORK: "eip155:84532" } };
+    expect(problems(sepolia, ALL_SECRETS)).toEqual([]);
+    const noCdp = ALL_SECRETS.filter((s) => !s.startsWith("CDP_"));
+    expect(problems(config, noCdp)).toEqual([
+      expect.stringMatching(/CDP_API_KEY_ID is not set/),
+      expect.stringMatching(/CDP_API_KEY_SECRET is not set/),
+    ]);
+    const noWebhook = ALL_SECRETS.filter((s) => s !== "STRIPE_WEBHOOK_SECRET");
+    expect(problems(config, noWebhook)).toEqual([
+      expect.stringMatching(
+        /STRIPE_WEBHOOK_SECRET is not set, and CARDPAY_ENABLED is on.*charge\.dispute\.created/,
+      ),
+    ]);
+    // Card credits off on purpose: no Stripe secret needed.
+    const noCards = { ...config, vars: { ...vars, CARDPAY_ENABLED: "false" } };
+    expect(
+      problems(
+        noCards,
+        ALL_SECRETS.filter((s) => !s.startsWith("STRIPE_")),
+      ),
+    ).toEqual([]);
   }, 60_000);
 
   it("the script exits 1 with the list, and 0 once everything is there", async () => {

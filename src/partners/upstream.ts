@@ -113,11 +113,23 @@ export async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof f
     }
     const location = res.headers.get("location");
     if (res.status < 300 || res.status >= 400 || !location) return res;
-    const next = new URL(location, current);
-    if (next.origin !== url.origin || hop >= MAX_SAME_HOST_REDIRECTS) {
+    let next: URL;
+    try {
+      next = new URL(location, current);
+    } catch {
+      throw new UpstreamFailure(502, "The partner redirected to an invalid URL; not followed", res.status);
+    }
+    if (next.origin !== url.origin) {
       throw new UpstreamFailure(
         502,
         "The partner redirected away from its own host; not followed",
+        res.status,
+      );
+    }
+    if (hop >= MAX_SAME_HOST_REDIRECTS) {
+      throw new UpstreamFailure(
+        502,
+        `The partner redirected more than ${MAX_SAME_HOST_REDIRECTS} times; not followed`,
         res.status,
       );
     }

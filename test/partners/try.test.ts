@@ -99,6 +99,22 @@ describe("try: the upstream call's limits", () => {
     expect(partnerCalls.map((c) => new URL(c.req.url).host)).toEqual(["pricefeed.test"]);
   });
 
+  it.each([
+    ["an invalid URL", "http://[::1", /invalid URL/],
+    ["an endless same-host loop", "/price", /redirected more than \d+ times/],
+  ])(
+    "a redirect to %s is a 502 that says so, not a 500; caller not charged",
+    async (_name, location, message) => {
+      const { settled } = stubNetwork(() => new Response(null, { status: 302, headers: { location } }));
+      const res = await paidCall("/api/partners/pricefeed/try/price");
+      expect(res.status).toBe(502);
+      const body = await res.json<{ charged: boolean; detail: string }>();
+      expect(body.charged).toBe(false);
+      expect(JSON.stringify(body)).toMatch(message);
+      expect(settled).toHaveLength(0);
+    },
+  );
+
   it("an answer over 1 MB is a 502, caller not charged", async () => {
     const { settled } = stubNetwork(
       () => new Response("x".repeat(1024 * 1024 + 1), { headers: { "content-type": "text/plain" } }),

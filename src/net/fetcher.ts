@@ -257,11 +257,18 @@ export async function fetchApiJson(
   } catch {
     throw new UpstreamError(502, `${what} answered something that is not JSON`);
   }
-  const error = (json as { error?: { code?: string; info?: string } } | null)?.error;
+  // Every API read through here answers a JSON object; anything else is a broken or hostile
+  // upstream, and the skills' readers may then assume an object at the top.
+  if (!isRecord(json)) throw new UpstreamError(502, `${what} answered JSON that is not an object`);
+  const error = json.error as { code?: string; info?: string } | undefined;
   if (error)
     throw new UpstreamError(502, `${what} reported an error: ${error.info ?? error.code ?? "unknown"}`);
   return json;
 }
+
+/** A JSON object (not null, not an array): what upstream readers check before reading fields. */
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 function upstreamFrom(e: unknown, what: string, cfg: NetConfig): Error {
   if (e instanceof UpstreamError || e instanceof UrlRefused) return e;

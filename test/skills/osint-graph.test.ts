@@ -273,3 +273,18 @@ describe("osint_graph call log and cache", () => {
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("Wikidata answers of the wrong shape (a broken or hostile upstream)", () => {
+  // Each of these threw a TypeError inside the skill: a 500. Now the answer is read defensively:
+  // a top level that is not an object is a 502 that names the upstream, odd entries are skipped.
+  it.each(["hostile-null", "hostile-array", "hostile-null-hit", "hostile-bad-match", "hostile-entities"])(
+    "%s: never a 500",
+    async (seed) => {
+      const res = await postJson("/api/skills/osint-graph", { seed_entity: seed });
+      expect(res.status, await res.clone().text()).not.toBe(500);
+      expect([200, 404, 422, 502]).toContain(res.status);
+      if (res.status === 502) expect((await res.json<{ detail: string }>()).detail).toContain("Wikidata");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

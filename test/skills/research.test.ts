@@ -136,3 +136,18 @@ describe("research on the Wikipedia fixture", () => {
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("Wikipedia answers of the wrong shape (a broken or hostile upstream)", () => {
+  // Each of these threw a TypeError inside the skill: a 500. Now the answer is read defensively:
+  // a top level that is not an object is a 502 that names the upstream, odd entries are skipped.
+  it.each(["hostile-null", "hostile-null-hit", "hostile-number", "hostile-null-query", "hostile-pages"])(
+    "%s: never a 500",
+    async (seed) => {
+      const res = await postJson("/api/skills/research", { query: seed });
+      expect(res.status, await res.clone().text()).not.toBe(500);
+      expect([200, 404, 422, 502]).toContain(res.status);
+      if (res.status === 502) expect((await res.json<{ detail: string }>()).detail).toContain("Wikipedia");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

@@ -1,5 +1,5 @@
 import type { NetConfig } from "../../net/config";
-import { fetchApiJson } from "../../net/fetcher";
+import { fetchApiJson, isRecord } from "../../net/fetcher";
 
 /** The slice of the Wikidata Action API that osint_graph reads (wbsearchentities, wbgetentities). */
 
@@ -60,16 +60,16 @@ export class WikidataClient {
       limit: String(limit),
     })) as { search?: unknown[] };
     const hits: WdSearchHit[] = [];
-    for (const raw of Array.isArray(body.search) ? body.search : []) {
-      const h = raw as Record<string, unknown>;
-      const match = (h.match ?? {}) as { type?: string; text?: string };
-      if (typeof h.id !== "string" || !/^Q\d+$/.test(h.id)) continue;
+    // Upstream JSON is read defensively: an entry of the wrong shape is skipped, never a 500.
+    for (const h of Array.isArray(body.search) ? body.search : []) {
+      if (!isRecord(h) || typeof h.id !== "string" || !/^Q\d+$/.test(h.id)) continue;
+      const match = isRecord(h.match) ? h.match : {};
       hits.push({
         id: h.id,
         label: typeof h.label === "string" ? h.label : h.id,
         description: typeof h.description === "string" ? h.description : "",
-        matchType: match.type ?? "",
-        matchText: match.text ?? "",
+        matchType: typeof match.type === "string" ? match.type : "",
+        matchText: typeof match.text === "string" ? match.text : "",
       });
     }
     return hits;
@@ -89,9 +89,8 @@ export class WikidataClient {
         props: withClaims ? "labels|descriptions|claims" : "labels|descriptions",
         languages: "en",
       })) as { entities?: Record<string, unknown> };
-      for (const [id, raw] of Object.entries(body.entities ?? {})) {
-        const e = raw as Record<string, unknown>;
-        if ("missing" in e) continue;
+      for (const [id, e] of Object.entries(isRecord(body.entities) ? body.entities : {})) {
+        if (!isRecord(e) || "missing" in e) continue;
         out.set(id, parseEntity(id, e, withClaims));
       }
     }
@@ -111,6 +110,7 @@ function parseEntity(id: string, e: Record<string, unknown>, withClaims: boolean
     if (!Array.isArray(list)) continue;
     const statements: WdStatement[] = [];
     for (const raw of list) {
+      if (!isRecord(raw)) continue;
       const st = raw as {
         rank?: string;
         mainsnak?: { snaktype?: string; datavalue?: { type?: string; value?: { id?: unknown } } };
@@ -125,7 +125,7 @@ function parseEntity(id: string, e: Record<string, unknown>, withClaims: boolean
         target,
         rank: st.rank === "preferred" ? "preferred" : "normal",
         // P582 "end time": the relation held in the past.
-        ended: Boolean(st.qualifiers && "P582" in st.qualifiers),
+        ended: isRecord(st.qualifiers) && "P582" in st.qualifiers,
       });
     }
     if (statements.length > 0) claims[property] = statements;

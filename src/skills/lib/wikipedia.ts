@@ -1,5 +1,5 @@
 import type { NetConfig } from "../../net/config";
-import { fetchApiJson } from "../../net/fetcher";
+import { fetchApiJson, isRecord } from "../../net/fetcher";
 
 /** The slice of the Wikipedia Action API that research reads: list=search, then TextExtracts. */
 
@@ -28,12 +28,13 @@ export async function searchWikipedia(cfg: NetConfig, query: string, limit: numb
     "Wikipedia",
   )) as { query?: { search?: unknown[]; searchinfo?: { totalhits?: unknown } } };
   const hits: WpHit[] = [];
-  for (const raw of body.query?.search ?? []) {
-    const h = raw as { pageid?: unknown; title?: unknown };
-    if (typeof h.pageid === "number" && typeof h.title === "string")
+  // Upstream JSON is read defensively: an entry of the wrong shape is skipped, never a 500.
+  const answer = isRecord(body.query) ? body.query : {};
+  for (const h of Array.isArray(answer.search) ? answer.search : []) {
+    if (isRecord(h) && typeof h.pageid === "number" && typeof h.title === "string")
       hits.push({ pageid: h.pageid, title: h.title });
   }
-  const total = body.query?.searchinfo?.totalhits;
+  const total = isRecord(answer.searchinfo) ? answer.searchinfo.totalhits : undefined;
   return { hits, totalHits: typeof total === "number" ? total : hits.length };
 }
 
@@ -57,8 +58,8 @@ export async function readExtracts(cfg: NetConfig, hits: WpHit[]): Promise<WpArt
     cfg,
     "Wikipedia",
   )) as { query?: { pages?: unknown } };
-  const raw = body.query?.pages;
-  const list = (Array.isArray(raw) ? raw : Object.values(raw ?? {})) as Record<string, unknown>[];
+  const raw = isRecord(body.query) ? body.query.pages : undefined;
+  const list = (Array.isArray(raw) ? raw : isRecord(raw) ? Object.values(raw) : []).filter(isRecord);
   const byId = new Map(list.map((p) => [p.pageid, p]));
   const origin = new URL(cfg.wikipediaApi).origin;
   const out: WpArticle[] = [];

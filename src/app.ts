@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { redactSecrets } from "./config";
 import type { AppEnv } from "./env";
 import { limitBody } from "./http/body-limit";
 import { edgeHeaders } from "./http/edge-headers";
@@ -56,13 +57,16 @@ export function createApp() {
     const id = c.get("requestId");
     // The stack goes to the log (Workers observability), never to the client.
     console.error(
-      JSON.stringify({
-        level: "error",
-        request_id: id,
-        path: c.req.path,
-        error: String(err),
-        stack: err.stack,
-      }),
+      redactSecrets(
+        JSON.stringify({
+          level: "error",
+          request_id: id,
+          path: c.req.path,
+          error: String(err),
+          stack: err.stack,
+        }),
+        c.env,
+      ),
     );
     return c.json({ detail: "Internal Server Error", request_id: id }, 500);
   });

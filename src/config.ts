@@ -30,6 +30,24 @@ const heavyByEnv = new WeakMap<Bindings, readonly string[]>();
  * it (gate, stats, pages), and parsing the request URL for its origin each time showed in the CPU
  * profile of the 402 path: one frozen answer per bindings object and origin, built once.
  */
+/**
+ * Log text with the RPC endpoint hidden: providers put their API key in its path, and viem writes
+ * the whole URL into its errors ("URL: https://…/v2/KEY"). The origin stays, so a log still says
+ * which provider failed.
+ */
+export function redactSecrets(text: string, env: Bindings): string {
+  const rpc = env.RPC_URL?.trim();
+  if (!rpc) return text;
+  let out = text.replaceAll(rpc, "<RPC_URL>");
+  try {
+    const { origin, pathname, search } = new URL(rpc);
+    const secretPart = `${pathname}${search}`;
+    if (secretPart.length > 1) out = out.replaceAll(secretPart, "/<redacted>");
+    out = out.replaceAll(`${origin}/<redacted>`, "<RPC_URL>");
+  } catch {}
+  return out;
+}
+
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
 
 /**

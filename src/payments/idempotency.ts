@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
@@ -151,7 +152,14 @@ async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Prom
     proven = await prove();
   } catch (e) {
     console.error(
-      JSON.stringify({ level: "error", request_id: c.get("requestId"), error: `payer check on chain: ${e}` }),
+      redactSecrets(
+        JSON.stringify({
+          level: "error",
+          request_id: c.get("requestId"),
+          error: `payer check on chain: ${e}`,
+        }),
+        c.env,
+      ),
     );
     return detail(
       c,

@@ -1,4 +1,4 @@
-import { operatingKey } from "../config";
+import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, type ChainView, rpcChainReader, searchRange } from "./reconcile-chain";
 import { decide, type Terms } from "./reconcile-decide";
@@ -116,7 +116,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
         else summary.refunds_owed++;
       }
     } catch (e) {
-      summary.errors.push(`${row.nonce}: ${e instanceof Error ? e.message : e}`);
+      summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
     }
   }
   await settleOwedRefunds(env, chain, head, summary);
@@ -129,7 +129,9 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       else if (d.outcome === "unpaid") summary.upstream_not_landed++;
       else summary.waiting++;
     } catch (e) {
-      summary.errors.push(`upstream ${row.id}: ${e instanceof Error ? e.message : e}`);
+      summary.errors.push(
+        `upstream ${row.id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
+      );
     }
   }
   return summary;
@@ -183,7 +185,9 @@ async function settleOwedRefunds(
         else summary.refunds_owed++;
       }
     } catch (e) {
-      summary.errors.push(`refund ${row.request_id}: ${e instanceof Error ? e.message : e}`);
+      summary.errors.push(
+        `refund ${row.request_id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
+      );
     }
   }
 }

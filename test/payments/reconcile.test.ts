@@ -9,6 +9,7 @@ import { recoverTypedDataAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { redactSecrets } from "../../src/config";
 import worker from "../../src/index";
 import { reconcile } from "../../src/payments/reconcile";
 import {
@@ -581,7 +582,7 @@ describe("a withheld call whose payment landed is refunded", () => {
     await reconcile({ ...tryEnv, PARTNER_PAYER_KEY: "" }, landed(d).reader);
     expect(await refundRow(d.requestId)).toMatchObject({
       status: "owed",
-      error: "no operating wallet configured",
+      error: expect.stringMatching(/^no operating wallet configured/),
     });
     expect(refundsTo(settled, d.t.payer)).toEqual([]);
   });
@@ -709,6 +710,29 @@ describe("the cron and the admin trigger", () => {
     expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(/reconcile:/);
     err.mockRestore();
   }, 30_000);
+
+  it("an RPC provider's key (in the URL's path) never reaches the logs: viem quotes the whole URL in its errors", async () => {
+    const rpc = "http://127.0.0.1:9/v2/SECRET_PROVIDER_KEY_123";
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: rpc }, ctx);
+    await waitOnExecutionContext(ctx);
+    const written = [...err.mock.calls, ...log.mock.calls].map((c) => String(c[0])).join("\n");
+    expect(written).toMatch(/reconcile:/);
+    expect(written).not.toContain("SECRET_PROVIDER_KEY_123");
+    err.mockRestore();
+    log.mockRestore();
+  }, 30_000);
+
+  it("redactSecrets hides the RPC URL and its path, and keeps the provider's origin", () => {
+    const e = { ...env, RPC_URL: "https://base.example.com/v2/KEY123?token=T" };
+    expect(redactSecrets("URL: https://base.example.com/v2/KEY123?token=T failed", e)).toBe(
+      "URL: <RPC_URL> failed",
+    );
+    expect(redactSecrets("GET /v2/KEY123?token=T 429", e)).toBe("GET /<redacted> 429");
+    expect(redactSecrets("nothing secret", { ...env, RPC_URL: "" })).toBe("nothing secret");
+  });
 
   it("POST /api/admin/reconcile is admin-only and says why it did nothing", async () => {
     const e = { ...env, ADMIN_TOKEN: "adm", RPC_URL: "" };

@@ -62,13 +62,30 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
     .all<NonceRow>();
 }
 
+/**
+ * A row the run could not decide (the chain read failed) goes to the back of its queue: without
+ * this, a batch's worth of such rows came first again on every run and nothing behind them was
+ * ever checked.
+ */
+export async function sendToBack(db: D1Database, kind: "payment" | "upstream", key: string | number) {
+  const now = Date.now();
+  await (kind === "payment"
+    ? db
+        .prepare(
+          "UPDATE payment_nonces SET updated_at = ?2 WHERE nonce = ?1 AND status IN ('failed', 'running')",
+        )
+        .bind(key, now)
+    : db.prepare("UPDATE upstream_payments SET checked_at = ?2 WHERE id = ?1").bind(key, now)
+  ).run();
+}
+
 export function upstreamCandidates(db: D1Database, network: string) {
   return db
     .prepare(
       `SELECT id, request_id, payer, pay_to, asset, network, amount_micro, auth_nonce, valid_before, created_at
        FROM upstream_payments
        WHERE chain_status IS NULL AND auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
-       ORDER BY id LIMIT ?2`,
+       ORDER BY coalesce(checked_at, 0), id LIMIT ?2`,
     )
     .bind(network, BATCH)
     .all<UpstreamRow>();
@@ -259,7 +276,8 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
 }
 
 export async function applyUpstream(db: D1Database, row: UpstreamRow, d: Decision) {
-  if (d.outcome === "wait") return;
+  // Still undecided (its authorization may yet land): behind the rest until the next run.
+  if (d.outcome === "wait") return sendToBack(db, "upstream", row.id);
   const now = Date.now();
   const status = d.outcome === "paid" ? "landed" : "not_landed";
   await db.batch([

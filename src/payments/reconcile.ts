@@ -7,6 +7,7 @@ import {
   applyUpstream,
   candidates,
   type NonceRow,
+  sendToBack,
   type UpstreamRow,
   upstreamCandidates,
 } from "./reconcile-store";
@@ -117,6 +118,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       }
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
+      await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
     }
   }
   await settleOwedRefunds(env, chain, head, summary);
@@ -132,6 +134,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       summary.errors.push(
         `upstream ${row.id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
       );
+      await sendToBack(env.DB, "upstream", row.id).catch(() => undefined);
     }
   }
   return summary;

@@ -245,6 +245,45 @@ describe("reconcile: the D1 side of each decision", () => {
     ]);
   });
 
+  it("rows whose chain read fails go to the back of the queue: a batch of them cannot starve the rows behind", async () => {
+    const chain = chainDouble();
+    const bad = new Set<string>();
+    const failing: ChainReader = {
+      ...chain.reader,
+      authorizationUsed: async (a, who, nonce) => {
+        if (bad.has(nonce)) throw new Error("eth_getLogs: range too large");
+        return chain.reader.authorizationUsed(a, who, nonce);
+      },
+      findUse: async (a, who, nonce, from, to) => {
+        if (bad.has(nonce)) throw new Error("eth_getLogs: range too large");
+        return chain.reader.findUse(a, who, nonce, from, to);
+      },
+    };
+    // A whole batch (40) of rows that always fail, first in the queue.
+    const stuck = await Promise.all(Array.from({ length: 40 }, () => claim("failed")));
+    for (const c of stuck) bad.add(c.t.nonce);
+    await env.DB.prepare(
+      `UPDATE payment_nonces SET updated_at = 0 WHERE nonce IN (${stuck.map(() => "?").join(",")})`,
+    )
+      .bind(...stuck.map((c) => c.key))
+      .run();
+    const good = await claim("failed");
+    chain.used.set(good.t.nonce, {
+      txHash: hex(32),
+      blockNumber: 480,
+      transfer: { from: good.t.payer, to: PAY_TO, value: 3000n },
+    });
+    const first = await reconcile(env, failing);
+    expect(first.errors.length).toBeGreaterThanOrEqual(40);
+    // The next run reaches the row behind them.
+    await reconcile(env, failing);
+    expect(await status(good.key)).toBe("settled");
+    // Leave nothing failing for the other tests of this file.
+    await env.DB.prepare(`DELETE FROM payment_nonces WHERE nonce IN (${stuck.map(() => "?").join(",")})`)
+      .bind(...stuck.map((c) => c.key))
+      .run();
+  });
+
   it("a reconciled partner try call whose claim recorded nothing (cut off, or from before migration 0009) gets its payout row from its resource, paid upstream when the wallet paid the partner", async () => {
     const chain = chainDouble();
     const c = await claim("failed", { amountAtomic: 30000n }, "partner:pricefeed/price");

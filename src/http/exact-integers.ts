@@ -20,8 +20,6 @@ const json = JSON as typeof JSON & {
 
 export const isRawJsonNumber = (value: unknown): value is RawJsonNumber => json.isRawJSON(value);
 
-/** Number.MAX_SAFE_INTEGER has 16 digits: a body without a 16-digit run has nothing to keep. */
-const LONG_DIGIT_RUN = /\d{16}/;
 const INTEGER_TEXT = /^-?\d+$/;
 
 function keepLongIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
@@ -30,12 +28,11 @@ function keepLongIntegers(_key: string, value: unknown, context?: { source?: str
   return source !== undefined && INTEGER_TEXT.test(source) ? json.rawJSON(source) : value;
 }
 
-/** Whether the text may hold an integer past 2^53 (a 16-digit run): only then is a reviver needed. */
-export const mayHoldLongIntegers = (text: string) => LONG_DIGIT_RUN.test(text);
-
 /**
- * `JSON.parse`, keeping integers past 2^53 exact. Throws like JSON.parse. The reviver recurses
- * per level, so the caller checks the document's depth on a plain parse first.
+ * `JSON.parse`, keeping integers past 2^53 exact. Throws like JSON.parse. The reviver recurses per
+ * level and costs a call per value, so the caller bounds the depth first and calls this only when
+ * a 16-digit run occurs outside strings (Number.MAX_SAFE_INTEGER has 16 digits; validation.ts's
+ * scanJson finds them).
  */
 export function parseKeepingIntegers(text: string): unknown {
   return JSON.parse(text, keepLongIntegers as (key: string, value: unknown) => unknown);

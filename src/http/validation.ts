@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
-import { mayHoldLongIntegers, parseKeepingIntegers } from "./exact-integers";
+import { parseKeepingIntegers } from "./exact-integers";
 
 /**
  * Request validation with FastAPI's error shape (spec 2.5): zod does the checking, this module
@@ -222,20 +222,56 @@ export function zodItems(error: z.ZodError, root: unknown, prefix: Loc): ErrorIt
 /** pydantic's JSON parser (jiter) refuses documents nested deeper than this; so do we. */
 export const MAX_JSON_DEPTH = 200;
 
-/** Depth of the deepest array/object, found without recursion (the value may be very deep). */
-function nestingDepth(value: unknown): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop() as [unknown, number];
-    if (v === null || typeof v !== "object") continue;
-    if (depth + 1 > max) max = depth + 1;
-    if (max > MAX_JSON_DEPTH) return max;
-    for (const child of Object.values(v))
-      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+/**
+ * Arrays and objects one body may hold. V8 keeps ~70 bytes per empty object: 5 MiB of `{},` is
+ * 1.7 million of them, ~120 MB parsed, past a Worker's 128 MB (and the isolate's other requests
+ * die with it). Real documents of 5 MiB hold far fewer: 100,000 records of 45 bytes are 100,001.
+ */
+export const MAX_JSON_CONTAINERS = 500_000;
+
+/**
+ * One pass over the text, outside strings, before anything is parsed: nesting depth, the number
+ * of arrays and objects, and whether a run of 16 digits (an integer that may pass 2^53) occurs.
+ * Stops as soon as a bound is crossed. Allocates nothing: the walk of the parsed value it
+ * replaces kept a pair per node (~100 MB more on the body above).
+ */
+export function scanJson(text: string) {
+  let depth = 0;
+  let maxDepth = 0;
+  let containers = 0;
+  let digits = 0;
+  let longDigits = false;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c >= 0x30 && c <= 0x39) {
+      if (++digits >= 16) longDigits = true;
+      continue;
+    }
+    digits = 0;
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      containers++;
+      if (++depth > maxDepth) maxDepth = depth;
+      if (maxDepth > MAX_JSON_DEPTH || containers > MAX_JSON_CONTAINERS) break;
+    } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return max;
+  return { depth: maxDepth, containers, longDigits };
 }
+
+const tooBig = (error: string): ErrorItem => ({
+  loc: ["body"],
+  msg: "JSON decode error",
+  type: "json_invalid",
+  input: {},
+  ctx: { error },
+});
 
 /**
  * JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset).
@@ -245,24 +281,21 @@ export function parseJsonText(
   text: string,
   exactIntegers = false,
 ): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
+  // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks) recurses:
+  // a deep document would overflow the stack there and become a 500.
+  const scan = scanJson(text);
+  if (scan.depth > MAX_JSON_DEPTH) {
+    return {
+      ok: false,
+      item: tooBig(`recursion limit exceeded: nesting deeper than ${MAX_JSON_DEPTH} levels`),
+    };
+  }
+  if (scan.containers > MAX_JSON_CONTAINERS) {
+    return { ok: false, item: tooBig(`more than ${MAX_JSON_CONTAINERS} arrays and objects in one document`) };
+  }
   try {
-    let value = JSON.parse(text);
-    // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks)
-    // recurses: a deep document would overflow the stack there and become a 500.
-    if (nestingDepth(value) > MAX_JSON_DEPTH) {
-      return {
-        ok: false,
-        item: {
-          loc: ["body"],
-          msg: "JSON decode error",
-          type: "json_invalid",
-          input: {},
-          ctx: { error: `recursion limit exceeded: nesting deeper than ${MAX_JSON_DEPTH} levels` },
-        },
-      };
-    }
-    // Parsed again only when it may hold such integers, once its depth is known to be bounded.
-    if (exactIntegers && mayHoldLongIntegers(text)) value = parseKeepingIntegers(text);
+    // The reviver (a second cost per value) runs only when a long integer may be there.
+    const value = exactIntegers && scan.longDigits ? parseKeepingIntegers(text) : JSON.parse(text);
     return { ok: true, value };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);

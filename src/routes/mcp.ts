@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
+import { MAX_JSON_CONTAINERS, scanJson } from "../http/validation";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
@@ -43,8 +44,14 @@ export function mcpRoutes(appFetch: AppFetch) {
         return rpcError(c, 415, -32000, "Unsupported Media Type: Content-Type must be application/json");
       }
       let parsed: unknown;
+      const text = await c.req.text();
+      // The same bound as every JSON body (validation.ts): millions of empty containers would fill
+      // the isolate's memory before anything looked at them.
+      if (scanJson(text).containers > MAX_JSON_CONTAINERS) {
+        return rpcError(c, 400, -32700, `Parse error: more than ${MAX_JSON_CONTAINERS} arrays and objects`);
+      }
       try {
-        parsed = JSON.parse(await c.req.text());
+        parsed = JSON.parse(text);
       } catch {
         return rpcError(c, 400, -32700, "Parse error: Invalid JSON");
       }

@@ -89,6 +89,9 @@ async function readJson(res: Response): Promise<{ text: string; json: unknown }>
   }
 }
 
+/** Results up to this many characters also come as JSON text (for clients that read only text). */
+export const MCP_TEXT_COPY_MAX = 1024 * 1024;
+
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -125,9 +128,16 @@ export async function callTool(
     if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
     const credits = res.headers.get("x-credits-remaining");
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
+    // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
+    // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
+    const structured = isObject(json);
+    const shown =
+      structured && text.length > MCP_TEXT_COPY_MAX
+        ? `The result (${text.length} characters of JSON) is in structuredContent.`
+        : text;
     return {
-      ...(isObject(json) ? { structuredContent: json } : {}),
-      content: [{ type: "text", text }],
+      ...(structured ? { structuredContent: json } : {}),
+      content: [{ type: "text", text: shown }],
       ...(Object.keys(_meta).length ? { _meta } : {}),
     };
   }

@@ -277,6 +277,19 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(JSON.parse(result.content[0]?.text ?? "")).toEqual(result.structuredContent);
   });
 
+  it("a result over 1 MiB of JSON comes once, as structuredContent, with a note as its text", async () => {
+    const data = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`key${i}`, "v".repeat(10)]));
+    const result = await callTool("json_sort", { data }, undefined, {}, {
+      ...env,
+      FREE_BETA: "true",
+    } as typeof paidEnv);
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent as { bytes: number }).bytes).toBeGreaterThan(1024 * 1024);
+    expect(result.content[0]?.text).toMatch(
+      /^The result \(\d+ characters of JSON\) is in structuredContent\.$/,
+    );
+  });
+
   it("unpaid: isError with the x402 v2 PaymentRequired of the HTTP route, as structuredContent and as content[0].text", async () => {
     const result = await callTool("sha256", { text: "abc" });
     expect(result.isError).toBe(true);

@@ -9,6 +9,7 @@ import { validationResponse } from "../http/validation";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, settlePartner } from "../partners/payouts";
+import { freeQuota } from "../payments/quotas";
 import { dashboardFigures, skillStats } from "../stats/query";
 
 export const adminDashboardRoutes = new Hono<AppEnv>();
@@ -32,14 +33,23 @@ async function hmac(secret: string, message: string) {
   return [...new Uint8Array(sig)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-const sessionValue = (token: string) => hmac(token, "admin-dashboard-session/v1");
+/**
+ * `<issued at, ms>.<HMAC of it>`: the session ends SESSION_SECONDS after sign-in whatever the browser
+ * keeps (a copied cookie stops working then), and rotating ADMIN_TOKEN still ends every session.
+ */
+const sessionValue = async (token: string, issuedAt: number) =>
+  `${issuedAt}.${await hmac(token, `admin-dashboard-session/v2:${issuedAt}`)}`;
 /** Per-session CSRF token for the forms, checked beside hono's Origin check. */
 const csrfValue = (token: string) => hmac(token, "admin-dashboard-csrf/v1");
 
 async function signedIn(c: Context<AppEnv>) {
   const token = c.env.ADMIN_TOKEN;
   const cookie = getCookie(c, COOKIE);
-  return !!token && !!cookie && (await timingSafeEqual(cookie, await sessionValue(token)));
+  if (!token || !cookie) return false;
+  const issuedAt = Number(cookie.split(".")[0]);
+  const age = Date.now() - issuedAt;
+  if (!Number.isSafeInteger(issuedAt) || age < -60_000 || age > SESSION_SECONDS * 1000) return false;
+  return timingSafeEqual(cookie, await sessionValue(token, issuedAt));
 }
 
 // Forms are tiny; the Origin check refuses a cross-site POST before any cookie is looked at.
@@ -77,14 +87,16 @@ adminDashboardRoutes.get("/admin", async (c) => {
   );
 });
 
-adminDashboardRoutes.post("/admin/login", async (c) => {
+// Sign-in attempts count against the per-IP limit of free routes that cost something (RL_FREE):
+// guessing the token is 20 tries a minute per address, not as many as the network allows.
+adminDashboardRoutes.post("/admin/login", freeQuota("admin-login"), async (c) => {
   const token = c.env.ADMIN_TOKEN as string;
   const form = await c.req.parseBody();
   const given = typeof form.token === "string" ? form.token : "";
   if (!(await timingSafeEqual(given, token))) {
     return c.html(<AdminLoginPage error="Wrong admin token." />, 401);
   }
-  setCookie(c, COOKIE, await sessionValue(token), {
+  setCookie(c, COOKIE, await sessionValue(token, Date.now()), {
     httpOnly: true,
     secure: true,
     sameSite: "Strict",

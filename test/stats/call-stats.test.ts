@@ -260,6 +260,25 @@ describe("/admin dashboard", () => {
     expect((await fetchApp("/admin", undefined, { ...env, ADMIN_TOKEN: "" })).status).toBe(503);
   });
 
+  it("a session ends 8 h after sign-in whatever the browser keeps; its time cannot be edited", {
+    timeout: 30_000,
+  }, async () => {
+    const cookie = sessionCookie(await adminLogin(adminEnv.ADMIN_TOKEN, adminEnv));
+    const dashboard = (c: string) => fetchApp("/admin", { headers: { cookie: c } }, adminEnv);
+    expect((await dashboard(cookie)).status).toBe(200);
+    const [name, value] = cookie.split("=") as [string, string];
+    const [issued, mac] = value.split(".") as [string, string];
+    // Moved forward by a day without the MAC that signs it: refused.
+    expect((await dashboard(`${name}=${Number(issued) + 86_400_000}.${mac}`)).status).toBe(401);
+    const now = Date.now();
+    const later = vi.spyOn(Date, "now").mockReturnValue(now + 9 * 3600 * 1000);
+    try {
+      expect((await dashboard(cookie)).status).toBe(401);
+    } finally {
+      later.mockRestore();
+    }
+  });
+
   it("a form body over 4096 bytes is refused with 413 before the token is read", {
     timeout: 30_000,
   }, async () => {

@@ -112,6 +112,7 @@ export function AdminDashboardPage(props: {
           Number(p.owed_micro) > 0 ? (
             <form method="post" action={`/admin/payouts/${p.partner_id}/settle`} class="admin-form">
               <input type="hidden" name="csrf" value={props.csrf} />
+              <input type="hidden" name="through_id" value={String(p.through_id)} />
               <label for={`tx-${p.partner_id}`}>Transaction hash</label>
               <input id={`tx-${p.partner_id}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
               <button type="submit">Mark paid</button>

@@ -10,6 +10,10 @@ export const settleBody = z.object({
     .string()
     .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
     .meta({ description: "Transaction that paid the partner." }),
+  through_id: z.int().min(1).optional().meta({
+    description:
+      "The last payout row the transfer covers (partners[].through_id of GET /api/admin/payouts, read with the amount you paid): rows recorded after it stay owed. Omitted: every row owed now.",
+  }),
 });
 
 /** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
@@ -26,6 +30,7 @@ export async function owedSummary(db: D1Database) {
     db.prepare(
       `SELECT partner_id,
               sum(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN partner_share_micro ELSE 0 END) AS owed_micro,
+              max(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN id END) AS through_id,
               sum(partner_share_micro) AS earned_micro, count(*) AS calls
        FROM payout_ledger GROUP BY partner_id ORDER BY partner_id`,
     ),
@@ -108,19 +113,26 @@ export async function ledgerCsv(db: D1Database): Promise<string> {
  * Records a payout batch: every owed row of the partner (not yet batched, not already paid
  * upstream) is attached to it in the same transaction, so owed amounts go to zero and history stays.
  */
-export async function settlePartner(db: D1Database, partnerId: string, txHash: string) {
+/**
+ * Records a transfer to a partner as paying what it owed, up to `throughId` when given: a call
+ * recorded between reading the amount and submitting the transfer stays owed instead of being
+ * marked paid by a transfer that never included it.
+ */
+export async function settlePartner(db: D1Database, partnerId: string, txHash: string, throughId?: number) {
   const now = Date.now();
-  const owedWhere = "partner_id = ?1 AND batch_id IS NULL AND paid_upstream = 0";
+  const owedWhere = `partner_id = ?1 AND batch_id IS NULL AND paid_upstream = 0 AND id <= ${
+    throughId === undefined ? "9223372036854775807" : "?4"
+  }`;
   const results = await db.batch([
     db
       .prepare(
         `INSERT INTO payout_batches (partner_id, amount_micro, tx_hash, created_at)
          SELECT ?1, sum(partner_share_micro), ?2, ?3 FROM payout_ledger WHERE ${owedWhere} HAVING count(*) > 0`,
       )
-      .bind(partnerId, txHash, now),
+      .bind(partnerId, txHash, now, ...(throughId === undefined ? [] : [throughId])),
     db
       .prepare(`UPDATE payout_ledger SET batch_id = last_insert_rowid() WHERE ${owedWhere} AND changes() = 1`)
-      .bind(partnerId),
+      .bind(...(throughId === undefined ? [partnerId] : [partnerId, null, null, throughId])),
     db.prepare(
       "SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches WHERE id = last_insert_rowid()",
     ),

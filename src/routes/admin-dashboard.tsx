@@ -131,7 +131,14 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", async (c) => {
       },
     ]);
   }
-  const batch = await settlePartner(c.env.DB, partnerId, tx);
+  // The rows the page showed when it was read: a call recorded since stays owed.
+  const through = Number(form.through_id);
+  const batch = await settlePartner(
+    c.env.DB,
+    partnerId,
+    tx,
+    Number.isSafeInteger(through) && through > 0 ? through : undefined,
+  );
   if (!batch) return detail(c, 409, `Nothing is owed to ${partnerId}`);
   return c.redirect("/admin?notice=settled", 303);
 });

@@ -100,7 +100,8 @@ adminRoutes.get(listPayouts.route, listPayouts.validate, async (c) => {
 adminRoutes.post(settlePayouts.route, settlePayouts.validate, async (c) => {
   const partnerId = c.req.param("partner_id");
   if (!partnerById(partnerId)) return detail(c, 404, `Unknown partner "${partnerId}"`);
-  const batch = await settlePartner(c.env.DB, partnerId, c.req.valid("json").tx_hash);
+  const { tx_hash, through_id } = c.req.valid("json");
+  const batch = await settlePartner(c.env.DB, partnerId, tx_hash, through_id);
   if (!batch) return detail(c, 409, `Nothing is owed to ${partnerId}`);
   return c.json({ partner_id: partnerId, batch });
 });

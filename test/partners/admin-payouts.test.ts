@@ -83,6 +83,37 @@ describe("admin payouts", () => {
     ).toBe(422);
   });
 
+  it("a transfer covers the rows read with its amount (through_id): a call recorded since stays owed", async () => {
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM payout_ledger"),
+      env.DB.prepare("DELETE FROM payout_batches"),
+    ]);
+    const owe = (i: number) =>
+      env.DB.prepare(
+        "INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, paid_upstream, created_at) VALUES ('textkit', 'base64', 3000, 6000, '0xabc', '0xtx', ?1, 0, 0)",
+      )
+        .bind(`through-${i}`)
+        .run();
+    await owe(1);
+    await owe(2);
+    const read = await (await req("/api/admin/payouts")).json<{
+      partners: { partner_id: string; owed_usd: number; through_id: number }[];
+    }>();
+    const textkit = read.partners.find((p) => p.partner_id === "textkit");
+    expect(textkit?.owed_usd).toBe(0.006);
+    // The maintainer transfers 0.006; meanwhile another call is recorded.
+    await owe(3);
+    const settled = await req("/api/admin/payouts/textkit/settle", {
+      method: "POST",
+      body: JSON.stringify({ tx_hash: `0x${"cd".repeat(32)}`, through_id: textkit?.through_id }),
+    });
+    expect(await settled.json()).toMatchObject({ batch: { amount_usd: 0.006, rows: 2 } });
+    const after = await (await req("/api/admin/payouts")).json<{
+      partners: { partner_id: string; owed_usd: number }[];
+    }>();
+    expect(after.partners.find((p) => p.partner_id === "textkit")?.owed_usd).toBe(0.003);
+  });
+
   it("needs the admin token", async () => {
     const res = await createApp().fetch(new Request("https://skills.test/api/admin/payouts"), admin);
     expect(res.status).toBe(401);

@@ -40,8 +40,9 @@ const settlePayouts = operation({
   method: "post",
   path: "/api/admin/payouts/{partner_id}/settle",
   operationId: "admin_settle_payouts",
-  summary: "Record a payout batch: owed rows of the partner are attached to it",
+  summary: "Record a payout batch: owed rows of the partner (up to through_id) are attached to it",
   body: settleBody,
+  example: { tx_hash: `0x${"ab".repeat(32)}`, through_id: 42 },
   responses: {
     "200": json("The batch"),
     "401": UNAUTHORIZED,

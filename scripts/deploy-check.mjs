@@ -28,7 +28,9 @@ export const STRIPE_EVENTS = [
   "charge.dispute.closed",
 ];
 
-const on = (v, fallback) => (v === undefined ? fallback : !/^(0|false|no|off)$/i.test(String(v).trim()));
+// The app's own reading of a flag (src/config.ts): unset or empty is the default, else on only for 1/true/yes/on.
+const on = (v, fallback) =>
+  v === undefined || v === "" ? fallback : /^(1|true|yes|on)$/i.test(String(v).trim());
 
 /** Everything missing, in words; empty when the configuration can be deployed. */
 export function problems(config, secrets) {
@@ -58,7 +60,8 @@ export function problems(config, secrets) {
   } catch {
     out.push(`FACILITATOR_URL "${vars.FACILITATOR_URL ?? ""}" is not a URL`);
   }
-  if (on(vars.X402_ENABLED, true) && vars.X402_NETWORK === "eip155:8453" && facilitatorHost === "x402.org") {
+  const x402On = on(vars.X402_ENABLED, true);
+  if (x402On && vars.X402_NETWORK === "eip155:8453" && /(^|\.)x402\.org$/.test(facilitatorHost)) {
     out.push(
       "FACILITATOR_URL is x402.org's, which serves testnets only: for Base mainnet set https://api.cdp.coinbase.com/platform/v2/x402 and the CDP_API_KEY_ID / CDP_API_KEY_SECRET secrets",
     );
@@ -72,7 +75,7 @@ export function problems(config, secrets) {
       if (name === "RPC_URL" && vars.RPC_URL) continue;
       if (!secrets.includes(name)) out.push(`secret ${name} is not set (npx wrangler secret put ${name})`);
     }
-    if (facilitatorHost === "api.cdp.coinbase.com") {
+    if (x402On && facilitatorHost === "api.cdp.coinbase.com") {
       for (const name of ["CDP_API_KEY_ID", "CDP_API_KEY_SECRET"])
         if (!secrets.includes(name)) out.push(`secret ${name} is not set: CDP's facilitator needs it`);
     }

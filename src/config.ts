@@ -49,6 +49,8 @@ export function redactSecrets(text: string, env: Bindings): string {
 }
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+/** secp256k1's group order: a private key is 1 ≤ k < n. */
+const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
 /**
  * The operating wallet's key (PARTNER_PAYER_KEY), when it is one: a malformed value would only
@@ -57,7 +59,9 @@ const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
  */
 export function operatingKey(env: Bindings): `0x${string}` | undefined {
   const key = env.PARTNER_PAYER_KEY?.trim();
-  return key && PRIVATE_KEY.test(key) ? (key as `0x${string}`) : undefined;
+  if (!key || !PRIVATE_KEY.test(key)) return undefined;
+  const k = BigInt(key);
+  return k > 0n && k < CURVE_ORDER ? (key as `0x${string}`) : undefined;
 }
 
 export function publicConfig(env: Bindings, requestUrl: string): PublicConfig {

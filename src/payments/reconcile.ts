@@ -118,8 +118,9 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       }
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
-      await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
     }
+    // Looked at: behind every row not yet looked at, whatever came of it (a decided row leaves the queue).
+    await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
   }
   await settleOwedRefunds(env, chain, head, summary);
   for (const row of upstream.results) {

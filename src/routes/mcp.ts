@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
-import { MAX_JSON_CONTAINERS, scanJson } from "../http/validation";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
@@ -47,8 +47,15 @@ export function mcpRoutes(appFetch: AppFetch) {
       const text = await c.req.text();
       // The same bound as every JSON body (validation.ts): millions of empty containers would fill
       // the isolate's memory before anything looked at them.
-      if (scanJson(text).containers > MAX_JSON_CONTAINERS) {
-        return rpcError(c, 400, -32700, `Parse error: more than ${MAX_JSON_CONTAINERS} arrays and objects`);
+      // (The scan stops at the first bound it crosses, so both are checked.)
+      const scan = scanJson(text);
+      if (scan.depth > MAX_JSON_DEPTH || scan.containers > MAX_JSON_CONTAINERS) {
+        return rpcError(
+          c,
+          400,
+          -32700,
+          `Parse error: nested deeper than ${MAX_JSON_DEPTH} levels or more than ${MAX_JSON_CONTAINERS} arrays and objects`,
+        );
       }
       try {
         parsed = JSON.parse(text);

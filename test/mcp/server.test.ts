@@ -249,12 +249,15 @@ describe("MCP protocol surface", () => {
       },
     );
     it("a message with more arrays and objects than any body may hold is a parse error, before it is parsed", async () => {
-      const args = `{"data":[${"{},".repeat(600_000)}{}]}`;
-      const res = await raw(
-        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"json_sort","arguments":${args}}}`,
-      );
-      expect(res.status).toBe(400);
-      expect((await res.json<RpcAnswer>()).error?.code).toBe(-32700);
+      const many = `[${"{},".repeat(600_000)}{}]`;
+      // Also behind a nesting past 200 levels, where the scan stops counting.
+      for (const args of [`{"data":${many}}`, `{"x":${"[".repeat(201)}${"]".repeat(201)},"data":${many}}`]) {
+        const res = await raw(
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"json_sort","arguments":${args}}}`,
+        );
+        expect(res.status).toBe(400);
+        expect((await res.json<RpcAnswer>()).error?.code).toBe(-32700);
+      }
     });
     it("a notification is accepted with 202 and no body", async () => {
       const res = await raw(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));

@@ -43,13 +43,19 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     const { settled, partnerCalls } = stubNetwork(
       x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),
     );
-    const badKey = { ...tryEnv, PARTNER_PAYER_KEY: tryEnv.PARTNER_PAYER_KEY.slice(2) }; // no 0x
-    const res = await paidCall("/api/partners/pricefeed/try/price", {}, badKey);
-    expect(res.status).toBe(502);
-    expect(await res.json()).toMatchObject({ charged: false });
+    // No 0x; and 0x + 64 hex that is no secp256k1 key (zero).
+    for (const key of [tryEnv.PARTNER_PAYER_KEY.slice(2), `0x${"0".repeat(64)}`]) {
+      const res = await paidCall(
+        "/api/partners/pricefeed/try/price",
+        {},
+        { ...tryEnv, PARTNER_PAYER_KEY: key },
+      );
+      expect(res.status).toBe(502);
+      expect(await res.json()).toMatchObject({ charged: false });
+    }
     expect(settled).toHaveLength(0);
-    // The partner saw one unpaid request, and was never paid.
-    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null]);
+    // The partner saw only unpaid requests, and was never paid.
+    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null, null]);
   });
 
   it("a caller whose payment does not settle never costs us the partner's price (issue 19.1)", async () => {

@@ -104,12 +104,17 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
         /STRIPE_WEBHOOK_SECRET is not set, and CARDPAY_ENABLED is on.*charge\.dispute\.created/,
       ),
     ]);
-    // Card credits off on purpose: no Stripe secret needed.
-    const noCards = { ...config, vars: { ...vars, CARDPAY_ENABLED: "false" } };
+    // Card credits off on purpose (any value the app reads as off): no Stripe secret needed.
+    const noStripe = ALL_SECRETS.filter((s) => !s.startsWith("STRIPE_"));
+    for (const off of ["false", "disabled"]) {
+      expect(problems({ ...config, vars: { ...vars, CARDPAY_ENABLED: off } }, noStripe)).toEqual([]);
+    }
+    // x402 off: neither the facilitator nor its secrets matter.
+    const noX402 = { ...x402org, vars: { ...x402org.vars, X402_ENABLED: "false" } };
     expect(
       problems(
-        noCards,
-        ALL_SECRETS.filter((s) => !s.startsWith("STRIPE_")),
+        noX402,
+        ALL_SECRETS.filter((s) => !s.startsWith("CDP_")),
       ),
     ).toEqual([]);
   }, 60_000);

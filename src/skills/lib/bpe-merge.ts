@@ -16,6 +16,8 @@ export const LONG_PIECE = 512;
 
 /** Offsets fit in 2^21 (a piece is at most 400k characters, 1.6 MB of UTF-8). */
 const START_BITS = 2 ** 21;
+/** Token ranks fit in 2^18 (o200k has ~200k): a pair of them is one exact number key. */
+const TOKEN_SPACE = 2 ** 18;
 
 type RankOf = (bytes: Uint8Array) => number | undefined;
 
@@ -61,21 +63,43 @@ class MinHeap {
 export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
   const n = piece.length;
   if (n >= START_BITS) throw new RangeError(`piece of ${n} bytes is beyond the merge's offsets`);
-  // Part s spans [s, next[s]); a part that was merged into its left neighbour is dead.
+  // Part s spans [s, next[s]); a part that was merged into its left neighbour is dead. Every part
+  // is a token of the table (a byte, or a merge the table ranks): token[s] is its rank.
   const next = new Int32Array(n + 1);
   const prev = new Int32Array(n + 1);
   const dead = new Uint8Array(n + 1);
+  const token = new Int32Array(n + 1);
   // The rank of the pair that starts at part s (its part and the next), Infinity when none.
   const rankAt = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY);
+  // A pair's rank depends only on its two tokens: looked up once per distinct pair (the table
+  // lookup decodes the bytes to a string, the cost of this merge), however often the pair recurs.
+  const pairs = new Map<number, number>();
+  const byteToken = new Map<number, number>();
   for (let i = 0; i <= n; i++) {
     next[i] = i + 1;
     prev[i] = i - 1;
+    if (i < n) {
+      const b = piece[i] as number;
+      let t = byteToken.get(b);
+      if (t === undefined) {
+        t = rankOf(piece.subarray(i, i + 1));
+        if (t === undefined) throw new Error(`The byte-pair encoding has no token for byte ${b}`);
+        byteToken.set(b, t);
+      }
+      token[i] = t;
+    }
   }
   const heap = new MinHeap();
   const rank = (s: number) => {
     const t = next[s] as number;
     if (t >= n) return Number.POSITIVE_INFINITY;
-    return rankOf(piece.subarray(s, next[t] as number)) ?? Number.POSITIVE_INFINITY;
+    const key = (token[s] as number) * TOKEN_SPACE + (token[t] as number);
+    let r = pairs.get(key);
+    if (r === undefined) {
+      r = rankOf(piece.subarray(s, next[t] as number)) ?? Number.POSITIVE_INFINITY;
+      pairs.set(key, r);
+    }
+    return r;
   };
   const rerank = (s: number) => {
     const r = rank(s);
@@ -94,15 +118,12 @@ export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
     dead[t] = 1;
     next[s] = u;
     if (u <= n) prev[u] = s;
+    token[s] = r; // the merged part is the token the pair's rank names
     rerank(s);
     if (s > 0) rerank(prev[s] as number);
   }
   const out: number[] = [];
-  for (let s = 0; s < n; s = next[s] as number) {
-    const token = rankOf(piece.subarray(s, next[s] as number));
-    if (token === undefined) throw new Error(`The byte-pair encoding has no token for bytes at ${s}`);
-    out.push(token);
-  }
+  for (let s = 0; s < n; s = next[s] as number) out.push(token[s] as number);
   return out;
 }
 

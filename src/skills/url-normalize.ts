@@ -43,6 +43,15 @@ function parse(input: string): URL {
   return url;
 }
 
+function decodesCleanly(component: string): boolean {
+  try {
+    decodeURIComponent(component.replaceAll("+", " "));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function normalizeUrl(input: string) {
   const url = parse(input);
   // WHATWG parsing already dropped http's :80; switching to https drops :443. An explicit :80 on
@@ -53,18 +62,23 @@ export function normalizeUrl(input: string) {
   // that regex retries from every dot of "a....b" and is quadratic (8,000 dots took 57 ms).
   url.hostname = trimTrailingDots(url.hostname);
 
-  const kept: [string, string][] = [];
+  // Each parameter is re-encoded as application/x-www-form-urlencoded, except one whose escapes do
+  // not decode (%F0%9F, an incomplete UTF-8 sequence): decoding would turn them into U+FFFD and the
+  // canonical URL would name another resource, so it is kept as written.
+  const kept: { key: string; value: string; raw?: string }[] = [];
   let stripped = false;
-  for (const [k, v] of url.searchParams) {
-    if (isTrackingParam(k)) stripped = true;
-    else kept.push([k, v]);
+  for (const raw of url.search.slice(1).split("&")) {
+    if (raw === "") continue;
+    const [[key, value] = ["", ""]] = new URLSearchParams(raw);
+    if (isTrackingParam(key)) stripped = true;
+    else kept.push({ key, value, ...(decodesCleanly(raw) ? {} : { raw }) });
   }
   // Stable sort: repeated keys keep their relative order, which can carry meaning.
-  kept.sort((a, b) => compareCodePoints(a[0], b[0]));
-  url.search = new URLSearchParams(kept).toString();
+  kept.sort((a, b) => compareCodePoints(a.key, b.key));
+  url.search = kept.map((p) => p.raw ?? new URLSearchParams([[p.key, p.value]]).toString()).join("&");
 
   const query = new Map<string, string | string[]>();
-  for (const [k, v] of kept) {
+  for (const { key: k, value: v } of kept) {
     const prev = query.get(k);
     query.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
   }

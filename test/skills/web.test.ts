@@ -89,6 +89,18 @@ describe("url_normalize", () => {
   );
 });
 
+describe("url_normalize keeps what it cannot decode", () => {
+  it("a parameter with escapes that are no UTF-8 stays as written (decoding made it U+FFFD: another resource)", () => {
+    const once = normalizeUrl("http://A.test/x?b=%F0%9F&utm_source=z&a=1");
+    expect(once.canonical).toBe("https://a.test/x?a=1&b=%F0%9F");
+    expect(normalizeUrl(once.canonical).canonical).toBe(once.canonical);
+    // Decodable ones are re-encoded as before.
+    expect(normalizeUrl("https://a.test/?q=caf%C3%A9+au+lait").canonical).toBe(
+      "https://a.test/?q=caf%C3%A9+au+lait",
+    );
+  });
+});
+
 describe("html_clean", () => {
   const HOSTILE =
     '<p onclick="steal()">Hi<img src=x onerror="alert(1)"></p><script>alert("x")</script><style>p{color:red}</style>' +

@@ -26,11 +26,6 @@ export function heavyResources(env: Bindings): readonly string[] {
 const heavyByEnv = new WeakMap<Bindings, readonly string[]>();
 
 /**
- * Public configuration read from vars, with the spec's defaults. Several steps of one request read
- * it (gate, stats, pages), and parsing the request URL for its origin each time showed in the CPU
- * profile of the 402 path: one frozen answer per bindings object and origin, built once.
- */
-/**
  * Log text with the RPC endpoint hidden: providers put their API key in its path, and viem writes
  * the whole URL into its errors ("URL: https://…/v2/KEY"). The origin stays, so a log still says
  * which provider failed.
@@ -64,6 +59,11 @@ export function operatingKey(env: Bindings): `0x${string}` | undefined {
   return k > 0n && k < CURVE_ORDER ? (key as `0x${string}`) : undefined;
 }
 
+/**
+ * Public configuration read from vars, with the spec's defaults. Several steps of one request read
+ * it (gate, stats, pages), and parsing the request URL for its origin each time showed in the CPU
+ * profile of the 402 path: one frozen answer per bindings object and origin, built once.
+ */
 export function publicConfig(env: Bindings, requestUrl: string): PublicConfig {
   // The runtime hands over absolute, normalized URLs: the origin is everything before the first
   // "/" after the scheme's "//".

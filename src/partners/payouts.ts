@@ -111,12 +111,10 @@ export async function ledgerCsv(db: D1Database): Promise<string> {
 
 /**
  * Records a payout batch: every owed row of the partner (not yet batched, not already paid
- * upstream) is attached to it in the same transaction, so owed amounts go to zero and history stays.
- */
-/**
- * Records a transfer to a partner as paying what it owed, up to `throughId` when given: a call
- * recorded between reading the amount and submitting the transfer stays owed instead of being
- * marked paid by a transfer that never included it.
+ * upstream) is attached to it in the same transaction, so owed amounts go to zero and history
+ * stays. Only rows up to `throughId` when given: a call recorded between reading the amount and
+ * submitting the transfer stays owed instead of being marked paid by a transfer that never
+ * included it.
  */
 export async function settlePartner(db: D1Database, partnerId: string, txHash: string, throughId?: number) {
   const now = Date.now();

@@ -56,27 +56,22 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
        FROM payment_nonces
        WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
          AND (status = 'failed' OR (status = 'running' AND valid_before < ?2))
-       ORDER BY updated_at LIMIT ?3`,
+       ORDER BY coalesce(checked_at, 0), updated_at LIMIT ?3`,
     )
     .bind(network, Math.floor(nowMs / 1000) - 60, BATCH)
     .all<NonceRow>();
 }
 
 /**
- * A row the run could not decide (the chain read failed) goes to the back of its queue: without
- * this, a batch's worth of such rows came first again on every run and nothing behind them was
- * ever checked.
+ * A row the run looked at and left open (undecided, or its chain read failed) goes to the back of
+ * its queue (checked_at): without this, a batch's worth of rows an RPC cannot answer came first
+ * again on every run and nothing behind them was ever checked. updated_at is left to what it
+ * means to the admin views.
  */
 export async function sendToBack(db: D1Database, kind: "payment" | "upstream", key: string | number) {
-  const now = Date.now();
-  await (kind === "payment"
-    ? db
-        .prepare(
-          "UPDATE payment_nonces SET updated_at = ?2 WHERE nonce = ?1 AND status IN ('failed', 'running')",
-        )
-        .bind(key, now)
-    : db.prepare("UPDATE upstream_payments SET checked_at = ?2 WHERE id = ?1").bind(key, now)
-  ).run();
+  const table = kind === "payment" ? "payment_nonces" : "upstream_payments";
+  const column = kind === "payment" ? "nonce" : "id";
+  await db.prepare(`UPDATE ${table} SET checked_at = ?2 WHERE ${column} = ?1`).bind(key, Date.now()).run();
 }
 
 export function upstreamCandidates(db: D1Database, network: string) {

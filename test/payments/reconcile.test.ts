@@ -278,6 +278,13 @@ describe("reconcile: the D1 side of each decision", () => {
     // The next run reaches the row behind them.
     await reconcile(env, failing);
     expect(await status(good.key)).toBe("settled");
+    // The queue goes round by checked_at; updated_at keeps its meaning for the admin views (a
+    // `running` claim is listed as unconfirmed once it is old enough).
+    const stamps = await env.DB.prepare("SELECT updated_at, checked_at FROM payment_nonces WHERE nonce = ?1")
+      .bind(stuck[0]?.key)
+      .first<{ updated_at: number; checked_at: number }>();
+    expect(stamps?.updated_at).toBe(0);
+    expect(stamps?.checked_at).toBeGreaterThan(0);
     // Leave nothing failing for the other tests of this file.
     await env.DB.prepare(`DELETE FROM payment_nonces WHERE nonce IN (${stuck.map(() => "?").join(",")})`)
       .bind(...stuck.map((c) => c.key))

@@ -6,6 +6,7 @@ import {
 } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import { markMcpRequest } from "../http/mcp-request";
+import { isRecord } from "../net/fetcher";
 import type { McpTool } from "./tools";
 
 /** x402 MCP transport (v2) `_meta` keys. */
@@ -92,11 +93,8 @@ async function readJson(res: Response): Promise<{ text: string; json: unknown }>
 /** Results up to this many characters also come as JSON text (for clients that read only text). */
 export const MCP_TEXT_COPY_MAX = 1024 * 1024;
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
 function detailText(json: unknown, fallback: string): string {
-  if (isObject(json)) {
+  if (isRecord(json)) {
     if (typeof json.detail === "string") return json.detail;
     if (typeof json.error === "string") return json.error;
   }
@@ -130,7 +128,7 @@ export async function callTool(
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
     // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
     // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
-    const structured = isObject(json);
+    const structured = isRecord(json);
     const shown =
       structured && text.length > MCP_TEXT_COPY_MAX
         ? `The result (${text.length} characters of JSON) is in structuredContent.`
@@ -161,14 +159,14 @@ export async function callTool(
     // a refused payment adds why (its `error` and snake_case `reason`).
     const paymentRequired = decodePaymentRequiredHeader(required) as unknown as Record<string, unknown>;
     const refused =
-      isObject(json) && typeof json.reason === "string" && json.reason !== "payment_required"
+      isRecord(json) && typeof json.reason === "string" && json.reason !== "payment_required"
         ? { error: json.error ?? paymentRequired.error, reason: json.reason }
         : {};
     const structured = { ...paymentRequired, ...refused };
     return withSettlement(toolError(structured, JSON.stringify(structured)));
   }
 
-  if (res.status === 422 && isObject(json) && Array.isArray(json.detail)) {
+  if (res.status === 422 && isRecord(json) && Array.isArray(json.detail)) {
     const fields = json.detail
       .map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join(".")}: ${d.msg}`)
       .join("; ");
@@ -176,7 +174,7 @@ export async function callTool(
   }
 
   const message = detailText(json, text.slice(0, 500) || `HTTP ${res.status}`);
-  const structured = isObject(json)
+  const structured = isRecord(json)
     ? { ...json, detail: json.detail ?? message, status: res.status }
     : { detail: message, status: res.status };
   const prefix =

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
+import { afterResponse, retryWrite } from "../http/after-response";
 import { detail } from "../http/errors";
 import { parseJsonText } from "../http/validation";
 import { identify } from "./idempotency-key";
@@ -106,32 +107,15 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
       await store(c, id.key, requestId, res, bytes);
     } catch (e) {
       logStoreFailure(requestId, e, 1);
-      const retry = storeLater(c, id.key, requestId, res, bytes);
-      try {
-        c.executionCtx.waitUntil(retry);
-      } catch {
-        await retry; // no ExecutionContext (app.fetch in tests)
-      }
+      await afterResponse(
+        c,
+        retryWrite(
+          () => store(c, id.key, requestId, res, bytes),
+          (e2, attempt) => logStoreFailure(requestId, e2, attempt),
+        ),
+      );
     }
   };
-}
-
-async function storeLater(
-  c: Context<AppEnv>,
-  key: string,
-  requestId: string,
-  res: Response,
-  bytes: ArrayBuffer,
-) {
-  for (let attempt = 2; attempt <= 4; attempt++) {
-    await new Promise((r) => setTimeout(r, 100 * 3 ** (attempt - 2)));
-    try {
-      await store(c, key, requestId, res, bytes);
-      return;
-    } catch (e) {
-      logStoreFailure(requestId, e, attempt);
-    }
-  }
 }
 
 function logStoreFailure(requestId: string, e: unknown, attempt: number) {

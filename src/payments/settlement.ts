@@ -1,6 +1,7 @@
 import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import { afterResponse, retryWrite } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
 import {
   authorizationKey,
@@ -156,30 +157,16 @@ export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "un
   return s.transaction ? "unconfirmed" : "failed";
 }
 
-/** Work that may finish after the answer was sent (waitUntil); awaited where no context exists. */
-async function afterResponse(c: Context<AppEnv>, work: Promise<void>) {
-  try {
-    c.executionCtx.waitUntil(work);
-  } catch {
-    await work; // Hono throws when the request came without an ExecutionContext (app.fetch in tests)
-  }
-}
-
 async function retryLedgerWrite(db: D1Database, row: SettledPayment) {
   // Should every retry fail too, reconciliation writes this payment from the chain, and the
   // partner's share from the claim (a separate statement: the failed batch wrote nothing).
   await keepPayoutWithClaim(db, row.key, row.requestId, row.payout).catch((e) =>
     logLedgerFailure(row.requestId, e, 1),
   );
-  for (let attempt = 2; attempt <= 4; attempt++) {
-    await new Promise((r) => setTimeout(r, 100 * 3 ** (attempt - 2)));
-    try {
-      await recordSettledPayment(db, row);
-      return;
-    } catch (e) {
-      logLedgerFailure(row.requestId, e, attempt);
-    }
-  }
+  await retryWrite(
+    () => recordSettledPayment(db, row),
+    (e, attempt) => logLedgerFailure(row.requestId, e, attempt),
+  );
 }
 
 function logLedgerFailure(requestId: string, e: unknown, attempt: number) {

@@ -5,12 +5,13 @@ import { detail } from "../http/errors";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
-import { decodePaymentSignatureHeader } from "./x402-headers";
 
 /**
  * Rate limits with the Workers Rate Limiting binding (wrangler.toml [[ratelimits]]; miniflare runs
- * the same binding in wrangler dev and vitest). Every check happens before the payment gate, so a
- * limited call is never verified, claimed, settled or charged. Figures: docs/OPERATIONS.md.
+ * the same binding in wrangler dev and vitest). The per-IP and card-key checks happen before the
+ * payment gate; the per-payer check right after the facilitator verified the payment (so it counts
+ * only signatures its payer made). A limited call is never claimed, settled or charged. Figures:
+ * docs/OPERATIONS.md.
  */
 
 /** Every binding uses a 60 s period; the binding does not say when a window ends, so this is the bound. */
@@ -27,7 +28,7 @@ export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
   if (!env.on)
     return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
   const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
-  return `Per ${PERIOD_SECONDS} s, checked before any payment work: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not; ${LIMITS.RL_PAYER} paid calls per payer address or card key per resource${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
@@ -52,22 +53,6 @@ export function isHeavy(env: Bindings, resource: string) {
   );
 }
 
-/**
- * The payer an x402 payload names. Not verified here (the facilitator does that later): a forged
- * payer only spends that forged payer's budget, and the per-IP limit still counts the request.
- */
-function payerOf(c: Context<AppEnv>): string | undefined {
-  const header = c.req.header("payment-signature") ?? c.req.header("x-payment");
-  if (!header) return undefined;
-  try {
-    const payload = decodePaymentSignatureHeader(header).payload as { authorization?: { from?: unknown } };
-    const from = payload?.authorization?.from;
-    return typeof from === "string" && from.length <= 64 ? from.toLowerCase() : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function tooMany(c: Context<AppEnv>, scope: Scope, what: string) {
   return detail(
     c,
@@ -85,9 +70,9 @@ async function allowed(limiter: RateLimit | undefined, key: string) {
 }
 
 /**
- * Limits a priced route: every request per client IP (RL_IP, the unpaid-402 flood cap), and a
- * paid one also per payer address or card-credit key for this resource (RL_PAYER, or
- * RL_PAYER_HEAVY for resources listed in RATE_LIMIT_HEAVY).
+ * Limits a priced route: every request per client IP (RL_IP, the unpaid-402 flood cap), and one
+ * paid with a card-credit key also per key for this resource (RL_PAYER, or RL_PAYER_HEAVY for
+ * resources listed in RATE_LIMIT_HEAVY). x402 payers are limited by payerQuota, after /verify.
  */
 export function quota(resource: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -96,18 +81,35 @@ export function quota(resource: string): MiddlewareHandler<AppEnv> {
       return tooMany(c, "ip", "too many calls to priced routes from your IP address");
     }
     if (!publicConfig(c.env, c.req.url).freeBeta) {
-      const limiter = isHeavy(c.env, resource) ? c.env.RL_PAYER_HEAVY : c.env.RL_PAYER;
       // Every form the gate takes a card key in (X-API-Key, a bare `mk_…`), so no alias escapes it.
       const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
-      if (key) {
-        if (!(await allowed(limiter, `${resource}|key:${await hashKey(key)}`))) {
-          return tooMany(c, "key", `too many ${resource} calls with this card-credit key`);
-        }
-      } else {
-        const payer = payerOf(c);
-        if (payer && !(await allowed(limiter, `${resource}|payer:${payer}`))) {
-          return tooMany(c, "payer", `too many ${resource} calls paid by ${payer}`);
-        }
+      if (key && !(await allowed(payerLimiter(c.env, resource), `${resource}|key:${await hashKey(key)}`))) {
+        return tooMany(c, "key", `too many ${resource} calls with this card-credit key`);
+      }
+    }
+    await next();
+  };
+}
+
+const payerLimiter = (env: Bindings, resource: string) =>
+  isHeavy(env, resource) ? env.RL_PAYER_HEAVY : env.RL_PAYER;
+
+/**
+ * Limits x402 calls per payer address and resource. It runs after the gate, on a payment the
+ * facilitator verified: keyed on the payload's unverified `from` before the gate, anyone
+ * could sign garbage in another address's name and use up that payer's budget. Garbage still
+ * counts against its sender's IP (quota); a payer over the limit costs one /verify per call, and
+ * the 429 is never settled (the gate settles only answers below 400).
+ */
+export function payerQuota(resource: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!enabled(c.env) || !c.get("x402Verified")) return next();
+    const auth = c.get("x402Payment")?.payload.payload as { authorization?: { from?: unknown } } | undefined;
+    const from = auth?.authorization?.from;
+    if (typeof from === "string") {
+      const payer = from.toLowerCase();
+      if (!(await allowed(payerLimiter(c.env, resource), `${resource}|payer:${payer}`))) {
+        return tooMany(c, "payer", `too many ${resource} calls paid by ${payer}`);
       }
     }
     await next();

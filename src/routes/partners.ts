@@ -7,7 +7,7 @@ import { partnerConfigOf, partnerConfigured, tryTargetOf } from "../partners/req
 import { cacheBody, knownTryTarget, refuseHead, tryResource, trySoldPerCall } from "../partners/try-steps";
 import { idempotent } from "../payments/idempotency";
 import { answerRefinery, answerTry, partnerGate } from "../payments/partner-calls";
-import { partnerQuota, quota } from "../payments/quotas";
+import { partnerQuota, payerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-explain";
@@ -48,6 +48,7 @@ for (const method of ["GET", "POST"] as const) {
     explain402,
     per((c) => recordPayment(tryResource(c))),
     partnerGate(trySoldPerCall),
+    per((c) => payerQuota(tryResource(c))),
     per((c) => guardAuthorization(tryResource(c))),
     partnerConfigured("partners"),
     answerTry,
@@ -66,6 +67,7 @@ partnerRoutes.post(
   recordPayment("refinery_recipes"),
   // Without a valid partner configuration the route answers 503, before any payment is asked.
   partnerGate((c) => !("error" in partnerConfigOf(c))),
+  payerQuota("refinery_recipes"),
   partnerOps.refinery.validate,
   guardAuthorization("refinery_recipes"),
   partnerConfigured("partners"),

@@ -5,7 +5,7 @@ import { InputError, jsonBody, validationResponse } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
 import { paymentGate } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
-import { quota } from "../payments/quotas";
+import { payerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
 import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-explain";
@@ -29,6 +29,7 @@ for (const skill of skills) {
     explain402,
     recordPayment(skill.id),
     paymentGate(skill),
+    payerQuota(skill.id),
     jsonBody(() => skill.input, { exactIntegers: skill.exactIntegers }),
     guardAuthorization(skill.id),
     async (c) => {

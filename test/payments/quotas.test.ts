@@ -24,7 +24,10 @@ const limitedEnv = {
 };
 const app = createApp();
 
-/** Every outgoing request, and a facilitator that refuses every payment at /verify (a cheap 402). */
+/**
+ * Every outgoing request, and a facilitator that refuses every payment at /verify (a cheap 402),
+ * except those signed with GOOD_SIGNATURE, which it verifies (never settled here: bodies are 422).
+ */
 function network() {
   const calls: string[] = [];
   const real = globalThis.fetch;
@@ -35,7 +38,14 @@ function network() {
     if (url.origin === FACILITATOR) {
       if (url.pathname === "/supported")
         return Response.json({ kinds: [{ x402Version: 2, scheme: "exact", network: env.X402_NETWORK }] });
-      return Response.json({ isValid: false, invalidReason: "insufficient_funds" });
+      const { paymentPayload } = await req.json<{ paymentPayload: PaymentPayload }>();
+      const { signature, authorization } = paymentPayload.payload as {
+        signature: string;
+        authorization: { from: string };
+      };
+      if (url.pathname === "/verify" && signature === GOOD_SIGNATURE)
+        return Response.json({ isValid: true, payer: authorization.from });
+      return Response.json({ isValid: false, invalidReason: "invalid_exact_evm_payload_signature" });
     }
     if (Object.values(PARTNER_HOSTS).includes(url.origin)) {
       return url.origin === PARTNER_HOSTS.notifyhook
@@ -69,10 +79,12 @@ function send(path: string, init: { ip: string; headers?: Record<string, string>
   );
 }
 
-function signature(from: string, amount = "3000") {
+const GOOD_SIGNATURE = `0x${"22".repeat(65)}`;
+
+function signature(from: string, amount = "3000", sig = `0x${"11".repeat(65)}`, path = "/api/skills/sha256") {
   const payload: PaymentPayload = {
     x402Version: 2,
-    resource: { url: "https://skills.test/api/skills/sha256", description: "", mimeType: "application/json" },
+    resource: { url: `https://skills.test${path}`, description: "", mimeType: "application/json" },
     accepted: {
       scheme: "exact",
       network: env.X402_NETWORK as `${string}:${string}`,
@@ -83,7 +95,7 @@ function signature(from: string, amount = "3000") {
       extra: { name: "USD Coin", version: "2" },
     },
     payload: {
-      signature: `0x${"11".repeat(65)}`,
+      signature: sig,
       authorization: {
         from,
         to: limitedEnv.PAY_TO,
@@ -114,7 +126,7 @@ async function expect429(res: Response, scope: string) {
   expect(body.detail).toMatch(/^Too many requests: .*nothing was charged/);
 }
 
-describe("rate limits (Workers Rate Limiting binding, checked before any payment work)", () => {
+describe("rate limits (Workers Rate Limiting binding)", () => {
   it("an unpaid-402 flood from one IP is cut at 600 a minute; other IPs are untouched", async () => {
     await freshWindow();
     const net = network();
@@ -180,43 +192,56 @@ describe("rate limits (Workers Rate Limiting binding, checked before any payment
     }
   }, 120_000);
 
-  it("one payer is cut at 120 calls a minute of a skill, before the facilitator sees the payment", async () => {
+  it("one payer is cut at 120 verified calls a minute of a skill, and the 121st is never settled", async () => {
     await freshWindow();
     const net = network();
     const payer = randomPayer();
+    const paid = () => signature(payer, "3000", GOOD_SIGNATURE);
     for (let i = 0; i < RL_PAYER; i++) {
-      const res = await send("/api/skills/sha256", { ip: randomIp(), headers: signature(payer), body: {} });
-      expect(res.status).toBe(402);
+      // Verified, then refused for its body (422): counted, never settled.
+      const res = await send("/api/skills/sha256", { ip: randomIp(), headers: paid(), body: {} });
+      expect(res.status).toBe(422);
     }
     expect(net.verifies()).toBe(RL_PAYER);
     await expect429(
-      await send("/api/skills/sha256", { ip: randomIp(), headers: signature(payer), body: { text: "a" } }),
+      await send("/api/skills/sha256", { ip: randomIp(), headers: paid(), body: { text: "a" } }),
       "payer",
     );
-    expect(net.verifies()).toBe(RL_PAYER);
+    expect(net.to(`${FACILITATOR}/settle`)).toBe(0);
     // The limit is per skill: the same payer still reaches another one.
-    expect((await send("/api/skills/slugify", { ip: randomIp(), headers: signature(payer) })).status).toBe(
-      402,
-    );
-    expect(net.verifies()).toBe(RL_PAYER + 1);
+    const slugify = signature(payer, "3000", GOOD_SIGNATURE, "/api/skills/slugify");
+    expect((await send("/api/skills/slugify", { ip: randomIp(), headers: slugify })).status).toBe(422);
+  }, 120_000);
+
+  it("payments forged in a payer's name never use up that payer's budget", async () => {
+    await freshWindow();
+    const net = network();
+    const victim = randomPayer();
+    // Signatures the facilitator refuses, naming the victim as payer, from many IPs.
+    for (let i = 0; i < RL_PAYER + 30; i++) {
+      const res = await send("/api/skills/sha256", { ip: randomIp(), headers: signature(victim), body: {} });
+      expect(res.status).toBe(402);
+    }
+    expect(net.verifies()).toBe(RL_PAYER + 30);
+    const own = await send("/api/skills/sha256", {
+      ip: randomIp(),
+      headers: signature(victim, "3000", GOOD_SIGNATURE),
+      body: {},
+    });
+    expect(own.status).toBe(422);
   }, 120_000);
 
   it("skills in RATE_LIMIT_HEAVY get the 30-a-minute payer limit", async () => {
     await freshWindow();
     const net = network();
     const payer = randomPayer();
+    const paid = () => signature(payer, "10000", GOOD_SIGNATURE, "/api/skills/osint-graph");
     for (let i = 0; i < RL_PAYER_HEAVY; i++) {
-      const res = await send("/api/skills/osint-graph", {
-        ip: randomIp(),
-        headers: signature(payer, "10000"),
-      });
-      expect(res.status).toBe(402);
+      const res = await send("/api/skills/osint-graph", { ip: randomIp(), headers: paid() });
+      expect(res.status).toBe(422);
     }
-    await expect429(
-      await send("/api/skills/osint-graph", { ip: randomIp(), headers: signature(payer, "10000") }),
-      "payer",
-    );
-    expect(net.verifies()).toBe(RL_PAYER_HEAVY);
+    await expect429(await send("/api/skills/osint-graph", { ip: randomIp(), headers: paid() }), "payer");
+    expect(net.verifies()).toBe(RL_PAYER_HEAVY + 1);
     expect(isHeavy(limitedEnv, "partner:pricefeed/price")).toBe(true);
     expect(isHeavy({ ...limitedEnv, RATE_LIMIT_HEAVY: "sha256" }, "osint_graph")).toBe(false);
   }, 120_000);

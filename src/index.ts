@@ -1,23 +1,30 @@
 import { createApp } from "./app";
 import { redactSecrets } from "./config";
 import type { Bindings } from "./env";
-import { reconcile } from "./payments/reconcile";
+import { cronFailure, reconcile } from "./payments/reconcile";
 
 const app = createApp();
 
-/** The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain. */
-async function scheduled(controller: ScheduledController, env: Bindings, ctx: ExecutionContext) {
+/**
+ * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain.
+ * Awaited, and a run that failed or left errors throws: the Cron Events list and its alerts then
+ * show it as failed instead of a success whose only trace is a log line.
+ */
+async function scheduled(controller: ScheduledController, env: Bindings, _ctx: ExecutionContext) {
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
-  const log = (level: "info" | "error", fields: Record<string, unknown>) =>
-    (level === "info" ? console.log : console.error)(
-      redactSecrets(JSON.stringify({ level, cron: controller.cron, ...fields }), env),
-    );
-  ctx.waitUntil(
-    reconcile(env).then(
-      (summary) => log("info", { reconcile: summary }),
-      (e) => log("error", { error: `reconcile: ${e}` }),
-    ),
-  );
+  const redacted = (fields: Record<string, unknown>) =>
+    redactSecrets(JSON.stringify({ cron: controller.cron, ...fields }), env);
+  let summary: Awaited<ReturnType<typeof reconcile>>;
+  try {
+    summary = await reconcile(env);
+  } catch (e) {
+    const line = redacted({ level: "error", error: `reconcile: ${e}` });
+    console.error(line);
+    throw new Error(line);
+  }
+  console.log(redacted({ level: "info", reconcile: summary }));
+  const failure = cronFailure(summary);
+  if (failure) throw new Error(redacted({ level: "error", error: `reconcile: ${failure}` }));
 }
 
 // Only the handlers are exported: workerd treats every named export of the main module as an entrypoint.

@@ -45,6 +45,20 @@ export interface ReconcileSummary {
   skipped?: string;
 }
 
+const SKIP_NO_RPC = "RPC_URL is not set";
+
+/**
+ * Why a run counts as failed for the Cron Trigger, if it does: a row it could not decide (an RPC
+ * error, a refund that threw) or an RPC on another chain. An unset RPC_URL is a configuration
+ * (local development), not a failure.
+ */
+export function cronFailure(summary: ReconcileSummary): string | undefined {
+  if (summary.skipped && summary.skipped !== SKIP_NO_RPC) return summary.skipped;
+  if (summary.errors.length)
+    return `${summary.errors.length} error(s): ${summary.errors.slice(0, 3).join("; ")}`;
+  return undefined;
+}
+
 async function look(
   reader: ChainReader,
   head: Awaited<ReturnType<ChainReader["head"]>>,
@@ -77,7 +91,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     refunds_owed: 0,
     errors: [],
   };
-  if (!reader && !env.RPC_URL) return { ...summary, skipped: "RPC_URL is not set" };
+  if (!reader && !env.RPC_URL) return { ...summary, skipped: SKIP_NO_RPC };
   const chain = reader ?? (await rpcChainReader(env.RPC_URL as string));
   const network = env.X402_NETWORK;
   const chainId = await chain.chainId();

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { redactSecrets } from "../../src/config";
 import worker from "../../src/index";
-import { reconcile } from "../../src/payments/reconcile";
+import { cronFailure, reconcile } from "../../src/payments/reconcile";
 import {
   type ChainReader,
   type ChainView,
@@ -736,6 +736,7 @@ describe("the cron and the admin trigger", () => {
   it("the scheduled handler runs a reconciliation and logs its summary", async () => {
     const log = vi.spyOn(console, "log").mockImplementation(() => {});
     const ctx = createExecutionContext();
+    // No RPC_URL (local development) is a configuration, not a failed run.
     await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: "" }, ctx);
     await waitOnExecutionContext(ctx);
     expect(log.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(
@@ -744,32 +745,48 @@ describe("the cron and the admin trigger", () => {
     log.mockRestore();
   });
 
-  it("an unreachable RPC is a logged error, never a crash of the cron", async () => {
-    const err = vi.spyOn(console, "error").mockImplementation(() => {});
-    const ctx = createExecutionContext();
-    await worker.scheduled(
-      createScheduledController({ cron: "*/5 * * * *" }),
-      { ...env, RPC_URL: "http://127.0.0.1:9/" },
-      ctx,
-    );
-    await waitOnExecutionContext(ctx);
-    expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(/reconcile:/);
-    err.mockRestore();
-  }, 30_000);
-
-  it("an RPC provider's key (in the URL's path) never reaches the logs: viem quotes the whole URL in its errors", async () => {
+  it("an unreachable RPC is logged and fails the Cron run (so Cron Events and alerts show it), with the RPC URL's key redacted", async () => {
     const rpc = "http://127.0.0.1:9/v2/SECRET_PROVIDER_KEY_123";
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     const log = vi.spyOn(console, "log").mockImplementation(() => {});
     const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: rpc }, ctx);
+    const run = worker.scheduled(
+      createScheduledController({ cron: "*/5 * * * *" }),
+      { ...env, RPC_URL: rpc },
+      ctx,
+    );
+    const thrown = await run.then(
+      () => undefined,
+      (e: unknown) => String(e),
+    );
     await waitOnExecutionContext(ctx);
+    expect(thrown).toMatch(/reconcile:/);
     const written = [...err.mock.calls, ...log.mock.calls].map((c) => String(c[0])).join("\n");
     expect(written).toMatch(/reconcile:/);
-    expect(written).not.toContain("SECRET_PROVIDER_KEY_123");
+    expect(`${written}\n${thrown}`).not.toContain("SECRET_PROVIDER_KEY_123");
     err.mockRestore();
     log.mockRestore();
   }, 30_000);
+
+  it("a run that could not decide a row, or reads another chain, counts as failed; an unset RPC_URL does not", () => {
+    const base = {
+      checked: 1,
+      settled: 0,
+      released: 0,
+      waiting: 0,
+      upstream_landed: 0,
+      upstream_not_landed: 0,
+      refunded: 0,
+      refunds_owed: 0,
+      errors: [] as string[],
+    };
+    expect(cronFailure(base)).toBeUndefined();
+    expect(cronFailure({ ...base, skipped: "RPC_URL is not set" })).toBeUndefined();
+    expect(cronFailure({ ...base, errors: ["0xab: HTTP request failed"] })).toMatch(/1 error\(s\): 0xab/);
+    expect(cronFailure({ ...base, skipped: "RPC_URL serves chain 1, X402_NETWORK is eip155:8453" })).toMatch(
+      /serves chain 1/,
+    );
+  });
 
   it("redactSecrets hides the RPC URL and its path, and keeps the provider's origin", () => {
     const e = { ...env, RPC_URL: "https://base.example.com/v2/KEY123?token=T" };

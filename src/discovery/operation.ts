@@ -54,6 +54,10 @@ export interface OperationSpec {
   body?: z.ZodType;
   example?: unknown;
   query?: z.ZodObject;
+  /** Parameters the route checks itself (a try call's path values): described, not validated here. */
+  parameters?: Json[];
+  /** A request body the route passes on as it is (a partner's JSON): described, not validated here. */
+  passedBody?: Json;
   responses: Json;
   /** Extension fields (x-x402, x-payment-info) that depend on the deployment. */
   extensions?: (d: DocContext) => Json;
@@ -114,10 +118,19 @@ export function openApiOperation(op: OperationSpec, d: DocContext): Json {
     required: true,
     schema: { type: "string" },
   }));
-  const parameters = [...pathParams, ...(op.headers ?? []), ...(op.query ? queryParameters(op.query) : [])];
+  const parameters = [
+    ...pathParams,
+    ...(op.headers ?? []),
+    ...(op.query ? queryParameters(op.query) : []),
+    ...(op.parameters ?? []),
+  ];
   const media = op.body && {
     schema: schemaOf(op.body),
     ...(op.example === undefined ? {} : { example: op.example }),
+  };
+  const passed = op.passedBody && {
+    required: false,
+    content: { "application/json": { schema: op.passedBody } },
   };
   return {
     security: op.security ?? [],
@@ -126,6 +139,7 @@ export function openApiOperation(op: OperationSpec, d: DocContext): Json {
     tags: op.tags,
     ...(parameters.length ? { parameters } : {}),
     ...(media ? { requestBody: { required: true, content: { "application/json": media } } } : {}),
+    ...(passed ? { requestBody: passed } : {}),
     responses: op.responses,
     ...op.extensions?.(d),
   };

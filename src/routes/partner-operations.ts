@@ -7,9 +7,11 @@ import {
   ref,
   VALIDATION,
 } from "../discovery/operation";
+import { PARTNERS } from "../partners/data";
 import type { PriceRange } from "../partners/pricing";
 import { REFINERY_SLUG } from "../partners/pricing";
 import { REFINERY_SKILL_PATH, refineryBody, refineryExample } from "../partners/refinery-skill";
+import { PATH_PARAM } from "../partners/upstream";
 
 /**
  * The partner routes as openapi.json describes them; routes/partners.ts mounts them from here (kept
@@ -45,6 +47,25 @@ const one = operation({
   responses: { "200": json("Partner (spec 2.6)"), "404": ERROR("Unknown partner") },
 });
 
+/**
+ * The values a service's upstream path takes (`/price/{coin}`) come in the try URL's query; each
+ * name is described once with the services that read it (the route checks them: upstream.ts).
+ */
+function pathValueParameters() {
+  const users = new Map<string, string[]>();
+  for (const partner of PARTNERS)
+    for (const service of partner.services)
+      for (const [, name = ""] of service.path.matchAll(/\{(\w+)\}/g))
+        users.set(name, [...(users.get(name) ?? []), `${partner.id}/${service.id}`]);
+  return [...users].map(([name, services]) => ({
+    name,
+    in: "query",
+    required: false,
+    description: `The {${name}} of the upstream path, for ${services.join(", ")} (required there; the listing's test_params has a sample).`,
+    schema: { type: "string", pattern: PATH_PARAM.source },
+  }));
+}
+
 const tryIt = (method: "get" | "post") =>
   operation({
     method,
@@ -52,6 +73,16 @@ const tryIt = (method: "get" | "post") =>
     operationId: `try_partner_service_${method}`,
     summary: "Call a partner service through the marketplace (paid services by x402 at the listing price)",
     tags: ["partners"],
+    parameters: pathValueParameters(),
+    ...(method === "post"
+      ? {
+          passedBody: {
+            type: "object",
+            description:
+              "The partner service's JSON body, passed on as sent (the listing's test_body is a sample; without a body, test_body is sent).",
+          },
+        }
+      : {}),
     responses: {
       "200": json(
         "Envelope with partner_id, service_id, upstream_status, charged, price_usd and the partner's body",

@@ -305,6 +305,36 @@ describe("OpenAPI", () => {
     for (const t of doc.tags) expect(t.description).toBeTruthy();
   });
 
+  it("the try operation declares every upstream path value a listed service takes, with the pattern the route enforces", async () => {
+    const get = await withVars({});
+    const { services } = await (await get("/api/partners")).json<{
+      services: (ListedService & { path: string; service_id: string })[];
+    }>();
+    const wanted = new Set(services.flatMap((s) => [...s.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])));
+    expect(wanted.size).toBeGreaterThan(0);
+    const doc = JSON.parse(await (await get("/openapi.json")).text());
+    for (const method of ["get", "post"]) {
+      const op = doc.paths["/api/partners/{partner_id}/try/{service_id}"][method];
+      const query = (op.parameters as { name: string; in: string; schema: { pattern: string } }[]).filter(
+        (p) => p.in === "query",
+      );
+      expect(new Set(query.map((p) => p.name))).toEqual(wanted);
+      for (const p of query) {
+        const pattern = new RegExp(p.schema.pattern);
+        expect(pattern.test("btc")).toBe(true);
+        // What the document refuses, the route refuses with a 422 naming the same parameter.
+        expect(pattern.test("BTC/../admin")).toBe(false);
+        const user = services.find((s) => s.path.includes(`{${p.name}}`));
+        const res = await get(
+          `/api/partners/${user?.partner_id}/try/${user?.service_id}?${p.name}=${encodeURIComponent("BTC/../admin")}`,
+        );
+        expect(res.status).toBe(422);
+        expect((await res.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual(["query", p.name]);
+      }
+      expect(Boolean(op.requestBody)).toBe(method === "post");
+    }
+  });
+
   it.each([
     ["3", {}],
     ["4", { PARTNER_PRICE_MULTIPLIER: "4" }],

@@ -5,7 +5,9 @@ import {
   encodePaymentSignatureHeader,
 } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
+import { parseKeepingIntegers } from "../http/exact-integers";
 import { markMcpRequest } from "../http/mcp-request";
+import { scanJson } from "../http/validation";
 import { isRecord } from "../net/fetcher";
 import type { McpTool } from "./tools";
 
@@ -84,7 +86,8 @@ function buildRequest(
 async function readJson(res: Response): Promise<{ text: string; json: unknown }> {
   const text = await res.text();
   try {
-    return { text, json: JSON.parse(text) };
+    // Integers past 2^53 in a result (json_sort's, json_flatten's) are sent on as written.
+    return { text, json: scanJson(text).longDigits ? parseKeepingIntegers(text) : JSON.parse(text) };
   } catch {
     return { text, json: undefined };
   }

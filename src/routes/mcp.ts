@@ -1,10 +1,12 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
+import { parseKeepingIntegers } from "../http/exact-integers";
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
+import { isRecord } from "../net/fetcher";
 
 export type { AppFetch } from "../mcp/handle";
 
@@ -17,6 +19,18 @@ const loadHandler = () => {
   });
   return handler;
 };
+
+/**
+ * A tools/call whose arguments hold integers past 2^53 gets them as written (exact-integers.ts):
+ * json_sort and json_flatten hand a client's ids back, and the HTTP route they are run through
+ * keeps them exact. Only the arguments: the envelope (a 20-digit JSON-RPC id) stays as JSON.parse
+ * reads it, which the SDK's schemas expect.
+ */
+function withExactArguments(parsed: unknown, text: string): unknown {
+  if (!isRecord(parsed) || parsed.method !== "tools/call" || !isRecord(parsed.params)) return parsed;
+  const exact = parseKeepingIntegers(text) as { params: { arguments?: unknown } };
+  return { ...parsed, params: { ...parsed.params, arguments: exact.params.arguments } };
+}
 
 /**
  * MCP over Streamable HTTP, stateless: every POST gets a fresh server and transport, and plain
@@ -62,6 +76,7 @@ export function mcpRoutes(appFetch: AppFetch) {
       } catch {
         return rpcError(c, 400, -32700, "Parse error: Invalid JSON");
       }
+      if (scan.longDigits) parsed = withExactArguments(parsed, text);
       if (Array.isArray(parsed)) {
         // MCP 2025-06-18 removed JSON-RPC batching; one message per POST keeps one payment per call.
         return rpcError(

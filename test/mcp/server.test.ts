@@ -293,6 +293,24 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     );
   });
 
+  it("integers past 2^53 in a tool's arguments come back digit for digit (json_sort), as over HTTP", async () => {
+    const id = "12345678901234567890";
+    const res = await raw(
+      `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"json_sort","arguments":{"data":{"b":${id},"a":[-${id}1,1.5]}}}}`,
+      HEADERS,
+      { ...env, FREE_BETA: "true" },
+    );
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    // In structuredContent and inside the escaped JSON text copy; never rounded.
+    expect(text).toContain(`"b":${id}`);
+    expect(text).toContain(`\\"b\\":${id}`);
+    expect(text).toContain(`-${id}1`);
+    expect(text).not.toContain("12345678901234567000");
+    const answer = JSON.parse(text) as RpcAnswer;
+    expect(answer.result?.isError).toBeFalsy();
+  });
+
   it("unpaid: isError with the x402 v2 PaymentRequired of the HTTP route, as structuredContent and as content[0].text", async () => {
     const result = await callTool("sha256", { text: "abc" });
     expect(result.isError).toBe(true);

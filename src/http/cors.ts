@@ -15,6 +15,10 @@ const ALLOW_HEADERS = [
   "X-API-Key",
   "Content-Type",
   "Idempotency-Key",
+  // The official x402 clients (@x402/fetch and @x402/axios v2, x402-fetch and x402-axios v1) add
+  // this as a request header on the paid retry; it is not CORS-safelisted, so without it the
+  // browser's preflight fails and a browser agent on another origin can never send its payment.
+  "Access-Control-Expose-Headers",
   // Browser-based MCP clients (Streamable HTTP) send these on /mcp.
   "Accept",
   "Mcp-Protocol-Version",

@@ -163,6 +163,30 @@ describe("CORS", () => {
     );
 
   it.each([
+    ["@x402/fetch and @x402/axios (v2)", "PAYMENT-RESPONSE,X-PAYMENT-RESPONSE", "payment-signature"],
+    ["x402-fetch and x402-axios (v1)", "X-PAYMENT-RESPONSE", "x-payment"],
+  ])(
+    "the paid retry of %s passes the preflight: it adds Access-Control-Expose-Headers as a request header",
+    async (_client, _value, payment) => {
+      const res = await createApp().fetch(
+        new Request(`${B}/api/skills/sha256`, {
+          method: "OPTIONS",
+          headers: {
+            origin: "https://agent.example",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": `access-control-expose-headers,content-type,${payment}`,
+          },
+        }),
+        env,
+      );
+      expect(res.status).toBe(204);
+      const allowed = (res.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(",");
+      for (const h of ["access-control-expose-headers", "content-type", payment])
+        expect(allowed).toContain(h);
+    },
+  );
+
+  it.each([
     "/api/skills/token-count",
     "/api/catalog",
     "/api/cardpay/checkout",

@@ -14,6 +14,8 @@ import type { McpTool } from "./tools";
 /** x402 MCP transport (v2) `_meta` keys. */
 export const PAYMENT_META = "x402/payment";
 export const PAYMENT_RESPONSE_META = "x402/payment-response";
+/** Where MCP payers that predate structuredContent (Cloudflare Agents' withX402Client) read an offer. */
+export const PAYMENT_ERROR_META = "x402/error";
 /** Our own `_meta` key: calls left on the card-credit key that paid this call. */
 export const CREDITS_META = "marketplace/credits-remaining";
 
@@ -152,7 +154,7 @@ export async function callTool(
       ? {
           ...result,
           structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settlement },
-          _meta: { [PAYMENT_RESPONSE_META]: settlement },
+          _meta: { ...result._meta, [PAYMENT_RESPONSE_META]: settlement },
         }
       : result;
 
@@ -166,7 +168,12 @@ export async function callTool(
         ? { error: json.error ?? paymentRequired.error, reason: json.reason }
         : {};
     const structured = { ...paymentRequired, ...refused };
-    return withSettlement(toolError(structured, JSON.stringify(structured)));
+    // Also under `_meta["x402/error"]`: Cloudflare Agents' withX402Client reads the offer only
+    // there (the x402 MCP clients read structuredContent); without it such an agent never pays.
+    return withSettlement({
+      ...toolError(structured, JSON.stringify(structured)),
+      _meta: { [PAYMENT_ERROR_META]: structured },
+    });
   }
 
   if (res.status === 422 && isRecord(json) && Array.isArray(json.detail)) {

@@ -321,6 +321,8 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     const httpRequired = decodePaymentRequiredHeader(http.headers.get("payment-required") as string);
     expect(result.structuredContent).toEqual(httpRequired);
     expect(JSON.parse(result.content[0]?.text ?? "")).toEqual(httpRequired);
+    // Where Cloudflare Agents' withX402Client (and other MCP payers) read the offer.
+    expect(result._meta?.["x402/error"]).toEqual(httpRequired);
     expect(httpRequired.accepts[0]?.amount).toBe(
       skills.find((s) => s.id === "sha256")?.price_atomic.toString(),
     );

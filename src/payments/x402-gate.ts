@@ -1,5 +1,5 @@
 import type { PaywallProvider, RouteConfig, RoutesConfig } from "@x402/core/server";
-import { HTTPFacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
@@ -10,6 +10,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { type PricingConfig, pricingConfig } from "../partners/config";
 import { paidExtensions } from "./paid-extensions";
+import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
 import { x402HttpGate } from "./x402-http";
 import { explain } from "./x402-offer-body";
@@ -224,7 +225,7 @@ function refreshInBackground(
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
 export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
-  return new HTTPFacilitatorClient({
+  return new PendingAwareFacilitatorClient({
     url: cfg.facilitatorUrl,
     // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
     // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`

@@ -1,0 +1,54 @@
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+
+const PENDING = "settlement_pending";
+// Entries live from a pending answer to the library's one retry, moments later; the bound only
+// matters if a retry never comes (a thrown request), so old entries are simply dropped.
+const MAX_PENDING = 256;
+
+/**
+ * A facilitator client that remembers a `settlement_pending` answer until the settle after it.
+ *
+ * @x402/core answers a pending settlement (a broadcast transaction, no receipt yet) by asking
+ * /settle once more with the same payload and returns only that second answer. When the retry
+ * reaches a facilitator instance without the pending record (several instances, or several
+ * signers), it verifies and broadcasts again; that second transaction reverts on the spent nonce
+ * while the first may still land. Read alone, that revert is a definite failure: the buyer would
+ * be told "not charged" and the claim dropped, so a landed first transfer would never be
+ * reconciled. After a pending answer, a failure that does not name the pending transaction is
+ * answered as that pending answer instead (its transaction is the one to look for), which
+ * settlement.ts reports as unconfirmed.
+ */
+export class PendingAwareFacilitatorClient extends HTTPFacilitatorClient {
+  private readonly pending = new Map<string, SettleResponse>();
+
+  override async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const key = nonceOf(payload);
+    const earlier = key ? this.pending.get(key) : undefined;
+    if (key) this.pending.delete(key);
+    let result: SettleResponse;
+    try {
+      result = await super.settle(payload, requirements);
+    } catch (e) {
+      if (earlier) return earlier;
+      throw e;
+    }
+    if (result.success) return result;
+    // The answer about the pending transaction itself (the instance that holds its record saw it
+    // revert) is definite; any other failure after a pending answer is not.
+    if (earlier) return result.transaction === earlier.transaction ? result : earlier;
+    if (key && result.errorReason === PENDING && result.transaction) {
+      if (this.pending.size >= MAX_PENDING) this.pending.clear();
+      this.pending.set(key, result);
+    }
+    return result;
+  }
+}
+
+function nonceOf(payload: PaymentPayload): string | undefined {
+  const auth = (payload.payload as { authorization?: { from?: unknown; nonce?: unknown } } | undefined)
+    ?.authorization;
+  return typeof auth?.from === "string" && typeof auth.nonce === "string"
+    ? `${payload.accepted?.network}:${auth.from}:${auth.nonce}`.toLowerCase()
+    : undefined;
+}

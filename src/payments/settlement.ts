@@ -82,7 +82,13 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     if (outcome === "unconfirmed") {
       // A partner call that was served owes the partner its share if the payment lands: kept
       // with the claim for reconciliation (reconcile-store.ts).
-      await markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId, c.get("payout"));
+      // If D1 fails here, the answer is still the 502 (never a 500 that hides what happened) and
+      // the mark is retried after it: a claim left 'running' would be recorded by reconciliation
+      // without the refund a withheld result is owed.
+      const payout = c.get("payout");
+      await writeOrRetryAfter(c, requestId, () =>
+        markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId, payout),
+      );
       const reason = settlement?.errorReason ?? "no settlement answer";
       console.error(
         JSON.stringify({
@@ -108,7 +114,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     // Settled means charged, whatever the answer: a call settled early whose upstream then failed
     // is still a payment (its refund is recorded by the partner proxy, payments/refunds.ts).
     if (outcome === "failed" || !settlement) {
-      await releaseAuthorization(c.env.DB, claim.key, requestId);
+      await writeOrRetryAfter(c, requestId, () => releaseAuthorization(c.env.DB, claim.key, requestId));
       return;
     }
     const row: SettledPayment = {
@@ -159,14 +165,28 @@ export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "un
 
 async function retryLedgerWrite(db: D1Database, row: SettledPayment) {
   // Should every retry fail too, reconciliation writes this payment from the chain, and the
-  // partner's share from the claim (a separate statement: the failed batch wrote nothing).
-  await keepPayoutWithClaim(db, row.key, row.requestId, row.payout).catch((e) =>
-    logLedgerFailure(row.requestId, e, 1),
-  );
-  await retryWrite(
-    () => recordSettledPayment(db, row),
-    (e, attempt) => logLedgerFailure(row.requestId, e, attempt),
-  );
+  // partner's share from the claim (a separate statement: the failed batch wrote nothing), so
+  // that share is kept with the same retries first (refinery and MCP resources name no partner
+  // reconciliation could work the share out from).
+  const log = (e: unknown, attempt: number) => logLedgerFailure(row.requestId, e, attempt);
+  await keepPayoutWithClaim(db, row.key, row.requestId, row.payout).catch((e) => {
+    log(e, 1);
+    return retryWrite(() => keepPayoutWithClaim(db, row.key, row.requestId, row.payout), log);
+  });
+  await retryWrite(() => recordSettledPayment(db, row), log);
+}
+
+/** A claim write on a failed settlement: tried now, and if D1 fails, again after the answer. */
+async function writeOrRetryAfter(c: Context<AppEnv>, requestId: string, write: () => Promise<unknown>) {
+  try {
+    await write();
+  } catch (e) {
+    logLedgerFailure(requestId, e, 1);
+    await afterResponse(
+      c,
+      retryWrite(write, (e2, attempt) => logLedgerFailure(requestId, e2, attempt)),
+    );
+  }
 }
 
 function logLedgerFailure(requestId: string, e: unknown, attempt: number) {

@@ -226,6 +226,31 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     }
   });
 
+  it("an unconfirmed settlement whose claim mark fails is still the 502, and the mark is retried after it", async () => {
+    const sig = await signature("/api/skills/sha256", payerEnding("0006"));
+    await env.DB.prepare(
+      `CREATE TRIGGER IF NOT EXISTS mark_down BEFORE UPDATE ON payment_nonces WHEN NEW.status = 'failed' AND NEW.nonce = '${sig.key}' BEGIN SELECT RAISE(ABORT, 'd1 blip'); END`,
+    ).run();
+    const ctx = createExecutionContext();
+    try {
+      const req = new Request("https://skills.test/api/skills/sha256", {
+        method: "POST",
+        headers: { "payment-signature": sig.header },
+        body: JSON.stringify({ text: "abc" }),
+      });
+      const res = await app.fetch(req, paidEnv, ctx);
+      expect(res.status).toBe(502);
+      expect(await res.json()).toMatchObject({ reason: "settlement_unconfirmed" });
+      expect(await nonceRow(sig.key)).toEqual({ status: "running" });
+      await env.DB.prepare("DROP TRIGGER IF EXISTS mark_down").run();
+      await waitOnExecutionContext(ctx);
+      // 'failed' is what tells reconciliation the result was withheld (a landed payment is refunded).
+      expect(await nonceRow(sig.key)).toEqual({ status: "failed" });
+    } finally {
+      await env.DB.prepare("DROP TRIGGER IF EXISTS mark_down").run();
+    }
+  });
+
   it("a client's own X-Request-Id never reaches the ledger", async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 2; i++) {

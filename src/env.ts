@@ -69,6 +69,11 @@ export interface VerifiedPayment {
   settlement?: Promise<Settled>;
   /** Settles now (once); a handler that must not spend before the buyer paid calls it first. */
   settle(): Promise<SettleResponse>;
+  /**
+   * A 402 refusing this payment after verification (a reused or unclaimable authorization), with
+   * the route's offer to sign again (PAYMENT-REQUIRED and the v1 body), as every x402 402 has.
+   */
+  refuse(reason: string, message: string): Promise<Response>;
 }
 
 /** How one settlement ended: the facilitator's answer and the headers the buyer gets. */

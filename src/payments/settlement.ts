@@ -31,23 +31,18 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
     if (!payment || !auth) {
       // Only EIP-3009 authorizations carry a nonce we can claim; anything else (e.g. Permit2)
       // could not be guarded against replay or recorded, so it is refused before the handler.
-      return c.json(
-        {
-          error:
-            "Unsupported payment payload: sign an EIP-3009 transferWithAuthorization (the scheme this endpoint offers).",
-          reason: "unsupported_payment_payload",
-        },
-        402,
+      return refuse(
+        c,
+        "unsupported_payment_payload",
+        "unsupported payment payload: sign an EIP-3009 transferWithAuthorization (the scheme this endpoint offers), and nothing beside it.",
       );
     }
     const requestId = c.get("requestId");
     if (!(await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource)))) {
-      return c.json(
-        {
-          error: "This payment authorization was already used for another call. Sign a new one.",
-          reason: "payment_authorization_reused",
-        },
-        402,
+      return refuse(
+        c,
+        "payment_authorization_reused",
+        "this payment authorization was already used for another call. Sign a new one.",
       );
     }
     const claim = { key: auth.key, payment, released: false };
@@ -60,6 +55,13 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
       claim.released = true;
     }
   };
+}
+
+/** A 402 with the route's offer to sign again (from the gate), as every x402 refusal carries. */
+function refuse(c: Context<AppEnv>, reason: string, message: string) {
+  const verified = c.get("x402Payment");
+  if (verified) return verified.refuse(reason, message);
+  return c.json({ error: `Payment rejected: ${message}`, reason }, 402);
 }
 
 /**

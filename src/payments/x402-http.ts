@@ -241,6 +241,7 @@ export function x402HttpGate(
         payment.settlement ??= settleOnce(httpServer, payment, context);
         return (await payment.settlement).result;
       },
+      refuse: refuseWithOffer,
     };
     c.set("x402Verified", true);
     c.set("x402Payment", payment);

@@ -156,7 +156,16 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
       expect(unconfirmed).toContainEqual(expect.objectContaining({ nonce: sig.key, status: "failed" }));
       const settles = await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`);
       const again = await post("/api/skills/sha256", { text: "abc" }, { "payment-signature": sig.header });
-      expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+      const refused = await again.json<{ reason: string; x402Version: number; accepts: unknown[] }>();
+      expect(refused.reason).toBe("payment_authorization_reused");
+      // Like every x402 402, the refusal carries the offer to sign again (v2 header, v1 body).
+      expect(decodePaymentRequiredHeader(again.headers.get("payment-required") ?? "").accepts).toHaveLength(
+        1,
+      );
+      expect(refused).toMatchObject({
+        x402Version: 1,
+        accepts: [expect.objectContaining({ scheme: "exact" })],
+      });
       expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(settles);
     },
   );

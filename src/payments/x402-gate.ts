@@ -101,7 +101,14 @@ interface Built {
   refreshing: Promise<void> | undefined;
   httpServer: x402HTTPResourceServer;
 }
-let built: Built | undefined;
+/**
+ * The gates of this isolate, one per configuration. With BASE_URL unset, the origin is part of
+ * the configuration (resource URLs name it), so a deployment reached on workers.dev and on its own
+ * domain keeps one gate for each; a single slot rebuilt the gate (a /supported read, and every
+ * cached 402 dropped) whenever requests alternated between them. Bounded: past it, start over.
+ */
+const gates = new Map<string, Built>();
+const MAX_GATES = 8;
 
 /**
  * How long one /supported answer is trusted before it is re-read. The re-read runs in the
@@ -166,9 +173,12 @@ function makeConfigKey(env: Bindings, cfg: PublicConfig) {
  */
 function build(env: Bindings, cfg: PublicConfig): Built {
   const config = configKey(env, cfg);
-  if (built?.key === config.key) return built;
-  built = create(env, cfg, config);
-  return built;
+  const known = gates.get(config.key);
+  if (known) return known;
+  if (gates.size >= MAX_GATES) gates.clear();
+  const made = create(env, cfg, config);
+  gates.set(config.key, made);
+  return made;
 }
 
 function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<typeof configKey>): Built {
@@ -208,7 +218,7 @@ function refreshInBackground(
     () => {
       next.readyAt = Date.now();
       next.ready = Promise.resolve();
-      if (built === b) built = next;
+      if (gates.get(b.key) === b) gates.set(b.key, next);
       b.refreshing = undefined;
     },
     (e) => {

@@ -71,6 +71,26 @@ describe("the unpaid 402 is built once and reused", () => {
     );
   });
 
+  it("requests alternating between two origins (workers.dev and a custom domain, BASE_URL unset) keep one gate each", async () => {
+    const origin = "https://facilitator-origins.test";
+    const facilitator = stubFacilitator(origin);
+    const e = { ...paidEnv(origin), BASE_URL: "" };
+    const app = createApp();
+    const at = async (host: string) => {
+      const res = await app.fetch(
+        new Request(`${host}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}' }),
+        e,
+      );
+      expect(res.status).toBe(402);
+      return decodePaymentRequiredHeader(res.headers.get("payment-required") as string).resource.url;
+    };
+    for (let i = 0; i < 4; i++) {
+      expect(await at("https://a.example")).toBe("https://a.example/api/skills/sha256");
+      expect(await at("https://b.example")).toBe("https://b.example/api/skills/sha256");
+    }
+    expect(facilitator.reads).toBe(2);
+  });
+
   it("after the TTL, /supported is re-read in the background; the answer never waits for it", async () => {
     const origin = "https://facilitator-b.test";
     const facilitator = stubFacilitator(origin);

@@ -65,8 +65,8 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
             <code>{JSON.stringify(unpaid)}</code>
           </pre>
           The result has <code>isError: true</code>; its <code>structuredContent</code> (and{" "}
-          <code>content[0].text</code>) is the x402 v2 <code>PaymentRequired</code>, the same offer as the
-          HTTP <code>402</code> of the skill.
+          <code>content[0].text</code>, and <code>_meta["x402/error"]</code> for payers that read it there) is
+          the x402 v2 <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of the skill.
         </li>
         <li>
           Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}

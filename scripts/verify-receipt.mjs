@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run verify-receipt -- <receipt> [--body <file>] [--base-url <url> | --key <jwk>]`
-// Verifies a marketplace receipt (docs/receipts.md). <receipt> is a file holding the receipt
-// (the JWS, an X-Payment-Receipt header line, a saved header dump, or a PAYMENT-RESPONSE value),
+// Verifies a marketplace receipt (docs/receipts-and-retries.md). <receipt> is a file holding the
+// receipt (the JWS, an X-Payment-Receipt header line, a saved header dump, or a PAYMENT-RESPONSE value),
 // or that text itself. The key is the one published at <base-url>/.well-known/did.json, or at the
 // did:web the receipt's kid names, or a public JWK given with --key (JSON or a file).
 // Exit code 0: valid (and the body matches); 1: not valid; 2: usage.

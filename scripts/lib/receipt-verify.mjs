@@ -1,6 +1,6 @@
-// Verifies a receipt of the marketplace (docs/receipts.md): the JWS signature against the key
-// published at /.well-known/did.json (did:web), and the SHA-256 of a saved body against the
-// receipt's `bodySha256`. Shared by scripts/verify-receipt.mjs and the tests.
+// Verifies a receipt of the marketplace (docs/receipts-and-retries.md): the JWS signature against
+// the key published at /.well-known/did.json (did:web), and the SHA-256 of a saved body against
+// the receipt's `bodySha256`. Shared by scripts/verify-receipt.mjs and the tests.
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { extractJWSHeader, verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt";
 

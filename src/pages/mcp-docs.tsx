@@ -36,7 +36,7 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         </li>
         <li>
           Tools: one per skill (named by the skill id, e.g. <code>token_count</code>), the refinery skill, and
-          one per paid partner service (<code>&lt;partner&gt;.&lt;service&gt;</code>). Resources:{" "}
+          one per paid partner service (<code>&lt;partner&gt;__&lt;service&gt;</code>). Resources:{" "}
           <code>skills://catalog</code> and <code>skills://docs/&lt;skill_id&gt;</code>.
         </li>
         <li>Bodies up to {MCP_MAX_BODY_BYTES} bytes; one JSON-RPC message per request (no batches).</li>
@@ -65,8 +65,8 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
             <code>{JSON.stringify(unpaid)}</code>
           </pre>
           The result has <code>isError: true</code>; its <code>structuredContent</code> (and{" "}
-          <code>content[0].text</code>) is the x402 v2 <code>PaymentRequired</code>, the same offer as the
-          HTTP <code>402</code> of the skill.
+          <code>content[0].text</code>, and <code>_meta["x402/error"]</code> for payers that read it there) is
+          the x402 v2 <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of the skill.
         </li>
         <li>
           Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}
@@ -76,13 +76,15 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
           </pre>
         </li>
         <li>
-          The result carries <code>structuredContent</code> and its JSON text, and{" "}
+          The result carries <code>structuredContent</code> and its JSON text (a result over 1,048,576
+          characters of JSON comes once, as <code>structuredContent</code>, with a note as its text), and{" "}
           <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer). The payment is
-          the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding);
-          anything else is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
-          again. A settlement that fails is a tool error carrying <code>x402/payment-response</code> (
-          <code>success: false</code>, its <code>errorReason</code>) in <code>_meta</code> and{" "}
-          <code>structuredContent</code>.
+          the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding). A
+          string or object that is not a payment is refused with <code>reason: "invalid_payment_header"</code>{" "}
+          and the offer to sign again; any other type (a number, an array) with{" "}
+          <code>reason: "invalid_payment_meta"</code>. A settlement that fails is a tool error carrying{" "}
+          <code>x402/payment-response</code> (<code>success: false</code>, its <code>errorReason</code>) in{" "}
+          <code>_meta</code> and <code>structuredContent</code>.
         </li>
       </ol>
       <p>

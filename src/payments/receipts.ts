@@ -10,8 +10,8 @@ import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "./x402
 export const RECEIPT_HEADER = "X-Payment-Receipt";
 
 /**
- * What a receipt says (docs/receipts.md). The first six fields are the offer-receipt extension's
- * receipt payload (§5.2); the rest bind the receipt to this exact answer and payment.
+ * What a receipt says (docs/receipts-and-retries.md). The first six fields are the offer-receipt
+ * extension's receipt payload (§5.2); the rest bind the receipt to this exact answer and payment.
  */
 export interface ReceiptClaims {
   version: 1;

@@ -17,7 +17,7 @@ import { EVM_NETWORK_CHAIN_ID_MAP } from "@x402/evm/v1";
  * and carries no `accepted`). So a v1 payload is lifted into a v2 one against the route's own
  * requirements and verified, claimed (one nonce table for both versions) and settled by the same
  * facilitator as v2. What v1 cannot carry: the resource. A v1 signature is bound to an amount,
- * a payee and a validity window, not to one route (see docs/PAYMENTS.md).
+ * a payee and a validity window, not to one route (README.md, "Paying for a call", step 3).
  */
 
 const V1_NAME_BY_CHAIN = new Map<number, string>(

@@ -19,7 +19,7 @@ export const settleBody = z.object({
 /** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
 
 export async function owedSummary(db: D1Database) {
-  const [byService, byPartner, batches, upstream, refunds] = await db.batch([
+  const [byService, byPartner, batches, upstream, refunds, withheld] = await db.batch([
     db.prepare(
       `SELECT partner_id, service_id, count(*) AS calls,
               sum(CASE WHEN paid_upstream = 0 AND batch_id IS NULL THEN partner_share_micro ELSE 0 END) AS owed_micro,
@@ -54,6 +54,19 @@ export async function owedSummary(db: D1Database) {
               created_at
        FROM refunds ORDER BY status = 'owed' DESC, id DESC LIMIT 1000`,
     ),
+    // What a refund kept back for a partner whose authorization then expired unused: the caller
+    // is owed it back. Reconciliation records the return with the decision (refunds.ts: request id
+    // `<request_id>:withheld`); listed until it lands. No return recorded: decided before returns
+    // existed, for a person to refund.
+    db.prepare(
+      `SELECT u.request_id, u.partner_id, u.service_id, r.payer, r.withheld_micro,
+              t.request_id AS return_request_id, t.status AS return_status, t.hold AS return_hold,
+              t.error AS return_error
+       FROM upstream_payments u JOIN refunds r ON r.request_id = u.request_id AND r.withheld_micro > 0
+       LEFT JOIN refunds t ON t.request_id = u.request_id || ':withheld'
+       WHERE u.chain_status = 'not_landed' AND t.status IS NOT 'refunded'
+       ORDER BY u.id DESC LIMIT 1000`,
+    ),
   ]);
   type Row = Record<string, number | string>;
   const rows = (r: D1Result | undefined) => (r?.results ?? []) as Row[];
@@ -72,6 +85,7 @@ export async function owedSummary(db: D1Database) {
       unrecovered_usd: usd(Number(u.unrecovered_micro)),
     })),
     refunds: rows(refunds),
+    withheld_not_returned: rows(withheld).map((w) => ({ ...w, withheld_usd: usd(Number(w.withheld_micro)) })),
     total_owed_usd: usd(rows(byPartner).reduce((s, r) => s + Number(r.owed_micro ?? 0), 0)),
   };
 }

@@ -4,7 +4,7 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import type { Decision } from "./reconcile-decide";
-import { owedRefund, type Refund, refundNonce } from "./refunds";
+import { owedRefund, type Refund, refundNonce, withheldReturn } from "./refunds";
 
 /**
  * The D1 side of reconciliation: which claims to look at, and what each decision writes. Every
@@ -239,7 +239,9 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
     const refund = row.status === "failed" ? withheldCallRefund(row, share) : undefined;
     const written = await db.batch([
       // Before the claim becomes 'settled': it is written only while the claim is still 'failed'.
-      ...(refund ? [owedRefund(db, refund, await refundNonce(row.request_id), now, row.nonce)] : []),
+      ...(refund
+        ? [owedRefund(db, refund, await refundNonce(row.request_id), now, { claimFailed: row.nonce })]
+        : []),
       db
         .prepare(
           `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce,
@@ -270,12 +272,57 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
   return undefined;
 }
 
-export async function applyUpstream(db: D1Database, row: UpstreamRow, d: Decision) {
+/**
+ * A served call whose upstream authorization expired unused: the operating wallet never paid the
+ * partner, so the call's payout row is owed after all, as payoutFor writes it for such a call from
+ * the start (paid upstream only while some authorization for the request may still land). Only
+ * while this row is still undecided, so only the batch deciding it flips it; never a row already
+ * in a payout batch.
+ */
+const owedAfterAll = (db: D1Database, row: UpstreamRow) =>
+  db
+    .prepare(
+      `UPDATE payout_ledger SET paid_upstream = 0
+       WHERE request_id = ?1 AND paid_upstream = 1 AND batch_id IS NULL
+         AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)
+         AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?1 AND id <> ?2
+                           AND chain_status IS NOT 'not_landed')`,
+    )
+    .bind(row.request_id, row.id);
+
+/**
+ * Writes one upstream decision. An authorization that never landed can no longer be collected by
+ * its partner: a served call owes the partner its share through the payout ledger, and a failed
+ * call's caller gets back the share its refund kept back. Both are written only by the batch that
+ * decides the row (conditional on it being undecided), so overlapping runs change nothing twice;
+ * answers the refund this run recorded as owed, for the caller to send.
+ */
+export async function applyUpstream(
+  db: D1Database,
+  row: UpstreamRow,
+  d: Decision,
+): Promise<Refund | undefined> {
   // Still undecided (its authorization may yet land): behind the rest until the next run.
-  if (d.outcome === "wait") return sendToBack(db, "upstream", row.id);
+  if (d.outcome === "wait") {
+    await sendToBack(db, "upstream", row.id);
+    return undefined;
+  }
   const now = Date.now();
   const status = d.outcome === "paid" ? "landed" : "not_landed";
-  await db.batch([
+  const returned =
+    status === "not_landed"
+      ? await withheldReturn(db, row.request_id, {
+          amountMicros: BigInt(row.amount_micro),
+          asset: row.asset,
+          network: row.network,
+        })
+      : undefined;
+  const written = await db.batch([
+    // Before the row is decided: both write only while it is still undecided.
+    ...(returned
+      ? [owedRefund(db, returned, await refundNonce(returned.requestId), now, { upstreamUndecided: row.id })]
+      : []),
+    ...(status === "not_landed" ? [owedAfterAll(db, row)] : []),
     db
       .prepare(
         "UPDATE upstream_payments SET chain_status = ?2, tx_hash = coalesce(tx_hash, ?3) WHERE id = ?1 AND chain_status IS NULL",
@@ -283,4 +330,5 @@ export async function applyUpstream(db: D1Database, row: UpstreamRow, d: Decisio
       .bind(row.id, status, d.outcome === "paid" ? d.txHash : null),
     logRow(db, "upstream", String(row.id), row.request_id, status, d, now),
   ]);
+  return returned && written[0]?.meta.changes ? returned : undefined;
 }

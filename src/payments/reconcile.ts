@@ -14,6 +14,7 @@ import {
 import {
   markRefunded,
   type OwedRefundRow,
+  type Refund,
   recorded,
   refundsToSettle,
   sendRecordedRefund,
@@ -27,7 +28,8 @@ import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
  * wallet handed to partners (upstream_payments). The USDC contract decides: EIP-3009
  * `authorizationState(authorizer, nonce)` says whether the nonce was used, and the
  * AuthorizationUsed + Transfer logs of that transaction say where the money went. A call whose
- * result was withheld ('failed') and whose payment landed is refunded (payments/refunds.ts).
+ * result was withheld ('failed') and whose payment landed is refunded (payments/refunds.ts); so is
+ * the share a refund kept back for a partner whose authorization then expired unused.
  */
 
 export interface ReconcileSummary {
@@ -37,7 +39,10 @@ export interface ReconcileSummary {
   waiting: number;
   upstream_landed: number;
   upstream_not_landed: number;
-  /** Refunds sent this run that settled (a withheld call's, or an owed one sent again), or found landed. */
+  /**
+   * Refunds sent this run that settled (a withheld call's, a share kept back for a partner whose
+   * authorization expired unused, or an owed one sent again), or found landed.
+   */
   refunded: number;
   /** Sends that did not settle this run, and refunds newly held for a person (GET /api/admin/payouts). */
   refunds_owed: number;
@@ -115,6 +120,15 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     };
     return decide(terms, await look(chain, head, terms, row.created_at));
   };
+  /** A refund this run's decision recorded: sent by this run (the only one that recorded it). */
+  const sendNew = async (refund: Refund | undefined) => {
+    // A refund of nothing (a partner was owed the whole price) is a row, not a send.
+    const owed = refund && recorded(refund);
+    if (!owed || owed.amount === 0n) return;
+    const sent = await sendRecordedRefund(env, owed);
+    if (sent.status === "refunded") summary.refunded++;
+    else summary.refunds_owed++;
+  };
   for (const row of payments.results) {
     summary.checked++;
     try {
@@ -123,13 +137,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       if (d.outcome === "paid") summary.settled++;
       else if (d.outcome === "unpaid") summary.released++;
       else summary.waiting++;
-      // A refund of nothing (a partner was owed the whole price) is a row, not a send.
-      const owed = refund && recorded(refund);
-      if (owed && owed.amount > 0n) {
-        const sent = await sendRecordedRefund(env, owed);
-        if (sent.status === "refunded") summary.refunded++;
-        else summary.refunds_owed++;
-      }
+      await sendNew(refund);
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
     }
@@ -141,10 +149,12 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     summary.checked++;
     try {
       const d = await judge(row, row.amount_micro);
-      await applyUpstream(env.DB, row, d);
+      // Not landed: what a refund kept back for the partner goes back to the caller.
+      const refund = await applyUpstream(env.DB, row, d);
       if (d.outcome === "paid") summary.upstream_landed++;
       else if (d.outcome === "unpaid") summary.upstream_not_landed++;
       else summary.waiting++;
+      await sendNew(refund);
     } catch (e) {
       summary.errors.push(
         `upstream ${row.id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,

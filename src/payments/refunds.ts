@@ -70,12 +70,19 @@ const holdOf = (r: Refund) =>
   r.hold ?? (EVM_ADDRESS.test(r.payer) ? undefined : "no payer address to refund to");
 
 /**
- * The statement that records a refund as owed, once per request, with the nonce every send of it
- * uses (`nonce`: refundNonce(requestId)). With `whileClaimFailed` (a payment_nonces key) it writes
- * only while that claim is still 'failed', so it can sit in the batch that settles the claim and
- * no second run or racing request records it again.
+ * What a reconciliation decision records a refund under, so that only the batch taking the decision
+ * writes it: a claim still 'failed' (payment_nonces key), or an upstream authorization still
+ * undecided (upstream_payments id).
  */
-export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number, whileClaimFailed?: string) {
+export type Undecided = { claimFailed: string } | { upstreamUndecided: number };
+
+/**
+ * The statement that records a refund as owed, once per request, with the nonce every send of it
+ * uses (`nonce`: refundNonce(requestId)). With `onlyWhile` it writes only while that decision is
+ * still open, so it can sit in the batch that takes it and no second run or racing request records
+ * it again.
+ */
+export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number, onlyWhile?: Undecided) {
   const hold = holdOf(r) ?? null;
   const values = [
     r.requestId,
@@ -91,19 +98,61 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
   ];
   const columns = `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at,
      updated_at, hold, auth_nonce, asset, network)`;
-  if (whileClaimFailed === undefined)
+  if (onlyWhile === undefined)
     return db
       .prepare(
         `${columns} VALUES (?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (request_id) DO NOTHING`,
       )
       .bind(...values);
+  const [open, key] =
+    "claimFailed" in onlyWhile
+      ? ["SELECT 1 FROM payment_nonces WHERE nonce = ?11 AND status = 'failed'", onlyWhile.claimFailed]
+      : [
+          "SELECT 1 FROM upstream_payments WHERE id = ?11 AND chain_status IS NULL",
+          onlyWhile.upstreamUndecided,
+        ];
   return db
     .prepare(
       `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10
-       WHERE EXISTS (SELECT 1 FROM payment_nonces WHERE nonce = ?11 AND status = 'failed')
+       WHERE EXISTS (${open})
        ON CONFLICT (request_id) DO NOTHING`,
     )
-    .bind(...values, whileClaimFailed);
+    .bind(...values, key);
+}
+
+/**
+ * The request id under which a share a refund kept back for a partner goes back to the caller:
+ * a row of its own (the first refund has usually landed already), so a nonce of its own, derived
+ * like every refund's, so that it too lands at most once however often it is sent.
+ */
+export const withheldReturnId = (requestId: string) => `${requestId}:withheld`;
+
+/**
+ * The refund that gives back what the refund of `requestId` kept back for a partner whose
+ * authorization (`upstream`) expired unused: that partner can no longer collect it, so the caller
+ * gets the rest of the price (at most that authorization's amount). Undefined when that refund
+ * kept nothing back, or there is none (the caller was not charged, or the call was served).
+ */
+export async function withheldReturn(
+  db: D1Database,
+  requestId: string,
+  upstream: { amountMicros: bigint; asset: string; network: string },
+): Promise<Refund | undefined> {
+  const first = await db
+    .prepare("SELECT payer, withheld_micro, asset, network FROM refunds WHERE request_id = ?1")
+    .bind(requestId)
+    .first<{ payer: string; withheld_micro: number; asset: string | null; network: string | null }>();
+  if (!first || first.withheld_micro <= 0) return undefined;
+  const kept = BigInt(first.withheld_micro);
+  return {
+    requestId: withheldReturnId(requestId),
+    payer: first.payer,
+    network: first.network ?? upstream.network,
+    asset: first.asset ?? upstream.asset,
+    paidMicros: kept < upstream.amountMicros ? kept : upstream.amountMicros,
+    withheldMicros: 0n,
+    reason: `the partner's share kept back from refund ${requestId}: its authorization expired unused, so the partner can no longer collect it; returned by reconciliation`,
+  };
 }
 
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
+import { WITHHELD_SUFFIX } from "./refunds";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /** Filters of the admin view of the x402 ledger (GET /api/admin/payments). */
@@ -31,12 +32,14 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
         `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments ${where}`,
       )
       .bind(...args),
-    // Refunds of those payments (payments/refunds.ts), so the totals can be read net.
+    // Refunds of those payments (payments/refunds.ts), so the totals can be read net: a
+    // payment's own refund and the return of a partner share it kept back (`<id>:withheld`).
     db
       .prepare(
         `SELECT count(*) AS count, coalesce(sum(amount_micro), 0) AS amount_atomic,
                 coalesce(sum(CASE WHEN status = 'refunded' THEN amount_micro ELSE 0 END), 0) AS refunded_atomic
-         FROM refunds WHERE request_id IN (SELECT request_id FROM payments ${where})`,
+         FROM refunds WHERE request_id IN (SELECT request_id FROM payments ${where})
+            OR request_id IN (SELECT request_id || '${WITHHELD_SUFFIX}' FROM payments ${where})`,
       )
       .bind(...args),
   ]);

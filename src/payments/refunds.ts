@@ -125,7 +125,8 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
  * a row of its own (the first refund has usually landed already), so a nonce of its own, derived
  * like every refund's, so that it too lands at most once however often it is sent.
  */
-export const withheldReturnId = (requestId: string) => `${requestId}:withheld`;
+export const WITHHELD_SUFFIX = ":withheld";
+export const withheldReturnId = (requestId: string) => `${requestId}${WITHHELD_SUFFIX}`;
 
 /**
  * The refund that gives back what the refund of `requestId` kept back for a partner whose

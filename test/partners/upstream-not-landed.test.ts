@@ -122,6 +122,14 @@ describe("a share kept back from a refund goes back to the caller once the partn
       amount_micro: 20000,
       status: "refunded",
     });
+    // The payments view reads this payment net of both refunds.
+    const payments = await (
+      await send(`/api/admin/payments?request_id=${requestId}`, {
+        headers: { authorization: "Bearer t0ken" },
+      })
+    ).json<{ totals: { amount_atomic: number }; refunds: { count: number; refunded_atomic: number } }>();
+    expect(payments.totals.amount_atomic).toBe(60000);
+    expect(payments.refunds).toMatchObject({ count: 2, refunded_atomic: 60000 });
   });
 
   it("a stale view of a row another run already decided returns nothing twice", async () => {

@@ -208,6 +208,35 @@ describe("charge.refunded", () => {
     expect((await spendCall(key)).status).toBe(402);
   });
 
+  it("a partial refund landing while credits are in flight is taken from them when their calls fail", async () => {
+    const sha256 = skillById("sha256") as Skill;
+    /** A third of the pack (57 calls) refunded while `inFlight` of `left` credits are being spent. */
+    const scenario = async (left: number, inFlight: number, order: "refund first" | "calls fail first") => {
+      const { id, key, pi } = await grantedKey();
+      const keyHash = await hashKey(key);
+      await env.DB.prepare("UPDATE api_keys SET calls_left = ?2 WHERE session_id = ?1").bind(id, left).run();
+      for (let i = 0; i < inFlight; i++) expect(await spendCredit(env.DB, keyHash, sha256)).toBeTruthy();
+      await emulatorPost("/v1/refunds", { payment_intent: pi, amount: "17" });
+      const ev = (await emulatorEvents("charge.refunded"))
+        .filter((e) => e.data.object.payment_intent === pi)
+        .at(-1);
+      const fail = async () => {
+        for (let i = 0; i < inFlight; i++) await refundCredit(env.DB, keyHash);
+      };
+      if (order === "calls fail first") await fail();
+      expect(await outcomeOf(await deliver(ev))).toBe("refund_applied");
+      if (order === "refund first") await fail();
+      return (await keysFor(id)).results[0]?.calls_left;
+    };
+    // Every credit left is in flight: the refund finds none unspent; the failed calls pay it.
+    expect(await scenario(57, 57, "refund first")).toBe(0);
+    expect(await scenario(57, 57, "calls fail first")).toBe(0);
+    // 100 calls used, 60 in flight, 10 unspent: the buyer kept 113 and used 100, so 13 remain
+    // once the 60 calls fail, in either order.
+    expect(await scenario(70, 60, "refund first")).toBe(13);
+    expect(await scenario(70, 60, "calls fail first")).toBe(13);
+  });
+
   it("a refund of a payment we never granted is acknowledged and changes nothing", async () => {
     const charge = {
       id: "ch_x",

@@ -21,6 +21,11 @@ async function keyOfPayment(db: D1Database, paymentIntent: string | null | undef
     .first<PackKey>();
 }
 
+/** Whether a granted pack came from this PaymentIntent: a charge event then has a key to act on. */
+export async function paymentGranted(db: D1Database, paymentIntent: string) {
+  return (await keyOfPayment(db, paymentIntent)) !== null;
+}
+
 /** The calls a refunded share of the pack stands for: rounded up, so no refunded call stays usable. */
 export function refundedCalls(callsTotal: number, amount: number, amountRefunded: number) {
   if (amount <= 0) return 0;

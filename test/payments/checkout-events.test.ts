@@ -335,6 +335,92 @@ describe("charge.dispute.*", () => {
   });
 });
 
+describe("a refund or dispute that arrives before the grant", () => {
+  /** A paid session nobody granted yet: the completed webhook failed, the buyer has not revealed. */
+  const ungranted = async () => {
+    const id = await seedSession("sha256", 170);
+    expect((await keysFor(id)).results).toEqual([]);
+    return { id, pi: (await remote(id)).payment_intent as string };
+  };
+  const lastEvent = async (type: string, pi: string) =>
+    (await emulatorEvents(type)).filter((e) => e.data.object.payment_intent === pi).at(-1);
+  const reveal = async (id: string) =>
+    keyIn(await (await revealPost(id, (await revealTokenFromPage(id)) as string)).text()) as string;
+
+  it("a full refund first: the event grants and revokes the pack; the late grant and the reveal hand out nothing", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi });
+    const refunded = await lastEvent("charge.refunded", pi);
+    expect(await outcomeOf(await deliver(refunded))).toBe("refund_applied");
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 0, calls_total: 170 }]);
+    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+      "already_granted",
+    );
+    expect(await outcomeOf(await deliver(refunded))).toBe("duplicate_event");
+    const key = await reveal(id);
+    expect(key).toBeTruthy();
+    expect(await credits(key)).toMatchObject({ calls_left: 0 });
+    expect((await spendCall(key)).status).toBe(402);
+  });
+
+  it("a partial refund first, with the Reveal POST as the late grant: the refunded share stays revoked", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi, amount: "17" });
+    const refunded = await lastEvent("charge.refunded", pi);
+    expect(await outcomeOf(await deliver(refunded))).toBe("refund_applied");
+    const key = await reveal(id);
+    expect(await credits(key)).toMatchObject({ calls_left: 113 });
+    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+      "already_granted",
+    );
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 113, calls_total: 170 }]);
+  });
+
+  it("a refund racing the Reveal POST is applied once, whichever commits first", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi });
+    const refunded = await lastEvent("charge.refunded", pi);
+    const token = (await revealTokenFromPage(id)) as string;
+    const [hook, page] = await Promise.all([deliver(refunded), revealPost(id, token)]);
+    expect(await outcomeOf(hook)).toBe("refund_applied");
+    expect(keyIn(await page.text())).toBeTruthy();
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 0, calls_total: 170 }]);
+  });
+
+  it("a dispute opened first freezes the key the late grant hands out; one lost first revokes it", async () => {
+    for (const decided of [undefined, "lost"] as const) {
+      const { id, pi } = await ungranted();
+      const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });
+      const created = await lastEvent("charge.dispute.created", pi);
+      if (decided) {
+        await emulatorPost(`/_emulator/disputes/${dispute.id}/close`, { status: decided });
+        expect(await outcomeOf(await deliver(await lastEvent("charge.dispute.closed", pi)))).toBe("revoked");
+        expect(await outcomeOf(await deliver(created))).toBe("already_decided");
+      } else {
+        expect(await outcomeOf(await deliver(created))).toBe("frozen");
+      }
+      expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+        "already_granted",
+      );
+      const key = await reveal(id);
+      expect(await credits(key)).toMatchObject(
+        decided ? { calls_left: 0, status: "revoked" } : { calls_left: 170, status: "frozen" },
+      );
+      expect((await spendCall(key)).status).toBe(403);
+    }
+  });
+
+  it("Stripe unreachable: 502 and nothing recorded, so the redelivery applies the refund", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi });
+    const refunded = await lastEvent("charge.refunded", pi);
+    expect((await deliverWithStripeDown(refunded)).status).toBe(502);
+    expect((await keysFor(id)).results).toEqual([]);
+    expect(await outcomeOf(await deliver(refunded))).toBe("refund_applied");
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 0, calls_total: 170 }]);
+  });
+});
+
 describe("a paid session missing from D1", () => {
   /** A session created on the emulator directly, as if our creation had never reached D1. */
   const emulatorSession = (

@@ -1,5 +1,6 @@
 // A local stand-in for the part of the Stripe API the Worker calls, for `npm start` and the tests:
-// create and retrieve a Checkout Session (`payment` mode, one-time `price_data` line items), a hosted
+// create and retrieve a Checkout Session (`payment` mode, one-time `price_data` line items), list the
+// session a PaymentIntent paid (`GET /v1/checkout/sessions?payment_intent=`), a hosted
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
 // then fails), expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
 // (`POST /v1/refunds`), and disputes opened and decided by a test control (`/_emulator/disputes`,
@@ -521,6 +522,26 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
     return { body: publicSession(session) };
   }
 
+  /** Stripe's list of sessions, filtered as the app asks: the session a PaymentIntent paid. */
+  function list(params) {
+    checkKeys(params, "", ["limit", "payment_intent"]);
+    const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
+    if (limit > 100) throw invalid("This value must be less than or equal to 100.", "limit");
+    const pi =
+      params.payment_intent === undefined ? undefined : asString(params.payment_intent, "payment_intent");
+    const found = [...sessions.values()]
+      .filter((s) => pi === undefined || s.payment_intent === pi)
+      .sort((a, b) => b.created - a.created);
+    return {
+      body: {
+        object: "list",
+        data: found.slice(0, limit).map(publicSession),
+        has_more: found.length > limit,
+        url: "/v1/checkout/sessions",
+      },
+    };
+  }
+
   function chargeOf(paymentIntent, param) {
     const charge = charges.get(paymentIntent);
     if (!charge) {
@@ -679,6 +700,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
       if (req.method === "POST" && pathname === "/v1/checkout/sessions") {
         const rawBody = await readBody(req);
         result = create(parseForm(rawBody), rawBody, idempotencyKey, key, requestId);
+      } else if (req.method === "GET" && pathname === "/v1/checkout/sessions") {
+        result = list(parseForm(search.slice(1)));
       } else if (req.method === "GET" && one) {
         result = await retrieve(safeDecode(one[1]), parseForm(search.slice(1)));
       } else if (req.method === "POST" && expiring) {
@@ -710,7 +733,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds and GET /v1/disputes/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {

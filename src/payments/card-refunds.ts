@@ -21,6 +21,11 @@ async function keyOfPayment(db: D1Database, paymentIntent: string | null | undef
     .first<PackKey>();
 }
 
+/** Whether a granted pack came from this PaymentIntent: a charge event then has a key to act on. */
+export async function paymentGranted(db: D1Database, paymentIntent: string) {
+  return (await keyOfPayment(db, paymentIntent)) !== null;
+}
+
 /** The calls a refunded share of the pack stands for: rounded up, so no refunded call stays usable. */
 export function refundedCalls(callsTotal: number, amount: number, amountRefunded: number) {
   if (amount <= 0) return 0;
@@ -32,6 +37,13 @@ export function refundedCalls(callsTotal: number, amount: number, amountRefunded
  * charge.refunded: the charge carries the running total refunded, so the calls to revoke are the
  * refunded share of the whole pack minus what earlier refund events already revoked, taken from
  * the unspent credits and never below zero. The event id is recorded in the same transaction.
+ *
+ * What calls_left cannot cover goes to revoke_debt: those credits are spent, but a spending call
+ * may not have finished, and if it fails refundCredit pays the debt before giving anything back.
+ * Without it a refund landing while every credit was in flight took nothing, and the failed
+ * calls then handed the revoked credits back. (A call that succeeds keeps its credit: a buyer who
+ * used more than the kept share keeps what was used.) One UPDATE: SQLite's SET reads the row as
+ * it was, so the debt is the shortfall against the calls_left this statement found.
  */
 export async function applyRefund(
   db: D1Database,
@@ -45,6 +57,7 @@ export async function applyRefund(
     db
       .prepare(
         `UPDATE api_keys SET calls_left = max(0, calls_left - max(0, ?2 - calls_revoked)),
+           revoke_debt = revoke_debt + max(0, ?2 - calls_revoked - calls_left),
            calls_revoked = max(calls_revoked, ?2)
          WHERE id = ?1`,
       )

@@ -79,14 +79,23 @@ export async function callsLeft(db: D1Database, keyId: string) {
   return row?.calls_left;
 }
 
-/** Gives back the credit of a call that failed; never past what refunds and disputes left. */
+/**
+ * Gives back the credit of a call that failed; never past what refunds and disputes left. A refund
+ * that found the credits in flight (card-refunds.ts applyRefund) left a revoke_debt: a failed call
+ * pays that first, so the credit it took stays revoked. One UPDATE (SET reads the row as it was),
+ * so concurrent failures and refunds cannot both count the same credit. Returns calls_left after.
+ */
 export async function refundCredit(db: D1Database, keyHash: string) {
-  await db
+  const row = await db
     .prepare(
-      "UPDATE api_keys SET calls_left = min(calls_left + 1, calls_total - calls_revoked) WHERE key_hash = ?1 AND dispute_status IS NOT 'lost'",
+      `UPDATE api_keys SET
+         calls_left = CASE WHEN revoke_debt > 0 THEN calls_left ELSE min(calls_left + 1, calls_total - calls_revoked) END,
+         revoke_debt = max(0, revoke_debt - 1)
+       WHERE key_hash = ?1 AND dispute_status IS NOT 'lost' RETURNING calls_left`,
     )
     .bind(keyHash)
-    .run();
+    .first<{ calls_left: number }>();
+  return row?.calls_left;
 }
 
 /**

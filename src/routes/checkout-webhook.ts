@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { applyRefund, closeDispute, openDispute } from "../payments/card-refunds";
+import { applyRefund, closeDispute, openDispute, paymentGranted } from "../payments/card-refunds";
 import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
 import {
   fetchDisputeStatus,
@@ -43,6 +43,63 @@ function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) {
   } catch {
     // No execution context (app.fetch without one, in tests): the promise still runs.
   }
+}
+
+type StripeClient = NonNullable<Awaited<ReturnType<typeof stripeClient>>>;
+
+/** A PaymentIntent as a charge or dispute names it: an id, or the expanded object. */
+const intentId = (pi: string | { id: string } | null) => (typeof pi === "string" ? pi : pi?.id);
+
+/** The Checkout Session a PaymentIntent paid, as Stripe reports it now; null when none did. */
+async function sessionOfPayment(stripe: StripeClient, paymentIntent: string) {
+  const { data } = await stripe.checkout.sessions.list({ payment_intent: paymentIntent, limit: 1 });
+  return data[0] ? fetchSession(stripe, data[0].id) : null;
+}
+
+/**
+ * A refund or dispute can arrive before the pack it takes from is granted: the completed webhook
+ * got a 5xx, Stripe's retries back off for hours, and the buyer has not pressed Reveal. The
+ * PaymentIntent is stored only at grant time, so such an event found no key; recorded as
+ * `unknown_payment` it was never applied, and the late grant handed out the whole pack.
+ *
+ * So before a charge event is applied, a PaymentIntent no key holds is looked up in Stripe: if a
+ * Checkout Session it paid is ours and Stripe reports it paid, the session is granted first (the
+ * same idempotent grant as the webhook and the Reveal POST, one key whichever runs first), and the
+ * event then applies to that key in its own transaction. The grant has committed before the event
+ * looks the key up again, so whatever the order of the events, the late grant and the Reveal POST,
+ * the event finds the key; and a grant that runs later finds the session granted and adds nothing.
+ * Keeping unknown events pending in D1 instead would need the grant batch to replay them; asking
+ * Stripe reuses the grant rule and its one writer. If Stripe cannot be asked, the answer is 502 and
+ * nothing is recorded: Stripe redelivers and the next attempt decides. A PaymentIntent that paid no
+ * session of ours (another product on the account) is still acknowledged as `unknown_payment`.
+ *
+ * Returns the session granted here (its first call then runs after the answer), or the 502.
+ */
+async function grantBeforeCharge(
+  c: Context<AppEnv>,
+  stripe: StripeClient,
+  paymentIntent: string | undefined,
+  eventId: string,
+): Promise<Response | { granted?: string }> {
+  const db = c.env.DB;
+  if (!paymentIntent || (await paymentGranted(db, paymentIntent)) || (await eventSeen(db, eventId))) {
+    return {};
+  }
+  let remote: RemoteSession | null;
+  try {
+    remote = await sessionOfPayment(stripe, paymentIntent);
+  } catch (e) {
+    console.error(JSON.stringify({ level: "error", msg: "stripe list failed", error: String(e) }));
+    return detail(c, 502, "Could not find the payment's checkout with Stripe; retry later.");
+  }
+  if (!remote?.paid) return {};
+  return { granted: (await settleSession(c.env, remote)) === "granted" ? remote.id : undefined };
+}
+
+/** A charge event's answer; a pack granted for it runs its first call now, after the event applied. */
+function chargeAnswer(c: Context<AppEnv>, first: { granted?: string }, outcome: string) {
+  if (first.granted) afterResponse(c, runFirstPayload(c.env, first.granted));
+  return c.json({ received: true, outcome });
 }
 
 checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
@@ -90,18 +147,19 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       return c.json({ received: true, outcome: await failSession(db, event.data.object.id, ref) });
     case "charge.refunded": {
       const charge = event.data.object;
-      const pi =
-        typeof charge.payment_intent === "string" ? charge.payment_intent : charge.payment_intent?.id;
+      const pi = intentId(charge.payment_intent);
+      const first = await grantBeforeCharge(c, stripe, pi, event.id);
+      if (first instanceof Response) return first;
       const outcome = await applyRefund(
         db,
         { payment_intent: pi, amount: charge.amount, amount_refunded: charge.amount_refunded },
         ref,
       );
-      return c.json({ received: true, outcome });
+      return chargeAnswer(c, first, outcome);
     }
     case "charge.dispute.created": {
       const d = event.data.object;
-      const pi = typeof d.payment_intent === "string" ? d.payment_intent : d.payment_intent?.id;
+      const pi = intentId(d.payment_intent);
       // Stripe does not promise event order: a `created` that arrives after its dispute was decided
       // must not freeze the key (its `closed` has come and gone). Stripe's current state decides.
       let status: string | null;
@@ -116,16 +174,17 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
         const first = await recordEvent(db, ref);
         return c.json({ received: true, outcome: first ? "already_decided" : "duplicate_event" });
       }
-      return c.json({
-        received: true,
-        outcome: await openDispute(db, { id: d.id, payment_intent: pi }, ref),
-      });
+      const first = await grantBeforeCharge(c, stripe, pi, event.id);
+      if (first instanceof Response) return first;
+      return chargeAnswer(c, first, await openDispute(db, { id: d.id, payment_intent: pi }, ref));
     }
     case "charge.dispute.closed": {
       const d = event.data.object;
-      const pi = typeof d.payment_intent === "string" ? d.payment_intent : d.payment_intent?.id;
+      const pi = intentId(d.payment_intent);
+      const first = await grantBeforeCharge(c, stripe, pi, event.id);
+      if (first instanceof Response) return first;
       const outcome = await closeDispute(db, { id: d.id, status: d.status, payment_intent: pi }, ref);
-      return c.json({ received: true, outcome });
+      return chargeAnswer(c, first, outcome);
     }
     default:
       await recordEvent(db, ref);

@@ -208,6 +208,35 @@ describe("charge.refunded", () => {
     expect((await spendCall(key)).status).toBe(402);
   });
 
+  it("a partial refund landing while credits are in flight is taken from them when their calls fail", async () => {
+    const sha256 = skillById("sha256") as Skill;
+    /** A third of the pack (57 calls) refunded while `inFlight` of `left` credits are being spent. */
+    const scenario = async (left: number, inFlight: number, order: "refund first" | "calls fail first") => {
+      const { id, key, pi } = await grantedKey();
+      const keyHash = await hashKey(key);
+      await env.DB.prepare("UPDATE api_keys SET calls_left = ?2 WHERE session_id = ?1").bind(id, left).run();
+      for (let i = 0; i < inFlight; i++) expect(await spendCredit(env.DB, keyHash, sha256)).toBeTruthy();
+      await emulatorPost("/v1/refunds", { payment_intent: pi, amount: "17" });
+      const ev = (await emulatorEvents("charge.refunded"))
+        .filter((e) => e.data.object.payment_intent === pi)
+        .at(-1);
+      const fail = async () => {
+        for (let i = 0; i < inFlight; i++) await refundCredit(env.DB, keyHash);
+      };
+      if (order === "calls fail first") await fail();
+      expect(await outcomeOf(await deliver(ev))).toBe("refund_applied");
+      if (order === "refund first") await fail();
+      return (await keysFor(id)).results[0]?.calls_left;
+    };
+    // Every credit left is in flight: the refund finds none unspent; the failed calls pay it.
+    expect(await scenario(57, 57, "refund first")).toBe(0);
+    expect(await scenario(57, 57, "calls fail first")).toBe(0);
+    // 100 calls used, 60 in flight, 10 unspent: the buyer kept 113 and used 100, so 13 remain
+    // once the 60 calls fail, in either order.
+    expect(await scenario(70, 60, "refund first")).toBe(13);
+    expect(await scenario(70, 60, "calls fail first")).toBe(13);
+  });
+
   it("a refund of a payment we never granted is acknowledged and changes nothing", async () => {
     const charge = {
       id: "ch_x",
@@ -303,6 +332,92 @@ describe("charge.dispute.*", () => {
     const res = await spendCall(key);
     expect(res.status).toBe(403);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/revoked/);
+  });
+});
+
+describe("a refund or dispute that arrives before the grant", () => {
+  /** A paid session nobody granted yet: the completed webhook failed, the buyer has not revealed. */
+  const ungranted = async () => {
+    const id = await seedSession("sha256", 170);
+    expect((await keysFor(id)).results).toEqual([]);
+    return { id, pi: (await remote(id)).payment_intent as string };
+  };
+  const lastEvent = async (type: string, pi: string) =>
+    (await emulatorEvents(type)).filter((e) => e.data.object.payment_intent === pi).at(-1);
+  const reveal = async (id: string) =>
+    keyIn(await (await revealPost(id, (await revealTokenFromPage(id)) as string)).text()) as string;
+
+  it("a full refund first: the event grants and revokes the pack; the late grant and the reveal hand out nothing", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi });
+    const refunded = await lastEvent("charge.refunded", pi);
+    expect(await outcomeOf(await deliver(refunded))).toBe("refund_applied");
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 0, calls_total: 170 }]);
+    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+      "already_granted",
+    );
+    expect(await outcomeOf(await deliver(refunded))).toBe("duplicate_event");
+    const key = await reveal(id);
+    expect(key).toBeTruthy();
+    expect(await credits(key)).toMatchObject({ calls_left: 0 });
+    expect((await spendCall(key)).status).toBe(402);
+  });
+
+  it("a partial refund first, with the Reveal POST as the late grant: the refunded share stays revoked", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi, amount: "17" });
+    const refunded = await lastEvent("charge.refunded", pi);
+    expect(await outcomeOf(await deliver(refunded))).toBe("refund_applied");
+    const key = await reveal(id);
+    expect(await credits(key)).toMatchObject({ calls_left: 113 });
+    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+      "already_granted",
+    );
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 113, calls_total: 170 }]);
+  });
+
+  it("a refund racing the Reveal POST is applied once, whichever commits first", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi });
+    const refunded = await lastEvent("charge.refunded", pi);
+    const token = (await revealTokenFromPage(id)) as string;
+    const [hook, page] = await Promise.all([deliver(refunded), revealPost(id, token)]);
+    expect(await outcomeOf(hook)).toBe("refund_applied");
+    expect(keyIn(await page.text())).toBeTruthy();
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 0, calls_total: 170 }]);
+  });
+
+  it("a dispute opened first freezes the key the late grant hands out; one lost first revokes it", async () => {
+    for (const decided of [undefined, "lost"] as const) {
+      const { id, pi } = await ungranted();
+      const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });
+      const created = await lastEvent("charge.dispute.created", pi);
+      if (decided) {
+        await emulatorPost(`/_emulator/disputes/${dispute.id}/close`, { status: decided });
+        expect(await outcomeOf(await deliver(await lastEvent("charge.dispute.closed", pi)))).toBe("revoked");
+        expect(await outcomeOf(await deliver(created))).toBe("already_decided");
+      } else {
+        expect(await outcomeOf(await deliver(created))).toBe("frozen");
+      }
+      expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+        "already_granted",
+      );
+      const key = await reveal(id);
+      expect(await credits(key)).toMatchObject(
+        decided ? { calls_left: 0, status: "revoked" } : { calls_left: 170, status: "frozen" },
+      );
+      expect((await spendCall(key)).status).toBe(403);
+    }
+  });
+
+  it("Stripe unreachable: 502 and nothing recorded, so the redelivery applies the refund", async () => {
+    const { id, pi } = await ungranted();
+    await emulatorPost("/v1/refunds", { payment_intent: pi });
+    const refunded = await lastEvent("charge.refunded", pi);
+    expect((await deliverWithStripeDown(refunded)).status).toBe(502);
+    expect((await keysFor(id)).results).toEqual([]);
+    expect(await outcomeOf(await deliver(refunded))).toBe("refund_applied");
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 0, calls_total: 170 }]);
   });
 });
 

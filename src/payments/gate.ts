@@ -34,8 +34,9 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
         await next();
         // A call that did not succeed spends nothing.
         if (c.res.status >= 400) {
-          await refundCredit(c.env.DB, keyHash);
-          c.res.headers.set("X-Credits-Remaining", String(spent.calls_left + 1));
+          // What the key holds now: a refund or dispute meanwhile may have kept the credit.
+          const left = await refundCredit(c.env.DB, keyHash);
+          c.res.headers.set("X-Credits-Remaining", String(left ?? spent.calls_left));
         }
         return;
       }

@@ -237,6 +237,25 @@ describe("charge.refunded", () => {
     expect(await scenario(70, 60, "calls fail first")).toBe(13);
   });
 
+  it("a failed call's X-Credits-Remaining says what the key holds after a refund kept its credit", async () => {
+    const { id, key } = await grantedKey();
+    // A refund found 1 credit in flight and left it owed (revoke_debt): the next failed call pays it.
+    await env.DB.prepare("UPDATE api_keys SET calls_left = 5, revoke_debt = 1 WHERE session_id = ?1")
+      .bind(id)
+      .run();
+    const res = await paidApp.fetch(
+      new Request("https://skills.test/api/skills/sha256", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify({ wrong: true }),
+      }),
+      paidEnv,
+    );
+    expect(res.status).toBe(422);
+    expect(res.headers.get("x-credits-remaining")).toBe("4");
+    expect((await keysFor(id)).results[0]?.calls_left).toBe(4);
+  });
+
   it("a refund of a payment we never granted is acknowledged and changes nothing", async () => {
     const charge = {
       id: "ch_x",

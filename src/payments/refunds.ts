@@ -2,7 +2,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { x402Server } from "./x402-lazy";
-import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
+import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
  * Refunds of callers who paid and did not get what they paid for, in two cases:
@@ -253,11 +253,11 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
       ok: false as const,
       error: "no operating wallet configured (PARTNER_PAYER_KEY unset or not a 0x private key)",
     };
-  const [{ privateKeyToAccount, getAddress }, { transferWithAuthorization }] = await Promise.all([
-    import("../signer"),
-    import("./transfer-authorization"),
-  ]);
+  // Loaded when a refund is sent: @x402/evm and viem stay out of the isolate's start-up.
+  const [{ privateKeyToAccount, getAddress }, { transferWithAuthorization }, { usdcDomain }] =
+    await Promise.all([import("../signer"), import("./transfer-authorization"), import("./usdc-domain")]);
   const cfg = publicConfig(env, "http://localhost");
+  const domain = usdcDomain(r.network, r.asset);
   const requirements: PaymentRequirements = {
     scheme: "exact",
     network: r.network as PaymentRequirements["network"],
@@ -265,7 +265,7 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
     amount: r.amount.toString(),
     payTo: r.payer,
     maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    extra: USDC_EXTRA,
+    extra: domain,
   };
   const account = privateKeyToAccount(key);
   const authorization = {
@@ -279,7 +279,7 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
   // Signed here rather than by @x402/evm's client, which draws a random nonce for every payload.
   const signature = await account.signTypedData(
     transferWithAuthorization(authorization, {
-      ...USDC_EXTRA,
+      ...domain,
       chainId: Number(r.network.split(":")[1]),
       verifyingContract: getAddress(r.asset),
     }),

@@ -12,9 +12,10 @@ import { type PricingConfig, pricingConfig } from "../partners/config";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
+import { usdcDomain } from "./usdc-domain";
 import { x402HttpGate } from "./x402-http";
 import { explain } from "./x402-offer-body";
-import { MAX_TIMEOUT_SECONDS, USDC_EXTRA } from "./x402-terms";
+import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /** x402 routes for everything sold per call (sellables.ts), at prices in atomic units. */
 function routesFor(
@@ -27,7 +28,7 @@ function routesFor(
     const amount = (micros: bigint) => ({
       amount: micros.toString(),
       asset: cfg.usdcAddress,
-      extra: USDC_EXTRA,
+      extra: usdcDomain(cfg.network, cfg.usdcAddress),
     });
     const priceForBody = item.priceForBody;
     const config: RouteConfig = {

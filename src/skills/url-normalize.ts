@@ -20,28 +20,44 @@ function parse(input: string): URL {
   try {
     url = new URL(candidate);
   } catch {
-    throw InputError.at(
-      ["url"],
-      "Input should be a valid URL, relative URL without a base",
-      input,
-      "url_parsing",
-      {
-        error: "relative URL without a base",
-      },
-    );
+    const error = whyUnparsable(candidate);
+    throw InputError.at(["url"], `Input should be a valid URL, ${error}`, input, "url_parsing", { error });
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw InputError.at(["url"], "URL scheme should be 'http' or 'https'", input, "url_scheme", {
       expected_schemes: "'http' or 'https'",
     });
   }
-  if (!url.hostname) {
+  // A host of dots only ("http://.../") has nothing left once its trailing dots are trimmed.
+  if (!trimTrailingDots(url.hostname)) {
     throw InputError.at(["url"], "Input should be a valid URL, empty host", input, "url_parsing", {
       error: "empty host",
     });
   }
   return url;
 }
+
+/**
+ * Why the WHATWG parser refused a URL, in the words pydantic's parser (Rust's `url` crate) uses,
+ * so a client reads "invalid port number" for `:99999` rather than a generic parse failure.
+ */
+function whyUnparsable(candidate: string): string {
+  const authority = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/([^/?#\\]*)/.exec(candidate)?.[1];
+  if (authority === undefined) return "relative URL without a base";
+  const hostPort = authority.slice(authority.lastIndexOf("@") + 1);
+  if (hostPort.startsWith("[")) {
+    const port = /^\[[^\]]*\](?::(.*))?$/.exec(hostPort);
+    if (port && port[1] !== undefined && !validPort(port[1])) return "invalid port number";
+    return "invalid IPv6 address";
+  }
+  const colon = hostPort.lastIndexOf(":");
+  const host = colon < 0 ? hostPort : hostPort.slice(0, colon);
+  if (colon >= 0 && !validPort(hostPort.slice(colon + 1))) return "invalid port number";
+  if (!host) return "empty host";
+  return "invalid domain character";
+}
+
+const validPort = (port: string) => port === "" || (/^\d+$/.test(port) && Number(port) <= 65535);
 
 function decodesCleanly(component: string): boolean {
   try {

@@ -58,16 +58,22 @@ describe("url_normalize", () => {
   );
 
   it.each([
-    ["http://", "url_parsing"],
-    ["https://exa mple.com", "url_parsing"],
-    ["ftp://example.com/file", "url_scheme"],
-    ["javascript:alert(1)", "url_scheme"],
+    ["http://", "url_parsing", "empty host"],
+    ["https://exa mple.com", "url_parsing", "invalid domain character"],
+    ["http://example.com:99999/", "url_parsing", "invalid port number"],
+    ["http://[::1/", "url_parsing", "invalid IPv6 address"],
+    // Dots only: nothing is left of the host once its trailing dots are trimmed.
+    ["http://.../a", "url_parsing", "empty host"],
+    ["ftp://example.com/file", "url_scheme", undefined],
+    ["javascript:alert(1)", "url_scheme", undefined],
   ])(
-    "%s is 422 %s",
-    async (url, type) => {
+    "%s is 422 %s (%s), in pydantic's words",
+    async (url, type, error) => {
       const res = await postJson("/api/skills/url-normalize", { url });
       expect(res.status).toBe(422);
-      expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", "url"], type });
+      const [item] = await detailOf(res);
+      expect(item).toMatchObject({ loc: ["body", "url"], type });
+      if (error) expect(item).toMatchObject({ msg: `Input should be a valid URL, ${error}`, ctx: { error } });
     },
     SKILL_TEST_TIMEOUT,
   );

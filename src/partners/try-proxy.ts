@@ -35,7 +35,7 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
   let paidUpstream: UpstreamResult["paidUpstream"];
   let handedOverMicros: bigint | undefined;
   if (res.status === 402 && t.partner.listing_status === "paid") {
-    ({ res, paidUpstream, handedOverMicros } = await payPartner(env, t, requestId, url, init));
+    ({ res, paidUpstream, handedOverMicros } = await payPartner(env, t, requestId, url, init, res));
   }
   let text: string;
   try {

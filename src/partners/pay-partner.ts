@@ -4,7 +4,14 @@ import type { Bindings } from "../env";
 import { parseJsonText } from "../http/validation";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
-import { CallerNotCharged, fetchOnHost, readCapped, type TryTarget, UpstreamFailure } from "./upstream";
+import {
+  CallerNotCharged,
+  fetchOnHost,
+  type PartnerDeadline,
+  readCapped,
+  type TryTarget,
+  UpstreamFailure,
+} from "./upstream";
 
 /** The only terms the operating wallet signs for a partner: the listing's. */
 interface Terms {
@@ -147,6 +154,7 @@ export async function payPartner(
   url: URL,
   init: RequestInit,
   first: Response,
+  deadline: PartnerDeadline,
 ) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
   if (!operatingKey(env) || partnerMicros === 0n || !t.collect) {
@@ -166,7 +174,8 @@ export async function payPartner(
   await checkOffer(first, terms);
   // The caller pays first (settled now, not after the answer): concurrent calls whose payments
   // cannot all settle never make the operating wallet pay the partner for the ones that fail.
-  if (!(await t.collect())) throw new CallerNotCharged();
+  // The partner's deadline stops meanwhile: the settlement may take the facilitator's 45 s.
+  if (!(await deadline.pausedFor(t.collect))) throw new CallerNotCharged();
   const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
   // answered or not: it is recorded whatever happens next, at the amount we signed.
@@ -184,7 +193,8 @@ export async function payPartner(
         });
   let res: Response;
   try {
-    res = await fetchOnHost(url, init, await payingFetch(env, terms, signed));
+    const paying = await payingFetch(env, terms, signed);
+    res = await fetchOnHost(url, { ...init, signal: deadline.signal }, paying);
   } catch (e) {
     await record(0, null);
     const failure =

@@ -77,6 +77,28 @@ export interface UpstreamResult {
   handedOverMicros?: bigint;
 }
 
+/**
+ * The partner's 10 s: counted only while a partner request or its answer is pending. The caller's
+ * own settlement (the facilitator's /settle, up to 45 s) runs between the partner's 402 and the
+ * paid request with the clock stopped: a slow settlement is the settlement's outcome, never a
+ * partner timeout after the caller paid. `signal` is the deadline of the requests sent now.
+ */
+export class PartnerDeadline {
+  signal = AbortSignal.timeout(UPSTREAM_TIMEOUT_MS);
+  #spentMs = 0;
+  #since = Date.now();
+
+  async pausedFor<T>(work: () => Promise<T>): Promise<T> {
+    this.#spentMs += Date.now() - this.#since;
+    try {
+      return await work();
+    } finally {
+      this.#since = Date.now();
+      this.signal = AbortSignal.timeout(Math.max(1, UPSTREAM_TIMEOUT_MS - this.#spentMs));
+    }
+  }
+}
+
 const isTimeout = (e: unknown) =>
   e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
 const timedOut = () => new UpstreamFailure(504, "The partner did not answer within 10 s");
@@ -99,7 +121,7 @@ export async function readCapped(res: Response): Promise<string> {
 
 /**
  * Only the partner's own origin; same-origin redirects are followed a few times, others are not.
- * `init.signal` is the call's one deadline, shared by every hop.
+ * `init.signal` is the call's deadline (PartnerDeadline), shared by every hop.
  */
 export async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof fetch): Promise<Response> {
   let current = url;

@@ -40,7 +40,8 @@ interface PartnerCall {
 /**
  * Replaces fetch for the partner hosts (answered by `partner`) and the facilitator (verifies every
  * payment; settles unless told not to, or answers a settle with an error page: "no answer", an
- * outcome the Worker cannot know). Everything else goes to the real network.
+ * outcome the Worker cannot know; `settleDelayMs` makes each settle that slow). Everything else
+ * goes to the real network.
  */
 export function stubNetwork(
   partner: (req: Request) => Response | Promise<Response>,
@@ -57,6 +58,8 @@ export function stubNetwork(
     const req = new Request(input, init);
     const { origin, pathname } = new URL(req.url);
     if (hosts.has(origin)) {
+      // As fetch does: a request whose deadline has passed is never sent.
+      req.signal.throwIfAborted();
       partnerCalls.push({ req: req.clone(), init });
       return partner(req);
     }

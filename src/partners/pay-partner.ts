@@ -7,9 +7,11 @@ import { servicePrices } from "./pricing";
 import {
   CallerNotCharged,
   fetchOnHost,
+  logWriteFailure,
   type PartnerDeadline,
   readCapped,
   type TryTarget,
+  type Unrecorded,
   UpstreamFailure,
 } from "./upstream";
 
@@ -134,8 +136,8 @@ async function payingFetch(
 async function settlementOf(res: Response) {
   const header = res.headers.get("payment-response");
   if (!header) return undefined;
-  const { decodePaymentResponseHeader } = await import("@x402/core/http");
   try {
+    const { decodePaymentResponseHeader } = await import("@x402/core/http");
     return decodePaymentResponseHeader(header);
   } catch {
     return undefined;
@@ -176,27 +178,37 @@ export async function payPartner(
   // cannot all settle never make the operating wallet pay the partner for the ones that fail.
   // The partner's deadline stops meanwhile: the settlement may take the facilitator's 45 s.
   if (!(await deadline.pausedFor(t.collect))) throw new CallerNotCharged();
+  // From here the caller has paid: whatever fails is an UpstreamFailure carrying what we handed
+  // over (the caller gets the rest back), never our 500.
   const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
-  // answered or not: it is recorded whatever happens next, at the amount we signed.
-  const record = (status: number, transaction: string | null) =>
-    signed.micros === undefined
-      ? Promise.resolve()
-      : recordUpstreamPayment(env.DB, {
-          requestId,
-          partnerId: t.partner.id,
-          serviceId: t.service.id,
-          amountMicros: signed.micros,
-          transaction,
-          upstreamStatus: status,
-          authorization: signed.authorization,
-        });
+  // answered or not: it is recorded whatever happens next, at the amount we signed. A write that
+  // fails is handed back to be retried after the answer (`unrecorded`).
+  const record = async (status: number, transaction: string | null): Promise<Unrecorded | undefined> => {
+    if (signed.micros === undefined) return undefined;
+    const write = () =>
+      recordUpstreamPayment(env.DB, {
+        requestId,
+        partnerId: t.partner.id,
+        serviceId: t.service.id,
+        amountMicros: signed.micros ?? 0n,
+        transaction,
+        upstreamStatus: status,
+        authorization: signed.authorization,
+      });
+    try {
+      await write();
+      return undefined;
+    } catch (e) {
+      logWriteFailure(requestId, "upstream payment", e, 1);
+      return write;
+    }
+  };
   let res: Response;
   try {
     const paying = await payingFetch(env, terms, signed);
     res = await fetchOnHost(url, { ...init, signal: deadline.signal }, paying);
   } catch (e) {
-    await record(0, null);
     const failure =
       signed.refused !== undefined
         ? notPayable(signed.refused)
@@ -204,14 +216,15 @@ export async function payPartner(
           ? e
           : new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
     failure.handedOverMicros = signed.micros;
+    failure.unrecorded = await record(0, null);
     throw failure;
   }
   const receipt = await settlementOf(res);
   const transaction = receipt?.success ? receipt.transaction : null;
-  await record(res.status, transaction);
+  const unrecorded = await record(res.status, transaction);
   // Paid means the partner's receipt says so, or it took our authorization and answered 2xx.
   const paid = Boolean(receipt?.success) || (signed.micros !== undefined && res.ok);
   const handedOverMicros = signed.micros;
-  if (!paid || signed.micros === undefined) return { res, handedOverMicros };
-  return { res, handedOverMicros, paidUpstream: { transaction, amountMicros: signed.micros } };
+  if (!paid || signed.micros === undefined) return { res, handedOverMicros, unrecorded };
+  return { res, handedOverMicros, unrecorded, paidUpstream: { transaction, amountMicros: signed.micros } };
 }

@@ -30,22 +30,19 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
   let res = await fetchOnHost(url, init, fetch);
-  let paidUpstream: UpstreamResult["paidUpstream"];
-  let handedOverMicros: bigint | undefined;
+  let upstream: Partial<Pick<UpstreamResult, "paidUpstream" | "handedOverMicros" | "unrecorded">> = {};
   if (res.status === 402 && t.partner.listing_status === "paid") {
-    ({ res, paidUpstream, handedOverMicros } = await payPartner(env, t, requestId, url, init, res, deadline));
+    ({ res, ...upstream } = await payPartner(env, t, requestId, url, init, res, deadline));
   }
   let text: string;
   try {
     text = await readCapped(res);
   } catch (e) {
-    if (e instanceof UpstreamFailure) e.handedOverMicros = handedOverMicros;
+    if (e instanceof UpstreamFailure) {
+      e.handedOverMicros = upstream.handedOverMicros;
+      e.unrecorded = upstream.unrecorded;
+    }
     throw e;
   }
-  return {
-    status: res.status,
-    body: parseBody(text, res.headers.get("content-type")),
-    paidUpstream,
-    handedOverMicros,
-  };
+  return { status: res.status, body: parseBody(text, res.headers.get("content-type")), ...upstream };
 }

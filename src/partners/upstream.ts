@@ -38,9 +38,16 @@ export function upstreamPath(
   return errors.length ? { errors } : { path };
 }
 
+/**
+ * A record of money spent that could not be written while answering: the caller has paid, so the
+ * answer never waits for, or fails with, the storage; the route retries it after the answer.
+ */
+export type Unrecorded = () => Promise<unknown>;
+
 export class UpstreamFailure extends Error {
   /** An authorization of ours the partner holds (it can collect it whatever it answered). */
   handedOverMicros?: bigint;
+  unrecorded?: Unrecorded;
   constructor(
     readonly status: 502 | 504,
     message: string,
@@ -75,6 +82,14 @@ export interface UpstreamResult {
   paidUpstream?: { transaction: string | null; amountMicros: bigint };
   /** An authorization of ours handed to the partner, paid or not (it may still collect it). */
   handedOverMicros?: bigint;
+  unrecorded?: Unrecorded;
+}
+
+/** One failed write of a paid call, logged as the ledger's are (payments/settlement.ts). */
+export function logWriteFailure(requestId: string, what: string, e: unknown, attempt: number) {
+  console.error(
+    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `${what} write: ${e}` }),
+  );
 }
 
 /**

@@ -6,6 +6,7 @@ import { afterResponse, retryWrite } from "../http/after-response";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
 import { microsToUsd } from "../money";
+import { REFINERY_ID } from "../partners/data";
 import { isSoldPerCall, servicePrices } from "../partners/pricing";
 import { type refineryBody, refineryPartner } from "../partners/refinery-skill";
 import { tryTargetOf } from "../partners/request";
@@ -205,19 +206,38 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   return c.json(envelope(t, result, paid));
 }
 
-/** A try call's optional POST body: a JSON object, or nothing; anything else is a 422. */
-async function objectBody(c: Context<AppEnv>): Promise<{ body: unknown } | Response> {
+/**
+ * A try call's optional POST body: a JSON object, or nothing; anything else is a 422. A refinery
+ * recipe's `recipe`, when given, is the recipe in the path (spec 2.8): the call is priced by the
+ * path, so another recipe would be sold at this one's price. Answered here, before the partner is
+ * called, so the caller is never settled for it.
+ */
+async function objectBody(c: Context<AppEnv>, t: Pick<TryTarget, "partner" | "service">) {
   if (c.req.method !== "POST") return { body: undefined };
   const text = await c.req.text();
   if (!text.trim()) return { body: undefined };
   const parsed = parseJsonText(text);
   if (!parsed.ok) return validationResponse(c, [parsed.item]);
-  if (parsed.value === null || typeof parsed.value !== "object" || Array.isArray(parsed.value)) {
+  const value = parsed.value;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return validationResponse(c, [
-      { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type", input: parsed.value },
+      { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type", input: value },
     ]);
   }
-  return { body: parsed.value };
+  const recipe = (value as Record<string, unknown>).recipe;
+  if (t.partner.id === REFINERY_ID && recipe !== undefined && recipe !== t.service.id) {
+    const expected = `'${t.service.id}'`;
+    return validationResponse(c, [
+      {
+        loc: ["body", "recipe"],
+        msg: `Input should be ${expected}`,
+        type: "literal_error",
+        input: recipe,
+        ctx: { expected },
+      },
+    ]);
+  }
+  return { body: value };
 }
 
 /** GET|POST /api/partners/:partner_id/try/:service_id, after the payment steps. */
@@ -225,7 +245,7 @@ export async function answerTry(c: Context<AppEnv>) {
   const found = tryTargetOf(c);
   const target = found && upstreamPath(found.service, c.req.query());
   if (!found || !target || "errors" in target) return detail(c, 404, "Unknown partner or service");
-  const read = await objectBody(c);
+  const read = await objectBody(c, found);
   if (read instanceof Response) return read;
   return tryPartner(c, { ...found, pc: c.var.partnerConfig, path: target.path, body: read.body });
 }

@@ -79,7 +79,7 @@ const tryIt = (method: "get" | "post") =>
           passedBody: {
             type: "object",
             description:
-              "The partner service's JSON body, passed on as sent (the listing's test_body is a sample; without a body, test_body is sent).",
+              "The partner service's JSON body, passed on as sent (the listing's test_body is a sample; without a body, test_body is sent). A refinery recipe's `recipe`, if sent, must equal the service id (422 otherwise).",
           },
         }
       : {}),

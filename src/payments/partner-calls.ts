@@ -195,11 +195,14 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     return c.json({ ...envelope(t, result, false), ...chargedFields(refund) }, 502);
   }
   if (paid) {
+    // A partner we paid ourselves got what we signed (at most its listed price): that is its
+    // share, and the rest of the price our fee. Otherwise it is owed its listed price.
+    const shareMicros = result.paidUpstream?.amountMicros ?? prices.partnerMicros;
     c.set("payout", {
       partnerId: t.partner.id,
       serviceId: t.service.id,
-      shareMicros: prices.partnerMicros,
-      feeMicros: prices.feeMicros,
+      shareMicros,
+      feeMicros: prices.priceMicros - shareMicros,
       paidUpstream: Boolean(result.paidUpstream),
     });
   }

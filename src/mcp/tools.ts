@@ -54,8 +54,14 @@ function priceText(item: Sellable) {
   return `${formatUsd(microsToUsd(item.priceMicros))} per call`;
 }
 
-const PAYMENT_NOTE =
-  'Paid: send the x402 v2 payment in params._meta["x402/payment"] (an unpaid call returns the PaymentRequired), or connect with Authorization: Bearer mk_... card credits.';
+const X402_NOTE =
+  'Paid: send the x402 v2 payment in params._meta["x402/payment"] (an unpaid call returns the PaymentRequired)';
+const PAYMENT_NOTE = `${X402_NOTE}, or connect with Authorization: Bearer mk_... card credits.`;
+/** Partner services and the refinery recipes take x402 only: their routes have no card-credit step. */
+const PARTNER_PAYMENT_NOTE = `${X402_NOTE}; card credits do not pay for partner services.`;
+/** As the errors guide says it (discovery/guides.ts): a partner paid first is charged, then refunded. */
+const PARTNER_CHARGE =
+  "not charged when the partner fails, except a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).";
 
 function fromSellable(item: Sellable): McpTool {
   const price = priceText(item);
@@ -87,7 +93,7 @@ function fromSellable(item: Sellable): McpTool {
       tool: {
         name: partnerToolName(partner.id, service.id),
         title: `${partner.name}: ${service.name}`,
-        description: `${item.description} Price: ${price}; charged only when the partner answers 2xx. ${PAYMENT_NOTE}`,
+        description: `${item.description} Price: ${price}; ${PARTNER_CHARGE} ${PARTNER_PAYMENT_NOTE}`,
         inputSchema: inputSchema as Tool["inputSchema"],
         annotations: { openWorldHint: true },
       },
@@ -104,7 +110,9 @@ function fromSellable(item: Sellable): McpTool {
     tool: {
       name: item.resource,
       title: skill?.name ?? "Refinery recipes",
-      description: `${item.description} Price: ${price}; charged only for a successful result. ${PAYMENT_NOTE}`,
+      description: skill
+        ? `${item.description} Price: ${price}; charged only for a successful result. ${PAYMENT_NOTE}`
+        : `${item.description} Price: ${price}; ${PARTNER_CHARGE} ${PARTNER_PAYMENT_NOTE}`,
       inputSchema: withoutDialect(example?.inputSchema ?? { type: "object" }) as Tool["inputSchema"],
       ...(skill ? { outputSchema: toolOutputSchema(outputJsonSchema(skill)) } : {}),
       annotations: { openWorldHint: skill ? skill.kind !== "utility" : true },

@@ -1,17 +1,94 @@
+import type { PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
+import { parseJsonText } from "../http/validation";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
-import { CallerNotCharged, fetchOnHost, type TryTarget, UpstreamFailure } from "./upstream";
+import {
+  CallerNotCharged,
+  fetchOnHost,
+  logWriteFailure,
+  type PartnerDeadline,
+  readCapped,
+  type TryTarget,
+  type Unrecorded,
+  UpstreamFailure,
+} from "./upstream";
+
+/** The only terms the operating wallet signs for a partner: the listing's. */
+interface Terms {
+  network: string;
+  asset: string;
+  payTo: string;
+  maxMicros: bigint;
+}
+
+const sameAddress = (a: unknown, b: string) => typeof a === "string" && a.toLowerCase() === b.toLowerCase();
 
 /**
- * Pays an x402-priced partner from the operating wallet, never above the partner's listed price.
- * `signed` learns the amount of the authorization handed to the partner, if one was.
+ * Why the operating wallet will not sign this offer (undefined: it will). Only an x402 v2 `exact`
+ * EIP-3009 transfer of our USDC on our network, to the partner's listed wallet, at most its listed
+ * price: a 402 naming another payee would send the caller's money to someone else (another
+ * partner's wallet, whose payout row then reads paid), and a permit2 authorization is one
+ * reconciliation cannot read back from the chain (no EIP-3009 nonce), so it would count as spent
+ * forever.
+ */
+function refusal(version: number, r: PaymentRequirements, terms: Terms): string | undefined {
+  if (version !== 2) return `an x402 v${version} offer (only v2 is paid)`;
+  if (typeof r !== "object" || r === null) return "an offer that is not an object";
+  if (r.scheme !== "exact") return `scheme ${r.scheme}, not exact`;
+  if (r.network !== terms.network) return `network ${r.network}, not ${terms.network}`;
+  if (!sameAddress(r.asset, terms.asset)) return `asset ${r.asset}, not USDC ${terms.asset}`;
+  if (!sameAddress(r.payTo, terms.payTo))
+    return `pays ${r.payTo}, not the partner's listed wallet ${terms.payTo}`;
+  const method = r.extra?.assetTransferMethod;
+  if (method !== undefined && method !== "eip3009")
+    return `transfer method ${String(method)} (only EIP-3009 is signed)`;
+  if (typeof r.amount !== "string" || !/^\d{1,30}$/.test(r.amount)) return `amount ${String(r.amount)}`;
+  if (BigInt(r.amount) > terms.maxMicros)
+    return `price ${r.amount} is above the listed ${terms.maxMicros} (micro-USDC)`;
+  return undefined;
+}
+
+const notPayable = (why: string) =>
+  new UpstreamFailure(
+    502,
+    `The partner asks for a payment this marketplace does not make (only the listing's price, payee, network and USDC by EIP-3009): ${why}`,
+    402,
+  );
+
+/**
+ * Reads the offers of a partner's unpaid 402 as @x402/fetch reads them (PAYMENT-REQUIRED, or a v1
+ * body) and throws unless one of them is payable: checked before the caller is charged, so a
+ * partner we will never pay costs the caller nothing.
+ */
+async function checkOffer(first: Response, terms: Terms) {
+  const text = await readCapped(first);
+  const parsed = parseJsonText(text);
+  const { x402HTTPClient, x402Client } = await import("@x402/core/client");
+  let offer: { x402Version: number; accepts: PaymentRequirements[] };
+  try {
+    offer = new x402HTTPClient(new x402Client()).getPaymentRequiredResponse(
+      (name) => first.headers.get(name),
+      parsed.ok ? parsed.value : undefined,
+    ) as typeof offer;
+  } catch {
+    throw notPayable("its 402 carries no x402 offer that can be read");
+  }
+  const accepts = Array.isArray(offer.accepts) ? offer.accepts : [];
+  const reasons = accepts.map((r) => refusal(offer.x402Version, r, terms));
+  if (!reasons.includes(undefined)) throw notPayable(reasons.join("; ") || "its 402 offers nothing");
+}
+
+/**
+ * Pays an x402-priced partner from the operating wallet, on the listing's terms only.
+ * `signed` learns the amount of the authorization handed to the partner, if one was, and
+ * `refused` why nothing was signed when the partner's offer changed after the check.
  */
 async function payingFetch(
   env: Bindings,
-  maxMicros: bigint,
-  signed: { micros?: bigint; authorization?: UpstreamAuthorization },
+  terms: Terms,
+  signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string },
 ): Promise<typeof fetch> {
   const [{ x402Client }, { registerExactEvmScheme }, { wrapFetchWithPayment }, { privateKeyToAccount }] =
     await Promise.all([
@@ -20,18 +97,22 @@ async function payingFetch(
       import("@x402/fetch"),
       import("../signer"),
     ]);
-  const network = publicConfig(env, "http://localhost").network;
   const client = registerExactEvmScheme(new x402Client(), {
     signer: privateKeyToAccount(operatingKey(env) as `0x${string}`),
-    // One authorization per call, whatever the partner does next: a partner that answers a paid
-    // hop with a same-host redirect to another 402 would otherwise be paid again on every hop
-    // (fetchOnHost follows up to three), while the caller paid for one call. With nothing left
-    // to choose, the client refuses to pay and the hop fails as an upstream error.
     policies: [
-      (_v, reqs) =>
-        signed.micros === undefined
-          ? reqs.filter((r) => r.network === network && BigInt(r.amount) <= maxMicros)
-          : [],
+      (version, reqs) => {
+        // One authorization per call, whatever the partner does next: a partner that answers a
+        // paid hop with a same-host redirect to another 402 would otherwise be paid again on every
+        // hop (fetchOnHost follows up to three), while the caller paid for one call. With nothing
+        // left to choose, the client refuses to pay and the hop fails as an upstream error.
+        if (signed.micros !== undefined) {
+          signed.refused = "a second payment for the same call";
+          return [];
+        }
+        const payable = reqs.filter((r) => !refusal(version, r, terms));
+        if (!payable.length) signed.refused = reqs.map((r) => refusal(version, r, terms)).join("; ");
+        return payable;
+      },
     ],
   }).onAfterPaymentCreation(async ({ selectedRequirements, paymentPayload }) => {
     signed.micros = BigInt(selectedRequirements.amount);
@@ -55,8 +136,8 @@ async function payingFetch(
 async function settlementOf(res: Response) {
   const header = res.headers.get("payment-response");
   if (!header) return undefined;
-  const { decodePaymentResponseHeader } = await import("@x402/core/http");
   try {
+    const { decodePaymentResponseHeader } = await import("@x402/core/http");
     return decodePaymentResponseHeader(header);
   } catch {
     return undefined;
@@ -64,9 +145,9 @@ async function settlementOf(res: Response) {
 }
 
 /**
- * The partner answered 402: pays it from the operating wallet and records the authorization at
- * once, before anything else can fail, because the partner can collect it whatever the caller's
- * own payment does next.
+ * The partner answered 402 (`first`): pays it from the operating wallet and records the
+ * authorization at once, before anything else can fail, because the partner can collect it
+ * whatever the caller's own payment does next.
  */
 export async function payPartner(
   env: Bindings,
@@ -74,6 +155,8 @@ export async function payPartner(
   requestId: string,
   url: URL,
   init: RequestInit,
+  first: Response,
+  deadline: PartnerDeadline,
 ) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
   if (!operatingKey(env) || partnerMicros === 0n || !t.collect) {
@@ -83,42 +166,65 @@ export async function payPartner(
       402,
     );
   }
+  const cfg = publicConfig(env, "http://localhost");
+  const terms: Terms = {
+    network: cfg.network,
+    asset: cfg.usdcAddress,
+    payTo: t.partner.ownership_wallet,
+    maxMicros: partnerMicros,
+  };
+  await checkOffer(first, terms);
   // The caller pays first (settled now, not after the answer): concurrent calls whose payments
   // cannot all settle never make the operating wallet pay the partner for the ones that fail.
-  if (!(await t.collect())) throw new CallerNotCharged();
-  const signed: { micros?: bigint; authorization?: UpstreamAuthorization } = {};
+  // The partner's deadline stops meanwhile: the settlement may take the facilitator's 45 s.
+  if (!(await deadline.pausedFor(t.collect))) throw new CallerNotCharged();
+  // From here the caller has paid: whatever fails is an UpstreamFailure carrying what we handed
+  // over (the caller gets the rest back), never our 500.
+  const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
-  // answered or not: it is recorded whatever happens next, at the amount we signed.
-  const record = (status: number, transaction: string | null) =>
-    signed.micros === undefined
-      ? Promise.resolve()
-      : recordUpstreamPayment(env.DB, {
-          requestId,
-          partnerId: t.partner.id,
-          serviceId: t.service.id,
-          amountMicros: signed.micros,
-          transaction,
-          upstreamStatus: status,
-          authorization: signed.authorization,
-        });
+  // answered or not: it is recorded whatever happens next, at the amount we signed. A write that
+  // fails is handed back to be retried after the answer (`unrecorded`).
+  const record = async (status: number, transaction: string | null): Promise<Unrecorded | undefined> => {
+    if (signed.micros === undefined) return undefined;
+    const write = () =>
+      recordUpstreamPayment(env.DB, {
+        requestId,
+        partnerId: t.partner.id,
+        serviceId: t.service.id,
+        amountMicros: signed.micros ?? 0n,
+        transaction,
+        upstreamStatus: status,
+        authorization: signed.authorization,
+      });
+    try {
+      await write();
+      return undefined;
+    } catch (e) {
+      logWriteFailure(requestId, "upstream payment", e, 1);
+      return write;
+    }
+  };
   let res: Response;
   try {
-    res = await fetchOnHost(url, init, await payingFetch(env, partnerMicros, signed));
+    const paying = await payingFetch(env, terms, signed);
+    res = await fetchOnHost(url, { ...init, signal: deadline.signal }, paying);
   } catch (e) {
-    await record(0, null);
     const failure =
-      e instanceof UpstreamFailure
-        ? e
-        : new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
+      signed.refused !== undefined
+        ? notPayable(signed.refused)
+        : e instanceof UpstreamFailure
+          ? e
+          : new UpstreamFailure(502, `Paying the partner failed: ${e instanceof Error ? e.message : e}`, 402);
     failure.handedOverMicros = signed.micros;
+    failure.unrecorded = await record(0, null);
     throw failure;
   }
   const receipt = await settlementOf(res);
   const transaction = receipt?.success ? receipt.transaction : null;
-  await record(res.status, transaction);
+  const unrecorded = await record(res.status, transaction);
   // Paid means the partner's receipt says so, or it took our authorization and answered 2xx.
   const paid = Boolean(receipt?.success) || (signed.micros !== undefined && res.ok);
   const handedOverMicros = signed.micros;
-  if (!paid || signed.micros === undefined) return { res, handedOverMicros };
-  return { res, handedOverMicros, paidUpstream: { transaction, amountMicros: signed.micros } };
+  if (!paid || signed.micros === undefined) return { res, handedOverMicros, unrecorded };
+  return { res, handedOverMicros, unrecorded, paidUpstream: { transaction, amountMicros: signed.micros } };
 }

@@ -3,10 +3,10 @@ import { baseUrlOf } from "./config";
 import { payPartner } from "./pay-partner";
 import {
   fetchOnHost,
+  PartnerDeadline,
   parseBody,
   readCapped,
   type TryTarget,
-  UPSTREAM_TIMEOUT_MS,
   UpstreamFailure,
   type UpstreamResult,
 } from "./upstream";
@@ -19,12 +19,10 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
   const url = new URL(`${baseUrlOf(t.partner, t.pc)}${t.path}`);
   const headers = new Headers(t.service.test_headers ?? {});
   headers.set("user-agent", "AgentSkillsMarketplace/2.7.1 (partner try proxy)");
-  // One deadline for the whole call: every redirect hop, the paid retry and the body read.
-  const init: RequestInit = {
-    method: t.service.method,
-    headers,
-    signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
-  };
+  // One 10 s deadline for the partner's part of the call: every redirect hop, the paid retry and
+  // the body read; the caller's settlement in between does not count (PartnerDeadline).
+  const deadline = new PartnerDeadline();
+  const init: RequestInit = { method: t.service.method, headers, signal: deadline.signal };
   if (t.service.method === "POST") {
     // The external partner is only probed with its own sample, never with what the caller sent.
     const body = t.partner.listing_status === "external_x403" ? undefined : t.body;
@@ -32,22 +30,19 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
   let res = await fetchOnHost(url, init, fetch);
-  let paidUpstream: UpstreamResult["paidUpstream"];
-  let handedOverMicros: bigint | undefined;
+  let upstream: Partial<Pick<UpstreamResult, "paidUpstream" | "handedOverMicros" | "unrecorded">> = {};
   if (res.status === 402 && t.partner.listing_status === "paid") {
-    ({ res, paidUpstream, handedOverMicros } = await payPartner(env, t, requestId, url, init));
+    ({ res, ...upstream } = await payPartner(env, t, requestId, url, init, res, deadline));
   }
   let text: string;
   try {
     text = await readCapped(res);
   } catch (e) {
-    if (e instanceof UpstreamFailure) e.handedOverMicros = handedOverMicros;
+    if (e instanceof UpstreamFailure) {
+      e.handedOverMicros = upstream.handedOverMicros;
+      e.unrecorded = upstream.unrecorded;
+    }
     throw e;
   }
-  return {
-    status: res.status,
-    body: parseBody(text, res.headers.get("content-type")),
-    paidUpstream,
-    handedOverMicros,
-  };
+  return { status: res.status, body: parseBody(text, res.headers.get("content-type")), ...upstream };
 }

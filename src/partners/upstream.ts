@@ -38,9 +38,16 @@ export function upstreamPath(
   return errors.length ? { errors } : { path };
 }
 
+/**
+ * A record of money spent that could not be written while answering: the caller has paid, so the
+ * answer never waits for, or fails with, the storage; the route retries it after the answer.
+ */
+export type Unrecorded = () => Promise<unknown>;
+
 export class UpstreamFailure extends Error {
   /** An authorization of ours the partner holds (it can collect it whatever it answered). */
   handedOverMicros?: bigint;
+  unrecorded?: Unrecorded;
   constructor(
     readonly status: 502 | 504,
     message: string,
@@ -75,6 +82,36 @@ export interface UpstreamResult {
   paidUpstream?: { transaction: string | null; amountMicros: bigint };
   /** An authorization of ours handed to the partner, paid or not (it may still collect it). */
   handedOverMicros?: bigint;
+  unrecorded?: Unrecorded;
+}
+
+/** One failed write of a paid call, logged as the ledger's are (payments/settlement.ts). */
+export function logWriteFailure(requestId: string, what: string, e: unknown, attempt: number) {
+  console.error(
+    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `${what} write: ${e}` }),
+  );
+}
+
+/**
+ * The partner's 10 s: counted only while a partner request or its answer is pending. The caller's
+ * own settlement (the facilitator's /settle, up to 45 s) runs between the partner's 402 and the
+ * paid request with the clock stopped: a slow settlement is the settlement's outcome, never a
+ * partner timeout after the caller paid. `signal` is the deadline of the requests sent now.
+ */
+export class PartnerDeadline {
+  signal = AbortSignal.timeout(UPSTREAM_TIMEOUT_MS);
+  #spentMs = 0;
+  #since = Date.now();
+
+  async pausedFor<T>(work: () => Promise<T>): Promise<T> {
+    this.#spentMs += Date.now() - this.#since;
+    try {
+      return await work();
+    } finally {
+      this.#since = Date.now();
+      this.signal = AbortSignal.timeout(Math.max(1, UPSTREAM_TIMEOUT_MS - this.#spentMs));
+    }
+  }
 }
 
 const isTimeout = (e: unknown) =>
@@ -99,7 +136,7 @@ export async function readCapped(res: Response): Promise<string> {
 
 /**
  * Only the partner's own origin; same-origin redirects are followed a few times, others are not.
- * `init.signal` is the call's one deadline, shared by every hop.
+ * `init.signal` is the call's deadline (PartnerDeadline), shared by every hop.
  */
 export async function fetchOnHost(url: URL, init: RequestInit, doFetch: typeof fetch): Promise<Response> {
   let current = url;

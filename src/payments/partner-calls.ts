@@ -2,21 +2,25 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { afterResponse, retryWrite } from "../http/after-response";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
 import { microsToUsd } from "../money";
+import { REFINERY_ID } from "../partners/data";
 import { isSoldPerCall, servicePrices } from "../partners/pricing";
 import { type refineryBody, refineryPartner } from "../partners/refinery-skill";
 import { tryTargetOf } from "../partners/request";
 import { callPartner } from "../partners/try-proxy";
 import {
   CallerNotCharged,
+  logWriteFailure,
   type TryTarget,
+  type Unrecorded,
   UpstreamFailure,
   type UpstreamResult,
   upstreamPath,
 } from "../partners/upstream";
-import { refundCaller } from "./refunds";
+import { type Refund, type RefundOutcome, recorded, refundCaller } from "./refunds";
 import { x402Gate } from "./x402-lazy";
 
 /**
@@ -61,7 +65,7 @@ function failure(
   status: 502 | 504,
   message: string,
   upstreamStatus: number | null,
-  refund?: Refund,
+  refund?: RefundOutcome,
 ) {
   return detail(c, status, message, {
     partner_id: t.partner.id,
@@ -71,8 +75,7 @@ function failure(
   });
 }
 
-type Refund = Awaited<ReturnType<typeof refundCaller>>;
-const chargedFields = (refund: Refund | undefined) =>
+const chargedFields = (refund: RefundOutcome | undefined) =>
   refund
     ? {
         charged: true,
@@ -88,11 +91,15 @@ const chargedFields = (refund: Refund | undefined) =>
  * The caller was settled before we paid the partner, and the partner then failed: the caller gets
  * back what we kept (payments/refunds.ts). Undefined when the caller was not charged.
  */
-async function refundIfCharged(c: Context<AppEnv>, reason: string, handedOverMicros: bigint | undefined) {
+async function refundIfCharged(
+  c: Context<AppEnv>,
+  reason: string,
+  handedOverMicros: bigint | undefined,
+): Promise<RefundOutcome | undefined> {
   const payment = c.get("x402Payment");
   const settled = payment?.settlement && (await payment.settlement).result;
   if (!payment || !settled?.success) return undefined;
-  return refundCaller(c.env, {
+  const refund: Refund = {
     requestId: c.get("requestId"),
     network: payment.requirements.network,
     asset: payment.requirements.asset,
@@ -100,7 +107,47 @@ async function refundIfCharged(c: Context<AppEnv>, reason: string, handedOverMic
     paidMicros: BigInt(settled.amount ?? payment.requirements.amount),
     withheldMicros: handedOverMicros ?? 0n,
     reason,
-  });
+  };
+  try {
+    return await refundCaller(c.env, refund);
+  } catch (e) {
+    // The caller has paid: the answer says the refund is owed, and recording (then sending) it is
+    // retried after the answer. Its nonce is the request's, so a retry never refunds twice.
+    logWriteFailure(refund.requestId, "refund", e, 1);
+    await afterLater(c, "refund", () => refundCaller(c.env, refund));
+    return { status: "owed", amount: recorded(refund).amount, transaction: null };
+  }
+}
+
+/** Retries a write the paid answer did not wait for, after the answer (http/after-response.ts). */
+async function afterLater(c: Context<AppEnv>, what: string, write: Unrecorded | undefined) {
+  if (!write) return;
+  const requestId = c.get("requestId");
+  await afterResponse(
+    c,
+    retryWrite(write, (e, attempt) => logWriteFailure(requestId, what, e, attempt)),
+  );
+}
+
+/**
+ * What the route answers for an error thrown after the caller may have been charged: the
+ * partner's own failures as they are; anything else (a bug, storage) as a 502 once the caller's
+ * payment was settled, holding back the most the partner could collect, so a charged caller is
+ * refunded, never answered 500. Before any settlement it stays an error of ours (nothing charged).
+ */
+function asUpstreamFailure(c: Context<AppEnv>, t: TryTarget, e: unknown): UpstreamFailure {
+  if (e instanceof UpstreamFailure) return e;
+  if (!c.get("x402Payment")?.settlement) throw e;
+  console.error(
+    JSON.stringify({
+      level: "error",
+      request_id: c.get("requestId"),
+      error: `partner call after settlement: ${e}`,
+    }),
+  );
+  const failure = new UpstreamFailure(502, "The partner call failed after your payment settled");
+  failure.handedOverMicros = servicePrices(t.service, t.pc.multiplierMilli).partnerMicros;
+  return failure;
 }
 
 /**
@@ -122,10 +169,12 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     // The answer is replaced by the settlement's own failure (payments/x402-http.ts).
     if (e instanceof CallerNotCharged)
       return detail(c, 402, "Your payment did not settle", { charged: false });
-    if (!(e instanceof UpstreamFailure)) throw e;
-    const refund = await refundIfCharged(c, e.message, e.handedOverMicros);
-    return failure(c, t, e.status, e.message, e.upstreamStatus, refund);
+    const f = asUpstreamFailure(c, t, e);
+    const refund = await refundIfCharged(c, f.message, f.handedOverMicros);
+    await afterLater(c, "upstream payment", f.unrecorded);
+    return failure(c, t, f.status, f.message, f.upstreamStatus, refund);
   }
+  await afterLater(c, "upstream payment", result.unrecorded);
   if (t.partner.listing_status === "external_x403") {
     // Probing the grant challenge only: we hold no grants, so anything but the 403 is not ours to relay.
     if (result.status === 403) return c.json(envelope(t, result, false));
@@ -146,30 +195,52 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     return c.json({ ...envelope(t, result, false), ...chargedFields(refund) }, 502);
   }
   if (paid) {
+    // A partner we paid ourselves got what we signed (at most its listed price): that is its
+    // share, and the rest of the price our fee. Otherwise it is owed its listed price.
+    const shareMicros = result.paidUpstream?.amountMicros ?? prices.partnerMicros;
     c.set("payout", {
       partnerId: t.partner.id,
       serviceId: t.service.id,
-      shareMicros: prices.partnerMicros,
-      feeMicros: prices.feeMicros,
+      shareMicros,
+      feeMicros: prices.priceMicros - shareMicros,
       paidUpstream: Boolean(result.paidUpstream),
     });
   }
   return c.json(envelope(t, result, paid));
 }
 
-/** A try call's optional POST body: a JSON object, or nothing; anything else is a 422. */
-async function objectBody(c: Context<AppEnv>): Promise<{ body: unknown } | Response> {
+/**
+ * A try call's optional POST body: a JSON object, or nothing; anything else is a 422. A refinery
+ * recipe's `recipe`, when given, is the recipe in the path (spec 2.8): the call is priced by the
+ * path, so another recipe would be sold at this one's price. Answered here, before the partner is
+ * called, so the caller is never settled for it.
+ */
+async function objectBody(c: Context<AppEnv>, t: Pick<TryTarget, "partner" | "service">) {
   if (c.req.method !== "POST") return { body: undefined };
   const text = await c.req.text();
   if (!text.trim()) return { body: undefined };
   const parsed = parseJsonText(text);
   if (!parsed.ok) return validationResponse(c, [parsed.item]);
-  if (parsed.value === null || typeof parsed.value !== "object" || Array.isArray(parsed.value)) {
+  const value = parsed.value;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return validationResponse(c, [
-      { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type", input: parsed.value },
+      { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type", input: value },
     ]);
   }
-  return { body: parsed.value };
+  const recipe = (value as Record<string, unknown>).recipe;
+  if (t.partner.id === REFINERY_ID && recipe !== undefined && recipe !== t.service.id) {
+    const expected = `'${t.service.id}'`;
+    return validationResponse(c, [
+      {
+        loc: ["body", "recipe"],
+        msg: `Input should be ${expected}`,
+        type: "literal_error",
+        input: recipe,
+        ctx: { expected },
+      },
+    ]);
+  }
+  return { body: value };
 }
 
 /** GET|POST /api/partners/:partner_id/try/:service_id, after the payment steps. */
@@ -177,7 +248,7 @@ export async function answerTry(c: Context<AppEnv>) {
   const found = tryTargetOf(c);
   const target = found && upstreamPath(found.service, c.req.query());
   if (!found || !target || "errors" in target) return detail(c, 404, "Unknown partner or service");
-  const read = await objectBody(c);
+  const read = await objectBody(c, found);
   if (read instanceof Response) return read;
   return tryPartner(c, { ...found, pc: c.var.partnerConfig, path: target.path, body: read.body });
 }

@@ -79,7 +79,7 @@ const tryIt = (method: "get" | "post") =>
           passedBody: {
             type: "object",
             description:
-              "The partner service's JSON body, passed on as sent (the listing's test_body is a sample; without a body, test_body is sent).",
+              "The partner service's JSON body, passed on as sent (the listing's test_body is a sample; without a body, test_body is sent). A refinery recipe's `recipe`, if sent, must equal the service id (422 otherwise).",
           },
         }
       : {}),
@@ -90,8 +90,12 @@ const tryIt = (method: "get" | "post") =>
       "402": json("Payment required", ref("PaymentRequired")),
       "404": ERROR("Unknown partner or service"),
       "422": VALIDATION,
-      "502": json("The partner failed or asked for payment we cannot make; not charged"),
-      "504": json("The partner timed out; not charged"),
+      "502": json(
+        'The partner failed, or asked for a payment this marketplace does not make (upstream_status 402, not charged). "charged":false, or "charged":true with a refund when the partner had to be paid first',
+      ),
+      "504": json(
+        'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
+      ),
     },
     extensions: ({ partner }: DocContext) => ({ "x-payment-info": dynamicPrice(partner.tryRoutes) }),
   });
@@ -108,7 +112,9 @@ const refinery = operation({
     "200": json("The recipe's result"),
     "402": json("Payment required", ref("PaymentRequired")),
     "422": VALIDATION,
-    "502": json("The partner failed; not charged"),
+    "502": json(
+      'The partner failed. "charged":false, or "charged":true with a refund when the partner had to be paid first',
+    ),
   },
   // The recipe in the body sets the price: x-x402 quotes the highest (what a challenge for a
   // body without a recipe asks, a safe budget); the specSource lists each recipe's price.

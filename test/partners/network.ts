@@ -6,7 +6,7 @@ import {
   encodePaymentResponseHeader,
   encodePaymentSignatureHeader,
 } from "@x402/core/http";
-import type { PaymentPayload } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { expect, vi } from "vitest";
@@ -40,11 +40,15 @@ interface PartnerCall {
 /**
  * Replaces fetch for the partner hosts (answered by `partner`) and the facilitator (verifies every
  * payment; settles unless told not to, or answers a settle with an error page: "no answer", an
- * outcome the Worker cannot know). Everything else goes to the real network.
+ * outcome the Worker cannot know; `settleDelayMs` makes each settle that slow). Everything else
+ * goes to the real network.
  */
 export function stubNetwork(
   partner: (req: Request) => Response | Promise<Response>,
-  { settles = true }: { settles?: boolean | "no answer" | "nonce spent" } = {},
+  {
+    settles = true,
+    settleDelayMs = 0,
+  }: { settles?: boolean | "no answer" | "nonce spent"; settleDelayMs?: number } = {},
 ) {
   const partnerCalls: PartnerCall[] = [];
   const settled: PaymentPayload[] = [];
@@ -54,6 +58,8 @@ export function stubNetwork(
     const req = new Request(input, init);
     const { origin, pathname } = new URL(req.url);
     if (hosts.has(origin)) {
+      // As fetch does: a request whose deadline has passed is never sent.
+      req.signal.throwIfAborted();
       partnerCalls.push({ req: req.clone(), init });
       return partner(req);
     }
@@ -65,6 +71,7 @@ export function stubNetwork(
     const payer = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;
     if (pathname === "/verify") return Response.json({ isValid: true, payer });
     settled.push(paymentPayload);
+    if (settleDelayMs) await new Promise((r) => setTimeout(r, settleDelayMs));
     if (settles === "no answer") return new Response("<html>502 Bad Gateway</html>", { status: 502 });
     if (settles === "nonce spent")
       return Response.json({
@@ -83,9 +90,15 @@ export function stubNetwork(
   return { partnerCalls, settled };
 }
 
-/** A partner that is itself an x402 server: 402 until paid, then `paid(req)`. */
+/** Pricefeed's listed ownership wallet: where x402Partner asks to be paid unless told otherwise. */
+export const PRICEFEED_WALLET = "0x1111111111111111111111111111111111111111";
+
+/**
+ * A partner that is itself an x402 server: 402 until paid, then `paid(req)`. `terms` replace parts
+ * of its offer (payTo, asset, network, extra), as a partner asking for other terms would.
+ */
 export const x402Partner =
-  (amount: string, paid: (req: Request) => Response) =>
+  (amount: string, paid: (req: Request) => Response, terms: Partial<PaymentRequirements> = {}) =>
   (req: Request): Response => {
     if (req.headers.get("payment-signature")) return paid(req);
     const required = encodePaymentRequiredHeader({
@@ -97,9 +110,10 @@ export const x402Partner =
           network: env.X402_NETWORK as `${string}:${string}`,
           amount,
           asset: env.USDC_ADDRESS,
-          payTo: "0x1111111111111111111111111111111111111111",
+          payTo: PRICEFEED_WALLET,
           maxTimeoutSeconds: 300,
           extra: { name: "USD Coin", version: "2" },
+          ...terms,
         },
       ],
     });

@@ -39,6 +39,17 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     ]);
   });
 
+  it("a partner paid less than its listed price: the payout row records what it was paid, the rest is our fee", async () => {
+    stubNetwork(x402Partner("1", () => Response.json({ eth: 1 }, { headers: receipt("1") })));
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(res.status).toBe(200);
+    const id = res.headers.get("x-request-id");
+    expect(await upstreamRows(id)).toEqual([expect.objectContaining({ amount_micro: 1 })]);
+    expect(await payoutRows(id)).toEqual([
+      expect.objectContaining({ partner_share_micro: 1, marketplace_fee_micro: 59999, paid_upstream: 1 }),
+    ]);
+  });
+
   it("an operating key that is not a 0x private key counts as unset: refused before the caller is charged", async () => {
     const { settled, partnerCalls } = stubNetwork(
       x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),

@@ -99,6 +99,8 @@ async function main() {
     STRIPE_WEBHOOK_SECRET: webhookSecret,
     STRIPE_API_BASE: stripe.url,
     PARTNER_BASE_URLS: JSON.stringify(partners.urls),
+    // The local PriceFeed sells to its own (anvil) wallet: the only wallet the operating wallet pays it.
+    PARTNER_WALLETS: JSON.stringify({ pricefeed: partnerWallet.address }),
     PARTNER_PAYER_KEY: operatingWallet.privateKey,
     RECEIPT_SIGNING_KEY: receiptSigningKey(),
     // Reconciliation reads the local chain; fire the cron with GET /__scheduled (--test-scheduled).

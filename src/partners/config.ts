@@ -16,6 +16,8 @@ export interface PricingConfig {
  */
 export interface PartnerConfig extends PricingConfig {
   baseUrls: Record<string, string>;
+  /** Per-partner wallet overrides (PARTNER_WALLETS): where the operating wallet may pay a partner. */
+  wallets: Record<string, string>;
 }
 
 /** A configuration value that could not be read; the routes that need it answer 503 with `error`. */
@@ -42,7 +44,9 @@ export function partnerConfig(env: Bindings): PartnerConfig | Refused {
   if ("error" in pricing) return pricing;
   const urls = parseBaseUrls(env.PARTNER_BASE_URLS);
   if ("error" in urls) return urls;
-  return { ...pricing, baseUrls: urls.baseUrls };
+  const wallets = parseWallets(env.PARTNER_WALLETS);
+  if ("error" in wallets) return wallets;
+  return { ...pricing, baseUrls: urls.baseUrls, wallets: wallets.wallets };
 }
 
 const isHttpUrl = (value: unknown) =>
@@ -64,6 +68,34 @@ function parseBaseUrls(raw: string | undefined): { baseUrls: Record<string, stri
   if (bad) return { error: `PARTNER_BASE_URLS["${bad[0]}"] is not an http(s) URL` };
   return { baseUrls: value as Record<string, string> };
 }
+
+/** An EVM address as wallets are written (any letter case). */
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * PARTNER_WALLETS: a JSON object of partner id → the wallet its x402 price is paid to. The
+ * listing's ownership_wallet is the spec's placeholder; a deployment names each partner's real
+ * wallet here, and the operating wallet pays no other (pay-partner.ts).
+ */
+function parseWallets(raw: string | undefined): { wallets: Record<string, string> } | Refused {
+  if (!raw?.trim()) return { wallets: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { error: "PARTNER_WALLETS is not valid JSON" };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { error: "PARTNER_WALLETS is not a JSON object" };
+  }
+  const bad = Object.entries(value).find(([, w]) => typeof w !== "string" || !ADDRESS.test(w));
+  if (bad) return { error: `PARTNER_WALLETS["${bad[0]}"] is not a 0x wallet address` };
+  return { wallets: value as Record<string, string> };
+}
+
+/** The wallet a partner is paid to: PARTNER_WALLETS, or the listing's own. */
+export const walletOf = (partner: Partner, pc: PartnerConfig) =>
+  pc.wallets[partner.id] ?? partner.ownership_wallet;
 
 export const baseUrlOf = (partner: Partner, pc: PartnerConfig) =>
   (pc.baseUrls[partner.id] ?? partner.base_url).replace(/\/+$/, "");

@@ -1,5 +1,5 @@
 import type { PublicConfig } from "../config";
-import { baseUrlOf, type PartnerConfig } from "./config";
+import { baseUrlOf, type PartnerConfig, walletOf } from "./config";
 import { PARTNERS, type Partner, type PartnerService } from "./data";
 import { servicePrices } from "./pricing";
 
@@ -40,7 +40,7 @@ export function partnerEntry(partner: Partner, pc: PartnerConfig, cfg: PublicCon
     description: partner.description,
     network: "base",
     facilitator: partner.external ? "" : cfg.facilitatorUrl,
-    ownership_wallet: partner.ownership_wallet,
+    ownership_wallet: walletOf(partner, pc),
     listing_status: partner.listing_status,
     cost_multiplier: Number(pc.multiplierMilli) / 1000,
     ...(partner.external

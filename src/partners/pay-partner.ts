@@ -2,6 +2,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { parseJsonText } from "../http/validation";
+import { walletOf } from "./config";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
 import {
@@ -170,7 +171,7 @@ export async function payPartner(
   const terms: Terms = {
     network: cfg.network,
     asset: cfg.usdcAddress,
-    payTo: t.partner.ownership_wallet,
+    payTo: walletOf(t.partner, t.pc),
     maxMicros: partnerMicros,
   };
   await checkOffer(first, terms);

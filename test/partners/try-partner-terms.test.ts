@@ -1,7 +1,16 @@
 import { env } from "cloudflare:test";
 import type { PaymentRequirements } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PRICEFEED_WALLET, paidCall, payoutRows, stubNetwork, upstreamRows, x402Partner } from "./network";
+import {
+  PRICEFEED_WALLET,
+  paidCall,
+  payoutRows,
+  send,
+  stubNetwork,
+  tryEnv,
+  upstreamRows,
+  x402Partner,
+} from "./network";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -48,6 +57,35 @@ describe("try: the operating wallet signs only the listed terms (payee, asset, n
       expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([]);
     },
   );
+
+  it("PARTNER_WALLETS names a partner's real wallet: the listing shows it, the operating wallet pays it and no other", async () => {
+    const real = "0x00000000000000000000000000000000000c0ffe";
+    const e = { ...tryEnv, PARTNER_WALLETS: JSON.stringify({ pricefeed: real }) };
+    const listed = await (await send("/api/partners/pricefeed", {}, e)).json<{ ownership_wallet: string }>();
+    expect(listed.ownership_wallet).toBe(real);
+    // Paid to the configured wallet...
+    const paid = stubNetwork(x402Partner("10000", served, { payTo: real }));
+    const ok = await paidCall("/api/partners/pricefeed/try/price", {}, e);
+    expect(ok.status).toBe(200);
+    expect(signatures(paid.partnerCalls).filter(Boolean)).toHaveLength(1);
+    vi.restoreAllMocks();
+    // ...and the listing's placeholder is now refused like any other payee.
+    const placeholder = stubNetwork(x402Partner("10000", served, { payTo: PRICEFEED_WALLET }));
+    const refused = await paidCall("/api/partners/pricefeed/try/price", {}, e);
+    expect(refused.status).toBe(502);
+    expect(await refused.json()).toMatchObject({ charged: false, upstream_status: 402 });
+    expect(placeholder.settled).toHaveLength(0);
+  });
+
+  it.each([
+    ['{"pricefeed":"0x123"}', /\["pricefeed"\] is not a 0x wallet address/],
+    ["[]", /not a JSON object/],
+    ["{nope", /not valid JSON/],
+  ])("PARTNER_WALLETS=%s is the documented 503, not a crash", async (value, message) => {
+    const res = await send("/api/partners", {}, { ...tryEnv, PARTNER_WALLETS: value });
+    expect(res.status).toBe(503);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(message);
+  });
 
   it("a price above the listing (0.020001 for price_coin at 0.02): 502 that says so, caller never settled", async () => {
     const { partnerCalls, settled } = stubNetwork(x402Partner("20001", served));

@@ -190,9 +190,12 @@ export async function recordUpstreamPayment(
   const a = p.authorization;
   await db
     .prepare(
+      // Once per request and authorization: the write is retried after the answer when D1 fails,
+      // and an insert that committed but reported an error must not be counted twice.
       `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, tx_hash, upstream_status, created_at,
          payer, pay_to, asset, network, auth_nonce, valid_before)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+       WHERE NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?1 AND auth_nonce IS ?12)`,
     )
     .bind(
       p.requestId,

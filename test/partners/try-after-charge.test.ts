@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { recordUpstreamPayment } from "../../src/partners/payouts";
 import { paidCall, payoutRows, receipt, stubNetwork, tryEnv, upstreamRows, x402Partner } from "./network";
 
 afterEach(() => {
@@ -145,5 +146,31 @@ describe("try: once the caller is charged, no failure of ours is a 500", () => {
     const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth", {}, { ...tryEnv, DB: db });
     expect(res.status).toBe(502);
     expect(await res.json()).toMatchObject({ charged: true, refund: { status: "owed", amount_usd: 0.04 } });
+  });
+});
+
+describe("an upstream payment is recorded once per request and authorization", () => {
+  it("a retried write whose first attempt committed adds no second row", async () => {
+    const requestId = crypto.randomUUID();
+    const write = () =>
+      recordUpstreamPayment(env.DB, {
+        requestId,
+        partnerId: "pricefeed",
+        serviceId: "price",
+        amountMicros: 10000n,
+        transaction: null,
+        upstreamStatus: 200,
+        authorization: {
+          payer: `0x${"0a".repeat(20)}`,
+          payTo: `0x${"11".repeat(20)}`,
+          asset: env.USDC_ADDRESS,
+          network: env.X402_NETWORK,
+          nonce: `0x${"cd".repeat(32)}`,
+          validBefore: Math.floor(Date.now() / 1000) + 300,
+        },
+      });
+    await write();
+    await write();
+    expect(await upstreamRows(requestId)).toHaveLength(1);
   });
 });

@@ -115,6 +115,12 @@ const refinery = operation({
     "502": json(
       'The partner failed. "charged":false, or "charged":true with a refund when the partner had to be paid first',
     ),
+    "503": ERROR(
+      "Partner configuration invalid (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS, PARTNER_WALLETS)",
+    ),
+    "504": json(
+      'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
+    ),
   },
   // The recipe in the body sets the price: x-x402 quotes the highest (what a challenge for a
   // body without a recipe asks, a safe budget); the specSource lists each recipe's price.

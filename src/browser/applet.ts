@@ -11,6 +11,7 @@ const skill = $<HTMLSelectElement>("skill");
 const body = $<HTMLTextAreaElement>("body");
 const bodyError = $("body-error");
 const key = $<HTMLInputElement>("key");
+const sendButton = $<HTMLButtonElement>("send");
 const status = $("status");
 const credits = $("credits");
 const challenge = $("challenge");
@@ -137,3 +138,6 @@ wireBuyButton(buy, payStatus, () => {
   // With a valid body, the first credit runs it right after the payment (shown on the success page).
   return checked.ok ? checked.value : undefined;
 });
+
+// The page renders Send disabled: until now a submission would have been the browser's own.
+sendButton.disabled = false;

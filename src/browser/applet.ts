@@ -34,16 +34,29 @@ function selectSkill() {
   buy.textContent = option?.dataset.pack ?? "Buy calls by card";
   buy.hidden = !option?.dataset.pack;
 }
-skill.addEventListener("change", () => {
-  body.value = skill.selectedOptions[0]?.dataset.example ?? "{}";
-  selectSkill();
-});
-selectSkill();
-
 function setStatus(text: string, cls: string) {
   status.textContent = text;
   status.className = cls;
 }
+
+/**
+ * The challenge on show prices the request as it was sent: once the skill or the body changes, its
+ * price, its wallet payment (which would repeat the old request) and its Buy button no longer fit.
+ */
+function forgetChallenge() {
+  if (!pending && challenge.hidden) return;
+  pending = undefined;
+  challenge.hidden = true;
+  setStatus("The request changed: send it to see its price.", "muted");
+}
+
+skill.addEventListener("change", () => {
+  body.value = skill.selectedOptions[0]?.dataset.example ?? "{}";
+  selectSkill();
+  forgetChallenge();
+});
+body.addEventListener("input", forgetChallenge);
+selectSkill();
 
 function show(res: Response, text: string) {
   let shown = text;
@@ -116,13 +129,20 @@ form.addEventListener("submit", async (event) => {
 
 payWallet.addEventListener("click", async () => {
   const wallet = injectedWallet();
-  if (!wallet || !pending) return;
-  const { endpoint, body: text, required } = pending;
+  const signing = pending;
+  if (!wallet || !signing) return;
+  const { endpoint, body: text, required } = signing;
   payWallet.disabled = true;
   payStatus.className = "muted";
   payStatus.textContent = "Waiting for the wallet's signature…";
   try {
     const headers = await signPayment(wallet, required);
+    if (pending !== signing) {
+      // Edited (or sent again) while the wallet was open: the signature is for the old request and
+      // is dropped unsent, so nothing is paid.
+      setStatus("The request changed while the wallet signed; nothing was paid. Send it again.", "muted");
+      return;
+    }
     payStatus.textContent = "Signed; paying and calling…";
     await send(endpoint, text, headers);
   } catch (error) {

@@ -226,6 +226,26 @@ describe("pages in a real browser", () => {
     await page.close();
   });
 
+  it("a 402's offer is dropped once the skill or the body changes (paying it would run the old request)", async () => {
+    const { page, errors } = await open("/applet");
+    await page.selectOption("#skill", "/api/skills/slugify");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    // A key typed now still pays this same request: the offer stays.
+    await page.fill("#key", "mk_typed_but_unused");
+    expect(await page.isVisible("#challenge")).toBe(true);
+    await page.fill("#key", "");
+    await page.fill("#body", JSON.stringify({ text: "Another Text" }));
+    expect(await page.isHidden("#challenge")).toBe(true);
+    expect(await page.textContent("#status")).toBe("The request changed: send it to see its price.");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    await page.selectOption("#skill", "/api/skills/sha256");
+    expect(await page.isHidden("#challenge")).toBe(true);
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
+    await page.close();
+  });
+
   it("each docs page's Buy button shows the server's pack and opens Stripe's page for it", async () => {
     for (const id of ["slugify", "osint_graph"]) {
       const s = catalog.find((x) => x.id === id) as CatalogSkill;

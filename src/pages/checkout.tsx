@@ -67,12 +67,17 @@ function KeyReveal(p: SuccessProps) {
     );
   }
   if (p.reveal === "ready" && p.revealToken) {
-    // A plain form POST: works without JavaScript; prefetchers and scanners never submit it.
+    // A plain form POST: works without JavaScript; prefetchers and scanners never submit it. With
+    // JavaScript, buy.js sends it once (data-once) and shows that it is working.
     return (
       <section>
         <h2>Your API key</h2>
         <p>It is shown once, when you ask for it: have somewhere to paste it.</p>
-        <form method="post" action={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}>
+        <form
+          method="post"
+          action={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}
+          data-once="Revealing…"
+        >
           <input type="hidden" name="token" value={p.revealToken} />
           <button type="submit" id="reveal" class="button">
             Reveal my key
@@ -113,7 +118,7 @@ export function SuccessPage(p: SuccessProps) {
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
   const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(example)}`;
   return (
-    <Layout title={paid ? "Payment received" : "Checkout"}>
+    <Layout title={paid ? "Payment received" : "Checkout"} scripts={paid ? ["/assets/buy.js"] : undefined}>
       {paid ? (
         <>
           <h1>Payment received</h1>

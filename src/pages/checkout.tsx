@@ -21,22 +21,82 @@ interface SuccessProps {
   revealToken: string | undefined;
   callsLeft: number | undefined;
   baseUrl: string;
+  /** The answer to a POST (the reveal): it never refreshes itself, the GET page does. */
+  posted: boolean;
 }
 
-/** The first call's answer, or that it is still running (the page then refreshes itself). */
-function FirstCall({ session }: { session: SessionRow | null }) {
-  if (!session?.payload) return null;
-  if (!session.payload_result) {
+const successPath = (sessionId: string) => `/checkout/success?session_id=${encodeURIComponent(sessionId)}`;
+
+/**
+ * A first-call claim older than this died with its run (checkout-ledger's STALE_RUN_MS, after which
+ * a POST with the page's token takes the run over): the page stops refreshing and says so.
+ */
+const FIRST_CALL_STALE_MS = 60_000;
+
+/**
+ * Where the checkout's first call stands: `none` (no payload), `queued` (paid, not granted yet: the
+ * reveal POST grants and runs it), `running` (a live run holds it), `stalled` (its run died), `done`.
+ */
+export function firstCallState(
+  session: SessionRow | null,
+  now = Date.now(),
+): "none" | "queued" | "running" | "stalled" | "done" {
+  if (!session?.payload) return "none";
+  if (session.payload_result) return "done";
+  if (session.api_key_id === null) return "queued";
+  // Not claimed yet: the run starts right after the grant, which last wrote the row (updated_at).
+  const since =
+    session.payload_started_at ??
+    (session as SessionRow & { updated_at?: number }).updated_at ??
+    session.created_at;
+  return now - since < FIRST_CALL_STALE_MS ? "running" : "stalled";
+}
+
+/** The first call's answer, that it is still running (the GET page refreshes itself), or that its run died. */
+function FirstCall(p: SuccessProps) {
+  const state = firstCallState(p.session);
+  if (state === "none") return null;
+  const revealReady = p.reveal === "ready" && p.revealToken;
+  if (state !== "done") {
     return (
       <section>
         <h2>Your first call</h2>
-        <p id="first-call" class="muted">
-          Running… this page refreshes until its answer is here.
-        </p>
+        {state === "running" && !p.posted ? (
+          <p id="first-call" class="muted">
+            Running… this page refreshes until its answer is here.
+          </p>
+        ) : state === "running" ? (
+          <p id="first-call" class="muted">
+            Running… its answer is not here yet. {p.apiKey ? "Copy your key first, then " : ""}
+            <a href={successPath(p.sessionId)}>open the success page</a> in a few seconds: it refreshes until
+            the answer is here.
+          </p>
+        ) : state === "queued" || revealReady ? (
+          <p id="first-call" class="muted">
+            {state === "queued" ? "Not run yet" : "It has not finished (the server running it stopped)"}: it
+            runs when you reveal your key. No credit is spent unless it succeeds.
+          </p>
+        ) : (
+          <>
+            <p id="first-call" class="status-err">
+              It did not finish: the server running it stopped. No credit was spent for it.
+            </p>
+            {p.revealToken ? (
+              <form method="post" action={successPath(p.sessionId)} data-once="Running…">
+                <input type="hidden" name="token" value={p.revealToken} />
+                <button type="submit" id="rerun" class="button">
+                  Run it now
+                </button>
+              </form>
+            ) : (
+              <p>Contact support with the session id above to have it run.</p>
+            )}
+          </>
+        )}
       </section>
     );
   }
-  const result = JSON.parse(session.payload_result) as { status: number; body: unknown };
+  const result = JSON.parse(p.session?.payload_result ?? "{}") as { status: number; body: unknown };
   return (
     <section>
       <h2>Your first call</h2>
@@ -73,11 +133,7 @@ function KeyReveal(p: SuccessProps) {
       <section>
         <h2>Your API key</h2>
         <p>It is shown once, when you ask for it: have somewhere to paste it.</p>
-        <form
-          method="post"
-          action={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}
-          data-once="Revealing…"
-        >
+        <form method="post" action={successPath(p.sessionId)} data-once="Revealing…">
           <input type="hidden" name="token" value={p.revealToken} />
           <button type="submit" id="reveal" class="button">
             Reveal my key
@@ -134,7 +190,7 @@ export function SuccessPage(p: SuccessProps) {
             </dd>
           </dl>
           <KeyReveal {...p} />
-          <FirstCall session={s} />
+          <FirstCall {...p} />
           <h2>Use it</h2>
           <pre>
             <code>{curl}</code>
@@ -178,9 +234,8 @@ export function successRefresh(session: SessionRow | null, paid: boolean): numbe
   // A card payment lands within seconds; a bank debit can take days, and nobody watches for that long.
   const recent = Date.now() - session.created_at < 30 * 60_000;
   const waitingForPayment = session.status === "open" && !session.payment_failed_at && !paid && recent;
-  const firstCallRunning =
-    session.api_key_id !== null && session.payload !== null && session.payload_result === null;
-  return waitingForPayment || firstCallRunning ? 3 : undefined;
+  // A first call whose run died stops the refresh: its page says what happened and what to do.
+  return waitingForPayment || firstCallState(session) === "running" ? 3 : undefined;
 }
 
 export function CancelPage({ skill, skillId }: { skill: Skill | undefined; skillId: string }) {

@@ -95,6 +95,8 @@ describe("pages in a real browser", () => {
       expect(res?.status()).toBe(200);
       await expectOneH1(page);
       expect(await page.locator("link[rel=stylesheet]").count()).toBe(1);
+      // The doctype keeps the page out of quirks mode.
+      expect(await page.evaluate(() => document.compatMode)).toBe("CSS1Compat");
       // Nothing overflows the viewport sideways on a phone.
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow, `${route} ${label}`).toBeLessThanOrEqual(1);

@@ -156,8 +156,8 @@ export function SuccessPage(p: SuccessProps) {
       <Layout title="Checkout not found">
         <h1>We do not know this checkout</h1>
         <p>
-          No checkout session <code>{p.sessionId}</code> was created here. If you paid, contact support with
-          this id.
+          No checkout session <code class="long-id">{p.sessionId}</code> was created here. If you paid,
+          contact support with this id.
         </p>
         <p>
           <a href="/docs">Back to the docs</a>
@@ -186,7 +186,7 @@ export function SuccessPage(p: SuccessProps) {
             <dd id="calls-left">{p.callsLeft ?? "…"}</dd>
             <dt>Session</dt>
             <dd>
-              <code>{p.sessionId}</code>
+              <code class="long-id">{p.sessionId}</code>
             </dd>
           </dl>
           <KeyReveal {...p} />
@@ -219,8 +219,8 @@ export function SuccessPage(p: SuccessProps) {
         <>
           <h1>Waiting for the payment</h1>
           <p>
-            Stripe has not confirmed checkout <code>{p.sessionId}</code> yet. This page refreshes by itself
-            for a while; reload it later if your payment method takes longer.
+            Stripe has not confirmed checkout <code class="long-id">{p.sessionId}</code> yet. This page
+            refreshes by itself for a while; reload it later if your payment method takes longer.
           </p>
         </>
       )}

@@ -85,6 +85,7 @@ describe("pages in a real browser", () => {
     ["/docs", "docs-index"],
     ["/docs/text-diff", "docs-text-diff"],
     ["/docs/mcp", "docs-mcp"],
+    ["/docs/reliability", "docs-reliability"],
     ["/applet", "applet"],
   ])("%s loads without console errors, on desktop and phone widths", async (route, name) => {
     for (const [width, label] of [

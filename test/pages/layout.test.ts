@@ -32,3 +32,19 @@ describe("every page is a standards-mode HTML document", () => {
     }
   }, 30_000);
 });
+
+describe("nothing widens a phone's page", () => {
+  it("the reliability table scrolls inside .table-wrap; a checkout session id in running text may break anywhere", async () => {
+    const reliability = await (await call("/docs/reliability", html)).text();
+    expect(reliability).toMatch(/<div class="table-wrap"><table class="admin-table" id="figures">/);
+    const open = await seedSession("sha256", 170, undefined, false);
+    for (const id of [open, "cs_test_unknown_session_id_as_long_as_a_real_one_000000000000000000"]) {
+      const page = await (await call(`/checkout/success?session_id=${id}`, html)).text();
+      expect(page, id).toContain(`<code class="long-id">${id}</code>`);
+      expect(page, id).not.toContain(`<code>${id}</code>`);
+    }
+    // The stylesheet as Workers Assets serves it (static/assets/site.css).
+    const css = await (await env.ASSETS.fetch("https://skills.test/assets/site.css")).text();
+    expect(css).toMatch(/code\.long-id \{ overflow-wrap: anywhere; \}/);
+  });
+});

@@ -2,6 +2,7 @@
 // the request, and the wallet signs in the wallet's own window.
 import type { PaymentRequired } from "@x402/core/types";
 import { wireBuyButton } from "./checkout";
+import { noAnswer, statusLine } from "./http-status";
 import { checkJsonBody } from "./json-check";
 import { injectedWallet, paymentRequired, settlement, signPayment } from "./wallet";
 
@@ -65,7 +66,7 @@ function show(res: Response, text: string) {
   } catch {}
   output.textContent = shown;
   setStatus(
-    `${res.status} ${res.statusText}`,
+    statusLine(res.status, res.statusText),
     res.ok ? "status-ok" : res.status === 402 ? "status-pay" : "status-err",
   );
   const left = res.headers.get("x-credits-remaining");
@@ -83,7 +84,12 @@ function show(res: Response, text: string) {
 async function send(endpoint: string, text: string, extra: Record<string, string> = {}) {
   const headers: Record<string, string> = { "content-type": "application/json", ...extra };
   if (key.value.trim() && !extra["PAYMENT-SIGNATURE"]) headers.authorization = `Bearer ${key.value.trim()}`;
-  const res = await fetch(endpoint, { method: "POST", headers, body: text });
+  let res: Response;
+  try {
+    res = await fetch(endpoint, { method: "POST", headers, body: text });
+  } catch (e) {
+    throw new Error(noAnswer(e));
+  }
   show(res, await res.text());
   challenge.hidden = true;
   pending = undefined;

@@ -2,6 +2,7 @@
 // the request, and the wallet signs in the wallet's own window.
 import type { PaymentRequired } from "@x402/core/types";
 import { wireBuyButton } from "./checkout";
+import { noAnswer, statusLine } from "./http-status";
 import { checkJsonBody } from "./json-check";
 import { injectedWallet, paymentRequired, settlement, signPayment } from "./wallet";
 
@@ -11,6 +12,7 @@ const skill = $<HTMLSelectElement>("skill");
 const body = $<HTMLTextAreaElement>("body");
 const bodyError = $("body-error");
 const key = $<HTMLInputElement>("key");
+const sendButton = $<HTMLButtonElement>("send");
 const status = $("status");
 const credits = $("credits");
 const challenge = $("challenge");
@@ -33,16 +35,29 @@ function selectSkill() {
   buy.textContent = option?.dataset.pack ?? "Buy calls by card";
   buy.hidden = !option?.dataset.pack;
 }
-skill.addEventListener("change", () => {
-  body.value = skill.selectedOptions[0]?.dataset.example ?? "{}";
-  selectSkill();
-});
-selectSkill();
-
 function setStatus(text: string, cls: string) {
   status.textContent = text;
   status.className = cls;
 }
+
+/**
+ * The challenge on show prices the request as it was sent: once the skill or the body changes, its
+ * price, its wallet payment (which would repeat the old request) and its Buy button no longer fit.
+ */
+function forgetChallenge() {
+  if (!pending && challenge.hidden) return;
+  pending = undefined;
+  challenge.hidden = true;
+  setStatus("The request changed: send it to see its price.", "muted");
+}
+
+skill.addEventListener("change", () => {
+  body.value = skill.selectedOptions[0]?.dataset.example ?? "{}";
+  selectSkill();
+  forgetChallenge();
+});
+body.addEventListener("input", forgetChallenge);
+selectSkill();
 
 function show(res: Response, text: string) {
   let shown = text;
@@ -51,7 +66,7 @@ function show(res: Response, text: string) {
   } catch {}
   output.textContent = shown;
   setStatus(
-    `${res.status} ${res.statusText}`,
+    statusLine(res.status, res.statusText),
     res.ok ? "status-ok" : res.status === 402 ? "status-pay" : "status-err",
   );
   const left = res.headers.get("x-credits-remaining");
@@ -69,7 +84,12 @@ function show(res: Response, text: string) {
 async function send(endpoint: string, text: string, extra: Record<string, string> = {}) {
   const headers: Record<string, string> = { "content-type": "application/json", ...extra };
   if (key.value.trim() && !extra["PAYMENT-SIGNATURE"]) headers.authorization = `Bearer ${key.value.trim()}`;
-  const res = await fetch(endpoint, { method: "POST", headers, body: text });
+  let res: Response;
+  try {
+    res = await fetch(endpoint, { method: "POST", headers, body: text });
+  } catch (e) {
+    throw new Error(noAnswer(e));
+  }
   show(res, await res.text());
   challenge.hidden = true;
   pending = undefined;
@@ -115,13 +135,20 @@ form.addEventListener("submit", async (event) => {
 
 payWallet.addEventListener("click", async () => {
   const wallet = injectedWallet();
-  if (!wallet || !pending) return;
-  const { endpoint, body: text, required } = pending;
+  const signing = pending;
+  if (!wallet || !signing) return;
+  const { endpoint, body: text, required } = signing;
   payWallet.disabled = true;
   payStatus.className = "muted";
   payStatus.textContent = "Waiting for the wallet's signature…";
   try {
     const headers = await signPayment(wallet, required);
+    if (pending !== signing) {
+      // Edited (or sent again) while the wallet was open: the signature is for the old request and
+      // is dropped unsent, so nothing is paid.
+      setStatus("The request changed while the wallet signed; nothing was paid. Send it again.", "muted");
+      return;
+    }
     payStatus.textContent = "Signed; paying and calling…";
     await send(endpoint, text, headers);
   } catch (error) {
@@ -137,3 +164,6 @@ wireBuyButton(buy, payStatus, () => {
   // With a valid body, the first credit runs it right after the payment (shown on the success page).
   return checked.ok ? checked.value : undefined;
 });
+
+// The page renders Send disabled: until now a submission would have been the browser's own.
+sendButton.disabled = false;

@@ -3,6 +3,8 @@
  * the browser to Stripe's page. The pack (N and $X) is the server's rule; the button shows the
  * numbers the server rendered, and the checkout answer is the authority.
  */
+import { noAnswer } from "./http-status";
+
 interface CheckoutCreated {
   checkout_url: string;
   calls: number;
@@ -10,11 +12,16 @@ interface CheckoutCreated {
 }
 
 export async function startCheckout(skillId: string, payload?: Record<string, unknown>): Promise<string> {
-  const res = await fetch("/api/cardpay/checkout", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(payload ? { skill_id: skillId, payload } : { skill_id: skillId }),
-  });
+  let res: Response;
+  try {
+    res = await fetch("/api/cardpay/checkout", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload ? { skill_id: skillId, payload } : { skill_id: skillId }),
+    });
+  } catch (e) {
+    throw new Error(`Checkout could not start: ${noAnswer(e)}`);
+  }
   const body = (await res.json().catch(() => ({}))) as Partial<CheckoutCreated> & { detail?: unknown };
   if (!res.ok || !body.checkout_url) {
     const why = typeof body.detail === "string" ? body.detail : `HTTP ${res.status}`;

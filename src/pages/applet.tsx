@@ -22,9 +22,14 @@ export function AppletPage({ cfg }: { cfg: PublicConfig }) {
         the price, the network ({cfg.network}) and who is paid. Then pay that call with a browser wallet
         (x402, USDC), buy a pack of calls by card, or paste a card-credit key to make the paid call.
       </p>
+      {/*
+        No control has a name, so a native submission (scripts off, or Enter before the deferred
+        applet.js runs) carries nothing: the card key and the body can never land in a URL, a history
+        entry or a log. Send stays disabled until the script has wired the form.
+      */}
       <form id="applet" class="applet">
         <label for="skill">Skill</label>
-        <select id="skill" name="skill">
+        <select id="skill">
           {skills.map((s) => (
             <option
               value={s.endpoint}
@@ -37,16 +42,19 @@ export function AppletPage({ cfg }: { cfg: PublicConfig }) {
           ))}
         </select>
         <label for="body">JSON body</label>
-        <textarea id="body" name="body" rows={10} spellcheck={false} aria-describedby="body-error">
+        <textarea id="body" rows={10} spellcheck={false} aria-describedby="body-error">
           {JSON.stringify(first?.example_request ?? {}, null, 2)}
         </textarea>
         <p id="body-error" class="status-err" role="alert" hidden />
         <label for="key">Card-credit key (optional)</label>
-        <input id="key" name="key" type="password" autocomplete="off" placeholder="mk_…" />
-        <button id="send" type="submit" class="button">
+        <input id="key" type="password" autocomplete="off" placeholder="mk_…" />
+        <button id="send" type="submit" class="button" disabled>
           Send
         </button>
       </form>
+      <noscript>
+        <p class="status-err">This page sends requests with JavaScript; turn it on to try a skill.</p>
+      </noscript>
       <section aria-live="polite">
         <h2>Answer</h2>
         <p id="status" class="muted">

@@ -21,22 +21,82 @@ interface SuccessProps {
   revealToken: string | undefined;
   callsLeft: number | undefined;
   baseUrl: string;
+  /** The answer to a POST (the reveal): it never refreshes itself, the GET page does. */
+  posted: boolean;
 }
 
-/** The first call's answer, or that it is still running (the page then refreshes itself). */
-function FirstCall({ session }: { session: SessionRow | null }) {
-  if (!session?.payload) return null;
-  if (!session.payload_result) {
+const successPath = (sessionId: string) => `/checkout/success?session_id=${encodeURIComponent(sessionId)}`;
+
+/**
+ * A first-call claim older than this died with its run (checkout-ledger's STALE_RUN_MS, after which
+ * a POST with the page's token takes the run over): the page stops refreshing and says so.
+ */
+const FIRST_CALL_STALE_MS = 60_000;
+
+/**
+ * Where the checkout's first call stands: `none` (no payload), `queued` (paid, not granted yet: the
+ * reveal POST grants and runs it), `running` (a live run holds it), `stalled` (its run died), `done`.
+ */
+export function firstCallState(
+  session: SessionRow | null,
+  now = Date.now(),
+): "none" | "queued" | "running" | "stalled" | "done" {
+  if (!session?.payload) return "none";
+  if (session.payload_result) return "done";
+  if (session.api_key_id === null) return "queued";
+  // Not claimed yet: the run starts right after the grant, which last wrote the row (updated_at).
+  const since =
+    session.payload_started_at ??
+    (session as SessionRow & { updated_at?: number }).updated_at ??
+    session.created_at;
+  return now - since < FIRST_CALL_STALE_MS ? "running" : "stalled";
+}
+
+/** The first call's answer, that it is still running (the GET page refreshes itself), or that its run died. */
+function FirstCall(p: SuccessProps) {
+  const state = firstCallState(p.session);
+  if (state === "none") return null;
+  const revealReady = p.reveal === "ready" && p.revealToken;
+  if (state !== "done") {
     return (
       <section>
         <h2>Your first call</h2>
-        <p id="first-call" class="muted">
-          Running… this page refreshes until its answer is here.
-        </p>
+        {state === "running" && !p.posted ? (
+          <p id="first-call" class="muted">
+            Running… this page refreshes until its answer is here.
+          </p>
+        ) : state === "running" ? (
+          <p id="first-call" class="muted">
+            Running… its answer is not here yet. {p.apiKey ? "Copy your key first, then " : ""}
+            <a href={successPath(p.sessionId)}>open the success page</a> in a few seconds: it refreshes until
+            the answer is here.
+          </p>
+        ) : state === "queued" || revealReady ? (
+          <p id="first-call" class="muted">
+            {state === "queued" ? "Not run yet" : "It has not finished (the server running it stopped)"}: it
+            runs when you reveal your key. No credit is spent unless it succeeds.
+          </p>
+        ) : (
+          <>
+            <p id="first-call" class="status-err">
+              It did not finish: the server running it stopped. No credit was spent for it.
+            </p>
+            {p.revealToken ? (
+              <form method="post" action={successPath(p.sessionId)} data-once="Running…">
+                <input type="hidden" name="token" value={p.revealToken} />
+                <button type="submit" id="rerun" class="button">
+                  Run it now
+                </button>
+              </form>
+            ) : (
+              <p>Contact support with the session id above to have it run.</p>
+            )}
+          </>
+        )}
       </section>
     );
   }
-  const result = JSON.parse(session.payload_result) as { status: number; body: unknown };
+  const result = JSON.parse(p.session?.payload_result ?? "{}") as { status: number; body: unknown };
   return (
     <section>
       <h2>Your first call</h2>
@@ -67,12 +127,13 @@ function KeyReveal(p: SuccessProps) {
     );
   }
   if (p.reveal === "ready" && p.revealToken) {
-    // A plain form POST: works without JavaScript; prefetchers and scanners never submit it.
+    // A plain form POST: works without JavaScript; prefetchers and scanners never submit it. With
+    // JavaScript, buy.js sends it once (data-once) and shows that it is working.
     return (
       <section>
         <h2>Your API key</h2>
         <p>It is shown once, when you ask for it: have somewhere to paste it.</p>
-        <form method="post" action={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}>
+        <form method="post" action={successPath(p.sessionId)} data-once="Revealing…">
           <input type="hidden" name="token" value={p.revealToken} />
           <button type="submit" id="reveal" class="button">
             Reveal my key
@@ -95,8 +156,8 @@ export function SuccessPage(p: SuccessProps) {
       <Layout title="Checkout not found">
         <h1>We do not know this checkout</h1>
         <p>
-          No checkout session <code>{p.sessionId}</code> was created here. If you paid, contact support with
-          this id.
+          No checkout session <code class="long-id">{p.sessionId}</code> was created here. If you paid,
+          contact support with this id.
         </p>
         <p>
           <a href="/docs">Back to the docs</a>
@@ -113,7 +174,7 @@ export function SuccessPage(p: SuccessProps) {
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
   const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(example)}`;
   return (
-    <Layout title={paid ? "Payment received" : "Checkout"}>
+    <Layout title={paid ? "Payment received" : "Checkout"} scripts={paid ? ["/assets/buy.js"] : undefined}>
       {paid ? (
         <>
           <h1>Payment received</h1>
@@ -125,11 +186,11 @@ export function SuccessPage(p: SuccessProps) {
             <dd id="calls-left">{p.callsLeft ?? "…"}</dd>
             <dt>Session</dt>
             <dd>
-              <code>{p.sessionId}</code>
+              <code class="long-id">{p.sessionId}</code>
             </dd>
           </dl>
           <KeyReveal {...p} />
-          <FirstCall session={s} />
+          <FirstCall {...p} />
           <h2>Use it</h2>
           <pre>
             <code>{curl}</code>
@@ -158,8 +219,8 @@ export function SuccessPage(p: SuccessProps) {
         <>
           <h1>Waiting for the payment</h1>
           <p>
-            Stripe has not confirmed checkout <code>{p.sessionId}</code> yet. This page refreshes by itself
-            for a while; reload it later if your payment method takes longer.
+            Stripe has not confirmed checkout <code class="long-id">{p.sessionId}</code> yet. This page
+            refreshes by itself for a while; reload it later if your payment method takes longer.
           </p>
         </>
       )}
@@ -173,9 +234,8 @@ export function successRefresh(session: SessionRow | null, paid: boolean): numbe
   // A card payment lands within seconds; a bank debit can take days, and nobody watches for that long.
   const recent = Date.now() - session.created_at < 30 * 60_000;
   const waitingForPayment = session.status === "open" && !session.payment_failed_at && !paid && recent;
-  const firstCallRunning =
-    session.api_key_id !== null && session.payload !== null && session.payload_result === null;
-  return waitingForPayment || firstCallRunning ? 3 : undefined;
+  // A first call whose run died stops the refresh: its page says what happened and what to do.
+  return waitingForPayment || firstCallState(session) === "running" ? 3 : undefined;
 }
 
 export function CancelPage({ skill, skillId }: { skill: Skill | undefined; skillId: string }) {

@@ -37,7 +37,9 @@ export function ReliabilityPage(props: { doc: StatsDocument; policy: ReturnType<
       </p>
       <h2>Last 7 days</h2>
       <p class="muted">Computed {doc.computed_at}.</p>
-      <ReliabilityTable id="figures" skills={doc.skills} detail />
+      <div class="table-wrap">
+        <ReliabilityTable id="figures" skills={doc.skills} detail />
+      </div>
     </Layout>
   );
 }

@@ -58,7 +58,8 @@ async function renderSuccess(
   apiKey?: string,
 ) {
   // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
-  const refresh = c.req.method !== "POST" ? successRefresh(session, remote?.paid === true) : undefined;
+  const posted = c.req.method === "POST";
+  const refresh = posted ? undefined : successRefresh(session, remote?.paid === true);
   const left = session?.api_key_id ? await callsLeft(c.env.DB, session.api_key_id) : undefined;
   const secret = c.env.STRIPE_SECRET_KEY;
   const page = (
@@ -72,6 +73,7 @@ async function renderSuccess(
       revealToken={secret ? await revealToken(secret, sessionId) : undefined}
       callsLeft={left}
       baseUrl={publicConfig(c.env, c.req.url).baseUrl}
+      posted={posted}
     />
   );
   const known = session || remote?.paid;

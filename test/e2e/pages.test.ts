@@ -85,6 +85,7 @@ describe("pages in a real browser", () => {
     ["/docs", "docs-index"],
     ["/docs/text-diff", "docs-text-diff"],
     ["/docs/mcp", "docs-mcp"],
+    ["/docs/reliability", "docs-reliability"],
     ["/applet", "applet"],
   ])("%s loads without console errors, on desktop and phone widths", async (route, name) => {
     for (const [width, label] of [
@@ -95,6 +96,8 @@ describe("pages in a real browser", () => {
       expect(res?.status()).toBe(200);
       await expectOneH1(page);
       expect(await page.locator("link[rel=stylesheet]").count()).toBe(1);
+      // The doctype keeps the page out of quirks mode.
+      expect(await page.evaluate(() => document.compatMode)).toBe("CSS1Compat");
       // Nothing overflows the viewport sideways on a phone.
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow, `${route} ${label}`).toBeLessThanOrEqual(1);
@@ -223,6 +226,26 @@ describe("pages in a real browser", () => {
     expect(await page.isVisible("#output")).toBe(true);
     // The body is the v1 form of the offer (the v2 one is in the PAYMENT-REQUIRED header).
     expect(JSON.parse((await page.textContent("#output")) ?? "{}")).toMatchObject({ x402Version: 1 });
+    await page.close();
+  });
+
+  it("a 402's offer is dropped once the skill or the body changes (paying it would run the old request)", async () => {
+    const { page, errors } = await open("/applet");
+    await page.selectOption("#skill", "/api/skills/slugify");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    // A key typed now still pays this same request: the offer stays.
+    await page.fill("#key", "mk_typed_but_unused");
+    expect(await page.isVisible("#challenge")).toBe(true);
+    await page.fill("#key", "");
+    await page.fill("#body", JSON.stringify({ text: "Another Text" }));
+    expect(await page.isHidden("#challenge")).toBe(true);
+    expect(await page.textContent("#status")).toBe("The request changed: send it to see its price.");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    await page.selectOption("#skill", "/api/skills/sha256");
+    expect(await page.isHidden("#challenge")).toBe(true);
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
     await page.close();
   });
 

@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { call } from "../helpers";
+
+/** The applet's <form id="applet">…</form>, as served. */
+async function appletForm() {
+  const html = await (await call("/applet", { headers: { accept: "text/html" } })).text();
+  const form = /<form id="applet"[^>]*>[\s\S]*?<\/form>/.exec(html)?.[0];
+  if (!form) throw new Error("no applet form");
+  return form;
+}
+
+describe("the applet's form, before its script runs", () => {
+  it("has no named control, so a native submission puts neither the key nor the body in a URL", async () => {
+    const form = await appletForm();
+    // What a browser would serialise: every named input, select and textarea (none may exist).
+    const named = [...form.matchAll(/<(input|select|textarea|button)\b[^>]*\sname="([^"]*)"/g)].map(
+      (m) => `${m[1]} ${m[2]}`,
+    );
+    expect(named).toEqual([]);
+    expect(form).toMatch(/<input id="key" type="password"/);
+    expect(form).not.toMatch(/\saction="[^"]*[?&]/);
+  });
+
+  it("renders Send disabled (applet.js enables it), so Enter before the script runs submits nothing", async () => {
+    const form = await appletForm();
+    expect(/<button id="send"[^>]*>/.exec(form)?.[0]).toContain("disabled");
+  });
+});

@@ -1,5 +1,5 @@
 import { shQuote } from "../discovery/identity";
-import type { SessionRow } from "../payments/checkout-ledger";
+import { firstCallState, type SessionRow } from "../payments/checkout-ledger";
 import type { RemoteSession } from "../payments/stripe";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
@@ -26,31 +26,6 @@ interface SuccessProps {
 }
 
 const successPath = (sessionId: string) => `/checkout/success?session_id=${encodeURIComponent(sessionId)}`;
-
-/**
- * A first-call claim older than this died with its run (checkout-ledger's STALE_RUN_MS, after which
- * a POST with the page's token takes the run over): the page stops refreshing and says so.
- */
-const FIRST_CALL_STALE_MS = 60_000;
-
-/**
- * Where the checkout's first call stands: `none` (no payload), `queued` (paid, not granted yet: the
- * reveal POST grants and runs it), `running` (a live run holds it), `stalled` (its run died), `done`.
- */
-export function firstCallState(
-  session: SessionRow | null,
-  now = Date.now(),
-): "none" | "queued" | "running" | "stalled" | "done" {
-  if (!session?.payload) return "none";
-  if (session.payload_result) return "done";
-  if (session.api_key_id === null) return "queued";
-  // Not claimed yet: the run starts right after the grant, which last wrote the row (updated_at).
-  const since =
-    session.payload_started_at ??
-    (session as SessionRow & { updated_at?: number }).updated_at ??
-    session.created_at;
-  return now - since < FIRST_CALL_STALE_MS ? "running" : "stalled";
-}
 
 /** The first call's answer, that it is still running (the GET page refreshes itself), or that its run died. */
 function FirstCall(p: SuccessProps) {

@@ -23,6 +23,7 @@ export interface SessionRow {
   payment_intent: string | null;
   payment_failed_at: number | null;
   created_at: number;
+  updated_at: number;
 }
 
 export async function findSession(db: D1Database, id: string) {
@@ -164,6 +165,23 @@ export async function failSession(db: D1Database, sessionId: string, event: Stri
 const STALE_RUN_MS = 60_000;
 
 /**
+ * Where the checkout's first call stands, for the success page: `none` (no payload), `queued`
+ * (paid, not granted yet: the reveal POST grants and runs it), `running` (a live run holds it),
+ * `stalled` (its run died: past STALE_RUN_MS a POST with the page's token takes it over), `done`.
+ */
+export function firstCallState(
+  session: SessionRow | null,
+  now = Date.now(),
+): "none" | "queued" | "running" | "stalled" | "done" {
+  if (!session?.payload) return "none";
+  if (session.payload_result) return "done";
+  if (session.api_key_id === null) return "queued";
+  // Not claimed yet: the run starts right after the grant, which last wrote the row (updated_at).
+  const since = session.payload_started_at ?? session.updated_at ?? session.created_at;
+  return now - since < STALE_RUN_MS ? "running" : "stalled";
+}
+
+/**
  * A checkout may carry the body of the buyer's first call: it runs once, after the grant and
  * outside the webhook's request (webhook answers stay fast), and spends a credit only if it
  * succeeds. A claim on the session makes it run once; a claim whose run died (isolate evicted)
@@ -205,8 +223,6 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   }
   // Written only while this run still holds the claim and no answer is stored, in one
   // transaction: a stale run's late answer can neither overwrite nor spend a second credit.
-  const ours =
-    "SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL";
   const store = (answer: unknown, condition = "") =>
     env.DB.prepare(
       `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4

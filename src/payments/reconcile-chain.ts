@@ -82,10 +82,18 @@ export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
         const log = logs[0];
         if (!log?.transactionHash) continue;
         const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
-        const transfers = parseEventLogs({ abi, eventName: "Transfer", logs: receipt.logs }).filter(
-          (l) => sameAddress(l.address, asset) && sameAddress(l.args.from, authorizer),
-        );
-        const t = transfers[0];
+        // This authorization's own transfer: FiatToken emits AuthorizationUsed, then its Transfer.
+        // One transaction can land several of our authorizations (anyone may submit them, e.g.
+        // batched through Multicall3); the first Transfer of the transaction may be another's.
+        const after = log.logIndex ?? -1;
+        const t = parseEventLogs({ abi, eventName: "Transfer", logs: receipt.logs })
+          .filter(
+            (l) =>
+              sameAddress(l.address, asset) &&
+              sameAddress(l.args.from, authorizer) &&
+              (l.logIndex ?? -1) > after,
+          )
+          .sort((a, b) => (a.logIndex ?? 0) - (b.logIndex ?? 0))[0];
         return {
           txHash: log.transactionHash,
           blockNumber: Number(receipt.blockNumber),

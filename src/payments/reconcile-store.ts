@@ -309,20 +309,23 @@ export async function applyUpstream(
   }
   const now = Date.now();
   const status = d.outcome === "paid" ? "landed" : "not_landed";
-  const returned =
-    status === "not_landed"
-      ? await withheldReturn(db, row.request_id, {
-          amountMicros: BigInt(row.amount_micro),
-          asset: row.asset,
-          network: row.network,
-        })
-      : undefined;
+  // Given back only for an authorization that expired unused. One whose nonce the chain shows
+  // spent (a transfer that does not match what we signed) moved money somewhere: marked, logged
+  // for a person, and nothing is refunded or owed again on its account.
+  const expiredUnused = status === "not_landed" && !("txHash" in d && d.txHash);
+  const returned = expiredUnused
+    ? await withheldReturn(db, row.request_id, {
+        amountMicros: BigInt(row.amount_micro),
+        asset: row.asset,
+        network: row.network,
+      })
+    : undefined;
   const written = await db.batch([
     // Before the row is decided: both write only while it is still undecided.
     ...(returned
       ? [owedRefund(db, returned, await refundNonce(returned.requestId), now, { upstreamUndecided: row.id })]
       : []),
-    ...(status === "not_landed" ? [owedAfterAll(db, row)] : []),
+    ...(expiredUnused ? [owedAfterAll(db, row)] : []),
     db
       .prepare(
         "UPDATE upstream_payments SET chain_status = ?2, tx_hash = coalesce(tx_hash, ?3) WHERE id = ?1 AND chain_status IS NULL",

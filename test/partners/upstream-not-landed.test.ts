@@ -132,6 +132,20 @@ describe("a share kept back from a refund goes back to the caller once the partn
     expect(payments.refunds).toMatchObject({ count: 2, refunded_atomic: 60000 });
   });
 
+  it("a nonce the chain shows spent on a transfer other than ours gives nothing back: money moved somewhere", async () => {
+    const { requestId } = await partnerTookAuthorizationAndFailed();
+    const [row] = await upstreamRows(requestId);
+    const spentElsewhere = {
+      outcome: "unpaid" as const,
+      txHash: `0x${"ee".repeat(32)}`,
+      blockNumber: 9,
+      evidence: "authorizationState: used by tx 0xee… for a different transfer",
+    };
+    expect(await applyUpstream(env.DB, row as unknown as UpstreamRow, spentElsewhere)).toBeUndefined();
+    expect(await upstreamRows(requestId)).toEqual([expect.objectContaining({ chain_status: "not_landed" })]);
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
+  });
+
   it("a stale view of a row another run already decided returns nothing twice", async () => {
     const { settled, requestId } = await partnerTookAuthorizationAndFailed();
     const [row] = await upstreamRows(requestId);

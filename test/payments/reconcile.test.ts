@@ -5,7 +5,7 @@ import {
   waitOnExecutionContext,
 } from "cloudflare:test";
 import type { PaymentPayload } from "@x402/core/types";
-import { recoverTypedDataAddress } from "viem";
+import { keccak256, recoverTypedDataAddress, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
@@ -16,6 +16,7 @@ import {
   type ChainReader,
   type ChainView,
   type FoundUse,
+  rpcChainReader,
   searchRange,
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
@@ -96,6 +97,70 @@ describe("decide: what the chain says about one authorization", () => {
     // latest block could still be mined.
     expect(decide(t, view({ headTime: t.validBefore - 1 })).outcome).toBe("wait");
     expect(decide(terms(), view({})).outcome).toBe("wait");
+  });
+});
+
+describe("findUse reads this authorization's own transfer (viem over a JSON-RPC double)", () => {
+  it("a transaction landing two of our authorizations: each row gets the Transfer after its AuthorizationUsed", async () => {
+    const RPC = "https://rpc.find-use.test";
+    const asset = `0x${"a5".repeat(20)}`;
+    const wallet = `0x${"0b".repeat(20)}`;
+    const partner = `0x${"11".repeat(20)}`;
+    const [first, second] = [`0x${"01".repeat(32)}`, `0x${"02".repeat(32)}`];
+    const word = (v: string) => `0x${v.replace(/^0x/, "").padStart(64, "0")}`;
+    const TRANSFER = keccak256(toHex("Transfer(address,address,uint256)"));
+    const AUTH_USED = keccak256(toHex("AuthorizationUsed(address,bytes32)"));
+    const TX = hex(32);
+    // FiatToken's order: AuthorizationUsed, then that authorization's Transfer (EIP3009.sol).
+    const logs = [
+      { topics: [AUTH_USED, word(wallet), first], data: "0x" },
+      { topics: [TRANSFER, word(wallet), word(partner)], data: word((10000).toString(16)) },
+      { topics: [AUTH_USED, word(wallet), second], data: "0x" },
+      { topics: [TRANSFER, word(wallet), word(partner)], data: word((20000).toString(16)) },
+    ].map((l, i) => ({
+      ...l,
+      address: asset,
+      blockNumber: "0x64",
+      blockHash: hex(32),
+      transactionHash: TX,
+      transactionIndex: "0x0",
+      logIndex: `0x${i.toString(16)}`,
+      removed: false,
+    }));
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (!req.url.startsWith(RPC)) return real(input, init);
+      const body = await req.json<{ id: number; method: string; params: { topics?: string[] }[] }>();
+      const reply = (result: unknown) => Response.json({ jsonrpc: "2.0", id: body.id, result });
+      if (body.method === "eth_getLogs") {
+        const nonce = body.params[0]?.topics?.[2];
+        return reply(logs.filter((l) => l.topics[0] === AUTH_USED && l.topics[2] === nonce));
+      }
+      if (body.method === "eth_getTransactionReceipt")
+        return reply({
+          transactionHash: TX,
+          blockHash: hex(32),
+          blockNumber: "0x64",
+          transactionIndex: "0x0",
+          from: partner,
+          to: hex(20),
+          cumulativeGasUsed: "0x1",
+          gasUsed: "0x1",
+          effectiveGasPrice: "0x1",
+          status: "0x1",
+          type: "0x2",
+          contractAddress: null,
+          logsBloom: `0x${"00".repeat(256)}`,
+          logs,
+        });
+      return Response.json({ jsonrpc: "2.0", id: body.id, error: { code: -32601, message: body.method } });
+    });
+    const reader = await rpcChainReader(RPC);
+    const one = await reader.findUse(asset, wallet, first, 90, 110);
+    const two = await reader.findUse(asset, wallet, second, 90, 110);
+    expect(one?.transfer?.value).toBe(10000n);
+    expect(two?.transfer?.value).toBe(20000n);
   });
 });
 

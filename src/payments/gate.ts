@@ -34,9 +34,10 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
         await next();
         // A call that did not succeed spends nothing.
         if (c.res.status >= 400) {
-          // What the key holds now: a refund or dispute meanwhile may have kept the credit.
+          // What the key holds now: a refund or dispute meanwhile may have kept the credit (a key
+          // whose dispute was lost matches no row there, and holds nothing).
           const left = await refundCredit(c.env.DB, keyHash);
-          c.res.headers.set("X-Credits-Remaining", String(left ?? spent.calls_left));
+          c.res.headers.set("X-Credits-Remaining", String(left ?? 0));
         }
         return;
       }

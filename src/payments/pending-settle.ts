@@ -1,5 +1,10 @@
 import { HTTPFacilitatorClient } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import {
+  type PaymentPayload,
+  type PaymentRequirements,
+  SettleError,
+  type SettleResponse,
+} from "@x402/core/types";
 
 const PENDING = "settlement_pending";
 // Entries live from a pending answer to the library's one retry, moments later; the bound only
@@ -31,18 +36,37 @@ export class PendingAwareFacilitatorClient extends HTTPFacilitatorClient {
       result = await super.settle(payload, requirements);
     } catch (e) {
       if (earlier) return earlier;
+      // A pending answer sent with a non-2xx status arrives as a SettleError, which the library
+      // also retries as pending: remembered the same way.
+      const pending = pendingFromError(e, requirements);
+      if (key && pending) this.remember(key, pending);
       throw e;
     }
     if (result.success) return result;
     // The answer about the pending transaction itself (the instance that holds its record saw it
     // revert) is definite; any other failure after a pending answer is not.
     if (earlier) return result.transaction === earlier.transaction ? result : earlier;
-    if (key && result.errorReason === PENDING && result.transaction) {
-      if (this.pending.size >= MAX_PENDING) this.pending.clear();
-      this.pending.set(key, result);
-    }
+    if (key && result.errorReason === PENDING && result.transaction) this.remember(key, result);
     return result;
   }
+
+  private remember(key: string, pending: SettleResponse) {
+    if (this.pending.size >= MAX_PENDING) this.pending.clear();
+    this.pending.set(key, pending);
+  }
+}
+
+/** The SettleResponse a thrown SettleError carries, when it says `settlement_pending` with a transaction. */
+function pendingFromError(e: unknown, requirements: PaymentRequirements): SettleResponse | undefined {
+  if (!(e instanceof SettleError) || e.errorReason !== PENDING || !e.transaction) return undefined;
+  return {
+    success: false,
+    errorReason: PENDING,
+    ...(e.errorMessage ? { errorMessage: e.errorMessage } : {}),
+    ...(e.payer ? { payer: e.payer } : {}),
+    transaction: e.transaction,
+    network: e.network ?? requirements.network,
+  };
 }
 
 function nonceOf(payload: PaymentPayload): string | undefined {

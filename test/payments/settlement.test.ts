@@ -130,6 +130,7 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     ["settlement_pending, then the retry's nonce_already_used (the first transfer landed)", "0008"],
     ["transaction_failed with no transaction (the send threw after the node took it)", "0009"],
     ["settlement_pending, then the retry's own broadcast reverted (the first may still land)", "0010"],
+    ["the same, both answers sent with HTTP error statuses (thrown as SettleErrors)", "0011"],
   ])(
     "a settlement with no clear answer (%s) withholds the content, keeps the authorization reserved and says so",
     async (_name, suffix) => {

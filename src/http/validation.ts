@@ -231,7 +231,7 @@ export const MAX_JSON_CONTAINERS = 500_000;
 
 /**
  * One pass over the text, outside strings, before anything is parsed: nesting depth, the number
- * of arrays and objects, and whether a run of 16 digits (an integer that may pass 2^53) occurs.
+ * of arrays and objects, and whether an integer of 16 digits or more (one that may pass 2^53) occurs.
  * Stops as soon as a bound is crossed. Allocates nothing: the walk of the parsed value it
  * replaces kept a pair per node (~100 MB more on the body above).
  */
@@ -239,7 +239,10 @@ export function scanJson(text: string) {
   let depth = 0;
   let maxDepth = 0;
   let containers = 0;
+  // Digits of the current number's integer part, and whether it has a fraction or exponent: only
+  // an integer can be kept exact, and floats such as 0.30000000000000004 are common.
   let digits = 0;
+  let fraction = false;
   let longDigits = false;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -251,10 +254,20 @@ export function scanJson(text: string) {
       continue;
     }
     if (c >= 0x30 && c <= 0x39) {
-      if (++digits >= 16) longDigits = true;
+      if (!fraction) digits++;
       continue;
     }
+    // ".", "e", "E" after digits, and a sign after an exponent, continue the same number.
+    if (
+      (digits > 0 || fraction) &&
+      (c === 0x2e || c === 0x65 || c === 0x45 || (fraction && (c === 0x2b || c === 0x2d)))
+    ) {
+      fraction = true;
+      continue;
+    }
+    if (digits >= 16 && !fraction) longDigits = true;
     digits = 0;
+    fraction = false;
     if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
       containers++;
@@ -262,6 +275,7 @@ export function scanJson(text: string) {
       if (maxDepth > MAX_JSON_DEPTH || containers > MAX_JSON_CONTAINERS) break;
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
+  if (digits >= 16 && !fraction) longDigits = true; // a bare number as the whole text
   return { depth: maxDepth, containers, longDigits };
 }
 

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { scanJson } from "../../src/http/validation";
 import { inputJsonSchema, skills } from "../../src/skills/registry";
 import { call, detailOf, postJson } from "../helpers";
 
@@ -275,4 +276,20 @@ describe("no bad input produces a 500", () => {
     );
     // 400 requests through every utility (the tokenizer tables among them): explicit, for a busy machine.
   }, 120_000);
+});
+
+describe("scanJson finds integers that may pass 2^53 (so only those bodies take the exact-integer parse)", () => {
+  it.each([
+    ['{"id":1234567890123456}', true],
+    ["[-12345678901234567890]", true],
+    ["12345678901234567890", true],
+    ['{"x":0.30000000000000004}', false],
+    ['{"x":1234567890123456.5}', false],
+    ['{"x":1e1234567890123456}', false],
+    ['{"x":1.5E+1234567890123456}', false],
+    ['{"s":"12345678901234567890"}', false],
+    ['{"a":123456789012345,"b":true}', false],
+  ])("%s → %s", (text, expected) => {
+    expect(scanJson(text).longDigits).toBe(expected);
+  });
 });

@@ -5,7 +5,7 @@ import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 export const mcpUrl = (cfg: PublicConfig) => `${cfg.baseUrl}${MCP_PATH}`;
 
 export const MCP_SUMMARY =
-  'MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>__<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["x402/payment"]; the result carries _meta["x402/payment-response"]. Or connect with Authorization: Bearer mk_... to pay from card credits.';
+  'MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>__<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["x402/payment"]; the result carries _meta["x402/payment-response"]. Skills can also be paid from card credits: connect with Authorization: Bearer mk_... (partner services and refinery recipes take x402 only). A call is charged only for a result, except a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund.';
 
 /**
  * A generic MCP client configuration (the `mcpServers` shape most clients read). `type: "http"` is
@@ -32,7 +32,8 @@ export function mcpManifestEntry(cfg: PublicConfig) {
     max_body_bytes: MCP_MAX_BODY_BYTES,
     payment: {
       x402: { request_meta: "x402/payment", response_meta: "x402/payment-response", version: 2 },
-      card_credits: { header: "Authorization: Bearer mk_..." },
+      // Card credits pay skill tools only; partner and refinery routes have no card-credit step.
+      card_credits: { header: "Authorization: Bearer mk_...", tools: "skills only" },
     },
     docs: `${cfg.baseUrl}/docs/mcp`,
     description: MCP_SUMMARY,

@@ -51,8 +51,8 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         <code>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</code>
       </pre>
       <p>
-        Or pay from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send it on every
-        request.
+        Or pay skill tools from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send
+        it on every request (partner services and refinery recipes take x402 only).
       </p>
       <pre>
         <code>{JSON.stringify(mcpClientConfig(cfg, true), null, 2)}</code>
@@ -88,9 +88,12 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         </li>
       </ol>
       <p>
-        Charged only for a successful result: invalid arguments come back as a tool error with the same field
-        errors as the HTTP <code>422</code>, and are not settled. A signature pays one call, over MCP or HTTP.
-        Payments land in the same ledger, under the resource <code>mcp:&lt;tool&gt;</code>.
+        Charged only for a result: invalid arguments come back as a tool error with the same field errors as
+        the HTTP <code>422</code>, and are not settled. The one exception is a partner that must be paid
+        before it answers: your payment settles first, and if the partner then fails the result says{" "}
+        <code>charged: true</code> with a <code>refund</code> (the price less what the partner can still
+        collect, sent back to the payer). A signature pays one call, over MCP or HTTP. Payments land in the
+        same ledger, under the resource <code>mcp:&lt;tool&gt;</code>.
       </p>
     </Layout>
   );

@@ -24,6 +24,11 @@ const dynamicPrice = (range: PriceRange) => ({
   protocols: [{ x402: {} }],
 });
 
+/** Every partner route answers this while the partner configuration cannot be read. */
+const PARTNERS_MISCONFIGURED = ERROR(
+  "Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS or PARTNER_WALLETS)",
+);
+
 const list = operation({
   method: "get",
   path: "/api/partners",
@@ -34,7 +39,7 @@ const list = operation({
   responses: {
     "200": json("Partner listing (spec 2.6, 2.7)"),
     "4XX": CLIENT_ERROR,
-    "503": ERROR("Partner listing misconfigured"),
+    "503": PARTNERS_MISCONFIGURED,
   },
 });
 
@@ -44,7 +49,11 @@ const one = operation({
   operationId: "get_partner",
   summary: "One hosted partner",
   tags: ["partners"],
-  responses: { "200": json("Partner (spec 2.6)"), "404": ERROR("Unknown partner") },
+  responses: {
+    "200": json("Partner (spec 2.6)"),
+    "404": ERROR("Unknown partner"),
+    "503": PARTNERS_MISCONFIGURED,
+  },
 });
 
 /**
@@ -93,6 +102,7 @@ const tryIt = (method: "get" | "post") =>
       "502": json(
         'The partner failed, or asked for a payment this marketplace does not make (upstream_status 402, not charged). "charged":false, or "charged":true with a refund when the partner had to be paid first',
       ),
+      "503": PARTNERS_MISCONFIGURED,
       "504": json(
         'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
       ),
@@ -115,9 +125,7 @@ const refinery = operation({
     "502": json(
       'The partner failed. "charged":false, or "charged":true with a refund when the partner had to be paid first',
     ),
-    "503": ERROR(
-      "Partner configuration invalid (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS, PARTNER_WALLETS)",
-    ),
+    "503": PARTNERS_MISCONFIGURED,
     "504": json(
       'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
     ),

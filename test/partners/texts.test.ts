@@ -27,6 +27,16 @@ describe("partner texts say what a partner call charges and how it is paid", () 
     expect(skill?.tool.description).toMatch(/Bearer mk_\.\.\. card credits/);
   });
 
+  it.each(["/llms.txt", "/AGENTS.md", "/agents.json", "/docs/mcp"])(
+    "%s tells MCP clients card credits pay skills only, and names the partner refund",
+    async (path) => {
+      const text = await (await send(path)).text();
+      expect(text).toMatch(/partner services and refinery recipes take x402 only/);
+      expect(text).not.toMatch(/Charged only for a successful result/);
+      expect(text).toMatch(REFUNDED);
+    },
+  );
+
   it("the MCP instructions offer card credits for skills only, and name the partner refund", async () => {
     const res = await send("/mcp", {
       method: "POST",

@@ -38,12 +38,14 @@ function parse(input: string): URL {
 }
 
 /**
- * Why the WHATWG parser refused a URL, in the words pydantic's parser (Rust's `url` crate) uses,
- * so a client reads "invalid port number" for `:99999` rather than a generic parse failure.
+ * Why the WHATWG parser refused a URL, in the words pydantic's parser (Rust's `url` crate) uses for
+ * the same input (checked against pydantic 2.13), so a client reads "invalid port number" for
+ * `:99999` rather than a generic parse failure.
  */
 function whyUnparsable(candidate: string): string {
   const authority = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/([^/?#\\]*)/.exec(candidate)?.[1];
-  if (authority === undefined) return "relative URL without a base";
+  if (authority === undefined)
+    return /^https?:/i.test(candidate) ? "empty host" : "relative URL without a base";
   const hostPort = authority.slice(authority.lastIndexOf("@") + 1);
   if (hostPort.startsWith("[")) {
     const port = /^\[[^\]]*\](?::(.*))?$/.exec(hostPort);
@@ -54,7 +56,10 @@ function whyUnparsable(candidate: string): string {
   const host = colon < 0 ? hostPort : hostPort.slice(0, colon);
   if (colon >= 0 && !validPort(hostPort.slice(colon + 1))) return "invalid port number";
   if (!host) return "empty host";
-  return "invalid domain character";
+  // A host whose last label is a number is read as an IPv4 address (WHATWG and the url crate).
+  const last = trimTrailingDots(host).split(".").pop() ?? "";
+  if (/^(?:\d+|0x[0-9a-f]*)$/i.test(last)) return "invalid IPv4 address";
+  return "invalid international domain name";
 }
 
 const validPort = (port: string) => port === "" || (/^\d+$/.test(port) && Number(port) <= 65535);

@@ -8,7 +8,8 @@ const app = createApp();
 /**
  * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain.
  * Awaited, and a run that failed or left errors throws: the Cron Events list and its alerts then
- * show it as failed instead of a success whose only trace is a log line.
+ * show it as failed instead of a success whose only trace is a log line. Not retried by the
+ * platform (noRetry): the next run is 5 minutes away and picks up what this one left.
  */
 async function scheduled(controller: ScheduledController, env: Bindings, _ctx: ExecutionContext) {
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
@@ -20,11 +21,15 @@ async function scheduled(controller: ScheduledController, env: Bindings, _ctx: E
   } catch (e) {
     const line = redacted({ level: "error", error: `reconcile: ${e}` });
     console.error(line);
+    controller.noRetry();
     throw new Error(line);
   }
   console.log(redacted({ level: "info", reconcile: summary }));
   const failure = cronFailure(summary);
-  if (failure) throw new Error(redacted({ level: "error", error: `reconcile: ${failure}` }));
+  if (failure) {
+    controller.noRetry();
+    throw new Error(redacted({ level: "error", error: `reconcile: ${failure}` }));
+  }
 }
 
 // Only the handlers are exported: workerd treats every named export of the main module as an entrypoint.

@@ -125,10 +125,11 @@ export function reliabilityMarkdown(doc: StatsDocument, baseUrl: string): string
 export function callPolicy(cfg: PublicConfig) {
   return {
     charged:
-      "Only calls answered 2xx are charged. Two refunded exceptions: a paid partner try settled before its partner failed (502 with charged: true, refunded less what the partner can still collect), and a payment whose settlement went unconfirmed (502 settlement_unconfirmed, result withheld) that lands on chain later (refunded less the share owed to a partner that served the call).",
+      "Only calls answered 2xx are charged. Two refunded exceptions: a paid partner try settled before its partner failed or timed out (502 or 504 with charged: true, refunded less what the partner can still collect; that share too once its authorization expires unused), and a payment whose settlement went unconfirmed (502 settlement_unconfirmed, result withheld) that lands on chain later (refunded less the share owed to a partner that served the call).",
     charged_statuses: "2xx",
     refunds: {
-      card_credit: "A call that does not answer 2xx spends no credit: the credit is restored at once.",
+      card_credit:
+        "A call that does not answer 2xx spends no credit: the credit is restored at once, unless a refund or lost dispute of the card payment revoked it meanwhile.",
       x402: "x402 payments are settled only after a 2xx answer; a failed call is never settled, so nothing moves. The two exceptions above are refunded automatically to the paying address, from the operating wallet.",
     },
     measurement: {

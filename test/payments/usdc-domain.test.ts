@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { usdcDomain } from "../../src/payments/usdc-domain";
 
-const BASE_USDC = "0x833589fCD6eDb6E08f4c3C6d4A8e0e6b2C2c5cD3";
+const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const SEPOLIA_USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 
 afterEach(() => {

@@ -1,6 +1,5 @@
 import type { Bindings } from "../env";
 import { baseUrlOf } from "./config";
-import { payPartner } from "./pay-partner";
 import {
   fetchOnHost,
   PartnerDeadline,
@@ -32,6 +31,8 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
   let res = await fetchOnHost(url, init, fetch);
   let upstream: Partial<Pick<UpstreamResult, "paidUpstream" | "handedOverMicros" | "unrecorded">> = {};
   if (res.status === 402 && t.partner.listing_status === "paid") {
+    // Loaded when a partner asks to be paid: the offer checks and signing stay out of start-up.
+    const { payPartner } = await import("./pay-partner");
     ({ res, ...upstream } = await payPartner(env, t, requestId, url, init, res, deadline));
   }
   let text: string;

@@ -27,6 +27,22 @@ interface SuccessProps {
 
 const successPath = (sessionId: string) => `/checkout/success?session_id=${encodeURIComponent(sessionId)}`;
 
+/**
+ * A POST of the page's reveal token back to the success page (reveal the key, or take over a
+ * stalled first call). A plain form: it works without JavaScript, and prefetchers and scanners
+ * never submit it; with JavaScript, buy.js sends it once (data-once) and shows `working`.
+ */
+function TokenForm(p: { sessionId: string; token: string; id: string; working: string; children: string }) {
+  return (
+    <form method="post" action={successPath(p.sessionId)} data-once={p.working}>
+      <input type="hidden" name="token" value={p.token} />
+      <button type="submit" id={p.id} class="button">
+        {p.children}
+      </button>
+    </form>
+  );
+}
+
 /** The first call's answer, that it is still running (the GET page refreshes itself), or that its run died. */
 function FirstCall(p: SuccessProps) {
   const state = firstCallState(p.session);
@@ -57,12 +73,9 @@ function FirstCall(p: SuccessProps) {
               It did not finish: the server running it stopped. No credit was spent for it.
             </p>
             {p.revealToken ? (
-              <form method="post" action={successPath(p.sessionId)} data-once="Running…">
-                <input type="hidden" name="token" value={p.revealToken} />
-                <button type="submit" id="rerun" class="button">
-                  Run it now
-                </button>
-              </form>
+              <TokenForm sessionId={p.sessionId} token={p.revealToken} id="rerun" working="Running…">
+                Run it now
+              </TokenForm>
             ) : (
               <p>Contact support with the session id above to have it run.</p>
             )}
@@ -102,18 +115,13 @@ function KeyReveal(p: SuccessProps) {
     );
   }
   if (p.reveal === "ready" && p.revealToken) {
-    // A plain form POST: works without JavaScript; prefetchers and scanners never submit it. With
-    // JavaScript, buy.js sends it once (data-once) and shows that it is working.
     return (
       <section>
         <h2>Your API key</h2>
         <p>It is shown once, when you ask for it: have somewhere to paste it.</p>
-        <form method="post" action={successPath(p.sessionId)} data-once="Revealing…">
-          <input type="hidden" name="token" value={p.revealToken} />
-          <button type="submit" id="reveal" class="button">
-            Reveal my key
-          </button>
-        </form>
+        <TokenForm sessionId={p.sessionId} token={p.revealToken} id="reveal" working="Revealing…">
+          Reveal my key
+        </TokenForm>
       </section>
     );
   }

@@ -46,52 +46,56 @@ export function partnerConfig(env: Bindings): PartnerConfig | Refused {
   if ("error" in urls) return urls;
   const wallets = parseWallets(env.PARTNER_WALLETS);
   if ("error" in wallets) return wallets;
-  return { ...pricing, baseUrls: urls.baseUrls, wallets: wallets.wallets };
+  return { ...pricing, baseUrls: urls.values, wallets: wallets.values };
 }
 
 const isHttpUrl = (value: unknown) =>
   typeof value === "string" && URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
 
-/** PARTNER_BASE_URLS must be a JSON object of http(s) URLs; anything else is refused, not guessed at. */
-function parseBaseUrls(raw: string | undefined): { baseUrls: Record<string, string> } | Refused {
-  if (!raw?.trim()) return { baseUrls: {} };
+/**
+ * A per-partner override variable: a JSON object of partner id → value, each value checked; any
+ * other shape is refused with its name, not guessed at.
+ */
+function parseOverrides(
+  name: string,
+  raw: string | undefined,
+  valid: (value: unknown) => boolean,
+  what: string,
+): { values: Record<string, string> } | Refused {
+  if (!raw?.trim()) return { values: {} };
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch {
-    return { error: "PARTNER_BASE_URLS is not valid JSON" };
+    return { error: `${name} is not valid JSON` };
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return { error: "PARTNER_BASE_URLS is not a JSON object" };
+    return { error: `${name} is not a JSON object` };
   }
-  const bad = Object.entries(value).find(([, url]) => !isHttpUrl(url));
-  if (bad) return { error: `PARTNER_BASE_URLS["${bad[0]}"] is not an http(s) URL` };
-  return { baseUrls: value as Record<string, string> };
+  const bad = Object.entries(value).find(([, v]) => !valid(v));
+  if (bad) return { error: `${name}["${bad[0]}"] is not ${what}` };
+  return { values: value as Record<string, string> };
 }
+
+/** PARTNER_BASE_URLS: partner id → base URL (http or https). */
+const parseBaseUrls = (raw: string | undefined) =>
+  parseOverrides("PARTNER_BASE_URLS", raw, isHttpUrl, "an http(s) URL");
 
 /** An EVM address as wallets are written (any letter case). */
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 /**
- * PARTNER_WALLETS: a JSON object of partner id → the wallet its x402 price is paid to. The
- * listing's ownership_wallet is the spec's placeholder; a deployment names each partner's real
- * wallet here, and the operating wallet pays no other (pay-partner.ts).
+ * PARTNER_WALLETS: partner id → the wallet its x402 price is paid to. The listing's
+ * ownership_wallet is the spec's placeholder; a deployment names each partner's real wallet here,
+ * and the operating wallet pays no other (pay-partner.ts).
  */
-function parseWallets(raw: string | undefined): { wallets: Record<string, string> } | Refused {
-  if (!raw?.trim()) return { wallets: {} };
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return { error: "PARTNER_WALLETS is not valid JSON" };
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return { error: "PARTNER_WALLETS is not a JSON object" };
-  }
-  const bad = Object.entries(value).find(([, w]) => typeof w !== "string" || !ADDRESS.test(w));
-  if (bad) return { error: `PARTNER_WALLETS["${bad[0]}"] is not a 0x wallet address` };
-  return { wallets: value as Record<string, string> };
-}
+const parseWallets = (raw: string | undefined) =>
+  parseOverrides(
+    "PARTNER_WALLETS",
+    raw,
+    (w) => typeof w === "string" && ADDRESS.test(w),
+    "a 0x wallet address",
+  );
 
 /** The wallet a partner is paid to: PARTNER_WALLETS, or the listing's own. */
 export const walletOf = (partner: Partner, pc: PartnerConfig) =>

@@ -148,7 +148,14 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
   for (const row of upstream.results) {
     summary.checked++;
     try {
-      const d = await judge(row, row.amount_micro);
+      let d = await judge(row, row.amount_micro);
+      // Our nonce spent on a transfer other than the one we signed: no rule decides that (money
+      // moved, but not as recorded), so the row stays undecided, re-read each run, and the run
+      // reports it (a failed Cron run) for a person; nothing is refunded or owed on its account.
+      if (d.outcome === "unpaid" && d.txHash) {
+        summary.errors.push(`upstream ${row.id}: ${d.evidence}; left undecided for a person`);
+        d = { outcome: "wait", evidence: d.evidence };
+      }
       // Not landed: what a refund kept back for the partner goes back to the caller.
       const refund = await applyUpstream(env.DB, row, d);
       if (d.outcome === "paid") summary.upstream_landed++;

@@ -146,6 +146,32 @@ describe("a share kept back from a refund goes back to the caller once the partn
     expect(await refundRow(`${requestId}:withheld`)).toBeNull();
   });
 
+  it("reconciliation leaves a nonce spent on another transfer undecided and reports it for a person", async () => {
+    const { requestId } = await partnerTookAuthorizationAndFailed();
+    const [row] = await upstreamRows(requestId);
+    const nonce = String(row?.auth_nonce).toLowerCase();
+    const reader: ChainReader = {
+      chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
+      head: async () => ({ number: 1e7, timestamp: Math.floor(Date.now() / 1000) + 10_000, blockSeconds: 2 }),
+      // Every other file's rows read as used with no log found: they only wait.
+      authorizationUsed: async () => true,
+      findUse: async (_asset, who, n) =>
+        n.toLowerCase() === nonce
+          ? {
+              txHash: `0x${"ee".repeat(32)}`,
+              blockNumber: 9,
+              transfer: { from: who, to: `0x${"99".repeat(20)}`, value: 1n },
+            }
+          : undefined,
+    };
+    const summary = await reconcile(tryEnv as never, reader);
+    expect(summary.errors.join("\n")).toMatch(
+      new RegExp(`upstream ${row?.id}: .*different transfer.*left undecided for a person`),
+    );
+    expect(await upstreamRows(requestId)).toEqual([expect.objectContaining({ chain_status: null })]);
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
+  });
+
   it("a stale view of a row another run already decided returns nothing twice", async () => {
     const { settled, requestId } = await partnerTookAuthorizationAndFailed();
     const [row] = await upstreamRows(requestId);

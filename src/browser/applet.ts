@@ -40,11 +40,15 @@ function setStatus(text: string, cls: string) {
   status.className = cls;
 }
 
+/** Counts edits of the skill or the body: an answer to a request sent before an edit offers no payment. */
+let edits = 0;
+
 /**
  * The challenge on show prices the request as it was sent: once the skill or the body changes, its
  * price, its wallet payment (which would repeat the old request) and its Buy button no longer fit.
  */
 function forgetChallenge() {
+  edits++;
   if (!pending && challenge.hidden) return;
   pending = undefined;
   challenge.hidden = true;
@@ -82,6 +86,7 @@ function show(res: Response, text: string) {
 }
 
 async function send(endpoint: string, text: string, extra: Record<string, string> = {}) {
+  const sentAt = edits;
   const headers: Record<string, string> = { "content-type": "application/json", ...extra };
   if (key.value.trim() && !extra["PAYMENT-SIGNATURE"]) headers.authorization = `Bearer ${key.value.trim()}`;
   let res: Response;
@@ -95,6 +100,8 @@ async function send(endpoint: string, text: string, extra: Record<string, string
   pending = undefined;
   // The raw 402 is long and mostly for machines: folded behind "details"; other answers open.
   raw.open = res.status !== 402;
+  // Edited while this request was on its way: its offer would pay for the old text.
+  if (sentAt !== edits) return;
   if (res.status === 402 && res.headers.get("payment-required")) {
     const required = paymentRequired(res);
     const offer = required.accepts[0];

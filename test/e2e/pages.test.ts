@@ -249,6 +249,26 @@ describe("pages in a real browser", () => {
     await page.close();
   });
 
+  it("a body edited while its request is on the way gets no offer for the old text", async () => {
+    const { page } = await open("/applet");
+    await page.selectOption("#skill", "/api/skills/slugify");
+    // Hold the answer until the body has been edited.
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    await page.route("**/api/skills/slugify", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.click("#send");
+    await page.fill("#body", JSON.stringify({ text: "Edited Meanwhile" }));
+    release();
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent?.startsWith("402"));
+    expect(await page.isHidden("#challenge")).toBe(true);
+    await page.close();
+  });
+
   it("each docs page's Buy button shows the server's pack and opens Stripe's page for it", async () => {
     for (const id of ["slugify", "osint_graph"]) {
       const s = catalog.find((x) => x.id === id) as CatalogSkill;

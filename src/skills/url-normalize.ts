@@ -15,7 +15,11 @@ export function trimTrailingDots(host: string): string {
 function parse(input: string): URL {
   const trimmed = input.trim();
   // "example.com/path" is what people paste; read it as a web address rather than refuse it.
-  const candidate = HAS_SCHEME.test(trimmed) && !/^[^:/]+:\d/.test(trimmed) ? trimmed : `https://${trimmed}`;
+  // "localhost:8080/x" is a host and port, not a scheme; "http:1.2.3.4/x" is http (as pydantic reads it).
+  const candidate =
+    HAS_SCHEME.test(trimmed) && (/^https?:/i.test(trimmed) || !/^[^:/]+:\d/.test(trimmed))
+      ? trimmed
+      : `https://${trimmed}`;
   let url: URL;
   try {
     url = new URL(candidate);
@@ -40,27 +44,47 @@ function parse(input: string): URL {
 /**
  * Why the WHATWG parser refused a URL, in the words pydantic's parser (Rust's `url` crate) uses for
  * the same input (checked against pydantic 2.13), so a client reads "invalid port number" for
- * `:99999` rather than a generic parse failure.
+ * `:99999` rather than a generic parse failure. Both parsers drop tabs and newlines, skip any run
+ * of slashes after an http(s) scheme, and report an empty host, then the host's fault, then the
+ * port's.
  */
 function whyUnparsable(candidate: string): string {
-  const authority = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/([^/?#\\]*)/.exec(candidate)?.[1];
-  if (authority === undefined)
-    return /^https?:/i.test(candidate) ? "empty host" : "relative URL without a base";
+  const text = candidate.replace(/[\t\n\r]/g, "");
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(text);
+  const special = scheme && /^https?$/i.test(scheme[1] ?? "");
+  const rest = scheme ? text.slice(scheme[0].length) : text;
+  const afterSlashes = special ? rest.replace(/^[/\\]*/, "") : /^\/\//.test(rest) ? rest.slice(2) : undefined;
+  if (afterSlashes === undefined) return "relative URL without a base";
+  const authority = /^[^/?#\\]*/.exec(afterSlashes)?.[0] ?? "";
   const hostPort = authority.slice(authority.lastIndexOf("@") + 1);
   if (hostPort.startsWith("[")) {
-    const port = /^\[[^\]]*\](?::(.*))?$/.exec(hostPort);
-    if (port && port[1] !== undefined && !validPort(port[1])) return "invalid port number";
-    return "invalid IPv6 address";
+    const ipv6 = /^\[[^\]]*\](?::(.*))?$/.exec(hostPort);
+    if (!ipv6 || !URL.canParse(`http://${hostPort.slice(0, hostPort.indexOf("]") + 1)}/`))
+      return "invalid IPv6 address";
+    return ipv6[1] !== undefined && !validPort(ipv6[1]) ? "invalid port number" : "invalid IPv6 address";
   }
-  const colon = hostPort.lastIndexOf(":");
+  const colon = hostPort.indexOf(":");
   const host = colon < 0 ? hostPort : hostPort.slice(0, colon);
-  if (colon >= 0 && !validPort(hostPort.slice(colon + 1))) return "invalid port number";
   if (!host) return "empty host";
-  // A host whose last label is a number is read as an IPv4 address (WHATWG and the url crate).
-  const last = trimTrailingDots(host).split(".").pop() ?? "";
-  if (/^(?:\d+|0x[0-9a-f]*)$/i.test(last)) return "invalid IPv4 address";
+  if (!URL.canParse(`http://${host}/`)) {
+    // A forbidden code point makes it a bad domain whatever its labels; otherwise a host whose
+    // last label is a number is read as an IPv4 address (WHATWG and the url crate).
+    if (forbiddenInHost(host)) return "invalid international domain name";
+    const last = trimTrailingDots(host).split(".").pop() ?? "";
+    return /^(?:\d+|0x[0-9a-f]*)$/i.test(last) ? "invalid IPv4 address" : "invalid international domain name";
+  }
+  if (colon >= 0 && !validPort(hostPort.slice(colon + 1))) return "invalid port number";
   return "invalid international domain name";
 }
+
+/** WHATWG's forbidden domain code points: controls, space, DEL and the URL delimiters. */
+const forbiddenInHost = (host: string) => {
+  for (let i = 0; i < host.length; i++) {
+    const c = host.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f || "#%/:<>?@[\\]^|".includes(host[i] as string)) return true;
+  }
+  return false;
+};
 
 const validPort = (port: string) => port === "" || (/^\d+$/.test(port) && Number(port) <= 65535);
 

@@ -53,6 +53,8 @@ describe("url_normalize", () => {
     () => {
       expect(normalizeUrl("Bücher.example/Path").canonical).toBe("https://xn--bcher-kva.example/Path");
       expect(normalizeUrl("localhost:8080/x").canonical).toBe("https://localhost:8080/x");
+      // A scheme without slashes is still http (as pydantic reads it), not a host named "http".
+      expect(normalizeUrl("http:1.2.3.4/x").canonical).toBe("https://1.2.3.4/x");
     },
     SKILL_TEST_TIMEOUT,
   );
@@ -65,6 +67,13 @@ describe("url_normalize", () => {
     ["http://1.2.3.256/", "invalid IPv4 address"],
     ["http://example.com:99999/", "invalid port number"],
     ["http://[::1/", "invalid IPv6 address"],
+    // Empty host first, then the host's fault, then the port's; slashes after http: are skipped.
+    ["http://:99999/", "empty host"],
+    ["http://exa mple.com:99999/", "invalid international domain name"],
+    ["http://a:1:2/", "invalid port number"],
+    ["http:/exa mple.com", "invalid international domain name"],
+    ["http://a<b.1.2.3.4/", "invalid international domain name"],
+    ["http://\t999999999999/", "invalid IPv4 address"],
   ])(
     "%s is 422 url_parsing, %s (pydantic's words for it)",
     async (url, error) => {

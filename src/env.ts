@@ -51,6 +51,8 @@ export interface Variables {
   x402Payment: VerifiedPayment | undefined;
   /** The EIP-3009 authorization this request claimed in D1 (see payments/settlement.ts). */
   paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
+  /** A skill's upstream failure was at the caller's own target (the page it named): stats/record.ts. */
+  targetFault: boolean | undefined;
   /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */
   cardCredit: { keyHash: string } | undefined;
 }

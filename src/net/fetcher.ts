@@ -31,6 +31,12 @@ export class UpstreamError extends Error {
   constructor(
     readonly status: 502 | 504,
     message: string,
+    /**
+     * The fault is the caller's own target (the page it named, that page's DNS name), not a
+     * service the marketplace relies on: the published reliability figures leave it out, so a
+     * caller cannot set a skill's success rate by naming a failing page.
+     */
+    readonly target = false,
   ) {
     super(message);
   }
@@ -133,7 +139,11 @@ export async function dnsRefusal(host: string, cfg: NetConfig, signal: AbortSign
   for (const answer of lookups) {
     if (answer.Status === 3) return `host ${name} does not resolve (NXDOMAIN)`;
     if (answer.Status !== 0) {
-      throw new UpstreamError(502, `could not check the addresses of ${name} (DNS status ${answer.Status})`);
+      throw new UpstreamError(
+        502,
+        `could not check the addresses of ${name} (DNS status ${answer.Status})`,
+        true,
+      );
     }
     for (const record of answer.Answer ?? []) {
       if ((record.type === 1 || record.type === 28) && typeof record.data === "string")
@@ -196,7 +206,7 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
         signal,
       });
     } catch (e) {
-      throw upstreamFrom(e, "the page", cfg);
+      throw upstreamFrom(e, "the page", cfg, true);
     }
     const location = res.headers.get("location");
     if (REDIRECTS.has(res.status) && location !== null) {
@@ -218,10 +228,10 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
     }
     if (!res.ok) {
       await res.body?.cancel();
-      throw new UpstreamError(502, `the page answered HTTP ${res.status}`);
+      throw new UpstreamError(502, `the page answered HTTP ${res.status}`, true);
     }
     const contentType = res.headers.get("content-type") ?? "";
-    const text = await readText(res, cfg.maxBytes, "the page", cfg);
+    const text = await readText(res, cfg.maxBytes, "the page", cfg, true);
     return { url: url.href, status: res.status, contentType, text, redirects: hop };
   }
 }
@@ -270,18 +280,24 @@ export async function fetchApiJson(
 export const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-function upstreamFrom(e: unknown, what: string, cfg: NetConfig): Error {
+function upstreamFrom(e: unknown, what: string, cfg: NetConfig, target = false): Error {
   if (e instanceof UpstreamError || e instanceof UrlRefused) return e;
   const name = e instanceof Error ? e.name : "";
   if (name === "TimeoutError" || name === "AbortError") {
-    return new UpstreamError(504, `${what} did not answer within ${cfg.timeoutMs} ms`);
+    return new UpstreamError(504, `${what} did not answer within ${cfg.timeoutMs} ms`, target);
   }
-  if (e instanceof TooLarge) return new UpstreamError(502, e.message);
-  return new UpstreamError(502, `${what} could not be reached`);
+  if (e instanceof TooLarge) return new UpstreamError(502, e.message, target);
+  return new UpstreamError(502, `${what} could not be reached`, target);
 }
 
 /** Reads a body as text, refusing more than `max` bytes while it streams. */
-async function readText(res: Response, max: number, what: string, cfg: NetConfig): Promise<string> {
+async function readText(
+  res: Response,
+  max: number,
+  what: string,
+  cfg: NetConfig,
+  target = false,
+): Promise<string> {
   const tooLarge = () => new TooLarge(`${what} is larger than ${Math.round(max / 1024)} KiB`);
   try {
     const declared = Number(res.headers.get("content-length") ?? "");
@@ -292,7 +308,7 @@ async function readText(res: Response, max: number, what: string, cfg: NetConfig
     const bytes = await readCappedBytes(res, max, tooLarge);
     return decode(bytes, res.headers.get("content-type") ?? "");
   } catch (e) {
-    throw upstreamFrom(e, what, cfg);
+    throw upstreamFrom(e, what, cfg, target);
   }
 }
 

@@ -39,7 +39,10 @@ for (const skill of skills) {
       } catch (e) {
         if (e instanceof InputError) return validationResponse(c, e.items);
         if (e instanceof NotImplemented) return detail(c, 501, "not implemented");
-        if (e instanceof UpstreamError) return detail(c, e.status, e.message, { charged: false });
+        if (e instanceof UpstreamError) {
+          if (e.target) c.set("targetFault", true);
+          return detail(c, e.status, e.message, { charged: false });
+        }
         throw e;
       }
     },

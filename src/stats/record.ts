@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { isMcpRequest } from "../http/mcp-request";
+import { REPLAY_HEADER } from "../payments/idempotent-results";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -28,6 +29,8 @@ export type Outcome =
   | "conflict"
   | "client_error"
   | "upstream"
+  | "target_error"
+  | "replay"
   | "settlement_unconfirmed"
   | "server_error";
 export type PaymentMethod = "x402_v1" | "x402_v2" | "card_credit" | "free_beta" | "none";
@@ -54,13 +57,16 @@ export function classify(status: number, body: string | undefined): Outcome {
 }
 
 function paymentMethod(c: Context<AppEnv>): PaymentMethod {
-  if (publicConfig(c.env, c.req.url).freeBeta) return "free_beta";
-  // A verified payment (v1 X-PAYMENT lifted into v2 says so itself), else a claim of this request.
+  // A verified payment (v1 X-PAYMENT lifted into v2 says so itself), else a claim of this request:
+  // first, because partner routes are paid even in free beta.
   const verified = c.get("x402Payment");
   if (verified) return verified.v1 ? "x402_v1" : "x402_v2";
   const version = c.get("paymentClaim")?.payment.x402Version;
   if (version !== undefined) return version === 1 ? "x402_v1" : "x402_v2";
-  if (c.res.headers.has("X-Credits-Remaining")) return "card_credit";
+  // The gate's own mark that a credit paid this call, not a response header (a stored answer
+  // replayed for an Idempotency-Key carries the header of the call that paid).
+  if (c.get("cardCredit")) return "card_credit";
+  if (publicConfig(c.env, c.req.url).freeBeta) return "free_beta";
   return "none";
 }
 
@@ -93,7 +99,15 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
     // Only error bodies are peeked at (for the settlement reason), never a 2xx body.
     const body = status >= 500 ? await c.res.clone().text() : undefined;
     const method = paymentMethod(c);
-    const outcome = classify(status, body);
+    // A stored answer given back for a repeated payment id or Idempotency-Key is not a new call:
+    // neither charged nor measured (it would count the first call's success again, at no cost).
+    // A failure at the page the caller named is the caller's, not the skill's.
+    const outcome =
+      c.res.headers.get(REPLAY_HEADER) === "true"
+        ? "replay"
+        : c.get("targetFault") && (status === 502 || status === 504)
+          ? "target_error"
+          : classify(status, body);
     const rec: CallRecord = {
       at: Date.now(),
       skill,

@@ -642,3 +642,91 @@ describe("documents that quote the figures survive a stats failure", () => {
     }
   });
 });
+
+describe("calls that say nothing about a skill's reliability are logged apart", () => {
+  const since = (t0: number, skill: string) =>
+    env.DB.prepare(
+      "SELECT status, outcome, payment_method, amount_micro FROM call_log WHERE skill = ?1 AND at >= ?2 ORDER BY id",
+    )
+      .bind(skill, t0)
+      .all();
+
+  it("a stored answer replayed for an Idempotency-Key is a replay: no second success, no second credit booked", {
+    timeout: 30_000,
+  }, async () => {
+    const { hashKey, newApiKey } = await import("../../src/payments/credits");
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'uuid_mint', 1, 1, ?3)",
+    )
+      .bind(crypto.randomUUID(), await hashKey(key), Date.now())
+      .run();
+    const t0 = Date.now();
+    const init = {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${key}`,
+        "idempotency-key": `pump-${crypto.randomUUID()}`,
+      },
+      body: JSON.stringify({ count: 1 }),
+    };
+    const paidEnv = { ...env, FREE_BETA: "false" };
+    for (let i = 0; i < 4; i++)
+      expect((await fetchApp("/api/skills/uuid-mint", init, paidEnv)).status).toBe(200);
+    const price = Number(skills.find((s) => s.id === "uuid_mint")?.price_atomic);
+    const { results } = await since(t0, "uuid_mint");
+    expect(results).toEqual([
+      { status: 200, outcome: "ok", payment_method: "card_credit", amount_micro: price },
+      ...Array(3).fill({ status: 200, outcome: "replay", payment_method: "none", amount_micro: 0 }),
+    ]);
+  });
+
+  it("a failure at the page the caller named is the caller's (target_error); one at Wikidata stays the skill's", {
+    timeout: 30_000,
+  }, async () => {
+    const t0 = Date.now();
+    const page = await fetchApp("/api/skills/ai-detector", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `${FIXTURE}/pages/upstream-failure` }),
+    });
+    expect(page.status).toBe(502);
+    const wikidata = await fetchApp("/api/skills/osint-graph", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ seed_entity: "upstream-failure" }),
+    });
+    expect(wikidata.status).toBe(502);
+    expect((await since(t0, "ai_detector")).results).toEqual([
+      expect.objectContaining({ status: 502, outcome: "target_error" }),
+    ]);
+    expect((await since(t0, "osint_graph")).results).toEqual([
+      expect.objectContaining({ status: 502, outcome: "upstream" }),
+    ]);
+    const stats = await skillStats(env.DB, Date.now());
+    // Not admitted: a caller cannot set ai_detector's success rate by naming a failing page.
+    expect(stats.skills.find((s) => s.skill === "ai_detector")?.windows["24h"].upstream_error_rate ?? 0).toBe(
+      0,
+    );
+  });
+});
+
+describe("a paid partner try in free beta is logged as paid", () => {
+  it("with its x402 method and amount, not free_beta and 0 (partner routes are paid in free beta too)", {
+    timeout: 30_000,
+  }, async () => {
+    const { paidCall, stubNetwork } = await import("../partners/network");
+    stubNetwork(() => Response.json({ price: 1 }));
+    const t0 = Date.now();
+    const res = await paidCall("/api/partners/pricefeed/try/price");
+    expect(res.status).toBe(200);
+    vi.restoreAllMocks();
+    const { results } = await env.DB.prepare(
+      "SELECT status, outcome, payment_method, amount_micro FROM call_log WHERE skill = 'partner:pricefeed/price' AND at >= ?1 AND status = 200",
+    )
+      .bind(t0)
+      .all();
+    expect(results).toEqual([{ status: 200, outcome: "ok", payment_method: "x402_v2", amount_micro: 30000 }]);
+  });
+});

@@ -306,6 +306,42 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
     expect(net.to(stripe)).toBe(before);
   }, 120_000);
 
+  it("the admin API's bearer token cannot be guessed faster than the sign-in form's 20 a minute: one budget per IP", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const e = { ...limitedEnv, ADMIN_TOKEN: "the-real-token" };
+    const admin = (token: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/admin/payments", {
+          headers: { "cf-connecting-ip": ip, authorization: `Bearer ${token}` },
+        }),
+        e,
+      );
+    for (let i = 0; i < RL_FREE; i++) expect((await admin(`guess-${i}`)).status).toBe(401);
+    await expect429(await admin("guess-more"), "free");
+    // The sign-in form shares the budget; another address is untouched.
+    const login = await app.fetch(
+      new Request("https://skills.test/admin/login", {
+        method: "POST",
+        headers: {
+          "cf-connecting-ip": ip,
+          "content-type": "application/x-www-form-urlencoded",
+          origin: "https://skills.test",
+        },
+        body: "token=guess",
+      }),
+      e,
+    );
+    expect(login.status).toBe(429);
+    const other = await app.fetch(
+      new Request("https://skills.test/api/admin/payments", {
+        headers: { "cf-connecting-ip": randomIp(), authorization: "Bearer the-real-token" },
+      }),
+      e,
+    );
+    expect(other.status).toBe(200);
+  }, 60_000);
+
   it('RATE_LIMITS="off" disables every limit', async () => {
     network();
     const ip = randomIp();

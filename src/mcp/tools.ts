@@ -23,6 +23,24 @@ export interface McpTool {
 const withoutDialect = ({ $schema: _drop, ...schema }: JsonSchema) => schema;
 
 /**
+ * A tool's input schema as model APIs accept it: Anthropic's refuses `anyOf`, `oneOf` and `allOf`
+ * at the top level of any tool (and with it every request of a client that lists our tools),
+ * OpenAI's wants `properties`. The route still enforces the whole schema (ai_detector: text or
+ * url, a 422 otherwise), and its field descriptions say so.
+ */
+function forToolCalling(schema: JsonSchema): JsonSchema {
+  const { anyOf: _a, oneOf: _o, allOf: _l, ...rest } = schema as JsonSchema & Record<string, unknown>;
+  return { properties: {}, ...rest };
+}
+
+/** The fields of a partner's sample body, each typed as the sample is. */
+function sampleProperties(sample: Record<string, unknown> | undefined) {
+  const typeOf = (v: unknown) =>
+    Array.isArray(v) ? "array" : v === null ? "null" : typeof v === "object" ? "object" : typeof v;
+  return Object.fromEntries(Object.entries(sample ?? {}).map(([k, v]) => [k, { type: typeOf(v) }]));
+}
+
+/**
  * What a paid tool's `structuredContent` can be. The official MCP client validates it against
  * `outputSchema` even on an `isError` result, so the schema states all three shapes (disjoint
  * `required` sets keep the success branch strict): the result, the x402 PaymentRequired of an
@@ -87,6 +105,9 @@ function fromSellable(item: Sellable): McpTool {
         : {
             type: "object",
             description: "The JSON body sent to the partner.",
+            // A `properties` on every object schema: OpenAI's function calling refuses one without
+            // it (and with it the whole tool list); the sample's fields, typed, others allowed.
+            properties: sampleProperties(service.test_body),
             ...(service.test_body ? { examples: [service.test_body] } : {}),
           };
     return {
@@ -113,7 +134,9 @@ function fromSellable(item: Sellable): McpTool {
       description: skill
         ? `${item.description} Price: ${price}; charged only for a successful result. ${PAYMENT_NOTE}`
         : `${item.description} Price: ${price}; ${PARTNER_CHARGE} ${PARTNER_PAYMENT_NOTE}`,
-      inputSchema: withoutDialect(example?.inputSchema ?? { type: "object" }) as Tool["inputSchema"],
+      inputSchema: forToolCalling(
+        withoutDialect(example?.inputSchema ?? { type: "object" }),
+      ) as Tool["inputSchema"],
       ...(skill ? { outputSchema: toolOutputSchema(outputJsonSchema(skill)) } : {}),
       annotations: { openWorldHint: skill ? skill.kind !== "utility" : true },
       // The x402 bazaar's MCP discovery declaration, for indexers that read tools/list.

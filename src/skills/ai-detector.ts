@@ -33,13 +33,16 @@ export const aiDetector = defineSkill({
   input: () =>
     z
       .object({
-        url: z
+        url: z.string().max(8000).nullable().default(null).meta({
+          description:
+            "Page to read the text from (used when text is absent). Give text or url: one is required.",
+        }),
+        text: z
           .string()
           .max(8000)
           .nullable()
           .default(null)
-          .meta({ description: "Page to read the text from (used when text is absent)." }),
-        text: z.string().max(8000).nullable().default(null).meta({ description: "Text to analyse." }),
+          .meta({ description: "Text to analyse. Give text or url: one is required." }),
       })
       .refine((v) => Boolean(v.text) || Boolean(v.url), {
         message: "either text or url is required",

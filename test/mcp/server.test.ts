@@ -136,7 +136,9 @@ describe("MCP protocol surface", () => {
       expect(tool?.title).toBe(skill.name);
       expect(tool?.description).toContain(skill.description);
       expect(tool?.description).toContain(`$${skill.price_usd} per call`);
-      expect(tool?.inputSchema).toEqual(withoutDialect(inputJsonSchema(skill)));
+      // The registry's schema, less what model APIs refuse at the top (the route enforces it all).
+      const { anyOf: _a, oneOf: _o, allOf: _l, ...forTools } = withoutDialect(inputJsonSchema(skill));
+      expect(tool?.inputSchema).toEqual({ properties: {}, ...forTools });
       expect(tool?.outputSchema?.type).toBe("object");
       expect(tool?.outputSchema?.anyOf[0]).toEqual(withoutDialect(outputJsonSchema(skill)));
     }
@@ -264,6 +266,26 @@ describe("MCP protocol surface", () => {
       expect(res.status).toBe(202);
       expect(await res.text()).toBe("");
       expect(res.headers.get("content-type")).toBeNull();
+    });
+  });
+});
+
+describe("every tool's input schema is one the model APIs accept", () => {
+  it("no anyOf/oneOf/allOf at the top (Anthropic refuses the whole tool list), and properties on every object (OpenAI)", async () => {
+    const answer = await rpc("tools/list", {});
+    const tools = field<{ name: string; inputSchema: Record<string, unknown> }[]>(answer, "tools");
+    expect(tools.length).toBeGreaterThan(30);
+    for (const t of tools) {
+      expect(t.inputSchema.type, t.name).toBe("object");
+      for (const k of ["anyOf", "oneOf", "allOf"]) expect(t.inputSchema, t.name).not.toHaveProperty(k);
+      expect(t.inputSchema, t.name).toHaveProperty("properties");
+    }
+    const detector = tools.find((t) => t.name === "ai_detector");
+    expect(JSON.stringify(detector?.inputSchema)).toContain("Give text or url: one is required.");
+    const verify = tools.find((t) => t.name === "pricefeed__receipt_verify");
+    expect(verify?.inputSchema.properties).toMatchObject({
+      claim: { type: "string" },
+      evidence: { type: "array" },
     });
   });
 });

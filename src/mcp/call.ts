@@ -44,11 +44,21 @@ const toolError = (structured: Record<string, unknown>, text: string): CallToolR
   content: [{ type: "text", text }],
 });
 
+/** A header value that decodes to no payment payload (the gate answers invalid_payment_header). */
+const NOT_A_PAYMENT = "not-a-payment";
+
 /** The payment payload from `_meta`: the object itself, or an already encoded header value. */
 function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined | Error {
   const payment = meta?.[PAYMENT_META];
   if (payment === undefined || payment === null) return undefined;
-  if (typeof payment === "string") return payment;
+  if (typeof payment === "string") {
+    // Line breaks and spaces of a wrapped base64 string are dropped, as base64 decoders do. What
+    // is left must fit in a header: anything else is sent as a value the gate reads as no payment
+    // payload, so the caller gets its documented invalid_payment_header with the offer, not an
+    // internal error from the Headers object.
+    const compact = payment.replace(/\s+/g, "");
+    return /^[\x21-\x7e]*$/.test(compact) ? compact : NOT_A_PAYMENT;
+  }
   if (typeof payment !== "object" || Array.isArray(payment)) {
     return new Error(`_meta["${PAYMENT_META}"] must be an x402 v2 PaymentPayload object`);
   }

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
@@ -401,6 +401,23 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(text.isError).toBe(true);
     expect(text.structuredContent).toMatchObject({ x402Version: 2, reason: "invalid_payment_header" });
     expect(text.structuredContent?.accepts).toEqual([expect.objectContaining({ amount: "3000" })]);
+    // Characters no header can carry: the same refusal with the offer, not JSON-RPC -32603.
+    for (const bad of ["eyJ4NDAy\u0000Ijoy", "eyJ4NDAyIjoy\u00e9"]) {
+      const refused = await callTool("sha256", { text: "abc" }, { "x402/payment": bad });
+      expect(refused.structuredContent, JSON.stringify(bad)).toMatchObject({
+        reason: "invalid_payment_header",
+      });
+      expect(refused.structuredContent?.accepts).toHaveLength(1);
+    }
+  });
+
+  it("a base64 payment wrapped in lines (as some encoders write it) pays like the unwrapped one", async () => {
+    const unpaid = await callTool("sha256", { text: "abc" });
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
+    const wrapped = (encodePaymentSignatureHeader(pay.payload).match(/.{1,76}/g) ?? []).join("\r\n");
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": wrapped });
+    expect(result.isError).toBeFalsy();
+    expect(await nonceRow(pay.key)).toMatchObject({ status: "settled" });
   });
 
   it("a settlement that fails carries x402's own settle response (x402/payment-response), in _meta and structuredContent", async () => {

@@ -1,11 +1,13 @@
 import { StreamableHTTPTransport } from "@hono/mcp";
 import {
+  InitializeRequestSchema,
   isInitializeRequest,
   JSONRPCMessageSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Context, ExecutionContext } from "hono";
 import { HTTPException } from "hono/http-exception";
+import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { pricingOf } from "../partners/request";
@@ -37,6 +39,19 @@ const executionCtx = (c: Context<AppEnv>): ExecutionContext | undefined => {
 export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appFetch: AppFetch) {
   const message = JSONRPCMessageSchema.safeParse(parsed);
   if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
+  // The transport reads initialize itself and answers bad params with -32603 (internal error):
+  // checked here, so a client gets -32602 (invalid params) with its own request id.
+  const m = message.data as { method?: unknown; id?: string | number };
+  if (m.method === "initialize" && m.id !== undefined) {
+    const init = InitializeRequestSchema.safeParse(message.data);
+    if (!init.success) {
+      return c.json({
+        jsonrpc: "2.0",
+        id: m.id,
+        error: { code: -32602, message: `Invalid params: ${z.prettifyError(init.error)}` },
+      });
+    }
+  }
   const version = c.req.header("mcp-protocol-version");
   if (version && !isInitializeRequest(message.data) && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
     return rpcError(

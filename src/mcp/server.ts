@@ -46,10 +46,19 @@ function parseParams<T extends z.ZodType>(schema: T, request: unknown): z.infer<
   return parsed.data;
 }
 const anyParams = <M extends string>(method: M) =>
-  z.object({ method: z.literal(method), params: z.unknown() });
+  z.object({ method: z.literal(method), params: z.unknown().optional() });
 // Built once: a server is made per request, and building zod schemas showed in its profile.
 const TOOLS_CALL = anyParams("tools/call");
 const RESOURCES_READ = anyParams("resources/read");
+const TOOLS_LIST = anyParams("tools/list");
+const RESOURCES_LIST = anyParams("resources/list");
+
+/** The lists come whole, in one page: any cursor is one this server never gave (-32602, as the spec asks). */
+function onePage(schema: z.ZodType<{ params?: { cursor?: string } }>, raw: unknown) {
+  const cursor = parseParams(schema, raw).params?.cursor;
+  if (cursor !== undefined)
+    throw new McpError(ErrorCode.InvalidParams, `Invalid params: unknown cursor ${cursor}`);
+}
 
 export function createMcpServer(ctx: McpServerContext): Server {
   const server = new Server(
@@ -63,7 +72,10 @@ export function createMcpServer(ctx: McpServerContext): Server {
   const byName = new Map(ctx.tools.map((t) => [t.tool.name, t]));
   for (const t of ctx.tools) for (const alias of t.aliases ?? []) byName.set(alias, t);
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: ctx.tools.map((t) => t.tool) }));
+  server.setRequestHandler(TOOLS_LIST, (raw) => {
+    onePage(ListToolsRequestSchema, raw);
+    return { tools: ctx.tools.map((t) => t.tool) };
+  });
 
   server.setRequestHandler(TOOLS_CALL, (raw) => {
     const request = parseParams(CallToolRequestSchema, raw);
@@ -74,7 +86,10 @@ export function createMcpServer(ctx: McpServerContext): Server {
     return callTool(tool, request.params.arguments ?? {}, request.params._meta, ctx);
   });
 
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: resourceList(skills) }));
+  server.setRequestHandler(RESOURCES_LIST, (raw) => {
+    onePage(ListResourcesRequestSchema, raw);
+    return { resources: resourceList(skills) };
+  });
 
   server.setRequestHandler(RESOURCES_READ, async (raw) => {
     const request = parseParams(ReadResourceRequestSchema, raw);

@@ -261,6 +261,21 @@ describe("MCP protocol surface", () => {
         expect((await res.json<RpcAnswer>()).error?.code).toBe(-32700);
       }
     });
+    it("bad params of initialize, tools/list and resources/list are -32602 (invalid params) with the request's id, not -32603", async () => {
+      const errorOf = async (method: string, params: unknown) => {
+        const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 77, method, params }));
+        const answer = await res.json<RpcAnswer>();
+        expect(answer.id, method).toBe(77);
+        return answer.error?.code;
+      };
+      expect(await errorOf("initialize", { protocolVersion: 5 })).toBe(-32602);
+      expect(await errorOf("initialize", undefined)).toBe(-32602);
+      expect(await errorOf("tools/list", { cursor: 5 })).toBe(-32602);
+      // One page only: a cursor this server never gave is refused, not answered with the first page.
+      expect(await errorOf("tools/list", { cursor: "page-2" })).toBe(-32602);
+      expect(await errorOf("resources/list", { cursor: 5 })).toBe(-32602);
+      expect(await errorOf("tools/list", {})).toBeUndefined();
+    });
     it("a notification is accepted with 202 and no body", async () => {
       const res = await raw(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
       expect(res.status).toBe(202);

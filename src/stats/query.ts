@@ -95,8 +95,8 @@ function figures(skill: string, groups: Group[]): WindowFigures {
 
 /**
  * Per-skill figures over 24 h and 7 days from D1's call_log. D1 has no percentile function, so
- * SQL groups the calls by skill, window, outcome and server time (a histogram: a few thousand
- * groups however many calls) and the percentiles are read from it here. Reading the rows
+ * SQL groups the calls by skill, window, outcome and, for admitted calls, server time (a
+ * histogram: a few thousand groups however many calls) and the percentiles are read from it here. Reading the rows
  * themselves put every call of a week in the isolate's memory: one IP at the per-IP limit
  * writes ~6 million a week.
  */
@@ -104,9 +104,14 @@ export async function skillStats(db: D1Database, now = Date.now()) {
   const since = now - WINDOWS["7d"];
   const { results } = await db
     .prepare(
-      `SELECT skill, at >= ?3 AS recent, outcome, duration_ms, count(*) AS n, max(at) AS last_at
+      // Only admitted calls' server times feed the percentiles; the others are grouped without
+      // theirs, or refusals whose time a caller can stretch (a trickled body) would make one
+      // group per millisecond.
+      `SELECT skill, at >= ?3 AS recent, outcome,
+              CASE WHEN outcome IN (${ADMITTED.map((o) => `'${o}'`).join(",")}) THEN duration_ms ELSE -1 END AS duration_ms,
+              count(*) AS n, max(at) AS last_at
        FROM call_log WHERE at >= ?1 AND at <= ?2
-       GROUP BY skill, recent, outcome, duration_ms`,
+       GROUP BY skill, recent, outcome, 4`,
     )
     .bind(since, now, now - WINDOWS["24h"])
     .all<Group>();

@@ -730,3 +730,48 @@ describe("a paid partner try in free beta is logged as paid", () => {
     expect(results).toEqual([{ status: 200, outcome: "ok", payment_method: "x402_v2", amount_micro: 30000 }]);
   });
 });
+
+describe("the figures' query stays small whatever refused calls took", () => {
+  it("1,000 refusals with 1,000 different server times add one group, not 1,000", {
+    timeout: 60_000,
+  }, async () => {
+    const at = NOW + 100 * DAY; // a week of its own, so other tests' rows do not count
+    const rows = Array.from({ length: 1000 }, (_, i) =>
+      rec({ at, skill: "slugify", status: 402, outcome: "payment_required", durationMs: i, amountMicro: 0 }),
+    );
+    await env.DB.batch(
+      rows.map((r) =>
+        env.DB.prepare(
+          "INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        ).bind(r.at, r.skill, r.status, r.outcome, r.durationMs, r.paymentMethod, r.amountMicro, r.transport),
+      ),
+    );
+    await writeCall(env, rec({ at, skill: "slugify", durationMs: 7 }));
+    // Counts the groups the query hands the isolate.
+    let groups = 0;
+    const counting = new Proxy(env.DB, {
+      get(target, p) {
+        if (p !== "prepare") return Reflect.get(target, p).bind?.(target) ?? Reflect.get(target, p);
+        return (sql: string) => {
+          const stmt = target.prepare(sql);
+          return {
+            bind: (...args: unknown[]) => {
+              const bound = stmt.bind(...args);
+              return {
+                all: async <T>() => {
+                  const r = await bound.all<T>();
+                  groups += r.results.length;
+                  return r;
+                },
+              };
+            },
+          };
+        };
+      },
+    });
+    const stats = await skillStats(counting as D1Database, at + 1000);
+    const slugify = stats.skills.find((s) => s.skill === "slugify")?.windows["24h"];
+    expect(slugify).toMatchObject({ calls: 1001, admitted: 1, p50_ms: 7, p95_ms: 7 });
+    expect(groups).toBe(2);
+  });
+});

@@ -90,20 +90,21 @@ export async function owedSummary(db: D1Database) {
   };
 }
 
-export async function ledgerCsv(db: D1Database): Promise<string> {
-  const { results } = await db
-    .prepare(
-      `SELECT id, partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id,
-              paid_upstream, batch_id, created_at FROM payout_ledger ORDER BY id`,
-    )
-    .all<Record<string, string | number | null>>();
+/** Ledger rows per D1 read of the CSV export: the table is never pruned, so it is read in pages. */
+const CSV_PAGE_ROWS = 2_000;
+
+/**
+ * Every payout-ledger row as CSV, streamed: pages of CSV_PAGE_ROWS by id, so the export's memory
+ * stays one page whatever the ledger holds (200,000 rows were 42 MB in one string).
+ */
+export function ledgerCsv(db: D1Database): ReadableStream<Uint8Array> {
   const header =
     "id,partner_id,service_id,partner_share_usd,marketplace_fee_usd,payer,tx_hash,request_id,paid_upstream,batch_id,created_at";
   const cell = (v: string | number | null) => {
     const s = v === null ? "" : String(v);
     return /[",\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
   };
-  const lines = results.map((r) =>
+  const line = (r: Record<string, string | number | null>) =>
     [
       r.id,
       r.partner_id,
@@ -118,9 +119,30 @@ export async function ledgerCsv(db: D1Database): Promise<string> {
       new Date(Number(r.created_at)).toISOString(),
     ]
       .map((v) => cell(v as string | number | null))
-      .join(","),
-  );
-  return `${[header, ...lines].join("\n")}\n`;
+      .join(",");
+  const encoder = new TextEncoder();
+  let after = 0;
+  let started = false;
+  return new ReadableStream({
+    async pull(controller) {
+      if (!started) {
+        started = true;
+        controller.enqueue(encoder.encode(`${header}\n`));
+      }
+      const { results } = await db
+        .prepare(
+          `SELECT id, partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id,
+                  paid_upstream, batch_id, created_at FROM payout_ledger WHERE id > ?1 ORDER BY id LIMIT ?2`,
+        )
+        .bind(after, CSV_PAGE_ROWS)
+        .all<Record<string, string | number | null>>();
+      if (results.length) {
+        controller.enqueue(encoder.encode(`${results.map(line).join("\n")}\n`));
+        after = Number(results[results.length - 1]?.id);
+      }
+      if (results.length < CSV_PAGE_ROWS) controller.close();
+    },
+  });
 }
 
 /**

@@ -14,6 +14,26 @@ describe("admin payouts", () => {
       admin,
     );
 
+  it("the CSV export streams every row in pages: 4,500 rows, each once, in id order, one header", async () => {
+    const tag = crypto.randomUUID().slice(0, 8);
+    const stmt = env.DB.prepare(
+      "INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, created_at) VALUES ('textkit', 'base64', 3000, 6000, '0xpayer', '0xtx', ?1, ?2)",
+    );
+    for (let batch = 0; batch < 9; batch++) {
+      await env.DB.batch(
+        Array.from({ length: 500 }, (_, i) => stmt.bind(`${tag}-${batch * 500 + i}`, Date.now())),
+      );
+    }
+    const csv = await (await req("/api/admin/payouts?format=csv")).text();
+    const lines = csv.trimEnd().split("\n");
+    expect(lines.filter((l) => l.startsWith("id,"))).toHaveLength(1);
+    const ours = lines.filter((l) => l.includes(`,${tag}-`)).map((l) => l.split(",")[7]);
+    expect(ours).toEqual(Array.from({ length: 4500 }, (_, i) => `${tag}-${i}`));
+    const ids = lines.slice(1).map((l) => Number(l.split(",")[0]));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    await env.DB.prepare("DELETE FROM payout_ledger WHERE request_id LIKE ?1").bind(`${tag}-%`).run();
+  });
+
   it("sums owed per partner and service, exports CSV, settles to zero without deleting history", async () => {
     // Test files share one D1 (one isolate): sums are asserted over this test's rows alone.
     await env.DB.batch([

@@ -20,9 +20,7 @@ export function ReliabilityPage(props: { doc: StatsDocument; policy: ReturnType<
         <li>{policy.charged}</li>
         <li>Card credits: {policy.refunds.card_credit}</li>
         <li>x402: {policy.refunds.x402}</li>
-        <li>
-          Retention: the call log keeps {policy.retention.call_log_days} days of {policy.retention.stored}.
-        </li>
+        <li>Retention: {policy.retention.stored}</li>
         <li>
           Support: <a href={`mailto:${policy.support_contact}`}>{policy.support_contact}</a>
         </li>

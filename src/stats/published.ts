@@ -136,12 +136,14 @@ export function callPolicy(cfg: PublicConfig) {
       success_rate: "2xx among calls that passed validation and payment",
       server_time: "request in to response out, admitted calls only",
       excluded:
-        "422 validation, 402 payment, 401/403 key, 409 and 429 refusals count as calls, not as failures",
+        "422 validation, 402 payment, 401/403 key, 409 and 429 refusals count as calls, not as failures; so do replays of a stored idempotent answer and failures at a page the caller named (target_error)",
     },
     retention: {
       call_log_days: RETENTION_DAYS,
+      // Every record also goes to Workers Analytics Engine, which Cloudflare keeps for 3 months.
+      analytics_engine_days: 90,
       stored:
-        "skill, status class, server time, payment method, amount, transport; no bodies, no buyer identity",
+        "skill, status class, server time, payment method, amount, transport; no bodies, no buyer identity. Kept 30 days in the call log and 3 months in Cloudflare Workers Analytics Engine (the same fields).",
     },
     support_contact: cfg.contactEmail,
     docs: `${cfg.baseUrl}/docs/reliability`,

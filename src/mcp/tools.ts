@@ -33,11 +33,20 @@ function forToolCalling(schema: JsonSchema): JsonSchema {
   return { properties: {}, ...rest };
 }
 
-/** The fields of a partner's sample body, each typed as the sample is. */
-function sampleProperties(sample: Record<string, unknown> | undefined) {
-  const typeOf = (v: unknown) =>
-    Array.isArray(v) ? "array" : v === null ? "null" : typeof v === "object" ? "object" : typeof v;
-  return Object.fromEntries(Object.entries(sample ?? {}).map(([k, v]) => [k, { type: typeOf(v) }]));
+/**
+ * The fields of a partner's sample body, each typed as the sample is, nested schemas included:
+ * OpenAI refuses an array without `items` or an object without `properties` at any depth.
+ */
+function sampleProperties(sample: Record<string, unknown> | undefined): Record<string, JsonSchema> {
+  return Object.fromEntries(Object.entries(sample ?? {}).map(([k, v]) => [k, sampleSchema(v)]));
+}
+
+function sampleSchema(v: unknown): JsonSchema {
+  if (Array.isArray(v)) return { type: "array", items: v.length ? sampleSchema(v[0]) : {} };
+  if (v === null) return {};
+  if (typeof v === "object")
+    return { type: "object", properties: sampleProperties(v as Record<string, unknown>) };
+  return { type: typeof v as "string" | "number" | "boolean" };
 }
 
 /**

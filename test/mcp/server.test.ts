@@ -290,17 +290,33 @@ describe("every tool's input schema is one the model APIs accept", () => {
     const answer = await rpc("tools/list", {});
     const tools = field<{ name: string; inputSchema: Record<string, unknown> }[]>(answer, "tools");
     expect(tools.length).toBeGreaterThan(30);
+    /** Every schema inside: an array needs items, an object properties (OpenAI checks all depths). */
+    const faults = (schema: Record<string, unknown>, at: string): string[] => {
+      const own = [
+        ...(schema.type === "array" && !("items" in schema) ? [`${at}: array without items`] : []),
+        ...(schema.type === "object" && !("properties" in schema)
+          ? [`${at}: object without properties`]
+          : []),
+      ];
+      const props = Object.entries((schema.properties ?? {}) as Record<string, Record<string, unknown>>);
+      const items = schema.items as Record<string, unknown> | undefined;
+      return [
+        ...own,
+        ...props.flatMap(([k, v]) => faults(v, `${at}.${k}`)),
+        ...(items ? faults(items, `${at}[]`) : []),
+      ];
+    };
     for (const t of tools) {
       expect(t.inputSchema.type, t.name).toBe("object");
       for (const k of ["anyOf", "oneOf", "allOf"]) expect(t.inputSchema, t.name).not.toHaveProperty(k);
-      expect(t.inputSchema, t.name).toHaveProperty("properties");
+      expect(faults(t.inputSchema, t.name)).toEqual([]);
     }
     const detector = tools.find((t) => t.name === "ai_detector");
     expect(JSON.stringify(detector?.inputSchema)).toContain("Give text or url: one is required.");
     const verify = tools.find((t) => t.name === "pricefeed__receipt_verify");
     expect(verify?.inputSchema.properties).toMatchObject({
       claim: { type: "string" },
-      evidence: { type: "array" },
+      evidence: { type: "array", items: { type: "string" } },
     });
   });
 });

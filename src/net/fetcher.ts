@@ -139,10 +139,12 @@ export async function dnsRefusal(host: string, cfg: NetConfig, signal: AbortSign
   for (const answer of lookups) {
     if (answer.Status === 3) return `host ${name} does not resolve (NXDOMAIN)`;
     if (answer.Status !== 0) {
+      // SERVFAIL: the name's own servers failed (broken delegation, DNSSEC): the caller's target.
+      // Any other code (REFUSED, FORMERR, NOTIMP) is our resolver's doing.
       throw new UpstreamError(
         502,
         `could not check the addresses of ${name} (DNS status ${answer.Status})`,
-        true,
+        answer.Status === 2,
       );
     }
     for (const record of answer.Answer ?? []) {
@@ -188,10 +190,16 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Fetches a caller-supplied URL under the SSRF policy. Throws UrlRefused or UpstreamError. */
 export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): Promise<FetchedDoc> {
   const signal = AbortSignal.timeout(cfg.timeoutMs);
+  // Time the DNS-over-HTTPS checks took (our resolver, not the caller's page): a page that runs
+  // out of the shared deadline after the resolver used half of it is not blamed on the caller.
+  let resolverMs = 0;
+  const pageFault = () => resolverMs < cfg.timeoutMs / 2;
   let url = parseTarget(raw);
   for (let hop = 0; ; hop++) {
+    const checkStart = Date.now();
     try {
       await guardUrl(url, cfg, signal);
+      resolverMs += Date.now() - checkStart;
     } catch (e) {
       if (e instanceof UrlRefused && hop > 0)
         throw new UrlRefused(`redirect to ${url.href} refused: ${e.reason}`);
@@ -206,7 +214,7 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
         signal,
       });
     } catch (e) {
-      throw upstreamFrom(e, "the page", cfg, true);
+      throw upstreamFrom(e, "the page", cfg, pageFault());
     }
     const location = res.headers.get("location");
     if (REDIRECTS.has(res.status) && location !== null) {
@@ -231,7 +239,7 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
       throw new UpstreamError(502, `the page answered HTTP ${res.status}`, true);
     }
     const contentType = res.headers.get("content-type") ?? "";
-    const text = await readText(res, cfg.maxBytes, "the page", cfg, true);
+    const text = await readText(res, cfg.maxBytes, "the page", cfg, pageFault());
     return { url: url.href, status: res.status, contentType, text, redirects: hop };
   }
 }

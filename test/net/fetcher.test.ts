@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { netConfig } from "../../src/net/config";
 import { fetchPublic, guardUrl, UpstreamError, UrlRefused } from "../../src/net/fetcher";
 import { parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "../../src/net/ip-ranges";
@@ -193,4 +193,56 @@ describe("ip ranges", () => {
     },
     SKILL_TEST_TIMEOUT,
   );
+});
+
+describe("whose fault a failed page fetch is (the published figures leave the caller's own out)", () => {
+  const DOH = "https://doh.test/dns-query";
+  const stub = (dohDelayMs: number, dnsStatus = 0) => {
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      const url = new URL(req.url);
+      if (url.origin === new URL(DOH).origin) {
+        await new Promise((r) => setTimeout(r, dohDelayMs));
+        const type = url.searchParams.get("type") === "A" ? 1 : 28;
+        return Response.json({
+          Status: dnsStatus,
+          Answer: dnsStatus === 0 && type === 1 ? [{ type: 1, data: "93.184.216.34" }] : [],
+        });
+      }
+      if (url.hostname === "page.example") {
+        // A page that never answers: only the deadline ends the fetch.
+        return new Promise<Response>((_, reject) =>
+          req.signal.addEventListener("abort", () => reject(req.signal.reason)),
+        );
+      }
+      return real(input, init);
+    });
+  };
+  const failure = async (c: ReturnType<typeof netConfig>) =>
+    (await fetchPublic("https://page.example/", c, "text/html").catch((e) => e)) as UpstreamError;
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("a page that times out after a quick DNS check is the caller's target", async () => {
+    stub(5);
+    const err = await failure({ ...cfg, doh: DOH, timeoutMs: 400 });
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect([err.status, err.target]).toEqual([504, true]);
+  });
+
+  it("one that times out because our resolver took most of the deadline is ours", async () => {
+    stub(300);
+    const err = await failure({ ...cfg, doh: DOH, timeoutMs: 400 });
+    expect([err.status, err.target]).toEqual([504, false]);
+  });
+
+  it("DNS SERVFAIL is the name's own fault; REFUSED is our resolver's", async () => {
+    stub(1, 2);
+    expect((await failure({ ...cfg, doh: DOH, timeoutMs: 2000 })).target).toBe(true);
+    vi.restoreAllMocks();
+    stub(1, 5);
+    expect((await failure({ ...cfg, doh: DOH, timeoutMs: 2000 })).target).toBe(false);
+  });
 });

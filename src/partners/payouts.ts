@@ -95,9 +95,13 @@ const CSV_PAGE_ROWS = 2_000;
 
 /**
  * Every payout-ledger row as CSV, streamed: pages of CSV_PAGE_ROWS by id, so the export's memory
- * stays one page whatever the ledger holds (200,000 rows were 42 MB in one string).
+ * stays one page whatever the ledger holds (200,000 rows were 42 MB in one string). The rows are
+ * those up to the highest id when the export starts; each page's batch_id is as of its read (a
+ * payout marked meanwhile shows on the later pages only: settle with `through_id`, not from this
+ * file). The first page is read before the answer starts, so a D1 failure there is a plain 500; a
+ * later one ends the stream with an error (logged), never a quietly short file.
  */
-export function ledgerCsv(db: D1Database): ReadableStream<Uint8Array> {
+export async function ledgerCsv(db: D1Database, requestId: string): Promise<ReadableStream<Uint8Array>> {
   const header =
     "id,partner_id,service_id,partner_share_usd,marketplace_fee_usd,payer,tx_hash,request_id,paid_upstream,batch_id,created_at";
   const cell = (v: string | number | null) => {
@@ -120,27 +124,36 @@ export function ledgerCsv(db: D1Database): ReadableStream<Uint8Array> {
     ]
       .map((v) => cell(v as string | number | null))
       .join(",");
-  const encoder = new TextEncoder();
-  let after = 0;
-  let started = false;
-  return new ReadableStream({
-    async pull(controller) {
-      if (!started) {
-        started = true;
-        controller.enqueue(encoder.encode(`${header}\n`));
-      }
-      const { results } = await db
+  const last = Number(
+    (await db.prepare("SELECT coalesce(max(id), 0) AS last FROM payout_ledger").first<number>("last")) ?? 0,
+  );
+  const page = async (after: number) =>
+    (
+      await db
         .prepare(
           `SELECT id, partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id,
-                  paid_upstream, batch_id, created_at FROM payout_ledger WHERE id > ?1 ORDER BY id LIMIT ?2`,
+                  paid_upstream, batch_id, created_at FROM payout_ledger WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3`,
         )
-        .bind(after, CSV_PAGE_ROWS)
-        .all<Record<string, string | number | null>>();
-      if (results.length) {
-        controller.enqueue(encoder.encode(`${results.map(line).join("\n")}\n`));
-        after = Number(results[results.length - 1]?.id);
+        .bind(after, last, CSV_PAGE_ROWS)
+        .all<Record<string, string | number | null>>()
+    ).results;
+  const encoder = new TextEncoder();
+  let rows = await page(0);
+  let chunk = `${header}\n`;
+  return new ReadableStream({
+    async pull(controller) {
+      if (rows.length) chunk += `${rows.map(line).join("\n")}\n`;
+      controller.enqueue(encoder.encode(chunk));
+      chunk = "";
+      if (rows.length < CSV_PAGE_ROWS) return controller.close();
+      try {
+        rows = await page(Number(rows[rows.length - 1]?.id));
+      } catch (e) {
+        console.error(
+          JSON.stringify({ level: "error", request_id: requestId, error: `payout CSV export: ${e}` }),
+        );
+        controller.error(e);
       }
-      if (results.length < CSV_PAGE_ROWS) controller.close();
     },
   });
 }

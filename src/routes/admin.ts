@@ -95,7 +95,7 @@ adminRoutes.post(runReconcile.route, async (c) => {
 /** What is owed to each partner and service; `?format=csv` exports every ledger row. */
 adminRoutes.get(listPayouts.route, listPayouts.validate, async (c) => {
   if (c.req.valid("query").format === "csv") {
-    return c.body(ledgerCsv(c.env.DB), 200, {
+    return c.body(await ledgerCsv(c.env.DB, c.get("requestId")), 200, {
       "content-type": "text/csv; charset=utf-8",
       "content-disposition": 'attachment; filename="payout-ledger.csv"',
     });

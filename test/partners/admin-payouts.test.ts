@@ -34,6 +34,40 @@ describe("admin payouts", () => {
     await env.DB.prepare("DELETE FROM payout_ledger WHERE request_id LIKE ?1").bind(`${tag}-%`).run();
   });
 
+  it("a CSV export whose first read fails is a 500, and one that fails midway ends in an error, never a short file", async () => {
+    const tag = crypto.randomUUID().slice(0, 8);
+    const stmt = env.DB.prepare(
+      "INSERT INTO payout_ledger (partner_id, service_id, partner_share_micro, marketplace_fee_micro, payer, tx_hash, request_id, created_at) VALUES ('textkit', 'base64', 3000, 6000, '0xpayer', '0xtx', ?1, ?2)",
+    );
+    await env.DB.batch(Array.from({ length: 2500 }, (_, i) => stmt.bind(`${tag}-${i}`, Date.now())));
+    /** A D1 whose ledger pages fail from the `failFrom`th read on. */
+    const failing = (failFrom: number) => {
+      let reads = 0;
+      return new Proxy(env.DB, {
+        get(target, p) {
+          if (p !== "prepare") return Reflect.get(target, p).bind?.(target) ?? Reflect.get(target, p);
+          return (sql: string) => {
+            if (sql.includes("WHERE id > ?1") && ++reads >= failFrom)
+              throw new Error("D1_ERROR: simulated outage");
+            return target.prepare(sql);
+          };
+        },
+      });
+    };
+    const exportWith = (db: D1Database) =>
+      createApp().fetch(
+        new Request("https://skills.test/api/admin/payouts?format=csv", {
+          headers: { authorization: "Bearer t0ken" },
+        }),
+        { ...admin, DB: db },
+      );
+    expect((await exportWith(failing(1))).status).toBe(500);
+    const midway = await exportWith(failing(2));
+    expect(midway.status).toBe(200);
+    await expect(midway.text()).rejects.toThrow(/simulated outage/);
+    await env.DB.prepare("DELETE FROM payout_ledger WHERE request_id LIKE ?1").bind(`${tag}-%`).run();
+  });
+
   it("sums owed per partner and service, exports CSV, settles to zero without deleting history", async () => {
     // Test files share one D1 (one isolate): sums are asserted over this test's rows alone.
     await env.DB.batch([

@@ -130,6 +130,20 @@ export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
   };
 }
 
+/**
+ * The admin API, per client IP, with the per-IP budget of priced routes (RL_IP, 600 a minute),
+ * checked before the bearer token is compared: a weak token cannot be guessed at network speed,
+ * while a maintainer's scripts and reconciliation checks (the e2e suite reads the ledgers dozens
+ * of times a minute) stay far below it. Sign-ins at /admin/login have their own, tighter budget.
+ */
+export const adminQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!enabled(c.env)) return next();
+  if (!(await allowed(c.env.RL_IP, `admin|ip:${clientIp(c)}`))) {
+    return tooMany(c, "ip", "too many admin API requests from your IP address");
+  }
+  await next();
+};
+
 /** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
 export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
   const found = tryTargetOf(c);

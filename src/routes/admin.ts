@@ -6,15 +6,14 @@ import { detail } from "../http/errors";
 import { partnerById } from "../partners/listing";
 import { ledgerCsv, owedSummary, payoutsQuery, settleBody, settlePartner } from "../partners/payouts";
 import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
-import { freeQuota } from "../payments/quotas";
+import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
 
 export const adminRoutes = new Hono<AppEnv>();
 
-// Every request counts against the sign-in's budget (RL_FREE, per IP, key "admin-login") before
-// the token is compared: otherwise the bearer token could be guessed here at network speed while
-// /admin/login allows 20 tries a minute. Maintainers' own calls are occasional.
-adminRoutes.use("/api/admin/*", freeQuota("admin-login"));
+// Limited per IP before the token is compared (quotas.ts adminQuota): otherwise the bearer token
+// could be guessed here at network speed.
+adminRoutes.use("/api/admin/*", adminQuota);
 
 // Maintainer endpoints: a deployment without ADMIN_TOKEN has none (503), never an open door.
 adminRoutes.use("/api/admin/*", async (c, next) => {

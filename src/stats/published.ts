@@ -142,8 +142,7 @@ export function callPolicy(cfg: PublicConfig) {
       call_log_days: RETENTION_DAYS,
       // Every record also goes to Workers Analytics Engine, which Cloudflare keeps for 3 months.
       analytics_engine_days: 90,
-      stored:
-        "skill, status class, server time, payment method, amount, transport; no bodies, no buyer identity. Kept 30 days in the call log and 3 months in Cloudflare Workers Analytics Engine (the same fields).",
+      stored: `skill, status class, server time, payment method, amount, transport; no bodies, no buyer identity. Kept ${RETENTION_DAYS} days in the call log and 3 months in Cloudflare Workers Analytics Engine (the same fields).`,
     },
     support_contact: cfg.contactEmail,
     docs: `${cfg.baseUrl}/docs/reliability`,

@@ -28,3 +28,32 @@ export async function retryWrite(
     }
   }
 }
+
+/** One log line per failed write attempt (the attempt counts from 1, the write on the answer's path). */
+export function logWriteFailure(requestId: string, what: string, e: unknown, attempt: number) {
+  console.error(
+    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `${what} write: ${e}` }),
+  );
+}
+
+/** A write that already failed once on the answer's path (and was logged), retried after it. */
+export function retryAfterAnswer(c: Context<AppEnv>, what: string, write: () => Promise<unknown>) {
+  const requestId = c.get("requestId");
+  return afterResponse(
+    c,
+    retryWrite(write, (e, attempt) => logWriteFailure(requestId, what, e, attempt)),
+  );
+}
+
+/**
+ * A write the answer must not fail with (the buyer's payment or refund already stands): tried
+ * now, and if D1 refuses it, logged and retried after the answer.
+ */
+export async function writeOrRetryAfter(c: Context<AppEnv>, what: string, write: () => Promise<unknown>) {
+  try {
+    await write();
+  } catch (e) {
+    logWriteFailure(c.get("requestId"), what, e, 1);
+    await retryAfterAnswer(c, what, write);
+  }
+}

@@ -1,6 +1,7 @@
 import type { PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
+import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/validation";
 import { walletOf } from "./config";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
@@ -8,7 +9,6 @@ import { servicePrices } from "./pricing";
 import {
   CallerNotCharged,
   fetchOnHost,
-  logWriteFailure,
   type PartnerDeadline,
   readCapped,
   type TryTarget,

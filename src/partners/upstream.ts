@@ -85,13 +85,6 @@ export interface UpstreamResult {
   unrecorded?: Unrecorded;
 }
 
-/** One failed write of a paid call, logged as the ledger's are (payments/settlement.ts). */
-export function logWriteFailure(requestId: string, what: string, e: unknown, attempt: number) {
-  console.error(
-    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `${what} write: ${e}` }),
-  );
-}
-
 /**
  * The partner's 10 s: counted only while a partner request or its answer is pending. The caller's
  * own settlement (the facilitator's /settle, up to 45 s) runs between the partner's 402 and the

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
-import { afterResponse, retryWrite } from "../http/after-response";
+import { writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import { parseJsonText } from "../http/validation";
 import { identify } from "./idempotency-key";
@@ -103,30 +103,8 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
     // The buyer has paid for this answer: a failed write must not turn it into a 500. It is
     // retried after the answer; while the key stays `running`, a retry gets 409 in flight.
     const res = c.res;
-    try {
-      await store(c, id.key, requestId, res, bytes);
-    } catch (e) {
-      logStoreFailure(requestId, e, 1);
-      await afterResponse(
-        c,
-        retryWrite(
-          () => store(c, id.key, requestId, res, bytes),
-          (e2, attempt) => logStoreFailure(requestId, e2, attempt),
-        ),
-      );
-    }
+    await writeOrRetryAfter(c, "idempotent answer", () => store(c, id.key, requestId, res, bytes));
   };
-}
-
-function logStoreFailure(requestId: string, e: unknown, attempt: number) {
-  console.error(
-    JSON.stringify({
-      level: "error",
-      request_id: requestId,
-      attempt,
-      error: `idempotent answer store: ${e}`,
-    }),
-  );
 }
 
 /** The answer for a contract-wallet payment the chain does not confirm, or cannot be asked about. */

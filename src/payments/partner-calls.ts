@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { afterResponse, retryWrite } from "../http/after-response";
+import { logWriteFailure, retryAfterAnswer } from "../http/after-response";
 import { detail } from "../http/errors";
 import { parseJsonText, validationResponse } from "../http/validation";
 import { microsToUsd } from "../money";
@@ -13,9 +13,7 @@ import { tryTargetOf } from "../partners/request";
 import { callPartner } from "../partners/try-proxy";
 import {
   CallerNotCharged,
-  logWriteFailure,
   type TryTarget,
-  type Unrecorded,
   UpstreamFailure,
   type UpstreamResult,
   upstreamPath,
@@ -114,19 +112,9 @@ async function refundIfCharged(
     // The caller has paid: the answer says the refund is owed, and recording (then sending) it is
     // retried after the answer. Its nonce is the request's, so a retry never refunds twice.
     logWriteFailure(refund.requestId, "refund", e, 1);
-    await afterLater(c, "refund", () => refundCaller(c.env, refund));
+    await retryAfterAnswer(c, "refund", () => refundCaller(c.env, refund));
     return { status: "owed", amount: recorded(refund).amount, transaction: null };
   }
-}
-
-/** Retries a write the paid answer did not wait for, after the answer (http/after-response.ts). */
-async function afterLater(c: Context<AppEnv>, what: string, write: Unrecorded | undefined) {
-  if (!write) return;
-  const requestId = c.get("requestId");
-  await afterResponse(
-    c,
-    retryWrite(write, (e, attempt) => logWriteFailure(requestId, what, e, attempt)),
-  );
 }
 
 /**
@@ -171,10 +159,10 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
       return detail(c, 402, "Your payment did not settle", { charged: false });
     const f = asUpstreamFailure(c, t, e);
     const refund = await refundIfCharged(c, f.message, f.handedOverMicros);
-    await afterLater(c, "upstream payment", f.unrecorded);
+    if (f.unrecorded) await retryAfterAnswer(c, "upstream payment", f.unrecorded);
     return failure(c, t, f.status, f.message, f.upstreamStatus, refund);
   }
-  await afterLater(c, "upstream payment", result.unrecorded);
+  if (result.unrecorded) await retryAfterAnswer(c, "upstream payment", result.unrecorded);
   if (t.partner.listing_status === "external_x403") {
     // Probing the grant challenge only: we hold no grants, so anything but the 403 is not ours to relay.
     if (result.status === 403) return c.json(envelope(t, result, false));

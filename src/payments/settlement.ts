@@ -1,7 +1,7 @@
 import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
-import { afterResponse, retryWrite } from "../http/after-response";
+import { afterResponse, logWriteFailure, retryWrite, writeOrRetryAfter } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
 import {
   authorizationKey,
@@ -88,7 +88,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       // the mark is retried after it: a claim left 'running' would be recorded by reconciliation
       // without the refund a withheld result is owed.
       const payout = c.get("payout");
-      await writeOrRetryAfter(c, requestId, () =>
+      await writeOrRetryAfter(c, "unconfirmed claim", () =>
         markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId, payout),
       );
       const reason = settlement?.errorReason ?? "no settlement answer";
@@ -116,7 +116,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     // Settled means charged, whatever the answer: a call settled early whose upstream then failed
     // is still a payment (its refund is recorded by the partner proxy, payments/refunds.ts).
     if (outcome === "failed" || !settlement) {
-      await writeOrRetryAfter(c, requestId, () => releaseAuthorization(c.env.DB, claim.key, requestId));
+      await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, claim.key, requestId));
       return;
     }
     const row: SettledPayment = {
@@ -132,7 +132,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     try {
       await recordSettledPayment(c.env.DB, row);
     } catch (e) {
-      logLedgerFailure(requestId, e, 1);
+      logWriteFailure(requestId, "payments ledger", e, 1);
       await afterResponse(c, retryLedgerWrite(c.env.DB, row));
     }
   };
@@ -170,29 +170,11 @@ async function retryLedgerWrite(db: D1Database, row: SettledPayment) {
   // partner's share from the claim (a separate statement: the failed batch wrote nothing), so
   // that share is kept with the same retries first (refinery and MCP resources name no partner
   // reconciliation could work the share out from).
-  const log = (e: unknown, attempt: number) => logLedgerFailure(row.requestId, e, attempt);
+  const log = (what: string) => (e: unknown, attempt: number) =>
+    logWriteFailure(row.requestId, what, e, attempt);
   await keepPayoutWithClaim(db, row.key, row.requestId, row.payout).catch((e) => {
-    log(e, 1);
-    return retryWrite(() => keepPayoutWithClaim(db, row.key, row.requestId, row.payout), log);
+    log("claim payout")(e, 1);
+    return retryWrite(() => keepPayoutWithClaim(db, row.key, row.requestId, row.payout), log("claim payout"));
   });
-  await retryWrite(() => recordSettledPayment(db, row), log);
-}
-
-/** A claim write on a failed settlement: tried now, and if D1 fails, again after the answer. */
-async function writeOrRetryAfter(c: Context<AppEnv>, requestId: string, write: () => Promise<unknown>) {
-  try {
-    await write();
-  } catch (e) {
-    logLedgerFailure(requestId, e, 1);
-    await afterResponse(
-      c,
-      retryWrite(write, (e2, attempt) => logLedgerFailure(requestId, e2, attempt)),
-    );
-  }
-}
-
-function logLedgerFailure(requestId: string, e: unknown, attempt: number) {
-  console.error(
-    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `payments ledger write: ${e}` }),
-  );
+  await retryWrite(() => recordSettledPayment(db, row), log("payments ledger"));
 }

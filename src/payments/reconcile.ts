@@ -52,6 +52,19 @@ export interface ReconcileSummary {
 
 const SKIP_NO_RPC = "RPC_URL is not set";
 
+/** A run's summary before it looked at anything. */
+export const emptySummary = (): ReconcileSummary => ({
+  checked: 0,
+  settled: 0,
+  released: 0,
+  waiting: 0,
+  upstream_landed: 0,
+  upstream_not_landed: 0,
+  refunded: 0,
+  refunds_owed: 0,
+  errors: [],
+});
+
 /**
  * Why a run counts as failed for the Cron Trigger, if it does: a row it could not decide (an RPC
  * error, a refund that threw) or an RPC on another chain. An unset RPC_URL is a configuration
@@ -85,17 +98,7 @@ const BATCH_REFUNDS = 20;
  * both call this. Without RPC_URL it does nothing and says so.
  */
 export async function reconcile(env: Bindings, reader?: ChainReader): Promise<ReconcileSummary> {
-  const summary: ReconcileSummary = {
-    checked: 0,
-    settled: 0,
-    released: 0,
-    waiting: 0,
-    upstream_landed: 0,
-    upstream_not_landed: 0,
-    refunded: 0,
-    refunds_owed: 0,
-    errors: [],
-  };
+  const summary = emptySummary();
   if (!reader && !env.RPC_URL) return { ...summary, skipped: SKIP_NO_RPC };
   const chain = reader ?? (await rpcChainReader(env.RPC_URL as string));
   const network = env.X402_NETWORK;

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { redactSecrets } from "../../src/config";
 import worker from "../../src/index";
-import { cronFailure, reconcile } from "../../src/payments/reconcile";
+import { cronFailure, emptySummary, reconcile } from "../../src/payments/reconcile";
 import {
   type ChainReader,
   type ChainView,
@@ -834,17 +834,7 @@ describe("the cron and the admin trigger", () => {
   }, 30_000);
 
   it("a run that could not decide a row, or reads another chain, counts as failed; an unset RPC_URL does not", () => {
-    const base = {
-      checked: 1,
-      settled: 0,
-      released: 0,
-      waiting: 0,
-      upstream_landed: 0,
-      upstream_not_landed: 0,
-      refunded: 0,
-      refunds_owed: 0,
-      errors: [] as string[],
-    };
+    const base = { ...emptySummary(), checked: 1 };
     expect(cronFailure(base)).toBeUndefined();
     expect(cronFailure({ ...base, skipped: "RPC_URL is not set" })).toBeUndefined();
     expect(cronFailure({ ...base, errors: ["0xab: HTTP request failed"] })).toMatch(/1 error\(s\): 0xab/);

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -138,5 +138,32 @@ describe("rate limits", () => {
     const shippedLimits = Object.fromEntries(config.ratelimits.map((r) => [r.name, r.simple.limit]));
     expect(shippedLimits).toEqual(LIMITS);
     expect(new Set(config.ratelimits.map((r) => r.simple.period))).toEqual(new Set([60]));
+  });
+});
+
+describe("upgrades", () => {
+  it("npm run deploy applies pending migrations after the check and before the Worker is uploaded", () => {
+    const scripts = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts;
+    const steps = (scripts.deploy as string).split("&&").map((s) => s.trim());
+    expect(steps).toEqual([
+      "node scripts/deploy-check.mjs",
+      "wrangler d1 migrations apply DB --remote",
+      "wrangler deploy --minify",
+    ]);
+  });
+
+  it("every migration only adds, so the running version keeps working until the new one is up", () => {
+    const dir = path.join(root, "migrations");
+    const files = readdirSync(dir).filter((f) => f.endsWith(".sql"));
+    expect(files.length).toBeGreaterThan(10);
+    for (const file of files) {
+      const sql = readFileSync(path.join(dir, file), "utf8").replace(/--[^\n]*/g, "");
+      for (const statement of sql.split(";").map((s) => s.trim().replace(/\s+/g, " "))) {
+        if (!statement) continue;
+        expect(statement, file).toMatch(
+          /^(CREATE (UNIQUE )?(TABLE|INDEX) (IF NOT EXISTS )?\w+|ALTER TABLE \w+ ADD (COLUMN )?\w+ )/i,
+        );
+      }
+    }
   });
 });

@@ -42,6 +42,40 @@ export class UpstreamError extends Error {
   }
 }
 
+/**
+ * A configured API (MediaWiki) refused what the caller typed, with HTTP 200 and `{"error": …}`: a
+ * search its parser cannot read, or none at all. The fault is the caller's input: skills turn it
+ * into a 422 on the field the text came from (not charged, not an upstream failure); one that is
+ * not turned is still a 502 the published figures leave out (`target`).
+ */
+export class ApiRefusedInput extends UpstreamError {
+  constructor(
+    what: string,
+    readonly code: string,
+    readonly info: string,
+  ) {
+    super(502, `${what} refused the request: ${info}`, true);
+  }
+}
+
+/**
+ * The MediaWiki error codes a search's own text causes: an empty search (missingparam: the search
+ * parameter is required and the caller's text is the only value we send empty), and CirrusSearch
+ * unable to parse or run the query as written. Every other code is ours or the API's and stays a
+ * 502 counted against us: badvalue, badinteger and the like name a parameter we chose (the search
+ * text is a free string no value check refuses), and CirrusSearch's backend-error, too-busy-error,
+ * regex-too-busy-error and query-too-long (research shortens a query to Wikipedia's 300
+ * characters itself) are capacity or our own bound. CirrusSearch's other query notes (regex timed
+ * out, a keyword with a bad value) are warnings beside a result, not errors.
+ */
+const SEARCH_TEXT_ERRORS = new Set([
+  "missingparam",
+  "cirrussearch-parse-error",
+  "cirrussearch-regex-syntax-error",
+  "cirrussearch-regex-too-complex-error",
+]);
+export const isSearchTextError = (code: string) => SEARCH_TEXT_ERRORS.has(code);
+
 class TooLarge extends Error {}
 
 // Names that never denote a public host, and special-use / private-use suffixes (RFC 6761, 6762,
@@ -244,13 +278,19 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
   }
 }
 
-/** GETs a configured public API (not caller-chosen) and parses its JSON. Throws UpstreamError. */
+/**
+ * GETs a configured public API (not caller-chosen) and parses its JSON. Throws UpstreamError, or
+ * ApiRefusedInput for a MediaWiki error whose code `callerFault` says the caller's text caused.
+ */
 export async function fetchApiJson(
   base: string,
   params: Record<string, string>,
   cfg: NetConfig,
   what: string,
-  maxBytes = 8 * 1024 * 1024,
+  {
+    callerFault,
+    maxBytes = 8 * 1024 * 1024,
+  }: { callerFault?: (code: string) => boolean; maxBytes?: number } = {},
 ): Promise<unknown> {
   const url = new URL(base);
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
@@ -278,9 +318,14 @@ export async function fetchApiJson(
   // Every API read through here answers a JSON object; anything else is a broken or hostile
   // upstream, and the skills' readers may then assume an object at the top.
   if (!isRecord(json)) throw new UpstreamError(502, `${what} answered JSON that is not an object`);
-  const error = json.error as { code?: string; info?: string } | undefined;
-  if (error)
-    throw new UpstreamError(502, `${what} reported an error: ${error.info ?? error.code ?? "unknown"}`);
+  // MediaWiki reports a refused request with HTTP 200 and an `error` object.
+  if (json.error) {
+    const error = isRecord(json.error) ? json.error : {};
+    const code = typeof error.code === "string" ? error.code : "";
+    const info = typeof error.info === "string" ? error.info : code || "unknown";
+    if (code !== "" && callerFault?.(code)) throw new ApiRefusedInput(what, code, info);
+    throw new UpstreamError(502, `${what} reported an error: ${info}`);
+  }
   return json;
 }
 

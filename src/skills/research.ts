@@ -1,7 +1,9 @@
 import { eng } from "stopword";
 import * as z from "zod";
 import type { Bindings } from "../env";
-import { netConfig } from "../net/config";
+import { InputError } from "../http/validation";
+import { type NetConfig, netConfig } from "../net/config";
+import { ApiRefusedInput } from "../net/fetcher";
 import { cached, normalizeText } from "./lib/cache";
 import { extractKeywords } from "./lib/keywords";
 import { sentencesOf, stem, wordsOf } from "./lib/text-stats";
@@ -119,9 +121,42 @@ export function summarize(query: string, articles: WpArticle[]) {
   return { chosen, confidence, used: [...new Set(chosen.map((c) => c.article))].sort((a, b) => a - b) };
 }
 
+/** A query of spaces only: nothing to search, answered as "nothing matched" (Wikipedia refuses an empty search). */
+const BLANK: ResearchResult = {
+  summary: "The query has no words to search for; nothing to summarise. Give a topic or a question.",
+  sources: [],
+  confidence: 0,
+  sentences: [],
+  total_hits: 0,
+  note: "empty search result",
+};
+
+/** Wikipedia's search, with a search it refuses as written (a bad `insource:/…/` regex) a 422 on `query`. */
+async function search(cfg: NetConfig, query: string, text: string) {
+  try {
+    return await searchWikipedia(cfg, text, ARTICLES);
+  } catch (e) {
+    if (e instanceof ApiRefusedInput) {
+      throw InputError.at(
+        ["query"],
+        `Wikipedia cannot search this query: ${e.info}`,
+        query,
+        "search_refused",
+        {
+          reason: e.info,
+          code: e.code,
+        },
+      );
+    }
+    throw e;
+  }
+}
+
 export async function researchQuery(env: Bindings, query: string): Promise<ResearchResult> {
+  const text = searchText(query);
+  if (text === "") return BLANK;
   const cfg = netConfig(env);
-  const { hits, totalHits } = await searchWikipedia(cfg, searchText(query), ARTICLES);
+  const { hits, totalHits } = await search(cfg, query, text);
   const articles = await readExtracts(cfg, hits);
   if (articles.length === 0) {
     return {

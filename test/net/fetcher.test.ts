@@ -1,7 +1,15 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { netConfig } from "../../src/net/config";
-import { fetchPublic, guardUrl, UpstreamError, UrlRefused } from "../../src/net/fetcher";
+import {
+  ApiRefusedInput,
+  fetchApiJson,
+  fetchPublic,
+  guardUrl,
+  isSearchTextError,
+  UpstreamError,
+  UrlRefused,
+} from "../../src/net/fetcher";
 import { parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "../../src/net/ip-ranges";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
@@ -245,4 +253,68 @@ describe("whose fault a failed page fetch is (the published figures leave the ca
     stub(1, 5);
     expect((await failure({ ...cfg, doh: DOH, timeoutMs: 2000 })).target).toBe(false);
   });
+});
+
+describe("MediaWiki errors (HTTP 200 with {error}) of the configured APIs", () => {
+  const search = (params: Record<string, string>) =>
+    fetchApiJson(
+      cfg.wikipediaApi,
+      { action: "query", list: "search", format: "json", ...params },
+      cfg,
+      "Wikipedia",
+      { callerFault: isSearchTextError },
+    ).then(
+      () => null,
+      (e: unknown) => e as ApiRefusedInput,
+    );
+
+  it(
+    "the codes a search's own text causes are the caller's: ApiRefusedInput, a target fault",
+    async () => {
+      for (const [srsearch, code] of [
+        ["", "missingparam"],
+        ["insource:/[/", "cirrussearch-regex-syntax-error"],
+      ]) {
+        const err = await search({ srsearch: srsearch as string });
+        expect(err).toBeInstanceOf(ApiRefusedInput);
+        expect([err?.code, err?.status, err?.target]).toEqual([code, 502, true]);
+      }
+      expect(
+        ["cirrussearch-parse-error", "cirrussearch-regex-too-complex-error"].every(isSearchTextError),
+      ).toBe(true);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "every other code stays the upstream's 502 (a value we chose, a busy or failing backend)",
+    async () => {
+      const err = await search({ srsearch: "x", action: "nope" });
+      expect(err).toBeInstanceOf(UpstreamError);
+      expect(err).not.toBeInstanceOf(ApiRefusedInput);
+      expect([err?.status, err?.target]).toEqual([502, false]);
+      expect(err?.message).toMatch(/^Wikipedia reported an error: /);
+      for (const code of [
+        "badvalue",
+        "cirrussearch-backend-error",
+        "cirrussearch-too-busy-error",
+        "cirrussearch-regex-too-busy-error",
+        "cirrussearch-query-too-long",
+      ])
+        expect(isSearchTextError(code), code).toBe(false);
+      // Without callerFault (wbgetentities, extracts) even missingparam is the upstream's.
+      const bare = await fetchApiJson(
+        cfg.wikipediaApi,
+        { action: "query", list: "search", format: "json" },
+        cfg,
+        "W",
+      ).then(
+        () => null,
+        (e: unknown) => e as UpstreamError,
+      );
+      expect(bare).not.toBeInstanceOf(ApiRefusedInput);
+      expect(bare?.target).toBe(false);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });

@@ -182,6 +182,45 @@ describe("osint_graph on the Wikidata fixture", () => {
     SKILL_TEST_TIMEOUT,
   );
 
+  it.each(["Q99999999999", "Q2147483648", "Q0", "Q007", "q0"])(
+    "a Q-id Wikibase cannot parse (%s) is answered like an unknown one, without asking Wikidata",
+    async (seed) => {
+      // wbgetentities refuses the whole request (no-such-entity, HTTP 200): it was a 502.
+      const id = seed.toUpperCase();
+      const before = await upstreamRequests(`ids=${id}&`);
+      const { body } = await graph(seed, 2);
+      expect(body.graph.nodes).toEqual([]);
+      expect(body.note).toBe(`Wikidata has no item ${id}; nothing to graph.`);
+      expect(await upstreamRequests(`ids=${id}&`)).toBe(before);
+      expect(await upstreamRequests(`search=${seed}&`)).toBe(0);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the largest id Wikibase parses is still asked for",
+    async () => {
+      const { body } = await graph("Q2147483647", 1);
+      expect(body.note).toBe("Wikidata has no item Q2147483647; nothing to graph.");
+      expect(await upstreamRequests("ids=Q2147483647&")).toBeGreaterThan(0);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a seed of spaces only is a 200 with an empty graph, without a search",
+    async () => {
+      // Wikidata refuses search= (missingparam, HTTP 200): it was a 502.
+      const before = await upstreamRequests("action=wbsearchentities&search=&");
+      const { body } = await graph("  \t ", 2);
+      expect(body.graph).toEqual({ nodes: [], edges: [], max_depth: 2 });
+      expect(body.confidence).toBe(0);
+      expect(body.note).toMatch(/no text to search for/);
+      expect(await upstreamRequests("action=wbsearchentities&search=&")).toBe(before);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
   it(
     "an alias match is a little less certain than a label match",
     async () => {

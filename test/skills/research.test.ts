@@ -1,9 +1,12 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
 import { skillById } from "../../src/skills/registry";
+import { callsLeft, keyWith } from "../fixtures/credits";
 // @ts-expect-error plain JS fixture data
 import { ARTICLES } from "../fixtures/upstream-data.mjs";
 import { unique, upstreamRequests } from "../fixtures/upstream-requests";
-import { postJson } from "../helpers";
+import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface ResearchBody {
@@ -147,6 +150,83 @@ describe("Wikipedia answers of the wrong shape (a broken or hostile upstream)", 
       expect(res.status, await res.clone().text()).not.toBe(500);
       expect([200, 404, 422, 502]).toContain(res.status);
       if (res.status === 502) expect((await res.json<{ detail: string }>()).detail).toContain("Wikipedia");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
+describe("a query Wikipedia refuses is the caller's, not an upstream failure", () => {
+  // Wikipedia answers these with HTTP 200 and {"error": …}; they were a 502 counted as ours.
+  it(
+    "a query of spaces only is a 200 'nothing matched' answer, without a search",
+    async () => {
+      const before = await upstreamRequests("srsearch=&");
+      const body = await research(" \t\n  ");
+      expect(body).toMatchObject({ sources: [], confidence: 0, sentences: [], total_hits: 0 });
+      expect(body.note).toBe("empty search result");
+      expect(body.summary).toMatch(/no words to search for/);
+      // The fixture, like Wikipedia, refuses srsearch= with missingparam: it was never asked.
+      expect(await upstreamRequests("srsearch=&")).toBe(before);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a search CirrusSearch cannot parse is a 422 on query with Wikipedia's reason",
+    async () => {
+      const query = "insource:/[/ x";
+      const res = await postJson("/api/skills/research", { query });
+      expect(res.status).toBe(422);
+      const [item, ...rest] = await detailOf(res);
+      expect(rest).toEqual([]);
+      expect(item).toEqual({
+        loc: ["body", "query"],
+        msg: "Wikipedia cannot search this query: Regular expression syntax error at 1: expected ']'",
+        type: "search_refused",
+        input: query,
+        ctx: {
+          reason: "Regular expression syntax error at 1: expected ']'",
+          code: "cirrussearch-regex-syntax-error",
+        },
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the refused search costs a card credit nothing and is logged as validation, not as an upstream failure",
+    async () => {
+      const app = createApp();
+      const paid = { ...env, FREE_BETA: "false" };
+      const key = await keyWith(env.DB, 2, "research");
+      const call = async (query: string) => {
+        const ctx = createExecutionContext();
+        const res = await app.fetch(
+          new Request("https://skills.test/api/skills/research", {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+            body: JSON.stringify({ query }),
+          }),
+          paid,
+          ctx,
+        );
+        await waitOnExecutionContext(ctx);
+        return res;
+      };
+      const t0 = Date.now();
+      expect((await call("insource:/[/ x")).status).toBe(422);
+      // A real Wikipedia failure stays ours.
+      expect((await call("upstream-failure")).status).toBe(502);
+      expect(await callsLeft(env.DB, key)).toBe(2);
+      const { results } = await env.DB.prepare(
+        "SELECT status, outcome FROM call_log WHERE skill = 'research' AND at >= ?1 AND payment_method = 'card_credit' ORDER BY id",
+      )
+        .bind(t0)
+        .all();
+      expect(results).toEqual([
+        { status: 422, outcome: "validation" },
+        { status: 502, outcome: "upstream" },
+      ]);
     },
     SKILL_TEST_TIMEOUT,
   );

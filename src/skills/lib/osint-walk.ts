@@ -86,9 +86,12 @@ function matchQuality(query: string, hits: WdSearchHit[]) {
   return quality;
 }
 
-/** The seed item: a Q-id is taken as is, anything else goes through the search; null when nothing matches. */
+/**
+ * The seed item: a Q-id is taken as is (one Wikibase cannot parse, Q0 or Q99999999999, is then an
+ * item Wikidata does not have), anything else goes through the search; null when nothing matches.
+ */
 export async function resolveSeed(wd: WikidataClient, seed: string) {
-  if (/^Q[1-9]\d*$/i.test(seed)) {
+  if (/^Q\d+$/i.test(seed)) {
     const id = seed.toUpperCase();
     const match: SeedMatch = { id, label: id, description: "", match_type: "entityId" };
     return { id, quality: 1, match, candidates: [] };

@@ -1,5 +1,5 @@
 import type { NetConfig } from "../../net/config";
-import { fetchApiJson, isRecord } from "../../net/fetcher";
+import { fetchApiJson, isRecord, isSearchTextError } from "../../net/fetcher";
 
 /** The slice of the Wikidata Action API that osint_graph reads (wbsearchentities, wbgetentities). */
 
@@ -28,6 +28,13 @@ export interface WdEntity {
 /** wbgetentities takes at most 50 ids per call. */
 const BATCH = 50;
 
+/**
+ * An item id Wikibase can parse (its ItemId: Q, no leading zero, at most 2147483647). wbgetentities
+ * refuses a whole request with `no-such-entity` at the first id it cannot parse, so such an id is
+ * never sent: it is an item Wikidata does not have, like an unused id in range.
+ */
+export const isItemId = (id: string) => /^Q[1-9]\d{0,9}$/.test(id) && Number(id.slice(1)) <= 2_147_483_647;
+
 export class WikidataClient {
   requests = 0;
 
@@ -40,9 +47,11 @@ export class WikidataClient {
     return this.requests >= this.maxRequests;
   }
 
-  private get(params: Record<string, string>) {
+  private get(params: Record<string, string>, callerFault?: (code: string) => boolean) {
     this.requests++;
-    return fetchApiJson(this.cfg.wikidataApi, { ...params, format: "json" }, this.cfg, "Wikidata");
+    return fetchApiJson(this.cfg.wikidataApi, { ...params, format: "json" }, this.cfg, "Wikidata", {
+      callerFault,
+    });
   }
 
   /** Entity page of an id, on the configured Wikidata host. */
@@ -50,19 +59,23 @@ export class WikidataClient {
     return `${new URL(this.cfg.wikidataApi).origin}/wiki/${id}`;
   }
 
+  /** Items matching `text`; a search Wikidata refuses as written throws ApiRefusedInput (the caller's text). */
   async search(text: string, limit = 5): Promise<WdSearchHit[]> {
-    const body = (await this.get({
-      action: "wbsearchentities",
-      search: text,
-      language: "en",
-      uselang: "en",
-      type: "item",
-      limit: String(limit),
-    })) as { search?: unknown[] };
+    const body = (await this.get(
+      {
+        action: "wbsearchentities",
+        search: text,
+        language: "en",
+        uselang: "en",
+        type: "item",
+        limit: String(limit),
+      },
+      isSearchTextError,
+    )) as { search?: unknown[] };
     const hits: WdSearchHit[] = [];
     // Upstream JSON is read defensively: an entry of the wrong shape is skipped, never a 500.
     for (const h of Array.isArray(body.search) ? body.search : []) {
-      if (!isRecord(h) || typeof h.id !== "string" || !/^Q\d+$/.test(h.id)) continue;
+      if (!isRecord(h) || typeof h.id !== "string" || !isItemId(h.id)) continue;
       const match = isRecord(h.match) ? h.match : {};
       hits.push({
         id: h.id,
@@ -79,8 +92,9 @@ export class WikidataClient {
    * Labels and descriptions (and item-valued claims when `withClaims`) of `ids`, in batches.
    * Stops early when the request budget is spent: callers see the missing ids as not fetched.
    */
-  async entities(ids: string[], withClaims: boolean): Promise<Map<string, WdEntity>> {
+  async entities(wanted: string[], withClaims: boolean): Promise<Map<string, WdEntity>> {
     const out = new Map<string, WdEntity>();
+    const ids = wanted.filter(isItemId);
     for (let i = 0; i < ids.length; i += BATCH) {
       if (this.exhausted) break;
       const body = (await this.get({
@@ -120,7 +134,7 @@ function parseEntity(id: string, e: Record<string, unknown>, withClaims: boolean
       const snak = st.mainsnak;
       if (snak?.snaktype !== "value" || snak.datavalue?.type !== "wikibase-entityid") continue;
       const target = snak.datavalue.value?.id;
-      if (typeof target !== "string" || !/^Q\d+$/.test(target)) continue;
+      if (typeof target !== "string" || !isItemId(target)) continue;
       statements.push({
         target,
         rank: st.rank === "preferred" ? "preferred" : "normal",

@@ -1,5 +1,5 @@
 import type { NetConfig } from "../../net/config";
-import { fetchApiJson, isRecord } from "../../net/fetcher";
+import { fetchApiJson, isRecord, isSearchTextError } from "../../net/fetcher";
 
 /** The slice of the Wikipedia Action API that research reads: list=search, then TextExtracts. */
 
@@ -12,6 +12,10 @@ export interface WpArticle extends WpHit {
   extract: string;
 }
 
+/**
+ * Top hits of a full-text search. A search CirrusSearch cannot read as written (an empty one, a bad
+ * `insource:/…/` regex) throws ApiRefusedInput: the caller's text, not a Wikipedia failure.
+ */
 export async function searchWikipedia(cfg: NetConfig, query: string, limit: number) {
   const body = (await fetchApiJson(
     cfg.wikipediaApi,
@@ -26,6 +30,7 @@ export async function searchWikipedia(cfg: NetConfig, query: string, limit: numb
     },
     cfg,
     "Wikipedia",
+    { callerFault: isSearchTextError },
   )) as { query?: { search?: unknown[]; searchinfo?: { totalhits?: unknown } } };
   const hits: WpHit[] = [];
   // Upstream JSON is read defensively: an entry of the wrong shape is skipped, never a 500.

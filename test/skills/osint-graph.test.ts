@@ -268,6 +268,68 @@ describe("osint_graph on the Wikidata fixture", () => {
   );
 });
 
+describe("names Wikidata holds only under mul (WD:MUL)", () => {
+  // Many people's items carry their name only under the language code mul, which wbgetentities
+  // drops from languages=en unless languagefallback is set: such nodes were named by their Q-id.
+  it(
+    "the fixture answers as Wikibase does: labels {} without languagefallback, mul's label for en with it",
+    async () => {
+      const labels = async (extra: string) => {
+        const res = await fetch(
+          `${FIXTURE}/wikidata/api.php?action=wbgetentities&ids=Q90000051&props=labels&languages=en&format=json${extra}`,
+        );
+        return (await res.json<{ entities: Record<string, { labels: unknown }> }>()).entities.Q90000051
+          ?.labels;
+      };
+      expect(await labels("")).toEqual({});
+      expect(await labels("&languagefallback=1")).toEqual({
+        en: { language: "mul", value: "Mei Example", "for-language": "en" },
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "neighbours named only under mul get that name, whether read with their claims or for their labels",
+    async () => {
+      for (const depth of [1, 2]) {
+        const { body } = await graph("Mul Example Works", depth);
+        const node = (id: string) => body.graph.nodes.find((n) => n.id === id);
+        expect(node("Q90000051")?.name, `depth ${depth}`).toBe("Mei Example");
+        expect(node("Q90000052")?.name, `depth ${depth}`).toBe("Ola Example");
+        expect(body.degrees_sample).toContainEqual(
+          expect.objectContaining({ depth: 1, path: ["Mul Example Works", "Mei Example"] }),
+        );
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a seed named only under mul, given by Q-id, is named in its node and its match",
+    async () => {
+      const { body } = await graph("Q90000051", 1);
+      expect(body.graph.nodes[0]).toMatchObject({ id: "Q90000051", name: "Mei Example", depth: 0 });
+      expect((body as unknown as { match: unknown }).match).toEqual({
+        id: "Q90000051",
+        label: "Mei Example",
+        description: "fictional founder",
+        match_type: "entityId",
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the search finds a name held only under mul (wbsearchentities falls back unless strictlanguage)",
+    async () => {
+      const { body } = await graph("Mei Example", 1);
+      expect(body.graph.nodes[0]).toMatchObject({ id: "Q90000051", name: "Mei Example", confidence: 1 });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
 describe("osint_graph call log and cache", () => {
   const rows = (requestId: string) =>
     env.DB.prepare("SELECT seed_entity, max_depth, nodes FROM osint_calls WHERE request_id = ?")

@@ -102,6 +102,11 @@ export class WikidataClient {
         ids: ids.slice(i, i + BATCH).join("|"),
         props: withClaims ? "labels|descriptions|claims" : "labels|descriptions",
         languages: "en",
+        // Many items (most people's) hold their name only under "mul" (WD:MUL), which languages=en
+        // alone drops: with the fallback, labels.en is that term ({language: "mul", for-language:
+        // "en", value}) when there is no en one. wbsearchentities falls back by default (it has no
+        // such parameter; its strictlanguage, a boolean present-means-true, is never sent).
+        languagefallback: "1",
       })) as { entities?: Record<string, unknown> };
       for (const [id, e] of Object.entries(isRecord(body.entities) ? body.entities : {})) {
         if (!isRecord(e) || "missing" in e) continue;
@@ -113,6 +118,7 @@ export class WikidataClient {
 }
 
 function parseEntity(id: string, e: Record<string, unknown>, withClaims: boolean): WdEntity {
+  // The en term, or with languagefallback the one its fallback chain found (mul's): same place.
   const text = (field: unknown) => {
     const v = (field as Record<string, { value?: unknown }> | undefined)?.en?.value;
     return typeof v === "string" ? v : undefined;

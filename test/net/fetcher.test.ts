@@ -3,10 +3,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { netConfig } from "../../src/net/config";
 import {
   ApiRefusedInput,
+  decodeBody,
   fetchApiJson,
   fetchPublic,
   guardUrl,
   isSearchTextError,
+  prescanMeta,
   UpstreamError,
   UrlRefused,
 } from "../../src/net/fetcher";
@@ -317,4 +319,54 @@ describe("MediaWiki errors (HTTP 200 with {error}) of the configured APIs", () =
     },
     SKILL_TEST_TIMEOUT,
   );
+});
+
+describe("the encoding of a fetched page (WHATWG: BOM, header charset, <meta> prescan, UTF-8)", () => {
+  const ascii = (html: string) => new TextEncoder().encode(html);
+
+  it.each([
+    ['<meta charset="windows-1252">', "windows-1252"],
+    ["<META CHARSET=Windows-1252>", "windows-1252"],
+    ["<meta charset = ' latin1 '>", "windows-1252"],
+    ['<meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS">', "shift_jis"],
+    ["<meta content='text/html;charset=\"euc-jp\"' http-equiv=content-type>", "euc-jp"],
+    ['<meta http-equiv="content-type" content="text/html; charset=iso-8859-2; x=y">', "iso-8859-2"],
+    ['<meta charset="utf-16">', "utf-8"],
+    ['<meta charset="UTF-16BE">', "utf-8"],
+    ['<meta charset="x-user-defined">', "windows-1252"],
+    ['<meta charset="gbk"><meta charset="windows-1252">', "gbk"],
+    ['<meta charset="gbk" charset="windows-1252">', "gbk"],
+    ['<!--> <meta charset="gbk">', "gbk"],
+    ['<html lang="en"><head><title>x</title><meta/charset="koi8-r">', "koi8-r"],
+    ['<meta charset="no-such-encoding">', null],
+    ['<meta content="text/html; charset=gbk">', null],
+    ['<meta name="description" content="charset=gbk">', null],
+    ['<!-- <meta charset="gbk"> -->', null],
+    ["<div title='<meta charset=\"gbk\">'>", null],
+    [`${" ".repeat(1024)}<meta charset="gbk">`, null],
+    ['<meta charset="windows-12', null],
+    ["<p>no declaration</p>", null],
+  ])("%s → %s", (html, encoding) => {
+    expect(prescanMeta(ascii(html))).toBe(encoding);
+  });
+
+  it("a byte order mark wins over the header, the header over the <meta>, and only HTML is prescanned", () => {
+    const meta = '<meta charset="windows-1252">caf\u00e9';
+    const latin = Uint8Array.from([...meta].map((c) => c.charCodeAt(0)));
+    expect(decodeBody(latin, "text/html", true)).toBe(meta);
+    expect(decodeBody(latin, "text/plain", false)).toBe('<meta charset="windows-1252">caf\uFFFD');
+    const utf8 = ascii(meta);
+    expect(decodeBody(utf8, 'text/html; charset="UTF-8"', true)).toBe(meta);
+    // A label no encoding has is no declaration: the <meta> decides.
+    expect(decodeBody(latin, "text/html; charset=bogus", true)).toBe(meta);
+    const bom = Uint8Array.from([0xef, 0xbb, 0xbf, ...utf8]);
+    expect(decodeBody(bom, "text/html; charset=windows-1252", true)).toBe(meta);
+    const be = Uint8Array.from([
+      0xfe,
+      0xff,
+      ...[..."é"].flatMap((c) => [c.charCodeAt(0) >> 8, c.charCodeAt(0) & 255]),
+    ]);
+    expect(decodeBody(be, "text/html; charset=utf-8", true)).toBe("é");
+    expect(decodeBody(ascii("plain é"), "", true)).toBe("plain é");
+  });
 });

@@ -194,3 +194,63 @@ describe("seo on fixture pages", () => {
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("pages that declare their encoding only in a <meta> (read as browsers read them)", () => {
+  // Served as text/html without a charset: the page was decoded as UTF-8, its accents and kanji
+  // turned into U+FFFD, and the keyword checks failed on the page's own title.
+  it(
+    "a windows-1252 page with <meta charset>: its title and where its keyword stands",
+    async () => {
+      const body = await audit(`${FIXTURE}/pages/cp1252-meta.html`, ["Crème brûlée"]);
+      const title = "Crème brûlée: la recette “maison” à 5 €";
+      expect(body.checks.title).toEqual({ text: title, length: [...title].length });
+      expect(body.checks.keywords).toEqual([
+        expect.objectContaining({
+          keyword: "crème brûlée",
+          in_title: true,
+          in_h1: true,
+          in_description: true,
+        }),
+      ]);
+      expect(JSON.stringify(body)).not.toContain("\uFFFD");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a Shift_JIS page with <meta http-equiv=Content-Type> (a <meta charset> in a comment does not count)",
+    async () => {
+      const body = await audit(`${FIXTURE}/pages/shift_jis-http-equiv.html`, ["天気予報"]);
+      expect(body.checks.title).toEqual({ text: "天気予報 - 東京", length: 9 });
+      const [report] = body.checks.keywords as { in_title: boolean; in_h1: boolean; body_count: number }[];
+      expect(report).toMatchObject({ keyword: "天気予報", in_title: true, in_h1: true });
+      expect(report?.body_count).toBeGreaterThan(0);
+      expect(JSON.stringify(body)).not.toContain("\uFFFD");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the header's charset wins over a <meta>, and a byte order mark over both",
+    async () => {
+      for (const page of ["header-charset.html", "utf16-bom.html"]) {
+        const body = await audit(`${FIXTURE}/pages/${page}`, ["crème brûlée"]);
+        expect((body.checks.title as { text: string }).text, page).toBe(
+          "Crème brûlée: la recette “maison” à 5 €",
+        );
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "ai_detector reads the same page's text in its encoding",
+    async () => {
+      const res = await postJson("/api/skills/ai-detector", { url: `${FIXTURE}/pages/cp1252-meta.html` });
+      expect(res.status).toBe(200);
+      const { text_preview } = await res.json<{ text_preview: string }>();
+      expect(text_preview).toContain("Une crème brûlée réussie tient à trois choses");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

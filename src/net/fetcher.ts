@@ -276,8 +276,13 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
     const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
     // HTML (or a page that names no type, which the skills read as HTML when it looks like it)
     // may declare its encoding in a <meta> tag; other types only in the header or a BOM.
-    const html = type === "" || type === "text/html";
-    const text = await readText(res, cfg.maxBytes, "the page", cfg, pageFault(), html);
+    const markup: Markup =
+      type === "" || type === "text/html"
+        ? "html"
+        : type === "text/xml" || type === "application/xml" || type.endsWith("+xml")
+          ? "xml"
+          : null;
+    const text = await readText(res, cfg.maxBytes, "the page", cfg, pageFault(), markup);
     return { url: url.href, status: res.status, contentType, text, redirects: hop };
   }
 }
@@ -354,7 +359,7 @@ async function readText(
   what: string,
   cfg: NetConfig,
   target = false,
-  html = false,
+  markup: Markup = null,
 ): Promise<string> {
   const tooLarge = () => new TooLarge(`${what} is larger than ${Math.round(max / 1024)} KiB`);
   try {
@@ -364,28 +369,45 @@ async function readText(
       throw tooLarge();
     }
     const bytes = await readCappedBytes(res, max, tooLarge);
-    return decodeBody(bytes, res.headers.get("content-type") ?? "", html);
+    return await decodeBody(bytes, res.headers.get("content-type") ?? "", markup);
   } catch (e) {
     throw upstreamFrom(e, what, cfg, target);
   }
 }
 
+/** How a body declares its encoding beyond a BOM and the header: HTML's <meta>, XML's declaration. */
+export type Markup = "html" | "xml" | null;
+
 /**
- * A body's text in the encoding a browser would pick (WHATWG HTML, "determining the character
- * encoding"): a byte order mark; else the Content-Type charset, if TextDecoder knows the label
- * (it knows the WHATWG labels); else, for HTML, a <meta> declaration in the first 1024 bytes
- * (`prescanMeta`); else UTF-8 (the spec leaves the last resort to the locale: ours is UTF-8).
- * A windows-1252 or Shift_JIS page that says so only in its <meta> was read as broken UTF-8.
+ * A body's text in the encoding a browser would pick: a byte order mark; else the Content-Type
+ * charset, if it names an encoding; else, for HTML, a <meta> declaration in the first 1024 bytes
+ * (WHATWG "prescan"), for XML its declaration; else UTF-8 (the spec leaves the last resort to the
+ * locale: ours is UTF-8). A windows-1252 or Shift_JIS page that said so only in its <meta> was
+ * read as broken UTF-8. The sniffing is jsdom's (html-encoding-sniffer); TextDecoder decodes.
  */
-export function decodeBody(bytes: Uint8Array, contentType: string, html: boolean): string {
+export async function decodeBody(bytes: Uint8Array, contentType: string, markup: Markup): Promise<string> {
+  const header = headerCharset(contentType) ?? undefined;
   const encoding =
-    bomEncoding(bytes) ??
-    encodingOf(headerCharset(contentType)) ??
-    (html ? prescanMeta(bytes) : null) ??
-    "utf-8";
+    markup === null
+      ? (bomEncoding(bytes) ?? encodingOf(header) ?? "utf-8")
+      : (encodingOf(
+          (await sniffer())(bytes, {
+            xml: markup === "xml",
+            transportLayerEncodingLabel: header,
+            defaultEncoding: "UTF-8",
+          }),
+        ) ?? "utf-8");
   // A decoder of the BOM's encoding drops the BOM itself.
   return new TextDecoder(encoding).decode(bytes);
 }
+
+/** The encoding an HTML page's first 1024 bytes declare in a <meta>, or null. */
+export async function declaredInMeta(bytes: Uint8Array): Promise<string | null> {
+  return encodingOf((await sniffer())(bytes, { defaultEncoding: "none" }));
+}
+
+// Loaded with the first page read, not at start-up (the fetcher is in the start-up graph).
+const sniffer = async () => (await import("html-encoding-sniffer")).default;
 
 function bomEncoding(b: Uint8Array): string | null {
   if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) return "utf-8";
@@ -399,167 +421,12 @@ function headerCharset(contentType: string): string | null {
   return m ? (m[1] ?? m[2] ?? null) : null;
 }
 
-/** The WHATWG encoding a label names ("get an encoding"), or null for none TextDecoder knows. */
-function encodingOf(label: string | null): string | null {
-  if (label === null) return null;
+/** The encoding TextDecoder has for a label, in its lower-case name, or null (also "replacement"). */
+function encodingOf(label: string | null | undefined): string | null {
+  if (!label) return null;
   try {
     return new TextDecoder(label).encoding;
   } catch {
     return null;
-  }
-}
-
-const PRESCAN_BYTES = 1024;
-const isSpace = (c: string | undefined) => c === " " || c === "\t" || c === "\n" || c === "\f" || c === "\r";
-const isUpper = (c: string) => c >= "A" && c <= "Z";
-
-/**
- * WHATWG HTML's "prescan a byte stream to determine its encoding", over the first 1024 bytes: the
- * first <meta charset=…>, or <meta http-equiv="Content-Type" content="…charset=…">, outside
- * comments and other tags' attributes. null when there is none or the bytes end inside a tag.
- * The bytes are read one char each (latin1), as the algorithm reads bytes.
- */
-export function prescanMeta(bytes: Uint8Array): string | null {
-  const s = String.fromCharCode(...bytes.subarray(0, PRESCAN_BYTES));
-  const at = { i: 0 };
-  while (at.i < s.length) {
-    const rest = s.slice(at.i, at.i + 6);
-    if (rest.startsWith("<!--")) {
-      // "<!-->" ends the comment too: the "--" before ">" may be the opening one's.
-      const end = s.indexOf("-->", at.i + 2);
-      if (end < 0) return null;
-      at.i = end + 3;
-      continue;
-    }
-    if (/^<meta[\t\n\f\r /]$/i.test(rest)) {
-      at.i += 6;
-      const found = metaEncoding(s, at);
-      if (found === undefined) return null;
-      if (found !== null) return found;
-    } else if (/^<\/?[a-z]/i.test(rest)) {
-      while (at.i < s.length && !isSpace(s[at.i]) && s[at.i] !== ">") at.i++;
-      let attr: Attr | null | undefined;
-      do attr = nextAttribute(s, at);
-      while (attr);
-      if (attr === undefined) return null;
-    } else if (/^<[!/?]/.test(rest)) {
-      const end = s.indexOf(">", at.i + 2);
-      if (end < 0) return null;
-      at.i = end;
-    }
-    at.i++;
-  }
-  return null;
-}
-
-/**
- * The attributes of one <meta> (the cursor just past "<meta "): its encoding if it declares one,
- * null if it does not (the scan goes on), undefined if the bytes end inside it (the scan stops).
- */
-function metaEncoding(s: string, at: { i: number }): string | null | undefined {
-  const seen = new Set<string>();
-  let gotPragma = false;
-  let needPragma: boolean | null = null;
-  // undefined: no charset yet; null: a label no encoding has.
-  let charset: string | null | undefined;
-  for (;;) {
-    const attr = nextAttribute(s, at);
-    if (attr === undefined) return undefined;
-    if (attr === null) break;
-    if (seen.has(attr.name)) continue;
-    seen.add(attr.name);
-    if (attr.name === "http-equiv") {
-      if (attr.value === "content-type") gotPragma = true;
-    } else if (attr.name === "content") {
-      const label = charsetInContent(attr.value);
-      const encoding = encodingOf(label);
-      if (encoding !== null && charset === undefined) {
-        charset = encoding;
-        needPragma = true;
-      }
-    } else if (attr.name === "charset") {
-      charset = encodingOf(attr.value);
-      needPragma = false;
-    }
-  }
-  if (needPragma === null || (needPragma && !gotPragma) || !charset) return null;
-  // A document that could declare it in ASCII is not UTF-16; x-user-defined is not for documents.
-  if (charset === "utf-16le" || charset === "utf-16be") return "utf-8";
-  if (charset === "x-user-defined") return "windows-1252";
-  return charset;
-}
-
-interface Attr {
-  name: string;
-  value: string;
-}
-
-/** WHATWG "get an attribute": the next attribute (names and values lowercased), null at ">", undefined at the end. */
-function nextAttribute(s: string, at: { i: number }): Attr | null | undefined {
-  const lower = (c: string) => (isUpper(c) ? c.toLowerCase() : c);
-  while (isSpace(s[at.i]) || s[at.i] === "/") at.i++;
-  if (at.i >= s.length) return undefined;
-  if (s[at.i] === ">") return null;
-  let name = "";
-  let value = "";
-  for (; ; at.i++) {
-    const c = s[at.i];
-    if (c === undefined) return undefined;
-    if (c === "=" && name !== "") break;
-    if (isSpace(c)) {
-      while (isSpace(s[at.i])) at.i++;
-      if (at.i >= s.length) return undefined;
-      if (s[at.i] !== "=") return { name, value };
-      break;
-    }
-    if (c === "/" || c === ">") return { name, value };
-    name += lower(c);
-  }
-  at.i++; // past "="
-  while (isSpace(s[at.i])) at.i++;
-  const first = s[at.i];
-  if (first === undefined) return undefined;
-  if (first === '"' || first === "'") {
-    for (at.i++; ; at.i++) {
-      const c = s[at.i];
-      if (c === undefined) return undefined;
-      if (c === first) {
-        at.i++;
-        return { name, value };
-      }
-      value += lower(c);
-    }
-  }
-  if (first === ">") return { name, value };
-  for (; ; at.i++) {
-    const c = s[at.i];
-    if (c === undefined) return undefined;
-    if (isSpace(c) || c === ">") return { name, value };
-    value += lower(c);
-  }
-}
-
-/** WHATWG "extracting a character encoding from a meta element": the label after "charset=" in a content value. */
-function charsetInContent(v: string): string | null {
-  for (let i = 0; ; ) {
-    const at = v.indexOf("charset", i);
-    if (at < 0) return null;
-    let j = at + 7;
-    while (isSpace(v[j])) j++;
-    if (v[j] !== "=") {
-      i = j;
-      continue;
-    }
-    j++;
-    while (isSpace(v[j])) j++;
-    const q = v[j];
-    if (q === undefined) return null;
-    if (q === '"' || q === "'") {
-      const end = v.indexOf(q, j + 1);
-      return end < 0 ? null : v.slice(j + 1, end);
-    }
-    let k = j;
-    while (k < v.length && !isSpace(v[k]) && v[k] !== ";") k++;
-    return v.slice(j, k);
   }
 }

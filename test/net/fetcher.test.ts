@@ -3,12 +3,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { netConfig } from "../../src/net/config";
 import {
   ApiRefusedInput,
+  declaredInMeta,
   decodeBody,
   fetchApiJson,
   fetchPublic,
   guardUrl,
   isSearchTextError,
-  prescanMeta,
   UpstreamError,
   UrlRefused,
 } from "../../src/net/fetcher";
@@ -346,27 +346,32 @@ describe("the encoding of a fetched page (WHATWG: BOM, header charset, <meta> pr
     [`${" ".repeat(1024)}<meta charset="gbk">`, null],
     ['<meta charset="windows-12', null],
     ["<p>no declaration</p>", null],
-  ])("%s → %s", (html, encoding) => {
-    expect(prescanMeta(ascii(html))).toBe(encoding);
+  ])("%s → %s", async (html, encoding) => {
+    expect(await declaredInMeta(ascii(html))).toBe(encoding);
   });
 
-  it("a byte order mark wins over the header, the header over the <meta>, and only HTML is prescanned", () => {
+  it("a byte order mark wins over the header, the header over the <meta>, and only HTML is prescanned", async () => {
     const meta = '<meta charset="windows-1252">caf\u00e9';
     const latin = Uint8Array.from([...meta].map((c) => c.charCodeAt(0)));
-    expect(decodeBody(latin, "text/html", true)).toBe(meta);
-    expect(decodeBody(latin, "text/plain", false)).toBe('<meta charset="windows-1252">caf\uFFFD');
+    expect(await decodeBody(latin, "text/html", "html")).toBe(meta);
+    expect(await decodeBody(latin, "text/plain", null)).toBe('<meta charset="windows-1252">caf\uFFFD');
     const utf8 = ascii(meta);
-    expect(decodeBody(utf8, 'text/html; charset="UTF-8"', true)).toBe(meta);
+    expect(await decodeBody(utf8, 'text/html; charset="UTF-8"', "html")).toBe(meta);
     // A label no encoding has is no declaration: the <meta> decides.
-    expect(decodeBody(latin, "text/html; charset=bogus", true)).toBe(meta);
+    expect(await decodeBody(latin, "text/html; charset=bogus", "html")).toBe(meta);
     const bom = Uint8Array.from([0xef, 0xbb, 0xbf, ...utf8]);
-    expect(decodeBody(bom, "text/html; charset=windows-1252", true)).toBe(meta);
+    expect(await decodeBody(bom, "text/html; charset=windows-1252", "html")).toBe(meta);
     const be = Uint8Array.from([
       0xfe,
       0xff,
       ...[..."é"].flatMap((c) => [c.charCodeAt(0) >> 8, c.charCodeAt(0) & 255]),
     ]);
-    expect(decodeBody(be, "text/html; charset=utf-8", true)).toBe("é");
-    expect(decodeBody(ascii("plain é"), "", true)).toBe("plain é");
+    expect(await decodeBody(be, "text/html; charset=utf-8", "html")).toBe("é");
+    expect(await decodeBody(ascii("plain é"), "", "html")).toBe("plain é");
+    // XHTML declares its encoding in the XML declaration, not a <meta>.
+    const xml = '<?xml version="1.0" encoding="windows-1252"?><p>caf\u00e9</p>';
+    const xmlBytes = Uint8Array.from([...xml].map((c) => c.charCodeAt(0)));
+    expect(await decodeBody(xmlBytes, "application/xhtml+xml", "xml")).toBe(xml);
+    expect(await decodeBody(xmlBytes, "application/xhtml+xml", null)).toContain("caf\uFFFD");
   });
 });

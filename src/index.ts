@@ -2,33 +2,41 @@ import { createApp } from "./app";
 import { redactSecrets } from "./config";
 import type { Bindings } from "./env";
 import { cronFailure, reconcile } from "./payments/reconcile";
+import { refreshPublishedStats } from "./stats/published";
 
 const app = createApp();
 
 /**
- * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain.
- * Awaited, and a run that failed or left errors throws: the Cron Events list and its alerts then
- * show it as failed instead of a success whose only trace is a log line. Not retried by the
- * platform (noRetry): the next run is 5 minutes away and picks up what this one left.
+ * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain,
+ * and recomputes the published reliability figures into KV (stats/published.ts), side by side so
+ * neither's failure skips or hides the other's. Awaited, and a run where either failed (or
+ * reconciliation left errors) throws, naming each: the Cron Events list and its alerts then show it
+ * as failed instead of a success whose only trace is a log line. Not retried by the platform
+ * (noRetry): the next run is 5 minutes away and picks up what this one left.
  */
 async function scheduled(controller: ScheduledController, env: Bindings, _ctx: ExecutionContext) {
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
   const redacted = (fields: Record<string, unknown>) =>
     redactSecrets(JSON.stringify({ cron: controller.cron, ...fields }), env);
-  let summary: Awaited<ReturnType<typeof reconcile>>;
-  try {
-    summary = await reconcile(env);
-  } catch (e) {
-    const line = redacted({ level: "error", error: `reconcile: ${e}` });
-    console.error(line);
-    controller.noRetry();
-    throw new Error(line);
+  const [reconciled, stats] = await Promise.allSettled([reconcile(env), refreshPublishedStats(env)]);
+  const failures: string[] = [];
+  if (reconciled.status === "fulfilled") {
+    console.log(redacted({ level: "info", reconcile: reconciled.value }));
+    const failure = cronFailure(reconciled.value);
+    if (failure) failures.push(`reconcile: ${failure}`);
+  } else {
+    failures.push(`reconcile: ${reconciled.reason}`);
+    console.error(redacted({ level: "error", error: `reconcile: ${reconciled.reason}` }));
   }
-  console.log(redacted({ level: "info", reconcile: summary }));
-  const failure = cronFailure(summary);
-  if (failure) {
+  if (stats.status === "fulfilled") {
+    console.log(redacted({ level: "info", stats: { computed_at: stats.value.computed_at } }));
+  } else {
+    failures.push(`stats: ${stats.reason}`);
+    console.error(redacted({ level: "error", error: `stats: ${stats.reason}` }));
+  }
+  if (failures.length) {
     controller.noRetry();
-    throw new Error(redacted({ level: "error", error: `reconcile: ${failure}` }));
+    throw new Error(redacted({ level: "error", error: failures.join("; ") }));
   }
 }
 

@@ -16,13 +16,7 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { partnerConfigured } from "../partners/request";
 import { sellables } from "../payments/sellables";
-import {
-  callPolicy,
-  reliabilityMarkdown,
-  reliabilitySummary,
-  statsIfAvailable,
-  waitUntilOf,
-} from "../stats/published";
+import { callPolicy, reliabilityMarkdown, reliabilitySummary, statsIfAvailable } from "../stats/published";
 import { adminOperations } from "./admin";
 import { catalogOperation } from "./catalog";
 import { checkoutOperations } from "./checkout";
@@ -93,7 +87,7 @@ discoveryRoutes.get("/robots.txt", textDoc("text/plain", robotsTxt));
 discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
 discoveryRoutes.get(ops.llmsTxt.route, quotesPartnerPrices, async (c) => {
   const cfg = cfgOf(c);
-  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  const doc = await statsIfAvailable(c);
   return c.body(
     `${llmsTxt(cfg, c.var.pricingConfig)}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
     200,
@@ -107,7 +101,7 @@ discoveryRoutes.get(ops.x402.route, quotesPartnerPrices, async (c) => {
   const cfg = cfgOf(c);
   const pc = c.var.pricingConfig;
   // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
-  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  const doc = await statsIfAvailable(c);
   return c.json(
     {
       ...x402Manifest(cfg, sellables(cfg, pc)),

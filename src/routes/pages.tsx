@@ -10,7 +10,7 @@ import { McpDocsPage } from "../pages/mcp-docs";
 import { NotFoundPage } from "../pages/not-found";
 import { partnerConfigured } from "../partners/request";
 import { skillBySlug } from "../skills/registry";
-import { reliabilityLine, reliabilityShort, statsIfAvailable, waitUntilOf } from "../stats/published";
+import { reliabilityLine, reliabilityShort, statsIfAvailable } from "../stats/published";
 import { canonicalSlug } from "./not-found";
 
 export const pageRoutes = new Hono<AppEnv>();
@@ -23,7 +23,7 @@ const docSlug = z.object({
 
 // The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
 pageRoutes.get("/", partnerConfigured("pricing"), async (c) => {
-  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  const doc = await statsIfAvailable(c);
   return c.html(
     <HomePage
       cfg={publicConfig(c.env, c.req.url)}
@@ -34,7 +34,7 @@ pageRoutes.get("/", partnerConfigured("pricing"), async (c) => {
 });
 pageRoutes.get("/applet", (c) => c.html(<AppletPage cfg={publicConfig(c.env, c.req.url)} />));
 pageRoutes.get("/docs", async (c) => {
-  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  const doc = await statsIfAvailable(c);
   return c.html(<DocsIndexPage reliability={doc && ((id) => reliabilityShort(doc, id))} />);
 });
 // `/docs/token_count`, `/docs/Token-Count`, `/docs/token-count/`: a person or agent guessed the page
@@ -54,7 +54,7 @@ pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
   const { slug } = c.req.valid("param");
   const skill = skillBySlug(slug);
   if (!skill) return c.html(<NotFoundPage slug={slug} />, 404);
-  const doc = await statsIfAvailable(c.env.DB, c.req.url, waitUntilOf(c));
+  const doc = await statsIfAvailable(c);
   return c.html(
     <SkillDocPage
       cfg={publicConfig(c.env, c.req.url)}

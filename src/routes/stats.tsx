@@ -4,7 +4,7 @@ import { statsSchema } from "../discovery/openapi-components";
 import { CLIENT_ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { ReliabilityPage } from "../pages/reliability";
-import { callPolicy, publishedStats, STATS_MAX_AGE_SECONDS, waitUntilOf } from "../stats/published";
+import { callPolicy, publishedStats, STATS_MAX_AGE_SECONDS } from "../stats/published";
 
 export const statsRoutes = new Hono<AppEnv>();
 
@@ -12,7 +12,7 @@ export const statsOperation = operation({
   method: "get",
   path: "/api/stats",
   operationId: "get_stats",
-  summary: "Measured reliability per skill over 24 h and 7 days (free, CORS-open, cached 60 s)",
+  summary: "Measured reliability per skill over 24 h and 7 days (free, CORS-open, recomputed every 5 min)",
   tags: ["discovery"],
   responses: {
     "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema),
@@ -21,7 +21,7 @@ export const statsOperation = operation({
 });
 
 statsRoutes.get(statsOperation.route, async (c) => {
-  const { doc, hit } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+  const { doc, hit } = await publishedStats(c);
   return c.json(doc, 200, {
     // Free and public: any origin may read it (set here too, whatever the app-wide CORS does).
     "Access-Control-Allow-Origin": "*",
@@ -37,6 +37,6 @@ statsRoutes.get(statsOperation.route, async (c) => {
  */
 statsRoutes.get("/docs/:slug", async (c, next) => {
   if (c.req.param("slug") !== "reliability") return next();
-  const { doc } = await publishedStats(c.env.DB, c.req.url, waitUntilOf(c));
+  const { doc } = await publishedStats(c);
   return c.html(<ReliabilityPage doc={doc} policy={callPolicy(publicConfig(c.env, c.req.url))} />);
 });

@@ -1,12 +1,88 @@
 import type { PublicConfig } from "../config";
+import type { Bindings } from "../env";
 import { type StatsDocument, skillStats } from "./query";
 import { RETENTION_DAYS } from "./record";
 
-/** Published figures are recomputed at most once a minute per location (Cache API). */
+/*
+ * The published figures are one document, computed from D1 by the 5-minute Cron (src/index.ts)
+ * and stored in KV; requests only read that copy. Computing it scans every call_log row of 7 days
+ * (a million rows: 0.7 s of D1, which runs one query at a time per database and so queues the
+ * payment path's claims and ledger writes behind it), and every page that quotes the figures is
+ * free to hit. The Cache API used before does nothing on *.workers.dev and is per location, so a
+ * default deployment recomputed on every hit. Now a request computes only when there is no copy
+ * at all (a fresh deployment before the first Cron run), once per isolate however many ask.
+ */
+
+/** HTTP max-age of /api/stats, and how long an isolate serves its copy before it reads KV again. */
 export const STATS_MAX_AGE_SECONDS = 60;
+/**
+ * Lifetime of the KV copy: six Cron runs, so a few failed runs leave the last figures published
+ * (their computed_at says how old) instead of sending every request to D1.
+ */
+export const STATS_COPY_TTL_SECONDS = 1800;
+// Bump when the document's shape changes, so a copy left by the previous version is not served.
+export const STATS_KV_KEY = "stats:published:v1";
+
+type StatsEnv = Pick<Bindings, "DB" | "KV">;
+type Published = { doc: StatsDocument; hit: boolean };
+/** What the figures need of a request (a Hono context): its bindings, waitUntil and method. */
+export interface StatsRequest {
+  env: StatsEnv;
+  executionCtx: { waitUntil(p: Promise<unknown>): void };
+  req: { method: string };
+}
+
+/** This isolate's copy, and the one load (KV read, or computation) concurrent requests share. */
+let memo: { doc: StatsDocument; until: number } | undefined;
+let loading: Promise<Published> | undefined;
+
+/** Tests: forget this isolate's copy (the KV copy stays). */
+export function forgetPublishedStats() {
+  memo = undefined;
+}
+
+const remember = (doc: StatsDocument) => {
+  memo = { doc, until: Date.now() + STATS_MAX_AGE_SECONDS * 1000 };
+};
+
+const storeCopy = (env: StatsEnv, doc: StatsDocument) =>
+  env.KV.put(STATS_KV_KEY, JSON.stringify(doc), { expirationTtl: STATS_COPY_TTL_SECONDS });
+
+/** The Cron's half: computes the document and stores it in KV (and in this isolate). Throws on failure. */
+export async function refreshPublishedStats(env: StatsEnv): Promise<StatsDocument> {
+  const doc = await skillStats(env.DB);
+  await storeCopy(env, doc);
+  remember(doc);
+  return doc;
+}
+
+async function load(c: StatsRequest): Promise<Published> {
+  const { env } = c;
+  try {
+    const copy = await env.KV.get<StatsDocument>(STATS_KV_KEY, "json");
+    if (copy) {
+      remember(copy);
+      return { doc: copy, hit: true };
+    }
+  } catch (e) {
+    // KV unreadable: computed below, at most once a minute per isolate (the memo).
+    console.error(JSON.stringify({ level: "warn", msg: "stats copy unreadable", error: String(e) }));
+  }
+  const doc = await skillStats(env.DB);
+  remember(doc);
+  // A HEAD changes nothing anywhere (test/head-safe.test.ts): served, not stored; a later GET stores.
+  if (c.req.method !== "HEAD") {
+    waitUntilOf(c)(
+      storeCopy(env, doc).catch((e) =>
+        console.error(JSON.stringify({ level: "warn", msg: "stats copy not stored", error: String(e) })),
+      ),
+    );
+  }
+  return { doc, hit: false };
+}
 
 /** waitUntil of a Hono context; without an execution context (app.request) the promise runs on. */
-export const waitUntilOf =
+const waitUntilOf =
   (c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }) => (p: Promise<unknown>) => {
     try {
       c.executionCtx.waitUntil(p);
@@ -16,48 +92,31 @@ export const waitUntilOf =
   };
 
 /**
- * The /api/stats document, from the Cache API when a copy younger than 60 s exists. Every place
- * that publishes figures (the endpoint, /.well-known/x402, llms.txt, docs pages) reads this one
- * document, so they always agree and D1 is read at most once a minute per location.
+ * The /api/stats document. Every place that publishes figures (the endpoint, /.well-known/x402,
+ * llms.txt, docs pages) reads this one document, so they always agree. `hit`: served from a stored
+ * copy (this isolate's, at most a minute old, or KV's, the Cron's); a miss computed it because
+ * there was no copy at all, once per isolate for every request that asked meanwhile.
  */
-export async function publishedStats(
-  db: D1Database,
-  origin: string,
-  waitUntil: (p: Promise<unknown>) => void,
-): Promise<{ doc: StatsDocument; hit: boolean }> {
-  const cache = typeof caches === "undefined" ? undefined : caches.default;
-  const key = new Request(new URL("/api/stats", origin).toString());
-  const hit = await cache?.match(key);
-  if (hit) return { doc: await hit.json<StatsDocument>(), hit: true };
-  const doc = await skillStats(db);
-  if (cache) {
-    const body = JSON.stringify(doc);
-    waitUntil(
-      cache.put(
-        key,
-        new Response(body, {
-          headers: {
-            "content-type": "application/json",
-            "cache-control": `public, max-age=${STATS_MAX_AGE_SECONDS}`,
-          },
-        }),
-      ),
-    );
+export async function publishedStats(c: StatsRequest): Promise<Published> {
+  if (memo && Date.now() < memo.until) return { doc: memo.doc, hit: true };
+  if (!loading) {
+    loading = load(c).finally(() => {
+      loading = undefined;
+    });
+    // Held by the request that started it: a client that goes away does not strand the others.
+    waitUntilOf(c)(loading.catch(() => {}));
   }
-  return { doc, hit: false };
+  return loading;
 }
 
 /**
- * For documents that only quote the figures (docs pages, llms.txt, /.well-known/x402): a D1 or
- * cache failure leaves the figures out (logged) instead of failing the document.
+ * For documents that only quote the figures (docs pages, llms.txt, /.well-known/x402): when the
+ * figures cannot be had (no copy, and D1 failed) they are left out (logged) instead of failing the
+ * document.
  */
-export async function statsIfAvailable(
-  db: D1Database,
-  origin: string,
-  waitUntil: (p: Promise<unknown>) => void,
-): Promise<StatsDocument | undefined> {
+export async function statsIfAvailable(c: StatsRequest): Promise<StatsDocument | undefined> {
   try {
-    return (await publishedStats(db, origin, waitUntil)).doc;
+    return (await publishedStats(c)).doc;
   } catch (e) {
     console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
     return undefined;

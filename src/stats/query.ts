@@ -98,7 +98,8 @@ function figures(skill: string, groups: Group[]): WindowFigures {
  * SQL groups the calls by skill, window, outcome and, for admitted calls, server time (a
  * histogram: a few thousand groups however many calls) and the percentiles are read from it here. Reading the rows
  * themselves put every call of a week in the isolate's memory: one IP at the per-IP limit
- * writes ~6 million a week.
+ * writes ~6 million a week. It still reads every row of the window, so only the 5-minute Cron
+ * runs it (and a request only when no stored copy exists): src/stats/published.ts.
  */
 export async function skillStats(db: D1Database, now = Date.now()) {
   const since = now - WINDOWS["7d"];

@@ -3,6 +3,7 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { skills } from "../../src/skills/registry";
+import { forgetPublishedStats, STATS_KV_KEY } from "../../src/stats/published";
 import { dashboardFigures, percentile, skillStats } from "../../src/stats/query";
 import { type CallRecord, classify, writeCall } from "../../src/stats/record";
 import { unsignedPayment } from "../fixtures/payments";
@@ -227,7 +228,9 @@ describe("the call log is written in batches", () => {
 });
 
 describe("GET /api/stats", () => {
-  it("is public, CORS-open and cached for at most 60 s", { timeout: 30_000 }, async () => {
+  it("is public, CORS-open, max-age 60 s, and a second read is the stored copy", {
+    timeout: 30_000,
+  }, async () => {
     const first = await fetchApp("/api/stats");
     expect(first.status).toBe(200);
     expect(first.headers.get("access-control-allow-origin")).toBe("*");
@@ -612,7 +615,9 @@ describe("documents that quote the figures survive a stats failure", () => {
   it("docs page, llms.txt and /.well-known/x402 answer 200 without the figures when D1 fails", {
     timeout: 30_000,
   }, async () => {
-    // A D1 that refuses every query (as during an outage); another origin so no cached copy answers.
+    // A D1 that refuses every query (as during an outage), and no stored copy to answer instead.
+    await env.KV.delete(STATS_KV_KEY);
+    forgetPublishedStats();
     const broken = {
       ...env,
       DB: {

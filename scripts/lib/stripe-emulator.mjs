@@ -7,7 +7,8 @@
 // standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
 // `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
-// for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events. It speaks Stripe's wire
+// for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
+// (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
 // format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
 // codes), so the Worker's official client talks to it unchanged, and it refuses any parameter the
 // app does not send rather than silently ignoring it.
@@ -34,6 +35,7 @@ const MAX_BODY_BYTES = 1_000_000;
 const CREATE_PARAMS = ["cancel_url", "client_reference_id", "line_items", "metadata", "mode", "success_url"];
 const REFUND_PARAMS = ["amount", "payment_intent"];
 const MAX_EVENTS_KEPT = 500;
+const MAX_REQUESTS_KEPT = 20_000;
 const LINE_ITEM_PARAMS = ["price_data", "quantity"];
 const PRICE_DATA_PARAMS = ["currency", "product_data", "unit_amount"];
 const PRODUCT_DATA_PARAMS = ["description", "name"];
@@ -400,6 +402,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   const charges = new Map();
   const disputes = new Map();
   const events = [];
+  // "METHOD /v1/…" of every API request, newest last, for tests that count what the app asked.
+  const apiRequests = [];
   const idempotency = new Map();
   const expiryTimers = new Map();
   // Aborts webhook deliveries still in flight when the emulator stops, so `stop` never hangs on them.
@@ -629,6 +633,10 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         const type = new URLSearchParams(search).get("type");
         return sendJson(res, 200, { data: events.filter((e) => !type || e.type === type) });
       }
+      if (req.method === "GET" && pathname === "/_emulator/requests") {
+        const match = new URLSearchParams(search).get("match") ?? "";
+        return sendJson(res, 200, { count: apiRequests.filter((r) => r.includes(match)).length });
+      }
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
       }
@@ -670,6 +678,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
 
   async function handleApi(req, res, pathname, search) {
     const requestId = randomId("req_", 14);
+    apiRequests.push(`${req.method} ${pathname}`);
+    if (apiRequests.length > MAX_REQUESTS_KEPT) apiRequests.shift();
     const headers = {
       "request-id": requestId,
       "stripe-version": req.headers["stripe-version"] ?? API_VERSION,

@@ -405,6 +405,15 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   // "METHOD /v1/…" of every API request, newest last, for tests that count what the app asked.
   const apiRequests = [];
   const idempotency = new Map();
+  // Creates armed to fail by POST /_emulator/fail-creates: { match, left }.
+  const failures = [];
+  /** Whether this create was armed to fail: its decoded form body contains an armed `match`. */
+  function takeFailure(rawBody) {
+    const text = [...new URLSearchParams(rawBody)].map(([k, v]) => `${k}=${v}`).join("&");
+    const armed = failures.find((f) => f.left > 0 && text.includes(f.match));
+    if (armed) armed.left--;
+    return armed !== undefined;
+  }
   const expiryTimers = new Map();
   // Aborts webhook deliveries still in flight when the emulator stops, so `stop` never hangs on them.
   const closing = new AbortController();
@@ -483,8 +492,9 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   }
 
   function create(params, rawBody, idempotencyKey, key, requestId) {
-    // Stripe replays the stored response for a repeated key and refuses the key for different
-    // parameters. Only successful creates are stored, so a corrected retry with the same key works.
+    // Stripe replays the stored result for a repeated key, whether it succeeded or failed (a 500
+    // included), and refuses the key for different parameters. A request refused by validation
+    // never began, so nothing is stored and a corrected retry with the same key works.
     const slot = idempotencyKey ? `${key}\n${idempotencyKey}` : null;
     const prior = slot && idempotency.get(slot);
     if (prior) {
@@ -496,9 +506,24 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
             `Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`,
         });
       }
+      if (prior.failure) {
+        throw Object.assign(new StripeApiError(prior.failure.status, prior.failure.error), {
+          replayedFrom: prior.requestId,
+        });
+      }
       return { body: prior.body, replayedFrom: prior.requestId };
     }
     const session = createSession(params, baseUrl);
+    const failing = takeFailure(rawBody);
+    if (failing) {
+      const failure = new StripeApiError(500, {
+        type: "api_error",
+        message:
+          "An unknown error occurred (injected by the local Stripe emulator's /_emulator/fail-creates).",
+      });
+      if (slot) idempotency.set(slot, { rawBody, failure, requestId });
+      throw failure;
+    }
     sessions.set(session.id, session);
     const timer = setTimeout(
       () => expire(session).catch((err) => debug("expiry failed:", err)),
@@ -637,6 +662,16 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         const match = new URLSearchParams(search).get("match") ?? "";
         return sendJson(res, 200, { count: apiRequests.filter((r) => r.includes(match)).length });
       }
+      if (req.method === "POST" && pathname === "/_emulator/fail-creates") {
+        // Stands in for an error inside Stripe: the next `times` session creates whose form body
+        // contains `match` (e.g. `metadata[calls]=77770`) fail with 500 api_error, stored under
+        // their idempotency key like any result Stripe began to execute.
+        const form = parseForm(await readBody(req));
+        checkKeys(form, "", ["match", "times"]);
+        const times = form.times === undefined ? 1 : asInteger(form.times, "times", 1);
+        failures.push({ match: asString(form.match, "match"), left: times });
+        return sendJson(res, 200, { armed: times });
+      }
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
       }
@@ -759,6 +794,13 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
           ? err
           : new StripeApiError(500, { type: "api_error", message: `stripe-emulator: ${err.message}` });
       debug(req.method, pathname, e.status, e.message);
+      if (e.replayedFrom) {
+        headers["idempotent-replayed"] = "true";
+        headers["original-request"] = e.replayedFrom;
+      }
+      // A stored failure is replayed for the same key, so Stripe tells its clients not to retry it.
+      if (e.error.type === "api_error" && err instanceof StripeApiError)
+        headers["stripe-should-retry"] = "false";
       sendJson(res, e.status, { error: e.error }, headers);
     }
   }

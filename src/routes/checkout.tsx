@@ -130,10 +130,24 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
       { idempotencyKey },
     );
   } catch (e) {
-    if (e instanceof (await stripeErrors()).StripeIdempotencyError) {
+    const errors = await stripeErrors();
+    if (e instanceof errors.StripeIdempotencyError) {
       return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
     }
     console.error(JSON.stringify({ level: "error", msg: "stripe session create failed", error: String(e) }));
+    // Stripe saves the result of every request it began under its idempotency key, a 500 included,
+    // and replays it for at least 24 h: a retry with the same client key gets this same failure.
+    // Only an answer below 500 (refused before it ran: rate limit, auth) was not saved; a dropped
+    // connection may have been. Without a client key every try has a key of its own.
+    const refusedBeforeRun =
+      e instanceof errors.StripeError && e.statusCode !== undefined && e.statusCode < 500;
+    if (clientKey && !refusedBeforeRun) {
+      return detail(
+        c,
+        502,
+        "Stripe did not create the checkout session; retry with a new Idempotency-Key (Stripe answers this key with the same failure for at least 24 hours).",
+      );
+    }
     return detail(c, 502, "Stripe did not create the checkout session; try again.");
   }
   await recordSession(c.env.DB, {

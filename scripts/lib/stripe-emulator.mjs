@@ -393,7 +393,28 @@ function safeDecode(segment) {
 
 const successRedirect = (session) => session.success_url.replaceAll("{CHECKOUT_SESSION_ID}", session.id);
 
-export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret, apiKey } = {}) {
+/** The restricted-key permission (`rak_…`) each emulated endpoint needs, as Stripe names them. */
+function permissionFor(method, pathname) {
+  if (pathname.startsWith("/v1/checkout/sessions")) {
+    return method === "GET" ? "rak_checkout_session_read" : "rak_checkout_session_write";
+  }
+  if (pathname === "/v1/refunds") return "rak_refund_write";
+  if (pathname.startsWith("/v1/disputes/")) return "rak_dispute_read";
+  return undefined;
+}
+
+/**
+ * `restrictedKeys`: restricted keys (`rk_test_…`) the emulator also accepts, each with the `rak_…`
+ * permissions it was granted; a `…_write` permission includes its `…_read`. A call the key may not
+ * make is refused with 403, as Stripe does.
+ */
+export async function startStripeEmulator({
+  port = 0,
+  webhookUrl,
+  webhookSecret,
+  apiKey,
+  restrictedKeys = {},
+} = {}) {
   if (!apiKey) throw new Error("startStripeEmulator: apiKey is required");
   if (webhookUrl && !webhookSecret) throw new Error("startStripeEmulator: webhookUrl needs webhookSecret");
   let targetUrl = webhookUrl ?? null;
@@ -732,10 +753,20 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
             "for details, or we can help at https://support.stripe.com/.",
         });
       }
-      if (key !== apiKey) {
+      const granted = restrictedKeys[key];
+      if (key !== apiKey && !granted) {
         throw new StripeApiError(401, {
           type: "invalid_request_error",
           message: `Invalid API Key provided: ${maskKey(key)}`,
+        });
+      }
+      const needed = granted && permissionFor(req.method, pathname);
+      if (needed && !granted.includes(needed) && !granted.includes(needed.replace(/_read$/, "_write"))) {
+        throw new StripeApiError(403, {
+          type: "invalid_request_error",
+          message:
+            `The provided key '${maskKey(key)}' does not have the required permissions for this endpoint on ` +
+            `account 'acct_emulator'. Having the '${needed}' permission would allow this request to continue.`,
         });
       }
       const one = pathname.match(/^\/v1\/checkout\/sessions\/([^/]+)$/);

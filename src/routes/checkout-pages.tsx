@@ -17,7 +17,7 @@ import {
 import { callsLeft } from "../payments/credits";
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
 import { checkoutPageQuota } from "../payments/quotas";
-import { fetchSession, type RemoteSession, stripeClient } from "../payments/stripe";
+import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
@@ -59,14 +59,11 @@ async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessio
   const view = fetchSession(stripe, sessionId).then(
     (s) => s ?? undefined,
     (e) => {
-      console.error(
-        JSON.stringify({
-          level: "warn",
-          msg: "stripe retrieve failed",
-          session_id: sessionId,
-          error: String(e),
-        }),
-      );
+      logStripeFailure(e, "readSession", {
+        msg: "stripe retrieve failed",
+        level: "warn",
+        session_id: sessionId,
+      });
       return undefined;
     },
   );

@@ -7,6 +7,7 @@ import { failSession, runFirstPayload, settleSession } from "../payments/checkou
 import {
   fetchDisputeStatus,
   fetchSession,
+  logStripeFailure,
   type RemoteSession,
   stripeClient,
   webCrypto,
@@ -89,7 +90,7 @@ async function grantBeforeCharge(
   try {
     remote = await sessionOfPayment(stripe, paymentIntent);
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "stripe list failed", error: String(e) }));
+    logStripeFailure(e, "readSession", { msg: "stripe list failed" });
     return detail(c, 502, "Could not find the payment's checkout with Stripe; retry later.");
   }
   if (!remote?.paid) return {};
@@ -127,7 +128,7 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       try {
         remote = await fetchSession(stripe, event.data.object.id);
       } catch (e) {
-        console.error(JSON.stringify({ level: "error", msg: "stripe retrieve failed", error: String(e) }));
+        logStripeFailure(e, "readSession", { msg: "stripe retrieve failed" });
         // Not recorded: Stripe redelivers and the next attempt decides.
         return detail(c, 502, "Could not confirm the session with Stripe; retry later.");
       }
@@ -166,8 +167,9 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       try {
         status = await fetchDisputeStatus(stripe, d.id);
       } catch (e) {
-        console.error(JSON.stringify({ level: "error", msg: "stripe retrieve failed", error: String(e) }));
-        // Not recorded: Stripe redelivers and the next attempt decides.
+        logStripeFailure(e, "readDispute", { msg: "stripe dispute retrieve failed", dispute: d.id });
+        // Not recorded: Stripe redelivers and the next attempt decides (a 401/403 is logged as our
+        // configuration: the dispute is applied once the key can read it).
         return detail(c, 502, "Could not confirm the dispute with Stripe; retry later.");
       }
       if (status !== null && DECIDED_DISPUTE.has(status)) {

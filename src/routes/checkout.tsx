@@ -9,7 +9,7 @@ import { recordSession } from "../payments/checkout-ledger";
 import { checkoutRequest, idempotencyHeader } from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
-import { stripeClient, stripeErrors } from "../payments/stripe";
+import { logStripeFailure, stripeClient, stripeErrors } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 import { checkoutPageRoutes } from "./checkout-pages";
 import { checkoutWebhookRoutes, webhookOperation } from "./checkout-webhook";
@@ -134,7 +134,7 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
     if (e instanceof errors.StripeIdempotencyError) {
       return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
     }
-    console.error(JSON.stringify({ level: "error", msg: "stripe session create failed", error: String(e) }));
+    logStripeFailure(e, "createSession", { msg: "stripe session create failed" });
     // Stripe saves the result of every request it began under its idempotency key, a 500 included,
     // and replays it for at least 24 h: a retry with the same client key gets this same failure.
     // Only an answer below 500 (refused before it ran: rate limit, auth) was not saved; a dropped

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { afterResponse } from "../http/after-response";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
@@ -155,8 +156,17 @@ checkoutPageRoutes.post(
       }
     }
     if (!session?.api_key_id) return renderSuccess(c, session_id, session, remote, "ready");
-    // Wait briefly for the first call (run here if no run holds it), so the key page shows its answer.
-    session = (await firstPayloadResult(c.env, session_id, 5_000)) ?? session;
+    // Start the first call (if no run holds it) past the response, and wait up to 5 s for its answer,
+    // so the key page usually shows it; a slower one shows as running.
+    const keepAlive = (run: Promise<void>) => {
+      void afterResponse(
+        c,
+        run.catch((e) =>
+          console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
+        ),
+      );
+    };
+    session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
     const key = await takeKeyReveal(c.env, session_id);
     return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);
   },

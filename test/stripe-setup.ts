@@ -11,7 +11,11 @@ export default async function setup() {
     // Restricted keys (test/payments/checkout-stripe-key.test.ts): the permissions the docs list,
     // and the same without Disputes: Read.
     restrictedKeys: {
-      rk_test_unit_tests_documented_permissions: ["rak_checkout_session_write", "rak_dispute_read"],
+      rk_test_unit_tests_documented_permissions: [
+        "rak_checkout_session_write",
+        "rak_dispute_read",
+        "rak_refund_read",
+      ],
       rk_test_unit_tests_without_disputes_read: ["rak_checkout_session_write"],
     },
   });

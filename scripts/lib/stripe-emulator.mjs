@@ -3,10 +3,11 @@
 // session a PaymentIntent paid (`GET /v1/checkout/sessions?payment_intent=`), a hosted
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
 // then fails), expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
-// (`POST /v1/refunds`), and disputes opened and decided by a test control (`/_emulator/disputes`,
+// (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
+// `POST /_emulator/refunds/:id/fail`), and disputes opened and decided by a test control (`/_emulator/disputes`,
 // standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
-// `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
+// `charge.refund.updated`, `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
 // (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
 // format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
@@ -398,7 +399,7 @@ function permissionFor(method, pathname) {
   if (pathname.startsWith("/v1/checkout/sessions")) {
     return method === "GET" ? "rak_checkout_session_read" : "rak_checkout_session_write";
   }
-  if (pathname === "/v1/refunds") return "rak_refund_write";
+  if (pathname === "/v1/refunds") return method === "GET" ? "rak_refund_read" : "rak_refund_write";
   if (pathname.startsWith("/v1/disputes/")) return "rak_dispute_read";
   return undefined;
 }
@@ -422,6 +423,8 @@ export async function startStripeEmulator({
   // Charges by PaymentIntent id, and disputes by id: what refunds and disputes act on.
   const charges = new Map();
   const disputes = new Map();
+  // Refunds by id, in the order they were made.
+  const refunds = new Map();
   const events = [];
   // "METHOD /v1/…" of every API request, newest last, for tests that count what the app asked.
   const apiRequests = [];
@@ -630,11 +633,49 @@ export async function startStripeEmulator({
       charge: charge.id,
       created: nowSeconds(),
       currency: "usd",
+      failure_reason: null,
       payment_intent: charge.payment_intent,
       status: "succeeded",
     };
+    refunds.set(refundObject.id, refundObject);
     await deliver(charge, "charge.refunded", { id: requestId, idempotency_key: idempotencyKey ?? null });
-    return refundObject;
+    return structuredClone(refundObject);
+  }
+
+  /** Stripe's list of refunds, filtered as the app asks: those of one PaymentIntent, newest first. */
+  function listRefunds(params) {
+    checkKeys(params, "", ["limit", "payment_intent"]);
+    const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
+    if (limit > 100) throw invalid("This value must be less than or equal to 100.", "limit");
+    if (params.payment_intent === undefined) throw missing("payment_intent");
+    const pi = asString(params.payment_intent, "payment_intent");
+    const found = [...refunds.values()].filter((r) => r.payment_intent === pi).reverse();
+    return {
+      body: {
+        object: "list",
+        data: found.slice(0, limit).map((r) => structuredClone(r)),
+        has_more: found.length > limit,
+        url: "/v1/refunds",
+      },
+    };
+  }
+
+  // Test control, not Stripe's API: a card refund fails days later when the card was closed. Stripe
+  // then marks the refund failed, returns the money to the balance (the charge's amount_refunded
+  // drops by it) and sends charge.refund.updated.
+  async function failRefund(id) {
+    const found = refunds.get(id);
+    if (!found)
+      throw new StripeApiError(404, { type: "invalid_request_error", message: `No such refund: '${id}'` });
+    if (found.status !== "succeeded" && found.status !== "pending") {
+      throw invalid(`Refund ${id} has status ${found.status}.`);
+    }
+    const charge = chargeOf(found.payment_intent, "payment_intent");
+    Object.assign(found, { status: "failed", failure_reason: "expired_or_canceled_card" });
+    charge.amount_refunded -= found.amount;
+    charge.refunded = charge.amount_refunded === charge.amount;
+    await deliver(found, "charge.refund.updated");
+    return structuredClone(found);
   }
 
   // Test control, not Stripe's API: Stripe opens disputes from test cards and decides them from
@@ -692,6 +733,11 @@ export async function startStripeEmulator({
         const times = form.times === undefined ? 1 : asInteger(form.times, "times", 1);
         failures.push({ match: asString(form.match, "match"), left: times });
         return sendJson(res, 200, { armed: times });
+      }
+      const failing = pathname.match(/^\/_emulator\/refunds\/([^/]+)\/fail$/);
+      if (req.method === "POST" && failing) {
+        checkKeys(parseForm(await readBody(req)), "", []);
+        return sendJson(res, 200, await failRefund(safeDecode(failing[1])));
       }
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
@@ -790,6 +836,8 @@ export async function startStripeEmulator({
           );
         }
         result = { body: publicSession(session) };
+      } else if (req.method === "GET" && pathname === "/v1/refunds") {
+        result = listRefunds(parseForm(search.slice(1)));
       } else if (req.method === "POST" && pathname === "/v1/refunds") {
         result = { body: await refund(parseForm(await readBody(req)), requestId, idempotencyKey) };
       } else if (req.method === "GET" && dispute) {
@@ -809,7 +857,7 @@ export async function startStripeEmulator({
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds and GET /v1/disputes/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent) and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {

@@ -93,17 +93,30 @@ export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSe
   }
 }
 
+/**
+ * What Stripe has refunded of a payment now: the sum of its refunds that did not fail and were not
+ * canceled (a failed refund gave the buyer nothing back). Throws when Stripe could not be asked.
+ */
+export async function refundedTotal(stripe: Stripe, paymentIntent: string): Promise<number> {
+  let total = 0;
+  for await (const refund of stripe.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
+    if (refund.status !== "failed" && refund.status !== "canceled") total += refund.amount;
+  }
+  return total;
+}
+
 export const stripeErrors = async () => (await stripeLibrary()).errors;
 
 /**
  * What a restricted key (`rk_…`) must be granted for each Stripe call the Worker makes (README and
  * docs/CARD_PAYMENTS.md list the same): Write includes Read. Nothing else is called; refunds are
- * made in the dashboard.
+ * made in the dashboard (the Worker only lists them).
  */
 export const STRIPE_PERMISSIONS = {
   createSession: "Checkout Sessions: Write",
   readSession: "Checkout Sessions: Read",
   readDispute: "Disputes: Read",
+  readRefunds: "Refunds: Read",
 } as const;
 
 /**

@@ -2,13 +2,20 @@ import { type Context, Hono } from "hono";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { applyRefund, closeDispute, openDispute, paymentGranted } from "../payments/card-refunds";
+import {
+  applyRefund,
+  closeDispute,
+  followRefund,
+  openDispute,
+  paymentGranted,
+} from "../payments/card-refunds";
 import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
 import {
   fetchDisputeStatus,
   fetchSession,
   logStripeFailure,
   type RemoteSession,
+  refundedTotal,
   stripeClient,
   webCrypto,
 } from "../payments/stripe";
@@ -157,6 +164,29 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
         ref,
       );
       return chargeAnswer(c, first, outcome);
+    }
+    case "charge.refund.updated": {
+      const refund = event.data.object;
+      const pi = intentId(refund.payment_intent);
+      // Only a refund that gave nothing back (failed, e.g. the card was closed; or canceled)
+      // changes what the buyer holds; charge.refunded already counted it when it was made.
+      if (refund.status !== "failed" && refund.status !== "canceled") {
+        return c.json({
+          received: true,
+          outcome: (await recordEvent(db, ref)) ? "unchanged" : "duplicate_event",
+        });
+      }
+      const first = await grantBeforeCharge(c, stripe, pi, event.id);
+      if (first instanceof Response) return first;
+      let refunded = 0;
+      try {
+        if (pi) refunded = await refundedTotal(stripe, pi);
+      } catch (e) {
+        logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed" });
+        // Not recorded: Stripe redelivers and the next attempt decides.
+        return detail(c, 502, "Could not read the payment's refunds from Stripe; retry later.");
+      }
+      return chargeAnswer(c, first, await followRefund(db, { payment_intent: pi, refunded }, ref));
     }
     case "charge.dispute.created": {
       const d = event.data.object;

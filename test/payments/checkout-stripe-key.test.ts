@@ -44,13 +44,12 @@ async function disputedPack() {
   await pay(id);
   const granted = await worker.webhook(await sessionEvent("checkout.session.completed", id));
   expect(await granted.json()).toMatchObject({ outcome: "granted" });
-  const dispute = await emulatorPost("/_emulator/disputes", {
-    payment_intent: (await remote(id)).payment_intent as string,
-  });
+  const pi = (await remote(id)).payment_intent as string;
+  const dispute = await emulatorPost("/_emulator/disputes", { payment_intent: pi });
   const created = (await emulatorEvents("charge.dispute.created")).find(
     (e) => e.data.object.id === dispute.id,
   );
-  return { worker, created };
+  return { worker, created, pi };
 }
 
 afterEach(() => {
@@ -58,9 +57,16 @@ afterEach(() => {
 });
 
 describe("a restricted Stripe key", () => {
-  it("with the permissions the docs list, runs checkout, grant and dispute", async () => {
-    const { worker, created } = await disputedPack();
+  it("with the permissions the docs list, runs checkout, grant, dispute and a failed refund", async () => {
+    const { worker, created, pi } = await disputedPack();
     expect(await (await worker.webhook(created)).json()).toMatchObject({ outcome: "frozen" });
+    const refund = await emulatorPost("/v1/refunds", { payment_intent: pi, amount: "17" });
+    await emulatorPost(`/_emulator/refunds/${refund.id}/fail`, {});
+    const updated = (await emulatorEvents("charge.refund.updated")).find(
+      (e) => e.data.object.id === refund.id,
+    );
+    // Its refunds were listed (no 502): the failed one leaves nothing refunded, nothing to change.
+    expect(await (await worker.webhook(updated)).json()).toMatchObject({ outcome: "unchanged" });
   });
 
   it("without Disputes: Read, a dispute is a 502 logged as a configuration error naming the permission", async () => {

@@ -24,6 +24,7 @@ export const STRIPE_EVENTS = [
   "checkout.session.async_payment_failed",
   "checkout.session.expired",
   "charge.refunded",
+  "charge.refund.updated",
   "charge.dispute.created",
   "charge.dispute.closed",
 ];

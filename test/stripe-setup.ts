@@ -8,6 +8,16 @@ export default async function setup() {
     apiKey: "sk_test_unit_tests_key_000000000000",
     webhookSecret: "whsec_unit_tests_secret_0000000000",
     webhookUrl: undefined,
+    // Restricted keys (test/payments/checkout-stripe-key.test.ts): the permissions the docs list,
+    // and the same without Disputes: Read.
+    restrictedKeys: {
+      rk_test_unit_tests_documented_permissions: [
+        "rak_checkout_session_write",
+        "rak_dispute_read",
+        "rak_refund_read",
+      ],
+      rk_test_unit_tests_without_disputes_read: ["rak_checkout_session_write"],
+    },
   });
   return () => emulator.stop();
 }

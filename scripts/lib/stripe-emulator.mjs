@@ -3,11 +3,13 @@
 // session a PaymentIntent paid (`GET /v1/checkout/sessions?payment_intent=`), a hosted
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
 // then fails), expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
-// (`POST /v1/refunds`), and disputes opened and decided by a test control (`/_emulator/disputes`,
+// (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
+// `POST /_emulator/refunds/:id/fail`), and disputes opened and decided by a test control (`/_emulator/disputes`,
 // standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
-// `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
-// for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events. It speaks Stripe's wire
+// `charge.refund.updated`, `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
+// for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
+// (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
 // format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
 // codes), so the Worker's official client talks to it unchanged, and it refuses any parameter the
 // app does not send rather than silently ignoring it.
@@ -34,6 +36,7 @@ const MAX_BODY_BYTES = 1_000_000;
 const CREATE_PARAMS = ["cancel_url", "client_reference_id", "line_items", "metadata", "mode", "success_url"];
 const REFUND_PARAMS = ["amount", "payment_intent"];
 const MAX_EVENTS_KEPT = 500;
+const MAX_REQUESTS_KEPT = 20_000;
 const LINE_ITEM_PARAMS = ["price_data", "quantity"];
 const PRICE_DATA_PARAMS = ["currency", "product_data", "unit_amount"];
 const PRODUCT_DATA_PARAMS = ["description", "name"];
@@ -391,7 +394,28 @@ function safeDecode(segment) {
 
 const successRedirect = (session) => session.success_url.replaceAll("{CHECKOUT_SESSION_ID}", session.id);
 
-export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret, apiKey } = {}) {
+/** The restricted-key permission (`rak_…`) each emulated endpoint needs, as Stripe names them. */
+function permissionFor(method, pathname) {
+  if (pathname.startsWith("/v1/checkout/sessions")) {
+    return method === "GET" ? "rak_checkout_session_read" : "rak_checkout_session_write";
+  }
+  if (pathname === "/v1/refunds") return method === "GET" ? "rak_refund_read" : "rak_refund_write";
+  if (pathname.startsWith("/v1/disputes/")) return "rak_dispute_read";
+  return undefined;
+}
+
+/**
+ * `restrictedKeys`: restricted keys (`rk_test_…`) the emulator also accepts, each with the `rak_…`
+ * permissions it was granted; a `…_write` permission includes its `…_read`. A call the key may not
+ * make is refused with 403, as Stripe does.
+ */
+export async function startStripeEmulator({
+  port = 0,
+  webhookUrl,
+  webhookSecret,
+  apiKey,
+  restrictedKeys = {},
+} = {}) {
   if (!apiKey) throw new Error("startStripeEmulator: apiKey is required");
   if (webhookUrl && !webhookSecret) throw new Error("startStripeEmulator: webhookUrl needs webhookSecret");
   let targetUrl = webhookUrl ?? null;
@@ -399,8 +423,21 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   // Charges by PaymentIntent id, and disputes by id: what refunds and disputes act on.
   const charges = new Map();
   const disputes = new Map();
+  // Refunds by id, in the order they were made.
+  const refunds = new Map();
   const events = [];
+  // "METHOD /v1/…" of every API request, newest last, for tests that count what the app asked.
+  const apiRequests = [];
   const idempotency = new Map();
+  // Creates armed to fail by POST /_emulator/fail-creates: { match, left }.
+  const failures = [];
+  /** Whether this create was armed to fail: its decoded form body contains an armed `match`. */
+  function takeFailure(rawBody) {
+    const text = [...new URLSearchParams(rawBody)].map(([k, v]) => `${k}=${v}`).join("&");
+    const armed = failures.find((f) => f.left > 0 && text.includes(f.match));
+    if (armed) armed.left--;
+    return armed !== undefined;
+  }
   const expiryTimers = new Map();
   // Aborts webhook deliveries still in flight when the emulator stops, so `stop` never hangs on them.
   const closing = new AbortController();
@@ -479,8 +516,9 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
   }
 
   function create(params, rawBody, idempotencyKey, key, requestId) {
-    // Stripe replays the stored response for a repeated key and refuses the key for different
-    // parameters. Only successful creates are stored, so a corrected retry with the same key works.
+    // Stripe replays the stored result for a repeated key, whether it succeeded or failed (a 500
+    // included), and refuses the key for different parameters. A request refused by validation
+    // never began, so nothing is stored and a corrected retry with the same key works.
     const slot = idempotencyKey ? `${key}\n${idempotencyKey}` : null;
     const prior = slot && idempotency.get(slot);
     if (prior) {
@@ -492,9 +530,24 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
             `Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`,
         });
       }
+      if (prior.failure) {
+        throw Object.assign(new StripeApiError(prior.failure.status, prior.failure.error), {
+          replayedFrom: prior.requestId,
+        });
+      }
       return { body: prior.body, replayedFrom: prior.requestId };
     }
     const session = createSession(params, baseUrl);
+    const failing = takeFailure(rawBody);
+    if (failing) {
+      const failure = new StripeApiError(500, {
+        type: "api_error",
+        message:
+          "An unknown error occurred (injected by the local Stripe emulator's /_emulator/fail-creates).",
+      });
+      if (slot) idempotency.set(slot, { rawBody, failure, requestId });
+      throw failure;
+    }
     sessions.set(session.id, session);
     const timer = setTimeout(
       () => expire(session).catch((err) => debug("expiry failed:", err)),
@@ -580,11 +633,49 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
       charge: charge.id,
       created: nowSeconds(),
       currency: "usd",
+      failure_reason: null,
       payment_intent: charge.payment_intent,
       status: "succeeded",
     };
+    refunds.set(refundObject.id, refundObject);
     await deliver(charge, "charge.refunded", { id: requestId, idempotency_key: idempotencyKey ?? null });
-    return refundObject;
+    return structuredClone(refundObject);
+  }
+
+  /** Stripe's list of refunds, filtered as the app asks: those of one PaymentIntent, newest first. */
+  function listRefunds(params) {
+    checkKeys(params, "", ["limit", "payment_intent"]);
+    const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
+    if (limit > 100) throw invalid("This value must be less than or equal to 100.", "limit");
+    if (params.payment_intent === undefined) throw missing("payment_intent");
+    const pi = asString(params.payment_intent, "payment_intent");
+    const found = [...refunds.values()].filter((r) => r.payment_intent === pi).reverse();
+    return {
+      body: {
+        object: "list",
+        data: found.slice(0, limit).map((r) => structuredClone(r)),
+        has_more: found.length > limit,
+        url: "/v1/refunds",
+      },
+    };
+  }
+
+  // Test control, not Stripe's API: a card refund fails days later when the card was closed. Stripe
+  // then marks the refund failed, returns the money to the balance (the charge's amount_refunded
+  // drops by it) and sends charge.refund.updated.
+  async function failRefund(id) {
+    const found = refunds.get(id);
+    if (!found)
+      throw new StripeApiError(404, { type: "invalid_request_error", message: `No such refund: '${id}'` });
+    if (found.status !== "succeeded" && found.status !== "pending") {
+      throw invalid(`Refund ${id} has status ${found.status}.`);
+    }
+    const charge = chargeOf(found.payment_intent, "payment_intent");
+    Object.assign(found, { status: "failed", failure_reason: "expired_or_canceled_card" });
+    charge.amount_refunded -= found.amount;
+    charge.refunded = charge.amount_refunded === charge.amount;
+    await deliver(found, "charge.refund.updated");
+    return structuredClone(found);
   }
 
   // Test control, not Stripe's API: Stripe opens disputes from test cards and decides them from
@@ -629,6 +720,25 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
         const type = new URLSearchParams(search).get("type");
         return sendJson(res, 200, { data: events.filter((e) => !type || e.type === type) });
       }
+      if (req.method === "GET" && pathname === "/_emulator/requests") {
+        const match = new URLSearchParams(search).get("match") ?? "";
+        return sendJson(res, 200, { count: apiRequests.filter((r) => r.includes(match)).length });
+      }
+      if (req.method === "POST" && pathname === "/_emulator/fail-creates") {
+        // Stands in for an error inside Stripe: the next `times` session creates whose form body
+        // contains `match` (e.g. `metadata[calls]=77770`) fail with 500 api_error, stored under
+        // their idempotency key like any result Stripe began to execute.
+        const form = parseForm(await readBody(req));
+        checkKeys(form, "", ["match", "times"]);
+        const times = form.times === undefined ? 1 : asInteger(form.times, "times", 1);
+        failures.push({ match: asString(form.match, "match"), left: times });
+        return sendJson(res, 200, { armed: times });
+      }
+      const failing = pathname.match(/^\/_emulator\/refunds\/([^/]+)\/fail$/);
+      if (req.method === "POST" && failing) {
+        checkKeys(parseForm(await readBody(req)), "", []);
+        return sendJson(res, 200, await failRefund(safeDecode(failing[1])));
+      }
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
       }
@@ -670,6 +780,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
 
   async function handleApi(req, res, pathname, search) {
     const requestId = randomId("req_", 14);
+    apiRequests.push(`${req.method} ${pathname}`);
+    if (apiRequests.length > MAX_REQUESTS_KEPT) apiRequests.shift();
     const headers = {
       "request-id": requestId,
       "stripe-version": req.headers["stripe-version"] ?? API_VERSION,
@@ -687,10 +799,20 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
             "for details, or we can help at https://support.stripe.com/.",
         });
       }
-      if (key !== apiKey) {
+      const granted = restrictedKeys[key];
+      if (key !== apiKey && !granted) {
         throw new StripeApiError(401, {
           type: "invalid_request_error",
           message: `Invalid API Key provided: ${maskKey(key)}`,
+        });
+      }
+      const needed = granted && permissionFor(req.method, pathname);
+      if (needed && !granted.includes(needed) && !granted.includes(needed.replace(/_read$/, "_write"))) {
+        throw new StripeApiError(403, {
+          type: "invalid_request_error",
+          message:
+            `The provided key '${maskKey(key)}' does not have the required permissions for this endpoint on ` +
+            `account 'acct_emulator'. Having the '${needed}' permission would allow this request to continue.`,
         });
       }
       const one = pathname.match(/^\/v1\/checkout\/sessions\/([^/]+)$/);
@@ -714,6 +836,8 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
           );
         }
         result = { body: publicSession(session) };
+      } else if (req.method === "GET" && pathname === "/v1/refunds") {
+        result = listRefunds(parseForm(search.slice(1)));
       } else if (req.method === "POST" && pathname === "/v1/refunds") {
         result = { body: await refund(parseForm(await readBody(req)), requestId, idempotencyKey) };
       } else if (req.method === "GET" && dispute) {
@@ -733,7 +857,7 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds and GET /v1/disputes/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent) and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {
@@ -749,6 +873,13 @@ export async function startStripeEmulator({ port = 0, webhookUrl, webhookSecret,
           ? err
           : new StripeApiError(500, { type: "api_error", message: `stripe-emulator: ${err.message}` });
       debug(req.method, pathname, e.status, e.message);
+      if (e.replayedFrom) {
+        headers["idempotent-replayed"] = "true";
+        headers["original-request"] = e.replayedFrom;
+      }
+      // A stored failure is replayed for the same key, so Stripe tells its clients not to retry it.
+      if (e.error.type === "api_error" && err instanceof StripeApiError)
+        headers["stripe-should-retry"] = "false";
       sendJson(res, e.status, { error: e.error }, headers);
     }
   }

@@ -8,13 +8,15 @@ import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
 interface PackKey {
   id: string;
   calls_total: number;
+  /** What the pack cost: the charge's amount, in cents. */
+  amount_cents: number;
 }
 
 async function keyOfPayment(db: D1Database, paymentIntent: string | null | undefined) {
   if (!paymentIntent) return null;
   return db
     .prepare(
-      `SELECT k.id, k.calls_total FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
+      `SELECT k.id, k.calls_total, s.amount_cents FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
        WHERE s.payment_intent = ?1`,
     )
     .bind(paymentIntent)
@@ -64,6 +66,41 @@ export async function applyRefund(
       .bind(key.id, target),
   ]);
   return r ? "refund_applied" : "duplicate_event";
+}
+
+/**
+ * charge.refund.updated with a refund that failed or was canceled: the buyer got nothing back, so
+ * the calls it took back are given back. `refunded` is Stripe's current total of the payment's
+ * refunds that did not fail (re-read, not the event's), and the revoked count follows it, down as
+ * well as up, so events in any order end in Stripe's state. Going down, what was revoked as debt
+ * (credits spent by calls in flight, never taken from calls_left) is cancelled first and only the
+ * rest goes back to calls_left, never above the pack less what is still refunded: credits the buyer
+ * spent are not handed back twice. A key whose dispute was lost stays revoked. One UPDATE, like
+ * applyRefund (SET reads the row as it was).
+ */
+export async function followRefund(
+  db: D1Database,
+  payment: { payment_intent?: string | null; refunded: number },
+  event: StripeEventRef,
+) {
+  const key = await keyOfPayment(db, payment.payment_intent);
+  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const target = refundedCalls(key.calls_total, key.amount_cents, payment.refunded);
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        `UPDATE api_keys SET
+           calls_left = CASE WHEN ?2 >= calls_revoked THEN max(0, calls_left - (?2 - calls_revoked))
+             ELSE min(calls_total - ?2, calls_left + max(0, calls_revoked - ?2 - revoke_debt)) END,
+           revoke_debt = CASE WHEN ?2 >= calls_revoked THEN revoke_debt + max(0, ?2 - calls_revoked - calls_left)
+             ELSE max(0, revoke_debt - (calls_revoked - ?2)) END,
+           calls_revoked = ?2
+         WHERE id = ?1 AND calls_revoked <> ?2 AND (dispute_status IS NULL OR dispute_status <> 'lost')`,
+      )
+      .bind(key.id, target),
+  ]);
+  if (!r) return "duplicate_event";
+  return r[1]?.meta.changes === 0 ? "unchanged" : "refund_followed";
 }
 
 /**

@@ -254,14 +254,34 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
 const FIRST_CALL_UNPAID =
   "The first call finished after this key had no credit left (spent, refunded or disputed): its answer is withheld and no credit was taken.";
 
-/** Runs the first call unless another run holds it, then waits up to `waitMs` for its answer. */
-export async function firstPayloadResult(env: Bindings, sessionId: string, waitMs: number) {
-  await runFirstPayload(env, sessionId);
+/**
+ * Starts the first call unless another run holds it, then waits up to `waitMs` for its answer (this
+ * run's or the other's). The run is handed to `keepAlive` (waitUntil), not awaited: a skill slower
+ * than the wait finishes after the answer, as after the webhook, and the page says it is running.
+ * Awaited, a slow skill held the reveal for its whole run (the redirect from Stripe does not wait
+ * for the webhook, so this POST is often the grant). The credit stays safe either way: the run's
+ * claim, answer and credit are written by the run itself (runFirstPayload), not by this wait.
+ */
+export async function firstPayloadResult(
+  env: Bindings,
+  sessionId: string,
+  waitMs: number,
+  keepAlive: (run: Promise<void>) => void,
+) {
+  const run = runFirstPayload(env, sessionId);
+  keepAlive(run);
+  let running = true;
+  const finished = run.then(
+    () => (running = false),
+    () => (running = false),
+  );
   const deadline = Date.now() + waitMs;
   for (;;) {
     const row = await findSession(env.DB, sessionId);
     if (!row?.payload || row.payload_result || Date.now() >= deadline) return row;
-    await new Promise((r) => setTimeout(r, 250));
+    const pause = new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, deadline - Date.now()))));
+    // Woken early when this run ends; after that (or while another run holds it) every 250 ms.
+    await (running ? Promise.race([finished, pause]) : pause);
   }
 }
 

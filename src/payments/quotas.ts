@@ -28,7 +28,7 @@ export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
   if (!env.on)
     return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
   const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
-  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session; ${LIMITS.RL_IP} per client IP to the checkout success page. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
@@ -130,19 +130,34 @@ export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
   };
 }
 
+/** A budget of its own per client IP on RL_IP (600 a minute), keyed `<name>|ip:…`. */
+const ipBudget =
+  (name: string, what: string): MiddlewareHandler<AppEnv> =>
+  async (c, next) => {
+    if (!enabled(c.env)) return next();
+    if (!(await allowed(c.env.RL_IP, `${name}|ip:${clientIp(c)}`))) {
+      return tooMany(c, "ip", `too many ${what} requests from your IP address`);
+    }
+    await next();
+  };
+
 /**
  * The admin API, per client IP, with the per-IP budget of priced routes (RL_IP, 600 a minute),
  * checked before the bearer token is compared: a weak token cannot be guessed at network speed,
  * while a maintainer's scripts and reconciliation checks (the e2e suite reads the ledgers dozens
  * of times a minute) stay far below it. Sign-ins at /admin/login have their own, tighter budget.
  */
-export const adminQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!enabled(c.env)) return next();
-  if (!(await allowed(c.env.RL_IP, `admin|ip:${clientIp(c)}`))) {
-    return tooMany(c, "ip", "too many admin API requests from your IP address");
-  }
-  await next();
-};
+export const adminQuota = ipBudget("admin", "admin API");
+
+/**
+ * The checkout success page (GET, HEAD and the Reveal POST), per client IP, a budget of its own on
+ * RL_IP (600 a minute). The page is public and reads the session from Stripe while the webhook is
+ * late; Stripe allows about 25 reads a second per endpoint on the account, shared with the
+ * webhook's own session reads, so unlimited, one open session's page loaded in a loop made real
+ * buyers' webhooks get 429s and back off for hours. (The page also keeps Stripe's answer for a few
+ * seconds: checkout-pages.tsx.) A buyer's page refreshes every 3 s, 20 a minute, far below it.
+ */
+export const checkoutPageQuota = ipBudget("checkout-page", "checkout page");
 
 /** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
 export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -56,8 +56,9 @@ export interface RemoteSession {
 
 /**
  * A dispute's status as Stripe has it now (`needs_response`, `won`, `lost`, `warning_closed`, …);
- * null when Stripe does not know the id; throws when Stripe could not be asked. Webhooks may
- * arrive in any order: the current state decides, not the event.
+ * null when Stripe does not know the id; throws when Stripe could not be asked, or refused our
+ * key (a restricted key without Disputes: Read: logStripeFailure names it). Webhooks may arrive in
+ * any order: the current state decides, not the event.
  */
 export async function fetchDisputeStatus(stripe: Stripe, id: string): Promise<string | null> {
   try {
@@ -92,4 +93,57 @@ export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSe
   }
 }
 
+/**
+ * What Stripe has refunded of a payment now: the sum of its refunds that did not fail and were not
+ * canceled (a failed refund gave the buyer nothing back). Throws when Stripe could not be asked.
+ */
+export async function refundedTotal(stripe: Stripe, paymentIntent: string): Promise<number> {
+  let total = 0;
+  for await (const refund of stripe.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
+    if (refund.status !== "failed" && refund.status !== "canceled") total += refund.amount;
+  }
+  return total;
+}
+
 export const stripeErrors = async () => (await stripeLibrary()).errors;
+
+/**
+ * What a restricted key (`rk_…`) must be granted for each Stripe call the Worker makes (README and
+ * docs/CARD_PAYMENTS.md list the same): Write includes Read. Nothing else is called; refunds are
+ * made in the dashboard (the Worker only lists them).
+ */
+export const STRIPE_PERMISSIONS = {
+  createSession: "Checkout Sessions: Write",
+  readSession: "Checkout Sessions: Read",
+  readDispute: "Disputes: Read",
+  readRefunds: "Refunds: Read",
+} as const;
+
+/**
+ * Logs a failed Stripe call. A 401 or 403 is not an outage Stripe's redelivery will outlast: the
+ * key is wrong or revoked, or a restricted key lacks the call's permission (one without Disputes:
+ * Read made every `charge.dispute.created` a 502 until Stripe gave up on it, so no disputed key was
+ * ever frozen). Those are logged as a configuration error naming the permission; the caller still
+ * answers as for any failure (the webhook 502, so Stripe redelivers once the key is fixed).
+ */
+export function logStripeFailure(
+  e: unknown,
+  call: keyof typeof STRIPE_PERMISSIONS,
+  log: { msg: string; level?: "error" | "warn"; [field: string]: unknown },
+) {
+  const type = (e as { type?: unknown } | null)?.type;
+  const fix =
+    type === "StripePermissionError"
+      ? `STRIPE_SECRET_KEY is a restricted key without ${STRIPE_PERMISSIONS[call]}; grant it (the Worker needs ${Object.values(STRIPE_PERMISSIONS).join(", ")})`
+      : type === "StripeAuthenticationError"
+        ? "Stripe does not accept STRIPE_SECRET_KEY (wrong, rolled or expired): set a valid secret or restricted key of this account"
+        : undefined;
+  const { level = "error", ...fields } = log;
+  console.error(
+    JSON.stringify(
+      fix
+        ? { level: "error", ...fields, msg: `stripe configuration error: ${fix}`, call, error: String(e) }
+        : { level, ...fields, error: String(e) },
+    ),
+  );
+}

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { afterResponse } from "../http/after-response";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
@@ -16,15 +17,31 @@ import {
 } from "../payments/checkout-ledger";
 import { callsLeft } from "../payments/credits";
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
-import { fetchSession, type RemoteSession, stripeClient } from "../payments/stripe";
+import { checkoutPageQuota } from "../payments/quotas";
+import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
 export const checkoutPageRoutes = new Hono<AppEnv>();
 
+// Per client IP, before anything reads D1 or Stripe (the cancel page reads neither).
+checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
+
 const successQuery = z.object({ session_id: z.string().min(1).max(255) });
 const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
 const revealForm = z.object({ token: z.string().min(1).max(128) });
+
+/**
+ * Stripe's answer per session id, kept a few seconds per isolate (bounded), and shared by the
+ * requests that ask while it is on its way: the page refreshes itself, browsers and scanners send
+ * HEADs, and anyone holding the link can reload it in a loop. Each read counts against Stripe's
+ * per-account limit (about 25 a second per endpoint), which the webhook's own session reads share:
+ * a page read per request let one open session starve real buyers' grants. A stale view is at most
+ * VIEW_TTL_MS old; only the webhook and this page's POST act on it, and "paid" is final.
+ */
+const VIEW_TTL_MS = 5_000;
+const VIEW_MEMO_MAX = 1_000;
+const views = new Map<string, { at: number; view: Promise<RemoteSession | undefined> }>();
 
 /**
  * Stripe's view of an open session D1 has not granted yet (late webhook); read only. Ids D1 does
@@ -34,19 +51,25 @@ const revealForm = z.object({ token: z.string().min(1).max(128) });
 async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessionId: string) {
   const stripe = await stripeClient(c.env);
   if (!stripe || session?.status !== "open") return undefined;
-  try {
-    return (await fetchSession(stripe, sessionId)) ?? undefined;
-  } catch (e) {
-    console.error(
-      JSON.stringify({
-        level: "warn",
+  const now = Date.now();
+  const kept = views.get(sessionId);
+  if (kept && now - kept.at < VIEW_TTL_MS) return kept.view;
+  views.delete(sessionId);
+  if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
+  // A failed read is kept too: asking again at once would only add to what Stripe refuses.
+  const view = fetchSession(stripe, sessionId).then(
+    (s) => s ?? undefined,
+    (e) => {
+      logStripeFailure(e, "readSession", {
         msg: "stripe retrieve failed",
+        level: "warn",
         session_id: sessionId,
-        error: String(e),
-      }),
-    );
-    return undefined;
-  }
+      });
+      return undefined;
+    },
+  );
+  views.set(sessionId, { at: now, view });
+  return view;
 }
 
 async function renderSuccess(
@@ -133,8 +156,17 @@ checkoutPageRoutes.post(
       }
     }
     if (!session?.api_key_id) return renderSuccess(c, session_id, session, remote, "ready");
-    // Wait briefly for the first call (run here if no run holds it), so the key page shows its answer.
-    session = (await firstPayloadResult(c.env, session_id, 5_000)) ?? session;
+    // Start the first call (if no run holds it) past the response, and wait up to 5 s for its answer,
+    // so the key page usually shows it; a slower one shows as running.
+    const keepAlive = (run: Promise<void>) => {
+      void afterResponse(
+        c,
+        run.catch((e) =>
+          console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
+        ),
+      );
+    };
+    session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
     const key = await takeKeyReveal(c.env, session_id);
     return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);
   },

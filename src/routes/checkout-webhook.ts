@@ -2,12 +2,20 @@ import { type Context, Hono } from "hono";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { applyRefund, closeDispute, openDispute, paymentGranted } from "../payments/card-refunds";
+import {
+  applyRefund,
+  closeDispute,
+  followRefund,
+  openDispute,
+  paymentGranted,
+} from "../payments/card-refunds";
 import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
 import {
   fetchDisputeStatus,
   fetchSession,
+  logStripeFailure,
   type RemoteSession,
+  refundedTotal,
   stripeClient,
   webCrypto,
 } from "../payments/stripe";
@@ -89,7 +97,7 @@ async function grantBeforeCharge(
   try {
     remote = await sessionOfPayment(stripe, paymentIntent);
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "stripe list failed", error: String(e) }));
+    logStripeFailure(e, "readSession", { msg: "stripe list failed" });
     return detail(c, 502, "Could not find the payment's checkout with Stripe; retry later.");
   }
   if (!remote?.paid) return {};
@@ -127,7 +135,7 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       try {
         remote = await fetchSession(stripe, event.data.object.id);
       } catch (e) {
-        console.error(JSON.stringify({ level: "error", msg: "stripe retrieve failed", error: String(e) }));
+        logStripeFailure(e, "readSession", { msg: "stripe retrieve failed" });
         // Not recorded: Stripe redelivers and the next attempt decides.
         return detail(c, 502, "Could not confirm the session with Stripe; retry later.");
       }
@@ -157,6 +165,29 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       );
       return chargeAnswer(c, first, outcome);
     }
+    case "charge.refund.updated": {
+      const refund = event.data.object;
+      const pi = intentId(refund.payment_intent);
+      // Only a refund that gave nothing back (failed, e.g. the card was closed; or canceled)
+      // changes what the buyer holds; charge.refunded already counted it when it was made.
+      if (refund.status !== "failed" && refund.status !== "canceled") {
+        return c.json({
+          received: true,
+          outcome: (await recordEvent(db, ref)) ? "unchanged" : "duplicate_event",
+        });
+      }
+      const first = await grantBeforeCharge(c, stripe, pi, event.id);
+      if (first instanceof Response) return first;
+      let refunded = 0;
+      try {
+        if (pi) refunded = await refundedTotal(stripe, pi);
+      } catch (e) {
+        logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed" });
+        // Not recorded: Stripe redelivers and the next attempt decides.
+        return detail(c, 502, "Could not read the payment's refunds from Stripe; retry later.");
+      }
+      return chargeAnswer(c, first, await followRefund(db, { payment_intent: pi, refunded }, ref));
+    }
     case "charge.dispute.created": {
       const d = event.data.object;
       const pi = intentId(d.payment_intent);
@@ -166,8 +197,9 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       try {
         status = await fetchDisputeStatus(stripe, d.id);
       } catch (e) {
-        console.error(JSON.stringify({ level: "error", msg: "stripe retrieve failed", error: String(e) }));
-        // Not recorded: Stripe redelivers and the next attempt decides.
+        logStripeFailure(e, "readDispute", { msg: "stripe dispute retrieve failed", dispute: d.id });
+        // Not recorded: Stripe redelivers and the next attempt decides (a 401/403 is logged as our
+        // configuration: the dispute is applied once the key can read it).
         return detail(c, 502, "Could not confirm the dispute with Stripe; retry later.");
       }
       if (status !== null && DECIDED_DISPUTE.has(status)) {

@@ -9,7 +9,7 @@ import { recordSession } from "../payments/checkout-ledger";
 import { checkoutRequest, idempotencyHeader } from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
-import { stripeClient, stripeErrors } from "../payments/stripe";
+import { logStripeFailure, stripeClient, stripeErrors } from "../payments/stripe";
 import { skillById } from "../skills/registry";
 import { checkoutPageRoutes } from "./checkout-pages";
 import { checkoutWebhookRoutes, webhookOperation } from "./checkout-webhook";
@@ -45,6 +45,31 @@ const creditsOperation = operation({
 
 export const checkoutOperations = [createCheckout, webhookOperation, creditsOperation];
 
+/**
+ * The network a request comes from, as a client's Idempotency-Key is scoped: its IPv4 address, or
+ * the /64 prefix of its IPv6 address (one subscriber's LAN: a host there may change its address
+ * between two tries). Without CF-Connecting-IP (local tools) every caller is one network.
+ */
+function callerNetwork(ip: string | undefined) {
+  if (!ip) return "unknown";
+  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip)?.[1];
+  if (v4 || !ip.includes(":")) return v4 ?? ip;
+  const [head = "", tail] = ip.toLowerCase().split("::");
+  const groups = (part: string | undefined) =>
+    // An embedded IPv4 tail (64:ff9b::1.2.3.4) stands for two groups; only the first four are kept.
+    part ? part.split(":").flatMap((g) => (g.includes(".") ? ["0", "0"] : [g])) : [];
+  const left = groups(head);
+  const right = groups(tail);
+  const full =
+    tail === undefined
+      ? left
+      : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${full
+    .slice(0, 4)
+    .map((g) => g.padStart(4, "0"))
+    .join(":")}::/64`;
+}
+
 checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.validate, async (c) => {
   const body = c.req.valid("json");
   const rawIdem = c.req.header("idempotency-key");
@@ -70,12 +95,17 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   // create); the body's hash rides in client_reference_id, so reusing the key for a different
   // checkout changes the parameters and Stripe refuses it (409 here). Without the header each
   // request is a new checkout: nothing else identifies "the same" purchase of an anonymous buyer.
+  // The key is scoped to the caller's network: the session id is the capability that reveals the
+  // key, and unscoped, two buyers who picked the same key ("checkout-1", a hash of the body) got
+  // one session, so the second could reveal the first's paid key. A retry from another network
+  // makes a new, unpaid session instead, which costs nobody anything.
   const clientKey = idem?.data;
-  const reference = clientKey
-    ? `idem_${(await sha256Hex(`${clientKey}\n${JSON.stringify(body)}`)).slice(0, 48)}`
+  const scope = clientKey ? `${callerNetwork(c.req.header("cf-connecting-ip"))}\n${clientKey}` : undefined;
+  const reference = scope
+    ? `idem_${(await sha256Hex(`${scope}\n${JSON.stringify(body)}`)).slice(0, 48)}`
     : c.get("requestId");
-  const idempotencyKey = clientKey
-    ? `checkout:client:${await sha256Hex(clientKey)}`
+  const idempotencyKey = scope
+    ? `checkout:client:${await sha256Hex(scope)}`
     : `checkout:${c.get("requestId")}`;
   let session: Awaited<ReturnType<typeof stripe.checkout.sessions.create>>;
   try {
@@ -100,10 +130,24 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
       { idempotencyKey },
     );
   } catch (e) {
-    if (e instanceof (await stripeErrors()).StripeIdempotencyError) {
+    const errors = await stripeErrors();
+    if (e instanceof errors.StripeIdempotencyError) {
       return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
     }
-    console.error(JSON.stringify({ level: "error", msg: "stripe session create failed", error: String(e) }));
+    logStripeFailure(e, "createSession", { msg: "stripe session create failed" });
+    // Stripe saves the result of every request it began under its idempotency key, a 500 included,
+    // and replays it for at least 24 h: a retry with the same client key gets this same failure.
+    // Only an answer below 500 (refused before it ran: rate limit, auth) was not saved; a dropped
+    // connection may have been. Without a client key every try has a key of its own.
+    const refusedBeforeRun =
+      e instanceof errors.StripeError && e.statusCode !== undefined && e.statusCode < 500;
+    if (clientKey && !refusedBeforeRun) {
+      return detail(
+        c,
+        502,
+        "Stripe did not create the checkout session; retry with a new Idempotency-Key (Stripe answers this key with the same failure for at least 24 hours).",
+      );
+    }
     return detail(c, 502, "Stripe did not create the checkout session; try again.");
   }
   await recordSession(c.env.DB, {

@@ -1,0 +1,82 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { LIMITS } from "../../src/payments/quotas";
+import { createCheckout, EMULATOR, pay } from "./checkout-helpers";
+
+const app = createApp();
+const limitedEnv = { ...env, RATE_LIMITS: "on" };
+
+const page = (id: string, ip: string, method: "GET" | "HEAD" = "GET") =>
+  app.fetch(
+    new Request(`https://skills.test/checkout/success?session_id=${id}`, {
+      method,
+      headers: { "cf-connecting-ip": ip },
+    }),
+    limitedEnv,
+  );
+
+/** How often the app has read this session from Stripe (the emulator counts its API requests). */
+const stripeReads = async (id: string) =>
+  (
+    await (
+      await fetch(
+        `${EMULATOR}/_emulator/requests?match=${encodeURIComponent(`GET /v1/checkout/sessions/${id}`)}`,
+      )
+    ).json<{ count: number }>()
+  ).count;
+
+const randomIp = () => `10.${[0, 0, 0].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+
+/** Miniflare's windows are wall-clock minutes: start a flood with at least 25 s of window left. */
+async function freshWindow() {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 25_000) await new Promise((r) => setTimeout(r, left + 50));
+}
+
+describe("the public success page cannot spend Stripe's rate limit", () => {
+  it("reloads and HEADs of one open session read Stripe once in a few seconds, not once each", async () => {
+    // Paid, webhook late: the page asks Stripe, the state in which it refreshes itself.
+    const id = await createCheckout("sha256");
+    await pay(id);
+    const ip = randomIp();
+    const first = await page(id, ip);
+    expect(first.status).toBe(200);
+    expect(await first.text()).toContain("Payment received");
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      statuses.push((await page(id, ip)).status, (await page(id, ip, "HEAD")).status);
+    }
+    const together = await Promise.all(Array.from({ length: 20 }, () => page(id, randomIp())));
+    expect(new Set([...statuses, ...together.map((r) => r.status)])).toEqual(new Set([200]));
+    expect(await stripeReads(id)).toBe(1);
+  });
+
+  it(`one IP gets ${LIMITS.RL_IP} success-page requests a minute, then 429 without a Stripe read; other IPs are untouched`, async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const open = await createCheckout("sha256");
+    const statuses = new Set<number>();
+    for (let i = 0; i < LIMITS.RL_IP; i++) {
+      statuses.add((await page(`cs_test_made_up_${i}`, ip, i % 2 ? "HEAD" : "GET")).status);
+    }
+    expect([...statuses]).toEqual([404]);
+    const limited = await page(open, ip);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toBe("60");
+    expect(await limited.json()).toMatchObject({ reason: "rate_limited", scope: "ip", retry_after: 60 });
+    expect(await stripeReads(open)).toBe(0);
+    // The Reveal POST counts against the same budget.
+    const post = await app.fetch(
+      new Request(`https://skills.test/checkout/success?session_id=${open}`, {
+        method: "POST",
+        headers: { "cf-connecting-ip": ip, "content-type": "application/x-www-form-urlencoded" },
+        body: "token=x",
+      }),
+      limitedEnv,
+    );
+    expect(post.status).toBe(429);
+    expect((await page(open, randomIp())).status).toBe(200);
+    expect(await stripeReads(open)).toBe(1);
+  }, 120_000);
+});

@@ -5,6 +5,7 @@ import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation"
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
+import { parseIPv6 } from "../net/ip-ranges";
 import { recordSession } from "../payments/checkout-ledger";
 import { checkoutRequest, idempotencyHeader } from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
@@ -52,21 +53,15 @@ export const checkoutOperations = [createCheckout, webhookOperation, creditsOper
  */
 function callerNetwork(ip: string | undefined) {
   if (!ip) return "unknown";
-  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip)?.[1];
-  if (v4 || !ip.includes(":")) return v4 ?? ip;
-  const [head = "", tail] = ip.toLowerCase().split("::");
-  const groups = (part: string | undefined) =>
-    // An embedded IPv4 tail (64:ff9b::1.2.3.4) stands for two groups; only the first four are kept.
-    part ? part.split(":").flatMap((g) => (g.includes(".") ? ["0", "0"] : [g])) : [];
-  const left = groups(head);
-  const right = groups(tail);
-  const full =
-    tail === undefined
-      ? left
-      : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${full
+  const g = parseIPv6(ip);
+  if (!g) return ip; // IPv4, as the edge writes it
+  // ::ffff:a.b.c.d is the IPv4 address a.b.c.d.
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
+    return [g[6] ?? 0, g[7] ?? 0].flatMap((x) => [x >> 8, x & 255]).join(".");
+  }
+  return `${g
     .slice(0, 4)
-    .map((g) => g.padStart(4, "0"))
+    .map((x) => x.toString(16))
     .join(":")}::/64`;
 }
 

@@ -163,6 +163,38 @@ describe("html_clean", () => {
     },
   );
 
+  it("markdown mode lets nothing a renderer would run through: raw-text elements, and link targets however they are spelled", async () => {
+    const md = async (html: string) => {
+      const res = await postJson("/api/skills/html-clean", { html, mode: "markdown" });
+      expect(res.status, html).toBe(200);
+      return (await res.json<{ output: string }>()).output;
+    };
+    // mdream copies these elements' content verbatim: an HTML block a CommonMark renderer runs.
+    for (const tag of ["xmp", "title", "textarea"]) {
+      const out = await md(`<p>x</p><${tag}><img src=x onerror=alert(document.domain)></${tag}><p>y</p>`);
+      expect(out, tag).not.toContain("onerror");
+      expect(out, tag).toContain("y");
+    }
+    expect(await md("<div><plaintext><svg onload=alert(1)>")).not.toContain("onload");
+    // CommonMark decodes entity references and backslash escapes in a target; browsers drop tabs.
+    for (const href of [
+      "javascript&colon;alert(1)",
+      "javascript&amp;colon;alert(1)",
+      "&#106;avascript:alert(1)",
+      "java&#x09;script:alert(1)",
+      "data:text/html,<b>x</b>",
+      " VBScript:msgbox(1)",
+    ]) {
+      expect(await md(`<a href="${href.replaceAll('"', "&quot;")}">t</a>`), href).toBe("[t](#)");
+    }
+    // What a reader needs stays: web and mail links, relative paths with their query.
+    expect(
+      await md(
+        '<a href="https://a.test/x?q=1&amp;r=2">w</a> <a href="mailto:a@b.test">m</a> <a href="/rel?a=1&amp;b=2">r</a>',
+      ),
+    ).toBe("[w](https://a.test/x?q=1&r=2) [m](mailto:a@b.test) [r](/rel?a=1&b=2)");
+  });
+
   it("text mode lays small tables out as a grid, and writes tables too big to lay out as blocks", {
     timeout: 30_000,
   }, async () => {

@@ -1,3 +1,4 @@
+import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
 import { Parser } from "htmlparser2";
 import { htmlToMarkdown } from "mdream";
@@ -20,6 +21,9 @@ const DROPPED = [
   "head",
   "select",
 ];
+// Markdown also drops the raw-text elements: mdream copies their content verbatim, so
+// `<title><img src=x onerror=…></title>` came out as an HTML block a renderer runs.
+const MD_DROPPED = [...DROPPED, "title", "xmp", "plaintext", "textarea", "noembed", "noframes"];
 
 const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
@@ -129,23 +133,50 @@ export function htmlToText(html: string, loc: Loc = ["html"]): string {
   return convert(html, gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS).trim();
 }
 
-// Script-capable link targets become inert: Markdown is often rendered again downstream.
-// Run on RE2 (linear): with JavaScript's engine the `<…>` branch rescans to the end of the text
-// from every "](<javascript:" that has no closing ">", quadratic (112 KB of them took 830 ms).
+// Link targets a renderer would open as script become "#": Markdown is often rendered again
+// downstream. The decision is made on the target as a CommonMark renderer reads it (backslash
+// escapes and entity references decoded, as in `javascript&colon;`; tabs and newlines removed and
+// leading controls trimmed, as URL parsers do), and only http(s), mailto, tel, ftp and relative
+// targets are kept: a list of bad schemes misses spellings (`&#106;avascript:`, `data:` with an
+// escaped `>`). Found with RE2 (linear): with JavaScript's engine the `<…>` branch rescanned to
+// the end of the text from every "](<javascript:" with no closing ">", quadratic (112 KB: 830 ms).
 // RE2's \s is ASCII only: spell out JavaScript's, so a no-break space cannot slip a target past.
 const WS = String.raw`\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}`;
-// Compiled on first use: case folding makes the compile ~35 ms, which start-up paid every time.
-let scriptLink: RE2JS | undefined;
-const SCRIPT_LINK = () =>
-  (scriptLink ??= RE2JS.compile(
-    String.raw`\]\((?:<[${WS}]*(?:javascript|vbscript|data):[^>]*>|[${WS}]*(?:javascript|vbscript|data):(?:[^()${WS}]|\([^()]*\))*)\)`,
-    RE2JS.CASE_INSENSITIVE,
+const BARE = String.raw`(?:\\.|[^()${WS}\\]|\((?:\\.|[^()${WS}\\])*\))`;
+// Compiled on first use: the compile costs start-up time otherwise.
+let destination: RE2JS | undefined;
+const DESTINATION = () =>
+  (destination ??= RE2JS.compile(
+    // "](" then a target: <…> (group 1), or a bare one that does not start with "<" (group 2).
+    String.raw`\]\([${WS}]*(?:(<(?:\\.|[^<>\\\n])*>)|((?:\\.|[^<()${WS}\\]|\((?:\\.|[^()${WS}\\])*\))${BARE}*))`,
   ));
+const SAFE_SCHEMES = new Set(["http", "https", "mailto", "tel", "ftp"]);
 
-/** Replaces every script-capable Markdown link target with "#". */
-export const neutralizeScriptLinks = (md: string) => SCRIPT_LINK().matcher(md).replaceAll("](#)");
+/** Whether a Markdown link target, read as a renderer reads it, names a scheme we do not keep. */
+function unsafeTarget(raw: string) {
+  const target = decodeHTML(raw.replace(/\\([!-/:-@[-`{-~])/g, "$1"))
+    .replace(/[\t\n\r]/g, "")
+    .replace(/^[\x00-\x20]+/, "");
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(target)?.[1];
+  return scheme !== undefined && !SAFE_SCHEMES.has(scheme.toLowerCase());
+}
+
+/** Replaces every Markdown link or image target that is not http(s), mailto, tel, ftp or relative with "#". */
+export function neutralizeScriptLinks(md: string): string {
+  const m = DESTINATION().matcher(md);
+  let out = "";
+  let last = 0;
+  while (m.find()) {
+    const angle = m.group(1);
+    const group = angle === null ? 2 : 1;
+    if (!unsafeTarget(angle === null ? (m.group(2) ?? "") : angle.slice(1, -1))) continue;
+    out += `${md.slice(last, m.start() + 2)}#`; // from just after "](", the spaces before too
+    last = m.end(group);
+  }
+  return last === 0 ? md : out + md.slice(last);
+}
 
 export function htmlToMd(html: string): string {
   prepass(html, ["html"]);
-  return neutralizeScriptLinks(htmlToMarkdown(html, { filter: { exclude: DROPPED } })).trim();
+  return neutralizeScriptLinks(htmlToMarkdown(html, { filter: { exclude: MD_DROPPED } })).trim();
 }

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DeadlineError, SharedLoad, within } from "../../src/http/shared-load";
 
@@ -13,6 +14,8 @@ afterEach(() => {
 const stranded: ((e: Error) => void)[] = [];
 const never = () => new Promise<never>((_, cutOff) => stranded.push(cutOff));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The value, or "pending" if `p` has not settled after `ms`. */
+const settledWithin = (p: Promise<unknown>, ms: number) => Promise.race([p, sleep(ms).then(() => "pending")]);
 
 describe("SharedLoad", () => {
   it("one load for the requests that ask while it runs, and its value after", async () => {
@@ -72,5 +75,32 @@ describe("within", () => {
     const late = within(never(), 50, "the facilitator");
     await expect(late).rejects.toBeInstanceOf(DeadlineError);
     await expect(late).rejects.toThrow("the facilitator did not answer within 0.05 s");
+  });
+});
+
+describe("token_count's BPE tables", () => {
+  it("a table read stranded by a cancelled request does not hold later calls: the next call after the bound reads it again", async () => {
+    // A module instance of its own: the shared one has its tables loaded by other test files.
+    const fresh = "../../src/skills/token-count.ts?stranded-read";
+    const { tokenCount } = (await import(
+      /* @vite-ignore */ fresh
+    )) as typeof import("../../src/skills/token-count");
+    let reads = 0;
+    const assets = {
+      fetch: (input: RequestInfo | URL, init?: RequestInit) => {
+        reads++;
+        return reads === 1 ? never() : env.ASSETS.fetch(input, init);
+      },
+    } as Fetcher;
+    const run = async (text: string) =>
+      tokenCount.run({ text, encoding: "cl100k_base" }, { env: { ...env, ASSETS: assets }, requestId: "t" });
+    const first = run("the first call, whose client went away").catch(() => "cut off");
+    await vi.waitFor(() => expect(reads).toBe(1));
+    const now = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(now + 20_001);
+    // Before: every later call of the isolate awaited the first read, for ever.
+    expect(await settledWithin(run("Hello, agents of the web!"), 15_000)).toMatchObject({ approx_tokens: 7 });
+    expect(reads).toBe(2);
+    expect(await settledWithin(first, 0)).toBe("pending");
   });
 });

@@ -22,6 +22,12 @@ const stripePort = Number(process.env.TEST_STRIPE_PORT);
 // Fixture upstreams of the analytic skills (test/fixtures/upstreams.mjs), chosen the same way.
 process.env.TEST_UPSTREAMS_PORT ??= String(await freePort());
 const upstreams = `http://127.0.0.1:${process.env.TEST_UPSTREAMS_PORT}`;
+// A copy of them of its own for the slow-facilitator project (below), with its own request log.
+process.env.TEST_SLOW_UPSTREAMS_PORT ??= String(await freePort());
+const slowUpstreams = `http://127.0.0.1:${process.env.TEST_SLOW_UPSTREAMS_PORT}`;
+// Tests that need the Worker's own bindings changed run in a project of their own: a request sent
+// through the real entry point (exports.default.fetch) is one workerd cancels when its client goes.
+const SLOW_FACILITATOR = "test/payments/slow-facilitator";
 
 export default defineConfig({
   test: {
@@ -81,9 +87,40 @@ export default defineConfig({
           testTimeout: 30_000,
           hookTimeout: 60_000,
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**", "test/scripts/**"],
+          exclude: ["test/e2e/**", "test/scripts/**", `${SLOW_FACILITATOR}/**`],
           setupFiles: ["./test/apply-migrations.ts"],
           globalSetup: ["./test/stripe-setup.ts", "./test/fixtures/upstreams-setup.ts"],
+        },
+      },
+      {
+        // FACILITATOR_URL is the fixture page that answers after 4 s (its query takes the client's
+        // "/supported"); only what a priced call needs besides.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            main: path.join(import.meta.dirname, "src/index.ts"),
+            miniflare: {
+              bindings: {
+                TEST_MIGRATIONS: migrations,
+                BASE_URL: "https://skills.test",
+                PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+                RATE_LIMITS: "off",
+                FREE_BETA: "true",
+                FACILITATOR_URL: `${slowUpstreams}/pages/upstream-slow?`,
+              },
+            },
+          }),
+        ],
+        resolve: {
+          alias: { "@coinbase/x402": path.join(import.meta.dirname, "test/stubs/coinbase-x402.ts") },
+        },
+        test: {
+          name: "workers-slow-facilitator",
+          // The facilitator's 4 s, the gate's 10 s bound, and a cold first load of the x402 stack.
+          testTimeout: 60_000,
+          include: [`${SLOW_FACILITATOR}/**/*.test.ts`],
+          setupFiles: ["./test/apply-migrations.ts"],
+          globalSetup: [`./${SLOW_FACILITATOR}/upstreams-setup.ts`],
         },
       },
       {

@@ -1,6 +1,7 @@
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
+import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
@@ -130,8 +131,14 @@ const ERC1271_ABI = [
   },
 ] as const;
 
-/** The chain id an RPC serves, asked once per isolate and URL. */
-const chainIds = new Map<string, Promise<number>>();
+/**
+ * The chain id an RPC serves, asked once per isolate and URL. A question no request waits for
+ * longer than CHAIN_ID_WAIT_MS (above viem's 5 s timeout and one retry), which is also when a
+ * question still pending is asked again: one whose request was cancelled never settles
+ * (http/shared-load.ts), and every contract-wallet replay waited on it.
+ */
+const CHAIN_ID_WAIT_MS = 15_000;
+const chainIds = new Map<string, SharedLoad<number>>();
 
 /**
  * Whether the contract wallet a payment names signed it, asked of the chain: ERC-1271
@@ -154,11 +161,15 @@ async function signedOnChain(rpcUrl: string, t: SignedTerms): Promise<boolean> {
   const client = v.createPublicClient({ transport: v.http(rpcUrl, { timeout: 5_000, retryCount: 1 }) });
   let chainId = chainIds.get(rpcUrl);
   if (!chainId) {
-    chainId = client.getChainId();
-    chainId.catch(() => chainIds.delete(rpcUrl));
+    chainId = new SharedLoad(CHAIN_ID_WAIT_MS);
     chainIds.set(rpcUrl, chainId);
   }
-  if ((await chainId) !== t.domain.chainId) throw new Error("RPC_URL serves another chain");
+  const served = await within(
+    chainId.get(() => client.getChainId()),
+    CHAIN_ID_WAIT_MS,
+    "RPC_URL's eth_chainId",
+  );
+  if (served !== t.domain.chainId) throw new Error("RPC_URL serves another chain");
   const wallet = t.auth.from as `0x${string}`;
   const code = await client.getCode({ address: wallet });
   if (!code || code === "0x") return false;

@@ -3,11 +3,12 @@ import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { isAddress } from "viem";
 import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
+import { SharedLoad, within } from "../http/shared-load";
 import { type PricingConfig, pricingConfig } from "../partners/config";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
@@ -96,10 +97,12 @@ export function configProblem(cfg: PublicConfig): string | undefined {
 interface Built {
   key: string;
   middleware: MiddlewareHandler;
-  ready: Promise<void> | undefined;
+  /** The first /supported read of this gate, shared by the requests that arrive while it runs. */
+  ready: SharedLoad<void>;
   /** When /supported was last read successfully; undefined until the first success. */
   readyAt: number | undefined;
-  refreshing: Promise<void> | undefined;
+  /** The background re-read after the TTL (refreshInBackground). */
+  refreshing: SharedLoad<void>;
   httpServer: x402HTTPResourceServer;
 }
 /**
@@ -117,6 +120,21 @@ const MAX_GATES = 8;
  * isolate keeps answering from the current one until the new one is ready.
  */
 export const SUPPORTED_TTL_MS = 10 * 60_000;
+
+/**
+ * How long a request waits for the first /supported read before it answers 503, and how long that
+ * read is joined before the next request starts another (shared-load.ts: a read whose request was
+ * cancelled never settles). Well under the facilitator client's 45 s: /supported is a small static
+ * answer, and a buyer is better told to retry than held for a facilitator that is not answering.
+ */
+export const READY_WAIT_MS = 10_000;
+
+/**
+ * A background re-read still pending after this is taken for dead and started again. waitUntil
+ * keeps it at most 30 s past its request's answer; one cut off there never settled, and the
+ * isolate never re-read /supported again.
+ */
+export const REFRESH_STALE_MS = 60_000;
 
 /**
  * What a request's bindings say about payments, checked once per bindings object (an isolate
@@ -199,39 +217,36 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
   return {
     key,
     httpServer,
-    ready: undefined,
+    ready: new SharedLoad(READY_WAIT_MS),
     readyAt: undefined,
-    refreshing: undefined,
+    refreshing: new SharedLoad(REFRESH_STALE_MS),
     middleware: x402HttpGate(httpServer, { explainUnpaid: (header) => explain(header, undefined) }),
   };
 }
 
-/** Re-reads /supported on a fresh gate and swaps it in on success; never awaited by a request. */
-function refreshInBackground(
-  b: Built,
-  env: Bindings,
-  cfg: PublicConfig,
-  waitUntil?: (p: Promise<unknown>) => void,
-) {
-  if (b.refreshing) return;
-  const next = create(env, cfg, configKey(env, cfg));
-  b.refreshing = next.httpServer.initialize().then(
-    () => {
-      next.readyAt = Date.now();
-      next.ready = Promise.resolve();
-      if (gates.get(b.key) === b) gates.set(b.key, next);
-      b.refreshing = undefined;
-    },
-    (e) => {
-      // Keep serving the answer we have; try again after another TTL.
-      console.warn(
-        `x402: re-reading the facilitator's /supported failed: ${e instanceof Error ? e.message : e}`,
-      );
-      b.readyAt = Date.now();
-      b.refreshing = undefined;
-    },
-  );
-  waitUntil?.(b.refreshing);
+/**
+ * Re-reads /supported on a fresh gate and swaps it in on success; never awaited by a request. One
+ * re-read at a time (a request past the TTL joins the one running), kept alive by the starting
+ * request's waitUntil, and started again if it is still pending after REFRESH_STALE_MS.
+ */
+function refreshInBackground(b: Built, env: Bindings, cfg: PublicConfig) {
+  void b.refreshing.get(() => {
+    const next = create(env, cfg, configKey(env, cfg));
+    return next.httpServer.initialize().then(
+      () => {
+        next.readyAt = Date.now();
+        if (gates.get(b.key) === b) gates.set(b.key, next);
+      },
+      (e) => {
+        // Keep serving the answer we have; try again after another TTL.
+        console.warn(
+          `x402: re-reading the facilitator's /supported failed: ${e instanceof Error ? e.message : e}`,
+        );
+        b.readyAt = Date.now();
+        throw e; // not kept: the re-read after the next TTL starts afresh
+      },
+    );
+  });
 }
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
@@ -262,14 +277,17 @@ function cdpAuth(env: Bindings) {
   };
 }
 
+/** The first /supported read, joined or started, waited for at most READY_WAIT_MS; or why not. */
 async function ensureReady(b: Built): Promise<string | undefined> {
-  b.ready ??= b.httpServer.initialize();
   try {
-    await b.ready;
+    await within(
+      b.ready.get(() => b.httpServer.initialize()),
+      READY_WAIT_MS,
+    );
     b.readyAt ??= Date.now();
     return undefined;
   } catch (e) {
-    b.ready = undefined; // try again on the next request
+    // A failed read is not kept (shared-load.ts): the next request tries again.
     return e instanceof Error ? e.message : String(e);
   }
 }
@@ -284,19 +302,10 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
     const initError = await ensureReady(b);
     if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
   } else if (Date.now() - b.readyAt > SUPPORTED_TTL_MS) {
-    refreshInBackground(b, c.env, cfg, waitUntilOf(c));
+    refreshInBackground(b, c.env, cfg);
   }
   return b.middleware(c, async () => {
     c.set("x402Verified", true);
     await next();
   });
 };
-
-function waitUntilOf(c: Context<AppEnv>) {
-  try {
-    const ctx = c.executionCtx;
-    return (p: Promise<unknown>) => ctx.waitUntil(p);
-  } catch {
-    return undefined; // no execution context (app.request in tests): the refresh still runs
-  }
-}

@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { DeadlineError, SharedLoad, within } from "../http/shared-load";
+import { UpstreamError } from "../net/fetcher";
 import { withLinearithmicMerge } from "./lib/bpe-merge";
 import { defineSkill } from "./types";
 
@@ -30,16 +32,29 @@ async function load(name: Encoding, assets: Fetcher): Promise<Counter> {
   // Long runs with no word boundary would merge in quadratic time (lib/bpe-merge.ts).
   return withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)).countTokens as Counter;
 }
-const loaded = new Map<Encoding, Promise<Counter>>();
-function counter(name: Encoding, assets: Fetcher) {
-  let p = loaded.get(name);
-  if (!p) {
-    p = load(name, assets);
-    // A failed load is not kept: the next call tries again.
-    p.catch(() => loaded.delete(name));
-    loaded.set(name, p);
+/**
+ * How long a call waits for its table, and how long a read is joined before the next call starts
+ * another: a read whose request was cancelled never settles (http/shared-load.ts). Far above a
+ * normal load (an asset read and a parse), which a busy machine has stretched past 5 s.
+ */
+const TABLE_WAIT_MS = 20_000;
+// A failed load is not kept: the next call tries again.
+const tables: Record<Encoding, SharedLoad<Counter>> = {
+  cl100k_base: new SharedLoad(TABLE_WAIT_MS),
+  o200k_base: new SharedLoad(TABLE_WAIT_MS),
+};
+async function counter(name: Encoding, assets: Fetcher): Promise<Counter> {
+  try {
+    return await within(
+      tables[name].get(() => load(name, assets)),
+      TABLE_WAIT_MS,
+      `BPE table ${name}`,
+    );
+  } catch (e) {
+    // Our own asset store did not answer: a 504 the caller is not charged for, not a hang.
+    if (e instanceof DeadlineError) throw new UpstreamError(504, e.message);
+    throw e;
   }
-  return p;
 }
 
 // JavaScript's \s (what `\S+` splits words on): ASCII and Unicode white space, line terminators, BOM.

@@ -9,6 +9,7 @@ import { parseKeepingIntegers } from "../http/exact-integers";
 import { markMcpRequest } from "../http/mcp-request";
 import { scanJson } from "../http/validation";
 import { isRecord } from "../net/fetcher";
+import { RECEIPT_HEADER } from "../payments/receipts";
 import type { McpTool } from "./tools";
 
 /** x402 MCP transport (v2) `_meta` keys. */
@@ -18,6 +19,15 @@ export const PAYMENT_RESPONSE_META = "x402/payment-response";
 export const PAYMENT_ERROR_META = "x402/error";
 /** Our own `_meta` key: calls left on the card-credit key that paid this call. */
 export const CREDITS_META = "marketplace/credits-remaining";
+/**
+ * Our own `_meta` keys of a paid result. The receipt (the JWS of the HTTP answer's
+ * X-Payment-Receipt) is here for both ways to pay: an x402 result also has it inside
+ * `x402/payment-response`, where the offer-receipt extension puts it, but a card-credit call has no
+ * settlement to carry it. The request id is the one the receipt and the ledger name: the id of the
+ * in-process call (of the call that ran, for an idempotent replay), not the MCP POST's X-Request-Id.
+ */
+export const RECEIPT_META = "marketplace/receipt";
+export const REQUEST_ID_META = "marketplace/request-id";
 
 /** Sends one request through the whole app (the same chain as an HTTP client's call). */
 export type Dispatch = (req: Request) => Promise<Response>;
@@ -105,7 +115,11 @@ async function readJson(res: Response): Promise<{ text: string; json: unknown }>
   }
 }
 
-/** Results up to this many characters also come as JSON text (for clients that read only text). */
+/**
+ * Results up to this many characters also come as JSON text (for clients that read only text).
+ * That text is the HTTP answer's body as it was signed: its UTF-8 bytes are what a receipt's
+ * bodySha256 covers.
+ */
 export const MCP_TEXT_COPY_MAX = 1024 * 1024;
 
 function detailText(json: unknown, fallback: string): string {
@@ -141,6 +155,10 @@ export async function callTool(
     if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
     const credits = res.headers.get("x-credits-remaining");
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
+    const receipt = res.headers.get(RECEIPT_HEADER);
+    if (receipt) _meta[RECEIPT_META] = receipt;
+    const requestId = res.headers.get("x-original-request-id") ?? res.headers.get("x-request-id");
+    if (requestId) _meta[REQUEST_ID_META] = requestId;
     // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
     // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
     const structured = isRecord(json);

@@ -28,6 +28,8 @@ export const CREDITS_META = "marketplace/credits-remaining";
  */
 export const RECEIPT_META = "marketplace/receipt";
 export const REQUEST_ID_META = "marketplace/request-id";
+/** Set only when the result does not carry the bytes its receipt was signed over (see callTool). */
+export const RECEIPT_NOTE_META = "marketplace/receipt-note";
 
 /** Sends one request through the whole app (the same chain as an HTTP client's call). */
 export type Dispatch = (req: Request) => Promise<Response>;
@@ -122,6 +124,10 @@ async function readJson(res: Response): Promise<{ text: string; json: unknown }>
  */
 export const MCP_TEXT_COPY_MAX = 1024 * 1024;
 
+/** What the result of a paid call over MCP_TEXT_COPY_MAX says about its receipt (see callTool). */
+const bigResultReceipt = (t: McpTool) =>
+  `Its receipt (_meta["${RECEIPT_META}"]) is signed over the exact JSON text of the HTTP answer, which a result this large does not carry, and structuredContent serialised again need not give those bytes: this result cannot be checked against its receipt. For a receipt you can check on a result this large, call ${t.method} ${t.path} over HTTP.`;
+
 function detailText(json: unknown, fallback: string): string {
   if (isRecord(json)) {
     if (typeof json.detail === "string") return json.detail;
@@ -161,11 +167,17 @@ export async function callTool(
     if (requestId) _meta[REQUEST_ID_META] = requestId;
     // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
     // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
+    // structuredContent cannot go instead (a tool with an outputSchema MUST return it, and the
+    // SDK client refuses a result without it), and serialising it again does not give the signed
+    // bytes (integer-like keys move, numbers are rewritten): the result says so, rather than
+    // hand the buyer a receipt that fails its check without a word.
     const structured = isRecord(json);
-    const shown =
-      structured && text.length > MCP_TEXT_COPY_MAX
-        ? `The result (${text.length} characters of JSON) is in structuredContent.`
-        : text;
+    const big = structured && text.length > MCP_TEXT_COPY_MAX;
+    const note = big && receipt ? bigResultReceipt(t) : undefined;
+    if (note) _meta[RECEIPT_NOTE_META] = note;
+    const shown = big
+      ? `The result (${text.length} characters of JSON) is in structuredContent.${note ? ` ${note}` : ""}`
+      : text;
     return {
       ...(structured ? { structuredContent: json } : {}),
       content: [{ type: "text", text: shown }],

@@ -117,6 +117,7 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
       requestId: result._meta?.["marketplace/request-id"],
     });
     expect(claims.requestId).not.toBe(outerRequestId);
+    expect(result._meta).not.toHaveProperty("marketplace/receipt-note");
   });
 
   it("an x402 call: the same receipt in _meta and in x402/payment-response; resource and request id are the ledger row's; a replay names the call that ran", async () => {
@@ -148,5 +149,21 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
     const replayed = await callTool("sha256", { text: "abc" }, { "x402/payment": retry.payload });
     expect(replayed.result._meta?.["marketplace/receipt"]).toBe(jws);
     expect(replayed.result._meta?.["marketplace/request-id"]).toBe(row?.request_id);
+  });
+
+  it("a result over 1 MiB says in _meta and in its text that its receipt cannot be checked on it, and how to get one that can", async () => {
+    const { key } = await cardKey("json_sort");
+    const data = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`key${i}`, "v".repeat(10)]));
+    const { result } = await callTool("json_sort", { data }, undefined, { authorization: `Bearer ${key}` });
+    expect(result.isError).toBeFalsy();
+    expect(result._meta?.["marketplace/receipt"]).toEqual(expect.any(String));
+    const note = result._meta?.["marketplace/receipt-note"] as string;
+    expect(note).toMatch(
+      /this result cannot be checked against its receipt\. .* call POST \/api\/skills\/json-sort over HTTP/,
+    );
+    expect(result.content[0]?.text).toMatch(
+      /^The result \(\d+ characters of JSON\) is in structuredContent\. /,
+    );
+    expect(result.content[0]?.text).toContain(note);
   });
 });

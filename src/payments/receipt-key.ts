@@ -3,7 +3,8 @@ import type { JWSSigner } from "@x402/extensions/offer-receipt";
 /**
  * The key that signs offers and receipts: `RECEIPT_SIGNING_KEY` is a private Ed25519 JWK as JSON
  * (`{"kty":"OKP","crv":"Ed25519","d":"…","x":"…","kid":"…"}`; `kid` optional). A JWK keeps the
- * public half (`x`) next to the private one, so the did:web document needs no key derivation.
+ * public half (`x`) next to the private one; did.json publishes it once parse has checked it is
+ * `d`'s. A key that fails any check is malformed: no offers, no receipts, did.json 503.
  * JWS algorithm EdDSA (RFC 8037), signed with WebCrypto in the Worker.
  */
 export interface ReceiptKey {
@@ -58,10 +59,18 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
     };
   if (!b64url.test(jwk.d) || !b64url.test(jwk.x))
     return { error: "RECEIPT_SIGNING_KEY: d and x must be 32-byte base64url values" };
-  const fragment =
-    typeof jwk.kid === "string" && /^[A-Za-z0-9._-]{1,64}$/.test(jwk.kid) ? jwk.kid : DEFAULT_KEY_FRAGMENT;
-  const kid = `${did}#${fragment}`;
+  // A kid we cannot publish as a DID fragment is refused, not replaced: a key quietly published
+  // under another name than its operator gave it is a rotation gone wrong nobody is told about.
+  if (jwk.kid !== undefined && (typeof jwk.kid !== "string" || !/^[A-Za-z0-9._-]{1,64}$/.test(jwk.kid)))
+    return { error: "RECEIPT_SIGNING_KEY: kid must be 1-64 characters of A-Z a-z 0-9 . _ -" };
   const { d, x } = jwk;
+  // x is what did.json publishes, d what signs: a pair that does not match signs offers and
+  // receipts no one can verify. WebCrypto imports such a pair without a word (it reads only d), so
+  // the public key is derived here, once per isolate and secret (receiptKey is memoized); node:crypto
+  // is reached only now, never at start-up.
+  if (ed25519PublicX(d, x) !== x)
+    return { error: "RECEIPT_SIGNING_KEY: x is not the public key of d (the JWK's halves are of two keys)" };
+  const kid = `${did}#${typeof jwk.kid === "string" ? jwk.kid : DEFAULT_KEY_FRAGMENT}`;
   let imported: Promise<CryptoKey> | undefined;
   const privateKey = () => {
     imported ??= crypto.subtle.importKey(
@@ -87,6 +96,20 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
       },
     },
   };
+}
+
+/**
+ * The public half (JWK `x`) derived from the private one `d` (workerd reads only `d`; a runtime that
+ * checks the given `x` throws on a mismatch instead); undefined if `d` is no Ed25519 key.
+ */
+function ed25519PublicX(d: string, x: string): string | undefined {
+  try {
+    const { createPrivateKey, createPublicKey } = process.getBuiltinModule("node:crypto");
+    const privateKey = createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", d, x }, format: "jwk" });
+    return createPublicKey(privateKey).export({ format: "jwk" }).x;
+  } catch {
+    return undefined;
+  }
 }
 
 function base64url(bytes: Uint8Array): string {

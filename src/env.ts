@@ -34,7 +34,20 @@ export interface Secrets {
   RPC_URL?: string;
 }
 
-export type Bindings = Env & Secrets;
+/**
+ * Vars a deployment adds to wrangler.toml's [vars] only when it needs them (so they are not in the
+ * generated Env type).
+ */
+export interface OptionalVars {
+  /**
+   * Public Ed25519 JWKs (JSON array, each with its kid) of earlier RECEIPT_SIGNING_KEYs, published
+   * in did.json and jwks.json so receipts they signed stay verifiable after a rotation
+   * (payments/receipt-key.ts retiredKeys; docs/receipts-and-retries.md). Unset: none.
+   */
+  RECEIPT_RETIRED_KEYS?: string;
+}
+
+export type Bindings = Env & Secrets & OptionalVars;
 
 export interface Variables {
   requestId: string;

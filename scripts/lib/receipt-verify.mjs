@@ -2,7 +2,11 @@
 // the key published at /.well-known/did.json (did:web), and the SHA-256 of a saved body against
 // the receipt's `bodySha256`. Shared by scripts/verify-receipt.mjs and the tests.
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import { extractJWSHeader, verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt";
+import {
+  extractJWSHeader,
+  extractJWSPayload,
+  verifyReceiptSignatureJWS,
+} from "@x402/extensions/offer-receipt";
 
 const JWS = /[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/;
 
@@ -45,9 +49,41 @@ export function didDocumentUrl(did) {
 }
 
 /**
- * The public JWK the receipt's `kid` names, from the issuer's did.json. With `baseUrl` the
- * document is fetched there and the kid must belong to that base URL's did:web (a receipt signed
- * by someone else's key does not verify as ours).
+ * Throws unless `did` (when given) may vouch for the receipt's `resourceUrl`: a key proves only
+ * what the host of its did:web says, so anyone could sign a receipt for our URL with a did:web of
+ * their own (offer-receipt spec §4.5.1: the verifier MUST confirm the key is authorised for
+ * resourceUrl). The did must be the did:web of the resource's origin (port as %3A, host in lower
+ * case, as the app writes its own), or of a path above the resource (a deployment whose BASE_URL
+ * has a path). With `baseUrl`, the resource must also be one of that base URL's.
+ */
+export function checkIssuer(did, claims, baseUrl) {
+  let url;
+  try {
+    url = new URL(claims?.resourceUrl);
+  } catch {
+    throw new Error("the receipt names no resourceUrl: nothing says which seller's key may sign it");
+  }
+  if (baseUrl) {
+    const base = new URL(baseUrl).href.replace(/\/+$/, "");
+    if (url.href !== base && !url.href.startsWith(`${base}/`))
+      throw new Error(`the receipt is for ${url.href}, not for a resource of ${base}`);
+  }
+  if (did === undefined) return; // a key the caller gave (--key) vouches for itself
+  const segments = url.pathname.split("/").filter(Boolean);
+  const allowed = [url.origin];
+  for (let i = 1; i < segments.length; i++) allowed.push(`${url.origin}/${segments.slice(0, i).join("/")}`);
+  if (!allowed.some((above) => didWebOf(above) === did))
+    throw new Error(
+      `the receipt was signed by ${did}, which is not ${didWebOf(url.origin)} (the did:web of its resource ${url.href}): that key is not authorised for it`,
+    );
+}
+
+/**
+ * The public JWK the receipt's `kid` names, from the issuer's did.json. The kid's did must be the
+ * one of the receipt's resourceUrl (checkIssuer; read here before anything is fetched, and checked
+ * again by verifyReceipt on the signed claims), so a receipt signed by someone else's key does not
+ * verify as ours. With `baseUrl` the document is fetched there and the kid must belong to that base
+ * URL's did:web.
  */
 export async function resolveKey(jws, { baseUrl, fetchImpl = fetch } = {}) {
   const { kid, alg } = extractJWSHeader(jws);
@@ -55,13 +91,14 @@ export async function resolveKey(jws, { baseUrl, fetchImpl = fetch } = {}) {
   const did = kid.split("#")[0];
   if (baseUrl && did !== didWebOf(baseUrl))
     throw new Error(`the receipt was signed by ${did}, not by ${didWebOf(baseUrl)}`);
+  checkIssuer(did, extractJWSPayload(jws), baseUrl);
   const url = baseUrl ? `${baseUrl.replace(/\/+$/, "")}/.well-known/did.json` : didDocumentUrl(did);
   const res = await fetchImpl(url, { headers: { accept: "application/did+json, application/json" } });
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
   const doc = await res.json();
   const method = (doc.verificationMethod ?? []).find((m) => m.id === kid);
   if (!method?.publicKeyJwk) throw new Error(`${url} publishes no key ${kid}`);
-  return { jwk: { alg, ...method.publicKeyJwk }, kid, url };
+  return { jwk: { alg, ...method.publicKeyJwk }, kid, did, url };
 }
 
 async function sha256Hex(bytes) {
@@ -70,16 +107,19 @@ async function sha256Hex(bytes) {
 }
 
 /**
- * Checks the signature with `jwk`, then (when `body` is given) that the body's SHA-256 is the one
- * the receipt signed. Returns the receipt's claims; throws with the reason on any mismatch.
+ * Checks the signature with `jwk`; with `did` (the issuer resolveKey found the key at), that this
+ * did may sign for the receipt's resourceUrl; with `baseUrl`, that the resource is that base URL's;
+ * then (when `body` is given) that the body's SHA-256 is the one the receipt signed. Returns the
+ * receipt's claims; throws with the reason on any mismatch.
  */
-export async function verifyReceipt(jws, { jwk, body }) {
+export async function verifyReceipt(jws, { jwk, body, did, baseUrl }) {
   let claims;
   try {
     claims = await verifyReceiptSignatureJWS({ format: "jws", signature: jws }, jwk);
   } catch (e) {
     throw new Error(`bad signature: ${e instanceof Error ? e.message : e}`);
   }
+  if (did !== undefined || baseUrl) checkIssuer(did, claims, baseUrl);
   if (body !== undefined) {
     const actual = await sha256Hex(body);
     if (actual !== claims.bodySha256)

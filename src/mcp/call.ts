@@ -9,6 +9,7 @@ import { parseKeepingIntegers } from "../http/exact-integers";
 import { markMcpRequest } from "../http/mcp-request";
 import { scanJson } from "../http/validation";
 import { isRecord } from "../net/fetcher";
+import { RECEIPT_HEADER } from "../payments/receipts";
 import type { McpTool } from "./tools";
 
 /** x402 MCP transport (v2) `_meta` keys. */
@@ -18,6 +19,17 @@ export const PAYMENT_RESPONSE_META = "x402/payment-response";
 export const PAYMENT_ERROR_META = "x402/error";
 /** Our own `_meta` key: calls left on the card-credit key that paid this call. */
 export const CREDITS_META = "marketplace/credits-remaining";
+/**
+ * Our own `_meta` keys of a paid result. The receipt (the JWS of the HTTP answer's
+ * X-Payment-Receipt) is here for both ways to pay: an x402 result also has it inside
+ * `x402/payment-response`, where the offer-receipt extension puts it, but a card-credit call has no
+ * settlement to carry it. The request id is the one the receipt and the ledger name: the id of the
+ * in-process call (of the call that ran, for an idempotent replay), not the MCP POST's X-Request-Id.
+ */
+export const RECEIPT_META = "marketplace/receipt";
+export const REQUEST_ID_META = "marketplace/request-id";
+/** Set only when the result does not carry the bytes its receipt was signed over (see callTool). */
+export const RECEIPT_NOTE_META = "marketplace/receipt-note";
 
 /** Sends one request through the whole app (the same chain as an HTTP client's call). */
 export type Dispatch = (req: Request) => Promise<Response>;
@@ -105,8 +117,16 @@ async function readJson(res: Response): Promise<{ text: string; json: unknown }>
   }
 }
 
-/** Results up to this many characters also come as JSON text (for clients that read only text). */
+/**
+ * Results up to this many characters also come as JSON text (for clients that read only text).
+ * That text is the HTTP answer's body as it was signed: its UTF-8 bytes are what a receipt's
+ * bodySha256 covers.
+ */
 export const MCP_TEXT_COPY_MAX = 1024 * 1024;
+
+/** What the result of a paid call over MCP_TEXT_COPY_MAX says about its receipt (see callTool). */
+const bigResultReceipt = (t: McpTool) =>
+  `Its receipt (_meta["${RECEIPT_META}"]) is signed over the exact JSON text of the HTTP answer, which a result this large does not carry, and structuredContent serialised again need not give those bytes: this result cannot be checked against its receipt. For a receipt you can check on a result this large, call ${t.method} ${t.path} over HTTP.`;
 
 function detailText(json: unknown, fallback: string): string {
   if (isRecord(json)) {
@@ -141,13 +161,23 @@ export async function callTool(
     if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
     const credits = res.headers.get("x-credits-remaining");
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
+    const receipt = res.headers.get(RECEIPT_HEADER);
+    if (receipt) _meta[RECEIPT_META] = receipt;
+    const requestId = res.headers.get("x-original-request-id") ?? res.headers.get("x-request-id");
+    if (requestId) _meta[REQUEST_ID_META] = requestId;
     // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
     // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
+    // structuredContent cannot go instead (a tool with an outputSchema MUST return it, and the
+    // SDK client refuses a result without it), and serialising it again does not give the signed
+    // bytes (integer-like keys move, numbers are rewritten): the result says so, rather than
+    // hand the buyer a receipt that fails its check without a word.
     const structured = isRecord(json);
-    const shown =
-      structured && text.length > MCP_TEXT_COPY_MAX
-        ? `The result (${text.length} characters of JSON) is in structuredContent.`
-        : text;
+    const big = structured && text.length > MCP_TEXT_COPY_MAX;
+    const note = big && receipt ? bigResultReceipt(t) : undefined;
+    if (note) _meta[RECEIPT_NOTE_META] = note;
+    const shown = big
+      ? `The result (${text.length} characters of JSON) is in structuredContent.${note ? ` ${note}` : ""}`
+      : text;
     return {
       ...(structured ? { structuredContent: json } : {}),
       content: [{ type: "text", text: shown }],

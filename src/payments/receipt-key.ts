@@ -3,7 +3,8 @@ import type { JWSSigner } from "@x402/extensions/offer-receipt";
 /**
  * The key that signs offers and receipts: `RECEIPT_SIGNING_KEY` is a private Ed25519 JWK as JSON
  * (`{"kty":"OKP","crv":"Ed25519","d":"…","x":"…","kid":"…"}`; `kid` optional). A JWK keeps the
- * public half (`x`) next to the private one, so the did:web document needs no key derivation.
+ * public half (`x`) next to the private one; did.json publishes it once parse has checked it is
+ * `d`'s. A key that fails any check is malformed: no offers, no receipts, did.json 503.
  * JWS algorithm EdDSA (RFC 8037), signed with WebCrypto in the Worker.
  */
 export interface ReceiptKey {
@@ -11,11 +12,24 @@ export interface ReceiptKey {
   did: string;
   /** `did:web:<host>#<fragment>`: the JWS `kid`, and the verification method in did.json. */
   kid: string;
-  publicJwk: { kty: "OKP"; crv: "Ed25519"; x: string; alg: "EdDSA"; use: "sig"; kid: string };
+  publicJwk: PublicJwk;
   signer: JWSSigner;
 }
 
+/** A public key as did.json and jwks.json publish it; `kid` is the full `did:web:<host>#<fragment>`. */
+export interface PublicJwk {
+  kty: "OKP";
+  crv: "Ed25519";
+  x: string;
+  alg: "EdDSA";
+  use: "sig";
+  kid: string;
+}
+
 export const DEFAULT_KEY_FRAGMENT = "receipts-1";
+/** A key's `kid` fragment, and the value of an Ed25519 JWK's `d` and `x` (32 bytes, base64url). */
+const FRAGMENT = /^[A-Za-z0-9._-]{1,64}$/;
+const b64url = /^[A-Za-z0-9_-]{43}$/;
 
 interface Cached {
   source: string;
@@ -51,17 +65,24 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
   } catch {
     return { error: "RECEIPT_SIGNING_KEY is not JSON (expected a private Ed25519 JWK)" };
   }
-  const b64url = /^[A-Za-z0-9_-]{43}$/;
   if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.d !== "string" || typeof jwk.x !== "string")
     return {
       error: 'RECEIPT_SIGNING_KEY must be a private Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","d","x"})',
     };
   if (!b64url.test(jwk.d) || !b64url.test(jwk.x))
     return { error: "RECEIPT_SIGNING_KEY: d and x must be 32-byte base64url values" };
-  const fragment =
-    typeof jwk.kid === "string" && /^[A-Za-z0-9._-]{1,64}$/.test(jwk.kid) ? jwk.kid : DEFAULT_KEY_FRAGMENT;
-  const kid = `${did}#${fragment}`;
+  // A kid we cannot publish as a DID fragment is refused, not replaced: a key quietly published
+  // under another name than its operator gave it is a rotation gone wrong nobody is told about.
+  if (jwk.kid !== undefined && (typeof jwk.kid !== "string" || !FRAGMENT.test(jwk.kid)))
+    return { error: "RECEIPT_SIGNING_KEY: kid must be 1-64 characters of A-Z a-z 0-9 . _ -" };
   const { d, x } = jwk;
+  // x is what did.json publishes, d what signs: a pair that does not match signs offers and
+  // receipts no one can verify. WebCrypto imports such a pair without a word (it reads only d), so
+  // the public key is derived here, once per isolate and secret (receiptKey is memoized); node:crypto
+  // is reached only now, never at start-up.
+  if (ed25519PublicX(d, x) !== x)
+    return { error: "RECEIPT_SIGNING_KEY: x is not the public key of d (the JWK's halves are of two keys)" };
+  const kid = `${did}#${typeof jwk.kid === "string" ? jwk.kid : DEFAULT_KEY_FRAGMENT}`;
   let imported: Promise<CryptoKey> | undefined;
   const privateKey = () => {
     imported ??= crypto.subtle.importKey(
@@ -89,20 +110,89 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
   };
 }
 
+/**
+ * The public half (JWK `x`) derived from the private one `d` (workerd reads only `d`; a runtime that
+ * checks the given `x` throws on a mismatch instead); undefined if `d` is no Ed25519 key.
+ */
+function ed25519PublicX(d: string, x: string): string | undefined {
+  try {
+    const { createPrivateKey, createPublicKey } = process.getBuiltinModule("node:crypto");
+    const privateKey = createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", d, x }, format: "jwk" });
+    return createPublicKey(privateKey).export({ format: "jwk" }).x;
+  } catch {
+    return undefined;
+  }
+}
+
 function base64url(bytes: Uint8Array): string {
   let s = "";
   for (const b of bytes) s += String.fromCharCode(b);
   return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-/** The did:web document that publishes the public key (W3C DID Core, JsonWebKey2020). */
-export function didDocument(key: ReceiptKey) {
+let retiredCache: { source: string; key: ReceiptKey; keys: PublicJwk[] | { error: string } } | undefined;
+
+/**
+ * The public keys of earlier signing keys (`RECEIPT_RETIRED_KEYS`, a JSON array of public Ed25519
+ * JWKs with their `kid`: the fragment, or the whole kid as jwks.json published it), listed beside
+ * the current key so receipts and offers they signed still verify after a rotation (an idempotent
+ * replay serves an old receipt for up to 24 h). The current key itself may be in the list (added
+ * before the rotation): it is listed once. Parsed once per isolate and value.
+ */
+export function retiredKeys(value: string | undefined, key: ReceiptKey): PublicJwk[] | { error: string } {
+  const source = value?.trim() ?? "";
+  // The key object is receiptKey's memo: a new one means another secret or base URL.
+  if (retiredCache && retiredCache.source === source && retiredCache.key === key) return retiredCache.keys;
+  retiredCache = { source, key, keys: parseRetired(source, key) };
+  return retiredCache.keys;
+}
+
+function parseRetired(source: string, key: ReceiptKey): PublicJwk[] | { error: string } {
+  if (!source) return [];
+  const error = (why: string) => ({ error: `RECEIPT_RETIRED_KEYS: ${why}` });
+  let list: unknown;
+  try {
+    list = JSON.parse(source);
+  } catch {
+    return error("not JSON (expected an array of public Ed25519 JWKs)");
+  }
+  if (!Array.isArray(list)) return error("expected a JSON array of public Ed25519 JWKs");
+  const keys: PublicJwk[] = [];
+  for (const [i, jwk] of list.entries()) {
+    if (typeof jwk !== "object" || jwk === null) return error(`entry ${i} is not a JWK`);
+    // A private half in a plain var would be a leaked signing key: refused, never published.
+    if ("d" in jwk) return error(`entry ${i} holds a private key (d): list public keys only`);
+    if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string" || !b64url.test(jwk.x))
+      return error(`entry ${i} must be a public Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","x","kid"})`);
+    const fragment =
+      typeof jwk.kid === "string" && jwk.kid.startsWith(`${key.did}#`)
+        ? jwk.kid.slice(key.did.length + 1)
+        : jwk.kid;
+    if (typeof fragment !== "string" || !FRAGMENT.test(fragment))
+      return error(`entry ${i}: kid must be a fragment (1-64 of A-Z a-z 0-9 . _ -) or ${key.did}#<fragment>`);
+    const kid = `${key.did}#${fragment}`;
+    const same = kid === key.kid ? key.publicJwk : keys.find((k) => k.kid === kid);
+    if (same && same.x !== jwk.x) return error(`entry ${i}: ${kid} is already another key`);
+    if (!same) keys.push({ kty: "OKP", crv: "Ed25519", x: jwk.x, alg: "EdDSA", use: "sig", kid });
+  }
+  return keys;
+}
+
+/**
+ * The did:web document that publishes the public keys (W3C DID Core, JsonWebKey2020): the current
+ * one first, then the retired ones, each also an assertion method (receipts and offers are assertions).
+ */
+export function didDocument(key: ReceiptKey, retired: PublicJwk[] = []) {
+  const keys = [key.publicJwk, ...retired];
   return {
     "@context": ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/suites/jws-2020/v1"],
     id: key.did,
-    verificationMethod: [
-      { id: key.kid, type: "JsonWebKey2020", controller: key.did, publicKeyJwk: key.publicJwk },
-    ],
-    assertionMethod: [key.kid],
+    verificationMethod: keys.map((jwk) => ({
+      id: jwk.kid,
+      type: "JsonWebKey2020",
+      controller: key.did,
+      publicKeyJwk: jwk,
+    })),
+    assertionMethod: keys.map((jwk) => jwk.kid),
   };
 }

@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
+import { ledgerResource } from "../http/mcp-request";
 import { receiptKey } from "./receipt-key";
 import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "./x402-headers";
 
@@ -37,10 +38,13 @@ export interface ReceiptClaims {
  * X-PAYMENT-RESPONSE, or a spent card credit) gets a signed receipt over the exact body bytes it
  * delivers. A settled x402 answer also carries it where the extension puts it, in the settlement
  * response's `extensions["offer-receipt"].info.receipt`. Without a signing key nothing is added
- * (the deployment says so in /.well-known/did.json).
+ * (the deployment says so in /.well-known/did.json). `resource` is the route's; the receipt names
+ * the ledger's (`mcp:<tool>` for a call MCP dispatched), as the payment and claim rows do.
  */
 export function signReceipt(resource: string | ((c: Context<AppEnv>) => string)): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // Read before next(), as recordPayment does: later middleware may replace c.req.raw.
+    const raw = c.req.raw;
     await next();
     const res = c.res;
     if (res.status < 200 || res.status >= 300) return;
@@ -67,7 +71,7 @@ export function signReceipt(resource: string | ((c: Context<AppEnv>) => string))
     c.res = new Response(bytes, res);
     try {
       const claims = receiptClaims(c, {
-        resource: typeof resource === "string" ? resource : resource(c),
+        resource: ledgerResource(raw, typeof resource === "string" ? resource : resource(c)),
         resourceUrl: `${cfg.baseUrl}${c.req.path}`,
         settlement,
         cardKeyHash: card?.keyHash,

@@ -2,9 +2,18 @@ import { type Context, Hono } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { didDocument, receiptKey } from "../payments/receipt-key";
+import {
+  didDocument,
+  type PublicJwk,
+  type ReceiptKey,
+  receiptKey,
+  retiredKeys,
+} from "../payments/receipt-key";
 
-/** The public key that signs offers and receipts, as did:web (W3C) and as a JWKS (RFC 7517). */
+/**
+ * The public key that signs offers and receipts, with the retired ones that signed earlier
+ * receipts, as did:web (W3C) and as a JWKS (RFC 7517).
+ */
 export const didRoutes = new Hono<AppEnv>();
 
 const CACHE = { "cache-control": "public, max-age=300" };
@@ -22,14 +31,25 @@ function keyOr503(c: Context<AppEnv>) {
   return key;
 }
 
+/**
+ * The retired keys still published (RECEIPT_RETIRED_KEYS). A list that cannot be read is logged
+ * and left out: the current key is still published, and old receipts fail until it is fixed.
+ */
+function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
+  const keys = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, key);
+  if (!("error" in keys)) return keys;
+  console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), error: keys.error }));
+  return [];
+}
+
 didRoutes.get("/.well-known/did.json", (c) => {
   const key = keyOr503(c);
   if (key instanceof Response) return key;
-  return c.json(didDocument(key), 200, { ...CACHE, "content-type": "application/did+json" });
+  return c.json(didDocument(key, retired(c, key)), 200, { ...CACHE, "content-type": "application/did+json" });
 });
 
 didRoutes.get("/.well-known/jwks.json", (c) => {
   const key = keyOr503(c);
   if (key instanceof Response) return key;
-  return c.json({ keys: [key.publicJwk] }, 200, CACHE);
+  return c.json({ keys: [key.publicJwk, ...retired(c, key)] }, 200, CACHE);
 });

@@ -32,6 +32,9 @@ export function mcpManifestEntry(cfg: PublicConfig) {
     max_body_bytes: MCP_MAX_BODY_BYTES,
     payment: {
       x402: { request_meta: "x402/payment", response_meta: "x402/payment-response", version: 2 },
+      // Every paid result, x402 or card credits: the signed receipt and the request id it names.
+      receipt_meta: "marketplace/receipt",
+      request_id_meta: "marketplace/request-id",
       // Card credits pay skill tools only; partner and refinery routes have no card-credit step.
       card_credits: { header: "Authorization: Bearer mk_...", tools: "skills only" },
     },

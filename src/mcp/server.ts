@@ -23,7 +23,7 @@ export interface McpServerContext extends CallContext {
 }
 
 const INSTRUCTIONS =
-  'Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).';
+  'Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"], and every paid result carries its signed receipt in _meta["marketplace/receipt"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).';
 
 /**
  * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist

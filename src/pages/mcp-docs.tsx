@@ -78,7 +78,12 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         <li>
           The result carries <code>structuredContent</code> and its JSON text (a result over 1,048,576
           characters of JSON comes once, as <code>structuredContent</code>, with a note as its text), and{" "}
-          <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer). The payment is
+          <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer). Every paid
+          result, x402 or card credits, also carries its signed receipt in{" "}
+          <code>_meta["marketplace/receipt"]</code>, bound to the bytes of <code>content[0].text</code>, and
+          the request id it names in <code>_meta["marketplace/request-id"]</code> (over 1,048,576 characters,
+          where the text is a note, <code>_meta["marketplace/receipt-note"]</code> says the receipt can only
+          be checked over HTTP; the key is published at <code>/.well-known/did.json</code>). The payment is
           the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding). A
           string or object that is not a payment is refused with <code>reason: "invalid_payment_header"</code>{" "}
           and the offer to sign again; any other type (a number, an array) with{" "}

@@ -14,6 +14,7 @@ import {
   type SessionRow,
   settleSession,
   takeKeyReveal,
+  withFirstResult,
 } from "../payments/checkout-ledger";
 import { callsLeft } from "../payments/credits";
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
@@ -75,11 +76,13 @@ async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessio
 async function renderSuccess(
   c: Context<AppEnv>,
   sessionId: string,
-  session: SessionRow | null,
+  row: SessionRow | null,
   remote: RemoteSession | undefined,
   reveal: RevealState,
   apiKey?: string,
 ) {
+  // A first-call answer kept in KV is read back for the page (never failing it).
+  const session = await withFirstResult(c.env, row);
   // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
   const posted = c.req.method === "POST";
   const refresh = posted ? undefined : successRefresh(session, remote?.paid === true);

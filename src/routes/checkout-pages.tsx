@@ -81,12 +81,17 @@ async function renderSuccess(
   reveal: RevealState,
   apiKey?: string,
 ) {
-  // A first-call answer kept in KV is read back for the page (never failing it).
+  // Neither read may fail the page: on the key page the key was already taken, and is shown once.
   const session = await withFirstResult(c.env, row);
   // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
   const posted = c.req.method === "POST";
   const refresh = posted ? undefined : successRefresh(session, remote?.paid === true);
-  const left = session?.api_key_id ? await callsLeft(c.env.DB, session.api_key_id) : undefined;
+  const left = session?.api_key_id
+    ? await callsLeft(c.env.DB, session.api_key_id).catch((e: unknown) => {
+        console.error(JSON.stringify({ level: "error", msg: "calls left unreadable", error: String(e) }));
+        return undefined;
+      })
+    : undefined;
   const secret = c.env.STRIPE_SECRET_KEY;
   const page = (
     <SuccessPage
@@ -169,7 +174,12 @@ checkoutPageRoutes.post(
         ),
       );
     };
-    session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
+    // Waiting is a courtesy: whatever fails in it (the run, a read), the key is still shown.
+    try {
+      session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
+    } catch (e) {
+      console.error(JSON.stringify({ level: "error", msg: "first payload wait failed", error: String(e) }));
+    }
     const key = await takeKeyReveal(c.env, session_id);
     return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);
   },

@@ -1,9 +1,19 @@
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import worker from "../../src/index";
 import { FIRST_CALL_MAX_BYTES } from "../../src/payments/checkout-request";
 import { D1_BODY_MAX } from "../../src/payments/idempotent-results";
 import { call, detailOf, postJson } from "../helpers";
-import { deliver, EMULATOR, keysFor, seedSession, sessionEvent, sessionRow } from "./checkout-helpers";
+import {
+  deliver,
+  EMULATOR,
+  keyIn,
+  keysFor,
+  revealTokenFromPage,
+  seedSession,
+  sessionEvent,
+  sessionRow,
+} from "./checkout-helpers";
 
 /**
  * D1 refuses a string, BLOB or row over 2,000,000 bytes (developers.cloudflare.com/d1/platform/
@@ -157,4 +167,117 @@ describe("a checkout's first call fits D1's 2,000,000-byte row", () => {
     expect(JSON.parse(await storedAnswer(big))).toMatchObject({ status: 200, body_kv: expect.any(String) });
     expect(JSON.parse(await storedAnswer(small))).toMatchObject({ status: 200, body: { bytes: 99_991 } });
   }, 60_000);
+});
+
+/**
+ * D1 with some statements failing as D1 does (a write refused, a read lost): a statement for
+ * which `fails` names an error throws it when run or batched. Handed to the Worker as its binding.
+ */
+function failingDb(fails: (sql: string) => string | undefined): D1Database {
+  const db = env.DB;
+  const failing = new WeakMap<object, string>();
+  const failingStatement = (error: string): D1PreparedStatement => {
+    const refuse = () => Promise.reject(new Error(error));
+    const stmt = {
+      bind: () => stmt,
+      run: refuse,
+      first: refuse,
+      all: refuse,
+      raw: refuse,
+    } as unknown as D1PreparedStatement;
+    failing.set(stmt, error);
+    return stmt;
+  };
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") {
+        return (sql: string) => {
+          const error = fails(sql);
+          return error ? failingStatement(error) : target.prepare(sql);
+        };
+      }
+      if (prop === "batch") {
+        return (stmts: D1PreparedStatement[]) => {
+          const error = stmts.map((s) => failing.get(s)).find(Boolean);
+          return error ? Promise.reject(new Error(error)) : target.batch(stmts);
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+const REFUSED = `D1_ERROR: ${TOO_BIG}: SQLITE_TOOBIG`;
+const LOST = "D1_ERROR: Network connection lost.";
+
+async function revealWith(id: string, token: string, db: D1Database, kv: KVNamespace = env.KV) {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`https://skills.test/checkout/success?session_id=${id}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token }).toString(),
+    }),
+    { ...env, DB: db, KV: kv },
+    ctx,
+  );
+  const html = await res.text();
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, html };
+}
+
+describe("the Reveal POST shows the key whatever the first call's run does", () => {
+  it("its run's answer is refused by D1 and the balance read fails after the key was taken: still the key", async () => {
+    // Paid, webhook late: this POST grants, starts the run and waits for it.
+    const id = await seedSession("json_sort", undefined, { data: { b: 1, a: 2 } });
+    const token = (await revealTokenFromPage(id)) as string;
+    const db = failingDb((sql) =>
+      sql.includes("SET payload_result") ? REFUSED : sql.includes("SELECT calls_left") ? LOST : undefined,
+    );
+    const { status, html } = await revealWith(id, token, db);
+    // Before, the balance read after the one reveal was a 500, and the key was gone with it.
+    expect(status).toBe(200);
+    expect(keyIn(html)).toBeTruthy();
+    expect(html).toContain("Running…");
+    // The run stored nothing and spent nothing: the page can run it again once its claim is stale.
+    const row = await sessionRow(id);
+    expect(row?.payload_result).toBeNull();
+    const [key] = (await keysFor(id)).results;
+    expect(key?.calls_left).toBe(key?.calls_total);
+  }, 30_000);
+
+  it("the wait's own reads fail once the run started: still the key, not a 500", async () => {
+    const id = await seedSession("json_sort", undefined, { data: { b: 1, a: 2 } });
+    const token = (await revealTokenFromPage(id)) as string;
+    let runStarted = false;
+    const db = failingDb((sql) => {
+      if (sql.includes("SET payload_started_at")) runStarted = true;
+      return runStarted && sql.startsWith("SELECT * FROM checkout_sessions") ? LOST : undefined;
+    });
+    const { status, html } = await revealWith(id, token, db);
+    expect(status).toBe(200);
+    expect(keyIn(html)).toBeTruthy();
+  }, 30_000);
+
+  it("an answer kept in KV that cannot be read yet shows as running: the key is shown", async () => {
+    const id = await seedSession("json_sort", undefined, payloadOf(300_000));
+    const token = (await revealTokenFromPage(id)) as string;
+    await deliver(await sessionEvent("checkout.session.completed", id));
+    expect(JSON.parse(await storedAnswer(id))).toMatchObject({ body_kv: expect.any(String) });
+    const kv = new Proxy(env.KV, {
+      get(target, prop) {
+        if (prop === "get") return () => Promise.reject(new Error("KV GET failed: 503 Service Unavailable"));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { status, html } = await revealWith(id, token, env.DB, kv);
+    expect(status).toBe(200);
+    expect(keyIn(html)).toBeTruthy();
+    expect(html).toContain("Running…");
+    // Once KV answers, the page shows it.
+    const page = await (await call(`/checkout/success?session_id=${id}`)).text();
+    expect(page).toContain("Ran with the payload you sent (one credit spent).");
+  }, 30_000);
 });

@@ -5,6 +5,7 @@ import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented } from "../skills/types";
 import { hashKey, MAX_CALLS, newApiKey, spendCreditStatement } from "./credits";
+import { keepBody } from "./idempotent-results";
 import { openKey, sealKey } from "./key-reveal";
 import type { RemoteSession } from "./stripe";
 import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
@@ -221,34 +222,44 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
               : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
     }
   }
+  // An answer over 512 KiB goes to KV and the row keeps where: D1 refuses a row over 2,000,000
+  // bytes ("string or blob too big"), and a 1 MiB payload's json_sort answer is ~2.1 MiB. The key
+  // is this run's own, so a stale run's late answer never replaces the one the row points to.
+  const kvKey = `first-call:${sessionId}:${now}`;
+  const kept = await keepBody(env.KV, kvKey, JSON.stringify(result));
+  const answer = kept.body ?? JSON.stringify({ status: result.status, body_kv: kept.bodyKv });
   // Written only while this run still holds the claim and no answer is stored, in one
   // transaction: a stale run's late answer can neither overwrite nor spend a second credit.
-  const store = (answer: unknown, condition = "") =>
+  const store = (text: string, condition = "") =>
     env.DB.prepare(
       `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
        WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL${condition}`,
-    ).bind(JSON.stringify(answer), sessionId, now, Date.now());
+    ).bind(text, sessionId, now, Date.now());
+  let stored: boolean;
   if (result.status !== 200) {
-    await store(result).run();
-    return;
+    stored = (await store(answer).run()).meta.changes === 1;
+  } else {
+    // A success is shown only if its credit is taken: the buyer may have spent every credit (or
+    // disputed the payment) while this ran, and the answer must not be an extra, unpaid result.
+    // One transaction: the answer is stored if the key has a spendable credit, the credit is taken
+    // if this run's answer is the one stored, and otherwise the refusal is stored.
+    const spendable = "SELECT 1 FROM api_keys WHERE id = ?5 AND calls_left > 0 AND dispute_status IS NULL";
+    const [shown] = await env.DB.batch([
+      env.DB.prepare(
+        `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
+         WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL AND EXISTS (${spendable})`,
+      ).bind(answer, sessionId, now, Date.now(), claim.api_key_id),
+      spendCreditStatement(
+        env.DB,
+        `id = ?1 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result = ?4)`,
+      ).bind(claim.api_key_id, sessionId, now, answer),
+      store(JSON.stringify({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } })),
+    ]);
+    stored = shown?.meta.changes === 1;
   }
-  // A success is shown only if its credit is taken: the buyer may have spent every credit (or
-  // disputed the payment) while this ran, and the answer must not be an extra, unpaid result.
-  // One transaction: the answer is stored if the key has a spendable credit, the credit is taken
-  // if this run's answer is the one stored, and otherwise the refusal is stored.
-  const answer = JSON.stringify(result);
-  const spendable = "SELECT 1 FROM api_keys WHERE id = ?5 AND calls_left > 0 AND dispute_status IS NULL";
-  await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
-       WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL AND EXISTS (${spendable})`,
-    ).bind(answer, sessionId, now, Date.now(), claim.api_key_id),
-    spendCreditStatement(
-      env.DB,
-      `id = ?1 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result = ?4)`,
-    ).bind(claim.api_key_id, sessionId, now, answer),
-    store({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } }),
-  ]);
+  // An answer nobody will read (withheld, or a stale run's) leaves no copy behind in KV; one that
+  // stays (the delete failed) costs storage only, so it does not fail the run.
+  if (!stored && kept.bodyKv) await env.KV.delete(kept.bodyKv).catch(() => undefined);
 }
 
 const FIRST_CALL_UNPAID =
@@ -283,6 +294,29 @@ export async function firstPayloadResult(
     // Woken early when this run ends; after that (or while another run holds it) every 250 ms.
     await (running ? Promise.race([finished, pause]) : pause);
   }
+}
+
+// What the row holds for an answer kept in KV (runFirstPayload): its status and KV key.
+const KV_ANSWER = /^\{"status":\d+,"body_kv":"(first-call:[^"\\]+)"\}$/;
+
+/**
+ * The row as the success page shows it: a first-call answer kept in KV is read back into
+ * `payload_result`. KV reaches other locations up to 60 s after the write, and a read can fail:
+ * until the answer is readable it shows as running since it was stored (the page refreshes), never
+ * as an error, and the key page that shows the key once never fails with it.
+ */
+export async function withFirstResult(env: Bindings, row: SessionRow | null): Promise<SessionRow | null> {
+  const ref = row?.payload_result && row.payload_result.length < 1024 ? row.payload_result : undefined;
+  const key = ref ? KV_ANSWER.exec(ref)?.[1] : undefined;
+  if (!row || !key) return row;
+  const text = await env.KV.get(key, "text").catch((e: unknown) => {
+    console.error(
+      JSON.stringify({ level: "error", msg: "first-call answer unreadable", key, error: String(e) }),
+    );
+    return null;
+  });
+  if (text !== null) return { ...row, payload_result: text };
+  return { ...row, payload_result: null, payload_started_at: row.updated_at };
 }
 
 /** The clear key, handed out once: compare-and-swap so two reveals cannot both see it. */

@@ -1,5 +1,17 @@
 import * as z from "zod";
+import type { ErrorItem } from "../http/validation";
+import { jsonByteLength } from "../skills/lib/output-size";
 import { MAX_CALLS } from "./credits";
+
+/**
+ * Bytes of JSON a checkout's first-call payload may hold. It is kept in the session's D1 row until
+ * the call runs, and D1 refuses a row over 2,000,000 bytes; the call's answer joins it there when
+ * it is at most 512 KiB (idempotent-results' D1_BODY_MAX; a larger one goes to KV), so 1 MiB +
+ * 512 KiB leaves ~400 KB for the rest of the row (test/payments/checkout-d1-row.test.ts). Checked
+ * before Stripe is asked: a payload D1 refused made the create a 500 after the session existed.
+ * Larger first calls are made with the key once it is paid.
+ */
+export const FIRST_CALL_MAX_BYTES = 1024 * 1024;
 
 /** Body of POST /api/cardpay/checkout: which skill, how many calls, and an optional first call. */
 export const checkoutRequest = z.object({
@@ -7,7 +19,9 @@ export const checkoutRequest = z.object({
   payload: z
     .looseObject({})
     .optional()
-    .meta({ description: "Body of your first call; it runs once when the payment completes." }),
+    .meta({
+      description: `Body of your first call; it runs once when the payment completes. At most ${FIRST_CALL_MAX_BYTES} bytes (1 MiB) of JSON, else 422 payload_too_large; make larger calls with the key.`,
+    }),
   quantity: z
     .int()
     .min(1)
@@ -15,6 +29,23 @@ export const checkoutRequest = z.object({
     .optional()
     .meta({ description: "Calls to buy; raised to the smallest pack that reaches the $0.50 card minimum." }),
 });
+
+/**
+ * The 422 item for a payload over FIRST_CALL_MAX_BYTES (measured as the JSON the row stores,
+ * stopping at the bound), or undefined. The input is not echoed: it is the oversized payload.
+ */
+export function payloadTooLarge(payload: unknown): ErrorItem | undefined {
+  if (payload === undefined || jsonByteLength(payload, FIRST_CALL_MAX_BYTES) <= FIRST_CALL_MAX_BYTES) {
+    return undefined;
+  }
+  return {
+    loc: ["body", "payload"],
+    msg: `The first call's payload may be at most ${FIRST_CALL_MAX_BYTES} bytes of JSON (1 MiB); buy without it, or with a smaller one, and make larger calls with the key`,
+    type: "payload_too_large",
+    input: null,
+    ctx: { max_bytes: FIRST_CALL_MAX_BYTES },
+  };
+}
 
 // An Idempotency-Key as clients send it (IETF draft): printable ASCII, at most 255 characters.
 export const idempotencyHeader = z

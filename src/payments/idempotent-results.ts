@@ -16,8 +16,32 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
  */
 export const ABANDONED_AFTER_MS = 5 * 60 * 1000;
 /** UTF-8 bodies up to this size are kept in the D1 row; larger or binary ones in KV (D1 values stop at 2 MB). */
-const D1_BODY_MAX = 512 * 1024;
+export const D1_BODY_MAX = 512 * 1024;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
+
+/**
+ * Where a stored answer goes: its text for the D1 row when it is UTF-8 of at most D1_BODY_MAX
+ * bytes, else the KV key it was put under. D1 refuses a string, BLOB or row over 2,000,000 bytes
+ * ("string or blob too big"), which an answer of a 5 MB body can pass; KV takes 25 MiB.
+ */
+export async function keepBody(
+  kv: KVNamespace,
+  kvKey: string,
+  answer: ArrayBuffer | string,
+  options?: KVNamespacePutOptions,
+): Promise<{ body: string; bodyKv: null } | { body: null; bodyKv: string }> {
+  const bytes = typeof answer === "string" ? encoder.encode(answer) : answer;
+  if (bytes.byteLength <= D1_BODY_MAX) {
+    if (typeof answer === "string") return { body: answer, bodyKv: null };
+    try {
+      return { body: utf8.decode(bytes), bodyKv: null }; // valid UTF-8 round-trips to the same bytes
+    } catch {}
+  }
+  await kv.put(kvKey, bytes, options);
+  return { body: null, bodyKv: kvKey };
+}
+
 export const REPLAY_HEADER = "X-Idempotent-Replay";
 
 export interface Fingerprint {
@@ -91,17 +115,9 @@ export async function store(
   const db = c.env.DB;
   // The request id header is the replaying request's own; everything else is kept as answered.
   const headers = [...res.headers].filter(([name]) => name !== "x-request-id" && name !== "set-cookie");
-  let body: string | null = null;
-  let bodyKv: string | null = null;
-  if (bytes.byteLength <= D1_BODY_MAX) {
-    try {
-      body = utf8.decode(bytes); // valid UTF-8 round-trips to the same bytes
-    } catch {}
-  }
-  if (body === null) {
-    bodyKv = `idempotent:${await sha256Hex(key)}`;
-    await c.env.KV.put(bodyKv, bytes, { expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000 });
-  }
+  const { body, bodyKv } = await keepBody(c.env.KV, `idempotent:${await sha256Hex(key)}`, bytes, {
+    expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000,
+  });
   const now = Date.now();
   await db
     .prepare(

@@ -14,6 +14,7 @@ import {
   type SessionRow,
   settleSession,
   takeKeyReveal,
+  withFirstResult,
 } from "../payments/checkout-ledger";
 import { callsLeft } from "../payments/credits";
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
@@ -75,15 +76,22 @@ async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessio
 async function renderSuccess(
   c: Context<AppEnv>,
   sessionId: string,
-  session: SessionRow | null,
+  row: SessionRow | null,
   remote: RemoteSession | undefined,
   reveal: RevealState,
   apiKey?: string,
 ) {
+  // Neither read may fail the page: on the key page the key was already taken, and is shown once.
+  const session = await withFirstResult(c.env, row);
   // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
   const posted = c.req.method === "POST";
   const refresh = posted ? undefined : successRefresh(session, remote?.paid === true);
-  const left = session?.api_key_id ? await callsLeft(c.env.DB, session.api_key_id) : undefined;
+  const left = session?.api_key_id
+    ? await callsLeft(c.env.DB, session.api_key_id).catch((e: unknown) => {
+        console.error(JSON.stringify({ level: "error", msg: "calls left unreadable", error: String(e) }));
+        return undefined;
+      })
+    : undefined;
   const secret = c.env.STRIPE_SECRET_KEY;
   const page = (
     <SuccessPage
@@ -166,7 +174,12 @@ checkoutPageRoutes.post(
         ),
       );
     };
-    session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
+    // Waiting is a courtesy: whatever fails in it (the run, a read), the key is still shown.
+    try {
+      session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
+    } catch (e) {
+      console.error(JSON.stringify({ level: "error", msg: "first payload wait failed", error: String(e) }));
+    }
     const key = await takeKeyReveal(c.env, session_id);
     return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);
   },

@@ -7,7 +7,7 @@ import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { parseIPv6 } from "../net/ip-ranges";
 import { recordSession } from "../payments/checkout-ledger";
-import { checkoutRequest, idempotencyHeader } from "../payments/checkout-request";
+import { checkoutRequest, idempotencyHeader, payloadTooLarge } from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
 import { logStripeFailure, stripeClient, stripeErrors } from "../payments/stripe";
@@ -73,6 +73,9 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   if (idem && !idem.success) {
     return validationResponse(c, zodItems(idem.error, rawIdem, ["header", "idempotency-key"]));
   }
+  // Before Stripe: a payload the session's D1 row cannot hold failed only after the session existed.
+  const tooLarge = payloadTooLarge(body.payload);
+  if (tooLarge) return validationResponse(c, [tooLarge]);
   const skill = skillById(body.skill_id);
   if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);
   const cfg = publicConfig(c.env, c.req.url);

@@ -52,6 +52,8 @@ export interface OperationSpec {
   security?: Json[];
   headers?: Json[];
   body?: z.ZodType;
+  /** The body keeps integers past 2^53 as written (a payload passed on to json_sort/json_flatten). */
+  exactIntegers?: boolean;
   example?: unknown;
   query?: z.ZodObject;
   /** Parameters the route checks itself (a try call's path values): described, not validated here. */
@@ -86,7 +88,11 @@ const pass: MiddlewareHandler<AppEnv> = (_c, next) => next();
 export function operation<const S extends OperationSpec>(spec: S): Operation<S> {
   // One validator per route keeps the 422 order simple; no route takes both today.
   if (spec.body && spec.query) throw new Error(`${spec.operationId}: a body and a query schema together`);
-  const validate = spec.body ? jsonBody(spec.body) : spec.query ? queryParams(spec.query) : pass;
+  const validate = spec.body
+    ? jsonBody(spec.body, { exactIntegers: spec.exactIntegers })
+    : spec.query
+      ? queryParams(spec.query)
+      : pass;
   // The types above restate what these lines choose; TypeScript cannot follow a runtime choice.
   return {
     ...spec,

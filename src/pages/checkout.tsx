@@ -23,6 +23,8 @@ interface SuccessProps {
   baseUrl: string;
   /** The answer to a POST (the reveal): it never refreshes itself, the GET page does. */
   posted: boolean;
+  /** The first call's stored answer as shown (storedAnswerView), once there is one. */
+  firstAnswer?: { status: number; text: string };
 }
 
 const successPath = (sessionId: string) => `/checkout/success?session_id=${encodeURIComponent(sessionId)}`;
@@ -84,7 +86,7 @@ function FirstCall(p: SuccessProps) {
       </section>
     );
   }
-  const result = JSON.parse(p.session?.payload_result ?? "{}") as { status: number; body: unknown };
+  const result = p.firstAnswer ?? { status: 500, text: "" };
   return (
     <section>
       <h2>Your first call</h2>
@@ -94,7 +96,7 @@ function FirstCall(p: SuccessProps) {
           : `It failed with ${result.status}; no credit was spent.`}
       </p>
       <pre>
-        <code>{JSON.stringify(result.body, null, 2)}</code>
+        <code>{result.text}</code>
       </pre>
     </section>
   );

@@ -1,6 +1,8 @@
 import type { Bindings } from "../env";
+import { parseKeepingIntegers } from "../http/exact-integers";
 import { InputError, zodItems } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
+import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented } from "../skills/types";
@@ -200,7 +202,10 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     .first<{ skill_id: string; payload: string; api_key_id: string }>();
   if (!claim) return;
   const skill = skillById(claim.skill_id);
-  const body = JSON.parse(claim.payload) as unknown;
+  // As the skill's own route reads a body: json_sort and json_flatten keep integers past 2^53.
+  const body = skill?.exactIntegers
+    ? parseKeepingIntegers(claim.payload)
+    : (JSON.parse(claim.payload) as unknown);
   let result: { status: number; body: unknown };
   const parsed = skill?.input.safeParse(body, { reportInput: true });
   if (!skill || !parsed) {
@@ -226,7 +231,14 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   // bytes ("string or blob too big"), and a 1 MiB payload's json_sort answer is ~2.1 MiB. The key
   // is this run's own, so a stale run's late answer never replaces the one the row points to.
   const kvKey = `first-call:${sessionId}:${now}`;
-  const kept = await keepBody(env.KV, kvKey, JSON.stringify(result));
+  // A skill's answer is written as its route writes it (serializeOutput): json_sort's `sorted` is
+  // its canonical text spliced in, so integer-like keys keep their order and long integers their
+  // digits (JSON.stringify re-parsed it: {"10":…,"9":…} came back as {"9":…,"10":…}).
+  const text =
+    result.status === 200
+      ? `{"status":200,"body":${serializeOutput(result.body as Record<string, unknown>)}}`
+      : JSON.stringify(result);
+  const kept = await keepBody(env.KV, kvKey, text);
   const answer = kept.body ?? JSON.stringify({ status: result.status, body_kv: kept.bodyKv });
   // Written only while this run still holds the claim and no answer is stored, in one
   // transaction: a stale run's late answer can neither overwrite nor spend a second credit.

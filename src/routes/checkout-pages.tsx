@@ -8,6 +8,7 @@ import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
+import { storedAnswerView } from "../pages/stored-answer";
 import {
   findSession,
   firstPayloadResult,
@@ -105,6 +106,7 @@ async function renderSuccess(
       callsLeft={left}
       baseUrl={publicConfig(c.env, c.req.url).baseUrl}
       posted={posted}
+      firstAnswer={session?.payload_result ? await storedAnswerView(session.payload_result) : undefined}
     />
   );
   const known = session || remote?.paid;

@@ -25,6 +25,8 @@ const createCheckout = operation({
   summary: "Buy a pack of calls of one skill by card (Stripe Checkout)",
   tags: ["checkout"],
   body: checkoutRequest,
+  // The first call's payload reaches json_sort or json_flatten as written, as over HTTP and MCP.
+  exactIntegers: true,
   example: { skill_id: "json_sort" },
   responses: {
     "200": json("Checkout created", ref("CheckoutCreated")),

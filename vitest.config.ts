@@ -29,6 +29,19 @@ const slowUpstreams = `http://127.0.0.1:${process.env.TEST_SLOW_UPSTREAMS_PORT}`
 // through the real entry point (exports.default.fetch) is one workerd cancels when its client goes.
 const SLOW_FACILITATOR = "test/payments/slow-facilitator";
 
+/**
+ * The Worker in workerd as the tests run it: wrangler.toml's bindings, these variables on top.
+ * wrangler.toml's main is the built entry chunk (scripts/build-worker.mjs); the pool runs the
+ * source through vite instead.
+ */
+const workerPool = (bindings: Record<string, string>) =>
+  cloudflareTest({
+    wrangler: { configPath: "./wrangler.toml" },
+    main: path.join(import.meta.dirname, "src/index.ts"),
+    miniflare: { bindings },
+  });
+const STUBS = { alias: { "@coinbase/x402": path.join(import.meta.dirname, "test/stubs/coinbase-x402.ts") } };
+
 export default defineConfig({
   test: {
     // The JSON report is what .ci/run counts for its closing "N passed, N failed" line.
@@ -37,45 +50,35 @@ export default defineConfig({
     projects: [
       {
         plugins: [
-          cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
-            // wrangler.toml's main is the built entry chunk (scripts/build-worker.mjs); the pool
-            // runs the source through vite instead.
-            main: path.join(import.meta.dirname, "src/index.ts"),
-            miniflare: {
-              bindings: {
-                TEST_MIGRATIONS: migrations,
-                BASE_URL: "https://skills.test",
-                // wrangler.toml ships PAY_TO empty (a deployment names its own wallet); tests sell
-                // to anvil's account #2, the local stack's pay-to.
-                PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-                // Limits are proven in test/payments/quotas.test.ts, which turns them on; the other files
-                // test skill logic with many calls from one (absent) client IP.
-                RATE_LIMITS: "off",
-                // Tests read call_log right after a call: no batching window.
-                CALL_LOG_FLUSH_MS: "0",
-                // Unit tests exercise skill logic and validation; payments are proven end to end
-                // against the real local chain in test/e2e.
-                FREE_BETA: "true",
-                STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
-                STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
-                STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
-                WIKIPEDIA_API_BASE: `${upstreams}/wikipedia/api.php`,
-                WIKIDATA_API_BASE: `${upstreams}/wikidata/api.php`,
-                DOH_RESOLVER: `${upstreams}/doh`,
-                // Only the fixture host may be fetched from loopback; nothing else is allow-listed.
-                FETCH_ALLOW_HOSTS: upstreams.slice("http://".length),
-                FETCH_TIMEOUT_MS: "1500",
-                // Test-only Ed25519 key (private JWK) that signs offers and receipts.
-                RECEIPT_SIGNING_KEY:
-                  '{"kty":"OKP","crv":"Ed25519","kid":"test-1","d":"KxjY12ysDmPLNp7ySPMiHYWbAUixrNgi59jQcPDdx4I","x":"jR00Wq-LXBVak1omarPQP4tcVUJepo1zglTErrn4oTA"}',
-              },
-            },
+          workerPool({
+            TEST_MIGRATIONS: migrations,
+            BASE_URL: "https://skills.test",
+            // wrangler.toml ships PAY_TO empty (a deployment names its own wallet); tests sell
+            // to anvil's account #2, the local stack's pay-to.
+            PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+            // Limits are proven in test/payments/quotas.test.ts, which turns them on; the other files
+            // test skill logic with many calls from one (absent) client IP.
+            RATE_LIMITS: "off",
+            // Tests read call_log right after a call: no batching window.
+            CALL_LOG_FLUSH_MS: "0",
+            // Unit tests exercise skill logic and validation; payments are proven end to end
+            // against the real local chain in test/e2e.
+            FREE_BETA: "true",
+            STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
+            STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
+            STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
+            WIKIPEDIA_API_BASE: `${upstreams}/wikipedia/api.php`,
+            WIKIDATA_API_BASE: `${upstreams}/wikidata/api.php`,
+            DOH_RESOLVER: `${upstreams}/doh`,
+            // Only the fixture host may be fetched from loopback; nothing else is allow-listed.
+            FETCH_ALLOW_HOSTS: upstreams.slice("http://".length),
+            FETCH_TIMEOUT_MS: "1500",
+            // Test-only Ed25519 key (private JWK) that signs offers and receipts.
+            RECEIPT_SIGNING_KEY:
+              '{"kty":"OKP","crv":"Ed25519","kid":"test-1","d":"KxjY12ysDmPLNp7ySPMiHYWbAUixrNgi59jQcPDdx4I","x":"jR00Wq-LXBVak1omarPQP4tcVUJepo1zglTErrn4oTA"}',
           }),
         ],
-        resolve: {
-          alias: { "@coinbase/x402": path.join(import.meta.dirname, "test/stubs/coinbase-x402.ts") },
-        },
+        resolve: STUBS,
         test: {
           name: "workers",
           // One isolate for all files: re-sending the whole module graph (tokenizer tables, x402,
@@ -96,24 +99,16 @@ export default defineConfig({
         // FACILITATOR_URL is the fixture page that answers after 4 s (its query takes the client's
         // "/supported"); only what a priced call needs besides.
         plugins: [
-          cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
-            main: path.join(import.meta.dirname, "src/index.ts"),
-            miniflare: {
-              bindings: {
-                TEST_MIGRATIONS: migrations,
-                BASE_URL: "https://skills.test",
-                PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-                RATE_LIMITS: "off",
-                FREE_BETA: "true",
-                FACILITATOR_URL: `${slowUpstreams}/pages/upstream-slow?`,
-              },
-            },
+          workerPool({
+            TEST_MIGRATIONS: migrations,
+            BASE_URL: "https://skills.test",
+            PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+            RATE_LIMITS: "off",
+            FREE_BETA: "true",
+            FACILITATOR_URL: `${slowUpstreams}/pages/upstream-slow?`,
           }),
         ],
-        resolve: {
-          alias: { "@coinbase/x402": path.join(import.meta.dirname, "test/stubs/coinbase-x402.ts") },
-        },
+        resolve: STUBS,
         test: {
           name: "workers-slow-facilitator",
           // The facilitator's 4 s, the gate's 10 s bound, and a cold first load of the x402 stack.

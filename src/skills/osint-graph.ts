@@ -1,8 +1,6 @@
 import * as z from "zod";
 import type { Bindings } from "../env";
-import { InputError } from "../http/validation";
 import { netConfig } from "../net/config";
-import { ApiRefusedInput } from "../net/fetcher";
 import { cached, normalizeText } from "./lib/cache";
 import { logCall } from "./lib/osint-calls";
 import {
@@ -17,6 +15,7 @@ import {
   type WalkNode,
   walkRelations,
 } from "./lib/osint-walk";
+import { searchOrRefuse } from "./lib/search-refused";
 import { WikidataClient } from "./lib/wikidata";
 import { OSINT_EXAMPLE } from "./osint-graph.example";
 import { cacheState, defineSkill } from "./types";
@@ -59,24 +58,12 @@ export async function buildGraph(env: Bindings, seed: string, maxDepth: number):
   // Wikidata refuses an empty search (missingparam); a blank seed matches nothing.
   if (trimmed === "")
     return empty("The seed has no text to search for; nothing to graph. Give the entity's name or Q-id.");
-  let resolved: Awaited<ReturnType<typeof resolveSeed>>;
-  try {
-    resolved = await resolveSeed(wd, trimmed);
-  } catch (e) {
-    if (e instanceof ApiRefusedInput) {
-      throw InputError.at(
-        ["seed_entity"],
-        `Wikidata cannot search this seed: ${e.info}`,
-        seed,
-        "search_refused",
-        {
-          reason: e.info,
-          code: e.code,
-        },
-      );
-    }
-    throw e;
-  }
+  const resolved = await searchOrRefuse(
+    () => resolveSeed(wd, trimmed),
+    "seed_entity",
+    "Wikidata cannot search this seed",
+    seed,
+  );
   if (!resolved)
     return empty(`No Wikidata item matches "${trimmed}"; nothing to graph. Try the entity's full name.`);
   const { match, quality } = resolved;

@@ -1,11 +1,10 @@
 import { eng } from "stopword";
 import * as z from "zod";
 import type { Bindings } from "../env";
-import { InputError } from "../http/validation";
-import { type NetConfig, netConfig } from "../net/config";
-import { ApiRefusedInput } from "../net/fetcher";
+import { netConfig } from "../net/config";
 import { cached, normalizeText } from "./lib/cache";
 import { extractKeywords } from "./lib/keywords";
+import { searchOrRefuse } from "./lib/search-refused";
 import { sentencesOf, stem, wordsOf } from "./lib/text-stats";
 import { readExtracts, searchWikipedia, type WpArticle } from "./lib/wikipedia";
 import { cacheState, defineSkill } from "./types";
@@ -131,32 +130,17 @@ const BLANK: ResearchResult = {
   note: "empty search result",
 };
 
-/** Wikipedia's search, with a search it refuses as written (a bad `insource:/…/` regex) a 422 on `query`. */
-async function search(cfg: NetConfig, query: string, text: string) {
-  try {
-    return await searchWikipedia(cfg, text, ARTICLES);
-  } catch (e) {
-    if (e instanceof ApiRefusedInput) {
-      throw InputError.at(
-        ["query"],
-        `Wikipedia cannot search this query: ${e.info}`,
-        query,
-        "search_refused",
-        {
-          reason: e.info,
-          code: e.code,
-        },
-      );
-    }
-    throw e;
-  }
-}
-
 export async function researchQuery(env: Bindings, query: string): Promise<ResearchResult> {
   const text = searchText(query);
   if (text === "") return BLANK;
   const cfg = netConfig(env);
-  const { hits, totalHits } = await search(cfg, query, text);
+  // A search Wikipedia refuses as written (a bad `insource:/…/` regex) is a 422 on `query`.
+  const { hits, totalHits } = await searchOrRefuse(
+    () => searchWikipedia(cfg, text, ARTICLES),
+    "query",
+    "Wikipedia cannot search this query",
+    query,
+  );
   const articles = await readExtracts(cfg, hits);
   if (articles.length === 0) {
     return {

@@ -154,10 +154,10 @@ const SAFE_SCHEMES = new Set(["http", "https", "mailto", "tel", "ftp"]);
 
 /** Whether a Markdown link target, read as a renderer reads it, names a scheme we do not keep. */
 function unsafeTarget(raw: string) {
-  const target = decodeHTML(raw.replace(/\\([!-/:-@[-`{-~])/g, "$1"))
-    .replace(/[\t\n\r]/g, "")
-    .replace(/^[\x00-\x20]+/, "");
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(target)?.[1];
+  const decoded = decodeHTML(raw.replace(/\\([!-/:-@[-\x60{-~])/g, "$1")).replace(/[\t\n\r]/g, "");
+  let start = 0;
+  while (start < decoded.length && decoded.charCodeAt(start) <= 0x20) start++; // leading C0 controls and spaces
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(decoded.slice(start))?.[1];
   return scheme !== undefined && !SAFE_SCHEMES.has(scheme.toLowerCase());
 }
 

@@ -152,7 +152,9 @@ export type StatsDocument = Awaited<ReturnType<typeof skillStats>>;
 
 /** Maintainer figures for /admin: revenue per day by rail and per skill, card credits, settlements. */
 export async function dashboardFigures(db: D1Database, now = Date.now(), days = 14) {
-  const since = now - days * 86_400_000;
+  // Whole UTC days, today the last (so far): the bars group by UTC day, and a window of
+  // `days` × 24 h from now began with a partial day that looked like a slump.
+  const since = now - (now % 86_400_000) - (days - 1) * 86_400_000;
   const day = "strftime('%Y-%m-%d', at / 1000, 'unixepoch')";
   const [revenue, perSkill, credits, sessions, unconfirmed] = await db.batch([
     // Revenue per day by rail, from the measured calls (x402 charged on 2xx only, card credits spent).

@@ -72,6 +72,31 @@ describe("outcome classes", () => {
   });
 });
 
+describe("the dashboard's revenue by day", () => {
+  it("covers whole UTC days: 14 bars, the first a full day, the last today so far", async () => {
+    const now = Date.UTC(2032, 0, 20, 10, 0, 0);
+    for (let d = 0; d < 20; d++) {
+      const midnight = Date.UTC(2032, 0, 20 - d);
+      for (const hour of [6, 18]) {
+        const at = midnight + hour * 3_600_000;
+        if (at < now) await writeCall(env, rec({ at, skill: "uuid_mint", amountMicro: 3000 }));
+      }
+    }
+    const dash = await dashboardFigures(env.DB, now, 14);
+    // Other tests here count the whole log: these rows go before anything is asserted.
+    await env.DB.prepare("DELETE FROM call_log WHERE at >= ?1").bind(Date.UTC(2032, 0, 1)).run();
+    expect(dash.revenue_by_day.map((r) => r.day)).toEqual(
+      Array.from({ length: 14 }, (_, i) => new Date(Date.UTC(2032, 0, 7 + i)).toISOString().slice(0, 10)),
+    );
+    // Before, the window began 14 × 24 h before now: a 15th, partial first bar (3000, not 6000).
+    expect(dash.revenue_by_day.map((r) => r.x402_micro)).toEqual([...Array(13).fill(6000), 3000]);
+    expect(dash.per_skill.find((s) => s.skill === "uuid_mint")).toMatchObject({
+      calls: 27,
+      revenue_micro: 81_000,
+    });
+  });
+});
+
 describe("figures from a seeded call log", () => {
   it("are exact per skill and window", { timeout: 30_000 }, async () => {
     // research, last 24 h: 8 ok (10..80 ms), 1 upstream 502 (900 ms), 1 validation 422 (1 ms),

@@ -146,7 +146,7 @@ describe("html_clean", () => {
       const body = await res.json<{ output: string; chars: number; mode: string }>();
       expect(body.mode).toBe(mode);
       for (const bad of [
-        "alert",
+        'alert("x")',
         "steal",
         "color:red",
         "secret comment",
@@ -176,7 +176,8 @@ describe("html_clean", () => {
       expect(out, tag).toContain("y");
     }
     expect(await md("<div><plaintext><svg onload=alert(1)>")).not.toContain("onload");
-    // CommonMark decodes entity references and backslash escapes in a target; browsers drop tabs.
+    // CommonMark decodes entity references and backslash escapes in a target; browsers drop tabs:
+    // however the scheme is spelled, the target becomes a fragment link.
     for (const href of [
       "javascript&colon;alert(1)",
       "javascript&amp;colon;alert(1)",
@@ -185,14 +186,26 @@ describe("html_clean", () => {
       "data:text/html,<b>x</b>",
       " VBScript:msgbox(1)",
     ]) {
-      expect(await md(`<a href="${href.replaceAll('"', "&quot;")}">t</a>`), href).toBe("[t](#)");
+      // Written bare or in <…> as mdream chose; either way a fragment of this page.
+      expect(await md(`<a href="${href.replaceAll('"', "&quot;")}">t</a>`), href).toMatch(
+        /^\[t\]\(<?#[^:]*\)$/,
+      );
     }
+    // A script link inside a kept target: a title with a blank line breaks the outer link in
+    // commonmark.js, and the inner one was left as it was.
+    expect(await md('<a href="x [b](javascript:alert(1))" title="t\n\nu">a</a>')).not.toContain(
+      "](javascript:",
+    );
     // What a reader needs stays: web and mail links, relative paths with their query.
     expect(
       await md(
         '<a href="https://a.test/x?q=1&amp;r=2">w</a> <a href="mailto:a@b.test">m</a> <a href="/rel?a=1&amp;b=2">r</a>',
       ),
     ).toBe("[w](https://a.test/x?q=1&r=2) [m](mailto:a@b.test) [r](/rel?a=1&b=2)");
+    // Code and text that only look like a link are not rewritten.
+    for (const code of ["handlers[0](value: 5)", "callbacks[i](std::move(arg));", "x[0](status: 200)"]) {
+      expect(await md(`<pre><code>${code}</code></pre>`), code).toContain(code);
+    }
   });
 
   it("text mode lays small tables out as a grid, and writes tables too big to lay out as blocks", {

@@ -2,7 +2,6 @@ import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
 import { Parser } from "htmlparser2";
 import { htmlToMarkdown } from "mdream";
-import { RE2JS } from "re2js";
 import { InputError, type Loc } from "../../http/validation";
 
 /** HTML to plain text (html-to-text) or Markdown (mdream), bounded: html_clean and ai_detector use it. */
@@ -133,45 +132,88 @@ export function htmlToText(html: string, loc: Loc = ["html"]): string {
   return convert(html, gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS).trim();
 }
 
-// Link targets a renderer would open as script become "#": Markdown is often rendered again
-// downstream. The decision is made on the target as a CommonMark renderer reads it (backslash
-// escapes and entity references decoded, as in `javascript&colon;`; tabs and newlines removed and
-// leading controls trimmed, as URL parsers do), and only http(s), mailto, tel, ftp and relative
-// targets are kept: a list of bad schemes misses spellings (`&#106;avascript:`, `data:` with an
-// escaped `>`). Found with RE2 (linear): with JavaScript's engine the `<…>` branch rescanned to
-// the end of the text from every "](<javascript:" with no closing ">", quadratic (112 KB: 830 ms).
-// RE2's \s is ASCII only: spell out JavaScript's, so a no-break space cannot slip a target past.
-const WS = String.raw`\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}`;
-const BARE = String.raw`(?:\\.|[^()${WS}\\]|\((?:\\.|[^()${WS}\\])*\))`;
-// Compiled on first use: the compile costs start-up time otherwise.
-let destination: RE2JS | undefined;
-const DESTINATION = () =>
-  (destination ??= RE2JS.compile(
-    // "](" then a target: <…> (group 1), or a bare one that does not start with "<" (group 2).
-    String.raw`\]\([${WS}]*(?:(<(?:\\.|[^<>\\\n])*>)|((?:\\.|[^<()${WS}\\]|\((?:\\.|[^()${WS}\\])*\))${BARE}*))`,
-  ));
-const SAFE_SCHEMES = new Set(["http", "https", "mailto", "tel", "ftp"]);
+// Markdown is often rendered again downstream: a link or image target a browser would run as
+// script becomes "#" (`](javascript:alert(1))` becomes `](#)`). The scheme is read as a CommonMark renderer and then a URL parser read
+// it: backslash escapes and entity references decoded (`javascript&colon;`, `&#106;avascript:`),
+// tabs and newlines dropped, leading controls and spaces trimmed. Only javascript:, vbscript: and
+// data: are touched, so code that merely looks like a link (`handlers[0](value: 5)`) stays as it
+// is; mdream escapes "[", "<" and backticks in text, so targets come from <a> and <img> only.
+// Linear: each "](" is followed only as far as a scheme can reach, and "]" or "(" ends a scheme,
+// so no character is read twice (a regex over whole targets rescanned nested ones, quadratic, or
+// consumed a kept target and missed a `](javascript:` inside it).
+const DANGEROUS_SCHEMES = new Set(["javascript", "vbscript", "data"]);
+const ESCAPABLE = /[!-/:-@[-\x60{-~]/;
+const SCHEME_CHAR = /[a-z0-9+.-]/i;
 
-/** Whether a Markdown link target, read as a renderer reads it, names a scheme we do not keep. */
-function unsafeTarget(raw: string) {
-  const decoded = decodeHTML(raw.replace(/\\([!-/:-@[-\x60{-~])/g, "$1")).replace(/[\t\n\r]/g, "");
-  let start = 0;
-  while (start < decoded.length && decoded.charCodeAt(start) <= 0x20) start++; // leading C0 controls and spaces
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(decoded.slice(start))?.[1];
-  return scheme !== undefined && !SAFE_SCHEMES.has(scheme.toLowerCase());
+/** Where the scheme of the target after `at` ends (just past its ":") if it is one we disarm, else -1. */
+function dangerousSchemeEnd(md: string, at: number): number {
+  let i = at;
+  while (i < md.length && /\s/.test(md[i] as string)) i++;
+  if (md[i] === "<") i++;
+  let scheme = "";
+  while (i < md.length && scheme.length <= 16) {
+    let ch = md[i] as string;
+    let next = i + 1;
+    if (ch === "\\" && ESCAPABLE.test(md[i + 1] ?? "")) {
+      ch = md[i + 1] as string;
+      next = i + 2;
+    } else if (ch === "&") {
+      const semi = md.slice(i, i + 33).indexOf(";");
+      const decoded = semi > 1 ? decodeHTML(md.slice(i, i + semi + 1)) : "";
+      if (decoded.length === 1) {
+        ch = decoded;
+        next = i + semi + 1;
+      }
+    }
+    i = next;
+    if (ch === "\t" || ch === "\n" || ch === "\r" || (scheme === "" && ch.charCodeAt(0) <= 0x20)) continue;
+    if (ch === ":") return DANGEROUS_SCHEMES.has(scheme.toLowerCase()) ? i : -1;
+    if (!SCHEME_CHAR.test(ch)) return -1;
+    scheme += ch;
+  }
+  return -1;
 }
 
-/** Replaces every Markdown link or image target that is not http(s), mailto, tel, ftp or relative with "#". */
+/**
+ * Where a target that starts at `from` ends (the index after it), looked for within TARGET_SCAN
+ * characters, or -1: `<…>` up to its ">", a bare one up to the space or unmatched ")" after it.
+ */
+function targetEnd(md: string, from: number, angle: boolean): number {
+  let depth = 0;
+  const limit = Math.min(md.length, from + TARGET_SCAN);
+  for (let i = from; i < limit; i++) {
+    const ch = md[i] as string;
+    if (ch === "\\") i++;
+    else if (angle) {
+      if (ch === ">") return i + 1;
+      if (ch === "<" || ch === "\n") return -1;
+    } else if (/\s/.test(ch)) return i;
+    else if (ch === "(") depth++;
+    else if (ch === ")" && depth-- === 0) return i;
+  }
+  return angle || limit < md.length ? -1 : limit;
+}
+// Longer script targets keep their text, as a fragment: bounded, so the filter stays linear.
+const TARGET_SCAN = 256;
+
+/**
+ * Every javascript:, vbscript: or data: link or image target becomes "#", or, when its end is
+ * not within reach, a fragment link (its scheme and ":" replaced by "#").
+ */
 export function neutralizeScriptLinks(md: string): string {
-  const m = DESTINATION().matcher(md);
   let out = "";
   let last = 0;
-  while (m.find()) {
-    const angle = m.group(1);
-    const group = angle === null ? 2 : 1;
-    if (!unsafeTarget(angle === null ? (m.group(2) ?? "") : angle.slice(1, -1))) continue;
-    out += `${md.slice(last, m.start() + 2)}#`; // from just after "](", the spaces before too
-    last = m.end(group);
+  for (let at = md.indexOf("]("); at >= 0; at = md.indexOf("](", at + 2)) {
+    const schemeEnd = dangerousSchemeEnd(md, at + 2);
+    if (schemeEnd < 0) continue;
+    const angle = md
+      .slice(at + 2, schemeEnd)
+      .trimStart()
+      .startsWith("<");
+    const end = targetEnd(md, schemeEnd, angle);
+    out += `${md.slice(last, at + 2)}${end >= 0 || !angle ? "#" : "<#"}`;
+    last = end >= 0 ? end : schemeEnd;
+    at = last - 2;
   }
   return last === 0 ? md : out + md.slice(last);
 }

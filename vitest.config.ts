@@ -106,6 +106,10 @@ export default defineConfig({
             RATE_LIMITS: "off",
             FREE_BETA: "true",
             FACILITATOR_URL: `${slowUpstreams}/pages/upstream-slow?`,
+            // Stripe as slow as the facilitator for sessions named "upstream_slow".
+            STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
+            STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
+            STRIPE_API_BASE: slowUpstreams,
           }),
         ],
         resolve: STUBS,

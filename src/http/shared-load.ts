@@ -41,7 +41,8 @@ export class SharedLoad<T> {
   }
 }
 
-function keepAlive(p: Promise<unknown>) {
+/** Hands `p` to the current request's waitUntil: a client that goes away does not cancel it. */
+export function keepAlive(p: Promise<unknown>) {
   try {
     waitUntil(p);
   } catch {

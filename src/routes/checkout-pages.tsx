@@ -6,6 +6,7 @@ import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
+import { keepAlive, within } from "../http/shared-load";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
 import { storedAnswerView } from "../pages/stored-answer";
@@ -55,7 +56,7 @@ async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessio
   if (!stripe || session?.status !== "open") return undefined;
   const now = Date.now();
   const kept = views.get(sessionId);
-  if (kept && now - kept.at < VIEW_TTL_MS) return kept.view;
+  if (kept && now - kept.at < VIEW_TTL_MS) return waitForView(kept.view);
   views.delete(sessionId);
   if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
   // A failed read is kept too: asking again at once would only add to what Stripe refuses.
@@ -71,8 +72,18 @@ async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessio
     },
   );
   views.set(sessionId, { at: now, view });
-  return view;
+  // Shared with the requests that ask meanwhile: kept alive past this request's client.
+  keepAlive(view);
+  return waitForView(view);
 }
+
+/**
+ * A read started by another request is cancelled with it unless kept alive, and stripe-node waits
+ * up to 80 s: every wait is bounded, and one that runs out shows the page as a failed read does.
+ */
+const waitForView = (view: Promise<RemoteSession | undefined>) =>
+  within(view, VIEW_WAIT_MS).catch(() => undefined);
+const VIEW_WAIT_MS = 8_000;
 
 async function renderSuccess(
   c: Context<AppEnv>,

@@ -1,5 +1,6 @@
 import type { PublicConfig } from "../config";
 import type { Bindings } from "../env";
+import { within } from "../http/shared-load";
 import { type StatsDocument, skillStats } from "./query";
 import { RETENTION_DAYS } from "./record";
 
@@ -34,7 +35,7 @@ export interface StatsRequest {
 
 /** This isolate's copy, and the one load (KV read, or computation) concurrent requests share. */
 let memo: { doc: StatsDocument; until: number } | undefined;
-let loading: Promise<Published> | undefined;
+let loading: { promise: Promise<Published>; startedAt: number } | undefined;
 
 /** Tests: forget this isolate's copy (the KV copy stays). */
 export function forgetPublishedStats() {
@@ -98,16 +99,25 @@ const waitUntilOf =
  * there was no copy at all, once per isolate for every request that asked meanwhile.
  */
 export async function publishedStats(c: StatsRequest): Promise<Published> {
-  if (memo && Date.now() < memo.until) return { doc: memo.doc, hit: true };
-  if (!loading) {
-    loading = load(c).finally(() => {
-      loading = undefined;
+  const now = Date.now();
+  if (memo && now < memo.until) return { doc: memo.doc, hit: true };
+  // A load cut off with its waitUntil (30 s past its request's answer) never settles: one still
+  // pending after LOAD_STALE_MS is left behind and another started.
+  if (!loading || now - loading.startedAt > LOAD_STALE_MS) {
+    const started = { promise: load(c), startedAt: now };
+    started.promise = started.promise.finally(() => {
+      if (loading === started) loading = undefined;
     });
+    loading = started;
     // Held by the request that started it: a client that goes away does not strand the others.
-    waitUntilOf(c)(loading.catch(() => {}));
+    waitUntilOf(c)(started.promise.catch(() => {}));
   }
-  return loading;
+  // Each request waits a bounded time; past it the figures are unavailable (left out, or a 500).
+  return within(loading.promise, LOAD_WAIT_MS, "the published figures");
 }
+
+const LOAD_STALE_MS = 35_000;
+const LOAD_WAIT_MS = 10_000;
 
 /**
  * For documents that only quote the figures (docs pages, llms.txt, /.well-known/x402): when the

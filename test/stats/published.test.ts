@@ -177,6 +177,23 @@ describe("the published figures are computed at most once, whatever the domain",
     expect(scans).toBe(1);
   });
 
+  it("a computation that never settles (cut off with its waitUntil) holds nobody: waits are bounded, and a later request starts another", async () => {
+    const hung = {
+      prepare: () => ({ bind: () => ({ all: () => new Promise(() => {}) }) }),
+    } as unknown as D1Database;
+    const t0 = Date.now();
+    const waiting = publishedStats(statsRequest(hung, []));
+    // Its own wait ends (10 s): before, it and everyone after it waited for good.
+    await expect(waiting).rejects.toThrow(/the published figures did not answer within 10 s/);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    // 40 s later the hung load is left behind: the real database answers.
+    vi.spyOn(Date, "now").mockReturnValue(t0 + 40_000);
+    const held: Promise<unknown>[] = [];
+    const later = await publishedStats(statsRequest(env.DB, held));
+    expect(later.hit).toBe(false);
+    await Promise.all(held); // its copy is stored before the next test clears storage
+  }, 30_000);
+
   it("a HEAD is served the figures but stores nothing (HEAD never changes state); the next GET stores them", async () => {
     const { db, seen } = countingDb();
     const head = await fetchApp("/api/stats", { ...env, DB: db }, "HEAD");

@@ -8,7 +8,7 @@ import { netConfig } from "../../net/config";
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v1";
+const VERSION = "v2"; // v2: mul labels (osint_graph), pages read in their declared encoding (seo, ai_detector)
 
 export type CacheState = "hit" | "miss";
 

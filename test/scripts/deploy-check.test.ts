@@ -147,7 +147,9 @@ describe("upgrades", () => {
     const steps = (scripts.deploy as string).split("&&").map((s) => s.trim());
     expect(steps).toEqual([
       "node scripts/deploy-check.mjs",
-      "wrangler d1 migrations apply DB --remote",
+      // No terminal on stdin: wrangler applies without its prompt (a declined prompt exits 0, and
+      // the Worker would then be uploaded onto a database without its columns).
+      "wrangler d1 migrations apply DB --remote < /dev/null",
       "wrangler deploy --minify",
     ]);
   });

@@ -24,15 +24,27 @@ interface Terms {
   maxMicros: bigint;
 }
 
+/**
+ * The longest validity (x402 `maxTimeoutSeconds`) the operating wallet signs for: @x402/evm signs
+ * `validBefore = now + maxTimeoutSeconds`, and until that authorization expires the partner can
+ * collect it, so a caller's withheld share waits for it (returned only once reconciliation finds
+ * it expired unused). 300 s is what we offer our own buyers (payments/x402-terms.ts, not imported:
+ * partners import no payments code) and @x402/core's default, which x402 partners such as
+ * PriceFeed (an @x402/hono server) send: a partner answers within its 10 s deadline, and 300 s
+ * leaves it ample time to settle.
+ */
+const MAX_PARTNER_TIMEOUT_SECONDS = 300;
+
 const sameAddress = (a: unknown, b: string) => typeof a === "string" && a.toLowerCase() === b.toLowerCase();
 
 /**
  * Why the operating wallet will not sign this offer (undefined: it will). Only an x402 v2 `exact`
  * EIP-3009 transfer of our USDC on our network, to the partner's listed wallet, at most its listed
- * price: a 402 naming another payee would send the caller's money to someone else (another
- * partner's wallet, whose payout row then reads paid), and a permit2 authorization is one
- * reconciliation cannot read back from the chain (no EIP-3009 nonce), so it would count as spent
- * forever.
+ * price, valid for at most MAX_PARTNER_TIMEOUT_SECONDS: a 402 naming another payee would send the
+ * caller's money to someone else (another partner's wallet, whose payout row then reads paid), a
+ * permit2 authorization is one reconciliation cannot read back from the chain (no EIP-3009 nonce),
+ * so it would count as spent forever, and a ten-year window would let a partner that dropped the
+ * connection collect for ten years while the caller's withheld share waited as long.
  */
 function refusal(version: number, r: PaymentRequirements, terms: Terms): string | undefined {
   if (version !== 2) return `an x402 v${version} offer (only v2 is paid)`;
@@ -45,6 +57,9 @@ function refusal(version: number, r: PaymentRequirements, terms: Terms): string 
   const method = r.extra?.assetTransferMethod;
   if (method !== undefined && method !== "eip3009")
     return `transfer method ${String(method)} (only EIP-3009 is signed)`;
+  const validFor = r.maxTimeoutSeconds;
+  if (!Number.isInteger(validFor) || validFor <= 0 || validFor > MAX_PARTNER_TIMEOUT_SECONDS)
+    return `maxTimeoutSeconds ${String(validFor)} (an authorization valid for 1 to ${MAX_PARTNER_TIMEOUT_SECONDS} s is signed)`;
   if (typeof r.amount !== "string" || !/^\d{1,30}$/.test(r.amount)) return `amount ${String(r.amount)}`;
   if (BigInt(r.amount) > terms.maxMicros)
     return `price ${r.amount} is above the listed ${terms.maxMicros} (micro-USDC)`;
@@ -54,7 +69,7 @@ function refusal(version: number, r: PaymentRequirements, terms: Terms): string 
 const notPayable = (why: string) =>
   new UpstreamFailure(
     502,
-    `The partner asks for a payment this marketplace does not make (only the listing's price, payee, network and USDC by EIP-3009): ${why}`,
+    `The partner asks for a payment this marketplace does not make (only the listing's price, payee, network and USDC by EIP-3009, valid for at most ${MAX_PARTNER_TIMEOUT_SECONDS} s): ${why}`,
     402,
   );
 

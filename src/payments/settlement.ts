@@ -13,6 +13,7 @@ import {
   type SettledPayment,
 } from "./ledger";
 import { decodePaymentResponseHeader } from "./x402-headers";
+import { validBeforeRefusal } from "./x402-terms";
 
 /**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the
@@ -37,6 +38,13 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
         "unsupported payment payload: sign an EIP-3009 transferWithAuthorization (the scheme this endpoint offers), and nothing beside it.",
       );
     }
+    // A window the offer did not give (validBefore in milliseconds, or 2^256 − 1) is refused
+    // before anything is claimed or settled: the facilitator takes any future validBefore, and
+    // reconciliation looks at a claim only once it expired, so a payment that landed while its
+    // call was cut off would never reach the ledger.
+    const { authorization } = payment.payload as { authorization: { validBefore?: unknown } };
+    const outOfWindow = validBeforeRefusal(authorization.validBefore, Math.floor(Date.now() / 1000));
+    if (outOfWindow) return refuse(c, "invalid_valid_before", `${outOfWindow}. Sign a new one.`);
     const requestId = c.get("requestId");
     if (!(await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource)))) {
       return refuse(

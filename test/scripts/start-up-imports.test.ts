@@ -29,6 +29,10 @@ const FIRST_USE_ONLY = [
   "mdream",
   "re2js",
   "@cfworker/json-schema",
+  "html-encoding-sniffer",
+  "@exodus/bytes",
+  "entities",
+  "jsonc-parser",
 ];
 
 interface Metafile {

@@ -2,7 +2,8 @@
 // create and retrieve a Checkout Session (`payment` mode, one-time `price_data` line items), list the
 // session a PaymentIntent paid (`GET /v1/checkout/sessions?payment_intent=`), a hosted
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
-// then fails), expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
+// then fails; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
+// expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
 // (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
 // `POST /_emulator/refunds/:id/fail`), and disputes opened and decided by a test control (`/_emulator/disputes`,
 // standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
@@ -23,7 +24,7 @@ const debug = (...args) => {
 
 // Events carry the API version the pinned `stripe` package was generated for.
 const API_VERSION = Stripe.API_VERSION;
-// Stripe's minimum and maximum charge for USD, the only currency modelled here.
+// Stripe's minimum and maximum charge for USD, the only currency a session is created in here.
 const MIN_AMOUNT_USD = 50;
 const MAX_AMOUNT_USD = 99_999_999;
 const SESSION_LIFETIME_S = 24 * 3600;
@@ -632,7 +633,7 @@ export async function startStripeEmulator({
       amount,
       charge: charge.id,
       created: nowSeconds(),
-      currency: "usd",
+      currency: charge.currency,
       failure_reason: null,
       payment_intent: charge.payment_intent,
       status: "succeeded",
@@ -689,7 +690,7 @@ export async function startStripeEmulator({
       amount: charge.amount,
       charge: charge.id,
       created: nowSeconds(),
-      currency: "usd",
+      currency: charge.currency,
       payment_intent: charge.payment_intent,
       reason: "fraudulent",
       status: "needs_response",
@@ -908,21 +909,38 @@ export async function startStripeEmulator({
       expiryTimers.delete(session.id);
       // A delayed payment method (bank debit) completes the session unpaid, then fails.
       const fails = form?.get("outcome") === "async_failed";
+      // Test control, not a field of Stripe's page: Adaptive Pricing, the buyer pays in another
+      // currency (`presentment_currency`, `presentment_amount` in its minor unit). The charge and its
+      // refunds are in that currency; the session keeps its usd total and names the charge's amount
+      // in presentment_details (the field Stripe's sessions carry from API version 2025-03-31).
+      const shown = form?.get("presentment_currency");
+      const presentment = shown
+        ? {
+            presentment_currency: shown.toLowerCase(),
+            presentment_amount: asInteger(
+              form.get("presentment_amount") ?? undefined,
+              "presentment_amount",
+              1,
+            ),
+          }
+        : null;
       Object.assign(session, {
         status: "complete",
         payment_status: fails ? "unpaid" : "paid",
         payment_intent: randomId("pi_test_"),
         url: null,
         customer_details: { email: "test@example.com", name: null, phone: null, tax_exempt: "none" },
+        ...(presentment ? { presentment_details: presentment } : {}),
       });
       if (!fails) {
+        const amount = presentment?.presentment_amount ?? session.amount_total;
         charges.set(session.payment_intent, {
           id: randomId("ch_test_"),
           object: "charge",
-          amount: session.amount_total,
-          amount_captured: session.amount_total,
+          amount,
+          amount_captured: amount,
           amount_refunded: 0,
-          currency: "usd",
+          currency: presentment?.presentment_currency ?? "usd",
           paid: true,
           payment_intent: session.payment_intent,
           refunded: false,

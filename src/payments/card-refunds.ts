@@ -2,21 +2,20 @@ import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
 
 /**
  * What Stripe's refunds and disputes of a card pack take back from its key (charge.refunded,
- * charge.dispute.*): each change is written with its event id in one D1 transaction.
+ * charge.refund.updated, charge.dispute.*): each change is written with its event id in one D1
+ * transaction.
  */
 
 interface PackKey {
   id: string;
   calls_total: number;
-  /** What the pack cost: the charge's amount, in cents. */
-  amount_cents: number;
 }
 
 async function keyOfPayment(db: D1Database, paymentIntent: string | null | undefined) {
   if (!paymentIntent) return null;
   return db
     .prepare(
-      `SELECT k.id, k.calls_total, s.amount_cents FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
+      `SELECT k.id, k.calls_total FROM checkout_sessions s JOIN api_keys k ON k.id = s.api_key_id
        WHERE s.payment_intent = ?1`,
     )
     .bind(paymentIntent)
@@ -36,56 +35,46 @@ export function refundedCalls(callsTotal: number, amount: number, amountRefunded
 }
 
 /**
- * charge.refunded: the charge carries the running total refunded, so the calls to revoke are the
- * refunded share of the whole pack minus what earlier refund events already revoked, taken from
- * the unspent credits and never below zero. The event id is recorded in the same transaction.
- *
- * What calls_left cannot cover goes to revoke_debt: those credits are spent, but a spending call
- * may not have finished, and if it fails refundCredit pays the debt before giving anything back.
- * Without it a refund landing while every credit was in flight took nothing, and the failed
- * calls then handed the revoked credits back. (A call that succeeds keeps its credit: a buyer who
- * used more than the kept share keeps what was used.) One UPDATE: SQLite's SET reads the row as
- * it was, so the debt is the shortfall against the calls_left this statement found.
+ * A payment's refunds as Stripe reports them now (re-read, never an event's copy): the total of
+ * its refunds that did not fail and were not canceled, and the amount charged, both in the
+ * charge's currency. The charge's own amount, not the pack's `amount_cents` in USD: with Stripe's
+ * Adaptive Pricing a buyer may be charged (and refunded) in another currency.
  */
-export async function applyRefund(
-  db: D1Database,
-  charge: { payment_intent?: string | null; amount: number; amount_refunded: number },
-  event: StripeEventRef,
-) {
-  const key = await keyOfPayment(db, charge.payment_intent);
-  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
-  const target = refundedCalls(key.calls_total, charge.amount, charge.amount_refunded);
-  const r = await withEvent(db, event, [
-    db
-      .prepare(
-        `UPDATE api_keys SET calls_left = max(0, calls_left - max(0, ?2 - calls_revoked)),
-           revoke_debt = revoke_debt + max(0, ?2 - calls_revoked - calls_left),
-           calls_revoked = max(calls_revoked, ?2)
-         WHERE id = ?1`,
-      )
-      .bind(key.id, target),
-  ]);
-  return r ? "refund_applied" : "duplicate_event";
+export interface PaymentRefunds {
+  refunded: number;
+  amount: number;
 }
 
 /**
- * charge.refund.updated with a refund that failed or was canceled: the buyer got nothing back, so
- * the calls it took back are given back. `refunded` is Stripe's current total of the payment's
- * refunds that did not fail (re-read, not the event's), and the revoked count follows it, down as
- * well as up, so events in any order end in Stripe's state. Going down, what was revoked as debt
- * (credits spent by calls in flight, never taken from calls_left) is cancelled first and only the
- * rest goes back to calls_left, never above the pack less what is still refunded: credits the buyer
- * spent are not handed back twice. A key whose dispute was lost stays revoked. One UPDATE, like
- * applyRefund (SET reads the row as it was).
+ * charge.refunded and charge.refund.updated: the revoked count (`calls_revoked`) follows the share
+ * of the pack Stripe has refunded now, down as well as up, so refund events in any order, late
+ * redeliveries included, end in Stripe's state. (Trusting a charge.refunded's running total let a
+ * redelivery that arrived after its refund failed take the calls back for good: the buyer got no
+ * money back, and the count could only grow.) The event id is recorded in the same transaction.
+ *
+ * Going up, the calls come out of the unspent credits and what calls_left cannot cover goes to
+ * revoke_debt: those credits are spent, but a spending call may not have finished, and if it fails
+ * refundCredit pays the debt before giving anything back. Without it a refund landing while every
+ * credit was in flight took nothing, and the failed calls then handed the revoked credits back. (A
+ * call that succeeds keeps its credit: a buyer who used more than the kept share keeps what was
+ * used.) Going down (a refund failed or was canceled: the buyer got nothing back), the debt is
+ * cancelled first and only the rest goes back to calls_left, never above the pack less what is
+ * still refunded: credits the buyer spent are not handed back twice. A key whose dispute was lost
+ * stays revoked. One UPDATE: SQLite's SET reads the row as it was, so each column is computed from
+ * the calls_left, calls_revoked and revoke_debt this statement found.
+ *
+ * `now` is null when Stripe was not asked (no pack came from the payment): the event is then only
+ * acknowledged.
  */
-export async function followRefund(
+export async function applyRefund(
   db: D1Database,
-  payment: { payment_intent?: string | null; refunded: number },
+  paymentIntent: string | null | undefined,
+  now: PaymentRefunds | null,
   event: StripeEventRef,
 ) {
-  const key = await keyOfPayment(db, payment.payment_intent);
-  if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
-  const target = refundedCalls(key.calls_total, key.amount_cents, payment.refunded);
+  const key = await keyOfPayment(db, paymentIntent);
+  if (!key || !now) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
+  const target = refundedCalls(key.calls_total, now.amount, now.refunded);
   const r = await withEvent(db, event, [
     db
       .prepare(
@@ -100,7 +89,7 @@ export async function followRefund(
       .bind(key.id, target),
   ]);
   if (!r) return "duplicate_event";
-  return r[1]?.meta.changes === 0 ? "unchanged" : "refund_followed";
+  return r[1]?.meta.changes === 0 ? "unchanged" : "refund_applied";
 }
 
 /**

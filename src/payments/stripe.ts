@@ -95,14 +95,42 @@ export async function fetchSession(stripe: Stripe, id: string): Promise<RemoteSe
 
 /**
  * What Stripe has refunded of a payment now: the sum of its refunds that did not fail and were not
- * canceled (a failed refund gave the buyer nothing back). Throws when Stripe could not be asked.
+ * canceled (a failed refund gave the buyer nothing back), and their currency, the charge's (null
+ * when the payment has no refunds). Throws when Stripe could not be asked.
  */
-export async function refundedTotal(stripe: Stripe, paymentIntent: string): Promise<number> {
-  let total = 0;
+export async function refundedTotal(
+  stripe: Stripe,
+  paymentIntent: string,
+): Promise<{ refunded: number; currency: string | null }> {
+  let refunded = 0;
+  let currency: string | null = null;
   for await (const refund of stripe.refunds.list({ payment_intent: paymentIntent, limit: 100 })) {
-    if (refund.status !== "failed" && refund.status !== "canceled") total += refund.amount;
+    currency ??= refund.currency;
+    if (refund.status !== "failed" && refund.status !== "canceled") refunded += refund.amount;
   }
-  return total;
+  return { refunded, currency };
+}
+
+/**
+ * What the payment charged in `currency` (its refunds' currency), read from the Checkout Session it
+ * paid as Stripe reports it now (Checkout Sessions: Read, which the Worker already holds; the
+ * PaymentIntent would need one more permission). With Adaptive Pricing the buyer may pay in another
+ * currency than the session's usd: from API version 2025-03-31 the session names that amount in
+ * `presentment_details`; before, its own `currency` and `amount_total` were the buyer's. Null when
+ * no session of the payment states an amount in that currency (or, with `currency` null, none at
+ * all). Throws when Stripe could not be asked.
+ */
+export async function chargedAmount(
+  stripe: Stripe,
+  paymentIntent: string,
+  currency: string | null,
+): Promise<number | null> {
+  const { data } = await stripe.checkout.sessions.list({ payment_intent: paymentIntent, limit: 1 });
+  const s = data[0];
+  if (!s) return null;
+  if (currency === null || s.currency === currency) return s.amount_total;
+  const shown = s.presentment_details;
+  return shown?.presentment_currency === currency ? shown.presentment_amount : null;
 }
 
 export const stripeErrors = async () => (await stripeLibrary()).errors;

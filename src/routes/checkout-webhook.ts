@@ -5,12 +5,13 @@ import { detail } from "../http/errors";
 import {
   applyRefund,
   closeDispute,
-  followRefund,
   openDispute,
+  type PaymentRefunds,
   paymentGranted,
 } from "../payments/card-refunds";
 import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
 import {
+  chargedAmount,
   fetchDisputeStatus,
   fetchSession,
   logStripeFailure,
@@ -104,6 +105,45 @@ async function grantBeforeCharge(
   return { granted: (await settleSession(c.env, remote)) === "granted" ? remote.id : undefined };
 }
 
+/**
+ * A payment's refunds and amount as Stripe reports them now (card-refunds.ts applyRefund), or the
+ * 502 that records nothing when Stripe could not be asked: Stripe redelivers and the next attempt
+ * decides. A session that states no amount in the refunds' currency is logged and answered 502 too:
+ * a share computed against another currency's amount would revoke the wrong number of calls.
+ */
+async function refundsNow(
+  c: Context<AppEnv>,
+  stripe: StripeClient,
+  paymentIntent: string,
+): Promise<Response | PaymentRefunds> {
+  let refunds: Awaited<ReturnType<typeof refundedTotal>>;
+  try {
+    refunds = await refundedTotal(stripe, paymentIntent);
+  } catch (e) {
+    logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed" });
+    return detail(c, 502, "Could not read the payment's refunds from Stripe; retry later.");
+  }
+  let amount: number | null;
+  try {
+    amount = await chargedAmount(stripe, paymentIntent, refunds.currency);
+  } catch (e) {
+    logStripeFailure(e, "readSession", { msg: "stripe list failed" });
+    return detail(c, 502, "Could not read the payment's checkout from Stripe; retry later.");
+  }
+  if (amount === null) {
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "refund currency not found on the payment's checkout session",
+        payment_intent: paymentIntent,
+        currency: refunds.currency,
+      }),
+    );
+    return detail(c, 502, "Could not tell what the payment charged in its refunds' currency.");
+  }
+  return { refunded: refunds.refunded, amount };
+}
+
 /** A charge event's answer; a pack granted for it runs its first call now, after the event applied. */
 function chargeAnswer(c: Context<AppEnv>, first: { granted?: string }, outcome: string) {
   if (first.granted) afterResponse(c, runFirstPayload(c.env, first.granted));
@@ -153,40 +193,32 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
     }
     case "checkout.session.async_payment_failed":
       return c.json({ received: true, outcome: await failSession(db, event.data.object.id, ref) });
-    case "charge.refunded": {
-      const charge = event.data.object;
-      const pi = intentId(charge.payment_intent);
-      const first = await grantBeforeCharge(c, stripe, pi, event.id);
-      if (first instanceof Response) return first;
-      const outcome = await applyRefund(
-        db,
-        { payment_intent: pi, amount: charge.amount, amount_refunded: charge.amount_refunded },
-        ref,
-      );
-      return chargeAnswer(c, first, outcome);
-    }
+    case "charge.refunded":
     case "charge.refund.updated": {
-      const refund = event.data.object;
-      const pi = intentId(refund.payment_intent);
-      // Only a refund that gave nothing back (failed, e.g. the card was closed; or canceled)
-      // changes what the buyer holds; charge.refunded already counted it when it was made.
-      if (refund.status !== "failed" && refund.status !== "canceled") {
+      const object = event.data.object;
+      const pi = intentId(object.payment_intent);
+      // A refund.updated that did not fail (nor was canceled) changes nothing the buyer holds: the
+      // refund already counted when it was made.
+      if (
+        event.type === "charge.refund.updated" &&
+        event.data.object.status !== "failed" &&
+        event.data.object.status !== "canceled"
+      ) {
         return c.json({
           received: true,
           outcome: (await recordEvent(db, ref)) ? "unchanged" : "duplicate_event",
         });
       }
+      // A redelivery acts once: Stripe need not be asked again.
+      if (await eventSeen(db, event.id)) return c.json({ received: true, outcome: "duplicate_event" });
       const first = await grantBeforeCharge(c, stripe, pi, event.id);
       if (first instanceof Response) return first;
-      let refunded = 0;
-      try {
-        if (pi) refunded = await refundedTotal(stripe, pi);
-      } catch (e) {
-        logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed" });
-        // Not recorded: Stripe redelivers and the next attempt decides.
-        return detail(c, 502, "Could not read the payment's refunds from Stripe; retry later.");
-      }
-      return chargeAnswer(c, first, await followRefund(db, { payment_intent: pi, refunded }, ref));
+      // The event's own figures may be stale (a redelivery after its refund failed) or in another
+      // API version's currency: what Stripe reports now decides. A payment no pack came from
+      // (another product on the account) is only acknowledged, without asking.
+      const now = pi && (await paymentGranted(db, pi)) ? await refundsNow(c, stripe, pi) : null;
+      if (now instanceof Response) return now;
+      return chargeAnswer(c, first, await applyRefund(db, pi, now, ref));
     }
     case "charge.dispute.created": {
       const d = event.data.object;

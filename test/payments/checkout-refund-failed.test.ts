@@ -52,7 +52,7 @@ describe("a refund that fails later gives the credits back", () => {
     expect(await keyState(id)).toEqual({ calls_left: 113, calls_revoked: 57, revoke_debt: 0 });
     const updated = await failRefund(first);
     expect(updated?.data.object.status).toBe("failed");
-    expect(await outcomeOf(await deliver(updated))).toBe("refund_followed");
+    expect(await outcomeOf(await deliver(updated))).toBe("refund_applied");
     expect(await keyState(id)).toEqual({ calls_left: 170, calls_revoked: 0, revoke_debt: 0 });
     expect(await outcomeOf(await deliver(updated))).toBe("duplicate_event");
     // A new refund of a third counts from what Stripe holds now ($0.17 of $0.51 refunded).
@@ -66,7 +66,7 @@ describe("a refund that fails later gives the credits back", () => {
     await env.DB.prepare("UPDATE api_keys SET calls_left = 10 WHERE session_id = ?1").bind(id).run();
     const full = await refund(pi);
     expect(await keyState(id)).toEqual({ calls_left: 0, calls_revoked: 170, revoke_debt: 160 });
-    expect(await outcomeOf(await deliver(await failRefund(full)))).toBe("refund_followed");
+    expect(await outcomeOf(await deliver(await failRefund(full)))).toBe("refund_applied");
     expect(await keyState(id)).toEqual({ calls_left: 10, calls_revoked: 0, revoke_debt: 0 });
     expect((await keysFor(id)).results).toEqual([{ calls_left: 10, calls_total: 170 }]);
   });

@@ -107,9 +107,10 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     return { ...summary, skipped: `RPC_URL serves chain ${chainId}, X402_NETWORK is ${network}` };
   }
   const head = await chain.head();
+  const nowMs = Date.now();
   const [payments, upstream] = await Promise.all([
-    candidates(env.DB, network, Date.now()),
-    upstreamCandidates(env.DB, network),
+    candidates(env.DB, network, nowMs),
+    upstreamCandidates(env.DB, network, nowMs),
   ]);
   // USDC has 6 decimals: an upstream payment's micros are its atomic amount.
   const judge = async (row: NonceRow | UpstreamRow, amountAtomic: number) => {

@@ -83,7 +83,8 @@ async function look(
   t: Terms,
   createdMs: number,
 ): Promise<ChainView> {
-  const used = await reader.authorizationUsed(t.asset, t.payer, t.nonce);
+  // At the head whose time decides expiry, not at whatever block the answering node has.
+  const used = await reader.authorizationUsed(t.asset, t.payer, t.nonce, head.number);
   if (!used) return { used, found: undefined, headTime: head.timestamp };
   const searched = searchRange(head, Math.floor(createdMs / 1000), t.validBefore);
   const found = await reader.findUse(t.asset, t.payer, t.nonce, searched.fromBlock, searched.toBlock);

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:test";
+import { encodeFunctionData, parseAbi } from "viem";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { reconcile } from "../../src/payments/reconcile";
-import type { ChainReader, FoundUse } from "../../src/payments/reconcile-chain";
+import { type ChainReader, type FoundUse, rpcChainReader } from "../../src/payments/reconcile-chain";
 
 /**
  * Which rows a run takes from its queues under steady traffic. Each test reconciles a network of
@@ -28,12 +29,12 @@ function chain() {
   const landed = new Map<string, FoundUse>();
   /** Nonces used on chain whose log the search does not find: such a row waits, run after run. */
   const unfound = new Set<string>();
-  const reads: { nonce: string }[] = [];
+  const reads: { nonce: string; block: number | undefined }[] = [];
   const reader: ChainReader = {
     chainId: async () => id,
     head: async () => ({ number: 500, timestamp: nowS(), blockSeconds: 2 }),
-    authorizationUsed: async (_asset, _who, nonce) => {
-      reads.push({ nonce });
+    authorizationUsed: async (_asset, _who, nonce, block) => {
+      reads.push({ nonce, block });
       return landed.has(nonce) || unfound.has(nonce);
     },
     findUse: async (_asset, _who, nonce) => landed.get(nonce),
@@ -190,5 +191,46 @@ describe("reconciliation takes rows it can decide before rows it can only look a
     expect(await chainStatus(fresh.id)).toBe("landed");
     // Every expired row was looked at too.
     expect(stuck.every((s) => c.reads.some((r) => r.nonce === s.nonce))).toBe(true);
+  });
+
+  it("the chain is read at the head whose time decides expiry, not at whatever block a node has", async () => {
+    const c = chain();
+    await upstream(c, { validBefore: nowS() - 120 });
+    await failedClaim(c, { validBefore: nowS() - 120 });
+    await c.run();
+    expect(c.reads.length).toBe(2);
+    expect(c.reads.map((r) => r.block)).toEqual([500, 500]);
+  });
+});
+
+describe("rpcChainReader pins authorizationState to a block (viem over a JSON-RPC double)", () => {
+  it("eth_call names the head's block number, not latest", async () => {
+    const RPC = "https://rpc.pinned.test";
+    const calls: unknown[][] = [];
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (!req.url.startsWith(RPC)) return real(input, init);
+      const body = await req.json<{ id: number; method: string; params: unknown[] }>();
+      if (body.method === "eth_call") {
+        calls.push(body.params);
+        return Response.json({ jsonrpc: "2.0", id: body.id, result: `0x${"0".repeat(63)}1` });
+      }
+      return Response.json({ jsonrpc: "2.0", id: body.id, error: { code: -32601, message: body.method } });
+    });
+    const reader = await rpcChainReader(RPC);
+    const [asset, who, nonce] = [hex(20), hex(20), hex(32)];
+    expect(await reader.authorizationUsed(asset, who, nonce, 1_234_567)).toBe(true);
+    expect(calls).toHaveLength(1);
+    const [tx, block] = calls[0] as [{ to: string; data: string }, string];
+    expect(block).toBe("0x12d687");
+    expect(tx.to.toLowerCase()).toBe(asset);
+    expect(tx.data).toBe(
+      encodeFunctionData({
+        abi: parseAbi(["function authorizationState(address authorizer, bytes32 nonce) view returns (bool)"]),
+        functionName: "authorizationState",
+        args: [who as `0x${string}`, nonce as `0x${string}`],
+      }),
+    );
   });
 });

@@ -27,7 +27,14 @@ export const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLow
 export interface ChainReader {
   chainId(): Promise<number>;
   head(): Promise<{ number: number; timestamp: number; blockSeconds: number }>;
-  authorizationUsed(asset: string, authorizer: string, nonce: string): Promise<boolean>;
+  /**
+   * Read at `blockNumber` (reconcile.ts passes the head its decision compares valid_before
+   * against; omitted: latest). Read at latest, a provider node lagging behind that head could
+   * answer "unused" from a block before the transfer landed while the head's time says the
+   * authorization expired: "expired unused" for money that moved (a landed payment released
+   * unrecorded, a partner that collected owed its share again).
+   */
+  authorizationUsed(asset: string, authorizer: string, nonce: string, blockNumber?: number): Promise<boolean>;
   findUse(
     asset: string,
     authorizer: string,
@@ -63,12 +70,13 @@ export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
         blockSeconds: blocks > 0 ? Number(latest.timestamp - ref.timestamp) / blocks : 0,
       };
     },
-    authorizationUsed: (asset, authorizer, nonce) =>
+    authorizationUsed: (asset, authorizer, nonce, blockNumber) =>
       client.readContract({
         address: hex(asset),
         abi,
         functionName: "authorizationState",
         args: [hex(authorizer), hex(nonce)],
+        ...(blockNumber === undefined ? {} : { blockNumber: BigInt(blockNumber) }),
       }),
     async findUse(asset, authorizer, nonce, fromBlock, toBlock) {
       for (let start = fromBlock; start <= toBlock; start += LOG_CHUNK_BLOCKS) {

@@ -45,20 +45,40 @@ export interface UpstreamRow {
 const BATCH = 40;
 
 /**
- * 'failed' rows at once; 'running' ones only a minute after their authorization expired, so a
- * request still finishing its own settlement is never raced.
+ * Of each batch, rows that can be decided now come first, up to this many: their authorization
+ * expired (on our clock, a minute ago, so the chain's latest block has passed it too), so the
+ * chain answers landed or not for good. Without it every new row (never looked at, so first by
+ * checked_at) came before them, and under steady traffic an expired authorization looked at once
+ * while still valid was never decided: its refund never sent, its partner never owed. The rest of
+ * the batch goes by the queue's own order, so rows still valid (a partner that settles at once is
+ * decided landed on its first look) are looked at even behind a backlog of expired ones.
+ */
+const DUE_FIRST = 30;
+
+/** Seconds past valid_before after which a row counts as due: the chain's clock lags ours. */
+const DUE_AFTER_SECONDS = 60;
+
+const dueBefore = (nowMs: number) => Math.floor(nowMs / 1000) - DUE_AFTER_SECONDS;
+
+/**
+ * 'failed' rows at once; 'running' ones only a minute after their authorization expired (always
+ * due, then), so a request still finishing its own settlement is never raced. Due rows first (up
+ * to DUE_FIRST, least recently looked at first), then the rest by checked_at.
  */
 export function candidates(db: D1Database, network: string, nowMs: number) {
   return db
     .prepare(
       `SELECT nonce, request_id, resource, status, payer, pay_to, asset, network, amount_atomic, auth_nonce,
               valid_before, created_at, payout
-       FROM payment_nonces
-       WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
-         AND (status = 'failed' OR (status = 'running' AND valid_before < ?2))
-       ORDER BY coalesce(checked_at, 0), updated_at LIMIT ?3`,
+       FROM (SELECT *, valid_before < ?2 AS due,
+                    row_number() OVER (PARTITION BY valid_before < ?2
+                                       ORDER BY coalesce(checked_at, 0), updated_at) AS turn
+             FROM payment_nonces
+             WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
+               AND (status = 'failed' OR (status = 'running' AND valid_before < ?2)))
+       ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), updated_at LIMIT ?3`,
     )
-    .bind(network, Math.floor(nowMs / 1000) - 60, BATCH)
+    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST)
     .all<NonceRow>();
 }
 
@@ -74,15 +94,18 @@ export async function sendToBack(db: D1Database, kind: "payment" | "upstream", k
   await db.prepare(`UPDATE ${table} SET checked_at = ?2 WHERE ${column} = ?1`).bind(key, Date.now()).run();
 }
 
-export function upstreamCandidates(db: D1Database, network: string) {
+/** Undecided upstream authorizations, in the same order as candidates: due first, then the rest. */
+export function upstreamCandidates(db: D1Database, network: string, nowMs: number) {
   return db
     .prepare(
       `SELECT id, request_id, payer, pay_to, asset, network, amount_micro, auth_nonce, valid_before, created_at
-       FROM upstream_payments
-       WHERE chain_status IS NULL AND auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
-       ORDER BY coalesce(checked_at, 0), id LIMIT ?2`,
+       FROM (SELECT *, valid_before < ?2 AS due,
+                    row_number() OVER (PARTITION BY valid_before < ?2 ORDER BY coalesce(checked_at, 0), id) AS turn
+             FROM upstream_payments
+             WHERE chain_status IS NULL AND auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1)
+       ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), id LIMIT ?3`,
     )
-    .bind(network, BATCH)
+    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST)
     .all<UpstreamRow>();
 }
 

@@ -83,7 +83,8 @@ async function look(
   t: Terms,
   createdMs: number,
 ): Promise<ChainView> {
-  const used = await reader.authorizationUsed(t.asset, t.payer, t.nonce);
+  // At the head whose time decides expiry, not at whatever block the answering node has.
+  const used = await reader.authorizationUsed(t.asset, t.payer, t.nonce, head.number);
   if (!used) return { used, found: undefined, headTime: head.timestamp };
   const searched = searchRange(head, Math.floor(createdMs / 1000), t.validBefore);
   const found = await reader.findUse(t.asset, t.payer, t.nonce, searched.fromBlock, searched.toBlock);
@@ -107,9 +108,10 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     return { ...summary, skipped: `RPC_URL serves chain ${chainId}, X402_NETWORK is ${network}` };
   }
   const head = await chain.head();
+  const nowMs = Date.now();
   const [payments, upstream] = await Promise.all([
-    candidates(env.DB, network, Date.now()),
-    upstreamCandidates(env.DB, network),
+    candidates(env.DB, network, nowMs),
+    upstreamCandidates(env.DB, network, nowMs),
   ]);
   // USDC has 6 decimals: an upstream payment's micros are its atomic amount.
   const judge = async (row: NonceRow | UpstreamRow, amountAtomic: number) => {

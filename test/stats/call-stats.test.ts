@@ -84,7 +84,9 @@ describe("the dashboard's revenue by day", () => {
     }
     const dash = await dashboardFigures(env.DB, now, 14);
     // Other tests here count the whole log: these rows go before anything is asserted.
-    await env.DB.prepare("DELETE FROM call_log WHERE at >= ?1").bind(Date.UTC(2032, 0, 1)).run();
+    await env.DB.prepare("DELETE FROM call_log WHERE at >= ?1")
+      .bind(Date.UTC(2032, 0, 1))
+      .run();
     expect(dash.revenue_by_day.map((r) => r.day)).toEqual(
       Array.from({ length: 14 }, (_, i) => new Date(Date.UTC(2032, 0, 7 + i)).toISOString().slice(0, 10)),
     );

@@ -8,13 +8,20 @@ export async function storedAnswerView(stored: string): Promise<{ status: number
   const m = /^\{"status":(\d+),"body":([\s\S]*)\}$/.exec(stored);
   if (!m) return { status: 500, text: stored };
   const body = m[2] ?? "";
-  // Indenting is one edit per token: past this an answer is shown as stored, compact.
+  // One edit per token (whitespace to insert): past this an answer is shown as stored, compact.
   if (body.length > INDENT_MAX) return { status: Number(m[1]), text: body };
-  const { applyEdits, format } = await import("jsonc-parser");
-  return {
-    status: Number(m[1]),
-    text: applyEdits(body, format(body, undefined, { tabSize: 2, insertSpaces: true })),
-  };
+  const { format } = await import("jsonc-parser");
+  // The edits come in text order and do not overlap: applied in one pass. jsonc-parser's
+  // applyEdits rebuilds the whole text once per edit, quadratic (260 KB: 12.5 s of CPU).
+  const edits = format(body, undefined, { tabSize: 2, insertSpaces: true });
+  const parts: string[] = [];
+  let at = 0;
+  for (const e of edits.sort((a, b) => a.offset - b.offset)) {
+    parts.push(body.slice(at, e.offset), e.content);
+    at = e.offset + e.length;
+  }
+  parts.push(body.slice(at));
+  return { status: Number(m[1]), text: parts.join("") };
 }
 
 const INDENT_MAX = 256 * 1024;

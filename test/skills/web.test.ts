@@ -146,7 +146,7 @@ describe("html_clean", () => {
       const body = await res.json<{ output: string; chars: number; mode: string }>();
       expect(body.mode).toBe(mode);
       for (const bad of [
-        'alert("x")',
+        "alert",
         "steal",
         "color:red",
         "secret comment",
@@ -202,8 +202,28 @@ describe("html_clean", () => {
         '<a href="https://a.test/x?q=1&amp;r=2">w</a> <a href="mailto:a@b.test">m</a> <a href="/rel?a=1&amp;b=2">r</a>',
       ),
     ).toBe("[w](https://a.test/x?q=1&r=2) [m](mailto:a@b.test) [r](/rel?a=1&b=2)");
+    // A line break in a link's title, href or alt ended the link, and what followed was Markdown
+    // of its own: an autolink, a reference definition, raw HTML with a handler.
+    for (const html of [
+      '<a href="https://a.test/" title="t&#10;&#10;<javascript:alert(1)>">a</a>',
+      '<a href="x&#10;&#10;[r]: javascript:alert(1)&#10;&#10;[r]">a</a>',
+      '<a href="https://a.test/" title="t&#10;&#10;<img src=x onerror=alert(1)>">a</a>',
+      '<img src="y" alt="x&#10;&#10;<img src=x onerror=alert(1)>">',
+    ]) {
+      // One line, one link or image: what was inside it stays its title, target or text.
+      expect(await md(html), html).toMatch(/^!?\[[^\n]*\)$/);
+    }
+    // An inline data: image goes whole, not as kilobytes of base64 in a fragment.
+    expect(
+      await md(`<p>Logo <img alt="logo" src="data:image/png;base64,${"QUJD".repeat(5000)}"> end</p>`),
+    ).toBe("Logo ![logo](#) end");
     // Code and text that only look like a link are not rewritten.
-    for (const code of ["handlers[0](value: 5)", "callbacks[i](std::move(arg));", "x[0](status: 200)"]) {
+    for (const code of [
+      "handlers[0](value: 5)",
+      "callbacks[i](std::move(arg));",
+      "x[0](status: 200)",
+      "completion[0](data: d, error: nil)",
+    ]) {
       expect(await md(`<pre><code>${code}</code></pre>`), code).toContain(code);
     }
   });

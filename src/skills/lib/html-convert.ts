@@ -1,6 +1,6 @@
 import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
-import { Parser } from "htmlparser2";
+import { DomUtils, Parser, parseDocument } from "htmlparser2";
 import { htmlToMarkdown } from "mdream";
 import { InputError, type Loc } from "../../http/validation";
 
@@ -77,7 +77,7 @@ class TooDeep extends Error {}
  * very parser html-to-text builds its DOM with (package.json pins the same htmlparser2 major):
  * parsers differ on which tags close implicitly, e.g. nested <a> or <h1>.
  */
-function prepass(html: string, loc: Loc): { gridTables: boolean } {
+function prepass(html: string, loc: Loc): { gridTables: boolean; brokenLinkText: boolean } {
   let depth = 0;
   let cells = 0;
   let area = 0;
@@ -85,11 +85,13 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
   let maxExtent = 0;
   // Open tables, innermost last: rows so far, the current row's width in columns.
   const tables: { rows: number; width: number }[] = [];
+  let brokenLinkText = false;
   // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
   const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
   const parser = new Parser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
+      if (!brokenLinkText) brokenLinkText = LINK_ATTRIBUTES.some((a) => /[\r\n]/.test(attribs[a] ?? ""));
       const table = tables[tables.length - 1];
       if (name === "table") tables.push({ rows: 0, width: 0 });
       else if (name === "tr" && table) {
@@ -124,7 +126,29 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
   const { cells: maxCells, span: spanLimit, area: maxArea, extent } = TABLE_LIMITS;
   return {
     gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea && maxExtent <= extent,
+    brokenLinkText,
   };
+}
+
+// What mdream copies from attributes into a link or image: `[alt](src "title")`.
+const LINK_ATTRIBUTES = ["href", "src", "title", "alt"];
+
+/**
+ * mdream writes these attribute values as they are, line breaks included, and a blank line inside
+ * a link or image ends it: what followed (an autolink `<javascript:…>`, a reference definition,
+ * raw `<img onerror>`) was read as Markdown of its own. Line breaks in them become spaces (in a
+ * URL nothing: browsers drop them) before the conversion, through htmlparser2's own DOM, the
+ * parser the prepass already runs. Only for documents that have such a value (rare).
+ */
+function flattenLinkText(html: string): string {
+  const doc = parseDocument(html);
+  for (const el of DomUtils.getElementsByTagName(() => true, doc, true)) {
+    for (const a of LINK_ATTRIBUTES) {
+      const v = el.attribs[a];
+      if (v !== undefined) el.attribs[a] = v.replace(/[\r\n]+/g, a === "href" || a === "src" ? "" : " ");
+    }
+  }
+  return DomUtils.getOuterHTML(doc);
 }
 
 export function htmlToText(html: string, loc: Loc = ["html"]): string {
@@ -137,7 +161,8 @@ export function htmlToText(html: string, loc: Loc = ["html"]): string {
 // it: backslash escapes and entity references decoded (`javascript&colon;`, `&#106;avascript:`),
 // tabs and newlines dropped, leading controls and spaces trimmed. Only javascript:, vbscript: and
 // data: are touched, so code that merely looks like a link (`handlers[0](value: 5)`) stays as it
-// is; mdream escapes "[", "<" and backticks in text, so targets come from <a> and <img> only.
+// is; mdream escapes "[", "<" and backticks in text, and line breaks in link attributes are
+// flattened before it runs (flattenLinkText), so targets come from <a> and <img> only.
 // Linear: each "](" is followed only as far as a scheme can reach, and "]" or "(" ends a scheme,
 // so no character is read twice (a regex over whole targets rescanned nested ones, quadratic, or
 // consumed a kept target and missed a `](javascript:` inside it).
@@ -175,15 +200,16 @@ function dangerousSchemeEnd(md: string, at: number): number {
 }
 
 /**
- * Where a target that starts at `from` ends (the index after it), looked for within TARGET_SCAN
- * characters, or -1: `<…>` up to its ">", a bare one up to the space or unmatched ")" after it.
+ * Where a target that starts at `from` ends (the index after it), or -1: `<…>` up to its ">", a
+ * bare one up to the space or unmatched ")" after it. A "]" stops the look (-1): no "](" starts
+ * inside what was read, so nothing is read more than twice (linear).
  */
 function targetEnd(md: string, from: number, angle: boolean): number {
   let depth = 0;
-  const limit = Math.min(md.length, from + TARGET_SCAN);
-  for (let i = from; i < limit; i++) {
+  for (let i = from; i < md.length; i++) {
     const ch = md[i] as string;
     if (ch === "\\") i++;
+    else if (ch === "]") return -1;
     else if (angle) {
       if (ch === ">") return i + 1;
       if (ch === "<" || ch === "\n") return -1;
@@ -191,14 +217,12 @@ function targetEnd(md: string, from: number, angle: boolean): number {
     else if (ch === "(") depth++;
     else if (ch === ")" && depth-- === 0) return i;
   }
-  return angle || limit < md.length ? -1 : limit;
+  return angle ? -1 : md.length;
 }
-// Longer script targets keep their text, as a fragment: bounded, so the filter stays linear.
-const TARGET_SCAN = 256;
 
 /**
- * Every javascript:, vbscript: or data: link or image target becomes "#", or, when its end is
- * not within reach, a fragment link (its scheme and ":" replaced by "#").
+ * Every javascript:, vbscript: or data: link or image target becomes "#", or, when its end cannot
+ * be told, a fragment link (its scheme and ":" replaced by "#").
  */
 export function neutralizeScriptLinks(md: string): string {
   let out = "";
@@ -210,6 +234,8 @@ export function neutralizeScriptLinks(md: string): string {
       .slice(at + 2, schemeEnd)
       .trimStart()
       .startsWith("<");
+    // A bare target ends at a space: `](data: d, …)` (code) is "data:" alone, no link, nothing run.
+    if (!angle && /[\s)]/.test(md[schemeEnd] ?? " ")) continue;
     const end = targetEnd(md, schemeEnd, angle);
     out += `${md.slice(last, at + 2)}${end >= 0 || !angle ? "#" : "<#"}`;
     last = end >= 0 ? end : schemeEnd;
@@ -219,6 +245,7 @@ export function neutralizeScriptLinks(md: string): string {
 }
 
 export function htmlToMd(html: string): string {
-  prepass(html, ["html"]);
-  return neutralizeScriptLinks(htmlToMarkdown(html, { filter: { exclude: MD_DROPPED } })).trim();
+  const { brokenLinkText } = prepass(html, ["html"]);
+  const source = brokenLinkText ? flattenLinkText(html) : html;
+  return neutralizeScriptLinks(htmlToMarkdown(source, { filter: { exclude: MD_DROPPED } })).trim();
 }

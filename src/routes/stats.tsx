@@ -1,8 +1,10 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { publicConfig } from "../config";
 import { statsSchema } from "../discovery/openapi-components";
-import { CLIENT_ERROR, json, operation } from "../discovery/operation";
+import { CLIENT_ERROR, ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
+import { detail } from "../http/errors";
+import { DeadlineError } from "../http/shared-load";
 import { ReliabilityPage } from "../pages/reliability";
 import { callPolicy, publishedStats, STATS_MAX_AGE_SECONDS } from "../stats/published";
 
@@ -17,11 +19,35 @@ export const statsOperation = operation({
   responses: {
     "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema),
     "4XX": CLIENT_ERROR,
+    "503": ERROR(
+      "The figures are being computed (no stored copy yet, and not within 10 s); Retry-After says when to ask again",
+    ),
   },
 });
 
+/**
+ * The figures, or a 503 with Retry-After while a computation (a fresh deployment with no stored
+ * copy, a slow D1) has not finished within its wait: a bare 500 told a caller nothing.
+ */
+async function figuresOr503(c: Context<AppEnv>) {
+  try {
+    return await publishedStats(c);
+  } catch (e) {
+    if (!(e instanceof DeadlineError)) throw e;
+    return detail(
+      c,
+      503,
+      "The published figures are being computed; try again shortly.",
+      {},
+      { "Retry-After": "30" },
+    );
+  }
+}
+
 statsRoutes.get(statsOperation.route, async (c) => {
-  const { doc, hit } = await publishedStats(c);
+  const figures = await figuresOr503(c);
+  if (figures instanceof Response) return figures;
+  const { doc, hit } = figures;
   return c.json(doc, 200, {
     // Free and public: any origin may read it (set here too, whatever the app-wide CORS does).
     "Access-Control-Allow-Origin": "*",
@@ -37,6 +63,8 @@ statsRoutes.get(statsOperation.route, async (c) => {
  */
 statsRoutes.get("/docs/:slug", async (c, next) => {
   if (c.req.param("slug") !== "reliability") return next();
-  const { doc } = await publishedStats(c);
+  const figures = await figuresOr503(c);
+  if (figures instanceof Response) return figures;
+  const { doc } = figures;
   return c.html(<ReliabilityPage doc={doc} policy={callPolicy(publicConfig(c.env, c.req.url))} />);
 });

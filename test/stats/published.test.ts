@@ -194,6 +194,28 @@ describe("the published figures are computed at most once, whatever the domain",
     await Promise.all(held); // its copy is stored before the next test clears storage
   }, 30_000);
 
+  it("/api/stats answers 503 with Retry-After, not a bare 500, while a computation does not finish within its wait", async () => {
+    const hung = {
+      prepare: () => ({ bind: () => ({ all: () => new Promise(() => {}) }) }),
+    } as unknown as D1Database;
+    // Not waiting for the execution context: the hung computation is in it, for good.
+    const res = await app.fetch(
+      new Request("https://skills.test/api/stats"),
+      { ...env, DB: hung },
+      createExecutionContext(),
+    );
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("30");
+    expect(await res.json()).toEqual({
+      detail: "The published figures are being computed; try again shortly.",
+    });
+    // Leave the hung load behind for the tests after this one.
+    vi.spyOn(Date, "now").mockReturnValue(Date.now() + 40_000);
+    const held: Promise<unknown>[] = [];
+    await publishedStats(statsRequest(env.DB, held));
+    await Promise.all(held);
+  }, 30_000);
+
   it("a HEAD is served the figures but stores nothing (HEAD never changes state); the next GET stores them", async () => {
     const { db, seen } = countingDb();
     const head = await fetchApp("/api/stats", { ...env, DB: db }, "HEAD");

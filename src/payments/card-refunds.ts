@@ -46,11 +46,7 @@ export interface PaymentRefunds {
 }
 
 /**
- * charge.refunded and charge.refund.updated: the revoked count (`calls_revoked`) follows the share
- * of the pack Stripe has refunded now, down as well as up, so refund events in any order, late
- * redeliveries included, end in Stripe's state. (Trusting a charge.refunded's running total let a
- * redelivery that arrived after its refund failed take the calls back for good: the buyer got no
- * money back, and the count could only grow.) The event id is recorded in the same transaction.
+ * The UPDATE that moves a key's revoked count (`calls_revoked`) to `target`, down as well as up.
  *
  * Going up, the calls come out of the unspent credits and what calls_left cannot cover goes to
  * revoke_debt: those credits are spent, but a spending call may not have finished, and if it fails
@@ -62,6 +58,28 @@ export interface PaymentRefunds {
  * still refunded: credits the buyer spent are not handed back twice. A key whose dispute was lost
  * stays revoked. One UPDATE: SQLite's SET reads the row as it was, so each column is computed from
  * the calls_left, calls_revoked and revoke_debt this statement found.
+ */
+const revokeTo = (db: D1Database, keyId: string, target: number) =>
+  db
+    .prepare(
+      `UPDATE api_keys SET
+         calls_left = CASE WHEN ?2 >= calls_revoked THEN max(0, calls_left - (?2 - calls_revoked))
+           ELSE min(calls_total - ?2, calls_left + max(0, calls_revoked - ?2 - revoke_debt)) END,
+         revoke_debt = CASE WHEN ?2 >= calls_revoked THEN revoke_debt + max(0, ?2 - calls_revoked - calls_left)
+           ELSE max(0, revoke_debt - (calls_revoked - ?2)) END,
+         calls_revoked = ?2
+       WHERE id = ?1 AND calls_revoked <> ?2 AND (dispute_status IS NULL OR dispute_status <> 'lost')`,
+    )
+    .bind(keyId, target);
+
+/**
+ * charge.refunded and charge.refund.updated: the revoked count follows the share of the pack
+ * Stripe has refunded now (revokeTo), down as well as up, so refund events in any order, late
+ * redeliveries included, end in Stripe's state. (Trusting a charge.refunded's running total let a
+ * redelivery that arrived after its refund failed take the calls back for good: the buyer got no
+ * money back, and the count could only grow.) The event id is recorded in the same transaction.
+ * Two events handled at once may write in the other order than they read Stripe: the webhook then
+ * reads Stripe again after this write and follows it (followRefunds).
  *
  * `now` is null when Stripe was not asked (no pack came from the payment): the event is then only
  * acknowledged.
@@ -75,21 +93,23 @@ export async function applyRefund(
   const key = await keyOfPayment(db, paymentIntent);
   if (!key || !now) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
   const target = refundedCalls(key.calls_total, now.amount, now.refunded);
-  const r = await withEvent(db, event, [
-    db
-      .prepare(
-        `UPDATE api_keys SET
-           calls_left = CASE WHEN ?2 >= calls_revoked THEN max(0, calls_left - (?2 - calls_revoked))
-             ELSE min(calls_total - ?2, calls_left + max(0, calls_revoked - ?2 - revoke_debt)) END,
-           revoke_debt = CASE WHEN ?2 >= calls_revoked THEN revoke_debt + max(0, ?2 - calls_revoked - calls_left)
-             ELSE max(0, revoke_debt - (calls_revoked - ?2)) END,
-           calls_revoked = ?2
-         WHERE id = ?1 AND calls_revoked <> ?2 AND (dispute_status IS NULL OR dispute_status <> 'lost')`,
-      )
-      .bind(key.id, target),
-  ]);
+  const r = await withEvent(db, event, [revokeTo(db, key.id, target)]);
   if (!r) return "duplicate_event";
   return r[1]?.meta.changes === 0 ? "unchanged" : "refund_applied";
+}
+
+/**
+ * A later round of an applied refund event: the revoked count follows what Stripe reports after
+ * the event's own write, with no event recorded (the event was, with its first write; this is not
+ * a new one, so no dedupe may refuse it). Each handler that writes then reads Stripe again, so the
+ * last write to land was made by a handler that read Stripe after its previous write. Whether the
+ * key changed.
+ */
+export async function followRefunds(db: D1Database, paymentIntent: string, now: PaymentRefunds) {
+  const key = await keyOfPayment(db, paymentIntent);
+  if (!key) return false;
+  const r = await revokeTo(db, key.id, refundedCalls(key.calls_total, now.amount, now.refunded)).run();
+  return r.meta.changes > 0;
 }
 
 /**

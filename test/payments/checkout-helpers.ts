@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import Stripe from "stripe";
+import { expect } from "vitest";
 import { call, postJson } from "../helpers";
 
 /** Card-checkout test helpers: real sessions on the Stripe emulator, events signed like Stripe's. */
@@ -123,3 +124,44 @@ export const revealPost = (id: string, token: string, headers: Record<string, st
   });
 
 export const keyIn = (html: string) => /<code id="api-key">(mk_[A-Za-z0-9_-]+)<\/code>/.exec(html)?.[1];
+
+/** The webhook's outcome for an event it accepted (200). */
+export const outcomeOf = async (res: Response) => {
+  expect(res.status).toBe(200);
+  return (await res.json<{ outcome: string }>()).outcome;
+};
+
+/** Grants a paid session through the webhook; returns its PaymentIntent. */
+export async function grant(id: string) {
+  expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+    "granted",
+  );
+  return (await remote(id)).payment_intent as string;
+}
+
+/** A granted pack of 170 sha256 calls for $0.51, and its PaymentIntent. */
+export async function granted() {
+  const id = await seedSession("sha256", 170);
+  return { id, pi: await grant(id) };
+}
+
+/** What a card key holds: calls left, calls taken back by refunds, and spent calls still owed. */
+export const keyState = (id: string) =>
+  env.DB.prepare("SELECT calls_left, calls_revoked, revoke_debt FROM api_keys WHERE session_id = ?1")
+    .bind(id)
+    .first<{ calls_left: number; calls_revoked: number; revoke_debt: number }>();
+
+/** Makes a refund of `amount` cents (all that is left without it); returns it and the charge.refunded Stripe sent. */
+export async function makeRefund(pi: string, amount?: string) {
+  const made = await emulatorPost("/v1/refunds", { payment_intent: pi, ...(amount ? { amount } : {}) });
+  const event = (await emulatorEvents("charge.refunded"))
+    .filter((e) => e.data.object.payment_intent === pi)
+    .at(-1);
+  return { id: made.id as string, event };
+}
+
+/** Fails a refund on the emulator (the card was closed); returns the charge.refund.updated Stripe sent. */
+export async function failRefund(refundId: string) {
+  await emulatorPost(`/_emulator/refunds/${refundId}/fail`, {});
+  return (await emulatorEvents("charge.refund.updated")).find((e) => e.data.object.id === refundId);
+}

@@ -4,45 +4,19 @@ import {
   deliver,
   emulatorEvents,
   emulatorPost,
+  failRefund,
+  granted,
+  keyState,
   keysFor,
-  remote,
-  seedSession,
-  sessionEvent,
+  makeRefund,
+  outcomeOf,
 } from "./checkout-helpers";
-
-const outcomeOf = async (res: Response) => {
-  expect(res.status).toBe(200);
-  return (await res.json<{ outcome: string }>()).outcome;
-};
-
-/** A granted pack of 170 sha256 calls for $0.51, and its PaymentIntent. */
-async function granted() {
-  const id = await seedSession("sha256", 170);
-  expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
-    "granted",
-  );
-  return { id, pi: (await remote(id)).payment_intent as string };
-}
-
-const keyState = (id: string) =>
-  env.DB.prepare("SELECT calls_left, calls_revoked, revoke_debt FROM api_keys WHERE session_id = ?1")
-    .bind(id)
-    .first<{ calls_left: number; calls_revoked: number; revoke_debt: number }>();
 
 /** Refunds `amount` cents (all that is left without it) and delivers the charge.refunded Stripe sent. */
 async function refund(pi: string, amount?: string) {
-  const made = await emulatorPost("/v1/refunds", { payment_intent: pi, ...(amount ? { amount } : {}) });
-  const event = (await emulatorEvents("charge.refunded"))
-    .filter((e) => e.data.object.payment_intent === pi)
-    .at(-1);
-  expect(await outcomeOf(await deliver(event))).toBe("refund_applied");
-  return made.id as string;
-}
-
-/** Fails a refund on the emulator (the card was closed) and returns the charge.refund.updated event. */
-async function failRefund(refundId: string) {
-  await emulatorPost(`/_emulator/refunds/${refundId}/fail`, {});
-  return (await emulatorEvents("charge.refund.updated")).find((e) => e.data.object.id === refundId);
+  const made = await makeRefund(pi, amount);
+  expect(await outcomeOf(await deliver(made.event))).toBe("refund_applied");
+  return made.id;
 }
 
 describe("a refund that fails later gives the credits back", () => {

@@ -5,48 +5,16 @@ import {
   createCheckout,
   deliver,
   EMULATOR,
-  emulatorEvents,
-  emulatorPost,
-  remote,
+  failRefund,
+  grant,
+  keyState,
+  makeRefund,
+  outcomeOf,
   seedSession,
-  sessionEvent,
   signed,
 } from "./checkout-helpers";
 
 /** Every refund event ends in Stripe's current state, whatever the order and however late. */
-
-const outcomeOf = async (res: Response) => {
-  expect(res.status).toBe(200);
-  return (await res.json<{ outcome: string }>()).outcome;
-};
-
-/** Grants a paid session through the webhook; returns its PaymentIntent. */
-async function grant(id: string) {
-  expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
-    "granted",
-  );
-  return (await remote(id)).payment_intent as string;
-}
-
-const keyState = (id: string) =>
-  env.DB.prepare("SELECT calls_left, calls_revoked, revoke_debt FROM api_keys WHERE session_id = ?1")
-    .bind(id)
-    .first<{ calls_left: number; calls_revoked: number; revoke_debt: number }>();
-
-/** Makes a refund of `amount` (all that is left without it); returns it and the charge.refunded Stripe sent. */
-async function refund(pi: string, amount?: string) {
-  const made = await emulatorPost("/v1/refunds", { payment_intent: pi, ...(amount ? { amount } : {}) });
-  const event = (await emulatorEvents("charge.refunded"))
-    .filter((e) => e.data.object.payment_intent === pi)
-    .at(-1);
-  return { id: made.id as string, event };
-}
-
-/** Fails a refund on the emulator (the card was closed); returns the charge.refund.updated Stripe sent. */
-async function failRefund(refundId: string) {
-  await emulatorPost(`/_emulator/refunds/${refundId}/fail`, {});
-  return (await emulatorEvents("charge.refund.updated")).find((e) => e.data.object.id === refundId);
-}
 
 /** Delivers a signed event to a Worker whose Stripe API cannot be reached (a closed port). */
 async function deliverWithStripeDown(event: unknown) {
@@ -67,7 +35,7 @@ describe("charge.refunded follows Stripe's current refunds", () => {
     const pi = await grant(id);
     // The $0.17 refund's charge.refunded is refused (our 502) and Stripe retries it hours later;
     // meanwhile the refund fails, and its charge.refund.updated arrives first.
-    const made = await refund(pi, "17");
+    const made = await makeRefund(pi, "17");
     const late = [
       await outcomeOf(await deliver(await failRefund(made.id))),
       await outcomeOf(await deliver(made.event)),
@@ -75,7 +43,7 @@ describe("charge.refunded follows Stripe's current refunds", () => {
     expect(await keyState(id)).toEqual({ calls_left: 170, calls_revoked: 0, revoke_debt: 0 });
     expect(late).toEqual(["unchanged", "unchanged"]);
     // A new $0.05 refund: 170 × 5/51 = 16.67, rounded up to 17.
-    const next = await refund(pi, "5");
+    const next = await makeRefund(pi, "5");
     const applied = await outcomeOf(await deliver(next.event));
     expect(await keyState(id)).toEqual({ calls_left: 153, calls_revoked: 17, revoke_debt: 0 });
     expect(applied).toBe("refund_applied");
@@ -84,8 +52,8 @@ describe("charge.refunded follows Stripe's current refunds", () => {
   it("two refunds' events in reverse order end in Stripe's total, and a failure then lowers it", async () => {
     const id = await seedSession("sha256", 170);
     const pi = await grant(id);
-    const a = await refund(pi, "17");
-    const b = await refund(pi, "5");
+    const a = await makeRefund(pi, "17");
+    const b = await makeRefund(pi, "5");
     // The later event first: Stripe holds $0.22 refunded, 170 × 22/51 = 73.3 → 74.
     const later = await outcomeOf(await deliver(b.event));
     expect(await keyState(id)).toEqual({ calls_left: 96, calls_revoked: 74, revoke_debt: 0 });
@@ -102,7 +70,7 @@ describe("charge.refunded follows Stripe's current refunds", () => {
   it("Stripe unreachable: 502 and nothing recorded; the redelivery applies the refund", async () => {
     const id = await seedSession("sha256", 170);
     const pi = await grant(id);
-    const made = await refund(pi, "17");
+    const made = await makeRefund(pi, "17");
     expect((await deliverWithStripeDown(made.event)).status).toBe(502);
     expect(await keyState(id)).toEqual({ calls_left: 170, calls_revoked: 0, revoke_debt: 0 });
     expect(await outcomeOf(await deliver(made.event))).toBe("refund_applied");
@@ -127,8 +95,8 @@ describe("the refunded share is of the charge's own amount, in its currency", ()
 
   it("a refund in euros takes its share of the euro charge, whichever event delivers it", async () => {
     const { id, pi } = await paidInEuros();
-    const part = await refund(pi, "16");
-    const rest = await refund(pi);
+    const part = await makeRefund(pi, "16");
+    const rest = await makeRefund(pi);
     expect(rest.event?.data.object).toMatchObject({ amount: 47, amount_refunded: 47, currency: "eur" });
     // The whole charge refunded takes the whole pack (against the $0.51 it would leave 13 calls).
     const full = await outcomeOf(await deliver(rest.event));

@@ -1,53 +1,11 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import {
-  deliver,
-  emulatorEvents,
-  emulatorPost,
-  remote,
-  seedSession,
-  sessionEvent,
-  signed,
-} from "./checkout-helpers";
+import { deliver, failRefund, granted, keyState, makeRefund, outcomeOf, signed } from "./checkout-helpers";
 
 // Refund events handled at the same time: each reads Stripe, then writes what it read. The one
 // whose read is older may write last; it then reads Stripe again and follows what it finds, so
 // the key ends in Stripe's state whichever write lands last (up or down).
-
-const outcomeOf = async (res: Response) => {
-  expect(res.status).toBe(200);
-  return (await res.json<{ outcome: string }>()).outcome;
-};
-
-/** A granted pack of 170 sha256 calls for $0.51, and its PaymentIntent. */
-async function granted() {
-  const id = await seedSession("sha256", 170);
-  expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
-    "granted",
-  );
-  return { id, pi: (await remote(id)).payment_intent as string };
-}
-
-const keyState = (id: string) =>
-  env.DB.prepare("SELECT calls_left, calls_revoked, revoke_debt FROM api_keys WHERE session_id = ?1")
-    .bind(id)
-    .first<{ calls_left: number; calls_revoked: number; revoke_debt: number }>();
-
-/** Makes a refund of `amount` cents; returns it and the charge.refunded Stripe sent. */
-async function refund(pi: string, amount: string) {
-  const made = await emulatorPost("/v1/refunds", { payment_intent: pi, amount });
-  const event = (await emulatorEvents("charge.refunded"))
-    .filter((e) => e.data.object.payment_intent === pi)
-    .at(-1);
-  return { id: made.id as string, event };
-}
-
-/** Fails a refund on the emulator; returns the charge.refund.updated Stripe sent. */
-async function failRefund(refundId: string) {
-  await emulatorPost(`/_emulator/refunds/${refundId}/fail`, {});
-  return (await emulatorEvents("charge.refund.updated")).find((e) => e.data.object.id === refundId);
-}
 
 /**
  * Delivers `event` to a Worker whose first D1 batch (the refund's write, after its Stripe reads)
@@ -92,10 +50,10 @@ async function deliverHeld(event: unknown) {
 describe("concurrent refund events end in Stripe's state, whichever writes last", () => {
   it("a stale read written after a newer refund's event: the newer total stays revoked", async () => {
     const { id, pi } = await granted();
-    const e1 = await refund(pi, "17");
+    const e1 = await makeRefund(pi, "17");
     const p1 = await deliverHeld(e1.event);
     await p1.reached; // e1 has read Stripe: $0.17 refunded, 57 calls
-    const e2 = await refund(pi, "17");
+    const e2 = await makeRefund(pi, "17");
     // $0.34 of $0.51: 170 × 34/51 = 113.3 → 114 revoked.
     expect(await outcomeOf(await deliver(e2.event))).toBe("refund_applied");
     expect(await keyState(id)).toEqual({ calls_left: 56, calls_revoked: 114, revoke_debt: 0 });
@@ -113,7 +71,7 @@ describe("concurrent refund events end in Stripe's state, whichever writes last"
 
   it("a stale read written after the refund failed: the calls stay with the buyer", async () => {
     const { id, pi } = await granted();
-    const e1 = await refund(pi, "17");
+    const e1 = await makeRefund(pi, "17");
     const p1 = await deliverHeld(e1.event);
     await p1.reached; // e1 has read Stripe: $0.17 refunded, 57 calls
     // The refund fails before e1 writes; its charge.refund.updated reads $0 refunded.

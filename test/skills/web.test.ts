@@ -213,6 +213,22 @@ describe("html_clean", () => {
       // One line, one link or image: what was inside it stays its title, target or text.
       expect(await md(html), html).toMatch(/^!?\[[^\n]*\)$/);
     }
+    // Everything else a review found that ended a link or slipped a script target past the filter:
+    // a no-break space after the scheme, comments closed the way the HTML spec closes them (which
+    // htmlparser2 does not), block content or control characters in a link.
+    for (const html of [
+      '<a href="javascript:&#160;window.PWN=1">x</a>',
+      '<a href="javascript:&#xFEFF;alert%28document.domain%29">x</a>',
+      '<p><!-- --!> <a href="https://a.test/" title="t&#10;&#10;<img src=x onerror=alert(1)>">c</a> --></p>',
+      '<a href="img src=x onerror=alert(1)"><h1>a</h1></a>',
+      '<a href="a&#x0b;b" title="<img src=x onerror=alert(1)>">c</a>',
+      '<a href="a&#1;b" title="<img src=x onerror=alert(1)>">c</a>',
+      '<a href="https://a.test/" title="<img src=x onerror=alert(1)>"><code>`</code></a>',
+    ]) {
+      const out = await md(html);
+      expect(out, html).not.toMatch(/(^|[^\\])<(img|javascript)/i);
+      expect(out, html).not.toMatch(/\]\(\s*<?javascript:|\]: *javascript:/i);
+    }
     // An inline data: image goes whole, not as kilobytes of base64 in a fragment.
     expect(
       await md(`<p>Logo <img alt="logo" src="data:image/png;base64,${"QUJD".repeat(5000)}"> end</p>`),

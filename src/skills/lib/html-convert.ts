@@ -1,3 +1,4 @@
+import type { ChildNode } from "domhandler";
 import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
 import { DomUtils, Parser, parseDocument } from "htmlparser2";
@@ -77,7 +78,7 @@ class TooDeep extends Error {}
  * very parser html-to-text builds its DOM with (package.json pins the same htmlparser2 major):
  * parsers differ on which tags close implicitly, e.g. nested <a> or <h1>.
  */
-function prepass(html: string, loc: Loc): { gridTables: boolean; brokenLinkText: boolean } {
+function prepass(html: string, loc: Loc): { gridTables: boolean } {
   let depth = 0;
   let cells = 0;
   let area = 0;
@@ -85,13 +86,11 @@ function prepass(html: string, loc: Loc): { gridTables: boolean; brokenLinkText:
   let maxExtent = 0;
   // Open tables, innermost last: rows so far, the current row's width in columns.
   const tables: { rows: number; width: number }[] = [];
-  let brokenLinkText = false;
   // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
   const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
   const parser = new Parser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
-      if (!brokenLinkText) brokenLinkText = LINK_ATTRIBUTES.some((a) => /[\r\n]/.test(attribs[a] ?? ""));
       const table = tables[tables.length - 1];
       if (name === "table") tables.push({ rows: 0, width: 0 });
       else if (name === "tr" && table) {
@@ -126,29 +125,60 @@ function prepass(html: string, loc: Loc): { gridTables: boolean; brokenLinkText:
   const { cells: maxCells, span: spanLimit, area: maxArea, extent } = TABLE_LIMITS;
   return {
     gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea && maxExtent <= extent,
-    brokenLinkText,
   };
 }
 
-// What mdream copies from attributes into a link or image: `[alt](src "title")`.
-const LINK_ATTRIBUTES = ["href", "src", "title", "alt"];
+/**
+ * mdream copies a link's or image's `href`, `src` and `title` into the Markdown as they are, and a
+ * renderer then reads them as Markdown: a line break, a space, a control character or a bracket in
+ * them could end the link and leave what followed as Markdown of its own (an autolink
+ * `<javascript:…>`, a reference definition, raw `<img onerror>`). So before mdream runs, through
+ * htmlparser2's own DOM (the parser the prepass runs): titles are dropped (a tooltip, not content),
+ * every URL is percent-encoded down to characters that cannot end or open anything (mdream then
+ * writes it bare, no `<…>`), and comments and directives go (neither converter writes them, and
+ * the two parsers disagree on where some end: `--!>`).
+ */
+function safeForMarkdown(html: string): string {
+  const doc = parseDocument(html);
+  const comments: ChildNode[] = [];
+  const walk = (nodes: ChildNode[]) => {
+    for (const node of nodes) {
+      if (node.type === "comment" || node.type === "directive") comments.push(node);
+      else if ("attribs" in node) {
+        delete node.attribs.title;
+        // An alt with a blank line would end its image (mdream escapes what it could open).
+        if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
+        for (const a of ["href", "src"]) {
+          const v = node.attribs[a];
+          if (v !== undefined) node.attribs[a] = inertUrl(v);
+        }
+      }
+      if ("children" in node) walk(node.children);
+    }
+  };
+  walk(doc.children);
+  for (const node of comments) DomUtils.removeElement(node);
+  return DomUtils.getOuterHTML(doc);
+}
 
 /**
- * mdream writes these attribute values as they are, line breaks included, and a blank line inside
- * a link or image ends it: what followed (an autolink `<javascript:…>`, a reference definition,
- * raw `<img onerror>`) was read as Markdown of its own. Line breaks in them become spaces (in a
- * URL nothing: browsers drop them) before the conversion, through htmlparser2's own DOM, the
- * parser the prepass already runs. Only for documents that have such a value (rare).
+ * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and
+ * spaces trimmed), then everything but RFC 3986's unreserved and reserved characters, less
+ * ( ) [ ] and ', percent-encoded.
  */
-function flattenLinkText(html: string): string {
-  const doc = parseDocument(html);
-  for (const el of DomUtils.getElementsByTagName(() => true, doc, true)) {
-    for (const a of LINK_ATTRIBUTES) {
-      const v = el.attribs[a];
-      if (v !== undefined) el.attribs[a] = v.replace(/[\r\n]+/g, a === "href" || a === "src" ? "" : " ");
-    }
-  }
-  return DomUtils.getOuterHTML(doc);
+function inertUrl(url: string) {
+  let start = 0;
+  let end = url.length;
+  while (start < end && url.charCodeAt(start) <= 0x20) start++;
+  while (end > start && url.charCodeAt(end - 1) <= 0x20) end--;
+  return url
+    .slice(start, end)
+    .replace(/[\t\n\r]/g, "")
+    .replace(/[^A-Za-z0-9\-._~:/?#@!$&*+,;=%]/gu, (ch) =>
+      [...new TextEncoder().encode(ch)]
+        .map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`)
+        .join(""),
+    );
 }
 
 export function htmlToText(html: string, loc: Loc = ["html"]): string {
@@ -161,8 +191,8 @@ export function htmlToText(html: string, loc: Loc = ["html"]): string {
 // it: backslash escapes and entity references decoded (`javascript&colon;`, `&#106;avascript:`),
 // tabs and newlines dropped, leading controls and spaces trimmed. Only javascript:, vbscript: and
 // data: are touched, so code that merely looks like a link (`handlers[0](value: 5)`) stays as it
-// is; mdream escapes "[", "<" and backticks in text, and line breaks in link attributes are
-// flattened before it runs (flattenLinkText), so targets come from <a> and <img> only.
+// is; mdream escapes "[", "<" and backticks in text, and URLs are made inert for Markdown before
+// it runs (safeForMarkdown), so targets come from <a> and <img> only.
 // Linear: each "](" is followed only as far as a scheme can reach, and "]" or "(" ends a scheme,
 // so no character is read twice (a regex over whole targets rescanned nested ones, quadratic, or
 // consumed a kept target and missed a `](javascript:` inside it).
@@ -208,8 +238,8 @@ function targetEnd(md: string, from: number, angle: boolean): number {
   let depth = 0;
   for (let i = from; i < md.length; i++) {
     const ch = md[i] as string;
+    if (ch === "]" || (ch === "\\" && md[i + 1] === "]")) return -1;
     if (ch === "\\") i++;
-    else if (ch === "]") return -1;
     else if (angle) {
       if (ch === ">") return i + 1;
       if (ch === "<" || ch === "\n") return -1;
@@ -235,7 +265,9 @@ export function neutralizeScriptLinks(md: string): string {
       .trimStart()
       .startsWith("<");
     // A bare target ends at a space: `](data: d, …)` (code) is "data:" alone, no link, nothing run.
-    if (!angle && /[\s)]/.test(md[schemeEnd] ?? " ")) continue;
+    // (ASCII only, as CommonMark ends it: a no-break space does not, and JavaScript runs the rest.)
+    const next = md.charCodeAt(schemeEnd);
+    if (!angle && (Number.isNaN(next) || next <= 0x20 || next === 0x7f || next === 0x29)) continue;
     const end = targetEnd(md, schemeEnd, angle);
     out += `${md.slice(last, at + 2)}${end >= 0 || !angle ? "#" : "<#"}`;
     last = end >= 0 ? end : schemeEnd;
@@ -245,7 +277,8 @@ export function neutralizeScriptLinks(md: string): string {
 }
 
 export function htmlToMd(html: string): string {
-  const { brokenLinkText } = prepass(html, ["html"]);
-  const source = brokenLinkText ? flattenLinkText(html) : html;
-  return neutralizeScriptLinks(htmlToMarkdown(source, { filter: { exclude: MD_DROPPED } })).trim();
+  prepass(html, ["html"]);
+  return neutralizeScriptLinks(
+    htmlToMarkdown(safeForMarkdown(html), { filter: { exclude: MD_DROPPED } }),
+  ).trim();
 }

@@ -2,22 +2,14 @@ import { type Context, Hono } from "hono";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import {
-  applyRefund,
-  closeDispute,
-  followRefunds,
-  openDispute,
-  type PaymentRefunds,
-  paymentGranted,
-} from "../payments/card-refunds";
+import { followRefundsNow, refundsNow } from "../payments/card-refund-sync";
+import { applyRefund, closeDispute, openDispute, paymentGranted } from "../payments/card-refunds";
 import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
 import {
-  chargedAmount,
   fetchDisputeStatus,
   fetchSession,
   logStripeFailure,
   type RemoteSession,
-  refundedTotal,
   stripeClient,
   webCrypto,
 } from "../payments/stripe";
@@ -106,93 +98,6 @@ async function grantBeforeCharge(
   return { granted: (await settleSession(c.env, remote)) === "granted" ? remote.id : undefined };
 }
 
-/**
- * A payment's refunds and amount as Stripe reports them now (card-refunds.ts applyRefund), or the
- * 502 that records nothing when Stripe could not be asked: Stripe redelivers and the next attempt
- * decides. A session that states no amount in the refunds' currency is logged and answered 502 too:
- * a share computed against another currency's amount would revoke the wrong number of calls.
- */
-async function refundsNow(
-  c: Context<AppEnv>,
-  stripe: StripeClient,
-  paymentIntent: string,
-): Promise<Response | PaymentRefunds> {
-  let refunds: Awaited<ReturnType<typeof refundedTotal>>;
-  try {
-    refunds = await refundedTotal(stripe, paymentIntent);
-  } catch (e) {
-    logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed" });
-    return detail(c, 502, "Could not read the payment's refunds from Stripe; retry later.");
-  }
-  let amount: number | null;
-  try {
-    amount = await chargedAmount(stripe, paymentIntent, refunds.currency);
-  } catch (e) {
-    logStripeFailure(e, "readSession", { msg: "stripe list failed" });
-    return detail(c, 502, "Could not read the payment's checkout from Stripe; retry later.");
-  }
-  if (amount === null) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "refund currency not found on the payment's checkout session",
-        payment_intent: paymentIntent,
-        currency: refunds.currency,
-      }),
-    );
-    return detail(c, 502, "Could not tell what the payment charged in its refunds' currency.");
-  }
-  return { refunded: refunds.refunded, amount };
-}
-
-/** How many times a refund event reads Stripe again after its write (followRefundsNow). */
-const REFUND_FOLLOW_ROUNDS = 3;
-
-/**
- * After a refund event's write: reads the payment's refunds again and, while Stripe's total differs
- * from the one just applied, applies it (card-refunds.ts followRefunds), at most
- * REFUND_FOLLOW_ROUNDS times. Two refund events handled at once each read Stripe and then write;
- * the one whose read is older could write last and leave the key in the older state for good:
- * calls handed back though the buyer got the money ($0.34 refunded, 57 calls revoked instead of
- * 114), or taken back though the refund failed. Now whichever handler writes last reads Stripe
- * after that write and follows it, so the key ends in Stripe's state either way. The charge's
- * amount does not change: only the refunds are read. A read that fails is logged and the event's
- * answer stands (it is recorded: a 502 would only bring back a duplicate). The outcome is
- * `refund_applied` when any round changed the key.
- */
-async function followRefundsNow(
-  c: Context<AppEnv>,
-  stripe: StripeClient,
-  paymentIntent: string,
-  applied: PaymentRefunds,
-  outcome: string,
-) {
-  let last = applied;
-  for (let round = 0; round < REFUND_FOLLOW_ROUNDS; round++) {
-    let refunded: number;
-    try {
-      refunded = (await refundedTotal(stripe, paymentIntent)).refunded;
-    } catch (e) {
-      logStripeFailure(e, "readRefunds", {
-        msg: "stripe refund list failed after the refund's write",
-        payment_intent: paymentIntent,
-      });
-      return outcome;
-    }
-    if (refunded === last.refunded) return outcome;
-    last = { ...last, refunded };
-    if (await followRefunds(c.env.DB, paymentIntent, last)) outcome = "refund_applied";
-  }
-  console.error(
-    JSON.stringify({
-      level: "warn",
-      msg: "refunds changed on every re-read after the refund's write; the last total read is applied",
-      payment_intent: paymentIntent,
-    }),
-  );
-  return outcome;
-}
-
 /** A charge event's answer; a pack granted for it runs its first call now, after the event applied. */
 function chargeAnswer(c: Context<AppEnv>, first: { granted?: string }, outcome: string) {
   if (first.granted) afterResponse(c, runFirstPayload(c.env, first.granted));
@@ -265,14 +170,14 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       // The event's own figures may be stale (a redelivery after its refund failed) or in another
       // API version's currency: what Stripe reports now decides. A payment no pack came from
       // (another product on the account) is only acknowledged, without asking.
-      const now = pi && (await paymentGranted(db, pi)) ? await refundsNow(c, stripe, pi) : null;
-      if (now instanceof Response) return now;
+      const now = pi && (await paymentGranted(db, pi)) ? await refundsNow(stripe, pi) : null;
+      if (now && "unreadable" in now) return detail(c, 502, now.unreadable);
       const outcome = await applyRefund(db, pi, now, ref);
       // A duplicate wrote nothing (its first delivery follows Stripe); nor did an unknown payment.
       if (!pi || !now || (outcome !== "refund_applied" && outcome !== "unchanged")) {
         return chargeAnswer(c, first, outcome);
       }
-      return chargeAnswer(c, first, await followRefundsNow(c, stripe, pi, now, outcome));
+      return chargeAnswer(c, first, await followRefundsNow(db, stripe, pi, now, outcome));
     }
     case "charge.dispute.created": {
       const d = event.data.object;

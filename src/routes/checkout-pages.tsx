@@ -179,7 +179,7 @@ checkoutPageRoutes.post(
     if (!session?.api_key_id) return renderSuccess(c, session_id, session, remote, "ready");
     // Start the first call (if no run holds it) past the response, and wait up to 5 s for its answer,
     // so the key page usually shows it; a slower one shows as running.
-    const keepAlive = (run: Promise<void>) => {
+    const runPastAnswer = (run: Promise<void>) => {
       void afterResponse(
         c,
         run.catch((e) =>
@@ -189,7 +189,7 @@ checkoutPageRoutes.post(
     };
     // Waiting is a courtesy: whatever fails in it (the run, a read), the key is still shown.
     try {
-      session = (await firstPayloadResult(c.env, session_id, 5_000, keepAlive)) ?? session;
+      session = (await firstPayloadResult(c.env, session_id, 5_000, runPastAnswer)) ?? session;
     } catch (e) {
       console.error(JSON.stringify({ level: "error", msg: "first payload wait failed", error: String(e) }));
     }

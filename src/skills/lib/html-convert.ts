@@ -187,9 +187,10 @@ export function htmlToText(html: string, loc: Loc = ["html"]): string {
 }
 
 // Markdown is often rendered again downstream: a link or image target a browser would run as
-// script becomes "#" (`](javascript:alert(1))` becomes `](#)`). The scheme is read as a CommonMark renderer and then a URL parser read
-// it: backslash escapes and entity references decoded (`javascript&colon;`, `&#106;avascript:`),
-// tabs and newlines dropped, leading controls and spaces trimmed. Only javascript:, vbscript: and
+// script becomes "#" (`](javascript:alert(1))` becomes `](#)`). The scheme is read as a CommonMark
+// renderer and then a URL parser read it: backslash escapes and entity references decoded
+// (`javascript&colon;`, `&#106;avascript:`), tabs and newlines dropped, leading controls and
+// spaces trimmed. Only javascript:, vbscript: and
 // data: are touched, so code that merely looks like a link (`handlers[0](value: 5)`) stays as it
 // is; mdream escapes "[", "<" and backticks in text, and URLs are made inert for Markdown before
 // it runs (safeForMarkdown), so targets come from <a> and <img> only.

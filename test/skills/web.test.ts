@@ -229,6 +229,26 @@ describe("html_clean", () => {
       expect(out, html).not.toMatch(/(^|[^\\])<(img|javascript)/i);
       expect(out, html).not.toMatch(/\]\(\s*<?javascript:|\]: *javascript:/i);
     }
+    // mdream writes code as it is: a <pre> inside an inline element or a heading (its fence not at
+    // the start of a line) or a blank line in inline code let it out as Markdown and HTML.
+    for (const [html, out] of [
+      ["<b><pre>&lt;img src=x onerror=alert(1)&gt;</pre></b>", "**`<img src=x onerror=alert(1)>`**"],
+      ["<h2><pre>&lt;svg onload=alert(1)&gt;</pre></h2>", "## `<svg onload=alert(1)>`"],
+      ["<h2><pre>[x]: javascript:alert(1)\n\n[x]</pre></h2>", "## `[x]: javascript:alert(1) [x]`"],
+      ["<a href=x><pre>&lt;javascript:alert(1)&gt;</pre></a>", "[`<javascript:alert(1)>`](x)"],
+      ["<p><code>a<br><br>&lt;img src=x onerror=alert(1)&gt;</code></p>", "`a<img src=x onerror=alert(1)>`"],
+      [
+        "<code><table><tr><td>&lt;img src=x onerror=alert(1)&gt;</td></tr></table></code>",
+        "`<img src=x onerror=alert(1)>`",
+      ],
+      // A code block where it is one stays one, indentation and all.
+      [
+        "<pre>a\n  b &lt;c&gt;</pre><ul><li><pre>z\n w</pre></li></ul>",
+        "```\na\n  b <c>\n```\n\n- ```\n  z\n   w\n  ```",
+      ],
+    ]) {
+      expect(await md(html as string), html).toBe(out);
+    }
     // An inline data: image goes whole, not as kilobytes of base64 in a fragment.
     expect(
       await md(`<p>Logo <img alt="logo" src="data:image/png;base64,${"QUJD".repeat(5000)}"> end</p>`),

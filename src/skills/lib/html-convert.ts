@@ -1,4 +1,4 @@
-import type { ChildNode } from "domhandler";
+import { type ChildNode, Element, Text } from "domhandler";
 import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
 import { DomUtils, Parser, parseDocument } from "htmlparser2";
@@ -158,7 +158,69 @@ function safeForMarkdown(html: string): string {
   };
   walk(doc.children);
   for (const node of comments) DomUtils.removeElement(node);
+  // mdream writes code as it is (`&lt;` back to `<`): safe only while it stays a code block or
+  // span. A <pre> inside an inline element or a heading got its fence on the line of `**` or `## `
+  // (no code block), and a blank line or a table inside <code> split the span: the code became
+  // Markdown and HTML of its own. Such a <pre> becomes inline code, and inline code one line of text.
+  for (const pre of DomUtils.getElementsByTagName("pre", doc.children, true)) {
+    if (!blockOnly(pre)) (pre as Element).name = "code";
+  }
+  for (const code of DomUtils.getElementsByTagName("code", doc.children, true)) {
+    if (DomUtils.getParent(code) && !insidePre(code)) {
+      const text = DomUtils.textContent(code).replace(/\s+/g, " ");
+      DomUtils.replaceElement(code, new Element("code", {}, [new Text(text)]));
+    }
+  }
   return DomUtils.getOuterHTML(doc);
+}
+
+// Where a <pre> stays a code block: every ancestor a block container mdream starts on a new line.
+const BLOCK_PARENTS = new Set([
+  "html",
+  "body",
+  "main",
+  "article",
+  "section",
+  "aside",
+  "header",
+  "footer",
+  "nav",
+  "div",
+  "form",
+  "fieldset",
+  "figure",
+  "figcaption",
+  "blockquote",
+  "details",
+  "li",
+  "ul",
+  "ol",
+  "dl",
+  "dd",
+  "dt",
+  "table",
+  "thead",
+  "tbody",
+  "tfoot",
+  "tr",
+  "td",
+  "th",
+  "caption",
+  "center",
+  "address",
+  "hgroup",
+]);
+function blockOnly(node: Element) {
+  for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) {
+    if (!("name" in p) || !BLOCK_PARENTS.has(p.name)) return false;
+  }
+  return true;
+}
+function insidePre(node: Element) {
+  for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) {
+    if ("name" in p && p.name === "pre") return true;
+  }
+  return false;
 }
 
 /**

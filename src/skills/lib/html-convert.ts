@@ -210,18 +210,12 @@ const BLOCK_PARENTS = new Set([
   "address",
   "hgroup",
 ]);
-function blockOnly(node: Element) {
-  for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) {
-    if (!("name" in p) || !BLOCK_PARENTS.has(p.name)) return false;
-  }
-  return true;
+function* ancestors(node: Element) {
+  for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) yield p;
 }
-function insidePre(node: Element) {
-  for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) {
-    if ("name" in p && p.name === "pre") return true;
-  }
-  return false;
-}
+const blockOnly = (node: Element) =>
+  [...ancestors(node)].every((p) => "name" in p && BLOCK_PARENTS.has(p.name));
+const insidePre = (node: Element) => [...ancestors(node)].some((p) => "name" in p && p.name === "pre");
 
 /**
  * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and

@@ -10,6 +10,7 @@ import { call, postJson } from "../helpers";
 import {
   createCheckout,
   deliver,
+  deliverWithStripeDown,
   emulatorEvents,
   emulatorPost,
   eventOf,
@@ -31,19 +32,6 @@ const outcomeOf = async (res: Response) => {
   expect(res.status).toBe(200);
   return (await res.json<{ outcome: string }>()).outcome;
 };
-
-/** Delivers a signed event to a Worker whose Stripe API cannot be reached (a closed port). */
-async function deliverWithStripeDown(event: unknown) {
-  const { payload, header } = await signed(event);
-  return createApp().fetch(
-    new Request("https://skills.test/api/cardpay/webhook", {
-      method: "POST",
-      headers: { "stripe-signature": header },
-      body: payload,
-    }),
-    { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
-  );
-}
 
 /** A signed event whose body claims the session is paid: only Stripe's own state may decide. */
 const claimsPaid = (id: string) =>

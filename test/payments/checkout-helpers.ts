@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import Stripe from "stripe";
 import { expect } from "vitest";
+import { createApp } from "../../src/app";
 import { call, postJson } from "../helpers";
 
 /** Card-checkout test helpers: real sessions on the Stripe emulator, events signed like Stripe's. */
@@ -164,4 +165,17 @@ export async function makeRefund(pi: string, amount?: string) {
 export async function failRefund(refundId: string) {
   await emulatorPost(`/_emulator/refunds/${refundId}/fail`, {});
   return (await emulatorEvents("charge.refund.updated")).find((e) => e.data.object.id === refundId);
+}
+
+/** Delivers a signed event to a Worker whose Stripe API cannot be reached (a closed port). */
+export async function deliverWithStripeDown(event: unknown) {
+  const { payload, header } = await signed(event);
+  return createApp().fetch(
+    new Request("https://skills.test/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    }),
+    { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
+  );
 }

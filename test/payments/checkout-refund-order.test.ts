@@ -1,9 +1,8 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
 import {
   createCheckout,
   deliver,
+  deliverWithStripeDown,
   EMULATOR,
   failRefund,
   grant,
@@ -11,23 +10,9 @@ import {
   makeRefund,
   outcomeOf,
   seedSession,
-  signed,
 } from "./checkout-helpers";
 
 /** Every refund event ends in Stripe's current state, whatever the order and however late. */
-
-/** Delivers a signed event to a Worker whose Stripe API cannot be reached (a closed port). */
-async function deliverWithStripeDown(event: unknown) {
-  const { payload, header } = await signed(event);
-  return createApp().fetch(
-    new Request("https://skills.test/api/cardpay/webhook", {
-      method: "POST",
-      headers: { "stripe-signature": header },
-      body: payload,
-    }),
-    { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
-  );
-}
 
 describe("charge.refunded follows Stripe's current refunds", () => {
   it("delivered late, after its refund failed, takes nothing; a later refund counts from Stripe's total", async () => {

@@ -21,3 +21,11 @@ export function formatUsd(usd: number): string {
 export function trimDecimal(usd: number): string {
   return usd.toFixed(6).replace(/0+$/, "").replace(/\.$/, "");
 }
+
+/**
+ * EVM addresses compare case-insensitively: EIP-55 checksums live only in the letter case, and
+ * partners, RPC logs and our own config spell the same address either way. Not an address
+ * (a partner's 402 may carry anything) is never the same.
+ */
+export const sameAddress = (a: unknown, b: string) =>
+  typeof a === "string" && a.toLowerCase() === b.toLowerCase();

@@ -3,6 +3,7 @@ import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/validation";
+import { sameAddress } from "../money";
 import { walletOf } from "./config";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
@@ -34,8 +35,6 @@ interface Terms {
  * leaves it ample time to settle.
  */
 const MAX_PARTNER_TIMEOUT_SECONDS = 300;
-
-const sameAddress = (a: unknown, b: string) => typeof a === "string" && a.toLowerCase() === b.toLowerCase();
 
 /**
  * Why the operating wallet will not sign this offer (undefined: it will). Only an x402 v2 `exact`

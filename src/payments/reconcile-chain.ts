@@ -1,3 +1,4 @@
+import { sameAddress } from "../money";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
@@ -20,9 +21,6 @@ export interface ChainView {
   headTime: number;
   searched?: { fromBlock: number; toBlock: number };
 }
-
-/** Addresses compare case-insensitively (checksummed or not). */
-export const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 export interface ChainReader {
   chainId(): Promise<number>;

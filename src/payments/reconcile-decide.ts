@@ -1,4 +1,5 @@
-import { type ChainView, sameAddress } from "./reconcile-chain";
+import { sameAddress } from "../money";
+import type { ChainView } from "./reconcile-chain";
 
 /** What one authorization promises. */
 export interface Terms {

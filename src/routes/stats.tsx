@@ -20,24 +20,29 @@ export const statsOperation = operation({
     "200": json("Per-skill calls, success rate, p50/p95 server time", statsSchema),
     "4XX": CLIENT_ERROR,
     "503": ERROR(
-      "The figures are being computed (no stored copy yet, and not within 10 s); Retry-After says when to ask again",
+      "No stored copy, and the figures could not be computed now (not within 10 s, or the database failed); Retry-After says when to ask again",
     ),
   },
 });
 
 /**
- * The figures, or a 503 with Retry-After while a computation (a fresh deployment with no stored
- * copy, a slow D1) has not finished within its wait: a bare 500 told a caller nothing.
+ * The figures, or a 503 with Retry-After when there is no stored copy and none can be had now: a
+ * computation (a fresh deployment, a slow D1) has not finished within its wait, or D1 failed
+ * (logged). Either passes with time; a bare 500 told a caller nothing.
  */
 async function figuresOr503(c: Context<AppEnv>) {
   try {
     return await publishedStats(c);
   } catch (e) {
-    if (!(e instanceof DeadlineError)) throw e;
+    const computing = e instanceof DeadlineError;
+    if (!computing)
+      console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
     return detail(
       c,
       503,
-      "The published figures are being computed; try again shortly.",
+      computing
+        ? "The published figures are being computed; try again shortly."
+        : "The published figures cannot be read right now; try again shortly.",
       {},
       { "Retry-After": "30" },
     );

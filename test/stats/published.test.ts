@@ -229,7 +229,7 @@ describe("the published figures are computed at most once, whatever the domain",
     expect(seen.scans).toBe(2);
   });
 
-  it("without a copy and with D1 failing, the pages leave the figures out and /api/stats fails", async () => {
+  it("without a copy and with D1 failing, the pages leave the figures out, and /api/stats and /docs/reliability answer 503 with Retry-After", async () => {
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     const { db } = countingDb({ fail: true });
     const e = { ...env, DB: db };
@@ -239,7 +239,15 @@ describe("the published figures are computed at most once, whatever the domain",
     const x402 = await fetchApp("/.well-known/x402", e);
     expect(x402.status).toBe(200);
     expect(await x402.json()).not.toHaveProperty("reliability");
-    expect((await fetchApp("/api/stats", e)).status).toBe(500);
+    for (const path of ["/", "/docs", "/docs/slugify"]) expect((await fetchApp(path, e)).status).toBe(200);
+    for (const path of ["/api/stats", "/docs/reliability"]) {
+      const res = await fetchApp(path, e);
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("30");
+      expect(await res.json()).toEqual({
+        detail: "The published figures cannot be read right now; try again shortly.",
+      });
+    }
     expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toContain("stats unavailable");
   });
 });

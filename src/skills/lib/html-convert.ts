@@ -135,16 +135,26 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
  * `<javascript:…>`, a reference definition, raw `<img onerror>`). So before mdream runs, through
  * htmlparser2's own DOM (the parser the prepass runs): titles are dropped (a tooltip, not content),
  * every URL is percent-encoded down to characters that cannot end or open anything (mdream then
- * writes it bare, no `<…>`), and comments and directives go (neither converter writes them, and
- * the two parsers disagree on where some end: `--!>`).
+ * writes it bare, no `<…>`), comments and directives go (neither converter writes them, and
+ * the two parsers disagree on where some end: `--!>`), and so do the elements mdream drops.
  */
-function safeForMarkdown(html: string): string {
+function safeForMarkdown(html: string): { html: string; mark?: string } {
   const doc = parseDocument(html);
-  const comments: ChildNode[] = [];
+  const removed: ChildNode[] = [];
+  const endingInLt: Text[] = [];
   const walk = (nodes: ChildNode[]) => {
     for (const node of nodes) {
-      if (node.type === "comment" || node.type === "directive") comments.push(node);
-      else if ("attribs" in node) {
+      if (node.type === "comment" || node.type === "directive") removed.push(node);
+      // Dropped by mdream anyway; and the serializer writes the text of <noscript>, <iframe>,
+      // <noembed>, <noframes>, <plaintext>, <xmp>, <style> and <script> unescaped, which htmlparser2
+      // had decoded (`&lt;a title=…&gt;` inside <noscript>, or after a self-closed `<style/>`):
+      // mdream then read it as markup this pass never saw.
+      else if ("name" in node && MD_DROPPED.includes(node.name)) {
+        removed.push(node);
+        continue;
+      } else if (node.type === "text") {
+        if (node.data.endsWith("<") && !insideCode(node)) endingInLt.push(node);
+      } else if ("attribs" in node) {
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
         if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
@@ -157,7 +167,7 @@ function safeForMarkdown(html: string): string {
     }
   };
   walk(doc.children);
-  for (const node of comments) DomUtils.removeElement(node);
+  for (const node of removed) DomUtils.removeElement(node);
   // mdream writes code as it is (`&lt;` back to `<`): safe only while it stays a code block or
   // span. A <pre> inside an inline element or a heading got its fence on the line of `**` or `## `
   // (no code block), and a blank line or a table inside <code> split the span: the code became
@@ -171,10 +181,32 @@ function safeForMarkdown(html: string): string {
       DomUtils.replaceElement(code, new Element("code", {}, [new Text(text)]));
     }
   }
-  return DomUtils.getOuterHTML(doc);
+  const mark = endingInLt.length ? unusedMark(html) : undefined;
+  for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
+  return { html: DomUtils.getOuterHTML(doc), mark };
 }
 
-// Where a <pre> stays a code block: every ancestor a block container mdream starts on a new line.
+/**
+ * mdream escapes "<" only when the character after it, in the same text node, could open a tag:
+ * a "<" that ends one (`a &lt;<span>img onerror…`) came out bare before the next node's text. So
+ * it goes through mdream as a mark (a private-use character the page does not contain) and comes
+ * back as `&lt;` where a tag or autolink could start after it (read the same, opens nothing, in
+ * Markdown text and in the raw HTML mdream writes), else as "<". A page holding every candidate
+ * gets the text `&lt;` (mdream escapes its "&": shown as "&lt;", still inert).
+ */
+function unusedMark(html: string): string | undefined {
+  for (let c = 0xe000; c <= 0xe0ff; c++) {
+    const mark = String.fromCharCode(c);
+    if (!html.includes(mark)) return mark;
+  }
+  return undefined;
+}
+const restoreMark = (md: string, mark: string) =>
+  md.replace(new RegExp(`${mark}(?=[A-Za-z/!?])`, "g"), "&lt;").replaceAll(mark, "<");
+
+// Where a <pre> stays a code block: every ancestor a block container mdream starts on a new line
+// and writes as Markdown (not <address>, <dl> or <dt>, which it writes as raw HTML, where a fence
+// is no fence, nor <figcaption>, which it writes as emphasis).
 const BLOCK_PARENTS = new Set([
   "html",
   "body",
@@ -189,15 +221,12 @@ const BLOCK_PARENTS = new Set([
   "form",
   "fieldset",
   "figure",
-  "figcaption",
   "blockquote",
   "details",
   "li",
   "ul",
   "ol",
-  "dl",
   "dd",
-  "dt",
   "table",
   "thead",
   "tbody",
@@ -207,15 +236,16 @@ const BLOCK_PARENTS = new Set([
   "th",
   "caption",
   "center",
-  "address",
   "hgroup",
 ]);
-function* ancestors(node: Element) {
+function* ancestors(node: ChildNode) {
   for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) yield p;
 }
 const blockOnly = (node: Element) =>
   [...ancestors(node)].every((p) => "name" in p && BLOCK_PARENTS.has(p.name));
 const insidePre = (node: Element) => [...ancestors(node)].some((p) => "name" in p && p.name === "pre");
+const insideCode = (node: ChildNode) =>
+  [...ancestors(node)].some((p) => "name" in p && (p.name === "pre" || p.name === "code"));
 
 /**
  * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and
@@ -335,7 +365,7 @@ export function neutralizeScriptLinks(md: string): string {
 
 export function htmlToMd(html: string): string {
   prepass(html, ["html"]);
-  return neutralizeScriptLinks(
-    htmlToMarkdown(safeForMarkdown(html), { filter: { exclude: MD_DROPPED } }),
-  ).trim();
+  const safe = safeForMarkdown(html);
+  const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } });
+  return neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim();
 }

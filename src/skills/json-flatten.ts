@@ -10,6 +10,10 @@ import { defineSkill } from "./types";
  * 11 KB request into 50 MB). 16 characters covers every real separator ("." "/" "__" " > " "::").
  */
 export const MAX_SEP_LENGTH = 16;
+// Counted in code points, as every other string bound (zod's, pydantic's): a surrogate pair is one
+// character. Over twice the bound in UTF-16 units is over it in code points without counting.
+const sepFits = (sep: string) =>
+  sep.length <= MAX_SEP_LENGTH || (sep.length <= 2 * MAX_SEP_LENGTH && [...sep].length <= MAX_SEP_LENGTH);
 
 const stringifySep = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
 
@@ -93,7 +97,7 @@ export const jsonFlatten = defineSkill({
         .looseObject({
           sep: z
             .unknown()
-            .refine((v) => v === undefined || stringifySep(v).length <= MAX_SEP_LENGTH, {
+            .refine((v) => v === undefined || sepFits(stringifySep(v)), {
               message: `String should have at most ${MAX_SEP_LENGTH} characters`,
               params: { type: "string_too_long", ctx: { max_length: MAX_SEP_LENGTH } },
             })

@@ -100,6 +100,16 @@ describe("json_flatten amplification (issue 19)", () => {
   );
 
   it(
+    "sep's 16 characters are code points, as every other string bound: 16 emoji pass, 17 do not",
+    async () => {
+      expect((await deepWithSep("😀".repeat(16))).status).toBe(200);
+      expect((await deepWithSep("😀".repeat(17))).status).toBe(422);
+      expect((await deepWithSep("s".repeat(17))).status).toBe(422);
+    },
+    SLOW,
+  );
+
+  it(
     "the same at 101 KB (it used to throw RangeError: a 500)",
     async () => {
       const r = await deepWithSep("s".repeat(101_000));

@@ -3,6 +3,7 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { authorizationKey, claimAuthorization, recordSettledPayment } from "../../src/payments/ledger";
 import { authorizationFor } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
@@ -131,6 +132,57 @@ describe("PAYMENT-SIGNATURE takes x402 v2 payloads only", () => {
     expect(await claimsOf(authorization.nonce)).toEqual([{ nonce: key, status: "settled" }]);
     expect(await ledgerOf(authorization.nonce)).toEqual([
       { amount_atomic: 3000, asset: env.USDC_ADDRESS, pay_to: accepted.payTo, network: accepted.network },
+    ]);
+  });
+});
+
+describe("the ledger keys and records a payment by the route's requirements, not the payload's accepted", () => {
+  const requirements: PaymentRequirements = {
+    scheme: "exact",
+    network: "eip155:8453",
+    asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    amount: "3000",
+    payTo: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+    maxTimeoutSeconds: 300,
+    extra: { name: "USD Coin", version: "2" },
+  };
+
+  it("claim key, asset, network, payee and (with no amount in the settle answer) amount", async () => {
+    const authorization = authorizationFor(requirements, PAYER);
+    const payment: PaymentPayload = {
+      x402Version: 2,
+      accepted: {
+        ...requirements,
+        network: "eip155:1",
+        asset: FORGED_ASSET,
+        amount: "1",
+        payTo: "0x0000000000000000000000000000000000000bee",
+      },
+      payload: { authorization, signature: SIGNATURE },
+    };
+    const terms = authorizationKey(payment, requirements);
+    expect(terms?.key).toBe(
+      `eip155:8453:${requirements.asset}:${PAYER}:${authorization.nonce}`.toLowerCase(),
+    );
+    expect(terms).toMatchObject({ asset: requirements.asset, network: "eip155:8453" });
+    if (!terms) return;
+    const requestId = crypto.randomUUID();
+    expect(await claimAuthorization(env.DB, terms, requestId, "sha256")).toBe(true);
+    await recordSettledPayment(env.DB, {
+      key: terms.key,
+      requestId,
+      resource: "sha256",
+      payment,
+      requirements,
+      settlement: { success: true, transaction: `0x${"ab".repeat(32)}`, network: "eip155:8453" },
+    });
+    expect(await ledgerOf(authorization.nonce)).toEqual([
+      {
+        amount_atomic: 3000,
+        asset: requirements.asset,
+        pay_to: requirements.payTo,
+        network: "eip155:8453",
+      },
     ]);
   });
 });

@@ -1,4 +1,4 @@
-import type { PaymentPayload, SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { PayoutShare } from "../env";
 
 /** What an EIP-3009 authorization promises: kept with its claim for reconciliation against the chain. */
@@ -15,16 +15,20 @@ export interface AuthorizationTerms {
   x402Version: number;
 }
 
+/** What the route asked for, as the gate matched it and the facilitator verified the payment against. */
+export type MatchedRequirements = Pick<PaymentRequirements, "network" | "asset" | "payTo" | "amount">;
+
 /**
  * The identity of a payment authorization: for EIP-3009 (USDC's transferWithAuthorization) the
  * signer's nonce, which the token contract also accepts only once. Scoped by network, asset and
  * payer so equal nonces of different signers never collide. `network`/`asset` are those of the
- * requirements the payment was matched to, so a v1 payload ("base") and a v2 one ("eip155:8453")
- * for the same signature share one key.
+ * route's requirements the payment was matched to, never the payload's own `accepted` (the payer
+ * writes that: another asset there would give the same authorization a second key), so a v1
+ * payload ("base") and a v2 one ("eip155:8453") for the same signature share one key.
  */
 export function authorizationKey(
   payment: PaymentPayload,
-  accepted: { network: string; asset: string; payTo: string } = payment.accepted,
+  requirements: Omit<MatchedRequirements, "amount">,
 ): AuthorizationTerms | undefined {
   // Exactly the EIP-3009 shape, nothing beside it: the facilitator chooses what it settles from
   // the payload's shape (a `permit2Authorization` makes it a Permit2 payment), so an extra part
@@ -45,7 +49,7 @@ export function authorizationKey(
     }
   ).authorization;
   if (typeof auth?.from !== "string" || typeof auth.nonce !== "string") return undefined;
-  const { network, asset } = accepted;
+  const { network, asset } = requirements;
   let amountAtomic = 0n;
   try {
     amountAtomic = BigInt(String(auth.value ?? "0"));
@@ -53,7 +57,7 @@ export function authorizationKey(
   return {
     key: `${network}:${asset}:${auth.from}:${auth.nonce}`.toLowerCase(),
     payer: auth.from,
-    payTo: typeof auth.to === "string" ? auth.to : accepted.payTo,
+    payTo: typeof auth.to === "string" ? auth.to : requirements.payTo,
     asset,
     network,
     amountAtomic,
@@ -169,18 +173,21 @@ export interface SettledPayment {
   requestId: string;
   resource: string;
   payment: PaymentPayload;
+  /** The route's requirements the payment was verified against (x402Payment.requirements). */
+  requirements: MatchedRequirements;
   settlement: SettleResponse;
   payout?: PayoutShare;
 }
 
 /**
  * One ledger row per settled payment, written with the nonce's final state (and, for a partner
- * call, the partner's payout row) in one batch.
+ * call, the partner's payout row) in one batch. Asset, payee, network and (when the facilitator's
+ * answer names none) amount are the route's requirements, not what the payload says it accepted.
  */
 export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
   const now = Date.now();
-  const { amount, asset, payTo, network } = p.payment.accepted;
-  const payer = p.settlement.payer ?? authorizationKey(p.payment)?.payer ?? "";
+  const { amount, asset, payTo, network } = p.requirements;
+  const payer = p.settlement.payer ?? authorizationKey(p.payment, p.requirements)?.payer ?? "";
   await db.batch([
     db
       .prepare("UPDATE payment_nonces SET status = 'settled', updated_at = ?2 WHERE nonce = ?1")

@@ -25,10 +25,11 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
   return async (c, next) => {
     if (!c.get("x402Verified")) return next();
     // The payload the gate verified: a v2 PAYMENT-SIGNATURE, or a v1 X-PAYMENT lifted into v2
-    // form against this route's requirements, so both versions claim the same key.
+    // form against this route's requirements. Keyed by the requirements the gate matched (not the
+    // payload's own `accepted`), so both versions claim the same key.
     const verified = c.get("x402Payment");
     const payment = verified?.payload;
-    const auth = payment && authorizationKey(payment);
+    const auth = verified && authorizationKey(verified.payload, verified.requirements);
     if (!payment || !auth) {
       // Only EIP-3009 authorizations carry a nonce we can claim; anything else (e.g. Permit2)
       // could not be guarded against replay or recorded, so it is refused before the handler.
@@ -84,7 +85,9 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     const resource = ledgerResource(c.req.raw, routeResource);
     await next();
     const claim = c.get("paymentClaim");
-    if (!claim || claim.released) return;
+    // A claim is made only for a payment the gate verified (guardAuthorization), so both are set.
+    const verified = c.get("x402Payment");
+    if (!claim || claim.released || !verified) return;
     const requestId = c.get("requestId");
     const header = c.res.headers.get("payment-response");
     const settlement = header ? decodePaymentResponseHeader(header) : undefined;
@@ -132,6 +135,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       requestId,
       resource,
       payment: claim.payment,
+      requirements: verified.requirements,
       settlement,
       payout: c.get("payout"),
     };

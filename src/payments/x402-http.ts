@@ -33,13 +33,21 @@ function refuse(c: Context<AppEnv>, reason: string, message: string, required?: 
   return c.json({ ...offer, error: `Payment rejected: ${message}`, reason }, 402);
 }
 
-/** A v2 payment header that decodes to a PaymentPayload at all (the library would read it as none). */
-function decodesAsPayment(header: string): boolean {
+/**
+ * What a v2 payment header decodes to: a PaymentPayload at all (the library would read anything
+ * else as none), and of version 2. @x402/core's server matches a version 1 payload on scheme and
+ * network only, so the payer's own `accepted` (another asset, amount 1) passed unchecked into the
+ * claim and the ledger. v1 comes in through `X-PAYMENT` only, lifted against the route's own
+ * requirements (x402-v1.ts).
+ */
+function readPayment(header: string): "payment" | "not_a_payment" | "not_v2" {
   try {
     const p = decodePaymentSignatureHeader(header) as Partial<PaymentPayload> | null;
-    return typeof p === "object" && p !== null && typeof p.payload === "object" && p.payload !== null;
+    if (typeof p !== "object" || p === null || typeof p.payload !== "object" || p.payload === null)
+      return "not_a_payment";
+    return p.x402Version === 2 ? "payment" : "not_v2";
   } catch {
-    return false;
+    return "not_a_payment";
   }
 }
 
@@ -172,10 +180,17 @@ export function x402HttpGate(
 
     // A header that is not a payment at all would be read by the library as no payment, and
     // answered as a plain "payment required": the client could not tell its encoding bug apart.
-    if (header && !decodesAsPayment(header)) {
+    const read = header ? readPayment(header) : undefined;
+    if (read === "not_a_payment") {
       return refuseWithOffer(
         "invalid_payment_header",
         "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, accepted and payload)",
+      );
+    }
+    if (read === "not_v2") {
+      return refuseWithOffer(
+        "invalid_x402_version",
+        "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }
 

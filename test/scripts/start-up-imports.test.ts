@@ -25,6 +25,7 @@ const FIRST_USE_ONLY = [
   "@modelcontextprotocol/sdk",
   "@hono/mcp",
   "htmlparser2",
+  "markdown-it",
   "html-to-text",
   "mdream",
   "re2js",

@@ -2,6 +2,7 @@ import { type ChildNode, Element, Text } from "domhandler";
 import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
 import { DomUtils, Parser, parseDocument } from "htmlparser2";
+import MarkdownIt, { type Token } from "markdown-it";
 import { htmlToMarkdown } from "mdream";
 import { InputError, type Loc } from "../../http/validation";
 
@@ -142,7 +143,9 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
   const doc = parseDocument(html);
   const removed: ChildNode[] = [];
   const endingInLt: Text[] = [];
-  const walk = (nodes: ChildNode[]) => {
+  // inTable: inside a <table>; inCell: inside one of its cells, where mdream writes block elements
+  // as raw HTML (a GFM row is one line).
+  const walk = (nodes: ChildNode[], inTable: boolean, inCell: boolean) => {
     for (const node of nodes) {
       if (node.type === "comment" || node.type === "directive") removed.push(node);
       // Dropped by mdream anyway; and the serializer writes the text of <noscript>, <iframe>,
@@ -162,11 +165,19 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
           const v = node.attribs[a];
           if (v !== undefined) node.attribs[a] = inertUrl(v);
         }
+        const name = node.name;
+        renameForMarkdown(node, inTable, inCell);
+        walk(
+          node.children,
+          inTable || name === "table",
+          inCell || (inTable && (name === "td" || name === "th")),
+        );
+        continue;
       }
-      if ("children" in node) walk(node.children);
+      if ("children" in node) walk(node.children, inTable, inCell);
     }
   };
-  walk(doc.children);
+  walk(doc.children, false, false);
   for (const node of removed) DomUtils.removeElement(node);
   // mdream writes code as it is (`&lt;` back to `<`): safe only while it stays a code block or
   // span. A <pre> inside an inline element or a heading got its fence on the line of `**` or `## `
@@ -177,13 +188,55 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
   }
   for (const code of DomUtils.getElementsByTagName("code", doc.children, true)) {
     if (DomUtils.getParent(code) && !insidePre(code)) {
-      const text = DomUtils.textContent(code).replace(/\s+/g, " ");
-      DomUtils.replaceElement(code, new Element("code", {}, [new Text(text)]));
+      const text = new Text(DomUtils.textContent(code).replace(/\s+/g, " "));
+      // marked reads a code span inside link text differently from CommonMark (it can end the
+      // span early and leave its "<" raw): there, code holding a "<" is written as escaped text.
+      if (text.data.includes("<") && [...ancestors(code)].some((p) => "name" in p && p.name === "a")) {
+        DomUtils.replaceElement(code, text);
+        if (text.data.endsWith("<")) endingInLt.push(text);
+      } else DomUtils.replaceElement(code, new Element("code", {}, [text]));
     }
   }
   const mark = endingInLt.length ? unusedMark(html) : undefined;
   for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
   return { html: DomUtils.getOuterHTML(doc), mark };
+}
+
+/**
+ * mdream writes some elements as raw HTML, and text after such a tag escaped the Markdown way
+ * (`\<img …>`), which a raw HTML block does not read as an escape: those become plain containers.
+ * Table parts outside a table made it think it was in a cell, and inside a cell it writes lists,
+ * headings, rules, <pre> and nested tables raw: there they become inline text.
+ */
+const RAW_AS_BLOCK = new Set(["address", "dd", "details", "dl", "dt", "summary"]);
+const RAW_AS_INLINE = new Set(["ins", "mark", "sub", "sup", "u"]);
+const TABLE_PARTS = new Set(["thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col"]);
+const BLOCKS_IN_CELL = new Set([
+  ...TABLE_PARTS,
+  ...RAW_AS_BLOCK,
+  "table",
+  "ul",
+  "ol",
+  "menu",
+  "blockquote",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+]);
+function renameForMarkdown(node: Element, inTable: boolean, inCell: boolean) {
+  const name = node.name;
+  if (inCell) {
+    if (name === "pre") node.name = "code";
+    else if (name === "hr") node.name = "br";
+    else if (name === "li") {
+      node.name = "span";
+      DomUtils.appendChild(node, new Text(" "));
+    } else if (BLOCKS_IN_CELL.has(name) || RAW_AS_INLINE.has(name)) node.name = "span";
+  } else if (RAW_AS_BLOCK.has(name) || (!inTable && TABLE_PARTS.has(name))) node.name = "div";
+  else if (RAW_AS_INLINE.has(name)) node.name = "span";
 }
 
 /**
@@ -205,8 +258,8 @@ const restoreMark = (md: string, mark: string) =>
   md.replace(new RegExp(`${mark}(?=[A-Za-z/!?])`, "g"), "&lt;").replaceAll(mark, "<");
 
 // Where a <pre> stays a code block: every ancestor a block container mdream starts on a new line
-// and writes as Markdown (not <address>, <dl> or <dt>, which it writes as raw HTML, where a fence
-// is no fence, nor <figcaption>, which it writes as emphasis).
+// and writes as Markdown (not <figcaption>, which it writes as emphasis; those it writes as raw
+// HTML, where a fence is no fence, are plain <div>s by now: renameForMarkdown).
 const BLOCK_PARENTS = new Set([
   "html",
   "body",
@@ -367,5 +420,42 @@ export function htmlToMd(html: string): string {
   prepass(html, ["html"]);
   const safe = safeForMarkdown(html);
   const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } });
-  return neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim();
+  return inertForRenderers(neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim());
+}
+
+/**
+ * The last word: every pass above answers one way mdream's output was found to run script, and
+ * each review found another. So the output is read as a renderer reads it (markdown-it, raw HTML
+ * on, its own link filter off) whenever it could hold a tag at all, and if it holds raw HTML
+ * other than a line break (mdream's `<br>` in table cells) or a script link, every "<" and "["
+ * becomes a character reference: shown the same, and nothing can open a tag, an autolink or a link.
+ */
+let reader: InstanceType<typeof MarkdownIt> | undefined;
+const INERT_HTML = /^<br\s*\/?>$/i;
+export function inertForRenderers(md: string): string {
+  if (!/<[A-Za-z/!?]/.test(md)) return md;
+  if (!reader) {
+    reader = new MarkdownIt({ html: true });
+    reader.validateLink = () => true;
+  }
+  let live = false;
+  const look = (tokens: Token[]) => {
+    for (const t of tokens) {
+      if (live) return;
+      if (t.type === "html_block" || t.type === "html_inline") live = !INERT_HTML.test(t.content.trim());
+      else if (t.type === "link_open" || t.type === "image")
+        live = scriptScheme(String(t.attrGet(t.type === "image" ? "src" : "href") ?? ""));
+      if (t.children) look(t.children);
+    }
+  };
+  look(reader.parse(md, {}));
+  return live ? md.replaceAll("<", "&lt;").replaceAll("[", "&#91;") : md;
+}
+/** A URL a browser would run as script: tabs and line breaks dropped, leading controls and spaces trimmed. */
+function scriptScheme(url: string): boolean {
+  const bare = url.replace(/[\t\n\r]/g, "");
+  let start = 0;
+  while (start < bare.length && bare.charCodeAt(start) <= 0x20) start++;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(bare.slice(start));
+  return scheme !== null && DANGEROUS_SCHEMES.has((scheme[1] as string).toLowerCase());
 }

@@ -7,7 +7,12 @@ import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { parseIPv6 } from "../net/ip-ranges";
 import { recordSession } from "../payments/checkout-ledger";
-import { checkoutRequest, idempotencyHeader, payloadTooLarge } from "../payments/checkout-request";
+import {
+  checkoutRequest,
+  idempotencyHeader,
+  payloadInvalid,
+  payloadTooLarge,
+} from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
 import { logStripeFailure, stripeClient, stripeErrors } from "../payments/stripe";
@@ -80,6 +85,9 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   if (tooLarge) return validationResponse(c, [tooLarge]);
   const skill = skillById(body.skill_id);
   if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);
+  // Before Stripe too: a payload the skill refuses was a 422 only on the success page, once paid.
+  const invalid = payloadInvalid(skill, body.payload);
+  if (invalid) return validationResponse(c, invalid);
   const cfg = publicConfig(c.env, c.req.url);
   const stripe = await stripeClient(c.env);
   if (!cfg.cardpayEnabled || !stripe) {

@@ -64,7 +64,8 @@ export function payloadInvalid(skill: Skill, payload: unknown): ErrorItem[] | un
   return result.success ? undefined : zodItems(result.error, body, ["body", "payload"]);
 }
 
-// An Idempotency-Key as clients send it (IETF draft): printable ASCII, at most 255 characters.
+/** An Idempotency-Key as clients send it (IETF draft): printable ASCII, at most 255 characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 export const idempotencyHeader = z
   .string()
-  .regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1 to 255 printable ASCII characters");
+  .regex(IDEMPOTENCY_KEY_PATTERN, "Idempotency-Key must be 1 to 255 printable ASCII characters");

@@ -9,6 +9,7 @@ import { parseIPv6 } from "../net/ip-ranges";
 import { recordSession } from "../payments/checkout-ledger";
 import {
   checkoutRequest,
+  IDEMPOTENCY_KEY_PATTERN,
   idempotencyHeader,
   payloadInvalid,
   payloadTooLarge,
@@ -29,6 +30,18 @@ const createCheckout = operation({
   operationId: "create_card_checkout",
   summary: "Buy a pack of calls of one skill by card (Stripe Checkout)",
   tags: ["checkout"],
+  // Read by the handler itself (its 422 is on ["header","idempotency-key"]); the pattern is the one
+  // it checks, so the document cannot drift from it.
+  headers: [
+    {
+      name: "Idempotency-Key",
+      in: "header",
+      required: false,
+      description:
+        "A random UUID: a retry with the same key and body from the same network returns the same session; the same key with another body is a 409. Without it every request is a new checkout.",
+      schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
+    },
+  ],
   body: checkoutRequest,
   // The first call's payload reaches json_sort or json_flatten as written, as over HTTP and MCP.
   exactIntegers: true,
@@ -36,7 +49,12 @@ const createCheckout = operation({
   responses: {
     "200": json("Checkout created", ref("CheckoutCreated")),
     "404": ERROR("Unknown skill_id"),
+    "409": ERROR("This Idempotency-Key was already used for a different checkout; use a new key"),
     "422": VALIDATION,
+    "429": ERROR("Rate limited (Retry-After): too many checkouts from your IP address"),
+    "502": ERROR(
+      "Stripe did not create the checkout session: retry with a new Idempotency-Key (Stripe replays a failure for the same key for at least 24 hours), or, without one, try again",
+    ),
     "503": ERROR("Card payments not configured"),
   },
 });

@@ -1,6 +1,7 @@
 import * as z from "zod";
-import type { ErrorItem } from "../http/validation";
+import { type ErrorItem, zodItems } from "../http/validation";
 import { jsonByteLength } from "../skills/lib/output-size";
+import type { Skill } from "../skills/types";
 import { MAX_CALLS } from "./credits";
 
 /**
@@ -20,7 +21,7 @@ export const checkoutRequest = z.object({
     .looseObject({})
     .optional()
     .meta({
-      description: `Body of your first call; it runs once when the payment completes. At most ${FIRST_CALL_MAX_BYTES} bytes (1 MiB) of JSON, else 422 payload_too_large; make larger calls with the key.`,
+      description: `Body of your first call; it runs once when the payment completes. Checked before payment against the skill's own request schema (422 on ["body","payload",...], as the skill's route answers). At most ${FIRST_CALL_MAX_BYTES} bytes (1 MiB) of JSON, else 422 payload_too_large; make larger calls with the key.`,
     }),
   quantity: z
     .int()
@@ -47,7 +48,24 @@ export function payloadTooLarge(payload: unknown): ErrorItem | undefined {
   };
 }
 
-// An Idempotency-Key as clients send it (IETF draft): printable ASCII, at most 255 characters.
+/**
+ * The 422 items for a first-call payload the skill's own route would refuse, or undefined: the
+ * skill's input schema and the route's FastAPI items (jsonBody's), located under body.payload.
+ * Checked before Stripe is asked: it was applied only when the paid call ran, so the buyer paid
+ * and then read a 422 on the success page. The schema only: the skill is not run (checks in its
+ * code, e.g. text the encoding cannot hold, still answer on the success page, credit unspent).
+ */
+export function payloadInvalid(skill: Skill, payload: unknown): ErrorItem[] | undefined {
+  if (payload === undefined) return undefined;
+  // Judged as runFirstPayload will read it back from the row: the checkout body keeps integers
+  // past 2^53 as raw JSON (for json_sort and json_flatten), another skill reads them as numbers.
+  const body = skill.exactIntegers ? payload : (JSON.parse(JSON.stringify(payload)) as unknown);
+  const result = skill.input.safeParse(body, { reportInput: true });
+  return result.success ? undefined : zodItems(result.error, body, ["body", "payload"]);
+}
+
+/** An Idempotency-Key as clients send it (IETF draft): printable ASCII, at most 255 characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 export const idempotencyHeader = z
   .string()
-  .regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1 to 255 printable ASCII characters");
+  .regex(IDEMPOTENCY_KEY_PATTERN, "Idempotency-Key must be 1 to 255 printable ASCII characters");

@@ -28,6 +28,9 @@ export const webhookOperation = operation({
   responses: {
     "200": json("Event received"),
     "400": ERROR("Missing or invalid signature"),
+    "502": ERROR(
+      "Stripe could not be read (session, payment, refunds or dispute); nothing recorded, Stripe redelivers",
+    ),
     "503": ERROR("Not configured"),
   },
 });

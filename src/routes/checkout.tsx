@@ -7,7 +7,13 @@ import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { parseIPv6 } from "../net/ip-ranges";
 import { recordSession } from "../payments/checkout-ledger";
-import { checkoutRequest, idempotencyHeader, payloadTooLarge } from "../payments/checkout-request";
+import {
+  checkoutRequest,
+  IDEMPOTENCY_KEY_PATTERN,
+  idempotencyHeader,
+  payloadInvalid,
+  payloadTooLarge,
+} from "../payments/checkout-request";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal, packSize } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
 import { logStripeFailure, stripeClient, stripeErrors } from "../payments/stripe";
@@ -24,6 +30,18 @@ const createCheckout = operation({
   operationId: "create_card_checkout",
   summary: "Buy a pack of calls of one skill by card (Stripe Checkout)",
   tags: ["checkout"],
+  // Read by the handler itself (its 422 is on ["header","idempotency-key"]); the pattern is the one
+  // it checks, so the document cannot drift from it.
+  headers: [
+    {
+      name: "Idempotency-Key",
+      in: "header",
+      required: false,
+      description:
+        "A random UUID: a retry with the same key and body from the same network returns the same session; the same key with another body is a 409. Without it every request is a new checkout.",
+      schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
+    },
+  ],
   body: checkoutRequest,
   // The first call's payload reaches json_sort or json_flatten as written, as over HTTP and MCP.
   exactIntegers: true,
@@ -31,7 +49,12 @@ const createCheckout = operation({
   responses: {
     "200": json("Checkout created", ref("CheckoutCreated")),
     "404": ERROR("Unknown skill_id"),
+    "409": ERROR("This Idempotency-Key was already used for a different checkout; use a new key"),
     "422": VALIDATION,
+    "429": ERROR("Rate limited (Retry-After): too many checkouts from your IP address"),
+    "502": ERROR(
+      "Stripe did not create the checkout session: retry with a new Idempotency-Key (Stripe replays a failure for the same key for at least 24 hours), or, without one, try again",
+    ),
     "503": ERROR("Card payments not configured"),
   },
 });
@@ -80,6 +103,9 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   if (tooLarge) return validationResponse(c, [tooLarge]);
   const skill = skillById(body.skill_id);
   if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);
+  // Before Stripe too: a payload the skill refuses was a 422 only on the success page, once paid.
+  const invalid = payloadInvalid(skill, body.payload);
+  if (invalid) return validationResponse(c, invalid);
   const cfg = publicConfig(c.env, c.req.url);
   const stripe = await stripeClient(c.env);
   if (!cfg.cardpayEnabled || !stripe) {

@@ -1,0 +1,121 @@
+import { env } from "cloudflare:test";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { FIXTURE } from "../fixtures/upstream-requests";
+
+// What the reviewer found at the HTTP edges: requests no client should send, which must still get
+// the documented answer (a 402 with the offer, a 4xx in JSON), never a 500 or a silent change.
+const app = createApp();
+const ORIGIN = "https://skills.test";
+const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+const betaEnv = { ...env, FREE_BETA: "true", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+
+const send = (path: string, init: RequestInit, e: object) =>
+  app.fetch(new Request(`${ORIGIN}${path}`, init), e);
+
+/** A payment-identifier extension with a valid id: identify() reads it before the gate runs. */
+const withId = { "payment-identifier": { info: { id: "abcdefghijklmnopqrst" } } };
+const b64 = (value: unknown) => btoa(JSON.stringify(value));
+
+describe("a PAYMENT-SIGNATURE that is not a payment is refused as such on every paid route, never a 500", () => {
+  const notPayments: [string, string][] = [
+    ["null", btoa("null")],
+    ["an id and no payload", b64({ extensions: withId })],
+    ["an id and payload null", b64({ x402Version: 2, payload: null, extensions: withId })],
+    ["an id and payload a string", b64({ x402Version: 2, payload: "x", extensions: withId })],
+    // What already got the refusal: the same answer for all of them.
+    ["{}", b64({})],
+    ["1", b64(1)],
+    ['"x"', b64("x")],
+    ["[]", b64([])],
+  ];
+  const routes: [string, string, string | undefined][] = [
+    ["POST", "/api/skills/sha256", JSON.stringify({ text: "abc" })],
+    ["POST", "/api/skills/slugify", JSON.stringify({ text: "abc" })],
+    ["GET", "/api/partners/pricefeed/try/price", undefined],
+    ["POST", "/api/partners/pricefeed/try/price", "{}"],
+  ];
+  const answer = async (
+    method: string,
+    path: string,
+    body: string | undefined,
+    header: string,
+    e: object,
+  ) => {
+    const res = await send(
+      path,
+      { method, headers: { "content-type": "application/json", "payment-signature": header }, body },
+      e,
+    );
+    const json = await res.json<{ reason?: string; accepts?: unknown[] }>();
+    // The offer to sign again: in the body for v1 clients, in PAYMENT-REQUIRED for v2 clients.
+    const required = res.headers.get("payment-required");
+    return {
+      status: res.status,
+      reason: json.reason,
+      offers: json.accepts?.length ?? 0,
+      v2Offers: required ? decodePaymentRequiredHeader(required).accepts.length : 0,
+    };
+  };
+
+  it.each(notPayments)(
+    "payments on: %s → 402 invalid_payment_header with the offer",
+    async (_name, header) => {
+      for (const [method, path, body] of routes) {
+        const where = `${method} ${path}`;
+        expect(await answer(method, path, body, header, paidEnv), where).toEqual({
+          status: 402,
+          reason: "invalid_payment_header",
+          offers: 1,
+          v2Offers: 1,
+        });
+      }
+    },
+  );
+
+  it.each(notPayments)(
+    "free beta: %s is answered as {} is (a skill runs free, a try call is refused)",
+    async (_name, header) => {
+      for (const [method, path, body] of routes) {
+        const where = `${method} ${path}`;
+        const got = await answer(method, path, body, header, betaEnv);
+        expect(got, where).toEqual(await answer(method, path, body, b64({}), betaEnv));
+        expect(got.status, where).toBe(path.includes("/try/") ? 402 : 200);
+      }
+    },
+  );
+
+  it("over MCP: a _meta payment with an id and payload null is the same refusal, not an internal error", async () => {
+    for (const payload of [null, undefined, "x"]) {
+      const res = await send(
+        "/mcp",
+        {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: {
+              name: "sha256",
+              arguments: { text: "abc" },
+              _meta: { "x402/payment": { x402Version: 2, payload, extensions: withId } },
+            },
+          }),
+        },
+        paidEnv,
+      );
+      expect(res.status).toBe(200);
+      const answer = await res.json<{
+        result: { isError: boolean; structuredContent: Record<string, unknown> };
+      }>();
+      expect(answer.result.isError, String(payload)).toBe(true);
+      expect(answer.result.structuredContent, String(payload)).toMatchObject({
+        x402Version: 2,
+        reason: "invalid_payment_header",
+      });
+      expect(answer.result.structuredContent.accepts).toEqual([expect.objectContaining({ amount: "3000" })]);
+    }
+  });
+});

@@ -52,6 +52,12 @@ async function signedIn(c: Context<AppEnv>) {
   return timingSafeEqual(cookie, await sessionValue(token, issuedAt));
 }
 
+/**
+ * The form's fields. A body the runtime cannot read as a form (multipart/form-data without its
+ * boundary, or with one and no parts) has none: the answer is the form's own refusal, not a 500.
+ */
+const formOf = (c: Context<AppEnv>) => c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+
 // Forms are tiny; the Origin check refuses a cross-site POST before any cookie is looked at.
 adminDashboardRoutes.use("/admin/*", limitBody(4096), csrf());
 adminDashboardRoutes.use("/admin", async (c, next) => {
@@ -91,7 +97,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
 // guessing the token is 20 tries a minute per address, not as many as the network allows.
 adminDashboardRoutes.post("/admin/login", freeQuota("admin-login"), async (c) => {
   const token = c.env.ADMIN_TOKEN as string;
-  const form = await c.req.parseBody();
+  const form = await formOf(c);
   const given = typeof form.token === "string" ? form.token : "";
   if (!(await timingSafeEqual(given, token))) {
     return c.html(<AdminLoginPage error="Wrong admin token." />, 401);
@@ -115,7 +121,7 @@ adminDashboardRoutes.post("/admin/logout", async (c) => {
 adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", async (c) => {
   const token = c.env.ADMIN_TOKEN as string;
   if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
-  const form = await c.req.parseBody();
+  const form = await formOf(c);
   const given = typeof form.csrf === "string" ? form.csrf : "";
   if (!(await timingSafeEqual(given, await csrfValue(token)))) return detail(c, 403, "Invalid CSRF token");
   const partnerId = c.req.param("partner_id");

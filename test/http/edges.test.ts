@@ -119,3 +119,51 @@ describe("a PAYMENT-SIGNATURE that is not a payment is refused as such on every 
     }
   });
 });
+
+describe("/admin forms", () => {
+  const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
+  const same = { origin: ORIGIN };
+  const signIn = async () => {
+    const login = await send(
+      "/admin/login",
+      { method: "POST", headers: same, body: new URLSearchParams({ token: adminEnv.ADMIN_TOKEN }) },
+      adminEnv,
+    );
+    expect(login.status).toBe(303);
+    return (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+  };
+  // A multipart type without its boundary, or whose body is no multipart: the form has no fields.
+  const notForms: [string, string][] = [
+    ["multipart/form-data", "token=x"],
+    ["multipart/form-data; boundary=zz", "token=x"],
+    ["multipart/form-data; boundary=zz", "--zz\r\nnot a part"],
+  ];
+
+  it.each(notForms)(
+    "a sign-in sent as %s (%j) is the login page with its error, not a 500",
+    async (type, body) => {
+      const res = await send(
+        "/admin/login",
+        { method: "POST", headers: { ...same, "content-type": type }, body },
+        adminEnv,
+      );
+      expect(res.status).toBe(401);
+      expect(res.headers.get("set-cookie")).toBeNull();
+      expect(await res.text()).toContain("Wrong admin token.");
+    },
+  );
+
+  it.each(notForms)(
+    "a settle form sent as %s (%j) is refused with 403 Invalid CSRF token, not a 500",
+    async (type, body) => {
+      const cookie = await signIn();
+      const res = await send(
+        "/admin/payouts/pricefeed/settle",
+        { method: "POST", headers: { ...same, cookie, "content-type": type }, body },
+        adminEnv,
+      );
+      expect(res.status).toBe(403);
+      expect(await res.json()).toEqual({ detail: "Invalid CSRF token" });
+    },
+  );
+});

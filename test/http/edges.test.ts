@@ -167,3 +167,71 @@ describe("/admin forms", () => {
     },
   );
 });
+
+describe("/admin refusals are the app's JSON, and an unrouted method is a 405", () => {
+  const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
+  const text = { "content-type": "text/plain" };
+  const paths: [string, string][] = [
+    ["/admin", "GET, HEAD"],
+    ["/admin/login", "POST"],
+    ["/admin/logout", "POST"],
+    ["/admin/payouts/x/settle", "POST"],
+  ];
+
+  it.each(paths)(
+    "%s: PUT, PATCH, DELETE and TRACE with a text body and no Origin → 405, Allow: %s",
+    async (path, allow) => {
+      for (const method of ["PUT", "PATCH", "DELETE", "TRACE"]) {
+        const res = await send(path, { method, headers: text, body: "x" }, adminEnv);
+        expect(res.status, `${method} ${path}`).toBe(405);
+        expect(res.headers.get("allow"), `${method} ${path}`).toBe(allow);
+        expect(await res.json(), `${method} ${path}`).toEqual({ detail: "Method Not Allowed" });
+      }
+    },
+  );
+
+  it("POST /admin (no such form) is a 405 too, Origin or not", async () => {
+    for (const headers of [text, { ...text, origin: ORIGIN }]) {
+      const res = await send("/admin", { method: "POST", headers, body: "x" }, adminEnv);
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("GET, HEAD");
+      expect(await res.json()).toEqual({ detail: "Method Not Allowed" });
+    }
+  });
+
+  it.each(paths.slice(1))("POST %s from no site or another site → 403 in JSON", async (path) => {
+    for (const headers of [
+      text,
+      { ...text, origin: "https://evil.test" },
+      { ...text, "sec-fetch-site": "cross-site" },
+    ]) {
+      const res = await send(path, { method: "POST", headers, body: "token=x" }, adminEnv);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(res.headers.get("content-type")).toContain("application/json");
+      const body = await res.json<{ detail: string }>();
+      expect(body.detail).toMatch(/this site's own/);
+    }
+  });
+
+  it("the same-site form still passes the Origin check (Origin, or Sec-Fetch-Site: same-origin)", async () => {
+    for (const headers of [{ origin: ORIGIN }, { "sec-fetch-site": "same-origin" }] as Record<
+      string,
+      string
+    >[]) {
+      const res = await send(
+        "/admin/login",
+        { method: "POST", headers, body: new URLSearchParams({ token: "wrong" }) },
+        adminEnv,
+      );
+      expect(res.status).toBe(401);
+      expect(await res.text()).toContain("Wrong admin token.");
+    }
+    // A JSON body is no form a page of another site can send (hono's check lets it through).
+    const json = await send(
+      "/admin/login",
+      { method: "POST", headers: { "content-type": "application/json" }, body: '{"token":"x"}' },
+      adminEnv,
+    );
+    expect(json.status).toBe(401);
+  });
+});

@@ -3,6 +3,7 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { FIXTURE } from "../fixtures/upstream-requests";
+import { detailOf } from "../helpers";
 
 // What the reviewer found at the HTTP edges: requests no client should send, which must still get
 // the documented answer (a 402 with the offer, a 4xx in JSON), never a 500 or a silent change.
@@ -233,5 +234,71 @@ describe("/admin refusals are the app's JSON, and an unrouted method is a 405", 
       adminEnv,
     );
     expect(json.status).toBe(401);
+  });
+});
+
+describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are refused, never replaced", () => {
+  const enc = new TextEncoder();
+  const bytes = (...parts: (string | number[])[]) => {
+    const chunks = parts.map((p) => (typeof p === "string" ? enc.encode(p) : new Uint8Array(p)));
+    const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+    let at = 0;
+    for (const c of chunks) {
+      out.set(c, at);
+      at += c.length;
+    }
+    return out;
+  };
+  const sha = (body: Uint8Array, path = "/api/skills/sha256") =>
+    send(path, { method: "POST", headers: { "content-type": "application/json" }, body }, betaEnv);
+  const hexOf = async (res: Response) => (await res.json<{ hex: string }>()).hex;
+  const digest = async (data: Uint8Array) =>
+    [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))]
+      .map((b) => b.toString(16).padStart(2, "0"))
+      .join("");
+
+  it.each([
+    ["a lone 0xFF", [0xff], 9],
+    ["a continuation byte alone", [0x80], 9],
+    ["an overlong NUL (C0 80)", [0xc0, 0x80], 9],
+    ["a UTF-16 surrogate (ED A0 80)", [0xed, 0xa0, 0x80], 9],
+    ["past U+10FFFF (F4 90 80 80)", [0xf4, 0x90, 0x80, 0x80], 9],
+    ["a character cut short (E2 82)", [0xe2, 0x82], 9],
+  ] as const)("%s in a string → 422 json_invalid at its byte offset", async (_name, bad, offset) => {
+    const res = await sha(bytes('{"text":"', [...bad], '"}'));
+    expect(res.status).toBe(422);
+    const [item, ...rest] = await detailOf(res);
+    expect(rest).toEqual([]);
+    expect(item).toMatchObject({
+      loc: ["body", offset],
+      msg: "JSON decode error",
+      type: "json_invalid",
+      input: {},
+    });
+    expect(String(item?.ctx?.error)).toMatch(/UTF-8/);
+  });
+
+  it("the offset counts bytes after valid multi-byte characters; a cut character at the very end is refused too", async () => {
+    const res = await sha(bytes('{"text":"é€', [0xff], '"}'));
+    expect((await detailOf(res))[0]?.loc).toEqual(["body", 14]);
+    const cut = await sha(bytes('{"text":"a"}', [0xf0, 0x9f]));
+    expect((await detailOf(cut))[0]?.loc).toEqual(["body", 12]);
+  });
+
+  it("valid UTF-8 (2-, 3- and 4-byte characters) hashes the bytes sent; a leading BOM is still accepted", async () => {
+    const text = "é€😀 and a real \uFFFD";
+    const expected = await digest(enc.encode(text));
+    expect(await hexOf(await sha(bytes(JSON.stringify({ text }))))).toBe(expected);
+    const bom = await sha(bytes([0xef, 0xbb, 0xbf], JSON.stringify({ text })));
+    expect(bom.status).toBe(200);
+    expect(await hexOf(bom)).toBe(expected);
+  });
+
+  it("every route that validates a JSON body refuses it the same way (a declared operation too)", async () => {
+    const slug = await sha(bytes('{"text":"', [0xff], '"}'), "/api/skills/slugify");
+    expect((await detailOf(slug))[0]).toMatchObject({ loc: ["body", 9], type: "json_invalid" });
+    const checkout = await sha(bytes('{"pack":"', [0xff], '"}'), "/api/cardpay/checkout");
+    expect(checkout.status).toBe(422);
+    expect((await detailOf(checkout))[0]).toMatchObject({ loc: ["body", 9], type: "json_invalid" });
   });
 });

@@ -301,4 +301,24 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
     expect(checkout.status).toBe(422);
     expect((await detailOf(checkout))[0]).toMatchObject({ loc: ["body", 9], type: "json_invalid" });
   });
+
+  it("/mcp refuses such a body as a JSON-RPC parse error", async () => {
+    const res = await send(
+      "/mcp",
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: bytes(
+          '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sha256","arguments":{"text":"',
+          [0xff],
+          '"}}}',
+        ),
+      },
+      betaEnv,
+    );
+    expect(res.status).toBe(400);
+    const answer = await res.json<{ error: { code: number; message: string } }>();
+    expect(answer.error.code).toBe(-32700);
+    expect(answer.error.message).toMatch(/UTF-8/);
+  });
 });

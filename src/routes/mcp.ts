@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
 import { parseKeepingIntegers } from "../http/exact-integers";
@@ -40,11 +40,11 @@ function withExactArguments(parsed: unknown, text: string): unknown {
 export function mcpRoutes(appFetch: AppFetch) {
   const routes = new Hono<AppEnv>();
 
-  routes.on(["GET", "DELETE", "PUT", "PATCH"], MCP_PATH, (c) =>
+  const postOnly = (c: Context<AppEnv>) =>
     rpcError(c, 405, -32000, "Method Not Allowed: this stateless MCP server takes POST only", {
       Allow: "POST",
-    }),
-  );
+    });
+  routes.on(["GET", "DELETE", "PUT", "PATCH"], MCP_PATH, postOnly);
 
   routes.post(
     MCP_PATH,
@@ -94,5 +94,8 @@ export function mcpRoutes(appFetch: AppFetch) {
       return handleMcpMessage(c, parsed, appFetch);
     },
   );
+  // Any other method (TRACE) the same way: left to the app's 405 it answered {"detail": …}. After
+  // POST, so it takes only what no route above did (OPTIONS is the CORS preflight, before routing).
+  routes.all(MCP_PATH, postOnly);
   return routes;
 }

@@ -322,3 +322,46 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
     expect(answer.error.message).toMatch(/UTF-8/);
   });
 });
+
+describe("small mismatches with the reference shapes", () => {
+  it.each([
+    ["é", "ascii", `character "é" at index 0 is not valid ascii`],
+    ["zz", "hex", "text is not valid hex (an even number of 0-9a-f digits)"],
+  ])(
+    "sha256 of %j as %s: msg says 'Value error, …', ctx.error the bare message (as pydantic)",
+    async (text, encoding, message) => {
+      const res = await send(
+        "/api/skills/sha256",
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ text, encoding }),
+        },
+        betaEnv,
+      );
+      expect(res.status).toBe(422);
+      expect(await detailOf(res)).toEqual([
+        {
+          loc: ["body", "text"],
+          msg: `Value error, ${message}`,
+          type: "value_error",
+          input: text,
+          ctx: { error: message },
+        },
+      ]);
+    },
+  );
+
+  it("TRACE /mcp is a JSON-RPC 405, as GET, PUT, PATCH and DELETE are", async () => {
+    for (const method of ["TRACE", "GET", "PUT", "PATCH", "DELETE"]) {
+      const res = await send("/mcp", { method }, betaEnv);
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get("allow"), method).toBe("POST");
+      expect(await res.json(), method).toEqual({
+        jsonrpc: "2.0",
+        error: { code: -32000, message: "Method Not Allowed: this stateless MCP server takes POST only" },
+        id: null,
+      });
+    }
+  });
+});

@@ -328,6 +328,78 @@ export function parseJsonText(
   }
 }
 
+/** Strict UTF-8: an undecodable byte throws. A leading BOM is dropped, as Request.text() drops it. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/**
+ * The continuation bytes a UTF-8 lead byte needs and the range the first of them must fall in
+ * (RFC 3629's table: no overlong forms, no surrogates, nothing past U+10FFFF); undefined for a
+ * byte that begins no character.
+ */
+function utf8Lead(b: number): [count: number, lo: number, hi: number] | undefined {
+  if (b >= 0xc2 && b <= 0xdf) return [1, 0x80, 0xbf];
+  if (b === 0xe0) return [2, 0xa0, 0xbf];
+  if (b === 0xed) return [2, 0x80, 0x9f];
+  if (b >= 0xe1 && b <= 0xef) return [2, 0x80, 0xbf];
+  if (b === 0xf0) return [3, 0x90, 0xbf];
+  if (b >= 0xf1 && b <= 0xf3) return [3, 0x80, 0xbf];
+  if (b === 0xf4) return [3, 0x80, 0x8f];
+  return undefined;
+}
+
+/** Offset of the first character the fatal decoder refused. Only run on that path. */
+function invalidUtf8At(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i] as number;
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    const lead = utf8Lead(b);
+    if (!lead) return i;
+    const [count, lo, hi] = lead;
+    for (let k = 1; k <= count; k++) {
+      const x = bytes[i + k];
+      if (x === undefined || x < (k === 1 ? lo : 0x80) || x > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += count + 1;
+  }
+  return bytes.length;
+}
+
+/**
+ * The request body as text, decoded as strict UTF-8. Request.text() replaces each undecodable
+ * byte with U+FFFD, so a call would run on other text than was sent (sha256 hashed EF BF BD for
+ * a 0xFF); FastAPI refuses such a body. The failure is json_invalid at the byte's offset.
+ */
+export async function bodyText(
+  c: Context,
+): Promise<{ ok: true; text: string } | { ok: false; item: ErrorItem }> {
+  // Read as text by an earlier step (the idempotency fingerprint): decoded there already, and the
+  // body is not read twice.
+  const read = c.req.bodyCache.text;
+  if (read) return { ok: true, text: await read };
+  const buffer = await c.req.arrayBuffer();
+  try {
+    return { ok: true, text: UTF8.decode(buffer) };
+  } catch {
+    const bytes = new Uint8Array(buffer);
+    const at = invalidUtf8At(bytes);
+    const byte = (bytes[at] ?? 0).toString(16).padStart(2, "0");
+    return {
+      ok: false,
+      item: {
+        loc: ["body", at],
+        msg: "JSON decode error",
+        type: "json_invalid",
+        input: {},
+        ctx: { error: `invalid UTF-8: byte 0x${byte} at offset ${at} begins no character` },
+      },
+    };
+  }
+}
+
 /** Handlers read what these accepted with `c.req.valid(target)`, typed from the schema: no casts. */
 type Out<T extends string, S extends z.ZodType> = { out: Record<T, z.output<S>> };
 type V<T extends string, S extends z.ZodType> = MiddlewareHandler<AppEnv, string, Out<T, S>>;
@@ -346,7 +418,9 @@ export function jsonBody<S extends z.ZodType>(
   const schemaOf = typeof schemaOrGetter === "function" ? schemaOrGetter : () => schemaOrGetter;
   return async (c, next) => {
     const schema = schemaOf();
-    const text = await c.req.text();
+    const body = await bodyText(c);
+    if (!body.ok) return validationResponse(c, [body.item]);
+    const text = body.text;
     if (text.trim() === "") {
       return validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
     }

@@ -58,6 +58,9 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   } catch {
     return undefined; // the payment middleware answers a malformed signature
   }
+  // Any JSON decodes (`null`, `1`): what is no object is no payment either, answered by the gate
+  // as invalid_payment_header like the undecodable.
+  if (typeof payment !== "object" || payment === null) return undefined;
   const { isValidPaymentId, PAYMENT_IDENTIFIER } = await import("./paid-call-libs");
   // The id is checked with the extension's format rule only: its validatePaymentIdentifier also
   // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
@@ -96,6 +99,9 @@ type SignedTerms = NonNullable<ReturnType<typeof signedTerms>>;
 
 /** The EIP-3009 authorization of a payload and the EIP-712 domain it is signed under. */
 function signedTerms(payment: PaymentPayload) {
+  // The client's JSON, unchecked: a payload that is missing or null names no payer (the gate
+  // refuses it as invalid_payment_header).
+  if (typeof payment.payload !== "object" || payment.payload === null) return undefined;
   const { authorization: auth, signature } = payment.payload as {
     authorization?: Record<string, string>;
     signature?: string;

@@ -1,6 +1,7 @@
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { csrf } from "hono/csrf";
+import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
@@ -52,8 +53,32 @@ async function signedIn(c: Context<AppEnv>) {
   return timingSafeEqual(cookie, await sessionValue(token, issuedAt));
 }
 
-// Forms are tiny; the Origin check refuses a cross-site POST before any cookie is looked at.
-adminDashboardRoutes.use("/admin/*", limitBody(4096), csrf());
+/**
+ * The form's fields. A body the runtime cannot read as a form (multipart/form-data without its
+ * boundary, or with one and no parts) has none: the answer is the form's own refusal, not a 500.
+ */
+const formOf = (c: Context<AppEnv>) => c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+
+const originCheck = csrf();
+/**
+ * hono's Origin check, on each form's POST only (another method has no route here and gets the
+ * app's 405): a form sent from another site is refused before any cookie is looked at. hono
+ * answers it with a plain-text "Forbidden"; this is the app's JSON refusal instead.
+ */
+const sameSite: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const refused = await originCheck(c, async () => {}).then(
+    () => false,
+    (e) => {
+      if (e instanceof HTTPException && e.status === 403) return true;
+      throw e;
+    },
+  );
+  if (refused) return detail(c, 403, "Forbidden: admin forms are accepted only from this site's own pages");
+  await next();
+};
+
+// Forms are tiny.
+adminDashboardRoutes.use("/admin/*", limitBody(4096));
 adminDashboardRoutes.use("/admin", async (c, next) => {
   c.header("Cache-Control", "no-store");
   if (!c.env.ADMIN_TOKEN)
@@ -89,9 +114,9 @@ adminDashboardRoutes.get("/admin", async (c) => {
 
 // Sign-in attempts count against the per-IP limit of free routes that cost something (RL_FREE):
 // guessing the token is 20 tries a minute per address, not as many as the network allows.
-adminDashboardRoutes.post("/admin/login", freeQuota("admin-login"), async (c) => {
+adminDashboardRoutes.post("/admin/login", sameSite, freeQuota("admin-login"), async (c) => {
   const token = c.env.ADMIN_TOKEN as string;
-  const form = await c.req.parseBody();
+  const form = await formOf(c);
   const given = typeof form.token === "string" ? form.token : "";
   if (!(await timingSafeEqual(given, token))) {
     return c.html(<AdminLoginPage error="Wrong admin token." />, 401);
@@ -106,16 +131,16 @@ adminDashboardRoutes.post("/admin/login", freeQuota("admin-login"), async (c) =>
   return c.redirect("/admin", 303);
 });
 
-adminDashboardRoutes.post("/admin/logout", async (c) => {
+adminDashboardRoutes.post("/admin/logout", sameSite, async (c) => {
   deleteCookie(c, COOKIE, { path: "/admin", secure: true });
   return c.redirect("/admin", 303);
 });
 
 /** Form twin of POST /api/admin/payouts/:partner_id/settle (same domain call). */
-adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", async (c) => {
+adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (c) => {
   const token = c.env.ADMIN_TOKEN as string;
   if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
-  const form = await c.req.parseBody();
+  const form = await formOf(c);
   const given = typeof form.csrf === "string" ? form.csrf : "";
   if (!(await timingSafeEqual(given, await csrfValue(token)))) return detail(c, 403, "Invalid CSRF token");
   const partnerId = c.req.param("partner_id");

@@ -1,8 +1,8 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
 import { parseKeepingIntegers } from "../http/exact-integers";
-import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
+import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
@@ -40,11 +40,11 @@ function withExactArguments(parsed: unknown, text: string): unknown {
 export function mcpRoutes(appFetch: AppFetch) {
   const routes = new Hono<AppEnv>();
 
-  routes.on(["GET", "DELETE", "PUT", "PATCH"], MCP_PATH, (c) =>
+  const postOnly = (c: Context<AppEnv>) =>
     rpcError(c, 405, -32000, "Method Not Allowed: this stateless MCP server takes POST only", {
       Allow: "POST",
-    }),
-  );
+    });
+  routes.on(["GET", "DELETE", "PUT", "PATCH"], MCP_PATH, postOnly);
 
   routes.post(
     MCP_PATH,
@@ -58,7 +58,11 @@ export function mcpRoutes(appFetch: AppFetch) {
         return rpcError(c, 415, -32000, "Unsupported Media Type: Content-Type must be application/json");
       }
       let parsed: unknown;
-      const text = await c.req.text();
+      // Strict UTF-8, as every JSON body (validation.ts): a replaced byte would reach the tool as
+      // other text than was sent.
+      const body = await bodyText(c);
+      if (!body.ok) return rpcError(c, 400, -32700, `Parse error: ${body.item.ctx?.error}`);
+      const text = body.text;
       // The same bound as every JSON body (validation.ts): millions of empty containers would fill
       // the isolate's memory before anything looked at them.
       // (The scan stops at the first bound it crosses, so both are checked.)
@@ -90,5 +94,8 @@ export function mcpRoutes(appFetch: AppFetch) {
       return handleMcpMessage(c, parsed, appFetch);
     },
   );
+  // Any other method (TRACE) the same way: left to the app's 405 it answered {"detail": …}. After
+  // POST, so it takes only what no route above did (OPTIONS is the CORS preflight, before routing).
+  routes.all(MCP_PATH, postOnly);
   return routes;
 }

@@ -29,8 +29,9 @@ const ENCODING_PATTERN = `^\\s*(?:${Object.keys(ALIASES).map(caseless).join("|")
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
+/** pydantic's value_error: the prefix in `msg` only, `ctx.error` the bare message. */
 function bad(message: string, text: string): never {
-  throw InputError.at(["text"], `Value error, ${message}`, text);
+  throw InputError.at(["text"], `Value error, ${message}`, text, "value_error", { error: message });
 }
 
 function codeUnitsAtMost(text: string, max: number, name: string): Uint8Array {

@@ -77,8 +77,12 @@ const sameSite: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-// Forms are tiny.
-adminDashboardRoutes.use("/admin/*", limitBody(4096));
+// Forms are tiny. A bigger body is refused in the app's JSON, as the API's body cap refuses one.
+const MAX_FORM_BYTES = 4096;
+adminDashboardRoutes.use(
+  "/admin/*",
+  limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
+);
 adminDashboardRoutes.use("/admin", async (c, next) => {
   c.header("Cache-Control", "no-store");
   if (!c.env.ADMIN_TOKEN)

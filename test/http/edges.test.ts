@@ -365,3 +365,28 @@ describe("small mismatches with the reference shapes", () => {
     }
   });
 });
+
+describe("/admin body cap", () => {
+  it("a body over 4096 bytes is a JSON 413, with or without a declared length", async () => {
+    const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
+    const big = "x".repeat(5000);
+    const chunked = () =>
+      new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(big));
+          controller.close();
+        },
+      });
+    for (const path of ["/admin", "/admin/login", "/admin/payouts/x/settle"]) {
+      for (const body of [big, chunked()]) {
+        const res = await send(
+          path,
+          { method: "POST", headers: { origin: ORIGIN, "content-type": "text/plain" }, body },
+          adminEnv,
+        );
+        expect(res.status, path).toBe(413);
+        expect(await res.json(), path).toEqual({ detail: "Request body larger than 4096 bytes" });
+      }
+    }
+  });
+});

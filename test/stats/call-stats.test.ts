@@ -314,7 +314,7 @@ describe("/admin dashboard", () => {
   }, async () => {
     const big = await adminLogin("x".repeat(5000), adminEnv);
     expect(big.status).toBe(413);
-    expect(await big.text()).toBe("Payload Too Large");
+    expect(await big.json()).toEqual({ detail: "Request body larger than 4096 bytes" });
     expect((await adminLogin("x".repeat(100), adminEnv)).status).toBe(401);
   });
 

@@ -66,9 +66,15 @@ export function encodeText(text: string, encoding: Encoding): Uint8Array {
       return codeUnitsAtMost(text, 0x7f, "ascii");
     case "base64": {
       const compact = text.replace(/[\t\n\r ]/g, "");
-      const url = !BASE64.test(compact) && BASE64URL.test(compact) && compact.length % 4 !== 1;
+      // base64url may carry its padding (RFC 4648 §5): then the whole is a multiple of 4.
+      const bare = compact.replace(/={1,2}$/, "");
+      const url =
+        !BASE64.test(compact) &&
+        BASE64URL.test(bare) &&
+        bare.length % 4 !== 1 &&
+        (bare === compact || compact.length % 4 === 0);
       if (!url && !BASE64.test(compact)) bad("text is not valid base64", text);
-      return new Uint8Array(Buffer.from(compact, url ? "base64url" : "base64"));
+      return new Uint8Array(Buffer.from(url ? bare : compact, url ? "base64url" : "base64"));
     }
     case "hex":
       if (text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) {

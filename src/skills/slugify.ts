@@ -46,7 +46,9 @@ export const slugify = defineSkill({
   async run({ text, max_len }) {
     slugifyText ??= (await import("@sindresorhus/slugify")).default;
     const slug = limitSlug(
-      slugifyText(text, { separator: "-", lowercase: true, decamelize: false }),
+      // Compatibility forms first (NFKC): a PDF's "ﬁ" ligature is "fi", "Ⅻ" "XII", a full-width
+      // "Ａ" "A"; the slugifier knows none of them and dropped them.
+      slugifyText(text.normalize("NFKC"), { separator: "-", lowercase: true, decamelize: false }),
       max_len,
     );
     return { slug, chars: slug.length, empty: slug.length === 0 };

@@ -31,6 +31,17 @@ describe("sha256", () => {
     SKILL_TEST_TIMEOUT,
   );
 
+  it(
+    "base64 in the URL alphabet is read with or without its padding (RFC 4648 §5)",
+    async () => {
+      const fbff = (await hash("-_8", "base64")).body.hex;
+      expect((await hash("-_8=", "base64")).body).toMatchObject({ bytes: 2, hex: fbff });
+      expect((await hash("-_8==", "base64")).status).toBe(422);
+      expect((await hash("-_=", "base64")).status).toBe(422);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
   it.each([
     ["é", "ascii"],
     ["€", "latin1"],
@@ -141,6 +152,17 @@ describe("json_schema_validate", () => {
       errors: { instance_path: string; message: string; keyword: string }[];
       checked: boolean;
     }>();
+
+  it(
+    "format ipv4 is a dotted quad without leading zeros, as JSON Schema's test suite has it",
+    async () => {
+      for (const ip of ["1.1.1.1", "0.0.0.0", "255.255.255.255", "192.168.0.10"])
+        expect((await validate(ip, { format: "ipv4" })).valid, ip).toBe(true);
+      for (const ip of ["01.1.1.1", "010.001.001.001", "256.1.1.1", "1.1.1", "1.1.1.1\n"])
+        expect((await validate(ip, { format: "ipv4" })).valid, ip).toBe(false);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 
   it(
     "reports each failure with its instance path",

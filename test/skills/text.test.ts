@@ -181,6 +181,9 @@ describe("slugify", () => {
     async () => {
       expect((await slug("Ærøskøbing – Straße Öl")).slug).toBe("aeroskobing-strasse-oel");
       expect((await slug("  Hello,   World!! ")).slug).toBe("hello-world");
+      // Compatibility characters (a PDF's ligatures, Roman numerals, full-width letters) kept.
+      expect((await slug("ﬁnancial ﬂow ﬀ report")).slug).toBe("financial-flow-ff-report");
+      expect((await slug("Chapter Ⅻ ＡＢＣ")).slug).toBe("chapter-xii-abc");
     },
     SKILL_TEST_TIMEOUT,
   );

@@ -103,11 +103,16 @@ function isUrl(s: string): boolean {
   return /\.[a-z\u00a1-\uffff-]{2,}\.?$/i.test(host) || host.startsWith("xn--");
 }
 let formatsMetered = false;
+const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
 function meterFormats() {
   if (formatsMetered) return;
   formatsMetered = true;
   const table = format as Record<string, (s: string) => boolean>;
   table.url = isUrl;
+  // The library's ipv4 took leading zeros ("01.1.1.1"), which JSON Schema's test suite refuses
+  // (RFC 2673 dotted-quad; a leading zero reads as octal in many parsers).
+  table.ipv4 = (s: string) => IPV4.test(s);
   for (const [name, check] of Object.entries(table)) {
     table[name] = (s: string) => {
       spend(0.5 + s.length / CHARS_PER_UNIT);

@@ -4,7 +4,7 @@ import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
-import { parseJsonText } from "../http/validation";
+import { bodyText, parseJsonText } from "../http/validation";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
 
@@ -38,11 +38,15 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
     const id = await identify(c);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;
+    // Read as the body's validation reads it: bytes that are no UTF-8 are its 422 (nothing run,
+    // nothing paid, nothing to store), never a fingerprint of their replacement characters.
+    const body = await bodyText(c);
+    if (!body.ok) return next();
     const url = new URL(c.req.url);
     const fp: Fingerprint = {
       method: c.req.method,
       path: url.pathname + url.search,
-      body_sha256: await bodyHash(await c.req.text()),
+      body_sha256: await bodyHash(body.text),
       principal: id.principal,
     };
     const requestId = c.get("requestId");

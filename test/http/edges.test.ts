@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { callsLeft, keyWith } from "../fixtures/credits";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { detailOf } from "../helpers";
 
@@ -292,6 +293,26 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
     const bom = await sha(bytes([0xef, 0xbb, 0xbf], JSON.stringify({ text })));
     expect(bom.status).toBe(200);
     expect(await hexOf(bom)).toBe(expected);
+  });
+
+  it("a call with an Idempotency-Key (its body fingerprinted first) is refused the same way, its credit kept", async () => {
+    const key = await keyWith(env.DB, 3, "sha256");
+    const res = await send(
+      "/api/skills/sha256",
+      {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${key}`,
+          "idempotency-key": "k-utf8-1",
+        },
+        body: bytes('{"text":"', [0xff], '"}'),
+      },
+      paidEnv,
+    );
+    expect(res.status).toBe(422);
+    expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", 9], type: "json_invalid" });
+    expect(await callsLeft(env.DB, key)).toBe(3);
   });
 
   it("every route that validates a JSON body refuses it the same way (a declared operation too)", async () => {

@@ -114,6 +114,21 @@ export function benchInputs() {
     ["html-clean", "1 KB text", { html: html(1000) }],
     ["html-clean", "400k text", { html: html(400_000) }],
     ["html-clean", "400k markdown", { html: html(400_000), mode: "markdown" }],
+    // The markdown safety pass once asked every code element for its ancestors: 511 levels deep,
+    // 400 KB of code cost over a second (a review's CPU-trap page).
+    [
+      "html-clean",
+      "400k markdown, code 511 deep (adversarial)",
+      { html: `${"<div>".repeat(510)}<a href=x>${"<code>&lt;</code>".repeat(23_000)}`, mode: "markdown" },
+    ],
+    [
+      "html-clean",
+      "400k markdown, tables with <br> (last check runs)",
+      {
+        html: "<table><tr><th>a</th></tr><tr><td>x<br>y &lt;b&gt;</td></tr></table>\n".repeat(6_000),
+        mode: "markdown",
+      },
+    ],
     // Past the grid bounds (docs/LIMITS.md): written as blocks; the grid took 14 s.
     ["html-clean", "79k table cells, text", { html: `<table><tr>${"<td>c".repeat(79_000)}</tr></table>` }],
     ["json-schema-validate", "1 KB", { instance: items(20), schema }],

@@ -177,6 +177,9 @@ describe("html_clean markdown, rendered", () => {
         "<p><kbd>a<code>&lt;img src=x onerror=alert(1)&gt;</code></kbd></p>",
         "<p><kbd><pre>&lt;img src=x onerror=alert(1)&gt;</pre>a</kbd></p>",
         "<p><code>``</code><code>&lt;img src=x onerror=alert(1)&gt;</code></p>",
+        // marked splits a table cell at a pipe after an even run of backslashes, even in code.
+        "<table><tr><th>h</th><th>h2</th></tr><tr><td><code>a\\|&lt;img src=x onerror=alert(1)&gt;</code></td><td>b</td></tr></table>",
+        "<p>a | b<br>--- | ---<br><code>c\\\\|&lt;img src=x onerror=alert(1)&gt;</code></p>",
       ])
         await expectInert(html);
       // What they held is still there to read; a table's own line breaks stay.

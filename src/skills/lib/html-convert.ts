@@ -1,4 +1,4 @@
-import { type ChildNode, Element, Text } from "domhandler";
+import { type ChildNode, type Element, Text } from "domhandler";
 import { decodeHTML } from "entities";
 import { convert } from "html-to-text";
 import { DomUtils, Parser, parseDocument } from "htmlparser2";
@@ -143,20 +143,19 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
   const doc = parseDocument(html);
   const removed: ChildNode[] = [];
   const endingInLt: Text[] = [];
-  // inTable: inside a <table>; inCell: inside one of its cells, where mdream writes block elements
-  // as raw HTML (a GFM row is one line).
-  const walk = (nodes: ChildNode[], inTable: boolean, inCell: boolean) => {
+  const codes: { node: Element; inLink: boolean }[] = [];
+  // What each node's ancestors are, carried down (one walk, linear: asking each node's ancestors
+  // made 400 KB of code 500 elements deep cost over a second).
+  const walk = (nodes: ChildNode[], at: Ancestry) => {
     for (const node of nodes) {
       if (node.type === "comment" || node.type === "directive") removed.push(node);
       // Dropped by mdream anyway; and the serializer writes the text of <noscript>, <iframe>,
       // <noembed>, <noframes>, <plaintext>, <xmp>, <style> and <script> unescaped, which htmlparser2
       // had decoded (`&lt;a title=…&gt;` inside <noscript>, or after a self-closed `<style/>`):
       // mdream then read it as markup this pass never saw.
-      else if ("name" in node && MD_DROPPED.includes(node.name)) {
-        removed.push(node);
-        continue;
-      } else if (node.type === "text") {
-        if (node.data.endsWith("<") && !insideCode(node)) endingInLt.push(node);
+      else if ("name" in node && MD_DROPPED.includes(node.name)) removed.push(node);
+      else if (node.type === "text") {
+        if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
       } else if ("attribs" in node) {
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
@@ -165,41 +164,61 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
           const v = node.attribs[a];
           if (v !== undefined) node.attribs[a] = inertUrl(v);
         }
-        const name = node.name;
-        renameForMarkdown(node, inTable, inCell);
-        walk(
-          node.children,
-          inTable || name === "table",
-          inCell || (inTable && (name === "td" || name === "th")),
-        );
-        continue;
-      }
-      if ("children" in node) walk(node.children, inTable, inCell);
+        const original = node.name;
+        renameForMarkdown(node, at.table, at.cell);
+        // mdream writes code as it is (`&lt;` back to `<`): safe only while it stays a code block
+        // or span. A <pre> inside an inline element or a heading got its fence on the line of `**`
+        // or `## ` (no code block), and a blank line or a table inside <code> split the span: the
+        // code became Markdown and HTML of its own. Such a <pre> becomes inline code, and inline
+        // code (the outermost) one line of text.
+        if (node.name === "pre" && !at.pre && !at.code && !at.blocks) node.name = "code";
+        const opensCode = node.name === "code" && !at.pre && !at.code;
+        if (opensCode) codes.push({ node, inLink: at.link });
+        walk(node.children, {
+          table: at.table || original === "table",
+          cell: at.cell || (at.table && (original === "td" || original === "th")),
+          blocks: at.blocks && BLOCK_PARENTS.has(node.name),
+          pre: at.pre || (node.name === "pre" && !at.code),
+          code: at.code || opensCode,
+          link: at.link || node.name === "a",
+        });
+      } else if ("children" in node) walk(node.children, at);
     }
   };
-  walk(doc.children, false, false);
+  walk(doc.children, { table: false, cell: false, blocks: true, pre: false, code: false, link: false });
   for (const node of removed) DomUtils.removeElement(node);
-  // mdream writes code as it is (`&lt;` back to `<`): safe only while it stays a code block or
-  // span. A <pre> inside an inline element or a heading got its fence on the line of `**` or `## `
-  // (no code block), and a blank line or a table inside <code> split the span: the code became
-  // Markdown and HTML of its own. Such a <pre> becomes inline code, and inline code one line of text.
-  for (const pre of DomUtils.getElementsByTagName("pre", doc.children, true)) {
-    if (!blockOnly(pre)) (pre as Element).name = "code";
-  }
-  for (const code of DomUtils.getElementsByTagName("code", doc.children, true)) {
-    if (DomUtils.getParent(code) && !insidePre(code)) {
-      const text = new Text(DomUtils.textContent(code).replace(/\s+/g, " "));
-      // marked reads a code span inside link text differently from CommonMark (it can end the
-      // span early and leave its "<" raw): there, code holding a "<" is written as escaped text.
-      if (text.data.includes("<") && [...ancestors(code)].some((p) => "name" in p && p.name === "a")) {
-        DomUtils.replaceElement(code, text);
-        if (text.data.endsWith("<")) endingInLt.push(text);
-      } else DomUtils.replaceElement(code, new Element("code", {}, [text]));
+  for (const { node, inLink } of codes) {
+    const text = new Text(DomUtils.textContent(node).replace(/\s+/g, " "));
+    // In place: replacing an element searches its parent's children, quadratic for a parent
+    // holding tens of thousands of them.
+    node.attribs = {};
+    node.children = [text];
+    text.parent = node;
+    // Where marked reads a code span differently from CommonMark, code that holds a "<" is written
+    // as escaped text (a <span>): inside link text (marked can end the span early) and with a
+    // backslash before a "|" (marked counts a run of backslashes to decide whether a pipe splits a
+    // table cell, even inside code; markdown-it does not).
+    if (text.data.includes("<") && (inLink || /\\\|/.test(text.data))) {
+      node.name = "span";
+      if (text.data.endsWith("<")) endingInLt.push(text);
     }
   }
   const mark = endingInLt.length ? unusedMark(html) : undefined;
   for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
   return { html: DomUtils.getOuterHTML(doc), mark };
+}
+
+/** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
+interface Ancestry {
+  table: boolean;
+  cell: boolean;
+  /** Every ancestor a block container mdream starts on a new line (BLOCK_PARENTS). */
+  blocks: boolean;
+  /** Inside a <pre> that stays a code block. */
+  pre: boolean;
+  /** Inside inline code (a <code>, or a <pre> made inline code). */
+  code: boolean;
+  link: boolean;
 }
 
 /**
@@ -291,15 +310,6 @@ const BLOCK_PARENTS = new Set([
   "center",
   "hgroup",
 ]);
-function* ancestors(node: ChildNode) {
-  for (let p = DomUtils.getParent(node); p && p.type !== "root"; p = DomUtils.getParent(p)) yield p;
-}
-const blockOnly = (node: Element) =>
-  [...ancestors(node)].every((p) => "name" in p && BLOCK_PARENTS.has(p.name));
-const insidePre = (node: Element) => [...ancestors(node)].some((p) => "name" in p && p.name === "pre");
-const insideCode = (node: ChildNode) =>
-  [...ancestors(node)].some((p) => "name" in p && (p.name === "pre" || p.name === "code"));
-
 /**
  * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and
  * spaces trimmed), then everything but RFC 3986's unreserved and reserved characters, less

@@ -3,6 +3,8 @@ import { RE2JS } from "re2js";
 /**
  * `pattern` and `patternProperties` of json_schema_validate run on RE2 (re2js), in linear time:
  * a pattern JavaScript accepts but RE2 cannot run (lookaround, backreference) is refused up front.
+ * What both engines write alike but read differently (`\s`, `\S`, `.`) is rewritten to mean what
+ * ECMA-262, the dialect JSON Schema names, means by it (toRe2Syntax).
  */
 
 /** A pattern that JavaScript accepts but RE2 cannot run in linear time (lookaround, backreference). */
@@ -96,6 +98,101 @@ export function patternSize(pattern: string): number {
   return Math.max(1, frames[0]?.total ?? 1);
 }
 
+/**
+ * ECMAScript's `\s`: WhiteSpace and LineTerminator (ECMA-262 22.2.2.9), as code point ranges. RE2's
+ * `\s` is Perl's [\t\n\f\r ] only, so `^\S+$` took "pay\u00a0ment" and `^\s*$` refused "\u3000".
+ */
+const JS_SPACE: readonly [number, number][] = [
+  [0x09, 0x0d], // \t \n \v \f \r
+  [0x20, 0x20],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000],
+  [0xfeff, 0xfeff],
+];
+const re2Char = (cp: number) => `\\x{${cp.toString(16)}}`;
+const SPACE_MEMBERS = JS_SPACE.map(([a, b]) => (a === b ? re2Char(a) : `${re2Char(a)}-${re2Char(b)}`)).join(
+  "",
+);
+const SPACE_CHARS = JS_SPACE.flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => a + i));
+/** ECMAScript's `.` without the s flag stops at every line terminator; RE2's at \n only. */
+const JS_DOT = "[^\\n\\r\\x{2028}\\x{2029}]";
+const ANY_CHAR = "[\\x{0}-\\x{10ffff}]";
+const NO_CHAR = "[^\\x{0}-\\x{10ffff}]";
+
+/** Length of the escape at `i` (a backslash): `\p{…}` whole, any other escape its backslash and one unit. */
+const escapeLength = (pattern: string, i: number) => {
+  const next = pattern[i + 1];
+  if ((next === "p" || next === "P") && pattern[i + 2] === "{") {
+    const end = pattern.indexOf("}", i);
+    if (end > 0) return end - i + 1;
+  }
+  return 2;
+};
+
+/**
+ * One character class (`[` to its `]`, as ECMAScript ends it: at the first unescaped `]`). `\s`
+ * becomes JavaScript's whitespace members. `\S` has no RE2 spelling inside a class besides its own
+ * (Perl's), so a class holding it is rewritten whole: it takes every non-space character (or, negated,
+ * none) plus the spaces its other members take, which the native engine tells by testing the class
+ * alone on each of the 25 spaces (one class on one character: no backtracking). A `[` is escaped:
+ * RE2 would read `[[:alpha:]` as a POSIX class and refuse it, ECMAScript reads the characters.
+ */
+function classToRe2(cls: string): string {
+  const negated = cls[1] === "^";
+  let out = negated ? "[^" : "[";
+  let notSpace = false;
+  for (let i = negated ? 2 : 1; i < cls.length - 1; ) {
+    if (cls[i] !== "\\") {
+      out += cls[i] === "[" ? "\\[" : cls[i];
+      i++;
+      continue;
+    }
+    const n = escapeLength(cls, i);
+    const esc = cls.slice(i, i + n);
+    if (esc === "\\s") out += SPACE_MEMBERS;
+    else if (esc === "\\S") notSpace = true;
+    else out += esc;
+    i += n;
+  }
+  if (!notSpace) return `${out}]`;
+  const native = new NativeRegExp(cls, "u");
+  const taken = SPACE_CHARS.filter((cp) => native.test(String.fromCodePoint(cp)));
+  if (negated) return taken.length > 0 ? `[${taken.map(re2Char).join("")}]` : NO_CHAR;
+  const left = SPACE_CHARS.filter((cp) => !taken.includes(cp));
+  return left.length > 0 ? `[^${left.map(re2Char).join("")}]` : ANY_CHAR;
+}
+
+/**
+ * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S` and `.` spelled so RE2 reads them as
+ * ECMAScript does; every other escape (`\\s` included, `\p{…}` whole) and character is kept.
+ */
+export function toRe2Syntax(pattern: string): string {
+  let out = "";
+  for (let i = 0; i < pattern.length; ) {
+    const ch = pattern[i];
+    if (ch === "\\") {
+      const n = escapeLength(pattern, i);
+      const esc = pattern.slice(i, i + n);
+      out += esc === "\\s" ? `[${SPACE_MEMBERS}]` : esc === "\\S" ? `[^${SPACE_MEMBERS}]` : esc;
+      i += n;
+    } else if (ch === "[") {
+      let end = i + 1;
+      while (end < pattern.length && pattern[end] !== "]") end += pattern[end] === "\\" ? 2 : 1;
+      out += classToRe2(pattern.slice(i, end + 1));
+      i = end + 1;
+    } else {
+      out += ch === "." ? JS_DOT : ch;
+      i++;
+    }
+  }
+  return out;
+}
+
 class PatternTooLarge extends Error {}
 
 const compiled = new Map<string, { re: RE2JS; size: number }>();
@@ -106,7 +203,8 @@ function compiledEntry(pattern: string) {
   if (!entry) {
     const size = patternSize(pattern);
     if (size > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(size));
-    entry = { re: RE2JS.compile(RE2JS.translateRegExp(pattern)), size };
+    // Sized from the pattern as written: each rewritten class is one atom either way.
+    entry = { re: RE2JS.compile(RE2JS.translateRegExp(toRe2Syntax(pattern))), size };
     if (cachedSize + size > MAX_CACHED_SIZE) {
       compiled.clear();
       cachedSize = 0;

@@ -177,11 +177,18 @@ describe("html_clean markdown, rendered", () => {
         "<p><kbd>a<code>&lt;img src=x onerror=alert(1)&gt;</code></kbd></p>",
         "<p><kbd><pre>&lt;img src=x onerror=alert(1)&gt;</pre>a</kbd></p>",
         "<p><code>``</code><code>&lt;img src=x onerror=alert(1)&gt;</code></p>",
+        // A <pre> inside a kept <pre> is inline code: a second fence would end the first early.
+        "<pre><pre>x</pre>\n| h | h2 |\n| --- | --- |\n| `a\\\\|&lt;img src=x onerror=alert(1)&gt;` | b |\n</pre>",
+        "<pre><code>x<pre>y</pre>\na | b\n--- | ---\n`c\\\\|&lt;img src=x onerror=alert(1)&gt;`\n</code></pre>",
         // marked splits a table cell at a pipe after an even run of backslashes, even in code.
         "<table><tr><th>h</th><th>h2</th></tr><tr><td><code>a\\|&lt;img src=x onerror=alert(1)&gt;</code></td><td>b</td></tr></table>",
         "<p>a | b<br>--- | ---<br><code>c\\\\|&lt;img src=x onerror=alert(1)&gt;</code></p>",
       ])
         await expectInert(html);
+      // A code block holding a <pre> stays one block.
+      expect(
+        await markdownOf("<pre><pre>$ make</pre>\n#include &lt;stdio.h&gt;\nint *p = *q;\n</pre>"),
+      ).toMatch(/^```\n[^`]*#include <stdio.h>\nint \*p = \*q;\n+```$/);
       // What they held is still there to read; a table's own line breaks stay.
       expect(await markdownOf("<dl><dt>Term</dt><dd>Meaning</dd></dl>")).toMatch(/Term\s+Meaning/);
       expect(await markdownOf("<p>H<sub>2</sub>O</p>")).toBe("H2O");

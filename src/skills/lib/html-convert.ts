@@ -171,7 +171,7 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
         // or `## ` (no code block), and a blank line or a table inside <code> split the span: the
         // code became Markdown and HTML of its own. Such a <pre> becomes inline code, and inline
         // code (the outermost) one line of text.
-        if (node.name === "pre" && !at.pre && !at.code && !at.blocks) node.name = "code";
+        if (node.name === "pre" && !at.blocks) node.name = "code";
         const opensCode = node.name === "code" && !at.pre && !at.code;
         if (opensCode) codes.push({ node, inLink: at.link });
         walk(node.children, {

@@ -86,7 +86,7 @@ export const components = {
         reason: {
           type: "string",
           description:
-            "Machine reason: payment_required, or why a payment was refused (invalid_payment_header, resource_mismatch, the facilitator's code, ...)",
+            "Machine reason: payment_required, or why a payment was refused (invalid_payment_header, invalid_x402_version, invalid_valid_before, resource_mismatch, the facilitator's code, ...)",
         },
         resource: { type: "object" },
         accepts: {

@@ -273,8 +273,9 @@ export function SkillDocPage({
         <code>maxAmountRequired</code> where v2 says <code>amount</code>, plus <code>resource</code>,{" "}
         <code>description</code> and <code>mimeType</code>; and an <code>error</code> in words with a
         snake_case <code>reason</code> (<code>payment_required</code>, or why a payment was refused, e.g.{" "}
-        <code>invalid_payment_header</code>, <code>resource_mismatch</code>, the facilitator's code). The
-        price here: {priceLabel(skill)} per call.
+        <code>invalid_payment_header</code>, <code>invalid_x402_version</code> for a v1 payload in{" "}
+        <code>PAYMENT-SIGNATURE</code> (v1 goes in <code>X-PAYMENT</code>), <code>resource_mismatch</code>,
+        the facilitator's code). The price here: {priceLabel(skill)} per call.
       </p>
       <p>
         Machine-readable: <a href={`/services/${skill.slug}.json`}>service description</a> ·{" "}

@@ -23,11 +23,25 @@ export async function startCheckout(skillId: string, payload?: Record<string, un
     throw new Error(`Checkout could not start: ${noAnswer(e)}`);
   }
   const body = (await res.json().catch(() => ({}))) as Partial<CheckoutCreated> & { detail?: unknown };
-  if (!res.ok || !body.checkout_url) {
-    const why = typeof body.detail === "string" ? body.detail : `HTTP ${res.status}`;
-    throw new Error(`Checkout could not start: ${why}`);
-  }
+  if (!res.ok || !body.checkout_url)
+    throw new Error(`Checkout could not start: ${refusal(res.status, body.detail)}`);
   return body.checkout_url;
+}
+
+/**
+ * Why a checkout was refused, in words: its `detail` string, or for a 422's list of items (FastAPI's
+ * shape: a first-call payload the skill's schema refuses is answered so, before Stripe) the first
+ * item's field and message, `payload.text: Input should be a valid string`; else the status.
+ */
+export function refusal(status: number, detail: unknown): string {
+  if (typeof detail === "string") return detail;
+  const first = Array.isArray(detail)
+    ? (detail[0] as { loc?: unknown; msg?: unknown } | undefined)
+    : undefined;
+  if (typeof first?.msg !== "string") return `HTTP ${status}`;
+  const loc = Array.isArray(first.loc) ? first.loc.map(String) : [];
+  const field = (loc[0] === "body" ? loc.slice(1) : loc).join(".");
+  return field ? `${field}: ${first.msg}` : first.msg;
 }
 
 /** Wires a buy button: `data-skill-id` names the skill; errors go to `status`. */

@@ -1,9 +1,11 @@
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
+import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
+import { usdcDomain } from "./usdc-domain";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 import { EVM_ADDRESS } from "./x402-terms";
 
@@ -79,7 +81,12 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
       ]),
     };
   }
-  const terms = signedTerms(payment);
+  const cfg = publicConfig(c.env, c.req.url);
+  const terms = signedTerms(payment, {
+    network: cfg.network,
+    asset: cfg.usdcAddress,
+    ...usdcDomain(cfg.network, cfg.usdcAddress),
+  });
   if (!terms) return undefined;
   const key = `x402:${id}`;
   const principal = `x402:${terms.auth.from.toLowerCase()}`;
@@ -88,17 +95,34 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   // wallet is deployed) signs in a way only the chain can check. Its call is keyed by the `from`
   // it names, and nothing about a stored call is answered until the chain confirms the signature
   // (RPC_URL, idempotency.ts). The first call itself is judged by the facilitator like any other.
-  // Without an RPC of the payment's chain it cannot be proven: no idempotency, the retry is paid
-  // normally.
+  // Without an RPC (of the route's chain, the only one signedTerms takes) it cannot be proven:
+  // no idempotency, the retry is paid normally.
   const rpcUrl = c.env.RPC_URL;
-  if (!rpcUrl || payment.accepted?.network !== c.env.X402_NETWORK) return undefined;
+  if (!rpcUrl) return undefined;
   return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
 }
 
 type SignedTerms = NonNullable<ReturnType<typeof signedTerms>>;
 
-/** The EIP-3009 authorization of a payload and the EIP-712 domain it is signed under. */
-function signedTerms(payment: PaymentPayload) {
+/** What the route asks to be paid in: its requirements' network, asset and EIP-712 domain (`extra`). */
+interface RouteTerms {
+  network: string;
+  asset: string;
+  name: string;
+  version: string;
+}
+
+/**
+ * The EIP-3009 authorization of a payload and the EIP-712 domain it is signed under, if that is
+ * the route's own. This runs before the gate, so no requirements are matched yet, and everywhere
+ * else the matched requirements are read, not the payload's `accepted` (the payer writes it). But
+ * the signature is recovered under the domain the payer signed, so that domain is the payload's;
+ * it counts only when its chain, contract, name and version are the route's (the requirements the
+ * gate will match it against). Under a domain of the payer's choosing, a signature made for another
+ * token or chain (a settled one is public on that chain) would prove its signer here. Any other
+ * domain is no idempotency key: the gate judges the payment as any other.
+ */
+function signedTerms(payment: PaymentPayload, route: RouteTerms) {
   // The client's JSON, unchecked: a payload that is missing or null names no payer (the gate
   // refuses it as invalid_payment_header).
   if (typeof payment.payload !== "object" || payment.payload === null) return undefined;
@@ -106,15 +130,24 @@ function signedTerms(payment: PaymentPayload) {
     authorization?: Record<string, string>;
     signature?: string;
   };
-  const chainId = Number(/^eip155:(\d+)$/.exec(payment.accepted?.network ?? "")?.[1]);
-  const extra = (payment.accepted?.extra ?? {}) as { name?: string; version?: string };
+  const accepted = (payment.accepted ?? {}) as Partial<PaymentPayload["accepted"]>;
+  const extra = (accepted.extra ?? {}) as { name?: unknown; version?: unknown };
+  if (
+    accepted.network !== route.network ||
+    accepted.asset !== route.asset ||
+    extra.name !== route.name ||
+    extra.version !== route.version
+  )
+    return undefined;
+  const chainId = Number(/^eip155:(\d+)$/.exec(route.network)?.[1]);
   if (!auth || typeof auth.from !== "string" || !EVM_ADDRESS.test(auth.from)) return undefined;
   if (!signature || !chainId) return undefined;
+  // The domain the payer signed, equal to the route's (checked above).
   const domain = {
-    name: extra.name,
-    version: extra.version,
+    name: route.name,
+    version: route.version,
     chainId,
-    verifyingContract: payment.accepted.asset as `0x${string}`,
+    verifyingContract: route.asset as `0x${string}`,
   };
   return {
     auth: auth as Record<string, string> & { from: string },

@@ -4,7 +4,7 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { logWriteFailure, retryAfterAnswer } from "../http/after-response";
 import { detail } from "../http/errors";
-import { parseJsonText, validationResponse } from "../http/validation";
+import { bodyText, parseJsonText, validationResponse } from "../http/validation";
 import { microsToUsd } from "../money";
 import { REFINERY_ID } from "../partners/data";
 import { isSoldPerCall, servicePrices } from "../partners/pricing";
@@ -205,7 +205,11 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
  */
 async function objectBody(c: Context<AppEnv>, t: Pick<TryTarget, "partner" | "service">) {
   if (c.req.method !== "POST") return { body: undefined };
-  const text = await c.req.text();
+  // Strict UTF-8, as every JSON body: bytes that are no UTF-8 are the 422 a syntax error is, not
+  // U+FFFD sent on to the partner in their place.
+  const read = await bodyText(c);
+  if (!read.ok) return validationResponse(c, [read.item]);
+  const text = read.text;
   if (!text.trim()) return { body: undefined };
   const parsed = parseJsonText(text);
   if (!parsed.ok) return validationResponse(c, [parsed.item]);

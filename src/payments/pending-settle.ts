@@ -28,7 +28,7 @@ export class PendingAwareFacilitatorClient extends HTTPFacilitatorClient {
   private readonly pending = new Map<string, SettleResponse>();
 
   override async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    const key = nonceOf(payload);
+    const key = nonceOf(payload, requirements);
     const earlier = key ? this.pending.get(key) : undefined;
     if (key) this.pending.delete(key);
     let result: SettleResponse;
@@ -69,10 +69,15 @@ function pendingFromError(e: unknown, requirements: PaymentRequirements): Settle
   };
 }
 
-function nonceOf(payload: PaymentPayload): string | undefined {
+/**
+ * The authorization a settle is about: its signer's nonce on the network of the requirements it is
+ * settled against (what the facilitator verified), not the payload's own `accepted`, which the
+ * payer writes; as the claim's key is (ledger.ts).
+ */
+function nonceOf(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
   const auth = (payload.payload as { authorization?: { from?: unknown; nonce?: unknown } } | undefined)
     ?.authorization;
   return typeof auth?.from === "string" && typeof auth.nonce === "string"
-    ? `${payload.accepted?.network}:${auth.from}:${auth.nonce}`.toLowerCase()
+    ? `${requirements.network}:${auth.from}:${auth.nonce}`.toLowerCase()
     : undefined;
 }

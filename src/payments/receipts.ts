@@ -130,15 +130,19 @@ function receiptClaims(
       credits: 1,
     };
   }
-  const accepted = c.get("paymentClaim")?.payment.accepted;
+  // What the route asked for, as the gate matched it and the facilitator verified the payment
+  // against (as the ledger row records it), never the payload's own `accepted`: the payer writes
+  // that, and its `extra` may legally hold more than the route's.
+  const requirements = c.get("x402Payment")?.requirements;
   const s = a.settlement;
+  const amount = s.amount || requirements?.amount;
   return {
     ...base,
     network: s.network,
     payer: s.payer ?? "",
     ...(s.transaction ? { transaction: s.transaction } : {}),
     paymentMethod: "x402",
-    ...(s.amount || accepted?.amount ? { amount: s.amount || accepted?.amount } : {}),
-    ...(accepted ? { asset: accepted.asset, payTo: accepted.payTo } : {}),
+    ...(amount ? { amount } : {}),
+    ...(requirements ? { asset: requirements.asset, payTo: requirements.payTo } : {}),
   };
 }

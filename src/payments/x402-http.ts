@@ -1,8 +1,10 @@
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import type { HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
+import { safeBase64Decode } from "@x402/core/utils";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
+import { MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import { GateAdapter } from "./x402-adapter";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
@@ -49,6 +51,24 @@ function readPayment(header: string): "payment" | "not_a_payment" | "not_v2" {
   } catch {
     return "not_a_payment";
   }
+}
+
+/**
+ * Whether a payment header's JSON nests deeper than a request body may (MAX_JSON_DEPTH). JSON.parse
+ * takes any depth, but @x402/core then walks the payment recursively (matching `accepted`, copying
+ * and re-encoding it): ~10,000 levels in `extensions`, `payload` or `accepted.extra` (a 28 KB
+ * header) overflowed the stack there, answered as "Payment rejected: Maximum call stack size
+ * exceeded", and a v1 payload lifted into v2 form was a 500. No payment needs more than a few
+ * levels. A header that is not base64 is left to the readers below, which refuse it as such.
+ */
+function nestedTooDeep(header: string): boolean {
+  let text: string;
+  try {
+    text = safeBase64Decode(header);
+  } catch {
+    return false;
+  }
+  return scanJson(text).depth > MAX_JSON_DEPTH;
 }
 
 /** An answer of the x402 server for this request only (a refused payment, a non-402 refusal). */
@@ -176,6 +196,14 @@ export function x402HttpGate(
       const answer = await unpaidAnswer();
       if (!answer) return next();
       return "offer" in answer ? send(c, answer) : sendAnswer(c, answer);
+    }
+
+    // Refused as no payment (it is none), before anything decodes it for good: see nestedTooDeep.
+    if (nestedTooDeep(header ?? v1Header ?? "")) {
+      return refuseWithOffer(
+        "invalid_payment_header",
+        `${header ? "PAYMENT-SIGNATURE" : "X-PAYMENT"} is not an x402 PaymentPayload: its JSON is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      );
     }
 
     // A header that is not a payment at all would be read by the library as no payment, and

@@ -73,9 +73,10 @@ function paymentMethod(c: Context<AppEnv>): PaymentMethod {
 /** What a successful call was charged: the authorized x402 amount (USDC has 6 decimals, so atomic units are micro-dollars) or one card credit at the list price. */
 function chargedMicro(c: Context<AppEnv>, method: PaymentMethod, priceMicro: () => number): number {
   if (method === "x402_v1" || method === "x402_v2") {
-    const amount = Number(
-      c.get("x402Payment")?.requirements.amount ?? c.get("paymentClaim")?.payment.accepted.amount,
-    );
+    // The route's requirements the payment was verified against (a claim is only ever made for
+    // a verified payment, so there is no other source to fall back on; the payload's own
+    // `accepted` is what the payer wrote).
+    const amount = Number(c.get("x402Payment")?.requirements.amount);
     return Number.isFinite(amount) && amount > 0 ? amount : priceMicro();
   }
   return method === "card_credit" ? priceMicro() : 0;

@@ -1,9 +1,10 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { FIRST_CALL_MAX_BYTES } from "../../src/payments/checkout-request";
 import { D1_BODY_MAX } from "../../src/payments/idempotent-results";
-import { call, detailOf, postJson } from "../helpers";
+import { call, detailOf, ORIGIN, postJson } from "../helpers";
 import {
   deliver,
   EMULATOR,
@@ -26,6 +27,7 @@ const D1_ROW_MAX = 2_000_000;
 const PAYLOAD_MAX = 1024 * 1024;
 const INLINE_ANSWER_MAX = 512 * 1024;
 const TOO_BIG = "string or blob too big";
+const app = createApp();
 const rowBytes = (row: string) =>
   ["id", "skill_id", "status", "payload", "payload_result", "api_key_id", "api_key_reveal", "payment_intent"]
     .map((col) => `coalesce(length(CAST(${row}.${col} AS BLOB)), 0)`)
@@ -46,22 +48,33 @@ afterAll(async () => {
   await env.DB.prepare("DROP TRIGGER IF EXISTS test_d1_row_limit_update").run();
 });
 
-afterEach(() => {
-  vi.restoreAllMocks();
-});
-
-/** Requests the Worker sends to Stripe (the emulator) while `run` runs. */
-async function stripeRequests(run: () => Promise<Response>) {
+/**
+ * Sends a checkout and lists the requests it sent to Stripe (the emulator). payments/stripe.ts keeps
+ * one client per STRIPE_API_BASE and a client keeps the fetch it was built with, so a spy on
+ * globalThis.fetch never saw the shared client's requests; a base of its own (a fragment the client
+ * ignores) makes this checkout build its client with the recording fetch (as checkout-payload.test.ts).
+ */
+async function stripeRequests(body: unknown) {
   const real = globalThis.fetch;
   const sent: string[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+  globalThis.fetch = (input, init) => {
     const req = new Request(input, init);
     if (req.url.startsWith(EMULATOR)) sent.push(`${req.method} ${new URL(req.url).pathname}`);
     return real(input, init);
-  });
-  const res = await run();
-  vi.restoreAllMocks();
-  return { res, sent };
+  };
+  try {
+    const res = await app.fetch(
+      new Request(`${ORIGIN}/api/cardpay/checkout`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` },
+    );
+    return { res, sent };
+  } finally {
+    globalThis.fetch = real;
+  }
 }
 
 /** A json_sort payload whose stored JSON (`{"data":"xx…"}`) is exactly `bytes` long. */
@@ -97,9 +110,7 @@ describe("a checkout's first call fits D1's 2,000,000-byte row", () => {
   it("a payload the row cannot hold is a 422 on body.payload, and Stripe is not asked", async () => {
     // 2.1 MB: under the 5 MiB body cap. It used to create the Stripe session and then fail its
     // D1 insert: a 500 for a session that existed (and, with an Idempotency-Key, replayed).
-    const { res, sent } = await stripeRequests(() =>
-      postJson("/api/cardpay/checkout", { skill_id: "json_sort", payload: payloadOf(2_100_000) }),
-    );
+    const { res, sent } = await stripeRequests({ skill_id: "json_sort", payload: payloadOf(2_100_000) });
     expect(res.status).toBe(422);
     const [item, ...rest] = await detailOf(res);
     expect(rest).toEqual([]);
@@ -113,19 +124,14 @@ describe("a checkout's first call fits D1's 2,000,000-byte row", () => {
   });
 
   it("the bound is exact: one byte over is a 422, the bound itself a checkout", async () => {
-    const over = await stripeRequests(() =>
-      postJson("/api/cardpay/checkout", {
-        skill_id: "json_sort",
-        payload: payloadOf(PAYLOAD_MAX + 1),
-      }),
-    );
+    const over = await stripeRequests({ skill_id: "json_sort", payload: payloadOf(PAYLOAD_MAX + 1) });
     expect(over.res.status).toBe(422);
     expect(over.sent).toEqual([]);
-    const at = await postJson("/api/cardpay/checkout", {
-      skill_id: "json_sort",
-      payload: payloadOf(PAYLOAD_MAX),
-    });
-    expect(at.status).toBe(200);
+    // The same recording sees the session the bound itself creates: an empty list above is Stripe
+    // not asked, not a request the recording missed.
+    const at = await stripeRequests({ skill_id: "json_sort", payload: payloadOf(PAYLOAD_MAX) });
+    expect(at.res.status).toBe(200);
+    expect(at.sent).toEqual(["POST /v1/checkout/sessions"]);
     // Multi-byte characters count as the UTF-8 bytes D1 stores, not as characters.
     const wide = await postJson("/api/cardpay/checkout", {
       skill_id: "json_sort",

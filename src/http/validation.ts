@@ -70,6 +70,20 @@ const TYPE_NAMES: Record<string, [string, string]> = {
   record: ["dict_type", "Input should be a valid dictionary"],
 };
 
+/** What pydantic answers for a string it could not read as the type (json_flatten's max_depth too). */
+const INT_PARSING: [string, string] = [
+  "int_parsing",
+  "Input should be a valid integer, unable to parse string as an integer",
+];
+const PARSING_NAMES: Record<string, [string, string]> = {
+  int: INT_PARSING,
+  number: INT_PARSING,
+  boolean: ["bool_parsing", "Input should be a valid boolean, unable to interpret input"],
+};
+
+/** Locations whose missing items echo null (FastAPI's parameters), not the parent object. */
+const PARAMETERS = new Set(["query", "path", "header"]);
+
 type Issue = z.core.$ZodIssue;
 
 function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
@@ -79,11 +93,19 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
   const input = echo(at.found ? at.value : issue.input);
 
   if (!at.found && path.length > 0) {
-    const parent = valueAt(root, path.slice(0, -1)).value;
+    // A body field echoes the object it is missing from (pydantic validates that object); a query,
+    // path or header parameter has no such object in FastAPI, which echoes null.
+    const parent = PARAMETERS.has(prefix[0] as string) ? null : valueAt(root, path.slice(0, -1)).value;
     return { loc, msg: "Field required", type: "missing", input: parent };
   }
   switch (issue.code) {
     case "invalid_type": {
+      // Strict by choice ("2" is no integer here), but a string is named as pydantic names one it
+      // cannot read: a client branching on the type sees what the reference service sends.
+      if (typeof at.value === "string" && PARSING_NAMES[issue.expected]) {
+        const [type, msg] = PARSING_NAMES[issue.expected] as [string, string];
+        return { loc, msg, type, input };
+      }
       if (issue.expected === "int" && typeof at.value === "number") {
         return {
           loc,

@@ -422,6 +422,9 @@ export async function bodyText(
   }
 }
 
+/** JSON's whitespace (RFC 8259 ws), the only kind json.loads skips; String.trim() takes more. */
+const ONLY_WHITESPACE = /^[ \t\n\r]+$/;
+
 /** Handlers read what these accepted with `c.req.valid(target)`, typed from the schema: no casts. */
 type Out<T extends string, S extends z.ZodType> = { out: Record<T, z.output<S>> };
 type V<T extends string, S extends z.ZodType> = MiddlewareHandler<AppEnv, string, Out<T, S>>;
@@ -443,11 +446,25 @@ export function jsonBody<S extends z.ZodType>(
     const body = await bodyText(c);
     if (!body.ok) return validationResponse(c, [body.item]);
     const text = body.text;
-    if (text.trim() === "") {
-      return validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
+    // FastAPI reads no body and JSON null alike as no body: the required model is missing.
+    const missing = () =>
+      validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
+    if (text === "") return missing();
+    // Whitespace alone is a body (Python's json.loads then finds no value where it ends).
+    if (ONLY_WHITESPACE.test(text)) {
+      return validationResponse(c, [
+        {
+          loc: ["body", text.length],
+          msg: "JSON decode error",
+          type: "json_invalid",
+          input: {},
+          ctx: { error: "Expecting value" },
+        },
+      ]);
     }
     const parsed = parseJsonText(text, exactIntegers);
     if (!parsed.ok) return validationResponse(c, [parsed.item]);
+    if (parsed.value === null) return missing();
     const result = schema.safeParse(parsed.value, { reportInput: true });
     if (!result.success) return validationResponse(c, zodItems(result.error, parsed.value, ["body"]));
     c.set("body", result.data);

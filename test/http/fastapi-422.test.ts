@@ -24,6 +24,39 @@ describe("a missing query parameter echoes input null, as FastAPI does", () => {
   });
 });
 
+describe("bodies with nothing in them", () => {
+  const missing = { loc: ["body"], msg: "Field required", type: "missing", input: null };
+
+  it.each([
+    ["an empty body", ""],
+    ["JSON null", "null"],
+    ["JSON null in whitespace", " null\n"],
+  ])("%s is 422 missing with input null", async (_, body) => {
+    const res = await postJson("/api/skills/uuid-mint", body);
+    expect(res.status).toBe(422);
+    expect(await detailOf(res)).toEqual([missing]);
+  });
+
+  // Python's json.loads (Starlette's request.json()) skips the whitespace and finds no value there.
+  it.each([
+    ["   ", 3],
+    ["\n", 1],
+    [" \t\r\n ", 5],
+  ])("whitespace only (%j) is json_invalid at the end of the whitespace", async (body, pos) => {
+    const res = await postJson("/api/skills/uuid-mint", body);
+    expect(res.status).toBe(422);
+    expect(await detailOf(res)).toEqual([
+      {
+        loc: ["body", pos],
+        msg: "JSON decode error",
+        type: "json_invalid",
+        input: {},
+        ctx: { error: "Expecting value" },
+      },
+    ]);
+  });
+});
+
 describe("a string for an integer or boolean is pydantic's *_parsing (still refused: strict)", () => {
   it.each([
     ["uuid-mint", { count: "2" }, ["count"]],

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { scanJson } from "../../src/http/validation";
 import { call, detailOf, postJson } from "../helpers";
 
 // 422 details as a FastAPI 0.142 / pydantic 2.13 app answers them, item for item (a reviewer ran
@@ -96,5 +97,70 @@ describe("a string for an integer or boolean is pydantic's *_parsing (still refu
     const res = await postJson(`/api/skills/${slug}`, body);
     expect(res.status).toBe(422);
     expect((await detailOf(res))[0]).toMatchObject({ loc: ["body", field], type, msg });
+  });
+});
+
+describe("a number out of double range is 422 finite_number, never a silent null", () => {
+  const finite = (loc: (string | number)[]) => ({
+    loc: ["body", ...loc],
+    msg: "Input should be a finite number",
+    type: "finite_number",
+    input: null,
+  });
+
+  it("json-sort names each one at its path", async () => {
+    const res = await postJson("/api/skills/json-sort", '{"data":{"max":1e400,"min":-1e999}}');
+    expect(res.status).toBe(422);
+    expect(await detailOf(res)).toEqual([finite(["data", "max"]), finite(["data", "min"])]);
+  });
+
+  it.each([
+    ["json-flatten", '{"data":{"x":1e400}}', ["data", "x"]],
+    ["json-flatten", '{"data":[1,[2,1E+309]]}', ["data", 1, 1]],
+    ["json-flatten", '{"data":1,"options":{"max_depth":1e400}}', ["options", "max_depth"]],
+    ["json-sort", '{"data":-1.5e308000}', ["data"]],
+    // A mantissa long enough to pass 1.8e308 with a short exponent.
+    ["json-sort", `{"data":{"a":${"9".repeat(250)}.5e99}}`, ["data", "a"]],
+    ["uuid-mint", '{"count":1e400}', ["count"]],
+    // Where integers are not kept exact, a 400-digit integer is out of range too.
+    ["uuid-mint", `{"count":${"1".repeat(400)}}`, ["count"]],
+    ["json-schema-validate", '{"schema":{"maximum":1e999},"instance":1}', ["schema", "maximum"]],
+    ["json-schema-validate", '{"schema":{},"instance":[1e400]}', ["instance", 0]],
+    ["keyword-extract", '{"text":"x","limit":-1e400}', ["limit"]],
+  ])("%s %s", async (slug, body, loc) => {
+    const res = await postJson(`/api/skills/${slug}`, body);
+    expect(res.status).toBe(422);
+    expect(await detailOf(res)).toEqual([finite(loc)]);
+  });
+
+  it.each([
+    [
+      '{"data":{"x":1e308,"y":-1.7976931348623157e308,"z":1e-400}}',
+      { x: 1e308, y: -1.7976931348623157e308, z: 0 },
+    ],
+    ['{"data":{"s":"1e400"}}', { s: "1e400" }],
+  ])("finite numbers and strings that look like big ones pass: %s", async (body, sorted) => {
+    const res = await postJson("/api/skills/json-sort", body);
+    expect(res.status).toBe(200);
+    expect((await res.json<{ sorted: unknown }>()).sorted).toEqual(sorted);
+  });
+
+  it("json-sort keeps a 400-digit integer digit for digit (an integer, exact, not a double)", async () => {
+    const digits = "1".repeat(400);
+    const res = await postJson("/api/skills/json-sort", `{"data":{"n":${digits}}}`);
+    expect(res.status).toBe(200);
+    expect((await res.json<{ canonical: string }>()).canonical).toBe(`{"n":${digits}}`);
+  });
+
+  it.each([
+    ['{"x":1e400}', true],
+    ['{"x":1E+309}', true],
+    ['{"x":-1e-400}', true],
+    [`{"x":${"9".repeat(250)}}`, true],
+    ["1e400", true],
+    ['{"x":1e99,"y":1.5e+9,"z":123456789012345678}', false],
+    ['{"s":"1e400"}', false],
+  ])("scanJson flags %s as a number that may be out of range: %s", (text, expected) => {
+    expect(scanJson(text).mayOverflow).toBe(expected);
   });
 });

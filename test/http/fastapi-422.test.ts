@@ -100,6 +100,19 @@ describe("a string for an integer or boolean is pydantic's *_parsing (still refu
   });
 });
 
+describe("the checkout success page takes an empty session id as FastAPI's `session_id: str` does", () => {
+  it("?session_id= is the not-found page an unknown id gets, not a 422", async () => {
+    const empty = await call("/checkout/success?session_id=", { headers: { accept: "text/html" } });
+    const unknown = await call("/checkout/success?session_id=cs_test_unknown", {
+      headers: { accept: "text/html" },
+    });
+    expect(empty.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    expect(empty.headers.get("content-type")).toContain("text/html");
+    expect(empty.headers.get("cache-control")).toBe("no-store");
+  });
+});
+
 describe("a number out of double range is 422 finite_number, never a silent null", () => {
   const finite = (loc: (string | number)[]) => ({
     loc: ["body", ...loc],

@@ -70,6 +70,20 @@ const TYPE_NAMES: Record<string, [string, string]> = {
   record: ["dict_type", "Input should be a valid dictionary"],
 };
 
+/** What pydantic answers for a string it could not read as the type (json_flatten's max_depth too). */
+const INT_PARSING: [string, string] = [
+  "int_parsing",
+  "Input should be a valid integer, unable to parse string as an integer",
+];
+const PARSING_NAMES: Record<string, [string, string]> = {
+  int: INT_PARSING,
+  number: INT_PARSING,
+  boolean: ["bool_parsing", "Input should be a valid boolean, unable to interpret input"],
+};
+
+/** Locations whose missing items echo null (FastAPI's parameters), not the parent object. */
+const PARAMETERS = new Set(["query", "path", "header"]);
+
 type Issue = z.core.$ZodIssue;
 
 function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
@@ -79,11 +93,19 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
   const input = echo(at.found ? at.value : issue.input);
 
   if (!at.found && path.length > 0) {
-    const parent = valueAt(root, path.slice(0, -1)).value;
+    // A body field echoes the object it is missing from (pydantic validates that object); a query,
+    // path or header parameter has no such object in FastAPI, which echoes null.
+    const parent = PARAMETERS.has(prefix[0] as string) ? null : valueAt(root, path.slice(0, -1)).value;
     return { loc, msg: "Field required", type: "missing", input: parent };
   }
   switch (issue.code) {
     case "invalid_type": {
+      // Strict by choice ("2" is no integer here), but a string is named as pydantic names one it
+      // cannot read: a client branching on the type sees what the reference service sends.
+      if (typeof at.value === "string" && PARSING_NAMES[issue.expected]) {
+        const [type, msg] = PARSING_NAMES[issue.expected] as [string, string];
+        return { loc, msg, type, input };
+      }
       if (issue.expected === "int" && typeof at.value === "number") {
         return {
           loc,
@@ -231,9 +253,11 @@ export const MAX_JSON_CONTAINERS = 500_000;
 
 /**
  * One pass over the text, outside strings, before anything is parsed: nesting depth, the number
- * of arrays and objects, and whether an integer of 16 digits or more (one that may pass 2^53) occurs.
- * Stops as soon as a bound is crossed. Allocates nothing: the walk of the parsed value it
- * replaces kept a pair per node (~100 MB more on the body above).
+ * of arrays and objects, whether an integer of 16 digits or more (one that may pass 2^53) occurs,
+ * and whether a number may lie past a double's range (`mayOverflow`: JSON.parse makes ±Infinity of
+ * it, which JSON.stringify writes as null). Stops as soon as a bound is crossed. Allocates
+ * nothing: the walk of the parsed value it replaces kept a pair per node (~100 MB more on the
+ * body above).
  */
 export function scanJson(text: string) {
   let depth = 0;
@@ -244,6 +268,10 @@ export function scanJson(text: string) {
   let digits = 0;
   let fraction = false;
   let longDigits = false;
+  // Past 1.8e308 a number has an exponent of three digits or more, or 210 digits or more before it
+  // (a shorter exponent adds at most 99): either marks the body for the check after the parse,
+  // which finds the numbers that did overflow.
+  let mayOverflow = false;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -263,11 +291,27 @@ export function scanJson(text: string) {
       (c === 0x2e || c === 0x65 || c === 0x45 || (fraction && (c === 0x2b || c === 0x2d)))
     ) {
       fraction = true;
+      if (c === 0x65 || c === 0x45) {
+        // The exponent is read here, where it starts (rare), not at every number's end.
+        let j = i + 1;
+        const sign = text.charCodeAt(j);
+        if (sign === 0x2b || sign === 0x2d) j++;
+        let k = j;
+        for (let d = text.charCodeAt(k); d >= 0x30 && d <= 0x39; d = text.charCodeAt(++k));
+        if (k - j >= 3) mayOverflow = true;
+        i = k - 1;
+      }
       continue;
     }
-    if (digits >= 16 && !fraction) longDigits = true;
-    digits = 0;
-    fraction = false;
+    if (digits > 0 || fraction) {
+      // A number ends here (one test for every other character outside strings).
+      if (digits >= 16) {
+        if (!fraction) longDigits = true;
+        if (digits >= 210) mayOverflow = true;
+      }
+      digits = 0;
+      fraction = false;
+    }
     if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
       containers++;
@@ -275,8 +319,47 @@ export function scanJson(text: string) {
       if (maxDepth > MAX_JSON_DEPTH || containers > MAX_JSON_CONTAINERS) break;
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  if (digits >= 16 && !fraction) longDigits = true; // a bare number as the whole text
-  return { depth: maxDepth, containers, longDigits };
+  // A bare number as the whole text.
+  if (digits >= 16 && !fraction) longDigits = true;
+  if (digits >= 210) mayOverflow = true;
+  return { depth: maxDepth, containers, longDigits, mayOverflow };
+}
+
+/** Non-finite numbers reported in one 422 at most: each is an item, and 5 MiB holds ~900,000. */
+const MAX_NON_FINITE_ITEMS = 100;
+
+/**
+ * Where the parsed value holds ±Infinity: a number written past a double's range (1e400). Python's
+ * json.loads reads it as inf and pydantic refuses that in a float field as `finite_number`; kept,
+ * it would come back as null (json_sort's `{"max":1e400}` answered `{"max":null}`), so no field
+ * takes it. Runs only on bodies scanJson marked; depth is bounded by then (MAX_JSON_DEPTH).
+ */
+function nonFiniteItems(value: unknown): ErrorItem[] {
+  const items: ErrorItem[] = [];
+  const loc: Loc = ["body"]; // the path walked, copied only for an item
+  const walk = (v: unknown) => {
+    if (items.length >= MAX_NON_FINITE_ITEMS) return;
+    if (typeof v === "number") {
+      // pydantic's JSON form of inf is null (ser_json_inf_nan's default); JSON has no Infinity.
+      if (!Number.isFinite(v)) {
+        items.push({
+          loc: [...loc],
+          msg: "Input should be a finite number",
+          type: "finite_number",
+          input: null,
+        });
+      }
+      return;
+    }
+    if (v === null || typeof v !== "object") return;
+    for (const key of Object.keys(v)) {
+      loc.push(Array.isArray(v) ? Number(key) : key);
+      walk((v as Record<string, unknown>)[key]);
+      loc.pop();
+    }
+  };
+  walk(value);
+  return items;
 }
 
 const tooBig = (error: string): ErrorItem => ({
@@ -289,12 +372,13 @@ const tooBig = (error: string): ErrorItem => ({
 
 /**
  * JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset).
- * `exactIntegers` keeps integers past 2^53 as written (exact-integers.ts).
+ * `exactIntegers` keeps integers past 2^53 as written (exact-integers.ts). A number past a
+ * double's range is refused as `finite_number` at its path (`item` is the first, `items` all).
  */
 export function parseJsonText(
   text: string,
   exactIntegers = false,
-): { ok: true; value: unknown } | { ok: false; item: ErrorItem } {
+): { ok: true; value: unknown } | { ok: false; item: ErrorItem; items?: ErrorItem[] } {
   // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks) recurses:
   // a deep document would overflow the stack there and become a 500.
   const scan = scanJson(text);
@@ -310,6 +394,9 @@ export function parseJsonText(
   try {
     // The reviver (a second cost per value) runs only when a long integer may be there.
     const value = exactIntegers && scan.longDigits ? parseKeepingIntegers(text) : JSON.parse(text);
+    // A long integer kept exact is finite here (a raw JSON number, not a double).
+    const nonFinite = scan.mayOverflow ? nonFiniteItems(value) : [];
+    if (nonFinite.length > 0) return { ok: false, item: nonFinite[0] as ErrorItem, items: nonFinite };
     return { ok: true, value };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
@@ -400,6 +487,9 @@ export async function bodyText(
   }
 }
 
+/** JSON's whitespace (RFC 8259 ws), the only kind json.loads skips; String.trim() takes more. */
+const ONLY_WHITESPACE = /^[ \t\n\r]+$/;
+
 /** Handlers read what these accepted with `c.req.valid(target)`, typed from the schema: no casts. */
 type Out<T extends string, S extends z.ZodType> = { out: Record<T, z.output<S>> };
 type V<T extends string, S extends z.ZodType> = MiddlewareHandler<AppEnv, string, Out<T, S>>;
@@ -421,11 +511,25 @@ export function jsonBody<S extends z.ZodType>(
     const body = await bodyText(c);
     if (!body.ok) return validationResponse(c, [body.item]);
     const text = body.text;
-    if (text.trim() === "") {
-      return validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
+    // FastAPI reads no body and JSON null alike as no body: the required model is missing.
+    const missing = () =>
+      validationResponse(c, [{ loc: ["body"], msg: "Field required", type: "missing", input: null }]);
+    if (text === "") return missing();
+    // Whitespace alone is a body (Python's json.loads then finds no value where it ends).
+    if (ONLY_WHITESPACE.test(text)) {
+      return validationResponse(c, [
+        {
+          loc: ["body", text.length],
+          msg: "JSON decode error",
+          type: "json_invalid",
+          input: {},
+          ctx: { error: "Expecting value" },
+        },
+      ]);
     }
     const parsed = parseJsonText(text, exactIntegers);
-    if (!parsed.ok) return validationResponse(c, [parsed.item]);
+    if (!parsed.ok) return validationResponse(c, parsed.items ?? [parsed.item]);
+    if (parsed.value === null) return missing();
     const result = schema.safeParse(parsed.value, { reportInput: true });
     if (!result.success) return validationResponse(c, zodItems(result.error, parsed.value, ["body"]));
     c.set("body", result.data);

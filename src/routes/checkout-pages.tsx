@@ -30,7 +30,9 @@ export const checkoutPageRoutes = new Hono<AppEnv>();
 // Per client IP, before anything reads D1 or Stripe (the cancel page reads neither).
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 
-const successQuery = z.object({ session_id: z.string().min(1).max(255) });
+// An empty id is a string as FastAPI's `session_id: str` takes it (spec: 422 only when missing): it gets the
+// not-found page an unknown id gets.
+const successQuery = z.object({ session_id: z.string().max(255) });
 const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
 const revealForm = z.object({ token: z.string().min(1).max(128) });
 

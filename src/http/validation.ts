@@ -334,7 +334,7 @@ const MAX_NON_FINITE_ITEMS = 100;
  * it would come back as null (json_sort's `{"max":1e400}` answered `{"max":null}`), so no field
  * takes it. Runs only on bodies scanJson marked; depth is bounded by then (MAX_JSON_DEPTH).
  */
-function nonFiniteItems(value: unknown): ErrorItem[] {
+export function nonFiniteItems(value: unknown): ErrorItem[] {
   const items: ErrorItem[] = [];
   const loc: Loc = ["body"]; // the path walked, copied only for an item
   const walk = (v: unknown) => {

@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
 import { parseKeepingIntegers } from "../http/exact-integers";
-import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
+import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nonFiniteItems, scanJson } from "../http/validation";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
@@ -79,6 +79,13 @@ export function mcpRoutes(appFetch: AppFetch) {
         parsed = JSON.parse(text);
       } catch {
         return rpcError(c, 400, -32700, "Parse error: Invalid JSON");
+      }
+      // A number past a double's range (1e400) parses to Infinity and reached the tool as null:
+      // refused as every JSON body refuses it (finite_number), naming where it is.
+      const nonFinite = scan.mayOverflow ? nonFiniteItems(parsed) : [];
+      if (nonFinite.length > 0) {
+        const at = (nonFinite[0]?.loc ?? []).slice(1).join(".");
+        return rpcError(c, 400, -32602, `Invalid params: a number past a double's range at ${at}`);
       }
       if (scan.longDigits) parsed = withExactArguments(parsed, text);
       if (Array.isArray(parsed)) {

@@ -181,6 +181,15 @@ describe("MCP protocol surface", () => {
       expect(res.status).toBe(400);
       expect((await res.json<RpcAnswer>()).error?.code).toBe(-32700);
     });
+    it("a number past a double's range in a tool's arguments: 400, -32602 naming where, never null for the tool", async () => {
+      const res = await raw(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"json_sort","arguments":{"data":{"max":1e400}}}}',
+      );
+      expect(res.status).toBe(400);
+      const answer = await res.json<RpcAnswer>();
+      expect(answer.error?.code).toBe(-32602);
+      expect(answer.error?.message).toContain("params.arguments.data.max");
+    });
     it("valid JSON that is no JSON-RPC message: 400, -32600", async () => {
       const res = await raw('{"hello":"world"}');
       expect(res.status).toBe(400);

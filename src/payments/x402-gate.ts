@@ -109,10 +109,12 @@ interface Built {
  * The gates of this isolate, one per configuration. With BASE_URL unset, the origin is part of
  * the configuration (resource URLs name it), so a deployment reached on workers.dev and on its own
  * domain keeps one gate for each; a single slot rebuilt the gate (a /supported read, and every
- * cached 402 dropped) whenever requests alternated between them. Bounded: past it, start over.
+ * cached 402 dropped) whenever requests alternated between them. Bounded, least recently used out
+ * first: clearing them all when full dropped the gates in use with the rest.
  */
 const gates = new Map<string, Built>();
 const MAX_GATES = 8;
+let lastUsed: string | undefined;
 
 /**
  * How long one /supported answer is trusted before it is re-read. The re-read runs in the
@@ -193,10 +195,19 @@ function makeConfigKey(env: Bindings, cfg: PublicConfig) {
 function build(env: Bindings, cfg: PublicConfig): Built {
   const config = configKey(env, cfg);
   const known = gates.get(config.key);
-  if (known) return known;
-  if (gates.size >= MAX_GATES) gates.clear();
+  if (known) {
+    // Most recently used last (a Map keeps insertion order); the common case is already last.
+    if (config.key !== lastUsed) {
+      gates.delete(config.key);
+      gates.set(config.key, known);
+      lastUsed = config.key;
+    }
+    return known;
+  }
+  if (gates.size >= MAX_GATES) gates.delete(gates.keys().next().value as string);
   const made = create(env, cfg, config);
   gates.set(config.key, made);
+  lastUsed = config.key;
   return made;
 }
 

@@ -91,6 +91,23 @@ describe("the unpaid 402 is built once and reused", () => {
     expect(facilitator.reads).toBe(2);
   });
 
+  it("more configurations than the isolate keeps: the least recently used gate goes, not the ones in use", async () => {
+    const origin = "https://facilitator-lru.test";
+    const facilitator = stubFacilitator(origin);
+    const e = { ...paidEnv(origin), BASE_URL: "" };
+    const app = createApp();
+    const at = (host: string) =>
+      app.fetch(new Request(`${host}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}' }), e);
+    // Nine origins, each a configuration of its own, with the first used between every other.
+    for (let i = 1; i <= 9; i++) {
+      expect((await at("https://main.example")).status).toBe(402);
+      expect((await at(`https://other-${i}.example`)).status).toBe(402);
+    }
+    // One read for the origin in use throughout, one for each other: clearing every gate when the
+    // isolate's eight were full read the first again.
+    expect(facilitator.reads).toBe(10);
+  });
+
   it("after the TTL, /supported is re-read in the background; the answer never waits for it", async () => {
     const origin = "https://facilitator-b.test";
     const facilitator = stubFacilitator(origin);

@@ -7,11 +7,16 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** The partner's 10 s deadline, 50 times shorter (200 ms), so a test outlasts it in a moment. */
+/**
+ * The partner's 10 s deadline, 10 times shorter (1 s), so a test outlasts it in a moment; not
+ * shorter: paying the partner (signing, its verification) took over 200 ms on a loaded machine.
+ */
 function shortPartnerDeadline() {
   const real = AbortSignal.timeout.bind(AbortSignal);
-  vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => real(ms <= 10_000 ? Math.ceil(ms / 50) : ms));
+  vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => real(ms <= 10_000 ? Math.ceil(ms / 10) : ms));
 }
+/** A settlement slower than that shortened deadline. */
+const SLOW_SETTLE_MS = 1_500;
 
 /** A partner request that never answers: it ends only when its deadline aborts it. */
 const stalls = (req: Request) =>
@@ -25,7 +30,7 @@ describe("try: the caller's own settlement does not count against the partner's 
     shortPartnerDeadline();
     const { partnerCalls, settled } = stubNetwork(
       x402Partner("10000", () => Response.json({ prices: { btc: 1 } }, { headers: receipt("10000") })),
-      { settleDelayMs: 300 },
+      { settleDelayMs: SLOW_SETTLE_MS },
     );
     const res = await paidCall("/api/partners/pricefeed/try/price");
     expect(res.status).toBe(200);
@@ -38,7 +43,7 @@ describe("try: the caller's own settlement does not count against the partner's 
     shortPartnerDeadline();
     const partner = x402Partner("10000", () => Response.json({}));
     stubNetwork((req) => (req.headers.get("payment-signature") ? stalls(req) : partner(req)), {
-      settleDelayMs: 300,
+      settleDelayMs: SLOW_SETTLE_MS,
     });
     const res = await paidCall("/api/partners/pricefeed/try/price");
     expect(res.status).toBe(504);

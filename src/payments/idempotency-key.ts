@@ -5,7 +5,6 @@ import type { AppEnv } from "../env";
 import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
-import { usdcDomain } from "./usdc-domain";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 import { EVM_ADDRESS } from "./x402-terms";
 
@@ -63,7 +62,7 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   // Any JSON decodes (`null`, `1`): what is no object is no payment either, answered by the gate
   // as invalid_payment_header like the undecodable.
   if (typeof payment !== "object" || payment === null) return undefined;
-  const { isValidPaymentId, PAYMENT_IDENTIFIER } = await import("./paid-call-libs");
+  const { isValidPaymentId, PAYMENT_IDENTIFIER, usdcDomain } = await import("./paid-call-libs");
   // The id is checked with the extension's format rule only: its validatePaymentIdentifier also
   // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
   // fails in workerd (no eval), rejecting every valid id.

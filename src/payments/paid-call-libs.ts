@@ -8,3 +8,4 @@ export { canonicalize, createJWS, OFFER_RECEIPT } from "@x402/extensions/offer-r
 export { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 export { recoverTypedDataAddress } from "viem";
 export { transferWithAuthorization } from "./transfer-authorization";
+export { usdcDomain } from "./usdc-domain";

@@ -4,10 +4,10 @@ import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { FIRST_CALL_MAX_BYTES } from "../../src/payments/checkout-request";
 import { D1_BODY_MAX } from "../../src/payments/idempotent-results";
-import { call, detailOf, ORIGIN, postJson } from "../helpers";
+import { call, detailOf, postJson } from "../helpers";
 import {
+  checkoutSeeingStripe,
   deliver,
-  EMULATOR,
   keyIn,
   keysFor,
   revealTokenFromPage,
@@ -27,7 +27,7 @@ const D1_ROW_MAX = 2_000_000;
 const PAYLOAD_MAX = 1024 * 1024;
 const INLINE_ANSWER_MAX = 512 * 1024;
 const TOO_BIG = "string or blob too big";
-const app = createApp();
+const _app = createApp();
 const rowBytes = (row: string) =>
   ["id", "skill_id", "status", "payload", "payload_result", "api_key_id", "api_key_reveal", "payment_intent"]
     .map((col) => `coalesce(length(CAST(${row}.${col} AS BLOB)), 0)`)
@@ -48,34 +48,7 @@ afterAll(async () => {
   await env.DB.prepare("DROP TRIGGER IF EXISTS test_d1_row_limit_update").run();
 });
 
-/**
- * Sends a checkout and lists the requests it sent to Stripe (the emulator). payments/stripe.ts keeps
- * one client per STRIPE_API_BASE and a client keeps the fetch it was built with, so a spy on
- * globalThis.fetch never saw the shared client's requests; a base of its own (a fragment the client
- * ignores) makes this checkout build its client with the recording fetch (as checkout-payload.test.ts).
- */
-async function stripeRequests(body: unknown) {
-  const real = globalThis.fetch;
-  const sent: string[] = [];
-  globalThis.fetch = (input, init) => {
-    const req = new Request(input, init);
-    if (req.url.startsWith(EMULATOR)) sent.push(`${req.method} ${new URL(req.url).pathname}`);
-    return real(input, init);
-  };
-  try {
-    const res = await app.fetch(
-      new Request(`${ORIGIN}/api/cardpay/checkout`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      }),
-      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` },
-    );
-    return { res, sent };
-  } finally {
-    globalThis.fetch = real;
-  }
-}
+const stripeRequests = (body: unknown) => checkoutSeeingStripe(JSON.stringify(body));
 
 /** A json_sort payload whose stored JSON (`{"data":"xx…"}`) is exactly `bytes` long. */
 const payloadOf = (bytes: number) => ({ data: "x".repeat(bytes - '{"data":""}'.length) });

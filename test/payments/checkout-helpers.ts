@@ -179,3 +179,32 @@ export async function deliverWithStripeDown(event: unknown) {
     { ...env, STRIPE_API_BASE: "http://127.0.0.1:9" },
   );
 }
+
+/**
+ * Sends a checkout (its body as text) and lists the requests it sent to Stripe (the emulator).
+ * payments/stripe.ts keeps one client per STRIPE_API_BASE and a client keeps the fetch it was
+ * built with, so a spy on globalThis.fetch never saw the shared client's requests; a base of its
+ * own (a fragment the client ignores) makes this checkout build its client with the recording fetch.
+ */
+export async function checkoutSeeingStripe(body: string) {
+  const real = globalThis.fetch;
+  const sent: string[] = [];
+  globalThis.fetch = (input, init) => {
+    const req = new Request(input, init);
+    if (req.url.startsWith(EMULATOR)) sent.push(`${req.method} ${new URL(req.url).pathname}`);
+    return real(input, init);
+  };
+  try {
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/cardpay/checkout", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      }),
+      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` },
+    );
+    return { res, sent };
+  } finally {
+    globalThis.fetch = real;
+  }
+}

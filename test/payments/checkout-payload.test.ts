@@ -1,38 +1,17 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { detailOf, type ErrorItem, ORIGIN, postJson } from "../helpers";
-import { deliver, EMULATOR, firstCallResult, keysFor, seedSession, sessionEvent } from "./checkout-helpers";
+import { detailOf, type ErrorItem, postJson } from "../helpers";
+import {
+  checkoutSeeingStripe,
+  deliver,
+  firstCallResult,
+  keysFor,
+  seedSession,
+  sessionEvent,
+} from "./checkout-helpers";
 
-const app = createApp();
-
-/**
- * Sends a checkout and lists the requests it sent to Stripe (the emulator). payments/stripe.ts keeps
- * one client per STRIPE_API_BASE and a client keeps the fetch it was built with, so a base of its
- * own (a fragment the client ignores) makes the checkout build its client with the recording fetch.
- */
-async function checkoutSeeingStripe(body: string) {
-  const real = globalThis.fetch;
-  const sent: string[] = [];
-  globalThis.fetch = (input, init) => {
-    const req = new Request(input, init);
-    if (req.url.startsWith(EMULATOR)) sent.push(`${req.method} ${new URL(req.url).pathname}`);
-    return real(input, init);
-  };
-  try {
-    const res = await app.fetch(
-      new Request(`${ORIGIN}/api/cardpay/checkout`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-      }),
-      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` },
-    );
-    return { res, sent };
-  } finally {
-    globalThis.fetch = real;
-  }
-}
+const _app = createApp();
 
 /** A checkout body written as text, so a payload may hold an integer past 2^53 as sent. */
 const checkoutText = (skill: string, payload: string) => `{"skill_id":"${skill}","payload":${payload}}`;

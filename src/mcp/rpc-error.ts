@@ -7,6 +7,9 @@ export function rpcError(
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  // The request's id when the message was read (JSON-RPC: null only when it could not be).
+  id: unknown = null,
 ) {
-  return c.json({ jsonrpc: "2.0", error: { code, message }, id: null }, status, headers);
+  const echoed = typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null;
+  return c.json({ jsonrpc: "2.0", error: { code, message }, id: echoed }, status, headers);
 }

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { type ErrorItem, zodItems } from "../http/validation";
+import { type ErrorItem, nonFiniteItems, zodItems } from "../http/validation";
 import { jsonByteLength } from "../skills/lib/output-size";
 import type { Skill } from "../skills/types";
 import { MAX_CALLS } from "./credits";
@@ -60,6 +60,9 @@ export function payloadInvalid(skill: Skill, payload: unknown): ErrorItem[] | un
   // Judged as runFirstPayload will read it back from the row: the checkout body keeps integers
   // past 2^53 as raw JSON (for json_sort and json_flatten), another skill reads them as numbers.
   const body = skill.exactIntegers ? payload : (JSON.parse(JSON.stringify(payload)) as unknown);
+  // Read back as a number, an integer past a double's range is Infinity: the route's finite_number.
+  const nonFinite = nonFiniteItems(body).map((i) => ({ ...i, loc: ["body", "payload", ...i.loc.slice(1)] }));
+  if (nonFinite.length > 0) return nonFinite;
   const result = skill.input.safeParse(body, { reportInput: true });
   return result.success ? undefined : zodItems(result.error, body, ["body", "payload"]);
 }

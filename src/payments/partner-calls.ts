@@ -210,11 +210,14 @@ async function objectBody(c: Context<AppEnv>, t: Pick<TryTarget, "partner" | "se
   const read = await bodyText(c);
   if (!read.ok) return validationResponse(c, [read.item]);
   const text = read.text;
-  if (!text.trim()) return { body: undefined };
+  // No body, or JSON null (FastAPI reads both as none): the call takes no body. Anything else is
+  // parsed, whitespace alone included (no value: json_invalid), as every JSON body is.
+  if (text === "" && !read.bom) return { body: undefined };
   const parsed = parseJsonText(text);
-  if (!parsed.ok) return validationResponse(c, [parsed.item]);
+  if (!parsed.ok) return validationResponse(c, parsed.items ?? [parsed.item]);
   const value = parsed.value;
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+  if (value === null) return { body: undefined };
+  if (typeof value !== "object" || Array.isArray(value)) {
     return validationResponse(c, [
       { loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type", input: value },
     ]);

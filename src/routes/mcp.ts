@@ -80,14 +80,6 @@ export function mcpRoutes(appFetch: AppFetch) {
       } catch {
         return rpcError(c, 400, -32700, "Parse error: Invalid JSON");
       }
-      // A number past a double's range (1e400) parses to Infinity and reached the tool as null:
-      // refused as every JSON body refuses it (finite_number), naming where it is.
-      const nonFinite = scan.mayOverflow ? nonFiniteItems(parsed) : [];
-      if (nonFinite.length > 0) {
-        const at = (nonFinite[0]?.loc ?? []).slice(1).join(".");
-        return rpcError(c, 400, -32602, `Invalid params: a number past a double's range at ${at}`);
-      }
-      if (scan.longDigits) parsed = withExactArguments(parsed, text);
       if (Array.isArray(parsed)) {
         // MCP 2025-06-18 removed JSON-RPC batching; one message per POST keeps one payment per call.
         return rpcError(
@@ -96,6 +88,16 @@ export function mcpRoutes(appFetch: AppFetch) {
           -32600,
           "Invalid Request: JSON-RPC batches are not supported; send one message per request",
         );
+      }
+      if (scan.longDigits) parsed = withExactArguments(parsed, text);
+      // A number past a double's range (1e400) parses to Infinity and reached the tool as null:
+      // refused as every JSON body refuses it (finite_number), naming where it is. After the exact
+      // integers: a long integer kept as written is a number the tool can read.
+      const nonFinite = scan.mayOverflow ? nonFiniteItems(parsed) : [];
+      if (nonFinite.length > 0) {
+        const at = (nonFinite[0]?.loc ?? []).slice(1).join(".");
+        const id = (parsed as { id?: unknown } | null)?.id;
+        return rpcError(c, 400, -32602, `Invalid params: a number past a double's range at ${at}`, {}, id);
       }
       const { handleMcpMessage } = await loadHandler();
       return handleMcpMessage(c, parsed, appFetch);

@@ -189,6 +189,24 @@ describe("MCP protocol surface", () => {
       const answer = await res.json<RpcAnswer>();
       expect(answer.error?.code).toBe(-32602);
       expect(answer.error?.message).toContain("params.arguments.data.max");
+      // The message was read: its id is echoed.
+      expect(answer.id).toBe(1);
+    });
+    it("a 400-digit integer in a tool's arguments is a number the tool reads exactly, as over HTTP", async () => {
+      const big = `1${"0".repeat(400)}`;
+      const res = await raw(
+        `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"json_sort","arguments":{"data":{"a":${big}}}}}`,
+      );
+      // Not refused as out of range: the message reaches the tool (here its offer: payments are on).
+      expect(res.status).toBe(200);
+      const answer = await res.json<RpcAnswer>();
+      expect(answer.error).toBeUndefined();
+      expect(answer.result).toBeDefined();
+    });
+    it("a batch holding a number past a double's range is refused as a batch, before anything walks it", async () => {
+      const res = await raw('[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1e400}}]');
+      expect(res.status).toBe(400);
+      expect((await res.json<RpcAnswer>()).error?.code).toBe(-32600);
     });
     it("valid JSON that is no JSON-RPC message: 400, -32600", async () => {
       const res = await raw('{"hello":"world"}');

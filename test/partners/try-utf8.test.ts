@@ -55,6 +55,22 @@ describe("a partner call's body that is no UTF-8 is a 422 json_invalid, as a JSO
     expect(String(item.ctx?.error)).toMatch(/UTF-8/);
   });
 
+  it("whitespace alone is no JSON (json_invalid), JSON null is no body, and every out-of-range number is named", async () => {
+    const blank = stubNetwork(() => Response.json({ encoded: "x" }));
+    const item = await refusedBeforeAnything(await postBytes("/api/partners/textkit/try/base64", " "), blank);
+    expect(item).toMatchObject({ loc: ["body", 1], type: "json_invalid" });
+    const big = stubNetwork(() => Response.json({ encoded: "x" }));
+    const res = await postBytes("/api/partners/textkit/try/base64", '{"a":1e400,"b":-1e999}');
+    expect(res.status).toBe(422);
+    expect((await res.json<{ detail: ErrorItem[] }>()).detail.map((i) => i.loc)).toEqual([
+      ["body", "a"],
+      ["body", "b"],
+    ]);
+    expect(big.settled).toHaveLength(0);
+    stubNetwork(() => Response.json({ encoded: "x" }));
+    expect((await postBytes("/api/partners/textkit/try/base64", "null")).status).not.toBe(422);
+  });
+
   it("the same route's answer to a JSON syntax error, for comparison: the same 422 shape at the same point", async () => {
     const calls = stubNetwork(() => Response.json({ encoded: "x" }));
     const res = await postBytes("/api/partners/textkit/try/base64", '{"text":');

@@ -13,6 +13,16 @@ import {
 
 const _app = createApp();
 
+describe("a first-call payload a skill reads as numbers: an integer past a double's range", () => {
+  it("is the skill route's finite_number under body.payload, before Stripe is asked", async () => {
+    const payload = `{"schema":{"type":"number","maximum":5},"instance":1${"0".repeat(309)}}`;
+    const { res, sent } = await checkoutSeeingStripe(checkoutText("json_schema_validate", payload));
+    expect(res.status).toBe(422);
+    expect(await detailOf(res)).toEqual(await skillRouteItems("json_schema_validate", payload));
+    expect(sent).toEqual([]);
+  });
+});
+
 /** A checkout body written as text, so a payload may hold an integer past 2^53 as sent. */
 const checkoutText = (skill: string, payload: string) => `{"skill_id":"${skill}","payload":${payload}}`;
 

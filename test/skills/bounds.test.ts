@@ -211,6 +211,8 @@ describe("json_schema_validate bounds (issues 15 and 19)", () => {
     [{ pattern: "^(?=a)a$" }, ["pattern"]],
     [{ properties: { x: { pattern: "(?<!b)a" } } }, ["properties", "x", "pattern"]],
     [{ patternProperties: { "(a)\\1": {} } }, ["patternProperties", "(a)\\1"]],
+    // A named backreference: re2js's translation read `\k<n>` as the letters "k<n>".
+    [{ pattern: "^(?<n>a)\\k<n>$" }, ["pattern"]],
   ])(
     "a pattern RE2 cannot run (%j) is a 422 pattern_unsupported at its place",
     async (schema, at) => {

@@ -220,6 +220,9 @@ const tooLarge = (size: number) =>
 
 export const compileRe2 = (pattern: string): RE2JS => compiledEntry(pattern).re;
 
+/** `\k` after an even number of backslashes (an escaped backslash before it is no escape of k). */
+const NAMED_BACKREFERENCE = /(?:^|[^\\])(?:\\\\)*\\k/;
+
 /** Work units of one test (schema-work.ts's currency): matching costs per instruction per character. */
 export const testCost = (pattern: string, chars: number, charsPerUnit: number) =>
   0.5 + (chars * Math.max(1, compiledEntry(pattern).size / 8)) / charsPerUnit;
@@ -234,6 +237,10 @@ export function checkPattern(pattern: string, path: (string | number)[]): number
   } catch (e) {
     throw new InvalidPattern(`#/${path.join("/")}: ${e instanceof Error ? e.message : String(e)}`);
   }
+  // In a valid u-mode pattern every `\k` is a named backreference (anything else is a syntax
+  // error there); re2js's translation reads it as the letters "k<name>", a silent wrong answer.
+  if (NAMED_BACKREFERENCE.test(pattern))
+    throw new UnsupportedPattern(pattern, path, "RE2 cannot run a backreference (\\k<name>)");
   try {
     return compiledEntry(pattern).size;
   } catch (e) {

@@ -212,7 +212,7 @@ export function x402HttpGate(
     if (read === "not_a_payment") {
       return refuseWithOffer(
         "invalid_payment_header",
-        "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, accepted and payload)",
+        "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, resource (the PaymentRequired's), accepted and payload)",
       );
     }
     if (read === "not_v2") {

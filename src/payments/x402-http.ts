@@ -105,6 +105,9 @@ const MAX_UNPAID_ANSWERS = 512;
  */
 const UNPAID_ANSWER_TTL_MS = 60_000;
 
+/** When a buyer is told to try again after the facilitator failed to verify its payment. */
+const FACILITATOR_RETRY_AFTER_S = 10;
+
 export interface GateOptions {
   /**
    * The JSON body an unpaid 402 is sent with, from its encoded PAYMENT-REQUIRED header (the v1
@@ -245,13 +248,16 @@ export function x402HttpGate(
     try {
       result = await httpServer.processHTTPRequest(context, undefined);
     } catch (e) {
-      // The facilitator failed to answer /verify: nothing was charged; the buyer may retry as is.
+      // The facilitator gave no verdict on the payment (x402-gate.ts OutageAwareFacilitatorClient):
+      // nothing was claimed or charged, and the same payment may be sent again. The 503 the
+      // guides promise for payments that are temporarily unavailable.
+      c.header("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
       return c.json(
         {
-          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry.`,
+          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later.`,
           reason: "facilitator_unavailable",
         },
-        502,
+        503,
       );
     }
     if (result.type === "no-payment-required") return next();

@@ -5,6 +5,7 @@ import { safeBase64Decode } from "@x402/core/utils";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/validation";
+import { settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
@@ -273,11 +274,14 @@ export function x402HttpGate(
         "resource_mismatch",
         declaredExtensions,
       );
+      // The offer to sign again for this route, in both forms, as every refusal carries it.
+      const header = encodePaymentRequiredHeader(required);
       return refuse(
         c,
         "resource_mismatch",
         `this payment was made for ${paymentPayload.resource?.url ?? "no resource"}, not ${resource.url}`,
-        encodePaymentRequiredHeader(required),
+        header,
+        opts.explainUnpaid?.(header),
       );
     }
 
@@ -312,9 +316,20 @@ export function x402HttpGate(
       return;
     }
     // Never the paid content on a failed settlement; recordPayment (settlement.ts) decides from
-    // PAYMENT-RESPONSE whether the failure is definite (402) or unconfirmed (502).
+    // PAYMENT-RESPONSE whether the failure is definite (402) or unconfirmed (502). A definite one
+    // moved nothing, so its 402 is an offer to sign again, as every x402 refusal is: the route's
+    // PAYMENT-REQUIRED, and its offer in the body beside the settlement's own error and reason.
+    let failure = settled.failureBody as Record<string, unknown> | undefined;
+    if (settlementOutcome(settled.result) === "failed") {
+      const answer = await unpaidAnswer();
+      const offer = answer && "offer" in answer && answer.offer ? answer : undefined;
+      if (offer) {
+        headers.set("PAYMENT-REQUIRED", offer.headers["payment-required"] ?? "");
+        failure = { ...(JSON.parse(offer.body) as Record<string, unknown>), ...failure };
+      }
+    }
     headers.set("content-type", "application/json");
-    c.res = new Response(JSON.stringify(settled.failureBody), { status: 402, headers });
+    c.res = new Response(JSON.stringify(failure), { status: 402, headers });
   };
 }
 

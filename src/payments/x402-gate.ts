@@ -17,6 +17,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { SharedLoad, within } from "../http/shared-load";
 import { type PricingConfig, pricingConfig } from "../partners/config";
+import { skills } from "../skills/registry";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
@@ -79,6 +80,12 @@ function routesFor(
   }
   return routes;
 }
+
+/**
+ * The routes a card-credit key pays for: the skills' own (payments/gate.ts, mounted on every skill
+ * route), which checkout sells keys for. Partner try routes and refinery recipes take x402 only.
+ */
+const CARD_KEY_PATHS: ReadonlySet<string> = new Set(skills.map((s) => s.endpoint));
 
 // Browsers that POST here get a plain page instead of the optional @x402/paywall bundle.
 const plainPaywall: PaywallProvider = {
@@ -238,7 +245,9 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     ready: new SharedLoad(READY_WAIT_MS),
     readyAt: undefined,
     refreshing: new SharedLoad(REFRESH_STALE_MS),
-    middleware: x402HttpGate(httpServer, { explainUnpaid: (header) => explain(header, undefined) }),
+    middleware: x402HttpGate(httpServer, {
+      explainUnpaid: (header, path) => explain(header, undefined, CARD_KEY_PATHS.has(path)),
+    }),
   };
 }
 

@@ -116,7 +116,7 @@ export interface GateOptions {
    * sends a ready body instead of building a Response and re-wrapping it in a later middleware
    * (the 402 profile showed both copies, docs/PERFORMANCE.md).
    */
-  explainUnpaid?: (header: string) => string | undefined;
+  explainUnpaid?: (header: string, path: string) => string | undefined;
 }
 
 export function x402HttpGate(
@@ -128,10 +128,12 @@ export function x402HttpGate(
   // only on this configuration, the route, its price and whether a browser asks; built once per
   // gate (one gate per isolate and configuration, x402-gate.ts) instead of on every request.
   const unpaid = new Map<string, ReadyAnswer>();
-  const ready = (answer: UnpaidAnswer): ReadyAnswer => {
+  const ready = (answer: UnpaidAnswer, path: string): ReadyAnswer => {
     // One spelling per header name, so the content type below replaces the library's.
     const headers = Object.fromEntries(Object.entries(answer.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    const explained = answer.isHtml ? undefined : opts.explainUnpaid?.(headers["payment-required"] ?? "");
+    const explained = answer.isHtml
+      ? undefined
+      : opts.explainUnpaid?.(headers["payment-required"] ?? "", path);
     headers["content-type"] = answer.isHtml ? "text/html; charset=UTF-8" : "application/json";
     const body = answer.isHtml ? String(answer.body ?? "") : (explained ?? JSON.stringify(answer.body ?? {}));
     return { status: 402, body, headers, offer: !answer.isHtml, until: Date.now() + UNPAID_ANSWER_TTL_MS };
@@ -184,7 +186,7 @@ export function x402HttpGate(
       );
       if (result.type !== "payment-error") return undefined;
       if (result.response.status !== 402) return result.response;
-      const answer = ready(result.response);
+      const answer = ready(result.response, path);
       if (unpaid.size >= MAX_UNPAID_ANSWERS) unpaid.clear();
       unpaid.set(key, answer);
       return answer;
@@ -281,7 +283,7 @@ export function x402HttpGate(
         "resource_mismatch",
         `this payment was made for ${paymentPayload.resource?.url ?? "no resource"}, not ${resource.url}`,
         header,
-        opts.explainUnpaid?.(header),
+        opts.explainUnpaid?.(header, path),
       );
     }
 

@@ -44,6 +44,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
     "## Hosted partners",
     "",
     `Partner APIs resold at ${partner.multiplier}x the partner's price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
+    `@x402/core's x402Client pays at most $1 a payment unless told otherwise: for prices above that, raise the cap with client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partner)}" }).`,
     "",
     ...PARTNERS.map(
       (p) =>
@@ -71,6 +72,10 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
   ];
   return lines.join("\n");
 }
+
+/** The highest partner price (a try route or a refinery recipe), in decimal dollars. */
+const highestPartnerPrice = (partner: ReturnType<typeof partnerPricing>) =>
+  Math.max(Number(partner.tryRoutes.max), Number(partner.refinery.max)).toString();
 
 export function agentsMd(cfg: PublicConfig): string {
   const b = cfg.baseUrl;
@@ -117,6 +122,8 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 
 const client = registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(process.env.AGENT_KEY as \`0x\${string}\`) });
+// x402Client pays at most $1 a payment by default: enough for every skill; hosted partner services cost up to a few dollars (see /llms.txt), so raise it to buy those:
+// client.setSpendControls({ maxAmountPerPayment: "$5" });
 const pay = wrapFetchWithPayment(fetch, client);
 const res = await pay("${b}${example.endpoint}", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(${body}) });
 console.log(res.status, await res.json());

@@ -31,6 +31,12 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
     "",
     PAYMENT_SUMMARY(cfg),
     "",
+    ...(cfg.freeBeta
+      ? [
+          "Free beta: skill calls are free for now (they answer without a 402 or any payment); partner services and refinery recipes are still paid.",
+          "",
+        ]
+      : []),
     'Bodies are JSON objects; validation errors are 422 {"detail":[{loc,msg,type,input,ctx}]} (FastAPI shape), checked only once a call is paid: an unpaid call answers 402 whatever its body. Prices are in US dollars per call.',
     "URLs use the slug (token-count); ids use underscores (token_count). A card-credit key goes in Authorization: Bearer mk_... (X-API-Key also accepted).",
     "",
@@ -89,7 +95,7 @@ export function agentsMd(cfg: PublicConfig): string {
 ${SITE_SUMMARY}
 
 Base URL: ${b} (interface version ${INTERFACE_VERSION})
-
+${cfg.freeBeta ? "\n**Free beta**: skill calls are free for now (they answer without a `402` or any payment); partner services and refinery recipes are still paid.\n" : ""}
 ## 1. Discover
 
 - \`GET ${b}/api/catalog\`: every skill with \`endpoint\`, \`price_usd\`, \`input_schema\`, \`example_request\`, \`example_response\`, \`docs_url\`.

@@ -31,6 +31,12 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
     "",
     PAYMENT_SUMMARY(cfg),
     "",
+    ...(cfg.freeBeta
+      ? [
+          "Free beta: skill calls are free for now (they answer without a 402 or any payment); partner services and refinery recipes are still paid.",
+          "",
+        ]
+      : []),
     'Bodies are JSON objects; validation errors are 422 {"detail":[{loc,msg,type,input,ctx}]} (FastAPI shape), checked only once a call is paid: an unpaid call answers 402 whatever its body. Prices are in US dollars per call.',
     "URLs use the slug (token-count); ids use underscores (token_count). A card-credit key goes in Authorization: Bearer mk_... (X-API-Key also accepted).",
     "",
@@ -44,6 +50,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
     "## Hosted partners",
     "",
     `Partner APIs resold at ${partner.multiplier}x the partner's price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
+    `@x402/core's x402Client pays at most $1 a payment unless told otherwise: for prices above that, raise the cap with client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partner)}" }).`,
     "",
     ...PARTNERS.map(
       (p) =>
@@ -72,6 +79,10 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
   return lines.join("\n");
 }
 
+/** The highest partner price (a try route or a refinery recipe), in decimal dollars. */
+const highestPartnerPrice = (partner: ReturnType<typeof partnerPricing>) =>
+  Math.max(Number(partner.tryRoutes.max), Number(partner.refinery.max)).toString();
+
 export function agentsMd(cfg: PublicConfig): string {
   const b = cfg.baseUrl;
   const example = skills.find((s) => s.id === "slugify") ?? skills[0];
@@ -84,7 +95,7 @@ export function agentsMd(cfg: PublicConfig): string {
 ${SITE_SUMMARY}
 
 Base URL: ${b} (interface version ${INTERFACE_VERSION})
-
+${cfg.freeBeta ? "\n**Free beta**: skill calls are free for now (they answer without a `402` or any payment); partner services and refinery recipes are still paid.\n" : ""}
 ## 1. Discover
 
 - \`GET ${b}/api/catalog\`: every skill with \`endpoint\`, \`price_usd\`, \`input_schema\`, \`example_request\`, \`example_response\`, \`docs_url\`.
@@ -117,6 +128,8 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 
 const client = registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(process.env.AGENT_KEY as \`0x\${string}\`) });
+// x402Client pays at most $1 a payment by default: enough for every skill; hosted partner services cost up to a few dollars (see /llms.txt), so raise it to buy those:
+// client.setSpendControls({ maxAmountPerPayment: "$5" });
 const pay = wrapFetchWithPayment(fetch, client);
 const res = await pay("${b}${example.endpoint}", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(${body}) });
 console.log(res.status, await res.json());
@@ -164,7 +177,7 @@ Every error body is JSON. Nothing is charged for any of them, with two refunded 
 - \`429\`: \`{"reason":"rate_limited","scope":...,"retry_after":60}\` with \`Retry-After\`: too many requests (limits in /contracts/humanless.json); never charged. Per IP and card key it is checked before any payment work, per payer address once the facilitator has verified the signature.
 - \`502\`/\`504\`: \`{"detail":"...","charged":false}\`: a network skill's upstream (Wikipedia, Wikidata, the page you named) or a partner failed or timed out; you were not charged, retry later (partner calls also name \`partner_id\`, \`service_id\` and \`upstream_status\`). A partner that must be paid before it answers settles your payment first: if it then fails, the answer says \`"charged":true\` with a \`refund\` object (\`status\`, \`amount_usd\`, \`transaction\`): the price less what the partner can still collect from us, sent back to the payer.
 - \`502\` with \`"reason":"settlement_unconfirmed"\`: the facilitator did not confirm your payment's settlement. The result is withheld, and that authorization stays reserved (it cannot pay for another call): sign a new one to retry. Should the first transfer land after all, reconciliation refunds it to the payer (less what a partner that served the call is owed) under the \`request_id\` of that answer.
-- \`503\`: payments temporarily unavailable; retry later. \`payer_check_unavailable\` (with \`Retry-After\`): a contract wallet's retry could not be checked on chain just now; retry with the same payment id. \`500\` carries a \`request_id\` for support (${cfg.contactEmail}).
+- \`503\`: payments temporarily unavailable; retry later. \`facilitator_unavailable\` (with \`Retry-After\`): the payment facilitator gave no answer on your payment; nothing was claimed or charged, send the same payment again. \`payer_check_unavailable\` (with \`Retry-After\`): a contract wallet's retry could not be checked on chain just now; retry with the same payment id. \`500\` carries a \`request_id\` for support (${cfg.contactEmail}).
 
 ## Skills
 

@@ -1,4 +1,16 @@
-import { ref } from "./operation";
+import { ERROR, ref } from "./operation";
+
+/**
+ * What every priced route answers before or beside its work, with one wording: the skills', the
+ * partner try routes' and the refinery recipes' (each runs quota, idempotent and the body cap).
+ */
+export const PRICED_ROUTE_RESPONSES = {
+  "409": ERROR(
+    "Idempotency conflict: the payment identifier or Idempotency-Key is in use by a call still running (Retry-After), or was used for another request or payer; nothing charged",
+  ),
+  "413": ERROR("Body larger than 5 MiB"),
+  "429": ERROR("Rate limited (Retry-After); nothing charged"),
+};
 
 const nullableNumber = { type: ["number", "null"] };
 const windowFigures = {

@@ -69,6 +69,7 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   const server = createMcpServer({
     tools: mcpTools(cfg, "error" in pricing ? undefined : pricing),
     baseUrl: cfg.baseUrl,
+    freeBeta: cfg.freeBeta,
     origin: new URL(c.req.url).origin,
     // A card key in any form the HTTP gate takes (X-API-Key, a bare mk_…) pays over MCP too.
     authorization: cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")),

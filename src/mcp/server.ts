@@ -20,8 +20,12 @@ export const SERVER_NAME = "agent-skills-marketplace";
 export interface McpServerContext extends CallContext {
   tools: readonly McpTool[];
   baseUrl: string;
+  /** FREE_BETA: skill tools answer unpaid, and the instructions say so. */
+  freeBeta?: boolean;
 }
 
+const FREE_BETA_NOTE =
+  "Free beta: skill tools answer without payment for now; partner services and refinery recipes are still paid. ";
 const INSTRUCTIONS =
   'Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"], and every paid result carries its signed receipt in _meta["marketplace/receipt"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).';
 
@@ -65,7 +69,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
     { name: SERVER_NAME, title: "Agent Skills Marketplace", version: INTERFACE_VERSION },
     {
       capabilities: { tools: {}, resources: {} },
-      instructions: INSTRUCTIONS,
+      instructions: ctx.freeBeta ? `${FREE_BETA_NOTE}${INSTRUCTIONS}` : INSTRUCTIONS,
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
     },
   );

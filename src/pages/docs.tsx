@@ -128,6 +128,12 @@ export function SkillDocPage({
       </p>
       <h1>{skill.name}</h1>
       <p class="lead">{skill.description}</p>
+      {cfg.freeBeta ? (
+        <p id="free-beta">
+          <strong>Free beta:</strong> this skill answers without payment for now (no <code>402</code>); the
+          price below applies once the beta ends.
+        </p>
+      ) : null}
       <dl class="facts">
         <dt>Endpoint</dt>
         <dd>

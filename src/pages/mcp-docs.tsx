@@ -16,7 +16,14 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
     ...unpaid,
     params: {
       ...unpaid.params,
-      _meta: { "x402/payment": { x402Version: 2, accepted: "<one of accepts>", payload: "<signed>" } },
+      _meta: {
+        "x402/payment": {
+          x402Version: 2,
+          resource: "<the PaymentRequired's resource>",
+          accepted: "<one of accepts>",
+          payload: "<signed>",
+        },
+      },
     },
   };
   return (
@@ -70,7 +77,9 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         </li>
         <li>
           Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}
-          <code>@x402/evm</code>) and call again with the payment payload in <code>_meta</code>:
+          <code>@x402/evm</code>) and call again with the payment payload in <code>_meta</code>, naming the
+          offer's <code>resource</code> (a payment for no resource or another one is refused with{" "}
+          <code>reason: "resource_mismatch"</code>):
           <pre>
             <code>{JSON.stringify(paid)}</code>
           </pre>

@@ -23,12 +23,10 @@ export const checkoutRequest = z.object({
     .meta({
       description: `Body of your first call; it runs once when the payment completes. Checked before payment against the skill's own request schema (422 on ["body","payload",...], as the skill's route answers). At most ${FIRST_CALL_MAX_BYTES} bytes (1 MiB) of JSON, else 422 payload_too_large; make larger calls with the key.`,
     }),
-  quantity: z
-    .int()
-    .min(1)
-    .max(MAX_CALLS)
-    .optional()
-    .meta({ description: "Calls to buy; raised to the smallest pack that reaches the $0.50 card minimum." }),
+  quantity: z.int().min(1).max(MAX_CALLS).optional().meta({
+    description:
+      "Calls to buy; raised to the smallest pack that reaches the $0.50 card minimum, then to a whole number of cents in total, so each call costs exactly its price (at $0.003 a call, 171 → 180 calls for $0.54).",
+  }),
 });
 
 /**

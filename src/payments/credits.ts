@@ -17,9 +17,13 @@ export function newApiKey(): string {
 /** What api_keys stores instead of a key (and what rate limits and receipts name it by). */
 export const hashKey = (key: string): Promise<string> => sha256Hex(key);
 
+/**
+ * The key of `Bearer mk_…`. The scheme is read in any case, as HTTP authentication schemes are
+ * (RFC 9110 §11.1: `bearer mk_…` was refused as a malformed key); the key itself is case-exact.
+ */
 export function bearerKey(header: string | undefined): string | undefined {
-  const m = /^Bearer\s+(mk_[A-Za-z0-9_-]{16,128})\s*$/.exec(header ?? "");
-  return m?.[1];
+  const m = /^(\S+)\s+(mk_[A-Za-z0-9_-]{16,128})\s*$/.exec(header ?? "");
+  return m?.[1]?.toLowerCase() === "bearer" ? m[2] : undefined;
 }
 
 /**

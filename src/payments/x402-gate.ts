@@ -1,6 +1,13 @@
 import type { PaywallProvider, RouteConfig, RoutesConfig } from "@x402/core/server";
 import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
-import type { PaymentRequired } from "@x402/core/types";
+import {
+  FacilitatorResponseError,
+  type PaymentPayload,
+  type PaymentRequired,
+  type PaymentRequirements,
+  VerifyError,
+  type VerifyResponse,
+} from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { MiddlewareHandler } from "hono";
@@ -10,6 +17,7 @@ import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { SharedLoad, within } from "../http/shared-load";
 import { type PricingConfig, pricingConfig } from "../partners/config";
+import { skills } from "../skills/registry";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
@@ -72,6 +80,12 @@ function routesFor(
   }
   return routes;
 }
+
+/**
+ * The routes a card-credit key pays for: the skills' own (payments/gate.ts, mounted on every skill
+ * route), which checkout sells keys for. Partner try routes and refinery recipes take x402 only.
+ */
+const CARD_KEY_PATHS: ReadonlySet<string> = new Set(skills.map((s) => s.endpoint));
 
 // Browsers that POST here get a plain page instead of the optional @x402/paywall bundle.
 const plainPaywall: PaywallProvider = {
@@ -231,7 +245,9 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     ready: new SharedLoad(READY_WAIT_MS),
     readyAt: undefined,
     refreshing: new SharedLoad(REFRESH_STALE_MS),
-    middleware: x402HttpGate(httpServer, { explainUnpaid: (header) => explain(header, undefined) }),
+    middleware: x402HttpGate(httpServer, {
+      explainUnpaid: (header, path) => explain(header, undefined, CARD_KEY_PATHS.has(path)),
+    }),
   };
 }
 
@@ -260,9 +276,41 @@ function refreshInBackground(b: Built, env: Bindings, cfg: PublicConfig) {
   });
 }
 
+/** The reason a facilitator gives for its own failure while verifying (x402's error codes). */
+const UNEXPECTED_VERIFY_ERROR = "unexpected_verify_error";
+
+/**
+ * A facilitator client whose /verify without a facilitator's verdict reaches the gate as an outage.
+ * @x402/core answers any error thrown while verifying (a dropped connection, a gateway's HTML page,
+ * a 5xx) as a 402 carrying the error's text, which the buyer read as its own invalid payment: "send
+ * a new payment", when nothing was wrong with it. Only a FacilitatorResponseError passes through
+ * the library, so every verify that brought no verdict is thrown as one, and the gate answers it
+ * 503 facilitator_unavailable, retry (x402-http.ts). A verdict is an answer carrying `isValid`
+ * with a reason, whatever its HTTP status; the facilitator's own unexpected_verify_error is none.
+ */
+class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
+  override async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    let result: VerifyResponse;
+    try {
+      result = await super.verify(payload, requirements);
+    } catch (e) {
+      const verdict =
+        e instanceof VerifyError && e.invalidReason && e.invalidReason !== UNEXPECTED_VERIFY_ERROR;
+      if (verdict || e instanceof FacilitatorResponseError) throw e;
+      throw new FacilitatorResponseError(`/verify failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!result.isValid && result.invalidReason === UNEXPECTED_VERIFY_ERROR) {
+      throw new FacilitatorResponseError(
+        `/verify failed: ${UNEXPECTED_VERIFY_ERROR}${result.invalidMessage ? ` (${result.invalidMessage})` : ""}`,
+      );
+    }
+    return result;
+  }
+}
+
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
 export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
-  return new PendingAwareFacilitatorClient({
+  return new OutageAwareFacilitatorClient({
     url: cfg.facilitatorUrl,
     // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
     // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`

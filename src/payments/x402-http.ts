@@ -5,6 +5,7 @@ import { safeBase64Decode } from "@x402/core/utils";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/validation";
+import { settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
@@ -105,6 +106,9 @@ const MAX_UNPAID_ANSWERS = 512;
  */
 const UNPAID_ANSWER_TTL_MS = 60_000;
 
+/** When a buyer is told to try again after the facilitator failed to verify its payment. */
+const FACILITATOR_RETRY_AFTER_S = 10;
+
 export interface GateOptions {
   /**
    * The JSON body an unpaid 402 is sent with, from its encoded PAYMENT-REQUIRED header (the v1
@@ -112,7 +116,7 @@ export interface GateOptions {
    * sends a ready body instead of building a Response and re-wrapping it in a later middleware
    * (the 402 profile showed both copies, docs/PERFORMANCE.md).
    */
-  explainUnpaid?: (header: string) => string | undefined;
+  explainUnpaid?: (header: string, path: string) => string | undefined;
 }
 
 export function x402HttpGate(
@@ -124,10 +128,12 @@ export function x402HttpGate(
   // only on this configuration, the route, its price and whether a browser asks; built once per
   // gate (one gate per isolate and configuration, x402-gate.ts) instead of on every request.
   const unpaid = new Map<string, ReadyAnswer>();
-  const ready = (answer: UnpaidAnswer): ReadyAnswer => {
+  const ready = (answer: UnpaidAnswer, path: string): ReadyAnswer => {
     // One spelling per header name, so the content type below replaces the library's.
     const headers = Object.fromEntries(Object.entries(answer.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    const explained = answer.isHtml ? undefined : opts.explainUnpaid?.(headers["payment-required"] ?? "");
+    const explained = answer.isHtml
+      ? undefined
+      : opts.explainUnpaid?.(headers["payment-required"] ?? "", path);
     headers["content-type"] = answer.isHtml ? "text/html; charset=UTF-8" : "application/json";
     const body = answer.isHtml ? String(answer.body ?? "") : (explained ?? JSON.stringify(answer.body ?? {}));
     return { status: 402, body, headers, offer: !answer.isHtml, until: Date.now() + UNPAID_ANSWER_TTL_MS };
@@ -180,7 +186,7 @@ export function x402HttpGate(
       );
       if (result.type !== "payment-error") return undefined;
       if (result.response.status !== 402) return result.response;
-      const answer = ready(result.response);
+      const answer = ready(result.response, path);
       if (unpaid.size >= MAX_UNPAID_ANSWERS) unpaid.clear();
       unpaid.set(key, answer);
       return answer;
@@ -212,7 +218,7 @@ export function x402HttpGate(
     if (read === "not_a_payment") {
       return refuseWithOffer(
         "invalid_payment_header",
-        "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, accepted and payload)",
+        "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, resource (the PaymentRequired's), accepted and payload)",
       );
     }
     if (read === "not_v2") {
@@ -245,13 +251,16 @@ export function x402HttpGate(
     try {
       result = await httpServer.processHTTPRequest(context, undefined);
     } catch (e) {
-      // The facilitator failed to answer /verify: nothing was charged; the buyer may retry as is.
+      // The facilitator gave no verdict on the payment (x402-gate.ts OutageAwareFacilitatorClient):
+      // nothing was claimed or charged, and the same payment may be sent again. The 503 the
+      // guides promise for payments that are temporarily unavailable.
+      c.header("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
       return c.json(
         {
-          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry.`,
+          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later.`,
           reason: "facilitator_unavailable",
         },
-        502,
+        503,
       );
     }
     if (result.type === "no-payment-required") return next();
@@ -267,11 +276,14 @@ export function x402HttpGate(
         "resource_mismatch",
         declaredExtensions,
       );
+      // The offer to sign again for this route, in both forms, as every refusal carries it.
+      const header = encodePaymentRequiredHeader(required);
       return refuse(
         c,
         "resource_mismatch",
         `this payment was made for ${paymentPayload.resource?.url ?? "no resource"}, not ${resource.url}`,
-        encodePaymentRequiredHeader(required),
+        header,
+        opts.explainUnpaid?.(header, path),
       );
     }
 
@@ -306,9 +318,20 @@ export function x402HttpGate(
       return;
     }
     // Never the paid content on a failed settlement; recordPayment (settlement.ts) decides from
-    // PAYMENT-RESPONSE whether the failure is definite (402) or unconfirmed (502).
+    // PAYMENT-RESPONSE whether the failure is definite (402) or unconfirmed (502). A definite one
+    // moved nothing, so its 402 is an offer to sign again, as every x402 refusal is: the route's
+    // PAYMENT-REQUIRED, and its offer in the body beside the settlement's own error and reason.
+    let failure = settled.failureBody as Record<string, unknown> | undefined;
+    if (settlementOutcome(settled.result) === "failed") {
+      const answer = await unpaidAnswer();
+      const offer = answer && "offer" in answer && answer.offer ? answer : undefined;
+      if (offer) {
+        headers.set("PAYMENT-REQUIRED", offer.headers["payment-required"] ?? "");
+        failure = { ...(JSON.parse(offer.body) as Record<string, unknown>), ...failure };
+      }
+    }
     headers.set("content-type", "application/json");
-    c.res = new Response(JSON.stringify(settled.failureBody), { status: 402, headers });
+    c.res = new Response(JSON.stringify(failure), { status: 402, headers });
   };
 }
 

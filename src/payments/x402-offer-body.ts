@@ -13,9 +13,11 @@ const machineReason = (error: string) =>
 /**
  * The 402 body for a PAYMENT-REQUIRED header (see explain402 in x402-explain.ts): the same offer
  * in x402 v1 form, an `error` in words and a machine `reason`. Loaded with the x402 server stack
- * (x402-v1.ts reads @x402/evm's network table), never at start-up.
+ * (x402-v1.ts reads @x402/evm's network table), never at start-up. `cardKeys`: whether the route
+ * also takes a card-credit key (skills do; partner try routes and refinery recipes take x402 only,
+ * and checkout sells no key for them), so the text offers one only where it pays.
  */
-export function explain(header: string, note: string | undefined): string | undefined {
+export function explain(header: string, note: string | undefined, cardKeys = true): string | undefined {
   let required: PaymentRequired;
   try {
     required = decodePaymentRequiredHeader(header);
@@ -33,7 +35,7 @@ export function explain(header: string, note: string | undefined): string | unde
     ? `${note} This call costs ${what}.`
     : reason
       ? `Payment rejected: ${required.error}. This call costs ${what}; send a new payment.`
-      : `Payment required: this call costs ${what}. Pay with x402 (v2: PAYMENT-SIGNATURE header, requirements in PAYMENT-REQUIRED; v1: X-PAYMENT, requirements in this body) or a card-credit key (Authorization: Bearer mk_...).`;
+      : `Payment required: this call costs ${what}. Pay with x402 (v2: PAYMENT-SIGNATURE header, requirements in PAYMENT-REQUIRED; v1: X-PAYMENT, requirements in this body)${cardKeys ? " or a card-credit key (Authorization: Bearer mk_...)" : ""}.`;
   const v1Accepts = required.accepts.flatMap((r) => v1Requirement(r, required.resource) ?? []);
   const body = v1Accepts.length
     ? {

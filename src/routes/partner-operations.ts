@@ -1,3 +1,4 @@
+import { PRICED_ROUTE_RESPONSES } from "../discovery/openapi-components";
 import {
   CLIENT_ERROR,
   type DocContext,
@@ -98,7 +99,10 @@ const tryIt = (method: "get" | "post") =>
       ),
       "402": json("Payment required", ref("PaymentRequired")),
       "404": ERROR("Unknown partner or service"),
+      "409": PRICED_ROUTE_RESPONSES["409"],
+      "413": PRICED_ROUTE_RESPONSES["413"],
       "422": VALIDATION,
+      "429": PRICED_ROUTE_RESPONSES["429"],
       "502": json(
         'The partner failed, or asked for a payment this marketplace does not make (upstream_status 402, not charged). "charged":false, or "charged":true with a refund when the partner had to be paid first',
       ),
@@ -121,7 +125,10 @@ const refinery = operation({
   responses: {
     "200": json("The recipe's result"),
     "402": json("Payment required", ref("PaymentRequired")),
+    "409": PRICED_ROUTE_RESPONSES["409"],
+    "413": PRICED_ROUTE_RESPONSES["413"],
     "422": VALIDATION,
+    "429": PRICED_ROUTE_RESPONSES["429"],
     "502": json(
       'The partner failed. "charged":false, or "charged":true with a refund when the partner had to be paid first',
     ),

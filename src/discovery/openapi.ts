@@ -5,7 +5,7 @@ import { partnerPricing } from "../partners/pricing";
 import { skills } from "../skills/registry";
 import { bodySchema, responseSchema } from "../skills/schema-docs";
 import { PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./identity";
-import { components } from "./openapi-components";
+import { components, PRICED_ROUTE_RESPONSES } from "./openapi-components";
 import {
   type DocContext,
   ERROR,
@@ -81,12 +81,8 @@ function skillOperations(cfg: PublicConfig) {
           "401": ERROR("Unknown or malformed card-credit key"),
           "402": json("Payment required, or the payment was rejected", ref("PaymentRequired")),
           "403": ERROR("The card-credit key buys calls of another skill"),
-          "409": ERROR(
-            "Idempotency conflict: the payment identifier or Idempotency-Key is in use by a call still running (Retry-After), or was used for another request or payer; nothing charged",
-          ),
-          "413": ERROR("Body larger than 5 MiB"),
+          ...PRICED_ROUTE_RESPONSES,
           "422": VALIDATION,
-          "429": ERROR("Rate limited (Retry-After); nothing charged"),
           ...(s.kind === "analytic"
             ? {
                 "502": json(

@@ -209,6 +209,8 @@ describe("html_clean markdown, rendered", () => {
       "<p>\n[x](javascript:alert(1))",
       "a <javascript:alert(1)>",
       "[x](&#106;avascript:alert(1)) <b>",
+      // An escaped backslash before it: the "<" itself is not escaped.
+      "a \\\\<img src=x onerror=alert(1)>",
     ]) {
       const out = inertForRenderers(md);
       for (const [name, render] of Object.entries(RENDERERS))

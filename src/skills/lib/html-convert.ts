@@ -441,9 +441,25 @@ export function htmlToMd(html: string): string {
  * becomes a character reference: shown the same, and nothing can open a tag, an autolink or a link.
  */
 let reader: InstanceType<typeof MarkdownIt> | undefined;
+/**
+ * Whether a "<" could open a tag or an autolink: one not escaped (an even run of backslashes
+ * before it, none included) before a letter, "/", "!" or "?", and not a table cell's `<br>`. Raw
+ * HTML, an HTML block (where a backslash escapes nothing) and an autolink all begin with one, so
+ * without it there is nothing to read. Linear: each run of backslashes is counted once.
+ */
+function mayOpenHtml(md: string): boolean {
+  for (let at = md.indexOf("<"); at >= 0; at = md.indexOf("<", at + 1)) {
+    if (!/[A-Za-z/!?]/.test(md[at + 1] ?? "") || BR.test(md.slice(at, at + 8))) continue;
+    let slashes = 0;
+    while (at - slashes - 1 >= 0 && md.charCodeAt(at - slashes - 1) === 0x5c) slashes++;
+    if (slashes % 2 === 0) return true;
+  }
+  return false;
+}
+const BR = /^<br\s*\/?>/i;
 const INERT_HTML = /^<br\s*\/?>$/i;
 export function inertForRenderers(md: string): string {
-  if (!/<[A-Za-z/!?]/.test(md)) return md;
+  if (!mayOpenHtml(md)) return md;
   if (!reader) {
     reader = new MarkdownIt({ html: true });
     reader.validateLink = () => true;

@@ -83,7 +83,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
 const highestPartnerPrice = (partner: ReturnType<typeof partnerPricing>) =>
   Math.max(Number(partner.tryRoutes.max), Number(partner.refinery.max)).toString();
 
-export function agentsMd(cfg: PublicConfig): string {
+export function agentsMd(cfg: PublicConfig, pc: PricingConfig): string {
   const b = cfg.baseUrl;
   const example = skills.find((s) => s.id === "slugify") ?? skills[0];
   const other = skills.find((s) => s.id !== example?.id);
@@ -129,7 +129,7 @@ import { privateKeyToAccount } from "viem/accounts";
 
 const client = registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(process.env.AGENT_KEY as \`0x\${string}\`) });
 // x402Client pays at most $1 a payment by default: enough for every skill; hosted partner services cost up to a few dollars (see /llms.txt), so raise it to buy those:
-// client.setSpendControls({ maxAmountPerPayment: "$5" });
+// client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partnerPricing(pc))}" });
 const pay = wrapFetchWithPayment(fetch, client);
 const res = await pay("${b}${example.endpoint}", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(${body}) });
 console.log(res.status, await res.json());
@@ -168,7 +168,7 @@ More: ${b}/docs/mcp
 Every error body is JSON. Nothing is charged for any of them, with two refunded exceptions named below (a partner paid before it failed, and \`settlement_unconfirmed\`).
 
 - \`422\`: the body failed validation. Only a paid call (or one with a card-credit key) gets this far: an unpaid call answers \`402\` whatever its body, so read \`input_schema\` rather than probing with \`{}\`. \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
-- \`402\`: the body is the offer in x402 **v1** form, \`{"x402Version":1,"accepts":[{"scheme":"exact","network":"base","maxAmountRequired":"...",...}],"error":"Payment required: ...","reason":"payment_required"}\` (what v1 clients read); the \`PAYMENT-REQUIRED\` header is the x402 **v2** \`PaymentRequired\` (base64 JSON, \`amount\`, network \`eip155:8453\`). Pay, or your payment was rejected (\`reason\` says why: \`invalid_payment_header\` when the header is not a payment at all, \`invalid_x402_version\` when \`PAYMENT-SIGNATURE\` carries a payload that is not v2 (v1 goes in \`X-PAYMENT\`), \`resource_mismatch\`, \`invalid_valid_before\` when \`validBefore\` is not Unix seconds within \`maxTimeoutSeconds\` of now, the facilitator's code, ...).
+- \`402\`: the body is the offer in x402 **v1** form, \`{"x402Version":1,"accepts":[{"scheme":"exact","network":"base","maxAmountRequired":"...",...}],"error":"Payment required: ...","reason":"payment_required"}\` (what v1 clients read); the \`PAYMENT-REQUIRED\` header is the x402 **v2** \`PaymentRequired\` (base64 JSON, \`amount\`, network \`eip155:8453\`). Pay, or your payment was rejected (\`reason\` says why: \`invalid_payment_header\` when the header is not a payment at all, \`invalid_x402_version\` when \`PAYMENT-SIGNATURE\` carries a payload that is not v2 (v1 goes in \`X-PAYMENT\`), \`resource_mismatch\`, \`invalid_valid_before\` when \`validBefore\` is not Unix seconds within \`maxTimeoutSeconds\` of now, \`invalid_payment_payload\` when the EIP-3009 authorization is malformed (amounts and times are decimal integer strings, the nonce 32 bytes), the facilitator's code, ...).
 - \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.
 - \`404\`: \`{"detail":"Not Found"}\`. \`405\`: \`{"detail":"Method Not Allowed"}\` with an \`Allow\` header naming the methods the path takes (skills take \`POST\`).

@@ -7,6 +7,7 @@ import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import { settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
+import { validBeforeRefusal } from "./x402-terms";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
 /**
@@ -52,6 +53,44 @@ function readPayment(header: string): "payment" | "not_a_payment" | "not_v2" {
   } catch {
     return "not_a_payment";
   }
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const UINT256 = /^\d{1,78}$/;
+const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
+const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})+$/;
+
+/**
+ * What is wrong with a payload's EIP-3009 authorization, if it has one and it is not one: the
+ * fields as transferWithAuthorization takes them (addresses, decimal integers, a 32-byte nonce, a
+ * hex signature), and a validBefore within the offer's window (x402-terms.ts). A payload without
+ * an authorization (another method) is left to the gate.
+ */
+function malformedAuthorization(header: string): { reason: string; message: string } | undefined {
+  let payload: unknown;
+  try {
+    payload = (decodePaymentSignatureHeader(header) as { payload?: unknown }).payload;
+  } catch {
+    return undefined; // not decodable: readPayment and the library answer that
+  }
+  const { authorization: a, signature } = (payload ?? {}) as { authorization?: unknown; signature?: unknown };
+  if (a === undefined) return undefined;
+  const bad = (message: string) => ({ reason: "invalid_payment_payload", message });
+  if (typeof a !== "object" || a === null) return bad("payload.authorization is not an object");
+  const f = a as Record<string, unknown>;
+  const window = validBeforeRefusal(f.validBefore, Math.floor(Date.now() / 1000));
+  if (window) return { reason: "invalid_valid_before", message: window };
+  for (const k of ["from", "to"])
+    if (typeof f[k] !== "string" || !ADDRESS.test(f[k] as string))
+      return bad(`authorization.${k} is not an address`);
+  for (const k of ["value", "validAfter"])
+    if (typeof f[k] !== "string" || !UINT256.test(f[k] as string))
+      return bad(`authorization.${k} is not a decimal integer string (atomic units, Unix seconds)`);
+  if (typeof f.nonce !== "string" || !BYTES32.test(f.nonce))
+    return bad("authorization.nonce is not 32 bytes of hex");
+  if (typeof signature !== "string" || !HEX_BYTES.test(signature))
+    return bad("payload.signature is not hex bytes");
+  return undefined;
 }
 
 /**
@@ -241,6 +280,12 @@ export function x402HttpGate(
       v1 = true;
     }
 
+    // An EIP-3009 authorization the facilitator cannot even read (a value in dollars, a short
+    // nonce) made its verify throw, which reads as "no verdict" (a 503 to retry as is, forever):
+    // it is the payer's to fix, so it is refused here with the offer.
+    const malformed = header ? malformedAuthorization(header) : undefined;
+    if (malformed) return refuseWithOffer(malformed.reason, `${malformed.message}. Sign a new one.`);
+
     const context: HTTPRequestContext = {
       adapter: new GateAdapter(c, header),
       path,
@@ -257,7 +302,7 @@ export function x402HttpGate(
       c.header("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
       return c.json(
         {
-          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later.`,
+          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later (if this persists, sign a new one).`,
           reason: "facilitator_unavailable",
         },
         503,

@@ -95,7 +95,12 @@ discoveryRoutes.get(ops.llmsTxt.route, quotesPartnerPrices, async (c) => {
   );
 });
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
-discoveryRoutes.get(ops.agentsMd.route, textDoc("text/plain", agentsMd));
+discoveryRoutes.get(ops.agentsMd.route, quotesPartnerPrices, (c) =>
+  c.body(agentsMd(cfgOf(c), c.var.pricingConfig), 200, {
+    "content-type": "text/plain; charset=utf-8",
+    ...CACHE,
+  }),
+);
 discoveryRoutes.get(ops.x402List.route, textDoc("text/plain", x402ListTxt));
 discoveryRoutes.get(ops.x402.route, quotesPartnerPrices, async (c) => {
   const cfg = cfgOf(c);

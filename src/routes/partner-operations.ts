@@ -29,6 +29,10 @@ const dynamicPrice = (range: PriceRange) => ({
 const PARTNERS_MISCONFIGURED = ERROR(
   "Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS or PARTNER_WALLETS)",
 );
+/** A paid partner route's 503: the listing, or the payment facilitator for now. */
+const PAID_PARTNER_UNAVAILABLE = ERROR(
+  "Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS or PARTNER_WALLETS), or payments temporarily unavailable (reason facilitator_unavailable, Retry-After; nothing charged)",
+);
 
 const list = operation({
   method: "get",
@@ -106,7 +110,7 @@ const tryIt = (method: "get" | "post") =>
       "502": json(
         'The partner failed, or asked for a payment this marketplace does not make (upstream_status 402, not charged). "charged":false, or "charged":true with a refund when the partner had to be paid first',
       ),
-      "503": PARTNERS_MISCONFIGURED,
+      "503": PAID_PARTNER_UNAVAILABLE,
       "504": json(
         'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
       ),
@@ -132,7 +136,7 @@ const refinery = operation({
     "502": json(
       'The partner failed. "charged":false, or "charged":true with a refund when the partner had to be paid first',
     ),
-    "503": PARTNERS_MISCONFIGURED,
+    "503": PAID_PARTNER_UNAVAILABLE,
     "504": json(
       'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
     ),

@@ -41,7 +41,17 @@ describe("the guides say how to raise x402Client's $1 cap for partner prices", (
     const llms = await get("/llms.txt");
     expect(llms).toContain(`client.setSpendControls({ maxAmountPerPayment: "$${highest}" })`);
     const agents = await get("/AGENTS.md");
-    expect(agents).toMatch(/\/\/ client\.setSpendControls\(\{ maxAmountPerPayment: "\$\d+" \}\);/);
+    expect(agents).toContain(`// client.setSpendControls({ maxAmountPerPayment: "$${highest}" });`);
+  });
+
+  it("AGENTS.md and llms.txt name the same cap whatever the price multiplier", async () => {
+    const e = { ...paidEnv, PARTNER_PRICE_MULTIPLIER: "10" };
+    const text = async (path: string) =>
+      (await app.fetch(new Request(`https://skills.test${path}`), e)).text();
+    const cap = (doc: string) => /maxAmountPerPayment: "\$(\d+(?:\.\d+)?)"/.exec(doc)?.[1];
+    const llms = cap(await text("/llms.txt"));
+    expect(Number(llms)).toBeGreaterThan(3);
+    expect(cap(await text("/AGENTS.md"))).toBe(llms);
   });
 
   it("the line lets x402Client sign the highest partner price, which its default refuses", async () => {

@@ -114,3 +114,30 @@ describe("a facilitator that does not answer /verify is an outage, not a refused
     },
   );
 });
+
+describe("an authorization the facilitator cannot read is the payer's to fix, not an outage", () => {
+  it.each([
+    ["a value in dollars", { value: "0.003" }],
+    ["a short nonce", { nonce: "0x1234" }],
+    ["a from that is no address", { from: "alice" }],
+    ["a validAfter as a number", { validAfter: 0 }],
+  ])("%s: 402 invalid_payment_payload with the offer; /verify is never asked", async (_name, change) => {
+    const res0 = await post();
+    const required = decodePaymentRequiredHeader(res0.headers.get("payment-required") as string);
+    const { payload } = unsignedPayment(required, PAYER);
+    const p = payload as PaymentPayload & { payload: { authorization: Record<string, unknown> } };
+    Object.assign(p.payload.authorization, change);
+    const verifies: string[] = [];
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+      const url = new Request(input, init).url;
+      if (url.endsWith("/verify")) verifies.push(url);
+      return real(input, init);
+    });
+    const res = await post({ "payment-signature": encodePaymentSignatureHeader(p) });
+    expect(res.status).toBe(402);
+    expect(await res.json()).toMatchObject({ reason: "invalid_payment_payload", x402Version: 1 });
+    expect(res.headers.get("payment-required")).toBeTruthy();
+    expect(verifies).toEqual([]);
+  });
+});

@@ -58,7 +58,7 @@ describe("a receipt names the route's price, not the payload's accepted", () => 
       },
       payload: {
         signature: `0x${"11".repeat(65)}`,
-        authorization: authorizationFor(route, `0x${hex(18)}0000a001`),
+        authorization: authorizationFor(route, `0x${hex(16)}0000a001`),
       },
     };
     const res = await post(

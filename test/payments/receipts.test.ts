@@ -51,7 +51,7 @@ async function paidCall(path: string, body: unknown, version: 1 | 2 = 2) {
     payload: {
       signature: `0x${"11".repeat(65)}`,
       authorization: {
-        from: `0x${hex(18)}0000a001`,
+        from: `0x${hex(16)}0000a001`,
         to: accepted.payTo,
         value: accepted.amount,
         nonce: `0x${hex(32)}`,

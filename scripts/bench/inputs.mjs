@@ -123,9 +123,20 @@ export function benchInputs() {
     ],
     [
       "html-clean",
-      "400k markdown, tables with <br> (last check runs)",
+      "400k markdown, tables with <br> and escaped tags (no last check)",
       {
         html: "<table><tr><th>a</th></tr><tr><td>x<br>y &lt;b&gt;</td></tr></table>\n".repeat(5_700),
+        mode: "markdown",
+      },
+    ],
+    [
+      "html-clean",
+      // Code holding a tag: a "<" that could open one, so markdown-it reads the whole answer.
+      "400k markdown, tables and code holding a tag (last check runs)",
+      {
+        html: "<table><tr><th>a</th></tr><tr><td>x<br>y</td></tr></table><pre>&lt;a&gt;</pre>\n".repeat(
+          4_900,
+        ),
         mode: "markdown",
       },
     ],

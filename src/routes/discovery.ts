@@ -30,20 +30,25 @@ export const discoveryRoutes = new Hono<AppEnv>();
 
 discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
 
-const doc = (operationId: string, path: string, summary: string, mime?: string) =>
+const doc = (operationId: string, path: string, summary: string, mime?: string, quotesPrices = false) =>
   operation({
     method: "get",
     path,
     operationId,
     summary,
     tags: ["discovery"],
-    responses: { "200": mime ? text(summary, mime) : json(summary), "4XX": CLIENT_ERROR },
+    responses: {
+      "200": mime ? text(summary, mime) : json(summary),
+      "4XX": CLIENT_ERROR,
+      // It quotes partner prices, which a bad multiplier leaves without a value (partnerConfigured).
+      ...(quotesPrices ? { "503": ERROR("Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER)") } : {}),
+    },
   });
 export const documentOperations = {
-  llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
-  agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),
+  llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain", true),
+  agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain", true),
   x402List: doc("get_x402list_txt", "/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
-  x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource"),
+  x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource", undefined, true),
   wellKnownAgents: doc("get_well_known_agents_json", "/.well-known/agents.json", "Agent manifest"),
   agents: doc("get_agents_json", "/agents.json", "Agent manifest"),
   humanless: doc(
@@ -51,7 +56,7 @@ export const documentOperations = {
     "/contracts/humanless.json",
     "Terms for agents acting with no human in the loop",
   ),
-  openapi: doc("get_openapi", "/openapi.json", "This document"),
+  openapi: doc("get_openapi", "/openapi.json", "This document", undefined, true),
   service: operation({
     method: "get",
     path: "/services/{slug}.json",

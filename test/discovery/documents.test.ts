@@ -381,6 +381,7 @@ describe("OpenAPI", () => {
     for (const path of [
       "/openapi.json",
       "/llms.txt",
+      "/AGENTS.md",
       "/.well-known/x402",
       "/services/refinery-recipes.json",
       "/",

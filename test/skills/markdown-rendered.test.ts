@@ -209,6 +209,9 @@ describe("html_clean markdown, rendered", () => {
       "<p>\n[x](javascript:alert(1))",
       "a <javascript:alert(1)>",
       "[x](&#106;avascript:alert(1)) <b>",
+      // A <br> alone on a line opens an HTML block, where the backslash escapes nothing.
+      "| a |\n| --- |\n| x<br>y |\n\n<br>\n\\<img src=x onerror=alert(1)>",
+      "<BR/>\n\\<img src=x onerror=alert(1)>",
       // An escaped backslash before it: the "<" itself is not escaped.
       "a \\\\<img src=x onerror=alert(1)>",
     ]) {

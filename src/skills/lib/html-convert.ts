@@ -443,13 +443,21 @@ export function htmlToMd(html: string): string {
 let reader: InstanceType<typeof MarkdownIt> | undefined;
 /**
  * Whether a "<" could open a tag or an autolink: one not escaped (an even run of backslashes
- * before it, none included) before a letter, "/", "!" or "?", and not a table cell's `<br>`. Raw
- * HTML, an HTML block (where a backslash escapes nothing) and an autolink all begin with one, so
- * without it there is nothing to read. Linear: each run of backslashes is counted once.
+ * before it, none included) before a letter, "/", "!" or "?", and not a `<br>` in a table row (a
+ * line that starts with "|", as mdream writes rows: a `<br>` alone on a line opens an HTML block,
+ * where a backslash escapes nothing). Raw HTML, an HTML block and an autolink all begin with one,
+ * so without it there is nothing to read. Linear: each run of backslashes is counted once, and
+ * the line a "<" is on is found by moving forward only.
  */
 function mayOpenHtml(md: string): boolean {
+  let inRow = md.startsWith("|");
+  let nextLine = md.indexOf("\n");
   for (let at = md.indexOf("<"); at >= 0; at = md.indexOf("<", at + 1)) {
-    if (!/[A-Za-z/!?]/.test(md[at + 1] ?? "") || BR.test(md.slice(at, at + 8))) continue;
+    while (nextLine >= 0 && nextLine < at) {
+      inRow = md.charCodeAt(nextLine + 1) === 0x7c;
+      nextLine = md.indexOf("\n", nextLine + 1);
+    }
+    if (!/[A-Za-z/!?]/.test(md[at + 1] ?? "") || (inRow && BR.test(md.slice(at, at + 8)))) continue;
     let slashes = 0;
     while (at - slashes - 1 >= 0 && md.charCodeAt(at - slashes - 1) === 0x5c) slashes++;
     if (slashes % 2 === 0) return true;

@@ -44,14 +44,16 @@ function refuse(c: Context<AppEnv>, reason: string, message: string, required?: 
  * claim and the ledger. v1 comes in through `X-PAYMENT` only, lifted against the route's own
  * requirements (x402-v1.ts).
  */
-function readPayment(header: string): "payment" | "not_a_payment" | "not_v2" {
+function readPayment(
+  header: string,
+): { kind: "payment"; payment: PaymentPayload } | { kind: "not_a_payment" | "not_v2" } {
   try {
     const p = decodePaymentSignatureHeader(header) as Partial<PaymentPayload> | null;
     if (typeof p !== "object" || p === null || typeof p.payload !== "object" || p.payload === null)
-      return "not_a_payment";
-    return p.x402Version === 2 ? "payment" : "not_v2";
+      return { kind: "not_a_payment" };
+    return p.x402Version === 2 ? { kind: "payment", payment: p as PaymentPayload } : { kind: "not_v2" };
   } catch {
-    return "not_a_payment";
+    return { kind: "not_a_payment" };
   }
 }
 
@@ -66,13 +68,7 @@ const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})+$/;
  * hex signature), and a validBefore within the offer's window (x402-terms.ts). A payload without
  * an authorization (another method) is left to the gate.
  */
-function malformedAuthorization(header: string): { reason: string; message: string } | undefined {
-  let payload: unknown;
-  try {
-    payload = (decodePaymentSignatureHeader(header) as { payload?: unknown }).payload;
-  } catch {
-    return undefined; // not decodable: readPayment and the library answer that
-  }
+function malformedAuthorization(payload: unknown): { reason: string; message: string } | undefined {
   const { authorization: a, signature } = (payload ?? {}) as { authorization?: unknown; signature?: unknown };
   if (a === undefined) return undefined;
   const bad = (message: string) => ({ reason: "invalid_payment_payload", message });
@@ -231,9 +227,13 @@ export function x402HttpGate(
       return answer;
     };
     /** A refusal before the facilitator, with the route's offer to sign again. */
-    const refuseWithOffer = async (reason: string, message: string) => {
+    /** The route's cached unpaid 402, when it is an offer (not the browser's HTML page). */
+    const offerAnswer = async () => {
       const answer = await unpaidAnswer();
-      const offer = answer && "offer" in answer && answer.offer ? answer : undefined;
+      return answer && "offer" in answer && answer.offer ? answer : undefined;
+    };
+    const refuseWithOffer = async (reason: string, message: string) => {
+      const offer = await offerAnswer();
       return refuse(c, reason, message, offer?.headers["payment-required"], offer?.body);
     };
 
@@ -254,18 +254,19 @@ export function x402HttpGate(
     // A header that is not a payment at all would be read by the library as no payment, and
     // answered as a plain "payment required": the client could not tell its encoding bug apart.
     const read = header ? readPayment(header) : undefined;
-    if (read === "not_a_payment") {
+    if (read?.kind === "not_a_payment") {
       return refuseWithOffer(
         "invalid_payment_header",
         "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, resource (the PaymentRequired's), accepted and payload)",
       );
     }
-    if (read === "not_v2") {
+    if (read?.kind === "not_v2") {
       return refuseWithOffer(
         "invalid_x402_version",
         "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }
+    let signed = read?.kind === "payment" ? read.payment : undefined;
 
     if (v1Header) {
       // The route's own requirements, built exactly as the 402 builds them (dynamic prices too).
@@ -277,13 +278,14 @@ export function x402HttpGate(
       const lifted = liftV1Payment(v1Header, requirements, resource);
       if (!lifted.ok) return refuseWithOffer(lifted.reason, lifted.message);
       header = lifted.header;
+      signed = lifted.payload;
       v1 = true;
     }
 
     // An EIP-3009 authorization the facilitator cannot even read (a value in dollars, a short
     // nonce) made its verify throw, which reads as "no verdict" (a 503 to retry as is, forever):
     // it is the payer's to fix, so it is refused here with the offer.
-    const malformed = header ? malformedAuthorization(header) : undefined;
+    const malformed = signed ? malformedAuthorization(signed.payload) : undefined;
     if (malformed) return refuseWithOffer(malformed.reason, `${malformed.message}. Sign a new one.`);
 
     const context: HTTPRequestContext = {
@@ -368,8 +370,7 @@ export function x402HttpGate(
     // PAYMENT-REQUIRED, and its offer in the body beside the settlement's own error and reason.
     let failure = settled.failureBody as Record<string, unknown> | undefined;
     if (settlementOutcome(settled.result) === "failed") {
-      const answer = await unpaidAnswer();
-      const offer = answer && "offer" in answer && answer.offer ? answer : undefined;
+      const offer = await offerAnswer();
       if (offer) {
         headers.set("PAYMENT-REQUIRED", offer.headers["payment-required"] ?? "");
         failure = { ...(JSON.parse(offer.body) as Record<string, unknown>), ...failure };

@@ -186,7 +186,12 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
     }
   };
   walk(doc.children, { table: false, cell: false, blocks: true, pre: false, code: false, link: false });
-  for (const node of removed) DomUtils.removeElement(node);
+  // Taken out of their parents in one pass each: removing them one by one searched the parent's
+  // children every time (57,000 comments in one element took 1.6 s).
+  const doomed = new Set(removed);
+  for (const parent of new Set(removed.map((n) => n.parent))) {
+    if (parent) parent.children = parent.children.filter((n) => !doomed.has(n));
+  }
   for (const { node, inLink } of codes) {
     const text = new Text(DomUtils.textContent(node).replace(/\s+/g, " "));
     // In place: replacing an element searches its parent's children, quadratic for a parent

@@ -30,6 +30,9 @@ export const discoveryRoutes = new Hono<AppEnv>();
 
 discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
 
+/** What a document that quotes partner prices answers while the multiplier is invalid. */
+const PRICES_MISCONFIGURED = ERROR("Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER)");
+
 const doc = (operationId: string, path: string, summary: string, mime?: string, quotesPrices = false) =>
   operation({
     method: "get",
@@ -41,7 +44,7 @@ const doc = (operationId: string, path: string, summary: string, mime?: string, 
       "200": mime ? text(summary, mime) : json(summary),
       "4XX": CLIENT_ERROR,
       // It quotes partner prices, which a bad multiplier leaves without a value (partnerConfigured).
-      ...(quotesPrices ? { "503": ERROR("Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER)") } : {}),
+      ...(quotesPrices ? { "503": PRICES_MISCONFIGURED } : {}),
     },
   });
 export const documentOperations = {
@@ -64,7 +67,12 @@ export const documentOperations = {
     operationId: "get_service_description",
     summary: "One skill's service description (the x-x402 specSource)",
     tags: ["discovery"],
-    responses: { "200": json("Service description"), "404": ERROR("Unknown skill") },
+    responses: {
+      "200": json("Service description"),
+      "404": ERROR("Unknown skill"),
+      // Served behind the same check as every document that quotes partner prices.
+      "503": PRICES_MISCONFIGURED,
+    },
   }),
 };
 const ops = documentOperations;

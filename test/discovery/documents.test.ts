@@ -384,12 +384,25 @@ describe("OpenAPI", () => {
       "/AGENTS.md",
       "/.well-known/x402",
       "/services/refinery-recipes.json",
+      "/services/sha256.json",
       "/",
     ]) {
       const res = await get(path);
       expect(res.status, path).toBe(503);
       expect((await res.json<{ detail: string }>()).detail, path).toContain("PARTNER_PRICE_MULTIPLIER");
     }
+    // And each of them (but the home page, no API operation) declares that 503.
+    const spec = await (await createApp().fetch(new Request("https://skills.test/openapi.json"), env)).json<{
+      paths: Record<string, { get: { responses: Record<string, unknown> } }>;
+    }>();
+    for (const path of [
+      "/openapi.json",
+      "/llms.txt",
+      "/AGENTS.md",
+      "/.well-known/x402",
+      "/services/{slug}.json",
+    ])
+      expect(Object.keys(spec.paths[path]?.get.responses ?? {}), path).toContain("503");
   });
 
   it("documents every route the app serves, each with an explicit security", async () => {

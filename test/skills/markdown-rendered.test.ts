@@ -177,6 +177,9 @@ describe("html_clean markdown, rendered", () => {
         "<p><kbd>a<code>&lt;img src=x onerror=alert(1)&gt;</code></kbd></p>",
         "<p><kbd><pre>&lt;img src=x onerror=alert(1)&gt;</pre>a</kbd></p>",
         "<p><code>``</code><code>&lt;img src=x onerror=alert(1)&gt;</code></p>",
+        // A carriage return in a <pre> is a line end to a renderer: "\r```\r" ended mdream's fence.
+        "<pre>| x\r```\r\r&lt;br&gt;\r\\&lt;img src=x onerror=alert(1)&gt;</pre>",
+        "<pre>| x&#13;```&#13;&#13;&lt;br&gt;&#13;\\&lt;img src=x onerror=alert(1)&gt;</pre>",
         // A <pre> inside a kept <pre> is inline code: a second fence would end the first early.
         "<pre><pre>x</pre>\n| h | h2 |\n| --- | --- |\n| `a\\\\|&lt;img src=x onerror=alert(1)&gt;` | b |\n</pre>",
         "<pre><code>x<pre>y</pre>\na | b\n--- | ---\n`c\\\\|&lt;img src=x onerror=alert(1)&gt;`\n</code></pre>",
@@ -212,6 +215,8 @@ describe("html_clean markdown, rendered", () => {
       // A <br> alone on a line opens an HTML block, where the backslash escapes nothing.
       "| a |\n| --- |\n| x<br>y |\n\n<br>\n\\<img src=x onerror=alert(1)>",
       "<BR/>\n\\<img src=x onerror=alert(1)>",
+      // A bare carriage return ends a line for every renderer.
+      "| a |\r\r<br>\r\\<img src=x onerror=alert(1)>",
       // An escaped backslash before it: the "<" itself is not escaped.
       "a \\\\<img src=x onerror=alert(1)>",
     ]) {
@@ -382,6 +387,9 @@ const TEXTS = [
   "&nbsp;",
   "&",
   "&lt;&lt;",
+  "\r",
+  "&#13;",
+  "&lt;br&gt;",
 ];
 const attr = fc
   .tuple(fc.constantFrom("href", "src", "title", "alt"), fc.constantFrom(...ATTR_VALUES))

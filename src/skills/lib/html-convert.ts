@@ -155,6 +155,10 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
       // mdream then read it as markup this pass never saw.
       else if ("name" in node && MD_DROPPED.includes(node.name)) removed.push(node);
       else if (node.type === "text") {
+        // A bare carriage return (from `&#13;`, or the page's own line ends) is a line break to a
+        // renderer but not to mdream, which sized a <pre>'s fence by "\n" lines only: "\r```\r"
+        // closed it early and let the rest out as Markdown.
+        if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
         if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
       } else if ("attribs" in node) {
         delete node.attribs.title;
@@ -434,7 +438,8 @@ export function neutralizeScriptLinks(md: string): string {
 export function htmlToMd(html: string): string {
   prepass(html, ["html"]);
   const safe = safeForMarkdown(html);
-  const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } });
+  // Line ends as a renderer reads them, for the checks below to see the lines it will see.
+  const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } }).replace(/\r\n?/g, "\n");
   return inertForRenderers(neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim());
 }
 
@@ -472,6 +477,8 @@ function mayOpenHtml(md: string): boolean {
 const BR = /^<br\s*\/?>/i;
 const INERT_HTML = /^<br\s*\/?>$/i;
 export function inertForRenderers(md: string): string {
+  // A bare "\r" ends a line for every renderer: the checks read lines as they do.
+  if (md.includes("\r")) md = md.replace(/\r\n?/g, "\n");
   if (!mayOpenHtml(md)) return md;
   if (!reader) {
     reader = new MarkdownIt({ html: true });

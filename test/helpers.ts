@@ -15,6 +15,15 @@ export function postJson(path: string, body: unknown, headers: Record<string, st
   });
 }
 
+/** A POST /mcp of one JSON-RPC request (id 1), with the headers the Streamable HTTP transport wants. */
+export function mcpInit(method: string, params: unknown): RequestInit {
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  };
+}
+
 export interface ErrorItem {
   loc: (string | number)[];
   msg: string;

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { FIXTURE } from "../fixtures/upstream-requests";
+import { mcpInit } from "../helpers";
 
 // With FREE_BETA=true skill calls answer unpaid, yet llms.txt, AGENTS.md, /docs/<slug> and the MCP
 // instructions promised a 402: each says so in one sentence while the beta is on, and not after.
@@ -17,16 +18,14 @@ const text = async (path: string, e: object) => {
 
 async function mcpInstructions(e: object) {
   const res = await app.fetch(
-    new Request("https://skills.test/mcp", {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    new Request(
+      "https://skills.test/mcp",
+      mcpInit("initialize", {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
       }),
-    }),
+    ),
     e,
   );
   const { result } = await res.json<{ result: { instructions: string } }>();

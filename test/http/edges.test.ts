@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { FIXTURE } from "../fixtures/upstream-requests";
-import { detailOf } from "../helpers";
+import { detailOf, mcpInit } from "../helpers";
 
 // What the reviewer found at the HTTP edges: requests no client should send, which must still get
 // the documented answer (a 402 with the offer, a 4xx in JSON), never a 500 or a silent change.
@@ -92,20 +92,11 @@ describe("a PAYMENT-SIGNATURE that is not a payment is refused as such on every 
     for (const payload of [null, undefined, "x"]) {
       const res = await send(
         "/mcp",
-        {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "tools/call",
-            params: {
-              name: "sha256",
-              arguments: { text: "abc" },
-              _meta: { "x402/payment": { x402Version: 2, payload, extensions: withId } },
-            },
-          }),
-        },
+        mcpInit("tools/call", {
+          name: "sha256",
+          arguments: { text: "abc" },
+          _meta: { "x402/payment": { x402Version: 2, payload, extensions: withId } },
+        }),
         paidEnv,
       );
       expect(res.status).toBe(200);

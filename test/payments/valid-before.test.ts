@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { authorizationFor } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
+import { mcpInit } from "../helpers";
 
 // A buyer's validBefore must stay within the offer's window (maxTimeoutSeconds 300, plus the
 // slack for a buyer's clock, payments/x402-terms.ts): the facilitator takes any future one, and
@@ -107,16 +108,14 @@ describe("a buyer's validBefore is bounded by the offer's window, before anythin
   it("over MCP (_meta x402/payment), validBefore in milliseconds: a tool error with the same reason, no claim", async () => {
     const pay = paymentUntil(await offer("/api/skills/sha256"), String(Date.now()));
     const res = await app.fetch(
-      new Request("https://skills.test/mcp", {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "sha256", arguments: { text: "abc" }, _meta: { "x402/payment": pay.payload } },
+      new Request(
+        "https://skills.test/mcp",
+        mcpInit("tools/call", {
+          name: "sha256",
+          arguments: { text: "abc" },
+          _meta: { "x402/payment": pay.payload },
         }),
-      }),
+      ),
       paidEnv,
     );
     expect(res.status).toBe(200);

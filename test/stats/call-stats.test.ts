@@ -8,6 +8,7 @@ import { dashboardFigures, percentile, skillStats } from "../../src/stats/query"
 import { type CallRecord, classify, writeCall } from "../../src/stats/record";
 import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
+import { mcpInit } from "../helpers";
 
 const app = createApp();
 const DAY = 86_400_000;
@@ -172,16 +173,7 @@ describe("figures from a seeded call log", () => {
 describe("every skill call is recorded", () => {
   it("an MCP tools/call is recorded once, as an MCP call", { timeout: 30_000 }, async () => {
     const t0 = Date.now();
-    const res = await fetchApp("/mcp", {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name: "uuid_mint", arguments: { count: 1 } },
-      }),
-    });
+    const res = await fetchApp("/mcp", mcpInit("tools/call", { name: "uuid_mint", arguments: { count: 1 } }));
     expect(res.status).toBe(200);
     const { results } = await env.DB.prepare(
       "SELECT status, transport FROM call_log WHERE skill = 'uuid_mint' AND at >= ?1 ORDER BY id",

@@ -24,50 +24,78 @@ function draftOf(schema: unknown): SchemaDraft {
   return DRAFTS.find(([re]) => re.test(uri))?.[1] ?? "2020-12";
 }
 
-/** Structural mistakes the validator would silently ignore; returned as schema errors. */
-function schemaProblems(schema: unknown, at = "#"): string[] {
-  if (typeof schema === "boolean") return [];
-  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) {
-    return [`${at}: a schema must be an object or a boolean`];
-  }
-  const s = schema as Record<string, unknown>;
-  const problems: string[] = [];
-  if ("type" in s) {
-    const types = Array.isArray(s.type) ? s.type : [s.type];
-    for (const t of types)
-      if (typeof t !== "string" || !TYPES.has(t))
-        problems.push(`${at}/type: unknown type ${JSON.stringify(t)}`);
-  }
-  if ("required" in s && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== "string"))) {
-    problems.push(`${at}/required: must be an array of strings`);
-  }
-  for (const key of ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]) {
-    const map = s[key];
-    if (map === undefined) continue;
-    if (map === null || typeof map !== "object" || Array.isArray(map))
-      problems.push(`${at}/${key}: must be an object`);
-    else for (const [k, v] of Object.entries(map)) problems.push(...schemaProblems(v, `${at}/${key}/${k}`));
-  }
-  for (const key of [
-    "items",
-    "additionalProperties",
-    "not",
-    "contains",
-    "propertyNames",
-    "if",
-    "then",
-    "else",
-  ]) {
-    if (s[key] !== undefined && !Array.isArray(s[key]))
-      problems.push(...schemaProblems(s[key], `${at}/${key}`));
-  }
-  for (const key of ["allOf", "anyOf", "oneOf", "prefixItems"]) {
-    const list = s[key];
-    if (list === undefined) continue;
-    if (!Array.isArray(list)) problems.push(`${at}/${key}: must be an array`);
-    else for (const [i, v] of list.entries()) problems.push(...schemaProblems(v, `${at}/${key}/${i}`));
-  }
-  return problems;
+/**
+ * An invalid schema's message lists this many problems and counts the rest ("and 1980 more"); a
+ * key or value it quotes is cut to MAX_QUOTED characters. Each problem carried its whole path:
+ * one 2 MB key above 2,000 bad properties asked for a 4 GB message (a 500, RangeError).
+ */
+export const MAX_SCHEMA_PROBLEMS = 20;
+const MAX_QUOTED = 64;
+
+const shorten = (s: string) => (s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED - 1)}…` : s);
+
+/**
+ * Structural mistakes the validator would silently ignore; returned as one schema error. The walk
+ * keeps its path as a stack of segments and writes a problem out only while it is listed, so the
+ * work is one visit per subschema (depth is bounded by the body's, MAX_JSON_DEPTH).
+ */
+function schemaProblems(root: unknown): { listed: string[]; count: number } {
+  const listed: string[] = [];
+  let count = 0;
+  const path = ["#"];
+  const report = (message: () => string, ...tail: string[]) => {
+    count++;
+    if (listed.length < MAX_SCHEMA_PROBLEMS) listed.push(`${[...path, ...tail].join("/")}: ${message()}`);
+  };
+  const walk = (schema: unknown, ...segments: string[]) => {
+    for (const segment of segments) path.push(shorten(segment));
+    check(schema);
+    path.length -= segments.length;
+  };
+  const check = (schema: unknown) => {
+    if (typeof schema === "boolean") return;
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema)) {
+      report(() => "a schema must be an object or a boolean");
+      return;
+    }
+    const s = schema as Record<string, unknown>;
+    if ("type" in s) {
+      const types = Array.isArray(s.type) ? s.type : [s.type];
+      for (const t of types)
+        if (typeof t !== "string" || !TYPES.has(t))
+          report(() => `unknown type ${shorten(JSON.stringify(t) ?? String(t))}`, "type");
+    }
+    if ("required" in s && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== "string"))) {
+      report(() => "must be an array of strings", "required");
+    }
+    for (const key of ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]) {
+      const map = s[key];
+      if (map === undefined) continue;
+      if (map === null || typeof map !== "object" || Array.isArray(map))
+        report(() => "must be an object", key);
+      else for (const [k, v] of Object.entries(map)) walk(v, key, k);
+    }
+    for (const key of [
+      "items",
+      "additionalProperties",
+      "not",
+      "contains",
+      "propertyNames",
+      "if",
+      "then",
+      "else",
+    ]) {
+      if (s[key] !== undefined && !Array.isArray(s[key])) walk(s[key], key);
+    }
+    for (const key of ["allOf", "anyOf", "oneOf", "prefixItems"]) {
+      const list = s[key];
+      if (list === undefined) continue;
+      if (!Array.isArray(list)) report(() => "must be an array", key);
+      else for (const [i, v] of list.entries()) walk(v, key, String(i));
+    }
+  };
+  check(root);
+  return { listed, count };
 }
 
 export const jsonSchemaValidate = defineSkill({
@@ -140,7 +168,10 @@ export const jsonSchemaValidate = defineSkill({
       checked: false,
       draft,
     });
-    if (problems.length > 0) return schemaError(problems.join("; "));
+    if (problems.count > 0) {
+      const more = problems.count - problems.listed.length;
+      return schemaError(problems.listed.join("; ") + (more > 0 ? `; and ${more} more` : ""));
+    }
     // The validator and RE2 (~180 KiB) load on the first call of an isolate, not at start-up.
     const [{ meteredValidation, WorkLimitExceeded }, { InvalidPattern, UnsupportedPattern }] =
       await Promise.all([import("./lib/schema-work"), import("./lib/schema-patterns")]);

@@ -1,4 +1,4 @@
-import { microsToUsd } from "../money";
+import { microsToUsd, trimDecimal } from "../money";
 import type { owedSummary } from "../partners/payouts";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
@@ -113,6 +113,8 @@ export function AdminDashboardPage(props: {
             <form method="post" action={`/admin/payouts/${p.partner_id}/settle`} class="admin-form">
               <input type="hidden" name="csrf" value={props.csrf} />
               <input type="hidden" name="through_id" value={String(p.through_id)} />
+              {/* The amount shown, read with through_id: a row owed since refuses the batch (409). */}
+              <input type="hidden" name="amount_usd" value={trimDecimal(microsToUsd(Number(p.owed_micro)))} />
               <label for={`tx-${p.partner_id}`}>Transaction hash</label>
               <input id={`tx-${p.partner_id}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
               <button type="submit">Mark paid</button>
@@ -129,7 +131,8 @@ export function AdminDashboardPage(props: {
         rows={(payouts.batches as Row[]).map((b) => [
           String(b.partner_id),
           usd(Number(b.amount_micro)),
-          String(b.tx_hash),
+          // Recorded for an earlier batch too, before one transfer could pay only one (migration 0013).
+          b.tx_reused ? `${b.tx_hash} (also an earlier batch's: check it)` : String(b.tx_hash),
         ])}
       />
 

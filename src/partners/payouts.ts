@@ -1,20 +1,58 @@
 import * as z from "zod";
-import { microsToUsd as usd } from "../money";
+import { microsToUsd as usd, usdToMicros } from "../money";
 
 /** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */
 export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
 
+/** Largest payout accepted, in dollars: its micro-dollars stay an exact integer (below 2^53). */
+const MAX_PAYOUT_USD = 9_000_000_000;
+
+/**
+ * An amount paid, in dollars as GET /api/admin/payouts shows owed_usd: USDC has 6 decimals, so a
+ * seventh cannot have been transferred (a 7th decimal is refused, never rounded to a cent that
+ * would then match or miss the ledger by accident). Exact: a JSON number of at most 6 decimals
+ * round-trips through micro-dollars.
+ */
+export const payoutAmount = z
+  .number()
+  .gt(0)
+  .max(MAX_PAYOUT_USD)
+  .refine((v) => usd(usdToMicros(v)) === v, {
+    message: "Decimal input should have no more than 6 decimal places",
+    params: { type: "decimal_max_places", ctx: { decimal_places: 6 } },
+  });
+
 /** Body of a payout batch (POST /api/admin/payouts/{partner_id}/settle). */
-export const settleBody = z.object({
-  tx_hash: z
-    .string()
-    .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
-    .meta({ description: "Transaction that paid the partner." }),
-  through_id: z.int().min(1).optional().meta({
-    description:
-      "The last payout row the transfer covers (partners[].through_id of GET /api/admin/payouts, read with the amount you paid): rows recorded after it stay owed. Omitted: every row owed now.",
-  }),
-});
+export const settleBody = z
+  .object({
+    tx_hash: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
+      .meta({
+        description:
+          "Transaction that paid the partner (compared case-insensitively). One transaction pays one batch: the same body again answers the batch it recorded.",
+      }),
+    through_id: z.int().min(1).optional().meta({
+      description:
+        "The last payout row the transfer covers (partners[].through_id of GET /api/admin/payouts, read with the amount you paid): rows recorded after it stay owed. Requires amount_usd. Omitted: every row owed now.",
+    }),
+    amount_usd: payoutAmount.optional().meta({
+      description:
+        "What the transfer paid, in dollars (partners[].owed_usd read with through_id). The batch is recorded only if the rows it would cover sum to exactly this (409 otherwise, nothing recorded): a row that became owed after you read the amount stays owed. Required with through_id.",
+    }),
+  })
+  // A through_id without the amount read with it is the hole this field closes: a row below
+  // through_id that became owed since (an upstream authorization that expired unused) would be
+  // marked paid by a transfer that never included it.
+  .superRefine((b, ctx) => {
+    if (b.through_id !== undefined && b.amount_usd === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["amount_usd"],
+        message: "Field required",
+        params: { type: "missing" },
+      });
+  });
 
 /** What the marketplace owes its partners, from the payout ledger (amounts in micro-dollars). */
 
@@ -34,7 +72,14 @@ export async function owedSummary(db: D1Database) {
               sum(partner_share_micro) AS earned_micro, count(*) AS calls
        FROM payout_ledger GROUP BY partner_id ORDER BY partner_id`,
     ),
-    db.prepare("SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches ORDER BY id"),
+    // tx_reused: a batch from before migration 0013 whose transaction an earlier batch holds too
+    // (since then one transfer pays one batch), for the maintainer to check.
+    db.prepare(
+      `SELECT b.id, b.partner_id, b.amount_micro, b.tx_hash, b.created_at,
+              b.tx_unique = 0 AND EXISTS (SELECT 1 FROM payout_batches e
+                WHERE e.tx_unique = 0 AND e.id < b.id AND lower(e.tx_hash) = lower(b.tx_hash)) AS tx_reused
+       FROM payout_batches b ORDER BY b.id`,
+    ),
     // Spent from the operating wallet; "unrecovered" when the caller was not charged for that
     // call, less what a refund withheld from the caller because the partner could collect it.
     db.prepare(
@@ -158,41 +203,134 @@ export async function ledgerCsv(db: D1Database, requestId: string): Promise<Read
   });
 }
 
+/** A payout batch as the settle answers it: `rows` is how many ledger rows it covers. */
+export interface PayoutBatch {
+  id: number;
+  partner_id: string;
+  amount_micro: number;
+  amount_usd: number;
+  tx_hash: string;
+  created_at: number;
+  rows: number;
+}
+
+/** What a settle did: recorded a batch, found its transaction already recorded, or nothing. */
+export type Settlement =
+  | { status: "recorded"; batch: PayoutBatch }
+  /** The transaction is this partner's batch already, for the amount given (a retry): unchanged. */
+  | { status: "replayed"; batch: PayoutBatch }
+  /** The transaction is already another partner's batch, or one for another amount. */
+  | { status: "tx_used"; batch: PayoutBatch }
+  | { status: "nothing_owed" }
+  /** The rows the batch would cover sum to `owed_micro`, not the amount the transfer paid. */
+  | { status: "amount_mismatch"; owed_micro: number; rows: number };
+
+const BATCH_ROW = `SELECT b.id, b.partner_id, b.amount_micro, b.tx_hash, b.created_at,
+         (SELECT count(*) FROM payout_ledger WHERE batch_id = b.id) AS rows
+       FROM payout_batches b`;
+type BatchRow = Omit<PayoutBatch, "amount_usd">;
+const withUsd = (b: BatchRow): PayoutBatch => ({ ...b, amount_usd: usd(b.amount_micro) });
+
 /**
- * Records a payout batch: every owed row of the partner (not yet batched, not already paid
- * upstream) is attached to it in the same transaction, so owed amounts go to zero and history
- * stays. Only rows up to `throughId` when given: a call recorded between reading the amount and
- * submitting the transfer stays owed instead of being marked paid by a transfer that never
- * included it.
+ * Records a payout batch: the owed rows of the partner (not yet batched, not already paid
+ * upstream) up to `throughId` are attached to it, so owed amounts go to zero and history stays; a
+ * call recorded after the amount was read stays owed. With `amountMicro` (what the transfer paid)
+ * the batch is recorded only if those rows sum to exactly that: a row below `throughId` that
+ * became owed since (reconciliation found its upstream authorization expired unused) is not
+ * marked paid by a transfer that never included it. The transaction is stored in lower case and
+ * pays one batch (checked against every batch here; migration 0013's unique index holds it for
+ * batches written since): the same partner, transaction and amount again answer the batch
+ * recorded (a retry after a lost answer), anything else with it is refused.
+ *
+ * One D1 batch, which D1 runs as one transaction with no other write in between: the sum the
+ * INSERT checks is the sum of the rows the UPDATE attaches. The rows attached are counted back and
+ * compared, so a broken assumption is a loud error, never a batch that silently covers other rows.
  */
-export async function settlePartner(db: D1Database, partnerId: string, txHash: string, throughId?: number) {
-  const now = Date.now();
-  const owedWhere = `partner_id = ?1 AND batch_id IS NULL AND paid_upstream = 0 AND id <= ${
-    throughId === undefined ? "9223372036854775807" : "?4"
-  }`;
-  const results = await db.batch([
+export async function settlePartner(
+  db: D1Database,
+  partnerId: string,
+  txHash: string,
+  cover: { throughId?: number; amountMicro?: number } = {},
+): Promise<Settlement> {
+  const tx = txHash.toLowerCase();
+  // ?1 partner, ?2 last row covered: ids stay far below 2^53.
+  const owed = "partner_id = ?1 AND batch_id IS NULL AND paid_upstream = 0 AND id <= ?2";
+  const through = cover.throughId ?? Number.MAX_SAFE_INTEGER;
+  const amount = cover.amountMicro ?? null;
+  const [existing, owedNow, inserted, attached, recorded] = await db.batch([
+    // The first batch that holds the hash, in any letter case (batches from before 0013 included).
+    db.prepare(`${BATCH_ROW} WHERE lower(b.tx_hash) = ?1 ORDER BY b.id LIMIT 1`).bind(tx),
     db
       .prepare(
-        `INSERT INTO payout_batches (partner_id, amount_micro, tx_hash, created_at)
-         SELECT ?1, sum(partner_share_micro), ?2, ?3 FROM payout_ledger WHERE ${owedWhere} HAVING count(*) > 0`,
+        `SELECT count(*) AS rows, coalesce(sum(partner_share_micro), 0) AS owed_micro FROM payout_ledger WHERE ${owed}`,
       )
-      .bind(partnerId, txHash, now, ...(throughId === undefined ? [] : [throughId])),
+      .bind(partnerId, through),
     db
-      .prepare(`UPDATE payout_ledger SET batch_id = last_insert_rowid() WHERE ${owedWhere} AND changes() = 1`)
-      .bind(...(throughId === undefined ? [partnerId] : [partnerId, null, null, throughId])),
-    db.prepare(
-      "SELECT id, partner_id, amount_micro, tx_hash, created_at FROM payout_batches WHERE id = last_insert_rowid()",
-    ),
+      .prepare(
+        `INSERT INTO payout_batches (partner_id, amount_micro, tx_hash, created_at, tx_unique)
+         SELECT ?1, sum(partner_share_micro), ?3, ?5, 1 FROM payout_ledger
+         WHERE ${owed} AND NOT EXISTS (SELECT 1 FROM payout_batches WHERE lower(tx_hash) = ?3)
+         HAVING count(*) > 0 AND (?4 IS NULL OR sum(partner_share_micro) = ?4)`,
+      )
+      .bind(partnerId, through, tx, amount, Date.now()),
+    db
+      .prepare(`UPDATE payout_ledger SET batch_id = last_insert_rowid() WHERE ${owed} AND changes() = 1`)
+      .bind(partnerId, through),
+    db.prepare(`${BATCH_ROW} WHERE b.id = last_insert_rowid()`),
   ]);
-  const inserted = results[0]?.meta.changes ?? 0;
-  if (inserted !== 1) return undefined;
-  const batch = results[2]?.results[0] as {
-    id: number;
-    amount_micro: number;
-    tx_hash: string;
-    created_at: number;
-  };
-  return { ...batch, amount_usd: usd(batch.amount_micro), rows: results[1]?.meta.changes ?? 0 };
+  const first = <T>(r: D1Result | undefined) => r?.results[0] as T | undefined;
+  const counted = first<{ rows: number; owed_micro: number }>(owedNow) ?? { rows: 0, owed_micro: 0 };
+  if (inserted?.meta.changes === 1) {
+    const batch = first<BatchRow>(recorded);
+    if (!batch || attached?.meta.changes !== counted.rows || batch.rows !== counted.rows)
+      throw new Error(
+        `payout batch for ${partnerId}: ${counted.rows} owed rows counted, ${attached?.meta.changes} attached, ${batch?.rows} in the batch`,
+      );
+    return { status: "recorded", batch: withUsd(batch) };
+  }
+  const before = first<BatchRow>(existing);
+  if (before) {
+    const same =
+      before.partner_id === partnerId &&
+      (cover.amountMicro === undefined || cover.amountMicro === before.amount_micro);
+    return { status: same ? "replayed" : "tx_used", batch: withUsd(before) };
+  }
+  if (counted.rows === 0) return { status: "nothing_owed" };
+  return { status: "amount_mismatch", owed_micro: counted.owed_micro, rows: counted.rows };
+}
+
+/**
+ * Why a settle recorded no new batch, for the 409 of the API and of the dashboard (which refuses a
+ * replay too: its button pressed again is told the transfer is recorded already, not shown
+ * "Payout recorded." twice).
+ */
+export function settleRefusal(
+  partnerId: string,
+  s: Exclude<Settlement, { status: "recorded" }>,
+  cover: { throughId?: number; amountMicro?: number } = {},
+): { detail: string; extra: Record<string, unknown> } {
+  const rows = cover.throughId === undefined ? "" : ` up to through_id ${cover.throughId}`;
+  switch (s.status) {
+    case "replayed":
+      return {
+        detail: `Transaction ${s.batch.tx_hash} is already recorded as payout batch ${s.batch.id} for ${partnerId} ($${s.batch.amount_usd}): nothing more was marked paid`,
+        extra: { batch: s.batch },
+      };
+    case "tx_used":
+      return {
+        detail: `Transaction ${s.batch.tx_hash} is already recorded as payout batch ${s.batch.id} (${s.batch.partner_id}, $${s.batch.amount_usd}): one transfer pays one batch`,
+        extra: { batch: s.batch },
+      };
+    case "nothing_owed":
+      return { detail: `Nothing is owed to ${partnerId}${rows}`, extra: { owed_usd: 0 } };
+    case "amount_mismatch":
+      return {
+        detail: `The rows owed to ${partnerId}${rows} sum to $${usd(s.owed_micro)} now, not the $${usd(
+          cover.amountMicro ?? 0,
+        )} transferred: the amount is not the one read with through_id, or a row became owed after it was read (an upstream authorization that expired unused). Nothing was recorded; read GET /api/admin/payouts again.`,
+        extra: { owed_usd: usd(s.owed_micro), owed_rows: s.rows, amount_usd: usd(cover.amountMicro ?? 0) },
+      };
+  }
 }
 
 /** The EIP-3009 authorization the operating wallet handed to a partner (for reconciliation). */

@@ -3,13 +3,15 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
+import * as z from "zod";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
-import { validationResponse } from "../http/validation";
+import { validationResponse, zodItems } from "../http/validation";
+import { usdToMicros } from "../money";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
-import { owedSummary, settlePartner } from "../partners/payouts";
+import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
 import { dashboardFigures, skillStats } from "../stats/query";
 
@@ -140,7 +142,42 @@ adminDashboardRoutes.post("/admin/logout", sameSite, async (c) => {
   return c.redirect("/admin", 303);
 });
 
-/** Form twin of POST /api/admin/payouts/:partner_id/settle (same domain call). */
+/**
+ * The Mark paid form's cover: the partner's through_id and the amount the page showed with it,
+ * both or neither (neither: every row owed now, as the API without them). Form fields are text.
+ */
+const settleCover = z
+  .object({
+    through_id: z
+      .string()
+      .regex(/^[1-9][0-9]{0,14}$/)
+      .transform(Number)
+      .optional(),
+    amount_usd: z
+      .string()
+      .regex(/^[0-9]{1,10}(\.[0-9]{1,6})?$/)
+      .transform(Number)
+      .pipe(payoutAmount)
+      .optional(),
+  })
+  .superRefine((f, ctx) => {
+    for (const [have, missing] of [
+      ["through_id", "amount_usd"],
+      ["amount_usd", "through_id"],
+    ] as const)
+      if (f[have] !== undefined && f[missing] === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: [missing],
+          message: "Field required",
+          params: { type: "missing" },
+        });
+  });
+
+/**
+ * Form twin of POST /api/admin/payouts/:partner_id/settle (same domain call). Anything but a new
+ * batch is a 409, a replay too: the button pressed twice is told the transfer is recorded already.
+ */
 adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (c) => {
   const token = c.env.ADMIN_TOKEN as string;
   if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
@@ -160,14 +197,19 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (
       },
     ]);
   }
-  // The rows the page showed when it was read: a call recorded since stays owed.
-  const through = Number(form.through_id);
-  const batch = await settlePartner(
-    c.env.DB,
-    partnerId,
-    tx,
-    Number.isSafeInteger(through) && through > 0 ? through : undefined,
-  );
-  if (!batch) return detail(c, 409, `Nothing is owed to ${partnerId}`);
+  // The rows the page showed when it was read, and their sum: a call recorded since stays owed,
+  // and a row that became owed since refuses the batch rather than being marked paid.
+  const fields = { through_id: form.through_id, amount_usd: form.amount_usd };
+  const read = settleCover.safeParse(fields);
+  if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
+  const cover = {
+    throughId: read.data.through_id,
+    amountMicro: read.data.amount_usd === undefined ? undefined : Number(usdToMicros(read.data.amount_usd)),
+  };
+  const settled = await settlePartner(c.env.DB, partnerId, tx, cover);
+  if (settled.status !== "recorded") {
+    const refusal = settleRefusal(partnerId, settled, cover);
+    return detail(c, 409, refusal.detail, refusal.extra);
+  }
   return c.redirect("/admin?notice=settled", 303);
 });

@@ -3,8 +3,16 @@ import { bearerAuth } from "hono/bearer-auth";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
+import { usdToMicros } from "../money";
 import { partnerById } from "../partners/listing";
-import { ledgerCsv, owedSummary, payoutsQuery, settleBody, settlePartner } from "../partners/payouts";
+import {
+  ledgerCsv,
+  owedSummary,
+  payoutsQuery,
+  settleBody,
+  settlePartner,
+  settleRefusal,
+} from "../partners/payouts";
 import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
@@ -45,14 +53,17 @@ const settlePayouts = operation({
   method: "post",
   path: "/api/admin/payouts/{partner_id}/settle",
   operationId: "admin_settle_payouts",
-  summary: "Record a payout batch: owed rows of the partner (up to through_id) are attached to it",
+  summary:
+    "Record a payout batch: owed rows of the partner (up to through_id, summing to amount_usd) are attached to it",
   body: settleBody,
-  example: { tx_hash: `0x${"ab".repeat(32)}`, through_id: 42 },
+  example: { tx_hash: `0x${"ab".repeat(32)}`, through_id: 42, amount_usd: 0.042 },
   responses: {
-    "200": json("The batch"),
+    "200": json("The batch (`replayed`: this transaction was already this batch, nothing changed)"),
     "401": UNAUTHORIZED,
     "404": ERROR("Unknown partner"),
-    "409": ERROR("Nothing owed"),
+    "409": ERROR(
+      "Nothing recorded: nothing owed, the rows owed up to through_id do not sum to amount_usd (owed_usd says what they sum to now), or tx_hash is already another batch",
+    ),
     "422": VALIDATION,
   },
 });
@@ -102,12 +113,21 @@ adminRoutes.get(listPayouts.route, listPayouts.validate, async (c) => {
   return c.json(await owedSummary(c.env.DB));
 });
 
-/** Records a payout batch for a partner: owed amounts go to zero, history stays. */
+/**
+ * Records a payout batch for a partner: owed amounts go to zero, history stays. The same body
+ * again (a retry after a lost answer) answers the batch it recorded, unchanged.
+ */
 adminRoutes.post(settlePayouts.route, settlePayouts.validate, async (c) => {
   const partnerId = c.req.param("partner_id");
   if (!partnerById(partnerId)) return detail(c, 404, `Unknown partner "${partnerId}"`);
-  const { tx_hash, through_id } = c.req.valid("json");
-  const batch = await settlePartner(c.env.DB, partnerId, tx_hash, through_id);
-  if (!batch) return detail(c, 409, `Nothing is owed to ${partnerId}`);
-  return c.json({ partner_id: partnerId, batch });
+  const { tx_hash, through_id, amount_usd } = c.req.valid("json");
+  const cover = {
+    throughId: through_id,
+    amountMicro: amount_usd === undefined ? undefined : Number(usdToMicros(amount_usd)),
+  };
+  const settled = await settlePartner(c.env.DB, partnerId, tx_hash, cover);
+  if (settled.status === "recorded" || settled.status === "replayed")
+    return c.json({ partner_id: partnerId, batch: settled.batch, replayed: settled.status === "replayed" });
+  const refusal = settleRefusal(partnerId, settled, cover);
+  return detail(c, 409, refusal.detail, refusal.extra);
 });

@@ -99,7 +99,9 @@ export function AdminDashboardPage(props: {
       />
 
       <h2>Reliability per skill (7 days)</h2>
-      <ReliabilityTable id="reliability" skills={measured} />
+      <div class="table-wrap">
+        <ReliabilityTable id="reliability" skills={measured} />
+      </div>
 
       <h2>Partner payouts</h2>
       <RowHeadedTable

@@ -9,21 +9,26 @@ export function ColumnHeads(props: { columns: (string | null)[] }) {
   );
 }
 
-/** A dashboard table: column headings, then one row per entry, each headed by its first cell. */
+/**
+ * A dashboard table: column headings, then one row per entry, each headed by its first cell. It
+ * scrolls inside its own box: a row of hashes is far wider than a phone.
+ */
 export function RowHeadedTable(props: { id: string; columns: string[]; rows: [Child, ...Child[]][] }) {
   return (
-    <table class="admin-table" id={props.id}>
-      <ColumnHeads columns={props.columns} />
-      <tbody>
-        {props.rows.map(([head, ...cells]) => (
-          <tr>
-            <th scope="row">{head}</th>
-            {cells.map((c) => (
-              <td>{c}</td>
-            ))}
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <div class="table-wrap">
+      <table class="admin-table" id={props.id}>
+        <ColumnHeads columns={props.columns} />
+        <tbody>
+          {props.rows.map(([head, ...cells]) => (
+            <tr>
+              <th scope="row">{head}</th>
+              {cells.map((c) => (
+                <td>{c}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

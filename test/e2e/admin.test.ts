@@ -119,6 +119,16 @@ describe("/admin in a real browser", () => {
     await dark.screenshot({ path: path.join(SCREENSHOTS, "admin-dark.png"), fullPage: true });
     await dark.close();
 
+    // On a phone the tables scroll inside their own boxes; the page itself never scrolls sideways.
+    const phone = await browser.newPage({ viewport: { width: 375, height: 800 } });
+    await phone.context().addCookies(cookies);
+    await phone.goto(`${stack.base_url}/admin`);
+    await phone.waitForSelector("#reliability");
+    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(1);
+    await phone.screenshot({ path: path.join(SCREENSHOTS, "admin-phone.png"), fullPage: true });
+    await phone.close();
+
     // The token never travelled in a URL, nor in a console line.
     expect(urls.length).toBeGreaterThan(0);
     for (const u of urls) expect(u).not.toContain(stack.admin_token);

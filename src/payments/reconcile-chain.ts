@@ -54,6 +54,12 @@ export interface ChainReader {
 const LOG_CHUNK_BLOCKS = 5_000;
 
 /**
+ * The most blocks searched for one authorization in one run (two eth_getLogs calls), however old
+ * its claim: the search spans the authorization's own lifetime, not the time since.
+ */
+export const MAX_SEARCH_BLOCKS = 2 * LOG_CHUNK_BLOCKS;
+
+/**
  * topic0 of FiatToken's EIP3009.sol events, both `(address indexed authorizer, bytes32 indexed
  * nonce)`: keccak256 of the signatures (test/payments/reconcile.test.ts checks them). One
  * eth_getLogs asks for either: viem's getLogs filters indexed args only for a single event.
@@ -139,22 +145,32 @@ export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
 }
 
 /**
- * Blocks that can hold the transfer: it was mined after the claim was made (minus the
+ * Blocks that can hold the transaction: it was mined after the claim was made (minus the
  * authorization's whole validity, to be safe) and before valid_before. Block numbers are
- * estimated from the chain's average block time, with a wide margin on both sides.
+ * estimated from the chain's average block time; the margin on each side is that interval again
+ * plus 100 blocks, so it does not grow with the claim's age (a year-old claim searched with 10 %
+ * of a year's blocks on each side cost 630 eth_getLogs a run), and the whole is capped at
+ * MAX_SEARCH_BLOCKS around the estimate. A chain without a measurable block time (a fresh local
+ * one) is searched over its latest MAX_SEARCH_BLOCKS blocks.
  */
 export function searchRange(
   head: { number: number; timestamp: number; blockSeconds: number },
   fromTime: number,
   toTime: number,
 ) {
-  const at = (t: number) =>
-    head.blockSeconds > 0 ? head.number - Math.ceil((head.timestamp - t) / head.blockSeconds) : 0;
-  const margin = (n: number) => Math.ceil(Math.abs(n) * 0.1) + 100;
+  const inChain = (n: number) => Math.min(head.number, Math.max(0, n));
+  if (!(head.blockSeconds > 0)) {
+    return { fromBlock: inChain(head.number - MAX_SEARCH_BLOCKS + 1), toBlock: head.number };
+  }
+  const at = (t: number) => head.number - Math.ceil((head.timestamp - t) / head.blockSeconds);
   const from = at(fromTime - MAX_TIMEOUT_SECONDS - 60);
-  const to = head.blockSeconds > 0 ? at(toTime + 60) : head.number;
-  return {
-    fromBlock: Math.max(0, from - margin(head.number - from)),
-    toBlock: Math.min(head.number, Math.max(0, to + margin(head.number - to))),
-  };
+  const to = at(toTime + 60);
+  const margin = Math.max(0, to - from) + 100;
+  let low = from - margin;
+  let high = to + margin;
+  if (high - low + 1 > MAX_SEARCH_BLOCKS) {
+    low = Math.floor((from + to) / 2) - MAX_SEARCH_BLOCKS / 2;
+    high = low + MAX_SEARCH_BLOCKS - 1;
+  }
+  return { fromBlock: inChain(low), toBlock: inChain(high) };
 }

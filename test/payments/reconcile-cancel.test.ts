@@ -218,3 +218,32 @@ describe("a cancelled authorization is decided from its AuthorizationCanceled lo
     expect(payout?.paid_upstream).toBe(0);
   });
 });
+
+describe("a nonce the chain shows spent with no log found costs what any row costs, however old", () => {
+  it.each([
+    ["30 days", 30],
+    ["a year", 365],
+  ])(
+    "a claim from %s ago waits (never released: its payment may have landed) after at most two eth_getLogs",
+    async (_n, days) => {
+      const n = node();
+      const createdMs = Date.now() - days * 86_400_000;
+      const c = await failedClaim(n, { createdMs, validBefore: Math.floor(createdMs / 1000) + 300 });
+      // Spent, but its log is not where the search looks (a provider that pruned it, say).
+      n.spent.add(`${c.payer}:${c.nonce}`);
+      for (let run = 0; run < 2; run++) {
+        n.calls.length = 0;
+        expect(await n.run()).toMatchObject({ checked: 1, waiting: 1, released: 0, errors: [] });
+        expect(n.count("eth_getLogs")).toBeLessThanOrEqual(2);
+      }
+      expect(await claimStatus(c.key)).toBe("failed");
+      // The blocks searched hold the claim's whole lifetime (2 s blocks from the head's time).
+      const filters = n.calls.filter((c) => c.method === "eth_getLogs").map((c) => c.params[0] as Filter);
+      const from = Math.min(...filters.map((f) => Number(f.fromBlock)));
+      const to = Math.max(...filters.map((f) => Number(f.toBlock)));
+      const blockAt = (s: number) => HEAD - Math.ceil((nowS() - s) / 2);
+      expect(from).toBeLessThanOrEqual(blockAt(createdMs / 1000 - 360));
+      expect(to).toBeGreaterThanOrEqual(blockAt(createdMs / 1000 + 360));
+    },
+  );
+});

@@ -18,6 +18,7 @@ import {
   type ChainReader,
   type ChainView,
   type FoundUse,
+  MAX_SEARCH_BLOCKS,
   rpcChainReader,
   searchRange,
 } from "../../src/payments/reconcile-chain";
@@ -194,11 +195,40 @@ describe("searchRange", () => {
     expect(r.toBlock).toBeLessThanOrEqual(head.number);
     expect(r.toBlock - r.fromBlock).toBeLessThan(2000);
   });
-  it("a chain without a measurable block time (a fresh local one) is searched whole", () => {
+  it("a chain without a measurable block time (a fresh local one) is searched whole, up to the cap", () => {
     expect(searchRange({ number: 40, timestamp: 100, blockSeconds: 0 }, 50, 90)).toEqual({
       fromBlock: 0,
       toBlock: 40,
     });
+    expect(searchRange({ number: 1_000_000, timestamp: 100, blockSeconds: 0 }, 50, 90)).toEqual({
+      fromBlock: 1_000_000 - MAX_SEARCH_BLOCKS + 1,
+      toBlock: 1_000_000,
+    });
+  });
+  it.each([
+    ["a day", 86_400],
+    ["30 days", 30 * 86_400],
+    ["a year", 365 * 86_400],
+  ])(
+    "a claim from %s ago is searched over as many blocks as an hour-old one, around where its authorization lived",
+    (_n, age) => {
+      const head = { number: 30_000_000, timestamp: 2_000_000_000, blockSeconds: 2 };
+      const created = head.timestamp - age;
+      const hourOld = searchRange(head, head.timestamp - 3600, head.timestamp - 3300);
+      const r = searchRange(head, created, created + 300);
+      expect(r.toBlock - r.fromBlock).toBe(hourOld.toBlock - hourOld.fromBlock);
+      expect(r.toBlock - r.fromBlock + 1).toBeLessThanOrEqual(MAX_SEARCH_BLOCKS);
+      // mined between created-300-60 s and valid_before+60 s
+      expect(r.fromBlock).toBeLessThanOrEqual(head.number - (age + 360) / 2);
+      expect(r.toBlock).toBeGreaterThanOrEqual(head.number - (age - 360) / 2);
+    },
+  );
+  it("an interval longer than the cap is searched over the cap's worth of blocks around its middle", () => {
+    const head = { number: 30_000_000, timestamp: 2_000_000_000, blockSeconds: 0.25 };
+    const r = searchRange(head, head.timestamp - 3600, head.timestamp - 600);
+    expect(r.toBlock - r.fromBlock + 1).toBe(MAX_SEARCH_BLOCKS);
+    const middle = head.number - Math.round((3600 + 360 + 600 - 60) / 2 / 0.25);
+    expect(Math.abs((r.fromBlock + r.toBlock) / 2 - middle)).toBeLessThan(10);
   });
 });
 

@@ -2,20 +2,28 @@ import { sameAddress } from "../money";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
- * What the reconciler reads from the chain: whether an EIP-3009 nonce was used, and the
- * AuthorizationUsed + Transfer logs of the transaction that used it (reconcile.ts).
+ * What the reconciler reads from the chain: whether an EIP-3009 nonce was used, and the log that
+ * spent it: AuthorizationUsed (with the Transfer of that transaction) or AuthorizationCanceled
+ * (reconcile.ts).
  */
 
-/** The transaction that used a nonce, and the USDC Transfer out of the authorizer in it. */
-export interface FoundUse {
-  txHash: string;
-  blockNumber: number;
-  transfer: { from: string; to: string; value: bigint } | undefined;
-}
+/**
+ * The transaction that spent a nonce: one that used it, with the USDC Transfer out of the
+ * authorizer in it, or one that cancelled it (FiatToken's cancelAuthorization sets the same
+ * authorizationState and emits only AuthorizationCanceled: no Transfer, nothing moved).
+ */
+export type FoundUse =
+  | {
+      txHash: string;
+      blockNumber: number;
+      transfer: { from: string; to: string; value: bigint } | undefined;
+      cancelled?: false;
+    }
+  | { txHash: string; blockNumber: number; cancelled: true };
 
 export interface ChainView {
   used: boolean;
-  /** Searched only when `used`; undefined when no AuthorizationUsed log was found in the range. */
+  /** Searched only when `used`; undefined when neither log was found in the range. */
   found: FoundUse | undefined;
   /** Timestamp of the latest block: an authorization is dead once the chain has passed valid_before. */
   headTime: number;
@@ -45,12 +53,25 @@ export interface ChainReader {
 /** A public RPC usually refuses eth_getLogs over more blocks than this in one call. */
 const LOG_CHUNK_BLOCKS = 5_000;
 
+/**
+ * The most blocks searched for one authorization in one run (two eth_getLogs calls), however old
+ * its claim: the search spans the authorization's own lifetime, not the time since.
+ */
+export const MAX_SEARCH_BLOCKS = 2 * LOG_CHUNK_BLOCKS;
+
+/**
+ * topic0 of FiatToken's EIP3009.sol events, both `(address indexed authorizer, bytes32 indexed
+ * nonce)`: keccak256 of the signatures (test/payments/reconcile.test.ts checks them). One
+ * eth_getLogs asks for either: viem's getLogs filters indexed args only for a single event.
+ */
+export const AUTHORIZATION_USED = "0x98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a5";
+export const AUTHORIZATION_CANCELED = "0x1cdd46ff242716cdaa72d159d339a485b3438398348d68f09d7c8c0a59353d81";
+
 /** viem's public client over `RPC_URL`, loaded only when the reconciler runs. */
 export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
   const { createPublicClient, http, parseAbi, parseEventLogs } = await import("./rpc-client");
   const abi = parseAbi([
     "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-    "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
     "event Transfer(address indexed from, address indexed to, uint256 value)",
   ]);
   const client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }) });
@@ -77,21 +98,33 @@ export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
         ...(blockNumber === undefined ? {} : { blockNumber: BigInt(blockNumber) }),
       }),
     async findUse(asset, authorizer, nonce, fromBlock, toBlock) {
+      const topics = [
+        [hex(AUTHORIZATION_USED), hex(AUTHORIZATION_CANCELED)],
+        hex(`0x${authorizer.replace(/^0x/i, "").toLowerCase().padStart(64, "0")}`),
+        hex(nonce.toLowerCase()),
+      ];
       for (let start = fromBlock; start <= toBlock; start += LOG_CHUNK_BLOCKS) {
-        const logs = await client.getLogs({
-          address: hex(asset),
-          event: abi[1],
-          args: { authorizer: hex(authorizer), nonce: hex(nonce) },
-          fromBlock: BigInt(start),
-          toBlock: BigInt(Math.min(toBlock, start + LOG_CHUNK_BLOCKS - 1)),
+        const logs = await client.request({
+          method: "eth_getLogs",
+          params: [
+            {
+              address: hex(asset),
+              topics,
+              fromBlock: hex(`0x${start.toString(16)}`),
+              toBlock: hex(`0x${Math.min(toBlock, start + LOG_CHUNK_BLOCKS - 1).toString(16)}`),
+            },
+          ],
         });
-        const log = logs[0];
+        const log = logs.find((l) => !l.removed && l.transactionHash);
         if (!log?.transactionHash) continue;
+        if (log.topics[0]?.toLowerCase() === AUTHORIZATION_CANCELED) {
+          return { txHash: log.transactionHash, blockNumber: Number(log.blockNumber), cancelled: true };
+        }
         const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
         // This authorization's own transfer: FiatToken emits AuthorizationUsed, then its Transfer.
         // One transaction can land several of our authorizations (anyone may submit them, e.g.
         // batched through Multicall3); the first Transfer of the transaction may be another's.
-        const after = log.logIndex ?? -1;
+        const after = log.logIndex === null ? -1 : Number(log.logIndex);
         const t = parseEventLogs({ abi, eventName: "Transfer", logs: receipt.logs })
           .filter(
             (l) =>
@@ -112,22 +145,32 @@ export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
 }
 
 /**
- * Blocks that can hold the transfer: it was mined after the claim was made (minus the
+ * Blocks that can hold the transaction: it was mined after the claim was made (minus the
  * authorization's whole validity, to be safe) and before valid_before. Block numbers are
- * estimated from the chain's average block time, with a wide margin on both sides.
+ * estimated from the chain's average block time; the margin on each side is that interval again
+ * plus 100 blocks, so it does not grow with the claim's age (a year-old claim searched with 10 %
+ * of a year's blocks on each side cost 630 eth_getLogs a run), and the whole is capped at
+ * MAX_SEARCH_BLOCKS around the estimate. A chain without a measurable block time (a fresh local
+ * one) is searched over its latest MAX_SEARCH_BLOCKS blocks.
  */
 export function searchRange(
   head: { number: number; timestamp: number; blockSeconds: number },
   fromTime: number,
   toTime: number,
 ) {
-  const at = (t: number) =>
-    head.blockSeconds > 0 ? head.number - Math.ceil((head.timestamp - t) / head.blockSeconds) : 0;
-  const margin = (n: number) => Math.ceil(Math.abs(n) * 0.1) + 100;
+  const inChain = (n: number) => Math.min(head.number, Math.max(0, n));
+  if (!(head.blockSeconds > 0)) {
+    return { fromBlock: inChain(head.number - MAX_SEARCH_BLOCKS + 1), toBlock: head.number };
+  }
+  const at = (t: number) => head.number - Math.ceil((head.timestamp - t) / head.blockSeconds);
   const from = at(fromTime - MAX_TIMEOUT_SECONDS - 60);
-  const to = head.blockSeconds > 0 ? at(toTime + 60) : head.number;
-  return {
-    fromBlock: Math.max(0, from - margin(head.number - from)),
-    toBlock: Math.min(head.number, Math.max(0, to + margin(head.number - to))),
-  };
+  const to = at(toTime + 60);
+  const margin = Math.max(0, to - from) + 100;
+  let low = from - margin;
+  let high = to + margin;
+  if (high - low + 1 > MAX_SEARCH_BLOCKS) {
+    low = Math.floor((from + to) / 2) - MAX_SEARCH_BLOCKS / 2;
+    high = low + MAX_SEARCH_BLOCKS - 1;
+  }
+  return { fromBlock: inChain(low), toBlock: inChain(high) };
 }

@@ -13,8 +13,21 @@ export interface Terms {
 
 export type Decision =
   | { outcome: "paid"; txHash: string; blockNumber: number; evidence: string }
-  | { outcome: "unpaid"; txHash?: string; blockNumber?: number; evidence: string }
+  | {
+      outcome: "unpaid";
+      txHash?: string;
+      blockNumber?: number;
+      /** Spent by cancelAuthorization (txHash is the cancel): nothing moved, and nothing ever can. */
+      cancelled?: boolean;
+      evidence: string;
+    }
   | { outcome: "wait"; evidence: string };
+
+/**
+ * Unpaid because the nonce was spent by a transaction that used it for something other than the
+ * promised transfer: money moved, but not as recorded. Not an expiry or a cancel, where nothing did.
+ */
+export const spentElsewhere = (d: Decision) => d.outcome === "unpaid" && !!d.txHash && !d.cancelled;
 
 /** The decision from what the chain says; pure, so every branch is tested without a chain. */
 export function decide(t: Terms, chain: ChainView): Decision {
@@ -24,7 +37,17 @@ export function decide(t: Terms, chain: ChainView): Decision {
       const range = chain.searched ? ` in blocks ${chain.searched.fromBlock}-${chain.searched.toBlock}` : "";
       return {
         outcome: "wait",
-        evidence: `authorizationState: used, but no AuthorizationUsed log found${range}; retried next run`,
+        evidence: `authorizationState: used, but no AuthorizationUsed or AuthorizationCanceled log found${range}; retried next run`,
+      };
+    }
+    if (f.cancelled) {
+      // The signer cancelled it (FiatToken's cancelAuthorization): no Transfer, and the nonce is spent.
+      return {
+        outcome: "unpaid",
+        txHash: f.txHash,
+        blockNumber: f.blockNumber,
+        cancelled: true,
+        evidence: `authorizationState: used; AuthorizationCanceled in tx ${f.txHash} (block ${f.blockNumber}): the signer cancelled this authorization, nothing moved and it can never settle`,
       };
     }
     const tr = f.transfer;
@@ -36,14 +59,14 @@ export function decide(t: Terms, chain: ChainView): Decision {
         evidence: `authorizationState: used; AuthorizationUsed and Transfer ${t.amountAtomic} to ${t.payTo} in tx ${f.txHash} (block ${f.blockNumber})`,
       };
     }
-    // The signer spent the nonce on another transfer or cancelled it: this authorization can never pay.
+    // The signer spent the nonce on another transfer: this authorization can never pay.
     return {
       outcome: "unpaid",
       txHash: f.txHash,
       blockNumber: f.blockNumber,
       evidence: tr
         ? `authorizationState: used by tx ${f.txHash} for a different transfer (${tr.value} to ${tr.to}); this authorization can never settle`
-        : `authorizationState: used by tx ${f.txHash} without a transfer (cancelled); this authorization can never settle`,
+        : `authorizationState: used by tx ${f.txHash}, but no Transfer from the payer follows its AuthorizationUsed; this authorization can never settle`,
     };
   }
   if (chain.headTime >= t.validBefore) {

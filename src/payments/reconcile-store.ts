@@ -3,7 +3,7 @@ import { pricingConfig } from "../partners/config";
 import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
-import type { Decision } from "./reconcile-decide";
+import { type Decision, spentElsewhere } from "./reconcile-decide";
 import { owedRefund, type Refund, refundNonce, withheldReturn } from "./refunds";
 
 /**
@@ -296,11 +296,11 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
 }
 
 /**
- * A served call whose upstream authorization expired unused: the operating wallet never paid the
- * partner, so the call's payout row is owed after all, as payoutFor writes it for such a call from
- * the start (paid upstream only while some authorization for the request may still land). Only
- * while this row is still undecided, so only the batch deciding it flips it; never a row already
- * in a payout batch.
+ * A served call whose upstream authorization expired unused (or was cancelled): the operating
+ * wallet never paid the partner, so the call's payout row is owed after all, as payoutFor writes
+ * it for such a call from the start (paid upstream only while some authorization for the request
+ * may still land). Only while this row is still undecided, so only the batch deciding it flips
+ * it; never a row already in a payout batch.
  */
 const owedAfterAll = (db: D1Database, row: UpstreamRow) =>
   db
@@ -332,11 +332,12 @@ export async function applyUpstream(
   }
   const now = Date.now();
   const status = d.outcome === "paid" ? "landed" : "not_landed";
-  // Given back only for an authorization that expired unused. One whose nonce the chain shows
-  // spent (a transfer that does not match what we signed) moved money somewhere: marked, logged
-  // for a person, and nothing is refunded or owed again on its account.
-  const expiredUnused = status === "not_landed" && !("txHash" in d && d.txHash);
-  const returned = expiredUnused
+  // Given back only for an authorization that can no longer move anything: expired unused, or
+  // cancelled. One whose nonce the chain shows spent (a transfer that does not match what we
+  // signed) moved money somewhere: marked, logged for a person, and nothing is refunded or owed
+  // again on its account.
+  const movedNothing = status === "not_landed" && !spentElsewhere(d);
+  const returned = movedNothing
     ? await withheldReturn(db, row.request_id, {
         amountMicros: BigInt(row.amount_micro),
         asset: row.asset,
@@ -348,7 +349,7 @@ export async function applyUpstream(
     ...(returned
       ? [owedRefund(db, returned, await refundNonce(returned.requestId), now, { upstreamUndecided: row.id })]
       : []),
-    ...(expiredUnused ? [owedAfterAll(db, row)] : []),
+    ...(movedNothing ? [owedAfterAll(db, row)] : []),
     db
       .prepare(
         "UPDATE upstream_payments SET chain_status = ?2, tx_hash = coalesce(tx_hash, ?3) WHERE id = ?1 AND chain_status IS NULL",

@@ -1,7 +1,7 @@
 import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, type ChainView, rpcChainReader, searchRange } from "./reconcile-chain";
-import { decide, type Terms } from "./reconcile-decide";
+import { decide, spentElsewhere, type Terms } from "./reconcile-decide";
 import {
   applyPayment,
   applyUpstream,
@@ -26,8 +26,9 @@ import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
  * Reconciliation against the chain: authorizations whose settlement was never confirmed
  * (payment_nonces 'failed', or 'running' past their validity) and authorizations the operating
  * wallet handed to partners (upstream_payments). The USDC contract decides: EIP-3009
- * `authorizationState(authorizer, nonce)` says whether the nonce was used, and the
- * AuthorizationUsed + Transfer logs of that transaction say where the money went. A call whose
+ * `authorizationState(authorizer, nonce)` says whether the nonce was spent, and the log that spent
+ * it says how: AuthorizationUsed + the Transfer of that transaction (where the money went), or
+ * AuthorizationCanceled (nowhere: the signer cancelled it). A call whose
  * result was withheld ('failed') and whose payment landed is refunded (payments/refunds.ts); so is
  * the share a refund kept back for a partner whose authorization then expired unused.
  */
@@ -157,7 +158,8 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       // Our nonce spent on a transfer other than the one we signed: no rule decides that (money
       // moved, but not as recorded), so the row stays undecided, re-read each run, and the run
       // reports it (a failed Cron run) for a person; nothing is refunded or owed on its account.
-      if (d.outcome === "unpaid" && d.txHash) {
+      // A cancel (only the operating key can sign one) moved nothing: not landed, like an expiry.
+      if (spentElsewhere(d)) {
         summary.errors.push(`upstream ${row.id}: ${d.evidence}; left undecided for a person`);
         d = { outcome: "wait", evidence: d.evidence };
       }
@@ -209,7 +211,8 @@ async function settleOwedRefunds(
         await touchRefund(env.DB, row.request_id);
         summary.waiting++;
       } else if (d?.txHash) {
-        // Our nonce moved something else: never sent again, a person looks at it.
+        // Our nonce moved something else, or was cancelled (with the operating key): it can never
+        // be sent again under it, so a person looks at it.
         await touchRefund(env.DB, row.request_id, d.evidence);
         summary.refunds_owed++;
       } else {

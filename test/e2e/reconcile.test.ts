@@ -2,17 +2,19 @@ import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { createWalletClient, http, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
-import { USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { localBase, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
 import { resign } from "../fixtures/payments";
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
 // facilitator gives up after 30 s with `settlement_pending`, and the Worker answers 502
 // settlement_unconfirmed and keeps the claim 'failed'. Then the transaction is either mined
-// (it landed) or dropped from the mempool (it never will), and the cron decides from the chain.
+// (it landed), dropped from the mempool (it never will), or beaten by the payer's own
+// cancelAuthorization (it reverts), and the cron decides from the chain.
 const stack = inject("stack") as {
   base_url: string;
   rpc_url: string;
@@ -175,5 +177,72 @@ describe("reconciliation against the local chain", () => {
     expect((await view()).payments.filter((p) => p.request_id === request_id)).toHaveLength(1);
     expect((await refunds()).filter((r) => r.request_id === request_id)).toHaveLength(1);
     expect(await usdcBalance(stack.rpc_url, buyer)).toBe(buyer0);
+  }, 150_000);
+
+  it("an unconfirmed payment whose payer cancelled the authorization on chain is released by the cron, with the cancel as evidence", async () => {
+    const b = stack.buyers[8] as { address: string; privateKey: `0x${string}` };
+    const account = privateKeyToAccount(b.privateKey);
+    const before = await usdcBalance(stack.rpc_url, b.address);
+    const payment = await signedPayment(8);
+    const { nonce } = (payment.payload as { authorization: { nonce: `0x${string}` } }).authorization;
+    const { transaction, request_id } = await unconfirmedCall(payment);
+    // While the settlement waits in the mempool, the payer cancels the authorization with USDC's
+    // own cancelAuthorization (EIP-712 CancelAuthorization(authorizer, nonce)), paying a higher tip
+    // so that it is mined first and the facilitator's transferWithAuthorization reverts.
+    const signature = await account.signTypedData({
+      domain: USDC_DOMAIN,
+      types: {
+        CancelAuthorization: [
+          { name: "authorizer", type: "address" },
+          { name: "nonce", type: "bytes32" },
+        ],
+      },
+      primaryType: "CancelAuthorization",
+      message: { authorizer: account.address, nonce },
+    });
+    const pending = (await rpc("eth_getTransactionByHash", [transaction])) as {
+      gasPrice: string;
+      maxFeePerGas?: string;
+      maxPriorityFeePerGas?: string;
+    };
+    const gwei = 1_000_000_000n;
+    const tip = BigInt(pending.maxPriorityFeePerGas ?? pending.gasPrice) + 10n * gwei;
+    const wallet = createWalletClient({
+      account,
+      chain: localBase(stack.rpc_url),
+      transport: http(stack.rpc_url),
+    });
+    const cancel = await wallet.writeContract({
+      address: USDC_DOMAIN.verifyingContract,
+      abi: parseAbi(["function cancelAuthorization(address authorizer, bytes32 nonce, bytes signature)"]),
+      functionName: "cancelAuthorization",
+      args: [account.address, nonce, signature],
+      gas: 200_000n,
+      maxPriorityFeePerGas: tip,
+      maxFeePerGas: BigInt(pending.maxFeePerGas ?? pending.gasPrice) + tip,
+    });
+    await rpc("evm_mine");
+    await rpc("evm_setAutomine", [true]);
+    const receipt = async (hash: string) =>
+      (await rpc("eth_getTransactionReceipt", [hash])) as { status: string; blockNumber: string } | null;
+    expect((await receipt(cancel))?.status, "the cancel").toBe("0x1");
+    expect((await receipt(transaction))?.status, "the facilitator's settlement").toBe("0x0");
+    expect(await usdcBalance(stack.rpc_url, b.address)).toBe(before);
+    expect((await view()).unconfirmed).toContainEqual(
+      expect.objectContaining({ request_id, status: "failed" }),
+    );
+
+    // Its authorization is still valid by the clock: only the cancel decides it, on the next run.
+    await fireCron();
+    const decided = await until("the release", async () =>
+      (await view()).reconciliations.find((r) => r.request_id === request_id),
+    );
+    expect(decided).toMatchObject({ outcome: "released", tx_hash: cancel });
+    expect(decided.evidence).toMatch(new RegExp(`AuthorizationCanceled in tx ${cancel}`));
+    const after = await view();
+    expect(after.unconfirmed.map((u) => u.request_id)).not.toContain(request_id);
+    expect(after.payments.map((p) => p.request_id)).not.toContain(request_id);
+    expect((await refunds()).map((r) => r.request_id)).not.toContain(request_id);
+    expect(await usdcBalance(stack.rpc_url, b.address)).toBe(before);
   }, 150_000);
 });

@@ -13,9 +13,12 @@ import { redactSecrets } from "../../src/config";
 import worker from "../../src/index";
 import { cronFailure, emptySummary, reconcile } from "../../src/payments/reconcile";
 import {
+  AUTHORIZATION_CANCELED,
+  AUTHORIZATION_USED,
   type ChainReader,
   type ChainView,
   type FoundUse,
+  MAX_SEARCH_BLOCKS,
   rpcChainReader,
   searchRange,
 } from "../../src/payments/reconcile-chain";
@@ -75,13 +78,21 @@ describe("decide: what the chain says about one authorization", () => {
     expect(d.evidence).toMatch(/different transfer/);
   });
 
-  it("used without any transfer (cancelAuthorization): released", () => {
+  it("cancelled (cancelAuthorization: AuthorizationCanceled, no Transfer): released, with the cancel as evidence", () => {
+    const tx = hex(32);
+    const d = decide(terms(), view({ used: true, found: { txHash: tx, blockNumber: 3, cancelled: true } }));
+    expect(d).toMatchObject({ outcome: "unpaid", txHash: tx, blockNumber: 3, cancelled: true });
+    expect(d.evidence).toMatch(new RegExp(`AuthorizationCanceled in tx ${tx}`));
+  });
+
+  it("an AuthorizationUsed with no Transfer from the payer after it (FiatToken never emits one): can never pay, not called a cancel", () => {
     const d = decide(
       terms(),
       view({ used: true, found: { txHash: hex(32), blockNumber: 3, transfer: undefined } }),
     );
     expect(d).toMatchObject({ outcome: "unpaid" });
-    expect(d.evidence).toMatch(/cancelled/);
+    expect(d).not.toHaveProperty("cancelled");
+    expect(d.evidence).toMatch(/no Transfer from the payer/);
   });
 
   it("used but its log not found yet: wait (never a ledger row without a transaction)", () => {
@@ -109,7 +120,7 @@ describe("findUse reads this authorization's own transfer (viem over a JSON-RPC 
     const [first, second] = [`0x${"01".repeat(32)}`, `0x${"02".repeat(32)}`];
     const word = (v: string) => `0x${v.replace(/^0x/, "").padStart(64, "0")}`;
     const TRANSFER = keccak256(toHex("Transfer(address,address,uint256)"));
-    const AUTH_USED = keccak256(toHex("AuthorizationUsed(address,bytes32)"));
+    const AUTH_USED = AUTHORIZATION_USED;
     const TX = hex(32);
     // FiatToken's order: AuthorizationUsed, then that authorization's Transfer (EIP3009.sol).
     const logs = [
@@ -131,11 +142,16 @@ describe("findUse reads this authorization's own transfer (viem over a JSON-RPC 
     vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
       const req = new Request(input, init);
       if (!req.url.startsWith(RPC)) return real(input, init);
-      const body = await req.json<{ id: number; method: string; params: { topics?: string[] }[] }>();
+      const body = await req.json<{
+        id: number;
+        method: string;
+        params: { topics?: (string | string[])[] }[];
+      }>();
       const reply = (result: unknown) => Response.json({ jsonrpc: "2.0", id: body.id, result });
       if (body.method === "eth_getLogs") {
-        const nonce = body.params[0]?.topics?.[2];
-        return reply(logs.filter((l) => l.topics[0] === AUTH_USED && l.topics[2] === nonce));
+        // One request asks for AuthorizationUsed or AuthorizationCanceled (an OR in topic 0).
+        const [events, , nonce] = body.params[0]?.topics ?? [];
+        return reply(logs.filter((l) => events?.includes(l.topics[0] as string) && l.topics[2] === nonce));
       }
       if (body.method === "eth_getTransactionReceipt")
         return reply({
@@ -159,8 +175,13 @@ describe("findUse reads this authorization's own transfer (viem over a JSON-RPC 
     const reader = await rpcChainReader(RPC);
     const one = await reader.findUse(asset, wallet, first, 90, 110);
     const two = await reader.findUse(asset, wallet, second, 90, 110);
-    expect(one?.transfer?.value).toBe(10000n);
-    expect(two?.transfer?.value).toBe(20000n);
+    expect(one).toMatchObject({ txHash: TX, transfer: { value: 10000n } });
+    expect(two).toMatchObject({ txHash: TX, transfer: { value: 20000n } });
+  });
+
+  it("the topics it asks for are FiatToken's AuthorizationUsed and AuthorizationCanceled", () => {
+    expect(AUTHORIZATION_USED).toBe(keccak256(toHex("AuthorizationUsed(address,bytes32)")));
+    expect(AUTHORIZATION_CANCELED).toBe(keccak256(toHex("AuthorizationCanceled(address,bytes32)")));
   });
 });
 
@@ -174,11 +195,40 @@ describe("searchRange", () => {
     expect(r.toBlock).toBeLessThanOrEqual(head.number);
     expect(r.toBlock - r.fromBlock).toBeLessThan(2000);
   });
-  it("a chain without a measurable block time (a fresh local one) is searched whole", () => {
+  it("a chain without a measurable block time (a fresh local one) is searched whole, up to the cap", () => {
     expect(searchRange({ number: 40, timestamp: 100, blockSeconds: 0 }, 50, 90)).toEqual({
       fromBlock: 0,
       toBlock: 40,
     });
+    expect(searchRange({ number: 1_000_000, timestamp: 100, blockSeconds: 0 }, 50, 90)).toEqual({
+      fromBlock: 1_000_000 - MAX_SEARCH_BLOCKS + 1,
+      toBlock: 1_000_000,
+    });
+  });
+  it.each([
+    ["a day", 86_400],
+    ["30 days", 30 * 86_400],
+    ["a year", 365 * 86_400],
+  ])(
+    "a claim from %s ago is searched over as many blocks as an hour-old one, around where its authorization lived",
+    (_n, age) => {
+      const head = { number: 30_000_000, timestamp: 2_000_000_000, blockSeconds: 2 };
+      const created = head.timestamp - age;
+      const hourOld = searchRange(head, head.timestamp - 3600, head.timestamp - 3300);
+      const r = searchRange(head, created, created + 300);
+      expect(r.toBlock - r.fromBlock).toBe(hourOld.toBlock - hourOld.fromBlock);
+      expect(r.toBlock - r.fromBlock + 1).toBeLessThanOrEqual(MAX_SEARCH_BLOCKS);
+      // mined between created-300-60 s and valid_before+60 s
+      expect(r.fromBlock).toBeLessThanOrEqual(head.number - (age + 360) / 2);
+      expect(r.toBlock).toBeGreaterThanOrEqual(head.number - (age - 360) / 2);
+    },
+  );
+  it("an interval longer than the cap is searched over the cap's worth of blocks around its middle", () => {
+    const head = { number: 30_000_000, timestamp: 2_000_000_000, blockSeconds: 0.25 };
+    const r = searchRange(head, head.timestamp - 3600, head.timestamp - 600);
+    expect(r.toBlock - r.fromBlock + 1).toBe(MAX_SEARCH_BLOCKS);
+    const middle = head.number - Math.round((3600 + 360 + 600 - 60) / 2 / 0.25);
+    expect(Math.abs((r.fromBlock + r.toBlock) / 2 - middle)).toBeLessThan(10);
   });
 });
 
@@ -191,7 +241,8 @@ function chainDouble(headTime = now()) {
   const reads: string[] = [];
   const usedBy = (who: string, nonce: string) => {
     const u = used.get(nonce);
-    return u && (!u.transfer || u.transfer.from.toLowerCase() === who.toLowerCase()) ? u : undefined;
+    const from = u && !u.cancelled ? u.transfer?.from : undefined;
+    return u && (!from || from.toLowerCase() === who.toLowerCase()) ? u : undefined;
   };
   const reader: ChainReader = {
     chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
@@ -731,6 +782,25 @@ describe("a withheld call whose payment landed is refunded", () => {
     expect(await refundRow(c.requestId)).toMatchObject({
       status: "owed",
       hold: expect.stringMatching(/different transfer/),
+    });
+    await age(c.requestId);
+    await reconcile(tryEnv, chain.reader);
+    expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("a refund whose authorization the chain shows cancelled (only the operating key can) is held: its nonce can never be sent again", async () => {
+    const refused = stubNetwork(noPartner, { settles: false });
+    const c = await claim("failed", {}, "sha256", "none");
+    await reconcile(tryEnv, landed(c).reader);
+    const owed = await refundRow(c.requestId);
+    const chain = landed(c, Number(owed?.valid_before) + 1);
+    const cancel = hex(32);
+    chain.used.set(String(owed?.auth_nonce), { txHash: cancel, blockNumber: 497, cancelled: true });
+    await age(c.requestId);
+    await reconcile(tryEnv, chain.reader);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      status: "owed",
+      hold: expect.stringContaining(`AuthorizationCanceled in tx ${cancel}`),
     });
     await age(c.requestId);
     await reconcile(tryEnv, chain.reader);

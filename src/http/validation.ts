@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
-import { parseKeepingIntegers } from "./exact-integers";
+import { isRawJsonNumber, parseKeepingIntegers } from "./exact-integers";
 
 /**
  * Request validation with FastAPI's error shape (spec 2.5): zod does the checking, this module
@@ -36,9 +36,85 @@ export function validationResponse(c: Context, items: ErrorItem[]) {
 
 // Echoing a 400,000-character field back in full helps nobody; the ctx carries the bound.
 const ECHO_MAX = 256;
-function echo(input: unknown): unknown {
-  if (typeof input === "string" && input.length > ECHO_MAX) return `${input.slice(0, ECHO_MAX)}…`;
-  return input;
+/**
+ * Characters of JSON an echoed array or object may take whole. A missing field echoes its parent,
+ * a non-object body itself: a 5 MB one was echoed once per item (44 MB for two missing fields).
+ */
+const ECHO_JSON_MAX = 1024;
+/** Items of an array, or keys of an object, that a cut echo keeps at most. */
+const ECHO_ITEMS = 10;
+
+/**
+ * The length of `value`'s JSON, give or take escapes, counted only up to `limit`: the walk stops
+ * once past it, so a 5 MB value costs no more than a small one.
+ */
+function jsonSizeUpTo(value: unknown, limit: number): number {
+  let size = 0;
+  const walk = (v: unknown): void => {
+    if (size > limit) return;
+    if (typeof v === "string") size += v.length + 2;
+    else if (typeof v === "number") size += Math.min(String(v).length, 24);
+    else if (typeof v === "boolean") size += 5;
+    else if (v === null || typeof v !== "object") size += 4;
+    else if (isRawJsonNumber(v)) size += v.rawJSON.length;
+    else if (Array.isArray(v)) {
+      size += 2;
+      for (let i = 0; i < v.length && size <= limit; i++) {
+        size += 1;
+        walk(v[i]);
+      }
+    } else {
+      size += 2;
+      for (const key in v) {
+        if (size > limit) return;
+        size += key.length + 4;
+        walk((v as Record<string, unknown>)[key]);
+      }
+    }
+  };
+  walk(value);
+  return size;
+}
+
+/**
+ * The input as a 422 echoes it: pydantic's whole value when it is short; else cut to about
+ * `budget` characters of JSON, keeping its JSON type so clients read it as they read the whole
+ * (a string's first 256 characters and `…`, an array's first items, an object's first keys).
+ */
+function echo(input: unknown, budget = ECHO_JSON_MAX): unknown {
+  if (typeof input === "string") {
+    const max = Math.max(1, Math.min(ECHO_MAX, budget));
+    return input.length > max ? `${input.slice(0, max)}…` : input;
+  }
+  // An integer kept as written (exact-integers.ts) echoes as written; past 256 digits it is cut as
+  // a string is (no shorter number has its value, and 5 MiB of digits is one integer).
+  if (isRawJsonNumber(input)) {
+    return input.rawJSON.length > ECHO_MAX ? `${input.rawJSON.slice(0, ECHO_MAX)}…` : input;
+  }
+  if (input === null || typeof input !== "object") return input;
+  if (jsonSizeUpTo(input, budget) <= budget) return input;
+  // Each kept item gets what is left of the budget, so nested containers cannot multiply it.
+  let left = budget - 2;
+  if (Array.isArray(input)) {
+    const kept: unknown[] = [];
+    for (let i = 0; i < input.length && kept.length < ECHO_ITEMS && left > 0; i++) {
+      const item = echo(input[i], left);
+      kept.push(item);
+      left -= jsonSizeUpTo(item, left) + 1;
+    }
+    return kept;
+  }
+  // Entries, not assignment: a "__proto__" key (JSON.parse makes it an own key) stays a key.
+  const kept: [string, unknown][] = [];
+  for (const key in input) {
+    if (kept.length >= ECHO_ITEMS || left <= 0) break;
+    const name = key.length > ECHO_MAX ? `${key.slice(0, ECHO_MAX)}…` : key;
+    left -= name.length + 4;
+    const item = echo((input as Record<string, unknown>)[key], Math.max(left, 1));
+    kept.push([name, item]);
+    left -= jsonSizeUpTo(item, Math.max(left, 0));
+  }
+  return Object.fromEntries(kept);
 }
 
 function quote(v: unknown): string {
@@ -95,7 +171,7 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
   if (!at.found && path.length > 0) {
     // A body field echoes the object it is missing from (pydantic validates that object); a query,
     // path or header parameter has no such object in FastAPI, which echoes null.
-    const parent = PARAMETERS.has(prefix[0] as string) ? null : valueAt(root, path.slice(0, -1)).value;
+    const parent = PARAMETERS.has(prefix[0] as string) ? null : echo(valueAt(root, path.slice(0, -1)).value);
     return { loc, msg: "Field required", type: "missing", input: parent };
   }
   switch (issue.code) {

@@ -225,6 +225,10 @@ export function SkillDocPage({
       <pre>
         <code>{JSON.stringify({ detail: invalid.detail }, null, 2)}</code>
       </pre>
+      <p>
+        Long inputs are echoed cut, keeping their JSON type: a string to its first 256 characters and{" "}
+        <code>…</code>, a large array or object to its first items or keys.
+      </p>
       {skill.kind === "analytic" ? (
         <>
           <h3>502 and 504: an upstream source failed (not charged)</h3>

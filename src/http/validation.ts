@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
-import { parseKeepingIntegers } from "./exact-integers";
+import { isRawJsonNumber, parseKeepingIntegers } from "./exact-integers";
 
 /**
  * Request validation with FastAPI's error shape (spec 2.5): zod does the checking, this module
@@ -34,11 +34,94 @@ export function validationResponse(c: Context, items: ErrorItem[]) {
   return c.json({ detail: items }, 422);
 }
 
+/**
+ * Items one 422 lists at most. Each bad item of a list is an item, and 5 MiB holds ~2.6 million of
+ * them: listed whole, 100,000 made a 10 MB answer, and zod's spread of that many issues into the
+ * parent's overflowed the stack (a 500).
+ */
+export const MAX_DETAIL_ITEMS = 100;
+
 // Echoing a 400,000-character field back in full helps nobody; the ctx carries the bound.
 const ECHO_MAX = 256;
-function echo(input: unknown): unknown {
-  if (typeof input === "string" && input.length > ECHO_MAX) return `${input.slice(0, ECHO_MAX)}…`;
-  return input;
+/**
+ * Characters of JSON an echoed array or object may take whole. A missing field echoes its parent,
+ * a non-object body itself: a 5 MB one was echoed once per item (44 MB for two missing fields).
+ */
+const ECHO_JSON_MAX = 1024;
+/** Items of an array, or keys of an object, that a cut echo keeps at most. */
+const ECHO_ITEMS = 10;
+
+/**
+ * The length of `value`'s JSON, give or take escapes, counted only up to `limit`: the walk stops
+ * once past it, so a 5 MB value costs no more than a small one.
+ */
+function jsonSizeUpTo(value: unknown, limit: number): number {
+  let size = 0;
+  const walk = (v: unknown): void => {
+    if (size > limit) return;
+    if (typeof v === "string") size += v.length + 2;
+    else if (typeof v === "number") size += Math.min(String(v).length, 24);
+    else if (typeof v === "boolean") size += 5;
+    else if (v === null || typeof v !== "object") size += 4;
+    else if (isRawJsonNumber(v)) size += v.rawJSON.length;
+    else if (Array.isArray(v)) {
+      size += 2;
+      for (let i = 0; i < v.length && size <= limit; i++) {
+        size += 1;
+        walk(v[i]);
+      }
+    } else {
+      size += 2;
+      for (const key in v) {
+        if (size > limit) return;
+        size += key.length + 4;
+        walk((v as Record<string, unknown>)[key]);
+      }
+    }
+  };
+  walk(value);
+  return size;
+}
+
+/**
+ * The input as a 422 echoes it: pydantic's whole value when it is short; else cut to about
+ * `budget` characters of JSON, keeping its JSON type so clients read it as they read the whole
+ * (a string's first 256 characters and `…`, an array's first items, an object's first keys).
+ */
+function echo(input: unknown, budget = ECHO_JSON_MAX): unknown {
+  if (typeof input === "string") {
+    const max = Math.max(1, Math.min(ECHO_MAX, budget));
+    return input.length > max ? `${input.slice(0, max)}…` : input;
+  }
+  // An integer kept as written (exact-integers.ts) echoes as written; past 256 digits it is cut as
+  // a string is (no shorter number has its value, and 5 MiB of digits is one integer).
+  if (isRawJsonNumber(input)) {
+    return input.rawJSON.length > ECHO_MAX ? `${input.rawJSON.slice(0, ECHO_MAX)}…` : input;
+  }
+  if (input === null || typeof input !== "object") return input;
+  if (jsonSizeUpTo(input, budget) <= budget) return input;
+  // Each kept item gets what is left of the budget, so nested containers cannot multiply it.
+  let left = budget - 2;
+  if (Array.isArray(input)) {
+    const kept: unknown[] = [];
+    for (let i = 0; i < input.length && kept.length < ECHO_ITEMS && left > 0; i++) {
+      const item = echo(input[i], left);
+      kept.push(item);
+      left -= jsonSizeUpTo(item, left) + 1;
+    }
+    return kept;
+  }
+  // Entries, not assignment: a "__proto__" key (JSON.parse makes it an own key) stays a key.
+  const kept: [string, unknown][] = [];
+  for (const key in input) {
+    if (kept.length >= ECHO_ITEMS || left <= 0) break;
+    const name = key.length > ECHO_MAX ? `${key.slice(0, ECHO_MAX)}…` : key;
+    left -= name.length + 4;
+    const item = echo((input as Record<string, unknown>)[key], Math.max(left, 1));
+    kept.push([name, item]);
+    left -= jsonSizeUpTo(item, Math.max(left, 0));
+  }
+  return Object.fromEntries(kept);
 }
 
 function quote(v: unknown): string {
@@ -95,7 +178,7 @@ function toItem(issue: Issue, root: unknown, prefix: Loc): ErrorItem {
   if (!at.found && path.length > 0) {
     // A body field echoes the object it is missing from (pydantic validates that object); a query,
     // path or header parameter has no such object in FastAPI, which echoes null.
-    const parent = PARAMETERS.has(prefix[0] as string) ? null : valueAt(root, path.slice(0, -1)).value;
+    const parent = PARAMETERS.has(prefix[0] as string) ? null : echo(valueAt(root, path.slice(0, -1)).value);
     return { loc, msg: "Field required", type: "missing", input: parent };
   }
   switch (issue.code) {
@@ -226,19 +309,84 @@ function isImplicitSafeBound(issue: Issue): boolean {
   return false;
 }
 
+/** The first MAX_DETAIL_ITEMS items of a zod failure, in FastAPI's shape. */
 export function zodItems(error: z.ZodError, root: unknown, prefix: Loc): ErrorItem[] {
-  const issues = error.issues.filter(
-    (issue, _, all) =>
-      !isImplicitSafeBound(issue) ||
-      !all.some(
-        (other) =>
-          other !== issue &&
-          other.code === issue.code &&
-          !isImplicitSafeBound(other) &&
-          other.path.join("\u0000") === issue.path.join("\u0000"),
-      ),
+  // One pass: the bounds each loc declares of its own (a search per issue was quadratic).
+  const key = (issue: Issue) => `${issue.code}\u0000${issue.path.join("\u0000")}`;
+  const declared = new Set<string>();
+  for (const issue of error.issues) {
+    if ((issue.code === "too_big" || issue.code === "too_small") && !isImplicitSafeBound(issue)) {
+      declared.add(key(issue));
+    }
+  }
+  const items: ErrorItem[] = [];
+  for (const issue of error.issues) {
+    if (items.length >= MAX_DETAIL_ITEMS) break;
+    if (isImplicitSafeBound(issue) && declared.has(key(issue))) continue;
+    items.push(toItem(issue, root, prefix));
+  }
+  return items;
+}
+
+/**
+ * zod's verdict as a route answers it: the parsed data, or the 422 items under `prefix`. A body
+ * zod cannot judge within the stack (a RangeError: zod spreads a list's issues into its parent's,
+ * ~125,000 overflow workerd's stack) is one item on the whole body, not a 500. The schemas' lists
+ * stop at their first bad items (listOf), so this is a guard for one that does not.
+ */
+export function validate<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  prefix: Loc,
+): { ok: true; data: z.output<S> } | { ok: false; items: ErrorItem[] } {
+  let result: z.ZodSafeParseResult<z.output<S>>;
+  try {
+    result = schema.safeParse(value, { reportInput: true });
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    const error = "too many invalid values to check; send fewer";
+    return {
+      ok: false,
+      items: [
+        {
+          loc: [...prefix],
+          msg: `Value error, ${error}`,
+          type: "value_error",
+          input: echo(value),
+          ctx: { error },
+        },
+      ],
+    };
+  }
+  return result.success
+    ? { ok: true, data: result.data }
+    : { ok: false, items: zodItems(result.error, value, prefix) };
+}
+
+/**
+ * A list field, `field(z.array(item))` (the wrapper makes it nullable, defaulted, described), that
+ * is judged only up to its first MAX_DETAIL_ITEMS bad items. zod reads every item of an array and
+ * makes an issue of each bad one (5 MiB holds ~2.6 million), which the 422 would not list anyway
+ * and which overflow the stack when zod hands them up to the parent object. A list longer than the
+ * bound is read once beforehand to find where its (bound + 1)th bad item stands, and zod then
+ * judges it only up to there; a list that is all good is taken whole, however long.
+ *
+ * A preprocess publishes its target's JSON Schema, but drops the default and examples of every
+ * schema around it as input: so it goes outside the field's wrappers, not inside them.
+ */
+export function listOf<T extends z.ZodType, F extends z.ZodType>(item: T, field: (list: z.ZodArray<T>) => F) {
+  return z.preprocess<unknown, F, z.input<F>>(
+    (value) => {
+      if (!Array.isArray(value) || value.length <= MAX_DETAIL_ITEMS) return value;
+      let bad = 0;
+      for (let i = 0; i < value.length; i++) {
+        // The rest cannot be listed, and the list is refused whatever they hold.
+        if (!item.safeParse(value[i]).success && ++bad > MAX_DETAIL_ITEMS) return value.slice(0, i);
+      }
+      return value;
+    },
+    field(z.array(item)),
   );
-  return issues.map((issue) => toItem(issue, root, prefix));
 }
 
 /** pydantic's JSON parser (jiter) refuses documents nested deeper than this; so do we. */
@@ -326,7 +474,7 @@ export function scanJson(text: string) {
 }
 
 /** Non-finite numbers reported in one 422 at most: each is an item, and 5 MiB holds ~900,000. */
-const MAX_NON_FINITE_ITEMS = 100;
+const MAX_NON_FINITE_ITEMS = MAX_DETAIL_ITEMS;
 
 /**
  * Where the parsed value holds ±Infinity: a number written past a double's range (1e400). Python's
@@ -541,8 +689,8 @@ export function jsonBody<S extends z.ZodType>(
     const parsed = parseJsonText(text, exactIntegers);
     if (!parsed.ok) return validationResponse(c, parsed.items ?? [parsed.item]);
     if (parsed.value === null) return missing();
-    const result = schema.safeParse(parsed.value, { reportInput: true });
-    if (!result.success) return validationResponse(c, zodItems(result.error, parsed.value, ["body"]));
+    const result = validate(schema, parsed.value, ["body"]);
+    if (!result.ok) return validationResponse(c, result.items);
     c.set("body", result.data);
     c.req.addValidatedData("json", result.data as object);
     await next();
@@ -553,8 +701,8 @@ export function jsonBody<S extends z.ZodType>(
 export function queryParams<S extends z.ZodType>(schema: S): V<"query", S> {
   return async (c, next) => {
     const raw = c.req.query();
-    const result = schema.safeParse(raw, { reportInput: true });
-    if (!result.success) return validationResponse(c, zodItems(result.error, raw, ["query"]));
+    const result = validate(schema, raw, ["query"]);
+    if (!result.ok) return validationResponse(c, result.items);
     c.req.addValidatedData("query", result.data as object);
     await next();
   };
@@ -564,8 +712,8 @@ export function queryParams<S extends z.ZodType>(schema: S): V<"query", S> {
 export function pathParams<S extends z.ZodType>(schema: S): V<"param", S> {
   return async (c, next) => {
     const raw = c.req.param() as Record<string, string>;
-    const result = schema.safeParse(raw, { reportInput: true });
-    if (!result.success) return validationResponse(c, zodItems(result.error, raw, ["path"]));
+    const result = validate(schema, raw, ["path"]);
+    if (!result.ok) return validationResponse(c, result.items);
     c.req.addValidatedData("param", result.data as object);
     await next();
   };

@@ -1,5 +1,6 @@
 import type { PublicConfig } from "../config";
 import { priceLabel, shQuote, skillUrls } from "../discovery/identity";
+import { MAX_DETAIL_ITEMS } from "../http/validation";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { skills } from "../skills/registry";
 import { bodySchema, validationExample } from "../skills/schema-docs";
@@ -225,6 +226,11 @@ export function SkillDocPage({
       <pre>
         <code>{JSON.stringify({ detail: invalid.detail }, null, 2)}</code>
       </pre>
+      <p>
+        At most {MAX_DETAIL_ITEMS} errors are listed, the first ones. Long inputs are echoed cut, keeping
+        their JSON type: a string to its first 256 characters and <code>…</code>, a large array or object to
+        its first items or keys.
+      </p>
       {skill.kind === "analytic" ? (
         <>
           <h3>502 and 504: an upstream source failed (not charged)</h3>

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { type ErrorItem, nonFiniteItems, zodItems } from "../http/validation";
+import { type ErrorItem, nonFiniteItems, validate } from "../http/validation";
 import { jsonByteLength } from "../skills/lib/output-size";
 import type { Skill } from "../skills/types";
 import { MAX_CALLS } from "./credits";
@@ -61,8 +61,8 @@ export function payloadInvalid(skill: Skill, payload: unknown): ErrorItem[] | un
   // Read back as a number, an integer past a double's range is Infinity: the route's finite_number.
   const nonFinite = nonFiniteItems(body).map((i) => ({ ...i, loc: ["body", "payload", ...i.loc.slice(1)] }));
   if (nonFinite.length > 0) return nonFinite;
-  const result = skill.input.safeParse(body, { reportInput: true });
-  return result.success ? undefined : zodItems(result.error, body, ["body", "payload"]);
+  const result = validate(skill.input, body, ["body", "payload"]);
+  return result.ok ? undefined : result.items;
 }
 
 /** An Idempotency-Key as clients send it (IETF draft): printable ASCII, at most 255 characters. */

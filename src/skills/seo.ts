@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { listOf } from "../http/validation";
 import { cached } from "./lib/cache";
 import { loadPage, precheckUrl } from "./lib/page";
 import { WEIGHTS } from "./lib/seo-weights";
@@ -15,11 +16,14 @@ export const seo = defineSkill({
   input: () =>
     z.object({
       url: z.string().min(1).max(2000).meta({ description: "Absolute http(s) URL of the page to audit." }),
-      keywords: z
-        .array(z.string())
-        .nullable()
-        .default(null)
-        .meta({ description: "Keywords to check (first 20); null or [] extracts five from the page." }),
+      // No length bound in the spec: any number of strings is taken (the audit reads the first 20),
+      // but a list of bad items is judged only up to its first 100 (listOf).
+      keywords: listOf(z.string(), (list) =>
+        list
+          .nullable()
+          .default(null)
+          .meta({ description: "Keywords to check (first 20); null or [] extracts five from the page." }),
+      ),
     }),
   output: () =>
     z.object({

@@ -342,6 +342,7 @@ export async function applyUpstream(
         amountMicros: BigInt(row.amount_micro),
         asset: row.asset,
         network: row.network,
+        cancelled: d.outcome === "unpaid" && d.cancelled === true,
       })
     : undefined;
   const written = await db.batch([

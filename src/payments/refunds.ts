@@ -130,14 +130,14 @@ export const withheldReturnId = (requestId: string) => `${requestId}${WITHHELD_S
 
 /**
  * The refund that gives back what the refund of `requestId` kept back for a partner whose
- * authorization (`upstream`) expired unused: that partner can no longer collect it, so the caller
+ * authorization (`upstream`) expired unused or was cancelled: that partner can no longer collect it, so the caller
  * gets the rest of the price (at most that authorization's amount). Undefined when that refund
  * kept nothing back, or there is none (the caller was not charged, or the call was served).
  */
 export async function withheldReturn(
   db: D1Database,
   requestId: string,
-  upstream: { amountMicros: bigint; asset: string; network: string },
+  upstream: { amountMicros: bigint; asset: string; network: string; cancelled?: boolean },
 ): Promise<Refund | undefined> {
   const first = await db
     .prepare("SELECT payer, withheld_micro, asset, network FROM refunds WHERE request_id = ?1")
@@ -152,7 +152,7 @@ export async function withheldReturn(
     asset: first.asset ?? upstream.asset,
     paidMicros: kept < upstream.amountMicros ? kept : upstream.amountMicros,
     withheldMicros: 0n,
-    reason: `the partner's share kept back from refund ${requestId}: its authorization expired unused, so the partner can no longer collect it; returned by reconciliation`,
+    reason: `the partner's share kept back from refund ${requestId}: its authorization ${upstream.cancelled ? "was cancelled" : "expired unused"}, so the partner can no longer collect it; returned by reconciliation`,
   };
 }
 

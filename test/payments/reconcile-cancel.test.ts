@@ -203,6 +203,13 @@ describe("a cancelled authorization is decided from its AuthorizationCanceled lo
     )
       .bind(hex(20), hex(32), requestId, Date.now())
       .run();
+    // The caller's refund kept the share back for the partner, which can no longer collect it.
+    await env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, error, created_at, updated_at)
+       VALUES (?1, ?2, 40000, 20000, 'upstream failed after the partner was paid', 'refunded', NULL, ?3, ?3)`,
+    )
+      .bind(requestId, hex(20), Date.now())
+      .run();
     const tx = n.cancel(wallet, nonce, HEAD - 10);
     const summary = await n.run();
     expect(summary).toMatchObject({ upstream_not_landed: 1, waiting: 0, errors: [] });
@@ -216,6 +223,12 @@ describe("a cancelled authorization is decided from its AuthorizationCanceled lo
       .bind(requestId)
       .first<{ paid_upstream: number }>();
     expect(payout?.paid_upstream).toBe(0);
+    // The withheld share goes back to the caller, and its reason says why the partner cannot collect it.
+    const returned = await env.DB.prepare("SELECT amount_micro, reason FROM refunds WHERE request_id = ?1")
+      .bind(`${requestId}:withheld`)
+      .first<{ amount_micro: number; reason: string }>();
+    expect(returned?.amount_micro).toBe(20000);
+    expect(returned?.reason).toMatch(/authorization was cancelled, so the partner can no longer collect it/);
   });
 });
 

@@ -146,6 +146,13 @@ export function benchInputs() {
         mode: "markdown",
       },
     ],
+    // Quotes 500 deep around 48,000 paragraphs: ~1,000 characters of "> " a line, refused as too
+    // large after 18 s; past 32 levels text mode writes plain blocks now.
+    [
+      "html-clean",
+      "400k text, quotes 500 deep (adversarial)",
+      { html: `${"<blockquote>".repeat(500)}${"<p>x</p>".repeat(48_000)}`.slice(0, 400_000) },
+    ],
     // Past the grid bounds (docs/LIMITS.md): written as blocks; the grid took 14 s.
     ["html-clean", "79k table cells, text", { html: `<table><tr>${"<td>c".repeat(79_000)}</tr></table>` }],
     ["json-schema-validate", "1 KB", { instance: items(20), schema }],

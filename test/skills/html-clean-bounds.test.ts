@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   htmlToMd,
   htmlToText,
+  MAX_ATTRIBUTES,
   MAX_HTML_DEPTH,
   MAX_PREFIX_NESTING,
   outputAtLeast,
@@ -179,6 +180,29 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
         const page = `<body><p>${"a".repeat(7_998)}${tail}</p><p>${"b".repeat(100)}</p>`;
         expect(htmlToText(page, ["url"], 8000), tail).toBe(htmlToText(page).slice(0, 8000));
       }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
+describe("html_clean's markdown keeps an element's first attributes only", () => {
+  const attributes = (n: number) => Array.from({ length: n }, (_, i) => `a${i}=x`).join(" ");
+
+  it(
+    `attributes past the ${MAX_ATTRIBUTES}th are dropped before mdream (whose filter is quadratic in them)`,
+    async () => {
+      const md = async (html: string) => {
+        const res = await postJson("/api/skills/html-clean", { html, mode: "markdown" });
+        expect(res.status).toBe(200);
+        return (await res.json<{ output: string }>()).output;
+      };
+      // The reviewer's page: 40,000 attributes on one element took 925 ms.
+      expect(await md(`<div ${attributes(40_000)}>y</div>`)).toBe("y");
+      // An href past the bound is gone; one within it stays.
+      expect(await md(`<a ${attributes(MAX_ATTRIBUTES)} href="https://a.test/">link</a>`)).toBe("link");
+      expect(await md(`<a ${attributes(MAX_ATTRIBUTES - 1)} href="https://a.test/">link</a>`)).toBe(
+        "[link](https://a.test/)",
+      );
     },
     SKILL_TEST_TIMEOUT,
   );

@@ -354,6 +354,7 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
         if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
         if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
       } else if ("attribs" in node) {
+        capAttributes(node);
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
         if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
@@ -421,6 +422,22 @@ interface Ancestry {
   /** Inside inline code (a <code>, or a <pre> made inline code). */
   code: boolean;
   link: boolean;
+}
+
+/**
+ * mdream's filter reads an element's attributes in quadratic time (40,000 on one <div>: 2.7 s);
+ * the few it reads (href, src, alt, start, colspan …) are among the first 256 on any real page.
+ */
+export const MAX_ATTRIBUTES = 256;
+function capAttributes(node: Element) {
+  let count = 0;
+  for (const _ in node.attribs) {
+    if (++count > MAX_ATTRIBUTES) {
+      const kept = Object.keys(node.attribs).slice(0, MAX_ATTRIBUTES);
+      node.attribs = Object.fromEntries(kept.map((name) => [name, node.attribs[name] as string]));
+      return;
+    }
+  }
 }
 
 /**

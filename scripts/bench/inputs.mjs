@@ -146,6 +146,22 @@ export function benchInputs() {
         mode: "markdown",
       },
     ],
+    // Quotes 500 deep around 48,000 paragraphs: ~1,000 characters of "> " a line, refused as too
+    // large after 18 s; past 32 levels text mode writes plain blocks now.
+    [
+      "html-clean",
+      "400k text, quotes 500 deep (adversarial)",
+      { html: `${"<blockquote>".repeat(500)}${"<p>x</p>".repeat(48_000)}`.slice(0, 400_000) },
+    ],
+    // mdream's filter is quadratic in one element's attributes (925 ms); the first 256 are kept.
+    [
+      "html-clean",
+      "349k markdown, 40,000 attributes on one element (adversarial)",
+      {
+        html: `<div ${Array.from({ length: 40_000 }, (_, i) => `a${i}=x`).join(" ")}>y</div>`,
+        mode: "markdown",
+      },
+    ],
     // Past the grid bounds (docs/LIMITS.md): written as blocks; the grid took 14 s.
     ["html-clean", "79k table cells, text", { html: `<table><tr>${"<td>c".repeat(79_000)}</tr></table>` }],
     ["json-schema-validate", "1 KB", { instance: items(20), schema }],

@@ -162,9 +162,11 @@ export const aiDetector = defineSkill({
         "HTML or text",
       );
       if (!isHtml(doc)) return { final_url: doc.url, ...judge(doc.text) };
-      // The HTML converters load on first use, not at start-up.
+      // The HTML converters load on first use, not at start-up. Only as much of the page is
+      // converted as the first MAX_CHARS characters of its text need (a 2 MiB page was converted
+      // whole, up to 157 million characters built, to keep 8,000).
       const { htmlToText } = await import("./lib/html-convert");
-      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"])) };
+      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"], MAX_CHARS)) };
     });
     const { final_url, ...r } = value;
     return { url, ...r, supported, source: "url", final_url, limits: LIMITS, cache };

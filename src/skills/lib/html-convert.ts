@@ -1,10 +1,11 @@
 import { type ChildNode, type Element, Text } from "domhandler";
 import { decodeHTML } from "entities";
-import { convert } from "html-to-text";
+import { convert, type FormatCallback } from "html-to-text";
 import { DomUtils, Parser, parseDocument } from "htmlparser2";
 import MarkdownIt, { type Token } from "markdown-it";
 import { htmlToMarkdown } from "mdream";
 import { InputError, type Loc } from "../../http/validation";
+import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
 
 /** HTML to plain text (html-to-text) or Markdown (mdream), bounded: html_clean and ai_detector use it. */
 
@@ -36,6 +37,10 @@ const COMMON_SELECTORS = [
   { selector: "h4", options: { uppercase: false } },
   { selector: "h5", options: { uppercase: false } },
   { selector: "h6", options: { uppercase: false } },
+  // html-to-text's own formatters up to MAX_PREFIX_NESTING levels (prefixBounded).
+  { selector: "blockquote", format: "boundedQuote" },
+  { selector: "ul", format: "boundedUnorderedList" },
+  { selector: "ol", format: "boundedOrderedList" },
 ];
 /** Tables laid out as text grids: what a reader of the text expects. */
 const TEXT_OPTIONS = {
@@ -70,6 +75,93 @@ export const TABLE_LIMITS = { cells: 5000, span: 1000, area: 20_000, extent: 200
 /** Element nesting we convert; real pages stay far below it (a few dozen levels). */
 export const MAX_HTML_DEPTH = 512;
 class TooDeep extends Error {}
+class Enough extends Error {}
+
+/**
+ * Quote and list nesting text mode writes as such; deeper <blockquote>, <ul> and <ol> are plain
+ * blocks there (a list's items one per line, no marker). Every level puts "> " or an indent on each
+ * line inside it, and html-to-text rewrites a level's whole text as it closes it: 500 quotes around
+ * 400 KB of paragraphs made lines of ~1,000 characters of prefix, 18 s before the answer was refused
+ * as too large (50 levels: an 8 MB answer). E-mail threads quoted reply by reply stay far below it.
+ * mdream writes prefixes in one pass, so markdown keeps every level: the prepass's count refuses
+ * what would pass the output cap before it is built.
+ */
+export const MAX_PREFIX_NESTING = 32;
+const PREFIXED = new Set(["blockquote", "ul", "ol"]);
+
+/**
+ * What the prepass counts to size the output from below (`outputAtLeast`): only text both
+ * converters are known to write. Text counts under these elements alone (not under an element with
+ * `hidden`, `aria-hidden` or `style`: mdream may leave those out), and lines (each preceded by a
+ * line break and carrying its quotes' "> " and its list items' indents, 2 characters a level at
+ * least) only under FLOW, where a block or a <br> always starts a new line, and in a <pre> there.
+ */
+const FLOW = new Set([
+  "html",
+  "body",
+  "main",
+  "article",
+  "section",
+  "header",
+  "footer",
+  "nav",
+  "aside",
+  "div",
+  "p",
+  "blockquote",
+  "ul",
+  "ol",
+  "li",
+]);
+const TABLE_ROWS = new Set(["table", "thead", "tbody", "tfoot", "tr"]);
+const TEXT_KEEPING = new Set([
+  ...FLOW,
+  ...TABLE_ROWS,
+  ..."br h1 h2 h3 h4 h5 h6 pre code td th a b i em strong span small s del strike ins u mark q cite abbr kbd samp var sub sup time label".split(
+    " ",
+  ),
+]);
+/** One open element as the size count sees it. */
+interface Frame {
+  name: string;
+  /** Its text is written by both converters (its own text: not directly in a table or a row). */
+  text: boolean;
+  /** Every ancestor and itself in FLOW. */
+  flow: boolean;
+  /** Its "\n"s are line breaks: a <pre> under FLOW (or its <code>). */
+  pre: boolean;
+  /** Non-flat quote and list levels open. */
+  levels: number;
+  /** A quote or list past MAX_PREFIX_NESTING. */
+  flat: boolean;
+  /** Prefix characters every line inside it carries at least. */
+  prefix: number;
+  inBody: boolean;
+  /** Inside a list item, where mdream writes a <div> (or <section> …) on the item's line. */
+  inItem: boolean;
+}
+const ROOT: Frame = {
+  name: "",
+  text: true,
+  flow: true,
+  pre: false,
+  levels: 0,
+  flat: false,
+  prefix: 0,
+  inBody: false,
+  inItem: false,
+};
+/** Elements that start a new line wherever FLOW holds them, even in a list item. */
+const LINE_BREAKING = new Set(["p", "blockquote", "ul", "ol", "pre", "br"]);
+const breaksLine = (name: string, up: Frame) =>
+  up.flow &&
+  (name === "li"
+    ? up.name === "ul" || up.name === "ol" // html-to-text writes a stray <li> inline
+    : LINE_BREAKING.has(name) || (FLOW.has(name) && !up.inItem));
+// Characters a converter may drop or collapse count for nothing: whitespace, controls, soft
+// hyphens, zero-width characters.
+const BLANK = /[\s\x7f-\xa0\xad\u200b-\u200d\u2060\ufeff]/;
+const isBlank = (c: number) => c <= 0x20 || (c >= 0x7f && BLANK.test(String.fromCharCode(c)));
 
 /**
  * html-to-text walks the DOM recursively and slows down quadratically on deep trees: 130,000
@@ -78,8 +170,22 @@ class TooDeep extends Error {}
  * measures the tables (TABLE_LIMITS), which decides how text mode writes them. It must be the
  * very parser html-to-text builds its DOM with (package.json pins the same htmlparser2 major):
  * parsers differ on which tags close implicitly, e.g. nested <a> or <h1>.
+ *
+ * It also counts how long the output will be at least (`outputAtLeast`: visible characters, and
+ * each line's prefix and line break), so an answer too large to send is refused before either
+ * converter builds it. With `stop` it stops once that count reaches it, or once it has read
+ * `maxSource` characters outside the elements both converters skip, and says where (`end`, at a
+ * token's edge or a line break in a text: never inside a tag, an entity or a character): the
+ * output of what comes before begins as the whole document's does.
  */
-function prepass(html: string, loc: Loc): { gridTables: boolean } {
+function prepass(
+  html: string,
+  loc: Loc,
+  mode: "text" | "markdown",
+  stop?: { at: number; maxSource: number },
+): { gridTables: boolean; outputAtLeast: number; end?: number } {
+  // Text mode writes quotes and lists past MAX_PREFIX_NESTING as plain blocks; mdream does not.
+  const nesting = mode === "text" ? MAX_PREFIX_NESTING : Number.POSITIVE_INFINITY;
   let depth = 0;
   let cells = 0;
   let area = 0;
@@ -89,9 +195,29 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
   const tables: { rows: number; width: number }[] = [];
   // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
   const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
+  // The size count: of the whole document, and of the text inside a <body> (text mode writes
+  // only that when there is one); lines counted so far in each (the first line's prefix may be
+  // trimmed away, so it is not counted).
+  const frames: Frame[] = [ROOT];
+  let all = 0;
+  let allLines = 0;
+  let body = 0;
+  let bodyLines = 0;
+  let bodySeen = false;
+  let lineBreak = false;
+  // Characters inside skipped elements (their content is one text node to both converters).
+  let skippedFrom = -1;
+  let skipDepth = 0;
+  let skipped = 0;
+  let end: number | undefined;
+  const counted = () => (bodySeen ? body : all);
   const parser = new Parser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
+      if (stop && parser.startIndex - skipped > stop.maxSource) {
+        end = parser.startIndex;
+        throw new Enough();
+      }
       const table = tables[tables.length - 1];
       if (name === "table") tables.push({ rows: 0, width: 0 });
       else if (name === "tr" && table) {
@@ -109,23 +235,90 @@ function prepass(html: string, loc: Loc): { gridTables: boolean } {
           maxExtent = Math.max(maxExtent, table.width, table.rows + rows - 1);
         }
       }
+      if (DROPPED.includes(name) && skipDepth++ === 0) skippedFrom = parser.startIndex;
+      const up = frames[frames.length - 1] as Frame;
+      const text =
+        up.text &&
+        TEXT_KEEPING.has(name) &&
+        !("hidden" in attribs || "aria-hidden" in attribs || "style" in attribs);
+      const flat = PREFIXED.has(name) && up.levels >= nesting;
+      const quoted = name === "blockquote" && !flat;
+      const item = name === "li" && (up.name === "ul" || up.name === "ol") && !up.flat;
+      // (A hidden element's line is one mdream may leave out.)
+      if (text && breaksLine(name, up)) lineBreak = true;
+      if (name === "body") bodySeen = true;
+      frames.push({
+        name,
+        text: text && !TABLE_ROWS.has(name),
+        flow: up.flow && text && FLOW.has(name),
+        pre: text && ((name === "pre" && up.flow) || (name === "code" && up.name === "pre" && up.pre)),
+        levels: up.levels + (PREFIXED.has(name) && !flat ? 1 : 0),
+        flat,
+        prefix: up.prefix + (quoted || item ? 2 : 0),
+        inBody: up.inBody || name === "body",
+        inItem: up.inItem || name === "li",
+      });
+    },
+    ontext(data) {
+      const frame = frames[frames.length - 1] as Frame;
+      if (stop && skipDepth === 0 && parser.endIndex + 1 - data.length - skipped > stop.maxSource) {
+        end = parser.endIndex + 1 - data.length;
+        throw new Enough();
+      }
+      if (!frame.text) return;
+      const lines = frame.flow || frame.pre;
+      // A line costs its prefix and the line break before it (the first line's are not counted:
+      // the output is trimmed).
+      const lineCost = frame.prefix + 1;
+      // A text between entities is the source's own characters (an entity's is one character):
+      // a stop inside it is at that position in the source.
+      const from = parser.endIndex + 1 - data.length;
+      const raw = html.startsWith(data, from);
+      for (let i = 0; i < data.length; i++) {
+        const c = data.charCodeAt(i);
+        if (c === 0x0a && frame.pre) lineBreak = true;
+        if (isBlank(c)) continue;
+        let toAll = 1;
+        let toBody = frame.inBody ? 1 : 0;
+        if (lineBreak && lines) {
+          lineBreak = false;
+          if (allLines++ > 0) toAll += lineCost;
+          if (frame.inBody && bodyLines++ > 0) toBody += lineCost;
+        }
+        all += toAll;
+        body += toBody;
+        if (stop && counted() >= stop.at) {
+          const next = c >= 0xd800 && c <= 0xdbff ? i + 2 : i + 1;
+          end = raw ? from + Math.min(next, data.length) : parser.endIndex + 1;
+          throw new Enough();
+        }
+      }
     },
     onclosetag(name) {
       depth--;
       if (name === "table") tables.pop();
+      if (DROPPED.includes(name) && --skipDepth === 0) skipped += parser.endIndex + 1 - skippedFrom;
+      // A tag cut off by the end of the document is closed without having been opened.
+      const closed = frames.length > 1 ? (frames.pop() as Frame) : ROOT;
+      const up = frames[frames.length - 1] as Frame;
+      if (closed.text && name !== "br" && breaksLine(name, up)) lineBreak = true;
     },
   });
   try {
     parser.end(html);
   } catch (e) {
-    if (!(e instanceof TooDeep)) throw e;
-    throw InputError.at(loc, `HTML is nested deeper than ${MAX_HTML_DEPTH} elements`, html, "value_error", {
-      max_depth: MAX_HTML_DEPTH,
-    });
+    if (e instanceof TooDeep) {
+      throw InputError.at(loc, `HTML is nested deeper than ${MAX_HTML_DEPTH} elements`, html, "value_error", {
+        max_depth: MAX_HTML_DEPTH,
+      });
+    }
+    if (!(e instanceof Enough)) throw e;
   }
   const { cells: maxCells, span: spanLimit, area: maxArea, extent } = TABLE_LIMITS;
   return {
     gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea && maxExtent <= extent,
+    outputAtLeast: counted(),
+    end,
   };
 }
 
@@ -161,6 +354,7 @@ function safeForMarkdown(html: string): { html: string; mark?: string } {
         if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
         if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
       } else if ("attribs" in node) {
+        capAttributes(node);
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
         if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
@@ -228,6 +422,22 @@ interface Ancestry {
   /** Inside inline code (a <code>, or a <pre> made inline code). */
   code: boolean;
   link: boolean;
+}
+
+/**
+ * mdream's filter reads an element's attributes in quadratic time (40,000 on one <div>: 2.7 s);
+ * the few it reads (href, src, alt, start, colspan …) are among the first 256 on any real page.
+ */
+export const MAX_ATTRIBUTES = 256;
+function capAttributes(node: Element) {
+  let count = 0;
+  for (const _ in node.attribs) {
+    if (++count > MAX_ATTRIBUTES) {
+      const kept = Object.keys(node.attribs).slice(0, MAX_ATTRIBUTES);
+      node.attribs = Object.fromEntries(kept.map((name) => [name, node.attribs[name] as string]));
+      return;
+    }
+  }
 }
 
 /**
@@ -339,9 +549,62 @@ function inertUrl(url: string) {
     );
 }
 
-export function htmlToText(html: string, loc: Loc = ["html"]): string {
-  const { gridTables } = prepass(html, loc);
-  return convert(html, gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS).trim();
+/** How long a mode's output of `html` is at least, in characters (the prepass's count). */
+export const outputAtLeast = (html: string, mode: "text" | "markdown") =>
+  prepass(html, ["html"], mode).outputAtLeast;
+
+/**
+ * Text mode's quotes and lists: html-to-text's own formatters up to MAX_PREFIX_NESTING levels,
+ * plain blocks past it (a list's items one per line, no marker). Formatters run depth first, so
+ * one count of the levels open says how deep an element is.
+ */
+function prefixBounded(): Record<string, FormatCallback> {
+  let levels = 0;
+  const bounded =
+    (own: string): FormatCallback =>
+    (elem, walk, builder, options) => {
+      if (levels < MAX_PREFIX_NESTING) {
+        levels++;
+        builder.options.formatters[own]?.(elem, walk, builder, options);
+        levels--;
+        return;
+      }
+      builder.openBlock({ leadingLineBreaks: 2 });
+      for (const child of elem.children ?? []) {
+        if (own === "blockquote" || child.name !== "li") walk([child], builder);
+        else {
+          builder.openBlock({ leadingLineBreaks: 1 });
+          walk(child.children ?? [], builder);
+          builder.closeBlock({ trailingLineBreaks: 1 });
+        }
+      }
+      builder.closeBlock({ trailingLineBreaks: 2 });
+    };
+  return {
+    boundedQuote: bounded("blockquote"),
+    boundedUnorderedList: bounded("unorderedList"),
+    boundedOrderedList: bounded("orderedList"),
+  };
+}
+
+/** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */
+const MAX_SOURCE_CHARS = 400_000;
+
+/**
+ * The text of a document; with `maxChars`, its first `maxChars` characters, converted from only as
+ * much of the document as they need (and at most MAX_SOURCE_CHARS of it outside the elements it
+ * skips): a 2 MiB page read for 8,000 characters was converted whole.
+ */
+export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number): string {
+  const stop = maxChars === undefined ? undefined : { at: maxChars, maxSource: MAX_SOURCE_CHARS };
+  const { gridTables, outputAtLeast, end } = prepass(html, loc, "text", stop);
+  if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
+  const source = end === undefined ? html : html.slice(0, end);
+  const text = convert(source, {
+    ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
+    formatters: prefixBounded(),
+  }).trim();
+  return maxChars === undefined ? text : text.slice(0, maxChars);
 }
 
 // Markdown is often rendered again downstream: a link or image target a browser would run as
@@ -436,7 +699,7 @@ export function neutralizeScriptLinks(md: string): string {
 }
 
 export function htmlToMd(html: string): string {
-  prepass(html, ["html"]);
+  if (prepass(html, ["html"], "markdown").outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
   const safe = safeForMarkdown(html);
   // Line ends as a renderer reads them, for the checks below to see the lines it will see.
   const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } }).replace(/\r\n?/g, "\n");

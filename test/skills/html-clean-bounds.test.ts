@@ -1,0 +1,209 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  htmlToMd,
+  htmlToText,
+  MAX_ATTRIBUTES,
+  MAX_HTML_DEPTH,
+  MAX_PREFIX_NESTING,
+  outputAtLeast,
+} from "../../src/skills/lib/html-convert";
+import { MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
+import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
+
+/** The deepest quote prefix ("> > …") and list indent on any line of a text. */
+const deepestQuote = (text: string) =>
+  Math.max(0, ...text.split("\n").map((l) => /^(> ?)*/.exec(l)?.[0].length ?? 0));
+const deepestIndent = (text: string) =>
+  Math.max(0, ...text.split("\n").map((l) => /^ */.exec(l)?.[0].length ?? 0));
+
+describe("html_clean's output is sized before it is built (quotes and lists put a prefix on every line)", () => {
+  it(
+    "a page whose markdown would pass 8 MB is 422 output_too_large from the prepass's count",
+    async () => {
+      // 500 quotes deep: ~1,000 characters of "> " on each of 48,000 lines (11 s to build, then refused).
+      const html = `${"<blockquote>".repeat(500)}${"<p>x</p>".repeat(48_000)}`.slice(0, 400_000);
+      // The refusal comes from the count, which htmlToMd checks before mdream runs.
+      expect(outputAtLeast(html, "markdown")).toBeGreaterThan(MAX_OUTPUT_BYTES);
+      const res = await postJson("/api/skills/html-clean", { html, mode: "markdown" });
+      expect(res.status).toBe(422);
+      expect((await detailOf(res))[0]).toMatchObject({ loc: ["body"], type: "output_too_large" });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    `text mode writes quotes and lists nested past ${MAX_PREFIX_NESTING} levels as plain blocks`,
+    async () => {
+      const text = async (html: string) => {
+        const res = await postJson("/api/skills/html-clean", { html });
+        expect(res.status).toBe(200);
+        return (await res.json<{ output: string }>()).output;
+      };
+      const quoted = await text(`${"<blockquote>".repeat(100)}<p>a</p><p>b</p>`);
+      expect(deepestQuote(quoted)).toBe(2 * MAX_PREFIX_NESTING);
+      expect(quoted).toMatch(/a\n(> )+\n(> )+b$/);
+      // Items of the lists past the bound: one per line, no marker, no further indent (the first
+      // on the line of the markers above it, as html-to-text writes a nested list).
+      const listed = await text(`${"<ul><li>".repeat(100)}<ul><li>c</li><li>d</li></ul>`);
+      const indent = deepestIndent(listed);
+      expect(indent).toBeLessThan(3 * MAX_PREFIX_NESTING);
+      expect(listed).toMatch(new RegExp(`^(\\* ){${MAX_PREFIX_NESTING}}c\\n {${indent}}d$`));
+      // Up to the bound, as before: every level its "> ".
+      expect(deepestQuote(await text(`${"<blockquote>".repeat(MAX_PREFIX_NESTING)}<p>a</p>`))).toBe(
+        2 * MAX_PREFIX_NESTING,
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the reviewer's text-mode page (500 quotes, 400 KB) is a bounded answer, not an 18 s refusal",
+    async () => {
+      const html = `${"<blockquote>".repeat(500)}${"<p>x</p>".repeat(48_000)}`.slice(0, 400_000);
+      const res = await postJson("/api/skills/html-clean", { html });
+      expect(res.status).toBe(200);
+      const { output } = await res.json<{ output: string }>();
+      expect(output.length).toBeLessThan(MAX_OUTPUT_BYTES);
+      expect(deepestQuote(output)).toBe(2 * MAX_PREFIX_NESTING);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the count never passes the real output, in either mode (so no answer that fits is refused)",
+    () => {
+      const tags = [
+        ..."blockquote ul ol li p div section main nav pre code span b a h2 table tr td th font center".split(
+          " ",
+        ),
+        ..."button video dl dd details summary figure figcaption label body html head title script br hr".split(
+          " ",
+        ),
+        ..."img sub q noscript textarea select option".split(" "),
+      ];
+      const attrs = [
+        "",
+        "",
+        "",
+        " hidden",
+        " style='display:none'",
+        " aria-hidden=true",
+        " href='https://a.test'",
+      ];
+      const texts = [
+        "x",
+        "ab c",
+        " ",
+        "\n",
+        "x\ny\n",
+        "&amp;",
+        "&nbsp;",
+        "é",
+        "\u00ad",
+        "<",
+        "*",
+        "1.",
+        "> ",
+        "\r\n",
+      ];
+      const piece = fc.oneof(
+        fc.tuple(fc.constantFrom(...tags), fc.constantFrom(...attrs)).map(([tag, attr]) => `<${tag}${attr}>`),
+        fc.constantFrom(...tags).map((tag) => `</${tag}>`),
+        fc.constantFrom(...texts),
+      );
+      fc.assert(
+        fc.property(fc.array(piece, { maxLength: 60 }), (pieces) => {
+          const html = pieces.join("");
+          expect(outputAtLeast(html, "text"), html).toBeLessThanOrEqual(htmlToText(html).length);
+          expect(outputAtLeast(html, "markdown"), html).toBeLessThanOrEqual(htmlToMd(html).length);
+        }),
+        { numRuns: 2000 },
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
+describe("htmlToText with maxChars (ai_detector's url mode) converts only what it keeps", () => {
+  const prose = (n: number) =>
+    Array.from({ length: n }, (_, i) => `<p>Sentence ${i} is here, <b>bold</b> &amp; plain.</p>`).join("\n");
+  // Past the nesting bound: a prepass that read it would refuse the page (422).
+  const tooDeep = "<i>".repeat(MAX_HTML_DEPTH + 10);
+
+  it(
+    "stops reading once it has the characters: what follows is never parsed",
+    () => {
+      const page = `<html><head><title>t</title><style>${"p{}".repeat(1000)}</style></head><body>${prose(400)}`;
+      expect(() => htmlToText(page + tooDeep)).toThrow(/nested deeper/);
+      const text = htmlToText(page + tooDeep, ["url"], 8000);
+      expect(text).toHaveLength(8000);
+      // The same first 8,000 characters as the whole page's text.
+      expect(text).toBe(htmlToText(page).slice(0, 8000));
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the reviewer's 2 MiB page (150 quotes around 260,000 paragraphs) gives its first 8,000 characters",
+    () => {
+      const bomb = `<html><body>${"<blockquote>".repeat(150)}${"<p>x</p>".repeat(260_000)}`.slice(
+        0,
+        2 * 1024 * 1024,
+      );
+      const text = htmlToText(bomb + tooDeep, ["url"], 8000);
+      expect(text).toHaveLength(8000);
+      expect(text.startsWith(`${"> ".repeat(MAX_PREFIX_NESTING)}x`)).toBe(true);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "reads at most 400,000 characters of markup outside skipped elements when the text stays short",
+    () => {
+      // A big inline script first does not count: the text after it is still read.
+      const page = `<script>${"x".repeat(600_000)}</script><p>After the script.</p>${"<div></div>".repeat(50_000)}`;
+      expect(htmlToText(page + tooDeep, ["url"], 8000)).toBe("After the script.");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "stops at a token's edge: never inside a tag, an entity or a character",
+    () => {
+      for (const tail of [
+        "&amp;&lt;tail",
+        "😀😀 tail",
+        `<a href="https://a.test/${"p".repeat(50)}">link</a> tail`,
+      ]) {
+        const page = `<body><p>${"a".repeat(7_998)}${tail}</p><p>${"b".repeat(100)}</p>`;
+        expect(htmlToText(page, ["url"], 8000), tail).toBe(htmlToText(page).slice(0, 8000));
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
+describe("html_clean's markdown keeps an element's first attributes only", () => {
+  const attributes = (n: number) => Array.from({ length: n }, (_, i) => `a${i}=x`).join(" ");
+
+  it(
+    `attributes past the ${MAX_ATTRIBUTES}th are dropped before mdream (whose filter is quadratic in them)`,
+    async () => {
+      const md = async (html: string) => {
+        const res = await postJson("/api/skills/html-clean", { html, mode: "markdown" });
+        expect(res.status).toBe(200);
+        return (await res.json<{ output: string }>()).output;
+      };
+      // The reviewer's page: 40,000 attributes on one element took 925 ms.
+      expect(await md(`<div ${attributes(40_000)}>y</div>`)).toBe("y");
+      // An href past the bound is gone; one within it stays.
+      expect(await md(`<a ${attributes(MAX_ATTRIBUTES)} href="https://a.test/">link</a>`)).toBe("link");
+      expect(await md(`<a ${attributes(MAX_ATTRIBUTES - 1)} href="https://a.test/">link</a>`)).toBe(
+        "[link](https://a.test/)",
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

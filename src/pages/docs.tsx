@@ -229,7 +229,7 @@ export function SkillDocPage({
       <pre>
         <code>{tsSnippet(urls.endpoint, body)}</code>
       </pre>
-      <h3>With card credits</h3>
+      <h3 id="card-credits">With card credits</h3>
       {cfg.cardpayEnabled ? (
         <p class="actions">
           <button id="buy" type="button" class="button" data-skill-id={skill.id}>

@@ -1,6 +1,7 @@
 // The try-it page (/applet). Talks only to this origin; the card key typed here is sent only with
 // the request, and the wallet signs in the wallet's own window.
 import type { PaymentRequired } from "@x402/core/types";
+import { storedAnswerView } from "../pages/stored-answer";
 import { wireBuyButton } from "./checkout";
 import { noAnswer, statusLine } from "./http-status";
 import { checkJsonBody } from "./json-check";
@@ -63,11 +64,22 @@ skill.addEventListener("change", () => {
 body.addEventListener("input", forgetChallenge);
 selectSkill();
 
-function show(res: Response, text: string) {
-  let shown = text;
+/**
+ * An answer's JSON text indented as the success page shows a stored one (storedAnswerView indents
+ * the text itself). A parse into objects and back rounded integers past 2^53 and moved integer-like
+ * keys first, and json_sort's and json_flatten's answers are about exactly those. Text that is not
+ * JSON is shown as it came.
+ */
+async function indented(text: string): Promise<string> {
   try {
-    shown = JSON.stringify(JSON.parse(text), null, 2);
-  } catch {}
+    JSON.parse(text);
+  } catch {
+    return text;
+  }
+  return (await storedAnswerView(`{"status":200,"body":${text}}`)).text;
+}
+
+function show(res: Response, shown: string) {
   output.textContent = shown;
   setStatus(
     statusLine(res.status, res.statusText),
@@ -95,7 +107,7 @@ async function send(endpoint: string, text: string, extra: Record<string, string
   } catch (e) {
     throw new Error(noAnswer(e));
   }
-  show(res, await res.text());
+  show(res, await indented(await res.text()));
   challenge.hidden = true;
   pending = undefined;
   // The raw 402 is long and mostly for machines: folded behind "details"; other answers open.
@@ -167,9 +179,10 @@ payWallet.addEventListener("click", async () => {
 });
 
 wireBuyButton(buy, payStatus, () => {
-  const checked = checkJsonBody(body.value);
-  // With a valid body, the first credit runs it right after the payment (shown on the success page).
-  return checked.ok ? checked.value : undefined;
+  const text = body.value;
+  // With a valid body, the first credit runs it right after the payment (shown on the success page):
+  // its text as typed, not its parse, whose numbers are doubles (startCheckout).
+  return checkJsonBody(text).ok ? text : undefined;
 });
 
 // The page renders Send disabled: until now a submission would have been the browser's own.

@@ -11,13 +11,25 @@ interface CheckoutCreated {
   amount_usd: number;
 }
 
-export async function startCheckout(skillId: string, payload?: Record<string, unknown>): Promise<string> {
+/**
+ * The checkout's body. The first-call payload is the JSON text of an object, as the buyer typed it,
+ * put in unparsed: a parse and JSON.stringify rounded integers past 2^53, wrote 1.50 as 1.5 and 1e400
+ * as null, and the server keeps the payload's numbers as written (its exact-integer reading) to run
+ * the first call with them.
+ */
+function checkoutBody(skillId: string, payloadText?: string): string {
+  const id = JSON.stringify(skillId);
+  return payloadText === undefined ? `{"skill_id":${id}}` : `{"skill_id":${id},"payload":${payloadText}}`;
+}
+
+/** Starts a checkout; `payloadText` must be the JSON text of an object (json-check.ts checks it). */
+export async function startCheckout(skillId: string, payloadText?: string): Promise<string> {
   let res: Response;
   try {
     res = await fetch("/api/cardpay/checkout", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify(payload ? { skill_id: skillId, payload } : { skill_id: skillId }),
+      body: checkoutBody(skillId, payloadText),
     });
   } catch (e) {
     throw new Error(`Checkout could not start: ${noAnswer(e)}`);
@@ -48,7 +60,7 @@ export function refusal(status: number, detail: unknown): string {
 export function wireBuyButton(
   button: HTMLButtonElement,
   status: HTMLElement,
-  payload: () => Record<string, unknown> | undefined = () => undefined,
+  payload: () => string | undefined = () => undefined,
 ) {
   button.addEventListener("click", async () => {
     const skillId = button.dataset.skillId;

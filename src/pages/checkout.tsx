@@ -1,5 +1,6 @@
 import { shQuote } from "../discovery/identity";
 import { firstCallState, type SessionRow } from "../payments/checkout-ledger";
+import type { PackStanding } from "../payments/credits";
 import type { RemoteSession } from "../payments/stripe";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
@@ -19,12 +20,49 @@ interface SuccessProps {
   apiKey: string | undefined;
   reveal: RevealState;
   revealToken: string | undefined;
-  callsLeft: number | undefined;
+  /** The granted pack as refunds and disputes left it (api_keys), once there is one. */
+  standing: PackStanding | undefined;
   baseUrl: string;
   /** The answer to a POST (the reveal): it never refreshes itself, the GET page does. */
   posted: boolean;
   /** The first call's stored answer as shown (storedAnswerView), once there is one. */
   firstAnswer?: { status: number; text: string };
+}
+
+/**
+ * What became of a granted pack after its payment, when it can make no call: `refunded` (all of
+ * it), `charged_back` (a lost dispute revoked it, for good) or `disputed` (frozen until the dispute
+ * is decided). A partial refund leaves a pack that stands, with fewer calls.
+ */
+type PackEnd = "refunded" | "charged_back" | "disputed";
+function packEnd(s: PackStanding | undefined): PackEnd | undefined {
+  if (!s) return undefined;
+  // A lost dispute revokes the whole pack too (calls_revoked = calls_total): it is named first.
+  if (s.dispute_status === "lost") return "charged_back";
+  if (s.calls_revoked >= s.calls_total) return "refunded";
+  if (s.dispute_status === "open") return "disputed";
+  return undefined;
+}
+const ENDED: Record<PackEnd, { heading: string; payment: string }> = {
+  refunded: { heading: "Payment refunded", payment: "was refunded" },
+  charged_back: { heading: "Payment charged back", payment: "was charged back" },
+  disputed: { heading: "Payment disputed", payment: "is disputed" },
+};
+
+/** The "Calls left" figure, or what took the calls away instead of a figure no call can spend. */
+function callsLeftText(s: PackStanding | undefined): string {
+  if (!s) return "…";
+  switch (packEnd(s)) {
+    case "refunded":
+      return "none: the payment was refunded";
+    case "charged_back":
+      return "none: the payment was charged back";
+    case "disputed":
+      return `frozen while the payment is disputed (${s.calls_left} come back if it is decided in our favour)`;
+  }
+  return s.calls_revoked > 0
+    ? `${s.calls_left} (${s.calls_revoked} of the pack taken back by a partial refund)`
+    : String(s.calls_left);
 }
 
 const successPath = (sessionId: string) => `/checkout/success?session_id=${encodeURIComponent(sessionId)}`;
@@ -49,6 +87,17 @@ function TokenForm(p: { sessionId: string; token: string; id: string; working: s
 function FirstCall(p: SuccessProps) {
   const state = firstCallState(p.session);
   if (state === "none") return null;
+  const end = packEnd(p.standing);
+  if (end && (state === "queued" || state === "stalled")) {
+    return (
+      <section>
+        <h2>Your first call</h2>
+        <p id="first-call" class="muted">
+          Not run: the payment {ENDED[end].payment}.
+        </p>
+      </section>
+    );
+  }
   const revealReady = p.reveal === "ready" && p.revealToken;
   if (state !== "done") {
     return (
@@ -116,6 +165,20 @@ function KeyReveal(p: SuccessProps) {
       </section>
     );
   }
+  const end = packEnd(p.standing);
+  if (end && p.reveal === "ready") {
+    // Refunded or charged back, the key holds no call and never will: it is not handed out. Disputed,
+    // it is held too: every call with it is refused (403) until the dispute is decided, and a lost
+    // one revokes it for good. Nothing is lost by waiting: the reveal stays stored, and this page
+    // offers it again once a dispute is decided in our favour.
+    return (
+      <p id="key-withheld" class="muted">
+        {end === "disputed"
+          ? "Your key is held while the card payment is disputed: it could make no call until the dispute is decided. If it is decided in our favour, this page offers it again."
+          : `The payment ${ENDED[end].payment}, so this checkout's key holds no calls: it is not shown.`}
+      </p>
+    );
+  }
   if (p.reveal === "ready" && p.revealToken) {
     return (
       <section>
@@ -157,18 +220,20 @@ export function SuccessPage(p: SuccessProps) {
   const name = p.skill?.name ?? s?.skill_id ?? "";
   const endpoint = p.skill ? `${p.baseUrl}${p.skill.endpoint}` : `${p.baseUrl}/api/skills/…`;
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
+  const end = packEnd(p.standing);
+  const heading = end ? ENDED[end].heading : "Payment received";
   const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(example)}`;
   return (
-    <Layout title={paid ? "Payment received" : "Checkout"} scripts={paid ? ["/assets/buy.js"] : undefined}>
+    <Layout title={paid ? heading : "Checkout"} scripts={paid ? ["/assets/buy.js"] : undefined}>
       {paid ? (
         <>
-          <h1>Payment received</h1>
+          <h1>{heading}</h1>
           <p class="lead">
             {calls} calls of {name} for ${(cents / 100).toFixed(2)}.
           </p>
           <dl class="facts">
             <dt>Calls left</dt>
-            <dd id="calls-left">{p.callsLeft ?? "…"}</dd>
+            <dd id="calls-left">{callsLeftText(p.standing)}</dd>
             <dt>Session</dt>
             <dd>
               <code class="long-id">{p.sessionId}</code>
@@ -176,14 +241,18 @@ export function SuccessPage(p: SuccessProps) {
           </dl>
           <KeyReveal {...p} />
           <FirstCall {...p} />
-          <h2>Use it</h2>
-          <pre>
-            <code>{curl}</code>
-          </pre>
-          <p>
-            Check the balance with <code>GET /api/credits</code> and the same <code>Authorization</code>{" "}
-            header.
-          </p>
+          {end ? null : (
+            <>
+              <h2>Use it</h2>
+              <pre>
+                <code>{curl}</code>
+              </pre>
+              <p>
+                Check the balance with <code>GET /api/credits</code> and the same <code>Authorization</code>{" "}
+                header.
+              </p>
+            </>
+          )}
         </>
       ) : expired ? (
         <>

@@ -45,21 +45,55 @@ interface Prop {
   minimum?: number;
   maximum?: number;
   enum?: unknown[];
+  const?: unknown;
+  items?: Prop;
+  properties?: Record<string, Prop>;
+  required?: string[];
 }
+
+/** A property and, depth first, the branches of its anyOf: a nullable field's bounds are in a branch. */
+const branches = (p: Prop): Prop[] => [p, ...(p.anyOf ?? []).flatMap(branches)];
+
 function typeOf(p: Prop): string {
-  if (p.anyOf) return p.anyOf.map(typeOf).join(" or ");
+  if (p.anyOf) return [...new Set(p.anyOf.map(typeOf))].join(" or ");
+  // zod writes an integer literal as {"type":"number","const":4}: the value says what it is.
+  if (Number.isInteger(p.const)) return "integer";
   if (Array.isArray(p.type)) return p.type.join(" or ");
+  if (p.type === "array" && p.items) return `array of ${typeOf(p.items)}`;
   return p.type ?? "any JSON";
 }
+
+/** Lengths, ranges, allowed values (enum and const, across the anyOf branches) and the default. */
 function bounds(p: Prop): string {
-  const parts: string[] = [];
-  if (p.minLength !== undefined || p.maxLength !== undefined)
-    parts.push(`length ${p.minLength ?? 0}..${p.maxLength ?? "∞"}`);
-  if (p.minimum !== undefined || p.maximum !== undefined)
-    parts.push(`${p.minimum ?? "-∞"}..${p.maximum ?? "∞"}`);
-  if (p.enum) parts.push(`one of ${p.enum.map((v) => JSON.stringify(v)).join(", ")}`);
-  if (p.default !== undefined) parts.push(`default ${JSON.stringify(p.default)}`);
-  return parts.join("; ");
+  const parts = new Set<string>();
+  const allowed: unknown[] = [];
+  for (const b of branches(p)) {
+    if (b.minLength !== undefined || b.maxLength !== undefined)
+      parts.add(`length ${b.minLength ?? 0}..${b.maxLength ?? "∞"}`);
+    if (b.minimum !== undefined || b.maximum !== undefined)
+      parts.add(`${b.minimum ?? "-∞"}..${b.maximum ?? "∞"}`);
+    allowed.push(...(b.enum ?? []), ...("const" in b ? [b.const] : []));
+  }
+  if (allowed.length) parts.add(`one of ${[...new Set(allowed.map((v) => JSON.stringify(v)))].join(", ")}`);
+  const fallback = branches(p).find((b) => b.default !== undefined);
+  if (fallback) parts.add(`default ${JSON.stringify(fallback.default)}`);
+  return [...parts].join("; ");
+}
+
+/**
+ * The body's fields as table rows, an object field's own fields after it as `options.sep` (from the
+ * object, or its anyOf branch that is one): a free-form options object's known keys and their
+ * defaults are documented there.
+ */
+function fieldRows(props: Record<string, Prop>, required: readonly string[], prefix = "") {
+  const rows: { name: string; p: Prop; required: boolean }[] = [];
+  for (const [name, p] of Object.entries(props)) {
+    rows.push({ name: `${prefix}${name}`, p, required: required.includes(name) });
+    for (const b of branches(p)) {
+      if (b.properties) rows.push(...fieldRows(b.properties, b.required ?? [], `${prefix}${name}.`));
+    }
+  }
+  return rows;
 }
 
 function tsSnippet(url: string, body: string) {
@@ -118,7 +152,6 @@ export function SkillDocPage({
   const schema = bodySchema(skill) as { properties?: Record<string, Prop>; required?: string[] };
   const urls = skillUrls(cfg, skill);
   const body = JSON.stringify(skill.example_request);
-  const required = new Set(schema.required ?? []);
   const curl = `curl -s -X POST ${urls.endpoint} \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(body)}`;
   const credits = `curl -s -X POST ${urls.endpoint} \\\n  -H 'authorization: Bearer mk_your_key' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(body)}`;
   const invalid = validationExample(skill);
@@ -163,13 +196,13 @@ export function SkillDocPage({
         <table>
           <ColumnHeads columns={["Field", "Type", "Required", "Bounds and default", "Meaning"]} />
           <tbody>
-            {Object.entries(schema.properties ?? {}).map(([name, p]) => (
+            {fieldRows(schema.properties ?? {}, schema.required ?? []).map(({ name, p, required }) => (
               <tr>
                 <td>
                   <code>{name}</code>
                 </td>
                 <td>{typeOf(p)}</td>
-                <td>{required.has(name) ? "yes" : "no"}</td>
+                <td>{required ? "yes" : "no"}</td>
                 <td>{bounds(p)}</td>
                 <td>{p.description ?? ""}</td>
               </tr>
@@ -197,7 +230,7 @@ export function SkillDocPage({
       <pre>
         <code>{tsSnippet(urls.endpoint, body)}</code>
       </pre>
-      <h3>With card credits</h3>
+      <h3 id="card-credits">With card credits</h3>
       {cfg.cardpayEnabled ? (
         <p class="actions">
           <button id="buy" type="button" class="button" data-skill-id={skill.id}>

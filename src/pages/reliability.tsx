@@ -3,8 +3,16 @@ import type { StatsDocument } from "../stats/query";
 import { Layout } from "./layout";
 import { ReliabilityTable } from "./reliability-table";
 
-/** Human twin of /api/stats and the policy fields of /.well-known/x402. */
-export function ReliabilityPage(props: { doc: StatsDocument; policy: ReturnType<typeof callPolicy> }) {
+/**
+ * Human twin of /api/stats and the policy fields of /.well-known/x402. Without the figures
+ * (`unavailable` says why) the policy and how the figures are measured still stand.
+ */
+export function ReliabilityPage(
+  props: { policy: ReturnType<typeof callPolicy> } & (
+    | { doc: StatsDocument; unavailable?: undefined }
+    | { doc?: undefined; unavailable: string }
+  ),
+) {
   const { doc, policy } = props;
   return (
     <Layout
@@ -34,10 +42,19 @@ export function ReliabilityPage(props: { doc: StatsDocument; policy: ReturnType<
         <a href="/.well-known/x402">/.well-known/x402</a> and <a href="/llms.txt">llms.txt</a>.
       </p>
       <h2>Last 7 days</h2>
-      <p class="muted">Computed {doc.computed_at}.</p>
-      <div class="table-wrap">
-        <ReliabilityTable id="figures" skills={doc.skills} detail />
-      </div>
+      {doc ? (
+        <>
+          <p class="muted">Computed {doc.computed_at}.</p>
+          <div class="table-wrap">
+            <ReliabilityTable id="figures" skills={doc.skills} detail />
+          </div>
+        </>
+      ) : (
+        <p id="figures-unavailable" class="status-err" role="status">
+          Figures unavailable right now: {props.unavailable} This page and <a href="/api/stats">/api/stats</a>{" "}
+          have them again once they are computed (every 5 minutes).
+        </p>
+      )}
     </Layout>
   );
 }

@@ -83,6 +83,22 @@ export async function callsLeft(db: D1Database, keyId: string) {
   return row?.calls_left;
 }
 
+/** A granted pack as it stands now: what refunds (calls_revoked) and a dispute left of it. */
+export interface PackStanding {
+  calls_left: number;
+  calls_total: number;
+  calls_revoked: number;
+  dispute_status: "open" | "lost" | null;
+}
+
+/** The pack a checkout granted, for the success page: its calls left and what took them back. */
+export async function packStanding(db: D1Database, keyId: string) {
+  return db
+    .prepare("SELECT calls_left, calls_total, calls_revoked, dispute_status FROM api_keys WHERE id = ?1")
+    .bind(keyId)
+    .first<PackStanding>();
+}
+
 /**
  * Gives back the credit of a call that failed; never past what refunds and disputes left. A refund
  * that found the credits in flight (card-refunds.ts applyRefund) left a revoke_debt: a failed call

@@ -16,6 +16,7 @@ import { type PublicConfig, publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { SharedLoad, within } from "../http/shared-load";
+import { microsToUsd, trimDecimal } from "../money";
 import { type PricingConfig, pricingConfig } from "../partners/config";
 import { skills } from "../skills/registry";
 import { paidExtensions } from "./paid-extensions";
@@ -87,10 +88,43 @@ function routesFor(
  */
 const CARD_KEY_PATHS: ReadonlySet<string> = new Set(skills.map((s) => s.endpoint));
 
-// Browsers that POST here get a plain page instead of the optional @x402/paywall bundle.
+/**
+ * Browsers that POST here get a small page of their own instead of the optional @x402/paywall
+ * bundle: the price the 402 offers, and where to read about the call and buy it by card. Written
+ * out here, not with pages/layout.tsx (pages and discovery import payments, not the other way
+ * round), with the site's stylesheet and no script or inline style (the pages' CSP).
+ */
 const plainPaywall: PaywallProvider = {
-  generateHtml: (required: PaymentRequired) =>
-    `<!doctype html><meta charset="utf-8"><title>Payment required</title><p>This endpoint is paid per call with x402 (${required.accepts[0]?.network}). See <a href="/docs">the docs</a>.</p>`,
+  generateHtml: (required: PaymentRequired) => {
+    const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+    const offer = required.accepts[0];
+    let path = "";
+    try {
+      path = new URL(required.resource?.url ?? "").pathname;
+    } catch {}
+    // Card keys buy a skill's own calls; partner routes and refinery recipes take x402 only.
+    const skill = skills.find((s) => s.endpoint === path);
+    const docs = skill ? `/docs/${skill.slug}` : "/docs";
+    const price = offer
+      ? `<p>This call costs <strong>$${esc(trimDecimal(microsToUsd(offer.amount)))}</strong> (${esc(offer.amount)} atomic units of USDC on ${esc(offer.network)}), paid with x402: an agent's client reads this answer's <code>PAYMENT-REQUIRED</code> header, signs the payment and sends the request again.</p>`
+      : "<p>This call is paid per call with x402.</p>";
+    return [
+      '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+      "<title>Payment required · Agent Skills Marketplace</title>",
+      '<link rel="icon" href="/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/site.css">',
+      `</head><body><main id="main"><h1>Payment required</h1>`,
+      skill ? `<p class="lead">${esc(skill.name)}: <code>POST ${esc(skill.endpoint)}</code></p>` : "",
+      price,
+      "<ul>",
+      `<li><a href="${docs}">${skill ? `How to call ${esc(skill.name)}` : "The docs"}</a>: the request body, examples and how to pay from code.</li>`,
+      skill
+        ? `<li><a href="${docs}#card-credits">Buy a pack of calls by card</a>: a key for calls of this skill, no wallet needed.</li>`
+        : "",
+      '<li><a href="/applet">Try it in the browser</a>: see the price and pay with a browser wallet.</li>',
+      "</ul></main></body></html>",
+    ].join("");
+  },
 };
 
 export function configProblem(cfg: PublicConfig): string | undefined {

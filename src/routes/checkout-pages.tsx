@@ -18,7 +18,7 @@ import {
   takeKeyReveal,
   withFirstResult,
 } from "../payments/checkout-ledger";
-import { callsLeft } from "../payments/credits";
+import { packStanding } from "../payments/credits";
 import { checkRevealToken, revealToken } from "../payments/key-reveal";
 import { checkoutPageQuota } from "../payments/quotas";
 import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from "../payments/stripe";
@@ -100,8 +100,8 @@ async function renderSuccess(
   // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
   const posted = c.req.method === "POST";
   const refresh = posted ? undefined : successRefresh(session, remote?.paid === true);
-  const left = session?.api_key_id
-    ? await callsLeft(c.env.DB, session.api_key_id).catch((e: unknown) => {
+  const standing = session?.api_key_id
+    ? await packStanding(c.env.DB, session.api_key_id).catch((e: unknown) => {
         console.error(JSON.stringify({ level: "error", msg: "calls left unreadable", error: String(e) }));
         return undefined;
       })
@@ -116,7 +116,7 @@ async function renderSuccess(
       apiKey={apiKey}
       reveal={reveal}
       revealToken={secret ? await revealToken(secret, sessionId) : undefined}
-      callsLeft={left}
+      standing={standing ?? undefined}
       baseUrl={publicConfig(c.env, c.req.url).baseUrl}
       posted={posted}
       firstAnswer={session?.payload_result ? await storedAnswerView(session.payload_result) : undefined}

@@ -25,33 +25,35 @@ export const statsOperation = operation({
   },
 });
 
+/** How long a caller waits before asking again for figures that could not be had. */
+const RETRY_AFTER_SECONDS = "30";
+
 /**
- * The figures, or a 503 with Retry-After when there is no stored copy and none can be had now: a
+ * The figures, or why there are none now (answered 503 with Retry-After): no stored copy, and a
  * computation (a fresh deployment, a slow D1) has not finished within its wait, or D1 failed
  * (logged). Either passes with time; a bare 500 told a caller nothing.
  */
-async function figuresOr503(c: Context<AppEnv>) {
+async function figuresOrWhy(
+  c: Context<AppEnv>,
+): Promise<Awaited<ReturnType<typeof publishedStats>> | { unavailable: string }> {
   try {
     return await publishedStats(c);
   } catch (e) {
     const computing = e instanceof DeadlineError;
     if (!computing)
       console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
-    return detail(
-      c,
-      503,
-      computing
+    return {
+      unavailable: computing
         ? "The published figures are being computed; try again shortly."
         : "The published figures cannot be read right now; try again shortly.",
-      {},
-      { "Retry-After": "30" },
-    );
+    };
   }
 }
 
 statsRoutes.get(statsOperation.route, async (c) => {
-  const figures = await figuresOr503(c);
-  if (figures instanceof Response) return figures;
+  const figures = await figuresOrWhy(c);
+  if ("unavailable" in figures)
+    return detail(c, 503, figures.unavailable, {}, { "Retry-After": RETRY_AFTER_SECONDS });
   const { doc, hit } = figures;
   return c.json(doc, 200, {
     // Free and public: any origin may read it (set here too, whatever the app-wide CORS does).
@@ -64,12 +66,18 @@ statsRoutes.get(statsOperation.route, async (c) => {
 /**
  * The policy and figures as a docs page, /docs/reliability. Taken by name on the /docs/:slug route
  * (the skills' pages; this router is mounted first): a static path beside a parameter makes Hono's
- * RegExpRouter refuse the app, and every request then paid the slower TrieRouter.
+ * RegExpRouter refuse the app, and every request then paid the slower TrieRouter. Without figures
+ * it is still the page (a person reads it: the policy stands, and a note says to come back), with
+ * the API's 503 and Retry-After; a JSON error shown raw in a browser told them neither.
  */
 statsRoutes.get("/docs/:slug", async (c, next) => {
   if (c.req.param("slug") !== "reliability") return next();
-  const figures = await figuresOr503(c);
-  if (figures instanceof Response) return figures;
-  const { doc } = figures;
-  return c.html(<ReliabilityPage doc={doc} policy={callPolicy(publicConfig(c.env, c.req.url))} />);
+  const figures = await figuresOrWhy(c);
+  const policy = callPolicy(publicConfig(c.env, c.req.url));
+  if ("unavailable" in figures) {
+    return c.html(<ReliabilityPage unavailable={figures.unavailable} policy={policy} />, 503, {
+      "Retry-After": RETRY_AFTER_SECONDS,
+    });
+  }
+  return c.html(<ReliabilityPage doc={figures.doc} policy={policy} />);
 });

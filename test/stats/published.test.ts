@@ -229,7 +229,7 @@ describe("the published figures are computed at most once, whatever the domain",
     expect(seen.scans).toBe(2);
   });
 
-  it("without a copy and with D1 failing, the pages leave the figures out, and /api/stats and /docs/reliability answer 503 with Retry-After", async () => {
+  it("without a copy and with D1 failing, the pages leave the figures out, and /api/stats and /docs/reliability answer 503 with Retry-After (the page as HTML: test/pages/reliability-unavailable.test.ts)", async () => {
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     const { db } = countingDb({ fail: true });
     const e = { ...env, DB: db };
@@ -244,9 +244,9 @@ describe("the published figures are computed at most once, whatever the domain",
       const res = await fetchApp(path, e);
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).toBe("30");
-      expect(await res.json()).toEqual({
-        detail: "The published figures cannot be read right now; try again shortly.",
-      });
+      const detail = "The published figures cannot be read right now; try again shortly.";
+      if (path === "/api/stats") expect(await res.json()).toEqual({ detail });
+      else expect(await res.text()).toContain(detail);
     }
     expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toContain("stats unavailable");
   });

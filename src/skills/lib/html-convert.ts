@@ -563,6 +563,7 @@ function prefixBounded(): Record<string, FormatCallback> {
   const bounded =
     (own: string): FormatCallback =>
     (elem, walk, builder, options) => {
+      if (own === "orderedList") numberAsBrowsersDo(elem);
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
         builder.options.formatters[own]?.(elem, walk, builder, options);
@@ -585,6 +586,32 @@ function prefixBounded(): Record<string, FormatCallback> {
     boundedUnorderedList: bounded("unorderedList"),
     boundedOrderedList: bounded("orderedList"),
   };
+}
+
+/** The Roman numerals CSS counters write (lower-roman, upper-roman); outside them, decimal. */
+const ROMAN_RANGE = [1, 3999] as const;
+/** The letters html-to-text writes (its count wraps past 2^31); outside them, decimal. */
+const ALPHA_RANGE = [1, 2 ** 31 - 1] as const;
+
+/**
+ * An ordered list's `start` and `type` as a browser reads them, for html-to-text, which uses them
+ * as written: a Roman numeral past 3999 threw inside it (`<ol type="i" start="10000">` was a 500),
+ * and `start="abc"` numbered the items "NaN.". `start` is HTML's integer (leading digits, 1 when
+ * there are none); a Roman or alphabetic list numbered outside what those systems can write is
+ * numbered in decimal, as CSS counter styles fall back.
+ */
+function numberAsBrowsersDo(elem: { attribs?: Record<string, string>; children?: { name?: string }[] }) {
+  const attribs = elem.attribs;
+  if (!attribs) return;
+  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
+  const start = digits ? Number(digits[1]) : 1;
+  const items = (elem.children ?? []).filter((c) => c.name === "li").length;
+  const last = start + Math.max(items - 1, 0);
+  const type = attribs.type ?? "1";
+  const range =
+    type === "i" || type === "I" ? ROMAN_RANGE : type === "a" || type === "A" ? ALPHA_RANGE : null;
+  attribs.start = String(start);
+  if (range && (start < range[0] || last > range[1])) attribs.type = "1";
 }
 
 /** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */

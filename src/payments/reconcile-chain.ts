@@ -28,11 +28,20 @@ export interface ChainView {
   /** Timestamp of the latest block: an authorization is dead once the chain has passed valid_before. */
   headTime: number;
   searched?: { fromBlock: number; toBlock: number };
+  /**
+   * Read when neither log was found and the chain has passed valid_before: a block at or past
+   * valid_before at which the nonce was still unused. No transfer can use an authorization after
+   * valid_before, so whatever spent the nonce later (a cancel outside the searched blocks: FiatToken
+   * lets the signer cancel an expired authorization) moved nothing.
+   */
+  unusedAtExpiry?: { block: number; time: number };
 }
 
 export interface ChainReader {
   chainId(): Promise<number>;
   head(): Promise<{ number: number; timestamp: number; blockSeconds: number }>;
+  /** The timestamp of block `blockNumber`. */
+  blockTime(blockNumber: number): Promise<number>;
   /**
    * Read at `blockNumber` (reconcile.ts passes the head its decision compares valid_before
    * against; omitted: latest). Read at latest, a provider node lagging behind that head could
@@ -89,6 +98,8 @@ export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
         blockSeconds: blocks > 0 ? Number(latest.timestamp - ref.timestamp) / blocks : 0,
       };
     },
+    blockTime: async (blockNumber) =>
+      Number((await client.getBlock({ blockNumber: BigInt(blockNumber) })).timestamp),
     authorizationUsed: (asset, authorizer, nonce, blockNumber) =>
       client.readContract({
         address: hex(asset),

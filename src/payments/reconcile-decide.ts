@@ -33,6 +33,13 @@ export const spentElsewhere = (d: Decision) => d.outcome === "unpaid" && !!d.txH
 export function decide(t: Terms, chain: ChainView): Decision {
   if (chain.used) {
     const f = chain.found;
+    if (!f && chain.unusedAtExpiry) {
+      const { block, time } = chain.unusedAtExpiry;
+      return {
+        outcome: "unpaid",
+        evidence: `authorizationState: unused at block ${block} (time ${time}, past valid_before ${t.validBefore}), used later: spent after it expired (a cancel outside the blocks searched), so no transfer used it`,
+      };
+    }
     if (!f) {
       const range = chain.searched ? ` in blocks ${chain.searched.fromBlock}-${chain.searched.toBlock}` : "";
       return {

@@ -89,7 +89,18 @@ async function look(
   if (!used) return { used, found: undefined, headTime: head.timestamp };
   const searched = searchRange(head, Math.floor(createdMs / 1000), t.validBefore);
   const found = await reader.findUse(t.asset, t.payer, t.nonce, searched.fromBlock, searched.toBlock);
-  return { used, found, headTime: head.timestamp, searched };
+  const view: ChainView = { used, found, headTime: head.timestamp, searched };
+  // Spent, no log in its lifetime's blocks, and expired: was it still unused once it expired? Then
+  // it was cancelled after (FiatToken does not check valid_before on a cancel), outside the search.
+  if (!found && head.timestamp >= t.validBefore && searched.toBlock < head.number) {
+    const block = searched.toBlock;
+    const [usedThen, time] = await Promise.all([
+      reader.authorizationUsed(t.asset, t.payer, t.nonce, block),
+      reader.blockTime(block),
+    ]);
+    if (!usedThen && time >= t.validBefore) view.unusedAtExpiry = { block, time };
+  }
+  return view;
 }
 
 /** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */

@@ -32,6 +32,7 @@ async function expiredUnused(...requestIds: string[]) {
   const reader: ChainReader = {
     chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
     head: async () => ({ number: 1e7, timestamp: Math.floor(Date.now() / 1000) + 10_000, blockSeconds: 2 }),
+    blockTime: async (n) => Math.floor(Date.now() / 1000) + 10_000 - (1e7 - n) * 2,
     authorizationUsed: async (_asset, _who, nonce) => !nonces.has(nonce.toLowerCase()),
     findUse: async () => undefined,
   };
@@ -153,6 +154,7 @@ describe("a share kept back from a refund goes back to the caller once the partn
     const reader: ChainReader = {
       chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
       head: async () => ({ number: 1e7, timestamp: Math.floor(Date.now() / 1000) + 10_000, blockSeconds: 2 }),
+      blockTime: async (n) => Math.floor(Date.now() / 1000) + 10_000 - (1e7 - n) * 2,
       // Every other file's rows read as used with no log found: they only wait.
       authorizationUsed: async () => true,
       findUse: async (_asset, who, n) =>

@@ -31,13 +31,13 @@ type Filter = { address: string; topics: (string | string[] | null)[]; fromBlock
 let chains = 0;
 /**
  * A Base-like node (2 s blocks, head at block 30,000,000 now): authorizationState answers from
- * `spent`, eth_getLogs filters `logs` by address, topics (an array is an OR) and block range.
+ * `spent` (the block each nonce was spent in), eth_getLogs filters `logs` by address, topics (an array is an OR) and block range.
  */
 function node() {
   const id = 920_000 + ++chains;
   const rpcUrl = `https://rpc.cancel-${id}.test`;
   const network = `eip155:${id}`;
-  const spent = new Set<string>();
+  const spent = new Map<string, number>();
   const logs: RpcLog[] = [];
   const calls: { method: string; params: unknown[] }[] = [];
   const headTime = nowS();
@@ -87,7 +87,9 @@ function node() {
         const data = (body.params[0] as { data: string }).data;
         const who = `0x${data.slice(10 + 24, 10 + 64)}`;
         const nonce = `0x${data.slice(10 + 64, 10 + 128)}`;
-        return reply(word(spent.has(`${who}:${nonce}`) ? "1" : "0"));
+        const tag = body.params[1];
+        const at = typeof tag === "string" && tag.startsWith("0x") ? Number(tag) : HEAD;
+        return reply(word((spent.get(`${who}:${nonce}`) ?? Number.POSITIVE_INFINITY) <= at ? "1" : "0"));
       }
       case "eth_getLogs": {
         const f = body.params[0] as Filter;
@@ -112,7 +114,7 @@ function node() {
   /** What FiatToken's cancelAuthorization leaves on chain: the nonce spent, one AuthorizationCanceled log. */
   const cancel = (authorizer: string, nonce: string, blockNumber: number) => {
     const tx = hex(32);
-    spent.add(`${authorizer.toLowerCase()}:${nonce.toLowerCase()}`);
+    spent.set(`${authorizer.toLowerCase()}:${nonce.toLowerCase()}`, blockNumber);
     logs.push({
       address: USDC,
       topics: [AUTHORIZATION_CANCELED, word(authorizer), nonce.toLowerCase()],
@@ -232,6 +234,31 @@ describe("a cancelled authorization is decided from its AuthorizationCanceled lo
   });
 });
 
+describe("a cancel made after the authorization expired, outside the blocks searched", () => {
+  it("is released: the nonce was still unused at a block past valid_before, so no transfer used it", async () => {
+    const n = node();
+    const createdMs = Date.now() - 3 * 3_600_000;
+    const c = await failedClaim(n, { createdMs, validBefore: Math.floor(createdMs / 1000) + 300 });
+    // Cancelled ten minutes ago (a wallet's "revoke" tool, say), hours after it expired.
+    n.cancel(c.payer, c.nonce, HEAD - 300);
+    const summary = await n.run();
+    expect(summary).toMatchObject({ released: 1, waiting: 0, errors: [] });
+    expect(await claimStatus(c.key)).toBe("released");
+    expect((await decision("payment", c.key))?.evidence).toMatch(/unused at block \d+ .*past valid_before/);
+  });
+
+  it("a nonce used before it expired, its log not found, still waits: its payment may have landed", async () => {
+    const n = node();
+    const createdMs = Date.now() - 3 * 3_600_000;
+    const validBefore = Math.floor(createdMs / 1000) + 300;
+    const c = await failedClaim(n, { createdMs, validBefore });
+    // Spent inside its lifetime (block time before valid_before), and no log anywhere.
+    n.spent.set(`${c.payer}:${c.nonce}`, HEAD - (nowS() - validBefore + 100) / 2);
+    expect(await n.run()).toMatchObject({ waiting: 1, released: 0, errors: [] });
+    expect(await claimStatus(c.key)).toBe("failed");
+  });
+});
+
 describe("a nonce the chain shows spent with no log found costs what any row costs, however old", () => {
   it.each([
     ["30 days", 30],
@@ -243,7 +270,7 @@ describe("a nonce the chain shows spent with no log found costs what any row cos
       const createdMs = Date.now() - days * 86_400_000;
       const c = await failedClaim(n, { createdMs, validBefore: Math.floor(createdMs / 1000) + 300 });
       // Spent, but its log is not where the search looks (a provider that pruned it, say).
-      n.spent.add(`${c.payer}:${c.nonce}`);
+      n.spent.set(`${c.payer}:${c.nonce}`, 0);
       for (let run = 0; run < 2; run++) {
         n.calls.length = 0;
         expect(await n.run()).toMatchObject({ checked: 1, waiting: 1, released: 0, errors: [] });

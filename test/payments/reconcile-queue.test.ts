@@ -33,6 +33,7 @@ function chain() {
   const reader: ChainReader = {
     chainId: async () => id,
     head: async () => ({ number: 500, timestamp: nowS(), blockSeconds: 2 }),
+    blockTime: async (n) => nowS() - (500 - n) * 2,
     authorizationUsed: async (_asset, _who, nonce, block) => {
       reads.push({ nonce, block });
       return landed.has(nonce) || unfound.has(nonce);

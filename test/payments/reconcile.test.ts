@@ -247,6 +247,7 @@ function chainDouble(headTime = now()) {
   const reader: ChainReader = {
     chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
     head: async () => ({ number: 500, timestamp: headTime, blockSeconds: 2 }),
+    blockTime: async (n) => headTime - (500 - n) * 2,
     authorizationUsed: async (_a, who, nonce) => {
       reads.push(nonce);
       return usedBy(who, nonce) !== undefined;

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { listOf } from "../http/validation";
+import { InputError, listOf } from "../http/validation";
 import { cached } from "./lib/cache";
 import { loadPage, precheckUrl } from "./lib/page";
 import { WEIGHTS } from "./lib/seo-weights";
@@ -169,8 +169,15 @@ export const seo = defineSkill({
     const { value, cache } = await cached(env, "seo", [target.href, checked], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
-      const { audit } = await import("./lib/seo-audit");
-      return { final_url: doc.url, ...audit(doc.text, doc.url, checked) };
+      const { audit, PageTooDeep, MAX_PAGE_DEPTH } = await import("./lib/seo-audit");
+      try {
+        return { final_url: doc.url, ...audit(doc.text, doc.url, checked) };
+      } catch (e) {
+        // The page the caller chose cannot be audited, as html_clean and ai_detector refuse it:
+        // a 422 on url (not charged), where reading on cost the parser quadratic time.
+        if (!(e instanceof PageTooDeep)) throw e;
+        throw InputError.at(["url"], e.message, url, "value_error", { max_depth: MAX_PAGE_DEPTH });
+      }
     });
     const { keywords: used, score, recommendations, ...extra } = value;
     return { url, keywords: used, score, recommendations, ...extra, cache };

@@ -3,6 +3,9 @@ import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
 import { wordsOf } from "./text-stats";
 
+// seo.ts turns a page too deep to read into a 422 on url; it loads this module only when it runs.
+export { MAX_PAGE_DEPTH, PageTooDeep } from "./seo-scan";
+
 /**
  * On-page SEO audit of one HTML document: pure logic, no network. Weights in docs/ANALYTIC_SKILLS.md.
  * One parse (seo-scan.ts), then one named check per line of the score breakdown; each sets its

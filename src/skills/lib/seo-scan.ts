@@ -13,21 +13,22 @@ const SKIP_TEXT = new Set([
   "iframe",
   "object",
 ]);
-const VOID = new Set([
-  "area",
-  "base",
-  "br",
-  "col",
-  "embed",
-  "hr",
-  "img",
-  "input",
-  "link",
-  "meta",
-  "source",
-  "track",
-  "wbr",
-]);
+
+/**
+ * Element nesting a page may have; real pages stay far below it (a few dozen levels). The bound
+ * html_clean and ai_detector refuse past (MAX_HTML_DEPTH in html-convert.ts, not imported: that
+ * module loads html-to-text and mdream). htmlparser2 keeps its open elements in an array it
+ * `unshift`s at every open tag, so a deep page costs it quadratic time (2 MiB of nested <b>:
+ * 117 s); only stopping the parse bounds that.
+ */
+export const MAX_PAGE_DEPTH = 512;
+
+/** A page nested deeper than MAX_PAGE_DEPTH: scan() stops at the first element past it. */
+export class PageTooDeep extends Error {
+  constructor() {
+    super(`the page is nested deeper than ${MAX_PAGE_DEPTH} elements`);
+  }
+}
 
 /** What the audit reads from a page, collected in one pass of the parser. */
 export interface Scan {
@@ -47,6 +48,7 @@ export interface Scan {
   text: string;
 }
 
+/** Reads the page; throws PageTooDeep, having stopped there, for one nested past MAX_PAGE_DEPTH. */
 export function scan(html: string): Scan {
   const s: Scan = {
     lang: null,
@@ -64,13 +66,24 @@ export function scan(html: string): Scan {
     links: [],
     text: "",
   };
-  const stack: string[] = [];
+  // Open elements, and those of them whose text is not body text, or that are <svg>: counted,
+  // not kept in a stack searched at every text node. htmlparser2 calls onopentagname whenever it
+  // opens an element (a void one too) and onclosetag once for each, with the same name (implied
+  // closes and the end of the document included), so the counts stay exact.
+  let depth = 0;
+  let skipping = 0;
+  let inSvg = 0;
   const body: string[] = [];
   let capture: { kind: "title" | "heading" | "jsonld"; level: number; buf: string[] } | null = null;
   const parser = new Parser(
     {
+      onopentagname(name) {
+        // Thrown out of the parser: its own cost past here is the quadratic part.
+        if (++depth > MAX_PAGE_DEPTH) throw new PageTooDeep();
+        if (SKIP_TEXT.has(name)) skipping++;
+        if (name === "svg") inSvg++;
+      },
       onopentag(name, attrs) {
-        if (!VOID.has(name)) stack.push(name);
         body.push(" ");
         if ("itemscope" in attrs) s.microdata++;
         switch (name) {
@@ -78,7 +91,7 @@ export function scan(html: string): Scan {
             if (attrs.lang?.trim()) s.lang ??= attrs.lang.trim();
             break;
           case "title":
-            if (s.title === null && !stack.includes("svg")) capture = { kind: "title", level: 0, buf: [] };
+            if (s.title === null && inSvg === 0) capture = { kind: "title", level: 0, buf: [] };
             break;
           case "meta": {
             const key = (attrs.name ?? attrs.property ?? "").trim().toLowerCase();
@@ -112,13 +125,12 @@ export function scan(html: string): Scan {
       },
       ontext(text) {
         if (capture) capture.buf.push(text);
-        if (!stack.some((t) => SKIP_TEXT.has(t))) body.push(text);
+        if (skipping === 0) body.push(text);
       },
       onclosetag(name) {
-        if (!VOID.has(name)) {
-          const at = stack.lastIndexOf(name);
-          if (at >= 0) stack.length = at;
-        }
+        depth--;
+        if (SKIP_TEXT.has(name)) skipping--;
+        if (name === "svg") inSvg--;
         body.push(" ");
         if (!capture) return;
         const text = capture.buf.join("").replace(/\s+/g, " ").trim();

@@ -1,0 +1,85 @@
+import { Parser } from "htmlparser2";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MAX_PAGE_DEPTH, PageTooDeep, scan } from "../../src/skills/lib/seo-scan";
+import { FIXTURE } from "../fixtures/upstream-requests";
+import { detailOf, postJson } from "../helpers";
+import { SKILL_TEST_TIMEOUT } from "./timeouts";
+
+/**
+ * Pages a buyer's own host could serve to seo (the buyer chooses the URL, the fetcher reads up to
+ * 2 MiB): each shape used to cost the audit super-linear time or answer far more than it said.
+ * The pages are served by a stub of fetch on the allow-listed fixture host; the assertions are on
+ * outcomes (status, what the parser was made to do, the answer's fields), never on time.
+ */
+
+/** Serves `html` at a fresh fixture URL (a fresh one per call: no cache entry is shared). */
+function servePage(html: string): string {
+  const path = `/pages/hostile-${crypto.randomUUID()}.html`;
+  const real = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input, init);
+    if (req.url === `${FIXTURE}${path}`)
+      return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+    return real(input, init);
+  });
+  return `${FIXTURE}${path}`;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("seo on a page nested past 512 elements", () => {
+  it(
+    "is a 422 on url, as html_clean and ai_detector refuse such HTML (not charged)",
+    async () => {
+      const url = servePage(`<html><body>${"<div>a".repeat(1000)}</body></html>`);
+      const res = await postJson("/api/skills/seo", { url, keywords: ["a"] });
+      expect(res.status).toBe(422);
+      const [item] = await detailOf(res);
+      expect(item).toMatchObject({
+        loc: ["body", "url"],
+        type: "value_error",
+        msg: "the page is nested deeper than 512 elements",
+        input: url,
+        ctx: { max_depth: 512 },
+      });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a page exactly 512 deep (a void element at the bottom counts) is audited",
+    async () => {
+      const url = servePage(`<html><body>${"<div>".repeat(MAX_PAGE_DEPTH - 3)}<img src=/x.png>`);
+      const res = await postJson("/api/skills/seo", { url, keywords: null });
+      expect(res.status).toBe(200);
+      const body = await res.json<{ checks: { images: { total: number } } }>();
+      expect(body.checks.images.total).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "the parser itself stops at the first element past the bound (its open-element stack was the quadratic part)",
+    () => {
+      const opened = vi.spyOn(Parser.prototype, "onopentagname");
+      expect(() => scan("<b>".repeat(20_000))).toThrow(PageTooDeep);
+      expect(opened).toHaveBeenCalledTimes(MAX_PAGE_DEPTH + 1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "text inside a skipped element stays out of the body however the elements nest and close",
+    () => {
+      const s = scan(
+        "<html><head><title>T</title></head><body><p>one <svg><title>not a title</title><text>no</text></svg> two" +
+          "<script>nope</script><noscript><b>no</noscript> three<br></br><template><i>x</template> four</p>",
+      );
+      expect(s.title).toBe("T");
+      expect(s.text).toBe("one two three four");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

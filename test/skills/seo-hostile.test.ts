@@ -1,6 +1,6 @@
 import { Parser } from "htmlparser2";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_PAGE_DEPTH, PageTooDeep, scan } from "../../src/skills/lib/seo-scan";
+import { MAX_HEADING_CHARS, MAX_PAGE_DEPTH, PageTooDeep, scan } from "../../src/skills/lib/seo-scan";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
@@ -79,6 +79,50 @@ describe("seo on a page nested past 512 elements", () => {
       );
       expect(s.title).toBe("T");
       expect(s.text).toBe("one two three four");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});
+
+describe("seo on a page whose <h1> never closes before many inline tags", () => {
+  const page = `<html><body><h1>Solar ${"<i>a</i>".repeat(5000)}</body></html>`;
+
+  it(
+    "builds the heading's text once, when the heading ends, not at every close tag inside it",
+    () => {
+      const joins = vi.spyOn(Array.prototype, "join");
+      const s = scan(page);
+      const calls = joins.mock.calls.length;
+      joins.mockRestore();
+      // The heading's text and the body text; it was one join per </i> (5,000).
+      expect(calls).toBeLessThanOrEqual(3);
+      expect(s.headings).toHaveLength(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "keeps the heading's first 2,000 characters",
+    async () => {
+      const url = servePage(page);
+      const res = await postJson("/api/skills/seo", { url, keywords: ["solar"] });
+      expect(res.status).toBe(200);
+      const body = await res.json<{
+        checks: { headings: { level: number; text: string }[]; keywords: { in_h1: boolean }[] };
+      }>();
+      expect(body.checks.headings).toEqual([
+        { level: 1, text: `Solar ${"a".repeat(MAX_HEADING_CHARS - 6)}` },
+      ]);
+      expect(body.checks.keywords[0]?.in_h1).toBe(true);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a heading of ordinary length is kept whole, its spaces collapsed",
+    () => {
+      const s = scan("<h2>\n  Solar <b>panels</b>\n\t for   <i>homes</i> </h2>");
+      expect(s.headings).toEqual([{ level: 2, text: "Solar panels for homes" }]);
     },
     SKILL_TEST_TIMEOUT,
   );

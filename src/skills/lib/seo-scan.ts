@@ -30,6 +30,21 @@ export class PageTooDeep extends Error {
   }
 }
 
+/**
+ * Characters of a heading's text kept (whitespace collapsed): an <h1> that never closes captures
+ * the rest of the page otherwise.
+ */
+export const MAX_HEADING_CHARS = 2000;
+
+/** `text` cut to `max` UTF-16 units, a surrogate pair never split. */
+function cut(text: string, max: number) {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return text.slice(0, end);
+}
+
+const collapse = (parts: string[]) => parts.join("").replace(/\s+/g, " ").trim();
+
 /** What the audit reads from a page, collected in one pass of the parser. */
 export interface Scan {
   lang: string | null;
@@ -74,7 +89,13 @@ export function scan(html: string): Scan {
   let skipping = 0;
   let inSvg = 0;
   const body: string[] = [];
-  let capture: { kind: "title" | "heading" | "jsonld"; level: number; buf: string[] } | null = null;
+  // What an open <title>, heading or JSON-LD script has read; `size` counts a heading's characters.
+  let capture: {
+    kind: "title" | "heading" | "jsonld";
+    level: number;
+    buf: string[];
+    size: number;
+  } | null = null;
   const parser = new Parser(
     {
       onopentagname(name) {
@@ -91,7 +112,7 @@ export function scan(html: string): Scan {
             if (attrs.lang?.trim()) s.lang ??= attrs.lang.trim();
             break;
           case "title":
-            if (s.title === null && inSvg === 0) capture = { kind: "title", level: 0, buf: [] };
+            if (s.title === null && inSvg === 0) capture = { kind: "title", level: 0, buf: [], size: 0 };
             break;
           case "meta": {
             const key = (attrs.name ?? attrs.property ?? "").trim().toLowerCase();
@@ -115,16 +136,23 @@ export function scan(html: string): Scan {
             break;
           case "script":
             if ((attrs.type ?? "").toLowerCase().trim() === "application/ld+json")
-              capture = { kind: "jsonld", level: 0, buf: [] };
+              capture = { kind: "jsonld", level: 0, buf: [], size: 0 };
             break;
           default: {
             const m = /^h([1-6])$/.exec(name);
-            if (m && !capture) capture = { kind: "heading", level: Number(m[1]), buf: [] };
+            if (m && !capture) capture = { kind: "heading", level: Number(m[1]), buf: [], size: 0 };
           }
         }
       },
       ontext(text) {
-        if (capture) capture.buf.push(text);
+        if (capture?.kind === "heading") {
+          // Collapsed as it comes, so the bound counts characters of the text it keeps.
+          if (capture.size <= MAX_HEADING_CHARS) {
+            const t = text.replace(/\s+/g, " ");
+            capture.buf.push(t);
+            capture.size += t.length;
+          }
+        } else if (capture) capture.buf.push(text);
         if (skipping === 0) body.push(text);
       },
       onclosetag(name) {
@@ -132,16 +160,20 @@ export function scan(html: string): Scan {
         if (SKIP_TEXT.has(name)) skipping--;
         if (name === "svg") inSvg--;
         body.push(" ");
+        // The text is built only by the tag that ends the capture: built at every close tag, an
+        // open <h1> before 1 MiB of <i>a</i> took 49 s.
         if (!capture) return;
-        const text = capture.buf.join("").replace(/\s+/g, " ").trim();
         if (capture.kind === "title" && name === "title") {
-          s.title = text;
+          s.title = collapse(capture.buf);
           capture = null;
         } else if (capture.kind === "jsonld" && name === "script") {
           s.jsonLd.push(capture.buf.join(""));
           capture = null;
         } else if (capture.kind === "heading" && name === `h${capture.level}`) {
-          s.headings.push({ level: capture.level, text });
+          s.headings.push({
+            level: capture.level,
+            text: cut(collapse(capture.buf), MAX_HEADING_CHARS).trimEnd(),
+          });
           capture = null;
         }
       },

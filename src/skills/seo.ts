@@ -37,14 +37,21 @@ export const seo = defineSkill({
       checks: z.object({
         title: z.object({ text: z.string().nullable(), length: z.int().min(0) }),
         meta_description: z.object({ text: z.string().nullable(), length: z.int().min(0) }),
-        headings: z.array(z.object({ level: z.int().min(1).max(6), text: z.string() })),
+        headings: z
+          .array(z.object({ level: z.int().min(1).max(6), text: z.string() }))
+          .meta({ description: "The first 30 headings, each its first 2,000 characters." }),
         h1_count: z.int().min(0),
         canonical: z.string().nullable(),
         robots: z.string().nullable(),
         lang: z.string().nullable(),
         viewport: z.boolean(),
-        open_graph: z.record(z.string(), z.string()),
-        twitter: z.record(z.string(), z.string()),
+        open_graph: z.record(z.string(), z.string()).meta({
+          description:
+            "og:* tags, each key's first value: the page's first 50 keys, and og:title, og:description and og:image wherever they stand.",
+        }),
+        twitter: z.record(z.string(), z.string()).meta({
+          description: "twitter:* tags, each key's first value: the page's first 50 keys, and twitter:card.",
+        }),
         images: z.object({
           total: z.int().min(0),
           missing_alt: z.int().min(0),

@@ -127,3 +127,55 @@ describe("seo on a page whose <h1> never closes before many inline tags", () => 
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("seo's answer on a page of thousands of h1s or social tags", () => {
+  it(
+    "the advice about several <h1>s names the first three and counts the rest",
+    async () => {
+      const url = servePage(`<html><body>${"<h1>Heading</h1>".repeat(5000)}</body></html>`);
+      const res = await postJson("/api/skills/seo", { url, keywords: ["heading"] });
+      expect(res.status).toBe(200);
+      const body = await res.json<{ recommendations: string[]; checks: { h1_count: number } }>();
+      expect(body.checks.h1_count).toBe(5000);
+      expect(body.recommendations).toContain(
+        'Use exactly one <h1> (found 5000: "Heading", "Heading", "Heading", 4997 more); make the others <h2>.',
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "open_graph and twitter keep the first 50 keys of each, and the scored ones wherever they stand",
+    async () => {
+      const meta = (attr: string, key: string) => `<meta ${attr}="${key}" content="v-${key}">`;
+      const tags = Array.from(
+        { length: 2000 },
+        (_, i) => meta("property", `og:k${i}`) + meta("name", `twitter:k${i}`),
+      );
+      const url = servePage(
+        `<html><head>${tags.join("")}${meta("property", "og:title")}${meta("property", "og:description")}` +
+          `${meta("property", "og:image")}${meta("name", "twitter:card")}${meta("property", "og:k0")}</head></html>`,
+      );
+      const res = await postJson("/api/skills/seo", { url, keywords: ["x"] });
+      expect(res.status).toBe(200);
+      const body = await res.json<{
+        score_breakdown: Record<string, number>;
+        checks: { open_graph: Record<string, string>; twitter: Record<string, string> };
+      }>();
+      const { open_graph, twitter } = body.checks;
+      expect(Object.keys(open_graph)).toEqual([
+        ...Array.from({ length: 50 }, (_, i) => `og:k${i}`),
+        "og:title",
+        "og:description",
+        "og:image",
+      ]);
+      expect(open_graph["og:k0"]).toBe("v-og:k0");
+      expect(Object.keys(twitter)).toEqual([
+        ...Array.from({ length: 50 }, (_, i) => `twitter:k${i}`),
+        "twitter:card",
+      ]);
+      expect(body.score_breakdown).toMatchObject({ open_graph: 6, twitter_card: 3 });
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

@@ -43,6 +43,20 @@ function cut(text: string, max: number) {
   return text.slice(0, end);
 }
 
+/**
+ * Distinct og:* keys, and distinct twitter:* keys, kept: the page's first 50 of each (a page of
+ * 60,000 made a 950 KB answer), and the ones the score reads wherever they stand.
+ */
+export const MAX_SOCIAL_KEYS = 50;
+// The keys seo-audit.ts's checkSocialTags scores.
+const SCORED_SOCIAL = new Set(["og:title", "og:description", "og:image", "twitter:card"]);
+
+/** Records the first value of `key`, if it is scored or `tags` has room (MAX_SOCIAL_KEYS). */
+function addSocial(tags: Record<string, string>, key: string, value: string) {
+  if (key in tags) return;
+  if (SCORED_SOCIAL.has(key) || Object.keys(tags).length < MAX_SOCIAL_KEYS) tags[key] = value;
+}
+
 const collapse = (parts: string[]) => parts.join("").replace(/\s+/g, " ").trim();
 
 /** What the audit reads from a page, collected in one pass of the parser. */
@@ -120,8 +134,8 @@ export function scan(html: string): Scan {
             if (key === "description") s.description ??= content;
             else if (key === "robots") s.robots ??= content.toLowerCase();
             else if (key === "viewport") s.viewport = true;
-            else if (key.startsWith("og:")) s.og[key] ??= content;
-            else if (key.startsWith("twitter:")) s.twitter[key] ??= content;
+            else if (key.startsWith("og:")) addSocial(s.og, key, content);
+            else if (key.startsWith("twitter:")) addSocial(s.twitter, key, content);
             break;
           }
           case "link":

@@ -28,7 +28,10 @@ export const seo = defineSkill({
   output: () =>
     z.object({
       url: z.string(),
-      keywords: z.array(z.string()).meta({ description: "The keywords checked (given, or extracted)." }),
+      keywords: z.array(z.string()).meta({
+        description:
+          "The keywords checked (given, or extracted from the title and the first 200,000 characters of text).",
+      }),
       score: z.int().min(0).max(100),
       recommendations: z.array(z.string()),
       final_url: z.string().meta({ description: "The address after redirects." }),
@@ -63,7 +66,10 @@ export const seo = defineSkill({
           types: z.array(z.string()),
           microdata_items: z.int().min(0),
         }),
-        word_count: z.int().min(0),
+        word_count: z.int().min(0).meta({
+          description:
+            "Words of the page's text (Unicode word boundaries). Past 200,000 characters of text an estimate: the words of the first 200,000, scaled to the text's length.",
+        }),
         links: z.object({ internal: z.int().min(0), external: z.int().min(0) }),
         keywords: z.array(
           z.object({
@@ -71,8 +77,14 @@ export const seo = defineSkill({
             in_title: z.boolean(),
             in_h1: z.boolean(),
             in_description: z.boolean(),
-            body_count: z.int().min(0),
-            density_percent: z.number().min(0),
+            body_count: z
+              .int()
+              .min(0)
+              .meta({ description: "Occurrences in the first 200,000 characters of the page's text." }),
+            density_percent: z
+              .number()
+              .min(0)
+              .meta({ description: "Share of those characters' words the occurrences make up." }),
           }),
         ),
       }),

@@ -179,3 +179,59 @@ describe("seo's answer on a page of thousands of h1s or social tags", () => {
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("seo on a page with more than 200,000 characters of text", () => {
+  // 440,000 characters: "alpha beta" over the first half, "omega beta" over the second.
+  const page = `<html><body><p>${"alpha beta ".repeat(20_000)}${"omega beta ".repeat(20_000)}</p></body></html>`;
+
+  it(
+    "counts keywords in the first 200,000 characters, densities as shares of their words",
+    async () => {
+      const url = servePage(page);
+      const res = await postJson("/api/skills/seo", { url, keywords: ["omega", "alpha"] });
+      expect(res.status).toBe(200);
+      const { checks } = await res.json<{
+        checks: {
+          word_count: number;
+          keywords: { keyword: string; body_count: number; density_percent: number }[];
+        };
+      }>();
+      // 200,000 characters hold 18,181 "alpha beta " and "alpha bet": 36,364 words, 18,182 alphas.
+      expect(checks.keywords).toEqual([
+        expect.objectContaining({ keyword: "omega", body_count: 0, density_percent: 0 }),
+        expect.objectContaining({ keyword: "alpha", body_count: 18_182, density_percent: 50 }),
+      ]);
+      // Past the bound the page's words are those counted, scaled to the text's length.
+      expect(checks.word_count).toBe(Math.round((36_364 * 439_999) / 200_000));
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "extracts keywords from the same first 200,000 characters",
+    async () => {
+      const url = servePage(page);
+      const res = await postJson("/api/skills/seo", { url, keywords: null });
+      expect(res.status).toBe(200);
+      const body = await res.json<{ keywords: string[]; keywords_extracted: boolean }>();
+      expect(body.keywords_extracted).toBe(true);
+      // 18,182 alphas, 18,181 betas and one cut "bet"; no "omega".
+      expect(body.keywords).toEqual(["alpha", "beta", "bet"]);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a page within the bound has its words counted exactly",
+    async () => {
+      const url = servePage(`<p>${"alpha beta ".repeat(18_000)}</p>`);
+      const res = await postJson("/api/skills/seo", { url, keywords: ["alpha"] });
+      const { checks } = await res.json<{
+        checks: { word_count: number; keywords: { body_count: number }[] };
+      }>();
+      expect(checks.word_count).toBe(36_000);
+      expect(checks.keywords[0]?.body_count).toBe(18_000);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

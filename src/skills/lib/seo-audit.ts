@@ -1,7 +1,6 @@
-import { checkKeywords } from "./seo-keywords";
+import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
-import { wordsOf } from "./text-stats";
 
 // seo.ts turns a page too deep to read into a 422 on url; it loads this module only when it runs.
 export { MAX_PAGE_DEPTH, PageTooDeep } from "./seo-scan";
@@ -227,7 +226,8 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
   const s = scan(html);
   const base = new URL(pageUrl);
   const f: Findings = { points: {} as Record<Check, number>, recs: [] };
-  const words = wordsOf(s.text).length;
+  const body = countBody(s.text);
+  const words = body.estimate;
   const title = checkTitle(s, f);
   const meta_description = checkDescription(s, f);
   const h1s = checkH1(s, f);
@@ -241,7 +241,7 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
   checkWordCount(words, f);
   const links = checkLinks(s, base, f);
   const h1Text = h1s.map((h) => h.text).join(" ");
-  const kw = checkKeywords(s, h1Text, words, given, f.recs);
+  const kw = checkKeywords(s, h1Text, body, given, f.recs);
   f.points.keywords = kw.points;
 
   return {

@@ -37,7 +37,7 @@ export class PageTooDeep extends Error {
 export const MAX_HEADING_CHARS = 2000;
 
 /** `text` cut to `max` UTF-16 units, a surrogate pair never split. */
-function cut(text: string, max: number) {
+export function cut(text: string, max: number) {
   if (text.length <= max) return text;
   const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
   return text.slice(0, end);

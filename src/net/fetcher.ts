@@ -1,3 +1,4 @@
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import type { NetConfig } from "./config";
 import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";
 import { readCappedBytes } from "./read-capped";
@@ -318,6 +319,14 @@ export async function fetchApiJson(
     throw new UpstreamError(502, `${what} answered HTTP ${res.status}`);
   }
   const text = await readText(res, maxBytes, what, cfg);
+  // The bound every JSON entry point has (scanJson) before anything is parsed: 8 MiB of `{}`
+  // parse to far more memory than the isolate has, whoever serves them.
+  const shape = scanJson(text);
+  if (shape.depth > MAX_JSON_DEPTH || shape.containers > MAX_JSON_CONTAINERS)
+    throw new UpstreamError(
+      502,
+      `${what} answered JSON nested deeper than ${MAX_JSON_DEPTH} levels or of more than ${MAX_JSON_CONTAINERS} arrays and objects`,
+    );
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { listOf } from "../http/validation";
+import { InputError, listOf } from "../http/validation";
 import { cached } from "./lib/cache";
 import { loadPage, precheckUrl } from "./lib/page";
 import { WEIGHTS } from "./lib/seo-weights";
@@ -28,7 +28,10 @@ export const seo = defineSkill({
   output: () =>
     z.object({
       url: z.string(),
-      keywords: z.array(z.string()).meta({ description: "The keywords checked (given, or extracted)." }),
+      keywords: z.array(z.string()).meta({
+        description:
+          "The keywords checked (given, or extracted from the title and the first 200,000 characters of text).",
+      }),
       score: z.int().min(0).max(100),
       recommendations: z.array(z.string()),
       final_url: z.string().meta({ description: "The address after redirects." }),
@@ -37,14 +40,21 @@ export const seo = defineSkill({
       checks: z.object({
         title: z.object({ text: z.string().nullable(), length: z.int().min(0) }),
         meta_description: z.object({ text: z.string().nullable(), length: z.int().min(0) }),
-        headings: z.array(z.object({ level: z.int().min(1).max(6), text: z.string() })),
+        headings: z
+          .array(z.object({ level: z.int().min(1).max(6), text: z.string() }))
+          .meta({ description: "The first 30 headings, each its first 2,000 characters." }),
         h1_count: z.int().min(0),
         canonical: z.string().nullable(),
         robots: z.string().nullable(),
         lang: z.string().nullable(),
         viewport: z.boolean(),
-        open_graph: z.record(z.string(), z.string()),
-        twitter: z.record(z.string(), z.string()),
+        open_graph: z.record(z.string(), z.string()).meta({
+          description:
+            "og:* tags, each key's first value: the page's first 50 keys, and og:title, og:description and og:image wherever they stand.",
+        }),
+        twitter: z.record(z.string(), z.string()).meta({
+          description: "twitter:* tags, each key's first value: the page's first 50 keys, and twitter:card.",
+        }),
         images: z.object({
           total: z.int().min(0),
           missing_alt: z.int().min(0),
@@ -56,7 +66,10 @@ export const seo = defineSkill({
           types: z.array(z.string()),
           microdata_items: z.int().min(0),
         }),
-        word_count: z.int().min(0),
+        word_count: z.int().min(0).meta({
+          description:
+            "Words of the page's text (Unicode word boundaries). Past 200,000 characters of text an estimate: the words of the first 200,000, scaled to the text's length.",
+        }),
         links: z.object({ internal: z.int().min(0), external: z.int().min(0) }),
         keywords: z.array(
           z.object({
@@ -64,8 +77,14 @@ export const seo = defineSkill({
             in_title: z.boolean(),
             in_h1: z.boolean(),
             in_description: z.boolean(),
-            body_count: z.int().min(0),
-            density_percent: z.number().min(0),
+            body_count: z
+              .int()
+              .min(0)
+              .meta({ description: "Occurrences in the first 200,000 characters of the page's text." }),
+            density_percent: z
+              .number()
+              .min(0)
+              .meta({ description: "Share of those characters' words the occurrences make up." }),
           }),
         ),
       }),
@@ -169,8 +188,15 @@ export const seo = defineSkill({
     const { value, cache } = await cached(env, "seo", [target.href, checked], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
-      const { audit } = await import("./lib/seo-audit");
-      return { final_url: doc.url, ...audit(doc.text, doc.url, checked) };
+      const { audit, PageTooDeep, MAX_PAGE_DEPTH } = await import("./lib/seo-audit");
+      try {
+        return { final_url: doc.url, ...audit(doc.text, doc.url, checked) };
+      } catch (e) {
+        // The page the caller chose cannot be audited, as html_clean and ai_detector refuse it:
+        // a 422 on url (not charged), where reading on cost the parser quadratic time.
+        if (!(e instanceof PageTooDeep)) throw e;
+        throw InputError.at(["url"], e.message, url, "value_error", { max_depth: MAX_PAGE_DEPTH });
+      }
     });
     const { keywords: used, score, recommendations, ...extra } = value;
     return { url, keywords: used, score, recommendations, ...extra, cache };

@@ -1,7 +1,9 @@
-import { checkKeywords } from "./seo-keywords";
+import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
-import { wordsOf } from "./text-stats";
+
+// seo.ts turns a page too deep to read into a 422 on url; it loads this module only when it runs.
+export { MAX_PAGE_DEPTH, PageTooDeep } from "./seo-scan";
 
 /**
  * On-page SEO audit of one HTML document: pure logic, no network. Weights in docs/ANALYTIC_SKILLS.md.
@@ -66,9 +68,11 @@ function checkH1(s: Scan, f: Findings) {
     f.recs.push("Add one <h1> that states the page's main topic.");
   } else if (h1s.length > 1) {
     f.points.h1 = 4;
-    f.recs.push(
-      `Use exactly one <h1> (found ${h1s.length}: ${h1s.map((h) => `"${short(h.text, 30)}"`).join(", ")}); make the others <h2>.`,
-    );
+    // Three named, as the image and heading-order advice name three: a page of 160,000 <h1>s
+    // made this one line 1.5 million characters.
+    const named = h1s.slice(0, 3).map((h) => `"${short(h.text, 30)}"`);
+    if (h1s.length > 3) named.push(`${h1s.length - 3} more`);
+    f.recs.push(`Use exactly one <h1> (found ${h1s.length}: ${named.join(", ")}); make the others <h2>.`);
   } else {
     f.points.h1 = 4;
     f.recs.push("Give the <h1> visible text.");
@@ -222,7 +226,8 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
   const s = scan(html);
   const base = new URL(pageUrl);
   const f: Findings = { points: {} as Record<Check, number>, recs: [] };
-  const words = wordsOf(s.text).length;
+  const body = countBody(s.text);
+  const words = body.estimate;
   const title = checkTitle(s, f);
   const meta_description = checkDescription(s, f);
   const h1s = checkH1(s, f);
@@ -236,7 +241,7 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
   checkWordCount(words, f);
   const links = checkLinks(s, base, f);
   const h1Text = h1s.map((h) => h.text).join(" ");
-  const kw = checkKeywords(s, h1Text, words, given, f.recs);
+  const kw = checkKeywords(s, h1Text, body, given, f.recs);
   f.points.keywords = kw.points;
 
   return {

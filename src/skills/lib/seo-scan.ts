@@ -13,21 +13,51 @@ const SKIP_TEXT = new Set([
   "iframe",
   "object",
 ]);
-const VOID = new Set([
-  "area",
-  "base",
-  "br",
-  "col",
-  "embed",
-  "hr",
-  "img",
-  "input",
-  "link",
-  "meta",
-  "source",
-  "track",
-  "wbr",
-]);
+
+/**
+ * Element nesting a page may have; real pages stay far below it (a few dozen levels). The bound
+ * html_clean and ai_detector refuse past (MAX_HTML_DEPTH in html-convert.ts, not imported: that
+ * module loads html-to-text and mdream). htmlparser2 keeps its open elements in an array it
+ * `unshift`s at every open tag, so a deep page costs it quadratic time (2 MiB of nested <b>:
+ * 117 s); only stopping the parse bounds that.
+ */
+export const MAX_PAGE_DEPTH = 512;
+
+/** A page nested deeper than MAX_PAGE_DEPTH: scan() stops at the first element past it. */
+export class PageTooDeep extends Error {
+  constructor() {
+    super(`the page is nested deeper than ${MAX_PAGE_DEPTH} elements`);
+  }
+}
+
+/**
+ * Characters of a heading's text kept (whitespace collapsed): an <h1> that never closes captures
+ * the rest of the page otherwise.
+ */
+export const MAX_HEADING_CHARS = 2000;
+
+/** `text` cut to `max` UTF-16 units, a surrogate pair never split. */
+export function cut(text: string, max: number) {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return text.slice(0, end);
+}
+
+/**
+ * Distinct og:* keys, and distinct twitter:* keys, kept: the page's first 50 of each (a page of
+ * 60,000 made a 950 KB answer), and the ones the score reads wherever they stand.
+ */
+export const MAX_SOCIAL_KEYS = 50;
+// The keys seo-audit.ts's checkSocialTags scores.
+const SCORED_SOCIAL = new Set(["og:title", "og:description", "og:image", "twitter:card"]);
+
+/** Records the first value of `key`, if it is scored or `tags` has room (MAX_SOCIAL_KEYS). */
+function addSocial(tags: Record<string, string>, key: string, value: string) {
+  if (key in tags) return;
+  if (SCORED_SOCIAL.has(key) || Object.keys(tags).length < MAX_SOCIAL_KEYS) tags[key] = value;
+}
+
+const collapse = (parts: string[]) => parts.join("").replace(/\s+/g, " ").trim();
 
 /** What the audit reads from a page, collected in one pass of the parser. */
 export interface Scan {
@@ -47,6 +77,7 @@ export interface Scan {
   text: string;
 }
 
+/** Reads the page; throws PageTooDeep, having stopped there, for one nested past MAX_PAGE_DEPTH. */
 export function scan(html: string): Scan {
   const s: Scan = {
     lang: null,
@@ -64,13 +95,30 @@ export function scan(html: string): Scan {
     links: [],
     text: "",
   };
-  const stack: string[] = [];
+  // Open elements, and those of them whose text is not body text, or that are <svg>: counted,
+  // not kept in a stack searched at every text node. htmlparser2 calls onopentagname whenever it
+  // opens an element (a void one too) and onclosetag once for each, with the same name (implied
+  // closes and the end of the document included), so the counts stay exact.
+  let depth = 0;
+  let skipping = 0;
+  let inSvg = 0;
   const body: string[] = [];
-  let capture: { kind: "title" | "heading" | "jsonld"; level: number; buf: string[] } | null = null;
+  // What an open <title>, heading or JSON-LD script has read; `size` counts a heading's characters.
+  let capture: {
+    kind: "title" | "heading" | "jsonld";
+    level: number;
+    buf: string[];
+    size: number;
+  } | null = null;
   const parser = new Parser(
     {
+      onopentagname(name) {
+        // Thrown out of the parser: its own cost past here is the quadratic part.
+        if (++depth > MAX_PAGE_DEPTH) throw new PageTooDeep();
+        if (SKIP_TEXT.has(name)) skipping++;
+        if (name === "svg") inSvg++;
+      },
       onopentag(name, attrs) {
-        if (!VOID.has(name)) stack.push(name);
         body.push(" ");
         if ("itemscope" in attrs) s.microdata++;
         switch (name) {
@@ -78,7 +126,7 @@ export function scan(html: string): Scan {
             if (attrs.lang?.trim()) s.lang ??= attrs.lang.trim();
             break;
           case "title":
-            if (s.title === null && !stack.includes("svg")) capture = { kind: "title", level: 0, buf: [] };
+            if (s.title === null && inSvg === 0) capture = { kind: "title", level: 0, buf: [], size: 0 };
             break;
           case "meta": {
             const key = (attrs.name ?? attrs.property ?? "").trim().toLowerCase();
@@ -86,8 +134,8 @@ export function scan(html: string): Scan {
             if (key === "description") s.description ??= content;
             else if (key === "robots") s.robots ??= content.toLowerCase();
             else if (key === "viewport") s.viewport = true;
-            else if (key.startsWith("og:")) s.og[key] ??= content;
-            else if (key.startsWith("twitter:")) s.twitter[key] ??= content;
+            else if (key.startsWith("og:")) addSocial(s.og, key, content);
+            else if (key.startsWith("twitter:")) addSocial(s.twitter, key, content);
             break;
           }
           case "link":
@@ -102,34 +150,44 @@ export function scan(html: string): Scan {
             break;
           case "script":
             if ((attrs.type ?? "").toLowerCase().trim() === "application/ld+json")
-              capture = { kind: "jsonld", level: 0, buf: [] };
+              capture = { kind: "jsonld", level: 0, buf: [], size: 0 };
             break;
           default: {
             const m = /^h([1-6])$/.exec(name);
-            if (m && !capture) capture = { kind: "heading", level: Number(m[1]), buf: [] };
+            if (m && !capture) capture = { kind: "heading", level: Number(m[1]), buf: [], size: 0 };
           }
         }
       },
       ontext(text) {
-        if (capture) capture.buf.push(text);
-        if (!stack.some((t) => SKIP_TEXT.has(t))) body.push(text);
+        if (capture?.kind === "heading") {
+          // Collapsed as it comes, so the bound counts characters of the text it keeps.
+          if (capture.size <= MAX_HEADING_CHARS) {
+            const t = text.replace(/\s+/g, " ");
+            capture.buf.push(t);
+            capture.size += t.length;
+          }
+        } else if (capture) capture.buf.push(text);
+        if (skipping === 0) body.push(text);
       },
       onclosetag(name) {
-        if (!VOID.has(name)) {
-          const at = stack.lastIndexOf(name);
-          if (at >= 0) stack.length = at;
-        }
+        depth--;
+        if (SKIP_TEXT.has(name)) skipping--;
+        if (name === "svg") inSvg--;
         body.push(" ");
+        // The text is built only by the tag that ends the capture: built at every close tag, an
+        // open <h1> before 1 MiB of <i>a</i> took 49 s.
         if (!capture) return;
-        const text = capture.buf.join("").replace(/\s+/g, " ").trim();
         if (capture.kind === "title" && name === "title") {
-          s.title = text;
+          s.title = collapse(capture.buf);
           capture = null;
         } else if (capture.kind === "jsonld" && name === "script") {
           s.jsonLd.push(capture.buf.join(""));
           capture = null;
         } else if (capture.kind === "heading" && name === `h${capture.level}`) {
-          s.headings.push({ level: capture.level, text });
+          s.headings.push({
+            level: capture.level,
+            text: cut(collapse(capture.buf), MAX_HEADING_CHARS).trimEnd(),
+          });
           capture = null;
         }
       },

@@ -15,8 +15,9 @@ const MAX_PAYOUT_USD = 9_000_000_000;
  */
 export const payoutAmount = z
   .number()
-  .gt(0)
-  .max(MAX_PAYOUT_USD)
+  // Aborting: the exactness check cannot read a number past the bounds (1e21 has no fixed form).
+  .gt(0, { abort: true })
+  .max(MAX_PAYOUT_USD, { abort: true })
   .refine((v) => usd(usdToMicros(v)) === v, {
     message: "Decimal input should have no more than 6 decimal places",
     params: { type: "decimal_max_places", ctx: { decimal_places: 6 } },

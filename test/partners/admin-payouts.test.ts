@@ -290,6 +290,18 @@ describe("a payout batch covers exactly the transfer it records", () => {
         "Decimal input should have no more than 6 decimal places",
       ],
       [{ tx_hash: tx, through_id: 3, amount_usd: 0 }, "greater_than", "Input should be greater than 0"],
+      [{ tx_hash: tx, through_id: 3, amount_usd: -1e21 }, "greater_than", "Input should be greater than 0"],
+      // Past the bound, the exactness check never runs (1e21 has no fixed-point form: it threw, a 500).
+      [
+        { tx_hash: tx, through_id: 3, amount_usd: 1e21 },
+        "less_than_equal",
+        "Input should be less than or equal to 9000000000",
+      ],
+      [
+        { tx_hash: tx, through_id: 3, amount_usd: 1e300 },
+        "less_than_equal",
+        "Input should be less than or equal to 9000000000",
+      ],
     ];
     for (const [body, type, msg] of cases) {
       const res = await settle("pricefeed", body);

@@ -43,7 +43,7 @@ export const settleBody = z
     }),
   })
   // A through_id without the amount read with it is the hole this field closes: a row below
-  // through_id that became owed since (an upstream authorization that expired unused) would be
+  // through_id that became owed since (an upstream authorization that expired unused or was cancelled) would be
   // marked paid by a transfer that never included it.
   .superRefine((b, ctx) => {
     if (b.through_id !== undefined && b.amount_usd === undefined)
@@ -237,7 +237,7 @@ const withUsd = (b: BatchRow): PayoutBatch => ({ ...b, amount_usd: usd(b.amount_
  * upstream) up to `throughId` are attached to it, so owed amounts go to zero and history stays; a
  * call recorded after the amount was read stays owed. With `amountMicro` (what the transfer paid)
  * the batch is recorded only if those rows sum to exactly that: a row below `throughId` that
- * became owed since (reconciliation found its upstream authorization expired unused) is not
+ * became owed since (reconciliation found its upstream authorization expired unused or was cancelled) is not
  * marked paid by a transfer that never included it. The transaction is stored in lower case and
  * pays one batch (checked against every batch here; migration 0013's unique index holds it for
  * batches written since): the same partner, transaction and amount again answer the batch
@@ -328,7 +328,7 @@ export function settleRefusal(
       return {
         detail: `The rows owed to ${partnerId}${rows} sum to $${usd(s.owed_micro)} now, not the $${usd(
           cover.amountMicro ?? 0,
-        )} transferred: the amount is not the one read with through_id, or a row became owed after it was read (an upstream authorization that expired unused). Nothing was recorded; read GET /api/admin/payouts again.`,
+        )} transferred: the amount is not the one read with through_id, or a row became owed after it was read (an upstream authorization that expired unused or was cancelled). Nothing was recorded; read GET /api/admin/payouts again.`,
         extra: { owed_usd: usd(s.owed_micro), owed_rows: s.rows, amount_usd: usd(cover.amountMicro ?? 0) },
       };
   }

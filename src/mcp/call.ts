@@ -59,6 +59,36 @@ const toolError = (structured: Record<string, unknown>, text: string): CallToolR
 /** A header value that decodes to no payment payload (the gate answers invalid_payment_header). */
 const NOT_A_PAYMENT = "not-a-payment";
 
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * An encoded payment whose bytes are Latin-1, re-encoded as the UTF-8 the gate reads. Cloudflare
+ * Agents' withX402Client encodes with `btoa(JSON.stringify(payload))`, one byte per character: the
+ * extensions it echoes from our offer (slugify's bazaar example, "Crème Brûlée") then decoded to
+ * U+FFFD and the payment was refused as extension_echo_mismatch. Valid UTF-8 (every other encoder,
+ * and any payload that is ASCII) and anything that does not decode is passed on as it came.
+ */
+function asUtf8(header: string): string {
+  let binary: string;
+  try {
+    binary = atob(header);
+  } catch {
+    return header;
+  }
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  try {
+    STRICT_UTF8.decode(bytes);
+    return header;
+  } catch {
+    // atob's characters are the bytes themselves: as text, exactly what btoa was given.
+    try {
+      return encodePaymentSignatureHeader(JSON.parse(binary) as PaymentPayload);
+    } catch {
+      return header;
+    }
+  }
+}
+
 /** The payment payload from `_meta`: the object itself, or an already encoded header value. */
 function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined | Error {
   const payment = meta?.[PAYMENT_META];
@@ -69,7 +99,7 @@ function paymentHeader(meta: Record<string, unknown> | undefined): string | unde
     // payload, so the caller gets its documented invalid_payment_header with the offer, not an
     // internal error from the Headers object.
     const compact = payment.replace(/\s+/g, "");
-    return /^[\x21-\x7e]*$/.test(compact) ? compact : NOT_A_PAYMENT;
+    return /^[\x21-\x7e]*$/.test(compact) ? asUtf8(compact) : NOT_A_PAYMENT;
   }
   if (typeof payment !== "object" || Array.isArray(payment)) {
     return new Error(`_meta["${PAYMENT_META}"] must be an x402 v2 PaymentPayload object`);
@@ -203,10 +233,15 @@ export async function callTool(
     // x402 MCP transport: the PaymentRequired itself, as structured content and as its JSON text;
     // a refused payment adds why (its `error` and snake_case `reason`).
     const paymentRequired = decodePaymentRequiredHeader(required) as unknown as Record<string, unknown>;
+    const body = isRecord(json) ? json : {};
+    // A refusal's reason; or, when a card key was sent (a known key of this tool, or the gate would
+    // have answered 401/403), the route's note that it has no credits left, as HTTP callers read it.
     const refused =
-      isRecord(json) && typeof json.reason === "string" && json.reason !== "payment_required"
-        ? { error: json.error ?? paymentRequired.error, reason: json.reason }
-        : {};
+      typeof body.reason === "string" && body.reason !== "payment_required"
+        ? { error: body.error ?? paymentRequired.error, reason: body.reason }
+        : req.headers.has("authorization") && typeof body.error === "string"
+          ? { error: body.error }
+          : {};
     const structured = { ...paymentRequired, ...refused };
     // Also under `_meta["x402/error"]`: Cloudflare Agents' withX402Client reads the offer only
     // there (the x402 MCP clients read structuredContent); without it such an agent never pays.

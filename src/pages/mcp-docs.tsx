@@ -93,13 +93,13 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
           the request id it names in <code>_meta["marketplace/request-id"]</code> (over 1,048,576 characters,
           where the text is a note, <code>_meta["marketplace/receipt-note"]</code> says the receipt can only
           be checked over HTTP; the key is published at <code>/.well-known/did.json</code>). The payment is
-          the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding). A
-          string or object that is not a payment is refused with <code>reason: "invalid_payment_header"</code>{" "}
-          and the offer to sign again, one whose <code>x402Version</code> is not 2 with{" "}
-          <code>reason: "invalid_x402_version"</code>; any other type (a number, an array) with{" "}
-          <code>reason: "invalid_payment_meta"</code>. A settlement that fails is a tool error carrying{" "}
-          <code>x402/payment-response</code> (<code>success: false</code>, its <code>errorReason</code>) in{" "}
-          <code>_meta</code> and <code>structuredContent</code>.
+          the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding, of
+          UTF-8 or, as <code>btoa(JSON.stringify(payload))</code> writes it, Latin-1). A string or object that
+          is not a payment is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
+          again, one whose <code>x402Version</code> is not 2 with <code>reason: "invalid_x402_version"</code>;
+          any other type (a number, an array) with <code>reason: "invalid_payment_meta"</code>. A settlement
+          that fails is a tool error carrying <code>x402/payment-response</code> (<code>success: false</code>,
+          its <code>errorReason</code>) in <code>_meta</code> and <code>structuredContent</code>.
         </li>
       </ol>
       <p>

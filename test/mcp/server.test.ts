@@ -478,6 +478,18 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(await nonceRow(pay.key)).toMatchObject({ status: "settled" });
   });
 
+  it("a payment encoded as Cloudflare Agents' withX402Client does (btoa: Latin-1 bytes) pays, non-ASCII extensions echoed", async () => {
+    const unpaid = await callTool("slugify", { text: "x" });
+    const required = unpaid._meta?.["x402/error"] as unknown as PaymentRequired;
+    // slugify's bazaar example is "Crème Brûlée: …": the echoed extension holds Latin-1 characters.
+    expect(JSON.stringify(required.extensions)).toMatch(/Crème Brûlée/);
+    const pay = paymentFor(required);
+    const latin1 = btoa(JSON.stringify({ ...pay.payload, extensions: required.extensions }));
+    const result = await callTool("slugify", { text: "x" }, { "x402/payment": latin1 });
+    expect(result.isError, JSON.stringify(result.structuredContent)).toBeFalsy();
+    expect(await nonceRow(pay.key)).toMatchObject({ status: "settled" });
+  });
+
   it("a settlement that fails carries x402's own settle response (x402/payment-response), in _meta and structuredContent", async () => {
     const unpaid = await callTool("sha256", { text: "abc" });
     const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired, INSUFFICIENT_FUNDS);
@@ -513,10 +525,12 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     });
     expect(unknown.isError).toBe(true);
     expect(unknown.content[0]?.text).toBe("Card-credit key refused: Unknown card-credit key");
-    // Spent: the call falls through to x402 and says why.
+    // Spent: the call falls through to x402 and says why, in the words of the HTTP 402.
     const dry = await callTool("slugify", { text: "x" }, undefined, auth);
     expect(dry.isError).toBe(true);
     expect(dry.structuredContent?.x402Version).toBe(2);
+    expect(dry.structuredContent?.error).toMatch(/^This key has no slugify credits left\. Buy more/);
+    expect(dry.content[0]?.text).toMatch(/no slugify credits left/);
   });
 
   it("a card key's credit comes back when the call fails (invalid arguments)", async () => {

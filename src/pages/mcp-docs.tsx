@@ -96,10 +96,11 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
           the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding, of
           UTF-8 or, as <code>btoa(JSON.stringify(payload))</code> writes it, Latin-1). A string or object that
           is not a payment is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
-          again, one whose <code>x402Version</code> is not 2 with <code>reason: "invalid_x402_version"</code>;
-          any other type (a number, an array) with <code>reason: "invalid_payment_meta"</code>. A settlement
-          that fails is a tool error carrying <code>x402/payment-response</code> (<code>success: false</code>,
-          its <code>errorReason</code>) in <code>_meta</code> and <code>structuredContent</code>.
+          again, one whose <code>x402Version</code> is not 2 with <code>reason: "invalid_x402_version"</code>,
+          and any other type (a number, an array) with <code>reason: "invalid_payment_meta"</code>. A
+          settlement that fails is a tool error carrying <code>x402/payment-response</code> (
+          <code>success: false</code>, its <code>errorReason</code>) in <code>_meta</code> and{" "}
+          <code>structuredContent</code>.
         </li>
       </ol>
       <p>

@@ -1,12 +1,12 @@
 import * as z from "zod";
 import { DeadlineError, SharedLoad, within } from "../http/shared-load";
 import { UpstreamError } from "../net/fetcher";
+import { pieceCounter } from "./lib/bpe-count";
 import { withLinearithmicMerge } from "./lib/bpe-merge";
 import { defineSkill } from "./types";
 
-type Counter = (text: string, options: { disallowedSpecial: Set<string> }) => number;
-// Special-token text in user input (<|endoftext|>) is data: encode it as ordinary text, never refuse it.
-const PLAIN = { disallowedSpecial: new Set<string>() };
+// Special-token text in user input (<|endoftext|>) is data: counted as ordinary text, never refused.
+type Counter = (text: string) => number;
 const ENCODINGS = {
   cl100k: "cl100k_base",
   cl100k_base: "cl100k_base",
@@ -30,7 +30,7 @@ async function load(name: Encoding, assets: Fetcher): Promise<Counter> {
   if (!res.ok) throw new Error(`BPE table ${name} not served by ASSETS (${res.status})`);
   const ranks = (await res.json()) as (string | number[])[];
   // Long runs with no word boundary would merge in quadratic time (lib/bpe-merge.ts).
-  return withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)).countTokens as Counter;
+  return pieceCounter(withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)));
 }
 /**
  * How long a call waits for its table, and how long a read is joined before the next call starts
@@ -144,7 +144,7 @@ export const tokenCount = defineSkill({
   async run({ text, encoding }, { env }) {
     const canonical = ENCODINGS[encoding];
     const count = await counter(canonical, env.ASSETS);
-    const tokens = count(text, PLAIN);
+    const tokens = count(text);
     const { chars, words } = charsAndWords(text);
     return {
       encoding: canonical,

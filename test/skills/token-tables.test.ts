@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { postJson } from "../helpers";
 
@@ -25,6 +26,66 @@ describe("token_count tables are gpt-tokenizer's", () => {
       expect(out.approx_tokens).toBe(lib.countTokens(text, plain));
     }
   });
+});
+
+describe("token_count's counter counts what gpt-tokenizer counts, on any text", () => {
+  // Pieces that exercise the pre-tokenizer's branches: contractions in either case, digit runs,
+  // punctuation runs, line ends, Unicode letters and spaces, special-token text, a long piece.
+  const PIECES = [
+    "the",
+    " quick",
+    "'s",
+    "'LL",
+    "'Re",
+    "'",
+    "123456",
+    "7",
+    "!!!",
+    "...",
+    "\n",
+    "\r\n",
+    "\t",
+    "  ",
+    "\u00a0",
+    "é",
+    "Straße",
+    "漢字",
+    "😀",
+    "🚀🔥",
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "x".repeat(600),
+    "ab".repeat(300),
+    "naïve",
+    "КИРИЛЛИЦА",
+    "ـــ",
+    "\u200b",
+  ];
+  it.each([
+    ["cl100k", "cl100k_base"],
+    ["o200k", "o200k_base"],
+  ])(
+    "%s: 300 random texts, counted twice (the second time from remembered pieces)",
+    { timeout: 120_000 },
+    async (encoding, name) => {
+      const lib =
+        name === "cl100k_base"
+          ? await import("gpt-tokenizer/encoding/cl100k_base")
+          : await import("gpt-tokenizer/encoding/o200k_base");
+      const plain = { disallowedSpecial: new Set<string>() };
+      const texts = fc.sample(
+        fc.array(fc.constantFrom(...PIECES), { maxLength: 40 }).map((p) => p.join("")),
+        { numRuns: 300, seed: 42 },
+      );
+      for (let round = 0; round < 2; round++) {
+        for (const text of texts) {
+          const res = await postJson("/api/skills/token-count", { text, encoding });
+          const out = await res.json<{ approx_tokens: number }>();
+          expect(out.approx_tokens, JSON.stringify(text.slice(0, 80))).toBe(lib.countTokens(text, plain));
+        }
+      }
+    },
+  );
 });
 
 describe("token_count on long runs with no word boundary (one huge BPE piece)", () => {

@@ -170,6 +170,40 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
   );
 
   it(
+    "markup inside skipped elements never ends the read: a <head> of inline CSS, an SVG sprite, a <noscript>",
+    () => {
+      const article = `<p>${"The article's own prose, which the detector should read. ".repeat(20)}</p>`;
+      for (const [what, page] of [
+        [
+          "head",
+          `<html><head><style>${".a{color:red}\n".repeat(30_000)}</style><link rel="icon" href="/f.ico"><title>t</title></head><body>${article}</body></html>`,
+        ],
+        ["svg", `<body><svg>${'<path d="M0 0L1 1"/>'.repeat(25_000)}</svg>${article}`],
+        ["noscript", `<body><noscript>${'<img src="/p.gif">'.repeat(25_000)}</noscript>${article}`],
+      ] as const) {
+        expect(page.length, what).toBeGreaterThan(400_000);
+        const text = htmlToText(page, ["url"], 8000);
+        expect(text, what).toBe(htmlToText(page).slice(0, 8000));
+        expect(text.startsWith("The article's own prose"), what).toBe(true);
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "an ordered list the kept characters end in is read to its end, so its numbers read as on the whole page",
+    () => {
+      const items = (n: number) =>
+        Array.from({ length: n }, (_, i) => `<li>item${i} ${"z".repeat(100)}</li>`).join("");
+      for (const list of [`<ol>${items(12)}</ol>`, `<ol type="I" start="3995">${items(6)}</ol>`]) {
+        const page = `<body><p>${"x".repeat(7_500)}</p>${list}<p>${"after ".repeat(100)}</p>`;
+        expect(htmlToText(page, ["url"], 8000), list.slice(0, 30)).toBe(htmlToText(page).slice(0, 8000));
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "stops at a token's edge: never inside a tag, an entity or a character",
     () => {
       for (const tail of [

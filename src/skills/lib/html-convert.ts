@@ -210,14 +210,22 @@ function prepass(
   let skipDepth = 0;
   let skipped = 0;
   let end: number | undefined;
+  // Ordered lists open, and a stop waiting for the outermost one to close: html-to-text pads
+  // every marker to the width of the list's last number (and numbers a Roman list from its
+  // length), so a list cut short would read otherwise than the whole page's first characters.
+  let openLists = 0;
+  let stopAfterList = false;
   const counted = () => (bodySeen ? body : all);
   const parser = new Parser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
-      if (stop && parser.startIndex - skipped > stop.maxSource) {
+      // Markup inside skipped elements is not counted (a <head> of 400 KB of inline CSS, an SVG
+      // sprite): the same bound as for text below, or such a page stopped before its <body>.
+      if (stop && skipDepth === 0 && parser.startIndex - skipped > stop.maxSource) {
         end = parser.startIndex;
         throw new Enough();
       }
+      if (name === "ol") openLists++;
       const table = tables[tables.length - 1];
       if (name === "table") tables.push({ rows: 0, width: 0 });
       else if (name === "tr" && table) {
@@ -287,7 +295,11 @@ function prepass(
         }
         all += toAll;
         body += toBody;
-        if (stop && counted() >= stop.at) {
+        if (stop && !stopAfterList && counted() >= stop.at) {
+          if (openLists > 0) {
+            stopAfterList = true;
+            continue;
+          }
           const next = c >= 0xd800 && c <= 0xdbff ? i + 2 : i + 1;
           end = raw ? from + Math.min(next, data.length) : parser.endIndex + 1;
           throw new Enough();
@@ -298,6 +310,10 @@ function prepass(
       depth--;
       if (name === "table") tables.pop();
       if (DROPPED.includes(name) && --skipDepth === 0) skipped += parser.endIndex + 1 - skippedFrom;
+      if (name === "ol" && openLists > 0 && --openLists === 0 && stopAfterList) {
+        end = parser.endIndex + 1;
+        throw new Enough();
+      }
       // A tag cut off by the end of the document is closed without having been opened.
       const closed = frames.length > 1 ? (frames.pop() as Frame) : ROOT;
       const up = frames[frames.length - 1] as Frame;

@@ -37,6 +37,8 @@ export function decide(t: Terms, chain: ChainView): Decision {
       const { block, time } = chain.unusedAtExpiry;
       return {
         outcome: "unpaid",
+        // Only a cancel spends a nonce after valid_before.
+        cancelled: true,
         evidence: `authorizationState: unused at block ${block} (time ${time}, past valid_before ${t.validBefore}), used later: spent after it expired (a cancel outside the blocks searched), so no transfer used it`,
       };
     }

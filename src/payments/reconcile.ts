@@ -94,11 +94,16 @@ async function look(
   // it was cancelled after (FiatToken does not check valid_before on a cancel), outside the search.
   if (!found && head.timestamp >= t.validBefore && searched.toBlock < head.number) {
     const block = searched.toBlock;
-    const [usedThen, time] = await Promise.all([
-      reader.authorizationUsed(t.asset, t.payer, t.nonce, block),
-      reader.blockTime(block),
-    ]);
-    if (!usedThen && time >= t.validBefore) view.unusedAtExpiry = { block, time };
+    try {
+      const [usedThen, time] = await Promise.all([
+        reader.authorizationUsed(t.asset, t.payer, t.nonce, block),
+        reader.blockTime(block),
+      ]);
+      if (!usedThen && time >= t.validBefore) view.unusedAtExpiry = { block, time };
+    } catch {
+      // State that old needs an archive node ("missing trie node" from a full one): without it
+      // the claim waits, as any used one with no log does, and the run is not failed for it.
+    }
   }
   return view;
 }
@@ -221,9 +226,9 @@ async function settleOwedRefunds(
       } else if (d?.outcome === "wait") {
         await touchRefund(env.DB, row.request_id);
         summary.waiting++;
-      } else if (d?.txHash) {
-        // Our nonce moved something else, or was cancelled (with the operating key): it can never
-        // be sent again under it, so a person looks at it.
+      } else if (d?.txHash || (d?.outcome === "unpaid" && d.cancelled)) {
+        // Our nonce moved something else, or was cancelled (with the operating key), before or
+        // after it expired: it can never be sent again under it, so a person looks at it.
         await touchRefund(env.DB, row.request_id, d.evidence);
         summary.refunds_owed++;
       } else {

@@ -808,6 +808,50 @@ describe("a withheld call whose payment landed is refunded", () => {
     expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
   });
 
+  it("a refund whose nonce was spent after it expired, no log in the blocks searched (a late cancel), is held too", async () => {
+    const refused = stubNetwork(noPartner, { settles: false });
+    const c = await claim("failed", {}, "sha256", "none");
+    await reconcile(tryEnv, landed(c).reader);
+    const owed = await refundRow(c.requestId);
+    const nonce = String(owed?.auth_nonce);
+    const chain = landed(c, Number(owed?.valid_before) + 3 * 3600);
+    // Used at the head, unused at every block before the last ten: spent hours after it expired.
+    const reader: ChainReader = {
+      ...chain.reader,
+      authorizationUsed: (a, who, n, block) =>
+        n === nonce
+          ? Promise.resolve(block === undefined || block > 490)
+          : chain.reader.authorizationUsed(a, who, n, block),
+    };
+    await age(c.requestId);
+    expect((await reconcile(tryEnv, reader)).errors).toEqual([]);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      status: "owed",
+      hold: expect.stringMatching(/past valid_before/),
+    });
+    await age(c.requestId);
+    await reconcile(tryEnv, reader);
+    expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("a claim's nonce read at an old block from a node without that state (no archive) waits; the run does not fail", async () => {
+    const c = await claim("failed", {}, "sha256", "none");
+    const chain = chainDouble(c.t.validBefore + 365 * 86_400);
+    const reader: ChainReader = {
+      ...chain.reader,
+      authorizationUsed: (a, who, n, block) =>
+        n === c.t.nonce
+          ? block === undefined || block >= 500
+            ? Promise.resolve(true)
+            : Promise.reject(new Error("missing trie node"))
+          : chain.reader.authorizationUsed(a, who, n, block),
+    };
+    const summary = await reconcile(env, reader);
+    expect(summary.errors).toEqual([]);
+    expect(cronFailure(summary)).toBeUndefined();
+    expect(await status(c.key)).toBe("failed");
+  });
+
   it("after the operating key changes, the chain is read under the wallet that signed the last send: nothing is sent twice", async () => {
     const lost = stubNetwork(noPartner, { settles: "no answer" });
     const c = await claim("failed", {}, "sha256", "none");

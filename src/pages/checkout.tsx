@@ -35,7 +35,7 @@ interface SuccessProps {
  * is decided). A partial refund leaves a pack that stands, with fewer calls.
  */
 type PackEnd = "refunded" | "charged_back" | "disputed";
-function packEnd(s: PackStanding | undefined): PackEnd | undefined {
+export function packEnd(s: PackStanding | undefined): PackEnd | undefined {
   if (!s) return undefined;
   // A lost dispute revokes the whole pack too (calls_revoked = calls_total): it is named first.
   if (s.dispute_status === "lost") return "charged_back";

@@ -8,7 +8,7 @@ import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { keepAlive, within } from "../http/shared-load";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
-import { CancelPage, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
+import { CancelPage, packEnd, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
 import { storedAnswerView } from "../pages/stored-answer";
 import {
   findSession,
@@ -179,6 +179,11 @@ checkoutPageRoutes.post(
       }
     }
     if (!session?.api_key_id) return renderSuccess(c, session_id, session, remote, "ready");
+    // A pack refunded, charged back or disputed since the page was loaded (its token still holds):
+    // the key is not handed out and the first call not run, as the page now says. An unreadable
+    // standing does not withhold a key paid for.
+    const standing = await packStanding(c.env.DB, session.api_key_id).catch(() => undefined);
+    if (packEnd(standing ?? undefined)) return renderSuccess(c, session_id, session, undefined, "ready");
     // Start the first call (if no run holds it) past the response, and wait up to 5 s for its answer,
     // so the key page usually shows it; a slower one shows as running.
     const runPastAnswer = (run: Promise<void>) => {

@@ -58,6 +58,27 @@ describe("the success page after a refund or dispute of the pack", () => {
     expect(page.html).not.toContain("Reveal my key");
   });
 
+  it("a reveal form loaded before the refund or dispute (its token still valid) hands out no key", async () => {
+    for (const end of ["refund", "dispute"] as const) {
+      const { id, pi } = await granted();
+      const token = (await revealTokenFromPage(id)) as string;
+      if (end === "refund") {
+        const { event } = await makeRefund(pi);
+        expect(await outcomeOf(await deliver(event))).toBe("refund_applied");
+      } else await openDispute(pi);
+      const html = await (await revealPost(id, token)).text();
+      expect(keyIn(html), end).toBeUndefined();
+      expect(html, end).toContain('id="key-withheld"');
+      if (end === "dispute") {
+        // Nothing was lost by waiting: once the dispute is won, the same form reveals the key.
+        const disputes = await emulatorEvents("charge.dispute.created");
+        const d = disputes.find((e) => e.data.object.payment_intent === pi);
+        expect(await closeDispute(d?.data.object.id as string, "won")).toBeTruthy();
+        expect(keyIn(await (await revealPost(id, token)).text())).toMatch(/^mk_/);
+      }
+    }
+  });
+
   it("a partial refund: the pack stands with the calls left, and says what the refund took back", async () => {
     const { id, pi } = await granted();
     // 17 of the pack's 51 cents: a third of its 170 calls.

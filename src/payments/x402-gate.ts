@@ -92,9 +92,10 @@ const CARD_KEY_PATHS: ReadonlySet<string> = new Set(skills.map((s) => s.endpoint
  * Browsers that POST here get a small page of their own instead of the optional @x402/paywall
  * bundle: the price the 402 offers, and where to read about the call and buy it by card. Written
  * out here, not with pages/layout.tsx (pages and discovery import payments, not the other way
- * round), with the site's stylesheet and no script or inline style (the pages' CSP).
+ * round), with the site's stylesheet and no script or inline style (the pages' CSP). The card link
+ * only where card payments are on (`cardpay`).
  */
-const plainPaywall: PaywallProvider = {
+const plainPaywall = (cardpay: boolean): PaywallProvider => ({
   generateHtml: (required: PaymentRequired) => {
     const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
     const offer = required.accepts[0];
@@ -118,14 +119,14 @@ const plainPaywall: PaywallProvider = {
       price,
       "<ul>",
       `<li><a href="${docs}">${skill ? `How to call ${esc(skill.name)}` : "The docs"}</a>: the request body, examples and how to pay from code.</li>`,
-      skill
+      skill && cardpay
         ? `<li><a href="${docs}#card-credits">Buy a pack of calls by card</a>: a key for calls of this skill, no wallet needed.</li>`
         : "",
       '<li><a href="/applet">Try it in the browser</a>: see the price and pay with a browser wallet.</li>',
       "</ul></main></body></html>",
     ].join("");
   },
-};
+});
 
 export function configProblem(cfg: PublicConfig): string | undefined {
   // PAY_TO ships empty: a deployment must name its own wallet before anything is sold.
@@ -231,6 +232,8 @@ function makeConfigKey(env: Bindings, cfg: PublicConfig) {
     cfg.facilitatorUrl,
     cfg.baseUrl,
     pc?.multiplierMilli ?? "no-partners",
+    // The browser's 402 page links the card checkout only where it is on.
+    cfg.cardpayEnabled ? "card" : "no-card",
   ].join("|");
   return { key, pc, paid };
 }
@@ -270,7 +273,7 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     server,
     routesFor(cfg, sellables(cfg, pc), paid.declarations),
   );
-  httpServer.registerPaywallProvider(plainPaywall);
+  httpServer.registerPaywallProvider(plainPaywall(cfg.cardpayEnabled));
   // The bazaar extension enriches the discovery info of every 402 (as @x402/hono registered it).
   server.registerExtension(bazaarResourceServerExtension);
   return {

@@ -14,15 +14,26 @@ const paidEnv = () => ({
   FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`,
 });
 
-async function paywall(path: string, body: string) {
+async function paywall(path: string, body: string, over: Record<string, string> = {}) {
   const res = await createApp().fetch(
     new Request(`${B}${path}`, { method: "POST", body, headers: BROWSER }),
-    paidEnv(),
+    { ...paidEnv(), ...over },
   );
   return { res, html: await res.text() };
 }
 
 describe("the 402 page a browser gets", () => {
+  it("offers no card checkout where card payments are off (no Stripe key)", async () => {
+    const { res, html } = await paywall("/api/skills/slugify", '{"text":"a"}', { STRIPE_SECRET_KEY: "" });
+    expect(res.status).toBe(402);
+    expect(html).toContain('<a href="/docs/slugify">How to call Slugify</a>');
+    expect(html).not.toContain("by card");
+    // And the same deployment with card payments on links it (the gate is built per configuration).
+    expect((await paywall("/api/skills/slugify", '{"text":"a"}')).html).toContain(
+      "Buy a pack of calls by card",
+    );
+  });
+
   it("is a whole small page: lang, viewport, the price the 402 offers, the skill's docs and its card checkout", async () => {
     const { res, html } = await paywall("/api/skills/slugify", '{"text":"a"}');
     expect(res.status).toBe(402);

@@ -204,6 +204,19 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
   );
 
   it(
+    "a stop that falls in a list longer than the wait is made all the same: no refusal, no long read",
+    () => {
+      // Its whole text would pass 8 MB (300,000 lines under 31 quotes): the page itself is refused.
+      const page = `<html><body><ol><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(300_000)}</pre>`;
+      expect(() => htmlToText(page)).toThrow();
+      const text = htmlToText(page, ["url"], 8000);
+      expect(text).toHaveLength(8000);
+      expect(text.startsWith("1. > > ")).toBe(true);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "stops at a token's edge: never inside a tag, an entity or a character",
     () => {
       for (const tail of [

@@ -215,6 +215,14 @@ function prepass(
   // length), so a list cut short would read otherwise than the whole page's first characters.
   let openLists = 0;
   let stopAfterList = false;
+  // Where the stop fell: a list longer than LIST_WAIT characters of source after it is cut there
+  // all the same (its numbers then read as a shorter list's; the work stays bounded).
+  let stopFellAt = 0;
+  const waitedTooLong = (at: number) => {
+    if (!stopAfterList || at - stopFellAt <= LIST_WAIT) return false;
+    end = at;
+    return true;
+  };
   const counted = () => (bodySeen ? body : all);
   const parser = new Parser({
     onopentag(name, attribs) {
@@ -225,6 +233,7 @@ function prepass(
         end = parser.startIndex;
         throw new Enough();
       }
+      if (waitedTooLong(parser.startIndex)) throw new Enough();
       if (name === "ol") openLists++;
       const table = tables[tables.length - 1];
       if (name === "table") tables.push({ rows: 0, width: 0 });
@@ -273,7 +282,9 @@ function prepass(
         end = parser.endIndex + 1 - data.length;
         throw new Enough();
       }
-      if (!frame.text) return;
+      if (waitedTooLong(parser.endIndex + 1 - data.length)) throw new Enough();
+      // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
+      if (!frame.text || stopAfterList) return;
       const lines = frame.flow || frame.pre;
       // A line costs its prefix and the line break before it (the first line's are not counted:
       // the output is trimmed).
@@ -298,7 +309,8 @@ function prepass(
         if (stop && !stopAfterList && counted() >= stop.at) {
           if (openLists > 0) {
             stopAfterList = true;
-            continue;
+            stopFellAt = from + i;
+            return;
           }
           const next = c >= 0xd800 && c <= 0xdbff ? i + 2 : i + 1;
           end = raw ? from + Math.min(next, data.length) : parser.endIndex + 1;
@@ -629,6 +641,9 @@ function numberAsBrowsersDo(elem: { attribs?: Record<string, string>; children?:
   attribs.start = String(start);
   if (range && (start < range[0] || last > range[1])) attribs.type = "1";
 }
+
+/** How far past its stop htmlToText reads to finish an ordered list the stop fell in. */
+const LIST_WAIT = 20_000;
 
 /** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */
 const MAX_SOURCE_CHARS = 400_000;

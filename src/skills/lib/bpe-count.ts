@@ -20,8 +20,17 @@ interface Core {
   bytePairEncode(input: string): number[];
 }
 
-/** Short pieces whose counts are remembered: a language's common words, ~1 MB at most. */
+/** Pieces whose counts are remembered: a language's common words, ~1 MB at most (8,192 × 64). */
 const REMEMBERED = 8192;
+const REMEMBERED_LENGTH = 64;
+
+/**
+ * A piece as a string of its own. The regex's matches of 13 characters or more are V8 slices that
+ * keep the whole request text alive: kept as map keys (here, and in the library's merge cache,
+ * which is keyed by what bytePairEncode is given), 150 requests of 400k characters held 120 MB.
+ * Concatenating, then slicing, makes a flat copy of just the piece.
+ */
+const ownCopy = (piece: string) => ` ${piece}`.slice(1);
 
 /** A token counter over one GptEncoding. Throws if the library's internals moved. */
 export function pieceCounter(encoding: object): (text: string) => number {
@@ -47,10 +56,12 @@ export function pieceCounter(encoding: object): (text: string) => number {
       }
       let k = counts.get(piece);
       if (k === undefined) {
-        k = c.bytePairEncode(piece).length;
-        if (piece.length <= LONG_PIECE) {
+        // A long piece bypasses the library's cache (bpe-merge.ts) and is not kept here either.
+        const own = piece.length > LONG_PIECE ? piece : ownCopy(piece);
+        k = c.bytePairEncode(own).length;
+        if (own.length <= REMEMBERED_LENGTH) {
           if (counts.size >= REMEMBERED) counts.clear();
-          counts.set(piece, k);
+          counts.set(own, k);
         }
       }
       n += k;

@@ -50,7 +50,9 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       if (refused) return detail(c, 403, refused);
       c.set(
         "creditNote",
-        `This key has no ${skill.id} credits left. Buy more with POST /api/cardpay/checkout, or pay this call with x402.`,
+        cfg.cardpayEnabled
+          ? `This key has no ${skill.id} credits left. Buy more with POST /api/cardpay/checkout, or pay this call with x402.`
+          : `This key has no ${skill.id} credits left. Pay this call with x402 (card payments are off on this deployment).`,
       );
     }
     if (!cfg.x402Enabled) {

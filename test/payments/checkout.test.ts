@@ -265,7 +265,22 @@ describe("spending credits", () => {
     const empty = await keyWith(0);
     const res = await callWith(empty);
     expect(res.status).toBe(402);
-    expect((await res.json<{ detail: string }>()).detail).toMatch(/no sha256 credits left/);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(
+      /no sha256 credits left\. Buy more with POST/,
+    );
+    // Where card payments are off, the note points at x402 only (the checkout would answer 503).
+    const noCard = await app.fetch(
+      new Request("https://skills.test/api/skills/sha256", {
+        method: "POST",
+        headers: { authorization: `Bearer ${empty}` },
+        body: JSON.stringify({ text: "abc" }),
+      }),
+      { ...paidEnv, STRIPE_SECRET_KEY: "" },
+    );
+    expect(noCard.status).toBe(402);
+    const note = (await noCard.json<{ detail: string }>()).detail;
+    expect(note).toMatch(/no sha256 credits left\. Pay this call with x402/);
+    expect(note).not.toContain("cardpay");
   });
 
   it("GET /api/credits shows what is left; 401 without a known key", async () => {

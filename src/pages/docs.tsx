@@ -114,6 +114,18 @@ const res = await pay("${url}", {
 console.log(res.status, await res.json());`;
 }
 
+/** 422s a valid body can still get, from what the skill reads or would write (never charged). */
+function contentRefusals(skill: Skill): string | undefined {
+  const page = (kinds: string) =>
+    `A URL that is refused (a private or reserved address: url_refused), a page that is not ${kinds} (url_content_type) or one nested deeper than 512 elements (value_error, ctx.max_depth) is also a 422 on url.`;
+  if (skill.id === "seo") return page("HTML");
+  if (skill.id === "ai_detector")
+    return `${page("HTML or plain text")} Of a page, only what its first 8,000 characters need is read.`;
+  if (skill.id === "html_clean")
+    return "HTML nested deeper than 512 elements is also a 422 (value_error, ctx.max_depth), and so is an answer that would pass 8 MB (output_too_large, found before it is built: the text mode writes quotes and lists nested past 32 levels as plain blocks).";
+  return undefined;
+}
+
 /** What an analytic skill fetches and how each source fails, for its docs page's 502/504 section. */
 function upstreamFailures(skill: Skill): { source: string; bad: string[] } {
   const api = (source: string) => ({
@@ -122,6 +134,7 @@ function upstreamFailures(skill: Skill): { source: string; bad: string[] } {
       "answered an HTTP error status",
       "answered something that is not JSON",
       "reported an error",
+      "answered JSON nested deeper than 200 levels or holding more than 500,000 arrays and objects",
       "could not be reached",
     ],
   });
@@ -264,6 +277,7 @@ export function SkillDocPage({
         their JSON type: a string to its first 256 characters and <code>…</code>, a large array or object to
         its first items or keys.
       </p>
+      {contentRefusals(skill) ? <p id="content-refusals">{contentRefusals(skill)} Not charged.</p> : null}
       {skill.kind === "analytic" ? (
         <>
           <h3>502 and 504: an upstream source failed (not charged)</h3>

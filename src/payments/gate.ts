@@ -48,11 +48,17 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       }
       const refused = keyRefusal(row);
       if (refused) return detail(c, 403, refused);
+      // Only the ways to pay this deployment has on (a checkout that is off answers 503).
+      const empty = `This key has no ${skill.id} credits left.`;
       c.set(
         "creditNote",
-        cfg.cardpayEnabled
-          ? `This key has no ${skill.id} credits left. Buy more with POST /api/cardpay/checkout, or pay this call with x402.`
-          : `This key has no ${skill.id} credits left. Pay this call with x402 (card payments are off on this deployment).`,
+        cfg.cardpayEnabled && cfg.x402Enabled
+          ? `${empty} Buy more with POST /api/cardpay/checkout, or pay this call with x402.`
+          : cfg.cardpayEnabled
+            ? `${empty} Buy more with POST /api/cardpay/checkout.`
+            : cfg.x402Enabled
+              ? `${empty} Pay this call with x402 (card payments are off on this deployment).`
+              : `${empty} This deployment takes no other payment now (card and x402 payments are off).`,
       );
     }
     if (!cfg.x402Enabled) {

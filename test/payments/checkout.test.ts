@@ -268,19 +268,31 @@ describe("spending credits", () => {
     expect((await res.json<{ detail: string }>()).detail).toMatch(
       /no sha256 credits left\. Buy more with POST/,
     );
-    // Where card payments are off, the note points at x402 only (the checkout would answer 503).
-    const noCard = await app.fetch(
-      new Request("https://skills.test/api/skills/sha256", {
-        method: "POST",
-        headers: { authorization: `Bearer ${empty}` },
-        body: JSON.stringify({ text: "abc" }),
-      }),
-      { ...paidEnv, STRIPE_SECRET_KEY: "" },
-    );
-    expect(noCard.status).toBe(402);
-    const note = (await noCard.json<{ detail: string }>()).detail;
-    expect(note).toMatch(/no sha256 credits left\. Pay this call with x402/);
-    expect(note).not.toContain("cardpay");
+    // The note names only the ways to pay this deployment has on (a checkout that is off answers 503).
+    const noteWith = async (over: Record<string, string>) => {
+      const res = await app.fetch(
+        new Request("https://skills.test/api/skills/sha256", {
+          method: "POST",
+          headers: { authorization: `Bearer ${empty}` },
+          body: JSON.stringify({ text: "abc" }),
+        }),
+        { ...paidEnv, ...over },
+      );
+      expect(res.status).toBe(402);
+      const body = await res.json<{ detail?: string; error?: string }>();
+      return body.detail ?? body.error ?? "";
+    };
+    const fixture = `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`;
+    const x402Only = await noteWith({
+      STRIPE_SECRET_KEY: "",
+      X402_ENABLED: "true",
+      FACILITATOR_URL: fixture,
+    });
+    expect(x402Only).toMatch(/^This key has no sha256 credits left\. Pay this call with x402/);
+    expect(x402Only).not.toContain("cardpay");
+    const neither = await noteWith({ STRIPE_SECRET_KEY: "" });
+    expect(neither).toMatch(/no sha256 credits left\. This deployment takes no other payment now/);
+    expect(neither).not.toMatch(/cardpay|pay this call with x402/i);
   });
 
   it("GET /api/credits shows what is left; 401 without a known key", async () => {

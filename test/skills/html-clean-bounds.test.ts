@@ -7,6 +7,7 @@ import {
   MAX_HTML_DEPTH,
   MAX_PREFIX_NESTING,
   outputAtLeast,
+  sourceRead,
 } from "../../src/skills/lib/html-convert";
 import { MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
 import { detailOf, postJson } from "../helpers";
@@ -206,12 +207,20 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
   it(
     "a stop that falls in a list longer than the wait is made all the same: no refusal, no long read",
     () => {
-      // Its whole text would pass 8 MB (300,000 lines under 31 quotes): the page itself is refused.
-      const page = `<html><body><ol><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(300_000)}</pre>`;
-      expect(() => htmlToText(page)).toThrow();
-      const text = htmlToText(page, ["url"], 8000);
-      expect(text).toHaveLength(8000);
-      expect(text.startsWith("1. > > ")).toBe(true);
+      const quoted = `<ol><li>${"<blockquote>".repeat(31)}<pre>`;
+      const pages = {
+        // Its whole text would pass 8 MB (a million lines under 31 quotes): the page itself is refused.
+        "one text node": `<html><body>${quoted}${"a\n".repeat(1_000_000)}</pre>`,
+        "many nodes": `<html><body>${quoted}${"a\n<b></b>".repeat(230_000)}</pre>`,
+        "a long node in a later item": `<html><body><ol><li>${"w ".repeat(8_100)}</li><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(1_000_000)}</pre></blockquote></li></ol>`,
+      };
+      for (const [what, page] of Object.entries(pages)) {
+        // What is converted: the 8,000 characters' source and at most the wait after it.
+        expect(sourceRead(page, 8000), what).toBeLessThan(8_000 * 3 + 20_000 + 100);
+        const text = htmlToText(page, ["url"], 8000);
+        expect(text, what).toHaveLength(8000);
+      }
+      expect(() => htmlToText(pages["one text node"])).toThrow();
     },
     SKILL_TEST_TIMEOUT,
   );

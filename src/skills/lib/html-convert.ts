@@ -223,6 +223,17 @@ function prepass(
     end = at;
     return true;
   };
+  // A text read while waiting that runs past the wait is cut there (its own characters, off a
+  // surrogate pair; a decoded entity at its end): one long text node in the list was read whole.
+  const cutLongText = (from: number, length: number, raw: boolean) => {
+    const limit = stopFellAt + LIST_WAIT;
+    if (!stopAfterList || from + length <= limit) return;
+    let cut = raw ? Math.max(from, limit) : parser.endIndex + 1;
+    const before = html.charCodeAt(cut - 1);
+    if (raw && cut > from && before >= 0xd800 && before <= 0xdbff) cut--;
+    end = cut;
+    throw new Enough();
+  };
   const counted = () => (bodySeen ? body : all);
   const parser = new Parser({
     onopentag(name, attribs) {
@@ -282,17 +293,17 @@ function prepass(
         end = parser.endIndex + 1 - data.length;
         throw new Enough();
       }
-      if (waitedTooLong(parser.endIndex + 1 - data.length)) throw new Enough();
+      // A text between entities is the source's own characters (an entity's is one character):
+      // a stop inside it is at that position in the source.
+      const from = parser.endIndex + 1 - data.length;
+      const raw = html.startsWith(data, from);
       // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
+      cutLongText(from, data.length, raw);
       if (!frame.text || stopAfterList) return;
       const lines = frame.flow || frame.pre;
       // A line costs its prefix and the line break before it (the first line's are not counted:
       // the output is trimmed).
       const lineCost = frame.prefix + 1;
-      // A text between entities is the source's own characters (an entity's is one character):
-      // a stop inside it is at that position in the source.
-      const from = parser.endIndex + 1 - data.length;
-      const raw = html.startsWith(data, from);
       for (let i = 0; i < data.length; i++) {
         const c = data.charCodeAt(i);
         if (c === 0x0a && frame.pre) lineBreak = true;
@@ -310,6 +321,7 @@ function prepass(
           if (openLists > 0) {
             stopAfterList = true;
             stopFellAt = from + i;
+            cutLongText(from, data.length, raw);
             return;
           }
           const next = c >= 0xd800 && c <= 0xdbff ? i + 2 : i + 1;
@@ -322,6 +334,7 @@ function prepass(
       depth--;
       if (name === "table") tables.pop();
       if (DROPPED.includes(name) && --skipDepth === 0) skipped += parser.endIndex + 1 - skippedFrom;
+      if (waitedTooLong(parser.startIndex)) throw new Enough();
       if (name === "ol" && openLists > 0 && --openLists === 0 && stopAfterList) {
         end = parser.endIndex + 1;
         throw new Enough();
@@ -576,6 +589,10 @@ function inertUrl(url: string) {
         .join(""),
     );
 }
+
+/** How much of `html` htmlToText converts for its first `maxChars` characters of text. */
+export const sourceRead = (html: string, maxChars: number) =>
+  prepass(html, ["html"], "text", { at: maxChars, maxSource: MAX_SOURCE_CHARS }).end ?? html.length;
 
 /** How long a mode's output of `html` is at least, in characters (the prepass's count). */
 export const outputAtLeast = (html: string, mode: "text" | "markdown") =>

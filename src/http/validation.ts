@@ -344,6 +344,8 @@ export function validate<S extends z.ZodType>(
     result = schema.safeParse(value, { reportInput: true });
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
+    // Logged: a schema whose list is not bounded by listOf is a bug to fix, not only a 422.
+    console.error(JSON.stringify({ level: "error", msg: "validation overflowed", error: String(e) }));
     const error = "too many invalid values to check; send fewer";
     return {
       ok: false,

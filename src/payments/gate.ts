@@ -65,7 +65,10 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       return detail(
         c,
         402,
-        c.get("creditNote") ?? "Payment required: x402 payments are disabled; buy card credits.",
+        c.get("creditNote") ??
+          (cfg.cardpayEnabled
+            ? "Payment required: x402 payments are disabled; buy card credits."
+            : "Payment required: this deployment takes no payment now (card and x402 payments are off)."),
       );
     }
     return x402Gate(c, next);

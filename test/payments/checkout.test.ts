@@ -265,8 +265,9 @@ describe("spending credits", () => {
     const empty = await keyWith(0);
     const res = await callWith(empty);
     expect(res.status).toBe(402);
-    expect((await res.json<{ detail: string }>()).detail).toMatch(
-      /no sha256 credits left\. Buy more with POST/,
+    // Card on, x402 off (this describe's deployment): the checkout only.
+    expect((await res.json<{ detail: string }>()).detail).toBe(
+      "This key has no sha256 credits left. Buy more with POST /api/cardpay/checkout.",
     );
     // The note names only the ways to pay this deployment has on (a checkout that is off answers 503).
     const noteWith = async (over: Record<string, string>) => {
@@ -283,6 +284,10 @@ describe("spending credits", () => {
       return body.detail ?? body.error ?? "";
     };
     const fixture = `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`;
+    const both = await noteWith({ X402_ENABLED: "true", FACILITATOR_URL: fixture });
+    expect(both).toMatch(
+      /^This key has no sha256 credits left\. Buy more with POST \/api\/cardpay\/checkout, or pay this call with x402\./,
+    );
     const x402Only = await noteWith({
       STRIPE_SECRET_KEY: "",
       X402_ENABLED: "true",
@@ -293,6 +298,13 @@ describe("spending credits", () => {
     const neither = await noteWith({ STRIPE_SECRET_KEY: "" });
     expect(neither).toMatch(/no sha256 credits left\. This deployment takes no other payment now/);
     expect(neither).not.toMatch(/cardpay|pay this call with x402/i);
+    // Without a key either, the 402 says the same.
+    const keyless = await app.fetch(
+      new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"abc"}' }),
+      { ...paidEnv, STRIPE_SECRET_KEY: "" },
+    );
+    expect(keyless.status).toBe(402);
+    expect((await keyless.json<{ detail: string }>()).detail).toMatch(/takes no payment now/);
   });
 
   it("GET /api/credits shows what is left; 401 without a known key", async () => {

@@ -114,13 +114,20 @@ describe("html_clean's output is sized before it is built (quotes and lists put 
         fc.constantFrom(...tags).map((tag) => `</${tag}>`),
         fc.constantFrom(...texts),
       );
+      // Found by the property with a random seed: an <html> or <body> inside a page is inline to
+      // html-to-text, and was counted a line break.
+      for (const html of ["<blockquote>x<html>x", "<p>x<html>x", "<p>x<body>x"]) {
+        expect(outputAtLeast(html, "text"), html).toBeLessThanOrEqual(htmlToText(html).length);
+        expect(outputAtLeast(html, "markdown"), html).toBeLessThanOrEqual(htmlToMd(html).length);
+      }
       fc.assert(
         fc.property(fc.array(piece, { maxLength: 60 }), (pieces) => {
           const html = pieces.join("");
           expect(outputAtLeast(html, "text"), html).toBeLessThanOrEqual(htmlToText(html).length);
           expect(outputAtLeast(html, "markdown"), html).toBeLessThanOrEqual(htmlToMd(html).length);
         }),
-        { numRuns: 2000 },
+        // A fixed seed: CI runs the same pages every time (other seeds were run while writing it).
+        { numRuns: 2000, seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,
@@ -221,6 +228,15 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
         expect(text, what).toHaveLength(8000);
       }
       expect(() => htmlToText(pages["one text node"])).toThrow();
+      // The cut never falls inside an entity, even one whose text ends like its source (";").
+      const head = `<html><body><ol><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(300)}`;
+      for (let pad = 19_630; pad < 19_650; pad++) {
+        for (const entity of ["&semi;", "&#x3b;", "&amp;"]) {
+          const page = `${head}${"b".repeat(pad)}${entity}zz</pre>`;
+          const read = page.slice(0, sourceRead(page, 8000));
+          expect(/&[#\w]*$/.test(read), `${pad} ${entity}`).toBe(false);
+        }
+      }
     },
     SKILL_TEST_TIMEOUT,
   );

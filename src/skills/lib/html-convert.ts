@@ -157,7 +157,10 @@ const breaksLine = (name: string, up: Frame) =>
   up.flow &&
   (name === "li"
     ? up.name === "ul" || up.name === "ol" // html-to-text writes a stray <li> inline
-    : LINE_BREAKING.has(name) || (FLOW.has(name) && !up.inItem));
+    : LINE_BREAKING.has(name) || (FLOW.has(name) && !INLINE_ROOTS.has(name) && !up.inItem));
+// An <html> or <body> inside the page (where a page is pasted into another) is inline to
+// html-to-text: no line break of its own.
+const INLINE_ROOTS = new Set(["html", "body"]);
 // Characters a converter may drop or collapse count for nothing: whitespace, controls, soft
 // hyphens, zero-width characters.
 const BLANK = /[\s\x7f-\xa0\xad\u200b-\u200d\u2060\ufeff]/;
@@ -215,8 +218,10 @@ function prepass(
   // length), so a list cut short would read otherwise than the whole page's first characters.
   let openLists = 0;
   let stopAfterList = false;
-  // Where the stop fell: a list longer than LIST_WAIT characters of source after it is cut there
-  // all the same (its numbers then read as a shorter list's; the work stays bounded).
+  // Where the stop fell: a list with more than LIST_WAIT characters of text or markup after it is
+  // cut there all the same (its numbers then read as a shorter list's). Comments, CDATA and one
+  // tag's attributes are read whole before the next cut can fall: at most the page (2 MiB), cheap
+  // to parse and never converted to text.
   let stopFellAt = 0;
   const waitedTooLong = (at: number) => {
     if (!stopAfterList || at - stopFellAt <= LIST_WAIT) return false;
@@ -296,7 +301,8 @@ function prepass(
       // A text between entities is the source's own characters (an entity's is one character):
       // a stop inside it is at that position in the source.
       const from = parser.endIndex + 1 - data.length;
-      const raw = html.startsWith(data, from);
+      // Not a decoded entity (whose end can read like its text: "&semi;" decodes to its last ";").
+      const raw = parser.startIndex === from && html.startsWith(data, from);
       // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
       cutLongText(from, data.length, raw);
       if (!frame.text || stopAfterList) return;

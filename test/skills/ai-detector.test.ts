@@ -121,7 +121,7 @@ describe("ai_detector", () => {
           expect(r.ai_likelihood).toBeLessThanOrEqual(1);
           expect(["likely_ai", "likely_human", "uncertain"]).toContain(r.verdict);
         }),
-        { numRuns: 300 },
+        { numRuns: 300, seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,

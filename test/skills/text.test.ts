@@ -92,7 +92,7 @@ describe("text_diff", () => {
             for (let i = 1; i < r.ops.length; i++) expect(r.ops[i]?.op === r.ops[i - 1]?.op).toBe(false);
           },
         ),
-        { numRuns: 300 },
+        { numRuns: 300, seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,
@@ -239,7 +239,7 @@ describe("slugify", () => {
             expect(r.empty).toBe(r.slug === "");
           },
         ),
-        { numRuns: 100 },
+        { numRuns: 100, seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,

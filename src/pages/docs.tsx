@@ -120,7 +120,7 @@ function contentRefusals(skill: Skill): string | undefined {
     `A URL that is refused (a private or reserved address: url_refused), a page that is not ${kinds} (url_content_type) or one nested deeper than 512 elements (value_error, ctx.max_depth) is also a 422 on url.`;
   if (skill.id === "seo") return page("HTML");
   if (skill.id === "ai_detector")
-    return `${page("HTML or plain text")} Of a page, only what its first 8,000 characters need is read (and, when they end inside an ordered list, up to 20,000 more characters of its text to close it).`;
+    return `${page("HTML or plain text")} Of a page, only what its first 8,000 characters need is read (and, when they end inside an ordered list, up to 20,000 more characters of the page, text and markup, to close it).`;
   if (skill.id === "html_clean")
     return "HTML nested deeper than 512 elements is also a 422 (value_error, ctx.max_depth), and so is an answer that would pass 8 MB (output_too_large, found before it is built: the text mode writes quotes and lists nested past 32 levels as plain blocks).";
   return undefined;

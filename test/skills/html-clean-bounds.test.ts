@@ -219,6 +219,10 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
         // Its whole text would pass 8 MB (a million lines under 31 quotes): the page itself is refused.
         "one text node": `<html><body>${quoted}${"a\n".repeat(1_000_000)}</pre>`,
         "many nodes": `<html><body>${quoted}${"a\n<b></b>".repeat(230_000)}</pre>`,
+        // A closing tag with a space or attributes before the long text: the parser's start is
+        // inside that tag, which once read the text as an entity and took it whole (5 s).
+        "after </b >": `<html><body>${"<blockquote>".repeat(31)}<pre><b>x</b >${"a\n".repeat(1_000_000)}</pre>`,
+        "after </p\n> in a list": `<html><body>${quoted}<p>x</p\n>${"a\n".repeat(1_000_000)}</pre>`,
         "a long node in a later item": `<html><body><ol><li>${"w ".repeat(8_100)}</li><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(1_000_000)}</pre></blockquote></li></ol>`,
       };
       for (const [what, page] of Object.entries(pages)) {

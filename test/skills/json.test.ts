@@ -109,6 +109,7 @@ describe("json_flatten", () => {
             if (v !== null && typeof v === "object") expect(Object.keys(v)).toHaveLength(0);
           }
         }),
+        { seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,
@@ -163,6 +164,7 @@ describe("json_sort", () => {
           expect(canonicalJson(JSON.parse(once), reverse)).toBe(once);
           expect(JSON.parse(once)).toEqual(JSON.parse(JSON.stringify(value)));
         }),
+        { seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,

@@ -162,6 +162,7 @@ describe("keyword_extract", () => {
             if (p && q) expect(p.count > q.count || (p.count === q.count && p.term < q.term)).toBe(true);
           }
         }),
+        { seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,
@@ -220,6 +221,7 @@ describe("slugify", () => {
           expect(s.length).toBeLessThanOrEqual(max);
           expect(s).toMatch(/^(?:[a-z0-9]+(?:-[a-z0-9]+)*)?$/);
         }),
+        { seed: 42 },
       );
     },
     SKILL_TEST_TIMEOUT,

@@ -301,8 +301,11 @@ function prepass(
       // A text between entities is the source's own characters (an entity's is one character):
       // a stop inside it is at that position in the source.
       const from = parser.endIndex + 1 - data.length;
-      // Not a decoded entity (whose end can read like its text: "&semi;" decodes to its last ";").
-      const raw = parser.startIndex === from && html.startsWith(data, from);
+      // Not a decoded entity, whose end can read like its text ("&semi;" decodes to its last ";"):
+      // for one, the parser's start is its "&" (after a closing tag with a space, as in "</b >",
+      // the start is inside the tag, so the start alone cannot say it).
+      const entity = parser.startIndex !== from && html.charCodeAt(parser.startIndex) === 0x26;
+      const raw = !entity && html.startsWith(data, from);
       // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
       cutLongText(from, data.length, raw);
       if (!frame.text || stopAfterList) return;

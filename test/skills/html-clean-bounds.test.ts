@@ -246,6 +246,51 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
   );
 
   it(
+    "on random pages the early stop gives the whole page's first 8,000 characters",
+    () => {
+      const pieces = [
+        "<p>",
+        "</p>",
+        "</p >",
+        "</p\n>",
+        '</div class="x">',
+        "<b>",
+        "</b >",
+        "<ol>",
+        "</ol>",
+        "<li>",
+        "<br/>",
+        "<!-- c -->",
+        "<![CDATA[x]]>",
+        "<?pi x?>",
+        "&amp;",
+        "&semi;",
+        "&#59;",
+        "&nbsp;",
+        "😀",
+        "word ",
+        "<blockquote>",
+        "</blockquote>",
+      ];
+      const texts = ["x".repeat(700), "a\n".repeat(300), "one two ".repeat(80)];
+      const piece = fc.oneof(
+        { arbitrary: fc.constantFrom(...pieces), weight: 3 },
+        { arbitrary: fc.constantFrom(...texts), weight: 1 },
+      );
+      fc.assert(
+        fc.property(fc.array(piece, { minLength: 60, maxLength: 160 }), (parts) => {
+          const page = `<html><body>${parts.join("")}`;
+          const whole = htmlToText(page);
+          fc.pre(whole.length > 8000);
+          expect(htmlToText(page, ["url"], 8000)).toBe(whole.slice(0, 8000));
+        }),
+        { numRuns: 150, seed: 42 },
+      );
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "stops at a token's edge: never inside a tag, an entity or a character",
     () => {
       for (const tail of [

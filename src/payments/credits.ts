@@ -74,15 +74,6 @@ export async function spendCredit(db: D1Database, keyHash: string, skill: Skill)
     .first<{ calls_left: number }>();
 }
 
-/** Calls left on the key a checkout granted (the success page shows it). */
-export async function callsLeft(db: D1Database, keyId: string) {
-  const row = await db
-    .prepare("SELECT calls_left FROM api_keys WHERE id = ?1")
-    .bind(keyId)
-    .first<{ calls_left: number }>();
-  return row?.calls_left;
-}
-
 /** A granted pack as it stands now: what refunds (calls_revoked) and a dispute left of it. */
 export interface PackStanding {
   calls_left: number;

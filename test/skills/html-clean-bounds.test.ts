@@ -222,6 +222,8 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
         // A closing tag with a space or attributes before the long text: the parser's start is
         // inside that tag, which once read the text as an entity and took it whole (5 s).
         "after </b >": `<html><body>${"<blockquote>".repeat(31)}<pre><b>x</b >${"a\n".repeat(1_000_000)}</pre>`,
+        "after </b &>": `<html><body>${"<blockquote>".repeat(31)}<pre><b>x</b &>${"a\n".repeat(1_000_000)}</pre>`,
+        "after </p\n&x> in a list": `<html><body>${quoted}<p>x</p\n&x>${"a\n".repeat(1_000_000)}</pre>`,
         "after </p\n> in a list": `<html><body>${quoted}<p>x</p\n>${"a\n".repeat(1_000_000)}</pre>`,
         "a long node in a later item": `<html><body><ol><li>${"w ".repeat(8_100)}</li><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(1_000_000)}</pre></blockquote></li></ol>`,
       };
@@ -232,13 +234,19 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
         expect(text, what).toHaveLength(8000);
       }
       expect(() => htmlToText(pages["one text node"])).toThrow();
+      // A <ul> indents its other children once it has an item: one whose first item comes after the
+      // stop is read to it too.
+      const ul = `<html><body><ul><p>intro</p><p>${"y".repeat(8100)}</p><li>a</li></ul>`;
+      expect(htmlToText(ul, ["url"], 8000)).toBe(htmlToText(ul).slice(0, 8000));
       // The cut never falls inside an entity, even one whose text ends like its source (";").
       const head = `<html><body><ol><li>${"<blockquote>".repeat(31)}<pre>${"a\n".repeat(300)}`;
       for (let pad = 19_630; pad < 19_650; pad++) {
         for (const entity of ["&semi;", "&#x3b;", "&amp;"]) {
-          const page = `${head}${"b".repeat(pad)}${entity}zz</pre>`;
-          const read = page.slice(0, sourceRead(page, 8000));
-          expect(/&[#\w]*$/.test(read), `${pad} ${entity}`).toBe(false);
+          for (const before of ["", "<b>x</b >"]) {
+            const page = `${head}${"b".repeat(pad)}${before}${entity}zz</pre>`;
+            const read = page.slice(0, sourceRead(page, 8000));
+            expect(/&[#\w]*$/.test(read), `${pad} ${before}${entity}`).toBe(false);
+          }
         }
       }
     },
@@ -258,6 +266,10 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
         "</b >",
         "<ol>",
         "</ol>",
+        "<ul>",
+        "</ul>",
+        "</b &>",
+        "</b >&semi;",
         "<li>",
         "<br/>",
         "<!-- c -->",

@@ -213,9 +213,10 @@ function prepass(
   let skipDepth = 0;
   let skipped = 0;
   let end: number | undefined;
-  // Ordered lists open, and a stop waiting for the outermost one to close: html-to-text pads
-  // every marker to the width of the list's last number (and numbers a Roman list from its
-  // length), so a list cut short would read otherwise than the whole page's first characters.
+  // Lists open, and a stop waiting for the outermost one to close: html-to-text pads every marker
+  // to the width of the list's last number (numbers a Roman list from its length, and indents a
+  // list's other children once it has an item), so a list cut short would read otherwise than the
+  // whole page's first characters.
   let openLists = 0;
   let stopAfterList = false;
   // Where the stop fell: a list with more than LIST_WAIT characters of text or markup after it is
@@ -240,7 +241,7 @@ function prepass(
     throw new Enough();
   };
   const counted = () => (bodySeen ? body : all);
-  const parser = new Parser({
+  const parser = new EntityAwareParser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
       // Markup inside skipped elements is not counted (a <head> of 400 KB of inline CSS, an SVG
@@ -250,7 +251,7 @@ function prepass(
         throw new Enough();
       }
       if (waitedTooLong(parser.startIndex)) throw new Enough();
-      if (name === "ol") openLists++;
+      if (name === "ol" || name === "ul") openLists++;
       const table = tables[tables.length - 1];
       if (name === "table") tables.push({ rows: 0, width: 0 });
       else if (name === "tr" && table) {
@@ -301,11 +302,8 @@ function prepass(
       // A text between entities is the source's own characters (an entity's is one character):
       // a stop inside it is at that position in the source.
       const from = parser.endIndex + 1 - data.length;
-      // Not a decoded entity, whose end can read like its text ("&semi;" decodes to its last ";"):
-      // for one, the parser's start is its "&" (after a closing tag with a space, as in "</b >",
-      // the start is inside the tag, so the start alone cannot say it).
-      const entity = parser.startIndex !== from && html.charCodeAt(parser.startIndex) === 0x26;
-      const raw = !entity && html.startsWith(data, from);
+      // Not a decoded entity, whose end can read like its text ("&semi;" decodes to its last ";").
+      const raw = !parser.inEntity && html.startsWith(data, from);
       // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
       cutLongText(from, data.length, raw);
       if (!frame.text || stopAfterList) return;
@@ -344,7 +342,7 @@ function prepass(
       if (name === "table") tables.pop();
       if (DROPPED.includes(name) && --skipDepth === 0) skipped += parser.endIndex + 1 - skippedFrom;
       if (waitedTooLong(parser.startIndex)) throw new Enough();
-      if (name === "ol" && openLists > 0 && --openLists === 0 && stopAfterList) {
+      if ((name === "ol" || name === "ul") && openLists > 0 && --openLists === 0 && stopAfterList) {
         end = parser.endIndex + 1;
         throw new Enough();
       }
@@ -668,7 +666,23 @@ function numberAsBrowsersDo(elem: { attribs?: Record<string, string>; children?:
   if (range && (start < range[0] || last > range[1])) attribs.type = "1";
 }
 
-/** How far past its stop htmlToText reads to finish an ordered list the stop fell in. */
+/**
+ * htmlparser2's Parser, saying whether the text it hands on is a decoded entity. Its start index
+ * cannot say it: after a closing tag it points inside that tag ("</b &>", "</b >").
+ */
+class EntityAwareParser extends Parser {
+  inEntity = false;
+  override ontextentity(cp: number, endIndex: number) {
+    this.inEntity = true;
+    try {
+      super.ontextentity(cp, endIndex);
+    } finally {
+      this.inEntity = false;
+    }
+  }
+}
+
+/** How far past its stop htmlToText reads to finish a list the stop fell in. */
 const LIST_WAIT = 20_000;
 
 /** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */

@@ -235,7 +235,7 @@ describe("htmlToText with maxChars (ai_detector's url mode) converts only what i
       }
       expect(() => htmlToText(pages["one text node"])).toThrow();
       // A <ul> indents its other children once it has an item: one whose first item comes after the
-      // stop is read to it too.
+      // stop is read to it too, within the wait (LIST_WAIT).
       const ul = `<html><body><ul><p>intro</p><p>${"y".repeat(8100)}</p><li>a</li></ul>`;
       expect(htmlToText(ul, ["url"], 8000)).toBe(htmlToText(ul).slice(0, 8000));
       // The cut never falls inside an entity, even one whose text ends like its source (";").

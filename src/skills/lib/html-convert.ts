@@ -220,7 +220,7 @@ function prepass(
   let openLists = 0;
   let stopAfterList = false;
   // Where the stop fell: a list with more than LIST_WAIT characters of text or markup after it is
-  // cut there all the same (its numbers then read as a shorter list's). Comments, CDATA and one
+  // cut there all the same (its numbers and indents then read as a shorter list's). Comments, CDATA and one
   // tag's attributes are read whole before the next cut can fall: at most the page (2 MiB), cheap
   // to parse and never converted to text.
   let stopFellAt = 0;

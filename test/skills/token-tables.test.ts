@@ -10,20 +10,30 @@ const TEXT = [
   "<|endoftext|> tabs\tand\nnewlines, URLs https://example.com/a?b=c#d ",
 ].join("\n");
 
+/** gpt-tokenizer's own count of an encoding, special-token text counted as plain text. */
+async function libraryCounter(name: string) {
+  const lib =
+    name === "cl100k_base"
+      ? await import("gpt-tokenizer/encoding/cl100k_base")
+      : await import("gpt-tokenizer/encoding/o200k_base");
+  const plain = { disallowedSpecial: new Set<string>() };
+  return (text: string) => lib.countTokens(text, plain);
+}
+
+/** token_count's answer for the text, through the route. */
+async function ourCount(encoding: string, text: string) {
+  const res = await postJson("/api/skills/token-count", { text, encoding });
+  return (await res.json<{ approx_tokens: number }>()).approx_tokens;
+}
+
 describe("token_count tables are gpt-tokenizer's", () => {
   it.each([
     ["cl100k", "cl100k_base"],
     ["o200k", "o200k_base"],
   ])("%s counts like gpt-tokenizer/encoding/%s", { timeout: 60_000 }, async (encoding, name) => {
-    const lib =
-      name === "cl100k_base"
-        ? await import("gpt-tokenizer/encoding/cl100k_base")
-        : await import("gpt-tokenizer/encoding/o200k_base");
-    const plain = { disallowedSpecial: new Set<string>() };
+    const count = await libraryCounter(name);
     for (const text of [TEXT, TEXT.repeat(7), "a"]) {
-      const res = await postJson("/api/skills/token-count", { text, encoding });
-      const out = await res.json<{ approx_tokens: number }>();
-      expect(out.approx_tokens).toBe(lib.countTokens(text, plain));
+      expect(await ourCount(encoding, text)).toBe(count(text));
     }
   });
 });
@@ -68,20 +78,14 @@ describe("token_count's counter counts what gpt-tokenizer counts, on any text", 
     "%s: 300 random texts, counted twice (the second time from remembered pieces)",
     { timeout: 120_000 },
     async (encoding, name) => {
-      const lib =
-        name === "cl100k_base"
-          ? await import("gpt-tokenizer/encoding/cl100k_base")
-          : await import("gpt-tokenizer/encoding/o200k_base");
-      const plain = { disallowedSpecial: new Set<string>() };
+      const count = await libraryCounter(name);
       const texts = fc.sample(
         fc.array(fc.constantFrom(...PIECES), { maxLength: 40 }).map((p) => p.join("")),
         { numRuns: 300, seed: 42 },
       );
       for (let round = 0; round < 2; round++) {
         for (const text of texts) {
-          const res = await postJson("/api/skills/token-count", { text, encoding });
-          const out = await res.json<{ approx_tokens: number }>();
-          expect(out.approx_tokens, JSON.stringify(text.slice(0, 80))).toBe(lib.countTokens(text, plain));
+          expect(await ourCount(encoding, text), JSON.stringify(text.slice(0, 80))).toBe(count(text));
         }
       }
     },
@@ -102,7 +106,7 @@ describe("token_count on long runs with no word boundary (one huge BPE piece)", 
     "a".repeat(3000),
     pick(letters, 4000),
     pick(["a", "b"], 2500),
-    " ".repeat(1999) + "x",
+    `${" ".repeat(1999)}x`,
     "😀".repeat(700),
     "漢字".repeat(600),
     pick([..."ACGT"], 3000),
@@ -116,15 +120,9 @@ describe("token_count on long runs with no word boundary (one huge BPE piece)", 
     "%s: the long-piece merge counts exactly what gpt-tokenizer's own loop counts",
     { timeout: 60_000 },
     async (encoding, name) => {
-      const lib =
-        name === "cl100k_base"
-          ? await import("gpt-tokenizer/encoding/cl100k_base")
-          : await import("gpt-tokenizer/encoding/o200k_base");
-      const plain = { disallowedSpecial: new Set<string>() };
+      const count = await libraryCounter(name);
       for (const text of long) {
-        const res = await postJson("/api/skills/token-count", { text, encoding });
-        const out = await res.json<{ approx_tokens: number }>();
-        expect(out.approx_tokens, text.slice(0, 20)).toBe(lib.countTokens(text, plain));
+        expect(await ourCount(encoding, text), text.slice(0, 20)).toBe(count(text));
       }
     },
   );

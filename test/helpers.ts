@@ -1,6 +1,20 @@
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 
 export const ORIGIN = "https://skills.test";
+
+/** What a browser sends for a page: an HTML Accept and a browser's User-Agent. */
+export const BROWSER = {
+  accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+  "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36",
+};
+
+/** A deployment that sells calls (FREE_BETA off) against the fixture facilitator. */
+export const paidEnv = () => ({
+  ...env,
+  FREE_BETA: "false",
+  FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`,
+});
 
 /** Sends a request to the Worker under test (the real default export, real bindings). */
 export function call(path: string, init?: RequestInit): Promise<Response> {

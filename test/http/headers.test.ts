@@ -3,18 +3,9 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { isCorsPath } from "../../src/http/cors";
 import { skills } from "../../src/skills/registry";
+import { BROWSER, ORIGIN, paidEnv } from "../helpers";
 
-const B = "https://skills.test";
-const BROWSER = {
-  accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-  "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36",
-};
-/** A deployment that sells calls (FREE_BETA off) against the fixture facilitator. */
-const paidEnv = () => ({
-  ...env,
-  FREE_BETA: "false",
-  FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`,
-});
+const B = ORIGIN;
 
 /** A concrete path for a route pattern: the sample for each parameter, or a junk value. */
 function concrete(pattern: string, valid: boolean): string {

@@ -1,18 +1,8 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { BROWSER, ORIGIN, paidEnv } from "../helpers";
 
-const B = "https://skills.test";
-const BROWSER = {
-  accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-  "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36",
-};
-/** A deployment that sells calls (FREE_BETA off) against the fixture facilitator. */
-const paidEnv = () => ({
-  ...env,
-  FREE_BETA: "false",
-  FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`,
-});
+const B = ORIGIN;
 
 async function paywall(path: string, body: string, over: Record<string, string> = {}) {
   const res = await createApp().fetch(

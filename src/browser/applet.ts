@@ -62,6 +62,41 @@ skill.addEventListener("change", () => {
   forgetChallenge();
 });
 body.addEventListener("input", forgetChallenge);
+
+/**
+ * The request typed before a card checkout, kept in this tab for the way back: Stripe's Cancel
+ * leads to /checkout/cancel, whose "Back to the applet" opens /applet?skill=<id>, and the buyer
+ * finds the body as they left it rather than the skill's example.
+ */
+const DRAFT = "applet-draft";
+
+function saveDraft() {
+  try {
+    sessionStorage.setItem(DRAFT, JSON.stringify({ endpoint: skill.value, body: body.value }));
+  } catch {
+    // Storage off (a private mode, a policy): the way back shows the example, as it did.
+  }
+}
+
+function restoreDraft() {
+  const wanted = new URLSearchParams(window.location.search).get("skill");
+  const option = Array.from(skill.options).find((o) => o.dataset.skillId === wanted);
+  if (!option) return;
+  let draft: { endpoint?: unknown; body?: unknown } | null = null;
+  try {
+    draft = JSON.parse(sessionStorage.getItem(DRAFT) ?? "null");
+    sessionStorage.removeItem(DRAFT);
+  } catch {
+    draft = null;
+  }
+  skill.value = option.value;
+  body.value =
+    draft?.endpoint === option.value && typeof draft.body === "string"
+      ? draft.body
+      : (option.dataset.example ?? "{}");
+}
+
+restoreDraft();
 selectSkill();
 
 /**
@@ -178,6 +213,7 @@ payWallet.addEventListener("click", async () => {
   }
 });
 
+buy.addEventListener("click", saveDraft);
 wireBuyButton(buy, payStatus, () => {
   const text = body.value;
   // With a valid body, the first credit runs it right after the payment (shown on the success page):

@@ -301,6 +301,9 @@ export function CancelPage({ skill, skillId }: { skill: Skill | undefined; skill
         <p>
           <a class="button" href={`/docs/${skill.slug}`}>
             Back to {skill.name}
+          </a>{" "}
+          <a class="button secondary" href={`/applet?skill=${encodeURIComponent(skill.id)}`}>
+            Back to the applet
           </a>
         </p>
       ) : (

@@ -310,6 +310,31 @@ describe("pages in a real browser", () => {
     await page.close();
   });
 
+  it("a checkout cancelled on Stripe's page leads back to the applet with the body as typed", async () => {
+    const { page, errors } = await open("/applet");
+    await page.selectOption("#skill", "/api/skills/slugify");
+    const typed = '{\n  "text": "Typed Before The Checkout"\n}';
+    await page.fill("#body", typed);
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    await page.click("#buy");
+    await page.waitForURL((u) => u.href.startsWith(stack.stripe_api_base));
+    await page.click("#cancel");
+    await page.waitForURL(/\/checkout\/cancel\?skill_id=slugify/);
+    await page.click("text=Back to the applet");
+    await page.waitForURL(/\/applet\?skill=slugify/);
+    expect(await page.inputValue("#skill")).toBe("/api/skills/slugify");
+    expect(await page.inputValue("#body")).toBe(typed);
+    // The draft is spent: opening the applet for the skill again shows its example.
+    await page.reload();
+    expect(JSON.parse(await page.inputValue("#body"))).toEqual({
+      text: "Crème Brûlée: Straße & Smørrebrød!",
+      max_len: 80,
+    });
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
+    await page.close();
+  });
+
   it("pays one call with an injected EIP-1193 wallet (anvil key): the buyer's USDC drops by the price", async () => {
     const buyer = stack.buyers[7] as { address: string };
     const rpc = async (method: string, params: unknown[] = []) => {

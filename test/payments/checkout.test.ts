@@ -338,6 +338,7 @@ describe("checkout pages", () => {
     expect(hostile).toContain("&lt;script&gt;");
     const real = await (await call("/checkout/cancel?skill_id=json_sort")).text();
     expect(real).toContain('href="/docs/json-sort"');
+    expect(real).toContain('href="/applet?skill=json_sort"');
     expect((await call("/checkout/cancel")).status).toBe(200);
   });
 

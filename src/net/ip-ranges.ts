@@ -159,3 +159,24 @@ export function classifyHost(host: string): { ip: string; reason: string | null 
   }
   return null;
 }
+
+/**
+ * The network a request comes from (CF-Connecting-IP): its IPv4 address, or the /64 prefix of its
+ * IPv6 address. A /64 is one subscriber's LAN, the least an ISP hands out: a host there may change
+ * its address between two tries, and can pick a new one per request (2^64 of them), so per-IP
+ * limits and a checkout's Idempotency-Key scope count the /64. Without the header (local tools)
+ * every caller is one network.
+ */
+export function callerNetwork(ip: string | undefined) {
+  if (!ip) return "unknown";
+  const g = parseIPv6(ip);
+  if (!g) return ip; // IPv4, as the edge writes it
+  // ::ffff:a.b.c.d is the IPv4 address a.b.c.d.
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
+    return [g[6] ?? 0, g[7] ?? 0].flatMap((x) => [x >> 8, x & 255]).join(".");
+  }
+  return `${g
+    .slice(0, 4)
+    .map((x) => x.toString(16))
+    .join(":")}::/64`;
+}

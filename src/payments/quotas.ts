@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { heavyResources, publicConfig, rateLimitsOn } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
+import { callerNetwork } from "../net/ip-ranges";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
@@ -28,7 +29,7 @@ export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
   if (!env.on)
     return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
   const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
-  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session; ${LIMITS.RL_IP} per client IP to the checkout success page. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session; ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
@@ -44,7 +45,7 @@ function enabled(env: Bindings) {
   return on;
 }
 
-const clientIp = (c: Context<AppEnv>) => c.req.header("cf-connecting-ip") ?? "unknown";
+const clientIp = (c: Context<AppEnv>) => callerNetwork(c.req.header("cf-connecting-ip"));
 
 /** Whether `resource` is limited per payer by RL_PAYER_HEAVY (RATE_LIMIT_HEAVY). */
 export function isHeavy(env: Bindings, resource: string) {

@@ -5,7 +5,7 @@ import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation"
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
-import { parseIPv6 } from "../net/ip-ranges";
+import { callerNetwork } from "../net/ip-ranges";
 import { recordSession } from "../payments/checkout-ledger";
 import {
   checkoutRequest,
@@ -70,25 +70,6 @@ const creditsOperation = operation({
 });
 
 export const checkoutOperations = [createCheckout, webhookOperation, creditsOperation];
-
-/**
- * The network a request comes from, as a client's Idempotency-Key is scoped: its IPv4 address, or
- * the /64 prefix of its IPv6 address (one subscriber's LAN: a host there may change its address
- * between two tries). Without CF-Connecting-IP (local tools) every caller is one network.
- */
-function callerNetwork(ip: string | undefined) {
-  if (!ip) return "unknown";
-  const g = parseIPv6(ip);
-  if (!g) return ip; // IPv4, as the edge writes it
-  // ::ffff:a.b.c.d is the IPv4 address a.b.c.d.
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
-    return [g[6] ?? 0, g[7] ?? 0].flatMap((x) => [x >> 8, x & 255]).join(".");
-  }
-  return `${g
-    .slice(0, 4)
-    .map((x) => x.toString(16))
-    .join(":")}::/64`;
-}
 
 checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.validate, async (c) => {
   const body = c.req.valid("json");

@@ -306,6 +306,37 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
     expect(net.to(stripe)).toBe(before);
   }, 120_000);
 
+  it("an IPv6 host is one caller per /64: a new address per request does not escape the limit", async () => {
+    await freshWindow();
+    network();
+    const hex = () => Math.floor(Math.random() * 0xffff).toString(16);
+    const prefix = `2a01:${hex()}:${hex()}:${hex()}`;
+    for (let i = 1; i <= RL_FREE; i++) {
+      const res = await send("/api/cardpay/checkout", {
+        ip: `${prefix}::${i.toString(16)}`,
+        body: { skill_id: "sha256" },
+      });
+      expect(res.status).toBe(200);
+    }
+    const sameLan = `${prefix}:${hex()}:${hex()}:${hex()}:${hex()}`;
+    await expect429(
+      await send("/api/cardpay/checkout", { ip: sameLan, body: { skill_id: "sha256" } }),
+      "free",
+    );
+    // Another /64 has its own budget; an IPv4-mapped address is its IPv4 address's.
+    const otherLan = `2a01:${hex()}:${hex()}:${hex()}::1`;
+    expect((await send("/api/cardpay/checkout", { ip: otherLan, body: { skill_id: "sha256" } })).status).toBe(
+      200,
+    );
+    const v4 = randomIp();
+    for (let i = 0; i < RL_FREE; i++)
+      await send("/api/cardpay/checkout", { ip: v4, body: { skill_id: "sha256" } });
+    await expect429(
+      await send("/api/cardpay/checkout", { ip: `::ffff:${v4}`, body: { skill_id: "sha256" } }),
+      "free",
+    );
+  }, 120_000);
+
   it("the admin API's bearer token cannot be guessed at network speed: 600 a minute per IP, then 429 before the token is read", async () => {
     await freshWindow();
     const ip = randomIp();

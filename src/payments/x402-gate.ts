@@ -72,10 +72,10 @@ function routesFor(
         },
       }),
     };
-    // The bazaar discovery extension: what the route takes and returns, for Bazaar crawlers.
-    // Declared here, once per gate; the x402 server adds the request's method to it
-    // (bazaarResourceServerExtension), and the paid path checks a payment's echo of it against
-    // the same declaration.
+    // The bazaar discovery extension: what the route takes and returns, for Bazaar crawlers (and,
+    // in v1 form, the 402 body's outputSchema: x402-offer-body.ts). Declared here, once per gate;
+    // the x402 server adds the request's method to it (bazaarResourceServerExtension), and the
+    // paid path checks a payment's echo of it against the same declaration.
     const skillDiscovery = item.example
       ? declareDiscoveryExtension({
           bodyType: "json",

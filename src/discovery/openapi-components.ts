@@ -117,6 +117,11 @@ export const components = {
               description: { type: "string" },
               mimeType: { type: "string" },
               maxTimeoutSeconds: { type: "integer" },
+              outputSchema: {
+                type: "object",
+                description:
+                  "v1: what the call takes and returns, from the bazaar extension: input (type http, method, discoverable, queryParams, or bodyType and bodyFields, a sample body) and output (an example answer, where the route has one)",
+              },
               extra: { type: "object" },
             },
             anyOf: [{ required: ["maxAmountRequired"] }, { required: ["amount"] }],

@@ -31,8 +31,14 @@ import { x402Gate } from "./x402-lazy";
 export function partnerGate(isPaid: (c: Context<AppEnv>) => boolean): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!isPaid(c)) return next();
+    // Card credits buy a skill's own calls only (checkout sells no key for these routes): with
+    // x402 off, nothing can pay here, and the buyer is told so rather than sent to buy credits.
     if (!publicConfig(c.env, c.req.url).x402Enabled)
-      return detail(c, 402, "Payment required: x402 payments are disabled.");
+      return detail(
+        c,
+        402,
+        "Payment required: partner services and refinery recipes are sold by x402 only, and x402 payments are off on this deployment; card credits cannot pay for them.",
+      );
     return x402Gate(c, next);
   };
 }

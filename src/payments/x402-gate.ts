@@ -9,7 +9,11 @@ import {
   type VerifyResponse,
 } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
+import {
+  type BodyDiscoveryExtension,
+  bazaarResourceServerExtension,
+  declareDiscoveryExtension,
+} from "@x402/extensions/bazaar";
 import type { MiddlewareHandler } from "hono";
 import { isAddress } from "viem";
 import { type PublicConfig, publicConfig } from "../config";
@@ -18,6 +22,8 @@ import { detail } from "../http/errors";
 import { SharedLoad, within } from "../http/shared-load";
 import { microsToUsd, trimDecimal } from "../money";
 import { type PricingConfig, pricingConfig } from "../partners/config";
+import type { Partner, PartnerService } from "../partners/data";
+import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
@@ -57,16 +63,6 @@ function routesFor(
       mimeType: "application/json",
       serviceName: "Agent Skills Marketplace",
       tags: item.tags,
-      ...(item.example
-        ? {
-            extensions: declareDiscoveryExtension({
-              bodyType: "json",
-              input: item.example.input,
-              inputSchema: item.example.inputSchema,
-              output: { example: item.example.output },
-            }),
-          }
-        : {}),
       unpaidResponseBody: () => ({ contentType: "application/json", body: {} }),
       settlementFailedResponseBody: (_ctx, result) => ({
         contentType: "application/json",
@@ -76,10 +72,60 @@ function routesFor(
         },
       }),
     };
-    config.extensions = { ...paid, ...config.extensions }; // payment-identifier, offer-receipt (paid-extensions.ts)
-    for (const method of item.methods) routes[`${method} ${item.path}`] = config;
+    // The bazaar discovery extension: what the route takes and returns, for Bazaar crawlers (and,
+    // in v1 form, the 402 body's outputSchema: x402-offer-body.ts). Declared here, once per gate;
+    // the x402 server adds the request's method to it (bazaarResourceServerExtension), and the
+    // paid path checks a payment's echo of it against the same declaration.
+    const skillDiscovery = item.example
+      ? declareDiscoveryExtension({
+          bodyType: "json",
+          input: item.example.input,
+          inputSchema: item.example.inputSchema,
+          output: { example: item.example.output },
+        })
+      : undefined;
+    for (const method of item.methods) {
+      const discovery = item.partner
+        ? partnerDiscovery(item.partner.partner, item.partner.service, method)
+        : skillDiscovery;
+      // payment-identifier, offer-receipt (paid-extensions.ts)
+      routes[`${method} ${item.path}`] = { ...config, extensions: { ...paid, ...discovery } };
+    }
   }
   return routes;
+}
+
+/**
+ * A partner try route's bazaar declaration for one method, from the listing (partners/discovery.ts):
+ * a GET takes the upstream path's values in its query; a POST also a JSON body. The body form has
+ * no slot of its own for query parameters, which the bazaar spec allows beside a body: added to
+ * its info and schema when the service's path has any.
+ */
+function partnerDiscovery(partner: Partner, service: PartnerService, method: "GET" | "POST") {
+  const { query, body } = tryInput(partner, service, method);
+  if (!body) return declareDiscoveryExtension({ input: query.example, inputSchema: query.schema });
+  const { bazaar } = declareDiscoveryExtension({
+    bodyType: "json",
+    input: body.example,
+    inputSchema: body.schema,
+  }) as { bazaar: BodyDiscoveryExtension };
+  if (!Object.keys(query.schema.properties).length) return { bazaar };
+  const { info, schema } = bazaar;
+  const input = schema.properties.input;
+  const withQuery: BodyDiscoveryExtension = {
+    info: { ...info, input: { ...info.input, queryParams: query.example } },
+    schema: {
+      ...schema,
+      properties: {
+        ...schema.properties,
+        input: {
+          ...input,
+          properties: { ...input.properties, queryParams: { type: "object", ...query.schema } },
+        },
+      },
+    },
+  };
+  return { bazaar: withQuery };
 }
 
 /**

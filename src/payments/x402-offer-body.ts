@@ -1,7 +1,7 @@
 import type { PaymentRequired } from "@x402/core/types";
 import { formatUsd, microsToUsd } from "../money";
 import { decodePaymentRequiredHeader } from "./x402-headers";
-import { v1Requirement } from "./x402-v1";
+import { v1OutputSchema, v1Requirement } from "./x402-v1";
 
 /** Free-text errors of the x402 server, in the snake_case vocabulary of the facilitator's reasons. */
 const REASON_OF_TEXT: Record<string, string> = {
@@ -36,7 +36,9 @@ export function explain(header: string, note: string | undefined, cardKeys = tru
     : reason
       ? `Payment rejected: ${required.error}. This call costs ${what}; send a new payment.`
       : `Payment required: this call costs ${what}. Pay with x402 (v2: PAYMENT-SIGNATURE header, requirements in PAYMENT-REQUIRED; v1: X-PAYMENT, requirements in this body)${cardKeys ? " or a card-credit key (Authorization: Bearer mk_...)" : ""}.`;
-  const v1Accepts = required.accepts.flatMap((r) => v1Requirement(r, required.resource) ?? []);
+  // What the route takes and returns, for v1 crawlers: the bazaar extension's, in v1 form.
+  const outputSchema = v1OutputSchema(required.extensions);
+  const v1Accepts = required.accepts.flatMap((r) => v1Requirement(r, required.resource, outputSchema) ?? []);
   const body = v1Accepts.length
     ? {
         x402Version: 1,

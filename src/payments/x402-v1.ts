@@ -53,6 +53,42 @@ export function v1Requirement(
   } as PaymentRequirementsV1;
 }
 
+/**
+ * The v1 `outputSchema` of a route, from its v2 bazaar declaration (the offer's
+ * `extensions.bazaar.info`, as the server sent it, method included): one source for both versions.
+ * Shaped as the v1 middleware (x402-express, x402-hono) built it, `{ input: { type: "http",
+ * method, discoverable, queryParams?, bodyType?, bodyFields? }, output? }`, and read back by
+ * @x402/extensions' `extractDiscoveryInfoV1` into the same info (bodyFields is the body's sample,
+ * output the answer's). Undefined for an offer with no HTTP declaration.
+ */
+export function v1OutputSchema(
+  extensions: PaymentRequired["extensions"],
+): Record<string, unknown> | undefined {
+  const info = (extensions?.bazaar as { info?: unknown } | undefined)?.info as
+    | { input?: Record<string, unknown>; output?: { example?: unknown } }
+    | undefined;
+  const input = info?.input;
+  if (input?.type !== "http" || typeof input.method !== "string") return undefined;
+  // v1's HTTPRequestStructure: query values are strings, body fields an object.
+  const object = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  const queryParams = object(input.queryParams)
+    ? Object.fromEntries(Object.entries(input.queryParams).filter(([, v]) => typeof v === "string"))
+    : undefined;
+  const output = info?.output?.example;
+  return {
+    input: {
+      type: "http",
+      method: input.method,
+      discoverable: true,
+      ...(queryParams ? { queryParams } : {}),
+      ...(typeof input.bodyType === "string" ? { bodyType: input.bodyType } : {}),
+      ...(object(input.body) ? { bodyFields: input.body } : {}),
+    },
+    ...(output !== undefined ? { output } : {}),
+  };
+}
+
 export type Lifted =
   | { ok: true; header: string; payload: PaymentPayload }
   | { ok: false; reason: string; message: string };

@@ -21,6 +21,7 @@ class FakeElement {
   value = "";
   dataset: Record<string, string> = {};
   selectedOptions: { dataset: Record<string, string> }[] = [];
+  options: { value: string; dataset: Record<string, string> }[] = [];
   attributes: Record<string, string> = {};
   listeners: Record<string, Listener[]> = {};
   addEventListener(type: string, fn: Listener) {
@@ -50,13 +51,27 @@ const sent: { url: string; body: string }[] = [];
 let answer: () => Response = () => new Response("{}");
 const assigned: string[] = [];
 const saved: Record<string, unknown> = {};
+/** The tab's sessionStorage, holding the draft a cancelled checkout left (the way back from Stripe). */
+const storage = new Map<string, string>([
+  ["applet-draft", JSON.stringify({ endpoint: "/api/skills/json-sort", body: '{"data": {"kept": 1}}' })],
+]);
+let bodyOnLoad = "";
 
 beforeAll(() => {
   el("skill").value = "/api/skills/json-sort";
   el("skill").selectedOptions = [{ dataset: { skillId: "json_sort", pack: "Buy 170 calls for $0.51" } }];
+  el("skill").options = [
+    { value: "/api/skills/sha256", dataset: { skillId: "sha256", example: '{"text": "a"}' } },
+    { value: "/api/skills/json-sort", dataset: { skillId: "json_sort", example: '{"data": {}}' } },
+  ];
   const globals: Record<string, unknown> = {
     document: { getElementById: el },
-    window: { location: { assign: (url: string) => assigned.push(url) } },
+    window: { location: { search: "?skill=json_sort", assign: (url: string) => assigned.push(url) } },
+    sessionStorage: {
+      getItem: (k: string) => storage.get(k) ?? null,
+      setItem: (k: string, v: string) => storage.set(k, v),
+      removeItem: (k: string) => storage.delete(k),
+    },
     fetch: async (url: string, init: { body: string }) => {
       sent.push({ url, body: init.body });
       return answer();
@@ -68,12 +83,19 @@ beforeAll(() => {
   }
   // In this realm's global scope, as a <script> runs.
   vm.runInThisContext(bundle, { filename: "applet.js" });
+  bodyOnLoad = el("body").value;
 });
 afterAll(() => {
   for (const [name, value] of Object.entries(saved)) (globalThis as Record<string, unknown>)[name] = value;
 });
 
 describe("the applet as built", () => {
+  it("opened as /applet?skill=… after a cancelled checkout, puts back the body typed before it, once", () => {
+    expect(el("skill").value).toBe("/api/skills/json-sort");
+    expect(bodyOnLoad).toBe('{"data": {"kept": 1}}');
+    expect(storage.has("applet-draft")).toBe(false);
+  });
+
   it("shows a JSON answer indented with its digits and key order as the server wrote them", async () => {
     const body =
       '{"skill":"json_sort","ok":true,"sorted":{"big":12345678901234567890,"b":1,"a":3,"10":2,"x":1.50,"e":1e400}}';
@@ -118,6 +140,11 @@ describe("the applet as built", () => {
     });
     expect(JSON.parse(sent.at(-1)?.body ?? "")).toMatchObject({ skill_id: "json_sort" });
     expect(assigned.at(-1)).toBe("https://checkout.stripe.test/c/1");
+    // Kept for the way back, should the buyer cancel on Stripe's page.
+    expect(JSON.parse(storage.get("applet-draft") ?? "null")).toEqual({
+      endpoint: "/api/skills/json-sort",
+      body: typed,
+    });
   });
 
   it("buys without a payload when the body is not a JSON object", async () => {

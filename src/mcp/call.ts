@@ -9,6 +9,8 @@ import { parseKeepingIntegers } from "../http/exact-integers";
 import { markMcpRequest } from "../http/mcp-request";
 import { scanJson } from "../http/validation";
 import { isRecord } from "../net/fetcher";
+import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempotency-key";
+import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
 import type { McpTool } from "./tools";
 
@@ -30,6 +32,15 @@ export const RECEIPT_META = "marketplace/receipt";
 export const REQUEST_ID_META = "marketplace/request-id";
 /** Set only when the result does not carry the bytes its receipt was signed over (see callTool). */
 export const RECEIPT_NOTE_META = "marketplace/receipt-note";
+/**
+ * Our own `_meta` key of a tools/call: the call's Idempotency-Key, which a card-credit call needs
+ * to be retried without paying twice (an x402 payment carries its own id, the payment-identifier
+ * extension). The MCP POST's headers are the connection's, not the call's: a header there would
+ * key every call of the connection alike.
+ */
+export const IDEMPOTENCY_KEY_META = "marketplace/idempotency-key";
+/** Set (true) on the result of a retry answered with the stored answer (X-Idempotent-Replay). */
+export const IDEMPOTENT_REPLAY_META = "marketplace/idempotent-replay";
 
 /** Sends one request through the whole app (the same chain as an HTTP client's call). */
 export type Dispatch = (req: Request) => Promise<Response>;
@@ -116,6 +127,7 @@ function buildRequest(
   t: McpTool,
   args: Record<string, unknown>,
   payment: string | undefined,
+  idempotencyKey: string | undefined,
   ctx: CallContext,
 ) {
   const url = new URL(t.path, ctx.origin);
@@ -132,6 +144,7 @@ function buildRequest(
     headers.set("content-length", String(body.byteLength));
   }
   if (payment) headers.set("payment-signature", payment);
+  if (idempotencyKey !== undefined) headers.set("idempotency-key", idempotencyKey);
   if (ctx.clientIp) headers.set("cf-connecting-ip", ctx.clientIp);
   if (ctx.authorization && CARD_KEY.test(ctx.authorization)) headers.set("authorization", ctx.authorization);
   return new Request(url, { method: t.method, headers, body });
@@ -180,7 +193,16 @@ export async function callTool(
   if (payment instanceof Error) {
     return toolError({ detail: payment.message, reason: "invalid_payment_meta" }, payment.message);
   }
-  const req = buildRequest(t, args, payment, ctx);
+  // Checked here, for every call: the route reads an Idempotency-Key only beside a card key, and a
+  // value that is no header value must be the caller's error, not the Headers object's.
+  const idempotencyKey = meta?.[IDEMPOTENCY_KEY_META] ?? undefined;
+  if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {
+    return toolError(
+      { detail: IDEMPOTENCY_KEY_MESSAGE, reason: "invalid_idempotency_key" },
+      `_meta["${IDEMPOTENCY_KEY_META}"] (not charged): ${IDEMPOTENCY_KEY_MESSAGE}`,
+    );
+  }
+  const req = buildRequest(t, args, payment, idempotencyKey, ctx);
   markMcpRequest(req, t.tool.name);
   const res = await ctx.dispatch(req);
   const { text, json } = await readJson(res);
@@ -195,6 +217,7 @@ export async function callTool(
     if (receipt) _meta[RECEIPT_META] = receipt;
     const requestId = res.headers.get("x-original-request-id") ?? res.headers.get("x-request-id");
     if (requestId) _meta[REQUEST_ID_META] = requestId;
+    if (res.headers.get(REPLAY_HEADER) === "true") _meta[IDEMPOTENT_REPLAY_META] = true;
     // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
     // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
     // structuredContent cannot go instead (a tool with an outputSchema MUST return it, and the

@@ -111,6 +111,19 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         collect, sent back to the payer). A signature pays one call, over MCP or HTTP. Payments land in the
         same ledger, under the resource <code>mcp:&lt;tool&gt;</code>.
       </p>
+      <h2>Retrying a call without paying twice</h2>
+      <p>
+        A retried call with the same key gets the stored answer, nothing more settled or spent, marked{" "}
+        <code>_meta["marketplace/idempotent-replay"]: true</code> (its <code>_meta</code> is the stored
+        call's: the request id and receipt of the call that ran). An x402 payment carries its key itself: the{" "}
+        <code>payment-identifier</code> extension every <code>PaymentRequired</code> offers, with a fresh
+        signature for each retry. A card-credit call names its key in the call's own{" "}
+        <code>params._meta["marketplace/idempotency-key"]</code> (1 to 255 visible ASCII characters, as the
+        HTTP <code>Idempotency-Key</code>; anything else is a tool error with{" "}
+        <code>reason: "invalid_idempotency_key"</code>, not charged); an <code>Idempotency-Key</code> header
+        on the MCP request itself is not read. The same key over MCP and over HTTP is the same call, for 24
+        hours.
+      </p>
     </Layout>
   );
 }

@@ -1,9 +1,11 @@
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
+import { routePath } from "hono/route";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
+import { skills } from "../skills/registry";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 import { EVM_ADDRESS } from "./x402-terms";
@@ -23,25 +25,39 @@ export type Identified =
   | { invalid: Response }
   | undefined;
 
+/** Stripe's rule for an Idempotency-Key, over HTTP and over MCP (`_meta["marketplace/idempotency-key"]`). */
+export const IDEMPOTENCY_KEY_MESSAGE = "Idempotency-Key must be 1 to 255 visible ASCII characters";
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+export const isIdempotencyKey = (value: unknown): value is string =>
+  typeof value === "string" && IDEMPOTENCY_KEY.test(value);
+
 /**
- * Which idempotency key a request carries, if any: the x402 payment-identifier extension
- * (`extensions["payment-identifier"].info.id` of the PAYMENT-SIGNATURE payload, scoped by the
- * payer) or, for a card-credit call, the `Idempotency-Key` header (scoped by the key's hash).
+ * The routes a card key can pay: the skills' (payments/gate.ts). Partner try calls and the
+ * refinery take x402 only (partner-calls.ts never reads a card key), so a card key sent there
+ * (over MCP the connection's goes with every tools/call) pays nothing and keys nothing.
+ */
+const cardKeyRoutes = new Set(skills.map((s) => s.endpoint));
+
+/**
+ * Which idempotency key a request carries, if any, chosen by what can pay it. A card key with an
+ * `Idempotency-Key` header, on a route card keys pay: that header, scoped by the key's hash,
+ * whichever then pays (a key without credits falls through to x402 in the gate, and the answer
+ * must be stored where the retry, carrying the same two, looks). Otherwise the x402
+ * payment-identifier extension (`extensions["payment-identifier"].info.id` of the
+ * PAYMENT-SIGNATURE payload, scoped by the payer it proves), a card key beside it or not: without
+ * an Idempotency-Key a card key must not hide the id of the payment that may be the one settled.
  */
 export async function identify(c: Context<AppEnv>): Promise<Identified> {
-  // The same reading of the card key as the payment gate's (Authorization: Bearer, or X-API-Key).
-  const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
-  const cardKey =
-    authorization && /^Bearer\s+mk_/i.test(authorization) ? bearerKey(authorization) : undefined;
-  if (cardKey) {
-    const header = c.req.header("idempotency-key");
-    if (header === undefined) return undefined;
-    if (!/^[\x21-\x7e]{1,255}$/.test(header)) {
+  const header = c.req.header("idempotency-key");
+  // The route as matched (a percent-encoded path names the same skill).
+  const cardKey = header !== undefined && cardKeyRoutes.has(routePath(c)) ? cardKeyOf(c) : undefined;
+  if (header !== undefined && cardKey) {
+    if (!IDEMPOTENCY_KEY.test(header)) {
       return {
         invalid: validationResponse(c, [
           {
             loc: ["header", "idempotency-key"],
-            msg: "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            msg: IDEMPOTENCY_KEY_MESSAGE,
             type: "value_error",
             input: header.slice(0, 256),
           },
@@ -99,6 +115,12 @@ export async function identify(c: Context<AppEnv>): Promise<Identified> {
   const rpcUrl = c.env.RPC_URL;
   if (!rpcUrl) return undefined;
   return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
+}
+
+/** The card key as the payment gate reads it (Authorization: Bearer, or X-API-Key). */
+function cardKeyOf(c: Context<AppEnv>): string | undefined {
+  const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
+  return authorization && /^Bearer\s+mk_/i.test(authorization) ? bearerKey(authorization) : undefined;
 }
 
 type SignedTerms = NonNullable<ReturnType<typeof signedTerms>>;

@@ -94,10 +94,13 @@ export function idempotent(): MiddlewareHandler<AppEnv> {
       await release(db, id.key, requestId);
       throw e;
     }
+    // Paid is judged by what paid, not by which key the request carried: a card key out of credits
+    // lets x402 pay under its Idempotency-Key (gate.ts), and a card credit pays a call whose
+    // x402 payment id keyed it. Either way the retry looks for the answer under this key.
     const paid =
       c.res.status >= 200 &&
       c.res.status < 300 &&
-      (id.kind === "card" ? Boolean(c.get("cardCredit")) : c.res.headers.has("payment-response"));
+      (Boolean(c.get("cardCredit")) || c.res.headers.has("payment-response"));
     if (!paid) {
       await release(db, id.key, requestId);
       return;

@@ -1,11 +1,9 @@
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
-import { routePath } from "hono/route";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
-import { skills } from "../skills/registry";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 import { EVM_ADDRESS } from "./x402-terms";
@@ -32,13 +30,6 @@ export const isIdempotencyKey = (value: unknown): value is string =>
   typeof value === "string" && IDEMPOTENCY_KEY.test(value);
 
 /**
- * The routes a card key can pay: the skills' (payments/gate.ts). Partner try calls and the
- * refinery take x402 only (partner-calls.ts never reads a card key), so a card key sent there
- * (over MCP the connection's goes with every tools/call) pays nothing and keys nothing.
- */
-const cardKeyRoutes = new Set(skills.map((s) => s.endpoint));
-
-/**
  * Which idempotency key a request carries, if any, chosen by what can pay it. A card key with an
  * `Idempotency-Key` header, on a route card keys pay: that header, scoped by the key's hash,
  * whichever then pays (a key without credits falls through to x402 in the gate, and the answer
@@ -47,10 +38,9 @@ const cardKeyRoutes = new Set(skills.map((s) => s.endpoint));
  * PAYMENT-SIGNATURE payload, scoped by the payer it proves), a card key beside it or not: without
  * an Idempotency-Key a card key must not hide the id of the payment that may be the one settled.
  */
-export async function identify(c: Context<AppEnv>): Promise<Identified> {
+export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<Identified> {
   const header = c.req.header("idempotency-key");
-  // The route as matched (a percent-encoded path names the same skill).
-  const cardKey = header !== undefined && cardKeyRoutes.has(routePath(c)) ? cardKeyOf(c) : undefined;
+  const cardKey = header !== undefined && cardKeys ? cardKeyOf(c) : undefined;
   if (header !== undefined && cardKey) {
     if (!IDEMPOTENCY_KEY.test(header)) {
       return {

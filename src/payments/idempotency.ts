@@ -31,11 +31,16 @@ async function bodyHash(text: string): Promise<string> {
  * is a 409; a duplicate while the first still runs is a 409 with Retry-After. Only a paid 2xx is
  * stored; anything else frees the key, so the retry runs (and pays) normally.
  */
-export function idempotent(): MiddlewareHandler<AppEnv> {
+/**
+ * `cardKeys`: whether the route takes card keys (the skills', payments/gate.ts). Partner try calls
+ * and the refinery take x402 only (partner-calls.ts never reads a card key), so a card key sent
+ * there (over MCP the connection's goes with every tools/call) pays nothing and keys nothing.
+ */
+export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     // No free-beta shortcut: partner try calls are paid even in free beta. An unpaid answer is
     // never stored (the key is released), so a free call only costs the claim.
-    const id = await identify(c);
+    const id = await identify(c, cardKeys);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;
     // Read as the body's validation reads it: bytes that are no UTF-8 are its 422 (nothing run,

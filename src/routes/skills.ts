@@ -24,7 +24,7 @@ for (const skill of skills) {
     skill.endpoint,
     recordCall(skill.id, () => Number(skill.price_atomic)),
     quota(skill.id),
-    idempotent(),
+    idempotent({ cardKeys: true }),
     signReceipt(skill.id),
     explain402,
     recordPayment(skill.id),

@@ -120,7 +120,7 @@ describe("the chain id of RPC_URL, asked once per isolate (contract-wallet repla
     });
     // What the idempotency middleware asks of a contract wallet's payment (idempotency.ts).
     const app = new Hono<AppEnv>().post("/", async (c) => {
-      const id = await identify(c);
+      const id = await identify(c, true);
       if (!id || "invalid" in id || !id.proveOnChain) return c.text("not a contract wallet's payment", 500);
       return c.json({ proven: await id.proveOnChain() });
     });

@@ -114,13 +114,17 @@ export function normalizeUrl(input: string) {
   let stripped = false;
   for (const raw of url.search.slice(1).split("&")) {
     if (raw === "") continue;
-    const [[key, value] = ["", ""]] = new URLSearchParams(raw);
+    // Read after a "&": URLSearchParams drops one leading "?" of the string it is given, so the
+    // piece "?id=5" of "??id=5" would be the key "id" (WHATWG's searchParams reads "?id").
+    const [[key, value] = ["", ""]] = new URLSearchParams(`&${raw}`);
     if (isTrackingParam(key)) stripped = true;
     else kept.push({ key, value, ...(decodesCleanly(raw) ? {} : { raw }) });
   }
   // Stable sort: repeated keys keep their relative order, which can carry meaning.
   kept.sort((a, b) => compareCodePoints(a.key, b.key));
-  url.search = kept.map((p) => p.raw ?? new URLSearchParams([[p.key, p.value]]).toString()).join("&");
+  const search = kept.map((p) => p.raw ?? new URLSearchParams([[p.key, p.value]]).toString()).join("&");
+  // The setter drops one leading "?" as well: a first piece kept as written may start with one.
+  url.search = search && `?${search}`;
 
   const query = new Map<string, string | string[]>();
   for (const { key: k, value: v } of kept) {

@@ -5,6 +5,14 @@ const HAS_LETTER = /\p{L}/u;
 // One segmenter per isolate: Intl.Segmenter implements Unicode word boundaries (UAX #29), CJK included.
 let segmenter: Intl.Segmenter | undefined;
 
+/**
+ * A word as its term: lowercased, with a typographic apostrophe as "'". "İ" (U+0130) lowercases
+ * to "i" + U+0307 (its dot as a combining mark, the only letter whose lowercase is two), which made
+ * "İstanbul" a term of its own beside "istanbul": it is read as "i". Other marks stay ("café" is
+ * not "cafe").
+ */
+const foldTerm = (word: string) => word.replaceAll("\u0130", "i").toLowerCase().replaceAll("\u2019", "'");
+
 /** Counts meaningful terms: word-like segments, lowercased, minus stopwords, numbers and lone ASCII letters. */
 export function extractKeywords(text: string, limit: number) {
   segmenter ??= new Intl.Segmenter("und", { granularity: "word" });
@@ -13,7 +21,7 @@ export function extractKeywords(text: string, limit: number) {
   for (const seg of segmenter.segment(text)) {
     if (!seg.isWordLike) continue;
     tokens++;
-    const term = seg.segment.toLowerCase().replaceAll("\u2019", "'");
+    const term = foldTerm(seg.segment);
     if (STOPWORDS.has(term) || !HAS_LETTER.test(term) || (term.length === 1 && term < "\u0080")) continue;
     counts.set(term, (counts.get(term) ?? 0) + 1);
   }

@@ -135,12 +135,29 @@ const escapeLength = (pattern: string, i: number) => {
 };
 
 /**
+ * `\uD83D\uDE00` at `i`: in `u` mode ECMAScript reads an escaped lead and trail surrogate as the
+ * one code point they encode (U+1F600); RE2 reads two surrogates, which no text holds, so
+ * `^\uD83D\uDE00$` refused "😀". Answers that code point, or undefined for anything else.
+ */
+const SURROGATE_PAIR = /^\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})/i;
+function escapedPairAt(pattern: string, i: number): number | undefined {
+  if (pattern[i + 1] !== "u") return undefined;
+  const m = SURROGATE_PAIR.exec(pattern.slice(i, i + 12));
+  if (!m) return undefined;
+  const lead = Number.parseInt(m[1] as string, 16);
+  const trail = Number.parseInt(m[2] as string, 16);
+  return 0x10000 + ((lead - 0xd800) << 10) + (trail - 0xdc00);
+}
+
+/**
  * One character class (`[` to its `]`, as ECMAScript ends it: at the first unescaped `]`). `\s`
  * becomes JavaScript's whitespace members. `\S` has no RE2 spelling inside a class besides its own
  * (Perl's), so a class holding it is rewritten whole: it takes every non-space character (or, negated,
  * none) plus the spaces its other members take, which the native engine tells by testing the class
  * alone on each of the 25 spaces (one class on one character: no backtracking). A `[` is escaped:
  * RE2 would read `[[:alpha:]` as a POSIX class and refuse it, ECMAScript reads the characters.
+ * `\b` is a backspace in a class (ECMA-262 ClassEscape), which RE2 does not spell so: it refused
+ * `[\b]` as an invalid escape.
  */
 function classToRe2(cls: string): string {
   const negated = cls[1] === "^";
@@ -152,10 +169,17 @@ function classToRe2(cls: string): string {
       i++;
       continue;
     }
+    const pair = escapedPairAt(cls, i);
+    if (pair !== undefined) {
+      out += re2Char(pair);
+      i += 12;
+      continue;
+    }
     const n = escapeLength(cls, i);
     const esc = cls.slice(i, i + n);
     if (esc === "\\s") out += SPACE_MEMBERS;
     else if (esc === "\\S") notSpace = true;
+    else if (esc === "\\b") out += re2Char(0x08);
     else out += esc;
     i += n;
   }
@@ -168,14 +192,21 @@ function classToRe2(cls: string): string {
 }
 
 /**
- * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S` and `.` spelled so RE2 reads them as
- * ECMAScript does; every other escape (`\\s` included, `\p{…}` whole) and character is kept.
+ * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S`, `.`, an escaped surrogate pair and a
+ * class's `\b` spelled so RE2 reads them as ECMAScript does; every other escape (`\\s` included,
+ * `\p{…}` whole) and character is kept.
  */
 export function toRe2Syntax(pattern: string): string {
   let out = "";
   for (let i = 0; i < pattern.length; ) {
     const ch = pattern[i];
     if (ch === "\\") {
+      const pair = escapedPairAt(pattern, i);
+      if (pair !== undefined) {
+        out += re2Char(pair);
+        i += 12;
+        continue;
+      }
       const n = escapeLength(pattern, i);
       const esc = pattern.slice(i, i + n);
       out += esc === "\\s" ? `[${SPACE_MEMBERS}]` : esc === "\\S" ? `[^${SPACE_MEMBERS}]` : esc;

@@ -11,7 +11,8 @@ let segmenter: Intl.Segmenter | undefined;
  * "İstanbul" a term of its own beside "istanbul": it is read as "i". Other marks stay ("café" is
  * not "cafe").
  */
-const foldTerm = (word: string) => word.replaceAll("\u0130", "i").toLowerCase().replaceAll("\u2019", "'");
+export const foldTerm = (word: string) =>
+  word.replaceAll("\u0130", "i").toLowerCase().replaceAll("\u2019", "'");
 
 /** Counts meaningful terms: word-like segments, lowercased, minus stopwords, numbers and lone ASCII letters. */
 export function extractKeywords(text: string, limit: number) {

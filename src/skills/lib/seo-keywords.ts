@@ -1,4 +1,4 @@
-import { extractKeywords } from "./keywords";
+import { extractKeywords, foldTerm } from "./keywords";
 import { cut, type Scan } from "./seo-scan";
 import { wordsOf } from "./text-stats";
 
@@ -23,14 +23,14 @@ function occurrences(phrase: string, text: string) {
 }
 
 /**
- * The caller's keywords as checked: spaces collapsed, trimmed, lower-cased, at most 100 characters,
+ * The caller's keywords as checked: spaces collapsed, trimmed, folded as terms are, at most 100 characters,
  * deduplicated, the first 20. One pass that stops at 20: the list has no length bound, and an
  * `indexOf` per entry made 600k keywords (one 5 MiB body) a quadratic three minutes.
  */
 export function givenKeywords(given: string[] | null): string[] {
   const seen = new Set<string>();
   for (const k of given ?? []) {
-    const cleaned = k.replace(/\s+/g, " ").trim().toLowerCase().slice(0, 100);
+    const cleaned = foldTerm(k.replace(/\s+/g, " ").trim()).slice(0, 100);
     if (cleaned !== "") seen.add(cleaned);
     if (seen.size === MAX_KEYWORDS) break;
   }
@@ -134,11 +134,12 @@ export function checkKeywords(
 ) {
   const title = cut(s.title ?? "", MAX_COUNTED_CHARS);
   const { keywords, extracted } = chooseKeywords(title, body, given);
+  // Folded as the extracted terms are (keywords.ts): "İstanbul" on the page is the term "istanbul".
   const lower: Places = {
-    title: title.toLowerCase(),
-    h1: cut(h1Text, MAX_COUNTED_CHARS).toLowerCase(),
-    description: cut(s.description ?? "", MAX_COUNTED_CHARS).toLowerCase(),
-    body: body.text.toLowerCase(),
+    title: foldTerm(title),
+    h1: foldTerm(cut(h1Text, MAX_COUNTED_CHARS)),
+    description: foldTerm(cut(s.description ?? "", MAX_COUNTED_CHARS)),
+    body: foldTerm(body.text),
   };
   const reports = keywords.map((k) => reportKeyword(k, lower, body.words));
   let total = 0;

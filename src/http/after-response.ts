@@ -11,6 +11,22 @@ export async function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) 
 }
 
 /**
+ * Work the answer waits for that a client going away must not cut short (a failed card call's
+ * credit given back): awaited, and handed to waitUntil too. On Cloudflare a disconnect cancels a
+ * request's pending work except what waitUntil holds, which runs on up to 30 s after it (see
+ * shared-load.ts); work still pending then is cancelled too.
+ */
+export function outlastingClient<T>(c: Context<AppEnv>, work: Promise<T>): Promise<T> {
+  try {
+    // Its failure is the awaiting caller's to handle; waitUntil only keeps it alive.
+    c.executionCtx.waitUntil(work.catch(() => undefined));
+  } catch {
+    // No ExecutionContext (app.fetch in tests): awaiting it is all there is.
+  }
+  return work;
+}
+
+/**
  * A write that failed while answering a paid call, tried three more times (100, 300 and 900 ms
  * apart) after the answer: the paid answer never waits for, or fails with, the storage behind it.
  */

@@ -171,6 +171,8 @@ const STALE_RUN_MS = 60_000;
  * Where the checkout's first call stands, for the success page: `none` (no payload), `queued`
  * (paid, not granted yet: the reveal POST grants and runs it), `running` (a live run holds it),
  * `stalled` (its run died: past STALE_RUN_MS a POST with the page's token takes it over), `done`.
+ * One held back while its pack could make no call (HELD_BACK) is `stalled` too: while the pack
+ * stands so the page says why it did not run, and once it can call again, a POST runs it.
  */
 export function firstCallState(
   session: SessionRow | null,
@@ -185,22 +187,43 @@ export function firstCallState(
 }
 
 /**
+ * The claim of a first call held back because its pack could make no call (PACK_CAN_CALL): older
+ * than any live claim, so the next run takes it at once, and shown by the page as not run.
+ */
+const HELD_BACK = 0;
+
+/**
+ * Whether the session's pack can make a call: not disputed (open or lost) and not wholly refunded,
+ * as the success page's packEnd reads it. SQL over checkout_sessions (its api_key_id).
+ */
+const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_sessions.api_key_id
+  AND k.dispute_status IS NULL AND k.calls_revoked < k.calls_total)`;
+
+/**
  * A checkout may carry the body of the buyer's first call: it runs once, after the grant and
  * outside the webhook's request (webhook answers stay fast), and spends a credit only if it
  * succeeds. A claim on the session makes it run once; a claim whose run died (isolate evicted)
  * goes stale and the reveal POST runs it. Its answer is kept for the success page.
+ *
+ * It runs only while the pack can make a call. A refund or dispute event can grant the pack it
+ * takes from (the completed webhook was late), and its run then found the key frozen or emptied:
+ * the skill ran (an upstream's cost), a 402 was stored, and a stored answer is never run again, so
+ * after a dispute won the paid first call showed "failed with 402" for good. Now the claim itself
+ * checks the pack (one statement: no event can land between a check and the claim) and, if it
+ * cannot call, marks the call HELD_BACK and runs nothing; a dispute won or a refund undone runs it
+ * then (the webhook), or the Reveal POST does, once, whichever claims it first.
  */
 export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
   const now = Date.now();
   const claim = await env.DB.prepare(
-    `UPDATE checkout_sessions SET payload_started_at = ?2
+    `UPDATE checkout_sessions SET payload_started_at = CASE WHEN ${PACK_CAN_CALL} THEN ?2 ELSE ?4 END
      WHERE id = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL
        AND (payload_started_at IS NULL OR payload_started_at < ?3)
-     RETURNING skill_id, payload, api_key_id`,
+     RETURNING skill_id, payload, api_key_id, payload_started_at`,
   )
-    .bind(sessionId, now, now - STALE_RUN_MS)
-    .first<{ skill_id: string; payload: string; api_key_id: string }>();
-  if (!claim) return;
+    .bind(sessionId, now, now - STALE_RUN_MS, HELD_BACK)
+    .first<{ skill_id: string; payload: string; api_key_id: string; payload_started_at: number }>();
+  if (claim?.payload_started_at !== now) return;
   const skill = skillById(claim.skill_id);
   // As the skill's own route reads a body: json_sort and json_flatten keep integers past 2^53.
   const body = skill?.exactIntegers
@@ -252,9 +275,11 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     stored = (await store(answer).run()).meta.changes === 1;
   } else {
     // A success is shown only if its credit is taken: the buyer may have spent every credit (or
-    // disputed the payment) while this ran, and the answer must not be an extra, unpaid result.
-    // One transaction: the answer is stored if the key has a spendable credit, the credit is taken
-    // if this run's answer is the one stored, and otherwise the refusal is stored.
+    // the payment was disputed or refunded) while this ran, and the answer must not be an extra,
+    // unpaid result. One transaction: the answer is stored if the key has a spendable credit, the
+    // credit is taken if this run's answer is the one stored; otherwise, if the pack can no longer
+    // call, the call is held back (nothing stored: it runs again if a dispute is won), and if the
+    // buyer spent the credits, the refusal is stored.
     const spendable = "SELECT 1 FROM api_keys WHERE id = ?5 AND calls_left > 0 AND dispute_status IS NULL";
     const [shown] = await env.DB.batch([
       env.DB.prepare(
@@ -265,6 +290,10 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
         env.DB,
         `id = ?1 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result = ?4)`,
       ).bind(claim.api_key_id, sessionId, now, answer),
+      env.DB.prepare(
+        `UPDATE checkout_sessions SET payload_started_at = ?3
+         WHERE id = ?1 AND payload_started_at = ?2 AND payload_result IS NULL AND NOT ${PACK_CAN_CALL}`,
+      ).bind(sessionId, now, HELD_BACK),
       store(JSON.stringify({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } })),
     ]);
     stored = shown?.meta.changes === 1;
@@ -274,8 +303,22 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   if (!stored && kept.bodyKv) await env.KV.delete(kept.bodyKv).catch(() => undefined);
 }
 
+/**
+ * The first call of the pack a PaymentIntent paid, run if it is still to run (runFirstPayload's
+ * claim decides): for a charge event that let the pack call again (a dispute won, a refund undone).
+ */
+export async function runPaymentFirstPayload(env: Bindings, paymentIntent: string): Promise<void> {
+  const row = await env.DB.prepare(
+    `SELECT id FROM checkout_sessions
+     WHERE payment_intent = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL`,
+  )
+    .bind(paymentIntent)
+    .first<{ id: string }>();
+  if (row) await runFirstPayload(env, row.id);
+}
+
 const FIRST_CALL_UNPAID =
-  "The first call finished after this key had no credit left (spent, refunded or disputed): its answer is withheld and no credit was taken.";
+  "The first call finished after this key had no credit left (spent, or taken back by a refund): its answer is withheld and no credit was taken.";
 
 /**
  * Starts the first call unless another run holds it, then waits up to `waitMs` for its answer (this

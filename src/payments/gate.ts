@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { outlastingClient } from "../http/after-response";
 import { detail } from "../http/errors";
 import type { Skill } from "../skills/types";
 import {
@@ -31,14 +32,24 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       if (spent) {
         c.header("X-Credits-Remaining", String(spent.calls_left));
         c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
-        await next();
-        // A call that did not succeed spends nothing.
-        if (c.res.status >= 400) {
-          // What the key holds now: a refund or dispute meanwhile may have kept the credit (a key
-          // whose dispute was lost matches no row there, and holds nothing).
-          const left = await refundCredit(c.env.DB, keyHash);
-          c.res.headers.set("X-Credits-Remaining", String(left ?? 0));
-        }
+        // A call that did not succeed spends nothing. The call and the give-back are one piece of
+        // work kept alive past the client: a client that disconnects (an agent timing out on a slow
+        // skill) cancels the request's pending work, the call's own fetches included, and the
+        // give-back after it never ran, so the credit was kept for a call that never succeeded.
+        // Kept alive, it finishes within Cloudflare's 30 s after the disconnect; a call still
+        // running then is cancelled there, and keeps its credit.
+        await outlastingClient(
+          c,
+          (async () => {
+            await next();
+            if (c.res.status >= 400) {
+              // What the key holds now: a refund or dispute meanwhile may have kept the credit (a
+              // key whose dispute was lost matches no row there, and holds nothing).
+              const left = await refundCredit(c.env.DB, keyHash);
+              c.res.headers.set("X-Credits-Remaining", String(left ?? 0));
+            }
+          })(),
+        );
         return;
       }
       const row = await findKey(c.env.DB, keyHash);

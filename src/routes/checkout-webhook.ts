@@ -4,7 +4,12 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { followRefundsNow, refundsNow } from "../payments/card-refund-sync";
 import { applyRefund, closeDispute, openDispute, paymentGranted } from "../payments/card-refunds";
-import { failSession, runFirstPayload, settleSession } from "../payments/checkout-ledger";
+import {
+  failSession,
+  runFirstPayload,
+  runPaymentFirstPayload,
+  settleSession,
+} from "../payments/checkout-ledger";
 import {
   fetchDisputeStatus,
   fetchSession,
@@ -101,9 +106,26 @@ async function grantBeforeCharge(
   return { granted: (await settleSession(c.env, remote)) === "granted" ? remote.id : undefined };
 }
 
-/** A charge event's answer; a pack granted for it runs its first call now, after the event applied. */
-function chargeAnswer(c: Context<AppEnv>, first: { granted?: string }, outcome: string) {
+/** Outcomes after which a pack may call again: a dispute won, a refund that failed or was canceled. */
+const MAY_CALL_AGAIN = new Set(["restored", "refund_applied"]);
+
+/**
+ * A charge event's answer. A pack granted for it runs its first call now, after the event applied,
+ * and so does one the event may have let call again, whose first call was held back while it could
+ * not (a dispute won). runFirstPayload claims the call only while the pack can make it and it has
+ * not run, so it runs at most once whichever of this and the Reveal POST comes first, and never on
+ * a frozen or refunded pack (its answer would be a 402 stored for good).
+ */
+function chargeAnswer(
+  c: Context<AppEnv>,
+  first: { granted?: string },
+  outcome: string,
+  paymentIntent: string | undefined,
+) {
   if (first.granted) afterResponse(c, runFirstPayload(c.env, first.granted));
+  else if (paymentIntent && MAY_CALL_AGAIN.has(outcome)) {
+    afterResponse(c, runPaymentFirstPayload(c.env, paymentIntent));
+  }
   return c.json({ received: true, outcome });
 }
 
@@ -178,9 +200,9 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       const outcome = await applyRefund(db, pi, now, ref);
       // A duplicate wrote nothing (its first delivery follows Stripe); nor did an unknown payment.
       if (!pi || !now || (outcome !== "refund_applied" && outcome !== "unchanged")) {
-        return chargeAnswer(c, first, outcome);
+        return chargeAnswer(c, first, outcome, pi);
       }
-      return chargeAnswer(c, first, await followRefundsNow(db, stripe, pi, now, outcome));
+      return chargeAnswer(c, first, await followRefundsNow(db, stripe, pi, now, outcome), pi);
     }
     case "charge.dispute.created": {
       const d = event.data.object;
@@ -202,7 +224,7 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       }
       const first = await grantBeforeCharge(c, stripe, pi, event.id);
       if (first instanceof Response) return first;
-      return chargeAnswer(c, first, await openDispute(db, { id: d.id, payment_intent: pi }, ref));
+      return chargeAnswer(c, first, await openDispute(db, { id: d.id, payment_intent: pi }, ref), pi);
     }
     case "charge.dispute.closed": {
       const d = event.data.object;
@@ -210,7 +232,7 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
       const first = await grantBeforeCharge(c, stripe, pi, event.id);
       if (first instanceof Response) return first;
       const outcome = await closeDispute(db, { id: d.id, status: d.status, payment_intent: pi }, ref);
-      return chargeAnswer(c, first, outcome);
+      return chargeAnswer(c, first, outcome, pi);
     }
     default:
       await recordEvent(db, ref);

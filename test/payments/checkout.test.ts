@@ -192,16 +192,12 @@ describe("POST /api/cardpay/webhook", () => {
     const id = await seedSession("slugify", 2, { text: "Late Call" });
     await deliver(completedEvent(id));
     await firstCallResult(id);
-    const rerun = async (callsLeft: number, disputed = false) => {
+    const rerun = async (callsLeft: number) => {
       await env.DB.batch([
         env.DB.prepare(
           "UPDATE checkout_sessions SET payload_result = NULL, payload_started_at = NULL WHERE id = ?1",
         ).bind(id),
-        env.DB.prepare("UPDATE api_keys SET calls_left = ?2, dispute_status = ?3 WHERE session_id = ?1").bind(
-          id,
-          callsLeft,
-          disputed ? "open" : null,
-        ),
+        env.DB.prepare("UPDATE api_keys SET calls_left = ?2 WHERE session_id = ?1").bind(id, callsLeft),
       ]);
       await runFirstPayload(env, id);
       return { result: await firstCallResult(id), left: (await keysFor(id)).results[0]?.calls_left };
@@ -210,7 +206,7 @@ describe("POST /api/cardpay/webhook", () => {
       result: { status: 402, body: expect.objectContaining({ charged: false }) },
       left: 0,
     });
-    expect(await rerun(1, true)).toMatchObject({ result: { status: 402 }, left: 1 });
+    // A disputed pack's first call is not run at all (test/payments/checkout-first-call-held.test.ts).
     expect(await rerun(1)).toMatchObject({ result: { status: 200, body: { slug: "late-call" } }, left: 0 });
   });
 });

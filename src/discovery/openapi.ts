@@ -59,6 +59,7 @@ export const WEB_ONLY_ROUTES = [
   "POST /admin/login",
   "POST /admin/logout",
   "POST /admin/payouts/{partner_id}/settle",
+  "POST /admin/refunds/{request_id}/resolve",
 ] as const;
 
 function skillOperations(cfg: PublicConfig) {

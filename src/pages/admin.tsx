@@ -148,18 +148,32 @@ export function AdminDashboardPage(props: {
       <h2>Refunds owed</h2>
       <p class="muted">
         Reconciliation sends each refund again until it lands (at most once); a held one waits for you
-        (docs/OPERATIONS.md, "Refunds").
+        (docs/OPERATIONS.md, "Refunds"). Once you have paid one from your own wallet, record its transaction
+        here: it is then refunded and never sent. A refund the operating wallet may still be sending is
+        refused until its authorization expired.
       </p>
       <RowHeadedTable
         id="refunds-owed"
-        columns={["Request", "Payer", "Amount", "Why it is still owed"]}
+        columns={["Request", "Payer", "Amount", "Why it is still owed", "Refunded by hand"]}
         rows={(payouts.refunds as Row[])
           .filter((r) => r.status === "owed" && Number(r.amount_micro) > 0)
-          .map((r) => [
+          .map((r, i) => [
             String(r.request_id),
             String(r.payer),
             usd(Number(r.amount_micro)),
             stillOwedBecause(r),
+            <form
+              method="post"
+              action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
+              class="admin-form"
+            >
+              <input type="hidden" name="csrf" value={props.csrf} />
+              <label for={`refund-tx-${i}`}>Transaction hash</label>
+              <input id={`refund-tx-${i}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
+              <label for={`refund-note-${i}`}>Note</label>
+              <input id={`refund-note-${i}`} name="note" maxlength={500} />
+              <button type="submit">Record refund</button>
+            </form>,
           ])}
       />
 

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
+import { heldClaims } from "./reconcile-store";
 import { WITHHELD_SUFFIX } from "./refunds";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
@@ -45,10 +46,12 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
   ]);
   // Authorizations whose settlement was never confirmed (facilitator gave no answer, or the
   // ledger write failed after settling): check each against the chain before crediting anyone.
+  // One reconciliation held for a person is listed under needs_person instead.
   const unconfirmed = await db
     .prepare(
       `SELECT nonce, request_id, resource, status, updated_at FROM payment_nonces
-     WHERE status = 'failed' OR (status = 'running' AND updated_at < ?1) ORDER BY updated_at DESC LIMIT 1000`,
+     WHERE (status = 'failed' OR (status = 'running' AND updated_at < ?1)) AND hold IS NULL
+     ORDER BY updated_at DESC LIMIT 1000`,
     )
     .bind(Date.now() - RUNNING_GRACE_MS)
     .all();
@@ -58,6 +61,9 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
     // amount_atomic: refunds recorded (owed or sent); refunded_atomic: those that landed.
     refunds: refunded?.results[0] ?? { count: 0, amount_atomic: 0, refunded_atomic: 0 },
     unconfirmed: unconfirmed.results,
+    // Claims and upstream authorizations whose nonce is spent with no log found, for a day of runs:
+    // no longer read; each names its POST .../resolve (back to the queue, or landed or not).
+    needs_person: await heldClaims(db),
     // What the reconciler decided from the chain (payments/reconcile.ts), newest first.
     reconciliations: await reconciliationReport(db, q.limit),
   };

@@ -12,7 +12,8 @@ export interface Terms {
 }
 
 export type Decision =
-  | { outcome: "paid"; txHash: string; blockNumber: number; evidence: string }
+  /** blockNumber: undefined only for a maintainer's decision (reconcile-store.ts resolveHeldClaim). */
+  | { outcome: "paid"; txHash: string; blockNumber?: number; evidence: string }
   | {
       outcome: "unpaid";
       txHash?: string;
@@ -21,7 +22,15 @@ export type Decision =
       cancelled?: boolean;
       evidence: string;
     }
-  | { outcome: "wait"; evidence: string };
+  | {
+      outcome: "wait";
+      evidence: string;
+      /**
+       * The nonce is spent but no log of the spend was found: unlike a still-valid authorization,
+       * nothing the chain does later decides it (reconcile-store.ts holds it for a person).
+       */
+      noLog?: true;
+    };
 
 /**
  * Unpaid because the nonce was spent by a transaction that used it for something other than the
@@ -46,6 +55,7 @@ export function decide(t: Terms, chain: ChainView): Decision {
       const range = chain.searched ? ` in blocks ${chain.searched.fromBlock}-${chain.searched.toBlock}` : "";
       return {
         outcome: "wait",
+        noLog: true,
         evidence: `authorizationState: used, but no AuthorizationUsed or AuthorizationCanceled log found${range}; retried next run`,
       };
     }

@@ -6,7 +6,9 @@ import {
   applyPayment,
   applyUpstream,
   candidates,
+  type HeldClaim,
   type NonceRow,
+  noteNoLog,
   sendToBack,
   type UpstreamRow,
   upstreamCandidates,
@@ -47,6 +49,11 @@ export interface ReconcileSummary {
   refunded: number;
   /** Sends that did not settle this run, and refunds newly held for a person (GET /api/admin/payouts). */
   refunds_owed: number;
+  /**
+   * Claims this run held for a person: their nonce spent, no log of the spend found, on every run
+   * for a day (reconcile-store.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
+   */
+  needs_person: HeldClaim[];
   errors: string[];
   skipped?: string;
 }
@@ -63,6 +70,7 @@ export const emptySummary = (): ReconcileSummary => ({
   upstream_not_landed: 0,
   refunded: 0,
   refunds_owed: 0,
+  needs_person: [],
   errors: [],
 });
 
@@ -151,6 +159,11 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     if (sent.status === "refunded") summary.refunded++;
     else summary.refunds_owed++;
   };
+  /** A spent nonce with no log found: counted, and held for a person once it stays so for a day. */
+  const holdIfStuck = async (kind: HeldClaim["kind"], key: string | number, evidence: string) => {
+    const held = await noteNoLog(env.DB, kind, key, evidence);
+    if (held) summary.needs_person.push(held);
+  };
   for (const row of payments.results) {
     summary.checked++;
     try {
@@ -159,6 +172,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       if (d.outcome === "paid") summary.settled++;
       else if (d.outcome === "unpaid") summary.released++;
       else summary.waiting++;
+      if (d.outcome === "wait" && d.noLog) await holdIfStuck("payment", row.nonce, d.evidence);
       await sendNew(refund);
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
@@ -184,6 +198,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       if (d.outcome === "paid") summary.upstream_landed++;
       else if (d.outcome === "unpaid") summary.upstream_not_landed++;
       else summary.waiting++;
+      if (d.outcome === "wait" && d.noLog) await holdIfStuck("upstream", row.id, d.evidence);
       await sendNew(refund);
     } catch (e) {
       summary.errors.push(
@@ -221,8 +236,13 @@ async function settleOwedRefunds(
       }
       const d = row.valid_before === null ? undefined : await judgeRefund(chain, head, env, row);
       if (d?.outcome === "paid") {
-        await markRefunded(env.DB, row.request_id, d.txHash);
-        summary.refunded++;
+        const marked = await markRefunded(env.DB, row.request_id, d.txHash);
+        if (marked.meta.changes) summary.refunded++;
+        // Recorded as paid by hand since this run read it: the caller may have been paid twice.
+        else
+          summary.errors.push(
+            `refund ${row.request_id}: the operating wallet's refund landed (tx ${d.txHash}) after it was recorded as paid by hand; check whether the caller was paid twice`,
+          );
       } else if (d?.outcome === "wait") {
         await touchRefund(env.DB, row.request_id);
         summary.waiting++;

@@ -24,7 +24,8 @@ import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
  * it is sent: a send whose settlement failed or got no answer stays `owed`, and reconciliation
  * (reconcile.ts) reads the chain and marks it refunded, or sends it again once the last
  * authorization expired unused. A refund `hold`s (never sent automatically) only when what it owes
- * is not known; GET /api/admin/payouts lists every refund.
+ * is not known; GET /api/admin/payouts lists every refund, and the maintainer records one they paid
+ * by hand (resolveRefundByHand: POST /api/admin/resolve/refunds/{request_id}).
  */
 export interface Refund {
   requestId: string;
@@ -201,13 +202,156 @@ export async function sendRecordedRefund(env: Bindings, r: RecordedRefund): Prom
     : { status: "owed", amount: r.amount, transaction: null };
 }
 
+/**
+ * Marks a refund landed. Never over a refund the maintainer recorded as paid by hand: their
+ * transfer stays on the row, and the caller learns (no change) that the wallet's landed too.
+ */
 export const markRefunded = (db: D1Database, requestId: string, txHash: string) =>
   db
     .prepare(
-      "UPDATE refunds SET status = 'refunded', tx_hash = ?2, error = NULL, updated_at = ?3 WHERE request_id = ?1",
+      "UPDATE refunds SET status = 'refunded', tx_hash = ?2, error = NULL, updated_at = ?3 WHERE request_id = ?1 AND resolved_at IS NULL",
     )
     .bind(requestId, txHash, Date.now())
     .run();
+
+/**
+ * Seconds past a send's valid_before before a person may record the refund as paid by hand: the
+ * chain's clock lags ours, so until then the wallet's authorization may still land.
+ */
+export const HAND_AFTER_SECONDS = 60;
+
+/**
+ * The return of a share a refund kept back for a partner whose authorization did not land, decided
+ * before returns existed (GET /api/admin/payouts lists it under withheld_not_returned with no
+ * return_request_id): no row holds it, so the maintainer's hand refund writes one, refunded, as
+ * withheldReturn would have (at most the authorization's amount). Written only while no row exists,
+ * so a later automatic return finds it and sends nothing.
+ */
+const handReturn = (
+  db: D1Database,
+  requestId: string,
+  tx: string,
+  note: string | undefined,
+  nowMs: number,
+  nonce: string,
+) =>
+  db
+    .prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, created_at,
+         updated_at, auth_nonce, asset, network, resolved_at, resolved_note)
+       SELECT ?1, r.payer, min(r.withheld_micro, u.amount_micro), 0, ?2, 'refunded', ?3, ?4, ?4, ?5,
+              coalesce(r.asset, u.asset), coalesce(r.network, u.network), ?4, ?6
+       FROM refunds r JOIN upstream_payments u ON u.request_id = r.request_id AND u.chain_status = 'not_landed'
+       WHERE r.request_id = ?7 AND r.withheld_micro > 0
+         AND NOT EXISTS (SELECT 1 FROM refunds WHERE lower(tx_hash) = ?3)
+       ON CONFLICT (request_id) DO NOTHING`,
+    )
+    .bind(
+      requestId,
+      `the partner's share kept back from refund ${requestId.slice(0, -WITHHELD_SUFFIX.length)}: its authorization did not land; refunded by hand`,
+      tx,
+      nowMs,
+      nonce,
+      note ?? null,
+      requestId.slice(0, -WITHHELD_SUFFIX.length),
+    );
+
+/** A refund as the maintainer's resolve answers it. */
+export interface RefundRow {
+  request_id: string;
+  payer: string;
+  amount_micro: number;
+  withheld_micro: number;
+  reason: string;
+  status: "owed" | "refunded";
+  tx_hash: string | null;
+  error: string | null;
+  hold: string | null;
+  valid_before: number | null;
+  resolved_at: number | null;
+  resolved_note: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type HandRefund =
+  | { status: "recorded" | "replayed"; row: RefundRow }
+  | { status: "unknown" }
+  | { status: "refused"; detail: string; row: RefundRow };
+
+/**
+ * Records a held or owed refund as paid by hand with `txHash` (the maintainer's own transfer), or a
+ * share's return that no row holds yet (handReturn). One conditional UPDATE, so it cannot race a send: sendRefund claims a row (auth_from, valid_before)
+ * only while it is owed, and this writes only while the row is owed and no authorization the
+ * wallet signed can still land (never sent, or HAND_AFTER_SECONDS past its valid_before). One
+ * transfer pays one refund: a hash another refund holds is refused. The same hash again answers
+ * the recorded row.
+ */
+export async function resolveRefundByHand(
+  db: D1Database,
+  requestId: string,
+  txHash: string,
+  note: string | undefined,
+  nowMs = Date.now(),
+): Promise<HandRefund> {
+  const tx = txHash.toLowerCase();
+  const lastLanding = Math.floor(nowMs / 1000) - HAND_AFTER_SECONDS;
+  const [written, returned] = await db.batch([
+    db
+      .prepare(
+        `UPDATE refunds SET status = 'refunded', tx_hash = ?2, error = NULL, resolved_at = ?3, resolved_note = ?4,
+           updated_at = ?3
+         WHERE request_id = ?1 AND status = 'owed' AND (valid_before IS NULL OR valid_before < ?5)
+           AND NOT EXISTS (SELECT 1 FROM refunds WHERE lower(tx_hash) = ?2)`,
+      )
+      .bind(requestId, tx, nowMs, note ?? null, lastLanding),
+    ...(requestId.endsWith(WITHHELD_SUFFIX)
+      ? [handReturn(db, requestId, tx, note, nowMs, await refundNonce(requestId))]
+      : []),
+  ]);
+  const row = await db
+    .prepare(
+      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
+              resolved_at, resolved_note, created_at, updated_at
+       FROM refunds WHERE request_id = ?1`,
+    )
+    .bind(requestId)
+    .first<RefundRow>();
+  if (!row) return { status: "unknown" };
+  if (written?.meta.changes || returned?.meta.changes) return { status: "recorded", row };
+  if (row.status === "refunded")
+    return row.resolved_at !== null && row.tx_hash?.toLowerCase() === tx
+      ? { status: "replayed", row }
+      : {
+          status: "refused",
+          row,
+          detail:
+            row.resolved_at === null
+              ? `Refund ${requestId} already landed from the operating wallet (tx ${row.tx_hash}): nothing recorded`
+              : `Refund ${requestId} is already recorded as paid by hand with another transaction (${row.tx_hash})`,
+        };
+  if (row.valid_before !== null && row.valid_before >= lastLanding)
+    return {
+      status: "refused",
+      row,
+      detail: `Refund ${requestId} is being sent: the operating wallet's authorization may land until ${new Date(
+        row.valid_before * 1000,
+      ).toISOString()}; reconciliation records it if it does. Check again after ${new Date(
+        (row.valid_before + HAND_AFTER_SECONDS) * 1000,
+      ).toISOString()}.`,
+    };
+  const holder = await db
+    .prepare("SELECT request_id FROM refunds WHERE lower(tx_hash) = ?1 LIMIT 1")
+    .bind(tx)
+    .first<{ request_id: string }>();
+  return {
+    status: "refused",
+    row,
+    detail: holder
+      ? `Transaction ${tx} is already recorded for refund ${holder.request_id}: one transfer pays one refund`
+      : `Refund ${requestId} changed while it was being recorded: read it again`,
+  };
+}
 
 /** The one nonce every refund of a request is signed with (bytes32). */
 export async function refundNonce(requestId: string) {

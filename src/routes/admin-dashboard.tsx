@@ -13,6 +13,7 @@ import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
+import { resolveRefundByHand } from "../payments/refunds";
 import { dashboardFigures, skillStats } from "../stats/query";
 
 export const adminDashboardRoutes = new Hono<AppEnv>();
@@ -98,6 +99,12 @@ adminDashboardRoutes.use("/admin/*", async (c, next) => {
   await next();
 });
 
+/** What the page says after a form's redirect (`?notice=`). */
+const NOTICES: Record<string, string> = {
+  settled: "Payout recorded.",
+  "refund-resolved": "Refund recorded as paid by hand.",
+};
+
 adminDashboardRoutes.get("/admin", async (c) => {
   if (!(await signedIn(c))) return c.html(<AdminLoginPage />, 401);
   const token = c.env.ADMIN_TOKEN as string;
@@ -113,7 +120,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
       stats={stats}
       figures={figures}
       payouts={payouts}
-      notice={notice === "settled" ? "Payout recorded." : undefined}
+      notice={NOTICES[notice ?? ""]}
     />,
   );
 });
@@ -212,4 +219,42 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (
     return detail(c, 409, refusal.detail, refusal.extra);
   }
   return c.redirect("/admin?notice=settled", 303);
+});
+
+/** A hand refund's note, as the API takes it: at most 500 characters, none is fine. */
+const refundNote = z.object({ note: z.string().max(500).optional() });
+
+/**
+ * Form twin of POST /api/admin/resolve/refunds/:request_id (same domain call): a held or owed refund
+ * the maintainer paid from their own wallet. Anything but a new record is a 409, a replay too, as
+ * for Mark paid.
+ */
+adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async (c) => {
+  const token = c.env.ADMIN_TOKEN as string;
+  if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
+  const form = await formOf(c);
+  const given = typeof form.csrf === "string" ? form.csrf : "";
+  if (!(await timingSafeEqual(given, await csrfValue(token)))) return detail(c, 403, "Invalid CSRF token");
+  const requestId = c.req.param("request_id");
+  const tx = typeof form.tx_hash === "string" ? form.tx_hash : "";
+  if (!/^0x[0-9a-fA-F]{64}$/.test(tx)) {
+    return validationResponse(c, [
+      {
+        loc: ["body", "tx_hash"],
+        msg: "String should be a 0x-prefixed 32-byte transaction hash",
+        type: "string_pattern_mismatch",
+        input: tx,
+      },
+    ]);
+  }
+  // An empty field is no note.
+  const fields = { note: typeof form.note === "string" && form.note !== "" ? form.note : undefined };
+  const read = refundNote.safeParse(fields);
+  if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
+  const r = await resolveRefundByHand(c.env.DB, requestId, tx, read.data.note);
+  if (r.status === "unknown") return detail(c, 404, `Unknown refund "${requestId}"`);
+  if (r.status === "replayed")
+    return detail(c, 409, `Refund ${requestId} is already recorded as paid by hand with this transaction`);
+  if (r.status === "refused") return detail(c, 409, r.detail);
+  return c.redirect("/admin?notice=refund-resolved", 303);
 });

@@ -1,8 +1,10 @@
-import { Hono, type MiddlewareHandler } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
+import * as z from "zod";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
+import { validationResponse } from "../http/validation";
 import { usdToMicros } from "../money";
 import { partnerById } from "../partners/listing";
 import {
@@ -16,6 +18,8 @@ import {
 import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
+import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-store";
+import { resolveRefundByHand } from "../payments/refunds";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -89,7 +93,48 @@ const runReconcile = operation({
   },
 });
 
-export const adminOperations = [listPayouts, settlePayouts, listPayments, runReconcile];
+/**
+ * What a person decided about a row the Worker could not: one operation for the three tables that
+ * hold such rows. One, not one per table: openapi.json stays within the 40 operations agent
+ * directories accept; and under a static segment of its own, since a parameter beside
+ * /api/admin/payouts would push every request onto Hono's slower TrieRouter (test/http/router.test.ts).
+ */
+const resolveBody = z.object({
+  tx_hash: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
+    .optional()
+    .meta({
+      description:
+        "refunds: the transfer that paid the refund by hand (required; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
+    }),
+  outcome: z.enum(["queue", "landed", "not_landed"]).optional().meta({
+    description:
+      "Claims only (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled).",
+  }),
+  note: z.string().max(500).optional().meta({ description: "Why, for the record (kept with the row)." }),
+});
+const resolveHeld = operation({
+  ...admin,
+  method: "post",
+  path: "/api/admin/resolve/{table}/{key}",
+  operationId: "admin_resolve",
+  summary:
+    "Record what a person decided: a held or owed refund paid by hand (table refunds, key its request_id), or a claim held as needs_person (payment_nonces/<nonce>, upstream_payments/<id>)",
+  body: resolveBody,
+  example: { tx_hash: `0x${"cd".repeat(32)}`, note: "refunded from the treasury wallet" },
+  responses: {
+    "200": json("The row as recorded (`replayed`: this decision was already recorded, nothing changed)"),
+    "401": UNAUTHORIZED,
+    "404": ERROR("Unknown table or row"),
+    "409": ERROR(
+      "Nothing recorded: the refund is refunded already, or the operating wallet's last send of it may still land; the transaction pays another refund; the claim is decided already or not held",
+    ),
+    "422": VALIDATION,
+  },
+});
+
+export const adminOperations = [listPayouts, settlePayouts, listPayments, runReconcile, resolveHeld];
 
 /** The x402 ledger: settled payments, newest first, with totals over the filter. */
 adminRoutes.get(listPayments.route, listPayments.validate, async (c) =>
@@ -130,4 +175,41 @@ adminRoutes.post(settlePayouts.route, settlePayouts.validate, async (c) => {
     return c.json({ partner_id: partnerId, batch: settled.batch, replayed: settled.status === "replayed" });
   const refusal = settleRefusal(partnerId, settled, cover);
   return detail(c, 409, refusal.detail, refusal.extra);
+});
+
+const CLAIM_TABLES: Record<string, ClaimKind> = { payment_nonces: "payment", upstream_payments: "upstream" };
+
+/** A field one table needs and the body left out, in the 422 shape the validator answers. */
+const missing = (c: Context<AppEnv>, field: string, body: unknown) =>
+  validationResponse(c, [{ loc: ["body", field], msg: "Field required", type: "missing", input: body }]);
+
+/**
+ * A held or owed refund the maintainer paid by hand, or a claim reconciliation held for a person
+ * (docs/OPERATIONS.md). Never races the Worker: a refund the wallet may be sending and a claim that
+ * is not held are refused. The same body again answers the recorded row.
+ */
+adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
+  const table = c.req.param("table");
+  const key = c.req.param("key");
+  const body = c.req.valid("json");
+  if (table === "refunds") {
+    if (!body.tx_hash) return missing(c, "tx_hash", body);
+    const r = await resolveRefundByHand(c.env.DB, key, body.tx_hash, body.note);
+    if (r.status === "unknown") return detail(c, 404, `Unknown refund "${key}"`);
+    if (r.status === "refused") return detail(c, 409, r.detail, { refund: r.row });
+    return c.json({ refund: r.row, replayed: r.status === "replayed" });
+  }
+  const kind = CLAIM_TABLES[table];
+  if (!kind)
+    return detail(c, 404, `Nothing to resolve in "${table}": refunds, payment_nonces or upstream_payments`);
+  if (!body.outcome) return missing(c, "outcome", body);
+  if (body.outcome === "landed" && !body.tx_hash) return missing(c, "tx_hash", body);
+  const r = await resolveHeldClaim(c.env, kind, key, {
+    outcome: body.outcome,
+    txHash: body.tx_hash,
+    note: body.note,
+  });
+  if (r.status === "unknown") return detail(c, 404, `Unknown ${table} row "${key}"`);
+  if (r.status === "refused") return detail(c, 409, r.detail, { claim: r.claim });
+  return c.json({ claim: r.claim, replayed: r.status === "replayed" });
 });

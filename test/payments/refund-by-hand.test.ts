@@ -1,0 +1,255 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { refundNonce, sendRecordedRefund } from "../../src/payments/refunds";
+import { tryEnv } from "../partners/network";
+
+/**
+ * A refund the maintainer pays by hand (a held one: no payer address, a nonce spent elsewhere, a
+ * row from before migration 0010, an amount in doubt) is recorded as such, so it leaves "Refunds
+ * owed" and is never paid twice.
+ */
+const token = "refund-by-hand-t0ken";
+const adminEnv = { ...env, ADMIN_TOKEN: token };
+const send = (path: string, init: RequestInit = {}) =>
+  createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);
+const resolve = (requestId: string, body: unknown, auth = `Bearer ${token}`) =>
+  send(`/api/admin/resolve/refunds/${encodeURIComponent(requestId)}`, {
+    method: "POST",
+    headers: { authorization: auth, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+const hash = () =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+const PAYER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+
+async function refund(over: {
+  hold?: string | null;
+  validBefore?: number | null;
+  status?: string;
+  tx?: string;
+}) {
+  const requestId = crypto.randomUUID();
+  await env.DB.prepare(
+    `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, created_at, updated_at,
+       hold, auth_nonce, asset, network, auth_from, valid_before)
+     VALUES (?1, ?2, 3000, 0, 'test refund', ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`,
+  )
+    .bind(
+      requestId,
+      PAYER,
+      over.status ?? "owed",
+      over.tx ?? null,
+      Date.now() - 600_000,
+      over.hold === undefined ? "no payer address to refund to" : over.hold,
+      await refundNonce(requestId),
+      env.USDC_ADDRESS,
+      env.X402_NETWORK,
+      over.validBefore ? "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65" : null,
+      over.validBefore ?? null,
+    )
+    .run();
+  return requestId;
+}
+const row = (requestId: string) =>
+  env.DB.prepare(
+    "SELECT status, tx_hash, hold, resolved_at, resolved_note, auth_from FROM refunds WHERE request_id = ?1",
+  )
+    .bind(requestId)
+    .first<Record<string, unknown>>();
+const nowS = () => Math.floor(Date.now() / 1000);
+
+describe("POST /api/admin/resolve/refunds/{request_id}", () => {
+  it("records a held refund as paid by hand; the same body again answers it; the payouts view lists it refunded", async () => {
+    const id = await refund({});
+    const tx = hash();
+    const res = await resolve(id, {
+      tx_hash: tx.toUpperCase().replace("0X", "0x"),
+      note: "paid from treasury",
+    });
+    expect(res.status).toBe(200);
+    const body = await res.json<{ refund: Record<string, unknown>; replayed: boolean }>();
+    expect(body.replayed).toBe(false);
+    expect(body.refund).toMatchObject({
+      request_id: id,
+      status: "refunded",
+      tx_hash: tx,
+      resolved_note: "paid from treasury",
+      hold: "no payer address to refund to",
+    });
+    expect(body.refund.resolved_at).toBeGreaterThan(0);
+
+    // A retry after a lost answer (in any letter case): the recorded row, nothing changed.
+    const again = await resolve(id, { tx_hash: tx, note: "paid from treasury" });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ replayed: true, refund: { tx_hash: tx, status: "refunded" } });
+
+    // Another transaction for the same refund: refused, the first kept.
+    const other = await resolve(id, { tx_hash: hash() });
+    expect(other.status).toBe(409);
+    expect((await other.json<{ detail: string }>()).detail).toMatch(/already recorded as paid by hand/);
+    expect(await row(id)).toMatchObject({ tx_hash: tx });
+
+    const payouts = await send("/api/admin/payouts", { headers: { authorization: `Bearer ${token}` } });
+    const listed = (await payouts.json<{ refunds: Record<string, unknown>[] }>()).refunds.find(
+      (r) => r.request_id === id,
+    );
+    expect(listed).toMatchObject({ status: "refunded", tx_hash: tx });
+  });
+
+  it("an owed refund never sent can be resolved; once resolved no send goes out for it", async () => {
+    const id = await refund({ hold: null });
+    const tx = hash();
+    expect((await resolve(id, { tx_hash: tx })).status).toBe(200);
+    // Reconciliation (or a racing request) sending it now finds it no longer owed: nothing signed.
+    const sent = await sendRecordedRefund(tryEnv, {
+      requestId: id,
+      payer: PAYER,
+      network: env.X402_NETWORK,
+      asset: env.USDC_ADDRESS,
+      amount: 3000n,
+      reason: "test refund",
+    });
+    expect(sent).toMatchObject({ status: "refunded", transaction: tx });
+    expect(await row(id)).toMatchObject({ auth_from: null, tx_hash: tx, status: "refunded" });
+  });
+
+  it("a refund the operating wallet may be sending (its authorization still valid) is refused; after it expired it can be resolved", async () => {
+    const sending = await refund({ hold: null, validBefore: nowS() + 200 });
+    const res = await resolve(sending, { tx_hash: hash() });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(/is being sent/);
+    expect(await row(sending)).toMatchObject({ status: "owed", resolved_at: null });
+    // The chain's clock lags ours: a minute past valid_before is still too soon.
+    const justExpired = await refund({ hold: null, validBefore: nowS() - 30 });
+    expect((await resolve(justExpired, { tx_hash: hash() })).status).toBe(409);
+    const expired = await refund({ validBefore: nowS() - 120, hold: "used for another transfer" });
+    expect((await resolve(expired, { tx_hash: hash() })).status).toBe(200);
+  });
+
+  it("a refund that landed from the operating wallet is 409; an unknown id 404; one transfer pays one refund", async () => {
+    const landed = await refund({ hold: null, status: "refunded", tx: hash() });
+    const res = await resolve(landed, { tx_hash: hash() });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(/already landed from the operating wallet/);
+    expect((await resolve("no-such-request", { tx_hash: hash() })).status).toBe(404);
+
+    const tx = hash();
+    const first = await refund({});
+    const second = await refund({});
+    expect((await resolve(first, { tx_hash: tx })).status).toBe(200);
+    const twice = await resolve(second, { tx_hash: tx.toUpperCase().replace("0X", "0x") });
+    expect(twice.status).toBe(409);
+    expect((await twice.json<{ detail: string }>()).detail).toContain(`already recorded for refund ${first}`);
+    expect(await row(second)).toMatchObject({ status: "owed", resolved_at: null });
+  });
+
+  it("refuses a bad body in FastAPI's shape, and anyone without the token", async () => {
+    const id = await refund({});
+    const noTx = await resolve(id, { note: "x" });
+    expect(noTx.status).toBe(422);
+    expect((await noTx.json<{ detail: { loc: string[]; type: string }[] }>()).detail).toEqual([
+      expect.objectContaining({ loc: ["body", "tx_hash"], type: "missing" }),
+    ]);
+    const badTx = await resolve(id, { tx_hash: "0x1234" });
+    expect(badTx.status).toBe(422);
+    expect((await badTx.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual(["body", "tx_hash"]);
+    const longNote = await resolve(id, { tx_hash: hash(), note: "x".repeat(501) });
+    expect(longNote.status).toBe(422);
+    expect((await resolve(id, { tx_hash: hash() }, "Bearer wrong")).status).toBe(401);
+    expect(await row(id)).toMatchObject({ status: "owed" });
+  });
+});
+
+describe("the dashboard's Record refund form", () => {
+  it("each held or owed refund has one; it records the refund (session and CSRF as for Mark paid)", async () => {
+    const id = await refund({});
+    const login = await send("/admin/login", {
+      method: "POST",
+      headers: { origin: "https://skills.test" },
+      body: new URLSearchParams({ token }),
+    });
+    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const html = await (await send("/admin", { headers: { cookie } })).text();
+    const action = `/admin/refunds/${id}/resolve`;
+    const form = html.match(new RegExp(`<form method="post" action="${action}"[\\s\\S]*?</form>`))?.[0] ?? "";
+    expect(form).toContain('name="tx_hash"');
+    const csrf = form.match(/name="csrf" value="([^"]*)"/)?.[1] as string;
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      send(action, {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test", ...headers },
+        body: new URLSearchParams(fields),
+      });
+    const tx = hash();
+    expect((await post({ csrf: "wrong", tx_hash: tx })).status).toBe(403);
+    expect((await post({ csrf, tx_hash: tx }, { origin: "https://evil.test" })).status).toBe(403);
+    expect((await post({ csrf, tx_hash: "0xnope" })).status).toBe(422);
+    const done = await post({ csrf, tx_hash: tx, note: "paid by hand" });
+    expect(done.status).toBe(303);
+    expect(done.headers.get("location")).toBe("/admin?notice=refund-resolved");
+    expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx, resolved_note: "paid by hand" });
+    // Pressed again: told it is recorded already.
+    expect((await post({ csrf, tx_hash: tx })).status).toBe(409);
+    const after = await (await send("/admin?notice=refund-resolved", { headers: { cookie } })).text();
+    expect(after).not.toContain(action);
+    expect(after).toContain("Refund recorded as paid by hand.");
+    // Signed out: the sign-in page, nothing recorded.
+    const other = await refund({});
+    const anon = await send(`/admin/refunds/${other}/resolve`, {
+      method: "POST",
+      headers: { origin: "https://skills.test" },
+      body: new URLSearchParams({ csrf, tx_hash: hash() }),
+    });
+    expect(anon.status).toBe(401);
+    expect(await row(other)).toMatchObject({ status: "owed" });
+  });
+});
+
+it("a wallet refund found landed after the maintainer recorded a hand one does not overwrite it (the run reports it instead)", async () => {
+  const { markRefunded } = await import("../../src/payments/refunds");
+  const id = await refund({ hold: null, validBefore: nowS() - 600 });
+  const tx = hash();
+  expect((await resolve(id, { tx_hash: tx })).status).toBe(200);
+  const marked = await markRefunded(env.DB, id, hash());
+  expect(marked.meta.changes).toBe(0);
+  expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx });
+});
+
+it("a kept share decided before returns existed (no return row) is recorded as returned by hand and leaves withheld_not_returned", async () => {
+  const first = await refund({ hold: null, status: "refunded", tx: hash() });
+  await env.DB.batch([
+    env.DB.prepare("UPDATE refunds SET withheld_micro = 10000 WHERE request_id = ?1").bind(first),
+    env.DB.prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+         asset, network, chain_status)
+       VALUES (?1, 'pricefeed', 'price', 8000, 0, 1, ?2, ?3, 'not_landed')`,
+    ).bind(first, env.USDC_ADDRESS, env.X402_NETWORK),
+  ]);
+  const payouts = async () =>
+    (
+      await (
+        await send("/api/admin/payouts", { headers: { authorization: `Bearer ${token}` } })
+      ).json<{
+        withheld_not_returned: { request_id: string; return_request_id: string | null }[];
+      }>()
+    ).withheld_not_returned.filter((w) => w.request_id === first);
+  expect(await payouts()).toEqual([expect.objectContaining({ return_request_id: null })]);
+  const tx = hash();
+  const res = await resolve(`${first}:withheld`, { tx_hash: tx, note: "returned the share" });
+  expect(res.status).toBe(200);
+  expect(await res.json()).toMatchObject({
+    replayed: false,
+    refund: {
+      request_id: `${first}:withheld`,
+      status: "refunded",
+      amount_micro: 8000,
+      tx_hash: tx,
+      payer: PAYER,
+    },
+  });
+  expect(await payouts()).toEqual([]);
+  expect((await resolve(`${first}:withheld`, { tx_hash: tx })).status).toBe(200);
+  // A return of a request that kept nothing back, or whose authorization may still land: unknown.
+  expect((await resolve(`${await refund({})}:withheld`, { tx_hash: hash() })).status).toBe(404);
+});

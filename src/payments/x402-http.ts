@@ -354,9 +354,13 @@ export function x402HttpGate(
     if (result.type === "payment-error") return sendAnswer(c, result.response);
 
     const { paymentPayload, paymentRequirements, declaredExtensions } = result;
-    // A payment names the resource it was made for; a signature made for another route at the
-    // same price (or stripped of its resource) does not pay for this one (issue 19.4).
-    if (!v1 && paymentPayload.resource?.url !== resource.url) {
+    // A payment that names a resource names the one it was made for: a payment made for another
+    // route at the same price does not pay for this one (issue 19.4). `resource` is optional in a
+    // v2 PaymentPayload (specification §5.2.2), so one without it is taken as made for the route
+    // it was sent to: the EIP-3009 signature covers no resource either way (whoever holds a
+    // payload can rewrite it), and the nonce claim is what stops a second use.
+    const named = paymentPayload.resource as { url?: unknown } | null | undefined;
+    if (!v1 && named != null && named.url !== resource.url) {
       const required = await server.createPaymentRequiredResponse(
         [paymentRequirements],
         resource,
@@ -368,7 +372,7 @@ export function x402HttpGate(
       return refuse(
         c,
         "resource_mismatch",
-        `this payment was made for ${paymentPayload.resource?.url ?? "no resource"}, not ${resource.url}`,
+        `this payment was made for ${typeof named.url === "string" ? named.url : "a resource without a url"}, not ${resource.url}`,
         header,
         opts.explainUnpaid?.(header, path),
       );

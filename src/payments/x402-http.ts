@@ -8,6 +8,7 @@ import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import { safeBase64Decode } from "@x402/core/utils";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
+import { isMcpRequest } from "../http/mcp-request";
 import { MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import { settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
@@ -301,9 +302,13 @@ export function x402HttpGate(
       );
     }
     if (read?.kind === "not_v2") {
+      // An MCP call has one payment field (`_meta["x402/payment"]`, sent on here as
+      // PAYMENT-SIGNATURE) and no X-PAYMENT to send a v1 payload in: it is told what it can do.
       return refuseWithOffer(
         "invalid_x402_version",
-        "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
+        isMcpRequest(c.req.raw)
+          ? 'MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in _meta["x402/payment"]'
+          : "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }
     let signed = read?.kind === "payment" ? read.payment : undefined;

@@ -1,9 +1,14 @@
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+} from "@x402/core/http";
 import type { HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import { safeBase64Decode } from "@x402/core/utils";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
+import { isMcpRequest } from "../http/mcp-request";
 import { MAX_JSON_DEPTH, scanJson } from "../http/validation";
 import { settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
@@ -25,8 +30,9 @@ import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
 /**
  * A payment refused before the facilitator saw it. It still carries an offer to sign again: the
- * given PAYMENT-REQUIRED (v2 clients), and the route's own offer in the body (`x402Version`,
- * `accepts`: what v1 clients read), with the refusal's own `error` and `reason`.
+ * given PAYMENT-REQUIRED (v2 clients; its `error` is the refusal's reason: refusalHeader), and the
+ * route's own offer in the body (`x402Version`, `accepts`: what v1 clients read), with the
+ * refusal's own `error` and `reason`.
  */
 function refuse(c: Context<AppEnv>, reason: string, message: string, required?: string, offerBody?: string) {
   if (required) c.header("PAYMENT-REQUIRED", required);
@@ -130,6 +136,34 @@ interface ReadyAnswer {
   /** A JSON offer (explain402 may add a card-key note), not the HTML page browsers get. */
   offer: boolean;
   until: number;
+  /** Its PAYMENT-REQUIRED as each refusal sends it, by reason (refusalHeader). */
+  refusals: Map<string, string>;
+}
+
+/**
+ * How many refusal headers one cached offer keeps: our reasons and the facilitator's settlement
+ * codes are a few dozen; past it a header is built per refusal, so words a facilitator chose
+ * cannot grow the map.
+ */
+const MAX_REFUSAL_HEADERS = 64;
+
+/**
+ * The offer's PAYMENT-REQUIRED for a refused payment: the same offer, with the refusal's machine
+ * reason as its `error`, as @x402/core's server writes a failed verification's (the facilitator's
+ * invalidReason) and our resource_mismatch. x402 v2 carries the protocol in headers, and a client
+ * that reads only this one (@x402/core's x402HTTPClient takes the failure from its `error`) could
+ * not tell a replayed or malformed payment from none while it said "Payment required". Built once
+ * per cached offer and reason: a flood of replays costs a map lookup, as unpaid requests do.
+ */
+function refusalHeader(offer: ReadyAnswer, reason: string): string | undefined {
+  const unpaid = offer.headers["payment-required"];
+  if (!unpaid) return undefined;
+  let header = offer.refusals.get(reason);
+  if (header === undefined) {
+    header = encodePaymentRequiredHeader({ ...decodePaymentRequiredHeader(unpaid), error: reason });
+    if (offer.refusals.size < MAX_REFUSAL_HEADERS) offer.refusals.set(reason, header);
+  }
+  return header;
 }
 
 // A bound on the cached offers: routes x price tiers x (browser or not) stay far below it; past
@@ -171,7 +205,14 @@ export function x402HttpGate(
       : opts.explainUnpaid?.(headers["payment-required"] ?? "", path);
     headers["content-type"] = answer.isHtml ? "text/html; charset=UTF-8" : "application/json";
     const body = answer.isHtml ? String(answer.body ?? "") : (explained ?? JSON.stringify(answer.body ?? {}));
-    return { status: 402, body, headers, offer: !answer.isHtml, until: Date.now() + UNPAID_ANSWER_TTL_MS };
+    return {
+      status: 402,
+      body,
+      headers,
+      offer: !answer.isHtml,
+      until: Date.now() + UNPAID_ANSWER_TTL_MS,
+      refusals: new Map(),
+    };
   };
   const send = (c: Context<AppEnv>, answer: ReadyAnswer) => {
     if (answer.offer) c.set("x402UnpaidOffer", true);
@@ -226,15 +267,15 @@ export function x402HttpGate(
       unpaid.set(key, answer);
       return answer;
     };
-    /** A refusal before the facilitator, with the route's offer to sign again. */
     /** The route's cached unpaid 402, when it is an offer (not the browser's HTML page). */
     const offerAnswer = async () => {
       const answer = await unpaidAnswer();
       return answer && "offer" in answer && answer.offer ? answer : undefined;
     };
+    /** A refusal before the facilitator, with the route's offer to sign again. */
     const refuseWithOffer = async (reason: string, message: string) => {
       const offer = await offerAnswer();
-      return refuse(c, reason, message, offer?.headers["payment-required"], offer?.body);
+      return refuse(c, reason, message, offer && refusalHeader(offer, reason), offer?.body);
     };
 
     if (!header && !v1Header) {
@@ -261,9 +302,13 @@ export function x402HttpGate(
       );
     }
     if (read?.kind === "not_v2") {
+      // An MCP call has one payment field (`_meta["x402/payment"]`, sent on here as
+      // PAYMENT-SIGNATURE) and no X-PAYMENT to send a v1 payload in: it is told what it can do.
       return refuseWithOffer(
         "invalid_x402_version",
-        "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
+        isMcpRequest(c.req.raw)
+          ? 'MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in _meta["x402/payment"]'
+          : "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }
     let signed = read?.kind === "payment" ? read.payment : undefined;
@@ -314,9 +359,13 @@ export function x402HttpGate(
     if (result.type === "payment-error") return sendAnswer(c, result.response);
 
     const { paymentPayload, paymentRequirements, declaredExtensions } = result;
-    // A payment names the resource it was made for; a signature made for another route at the
-    // same price (or stripped of its resource) does not pay for this one (issue 19.4).
-    if (!v1 && paymentPayload.resource?.url !== resource.url) {
+    // A payment that names a resource names the one it was made for: a payment made for another
+    // route at the same price does not pay for this one (issue 19.4). `resource` is optional in a
+    // v2 PaymentPayload (specification §5.2.2), so one without it is taken as made for the route
+    // it was sent to: the EIP-3009 signature covers no resource either way (whoever holds a
+    // payload can rewrite it), and the nonce claim is what stops a second use.
+    const named = paymentPayload.resource as { url?: unknown } | null | undefined;
+    if (!v1 && named != null && named.url !== resource.url) {
       const required = await server.createPaymentRequiredResponse(
         [paymentRequirements],
         resource,
@@ -328,7 +377,7 @@ export function x402HttpGate(
       return refuse(
         c,
         "resource_mismatch",
-        `this payment was made for ${paymentPayload.resource?.url ?? "no resource"}, not ${resource.url}`,
+        `this payment was made for ${typeof named.url === "string" ? named.url : "a resource without a url"}, not ${resource.url}`,
         header,
         opts.explainUnpaid?.(header, path),
       );
@@ -367,12 +416,14 @@ export function x402HttpGate(
     // Never the paid content on a failed settlement; recordPayment (settlement.ts) decides from
     // PAYMENT-RESPONSE whether the failure is definite (402) or unconfirmed (502). A definite one
     // moved nothing, so its 402 is an offer to sign again, as every x402 refusal is: the route's
-    // PAYMENT-REQUIRED, and its offer in the body beside the settlement's own error and reason.
+    // PAYMENT-REQUIRED (its `error` the settlement's reason), and its offer in the body beside the
+    // settlement's own error and reason.
     let failure = settled.failureBody as Record<string, unknown> | undefined;
     if (settlementOutcome(settled.result) === "failed") {
       const offer = await offerAnswer();
       if (offer) {
-        headers.set("PAYMENT-REQUIRED", offer.headers["payment-required"] ?? "");
+        const reason = failure?.reason ?? settled.result.errorReason;
+        headers.set("PAYMENT-REQUIRED", refusalHeader(offer, String(reason ?? "settlement_failed")) ?? "");
         failure = { ...(JSON.parse(offer.body) as Record<string, unknown>), ...failure };
       }
     }

@@ -64,7 +64,7 @@ describe("every x402 refusal is a PaymentRequired with the route's offer", () =>
       "another route's resource",
       { url: "https://skills.test/api/skills/md5", description: "", mimeType: "application/json" },
     ],
-    ["no resource", undefined],
+    ["a resource without a url", {}],
   ])(
     "a payment made for %s: 402 resource_mismatch with x402Version, accepts and PAYMENT-REQUIRED",
     async (_, resource) => {

@@ -1,0 +1,74 @@
+import { env } from "cloudflare:test";
+import { encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { unsignedPayment } from "../fixtures/payments";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
+
+// MCP carries one payment field (`_meta["x402/payment"]`, sent on as PAYMENT-SIGNATURE): a v1
+// payload there was told to go in X-PAYMENT, a header an MCP client cannot send. It is told to
+// sign the v2 PaymentRequired its result holds; an HTTP caller still gets the X-PAYMENT advice.
+const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+const app = createApp();
+const ORIGIN = "https://skills.test";
+const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
+
+interface ToolResult {
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+}
+
+let nextId = 1;
+async function callTool(name: string, args: unknown, meta?: Record<string, unknown>) {
+  const res = await app.fetch(
+    new Request(`${ORIGIN}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: nextId++,
+        method: "tools/call",
+        params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
+      }),
+    }),
+    paidEnv,
+  );
+  expect(res.status).toBe(200);
+  return (await res.json<{ result: ToolResult }>()).result;
+}
+
+describe("a v1 payload sent over MCP", () => {
+  it("is refused with advice an MCP client can follow, and the v2 offer to sign", async () => {
+    const unpaid = await callTool("sha256", { text: "abc" });
+    const required = unpaid.structuredContent as unknown as PaymentRequired;
+    const { payload, nonce } = unsignedPayment(required, SETTLES_OK);
+    const v1 = { ...payload, x402Version: 1 } as PaymentPayload;
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": v1 });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ x402Version: 2, reason: "invalid_x402_version" });
+    const error = String(result.structuredContent?.error);
+    expect(error).toMatch(/MCP takes x402 v2 payloads only/);
+    expect(error).not.toMatch(/X-PAYMENT/);
+    expect(result.structuredContent?.accepts).toEqual(required.accepts);
+    expect(await upstreamRequests(`facilitator-settle nonce=${nonce}`)).toBe(0);
+  });
+
+  it("the same payload over HTTP is still pointed at X-PAYMENT", async () => {
+    const unpaid = await callTool("sha256", { text: "abc" });
+    const { payload } = unsignedPayment(unpaid.structuredContent as unknown as PaymentRequired, SETTLES_OK);
+    const header = encodePaymentSignatureHeader({ ...payload, x402Version: 1 } as PaymentPayload);
+    const res = await app.fetch(
+      new Request(`${ORIGIN}/api/skills/sha256`, {
+        method: "POST",
+        headers: { "payment-signature": header },
+        body: JSON.stringify({ text: "abc" }),
+      }),
+      paidEnv,
+    );
+    expect(res.status).toBe(402);
+    const body = await res.json<{ reason: string; error: string }>();
+    expect(body.reason).toBe("invalid_x402_version");
+    expect(body.error).toMatch(/send v1 payloads in X-PAYMENT/);
+  });
+});

@@ -112,10 +112,27 @@ function checkCanonical(s: Scan, base: URL, f: Findings) {
   return canonical;
 }
 
+/**
+ * The robots meta tag's directives, lowercased: its comma-separated items, each whole. An item
+ * with a ":" is a directive with a value (`max-image-preview:none`, `unavailable_after: …`), whose
+ * value is no directive; a word test read that "none" as noindex. Words of an item without one are
+ * taken apart (`noindex nofollow`, a common slip crawlers read as both).
+ */
+function robotsDirectives(content: string): Set<string> {
+  const directives = new Set<string>();
+  for (const item of content.toLowerCase().split(",")) {
+    const colon = item.indexOf(":");
+    if (colon >= 0) directives.add(item.slice(0, colon).trim());
+    else for (const word of item.trim().split(/\s+/)) directives.add(word);
+  }
+  return directives;
+}
+
 function checkRobots(s: Scan, f: Findings) {
   const robots = s.robots ?? "";
-  const noindex = /\b(noindex|none)\b/.test(robots);
-  const nofollow = /\b(nofollow|none)\b/.test(robots);
+  const directives = robotsDirectives(robots);
+  const noindex = directives.has("noindex") || directives.has("none");
+  const nofollow = directives.has("nofollow") || directives.has("none");
   f.points.robots = noindex ? 0 : nofollow ? 5 : 8;
   if (noindex)
     f.recs.push(

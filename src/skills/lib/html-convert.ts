@@ -42,11 +42,34 @@ const COMMON_SELECTORS = [
   { selector: "ul", format: "boundedUnorderedList" },
   { selector: "ol", format: "boundedOrderedList" },
 ];
+/**
+ * Elements a browser lays out as blocks that html-to-text writes inline unless told (its defaults
+ * cover p, div, the sectioning elements, headings, lists, quotes, pre, table and form): their text
+ * ran into the next ("<dt>Price</dt><dd>$5</dd>" came out "Price$5"). A list and a figure keep a
+ * blank line around them, as a <p> or a <ul> does (a browser gives them its margins); <menu> is a
+ * block whose items are lines, unmarked. A <li> outside a list is a line of its own (itemBlock).
+ */
+const TEXT_BLOCKS = [
+  ...["dl", "figure"].map((selector) => ({
+    selector,
+    format: "block",
+    options: { leadingLineBreaks: 2, trailingLineBreaks: 2 },
+  })),
+  ..."address center details dialog dd dt fieldset figcaption hgroup legend menu search summary"
+    .split(" ")
+    .map((selector) => ({
+      selector,
+      format: "block",
+      options: { leadingLineBreaks: 1, trailingLineBreaks: 1 },
+    })),
+  { selector: "li", format: "itemBlock" },
+];
 /** Tables laid out as text grids: what a reader of the text expects. */
 const TEXT_OPTIONS = {
   wordwrap: false as const,
   selectors: [
     ...COMMON_SELECTORS,
+    ...TEXT_BLOCKS,
     { selector: "table", format: "dataTable", options: { uppercaseHeaderCells: false } },
   ],
 };
@@ -55,6 +78,7 @@ const BLOCK_TABLE_OPTIONS = {
   wordwrap: false as const,
   selectors: [
     ...COMMON_SELECTORS,
+    ...TEXT_BLOCKS,
     ...["table", "thead", "tbody", "tfoot", "tr", "td", "th", "caption"].map((selector) => ({
       selector,
       format: "block",
@@ -156,7 +180,7 @@ const LINE_BREAKING = new Set(["p", "blockquote", "ul", "ol", "pre", "br"]);
 const breaksLine = (name: string, up: Frame) =>
   up.flow &&
   (name === "li"
-    ? up.name === "ul" || up.name === "ol" // html-to-text writes a stray <li> inline
+    ? up.name === "ul" || up.name === "ol" // a stray <li>'s line is left uncounted (a lower bound)
     : LINE_BREAKING.has(name) || (FLOW.has(name) && !INLINE_ROOTS.has(name) && !up.inItem));
 // An <html> or <body> inside the page (where a page is pasted into another) is inline to
 // html-to-text: no line break of its own.
@@ -637,8 +661,24 @@ function prefixBounded(): Record<string, FormatCallback> {
     boundedQuote: bounded("blockquote"),
     boundedUnorderedList: bounded("unorderedList"),
     boundedOrderedList: bounded("orderedList"),
+    itemBlock,
   };
 }
+
+/**
+ * A <li>: a list's formatter has opened the item (marker and line) when its parent is a list;
+ * elsewhere (no list around it, or inside another element in a list) it is a line of its own.
+ */
+const itemBlock: FormatCallback = (elem, walk, builder) => {
+  const parent = (elem as { parent?: { name?: string } }).parent?.name;
+  if (parent === "ul" || parent === "ol") {
+    walk(elem.children ?? [], builder);
+    return;
+  }
+  builder.openBlock({ leadingLineBreaks: 1 });
+  walk(elem.children ?? [], builder);
+  builder.closeBlock({ trailingLineBreaks: 1 });
+};
 
 /** The Roman numerals CSS counters write (lower-roman, upper-roman); outside them, decimal. */
 const ROMAN_RANGE = [1, 3999] as const;

@@ -132,3 +132,25 @@ describe("ai_detector's url mode reads those blocks as html_clean does", () => {
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("html_clean text mode writes a table's caption above its grid", () => {
+  it.each([
+    ["<table><caption>Cap</caption><tr><td>a</td></tr></table>", "Cap\na"],
+    [
+      "<p>Intro</p><table><caption>Prices <b>2024</b></caption><tr><th>Item</th><th>Cost</th></tr><tr><td>Tea</td><td>2</td></tr></table><p>Outro</p>",
+      "Intro\n\nPrices 2024\nItem   Cost\nTea    2\n\nOutro",
+    ],
+    // Where a browser puts it too: above the table, wherever it stands among the rows.
+    ["<table><tr><td>a</td></tr><caption>Late</caption></table>", "Late\na"],
+    ["<table><caption></caption><tr><td>a</td></tr></table>", "a"],
+  ])("%s", (html, text) => {
+    expect(htmlToText(html)).toBe(text);
+  });
+
+  it("as markdown mode does, and as text mode did for a table too big for a grid", () => {
+    const html = "<table><caption>Cap</caption><tr><td>a</td></tr></table>";
+    expect(htmlToMd(html)).toMatch(/^Cap\n/);
+    const big = `<table><caption>Big</caption>${"<tr><td>a</td></tr>".repeat(2001)}</table>`;
+    expect(htmlToText(big)).toMatch(/^Big\n+a\n+a\n/);
+  });
+});

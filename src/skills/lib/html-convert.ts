@@ -70,7 +70,7 @@ const TEXT_OPTIONS = {
   selectors: [
     ...COMMON_SELECTORS,
     ...TEXT_BLOCKS,
-    { selector: "table", format: "dataTable", options: { uppercaseHeaderCells: false } },
+    { selector: "table", format: "captionedTable", options: { uppercaseHeaderCells: false } },
   ],
 };
 /** Tables as plain blocks, one cell per line: for documents whose tables are too big to lay out. */
@@ -661,7 +661,6 @@ function prefixBounded(): Record<string, FormatCallback> {
     boundedQuote: bounded("blockquote"),
     boundedUnorderedList: bounded("unorderedList"),
     boundedOrderedList: bounded("orderedList"),
-    itemBlock,
   };
 }
 
@@ -678,6 +677,22 @@ const itemBlock: FormatCallback = (elem, walk, builder) => {
   builder.openBlock({ leadingLineBreaks: 1 });
   walk(elem.children ?? [], builder);
   builder.closeBlock({ trailingLineBreaks: 1 });
+};
+
+/**
+ * A table laid out as a grid, its captions first, as lines of their own: html-to-text's grid reads
+ * rows and cells only, and dropped them. A browser sets a caption above its table wherever it
+ * stands among the rows.
+ */
+const captionedTable: FormatCallback = (elem, walk, builder, options) => {
+  const captions = (elem.children ?? []).filter((c) => c.type === "tag" && c.name === "caption");
+  for (const caption of captions) {
+    builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks ?? 2 });
+    walk(caption.children ?? [], builder);
+    builder.closeBlock({ trailingLineBreaks: 1 });
+  }
+  const grid = captions.length > 0 ? { ...options, leadingLineBreaks: 1 } : options;
+  builder.options.formatters.dataTable?.(elem, walk, builder, grid);
 };
 
 /** The Roman numerals CSS counters write (lower-roman, upper-roman); outside them, decimal. */
@@ -740,7 +755,7 @@ export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number)
   const source = end === undefined ? html : html.slice(0, end);
   const text = convert(source, {
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: prefixBounded(),
+    formatters: { ...prefixBounded(), itemBlock, captionedTable },
   }).trim();
   return maxChars === undefined ? text : text.slice(0, maxChars);
 }

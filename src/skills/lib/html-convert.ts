@@ -223,8 +223,8 @@ function prepass(
   // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
   const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
   // The size count: of the whole document, and of the text inside a <body> (text mode writes
-  // only that when there is one); lines counted so far in each (the first line's prefix may be
-  // trimmed away, so it is not counted).
+  // only that when there is one); lines counted so far in each (the first line's prefix is not
+  // counted: markdown mode trims it away).
   const frames: Frame[] = [ROOT];
   let all = 0;
   let allLines = 0;
@@ -333,7 +333,7 @@ function prepass(
       if (!frame.text || stopAfterList) return;
       const lines = frame.flow || frame.pre;
       // A line costs its prefix and the line break before it (the first line's are not counted:
-      // the output is trimmed).
+      // both modes trim the blank lines before it, and markdown mode its prefix).
       const lineCost = frame.prefix + 1;
       for (let i = 0; i < data.length; i++) {
         const c = data.charCodeAt(i);
@@ -737,6 +737,8 @@ class EntityAwareParser extends Parser {
   }
 }
 
+const LEADING_BLANK_LINES = /^\s*\n/;
+
 /** How far past its stop htmlToText reads to finish a list the stop fell in. */
 const LIST_WAIT = 20_000;
 
@@ -753,10 +755,14 @@ export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number)
   const { gridTables, outputAtLeast, end } = prepass(html, loc, "text", stop);
   if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
   const source = end === undefined ? html : html.slice(0, end);
+  // Blank lines go from the start, not the first line's own indent: a page that opens with a list
+  // or a <pre> kept its first item's marker and line flush left ("* A\n * B").
   const text = convert(source, {
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
     formatters: { ...prefixBounded(), itemBlock, captionedTable },
-  }).trim();
+  })
+    .replace(LEADING_BLANK_LINES, "")
+    .trimEnd();
   return maxChars === undefined ? text : text.slice(0, maxChars);
 }
 

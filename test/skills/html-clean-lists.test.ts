@@ -24,9 +24,10 @@ describe("ordered lists are numbered as a browser numbers them", () => {
   });
 
   it.each([
-    [`<ol type="i" start="3998">${items(3)}</ol>`, ["3998", "3999", "4000"]],
+    // Number by number, as CSS counter styles fall back: only 4000 is past Roman numerals.
+    [`<ol type="i" start="3998">${items(3)}</ol>`, ["mmmcmxcviii", "mmmcmxcix", "4000"]],
     [`<ol type="I" start="3997">${items(2)}</ol>`, ["MMMCMXCVII", "MMMCMXCVIII"]],
-    [`<ol type="i" start="0">${items(2)}</ol>`, ["0", "1"]],
+    [`<ol type="i" start="0">${items(2)}</ol>`, ["0", "i"]],
     [`<ol type="i" start="1e21">${items(1)}</ol>`, ["i"]],
     [`<ol start="abc">${items(2)}</ol>`, ["1", "2"]],
     [`<ol start=" 7th">${items(2)}</ol>`, ["7", "8"]],

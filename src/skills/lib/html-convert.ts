@@ -42,12 +42,35 @@ const COMMON_SELECTORS = [
   { selector: "ul", format: "boundedUnorderedList" },
   { selector: "ol", format: "boundedOrderedList" },
 ];
+/**
+ * Elements a browser lays out as blocks that html-to-text writes inline unless told (its defaults
+ * cover p, div, the sectioning elements, headings, lists, quotes, pre, table and form): their text
+ * ran into the next ("<dt>Price</dt><dd>$5</dd>" came out "Price$5"). A list and a figure keep a
+ * blank line around them, as a <p> or a <ul> does (a browser gives them its margins); <menu> is a
+ * block whose items are lines, unmarked. A <li> outside a list is a line of its own (itemBlock).
+ */
+const TEXT_BLOCKS = [
+  ...["dl", "figure"].map((selector) => ({
+    selector,
+    format: "block",
+    options: { leadingLineBreaks: 2, trailingLineBreaks: 2 },
+  })),
+  ..."address center details dialog dd dt fieldset figcaption hgroup legend menu search summary"
+    .split(" ")
+    .map((selector) => ({
+      selector,
+      format: "block",
+      options: { leadingLineBreaks: 1, trailingLineBreaks: 1 },
+    })),
+  { selector: "li", format: "itemBlock" },
+];
 /** Tables laid out as text grids: what a reader of the text expects. */
 const TEXT_OPTIONS = {
   wordwrap: false as const,
   selectors: [
     ...COMMON_SELECTORS,
-    { selector: "table", format: "dataTable", options: { uppercaseHeaderCells: false } },
+    ...TEXT_BLOCKS,
+    { selector: "table", format: "captionedTable", options: { uppercaseHeaderCells: false } },
   ],
 };
 /** Tables as plain blocks, one cell per line: for documents whose tables are too big to lay out. */
@@ -55,6 +78,7 @@ const BLOCK_TABLE_OPTIONS = {
   wordwrap: false as const,
   selectors: [
     ...COMMON_SELECTORS,
+    ...TEXT_BLOCKS,
     ...["table", "thead", "tbody", "tfoot", "tr", "td", "th", "caption"].map((selector) => ({
       selector,
       format: "block",
@@ -156,7 +180,7 @@ const LINE_BREAKING = new Set(["p", "blockquote", "ul", "ol", "pre", "br"]);
 const breaksLine = (name: string, up: Frame) =>
   up.flow &&
   (name === "li"
-    ? up.name === "ul" || up.name === "ol" // html-to-text writes a stray <li> inline
+    ? up.name === "ul" || up.name === "ol" // a stray <li>'s line is left uncounted (a lower bound)
     : LINE_BREAKING.has(name) || (FLOW.has(name) && !INLINE_ROOTS.has(name) && !up.inItem));
 // An <html> or <body> inside the page (where a page is pasted into another) is inline to
 // html-to-text: no line break of its own.
@@ -199,8 +223,8 @@ function prepass(
   // html-to-text reads a span as `+attribute || 1`; so does this count (a negative span fills nothing).
   const span = (v: string | undefined) => Math.max(1, +(v ?? "") || 1);
   // The size count: of the whole document, and of the text inside a <body> (text mode writes
-  // only that when there is one); lines counted so far in each (the first line's prefix may be
-  // trimmed away, so it is not counted).
+  // only that when there is one); lines counted so far in each (the first line's prefix is not
+  // counted: markdown mode trims it away).
   const frames: Frame[] = [ROOT];
   let all = 0;
   let allLines = 0;
@@ -213,10 +237,10 @@ function prepass(
   let skipDepth = 0;
   let skipped = 0;
   let end: number | undefined;
-  // Lists open, and a stop waiting for the outermost one to close: html-to-text pads every marker
-  // to the width of the list's last number (numbers a Roman list from its length, and indents a
-  // list's other children once it has an item), so a list cut short would read otherwise than the
-  // whole page's first characters.
+  // Lists open, and a stop waiting for the outermost one to close: text mode pads every marker
+  // to the width of the list's widest one (a later number, or a Roman one before it falls back to
+  // decimal), and html-to-text indents a list's other children once it has an item, so a list cut
+  // short would read otherwise than the whole page's first characters.
   let openLists = 0;
   let stopAfterList = false;
   // Where the stop fell: a list with more than LIST_WAIT characters of text or markup after it is
@@ -309,7 +333,7 @@ function prepass(
       if (!frame.text || stopAfterList) return;
       const lines = frame.flow || frame.pre;
       // A line costs its prefix and the line break before it (the first line's are not counted:
-      // the output is trimmed).
+      // both modes trim the blank lines before it, and markdown mode its prefix).
       const lineCost = frame.prefix + 1;
       for (let i = 0; i < data.length; i++) {
         const c = data.charCodeAt(i);
@@ -615,10 +639,10 @@ function prefixBounded(): Record<string, FormatCallback> {
   const bounded =
     (own: string): FormatCallback =>
     (elem, walk, builder, options) => {
-      if (own === "orderedList") numberAsBrowsersDo(elem);
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
-        builder.options.formatters[own]?.(elem, walk, builder, options);
+        const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
+        format?.(elem, walk, builder, options);
         levels--;
         return;
       }
@@ -640,31 +664,119 @@ function prefixBounded(): Record<string, FormatCallback> {
   };
 }
 
-/** The Roman numerals CSS counters write (lower-roman, upper-roman); outside them, decimal. */
-const ROMAN_RANGE = [1, 3999] as const;
-/** The letters html-to-text writes (its count wraps past 2^31); outside them, decimal. */
-const ALPHA_RANGE = [1, 2 ** 31 - 1] as const;
+/**
+ * A <li>: a list's formatter has opened the item (marker and line) when its parent is a list;
+ * elsewhere (no list around it, or inside another element in a list) it is a line of its own.
+ */
+const itemBlock: FormatCallback = (elem, walk, builder) => {
+  const parent = elem.parent?.name;
+  if (parent === "ul" || parent === "ol") {
+    walk(elem.children ?? [], builder);
+    return;
+  }
+  builder.openBlock({ leadingLineBreaks: 1 });
+  walk(elem.children ?? [], builder);
+  builder.closeBlock({ trailingLineBreaks: 1 });
+};
 
 /**
- * An ordered list's `start` and `type` as a browser reads them, for html-to-text, which uses them
- * as written: a Roman numeral past 3999 threw inside it (`<ol type="i" start="10000">` was a 500),
- * and `start="abc"` numbered the items "NaN.". `start` is HTML's integer (leading digits, 1 when
- * there are none); a Roman or alphabetic list numbered outside what those systems can write is
- * numbered in decimal, as CSS counter styles fall back.
+ * A table laid out as a grid, its captions first, as lines of their own: html-to-text's grid reads
+ * rows and cells only, and dropped them. A browser sets a caption above its table wherever it
+ * stands among the rows.
  */
-function numberAsBrowsersDo(elem: { attribs?: Record<string, string>; children?: { name?: string }[] }) {
-  const attribs = elem.attribs;
-  if (!attribs) return;
-  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
-  const start = digits ? Number(digits[1]) : 1;
-  const items = (elem.children ?? []).filter((c) => c.name === "li").length;
-  const last = start + Math.max(items - 1, 0);
-  const type = attribs.type ?? "1";
-  const range =
-    type === "i" || type === "I" ? ROMAN_RANGE : type === "a" || type === "A" ? ALPHA_RANGE : null;
-  attribs.start = String(start);
-  if (range && (start < range[0] || last > range[1])) attribs.type = "1";
+const captionedTable: FormatCallback = (elem, walk, builder, options) => {
+  const captions = (elem.children ?? []).filter((c) => c.type === "tag" && c.name === "caption");
+  for (const caption of captions) {
+    builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks ?? 2 });
+    walk(caption.children ?? [], builder);
+    builder.closeBlock({ trailingLineBreaks: 1 });
+  }
+  const grid = captions.length > 0 ? { ...options, leadingLineBreaks: 1 } : options;
+  builder.options.formatters.dataTable?.(elem, walk, builder, grid);
+};
+
+/** The numbers CSS counters write in Roman numerals (lower-roman, upper-roman); others, in decimal. */
+const ROMAN_RANGE = [1, 3999] as const;
+/** Letters (lower-alpha, upper-alpha: any number from 1), up to where a double counts exactly. */
+const ALPHA_RANGE = [1, Number.MAX_SAFE_INTEGER] as const;
+const ROMAN_DIGITS: [number, string][] = [
+  [1000, "m"],
+  [900, "cm"],
+  [500, "d"],
+  [400, "cd"],
+  [100, "c"],
+  [90, "xc"],
+  [50, "l"],
+  [40, "xl"],
+  [10, "x"],
+  [9, "ix"],
+  [5, "v"],
+  [4, "iv"],
+  [1, "i"],
+];
+function roman(n: number): string {
+  let out = "";
+  let left = n;
+  for (const [value, digits] of ROMAN_DIGITS) {
+    for (; left >= value; left -= value) out += digits;
+  }
+  return out;
 }
+/** Bijective base 26: a … z, aa … zz, aaa … */
+function letters(n: number): string {
+  let out = "";
+  for (let left = n; left > 0; left = Math.floor((left - 1) / 26))
+    out = String.fromCharCode(0x61 + ((left - 1) % 26)) + out;
+  return out;
+}
+const within = (n: number, [low, high]: readonly [number, number]) => n >= low && n <= high;
+/** An ordered list's marker for one number, by its `type`: decimal where the system cannot write it. */
+const MARKERS = new Map<string, (n: number) => string>([
+  ["i", (n) => (within(n, ROMAN_RANGE) ? roman(n) : String(n))],
+  ["I", (n) => (within(n, ROMAN_RANGE) ? roman(n).toUpperCase() : String(n))],
+  ["a", (n) => (within(n, ALPHA_RANGE) ? letters(n) : String(n))],
+  ["A", (n) => (within(n, ALPHA_RANGE) ? letters(n).toUpperCase() : String(n))],
+]);
+
+/**
+ * An ordered list numbered as a browser numbers it. `start` is HTML's integer (leading digits, 1
+ * when there are none: html-to-text took it as written, and `start="abc"` numbered the items
+ * "NaN."); each number is written in the list's `type` where that system can write it and in
+ * decimal where not, as CSS counter styles fall back number by number (`<ol type="i"
+ * start="3999">`: mmmcmxcix, 4000). html-to-text's own formatter writes one system for a whole list,
+ * and threw on a Roman numeral past 3999 (`<ol type="i" start="10000">` was a 500). Laid out as its
+ * list formatter lays one out: every marker padded to the widest one's width, and a list directly
+ * in an item one line down, its markers not indented.
+ */
+const orderedList: FormatCallback = (elem, walk, builder, options) => {
+  const attribs: Record<string, string> = elem.attribs ?? {};
+  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
+  let next = digits ? Number(digits[1]) : 1;
+  const marker = MARKERS.get(attribs.type ?? "") ?? String;
+  const nested = elem.parent?.name === "li";
+  let width = 0;
+  const items = (elem.children ?? [])
+    .filter((child) => child.type !== "text" || !/^\s*$/.test(child.data ?? ""))
+    .map((node) => {
+      if (node.name !== "li") return { node, prefix: "" };
+      const prefix = `${nested ? "" : " "}${marker(next++)}. `;
+      width = Math.max(width, prefix.length);
+      return { node, prefix };
+    });
+  if (items.length === 0) return;
+  builder.openList({
+    interRowLineBreaks: 1,
+    leadingLineBreaks: nested ? 1 : options.leadingLineBreaks || 2,
+    maxPrefixLength: width,
+    prefixAlign: "left",
+  });
+  for (const { node, prefix } of items) {
+    builder.openListItem({ prefix });
+    walk([node], builder);
+    builder.closeListItem();
+  }
+  builder.closeList({ trailingLineBreaks: nested ? 1 : options.trailingLineBreaks || 2 });
+};
 
 /**
  * htmlparser2's Parser, saying whether the text it hands on is a decoded entity. Its start index
@@ -682,6 +794,8 @@ class EntityAwareParser extends Parser {
   }
 }
 
+const LEADING_BLANK_LINES = /^\s*\n/;
+
 /** How far past its stop htmlToText reads to finish a list the stop fell in. */
 const LIST_WAIT = 20_000;
 
@@ -698,10 +812,14 @@ export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number)
   const { gridTables, outputAtLeast, end } = prepass(html, loc, "text", stop);
   if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
   const source = end === undefined ? html : html.slice(0, end);
+  // Blank lines go from the start, not the first line's own indent: a page that opens with a list
+  // or a <pre> kept its first item's marker and line flush left ("* A\n * B").
   const text = convert(source, {
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: prefixBounded(),
-  }).trim();
+    formatters: { ...prefixBounded(), itemBlock, captionedTable },
+  })
+    .replace(LEADING_BLANK_LINES, "")
+    .trimEnd();
   return maxChars === undefined ? text : text.slice(0, maxChars);
 }
 

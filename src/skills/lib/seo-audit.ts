@@ -1,3 +1,4 @@
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/validation";
 import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
@@ -112,10 +113,27 @@ function checkCanonical(s: Scan, base: URL, f: Findings) {
   return canonical;
 }
 
+/**
+ * The robots meta tag's directives, lowercased: its comma-separated items, each whole. An item
+ * with a ":" is a directive with a value (`max-image-preview:none`, `unavailable_after: …`), whose
+ * value is no directive; a word test read that "none" as noindex. Words of an item without one are
+ * taken apart (`noindex nofollow`, a common slip crawlers read as both).
+ */
+function robotsDirectives(content: string): Set<string> {
+  const directives = new Set<string>();
+  for (const item of content.toLowerCase().split(",")) {
+    const colon = item.indexOf(":");
+    if (colon >= 0) directives.add(item.slice(0, colon).trim());
+    else for (const word of item.trim().split(/\s+/)) directives.add(word);
+  }
+  return directives;
+}
+
 function checkRobots(s: Scan, f: Findings) {
   const robots = s.robots ?? "";
-  const noindex = /\b(noindex|none)\b/.test(robots);
-  const nofollow = /\b(nofollow|none)\b/.test(robots);
+  const directives = robotsDirectives(robots);
+  const noindex = directives.has("noindex") || directives.has("none");
+  const nofollow = directives.has("nofollow") || directives.has("none");
   f.points.robots = noindex ? 0 : nofollow ? 5 : 8;
   if (noindex)
     f.recs.push(
@@ -163,13 +181,27 @@ function checkImages(s: Scan, f: Findings) {
   };
 }
 
-/** JSON-LD `@type`s (inside `@graph` too) and how many blocks are not valid JSON. */
+/**
+ * JSON-LD `@type`s (inside `@graph` too), how many blocks are not read, and how many of those are
+ * valid JSON past the bound: the one every JSON body has (scanJson), for the page's blocks
+ * together. 2 MiB of `[{},{},…]` in one block parsed to ~47 MB; a block that would take the
+ * containers read past MAX_JSON_CONTAINERS, or is nested deeper than MAX_JSON_DEPTH, is not parsed.
+ */
 function readJsonLd(blocks: string[]) {
   const types: string[] = [];
   let invalid = 0;
+  let oversized = 0;
+  let containers = 0;
   for (const block of blocks) {
+    const shape = scanJson(block);
+    if (shape.depth > MAX_JSON_DEPTH || containers + shape.containers > MAX_JSON_CONTAINERS) {
+      invalid++;
+      oversized++;
+      continue;
+    }
     try {
       const data = JSON.parse(block) as unknown;
+      containers += shape.containers;
       for (const item of Array.isArray(data) ? data : [data]) {
         const graph = (item as { "@graph"?: unknown })?.["@graph"];
         for (const node of Array.isArray(graph) ? graph : [item]) {
@@ -181,15 +213,21 @@ function readJsonLd(blocks: string[]) {
       invalid++;
     }
   }
-  return { types, invalid };
+  return { types, invalid, oversized };
 }
 
 function checkStructuredData(s: Scan, f: Findings) {
-  const { types, invalid } = readJsonLd(s.jsonLd);
+  const { types, invalid, oversized } = readJsonLd(s.jsonLd);
   f.points.structured_data = s.jsonLd.length - invalid > 0 || s.microdata > 0 ? 5 : 0;
-  if (invalid > 0)
-    f.recs.push(`Fix ${invalid} JSON-LD block(s) that are not valid JSON; search engines ignore them.`);
-  else if (f.points.structured_data === 0)
+  if (invalid > oversized)
+    f.recs.push(
+      `Fix ${invalid - oversized} JSON-LD block(s) that are not valid JSON; search engines ignore them.`,
+    );
+  if (oversized > 0)
+    f.recs.push(
+      `Shrink ${oversized} JSON-LD block(s): this audit reads ${MAX_JSON_CONTAINERS.toLocaleString("en-US")} arrays and objects of a page's JSON-LD at most, nested ${MAX_JSON_DEPTH} levels at most, and did not read them.`,
+    );
+  if (invalid === 0 && f.points.structured_data === 0)
     f.recs.push(
       "Add schema.org structured data (JSON-LD) describing the page, e.g. Article, Product or Organization.",
     );

@@ -78,7 +78,7 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         <li>
           Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}
           <code>@x402/evm</code>) and call again with the payment payload in <code>_meta</code>, naming the
-          offer's <code>resource</code> (a payment for no resource or another one is refused with{" "}
+          offer's <code>resource</code> or none (a payment naming another one is refused with{" "}
           <code>reason: "resource_mismatch"</code>):
           <pre>
             <code>{JSON.stringify(paid)}</code>

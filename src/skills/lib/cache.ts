@@ -8,7 +8,7 @@ import { netConfig } from "../../net/config";
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v2"; // v2: mul labels (osint_graph), pages read in their declared encoding (seo, ai_detector)
+const VERSION = "v3"; // v3: block elements and list numbers (ai_detector url mode), robots directives and JSON-LD bound, İ folding (seo)
 
 export type CacheState = "hit" | "miss";
 

@@ -141,8 +141,15 @@ export function AdminDashboardPage(props: {
       <h2>Settlements to reconcile</h2>
       <RowHeadedTable
         id="unconfirmed"
-        columns={["Request", "Resource", "Authorization"]}
-        rows={figures.unconfirmed.map((u) => [String(u.request_id), String(u.resource), String(u.nonce)])}
+        columns={["Request", "Resource", "Authorization", "State"]}
+        rows={figures.unconfirmed.map((u) => [
+          String(u.request_id),
+          String(u.resource),
+          String(u.nonce),
+          // Held for a person (migration 0014): reconciliation no longer reads it; decide it with
+          // POST /api/admin/resolve/payment_nonces/<nonce> (docs/OPERATIONS.md).
+          u.hold ? `needs a person: ${u.hold}` : "reconciliation reads it every run",
+        ])}
       />
 
       <h2>Refunds owed</h2>

@@ -97,7 +97,7 @@ export async function owedSummary(db: D1Database) {
     // Owed ones first, so none of them falls out of the list.
     db.prepare(
       `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
-              created_at
+              created_at, resolved_at, resolved_note
        FROM refunds ORDER BY status = 'owed' DESC, id DESC LIMIT 1000`,
     ),
     // What a refund kept back for a partner whose authorization then expired unused: the caller

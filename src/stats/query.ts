@@ -181,7 +181,7 @@ export async function dashboardFigures(db: D1Database, now = Date.now(), days = 
       "SELECT status, count(*) AS sessions, coalesce(sum(amount_cents), 0) AS amount_cents FROM checkout_sessions GROUP BY status ORDER BY status",
     ),
     db.prepare(
-      "SELECT nonce, request_id, resource, status, updated_at FROM payment_nonces WHERE status = 'failed' ORDER BY updated_at DESC LIMIT 200",
+      "SELECT nonce, request_id, resource, status, hold, updated_at FROM payment_nonces WHERE status = 'failed' ORDER BY hold IS NULL, updated_at DESC LIMIT 200",
     ),
   ]);
   type R = Record<string, string | number>;

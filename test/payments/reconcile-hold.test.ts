@@ -145,6 +145,23 @@ describe("a claim spent with no log found is held for a person", () => {
     expect(view.needs_person).toEqual(
       expect.arrayContaining([expect.objectContaining({ kind: "payment", ref: c.key, hold: held?.hold })]),
     );
+
+    // The dashboard's settlements to reconcile say it waits for a person, not for the next run.
+    const login = await createApp().fetch(
+      new Request("https://skills.test/admin/login", {
+        method: "POST",
+        headers: { origin: "https://skills.test" },
+        body: new URLSearchParams({ token }),
+      }),
+      adminEnv,
+    );
+    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const page = await (
+      await createApp().fetch(new Request("https://skills.test/admin", { headers: { cookie } }), adminEnv)
+    ).text();
+    const unconfirmed = page.slice(page.indexOf('id="unconfirmed"'), page.indexOf('id="refunds-owed"'));
+    expect(unconfirmed).toContain(c.key);
+    expect(unconfirmed).toContain(`needs a person: ${held?.hold}`);
   });
 
   it("the maintainer puts it back in the queue: read again, its count started over", async () => {

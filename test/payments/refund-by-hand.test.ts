@@ -94,7 +94,8 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     const listed = (await payouts.json<{ refunds: Record<string, unknown>[] }>()).refunds.find(
       (r) => r.request_id === id,
     );
-    expect(listed).toMatchObject({ status: "refunded", tx_hash: tx });
+    expect(listed).toMatchObject({ status: "refunded", tx_hash: tx, resolved_note: "paid from treasury" });
+    expect(listed?.resolved_at).toBeGreaterThan(0);
   });
 
   it("an owed refund never sent can be resolved; once resolved no send goes out for it", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/http/validation";
-import { audit } from "../../src/skills/lib/seo-audit";
+import { audit, MAX_JSON_LD_TYPES } from "../../src/skills/lib/seo-audit";
 
 /**
  * JSON-LD blocks get the bound every JSON body has (scanJson): a page's blocks together hold at
@@ -9,8 +9,8 @@ import { audit } from "../../src/skills/lib/seo-audit";
  */
 const page = (...blocks: string[]) =>
   `<html><head>${blocks.map((b) => `<script type="application/ld+json">${b}</script>`).join("")}</head></html>`;
-/** A JSON-LD array of `n` containers: itself and n - 1 typed objects. */
-const array = (n: number) => `[${Array.from({ length: n - 1 }, () => '{"@type":"T"}').join(",")}]`;
+/** A JSON-LD array of `n` containers: itself and n - 1 objects, each of a type of its own. */
+const array = (n: number) => `[${Array.from({ length: n - 1 }, (_, i) => `{"@type":"T${i}"}`).join(",")}]`;
 const structured = (html: string) => {
   const result = audit(html, "https://a.test/", ["x"]);
   return {
@@ -46,7 +46,7 @@ describe("seo's JSON-LD blocks are bounded as every JSON body is", () => {
   it("a block at the bound is read; the page's blocks share it", () => {
     expect(structured(page(array(MAX_JSON_CONTAINERS)))).toMatchObject({
       invalid_json_ld: 0,
-      types: MAX_JSON_CONTAINERS - 1,
+      types: MAX_JSON_LD_TYPES,
       points: 5,
       advice: [],
     });
@@ -55,7 +55,7 @@ describe("seo's JSON-LD blocks are bounded as every JSON body is", () => {
     expect(structured(page(half, half, "{}"))).toMatchObject({
       json_ld_blocks: 3,
       invalid_json_ld: 1,
-      types: MAX_JSON_CONTAINERS - 2,
+      types: MAX_JSON_LD_TYPES,
       points: 5,
       advice: [shrink(1)],
     });
@@ -71,5 +71,22 @@ describe("seo's JSON-LD blocks are bounded as every JSON body is", () => {
       advice: ["Fix 1 JSON-LD block(s) that are not valid JSON; search engines ignore them.", shrink(1)],
     });
     expect(structured(page(deep))).toMatchObject({ invalid_json_ld: 1, points: 0, advice: [shrink(1)] });
+  });
+
+  it("lists each type once, the first 50 distinct: a page naming 140,000 is not an answer of 140,000 lines", () => {
+    const result = audit(
+      page(array(140_000), '[{"@type":"Article"},{"@type":"Article"}]'),
+      "https://a.test/",
+      null,
+    );
+    const { types } = result.checks.structured_data;
+    expect(types).toHaveLength(MAX_JSON_LD_TYPES);
+    expect(types.slice(0, 3)).toEqual(["T0", "T1", "T2"]);
+    const repeated = audit(
+      page('[{"@type":"Article"},{"@type":["Article","NewsArticle"]}]'),
+      "https://a.test/",
+      null,
+    );
+    expect(repeated.checks.structured_data.types).toEqual(["Article", "NewsArticle"]);
   });
 });

@@ -187,8 +187,11 @@ function checkImages(s: Scan, f: Findings) {
  * together. 2 MiB of `[{},{},…]` in one block parsed to ~47 MB; a block that would take the
  * containers read past MAX_JSON_CONTAINERS, or is nested deeper than MAX_JSON_DEPTH, is not parsed.
  */
+/** Distinct schema.org types listed: a 2 MiB page can name ~140,000 of them, each a line of the answer. */
+export const MAX_JSON_LD_TYPES = 50;
+
 function readJsonLd(blocks: string[]) {
-  const types: string[] = [];
+  const types = new Set<string>();
   let invalid = 0;
   let oversized = 0;
   let containers = 0;
@@ -206,14 +209,15 @@ function readJsonLd(blocks: string[]) {
         const graph = (item as { "@graph"?: unknown })?.["@graph"];
         for (const node of Array.isArray(graph) ? graph : [item]) {
           const t = (node as { "@type"?: unknown })?.["@type"];
-          for (const x of Array.isArray(t) ? t : [t]) if (typeof x === "string") types.push(x);
+          for (const x of Array.isArray(t) ? t : [t])
+            if (typeof x === "string" && types.size < MAX_JSON_LD_TYPES) types.add(x);
         }
       }
     } catch {
       invalid++;
     }
   }
-  return { types, invalid, oversized };
+  return { types: [...types], invalid, oversized };
 }
 
 function checkStructuredData(s: Scan, f: Findings) {

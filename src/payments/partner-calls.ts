@@ -18,7 +18,9 @@ import {
   type UpstreamResult,
   upstreamPath,
 } from "../partners/upstream";
+import { authorizationKey } from "./ledger";
 import { type Refund, type RefundOutcome, recorded, refundCaller } from "./refunds";
+import { settlementDisagreement } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
 /**
@@ -94,6 +96,12 @@ const chargedFields = (refund: RefundOutcome | undefined) =>
 /**
  * The caller was settled before we paid the partner, and the partner then failed: the caller gets
  * back what we kept (payments/refunds.ts). Undefined when the caller was not charged.
+ *
+ * What is paid back, and to whom, is what the caller signed for: the route's price, to the
+ * authorization's `from`. The facilitator's answer only says that it settled; a payer, amount or
+ * network it reports otherwise makes that answer suspect, so the refund is recorded, held for the
+ * maintainer to check on chain, and not sent (nobody can make us pay out more than we collected,
+ * or to someone who did not pay).
  */
 async function refundIfCharged(
   c: Context<AppEnv>,
@@ -103,14 +111,19 @@ async function refundIfCharged(
   const payment = c.get("x402Payment");
   const settled = payment?.settlement && (await payment.settlement).result;
   if (!payment || !settled?.success) return undefined;
+  // Logged once, with the ledger row (settlement.ts recordPayment).
+  const disagreement = settlementDisagreement(settled, payment.payload, payment.requirements);
   const refund: Refund = {
     requestId: c.get("requestId"),
     network: payment.requirements.network,
     asset: payment.requirements.asset,
-    payer: settled.payer ?? "",
-    paidMicros: BigInt(settled.amount ?? payment.requirements.amount),
+    payer: authorizationKey(payment.payload, payment.requirements)?.payer ?? "",
+    paidMicros: BigInt(payment.requirements.amount),
     withheldMicros: handedOverMicros ?? 0n,
     reason,
+    ...(disagreement
+      ? { hold: `the facilitator's settlement disagrees with the payment (${disagreement}): check the chain` }
+      : {}),
   };
   try {
     return await refundCaller(c.env, refund);

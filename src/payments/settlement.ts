@@ -1,12 +1,14 @@
-import type { SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, retryWrite, writeOrRetryAfter } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
+import { sameAddress } from "../money";
 import {
   authorizationKey,
   claimAuthorization,
   keepPayoutWithClaim,
+  type MatchedRequirements,
   markAuthorizationUnconfirmed,
   recordSettledPayment,
   releaseAuthorization,
@@ -130,6 +132,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, claim.key, requestId));
       return;
     }
+    warnIfSettlementDisagrees(requestId, resource, settlement, claim.payment, verified.requirements);
     const row: SettledPayment = {
       key: claim.key,
       requestId,
@@ -175,6 +178,61 @@ export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "un
   if (!NOTHING_MOVED.test(reason) || NONCE_SPENT.test(reason)) return "unconfirmed";
   if (reason === REVERTED) return s.transaction ? "failed" : "unconfirmed";
   return s.transaction ? "unconfirmed" : "failed";
+}
+
+/**
+ * What a successful settle answer says about the payment that differs from what was settled: the
+ * authorization's signer, the route's amount and network. The facilitator is a service we call,
+ * not a party we take our ledger or our refunds from: what we record and pay back comes from the
+ * requirements and the signed authorization, and its answer only tells whether (and in which
+ * transaction) it settled. A disagreement means that answer cannot be taken at its word.
+ */
+export function settlementDisagreement(
+  s: SettleResponse,
+  payment: PaymentPayload,
+  requirements: MatchedRequirements,
+): string | undefined {
+  const differences: string[] = [];
+  const signer = authorizationKey(payment, requirements)?.payer;
+  if (s.payer !== undefined && (signer === undefined || !sameAddress(s.payer, signer)))
+    differences.push(`payer ${s.payer}, not the authorization's ${signer ?? "(none)"}`);
+  if (s.network !== undefined && s.network !== requirements.network)
+    differences.push(`network ${s.network}, not ${requirements.network}`);
+  if (s.amount !== undefined && !sameAmount(s.amount, requirements.amount))
+    differences.push(`amount ${JSON.stringify(s.amount)}, not ${requirements.amount}`);
+  return differences.length ? differences.join("; ") : undefined;
+}
+
+function sameAmount(answered: string, asked: string) {
+  try {
+    return BigInt(answered) === BigInt(asked);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Logs, loudly, a settlement whose answer disagrees with the payment; the ledger keeps our own
+ * terms (and a partner call's refund is held: partner-calls.ts).
+ */
+function warnIfSettlementDisagrees(
+  requestId: string,
+  resource: string,
+  s: SettleResponse,
+  payment: PaymentPayload,
+  requirements: MatchedRequirements,
+) {
+  const disagreement = settlementDisagreement(s, payment, requirements);
+  if (disagreement)
+    console.error(
+      JSON.stringify({
+        level: "error",
+        request_id: requestId,
+        resource,
+        transaction: s.transaction,
+        error: `facilitator settlement disagrees with the payment: ${disagreement}`,
+      }),
+    );
 }
 
 async function retryLedgerWrite(db: D1Database, row: SettledPayment) {

@@ -20,7 +20,7 @@ import {
 } from "../partners/upstream";
 import { authorizationKey } from "./ledger";
 import { type Refund, type RefundOutcome, recorded, refundCaller } from "./refunds";
-import { settlementDisagreement } from "./settlement";
+import { settlementDisagreement, settlementOutcome } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
 /**
@@ -95,7 +95,8 @@ const chargedFields = (refund: RefundOutcome | undefined) =>
 
 /**
  * The caller was settled before we paid the partner, and the partner then failed: the caller gets
- * back what we kept (payments/refunds.ts). Undefined when the caller was not charged.
+ * back what we kept (payments/refunds.ts). Undefined when the caller was not charged (or its
+ * settlement is unconfirmed: reconciliation refunds it if it lands).
  *
  * What is paid back, and to whom, is what the caller signed for: the route's price, to the
  * authorization's `from`. The facilitator's answer only says that it settled; a payer, amount or
@@ -110,7 +111,7 @@ async function refundIfCharged(
 ): Promise<RefundOutcome | undefined> {
   const payment = c.get("x402Payment");
   const settled = payment?.settlement && (await payment.settlement).result;
-  if (!payment || !settled?.success) return undefined;
+  if (!payment || !settled || settlementOutcome(settled) !== "settled") return undefined;
   // Logged once, with the ledger row (settlement.ts recordPayment).
   const disagreement = settlementDisagreement(settled, payment.payload, payment.requirements);
   const refund: Refund = {
@@ -165,9 +166,11 @@ function asUpstreamFailure(c: Context<AppEnv>, t: TryTarget, e: unknown): Upstre
 async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   const prices = servicePrices(t.service, t.pc.multiplierMilli);
   const paid = isSoldPerCall(t.partner, t.service, t.pc);
+  // Only a settlement that names its transaction pays the partner (settlementOutcome): an
+  // unconfirmed one leaves the caller's payment to reconciliation, and costs us nothing meanwhile.
   const collect = async () => {
     const payment = c.get("x402Payment");
-    return payment ? (await payment.settle()).success : false;
+    return payment ? settlementOutcome(await payment.settle()) === "settled" : false;
   };
   let result: UpstreamResult;
   try {

@@ -104,7 +104,11 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       await writeOrRetryAfter(c, "unconfirmed claim", () =>
         markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId, payout),
       );
-      const reason = settlement?.errorReason ?? "no settlement answer";
+      const reason =
+        settlement?.errorReason ??
+        (settlement?.success
+          ? `success without a transaction hash (${JSON.stringify(settlement.transaction ?? null)})`
+          : "no settlement answer");
       console.error(
         JSON.stringify({
           level: "error",
@@ -124,6 +128,11 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
         },
         502,
       );
+      // The facilitator's "success" is not taken for one: the 502 does not carry it on.
+      if (settlement?.success) {
+        c.res.headers.delete("payment-response");
+        c.res.headers.delete("x-payment-response");
+      }
       return;
     }
     // Settled means charged, whatever the answer: a call settled early whose upstream then failed
@@ -153,6 +162,8 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
   };
 }
 
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+
 /** Facilitator reasons that mean no transfer happened: the checks before sending, or a revert. */
 const NOTHING_MOVED = /^(?!settlement_pending$)[a-z][a-z0-9_]*$/;
 const REVERTED = "invalid_exact_evm_transaction_failed";
@@ -173,7 +184,12 @@ const NONCE_SPENT = /nonce_already_used|authorization_(already_)?used/;
  * What may have landed keeps its claim for reconciliation, which reads the chain.
  */
 export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "unconfirmed" {
-  if (s.success) return "settled";
+  // A success must name the transaction it landed in (a 32-byte hash): "" or anything else is an
+  // answer we cannot check, and a ledger row without its transaction is one reconciliation never
+  // reads again (it looks only at claims still open). Taken as unconfirmed instead: the result is
+  // withheld and the claim kept, so reconciliation finds the transfer on chain if it landed (and
+  // refunds it), or frees the authorization once it expired unused.
+  if (s.success) return TX_HASH.test(s.transaction ?? "") ? "settled" : "unconfirmed";
   const reason = s.errorReason ?? "";
   if (!NOTHING_MOVED.test(reason) || NONCE_SPENT.test(reason)) return "unconfirmed";
   if (reason === REVERTED) return s.transaction ? "failed" : "unconfirmed";

@@ -115,4 +115,23 @@ describe("a partner call's refund follows the payment, not the facilitator's acc
     expect(refunds).toHaveLength(1);
     expect(sentRefund(refunds[0])).toMatchObject({ to: callers[0], value: "40000" });
   });
+
+  it("a success without a transaction hash pays the partner nothing: the call is unconfirmed, left to reconciliation", async () => {
+    const partnerPaid = vi.fn(() => Response.json({ eth: 1 }));
+    const { refunds } = stubWith(x402Partner("20000", partnerPaid), (payer) => ({
+      success: true,
+      transaction: "",
+      network: env.X402_NETWORK,
+      payer,
+    }));
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ reason: "settlement_unconfirmed" });
+    expect(partnerPaid).not.toHaveBeenCalled();
+    expect(refunds).toHaveLength(0);
+    const claim = await env.DB.prepare("SELECT status FROM payment_nonces WHERE request_id = ?1")
+      .bind(res.headers.get("x-request-id"))
+      .first();
+    expect(claim).toEqual({ status: "failed" });
+  });
 });

@@ -7,8 +7,9 @@ import { unsignedPayment } from "../fixtures/payments";
 
 // What the Worker takes from a /settle answer that says success: only that it settled, and in
 // which transaction. The facilitator is a service we call, not the party our ledger reads who paid
-// what: the payments row is the route's requirements and the authorization's signer. The
-// facilitator is a fetch double here, so each test chooses its answer.
+// what: the payments row is the route's requirements and the authorization's signer, and a success
+// that names no transaction is unconfirmed (settlement.ts). The facilitator is a fetch double here,
+// so each test chooses its answer.
 const FACILITATOR = "https://facilitator.test";
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: FACILITATOR };
 const app = createApp();
@@ -111,4 +112,38 @@ describe("the ledger records what was paid, not what the facilitator says was", 
     expect(await ledgerRow(pay.key)).toMatchObject({ amount_atomic: 3000, payer: from, tx_hash: TX });
     expect(errors.mock.calls.map(([line]) => String(line)).join("\n")).not.toMatch(/disagrees/);
   });
+});
+
+describe("a success that names no transaction is not taken as settled", () => {
+  it.each([
+    ["an empty transaction", ""],
+    ["a transaction that is no 32-byte hash", "0x1234"],
+    ["no transaction at all", undefined],
+  ])(
+    "%s: 502 settlement_unconfirmed, the result withheld, the claim kept for reconciliation",
+    async (_name, transaction) => {
+      const from = "0x00000000000000000000000000000000000b0003";
+      const { settled } = facilitatorAnswering((payer) => ({
+        success: true,
+        ...(transaction === undefined ? {} : { transaction }),
+        network: env.X402_NETWORK,
+        payer,
+      }));
+      const pay = await payment(from);
+      const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(res.status).toBe(502);
+      const body = await res.json<Record<string, unknown>>();
+      expect(body).toMatchObject({ reason: "settlement_unconfirmed" });
+      expect(body).not.toHaveProperty("hex");
+      // The facilitator's "success" is not handed on as a settlement either.
+      expect(res.headers.get("payment-response")).toBeNull();
+      expect(settled).toHaveLength(1);
+      expect(await nonceRow(pay.key)).toEqual({ status: "failed" });
+      expect(await ledgerRow(pay.key)).toBeNull();
+      // The same authorization cannot buy another call meanwhile.
+      const again = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(again.status).toBe(402);
+      expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+    },
+  );
 });

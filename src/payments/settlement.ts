@@ -49,7 +49,16 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
     const outOfWindow = validBeforeRefusal(authorization.validBefore, Math.floor(Date.now() / 1000));
     if (outOfWindow) return refuse(c, "invalid_valid_before", `${outOfWindow}. Sign a new one.`);
     const requestId = c.get("requestId");
-    if (!(await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource)))) {
+    let claimed: boolean;
+    try {
+      claimed = await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource));
+    } catch (e) {
+      // Without the claim the handler cannot run safely (a duplicate could run it twice), and
+      // nothing was settled: the buyer may send the same payment again once D1 is back.
+      logWriteFailure(requestId, "authorization claim", e, 1);
+      return paymentsUnavailable(c);
+    }
+    if (!claimed) {
       return refuse(
         c,
         "payment_authorization_reused",
@@ -60,12 +69,34 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
     c.set("paymentClaim", claim);
     await next();
     // A call that failed was not settled, so its authorization is free again; unless the handler
-    // settled early (a partner call): then recordPayment writes what the settlement says.
+    // settled early (a partner call): then recordPayment writes what the settlement says. A
+    // release D1 refuses is retried after the answer, which stays the call's own (a 422 is not a
+    // settlement the facilitator never saw).
     if (c.res.status >= 400 && !verified?.settlement) {
-      await releaseAuthorization(c.env.DB, auth.key, requestId);
+      await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, auth.key, requestId));
       claim.released = true;
     }
   };
+}
+
+/** When a buyer is told to try again after D1 refused the claim (as facilitator_unavailable). */
+const PAYMENTS_RETRY_AFTER_S = 10;
+
+/**
+ * The 503 of a payment that could not be claimed or checked because storage failed: nothing was
+ * settled or charged, and the same payment may be sent again (the shape of x402-http.ts's
+ * facilitator_unavailable).
+ */
+export function paymentsUnavailable(c: Context<AppEnv>) {
+  c.header("Retry-After", String(PAYMENTS_RETRY_AFTER_S));
+  return c.json(
+    {
+      detail:
+        "Payments are temporarily unavailable: our payment records did not answer. Nothing was charged; send the same request again later (with the same payment; if this persists, sign a new one).",
+      reason: "payments_unavailable",
+    },
+    503,
+  );
 }
 
 /** A 402 with the route's offer to sign again (from the gate), as every x402 refusal carries. */
@@ -91,6 +122,12 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     const verified = c.get("x402Payment");
     if (!claim || claim.released || !verified) return;
     const requestId = c.get("requestId");
+    if (!verified.settlement) {
+      // Never sent to /settle (the call failed and guardAuthorization did not get to free it):
+      // nothing can have moved, so the claim is freed and the answer stays the call's own.
+      await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, claim.key, requestId));
+      return;
+    }
     const header = c.res.headers.get("payment-response");
     const settlement = header ? decodePaymentResponseHeader(header) : undefined;
     const outcome = settlement ? settlementOutcome(settlement) : "unconfirmed";

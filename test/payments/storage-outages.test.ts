@@ -6,7 +6,7 @@ import { callsLeft, keyWith } from "../fixtures/credits";
 import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
-// D1 failing around a paid call, made to fail with triggers,
+// D1 or KV failing around a paid call, made to fail with triggers (D1) or a binding double (KV),
 // against the facilitator double (test/fixtures/facilitator-double.mjs, which settles any ordinary
 // payer: these end in none of its special suffixes). Nothing is charged for a call that cannot be
 // guarded, and no storage failure of ours is answered as a 500, or as a settlement that never
@@ -144,5 +144,48 @@ describe("a claim D1 cannot take: 503, nothing charged", () => {
     await env.DB.prepare("DROP TRIGGER IF EXISTS idem_claim_down").run();
     expect((await send()).status).toBe(200);
     expect(await callsLeft(env.DB, key)).toBe(1);
+  });
+});
+
+describe("a stored answer KV cannot read", () => {
+  it("the retry gets 503 idempotent_result_unavailable with Retry-After, then the answer once KV reads again", async () => {
+    const key = await keyWith(env.DB, 2, "uuid_mint");
+    const cardEnv = { ...paidEnv, X402_ENABLED: "false" };
+    const send = (e: object) =>
+      app.fetch(
+        request(
+          "/api/skills/uuid-mint",
+          { count: 2 },
+          { authorization: `Bearer ${key}`, "idempotency-key": "kv-down" },
+        ),
+        e,
+      );
+    const first = await send(cardEnv);
+    expect(first.status).toBe(200);
+    const body = await first.text();
+    // As an answer over 512 KiB is kept: its bytes in KV, the row naming them.
+    const kvKey = `idempotent:test-${crypto.randomUUID()}`;
+    await env.KV.put(kvKey, body);
+    await env.DB.prepare("UPDATE idempotent_results SET body = NULL, body_kv = ?2 WHERE request_id = ?1")
+      .bind(first.headers.get("x-request-id"), kvKey)
+      .run();
+    const kvDown = new Proxy(env.KV, {
+      get(target, prop) {
+        if (prop === "get") return () => Promise.reject(new Error("KV GET failed: 503 Service Unavailable"));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const retry = await send({ ...cardEnv, KV: kvDown });
+    expect(retry.status).toBe(503);
+    expect(retry.headers.get("retry-after")).toBeTruthy();
+    expect(await retry.json()).toMatchObject({
+      reason: "idempotent_result_unavailable",
+      request_id: first.headers.get("x-request-id"),
+    });
+    const later = await send(cardEnv);
+    expect(later.status).toBe(200);
+    expect(later.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await later.text()).toBe(body);
   });
 });

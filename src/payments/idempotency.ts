@@ -2,11 +2,12 @@ import type { Context, MiddlewareHandler } from "hono";
 import { redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
-import { writeOrRetryAfter } from "../http/after-response";
+import { logWriteFailure, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/validation";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
+import { paymentsUnavailable } from "./settlement";
 
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
 
@@ -56,9 +57,18 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
     };
     const requestId = c.get("requestId");
     const db = c.env.DB;
-    const claimed = await claim(db, id.key, fp, requestId);
+    // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot
+    // be kept from running twice, so it does not run now, and the same request may be sent again.
+    let claimed: boolean;
+    let row: Awaited<ReturnType<typeof current>> = null;
+    try {
+      claimed = await claim(db, id.key, fp, requestId);
+      if (!claimed) row = await current(db, id.key);
+    } catch (e) {
+      logWriteFailure(requestId, "idempotency key claim", e, 1);
+      return paymentsUnavailable(c);
+    }
     if (!claimed) {
-      const row = await current(db, id.key);
       if (!row)
         return detail(
           c,
@@ -93,10 +103,11 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       }
       return replay(c, row);
     }
+    const free = () => writeOrRetryAfter(c, "idempotency key release", () => release(db, id.key, requestId));
     try {
       await next();
     } catch (e) {
-      await release(db, id.key, requestId);
+      await free();
       throw e;
     }
     // Paid is judged by what paid, not by which key the request carried: a card key out of credits
@@ -107,7 +118,9 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       c.res.status < 300 &&
       (Boolean(c.get("cardCredit")) || c.res.headers.has("payment-response"));
     if (!paid) {
-      await release(db, id.key, requestId);
+      // A release D1 refuses is retried after the answer, which stays the call's own; until then a
+      // retry gets the 409 in flight.
+      await free();
       return;
     }
     const bytes = await c.res.arrayBuffer();

@@ -139,10 +139,33 @@ export async function store(
   }
 }
 
+/** When a retry whose stored answer could not be read just now is told to come back. */
+const KV_RETRY_AFTER_SECONDS = 2;
+
 export async function replay(c: Context<AppEnv>, row: Stored) {
-  const body: ArrayBuffer | string | null = row.body_kv
-    ? await c.env.KV.get(row.body_kv, "arrayBuffer")
-    : row.body;
+  let body: ArrayBuffer | string | null = row.body;
+  if (row.body_kv) {
+    try {
+      body = await c.env.KV.get(row.body_kv, "arrayBuffer");
+    } catch (e) {
+      // The answer is still stored (KV is only unreachable): the retry is told to come back for it,
+      // never given a 500 that reads as a lost paid answer, and nothing is charged again.
+      console.error(
+        JSON.stringify({
+          level: "error",
+          request_id: c.get("requestId"),
+          error: `idempotent answer read (${row.body_kv}): ${e}`,
+        }),
+      );
+      return detail(
+        c,
+        503,
+        "The stored answer for this idempotency key could not be read just now. Retry shortly with the same key to get it; nothing more is charged.",
+        { reason: "idempotent_result_unavailable", request_id: row.request_id },
+        { "Retry-After": String(KV_RETRY_AFTER_SECONDS) },
+      );
+    }
+  }
   if (body === null) {
     return detail(c, 409, "The stored answer for this idempotency key has expired.", {
       reason: "idempotent_result_expired",

@@ -181,13 +181,15 @@ export interface SettledPayment {
 
 /**
  * One ledger row per settled payment, written with the nonce's final state (and, for a partner
- * call, the partner's payout row) in one batch. Asset, payee, network and (when the facilitator's
- * answer names none) amount are the route's requirements, not what the payload says it accepted.
+ * call, the partner's payout row) in one batch. Asset, payee, network and amount are the route's
+ * requirements, not what the payload says it accepted; the payer is the authorization's signer.
+ * The facilitator's answer gives only the transaction: a payer, amount or network it reports
+ * otherwise is not ours to record (settlement.ts logs the disagreement).
  */
 export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
   const now = Date.now();
   const { amount, asset, payTo, network } = p.requirements;
-  const payer = p.settlement.payer ?? authorizationKey(p.payment, p.requirements)?.payer ?? "";
+  const payer = authorizationKey(p.payment, p.requirements)?.payer ?? "";
   await db.batch([
     db
       .prepare("UPDATE payment_nonces SET status = 'settled', updated_at = ?2 WHERE nonce = ?1")
@@ -200,11 +202,11 @@ export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
       .bind(
         p.requestId,
         p.resource,
-        Number(p.settlement.amount ?? amount),
+        Number(amount),
         asset,
         payer,
         payTo,
-        p.settlement.network ?? network,
+        network,
         p.settlement.transaction,
         p.key,
         now,

@@ -18,7 +18,9 @@ import {
   type UpstreamResult,
   upstreamPath,
 } from "../partners/upstream";
+import { authorizationKey } from "./ledger";
 import { type Refund, type RefundOutcome, recorded, refundCaller } from "./refunds";
+import { settlementDisagreement, settlementOutcome } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
 /**
@@ -93,7 +95,14 @@ const chargedFields = (refund: RefundOutcome | undefined) =>
 
 /**
  * The caller was settled before we paid the partner, and the partner then failed: the caller gets
- * back what we kept (payments/refunds.ts). Undefined when the caller was not charged.
+ * back what we kept (payments/refunds.ts). Undefined when the caller was not charged (or its
+ * settlement is unconfirmed: reconciliation refunds it if it lands).
+ *
+ * What is paid back, and to whom, is what the caller signed for: the route's price, to the
+ * authorization's `from`. The facilitator's answer only says that it settled; a payer, amount or
+ * network it reports otherwise makes that answer suspect, so the refund is recorded, held for the
+ * maintainer to check on chain, and not sent (nobody can make us pay out more than we collected,
+ * or to someone who did not pay).
  */
 async function refundIfCharged(
   c: Context<AppEnv>,
@@ -102,15 +111,20 @@ async function refundIfCharged(
 ): Promise<RefundOutcome | undefined> {
   const payment = c.get("x402Payment");
   const settled = payment?.settlement && (await payment.settlement).result;
-  if (!payment || !settled?.success) return undefined;
+  if (!payment || !settled || settlementOutcome(settled) !== "settled") return undefined;
+  // Logged once, with the ledger row (settlement.ts recordPayment).
+  const disagreement = settlementDisagreement(settled, payment.payload, payment.requirements);
   const refund: Refund = {
     requestId: c.get("requestId"),
     network: payment.requirements.network,
     asset: payment.requirements.asset,
-    payer: settled.payer ?? "",
-    paidMicros: BigInt(settled.amount ?? payment.requirements.amount),
+    payer: authorizationKey(payment.payload, payment.requirements)?.payer ?? "",
+    paidMicros: BigInt(payment.requirements.amount),
     withheldMicros: handedOverMicros ?? 0n,
     reason,
+    ...(disagreement
+      ? { hold: `the facilitator's settlement disagrees with the payment (${disagreement}): check the chain` }
+      : {}),
   };
   try {
     return await refundCaller(c.env, refund);
@@ -152,9 +166,11 @@ function asUpstreamFailure(c: Context<AppEnv>, t: TryTarget, e: unknown): Upstre
 async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   const prices = servicePrices(t.service, t.pc.multiplierMilli);
   const paid = isSoldPerCall(t.partner, t.service, t.pc);
+  // Only a settlement that names its transaction pays the partner (settlementOutcome): an
+  // unconfirmed one leaves the caller's payment to reconciliation, and costs us nothing meanwhile.
   const collect = async () => {
     const payment = c.get("x402Payment");
-    return payment ? (await payment.settle()).success : false;
+    return payment ? settlementOutcome(await payment.settle()) === "settled" : false;
   };
   let result: UpstreamResult;
   try {

@@ -1,12 +1,14 @@
-import type { SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, retryWrite, writeOrRetryAfter } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
+import { sameAddress } from "../money";
 import {
   authorizationKey,
   claimAuthorization,
   keepPayoutWithClaim,
+  type MatchedRequirements,
   markAuthorizationUnconfirmed,
   recordSettledPayment,
   releaseAuthorization,
@@ -47,7 +49,16 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
     const outOfWindow = validBeforeRefusal(authorization.validBefore, Math.floor(Date.now() / 1000));
     if (outOfWindow) return refuse(c, "invalid_valid_before", `${outOfWindow}. Sign a new one.`);
     const requestId = c.get("requestId");
-    if (!(await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource)))) {
+    let claimed: boolean;
+    try {
+      claimed = await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource));
+    } catch (e) {
+      // Without the claim the handler cannot run safely (a duplicate could run it twice), and
+      // nothing was settled: the buyer may send the same payment again once D1 is back.
+      logWriteFailure(requestId, "authorization claim", e, 1);
+      return paymentsUnavailable(c);
+    }
+    if (!claimed) {
       return refuse(
         c,
         "payment_authorization_reused",
@@ -58,12 +69,34 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
     c.set("paymentClaim", claim);
     await next();
     // A call that failed was not settled, so its authorization is free again; unless the handler
-    // settled early (a partner call): then recordPayment writes what the settlement says.
+    // settled early (a partner call): then recordPayment writes what the settlement says. A
+    // release D1 refuses is retried after the answer, which stays the call's own (a 422 is not a
+    // settlement the facilitator never saw).
     if (c.res.status >= 400 && !verified?.settlement) {
-      await releaseAuthorization(c.env.DB, auth.key, requestId);
+      await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, auth.key, requestId));
       claim.released = true;
     }
   };
+}
+
+/** When a buyer is told to try again after D1 refused the claim (as facilitator_unavailable). */
+const PAYMENTS_RETRY_AFTER_S = 10;
+
+/**
+ * The 503 of a payment that could not be claimed or checked because storage failed: nothing was
+ * settled or charged, and the same payment may be sent again (the shape of x402-http.ts's
+ * facilitator_unavailable).
+ */
+export function paymentsUnavailable(c: Context<AppEnv>) {
+  c.header("Retry-After", String(PAYMENTS_RETRY_AFTER_S));
+  return c.json(
+    {
+      detail:
+        "Payments are temporarily unavailable: our payment records did not answer. Nothing was charged; send the same request again later (with the same payment; if this persists, sign a new one).",
+      reason: "payments_unavailable",
+    },
+    503,
+  );
 }
 
 /** A 402 with the route's offer to sign again (from the gate), as every x402 refusal carries. */
@@ -89,6 +122,12 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     const verified = c.get("x402Payment");
     if (!claim || claim.released || !verified) return;
     const requestId = c.get("requestId");
+    if (!verified.settlement) {
+      // Never sent to /settle (the call failed and guardAuthorization did not get to free it):
+      // nothing can have moved, so the claim is freed and the answer stays the call's own.
+      await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, claim.key, requestId));
+      return;
+    }
     const header = c.res.headers.get("payment-response");
     const settlement = header ? decodePaymentResponseHeader(header) : undefined;
     const outcome = settlement ? settlementOutcome(settlement) : "unconfirmed";
@@ -102,7 +141,11 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       await writeOrRetryAfter(c, "unconfirmed claim", () =>
         markAuthorizationUnconfirmed(c.env.DB, claim.key, requestId, payout),
       );
-      const reason = settlement?.errorReason ?? "no settlement answer";
+      const reason =
+        settlement?.errorReason ??
+        (settlement?.success
+          ? `success without a transaction hash (${JSON.stringify(settlement.transaction ?? null)})`
+          : "no settlement answer");
       console.error(
         JSON.stringify({
           level: "error",
@@ -122,6 +165,11 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
         },
         502,
       );
+      // The facilitator's "success" is not taken for one: the 502 does not carry it on.
+      if (settlement?.success) {
+        c.res.headers.delete("payment-response");
+        c.res.headers.delete("x-payment-response");
+      }
       return;
     }
     // Settled means charged, whatever the answer: a call settled early whose upstream then failed
@@ -130,6 +178,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, claim.key, requestId));
       return;
     }
+    warnIfSettlementDisagrees(requestId, resource, settlement, claim.payment, verified.requirements);
     const row: SettledPayment = {
       key: claim.key,
       requestId,
@@ -149,6 +198,8 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     }
   };
 }
+
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** Facilitator reasons that mean no transfer happened: the checks before sending, or a revert. */
 const NOTHING_MOVED = /^(?!settlement_pending$)[a-z][a-z0-9_]*$/;
@@ -170,11 +221,71 @@ const NONCE_SPENT = /nonce_already_used|authorization_(already_)?used/;
  * What may have landed keeps its claim for reconciliation, which reads the chain.
  */
 export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "unconfirmed" {
-  if (s.success) return "settled";
+  // A success must name the transaction it landed in (a 32-byte hash): "" or anything else is an
+  // answer we cannot check, and a ledger row without its transaction is one reconciliation never
+  // reads again (it looks only at claims still open). Taken as unconfirmed instead: the result is
+  // withheld and the claim kept, so reconciliation finds the transfer on chain if it landed (and
+  // refunds it), or frees the authorization once it expired unused.
+  if (s.success) return TX_HASH.test(s.transaction ?? "") ? "settled" : "unconfirmed";
   const reason = s.errorReason ?? "";
   if (!NOTHING_MOVED.test(reason) || NONCE_SPENT.test(reason)) return "unconfirmed";
   if (reason === REVERTED) return s.transaction ? "failed" : "unconfirmed";
   return s.transaction ? "unconfirmed" : "failed";
+}
+
+/**
+ * What a successful settle answer says about the payment that differs from what was settled: the
+ * authorization's signer, the route's amount and network. The facilitator is a service we call,
+ * not a party we take our ledger or our refunds from: what we record and pay back comes from the
+ * requirements and the signed authorization, and its answer only tells whether (and in which
+ * transaction) it settled. A disagreement means that answer cannot be taken at its word.
+ */
+export function settlementDisagreement(
+  s: SettleResponse,
+  payment: PaymentPayload,
+  requirements: MatchedRequirements,
+): string | undefined {
+  const differences: string[] = [];
+  const signer = authorizationKey(payment, requirements)?.payer;
+  if (s.payer !== undefined && (signer === undefined || !sameAddress(s.payer, signer)))
+    differences.push(`payer ${s.payer}, not the authorization's ${signer ?? "(none)"}`);
+  if (s.network !== undefined && s.network !== requirements.network)
+    differences.push(`network ${s.network}, not ${requirements.network}`);
+  if (s.amount !== undefined && !sameAmount(s.amount, requirements.amount))
+    differences.push(`amount ${JSON.stringify(s.amount)}, not ${requirements.amount}`);
+  return differences.length ? differences.join("; ") : undefined;
+}
+
+function sameAmount(answered: string, asked: string) {
+  try {
+    return BigInt(answered) === BigInt(asked);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Logs, loudly, a settlement whose answer disagrees with the payment; the ledger keeps our own
+ * terms (and a partner call's refund is held: partner-calls.ts).
+ */
+function warnIfSettlementDisagrees(
+  requestId: string,
+  resource: string,
+  s: SettleResponse,
+  payment: PaymentPayload,
+  requirements: MatchedRequirements,
+) {
+  const disagreement = settlementDisagreement(s, payment, requirements);
+  if (disagreement)
+    console.error(
+      JSON.stringify({
+        level: "error",
+        request_id: requestId,
+        resource,
+        transaction: s.transaction,
+        error: `facilitator settlement disagrees with the payment: ${disagreement}`,
+      }),
+    );
 }
 
 async function retryLedgerWrite(db: D1Database, row: SettledPayment) {

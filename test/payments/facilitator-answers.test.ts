@@ -1,0 +1,149 @@
+import { env } from "cloudflare:test";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload } from "@x402/core/types";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
+import { unsignedPayment } from "../fixtures/payments";
+
+// What the Worker takes from a /settle answer that says success: only that it settled, and in
+// which transaction. The facilitator is a service we call, not the party our ledger reads who paid
+// what: the payments row is the route's requirements and the authorization's signer, and a success
+// that names no transaction is unconfirmed (settlement.ts). The facilitator is a fetch double here,
+// so each test chooses its answer.
+const FACILITATOR = "https://facilitator.test";
+const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: FACILITATOR };
+const app = createApp();
+const TX = `0x${"22".repeat(32)}`;
+const STRANGER = "0x00000000000000000000000000000000000dEaD0";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** The facilitator double: verifies every payment; each settle answered by `settle(payer)`. */
+function facilitatorAnswering(settle: (payer: string) => Record<string, unknown>) {
+  const settled: PaymentPayload[] = [];
+  const realFetch = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input, init);
+    const { origin, pathname } = new URL(req.url);
+    if (origin !== FACILITATOR) return realFetch(input, init);
+    if (pathname === "/supported")
+      return Response.json({ kinds: [{ x402Version: 2, scheme: "exact", network: env.X402_NETWORK }] });
+    const { paymentPayload } = await req.json<{ paymentPayload: PaymentPayload }>();
+    const payer = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;
+    if (pathname === "/verify") return Response.json({ isValid: true, payer });
+    settled.push(paymentPayload);
+    return Response.json(settle(payer));
+  });
+  return { settled };
+}
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  app.fetch(
+    new Request("https://skills.test/api/skills/sha256", {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    }),
+    paidEnv,
+  );
+
+/** A payment for sha256 (3000 atomic) from `from`, with its claim's key. */
+async function payment(from: string) {
+  const offer = await post({});
+  expect(offer.status).toBe(402);
+  const required = decodePaymentRequiredHeader(offer.headers.get("payment-required") as string);
+  const { payload, nonce } = unsignedPayment(required, from);
+  const { network, asset } = payload.accepted;
+  return {
+    header: encodePaymentSignatureHeader(payload),
+    key: `${network}:${asset}:${from}:${nonce}`.toLowerCase(),
+  };
+}
+
+const nonceRow = (key: string) =>
+  env.DB.prepare("SELECT status FROM payment_nonces WHERE nonce = ?1").bind(key).first<{ status: string }>();
+const ledgerRow = (key: string) =>
+  env.DB.prepare("SELECT amount_atomic, network, payer, tx_hash FROM payments WHERE nonce = ?1")
+    .bind(key)
+    .first();
+
+describe("the ledger records what was paid, not what the facilitator says was", () => {
+  it.each([
+    ["another payer, network and amount", { network: "eip155:1", payer: STRANGER, amount: "1" }],
+    ["an amount that is no number", { amount: "lots" }],
+  ])(
+    "a settle answer naming %s: 200, and the row is the route's price from the signer",
+    async (_name, answer) => {
+      const from = "0x00000000000000000000000000000000000b0001";
+      facilitatorAnswering((payer) => ({
+        success: true,
+        transaction: TX,
+        network: env.X402_NETWORK,
+        payer,
+        ...answer,
+      }));
+      const errors = vi.spyOn(console, "error");
+      const pay = await payment(from);
+      const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(res.status).toBe(200);
+      expect(await nonceRow(pay.key)).toEqual({ status: "settled" });
+      expect(await ledgerRow(pay.key)).toEqual({
+        amount_atomic: 3000,
+        network: env.X402_NETWORK,
+        payer: from,
+        tx_hash: TX,
+      });
+      // Said loudly: a facilitator that misreports a payment is one to look into.
+      expect(errors.mock.calls.map(([line]) => String(line)).join("\n")).toMatch(
+        /facilitator settlement disagrees with the payment: .*amount/,
+      );
+    },
+  );
+
+  it("an honest answer is recorded as ever, and logs nothing", async () => {
+    const from = "0x00000000000000000000000000000000000b0002";
+    facilitatorAnswering((payer) => ({ success: true, transaction: TX, network: env.X402_NETWORK, payer }));
+    const errors = vi.spyOn(console, "error");
+    const pay = await payment(from);
+    const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+    expect(res.status).toBe(200);
+    expect(await ledgerRow(pay.key)).toMatchObject({ amount_atomic: 3000, payer: from, tx_hash: TX });
+    expect(errors.mock.calls.map(([line]) => String(line)).join("\n")).not.toMatch(/disagrees/);
+  });
+});
+
+describe("a success that names no transaction is not taken as settled", () => {
+  it.each([
+    ["an empty transaction", ""],
+    ["a transaction that is no 32-byte hash", "0x1234"],
+    ["no transaction at all", undefined],
+  ])(
+    "%s: 502 settlement_unconfirmed, the result withheld, the claim kept for reconciliation",
+    async (_name, transaction) => {
+      const from = "0x00000000000000000000000000000000000b0003";
+      const { settled } = facilitatorAnswering((payer) => ({
+        success: true,
+        ...(transaction === undefined ? {} : { transaction }),
+        network: env.X402_NETWORK,
+        payer,
+      }));
+      const pay = await payment(from);
+      const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(res.status).toBe(502);
+      const body = await res.json<Record<string, unknown>>();
+      expect(body).toMatchObject({ reason: "settlement_unconfirmed" });
+      expect(body).not.toHaveProperty("hex");
+      // The facilitator's "success" is not handed on as a settlement either.
+      expect(res.headers.get("payment-response")).toBeNull();
+      expect(settled).toHaveLength(1);
+      expect(await nonceRow(pay.key)).toEqual({ status: "failed" });
+      expect(await ledgerRow(pay.key)).toBeNull();
+      // The same authorization cannot buy another call meanwhile.
+      const again = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(again.status).toBe(402);
+      expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+    },
+  );
+});

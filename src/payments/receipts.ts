@@ -4,6 +4,7 @@ import { publicConfig } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { ledgerResource } from "../http/mcp-request";
+import { authorizationKey } from "./ledger";
 import { receiptKey } from "./receipt-key";
 import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "./x402-headers";
 
@@ -133,16 +134,21 @@ function receiptClaims(
   // What the route asked for, as the gate matched it and the facilitator verified the payment
   // against (as the ledger row records it), never the payload's own `accepted`: the payer writes
   // that, and its `extra` may legally hold more than the route's.
-  const requirements = c.get("x402Payment")?.requirements;
+  // Network, amount and payer are the requirements' and the authorization's signer's, as the
+  // ledger row's are: the facilitator's answer only says that it settled, and in which transaction
+  // (a /settle naming another payer or amount is not ours to sign for).
+  const payment = c.get("x402Payment");
+  const requirements = payment?.requirements;
   const s = a.settlement;
-  const amount = s.amount || requirements?.amount;
+  const payer = requirements ? authorizationKey(payment.payload, requirements)?.payer : undefined;
   return {
     ...base,
-    network: s.network,
-    payer: s.payer ?? "",
+    network: requirements?.network ?? s.network,
+    payer: payer ?? "",
     ...(s.transaction ? { transaction: s.transaction } : {}),
     paymentMethod: "x402",
-    ...(amount ? { amount } : {}),
-    ...(requirements ? { asset: requirements.asset, payTo: requirements.payTo } : {}),
+    ...(requirements
+      ? { amount: requirements.amount, asset: requirements.asset, payTo: requirements.payTo }
+      : {}),
   };
 }

@@ -95,6 +95,15 @@ describe("the ledger records what was paid, not what the facilitator says was", 
         payer: from,
         tx_hash: TX,
       });
+      // The signed receipt vouches for the same terms, not for the facilitator's.
+      const jws = res.headers.get("x-payment-receipt") as string;
+      const claims = JSON.parse(atob((jws.split(".")[1] as string).replace(/-/g, "+").replace(/_/g, "/")));
+      expect(claims).toMatchObject({
+        payer: from,
+        network: env.X402_NETWORK,
+        amount: "3000",
+        transaction: TX,
+      });
       // Said loudly: a facilitator that misreports a payment is one to look into.
       expect(errors.mock.calls.map(([line]) => String(line)).join("\n")).toMatch(
         /facilitator settlement disagrees with the payment: .*amount/,

@@ -99,7 +99,7 @@ function skillOperations(cfg: PublicConfig) {
                 ),
               }),
           "503": ERROR(
-            "Payments temporarily unavailable, or a contract wallet's retry could not be checked on chain (Retry-After)",
+            "Payments temporarily unavailable (facilitator_unavailable, payments_unavailable: nothing charged), a contract wallet's retry could not be checked on chain (payer_check_unavailable), or a stored answer could not be read just now (idempotent_result_unavailable); each with Retry-After",
           ),
         },
         "x-x402": { price: priceLabel(s), network: cfg.network, specSource: `services/${s.slug}.json` },

@@ -31,7 +31,7 @@ const PARTNERS_MISCONFIGURED = ERROR(
 );
 /** A paid partner route's 503: the listing, or payments for now (as a skill's 503 says). */
 const PAID_PARTNER_UNAVAILABLE = ERROR(
-  "Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS or PARTNER_WALLETS); or payments temporarily unavailable (facilitator_unavailable), or a contract wallet's retry could not be checked on chain (payer_check_unavailable), with Retry-After; nothing charged",
+  "Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER, PARTNER_BASE_URLS or PARTNER_WALLETS); or payments temporarily unavailable (facilitator_unavailable, payments_unavailable), a contract wallet's retry could not be checked on chain (payer_check_unavailable), or a stored answer could not be read just now (idempotent_result_unavailable), with Retry-After; nothing charged",
 );
 
 const list = operation({

@@ -235,7 +235,10 @@ export async function payPartner(
     throw failure;
   }
   const receipt = await settlementOf(res);
-  const transaction = receipt?.success ? receipt.transaction : null;
+  // A receipt's transaction only when it is one (a 32-byte hash): "" or garbage is no proof, and
+  // reconciliation fills the hash in from the chain for a row that has none.
+  const transaction =
+    receipt?.success && /^0x[0-9a-fA-F]{64}$/.test(receipt.transaction ?? "") ? receipt.transaction : null;
   const unrecorded = await record(res.status, transaction);
   // Paid means the partner's receipt says so, or it took our authorization and answered 2xx.
   const paid = Boolean(receipt?.success) || (signed.micros !== undefined && res.ok);

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
@@ -37,6 +37,26 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     expect(await payoutRows(id)).toEqual([
       expect.objectContaining({ partner_share_micro: 10000, paid_upstream: 1, batch_id: null }),
     ]);
+  });
+
+  it("a partner receipt whose transaction is no 32-byte hash records none (reconciliation fills it in from the chain)", async () => {
+    for (const transaction of ["", "0x1234"]) {
+      const bogus = {
+        "payment-response": encodePaymentResponseHeader({
+          success: true,
+          transaction,
+          network: env.X402_NETWORK as `${string}:${string}`,
+          amount: "10000",
+        }),
+      };
+      stubNetwork(x402Partner("10000", () => Response.json({ prices: { btc: 1 } }, { headers: bogus })));
+      const res = await paidCall("/api/partners/pricefeed/try/price");
+      expect(res.status).toBe(200);
+      expect(await upstreamRows(res.headers.get("x-request-id"))).toEqual([
+        expect.objectContaining({ amount_micro: 10000, tx_hash: null }),
+      ]);
+      vi.restoreAllMocks();
+    }
   });
 
   it("a partner paid less than its listed price: the payout row records what it was paid, the rest is our fee", async () => {

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
-import { logWriteFailure, writeOrRetryAfter } from "../http/after-response";
+import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/validation";
 import { identify } from "./idempotency-key";
@@ -103,32 +103,43 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       }
       return replay(c, row);
     }
-    const free = () => writeOrRetryAfter(c, "idempotency key release", () => release(db, id.key, requestId));
-    try {
-      await next();
-    } catch (e) {
-      await free();
-      throw e;
-    }
-    // Paid is judged by what paid, not by which key the request carried: a card key out of credits
-    // lets x402 pay under its Idempotency-Key (gate.ts), and a card credit pays a call whose
-    // x402 payment id keyed it. Either way the retry looks for the answer under this key.
-    const paid =
-      c.res.status >= 200 &&
-      c.res.status < 300 &&
-      (Boolean(c.get("cardCredit")) || c.res.headers.has("payment-response"));
-    if (!paid) {
-      // A release D1 refuses is retried after the answer, which stays the call's own; until then a
-      // retry gets the 409 in flight.
-      await free();
-      return;
-    }
-    const bytes = await c.res.arrayBuffer();
-    c.res = new Response(bytes, c.res);
-    // The buyer has paid for this answer: a failed write must not turn it into a 500. It is
-    // retried after the answer; while the key stays `running`, a retry gets 409 in flight.
-    const res = c.res;
-    await writeOrRetryAfter(c, "idempotent answer", () => store(c, id.key, requestId, res, bytes));
+    // A call the buyer can retry under a key outlasts the buyer's connection: an agent that times
+    // out mid-call cancels the request's pending work (the handler's fetches, the settlement, the
+    // store below) unless waitUntil holds it. Held, the call finishes, is paid once and stored, and
+    // the retry gets it; cut, an x402 settlement could land with no answer stored to give back.
+    // Within Cloudflare's 30 s after the disconnect (after-response.ts).
+    await outlastingClient(
+      c,
+      (async () => {
+        const free = () =>
+          writeOrRetryAfter(c, "idempotency key release", () => release(db, id.key, requestId));
+        try {
+          await next();
+        } catch (e) {
+          await free();
+          throw e;
+        }
+        // Paid is judged by what paid, not by which key the request carried: a card key out of
+        // credits lets x402 pay under its Idempotency-Key (gate.ts), and a card credit pays a call
+        // whose x402 payment id keyed it. Either way the retry looks for the answer under this key.
+        const paid =
+          c.res.status >= 200 &&
+          c.res.status < 300 &&
+          (Boolean(c.get("cardCredit")) || c.res.headers.has("payment-response"));
+        if (!paid) {
+          // A release D1 refuses is retried after the answer, which stays the call's own; until
+          // then a retry gets the 409 in flight.
+          await free();
+          return;
+        }
+        const bytes = await c.res.arrayBuffer();
+        c.res = new Response(bytes, c.res);
+        // The buyer has paid for this answer: a failed write must not turn it into a 500. It is
+        // retried after the answer; while the key stays `running`, a retry gets 409 in flight.
+        const res = c.res;
+        await writeOrRetryAfter(c, "idempotent answer", () => store(c, id.key, requestId, res, bytes));
+      })(),
+    );
   };
 }
 

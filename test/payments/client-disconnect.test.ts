@@ -126,3 +126,70 @@ describe("a card-credit call that fails after its client went away", () => {
     expect(await callsLeft(key)).toBe(2);
   });
 });
+
+/** D1 whose store of an idempotent answer (`status = 'done'`) waits until `release` is called. */
+function holdingStore() {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let reached!: () => void;
+  const reachedStore = new Promise<void>((r) => (reached = r));
+  const db = new Proxy(env.DB, {
+    get(target, prop) {
+      if (prop !== "prepare") {
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (sql: string) => {
+        const stmt = target.prepare(sql);
+        if (!sql.includes("UPDATE idempotent_results SET status = 'done'")) return stmt;
+        return {
+          bind: (...args: unknown[]) => ({
+            run: async () => {
+              reached();
+              await released;
+              return stmt.bind(...args).run();
+            },
+          }),
+        };
+      };
+    },
+  });
+  return { db, release, reachedStore };
+}
+
+describe("a call made under an Idempotency-Key outlasts its client", () => {
+  it("its paid answer is stored within the work handed to waitUntil, so the retry gets it", async () => {
+    const key = await cardKey(3);
+    const { ctx, handed } = recordingContext();
+    const { db, release, reachedStore } = holdingStore();
+    const idemKey = `outlast-${crypto.randomUUID()}`;
+    const call = () =>
+      new Request("https://skills.test/api/skills/sha256", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          "idempotency-key": idemKey,
+        },
+        body: JSON.stringify({ text: "abc" }),
+      });
+    const e = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
+    const answer = app.fetch(call(), { ...e, DB: db }, ctx);
+    await reachedStore;
+    // Before, the store ran after everything handed to waitUntil had settled: a disconnect there
+    // cancelled it, the key stayed running, and the paid answer was lost to the retry.
+    const kept = Promise.all(handed);
+    const pause = new Promise((r) => setTimeout(() => r("still waiting"), 100));
+    expect(await Promise.race([kept.then(() => "settled"), pause])).toBe("still waiting");
+    release();
+    await kept;
+    const first = await answer;
+    expect(first.status).toBe(200);
+
+    const retry = await app.fetch(call(), e);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(await first.text());
+    expect(await callsLeft(key)).toBe(2);
+  });
+});

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { isRawJsonNumber } from "../http/exact-integers";
 import { anyJson } from "../http/validation";
-import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./lib/output-size";
+import { jsonByteLength, MAX_OUTPUT_BYTES, OutputTooLarge } from "./lib/output-size";
 import { RawJson } from "./lib/raw-json";
 import { defineSkill } from "./types";
 
@@ -85,10 +85,21 @@ export function flatten(
   return out;
 }
 
-/** The entries as one JSON object's text, in their order (JSON.stringify of an object would not keep it). */
-export function flatJson(flat: Map<string, unknown>): string {
+/**
+ * The entries as one JSON object's text, in their order (JSON.stringify of an object would not
+ * keep it). Each entry is measured before it is written: a key's control characters are written
+ * six bytes each, so a 22 KB request could have this text reach ~96 MB before the answer's cap
+ * (checked on the finished answer) refused it, past the isolate's memory.
+ */
+export function flatJson(flat: Map<string, unknown>, limit = MAX_OUTPUT_BYTES): string {
   const parts: string[] = [];
-  for (const [path, value] of flat) parts.push(`${JSON.stringify(path)}:${JSON.stringify(value)}`);
+  let bytes = 2; // the braces
+  for (const [path, value] of flat) {
+    bytes += jsonByteLength(path, limit - bytes) + 2; // the colon, and a comma
+    if (bytes <= limit) bytes += jsonByteLength(value, limit - bytes);
+    if (bytes > limit) throw new OutputTooLarge();
+    parts.push(`${JSON.stringify(path)}:${JSON.stringify(value)}`);
+  }
   return `{${parts.join(",")}}`;
 }
 

@@ -80,8 +80,10 @@ const sameSite: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-// Forms are tiny. A bigger body is refused in the app's JSON, as the API's body cap refuses one.
-const MAX_FORM_BYTES = 4096;
+// Forms are small: the largest is a refund's 500-character note, up to 12 bytes a character once
+// percent-encoded (a 4-byte UTF-8 character). A bigger body is refused in the app's JSON, as the
+// API's body cap refuses one.
+const MAX_FORM_BYTES = 8192;
 adminDashboardRoutes.use(
   "/admin/*",
   limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
@@ -120,7 +122,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
       stats={stats}
       figures={figures}
       payouts={payouts}
-      notice={NOTICES[notice ?? ""]}
+      notice={notice !== undefined && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined}
     />,
   );
 });

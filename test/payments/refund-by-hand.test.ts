@@ -186,15 +186,20 @@ describe("the dashboard's Record refund form", () => {
     expect((await post({ csrf: "wrong", tx_hash: tx })).status).toBe(403);
     expect((await post({ csrf, tx_hash: tx }, { origin: "https://evil.test" })).status).toBe(403);
     expect((await post({ csrf, tx_hash: "0xnope" })).status).toBe(422);
-    const done = await post({ csrf, tx_hash: tx, note: "paid by hand" });
+    // Any note the form allows (500 characters, each up to 12 bytes once percent-encoded) is taken.
+    const note = "退款已从财务钱包手动支付".repeat(50).slice(0, 500);
+    const done = await post({ csrf, tx_hash: tx, note });
     expect(done.status).toBe(303);
     expect(done.headers.get("location")).toBe("/admin?notice=refund-resolved");
-    expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx, resolved_note: "paid by hand" });
+    expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx, resolved_note: note });
     // Pressed again: told it is recorded already.
     expect((await post({ csrf, tx_hash: tx })).status).toBe(409);
     const after = await (await send("/admin?notice=refund-resolved", { headers: { cookie } })).text();
     expect(after).not.toContain(action);
     expect(after).toContain("Refund recorded as paid by hand.");
+    // A notice is one of the page's own: a name from the object's prototype shows none.
+    const proto = await (await send("/admin?notice=constructor", { headers: { cookie } })).text();
+    expect(proto).not.toContain('role="status"');
     // Signed out: the sign-in page, nothing recorded.
     const other = await refund({});
     const anon = await send(`/admin/refunds/${other}/resolve`, {

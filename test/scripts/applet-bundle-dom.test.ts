@@ -57,13 +57,18 @@ const storage = new Map<string, string>([
 ]);
 let bodyOnLoad = "";
 
-beforeAll(() => {
-  el("skill").value = "/api/skills/json-sort";
+/** The select as the page renders it: its first skill chosen, the draft's skill to be chosen by the script. */
+function renderSkillSelect() {
+  el("skill").value = "/api/skills/sha256";
   el("skill").selectedOptions = [{ dataset: { skillId: "json_sort", pack: "Buy 170 calls for $0.51" } }];
   el("skill").options = [
     { value: "/api/skills/sha256", dataset: { skillId: "sha256", example: '{"text": "a"}' } },
     { value: "/api/skills/json-sort", dataset: { skillId: "json_sort", example: '{"data": {}}' } },
   ];
+}
+
+beforeAll(() => {
+  renderSkillSelect();
   const globals: Record<string, unknown> = {
     document: { getElementById: el },
     window: { location: { search: "?skill=json_sort", assign: (url: string) => assigned.push(url) } },
@@ -153,5 +158,15 @@ describe("the applet as built", () => {
       await el("buy").fire("click");
       expect(sent.at(-1)?.body).toBe('{"skill_id":"json_sort"}');
     }
+  });
+
+  it("a draft left for another skill is not put back: the linked skill shows its example", () => {
+    // A fresh page (the same ?skill=json_sort link), with a draft kept for sha256.
+    elements.clear();
+    renderSkillSelect();
+    storage.set("applet-draft", JSON.stringify({ endpoint: "/api/skills/sha256", body: '{"text": "mine"}' }));
+    vm.runInThisContext(bundle, { filename: "applet.js" });
+    expect(el("skill").value).toBe("/api/skills/json-sort");
+    expect(el("body").value).toBe('{"data": {}}');
   });
 });

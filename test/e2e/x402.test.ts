@@ -126,6 +126,12 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
           maxTimeoutSeconds: 300,
           asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
           extra: { name: "USD Coin", version: "2" },
+          // What the route takes and returns, for v1 crawlers: the bazaar declaration's input and
+          // example answer (test/payments/v1-output-schema.test.ts checks its shape).
+          outputSchema: {
+            input: expect.objectContaining({ type: "http", method: "POST", discoverable: true }),
+            output: expect.anything(),
+          },
         },
       ]);
       expect(body.error).toMatch(/^Payment required: this call costs \$0\.0\d+/);

@@ -379,9 +379,9 @@ describe("small mismatches with the reference shapes", () => {
 });
 
 describe("/admin body cap", () => {
-  it("a body over 4096 bytes is a JSON 413, with or without a declared length", async () => {
+  it("a body over 8192 bytes is a JSON 413, with or without a declared length", async () => {
     const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
-    const big = "x".repeat(5000);
+    const big = "x".repeat(9000);
     const chunked = () =>
       new ReadableStream({
         start(controller) {
@@ -397,7 +397,7 @@ describe("/admin body cap", () => {
           adminEnv,
         );
         expect(res.status, path).toBe(413);
-        expect(await res.json(), path).toEqual({ detail: "Request body larger than 4096 bytes" });
+        expect(await res.json(), path).toEqual({ detail: "Request body larger than 8192 bytes" });
       }
     }
   });

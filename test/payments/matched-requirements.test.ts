@@ -76,6 +76,7 @@ describe("a receipt names the route's price, not the payload's accepted", () => 
     expect(route.amount).toBe("3000");
   });
 
+  const SIGNER = "0x00000000000000000000000000000000000051e5";
   it("signReceipt reads the requirements the gate matched, even where the claimed payload's accepted says otherwise", async () => {
     const route: PaymentRequirements = {
       scheme: "exact",
@@ -89,7 +90,25 @@ describe("a receipt names the route's price, not the payload's accepted", () => 
     const mini = new Hono<AppEnv>();
     mini.post("/paid", signReceipt("sha256"), (c) => {
       c.set("requestId", "req-matched");
-      c.set("x402Payment", { requirements: route, v1: false } as VerifiedPayment);
+      c.set("x402Payment", {
+        requirements: route,
+        payload: {
+          x402Version: 2,
+          accepted: route,
+          payload: {
+            signature: `0x${"11".repeat(65)}`,
+            authorization: {
+              from: SIGNER,
+              to: route.payTo,
+              value: "3000",
+              validAfter: "0",
+              validBefore: "9999999999",
+              nonce: `0x${hex(32)}`,
+            },
+          },
+        },
+        v1: false,
+      } as VerifiedPayment);
       c.set("paymentClaim", {
         key: "k",
         released: false,
@@ -115,7 +134,13 @@ describe("a receipt names the route's price, not the payload's accepted", () => 
     });
     const res = await mini.request("https://skills.test/paid", { method: "POST" }, env);
     expect(res.status).toBe(200);
-    expect(receiptClaims(res)).toMatchObject({ amount: "3000", asset: USDC, payTo: env.PAY_TO });
+    // The payer is the authorization's signer, not the address the facilitator's answer names.
+    expect(receiptClaims(res)).toMatchObject({
+      amount: "3000",
+      asset: USDC,
+      payTo: env.PAY_TO,
+      payer: SIGNER,
+    });
   });
 });
 

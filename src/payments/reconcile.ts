@@ -49,8 +49,8 @@ export interface ReconcileSummary {
   /** Sends that did not settle this run, and refunds newly held for a person (GET /api/admin/payouts). */
   refunds_owed: number;
   /**
-   * Claims this run held for a person: their nonce spent, no log of the spend found, on every run
-   * for a day (reconcile-store.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
+   * Claims this run held for a person: their nonce spent, no log of the spend found, on 12 runs over
+   * a day (reconcile-store.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
    */
   needs_person: HeldClaim[];
   errors: string[];

@@ -194,8 +194,11 @@ export async function callTool(
     return toolError({ detail: payment.message, reason: "invalid_payment_meta" }, payment.message);
   }
   // Checked here, for every call: the route reads an Idempotency-Key only beside a card key, and a
-  // value that is no header value must be the caller's error, not the Headers object's.
-  const idempotencyKey = meta?.[IDEMPOTENCY_KEY_META] ?? undefined;
+  // value that is no header value must be the caller's error, not the Headers object's. Only a
+  // missing key is absent (JSON has no undefined): a null one read as none ran each retry as a new
+  // call, a credit each.
+  const idempotencyKey =
+    meta && Object.hasOwn(meta, IDEMPOTENCY_KEY_META) ? meta[IDEMPOTENCY_KEY_META] : undefined;
   if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {
     return toolError(
       { detail: IDEMPOTENCY_KEY_MESSAGE, reason: "invalid_idempotency_key" },

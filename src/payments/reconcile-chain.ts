@@ -59,6 +59,49 @@ export interface ChainReader {
   ): Promise<FoundUse | undefined>;
 }
 
+/** What the chain says of one authorization (`authorizer`'s `nonce` for `asset`), for decide(). */
+export interface Authorization {
+  asset: string;
+  payer: string;
+  nonce: string;
+  validBefore: number;
+}
+
+/**
+ * Reads an authorization's fate at `head`, the block whose time decides its expiry (not at
+ * whatever block the answering node has): authorizationState, and when it is spent the log that
+ * spent it, searched over its lifetime's blocks from `createdMs`. Reconciliation and a maintainer's
+ * hand refund (refunds.ts resolveRefundByHand) read it the same way.
+ */
+export async function readAuthorization(
+  reader: ChainReader,
+  head: Awaited<ReturnType<ChainReader["head"]>>,
+  t: Authorization,
+  createdMs: number,
+): Promise<ChainView> {
+  const used = await reader.authorizationUsed(t.asset, t.payer, t.nonce, head.number);
+  if (!used) return { used, found: undefined, headTime: head.timestamp };
+  const searched = searchRange(head, Math.floor(createdMs / 1000), t.validBefore);
+  const found = await reader.findUse(t.asset, t.payer, t.nonce, searched.fromBlock, searched.toBlock);
+  const view: ChainView = { used, found, headTime: head.timestamp, searched };
+  // Spent, no log in its lifetime's blocks, and expired: was it still unused once it expired? Then
+  // it was cancelled after (FiatToken does not check valid_before on a cancel), outside the search.
+  if (!found && head.timestamp >= t.validBefore && searched.toBlock < head.number) {
+    const block = searched.toBlock;
+    try {
+      const [usedThen, time] = await Promise.all([
+        reader.authorizationUsed(t.asset, t.payer, t.nonce, block),
+        reader.blockTime(block),
+      ]);
+      if (!usedThen && time >= t.validBefore) view.unusedAtExpiry = { block, time };
+    } catch {
+      // State that old needs an archive node ("missing trie node" from a full one): without it
+      // the claim waits, as any used one with no log does, and the run is not failed for it.
+    }
+  }
+  return view;
+}
+
 /** A public RPC usually refuses eth_getLogs over more blocks than this in one call. */
 const LOG_CHUNK_BLOCKS = 5_000;
 

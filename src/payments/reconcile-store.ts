@@ -61,9 +61,21 @@ const DUE_AFTER_SECONDS = 60;
 const dueBefore = (nowMs: number) => Math.floor(nowMs / 1000) - DUE_AFTER_SECONDS;
 
 /**
- * 'failed' rows at once (never one held for a person: noteNoLog); 'running' ones only a minute after their authorization expired (always
- * due, then), so a request still finishing its own settlement is never raced. Due rows first (up
- * to DUE_FIRST, least recently looked at first), then the rest by checked_at.
+ * A claim judged "used, no log" this many runs (noteNoLog) is read again only every
+ * NO_LOG_EVERY_MS until it is held: a short queue is read every 5 minutes, and reading it on every
+ * run until the day's hold cost ~288 runs, up to ~576 eth_getLogs per claim.
+ */
+export const NO_LOG_SPACED_AFTER = 2;
+export const NO_LOG_EVERY_MS = 2 * 3_600_000;
+
+/** A row judged "used, no log" often enough to be spaced out (above), and looked at since `?5`. */
+const SPACED = "no_log_runs >= ?6 AND coalesce(checked_at, 0) >= ?5";
+
+/**
+ * 'failed' rows at once (never one held for a person, nor one spaced out: noteNoLog); 'running'
+ * ones only a minute after their authorization expired (always due, then), so a request still
+ * finishing its own settlement is never raced. Due rows first (up to DUE_FIRST, least recently
+ * looked at first), then the rest by checked_at.
  */
 export function candidates(db: D1Database, network: string, nowMs: number) {
   return db
@@ -75,10 +87,11 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
                                        ORDER BY coalesce(checked_at, 0), updated_at) AS turn
              FROM payment_nonces
              WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1 AND hold IS NULL
+               AND NOT (${SPACED})
                AND (status = 'failed' OR (status = 'running' AND valid_before < ?2)))
        ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), updated_at LIMIT ?3`,
     )
-    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST)
+    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST, nowMs - NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER)
     .all<NonceRow>();
 }
 
@@ -94,7 +107,10 @@ export async function sendToBack(db: D1Database, kind: "payment" | "upstream", k
   await db.prepare(`UPDATE ${table} SET checked_at = ?2 WHERE ${column} = ?1`).bind(key, Date.now()).run();
 }
 
-/** Undecided upstream authorizations, in the same order as candidates: due first, then the rest. */
+/**
+ * Undecided upstream authorizations (not held, not spaced out), in the same order as candidates:
+ * due first, then the rest.
+ */
 export function upstreamCandidates(db: D1Database, network: string, nowMs: number) {
   return db
     .prepare(
@@ -103,10 +119,10 @@ export function upstreamCandidates(db: D1Database, network: string, nowMs: numbe
                     row_number() OVER (PARTITION BY valid_before < ?2 ORDER BY coalesce(checked_at, 0), id) AS turn
              FROM upstream_payments
              WHERE chain_status IS NULL AND auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
-               AND hold IS NULL)
+               AND hold IS NULL AND NOT (${SPACED}))
        ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), id LIMIT ?3`,
     )
-    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST)
+    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST, nowMs - NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER)
     .all<UpstreamRow>();
 }
 
@@ -367,8 +383,10 @@ export async function applyUpstream(
  * provider that dropped the log) is decided by no later run: each would spend up to two
  * eth_getLogs on it for ever. After this many runs judged it so, spanning NO_LOG_HOLD_MS at least,
  * it is held for a person and no longer read. Twelve reads over a day give a provider that lagged
- * or dropped a log time and other nodes to answer, and cost at most 24 eth_getLogs; the day keeps
- * a short queue (read every 5 minutes) from holding a claim within the hour.
+ * or dropped a log time and other nodes to answer; the day keeps a short queue (read every 5
+ * minutes) from holding a claim within the hour. After its second such run it is read only every
+ * NO_LOG_EVERY_MS (candidates), so the twelve take ~20 h and the hold comes by the ~14th read: at
+ * most ~28 eth_getLogs per claim.
  */
 export const NO_LOG_HOLD_RUNS = 12;
 export const NO_LOG_HOLD_MS = 86_400_000;
@@ -408,7 +426,7 @@ export async function noteNoLog(
   now = Date.now(),
 ): Promise<HeldClaim | undefined> {
   const t = claimTable[kind];
-  const hold = `${evidence.replace(/; retried next run$/, "")}; read so on every run for a day, held for a person`;
+  const hold = `${evidence.replace(/; retried next run$/, "")}; read so on ${NO_LOG_HOLD_RUNS} runs over a day, held for a person`;
   const row = await db
     .prepare(
       `UPDATE ${t.table} SET no_log_runs = no_log_runs + 1, no_log_since = coalesce(no_log_since, ?2),

@@ -1,6 +1,6 @@
 import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
-import { type ChainReader, type ChainView, rpcChainReader, searchRange } from "./reconcile-chain";
+import { type ChainReader, readAuthorization, rpcChainReader } from "./reconcile-chain";
 import { decide, spentElsewhere, type Terms } from "./reconcile-decide";
 import {
   applyPayment,
@@ -14,15 +14,14 @@ import {
   upstreamCandidates,
 } from "./reconcile-store";
 import {
+  judgeRefund,
   markRefunded,
-  type OwedRefundRow,
   type Refund,
   recorded,
   refundsToSettle,
   sendRecordedRefund,
   touchRefund,
 } from "./refunds";
-import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
  * Reconciliation against the chain: authorizations whose settlement was never confirmed
@@ -50,8 +49,8 @@ export interface ReconcileSummary {
   /** Sends that did not settle this run, and refunds newly held for a person (GET /api/admin/payouts). */
   refunds_owed: number;
   /**
-   * Claims this run held for a person: their nonce spent, no log of the spend found, on every run
-   * for a day (reconcile-store.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
+   * Claims this run held for a person: their nonce spent, no log of the spend found, on 12 runs over
+   * a day (reconcile-store.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
    */
   needs_person: HeldClaim[];
   errors: string[];
@@ -86,36 +85,6 @@ export function cronFailure(summary: ReconcileSummary): string | undefined {
   return undefined;
 }
 
-async function look(
-  reader: ChainReader,
-  head: Awaited<ReturnType<ChainReader["head"]>>,
-  t: Terms,
-  createdMs: number,
-): Promise<ChainView> {
-  // At the head whose time decides expiry, not at whatever block the answering node has.
-  const used = await reader.authorizationUsed(t.asset, t.payer, t.nonce, head.number);
-  if (!used) return { used, found: undefined, headTime: head.timestamp };
-  const searched = searchRange(head, Math.floor(createdMs / 1000), t.validBefore);
-  const found = await reader.findUse(t.asset, t.payer, t.nonce, searched.fromBlock, searched.toBlock);
-  const view: ChainView = { used, found, headTime: head.timestamp, searched };
-  // Spent, no log in its lifetime's blocks, and expired: was it still unused once it expired? Then
-  // it was cancelled after (FiatToken does not check valid_before on a cancel), outside the search.
-  if (!found && head.timestamp >= t.validBefore && searched.toBlock < head.number) {
-    const block = searched.toBlock;
-    try {
-      const [usedThen, time] = await Promise.all([
-        reader.authorizationUsed(t.asset, t.payer, t.nonce, block),
-        reader.blockTime(block),
-      ]);
-      if (!usedThen && time >= t.validBefore) view.unusedAtExpiry = { block, time };
-    } catch {
-      // State that old needs an archive node ("missing trie node" from a full one): without it
-      // the claim waits, as any used one with no log does, and the run is not failed for it.
-    }
-  }
-  return view;
-}
-
 /** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
 const BATCH_REFUNDS = 20;
 
@@ -148,7 +117,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       nonce: row.auth_nonce,
       validBefore: row.valid_before,
     };
-    return decide(terms, await look(chain, head, terms, row.created_at));
+    return decide(terms, await readAuthorization(chain, head, terms, row.created_at));
   };
   /** A refund this run's decision recorded: sent by this run (the only one that recorded it). */
   const sendNew = async (refund: Refund | undefined) => {
@@ -234,15 +203,12 @@ async function settleOwedRefunds(
         summary.refunds_owed++;
         continue;
       }
-      const d = row.valid_before === null ? undefined : await judgeRefund(chain, head, env, row);
+      const d = row.valid_before === null ? undefined : await judgeRefund(chain, head, row, env.USDC_ADDRESS);
       if (d?.outcome === "paid") {
+        // Never over a hand record (markRefunded), and there can be none: one is written only once
+        // the chain shows this authorization can no longer land (resolveRefundByHand).
         const marked = await markRefunded(env.DB, row.request_id, d.txHash);
         if (marked.meta.changes) summary.refunded++;
-        // Recorded as paid by hand since this run read it: the caller may have been paid twice.
-        else
-          summary.errors.push(
-            `refund ${row.request_id}: the operating wallet's refund landed (tx ${d.txHash}) after it was recorded as paid by hand; check whether the caller was paid twice`,
-          );
       } else if (d?.outcome === "wait") {
         await touchRefund(env.DB, row.request_id);
         summary.waiting++;
@@ -273,25 +239,6 @@ async function settleOwedRefunds(
 
 const PRE_0010_HOLD =
   "recorded before migration 0010: any earlier send used another nonce, so it cannot be resent safely; check the chain, then refund by hand";
-
-/** A refund's last authorization: the wallet that signed it → the payer, for the amount owed. */
-async function judgeRefund(
-  chain: ChainReader,
-  head: Awaited<ReturnType<ChainReader["head"]>>,
-  env: Bindings,
-  row: OwedRefundRow,
-) {
-  const validBefore = row.valid_before ?? 0;
-  const terms: Terms = {
-    payer: row.auth_from ?? "",
-    payTo: row.payer,
-    asset: row.asset ?? env.USDC_ADDRESS,
-    amountAtomic: BigInt(row.amount_micro),
-    nonce: row.auth_nonce ?? "",
-    validBefore,
-  };
-  return decide(terms, await look(chain, head, terms, (validBefore - MAX_TIMEOUT_SECONDS) * 1000));
-}
 
 /** What the admin payments view shows about reconciliation. */
 export async function reconciliationReport(db: D1Database, limit: number) {

@@ -13,7 +13,7 @@ import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
-import { resolveRefundByHand } from "../payments/refunds";
+import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refunds";
 import { dashboardFigures, skillStats } from "../stats/query";
 
 export const adminDashboardRoutes = new Hono<AppEnv>();
@@ -253,10 +253,12 @@ adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async 
   const fields = { note: typeof form.note === "string" && form.note !== "" ? form.note : undefined };
   const read = refundNote.safeParse(fields);
   if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
-  const r = await resolveRefundByHand(c.env.DB, requestId, tx, read.data.note);
+  const r = await resolveRefundByHand(c.env, requestId, tx, read.data.note);
   if (r.status === "unknown") return detail(c, 404, `Unknown refund "${requestId}"`);
   if (r.status === "replayed")
     return detail(c, 409, `Refund ${requestId} is already recorded as paid by hand with this transaction`);
   if (r.status === "refused") return detail(c, 409, r.detail);
+  if (r.status === "unavailable")
+    return detail(c, 503, r.detail, {}, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
   return c.redirect("/admin?notice=refund-resolved", 303);
 });

@@ -19,7 +19,7 @@ import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
 import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-store";
-import { resolveRefundByHand } from "../payments/refunds";
+import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refunds";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -194,9 +194,12 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
   const body = c.req.valid("json");
   if (table === "refunds") {
     if (!body.tx_hash) return missing(c, "tx_hash", body);
-    const r = await resolveRefundByHand(c.env.DB, key, body.tx_hash, body.note);
+    const r = await resolveRefundByHand(c.env, key, body.tx_hash, body.note);
     if (r.status === "unknown") return detail(c, 404, `Unknown refund "${key}"`);
     if (r.status === "refused") return detail(c, 409, r.detail, { refund: r.row });
+    // The chain could not say whether the wallet's send landed: ask again, nothing recorded.
+    if (r.status === "unavailable")
+      return detail(c, 503, r.detail, { refund: r.row }, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
     return c.json({ refund: r.row, replayed: r.status === "replayed" });
   }
   const kind = CLAIM_TABLES[table];

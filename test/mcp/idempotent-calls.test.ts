@@ -166,6 +166,8 @@ describe("retried MCP tool calls", { timeout: 30_000 }, () => {
     ["not ASCII", "commande-é"],
     ["a line break", "a\nb"],
     ["a number", 42],
+    // Named, so not absent: a client sending null must not be charged again on each retry.
+    ["null", null],
   ])(
     "an idempotency key that is %s is a tool error with the HTTP header's message, not charged",
     async (_n, value) => {

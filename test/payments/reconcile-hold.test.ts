@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { cronFailure, reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
-import { NO_LOG_HOLD_MS, NO_LOG_HOLD_RUNS } from "../../src/payments/reconcile-store";
+import {
+  NO_LOG_EVERY_MS,
+  NO_LOG_HOLD_MS,
+  NO_LOG_HOLD_RUNS,
+  NO_LOG_SPACED_AFTER,
+} from "../../src/payments/reconcile-store";
 
 /**
  * A claim whose nonce the chain shows spent, with no log of the spend in its blocks and no proof
@@ -38,10 +43,10 @@ const now = () => Math.floor(Date.now() / 1000);
  * A chain on which `spent` nonces are used at the head, with no log anywhere, and whose state at
  * older blocks cannot be read (a full node, not an archive): the "used, no log" case for good.
  */
-function noLogChain(spent: Set<string>) {
+function noLogChain(spent: Set<string>, chainId = Number(env.X402_NETWORK.split(":")[1])) {
   const reads: string[] = [];
   const reader: ChainReader = {
-    chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
+    chainId: async () => chainId,
     head: async () => ({ number: 500, timestamp: now(), blockSeconds: 2 }),
     blockTime: async (n) => now() - (500 - n) * 2,
     authorizationUsed: async (_a, _who, nonce, block) => {
@@ -58,10 +63,10 @@ function noLogChain(spent: Set<string>) {
   return { reader, reads };
 }
 
-async function claim() {
+async function claim(network = env.X402_NETWORK) {
   const payer = hex(20);
   const nonce = hex(32);
-  const key = `${env.X402_NETWORK}:${env.USDC_ADDRESS}:${payer}:${nonce}`.toLowerCase();
+  const key = `${network}:${env.USDC_ADDRESS}:${payer}:${nonce}`.toLowerCase();
   const requestId = crypto.randomUUID();
   await env.DB.prepare(
     `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at, payer, pay_to, asset,
@@ -75,7 +80,7 @@ async function claim() {
       payer,
       env.PAY_TO,
       env.USDC_ADDRESS,
-      env.X402_NETWORK,
+      network,
       nonce,
       now() - 400,
     )
@@ -162,6 +167,71 @@ describe("a claim spent with no log found is held for a person", () => {
     const unconfirmed = page.slice(page.indexOf('id="unconfirmed"'), page.indexOf('id="refunds-owed"'));
     expect(unconfirmed).toContain(c.key);
     expect(unconfirmed).toContain(`needs a person: ${held?.hold}`);
+  });
+
+  it(`judged so ${NO_LOG_SPACED_AFTER} times, it is read only every ${NO_LOG_EVERY_MS / 3_600_000} h until held: the day costs ~14 reads, not one per run`, async () => {
+    // A network of its own: a short queue, read on every run, whatever other files leave in D1.
+    const chainId = 940_001;
+    const network = `eip155:${chainId}`;
+    const c = await claim(network);
+    const upstreamNonce = hex(32);
+    const { meta } = await env.DB.prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+         payer, pay_to, asset, network, auth_nonce, valid_before)
+       VALUES (?1, 'pricefeed', 'price', 10000, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+    )
+      .bind(
+        crypto.randomUUID(),
+        Date.now() - 900_000,
+        hex(20),
+        hex(20),
+        env.USDC_ADDRESS,
+        network,
+        upstreamNonce,
+        now() - 400,
+      )
+      .run();
+    const upstreamId = Number(meta.last_row_id);
+    const chain = noLogChain(new Set([c.nonce, upstreamNonce]), chainId);
+    const run = async () => {
+      chain.reads.length = 0;
+      await reconcile({ ...env, X402_NETWORK: network }, chain.reader);
+      return { claim: chain.reads.includes(c.nonce), upstream: chain.reads.includes(upstreamNonce) };
+    };
+    const upstreamRuns = async () =>
+      (
+        await env.DB.prepare("SELECT no_log_runs FROM upstream_payments WHERE id = ?1")
+          .bind(upstreamId)
+          .first<{ no_log_runs: number }>()
+      )?.no_log_runs;
+    for (let i = 1; i <= NO_LOG_SPACED_AFTER; i++) {
+      expect(await run()).toEqual({ claim: true, upstream: true });
+      expect(await claimRow(c.key)).toMatchObject({ no_log_runs: i });
+    }
+    // The next runs (every 5 minutes) leave both alone until the interval has passed.
+    expect(await run()).toEqual({ claim: false, upstream: false });
+    expect(await claimRow(c.key)).toMatchObject({ no_log_runs: NO_LOG_SPACED_AFTER, hold: null });
+    expect(await upstreamRuns()).toBe(NO_LOG_SPACED_AFTER);
+    const lastRead = async (ms: number) => {
+      await env.DB.prepare("UPDATE payment_nonces SET checked_at = ?2 WHERE nonce = ?1")
+        .bind(c.key, ms)
+        .run();
+      await env.DB.prepare("UPDATE upstream_payments SET checked_at = ?2 WHERE id = ?1")
+        .bind(upstreamId, ms)
+        .run();
+    };
+    await lastRead(Date.now() - NO_LOG_EVERY_MS + 300_000);
+    expect(await run()).toEqual({ claim: false, upstream: false });
+    await lastRead(Date.now() - NO_LOG_EVERY_MS - 1000);
+    expect(await run()).toEqual({ claim: true, upstream: true });
+    expect(await claimRow(c.key)).toMatchObject({ no_log_runs: NO_LOG_SPACED_AFTER + 1 });
+    expect(await upstreamRuns()).toBe(NO_LOG_SPACED_AFTER + 1);
+
+    // Spaced so, it is still held on its twelfth read over a day.
+    await seen(c.key, NO_LOG_HOLD_RUNS - 1, NO_LOG_HOLD_MS + 60_000);
+    await lastRead(Date.now() - NO_LOG_EVERY_MS - 1000);
+    expect((await run()).claim).toBe(true);
+    expect((await claimRow(c.key))?.hold).toMatch(/held for a person/);
   });
 
   it("the maintainer puts it back in the queue: read again, its count started over", async () => {

@@ -1,7 +1,15 @@
 import { env } from "cloudflare:test";
+import { generatePrivateKey } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { refundNonce, sendRecordedRefund } from "../../src/payments/refunds";
+import { reconcile } from "../../src/payments/reconcile";
+import type { ChainReader } from "../../src/payments/reconcile-chain";
+import {
+  markRefunded,
+  refundNonce,
+  resolveRefundByHand,
+  sendRecordedRefund,
+} from "../../src/payments/refunds";
 import { tryEnv } from "../partners/network";
 
 /**
@@ -124,8 +132,13 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     // The chain's clock lags ours: a minute past valid_before is still too soon.
     const justExpired = await refund({ hold: null, validBefore: nowS() - 30 });
     expect((await resolve(justExpired, { tx_hash: hash() })).status).toBe(409);
+    // Past it, the chain decides whether it landed (refund-by-hand-chain.test.ts): with no chain to
+    // read (no RPC_URL here), nothing is recorded.
     const expired = await refund({ validBefore: nowS() - 120, hold: "used for another transfer" });
-    expect((await resolve(expired, { tx_hash: hash() })).status).toBe(200);
+    const unchecked = await resolve(expired, { tx_hash: hash() });
+    expect(unchecked.status).toBe(503);
+    expect(unchecked.headers.get("retry-after")).toBe("30");
+    expect(await row(expired)).toMatchObject({ status: "owed", resolved_at: null });
   });
 
   it("a refund that landed from the operating wallet is 409; an unknown id 404; one transfer pays one refund", async () => {
@@ -212,14 +225,37 @@ describe("the dashboard's Record refund form", () => {
   });
 });
 
-it("a wallet refund found landed after the maintainer recorded a hand one does not overwrite it (the run reports it instead)", async () => {
-  const { markRefunded } = await import("../../src/payments/refunds");
+it("a sent refund recorded by hand once the chain showed it expired unused is never read or sent again by reconciliation", async () => {
+  // A network of its own: the run reads no owed refund other files leave in the shared D1.
+  const chainId = 930_001;
+  const network = `eip155:${chainId}`;
   const id = await refund({ hold: null, validBefore: nowS() - 600 });
+  await env.DB.prepare("UPDATE refunds SET network = ?2 WHERE request_id = ?1").bind(id, network).run();
+  const reads: string[] = [];
+  const reader: ChainReader = {
+    chainId: async () => chainId,
+    head: async () => ({ number: 500, timestamp: nowS(), blockSeconds: 2 }),
+    blockTime: async (n) => nowS() - (500 - n) * 2,
+    authorizationUsed: async (_asset, _who, nonce) => {
+      reads.push(nonce);
+      return false;
+    },
+    findUse: async () => undefined,
+  };
+  const runEnv = { ...env, X402_NETWORK: network, PARTNER_PAYER_KEY: generatePrivateKey() };
   const tx = hash();
-  expect((await resolve(id, { tx_hash: tx })).status).toBe(200);
-  const marked = await markRefunded(env.DB, id, hash());
-  expect(marked.meta.changes).toBe(0);
-  expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx });
+  const hand = await resolveRefundByHand(runEnv, id, tx, "paid from treasury", { reader });
+  expect(hand.status).toBe("recorded");
+  expect(reads).toEqual([await refundNonce(id)]);
+
+  reads.length = 0;
+  await env.DB.prepare("UPDATE refunds SET updated_at = 0 WHERE request_id = ?1").bind(id).run();
+  const run = await reconcile(runEnv, reader);
+  expect(run).toMatchObject({ checked: 0, refunded: 0, refunds_owed: 0, errors: [] });
+  expect(reads).toEqual([]);
+  expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx, auth_from: expect.any(String) });
+  // And the wallet's mark never writes over a hand record, should anything call it.
+  expect((await markRefunded(env.DB, id, hash())).meta.changes).toBe(0);
 });
 
 it("a kept share decided before returns existed (no return row) is recorded as returned by hand and leaves withheld_not_returned", async () => {

@@ -128,9 +128,12 @@ const resolveHeld = operation({
     "401": UNAUTHORIZED,
     "404": ERROR("Unknown table or row"),
     "409": ERROR(
-      "Nothing recorded: the refund is refunded already, or the operating wallet's last send of it may still land; the transaction pays another refund; the claim is decided already or not held",
+      "Nothing recorded: the refund is refunded already, the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; the claim is decided already or not held",
     ),
     "422": VALIDATION,
+    "503": ERROR(
+      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After)",
+    ),
   },
 });
 

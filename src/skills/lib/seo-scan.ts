@@ -1,4 +1,5 @@
 import { Parser } from "htmlparser2";
+import { scriptsEnded } from "./script-ends";
 
 /** One streaming pass over an HTML document: the head tags, headings, images, links and body text an SEO audit checks. */
 
@@ -166,6 +167,10 @@ export function scan(html: string): Scan {
             capture.buf.push(t);
             capture.size += t.length;
           }
+        } else if (capture?.kind === "jsonld") {
+          // The page's own characters (a script's text is never decoded): the parser reads a
+          // page whose false script ends are blanked out (scriptsEnded), at the same offsets.
+          capture.buf.push(html.slice(parser.endIndex + 1 - text.length, parser.endIndex + 1));
         } else if (capture) capture.buf.push(text);
         if (skipping === 0) body.push(text);
       },
@@ -194,7 +199,9 @@ export function scan(html: string): Scan {
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
   );
-  parser.end(html);
+  // Scripts end where a browser ends them: htmlparser2 alone let the rest of
+  // `<script><!--<script></script> … </script>` out as body text, links and headings.
+  parser.end(scriptsEnded(html));
   s.text = body.join("").replace(/\s+/g, " ").trim();
   return s;
 }

@@ -7,6 +7,7 @@ import { htmlToMarkdown } from "mdream";
 import { InputError, type Loc } from "../../http/validation";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
 import { scriptsEnded } from "./script-ends";
+import { cut } from "./text-cut";
 
 /** HTML to plain text (html-to-text) or Markdown (mdream), bounded: html_clean and ai_detector use it. */
 
@@ -833,7 +834,7 @@ export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number)
   })
     .replace(LEADING_BLANK_LINES, "")
     .trimEnd();
-  return maxChars === undefined ? text : text.slice(0, maxChars);
+  return maxChars === undefined ? text : cut(text, maxChars);
 }
 
 // Markdown is often rendered again downstream: a link or image target a browser would run as

@@ -1,5 +1,9 @@
 import { Parser } from "htmlparser2";
 import { scriptsEnded } from "./script-ends";
+import { cut } from "./text-cut";
+
+// seo-keywords.ts cuts the page text it counts with it too.
+export { cut };
 
 /** One streaming pass over an HTML document: the head tags, headings, images, links and body text an SEO audit checks. */
 
@@ -36,13 +40,6 @@ export class PageTooDeep extends Error {
  * the rest of the page otherwise.
  */
 export const MAX_HEADING_CHARS = 2000;
-
-/** `text` cut to `max` UTF-16 units, a surrogate pair never split. */
-export function cut(text: string, max: number) {
-  if (text.length <= max) return text;
-  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
-  return text.slice(0, end);
-}
 
 /**
  * Distinct og:* keys, and distinct twitter:* keys, kept: the page's first 50 of each (a page of

@@ -2,6 +2,7 @@ import * as z from "zod";
 import { cached } from "./lib/cache";
 import { isHtml, loadPage, precheckUrl } from "./lib/page";
 import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
+import { cut, shorten } from "./lib/text-cut";
 import { cacheState, defineSkill, numberPerKey } from "./types";
 
 /** The same bound as the `text` field: a page is judged on its first 8000 characters of text. */
@@ -12,13 +13,11 @@ const LIMITS =
   "unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, " +
   "technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.";
 
-const preview = (text: string) => {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS - 1)}…` : flat;
-};
+// Cut off a surrogate pair: a text of emoji previewed ending in half of one ("\ud83d…").
+const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREVIEW_CHARS);
 
 function judge(text: string) {
-  const body = text.slice(0, MAX_CHARS);
+  const body = cut(text, MAX_CHARS);
   return { text_preview: preview(body), ...analyzeText(body) };
 }
 

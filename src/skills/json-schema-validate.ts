@@ -1,6 +1,7 @@
 import type { Schema, SchemaDraft } from "@cfworker/json-schema";
 import * as z from "zod";
 import { anyJson, InputError } from "../http/validation";
+import { shorten as cutQuoted } from "./lib/text-cut";
 import { defineSkill } from "./types";
 
 /**
@@ -32,7 +33,8 @@ function draftOf(schema: unknown): SchemaDraft {
 export const MAX_SCHEMA_PROBLEMS = 20;
 const MAX_QUOTED = 64;
 
-const shorten = (s: string) => (s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED - 1)}…` : s);
+// Off a surrogate pair: a key of emoji was quoted ending in half of one ("\ud83d…").
+const shorten = (s: string) => cutQuoted(s, MAX_QUOTED);
 
 /**
  * Structural mistakes the validator would silently ignore; returned as one schema error. The walk

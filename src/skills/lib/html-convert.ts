@@ -6,6 +6,8 @@ import MarkdownIt, { type Token } from "markdown-it";
 import { htmlToMarkdown } from "mdream";
 import { InputError, type Loc } from "../../http/validation";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
+import { scriptsEnded } from "./script-ends";
+import { cut } from "./text-cut";
 
 /** HTML to plain text (html-to-text) or Markdown (mdream), bounded: html_clean and ai_detector use it. */
 
@@ -204,13 +206,18 @@ const isBlank = (c: number) => c <= 0x20 || (c >= 0x7f && BLANK.test(String.from
  * `maxSource` characters outside the elements both converters skip, and says where (`end`, at a
  * token's edge or a line break in a text: never inside a tag, an entity or a character): the
  * output of what comes before begins as the whole document's does.
+ *
+ * It reads the page with its scripts ending where a browser ends them (script-ends.ts), and says
+ * so (`page`): both converters are handed that page, or its first `end` characters (the same
+ * offsets as the input's: only characters inside scripts change).
  */
 function prepass(
-  html: string,
+  input: string,
   loc: Loc,
   mode: "text" | "markdown",
   stop?: { at: number; maxSource: number },
-): { gridTables: boolean; outputAtLeast: number; end?: number } {
+): { gridTables: boolean; outputAtLeast: number; end?: number; page: string } {
+  const html = scriptsEnded(input);
   // Text mode writes quotes and lists past MAX_PREFIX_NESTING as plain blocks; mdream does not.
   const nesting = mode === "text" ? MAX_PREFIX_NESTING : Number.POSITIVE_INFINITY;
   let depth = 0;
@@ -380,9 +387,15 @@ function prepass(
     parser.end(html);
   } catch (e) {
     if (e instanceof TooDeep) {
-      throw InputError.at(loc, `HTML is nested deeper than ${MAX_HTML_DEPTH} elements`, html, "value_error", {
-        max_depth: MAX_HTML_DEPTH,
-      });
+      throw InputError.at(
+        loc,
+        `HTML is nested deeper than ${MAX_HTML_DEPTH} elements`,
+        input,
+        "value_error",
+        {
+          max_depth: MAX_HTML_DEPTH,
+        },
+      );
     }
     if (!(e instanceof Enough)) throw e;
   }
@@ -391,6 +404,7 @@ function prepass(
     gridTables: cells <= maxCells && maxSpan <= spanLimit && area <= maxArea && maxExtent <= extent,
     outputAtLeast: counted(),
     end,
+    page: html,
   };
 }
 
@@ -809,9 +823,9 @@ const MAX_SOURCE_CHARS = 400_000;
  */
 export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number): string {
   const stop = maxChars === undefined ? undefined : { at: maxChars, maxSource: MAX_SOURCE_CHARS };
-  const { gridTables, outputAtLeast, end } = prepass(html, loc, "text", stop);
+  const { gridTables, outputAtLeast, end, page } = prepass(html, loc, "text", stop);
   if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
-  const source = end === undefined ? html : html.slice(0, end);
+  const source = end === undefined ? page : page.slice(0, end);
   // Blank lines go from the start, not the first line's own indent: a page that opens with a list
   // or a <pre> kept its first item's marker and line flush left ("* A\n * B").
   const text = convert(source, {
@@ -820,7 +834,7 @@ export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number)
   })
     .replace(LEADING_BLANK_LINES, "")
     .trimEnd();
-  return maxChars === undefined ? text : text.slice(0, maxChars);
+  return maxChars === undefined ? text : cut(text, maxChars);
 }
 
 // Markdown is often rendered again downstream: a link or image target a browser would run as
@@ -915,8 +929,9 @@ export function neutralizeScriptLinks(md: string): string {
 }
 
 export function htmlToMd(html: string): string {
-  if (prepass(html, ["html"], "markdown").outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
-  const safe = safeForMarkdown(html);
+  const { outputAtLeast, page } = prepass(html, ["html"], "markdown");
+  if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
+  const safe = safeForMarkdown(page);
   // Line ends as a renderer reads them, for the checks below to see the lines it will see.
   const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } }).replace(/\r\n?/g, "\n");
   return inertForRenderers(neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim());

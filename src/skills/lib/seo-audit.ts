@@ -2,6 +2,7 @@ import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/valida
 import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
+import { shorten } from "./text-cut";
 
 // seo.ts turns a page too deep to read into a 422 on url; it loads this module only when it runs.
 export { MAX_PAGE_DEPTH, PageTooDeep } from "./seo-scan";
@@ -18,7 +19,8 @@ const TITLE = [30, 60] as const;
 const DESCRIPTION = [70, 160] as const;
 const MIN_WORDS = 300;
 
-const short = (s: string, n = 60) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+// Cut off a surrogate pair: a heading or URL of emoji left half of one in the advice.
+const short = (s: string, n = 60) => shorten(s, n);
 
 /** What the checks write: points per check and advice, in the order the checks run. */
 interface Findings {

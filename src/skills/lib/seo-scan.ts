@@ -1,4 +1,9 @@
 import { Parser } from "htmlparser2";
+import { scriptsEnded } from "./script-ends";
+import { cut } from "./text-cut";
+
+// seo-keywords.ts cuts the page text it counts with it too.
+export { cut };
 
 /** One streaming pass over an HTML document: the head tags, headings, images, links and body text an SEO audit checks. */
 
@@ -35,13 +40,6 @@ export class PageTooDeep extends Error {
  * the rest of the page otherwise.
  */
 export const MAX_HEADING_CHARS = 2000;
-
-/** `text` cut to `max` UTF-16 units, a surrogate pair never split. */
-export function cut(text: string, max: number) {
-  if (text.length <= max) return text;
-  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
-  return text.slice(0, end);
-}
 
 /**
  * Distinct og:* keys, and distinct twitter:* keys, kept: the page's first 50 of each (a page of
@@ -166,6 +164,10 @@ export function scan(html: string): Scan {
             capture.buf.push(t);
             capture.size += t.length;
           }
+        } else if (capture?.kind === "jsonld") {
+          // The page's own characters (a script's text is never decoded): the parser reads a
+          // page whose false script ends are blanked out (scriptsEnded), at the same offsets.
+          capture.buf.push(html.slice(parser.endIndex + 1 - text.length, parser.endIndex + 1));
         } else if (capture) capture.buf.push(text);
         if (skipping === 0) body.push(text);
       },
@@ -194,7 +196,9 @@ export function scan(html: string): Scan {
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
   );
-  parser.end(html);
+  // Scripts end where a browser ends them: htmlparser2 alone let the rest of
+  // `<script><!--<script></script> … </script>` out as body text, links and headings.
+  parser.end(scriptsEnded(html));
   s.text = body.join("").replace(/\s+/g, " ").trim();
   return s;
 }

@@ -5,6 +5,7 @@ import { netConfig } from "../net/config";
 import { cached, normalizeText } from "./lib/cache";
 import { extractKeywords } from "./lib/keywords";
 import { searchOrRefuse } from "./lib/search-refused";
+import { cut } from "./lib/text-cut";
 import { sentencesOf, stem, wordsOf } from "./lib/text-stats";
 import { readExtracts, searchWikipedia, type WpArticle } from "./lib/wikipedia";
 import { cacheState, defineSkill } from "./types";
@@ -44,7 +45,7 @@ function searchText(query: string) {
     if (out.length + term.length + 1 > MAX_SEARCH_CHARS) break;
     out = out ? `${out} ${term}` : term;
   }
-  return out || q.slice(0, MAX_SEARCH_CHARS);
+  return out || cut(q, MAX_SEARCH_CHARS);
 }
 
 function queryTerms(query: string): string[] {
@@ -144,7 +145,7 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
   const articles = await readExtracts(cfg, hits);
   if (articles.length === 0) {
     return {
-      summary: `No Wikipedia article matched "${query.trim().slice(0, 200)}"; nothing to summarise. Try fewer or more general terms.`,
+      summary: `No Wikipedia article matched "${cut(query.trim(), 200)}"; nothing to summarise. Try fewer or more general terms.`,
       sources: [],
       confidence: 0,
       sentences: [],

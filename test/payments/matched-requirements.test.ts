@@ -108,7 +108,7 @@ describe("a receipt names the route's price, not the payload's accepted", () => 
           },
         },
         v1: false,
-      } as VerifiedPayment);
+      } as unknown as VerifiedPayment);
       c.set("paymentClaim", {
         key: "k",
         released: false,

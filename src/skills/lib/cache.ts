@@ -8,7 +8,7 @@ import { netConfig } from "../../net/config";
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v3"; // v3: block elements and list numbers (ai_detector url mode), robots directives and JSON-LD bound, İ folding (seo)
+const VERSION = "v4"; // v4: scripts ended as browsers end them, cuts never split a surrogate pair (seo, ai_detector, research)
 
 export type CacheState = "hit" | "miss";
 

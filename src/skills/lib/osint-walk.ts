@@ -1,4 +1,5 @@
 import { normalizeText } from "./cache";
+import { cut } from "./text-cut";
 import type { WdEntity, WdSearchHit, WikidataClient } from "./wikidata";
 
 /** osint_graph's steps on Wikidata: resolve the seed, walk its relations, name the nodes, sample paths. */
@@ -96,7 +97,7 @@ export async function resolveSeed(wd: WikidataClient, seed: string) {
     const match: SeedMatch = { id, label: id, description: "", match_type: "entityId" };
     return { id, quality: 1, match, candidates: [] };
   }
-  const hits = await wd.search(seed.slice(0, 250));
+  const hits = await wd.search(cut(seed, 250));
   const [top] = hits;
   if (!top) return null;
   const match: SeedMatch = {

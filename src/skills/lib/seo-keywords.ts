@@ -30,7 +30,7 @@ function occurrences(phrase: string, text: string) {
 export function givenKeywords(given: string[] | null): string[] {
   const seen = new Set<string>();
   for (const k of given ?? []) {
-    const cleaned = foldTerm(k.replace(/\s+/g, " ").trim()).slice(0, 100);
+    const cleaned = cut(foldTerm(k.replace(/\s+/g, " ").trim()), 100);
     if (cleaned !== "") seen.add(cleaned);
     if (seen.size === MAX_KEYWORDS) break;
   }

@@ -15,14 +15,18 @@ const stringifySep = (v: unknown) => (typeof v === "string" ? v : JSON.stringify
 
 const INT_LIKE = /^\s*[+-]?\d+\s*$/;
 
+// The answer echoes the depth as an integer of its schema (0..2^53-1): a larger one means the same
+// (no document is that deep), and written as a double it came back as 1e+300 or 1e+23.
+const depthOf = (n: number) => Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, n));
+
 // "number or integer-like string (optional surrounding whitespace and sign)"; negative means 0.
 // Any finite number is a depth, its fraction dropped (1.5 → 1), as Python's int() reads it.
 const maxDepth = z
   .unknown()
   .transform((v, ctx) => {
-    if (typeof v === "number" && Number.isFinite(v)) return Math.max(0, Math.trunc(v));
+    if (typeof v === "number" && Number.isFinite(v)) return depthOf(Math.trunc(v));
     if (isRawJsonNumber(v)) return v.rawJSON.startsWith("-") ? 0 : Number.MAX_SAFE_INTEGER; // past 2^53
-    if (typeof v === "string" && INT_LIKE.test(v)) return Math.max(0, Number.parseInt(v.trim(), 10));
+    if (typeof v === "string" && INT_LIKE.test(v)) return depthOf(Number.parseInt(v.trim(), 10));
     const [type, message] =
       typeof v === "number"
         ? ["int_from_float", "Input should be a valid integer, got a number with a fractional part"]
@@ -34,7 +38,7 @@ const maxDepth = z
   })
   .meta({
     description:
-      'Levels to descend: a number (its fraction dropped) or integer-like string (" 3 ", "+2"); default 12.',
+      'Levels to descend: a number (its fraction dropped) or integer-like string (" 3 ", "+2"); negative is 0, past 2^53-1 is 2^53-1; default 12.',
   });
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -6,28 +6,27 @@ import { RawJson } from "./lib/raw-json";
 import { defineSkill } from "./types";
 
 /**
- * The spec lets `sep` be any value and gives no length; every flattened key repeats it once per
- * level, so a long separator multiplies the response (issue 19: a 10,000-character sep turned an
- * 11 KB request into 50 MB). 16 characters covers every real separator ("." "/" "__" " > " "::").
+ * The spec lets `sep` be any value, stringified, and gives it no length, so none is imposed here.
+ * Every flattened key repeats it once per level (issue 19: a 10,000-character sep turned an 11 KB
+ * request into 50 MB); what bounds that is the answer's cap, counted while the keys are made
+ * (`flatten`, `flatJson`), and the sep's own echo, counted first (`run`).
  */
-export const MAX_SEP_LENGTH = 16;
-// Counted in code points, as every other string bound (zod's, pydantic's): a surrogate pair is one
-// character. Over twice the bound in UTF-16 units is over it in code points without counting.
-const sepFits = (sep: string) =>
-  sep.length <= MAX_SEP_LENGTH || (sep.length <= 2 * MAX_SEP_LENGTH && [...sep].length <= MAX_SEP_LENGTH);
-
 const stringifySep = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
 
 const INT_LIKE = /^\s*[+-]?\d+\s*$/;
+
+// The answer echoes the depth as an integer of its schema (0..2^53-1): a larger one means the same
+// (no document is that deep), and written as a double it came back as 1e+300 or 1e+23.
+const depthOf = (n: number) => Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, n));
 
 // "number or integer-like string (optional surrounding whitespace and sign)"; negative means 0.
 // Any finite number is a depth, its fraction dropped (1.5 → 1), as Python's int() reads it.
 const maxDepth = z
   .unknown()
   .transform((v, ctx) => {
-    if (typeof v === "number" && Number.isFinite(v)) return Math.max(0, Math.trunc(v));
+    if (typeof v === "number" && Number.isFinite(v)) return depthOf(Math.trunc(v));
     if (isRawJsonNumber(v)) return v.rawJSON.startsWith("-") ? 0 : Number.MAX_SAFE_INTEGER; // past 2^53
-    if (typeof v === "string" && INT_LIKE.test(v)) return Math.max(0, Number.parseInt(v.trim(), 10));
+    if (typeof v === "string" && INT_LIKE.test(v)) return depthOf(Number.parseInt(v.trim(), 10));
     const [type, message] =
       typeof v === "number"
         ? ["int_from_float", "Input should be a valid integer, got a number with a fractional part"]
@@ -39,7 +38,7 @@ const maxDepth = z
   })
   .meta({
     description:
-      'Levels to descend: a number (its fraction dropped) or integer-like string (" 3 ", "+2"); default 12.',
+      'Levels to descend: a number (its fraction dropped) or integer-like string (" 3 ", "+2"); negative is 0, past 2^53-1 is 2^53-1; default 12.',
   });
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -56,7 +55,9 @@ function isContainer(v: unknown): v is Json[] | Record<string, Json> {
  * Every leaf's key repeats its whole path, so keys alone can outgrow the input by the depth
  * (a 50-level chain of long keys over 10,000 leaves): their total length is counted as they are
  * made and the walk stops with OutputTooLarge once it passes `maxKeyChars`, long before the
- * strings are built in full.
+ * strings are built in full. A path is measured before it is built, too: each one is the start of
+ * at least one leaf's key, so one that would pass what is left of the budget is already too much
+ * (a 5 MB sep over 200 levels would otherwise build a path of a billion characters, a RangeError).
  */
 export function flatten(
   data: unknown,
@@ -72,6 +73,8 @@ export function flatten(
       let hasKeys = false;
       for (const key in value) {
         hasKeys = true;
+        const length = isRoot ? key.length : path.length + sep.length + key.length;
+        if (keyChars + length > maxKeyChars) throw new OutputTooLarge();
         walk((value as Record<string, unknown>)[key], isRoot ? key : path + sep + key, depth + 1, false);
       }
       // An empty root has nothing to flatten; everywhere else empties are leaves.
@@ -110,22 +113,16 @@ export const jsonFlatten = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (default '.', at most 16 characters), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Integers past 2^53 are kept digit for digit. Deterministic and offline.",
+    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (any value, stringified; default '.'), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Integers past 2^53 are kept digit for digit. Deterministic and offline.",
   input: () =>
     z.object({
       data: anyJson("Any JSON value to flatten."),
       options: z
         .looseObject({
-          sep: z
-            .unknown()
-            .refine((v) => v === undefined || sepFits(stringifySep(v)), {
-              message: `String should have at most ${MAX_SEP_LENGTH} characters`,
-              params: { type: "string_too_long", ctx: { max_length: MAX_SEP_LENGTH } },
-            })
-            .optional()
-            .meta({
-              description: `Separator; any value, stringified, at most ${MAX_SEP_LENGTH} characters once stringified. Default ".".`,
-            }),
+          sep: z.unknown().optional().meta({
+            description:
+              'Separator; any value, stringified (a string as is, anything else as its JSON text). Default ".". Every key repeats it once per level, so a long one meets the answer\'s 8 MB cap (422 output_too_large) sooner.',
+          }),
           max_depth: maxDepth.optional(),
         })
         .nullable()
@@ -153,10 +150,17 @@ export const jsonFlatten = defineSkill({
   },
   run({ data, options }) {
     const rawSep = options?.sep;
+    // The answer echoes the sep, so its text counts against the cap before anything is built:
+    // measured without stringifying (5 MB of 1e20 would stringify to 22 MB), then what is left is
+    // the budget of the keys and of the `flat` text.
+    if (rawSep !== undefined && typeof rawSep !== "string" && jsonByteLength(rawSep) > MAX_OUTPUT_BYTES)
+      throw new OutputTooLarge();
     const sep = rawSep === undefined ? "." : stringifySep(rawSep);
+    const budget = MAX_OUTPUT_BYTES - jsonByteLength(sep);
+    if (budget < 0) throw new OutputTooLarge();
     const depth = options?.max_depth ?? 12;
-    const flat = flatten(data, sep, depth);
+    const flat = flatten(data, sep, depth, budget);
     // Sent as its text, like json_sort's `sorted`, so the order survives serialization.
-    return { flat: new RawJson(flatJson(flat)), sep, max_depth: depth, keys: flat.size };
+    return { flat: new RawJson(flatJson(flat, budget)), sep, max_depth: depth, keys: flat.size };
   },
 });

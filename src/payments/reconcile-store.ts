@@ -531,13 +531,15 @@ export async function resolveHeldClaim(
       };
     const queued = await db
       .prepare(
+        // A claim not held but counted (spaced out: read every NO_LOG_EVERY_MS) starts over too:
+        // the maintainer asks for it to be read on the next run, not in up to two hours.
         `UPDATE ${t.table} SET hold = NULL, no_log_runs = 0, no_log_since = NULL, checked_at = NULL
-         WHERE ${t.key} = ?1 AND hold IS NOT NULL AND ${t.undecided}`,
+         WHERE ${t.key} = ?1 AND (hold IS NOT NULL OR no_log_runs > 0) AND ${t.undecided}`,
       )
       .bind(kind === "payment" ? key : Number(key))
       .run();
     const now = (await read()) ?? row;
-    // Not held (any more): in the queue already, as asked.
+    // Neither held nor counted: in the queue already, read every run, as asked.
     return now.undecided
       ? { status: queued.meta.changes ? "recorded" : "replayed", claim: await answer(now) }
       : { status: "refused", detail: "Claim already decided: nothing to queue", claim: await answer(now) };

@@ -212,6 +212,15 @@ describe("a claim spent with no log found is held for a person", () => {
     expect(await run()).toEqual({ claim: false, upstream: false });
     expect(await claimRow(c.key)).toMatchObject({ no_log_runs: NO_LOG_SPACED_AFTER, hold: null });
     expect(await upstreamRuns()).toBe(NO_LOG_SPACED_AFTER);
+
+    // The maintainer can ask for a spaced-out claim to be read now (a log they know exists):
+    // queued, its count starts over and the next run reads it.
+    const queued = await resolve("payment_nonces", c.key, { outcome: "queue" });
+    expect(queued.status).toBe(200);
+    expect(await queued.json()).toMatchObject({ replayed: false, claim: { no_log_runs: 0, hold: null } });
+    expect((await run()).claim).toBe(true);
+    expect(await claimRow(c.key)).toMatchObject({ no_log_runs: 1 });
+    await seen(c.key, NO_LOG_SPACED_AFTER, 60_000);
     const lastRead = async (ms: number) => {
       await env.DB.prepare("UPDATE payment_nonces SET checked_at = ?2 WHERE nonce = ?1")
         .bind(c.key, ms)

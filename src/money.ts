@@ -29,3 +29,6 @@ export function trimDecimal(usd: number): string {
  */
 export const sameAddress = (a: unknown, b: string) =>
   typeof a === "string" && a.toLowerCase() === b.toLowerCase();
+
+/** A transaction hash as a settlement must name one: a success without it proves nothing moved. */
+export const TX_HASH = /^0x[0-9a-fA-F]{64}$/;

@@ -3,7 +3,7 @@ import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/validation";
-import { sameAddress } from "../money";
+import { sameAddress, TX_HASH } from "../money";
 import { walletOf } from "./config";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
@@ -238,7 +238,7 @@ export async function payPartner(
   // A receipt's transaction only when it is one (a 32-byte hash): "" or garbage is no proof, and
   // reconciliation fills the hash in from the chain for a row that has none.
   const transaction =
-    receipt?.success && /^0x[0-9a-fA-F]{64}$/.test(receipt.transaction ?? "") ? receipt.transaction : null;
+    receipt?.success && TX_HASH.test(receipt.transaction ?? "") ? receipt.transaction : null;
   const unrecorded = await record(res.status, transaction);
   // Paid means the partner's receipt says so, or it took our authorization and answered 2xx.
   const paid = Boolean(receipt?.success) || (signed.micros !== undefined && res.ok);

@@ -1,6 +1,7 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig, redactSecrets } from "../config";
 import type { Bindings } from "../env";
+import { TX_HASH } from "../money";
 import { type ChainReader, readAuthorization, rpcChainReader } from "./reconcile-chain";
 import { type Decision, decide } from "./reconcile-decide";
 import { x402Server } from "./x402-lazy";
@@ -143,9 +144,15 @@ export async function withheldReturn(
   upstream: { amountMicros: bigint; asset: string; network: string; cancelled?: boolean },
 ): Promise<Refund | undefined> {
   const first = await db
-    .prepare("SELECT payer, withheld_micro, asset, network FROM refunds WHERE request_id = ?1")
+    .prepare("SELECT payer, withheld_micro, asset, network, hold FROM refunds WHERE request_id = ?1")
     .bind(requestId)
-    .first<{ payer: string; withheld_micro: number; asset: string | null; network: string | null }>();
+    .first<{
+      payer: string;
+      withheld_micro: number;
+      asset: string | null;
+      network: string | null;
+      hold: string | null;
+    }>();
   if (!first || first.withheld_micro <= 0) return undefined;
   const kept = BigInt(first.withheld_micro);
   return {
@@ -156,6 +163,8 @@ export async function withheldReturn(
     paidMicros: kept < upstream.amountMicros ? kept : upstream.amountMicros,
     withheldMicros: 0n,
     reason: `the partner's share kept back from refund ${requestId}: its authorization ${upstream.cancelled ? "was cancelled" : "expired unused"}, so the partner can no longer collect it; returned by reconciliation`,
+    // Held with the refund it completes: its payer and amount are in doubt as much as that one's.
+    ...(first.hold ? { hold: `held with refund ${requestId}: ${first.hold}` } : {}),
   };
 }
 
@@ -559,7 +568,15 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
   if (!sending.meta.changes) return { ok: false as const, skipped: true };
   const { facilitatorClient } = await x402Server();
   const settled = await facilitatorClient(env, cfg).settle(payload, requirements);
-  return settled.success
-    ? { ok: true as const, transaction: settled.transaction }
-    : { ok: false as const, error: settled.errorReason ?? "refund settlement failed" };
+  // As for a caller's payment (settlement.ts settlementOutcome): a success that names no
+  // transaction is no proof the refund moved; the row stays owed, its authorization sent, and
+  // reconciliation reads the nonce on chain.
+  if (settled.success && TX_HASH.test(settled.transaction ?? ""))
+    return { ok: true as const, transaction: settled.transaction };
+  return {
+    ok: false as const,
+    error: settled.success
+      ? `refund settlement answered success without a transaction hash (${JSON.stringify(settled.transaction ?? null)})`
+      : (settled.errorReason ?? "refund settlement failed"),
+  };
 }

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, retryWrite, writeOrRetryAfter } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
-import { sameAddress } from "../money";
+import { sameAddress, TX_HASH } from "../money";
 import {
   authorizationKey,
   claimAuthorization,
@@ -198,8 +198,6 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
     }
   };
 }
-
-const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** Facilitator reasons that mean no transfer happened: the checks before sending, or a revert. */
 const NOTHING_MOVED = /^(?!settlement_pending$)[a-z][a-z0-9_]*$/;

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import type { PaymentPayload } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { withheldReturn } from "../../src/payments/refunds";
 import { CALLER_TX, FACILITATOR, PARTNER_HOSTS, paidCall, x402Partner } from "./network";
 
 // A partner call's refund pays back what the caller signed for (the route's price, less what the
@@ -22,6 +23,7 @@ const REFUND_TX = `0x${"44".repeat(32)}`;
 function stubWith(
   partner: (req: Request) => Response,
   callerSettle: (payer: string) => Record<string, unknown>,
+  refundTx = REFUND_TX,
 ) {
   const refunds: PaymentPayload[] = [];
   const callers: string[] = [];
@@ -40,7 +42,7 @@ function stubWith(
     if (pathname === "/verify") return Response.json({ isValid: true, payer });
     if (paymentPayload.resource?.url.startsWith("refund:")) {
       refunds.push(paymentPayload);
-      return Response.json({ success: true, transaction: REFUND_TX, network, payer });
+      return Response.json({ success: true, transaction: refundTx, network, payer });
     }
     callers.push(payer);
     return Response.json(callerSettle(payer));
@@ -89,6 +91,15 @@ describe("a partner call's refund follows the payment, not the facilitator's acc
     expect(String(row?.hold)).toMatch(/disagrees with the payment/);
     // Nothing left the operating wallet on the facilitator's word.
     expect(refunds).toHaveLength(0);
+    // Nor later: the partner's share kept back, returned once its authorization expires unused,
+    // is held with the refund it completes.
+    const back = await withheldReturn(env.DB, res.headers.get("x-request-id") as string, {
+      amountMicros: 20000n,
+      asset: env.USDC_ADDRESS,
+      network: env.X402_NETWORK,
+    });
+    expect(back).toMatchObject({ paidMicros: 20000n, payer: callers[0] });
+    expect(back?.hold).toMatch(/^held with refund .*disagrees with the payment/);
     expect(errors.mock.calls.map(([line]) => String(line)).join("\n")).toMatch(
       /facilitator settlement disagrees with the payment: payer .*dEaD0.*amount .*5000000/,
     );
@@ -133,5 +144,28 @@ describe("a partner call's refund follows the payment, not the facilitator's acc
       .bind(res.headers.get("x-request-id"))
       .first();
     expect(claim).toEqual({ status: "failed" });
+  });
+
+  it("a refund whose settlement answers success with no transaction hash stays owed, for reconciliation to read", async () => {
+    const { refunds } = stubWith(
+      failingOncePaid,
+      (payer) => ({ success: true, transaction: CALLER_TX, network: env.X402_NETWORK, payer }),
+      "",
+    );
+    const res = await paidCall("/api/partners/pricefeed/try/price_coin?coin=eth");
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({
+      charged: true,
+      refund: { status: "owed", amount_usd: 0.04, transaction: null },
+    });
+    expect(refunds).toHaveLength(1);
+    const row = await env.DB.prepare(
+      "SELECT status, tx_hash, error, valid_before FROM refunds WHERE request_id = ?1",
+    )
+      .bind(res.headers.get("x-request-id"))
+      .first<Record<string, unknown>>();
+    expect(row).toMatchObject({ status: "owed", tx_hash: null });
+    expect(String(row?.error)).toMatch(/success without a transaction hash/);
+    expect(row?.valid_before).toBeGreaterThan(0);
   });
 });

@@ -10,8 +10,8 @@ import { Tokenizer, type TokenizerCallbacks } from "htmlparser2";
  *
  * `scriptsEnded` rewrites a page so that htmlparser2 (every parser html_clean, ai_detector and seo
  * run is one) ends each script where a browser does: within a script's real body, each "<" that
- * htmlparser2 would read as the script's end becomes a space, and so does the "/" of a real end
- * `</script/`. Nothing else changes and no character moves: every offset, length and count the
+ * htmlparser2 would read as the script's end becomes "_", and the "/" of a real end `</script/` a
+ * space. Nothing else changes and no character moves: every offset, length and count the
  * converters' prepass takes of the page is the same, and a script's own text is the page's between
  * the same offsets (seo reads JSON-LD from there).
  *
@@ -175,32 +175,62 @@ function endsForHtmlparser2(html: string, at: number): boolean {
 }
 
 /**
+ * Elements inside which a browser never runs the script data states: raw text to it (`noscript`
+ * with scripting on, `iframe`, `noembed`, `noframes`), or foreign content whose `<script>` holds
+ * markup (`svg`, `math`). htmlparser2 opens a script there all the same; its own end is the one to
+ * keep (a browser shows what follows), so such a script is not rewritten.
+ */
+const PLAIN_SCRIPT_PARENTS = new Set(["noscript", "iframe", "noembed", "noframes", "svg", "math"]);
+
+/** How many of PLAIN_SCRIPT_PARENTS are open, by name, as the page is read script by script. */
+type OpenParents = Map<string, number>;
+
+/**
  * Where the next script body htmlparser2's tokenizer opens starts (after the start tag's ">"),
  * reading the page from `from` (in the data state: where a script's end tag starts, as it is
- * there). The tokenizer stops at the body: that it may end too early.
+ * there), and whether it stands inside one of PLAIN_SCRIPT_PARENTS (`open` is kept up to date
+ * across calls). The tokenizer stops at the body: that it may end too early.
  */
-function nextScriptBody(html: string, from: number): number | undefined {
+function nextScriptBody(
+  html: string,
+  from: number,
+  open: OpenParents,
+): { body: number; plain: boolean } | undefined {
   let script = false;
-  let body: number | undefined;
+  let opened = "";
+  let found: { body: number; plain: boolean } | undefined;
   const none = () => {};
+  const nameAt = (start: number, end: number) =>
+    end - start <= 8 ? html.slice(from + start, from + end).toLowerCase() : "";
   const callbacks: TokenizerCallbacks = {
     onopentagname(start, endIndex) {
-      script =
-        endIndex - start === SCRIPT.length &&
-        html.slice(from + start, from + endIndex).toLowerCase() === SCRIPT;
+      opened = nameAt(start, endIndex);
+      script = opened === SCRIPT;
+      if (PLAIN_SCRIPT_PARENTS.has(opened)) open.set(opened, (open.get(opened) ?? 0) + 1);
     },
     onopentagend(endIndex) {
       if (!script) return;
-      body = from + endIndex + 1;
+      let plain = false;
+      for (const n of open.values()) if (n > 0) plain = true;
+      found = { body: from + endIndex + 1, plain };
       tokenizer.pause();
     },
-    onselfclosingtag: none,
+    onselfclosingtag() {
+      // `<svg/>` opens nothing (a foreign element closes itself); `<noscript/>` still opens in
+      // HTML, but a page writing it so is rare enough to read as closed too.
+      const n = open.get(opened);
+      if (n) open.set(opened, n - 1);
+    },
     onattribdata: none,
     onattribentity: none,
     onattribend: none,
     onattribname: none,
     oncdata: none,
-    onclosetag: none,
+    onclosetag(start, endIndex) {
+      const name = nameAt(start, endIndex);
+      const n = open.get(name);
+      if (n) open.set(name, n - 1);
+    },
     oncomment: none,
     ondeclaration: none,
     onend: none,
@@ -210,30 +240,47 @@ function nextScriptBody(html: string, from: number): number | undefined {
   };
   const tokenizer = new Tokenizer({ xmlMode: false, decodeEntities: true }, callbacks);
   tokenizer.write(from === 0 ? html : html.slice(from));
-  return body;
+  return found;
+}
+
+/** Where htmlparser2 ends a script whose body starts at `body`: its first `</script` then ">" or a space. */
+function htmlparser2End(html: string, body: number): number {
+  for (let at = html.indexOf("</", body); at >= 0; at = html.indexOf("</", at + 2))
+    if (endsForHtmlparser2(html, at)) return at;
+  return html.length;
 }
 
 /** The page with every script ending where a browser ends it, to htmlparser2 (above). */
 export function scriptsEnded(html: string): string {
   // Most inputs hold no script at all: nothing to read twice.
   if (!/<script/i.test(html)) return html;
-  // Where a character becomes a space, in order.
-  const spaced: number[] = [];
+  // What changes, in order: the "<" of an end htmlparser2 would take too early becomes "_" (no
+  // space: a space there could finish a "</script" just before it into an end of its own), the
+  // "/" of a real `</script/` a space.
+  const changes: [at: number, to: string][] = [];
+  const open: OpenParents = new Map();
   // From each script's real end, htmlparser2's tokenizer reads on as it will read the rewritten
   // page: there, its end tag is the one that ends the script.
-  for (let body = nextScriptBody(html, 0); body !== undefined; ) {
+  for (let next = nextScriptBody(html, 0, open); next !== undefined; ) {
+    const { body, plain } = next;
+    if (plain) {
+      const end = htmlparser2End(html, body);
+      if (end === html.length) break;
+      next = nextScriptBody(html, end, open);
+      continue;
+    }
     const end = scriptDataEnd(html, body);
     for (let at = html.indexOf("</", body); at >= 0 && at < end; at = html.indexOf("</", at + 2))
-      if (endsForHtmlparser2(html, at)) spaced.push(at);
+      if (endsForHtmlparser2(html, at)) changes.push([at, "_"]);
     if (end === html.length) break;
-    if (html.charCodeAt(end + 2 + SCRIPT.length) === SLASH) spaced.push(end + 2 + SCRIPT.length);
-    body = nextScriptBody(html, end);
+    if (html.charCodeAt(end + 2 + SCRIPT.length) === SLASH) changes.push([end + 2 + SCRIPT.length, " "]);
+    next = nextScriptBody(html, end, open);
   }
-  if (spaced.length === 0) return html;
+  if (changes.length === 0) return html;
   let out = "";
   let last = 0;
-  for (const at of spaced) {
-    out += `${html.slice(last, at)} `;
+  for (const [at, to] of changes) {
+    out += html.slice(last, at) + to;
     last = at + 1;
   }
   return out + html.slice(last);

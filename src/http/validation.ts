@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
+import { cut } from "../text-cut";
 import { isRawJsonNumber, parseKeepingIntegers } from "./exact-integers";
 
 /**
@@ -91,7 +92,7 @@ function jsonSizeUpTo(value: unknown, limit: number): number {
 function echo(input: unknown, budget = ECHO_JSON_MAX): unknown {
   if (typeof input === "string") {
     const max = Math.max(1, Math.min(ECHO_MAX, budget));
-    return input.length > max ? `${input.slice(0, max)}…` : input;
+    return input.length > max ? `${cut(input, max)}…` : input;
   }
   // An integer kept as written (exact-integers.ts) echoes as written; past 256 digits it is cut as
   // a string is (no shorter number has its value, and 5 MiB of digits is one integer).
@@ -115,7 +116,7 @@ function echo(input: unknown, budget = ECHO_JSON_MAX): unknown {
   const kept: [string, unknown][] = [];
   for (const key in input) {
     if (kept.length >= ECHO_ITEMS || left <= 0) break;
-    const name = key.length > ECHO_MAX ? `${key.slice(0, ECHO_MAX)}…` : key;
+    const name = key.length > ECHO_MAX ? `${cut(key, ECHO_MAX)}…` : key;
     left -= name.length + 4;
     const item = echo((input as Record<string, unknown>)[key], Math.max(left, 1));
     kept.push([name, item]);

@@ -1,8 +1,8 @@
 import * as z from "zod";
+import { cut, shorten } from "../text-cut";
 import { cached } from "./lib/cache";
 import { isHtml, loadPage, precheckUrl } from "./lib/page";
 import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
-import { cut, shorten } from "./lib/text-cut";
 import { cacheState, defineSkill, numberPerKey } from "./types";
 
 /** The same bound as the `text` field: a page is judged on its first 8000 characters of text. */

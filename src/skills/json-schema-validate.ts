@@ -1,7 +1,7 @@
 import type { Schema, SchemaDraft } from "@cfworker/json-schema";
 import * as z from "zod";
 import { anyJson, InputError } from "../http/validation";
-import { shorten as cutQuoted } from "./lib/text-cut";
+import { shorten as cutQuoted } from "../text-cut";
 import { defineSkill } from "./types";
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { htmlToText } from "../../src/skills/lib/html-convert";
-import { cut, shorten } from "../../src/skills/lib/text-cut";
+import { cut, shorten } from "../../src/text-cut";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";

@@ -38,3 +38,22 @@ describe("research and seo never quote half an emoji of the caller's", () => {
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("a 422 echoes a long input cut whole code points at a time", () => {
+  it("a string of emoji past the bound ends in whole emoji and the ellipsis", async () => {
+    const res = await postJson("/api/skills/slugify", { text: `a${"😀".repeat(4000)}` });
+    expect(res.status).toBe(422);
+    const text = await res.text();
+    expect(text).toContain("😀…");
+    expect(text).not.toMatch(lone);
+  });
+
+  it("an object key of emoji past the bound too", async () => {
+    // text missing: the 422 echoes the body it is missing from, with this key.
+    const res = await postJson("/api/skills/slugify", { [`b${"😀".repeat(1000)}`]: 1 });
+    expect(res.status).toBe(422);
+    const text = await res.text();
+    expect(text).toContain("😀…");
+    expect(text).not.toMatch(lone);
+  });
+});

@@ -5,9 +5,9 @@ import { DomUtils, Parser, parseDocument } from "htmlparser2";
 import MarkdownIt, { type Token } from "markdown-it";
 import { htmlToMarkdown } from "mdream";
 import { InputError, type Loc } from "../../http/validation";
+import { cut } from "../../text-cut";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
 import { scriptsEnded } from "./script-ends";
-import { cut } from "./text-cut";
 
 /** HTML to plain text (html-to-text) or Markdown (mdream), bounded: html_clean and ai_detector use it. */
 

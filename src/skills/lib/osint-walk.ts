@@ -1,5 +1,5 @@
+import { cut } from "../../text-cut";
 import { normalizeText } from "./cache";
-import { cut } from "./text-cut";
 import type { WdEntity, WdSearchHit, WikidataClient } from "./wikidata";
 
 /** osint_graph's steps on Wikidata: resolve the seed, walk its relations, name the nodes, sample paths. */

@@ -1,8 +1,8 @@
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/validation";
+import { shorten } from "../../text-cut";
 import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
-import { shorten } from "./text-cut";
 
 // seo.ts turns a page too deep to read into a 422 on url; it loads this module only when it runs.
 export { MAX_PAGE_DEPTH, PageTooDeep } from "./seo-scan";

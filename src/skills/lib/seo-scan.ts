@@ -1,6 +1,6 @@
 import { Parser } from "htmlparser2";
+import { cut } from "../../text-cut";
 import { scriptsEnded } from "./script-ends";
-import { cut } from "./text-cut";
 
 // seo-keywords.ts cuts the page text it counts with it too.
 export { cut };

@@ -20,7 +20,11 @@ import { Tokenizer, type TokenizerCallbacks } from "htmlparser2";
  * so the whole is linear (no regular expression, no going back). A `<script/>` is left as
  * htmlparser2 reads it, an element whose content is markup (a browser ignores the "/" in HTML and
  * closes the element in SVG; htmlparser2's tree, which knows which, drops or shows what follows as
- * before).
+ * before). A script inside `noscript`, `iframe`, `noembed`, `noframes`, `svg` or `math` is read
+ * with these states too, where a browser reads that content as raw text or foreign markup: there a
+ * `<!--<script>` can hide what follows the container. Following those containers needs
+ * htmlparser2's implied closes (`</div>` ends an open `<svg>`); counting them by name without
+ * those let every later script leak, which is worse.
  */
 
 const LT = 0x3c;
@@ -175,62 +179,32 @@ function endsForHtmlparser2(html: string, at: number): boolean {
 }
 
 /**
- * Elements inside which a browser never runs the script data states: raw text to it (`noscript`
- * with scripting on, `iframe`, `noembed`, `noframes`), or foreign content whose `<script>` holds
- * markup (`svg`, `math`). htmlparser2 opens a script there all the same; its own end is the one to
- * keep (a browser shows what follows), so such a script is not rewritten.
- */
-const PLAIN_SCRIPT_PARENTS = new Set(["noscript", "iframe", "noembed", "noframes", "svg", "math"]);
-
-/** How many of PLAIN_SCRIPT_PARENTS are open, by name, as the page is read script by script. */
-type OpenParents = Map<string, number>;
-
-/**
  * Where the next script body htmlparser2's tokenizer opens starts (after the start tag's ">"),
  * reading the page from `from` (in the data state: where a script's end tag starts, as it is
- * there), and whether it stands inside one of PLAIN_SCRIPT_PARENTS (`open` is kept up to date
- * across calls). The tokenizer stops at the body: that it may end too early.
+ * there). The tokenizer stops at the body: that it may end too early.
  */
-function nextScriptBody(
-  html: string,
-  from: number,
-  open: OpenParents,
-): { body: number; plain: boolean } | undefined {
+function nextScriptBody(html: string, from: number): number | undefined {
   let script = false;
-  let opened = "";
-  let found: { body: number; plain: boolean } | undefined;
+  let body: number | undefined;
   const none = () => {};
-  const nameAt = (start: number, end: number) =>
-    end - start <= 8 ? html.slice(from + start, from + end).toLowerCase() : "";
   const callbacks: TokenizerCallbacks = {
     onopentagname(start, endIndex) {
-      opened = nameAt(start, endIndex);
-      script = opened === SCRIPT;
-      if (PLAIN_SCRIPT_PARENTS.has(opened)) open.set(opened, (open.get(opened) ?? 0) + 1);
+      script =
+        endIndex - start === SCRIPT.length &&
+        html.slice(from + start, from + endIndex).toLowerCase() === SCRIPT;
     },
     onopentagend(endIndex) {
       if (!script) return;
-      let plain = false;
-      for (const n of open.values()) if (n > 0) plain = true;
-      found = { body: from + endIndex + 1, plain };
+      body = from + endIndex + 1;
       tokenizer.pause();
     },
-    onselfclosingtag() {
-      // `<svg/>` opens nothing (a foreign element closes itself); `<noscript/>` still opens in
-      // HTML, but a page writing it so is rare enough to read as closed too.
-      const n = open.get(opened);
-      if (n) open.set(opened, n - 1);
-    },
+    onselfclosingtag: none,
     onattribdata: none,
     onattribentity: none,
     onattribend: none,
     onattribname: none,
     oncdata: none,
-    onclosetag(start, endIndex) {
-      const name = nameAt(start, endIndex);
-      const n = open.get(name);
-      if (n) open.set(name, n - 1);
-    },
+    onclosetag: none,
     oncomment: none,
     ondeclaration: none,
     onend: none,
@@ -240,14 +214,7 @@ function nextScriptBody(
   };
   const tokenizer = new Tokenizer({ xmlMode: false, decodeEntities: true }, callbacks);
   tokenizer.write(from === 0 ? html : html.slice(from));
-  return found;
-}
-
-/** Where htmlparser2 ends a script whose body starts at `body`: its first `</script` then ">" or a space. */
-function htmlparser2End(html: string, body: number): number {
-  for (let at = html.indexOf("</", body); at >= 0; at = html.indexOf("</", at + 2))
-    if (endsForHtmlparser2(html, at)) return at;
-  return html.length;
+  return body;
 }
 
 /** The page with every script ending where a browser ends it, to htmlparser2 (above). */
@@ -258,23 +225,15 @@ export function scriptsEnded(html: string): string {
   // space: a space there could finish a "</script" just before it into an end of its own), the
   // "/" of a real `</script/` a space.
   const changes: [at: number, to: string][] = [];
-  const open: OpenParents = new Map();
   // From each script's real end, htmlparser2's tokenizer reads on as it will read the rewritten
   // page: there, its end tag is the one that ends the script.
-  for (let next = nextScriptBody(html, 0, open); next !== undefined; ) {
-    const { body, plain } = next;
-    if (plain) {
-      const end = htmlparser2End(html, body);
-      if (end === html.length) break;
-      next = nextScriptBody(html, end, open);
-      continue;
-    }
+  for (let body = nextScriptBody(html, 0); body !== undefined; ) {
     const end = scriptDataEnd(html, body);
     for (let at = html.indexOf("</", body); at >= 0 && at < end; at = html.indexOf("</", at + 2))
       if (endsForHtmlparser2(html, at)) changes.push([at, "_"]);
     if (end === html.length) break;
     if (html.charCodeAt(end + 2 + SCRIPT.length) === SLASH) changes.push([end + 2 + SCRIPT.length, " "]);
-    next = nextScriptBody(html, end, open);
+    body = nextScriptBody(html, end);
   }
   if (changes.length === 0) return html;
   let out = "";

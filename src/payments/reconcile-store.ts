@@ -534,9 +534,9 @@ export async function resolveHeldClaim(
         // A claim not held but counted (spaced out: read every NO_LOG_EVERY_MS) starts over too:
         // the maintainer asks for it to be read on the next run, not in up to two hours.
         `UPDATE ${t.table} SET hold = NULL, no_log_runs = 0, no_log_since = NULL, checked_at = NULL
-         WHERE ${t.key} = ?1 AND (hold IS NOT NULL OR no_log_runs > 0) AND ${t.undecided}`,
+         WHERE ${t.key} = ?1 AND (hold IS NOT NULL OR no_log_runs >= ?2) AND ${t.undecided}`,
       )
-      .bind(kind === "payment" ? key : Number(key))
+      .bind(kind === "payment" ? key : Number(key), NO_LOG_SPACED_AFTER)
       .run();
     const now = (await read()) ?? row;
     // Neither held nor counted: in the queue already, read every run, as asked.

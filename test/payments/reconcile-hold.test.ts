@@ -243,6 +243,17 @@ describe("a claim spent with no log found is held for a person", () => {
     expect((await claimRow(c.key))?.hold).toMatch(/held for a person/);
   });
 
+  it("queue on a claim read every run (judged so once, not spaced out) changes nothing", async () => {
+    const c = await claim();
+    const chain = noLogChain(new Set([c.nonce]));
+    await reconcile(env, chain.reader);
+    expect(await claimRow(c.key)).toMatchObject({ hold: null, no_log_runs: 1 });
+    const res = await resolve("payment_nonces", c.key, { outcome: "queue" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ replayed: true, claim: { no_log_runs: 1 } });
+    expect(await claimRow(c.key)).toMatchObject({ hold: null, no_log_runs: 1 });
+  });
+
   it("the maintainer puts it back in the queue: read again, its count started over", async () => {
     const c = await claim();
     const chain = noLogChain(new Set([c.nonce]));

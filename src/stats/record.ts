@@ -2,7 +2,6 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { isMcpRequest } from "../http/mcp-request";
-import { REPLAY_HEADER } from "../payments/idempotent-results";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -102,13 +101,15 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
     const method = paymentMethod(c);
     // A stored answer given back for a repeated payment id or Idempotency-Key is not a new call:
     // neither charged nor measured (it would count the first call's success again, at no cost).
-    // A failure at the page the caller named is the caller's, not the skill's.
-    const outcome =
-      c.res.headers.get(REPLAY_HEADER) === "true"
-        ? "replay"
-        : c.get("targetFault") && (status === 502 || status === 504)
-          ? "target_error"
-          : classify(status, body);
+    // Nor is a retry told that answer cannot be had just now (a 503 with no replay header): no
+    // skill ran, and counting it admitted made every retry of one paid call a server error. The
+    // idempotency middleware marks both (payments/idempotency.ts), not a header a stored answer
+    // carries. A failure at the page the caller named is the caller's, not the skill's.
+    const outcome = c.get("storedCallRetry")
+      ? "replay"
+      : c.get("targetFault") && (status === 502 || status === 504)
+        ? "target_error"
+        : classify(status, body);
     const rec: CallRecord = {
       at: Date.now(),
       skill,

@@ -1,5 +1,6 @@
 import { microsToUsd, trimDecimal } from "../money";
 import type { owedSummary } from "../partners/payouts";
+import type { HeldClaim } from "../payments/reconcile-store";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -41,6 +42,7 @@ export function AdminDashboardPage(props: {
   stats: StatsDocument;
   figures: Awaited<ReturnType<typeof dashboardFigures>>;
   payouts: Awaited<ReturnType<typeof owedSummary>>;
+  held: HeldClaim[];
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
@@ -139,17 +141,30 @@ export function AdminDashboardPage(props: {
       />
 
       <h2>Settlements to reconcile</h2>
+      <p class="muted">
+        What GET /api/admin/payments lists: claims reconciliation still decides from the chain, and claims and
+        upstream authorizations it holds for you (decide them with the POST shown; docs/OPERATIONS.md).
+      </p>
       <RowHeadedTable
         id="unconfirmed"
         columns={["Request", "Resource", "Authorization", "State"]}
-        rows={figures.unconfirmed.map((u) => [
-          String(u.request_id),
-          String(u.resource),
-          String(u.nonce),
-          // Held for a person (migration 0014): reconciliation no longer reads it; decide it with
-          // POST /api/admin/resolve/payment_nonces/<nonce> (docs/OPERATIONS.md).
-          u.hold ? `needs a person: ${u.hold}` : "reconciliation reads it every run",
-        ])}
+        rows={[
+          // Held for a person (migration 0014): reconciliation no longer reads them.
+          ...props.held.map((h): [string, string, string, string] => [
+            String(h.request_id),
+            h.kind === "payment" ? "x402 claim" : "upstream authorization (partner)",
+            h.ref,
+            `needs a person: ${h.hold}. Resolve: POST ${h.resolve}`,
+          ]),
+          ...figures.unconfirmed.map((u): [string, string, string, string] => [
+            String(u.request_id),
+            String(u.resource),
+            String(u.nonce),
+            u.status === "running"
+              ? "running past its validity: reconciliation reads it every run"
+              : "reconciliation reads it every run",
+          ]),
+        ]}
       />
 
       <h2>Refunds owed</h2>

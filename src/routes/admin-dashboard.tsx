@@ -13,7 +13,9 @@ import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
+import { heldClaims } from "../payments/reconcile-store";
 import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refunds";
+import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { dashboardFigures, skillStats } from "../stats/query";
 
 export const adminDashboardRoutes = new Hono<AppEnv>();
@@ -110,10 +112,12 @@ const NOTICES: Record<string, string> = {
 adminDashboardRoutes.get("/admin", async (c) => {
   if (!(await signedIn(c))) return c.html(<AdminLoginPage />, 401);
   const token = c.env.ADMIN_TOKEN as string;
-  const [stats, figures, payouts] = await Promise.all([
+  const [stats, figures, payouts, held] = await Promise.all([
     skillStats(c.env.DB),
-    dashboardFigures(c.env.DB),
+    dashboardFigures(c.env.DB, Date.now(), 14, MAX_TIMEOUT_SECONDS * 1000),
     owedSummary(c.env.DB),
+    // Claims and upstream authorizations held for a person: no run reads them until resolved.
+    heldClaims(c.env.DB),
   ]);
   const notice = c.req.query("notice");
   return c.html(
@@ -122,6 +126,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
       stats={stats}
       figures={figures}
       payouts={payouts}
+      held={held}
       notice={notice !== undefined && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined}
     />,
   );

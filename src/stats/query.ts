@@ -150,8 +150,21 @@ export async function skillStats(db: D1Database, now = Date.now()) {
 
 export type StatsDocument = Awaited<ReturnType<typeof skillStats>>;
 
+/**
+ * How long a 'running' claim may stay so before the dashboard lists it: its authorization's
+ * validity (MAX_TIMEOUT_SECONDS, payments/x402-terms.ts), the rule of GET /api/admin/payments
+ * (payments/ledger-report.ts). The route passes the payments' own figure; stats imports no
+ * payments code (payments write call records through stats/record.ts).
+ */
+const RUNNING_GRACE_MS = 300_000;
+
 /** Maintainer figures for /admin: revenue per day by rail and per skill, card credits, settlements. */
-export async function dashboardFigures(db: D1Database, now = Date.now(), days = 14) {
+export async function dashboardFigures(
+  db: D1Database,
+  now = Date.now(),
+  days = 14,
+  runningGraceMs = RUNNING_GRACE_MS,
+) {
   // Whole UTC days, today the last (so far): the bars group by UTC day, and a window of
   // `days` × 24 h from now began with a partial day that looked like a slump.
   const since = now - (now % 86_400_000) - (days - 1) * 86_400_000;
@@ -180,9 +193,17 @@ export async function dashboardFigures(db: D1Database, now = Date.now(), days = 
     db.prepare(
       "SELECT status, count(*) AS sessions, coalesce(sum(amount_cents), 0) AS amount_cents FROM checkout_sessions GROUP BY status ORDER BY status",
     ),
-    db.prepare(
-      "SELECT nonce, request_id, resource, status, hold, updated_at FROM payment_nonces WHERE status = 'failed' ORDER BY hold IS NULL, updated_at DESC LIMIT 200",
-    ),
+    // Claims reconciliation still decides, as GET /api/admin/payments lists them: 'failed' ones
+    // and 'running' ones past their authorization's validity (their request died, or its ledger
+    // write failed). Held ones are read apart (payments/reconcile-store.ts heldClaims), upstream
+    // authorizations too. payment_nonces_status serves both arms.
+    db
+      .prepare(
+        `SELECT nonce, request_id, resource, status, updated_at FROM payment_nonces
+         WHERE (status = 'failed' OR (status = 'running' AND updated_at < ?1)) AND hold IS NULL
+         ORDER BY updated_at DESC LIMIT 200`,
+      )
+      .bind(now - runningGraceMs),
   ]);
   type R = Record<string, string | number>;
   const rows = (r: D1Result | undefined) => (r?.results ?? []) as R[];

@@ -33,7 +33,8 @@ export type Outcome =
   | "settlement_unconfirmed"
   | "server_error";
 export type PaymentMethod = "x402_v1" | "x402_v2" | "card_credit" | "free_beta" | "none";
-export type Transport = "http" | "mcp";
+/** `checkout`: a card pack's first call, run by the checkout itself (payments/checkout-ledger.ts). */
+export type Transport = "http" | "mcp" | "checkout";
 
 /** Outcomes of calls that passed validation and payment: the denominator of the success rate. */
 export const ADMITTED: readonly Outcome[] = ["ok", "upstream", "settlement_unconfirmed", "server_error"];

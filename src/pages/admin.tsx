@@ -39,21 +39,29 @@ export function AdminLoginPage(props: { error?: string }) {
 
 export function AdminDashboardPage(props: {
   csrf: string;
-  stats: StatsDocument;
+  /** The published figures (the Cron's copy), or undefined when none can be read now. */
+  stats: StatsDocument | undefined;
   figures: Awaited<ReturnType<typeof dashboardFigures>>;
   payouts: Awaited<ReturnType<typeof owedSummary>>;
   held: HeldClaim[];
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
-  const measured = stats.skills.filter((s) => s.windows["7d"].calls > 0);
+  const measured = (stats?.skills ?? []).filter((s) => s.windows["7d"].calls > 0);
+  // The copy is the Cron's (every 5 minutes): its age says how much the call figures lag.
+  const ageMinutes = stats
+    ? Math.max(0, Math.floor((Date.now() - Date.parse(stats.computed_at)) / 60_000))
+    : 0;
   // A skill whose calls were all refused has no server time: no bar of "0 ms" for it.
   const timed = measured.filter((s) => s.windows["7d"].p95_ms !== null);
   return (
     <Layout title="Admin dashboard">
       <h1>Maintainer dashboard</h1>
-      <p class="muted">
-        Computed {stats.computed_at}; call figures over 7 days, revenue over {figures.days} days.
+      <p class="muted" id="figures-age">
+        {stats
+          ? `Call figures over 7 days as published at ${stats.computed_at} (${ageMinutes} min ago; recomputed every 5 minutes by the Cron)`
+          : "Call figures over 7 days: the published figures cannot be read right now"}
+        ; revenue over {figures.days} days, read now.
       </p>
       {props.notice ? (
         <p role="status" id="notice">

@@ -99,7 +99,9 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
     const status = c.res.status;
     // Only error bodies are peeked at (for the settlement reason), never a 2xx body.
     const body = status >= 500 ? await c.res.clone().text() : undefined;
-    const method = paymentMethod(c);
+    // A replay passed no payment gate (the idempotency middleware answers before it): nothing paid
+    // for it, free beta or not.
+    const method = c.get("storedCallRetry") ? "none" : paymentMethod(c);
     // A stored answer given back for a repeated payment id or Idempotency-Key is not a new call:
     // neither charged nor measured (it would count the first call's success again, at no cost).
     // Nor is a retry told that answer cannot be had just now (a 503 with no replay header): no

@@ -15,7 +15,7 @@ async function fetchApp(path: string, init: RequestInit, e: object) {
 }
 
 describe("a retry whose stored answer cannot be given back now is a replay, not the skill's failure", () => {
-  it("one paid call and three retries while KV is down: 1 ok + 3 replays, no admitted failure", async () => {
+  it("one paid call and four retries while KV is down: 1 ok + 4 replays paid by nothing (free beta or not), no admitted failure", async () => {
     const key = newApiKey();
     await env.DB.prepare(
       "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'uuid_mint', 1, 1, ?3)",
@@ -55,6 +55,9 @@ describe("a retry whose stored answer cannot be given back now is a replay, not 
         expect(retry.status).toBe(503);
         expect(await retry.json()).toMatchObject({ reason: "idempotent_result_unavailable" });
       }
+      // Free beta switched on meanwhile: a replay still passed no gate, so nothing paid for it.
+      const freeBeta = await fetchApp("/api/skills/uuid-mint", init, { ...kvDown, FREE_BETA: "true" });
+      expect(freeBeta.status).toBe(503);
     } finally {
       errors.mockRestore();
     }
@@ -66,7 +69,7 @@ describe("a retry whose stored answer cannot be given back now is a replay, not 
     const price = Number(skills.find((s) => s.id === "uuid_mint")?.price_atomic);
     expect(results).toEqual([
       { status: 200, outcome: "ok", payment_method: "card_credit", amount_micro: price },
-      ...Array(3).fill({ status: 503, outcome: "replay", payment_method: "none", amount_micro: 0 }),
+      ...Array(4).fill({ status: 503, outcome: "replay", payment_method: "none", amount_micro: 0 }),
     ]);
     // The published success rate reads 1 of 1 admitted, not 1 of 4.
     const admitted = results.filter((r) => ADMITTED.includes(r.outcome as (typeof ADMITTED)[number]));

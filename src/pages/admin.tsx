@@ -152,6 +152,9 @@ export function AdminDashboardPage(props: {
       <p class="muted">
         What GET /api/admin/payments lists: claims reconciliation still decides from the chain, and claims and
         upstream authorizations it holds for you (decide them with the POST shown; docs/OPERATIONS.md).
+        {Number(figures.unconfirmed[0]?.total ?? 0) > figures.unconfirmed.length
+          ? ` Showing ${figures.unconfirmed.length} of the ${Number(figures.unconfirmed[0]?.total)} not held: GET /api/admin/payments lists up to 1,000.`
+          : ""}
       </p>
       <RowHeadedTable
         id="unconfirmed"

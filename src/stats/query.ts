@@ -195,9 +195,11 @@ export async function dashboardFigures(
     // authorizations too. payment_nonces_status serves both arms.
     db
       .prepare(
-        `SELECT nonce, request_id, resource, status, updated_at FROM payment_nonces
+        // Running ones first (a request that died: rarer, and each one a call that may have been
+        // served unpaid), then failed ones, newest first; count(*) OVER says how many were cut.
+        `SELECT nonce, request_id, resource, status, updated_at, count(*) OVER () AS total FROM payment_nonces
          WHERE (status = 'failed' OR (status = 'running' AND updated_at < ?1)) AND hold IS NULL
-         ORDER BY updated_at DESC LIMIT 200`,
+         ORDER BY status = 'running' DESC, updated_at DESC LIMIT 200`,
       )
       .bind(now - runningGraceMs),
   ]);

@@ -66,6 +66,11 @@ export interface Variables {
   paymentClaim: { key: string; payment: PaymentPayload; released: boolean } | undefined;
   /** A skill's upstream failure was at the caller's own target (the page it named): stats/record.ts. */
   targetFault: boolean | undefined;
+  /**
+   * The answer is about a call already stored under this request's idempotency key (its replay, or
+   * why it cannot be given back now), not a new call: stats/record.ts logs it as a replay.
+   */
+  storedCallRetry: boolean | undefined;
   /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */
   cardCredit: { keyHash: string } | undefined;
 }

@@ -1,5 +1,6 @@
 import { microsToUsd, trimDecimal } from "../money";
 import type { owedSummary } from "../partners/payouts";
+import type { HeldClaim } from "../payments/reconcile-store";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -38,20 +39,29 @@ export function AdminLoginPage(props: { error?: string }) {
 
 export function AdminDashboardPage(props: {
   csrf: string;
-  stats: StatsDocument;
+  /** The published figures (the Cron's copy), or undefined when none can be read now. */
+  stats: StatsDocument | undefined;
   figures: Awaited<ReturnType<typeof dashboardFigures>>;
   payouts: Awaited<ReturnType<typeof owedSummary>>;
+  held: HeldClaim[];
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
-  const measured = stats.skills.filter((s) => s.windows["7d"].calls > 0);
+  const measured = (stats?.skills ?? []).filter((s) => s.windows["7d"].calls > 0);
+  // The copy is the Cron's (every 5 minutes): its age says how much the call figures lag.
+  const ageMinutes = stats
+    ? Math.max(0, Math.floor((Date.now() - Date.parse(stats.computed_at)) / 60_000))
+    : 0;
   // A skill whose calls were all refused has no server time: no bar of "0 ms" for it.
   const timed = measured.filter((s) => s.windows["7d"].p95_ms !== null);
   return (
     <Layout title="Admin dashboard">
       <h1>Maintainer dashboard</h1>
-      <p class="muted">
-        Computed {stats.computed_at}; call figures over 7 days, revenue over {figures.days} days.
+      <p class="muted" id="figures-age">
+        {stats
+          ? `Call figures over 7 days as published at ${stats.computed_at} (${ageMinutes} min ago; recomputed every 5 minutes by the Cron)`
+          : "Call figures over 7 days: the published figures cannot be read right now"}
+        ; revenue over {figures.days} days, read now.
       </p>
       {props.notice ? (
         <p role="status" id="notice">
@@ -139,17 +149,33 @@ export function AdminDashboardPage(props: {
       />
 
       <h2>Settlements to reconcile</h2>
+      <p class="muted">
+        What GET /api/admin/payments lists: claims reconciliation still decides from the chain, and claims and
+        upstream authorizations it holds for you (decide them with the POST shown; docs/OPERATIONS.md).
+        {Number(figures.unconfirmed[0]?.total ?? 0) > figures.unconfirmed.length
+          ? ` Showing ${figures.unconfirmed.length} of the ${Number(figures.unconfirmed[0]?.total)} not held: GET /api/admin/payments lists up to 1,000.`
+          : ""}
+      </p>
       <RowHeadedTable
         id="unconfirmed"
         columns={["Request", "Resource", "Authorization", "State"]}
-        rows={figures.unconfirmed.map((u) => [
-          String(u.request_id),
-          String(u.resource),
-          String(u.nonce),
-          // Held for a person (migration 0014): reconciliation no longer reads it; decide it with
-          // POST /api/admin/resolve/payment_nonces/<nonce> (docs/OPERATIONS.md).
-          u.hold ? `needs a person: ${u.hold}` : "reconciliation reads it every run",
-        ])}
+        rows={[
+          // Held for a person (migration 0014): reconciliation no longer reads them.
+          ...props.held.map((h): [string, string, string, string] => [
+            String(h.request_id),
+            h.kind === "payment" ? "x402 claim" : "upstream authorization (partner)",
+            h.ref,
+            `needs a person: ${h.hold}. Resolve: POST ${h.resolve}`,
+          ]),
+          ...figures.unconfirmed.map((u): [string, string, string, string] => [
+            String(u.request_id),
+            String(u.resource),
+            String(u.nonce),
+            u.status === "running"
+              ? "running past its validity: reconciliation reads it every run"
+              : "reconciliation reads it every run",
+          ]),
+        ]}
       />
 
       <h2>Refunds owed</h2>

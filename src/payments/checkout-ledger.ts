@@ -6,6 +6,7 @@ import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented } from "../skills/types";
+import { classify, queueCall } from "../stats/record";
 import { hashKey, MAX_CALLS, newApiKey, spendCreditStatement } from "./credits";
 import { keepBody } from "./idempotent-results";
 import { openKey, sealKey } from "./key-reveal";
@@ -215,6 +216,7 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
  */
 export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
   const now = Date.now();
+  const started = performance.now();
   const claim = await env.DB.prepare(
     `UPDATE checkout_sessions SET payload_started_at = CASE WHEN ${PACK_CAN_CALL} THEN ?2 ELSE ?4 END
      WHERE id = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL
@@ -271,6 +273,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
        WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL${condition}`,
     ).bind(text, sessionId, now, Date.now());
   let stored: boolean;
+  let creditTaken = false;
   if (result.status !== 200) {
     stored = (await store(answer).run()).meta.changes === 1;
   } else {
@@ -297,10 +300,48 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
       store(JSON.stringify({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } })),
     ]);
     stored = shown?.meta.changes === 1;
+    // The credit is taken in the same transaction exactly when this answer is the one shown.
+    creditTaken = stored;
   }
+  await logFirstCall(env, claim.skill_id, skill ? Number(skill.price_atomic) : 0, {
+    status: result.status,
+    creditTaken,
+    durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
+  });
   // An answer nobody will read (withheld, or a stale run's) leaves no copy behind in KV; one that
   // stays (the delete failed) costs storage only, so it does not fail the run.
   if (!stored && kept.bodyKv) await env.KV.delete(kept.bodyKv).catch(() => undefined);
+}
+
+/**
+ * The first call's record for the call log and Analytics Engine, as recordCall writes a skill
+ * route's (stats/record.ts): it runs outside any route, so without this the published figures
+ * never saw it and the dashboard's card revenue missed the credit it spent. Charged at the list
+ * price only when its credit was taken. The caller runs inside waitUntil (the webhook) or the
+ * Reveal POST's keepAlive: the write is awaited here, so it ends with the run, never cut off. A
+ * record that cannot be written is statistics only: logged, never a failed run.
+ */
+async function logFirstCall(
+  env: Bindings,
+  skillId: string,
+  priceMicro: number,
+  run: { status: number; creditTaken: boolean; durationMs: number },
+) {
+  const outcome = classify(run.status, undefined);
+  try {
+    await queueCall(env, {
+      at: Date.now(),
+      skill: skillId,
+      status: run.status,
+      outcome,
+      durationMs: run.durationMs,
+      paymentMethod: "card_credit",
+      amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
+      transport: "checkout",
+    });
+  } catch (e) {
+    console.error(JSON.stringify({ level: "error", msg: "first-call record not written", error: String(e) }));
+  }
 }
 
 /**

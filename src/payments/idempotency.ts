@@ -159,6 +159,9 @@ async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Prom
         c.env,
       ),
     );
+    // A retry of a stored call that cannot be checked now: nothing ran, so the call log counts it
+    // as a replay (stats/record.ts), not as the skill's failure once per retry.
+    c.set("storedCallRetry", true);
     return detail(
       c,
       503,

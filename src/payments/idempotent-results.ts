@@ -143,6 +143,9 @@ export async function store(
 const KV_RETRY_AFTER_SECONDS = 2;
 
 export async function replay(c: Context<AppEnv>, row: Stored) {
+  // Whatever this answers (the stored answer, or why it cannot be read now), no call runs: the
+  // call log counts it as a replay, never as the skill's failure (stats/record.ts).
+  c.set("storedCallRetry", true);
   let body: ArrayBuffer | string | null = row.body;
   if (row.body_kv) {
     try {

@@ -13,8 +13,11 @@ import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
+import { heldClaims } from "../payments/reconcile-store";
 import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refunds";
-import { dashboardFigures, skillStats } from "../stats/query";
+import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
+import { statsIfAvailable } from "../stats/published";
+import { dashboardFigures } from "../stats/query";
 
 export const adminDashboardRoutes = new Hono<AppEnv>();
 
@@ -110,10 +113,15 @@ const NOTICES: Record<string, string> = {
 adminDashboardRoutes.get("/admin", async (c) => {
   if (!(await signedIn(c))) return c.html(<AdminLoginPage />, 401);
   const token = c.env.ADMIN_TOKEN as string;
-  const [stats, figures, payouts] = await Promise.all([
-    skillStats(c.env.DB),
-    dashboardFigures(c.env.DB),
+  const [stats, figures, payouts, held] = await Promise.all([
+    // The published figures the Cron stores every 5 minutes (KV, this isolate's copy for a
+    // minute): computing them here read every call_log row of 7 days on each view and on each
+    // form's redirect, and D1 serves one query at a time, so buyers' claims queued behind it.
+    statsIfAvailable(c),
+    dashboardFigures(c.env.DB, Date.now(), 14, MAX_TIMEOUT_SECONDS * 1000),
     owedSummary(c.env.DB),
+    // Claims and upstream authorizations held for a person: no run reads them until resolved.
+    heldClaims(c.env.DB),
   ]);
   const notice = c.req.query("notice");
   return c.html(
@@ -122,6 +130,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
       stats={stats}
       figures={figures}
       payouts={payouts}
+      held={held}
       notice={notice !== undefined && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined}
     />,
   );

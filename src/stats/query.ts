@@ -150,28 +150,37 @@ export async function skillStats(db: D1Database, now = Date.now()) {
 
 export type StatsDocument = Awaited<ReturnType<typeof skillStats>>;
 
+/**
+ * How long a 'running' claim may stay so before the dashboard lists it: its authorization's
+ * validity (MAX_TIMEOUT_SECONDS, payments/x402-terms.ts), the rule of GET /api/admin/payments
+ * (payments/ledger-report.ts). The route passes the payments' own figure; stats imports no
+ * payments code (payments write call records through stats/record.ts).
+ */
+const RUNNING_GRACE_MS = 300_000;
+
 /** Maintainer figures for /admin: revenue per day by rail and per skill, card credits, settlements. */
-export async function dashboardFigures(db: D1Database, now = Date.now(), days = 14) {
+export async function dashboardFigures(
+  db: D1Database,
+  now = Date.now(),
+  days = 14,
+  runningGraceMs = RUNNING_GRACE_MS,
+) {
   // Whole UTC days, today the last (so far): the bars group by UTC day, and a window of
   // `days` × 24 h from now began with a partial day that looked like a slump.
   const since = now - (now % 86_400_000) - (days - 1) * 86_400_000;
   const day = "strftime('%Y-%m-%d', at / 1000, 'unixepoch')";
-  const [revenue, perSkill, credits, sessions, unconfirmed] = await db.batch([
-    // Revenue per day by rail, from the measured calls (x402 charged on 2xx only, card credits spent).
+  const [revenue, credits, sessions, unconfirmed] = await db.batch([
+    // Revenue per day by rail and per skill, from the measured calls (x402 charged on 2xx only,
+    // card credits spent). One read of the window (call_log_at), and only charged calls are
+    // grouped: D1 counts each row a GROUP BY sorts as read again, and most calls are unpaid 402s.
+    // Calls and success rates per skill are the published figures' (the Cron's, 7 days).
     db
       .prepare(
-        `SELECT ${day} AS day,
+        `SELECT ${day} AS day, skill, count(*) AS charged_calls,
                 sum(CASE WHEN payment_method LIKE 'x402%' THEN amount_micro ELSE 0 END) AS x402_micro,
-                sum(CASE WHEN payment_method = 'card_credit' THEN amount_micro ELSE 0 END) AS card_micro
-         FROM call_log WHERE at >= ?1 GROUP BY day ORDER BY day`,
-      )
-      .bind(since),
-    db
-      .prepare(
-        `SELECT skill, count(*) AS calls, sum(amount_micro) AS revenue_micro,
-                sum(CASE WHEN outcome = 'ok' THEN 1 ELSE 0 END) AS succeeded,
-                sum(CASE WHEN outcome IN (${ADMITTED.map((o) => `'${o}'`).join(",")}) THEN 1 ELSE 0 END) AS admitted
-         FROM call_log WHERE at >= ?1 GROUP BY skill ORDER BY skill`,
+                sum(CASE WHEN payment_method = 'card_credit' THEN amount_micro ELSE 0 END) AS card_micro,
+                sum(amount_micro) AS revenue_micro
+         FROM call_log WHERE at >= ?1 AND amount_micro > 0 GROUP BY day, skill`,
       )
       .bind(since),
     db.prepare(
@@ -180,25 +189,48 @@ export async function dashboardFigures(db: D1Database, now = Date.now(), days = 
     db.prepare(
       "SELECT status, count(*) AS sessions, coalesce(sum(amount_cents), 0) AS amount_cents FROM checkout_sessions GROUP BY status ORDER BY status",
     ),
-    db.prepare(
-      "SELECT nonce, request_id, resource, status, hold, updated_at FROM payment_nonces WHERE status = 'failed' ORDER BY hold IS NULL, updated_at DESC LIMIT 200",
-    ),
+    // Claims reconciliation still decides, as GET /api/admin/payments lists them: 'failed' ones
+    // and 'running' ones past their authorization's validity (their request died, or its ledger
+    // write failed). Held ones are read apart (payments/reconcile-store.ts heldClaims), upstream
+    // authorizations too. payment_nonces_status serves both arms.
+    db
+      .prepare(
+        // Running ones first (a request that died: rarer, and each one a call that may have been
+        // served unpaid), then failed ones, newest first; count(*) OVER says how many were cut.
+        `SELECT nonce, request_id, resource, status, updated_at, count(*) OVER () AS total FROM payment_nonces
+         WHERE (status = 'failed' OR (status = 'running' AND updated_at < ?1)) AND hold IS NULL
+         ORDER BY status = 'running' DESC, updated_at DESC LIMIT 200`,
+      )
+      .bind(now - runningGraceMs),
   ]);
   type R = Record<string, string | number>;
   const rows = (r: D1Result | undefined) => (r?.results ?? []) as R[];
+  // Every day of the window gets its bar, a day without revenue at 0.
+  const byDay = new Map(
+    Array.from({ length: days }, (_, i) => {
+      const d = new Date(since + i * 86_400_000).toISOString().slice(0, 10);
+      return [d, { day: d, x402_micro: 0, card_micro: 0 }];
+    }),
+  );
+  const bySkill = new Map<string, { charged_calls: number; revenue_micro: number }>();
+  for (const r of rows(revenue)) {
+    const d = byDay.get(String(r.day));
+    if (d) {
+      d.x402_micro += Number(r.x402_micro);
+      d.card_micro += Number(r.card_micro);
+    }
+    const k = bySkill.get(String(r.skill)) ?? { charged_calls: 0, revenue_micro: 0 };
+    k.charged_calls += Number(r.charged_calls);
+    k.revenue_micro += Number(r.revenue_micro);
+    bySkill.set(String(r.skill), k);
+  }
   return {
     days,
-    revenue_by_day: rows(revenue).map((r) => ({
-      day: String(r.day),
-      x402_micro: Number(r.x402_micro),
-      card_micro: Number(r.card_micro),
-    })),
-    per_skill: rows(perSkill).map((r) => ({
-      skill: String(r.skill),
-      calls: Number(r.calls),
-      revenue_micro: Number(r.revenue_micro),
-      success_rate: Number(r.admitted) ? round4(Number(r.succeeded) / Number(r.admitted)) : null,
-    })),
+    revenue_by_day: [...byDay.values()],
+    // Sorted as SQLite's ORDER BY did (binary: code units, not the locale's order).
+    per_skill: [...bySkill]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([skill, k]) => ({ skill, ...k })),
     credits: rows(credits)[0] ?? { keys: 0, calls_left: 0, calls_total: 0 },
     sessions: rows(sessions),
     unconfirmed: rows(unconfirmed),

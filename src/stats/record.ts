@@ -2,7 +2,6 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { isMcpRequest } from "../http/mcp-request";
-import { REPLAY_HEADER } from "../payments/idempotent-results";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -34,7 +33,8 @@ export type Outcome =
   | "settlement_unconfirmed"
   | "server_error";
 export type PaymentMethod = "x402_v1" | "x402_v2" | "card_credit" | "free_beta" | "none";
-export type Transport = "http" | "mcp";
+/** `checkout`: a card pack's first call, run by the checkout itself (payments/checkout-ledger.ts). */
+export type Transport = "http" | "mcp" | "checkout";
 
 /** Outcomes of calls that passed validation and payment: the denominator of the success rate. */
 export const ADMITTED: readonly Outcome[] = ["ok", "upstream", "settlement_unconfirmed", "server_error"];
@@ -99,16 +99,20 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
     const status = c.res.status;
     // Only error bodies are peeked at (for the settlement reason), never a 2xx body.
     const body = status >= 500 ? await c.res.clone().text() : undefined;
-    const method = paymentMethod(c);
+    // A replay passed no payment gate (the idempotency middleware answers before it): nothing paid
+    // for it, free beta or not.
+    const method = c.get("storedCallRetry") ? "none" : paymentMethod(c);
     // A stored answer given back for a repeated payment id or Idempotency-Key is not a new call:
     // neither charged nor measured (it would count the first call's success again, at no cost).
-    // A failure at the page the caller named is the caller's, not the skill's.
-    const outcome =
-      c.res.headers.get(REPLAY_HEADER) === "true"
-        ? "replay"
-        : c.get("targetFault") && (status === 502 || status === 504)
-          ? "target_error"
-          : classify(status, body);
+    // Nor is a retry told that answer cannot be had just now (a 503 with no replay header): no
+    // skill ran, and counting it admitted made every retry of one paid call a server error. The
+    // idempotency middleware marks both (payments/idempotency.ts), not a header a stored answer
+    // carries. A failure at the page the caller named is the caller's, not the skill's.
+    const outcome = c.get("storedCallRetry")
+      ? "replay"
+      : c.get("targetFault") && (status === 502 || status === 504)
+        ? "target_error"
+        : classify(status, body);
     const rec: CallRecord = {
       at: Date.now(),
       skill,

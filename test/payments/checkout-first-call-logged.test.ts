@@ -1,0 +1,68 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { runFirstPayload } from "../../src/payments/checkout-ledger";
+import { skills } from "../../src/skills/registry";
+
+/** A granted slugify pack of 5 calls whose checkout carried this first call. */
+async function grantedPack(payload: unknown) {
+  const id = `cs_test_logged_${crypto.randomUUID().replaceAll("-", "")}`;
+  const keyId = `k-${id}`;
+  const now = Date.now();
+  await env.DB.batch([
+    env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 5, 5, ?3)",
+    ).bind(keyId, `h-${id}`, now),
+    env.DB.prepare(
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, api_key_id, created_at, updated_at)
+       VALUES (?1, 'slugify', 5, 500, 'complete', ?2, ?3, ?4, ?4)`,
+    ).bind(id, JSON.stringify(payload), keyId, now),
+  ]);
+  return { id, keyId };
+}
+
+const logged = (t0: number) =>
+  env.DB.prepare(
+    "SELECT skill, status, outcome, payment_method, amount_micro, transport FROM call_log WHERE transport = 'checkout' AND at >= ?1 ORDER BY id",
+  )
+    .bind(t0)
+    .all();
+
+describe("a card pack's first call is measured like any call", () => {
+  it("a 2xx that took its credit is logged at the list price; a 422 that took none at 0", async () => {
+    const t0 = Date.now();
+    const ok = await grantedPack({ text: "First Call!" });
+    await runFirstPayload(env, ok.id);
+    const left = await env.DB.prepare("SELECT calls_left FROM api_keys WHERE id = ?1")
+      .bind(ok.keyId)
+      .first<{ calls_left: number }>();
+    expect(left?.calls_left).toBe(4);
+    const bad = await grantedPack({ text: 5 });
+    await runFirstPayload(env, bad.id);
+    const price = Number(skills.find((s) => s.id === "slugify")?.price_atomic);
+    expect((await logged(t0)).results).toEqual([
+      {
+        skill: "slugify",
+        status: 200,
+        outcome: "ok",
+        payment_method: "card_credit",
+        amount_micro: price,
+        transport: "checkout",
+      },
+      {
+        skill: "slugify",
+        status: 422,
+        outcome: "validation",
+        payment_method: "card_credit",
+        amount_micro: 0,
+        transport: "checkout",
+      },
+    ]);
+  });
+
+  it("with batched call-log writes, the record is in D1 when the run ends (the run keeps its write alive)", async () => {
+    const t0 = Date.now();
+    const pack = await grantedPack({ text: "Batched" });
+    await runFirstPayload({ ...env, CALL_LOG_FLUSH_MS: "50" }, pack.id);
+    expect((await logged(t0)).results).toHaveLength(1);
+  });
+});

@@ -232,6 +232,8 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     ? parseKeepingIntegers(claim.payload)
     : (JSON.parse(claim.payload) as unknown);
   let result: { status: number; body: unknown };
+  // The page the buyer named failed (ai_detector's or seo's url), not the skill: logged as such.
+  let targetFault = false;
   const parsed = skill?.input.safeParse(body, { reportInput: true });
   if (!skill || !parsed) {
     result = { status: 404, body: { detail: `Unknown skill ${claim.skill_id}` } };
@@ -241,6 +243,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     try {
       result = { status: 200, body: await runSkill(skill, parsed.data, env, `checkout:${sessionId}`) };
     } catch (e) {
+      if (e instanceof UpstreamError && e.target) targetFault = true;
       // The same answers the skill route gives (routes/skills.ts); none of them spends the credit.
       result =
         e instanceof InputError
@@ -274,8 +277,12 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     ).bind(text, sessionId, now, Date.now());
   let stored: boolean;
   let creditTaken = false;
+  // What this run's record says: the answer it stored, if any (a stale run's, or one held back to
+  // run again after a dispute is won, is the other run's to log).
+  let logged: number | undefined;
   if (result.status !== 200) {
     stored = (await store(answer).run()).meta.changes === 1;
+    if (stored) logged = result.status;
   } else {
     // A success is shown only if its credit is taken: the buyer may have spent every credit (or
     // the payment was disputed or refunded) while this ran, and the answer must not be an extra,
@@ -284,7 +291,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     // call, the call is held back (nothing stored: it runs again if a dispute is won), and if the
     // buyer spent the credits, the refusal is stored.
     const spendable = "SELECT 1 FROM api_keys WHERE id = ?5 AND calls_left > 0 AND dispute_status IS NULL";
-    const [shown] = await env.DB.batch([
+    const [shown, , , refused] = await env.DB.batch([
       env.DB.prepare(
         `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
          WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL AND EXISTS (${spendable})`,
@@ -302,12 +309,16 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     stored = shown?.meta.changes === 1;
     // The credit is taken in the same transaction exactly when this answer is the one shown.
     creditTaken = stored;
+    if (stored) logged = 200;
+    else if (refused?.meta.changes === 1) logged = 402;
   }
-  await logFirstCall(env, claim.skill_id, skill ? Number(skill.price_atomic) : 0, {
-    status: result.status,
-    creditTaken,
-    durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
-  });
+  if (logged !== undefined)
+    await logFirstCall(env, claim.skill_id, skill ? Number(skill.price_atomic) : 0, {
+      status: logged,
+      targetFault,
+      creditTaken,
+      durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
+    });
   // An answer nobody will read (withheld, or a stale run's) leaves no copy behind in KV; one that
   // stays (the delete failed) costs storage only, so it does not fail the run.
   if (!stored && kept.bodyKv) await env.KV.delete(kept.bodyKv).catch(() => undefined);
@@ -325,9 +336,13 @@ async function logFirstCall(
   env: Bindings,
   skillId: string,
   priceMicro: number,
-  run: { status: number; creditTaken: boolean; durationMs: number },
+  run: { status: number; targetFault: boolean; creditTaken: boolean; durationMs: number },
 ) {
-  const outcome = classify(run.status, undefined);
+  // As recordCall reads a route's answer: a 502/504 of the page the buyer named is theirs.
+  const outcome =
+    run.targetFault && (run.status === 502 || run.status === 504)
+      ? "target_error"
+      : classify(run.status, undefined);
   try {
     await queueCall(env, {
       at: Date.now(),

@@ -2,20 +2,21 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { runFirstPayload } from "../../src/payments/checkout-ledger";
 import { skills } from "../../src/skills/registry";
+import { FIXTURE } from "../fixtures/upstream-requests";
 
-/** A granted slugify pack of 5 calls whose checkout carried this first call. */
-async function grantedPack(payload: unknown) {
+/** A granted pack of 5 calls (slugify unless named) whose checkout carried this first call. */
+async function grantedPack(payload: unknown, skill = "slugify") {
   const id = `cs_test_logged_${crypto.randomUUID().replaceAll("-", "")}`;
   const keyId = `k-${id}`;
   const now = Date.now();
   await env.DB.batch([
     env.DB.prepare(
-      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 5, 5, ?3)",
-    ).bind(keyId, `h-${id}`, now),
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, ?4, 5, 5, ?3)",
+    ).bind(keyId, `h-${id}`, now, skill),
     env.DB.prepare(
       `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, api_key_id, created_at, updated_at)
-       VALUES (?1, 'slugify', 5, 500, 'complete', ?2, ?3, ?4, ?4)`,
-    ).bind(id, JSON.stringify(payload), keyId, now),
+       VALUES (?1, ?5, 5, 500, 'complete', ?2, ?3, ?4, ?4)`,
+    ).bind(id, JSON.stringify(payload), keyId, now, skill),
   ]);
   return { id, keyId };
 }
@@ -64,5 +65,29 @@ describe("a card pack's first call is measured like any call", () => {
     const pack = await grantedPack({ text: "Batched" });
     await runFirstPayload({ ...env, CALL_LOG_FLUSH_MS: "50" }, pack.id);
     expect((await logged(t0)).results).toHaveLength(1);
+  });
+
+  it("logs the answer it stored: the refusal when the buyer spent the credits meanwhile, at 0", async () => {
+    const t0 = Date.now();
+    const pack = await grantedPack({ text: "Spent Meanwhile" });
+    await env.DB.prepare("UPDATE api_keys SET calls_left = 0 WHERE id = ?1").bind(pack.keyId).run();
+    await runFirstPayload(env, pack.id);
+    expect((await logged(t0)).results).toEqual([
+      expect.objectContaining({ status: 402, outcome: "payment_required", amount_micro: 0 }),
+    ]);
+  });
+
+  it("a failure of the page the buyer named is theirs (target_error), not the skill's", async () => {
+    const t0 = Date.now();
+    const pack = await grantedPack({ url: `${FIXTURE}/pages/upstream-failure` }, "ai_detector");
+    await runFirstPayload(env, pack.id);
+    expect((await logged(t0)).results).toEqual([
+      expect.objectContaining({
+        skill: "ai_detector",
+        status: 502,
+        outcome: "target_error",
+        amount_micro: 0,
+      }),
+    ]);
   });
 });

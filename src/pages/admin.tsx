@@ -1,6 +1,6 @@
 import { microsToUsd, trimDecimal } from "../money";
 import type { owedSummary } from "../partners/payouts";
-import type { HeldClaim } from "../payments/reconcile-store";
+import { type HeldClaim, NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER } from "../payments/reconcile-store";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -17,6 +17,24 @@ function stillOwedBecause(r: Row) {
   return "Not sent yet: the next reconciliation run sends it";
 }
 const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
+
+/**
+ * When reconciliation reads an unheld claim, as reconcile-store.ts candidates() decides: a running
+ * one once its authorization is a minute past valid_before; one judged "used, no log" twice only
+ * every 2 h (a maintainer's queue resets that).
+ */
+function reconcileState(u: Record<string, string | number>): string {
+  const nowS = Date.now() / 1000;
+  if (u.status === "running" && Number(u.valid_before ?? 0) >= nowS - 60)
+    return "running, not yet due: read once its authorization has expired";
+  if (Number(u.no_log_runs ?? 0) >= NO_LOG_SPACED_AFTER) {
+    const next = new Date(Number(u.checked_at ?? 0) + NO_LOG_EVERY_MS).toISOString();
+    return `spent with no log found ${u.no_log_runs} times: read again at ${next}; POST /api/admin/resolve/payment_nonces/${u.nonce} {"outcome":"queue"} to read it on the next run`;
+  }
+  return u.status === "running"
+    ? "running past its validity: reconciliation reads it every run"
+    : "reconciliation reads it every run";
+}
 
 export function AdminLoginPage(props: { error?: string }) {
   return (
@@ -171,9 +189,7 @@ export function AdminDashboardPage(props: {
             String(u.request_id),
             String(u.resource),
             String(u.nonce),
-            u.status === "running"
-              ? "running past its validity: reconciliation reads it every run"
-              : "reconciliation reads it every run",
+            reconcileState(u),
           ]),
         ]}
       />

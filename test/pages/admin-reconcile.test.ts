@@ -21,6 +21,14 @@ it("Settlements to reconcile lists what GET /api/admin/payments lists: stale run
     // Running and young: its own request is still settling it, nothing to reconcile.
     insertClaim("young", "running", now, null),
     insertClaim("held", "running", now - 2 * 86_400_000, "spent with no log for a day"),
+    // Judged "used, no log" twice: read only every 2 h (reconcile-store.ts), the page says when.
+    env.DB.prepare(
+      "INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at, no_log_runs, checked_at) VALUES (?1, ?2, 'research', 'failed', ?3, ?3, 2, ?3)",
+    ).bind(`n-spaced-${rid}`, `req-spaced-${rid}`, now),
+    // Running, its request gone, but its authorization still valid: not read until it expires.
+    env.DB.prepare(
+      "INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at, valid_before) VALUES (?1, ?2, 'research', 'running', ?3, ?3, ?4)",
+    ).bind(`n-notdue-${rid}`, `req-notdue-${rid}`, now - 10 * 60_000, Math.floor(now / 1000) + 120),
     env.DB.prepare(
       `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at, hold)
        VALUES (?1, 'pricefeed', 'quote', 1000, 0, ?2, 'upstream spent with no log')`,
@@ -51,6 +59,12 @@ it("Settlements to reconcile lists what GET /api/admin/payments lists: stale run
   );
   expect(table).not.toContain(`req-young-${rid}`);
   expect(table).toContain(
+    `<td>n-spaced-${rid}</td><td>spent with no log found 2 times: read again at ${new Date(now + 2 * 3_600_000).toISOString()}; POST /api/admin/resolve/payment_nonces/n-spaced-${rid} {&quot;outcome&quot;:&quot;queue&quot;} to read it on the next run</td>`,
+  );
+  expect(table).toContain(
+    `<td>n-notdue-${rid}</td><td>running, not yet due: read once its authorization has expired</td>`,
+  );
+  expect(table).toContain(
     `<th scope="row">req-held-${rid}</th><td>x402 claim</td><td>n-held-${rid}</td><td>needs a person: spent with no log for a day. Resolve: POST /api/admin/resolve/payment_nonces/n-held-${rid}</td>`,
   );
   expect(table).toContain(
@@ -67,6 +81,13 @@ it("Settlements to reconcile lists what GET /api/admin/payments lists: stale run
     .map((r) => r.request_id)
     .filter((r) => r.endsWith(rid));
   expect(listed.sort()).toEqual(
-    [`req-failed-${rid}`, `req-stale-${rid}`, `req-held-${rid}`, `req-up-${rid}`].sort(),
+    [
+      `req-failed-${rid}`,
+      `req-stale-${rid}`,
+      `req-held-${rid}`,
+      `req-up-${rid}`,
+      `req-spaced-${rid}`,
+      `req-notdue-${rid}`,
+    ].sort(),
   );
 });

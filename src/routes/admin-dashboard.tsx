@@ -8,7 +8,7 @@ import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
-import { usdToMicros } from "../money";
+import { TX_HASH, usdToMicros } from "../money";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
@@ -192,29 +192,41 @@ const settleCover = z
         });
   });
 
+/** A dashboard form's fields, once its session and CSRF token are good; else the refusal. */
+async function signedForm(c: Context<AppEnv>): Promise<Awaited<ReturnType<typeof formOf>> | Response> {
+  if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
+  const form = await formOf(c);
+  const given = typeof form.csrf === "string" ? form.csrf : "";
+  if (!(await timingSafeEqual(given, await csrfValue(c.env.ADMIN_TOKEN as string))))
+    return detail(c, 403, "Invalid CSRF token");
+  return form;
+}
+
+/** The form's transaction hash, or its 422 in the API's shape. */
+function formTxHash(c: Context<AppEnv>, form: Awaited<ReturnType<typeof formOf>>): string | Response {
+  const tx = typeof form.tx_hash === "string" ? form.tx_hash : "";
+  if (TX_HASH.test(tx)) return tx;
+  return validationResponse(c, [
+    {
+      loc: ["body", "tx_hash"],
+      msg: "String should be a 0x-prefixed 32-byte transaction hash",
+      type: "string_pattern_mismatch",
+      input: tx,
+    },
+  ]);
+}
+
 /**
  * Form twin of POST /api/admin/payouts/:partner_id/settle (same domain call). Anything but a new
  * batch is a 409, a replay too: the button pressed twice is told the transfer is recorded already.
  */
 adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (c) => {
-  const token = c.env.ADMIN_TOKEN as string;
-  if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
-  const form = await formOf(c);
-  const given = typeof form.csrf === "string" ? form.csrf : "";
-  if (!(await timingSafeEqual(given, await csrfValue(token)))) return detail(c, 403, "Invalid CSRF token");
+  const form = await signedForm(c);
+  if (form instanceof Response) return form;
   const partnerId = c.req.param("partner_id");
   if (!partnerById(partnerId)) return detail(c, 404, `Unknown partner "${partnerId}"`);
-  const tx = typeof form.tx_hash === "string" ? form.tx_hash : "";
-  if (!/^0x[0-9a-fA-F]{64}$/.test(tx)) {
-    return validationResponse(c, [
-      {
-        loc: ["body", "tx_hash"],
-        msg: "String should be a 0x-prefixed 32-byte transaction hash",
-        type: "string_pattern_mismatch",
-        input: tx,
-      },
-    ]);
-  }
+  const tx = formTxHash(c, form);
+  if (tx instanceof Response) return tx;
   // The rows the page showed when it was read, and their sum: a call recorded since stays owed,
   // and a row that became owed since refuses the batch rather than being marked paid.
   const fields = { through_id: form.through_id, amount_usd: form.amount_usd };
@@ -241,23 +253,11 @@ const refundNote = z.object({ note: z.string().max(500).optional() });
  * for Mark paid.
  */
 adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async (c) => {
-  const token = c.env.ADMIN_TOKEN as string;
-  if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
-  const form = await formOf(c);
-  const given = typeof form.csrf === "string" ? form.csrf : "";
-  if (!(await timingSafeEqual(given, await csrfValue(token)))) return detail(c, 403, "Invalid CSRF token");
+  const form = await signedForm(c);
+  if (form instanceof Response) return form;
   const requestId = c.req.param("request_id");
-  const tx = typeof form.tx_hash === "string" ? form.tx_hash : "";
-  if (!/^0x[0-9a-fA-F]{64}$/.test(tx)) {
-    return validationResponse(c, [
-      {
-        loc: ["body", "tx_hash"],
-        msg: "String should be a 0x-prefixed 32-byte transaction hash",
-        type: "string_pattern_mismatch",
-        input: tx,
-      },
-    ]);
-  }
+  const tx = formTxHash(c, form);
+  if (tx instanceof Response) return tx;
   // An empty field is no note.
   const fields = { note: typeof form.note === "string" && form.note !== "" ? form.note : undefined };
   const read = refundNote.safeParse(fields);

@@ -41,37 +41,40 @@ function recordingContext() {
 }
 
 /**
- * D1 whose credit give-back (refundCredit's UPDATE) waits until `release` is called: the call is
- * held in flight, past its skill's failure, at the step a disconnect used to cut off.
+ * D1 whose statement matching `sql` (run with `method`) waits until `release` is called: the call
+ * is held in flight at that step, where a disconnect used to cut it off.
  */
-function holdingGiveBack() {
+function holding(sql: string, method: "first" | "run") {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   let reached!: () => void;
-  const reachedGiveBack = new Promise<void>((r) => (reached = r));
+  const reachedStep = new Promise<void>((r) => (reached = r));
   const db = new Proxy(env.DB, {
     get(target, prop) {
       if (prop !== "prepare") {
         const value = Reflect.get(target, prop);
         return typeof value === "function" ? value.bind(target) : value;
       }
-      return (sql: string) => {
-        const stmt = target.prepare(sql);
-        if (!sql.includes("revoke_debt = max(0, revoke_debt - 1)")) return stmt;
+      return (text: string) => {
+        const stmt = target.prepare(text);
+        if (!text.includes(sql)) return stmt;
         return {
           bind: (...args: unknown[]) => ({
-            first: async () => {
+            [method]: async () => {
               reached();
               await released;
-              return stmt.bind(...args).first();
+              return stmt.bind(...args)[method]();
             },
           }),
         };
       };
     },
   });
-  return { db, release, reachedGiveBack };
+  return { db, release, reachedStep };
 }
+
+/** The credit give-back (refundCredit's UPDATE) held. */
+const holdingGiveBack = () => holding("revoke_debt = max(0, revoke_debt - 1)", "first");
 
 /** sha256 refuses text its encoding cannot hold while running: a 422 after the credit was taken. */
 const failingCall = (key: string) =>
@@ -85,7 +88,7 @@ describe("a card-credit call that fails after its client went away", () => {
   it("gives the credit back within the work handed to waitUntil, the answer never awaited", async () => {
     const key = await cardKey(3);
     const { ctx, handed } = recordingContext();
-    const { db, release, reachedGiveBack } = holdingGiveBack();
+    const { db, release, reachedStep: reachedGiveBack } = holdingGiveBack();
     // The answer is neither awaited nor read here (as after a disconnect) until the end.
     const answer = app.fetch(
       failingCall(key),
@@ -127,41 +130,14 @@ describe("a card-credit call that fails after its client went away", () => {
   });
 });
 
-/** D1 whose store of an idempotent answer (`status = 'done'`) waits until `release` is called. */
-function holdingStore() {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let reached!: () => void;
-  const reachedStore = new Promise<void>((r) => (reached = r));
-  const db = new Proxy(env.DB, {
-    get(target, prop) {
-      if (prop !== "prepare") {
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-      return (sql: string) => {
-        const stmt = target.prepare(sql);
-        if (!sql.includes("UPDATE idempotent_results SET status = 'done'")) return stmt;
-        return {
-          bind: (...args: unknown[]) => ({
-            run: async () => {
-              reached();
-              await released;
-              return stmt.bind(...args).run();
-            },
-          }),
-        };
-      };
-    },
-  });
-  return { db, release, reachedStore };
-}
+/** The store of an idempotent answer (`status = 'done'`) held. */
+const holdingStore = () => holding("UPDATE idempotent_results SET status = 'done'", "run");
 
 describe("a call made under an Idempotency-Key outlasts its client", () => {
   it("its paid answer is stored within the work handed to waitUntil, so the retry gets it", async () => {
     const key = await cardKey(3);
     const { ctx, handed } = recordingContext();
-    const { db, release, reachedStore } = holdingStore();
+    const { db, release, reachedStep: reachedStore } = holdingStore();
     const idemKey = `outlast-${crypto.randomUUID()}`;
     const call = () =>
       new Request("https://skills.test/api/skills/sha256", {

@@ -6,7 +6,7 @@ import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
 import { NotImplemented } from "../skills/types";
-import { classify, queueCall } from "../stats/record";
+import { outcomeOf, queueCall } from "../stats/record";
 import { hashKey, MAX_CALLS, newApiKey, spendCreditStatement } from "./credits";
 import { keepBody } from "./idempotent-results";
 import { openKey, sealKey } from "./key-reveal";
@@ -339,10 +339,7 @@ async function logFirstCall(
   run: { status: number; targetFault: boolean; creditTaken: boolean; durationMs: number },
 ) {
   // As recordCall reads a route's answer: a 502/504 of the page the buyer named is theirs.
-  const outcome =
-    run.targetFault && (run.status === 502 || run.status === 504)
-      ? "target_error"
-      : classify(run.status, undefined);
+  const outcome = outcomeOf(run.status, undefined, run.targetFault);
   try {
     await queueCall(env, {
       at: Date.now(),

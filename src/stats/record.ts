@@ -56,6 +56,11 @@ export function classify(status: number, body: string | undefined): Outcome {
   return "server_error";
 }
 
+/** An answer's outcome, a 502/504 at the page the caller named (`targetFault`) being theirs. */
+export function outcomeOf(status: number, body: string | undefined, targetFault: boolean): Outcome {
+  return targetFault && (status === 502 || status === 504) ? "target_error" : classify(status, body);
+}
+
 function paymentMethod(c: Context<AppEnv>): PaymentMethod {
   // A verified payment (v1 X-PAYMENT lifted into v2 says so itself), else a claim of this request:
   // first, because partner routes are paid even in free beta.
@@ -110,9 +115,7 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
     // carries. A failure at the page the caller named is the caller's, not the skill's.
     const outcome = c.get("storedCallRetry")
       ? "replay"
-      : c.get("targetFault") && (status === 502 || status === 504)
-        ? "target_error"
-        : classify(status, body);
+      : outcomeOf(status, body, Boolean(c.get("targetFault")));
     const rec: CallRecord = {
       at: Date.now(),
       skill,

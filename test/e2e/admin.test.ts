@@ -8,6 +8,7 @@ import { launch, SCREENSHOTS, watchErrors } from "./browser";
 const stack = inject("stack") as {
   base_url: string;
   admin_token: string;
+  scheduled_url: string;
   buyers: { privateKey: string; address: string }[];
 };
 let browser: Browser;
@@ -79,10 +80,13 @@ describe("/admin in a real browser", () => {
       });
       expect(res.status).toBe(402); // unpaid: measured as a payment refusal, never as a failure
     }
-    // The record is written after the answer (waitUntil): poll the page until it is there.
+    // The record is written after the answer (waitUntil), and the page shows the figures the Cron
+    // publishes (docs/STATS.md): fire the Cron as `npm start` documents and poll until they show.
     await expect
       .poll(
         async () => {
+          const cron = await fetch(stack.scheduled_url);
+          await cron.arrayBuffer();
           await page.reload();
           return callsShown(page, skill);
         },

@@ -347,7 +347,8 @@ async function logFirstCall(
       status: run.status,
       outcome,
       durationMs: run.durationMs,
-      paymentMethod: "card_credit",
+      // A refusal took no credit: nothing paid it, as the route logs a key without credits.
+      paymentMethod: run.status === 402 ? "none" : "card_credit",
       amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
       transport: "checkout",
     });

@@ -59,6 +59,10 @@ describe("/admin in a real browser", () => {
     await page.click("button[type=submit]");
     await page.waitForSelector("#reliability");
     const skill = "uuid_mint";
+    // The page shows the figures the Cron publishes (docs/STATS.md): the baseline is read from a
+    // copy that counts every call made so far (other files call uuid_mint too), as the poll's is.
+    await (await fetch(stack.scheduled_url)).arrayBuffer();
+    await page.reload();
     const before = await callsShown(page, skill);
     const revenueBefore = await revenueShown(page, skill);
     const catalog = (await (await fetch(`${stack.base_url}/api/catalog`)).json()) as {
@@ -80,8 +84,8 @@ describe("/admin in a real browser", () => {
       });
       expect(res.status).toBe(402); // unpaid: measured as a payment refusal, never as a failure
     }
-    // The record is written after the answer (waitUntil), and the page shows the figures the Cron
-    // publishes (docs/STATS.md): fire the Cron as `npm start` documents and poll until they show.
+    // The record is written after the answer (waitUntil): fire the Cron as `npm start` documents
+    // and poll until the figures show it.
     await expect
       .poll(
         async () => {

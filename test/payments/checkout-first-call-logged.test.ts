@@ -73,7 +73,12 @@ describe("a card pack's first call is measured like any call", () => {
     await env.DB.prepare("UPDATE api_keys SET calls_left = 0 WHERE id = ?1").bind(pack.keyId).run();
     await runFirstPayload(env, pack.id);
     expect((await logged(t0)).results).toEqual([
-      expect.objectContaining({ status: 402, outcome: "payment_required", amount_micro: 0 }),
+      expect.objectContaining({
+        status: 402,
+        outcome: "payment_required",
+        payment_method: "none",
+        amount_micro: 0,
+      }),
     ]);
   });
 

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { keccak256, toHex } from "viem";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { reconcile } from "../../src/payments/reconcile";
+import { quantity, rpcBlock, word } from "../fixtures/rpc-block";
 
 /**
  * A payer who cancels an authorization while its settlement is unconfirmed (FiatToken's
@@ -17,8 +18,6 @@ afterEach(() => {
 const hex = (bytes: number) =>
   `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 const nowS = () => Math.floor(Date.now() / 1000);
-const quantity = (n: number) => `0x${n.toString(16)}`;
-const word = (v: string) => `0x${v.replace(/^0x/, "").toLowerCase().padStart(64, "0")}`;
 const USDC = env.USDC_ADDRESS.toLowerCase();
 const HEAD = 30_000_000;
 // FiatToken's EIP3009.sol events, both (address indexed authorizer, bytes32 indexed nonce).
@@ -41,28 +40,7 @@ function node() {
   const logs: RpcLog[] = [];
   const calls: { method: string; params: unknown[] }[] = [];
   const headTime = nowS();
-  const block = (n: number) => ({
-    number: quantity(n),
-    hash: word(n.toString(16)),
-    parentHash: word((n - 1).toString(16)),
-    timestamp: quantity(headTime - (HEAD - n) * 2),
-    nonce: "0x0000000000000000",
-    difficulty: "0x0",
-    gasLimit: "0x1c9c380",
-    gasUsed: "0x0",
-    miner: `0x${"00".repeat(20)}`,
-    extraData: "0x",
-    logsBloom: `0x${"00".repeat(256)}`,
-    transactionsRoot: word("0"),
-    stateRoot: word("0"),
-    receiptsRoot: word("0"),
-    sha3Uncles: word("0"),
-    mixHash: word("0"),
-    size: "0x0",
-    baseFeePerGas: "0x1",
-    transactions: [],
-    uncles: [],
-  });
+  const block = (n: number) => rpcBlock(n, HEAD, headTime);
   const matches = (l: RpcLog, f: Filter) =>
     l.address.toLowerCase() === f.address.toLowerCase() &&
     l.blockNumber >= Number(f.fromBlock) &&

@@ -3,6 +3,7 @@ import { keccak256, toHex } from "viem";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { refundNonce } from "../../src/payments/refunds";
+import { quantity, rpcBlock, word } from "../fixtures/rpc-block";
 
 /**
  * A refund the operating wallet sent is recorded as paid by hand only once the chain, read at its
@@ -19,8 +20,6 @@ const token = "refund-by-hand-chain-t0ken";
 const hex = (bytes: number) =>
   `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 const nowS = () => Math.floor(Date.now() / 1000);
-const quantity = (n: number) => `0x${n.toString(16)}`;
-const word = (v: string) => `0x${v.replace(/^0x/, "").toLowerCase().padStart(64, "0")}`;
 const USDC = env.USDC_ADDRESS.toLowerCase();
 const WALLET = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65";
 const PAYER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -45,28 +44,7 @@ function node(o: { lagS?: number; chainId?: number; down?: boolean } = {}) {
   const spent = new Map<string, number>();
   const logs: RpcLog[] = [];
   const calls: string[] = [];
-  const block = (n: number) => ({
-    number: quantity(n),
-    hash: word(n.toString(16)),
-    parentHash: word((n - 1).toString(16)),
-    timestamp: quantity(headTime - (HEAD - n) * 2),
-    nonce: "0x0000000000000000",
-    difficulty: "0x0",
-    gasLimit: "0x1c9c380",
-    gasUsed: "0x0",
-    miner: `0x${"00".repeat(20)}`,
-    extraData: "0x",
-    logsBloom: `0x${"00".repeat(256)}`,
-    transactionsRoot: word("0"),
-    stateRoot: word("0"),
-    receiptsRoot: word("0"),
-    sha3Uncles: word("0"),
-    mixHash: word("0"),
-    size: "0x0",
-    baseFeePerGas: "0x1",
-    transactions: [],
-    uncles: [],
-  });
+  const block = (n: number) => rpcBlock(n, HEAD, headTime);
   const shaped = (l: RpcLog, i: number) => ({
     address: USDC,
     data: "0x",

@@ -30,12 +30,41 @@ export function postJson(path: string, body: unknown, headers: Record<string, st
 }
 
 /** A POST /mcp of one JSON-RPC request (id 1), with the headers the Streamable HTTP transport wants. */
-export function mcpInit(method: string, params: unknown): RequestInit {
+export function mcpInit(method: string, params: unknown, id = 1): RequestInit {
   return {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
   };
+}
+
+/** What a tools/call answers: an MCP CallToolResult. */
+export interface ToolResult {
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  content: { type: string; text: string }[];
+  _meta?: Record<string, unknown>;
+}
+
+let nextToolCallId = 1;
+/**
+ * A POST /mcp of one tools/call (a fresh JSON-RPC id each), the call's own `_meta` in its params
+ * and the connection's headers `headers` (a card key's Authorization, an Idempotency-Key).
+ */
+export function mcpToolCall(
+  name: string,
+  args: unknown,
+  meta?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Request {
+  return new Request(`${ORIGIN}/mcp`, {
+    ...mcpInit("tools/call", { name, arguments: args, ...(meta ? { _meta: meta } : {}) }, nextToolCallId++),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+  });
 }
 
 export interface ErrorItem {

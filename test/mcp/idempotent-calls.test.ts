@@ -8,7 +8,7 @@ import { transferWithAuthorization } from "../../src/payments/transfer-authoriza
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { authorizationFor } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { ORIGIN } from "../helpers";
+import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
 
 // Retried tools/call that never pay twice (docs/receipts-and-retries.md, "Over MCP"): a tool call
 // runs the tool's HTTP route in-process (src/mcp/call.ts), so it is keyed and replayed as that
@@ -16,33 +16,9 @@ import { ORIGIN } from "../helpers";
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
 const app = createApp();
 
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-  content: { type: string; text: string }[];
-  _meta?: Record<string, unknown>;
-}
-
-let nextId = 1;
 /** A tools/call over /mcp, with the connection's headers `extra`. */
 async function callTool(name: string, args: unknown, meta?: Record<string, unknown>, extra = {}) {
-  const res = await app.fetch(
-    new Request(`${ORIGIN}/mcp`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        ...extra,
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: nextId++,
-        method: "tools/call",
-        params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
-      }),
-    }),
-    paidEnv,
-  );
+  const res = await app.fetch(mcpToolCall(name, args, meta, extra), paidEnv);
   expect(res.status).toBe(200);
   const answer = await res.json<{ result: ToolResult; error?: unknown }>();
   expect(answer.error).toBeUndefined();

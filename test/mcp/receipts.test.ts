@@ -10,37 +10,16 @@ import { hashKey } from "../../src/payments/credits";
 import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { authorizationFor } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
+import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
 
 // Receipts of MCP tool calls (src/mcp/call.ts, src/payments/receipts.ts): every paid result holds
 // one a buyer can check, naming what the ledger and the result name. Against the facilitator double.
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
 const app = createApp();
-const ORIGIN = "https://skills.test";
-const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-  content: { type: string; text: string }[];
-  _meta?: Record<string, unknown>;
-}
-
-let nextId = 1;
 /** A tools/call over /mcp: the result, and the X-Request-Id of the MCP POST itself. */
 async function callTool(name: string, args: unknown, meta?: Record<string, unknown>, extra = {}) {
-  const res = await app.fetch(
-    new Request(`${ORIGIN}/mcp`, {
-      method: "POST",
-      headers: { ...HEADERS, ...extra },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: nextId++,
-        method: "tools/call",
-        params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
-      }),
-    }),
-    paidEnv,
-  );
+  const res = await app.fetch(mcpToolCall(name, args, meta, extra), paidEnv);
   expect(res.status).toBe(200);
   const answer = await res.json<{ result: ToolResult; error?: unknown }>();
   expect(answer.error).toBeUndefined();

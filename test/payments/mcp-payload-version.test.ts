@@ -5,35 +5,17 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
+import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
 
 // MCP carries one payment field (`_meta["x402/payment"]`, sent on as PAYMENT-SIGNATURE): a v1
 // payload there was told to go in X-PAYMENT, a header an MCP client cannot send. It is told to
 // sign the v2 PaymentRequired its result holds; an HTTP caller still gets the X-PAYMENT advice.
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
 const app = createApp();
-const ORIGIN = "https://skills.test";
 const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
 
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-}
-
-let nextId = 1;
 async function callTool(name: string, args: unknown, meta?: Record<string, unknown>) {
-  const res = await app.fetch(
-    new Request(`${ORIGIN}/mcp`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: nextId++,
-        method: "tools/call",
-        params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
-      }),
-    }),
-    paidEnv,
-  );
+  const res = await app.fetch(mcpToolCall(name, args, meta), paidEnv);
   expect(res.status).toBe(200);
   return (await res.json<{ result: ToolResult }>()).result;
 }

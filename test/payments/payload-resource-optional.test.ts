@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
+import { mcpToolCall, ORIGIN } from "../helpers";
 
 // PaymentPayload.resource is Optional in x402 v2 (specification §5.2.2): a client may leave it out.
 // The EIP-3009 signature does not cover it either way, and the nonce claim is what stops a second
@@ -12,7 +13,6 @@ import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 // another resource is still refused (README, "Paying for a call", step 3).
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
 const app = createApp();
-const ORIGIN = "https://skills.test";
 const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -57,16 +57,7 @@ describe("a v2 payment without resource pays the route it is sent to", () => {
   it("over MCP (_meta x402/payment): the result, ledger row mcp:<tool>", async () => {
     const pay = await withoutResource("/api/skills/sha256");
     const res = await app.fetch(
-      new Request(`${ORIGIN}/mcp`, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "sha256", arguments: { text: "abc" }, _meta: { "x402/payment": pay.payload } },
-        }),
-      }),
+      mcpToolCall("sha256", { text: "abc" }, { "x402/payment": pay.payload }),
       paidEnv,
     );
     const { result } = await res.json<{ result: { isError?: boolean; structuredContent?: object } }>();

@@ -1,12 +1,11 @@
 import { env } from "cloudflare:test";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
+import type { PaymentRequired } from "@x402/core/types";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { callsLeft, keyWith } from "../fixtures/credits";
-import { authorizationFor } from "../fixtures/payments";
+import { signedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
 
@@ -26,28 +25,8 @@ async function callTool(name: string, args: unknown, meta?: Record<string, unkno
 }
 
 /** A fresh authorization (new nonce) of `account` for the offer, carrying `paymentId`. */
-async function signed(required: PaymentRequired, account: PrivateKeyAccount, paymentId: string) {
-  const accepted = required.accepts[0] as PaymentRequirements;
-  const extensions = structuredClone(required.extensions ?? {}) as Record<string, unknown>;
-  appendPaymentIdentifierToExtensions(extensions, paymentId);
-  const authorization = authorizationFor(accepted, account.address);
-  const signature = await account.signTypedData(
-    transferWithAuthorization(authorization, {
-      name: "USD Coin",
-      version: "2",
-      chainId: Number(accepted.network.split(":")[1]),
-      verifyingContract: accepted.asset as `0x${string}`,
-    }),
-  );
-  const payload: PaymentPayload = {
-    x402Version: 2,
-    accepted,
-    resource: required.resource,
-    extensions,
-    payload: { signature, authorization },
-  };
-  return { payload, nonce: authorization.nonce };
-}
+const signed = (required: PaymentRequired, account: PrivateKeyAccount, paymentId: string) =>
+  signedPayment(required, account, paymentId);
 
 const settles = async (...nonces: string[]) => {
   let n = 0;

@@ -1,14 +1,13 @@
 import { env } from "cloudflare:test";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
+import type { PaymentRequired } from "@x402/core/types";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error plain JS helper shared with scripts/verify-receipt.mjs
 import { verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
 import { createApp } from "../../src/app";
 import { hashKey } from "../../src/payments/credits";
-import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
-import { authorizationFor } from "../fixtures/payments";
+import { signedPayment } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
 
@@ -42,36 +41,6 @@ async function cardKey(skill: string) {
     .bind(crypto.randomUUID(), hash, skill)
     .run();
   return { key, hash };
-}
-
-/** A payment really signed by `account` (a replay is answered only to its proven payer). */
-async function signedPayment(
-  required: PaymentRequired,
-  account: ReturnType<typeof privateKeyToAccount>,
-  paymentId: string,
-): Promise<{ payload: PaymentPayload; key: string }> {
-  const accepted = required.accepts[0] as PaymentRequirements;
-  const extensions = structuredClone(required.extensions ?? {}) as Record<string, unknown>;
-  appendPaymentIdentifierToExtensions(extensions, paymentId);
-  const authorization = authorizationFor(accepted, account.address);
-  const signature = await account.signTypedData(
-    transferWithAuthorization(authorization, {
-      name: "USD Coin",
-      version: "2",
-      chainId: Number(accepted.network.split(":")[1]),
-      verifyingContract: accepted.asset as `0x${string}`,
-    }),
-  );
-  return {
-    payload: {
-      x402Version: 2,
-      accepted,
-      resource: required.resource,
-      extensions,
-      payload: { signature, authorization },
-    },
-    key: `${accepted.network}:${accepted.asset}:${account.address}:${authorization.nonce}`.toLowerCase(),
-  };
 }
 
 const utf8 = (text: string) => new TextEncoder().encode(text);

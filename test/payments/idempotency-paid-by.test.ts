@@ -1,15 +1,14 @@
 import { env } from "cloudflare:test";
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import type { PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { callsLeft, keyWith } from "../fixtures/credits";
-import { authorizationFor } from "../fixtures/payments";
+import { signedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { ORIGIN } from "../helpers";
 import { FACILITATOR, PARTNER_HOSTS, stubNetwork } from "../partners/network";
@@ -40,27 +39,8 @@ async function required(): Promise<PaymentRequired> {
 
 /** A fresh authorization (new nonce) of `account`, carrying `paymentId` when given. */
 async function signed(account: PrivateKeyAccount, paymentId?: string) {
-  const req = await required();
-  const accepted = req.accepts[0] as PaymentRequirements;
-  const extensions = structuredClone(req.extensions ?? {}) as Record<string, unknown>;
-  if (paymentId) appendPaymentIdentifierToExtensions(extensions, paymentId);
-  const authorization = authorizationFor(accepted, account.address);
-  const signature = await account.signTypedData(
-    transferWithAuthorization(authorization, {
-      name: "USD Coin",
-      version: "2",
-      chainId: Number(accepted.network.split(":")[1]),
-      verifyingContract: accepted.asset as `0x${string}`,
-    }),
-  );
-  const payload: PaymentPayload = {
-    x402Version: 2,
-    accepted,
-    resource: req.resource,
-    extensions,
-    payload: { signature, authorization },
-  };
-  return { header: encodePaymentSignatureHeader(payload), nonce: authorization.nonce };
+  const { payload, nonce } = await signedPayment(await required(), account, paymentId);
+  return { header: encodePaymentSignatureHeader(payload), nonce };
 }
 
 const newAccount = () => privateKeyToAccount(generatePrivateKey());

@@ -16,6 +16,7 @@ import {
 import {
   judgeRefund,
   markRefunded,
+  markRefundedWithoutLog,
   type Refund,
   recorded,
   refundsToSettle,
@@ -208,6 +209,9 @@ async function settleOwedRefunds(
         // Never over a hand record (markRefunded), and there can be none: one is written only once
         // the chain shows this authorization can no longer land (resolveRefundByHand).
         const marked = await markRefunded(env.DB, row.request_id, d.txHash);
+        if (marked.meta.changes) summary.refunded++;
+      } else if (d?.outcome === "wait" && d.noLog) {
+        const marked = await markRefundedWithoutLog(env.DB, row.request_id, d.evidence);
         if (marked.meta.changes) summary.refunded++;
       } else if (d?.outcome === "wait") {
         await touchRefund(env.DB, row.request_id);

@@ -227,6 +227,26 @@ export const markRefunded = (db: D1Database, requestId: string, txHash: string) 
     .run();
 
 /**
+ * Marks a refund landed when the chain shows its authorization spent but no log of the spend is
+ * found (a node that prunes logs, or a search that missed the block). Only the operating wallet's
+ * own transfer spends that nonce (this Worker never cancels one), so the payer was paid; reading it
+ * again every run would never find more, and a person could not record it either (the hand route
+ * refuses a spent authorization). The row keeps the chain's evidence in `error` instead of a hash.
+ */
+export const markRefundedWithoutLog = (db: D1Database, requestId: string, evidence: string) =>
+  db
+    .prepare(
+      `UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = ?2, updated_at = ?3
+       WHERE request_id = ?1 AND status = 'owed' AND resolved_at IS NULL`,
+    )
+    .bind(
+      requestId,
+      `landed, transaction not found: ${evidence.replace(/; retried next run$/, "")}`,
+      Date.now(),
+    )
+    .run();
+
+/**
  * Seconds past a send's valid_before before a person may record the refund as paid by hand: the
  * chain's clock lags ours, so until then the wallet's authorization may still land (and the chain
  * is not read: its head would not be past it either).
@@ -450,7 +470,7 @@ export async function resolveRefundByHand(
           row,
           detail:
             row.resolved_at === null
-              ? `Refund ${requestId} already landed from the operating wallet (tx ${row.tx_hash}): nothing recorded`
+              ? `Refund ${requestId} already landed from the operating wallet (${row.tx_hash ? `tx ${row.tx_hash}` : "its transaction not found on chain"}): nothing recorded`
               : `Refund ${requestId} is already recorded as paid by hand with another transaction (${row.tx_hash})`,
         };
   if (row.valid_before !== null && row.valid_before >= lastLanding)

@@ -24,7 +24,7 @@ import {
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
 import { applyPayment, candidates, type NonceRow } from "../../src/payments/reconcile-store";
-import { refundCaller, refundNonce } from "../../src/payments/refunds";
+import { refundCaller, refundNonce, resolveRefundByHand } from "../../src/payments/refunds";
 import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { CALLER_TX, payoutRows, stubNetwork, tryEnv } from "../partners/network";
 
@@ -831,6 +831,45 @@ describe("a withheld call whose payment landed is refunded", () => {
     });
     await age(c.requestId);
     await reconcile(tryEnv, reader);
+    expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
+  });
+
+  it("a refund whose authorization the chain shows spent with no log found is refunded (only the wallet's own transfer spends it), not read again every run", async () => {
+    const refused = stubNetwork(noPartner, { settles: false });
+    const c = await claim("failed", {}, "sha256", "none");
+    await reconcile(tryEnv, landed(c).reader);
+    const owed = await refundRow(c.requestId);
+    const nonce = String(owed?.auth_nonce);
+    const chain = landed(c, Number(owed?.valid_before) + 3 * 3600);
+    // Spent at every block the node can read, and its log not among what the node returns.
+    const reader: ChainReader = {
+      ...chain.reader,
+      authorizationUsed: (a, who, n, block) =>
+        n === nonce ? Promise.resolve(true) : chain.reader.authorizationUsed(a, who, n, block),
+    };
+    await age(c.requestId);
+    const summary = await reconcile(tryEnv, reader);
+    expect(summary.errors).toEqual([]);
+    expect(summary.refunded).toBe(1);
+    expect(await refundRow(c.requestId)).toMatchObject({
+      status: "refunded",
+      tx_hash: null,
+      hold: null,
+      error: expect.stringMatching(
+        /^landed, transaction not found: authorizationState: used, but no AuthorizationUsed/,
+      ),
+    });
+    // A person cannot record it paid again by hand.
+    expect(await resolveRefundByHand(tryEnv, c.requestId, hex(32), undefined)).toMatchObject({
+      status: "refused",
+      detail: expect.stringContaining(
+        "already landed from the operating wallet (its transaction not found on chain)",
+      ),
+    });
+    // A later run neither reads it again nor sends it.
+    await age(c.requestId);
+    const next = await reconcile(tryEnv, reader);
+    expect(next.refunded).toBe(0);
     expect(refundsTo(refused.settled, c.t.payer)).toHaveLength(1);
   });
 

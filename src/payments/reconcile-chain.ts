@@ -71,7 +71,7 @@ export interface Authorization {
  * Reads an authorization's fate at `head`, the block whose time decides its expiry (not at
  * whatever block the answering node has): authorizationState, and when it is spent the log that
  * spent it, searched over its lifetime's blocks from `createdMs`. Reconciliation and a maintainer's
- * hand refund (refunds.ts resolveRefundByHand) read it the same way.
+ * hand refund (refund-by-hand.ts) read it the same way.
  */
 export async function readAuthorization(
   reader: ChainReader,

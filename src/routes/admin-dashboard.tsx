@@ -14,7 +14,7 @@ import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
 import { heldClaims } from "../payments/reconcile-store";
-import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refunds";
+import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refund-by-hand";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { statsIfAvailable } from "../stats/published";
 import { dashboardFigures } from "../stats/query";

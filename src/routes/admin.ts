@@ -19,7 +19,7 @@ import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
 import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-store";
-import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refunds";
+import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refund-by-hand";
 
 export const adminRoutes = new Hono<AppEnv>();
 

@@ -24,7 +24,8 @@ import {
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
 import { applyPayment, candidates, type NonceRow } from "../../src/payments/reconcile-store";
-import { refundCaller, refundNonce, resolveRefundByHand } from "../../src/payments/refunds";
+import { resolveRefundByHand } from "../../src/payments/refund-by-hand";
+import { refundCaller, refundNonce } from "../../src/payments/refunds";
 import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { CALLER_TX, payoutRows, stubNetwork, tryEnv } from "../partners/network";
 

@@ -4,12 +4,8 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
-import {
-  markRefunded,
-  refundNonce,
-  resolveRefundByHand,
-  sendRecordedRefund,
-} from "../../src/payments/refunds";
+import { resolveRefundByHand } from "../../src/payments/refund-by-hand";
+import { markRefunded, refundNonce, sendRecordedRefund } from "../../src/payments/refunds";
 import { tryEnv } from "../partners/network";
 
 /**

@@ -105,6 +105,7 @@ export const tokenCount = defineSkill({
   category: "text_ops",
   price_usd: 0.004,
   kind: "utility",
+  readsAssets: true,
   description:
     "Count tokens exactly with real BPE tables (cl100k_base or o200k_base), plus characters and words, and a USD cost hint for sending the text as input to gpt-4o-mini. Special-token text such as <|endoftext|> is counted as plain text. Deterministic and offline.",
   input: () =>

@@ -57,6 +57,12 @@ export interface SkillSpec<S extends z.ZodType = z.ZodType> {
    * `run` as `JSON.rawJSON` of the digits the client sent (http/exact-integers.ts), not rounded.
    */
   exactIntegers?: boolean;
+  /**
+   * The skill loads data tables from the Worker's own static assets on first use (token_count's
+   * BPE tables): it answers 504, not charged, when they do not arrive in time, and the OpenAPI
+   * document lists that answer.
+   */
+  readsAssets?: true;
   /** Pure logic: the fields of the response other than `skill` and `ok`. */
   run(input: z.output<S>, ctx: SkillContext): SkillOutput | Promise<SkillOutput>;
 }

@@ -104,6 +104,29 @@ describe("GET /api/catalog", () => {
     }
   });
 
+  it("answers at the edges of what is accepted match the 200 schema openapi.json publishes (strict clients validate them)", async () => {
+    const doc = await (await call("/openapi.json")).json<{
+      paths: Record<
+        string,
+        { post: { responses: Record<string, { content: Record<string, { schema: Schema }> }> } }
+      >;
+    }>();
+    const cases: [string, Record<string, unknown>][] = [
+      // WHATWG and pydantic both accept port 0: the answer names it.
+      ["/api/skills/url-normalize", { url: "https://a.b:0/" }],
+      ["/api/skills/url-normalize", { url: "http://[::1]:65535/x" }],
+    ];
+    for (const [endpoint, body] of cases) {
+      const res = await call(endpoint, { method: "POST", body: JSON.stringify(body) });
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      const answer = await res.json();
+      const schema = doc.paths[endpoint]?.post.responses["200"]?.content["application/json"]
+        ?.schema as Schema;
+      const { errors } = new Validator(schema, "2020-12").validate(answer);
+      expect(errors, JSON.stringify(answer)).toEqual([]);
+    }
+  });
+
   it("the published input_schema rejects what validation rejects, and accepts what it accepts", async () => {
     const { skills } = await (await call("/api/catalog")).json<{ skills: Entry[] }>();
     // [skill, body, accepted by the server]: checks that live in code, not only in types and bounds.

@@ -32,7 +32,7 @@ export const webhookOperation = operation({
   headers: [{ name: "Stripe-Signature", in: "header", required: true, schema: { type: "string" } }],
   responses: {
     "200": json("Event received"),
-    "400": ERROR("Missing or invalid signature"),
+    "400": ERROR("Missing or invalid signature, or a signed event of a shape Stripe never sends"),
     "502": ERROR(
       "Stripe could not be read (session, payment, refunds or dispute); nothing recorded, Stripe redelivers",
     ),
@@ -106,6 +106,35 @@ async function grantBeforeCharge(
   return { granted: (await settleSession(c.env, remote)) === "granted" ? remote.id : undefined };
 }
 
+/** The event types acted on (the switch below): each reads its object's `id`. */
+const ACTED_ON = new Set([
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.expired",
+  "checkout.session.async_payment_failed",
+  "charge.refunded",
+  "charge.refund.updated",
+  "charge.dispute.created",
+  "charge.dispute.closed",
+]);
+
+/**
+ * Why a correctly signed event is not one Stripe sends (its id, type or object missing or of
+ * another type), if it is not. Only the holder of the webhook secret can sign one, but its fields
+ * go into D1 and into Stripe reads: refused with a 400, nothing recorded, never a 500.
+ */
+function malformedEvent(event: unknown): string | undefined {
+  if (!event || typeof event !== "object") return "not an object";
+  const { id, type, data } = event as { id?: unknown; type?: unknown; data?: { object?: unknown } | null };
+  if (typeof id !== "string" || !id) return "id must be a non-empty string";
+  if (typeof type !== "string" || !type) return "type must be a non-empty string";
+  const object = data?.object;
+  if (!object || typeof object !== "object") return "data.object must be an object";
+  if (ACTED_ON.has(type) && typeof (object as { id?: unknown }).id !== "string")
+    return "data.object.id must be a string";
+  return undefined;
+}
+
 /** Outcomes after which a pack may call again: a dispute won, a refund that failed or was canceled. */
 const MAY_CALL_AGAIN = new Set(["restored", "refund_applied"]);
 
@@ -142,6 +171,8 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
   } catch {
     return detail(c, 400, "Invalid Stripe-Signature");
   }
+  const malformed = malformedEvent(event);
+  if (malformed) return detail(c, 400, `Malformed Stripe event: ${malformed}`);
   const ref = { id: event.id, type: event.type };
   const db = c.env.DB;
   switch (event.type) {

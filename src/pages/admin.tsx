@@ -1,6 +1,11 @@
 import { microsToUsd, trimDecimal } from "../money";
 import type { owedSummary } from "../partners/payouts";
-import { type HeldClaim, NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER } from "../payments/reconcile-store";
+import {
+  type HeldClaim,
+  NO_LOG_EVERY_MS,
+  NO_LOG_SPACED_AFTER,
+  RUNNING_LEFT_TO_REQUEST_MS,
+} from "../payments/reconcile-store";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -20,13 +25,17 @@ const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 ===
 
 /**
  * When reconciliation reads an unheld claim, as reconcile-store.ts candidates() decides: a running
- * one once its authorization is a minute past valid_before; one judged "used, no log" twice only
+ * one once its authorization is a minute past valid_before and its request 5 minutes old; one judged "used, no log" twice only
  * every 2 h (a maintainer's queue resets that).
  */
 function reconcileState(u: Record<string, string | number>): string {
   const nowS = Date.now() / 1000;
-  if (u.status === "running" && Number(u.valid_before ?? 0) >= nowS - 60)
-    return "running, not yet due: read once its authorization has expired";
+  if (
+    u.status === "running" &&
+    (Number(u.valid_before ?? 0) >= nowS - 60 ||
+      Number(u.created_at ?? 0) >= Date.now() - RUNNING_LEFT_TO_REQUEST_MS)
+  )
+    return "running, not yet due: read once its authorization has expired and its request is 5 minutes old";
   if (Number(u.no_log_runs ?? 0) >= NO_LOG_SPACED_AFTER) {
     const next = new Date(Number(u.checked_at ?? 0) + NO_LOG_EVERY_MS).toISOString();
     return `spent with no log found ${u.no_log_runs} times: read again at ${next}; POST /api/admin/resolve/payment_nonces/${u.nonce} {"outcome":"queue"} to read it on the next run`;

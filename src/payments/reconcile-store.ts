@@ -72,10 +72,20 @@ export const NO_LOG_EVERY_MS = 2 * 3_600_000;
 const SPACED = "no_log_runs >= ?6 AND coalesce(checked_at, 0) >= ?5";
 
 /**
+ * How long a 'running' claim is left to its request: longer than any request can still act on it
+ * (handler timeouts, two 45 s settle calls when the facilitator answers settlement_pending, a
+ * partner's 10 s, 30 s of waitUntil). Its authorization's expiry alone is not enough: a buyer may
+ * sign one valid for a few seconds, and its request still settles (and pays a partner) after it;
+ * a run deciding the claim meanwhile recorded the payment without the refund the request's
+ * unconfirmed answer then promised, or a partner share as not yet paid that the request paid.
+ */
+export const RUNNING_LEFT_TO_REQUEST_MS = 5 * 60_000;
+
+/**
  * 'failed' rows at once (never one held for a person, nor one spaced out: noteNoLog); 'running'
- * ones only a minute after their authorization expired (always due, then), so a request still
- * finishing its own settlement is never raced. Due rows first (up to DUE_FIRST, least recently
- * looked at first), then the rest by checked_at.
+ * ones only a minute after their authorization expired (always due, then) and once their request
+ * cannot still be settling them (RUNNING_LEFT_TO_REQUEST_MS). Due rows first (up to DUE_FIRST,
+ * least recently looked at first), then the rest by checked_at.
  */
 export function candidates(db: D1Database, network: string, nowMs: number) {
   return db
@@ -88,10 +98,18 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
              FROM payment_nonces
              WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1 AND hold IS NULL
                AND NOT (${SPACED})
-               AND (status = 'failed' OR (status = 'running' AND valid_before < ?2)))
+               AND (status = 'failed' OR (status = 'running' AND valid_before < ?2 AND created_at < ?7)))
        ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), updated_at LIMIT ?3`,
     )
-    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST, nowMs - NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER)
+    .bind(
+      network,
+      dueBefore(nowMs),
+      BATCH,
+      DUE_FIRST,
+      nowMs - NO_LOG_EVERY_MS,
+      NO_LOG_SPACED_AFTER,
+      nowMs - RUNNING_LEFT_TO_REQUEST_MS,
+    )
     .all<NonceRow>();
 }
 

@@ -197,7 +197,7 @@ export async function dashboardFigures(
       .prepare(
         // Running ones first (a request that died: rarer, and each one a call that may have been
         // served unpaid), then failed ones, newest first; count(*) OVER says how many were cut.
-        `SELECT nonce, request_id, resource, status, updated_at, no_log_runs, checked_at, valid_before,
+        `SELECT nonce, request_id, resource, status, created_at, updated_at, no_log_runs, checked_at, valid_before,
                 count(*) OVER () AS total FROM payment_nonces
          WHERE (status = 'failed' OR (status = 'running' AND updated_at < ?1)) AND hold IS NULL
          ORDER BY status = 'running' DESC, updated_at DESC LIMIT 200`,

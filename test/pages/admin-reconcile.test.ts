@@ -62,7 +62,7 @@ it("Settlements to reconcile lists what GET /api/admin/payments lists: stale run
     `<td>n-spaced-${rid}</td><td>spent with no log found 2 times: read again at ${new Date(now + 2 * 3_600_000).toISOString()}; POST /api/admin/resolve/payment_nonces/n-spaced-${rid} {&quot;outcome&quot;:&quot;queue&quot;} to read it on the next run</td>`,
   );
   expect(table).toContain(
-    `<td>n-notdue-${rid}</td><td>running, not yet due: read once its authorization has expired</td>`,
+    `<td>n-notdue-${rid}</td><td>running, not yet due: read once its authorization has expired and its request is 5 minutes old</td>`,
   );
   expect(table).toContain(
     `<th scope="row">req-held-${rid}</th><td>x402 claim</td><td>n-held-${rid}</td><td>needs a person: spent with no log for a day. Resolve: POST /api/admin/resolve/payment_nonces/n-held-${rid}</td>`,

@@ -23,7 +23,12 @@ import {
   searchRange,
 } from "../../src/payments/reconcile-chain";
 import { decide, type Terms } from "../../src/payments/reconcile-decide";
-import { applyPayment, candidates, type NonceRow } from "../../src/payments/reconcile-store";
+import {
+  applyPayment,
+  candidates,
+  type NonceRow,
+  RUNNING_LEFT_TO_REQUEST_MS,
+} from "../../src/payments/reconcile-store";
 import { resolveRefundByHand } from "../../src/payments/refund-by-hand";
 import { refundCaller, refundNonce } from "../../src/payments/refunds";
 import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
@@ -277,7 +282,8 @@ async function claim(
       requestId,
       resource,
       status,
-      Date.now() - 60_000,
+      // Made when its authorization was signed (valid for up to 300 s), at least a minute ago.
+      Math.min(Date.now() - 60_000, (t.validBefore - 300) * 1000),
       t.payer,
       t.payTo,
       t.asset,
@@ -692,6 +698,26 @@ describe("a withheld call whose payment landed is refunded", () => {
     expect(await status(c.key)).toBe("settled");
     expect(await refundRow(c.requestId)).toBeNull();
     expect(refundsTo(settled, c.t.payer)).toEqual([]);
+  });
+
+  it("a 'running' claim whose short-lived authorization expired is left to its request until that request cannot still be settling it (5 minutes)", async () => {
+    stubNetwork(noPartner);
+    // Signed valid for seconds (a buyer's slow clock), claimed 90 s ago: its request may still be
+    // waiting on a second settle call, and answer unconfirmed (a refund promised) or pay a partner.
+    const c = await claim("running", { validBefore: now() - 70 });
+    await env.DB.prepare("UPDATE payment_nonces SET created_at = ?2, updated_at = ?2 WHERE nonce = ?1")
+      .bind(c.key, Date.now() - 90_000)
+      .run();
+    const chain = landed(c);
+    const summary = await reconcile(tryEnv, chain.reader);
+    expect(summary.settled).toBe(0);
+    expect(await status(c.key)).toBe("running");
+    // Its request is gone by now: the run decides it.
+    await env.DB.prepare("UPDATE payment_nonces SET created_at = ?2 WHERE nonce = ?1")
+      .bind(c.key, Date.now() - RUNNING_LEFT_TO_REQUEST_MS - 1_000)
+      .run();
+    await reconcile(tryEnv, chain.reader);
+    expect(await status(c.key)).toBe("settled");
   });
 
   it("a refund that did not settle stays owed; a later run sends it again only once its last authorization expired unused, with the same nonce", async () => {

@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { redactSecrets } from "./config";
 import type { Bindings } from "./env";
+import { databaseSize, pruneExpired, sizeReport } from "./ops/database";
 import { cronFailure, reconcile } from "./payments/reconcile";
 import { refreshPublishedStats } from "./stats/published";
 
@@ -8,17 +9,23 @@ const app = createApp();
 
 /**
  * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain,
- * and recomputes the published reliability figures into KV (stats/published.ts), side by side so
- * neither's failure skips or hides the other's. Awaited, and a run where either failed (or
- * reconciliation left errors) throws, naming each: the Cron Events list and its alerts then show it
- * as failed instead of a success whose only trace is a log line. Not retried by the platform
- * (noRetry): the next run is 5 minutes away and picks up what this one left.
+ * recomputes the published reliability figures into KV (stats/published.ts) and deletes expired
+ * stored answers and old call-log rows (ops/database.ts), side by side so no part's failure skips
+ * or hides another's; then reads the database's size, logged at "warn" near D1's cap. Awaited,
+ * and a run where a part failed (or reconciliation left errors) throws, naming each: the Cron
+ * Events list and its alerts then show it as failed instead of a success whose only trace is a
+ * log line. Not retried by the platform (noRetry): the next run is 5 minutes away and picks up
+ * what this one left.
  */
 async function scheduled(controller: ScheduledController, env: Bindings, _ctx: ExecutionContext) {
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
   const redacted = (fields: Record<string, unknown>) =>
     redactSecrets(JSON.stringify({ cron: controller.cron, ...fields }), env);
-  const [reconciled, stats] = await Promise.allSettled([reconcile(env), refreshPublishedStats(env)]);
+  const [reconciled, stats, pruned] = await Promise.allSettled([
+    reconcile(env),
+    refreshPublishedStats(env),
+    pruneExpired(env.DB),
+  ]);
   const failures: string[] = [];
   if (reconciled.status === "fulfilled") {
     console.log(redacted({ level: "info", reconcile: reconciled.value }));
@@ -33,6 +40,21 @@ async function scheduled(controller: ScheduledController, env: Bindings, _ctx: E
   } else {
     failures.push(`stats: ${stats.reason}`);
     console.error(redacted({ level: "error", error: `stats: ${stats.reason}` }));
+  }
+  if (pruned.status === "fulfilled") {
+    console.log(redacted({ level: "info", pruned: pruned.value }));
+  } else {
+    failures.push(`prune: ${pruned.reason}`);
+    console.error(redacted({ level: "error", error: `prune: ${pruned.reason}` }));
+  }
+  // Read after the deletes: what they left. Nothing else watches it, and past D1's cap every
+  // x402 claim is refused.
+  try {
+    const { level, ...database } = sizeReport(await databaseSize(env.DB));
+    (level === "warn" ? console.warn : console.log)(redacted({ level, database }));
+  } catch (e) {
+    failures.push(`database size: ${e}`);
+    console.error(redacted({ level: "error", error: `database size: ${e}` }));
   }
   if (failures.length) {
     controller.noRetry();

@@ -1,4 +1,5 @@
 import { microsToUsd, trimDecimal } from "../money";
+import { sizeReport } from "../ops/database";
 import type { owedSummary } from "../partners/payouts";
 import {
   type HeldClaim,
@@ -45,6 +46,16 @@ function reconcileState(u: Record<string, string | number>): string {
     : "reconciliation reads it every run";
 }
 
+/** The database's size against D1's cap, and what to do near it (docs/OPERATIONS.md). */
+function databaseLine(bytes: number | undefined) {
+  if (bytes === undefined) return "Database size: cannot be read right now.";
+  const r = sizeReport(bytes);
+  const line = `Database size: ${(bytes / 1e6).toFixed(1)} MB, ${r.percent_of_cap} % of D1's ${r.cap_bytes / 1e9} GB cap`;
+  return r.level === "warn"
+    ? `${line}: archive the ledgers by hand before it is full (docs/OPERATIONS.md, "Database size").`
+    : `${line}.`;
+}
+
 export function AdminLoginPage(props: { error?: string }) {
   return (
     <Layout title="Admin sign-in">
@@ -71,6 +82,8 @@ export function AdminDashboardPage(props: {
   figures: Awaited<ReturnType<typeof dashboardFigures>>;
   payouts: Awaited<ReturnType<typeof owedSummary>>;
   held: HeldClaim[];
+  /** The database's size in bytes (D1's meta.size_after), or undefined when it cannot be read now. */
+  databaseBytes: number | undefined;
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
@@ -89,6 +102,9 @@ export function AdminDashboardPage(props: {
           ? `Call figures over 7 days as published at ${stats.computed_at} (${ageMinutes} min ago; recomputed every 5 minutes by the Cron)`
           : "Call figures over 7 days: the published figures cannot be read right now"}
         ; revenue over {figures.days} days, read now.
+      </p>
+      <p class="muted" id="database-size">
+        {databaseLine(props.databaseBytes)}
       </p>
       {props.notice ? (
         <p role="status" id="notice">

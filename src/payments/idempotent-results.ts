@@ -15,13 +15,26 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
  * retry may take it over. Longer than any call can run: handler timeouts plus the 45 s settle wait.
  */
 export const ABANDONED_AFTER_MS = 5 * 60 * 1000;
-/** UTF-8 bodies up to this size are kept in the D1 row; larger or binary ones in KV (D1 values stop at 2 MB). */
+/**
+ * keepBody's default: UTF-8 bodies up to this size are kept in the D1 row (a card pack's first-call
+ * answer); larger or binary ones in KV (D1 values stop at 2 MB).
+ */
 export const D1_BODY_MAX = 512 * 1024;
+/**
+ * A stored idempotent answer is kept in its row only up to this; a larger one goes to KV, which
+ * expires it with the window. Kept in the row up to D1_BODY_MAX, every paid call with a fresh key
+ * could add its answer to the database for a day: 20 json_sort calls of 254 KB grew it 520 KB
+ * each, so ~$62 of calls filled D1's 10 GB within one window, and a full D1 refuses every x402
+ * claim (503 payments_unavailable for every buyer). At 16 KiB a row costs ~30 times less.
+ */
+export const RESULT_ROW_MAX = 16 * 1024;
+/** Expired rows a store deletes at most: it adds one, so a backlog drains too, a short delete at a time. */
+const EXPIRED_PER_STORE = 100;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 
 /**
- * Where a stored answer goes: its text for the D1 row when it is UTF-8 of at most D1_BODY_MAX
+ * Where a stored answer goes: its text for the D1 row when it is UTF-8 of at most `rowMax`
  * bytes, else the KV key it was put under. D1 refuses a string, BLOB or row over 2,000,000 bytes
  * ("string or blob too big"), which an answer of a 5 MB body can pass; KV takes 25 MiB.
  */
@@ -30,9 +43,10 @@ export async function keepBody(
   kvKey: string,
   answer: ArrayBuffer | string,
   options?: KVNamespacePutOptions,
+  rowMax = D1_BODY_MAX,
 ): Promise<{ body: string; bodyKv: null } | { body: null; bodyKv: string }> {
   const bytes = typeof answer === "string" ? encoder.encode(answer) : answer;
-  if (bytes.byteLength <= D1_BODY_MAX) {
+  if (bytes.byteLength <= rowMax) {
     if (typeof answer === "string") return { body: answer, bodyKv: null };
     try {
       return { body: utf8.decode(bytes), bodyKv: null }; // valid UTF-8 round-trips to the same bytes
@@ -115,9 +129,13 @@ export async function store(
   const db = c.env.DB;
   // The request id header is the replaying request's own; everything else is kept as answered.
   const headers = [...res.headers].filter(([name]) => name !== "x-request-id" && name !== "set-cookie");
-  const { body, bodyKv } = await keepBody(c.env.KV, `idempotent:${await sha256Hex(key)}`, bytes, {
-    expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000,
-  });
+  const { body, bodyKv } = await keepBody(
+    c.env.KV,
+    `idempotent:${await sha256Hex(key)}`,
+    bytes,
+    { expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000 },
+    RESULT_ROW_MAX,
+  );
   const now = Date.now();
   await db
     .prepare(
@@ -126,10 +144,10 @@ export async function store(
     )
     .bind(key, requestId, res.status, JSON.stringify(headers), body, bodyKv, now)
     .run();
-  // Expired rows are dead weight; deleting them after the answer keeps the table at one window.
-  const expire = db
-    .prepare("DELETE FROM idempotent_results WHERE created_at < ?1")
-    .bind(now - IDEMPOTENCY_WINDOW_MS)
+  // Expired rows are dead weight; deleting them after the answer keeps the table at one window
+  // whatever the traffic (about one row expires for each stored). The Cron deletes them too, in
+  // chunks (ops/database.ts): this delete runs only after a store, which a full D1 refuses.
+  const expire = expiredResults(db, now, EXPIRED_PER_STORE)
     .run()
     .then(() => undefined);
   try {
@@ -137,6 +155,20 @@ export async function store(
   } catch {
     await expire; // no ExecutionContext (app.fetch in tests)
   }
+}
+
+/**
+ * The delete of up to `limit` rows past the window as of `now` (the oldest first, by the
+ * created_at index): D1 has no DELETE … LIMIT, and one unbounded delete after a backlog held the
+ * database, and every buyer's claim behind it, for as long as it ran.
+ */
+export function expiredResults(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      `DELETE FROM idempotent_results WHERE rowid IN
+         (SELECT rowid FROM idempotent_results WHERE created_at < ?1 LIMIT ?2)`,
+    )
+    .bind(now - IDEMPOTENCY_WINDOW_MS, limit);
 }
 
 /** When a retry whose stored answer could not be read just now is told to come back. */
@@ -150,6 +182,10 @@ export async function replay(c: Context<AppEnv>, row: Stored) {
   if (row.body_kv) {
     try {
       body = await c.env.KV.get(row.body_kv, "arrayBuffer");
+      // The row is inside the window and KV keeps the answer a little longer (its TTL starts at
+      // the store, the window at the claim), so a miss is a write not yet seen where this runs
+      // (KV takes up to 60 s to spread): come back for it, never "expired".
+      if (body === null) throw new Error("not found (not yet visible here)");
     } catch (e) {
       // The answer is still stored (KV is only unreachable): the retry is told to come back for it,
       // never given a 500 that reads as a lost paid answer, and nothing is charged again.

@@ -17,30 +17,45 @@ export const paymentsQuery = z.object({
  */
 const RUNNING_GRACE_MS = MAX_TIMEOUT_SECONDS * 1000;
 
-/** The x402 ledger: settled payments, newest first, with totals over the filter. */
+/**
+ * The x402 ledger: settled payments, newest first, with totals over the filter. The WHERE holds
+ * only the filters given: `(?2 IS NULL OR request_id = ?2)` kept SQLite off the request_id index,
+ * so with 20,000 payments and 20,000 refunds one request id read 80,003 rows; now it reads a few.
+ */
 export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQuery>) {
-  const where = "WHERE (?1 IS NULL OR resource = ?1) AND (?2 IS NULL OR request_id = ?2)";
-  const args = [q.resource ?? null, q.request_id ?? null];
+  const args: string[] = [];
+  const filters: string[] = [];
+  for (const [column, value] of [
+    ["resource", q.resource],
+    ["request_id", q.request_id],
+  ] as const) {
+    if (value === undefined) continue;
+    args.push(value);
+    filters.push(`p.${column} = ?${args.length}`);
+  }
+  const where = filters.length ? `WHERE ${filters.join(" AND ")}` : "";
   const [rows, totals, refunded] = await db.batch([
     db
       .prepare(
         `SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at, reconciled_at
-       FROM payments ${where} ORDER BY id DESC LIMIT ?3`,
+       FROM payments p ${where} ORDER BY id DESC LIMIT ?${args.length + 1}`,
       )
       .bind(...args, q.limit),
     db
       .prepare(
-        `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments ${where}`,
+        `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments p ${where}`,
       )
       .bind(...args),
     // Refunds of those payments (payments/refunds.ts), so the totals can be read net: a
     // payment's own refund and the return of a partner share it kept back (`<id>:withheld`).
+    // Joined from the filtered payments, each looked up by its unique request_id, so a filtered
+    // view reads its own refunds, not every refund and payment twice over.
     db
       .prepare(
-        `SELECT count(*) AS count, coalesce(sum(amount_micro), 0) AS amount_atomic,
-                coalesce(sum(CASE WHEN status = 'refunded' THEN amount_micro ELSE 0 END), 0) AS refunded_atomic
-         FROM refunds WHERE request_id IN (SELECT request_id FROM payments ${where})
-            OR request_id IN (SELECT request_id || '${WITHHELD_SUFFIX}' FROM payments ${where})`,
+        `SELECT count(*) AS count, coalesce(sum(r.amount_micro), 0) AS amount_atomic,
+                coalesce(sum(CASE WHEN r.status = 'refunded' THEN r.amount_micro ELSE 0 END), 0) AS refunded_atomic
+         FROM payments p JOIN refunds r ON r.request_id IN (p.request_id, p.request_id || '${WITHHELD_SUFFIX}')
+         ${where}`,
       )
       .bind(...args),
   ]);

@@ -9,6 +9,7 @@ import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, usdToMicros } from "../money";
+import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
@@ -113,7 +114,7 @@ const NOTICES: Record<string, string> = {
 adminDashboardRoutes.get("/admin", async (c) => {
   if (!(await signedIn(c))) return c.html(<AdminLoginPage />, 401);
   const token = c.env.ADMIN_TOKEN as string;
-  const [stats, figures, payouts, held] = await Promise.all([
+  const [stats, figures, payouts, held, databaseBytes] = await Promise.all([
     // The published figures the Cron stores every 5 minutes (KV, this isolate's copy for a
     // minute): computing them here read every call_log row of 7 days on each view and on each
     // form's redirect, and D1 serves one query at a time, so buyers' claims queued behind it.
@@ -122,6 +123,8 @@ adminDashboardRoutes.get("/admin", async (c) => {
     owedSummary(c.env.DB),
     // Claims and upstream authorizations held for a person: no run reads them until resolved.
     heldClaims(c.env.DB),
+    // A read of no row; a size D1 does not give now is said so, not a failed page.
+    databaseSize(c.env.DB).catch(() => undefined),
   ]);
   const notice = c.req.query("notice");
   return c.html(
@@ -131,6 +134,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
       figures={figures}
       payouts={payouts}
       held={held}
+      databaseBytes={databaseBytes}
       notice={notice !== undefined && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined}
     />,
   );

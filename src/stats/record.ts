@@ -213,11 +213,24 @@ async function insertCalls(db: D1Database, rows: CallRecord[]) {
         ),
     );
   }
-  const oldest = Math.min(...rows.map((r) => r.at));
-  statements.push(
-    db.prepare("DELETE FROM call_log WHERE at < ?1").bind(oldest - RETENTION_DAYS * 86_400_000),
-  );
+  // What aged out since the last flush goes with this batch, so the log keeps pace with any write
+  // volume; it fails with the INSERT when D1 is full, which is why the Cron prunes too.
+  statements.push(expiredCalls(db, Math.min(...rows.map((r) => r.at)), EXPIRED_PER_FLUSH));
   await db.batch(statements);
+}
+
+/** Aged-out rows a flush deletes at most: ten times the most it adds, a short delete all the same. */
+const EXPIRED_PER_FLUSH = MAX_BUFFERED * 10;
+
+/**
+ * The delete of up to `limit` rows past the retention as of `now` (the oldest first, by the
+ * call_log_at index): D1 has no DELETE … LIMIT. Run by each flush and, in chunks, by the Cron
+ * (ops/database.ts), which does not depend on an INSERT succeeding.
+ */
+export function expiredCalls(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare("DELETE FROM call_log WHERE rowid IN (SELECT rowid FROM call_log WHERE at < ?1 LIMIT ?2)")
+    .bind(now - RETENTION_DAYS * 86_400_000, limit);
 }
 
 function writeDataPoint(env: AppEnv["Bindings"], r: CallRecord) {

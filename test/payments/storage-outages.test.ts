@@ -163,7 +163,7 @@ describe("a stored answer KV cannot read", () => {
     const first = await send(cardEnv);
     expect(first.status).toBe(200);
     const body = await first.text();
-    // As an answer over 512 KiB is kept: its bytes in KV, the row naming them.
+    // As an answer over 16 KiB is kept: its bytes in KV, the row naming them.
     const kvKey = `idempotent:test-${crypto.randomUUID()}`;
     await env.KV.put(kvKey, body);
     await env.DB.prepare("UPDATE idempotent_results SET body = NULL, body_kv = ?2 WHERE request_id = ?1")

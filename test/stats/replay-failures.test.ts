@@ -36,7 +36,7 @@ describe("a retry whose stored answer cannot be given back now is a replay, not 
     const first = await fetchApp("/api/skills/uuid-mint", init, paid);
     expect(first.status).toBe(200);
     const requestId = first.headers.get("x-request-id") as string;
-    // Its stored answer lives in KV (an answer over 512 KiB would), and KV cannot be read now.
+    // Its stored answer lives in KV (an answer over 16 KiB would), and KV cannot be read now.
     await env.DB.prepare("UPDATE idempotent_results SET body = NULL, body_kv = 'x' WHERE request_id = ?1")
       .bind(requestId)
       .run();

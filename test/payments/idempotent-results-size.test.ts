@@ -1,0 +1,100 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
+import { sha256Hex } from "../../src/digest";
+import { hashKey } from "../../src/payments/credits";
+import { RESULT_ROW_MAX } from "../../src/payments/idempotent-results";
+import { callsLeft, keyWith } from "../fixtures/credits";
+
+// Where a stored idempotent answer is kept: in its D1 row only when small, else in KV under the
+// window's TTL, so paid calls with fresh keys cannot fill the database within a day.
+const cardEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
+const app = createApp();
+
+/** A json_sort call under an Idempotency-Key, paid with a card key; `data` sets the answer's size. */
+const sortCall = (key: string, idem: string, data: unknown, e: object = cardEnv) =>
+  app.fetch(
+    new Request("https://skills.test/api/skills/json-sort", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "idempotency-key": idem,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ data }),
+    }),
+    e,
+  );
+
+const storedRow = (requestId: string | null) =>
+  env.DB.prepare("SELECT length(body) AS body_bytes, body_kv FROM idempotent_results WHERE request_id = ?1")
+    .bind(requestId)
+    .first<{ body_bytes: number | null; body_kv: string | null }>();
+
+describe("a stored idempotent answer over 16 KiB", () => {
+  it("goes to KV (the row keeps only where), and a retry gets it back byte for byte without a second credit", async () => {
+    const key = await keyWith(env.DB, 3, "json_sort");
+    // ~60 KB of input: json_sort answers about twice that, over 16 KiB and under the old 512 KiB.
+    const data = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`k${i}`, "é".repeat(40) + i]));
+    const idem = `big-${crypto.randomUUID()}`;
+    const first = await sortCall(key, idem, data);
+    expect(first.status).toBe(200);
+    const bytes = new Uint8Array(await first.arrayBuffer());
+    expect(bytes.byteLength).toBeGreaterThan(RESULT_ROW_MAX);
+    expect(bytes.byteLength).toBeLessThan(512 * 1024);
+    const row = await storedRow(first.headers.get("x-request-id"));
+    expect(row).toEqual({
+      body_bytes: null,
+      body_kv: `idempotent:${await sha256Hex(`card:${await hashKey(key)}:${idem}`)}`,
+    });
+    const kept = await env.KV.getWithMetadata(row?.body_kv as string, "arrayBuffer");
+    expect(new Uint8Array(kept.value as ArrayBuffer)).toEqual(bytes);
+    const retry = await sortCall(key, idem, data);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(new Uint8Array(await retry.arrayBuffer())).toEqual(bytes);
+    expect(await callsLeft(env.DB, key)).toBe(2);
+  });
+
+  it("an answer of at most 16 KiB stays in its row", async () => {
+    const key = await keyWith(env.DB, 1, "json_sort");
+    const first = await sortCall(key, `small-${crypto.randomUUID()}`, { b: 1, a: 2 });
+    expect(first.status).toBe(200);
+    const text = await first.text();
+    const row = await storedRow(first.headers.get("x-request-id"));
+    expect(row).toEqual({ body_bytes: text.length, body_kv: null });
+  });
+
+  it("a KV answer not yet visible where the retry runs is 503 idempotent_result_unavailable with Retry-After, never 'expired'", async () => {
+    const key = await keyWith(env.DB, 2, "json_sort");
+    const data = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`k${i}`, "x".repeat(40)]));
+    const idem = `unseen-${crypto.randomUUID()}`;
+    const first = await sortCall(key, idem, data);
+    expect(first.status).toBe(200);
+    const body = await first.text();
+    // KV as another location sees it within a minute of the write: the key is not there yet.
+    const notYet = new Proxy(env.KV, {
+      get(target, prop) {
+        if (prop === "get") return () => Promise.resolve(null);
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const retry = await sortCall(key, idem, data, { ...cardEnv, KV: notYet });
+      expect(retry.status).toBe(503);
+      expect(retry.headers.get("retry-after")).toBe("2");
+      expect(await retry.json()).toMatchObject({
+        reason: "idempotent_result_unavailable",
+        request_id: first.headers.get("x-request-id"),
+      });
+    } finally {
+      errors.mockRestore();
+    }
+    const later = await sortCall(key, idem, data);
+    expect(later.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await later.text()).toBe(body);
+    expect(await callsLeft(env.DB, key)).toBe(1);
+  });
+});

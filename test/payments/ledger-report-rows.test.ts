@@ -1,0 +1,174 @@
+import { env } from "cloudflare:test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
+
+// GET /api/admin/payments over a ledger of a few thousand payments and refunds: a filtered view
+// reads about what it shows, and answers what the query before it answered on the same rows.
+const SEEDED = 3000;
+const tag = `lr${crypto.randomUUID().slice(0, 8)}`;
+const id = (i: number) => `${tag}-req-${i}`;
+const resourceOf = (i: number) => `${tag}-skill-${i % 3}`;
+
+/** The ledger's three reads as they were written before (`?2 IS NULL OR …`, refund totals by IN). */
+async function oldReport(db: D1Database, q: { resource?: string; request_id?: string; limit: number }) {
+  const where = "WHERE (?1 IS NULL OR resource = ?1) AND (?2 IS NULL OR request_id = ?2)";
+  const args = [q.resource ?? null, q.request_id ?? null];
+  const [rows, totals, refunded] = await db.batch([
+    db
+      .prepare(
+        `SELECT request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at, reconciled_at
+       FROM payments ${where} ORDER BY id DESC LIMIT ?3`,
+      )
+      .bind(...args, q.limit),
+    db
+      .prepare(
+        `SELECT count(*) AS count, coalesce(sum(amount_atomic), 0) AS amount_atomic FROM payments ${where}`,
+      )
+      .bind(...args),
+    db
+      .prepare(
+        `SELECT count(*) AS count, coalesce(sum(amount_micro), 0) AS amount_atomic,
+                coalesce(sum(CASE WHEN status = 'refunded' THEN amount_micro ELSE 0 END), 0) AS refunded_atomic
+         FROM refunds WHERE request_id IN (SELECT request_id FROM payments ${where})
+            OR request_id IN (SELECT request_id || ':withheld' FROM payments ${where})`,
+      )
+      .bind(...args),
+  ]);
+  return {
+    payments: rows?.results,
+    totals: totals?.results[0],
+    refunds: refunded?.results[0],
+    rowsRead: [rows, totals, refunded].reduce((n, r) => n + (r?.meta.rows_read ?? 0), 0),
+  };
+}
+
+/** env.DB, summing the rows read (meta.rows_read) by statements on the payments or refunds tables. */
+function countingDb(db: D1Database) {
+  const seen = { ledgerRows: 0 };
+  const ledger = (sql: string) => /FROM (payments|refunds)\b/.test(sql);
+  const inner = new WeakMap<object, { stmt: D1PreparedStatement; sql: string }>();
+  const count = (sql: string, r: { meta?: { rows_read?: number } }) => {
+    if (ledger(sql)) seen.ledgerRows += r.meta?.rows_read ?? 0;
+  };
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const w = new Proxy(stmt, {
+      get(target, prop) {
+        if (prop === "bind") return (...a: unknown[]) => wrap(target.bind(...a), sql);
+        if (prop === "all" || prop === "run")
+          return async () => {
+            const r = await target[prop]();
+            count(sql, r);
+            return r;
+          };
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    inner.set(w, { stmt, sql });
+    return w;
+  };
+  const counted = new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+      if (prop === "batch")
+        return async (stmts: D1PreparedStatement[]) => {
+          const given = stmts.map((s) => inner.get(s));
+          const results = await target.batch(
+            given.map((g, i) => g?.stmt ?? (stmts[i] as D1PreparedStatement)),
+          );
+          for (const [i, r] of results.entries()) count(given[i]?.sql ?? "", r);
+          return results;
+        };
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  return { db: counted, seen };
+}
+
+beforeAll(async () => {
+  const now = Date.now();
+  const ids = JSON.stringify(Array.from({ length: SEEDED }, (_, i) => i));
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at)
+       SELECT ?1 || '-nonce-' || value, ?1 || '-req-' || value, ?1 || '-skill-' || (value % 3), 'settled', ?2, ?2
+       FROM json_each(?3)`,
+    ).bind(tag, now, ids),
+    env.DB.prepare(
+      `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at)
+       SELECT ?1 || '-req-' || value, ?1 || '-skill-' || (value % 3), 1000 + value, '0xusdc', '0xpayer', '0xpayto',
+              'eip155:8453', '0xtx' || value, ?1 || '-nonce-' || value, ?2
+       FROM json_each(?3)`,
+    ).bind(tag, now, ids),
+    // A refund for every payment: its own (owed or refunded) for most, a kept-back share's
+    // return (`:withheld`) for every seventh as well.
+    env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+       SELECT ?1 || '-req-' || value, '0xpayer', 100 + value, 0, 'test', CASE WHEN value % 2 THEN 'refunded' ELSE 'owed' END, ?2, ?2
+       FROM json_each(?3)`,
+    ).bind(tag, now, ids),
+    env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+       SELECT ?1 || '-req-' || value || ':withheld', '0xpayer', 7, 0, 'test', 'refunded', ?2, ?2
+       FROM json_each(?3) WHERE value % 7 = 0`,
+    ).bind(tag, now, ids),
+  ]);
+});
+
+afterAll(async () => {
+  await env.DB.batch([
+    env.DB.prepare("DELETE FROM refunds WHERE request_id LIKE ?1").bind(`${tag}-%`),
+    env.DB.prepare("DELETE FROM payments WHERE request_id LIKE ?1").bind(`${tag}-%`),
+    env.DB.prepare("DELETE FROM payment_nonces WHERE request_id LIKE ?1").bind(`${tag}-%`),
+  ]);
+});
+
+describe("GET /api/admin/payments over thousands of payments and refunds", () => {
+  const views: [string, Record<string, string>][] = [
+    ["every payment", {}],
+    ["one request id", { request_id: id(1401) }],
+    ["one request id with a kept share returned", { request_id: id(700) }],
+    ["one resource", { resource: resourceOf(1) }],
+    ["one resource and a request id of it", { resource: resourceOf(1), request_id: id(1) }],
+    ["a resource and a request id of another", { resource: resourceOf(1), request_id: id(2) }],
+    ["an unknown request id", { request_id: `${tag}-nobody` }],
+    ["an empty request id", { request_id: "" }],
+  ];
+
+  it.each(views)("%s: the rows and totals the query before answered", async (_, params) => {
+    const q = paymentsQuery.parse({ ...params, limit: "50" });
+    const report = await ledgerReport(env.DB, q);
+    const old = await oldReport(env.DB, q);
+    expect(report.payments).toEqual(old.payments);
+    expect(report.totals).toEqual(old.totals);
+    expect(report.refunds).toEqual(old.refunds);
+  });
+
+  it("a view of one request id reads a handful of ledger rows, not the tables", async () => {
+    const q = paymentsQuery.parse({ request_id: id(1400) });
+    const counting = countingDb(env.DB);
+    const report = await ledgerReport(counting.db, q);
+    expect(report.payments).toHaveLength(1);
+    expect(report.refunds).toEqual({ count: 2, amount_atomic: 100 + 1400 + 7, refunded_atomic: 7 });
+    const old = await oldReport(env.DB, q);
+    console.log(`?request_id=… read ${counting.seen.ledgerRows} ledger rows; before: ${old.rowsRead}`);
+    expect(old.rowsRead).toBeGreaterThan(4 * SEEDED);
+    expect(counting.seen.ledgerRows).toBeLessThanOrEqual(10);
+  });
+
+  it("a view of one resource reads about its own payments and refunds", async () => {
+    const q = paymentsQuery.parse({ resource: resourceOf(2) });
+    const counting = countingDb(env.DB);
+    const report = await ledgerReport(counting.db, q);
+    expect(report.totals).toMatchObject({ count: SEEDED / 3 });
+    const old = await oldReport(env.DB, q);
+    console.log(`?resource=… read ${counting.seen.ledgerRows} ledger rows; before: ${old.rowsRead}`);
+    // Its 1,000 payments (an index entry and a row each) read by each of the three statements,
+    // and their refunds by the join: none of the other resources' rows.
+    const own = SEEDED / 3;
+    const ownRefunds = Number((report.refunds as { count: number }).count);
+    expect(counting.seen.ledgerRows).toBeLessThanOrEqual(3 * 2 * own + ownRefunds + 50);
+    expect(counting.seen.ledgerRows).toBeLessThan(old.rowsRead);
+  });
+});

@@ -5,10 +5,11 @@
 // then fails; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
 // expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
 // (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
-// `POST /_emulator/refunds/:id/fail`), and disputes opened and decided by a test control (`/_emulator/disputes`,
-// standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
+// `POST /_emulator/refunds/:id/fail`), and disputes (chargebacks and inquiries) opened, moved on and
+// decided by a test control (`/_emulator/disputes`, standing in for Stripe's dispute test cards and
+// evidence) and read back (`GET /v1/disputes/:id`). Every event it sends
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
-// `charge.refund.updated`, `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
+// `charge.refund.updated`, `charge.dispute.created` / `.updated` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
 // (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
 // format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
@@ -680,10 +681,18 @@ export async function startStripeEmulator({
   }
 
   // Test control, not Stripe's API: Stripe opens disputes from test cards and decides them from
-  // evidence; here a POST opens one on a paid session's charge and another decides it.
+  // evidence; here a POST opens one on a paid session's charge, others move it on and decide it.
+  // An inquiry (a card network's pre-dispute, `pm_card_createDisputeInquiry`) opens as
+  // `warning_needs_response` and closes as `warning_closed`; a chargeback opens as `needs_response`
+  // and closes `won` or `lost`. Stripe sends charge.dispute.closed for those three and
+  // charge.dispute.updated for the steps between (evidence submitted: `…under_review`).
   async function openDispute(params) {
-    checkKeys(params, "", ["payment_intent"]);
+    checkKeys(params, "", ["payment_intent", "status"]);
     const charge = chargeOf(asString(params.payment_intent, "payment_intent"), "payment_intent");
+    const status = params.status === undefined ? "needs_response" : asString(params.status, "status");
+    if (status !== "needs_response" && status !== "warning_needs_response") {
+      throw invalid("status must be needs_response or warning_needs_response", "status");
+    }
     const dispute = {
       id: randomId("du_"),
       object: "dispute",
@@ -693,30 +702,43 @@ export async function startStripeEmulator({
       currency: charge.currency,
       payment_intent: charge.payment_intent,
       reason: "fraudulent",
-      status: "needs_response",
+      status,
     };
     disputes.set(dispute.id, dispute);
     await deliver(dispute, "charge.dispute.created");
     return dispute;
   }
 
-  async function closeDispute(id, params) {
+  // The statuses each open status may move to, and the event Stripe sends for the move.
+  const DISPUTE_STEPS = {
+    warning_needs_response: { warning_under_review: "updated", warning_closed: "closed" },
+    warning_under_review: { warning_closed: "closed" },
+    needs_response: { under_review: "updated", won: "closed", lost: "closed" },
+    under_review: { won: "closed", lost: "closed" },
+  };
+
+  /** Moves a dispute on (`step` "updated") or decides it (`step` "closed"), with Stripe's event. */
+  async function moveDispute(id, params, step) {
     checkKeys(params, "", ["status"]);
     const dispute = disputes.get(id);
     if (!dispute)
       throw new StripeApiError(404, { type: "invalid_request_error", message: `No such dispute: '${id}'` });
     const status = asString(params.status, "status");
-    if (status !== "won" && status !== "lost") throw invalid("status must be won or lost", "status");
-    if (dispute.status === "won" || dispute.status === "lost")
-      throw invalid(`Dispute ${id} is already closed.`);
+    const steps = DISPUTE_STEPS[dispute.status];
+    if (!steps) throw invalid(`Dispute ${id} is already closed.`);
+    const allowed = Object.keys(steps).filter((next) => steps[next] === step);
+    if (!allowed.includes(status)) {
+      const to = allowed.length ? `only to ${allowed.join(" or ")}` : "no further";
+      throw invalid(`A ${dispute.status} dispute can be ${step} ${to}.`, "status");
+    }
     dispute.status = status;
-    await deliver(dispute, "charge.dispute.closed");
+    await deliver(dispute, `charge.dispute.${step}`);
     return dispute;
   }
 
   async function handleControl(req, res, pathname, search) {
     try {
-      const close = pathname.match(/^\/_emulator\/disputes\/([^/]+)\/close$/);
+      const moving = pathname.match(/^\/_emulator\/disputes\/([^/]+)\/(close|update)$/);
       if (req.method === "GET" && pathname === "/_emulator/events") {
         const type = new URLSearchParams(search).get("type");
         return sendJson(res, 200, { data: events.filter((e) => !type || e.type === type) });
@@ -743,8 +765,13 @@ export async function startStripeEmulator({
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
       }
-      if (req.method === "POST" && close) {
-        return sendJson(res, 200, await closeDispute(safeDecode(close[1]), parseForm(await readBody(req))));
+      if (req.method === "POST" && moving) {
+        const step = moving[2] === "close" ? "closed" : "updated";
+        return sendJson(
+          res,
+          200,
+          await moveDispute(safeDecode(moving[1]), parseForm(await readBody(req)), step),
+        );
       }
       throw new StripeApiError(404, {
         type: "invalid_request_error",

@@ -2,13 +2,14 @@
 // create and retrieve a Checkout Session (`payment` mode, one-time `price_data` line items), list the
 // session a PaymentIntent paid (`GET /v1/checkout/sessions?payment_intent=`), a hosted
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
-// then fails; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
+// then fails, or succeeds when the test control `POST /_emulator/sessions/:id/async_payment_succeeded`
+// says so; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
 // expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
 // (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
 // `POST /_emulator/refunds/:id/fail`), and disputes (chargebacks and inquiries) opened, moved on and
 // decided by a test control (`/_emulator/disputes`, standing in for Stripe's dispute test cards and
 // evidence) and read back (`GET /v1/disputes/:id`). Every event it sends
-// (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
+// (`checkout.session.completed` / `.expired` / `.async_payment_failed` / `.async_payment_succeeded`, `charge.refunded`,
 // `charge.refund.updated`, `charge.dispute.created` / `.updated` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
 // (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
@@ -680,6 +681,45 @@ export async function startStripeEmulator({
     return structuredClone(found);
   }
 
+  /** The charge of a session's payment, in the currency the buyer paid (presentment_details). */
+  function charge(session) {
+    const shown = session.presentment_details;
+    const amount = shown?.presentment_amount ?? session.amount_total;
+    charges.set(session.payment_intent, {
+      id: randomId("ch_test_"),
+      object: "charge",
+      amount,
+      amount_captured: amount,
+      amount_refunded: 0,
+      currency: shown?.presentment_currency ?? "usd",
+      paid: true,
+      payment_intent: session.payment_intent,
+      refunded: false,
+      status: "succeeded",
+    });
+  }
+
+  // Test control, not Stripe's API: the bank debit of a session paid with outcome=async_succeeded
+  // clears days later. Stripe then marks the session paid and sends
+  // checkout.session.async_payment_succeeded; only then is there a charge to refund or dispute.
+  async function succeedPayment(id) {
+    const session = sessions.get(id);
+    if (!session)
+      throw new StripeApiError(404, {
+        type: "invalid_request_error",
+        message: `No such checkout.session: '${id}'`,
+      });
+    if (!session._awaitingPayment) {
+      throw invalid(
+        `Checkout Session ${id} has no delayed payment waiting (pay it with outcome=async_succeeded).`,
+      );
+    }
+    Object.assign(session, { payment_status: "paid", _awaitingPayment: false });
+    charge(session);
+    await deliver(session, "checkout.session.async_payment_succeeded");
+    return publicSession(session);
+  }
+
   // Test control, not Stripe's API: Stripe opens disputes from test cards and decides them from
   // evidence; here a POST opens one on a paid session's charge, others move it on and decide it.
   // An inquiry (a card network's pre-dispute, `pm_card_createDisputeInquiry`) opens as
@@ -761,6 +801,11 @@ export async function startStripeEmulator({
       if (req.method === "POST" && failing) {
         checkKeys(parseForm(await readBody(req)), "", []);
         return sendJson(res, 200, await failRefund(safeDecode(failing[1])));
+      }
+      const succeeding = pathname.match(/^\/_emulator\/sessions\/([^/]+)\/async_payment_succeeded$/);
+      if (req.method === "POST" && succeeding) {
+        checkKeys(parseForm(await readBody(req)), "", []);
+        return sendJson(res, 200, await succeedPayment(safeDecode(succeeding[1])));
       }
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
@@ -934,8 +979,10 @@ export async function startStripeEmulator({
     if (session.status === "open") {
       clearTimeout(expiryTimers.get(session.id));
       expiryTimers.delete(session.id);
-      // A delayed payment method (bank debit) completes the session unpaid, then fails.
-      const fails = form?.get("outcome") === "async_failed";
+      // A delayed payment method (bank debit) completes the session unpaid, then fails
+      // (`async_failed`) or, once the test control says so, succeeds (`async_succeeded`).
+      const outcome = form?.get("outcome");
+      const delayed = outcome === "async_failed" || outcome === "async_succeeded";
       // Test control, not a field of Stripe's page: Adaptive Pricing, the buyer pays in another
       // currency (`presentment_currency`, `presentment_amount` in its minor unit). The charge and its
       // refunds are in that currency; the session keeps its usd total and names the charge's amount
@@ -953,31 +1000,18 @@ export async function startStripeEmulator({
         : null;
       Object.assign(session, {
         status: "complete",
-        payment_status: fails ? "unpaid" : "paid",
+        payment_status: delayed ? "unpaid" : "paid",
         payment_intent: randomId("pi_test_"),
         url: null,
         customer_details: { email: "test@example.com", name: null, phone: null, tax_exempt: "none" },
         ...(presentment ? { presentment_details: presentment } : {}),
+        _awaitingPayment: outcome === "async_succeeded",
       });
-      if (!fails) {
-        const amount = presentment?.presentment_amount ?? session.amount_total;
-        charges.set(session.payment_intent, {
-          id: randomId("ch_test_"),
-          object: "charge",
-          amount,
-          amount_captured: amount,
-          amount_refunded: 0,
-          currency: presentment?.presentment_currency ?? "usd",
-          paid: true,
-          payment_intent: session.payment_intent,
-          refunded: false,
-          status: "succeeded",
-        });
-      }
+      if (!delayed) charge(session);
       // Stripe redirects without waiting for the webhook; waiting here makes local runs deterministic
       // (the Worker has seen the event when the success page loads).
       await deliver(session, "checkout.session.completed");
-      if (fails) await deliver(session, "checkout.session.async_payment_failed");
+      if (outcome === "async_failed") await deliver(session, "checkout.session.async_payment_failed");
     }
     res.writeHead(303, { location: successRedirect(session), "content-length": 0 });
     res.end();

@@ -5,8 +5,9 @@
 // then fails, or succeeds when the test control `POST /_emulator/sessions/:id/async_payment_succeeded`
 // says so; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
 // expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
-// (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
-// `POST /_emulator/refunds/:id/fail`), and disputes (chargebacks and inquiries) opened, moved on and
+// (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`; made `pending` by the test control
+// `POST /_emulator/refunds` and moved on to succeeded, failed or canceled by
+// `POST /_emulator/refunds/:id/update`, `/fail` for short), and disputes (chargebacks and inquiries) opened, moved on and
 // decided by a test control (`/_emulator/disputes`, standing in for Stripe's dispute test cards and
 // evidence) and read back (`GET /v1/disputes/:id`). Every event it sends
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed` / `.async_payment_succeeded`, `charge.refunded`,
@@ -611,9 +612,13 @@ export async function startStripeEmulator({
     return charge;
   }
 
-  /** A (partial) refund of a paid session's charge; `charge.refunded` carries the running total. */
-  async function refund(params, requestId, idempotencyKey) {
-    checkKeys(params, "", REFUND_PARAMS);
+  /**
+   * A (partial) refund of a paid session's charge; `charge.refunded` carries the running total.
+   * Stripe counts a pending refund in the charge's amount_refunded and sends charge.refunded when
+   * the refund is made, whatever its status; a refund that later fails or is canceled gives its
+   * amount back to the charge (updateRefund).
+   */
+  async function refund(params, request, status = "succeeded", pendingReason = undefined) {
     if (params.payment_intent === undefined) throw missing("payment_intent");
     const charge = chargeOf(asString(params.payment_intent, "payment_intent"), "payment_intent");
     const left = charge.amount - charge.amount_refunded;
@@ -638,10 +643,11 @@ export async function startStripeEmulator({
       currency: charge.currency,
       failure_reason: null,
       payment_intent: charge.payment_intent,
-      status: "succeeded",
+      ...(status === "pending" ? { pending_reason: pendingReason } : {}),
+      status,
     };
     refunds.set(refundObject.id, refundObject);
-    await deliver(charge, "charge.refunded", { id: requestId, idempotency_key: idempotencyKey ?? null });
+    await deliver(charge, "charge.refunded", request);
     return structuredClone(refundObject);
   }
 
@@ -663,20 +669,49 @@ export async function startStripeEmulator({
     };
   }
 
-  // Test control, not Stripe's API: a card refund fails days later when the card was closed. Stripe
-  // then marks the refund failed, returns the money to the balance (the charge's amount_refunded
-  // drops by it) and sends charge.refund.updated.
-  async function failRefund(id) {
+  // Test control, not Stripe's API: a refund Stripe holds `pending` (the balance cannot cover it
+  // yet: pending_reason insufficient_funds; or still processing) is made by POST /_emulator/refunds.
+  const PENDING_REASONS = ["charge_pending", "insufficient_funds", "processing"];
+  function pendingRefund(params) {
+    checkKeys(params, "", [...REFUND_PARAMS, "pending_reason"]);
+    const reason =
+      params.pending_reason === undefined ? "processing" : asString(params.pending_reason, "pending_reason");
+    if (!PENDING_REASONS.includes(reason)) {
+      throw invalid(`pending_reason must be one of ${PENDING_REASONS.join(", ")}`, "pending_reason");
+    }
+    return refund(params, { id: null, idempotency_key: null }, "pending", reason);
+  }
+
+  // The statuses a refund may move to from each status. A card refund that succeeded can still fail
+  // days later (the card was closed); only a pending one can succeed or be canceled.
+  const REFUND_STEPS = { pending: ["succeeded", "failed", "canceled"], succeeded: ["failed"] };
+
+  // Test control, not Stripe's API: a refund moves on (`POST /_emulator/refunds/:id/update`,
+  // `status`; `/fail` is `status=failed`). Stripe sends charge.refund.updated (never charge.refunded
+  // again: the charge was refunded when the refund was made). A refund that fails or is canceled
+  // returns the money to the balance: the charge's amount_refunded drops by it.
+  async function updateRefund(id, params) {
+    checkKeys(params, "", ["status"]);
     const found = refunds.get(id);
     if (!found)
       throw new StripeApiError(404, { type: "invalid_request_error", message: `No such refund: '${id}'` });
-    if (found.status !== "succeeded" && found.status !== "pending") {
-      throw invalid(`Refund ${id} has status ${found.status}.`);
+    const status = asString(params.status, "status");
+    const allowed = REFUND_STEPS[found.status] ?? [];
+    if (!allowed.includes(status)) {
+      throw invalid(
+        `Refund ${id} has status ${found.status}` +
+          (allowed.length ? `: it can move only to ${allowed.join(", ")}.` : "."),
+        "status",
+      );
     }
-    const charge = chargeOf(found.payment_intent, "payment_intent");
-    Object.assign(found, { status: "failed", failure_reason: "expired_or_canceled_card" });
-    charge.amount_refunded -= found.amount;
-    charge.refunded = charge.amount_refunded === charge.amount;
+    delete found.pending_reason;
+    found.status = status;
+    if (status === "failed") found.failure_reason = "expired_or_canceled_card";
+    if (status === "failed" || status === "canceled") {
+      const charge = chargeOf(found.payment_intent, "payment_intent");
+      charge.amount_refunded -= found.amount;
+      charge.refunded = charge.amount_refunded === charge.amount;
+    }
     await deliver(found, "charge.refund.updated");
     return structuredClone(found);
   }
@@ -797,10 +832,15 @@ export async function startStripeEmulator({
         failures.push({ match: asString(form.match, "match"), left: times });
         return sendJson(res, 200, { armed: times });
       }
-      const failing = pathname.match(/^\/_emulator\/refunds\/([^/]+)\/fail$/);
-      if (req.method === "POST" && failing) {
-        checkKeys(parseForm(await readBody(req)), "", []);
-        return sendJson(res, 200, await failRefund(safeDecode(failing[1])));
+      if (req.method === "POST" && pathname === "/_emulator/refunds") {
+        return sendJson(res, 200, await pendingRefund(parseForm(await readBody(req))));
+      }
+      const refundStep = pathname.match(/^\/_emulator\/refunds\/([^/]+)\/(fail|update)$/);
+      if (req.method === "POST" && refundStep) {
+        const form = parseForm(await readBody(req));
+        if (refundStep[2] === "fail") checkKeys(form, "", []);
+        const params = refundStep[2] === "fail" ? { status: "failed" } : form;
+        return sendJson(res, 200, await updateRefund(safeDecode(refundStep[1]), params));
       }
       const succeeding = pathname.match(/^\/_emulator\/sessions\/([^/]+)\/async_payment_succeeded$/);
       if (req.method === "POST" && succeeding) {
@@ -912,7 +952,10 @@ export async function startStripeEmulator({
       } else if (req.method === "GET" && pathname === "/v1/refunds") {
         result = listRefunds(parseForm(search.slice(1)));
       } else if (req.method === "POST" && pathname === "/v1/refunds") {
-        result = { body: await refund(parseForm(await readBody(req)), requestId, idempotencyKey) };
+        const params = parseForm(await readBody(req));
+        checkKeys(params, "", REFUND_PARAMS);
+        const request = { id: requestId, idempotency_key: idempotencyKey ?? null };
+        result = { body: await refund(params, request) };
       } else if (req.method === "GET" && dispute) {
         checkKeys(parseForm(search.slice(1)), "", []);
         const found = disputes.get(safeDecode(dispute[1]));

@@ -651,19 +651,52 @@ export async function startStripeEmulator({
     return structuredClone(refundObject);
   }
 
-  /** Stripe's list of refunds, filtered as the app asks: those of one PaymentIntent, newest first. */
+  /**
+   * Stripe's list of refunds, filtered as the app asks: those of one PaymentIntent, newest first,
+   * a page of `limit` after the refund `starting_after` names (older ones) or before the one
+   * `ending_before` names (the newer ones closest to it, still newest first); `has_more` says whether
+   * the list goes on past the page in the direction asked, as the stripe client's auto-pagination
+   * reads it.
+   */
   function listRefunds(params) {
-    checkKeys(params, "", ["limit", "payment_intent"]);
+    checkKeys(params, "", ["ending_before", "limit", "payment_intent", "starting_after"]);
     const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
     if (limit > 100) throw invalid("This value must be less than or equal to 100.", "limit");
     if (params.payment_intent === undefined) throw missing("payment_intent");
     const pi = asString(params.payment_intent, "payment_intent");
-    const found = [...refunds.values()].filter((r) => r.payment_intent === pi).reverse();
+    if (params.starting_after !== undefined && params.ending_before !== undefined) {
+      throw invalid("You may only specify one of these parameters: ending_before, starting_after.");
+    }
+    // Positions in the order refunds were made: a cursor may name a refund of another payment.
+    const all = [...refunds.values()];
+    const at = (param) => {
+      const id = asString(params[param], param);
+      const i = all.findIndex((r) => r.id === id);
+      if (i < 0) throw invalid(`No such refund: '${id}'`, param, "resource_missing");
+      return i;
+    };
+    const newestFirst = all
+      .map((r, i) => ({ r, i }))
+      .filter(({ r }) => r.payment_intent === pi)
+      .reverse();
+    let page;
+    let hasMore;
+    if (params.ending_before !== undefined) {
+      const cursor = at("ending_before");
+      const newer = newestFirst.filter(({ i }) => i > cursor);
+      page = newer.slice(-limit);
+      hasMore = newer.length > limit;
+    } else {
+      const cursor = params.starting_after === undefined ? all.length : at("starting_after");
+      const older = newestFirst.filter(({ i }) => i < cursor);
+      page = older.slice(0, limit);
+      hasMore = older.length > limit;
+    }
     return {
       body: {
         object: "list",
-        data: found.slice(0, limit).map((r) => structuredClone(r)),
-        has_more: found.length > limit,
+        data: page.map(({ r }) => structuredClone(r)),
+        has_more: hasMore,
         url: "/v1/refunds",
       },
     };
@@ -973,7 +1006,7 @@ export async function startStripeEmulator({
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent) and GET /v1/disputes/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent, limit, starting_after, ending_before) and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {

@@ -31,6 +31,8 @@ const API_VERSION = Stripe.API_VERSION;
 const MIN_AMOUNT_USD = 50;
 const MAX_AMOUNT_USD = 99_999_999;
 const SESSION_LIFETIME_S = 24 * 3600;
+// Stripe removes an idempotency key once it is at least 24 hours old: the key then starts afresh.
+const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 3600 * 1000;
 // Stripe retries failed deliveries for days; a few quick retries keep runs fast.
 const WEBHOOK_RETRY_DELAYS_MS = [200, 500, 1000];
 const WEBHOOK_TIMEOUT_MS = 10_000;
@@ -519,11 +521,21 @@ export async function startStripeEmulator({
     return session;
   }
 
+  /** Drops the keys 24 hours old or more: oldest first, as a Map keeps them in the order they were set. */
+  function forgetOldIdempotencyKeys() {
+    for (const [slot, saved] of idempotency) {
+      if (Date.now() - saved.at < IDEMPOTENCY_KEY_LIFETIME_MS) break;
+      idempotency.delete(slot);
+    }
+  }
+
   function create(params, rawBody, idempotencyKey, key, requestId) {
     // Stripe replays the stored result for a repeated key, whether it succeeded or failed (a 500
-    // included), and refuses the key for different parameters. A request refused by validation
-    // never began, so nothing is stored and a corrected retry with the same key works.
+    // included), and refuses the key for different parameters, until the key is 24 hours old. A
+    // request refused by validation never began, so nothing is stored and a corrected retry with the
+    // same key works.
     const slot = idempotencyKey ? `${key}\n${idempotencyKey}` : null;
+    forgetOldIdempotencyKeys();
     const prior = slot && idempotency.get(slot);
     if (prior) {
       if (prior.rawBody !== rawBody) {
@@ -549,7 +561,7 @@ export async function startStripeEmulator({
         message:
           "An unknown error occurred (injected by the local Stripe emulator's /_emulator/fail-creates).",
       });
-      if (slot) idempotency.set(slot, { rawBody, failure, requestId });
+      if (slot) idempotency.set(slot, { rawBody, failure, requestId, at: Date.now() });
       throw failure;
     }
     sessions.set(session.id, session);
@@ -560,7 +572,7 @@ export async function startStripeEmulator({
     timer.unref();
     expiryTimers.set(session.id, timer);
     const body = publicSession(session);
-    if (slot) idempotency.set(slot, { rawBody, body, requestId });
+    if (slot) idempotency.set(slot, { rawBody, body, requestId, at: Date.now() });
     return { body };
   }
 
@@ -641,7 +653,7 @@ export async function startStripeEmulator({
       charge: charge.id,
       created: nowSeconds(),
       currency: charge.currency,
-      failure_reason: null,
+      // No failure_reason: Stripe's refunds carry it only once failed (updateRefund).
       payment_intent: charge.payment_intent,
       ...(status === "pending" ? { pending_reason: pendingReason } : {}),
       status,

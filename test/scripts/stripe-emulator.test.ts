@@ -1,5 +1,5 @@
 import Stripe from "stripe";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 // @ts-expect-error plain JS helper shared with the scripts
 import { startStripeEmulator } from "../../scripts/lib/stripe-emulator.mjs";
 import type { Bindings } from "../../src/env";
@@ -128,5 +128,50 @@ describe("the refund list pages as Stripe's does", () => {
     // The oldest fails: it is on the third page, which only auto-pagination reads.
     await control(`/_emulator/refunds/${made[0]}/fail`);
     expect(await refundedTotal(client, pi)).toEqual({ refunded: 249, currency: "usd" });
+  });
+});
+
+describe("small fidelity", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("a refund names a failure_reason only once it failed, as Stripe's do", async () => {
+    const pi = await paidIntent(300);
+    const made = await stripe.refunds.create({ payment_intent: pi, amount: 5 });
+    expect(made.status).toBe("succeeded");
+    expect(made).not.toHaveProperty("failure_reason");
+    const pending = await control("/_emulator/refunds", { payment_intent: pi, amount: "5" });
+    expect(pending).toMatchObject({ status: "pending", pending_reason: "processing" });
+    expect(pending).not.toHaveProperty("failure_reason");
+    await control(`/_emulator/refunds/${made.id}/fail`);
+    const listed = await stripe.refunds.list({ payment_intent: pi });
+    expect(listed.data.map((r) => [r.status, r.failure_reason])).toEqual([
+      ["pending", undefined],
+      ["failed", "expired_or_canceled_card"],
+    ]);
+  });
+
+  it("an idempotency key is kept 24 hours, then starts afresh", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const create = (name: string) =>
+      stripe.checkout.sessions.create(
+        {
+          mode: "payment",
+          success_url: "https://skills.test/checkout/success",
+          line_items: [
+            { price_data: { currency: "usd", product_data: { name }, unit_amount: 100 }, quantity: 1 },
+          ],
+        },
+        { idempotencyKey: "emulator-test-key-lifetime" },
+      );
+    const first = await create("one");
+    vi.setSystemTime(Date.now() + 24 * 3600 * 1000 - 60_000);
+    // Within the day: the same request replays the session, another one is refused.
+    expect((await create("one")).id).toBe(first.id);
+    await expect(create("two")).rejects.toMatchObject({ type: "StripeIdempotencyError" });
+    vi.setSystemTime(Date.now() + 60_000);
+    // A day old, the key is gone: it makes a new session, whatever the request.
+    const later = await create("two");
+    expect(later.id).not.toBe(first.id);
+    expect((await create("two")).id).toBe(later.id);
   });
 });

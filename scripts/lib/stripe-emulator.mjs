@@ -2,13 +2,16 @@
 // create and retrieve a Checkout Session (`payment` mode, one-time `price_data` line items), list the
 // session a PaymentIntent paid (`GET /v1/checkout/sessions?payment_intent=`), a hosted
 // page whose Pay button completes it (or, as a delayed payment method would, completes it unpaid and
-// then fails; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
+// then fails, or succeeds when the test control `POST /_emulator/sessions/:id/async_payment_succeeded`
+// says so; or, as Adaptive Pricing would, charges another currency: `presentment_currency`),
 // expiry after 24 hours or by `POST /v1/checkout/sessions/:id/expire`, refunds
-// (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`, failed later by the test control
-// `POST /_emulator/refunds/:id/fail`), and disputes opened and decided by a test control (`/_emulator/disputes`,
-// standing in for Stripe's dispute test cards and evidence) and read back (`GET /v1/disputes/:id`). Every event the Worker handles
-// (`checkout.session.completed` / `.expired` / `.async_payment_failed`, `charge.refunded`,
-// `charge.refund.updated`, `charge.dispute.created` / `.closed`) is delivered signed by the `stripe` package itself, and kept
+// (`POST /v1/refunds`, listed by `GET /v1/refunds?payment_intent=`; made `pending` by the test control
+// `POST /_emulator/refunds` and moved on to succeeded, failed or canceled by
+// `POST /_emulator/refunds/:id/update`, `/fail` for short), and disputes (chargebacks and inquiries) opened, moved on and
+// decided by a test control (`/_emulator/disputes`, standing in for Stripe's dispute test cards and
+// evidence) and read back (`GET /v1/disputes/:id`). Every event it sends
+// (`checkout.session.completed` / `.expired` / `.async_payment_failed` / `.async_payment_succeeded`, `charge.refunded`,
+// `charge.refund.updated`, `charge.dispute.created` / `.updated` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
 // (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
 // format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
@@ -28,6 +31,8 @@ const API_VERSION = Stripe.API_VERSION;
 const MIN_AMOUNT_USD = 50;
 const MAX_AMOUNT_USD = 99_999_999;
 const SESSION_LIFETIME_S = 24 * 3600;
+// Stripe removes an idempotency key once it is at least 24 hours old: the key then starts afresh.
+const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 3600 * 1000;
 // Stripe retries failed deliveries for days; a few quick retries keep runs fast.
 const WEBHOOK_RETRY_DELAYS_MS = [200, 500, 1000];
 const WEBHOOK_TIMEOUT_MS = 10_000;
@@ -516,11 +521,21 @@ export async function startStripeEmulator({
     return session;
   }
 
+  /** Drops the keys 24 hours old or more: oldest first, as a Map keeps them in the order they were set. */
+  function forgetOldIdempotencyKeys() {
+    for (const [slot, saved] of idempotency) {
+      if (Date.now() - saved.at < IDEMPOTENCY_KEY_LIFETIME_MS) break;
+      idempotency.delete(slot);
+    }
+  }
+
   function create(params, rawBody, idempotencyKey, key, requestId) {
     // Stripe replays the stored result for a repeated key, whether it succeeded or failed (a 500
-    // included), and refuses the key for different parameters. A request refused by validation
-    // never began, so nothing is stored and a corrected retry with the same key works.
+    // included), and refuses the key for different parameters, until the key is 24 hours old. A
+    // request refused by validation never began, so nothing is stored and a corrected retry with the
+    // same key works.
     const slot = idempotencyKey ? `${key}\n${idempotencyKey}` : null;
+    forgetOldIdempotencyKeys();
     const prior = slot && idempotency.get(slot);
     if (prior) {
       if (prior.rawBody !== rawBody) {
@@ -546,7 +561,7 @@ export async function startStripeEmulator({
         message:
           "An unknown error occurred (injected by the local Stripe emulator's /_emulator/fail-creates).",
       });
-      if (slot) idempotency.set(slot, { rawBody, failure, requestId });
+      if (slot) idempotency.set(slot, { rawBody, failure, requestId, at: Date.now() });
       throw failure;
     }
     sessions.set(session.id, session);
@@ -557,7 +572,7 @@ export async function startStripeEmulator({
     timer.unref();
     expiryTimers.set(session.id, timer);
     const body = publicSession(session);
-    if (slot) idempotency.set(slot, { rawBody, body, requestId });
+    if (slot) idempotency.set(slot, { rawBody, body, requestId, at: Date.now() });
     return { body };
   }
 
@@ -609,9 +624,13 @@ export async function startStripeEmulator({
     return charge;
   }
 
-  /** A (partial) refund of a paid session's charge; `charge.refunded` carries the running total. */
-  async function refund(params, requestId, idempotencyKey) {
-    checkKeys(params, "", REFUND_PARAMS);
+  /**
+   * A (partial) refund of a paid session's charge; `charge.refunded` carries the running total.
+   * Stripe counts a pending refund in the charge's amount_refunded and sends charge.refunded when
+   * the refund is made, whatever its status; a refund that later fails or is canceled gives its
+   * amount back to the charge (updateRefund).
+   */
+  async function refund(params, request, status = "succeeded", pendingReason = undefined) {
     if (params.payment_intent === undefined) throw missing("payment_intent");
     const charge = chargeOf(asString(params.payment_intent, "payment_intent"), "payment_intent");
     const left = charge.amount - charge.amount_refunded;
@@ -634,56 +653,166 @@ export async function startStripeEmulator({
       charge: charge.id,
       created: nowSeconds(),
       currency: charge.currency,
-      failure_reason: null,
+      // No failure_reason: Stripe's refunds carry it only once failed (updateRefund).
       payment_intent: charge.payment_intent,
-      status: "succeeded",
+      ...(status === "pending" ? { pending_reason: pendingReason } : {}),
+      status,
     };
     refunds.set(refundObject.id, refundObject);
-    await deliver(charge, "charge.refunded", { id: requestId, idempotency_key: idempotencyKey ?? null });
+    await deliver(charge, "charge.refunded", request);
     return structuredClone(refundObject);
   }
 
-  /** Stripe's list of refunds, filtered as the app asks: those of one PaymentIntent, newest first. */
+  /**
+   * Stripe's list of refunds, filtered as the app asks: those of one PaymentIntent, newest first,
+   * a page of `limit` after the refund `starting_after` names (older ones) or before the one
+   * `ending_before` names (the newer ones closest to it, still newest first); `has_more` says whether
+   * the list goes on past the page in the direction asked, as the stripe client's auto-pagination
+   * reads it.
+   */
   function listRefunds(params) {
-    checkKeys(params, "", ["limit", "payment_intent"]);
+    checkKeys(params, "", ["ending_before", "limit", "payment_intent", "starting_after"]);
     const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
     if (limit > 100) throw invalid("This value must be less than or equal to 100.", "limit");
     if (params.payment_intent === undefined) throw missing("payment_intent");
     const pi = asString(params.payment_intent, "payment_intent");
-    const found = [...refunds.values()].filter((r) => r.payment_intent === pi).reverse();
+    if (params.starting_after !== undefined && params.ending_before !== undefined) {
+      throw invalid("You may only specify one of these parameters: ending_before, starting_after.");
+    }
+    // Positions in the order refunds were made: a cursor may name a refund of another payment.
+    const all = [...refunds.values()];
+    const at = (param) => {
+      const id = asString(params[param], param);
+      const i = all.findIndex((r) => r.id === id);
+      if (i < 0) throw invalid(`No such refund: '${id}'`, param, "resource_missing");
+      return i;
+    };
+    const newestFirst = all
+      .map((r, i) => ({ r, i }))
+      .filter(({ r }) => r.payment_intent === pi)
+      .reverse();
+    let page;
+    let hasMore;
+    if (params.ending_before !== undefined) {
+      const cursor = at("ending_before");
+      const newer = newestFirst.filter(({ i }) => i > cursor);
+      page = newer.slice(-limit);
+      hasMore = newer.length > limit;
+    } else {
+      const cursor = params.starting_after === undefined ? all.length : at("starting_after");
+      const older = newestFirst.filter(({ i }) => i < cursor);
+      page = older.slice(0, limit);
+      hasMore = older.length > limit;
+    }
     return {
       body: {
         object: "list",
-        data: found.slice(0, limit).map((r) => structuredClone(r)),
-        has_more: found.length > limit,
+        data: page.map(({ r }) => structuredClone(r)),
+        has_more: hasMore,
         url: "/v1/refunds",
       },
     };
   }
 
-  // Test control, not Stripe's API: a card refund fails days later when the card was closed. Stripe
-  // then marks the refund failed, returns the money to the balance (the charge's amount_refunded
-  // drops by it) and sends charge.refund.updated.
-  async function failRefund(id) {
+  // Test control, not Stripe's API: a refund Stripe holds `pending` (the balance cannot cover it
+  // yet: pending_reason insufficient_funds; or still processing) is made by POST /_emulator/refunds.
+  const PENDING_REASONS = ["charge_pending", "insufficient_funds", "processing"];
+  function pendingRefund(params) {
+    checkKeys(params, "", [...REFUND_PARAMS, "pending_reason"]);
+    const reason =
+      params.pending_reason === undefined ? "processing" : asString(params.pending_reason, "pending_reason");
+    if (!PENDING_REASONS.includes(reason)) {
+      throw invalid(`pending_reason must be one of ${PENDING_REASONS.join(", ")}`, "pending_reason");
+    }
+    return refund(params, { id: null, idempotency_key: null }, "pending", reason);
+  }
+
+  // The statuses a refund may move to from each status. A card refund that succeeded can still fail
+  // days later (the card was closed); only a pending one can succeed or be canceled.
+  const REFUND_STEPS = { pending: ["succeeded", "failed", "canceled"], succeeded: ["failed"] };
+
+  // Test control, not Stripe's API: a refund moves on (`POST /_emulator/refunds/:id/update`,
+  // `status`; `/fail` is `status=failed`). Stripe sends charge.refund.updated (never charge.refunded
+  // again: the charge was refunded when the refund was made). A refund that fails or is canceled
+  // returns the money to the balance: the charge's amount_refunded drops by it.
+  async function updateRefund(id, params) {
+    checkKeys(params, "", ["status"]);
     const found = refunds.get(id);
     if (!found)
       throw new StripeApiError(404, { type: "invalid_request_error", message: `No such refund: '${id}'` });
-    if (found.status !== "succeeded" && found.status !== "pending") {
-      throw invalid(`Refund ${id} has status ${found.status}.`);
+    const status = asString(params.status, "status");
+    const allowed = REFUND_STEPS[found.status] ?? [];
+    if (!allowed.includes(status)) {
+      throw invalid(
+        `Refund ${id} has status ${found.status}` +
+          (allowed.length ? `: it can move only to ${allowed.join(", ")}.` : "."),
+        "status",
+      );
     }
-    const charge = chargeOf(found.payment_intent, "payment_intent");
-    Object.assign(found, { status: "failed", failure_reason: "expired_or_canceled_card" });
-    charge.amount_refunded -= found.amount;
-    charge.refunded = charge.amount_refunded === charge.amount;
+    delete found.pending_reason;
+    found.status = status;
+    if (status === "failed") found.failure_reason = "expired_or_canceled_card";
+    if (status === "failed" || status === "canceled") {
+      const charge = chargeOf(found.payment_intent, "payment_intent");
+      charge.amount_refunded -= found.amount;
+      charge.refunded = charge.amount_refunded === charge.amount;
+    }
     await deliver(found, "charge.refund.updated");
     return structuredClone(found);
   }
 
+  /** The charge of a session's payment, in the currency the buyer paid (presentment_details). */
+  function charge(session) {
+    const shown = session.presentment_details;
+    const amount = shown?.presentment_amount ?? session.amount_total;
+    charges.set(session.payment_intent, {
+      id: randomId("ch_test_"),
+      object: "charge",
+      amount,
+      amount_captured: amount,
+      amount_refunded: 0,
+      currency: shown?.presentment_currency ?? "usd",
+      paid: true,
+      payment_intent: session.payment_intent,
+      refunded: false,
+      status: "succeeded",
+    });
+  }
+
+  // Test control, not Stripe's API: the bank debit of a session paid with outcome=async_succeeded
+  // clears days later. Stripe then marks the session paid and sends
+  // checkout.session.async_payment_succeeded; only then is there a charge to refund or dispute.
+  async function succeedPayment(id) {
+    const session = sessions.get(id);
+    if (!session)
+      throw new StripeApiError(404, {
+        type: "invalid_request_error",
+        message: `No such checkout.session: '${id}'`,
+      });
+    if (!session._awaitingPayment) {
+      throw invalid(
+        `Checkout Session ${id} has no delayed payment waiting (pay it with outcome=async_succeeded).`,
+      );
+    }
+    Object.assign(session, { payment_status: "paid", _awaitingPayment: false });
+    charge(session);
+    await deliver(session, "checkout.session.async_payment_succeeded");
+    return publicSession(session);
+  }
+
   // Test control, not Stripe's API: Stripe opens disputes from test cards and decides them from
-  // evidence; here a POST opens one on a paid session's charge and another decides it.
+  // evidence; here a POST opens one on a paid session's charge, others move it on and decide it.
+  // An inquiry (a card network's pre-dispute, `pm_card_createDisputeInquiry`) opens as
+  // `warning_needs_response` and closes as `warning_closed`; a chargeback opens as `needs_response`
+  // and closes `won` or `lost`. Stripe sends charge.dispute.closed for those three and
+  // charge.dispute.updated for the steps between (evidence submitted: `…under_review`).
   async function openDispute(params) {
-    checkKeys(params, "", ["payment_intent"]);
+    checkKeys(params, "", ["payment_intent", "status"]);
     const charge = chargeOf(asString(params.payment_intent, "payment_intent"), "payment_intent");
+    const status = params.status === undefined ? "needs_response" : asString(params.status, "status");
+    if (status !== "needs_response" && status !== "warning_needs_response") {
+      throw invalid("status must be needs_response or warning_needs_response", "status");
+    }
     const dispute = {
       id: randomId("du_"),
       object: "dispute",
@@ -693,30 +822,43 @@ export async function startStripeEmulator({
       currency: charge.currency,
       payment_intent: charge.payment_intent,
       reason: "fraudulent",
-      status: "needs_response",
+      status,
     };
     disputes.set(dispute.id, dispute);
     await deliver(dispute, "charge.dispute.created");
     return dispute;
   }
 
-  async function closeDispute(id, params) {
+  // The statuses each open status may move to, and the event Stripe sends for the move.
+  const DISPUTE_STEPS = {
+    warning_needs_response: { warning_under_review: "updated", warning_closed: "closed" },
+    warning_under_review: { warning_closed: "closed" },
+    needs_response: { under_review: "updated", won: "closed", lost: "closed" },
+    under_review: { won: "closed", lost: "closed" },
+  };
+
+  /** Moves a dispute on (`step` "updated") or decides it (`step` "closed"), with Stripe's event. */
+  async function moveDispute(id, params, step) {
     checkKeys(params, "", ["status"]);
     const dispute = disputes.get(id);
     if (!dispute)
       throw new StripeApiError(404, { type: "invalid_request_error", message: `No such dispute: '${id}'` });
     const status = asString(params.status, "status");
-    if (status !== "won" && status !== "lost") throw invalid("status must be won or lost", "status");
-    if (dispute.status === "won" || dispute.status === "lost")
-      throw invalid(`Dispute ${id} is already closed.`);
+    const steps = DISPUTE_STEPS[dispute.status];
+    if (!steps) throw invalid(`Dispute ${id} is already closed.`);
+    const allowed = Object.keys(steps).filter((next) => steps[next] === step);
+    if (!allowed.includes(status)) {
+      const to = allowed.length ? `only to ${allowed.join(" or ")}` : "no further";
+      throw invalid(`A ${dispute.status} dispute can be ${step} ${to}.`, "status");
+    }
     dispute.status = status;
-    await deliver(dispute, "charge.dispute.closed");
+    await deliver(dispute, `charge.dispute.${step}`);
     return dispute;
   }
 
   async function handleControl(req, res, pathname, search) {
     try {
-      const close = pathname.match(/^\/_emulator\/disputes\/([^/]+)\/close$/);
+      const moving = pathname.match(/^\/_emulator\/disputes\/([^/]+)\/(close|update)$/);
       if (req.method === "GET" && pathname === "/_emulator/events") {
         const type = new URLSearchParams(search).get("type");
         return sendJson(res, 200, { data: events.filter((e) => !type || e.type === type) });
@@ -735,16 +877,31 @@ export async function startStripeEmulator({
         failures.push({ match: asString(form.match, "match"), left: times });
         return sendJson(res, 200, { armed: times });
       }
-      const failing = pathname.match(/^\/_emulator\/refunds\/([^/]+)\/fail$/);
-      if (req.method === "POST" && failing) {
+      if (req.method === "POST" && pathname === "/_emulator/refunds") {
+        return sendJson(res, 200, await pendingRefund(parseForm(await readBody(req))));
+      }
+      const refundStep = pathname.match(/^\/_emulator\/refunds\/([^/]+)\/(fail|update)$/);
+      if (req.method === "POST" && refundStep) {
+        const form = parseForm(await readBody(req));
+        if (refundStep[2] === "fail") checkKeys(form, "", []);
+        const params = refundStep[2] === "fail" ? { status: "failed" } : form;
+        return sendJson(res, 200, await updateRefund(safeDecode(refundStep[1]), params));
+      }
+      const succeeding = pathname.match(/^\/_emulator\/sessions\/([^/]+)\/async_payment_succeeded$/);
+      if (req.method === "POST" && succeeding) {
         checkKeys(parseForm(await readBody(req)), "", []);
-        return sendJson(res, 200, await failRefund(safeDecode(failing[1])));
+        return sendJson(res, 200, await succeedPayment(safeDecode(succeeding[1])));
       }
       if (req.method === "POST" && pathname === "/_emulator/disputes") {
         return sendJson(res, 200, await openDispute(parseForm(await readBody(req))));
       }
-      if (req.method === "POST" && close) {
-        return sendJson(res, 200, await closeDispute(safeDecode(close[1]), parseForm(await readBody(req))));
+      if (req.method === "POST" && moving) {
+        const step = moving[2] === "close" ? "closed" : "updated";
+        return sendJson(
+          res,
+          200,
+          await moveDispute(safeDecode(moving[1]), parseForm(await readBody(req)), step),
+        );
       }
       throw new StripeApiError(404, {
         type: "invalid_request_error",
@@ -840,7 +997,10 @@ export async function startStripeEmulator({
       } else if (req.method === "GET" && pathname === "/v1/refunds") {
         result = listRefunds(parseForm(search.slice(1)));
       } else if (req.method === "POST" && pathname === "/v1/refunds") {
-        result = { body: await refund(parseForm(await readBody(req)), requestId, idempotencyKey) };
+        const params = parseForm(await readBody(req));
+        checkKeys(params, "", REFUND_PARAMS);
+        const request = { id: requestId, idempotency_key: idempotencyKey ?? null };
+        result = { body: await refund(params, request) };
       } else if (req.method === "GET" && dispute) {
         checkKeys(parseForm(search.slice(1)), "", []);
         const found = disputes.get(safeDecode(dispute[1]));
@@ -858,7 +1018,7 @@ export async function startStripeEmulator({
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent) and GET /v1/disputes/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent, limit, starting_after, ending_before) and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {
@@ -907,8 +1067,10 @@ export async function startStripeEmulator({
     if (session.status === "open") {
       clearTimeout(expiryTimers.get(session.id));
       expiryTimers.delete(session.id);
-      // A delayed payment method (bank debit) completes the session unpaid, then fails.
-      const fails = form?.get("outcome") === "async_failed";
+      // A delayed payment method (bank debit) completes the session unpaid, then fails
+      // (`async_failed`) or, once the test control says so, succeeds (`async_succeeded`).
+      const outcome = form?.get("outcome");
+      const delayed = outcome === "async_failed" || outcome === "async_succeeded";
       // Test control, not a field of Stripe's page: Adaptive Pricing, the buyer pays in another
       // currency (`presentment_currency`, `presentment_amount` in its minor unit). The charge and its
       // refunds are in that currency; the session keeps its usd total and names the charge's amount
@@ -926,31 +1088,18 @@ export async function startStripeEmulator({
         : null;
       Object.assign(session, {
         status: "complete",
-        payment_status: fails ? "unpaid" : "paid",
+        payment_status: delayed ? "unpaid" : "paid",
         payment_intent: randomId("pi_test_"),
         url: null,
         customer_details: { email: "test@example.com", name: null, phone: null, tax_exempt: "none" },
         ...(presentment ? { presentment_details: presentment } : {}),
+        _awaitingPayment: outcome === "async_succeeded",
       });
-      if (!fails) {
-        const amount = presentment?.presentment_amount ?? session.amount_total;
-        charges.set(session.payment_intent, {
-          id: randomId("ch_test_"),
-          object: "charge",
-          amount,
-          amount_captured: amount,
-          amount_refunded: 0,
-          currency: presentment?.presentment_currency ?? "usd",
-          paid: true,
-          payment_intent: session.payment_intent,
-          refunded: false,
-          status: "succeeded",
-        });
-      }
+      if (!delayed) charge(session);
       // Stripe redirects without waiting for the webhook; waiting here makes local runs deterministic
       // (the Worker has seen the event when the success page loads).
       await deliver(session, "checkout.session.completed");
-      if (fails) await deliver(session, "checkout.session.async_payment_failed");
+      if (outcome === "async_failed") await deliver(session, "checkout.session.async_payment_failed");
     }
     res.writeHead(303, { location: successRedirect(session), "content-length": 0 });
     res.end();

@@ -129,13 +129,20 @@ export async function store(
   const db = c.env.DB;
   // The request id header is the replaying request's own; everything else is kept as answered.
   const headers = [...res.headers].filter(([name]) => name !== "x-request-id" && name !== "set-cookie");
-  const { body, bodyKv } = await keepBody(
-    c.env.KV,
-    `idempotent:${await sha256Hex(key)}`,
-    bytes,
-    { expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000 },
-    RESULT_ROW_MAX,
-  );
+  const kvKey = `idempotent:${await sha256Hex(key)}`;
+  const options = { expirationTtl: IDEMPOTENCY_WINDOW_MS / 1000 };
+  // KV refusing the write (down, or its write limits) must not lose a paid answer D1 can hold:
+  // unstored, the key would read "in flight" and then run, and charge, again.
+  const { body, bodyKv } = await keepBody(c.env.KV, kvKey, bytes, options, RESULT_ROW_MAX).catch((e) => {
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        request_id: requestId,
+        error: `idempotent answer not stored in KV, kept in its row if it fits: ${e}`,
+      }),
+    );
+    return keepBody(c.env.KV, kvKey, bytes, options);
+  });
   const now = Date.now();
   await db
     .prepare(
@@ -173,6 +180,12 @@ export function expiredResults(db: D1Database, now: number, limit: number) {
 
 /** When a retry whose stored answer could not be read just now is told to come back. */
 const KV_RETRY_AFTER_SECONDS = 2;
+/**
+ * How long after its store a KV answer that reads as missing may be one not yet seen where the
+ * retry runs: KV takes up to 60 s to spread a write, and caches a miss up to 60 s more. Past it a
+ * miss is a lost answer (deleted by hand, a purged namespace), and retrying cannot bring it back.
+ */
+const KV_VISIBLE_AFTER_MS = 120_000;
 
 export async function replay(c: Context<AppEnv>, row: Stored) {
   // Whatever this answers (the stored answer, or why it cannot be read now), no call runs: the
@@ -183,9 +196,10 @@ export async function replay(c: Context<AppEnv>, row: Stored) {
     try {
       body = await c.env.KV.get(row.body_kv, "arrayBuffer");
       // The row is inside the window and KV keeps the answer a little longer (its TTL starts at
-      // the store, the window at the claim), so a miss is a write not yet seen where this runs
-      // (KV takes up to 60 s to spread): come back for it, never "expired".
-      if (body === null) throw new Error("not found (not yet visible here)");
+      // the store, the window at the claim), so a miss soon after the store is a write not yet
+      // seen where this runs: come back for it. Later, the answer is lost (answered below).
+      if (body === null && Date.now() - (row.updated_at ?? 0) < KV_VISIBLE_AFTER_MS)
+        throw new Error("not found (not yet visible here)");
     } catch (e) {
       // The answer is still stored (KV is only unreachable): the retry is told to come back for it,
       // never given a 500 that reads as a lost paid answer, and nothing is charged again.
@@ -206,6 +220,14 @@ export async function replay(c: Context<AppEnv>, row: Stored) {
     }
   }
   if (body === null) {
+    if (row.body_kv)
+      console.error(
+        JSON.stringify({
+          level: "error",
+          request_id: c.get("requestId"),
+          error: `idempotent answer lost: ${row.body_kv} missing from KV inside its window (request ${row.request_id})`,
+        }),
+      );
     return detail(c, 409, "The stored answer for this idempotency key has expired.", {
       reason: "idempotent_result_expired",
       request_id: row.request_id,

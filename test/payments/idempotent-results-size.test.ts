@@ -97,4 +97,68 @@ describe("a stored idempotent answer over 16 KiB", () => {
     expect(await later.text()).toBe(body);
     expect(await callsLeft(env.DB, key)).toBe(1);
   });
+
+  /** KV with one method replaced. */
+  const kvWith = (prop: string, fn: unknown) =>
+    new Proxy(env.KV, {
+      get(target, p) {
+        if (p === prop) return fn;
+        const value = Reflect.get(target, p);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  const bigData = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`k${i}`, "y".repeat(40)]));
+
+  it("KV refusing the write keeps an answer D1 can hold in its row: the retry replays it, and pays nothing again", async () => {
+    const key = await keyWith(env.DB, 3, "json_sort");
+    const idem = `kvdown-${crypto.randomUUID()}`;
+    const kvDown = kvWith("put", () => Promise.reject(new Error("KV PUT failed: 429 Too Many Requests")));
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    let body: string;
+    try {
+      const first = await sortCall(key, idem, bigData, { ...cardEnv, KV: kvDown });
+      expect(first.status).toBe(200);
+      body = await first.text();
+      expect(body.length).toBeGreaterThan(RESULT_ROW_MAX);
+      expect(await storedRow(first.headers.get("x-request-id"))).toEqual({
+        body_bytes: body.length,
+        body_kv: null,
+      });
+    } finally {
+      errors.mockRestore();
+    }
+    const retry = await sortCall(key, idem, bigData);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(body);
+    expect(await callsLeft(env.DB, key)).toBe(2);
+  });
+
+  it("a KV answer still missing minutes after its store is lost, not late: 409 idempotent_result_expired (logged), not an endless 503", async () => {
+    const key = await keyWith(env.DB, 2, "json_sort");
+    const idem = `lost-${crypto.randomUUID()}`;
+    const first = await sortCall(key, idem, bigData);
+    expect(first.status).toBe(200);
+    const requestId = first.headers.get("x-request-id");
+    await env.DB.prepare(
+      "UPDATE idempotent_results SET created_at = created_at - 3600000, updated_at = updated_at - 3600000 WHERE request_id = ?1",
+    )
+      .bind(requestId)
+      .run();
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const retry = await sortCall(key, idem, bigData, {
+        ...cardEnv,
+        KV: kvWith("get", () => Promise.resolve(null)),
+      });
+      expect(retry.status).toBe(409);
+      expect(await retry.json()).toMatchObject({
+        reason: "idempotent_result_expired",
+        request_id: requestId,
+      });
+      expect(errors.mock.calls.flat().join("\n")).toMatch(/idempotent answer lost/);
+    } finally {
+      errors.mockRestore();
+    }
+    expect(await callsLeft(env.DB, key)).toBe(1);
+  });
 });

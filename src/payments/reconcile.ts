@@ -210,7 +210,11 @@ async function settleOwedRefunds(
         // the chain shows this authorization can no longer land (resolveRefundByHand).
         const marked = await markRefunded(env.DB, row.request_id, d.txHash);
         if (marked.meta.changes) summary.refunded++;
-      } else if (d?.outcome === "wait" && d.noLog) {
+      } else if (
+        d?.outcome === "wait" &&
+        d.noLog &&
+        head.timestamp > (row.valid_before ?? 0) + NO_LOG_REFUND_AFTER_S
+      ) {
         const marked = await markRefundedWithoutLog(env.DB, row.request_id, d.evidence);
         if (marked.meta.changes) summary.refunded++;
       } else if (d?.outcome === "wait") {
@@ -240,6 +244,13 @@ async function settleOwedRefunds(
     }
   }
 }
+
+/**
+ * Seconds past a refund's valid_before after which its authorization spent with no log found is
+ * recorded as paid without a hash: an RPC's log index can lag its state, and before then the next
+ * run may still find the transaction (recorded once the row is no longer owed, it never would).
+ */
+const NO_LOG_REFUND_AFTER_S = 600;
 
 const PRE_0010_HOLD =
   "recorded before migration 0010: any earlier send used another nonce, so it cannot be resent safely; check the chain, then refund by hand";

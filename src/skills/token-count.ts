@@ -43,6 +43,11 @@ const tables: Record<Encoding, SharedLoad<Counter>> = {
   cl100k_base: new SharedLoad(TABLE_WAIT_MS),
   o200k_base: new SharedLoad(TABLE_WAIT_MS),
 };
+/** Tests: forget this isolate's tables (the next call loads them again). */
+export function forgetBpeTables() {
+  tables.cl100k_base = new SharedLoad(TABLE_WAIT_MS);
+  tables.o200k_base = new SharedLoad(TABLE_WAIT_MS);
+}
 async function counter(name: Encoding, assets: Fetcher): Promise<Counter> {
   try {
     return await within(

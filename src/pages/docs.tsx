@@ -299,6 +299,16 @@ export function SkillDocPage({
           </p>
         </>
       ) : null}
+      {skill.readsAssets ? (
+        <>
+          <h3>504: its data tables did not load in time (not charged)</h3>
+          <p>
+            This skill loads its tables from this service's own static assets on first use. When they do not
+            arrive in time it answers <code>504</code> with <code>{'{"detail": "…", "charged": false}'}</code>
+            : not charged, retry.
+          </p>
+        </>
+      ) : null}
       <h3>402: payment required or rejected</h3>
       <p>
         x402 v2 clients read the <code>PAYMENT-REQUIRED</code> header, the base64 of this{" "}

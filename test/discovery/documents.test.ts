@@ -232,6 +232,11 @@ describe("discovery documents", () => {
     expect(doc.pricing.currency).toBe("USD");
     for (const s of skills) expect(doc.pricing.prices[s.id].price_usd).toBe(String(s.price_usd));
     for (const k of ["settlement_rule", "refunds", "limits", "error_formats"]) expect(doc[k]).toBeTruthy();
+    // What is kept of a call's input: a keyed call's answer, for its retries (idempotent-results.ts).
+    expect(doc.data_handling).toMatch(
+      /Idempotency-Key has its answer \(which may repeat its input\) kept for 24 hours/,
+    );
+    expect(doc.data_handling).not.toMatch(/keep nothing/);
     expect(doc.provider.support_contact).toContain("@");
     // The tests' bindings switch rate limits off (RATE_LIMITS=off), and the contract says so.
     expect(doc.limits.rate_limits).toMatch(/^None enforced by the marketplace \(RATE_LIMITS is off\)/);

@@ -9,7 +9,9 @@ import { deliver, eventOf, newEventId } from "./checkout-helpers";
  */
 describe("a signed webhook event of a shape Stripe never sends", () => {
   const recorded = (id: string) =>
-    env.DB.prepare("SELECT count(*) AS n FROM webhook_events WHERE event_id = ?1").bind(id).first<{ n: number }>();
+    env.DB.prepare("SELECT count(*) AS n FROM webhook_events WHERE event_id = ?1")
+      .bind(id)
+      .first<{ n: number }>();
 
   it.each([
     ["an empty object", {}],

@@ -156,6 +156,9 @@ describe("a stored idempotent answer over 16 KiB", () => {
         request_id: requestId,
       });
       expect(errors.mock.calls.flat().join("\n")).toMatch(/idempotent answer lost/);
+      // The agents' guide names the reason among its 409s.
+      const guide = await (await app.fetch(new Request("https://skills.test/AGENTS.md"), env)).text();
+      expect(/^- `409`.*$/m.exec(guide)?.[0]).toContain("`idempotent_result_expired`");
     } finally {
       errors.mockRestore();
     }

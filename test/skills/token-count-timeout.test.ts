@@ -43,4 +43,9 @@ it("a BPE table that does not load within 20 s answers 504, not charged, as the 
   expect(doc.paths["/api/skills/token-count"]?.post.responses).toHaveProperty("504");
   // A utility skill that reads no assets cannot time out, and its operation does not say it can.
   expect(doc.paths["/api/skills/sha256"]?.post.responses).not.toHaveProperty("504");
+  // The skill's docs page says so too.
+  const page = async (slug: string) =>
+    (await app.fetch(new Request(`https://skills.test/docs/${slug}`), env)).text();
+  expect(await page("token-count")).toContain("504: its data tables did not load in time (not charged)");
+  expect(await page("sha256")).not.toContain("504");
 });

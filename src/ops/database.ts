@@ -1,9 +1,11 @@
+import { staleUnpaidPayloads, unmeasuredPayloads } from "../payments/checkout-ledger";
 import { expiredResults } from "../payments/idempotent-results";
 import { expiredCalls } from "../stats/record";
 
 /**
- * The database's own upkeep, run by the Cron (src/index.ts): rows past their retention deleted in
- * short chunks, whatever else fails, and the database's size read against D1's cap.
+ * The database's own upkeep, run by the Cron (src/index.ts): rows past their retention deleted (and
+ * unpaid checkouts' payloads cleared) in short chunks, whatever else fails, and the database's size
+ * read against D1's cap.
  */
 
 /**
@@ -24,36 +26,53 @@ export const SIZE_WARN_SHARE = 0.8;
 const PRUNE_CHUNK = 1000;
 const PRUNE_CHUNKS = 10;
 
-/** Deletes rows until a chunk comes back short (`more`: the run stopped at its budget). */
-async function pruneTable(chunk: (limit: number) => D1PreparedStatement) {
+type Pruned = { deleted: number; more: boolean };
+/**
+ * Runs a chunk until one comes back short (`more`: the run stopped at its budget). `deleted`
+ * counts the rows it changed: deleted, or for checkout payloads, cleared.
+ */
+async function pruneTable(
+  chunk: (limit: number) => D1PreparedStatement,
+  size = PRUNE_CHUNK,
+): Promise<Pruned> {
   let deleted = 0;
   for (let i = 0; i < PRUNE_CHUNKS; i++) {
-    const { meta } = await chunk(PRUNE_CHUNK).run();
+    const { meta } = await chunk(size).run();
     deleted += meta.changes;
-    if (meta.changes < PRUNE_CHUNK) return { deleted, more: false };
+    if (meta.changes < size) return { deleted, more: false };
   }
   return { deleted, more: true };
 }
 
 /**
- * Expired stored answers (past the 24 h window) and call-log rows past the retention (30 days).
- * Deletes only, in statements of their own: the deletes each store and flush make sit behind a
- * write that a full D1 refuses, so without these nothing freed space once it was full. Each table
- * is tried even if the other fails; any failure then throws, naming the table.
+ * Rows one measuring statement reads at most (unmeasuredPayloads): each reads its payloads, up to
+ * 1 MiB each, so 100 MiB a statement, 1,000 rows a run.
+ */
+const MEASURE_CHUNK = 100;
+
+/**
+ * Expired stored answers (past the 24 h window), call-log rows past the retention (30 days), and
+ * the first-call payloads of checkouts no payment can still run (payments/checkout-ledger.ts
+ * staleUnpaidPayloads: the rows stay, they are the sessions' record); beside them, payloads stored
+ * without their size (before migration 0015) are measured, so the next run clears them too.
+ * Deletes and clearings only, in statements of their own: the deletes each store and flush make
+ * sit behind a write that a full D1 refuses, so without these nothing freed space once it was
+ * full. Each part is tried even if another fails; any failure then throws, naming it.
  */
 export async function pruneExpired(db: D1Database, now = Date.now()) {
-  const [results, calls] = await Promise.allSettled([
-    pruneTable((limit) => expiredResults(db, now, limit)),
-    pruneTable((limit) => expiredCalls(db, now, limit)),
-  ]);
-  if (results.status === "rejected" || calls.status === "rejected") {
-    const failed = [
-      results.status === "rejected" ? `idempotent_results: ${results.reason}` : "",
-      calls.status === "rejected" ? `call_log: ${calls.reason}` : "",
-    ];
-    throw new Error(failed.filter(Boolean).join("; "));
-  }
-  return { idempotent_results: results.value, call_log: calls.value };
+  const parts = {
+    idempotent_results: () => pruneTable((limit) => expiredResults(db, now, limit)),
+    call_log: () => pruneTable((limit) => expiredCalls(db, now, limit)),
+    checkout_payloads: () => pruneTable((limit) => staleUnpaidPayloads(db, now, limit)),
+    checkout_payloads_measured: () => pruneTable((limit) => unmeasuredPayloads(db, limit), MEASURE_CHUNK),
+  };
+  const names = Object.keys(parts) as (keyof typeof parts)[];
+  const settled = await Promise.allSettled(names.map((name) => parts[name]()));
+  const failed = settled.flatMap((r, i) => (r.status === "rejected" ? [`${names[i]}: ${r.reason}`] : []));
+  if (failed.length) throw new Error(failed.join("; "));
+  return Object.fromEntries(
+    settled.map((r, i) => [names[i], (r as PromiseFulfilledResult<Pruned>).value]),
+  ) as Record<keyof typeof parts, Pruned>;
 }
 
 /** The database's size in bytes, as D1 reports it with every result (meta.size_after). */

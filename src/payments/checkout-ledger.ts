@@ -20,12 +20,16 @@ export interface SessionRow {
   amount_cents: number;
   status: "open" | "complete" | "expired";
   payload: string | null;
+  /** UTF-8 bytes of `payload`, written and cleared with it (migration 0015). */
+  payload_bytes: number | null;
   payload_result: string | null;
   payload_started_at: number | null;
   api_key_id: string | null;
   api_key_reveal: string | null;
   payment_intent: string | null;
   payment_failed_at: number | null;
+  /** When Stripe first reported the session complete with its payment still to clear (a bank debit). */
+  payment_pending_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -34,25 +38,123 @@ export async function findSession(db: D1Database, id: string) {
   return db.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first<SessionRow>();
 }
 
+/**
+ * What unpaid sessions' first-call payloads may hold in D1 together: 256 MiB. A session costs its
+ * creator nothing until paid, and the payload (up to 1 MiB) was stored at creation and never
+ * cleared: 20 checkouts a minute from one IPv6 /64 (RL_FREE) filled D1's 10 GB cap in about
+ * 8 hours, from many in minutes, and a full D1 refuses every x402 claim. 256 MiB is 2.6 % of that
+ * cap (well under the 20 % the size warning leaves), and far above what buyers leave unpaid: 256
+ * maximum-size payloads, or a quarter of a million of 1 KiB, waiting at once. Past it a checkout
+ * with a payload is refused with a 503 (routes/checkout.tsx); one without is still sold.
+ */
+export const UNPAID_PAYLOADS_MAX_BYTES = 256 * 1024 * 1024;
+
+/**
+ * What unpaid sessions hold: read from the checkout_sessions_unpaid_payload index alone (its
+ * condition is this WHERE and it holds both columns), never from the rows, whose payloads a read
+ * goes through. A payload is written with its size, so payload_bytes is set exactly when it is
+ * (rows from before migration 0015 until the Cron measures them: unmeasuredPayloads).
+ */
+const UNPAID_PAYLOAD_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM checkout_sessions
+  WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL`;
+
+/** A first-call payload as the row stores it, and its size there (UTF-8 bytes). */
+export function storedPayload(payload: unknown): { text: string; bytes: number } | undefined {
+  if (payload === undefined) return undefined;
+  const text = JSON.stringify(payload);
+  return { text, bytes: new TextEncoder().encode(text).length };
+}
+
+/**
+ * Whether a payload of `bytes` still fits under UNPAID_PAYLOADS_MAX_BYTES now: asked before Stripe,
+ * so the usual refusal creates no session. Not the guard itself (two checkouts can both pass it):
+ * recordSession's INSERT is.
+ */
+export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<boolean> {
+  const held = await db.prepare(`SELECT (${UNPAID_PAYLOAD_BYTES}) AS n`).first<number>("n");
+  return (held ?? 0) + bytes <= UNPAID_PAYLOADS_MAX_BYTES;
+}
+
+/**
+ * Records a session; false when its payload would take unpaid sessions past
+ * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check and the INSERT are one statement,
+ * so concurrent checkouts cannot all pass it. A session already recorded (a retry Stripe replayed)
+ * is true, as its first recording was; one without a payload is never refused.
+ */
 export async function recordSession(
   db: D1Database,
   s: { id: string; skillId: string; calls: number; amountCents: number; payload: unknown },
-) {
+): Promise<boolean> {
   const now = Date.now();
-  await db
+  const stored = storedPayload(s.payload);
+  const { meta } = await db
     .prepare(
-      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, created_at, updated_at)
-       VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6, ?6) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, created_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7, ?7
+       WHERE ?6 IS NULL OR (${UNPAID_PAYLOAD_BYTES}) + ?6 <= ?8
+       ON CONFLICT (id) DO NOTHING`,
     )
     .bind(
       s.id,
       s.skillId,
       s.calls,
       s.amountCents,
-      s.payload === undefined ? null : JSON.stringify(s.payload),
+      stored?.text ?? null,
+      stored?.bytes ?? null,
       now,
+      UNPAID_PAYLOADS_MAX_BYTES,
     )
     .run();
+  if (meta.changes === 1 || !stored) return true;
+  return (await findSession(db, s.id)) !== null;
+}
+
+/**
+ * How long Stripe can still complete a session we created: its default lifetime, 24 hours
+ * (routes/checkout.tsx sets no expires_at, and Stripe allows none longer), then an hour's margin
+ * for clocks and a completed webhook on its way. Past it a session never paid can only expire.
+ */
+export const CHECKOUT_COMPLETABLE_MS = 25 * 60 * 60 * 1000;
+/**
+ * How long a session Stripe completed with its payment still to clear keeps its payload: 14 days,
+ * beyond the 4 business days a US bank debit (ACH) takes to clear or fail. A payment cleared later
+ * still grants its pack; only the first call is not run.
+ */
+export const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
+
+/**
+ * The clearing of up to `limit` first-call payloads (and their sizes) that no payment can still
+ * run, as of `now`, oldest first by the checkout_sessions_unpaid_payload index: sessions never
+ * paid once Stripe can no longer complete them, and those whose delayed payment stayed pending past
+ * PENDING_PAYMENT_MS. A paid session keeps its payload (its first call runs from it, and the
+ * success page reads it). Run in chunks by the Cron (ops/database.ts); D1 has no UPDATE … LIMIT.
+ */
+export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      `UPDATE checkout_sessions SET payload = NULL, payload_bytes = NULL, updated_at = ?4
+       WHERE rowid IN (SELECT rowid FROM checkout_sessions
+         WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL AND created_at < ?1
+           AND (payment_pending_at IS NULL OR payment_pending_at < ?3)
+         LIMIT ?2)`,
+    )
+    .bind(now - CHECKOUT_COMPLETABLE_MS, limit, now - PENDING_PAYMENT_MS, now);
+}
+
+/**
+ * The measuring of up to `limit` unpaid payloads stored without their size: the rows from before
+ * migration 0015, and those the previous version wrote until this one was up. Measured, they count
+ * against UNPAID_PAYLOADS_MAX_BYTES and are cleared by staleUnpaidPayloads like any other. Each
+ * reads the payloads it measures (up to 1 MiB each): the Cron runs it in small chunks.
+ */
+export function unmeasuredPayloads(db: D1Database, limit: number) {
+  return db
+    .prepare(
+      `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB))
+       WHERE rowid IN (SELECT rowid FROM checkout_sessions
+         WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
+    )
+    .bind(limit);
 }
 
 export type SessionOutcome =
@@ -81,14 +183,24 @@ export async function settleSession(
     }
     return grantCredits(env, remote.id, remote.paymentIntent, event);
   }
+  // An expired session can never be paid: its payload goes with it. One Stripe completed while its
+  // payment clears (a bank debit) is marked, so the Cron keeps its payload past the 24 h.
   const statements =
     remote.status === "expired"
       ? [
           env.DB.prepare(
-            "UPDATE checkout_sessions SET status = 'expired', updated_at = ?2 WHERE id = ?1 AND status = 'open' AND api_key_id IS NULL",
+            `UPDATE checkout_sessions SET status = 'expired', payload = NULL, payload_bytes = NULL, updated_at = ?2
+             WHERE id = ?1 AND status = 'open' AND api_key_id IS NULL`,
           ).bind(remote.id, Date.now()),
         ]
-      : [];
+      : remote.status === "complete"
+        ? [
+            env.DB.prepare(
+              `UPDATE checkout_sessions SET payment_pending_at = ?2, updated_at = ?2
+               WHERE id = ?1 AND api_key_id IS NULL AND payment_pending_at IS NULL`,
+            ).bind(remote.id, Date.now()),
+          ]
+        : [];
   if (!(await withEvent(env.DB, event, statements))) return "duplicate_event";
   return remote.status === "expired" ? "expired" : "not_paid";
 }
@@ -153,12 +265,16 @@ async function grantCredits(
   return results[results.length - 1]?.meta.changes === 1 ? "granted" : "already_granted";
 }
 
-/** checkout.session.async_payment_failed: the delayed payment failed; nothing is granted. */
+/**
+ * checkout.session.async_payment_failed: the delayed payment failed; nothing is granted, and the
+ * session can never be paid, so its first-call payload is cleared.
+ */
 export async function failSession(db: D1Database, sessionId: string, event: StripeEventRef) {
   const r = await withEvent(db, event, [
     db
       .prepare(
-        "UPDATE checkout_sessions SET payment_failed_at = ?2, updated_at = ?2 WHERE id = ?1 AND api_key_id IS NULL",
+        `UPDATE checkout_sessions SET payment_failed_at = ?2, payload = NULL, payload_bytes = NULL, updated_at = ?2
+         WHERE id = ?1 AND api_key_id IS NULL`,
       )
       .bind(sessionId, Date.now()),
   ]);

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { publicConfig } from "../config";
 import { sha256Hex } from "../digest";
 import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation";
@@ -6,7 +6,12 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { callerNetwork } from "../net/ip-ranges";
-import { recordSession } from "../payments/checkout-ledger";
+import {
+  recordSession,
+  storedPayload,
+  UNPAID_PAYLOADS_MAX_BYTES,
+  unpaidPayloadRoom,
+} from "../payments/checkout-ledger";
 import {
   checkoutRequest,
   IDEMPOTENCY_KEY_PATTERN,
@@ -55,7 +60,9 @@ const createCheckout = operation({
     "502": ERROR(
       "Stripe did not create the checkout session: retry with a new Idempotency-Key (Stripe replays a failure for the same key for at least 24 hours), or, without one, try again",
     ),
-    "503": ERROR("Card payments not configured"),
+    "503": ERROR(
+      "Card payments not configured, or (reason unpaid_payloads_full, with Retry-After) unpaid checkouts hold all the first-call payloads we keep: buy without a payload, or retry later",
+    ),
   },
 });
 
@@ -70,6 +77,24 @@ const creditsOperation = operation({
 });
 
 export const checkoutOperations = [createCheckout, webhookOperation, creditsOperation];
+
+/** When a checkout refused for UNPAID_PAYLOADS_MAX_BYTES is told to try again: room comes back as sessions are paid or expire. */
+const PAYLOADS_FULL_RETRY_AFTER_S = 900;
+
+/**
+ * The 503 of a checkout whose payload would take unpaid sessions past UNPAID_PAYLOADS_MAX_BYTES
+ * (payments/checkout-ledger.ts): the same checkout without a payload is sold.
+ */
+function payloadsFull(c: Context<AppEnv>) {
+  c.header("Retry-After", String(PAYLOADS_FULL_RETRY_AFTER_S));
+  return c.json(
+    {
+      detail: `Checkouts not yet paid hold all the first-call payloads we keep (${UNPAID_PAYLOADS_MAX_BYTES} bytes). Buy without a payload and make the first call with the key, or retry later. Nothing was charged.`,
+      reason: "unpaid_payloads_full",
+    },
+    503,
+  );
+}
 
 checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.validate, async (c) => {
   const body = c.req.valid("json");
@@ -96,6 +121,10 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
       "Card payments are not configured on this deployment; pay per call with x402 instead.",
     );
   }
+  // Before Stripe: past the cap on what unpaid sessions hold, a checkout with a payload is refused
+  // without creating a session. recordSession checks again, atomically, once Stripe answered.
+  const stored = storedPayload(body.payload);
+  if (stored && !(await unpaidPayloadRoom(c.env.DB, stored.bytes))) return payloadsFull(c);
   const calls = packSize(skill.price_atomic, body.quantity);
   const amountCents = Number((BigInt(calls) * skill.price_atomic) / 10_000n);
   // A client's Idempotency-Key makes its retries return the same session (Stripe replays the
@@ -157,13 +186,18 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
     }
     return detail(c, 502, "Stripe did not create the checkout session; try again.");
   }
-  await recordSession(c.env.DB, {
+  const recorded = await recordSession(c.env.DB, {
     id: session.id,
     skillId: skill.id,
     calls,
     amountCents,
     payload: body.payload,
   });
+  // Concurrent checkouts filled the room since the check above. The session is left unreturned:
+  // nobody holds its URL, so nobody can pay it, it costs nothing and Stripe expires it within 24 h
+  // (its expired event finds no row). A retry with the same Idempotency-Key gets the same session
+  // from Stripe and records it once there is room.
+  if (!recorded) return payloadsFull(c);
   return c.json({
     session_id: session.id,
     checkout_url: session.url,

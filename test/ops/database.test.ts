@@ -103,6 +103,7 @@ afterEach(async () => {
   vi.restoreAllMocks();
   await env.DB.prepare("DELETE FROM idempotent_results WHERE key LIKE 'x402:prune-%'").run();
   await env.DB.prepare("DELETE FROM call_log WHERE skill = 'prune_probe'").run();
+  await env.DB.prepare("DELETE FROM checkout_sessions WHERE id = 'cs_prune_probe'").run();
 });
 
 /** `n` call-log rows of a probe skill at `at`. */
@@ -120,7 +121,7 @@ const probeCalls = async (olderThan: number) =>
     .first<number>("n");
 
 describe("the Cron frees the database's dead rows even when D1 refuses every INSERT", () => {
-  it("deletes expired stored answers and call-log rows past 30 days, and keeps the live ones", {
+  it("deletes expired stored answers and call-log rows past 30 days, clears a payload never paid, and keeps the live ones", {
     timeout: 60_000,
   }, async () => {
     const now = Date.now();
@@ -137,6 +138,13 @@ describe("the Cron frees the database's dead rows even when D1 refuses every INS
     // 2,500 call-log rows 31 days old (three chunks of deletes) and one of yesterday.
     await seedCalls(2500, now - 31 * DAY);
     await seedCalls(1, now - DAY);
+    // A checkout never paid, two days old: Stripe can no longer complete it, its payload goes.
+    await env.DB.prepare(
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, created_at, updated_at)
+       VALUES ('cs_prune_probe', 'json_sort', 1, 51, 'open', ?1, 200000, ?2, ?2)`,
+    )
+      .bind("x".repeat(200_000), now - 2 * DAY)
+      .run();
 
     const full = fullDb(env.DB);
     const log = vi.spyOn(console, "log").mockImplementation(() => {});
@@ -152,6 +160,11 @@ describe("the Cron frees the database's dead rows even when D1 refuses every INS
     expect(left.results.map((r) => r.key)).toEqual(["x402:prune-live"]);
     expect(await probeCalls(now - 30 * DAY)).toBe(0);
     expect(await probeCalls(now)).toBe(1);
+    expect(
+      await env.DB.prepare(
+        "SELECT payload, payload_bytes FROM checkout_sessions WHERE id = 'cs_prune_probe'",
+      ).first(),
+    ).toEqual({ payload: null, payload_bytes: null });
     // Bounded deletes: D1 has no DELETE … LIMIT, so each takes a chunk of rowids.
     const deletes = full.seen.filter((sql) => /DELETE/i.test(sql));
     expect(deletes.length).toBeGreaterThan(0);
@@ -159,7 +172,7 @@ describe("the Cron frees the database's dead rows even when D1 refuses every INS
       deletes.every((sql) => /WHERE rowid IN\s+\(SELECT rowid FROM \w+ WHERE .* LIMIT \?2\)/s.test(sql)),
     ).toBe(true);
     expect(logged(log)).toMatch(
-      /"pruned":\{"idempotent_results":\{"deleted":[5-9]\d*,"more":false\},"call_log":\{"deleted":2\d{3},"more":false\}\}/,
+      /"pruned":\{"idempotent_results":\{"deleted":[5-9]\d*,"more":false\},"call_log":\{"deleted":2\d{3},"more":false\},"checkout_payloads":\{"deleted":[1-9]\d*,"more":false\},"checkout_payloads_measured":\{"deleted":\d+,"more":false\}\}/,
     );
   });
 

@@ -10,7 +10,7 @@ const app = createApp();
 /**
  * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain,
  * recomputes the published reliability figures into KV (stats/published.ts) and deletes expired
- * stored answers and old call-log rows (ops/database.ts), side by side so no part's failure skips
+ * stored answers and old call-log rows and clears unpaid checkouts' stale payloads (ops/database.ts), side by side so no part's failure skips
  * or hides another's; then reads the database's size, logged at "warn" near D1's cap. Awaited,
  * and a run where a part failed (or reconciliation left errors) throws, naming each: the Cron
  * Events list and its alerts then show it as failed instead of a success whose only trace is a

@@ -164,14 +164,9 @@ export const urlNormalize = defineSkill({
       canonical: z.string().meta({ description: "The normalized URL." }),
       scheme: z.literal("https"),
       host: z.string(),
-      port: z
-        .int()
-        .min(0)
-        .max(65535)
-        .nullable()
-        .meta({
-          description: "Null for the default port (0 is a port WHATWG and the contract's reference accept).",
-        }),
+      port: z.int().min(0).max(65535).nullable().meta({
+        description: "Null for the default port (0 is a port WHATWG and the contract's reference accept).",
+      }),
       path: z.string(),
       query: z
         .record(z.string(), z.union([z.string(), z.array(z.string())]))

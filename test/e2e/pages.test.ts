@@ -175,6 +175,41 @@ describe("pages in a real browser", () => {
     await page.close();
   });
 
+  it("what the applet hides stays hidden: no wallet, no wallet button; no card pack, no card button", async () => {
+    const { page, errors } = await open("/applet");
+    /** Elements with the hidden attribute that still take up room on the page (none may). */
+    const shownWhileHidden = () =>
+      page.evaluate(() =>
+        [...document.querySelectorAll("[hidden]")]
+          .filter((e) => e.getClientRects().length > 0)
+          .map((e) => e.id || e.tagName),
+      );
+    expect(await shownWhileHidden()).toEqual([]);
+    await page.selectOption("#skill", "/api/skills/slugify");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    // This browser has no window.ethereum: the page says so instead of offering a button that does
+    // nothing (.button's display: inline-block showed it while hidden).
+    expect(await page.getAttribute("#pay-wallet", "hidden")).not.toBeNull();
+    expect(await page.isVisible("#pay-wallet")).toBe(false);
+    expect(await page.isVisible("#no-wallet")).toBe(true);
+    expect(await page.isVisible("#buy")).toBe(true);
+    expect(await shownWhileHidden()).toEqual([]);
+    // A deployment without card payments renders no pack on the options: the card button hides.
+    await page.evaluate(() => {
+      const skill = document.getElementById("skill") as HTMLSelectElement;
+      for (const o of skill.options) delete o.dataset.pack;
+      skill.dispatchEvent(new Event("change"));
+    });
+    await page.click("#send");
+    await page.waitForFunction(() => !document.getElementById("challenge")?.hidden);
+    expect(await page.getAttribute("#buy", "hidden")).not.toBeNull();
+    expect(await page.isVisible("#buy")).toBe(false);
+    expect(await shownWhileHidden()).toEqual([]);
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
+    await page.close();
+  });
+
   it("with a pasted card-credit key the applet makes the paid call and shows the 200 result", async () => {
     const key = await buyKey("slugify");
     const { page, errors } = await open("/applet");

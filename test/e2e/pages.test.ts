@@ -107,6 +107,23 @@ describe("pages in a real browser", () => {
     }
   });
 
+  it("every docs page fits a 320 px screen: no sideways scroll (WCAG 1.4.10)", async () => {
+    // Inline code with no space in it (`params._meta["marketplace/idempotency-key"]` on /docs/mcp,
+    // `{"skill_id":"json_schema_validate"}`) scrolled the page sideways until it could break anywhere.
+    const page = await browser.newPage({ viewport: { width: 320, height: 800 } });
+    const errors = watchErrors(page);
+    const routes = ["/docs", "/docs/mcp", "/docs/reliability", ...catalog.map((s) => `/docs/${s.doc_slug}`)];
+    for (const route of routes) {
+      await page.goto(`${stack.base_url}${route}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, route).toBeLessThanOrEqual(1);
+    }
+    await page.goto(`${stack.base_url}/docs/mcp`);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "docs-mcp-320.png"), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it("the home table has one row per skill, each with its own price and endpoint", async () => {
     const { page } = await open("/");
     expect(await page.locator("table tbody tr").count()).toBe(catalog.length);

@@ -6,6 +6,7 @@ import { launch, SCREENSHOTS, watchErrors } from "./browser";
 
 const stack = inject("stack") as {
   base_url: string;
+  admin_token: string;
   pay_to: string;
   stripe_api_base: string;
   rpc_url: string;
@@ -121,6 +122,49 @@ describe("pages in a real browser", () => {
     await page.goto(`${stack.base_url}/docs/mcp`);
     await page.screenshot({ path: path.join(SCREENSHOTS, "docs-mcp-320.png"), fullPage: true });
     expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("the admin revenue chart's day labels never overlap and stay 12 px or more, at 320 px and on a desktop", async () => {
+    const page = await browser.newPage({ viewport: { width: 320, height: 800 } });
+    const errors = watchErrors(page);
+    await page.goto(`${stack.base_url}/admin`);
+    await page.fill("#token", stack.admin_token);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("#chart-revenue-day");
+    for (const width of [320, 1200]) {
+      await page.setViewportSize({ width, height: 800 });
+      const seen = await page.evaluate(() => {
+        const chart = document.getElementById("chart-revenue-day") as HTMLElement;
+        // The first two texts are the value scale; the rest label the days.
+        const labels = [...chart.querySelectorAll("svg text.chart-label")].slice(2);
+        const boxes = labels.map((t) => t.getBoundingClientRect());
+        const scroll = chart.querySelector(".chart-scroll") as HTMLElement;
+        return {
+          texts: labels.map((t) => t.textContent),
+          overlaps: boxes.slice(1).filter((b, i) => b.left < (boxes[i] as DOMRect).right).length,
+          // 12 px text is ~14 px tall: each label's rendered height.
+          smallest: Math.min(...boxes.map((b) => b.height)),
+          scrolls: scroll.scrollWidth > scroll.clientWidth,
+          overflow: document.documentElement.scrollWidth - window.innerWidth,
+          rows: chart.querySelectorAll("tbody tr").length,
+        };
+      });
+      // 14 days: every other one labelled, the latest included; every day has its table row.
+      expect(seen.texts, `${width}`).toHaveLength(7);
+      expect(seen.overlaps, `${width}`).toBe(0);
+      expect(seen.smallest, `${width}`).toBeGreaterThanOrEqual(13);
+      expect(seen.rows).toBe(14);
+      // A phone scrolls the chart inside its box, not the page.
+      expect(seen.scrolls, `${width}`).toBe(width === 320);
+      expect(seen.overflow, `${width}`).toBeLessThanOrEqual(1);
+    }
+    await page.setViewportSize({ width: 320, height: 800 });
+    await page
+      .locator("#chart-revenue-day")
+      .screenshot({ path: path.join(SCREENSHOTS, "admin-chart-320.png") });
+    // Chromium logs the sign-in page's 401; nothing else may fail.
+    expect(errors.filter((e) => !e.includes("401"))).toEqual([]);
     await page.close();
   });
 

@@ -55,12 +55,17 @@ export function AppletPage({ cfg }: { cfg: PublicConfig }) {
       <noscript>
         <p class="status-err">This page sends requests with JavaScript; turn it on to try a skill.</p>
       </noscript>
-      <section aria-live="polite">
-        <h2>Answer</h2>
-        <p id="status" class="muted">
+      {/*
+        Only the short status lines are live regions: a live section read the whole answer aloud
+        (osint-graph's raw JSON is ~5 KB) and announced #pay-status twice. The answer itself is
+        read on request, from the Raw answer below.
+      */}
+      <section aria-labelledby="answer-heading">
+        <h2 id="answer-heading">Answer</h2>
+        <p id="status" class="muted" role="status">
           Nothing sent yet.
         </p>
-        <p id="credits" hidden />
+        <p id="credits" role="status" hidden />
         <div id="challenge" hidden>
           <h3>Payment required</h3>
           <p id="c-why" class="muted" />

@@ -14,6 +14,24 @@ export interface Series {
 const W = 640;
 const H = 220;
 const PAD = { top: 12, right: 12, bottom: 44, left: 64 };
+/** Longest axis label drawn, in characters (a longer one is cut with …). */
+const LABEL_MAX = 12;
+/**
+ * Room one label character takes at the labels' 12 units (site.css .chart-label): 0.6 em. DejaVu
+ * Sans, a wide system-ui, draws "2026-05-01" 69.8 units wide (72 allowed), and the gap is room to spare.
+ */
+const CHAR_W = 7.2;
+const LABEL_GAP = 8;
+
+/**
+ * Every how many bars a label is drawn, so that no two labels overlap: 14 dates ("2026-05-01",
+ * ~70 units) in 40-unit slots were drawn on top of one another at every width. The SVG scales
+ * uniformly, so labels that clear each other in the viewBox clear each other on any screen.
+ */
+export function labelStep(labels: string[], slot: number): number {
+  const longest = Math.max(0, ...labels.map((l) => Math.min(l.length, LABEL_MAX)));
+  return Math.max(1, Math.ceil((longest * CHAR_W + LABEL_GAP) / Math.max(1, slot)));
+}
 
 /** Grouped vertical bars, one group per label; `format` prints axis and table values. */
 export function BarChart(props: {
@@ -30,46 +48,68 @@ export function BarChart(props: {
   const group = labels.length ? plotW / labels.length : plotW;
   const barW = Math.max(2, (group * 0.8) / Math.max(1, series.length));
   const y = (v: number) => PAD.top + plotH - (max > 0 ? (v / max) * plotH : 0);
+  // Counted from the last bar, so the latest day is always labelled.
+  const step = labelStep(labels, group);
+  const labelled = (i: number) => (labels.length - 1 - i) % step === 0;
   return (
     <figure class="chart" id={props.id}>
       <figcaption>{props.title}</figcaption>
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-hidden="true" class="chart-svg">
-        <line x1={PAD.left} y1={PAD.top + plotH} x2={W - PAD.right} y2={PAD.top + plotH} class="chart-axis" />
-        <text x={PAD.left - 6} y={PAD.top + 10} text-anchor="end" class="chart-label">
-          {format(max)}
-        </text>
-        <text x={PAD.left - 6} y={PAD.top + plotH} text-anchor="end" class="chart-label">
-          {format(0)}
-        </text>
-        {labels.map((label, i) => (
-          <g>
-            {series.map((s, j) => {
-              const v = s.values[i] ?? 0;
-              const x = PAD.left + i * group + group * 0.1 + j * barW;
-              return (
-                <rect
-                  x={x.toFixed(1)}
-                  y={y(v).toFixed(1)}
-                  width={barW.toFixed(1)}
-                  height={(PAD.top + plotH - y(v)).toFixed(1)}
-                  class={s.cls}
-                  data-value={String(v)}
+      {/*
+        The SVG keeps a minimum width (site.css .chart-svg), so its 12-unit labels never render
+        smaller than 12 px; a narrower screen scrolls this box sideways, which a keyboard reaches by
+        focusing it. The numbers themselves are in the table view below, for every bar.
+      */}
+      <section
+        class="chart-scroll"
+        tabindex={0}
+        aria-label={`${props.title}: chart (its numbers are in the table view)`}
+      >
+        <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-hidden="true" class="chart-svg">
+          <line
+            x1={PAD.left}
+            y1={PAD.top + plotH}
+            x2={W - PAD.right}
+            y2={PAD.top + plotH}
+            class="chart-axis"
+          />
+          <text x={PAD.left - 6} y={PAD.top + 10} text-anchor="end" class="chart-label">
+            {format(max)}
+          </text>
+          <text x={PAD.left - 6} y={PAD.top + plotH} text-anchor="end" class="chart-label">
+            {format(0)}
+          </text>
+          {labels.map((label, i) => (
+            <g>
+              {series.map((s, j) => {
+                const v = s.values[i] ?? 0;
+                const x = PAD.left + i * group + group * 0.1 + j * barW;
+                return (
+                  <rect
+                    x={x.toFixed(1)}
+                    y={y(v).toFixed(1)}
+                    width={barW.toFixed(1)}
+                    height={(PAD.top + plotH - y(v)).toFixed(1)}
+                    class={s.cls}
+                    data-value={String(v)}
+                  >
+                    <title>{`${label} · ${s.name}: ${format(v)}`}</title>
+                  </rect>
+                );
+              })}
+              {labelled(i) ? (
+                <text
+                  x={(PAD.left + i * group + group / 2).toFixed(1)}
+                  y={H - PAD.bottom + 16}
+                  text-anchor="middle"
+                  class="chart-label"
                 >
-                  <title>{`${label} · ${s.name}: ${format(v)}`}</title>
-                </rect>
-              );
-            })}
-            <text
-              x={(PAD.left + i * group + group / 2).toFixed(1)}
-              y={H - PAD.bottom + 16}
-              text-anchor="middle"
-              class="chart-label"
-            >
-              {label.length > 12 ? `${label.slice(0, 11)}…` : label}
-            </text>
-          </g>
-        ))}
-      </svg>
+                  {label.length > LABEL_MAX ? `${label.slice(0, LABEL_MAX - 1)}…` : label}
+                </text>
+              ) : null}
+            </g>
+          ))}
+        </svg>
+      </section>
       <p class="chart-legend">
         {series.map((s) => (
           <span>

@@ -1,3 +1,4 @@
+import { raw } from "hono/html";
 import { shQuote } from "../discovery/identity";
 import { firstCallState, type SessionRow } from "../payments/checkout-ledger";
 import type { PackStanding } from "../payments/credits";
@@ -25,6 +26,8 @@ interface SuccessProps {
   baseUrl: string;
   /** The answer to a POST (the reveal): it never refreshes itself, the GET page does. */
   posted: boolean;
+  /** Seconds after which this GET page checks again (successRefresh), or undefined: it is final. */
+  refresh?: number;
   /** The first call's stored answer as shown (storedAnswerView), once there is one. */
   firstAnswer?: { status: number; text: string };
 }
@@ -83,7 +86,7 @@ function TokenForm(p: { sessionId: string; token: string; id: string; working: s
   );
 }
 
-/** The first call's answer, that it is still running (the GET page refreshes itself), or that its run died. */
+/** The first call's answer, that it is still running (the GET page updates itself), or that its run died. */
 function FirstCall(p: SuccessProps) {
   const state = firstCallState(p.session);
   if (state === "none") return null;
@@ -105,13 +108,13 @@ function FirstCall(p: SuccessProps) {
         <h2>Your first call</h2>
         {state === "running" && !p.posted ? (
           <p id="first-call" class="muted">
-            Running… this page refreshes until its answer is here.
+            Running… this page updates when its answer is here.
           </p>
         ) : state === "running" ? (
           <p id="first-call" class="muted">
             Running… its answer is not here yet. {p.apiKey ? "Copy your key first, then " : ""}
-            <a href={successPath(p.sessionId)}>open the success page</a> in a few seconds: it refreshes until
-            the answer is here.
+            <a href={successPath(p.sessionId)}>open the success page</a> in a few seconds: it updates when the
+            answer is here.
           </p>
         ) : state === "queued" || revealReady ? (
           <p id="first-call" class="muted">
@@ -221,68 +224,96 @@ export function SuccessPage(p: SuccessProps) {
   const endpoint = p.skill ? `${p.baseUrl}${p.skill.endpoint}` : `${p.baseUrl}/api/skills/…`;
   const example = p.skill ? JSON.stringify(p.skill.example_request) : "{}";
   const end = packEnd(p.standing);
-  const heading = end ? ENDED[end].heading : "Payment received";
   const curl = `curl -s -X POST ${endpoint} \\\n  -H 'authorization: Bearer ${p.apiKey ?? "mk_your_key"}' \\\n  -H 'content-type: application/json' \\\n  -d ${shQuote(example)}`;
+  const heading = paid
+    ? end
+      ? ENDED[end].heading
+      : "Payment received"
+    : expired
+      ? "This checkout expired"
+      : s?.payment_failed_at
+        ? "The payment failed"
+        : "Waiting for the payment";
   return (
-    <Layout title={paid ? heading : "Checkout"} scripts={paid ? ["/assets/buy.js"] : undefined}>
-      {paid ? (
-        <>
-          <h1>{heading}</h1>
-          <p class="lead">
-            {calls} calls of {name} for ${(cents / 100).toFixed(2)}.
-          </p>
-          <dl class="facts">
-            <dt>Calls left</dt>
-            <dd id="calls-left">{callsLeftText(p.standing)}</dd>
-            <dt>Session</dt>
-            <dd>
-              <code class="long-id">{p.sessionId}</code>
-            </dd>
-          </dl>
-          <KeyReveal {...p} />
-          <FirstCall {...p} />
-          {end ? null : (
-            <>
-              <h2>Use it</h2>
-              <pre>
-                <code>{curl}</code>
-              </pre>
-              <p>
-                Check the balance with <code>GET /api/credits</code> and the same <code>Authorization</code>{" "}
-                header.
-              </p>
-            </>
-          )}
-        </>
-      ) : expired ? (
-        <>
-          <h1>This checkout expired</h1>
+    <Layout title={paid ? heading : "Checkout"} scripts={paid || p.refresh ? ["/assets/buy.js"] : undefined}>
+      <h1 id="checkout-heading">{heading}</h1>
+      {p.refresh ? <Refreshing seconds={p.refresh} /> : null}
+      {/* What an update replaces (buy.js, checkout-refresh.ts), with the heading above. */}
+      <div id="checkout-state" data-refresh={p.refresh ? String(p.refresh) : undefined}>
+        {paid ? (
+          <>
+            <p class="lead">
+              {calls} calls of {name} for ${(cents / 100).toFixed(2)}.
+            </p>
+            <dl class="facts">
+              <dt>Calls left</dt>
+              <dd id="calls-left">{callsLeftText(p.standing)}</dd>
+              <dt>Session</dt>
+              <dd>
+                <code class="long-id">{p.sessionId}</code>
+              </dd>
+            </dl>
+            <KeyReveal {...p} />
+            <FirstCall {...p} />
+            {end ? null : (
+              <>
+                <h2>Use it</h2>
+                <pre>
+                  <code>{curl}</code>
+                </pre>
+                <p>
+                  Check the balance with <code>GET /api/credits</code> and the same <code>Authorization</code>{" "}
+                  header.
+                </p>
+              </>
+            )}
+          </>
+        ) : expired ? (
           <p>
             Nothing was charged. <a href={`/docs/${p.skill?.slug ?? ""}`}>Start again from the docs</a>.
           </p>
-        </>
-      ) : s?.payment_failed_at ? (
-        <>
-          <h1>The payment failed</h1>
+        ) : s?.payment_failed_at ? (
           <p>
             Your bank did not complete the payment, so no credits were granted.{" "}
             <a href={`/docs/${p.skill?.slug ?? ""}`}>Start again from the docs</a>.
           </p>
-        </>
-      ) : (
-        <>
-          <h1>Waiting for the payment</h1>
+        ) : (
           <p>
             Stripe has not confirmed checkout <code class="long-id">{p.sessionId}</code> yet. This page
-            refreshes by itself for a while; reload it later if your payment method takes longer.
+            updates by itself for a while; reload it later if your payment method takes longer.
           </p>
-        </>
-      )}
+        )}
+      </div>
     </Layout>
   );
 }
 
-/** Seconds after which a GET of the success page should reload itself, or undefined. */
+/**
+ * A page that is not final checks again every few seconds. With JavaScript, buy.js fetches this
+ * same GET page and replaces #checkout-state (and the heading) only when it changed, saying so in
+ * the status line: a reload every 3 s sent a screen reader back to the top and lost the keyboard's
+ * place, for up to 30 minutes (WCAG 2.2.1, F41). The line's button stops and resumes it. Without
+ * JavaScript the page reloads itself as before: the meta refresh inside <noscript> is read only
+ * when scripts are off (with them on, <noscript> holds text, not elements). It sits in the body
+ * because Layout renders the head; browsers act on a meta refresh wherever it is. It is written raw:
+ * hono/jsx hoists a <meta> element into the head, out of the <noscript>, where it would reload
+ * every browser.
+ */
+function Refreshing({ seconds }: { seconds: number }) {
+  return (
+    <>
+      {raw(`<noscript><meta http-equiv="refresh" content="${Math.trunc(seconds)}"></noscript>`)}
+      <p id="refresh-bar" class="actions" hidden>
+        <span id="refresh-status" class="muted" role="status" />
+        <button type="button" id="refresh-stop" class="button secondary">
+          Stop checking
+        </button>
+      </p>
+    </>
+  );
+}
+
+/** Seconds after which a GET of the success page should check again (SuccessPage), or undefined. */
 export function successRefresh(session: SessionRow | null, paid: boolean): number | undefined {
   if (!session) return undefined;
   // A card payment lands within seconds; a bank debit can take days, and nobody watches for that long.

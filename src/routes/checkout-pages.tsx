@@ -119,14 +119,20 @@ async function renderSuccess(
       standing={standing ?? undefined}
       baseUrl={publicConfig(c.env, c.req.url).baseUrl}
       posted={posted}
+      refresh={refresh}
       firstAnswer={session?.payload_result ? await storedAnswerView(session.payload_result) : undefined}
     />
   );
   const known = session || remote?.paid;
+  // A browser loading the page (it says Sec-Fetch-Dest: document) is told to check again by the
+  // page itself: its script updates it in place, or without scripts it reloads (SuccessPage). The
+  // Refresh header, which reloads whatever the page runs, goes only to clients that name no
+  // destination: HTTP clients and agents, for which it says when to ask again.
+  const headerRefresh = refresh && !c.req.header("sec-fetch-dest");
   // The page may carry a secret: never cache it anywhere.
   return c.html(page, known ? 200 : 404, {
     "cache-control": "no-store",
-    ...(refresh ? { refresh: String(refresh) } : {}),
+    ...(headerRefresh ? { refresh: String(refresh) } : {}),
   });
 }
 

@@ -109,6 +109,111 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
     expect(await balance.json()).toMatchObject({ skill_id: "slugify", calls_total: 170, calls_left: 168 });
   });
 
+  it("the success page waits for the payment without reloading: it updates in place and focuses Reveal once paid", async () => {
+    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ skill_id: "sha256" }),
+    });
+    const { session_id, checkout_url } = (await created.json()) as {
+      session_id: string;
+      checkout_url: string;
+    };
+    const successUrl = `${stack.base_url}/checkout/success?session_id=${session_id}`;
+    const page = await browser.newPage();
+    const errors = watchErrors(page);
+    // Loads of the page itself (a reload sent a screen reader back to the top every 3 s), and the
+    // page's own checks: fetches of the same GET page, whose answers must never carry the key.
+    let loads = 0;
+    page.on("framenavigated", (f) => {
+      if (f === page.mainFrame()) loads++;
+    });
+    const checks: Promise<string>[] = [];
+    page.on("response", (r) => {
+      if (r.request().resourceType() === "fetch" && r.url().includes("/checkout/success"))
+        checks.push(r.text());
+    });
+    const res = await page.goto(successUrl);
+    expect(res?.headers().refresh).toBeUndefined();
+    expect(await page.textContent("h1")).toBe("Waiting for the payment");
+    expect(await page.textContent("#refresh-status")).toBe("Checking for updates every 3 seconds.");
+    expect(await page.textContent("#refresh-stop")).toBe("Stop checking");
+    // A keyboard user's place survives the checks.
+    await page.focus("#refresh-stop");
+    await page.waitForTimeout(8_000);
+    expect(loads).toBe(1);
+    expect(checks.length).toBeGreaterThanOrEqual(2);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("refresh-stop");
+
+    // The buyer pays in another tab; this one finds out by itself.
+    const payer = await browser.newPage();
+    await payer.goto(checkout_url);
+    await payer.click("#pay");
+    await payer.waitForURL(/\/checkout\/success/);
+    await payer.close();
+    await page.waitForSelector("#reveal", { timeout: 20_000 });
+    expect(loads).toBe(1);
+    expect(await page.textContent("h1")).toBe("Payment received");
+    expect(await page.title()).toContain("Payment received");
+    // The buyer's next action appeared: it has the focus, and the status line says what changed.
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("reveal");
+    expect(await page.textContent("#refresh-status")).toBe("Updated: Payment received");
+    expect(await page.isVisible("#refresh-stop")).toBe(false);
+    // Final: no more checks.
+    const checked = checks.length;
+    await page.waitForTimeout(4_000);
+    expect(checks.length).toBe(checked);
+    for (const body of await Promise.all(checks)) expect(body).not.toContain('id="api-key"');
+    await page.screenshot({ path: path.join(SCREENSHOTS, "checkout-success-updated.png"), fullPage: true });
+    // The Reveal button that came with the update is guarded (sent once) and shows the key.
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#api-key");
+    expect(((await page.textContent("#api-key")) ?? "").trim()).toMatch(/^mk_/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("the checks can be stopped and resumed; without JavaScript the page reloads itself instead", async () => {
+    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ skill_id: "sha256" }),
+    });
+    const { session_id } = (await created.json()) as { session_id: string };
+    const successUrl = `${stack.base_url}/checkout/success?session_id=${session_id}`;
+    const page = await browser.newPage();
+    const errors = watchErrors(page);
+    let checks = 0;
+    page.on("request", (r) => {
+      if (r.resourceType() === "fetch" && r.url().includes("/checkout/success")) checks++;
+    });
+    await page.goto(successUrl);
+    await page.click("#refresh-stop");
+    expect(await page.textContent("#refresh-stop")).toBe("Resume checking");
+    expect(await page.textContent("#refresh-status")).toContain("Stopped checking");
+    const stopped = checks;
+    await page.waitForTimeout(7_000);
+    expect(checks).toBe(stopped);
+    await page.click("#refresh-stop");
+    expect(await page.textContent("#refresh-stop")).toBe("Stop checking");
+    await expect.poll(() => checks, { timeout: 10_000 }).toBeGreaterThan(stopped);
+    expect(errors).toEqual([]);
+    await page.close();
+
+    // Scripts off: the <noscript> meta refresh reloads the page every 3 s, as the header did.
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const plain = await context.newPage();
+    let loads = 0;
+    plain.on("framenavigated", (f) => {
+      if (f === plain.mainFrame()) loads++;
+    });
+    await plain.goto(successUrl);
+    expect(await plain.isVisible("#refresh-bar")).toBe(false);
+    expect(await plain.textContent("h1")).toBe("Waiting for the payment");
+    await expect.poll(() => loads, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    await context.close();
+  });
+
   it("a refund and a dispute delivered by the emulator take back, freeze and restore the pack's credits", async () => {
     const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
       method: "POST",

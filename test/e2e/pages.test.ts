@@ -6,6 +6,7 @@ import { launch, SCREENSHOTS, watchErrors } from "./browser";
 
 const stack = inject("stack") as {
   base_url: string;
+  admin_token: string;
   pay_to: string;
   stripe_api_base: string;
   rpc_url: string;
@@ -107,6 +108,66 @@ describe("pages in a real browser", () => {
     }
   });
 
+  it("every docs page fits a 320 px screen: no sideways scroll (WCAG 1.4.10)", async () => {
+    // Inline code with no space in it (`params._meta["marketplace/idempotency-key"]` on /docs/mcp,
+    // `{"skill_id":"json_schema_validate"}`) scrolled the page sideways until it could break anywhere.
+    const page = await browser.newPage({ viewport: { width: 320, height: 800 } });
+    const errors = watchErrors(page);
+    const routes = ["/docs", "/docs/mcp", "/docs/reliability", ...catalog.map((s) => `/docs/${s.doc_slug}`)];
+    for (const route of routes) {
+      await page.goto(`${stack.base_url}${route}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, route).toBeLessThanOrEqual(1);
+    }
+    await page.goto(`${stack.base_url}/docs/mcp`);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "docs-mcp-320.png"), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("the admin revenue chart's day labels never overlap and stay 12 px or more, at 320 px and on a desktop", async () => {
+    const page = await browser.newPage({ viewport: { width: 320, height: 800 } });
+    const errors = watchErrors(page);
+    await page.goto(`${stack.base_url}/admin`);
+    await page.fill("#token", stack.admin_token);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("#chart-revenue-day");
+    for (const width of [320, 1200]) {
+      await page.setViewportSize({ width, height: 800 });
+      const seen = await page.evaluate(() => {
+        const chart = document.getElementById("chart-revenue-day") as HTMLElement;
+        // The first two texts are the value scale; the rest label the days.
+        const labels = [...chart.querySelectorAll("svg text.chart-label")].slice(2);
+        const boxes = labels.map((t) => t.getBoundingClientRect());
+        const scroll = chart.querySelector(".chart-scroll") as HTMLElement;
+        return {
+          texts: labels.map((t) => t.textContent),
+          overlaps: boxes.slice(1).filter((b, i) => b.left < (boxes[i] as DOMRect).right).length,
+          // 12 px text is ~14 px tall: each label's rendered height.
+          smallest: Math.min(...boxes.map((b) => b.height)),
+          scrolls: scroll.scrollWidth > scroll.clientWidth,
+          overflow: document.documentElement.scrollWidth - window.innerWidth,
+          rows: chart.querySelectorAll("tbody tr").length,
+        };
+      });
+      // 14 days: every other one labelled, the latest included; every day has its table row.
+      expect(seen.texts, `${width}`).toHaveLength(7);
+      expect(seen.overlaps, `${width}`).toBe(0);
+      expect(seen.smallest, `${width}`).toBeGreaterThanOrEqual(13);
+      expect(seen.rows).toBe(14);
+      // A phone scrolls the chart inside its box, not the page.
+      expect(seen.scrolls, `${width}`).toBe(width === 320);
+      expect(seen.overflow, `${width}`).toBeLessThanOrEqual(1);
+    }
+    await page.setViewportSize({ width: 320, height: 800 });
+    await page
+      .locator("#chart-revenue-day")
+      .screenshot({ path: path.join(SCREENSHOTS, "admin-chart-320.png") });
+    // Chromium logs the sign-in page's 401; nothing else may fail.
+    expect(errors.filter((e) => !e.includes("401"))).toEqual([]);
+    await page.close();
+  });
+
   it("the home table has one row per skill, each with its own price and endpoint", async () => {
     const { page } = await open("/");
     expect(await page.locator("table tbody tr").count()).toBe(catalog.length);
@@ -171,6 +232,41 @@ describe("pages in a real browser", () => {
     expect(await page.textContent("#c-network")).toBe("eip155:8453");
     expect(await page.textContent("#c-payto")).toBe(stack.pay_to);
     await page.screenshot({ path: path.join(SCREENSHOTS, "applet-402.png"), fullPage: true });
+    expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
+    await page.close();
+  });
+
+  it("what the applet hides stays hidden: no wallet, no wallet button; no card pack, no card button", async () => {
+    const { page, errors } = await open("/applet");
+    /** Elements with the hidden attribute that still take up room on the page (none may). */
+    const shownWhileHidden = () =>
+      page.evaluate(() =>
+        [...document.querySelectorAll("[hidden]")]
+          .filter((e) => e.getClientRects().length > 0)
+          .map((e) => e.id || e.tagName),
+      );
+    expect(await shownWhileHidden()).toEqual([]);
+    await page.selectOption("#skill", "/api/skills/slugify");
+    await page.click("#send");
+    await page.waitForSelector("#challenge:not([hidden])");
+    // This browser has no window.ethereum: the page says so instead of offering a button that does
+    // nothing (.button's display: inline-block showed it while hidden).
+    expect(await page.getAttribute("#pay-wallet", "hidden")).not.toBeNull();
+    expect(await page.isVisible("#pay-wallet")).toBe(false);
+    expect(await page.isVisible("#no-wallet")).toBe(true);
+    expect(await page.isVisible("#buy")).toBe(true);
+    expect(await shownWhileHidden()).toEqual([]);
+    // A deployment without card payments renders no pack on the options: the card button hides.
+    await page.evaluate(() => {
+      const skill = document.getElementById("skill") as HTMLSelectElement;
+      for (const o of skill.options) delete o.dataset.pack;
+      skill.dispatchEvent(new Event("change"));
+    });
+    await page.click("#send");
+    await page.waitForFunction(() => !document.getElementById("challenge")?.hidden);
+    expect(await page.getAttribute("#buy", "hidden")).not.toBeNull();
+    expect(await page.isVisible("#buy")).toBe(false);
+    expect(await shownWhileHidden()).toEqual([]);
     expect(errors.filter((e) => !e.includes("402"))).toEqual([]);
     await page.close();
   });

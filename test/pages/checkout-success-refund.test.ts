@@ -20,7 +20,7 @@ async function successPage(id: string) {
   const html = await (await call(`/checkout/success?session_id=${id}`)).text();
   return {
     html,
-    h1: /<h1>([^<]*)<\/h1>/.exec(html)?.[1],
+    h1: /<h1[^>]*>([^<]*)<\/h1>/.exec(html)?.[1],
     callsLeft: /<dd id="calls-left">([^<]*)<\/dd>/.exec(html)?.[1],
     reveal: html.includes('id="reveal"'),
   };

@@ -55,11 +55,11 @@ describe("the first call's progress on the success page", () => {
     expect(keyIn(html)).toBeTruthy();
     expect(post.headers.get("refresh")).toBeNull();
     expect(html).toContain("Running…");
-    expect(html).not.toContain("this page refreshes");
+    expect(html).not.toContain("this page updates");
     expect(html).toContain(`<a href="/checkout/success?session_id=${id}">open the success page</a>`);
     const get = await call(`/checkout/success?session_id=${id}`);
     expect(get.headers.get("refresh")).toBe("3");
-    expect(await get.text()).toContain("Running… this page refreshes until its answer is here.");
+    expect(await get.text()).toContain("Running… this page updates when its answer is here.");
   }, 30_000);
 
   it("a run that died stops the GET page's refresh; it says so and its Run it now POST runs the call once", async () => {

@@ -128,6 +128,7 @@ export function AdminDashboardPage(props: {
       />
       <BarChart
         id="chart-revenue-skill"
+        categories
         title="Revenue per skill (USD)"
         labels={figures.per_skill.map((s) => s.skill)}
         series={[{ name: "revenue", cls: "chart-a", values: figures.per_skill.map((s) => s.revenue_micro) }]}
@@ -135,6 +136,7 @@ export function AdminDashboardPage(props: {
       />
       <BarChart
         id="chart-calls-skill"
+        categories
         title="Calls per skill (7 days)"
         labels={measured.map((s) => s.skill)}
         series={[
@@ -145,6 +147,7 @@ export function AdminDashboardPage(props: {
       />
       <BarChart
         id="chart-p95-skill"
+        categories
         title="p95 server time per skill (7 days, ms; skills with admitted calls)"
         labels={timed.map((s) => s.skill)}
         series={[{ name: "p95 ms", cls: "chart-a", values: timed.map((s) => s.windows["7d"].p95_ms ?? 0) }]}

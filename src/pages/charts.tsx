@@ -12,8 +12,9 @@ export interface Series {
 }
 
 const W = 640;
-const H = 220;
-const PAD = { top: 12, right: 12, bottom: 44, left: 64 };
+const BASE_H = 220;
+// Right: room for the last day's centred label (half of ~72 units) past its bar's centre.
+const BASE_PAD = { top: 12, right: 18, bottom: 44, left: 64 };
 /** Longest axis label drawn, in characters (a longer one is cut with …). */
 const LABEL_MAX = 12;
 /**
@@ -21,7 +22,13 @@ const LABEL_MAX = 12;
  * Sans, a wide system-ui, draws "2026-05-01" 69.8 units wide (72 allowed), and the gap is room to spare.
  */
 const CHAR_W = 7.2;
-const LABEL_GAP = 8;
+const LABEL_GAP = 6;
+/**
+ * Categories (skill ids) are all named, slanted: thinned like dates, ten of fifteen bars went
+ * unnamed. At 45° labels one 37-unit slot apart sit 26 units apart, over the 12 of their height;
+ * the longest (12 characters) reaches 61 units down, so the chart grows by what that needs.
+ */
+const SLANT_EXTRA = 36;
 
 /**
  * Every how many bars a label is drawn, so that no two labels overlap: 14 dates ("2026-05-01",
@@ -40,8 +47,12 @@ export function BarChart(props: {
   labels: string[];
   series: Series[];
   format: (v: number) => string;
+  /** The labels name categories, not a sequence: every one is drawn, slanted. */
+  categories?: boolean;
 }) {
   const { labels, series, format } = props;
+  const H = props.categories ? BASE_H + SLANT_EXTRA : BASE_H;
+  const PAD = props.categories ? { ...BASE_PAD, bottom: BASE_PAD.bottom + SLANT_EXTRA } : BASE_PAD;
   const max = Math.max(0, ...series.flatMap((s) => s.values));
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
@@ -49,7 +60,12 @@ export function BarChart(props: {
   const barW = Math.max(2, (group * 0.8) / Math.max(1, series.length));
   const y = (v: number) => PAD.top + plotH - (max > 0 ? (v / max) * plotH : 0);
   // Counted from the last bar, so the latest day is always labelled.
-  const step = labelStep(labels, group);
+  const step = props.categories ? 1 : labelStep(labels, group);
+  const cut = (label: string) => (label.length > LABEL_MAX ? `${label.slice(0, LABEL_MAX - 1)}…` : label);
+  // A centred label past the right edge is clipped (inline SVG hides its overflow): the last day's
+  // is moved in by what sticks out.
+  const centre = (i: number, label: string) =>
+    Math.min(PAD.left + i * group + group / 2, W - 1 - (cut(label).length * CHAR_W) / 2);
   const labelled = (i: number) => (labels.length - 1 - i) % step === 0;
   return (
     <figure class="chart" id={props.id}>
@@ -96,14 +112,24 @@ export function BarChart(props: {
                   </rect>
                 );
               })}
-              {labelled(i) ? (
+              {props.categories ? (
                 <text
                   x={(PAD.left + i * group + group / 2).toFixed(1)}
+                  y={H - PAD.bottom + 14}
+                  text-anchor="end"
+                  transform={`rotate(-45 ${(PAD.left + i * group + group / 2).toFixed(1)} ${H - PAD.bottom + 14})`}
+                  class="chart-label"
+                >
+                  {cut(label)}
+                </text>
+              ) : labelled(i) ? (
+                <text
+                  x={centre(i, label).toFixed(1)}
                   y={H - PAD.bottom + 16}
                   text-anchor="middle"
                   class="chart-label"
                 >
-                  {label.length > LABEL_MAX ? `${label.slice(0, LABEL_MAX - 1)}…` : label}
+                  {cut(label)}
                 </text>
               ) : null}
             </g>

@@ -9,8 +9,9 @@ const days = Array.from({ length: 14 }, (_, i) =>
   new Date(Date.UTC(2026, 4, 1 + i)).toISOString().slice(0, 10),
 );
 
-async function render(labels: string[]) {
+async function render(labels: string[], categories = false) {
   const node = BarChart({
+    categories,
     id: "chart-test",
     title: "Revenue per day by rail (USD)",
     labels,
@@ -27,7 +28,11 @@ async function render(labels: string[]) {
 function axisLabels(doc: ReturnType<typeof parseDocument>) {
   return DomUtils.findAll((el) => el.name === "text", doc.children)
     .slice(2)
-    .map((el) => ({ text: DomUtils.textContent(el), x: Number(el.attribs.x) }));
+    .map((el) => ({
+      text: DomUtils.textContent(el),
+      x: Number(el.attribs.x),
+      transform: el.attribs.transform,
+    }));
 }
 
 /** A generous width for a label at the chart's 12 units: 0.65 em a character. */
@@ -40,6 +45,8 @@ describe("the admin charts' labels", () => {
     // Every day was labelled in a 40-unit slot, each label ~70 units wide: all drawn on top of one another.
     expect(labels.map((l) => l.text)).toEqual(days.filter((_, i) => (13 - i) % 2 === 0));
     expect(labels.at(-1)?.text).toBe("2026-05-14");
+    // Inside the 640-unit viewBox (inline SVG clips what sticks out): the last label's right edge too.
+    for (const l of labels) expect(l.x + (l.text.length * 7.2) / 2, l.text).toBeLessThanOrEqual(640);
     for (let i = 1; i < labels.length; i++) {
       const [a, b] = [labels[i - 1], labels[i]] as [{ text: string; x: number }, { text: string; x: number }];
       expect(b.x - a.x, `${a.text} / ${b.text}`).toBeGreaterThan((width(a.text) + width(b.text)) / 2);
@@ -50,17 +57,26 @@ describe("the admin charts' labels", () => {
     expect(rows.map((r) => DomUtils.textContent(r.children[0] as never))).toEqual(days);
   });
 
-  it("skill ids (cut at 12 characters) are spaced the same way; a few short labels are all drawn", async () => {
+  it("skill ids are categories: every one is named (cut at 12 characters), slanted so none overlaps", async () => {
     const ids = skills.map((s) => s.id);
-    const labels = axisLabels(await render(ids));
-    expect(labels.length).toBeGreaterThan(1);
-    const last = ids.at(-1) as string;
-    expect(labels.at(-1)?.text).toBe(last.length > 12 ? `${last.slice(0, 11)}…` : last);
-    for (let i = 1; i < labels.length; i++) {
-      const [a, b] = [labels[i - 1], labels[i]] as [{ text: string; x: number }, { text: string; x: number }];
-      expect(b.x - a.x, `${a.text} / ${b.text}`).toBeGreaterThan((width(a.text) + width(b.text)) / 2);
-    }
-    expect(axisLabels(await render(["a", "b", "c"])).map((l) => l.text)).toEqual(["a", "b", "c"]);
+    const doc = await render(ids, true);
+    const labels = axisLabels(doc);
+    expect(labels.map((l) => l.text)).toEqual(ids.map((id) => (id.length > 12 ? `${id.slice(0, 11)}…` : id)));
+    for (const l of labels) expect(l.transform).toMatch(/^rotate\(-45 /);
+    // At 45° two labels one slot apart are slot·sin 45° apart, more than their 12-unit height.
+    const slot = (labels[1]?.x ?? 0) - (labels[0]?.x ?? 0);
+    expect(slot * Math.SQRT1_2).toBeGreaterThan(12);
+    // The longest label (12 characters, 86 units) slanted fits under the axis: the chart grew for it.
+    const svg = DomUtils.findOne((el) => el.name === "svg", doc.children);
+    const height = Number(svg?.attribs.viewbox?.split(" ")[3]);
+    const axisY = Number(DomUtils.findOne((el) => el.name === "line", doc.children)?.attribs.y1);
+    expect(height - axisY).toBeGreaterThan(12 * 7.2 * Math.SQRT1_2 + 14);
+    // Dates stay thinned and upright.
+    expect(axisLabels(await render(["a", "b", "c"])).map((l) => [l.text, l.transform])).toEqual([
+      ["a", undefined],
+      ["b", undefined],
+      ["c", undefined],
+    ]);
   });
 
   it("never render below 12 px: the SVG keeps a minimum width and its box scrolls sideways, keyboard-focusable", async () => {

@@ -45,8 +45,9 @@ async function pruneTable(
 }
 
 /**
- * Rows one measuring statement reads at most (unmeasuredPayloads): each reads its payloads, up to
- * 1 MiB each, so 100 MiB a statement, 1,000 rows a run.
+ * Rows one measuring or clearing statement touches at most (unmeasuredPayloads,
+ * staleUnpaidPayloads): each reads or frees payloads of up to 1 MiB, so 100 MiB a statement,
+ * 1,000 rows a run.
  */
 const MEASURE_CHUNK = 100;
 
@@ -63,7 +64,8 @@ export async function pruneExpired(db: D1Database, now = Date.now()) {
   const parts = {
     idempotent_results: () => pruneTable((limit) => expiredResults(db, now, limit)),
     call_log: () => pruneTable((limit) => expiredCalls(db, now, limit)),
-    checkout_payloads: () => pruneTable((limit) => staleUnpaidPayloads(db, now, limit)),
+    // Clearing frees each payload's pages as measuring reads them: the same small chunks.
+    checkout_payloads: () => pruneTable((limit) => staleUnpaidPayloads(db, now, limit), MEASURE_CHUNK),
     checkout_payloads_measured: () => pruneTable((limit) => unmeasuredPayloads(db, limit), MEASURE_CHUNK),
   };
   const names = Object.keys(parts) as (keyof typeof parts)[];

@@ -110,11 +110,13 @@ export async function recordSession(
 }
 
 /**
- * How long Stripe can still complete a session we created: its default lifetime, 24 hours
- * (routes/checkout.tsx sets no expires_at, and Stripe allows none longer), then an hour's margin
- * for clocks and a completed webhook on its way. Past it a session never paid can only expire.
+ * How long a session's payload is kept when nothing of ours says it was paid: Stripe completes a
+ * session within its default lifetime, 24 hours (routes/checkout.tsx sets no expires_at, and
+ * Stripe allows none longer), but our record of the payment comes with its completed webhook,
+ * which Stripe retries for up to 3 days (an outage, a rotated webhook secret): 4 days in all.
+ * Sessions never paid are cleared sooner, by their expired webhook at 24 hours.
  */
-export const CHECKOUT_COMPLETABLE_MS = 25 * 60 * 60 * 1000;
+export const CHECKOUT_COMPLETABLE_MS = 4 * 24 * 60 * 60 * 1000;
 /**
  * How long a session Stripe completed with its payment still to clear keeps its payload: 14 days,
  * beyond the 4 business days a US bank debit (ACH) takes to clear or fail. A payment cleared later
@@ -150,7 +152,10 @@ export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) 
 export function unmeasuredPayloads(db: D1Database, limit: number) {
   return db
     .prepare(
-      `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB))
+      // A row from before 0015 may be a bank debit still clearing whose pending mark that version
+      // never wrote: it gets the pending grace from its creation.
+      `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB)),
+         payment_pending_at = coalesce(payment_pending_at, created_at)
        WHERE rowid IN (SELECT rowid FROM checkout_sessions
          WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
     )

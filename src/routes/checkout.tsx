@@ -122,9 +122,12 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
     );
   }
   // Before Stripe: past the cap on what unpaid sessions hold, a checkout with a payload is refused
-  // without creating a session. recordSession checks again, atomically, once Stripe answered.
+  // without creating a session. recordSession checks again, atomically, once Stripe answered. A
+  // retry under the client's Idempotency-Key skips this check: its session may be recorded already
+  // (its bytes in the sum, so it would be refused its own URL); Stripe replays the session, and a
+  // new one is still refused by recordSession.
   const stored = storedPayload(body.payload);
-  if (stored && !(await unpaidPayloadRoom(c.env.DB, stored.bytes))) return payloadsFull(c);
+  if (stored && !idem?.data && !(await unpaidPayloadRoom(c.env.DB, stored.bytes))) return payloadsFull(c);
   const calls = packSize(skill.price_atomic, body.quantity);
   const amountCents = Number((BigInt(calls) * skill.price_atomic) / 10_000n);
   // A client's Idempotency-Key makes its retries return the same session (Stripe replays the

@@ -138,12 +138,12 @@ describe("the Cron frees the database's dead rows even when D1 refuses every INS
     // 2,500 call-log rows 31 days old (three chunks of deletes) and one of yesterday.
     await seedCalls(2500, now - 31 * DAY);
     await seedCalls(1, now - DAY);
-    // A checkout never paid, two days old: Stripe can no longer complete it, its payload goes.
+    // A checkout never paid, five days old: nothing can record it paid any more, its payload goes.
     await env.DB.prepare(
       `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, created_at, updated_at)
        VALUES ('cs_prune_probe', 'json_sort', 1, 51, 'open', ?1, 200000, ?2, ?2)`,
     )
-      .bind("x".repeat(200_000), now - 2 * DAY)
+      .bind("x".repeat(200_000), now - 5 * DAY)
       .run();
 
     const full = fullDb(env.DB);

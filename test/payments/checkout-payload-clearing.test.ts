@@ -80,27 +80,33 @@ async function payByDebit(id: string) {
 }
 
 describe("the Cron clears the payloads no payment can still run", () => {
-  it("clears a session never paid 25 h after it was created, and keeps a fresh one and a paid one", {
+  it("clears a session nothing records as paid 4 days after it was created, and keeps a fresh one, a paid one and one whose completed webhook is still retrying", {
     timeout: 60_000,
   }, async () => {
     const stale = await createCheckout("sha256", 170, payload);
-    const edge = await createCheckout("sha256", 170, payload);
+    const late = await createCheckout("sha256", 170, payload);
     const fresh = await createCheckout("sha256", 170, payload);
     const paid = await seedSession("sha256", 170, payload);
     await grant(paid);
     const ranFirst = await sessionRow(paid);
     expect(await payloadOf(stale)).toEqual(kept);
-    await age(stale, 25 * HOUR + 60_000);
-    // Stripe can still complete a session 24 h old (and its webhook be on its way): kept.
-    await age(edge, 24 * HOUR);
+    await age(stale, 4 * DAY + 60_000);
+    // Paid at Stripe a day ago, its completed webhook not through yet (Stripe retries for 3 days).
+    await pay(late);
+    await age(late, 25 * HOUR);
     await age(paid, 30 * DAY);
 
     const { pruned } = await runCron();
     expect(pruned?.checkout_payloads?.deleted).toBeGreaterThanOrEqual(1);
     expect(await payloadOf(stale)).toEqual(cleared);
     expect(await sessionRow(stale)).toMatchObject({ status: "open", calls: 170, api_key_id: null });
-    expect(await payloadOf(edge)).toEqual(kept);
+    expect(await payloadOf(late)).toEqual(kept);
     expect(await payloadOf(fresh)).toEqual(kept);
+    // The late webhook grants the pack, and its first call still has what to run.
+    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", late)))).toBe(
+      "granted",
+    );
+    expect((await sessionRow(late))?.payload).toBe(stored);
     // A paid session keeps its payload: its first call runs from it and the success page reads it.
     expect((await sessionRow(paid))?.payload).toBe(ranFirst?.payload);
     expect((await sessionRow(paid))?.payload).toBe(stored);
@@ -133,7 +139,9 @@ describe("the Cron clears the payloads no payment can still run", () => {
         .bind(id, stored, at)
         .run();
     await insert(`${LEGACY}fresh`, Date.now());
-    await insert(`${LEGACY}stale`, Date.now() - 2 * DAY);
+    // That version marked no debit pending: a legacy row gets the pending grace from its creation.
+    await insert(`${LEGACY}pending`, Date.now() - 5 * DAY);
+    await insert(`${LEGACY}stale`, Date.now() - 15 * DAY);
     expect(await payloadOf(`${LEGACY}fresh`)).toEqual({ payload: stored, payload_bytes: null });
 
     const first = await runCron();
@@ -141,6 +149,7 @@ describe("the Cron clears the payloads no payment can still run", () => {
     expect(await payloadOf(`${LEGACY}fresh`)).toEqual(kept);
     await runCron();
     expect(await payloadOf(`${LEGACY}fresh`)).toEqual(kept);
+    expect(await payloadOf(`${LEGACY}pending`)).toEqual(kept);
     expect(await payloadOf(`${LEGACY}stale`)).toEqual(cleared);
   });
 });

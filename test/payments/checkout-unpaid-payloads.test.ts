@@ -120,6 +120,10 @@ describe("the cap on what unpaid checkouts hold", () => {
     expect(await sessionRow(id)).toMatchObject({ payload: JSON.stringify(payload), payload_bytes: 111 });
     // A session already recorded (a replay that passed the check) is recorded, even with the cap full.
     await leaveRoom(0);
+    // So the buyer's retry under the same key gets its session back (its bytes are in the sum already).
+    const again = await send(env);
+    expect(again.status).toBe(200);
+    expect((await again.json<{ session_id: string }>()).session_id).toBe(id);
     expect(await recordSession(env.DB, { id, skillId: "sha256", calls: 170, amountCents: 51, payload })).toBe(
       true,
     );

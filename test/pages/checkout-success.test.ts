@@ -47,7 +47,7 @@ describe("the first call's progress on the success page", () => {
     return { id, token: (await revealTokenFromPage(id)) as string };
   }
 
-  it("the reveal POST while a live run holds it says so without promising a refresh; it links to the GET page, which refreshes", async () => {
+  it("the reveal POST while a live run holds it says so without promising to check again; it links to the GET page, which checks every 3 s", async () => {
     const { id } = await granted("Live Run");
     const token = (await revealTokenFromPage(id)) as string;
     const post = await revealPost(id, token);
@@ -62,7 +62,7 @@ describe("the first call's progress on the success page", () => {
     expect(await get.text()).toContain("Running… this page updates when its answer is here.");
   }, 30_000);
 
-  it("a run that died stops the GET page's refresh; it says so and its Run it now POST runs the call once", async () => {
+  it("a run that died stops the GET page's checks; it says so and its Run it now POST runs the call once", async () => {
     const { id, token } = await granted("Run Died Later");
     expect(keyIn(await (await revealPost(id, token)).text())).toBeTruthy();
     await setClaim(id, Date.now() - 10 * 60_000);
@@ -84,7 +84,7 @@ describe("the first call's progress on the success page", () => {
     expect(await after.text()).not.toContain('id="rerun"');
   }, 30_000);
 
-  it("a run that died before the key was revealed: no refresh; the Reveal button runs it", async () => {
+  it("a run that died before the key was revealed: no checks; the Reveal button runs it", async () => {
     const { id } = await granted("Died Before Reveal");
     await setClaim(id, Date.now() - 10 * 60_000);
     const get = await call(`/checkout/success?session_id=${id}`);

@@ -53,7 +53,12 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     }
   }
   const version = c.req.header("mcp-protocol-version");
-  if (version && !isInitializeRequest(message.data) && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+  // An empty header is an unsupported version too (400 as the transport spec says), not the SDK's 404.
+  if (
+    version !== undefined &&
+    !isInitializeRequest(message.data) &&
+    !SUPPORTED_PROTOCOL_VERSIONS.includes(version)
+  ) {
     return rpcError(
       c,
       400,

@@ -3,6 +3,7 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
@@ -56,6 +57,7 @@ const TOOLS_CALL = anyParams("tools/call");
 const RESOURCES_READ = anyParams("resources/read");
 const TOOLS_LIST = anyParams("tools/list");
 const RESOURCES_LIST = anyParams("resources/list");
+const RESOURCE_TEMPLATES_LIST = anyParams("resources/templates/list");
 
 /** The lists come whole, in one page: any cursor is one this server never gave (-32602, as the spec asks). */
 function onePage(schema: z.ZodType<{ params?: { cursor?: string } }>, raw: unknown) {
@@ -93,6 +95,12 @@ export function createMcpServer(ctx: McpServerContext): Server {
   server.setRequestHandler(RESOURCES_LIST, (raw) => {
     onePage(ListResourcesRequestSchema, raw);
     return { resources: resourceList(skills) };
+  });
+
+  // Part of the resources capability declared above: none offered, but the method answers.
+  server.setRequestHandler(RESOURCE_TEMPLATES_LIST, (raw) => {
+    onePage(ListResourceTemplatesRequestSchema, raw);
+    return { resourceTemplates: [] };
   });
 
   server.setRequestHandler(RESOURCES_READ, async (raw) => {

@@ -126,7 +126,13 @@ function fromSellable(item: Sellable): McpTool {
         title: `${partner.name}: ${service.name}`,
         description: `${item.description} Price: ${price}; ${PARTNER_CHARGE} ${PARTNER_PAYMENT_NOTE}`,
         inputSchema: inputSchema as Tool["inputSchema"],
-        annotations: { openWorldHint: true },
+        // A GET only reads the partner's data: not destructive (the spec's default says it may be).
+        // A POST may act on the partner's side: the defaults stand. Every call is paid: never idempotent.
+        annotations: {
+          openWorldHint: true,
+          idempotentHint: false,
+          ...(service.method === "GET" ? { destructiveHint: false } : {}),
+        },
       },
       method: service.method,
       path: item.path,
@@ -148,7 +154,15 @@ function fromSellable(item: Sellable): McpTool {
         withoutDialect(example?.inputSchema ?? { type: "object" }),
       ) as Tool["inputSchema"],
       ...(skill ? { outputSchema: toolOutputSchema(outputJsonSchema(skill)) } : {}),
-      annotations: { openWorldHint: skill ? skill.kind !== "utility" : true },
+      // Not read-only: every call spends the caller's money (or a card credit). Not destructive
+      // (the spec's default when not read-only): a skill changes nothing but that. Not
+      // idempotent: a second call is charged again (and uuid_mint answers anew).
+      annotations: {
+        openWorldHint: skill ? skill.kind !== "utility" : true,
+        readOnlyHint: false,
+        destructiveHint: !skill,
+        idempotentHint: false,
+      },
       // The x402 bazaar's MCP discovery declaration, for indexers that read tools/list.
       ...(example
         ? {

@@ -156,6 +156,18 @@ describe("MCP protocol surface", () => {
     );
     // What the strictest hosts accept (Claude Desktop, OpenAI tool calling): no dots.
     for (const t of tools) expect(t.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    // Hints the spec defaults to the worst case (destructive, when not read-only): a skill only
+    // spends the caller's money, so it is neither read-only nor destructive, and never idempotent
+    // (each call is charged); only the network skills reach the open world.
+    for (const s of skills) {
+      const t = tools.find((x) => x.name === s.id) as { annotations?: Record<string, boolean> };
+      expect(t.annotations, s.id).toEqual({
+        openWorldHint: s.kind !== "utility",
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+      });
+    }
   });
 
   it("resources: the catalog (the JSON of /api/catalog) and the docs of each skill", async () => {
@@ -173,6 +185,8 @@ describe("MCP protocol surface", () => {
     expect(md?.text).toContain(`# ${tokenCount?.name} (\`token_count\`)`);
     const missing = await rpc("resources/read", { uri: "skills://docs/nope" });
     expect(missing.error?.code).toBe(-32002);
+    // The resources capability's templates method answers too (none offered), not -32601.
+    expect(await rpc("resources/templates/list", {})).toMatchObject({ result: { resourceTemplates: [] } });
   });
 
   describe("errors are JSON-RPC errors with the right code, never a 5xx", () => {
@@ -260,14 +274,17 @@ describe("MCP protocol surface", () => {
       expect(res.status).toBe(413);
       expect((await res.json<RpcAnswer>()).error?.code).toBe(-32000);
     });
-    it("an unsupported MCP-Protocol-Version header: 400", async () => {
-      const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), {
-        ...HEADERS,
-        "mcp-protocol-version": "1999-01-01",
-      });
-      expect(res.status).toBe(400);
-      expect((await res.json<RpcAnswer>()).error?.message).toMatch(/protocol version/i);
-    });
+    it.each(["1999-01-01", ""])(
+      "an unsupported MCP-Protocol-Version header (%j): 400, not 404 (session gone)",
+      async (v) => {
+        const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), {
+          ...HEADERS,
+          "mcp-protocol-version": v,
+        });
+        expect(res.status).toBe(400);
+        expect((await res.json<RpcAnswer>()).error?.message).toMatch(/protocol version/i);
+      },
+    );
     it.each(["GET", "DELETE", "PUT"])(
       "%s /mcp: 405 with Allow: POST (stateless: no stream, no session)",
       async (method) => {

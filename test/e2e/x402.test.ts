@@ -168,27 +168,16 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
     });
   });
 
-  it("a replayed signature gets the answer it paid for, the handler not run again; with another body it is refused", async () => {
+  it("a replayed signature is refused and the handler does not run twice", async () => {
     const required = await challenge("uuid-mint");
     const payment = await sign(2, offerOf(required), required.resource);
-    const buyer = buyerAt(2).address;
-    const b0 = await balance(buyer);
     const first = await post("uuid-mint", { count: 1 }, header(payment));
     expect(first.status).toBe(200);
-    const answer = await first.text();
     const before = (await ledger()).totals.count;
-    // The same payment for the same request: a client that gave up on the call gets its answer
-    // (uuid_mint answers anew on every run: the same ids prove nothing ran again).
     const again = await post("uuid-mint", { count: 1 }, header(payment));
-    expect(again.status).toBe(200);
-    expect(again.headers.get("x-idempotent-replay")).toBe("true");
-    expect(await again.text()).toBe(answer);
-    // The same authorization with another request is a reused payment.
-    const other = await post("uuid-mint", { count: 2 }, header(payment));
-    expect(other.status).toBe(402);
-    expect(((await other.json()) as { error: string }).error).toMatch(/rejected|already used/);
+    expect(again.status).toBe(402);
+    expect(((await again.json()) as { error: string }).error).toMatch(/rejected|already used/);
     expect((await ledger()).totals.count).toBe(before);
-    expect(b0 - (await balance(buyer))).toBe(3000n);
   });
 
   it("20 concurrent requests with one signature give exactly one 200 and one settlement", async () => {
@@ -199,15 +188,9 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
     const responses = await Promise.all(
       Array.from({ length: 20 }, () => post("uuid-mint", { count: 1 }, header(payment))),
     );
-    // One runs and is paid; the others wait for it (409 in flight) or, once it is stored, get its
-    // answer (a replay): never a second run, never a second settlement.
-    const ran = responses.filter((r) => r.status === 200 && r.headers.get("x-idempotent-replay") !== "true");
-    expect(ran).toHaveLength(1);
-    const answer = await (ran[0] as Response).text();
-    for (const r of responses.filter((x) => x !== ran[0])) {
-      if (r.status === 200) expect(await r.text()).toBe(answer);
-      else expect([402, 409]).toContain(r.status);
-    }
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s !== 200).every((s) => s === 402)).toBe(true);
     expect(b0 - (await balance(buyer))).toBe(3000n);
   });
 

@@ -14,12 +14,6 @@ export type Identified =
       principal: string;
       kind: "x402" | "card";
       /**
-       * Keyed by the signed authorization itself (no payment id was sent): its retry, the very same
-       * payment, gets the stored answer; the authorization sent with another request is not this
-       * key's business (the gate refuses it as reused), so a mismatch goes on, never a 409.
-       */
-      implicit?: true;
-      /**
        * Set when the payer could not be proven here (a contract wallet): proves it on chain before
        * a stored answer is handed out. Resolves false for a signature the payer did not make;
        * rejects when the chain cannot be asked.
@@ -79,7 +73,7 @@ export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<I
   // compiles the echoed JSON Schema with ajv, which generates code (new Function) and so always
   // fails in workerd (no eval), rejecting every valid id.
   const id = (payment.extensions?.[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined)?.info?.id;
-  if (id === undefined) return implicitKey(c, payment, usdcDomain);
+  if (id === undefined) return undefined; // the extension echoed without an id: not idempotent
   if (typeof id !== "string" || !isValidPaymentId(id)) {
     return {
       invalid: validationResponse(c, [
@@ -111,37 +105,6 @@ export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<I
   const rpcUrl = c.env.RPC_URL;
   if (!rpcUrl) return undefined;
   return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
-}
-
-/**
- * A payment sent without a payment id is keyed by its own authorization (network, asset, signer,
- * EIP-3009 nonce: what the ledger claims it under), so resending the very same payment gets the
- * answer it paid for. Without this, a buyer whose client gave up on a paid call (an agent's
- * timeout, an MCP cancel, a dropped connection) was settled, and its retry was refused as a reused
- * authorization: charged, with no answer. Only a signature this request proves its `from` made
- * (an EOA's): a contract wallet's needs the chain, which only an explicit id is worth.
- */
-async function implicitKey(
-  c: Context<AppEnv>,
-  payment: PaymentPayload,
-  usdcDomain: (network: string, asset: string) => { name: string; version: string },
-): Promise<Identified> {
-  const cfg = publicConfig(c.env, c.req.url);
-  const terms = signedTerms(payment, {
-    network: cfg.network,
-    asset: cfg.usdcAddress,
-    ...usdcDomain(cfg.network, cfg.usdcAddress),
-  });
-  const nonce = terms?.auth.nonce;
-  if (!terms || typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return undefined;
-  if (!(await signedBy(terms))) return undefined;
-  const from = terms.auth.from.toLowerCase();
-  return {
-    key: `x402auth:${cfg.network}:${cfg.usdcAddress}:${from}:${nonce}`.toLowerCase(),
-    principal: `x402:${from}`,
-    kind: "x402",
-    implicit: true,
-  };
 }
 
 /** The card key as the payment gate reads it (Authorization: Bearer, or X-API-Key). */

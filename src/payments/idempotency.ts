@@ -84,8 +84,6 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
         if (refusal) return refusal;
       }
       const mismatch = differs(row, fp);
-      // The same authorization sent with another request: the gate refuses it as reused.
-      if (mismatch && id.implicit) return next();
       if (mismatch) {
         return detail(
           c,

@@ -153,9 +153,11 @@ export function unmeasuredPayloads(db: D1Database, limit: number) {
   return db
     .prepare(
       // A row from before 0015 may be a bank debit still clearing whose pending mark that version
-      // never wrote: it gets the pending grace from its creation.
+      // never wrote: it gets the pending grace from its creation, unless it expired or its
+      // payment failed (that version cleared neither payload).
       `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB)),
-         payment_pending_at = coalesce(payment_pending_at, created_at)
+         payment_pending_at = CASE WHEN status = 'open' AND payment_failed_at IS NULL
+                              THEN coalesce(payment_pending_at, created_at) ELSE payment_pending_at END
        WHERE rowid IN (SELECT rowid FROM checkout_sessions
          WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
     )

@@ -131,17 +131,20 @@ describe("the Cron clears the payloads no payment can still run", () => {
   });
 
   it("measures payloads stored before migration 0015 (UTF-8 bytes), then clears the stale ones", async () => {
-    const insert = (id: string, at: number) =>
+    const insert = (id: string, at: number, status = "open", failedAt: number | null = null) =>
       env.DB.prepare(
-        `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, created_at, updated_at)
-         VALUES (?1, 'sha256', 170, 51, 'open', ?2, ?3, ?3)`,
+        `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, created_at, updated_at, payment_failed_at)
+         VALUES (?1, 'sha256', 170, 51, ?4, ?2, ?3, ?3, ?5)`,
       )
-        .bind(id, stored, at)
+        .bind(id, stored, at, status, failedAt)
         .run();
     await insert(`${LEGACY}fresh`, Date.now());
     // That version marked no debit pending: a legacy row gets the pending grace from its creation.
     await insert(`${LEGACY}pending`, Date.now() - 5 * DAY);
     await insert(`${LEGACY}stale`, Date.now() - 15 * DAY);
+    // Unless that version had seen it expire, or its payment fail: nothing can pay it any more.
+    await insert(`${LEGACY}expired`, Date.now() - 5 * DAY, "expired");
+    await insert(`${LEGACY}failed`, Date.now() - 5 * DAY, "open", Date.now() - 4 * DAY);
     expect(await payloadOf(`${LEGACY}fresh`)).toEqual({ payload: stored, payload_bytes: null });
 
     const first = await runCron();
@@ -151,6 +154,8 @@ describe("the Cron clears the payloads no payment can still run", () => {
     expect(await payloadOf(`${LEGACY}fresh`)).toEqual(kept);
     expect(await payloadOf(`${LEGACY}pending`)).toEqual(kept);
     expect(await payloadOf(`${LEGACY}stale`)).toEqual(cleared);
+    expect(await payloadOf(`${LEGACY}expired`)).toEqual(cleared);
+    expect(await payloadOf(`${LEGACY}failed`)).toEqual(cleared);
   });
 });
 

@@ -216,6 +216,11 @@ export interface FetchedDoc {
   url: string;
   status: number;
   contentType: string;
+  /**
+   * The X-Robots-Tag header, every value (repeated headers joined with ", "), or null: a page's
+   * indexing rules may be sent there instead of (or beside) its robots meta tag.
+   */
+  robotsTag: string | null;
   text: string;
   redirects: number;
 }
@@ -284,7 +289,8 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
           ? "xml"
           : null;
     const text = await readText(res, cfg.maxBytes, "the page", cfg, pageFault(), markup);
-    return { url: url.href, status: res.status, contentType, text, redirects: hop };
+    const robotsTag = res.headers.get("x-robots-tag");
+    return { url: url.href, status: res.status, contentType, robotsTag, text, redirects: hop };
   }
 }
 

@@ -77,6 +77,16 @@ const SEARCH_TEXT_ERRORS = new Set([
 ]);
 export const isSearchTextError = (code: string) => SEARCH_TEXT_ERRORS.has(code);
 
+/**
+ * The page answered with a content type its reader does not take: refused from the headers, its
+ * body never read (a 3 MB PDF was downloaded to the size cap first). Skills turn it into a 422.
+ */
+export class ContentTypeRefused extends Error {
+  constructor(readonly type: string) {
+    super(`the URL serves ${type}`);
+  }
+}
+
 class TooLarge extends Error {}
 
 // Names that never denote a public host, and special-use / private-use suffixes (RFC 6761, 6762,
@@ -227,8 +237,16 @@ export interface FetchedDoc {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-/** Fetches a caller-supplied URL under the SSRF policy. Throws UrlRefused or UpstreamError. */
-export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): Promise<FetchedDoc> {
+/**
+ * Fetches a caller-supplied URL under the SSRF policy. Throws UrlRefused or UpstreamError, or
+ * ContentTypeRefused when the answer names a type (its essence, lowercased) `reads` does not take.
+ */
+export async function fetchPublic(
+  raw: string,
+  cfg: NetConfig,
+  accept: string,
+  reads: (type: string) => boolean = () => true,
+): Promise<FetchedDoc> {
   const signal = AbortSignal.timeout(cfg.timeoutMs);
   // Time the DNS-over-HTTPS checks took (our resolver, not the caller's page): a page that runs
   // out of the shared deadline after the resolver used half of it is not blamed on the caller.
@@ -280,6 +298,10 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
     }
     const contentType = res.headers.get("content-type") ?? "";
     const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+    if (type !== "" && !reads(type)) {
+      await res.body?.cancel();
+      throw new ContentTypeRefused(type);
+    }
     // HTML (or a page that names no type, which the skills read as HTML when it looks like it)
     // may declare its encoding in a <meta> tag; other types only in the header or a BOM.
     const markup: Markup =

@@ -77,6 +77,16 @@ const SEARCH_TEXT_ERRORS = new Set([
 ]);
 export const isSearchTextError = (code: string) => SEARCH_TEXT_ERRORS.has(code);
 
+/**
+ * The page answered with a content type its reader does not take: refused from the headers, its
+ * body never read (a 3 MB PDF was downloaded to the size cap first). Skills turn it into a 422.
+ */
+export class ContentTypeRefused extends Error {
+  constructor(readonly type: string) {
+    super(`the URL serves ${type}`);
+  }
+}
+
 class TooLarge extends Error {}
 
 // Names that never denote a public host, and special-use / private-use suffixes (RFC 6761, 6762,
@@ -216,14 +226,100 @@ export interface FetchedDoc {
   url: string;
   status: number;
   contentType: string;
+  /**
+   * The X-Robots-Tag header, every value (repeated headers joined with ", "), or null: a page's
+   * indexing rules may be sent there instead of (or beside) its robots meta tag.
+   */
+  robotsTag: string | null;
   text: string;
   redirects: number;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-/** Fetches a caller-supplied URL under the SSRF policy. Throws UrlRefused or UpstreamError. */
-export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): Promise<FetchedDoc> {
+/** Longest delay of a meta refresh followed as a redirect: a longer one is a page meant to be read. */
+const REFRESH_MAX_SECONDS = 5;
+
+// A comment, a head element whose content is no markup (a <meta> in it is text: for <noscript>,
+// to a browser that runs scripts; a <template>'s is inert), or a tag. `[^<>]` keeps every try
+// to the next "<", so a page of unclosed "<a" is read in linear time.
+const HEAD_TOKEN =
+  /<!--[\s\S]*?(?:-->|$)|<(script|style|noscript|template|title)\b[^<>]*>[\s\S]*?(?:<\/\1\s*>|$)|<(\/?)([a-z][^\s/<>]*)([^<>]*)>/giy;
+// The other start tags the head holds; any tag else (<body>, <h1>, </head>) ends it.
+const HEAD_TAGS = new Set(["html", "head", "meta", "link", "base", "basefont", "bgsound"]);
+
+const attribute = (attrs: string, name: string) => {
+  const m = new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`, "i").exec(attrs);
+  return m ? decodeAttribute(m[1] ?? m[2] ?? m[3] ?? "") : null;
+};
+
+/** The character references a URL in an attribute usually holds (`&amp;` most of all). */
+const decodeAttribute = (v: string) =>
+  v.replace(/&(?:amp|quot|apos|lt|gt|#(\d+)|#x([\da-f]+));?/gi, (ref, dec, hex) => {
+    if (dec || hex) {
+      const code = dec ? Number(dec) : Number.parseInt(hex, 16);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : ref;
+    }
+    const named: Record<string, string> = { amp: "&", quot: '"', apos: "'", lt: "<", gt: ">" };
+    return named[ref.slice(1).replace(/;$/, "").toLowerCase()] ?? ref;
+  });
+
+/**
+ * The URL an HTML page's head sends the reader to with `<meta http-equiv="refresh" content="N;
+ * url=…">` within REFRESH_MAX_SECONDS, or null. Only a meta of the head as parsed counts: not one
+ * in a comment, a script's text or <noscript>, nor one past the head. The content is read as the
+ * HTML standard's declarative refresh reads it (`0.5, URL = '…'` too); no URL is a refresh of the
+ * page itself, no redirect.
+ */
+export function metaRefresh(html: string): string | null {
+  for (let i = html.indexOf("<"); i >= 0 && i < html.length; i = html.indexOf("<", i)) {
+    HEAD_TOKEN.lastIndex = i;
+    const m = HEAD_TOKEN.exec(html);
+    if (!m) {
+      i++;
+      continue;
+    }
+    i = HEAD_TOKEN.lastIndex;
+    const [, raw, close, tag, attrs] = m;
+    if (raw !== undefined || tag === undefined) continue;
+    const name = tag.toLowerCase();
+    if (close) {
+      if (name === "head") return null;
+      continue;
+    }
+    if (!HEAD_TAGS.has(name)) return null;
+    if (
+      name !== "meta" ||
+      attribute(attrs ?? "", "http-equiv")
+        ?.trim()
+        .toLowerCase() !== "refresh"
+    )
+      continue;
+    const content = attribute(attrs ?? "", "content");
+    if (content === null) continue;
+    const r = /^\s*(\d*)(\.[\d.]*)?(?:[\s;,]+(?:url\s*=\s*)?(.*))?$/is.exec(content);
+    if (!r || (r[1] === "" && r[2] === undefined) || Number(r[1] || 0) > REFRESH_MAX_SECONDS) return null;
+    let target = (r[3] ?? "").trim();
+    const quote = target[0];
+    if (quote === '"' || quote === "'") {
+      const end = target.indexOf(quote, 1);
+      target = target.slice(1, end < 0 ? undefined : end);
+    }
+    return target === "" ? null : target;
+  }
+  return null;
+}
+
+/**
+ * Fetches a caller-supplied URL under the SSRF policy. Throws UrlRefused or UpstreamError, or
+ * ContentTypeRefused when the answer names a type (its essence, lowercased) `reads` does not take.
+ */
+export async function fetchPublic(
+  raw: string,
+  cfg: NetConfig,
+  accept: string,
+  reads: (type: string) => boolean = () => true,
+): Promise<FetchedDoc> {
   const signal = AbortSignal.timeout(cfg.timeoutMs);
   // Time the DNS-over-HTTPS checks took (our resolver, not the caller's page): a page that runs
   // out of the shared deadline after the resolver used half of it is not blamed on the caller.
@@ -254,19 +350,7 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
     const location = res.headers.get("location");
     if (REDIRECTS.has(res.status) && location !== null) {
       await res.body?.cancel();
-      if (hop >= cfg.maxRedirects) throw new UrlRefused(`more than ${cfg.maxRedirects} redirects`);
-      let next: string;
-      try {
-        next = new URL(location, url).href;
-      } catch {
-        throw new UrlRefused("redirect to an invalid URL");
-      }
-      try {
-        url = parseTarget(next);
-      } catch (e) {
-        if (e instanceof UrlRefused) throw new UrlRefused(`redirect to ${next} refused: ${e.reason}`);
-        throw e;
-      }
+      url = nextHop(location, url, hop, cfg);
       continue;
     }
     if (!res.ok) {
@@ -275,6 +359,10 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
     }
     const contentType = res.headers.get("content-type") ?? "";
     const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+    if (type !== "" && !reads(type)) {
+      await res.body?.cancel();
+      throw new ContentTypeRefused(type);
+    }
     // HTML (or a page that names no type, which the skills read as HTML when it looks like it)
     // may declare its encoding in a <meta> tag; other types only in the header or a BOM.
     const markup: Markup =
@@ -284,8 +372,50 @@ export async function fetchPublic(raw: string, cfg: NetConfig, accept: string): 
           ? "xml"
           : null;
     const text = await readText(res, cfg.maxBytes, "the page", cfg, pageFault(), markup);
-    return { url: url.href, status: res.status, contentType, text, redirects: hop };
+    // A "Redirecting…" page sends a browser on at once: one more hop, checked and counted as a
+    // Location is (and read only for HTML: the analysis of the shell would be of nothing).
+    const refresh = markup === "html" ? refreshTarget(text, url) : null;
+    if (refresh !== null) {
+      url = nextHop(refresh, url, hop, cfg);
+      continue;
+    }
+    const robotsTag = res.headers.get("x-robots-tag");
+    return { url: url.href, status: res.status, contentType, robotsTag, text, redirects: hop };
   }
+}
+
+/** `location` resolved against the page at `url`, as the next hop (within cfg.maxRedirects). Throws UrlRefused. */
+function nextHop(location: string, url: URL, hop: number, cfg: NetConfig): URL {
+  if (hop >= cfg.maxRedirects) throw new UrlRefused(`more than ${cfg.maxRedirects} redirects`);
+  let next: string;
+  try {
+    next = new URL(location, url).href;
+  } catch {
+    throw new UrlRefused("redirect to an invalid URL");
+  }
+  try {
+    return parseTarget(next);
+  } catch (e) {
+    if (e instanceof UrlRefused) throw new UrlRefused(`redirect to ${next} refused: ${e.reason}`);
+    throw e;
+  }
+}
+
+/**
+ * Where a meta refresh at `url` sends the reader, or null: none, a URL a browser cannot read (it
+ * stays), or the page itself (a reload, fragment aside).
+ */
+function refreshTarget(html: string, url: URL): string | null {
+  const refresh = metaRefresh(html);
+  if (refresh === null) return null;
+  let target: URL;
+  try {
+    target = new URL(refresh, url);
+  } catch {
+    return null;
+  }
+  const unhashed = (u: URL) => u.href.replace(/#.*$/, "");
+  return unhashed(target) === unhashed(url) ? null : target.href;
 }
 
 /**

@@ -12,6 +12,11 @@ import { cacheState, defineSkill } from "./types";
 
 const STOPWORDS = new Set<string>(eng);
 const ARTICLES = 3;
+/**
+ * Search hits read: a few more than ARTICLES, so that three remain when a disambiguation page or
+ * an article without intro text is among them (the extracts are still one request).
+ */
+const HITS = 5;
 const MAX_SENTENCES = 5;
 const MAX_SUMMARY_CHARS = 1200;
 /** Wikipedia refuses searches longer than 300 characters. */
@@ -137,23 +142,26 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
   const cfg = netConfig(env);
   // A search Wikipedia refuses as written (a bad `insource:/…/` regex) is a 422 on `query`.
   const { hits, totalHits } = await searchOrRefuse(
-    () => searchWikipedia(cfg, text, ARTICLES),
+    () => searchWikipedia(cfg, text, HITS),
     "query",
     "Wikipedia cannot search this query",
     query,
   );
-  const articles = await readExtracts(cfg, hits);
-  if (articles.length === 0) {
-    return {
-      summary: `No Wikipedia article matched "${cut(query.trim(), 200)}"; nothing to summarise. Try fewer or more general terms.`,
-      sources: [],
-      confidence: 0,
-      sentences: [],
-      total_hits: totalHits,
-      note: "empty search result",
-    };
-  }
+  const noMatch = (): ResearchResult => ({
+    summary: `No Wikipedia article matched "${cut(query.trim(), 200)}"; nothing to summarise. Try fewer or more general terms.`,
+    sources: [],
+    confidence: 0,
+    sentences: [],
+    total_hits: totalHits,
+    note: "empty search result",
+  });
+  // An article with no intro text has nothing to give the summary and would take a rank from one
+  // that has.
+  const articles = (await readExtracts(cfg, hits)).filter((a) => a.extract.trim() !== "").slice(0, ARTICLES);
+  if (articles.length === 0) return noMatch();
   const { chosen, confidence, used } = summarize(query, articles);
+  // Intros with no sentence long enough to score (under four words each) summarise nothing either.
+  if (chosen.length === 0) return noMatch();
   return {
     summary: chosen.map((c) => c.text).join(" "),
     sources: used.map((i) => ({ title: articles[i]?.title ?? "", url: articles[i]?.url ?? "" })),

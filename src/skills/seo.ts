@@ -45,7 +45,13 @@ export const seo = defineSkill({
           .meta({ description: "The first 30 headings, each its first 2,000 characters." }),
         h1_count: z.int().min(0),
         canonical: z.string().nullable(),
-        robots: z.string().nullable(),
+        robots: z.string().nullable().meta({
+          description:
+            'Every robots meta tag\'s content, lowercased, distinct ones joined with ", " (first 500 characters).',
+        }),
+        x_robots_tag: z.string().nullable().meta({
+          description: "The page's X-Robots-Tag response header (first 500 characters); null when absent.",
+        }),
         lang: z.string().nullable(),
         viewport: z.boolean(),
         open_graph: z.record(z.string(), z.string()).meta({
@@ -147,6 +153,7 @@ export const seo = defineSkill({
       h1_count: 1,
       canonical: null,
       robots: null,
+      x_robots_tag: null,
       lang: null,
       viewport: true,
       open_graph: {},
@@ -190,7 +197,7 @@ export const seo = defineSkill({
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
       const { audit, PageTooDeep, MAX_PAGE_DEPTH } = await import("./lib/seo-audit");
       try {
-        return { final_url: doc.url, ...audit(doc.text, doc.url, checked) };
+        return { final_url: doc.url, ...audit(doc.text, doc.url, checked, doc.robotsTag) };
       } catch (e) {
         // The page the caller chose cannot be audited, as html_clean and ai_detector refuse it:
         // a 422 on url (not charged), where reading on cost the parser quadratic time.

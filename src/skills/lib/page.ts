@@ -1,7 +1,14 @@
 import type { Bindings } from "../../env";
 import { InputError } from "../../http/validation";
 import { netConfig } from "../../net/config";
-import { type FetchedDoc, fetchPublic, literalRefusal, parseTarget, UrlRefused } from "../../net/fetcher";
+import {
+  ContentTypeRefused,
+  type FetchedDoc,
+  fetchPublic,
+  literalRefusal,
+  parseTarget,
+  UrlRefused,
+} from "../../net/fetcher";
 
 /** Caller-supplied URLs of seo and ai_detector: every refusal is a 422 on the request's `url`. */
 
@@ -22,27 +29,31 @@ export function precheckUrl(env: Bindings, raw: string): URL {
   }
 }
 
-/** Fetches a page through the SSRF-guarded fetcher, refusing content types not in `kinds`. */
+/**
+ * Fetches a page through the SSRF-guarded fetcher, refusing content types not in `kinds` from the
+ * response's headers, before its body is read (a page that names no type is read).
+ */
 export async function loadPage(
   env: Bindings,
   raw: string,
   kinds: RegExp,
   kindName: string,
 ): Promise<FetchedDoc> {
-  let doc: FetchedDoc;
   try {
-    doc = await fetchPublic(raw, netConfig(env), "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5");
+    return await fetchPublic(
+      raw,
+      netConfig(env),
+      "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5",
+      (type) => kinds.test(type),
+    );
   } catch (e) {
     if (e instanceof UrlRefused) throw refused(raw, e.reason);
+    if (e instanceof ContentTypeRefused)
+      throw InputError.at(["url"], `the URL serves ${e.type}, not ${kindName}`, raw, "url_content_type", {
+        content_type: e.type,
+      });
     throw e;
   }
-  const type = doc.contentType.split(";")[0]?.trim().toLowerCase() ?? "";
-  if (type !== "" && !kinds.test(type)) {
-    throw InputError.at(["url"], `the URL serves ${type}, not ${kindName}`, raw, "url_content_type", {
-      content_type: type,
-    });
-  }
-  return doc;
 }
 
 export const isHtml = (doc: FetchedDoc) => {

@@ -131,18 +131,72 @@ function robotsDirectives(content: string): Set<string> {
   return directives;
 }
 
-function checkRobots(s: Scan, f: Findings) {
-  const robots = s.robots ?? "";
-  const directives = robotsDirectives(robots);
-  const noindex = directives.has("noindex") || directives.has("none");
-  const nofollow = directives.has("nofollow") || directives.has("none");
-  f.points.robots = noindex ? 0 : nofollow ? 5 : 8;
-  if (noindex)
-    f.recs.push(
-      `Remove "noindex" from the robots meta tag ("${robots}") if this page should appear in search results.`,
-    );
-  else if (nofollow)
-    f.recs.push(`Remove "nofollow" from the robots meta tag so search engines follow this page's links.`);
+/**
+ * Directives with a value, whose name before the ":" is no crawler's: any other `name:` in an
+ * X-Robots-Tag names the user agent the rules after it are for (`googlebot: noindex`).
+ */
+const VALUED_DIRECTIVES = new Set([
+  "max-snippet",
+  "max-image-preview",
+  "max-video-preview",
+  "unavailable_after",
+]);
+
+/**
+ * The items of an X-Robots-Tag value (repeated headers arrive joined with ", ") that every
+ * crawler is given: those before any user agent, and those after `robots:`. Rules after another
+ * agent's name (`googlebot: noindex, nofollow`) are that crawler's until the next name, and are
+ * left out as a `<meta name="googlebot">` is: the audit scores what applies to all search engines.
+ */
+function robotsHeaderForAll(value: string): string {
+  const kept: string[] = [];
+  let forAll = true;
+  for (const raw of value.toLowerCase().split(",")) {
+    let item = raw.trim();
+    const named = /^([a-z0-9_.-]+)\s*:\s*(.*)$/.exec(item);
+    if (named?.[1] !== undefined && !VALUED_DIRECTIVES.has(named[1])) {
+      forAll = named[1] === "robots";
+      item = named[2] ?? "";
+    }
+    if (forAll && item !== "") kept.push(item);
+  }
+  return kept.join(", ");
+}
+
+/** Cut for the advice and checks: a page can hold any number of robots metas. */
+const MAX_ROBOTS_CHARS = 500;
+
+/**
+ * noindex/nofollow from the page's robots metas (all of them) and its X-Robots-Tag header
+ * together: crawlers combine every source, and the most restrictive applies.
+ */
+function checkRobots(s: Scan, header: string | null, f: Findings) {
+  const sources = [
+    { where: "the robots meta tag", text: s.robots.join(", "), rules: s.robots.join(", ") },
+    { where: "the X-Robots-Tag header", text: header ?? "", rules: robotsHeaderForAll(header ?? "") },
+  ].map((src) => {
+    const d = robotsDirectives(src.rules);
+    return {
+      ...src,
+      noindex: d.has("noindex") || d.has("none"),
+      nofollow: d.has("nofollow") || d.has("none"),
+    };
+  });
+  const noindex = sources.filter((src) => src.noindex);
+  const nofollow = sources.filter((src) => src.nofollow);
+  f.points.robots = noindex.length > 0 ? 0 : nofollow.length > 0 ? 5 : 8;
+  if (noindex.length > 0)
+    for (const src of noindex)
+      f.recs.push(
+        `Remove "noindex" from ${src.where} ("${short(src.text, MAX_ROBOTS_CHARS)}") if this page should appear in search results.`,
+      );
+  else
+    for (const src of nofollow)
+      f.recs.push(`Remove "nofollow" from ${src.where} so search engines follow this page's links.`);
+  return {
+    robots: s.robots.length > 0 ? short(s.robots.join(", "), MAX_ROBOTS_CHARS) : null,
+    x_robots_tag: header === null ? null : short(header, MAX_ROBOTS_CHARS),
+  };
 }
 
 function checkLangAndViewport(s: Scan, f: Findings) {
@@ -266,7 +320,13 @@ function checkLinks(s: Scan, base: URL, f: Findings) {
   return { internal, external };
 }
 
-export function audit(html: string, pageUrl: string, given: string[] | null) {
+/** `robotsHeader`: the page's X-Robots-Tag response header, every value (null when it sent none). */
+export function audit(
+  html: string,
+  pageUrl: string,
+  given: string[] | null,
+  robotsHeader: string | null = null,
+) {
   const s = scan(html);
   const base = new URL(pageUrl);
   const f: Findings = { points: {} as Record<Check, number>, recs: [] };
@@ -277,7 +337,7 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
   const h1s = checkH1(s, f);
   checkHeadingOrder(s, f);
   const canonical = checkCanonical(s, base, f);
-  checkRobots(s, f);
+  const robots = checkRobots(s, robotsHeader, f);
   checkLangAndViewport(s, f);
   checkSocialTags(s, f);
   const images = checkImages(s, f);
@@ -300,7 +360,7 @@ export function audit(html: string, pageUrl: string, given: string[] | null) {
       headings: s.headings.slice(0, 30),
       h1_count: h1s.length,
       canonical,
-      robots: s.robots,
+      ...robots,
       lang: s.lang,
       viewport: s.viewport,
       open_graph: s.og,

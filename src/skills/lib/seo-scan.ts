@@ -62,7 +62,11 @@ export interface Scan {
   lang: string | null;
   title: string | null;
   description: string | null;
-  robots: string | null;
+  /**
+   * The content of every `<meta name="robots">`, lowercased, each distinct one once in page order:
+   * crawlers combine them all (the most restrictive applies), not only the first.
+   */
+  robots: string[];
   viewport: boolean;
   canonical: string | null;
   og: Record<string, string>;
@@ -81,7 +85,7 @@ export function scan(html: string): Scan {
     lang: null,
     title: null,
     description: null,
-    robots: null,
+    robots: [],
     viewport: false,
     canonical: null,
     og: {},
@@ -101,6 +105,8 @@ export function scan(html: string): Scan {
   let skipping = 0;
   let inSvg = 0;
   const body: string[] = [];
+  // The robots contents already in s.robots, looked up in a set: a page can hold 100,000 metas.
+  const robots = new Set<string>();
   // What an open <title>, heading or JSON-LD script has read; `size` counts a heading's characters.
   let capture: {
     kind: "title" | "heading" | "jsonld";
@@ -130,8 +136,13 @@ export function scan(html: string): Scan {
             const key = (attrs.name ?? attrs.property ?? "").trim().toLowerCase();
             const content = (attrs.content ?? "").trim();
             if (key === "description") s.description ??= content;
-            else if (key === "robots") s.robots ??= content.toLowerCase();
-            else if (key === "viewport") s.viewport = true;
+            else if (key === "robots") {
+              const value = content.toLowerCase();
+              if (!robots.has(value)) {
+                robots.add(value);
+                s.robots.push(value);
+              }
+            } else if (key === "viewport") s.viewport = true;
             else if (key.startsWith("og:")) addSocial(s.og, key, content);
             else if (key.startsWith("twitter:")) addSocial(s.twitter, key, content);
             break;

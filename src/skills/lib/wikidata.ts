@@ -37,6 +37,12 @@ export const isItemId = (id: string) => /^Q[1-9]\d{0,9}$/.test(id) && Number(id.
 
 export class WikidataClient {
   requests = 0;
+  /**
+   * Ids read that Wikidata redirects, each to the item it was merged into: wbgetentities answers
+   * an old id under the id asked, with the item it is now (`{"Q53265341": {"id": "Q11036",
+   * "redirects": {"from": "Q53265341", "to": "Q11036"}, …}}`), and statements may still name it.
+   */
+  readonly redirects = new Map<string, string>();
 
   constructor(
     private readonly cfg: NetConfig,
@@ -52,6 +58,11 @@ export class WikidataClient {
     return fetchApiJson(this.cfg.wikidataApi, { ...params, format: "json" }, this.cfg, "Wikidata", {
       callerFault,
     });
+  }
+
+  /** The id an item has now: `id` itself unless a read found it merged into another. */
+  canonical(id: string) {
+    return this.redirects.get(id) ?? id;
   }
 
   /** Entity page of an id, on the configured Wikidata host. */
@@ -89,8 +100,10 @@ export class WikidataClient {
   }
 
   /**
-   * Labels and descriptions (and item-valued claims when `withClaims`) of `ids`, in batches.
-   * Stops early when the request budget is spent: callers see the missing ids as not fetched.
+   * Labels and descriptions (and item-valued claims when `withClaims`) of `ids`, in batches, keyed
+   * by each entity's own id; an id asked that redirects maps to the same entity too (and is noted
+   * in `redirects`), so a caller finds what it asked for. Stops early when the request budget is
+   * spent: callers see the missing ids as not fetched.
    */
   async entities(wanted: string[], withClaims: boolean): Promise<Map<string, WdEntity>> {
     const out = new Map<string, WdEntity>();
@@ -108,9 +121,15 @@ export class WikidataClient {
         // such parameter; its strictlanguage, a boolean present-means-true, is never sent).
         languagefallback: "1",
       })) as { entities?: Record<string, unknown> };
-      for (const [id, e] of Object.entries(isRecord(body.entities) ? body.entities : {})) {
+      for (const [asked, e] of Object.entries(isRecord(body.entities) ? body.entities : {})) {
         if (!isRecord(e) || "missing" in e) continue;
-        out.set(id, parseEntity(id, e, withClaims));
+        const id = typeof e.id === "string" && isItemId(e.id) ? e.id : asked;
+        const entity = parseEntity(id, e, withClaims);
+        out.set(id, entity);
+        if (asked !== id) {
+          this.redirects.set(asked, id);
+          out.set(asked, entity);
+        }
       }
     }
     return out;

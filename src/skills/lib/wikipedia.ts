@@ -43,14 +43,20 @@ export async function searchWikipedia(cfg: NetConfig, query: string, limit: numb
   return { hits, totalHits: typeof total === "number" ? total : hits.length };
 }
 
-/** Plain-text intro extracts of `hits`, returned in the order of `hits` (the search rank). */
+/**
+ * Plain-text intro extracts of `hits`, returned in the order of `hits` (the search rank).
+ * Disambiguation pages are left out: their "intro" is a list of meanings ("Mercury commonly refers
+ * to: …"), which no summary should quote, and search ranks them first for a bare ambiguous name.
+ */
 export async function readExtracts(cfg: NetConfig, hits: WpHit[]): Promise<WpArticle[]> {
   if (hits.length === 0) return [];
   const body = (await fetchApiJson(
     cfg.wikipediaApi,
     {
       action: "query",
-      prop: "extracts|info",
+      // pageprops (only the one asked) marks a disambiguation page: `{"disambiguation": ""}`.
+      prop: "extracts|info|pageprops",
+      ppprop: "disambiguation",
       inprop: "url",
       exintro: "1",
       explaintext: "1",
@@ -71,6 +77,7 @@ export async function readExtracts(cfg: NetConfig, hits: WpHit[]): Promise<WpArt
   for (const hit of hits) {
     const p = byId.get(hit.pageid);
     if (!p || "missing" in p || typeof p.extract !== "string") continue;
+    if (isRecord(p.pageprops) && "disambiguation" in p.pageprops) continue;
     const title = typeof p.title === "string" ? p.title : hit.title;
     const url =
       typeof p.fullurl === "string"

@@ -8,7 +8,7 @@ import { netConfig } from "../../net/config";
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v4"; // v4: scripts ended as browsers end them, cuts never split a surrogate pair (seo, ai_detector, research)
+const VERSION = "v5"; // v5: research drops disambiguation pages, seo reads every robots rule (X-Robots-Tag too), osint_graph merges redirected items, meta refreshes followed
 
 export type CacheState = "hit" | "miss";
 

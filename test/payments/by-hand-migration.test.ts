@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { expect, it } from "vitest";
+import { migrationSandbox } from "../fixtures/migrations";
 
 /**
  * Migration 0014 on a database holding rows written under every earlier migration (a claim from
@@ -9,39 +10,10 @@ import { expect, it } from "vitest";
  * 0001–0013 themselves, under other names, so the shared tables stay as they are.
  */
 const PREFIX = "m0014_";
-const TABLES = [
-  "payment_nonces",
-  "payments",
-  "checkout_sessions",
-  "api_keys",
-  "webhook_events",
-  "payout_ledger",
-  "payout_batches",
-  "osint_calls",
-  "upstream_payments",
-  "reconciliations",
-  "idempotent_results",
-  "refunds",
-  "call_log",
-];
-const renamed = (q: string) =>
-  q
-    .replace(new RegExp(`\\b(${TABLES.join("|")})\\b`, "g"), `${PREFIX}$1`)
-    .replace(/(CREATE (?:UNIQUE )?INDEX )(\w+)/g, `$1${PREFIX}$2`);
 
 it("migration 0014 applies over rows of every earlier migration: each kept, in the queue, none resolved by hand", async () => {
-  const migrations = env.TEST_MIGRATIONS as { name: string; queries: string[] }[];
-  expect(migrations.map((m) => m.name)).toContain("0014_by_hand.sql");
-  for (const t of [...TABLES].reverse()) await env.DB.prepare(`DROP TABLE IF EXISTS ${PREFIX}${t}`).run();
-  const apply = async (name: string) => {
-    const m = migrations.find((x) => x.name.startsWith(name));
-    expect(m, name).toBeDefined();
-    for (const q of m?.queries ?? []) await env.DB.prepare(renamed(q)).run();
-  };
-  const insert = (sql: string, ...args: unknown[]) =>
-    env.DB.prepare(renamed(sql))
-      .bind(...args)
-      .run();
+  const { names, apply, insert, renamed, drop } = await migrationSandbox(PREFIX);
+  expect(names).toContain("0014_by_hand.sql");
 
   await apply("0001_");
   await apply("0002_");
@@ -124,5 +96,5 @@ it("migration 0014 applies over rows of every earlier migration: each kept, in t
     `${PREFIX}payment_nonces_held`,
     `${PREFIX}upstream_payments_held`,
   ]);
-  for (const t of [...TABLES].reverse()) await env.DB.prepare(`DROP TABLE ${PREFIX}${t}`).run();
+  await drop();
 });

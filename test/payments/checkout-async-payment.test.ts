@@ -8,6 +8,7 @@ import {
   keysFor,
   newEventId,
   outcomeOf,
+  pay,
   remote,
 } from "./checkout-helpers";
 
@@ -16,25 +17,13 @@ import {
 // Stripe marks the session paid and sends checkout.session.async_payment_succeeded. The webhook
 // grants nothing for the first and the pack, once, for the second.
 
-/** Submits the hosted page with a bank debit that will clear when the test control says so. */
-async function payByDebit(sessionId: string) {
-  const res = await fetch(`${EMULATOR}/pay/${sessionId}`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: "email=t%40example.com&outcome=async_succeeded",
-    redirect: "manual",
-  });
-  expect(res.status).toBe(303);
-  await res.arrayBuffer();
-}
-
 const sessionEventOf = async (type: string, sessionId: string) =>
   (await emulatorEvents(type)).filter((e) => e.data.object.id === sessionId).at(-1);
 
 describe("a delayed payment that succeeds", () => {
   it("grants nothing while the debit is pending, then the pack once when it clears", async () => {
     const id = await createCheckout("sha256", 170);
-    await payByDebit(id);
+    await pay(id, "async_succeeded");
     expect(await remote(id)).toMatchObject({ status: "complete", payment_status: "unpaid" });
     const completed = await sessionEventOf("checkout.session.completed", id);
     expect(completed?.data.object.payment_status).toBe("unpaid");
@@ -69,7 +58,7 @@ describe("a delayed payment that succeeds", () => {
       emulatorPost(`/_emulator/sessions/${paidByCard}/async_payment_succeeded`, {}),
     ).rejects.toThrow(/no delayed payment waiting/);
     const id = await createCheckout("sha256", 170);
-    await payByDebit(id);
+    await pay(id, "async_succeeded");
     await emulatorPost(`/_emulator/sessions/${id}/async_payment_succeeded`, {});
     await expect(emulatorPost(`/_emulator/sessions/${id}/async_payment_succeeded`, {})).rejects.toThrow(
       /no delayed payment waiting/,

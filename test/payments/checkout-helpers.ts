@@ -43,12 +43,20 @@ export async function createCheckout(skill_id = "sha256", quantity?: number, pay
   return (await res.json<{ session_id: string }>()).session_id;
 }
 
-/** Submits the emulator's hosted page, as the buyer's Pay click does. */
-export async function pay(sessionId: string, outcome: "paid" | "async_failed" = "paid") {
+/**
+ * Submits the emulator's hosted page, as the buyer's Pay click does: paid, a delayed debit that
+ * fails (`async_failed`) or clears when the test control says so (`async_succeeded`), with the
+ * page's other fields in `fields` (e.g. Adaptive Pricing's presentment currency).
+ */
+export async function pay(
+  sessionId: string,
+  outcome: "paid" | "async_failed" | "async_succeeded" = "paid",
+  fields: Record<string, string> = {},
+) {
   const res = await fetch(`${EMULATOR}/pay/${sessionId}`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `email=t%40example.com&outcome=${outcome}`,
+    body: new URLSearchParams({ email: "t@example.com", outcome, ...fields }).toString(),
     redirect: "manual",
   });
   if (res.status !== 303) throw new Error(`pay ${res.status}`);

@@ -9,7 +9,6 @@ import worker from "../../src/index";
 import {
   createCheckout,
   deliver,
-  EMULATOR,
   emulatorEvents,
   grant,
   outcomeOf,
@@ -67,18 +66,6 @@ const payloadOf = async (id: string) => {
 const kept = { payload: stored, payload_bytes: bytes };
 const cleared = { payload: null, payload_bytes: null };
 
-/** Submits the hosted page with a bank debit that stays pending until the test control clears it. */
-async function payByDebit(id: string) {
-  const res = await fetch(`${EMULATOR}/pay/${id}`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: "email=t%40example.com&outcome=async_succeeded",
-    redirect: "manual",
-  });
-  expect(res.status).toBe(303);
-  await res.arrayBuffer();
-}
-
 describe("the Cron clears the payloads no payment can still run", () => {
   it("clears a session nothing records as paid 4 days after it was created, and keeps a fresh one, a paid one and one whose completed webhook is still retrying", {
     timeout: 60_000,
@@ -114,7 +101,7 @@ describe("the Cron clears the payloads no payment can still run", () => {
 
   it("keeps a session Stripe completed with its bank debit pending for 14 days, then clears it", async () => {
     const id = await createCheckout("sha256", 170, payload);
-    await payByDebit(id);
+    await pay(id, "async_succeeded");
     const completed = (await emulatorEvents("checkout.session.completed"))
       .filter((e) => e.data.object.id === id)
       .at(-1);

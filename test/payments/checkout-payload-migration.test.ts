@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { expect, it } from "vitest";
+import { migrationSandbox } from "../fixtures/migrations";
 
 /**
  * Migration 0015 on a database that already holds checkout sessions (one from 0001 with a
@@ -10,39 +11,10 @@ import { expect, it } from "vitest";
  * tables stay as they are.
  */
 const PREFIX = "m0015_";
-const TABLES = [
-  "payment_nonces",
-  "payments",
-  "checkout_sessions",
-  "api_keys",
-  "webhook_events",
-  "payout_ledger",
-  "payout_batches",
-  "osint_calls",
-  "upstream_payments",
-  "reconciliations",
-  "idempotent_results",
-  "refunds",
-  "call_log",
-];
-const renamed = (q: string) =>
-  q
-    .replace(new RegExp(`\\b(${TABLES.join("|")})\\b`, "g"), `${PREFIX}$1`)
-    .replace(/(CREATE (?:UNIQUE )?INDEX )(\w+)/g, `$1${PREFIX}$2`);
 
 it("migration 0015 applies over existing checkout sessions: each kept, its size and pending mark empty", async () => {
-  const migrations = env.TEST_MIGRATIONS as { name: string; queries: string[] }[];
-  expect(migrations.map((m) => m.name)).toContain("0015_checkout_payload_bytes.sql");
-  for (const t of [...TABLES].reverse()) await env.DB.prepare(`DROP TABLE IF EXISTS ${PREFIX}${t}`).run();
-  const apply = async (name: string) => {
-    const m = migrations.find((x) => x.name.startsWith(name));
-    expect(m, name).toBeDefined();
-    for (const q of m?.queries ?? []) await env.DB.prepare(renamed(q)).run();
-  };
-  const insert = (sql: string, ...args: unknown[]) =>
-    env.DB.prepare(renamed(sql))
-      .bind(...args)
-      .run();
+  const { names, apply, insert, renamed, drop } = await migrationSandbox(PREFIX);
+  expect(names).toContain("0015_checkout_payload_bytes.sql");
 
   await apply("0001_");
   await insert(
@@ -120,5 +92,5 @@ it("migration 0015 applies over existing checkout sessions: each kept, its size 
     `${PREFIX}checkout_sessions_unmeasured_payload`,
     `${PREFIX}checkout_sessions_unpaid_payload`,
   ]);
-  for (const t of [...TABLES].reverse()) await env.DB.prepare(`DROP TABLE ${PREFIX}${t}`).run();
+  await drop();
 });

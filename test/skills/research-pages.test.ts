@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ResearchResult } from "../../src/skills/research";
 import { unique } from "../fixtures/upstream-requests";
 import { postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
@@ -100,14 +101,7 @@ function serveWikipedia(query: string, pages: Page[]) {
   return seen;
 }
 
-interface ResearchBody {
-  summary: string;
-  sources: { title: string; url: string }[];
-  confidence: number;
-  sentences: { text: string; source: string; score: number }[];
-  total_hits: number;
-  note?: string;
-}
+type ResearchBody = ResearchResult;
 
 async function research(query: string) {
   const res = await postJson("/api/skills/research", { query });

@@ -17,6 +17,16 @@ afterAll(async () => {
   await browser?.close();
 });
 
+/** A checkout of sha256's smallest pack, created through the app. */
+async function newCheckout() {
+  const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ skill_id: "sha256" }),
+  });
+  return (await created.json()) as { session_id: string; checkout_url: string };
+}
+
 describe("card checkout in a real browser, against the Stripe emulator", () => {
   it("cancel page links back to the skill's docs", async () => {
     const page = await browser.newPage();
@@ -110,15 +120,7 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
   });
 
   it("the success page waits for the payment without reloading: it updates in place and focuses Reveal once paid", async () => {
-    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ skill_id: "sha256" }),
-    });
-    const { session_id, checkout_url } = (await created.json()) as {
-      session_id: string;
-      checkout_url: string;
-    };
+    const { session_id, checkout_url } = await newCheckout();
     const successUrl = `${stack.base_url}/checkout/success?session_id=${session_id}`;
     const page = await browser.newPage();
     const errors = watchErrors(page);
@@ -174,12 +176,7 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
   });
 
   it("the checks can be stopped and resumed; without JavaScript the page reloads itself instead", async () => {
-    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ skill_id: "sha256" }),
-    });
-    const { session_id } = (await created.json()) as { session_id: string };
+    const { session_id } = await newCheckout();
     const successUrl = `${stack.base_url}/checkout/success?session_id=${session_id}`;
     const page = await browser.newPage();
     const errors = watchErrors(page);
@@ -215,15 +212,7 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
   });
 
   it("a refund and a dispute delivered by the emulator take back, freeze and restore the pack's credits", async () => {
-    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ skill_id: "sha256" }),
-    });
-    const { session_id, checkout_url } = (await created.json()) as {
-      session_id: string;
-      checkout_url: string;
-    };
+    const { session_id, checkout_url } = await newCheckout();
     const page = await browser.newPage();
     await page.goto(checkout_url);
     await page.click("#pay");

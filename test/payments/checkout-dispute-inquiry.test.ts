@@ -1,8 +1,6 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
-import { call } from "../helpers";
 import {
+  credits,
   deliver,
   emulatorEvents,
   emulatorPost,
@@ -12,29 +10,13 @@ import {
   revealPost,
   revealTokenFromPage,
   seedSession,
+  spendCall,
 } from "./checkout-helpers";
 
 // A dispute inquiry (a card network's pre-dispute, Stripe's `pm_card_createDisputeInquiry`) through
 // the emulator: it opens `warning_needs_response`, may move to `warning_under_review`
 // (charge.dispute.updated) and closes `warning_closed` (charge.dispute.closed) without ever becoming
 // a chargeback. The webhook freezes the key while it is open and restores it once it closes.
-
-const paidApp = createApp();
-const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
-const spendCall = (key: string) =>
-  paidApp.fetch(
-    new Request("https://skills.test/api/skills/sha256", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}` },
-      body: JSON.stringify({ text: "abc" }),
-    }),
-    paidEnv,
-  );
-const credits = async (key: string) =>
-  (await call("/api/credits", { headers: { authorization: `Bearer ${key}` } })).json<{
-    calls_left: number;
-    status: string;
-  }>();
 
 /** A granted, revealed pack of 170 sha256 calls: its key and PaymentIntent. */
 async function revealedKey() {

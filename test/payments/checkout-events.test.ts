@@ -1,6 +1,5 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { hashKey, refundCredit, spendCredit } from "../../src/payments/credits";
 import { revealToken } from "../../src/payments/key-reveal";
@@ -9,6 +8,7 @@ import type { Skill } from "../../src/skills/types";
 import { call, postJson } from "../helpers";
 import {
   createCheckout,
+  credits,
   deliver,
   deliverWithStripeDown,
   emulatorEvents,
@@ -25,6 +25,7 @@ import {
   sessionEvent,
   sessionRow,
   signed,
+  spendCall,
   stripe,
 } from "./checkout-helpers";
 
@@ -72,23 +73,6 @@ const toWebhook = ({ payload, header }: { payload: string; header: string }, ctx
     env,
     ctx,
   );
-
-const paidApp = createApp();
-const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
-const spendCall = (key: string) =>
-  paidApp.fetch(
-    new Request("https://skills.test/api/skills/sha256", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}` },
-      body: JSON.stringify({ text: "abc" }),
-    }),
-    paidEnv,
-  );
-const credits = async (key: string) =>
-  (await call("/api/credits", { headers: { authorization: `Bearer ${key}` } })).json<{
-    calls_left: number;
-    status: string;
-  }>();
 
 describe("issue 19.5: the grant follows Stripe's state of the session, in any event order", () => {
   it("Stripe says expired: expired-then-completed and completed-then-expired both grant nothing", async () => {
@@ -231,14 +215,7 @@ describe("charge.refunded", () => {
     await env.DB.prepare("UPDATE api_keys SET calls_left = 5, revoke_debt = 1 WHERE session_id = ?1")
       .bind(id)
       .run();
-    const res = await paidApp.fetch(
-      new Request("https://skills.test/api/skills/sha256", {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}` },
-        body: JSON.stringify({ wrong: true }),
-      }),
-      paidEnv,
-    );
+    const res = await spendCall(key, { wrong: true });
     expect(res.status).toBe(422);
     expect(res.headers.get("x-credits-remaining")).toBe("4");
     expect((await keysFor(id)).results[0]?.calls_left).toBe(4);

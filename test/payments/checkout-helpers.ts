@@ -216,3 +216,22 @@ export async function checkoutSeeingStripe(body: string) {
     globalThis.fetch = real;
   }
 }
+
+/** One sha256 call (of `body`) paid by a card key, with payments on (the tests' default is free beta). */
+const paidApp = createApp();
+const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
+export const spendCall = (key: string, body: unknown = { text: "abc" }) =>
+  paidApp.fetch(
+    new Request("https://skills.test/api/skills/sha256", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    }),
+    paidEnv,
+  );
+/** What GET /api/credits says of a key. */
+export const credits = async (key: string) =>
+  (await call("/api/credits", { headers: { authorization: `Bearer ${key}` } })).json<{
+    calls_left: number;
+    status: string;
+  }>();

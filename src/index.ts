@@ -27,34 +27,27 @@ async function scheduled(controller: ScheduledController, env: Bindings, _ctx: E
     pruneExpired(env.DB),
   ]);
   const failures: string[] = [];
+  const failed = (part: string, reason: unknown) => {
+    failures.push(`${part}: ${reason}`);
+    console.error(redacted({ level: "error", error: `${part}: ${reason}` }));
+  };
   if (reconciled.status === "fulfilled") {
     console.log(redacted({ level: "info", reconcile: reconciled.value }));
     const failure = cronFailure(reconciled.value);
     if (failure) failures.push(`reconcile: ${failure}`);
-  } else {
-    failures.push(`reconcile: ${reconciled.reason}`);
-    console.error(redacted({ level: "error", error: `reconcile: ${reconciled.reason}` }));
-  }
+  } else failed("reconcile", reconciled.reason);
   if (stats.status === "fulfilled") {
     console.log(redacted({ level: "info", stats: { computed_at: stats.value.computed_at } }));
-  } else {
-    failures.push(`stats: ${stats.reason}`);
-    console.error(redacted({ level: "error", error: `stats: ${stats.reason}` }));
-  }
-  if (pruned.status === "fulfilled") {
-    console.log(redacted({ level: "info", pruned: pruned.value }));
-  } else {
-    failures.push(`prune: ${pruned.reason}`);
-    console.error(redacted({ level: "error", error: `prune: ${pruned.reason}` }));
-  }
+  } else failed("stats", stats.reason);
+  if (pruned.status === "fulfilled") console.log(redacted({ level: "info", pruned: pruned.value }));
+  else failed("prune", pruned.reason);
   // Read after the deletes: what they left. Nothing else watches it, and past D1's cap every
   // x402 claim is refused.
   try {
     const { level, ...database } = sizeReport(await databaseSize(env.DB));
     (level === "warn" ? console.warn : console.log)(redacted({ level, database }));
   } catch (e) {
-    failures.push(`database size: ${e}`);
-    console.error(redacted({ level: "error", error: `database size: ${e}` }));
+    failed("database size", e);
   }
   if (failures.length) {
     controller.noRetry();

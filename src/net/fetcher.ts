@@ -250,8 +250,12 @@ const HEAD_TOKEN =
 // The other start tags the head holds; any tag else (<body>, <h1>, </head>) ends it.
 const HEAD_TAGS = new Set(["html", "head", "meta", "link", "base", "basefont", "bgsound"]);
 
-const attribute = (attrs: string, name: string) => {
-  const m = new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`, "i").exec(attrs);
+// The two attributes a refresh is read from, compiled once: the scan runs on every page fetched.
+const attributePattern = (name: string) =>
+  new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`, "i");
+const ATTRIBUTES = { "http-equiv": attributePattern("http-equiv"), content: attributePattern("content") };
+const attribute = (attrs: string, name: keyof typeof ATTRIBUTES) => {
+  const m = ATTRIBUTES[name].exec(attrs);
   return m ? decodeAttribute(m[1] ?? m[2] ?? m[3] ?? "") : null;
 };
 

@@ -16,7 +16,7 @@ import { expiredCalls } from "../stats/record";
  */
 export const D1_MAX_DATABASE_BYTES = 10_000_000_000;
 /** Above this share of the cap the size is logged at level "warn" (docs/OPERATIONS.md says what to do). */
-export const SIZE_WARN_SHARE = 0.8;
+const SIZE_WARN_SHARE = 0.8;
 
 /**
  * Rows one delete removes, and deletes per table per run: D1 serves one query at a time, so

@@ -26,7 +26,7 @@ const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 ===
 
 /**
  * When reconciliation reads an unheld claim, as reconcile-store.ts candidates() decides: a running
- * one once its authorization is a minute past valid_before and its request 5 minutes old; one judged "used, no log" twice only
+ * one once its authorization is a minute past valid_before and its request RUNNING_LEFT_TO_REQUEST_MS old; one judged "used, no log" twice only
  * every 2 h (a maintainer's queue resets that).
  */
 function reconcileState(u: Record<string, string | number>): string {
@@ -36,7 +36,7 @@ function reconcileState(u: Record<string, string | number>): string {
     (Number(u.valid_before ?? 0) >= nowS - 60 ||
       Number(u.created_at ?? 0) >= Date.now() - RUNNING_LEFT_TO_REQUEST_MS)
   )
-    return "running, not yet due: read once its authorization has expired and its request is 5 minutes old";
+    return `running, not yet due: read once its authorization has expired and its request is ${RUNNING_LEFT_TO_REQUEST_MS / 60_000} minutes old`;
   if (Number(u.no_log_runs ?? 0) >= NO_LOG_SPACED_AFTER) {
     const next = new Date(Number(u.checked_at ?? 0) + NO_LOG_EVERY_MS).toISOString();
     return `spent with no log found ${u.no_log_runs} times: read again at ${next}; POST /api/admin/resolve/payment_nonces/${u.nonce} {"outcome":"queue"} to read it on the next run`;

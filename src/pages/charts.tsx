@@ -35,7 +35,7 @@ const SLANT_EXTRA = 36;
  * ~70 units) in 40-unit slots were drawn on top of one another at every width. The SVG scales
  * uniformly, so labels that clear each other in the viewBox clear each other on any screen.
  */
-export function labelStep(labels: string[], slot: number): number {
+function labelStep(labels: string[], slot: number): number {
   const longest = Math.max(0, ...labels.map((l) => Math.min(l.length, LABEL_MAX)));
   return Math.max(1, Math.ceil((longest * CHAR_W + LABEL_GAP) / Math.max(1, slot)));
 }

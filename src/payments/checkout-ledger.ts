@@ -83,10 +83,18 @@ export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<
  */
 export async function recordSession(
   db: D1Database,
-  s: { id: string; skillId: string; calls: number; amountCents: number; payload: unknown },
+  s: {
+    id: string;
+    skillId: string;
+    calls: number;
+    amountCents: number;
+    payload: unknown;
+    /** storedPayload(payload), when the caller has it already (a payload is up to 1 MiB). */
+    stored?: ReturnType<typeof storedPayload>;
+  },
 ): Promise<boolean> {
   const now = Date.now();
-  const stored = storedPayload(s.payload);
+  const stored = s.stored ?? storedPayload(s.payload);
   const { meta } = await db
     .prepare(
       `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, created_at, updated_at)
@@ -106,7 +114,8 @@ export async function recordSession(
     )
     .run();
   if (meta.changes === 1 || !stored) return true;
-  return (await findSession(db, s.id)) !== null;
+  // Whether it was recorded before (a retry Stripe replayed): its row, not its payload, is read.
+  return (await db.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(s.id).first()) !== null;
 }
 
 /**
@@ -116,13 +125,13 @@ export async function recordSession(
  * which Stripe retries for up to 3 days (an outage, a rotated webhook secret): 4 days in all.
  * Sessions never paid are cleared sooner, by their expired webhook at 24 hours.
  */
-export const CHECKOUT_COMPLETABLE_MS = 4 * 24 * 60 * 60 * 1000;
+const CHECKOUT_COMPLETABLE_MS = 4 * 24 * 60 * 60 * 1000;
 /**
  * How long a session Stripe completed with its payment still to clear keeps its payload: 14 days,
  * beyond the 4 business days a US bank debit (ACH) takes to clear or fail. A payment cleared later
  * still grants its pack; only the first call is not run.
  */
-export const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
+const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
 
 /**
  * The clearing of up to `limit` first-call payloads (and their sizes) that no payment can still

@@ -16,7 +16,7 @@ import { judgeRefund, refundNonce, type SentRefund, WITHHELD_SUFFIX } from "./re
  * chain's clock lags ours, so until then the wallet's authorization may still land (and the chain
  * is not read: its head would not be past it either).
  */
-export const HAND_AFTER_SECONDS = 60;
+const HAND_AFTER_SECONDS = 60;
 
 /** Retry-After of a hand refund refused because the chain could not be read (503). */
 export const HAND_CHECK_RETRY_AFTER_S = 30;

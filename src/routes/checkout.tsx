@@ -86,13 +86,12 @@ const PAYLOADS_FULL_RETRY_AFTER_S = 900;
  * (payments/checkout-ledger.ts): the same checkout without a payload is sold.
  */
 function payloadsFull(c: Context<AppEnv>) {
-  c.header("Retry-After", String(PAYLOADS_FULL_RETRY_AFTER_S));
-  return c.json(
-    {
-      detail: `Checkouts not yet paid hold all the first-call payloads we keep (${UNPAID_PAYLOADS_MAX_BYTES} bytes). Buy without a payload and make the first call with the key, or retry later. Nothing was charged.`,
-      reason: "unpaid_payloads_full",
-    },
+  return detail(
+    c,
     503,
+    `Checkouts not yet paid hold all the first-call payloads we keep (${UNPAID_PAYLOADS_MAX_BYTES} bytes). Buy without a payload and make the first call with the key, or retry later. Nothing was charged.`,
+    { reason: "unpaid_payloads_full" },
+    { "Retry-After": String(PAYLOADS_FULL_RETRY_AFTER_S) },
   );
 }
 
@@ -195,6 +194,7 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
     calls,
     amountCents,
     payload: body.payload,
+    stored,
   });
   // Concurrent checkouts filled the room since the check above. The session is left unreturned:
   // nobody holds its URL, so nobody can pay it, it costs nothing and Stripe expires it within 24 h

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
+import { expect } from "vitest";
 
 export const ORIGIN = "https://skills.test";
 
@@ -78,4 +79,39 @@ export interface ErrorItem {
 export async function detailOf(res: Response): Promise<ErrorItem[]> {
   const body = await res.json<{ detail: ErrorItem[] }>();
   return body.detail;
+}
+
+/**
+ * Signs in to the maintainer dashboard as its form does (a same-origin POST of the token) through
+ * `send` (a request to the app under test, `redirect: "manual"`): the session cookie to send back.
+ */
+export async function adminCookie(
+  send: (path: string, init: RequestInit) => Response | Promise<Response>,
+  token: string,
+): Promise<string> {
+  const login = await send("/admin/login", {
+    method: "POST",
+    headers: { origin: ORIGIN },
+    body: new URLSearchParams({ token }),
+  });
+  return (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+}
+
+/**
+ * One tools/call over /mcp to `app` under `e`, which must answer a JSON-RPC result: the result,
+ * and the X-Request-Id of the MCP POST itself.
+ */
+export async function mcpCall(
+  app: { fetch(req: Request, e: object): Response | Promise<Response> },
+  e: object,
+  name: string,
+  args: unknown,
+  meta?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
+  const res = await app.fetch(mcpToolCall(name, args, meta, headers), e);
+  expect(res.status).toBe(200);
+  const answer = await res.json<{ result: ToolResult; error?: unknown }>();
+  expect(answer.error).toBeUndefined();
+  return { result: answer.result, outerRequestId: res.headers.get("x-request-id") };
 }

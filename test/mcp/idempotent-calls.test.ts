@@ -7,7 +7,7 @@ import { createApp } from "../../src/app";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { signedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
+import { mcpCall, ORIGIN } from "../helpers";
 
 // Retried tools/call that never pay twice (docs/receipts-and-retries.md, "Over MCP"): a tool call
 // runs the tool's HTTP route in-process (src/mcp/call.ts), so it is keyed and replayed as that
@@ -16,13 +16,8 @@ const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facil
 const app = createApp();
 
 /** A tools/call over /mcp, with the connection's headers `extra`. */
-async function callTool(name: string, args: unknown, meta?: Record<string, unknown>, extra = {}) {
-  const res = await app.fetch(mcpToolCall(name, args, meta, extra), paidEnv);
-  expect(res.status).toBe(200);
-  const answer = await res.json<{ result: ToolResult; error?: unknown }>();
-  expect(answer.error).toBeUndefined();
-  return answer.result;
-}
+const callTool = async (name: string, args: unknown, meta?: Record<string, unknown>, extra = {}) =>
+  (await mcpCall(app, paidEnv, name, args, meta, extra)).result;
 
 /** A fresh authorization (new nonce) of `account` for the offer, carrying `paymentId`. */
 const signed = (required: PaymentRequired, account: PrivateKeyAccount, paymentId: string) =>

@@ -9,7 +9,7 @@ import { createApp } from "../../src/app";
 import { hashKey } from "../../src/payments/credits";
 import { signedPayment } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
-import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
+import { mcpCall, ORIGIN } from "../helpers";
 
 // Receipts of MCP tool calls (src/mcp/call.ts, src/payments/receipts.ts): every paid result holds
 // one a buyer can check, naming what the ledger and the result name. Against the facilitator double.
@@ -17,13 +17,8 @@ const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facil
 const app = createApp();
 
 /** A tools/call over /mcp: the result, and the X-Request-Id of the MCP POST itself. */
-async function callTool(name: string, args: unknown, meta?: Record<string, unknown>, extra = {}) {
-  const res = await app.fetch(mcpToolCall(name, args, meta, extra), paidEnv);
-  expect(res.status).toBe(200);
-  const answer = await res.json<{ result: ToolResult; error?: unknown }>();
-  expect(answer.error).toBeUndefined();
-  return { result: answer.result, outerRequestId: res.headers.get("x-request-id") };
-}
+const callTool = (name: string, args: unknown, meta?: Record<string, unknown>, extra = {}) =>
+  mcpCall(app, paidEnv, name, args, meta, extra);
 
 async function publishedKey(): Promise<JsonWebKey> {
   const doc = await (await app.fetch(new Request(`${ORIGIN}/.well-known/did.json`), paidEnv)).json<{

@@ -7,6 +7,7 @@ import {
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import worker from "../../src/index";
+import { adminCookie } from "../helpers";
 
 // The Cron's upkeep of the database (src/ops/database.ts): expired rows deleted whatever else
 // fails, and the size read against D1's cap.
@@ -222,12 +223,7 @@ describe("the database's size", () => {
     const send = (path: string, e: object, init: RequestInit = {}) =>
       app.fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), e);
     const adminEnv = { ...env, ADMIN_TOKEN: token };
-    const login = await send("/admin/login", adminEnv, {
-      method: "POST",
-      headers: { origin: "https://skills.test" },
-      body: new URLSearchParams({ token }),
-    });
-    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const cookie = await adminCookie((path, init) => send(path, adminEnv, init), token);
     const line = async (e: object) => {
       const res = await send("/admin", e, { headers: { cookie } });
       expect(res.status).toBe(200);

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { DomUtils, parseDocument } from "htmlparser2";
 import { expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { adminCookie } from "../helpers";
 
 const token = "dash-layout-t0ken";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
@@ -9,12 +10,7 @@ const send = (path: string, init: RequestInit = {}) =>
   createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);
 
 it("every dashboard table scrolls inside its own box, so the page fits a phone's width", async () => {
-  const login = await send("/admin/login", {
-    method: "POST",
-    headers: { origin: "https://skills.test" },
-    body: new URLSearchParams({ token }),
-  });
-  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+  const cookie = await adminCookie(send, token);
   const res = await send("/admin", { headers: { cookie } });
   expect(res.status).toBe(200);
   const doc = parseDocument(await res.text());

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { adminCookie } from "../helpers";
 
 const token = "dash-reconcile-t0ken";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
@@ -40,12 +41,7 @@ it("Settlements to reconcile lists what GET /api/admin/payments lists: stale run
       .first<{ id: number }>()
   )?.id;
 
-  const login = await send("/admin/login", {
-    method: "POST",
-    headers: { origin: "https://skills.test" },
-    body: new URLSearchParams({ token }),
-  });
-  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+  const cookie = await adminCookie(send, token);
   const res = await send("/admin", { headers: { cookie } });
   expect(res.status).toBe(200);
   const html = await res.text();

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { adminCookie } from "../helpers";
 
 const token = "dash-payouts-t0ken";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
@@ -23,12 +24,7 @@ it("Mark paid sends the amount it showed: a row owed since the page was read ref
   await owe("d-a", 1);
   await owe("d-b", 0);
   await owe("d-c", 0);
-  const login = await send("/admin/login", {
-    method: "POST",
-    headers: { origin: "https://skills.test" },
-    body: new URLSearchParams({ token }),
-  });
-  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+  const cookie = await adminCookie(send, token);
   const html = await (await send("/admin", { headers: { cookie } })).text();
   const form =
     html.match(/<form method="post" action="\/admin\/payouts\/pricefeed\/settle"[\s\S]*?<\/form>/)?.[0] ?? "";

@@ -9,6 +9,7 @@ import {
   NO_LOG_HOLD_RUNS,
   NO_LOG_SPACED_AFTER,
 } from "../../src/payments/reconcile-store";
+import { adminCookie } from "../helpers";
 
 /**
  * A claim whose nonce the chain shows spent, with no log of the spend in its blocks and no proof
@@ -152,15 +153,10 @@ describe("a claim spent with no log found is held for a person", () => {
     );
 
     // The dashboard's settlements to reconcile say it waits for a person, not for the next run.
-    const login = await createApp().fetch(
-      new Request("https://skills.test/admin/login", {
-        method: "POST",
-        headers: { origin: "https://skills.test" },
-        body: new URLSearchParams({ token }),
-      }),
-      adminEnv,
+    const cookie = await adminCookie(
+      (path, init) => createApp().fetch(new Request(`https://skills.test${path}`, init), adminEnv),
+      token,
     );
-    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
     const page = await (
       await createApp().fetch(new Request("https://skills.test/admin", { headers: { cookie } }), adminEnv)
     ).text();

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { refundNonce } from "../../src/payments/refunds";
 import { quantity, rpcBlock, word } from "../fixtures/rpc-block";
+import { adminCookie } from "../helpers";
 
 /**
  * A refund the operating wallet sent is recorded as paid by hand only once the chain, read at its
@@ -269,12 +270,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
     const dashEnv = { ...env, ADMIN_TOKEN: token, RPC_URL: n.url };
     const send = (path: string, init: RequestInit) =>
       createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), dashEnv);
-    const login = await send("/admin/login", {
-      method: "POST",
-      headers: { origin: "https://skills.test" },
-      body: new URLSearchParams({ token }),
-    });
-    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const cookie = await adminCookie(send, token);
     const html = await (await send("/admin", { headers: { cookie } })).text();
     const action = `/admin/refunds/${r.requestId}/resolve`;
     const form = html.match(new RegExp(`<form method="post" action="${action}"[\\s\\S]*?</form>`))?.[0] ?? "";

@@ -6,6 +6,7 @@ import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
 import { resolveRefundByHand } from "../../src/payments/refund-by-hand";
 import { markRefunded, refundNonce, sendRecordedRefund } from "../../src/payments/refunds";
+import { adminCookie } from "../helpers";
 import { tryEnv } from "../partners/network";
 
 /**
@@ -174,12 +175,7 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
 describe("the dashboard's Record refund form", () => {
   it("each held or owed refund has one; it records the refund (session and CSRF as for Mark paid)", async () => {
     const id = await refund({});
-    const login = await send("/admin/login", {
-      method: "POST",
-      headers: { origin: "https://skills.test" },
-      body: new URLSearchParams({ token }),
-    });
-    const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+    const cookie = await adminCookie(send, token);
     const html = await (await send("/admin", { headers: { cookie } })).text();
     const action = `/admin/refunds/${id}/resolve`;
     const form = html.match(new RegExp(`<form method="post" action="${action}"[\\s\\S]*?</form>`))?.[0] ?? "";

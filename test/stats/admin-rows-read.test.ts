@@ -2,6 +2,7 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { refreshPublishedStats } from "../../src/stats/published";
+import { adminCookie } from "../helpers";
 
 const app = createApp();
 const DAY = 86_400_000;
@@ -71,16 +72,14 @@ describe("a view of /admin does not scan the call log for figures the Cron publi
     try {
       // What the Cron does every 5 minutes.
       await refreshPublishedStats(env);
-      const login = await app.fetch(
-        new Request("https://skills.test/admin/login", {
-          method: "POST",
-          headers: { origin: "https://skills.test" },
-          body: new URLSearchParams({ token }),
-          redirect: "manual",
-        }),
-        { ...env, ADMIN_TOKEN: token },
+      const cookie = await adminCookie(
+        (path, init) =>
+          app.fetch(new Request(`https://skills.test${path}`, { ...init, redirect: "manual" }), {
+            ...env,
+            ADMIN_TOKEN: token,
+          }),
+        token,
       );
-      const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
       const counting = countingDb(env.DB);
       const res = await view({ ...env, ADMIN_TOKEN: token, DB: counting.db }, cookie);
       expect(res.status).toBe(200);

@@ -38,6 +38,11 @@ export type Decision =
  */
 export const spentElsewhere = (d: Decision) => d.outcome === "unpaid" && !!d.txHash && !d.cancelled;
 
+const RETRIED = "; retried next run";
+/** A "wait" decision's evidence as a final record quotes it: the run that writes it retries nothing. */
+export const withoutRetryNote = (evidence: string) =>
+  evidence.endsWith(RETRIED) ? evidence.slice(0, -RETRIED.length) : evidence;
+
 /** The decision from what the chain says; pure, so every branch is tested without a chain. */
 export function decide(t: Terms, chain: ChainView): Decision {
   if (chain.used) {
@@ -56,7 +61,7 @@ export function decide(t: Terms, chain: ChainView): Decision {
       return {
         outcome: "wait",
         noLog: true,
-        evidence: `authorizationState: used, but no AuthorizationUsed or AuthorizationCanceled log found${range}; retried next run`,
+        evidence: `authorizationState: used, but no AuthorizationUsed or AuthorizationCanceled log found${range}${RETRIED}`,
       };
     }
     if (f.cancelled) {

@@ -3,7 +3,7 @@ import { pricingConfig } from "../partners/config";
 import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
-import { type Decision, spentElsewhere } from "./reconcile-decide";
+import { type Decision, spentElsewhere, withoutRetryNote } from "./reconcile-decide";
 import { owedRefund, type Refund, refundNonce, withheldReturn } from "./refunds";
 
 /**
@@ -444,7 +444,7 @@ export async function noteNoLog(
   now = Date.now(),
 ): Promise<HeldClaim | undefined> {
   const t = claimTable[kind];
-  const hold = `${evidence.replace(/; retried next run$/, "")}; read so on ${NO_LOG_HOLD_RUNS} runs over a day, held for a person`;
+  const hold = `${withoutRetryNote(evidence)}; read so on ${NO_LOG_HOLD_RUNS} runs over a day, held for a person`;
   const row = await db
     .prepare(
       `UPDATE ${t.table} SET no_log_runs = no_log_runs + 1, no_log_since = coalesce(no_log_since, ?2),

@@ -3,7 +3,7 @@ import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { TX_HASH } from "../money";
 import { type ChainReader, readAuthorization } from "./reconcile-chain";
-import { type Decision, decide } from "./reconcile-decide";
+import { type Decision, decide, withoutRetryNote } from "./reconcile-decide";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
@@ -239,11 +239,7 @@ export const markRefundedWithoutLog = (db: D1Database, requestId: string, eviden
       `UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = ?2, updated_at = ?3
        WHERE request_id = ?1 AND status = 'owed' AND resolved_at IS NULL`,
     )
-    .bind(
-      requestId,
-      `landed, transaction not found: ${evidence.replace(/; retried next run$/, "")}`,
-      Date.now(),
-    )
+    .bind(requestId, `landed, transaction not found: ${withoutRetryNote(evidence)}`, Date.now())
     .run();
 
 /** A refund's last send, as its row records it: the wallet that signed it → the payer, for the amount owed. */

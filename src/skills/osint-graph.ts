@@ -4,6 +4,7 @@ import { netConfig } from "../net/config";
 import { cached, normalizeText } from "./lib/cache";
 import { logCall } from "./lib/osint-calls";
 import {
+  canonicalizeWalk,
   type GraphEdge,
   type GraphNode,
   KINDS,
@@ -12,7 +13,6 @@ import {
   round3,
   type SeedMatch,
   sampleDegrees,
-  type Walk,
   type WalkNode,
   walkRelations,
 } from "./lib/osint-walk";
@@ -37,42 +37,6 @@ interface Built {
   truncated: boolean;
   requests: number;
   note?: string;
-}
-
-/**
- * One node per item: the walk reaches a merged item under its old id (the seed given as one, a
- * statement not yet updated) as well as under the id Wikidata redirects it to. Every id becomes
- * the item's own (`wd.redirects`); of two nodes of one item the one the walk reached first (the
- * shallower) stays, with the other's confidence if that is higher at the same depth; edges are
- * re-pointed, each kept once, none from an item to itself. A node's parent is always a shallower
- * node, so the paths of sampleDegrees cannot turn into loops.
- */
-function canonicalize(walk: Walk, wd: WikidataClient) {
-  if (wd.redirects.size === 0) return;
-  const id = (x: string) => wd.canonical(x);
-  const nodes = new Map<string, WalkNode>();
-  for (const node of walk.nodes.values()) {
-    node.id = id(node.id);
-    if (node.parent !== undefined) node.parent = id(node.parent);
-    const kept = nodes.get(node.id);
-    if (!kept) nodes.set(node.id, node);
-    else if (kept.depth === node.depth && node.confidence > kept.confidence) {
-      kept.confidence = node.confidence;
-      kept.parent = node.parent;
-      kept.via = node.via;
-    }
-  }
-  const edges = new Map<string, GraphEdge>();
-  for (const e of walk.edges.values()) {
-    const [from, to] = [id(e.from), id(e.to)];
-    if (from === to) continue;
-    const key = `${from}|${e.property}|${to}`;
-    const prev = edges.get(key);
-    if (!prev || prev.weight < e.weight) edges.set(key, { ...e, from, to });
-  }
-  walk.nodes = nodes;
-  walk.edges = edges;
-  walk.fetched = new Map([...walk.fetched].map(([x, e]) => [id(x), e]));
 }
 
 /** Resolve the seed, walk its relations, name what was found, then shape the answer (lib/osint-walk.ts). */
@@ -115,7 +79,7 @@ export async function buildGraph(env: Bindings, seed: string, maxDepth: number):
   const walk = await walkRelations(wd, seedNode, maxDepth);
   if (!walk) return empty(`Wikidata has no item ${resolved.id}; nothing to graph.`);
   await nameNodes(wd, walk);
-  canonicalize(walk, wd);
+  canonicalizeWalk(walk, wd);
   match.id = seedNode.id;
   if (match.match_type === "entityId") {
     match.label = seedNode.name;

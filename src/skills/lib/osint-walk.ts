@@ -206,6 +206,42 @@ export async function nameNodes(wd: WikidataClient, walk: Walk) {
   }
 }
 
+/**
+ * One node per item: the walk reaches a merged item under its old id (the seed given as one, a
+ * statement not yet updated) as well as under the id Wikidata redirects it to. Every id becomes
+ * the item's own (`wd.redirects`); of two nodes of one item the one the walk reached first (the
+ * shallower) stays, with the other's confidence if that is higher at the same depth; edges are
+ * re-pointed, each kept once, none from an item to itself. A node's parent is always a shallower
+ * node, so the paths of sampleDegrees cannot turn into loops.
+ */
+export function canonicalizeWalk(walk: Walk, wd: WikidataClient) {
+  if (wd.redirects.size === 0) return;
+  const id = (x: string) => wd.canonical(x);
+  const nodes = new Map<string, WalkNode>();
+  for (const node of walk.nodes.values()) {
+    node.id = id(node.id);
+    if (node.parent !== undefined) node.parent = id(node.parent);
+    const kept = nodes.get(node.id);
+    if (!kept) nodes.set(node.id, node);
+    else if (kept.depth === node.depth && node.confidence > kept.confidence) {
+      kept.confidence = node.confidence;
+      kept.parent = node.parent;
+      kept.via = node.via;
+    }
+  }
+  const edges = new Map<string, GraphEdge>();
+  for (const e of walk.edges.values()) {
+    const [from, to] = [id(e.from), id(e.to)];
+    if (from === to) continue;
+    const key = `${from}|${e.property}|${to}`;
+    const prev = edges.get(key);
+    if (!prev || prev.weight < e.weight) edges.set(key, { ...e, from, to });
+  }
+  walk.nodes = nodes;
+  walk.edges = edges;
+  walk.fetched = new Map([...walk.fetched].map(([x, e]) => [id(x), e]));
+}
+
 /** The three most confident nodes of each depth, each with its real path (names and relations) from the seed. */
 export function sampleDegrees(nodes: Map<string, WalkNode>, maxDepth: number) {
   const pathTo = (id: string) => {

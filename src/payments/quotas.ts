@@ -29,7 +29,11 @@ export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
   if (!env.on)
     return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
   const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
-  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session; ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  // Unpaid in free beta, the heavy skills are such free routes (quota).
+  const betaHeavy = env.heavy.length
+    ? ` (with FREE_BETA on, also unpaid skill calls of the resources limited at ${LIMITS.RL_PAYER_HEAVY})`
+    : "";
+  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session${betaHeavy}; ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
@@ -74,14 +78,25 @@ async function allowed(limiter: RateLimit | undefined, key: string) {
  * Limits a priced route: every request per client IP (RL_IP, the unpaid-402 flood cap), and one
  * paid with a card-credit key also per key for this resource (RL_PAYER, or RL_PAYER_HEAVY for
  * resources listed in RATE_LIMIT_HEAVY). x402 payers are limited by payerQuota, after /verify.
+ * `freeInBeta` (the skills): FREE_BETA lets the call through unpaid, so one that costs upstream
+ * requests (RATE_LIMIT_HEAVY) is a free route that does, limited like one (RL_FREE): no payer
+ * or key limit would ever apply to it.
  */
-export function quota(resource: string): MiddlewareHandler<AppEnv> {
+export function quota(resource: string, opts: { freeInBeta?: boolean } = {}): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!enabled(c.env)) return next();
     if (!(await allowed(c.env.RL_IP, `ip:${clientIp(c)}`))) {
       return tooMany(c, "ip", "too many calls to priced routes from your IP address");
     }
-    if (!publicConfig(c.env, c.req.url).freeBeta) {
+    if (publicConfig(c.env, c.req.url).freeBeta) {
+      if (
+        opts.freeInBeta &&
+        isHeavy(c.env, resource) &&
+        !(await allowed(c.env.RL_FREE, `${resource}|ip:${clientIp(c)}`))
+      ) {
+        return tooMany(c, "free", `too many ${resource} requests from your IP address`);
+      }
+    } else {
       // Every form the gate takes a card key in (X-API-Key, a bare `mk_…`), so no alias escapes it.
       const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
       if (key && !(await allowed(payerLimiter(c.env, resource), `${resource}|key:${await hashKey(key)}`))) {

@@ -23,7 +23,7 @@ for (const skill of skills) {
   skillRoutes.post(
     skill.endpoint,
     recordCall(skill.id, () => Number(skill.price_atomic)),
-    quota(skill.id),
+    quota(skill.id, { freeInBeta: true }),
     idempotent({ cardKeys: true }),
     signReceipt(skill.id),
     explain402,

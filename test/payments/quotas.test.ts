@@ -292,6 +292,42 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
     120_000,
   );
 
+  it("free beta: a skill that costs upstream requests is a free route (20 a minute per IP, then 429 without one); others keep the priced routes' limit", async () => {
+    await freshWindow();
+    const wikipedia = new URL(env.WIKIPEDIA_API_BASE).origin;
+    const upstream: string[] = [];
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const url = new Request(input, init).url;
+      if (url.startsWith(wikipedia)) upstream.push(url);
+      return real(input, init);
+    });
+    const beta = { ...limitedEnv, FREE_BETA: "true", NETWORK_CACHE_TTL_SECONDS: "0" };
+    const call = (path: string, ip: string, body: unknown) =>
+      app.fetch(
+        new Request(`https://skills.test${path}`, {
+          method: "POST",
+          headers: { "cf-connecting-ip": ip, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+        beta,
+      );
+    const ip = randomIp();
+    for (let i = 0; i < RL_FREE; i++) {
+      const res = await call("/api/skills/research", ip, { query: `beta topic ${i}` });
+      expect(res.status).not.toBe(429);
+    }
+    const fetched = upstream.length;
+    expect(fetched).toBeGreaterThanOrEqual(RL_FREE);
+    await expect429(await call("/api/skills/research", ip, { query: "one more" }), "free");
+    expect(upstream.length).toBe(fetched);
+    expect((await call("/api/skills/research", randomIp(), { query: "another caller" })).status).not.toBe(429);
+    // A skill without upstream requests stays on RL_IP.
+    for (let i = 0; i <= RL_FREE; i++) {
+      expect((await call("/api/skills/sha256", ip, { text: `t${i}` })).status).toBe(200);
+    }
+  }, 120_000);
+
   it("checkout-session creation: 20 a minute per IP, then 429 without a Stripe request", async () => {
     await freshWindow();
     const net = network();

@@ -24,8 +24,9 @@ const OFFER_VALIDITY_SECONDS = 300;
  */
 export function paidExtensions(env: Bindings, baseUrl: string) {
   const key = receiptKey(env.RECEIPT_SIGNING_KEY, baseUrl);
-  // Once per key and origin: the gate asks on every request (x402-gate.ts configKey).
-  const memoKey = `${"error" in key ? "none" : key.kid}|${baseUrl}`;
+  // Once per key and origin: the gate asks on every request (x402-gate.ts configKey). The public
+  // half names the key: a new key under the same fragment (kid) is another key.
+  const memoKey = `${keyId(key)}|${baseUrl}`;
   if (memo?.key === memoKey) return memo.value;
   memo = { key: memoKey, value: build(key) };
   return memo.value;
@@ -48,5 +49,8 @@ function build(key: ReturnType<typeof receiptKey>) {
     );
     server.push(offers);
   }
-  return { id: "error" in key ? "no-receipt-key" : key.kid, declarations, server };
+  return { id: keyId(key), declarations, server };
 }
+
+const keyId = (key: ReturnType<typeof receiptKey>) =>
+  "error" in key ? "no-receipt-key" : `${key.kid}|${key.publicJwk.x}`;

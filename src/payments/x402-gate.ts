@@ -268,7 +268,7 @@ function configKey(env: Bindings, cfg: PublicConfig) {
 
 function makeConfigKey(env: Bindings, cfg: PublicConfig) {
   const { pc } = factsOf(env, cfg);
-  // payment-identifier and signed offers (paid-extensions.ts); the receipt key's id is in the key.
+  // payment-identifier and signed offers (paid-extensions.ts); the receipt key (kid and public half) is in the key.
   const paid = paidExtensions(env, cfg.baseUrl);
   const key = [
     paid.id,
@@ -276,6 +276,9 @@ function makeConfigKey(env: Bindings, cfg: PublicConfig) {
     cfg.payTo,
     cfg.usdcAddress,
     cfg.facilitatorUrl,
+    // The facilitator client's credentials (cdpAuth): the id names the key; Coinbase issues a new
+    // id with a new secret.
+    env.CDP_API_KEY_ID && env.CDP_API_KEY_SECRET ? `cdp:${env.CDP_API_KEY_ID}` : "no-cdp",
     cfg.baseUrl,
     pc?.multiplierMilli ?? "no-partners",
     // The browser's 402 page links the card checkout only where it is on.

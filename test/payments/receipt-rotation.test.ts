@@ -1,9 +1,16 @@
 import { env } from "cloudflare:test";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import {
+  extractOffersFromPaymentRequired,
+  type JWSSignedOffer,
+  verifyOfferSignatureJWS,
+} from "@x402/extensions/offer-receipt";
 import { afterEach, describe, expect, it, vi } from "vitest";
 // @ts-expect-error plain JS helper shared with scripts/verify-receipt.mjs
 import { resolveKey, verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
 import { createApp } from "../../src/app";
 import { hashKey, newApiKey } from "../../src/payments/credits";
+import { FIXTURE } from "../fixtures/upstream-requests";
 
 // Key rotation (RECEIPT_RETIRED_KEYS, src/payments/receipt-key.ts): receipts signed before a
 // rotation, including idempotent replays served after it, still verify against the live did.json.
@@ -29,7 +36,7 @@ const fetchFrom = (e: object) => (url: string, init?: RequestInit) => app.fetch(
 async function jwks(e: object) {
   const res = await fetchApp("/.well-known/jwks.json", e);
   expect(res.status).toBe(200);
-  return (await res.json<{ keys: { kid: string; x: string }[] }>()).keys;
+  return (await res.json<{ keys: (JsonWebKey & { kid: string; x: string })[] }>()).keys;
 }
 
 afterEach(() => {
@@ -102,6 +109,28 @@ describe("receipt key rotation", { timeout: 30_000 }, () => {
       jwk: freshKey.jwk,
       body: new Uint8Array(await fresh.arrayBuffer()),
       did: freshKey.did,
+    });
+  });
+
+  it("a new key under the same fragment signs the 402's offers at once (the isolate's gate is not kept for the old key)", async () => {
+    const facilitated = { ...paidEnv, FACILITATOR_URL: `${FIXTURE}/facilitator` };
+    const offerUnder = async (e: object) => {
+      const res = await fetchApp("/api/skills/sha256", e, { method: "POST", body: "{}" });
+      expect(res.status).toBe(402);
+      const required = decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
+      return extractOffersFromPaymentRequired(required)[0] as JWSSignedOffer;
+    };
+    const before = { ...facilitated, RECEIPT_SIGNING_KEY: await newSigningKey("same") };
+    const after = { ...facilitated, RECEIPT_SIGNING_KEY: await newSigningKey("same") };
+    const [oldKey] = await jwks(before);
+    await verifyOfferSignatureJWS(await offerUnder(before), oldKey as JsonWebKey);
+    const [newKey] = await jwks(after);
+    expect(newKey?.kid).toBe(oldKey?.kid);
+    expect(newKey?.x).not.toBe(oldKey?.x);
+    await expect(
+      verifyOfferSignatureJWS(await offerUnder(after), newKey as JsonWebKey),
+    ).resolves.toMatchObject({
+      resourceUrl: `${BASE}/api/skills/sha256`,
     });
   });
 

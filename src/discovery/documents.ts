@@ -167,6 +167,6 @@ export function humanlessContract(cfg: PublicConfig) {
       other: { status: "404, 503, 500", body: '{"detail":"..."}' },
     },
     data_handling:
-      "Inputs are processed to answer the call. A call sent with a payment id or an Idempotency-Key has its answer (which may repeat its input) kept for 24 hours, so a retry is served it without paying again; a card checkout's first-call payload and its answer are kept with the checkout session. The call log keeps no bodies and no buyer identity. Payment records keep payer address, amount and transaction hash.",
+      "Inputs are processed to answer the call. A call sent with a payment id or an Idempotency-Key has its answer (which may repeat its input) kept for 24 hours, so a retry is served it without paying again; a card checkout's first-call payload and its answer are kept with the checkout session. The network skills (osint_graph, research, seo, ai_detector) keep their answers, which repeat the input, in a cache shared by every caller for the deployment's NETWORK_CACHE_TTL_SECONDS (default 1 hour): an answer's cache field, or its speed, shows whether anyone asked the same normalized input within that time, so do not send them an input whose asking must stay secret. osint_graph calls are logged (request id, depth, graph size), not their seed. The call log keeps no bodies and no buyer identity. Payment records keep payer address, amount and transaction hash.",
   };
 }

@@ -177,7 +177,7 @@ export const osintGraph = defineSkill({
       buildGraph(env, seed_entity, max_depth),
     );
     // A cached graph is still a new call: it is logged every time.
-    const logged = await logCall(env, requestId, seed_entity, max_depth, value.graph.nodes.length);
+    const logged = await logCall(env, requestId, max_depth, value.graph.nodes.length);
     const { disclaimer, graph, degrees_sample, sources, ...extra } = value;
     return {
       seed_entity,

@@ -237,6 +237,9 @@ describe("discovery documents", () => {
       /Idempotency-Key has its answer \(which may repeat its input\) kept for 24 hours/,
     );
     expect(doc.data_handling).not.toMatch(/keep nothing/);
+    // The network skills' shared cache shows a hit to anyone who asks the same input (skills/lib/cache.ts).
+    expect(doc.data_handling).toMatch(/cache shared by every caller/);
+    expect(doc.data_handling).toMatch(/osint_graph calls are logged \(request id, depth, graph size\), not their seed/);
     expect(doc.provider.support_contact).toContain("@");
     // The tests' bindings switch rate limits off (RATE_LIMITS=off), and the contract says so.
     expect(doc.limits.rate_limits).toMatch(/^None enforced by the marketplace \(RATE_LIMITS is off\)/);

@@ -21,6 +21,10 @@ export function robotsTxt(cfg: PublicConfig): string {
     "User-agent: *",
     "Allow: /",
     "Disallow: /api/admin/",
+    // A checkout success URL is a capability (its first answer, the key's Reveal), and the
+    // dashboard is private: neither is for crawlers (the pages also say noindex).
+    "Disallow: /checkout/",
+    "Disallow: /admin",
     "",
     `Sitemap: ${cfg.baseUrl}/sitemap.xml`,
     "",

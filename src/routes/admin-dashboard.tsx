@@ -92,18 +92,15 @@ adminDashboardRoutes.use(
   "/admin/*",
   limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
 );
-adminDashboardRoutes.use("/admin", async (c, next) => {
+const privatePage: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.header("Cache-Control", "no-store");
+  c.header("X-Robots-Tag", "noindex, nofollow");
   if (!c.env.ADMIN_TOKEN)
     return detail(c, 503, "The admin dashboard is disabled: set the ADMIN_TOKEN secret.");
   await next();
-});
-adminDashboardRoutes.use("/admin/*", async (c, next) => {
-  c.header("Cache-Control", "no-store");
-  if (!c.env.ADMIN_TOKEN)
-    return detail(c, 503, "The admin dashboard is disabled: set the ADMIN_TOKEN secret.");
-  await next();
-});
+};
+adminDashboardRoutes.use("/admin", privatePage);
+adminDashboardRoutes.use("/admin/*", privatePage);
 
 /** What the page says after a form's redirect (`?notice=`). */
 const NOTICES: Record<string, string> = {

@@ -29,6 +29,12 @@ export const checkoutPageRoutes = new Hono<AppEnv>();
 
 // Per client IP, before anything reads D1 or Stripe (the cancel page reads neither).
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
+// A success URL is a capability: shared or scanned, it must not land in a search index (robots.txt
+// disallows the path too, but a crawler that ignores it still reads this).
+checkoutPageRoutes.use("/checkout/*", async (c, next) => {
+  await next();
+  c.res.headers.set("X-Robots-Tag", "noindex, nofollow");
+});
 
 // An empty id is a string as FastAPI's `session_id: str` takes it (spec: 422 only when missing): it gets the
 // not-found page an unknown id gets.

@@ -54,6 +54,21 @@ describe("discovery documents", () => {
     expect(body).toContain(`Sitemap: ${B}/sitemap.xml`);
   });
 
+  it("checkout results and the dashboard are kept out of search indexes: robots.txt and X-Robots-Tag", async () => {
+    const { body } = await text("/robots.txt");
+    expect(body.split("\n")).toEqual(expect.arrayContaining(["Disallow: /checkout/", "Disallow: /admin"]));
+    // A success URL opens the buyer's first answer and the key's Reveal; a crawler that reads it anyway is told not to index it.
+    for (const path of [
+      "/checkout/success?session_id=cs_test_unknown",
+      "/checkout/cancel?skill_id=sha256",
+      "/admin",
+    ]) {
+      const res = await call(path, { headers: { accept: "text/html" } });
+      expect(res.headers.get("x-robots-tag"), path).toBe("noindex, nofollow");
+      await res.arrayBuffer();
+    }
+  });
+
   it("sitemap.xml is valid sitemap XML listing every page and docs page", async () => {
     const { res, body } = await text("/sitemap.xml");
     expect(res.headers.get("content-type")).toContain("application/xml");
@@ -239,7 +254,9 @@ describe("discovery documents", () => {
     expect(doc.data_handling).not.toMatch(/keep nothing/);
     // The network skills' shared cache shows a hit to anyone who asks the same input (skills/lib/cache.ts).
     expect(doc.data_handling).toMatch(/cache shared by every caller/);
-    expect(doc.data_handling).toMatch(/osint_graph calls are logged \(request id, depth, graph size\), not their seed/);
+    expect(doc.data_handling).toMatch(
+      /osint_graph calls are logged \(request id, depth, graph size\), not their seed/,
+    );
     expect(doc.provider.support_contact).toContain("@");
     // The tests' bindings switch rate limits off (RATE_LIMITS=off), and the contract says so.
     expect(doc.limits.rate_limits).toMatch(/^None enforced by the marketplace \(RATE_LIMITS is off\)/);

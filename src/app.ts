@@ -16,7 +16,7 @@ import { healthRoutes } from "./routes/health";
 import { mcpRoutes } from "./routes/mcp";
 import { notFound } from "./routes/not-found";
 import { pageRoutes } from "./routes/pages";
-import { partnerRoutes } from "./routes/partners";
+import { HEAD_REFUSED_PATHS, partnerRoutes } from "./routes/partners";
 import { skillRoutes } from "./routes/skills";
 import { statsRoutes } from "./routes/stats";
 
@@ -46,7 +46,7 @@ export function createApp() {
   );
   app.route("/", pageRoutes);
 
-  app.notFound(notFound(allowedMethodsFinder(app)));
+  app.notFound(notFound(allowedMethodsFinder(app, HEAD_REFUSED_PATHS)));
 
   app.onError((err, c) => {
     if (err instanceof HTTPException && err.status < 500) {

@@ -4,8 +4,10 @@ import type { AppEnv } from "../env";
 /**
  * Hono answers an unmatched method with notFound; a client that sent GET to a POST route deserves
  * a 405 with an Allow header. The route table is compiled once into (pattern, methods) pairs.
+ * A GET route allows HEAD (Hono answers it with the GET handler), except the `headRefused` paths,
+ * whose HEAD is a 405 of its own: their Allow must not name it either.
  */
-export function allowedMethodsFinder(app: Hono<AppEnv>) {
+export function allowedMethodsFinder(app: Hono<AppEnv>, headRefused: ReadonlySet<string> = new Set()) {
   let table: { pattern: RegExp; methods: Set<string> }[] | undefined;
   return (path: string): string[] => {
     if (!table) {
@@ -14,7 +16,7 @@ export function allowedMethodsFinder(app: Hono<AppEnv>) {
         if (r.method === "ALL") continue;
         const set = byPath.get(r.path) ?? new Set<string>();
         set.add(r.method);
-        if (r.method === "GET") set.add("HEAD");
+        if (r.method === "GET" && !headRefused.has(r.path)) set.add("HEAD");
         byPath.set(r.path, set);
       }
       table = [...byPath].map(([p, methods]) => ({

@@ -33,6 +33,8 @@ const per =
     make(c)(c, next);
 
 const TRY_PATH = partnerOps.tryGet.route;
+/** Paths whose HEAD is refused (refuseHead), for the 405's Allow header (app.ts). */
+export const HEAD_REFUSED_PATHS: ReadonlySet<string> = new Set([TRY_PATH]);
 for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,

@@ -52,6 +52,16 @@ describe("try: HEAD is refused before anything runs", () => {
     expect(partnerCalls).toHaveLength(0);
     expect(settled).toHaveLength(0);
   });
+
+  it("another method's 405 names the same methods: HEAD is not among them", async () => {
+    for (const method of ["PUT", "DELETE", "PATCH"]) {
+      const res = await send("/api/partners/pricefeed/try/price", { method });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get("allow"), method).toBe("GET, POST");
+    }
+    // Other GET routes still name HEAD, which they answer.
+    expect((await call("/api/catalog", { method: "PUT" })).headers.get("allow")).toBe("GET, HEAD");
+  });
 });
 
 describe("try: the upstream call's limits", () => {

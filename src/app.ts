@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { redactSecrets } from "./config";
 import type { AppEnv } from "./env";
 import { limitBody } from "./http/body-limit";
+import { identityBodyOnly } from "./http/content-encoding";
 import { edgeHeaders } from "./http/edge-headers";
 import { detail } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
@@ -29,6 +30,7 @@ export function createApp() {
     "/api/*",
     limitBody(MAX_BODY_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_BODY_BYTES} bytes`)),
   );
+  app.use("/api/*", identityBodyOnly);
 
   app.route("/", healthRoutes);
   app.route("/", catalogRoutes);

@@ -9,6 +9,9 @@ export const PRICED_ROUTE_RESPONSES = {
     "Idempotency conflict: the payment identifier or Idempotency-Key is in use by a call still running (Retry-After), or was used for another request or payer; nothing charged",
   ),
   "413": ERROR("Body larger than 5 MiB"),
+  "415": ERROR(
+    "Body sent with a Content-Encoding (gzip, br, …): send it uncompressed (Accept-Encoding: identity)",
+  ),
   "429": ERROR("Rate limited (Retry-After); nothing charged"),
 };
 

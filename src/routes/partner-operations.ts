@@ -105,6 +105,7 @@ const tryIt = (method: "get" | "post") =>
       "404": ERROR("Unknown partner or service"),
       "409": PRICED_ROUTE_RESPONSES["409"],
       "413": PRICED_ROUTE_RESPONSES["413"],
+      "415": PRICED_ROUTE_RESPONSES["415"],
       "422": VALIDATION,
       "429": PRICED_ROUTE_RESPONSES["429"],
       "502": json(
@@ -131,6 +132,7 @@ const refinery = operation({
     "402": json("Payment required", ref("PaymentRequired")),
     "409": PRICED_ROUTE_RESPONSES["409"],
     "413": PRICED_ROUTE_RESPONSES["413"],
+    "415": PRICED_ROUTE_RESPONSES["415"],
     "422": VALIDATION,
     "429": PRICED_ROUTE_RESPONSES["429"],
     "502": json(

@@ -211,6 +211,9 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
 });
 
 checkoutRoutes.get(creditsOperation.route, async (c) => {
+  // A key's standing, whichever header carried the key (X-API-Key is not one shared caches know
+  // to keep private): no cache keeps it for another client.
+  c.header("Cache-Control", "private, no-store");
   const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
   const row = key ? await findKey(c.env.DB, await hashKey(key)) : null;
   if (!row) {

@@ -44,6 +44,18 @@ describe("a card-credit key is read under any case of the Bearer scheme", () => 
     const res = await send("/api/credits", { authorization: `bearer ${key}` });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ skill_id: "sha256", calls_left: 5 });
+    // A key's standing, asked with X-API-Key (no Authorization, which shared caches honour on
+    // their own): no cache may keep it for another client.
+    const asked: Record<string, string>[] = [
+      { "x-api-key": key },
+      { authorization: `Bearer ${key}` },
+      { "x-api-key": "mk_unknown" },
+    ];
+    for (const headers of asked) {
+      const again = await send("/api/credits", headers);
+      expect(again.headers.get("cache-control")).toBe("private, no-store");
+      await again.arrayBuffer();
+    }
   });
 
   it("a key that is not one stays malformed whatever the scheme's case", async () => {

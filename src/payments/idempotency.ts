@@ -25,6 +25,24 @@ async function bodyHash(text: string): Promise<string> {
 }
 
 /**
+ * What makes two requests the same call. Undefined for a body that is no UTF-8, read as the body's
+ * validation reads it: that is its 422 (nothing run, nothing paid, nothing to store), never a
+ * fingerprint of replacement characters. A function of its own so that the decoded body (up to
+ * the 5 MiB cap, as a string) is not kept alive while the call it keys runs and settles.
+ */
+async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Fingerprint | undefined> {
+  const body = await bodyText(c);
+  if (!body.ok) return undefined;
+  const url = new URL(c.req.url);
+  return {
+    method: c.req.method,
+    path: url.pathname + url.search,
+    body_sha256: await bodyHash(body.text),
+    principal,
+  };
+}
+
+/**
  * Idempotent paid calls. Runs before the payment gate: a request whose key already has a stored
  * answer gets that answer back byte for byte (with its PAYMENT-RESPONSE and receipt), marked
  * `X-Idempotent-Replay: true`; its fresh payment signature is neither verified nor settled and
@@ -44,17 +62,8 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
     const id = await identify(c, cardKeys);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;
-    // Read as the body's validation reads it: bytes that are no UTF-8 are its 422 (nothing run,
-    // nothing paid, nothing to store), never a fingerprint of their replacement characters.
-    const body = await bodyText(c);
-    if (!body.ok) return next();
-    const url = new URL(c.req.url);
-    const fp: Fingerprint = {
-      method: c.req.method,
-      path: url.pathname + url.search,
-      body_sha256: await bodyHash(body.text),
-      principal: id.principal,
-    };
+    const fp = await fingerprint(c, id.principal);
+    if (!fp) return next();
     const requestId = c.get("requestId");
     const db = c.env.DB;
     // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot

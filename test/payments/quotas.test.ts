@@ -321,7 +321,9 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
     expect(fetched).toBeGreaterThanOrEqual(RL_FREE);
     await expect429(await call("/api/skills/research", ip, { query: "one more" }), "free");
     expect(upstream.length).toBe(fetched);
-    expect((await call("/api/skills/research", randomIp(), { query: "another caller" })).status).not.toBe(429);
+    expect((await call("/api/skills/research", randomIp(), { query: "another caller" })).status).not.toBe(
+      429,
+    );
     // A skill without upstream requests stays on RL_IP.
     for (let i = 0; i <= RL_FREE; i++) {
       expect((await call("/api/skills/sha256", ip, { text: `t${i}` })).status).toBe(200);

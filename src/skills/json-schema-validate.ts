@@ -175,7 +175,7 @@ export const jsonSchemaValidate = defineSkill({
       return schemaError(problems.listed.join("; ") + (more > 0 ? `; and ${more} more` : ""));
     }
     // The validator and RE2 (~180 KiB) load on the first call of an isolate, not at start-up.
-    const [{ meteredValidation, WorkLimitExceeded }, { InvalidPattern, UnsupportedPattern }] =
+    const [{ meteredValidation, WorkLimitExceeded, LookupTooLarge }, { InvalidPattern, UnsupportedPattern }] =
       await Promise.all([import("./lib/schema-work"), import("./lib/schema-patterns")]);
     try {
       const result = meteredValidation(schema as Schema | boolean, instance, draft);
@@ -201,6 +201,15 @@ export const jsonSchemaValidate = defineSkill({
           e.pattern,
           "pattern_unsupported",
           { pattern: e.pattern, error: e.reason },
+        );
+      }
+      if (e instanceof LookupTooLarge) {
+        throw InputError.at(
+          ["schema"],
+          "The schema's nesting × key length is too large for one call (see docs/LIMITS.md): the validator indexes every subschema by its whole path, so each level of nesting repeats every key above it; use shorter property names or less nesting",
+          null,
+          "work_limit_exceeded",
+          { budget_units: null, lookup_bytes: e.limit },
         );
       }
       // RangeError: the library's recursion or its error spreading ran out of stack.

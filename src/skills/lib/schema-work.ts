@@ -1,6 +1,7 @@
 import {
   format,
   ignoredKeyword,
+  initialBaseURI,
   type OutputUnit,
   type Schema,
   type SchemaDraft,
@@ -243,6 +244,178 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
 }
 
 /**
+ * What the validator's index of subschemas may hold, in bytes of heap (see lookupSize).
+ *
+ * `new Validator` (the library's dereference) keys every subschema by its URI: the base URI, "#"
+ * and its whole JSON pointer, each segment through encodeURI (a space is 3 characters, an "é" 6).
+ * The keys grow with nesting × key length, not with the request: 99 levels of `properties` under
+ * one 10,500-space key (a 1 MiB body) made 156 M characters (~170 MB), past the isolate's 128 MB,
+ * which took every request in flight on it down. Nested `$id`s multiply it again: below each
+ * non-root `$id` the library walks the subtree once more (under the `$id`'s URI), so 22 nested ones
+ * took 14 s of CPU before validation started.
+ *
+ * Heap measured in node (--expose-gc, heapUsed after dereference): ~1 byte a character (the keys
+ * are ASCII) plus ~66 bytes a key. A real 800 KB schema (Biome's configuration schema, 12,634
+ * subschemas) counts 2.2 M here, in 63 ms. The largest accepted inputs measured: 99 levels under
+ * one 1,198-letter key (a 120 KB body) 6.1 MB, 54,645 empty properties (590 KB) 6.8 MB, 57,247
+ * `true`s in one allOf 6.5 MB, 14 nested `$id`s (the 15th is refused) 114 ms of dereference.
+ */
+export const MAX_LOOKUP_BYTES = 6_000_000;
+/** Heap of one lookup entry besides its characters (measured ~66: the property, the internalized key). */
+const KEY_BYTES = 64;
+
+export class LookupTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the schema's index of subschemas would take more than ${limit} bytes`);
+  }
+}
+
+/** The library would throw here itself (encodeURI on a lone surrogate, an id no URL parser reads). */
+class Unmeasurable extends Error {}
+
+// What encodeURI(escapePointer(c)).replace(/#/g, "%23") writes for each ASCII character: "~" and "/"
+// are escaped to "~0" and "~1", "#" to "%23", the characters encodeURI keeps stay, others are %XX.
+const ASCII_POINTER_LENGTH = Array.from({ length: 128 }, (_, c) => {
+  const ch = String.fromCharCode(c);
+  if (ch === "~" || ch === "/") return 2;
+  return /[A-Za-z0-9;,?:@&=+$\-_.!*'()]/.test(ch) ? 1 : 3;
+});
+
+/** Length of the library's encodePointer(key), counted without building it. */
+function pointerSegmentLength(key: string): number {
+  let n = 0;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 0x80) n += ASCII_POINTER_LENGTH[c] ?? 3;
+    else if (c < 0x800) n += 6;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const next = key.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) throw new Unmeasurable();
+      n += 12; // 4 UTF-8 bytes
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) throw new Unmeasurable();
+    else n += 9;
+  }
+  return n;
+}
+
+const UNRESERVED = /^[A-Za-z0-9._~-]$/;
+const FRAGMENT_CHARACTER = /^[A-Za-z0-9._~!$&'()*+,;=:@/?-]$/;
+
+/**
+ * Length of the href the library's resolveURI makes of `url`: its fragment normalized (a %XX of
+ * an unreserved character decoded, a character outside the fragment set percent-encoded). The
+ * WHATWG parser has already made the fragment ASCII.
+ */
+function resolvedLength(url: URL): number {
+  const hash = url.hash;
+  let n = url.href.length - hash.length;
+  if (hash === "") return n;
+  n++;
+  for (let i = 1; i < hash.length; i++) {
+    const ch = hash[i] as string;
+    const code = hash.slice(i + 1, i + 3);
+    if (ch === "%" && /^[0-9A-Fa-f]{2}$/.test(code)) {
+      n += UNRESERVED.test(String.fromCharCode(Number.parseInt(code, 16))) ? 1 : 3;
+      i += 2;
+    } else n += FRAGMENT_CHARACTER.test(ch) ? 1 : 3;
+  }
+  return n;
+}
+
+function resolve(reference: unknown, base: URL): URL {
+  try {
+    return new URL(reference as string, base.href);
+  } catch {
+    throw new Unmeasurable();
+  }
+}
+
+const isSchema = (v: unknown) =>
+  typeof v === "boolean" || (v !== null && typeof v === "object" && !Array.isArray(v));
+
+/**
+ * What the library's dereference will build for `root`, counted without building it: `keys` and
+ * `chars` of the lookup (one key per visit of a subschema, a nested `$id` visiting its subtree
+ * again), `other` for what it reads or resolves besides (each entry it passes, each key it encodes
+ * for a value that is no schema, each `$ref` it resolves). It walks the way dereference does (its
+ * keyword tables and order) and keeps each pointer as a length, so its own work is linear in what
+ * it counts; it stops with LookupTooLarge once the estimated heap passes `limit`, so a schema that
+ * would visit its subschemas exponentially often costs at most the bound. Where the library would
+ * throw (a lone surrogate in a key, an unparseable `$id`), it stops and returns the counts so far.
+ */
+export function lookupSize(root: unknown, limit = MAX_LOOKUP_BYTES) {
+  const size = { keys: 0, chars: 0, other: 0 };
+  const bytes = () => size.chars + KEY_BYTES * size.keys + size.other;
+  const key = (length: number) => {
+    size.keys++;
+    size.chars += length;
+    if (bytes() > limit) throw new LookupTooLarge(limit);
+  };
+  const other = (n: number) => {
+    size.other += n;
+    if (bytes() > limit) throw new LookupTooLarge(limit);
+  };
+  const resolved = new WeakSet<object>(); // the library resolves a $ref once (__absolute_ref__)
+  // `pointer` is the length of the pointer below `base` (0 at the root of a walk).
+  const visit = (schema: unknown, base: URL, baseLength: number, pointer: number): void => {
+    if (typeof schema === "object" && schema !== null && !Array.isArray(schema)) {
+      const s = schema as Record<string, unknown>;
+      const id = s.$id || s.id;
+      if (id) {
+        const url = resolve(id, base);
+        if (url.hash !== "") key(resolvedLength(url));
+        else if (pointer === 0) {
+          base = url;
+          baseLength = url.href.length;
+        } else visit(schema, base, baseLength, 0); // the subtree once more, under the $id's URI
+      }
+    } else if (typeof schema !== "boolean") return;
+    key(baseLength + (pointer > 0 ? 1 + pointer : 0));
+    if (typeof schema === "boolean") return;
+    const s = schema as Record<string, unknown>;
+    if (!resolved.has(s)) {
+      resolved.add(s);
+      if (s.$ref) other(resolvedLength(resolve(s.$ref, base)));
+      if (s.$recursiveRef) other(resolvedLength(resolve(s.$recursiveRef, base)));
+    }
+    if (s.$anchor) key(resolvedLength(resolve(`#${s.$anchor}`, base)));
+    for (const k in s) {
+      other(1);
+      if (ignoredKeyword[k]) continue;
+      const at = pointer + 1 + pointerSegmentLength(k);
+      const sub = s[k];
+      if (Array.isArray(sub)) {
+        if (!schemaArrayKeyword[k]) other(at - pointer);
+        else
+          for (let i = 0; i < sub.length; i++) {
+            other(1);
+            if (isSchema(sub[i])) visit(sub[i], base, baseLength, at + 1 + String(i).length);
+          }
+      } else if (schemaMapKeyword[k]) {
+        // for-in over a string walks its indices
+        if (typeof sub === "string") other(2 * sub.length);
+        else if (sub !== null && typeof sub === "object")
+          for (const name in sub) {
+            other(1);
+            const item = (sub as Record<string, unknown>)[name];
+            const below = at + 1 + pointerSegmentLength(name);
+            if (isSchema(item)) visit(item, base, baseLength, below);
+            else other(below - at);
+          }
+      } else if (isSchema(sub)) visit(sub, base, baseLength, at);
+      else other(at - pointer);
+    }
+  };
+  try {
+    visit(root, initialBaseURI, initialBaseURI.href.length, 0);
+  } catch (e) {
+    if (!(e instanceof Unmeasurable)) throw e;
+  }
+  return size;
+}
+
+/**
  * Validates with the meter, the RE2 RegExp and the metered formats in place, collecting every
  * error (no short circuit). The meter's accessors go on a copy of the schema: instrumenting the
  * caller's object twice (a second validation of the same value) would charge every evaluation
@@ -254,6 +427,8 @@ export function meteredValidation(
   draft: SchemaDraft,
 ): { valid: boolean; errors: OutputUnit[]; used: number; budget: number } {
   meterFormats();
+  // Before the copy and the validator's index are made: refused here, neither is.
+  lookupSize(schema);
   schema = typeof schema === "object" && schema !== null ? structuredClone(schema) : schema;
   // The library's dereference defines its own hidden keys on the schema: let it run first.
   const validator = new Validator(schema, draft, false);

@@ -32,22 +32,123 @@ export const NativeRegExp = RegExp;
  * an 8 KB schema took 2 s and ~200 MB, past a Worker's 128 MB. Matching (an NFA) also costs per
  * instruction per character: `a[ab]{999}$` over 1 MB took 6 s. So a pattern's expanded size is
  * estimated from its text before it is compiled, bounded, and priced into every test.
+ *
+ * Some atoms are one instruction but cost far more to read, once however often they are repeated
+ * (the native syntax check and RE2's parser each build the set; a repetition copies the result).
+ * A unit is what the budget below prices, ~4 µs; per occurrence, measured in workerd (RE2JS compile
+ * and `new RegExp(p, "u")` timed over 200 to 4,800 copies in a row and in an alternation, node
+ * within 2×):
+ * - a Unicode property (`\p{L}`, `\P{…}`, alone or in a class): V8 20–70 µs + RE2 up to 130 µs
+ *   (`\p{Alphabetic}`, `\p{L}`, `\p{Cn}`; `\p{N}` 20, `\p{Any}` 1), 185 µs inside `(?i:…)`;
+ *   `[\p{L}\p{N}\p{M}]` 200 + 55 µs, a six-property class 340 + 170 µs. 4 patterns of 4,800 of
+ *   those were 19,204 "instructions", within the budget, and took 4.7 s: PROPERTY_UNITS each.
+ * - a class's text: V8 and RE2 together 0.4 µs a character (40,000 `a` 15 ms, 4,000 distinct CJK
+ *   1.7 ms): one unit per CLASS_CHARS_PER_UNIT, so a 4-million-character class is not one unit.
+ * - a range of a class inside `(?i:…)`: RE2 folds it code point by code point (20–190 ns each)
+ *   unless it spans every case-folding one (U+0041–U+1E943): `(?i:[\u{42}-\u{1e943}])` 2–7.7 ms,
+ *   `(?i:[\u{4e00}-\u{9fff}])` 4 ms. One unit per FOLD_CODE_POINTS_PER_UNIT.
+ * - `\s` and `\S`, rewritten to ECMAScript's ten ranges: 5 µs (node 9.5): one more unit.
+ * Ordinary atoms cost 0.4–2.5 µs; counted repetition of a class and nested repetition cost what
+ * their expanded instructions do (`[\p{L}]{1000}`: 0.3 ms). Schemas of each atom above filling
+ * 19,000 units compiled in at most 3 µs a unit (cold; `\s` in a row, `(?i:\p{L})` in an alternation
+ * 2.5), so 20,000 units stay within about 80 ms.
  */
 export const MAX_PATTERN_SIZE = 5_000;
 /** All patterns of one schema together: about 80 ms and 7 MB of compiling. */
 export const MAX_SCHEMA_PATTERN_SIZE = 20_000;
-/** Compiled programs kept across requests, by total size (~15 MB). */
-const MAX_CACHED_SIZE = 40_000;
+const PROPERTY_UNITS = 50;
+const CLASS_CHARS_PER_UNIT = 8;
+const FOLD_CODE_POINTS_PER_UNIT = 16;
+/** The code points RE2's case folding walks one by one (re2js Unicode.MIN_FOLD, MAX_FOLD). */
+const MIN_FOLD = 0x41;
+const MAX_FOLD = 0x1e943;
+
+/** The character escapes of a class (ECMA-262 ClassEscape) that are one code point, by letter. */
+const CONTROL: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13, b: 8, "0": 0 };
 
 /**
- * An upper estimate of the instructions RE2 compiles a (valid, `u`-mode) ECMAScript pattern to:
- * one per atom, each group its parts plus two (a capture's two instructions; an empty group is not
- * free), one per `|`, `{n,m}` n copies of what it repeats and m − n optional ones (each one more
- * for its branch), `*` `+` `?` one more.
+ * What reading the class at `i` (its `[`) costs besides its instruction, and where it ends (its
+ * `]`, as ECMAScript ends it). Its members are read as code points to see its ranges' widths.
  */
-export function patternSize(pattern: string): number {
-  const frames: { total: number; last: number }[] = [{ total: 0, last: 0 }];
-  const top = () => frames[frames.length - 1] as { total: number; last: number };
+function classCost(pattern: string, i: number, fold: boolean): { end: number; units: number } {
+  let units = 0;
+  // Members in order: a code point, or "-" (an unescaped dash), or undefined (a set: \d, \p{…}).
+  const members: (number | "-" | undefined)[] = [];
+  let j = i + 1;
+  if (pattern[j] === "^") j++;
+  for (; j < pattern.length && pattern[j] !== "]"; ) {
+    if (pattern[j] !== "\\") {
+      const cp = pattern.codePointAt(j) as number;
+      members.push(cp === 0x2d ? "-" : cp);
+      j += cp > 0xffff ? 2 : 1;
+      continue;
+    }
+    const pair = escapedPairAt(pattern, j);
+    if (pair !== undefined) {
+      members.push(pair);
+      j += 12;
+      continue;
+    }
+    const next = pattern[j + 1] ?? "";
+    const braced = /^\\u\{([0-9a-fA-F]*)\}/.exec(pattern.slice(j, j + 16));
+    if ((next === "p" || next === "P") && pattern[j + 2] === "{") {
+      units += PROPERTY_UNITS;
+      members.push(undefined);
+      j = braceEnd(pattern, j) + 1;
+    } else if (next === "u" && pattern[j + 2] === "{") {
+      // \u{…} with any number of leading zeros: its text is charged with the class's.
+      const end = braceEnd(pattern, j);
+      members.push(braced ? Number.parseInt(braced[1] || "0", 16) : undefined);
+      j = end + 1;
+    } else if (next === "u" || next === "x") {
+      const digits = next === "u" ? 4 : 2;
+      members.push(Number.parseInt(pattern.slice(j + 2, j + 2 + digits), 16));
+      j += 2 + digits;
+    } else if (next === "c") {
+      members.push((pattern.charCodeAt(j + 2) || 0) % 32);
+      j += 3;
+    } else {
+      if (next === "s" || next === "S") units += 1;
+      members.push("dDwWsS".includes(next) ? undefined : (CONTROL[next] ?? next.codePointAt(0)));
+      j += 2;
+    }
+  }
+  units += Math.floor((j - i - 1) / CLASS_CHARS_PER_UNIT);
+  if (fold) {
+    for (let k = 0; k < members.length; k++) {
+      const lo = members[k];
+      const hi = members[k + 2];
+      if (members[k + 1] !== "-" || typeof lo !== "number" || typeof hi !== "number") continue;
+      k += 2;
+      if (lo <= MIN_FOLD && hi >= MAX_FOLD) continue; // RE2 adds it whole
+      const walked = Math.min(hi, MAX_FOLD) - Math.max(lo, MIN_FOLD) + 1;
+      units += Math.floor(Math.max(walked, 0) / FOLD_CODE_POINTS_PER_UNIT);
+    }
+  }
+  return { end: j, units };
+}
+
+/** The `}` closing the brace at or after `i`, or the pattern's end (an invalid pattern). */
+const braceEnd = (pattern: string, i: number) => {
+  const end = pattern.indexOf("}", i);
+  return end < 0 ? pattern.length : end;
+};
+
+/** `(?flags-flags:`: whether it turns case-insensitivity on or off, and its length. */
+const MODIFIERS = /^\(\?([ims]*)(?:-([ims]*))?:/;
+
+/**
+ * An upper estimate of what compiling a (valid, `u`-mode) ECMAScript pattern costs, in RE2
+ * instructions: one per atom, each group its parts plus two (a capture's two instructions; an empty
+ * group is not free), one per `|`, `{n,m}` n copies of what it repeats and m − n optional ones
+ * (each one more for its branch), `*` `+` `?` one more; plus, once, what reading the dear atoms
+ * costs (above). `instructions` is the program's size without them, what matching costs by.
+ */
+export function patternEstimate(pattern: string): { instructions: number; units: number } {
+  type Frame = { total: number; last: number; fold: boolean };
+  const frames: Frame[] = [{ total: 0, last: 0, fold: false }];
+  const top = () => frames[frames.length - 1] as Frame;
+  let once = 0;
   const atom = (n: number) => {
     top().total += n;
     top().last = n;
@@ -56,22 +157,41 @@ export function patternSize(pattern: string): number {
     const ch = pattern[i];
     if (ch === "\\") {
       const next = pattern[i + 1];
-      if ((next === "u" || next === "p" || next === "P") && pattern[i + 2] === "{")
-        i = pattern.indexOf("}", i);
-      else i += next === "x" ? 3 : next === "u" ? 5 : next === "c" ? 2 : 1;
+      if ((next === "u" || next === "p" || next === "P") && pattern[i + 2] === "{") {
+        const end = braceEnd(pattern, i);
+        // \u{…} may have any number of leading zeros: its digits are read like a class's text.
+        once += next === "u" ? Math.floor((end - i - 3) / CLASS_CHARS_PER_UNIT) : PROPERTY_UNITS;
+        i = end;
+      } else {
+        if (next === "s" || next === "S") once += 1;
+        i += next === "x" ? 3 : next === "u" ? 5 : next === "c" ? 2 : 1;
+      }
       atom(1);
     } else if (ch === "[") {
-      for (i++; i < pattern.length && pattern[i] !== "]"; i++) if (pattern[i] === "\\") i++;
+      const { end, units } = classCost(pattern, i, top().fold);
+      once += units;
+      i = end;
       atom(1);
     } else if (ch === "(") {
-      frames.push({ total: 0, last: 0 });
-      if (pattern[i + 1] === "?") {
-        // (?: (?= (?! (?<= (?<! (?<name>: the prefix is not an atom.
+      const outer = top().fold;
+      const modifiers = MODIFIERS.exec(pattern.slice(i, i + 12));
+      frames.push({
+        total: 0,
+        last: 0,
+        fold: modifiers
+          ? (outer || (modifiers[1] ?? "").includes("i")) && !(modifiers[2] ?? "").includes("i")
+          : outer,
+      });
+      if (modifiers) i += modifiers[0].length - 1;
+      else if (pattern[i + 1] === "?") {
+        // (?: (?= (?! (?<= (?<! (?<name>: the prefix is not an atom; a long name is read once.
         const named = pattern[i + 2] === "<" && pattern[i + 3] !== "=" && pattern[i + 3] !== "!";
-        i = named ? pattern.indexOf(">", i) : i + (pattern[i + 2] === "<" ? 3 : 2);
+        const end = named ? pattern.indexOf(">", i) : i + (pattern[i + 2] === "<" ? 3 : 2);
+        if (named) once += Math.floor(((end < 0 ? pattern.length : end) - i - 3) / CLASS_CHARS_PER_UNIT);
+        i = end < 0 ? pattern.length : end;
       }
     } else if (ch === ")") {
-      const group = (frames.length > 1 ? frames.pop() : top()) as { total: number };
+      const group = (frames.length > 1 ? frames.pop() : top()) as Frame;
       atom(group.total + 2);
     } else if (ch === "|") {
       top().total += 1;
@@ -95,8 +215,12 @@ export function patternSize(pattern: string): number {
       atom(1);
     }
   }
-  return Math.max(1, frames[0]?.total ?? 1);
+  const instructions = Math.max(1, frames[0]?.total ?? 1);
+  return { instructions, units: instructions + once };
 }
+
+/** The estimate the budgets count (MAX_PATTERN_SIZE, MAX_SCHEMA_PATTERN_SIZE): compiling's cost. */
+export const patternSize = (pattern: string): number => patternEstimate(pattern).units;
 
 /**
  * ECMAScript's `\s`: WhiteSpace and LineTerminator (ECMA-262 22.2.2.9), as code point ranges. RE2's
@@ -226,28 +350,43 @@ export function toRe2Syntax(pattern: string): string {
 
 class PatternTooLarge extends Error {}
 
-const compiled = new Map<string, { re: RE2JS; size: number }>();
-let cachedSize = 0;
+/**
+ * Compiled programs kept across requests, by the memory they hold (~15 MB). Retained after
+ * collection (node --expose-gc, 50 distinct patterns of each kind): ~3 KB an entry, ~175 bytes an
+ * instruction of an expanded repetition (80 a literal, 320 a property class), and 2 to 4.6 bytes a
+ * character of the text (the key and RE2's copy of it): a class of 4 million characters is one
+ * instruction but 16 MB, and 7 of them took an isolate past its 128 MB when the cache counted
+ * instructions only. An entry is counted with margin by entryBytes.
+ */
+const MAX_CACHED_BYTES = 15_000_000;
+const entryBytes = (pattern: string, instructions: number) => 3_072 + 350 * instructions + 6 * pattern.length;
+
+const compiled = new Map<string, { re: RE2JS; instructions: number; units: number }>();
+let cachedBytes = 0;
+
+/** What the cache holds, as entryBytes counts it (for tests: it stays within MAX_CACHED_BYTES). */
+export const cachedPatternBytes = () => cachedBytes;
 
 function compiledEntry(pattern: string) {
   let entry = compiled.get(pattern);
   if (!entry) {
-    const size = patternSize(pattern);
-    if (size > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(size));
+    const { instructions, units } = patternEstimate(pattern);
+    if (units > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(units));
     // Sized from the pattern as written: each rewritten class is one atom either way.
-    entry = { re: RE2JS.compile(RE2JS.translateRegExp(toRe2Syntax(pattern))), size };
-    if (cachedSize + size > MAX_CACHED_SIZE) {
+    entry = { re: RE2JS.compile(RE2JS.translateRegExp(toRe2Syntax(pattern))), instructions, units };
+    const bytes = entryBytes(pattern, instructions);
+    if (cachedBytes + bytes > MAX_CACHED_BYTES) {
       compiled.clear();
-      cachedSize = 0;
+      cachedBytes = 0;
     }
     compiled.set(pattern, entry);
-    cachedSize += size;
+    cachedBytes += bytes;
   }
   return entry;
 }
 
-const tooLarge = (size: number) =>
-  `it expands to about ${size} RE2 instructions (counted repetition multiplies what it repeats); at most ${MAX_PATTERN_SIZE}`;
+const tooLarge = (units: number) =>
+  `compiling it costs about ${units} RE2 instructions (counted repetition multiplies what it repeats; a Unicode property \\p{…} counts ${PROPERTY_UNITS}, a class's text one per ${CLASS_CHARS_PER_UNIT} characters, a range of a class in (?i:…) one per ${FOLD_CODE_POINTS_PER_UNIT} code points); at most ${MAX_PATTERN_SIZE}`;
 
 export const compileRe2 = (pattern: string): RE2JS => compiledEntry(pattern).re;
 
@@ -256,13 +395,19 @@ const NAMED_BACKREFERENCE = /(?:^|[^\\])(?:\\\\)*\\k/;
 
 /** Work units of one test (schema-work.ts's currency): matching costs per instruction per character. */
 export const testCost = (pattern: string, chars: number, charsPerUnit: number) =>
-  0.5 + (chars * Math.max(1, compiledEntry(pattern).size / 8)) / charsPerUnit;
+  0.5 + (chars * Math.max(1, compiledEntry(pattern).instructions / 8)) / charsPerUnit;
 
 /**
  * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
- * large one). Returns its estimated size, which the caller sums over the schema.
+ * large one). Returns its estimated size, which the caller sums over the schema. A too large one is
+ * refused from its text before either engine reads it: the native check alone took 1 s for 4,800
+ * `[\p{L}\p{N}\p{M}]`.
  */
 export function checkPattern(pattern: string, path: (string | number)[]): number {
+  if (!compiled.has(pattern)) {
+    const { units } = patternEstimate(pattern);
+    if (units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
+  }
   try {
     new NativeRegExp(pattern, "u");
   } catch (e) {
@@ -273,20 +418,23 @@ export function checkPattern(pattern: string, path: (string | number)[]): number
   if (NAMED_BACKREFERENCE.test(pattern))
     throw new UnsupportedPattern(pattern, path, "RE2 cannot run a backreference (\\k<name>)");
   try {
-    return compiledEntry(pattern).size;
+    return compiledEntry(pattern).units;
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);
   }
 }
 
-/** The schema's patterns together may not pass MAX_SCHEMA_PATTERN_SIZE (checked as they are met). */
+/**
+ * The schema's patterns together may not pass MAX_SCHEMA_PATTERN_SIZE (checked as they are met: the
+ * one that passes it was compiled, so at most MAX_PATTERN_SIZE more is spent).
+ */
 export function checkSchemaPatterns(total: number, pattern: string, path: (string | number)[]) {
   if (total > MAX_SCHEMA_PATTERN_SIZE) {
     throw new UnsupportedPattern(
       pattern,
       path,
-      `the schema's patterns together expand to more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions`,
+      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
       true,
     );
   }

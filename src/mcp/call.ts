@@ -12,6 +12,7 @@ import { isRecord } from "../net/fetcher";
 import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempotency-key";
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
+import { RAW_ARGUMENTS, RawArguments } from "./limits";
 import type { McpTool } from "./tools";
 
 /** x402 MCP transport (v2) `_meta` keys. */
@@ -133,12 +134,16 @@ function buildRequest(
   const url = new URL(t.path, ctx.origin);
   const headers = new Headers({ accept: "application/json" });
   let body: Uint8Array | undefined;
+  // The arguments as the client wrote them (routes/mcp.ts): sent as they are, parsed only for a
+  // query string (a GET service's few parameters).
+  const raw = args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
   if (t.argumentsIn === "query") {
-    for (const [k, v] of Object.entries(args)) {
+    const fields = raw === undefined ? args : (parseExact(raw) as Record<string, unknown>);
+    for (const [k, v] of Object.entries(fields)) {
       url.searchParams.set(k, typeof v === "string" ? v : JSON.stringify(v));
     }
   } else {
-    body = new TextEncoder().encode(JSON.stringify(args));
+    body = new TextEncoder().encode(raw ?? JSON.stringify(args));
     headers.set("content-type", "application/json");
     // Known length: the app's body limit then keeps this very Request object (see markMcpRequest).
     headers.set("content-length", String(body.byteLength));
@@ -150,13 +155,15 @@ function buildRequest(
   return new Request(url, { method: t.method, headers, body });
 }
 
-async function readJson(res: Response): Promise<{ text: string; json: unknown }> {
-  const text = await res.text();
+/** JSON as the app's routes read it: integers past 2^53 (json_sort's, json_flatten's) kept as written. */
+const parseExact = (text: string): unknown =>
+  scanJson(text).longDigits ? parseKeepingIntegers(text) : JSON.parse(text);
+
+function readJson(text: string): unknown {
   try {
-    // Integers past 2^53 in a result (json_sort's, json_flatten's) are sent on as written.
-    return { text, json: scanJson(text).longDigits ? parseKeepingIntegers(text) : JSON.parse(text) };
+    return parseExact(text);
   } catch {
-    return { text, json: undefined };
+    return undefined;
   }
 }
 
@@ -207,20 +214,25 @@ export async function callTool(
   }
   const req = buildRequest(t, args, payment, idempotencyKey, ctx);
   markMcpRequest(req, t.tool.name);
+  // What is read of the request and of the answer is taken out of them: neither (nor its body) is
+  // held while the answer is parsed and sent on.
+  const sentCardKey = req.headers.has("authorization");
   const res = await ctx.dispatch(req);
-  const { text, json } = await readJson(res);
+  const { status, headers } = res;
+  const text = await res.text();
+  const json = readJson(text);
 
-  if (res.status === 200) {
+  if (status === 200) {
     const _meta: Record<string, unknown> = {};
-    const settled = res.headers.get("payment-response");
+    const settled = headers.get("payment-response");
     if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
-    const credits = res.headers.get("x-credits-remaining");
+    const credits = headers.get("x-credits-remaining");
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
-    const receipt = res.headers.get(RECEIPT_HEADER);
+    const receipt = headers.get(RECEIPT_HEADER);
     if (receipt) _meta[RECEIPT_META] = receipt;
-    const requestId = res.headers.get("x-original-request-id") ?? res.headers.get("x-request-id");
+    const requestId = headers.get("x-original-request-id") ?? headers.get("x-request-id");
     if (requestId) _meta[REQUEST_ID_META] = requestId;
-    if (res.headers.get(REPLAY_HEADER) === "true") _meta[IDEMPOTENT_REPLAY_META] = true;
+    if (headers.get(REPLAY_HEADER) === "true") _meta[IDEMPOTENT_REPLAY_META] = true;
     // A big result is sent once, as structuredContent: repeating its JSON text beside it doubled
     // the answer past the 8 MB every answer is held to (a 300k-key json_sort answered 14.8 MB).
     // structuredContent cannot go instead (a tool with an outputSchema MUST return it, and the
@@ -243,7 +255,7 @@ export async function callTool(
 
   // A settlement that failed (402) or went unconfirmed (502) says so in x402's own field, as the
   // x402 MCP transport asks: `x402/payment-response` in `_meta` and in the structured content.
-  const settledHeader = res.status === 402 || res.status === 502 ? res.headers.get("payment-response") : null;
+  const settledHeader = status === 402 || status === 502 ? headers.get("payment-response") : null;
   const settlement = settledHeader ? safeDecodeSettlement(settledHeader) : undefined;
   const withSettlement = (result: CallToolResult): CallToolResult =>
     settlement
@@ -254,7 +266,7 @@ export async function callTool(
         }
       : result;
 
-  const required = res.status === 402 ? res.headers.get("payment-required") : null;
+  const required = status === 402 ? headers.get("payment-required") : null;
   if (required) {
     // x402 MCP transport: the PaymentRequired itself, as structured content and as its JSON text;
     // a refused payment adds why (its `error` and snake_case `reason`).
@@ -265,7 +277,7 @@ export async function callTool(
     const refused =
       typeof body.reason === "string" && body.reason !== "payment_required"
         ? { error: body.error ?? paymentRequired.error, reason: body.reason }
-        : req.headers.has("authorization") && typeof body.error === "string"
+        : sentCardKey && typeof body.error === "string"
           ? { error: body.error }
           : {};
     const structured = { ...paymentRequired, ...refused };
@@ -277,23 +289,23 @@ export async function callTool(
     });
   }
 
-  if (res.status === 422 && isRecord(json) && Array.isArray(json.detail)) {
+  if (status === 422 && isRecord(json) && Array.isArray(json.detail)) {
     const fields = json.detail
       .map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join(".")}: ${d.msg}`)
       .join("; ");
     return toolError(json, `Invalid arguments (not charged): ${fields}`);
   }
 
-  const message = detailText(json, text.slice(0, 500) || `HTTP ${res.status}`);
+  const message = detailText(json, text.slice(0, 500) || `HTTP ${status}`);
   const structured = isRecord(json)
-    ? { ...json, detail: json.detail ?? message, status: res.status }
-    : { detail: message, status: res.status };
+    ? { ...json, detail: json.detail ?? message, status }
+    : { detail: message, status };
   const prefix =
-    res.status === 401 || res.status === 403
+    status === 401 || status === 403
       ? "Card-credit key refused"
-      : res.status === 402
+      : status === 402
         ? "Payment refused"
-        : `Call failed (HTTP ${res.status})`;
+        : `Call failed (HTTP ${status})`;
   return withSettlement(toolError(structured, `${prefix}: ${message}`));
 }
 

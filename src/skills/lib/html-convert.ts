@@ -203,7 +203,8 @@ const isBlank = (c: number) => c <= 0x20 || (c >= 0x7f && BLANK.test(String.from
  * It also counts how long the output will be at least (`outputAtLeast`: visible characters, and
  * each line's prefix and line break), so an answer too large to send is refused before either
  * converter builds it. With `stop` it stops once that count reaches it, or once it has read
- * `maxSource` characters outside the elements both converters skip, and says where (`end`, at a
+ * `maxSource` characters outside the elements both converters skip (each element inside them
+ * counting as its tags: the DOM built from what it read is bounded too), and says where (`end`, at a
  * token's edge or a line break in a text: never inside a tag, an entity or a character): the
  * output of what comes before begins as the whole document's does.
  *
@@ -243,6 +244,12 @@ function prepass(
   let skippedFrom = -1;
   let skipDepth = 0;
   let skipped = 0;
+  // ...but each element there is still a node of the DOM a converter builds: it counts as its tags
+  // without their attributes (`<path></path>`), or 2 MiB of `<script>a</script>` built 233,000
+  // nodes (a 61 MB heap) to read none of them.
+  let skippedTags = 0;
+  // The characters read so far toward `stop.maxSource`, at `at`.
+  const sourceAt = (at: number) => at - skipped - (skipDepth > 0 ? at - skippedFrom : 0) + skippedTags;
   let end: number | undefined;
   // Lists open, and a stop waiting for the outermost one to close: text mode pads every marker
   // to the width of the list's widest one (a later number, or a Roman one before it falls back to
@@ -275,9 +282,10 @@ function prepass(
   const parser = new EntityAwareParser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
-      // Markup inside skipped elements is not counted (a <head> of 400 KB of inline CSS, an SVG
-      // sprite): the same bound as for text below, or such a page stopped before its <body>.
-      if (stop && skipDepth === 0 && parser.startIndex - skipped > stop.maxSource) {
+      // Markup inside skipped elements counts only as its tags (a <head> of 400 KB of inline CSS,
+      // an SVG sprite, would otherwise stop the page before its <body>): the same bound as for
+      // text below. Checked inside them too: one <svg> can hold the rest of the page.
+      if (stop && sourceAt(parser.startIndex) > stop.maxSource) {
         end = parser.startIndex;
         throw new Enough();
       }
@@ -301,6 +309,7 @@ function prepass(
         }
       }
       if (DROPPED.includes(name) && skipDepth++ === 0) skippedFrom = parser.startIndex;
+      if (skipDepth > 0) skippedTags += 2 * name.length + 5;
       const up = frames[frames.length - 1] as Frame;
       const text =
         up.text &&
@@ -326,7 +335,7 @@ function prepass(
     },
     ontext(data) {
       const frame = frames[frames.length - 1] as Frame;
-      if (stop && skipDepth === 0 && parser.endIndex + 1 - data.length - skipped > stop.maxSource) {
+      if (stop && skipDepth === 0 && sourceAt(parser.endIndex + 1 - data.length) > stop.maxSource) {
         end = parser.endIndex + 1 - data.length;
         throw new Enough();
       }

@@ -15,9 +15,14 @@ export const MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
  * It is the request that asked for too much, hence a validation error on the body.
  */
 export class OutputTooLarge extends InputError {
-  constructor(limit = MAX_OUTPUT_BYTES) {
-    const msg = `The response would be larger than ${limit} bytes (${limit / 1024 / 1024} MB); ask for less (smaller input, shorter separator, lower max_depth)`;
-    super([{ loc: ["body"], msg, type: "output_too_large", input: null, ctx: { max_bytes: limit } }]);
+  /** `maxKeys`: refused for holding more entries than that (json_flatten's keys), not for its bytes. */
+  constructor(limit = MAX_OUTPUT_BYTES, maxKeys?: number) {
+    const msg =
+      maxKeys === undefined
+        ? `The response would be larger than ${limit} bytes (${limit / 1024 / 1024} MB); ask for less (smaller input, shorter separator, lower max_depth)`
+        : `The response would hold more than ${maxKeys} keys; ask for less (smaller input, lower max_depth)`;
+    const ctx = maxKeys === undefined ? { max_bytes: limit } : { max_bytes: limit, max_keys: maxKeys };
+    super([{ loc: ["body"], msg, type: "output_too_large", input: null, ctx }]);
   }
 }
 

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { isRawJsonNumber } from "../http/exact-integers";
 import { anyJson } from "../http/validation";
-import { jsonByteLength, MAX_OUTPUT_BYTES, OutputTooLarge } from "./lib/output-size";
+import { jsonByteLength, MAX_OUTPUT_BYTES, OutputTooLarge, TextChunks } from "./lib/output-size";
 import { RawJson } from "./lib/raw-json";
 import { defineSkill } from "./types";
 
@@ -9,7 +9,7 @@ import { defineSkill } from "./types";
  * The spec lets `sep` be any value, stringified, and gives it no length, so none is imposed here.
  * Every flattened key repeats it once per level (issue 19: a 10,000-character sep turned an 11 KB
  * request into 50 MB); what bounds that is the answer's cap, counted while the keys are made
- * (`flatten`, `flatJson`), and the sep's own echo, counted first (`run`).
+ * (`flatten`), and the sep's own echo, counted first (`run`).
  */
 const stringifySep = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
 
@@ -48,62 +48,101 @@ function isContainer(v: unknown): v is Json[] | Record<string, Json> {
 }
 
 /**
+ * At most this many entries in `flat` (422 output_too_large, ctx.max_keys). Each holds a key
+ * string and a Map entry while the answer is made, however short its text: 5 MiB of `[0,0,…]` is
+ * 2.6 million leaves, and the text cap alone let ~760,000 in. 500,000, like the body's bound on
+ * arrays and objects. Heap over the parsed input, node 22 (workerd ~0.6× for these): 5 MiB of
+ * `{"data":[0,…]}` refused at 165 MB, of 100-item arrays at 110 MB, 1.2 MiB of zeros answered at
+ * 73 MB; now all three are refused at 28 MB, and 500,000 leaves (7.9 MB of text) answer at 39 MB
+ * (85 MB before).
+ */
+export const MAX_FLAT_KEYS = 500_000;
+
+/**
  * Depth-first flatten; entries keep the walk's order, a later duplicate path wins in the first
  * one's place. A Map, not an object: an object lists integer-like keys (a root array's "1", or
  * "x00" made with sep "") before every other, whatever their place. The walk's order is the
  * document's, except inside an object with integer-like keys: JSON.parse already listed those first.
- * Every leaf's key repeats its whole path, so keys alone can outgrow the input by the depth
- * (a 50-level chain of long keys over 10,000 leaves): their total length is counted as they are
- * made and the walk stops with OutputTooLarge once it passes `maxKeyChars`, long before the
- * strings are built in full. A path is measured before it is built, too: each one is the start of
- * at least one leaf's key, so one that would pass what is left of the budget is already too much
- * (a 5 MB sep over 200 levels would otherwise build a path of a billion characters, a RangeError).
+ * Every leaf's key repeats its whole path, so the answer can outgrow the input by the depth (a
+ * 50-level chain of long keys over 10,000 leaves), and a key's control characters are written six
+ * bytes each (a 22 KB request could ask for ~96 MB): each entry's text (its key's JSON, its
+ * value's, a colon and a comma) is counted as it is made, without writing it, and OutputTooLarge
+ * is thrown once the `flat` text would pass `limit` (keys stop the walk at once, values when it
+ * is over), or at the entry past MAX_FLAT_KEYS. A path is measured before it is built, too: each
+ * one is the start of at least one leaf's key, so one that would pass what is left is already too
+ * much (a 5 MB sep over 200 levels would otherwise build a path of a billion characters, a
+ * RangeError).
  */
 export function flatten(
   data: unknown,
   sep: string,
   maxDepth: number,
-  maxKeyChars = MAX_OUTPUT_BYTES,
+  limit = MAX_OUTPUT_BYTES,
 ): Map<string, unknown> {
-  let keyChars = 0;
+  // A key's text (and its colon and comma) is written whatever comes after; a value's is not: a
+  // later duplicate path replaces it. So keys are refused as soon as they pass the limit, values
+  // once the walk is over (they are the input's own, held at no cost), before any text is made.
+  let keyBytes = 2; // the braces
+  let valueBytes = 0;
   // "__proto__" is a key like any other in a Map.
   const out = new Map<string, unknown>();
+  const leaf = (path: string, value: unknown) => {
+    if (out.has(path)) valueBytes -= jsonByteLength(out.get(path), limit);
+    else {
+      if (out.size === MAX_FLAT_KEYS) throw new OutputTooLarge(MAX_OUTPUT_BYTES, MAX_FLAT_KEYS);
+      keyBytes += jsonByteLength(path, limit - keyBytes) + 2; // the colon, and a comma
+      if (keyBytes > limit) throw new OutputTooLarge();
+    }
+    valueBytes += jsonByteLength(value, limit);
+    out.set(path, value); // a scalar, an empty container, or a subtree cut off at maxDepth
+  };
   const walk = (value: unknown, path: string, depth: number, isRoot: boolean) => {
     if (isContainer(value) && depth < maxDepth) {
+      // An array's indices one at a time: for-in would make the string of every index first.
+      const keys = Array.isArray(value) ? arrayIndices(value.length) : forIn(value);
+      const prefix = isRoot ? "" : path + sep; // a path within the limit and a sep within the cap
       let hasKeys = false;
-      for (const key in value) {
+      for (const key of keys) {
         hasKeys = true;
-        const length = isRoot ? key.length : path.length + sep.length + key.length;
-        if (keyChars + length > maxKeyChars) throw new OutputTooLarge();
-        walk((value as Record<string, unknown>)[key], isRoot ? key : path + sep + key, depth + 1, false);
+        if (keyBytes + prefix.length + key.length > limit) throw new OutputTooLarge();
+        walk((value as Record<string, unknown>)[key], prefix + key, depth + 1, false);
       }
       // An empty root has nothing to flatten; everywhere else empties are leaves.
       if (hasKeys || isRoot) return;
     }
-    keyChars += path.length;
-    if (keyChars > maxKeyChars) throw new OutputTooLarge();
-    out.set(path, value); // a scalar, an empty container, or a subtree cut off at maxDepth
+    leaf(path, value);
   };
   walk(data, "", 0, true);
+  if (keyBytes + valueBytes > limit) throw new OutputTooLarge();
   return out;
+}
+
+function* arrayIndices(length: number) {
+  for (let i = 0; i < length; i++) yield String(i);
+}
+
+function* forIn(value: object) {
+  for (const key in value) yield key;
 }
 
 /**
  * The entries as one JSON object's text, in their order (JSON.stringify of an object would not
- * keep it). Each entry is measured before it is written: a key's control characters are written
- * six bytes each, so a 22 KB request could have this text reach ~96 MB before the answer's cap
- * (checked on the finished answer) refused it, past the isolate's memory.
+ * keep it). `flatten` measured every entry against the cap, so this only writes them, into
+ * TextChunks: one string per entry joined at the end held 2.6 million strings beside the Map.
  */
-export function flatJson(flat: Map<string, unknown>, limit = MAX_OUTPUT_BYTES): string {
-  const parts: string[] = [];
-  let bytes = 2; // the braces
+export function flatJson(flat: Map<string, unknown>): string {
+  const out = new TextChunks();
+  out.push("{");
+  let first = true;
   for (const [path, value] of flat) {
-    bytes += jsonByteLength(path, limit - bytes) + 2; // the colon, and a comma
-    if (bytes <= limit) bytes += jsonByteLength(value, limit - bytes);
-    if (bytes > limit) throw new OutputTooLarge();
-    parts.push(`${JSON.stringify(path)}:${JSON.stringify(value)}`);
+    if (!first) out.push(",");
+    first = false;
+    out.push(JSON.stringify(path));
+    out.push(":");
+    out.push(JSON.stringify(value));
   }
-  return `{${parts.join(",")}}`;
+  out.push("}");
+  return out.text();
 }
 
 export const jsonFlatten = defineSkill({
@@ -113,7 +152,7 @@ export const jsonFlatten = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (any value, stringified; default '.'), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. Integers past 2^53 are kept digit for digit. Deterministic and offline.",
+    "Flatten nested JSON into one object of path keys to leaf values. Keys are joined with a separator (any value, stringified; default '.'), array items by index; empty objects and arrays stay as leaves, and anything deeper than max_depth is kept whole at its path. At most 500,000 keys. Integers past 2^53 are kept digit for digit. Deterministic and offline.",
   input: () =>
     z.object({
       data: anyJson("Any JSON value to flatten."),
@@ -136,7 +175,10 @@ export const jsonFlatten = defineSkill({
       }),
       sep: z.string().meta({ description: "The separator used." }),
       max_depth: z.int().min(0).meta({ description: "The depth limit used." }),
-      keys: z.int().min(0).meta({ description: "Number of entries in flat." }),
+      keys: z
+        .int()
+        .min(0)
+        .meta({ description: "Number of entries in flat: at most 500,000 (more is 422 output_too_large)." }),
     }),
   exactIntegers: true,
   example_request: { data: { user: { name: "Ada", tags: ["x", "y"] }, empty: {} } },
@@ -152,7 +194,7 @@ export const jsonFlatten = defineSkill({
     const rawSep = options?.sep;
     // The answer echoes the sep, so its text counts against the cap before anything is built:
     // measured without stringifying (5 MB of 1e20 would stringify to 22 MB), then what is left is
-    // the budget of the keys and of the `flat` text.
+    // the budget of the `flat` text.
     if (rawSep !== undefined && typeof rawSep !== "string" && jsonByteLength(rawSep) > MAX_OUTPUT_BYTES)
       throw new OutputTooLarge();
     const sep = rawSep === undefined ? "." : stringifySep(rawSep);
@@ -161,6 +203,6 @@ export const jsonFlatten = defineSkill({
     const depth = options?.max_depth ?? 12;
     const flat = flatten(data, sep, depth, budget);
     // Sent as its text, like json_sort's `sorted`, so the order survives serialization.
-    return { flat: new RawJson(flatJson(flat, budget)), sep, max_depth: depth, keys: flat.size };
+    return { flat: new RawJson(flatJson(flat)), sep, max_depth: depth, keys: flat.size };
   },
 });

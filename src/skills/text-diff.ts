@@ -1,5 +1,6 @@
 import { DIFF_DELETE, DIFF_EQUAL, DIFF_INSERT, type Diff, diffMain } from "diff-match-patch-es";
 import * as z from "zod";
+import { codePointLength } from "./lib/code-points";
 import { defineSkill } from "./types";
 
 /**
@@ -147,21 +148,6 @@ export function diffTexts(a: string, b: string, mode: Mode) {
     else counts.equal += n;
   }
   return { mode, ops, ...counts };
-}
-
-function codePointLength(s: string): number {
-  let n = s.length;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
 }
 
 export const textDiff = defineSkill({

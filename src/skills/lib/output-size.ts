@@ -15,9 +15,61 @@ export const MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
  * It is the request that asked for too much, hence a validation error on the body.
  */
 export class OutputTooLarge extends InputError {
-  constructor(limit = MAX_OUTPUT_BYTES) {
-    const msg = `The response would be larger than ${limit} bytes (${limit / 1024 / 1024} MB); ask for less (smaller input, shorter separator, lower max_depth)`;
-    super([{ loc: ["body"], msg, type: "output_too_large", input: null, ctx: { max_bytes: limit } }]);
+  /** `maxKeys`: refused for holding more entries than that (json_flatten's keys), not for its bytes. */
+  constructor(limit = MAX_OUTPUT_BYTES, maxKeys?: number) {
+    const msg =
+      maxKeys === undefined
+        ? `The response would be larger than ${limit} bytes (${limit / 1024 / 1024} MB); ask for less (smaller input, shorter separator, lower max_depth)`
+        : `The response would hold more than ${maxKeys} keys; ask for less (smaller input, lower max_depth)`;
+    const ctx = maxKeys === undefined ? { max_bytes: limit } : { max_bytes: limit, max_keys: maxKeys };
+    super([{ loc: ["body"], msg, type: "output_too_large", input: null, ctx }]);
+  }
+}
+
+/**
+ * UTF-8 bytes of a string as TextEncoder writes it (a lone surrogate as U+FFFD, three bytes),
+ * counted without encoding: encoding an 8 MB answer only to read its length held 8 MB more.
+ */
+export function utf8Length(s: string): number {
+  let n = s.length; // a byte a code unit, plus what the wider ones add
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    n += c < 0x800 ? 1 : 2;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1); // NaN past the end
+      if (d >= 0xdc00 && d <= 0xdfff) i++; // a pair: its two code units are four bytes
+    }
+  }
+  return n;
+}
+
+/**
+ * A long text written as many short pieces. Joining one array of every piece held a pointer and
+ * often a string per piece (a 4 MB json_sort answer of `0`s: 2 million of each) next to the
+ * text; here at most PIECES pieces wait at a time, joined into chunks as they come, so building a
+ * text of n bytes holds about 2n (the chunks, then the text).
+ */
+export class TextChunks {
+  private static readonly PIECES = 4096;
+  private chunks: string[] = [];
+  private pieces: string[] = [];
+
+  push(piece: string): void {
+    this.pieces.push(piece);
+    if (this.pieces.length === TextChunks.PIECES) this.flush();
+  }
+
+  text(): string {
+    this.flush();
+    const text = this.chunks.join("");
+    this.chunks = [];
+    return text;
+  }
+
+  private flush(): void {
+    this.chunks.push(this.pieces.join(""));
+    this.pieces = [];
   }
 }
 
@@ -53,7 +105,7 @@ export function jsonByteLength(value: unknown, limit = MAX_OUTPUT_BYTES): number
   const visit = (v: unknown): void => {
     if (total > limit) return;
     if (v instanceof RawJson) {
-      total += new TextEncoder().encode(v.text).length; // already JSON text, written as is
+      total += utf8Length(v.text); // already JSON text, written as is
       return;
     }
     if (isRawJsonNumber(v)) {

@@ -1,5 +1,8 @@
 -- osint_graph's call log no longer keeps the seed (src/skills/lib/osint-calls.ts): a seed is often
 -- a person's name, and the row's request_id joins it to the payer's wallet in `payments`. The
 -- seeds logged before are blanked. The column stays, written empty, so a Worker version that
--- still writes it runs during a rollout; rows such a version writes in that window keep theirs.
+-- still writes it runs during a rollout (or after a rollback); the Cron blanks what such a
+-- version writes (src/ops/database.ts), finding those rows through the partial index below
+-- (empty while every version writes ''), so the run reads no other row.
 UPDATE osint_calls SET seed_entity = '' WHERE seed_entity <> '';
+CREATE INDEX osint_calls_seeded ON osint_calls (id) WHERE seed_entity <> '';

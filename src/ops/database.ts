@@ -1,5 +1,6 @@
 import { staleUnpaidPayloads, unmeasuredPayloads } from "../payments/checkout-ledger";
 import { expiredResults } from "../payments/idempotent-results";
+import { seededCalls } from "../skills/lib/osint-calls";
 import { expiredCalls } from "../stats/record";
 
 /**
@@ -55,7 +56,8 @@ const MEASURE_CHUNK = 100;
  * Expired stored answers (past the 24 h window), call-log rows past the retention (30 days), and
  * the first-call payloads of checkouts no payment can still run (payments/checkout-ledger.ts
  * staleUnpaidPayloads: the rows stay, they are the sessions' record); beside them, payloads stored
- * without their size (before migration 0015) are measured, so the next run clears them too.
+ * without their size (before migration 0015) are measured, so the next run clears them too, and
+ * osint_graph seeds an earlier version logged are blanked (skills/lib/osint-calls.ts).
  * Deletes and clearings only, in statements of their own: the deletes each store and flush make
  * sit behind a write that a full D1 refuses, so without these nothing freed space once it was
  * full. Each part is tried even if another fails; any failure then throws, naming it.
@@ -67,6 +69,8 @@ export async function pruneExpired(db: D1Database, now = Date.now()) {
     // Clearing frees each payload's pages as measuring reads them: the same small chunks.
     checkout_payloads: () => pruneTable((limit) => staleUnpaidPayloads(db, now, limit), MEASURE_CHUNK),
     checkout_payloads_measured: () => pruneTable((limit) => unmeasuredPayloads(db, limit), MEASURE_CHUNK),
+    // Seeds an earlier Worker version logged after migration 0016 (a rollout, a rollback).
+    osint_seeds: () => pruneTable((limit) => seededCalls(db, limit)),
   };
   const names = Object.keys(parts) as (keyof typeof parts)[];
   const settled = await Promise.allSettled(names.map((name) => parts[name]()));

@@ -155,6 +155,7 @@ describe("upgrades", () => {
   });
 
   it("every migration only adds, so the running version keeps working until the new one is up", () => {
+    const BLANKED = ["UPDATE osint_calls SET seed_entity = '' WHERE seed_entity <> ''"];
     const dir = path.join(root, "migrations");
     const files = readdirSync(dir).filter((f) => f.endsWith(".sql"));
     expect(files.length).toBeGreaterThan(10);
@@ -162,9 +163,10 @@ describe("upgrades", () => {
       const sql = readFileSync(path.join(dir, file), "utf8").replace(/--[^\n]*/g, "");
       for (const statement of sql.split(";").map((s) => s.trim().replace(/\s+/g, " "))) {
         if (!statement) continue;
-        // Or blanks what must no longer be kept (0016: osint_graph's seeds): the schema stays.
+        // Or, by name, blanks what must no longer be kept (0016: osint_graph's seeds): the schema stays.
+        if (BLANKED.includes(statement)) continue;
         expect(statement, file).toMatch(
-          /^(CREATE (UNIQUE )?(TABLE|INDEX) (IF NOT EXISTS )?\w+|ALTER TABLE \w+ ADD (COLUMN )?\w+ |UPDATE \w+ SET \w+ = '' WHERE \w+ <> ''$)/i,
+          /^(CREATE (UNIQUE )?(TABLE|INDEX) (IF NOT EXISTS )?\w+|ALTER TABLE \w+ ADD (COLUMN )?\w+ )/i,
         );
       }
     }

@@ -1,11 +1,12 @@
 import { env } from "cloudflare:test";
 import { expect, it } from "vitest";
+import { pruneExpired } from "../../src/ops/database";
 import { migrationSandbox } from "../fixtures/migrations";
 
 /**
  * Migration 0016 on a call log that holds seeds (written by every version before it): the seeds
  * are blanked, every row is kept with its request id, depth and size, and a row written the old
- * way after it (a previous Worker version during a rollout) still inserts.
+ * way after it (a previous Worker version during a rollout) still inserts; the Cron blanks it.
  */
 it("migration 0016 blanks the osint_graph seeds logged before it and keeps each call", async () => {
   const { apply, insert, renamed, drop, names } = await migrationSandbox("m0016_");
@@ -33,4 +34,20 @@ it("migration 0016 blanks the osint_graph seeds logged before it and keeps each 
     { request_id: "r-3", seed_entity: "written by the previous version", max_depth: 2, nodes: 7 },
   ]);
   await drop();
+});
+
+it("the Cron blanks a seed an earlier Worker version logged after the migration (a rollout, a rollback)", async () => {
+  const requestId = `old-version-${crypto.randomUUID()}`;
+  await env.DB.prepare(
+    "INSERT INTO osint_calls (request_id, seed_entity, max_depth, nodes, created_at) VALUES (?1, 'Jane Q. Public', 2, 7, 1)",
+  )
+    .bind(requestId)
+    .run();
+  const pruned = await pruneExpired(env.DB);
+  expect(pruned.osint_seeds.deleted).toBeGreaterThanOrEqual(1);
+  expect(
+    await env.DB.prepare("SELECT seed_entity, max_depth, nodes FROM osint_calls WHERE request_id = ?1")
+      .bind(requestId)
+      .first(),
+  ).toEqual({ seed_entity: "", max_depth: 2, nodes: 7 });
 });

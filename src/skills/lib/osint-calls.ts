@@ -8,7 +8,8 @@ import type { Bindings } from "../../env";
  * Not its seed: a seed is often a person's name, and the request id joins the row to the payer's
  * wallet in `payments`, so the log would keep "this wallet looked up this person" for good, which
  * the published terms do not say and settlement does not need. The column stays (written empty)
- * so that a Worker version still writing it keeps working during a rollout (migration 0016).
+ * so that a Worker version still writing it keeps working during a rollout (migration 0016), and
+ * the Cron blanks what such a version writes (seededCalls).
  */
 
 /** Records the call for later settlement; true only when the row was written. */
@@ -26,4 +27,18 @@ export async function logCall(env: Bindings, requestId: string, maxDepth: number
     );
     return false;
   }
+}
+
+/**
+ * Rows an earlier Worker version logged with their seed (during a rollout or after a rollback):
+ * blanked by the Cron, up to `limit` a statement, found through the partial index of migration
+ * 0016 (osint_calls_seeded), so a run reads only such rows.
+ */
+export function seededCalls(db: D1Database, limit: number) {
+  return db
+    .prepare(
+      `UPDATE osint_calls SET seed_entity = '' WHERE id IN
+         (SELECT id FROM osint_calls INDEXED BY osint_calls_seeded WHERE seed_entity <> '' LIMIT ?1)`,
+    )
+    .bind(limit);
 }

@@ -3,7 +3,7 @@ import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
 import { rateLimitTerms } from "../payments/quotas";
 import type { Sellable } from "../payments/sellables";
-import { skills } from "../skills/registry";
+import { skillById, skills } from "../skills/registry";
 import { bodySchema } from "../skills/schema-docs";
 import {
   PAYMENT_SUMMARY,
@@ -21,9 +21,9 @@ export function robotsTxt(cfg: PublicConfig): string {
     "User-agent: *",
     "Allow: /",
     "Disallow: /api/admin/",
-    // A checkout success URL is a capability (its first answer, the key's Reveal), and the
-    // dashboard is private: neither is for crawlers (the pages also say noindex).
-    "Disallow: /checkout/",
+    // The dashboard is private. The checkout pages are not disallowed: they say noindex
+    // (X-Robots-Tag), which a crawler reads only on a page it may fetch; a disallowed success URL
+    // (a capability) could still be listed from a link, as a bare URL.
     "Disallow: /admin",
     "",
     `Sitemap: ${cfg.baseUrl}/sitemap.xml`,
@@ -133,7 +133,11 @@ export function humanlessContract(cfg: PublicConfig) {
     limits: {
       body_bytes: MAX_BODY_BYTES,
       field_limits: "Per skill in input_schema (maxLength, minimum, maximum); violations are 422.",
-      rate_limits: rateLimitTerms({ on: cfg.rateLimits, heavy: cfg.heavyResources }),
+      rate_limits: rateLimitTerms({
+        on: cfg.rateLimits,
+        heavy: cfg.heavyResources,
+        freeHeavySkills: cfg.freeBeta ? cfg.heavyResources.filter((r) => skillById(r)) : [],
+      }),
     },
     error_formats: {
       validation: {

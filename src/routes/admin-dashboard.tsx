@@ -88,10 +88,7 @@ const sameSite: MiddlewareHandler<AppEnv> = async (c, next) => {
 // percent-encoded (a 4-byte UTF-8 character). A bigger body is refused in the app's JSON, as the
 // API's body cap refuses one.
 const MAX_FORM_BYTES = 8192;
-adminDashboardRoutes.use(
-  "/admin/*",
-  limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
-);
+// First, so that every answer (the body cap's 413 too) is kept out of caches and search indexes.
 const privatePage: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.header("Cache-Control", "no-store");
   c.header("X-Robots-Tag", "noindex, nofollow");
@@ -101,6 +98,10 @@ const privatePage: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 adminDashboardRoutes.use("/admin", privatePage);
 adminDashboardRoutes.use("/admin/*", privatePage);
+adminDashboardRoutes.use(
+  "/admin/*",
+  limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
+);
 
 /** What the page says after a form's redirect (`?notice=`). */
 const NOTICES: Record<string, string> = {

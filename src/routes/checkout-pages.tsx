@@ -27,14 +27,14 @@ import { skillById } from "../skills/registry";
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
 export const checkoutPageRoutes = new Hono<AppEnv>();
 
+// A success URL is a capability: shared or scanned, it must not land in a search index. First, so
+// every answer carries it, the quota's 429 too.
+checkoutPageRoutes.use("/checkout/*", async (c, next) => {
+  c.header("X-Robots-Tag", "noindex, nofollow");
+  await next();
+});
 // Per client IP, before anything reads D1 or Stripe (the cancel page reads neither).
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
-// A success URL is a capability: shared or scanned, it must not land in a search index (robots.txt
-// disallows the path too, but a crawler that ignores it still reads this).
-checkoutPageRoutes.use("/checkout/*", async (c, next) => {
-  await next();
-  c.res.headers.set("X-Robots-Tag", "noindex, nofollow");
-});
 
 // An empty id is a string as FastAPI's `session_id: str` takes it (spec: 422 only when missing): it gets the
 // not-found page an unknown id gets.

@@ -56,7 +56,9 @@ describe("discovery documents", () => {
 
   it("checkout results and the dashboard are kept out of search indexes: robots.txt and X-Robots-Tag", async () => {
     const { body } = await text("/robots.txt");
-    expect(body.split("\n")).toEqual(expect.arrayContaining(["Disallow: /checkout/", "Disallow: /admin"]));
+    expect(body.split("\n")).toContain("Disallow: /admin");
+    // Not /checkout/: a crawler reads the pages' noindex only where robots.txt lets it fetch them.
+    expect(body).not.toMatch(/Disallow: \/checkout/);
     // A success URL opens the buyer's first answer and the key's Reveal; a crawler that reads it anyway is told not to index it.
     for (const path of [
       "/checkout/success?session_id=cs_test_unknown",
@@ -67,6 +69,16 @@ describe("discovery documents", () => {
       expect(res.headers.get("x-robots-tag"), path).toBe("noindex, nofollow");
       await res.arrayBuffer();
     }
+    // Refusals before the page's own work carry it too: the dashboard's body cap.
+    const admin = await withVars({ ADMIN_TOKEN: "documents-test-token" });
+    const big = await admin("/admin/login", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `token=${"a".repeat(9000)}`,
+    });
+    expect(big.status).toBe(413);
+    expect(big.headers.get("x-robots-tag")).toBe("noindex, nofollow");
+    expect(big.headers.get("cache-control")).toBe("no-store");
   });
 
   it("sitemap.xml is valid sitemap XML listing every page and docs page", async () => {
@@ -266,11 +278,27 @@ describe("discovery documents", () => {
     const res = await createApp().fetch(new Request(`${B}/contracts/humanless.json`), {
       ...env,
       RATE_LIMITS: "on",
+      FREE_BETA: "false",
     });
     const limits = (await res.json<{ limits: { rate_limits: string } }>()).limits.rate_limits;
     expect(limits).toContain("600 requests per client IP");
     expect(limits).toContain(`30 for ${env.RATE_LIMIT_HEAVY.split(",").join(", ")}`);
     expect(limits).toContain("429 with Retry-After");
+    expect(limits).not.toContain("free beta");
+    // In free beta the heavy skills are free routes limited per IP (quota's freeInBeta); the
+    // refinery and partner tries stay paid, so they are not named.
+    const beta = await createApp().fetch(new Request(`${B}/contracts/humanless.json`), {
+      ...env,
+      RATE_LIMITS: "on",
+      FREE_BETA: "true",
+    });
+    const betaLimits = (await beta.json<{ limits: { rate_limits: string } }>()).limits.rate_limits;
+    const freeSkills = env.RATE_LIMIT_HEAVY.split(",").filter((r) => skillById(r));
+    expect(freeSkills.length).toBeGreaterThan(0);
+    expect(betaLimits).toContain(
+      `20 per client IP and route on free routes that cost an upstream request or a Stripe session (free beta: calls of ${freeSkills.join(", ")} too)`,
+    );
+    expect(betaLimits).not.toMatch(/free beta: calls of [^)]*(refinery|partner)/);
   });
 
   it("each skill has the service description its x-x402 specSource names", async () => {

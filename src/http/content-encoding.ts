@@ -12,7 +12,8 @@ export const identityBodyOnly: MiddlewareHandler = (c, next) => {
   const method = c.req.method;
   if (method === "GET" || method === "HEAD" || method === "OPTIONS") return next();
   const coding = c.req.raw.headers.get("content-encoding");
-  if (coding === null || /^\s*(identity)?\s*$/i.test(coding)) return next();
+  // A list of codings, applied in order: only "identity" (or nothing) leaves the body as sent.
+  if (coding === null || /^[\s,]*(identity[\s,]*)*$/i.test(coding)) return next();
   return Promise.resolve(
     detail(
       c,

@@ -25,14 +25,17 @@ const PERIOD_SECONDS = 60;
 export const LIMITS = { RL_IP: 600, RL_PAYER: 120, RL_PAYER_HEAVY: 30, RL_FREE: 20 } as const;
 
 /** What a deployment's rate limits are, in words (the terms for autonomous agents publish it). */
-export function rateLimitTerms(env: { on: boolean; heavy: readonly string[] }) {
+export function rateLimitTerms(env: {
+  on: boolean;
+  heavy: readonly string[];
+  freeHeavySkills?: readonly string[];
+}) {
   if (!env.on)
     return "None enforced by the marketplace (RATE_LIMITS is off); Cloudflare's platform limits apply.";
   const heavy = env.heavy.length ? ` (${LIMITS.RL_PAYER_HEAVY} for ${env.heavy.join(", ")})` : "";
-  // Unpaid in free beta, the heavy skills are such free routes (quota).
-  const betaHeavy = env.heavy.length
-    ? ` (with FREE_BETA on, also unpaid skill calls of the resources limited at ${LIMITS.RL_PAYER_HEAVY})`
-    : "";
+  // In free beta the heavy skills are unpaid, so such free routes (quota's freeInBeta).
+  const free = env.freeHeavySkills ?? [];
+  const betaHeavy = free.length ? ` (free beta: calls of ${free.join(", ")} too)` : "";
   return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session${betaHeavy}; ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 

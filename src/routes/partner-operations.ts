@@ -105,7 +105,8 @@ const tryIt = (method: "get" | "post") =>
       "404": ERROR("Unknown partner or service"),
       "409": PRICED_ROUTE_RESPONSES["409"],
       "413": PRICED_ROUTE_RESPONSES["413"],
-      "415": PRICED_ROUTE_RESPONSES["415"],
+      // A body in a content coding (src/http/content-encoding.ts); a GET sends none.
+      ...(method === "post" ? { "415": PRICED_ROUTE_RESPONSES["415"] } : {}),
       "422": VALIDATION,
       "429": PRICED_ROUTE_RESPONSES["429"],
       "502": json(

@@ -27,7 +27,7 @@ describe("request bodies in a content coding", () => {
   });
 
   it("identity (or an empty header) is the body as sent", async () => {
-    for (const coding of ["identity", "IDENTITY", ""]) {
+    for (const coding of ["identity", "IDENTITY", "", "identity, identity", " Identity ,"]) {
       const res = await call("/api/skills/sha256", {
         method: "POST",
         headers: { "content-type": "application/json", "content-encoding": coding },

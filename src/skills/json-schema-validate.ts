@@ -216,7 +216,7 @@ export const jsonSchemaValidate = defineSkill({
       if (e instanceof WorkLimitExceeded || e instanceof RangeError) {
         throw InputError.at(
           ["schema"],
-          "Validation would take too much work for one call (see docs/LIMITS.md): use a smaller schema or instance, fewer combinators or $ref expansions",
+          "Validation would take too much work for one call (see docs/LIMITS.md): use a smaller schema or instance, fewer combinators or $ref expansions, or fewer Unicode properties (\\p{…}) in format: regex strings",
           null,
           "work_limit_exceeded",
           { budget_units: e instanceof WorkLimitExceeded ? e.budget : null },

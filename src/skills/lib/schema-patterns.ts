@@ -350,9 +350,16 @@ function classToRe2(cls: string): string {
  * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S`, `.`, an escaped surrogate pair and a
  * class's `\b` spelled so RE2 reads them as ECMAScript does; every other escape (`\\s` included,
  * `\p{…}` whole) and character is kept.
+ *
+ * `.` is any code point where the s flag is on: inside `(?s:…)` (or `(?is:…)`, `(?s-i:…)`), until a
+ * group within it turns it off (`(?-s:…)`), for that group only. It was rewritten as a line's
+ * character everywhere, so `^(?s:.)$` refused "\n", which JavaScript takes. The group's own
+ * modifiers are kept (RE2 reads them alike); `(?s)` without a group is no ECMAScript.
  */
 export function toRe2Syntax(pattern: string): string {
   let out = "";
+  // Whether the s flag is on, in each group open at this point (the outermost first).
+  const dotAll = [false];
   for (let i = 0; i < pattern.length; ) {
     const ch = pattern[i];
     if (ch === "\\") {
@@ -371,8 +378,22 @@ export function toRe2Syntax(pattern: string): string {
       while (end < pattern.length && pattern[end] !== "]") end += pattern[end] === "\\" ? 2 : 1;
       out += classToRe2(pattern.slice(i, end + 1));
       i = end + 1;
+    } else if (ch === "(") {
+      const outer = dotAll[dotAll.length - 1] as boolean;
+      const modifiers = MODIFIERS.exec(pattern.slice(i, i + 12));
+      dotAll.push(
+        modifiers
+          ? (outer || (modifiers[1] ?? "").includes("s")) && !(modifiers[2] ?? "").includes("s")
+          : outer,
+      );
+      out += ch;
+      i++;
+    } else if (ch === ")") {
+      if (dotAll.length > 1) dotAll.pop();
+      out += ch;
+      i++;
     } else {
-      out += ch === "." ? JS_DOT : ch;
+      out += ch !== "." ? ch : dotAll[dotAll.length - 1] ? ANY_CHAR : JS_DOT;
       i++;
     }
   }

@@ -13,7 +13,7 @@ export class UnsupportedPattern extends Error {
     readonly pattern: string,
     readonly path: (string | number)[],
     readonly reason: string,
-    /** RE2 could run it, but it is too large to compile here (counted repetition). */
+    /** RE2 could run it, but compiling it costs too much here, alone or with the schema's others. */
     readonly tooLarge = false,
   ) {
     super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
@@ -451,14 +451,22 @@ export const testCost = (pattern: string, chars: number, charsPerUnit: number) =
 
 /**
  * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
- * large one). Returns its estimated size, which the caller sums over the schema. A too large one is
- * refused from its text before either engine reads it: the native check alone took 1 s for 4,800
- * `[\p{L}\p{N}\p{M}]`.
+ * large one). `spent` is what the schema's patterns checked before it cost; returns its own, which
+ * the caller adds. A too large one, or the one that would take the schema's patterns together past
+ * MAX_SCHEMA_PATTERN_SIZE, is refused from its text before either engine reads it: the native
+ * check alone took 1 s for 4,800 `[\p{L}\p{N}\p{M}]`.
  */
-export function checkPattern(pattern: string, path: (string | number)[]): number {
-  if (!compiled.has(pattern)) {
-    const { units } = patternEstimate(pattern);
-    if (units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
+export function checkPattern(pattern: string, path: (string | number)[], spent = 0): number {
+  const cached = compiled.get(pattern);
+  const units = cached ? cached.units : patternEstimate(pattern).units;
+  if (!cached && units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
+  if (spent + units > MAX_SCHEMA_PATTERN_SIZE) {
+    throw new UnsupportedPattern(
+      pattern,
+      path,
+      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
+      true,
+    );
   }
   try {
     new NativeRegExp(pattern, "u");
@@ -474,20 +482,5 @@ export function checkPattern(pattern: string, path: (string | number)[]): number
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);
-  }
-}
-
-/**
- * The schema's patterns together may not pass MAX_SCHEMA_PATTERN_SIZE (checked as they are met: the
- * one that passes it was compiled, so at most MAX_PATTERN_SIZE more is spent).
- */
-export function checkSchemaPatterns(total: number, pattern: string, path: (string | number)[]) {
-  if (total > MAX_SCHEMA_PATTERN_SIZE) {
-    throw new UnsupportedPattern(
-      pattern,
-      path,
-      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
-      true,
-    );
   }
 }

@@ -9,14 +9,7 @@ import {
   schemaMapKeyword,
   Validator,
 } from "@cfworker/json-schema";
-import {
-  checkPattern,
-  checkSchemaPatterns,
-  compileRe2,
-  NativeRegExp,
-  nativeCheckMicroseconds,
-  testCost,
-} from "./schema-patterns";
+import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCost } from "./schema-patterns";
 
 /**
  * Bounded work for json_schema_validate (issue 15).
@@ -211,8 +204,7 @@ const METER_KEYS = [
 function meterSchema(root: unknown, facts: InstanceFacts) {
   let patterns = 0;
   const check = (pattern: string, at: (string | number)[]) => {
-    patterns += checkPattern(pattern, at);
-    checkSchemaPatterns(patterns, pattern, at);
+    patterns += checkPattern(pattern, at, patterns);
   };
   const visit = (schema: unknown, path: (string | number)[]) => {
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;

@@ -196,7 +196,7 @@ export const jsonSchemaValidate = defineSkill({
         throw InputError.at(
           ["schema", ...e.path],
           e.tooLarge
-            ? `Pattern is too large: patterns run on RE2, which expands counted repetition when it compiles (${e.reason})`
+            ? `Pattern is too large: patterns run on RE2, and what compiling them costs is counted before they are compiled (counted repetition, Unicode properties \\p{…}, class size; see docs/LIMITS.md): ${e.reason}`
             : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
           e.pattern,
           "pattern_unsupported",
@@ -216,7 +216,7 @@ export const jsonSchemaValidate = defineSkill({
       if (e instanceof WorkLimitExceeded || e instanceof RangeError) {
         throw InputError.at(
           ["schema"],
-          "Validation would take too much work for one call (see docs/LIMITS.md): use a smaller schema or instance, fewer combinators or $ref expansions",
+          "Validation would take too much work for one call (see docs/LIMITS.md): use a smaller schema or instance, fewer combinators or $ref expansions, or fewer Unicode properties (\\p{…}) in format: regex strings",
           null,
           "work_limit_exceeded",
           { budget_units: e instanceof WorkLimitExceeded ? e.budget : null },

@@ -137,6 +137,29 @@ describe("what compiling costs is counted by what it really costs, not one unit 
     SLOW,
   );
 
+  it("the pattern that would take the schema past its total is refused before it is compiled", () => {
+    // ~4,000 units, never seen before: it was compiled (and cached) first, then refused.
+    const pattern = `${"[\\p{L}\\p{N}\\p{M}]".repeat(26)}crossing`;
+    const units = patternSize(pattern);
+    expect(units).toBeLessThanOrEqual(MAX_PATTERN_SIZE);
+    const before = cachedPatternBytes();
+    expect(() => checkPattern(pattern, ["allOf", 4, "pattern"], MAX_SCHEMA_PATTERN_SIZE - units + 1)).toThrow(
+      /together cost more than/,
+    );
+    expect(cachedPatternBytes()).toBe(before);
+    // Within the total, it is compiled and counted as before.
+    expect(checkPattern(pattern, ["pattern"], MAX_SCHEMA_PATTERN_SIZE - units)).toBe(units);
+    expect(cachedPatternBytes()).toBeGreaterThan(before);
+  });
+
+  it("a too-large pattern's message names what is counted", async () => {
+    const r = await validate({ pattern: "[\\p{L}\\p{N}\\p{M}]".repeat(40) }, "a");
+    expectTooLarge(r, ["pattern"]);
+    const [item] = (r.body as { detail: { msg: string }[] }).detail;
+    expect(item?.msg).toContain("Unicode properties");
+    expect(item?.msg).not.toContain("expands counted repetition");
+  });
+
   it(
     "the dearest schema within the budget is accepted, and counted within it",
     async () => {

@@ -13,7 +13,7 @@ export class UnsupportedPattern extends Error {
     readonly pattern: string,
     readonly path: (string | number)[],
     readonly reason: string,
-    /** RE2 could run it, but it is too large to compile here (counted repetition). */
+    /** RE2 could run it, but compiling it costs too much here, alone or with the schema's others. */
     readonly tooLarge = false,
   ) {
     super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
@@ -70,8 +70,13 @@ const CONTROL: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13, b: 8
  * What reading the class at `i` (its `[`) costs besides its instruction, and where it ends (its
  * `]`, as ECMAScript ends it). Its members are read as code points to see its ranges' widths.
  */
-function classCost(pattern: string, i: number, fold: boolean): { end: number; units: number } {
+function classCost(
+  pattern: string,
+  i: number,
+  fold: boolean,
+): { end: number; units: number; properties: number } {
   let units = 0;
+  let properties = 0;
   // Members in order: a code point, or "-" (an unescaped dash), or undefined (a set: \d, \p{…}).
   const members: (number | "-" | undefined)[] = [];
   let j = i + 1;
@@ -93,6 +98,7 @@ function classCost(pattern: string, i: number, fold: boolean): { end: number; un
     const braced = /^\\u\{([0-9a-fA-F]*)\}/.exec(pattern.slice(j, j + 16));
     if ((next === "p" || next === "P") && pattern[j + 2] === "{") {
       units += PROPERTY_UNITS;
+      properties++;
       members.push(undefined);
       j = braceEnd(pattern, j) + 1;
     } else if (next === "u" && pattern[j + 2] === "{") {
@@ -125,7 +131,7 @@ function classCost(pattern: string, i: number, fold: boolean): { end: number; un
       units += Math.floor(Math.max(walked, 0) / FOLD_CODE_POINTS_PER_UNIT);
     }
   }
-  return { end: j, units };
+  return { end: j, units, properties };
 }
 
 /** The `}` closing the brace at or after `i`, or the pattern's end (an invalid pattern). */
@@ -142,13 +148,19 @@ const MODIFIERS = /^\(\?([ims]*)(?:-([ims]*))?:/;
  * instructions: one per atom, each group its parts plus two (a capture's two instructions; an empty
  * group is not free), one per `|`, `{n,m}` n copies of what it repeats and m − n optional ones
  * (each one more for its branch), `*` `+` `?` one more; plus, once, what reading the dear atoms
- * costs (above). `instructions` is the program's size without them, what matching costs by.
+ * costs (above). `instructions` is the program's size without them, what matching costs by;
+ * `properties` counts the Unicode properties as written (nativeCheckMicroseconds).
  */
-export function patternEstimate(pattern: string): { instructions: number; units: number } {
+export function patternEstimate(pattern: string): {
+  instructions: number;
+  units: number;
+  properties: number;
+} {
   type Frame = { total: number; last: number; fold: boolean };
   const frames: Frame[] = [{ total: 0, last: 0, fold: false }];
   const top = () => frames[frames.length - 1] as Frame;
   let once = 0;
+  let properties = 0;
   const atom = (n: number) => {
     top().total += n;
     top().last = n;
@@ -161,6 +173,7 @@ export function patternEstimate(pattern: string): { instructions: number; units:
         const end = braceEnd(pattern, i);
         // \u{…} may have any number of leading zeros: its digits are read like a class's text.
         once += next === "u" ? Math.floor((end - i - 3) / CLASS_CHARS_PER_UNIT) : PROPERTY_UNITS;
+        if (next !== "u") properties++;
         i = end;
       } else {
         if (next === "s" || next === "S") once += 1;
@@ -168,9 +181,10 @@ export function patternEstimate(pattern: string): { instructions: number; units:
       }
       atom(1);
     } else if (ch === "[") {
-      const { end, units } = classCost(pattern, i, top().fold);
-      once += units;
-      i = end;
+      const cls = classCost(pattern, i, top().fold);
+      once += cls.units;
+      properties += cls.properties;
+      i = cls.end;
       atom(1);
     } else if (ch === "(") {
       const outer = top().fold;
@@ -216,11 +230,28 @@ export function patternEstimate(pattern: string): { instructions: number; units:
     }
   }
   const instructions = Math.max(1, frames[0]?.total ?? 1);
-  return { instructions, units: instructions + once };
+  return { instructions, units: instructions + once, properties };
 }
 
 /** The estimate the budgets count (MAX_PATTERN_SIZE, MAX_SCHEMA_PATTERN_SIZE): compiling's cost. */
 export const patternSize = (pattern: string): number => patternEstimate(pattern).units;
+
+/**
+ * What the native syntax check alone (`new RegExp(p, "u")`, all the `regex` format runs on an
+ * instance string) costs, in µs: V8 builds each Unicode property's set and parses the rest
+ * in time linear in the text, without expanding counted repetition (20,000 `a{2,3}` 0 ms, so the
+ * budgets' units above, which count RE2's expansion and case folding, would refuse `^.{0,65535}$`
+ * for nothing). Measured in workerd, 1,000 copies of each shape in a row, best of 3: a property
+ * 3–41 µs alone (`\p{L}` 29, `\P{Cn}` 41), 19–83 µs each in a class of several
+ * (`[\p{L}\p{N}\p{M}]` 183 µs, `[\p{Cn}\p{L}\p{Co}]` 249, 37 general categories in one class
+ * 1.9 ms), fewer inside `(?i:…)`; any other text at most 25 ns a character (`.`, `\d`, groups,
+ * 7,500-character classes of ranges, with or without `(?i:…)`).
+ */
+const NATIVE_PROPERTY_MICROSECONDS = 100;
+const NATIVE_CHAR_MICROSECONDS = 0.03;
+export const nativeCheckMicroseconds = (pattern: string): number =>
+  NATIVE_PROPERTY_MICROSECONDS * patternEstimate(pattern).properties +
+  NATIVE_CHAR_MICROSECONDS * pattern.length;
 
 /**
  * ECMAScript's `\s`: WhiteSpace and LineTerminator (ECMA-262 22.2.2.9), as code point ranges. RE2's
@@ -319,9 +350,16 @@ function classToRe2(cls: string): string {
  * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S`, `.`, an escaped surrogate pair and a
  * class's `\b` spelled so RE2 reads them as ECMAScript does; every other escape (`\\s` included,
  * `\p{…}` whole) and character is kept.
+ *
+ * `.` is any code point where the s flag is on: inside `(?s:…)` (or `(?is:…)`, `(?s-i:…)`), until a
+ * group within it turns it off (`(?-s:…)`), for that group only. It was rewritten as a line's
+ * character everywhere, so `^(?s:.)$` refused "\n", which JavaScript takes. The group's own
+ * modifiers are kept (RE2 reads them alike); `(?s)` without a group is no ECMAScript.
  */
 export function toRe2Syntax(pattern: string): string {
   let out = "";
+  // Whether the s flag is on, in each group open at this point (the outermost first).
+  const dotAll = [false];
   for (let i = 0; i < pattern.length; ) {
     const ch = pattern[i];
     if (ch === "\\") {
@@ -340,8 +378,22 @@ export function toRe2Syntax(pattern: string): string {
       while (end < pattern.length && pattern[end] !== "]") end += pattern[end] === "\\" ? 2 : 1;
       out += classToRe2(pattern.slice(i, end + 1));
       i = end + 1;
+    } else if (ch === "(") {
+      const outer = dotAll[dotAll.length - 1] as boolean;
+      const modifiers = MODIFIERS.exec(pattern.slice(i, i + 12));
+      dotAll.push(
+        modifiers
+          ? (outer || (modifiers[1] ?? "").includes("s")) && !(modifiers[2] ?? "").includes("s")
+          : outer,
+      );
+      out += ch;
+      i++;
+    } else if (ch === ")") {
+      if (dotAll.length > 1) dotAll.pop();
+      out += ch;
+      i++;
     } else {
-      out += ch === "." ? JS_DOT : ch;
+      out += ch !== "." ? ch : dotAll[dotAll.length - 1] ? ANY_CHAR : JS_DOT;
       i++;
     }
   }
@@ -399,14 +451,22 @@ export const testCost = (pattern: string, chars: number, charsPerUnit: number) =
 
 /**
  * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
- * large one). Returns its estimated size, which the caller sums over the schema. A too large one is
- * refused from its text before either engine reads it: the native check alone took 1 s for 4,800
- * `[\p{L}\p{N}\p{M}]`.
+ * large one). `spent` is what the schema's patterns checked before it cost; returns its own, which
+ * the caller adds. A too large one, or the one that would take the schema's patterns together past
+ * MAX_SCHEMA_PATTERN_SIZE, is refused from its text before either engine reads it: the native
+ * check alone took 1 s for 4,800 `[\p{L}\p{N}\p{M}]`.
  */
-export function checkPattern(pattern: string, path: (string | number)[]): number {
-  if (!compiled.has(pattern)) {
-    const { units } = patternEstimate(pattern);
-    if (units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
+export function checkPattern(pattern: string, path: (string | number)[], spent = 0): number {
+  const cached = compiled.get(pattern);
+  const units = cached ? cached.units : patternEstimate(pattern).units;
+  if (!cached && units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
+  if (spent + units > MAX_SCHEMA_PATTERN_SIZE) {
+    throw new UnsupportedPattern(
+      pattern,
+      path,
+      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
+      true,
+    );
   }
   try {
     new NativeRegExp(pattern, "u");
@@ -422,20 +482,5 @@ export function checkPattern(pattern: string, path: (string | number)[]): number
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);
-  }
-}
-
-/**
- * The schema's patterns together may not pass MAX_SCHEMA_PATTERN_SIZE (checked as they are met: the
- * one that passes it was compiled, so at most MAX_PATTERN_SIZE more is spent).
- */
-export function checkSchemaPatterns(total: number, pattern: string, path: (string | number)[]) {
-  if (total > MAX_SCHEMA_PATTERN_SIZE) {
-    throw new UnsupportedPattern(
-      pattern,
-      path,
-      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
-      true,
-    );
   }
 }

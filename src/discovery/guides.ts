@@ -122,6 +122,9 @@ The 402 carries the offer in the \`PAYMENT-REQUIRED\` header (base64 JSON) and i
 \`PAYMENT-SIGNATURE\`; the 200 carries \`PAYMENT-RESPONSE\` with the transaction hash. With TypeScript:
 
 \`\`\`ts
+// npm i @x402/core @x402/evm @x402/fetch viem
+// Save as pay.mts; run: AGENT_KEY=0x<private key of a wallet holding USDC on Base> node pay.mts
+// (Node 22.18 or later runs TypeScript; or npx tsx pay.mts)
 import { x402Client } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";

@@ -97,7 +97,10 @@ function fieldRows(props: Record<string, Prop>, required: readonly string[], pre
 }
 
 function tsSnippet(url: string, body: string) {
-  return `import { x402Client } from "@x402/core/client";
+  return `// npm i @x402/core @x402/evm @x402/fetch viem
+// Save as pay.mts; run: AGENT_KEY=0x<private key of a wallet holding USDC on Base> node pay.mts
+// (Node 22.18 or later runs TypeScript; or npx tsx pay.mts)
+import { x402Client } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";

@@ -72,9 +72,9 @@ async function main() {
   services.push(facilitator);
 
   // Hosted partners: PriceFeed sells over x402 to its own wallet; the marketplace pays it from an
-  // operating wallet (both are anvil test accounts).
-  const partnerWallet = chain.buyers[9];
-  const operatingWallet = chain.buyers[8];
+  // operating wallet (anvil test accounts of their own, not among the buyers).
+  const partnerWallet = chain.partner;
+  const operatingWallet = chain.operating;
   const partners = await startPartners({ facilitatorUrl: facilitator.url, payTo: partnerWallet.address });
   services.push(partners);
 

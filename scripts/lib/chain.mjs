@@ -41,6 +41,10 @@ export const ACCOUNTS = {
   facilitator: devAccount(1),
   payTo: devAccount(2),
   buyers: Array.from({ length: BUYER_COUNT }, (_, i) => devAccount(3 + i)),
+  // The dev stack's operating wallet (pays partners, sends refunds) and PriceFeed's payee: accounts
+  // of their own, so no buyer's balance moves with their payments.
+  operating: devAccount(3 + BUYER_COUNT),
+  partner: devAccount(4 + BUYER_COUNT),
 };
 
 /** viem's Base definition pointed at a local RPC (keeps Base's id and formatters). */
@@ -106,7 +110,7 @@ async function deployUsdc(rpcUrl) {
   await call("initializeV2_1", [o]);
   await call("initializeV2_2", [[], "USDC"]);
   await call("configureMinter", [o, 10n ** 18n]);
-  for (const buyer of ACCOUNTS.buyers) await call("mint", [buyer.address, BUYER_FUNDS]);
+  for (const buyer of [...ACCOUNTS.buyers, ACCOUNTS.operating]) await call("mint", [buyer.address, BUYER_FUNDS]);
 
   // Fail loudly if the domain ever drifts from what Base clients sign against.
   const onChain = await pub.readContract({
@@ -146,7 +150,7 @@ export async function startChain({ port, quiet = true } = {}) {
       "--mnemonic",
       MNEMONIC,
       "--accounts",
-      String(3 + BUYER_COUNT),
+      String(5 + BUYER_COUNT),
     ],
     { quiet },
   );
@@ -167,6 +171,8 @@ export async function startChain({ port, quiet = true } = {}) {
     facilitatorKey: ACCOUNTS.facilitator.privateKey,
     facilitatorAddress: ACCOUNTS.facilitator.address,
     buyers: ACCOUNTS.buyers,
+    operating: ACCOUNTS.operating,
+    partner: ACCOUNTS.partner,
     deployerKey: ACCOUNTS.deployer.privateKey,
     child,
     stop,

@@ -203,8 +203,8 @@ const isBlank = (c: number) => c <= 0x20 || (c >= 0x7f && BLANK.test(String.from
  * It also counts how long the output will be at least (`outputAtLeast`: visible characters, and
  * each line's prefix and line break), so an answer too large to send is refused before either
  * converter builds it. With `stop` it stops once that count reaches it, or once it has read
- * `maxSource` characters outside the elements both converters skip (each element inside them
- * counting as its tags: the DOM built from what it read is bounded too), and says where (`end`, at a
+ * `maxSource` characters outside the elements both converters skip (each node inside them counting
+ * as a few: the DOM built from what it read is bounded too), and says where (`end`, at a
  * token's edge or a line break in a text: never inside a tag, an entity or a character): the
  * output of what comes before begins as the whole document's does.
  *
@@ -244,13 +244,28 @@ function prepass(
   let skippedFrom = -1;
   let skipDepth = 0;
   let skipped = 0;
-  // ...but each element there is still a node of the DOM a converter builds: it counts as its tags
-  // without their attributes (`<path></path>`), or 2 MiB of `<script>a</script>` built 233,000
-  // nodes (a 61 MB heap) to read none of them.
-  let skippedTags = 0;
+  // ...but what is there still becomes nodes of the DOM a converter builds, and counts toward the
+  // stop (skippedCost): an element as its tags and attribute names (`<path d></path>`), and each
+  // entity its values decode (a piece of the value's string) as the shortest one (`&lt;`); a text
+  // (each piece of one an entity splits) as its source up to SKIPPED_NODE characters, and a
+  // comment, CDATA or a processing instruction as its source, at least as much. A value's or a
+  // text's length counts for no more (a slice of the page, not a copy): a 400 KB stylesheet or
+  // SVG sprite is still read past. Elements counted as their tags alone, and nothing else, left
+  // 2 MiB of `<g a b … z/>` or of `<!---->a` in one <svg> read whole (a 57–75 MB heap) for no text.
+  let skippedCost = 0;
   // The characters read so far toward `stop.maxSource`, at `at`.
-  const sourceAt = (at: number) => at - skipped - (skipDepth > 0 ? at - skippedFrom : 0) + skippedTags;
+  const sourceAt = (at: number) => at - skipped - (skipDepth > 0 ? at - skippedFrom : 0) + skippedCost;
   let end: number | undefined;
+  // A node other than an element, ending at `after`: inside skipped elements it is counted, and the
+  // read stops after it once past the bound (where a comment starts, the parser does not say).
+  const skippedNode = (after: number, cost = SKIPPED_NODE) => {
+    if (skipDepth === 0) return;
+    skippedCost += cost;
+    if (stop && sourceAt(after) > stop.maxSource) {
+      end = after;
+      throw new Enough();
+    }
+  };
   // Lists open, and a stop waiting for the outermost one to close: text mode pads every marker
   // to the width of the list's widest one (a later number, or a Roman one before it falls back to
   // decimal), and html-to-text indents a list's other children once it has an item, so a list cut
@@ -282,10 +297,17 @@ function prepass(
   const parser = new EntityAwareParser({
     onopentag(name, attribs) {
       if (++depth > MAX_HTML_DEPTH) throw new TooDeep();
-      // Markup inside skipped elements counts only as its tags (a <head> of 400 KB of inline CSS,
-      // an SVG sprite, would otherwise stop the page before its <body>): the same bound as for
-      // text below. Checked inside them too: one <svg> can hold the rest of the page.
-      if (stop && sourceAt(parser.startIndex) > stop.maxSource) {
+      // Markup inside skipped elements counts only as its tags and attribute names (a <head> of
+      // 400 KB of inline CSS, an SVG sprite, would otherwise stop the page before its <body>): the
+      // same bound as for text below. Checked inside them too, this element included (one <svg>
+      // can hold the rest of the page, one tag thousands of attributes).
+      let cost = 0;
+      if (skipDepth > 0 || DROPPED.includes(name)) {
+        cost = 2 * name.length + 5 + 4 * parser.attributeEntities;
+        for (const attribute in attribs) cost += attribute.length + 1;
+      }
+      parser.attributeEntities = 0;
+      if (stop && sourceAt(parser.startIndex) + cost > stop.maxSource) {
         end = parser.startIndex;
         throw new Enough();
       }
@@ -309,7 +331,7 @@ function prepass(
         }
       }
       if (DROPPED.includes(name) && skipDepth++ === 0) skippedFrom = parser.startIndex;
-      if (skipDepth > 0) skippedTags += 2 * name.length + 5;
+      skippedCost += cost;
       const up = frames[frames.length - 1] as Frame;
       const text =
         up.text &&
@@ -344,6 +366,12 @@ function prepass(
       const from = parser.endIndex + 1 - data.length;
       // Not a decoded entity, whose end can read like its text ("&semi;" decodes to its last ";").
       const raw = !parser.inEntity && html.startsWith(data, from);
+      // Its source from the parser's start: this text's own, or a little before it (after "</b >",
+      // inside that tag).
+      skippedNode(
+        parser.endIndex + 1,
+        Math.max(1, Math.min(SKIPPED_NODE, parser.endIndex + 1 - parser.startIndex)),
+      );
       // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
       cutLongText(from, data.length, raw);
       if (!frame.text || stopAfterList) return;
@@ -376,6 +404,13 @@ function prepass(
           throw new Enough();
         }
       }
+    },
+    // As their source (at least its text and `<!`…`>`, CDATA's too), as they count outside them.
+    oncomment(data) {
+      skippedNode(parser.endIndex + 1, Math.max(SKIPPED_NODE, data.length + 3));
+    },
+    onprocessinginstruction(_, data) {
+      skippedNode(parser.endIndex + 1, Math.max(SKIPPED_NODE, data.length + 2));
     },
     onclosetag(name) {
       depth--;
@@ -807,6 +842,12 @@ const orderedList: FormatCallback = (elem, walk, builder, options) => {
  */
 class EntityAwareParser extends Parser {
   inEntity = false;
+  /** Entities decoded in attribute values since the last open tag: each is a piece of the value's string. */
+  attributeEntities = 0;
+  override onattribentity(cp: number) {
+    this.attributeEntities++;
+    super.onattribentity(cp);
+  }
   override ontextentity(cp: number, endIndex: number) {
     this.inEntity = true;
     try {
@@ -824,6 +865,8 @@ const LIST_WAIT = 20_000;
 
 /** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */
 const MAX_SOURCE_CHARS = 400_000;
+/** What a node other than an element counts inside skipped elements toward it: `<a></a>`'s tags. */
+const SKIPPED_NODE = 7;
 
 /**
  * The text of a document; with `maxChars`, its first `maxChars` characters, converted from only as

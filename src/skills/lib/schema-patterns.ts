@@ -65,10 +65,71 @@ const MAX_FOLD = 0x1e943;
 
 /** The character escapes of a class (ECMA-262 ClassEscape) that are one code point, by letter. */
 const CONTROL: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13, b: 8, "0": 0 };
+/** What a range folded whole costs: charged where a range's ends cannot be read (an invalid one). */
+const FULL_FOLD_UNITS = Math.floor((MAX_FOLD - MIN_FOLD + 1) / FOLD_CODE_POINTS_PER_UNIT);
+
+/** The code point of hex digits (any number of leading zeros), or undefined for what is none. */
+const hexCodePoint = (digits: string): number | undefined => {
+  if (!/^[0-9a-fA-F]+$/.test(digits)) return undefined;
+  const cp = Number.parseInt(digits, 16);
+  return cp <= 0x10ffff ? cp : undefined;
+};
+
+/**
+ * The class member at `j` (ECMA-262 ClassAtom, `u` mode): its code point, or undefined for a set
+ * (`\d`, `\p{…}`) or what cannot be read (an invalid escape); where it ends; what it is besides.
+ * An unescaped `-` is the code point 0x2D: whether it joins a range is the caller's to say.
+ */
+function classAtomAt(
+  pattern: string,
+  j: number,
+): { end: number; cp: number | undefined; property?: boolean; space?: boolean } {
+  if (pattern[j] !== "\\") {
+    const cp = pattern.codePointAt(j) as number;
+    return { end: j + (cp > 0xffff ? 2 : 1), cp };
+  }
+  const pair = escapedPairAt(pattern, j);
+  if (pair !== undefined) return { end: j + 12, cp: pair };
+  const next = pattern[j + 1] ?? "";
+  if ((next === "p" || next === "P") && pattern[j + 2] === "{")
+    return { end: braceEnd(pattern, j) + 1, cp: undefined, property: true };
+  if (next === "u" && pattern[j + 2] === "{") {
+    // All its digits, however many leading zeros (a window of them read a long one as no number).
+    const end = braceEnd(pattern, j);
+    return { end: end + 1, cp: hexCodePoint(pattern.slice(j + 3, end)) };
+  }
+  if (next === "u" || next === "x") {
+    const digits = next === "u" ? 4 : 2;
+    return { end: j + 2 + digits, cp: hexCodePoint(pattern.slice(j + 2, j + 2 + digits)) };
+  }
+  if (next === "c") {
+    const letter = pattern[j + 2] ?? "";
+    return { end: j + 3, cp: /^[A-Za-z]$/.test(letter) ? letter.charCodeAt(0) % 32 : undefined };
+  }
+  if (next === "s" || next === "S") return { end: j + 2, cp: undefined, space: true };
+  if (next === "" || "dDwW".includes(next)) return { end: j + 2, cp: undefined };
+  const cp = CONTROL[next] ?? (next.codePointAt(0) as number);
+  return { end: j + 1 + (cp > 0xffff ? 2 : 1), cp };
+}
+
+/**
+ * What RE2 folding the range `lo`–`hi` costs inside `(?i:…)`: it walks the case-folding code points
+ * of it one by one, unless it spans them all. A range whose ends cannot be read is charged as the
+ * whole span: it is no cheaper than any spelling of it.
+ */
+function foldUnits(lo: number | undefined, hi: number | undefined): number {
+  if (lo === undefined || hi === undefined || lo > hi) return FULL_FOLD_UNITS;
+  if (lo <= MIN_FOLD && hi >= MAX_FOLD) return 0; // RE2 adds it whole
+  const walked = Math.min(hi, MAX_FOLD) - Math.max(lo, MIN_FOLD) + 1;
+  return Math.floor(Math.max(walked, 0) / FOLD_CODE_POINTS_PER_UNIT);
+}
 
 /**
  * What reading the class at `i` (its `[`) costs besides its instruction, and where it ends (its
- * `]`, as ECMAScript ends it). Its members are read as code points to see its ranges' widths.
+ * `]`, as ECMAScript ends it). Its members are read as ECMAScript reads them (ClassRanges): a
+ * member, then a range if a `-` follows that does not end the class, so an unescaped `-` is a
+ * range's end as well as any other character (`[--\u{1e942}]` is U+002D to U+1E942: RE2 folds
+ * ~125,000 code points of it, and it was read as no range). `[a-]`, `[-a]`, `[a-b-c]`.
  */
 function classCost(
   pattern: string,
@@ -77,60 +138,26 @@ function classCost(
 ): { end: number; units: number; properties: number } {
   let units = 0;
   let properties = 0;
-  // Members in order: a code point, or "-" (an unescaped dash), or undefined (a set: \d, \p{…}).
-  const members: (number | "-" | undefined)[] = [];
-  let j = i + 1;
-  if (pattern[j] === "^") j++;
-  for (; j < pattern.length && pattern[j] !== "]"; ) {
-    if (pattern[j] !== "\\") {
-      const cp = pattern.codePointAt(j) as number;
-      members.push(cp === 0x2d ? "-" : cp);
-      j += cp > 0xffff ? 2 : 1;
-      continue;
-    }
-    const pair = escapedPairAt(pattern, j);
-    if (pair !== undefined) {
-      members.push(pair);
-      j += 12;
-      continue;
-    }
-    const next = pattern[j + 1] ?? "";
-    const braced = /^\\u\{([0-9a-fA-F]*)\}/.exec(pattern.slice(j, j + 16));
-    if ((next === "p" || next === "P") && pattern[j + 2] === "{") {
+  const read = (j: number) => {
+    const atom = classAtomAt(pattern, j);
+    if (atom.property) {
       units += PROPERTY_UNITS;
       properties++;
-      members.push(undefined);
-      j = braceEnd(pattern, j) + 1;
-    } else if (next === "u" && pattern[j + 2] === "{") {
-      // \u{…} with any number of leading zeros: its text is charged with the class's.
-      const end = braceEnd(pattern, j);
-      members.push(braced ? Number.parseInt(braced[1] || "0", 16) : undefined);
-      j = end + 1;
-    } else if (next === "u" || next === "x") {
-      const digits = next === "u" ? 4 : 2;
-      members.push(Number.parseInt(pattern.slice(j + 2, j + 2 + digits), 16));
-      j += 2 + digits;
-    } else if (next === "c") {
-      members.push((pattern.charCodeAt(j + 2) || 0) % 32);
-      j += 3;
-    } else {
-      if (next === "s" || next === "S") units += 1;
-      members.push("dDwWsS".includes(next) ? undefined : (CONTROL[next] ?? next.codePointAt(0)));
-      j += 2;
     }
+    if (atom.space) units += 1;
+    return atom;
+  };
+  let j = i + 1;
+  if (pattern[j] === "^") j++;
+  while (j < pattern.length && pattern[j] !== "]") {
+    const lo = read(j);
+    j = lo.end;
+    if (pattern[j] !== "-" || j + 1 >= pattern.length || pattern[j + 1] === "]") continue;
+    const hi = read(j + 1);
+    j = hi.end;
+    if (fold) units += foldUnits(lo.cp, hi.cp);
   }
   units += Math.floor((j - i - 1) / CLASS_CHARS_PER_UNIT);
-  if (fold) {
-    for (let k = 0; k < members.length; k++) {
-      const lo = members[k];
-      const hi = members[k + 2];
-      if (members[k + 1] !== "-" || typeof lo !== "number" || typeof hi !== "number") continue;
-      k += 2;
-      if (lo <= MIN_FOLD && hi >= MAX_FOLD) continue; // RE2 adds it whole
-      const walked = Math.min(hi, MAX_FOLD) - Math.max(lo, MIN_FOLD) + 1;
-      units += Math.floor(Math.max(walked, 0) / FOLD_CODE_POINTS_PER_UNIT);
-    }
-  }
   return { end: j, units, properties };
 }
 

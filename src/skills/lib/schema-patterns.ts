@@ -47,11 +47,18 @@ export const NativeRegExp = RegExp;
  * - a range of a class inside `(?i:…)`: RE2 folds it code point by code point (20–190 ns each)
  *   unless it spans every case-folding one (U+0041–U+1E943): `(?i:[\u{42}-\u{1e943}])` 2–7.7 ms,
  *   `(?i:[\u{4e00}-\u{9fff}])` 4 ms. One unit per FOLD_CODE_POINTS_PER_UNIT.
- * - `\s` and `\S`, rewritten to ECMAScript's ten ranges: 5 µs (node 9.5): one more unit.
+ * - `\s` and `\S`, rewritten to ECMAScript's ten ranges (negated for `\S`): 4–5 µs each warm
+ *   (node 9.5), but 14–27 µs each cold, in a schema of them: SPACE_UNITS more. At one more unit,
+ *   4 patterns of `\S`, `(?i:[\S])` and `(?i:\S)` filling 19,216 units took 222, 240 and 159 ms.
+ * - a class holding `\S`, rewritten whole by testing it natively on each space (classToRe2): twice
+ *   `[\s]` (`[\S]` 8–9 µs warm, `(?i:[\S])` 11–12; cold 31 and 37): NOT_SPACE_CLASS_UNITS more.
  * Ordinary atoms cost 0.4–2.5 µs; counted repetition of a class and nested repetition cost what
  * their expanded instructions do (`[\p{L}]{1000}`: 0.3 ms). Schemas of each atom above filling
  * 19,000 units compiled in at most 3 µs a unit (cold; `\s` in a row, `(?i:\p{L})` in an alternation
- * 2.5), so 20,000 units stay within about 80 ms.
+ * 2.5), so 20,000 units stay within about 80 ms. Measured again for the `\s` family (4 patterns in
+ * a row, the validator loaded, median of 5 on a loaded 2-core machine), against `(?i:\p{L})` in the
+ * same runs (4.6 µs a unit; 3.4 quiet): `\s` 2.4, `\S` 4.4, `[\S]` 3.1, `(?i:\S)` 2.6, `(?i:[\s])`
+ * 4.0, `(?i:[\S])` 3.0.
  */
 export const MAX_PATTERN_SIZE = 5_000;
 /** All patterns of one schema together: about 80 ms and 7 MB of compiling. */
@@ -59,6 +66,10 @@ export const MAX_SCHEMA_PATTERN_SIZE = 20_000;
 const PROPERTY_UNITS = 50;
 const CLASS_CHARS_PER_UNIT = 8;
 const FOLD_CODE_POINTS_PER_UNIT = 16;
+/** `\s` or `\S` anywhere, besides its instruction: 6 units each. */
+const SPACE_UNITS = 5;
+/** A class holding `\S`, once, besides its members. */
+const NOT_SPACE_CLASS_UNITS = 4;
 /** The code points RE2's case folding walks one by one (re2js Unicode.MIN_FOLD, MAX_FOLD). */
 const MIN_FOLD = 0x41;
 const MAX_FOLD = 0x1e943;
@@ -83,7 +94,7 @@ const hexCodePoint = (digits: string): number | undefined => {
 function classAtomAt(
   pattern: string,
   j: number,
-): { end: number; cp: number | undefined; property?: boolean; space?: boolean } {
+): { end: number; cp: number | undefined; property?: boolean; space?: "s" | "S" } {
   if (pattern[j] !== "\\") {
     const cp = pattern.codePointAt(j) as number;
     return { end: j + (cp > 0xffff ? 2 : 1), cp };
@@ -106,7 +117,7 @@ function classAtomAt(
     const letter = pattern[j + 2] ?? "";
     return { end: j + 3, cp: /^[A-Za-z]$/.test(letter) ? letter.charCodeAt(0) % 32 : undefined };
   }
-  if (next === "s" || next === "S") return { end: j + 2, cp: undefined, space: true };
+  if (next === "s" || next === "S") return { end: j + 2, cp: undefined, space: next };
   if (next === "" || "dDwW".includes(next)) return { end: j + 2, cp: undefined };
   const cp = CONTROL[next] ?? (next.codePointAt(0) as number);
   return { end: j + 1 + (cp > 0xffff ? 2 : 1), cp };
@@ -138,13 +149,15 @@ function classCost(
 ): { end: number; units: number; properties: number } {
   let units = 0;
   let properties = 0;
+  let notSpace = false;
   const read = (j: number) => {
     const atom = classAtomAt(pattern, j);
     if (atom.property) {
       units += PROPERTY_UNITS;
       properties++;
     }
-    if (atom.space) units += 1;
+    if (atom.space) units += SPACE_UNITS;
+    if (atom.space === "S") notSpace = true;
     return atom;
   };
   let j = i + 1;
@@ -157,7 +170,7 @@ function classCost(
     j = hi.end;
     if (fold) units += foldUnits(lo.cp, hi.cp);
   }
-  units += Math.floor((j - i - 1) / CLASS_CHARS_PER_UNIT);
+  units += Math.floor((j - i - 1) / CLASS_CHARS_PER_UNIT) + (notSpace ? NOT_SPACE_CLASS_UNITS : 0);
   return { end: j, units, properties };
 }
 
@@ -203,7 +216,7 @@ export function patternEstimate(pattern: string): {
         if (next !== "u") properties++;
         i = end;
       } else {
-        if (next === "s" || next === "S") once += 1;
+        if (next === "s" || next === "S") once += SPACE_UNITS;
         i += next === "x" ? 3 : next === "u" ? 5 : next === "c" ? 2 : 1;
       }
       atom(1);

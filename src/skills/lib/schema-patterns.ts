@@ -289,9 +289,10 @@ export const patternSize = (pattern: string): number => patternEstimate(pattern)
  */
 const NATIVE_PROPERTY_MICROSECONDS = 100;
 const NATIVE_CHAR_MICROSECONDS = 0.03;
+const nativeMicroseconds = (pattern: string, properties: number) =>
+  NATIVE_PROPERTY_MICROSECONDS * properties + NATIVE_CHAR_MICROSECONDS * pattern.length;
 export const nativeCheckMicroseconds = (pattern: string): number =>
-  NATIVE_PROPERTY_MICROSECONDS * patternEstimate(pattern).properties +
-  NATIVE_CHAR_MICROSECONDS * pattern.length;
+  nativeMicroseconds(pattern, patternEstimate(pattern).properties);
 
 /**
  * ECMAScript's `\s`: WhiteSpace and LineTerminator (ECMA-262 22.2.2.9), as code point ranges. RE2's
@@ -490,29 +491,44 @@ export const testCost = (pattern: string, chars: number, charsPerUnit: number) =
   0.5 + (chars * Math.max(1, compiledEntry(pattern).instructions / 8)) / charsPerUnit;
 
 /**
- * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
- * large one). `spent` is what the schema's patterns checked before it cost; returns its own, which
- * the caller adds. A too large one, or the one that would take the schema's patterns together past
- * MAX_SCHEMA_PATTERN_SIZE, is refused from its text before either engine reads it: the native
- * check alone took 1 s for 4,800 `[\p{L}\p{N}\p{M}]`.
+ * The native syntax check runs before a pattern is refused as too large where the check is cheap
+ * (nativeCheckMicroseconds at most this, ~200 Unicode properties or ~600,000 characters; the most
+ * a refused call can spend on it, once): an invalid pattern is an invalid schema whatever its
+ * estimate, as for any other validator (`a{1000}{1000}` and 101 `\p{Bogus}` were "too large").
+ * A longer one is refused from its estimate alone: 4,800 `[\p{L}\p{N}\p{M}]` took 1 s to check.
  */
-export function checkPattern(pattern: string, path: (string | number)[], spent = 0): number {
-  const cached = compiled.get(pattern);
-  const units = cached ? cached.units : patternEstimate(pattern).units;
-  if (!cached && units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
-  if (spent + units > MAX_SCHEMA_PATTERN_SIZE) {
-    throw new UnsupportedPattern(
-      pattern,
-      path,
-      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
-      true,
-    );
-  }
+const NATIVE_CHECK_FIRST_MICROSECONDS = 20_000;
+
+const nativeSyntaxCheck = (pattern: string, path: (string | number)[]) => {
   try {
     new NativeRegExp(pattern, "u");
   } catch (e) {
     throw new InvalidPattern(`#/${path.join("/")}: ${e instanceof Error ? e.message : String(e)}`);
   }
+};
+
+/**
+ * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
+ * large one). `spent` is what the schema's patterns checked before it cost; returns its own, which
+ * the caller adds. A too large one, or the one that would take the schema's patterns together past
+ * MAX_SCHEMA_PATTERN_SIZE, is refused from its text before RE2 reads it, and before the native
+ * check too unless that is cheap (NATIVE_CHECK_FIRST_MICROSECONDS).
+ */
+export function checkPattern(pattern: string, path: (string | number)[], spent = 0): number {
+  const cached = compiled.get(pattern);
+  const estimate = cached ? undefined : patternEstimate(pattern);
+  const units = cached ? cached.units : (estimate?.units ?? 0);
+  const refuse = (reason: string): never => {
+    if (estimate && nativeMicroseconds(pattern, estimate.properties) <= NATIVE_CHECK_FIRST_MICROSECONDS)
+      nativeSyntaxCheck(pattern, path);
+    throw new UnsupportedPattern(pattern, path, reason, true);
+  };
+  if (!cached && units > MAX_PATTERN_SIZE) refuse(tooLarge(units));
+  if (spent + units > MAX_SCHEMA_PATTERN_SIZE)
+    refuse(
+      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
+    );
+  nativeSyntaxCheck(pattern, path);
   // In a valid u-mode pattern every `\k` is a named backreference (anything else is a syntax
   // error there); re2js's translation reads it as the letters "k<name>", a silent wrong answer.
   if (NAMED_BACKREFERENCE.test(pattern))

@@ -4,7 +4,8 @@ import { RE2JS } from "re2js";
  * `pattern` and `patternProperties` of json_schema_validate run on RE2 (re2js), in linear time:
  * a pattern JavaScript accepts but RE2 cannot run (lookaround, backreference) is refused up front.
  * What both engines write alike but read differently (`\s`, `\S`, `.`) is rewritten to mean what
- * ECMA-262, the dialect JSON Schema names, means by it (toRe2Syntax).
+ * ECMA-262, the dialect JSON Schema names, means by it (toRe2Syntax); what RE2 cannot spell so
+ * (`^` and `$` in `(?m:…)` on a string holding \r, U+2028 or U+2029) is refused, not answered.
  */
 
 /** A pattern that JavaScript accepts but RE2 cannot run in linear time (lookaround, backreference). */
@@ -15,6 +16,8 @@ export class UnsupportedPattern extends Error {
     readonly reason: string,
     /** RE2 could run it, but compiling it costs too much here, alone or with the schema's others. */
     readonly tooLarge = false,
+    /** RE2 runs it, but would answer otherwise than ECMAScript on a string of the instance. */
+    readonly onInstance = false,
   ) {
     super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
   }
@@ -396,13 +399,22 @@ function classToRe2(cls: string): string {
  * group within it turns it off (`(?-s:…)`), for that group only. It was rewritten as a line's
  * character everywhere, so `^(?s:.)$` refused "\n", which JavaScript takes. The group's own
  * modifiers are kept (RE2 reads them alike); `(?s)` without a group is no ECMAScript.
+ *
+ * `multilineAnchors`: whether a `^` or `$` stands where the m flag is on (`(?m:…)`, tracked the same
+ * way). There ECMAScript breaks lines at \n, \r, U+2028 and U+2029, RE2 at \n only, and RE2 has no
+ * lookbehind to spell the others: `(?m:^b)` on "a\rb" is true natively and was false here. Such a
+ * pattern is not answered on a string holding one of those three (compiledEntry).
  */
-export function toRe2Syntax(pattern: string): string {
+function translate(pattern: string): { source: string; multilineAnchors: boolean } {
   let out = "";
-  // Whether the s flag is on, in each group open at this point (the outermost first).
-  const dotAll = [false];
+  let multilineAnchors = false;
+  // The s and m flags in each group open at this point (the outermost first).
+  const flags = [{ s: false, m: false }];
+  const on = (modifiers: RegExpExecArray, flag: string, outer: boolean) =>
+    (outer || (modifiers[1] ?? "").includes(flag)) && !(modifiers[2] ?? "").includes(flag);
   for (let i = 0; i < pattern.length; ) {
     const ch = pattern[i];
+    const current = flags[flags.length - 1] as { s: boolean; m: boolean };
     if (ch === "\\") {
       const pair = escapedPairAt(pattern, i);
       if (pair !== undefined) {
@@ -420,26 +432,26 @@ export function toRe2Syntax(pattern: string): string {
       out += classToRe2(pattern.slice(i, end + 1));
       i = end + 1;
     } else if (ch === "(") {
-      const outer = dotAll[dotAll.length - 1] as boolean;
       const modifiers = MODIFIERS.exec(pattern.slice(i, i + 12));
-      dotAll.push(
-        modifiers
-          ? (outer || (modifiers[1] ?? "").includes("s")) && !(modifiers[2] ?? "").includes("s")
-          : outer,
+      flags.push(
+        modifiers ? { s: on(modifiers, "s", current.s), m: on(modifiers, "m", current.m) } : { ...current },
       );
       out += ch;
       i++;
     } else if (ch === ")") {
-      if (dotAll.length > 1) dotAll.pop();
+      if (flags.length > 1) flags.pop();
       out += ch;
       i++;
     } else {
-      out += ch !== "." ? ch : dotAll[dotAll.length - 1] ? ANY_CHAR : JS_DOT;
+      if ((ch === "^" || ch === "$") && current.m) multilineAnchors = true;
+      out += ch !== "." ? ch : current.s ? ANY_CHAR : JS_DOT;
       i++;
     }
   }
-  return out;
+  return { source: out, multilineAnchors };
 }
+
+export const toRe2Syntax = (pattern: string): string => translate(pattern).source;
 
 class PatternTooLarge extends Error {}
 
@@ -454,19 +466,43 @@ class PatternTooLarge extends Error {}
 const MAX_CACHED_BYTES = 15_000_000;
 const entryBytes = (pattern: string, instructions: number) => 3_072 + 350 * instructions + 6 * pattern.length;
 
-const compiled = new Map<string, { re: RE2JS; instructions: number; units: number }>();
+type Entry = {
+  re: RE2JS;
+  instructions: number;
+  units: number;
+  /** Where the schema being checked has it (checkPattern): a refused test is reported there. */
+  path?: (string | number)[];
+};
+const compiled = new Map<string, Entry>();
 let cachedBytes = 0;
 
 /** What the cache holds, as entryBytes counts it (for tests: it stays within MAX_CACHED_BYTES). */
 export const cachedPatternBytes = () => cachedBytes;
+
+/** The line breaks of ECMAScript's multiline ^ and $ that RE2's are not (it breaks at \n only). */
+const OTHER_LINE_BREAK = /[\r\u2028\u2029]/;
+const MULTILINE_REASON =
+  "in (?m:…) ECMAScript's ^ and $ also break lines at \\r, U+2028 and U+2029, RE2's at \\n only, and the string tested holds one";
 
 function compiledEntry(pattern: string) {
   let entry = compiled.get(pattern);
   if (!entry) {
     const { instructions, units } = patternEstimate(pattern);
     if (units > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(units));
+    const { source, multilineAnchors } = translate(pattern);
     // Sized from the pattern as written: each rewritten class is one atom either way.
-    entry = { re: RE2JS.compile(RE2JS.translateRegExp(toRe2Syntax(pattern))), instructions, units };
+    const re = RE2JS.compile(RE2JS.translateRegExp(source));
+    const made: Entry = { re, instructions, units };
+    if (multilineAnchors) {
+      // test is all the validator calls (schema-work.ts); on such a string RE2 would answer wrong.
+      const test = re.test.bind(re);
+      re.test = (input: string | number[] | Uint8Array) => {
+        if (typeof input === "string" && OTHER_LINE_BREAK.test(input))
+          throw new UnsupportedPattern(pattern, made.path ?? [], MULTILINE_REASON, false, true);
+        return test(input);
+      };
+    }
+    entry = made;
     const bytes = entryBytes(pattern, instructions);
     if (cachedBytes + bytes > MAX_CACHED_BYTES) {
       compiled.clear();
@@ -534,7 +570,9 @@ export function checkPattern(pattern: string, path: (string | number)[], spent =
   if (NAMED_BACKREFERENCE.test(pattern))
     throw new UnsupportedPattern(pattern, path, "RE2 cannot run a backreference (\\k<name>)");
   try {
-    return compiledEntry(pattern).units;
+    const entry = compiledEntry(pattern);
+    entry.path = path;
+    return entry.units;
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);

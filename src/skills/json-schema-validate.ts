@@ -197,7 +197,9 @@ export const jsonSchemaValidate = defineSkill({
           ["schema", ...e.path],
           e.tooLarge
             ? `Pattern is too large: patterns run on RE2, and what compiling them costs is counted before they are compiled (counted repetition, Unicode properties \\p{…}, class size; see docs/LIMITS.md): ${e.reason}`
-            : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
+            : e.onInstance
+              ? `Pattern cannot be checked on this instance: patterns run on RE2 (linear time), which would answer otherwise than ECMAScript here (${e.reason}; see docs/LIMITS.md)`
+              : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
           e.pattern,
           "pattern_unsupported",
           { pattern: e.pattern, error: e.reason },

@@ -4,7 +4,8 @@ import { RE2JS } from "re2js";
  * `pattern` and `patternProperties` of json_schema_validate run on RE2 (re2js), in linear time:
  * a pattern JavaScript accepts but RE2 cannot run (lookaround, backreference) is refused up front.
  * What both engines write alike but read differently (`\s`, `\S`, `.`) is rewritten to mean what
- * ECMA-262, the dialect JSON Schema names, means by it (toRe2Syntax).
+ * ECMA-262, the dialect JSON Schema names, means by it (toRe2Syntax); what RE2 cannot spell so
+ * (`^` and `$` in `(?m:…)` on a string holding \r, U+2028 or U+2029) is refused, not answered.
  */
 
 /** A pattern that JavaScript accepts but RE2 cannot run in linear time (lookaround, backreference). */
@@ -15,6 +16,8 @@ export class UnsupportedPattern extends Error {
     readonly reason: string,
     /** RE2 could run it, but compiling it costs too much here, alone or with the schema's others. */
     readonly tooLarge = false,
+    /** RE2 runs it, but would answer otherwise than ECMAScript on a string of the instance. */
+    readonly onInstance = false,
   ) {
     super(`pattern ${JSON.stringify(pattern)} is not supported: ${reason}`);
   }
@@ -47,11 +50,18 @@ export const NativeRegExp = RegExp;
  * - a range of a class inside `(?i:…)`: RE2 folds it code point by code point (20–190 ns each)
  *   unless it spans every case-folding one (U+0041–U+1E943): `(?i:[\u{42}-\u{1e943}])` 2–7.7 ms,
  *   `(?i:[\u{4e00}-\u{9fff}])` 4 ms. One unit per FOLD_CODE_POINTS_PER_UNIT.
- * - `\s` and `\S`, rewritten to ECMAScript's ten ranges: 5 µs (node 9.5): one more unit.
+ * - `\s` and `\S`, rewritten to ECMAScript's ten ranges (negated for `\S`): 4–5 µs each warm
+ *   (node 9.5), but 14–27 µs each cold, in a schema of them: SPACE_UNITS more. At one more unit,
+ *   4 patterns of `\S`, `(?i:[\S])` and `(?i:\S)` filling 19,216 units took 222, 240 and 159 ms.
+ * - a class holding `\S`, rewritten whole by testing it natively on each space (classToRe2): twice
+ *   `[\s]` (`[\S]` 8–9 µs warm, `(?i:[\S])` 11–12; cold 31 and 37): NOT_SPACE_CLASS_UNITS more.
  * Ordinary atoms cost 0.4–2.5 µs; counted repetition of a class and nested repetition cost what
  * their expanded instructions do (`[\p{L}]{1000}`: 0.3 ms). Schemas of each atom above filling
  * 19,000 units compiled in at most 3 µs a unit (cold; `\s` in a row, `(?i:\p{L})` in an alternation
- * 2.5), so 20,000 units stay within about 80 ms.
+ * 2.5), so 20,000 units stay within about 80 ms. Measured again for the `\s` family (4 patterns in
+ * a row, the validator loaded, median of 5 on a loaded 2-core machine), against `(?i:\p{L})` in the
+ * same runs (4.6 µs a unit; 3.4 quiet): `\s` 2.4, `\S` 4.4, `[\S]` 3.1, `(?i:\S)` 2.6, `(?i:[\s])`
+ * 4.0, `(?i:[\S])` 3.0.
  */
 export const MAX_PATTERN_SIZE = 5_000;
 /** All patterns of one schema together: about 80 ms and 7 MB of compiling. */
@@ -59,16 +69,81 @@ export const MAX_SCHEMA_PATTERN_SIZE = 20_000;
 const PROPERTY_UNITS = 50;
 const CLASS_CHARS_PER_UNIT = 8;
 const FOLD_CODE_POINTS_PER_UNIT = 16;
+/** `\s` or `\S` anywhere, besides its instruction: 6 units each. */
+const SPACE_UNITS = 5;
+/** A class holding `\S`, once, besides its members. */
+const NOT_SPACE_CLASS_UNITS = 4;
 /** The code points RE2's case folding walks one by one (re2js Unicode.MIN_FOLD, MAX_FOLD). */
 const MIN_FOLD = 0x41;
 const MAX_FOLD = 0x1e943;
 
 /** The character escapes of a class (ECMA-262 ClassEscape) that are one code point, by letter. */
 const CONTROL: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13, b: 8, "0": 0 };
+/** What a range folded whole costs: charged where a range's ends cannot be read (an invalid one). */
+const FULL_FOLD_UNITS = Math.floor((MAX_FOLD - MIN_FOLD + 1) / FOLD_CODE_POINTS_PER_UNIT);
+
+/** The code point of hex digits (any number of leading zeros), or undefined for what is none. */
+const hexCodePoint = (digits: string): number | undefined => {
+  if (!/^[0-9a-fA-F]+$/.test(digits)) return undefined;
+  const cp = Number.parseInt(digits, 16);
+  return cp <= 0x10ffff ? cp : undefined;
+};
+
+/**
+ * The class member at `j` (ECMA-262 ClassAtom, `u` mode): its code point, or undefined for a set
+ * (`\d`, `\p{…}`) or what cannot be read (an invalid escape); where it ends; what it is besides.
+ * An unescaped `-` is the code point 0x2D: whether it joins a range is the caller's to say.
+ */
+function classAtomAt(
+  pattern: string,
+  j: number,
+): { end: number; cp: number | undefined; property?: boolean; space?: "s" | "S" } {
+  if (pattern[j] !== "\\") {
+    const cp = pattern.codePointAt(j) as number;
+    return { end: j + (cp > 0xffff ? 2 : 1), cp };
+  }
+  const pair = escapedPairAt(pattern, j);
+  if (pair !== undefined) return { end: j + 12, cp: pair };
+  const next = pattern[j + 1] ?? "";
+  if ((next === "p" || next === "P") && pattern[j + 2] === "{")
+    return { end: braceEnd(pattern, j) + 1, cp: undefined, property: true };
+  if (next === "u" && pattern[j + 2] === "{") {
+    // All its digits, however many leading zeros (a window of them read a long one as no number).
+    const end = braceEnd(pattern, j);
+    return { end: end + 1, cp: hexCodePoint(pattern.slice(j + 3, end)) };
+  }
+  if (next === "u" || next === "x") {
+    const digits = next === "u" ? 4 : 2;
+    return { end: j + 2 + digits, cp: hexCodePoint(pattern.slice(j + 2, j + 2 + digits)) };
+  }
+  if (next === "c") {
+    const letter = pattern[j + 2] ?? "";
+    return { end: j + 3, cp: /^[A-Za-z]$/.test(letter) ? letter.charCodeAt(0) % 32 : undefined };
+  }
+  if (next === "s" || next === "S") return { end: j + 2, cp: undefined, space: next };
+  if (next === "" || "dDwW".includes(next)) return { end: j + 2, cp: undefined };
+  const cp = CONTROL[next] ?? (next.codePointAt(0) as number);
+  return { end: j + 1 + (cp > 0xffff ? 2 : 1), cp };
+}
+
+/**
+ * What RE2 folding the range `lo`–`hi` costs inside `(?i:…)`: it walks the case-folding code points
+ * of it one by one, unless it spans them all. A range whose ends cannot be read is charged as the
+ * whole span: it is no cheaper than any spelling of it.
+ */
+function foldUnits(lo: number | undefined, hi: number | undefined): number {
+  if (lo === undefined || hi === undefined || lo > hi) return FULL_FOLD_UNITS;
+  if (lo <= MIN_FOLD && hi >= MAX_FOLD) return 0; // RE2 adds it whole
+  const walked = Math.min(hi, MAX_FOLD) - Math.max(lo, MIN_FOLD) + 1;
+  return Math.floor(Math.max(walked, 0) / FOLD_CODE_POINTS_PER_UNIT);
+}
 
 /**
  * What reading the class at `i` (its `[`) costs besides its instruction, and where it ends (its
- * `]`, as ECMAScript ends it). Its members are read as code points to see its ranges' widths.
+ * `]`, as ECMAScript ends it). Its members are read as ECMAScript reads them (ClassRanges): a
+ * member, then a range if a `-` follows that does not end the class, so an unescaped `-` is a
+ * range's end as well as any other character (`[--\u{1e942}]` is U+002D to U+1E942: RE2 folds
+ * ~125,000 code points of it, and it was read as no range). `[a-]`, `[-a]`, `[a-b-c]`.
  */
 function classCost(
   pattern: string,
@@ -77,60 +152,28 @@ function classCost(
 ): { end: number; units: number; properties: number } {
   let units = 0;
   let properties = 0;
-  // Members in order: a code point, or "-" (an unescaped dash), or undefined (a set: \d, \p{…}).
-  const members: (number | "-" | undefined)[] = [];
-  let j = i + 1;
-  if (pattern[j] === "^") j++;
-  for (; j < pattern.length && pattern[j] !== "]"; ) {
-    if (pattern[j] !== "\\") {
-      const cp = pattern.codePointAt(j) as number;
-      members.push(cp === 0x2d ? "-" : cp);
-      j += cp > 0xffff ? 2 : 1;
-      continue;
-    }
-    const pair = escapedPairAt(pattern, j);
-    if (pair !== undefined) {
-      members.push(pair);
-      j += 12;
-      continue;
-    }
-    const next = pattern[j + 1] ?? "";
-    const braced = /^\\u\{([0-9a-fA-F]*)\}/.exec(pattern.slice(j, j + 16));
-    if ((next === "p" || next === "P") && pattern[j + 2] === "{") {
+  let notSpace = false;
+  const read = (j: number) => {
+    const atom = classAtomAt(pattern, j);
+    if (atom.property) {
       units += PROPERTY_UNITS;
       properties++;
-      members.push(undefined);
-      j = braceEnd(pattern, j) + 1;
-    } else if (next === "u" && pattern[j + 2] === "{") {
-      // \u{…} with any number of leading zeros: its text is charged with the class's.
-      const end = braceEnd(pattern, j);
-      members.push(braced ? Number.parseInt(braced[1] || "0", 16) : undefined);
-      j = end + 1;
-    } else if (next === "u" || next === "x") {
-      const digits = next === "u" ? 4 : 2;
-      members.push(Number.parseInt(pattern.slice(j + 2, j + 2 + digits), 16));
-      j += 2 + digits;
-    } else if (next === "c") {
-      members.push((pattern.charCodeAt(j + 2) || 0) % 32);
-      j += 3;
-    } else {
-      if (next === "s" || next === "S") units += 1;
-      members.push("dDwWsS".includes(next) ? undefined : (CONTROL[next] ?? next.codePointAt(0)));
-      j += 2;
     }
+    if (atom.space) units += SPACE_UNITS;
+    if (atom.space === "S") notSpace = true;
+    return atom;
+  };
+  let j = i + 1;
+  if (pattern[j] === "^") j++;
+  while (j < pattern.length && pattern[j] !== "]") {
+    const lo = read(j);
+    j = lo.end;
+    if (pattern[j] !== "-" || j + 1 >= pattern.length || pattern[j + 1] === "]") continue;
+    const hi = read(j + 1);
+    j = hi.end;
+    if (fold) units += foldUnits(lo.cp, hi.cp);
   }
-  units += Math.floor((j - i - 1) / CLASS_CHARS_PER_UNIT);
-  if (fold) {
-    for (let k = 0; k < members.length; k++) {
-      const lo = members[k];
-      const hi = members[k + 2];
-      if (members[k + 1] !== "-" || typeof lo !== "number" || typeof hi !== "number") continue;
-      k += 2;
-      if (lo <= MIN_FOLD && hi >= MAX_FOLD) continue; // RE2 adds it whole
-      const walked = Math.min(hi, MAX_FOLD) - Math.max(lo, MIN_FOLD) + 1;
-      units += Math.floor(Math.max(walked, 0) / FOLD_CODE_POINTS_PER_UNIT);
-    }
-  }
+  units += Math.floor((j - i - 1) / CLASS_CHARS_PER_UNIT) + (notSpace ? NOT_SPACE_CLASS_UNITS : 0);
   return { end: j, units, properties };
 }
 
@@ -176,7 +219,7 @@ export function patternEstimate(pattern: string): {
         if (next !== "u") properties++;
         i = end;
       } else {
-        if (next === "s" || next === "S") once += 1;
+        if (next === "s" || next === "S") once += SPACE_UNITS;
         i += next === "x" ? 3 : next === "u" ? 5 : next === "c" ? 2 : 1;
       }
       atom(1);
@@ -249,9 +292,10 @@ export const patternSize = (pattern: string): number => patternEstimate(pattern)
  */
 const NATIVE_PROPERTY_MICROSECONDS = 100;
 const NATIVE_CHAR_MICROSECONDS = 0.03;
+const nativeMicroseconds = (pattern: string, properties: number) =>
+  NATIVE_PROPERTY_MICROSECONDS * properties + NATIVE_CHAR_MICROSECONDS * pattern.length;
 export const nativeCheckMicroseconds = (pattern: string): number =>
-  NATIVE_PROPERTY_MICROSECONDS * patternEstimate(pattern).properties +
-  NATIVE_CHAR_MICROSECONDS * pattern.length;
+  nativeMicroseconds(pattern, patternEstimate(pattern).properties);
 
 /**
  * ECMAScript's `\s`: WhiteSpace and LineTerminator (ECMA-262 22.2.2.9), as code point ranges. RE2's
@@ -355,13 +399,22 @@ function classToRe2(cls: string): string {
  * group within it turns it off (`(?-s:…)`), for that group only. It was rewritten as a line's
  * character everywhere, so `^(?s:.)$` refused "\n", which JavaScript takes. The group's own
  * modifiers are kept (RE2 reads them alike); `(?s)` without a group is no ECMAScript.
+ *
+ * `multilineAnchors`: whether a `^` or `$` stands where the m flag is on (`(?m:…)`, tracked the same
+ * way). There ECMAScript breaks lines at \n, \r, U+2028 and U+2029, RE2 at \n only, and RE2 has no
+ * lookbehind to spell the others: `(?m:^b)` on "a\rb" is true natively and was false here. Such a
+ * pattern is not answered on a string holding one of those three (compiledEntry).
  */
-export function toRe2Syntax(pattern: string): string {
+function translate(pattern: string): { source: string; multilineAnchors: boolean } {
   let out = "";
-  // Whether the s flag is on, in each group open at this point (the outermost first).
-  const dotAll = [false];
+  let multilineAnchors = false;
+  // The s and m flags in each group open at this point (the outermost first).
+  const flags = [{ s: false, m: false }];
+  const on = (modifiers: RegExpExecArray, flag: string, outer: boolean) =>
+    (outer || (modifiers[1] ?? "").includes(flag)) && !(modifiers[2] ?? "").includes(flag);
   for (let i = 0; i < pattern.length; ) {
     const ch = pattern[i];
+    const current = flags[flags.length - 1] as { s: boolean; m: boolean };
     if (ch === "\\") {
       const pair = escapedPairAt(pattern, i);
       if (pair !== undefined) {
@@ -379,26 +432,26 @@ export function toRe2Syntax(pattern: string): string {
       out += classToRe2(pattern.slice(i, end + 1));
       i = end + 1;
     } else if (ch === "(") {
-      const outer = dotAll[dotAll.length - 1] as boolean;
       const modifiers = MODIFIERS.exec(pattern.slice(i, i + 12));
-      dotAll.push(
-        modifiers
-          ? (outer || (modifiers[1] ?? "").includes("s")) && !(modifiers[2] ?? "").includes("s")
-          : outer,
+      flags.push(
+        modifiers ? { s: on(modifiers, "s", current.s), m: on(modifiers, "m", current.m) } : { ...current },
       );
       out += ch;
       i++;
     } else if (ch === ")") {
-      if (dotAll.length > 1) dotAll.pop();
+      if (flags.length > 1) flags.pop();
       out += ch;
       i++;
     } else {
-      out += ch !== "." ? ch : dotAll[dotAll.length - 1] ? ANY_CHAR : JS_DOT;
+      if ((ch === "^" || ch === "$") && current.m) multilineAnchors = true;
+      out += ch !== "." ? ch : current.s ? ANY_CHAR : JS_DOT;
       i++;
     }
   }
-  return out;
+  return { source: out, multilineAnchors };
 }
+
+export const toRe2Syntax = (pattern: string): string => translate(pattern).source;
 
 class PatternTooLarge extends Error {}
 
@@ -413,19 +466,43 @@ class PatternTooLarge extends Error {}
 const MAX_CACHED_BYTES = 15_000_000;
 const entryBytes = (pattern: string, instructions: number) => 3_072 + 350 * instructions + 6 * pattern.length;
 
-const compiled = new Map<string, { re: RE2JS; instructions: number; units: number }>();
+type Entry = {
+  re: RE2JS;
+  instructions: number;
+  units: number;
+  /** Where the schema being checked has it (checkPattern): a refused test is reported there. */
+  path?: (string | number)[];
+};
+const compiled = new Map<string, Entry>();
 let cachedBytes = 0;
 
 /** What the cache holds, as entryBytes counts it (for tests: it stays within MAX_CACHED_BYTES). */
 export const cachedPatternBytes = () => cachedBytes;
+
+/** The line breaks of ECMAScript's multiline ^ and $ that RE2's are not (it breaks at \n only). */
+const OTHER_LINE_BREAK = /[\r\u2028\u2029]/;
+const MULTILINE_REASON =
+  "in (?m:…) ECMAScript's ^ and $ also break lines at \\r, U+2028 and U+2029, RE2's at \\n only, and the string tested holds one";
 
 function compiledEntry(pattern: string) {
   let entry = compiled.get(pattern);
   if (!entry) {
     const { instructions, units } = patternEstimate(pattern);
     if (units > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(units));
+    const { source, multilineAnchors } = translate(pattern);
     // Sized from the pattern as written: each rewritten class is one atom either way.
-    entry = { re: RE2JS.compile(RE2JS.translateRegExp(toRe2Syntax(pattern))), instructions, units };
+    const re = RE2JS.compile(RE2JS.translateRegExp(source));
+    const made: Entry = { re, instructions, units };
+    if (multilineAnchors) {
+      // test is all the validator calls (schema-work.ts); on such a string RE2 would answer wrong.
+      const test = re.test.bind(re);
+      re.test = (input: string | number[] | Uint8Array) => {
+        if (typeof input === "string" && OTHER_LINE_BREAK.test(input))
+          throw new UnsupportedPattern(pattern, made.path ?? [], MULTILINE_REASON, false, true);
+        return test(input);
+      };
+    }
+    entry = made;
     const bytes = entryBytes(pattern, instructions);
     if (cachedBytes + bytes > MAX_CACHED_BYTES) {
       compiled.clear();
@@ -450,35 +527,52 @@ export const testCost = (pattern: string, chars: number, charsPerUnit: number) =
   0.5 + (chars * Math.max(1, compiledEntry(pattern).instructions / 8)) / charsPerUnit;
 
 /**
- * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
- * large one). `spent` is what the schema's patterns checked before it cost; returns its own, which
- * the caller adds. A too large one, or the one that would take the schema's patterns together past
- * MAX_SCHEMA_PATTERN_SIZE, is refused from its text before either engine reads it: the native
- * check alone took 1 s for 4,800 `[\p{L}\p{N}\p{M}]`.
+ * The native syntax check runs before a pattern is refused as too large where the check is cheap
+ * (nativeCheckMicroseconds at most this, ~200 Unicode properties or ~600,000 characters; the most
+ * a refused call can spend on it, once): an invalid pattern is an invalid schema whatever its
+ * estimate, as for any other validator (`a{1000}{1000}` and 101 `\p{Bogus}` were "too large").
+ * A longer one is refused from its estimate alone: 4,800 `[\p{L}\p{N}\p{M}]` took 1 s to check.
  */
-export function checkPattern(pattern: string, path: (string | number)[], spent = 0): number {
-  const cached = compiled.get(pattern);
-  const units = cached ? cached.units : patternEstimate(pattern).units;
-  if (!cached && units > MAX_PATTERN_SIZE) throw new UnsupportedPattern(pattern, path, tooLarge(units), true);
-  if (spent + units > MAX_SCHEMA_PATTERN_SIZE) {
-    throw new UnsupportedPattern(
-      pattern,
-      path,
-      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
-      true,
-    );
-  }
+const NATIVE_CHECK_FIRST_MICROSECONDS = 20_000;
+
+const nativeSyntaxCheck = (pattern: string, path: (string | number)[]) => {
   try {
     new NativeRegExp(pattern, "u");
   } catch (e) {
     throw new InvalidPattern(`#/${path.join("/")}: ${e instanceof Error ? e.message : String(e)}`);
   }
+};
+
+/**
+ * Refuses, before validation, a pattern the schema may not use (an invalid, a non-linear or a too
+ * large one). `spent` is what the schema's patterns checked before it cost; returns its own, which
+ * the caller adds. A too large one, or the one that would take the schema's patterns together past
+ * MAX_SCHEMA_PATTERN_SIZE, is refused from its text before RE2 reads it, and before the native
+ * check too unless that is cheap (NATIVE_CHECK_FIRST_MICROSECONDS).
+ */
+export function checkPattern(pattern: string, path: (string | number)[], spent = 0): number {
+  const cached = compiled.get(pattern);
+  const estimate = cached ? undefined : patternEstimate(pattern);
+  const units = cached ? cached.units : (estimate?.units ?? 0);
+  const refuse = (reason: string): never => {
+    if (estimate && nativeMicroseconds(pattern, estimate.properties) <= NATIVE_CHECK_FIRST_MICROSECONDS)
+      nativeSyntaxCheck(pattern, path);
+    throw new UnsupportedPattern(pattern, path, reason, true);
+  };
+  if (!cached && units > MAX_PATTERN_SIZE) refuse(tooLarge(units));
+  if (spent + units > MAX_SCHEMA_PATTERN_SIZE)
+    refuse(
+      `the schema's patterns together cost more than ${MAX_SCHEMA_PATTERN_SIZE} RE2 instructions to compile`,
+    );
+  nativeSyntaxCheck(pattern, path);
   // In a valid u-mode pattern every `\k` is a named backreference (anything else is a syntax
   // error there); re2js's translation reads it as the letters "k<name>", a silent wrong answer.
   if (NAMED_BACKREFERENCE.test(pattern))
     throw new UnsupportedPattern(pattern, path, "RE2 cannot run a backreference (\\k<name>)");
   try {
-    return compiledEntry(pattern).units;
+    const entry = compiledEntry(pattern);
+    entry.path = path;
+    return entry.units;
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);

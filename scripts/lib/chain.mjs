@@ -110,7 +110,8 @@ async function deployUsdc(rpcUrl) {
   await call("initializeV2_1", [o]);
   await call("initializeV2_2", [[], "USDC"]);
   await call("configureMinter", [o, 10n ** 18n]);
-  for (const buyer of [...ACCOUNTS.buyers, ACCOUNTS.operating]) await call("mint", [buyer.address, BUYER_FUNDS]);
+  for (const buyer of [...ACCOUNTS.buyers, ACCOUNTS.operating])
+    await call("mint", [buyer.address, BUYER_FUNDS]);
 
   // Fail loudly if the domain ever drifts from what Base clients sign against.
   const onChain = await pub.readContract({

@@ -2,7 +2,5 @@
 -- a person's name, and the row's request_id joins it to the payer's wallet in `payments`. The
 -- seeds logged before are blanked. The column stays, written empty, so a Worker version that
 -- still writes it runs during a rollout (or after a rollback); the Cron blanks what such a
--- version writes (src/ops/database.ts), finding those rows through the partial index below
--- (empty while every version writes ''), so the run reads no other row.
+-- version writes (src/ops/database.ts, through the index of migration 0017).
 UPDATE osint_calls SET seed_entity = '' WHERE seed_entity <> '';
-CREATE INDEX osint_calls_seeded ON osint_calls (id) WHERE seed_entity <> '';

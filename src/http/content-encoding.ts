@@ -12,8 +12,9 @@ export const identityBodyOnly: MiddlewareHandler = (c, next) => {
   const method = c.req.method;
   if (method === "GET" || method === "HEAD" || method === "OPTIONS") return next();
   const coding = c.req.raw.headers.get("content-encoding");
-  // A list of codings, applied in order: only "identity" (or nothing) leaves the body as sent.
-  if (coding === null || /^[\s,]*(identity[\s,]*)*$/i.test(coding)) return next();
+  // A comma-separated list of codings, applied in order: only "identity" (or nothing) leaves the
+  // body as sent.
+  if (coding === null || coding.split(",").every((t) => /^\s*(identity)?\s*$/i.test(t))) return next();
   return Promise.resolve(
     detail(
       c,

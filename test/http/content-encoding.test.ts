@@ -9,6 +9,16 @@ async function gzipped(text: string) {
 
 describe("request bodies in a content coding", () => {
   it("a gzip body is a 415 naming the coding to use, not a 422 about its compressed bytes", async () => {
+    // Not a list of identity: another coding's name, or two names without their comma.
+    for (const coding of ["identityidentity", "identity identity", "identity, gzip"]) {
+      const res = await call("/api/skills/sha256", {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-encoding": coding },
+        body: '{"text":"abc"}',
+      });
+      expect(res.status, coding).toBe(415);
+      await res.arrayBuffer();
+    }
     for (const path of [
       "/api/skills/sha256",
       "/api/skills/refinery-recipes",

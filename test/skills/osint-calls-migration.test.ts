@@ -33,6 +33,16 @@ it("migration 0016 blanks the osint_graph seeds logged before it and keeps each 
     { request_id: "r-2", seed_entity: "", max_depth: 2, nodes: 7 },
     { request_id: "r-3", seed_entity: "written by the previous version", max_depth: 2, nodes: 7 },
   ]);
+  // 0017: the Cron's blanking statement reads those rows through a partial index, not the table.
+  await apply("0017_");
+  const plan = await env.DB.prepare(
+    renamed(
+      "EXPLAIN QUERY PLAN UPDATE osint_calls SET seed_entity = '' WHERE id IN (SELECT id FROM osint_calls WHERE seed_entity <> '' LIMIT 1000)",
+    ),
+  ).all<{ detail: string }>();
+  expect(plan.results.map((r) => r.detail).join("\n")).toMatch(
+    /USING (COVERING )?INDEX m0016_osint_calls_seeded/,
+  );
   await drop();
 });
 

@@ -31,14 +31,15 @@ export async function logCall(env: Bindings, requestId: string, maxDepth: number
 
 /**
  * Rows an earlier Worker version logged with their seed (during a rollout or after a rollback):
- * blanked by the Cron, up to `limit` a statement, found through the partial index of migration
- * 0016 (osint_calls_seeded), so a run reads only such rows.
+ * blanked by the Cron, up to `limit` a statement. SQLite finds them through the partial index of
+ * migration 0017 (osint_calls_seeded), so a run reads only such rows; without it (not yet
+ * migrated) the statement still works, as a scan.
  */
 export function seededCalls(db: D1Database, limit: number) {
   return db
     .prepare(
       `UPDATE osint_calls SET seed_entity = '' WHERE id IN
-         (SELECT id FROM osint_calls INDEXED BY osint_calls_seeded WHERE seed_entity <> '' LIMIT ?1)`,
+         (SELECT id FROM osint_calls WHERE seed_entity <> '' LIMIT ?1)`,
     )
     .bind(limit);
 }

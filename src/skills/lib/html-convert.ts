@@ -252,16 +252,21 @@ function prepass(
   // text's length counts for no more (a slice of the page, not a copy): a 400 KB stylesheet or
   // SVG sprite is still read past. Elements counted as their tags alone, and nothing else, left
   // 2 MiB of `<g a b … z/>` or of `<!---->a` in one <svg> read whole (a 57–75 MB heap) for no text.
+  // A budget of its own (MAX_SKIPPED_COST), so what skipped elements hold never cuts the text a
+  // page shows before them; a whitespace-only text there costs 1 (the line breaks and indents of
+  // formatted markup).
   let skippedCost = 0;
-  // The characters read so far toward `stop.maxSource`, at `at`.
-  const sourceAt = (at: number) => at - skipped - (skipDepth > 0 ? at - skippedFrom : 0) + skippedCost;
+  // The characters read so far toward `stop.maxSource`, at `at`, outside skipped elements.
+  const sourceAt = (at: number) => at - skipped - (skipDepth > 0 ? at - skippedFrom : 0);
+  const overBudget = (at: number, cost = 0) =>
+    stop !== undefined && (sourceAt(at) > stop.maxSource || skippedCost + cost > MAX_SKIPPED_COST);
   let end: number | undefined;
   // A node other than an element, ending at `after`: inside skipped elements it is counted, and the
   // read stops after it once past the bound (where a comment starts, the parser does not say).
   const skippedNode = (after: number, cost = SKIPPED_NODE) => {
     if (skipDepth === 0) return;
     skippedCost += cost;
-    if (stop && sourceAt(after) > stop.maxSource) {
+    if (overBudget(after)) {
       end = after;
       throw new Enough();
     }
@@ -307,7 +312,7 @@ function prepass(
         for (const attribute in attribs) cost += attribute.length + 1;
       }
       parser.attributeEntities = 0;
-      if (stop && sourceAt(parser.startIndex) + cost > stop.maxSource) {
+      if (overBudget(parser.startIndex, cost)) {
         end = parser.startIndex;
         throw new Enough();
       }
@@ -370,7 +375,9 @@ function prepass(
       // inside that tag).
       skippedNode(
         parser.endIndex + 1,
-        Math.max(1, Math.min(SKIPPED_NODE, parser.endIndex + 1 - parser.startIndex)),
+        skipDepth > 0 && !NOT_SPACE.test(data)
+          ? 1
+          : Math.max(1, Math.min(SKIPPED_NODE, parser.endIndex + 1 - parser.startIndex)),
       );
       // Past the stop, what is read only finishes the list: it is cut away, so it is not counted.
       cutLongText(from, data.length, raw);
@@ -867,6 +874,13 @@ const LIST_WAIT = 20_000;
 const MAX_SOURCE_CHARS = 400_000;
 /** What a node other than an element counts inside skipped elements toward it: `<a></a>`'s tags. */
 const SKIPPED_NODE = 7;
+/**
+ * What skipped elements may cost before the read stops: a formatted SVG sprite of 25,000 paths,
+ * one a line, before the article costs ~400,000 (`<path d></path>` and a line break, 16 each) and
+ * is read past. At most ~125,000 nodes (an element and a line break, 8 a pair), ~30 MB of DOM.
+ */
+const MAX_SKIPPED_COST = 500_000;
+const NOT_SPACE = /\S/;
 
 /**
  * The text of a document; with `maxChars`, its first `maxChars` characters, converted from only as

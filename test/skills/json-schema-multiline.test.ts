@@ -99,7 +99,7 @@ describe("(?m:…)'s ^ and $ are answered only where RE2 reads them as ECMAScrip
     expect(compileRe2("(?m:^b)").test("ab")).toBe(false);
   });
 
-  it("a call is 422 pattern_unsupported at the pattern's place, not a wrong answer", async () => {
+  it("a call is 422 pattern_unsupported naming the pattern, not a wrong answer", async () => {
     const call = async (schema: unknown, instance: unknown) => {
       const res = await postJson("/api/skills/json-schema-validate", JSON.stringify({ schema, instance }));
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -111,12 +111,19 @@ describe("(?m:…)'s ^ and $ are answered only where RE2 reads them as ECMAScrip
       const [item] = (r.body as { detail: { loc: unknown; type: string; msg: string; ctx: unknown }[] })
         .detail;
       expect(item).toMatchObject({
-        loc: ["body", "schema", "properties", "line", "pattern"],
+        // The schema, not one place: the pattern may stand in several (below).
+        loc: ["body", "schema"],
         type: "pattern_unsupported",
         ctx: { pattern: "(?m:^b)" },
       });
       expect(item?.msg).toContain("\\r, U+2028");
     }
+    // The same pattern in two places, the string at the first one: never blamed on the other.
+    const twice = await call(
+      { properties: { a: { pattern: "(?m:^b)" }, z: { pattern: "(?m:^b)" } } },
+      { a: "a\rb", z: "b" },
+    );
+    expect((twice.body as { detail: { loc: unknown }[] }).detail[0]?.loc).toEqual(["body", "schema"]);
     expect((await call(schema, { line: "a\nb" })).body).toMatchObject({ valid: true, checked: true });
     expect((await call(schema, { line: "ab" })).body).toMatchObject({ valid: false, checked: true });
     // A property name is a string the pattern is tested on too.

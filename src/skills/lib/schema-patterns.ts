@@ -498,8 +498,6 @@ type Entry = {
   re: RE2JS;
   instructions: number;
   units: number;
-  /** Where the schema being checked has it (checkPattern): a refused test is reported there. */
-  path?: (string | number)[];
 };
 const compiled = new Map<string, Entry>();
 let cachedBytes = 0;
@@ -526,7 +524,9 @@ function compiledEntry(pattern: string) {
       const test = re.test.bind(re);
       re.test = (input: string | number[] | Uint8Array) => {
         if (typeof input === "string" && OTHER_LINE_BREAK.test(input))
-          throw new UnsupportedPattern(pattern, made.path ?? [], MULTILINE_REASON, false, true);
+          // The entry is shared by every place (and every schema) that has this pattern, and the
+          // validator does not say which place is testing: reported at the schema, naming it.
+          throw new UnsupportedPattern(pattern, [], MULTILINE_REASON, false, true);
         return test(input);
       };
     }
@@ -598,9 +598,7 @@ export function checkPattern(pattern: string, path: (string | number)[], spent =
   if (NAMED_BACKREFERENCE.test(pattern))
     throw new UnsupportedPattern(pattern, path, "RE2 cannot run a backreference (\\k<name>)");
   try {
-    const entry = compiledEntry(pattern);
-    entry.path = path;
-    return entry.units;
+    return compiledEntry(pattern).units;
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     throw new UnsupportedPattern(pattern, path, reason, e instanceof PatternTooLarge);

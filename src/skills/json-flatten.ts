@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { isRawJsonNumber } from "../http/exact-integers";
 import { anyJson } from "../http/validation";
-import { jsonByteLength, MAX_OUTPUT_BYTES, OutputTooLarge, TextChunks } from "./lib/output-size";
+import { jsonByteLength, MAX_OUTPUT_BYTES, OutputTooLarge, stringBytes, TextChunks } from "./lib/output-size";
 import { RawJson } from "./lib/raw-json";
 import { defineSkill } from "./types";
 
@@ -86,27 +86,39 @@ export function flatten(
   let valueBytes = 0;
   // "__proto__" is a key like any other in a Map.
   const out = new Map<string, unknown>();
+  // Most leaves are numbers, strings, booleans or null: measured here, without the general walk.
+  const bytesOf = (value: unknown, room: number) =>
+    typeof value === "string"
+      ? stringBytes(value, room)
+      : typeof value === "number" && Number.isFinite(value)
+        ? String(value).length
+        : value === null || value === false
+          ? 4 + Number(value === false)
+          : value === true
+            ? 4
+            : jsonByteLength(value, room);
   const leaf = (path: string, value: unknown) => {
-    if (out.has(path)) valueBytes -= jsonByteLength(out.get(path), limit);
+    if (out.has(path)) valueBytes -= bytesOf(out.get(path), limit);
     else {
       if (out.size === MAX_FLAT_KEYS) throw new OutputTooLarge(MAX_OUTPUT_BYTES, MAX_FLAT_KEYS);
-      keyBytes += jsonByteLength(path, limit - keyBytes) + 2; // the colon, and a comma
+      keyBytes += stringBytes(path, limit - keyBytes) + 2; // the colon, and a comma
       if (keyBytes > limit) throw new OutputTooLarge();
     }
-    valueBytes += jsonByteLength(value, limit);
+    valueBytes += bytesOf(value, limit);
     out.set(path, value); // a scalar, an empty container, or a subtree cut off at maxDepth
   };
   const walk = (value: unknown, path: string, depth: number, isRoot: boolean) => {
     if (isContainer(value) && depth < maxDepth) {
-      // An array's indices one at a time: for-in would make the string of every index first.
-      const keys = Array.isArray(value) ? arrayIndices(value.length) : forIn(value);
       const prefix = isRoot ? "" : path + sep; // a path within the limit and a sep within the cap
       let hasKeys = false;
-      for (const key of keys) {
+      const child = (key: string) => {
         hasKeys = true;
         if (keyBytes + prefix.length + key.length > limit) throw new OutputTooLarge();
         walk((value as Record<string, unknown>)[key], prefix + key, depth + 1, false);
-      }
+      };
+      // An array's indices one at a time: for-in would make the string of every index first.
+      if (Array.isArray(value)) for (let i = 0; i < value.length; i++) child(String(i));
+      else for (const key in value) child(key);
       // An empty root has nothing to flatten; everywhere else empties are leaves.
       if (hasKeys || isRoot) return;
     }
@@ -115,14 +127,6 @@ export function flatten(
   walk(data, "", 0, true);
   if (keyBytes + valueBytes > limit) throw new OutputTooLarge();
   return out;
-}
-
-function* arrayIndices(length: number) {
-  for (let i = 0; i < length; i++) yield String(i);
-}
-
-function* forIn(value: object) {
-  for (const key in value) yield key;
 }
 
 /**

@@ -73,8 +73,8 @@ export class TextChunks {
   }
 }
 
-function stringBytes(s: string, budget: number): number {
-  // JSON.stringify's escaping, in UTF-8 bytes; stops as soon as the budget is exceeded.
+/** Bytes of `JSON.stringify(s)` as UTF-8 (its quotes and escapes); stops once past `budget`. */
+export function stringBytes(s: string, budget: number): number {
   let n = 2;
   for (let i = 0; i < s.length && n <= budget; i++) {
     const c = s.charCodeAt(i);

@@ -6,8 +6,9 @@ import { detail } from "./errors";
  * identity` (RFC 9110 §15.5.16), before anything reads it: read as it is, its compressed bytes
  * were a 422 about invalid UTF-8, which sent the client looking for a fault in its JSON.
  * Decoding it instead would let 5 MiB on the wire grow without bound past the body cap.
+ *
+ * Not async: on every /api/* request it is one header read and the next step, no extra promise.
  */
-// Not async: on every /api/* request it is one header read and the next step, no extra promise.
 export const identityBodyOnly: MiddlewareHandler = (c, next) => {
   const method = c.req.method;
   if (method === "GET" || method === "HEAD" || method === "OPTIONS") return next();

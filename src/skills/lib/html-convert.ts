@@ -252,14 +252,16 @@ function prepass(
   // text's length counts for no more (a slice of the page, not a copy): a 400 KB stylesheet or
   // SVG sprite is still read past. Elements counted as their tags alone, and nothing else, left
   // 2 MiB of `<g a b … z/>` or of `<!---->a` in one <svg> read whole (a 57–75 MB heap) for no text.
-  // A budget of its own (MAX_SKIPPED_COST), so what skipped elements hold never cuts the text a
-  // page shows before them; a whitespace-only text there costs 1 (the line breaks and indents of
-  // formatted markup).
+  // The page's own markup stops at `stop.maxSource`; with what skipped elements hold, the read
+  // stops at MAX_READ_COST, a little more, so a formatted sprite before a short page's article is
+  // read past while one call's DOM stays bounded by one figure. A whitespace-only text as written
+  // there (not an entity's) costs 1: the line breaks and indents of formatted markup.
   let skippedCost = 0;
   // The characters read so far toward `stop.maxSource`, at `at`, outside skipped elements.
   const sourceAt = (at: number) => at - skipped - (skipDepth > 0 ? at - skippedFrom : 0);
   const overBudget = (at: number, cost = 0) =>
-    stop !== undefined && (sourceAt(at) > stop.maxSource || skippedCost + cost > MAX_SKIPPED_COST);
+    stop !== undefined &&
+    (sourceAt(at) > stop.maxSource || sourceAt(at) + skippedCost + cost > MAX_READ_COST);
   let end: number | undefined;
   // A node other than an element, ending at `after`: inside skipped elements it is counted, and the
   // read stops after it once past the bound (where a comment starts, the parser does not say).
@@ -375,7 +377,7 @@ function prepass(
       // inside that tag).
       skippedNode(
         parser.endIndex + 1,
-        skipDepth > 0 && !NOT_SPACE.test(data)
+        skipDepth > 0 && raw && !NOT_SPACE.test(data)
           ? 1
           : Math.max(1, Math.min(SKIPPED_NODE, parser.endIndex + 1 - parser.startIndex)),
       );
@@ -875,11 +877,12 @@ const MAX_SOURCE_CHARS = 400_000;
 /** What a node other than an element counts inside skipped elements toward it: `<a></a>`'s tags. */
 const SKIPPED_NODE = 7;
 /**
- * What skipped elements may cost before the read stops: a formatted SVG sprite of 25,000 paths,
- * one a line, before the article costs ~400,000 (`<path d></path>` and a line break, 16 each) and
- * is read past. At most ~125,000 nodes (an element and a line break, 8 a pair), ~30 MB of DOM.
+ * The page's own markup and what skipped elements cost, together, before the read stops: a
+ * formatted SVG sprite of 25,000 paths, one a line, before a short page's article costs ~400,000
+ * (`<path d></path>` and a line break, 16 each) and is read past. One figure for both, so a page
+ * of 400,000 characters of markup and a sprite builds no more than either alone would.
  */
-const MAX_SKIPPED_COST = 500_000;
+const MAX_READ_COST = 500_000;
 const NOT_SPACE = /\S/;
 
 /**

@@ -24,7 +24,8 @@ describe("json_schema_validate: named groups", () => {
     expect(nativeCheckMicroseconds("^(?<y>\\d{4})-(?<m>\\d{2})$")).toBeLessThan(10);
   });
 
-  it("as a schema pattern: refused as too large, before the native check", async () => {
+  it("as a schema pattern: refused as too large, its native check estimated past the 20 ms it may run first", async () => {
+    expect(nativeCheckMicroseconds(dup(20_000, 20_000))).toBeGreaterThan(20_000);
     const { status, body } = await validate({ type: "string", pattern: dup(20_000, 20_000) }, "a");
     expect(status).toBe(422);
     expect(JSON.stringify(body)).toMatch(/pattern_unsupported/);
@@ -34,6 +35,19 @@ describe("json_schema_validate: named groups", () => {
     const { status, body } = await validate({ format: "regex" }, `${dup(20_000, 20_000)}2`);
     expect(status).toBe(422);
     expect(JSON.stringify(body)).toMatch(/work_limit_exceeded/);
+  });
+
+  it("distinct names cost what their characters do; a name spelled with an escape is not a new one", async () => {
+    const distinct =
+      Array.from({ length: 900 }, (_, i) => `(?<g${i}>x)`).join("") +
+      Array.from({ length: 900 }, (_, i) => `\\k<g${i}>`).join("");
+    expect(nativeCheckMicroseconds(distinct)).toBeLessThan(1_000);
+    expect((await validate({ format: "regex" }, distinct)).body).toMatchObject({ valid: true });
+    // (?<\u0061>x) is a group named "a": written so, it shares the bucket of every escaped name.
+    const escaped = `(?:${Array.from({ length: 20_000 }, (_, i) => (i % 2 ? "(?<a>x)" : "(?<\\u0061>x)")).join("|")})`;
+    expect(nativeCheckMicroseconds(escaped)).toBeGreaterThan(20_000);
+    // An unclosed name, repeated, is read no further than a name can be.
+    expect(nativeCheckMicroseconds("(?<".repeat(200_000))).toBeGreaterThan(0);
   });
 
   it("ordinary named groups still validate", async () => {

@@ -293,33 +293,57 @@ export const patternSize = (pattern: string): number => patternEstimate(pattern)
 const NATIVE_PROPERTY_MICROSECONDS = 100;
 const NATIVE_CHAR_MICROSECONDS = 0.03;
 /**
- * Named groups cost V8 time quadratic in their number (workerd, duplicate names allowed since
- * ES2025): each `\k<name>` is resolved against every group, and each group's name against the
- * others. Measured: 4,000 `(?<a>x)` alternatives with 4,000 `\k<a>` (52 KB) 169 ms, 40,000 groups
- * alone (320 KB) 300 ms, where the per-character rate said 1.6 ms and 10 ms. Charged per pair,
- * with room: 0.02 µs a group × reference, 0.001 µs a group × group.
+ * Groups of one name cost V8 time quadratic in their number (workerd allows duplicate names):
+ * each `\k<name>` is resolved against every group of its name, and each group against the others
+ * of its name. Measured: 4,000 `(?<a>x)` alternatives with 4,000 `\k<a>` (52 KB) 169 ms, 16,000
+ * with 16,000 1.8 s, 40,000 groups alone (320 KB) 300 ms, where the per-character rate said a few
+ * ms; distinct names cost what their characters do (30,000 groups and 30,000 references 23 ms).
+ * Charged per name, with room: 0.02 µs a group × a reference, 0.001 µs a group × a group.
  */
 const NATIVE_GROUP_REFERENCE_MICROSECONDS = 0.02;
 const NATIVE_GROUP_GROUP_MICROSECONDS = 0.001;
-/** Named groups and named references as written, counted from the text (an upper bound: `(?<=`, `(?<!` and escapes aside). */
-function namedGroups(pattern: string): { groups: number; references: number } {
-  let groups = 0;
-  let references = 0;
+const MAX_NAME = 256;
+/**
+ * Σ groups × references and Σ groups² over the names, counted from the text: an upper bound
+ * (`(?<=`, `(?<!`, and `(?<` or `\k<` inside a class or after an escape, count too). Names written
+ * with an escape (`(?<\u0061>` is `a`) share one bucket, so no spelling splits a name.
+ */
+function namedGroupPairs(pattern: string): { groupReferences: number; groupGroups: number } {
+  const names = new Map<string, { groups: number; references: number }>();
   for (let i = pattern.indexOf("<"); i >= 0; i = pattern.indexOf("<", i + 1)) {
-    if (i >= 2 && pattern[i - 1] === "?" && pattern[i - 2] === "(") {
-      const next = pattern[i + 1];
-      if (next !== "=" && next !== "!") groups++;
-    } else if (i >= 2 && pattern[i - 1] === "k" && pattern[i - 2] === "\\") references++;
+    const group = i >= 2 && pattern[i - 1] === "?" && pattern[i - 2] === "(";
+    const reference = !group && i >= 2 && pattern[i - 1] === "k" && pattern[i - 2] === "\\";
+    if (!group && !reference) continue;
+    if (group && (pattern[i + 1] === "=" || pattern[i + 1] === "!")) continue;
+    // A name is short: read to its ">" at most MAX_NAME characters on (an unclosed one, repeated,
+    // must not make this quadratic).
+    let close = i + 1;
+    while (close < pattern.length && close - i <= MAX_NAME && pattern[close] !== ">") close++;
+    const written = pattern.slice(i + 1, close);
+    const name = written.includes("\\") ? "\\" : written;
+    let counts = names.get(name);
+    if (!counts) {
+      counts = { groups: 0, references: 0 };
+      names.set(name, counts);
+    }
+    if (group) counts.groups++;
+    else counts.references++;
   }
-  return { groups, references };
+  let groupReferences = 0;
+  let groupGroups = 0;
+  for (const { groups, references } of names.values()) {
+    groupReferences += groups * references;
+    groupGroups += groups * groups;
+  }
+  return { groupReferences, groupGroups };
 }
 const nativeMicroseconds = (pattern: string, properties: number) => {
-  const named = pattern.includes("<") ? namedGroups(pattern) : { groups: 0, references: 0 };
+  const pairs = pattern.includes("<") ? namedGroupPairs(pattern) : { groupReferences: 0, groupGroups: 0 };
   return (
     NATIVE_PROPERTY_MICROSECONDS * properties +
     NATIVE_CHAR_MICROSECONDS * pattern.length +
-    NATIVE_GROUP_REFERENCE_MICROSECONDS * named.groups * named.references +
-    NATIVE_GROUP_GROUP_MICROSECONDS * named.groups * named.groups
+    NATIVE_GROUP_REFERENCE_MICROSECONDS * pairs.groupReferences +
+    NATIVE_GROUP_GROUP_MICROSECONDS * pairs.groupGroups
   );
 };
 export const nativeCheckMicroseconds = (pattern: string): number =>

@@ -48,14 +48,17 @@ function paymentHeader(id?: string) {
   });
 }
 
-async function perCall(n: number, call: (i: number) => Promise<Response>) {
+async function perCall(n: number, call: (i: number) => Response | Promise<Response>) {
   for (let i = 0; i < 5; i++) await (await call(-1 - i)).arrayBuffer(); // warm up
   const t = performance.now();
   for (let i = 0; i < n; i++) await (await call(i)).arrayBuffer();
   return (performance.now() - t) / n;
 }
 
-export async function paidOverhead(env: Env, n: number, ctx: ExecutionContext) {
+/** What the app hands a request (Hono's ExecutionContext, not the runtime's wider type). */
+type AppContext = Parameters<Hono["fetch"]>[2];
+
+export async function paidOverhead(env: Env, n: number, ctx: AppContext) {
   const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, [
     "sign",
     "verify",

@@ -88,7 +88,7 @@ app.post("/__bench/offer-floor", async (c) => {
   return c.body(offer.body, 402, offer.headers);
 });
 
-async function readOffer(url: string, env: Env, ctx: ExecutionContext) {
+async function readOffer(url: string, env: Env, ctx: Parameters<typeof app.fetch>[2]) {
   const r = await app.fetch(
     new Request(new URL("/api/skills/slugify", url), { method: "POST", body: "{}" }),
     env,

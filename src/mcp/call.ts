@@ -12,7 +12,7 @@ import { isRecord } from "../net/fetcher";
 import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempotency-key";
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
-import { RAW_ARGUMENTS, RawArguments } from "./limits";
+import { RAW_ARGUMENTS, RawArguments } from "./arguments";
 import type { McpTool } from "./tools";
 
 /** x402 MCP transport (v2) `_meta` keys. */

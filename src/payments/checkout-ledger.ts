@@ -2,6 +2,7 @@ import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { InputError, zodItems } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
+import { utf8Length } from "../skills/lib/output-size";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill } from "../skills/run";
@@ -62,7 +63,7 @@ const UNPAID_PAYLOAD_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM checko
 export function storedPayload(payload: unknown): { text: string; bytes: number } | undefined {
   if (payload === undefined) return undefined;
   const text = JSON.stringify(payload);
-  return { text, bytes: new TextEncoder().encode(text).length };
+  return { text, bytes: utf8Length(text) };
 }
 
 /**

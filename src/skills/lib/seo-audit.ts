@@ -1,5 +1,6 @@
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/validation";
 import { shorten } from "../../text-cut";
+import { codePointLength } from "./code-points";
 import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
@@ -29,7 +30,7 @@ interface Findings {
 }
 
 function checkTitle(s: Scan, f: Findings) {
-  const length = s.title ? [...s.title].length : 0;
+  const length = s.title ? codePointLength(s.title) : 0;
   if (!s.title) {
     f.points.title = 0;
     f.recs.push(`Add a <title> of ${TITLE[0]}-${TITLE[1]} characters that names the page's topic.`);
@@ -48,7 +49,7 @@ function checkTitle(s: Scan, f: Findings) {
 }
 
 function checkDescription(s: Scan, f: Findings) {
-  const length = s.description ? [...s.description].length : 0;
+  const length = s.description ? codePointLength(s.description) : 0;
   if (!s.description) {
     f.points.meta_description = 0;
     f.recs.push(

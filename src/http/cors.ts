@@ -36,6 +36,8 @@ const EXPOSE_HEADERS = [
   "X-Idempotent-Replay",
   "X-Original-Request-Id",
   "Retry-After",
+  // Where /api/stats's figures came from (docs/STATS.md): the route is public to every origin.
+  "X-Stats-Cache",
 ];
 
 /**

@@ -227,6 +227,17 @@ describe("CORS", () => {
       expect(exposed).toContain(h);
   });
 
+  it("a page on another origin can read where /api/stats's figures came from (X-Stats-Cache)", async () => {
+    const res = await createApp().fetch(
+      new Request(`${B}/api/stats`, { headers: { origin: "https://dashboard.example" } }),
+      env,
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-stats-cache")).toMatch(/^(hit|miss)$/);
+    const exposed = (res.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(",");
+    expect(exposed).toContain("x-stats-cache");
+  });
+
   it.each([
     ["/api/admin/payments", "GET"],
     ["/api/admin/payouts", "GET"],

@@ -1,8 +1,11 @@
 import { skills } from "../skills/registry";
 import { ADMITTED, RETENTION_DAYS } from "./record";
 
-/** Skills whose answer depends on a third-party service: they publish an upstream error rate. */
-export const NETWORK_SKILLS = new Set(["osint_graph", "research", "seo", "ai_detector"]);
+/**
+ * Skills whose answer depends on a third-party service: they publish an upstream error rate. Read
+ * from the registry (utility skills are the offline ones), so a new network skill publishes it too.
+ */
+const NETWORK_SKILLS = new Set(skills.filter((s) => s.kind === "analytic").map((s) => s.id));
 
 export const WINDOWS = { "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
 export type WindowName = keyof typeof WINDOWS;

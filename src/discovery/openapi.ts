@@ -38,7 +38,8 @@ export const WEB_ONLY_ROUTES = [
   "GET /",
   "GET /applet",
   "GET /docs",
-  // Also /docs/mcp and /docs/reliability: taken by name on this route (routes/stats.tsx).
+  // Also /docs/mcp and /docs/reliability: taken by name on this route (routes/pages.tsx,
+  // routes/stats.tsx).
   "GET /docs/{slug}",
   // The MCP endpoint speaks JSON-RPC, not REST: it is described in agents.json (`mcp`), llms.txt,
   // AGENTS.md and /docs/mcp; its tools are the operations already listed here.

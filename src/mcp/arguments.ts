@@ -1,5 +1,5 @@
 import { parseKeepingIntegers } from "../http/exact-integers";
-import { isRecord } from "../net/fetcher";
+import { isRecord } from "../is-record";
 
 /**
  * A tools/call message's arguments, shaped before the SDK reads the message (routes/mcp.ts) and

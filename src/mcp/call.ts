@@ -8,7 +8,7 @@ import type { PaymentPayload } from "@x402/core/types";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { markMcpRequest } from "../http/mcp-request";
 import { scanJson } from "../http/validation";
-import { isRecord } from "../net/fetcher";
+import { isRecord } from "../is-record";
 import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempotency-key";
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";

@@ -1,4 +1,5 @@
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
+import { isRecord } from "../is-record";
 import type { NetConfig } from "./config";
 import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";
 import { readCappedBytes } from "./read-capped";
@@ -485,10 +486,6 @@ export async function fetchApiJson(
   }
   return json;
 }
-
-/** A JSON object (not null, not an array): what upstream readers check before reading fields. */
-export const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 function upstreamFrom(e: unknown, what: string, cfg: NetConfig, target = false): Error {
   if (e instanceof UpstreamError || e instanceof UrlRefused) return e;

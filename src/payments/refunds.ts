@@ -10,7 +10,7 @@ import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 /**
  * Refunds of callers who paid and did not get what they paid for, in two cases:
  * - a caller settled before the marketplace spent money for them (an x402-priced partner:
- *   routes/partners.ts settles the caller first, so a caller whose payment fails never costs us
+ *   payments/partner-calls.ts settles the caller first, so a caller whose payment fails never costs us
  *   the partner's price) whose partner then failed;
  * - a call whose settlement went unconfirmed, so its result was withheld (502
  *   settlement_unconfirmed), and whose transfer reconciliation later found on chain

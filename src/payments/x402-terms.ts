@@ -1,4 +1,7 @@
-/** EIP-712 domain of USDC (name, version): what every exact-scheme signature is made under. */
+/**
+ * EIP-712 domain of Circle's USDC on Base mainnet (name, version): what an exact-scheme signature
+ * is made under for an asset @x402/evm does not list (usdc-domain.ts reads the listed ones).
+ */
 export const USDC_EXTRA = { name: "USD Coin", version: "2" };
 /** An EVM address as x402 payloads carry it (any letter case; no checksum is required). */
 export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;

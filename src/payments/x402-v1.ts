@@ -6,6 +6,7 @@ import {
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
 import { EVM_NETWORK_CHAIN_ID_MAP } from "@x402/evm/v1";
+import { isRecord } from "../is-record";
 
 /**
  * x402 v1 clients (`x402-fetch`, `x402-axios`, still the most installed) next to v2 ones.
@@ -70,9 +71,7 @@ export function v1OutputSchema(
   const input = info?.input;
   if (input?.type !== "http" || typeof input.method !== "string") return undefined;
   // v1's HTTPRequestStructure: query values are strings, body fields an object.
-  const object = (v: unknown): v is Record<string, unknown> =>
-    typeof v === "object" && v !== null && !Array.isArray(v);
-  const queryParams = object(input.queryParams)
+  const queryParams = isRecord(input.queryParams)
     ? Object.fromEntries(Object.entries(input.queryParams).filter(([, v]) => typeof v === "string"))
     : undefined;
   const output = info?.output?.example;
@@ -83,7 +82,7 @@ export function v1OutputSchema(
       discoverable: true,
       ...(queryParams ? { queryParams } : {}),
       ...(typeof input.bodyType === "string" ? { bodyType: input.bodyType } : {}),
-      ...(object(input.body) ? { bodyFields: input.body } : {}),
+      ...(isRecord(input.body) ? { bodyFields: input.body } : {}),
     },
     ...(output !== undefined ? { output } : {}),
   };

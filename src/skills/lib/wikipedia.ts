@@ -1,5 +1,6 @@
+import { isRecord } from "../../is-record";
 import type { NetConfig } from "../../net/config";
-import { fetchApiJson, isRecord, isSearchTextError } from "../../net/fetcher";
+import { fetchApiJson, isSearchTextError } from "../../net/fetcher";
 
 /** The slice of the Wikipedia Action API that research reads: list=search, then TextExtracts. */
 

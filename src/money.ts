@@ -32,3 +32,5 @@ export const sameAddress = (a: unknown, b: string) =>
 
 /** A transaction hash as a settlement must name one: a success without it proves nothing moved. */
 export const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+/** TX_HASH in words, as a 422 names it (the admin API and its dashboard say it alike). */
+export const TX_HASH_RULE = "a 0x-prefixed 32-byte transaction hash";

@@ -1,4 +1,4 @@
-import { microsToUsd, trimDecimal } from "../money";
+import { microsToUsd, TX_HASH, trimDecimal } from "../money";
 import { sizeReport } from "../ops/database";
 import type { owedSummary } from "../partners/payouts";
 import {
@@ -7,11 +7,15 @@ import {
   NO_LOG_SPACED_AFTER,
   RUNNING_LEFT_TO_REQUEST_MS,
 } from "../payments/reconcile-store";
+import { HAND_NOTE_MAX } from "../payments/refund-by-hand";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
 import { ReliabilityTable } from "./reliability-table";
 import { RowHeadedTable } from "./table";
+
+/** TX_HASH as an HTML `pattern` (anchored by the browser itself). */
+const TX_PATTERN = TX_HASH.source.slice(1, -1);
 
 type Row = Record<string, string | number>;
 /** Why a refund is still owed, as its row says (payments/refunds.ts). */
@@ -174,7 +178,7 @@ export function AdminDashboardPage(props: {
               {/* The amount shown, read with through_id: a row owed since refuses the batch (409). */}
               <input type="hidden" name="amount_usd" value={trimDecimal(microsToUsd(Number(p.owed_micro)))} />
               <label for={`tx-${p.partner_id}`}>Transaction hash</label>
-              <input id={`tx-${p.partner_id}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
+              <input id={`tx-${p.partner_id}`} name="tx_hash" pattern={TX_PATTERN} required />
               <button type="submit">Mark paid</button>
             </form>
           ) : (
@@ -246,9 +250,9 @@ export function AdminDashboardPage(props: {
             >
               <input type="hidden" name="csrf" value={props.csrf} />
               <label for={`refund-tx-${i}`}>Transaction hash</label>
-              <input id={`refund-tx-${i}`} name="tx_hash" pattern="0x[0-9a-fA-F]{64}" required />
+              <input id={`refund-tx-${i}`} name="tx_hash" pattern={TX_PATTERN} required />
               <label for={`refund-note-${i}`}>Note</label>
-              <input id={`refund-note-${i}`} name="note" maxlength={500} />
+              <input id={`refund-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
               <button type="submit">Record refund</button>
             </form>,
           ])}

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { microsToUsd as usd, usdToMicros } from "../money";
+import { TX_HASH, TX_HASH_RULE, microsToUsd as usd, usdToMicros } from "../money";
 
 /** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */
 export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
@@ -26,13 +26,10 @@ export const payoutAmount = z
 /** Body of a payout batch (POST /api/admin/payouts/{partner_id}/settle). */
 export const settleBody = z
   .object({
-    tx_hash: z
-      .string()
-      .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
-      .meta({
-        description:
-          "Transaction that paid the partner (compared case-insensitively). One transaction pays one batch: the same body again answers the batch it recorded.",
-      }),
+    tx_hash: z.string().regex(TX_HASH, TX_HASH_RULE).meta({
+      description:
+        "Transaction that paid the partner (compared case-insensitively). One transaction pays one batch: the same body again answers the batch it recorded.",
+    }),
     through_id: z.int().min(1).optional().meta({
       description:
         "The last payout row the transfer covers (partners[].through_id of GET /api/admin/payouts, read with the amount you paid): rows recorded after it stay owed. Requires amount_usd. Omitted: every row owed now.",

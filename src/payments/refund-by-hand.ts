@@ -20,6 +20,8 @@ const HAND_AFTER_SECONDS = 60;
 
 /** Retry-After of a hand refund refused because the chain could not be read (503). */
 export const HAND_CHECK_RETRY_AFTER_S = 30;
+/** The most a maintainer's note on a decision by hand may hold (characters), kept with the row. */
+export const HAND_NOTE_MAX = 500;
 
 type HandCheck = { status: "refused" | "unavailable"; detail: string } | undefined;
 

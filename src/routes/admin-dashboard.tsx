@@ -8,14 +8,14 @@ import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
-import { TX_HASH, usdToMicros } from "../money";
+import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
 import { heldClaims } from "../payments/reconcile-store";
-import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refund-by-hand";
+import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, resolveRefundByHand } from "../payments/refund-by-hand";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { statsIfAvailable } from "../stats/published";
 import { dashboardFigures } from "../stats/query";
@@ -211,7 +211,7 @@ function formTxHash(c: Context<AppEnv>, form: Awaited<ReturnType<typeof formOf>>
   return validationResponse(c, [
     {
       loc: ["body", "tx_hash"],
-      msg: "String should be a 0x-prefixed 32-byte transaction hash",
+      msg: `String should be ${TX_HASH_RULE}`,
       type: "string_pattern_mismatch",
       input: tx,
     },
@@ -246,8 +246,8 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (
   return c.redirect("/admin?notice=settled", 303);
 });
 
-/** A hand refund's note, as the API takes it: at most 500 characters, none is fine. */
-const refundNote = z.object({ note: z.string().max(500).optional() });
+/** A hand refund's note, as the API takes it: at most HAND_NOTE_MAX characters, none is fine. */
+const refundNote = z.object({ note: z.string().max(HAND_NOTE_MAX).optional() });
 
 /**
  * Form twin of POST /api/admin/resolve/refunds/:request_id (same domain call): a held or owed refund

@@ -5,7 +5,7 @@ import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { validationResponse } from "../http/validation";
-import { usdToMicros } from "../money";
+import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { partnerById } from "../partners/listing";
 import {
   ledgerCsv,
@@ -19,7 +19,7 @@ import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
 import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-store";
-import { HAND_CHECK_RETRY_AFTER_S, resolveRefundByHand } from "../payments/refund-by-hand";
+import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, resolveRefundByHand } from "../payments/refund-by-hand";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -100,19 +100,19 @@ const runReconcile = operation({
  * /api/admin/payouts would push every request onto Hono's slower TrieRouter (test/http/router.test.ts).
  */
 const resolveBody = z.object({
-  tx_hash: z
-    .string()
-    .regex(/^0x[0-9a-fA-F]{64}$/, "a 0x-prefixed 32-byte transaction hash")
-    .optional()
-    .meta({
-      description:
-        "refunds: the transfer that paid the refund by hand (required; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
-    }),
+  tx_hash: z.string().regex(TX_HASH, TX_HASH_RULE).optional().meta({
+    description:
+      "refunds: the transfer that paid the refund by hand (required; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
+  }),
   outcome: z.enum(["queue", "landed", "not_landed"]).optional().meta({
     description:
       "Claims only (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled).",
   }),
-  note: z.string().max(500).optional().meta({ description: "Why, for the record (kept with the row)." }),
+  note: z
+    .string()
+    .max(HAND_NOTE_MAX)
+    .optional()
+    .meta({ description: "Why, for the record (kept with the row)." }),
 });
 const resolveHeld = operation({
   ...admin,

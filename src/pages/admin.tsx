@@ -1,8 +1,8 @@
 import { microsToUsd, TX_HASH, trimDecimal } from "../money";
 import { sizeReport } from "../ops/database";
 import type { owedSummary } from "../partners/payouts";
+import type { HeldClaim } from "../payments/reconcile-holds";
 import {
-  type HeldClaim,
   NO_LOG_EVERY_MS,
   NO_LOG_SPACED_AFTER,
   RUNNING_LEFT_TO_REQUEST_MS,

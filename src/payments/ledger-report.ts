@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
-import { heldClaims } from "./reconcile-store";
+import { heldClaims } from "./reconcile-holds";
 import { WITHHELD_SUFFIX } from "./refunds";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 

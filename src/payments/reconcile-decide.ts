@@ -12,7 +12,7 @@ export interface Terms {
 }
 
 export type Decision =
-  /** blockNumber: undefined only for a maintainer's decision (reconcile-store.ts resolveHeldClaim). */
+  /** blockNumber: undefined only for a maintainer's decision (reconcile-holds.ts resolveHeldClaim). */
   | { outcome: "paid"; txHash: string; blockNumber?: number; evidence: string }
   | {
       outcome: "unpaid";
@@ -27,7 +27,7 @@ export type Decision =
       evidence: string;
       /**
        * The nonce is spent but no log of the spend was found: unlike a still-valid authorization,
-       * nothing the chain does later decides it (reconcile-store.ts holds it for a person).
+       * nothing the chain does later decides it (reconcile-holds.ts holds it for a person).
        */
       noLog?: true;
     };

@@ -2,13 +2,12 @@ import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, readAuthorization, rpcChainReader } from "./reconcile-chain";
 import { decide, spentElsewhere, type Terms } from "./reconcile-decide";
+import { type HeldClaim, noteNoLog } from "./reconcile-holds";
 import {
   applyPayment,
   applyUpstream,
   candidates,
-  type HeldClaim,
   type NonceRow,
-  noteNoLog,
   sendToBack,
   type UpstreamRow,
   upstreamCandidates,
@@ -51,7 +50,7 @@ export interface ReconcileSummary {
   refunds_owed: number;
   /**
    * Claims this run held for a person: their nonce spent, no log of the spend found, on 12 runs over
-   * a day (reconcile-store.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
+   * a day (reconcile-holds.ts noteNoLog). No longer read; GET /api/admin/payments lists them all.
    */
   needs_person: HeldClaim[];
   errors: string[];

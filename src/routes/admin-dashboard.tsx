@@ -14,7 +14,7 @@ import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
-import { heldClaims } from "../payments/reconcile-store";
+import { heldClaims } from "../payments/reconcile-holds";
 import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, resolveRefundByHand } from "../payments/refund-by-hand";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { statsIfAvailable } from "../stats/published";

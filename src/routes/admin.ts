@@ -18,7 +18,7 @@ import {
 import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
-import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-store";
+import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-holds";
 import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, resolveRefundByHand } from "../payments/refund-by-hand";
 
 export const adminRoutes = new Hono<AppEnv>();

@@ -194,7 +194,7 @@ export async function dashboardFigures(
     ),
     // Claims reconciliation still decides, as GET /api/admin/payments lists them: 'failed' ones
     // and 'running' ones past their authorization's validity (their request died, or its ledger
-    // write failed). Held ones are read apart (payments/reconcile-store.ts heldClaims), upstream
+    // write failed). Held ones are read apart (payments/reconcile-holds.ts heldClaims), upstream
     // authorizations too. payment_nonces_status serves both arms.
     db
       .prepare(

@@ -3,12 +3,8 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { cronFailure, reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
-import {
-  NO_LOG_EVERY_MS,
-  NO_LOG_HOLD_MS,
-  NO_LOG_HOLD_RUNS,
-  NO_LOG_SPACED_AFTER,
-} from "../../src/payments/reconcile-store";
+import { NO_LOG_HOLD_MS, NO_LOG_HOLD_RUNS } from "../../src/payments/reconcile-holds";
+import { NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER } from "../../src/payments/reconcile-store";
 import { adminCookie } from "../helpers";
 
 /**

@@ -57,11 +57,14 @@ describe("HEAD never changes state", () => {
     const late = await seedSession("slugify", 170, { text: "never run by HEAD" });
     const granted = await seedSession("sha256", 170, { text: "x" });
     await deliver(await sessionEvent("checkout.session.completed", granted));
-    for (let i = 0; i < 100; i++) {
+    // The grant's first call must be over before the snapshot: one still running when the walk
+    // starts would write during it, and this test would blame HEAD.
+    for (const deadline = Date.now() + 30_000; ; ) {
       const row = await env.DB.prepare("SELECT payload_result FROM checkout_sessions WHERE id = ?1")
         .bind(granted)
         .first<{ payload_result: string | null }>();
       if (row?.payload_result) break;
+      if (Date.now() > deadline) throw new Error("the granted session's first call never stored its answer");
       await new Promise((r) => setTimeout(r, 100));
     }
     const key = newApiKey();

@@ -43,6 +43,9 @@ async function expectOffer(res: Response, reason: string) {
     };
   }>();
   const schema = doc.components.schemas.PaymentRequired;
+  // The published lists must exist, or the loops below would check nothing.
+  expect(schema?.required).toContain("accepts");
+  expect(schema?.properties.accepts?.items?.required).toContain("payTo");
   const body = await res.json<Record<string, unknown>>();
   for (const field of schema?.required ?? []) expect(body, field).toHaveProperty(field);
   expect(body.reason).toBe(reason);

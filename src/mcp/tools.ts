@@ -6,6 +6,7 @@ import type { PricingConfig } from "../partners/config";
 import { PATH_PARAM } from "../partners/upstream";
 import { type Sellable, sellables } from "../payments/sellables";
 import { outputJsonSchema, skillById } from "../skills/registry";
+import { IDEMPOTENCY_KEY_META, PAYMENT_META } from "./limits";
 
 type JsonSchema = Record<string, unknown>;
 
@@ -81,10 +82,9 @@ function priceText(item: Sellable) {
   return `${formatUsd(microsToUsd(item.priceMicros))} per call`;
 }
 
-const X402_NOTE =
-  'Paid: send the x402 v2 payment in params._meta["x402/payment"] (an unpaid call returns the PaymentRequired)';
+const X402_NOTE = `Paid: send the x402 v2 payment in params._meta["${PAYMENT_META}"] (an unpaid call returns the PaymentRequired)`;
 /** A card-credit call has no payment to carry its retry key: it goes in the call's own _meta (mcp/call.ts). */
-const PAYMENT_NOTE = `${X402_NOTE}, or connect with Authorization: Bearer mk_... card credits (a retry with the same params._meta["marketplace/idempotency-key"] is not charged again).`;
+const PAYMENT_NOTE = `${X402_NOTE}, or connect with Authorization: Bearer mk_... card credits (a retry with the same params._meta["${IDEMPOTENCY_KEY_META}"] is not charged again).`;
 /** Partner services and the refinery recipes take x402 only: their routes have no card-credit step. */
 const PARTNER_PAYMENT_NOTE = `${X402_NOTE}; card credits do not pay for partner services.`;
 /** As the errors guide says it (discovery/guides.ts): a partner paid first is charged, then refunded. */

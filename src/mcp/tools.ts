@@ -3,6 +3,7 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { PublicConfig } from "../config";
 import { formatUsd, microsToUsd } from "../money";
 import type { PricingConfig } from "../partners/config";
+import { REFINERY_ID } from "../partners/data";
 import { PATH_PARAM } from "../partners/upstream";
 import { type Sellable, sellables } from "../payments/sellables";
 import { outputJsonSchema, skillById } from "../skills/registry";
@@ -48,6 +49,19 @@ function sampleSchema(v: unknown): JsonSchema {
   if (typeof v === "object")
     return { type: "object", properties: sampleProperties(v as Record<string, unknown>) };
   return { type: typeof v as "string" | "number" | "boolean" };
+}
+
+/**
+ * A partner service's body fields. A refinery recipe's `recipe`, if sent, must be the recipe the
+ * tool runs: the route answers any other value 422 (partner-calls.ts), once the payment is verified,
+ * so the schema says so as discovery's does (partners/discovery.ts), and leaves it optional.
+ */
+function bodyProperties(partnerId: string, serviceId: string, sample: Record<string, unknown> | undefined) {
+  const properties = sampleProperties(sample);
+  if (partnerId === REFINERY_ID && properties.recipe) {
+    properties.recipe = { ...properties.recipe, const: serviceId };
+  }
+  return properties;
 }
 
 /**
@@ -117,7 +131,7 @@ function fromSellable(item: Sellable): McpTool {
             description: "The JSON body sent to the partner.",
             // A `properties` on every object schema: OpenAI's function calling refuses one without
             // it (and with it the whole tool list); the sample's fields, typed, others allowed.
-            properties: sampleProperties(service.test_body),
+            properties: bodyProperties(partner.id, service.id, service.test_body),
             ...(service.test_body ? { examples: [service.test_body] } : {}),
           };
     return {

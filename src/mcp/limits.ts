@@ -14,6 +14,18 @@ export const MCP_PATH = "/mcp";
  */
 export const MCP_MAX_BODY_BYTES = MAX_BODY_BYTES + 64 * 1024;
 
+/**
+ * What a JSON-RPC message may hold beyond a JSON body's bounds (validation.ts: 200 levels, 500,000
+ * arrays and objects), as MCP_MAX_BODY_BYTES allows for size: a tools/call's arguments sit two
+ * levels down (the message, its params) beside `_meta`'s payment payload. The message is scanned
+ * with this headroom before it is parsed (-32700 past it); the arguments are judged by their
+ * route's own bounds when the call runs, so an HTTP body the route takes goes through, and one it
+ * refuses gets the route's refusal (a tool error with its 422), not a parse error without an id.
+ */
+export const MCP_ENVELOPE_DEPTH = 16;
+/** As many `{}` as the 64 KiB of MCP_MAX_BODY_BYTES's headroom hold. */
+export const MCP_ENVELOPE_CONTAINERS = 32 * 1024;
+
 /** x402 MCP transport (v2) `_meta` keys. */
 export const PAYMENT_META = "x402/payment";
 export const PAYMENT_RESPONSE_META = "x402/payment-response";

@@ -1,6 +1,7 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
+import { IDEMPOTENCY_KEY_META } from "../mcp/limits";
 import type { PricingConfig } from "../partners/config";
 import { PARTNERS } from "../partners/data";
 import { partnerPricing, REFINERY_SLUG } from "../partners/pricing";
@@ -175,7 +176,7 @@ Every error body is JSON. Nothing is charged for any of them, with two refunded 
 - \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.
 - \`404\`: \`{"detail":"Not Found"}\`. \`405\`: \`{"detail":"Method Not Allowed"}\` with an \`Allow\` header naming the methods the path takes (skills take \`POST\`).
-- \`409\`: an idempotent retry (the payment-identifier extension, or \`Idempotency-Key\` with a card key: over MCP the call's \`_meta["marketplace/idempotency-key"]\`) that cannot get the stored answer: \`idempotent_request_in_flight\` (the first call still runs; retry after \`Retry-After\`), \`idempotency_key_mismatch\` (the id was used for another request or payer: use a new one), \`payment_signature_unproven\` (a contract wallet's signature the chain does not confirm), \`idempotent_result_expired\` (the stored answer is no longer available: nothing more is charged; a new id or key runs, and pays for, the call again).
+- \`409\`: an idempotent retry (the payment-identifier extension, or \`Idempotency-Key\` with a card key: over MCP the call's \`_meta["${IDEMPOTENCY_KEY_META}"]\`) that cannot get the stored answer: \`idempotent_request_in_flight\` (the first call still runs; retry after \`Retry-After\`), \`idempotency_key_mismatch\` (the id was used for another request or payer: use a new one), \`payment_signature_unproven\` (a contract wallet's signature the chain does not confirm), \`idempotent_result_expired\` (the stored answer is no longer available: nothing more is charged; a new id or key runs, and pays for, the call again).
 - \`413\`: \`{"detail":"Request body larger than ${MAX_BODY_BYTES} bytes"}\`: bodies are limited to ${MAX_BODY_BYTES / 1024 / 1024} MiB. \`415\` with \`Accept-Encoding: identity\`: the body was sent with a \`Content-Encoding\` (gzip, br, …); send it uncompressed.
 - \`429\`: \`{"reason":"rate_limited","scope":...,"retry_after":60}\` with \`Retry-After\`: too many requests (limits in /contracts/humanless.json); never charged. Per IP and card key it is checked before any payment work, per payer address once the facilitator has verified the signature.
 - \`502\`/\`504\`: \`{"detail":"...","charged":false}\`: a network skill's upstream (Wikipedia, Wikidata, the page you named) or a partner failed or timed out; you were not charged, retry later (partner calls also name \`partner_id\`, \`service_id\` and \`upstream_status\`).${skills

@@ -1,11 +1,17 @@
 import type { PublicConfig } from "../config";
-import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
+import {
+  MCP_MAX_BODY_BYTES,
+  MCP_PATH,
+  PAYMENT_META,
+  PAYMENT_RESPONSE_META,
+  RECEIPT_META,
+  REQUEST_ID_META,
+} from "../mcp/limits";
 
 /** What every discovery document says about the MCP endpoint (one wording for all of them). */
 export const mcpUrl = (cfg: PublicConfig) => `${cfg.baseUrl}${MCP_PATH}`;
 
-export const MCP_SUMMARY =
-  'MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>__<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["x402/payment"]; the result carries _meta["x402/payment-response"]. Skills can also be paid from card credits: connect with Authorization: Bearer mk_... (partner services and refinery recipes take x402 only). A call is charged only for a result, except a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund.';
+export const MCP_SUMMARY = `MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>__<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["${PAYMENT_META}"]; the result carries _meta["${PAYMENT_RESPONSE_META}"]. Skills can also be paid from card credits: connect with Authorization: Bearer mk_... (partner services and refinery recipes take x402 only). A call is charged only for a result, except a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund.`;
 
 /**
  * A generic MCP client configuration (the `mcpServers` shape most clients read). `type: "http"` is
@@ -31,10 +37,11 @@ export function mcpManifestEntry(cfg: PublicConfig) {
     stateless: true,
     max_body_bytes: MCP_MAX_BODY_BYTES,
     payment: {
-      x402: { request_meta: "x402/payment", response_meta: "x402/payment-response", version: 2 },
+      // The keys tools/call reads and writes (mcp/call.ts), so they cannot drift from what it does.
+      x402: { request_meta: PAYMENT_META, response_meta: PAYMENT_RESPONSE_META, version: 2 },
       // Every paid result, x402 or card credits: the signed receipt and the request id it names.
-      receipt_meta: "marketplace/receipt",
-      request_id_meta: "marketplace/request-id",
+      receipt_meta: RECEIPT_META,
+      request_id_meta: REQUEST_ID_META,
       // Card credits pay skill tools only; partner and refinery routes have no card-credit step.
       card_credits: { header: "Authorization: Bearer mk_...", tools: "skills only" },
     },

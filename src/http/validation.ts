@@ -408,9 +408,10 @@ export const MAX_JSON_CONTAINERS = 500_000;
  * and whether a number may lie past a double's range (`mayOverflow`: JSON.parse makes ±Infinity of
  * it, which JSON.stringify writes as null). Stops as soon as a bound is crossed. Allocates
  * nothing: the walk of the parsed value it replaces kept a pair per node (~100 MB more on the
- * body above).
+ * body above). `bounds` are a JSON body's unless a caller scans a document that holds one (/mcp's
+ * message: the arguments inside an envelope).
  */
-export function scanJson(text: string) {
+export function scanJson(text: string, bounds = { depth: MAX_JSON_DEPTH, containers: MAX_JSON_CONTAINERS }) {
   let depth = 0;
   let maxDepth = 0;
   let containers = 0;
@@ -467,7 +468,7 @@ export function scanJson(text: string) {
     else if (c === 0x5b || c === 0x7b) {
       containers++;
       if (++depth > maxDepth) maxDepth = depth;
-      if (maxDepth > MAX_JSON_DEPTH || containers > MAX_JSON_CONTAINERS) break;
+      if (maxDepth > bounds.depth || containers > bounds.containers) break;
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
   // A bare number as the whole text.

@@ -13,35 +13,18 @@ import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempoten
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
 import { RAW_ARGUMENTS, RawArguments } from "./arguments";
+import {
+  CREDITS_META,
+  IDEMPOTENCY_KEY_META,
+  IDEMPOTENT_REPLAY_META,
+  PAYMENT_ERROR_META,
+  PAYMENT_META,
+  PAYMENT_RESPONSE_META,
+  RECEIPT_META,
+  RECEIPT_NOTE_META,
+  REQUEST_ID_META,
+} from "./limits";
 import type { McpTool } from "./tools";
-
-/** x402 MCP transport (v2) `_meta` keys. */
-export const PAYMENT_META = "x402/payment";
-export const PAYMENT_RESPONSE_META = "x402/payment-response";
-/** Where MCP payers that predate structuredContent (Cloudflare Agents' withX402Client) read an offer. */
-export const PAYMENT_ERROR_META = "x402/error";
-/** Our own `_meta` key: calls left on the card-credit key that paid this call. */
-export const CREDITS_META = "marketplace/credits-remaining";
-/**
- * Our own `_meta` keys of a paid result. The receipt (the JWS of the HTTP answer's
- * X-Payment-Receipt) is here for both ways to pay: an x402 result also has it inside
- * `x402/payment-response`, where the offer-receipt extension puts it, but a card-credit call has no
- * settlement to carry it. The request id is the one the receipt and the ledger name: the id of the
- * in-process call (of the call that ran, for an idempotent replay), not the MCP POST's X-Request-Id.
- */
-export const RECEIPT_META = "marketplace/receipt";
-export const REQUEST_ID_META = "marketplace/request-id";
-/** Set only when the result does not carry the bytes its receipt was signed over (see callTool). */
-export const RECEIPT_NOTE_META = "marketplace/receipt-note";
-/**
- * Our own `_meta` key of a tools/call: the call's Idempotency-Key, which a card-credit call needs
- * to be retried without paying twice (an x402 payment carries its own id, the payment-identifier
- * extension). The MCP POST's headers are the connection's, not the call's: a header there would
- * key every call of the connection alike.
- */
-export const IDEMPOTENCY_KEY_META = "marketplace/idempotency-key";
-/** Set (true) on the result of a retry answered with the stored answer (X-Idempotent-Replay). */
-export const IDEMPOTENT_REPLAY_META = "marketplace/idempotent-replay";
 
 /** Sends one request through the whole app (the same chain as an HTTP client's call). */
 export type Dispatch = (req: Request) => Promise<Response>;

@@ -13,6 +13,7 @@ import * as z from "zod";
 import { INTERFACE_VERSION } from "../config";
 import { skills } from "../skills/registry";
 import { type CallContext, callTool } from "./call";
+import { PAYMENT_META, PAYMENT_RESPONSE_META, RECEIPT_META } from "./limits";
 import { CATALOG_URI, docsUri, resourceList, skillDocs } from "./resources";
 import type { McpTool } from "./tools";
 
@@ -27,8 +28,7 @@ export interface McpServerContext extends CallContext {
 
 const FREE_BETA_NOTE =
   "Free beta: skill tools answer without payment for now; partner services and refinery recipes are still paid. ";
-const INSTRUCTIONS =
-  'Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["x402/payment"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["x402/payment-response"], and every paid result carries its signed receipt in _meta["marketplace/receipt"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).';
+const INSTRUCTIONS = `Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).`;
 
 /**
  * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist

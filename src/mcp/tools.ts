@@ -3,9 +3,11 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { PublicConfig } from "../config";
 import { formatUsd, microsToUsd } from "../money";
 import type { PricingConfig } from "../partners/config";
+import { REFINERY_ID } from "../partners/data";
 import { PATH_PARAM } from "../partners/upstream";
 import { type Sellable, sellables } from "../payments/sellables";
 import { outputJsonSchema, skillById } from "../skills/registry";
+import { IDEMPOTENCY_KEY_META, PAYMENT_META } from "./limits";
 
 type JsonSchema = Record<string, unknown>;
 
@@ -50,6 +52,19 @@ function sampleSchema(v: unknown): JsonSchema {
 }
 
 /**
+ * A partner service's body fields. A refinery recipe's `recipe`, if sent, must be the recipe the
+ * tool runs: the route answers any other value 422 (partner-calls.ts), once the payment is verified,
+ * so the schema says so as discovery's does (partners/discovery.ts), and leaves it optional.
+ */
+function bodyProperties(partnerId: string, serviceId: string, sample: Record<string, unknown> | undefined) {
+  const properties = sampleProperties(sample);
+  if (partnerId === REFINERY_ID && properties.recipe) {
+    properties.recipe = { ...properties.recipe, const: serviceId };
+  }
+  return properties;
+}
+
+/**
  * What a paid tool's `structuredContent` can be. The official MCP client validates it against
  * `outputSchema` even on an `isError` result, so the schema states all three shapes (disjoint
  * `required` sets keep the success branch strict): the result, the x402 PaymentRequired of an
@@ -81,10 +96,9 @@ function priceText(item: Sellable) {
   return `${formatUsd(microsToUsd(item.priceMicros))} per call`;
 }
 
-const X402_NOTE =
-  'Paid: send the x402 v2 payment in params._meta["x402/payment"] (an unpaid call returns the PaymentRequired)';
+const X402_NOTE = `Paid: send the x402 v2 payment in params._meta["${PAYMENT_META}"] (an unpaid call returns the PaymentRequired)`;
 /** A card-credit call has no payment to carry its retry key: it goes in the call's own _meta (mcp/call.ts). */
-const PAYMENT_NOTE = `${X402_NOTE}, or connect with Authorization: Bearer mk_... card credits (a retry with the same params._meta["marketplace/idempotency-key"] is not charged again).`;
+const PAYMENT_NOTE = `${X402_NOTE}, or connect with Authorization: Bearer mk_... card credits (a retry with the same params._meta["${IDEMPOTENCY_KEY_META}"] is not charged again).`;
 /** Partner services and the refinery recipes take x402 only: their routes have no card-credit step. */
 const PARTNER_PAYMENT_NOTE = `${X402_NOTE}; card credits do not pay for partner services.`;
 /** As the errors guide says it (discovery/guides.ts): a partner paid first is charged, then refunded. */
@@ -117,7 +131,7 @@ function fromSellable(item: Sellable): McpTool {
             description: "The JSON body sent to the partner.",
             // A `properties` on every object schema: OpenAI's function calling refuses one without
             // it (and with it the whole tool list); the sample's fields, typed, others allowed.
-            properties: sampleProperties(service.test_body),
+            properties: bodyProperties(partner.id, service.id, service.test_body),
             ...(service.test_body ? { examples: [service.test_body] } : {}),
           };
     return {

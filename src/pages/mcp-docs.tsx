@@ -1,6 +1,16 @@
 import type { PublicConfig } from "../config";
 import { MCP_SUMMARY, mcpClientConfig, mcpUrl } from "../discovery/mcp";
-import { MCP_MAX_BODY_BYTES } from "../mcp/limits";
+import {
+  IDEMPOTENCY_KEY_META,
+  IDEMPOTENT_REPLAY_META,
+  MCP_MAX_BODY_BYTES,
+  PAYMENT_ERROR_META,
+  PAYMENT_META,
+  PAYMENT_RESPONSE_META,
+  RECEIPT_META,
+  RECEIPT_NOTE_META,
+  REQUEST_ID_META,
+} from "../mcp/limits";
 import { Layout } from "./layout";
 
 /** /docs/mcp: how to connect an MCP client and pay for tool calls. */
@@ -17,7 +27,7 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
     params: {
       ...unpaid.params,
       _meta: {
-        "x402/payment": {
+        [PAYMENT_META]: {
           x402Version: 2,
           resource: "<the PaymentRequired's resource>",
           accepted: "<one of accepts>",
@@ -72,8 +82,9 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
             <code>{JSON.stringify(unpaid)}</code>
           </pre>
           The result has <code>isError: true</code>; its <code>structuredContent</code> (and{" "}
-          <code>content[0].text</code>, and <code>_meta["x402/error"]</code> for payers that read it there) is
-          the x402 v2 <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of the skill.
+          <code>content[0].text</code>, and <code>_meta["{PAYMENT_ERROR_META}"]</code> for payers that read it
+          there) is the x402 v2 <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of
+          the skill.
         </li>
         <li>
           Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}
@@ -87,18 +98,18 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         <li>
           The result carries <code>structuredContent</code> and its JSON text (a result over 1,048,576
           characters of JSON comes once, as <code>structuredContent</code>, with a note as its text), and{" "}
-          <code>_meta["x402/payment-response"]</code> (success, transaction, network, payer). Every paid
+          <code>_meta["{PAYMENT_RESPONSE_META}"]</code> (success, transaction, network, payer). Every paid
           result, x402 or card credits, also carries its signed receipt in{" "}
-          <code>_meta["marketplace/receipt"]</code>, bound to the bytes of <code>content[0].text</code>, and
-          the request id it names in <code>_meta["marketplace/request-id"]</code> (over 1,048,576 characters,
-          where the text is a note, <code>_meta["marketplace/receipt-note"]</code> says the receipt can only
-          be checked over HTTP; the key is published at <code>/.well-known/did.json</code>). The payment is
-          the <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding, of
-          UTF-8 or, as <code>btoa(JSON.stringify(payload))</code> writes it, Latin-1). A string or object that
-          is not a payment is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
+          <code>_meta["{RECEIPT_META}"]</code>, bound to the bytes of <code>content[0].text</code>, and the
+          request id it names in <code>_meta["{REQUEST_ID_META}"]</code> (over 1,048,576 characters, where the
+          text is a note, <code>_meta["{RECEIPT_NOTE_META}"]</code> says the receipt can only be checked over
+          HTTP; the key is published at <code>/.well-known/did.json</code>). The payment is the{" "}
+          <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding, of UTF-8
+          or, as <code>btoa(JSON.stringify(payload))</code> writes it, Latin-1). A string or object that is
+          not a payment is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
           again, one whose <code>x402Version</code> is not 2 with <code>reason: "invalid_x402_version"</code>,
           and any other type (a number, an array) with <code>reason: "invalid_payment_meta"</code>. A
-          settlement that fails is a tool error carrying <code>x402/payment-response</code> (
+          settlement that fails is a tool error carrying <code>{PAYMENT_RESPONSE_META}</code> (
           <code>success: false</code>, its <code>errorReason</code>) in <code>_meta</code> and{" "}
           <code>structuredContent</code>.
         </li>
@@ -114,12 +125,12 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
       <h2>Retrying a call without paying twice</h2>
       <p>
         A retried call with the same key gets the stored answer, nothing more settled or spent, marked{" "}
-        <code>_meta["marketplace/idempotent-replay"]: true</code> (its <code>_meta</code> is the stored
-        call's: the request id and receipt of the call that ran). An x402 payment carries its key itself: the{" "}
+        <code>_meta["{IDEMPOTENT_REPLAY_META}"]: true</code> (its <code>_meta</code> is the stored call's: the
+        request id and receipt of the call that ran). An x402 payment carries its key itself: the{" "}
         <code>payment-identifier</code> extension every <code>PaymentRequired</code> offers, with a fresh
         signature for each retry. A card-credit call names its key in the call's own{" "}
-        <code>params._meta["marketplace/idempotency-key"]</code> (1 to 255 visible ASCII characters, as the
-        HTTP <code>Idempotency-Key</code>; anything else is a tool error with{" "}
+        <code>params._meta["{IDEMPOTENCY_KEY_META}"]</code> (1 to 255 visible ASCII characters, as the HTTP{" "}
+        <code>Idempotency-Key</code>; anything else is a tool error with{" "}
         <code>reason: "invalid_idempotency_key"</code>, not charged); an <code>Idempotency-Key</code> header
         on the MCP request itself is not read. The same key over MCP and over HTTP is the same call, for 24
         hours.

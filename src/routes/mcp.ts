@@ -4,10 +4,16 @@ import { limitBody } from "../http/body-limit";
 import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nonFiniteItems, scanJson } from "../http/validation";
 import { withExactArguments, withRawArguments } from "../mcp/arguments";
 import type { AppFetch } from "../mcp/handle";
-import { MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
+import { MCP_ENVELOPE_CONTAINERS, MCP_ENVELOPE_DEPTH, MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
 import { rpcError } from "../mcp/rpc-error";
 
 export type { AppFetch } from "../mcp/handle";
+
+/** The message's bounds: a JSON body's, with the envelope's headroom (see MCP_ENVELOPE_DEPTH). */
+const MESSAGE_BOUNDS = {
+  depth: MAX_JSON_DEPTH + MCP_ENVELOPE_DEPTH,
+  containers: MAX_JSON_CONTAINERS + MCP_ENVELOPE_CONTAINERS,
+};
 
 // The MCP SDK (zod schemas, ajv) is loaded on the first MCP message of an isolate, not at start-up.
 let handler: Promise<typeof import("../mcp/handle")> | undefined;
@@ -50,16 +56,18 @@ export function mcpRoutes(appFetch: AppFetch) {
       const body = await bodyText(c);
       if (!body.ok) return rpcError(c, 400, -32700, `Parse error: ${body.item.ctx?.error}`);
       const text = body.text;
-      // The same bound as every JSON body (validation.ts): millions of empty containers would fill
-      // the isolate's memory before anything looked at them.
+      // Every JSON body's bound (validation.ts), with the envelope's headroom: millions of empty
+      // containers would fill the isolate's memory before anything looked at them. The arguments
+      // within are judged by the tool's route, with its own bounds: a body the HTTP route takes
+      // goes through, and one it refuses gets its 422 as the call's tool error.
       // (The scan stops at the first bound it crosses, so both are checked.)
-      const scan = scanJson(text);
-      if (scan.depth > MAX_JSON_DEPTH || scan.containers > MAX_JSON_CONTAINERS) {
+      const scan = scanJson(text, MESSAGE_BOUNDS);
+      if (scan.depth > MESSAGE_BOUNDS.depth || scan.containers > MESSAGE_BOUNDS.containers) {
         return rpcError(
           c,
           400,
           -32700,
-          `Parse error: nested deeper than ${MAX_JSON_DEPTH} levels or more than ${MAX_JSON_CONTAINERS} arrays and objects`,
+          `Parse error: a message nested deeper than ${MESSAGE_BOUNDS.depth} levels or with more than ${MESSAGE_BOUNDS.containers} arrays and objects`,
         );
       }
       try {

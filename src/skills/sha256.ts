@@ -18,6 +18,11 @@ const ALIASES: Record<string, Encoding> = {
 };
 type Encoding = "utf-8" | "utf-16le" | "latin1" | "ascii" | "base64" | "hex";
 const NAMES = "utf-8, utf-16le, latin1, ascii, base64, hex";
+/** Every other name taken, with what it stands for: the description lists all the schema lets through. */
+const ALIAS_NAMES = Object.entries(ALIASES)
+  .filter(([alias, name]) => alias !== name)
+  .map(([alias, name]) => `${alias} (${name})`)
+  .join(", ");
 /**
  * What the published schema lets through: every name and alias, in any case, with the spaces the
  * server trims. Clients (and the models that fill MCP arguments) build values from the schema.
@@ -113,7 +118,7 @@ export const sha256 = defineSkill({
           return z.NEVER;
         })
         .meta({
-          description: `One of ${NAMES} (utf8, iso-8859-1, us-ascii accepted as aliases; any case).`,
+          description: `One of ${NAMES}; also accepted: ${ALIAS_NAMES}; any case.`,
           pattern: ENCODING_PATTERN,
         }),
     }),

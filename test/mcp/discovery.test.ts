@@ -29,6 +29,38 @@ describe("MCP endpoint in the discovery documents", () => {
     });
   });
 
+  it("the MCP docs, the server's instructions and every tool's description name the keys agents.json publishes", async () => {
+    const doc = await (await call("/agents.json")).json<{
+      mcp: { payment: { x402: { request_meta: string; response_meta: string }; receipt_meta: string } };
+    }>();
+    const { x402, receipt_meta } = doc.mcp.payment;
+    const keys = [x402.request_meta, x402.response_meta, receipt_meta].map((k) => `_meta[&quot;${k}&quot;]`);
+    const html = await (await call("/docs/mcp")).text();
+    for (const k of keys) expect(html).toContain(k);
+    const init = await postJson(
+      "/mcp",
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      },
+      { accept: "application/json, text/event-stream" },
+    );
+    const instructions = (await init.json<{ result: { instructions: string } }>()).result.instructions;
+    for (const k of [x402.request_meta, x402.response_meta, receipt_meta]) {
+      expect(instructions).toContain(`_meta["${k}"]`);
+    }
+    const list = await postJson(
+      "/mcp",
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+      { accept: "application/json, text/event-stream" },
+    );
+    const { tools } = (await list.json<{ result: { tools: { name: string; description: string }[] } }>())
+      .result;
+    for (const t of tools) expect(t.description, t.name).toContain(`params._meta["${x402.request_meta}"]`);
+  });
+
   it("the home page and the docs index link the MCP page; /docs/mcp has a config snippet under a strict CSP", async () => {
     expect(await (await call("/")).text()).toContain('href="/docs/mcp"');
     expect(await (await call("/docs")).text()).toContain('href="/docs/mcp"');

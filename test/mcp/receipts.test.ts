@@ -94,6 +94,42 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
     expect(replayed.result._meta?.["marketplace/request-id"]).toBe(row?.request_id);
   });
 
+  it("agents.json names the _meta keys tools/call really reads and writes, for x402 and for card credits", async () => {
+    const doc = await (await app.fetch(new Request(`${ORIGIN}/agents.json`), paidEnv)).json<{
+      mcp: {
+        payment: {
+          x402: { request_meta: string; response_meta: string };
+          receipt_meta: string;
+          request_id_meta: string;
+        };
+      };
+    }>();
+    const { x402, receipt_meta, request_id_meta } = doc.mcp.payment;
+    // The payment is read under the published key: paid, not offered again.
+    const account = privateKeyToAccount(generatePrivateKey());
+    const unpaid = await callTool("sha256", { text: "names" });
+    const required = unpaid.result.structuredContent as unknown as PaymentRequired;
+    const pay = await signedPayment(required, account);
+    const { result } = await callTool("sha256", { text: "names" }, { [x402.request_meta]: pay.payload });
+    expect(result.isError).toBeFalsy();
+    // The result is written under the published keys, and under no other.
+    expect(result._meta?.[x402.response_meta]).toMatchObject({ success: true });
+    const jws = result._meta?.[receipt_meta] as string;
+    const claims = await verifyReceipt(jws, {
+      jwk: await publishedKey(),
+      body: utf8(result.content[0]?.text as string),
+    });
+    expect(claims.requestId).toBe(result._meta?.[request_id_meta]);
+    expect(Object.keys(result._meta ?? {}).sort()).toEqual(
+      [x402.response_meta, receipt_meta, request_id_meta].sort(),
+    );
+    // A card-credit call: the same receipt and request id keys.
+    const { key } = await cardKey("slugify");
+    const card = await callTool("slugify", { text: "names" }, undefined, { authorization: `Bearer ${key}` });
+    expect(card.result._meta?.[receipt_meta]).toEqual(expect.any(String));
+    expect(card.result._meta?.[request_id_meta]).toEqual(expect.any(String));
+  });
+
   it("a result over 1 MiB says in _meta and in its text that its receipt cannot be checked on it, and how to get one that can", async () => {
     const { key } = await cardKey("json_sort");
     const data = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`key${i}`, "v".repeat(10)]));

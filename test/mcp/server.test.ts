@@ -4,7 +4,8 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
+import { MAX_JSON_DEPTH } from "../../src/http/validation";
+import { MCP_ENVELOPE_DEPTH, MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
 import { pricingConfig } from "../../src/partners/config";
 import { PARTNERS } from "../../src/partners/data";
 import { servicePrices } from "../../src/partners/pricing";
@@ -296,8 +297,11 @@ describe("MCP protocol surface", () => {
     );
     it("a message with more arrays and objects than any body may hold is a parse error, before it is parsed", async () => {
       const many = `[${"{},".repeat(600_000)}{}]`;
-      // Also behind a nesting past 200 levels, where the scan stops counting.
-      for (const args of [`{"data":${many}}`, `{"x":${"[".repeat(201)}${"]".repeat(201)},"data":${many}}`]) {
+      // Also behind a nesting past the message's bound (a body's 200 levels and the envelope's
+      // headroom), where the scan stops counting.
+      const levels = MAX_JSON_DEPTH + MCP_ENVELOPE_DEPTH;
+      const nested = `${"[".repeat(levels)}${"]".repeat(levels)}`;
+      for (const args of [`{"data":${many}}`, `{"x":${nested},"data":${many}}`]) {
         const res = await raw(
           `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"json_sort","arguments":${args}}}`,
         );

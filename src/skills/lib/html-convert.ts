@@ -1,6 +1,6 @@
 import { type ChildNode, type Element, Text } from "domhandler";
 import { decodeHTML } from "entities";
-import { convert, type FormatCallback } from "html-to-text";
+import { compile, type FormatCallback } from "html-to-text";
 import { DomUtils, Parser, parseDocument } from "htmlparser2";
 import MarkdownIt, { type Token } from "markdown-it";
 import { htmlToMarkdown } from "mdream";
@@ -709,8 +709,12 @@ function prefixBounded(): Record<string, FormatCallback> {
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
         const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
-        format?.(elem, walk, builder, options);
-        levels--;
+        // The count lives as long as its converter (textConverter): a throw must not leave it up.
+        try {
+          format?.(elem, walk, builder, options);
+        } finally {
+          levels--;
+        }
         return;
       }
       builder.openBlock({ leadingLineBreaks: 2 });
@@ -872,6 +876,23 @@ const LEADING_BLANK_LINES = /^\s*\n/;
 /** How far past its stop htmlToText reads to finish a list the stop fell in. */
 const LIST_WAIT = 20_000;
 
+/**
+ * html-to-text's converter for each table layout, compiled on first use and kept for the isolate:
+ * `convert` compiled its options on every call (merged them with its defaults and built the
+ * selectors' decision tree), five sixths of a 1 KB page's time (node). Nothing in a compiled
+ * converter or its formatters outlives a call (prefixBounded's count of open levels is 0 again
+ * after each, thrown or not), so every call converts as a fresh one would.
+ */
+const converters: { grid?: (html: string) => string; blocks?: (html: string) => string } = {};
+function textConverter(gridTables: boolean): (html: string) => string {
+  const key = gridTables ? "grid" : "blocks";
+  converters[key] ??= compile({
+    ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
+    formatters: { ...prefixBounded(), itemBlock, captionedTable },
+  });
+  return converters[key];
+}
+
 /** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */
 const MAX_SOURCE_CHARS = 400_000;
 /** What a node other than an element counts inside skipped elements toward it: `<a></a>`'s tags. */
@@ -897,12 +918,7 @@ export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number)
   const source = end === undefined ? page : page.slice(0, end);
   // Blank lines go from the start, not the first line's own indent: a page that opens with a list
   // or a <pre> kept its first item's marker and line flush left ("* A\n * B").
-  const text = convert(source, {
-    ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable },
-  })
-    .replace(LEADING_BLANK_LINES, "")
-    .trimEnd();
+  const text = textConverter(gridTables)(source).replace(LEADING_BLANK_LINES, "").trimEnd();
   return maxChars === undefined ? text : cut(text, maxChars);
 }
 

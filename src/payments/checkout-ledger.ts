@@ -1,3 +1,4 @@
+import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { InputError, zodItems } from "../http/validation";
@@ -336,7 +337,7 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
 /**
  * A checkout may carry the body of the buyer's first call: it runs once, after the grant and
  * outside the webhook's request (webhook answers stay fast), and spends a credit only if it
- * succeeds. A claim on the session makes it run once; a claim whose run died (isolate evicted)
+ * succeeds (none in free beta, as no call does then). A claim on the session makes it run once; a claim whose run died (isolate evicted)
  * goes stale and the reveal POST runs it. Its answer is kept for the success page.
  *
  * It runs only while the pack can make a call. A refund or dispute event can grant the pack it
@@ -350,6 +351,13 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
 export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
   const now = Date.now();
   const started = performance.now();
+  // In free beta every skill call answers unpaid, a card key's too (the payment gate lets it
+  // through before reading the key): the first call is one of them, so it takes no credit and is
+  // logged as free beta. It was the one call of the beta that spent a credit, $0.003 more a pack
+  // than any other buyer paid. Read as it runs, as the gate reads the flag as a call arrives. The
+  // pack rule stays: a first call is part of what the pack bought, and is held back while the
+  // pack can make no call (disputed, wholly refunded), as the page and the Reveal POST say.
+  const free = publicConfig(env, "http://localhost").freeBeta;
   const claim = await env.DB.prepare(
     `UPDATE checkout_sessions SET payload_started_at = CASE WHEN ${PACK_CAN_CALL} THEN ?2 ELSE ?4 END
      WHERE id = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL
@@ -416,6 +424,18 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   if (result.status !== 200) {
     stored = (await store(answer).run()).meta.changes === 1;
     if (stored) logged = result.status;
+  } else if (free) {
+    // Free beta: shown without a credit, as any call is then, unless the pack stopped being able
+    // to call while this ran (then held back, as below).
+    const [shown] = await env.DB.batch([
+      env.DB.prepare(
+        `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
+         WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL AND ${PACK_CAN_CALL}`,
+      ).bind(answer, sessionId, now, Date.now()),
+      holdBack(env.DB, sessionId, now),
+    ]);
+    stored = shown?.meta.changes === 1;
+    if (stored) logged = 200;
   } else {
     // A success is shown only if its credit is taken: the buyer may have spent every credit (or
     // the payment was disputed or refunded) while this ran, and the answer must not be an extra,
@@ -433,10 +453,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
         env.DB,
         `id = ?1 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result = ?4)`,
       ).bind(claim.api_key_id, sessionId, now, answer),
-      env.DB.prepare(
-        `UPDATE checkout_sessions SET payload_started_at = ?3
-         WHERE id = ?1 AND payload_started_at = ?2 AND payload_result IS NULL AND NOT ${PACK_CAN_CALL}`,
-      ).bind(sessionId, now, HELD_BACK),
+      holdBack(env.DB, sessionId, now),
       store(JSON.stringify({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } })),
     ]);
     stored = shown?.meta.changes === 1;
@@ -450,12 +467,22 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
       status: logged,
       targetFault,
       creditTaken,
+      free,
       durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
     });
   // An answer nobody will read (withheld, or a stale run's) leaves no copy behind in KV; one that
   // stays (the delete failed) costs storage only, so it does not fail the run.
   if (!stored && kept.bodyKv) await env.KV.delete(kept.bodyKv).catch(() => undefined);
 }
+
+/** The marking of a run's claim HELD_BACK once its pack can no longer call (nothing stored). */
+const holdBack = (db: D1Database, sessionId: string, claimedAt: number) =>
+  db
+    .prepare(
+      `UPDATE checkout_sessions SET payload_started_at = ?3
+       WHERE id = ?1 AND payload_started_at = ?2 AND payload_result IS NULL AND NOT ${PACK_CAN_CALL}`,
+    )
+    .bind(sessionId, claimedAt, HELD_BACK);
 
 /**
  * The first call's record for the call log and Analytics Engine, as recordCall writes a skill
@@ -469,7 +496,7 @@ async function logFirstCall(
   env: Bindings,
   skillId: string,
   priceMicro: number,
-  run: { status: number; targetFault: boolean; creditTaken: boolean; durationMs: number },
+  run: { status: number; targetFault: boolean; creditTaken: boolean; free: boolean; durationMs: number },
 ) {
   // As recordCall reads a route's answer: a 502/504 of the page the buyer named is theirs.
   const outcome = outcomeOf(run.status, undefined, run.targetFault);
@@ -480,8 +507,9 @@ async function logFirstCall(
       status: run.status,
       outcome,
       durationMs: run.durationMs,
-      // A refusal took no credit: nothing paid it, as the route logs a key without credits.
-      paymentMethod: run.status === 402 ? "none" : "card_credit",
+      // In free beta whatever its answer, as recordCall logs every call free beta let through. A
+      // refusal took no credit: nothing paid it, as the route logs a key without credits.
+      paymentMethod: run.free ? "free_beta" : run.status === 402 ? "none" : "card_credit",
       amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
       transport: "checkout",
     });

@@ -78,6 +78,49 @@ export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<
 }
 
 /**
+ * How long a client's Idempotency-Key is sure to give back the session it made: Stripe keeps a key
+ * at least 24 hours from its first request (it may forget it after; a retry then makes a new
+ * session, which needs room like any other).
+ */
+const STRIPE_KEY_KEPT_S = 24 * 60 * 60;
+const keyedSessionKv = (reference: string) => `checkout-keyed:${reference}`;
+
+/**
+ * Remembers, for a retry under the client's Idempotency-Key, which session its checkout recorded:
+ * in KV under the checkout's reference (network, key and body), until 24 hours after Stripe made
+ * the session (`createdS`, Unix seconds), when Stripe may stop replaying it. Only a checkout with a
+ * payload needs it (unpaidPayloadRoom refuses no other); a write that fails is logged, and its
+ * retry is then checked for room like a new checkout.
+ */
+export async function rememberKeyedSession(
+  kv: KVNamespace,
+  reference: string,
+  sessionId: string,
+  createdS: number,
+) {
+  const expiration = createdS + STRIPE_KEY_KEPT_S;
+  // KV refuses an expiry less than 60 s away: a key that old is as good as forgotten.
+  if (expiration < Date.now() / 1000 + 60) return;
+  await kv.put(keyedSessionKv(reference), sessionId, { expiration }).catch((e: unknown) => {
+    console.error(JSON.stringify({ level: "warn", msg: "keyed checkout not remembered", error: String(e) }));
+  });
+}
+
+/**
+ * Whether a retry under a client's Idempotency-Key is of a session recorded already (the one
+ * rememberKeyedSession kept for this reference, still in D1): Stripe replays that session, and its
+ * payload is counted in the sum, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
+ * checkout is checked for room before Stripe like one without a key. KV reaches other locations up
+ * to 60 s after the write, and a read can fail: then it is checked for room too (at worst a 503 to
+ * retry later, never a session nobody is given).
+ */
+export async function keyedSessionRecorded(env: Bindings, reference: string): Promise<boolean> {
+  const id = await env.KV.get(keyedSessionKv(reference)).catch(() => null);
+  if (!id) return false;
+  return (await env.DB.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(id).first()) !== null;
+}
+
+/**
  * Records a session; false when its payload would take unpaid sessions past
  * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check and the INSERT are one statement,
  * so concurrent checkouts cannot all pass it. A session already recorded (a retry Stripe replayed)

@@ -252,7 +252,7 @@ export async function deliverWithStripeDown(event: unknown) {
  * built with, so a spy on globalThis.fetch never saw the shared client's requests; a base of its
  * own (a fragment the client ignores) makes this checkout build its client with the recording fetch.
  */
-export async function checkoutSeeingStripe(body: string) {
+export async function checkoutSeeingStripe(body: string, headers: Record<string, string> = {}) {
   const real = globalThis.fetch;
   const sent: string[] = [];
   globalThis.fetch = (input, init) => {
@@ -264,7 +264,7 @@ export async function checkoutSeeingStripe(body: string) {
     const res = await createApp().fetch(
       new Request("https://skills.test/api/cardpay/checkout", {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...headers },
         body,
       }),
       { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` },

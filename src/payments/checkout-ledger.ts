@@ -198,6 +198,35 @@ export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) 
 }
 
 /**
+ * How long the row of a session that never granted a key is kept: 30 days from its creation, as
+ * call-log rows (stats/record.ts RETENTION_DAYS). Stripe expires a session 24 hours after its
+ * creation, so by then it can never be paid, and its payload went long before (its expiry, or
+ * staleUnpaidPayloads at 4 days); the 30 days keep the row for support ("I was charged") and for
+ * any event about it that comes late.
+ */
+export const UNPAID_SESSION_RETENTION_DAYS = 30;
+
+/**
+ * The deleting of up to `limit` rows of sessions that never granted a key, as of `now`: created
+ * more than UNPAID_SESSION_RETENTION_DAYS ago and holding no payload. A granted session (api_key_id)
+ * is part of the money ledger (credits, refunds, disputes) and is never deleted; nor is one Stripe
+ * reported completed with its payment still clearing (payment_pending_at) unless that payment
+ * failed: it may have been paid, and its grant may come late. A paid session whose grant never came
+ * is rebuilt from Stripe's own record if an event for it ever does (settleSession). Found through the
+ * checkout_sessions_unpaid_done index alone (migration 0018); run in chunks by the Cron
+ * (ops/database.ts): D1 has no DELETE … LIMIT.
+ */
+export function expiredUnpaidSessions(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      `DELETE FROM checkout_sessions WHERE rowid IN (SELECT rowid FROM checkout_sessions WHERE api_key_id IS NULL
+         AND payload IS NULL AND created_at < ?1 AND (payment_pending_at IS NULL OR payment_failed_at IS NOT NULL)
+         LIMIT ?2)`,
+    )
+    .bind(now - UNPAID_SESSION_RETENTION_DAYS * 24 * 60 * 60 * 1000, limit);
+}
+
+/**
  * The measuring of up to `limit` unpaid payloads stored without their size: the rows from before
  * migration 0015, and those the previous version wrote until this one was up. Measured, they count
  * against UNPAID_PAYLOADS_MAX_BYTES and are cleared by staleUnpaidPayloads like any other. Each

@@ -1,4 +1,4 @@
-import { staleUnpaidPayloads, unmeasuredPayloads } from "../payments/checkout-ledger";
+import { expiredUnpaidSessions, staleUnpaidPayloads, unmeasuredPayloads } from "../payments/checkout-ledger";
 import { expiredResults } from "../payments/idempotent-results";
 import { seededCalls } from "../skills/lib/osint-calls";
 import { expiredCalls } from "../stats/record";
@@ -53,11 +53,13 @@ async function pruneTable(
 const MEASURE_CHUNK = 100;
 
 /**
- * Expired stored answers (past the 24 h window), call-log rows past the retention (30 days), and
- * the first-call payloads of checkouts no payment can still run (payments/checkout-ledger.ts
- * staleUnpaidPayloads: the rows stay, they are the sessions' record); beside them, payloads stored
- * without their size (before migration 0015) are measured, so the next run clears them too, and
- * osint_graph seeds an earlier version logged are blanked (skills/lib/osint-calls.ts).
+ * Expired stored answers (past the 24 h window), call-log rows past the retention (30 days), the
+ * first-call payloads of checkouts no payment can still run (payments/checkout-ledger.ts
+ * staleUnpaidPayloads: the rows stay, they are the sessions' record), and the rows of checkouts
+ * that never granted a key, 30 days after their creation (expiredUnpaidSessions: paid ones are the
+ * money ledger and stay); beside them, payloads stored without their size (before migration 0015)
+ * are measured, so the next run clears them too, and osint_graph seeds an earlier version logged
+ * are blanked (skills/lib/osint-calls.ts).
  * Deletes and clearings only, in statements of their own: the deletes each store and flush make
  * sit behind a write that a full D1 refuses, so without these nothing freed space once it was
  * full. Each part is tried even if another fails; any failure then throws, naming it.
@@ -71,6 +73,8 @@ export async function pruneExpired(db: D1Database, now = Date.now()) {
     checkout_payloads_measured: () => pruneTable((limit) => unmeasuredPayloads(db, limit), MEASURE_CHUNK),
     // Seeds an earlier Worker version logged after migration 0016 (a rollout, a rollback).
     osint_seeds: () => pruneTable((limit) => seededCalls(db, limit)),
+    // Rows without a payload (a few hundred bytes): the deletes' usual chunks.
+    checkout_sessions: () => pruneTable((limit) => expiredUnpaidSessions(db, now, limit)),
   };
   const names = Object.keys(parts) as (keyof typeof parts)[];
   const settled = await Promise.allSettled(names.map((name) => parts[name]()));

@@ -30,6 +30,8 @@ interface SuccessProps {
   refresh?: number;
   /** The first call's stored answer as shown (storedAnswerView), once there is one. */
   firstAnswer?: { status: number; text: string };
+  /** FREE_BETA: calls take no credit, the first call's neither (runFirstPayload). */
+  freeBeta?: boolean;
 }
 
 /**
@@ -119,7 +121,10 @@ function FirstCall(p: SuccessProps) {
         ) : state === "queued" || revealReady ? (
           <p id="first-call" class="muted">
             {state === "queued" ? "Not run yet" : "It has not finished (the server running it stopped)"}: it
-            runs when you reveal your key. No credit is spent unless it succeeds.
+            runs when you reveal your key.{" "}
+            {p.freeBeta
+              ? "It is free during the beta: no credit is spent."
+              : "No credit is spent unless it succeeds."}
           </p>
         ) : (
           <>
@@ -143,9 +148,11 @@ function FirstCall(p: SuccessProps) {
     <section>
       <h2>Your first call</h2>
       <p id="first-call" class={result.status === 200 ? "status-ok" : "status-err"}>
-        {result.status === 200
-          ? "Ran with the payload you sent (one credit spent)."
-          : `It failed with ${result.status}; no credit was spent.`}
+        {result.status !== 200
+          ? `It failed with ${result.status}; no credit was spent.`
+          : p.freeBeta
+            ? "Ran with the payload you sent (free during the beta: no credit spent)."
+            : "Ran with the payload you sent (one credit spent)."}
       </p>
       <pre>
         <code>{result.text}</code>

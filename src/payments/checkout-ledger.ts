@@ -1,3 +1,4 @@
+import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { InputError, zodItems } from "../http/validation";
@@ -77,6 +78,49 @@ export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<
 }
 
 /**
+ * How long a client's Idempotency-Key is sure to give back the session it made: Stripe keeps a key
+ * at least 24 hours from its first request (it may forget it after; a retry then makes a new
+ * session, which needs room like any other).
+ */
+const STRIPE_KEY_KEPT_S = 24 * 60 * 60;
+const keyedSessionKv = (reference: string) => `checkout-keyed:${reference}`;
+
+/**
+ * Remembers, for a retry under the client's Idempotency-Key, which session its checkout recorded:
+ * in KV under the checkout's reference (network, key and body), until 24 hours after Stripe made
+ * the session (`createdS`, Unix seconds), when Stripe may stop replaying it. Only a checkout with a
+ * payload needs it (unpaidPayloadRoom refuses no other); a write that fails is logged, and its
+ * retry is then checked for room like a new checkout.
+ */
+export async function rememberKeyedSession(
+  kv: KVNamespace,
+  reference: string,
+  sessionId: string,
+  createdS: number,
+) {
+  const expiration = createdS + STRIPE_KEY_KEPT_S;
+  // KV refuses an expiry less than 60 s away: a key that old is as good as forgotten.
+  if (expiration < Date.now() / 1000 + 60) return;
+  await kv.put(keyedSessionKv(reference), sessionId, { expiration }).catch((e: unknown) => {
+    console.error(JSON.stringify({ level: "warn", msg: "keyed checkout not remembered", error: String(e) }));
+  });
+}
+
+/**
+ * Whether a retry under a client's Idempotency-Key is of a session recorded already (the one
+ * rememberKeyedSession kept for this reference, still in D1): Stripe replays that session, and its
+ * payload is counted in the sum, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
+ * checkout is checked for room before Stripe like one without a key. KV reaches other locations up
+ * to 60 s after the write, and a read can fail: then it is checked for room too (at worst a 503 to
+ * retry later, never a session nobody is given).
+ */
+export async function keyedSessionRecorded(env: Bindings, reference: string): Promise<boolean> {
+  const id = await env.KV.get(keyedSessionKv(reference)).catch(() => null);
+  if (!id) return false;
+  return (await env.DB.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(id).first()) !== null;
+}
+
+/**
  * Records a session; false when its payload would take unpaid sessions past
  * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check and the INSERT are one statement,
  * so concurrent checkouts cannot all pass it. A session already recorded (a retry Stripe replayed)
@@ -151,6 +195,35 @@ export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) 
          LIMIT ?2)`,
     )
     .bind(now - CHECKOUT_COMPLETABLE_MS, limit, now - PENDING_PAYMENT_MS, now);
+}
+
+/**
+ * How long the row of a session that never granted a key is kept: 30 days from its creation, as
+ * call-log rows (stats/record.ts RETENTION_DAYS). Stripe expires a session 24 hours after its
+ * creation, so by then it can never be paid, and its payload went long before (its expiry, or
+ * staleUnpaidPayloads at 4 days); the 30 days keep the row for support ("I was charged") and for
+ * any event about it that comes late.
+ */
+export const UNPAID_SESSION_RETENTION_DAYS = 30;
+
+/**
+ * The deleting of up to `limit` rows of sessions that never granted a key, as of `now`: created
+ * more than UNPAID_SESSION_RETENTION_DAYS ago and holding no payload. A granted session (api_key_id)
+ * is part of the money ledger (credits, refunds, disputes) and is never deleted; nor is one Stripe
+ * reported completed with its payment still clearing (payment_pending_at) unless that payment
+ * failed: it may have been paid, and its grant may come late. A paid session whose grant never came
+ * is rebuilt from Stripe's own record if an event for it ever does (settleSession). Found through the
+ * checkout_sessions_unpaid_done index alone (migration 0018); run in chunks by the Cron
+ * (ops/database.ts): D1 has no DELETE … LIMIT.
+ */
+export function expiredUnpaidSessions(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      `DELETE FROM checkout_sessions WHERE rowid IN (SELECT rowid FROM checkout_sessions WHERE api_key_id IS NULL
+         AND payload IS NULL AND created_at < ?1 AND (payment_pending_at IS NULL OR payment_failed_at IS NOT NULL)
+         LIMIT ?2)`,
+    )
+    .bind(now - UNPAID_SESSION_RETENTION_DAYS * 24 * 60 * 60 * 1000, limit);
 }
 
 /**
@@ -336,7 +409,7 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
 /**
  * A checkout may carry the body of the buyer's first call: it runs once, after the grant and
  * outside the webhook's request (webhook answers stay fast), and spends a credit only if it
- * succeeds. A claim on the session makes it run once; a claim whose run died (isolate evicted)
+ * succeeds (none in free beta, as no call does then). A claim on the session makes it run once; a claim whose run died (isolate evicted)
  * goes stale and the reveal POST runs it. Its answer is kept for the success page.
  *
  * It runs only while the pack can make a call. A refund or dispute event can grant the pack it
@@ -350,6 +423,13 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
 export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
   const now = Date.now();
   const started = performance.now();
+  // In free beta every skill call answers unpaid, a card key's too (the payment gate lets it
+  // through before reading the key): the first call is one of them, so it takes no credit and is
+  // logged as free beta. It was the one call of the beta that spent a credit, $0.003 more a pack
+  // than any other buyer paid. Read as it runs, as the gate reads the flag as a call arrives. The
+  // pack rule stays: a first call is part of what the pack bought, and is held back while the
+  // pack can make no call (disputed, wholly refunded), as the page and the Reveal POST say.
+  const free = publicConfig(env, "http://localhost").freeBeta;
   const claim = await env.DB.prepare(
     `UPDATE checkout_sessions SET payload_started_at = CASE WHEN ${PACK_CAN_CALL} THEN ?2 ELSE ?4 END
      WHERE id = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL
@@ -416,6 +496,18 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   if (result.status !== 200) {
     stored = (await store(answer).run()).meta.changes === 1;
     if (stored) logged = result.status;
+  } else if (free) {
+    // Free beta: shown without a credit, as any call is then, unless the pack stopped being able
+    // to call while this ran (then held back, as below).
+    const [shown] = await env.DB.batch([
+      env.DB.prepare(
+        `UPDATE checkout_sessions SET payload_result = ?1, updated_at = ?4
+         WHERE id = ?2 AND payload_started_at = ?3 AND payload_result IS NULL AND ${PACK_CAN_CALL}`,
+      ).bind(answer, sessionId, now, Date.now()),
+      holdBack(env.DB, sessionId, now),
+    ]);
+    stored = shown?.meta.changes === 1;
+    if (stored) logged = 200;
   } else {
     // A success is shown only if its credit is taken: the buyer may have spent every credit (or
     // the payment was disputed or refunded) while this ran, and the answer must not be an extra,
@@ -433,10 +525,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
         env.DB,
         `id = ?1 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?2 AND payload_started_at = ?3 AND payload_result = ?4)`,
       ).bind(claim.api_key_id, sessionId, now, answer),
-      env.DB.prepare(
-        `UPDATE checkout_sessions SET payload_started_at = ?3
-         WHERE id = ?1 AND payload_started_at = ?2 AND payload_result IS NULL AND NOT ${PACK_CAN_CALL}`,
-      ).bind(sessionId, now, HELD_BACK),
+      holdBack(env.DB, sessionId, now),
       store(JSON.stringify({ status: 402, body: { detail: FIRST_CALL_UNPAID, charged: false } })),
     ]);
     stored = shown?.meta.changes === 1;
@@ -450,12 +539,22 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
       status: logged,
       targetFault,
       creditTaken,
+      free,
       durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
     });
   // An answer nobody will read (withheld, or a stale run's) leaves no copy behind in KV; one that
   // stays (the delete failed) costs storage only, so it does not fail the run.
   if (!stored && kept.bodyKv) await env.KV.delete(kept.bodyKv).catch(() => undefined);
 }
+
+/** The marking of a run's claim HELD_BACK once its pack can no longer call (nothing stored). */
+const holdBack = (db: D1Database, sessionId: string, claimedAt: number) =>
+  db
+    .prepare(
+      `UPDATE checkout_sessions SET payload_started_at = ?3
+       WHERE id = ?1 AND payload_started_at = ?2 AND payload_result IS NULL AND NOT ${PACK_CAN_CALL}`,
+    )
+    .bind(sessionId, claimedAt, HELD_BACK);
 
 /**
  * The first call's record for the call log and Analytics Engine, as recordCall writes a skill
@@ -469,7 +568,7 @@ async function logFirstCall(
   env: Bindings,
   skillId: string,
   priceMicro: number,
-  run: { status: number; targetFault: boolean; creditTaken: boolean; durationMs: number },
+  run: { status: number; targetFault: boolean; creditTaken: boolean; free: boolean; durationMs: number },
 ) {
   // As recordCall reads a route's answer: a 502/504 of the page the buyer named is theirs.
   const outcome = outcomeOf(run.status, undefined, run.targetFault);
@@ -480,8 +579,9 @@ async function logFirstCall(
       status: run.status,
       outcome,
       durationMs: run.durationMs,
-      // A refusal took no credit: nothing paid it, as the route logs a key without credits.
-      paymentMethod: run.status === 402 ? "none" : "card_credit",
+      // In free beta whatever its answer, as recordCall logs every call free beta let through. A
+      // refusal took no credit: nothing paid it, as the route logs a key without credits.
+      paymentMethod: run.free ? "free_beta" : run.status === 402 ? "none" : "card_credit",
       amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
       transport: "checkout",
     });

@@ -113,6 +113,7 @@ async function renderSuccess(
       })
     : undefined;
   const secret = c.env.STRIPE_SECRET_KEY;
+  const cfg = publicConfig(c.env, c.req.url);
   const page = (
     <SuccessPage
       sessionId={sessionId}
@@ -123,10 +124,11 @@ async function renderSuccess(
       reveal={reveal}
       revealToken={secret ? await revealToken(secret, sessionId) : undefined}
       standing={standing ?? undefined}
-      baseUrl={publicConfig(c.env, c.req.url).baseUrl}
+      baseUrl={cfg.baseUrl}
       posted={posted}
       refresh={refresh}
       firstAnswer={session?.payload_result ? await storedAnswerView(session.payload_result) : undefined}
+      freeBeta={cfg.freeBeta}
     />
   );
   const known = session || remote?.paid;

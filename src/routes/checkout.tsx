@@ -3,11 +3,14 @@ import { publicConfig } from "../config";
 import { sha256Hex } from "../digest";
 import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
+import { afterResponse } from "../http/after-response";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { callerNetwork } from "../net/ip-ranges";
 import {
+  keyedSessionRecorded,
   recordSession,
+  rememberKeyedSession,
   storedPayload,
   UNPAID_PAYLOADS_MAX_BYTES,
   unpaidPayloadRoom,
@@ -120,13 +123,6 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
       "Card payments are not configured on this deployment; pay per call with x402 instead.",
     );
   }
-  // Before Stripe: past the cap on what unpaid sessions hold, a checkout with a payload is refused
-  // without creating a session. recordSession checks again, atomically, once Stripe answered. A
-  // retry under the client's Idempotency-Key skips this check: its session may be recorded already
-  // (its bytes in the sum, so it would be refused its own URL); Stripe replays the session, and a
-  // new one is still refused by recordSession.
-  const stored = storedPayload(body.payload);
-  if (stored && !idem?.data && !(await unpaidPayloadRoom(c.env.DB, stored.bytes))) return payloadsFull(c);
   const calls = packSize(skill.price_atomic, body.quantity);
   const amountCents = Number((BigInt(calls) * skill.price_atomic) / 10_000n);
   // A client's Idempotency-Key makes its retries return the same session (Stripe replays the
@@ -145,6 +141,20 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   const idempotencyKey = scope
     ? `checkout:client:${await sha256Hex(scope)}`
     : `checkout:${c.get("requestId")}`;
+  // Before Stripe: past the cap on what unpaid sessions hold, a checkout with a payload is refused
+  // without creating a session. recordSession checks again, atomically, once Stripe answered. A
+  // retry under the client's Idempotency-Key of a session recorded already passes: Stripe replays
+  // that session, whose bytes are in the sum, so the check would refuse it its own URL. Any other
+  // keyed checkout is checked like one without a key: it skipped the check, and under a full cap
+  // Stripe made a session recordSession then refused, which nobody was given.
+  const stored = storedPayload(body.payload);
+  if (
+    stored &&
+    !(await unpaidPayloadRoom(c.env.DB, stored.bytes)) &&
+    !(clientKey && (await keyedSessionRecorded(c.env, reference)))
+  ) {
+    return payloadsFull(c);
+  }
   let session: Awaited<ReturnType<typeof stripe.checkout.sessions.create>>;
   try {
     session = await stripe.checkout.sessions.create(
@@ -201,6 +211,10 @@ checkoutRoutes.post(createCheckout.route, freeQuota("checkout"), createCheckout.
   // (its expired event finds no row). A retry with the same Idempotency-Key gets the same session
   // from Stripe and records it once there is room.
   if (!recorded) return payloadsFull(c);
+  // So a retry under the key still gets this session once the cap is full (see the check above).
+  if (clientKey && stored) {
+    await afterResponse(c, rememberKeyedSession(c.env.KV, reference, session.id, session.created));
+  }
   return c.json({
     session_id: session.id,
     checkout_url: session.url,

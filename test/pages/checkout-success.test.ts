@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call } from "../helpers";
 import {
+  cardEnv,
   deliver,
   firstCallResult,
   keyIn,
@@ -74,7 +75,8 @@ describe("the first call's progress on the success page", () => {
     expect(form).toContain('id="rerun"');
     expect(form).toContain(`value="${token}"`);
     expect(form).toContain('data-once="Running…"');
-    const rerun = await (await revealPost(id, token)).text();
+    // Payments on, so its credit shows it ran once (free beta takes none: checkout.test.ts).
+    const rerun = await (await revealPost(id, token, {}, cardEnv)).text();
     expect(rerun).toContain("run-died-later");
     expect(keyIn(rerun)).toBeUndefined();
     expect((await firstCallResult(id)).status).toBe(200);

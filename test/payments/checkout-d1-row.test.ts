@@ -4,16 +4,18 @@ import { createApp } from "../../src/app";
 import worker from "../../src/index";
 import { FIRST_CALL_MAX_BYTES } from "../../src/payments/checkout-request";
 import { D1_BODY_MAX } from "../../src/payments/idempotent-results";
-import { call, detailOf, postJson } from "../helpers";
+import { detailOf, postJson } from "../helpers";
 import {
   checkoutSeeingStripe,
   deliver,
+  FIRST_CALL_COSTS,
   keyIn,
   keysFor,
   revealTokenFromPage,
   seedSession,
   sessionEvent,
   sessionRow,
+  successPage,
 } from "./checkout-helpers";
 
 /**
@@ -114,28 +116,33 @@ describe("a checkout's first call fits D1's 2,000,000-byte row", () => {
     expect([FIRST_CALL_MAX_BYTES, D1_BODY_MAX]).toEqual([PAYLOAD_MAX, INLINE_ANSWER_MAX]);
   });
 
-  it("the largest payload's answer (json_sort, ~2.1×) is kept in KV: stored, shown, its credit spent, the row under 2 MB", async () => {
-    const id = await seedSession("json_sort", undefined, payloadOf(PAYLOAD_MAX));
-    expect((await deliver(await sessionEvent("checkout.session.completed", id))).status).toBe(200);
-    // Before, the answer's write made a 3.2 MB row: D1 refused it and the paid answer never came.
-    const stored = await storedAnswer(id);
-    const ref = JSON.parse(stored) as { status: number; body_kv: string };
-    expect(ref).toEqual({ status: 200, body_kv: expect.stringMatching(/^first-call:/) });
-    const answer = await env.KV.get(ref.body_kv, "text");
-    const result = JSON.parse(answer as string) as { status: number; body: { bytes: number } };
-    const dataBytes = PAYLOAD_MAX - '{"data":}'.length;
-    expect(result).toMatchObject({ status: 200, body: { bytes: dataBytes } });
-    expect(new TextEncoder().encode(answer as string).length).toBeGreaterThan(2 * PAYLOAD_MAX);
-    // The row holds the payload and a reference: the largest row any first call can leave is
-    // the payload bound plus an inline answer of at most INLINE_ANSWER_MAX, under D1's limit.
-    expect(await storedBytes(id)).toBeLessThan(PAYLOAD_MAX + 1024);
-    expect(PAYLOAD_MAX + INLINE_ANSWER_MAX + 1024).toBeLessThan(D1_ROW_MAX);
-    const [key] = (await keysFor(id)).results;
-    expect(key?.calls_left).toBe((key?.calls_total ?? 0) - 1);
-    const page = await (await call(`/checkout/success?session_id=${id}`)).text();
-    expect(page).toContain("Ran with the payload you sent (one credit spent).");
-    expect(page).toContain(`${dataBytes}`);
-  }, 60_000);
+  it.each(FIRST_CALL_COSTS)(
+    "the largest payload's answer (json_sort, ~2.1×) is kept in KV: stored, shown, its credit spent (none in free beta), the row under 2 MB ($mode)",
+    async ({ bindings, spent, ran }) => {
+      const id = await seedSession("json_sort", undefined, payloadOf(PAYLOAD_MAX));
+      const event = await sessionEvent("checkout.session.completed", id);
+      expect((await deliver(event, undefined, bindings)).status).toBe(200);
+      // Before, the answer's write made a 3.2 MB row: D1 refused it and the paid answer never came.
+      const stored = await storedAnswer(id);
+      const ref = JSON.parse(stored) as { status: number; body_kv: string };
+      expect(ref).toEqual({ status: 200, body_kv: expect.stringMatching(/^first-call:/) });
+      const answer = await env.KV.get(ref.body_kv, "text");
+      const result = JSON.parse(answer as string) as { status: number; body: { bytes: number } };
+      const dataBytes = PAYLOAD_MAX - '{"data":}'.length;
+      expect(result).toMatchObject({ status: 200, body: { bytes: dataBytes } });
+      expect(new TextEncoder().encode(answer as string).length).toBeGreaterThan(2 * PAYLOAD_MAX);
+      // The row holds the payload and a reference: the largest row any first call can leave is
+      // the payload bound plus an inline answer of at most INLINE_ANSWER_MAX, under D1's limit.
+      expect(await storedBytes(id)).toBeLessThan(PAYLOAD_MAX + 1024);
+      expect(PAYLOAD_MAX + INLINE_ANSWER_MAX + 1024).toBeLessThan(D1_ROW_MAX);
+      const [key] = (await keysFor(id)).results;
+      expect(key?.calls_left).toBe((key?.calls_total ?? 0) - spent);
+      const page = await successPage(id, bindings);
+      expect(page).toContain(ran);
+      expect(page).toContain(`${dataBytes}`);
+    },
+    60_000,
+  );
 
   it("an answer over 512 KiB goes to KV; a smaller one stays in the row", async () => {
     // json_sort answers ~2× the data: a 300 KB payload's answer passes 512 KiB, a 100 KB one does not.
@@ -239,24 +246,28 @@ describe("the Reveal POST shows the key whatever the first call's run does", () 
     expect(keyIn(html)).toBeTruthy();
   }, 30_000);
 
-  it("an answer kept in KV that cannot be read yet shows as running: the key is shown", async () => {
-    const id = await seedSession("json_sort", undefined, payloadOf(300_000));
-    const token = (await revealTokenFromPage(id)) as string;
-    await deliver(await sessionEvent("checkout.session.completed", id));
-    expect(JSON.parse(await storedAnswer(id))).toMatchObject({ body_kv: expect.any(String) });
-    const kv = new Proxy(env.KV, {
-      get(target, prop) {
-        if (prop === "get") return () => Promise.reject(new Error("KV GET failed: 503 Service Unavailable"));
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    const { status, html } = await revealWith(id, token, env.DB, kv);
-    expect(status).toBe(200);
-    expect(keyIn(html)).toBeTruthy();
-    expect(html).toContain("Running…");
-    // Once KV answers, the page shows it.
-    const page = await (await call(`/checkout/success?session_id=${id}`)).text();
-    expect(page).toContain("Ran with the payload you sent (one credit spent).");
-  }, 30_000);
+  it.each(FIRST_CALL_COSTS)(
+    "an answer kept in KV that cannot be read yet shows as running: the key is shown ($mode)",
+    async ({ bindings, ran }) => {
+      const id = await seedSession("json_sort", undefined, payloadOf(300_000));
+      const token = (await revealTokenFromPage(id)) as string;
+      await deliver(await sessionEvent("checkout.session.completed", id), undefined, bindings);
+      expect(JSON.parse(await storedAnswer(id))).toMatchObject({ body_kv: expect.any(String) });
+      const kv = new Proxy(env.KV, {
+        get(target, prop) {
+          if (prop === "get")
+            return () => Promise.reject(new Error("KV GET failed: 503 Service Unavailable"));
+          const value = Reflect.get(target, prop);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const { status, html } = await revealWith(id, token, env.DB, kv);
+      expect(status).toBe(200);
+      expect(keyIn(html)).toBeTruthy();
+      expect(html).toContain("Running…");
+      // Once KV answers, the page shows it.
+      expect(await successPage(id, bindings)).toContain(ran);
+    },
+    30_000,
+  );
 });

@@ -7,6 +7,7 @@ import { skillById } from "../../src/skills/registry";
 import type { Skill } from "../../src/skills/types";
 import { call, postJson } from "../helpers";
 import {
+  cardEnv,
   createCheckout,
   credits,
   deliver,
@@ -14,6 +15,7 @@ import {
   emulatorEvents,
   emulatorPost,
   eventOf,
+  FIRST_CALL_COSTS,
   firstCallResult,
   keyIn,
   keysFor,
@@ -524,26 +526,33 @@ describe("the first call runs after the webhook's response", () => {
     expect((await keysFor(id)).results).toEqual([{ calls_left: 34, calls_total: 34 }]);
   }, 30_000);
 
-  it("with a late webhook, the Reveal POST grants from Stripe's state, runs the first call and shows both", async () => {
-    const id = await seedSession("slugify", 170, { text: "Late Hook" });
-    const page = await call(`/checkout/success?session_id=${id}`);
-    const html = await page.text();
-    expect(html).toContain("Payment received");
-    expect(html).toContain("Reveal my key");
-    // Showing the page granted nothing: only the POST may.
-    expect((await keysFor(id)).results).toEqual([]);
-    const revealed = await (await revealPost(id, (await revealTokenFromPage(id)) as string)).text();
-    const key = keyIn(revealed) as string;
-    expect(key).toBeTruthy();
-    expect(revealed).toContain("late-hook");
-    expect(revealed).toContain(">169<");
-    const row = await env.DB.prepare("SELECT key_hash FROM api_keys WHERE session_id = ?1").bind(id).first();
-    expect(row?.key_hash).toBe(await hashKey(key));
-    // The webhook arriving now changes nothing.
-    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
-      "already_granted",
-    );
-  });
+  it.each(FIRST_CALL_COSTS)(
+    "with a late webhook, the Reveal POST grants from Stripe's state, runs the first call and shows both ($mode)",
+    async ({ bindings, spent, ran }) => {
+      const id = await seedSession("slugify", 170, { text: "Late Hook" });
+      const page = await call(`/checkout/success?session_id=${id}`);
+      const html = await page.text();
+      expect(html).toContain("Payment received");
+      expect(html).toContain("Reveal my key");
+      // Showing the page granted nothing: only the POST may.
+      expect((await keysFor(id)).results).toEqual([]);
+      const token = (await revealTokenFromPage(id)) as string;
+      const revealed = await (await revealPost(id, token, {}, bindings)).text();
+      const key = keyIn(revealed) as string;
+      expect(key).toBeTruthy();
+      expect(revealed).toContain("late-hook");
+      expect(revealed).toContain(ran);
+      expect(revealed).toContain(`>${170 - spent}<`);
+      const row = await env.DB.prepare("SELECT key_hash FROM api_keys WHERE session_id = ?1")
+        .bind(id)
+        .first();
+      expect(row?.key_hash).toBe(await hashKey(key));
+      // The webhook arriving now changes nothing.
+      expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+        "already_granted",
+      );
+    },
+  );
 });
 
 describe("a first call whose run died", () => {
@@ -558,7 +567,7 @@ describe("a first call whose run died", () => {
     await env.DB.prepare("UPDATE checkout_sessions SET payload_started_at = ?2 WHERE id = ?1")
       .bind(id, Date.now())
       .run();
-    const live = await (await revealPost(id, token)).text();
+    const live = await (await revealPost(id, token, {}, cardEnv)).text();
     // The live claim is respected: after waiting, the page says it is still running; nothing spent.
     expect(live).toContain("Running…");
     expect((await keysFor(id)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
@@ -566,7 +575,11 @@ describe("a first call whose run died", () => {
     await env.DB.prepare("UPDATE checkout_sessions SET payload_started_at = ?2 WHERE id = ?1")
       .bind(id, Date.now() - 120_000)
       .run();
-    const [a, b] = await Promise.all([revealPost(id, token), revealPost(id, token)]);
+    // Payments on: run twice, it would take two credits.
+    const [a, b] = await Promise.all([
+      revealPost(id, token, {}, cardEnv),
+      revealPost(id, token, {}, cardEnv),
+    ]);
     const pages = [await a.text(), await b.text()];
     expect(pages.some((p) => p.includes("run-died"))).toBe(true);
     expect((await firstCallResult(id)).status).toBe(200);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { runFirstPayload } from "../../src/payments/checkout-ledger";
 import { skills } from "../../src/skills/registry";
 import { FIXTURE } from "../fixtures/upstream-requests";
+import { cardEnv } from "./checkout-helpers";
 
 /** A granted pack of 5 calls (slugify unless named) whose checkout carried this first call. */
 async function grantedPack(payload: unknown, skill = "slugify") {
@@ -21,6 +22,13 @@ async function grantedPack(payload: unknown, skill = "slugify") {
   return { id, keyId };
 }
 
+const callsLeft = async (keyId: string) =>
+  (
+    await env.DB.prepare("SELECT calls_left FROM api_keys WHERE id = ?1")
+      .bind(keyId)
+      .first<{ calls_left: number }>()
+  )?.calls_left;
+
 const logged = (t0: number) =>
   env.DB.prepare(
     "SELECT skill, status, outcome, payment_method, amount_micro, transport FROM call_log WHERE transport = 'checkout' AND at >= ?1 ORDER BY id",
@@ -32,13 +40,10 @@ describe("a card pack's first call is measured like any call", () => {
   it("a 2xx that took its credit is logged at the list price; a 422 that took none at 0", async () => {
     const t0 = Date.now();
     const ok = await grantedPack({ text: "First Call!" });
-    await runFirstPayload(env, ok.id);
-    const left = await env.DB.prepare("SELECT calls_left FROM api_keys WHERE id = ?1")
-      .bind(ok.keyId)
-      .first<{ calls_left: number }>();
-    expect(left?.calls_left).toBe(4);
+    await runFirstPayload(cardEnv, ok.id);
+    expect(await callsLeft(ok.keyId)).toBe(4);
     const bad = await grantedPack({ text: 5 });
-    await runFirstPayload(env, bad.id);
+    await runFirstPayload(cardEnv, bad.id);
     const price = Number(skills.find((s) => s.id === "slugify")?.price_atomic);
     expect((await logged(t0)).results).toEqual([
       {
@@ -67,11 +72,25 @@ describe("a card pack's first call is measured like any call", () => {
     expect((await logged(t0)).results).toHaveLength(1);
   });
 
+  it("in free beta it takes no credit and is logged as free beta at 0, as recordCall logs any call then, a 422 too", async () => {
+    const t0 = Date.now();
+    const ok = await grantedPack({ text: "Free First Call" });
+    await runFirstPayload(env, ok.id);
+    expect(await callsLeft(ok.keyId)).toBe(5);
+    const bad = await grantedPack({ text: 5 });
+    await runFirstPayload(env, bad.id);
+    const free = { skill: "slugify", payment_method: "free_beta", amount_micro: 0, transport: "checkout" };
+    expect((await logged(t0)).results).toEqual([
+      { ...free, status: 200, outcome: "ok" },
+      { ...free, status: 422, outcome: "validation" },
+    ]);
+  });
+
   it("logs the answer it stored: the refusal when the buyer spent the credits meanwhile, at 0", async () => {
     const t0 = Date.now();
     const pack = await grantedPack({ text: "Spent Meanwhile" });
     await env.DB.prepare("UPDATE api_keys SET calls_left = 0 WHERE id = ?1").bind(pack.keyId).run();
-    await runFirstPayload(env, pack.id);
+    await runFirstPayload(cardEnv, pack.id);
     expect((await logged(t0)).results).toEqual([
       expect.objectContaining({
         status: 402,

@@ -1,8 +1,9 @@
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import Stripe from "stripe";
 import { expect } from "vitest";
 import { createApp } from "../../src/app";
-import { call, postJson } from "../helpers";
+import worker from "../../src/index";
+import { call, ORIGIN, postJson } from "../helpers";
 
 /** Card-checkout test helpers: real sessions on the Stripe emulator, events signed like Stripe's. */
 const cryptoProvider = Stripe.createSubtleCryptoProvider();
@@ -21,13 +22,57 @@ export async function signed(event: unknown, secret = SECRET) {
   return { payload, header };
 }
 
-export const deliver = async (event: unknown, secret?: string) => {
+/**
+ * The tests' Worker runs in free beta, where no call takes a credit, a card pack's first call
+ * included. cardEnv is a deployment that sells (by card only), where each call takes one.
+ */
+export const cardEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
+
+/**
+ * Both, for tests of what a first call spends: the credits a first call that succeeds takes there,
+ * and what the success page then says of it.
+ */
+export const FIRST_CALL_COSTS = [
+  {
+    mode: "payments on",
+    bindings: cardEnv,
+    spent: 1,
+    ran: "Ran with the payload you sent (one credit spent).",
+  },
+  {
+    mode: "free beta",
+    bindings: env,
+    spent: 0,
+    ran: "Ran with the payload you sent (free during the beta: no credit spent).",
+  },
+];
+
+/**
+ * A request to the Worker's entry point with `bindings`, and the wait for what it hands to
+ * waitUntil (the first call a webhook or Reveal POST starts after its answer).
+ */
+export async function callIn(bindings: object, path: string, init?: RequestInit) {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(new Request(`${ORIGIN}${path}`, init), bindings as typeof env, ctx);
+  return { res, after: () => waitOnExecutionContext(ctx) };
+}
+
+/** As callIn, its work after the answer done when it returns (the answer read first). */
+async function settledIn(bindings: object, path: string, init?: RequestInit) {
+  const { res, after } = await callIn(bindings, path, init);
+  const body = await res.arrayBuffer();
+  await after();
+  return new Response(body, res);
+}
+
+/**
+ * A signed event to the webhook; with `bindings`, through the entry point with those, its first
+ * call (run after the answer) finished when it returns.
+ */
+export const deliver = async (event: unknown, secret?: string, bindings?: object) => {
   const { payload, header } = await signed(event, secret);
-  return call("/api/cardpay/webhook", {
-    method: "POST",
-    headers: { "stripe-signature": header },
-    body: payload,
-  });
+  const init = { method: "POST", headers: { "stripe-signature": header }, body: payload };
+  return bindings ? settledIn(bindings, "/api/cardpay/webhook", init) : call("/api/cardpay/webhook", init);
 };
 
 export const newEventId = () => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
@@ -125,12 +170,25 @@ export async function revealTokenFromPage(id: string) {
   return /name="token" value="([A-Za-z0-9_-]+)"/.exec(html)?.[1];
 }
 
-export const revealPost = (id: string, token: string, headers: Record<string, string> = {}) =>
-  call(`/checkout/success?session_id=${encodeURIComponent(id)}`, {
+/** The Reveal POST; with `bindings`, as deliver sends it (the first call it starts finished). */
+export const revealPost = (
+  id: string,
+  token: string,
+  headers: Record<string, string> = {},
+  bindings?: object,
+) => {
+  const path = `/checkout/success?session_id=${encodeURIComponent(id)}`;
+  const init = {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
     body: new URLSearchParams({ token }).toString(),
-  });
+  };
+  return bindings ? settledIn(bindings, path, init) : call(path, init);
+};
+
+/** The success page's GET as a deployment with `bindings` shows it (FREE_BETA changes its words). */
+export const successPage = async (id: string, bindings: object = env) =>
+  (await settledIn(bindings, `/checkout/success?session_id=${encodeURIComponent(id)}`)).text();
 
 export const keyIn = (html: string) => /<code id="api-key">(mk_[A-Za-z0-9_-]+)<\/code>/.exec(html)?.[1];
 
@@ -194,7 +252,7 @@ export async function deliverWithStripeDown(event: unknown) {
  * built with, so a spy on globalThis.fetch never saw the shared client's requests; a base of its
  * own (a fragment the client ignores) makes this checkout build its client with the recording fetch.
  */
-export async function checkoutSeeingStripe(body: string) {
+export async function checkoutSeeingStripe(body: string, headers: Record<string, string> = {}) {
   const real = globalThis.fetch;
   const sent: string[] = [];
   globalThis.fetch = (input, init) => {
@@ -206,7 +264,7 @@ export async function checkoutSeeingStripe(body: string) {
     const res = await createApp().fetch(
       new Request("https://skills.test/api/cardpay/checkout", {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...headers },
         body,
       }),
       { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` },
@@ -219,7 +277,6 @@ export async function checkoutSeeingStripe(body: string) {
 
 /** One sha256 call (of `body`) paid by a card key, with payments on (the tests' default is free beta). */
 const paidApp = createApp();
-const paidEnv = { ...env, FREE_BETA: "false", X402_ENABLED: "false" };
 export const spendCall = (key: string, body: unknown = { text: "abc" }) =>
   paidApp.fetch(
     new Request("https://skills.test/api/skills/sha256", {
@@ -227,7 +284,7 @@ export const spendCall = (key: string, body: unknown = { text: "abc" }) =>
       headers: { authorization: `Bearer ${key}` },
       body: JSON.stringify(body),
     }),
-    paidEnv,
+    cardEnv,
   );
 /** What GET /api/credits says of a key. */
 export const credits = async (key: string) =>

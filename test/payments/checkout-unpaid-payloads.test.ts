@@ -139,6 +139,55 @@ describe("the cap on what unpaid checkouts hold", () => {
     expect(await sessionRow(`${PROBE}new`)).toBeNull();
   });
 
+  it("a checkout under an Idempotency-Key is checked before Stripe too: under a full cap no session is made; a retry of the session its key recorded still gets it", async () => {
+    const payload = { text: "y".repeat(100) };
+    const body = JSON.stringify({ skill_id: "sha256", payload });
+    const key = { "idempotency-key": crypto.randomUUID() };
+    const sessionsNow = async () =>
+      (await env.DB.prepare("SELECT count(*) AS n FROM checkout_sessions").first<number>("n")) ?? 0;
+    const before = await sessionsNow();
+    await leaveRoom(JSON.stringify(payload).length - 1);
+    // Before, a keyed checkout skipped the check: Stripe made a session, the INSERT refused it, and
+    // the buyer got this 503 for a session nobody was given.
+    const refused = await checkoutSeeingStripe(body, key);
+    expect(refused.res.status).toBe(503);
+    expect(refused.res.headers.get("retry-after")).toBe("900");
+    expect(await refused.res.json()).toMatchObject({ reason: "unpaid_payloads_full" });
+    expect(refused.sent).toEqual([]);
+    expect(await sessionsNow()).toBe(before + 1); // the probe's row only
+
+    // Room again: the same key gets its session, recorded once.
+    await env.DB.prepare("DELETE FROM checkout_sessions WHERE id LIKE ?1").bind(`${PROBE}%`).run();
+    const sold = await checkoutSeeingStripe(body, key);
+    expect(sold.res.status).toBe(200);
+    expect(sold.sent).toEqual(["POST /v1/checkout/sessions"]);
+    const id = (await sold.res.json<{ session_id: string }>()).session_id;
+
+    // Full again: the key's retry is of that session (its bytes in the sum already), so it gets it
+    // back as Stripe replays it, and no other session is made or recorded.
+    await leaveRoom(0);
+    const again = await checkoutSeeingStripe(body, key);
+    expect(again.res.status).toBe(200);
+    expect((await again.res.json<{ session_id: string }>()).session_id).toBe(id);
+    expect(await sessionsNow()).toBe(before + 2);
+    // The same key with another body is another checkout: refused before Stripe, not a 409 after.
+    const other = await checkoutSeeingStripe(
+      JSON.stringify({ skill_id: "sha256", payload: { text: "z" } }),
+      key,
+    );
+    expect(other.res.status).toBe(503);
+    expect(other.sent).toEqual([]);
+    // Where the key's record is not readable (KV not there yet), the retry is checked like a new
+    // checkout: a 503 to retry later, still no session made.
+    const remembered = (await env.KV.list({ prefix: "checkout-keyed:" })).keys.map((k) => k.name);
+    for (const name of remembered) {
+      if ((await env.KV.get(name)) === id) await env.KV.delete(name);
+    }
+    const unknown = await checkoutSeeingStripe(body, key);
+    expect(unknown.res.status).toBe(503);
+    expect(unknown.sent).toEqual([]);
+  });
+
   it("counts a payload's UTF-8 bytes as D1 stores them, not its characters", async () => {
     const payload = { text: "Crème Brûlée, 寿司 and 🍮" };
     const res = await checkout({ skill_id: "sha256", payload });

@@ -8,8 +8,10 @@ import { openKey, sealKey } from "../../src/payments/key-reveal";
 import { callsLeft, keyWith as newKey } from "../fixtures/credits";
 import { call, postJson } from "../helpers";
 import {
+  cardEnv,
   deliver,
   eventOf,
+  FIRST_CALL_COSTS,
   firstCallResult,
   keyIn,
   keysFor,
@@ -170,36 +172,40 @@ describe("POST /api/cardpay/webhook", () => {
     expect(await other.json()).toMatchObject({ received: true, ignored: "payment_intent.created" });
   });
 
-  it("runs the checkout's payload once as the first call and spends one credit only if it succeeds", async () => {
-    const good = await seedSession("slugify", 170, { text: "First Call!" });
-    await deliver(completedEvent(good));
-    expect(await firstCallResult(good)).toMatchObject({
-      status: 200,
-      body: { slug: "first-call" },
-    });
-    expect((await keysFor(good)).results).toEqual([{ calls_left: 169, calls_total: 170 }]);
+  it.each(FIRST_CALL_COSTS)(
+    "runs the checkout's payload once as the first call and spends a credit only if it succeeds and payments are on ($mode)",
+    async ({ bindings, spent }) => {
+      const good = await seedSession("slugify", 170, { text: "First Call!" });
+      await deliver(completedEvent(good), undefined, bindings);
+      expect(await firstCallResult(good)).toMatchObject({
+        status: 200,
+        body: { slug: "first-call" },
+      });
+      // In free beta no call takes a credit, and the first call is one: before, it was the only one.
+      expect((await keysFor(good)).results).toEqual([{ calls_left: 170 - spent, calls_total: 170 }]);
 
-    // The schema is checked at checkout (a bad payload is a 422 before Stripe): this one passes it,
-    // and sha256 refuses it while running (ascii cannot hold "é").
-    const bad = await seedSession("sha256", 170, { text: "é", encoding: "ascii" });
-    await deliver(completedEvent(bad));
-    expect((await firstCallResult(bad)).status).toBe(422);
-    expect((await keysFor(bad)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
-  });
+      // The schema is checked at checkout (a bad payload is a 422 before Stripe): this one passes it,
+      // and sha256 refuses it while running (ascii cannot hold "é").
+      const bad = await seedSession("sha256", 170, { text: "é", encoding: "ascii" });
+      await deliver(completedEvent(bad), undefined, bindings);
+      expect((await firstCallResult(bad)).status).toBe(422);
+      expect((await keysFor(bad)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
+    },
+  );
 
   it("a first call that finishes after the key's last credit was spent shows no answer and takes nothing", async () => {
     // N credits must never buy N+1 results: the buyer spends every credit while the first call runs.
     const id = await seedSession("slugify", 2, { text: "Late Call" });
-    await deliver(completedEvent(id));
+    await deliver(completedEvent(id), undefined, cardEnv);
     await firstCallResult(id);
-    const rerun = async (callsLeft: number) => {
+    const rerun = async (callsLeft: number, bindings: object = cardEnv) => {
       await env.DB.batch([
         env.DB.prepare(
           "UPDATE checkout_sessions SET payload_result = NULL, payload_started_at = NULL WHERE id = ?1",
         ).bind(id),
         env.DB.prepare("UPDATE api_keys SET calls_left = ?2 WHERE session_id = ?1").bind(id, callsLeft),
       ]);
-      await runFirstPayload(env, id);
+      await runFirstPayload(bindings as typeof env, id);
       return { result: await firstCallResult(id), left: (await keysFor(id)).results[0]?.calls_left };
     };
     expect(await rerun(0)).toEqual({
@@ -208,6 +214,12 @@ describe("POST /api/cardpay/webhook", () => {
     });
     // A disputed pack's first call is not run at all (test/payments/checkout-first-call-held.test.ts).
     expect(await rerun(1)).toMatchObject({ result: { status: 200, body: { slug: "late-call" } }, left: 0 });
+    // In free beta a key with no credit left calls for free, as any call then: so does its first call.
+    expect(await rerun(0, env)).toMatchObject({
+      result: { status: 200, body: { slug: "late-call" } },
+      left: 0,
+    });
+    expect(await rerun(1, env)).toMatchObject({ result: { status: 200 }, left: 1 });
   });
 });
 
@@ -338,33 +350,37 @@ describe("checkout pages", () => {
     expect((await call("/checkout/cancel")).status).toBe(200);
   });
 
-  it("the success page shows the key exactly once, on the Reveal POST, with calls left and the first call's result", async () => {
-    const id = await seedSession("slugify", 170, { text: "Hi There" });
-    await deliver(completedEvent(id));
-    await firstCallResult(id);
-    // Until it is shown, the key waits sealed: nothing in D1 is the key or contains it.
-    const waiting = await env.DB.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first();
-    expect(JSON.stringify(waiting)).not.toContain("mk_");
-    const page = await (await call(`/checkout/success?session_id=${id}`)).text();
-    expect(keyIn(page)).toBeUndefined();
-    expect(page).toContain("Reveal my key");
-    const token = await revealTokenFromPage(id);
-    const first = await (await revealPost(id, token as string)).text();
-    const key = keyIn(first);
-    expect(key).toBeTruthy();
-    const stored = await env.DB.prepare("SELECT * FROM api_keys WHERE session_id = ?1").bind(id).first();
-    expect(JSON.stringify(stored)).not.toContain(key as string);
-    expect(stored?.key_hash).toBe(await hashKey(key as string));
-    expect(first).toContain("169");
-    expect(first).toContain("hi-there");
-    const second = await (await revealPost(id, token as string)).text();
-    expect(second).not.toContain(key as string);
-    expect(second).toContain("already shown once");
-    const later = await (await call(`/checkout/success?session_id=${id}`)).text();
-    expect(later).not.toContain(key as string);
-    expect(later).toContain("already shown once");
-    expect(later).not.toContain("Reveal my key");
-  });
+  it.each(FIRST_CALL_COSTS)(
+    "the success page shows the key exactly once, on the Reveal POST, with calls left and the first call's result ($mode)",
+    async ({ bindings, spent, ran }) => {
+      const id = await seedSession("slugify", 170, { text: "Hi There" });
+      await deliver(completedEvent(id), undefined, bindings);
+      await firstCallResult(id);
+      // Until it is shown, the key waits sealed: nothing in D1 is the key or contains it.
+      const waiting = await env.DB.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first();
+      expect(JSON.stringify(waiting)).not.toContain("mk_");
+      const page = await (await call(`/checkout/success?session_id=${id}`)).text();
+      expect(keyIn(page)).toBeUndefined();
+      expect(page).toContain("Reveal my key");
+      const token = await revealTokenFromPage(id);
+      const first = await (await revealPost(id, token as string, {}, bindings)).text();
+      const key = keyIn(first);
+      expect(key).toBeTruthy();
+      const stored = await env.DB.prepare("SELECT * FROM api_keys WHERE session_id = ?1").bind(id).first();
+      expect(JSON.stringify(stored)).not.toContain(key as string);
+      expect(stored?.key_hash).toBe(await hashKey(key as string));
+      expect(first).toContain(`<dd id="calls-left">${170 - spent}</dd>`);
+      expect(first).toContain("hi-there");
+      expect(first).toContain(ran);
+      const second = await (await revealPost(id, token as string)).text();
+      expect(second).not.toContain(key as string);
+      expect(second).toContain("already shown once");
+      const later = await (await call(`/checkout/success?session_id=${id}`)).text();
+      expect(later).not.toContain(key as string);
+      expect(later).toContain("already shown once");
+      expect(later).not.toContain("Reveal my key");
+    },
+  );
 });
 
 describe("the sealed key waiting for its success page", () => {

@@ -328,6 +328,26 @@ describe("what the audit's requests were charged for stays charged where the lib
     );
   });
 
+  it("`properties` past V8's fast-property limit is charged as the dictionary it is", () => {
+    // 5,000 properties over 100,000 `{}` (419 KB) held the isolate 2-4 s before the budget stopped it.
+    refused({ items: { properties: optionalStrings(5000) } }, Array(100_000).fill({}));
+    refused({ items: { properties: optionalStrings(1000) } }, Array(100_000).fill({}));
+    // An entry of a dictionary costs 180-280 ns (1,021 to 50,000 entries), ~10 times one of a
+    // fast map: each of 10 records is charged 2,000 / 8 units for its walk (it was 2,000 / 16).
+    const dictionary = meteredValidation(
+      { items: { properties: optionalStrings(2000) } } as Schema,
+      Array(10).fill({}),
+      "2020-12",
+    );
+    expect(dictionary.used).toBeGreaterThanOrEqual((10 * 2000) / 8);
+    const fast = meteredValidation(
+      { items: { properties: optionalStrings(1000) } } as Schema,
+      Array(10).fill({}),
+      "2020-12",
+    );
+    expect(fast.used).toBeGreaterThanOrEqual((10 * 1000) / 32);
+  });
+
   it(
     "property: enum, const, properties and length checks never spend past the budget",
     () => {

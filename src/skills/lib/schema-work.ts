@@ -20,10 +20,13 @@ import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCo
  * format regex is exponential. We keep the library (no fork) and meter it from the outside:
  *
  * - every subschema object gets a non-enumerable accessor on a key `validate()` destructures on
- *   each call, so each evaluation of a subschema spends units (more for big enum/const/required);
+ *   each call, so each evaluation of a subschema spends units (more for big enum/const/properties);
  * - what an evaluation does besides recursing (comparing enum values, combinator bookkeeping, the
- *   quadratic uniqueItems loop, scanning a string) is charged with it, sized for the largest value
- *   of the instance since the accessor cannot see which value is being checked;
+ *   quadratic uniqueItems loop) is charged with it, sized for the largest value of the instance
+ *   where the accessor cannot see which value is being checked;
+ * - where the library hands us the value it works on, it is charged by that value instead: the
+ *   string a `minLength`/`maxLength` measures (through the schema's `pattern`, below) and the
+ *   message a failing `enum`/`const` writes (through the value's `toJSON`);
  * - big instance objects are Proxies that charge each listing of their keys;
  * - while the validator runs, the global `RegExp` it constructs for `pattern`/`patternProperties`
  *   is a linear-time RE2 (re2js) stand-in, and every format check spends units by length;
@@ -42,7 +45,26 @@ import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCo
 export const WORK_BUDGET_BASE = 5_000;
 export const WORK_BUDGET_PER_NODE = 4;
 // What else costs about one evaluation (measured in node on this project's dev machine).
-const OWN_NODES_PER_UNIT = 16; // enum/const/required/properties entries compared or looked up
+const OWN_NODES_PER_UNIT = 16; // required/dependencies entries looked up, enum/const object nodes deep-compared
+/**
+ * `properties` entries the library walks per evaluation of an object (Object.entries of the map,
+ * hasOwnProperty on the instance, however few keys the instance has): 20-40 ns an entry (workerd
+ * and node, 2-core machine at load 7-10) while the map keeps V8's fast properties. Past
+ * FAST_PROPERTIES entries it is a dictionary, which Object.entries sorts: 180-280 ns an entry
+ * (1,021 to 50,000 entries), so 5,000 properties over 100,000 `{}` (419 KB) took 2-4 s at 1/16.
+ */
+const PROPERTIES_PER_UNIT = 32;
+const DICTIONARY_PROPERTIES_PER_UNIT = 8;
+/** V8's kMaxNumberOfDescriptors: an object with more properties is a dictionary (the clone's too). */
+const FAST_PROPERTIES = 1_020;
+/** Primitive enum values compared per evaluation (`===`, or a type check against an object: 4-10 ns). */
+const ENUM_VALUES_PER_UNIT = 64;
+/**
+ * A failing enum/const writes its whole value as JSON into the error message, and every error is
+ * kept until the answer is built: charged per byte of it, so a call's messages stay within
+ * budget × 32 bytes (a 900 KB const failed by 100 items held 92 MB and 634 ms while charged 107 units).
+ */
+const MESSAGE_BYTES_PER_UNIT = 32;
 const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, for-in) by an evaluation
 const COMPARES_PER_UNIT = 250; // uniqueItems compares every ordered pair: n² per evaluation
 const UNITS_PER_BRANCH = 2; // anyOf/oneOf/allOf bookkeeping per branch (evaluated-set merging)
@@ -76,15 +98,32 @@ const spend = (units: number) => active?.spend(units);
  * patterns stay schema errors) without ever executing it; `test` runs on RE2.
  */
 class Re2RegExp {
-  readonly source: string;
-  constructor(pattern: string, flags?: string) {
-    new NativeRegExp(pattern, flags); // throws SyntaxError like the real constructor; never runs
-    this.source = pattern;
+  readonly source: string | undefined;
+  readonly lengthChecked: boolean;
+  constructor(pattern: string | LengthChecked, flags?: string) {
+    this.lengthChecked = pattern instanceof LengthChecked;
+    const source = pattern instanceof LengthChecked ? pattern.pattern : pattern;
+    if (source !== undefined) new NativeRegExp(source, flags); // throws SyntaxError like the real constructor; never runs
+    this.source = source;
   }
   test(input: string): boolean {
+    if (this.lengthChecked) spend(input.length / CHARS_PER_UNIT);
+    if (this.source === undefined) return true;
     spend(testCost(this.source, input.length, CHARS_PER_UNIT));
     return compileRe2(this.source).test(input);
   }
+}
+
+/**
+ * What a schema with `minLength` or `maxLength` has as its `pattern` while the validator runs (its
+ * own pattern inside, if any). The library measures a string (ucs2length, every character) right
+ * before it tests the pattern on the same string with `new RegExp($pattern, "u")`, which is
+ * Re2RegExp then: that test charges the length of the string measured. The accessor could only
+ * charge the longest string of the whole instance on every evaluation: one 200 KB field made each
+ * `maxLength: 200` of 1,000 titles cost 195 units.
+ */
+class LengthChecked {
+  constructor(readonly pattern: string | undefined) {}
 }
 
 // The library's formats run per string per evaluation: charge them by length. Its `url` regex
@@ -186,6 +225,73 @@ const size = (v: unknown) => (v === undefined ? 0 : nodeCount(v));
 const size1 = (v: unknown) => (Array.isArray(v) ? v.length : 0);
 const keyCount = (v: unknown) => (v && typeof v === "object" ? Object.keys(v).length : 0);
 
+/** JSON nodes of a value and the characters of its strings. */
+function measure(value: unknown): { nodes: number; chars: number } {
+  let nodes = 0;
+  let chars = 0;
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    nodes++;
+    if (typeof v === "string") chars += v.length;
+    else if (v !== null && typeof v === "object") for (const child of Object.values(v)) stack.push(child);
+  }
+  return { nodes, chars };
+}
+
+/**
+ * Units of comparing one instance value with `values` (enum's, or [const]): a primitive instance
+ * is compared with `===`, an object or array with deepCompareStrict, which stops at a type that
+ * differs. So a primitive value costs a compare, plus its characters (two strings of one length are
+ * compared character by character); an object or array one its nodes and characters, as deep as
+ * the instance might match it.
+ */
+function compareUnits(values: unknown[]): number {
+  let units = 0;
+  for (const v of values) {
+    if (v !== null && typeof v === "object") {
+      const { nodes, chars } = measure(v);
+      units += nodes / OWN_NODES_PER_UNIT + chars / CHARS_PER_UNIT;
+    } else units += 1 / ENUM_VALUES_PER_UNIT + (typeof v === "string" ? v.length / CHARS_PER_UNIT : 0);
+  }
+  return units;
+}
+
+/** Units of the failure message that writes `value` as JSON (two-byte text counts twice). */
+function messageUnits(value: unknown): number {
+  const json = JSON.stringify(value) ?? "";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the one-byte range starts at NUL
+  return (json.length * (/[^\u0000-\u00ff]/.test(json) ? 2 : 1)) / MESSAGE_BYTES_PER_UNIT;
+}
+
+/**
+ * Charges `units` each time the library writes `value` into a failure message: JSON.stringify
+ * calls its toJSON (hidden: not a key the comparisons see), which answers the value itself. False
+ * where it cannot (a primitive, or a value with a "toJSON" key of its own): then the caller charges
+ * every evaluation, since any may fail.
+ */
+function chargeOnMessage(value: unknown, units: number): boolean {
+  if (value === null || typeof value !== "object" || Object.hasOwn(value, "toJSON")) return false;
+  Object.defineProperty(value, "toJSON", {
+    enumerable: false,
+    configurable: true,
+    value() {
+      spend(units);
+      return this;
+    },
+  });
+  return true;
+}
+
+/**
+ * What an evaluation spends on an enum or const `value` besides the unit: comparing with `compared`
+ * (its values), and the failure's message where that cannot be charged when it is written.
+ */
+function valueUnits(value: unknown, compared: unknown[]): number {
+  const message = messageUnits(value);
+  return compareUnits(compared) + (chargeOnMessage(value, message) ? 0 : message);
+}
+
 // Keys validate() destructures on every call; the first one a schema lacks carries the meter.
 const METER_KEYS = [
   "__absolute_recursive_ref__",
@@ -215,19 +321,24 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
     // One evaluation is one unit; what it does besides recursing is charged in the same currency,
     // pessimistically for the biggest instance value it could meet (the accessor cannot see which).
     const ownWork =
-      size(s.enum) +
-      size(s.const) +
-      size(s.required) +
-      keyCount(s.properties) +
-      size(s.dependentRequired) +
-      size(s.dependencies) +
-      keyCount(s.patternProperties);
+      size(s.required) + size(s.dependentRequired) + size(s.dependencies) + keyCount(s.patternProperties);
+    const properties = keyCount(s.properties);
+    // A string's length is charged when it is measured (LengthChecked), unless the schema's pattern
+    // is no string (the library's RegExp reads it as one): then for the longest, every evaluation.
+    const lengthChecked =
+      (s.minLength !== undefined || s.maxLength !== undefined) &&
+      (s.pattern === undefined || typeof s.pattern === "string");
     const weight =
       1 +
       ownWork / OWN_NODES_PER_UNIT +
+      properties / (properties <= FAST_PROPERTIES ? PROPERTIES_PER_UNIT : DICTIONARY_PROPERTIES_PER_UNIT) +
+      (s.enum === undefined ? 0 : valueUnits(s.enum, Array.isArray(s.enum) ? s.enum : [s.enum])) +
+      (s.const === undefined ? 0 : valueUnits(s.const, [s.const])) +
       UNITS_PER_BRANCH * (size1(s.anyOf) + size1(s.oneOf) + size1(s.allOf)) +
       (s.uniqueItems === true ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0) +
-      (s.minLength !== undefined || s.maxLength !== undefined ? facts.longestString / CHARS_PER_UNIT : 0);
+      ((s.minLength !== undefined || s.maxLength !== undefined) && !lengthChecked
+        ? facts.longestString / CHARS_PER_UNIT
+        : 0);
     const key = METER_KEYS.find((k) => !Object.hasOwn(s, k));
     if (key) {
       Object.defineProperty(s, key, {
@@ -248,6 +359,12 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
         if (sub && typeof sub === "object")
           for (const [name, item] of Object.entries(sub)) visit(item, [...path, k, name]);
       } else visit(sub, [...path, k]);
+    }
+    // After the walk, which would read the stand-in as a subschema.
+    if (lengthChecked) {
+      const pattern = new LengthChecked(s.pattern as string | undefined);
+      if (Object.hasOwn(s, "pattern")) s.pattern = pattern;
+      else Object.defineProperty(s, "pattern", { enumerable: false, configurable: true, value: pattern });
     }
   };
   visit(root, []);

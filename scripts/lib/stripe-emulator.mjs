@@ -14,7 +14,8 @@
 // `charge.refund.updated`, `charge.dispute.created` / `.updated` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
 // (`GET /_emulator/requests?match=` counts the API requests made, e.g. the reads of one session). It speaks Stripe's wire
-// format (form-encoded bodies, Bearer keys, Idempotency-Key replay, Stripe's error bodies and status
+// format (form-encoded bodies, Bearer keys, Idempotency-Key replay, forgotten after 24 h or at once by
+// `POST /_emulator/forget-idempotency`, Stripe's error bodies and status
 // codes), so the Worker's official client talks to it unchanged, and it refuses any parameter the
 // app does not send rather than silently ignoring it.
 import { randomBytes } from "node:crypto";
@@ -866,6 +867,21 @@ export async function startStripeEmulator({
       if (req.method === "GET" && pathname === "/_emulator/requests") {
         const match = new URLSearchParams(search).get("match") ?? "";
         return sendJson(res, 200, { count: apiRequests.filter((r) => r.includes(match)).length });
+      }
+      if (req.method === "POST" && pathname === "/_emulator/forget-idempotency") {
+        // Stands in for the 24 hours after which Stripe forgets a key: the keys whose create made
+        // `session` start afresh now (only that session's, so other tests' replays are untouched).
+        const form = parseForm(await readBody(req));
+        checkKeys(form, "", ["session"]);
+        const session = asString(form.session, "session");
+        let forgotten = 0;
+        for (const [slot, saved] of idempotency) {
+          if (saved.body?.id === session) {
+            idempotency.delete(slot);
+            forgotten++;
+          }
+        }
+        return sendJson(res, 200, { forgotten });
       }
       if (req.method === "POST" && pathname === "/_emulator/fail-creates") {
         // Stands in for an error inside Stripe: the next `times` session creates whose form body

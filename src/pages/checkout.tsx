@@ -29,8 +29,8 @@ interface SuccessProps {
   /** Seconds after which this GET page checks again (successRefresh), or undefined: it is final. */
   refresh?: number;
   /** The first call's stored answer as shown (storedAnswerView), once there is one. */
-  firstAnswer?: { status: number; text: string };
-  /** FREE_BETA: calls take no credit, the first call's neither (runFirstPayload). */
+  firstAnswer?: { status: number; text: string; free?: boolean };
+  /** FREE_BETA now: a first call still to run will take no credit (runFirstPayload reads it as it runs). */
   freeBeta?: boolean;
 }
 
@@ -150,7 +150,7 @@ function FirstCall(p: SuccessProps) {
       <p id="first-call" class={result.status === 200 ? "status-ok" : "status-err"}>
         {result.status !== 200
           ? `It failed with ${result.status}; no credit was spent.`
-          : p.freeBeta
+          : result.free
             ? "Ran with the payload you sent (free during the beta: no credit spent)."
             : "Ran with the payload you sent (one credit spent)."}
       </p>

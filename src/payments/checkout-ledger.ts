@@ -198,29 +198,33 @@ export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) 
 }
 
 /**
- * How long the row of a session that never granted a key is kept: 30 days from its creation, as
- * call-log rows (stats/record.ts RETENTION_DAYS). Stripe expires a session 24 hours after its
- * creation, so by then it can never be paid, and its payload went long before (its expiry, or
+ * How long the row of a session Stripe ended unpaid is kept: 30 days from its creation, as call-log
+ * rows (stats/record.ts RETENTION_DAYS). Its payload went long before (its expiry, or
  * staleUnpaidPayloads at 4 days); the 30 days keep the row for support ("I was charged") and for
  * any event about it that comes late.
  */
 export const UNPAID_SESSION_RETENTION_DAYS = 30;
 
 /**
- * The deleting of up to `limit` rows of sessions that never granted a key, as of `now`: created
- * more than UNPAID_SESSION_RETENTION_DAYS ago and holding no payload. A granted session (api_key_id)
- * is part of the money ledger (credits, refunds, disputes) and is never deleted; nor is one Stripe
- * reported completed with its payment still clearing (payment_pending_at) unless that payment
- * failed: it may have been paid, and its grant may come late. A paid session whose grant never came
- * is rebuilt from Stripe's own record if an event for it ever does (settleSession). Found through the
- * checkout_sessions_unpaid_done index alone (migration 0018); run in chunks by the Cron
- * (ops/database.ts): D1 has no DELETE … LIMIT.
+ * The deleting of up to `limit` rows of sessions Stripe ended unpaid, as of `now`: never granted a
+ * key, holding no payload, created more than UNPAID_SESSION_RETENTION_DAYS ago, and either expired
+ * (its checkout.session.expired event: an expired session can never be paid) or completed with a
+ * bank debit that failed (async_payment_failed). A granted session (api_key_id) is part of the money
+ * ledger (credits, refunds, disputes) and is never deleted. Nor is a row Stripe never told us the
+ * end of (still `open`): its completed event may have been lost, every delivery of it failed (a
+ * rotated webhook secret, an outage past Stripe's 3 days of retries), and the success page, which
+ * asks Stripe about a row it knows, is the buyer's way to the key; and a late grant or dispute finds
+ * no row deleted under it, as only ended sessions are. Such rows are a few hundred bytes each. An
+ * api_keys row naming the session (none should, with api_key_id empty) keeps it too, so one odd row
+ * cannot fail every chunk on the foreign key. Found through the checkout_sessions_unpaid_ended index
+ * alone (migration 0018); run in chunks by the Cron (ops/database.ts): D1 has no DELETE … LIMIT.
  */
 export function expiredUnpaidSessions(db: D1Database, now: number, limit: number) {
   return db
     .prepare(
       `DELETE FROM checkout_sessions WHERE rowid IN (SELECT rowid FROM checkout_sessions WHERE api_key_id IS NULL
-         AND payload IS NULL AND created_at < ?1 AND (payment_pending_at IS NULL OR payment_failed_at IS NOT NULL)
+         AND payload IS NULL AND created_at < ?1 AND (status = 'expired' OR payment_failed_at IS NOT NULL)
+         AND NOT EXISTS (SELECT 1 FROM api_keys WHERE api_keys.session_id = checkout_sessions.id)
          LIMIT ?2)`,
     )
     .bind(now - UNPAID_SESSION_RETENTION_DAYS * 24 * 60 * 60 * 1000, limit);
@@ -475,9 +479,11 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   // A skill's answer is written as its route writes it (serializeOutput): json_sort's `sorted` is
   // its canonical text spliced in, so integer-like keys keep their order and long integers their
   // digits (JSON.stringify re-parsed it: {"10":…,"9":…} came back as {"9":…,"10":…}).
+  // A success in free beta says so (`"free":true`): the page tells the buyer whether a credit was
+  // spent from what this run did, not from the flag when the page is shown.
   const text =
     result.status === 200
-      ? `{"status":200,"body":${serializeOutput(result.body as Record<string, unknown>)}}`
+      ? `{"status":200,${free ? '"free":true,' : ""}"body":${serializeOutput(result.body as Record<string, unknown>)}}`
       : JSON.stringify(result);
   const kept = await keepBody(env.KV, kvKey, text);
   const answer = kept.body ?? JSON.stringify({ status: result.status, body_kv: kept.bodyKv });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { expiredUnpaidSessions } from "../../src/payments/checkout-ledger";
 import { call } from "../helpers";
-import { checkoutSeeingStripe, sessionRow } from "../payments/checkout-helpers";
+import { checkoutSeeingStripe, emulatorPost, sessionRow } from "../payments/checkout-helpers";
 
 // The rows of checkout sessions that never granted a key: kept for ever before, a few hundred bytes
 // each, bounded only by the checkout rate limit. Now the Cron deletes them 30 days after their
@@ -87,11 +87,12 @@ async function runCron() {
   return log.mock.calls.map((c) => String(c[0])).join("\n");
 }
 
-describe("the Cron deletes the rows of checkouts that never granted a key, 30 days after their creation", () => {
-  it("deletes an old unpaid session (expired, never marked, or its payment failed); keeps a young one, any paid one and one whose payment may still clear", async () => {
+describe("the Cron deletes the rows of checkouts Stripe ended unpaid, 30 days after their creation", () => {
+  it("deletes an old session Stripe ended unpaid (expired, or its payment failed); keeps a young one, any paid one, one never marked and one whose payment may still clear", async () => {
     const old = RETENTION_DAYS + 1;
     await session("old_expired", { ageDays: old, status: "expired" });
-    // Its expired webhook never came: Stripe expired it at 24 h all the same.
+    // Stripe never told us its end: it may have been paid with every completed event lost, and its
+    // success page (which asks Stripe about a row it knows) is then the buyer's way to the key.
     await session("old_never_marked", { ageDays: old });
     await session("old_debit_failed", {
       ageDays: old,
@@ -105,8 +106,8 @@ describe("the Cron deletes the rows of checkouts that never granted a key, 30 da
     await session("old_debit_pending", { ageDays: old, pendingAt: Date.now() - 30 * DAY });
 
     const log = await runCron();
-    expect(await kept()).toEqual(["old_debit_pending", "old_paid", "young"]);
-    expect(log).toMatch(/"checkout_sessions":\{"deleted":[3-9]\d*,"more":false\}/);
+    expect(await kept()).toEqual(["old_debit_pending", "old_never_marked", "old_paid", "young"]);
+    expect(log).toMatch(/"checkout_sessions":\{"deleted":[2-9]\d*,"more":false\}/);
     // The paid session's key still names it.
     expect(
       await env.DB.prepare(
@@ -136,8 +137,10 @@ describe("the Cron deletes the rows of checkouts that never granted a key, 30 da
       .bind(Date.now(), 1000)
       .all<{ detail: string }>();
     expect(plan.results.map((r) => r.detail)).toEqual([
+      "SEARCH checkout_sessions USING COVERING INDEX checkout_sessions_unpaid_ended (created_at<?)",
+      "CORRELATED SCALAR SUBQUERY 1",
       expect.stringMatching(
-        /^SEARCH checkout_sessions USING COVERING INDEX checkout_sessions_unpaid_done \(created_at<\?\)$/,
+        /^SEARCH api_keys USING COVERING INDEX sqlite_autoindex_api_keys_\d+ \(session_id=\?\)$/,
       ),
     ]);
   });
@@ -177,11 +180,14 @@ describe("the Cron deletes the rows of checkouts that never granted a key, 30 da
     expect(await refused.res.json()).toMatchObject({ reason: "unpaid_payloads_full" });
     expect(refused.sent).toEqual([]);
 
-    // With room it is sold as a new checkout: a row of today, which the Cron keeps 30 days.
+    // With room, and the key forgotten by Stripe (24 h on), it is sold as a new checkout: a new
+    // session, a row of today, which the Cron keeps 30 days.
     await env.DB.prepare("DELETE FROM checkout_sessions WHERE id = ?1").bind(`${PROBE}full`).run();
+    expect(await emulatorPost("/_emulator/forget-idempotency", { session: id })).toEqual({ forgotten: 1 });
     const again = await checkoutSeeingStripe(body, key);
     expect(again.res.status).toBe(200);
     const retried = (await again.res.json<{ session_id: string }>()).session_id;
+    expect(retried).not.toBe(id);
     const row = await sessionRow(retried);
     expect(row).toMatchObject({ status: "open", payload: JSON.stringify(payload), api_key_id: null });
     expect(Date.now() - Number(row?.created_at)).toBeLessThan(60_000);

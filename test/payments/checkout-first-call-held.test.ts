@@ -97,6 +97,9 @@ describe.each(FIRST_CALL_COSTS)(
       expect(html).toContain(ran);
       expect((await keysFor(id)).results).toEqual([{ calls_left: 170 - spent, calls_total: 170 }]);
       expect(await successPage(id, bindings)).toContain(ran);
+      // What the page says of the credit follows what the run did, not the flag when it is shown.
+      const otherMode = FIRST_CALL_COSTS.find((m) => m.bindings !== bindings)?.bindings as object;
+      expect(await successPage(id, otherMode)).toContain(ran);
     });
 
     it("the dispute won's webhook and the Reveal POST both start it: it runs once", async () => {

@@ -2,7 +2,8 @@ import type { MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { PublicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { jsonBody, queryParams } from "../http/validation";
+import { jsonBody } from "../http/json-text";
+import { queryParams } from "../http/validation";
 import type { partnerPricing } from "../partners/pricing";
 import { withoutDialect } from "../skills/schema-docs";
 

@@ -31,7 +31,7 @@ function keepLongIntegers(_key: string, value: unknown, context?: { source?: str
 /**
  * `JSON.parse`, keeping integers past 2^53 exact. Throws like JSON.parse. The reviver recurses per
  * level and costs a call per value, so the caller bounds the depth first and calls this only when
- * a 16-digit run occurs outside strings (Number.MAX_SAFE_INTEGER has 16 digits; validation.ts's
+ * a 16-digit run occurs outside strings (Number.MAX_SAFE_INTEGER has 16 digits; json-text.ts's
  * scanJson finds them).
  */
 export function parseKeepingIntegers(text: string): unknown {

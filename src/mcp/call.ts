@@ -6,8 +6,8 @@ import {
 } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import { parseKeepingIntegers } from "../http/exact-integers";
+import { scanJson } from "../http/json-text";
 import { markMcpRequest } from "../http/mcp-request";
-import { scanJson } from "../http/validation";
 import { isRecord } from "../is-record";
 import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempotency-key";
 import { REPLAY_HEADER } from "../payments/idempotent-results";

@@ -15,7 +15,7 @@ export const MCP_PATH = "/mcp";
 export const MCP_MAX_BODY_BYTES = MAX_BODY_BYTES + 64 * 1024;
 
 /**
- * What a JSON-RPC message may hold beyond a JSON body's bounds (validation.ts: 200 levels, 500,000
+ * What a JSON-RPC message may hold beyond a JSON body's bounds (json-text.ts: 200 levels, 500,000
  * arrays and objects), as MCP_MAX_BODY_BYTES allows for size: a tools/call's arguments sit two
  * levels down (the message, its params) beside `_meta`'s payment payload. The message is scanned
  * with this headroom before it is parsed (-32700 past it); the arguments are judged by their

@@ -1,4 +1,4 @@
-import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/validation";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isRecord } from "../is-record";
 import type { NetConfig } from "./config";
 import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";

@@ -2,7 +2,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { logWriteFailure } from "../http/after-response";
-import { parseJsonText } from "../http/validation";
+import { parseJsonText } from "../http/json-text";
 import { sameAddress, TX_HASH } from "../money";
 import { walletOf } from "./config";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";

@@ -31,7 +31,7 @@ export function trySoldPerCall(c: Context<AppEnv>) {
 /**
  * Reads the body once, so every later reader (x402's dynamic price, the idempotency fingerprint,
  * validation) shares it. As bytes, not text: Request.text() replaces each byte that is no UTF-8
- * with U+FFFD, and bodyText (http/validation.ts) takes a text already read as decoded, so the call
+ * with U+FFFD, and bodyText (http/json-text.ts) takes a text already read as decoded, so the call
  * ran on other text than was sent; from the bytes it decodes strictly, and such a body is the
  * 422 json_invalid a JSON syntax error is, where that one is answered (after the payment gate).
  */

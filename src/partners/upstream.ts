@@ -1,4 +1,5 @@
-import { type ErrorItem, parseJsonText } from "../http/validation";
+import { parseJsonText } from "../http/json-text";
+import type { ErrorItem } from "../http/validation";
 import { readCappedBytes } from "../net/read-capped";
 import type { PartnerConfig } from "./config";
 import type { Partner, PartnerService } from "./data";

@@ -1,5 +1,6 @@
 import * as z from "zod";
-import { type ErrorItem, nonFiniteItems, validate } from "../http/validation";
+import { nonFiniteItems } from "../http/json-text";
+import { type ErrorItem, validate } from "../http/validation";
 import { jsonByteLength } from "../skills/lib/output-size";
 import type { Skill } from "../skills/types";
 import { MAX_CALLS } from "./credits";

@@ -4,7 +4,7 @@ import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
-import { bodyText, parseJsonText } from "../http/validation";
+import { bodyText, parseJsonText } from "../http/json-text";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
 import { paymentsUnavailable } from "./settlement";

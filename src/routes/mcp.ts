@@ -1,7 +1,7 @@
 import { type Context, Hono } from "hono";
 import type { AppEnv } from "../env";
 import { limitBody } from "../http/body-limit";
-import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nonFiniteItems, scanJson } from "../http/validation";
+import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nonFiniteItems, scanJson } from "../http/json-text";
 import { withExactArguments, withRawArguments } from "../mcp/arguments";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_ENVELOPE_CONTAINERS, MCP_ENVELOPE_DEPTH, MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
@@ -51,12 +51,12 @@ export function mcpRoutes(appFetch: AppFetch) {
         return rpcError(c, 415, -32000, "Unsupported Media Type: Content-Type must be application/json");
       }
       let parsed: unknown;
-      // Strict UTF-8, as every JSON body (validation.ts): a replaced byte would reach the tool as
+      // Strict UTF-8, as every JSON body (json-text.ts): a replaced byte would reach the tool as
       // other text than was sent.
       const body = await bodyText(c);
       if (!body.ok) return rpcError(c, 400, -32700, `Parse error: ${body.item.ctx?.error}`);
       const text = body.text;
-      // Every JSON body's bound (validation.ts), with the envelope's headroom: millions of empty
+      // Every JSON body's bound (json-text.ts), with the envelope's headroom: millions of empty
       // containers would fill the isolate's memory before anything looked at them. The arguments
       // within are judged by the tool's route, with its own bounds: a body the HTTP route takes
       // goes through, and one it refuses gets its 422 as the call's tool error.

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { InputError, jsonBody, validationResponse } from "../http/validation";
+import { jsonBody } from "../http/json-text";
+import { InputError, validationResponse } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
 import { paymentGate } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { scanJson } from "../../src/http/validation";
+import { scanJson } from "../../src/http/json-text";
 import { call, detailOf, postJson } from "../helpers";
 
 // 422 details as a FastAPI 0.142 / pydantic 2.13 app answers them, item for item (a reviewer ran

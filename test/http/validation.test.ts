@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { scanJson } from "../../src/http/validation";
+import { scanJson } from "../../src/http/json-text";
 import { inputJsonSchema, skills } from "../../src/skills/registry";
 import { call, detailOf, postJson } from "../helpers";
 

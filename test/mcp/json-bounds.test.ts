@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/http/validation";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/http/json-text";
 import { MCP_ENVELOPE_CONTAINERS, MCP_ENVELOPE_DEPTH } from "../../src/mcp/limits";
 import { ORIGIN } from "../helpers";
 

@@ -4,7 +4,7 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { MAX_JSON_DEPTH } from "../../src/http/validation";
+import { MAX_JSON_DEPTH } from "../../src/http/json-text";
 import { MCP_ENVELOPE_DEPTH, MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
 import { pricingConfig } from "../../src/partners/config";
 import { PARTNERS } from "../../src/partners/data";

@@ -3,7 +3,7 @@ import type { ErrorItem } from "../helpers";
 import { paidCall, stubNetwork } from "./network";
 
 // A partner call's body is read as UTF-8 strictly, as every other JSON body of the app
-// (http/validation.ts bodyText; test/http/edges.test.ts): bytes that are no UTF-8 are the 422 a
+// (http/json-text.ts bodyText; test/http/edges.test.ts): bytes that are no UTF-8 are the 422 a
 // JSON syntax error gets there, before the partner is called or the caller settled. They were read
 // with Request.text(), which replaced each with U+FFFD: the partner got, and the caller paid for,
 // other text than was sent.

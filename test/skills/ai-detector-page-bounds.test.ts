@@ -10,7 +10,7 @@ import { SKILL_TEST_TIMEOUT } from "./timeouts";
 // element there counted as its tags alone still left attributes, comments and texts uncounted.
 const PAGE = 2 * 1024 * 1024;
 // The page's own markup (at most 400,000 characters) and what the nodes inside dropped elements
-// cost, together (html-convert.ts MAX_READ_COST).
+// cost, together (html-prepass.ts MAX_READ_COST).
 const MAX_READ = 500_000;
 const fill = (unit: string, room: number) => unit.repeat(Math.floor(room / unit.length));
 

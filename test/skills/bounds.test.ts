@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { neutralizeScriptLinks } from "../../src/skills/lib/html-convert";
+import { neutralizeScriptLinks } from "../../src/skills/lib/markdown-safety";
 import { jsonByteLength, MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
 import { RawJson } from "../../src/skills/lib/raw-json";
 import { patternSize } from "../../src/skills/lib/schema-patterns";

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { htmlClean } from "../../src/skills/html-clean";
-import { htmlToText, MAX_PREFIX_NESTING } from "../../src/skills/lib/html-convert";
+import { htmlToText } from "../../src/skills/lib/html-convert";
+import { MAX_PREFIX_NESTING } from "../../src/skills/lib/html-prepass";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 /**

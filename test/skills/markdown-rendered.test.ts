@@ -4,7 +4,8 @@ import { DomUtils, parseDocument } from "htmlparser2";
 import MarkdownIt from "markdown-it";
 import { marked } from "marked";
 import { describe, expect, it } from "vitest";
-import { htmlToMd, inertForRenderers } from "../../src/skills/lib/html-convert";
+import { htmlToMd } from "../../src/skills/lib/html-convert";
+import { inertForRenderers } from "../../src/skills/lib/markdown-safety";
 import { postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/http/validation";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/http/json-text";
 import { audit, MAX_JSON_LD_TYPES } from "../../src/skills/lib/seo-audit";
 
 /**

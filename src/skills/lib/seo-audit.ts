@@ -1,4 +1,4 @@
-import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/validation";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/json-text";
 import { shorten } from "../../text-cut";
 import { codePointLength } from "./code-points";
 import { checkKeywords, countBody } from "./seo-keywords";

@@ -21,10 +21,9 @@ const SKIP_TEXT = new Set([
 
 /**
  * Element nesting a page may have; real pages stay far below it (a few dozen levels). The bound
- * html_clean and ai_detector refuse past (MAX_HTML_DEPTH in html-convert.ts, not imported: that
- * module loads html-to-text and mdream). htmlparser2 keeps its open elements in an array it
- * `unshift`s at every open tag, so a deep page costs it quadratic time (2 MiB of nested <b>:
- * 117 s); only stopping the parse bounds that.
+ * html_clean and ai_detector refuse past (MAX_HTML_DEPTH in html-prepass.ts). htmlparser2 keeps
+ * its open elements in an array it `unshift`s at every open tag, so a deep page costs it quadratic
+ * time (2 MiB of nested <b>: 117 s); only stopping the parse bounds that.
  */
 export const MAX_PAGE_DEPTH = 512;
 

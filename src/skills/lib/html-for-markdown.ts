@@ -1,0 +1,243 @@
+import { type ChildNode, type Element, Text } from "domhandler";
+import { DomUtils, parseDocument } from "htmlparser2";
+import { DROPPED } from "./html-prepass";
+
+/**
+ * mdream copies what it is handed into Markdown as it is (URLs, titles, code, raw HTML for what it
+ * cannot write as Markdown), and whoever renders the answer reads that Markdown again: a page could
+ * end a link, a code block or a table cell early and write Markdown or HTML of its own. So the DOM
+ * is reshaped before mdream sees it, until nothing it copies can end or open anything. Apart from
+ * markdown-safety.ts because this side writes mdream's input and knows HTML; that side reads
+ * mdream's output as a renderer would, and checks what this side's passes could still have missed.
+ */
+
+// Markdown also drops the raw-text elements: mdream copies their content verbatim, so
+// `<title><img src=x onerror=…></title>` came out as an HTML block a renderer runs.
+export const MD_DROPPED = [...DROPPED, "title", "xmp", "plaintext", "textarea", "noembed", "noframes"];
+
+/**
+ * mdream copies a link's or image's `href`, `src` and `title` into the Markdown as they are, and a
+ * renderer then reads them as Markdown: a line break, a space, a control character or a bracket in
+ * them could end the link and leave what followed as Markdown of its own (an autolink
+ * `<javascript:…>`, a reference definition, raw `<img onerror>`). So before mdream runs, through
+ * htmlparser2's own DOM (the parser the prepass runs): titles are dropped (a tooltip, not content),
+ * every URL is percent-encoded down to characters that cannot end or open anything (mdream then
+ * writes it bare, no `<…>`), comments and directives go (neither converter writes them, and
+ * the two parsers disagree on where some end: `--!>`), and so do the elements mdream drops.
+ */
+export function safeForMarkdown(html: string): { html: string; mark?: string } {
+  const doc = parseDocument(html);
+  const removed: ChildNode[] = [];
+  const endingInLt: Text[] = [];
+  const codes: { node: Element; inLink: boolean }[] = [];
+  // What each node's ancestors are, carried down (one walk, linear: asking each node's ancestors
+  // made 400 KB of code 500 elements deep cost over a second).
+  const walk = (nodes: ChildNode[], at: Ancestry) => {
+    for (const node of nodes) {
+      if (node.type === "comment" || node.type === "directive") removed.push(node);
+      // Dropped by mdream anyway; and the serializer writes the text of <noscript>, <iframe>,
+      // <noembed>, <noframes>, <plaintext>, <xmp>, <style> and <script> unescaped, which htmlparser2
+      // had decoded (`&lt;a title=…&gt;` inside <noscript>, or after a self-closed `<style/>`):
+      // mdream then read it as markup this pass never saw.
+      else if ("name" in node && MD_DROPPED.includes(node.name)) removed.push(node);
+      else if (node.type === "text") {
+        // A bare carriage return (from `&#13;`, or the page's own line ends) is a line break to a
+        // renderer but not to mdream, which sized a <pre>'s fence by "\n" lines only: "\r```\r"
+        // closed it early and let the rest out as Markdown.
+        if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
+        if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
+      } else if ("attribs" in node) {
+        capAttributes(node);
+        delete node.attribs.title;
+        // An alt with a blank line would end its image (mdream escapes what it could open).
+        if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
+        for (const a of ["href", "src"]) {
+          const v = node.attribs[a];
+          if (v !== undefined) node.attribs[a] = inertUrl(v);
+        }
+        const original = node.name;
+        renameForMarkdown(node, at.table, at.cell);
+        // mdream writes code as it is (`&lt;` back to `<`): safe only while it stays a code block
+        // or span. A <pre> inside an inline element or a heading got its fence on the line of `**`
+        // or `## ` (no code block), and a blank line or a table inside <code> split the span: the
+        // code became Markdown and HTML of its own. Such a <pre> becomes inline code, and inline
+        // code (the outermost) one line of text.
+        if (node.name === "pre" && !at.blocks) node.name = "code";
+        const opensCode = node.name === "code" && !at.pre && !at.code;
+        if (opensCode) codes.push({ node, inLink: at.link });
+        walk(node.children, {
+          table: at.table || original === "table",
+          cell: at.cell || (at.table && (original === "td" || original === "th")),
+          blocks: at.blocks && BLOCK_PARENTS.has(node.name),
+          pre: at.pre || (node.name === "pre" && !at.code),
+          code: at.code || opensCode,
+          link: at.link || node.name === "a",
+        });
+      } else if ("children" in node) walk(node.children, at);
+    }
+  };
+  walk(doc.children, { table: false, cell: false, blocks: true, pre: false, code: false, link: false });
+  // Taken out of their parents in one pass each: removing them one by one searched the parent's
+  // children every time (57,000 comments in one element took 1.6 s).
+  const doomed = new Set(removed);
+  for (const parent of new Set(removed.map((n) => n.parent))) {
+    if (parent) parent.children = parent.children.filter((n) => !doomed.has(n));
+  }
+  for (const { node, inLink } of codes) {
+    const text = new Text(DomUtils.textContent(node).replace(/\s+/g, " "));
+    // In place: replacing an element searches its parent's children, quadratic for a parent
+    // holding tens of thousands of them.
+    node.attribs = {};
+    node.children = [text];
+    text.parent = node;
+    // Where marked reads a code span differently from CommonMark, code that holds a "<" is written
+    // as escaped text (a <span>): inside link text (marked can end the span early) and with a
+    // backslash before a "|" (marked counts a run of backslashes to decide whether a pipe splits a
+    // table cell, even inside code; markdown-it does not).
+    if (text.data.includes("<") && (inLink || /\\\|/.test(text.data))) {
+      node.name = "span";
+      if (text.data.endsWith("<")) endingInLt.push(text);
+    }
+  }
+  const mark = endingInLt.length ? unusedMark(html) : undefined;
+  for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
+  return { html: DomUtils.getOuterHTML(doc), mark };
+}
+
+/** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
+interface Ancestry {
+  table: boolean;
+  cell: boolean;
+  /** Every ancestor a block container mdream starts on a new line (BLOCK_PARENTS). */
+  blocks: boolean;
+  /** Inside a <pre> that stays a code block. */
+  pre: boolean;
+  /** Inside inline code (a <code>, or a <pre> made inline code). */
+  code: boolean;
+  link: boolean;
+}
+
+/**
+ * mdream's filter reads an element's attributes in quadratic time (40,000 on one <div>: 2.7 s);
+ * the few it reads (href, src, alt, start, colspan …) are among the first 256 on any real page.
+ */
+export const MAX_ATTRIBUTES = 256;
+function capAttributes(node: Element) {
+  let count = 0;
+  for (const _ in node.attribs) {
+    if (++count > MAX_ATTRIBUTES) {
+      const kept = Object.keys(node.attribs).slice(0, MAX_ATTRIBUTES);
+      node.attribs = Object.fromEntries(kept.map((name) => [name, node.attribs[name] as string]));
+      return;
+    }
+  }
+}
+
+/**
+ * mdream writes some elements as raw HTML, and text after such a tag escaped the Markdown way
+ * (`\<img …>`), which a raw HTML block does not read as an escape: those become plain containers.
+ * Table parts outside a table made it think it was in a cell, and inside a cell it writes lists,
+ * headings, rules, <pre> and nested tables raw: there they become inline text.
+ */
+const RAW_AS_BLOCK = new Set(["address", "dd", "details", "dl", "dt", "summary"]);
+const RAW_AS_INLINE = new Set(["ins", "mark", "sub", "sup", "u"]);
+const TABLE_PARTS = new Set(["thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup", "col"]);
+const BLOCKS_IN_CELL = new Set([
+  ...TABLE_PARTS,
+  ...RAW_AS_BLOCK,
+  "table",
+  "ul",
+  "ol",
+  "menu",
+  "blockquote",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+]);
+function renameForMarkdown(node: Element, inTable: boolean, inCell: boolean) {
+  const name = node.name;
+  if (inCell) {
+    if (name === "pre") node.name = "code";
+    else if (name === "hr") node.name = "br";
+    else if (name === "li") {
+      node.name = "span";
+      DomUtils.appendChild(node, new Text(" "));
+    } else if (BLOCKS_IN_CELL.has(name) || RAW_AS_INLINE.has(name)) node.name = "span";
+  } else if (RAW_AS_BLOCK.has(name) || (!inTable && TABLE_PARTS.has(name))) node.name = "div";
+  else if (RAW_AS_INLINE.has(name)) node.name = "span";
+}
+
+/**
+ * mdream escapes "<" only when the character after it, in the same text node, could open a tag:
+ * a "<" that ends one (`a &lt;<span>img onerror…`) came out bare before the next node's text. So
+ * it goes through mdream as a mark (a private-use character the page does not contain) and comes
+ * back as `&lt;` where a tag or autolink could start after it (read the same, opens nothing, in
+ * Markdown text and in the raw HTML mdream writes), else as "<". A page holding every candidate
+ * gets the text `&lt;` (mdream escapes its "&": shown as "&lt;", still inert).
+ */
+function unusedMark(html: string): string | undefined {
+  for (let c = 0xe000; c <= 0xe0ff; c++) {
+    const mark = String.fromCharCode(c);
+    if (!html.includes(mark)) return mark;
+  }
+  return undefined;
+}
+export const restoreMark = (md: string, mark: string) =>
+  md.replace(new RegExp(`${mark}(?=[A-Za-z/!?])`, "g"), "&lt;").replaceAll(mark, "<");
+
+// Where a <pre> stays a code block: every ancestor a block container mdream starts on a new line
+// and writes as Markdown (not <figcaption>, which it writes as emphasis; those it writes as raw
+// HTML, where a fence is no fence, are plain <div>s by now: renameForMarkdown).
+const BLOCK_PARENTS = new Set([
+  "html",
+  "body",
+  "main",
+  "article",
+  "section",
+  "aside",
+  "header",
+  "footer",
+  "nav",
+  "div",
+  "form",
+  "fieldset",
+  "figure",
+  "blockquote",
+  "details",
+  "li",
+  "ul",
+  "ol",
+  "dd",
+  "table",
+  "thead",
+  "tbody",
+  "tfoot",
+  "tr",
+  "td",
+  "th",
+  "caption",
+  "center",
+  "hgroup",
+]);
+/**
+ * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and
+ * spaces trimmed), then everything but RFC 3986's unreserved and reserved characters, less
+ * ( ) [ ] and ', percent-encoded.
+ */
+function inertUrl(url: string) {
+  let start = 0;
+  let end = url.length;
+  while (start < end && url.charCodeAt(start) <= 0x20) start++;
+  while (end > start && url.charCodeAt(end - 1) <= 0x20) end--;
+  return url
+    .slice(start, end)
+    .replace(/[\t\n\r]/g, "")
+    .replace(/[^A-Za-z0-9\-._~:/?#@!$&*+,;=%]/gu, (ch) =>
+      [...new TextEncoder().encode(ch)]
+        .map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`)
+        .join(""),
+    );
+}

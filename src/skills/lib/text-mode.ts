@@ -1,0 +1,239 @@
+import { compile, type FormatCallback } from "html-to-text";
+import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
+
+/**
+ * html-to-text as text mode uses it: its selectors, and the formatters it lacks or gets wrong for
+ * the text a reader expects (quotes and lists bounded in depth, ordered lists numbered as a browser
+ * numbers them, captions, elements a browser lays out as blocks), compiled once per table layout
+ * and kept for the isolate. Apart from the entry points because it is one library's configuration,
+ * which lives as long as the isolate does; what it is handed, and how much, is the prepass's call.
+ */
+
+const COMMON_SELECTORS = [
+  ...DROPPED.map((selector) => ({ selector, format: "skip" })),
+  { selector: "a", options: { ignoreHref: true } },
+  { selector: "img", format: "skip" },
+  { selector: "h1", options: { uppercase: false } },
+  { selector: "h2", options: { uppercase: false } },
+  { selector: "h3", options: { uppercase: false } },
+  { selector: "h4", options: { uppercase: false } },
+  { selector: "h5", options: { uppercase: false } },
+  { selector: "h6", options: { uppercase: false } },
+  // html-to-text's own formatters up to MAX_PREFIX_NESTING levels (prefixBounded).
+  { selector: "blockquote", format: "boundedQuote" },
+  { selector: "ul", format: "boundedUnorderedList" },
+  { selector: "ol", format: "boundedOrderedList" },
+];
+/**
+ * Elements a browser lays out as blocks that html-to-text writes inline unless told (its defaults
+ * cover p, div, the sectioning elements, headings, lists, quotes, pre, table and form): their text
+ * ran into the next ("<dt>Price</dt><dd>$5</dd>" came out "Price$5"). A list and a figure keep a
+ * blank line around them, as a <p> or a <ul> does (a browser gives them its margins); <menu> is a
+ * block whose items are lines, unmarked. A <li> outside a list is a line of its own (itemBlock).
+ */
+const TEXT_BLOCKS = [
+  ...["dl", "figure"].map((selector) => ({
+    selector,
+    format: "block",
+    options: { leadingLineBreaks: 2, trailingLineBreaks: 2 },
+  })),
+  ..."address center details dialog dd dt fieldset figcaption hgroup legend menu search summary"
+    .split(" ")
+    .map((selector) => ({
+      selector,
+      format: "block",
+      options: { leadingLineBreaks: 1, trailingLineBreaks: 1 },
+    })),
+  { selector: "li", format: "itemBlock" },
+];
+/** Tables laid out as text grids: what a reader of the text expects. */
+const TEXT_OPTIONS = {
+  wordwrap: false as const,
+  selectors: [
+    ...COMMON_SELECTORS,
+    ...TEXT_BLOCKS,
+    { selector: "table", format: "captionedTable", options: { uppercaseHeaderCells: false } },
+  ],
+};
+/** Tables as plain blocks, one cell per line: for documents whose tables are too big to lay out. */
+const BLOCK_TABLE_OPTIONS = {
+  wordwrap: false as const,
+  selectors: [
+    ...COMMON_SELECTORS,
+    ...TEXT_BLOCKS,
+    ...["table", "thead", "tbody", "tfoot", "tr", "td", "th", "caption"].map((selector) => ({
+      selector,
+      format: "block",
+    })),
+  ],
+};
+
+/**
+ * Text mode's quotes and lists: html-to-text's own formatters up to MAX_PREFIX_NESTING levels,
+ * plain blocks past it (a list's items one per line, no marker). Formatters run depth first, so
+ * one count of the levels open says how deep an element is.
+ */
+function prefixBounded(): Record<string, FormatCallback> {
+  let levels = 0;
+  const bounded =
+    (own: string): FormatCallback =>
+    (elem, walk, builder, options) => {
+      if (levels < MAX_PREFIX_NESTING) {
+        levels++;
+        const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
+        // The count lives as long as its converter (textConverter): a throw must not leave it up.
+        try {
+          format?.(elem, walk, builder, options);
+        } finally {
+          levels--;
+        }
+        return;
+      }
+      builder.openBlock({ leadingLineBreaks: 2 });
+      for (const child of elem.children ?? []) {
+        if (own === "blockquote" || child.name !== "li") walk([child], builder);
+        else {
+          builder.openBlock({ leadingLineBreaks: 1 });
+          walk(child.children ?? [], builder);
+          builder.closeBlock({ trailingLineBreaks: 1 });
+        }
+      }
+      builder.closeBlock({ trailingLineBreaks: 2 });
+    };
+  return {
+    boundedQuote: bounded("blockquote"),
+    boundedUnorderedList: bounded("unorderedList"),
+    boundedOrderedList: bounded("orderedList"),
+  };
+}
+
+/**
+ * A <li>: a list's formatter has opened the item (marker and line) when its parent is a list;
+ * elsewhere (no list around it, or inside another element in a list) it is a line of its own.
+ */
+const itemBlock: FormatCallback = (elem, walk, builder) => {
+  const parent = elem.parent?.name;
+  if (parent === "ul" || parent === "ol") {
+    walk(elem.children ?? [], builder);
+    return;
+  }
+  builder.openBlock({ leadingLineBreaks: 1 });
+  walk(elem.children ?? [], builder);
+  builder.closeBlock({ trailingLineBreaks: 1 });
+};
+
+/**
+ * A table laid out as a grid, its captions first, as lines of their own: html-to-text's grid reads
+ * rows and cells only, and dropped them. A browser sets a caption above its table wherever it
+ * stands among the rows.
+ */
+const captionedTable: FormatCallback = (elem, walk, builder, options) => {
+  const captions = (elem.children ?? []).filter((c) => c.type === "tag" && c.name === "caption");
+  for (const caption of captions) {
+    builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks ?? 2 });
+    walk(caption.children ?? [], builder);
+    builder.closeBlock({ trailingLineBreaks: 1 });
+  }
+  const grid = captions.length > 0 ? { ...options, leadingLineBreaks: 1 } : options;
+  builder.options.formatters.dataTable?.(elem, walk, builder, grid);
+};
+
+/** The numbers CSS counters write in Roman numerals (lower-roman, upper-roman); others, in decimal. */
+const ROMAN_RANGE = [1, 3999] as const;
+/** Letters (lower-alpha, upper-alpha: any number from 1), up to where a double counts exactly. */
+const ALPHA_RANGE = [1, Number.MAX_SAFE_INTEGER] as const;
+const ROMAN_DIGITS: [number, string][] = [
+  [1000, "m"],
+  [900, "cm"],
+  [500, "d"],
+  [400, "cd"],
+  [100, "c"],
+  [90, "xc"],
+  [50, "l"],
+  [40, "xl"],
+  [10, "x"],
+  [9, "ix"],
+  [5, "v"],
+  [4, "iv"],
+  [1, "i"],
+];
+function roman(n: number): string {
+  let out = "";
+  let left = n;
+  for (const [value, digits] of ROMAN_DIGITS) {
+    for (; left >= value; left -= value) out += digits;
+  }
+  return out;
+}
+/** Bijective base 26: a … z, aa … zz, aaa … */
+function letters(n: number): string {
+  let out = "";
+  for (let left = n; left > 0; left = Math.floor((left - 1) / 26))
+    out = String.fromCharCode(0x61 + ((left - 1) % 26)) + out;
+  return out;
+}
+const within = (n: number, [low, high]: readonly [number, number]) => n >= low && n <= high;
+/** An ordered list's marker for one number, by its `type`: decimal where the system cannot write it. */
+const MARKERS = new Map<string, (n: number) => string>([
+  ["i", (n) => (within(n, ROMAN_RANGE) ? roman(n) : String(n))],
+  ["I", (n) => (within(n, ROMAN_RANGE) ? roman(n).toUpperCase() : String(n))],
+  ["a", (n) => (within(n, ALPHA_RANGE) ? letters(n) : String(n))],
+  ["A", (n) => (within(n, ALPHA_RANGE) ? letters(n).toUpperCase() : String(n))],
+]);
+
+/**
+ * An ordered list numbered as a browser numbers it. `start` is HTML's integer (leading digits, 1
+ * when there are none: html-to-text took it as written, and `start="abc"` numbered the items
+ * "NaN."); each number is written in the list's `type` where that system can write it and in
+ * decimal where not, as CSS counter styles fall back number by number (`<ol type="i"
+ * start="3999">`: mmmcmxcix, 4000). html-to-text's own formatter writes one system for a whole list,
+ * and threw on a Roman numeral past 3999 (`<ol type="i" start="10000">` was a 500). Laid out as its
+ * list formatter lays one out: every marker padded to the widest one's width, and a list directly
+ * in an item one line down, its markers not indented.
+ */
+const orderedList: FormatCallback = (elem, walk, builder, options) => {
+  const attribs: Record<string, string> = elem.attribs ?? {};
+  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
+  let next = digits ? Number(digits[1]) : 1;
+  const marker = MARKERS.get(attribs.type ?? "") ?? String;
+  const nested = elem.parent?.name === "li";
+  let width = 0;
+  const items = (elem.children ?? [])
+    .filter((child) => child.type !== "text" || !/^\s*$/.test(child.data ?? ""))
+    .map((node) => {
+      if (node.name !== "li") return { node, prefix: "" };
+      const prefix = `${nested ? "" : " "}${marker(next++)}. `;
+      width = Math.max(width, prefix.length);
+      return { node, prefix };
+    });
+  if (items.length === 0) return;
+  builder.openList({
+    interRowLineBreaks: 1,
+    leadingLineBreaks: nested ? 1 : options.leadingLineBreaks || 2,
+    maxPrefixLength: width,
+    prefixAlign: "left",
+  });
+  for (const { node, prefix } of items) {
+    builder.openListItem({ prefix });
+    walk([node], builder);
+    builder.closeListItem();
+  }
+  builder.closeList({ trailingLineBreaks: nested ? 1 : options.trailingLineBreaks || 2 });
+};
+
+/**
+ * html-to-text's converter for each table layout, compiled on first use and kept for the isolate:
+ * `convert` compiled its options on every call (merged them with its defaults and built the
+ * selectors' decision tree), five sixths of a 1 KB page's time (node). Nothing in a compiled
+ * converter or its formatters outlives a call (prefixBounded's count of open levels is 0 again
+ * after each, thrown or not), so every call converts as a fresh one would.
+ */
+const converters: { grid?: (html: string) => string; blocks?: (html: string) => string } = {};
+export function textConverter(gridTables: boolean): (html: string) => string {
+  const key = gridTables ? "grid" : "blocks";
+  converters[key] ??= compile({
+    ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
+    formatters: { ...prefixBounded(), itemBlock, captionedTable },
+  });
+  return converters[key];
+}

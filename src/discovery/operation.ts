@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { PublicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { jsonBody } from "../http/json-text";
+import { type JsonBounds, jsonBody } from "../http/json-text";
 import { queryParams } from "../http/validation";
 import type { partnerPricing } from "../partners/pricing";
 import { withoutDialect } from "../skills/schema-docs";
@@ -55,6 +55,8 @@ export interface OperationSpec {
   body?: z.ZodType;
   /** The body keeps integers past 2^53 as written (a payload passed on to json_sort/json_flatten). */
   exactIntegers?: boolean;
+  /** The body's JSON depth and container bounds, when not a plain body's (json-text.ts BODY_BOUNDS). */
+  bodyBounds?: JsonBounds;
   example?: unknown;
   query?: z.ZodObject;
   /** Parameters the route checks itself (a try call's path values): described, not validated here. */
@@ -90,7 +92,7 @@ export function operation<const S extends OperationSpec>(spec: S): Operation<S> 
   // One validator per route keeps the 422 order simple; no route takes both today.
   if (spec.body && spec.query) throw new Error(`${spec.operationId}: a body and a query schema together`);
   const validate = spec.body
-    ? jsonBody(spec.body, { exactIntegers: spec.exactIntegers })
+    ? jsonBody(spec.body, { exactIntegers: spec.exactIntegers, bounds: spec.bodyBounds })
     : spec.query
       ? queryParams(spec.query)
       : pass;

@@ -31,6 +31,22 @@ export const MAX_JSON_DEPTH = 200;
  */
 export const MAX_JSON_CONTAINERS = 500_000;
 
+/** How deep, and how many arrays and objects, one JSON document may be. */
+export interface JsonBounds {
+  depth: number;
+  containers: number;
+}
+/** A JSON body's bounds. */
+export const BODY_BOUNDS: JsonBounds = { depth: MAX_JSON_DEPTH, containers: MAX_JSON_CONTAINERS };
+/**
+ * A body that holds another body one level down, as the checkout's `payload` holds a skill's: one
+ * level and one object more, so a payload the skill's route takes is taken here too.
+ */
+export const HOLDING_BODY_BOUNDS: JsonBounds = {
+  depth: MAX_JSON_DEPTH + 1,
+  containers: MAX_JSON_CONTAINERS + 1,
+};
+
 /**
  * One pass over the text, outside strings, before anything is parsed: nesting depth, the number
  * of arrays and objects, whether an integer of 16 digits or more (one that may pass 2^53) occurs,
@@ -40,7 +56,7 @@ export const MAX_JSON_CONTAINERS = 500_000;
  * body above). `bounds` are a JSON body's unless a caller scans a document that holds one (/mcp's
  * message: the arguments inside an envelope).
  */
-export function scanJson(text: string, bounds = { depth: MAX_JSON_DEPTH, containers: MAX_JSON_CONTAINERS }) {
+export function scanJson(text: string, bounds: JsonBounds = BODY_BOUNDS) {
   let depth = 0;
   let maxDepth = 0;
   let containers = 0;
@@ -169,18 +185,19 @@ const tooBig = (error: string): ErrorItem => ({
 export function parseJsonText(
   text: string,
   exactIntegers = false,
+  bounds: JsonBounds = BODY_BOUNDS,
 ): { ok: true; value: unknown } | { ok: false; item: ErrorItem; items?: ErrorItem[] } {
   // JSON.parse accepts any depth, but everything after it (stringify, the skills' walks) recurses:
   // a deep document would overflow the stack there and become a 500.
-  const scan = scanJson(text);
-  if (scan.depth > MAX_JSON_DEPTH) {
+  const scan = scanJson(text, bounds);
+  if (scan.depth > bounds.depth) {
     return {
       ok: false,
-      item: tooBig(`recursion limit exceeded: nesting deeper than ${MAX_JSON_DEPTH} levels`),
+      item: tooBig(`recursion limit exceeded: nesting deeper than ${bounds.depth} levels`),
     };
   }
-  if (scan.containers > MAX_JSON_CONTAINERS) {
-    return { ok: false, item: tooBig(`more than ${MAX_JSON_CONTAINERS} arrays and objects in one document`) };
+  if (scan.containers > bounds.containers) {
+    return { ok: false, item: tooBig(`more than ${bounds.containers} arrays and objects in one document`) };
   }
   try {
     // The reviver (a second cost per value) runs only when a long integer may be there.
@@ -289,7 +306,7 @@ const ONLY_WHITESPACE = /^[ \t\n\r]+$/;
  */
 export function jsonBody<S extends z.ZodType>(
   schemaOrGetter: S | (() => S),
-  { exactIntegers = false }: { exactIntegers?: boolean } = {},
+  { exactIntegers = false, bounds = BODY_BOUNDS }: { exactIntegers?: boolean; bounds?: JsonBounds } = {},
 ): V<"json", S> {
   // zod schemas are objects, never functions.
   const schemaOf = typeof schemaOrGetter === "function" ? schemaOrGetter : () => schemaOrGetter;
@@ -315,7 +332,7 @@ export function jsonBody<S extends z.ZodType>(
         },
       ]);
     }
-    const parsed = parseJsonText(text, exactIntegers);
+    const parsed = parseJsonText(text, exactIntegers, bounds);
     if (!parsed.ok) return validationResponse(c, parsed.items ?? [parsed.item]);
     if (parsed.value === null) return missing();
     const result = validate(schema, parsed.value, ["body"]);

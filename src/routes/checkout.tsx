@@ -5,6 +5,7 @@ import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation"
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
 import { detail } from "../http/errors";
+import { HOLDING_BODY_BOUNDS } from "../http/json-text";
 import { validationResponse, zodItems } from "../http/validation";
 import { callerNetwork } from "../net/ip-ranges";
 import {
@@ -51,8 +52,10 @@ const createCheckout = operation({
     },
   ],
   body: checkoutRequest,
-  // The first call's payload reaches json_sort or json_flatten as written, as over HTTP and MCP.
+  // The first call's payload reaches json_sort or json_flatten as written, as over HTTP and MCP,
+  // and may be as deep and hold as many containers as the skill's own body (one level down here).
   exactIntegers: true,
+  bodyBounds: HOLDING_BODY_BOUNDS,
   example: { skill_id: "json_sort" },
   responses: {
     "200": json("Checkout created", ref("CheckoutCreated")),

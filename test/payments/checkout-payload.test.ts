@@ -98,3 +98,24 @@ describe("a checkout's first-call payload is checked against the skill's schema 
     expect((await keysFor(id)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
   });
 });
+
+describe("a first-call payload as deep as the skill's route takes", () => {
+  // The payload sits one level down in the checkout's body: the body's bound was the skill's own,
+  // so a payload the route answers was refused here as json_invalid at ["body"].
+  const nested = (levels: number) => `{"data":${"[".repeat(levels)}${"]".repeat(levels)}}`;
+
+  it("a json_sort body 200 levels deep: answered by the route, sold by the checkout", async () => {
+    const route = await postJson("/api/skills/json-sort", JSON.parse(nested(199)));
+    expect(route.status).toBe(200);
+    const { res } = await checkoutSeeingStripe(checkoutText("json_sort", nested(199)));
+    expect(res.status).toBe(200);
+  });
+
+  it("one level deeper: refused by both, and Stripe is not asked", async () => {
+    expect((await postJson("/api/skills/json-sort", JSON.parse(nested(200)))).status).toBe(422);
+    const { res, sent } = await checkoutSeeingStripe(checkoutText("json_sort", nested(200)));
+    expect(res.status).toBe(422);
+    expect((await detailOf(res))[0]).toMatchObject({ type: "json_invalid" });
+    expect(sent).toEqual([]);
+  });
+});

@@ -3,14 +3,14 @@ import type * as z from "zod";
 import { sha256Hex } from "../digest";
 import type { Bindings } from "../env";
 import type { Skill } from "../skills/types";
+import type { checkoutRequest } from "./checkout-request";
 import {
   keyedSessionRecorded,
   recordSession,
   rememberKeyedSession,
   storedPayload,
   unpaidPayloadRoom,
-} from "./checkout-ledger";
-import type { checkoutRequest } from "./checkout-request";
+} from "./checkout-sessions";
 import { packSize } from "./credits";
 import { logStripeFailure, stripeErrors } from "./stripe";
 

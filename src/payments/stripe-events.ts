@@ -2,7 +2,8 @@ import type Stripe from "stripe";
 import type { Bindings } from "../env";
 import { followRefundsNow, refundsNow } from "./card-refund-sync";
 import { applyRefund, closeDispute, openDispute, paymentGranted } from "./card-refunds";
-import { failSession, runFirstPayload, runPaymentFirstPayload, settleSession } from "./checkout-ledger";
+import { runFirstPayload, runPaymentFirstPayload } from "./checkout-first-call";
+import { failSession, settleSession } from "./checkout-sessions";
 import { fetchDisputeStatus, fetchSession, logStripeFailure, type RemoteSession } from "./stripe";
 import { eventSeen, recordEvent } from "./webhook-events";
 

@@ -1,6 +1,6 @@
 import type { Bindings } from "../env";
 import { keepAlive, within } from "../http/shared-load";
-import type { SessionRow } from "./checkout-ledger";
+import type { SessionRow } from "./checkout-sessions";
 import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from "./stripe";
 
 /**

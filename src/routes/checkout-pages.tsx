@@ -9,16 +9,10 @@ import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, packEnd, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
 import { storedAnswerView } from "../pages/stored-answer";
-import {
-  findSession,
-  firstPayloadResult,
-  type SessionRow,
-  settleSession,
-  takeKeyReveal,
-  withFirstResult,
-} from "../payments/checkout-ledger";
+import { firstPayloadResult, runLogged, withFirstResult } from "../payments/checkout-first-call";
+import { findSession, type SessionRow, settleSession } from "../payments/checkout-sessions";
 import { packStanding } from "../payments/credits";
-import { checkRevealToken, revealToken } from "../payments/key-reveal";
+import { checkRevealToken, revealToken, takeKeyReveal } from "../payments/key-reveal";
 import { checkoutPageQuota } from "../payments/quotas";
 import { type RemoteSession, stripeClient } from "../payments/stripe";
 import { stripeView } from "../payments/stripe-views";
@@ -149,14 +143,7 @@ checkoutPageRoutes.post(
     if (packEnd(standing ?? undefined)) return renderSuccess(c, session_id, session, undefined, "ready");
     // Start the first call (if no run holds it) past the response, and wait up to 5 s for its answer,
     // so the key page usually shows it; a slower one shows as running.
-    const runPastAnswer = (run: Promise<void>) => {
-      void afterResponse(
-        c,
-        run.catch((e) =>
-          console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
-        ),
-      );
-    };
+    const runPastAnswer = (run: Promise<void>) => void afterResponse(c, runLogged(run));
     // Waiting is a courtesy: whatever fails in it (the run, a read), the key is still shown.
     try {
       session = (await firstPayloadResult(c.env, session_id, 5_000, runPastAnswer)) ?? session;

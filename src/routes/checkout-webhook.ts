@@ -3,6 +3,7 @@ import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
 import { detail } from "../http/errors";
+import { runLogged } from "../payments/checkout-first-call";
 import { stripeClient, webCrypto } from "../payments/stripe";
 import { handleStripeEvent } from "../payments/stripe-events";
 
@@ -28,17 +29,10 @@ export const webhookOperation = operation({
 
 /**
  * A first call an event starts runs past the answer (Stripe times out on a slow webhook): handed to
- * waitUntil and never awaited, here or without an execution context (app.fetch in tests); nobody
- * awaits it, so its failure is logged.
+ * waitUntil and never awaited, here or without an execution context (app.fetch in tests).
  */
-const firstCallPastAnswer = (c: Context<AppEnv>) => (run: Promise<void>) => {
-  void afterResponse(
-    c,
-    run.catch((e) =>
-      console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
-    ),
-  );
-};
+const firstCallPastAnswer = (c: Context<AppEnv>) => (run: Promise<void>) =>
+  void afterResponse(c, runLogged(run));
 
 checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
   const stripe = await stripeClient(c.env);

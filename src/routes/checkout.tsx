@@ -8,7 +8,6 @@ import { HOLDING_BODY_BOUNDS } from "../http/json-text";
 import { validationResponse, zodItems } from "../http/validation";
 import { callerNetwork } from "../net/ip-ranges";
 import { createCheckout } from "../payments/checkout-create";
-import { UNPAID_PAYLOADS_MAX_BYTES } from "../payments/checkout-ledger";
 import {
   checkoutRequest,
   IDEMPOTENCY_KEY_PATTERN,
@@ -16,6 +15,7 @@ import {
   payloadInvalid,
   payloadTooLarge,
 } from "../payments/checkout-request";
+import { UNPAID_PAYLOADS_MAX_BYTES } from "../payments/checkout-sessions";
 import { bearerKey, cardKeyAuthorization, findKey, hashKey, keyRefusal } from "../payments/credits";
 import { freeQuota } from "../payments/quotas";
 import { stripeClient } from "../payments/stripe";
@@ -82,7 +82,7 @@ const PAYLOADS_FULL_RETRY_AFTER_S = 900;
 
 /**
  * The 503 of a checkout whose payload would take unpaid sessions past UNPAID_PAYLOADS_MAX_BYTES
- * (payments/checkout-ledger.ts): the same checkout without a payload is sold.
+ * (payments/checkout-sessions.ts): the same checkout without a payload is sold.
  */
 function payloadsFull(c: Context<AppEnv>) {
   return detail(

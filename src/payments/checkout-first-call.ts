@@ -1,12 +1,10 @@
 import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
-import { InputError, zodItems } from "../http/validation";
-import { UpstreamError } from "../net/fetcher";
+import { validate } from "../http/validation";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
-import { runSkill } from "../skills/run";
-import { NotImplemented } from "../skills/types";
+import { runSkill, skillAnswer } from "../skills/run";
 import { outcomeOf, queueCall } from "../stats/record";
 import { findSession, type SessionRow } from "./checkout-sessions";
 import { spendCreditStatement } from "./credits";
@@ -96,25 +94,22 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   let result: { status: number; body: unknown };
   // The page the buyer named failed (ai_detector's or seo's url), not the skill: logged as such.
   let targetFault = false;
-  const parsed = skill?.input.safeParse(body, { reportInput: true });
-  if (!skill || !parsed) {
+  // Judged and answered as the skill's route judges and answers a body (validate, skillAnswer).
+  const checked = skill ? validate(skill.input, body, ["body"]) : undefined;
+  if (!skill || !checked) {
     result = { status: 404, body: { detail: `Unknown skill ${claim.skill_id}` } };
-  } else if (!parsed.success) {
-    result = { status: 422, body: { detail: zodItems(parsed.error, body, ["body"]) } };
+  } else if (!checked.ok) {
+    result = { status: 422, body: { detail: checked.items } };
   } else {
     try {
-      result = { status: 200, body: await runSkill(skill, parsed.data, env, `checkout:${sessionId}`) };
+      result = { status: 200, body: await runSkill(skill, checked.data, env, `checkout:${sessionId}`) };
     } catch (e) {
-      if (e instanceof UpstreamError && e.target) targetFault = true;
-      // The same answers the skill route gives (routes/skills.ts); none of them spends the credit.
-      result =
-        e instanceof InputError
-          ? { status: 422, body: { detail: e.items } }
-          : e instanceof UpstreamError
-            ? { status: e.status, body: { detail: e.message, charged: false } }
-            : e instanceof NotImplemented
-              ? { status: 501, body: { detail: "not implemented" } }
-              : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
+      // None of these answers spends the credit.
+      const failed = skillAnswer(e);
+      targetFault = failed?.targetFault ?? false;
+      result = failed
+        ? { status: failed.status, body: failed.body }
+        : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
     }
   }
   // An answer over 512 KiB goes to KV and the row keeps where: D1 refuses a row over 2,000,000

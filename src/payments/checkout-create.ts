@@ -11,7 +11,7 @@ import {
   storedPayload,
   unpaidPayloadRoom,
 } from "./checkout-sessions";
-import { packSize } from "./credits";
+import { packPrice } from "./credits";
 import { logStripeFailure, stripeErrors } from "./stripe";
 
 /**
@@ -61,8 +61,7 @@ export async function createCheckout(
   afterAnswer: (work: Promise<unknown>) => Promise<void>,
 ): Promise<CheckoutOutcome> {
   const { request, skill, clientKey } = order;
-  const calls = packSize(skill.price_atomic, request.quantity);
-  const amountCents = Number((BigInt(calls) * skill.price_atomic) / 10_000n);
+  const { calls, amountCents } = packPrice(skill.price_atomic, request.quantity);
   // A client's Idempotency-Key makes its retries return the same session (Stripe replays the
   // create); the body's hash rides in client_reference_id, so reusing the key for a different
   // checkout changes the parameters and Stripe refuses it (409 here). Without the header each

@@ -1,4 +1,8 @@
-import { expiredUnpaidSessions, staleUnpaidPayloads, unmeasuredPayloads } from "../payments/checkout-ledger";
+import {
+  expiredUnpaidSessions,
+  staleUnpaidPayloads,
+  unmeasuredPayloads,
+} from "../payments/checkout-sessions";
 import { expiredResults } from "../payments/idempotent-results";
 import { seededCalls } from "../skills/lib/osint-calls";
 import { expiredCalls } from "../stats/record";

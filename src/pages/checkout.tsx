@@ -1,6 +1,7 @@
 import { raw } from "hono/html";
 import { shQuote } from "../discovery/identity";
-import { firstCallState, type SessionRow } from "../payments/checkout-ledger";
+import { firstCallState } from "../payments/checkout-first-call";
+import type { SessionRow } from "../payments/checkout-sessions";
 import type { PackStanding } from "../payments/credits";
 import type { RemoteSession } from "../payments/stripe";
 import type { Skill } from "../skills/types";

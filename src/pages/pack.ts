@@ -1,11 +1,10 @@
-import { packSize } from "../payments/credits";
+import { packPrice } from "../payments/credits";
 import type { Skill } from "../skills/types";
 
-/** The smallest card pack of a skill, by the server's own rule (credits.ts packSize). */
+/** The smallest card pack of a skill, by the server's own rule and price (credits.ts packPrice). */
 export function cardPack(skill: Skill) {
-  const calls = packSize(skill.price_atomic);
-  const cents = (BigInt(calls) * skill.price_atomic) / 10_000n;
-  return { calls, amountUsd: Number(cents) / 100 };
+  const { calls, amountCents } = packPrice(skill.price_atomic);
+  return { calls, amountUsd: amountCents / 100 };
 }
 
 export const packLabel = (skill: Skill) => {

@@ -139,3 +139,12 @@ export function packSize(priceMicros: bigint, wanted = 1): number {
   while ((n * priceMicros) % CENT !== 0n) n++;
   return Number(n);
 }
+
+/**
+ * A pack's calls (packSize) and what it costs in cents, exact (a whole number by packSize's rule):
+ * the one price the checkout charges and the pages' buy labels show.
+ */
+export function packPrice(priceMicros: bigint, wanted = 1): { calls: number; amountCents: number } {
+  const calls = packSize(priceMicros, wanted);
+  return { calls, amountCents: Number((BigInt(calls) * priceMicros) / CENT) };
+}

@@ -1,8 +1,11 @@
+import type { Bindings } from "../env";
+
 /**
  * The clear card-credit key must survive from the grant (webhook) to the success page, which
  * shows it once. It waits there sealed: AES-GCM under a key derived (HKDF) from the Stripe
  * secret key and the session id, so a copy of D1 alone reveals no unshown key. Rotating the
- * Stripe key before the buyer opens the page makes that one key unshowable (documented).
+ * Stripe key before the buyer opens the page makes that one key unshowable (documented). It is
+ * opened there once (takeKeyReveal), and the page's form proves it is ours (revealToken).
  */
 const INFO = new TextEncoder().encode("agent-skills card-credit key reveal v1");
 
@@ -89,4 +92,22 @@ export async function checkRevealToken(secret: string, sessionId: string, token:
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return false;
   const mac = Uint8Array.from(atob(token.replace(/-/g, "+").replace(/_/g, "/")), (ch) => ch.charCodeAt(0));
   return crypto.subtle.verify("HMAC", await formKey(secret), mac, new TextEncoder().encode(sessionId));
+}
+
+/** The clear key, handed out once: compare-and-swap so two reveals cannot both see it. */
+export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<string | undefined> {
+  const db = env.DB;
+  // Never consume the one reveal without the secret that opens it.
+  if (!env.STRIPE_SECRET_KEY) return undefined;
+  const row = await db
+    .prepare("SELECT api_key_reveal FROM checkout_sessions WHERE id = ?1")
+    .bind(sessionId)
+    .first<{ api_key_reveal: string | null }>();
+  if (!row?.api_key_reveal) return undefined;
+  const r = await db
+    .prepare("UPDATE checkout_sessions SET api_key_reveal = NULL WHERE id = ?1 AND api_key_reveal = ?2")
+    .bind(sessionId, row.api_key_reveal)
+    .run();
+  if (r.meta.changes !== 1) return undefined;
+  return openKey(env.STRIPE_SECRET_KEY, sessionId, row.api_key_reveal);
 }

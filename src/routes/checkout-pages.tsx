@@ -6,22 +6,16 @@ import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
-import { keepAlive, within } from "../http/shared-load";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, packEnd, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
 import { storedAnswerView } from "../pages/stored-answer";
-import {
-  findSession,
-  firstPayloadResult,
-  type SessionRow,
-  settleSession,
-  takeKeyReveal,
-  withFirstResult,
-} from "../payments/checkout-ledger";
+import { firstPayloadResult, runLogged, withFirstResult } from "../payments/checkout-first-call";
+import { findSession, type SessionRow, settleSession } from "../payments/checkout-sessions";
 import { packStanding } from "../payments/credits";
-import { checkRevealToken, revealToken } from "../payments/key-reveal";
+import { checkRevealToken, revealToken, takeKeyReveal } from "../payments/key-reveal";
 import { checkoutPageQuota } from "../payments/quotas";
-import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from "../payments/stripe";
+import { type RemoteSession, stripeClient } from "../payments/stripe";
+import { stripeView } from "../payments/stripe-views";
 import { skillById } from "../skills/registry";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
@@ -41,57 +35,6 @@ checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 const successQuery = z.object({ session_id: z.string().max(255) });
 const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
 const revealForm = z.object({ token: z.string().min(1).max(128) });
-
-/**
- * Stripe's answer per session id, kept a few seconds per isolate (bounded), and shared by the
- * requests that ask while it is on its way: the page refreshes itself, browsers and scanners send
- * HEADs, and anyone holding the link can reload it in a loop. Each read counts against Stripe's
- * per-account limit (about 25 a second per endpoint), which the webhook's own session reads share:
- * a page read per request let one open session starve real buyers' grants. A stale view is at most
- * VIEW_TTL_MS old; only the webhook and this page's POST act on it, and "paid" is final.
- */
-const VIEW_TTL_MS = 5_000;
-const VIEW_MEMO_MAX = 1_000;
-const views = new Map<string, { at: number; view: Promise<RemoteSession | undefined> }>();
-
-/**
- * Stripe's view of an open session D1 has not granted yet (late webhook); read only. Ids D1 does
- * not know are never looked up here (no free Stripe calls for made-up ids): the webhook rebuilds a
- * paid session missing from D1.
- */
-async function stripeView(c: Context<AppEnv>, session: SessionRow | null, sessionId: string) {
-  const stripe = await stripeClient(c.env);
-  if (!stripe || session?.status !== "open") return undefined;
-  const now = Date.now();
-  const kept = views.get(sessionId);
-  if (kept && now - kept.at < VIEW_TTL_MS) return waitForView(kept.view);
-  views.delete(sessionId);
-  if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
-  // A failed read is kept too: asking again at once would only add to what Stripe refuses.
-  const view = fetchSession(stripe, sessionId).then(
-    (s) => s ?? undefined,
-    (e) => {
-      logStripeFailure(e, "readSession", {
-        msg: "stripe retrieve failed",
-        level: "warn",
-        session_id: sessionId,
-      });
-      return undefined;
-    },
-  );
-  views.set(sessionId, { at: now, view });
-  // Shared with the requests that ask meanwhile: kept alive past this request's client.
-  keepAlive(view);
-  return waitForView(view);
-}
-
-/**
- * A read started by another request is cancelled with it unless kept alive, and stripe-node waits
- * up to 80 s: every wait is bounded, and one that runs out shows the page as a failed read does.
- */
-const waitForView = (view: Promise<RemoteSession | undefined>) =>
-  within(view, VIEW_WAIT_MS).catch(() => undefined);
-const VIEW_WAIT_MS = 8_000;
 
 async function renderSuccess(
   c: Context<AppEnv>,
@@ -151,7 +94,7 @@ async function renderSuccess(
 checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c) => {
   const { session_id } = c.req.valid("query");
   const session = await findSession(c.env.DB, session_id);
-  const remote = await stripeView(c, session, session_id);
+  const remote = await stripeView(c.env, session, session_id);
   const reveal: RevealState =
     session?.api_key_reveal || (remote?.paid && !session?.api_key_id) ? "ready" : "shown";
   return renderSuccess(c, session_id, session, remote, reveal);
@@ -186,7 +129,7 @@ checkoutPageRoutes.post(
     let session = await findSession(c.env.DB, session_id);
     let remote: RemoteSession | undefined;
     if (!session?.api_key_id) {
-      remote = await stripeView(c, session, session_id);
+      remote = await stripeView(c.env, session, session_id);
       if (remote?.paid) {
         await settleSession(c.env, remote);
         session = await findSession(c.env.DB, session_id);
@@ -200,14 +143,7 @@ checkoutPageRoutes.post(
     if (packEnd(standing ?? undefined)) return renderSuccess(c, session_id, session, undefined, "ready");
     // Start the first call (if no run holds it) past the response, and wait up to 5 s for its answer,
     // so the key page usually shows it; a slower one shows as running.
-    const runPastAnswer = (run: Promise<void>) => {
-      void afterResponse(
-        c,
-        run.catch((e) =>
-          console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
-        ),
-      );
-    };
+    const runPastAnswer = (run: Promise<void>) => void afterResponse(c, runLogged(run));
     // Waiting is a courtesy: whatever fails in it (the run, a read), the key is still shown.
     try {
       session = (await firstPayloadResult(c.env, session_id, 5_000, runPastAnswer)) ?? session;

@@ -1,9 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
-import { detail } from "../http/errors";
 import { jsonBody } from "../http/json-text";
-import { InputError, validationResponse } from "../http/validation";
-import { UpstreamError } from "../net/fetcher";
 import { paymentGate } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
 import { payerQuota, quota } from "../payments/quotas";
@@ -12,8 +9,7 @@ import { guardAuthorization, recordPayment } from "../payments/settlement";
 import { explain402 } from "../payments/x402-explain";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skills } from "../skills/registry";
-import { runSkill } from "../skills/run";
-import { NotImplemented } from "../skills/types";
+import { runSkill, skillAnswer } from "../skills/run";
 import { recordCall } from "../stats/record";
 
 export const skillRoutes = new Hono<AppEnv>();
@@ -38,13 +34,10 @@ for (const skill of skills) {
         const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
         return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
       } catch (e) {
-        if (e instanceof InputError) return validationResponse(c, e.items);
-        if (e instanceof NotImplemented) return detail(c, 501, "not implemented");
-        if (e instanceof UpstreamError) {
-          if (e.target) c.set("targetFault", true);
-          return detail(c, e.status, e.message, { charged: false });
-        }
-        throw e;
+        const failed = skillAnswer(e);
+        if (!failed) throw e;
+        if (failed.targetFault) c.set("targetFault", true);
+        return c.json(failed.body, failed.status);
       }
     },
   );

@@ -1,4 +1,6 @@
 import type { Bindings } from "../env";
+import { type ErrorItem, InputError } from "../http/validation";
+import { UpstreamError } from "../net/fetcher";
 import { assertOutputSize } from "./lib/output-size";
 import type { Skill } from "./types";
 
@@ -14,4 +16,26 @@ export async function runSkill(skill: Skill, body: unknown, env: Bindings, reque
     skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
   assertOutputSize(shaped);
   return shaped;
+}
+
+/** The answer to a skill's failure: its status and JSON body, and whether the caller's target failed. */
+export interface SkillFailure {
+  status: 422 | 502 | 504;
+  body: { detail: ErrorItem[] | string; charged?: false };
+  /** The page the caller named failed (UpstreamError.target), not the skill: the figures leave it out. */
+  targetFault: boolean;
+}
+
+/**
+ * What a skill's failure answers, wherever the skill ran (its route, a card checkout's first call),
+ * so a call gets the same status and detail both ways: input its code refused is a 422 of its items,
+ * an upstream that failed its 502 or 504, not charged. Undefined for anything else: a bug, the
+ * caller's 500.
+ */
+export function skillAnswer(e: unknown): SkillFailure | undefined {
+  if (e instanceof InputError) return { status: 422, body: { detail: e.items }, targetFault: false };
+  if (e instanceof UpstreamError) {
+    return { status: e.status, body: { detail: e.message, charged: false }, targetFault: e.target };
+  }
+  return undefined;
 }

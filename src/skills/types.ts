@@ -84,13 +84,3 @@ export interface Skill<S extends z.ZodType = z.ZodType> extends Omit<SkillSpec<S
 export function defineSkill<S extends z.ZodType>(spec: SkillSpec<S>): SkillSpec<S> {
   return spec;
 }
-
-/** A skill whose logic has not been written answers 501 instead of inventing output. */
-export class NotImplemented extends Error {
-  constructor() {
-    super("not implemented");
-  }
-}
-export function notImplemented(): never {
-  throw new NotImplemented();
-}

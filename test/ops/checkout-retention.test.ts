@@ -6,7 +6,7 @@ import {
 } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { expiredUnpaidSessions } from "../../src/payments/checkout-ledger";
+import { expiredUnpaidSessions } from "../../src/payments/checkout-sessions";
 import { call } from "../helpers";
 import { checkoutSeeingStripe, emulatorPost, sessionRow } from "../payments/checkout-helpers";
 

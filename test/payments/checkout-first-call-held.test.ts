@@ -1,7 +1,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { runFirstPayload } from "../../src/payments/checkout-ledger";
+import { runFirstPayload } from "../../src/payments/checkout-first-call";
 import { call } from "../helpers";
 import {
   emulatorEvents,

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { runFirstPayload } from "../../src/payments/checkout-ledger";
+import { runFirstPayload } from "../../src/payments/checkout-first-call";
 import { skills } from "../../src/skills/registry";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { cardEnv } from "./checkout-helpers";

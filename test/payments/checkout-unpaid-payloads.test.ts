@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { recordSession, UNPAID_PAYLOADS_MAX_BYTES } from "../../src/payments/checkout-ledger";
+import { recordSession, UNPAID_PAYLOADS_MAX_BYTES } from "../../src/payments/checkout-sessions";
 import { postJson } from "../helpers";
 import { checkoutSeeingStripe, sessionRow } from "./checkout-helpers";
 

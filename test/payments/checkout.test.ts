@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { runFirstPayload } from "../../src/payments/checkout-ledger";
+import { runFirstPayload } from "../../src/payments/checkout-first-call";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { openKey, sealKey } from "../../src/payments/key-reveal";
 import { callsLeft, keyWith as newKey } from "../fixtures/credits";

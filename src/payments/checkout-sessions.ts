@@ -1,0 +1,376 @@
+import type { Bindings } from "../env";
+import { utf8Length } from "../skills/lib/output-size";
+import { skillById } from "../skills/registry";
+import { hashKey, MAX_CALLS, newApiKey } from "./credits";
+import { sealKey } from "./key-reveal";
+import type { RemoteSession } from "./stripe";
+import { recordEvent, type StripeEventRef, withEvent } from "./webhook-events";
+
+/**
+ * A card checkout's row (checkout_sessions) from its creation to its end: recorded with the
+ * first-call payload it may carry, granted once when Stripe says paid, ended when Stripe says it
+ * never will be, and cleared or deleted by the Cron. Every write to a row's payment state is here,
+ * so that the grant rule (only Stripe's own state decides) and the bound on what unpaid rows hold
+ * have one writer; the first call's run, which reads a granted row, is checkout-first-call.ts.
+ */
+
+export interface SessionRow {
+  id: string;
+  skill_id: string;
+  calls: number;
+  amount_cents: number;
+  status: "open" | "complete" | "expired";
+  payload: string | null;
+  /** UTF-8 bytes of `payload`, written and cleared with it (migration 0015). */
+  payload_bytes: number | null;
+  payload_result: string | null;
+  payload_started_at: number | null;
+  api_key_id: string | null;
+  api_key_reveal: string | null;
+  payment_intent: string | null;
+  payment_failed_at: number | null;
+  /** When Stripe first reported the session complete with its payment still to clear (a bank debit). */
+  payment_pending_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export async function findSession(db: D1Database, id: string) {
+  return db.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(id).first<SessionRow>();
+}
+
+/**
+ * What unpaid sessions' first-call payloads may hold in D1 together: 256 MiB. A session costs its
+ * creator nothing until paid, and the payload (up to 1 MiB) was stored at creation and never
+ * cleared: 20 checkouts a minute from one IPv6 /64 (RL_FREE) filled D1's 10 GB cap in about
+ * 8 hours, from many in minutes, and a full D1 refuses every x402 claim. 256 MiB is 2.6 % of that
+ * cap (well under the 20 % the size warning leaves), and far above what buyers leave unpaid: 256
+ * maximum-size payloads, or a quarter of a million of 1 KiB, waiting at once. Past it a checkout
+ * with a payload is refused with a 503 (routes/checkout.tsx); one without is still sold.
+ */
+export const UNPAID_PAYLOADS_MAX_BYTES = 256 * 1024 * 1024;
+
+/**
+ * What unpaid sessions hold: read from the checkout_sessions_unpaid_payload index alone (its
+ * condition is this WHERE and it holds both columns), never from the rows, whose payloads a read
+ * goes through. A payload is written with its size, so payload_bytes is set exactly when it is
+ * (rows from before migration 0015 until the Cron measures them: unmeasuredPayloads).
+ */
+const UNPAID_PAYLOAD_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM checkout_sessions
+  WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL`;
+
+/** A first-call payload as the row stores it, and its size there (UTF-8 bytes). */
+export function storedPayload(payload: unknown): { text: string; bytes: number } | undefined {
+  if (payload === undefined) return undefined;
+  const text = JSON.stringify(payload);
+  return { text, bytes: utf8Length(text) };
+}
+
+/**
+ * Whether a payload of `bytes` still fits under UNPAID_PAYLOADS_MAX_BYTES now: asked before Stripe,
+ * so the usual refusal creates no session. Not the guard itself (two checkouts can both pass it):
+ * recordSession's INSERT is.
+ */
+export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<boolean> {
+  const held = await db.prepare(`SELECT (${UNPAID_PAYLOAD_BYTES}) AS n`).first<number>("n");
+  return (held ?? 0) + bytes <= UNPAID_PAYLOADS_MAX_BYTES;
+}
+
+/**
+ * How long a client's Idempotency-Key is sure to give back the session it made: Stripe keeps a key
+ * at least 24 hours from its first request (it may forget it after; a retry then makes a new
+ * session, which needs room like any other).
+ */
+const STRIPE_KEY_KEPT_S = 24 * 60 * 60;
+const keyedSessionKv = (reference: string) => `checkout-keyed:${reference}`;
+
+/**
+ * Remembers, for a retry under the client's Idempotency-Key, which session its checkout recorded:
+ * in KV under the checkout's reference (network, key and body), until 24 hours after Stripe made
+ * the session (`createdS`, Unix seconds), when Stripe may stop replaying it. Only a checkout with a
+ * payload needs it (unpaidPayloadRoom refuses no other); a write that fails is logged, and its
+ * retry is then checked for room like a new checkout.
+ */
+export async function rememberKeyedSession(
+  kv: KVNamespace,
+  reference: string,
+  sessionId: string,
+  createdS: number,
+) {
+  const expiration = createdS + STRIPE_KEY_KEPT_S;
+  // KV refuses an expiry less than 60 s away: a key that old is as good as forgotten.
+  if (expiration < Date.now() / 1000 + 60) return;
+  await kv.put(keyedSessionKv(reference), sessionId, { expiration }).catch((e: unknown) => {
+    console.error(JSON.stringify({ level: "warn", msg: "keyed checkout not remembered", error: String(e) }));
+  });
+}
+
+/**
+ * Whether a retry under a client's Idempotency-Key is of a session recorded already (the one
+ * rememberKeyedSession kept for this reference, still in D1): Stripe replays that session, and its
+ * payload is counted in the sum, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
+ * checkout is checked for room before Stripe like one without a key. KV reaches other locations up
+ * to 60 s after the write, and a read can fail: then it is checked for room too (at worst a 503 to
+ * retry later, never a session nobody is given).
+ */
+export async function keyedSessionRecorded(env: Bindings, reference: string): Promise<boolean> {
+  const id = await env.KV.get(keyedSessionKv(reference)).catch(() => null);
+  if (!id) return false;
+  return (await env.DB.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(id).first()) !== null;
+}
+
+/**
+ * Records a session; false when its payload would take unpaid sessions past
+ * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check and the INSERT are one statement,
+ * so concurrent checkouts cannot all pass it. A session already recorded (a retry Stripe replayed)
+ * is true, as its first recording was; one without a payload is never refused.
+ */
+export async function recordSession(
+  db: D1Database,
+  s: {
+    id: string;
+    skillId: string;
+    calls: number;
+    amountCents: number;
+    payload: unknown;
+    /** storedPayload(payload), when the caller has it already (a payload is up to 1 MiB). */
+    stored?: ReturnType<typeof storedPayload>;
+  },
+): Promise<boolean> {
+  const now = Date.now();
+  const stored = s.stored ?? storedPayload(s.payload);
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, created_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7, ?7
+       WHERE ?6 IS NULL OR (${UNPAID_PAYLOAD_BYTES}) + ?6 <= ?8
+       ON CONFLICT (id) DO NOTHING`,
+    )
+    .bind(
+      s.id,
+      s.skillId,
+      s.calls,
+      s.amountCents,
+      stored?.text ?? null,
+      stored?.bytes ?? null,
+      now,
+      UNPAID_PAYLOADS_MAX_BYTES,
+    )
+    .run();
+  if (meta.changes === 1 || !stored) return true;
+  // Whether it was recorded before (a retry Stripe replayed): its row, not its payload, is read.
+  return (await db.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(s.id).first()) !== null;
+}
+
+/**
+ * How long a session's payload is kept when nothing of ours says it was paid: Stripe completes a
+ * session within its default lifetime, 24 hours (checkout-create.ts sets no expires_at, and
+ * Stripe allows none longer), but our record of the payment comes with its completed webhook,
+ * which Stripe retries for up to 3 days (an outage, a rotated webhook secret): 4 days in all.
+ * Sessions never paid are cleared sooner, by their expired webhook at 24 hours.
+ */
+const CHECKOUT_COMPLETABLE_MS = 4 * 24 * 60 * 60 * 1000;
+/**
+ * How long a session Stripe completed with its payment still to clear keeps its payload: 14 days,
+ * beyond the 4 business days a US bank debit (ACH) takes to clear or fail. A payment cleared later
+ * still grants its pack; only the first call is not run.
+ */
+const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
+
+/**
+ * The clearing of up to `limit` first-call payloads (and their sizes) that no payment can still
+ * run, as of `now`, oldest first by the checkout_sessions_unpaid_payload index: sessions never
+ * paid once Stripe can no longer complete them, and those whose delayed payment stayed pending past
+ * PENDING_PAYMENT_MS. A paid session keeps its payload (its first call runs from it, and the
+ * success page reads it). Run in chunks by the Cron (ops/database.ts); D1 has no UPDATE … LIMIT.
+ */
+export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      `UPDATE checkout_sessions SET payload = NULL, payload_bytes = NULL, updated_at = ?4
+       WHERE rowid IN (SELECT rowid FROM checkout_sessions
+         WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL AND created_at < ?1
+           AND (payment_pending_at IS NULL OR payment_pending_at < ?3)
+         LIMIT ?2)`,
+    )
+    .bind(now - CHECKOUT_COMPLETABLE_MS, limit, now - PENDING_PAYMENT_MS, now);
+}
+
+/**
+ * How long the row of a session Stripe ended unpaid is kept: 30 days from its creation, as call-log
+ * rows (stats/record.ts RETENTION_DAYS). Its payload went long before (its expiry, or
+ * staleUnpaidPayloads at 4 days); the 30 days keep the row for support ("I was charged") and for
+ * any event about it that comes late.
+ */
+export const UNPAID_SESSION_RETENTION_DAYS = 30;
+
+/**
+ * The deleting of up to `limit` rows of sessions Stripe ended unpaid, as of `now`: never granted a
+ * key, holding no payload, created more than UNPAID_SESSION_RETENTION_DAYS ago, and either expired
+ * (its checkout.session.expired event: an expired session can never be paid) or completed with a
+ * bank debit that failed (async_payment_failed). A granted session (api_key_id) is part of the money
+ * ledger (credits, refunds, disputes) and is never deleted. Nor is a row Stripe never told us the
+ * end of (still `open`): its completed event may have been lost, every delivery of it failed (a
+ * rotated webhook secret, an outage past Stripe's 3 days of retries), and the success page, which
+ * asks Stripe about a row it knows, is the buyer's way to the key; and a late grant or dispute finds
+ * no row deleted under it, as only ended sessions are. Such rows are a few hundred bytes each. An
+ * api_keys row naming the session (none should, with api_key_id empty) keeps it too, so one odd row
+ * cannot fail every chunk on the foreign key. Found through the checkout_sessions_unpaid_ended index
+ * alone (migration 0018); run in chunks by the Cron (ops/database.ts): D1 has no DELETE … LIMIT.
+ */
+export function expiredUnpaidSessions(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      `DELETE FROM checkout_sessions WHERE rowid IN (SELECT rowid FROM checkout_sessions WHERE api_key_id IS NULL
+         AND payload IS NULL AND created_at < ?1 AND (status = 'expired' OR payment_failed_at IS NOT NULL)
+         AND NOT EXISTS (SELECT 1 FROM api_keys WHERE api_keys.session_id = checkout_sessions.id)
+         LIMIT ?2)`,
+    )
+    .bind(now - UNPAID_SESSION_RETENTION_DAYS * 24 * 60 * 60 * 1000, limit);
+}
+
+/**
+ * The measuring of up to `limit` unpaid payloads stored without their size: the rows from before
+ * migration 0015, and those the previous version wrote until this one was up. Measured, they count
+ * against UNPAID_PAYLOADS_MAX_BYTES and are cleared by staleUnpaidPayloads like any other. Each
+ * reads the payloads it measures (up to 1 MiB each): the Cron runs it in small chunks.
+ */
+export function unmeasuredPayloads(db: D1Database, limit: number) {
+  return db
+    .prepare(
+      // A row from before 0015 may be a bank debit still clearing whose pending mark that version
+      // never wrote: it gets the pending grace from its creation, unless it expired or its
+      // payment failed (that version cleared neither payload).
+      `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB)),
+         payment_pending_at = CASE WHEN status = 'open' AND payment_failed_at IS NULL
+                              THEN coalesce(payment_pending_at, created_at) ELSE payment_pending_at END
+       WHERE rowid IN (SELECT rowid FROM checkout_sessions
+         WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
+    )
+    .bind(limit);
+}
+
+export type SessionOutcome =
+  | "granted"
+  | "duplicate_event"
+  | "already_granted"
+  | "unknown_session"
+  | "expired"
+  | "not_paid";
+
+/**
+ * The grant rule (issue 19.5): whatever event arrived, and in whatever order, a session is granted
+ * only when Stripe itself reports it `complete` and `paid`, and marked expired only when Stripe
+ * reports it `expired`. The grant is idempotent per session, so any order of redelivered,
+ * concurrent or contradictory events ends in the same state.
+ */
+export async function settleSession(
+  env: Bindings,
+  remote: RemoteSession,
+  event?: StripeEventRef,
+): Promise<SessionOutcome> {
+  if (remote.paid) {
+    if (!(await findSession(env.DB, remote.id)) && !(await rebuildSession(env.DB, remote))) {
+      if (event) await recordEvent(env.DB, event);
+      return "unknown_session";
+    }
+    return grantCredits(env, remote.id, remote.paymentIntent, event);
+  }
+  // An expired session can never be paid: its payload goes with it. One Stripe completed while its
+  // payment clears (a bank debit) is marked, so the Cron keeps its payload past the 24 h.
+  const statements =
+    remote.status === "expired"
+      ? [
+          env.DB.prepare(
+            `UPDATE checkout_sessions SET status = 'expired', payload = NULL, payload_bytes = NULL, updated_at = ?2
+             WHERE id = ?1 AND status = 'open' AND api_key_id IS NULL`,
+          ).bind(remote.id, Date.now()),
+        ]
+      : remote.status === "complete"
+        ? [
+            env.DB.prepare(
+              `UPDATE checkout_sessions SET payment_pending_at = ?2, updated_at = ?2
+               WHERE id = ?1 AND api_key_id IS NULL AND payment_pending_at IS NULL`,
+            ).bind(remote.id, Date.now()),
+          ]
+        : [];
+  if (!(await withEvent(env.DB, event, statements))) return "duplicate_event";
+  return remote.status === "expired" ? "expired" : "not_paid";
+}
+
+/**
+ * A paid session that D1 lacks (its row was lost, or created by an older deployment) is rebuilt
+ * from what the session itself carries: skill and calls from our metadata, the amount Stripe
+ * charged. The first-call payload is not in Stripe and is lost. False when the metadata is not ours.
+ */
+async function rebuildSession(db: D1Database, remote: RemoteSession) {
+  const skill = skillById(remote.metadata.skill_id ?? "");
+  const calls = Number(remote.metadata.calls);
+  if (!skill || !Number.isSafeInteger(calls) || calls < 1 || calls > MAX_CALLS) return false;
+  if (!remote.amountCents || remote.amountCents < 1) return false;
+  await recordSession(db, {
+    id: remote.id,
+    skillId: skill.id,
+    calls,
+    amountCents: remote.amountCents,
+    payload: undefined,
+  });
+  console.error(
+    JSON.stringify({ level: "warn", msg: "checkout session rebuilt from Stripe", session_id: remote.id }),
+  );
+  return true;
+}
+
+/**
+ * Grants a paid session's credits exactly once. The event id (when given), the key and the
+ * session's new state are written in one D1 batch (a transaction): a redelivered event fails on
+ * the webhook_events primary key and rolls back; a second grant of the same session matches no
+ * row because `api_key_id` is already set. Callers decide "paid" from Stripe (settleSession).
+ */
+async function grantCredits(
+  env: Bindings,
+  sessionId: string,
+  paymentIntent: string | null,
+  event?: StripeEventRef,
+): Promise<SessionOutcome> {
+  const db = env.DB;
+  // Both grant paths (webhook, reveal) run only with Stripe configured.
+  if (!env.STRIPE_SECRET_KEY) throw new Error("STRIPE_SECRET_KEY is required to grant credits");
+  const key = newApiKey();
+  const keyId = crypto.randomUUID();
+  const now = Date.now();
+  const results = await withEvent(db, event, [
+    db
+      .prepare(
+        `INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, session_id, created_at)
+         SELECT ?1, ?2, skill_id, calls, calls, id, ?3 FROM checkout_sessions WHERE id = ?4 AND api_key_id IS NULL`,
+      )
+      .bind(keyId, await hashKey(key), now, sessionId),
+    db
+      .prepare(
+        `UPDATE checkout_sessions SET status = 'complete', api_key_id = ?1, api_key_reveal = ?2, updated_at = ?3,
+           payment_intent = coalesce(payment_intent, ?5)
+         WHERE id = ?4 AND api_key_id IS NULL`,
+      )
+      .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId, paymentIntent),
+  ]);
+  if (!results) return "duplicate_event";
+  return results[results.length - 1]?.meta.changes === 1 ? "granted" : "already_granted";
+}
+
+/**
+ * checkout.session.async_payment_failed: the delayed payment failed; nothing is granted, and the
+ * session can never be paid, so its first-call payload is cleared.
+ */
+export async function failSession(db: D1Database, sessionId: string, event: StripeEventRef) {
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        `UPDATE checkout_sessions SET payment_failed_at = ?2, payload = NULL, payload_bytes = NULL, updated_at = ?2
+         WHERE id = ?1 AND api_key_id IS NULL`,
+      )
+      .bind(sessionId, Date.now()),
+  ]);
+  if (!r) return "duplicate_event";
+  return r[1]?.meta.changes === 1 ? "payment_failed" : "unknown_or_granted_session";
+}

@@ -17,7 +17,7 @@ const ZERO_ID = /^0+(-0+)*$/;
 /** Secrets a deployment cannot run safely without; RPC_URL may be a var instead. */
 export const REQUIRED_SECRETS = ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL"];
 
-/** The Stripe events the webhook handles (src/routes/checkout-webhook.ts): subscribe the endpoint to these. */
+/** The Stripe events the webhook handles (src/payments/stripe-events.ts): subscribe the endpoint to these. */
 export const STRIPE_EVENTS = [
   "checkout.session.completed",
   "checkout.session.async_payment_succeeded",

@@ -58,9 +58,9 @@ const MEASURE_CHUNK = 100;
 
 /**
  * Expired stored answers (past the 24 h window), call-log rows past the retention (30 days), the
- * first-call payloads of checkouts no payment can still run (payments/checkout-ledger.ts
+ * first-call payloads of checkouts no payment can still run (payments/checkout-sessions.ts
  * staleUnpaidPayloads: the rows stay, they are the sessions' record), and the rows of checkouts
- * that never granted a key, 30 days after their creation (expiredUnpaidSessions: paid ones are the
+ * Stripe ended unpaid, 30 days after their creation (expiredUnpaidSessions: paid ones are the
  * money ledger and stay); beside them, payloads stored without their size (before migration 0015)
  * are measured, so the next run clears them too, and osint_graph seeds an earlier version logged
  * are blanked (skills/lib/osint-calls.ts).

@@ -7,7 +7,7 @@
 export async function storedAnswerView(
   stored: string,
 ): Promise<{ status: number; text: string; free?: boolean }> {
-  // `"free":true`: a first call run in free beta, which took no credit (payments/checkout-ledger.ts).
+  // `"free":true`: a first call run in free beta, which took no credit (payments/checkout-first-call.ts).
   const m = /^\{"status":(\d+),("free":true,)?"body":([\s\S]*)\}$/.exec(stored);
   if (!m) return { status: 500, text: stored };
   const status = Number(m[1]);

@@ -174,7 +174,7 @@ export const adminQuota = ipBudget("admin", "admin API");
  * late; Stripe allows about 25 reads a second per endpoint on the account, shared with the
  * webhook's own session reads, so unlimited, one open session's page loaded in a loop made real
  * buyers' webhooks get 429s and back off for hours. (The page also keeps Stripe's answer for a few
- * seconds: checkout-pages.tsx.) A buyer's page refreshes every 3 s, 20 a minute, far below it.
+ * seconds: payments/stripe-views.ts.) A buyer's page refreshes every 3 s, 20 a minute, far below it.
  */
 export const checkoutPageQuota = ipBudget("checkout-page", "checkout page");
 

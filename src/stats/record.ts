@@ -33,7 +33,7 @@ export type Outcome =
   | "settlement_unconfirmed"
   | "server_error";
 export type PaymentMethod = "x402_v1" | "x402_v2" | "card_credit" | "free_beta" | "none";
-/** `checkout`: a card pack's first call, run by the checkout itself (payments/checkout-ledger.ts). */
+/** `checkout`: a card pack's first call, run by the checkout itself (payments/checkout-first-call.ts). */
 export type Transport = "http" | "mcp" | "checkout";
 
 /** Outcomes of calls that passed validation and payment: the denominator of the success rate. */

@@ -17,7 +17,7 @@ const DAY = 86_400_000;
 // The documented retention, written out: it must not depend on the code under test.
 const RETENTION_DAYS = 30;
 const PROBE = "cs_test_retention_";
-// The documented cap on unpaid payloads (payments/checkout-ledger.ts), for the retry below.
+// The documented cap on unpaid payloads (payments/checkout-sessions.ts), for the retry below.
 const CAP = 256 * 1024 * 1024;
 
 afterEach(async () => {

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { runFirstPayload } from "../../src/payments/checkout-ledger";
+import { runFirstPayload } from "../../src/payments/checkout-first-call";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 
 // The checkout's first call, at an edge the suite did not pin down (found by mutating
-// checkout-ledger.ts): a run whose claim was taken over stores nothing and takes no credit.
+// checkout-first-call.ts): a run whose claim was taken over stores nothing and takes no credit.
 describe("a first-call run that lost its claim", () => {
   it("takes no credit when another run took its claim over while it ran: the buyer pays once, to the run whose answer is shown", async () => {
     // A mutant whose credit spend did not require this run's answer to be the one stored survived:

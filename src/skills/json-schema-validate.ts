@@ -7,7 +7,8 @@ import { defineSkill } from "./types";
 /**
  * The response lists at most this many errors (in the validator's order) and counts them all in
  * `error_count`: one failing rule per item of a big array would otherwise answer megabytes
- * (issue 19: 5,000 zeros against 20 failing minimums gave 13 MB).
+ * (issue 19: 5,000 zeros against 20 failing minimums gave 13 MB). The validator's own lists keep
+ * no more than these either (lib/schema-errors.ts): it held every error until it returned.
  */
 export const MAX_ERRORS = 100;
 
@@ -130,7 +131,9 @@ export const jsonSchemaValidate = defineSkill({
       error_count: z
         .int()
         .min(0)
-        .meta({ description: "How many errors there are in all (errors lists at most 100)." }),
+        .meta({
+          description: `How many errors there are in all, counted exactly (errors lists the first ${MAX_ERRORS}). A validation that would make more errors than one call may hold (see docs/LIMITS.md) is 422 work_limit_exceeded, not a partial count.`,
+        }),
       checked: z.boolean().meta({ description: "False when the schema itself was invalid." }),
       draft: z.enum(["4", "7", "2019-09", "2020-12"]),
     }),
@@ -175,19 +178,26 @@ export const jsonSchemaValidate = defineSkill({
       return schemaError(problems.listed.join("; ") + (more > 0 ? `; and ${more} more` : ""));
     }
     // The validator and RE2 (~180 KiB) load on the first call of an isolate, not at start-up.
-    const [{ meteredValidation, WorkLimitExceeded, LookupTooLarge }, { InvalidPattern, UnsupportedPattern }] =
-      await Promise.all([import("./lib/schema-work"), import("./lib/schema-patterns")]);
+    const [
+      { meteredValidation, WorkLimitExceeded, LookupTooLarge },
+      { InvalidPattern, UnsupportedPattern },
+      { TooManyErrors },
+    ] = await Promise.all([
+      import("./lib/schema-work"),
+      import("./lib/schema-patterns"),
+      import("./lib/schema-errors"),
+    ]);
     try {
-      const result = meteredValidation(schema as Schema | boolean, instance, draft);
+      const result = meteredValidation(schema as Schema | boolean, instance, draft, MAX_ERRORS);
       return {
         valid: result.valid,
-        errors: result.errors.slice(0, MAX_ERRORS).map((e) => ({
+        errors: result.errors.map((e) => ({
           instance_path: e.instanceLocation,
           keyword: e.keyword,
           schema_path: e.keywordLocation,
           message: e.error,
         })),
-        error_count: result.errors.length,
+        error_count: result.errorCount,
         checked: true,
         draft,
       };
@@ -212,6 +222,15 @@ export const jsonSchemaValidate = defineSkill({
           null,
           "work_limit_exceeded",
           { budget_units: null, lookup_bytes: e.limit },
+        );
+      }
+      if (e instanceof TooManyErrors) {
+        throw InputError.at(
+          ["schema"],
+          `Validation would make too many errors for one call (see docs/LIMITS.md): the validator lists each error again in every list that encloses it (items, properties, allOf, $ref…), and the places past the first ${MAX_ERRORS} of its lists are bounded (ctx.error_entries); use a smaller instance or fewer failing rules per value`,
+          null,
+          "work_limit_exceeded",
+          { budget_units: null, error_entries: e.limit },
         );
       }
       // RangeError: the library's recursion or its error spreading ran out of stack.

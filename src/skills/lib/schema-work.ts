@@ -9,6 +9,7 @@ import {
   schemaMapKeyword,
   Validator,
 } from "@cfworker/json-schema";
+import { withShortErrorLists } from "./schema-errors";
 import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCost } from "./schema-patterns";
 
 /**
@@ -30,10 +31,12 @@ import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCo
  * - big instance objects are Proxies that charge each listing of their keys;
  * - while the validator runs, the global `RegExp` it constructs for `pattern`/`patternProperties`
  *   is a linear-time RE2 (re2js) stand-in, and every format check spends units by length;
+ * - while it runs, its error lists hold only their first errors (`Array.prototype.push` is
+ *   schema-errors.ts's): the budget counts CPU, and a million kept errors were ~150 MB;
  * - the run stops with WorkLimitExceeded once the budget is spent.
  *
- * Validation is synchronous, so swapping the global RegExp for its duration cannot leak into other
- * requests of the isolate; it is restored in a finally.
+ * Validation is synchronous, so swapping the global RegExp (and push) for its duration cannot leak
+ * into other requests of the isolate; each is restored in a finally.
  */
 
 /**
@@ -60,9 +63,10 @@ const FAST_PROPERTIES = 1_020;
 /** Primitive enum values compared per evaluation (`===`, or a type check against an object: 4-10 ns). */
 const ENUM_VALUES_PER_UNIT = 64;
 /**
- * A failing enum/const writes its whole value as JSON into the error message, and every error is
- * kept until the answer is built: charged per byte of it, so a call's messages stay within
- * budget × 32 bytes (a 900 KB const failed by 100 items held 92 MB and 634 ms while charged 107 units).
+ * A failing enum/const writes its whole value as JSON into the error message, and the first errors
+ * of each list are kept until the answer is built (schema-errors.ts): charged per byte of it, so a
+ * call's messages stay within budget × 32 bytes (a 900 KB const failed by 100 items held 92 MB and
+ * 634 ms while charged 107 units).
  */
 const MESSAGE_BYTES_PER_UNIT = 32;
 const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, for-in) by an evaluation
@@ -544,15 +548,18 @@ export function lookupSize(root: unknown, limit = MAX_LOOKUP_BYTES) {
 
 /**
  * Validates with the meter, the RE2 RegExp and the metered formats in place, collecting every
- * error (no short circuit). The meter's accessors go on a copy of the schema: instrumenting the
- * caller's object twice (a second validation of the same value) would charge every evaluation
- * twice over. The instance is wrapped, not modified.
+ * error (no short circuit) but holding only the first `listed` of each of the validator's lists
+ * (schema-errors.ts): `errors` is the library's first `listed`, `errorCount` its count. The
+ * meter's accessors go on a copy of the schema: instrumenting the caller's object twice (a second
+ * validation of the same value) would charge every evaluation twice over. The instance is wrapped,
+ * not modified.
  */
 export function meteredValidation(
   schema: Schema | boolean,
   instance: unknown,
   draft: SchemaDraft,
-): { valid: boolean; errors: OutputUnit[]; used: number; budget: number } {
+  listed = 100,
+): { valid: boolean; errors: OutputUnit[]; errorCount: number; used: number; budget: number } {
   meterFormats();
   // Before the copy and the validator's index are made: refused here, neither is.
   lookupSize(schema);
@@ -567,8 +574,8 @@ export function meteredValidation(
   active = meter;
   globalThis.RegExp = Re2RegExp as unknown as RegExpConstructor;
   try {
-    const { valid, errors } = validator.validate(value);
-    return { valid, errors, used: meter.used, budget };
+    const { valid, errors } = withShortErrorLists(listed, () => validator.validate(value));
+    return { valid, errors: errors.slice(0, listed), errorCount: errors.length, used: meter.used, budget };
   } finally {
     globalThis.RegExp = NativeRegExp;
     active = previous;

@@ -182,17 +182,25 @@ export async function recordedUpstreamMicros(db: D1Database, requestId: string) 
 
 /**
  * The refund that gives back what the refund of `requestId` kept back for a partner whose
- * authorization (`upstream`) expired unused or was cancelled: that partner can no longer collect it, so the caller
- * gets the rest of the price (at most that authorization's amount). Undefined when that refund
- * kept nothing back, or there is none (the caller was not charged, or the call was served).
+ * authorization (`upstream`) expired unused or was cancelled: that partner can no longer collect
+ * it, so the caller gets the rest of the price. All that was kept when no other authorization of
+ * the request may still move (a call signs one: what was kept beyond its amount was kept in doubt,
+ * e.g. the listed share after an error of ours), else at most this one's amount. Undefined when
+ * that refund kept nothing back, or there is none (the caller was not charged, or the call was
+ * served).
  */
 export async function withheldReturn(
   db: D1Database,
   requestId: string,
   upstream: { amountMicros: bigint; asset: string; network: string; cancelled?: boolean },
 ): Promise<Refund | undefined> {
+  // `movable` counts the row being decided too (still undecided while this is read).
   const first = await db
-    .prepare("SELECT payer, withheld_micro, asset, network, hold FROM refunds WHERE request_id = ?1")
+    .prepare(
+      `SELECT payer, withheld_micro, asset, network, hold,
+              (SELECT count(*) FROM upstream_payments WHERE request_id = ?1 AND chain_status IS NOT 'not_landed') AS movable
+       FROM refunds WHERE request_id = ?1`,
+    )
     .bind(requestId)
     .first<{
       payer: string;
@@ -200,6 +208,7 @@ export async function withheldReturn(
       asset: string | null;
       network: string | null;
       hold: string | null;
+      movable: number;
     }>();
   if (!first || first.withheld_micro <= 0) return undefined;
   const kept = BigInt(first.withheld_micro);
@@ -208,7 +217,7 @@ export async function withheldReturn(
     payer: first.payer,
     network: first.network ?? upstream.network,
     asset: first.asset ?? upstream.asset,
-    paidMicros: kept < upstream.amountMicros ? kept : upstream.amountMicros,
+    paidMicros: first.movable <= 1 || kept < upstream.amountMicros ? kept : upstream.amountMicros,
     withheldMicros: 0n,
     reason: `the partner's share kept back from refund ${requestId}: its authorization ${upstream.cancelled ? "was cancelled" : "expired unused"}, so the partner can no longer collect it; returned by reconciliation`,
     // Held with the refund it completes: its payer and amount are in doubt as much as that one's.

@@ -3,6 +3,7 @@ import type { PaymentPayload } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
+import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
 import { paidCall, send, stubNetwork, tryEnv, upstreamRows, x402Partner } from "./network";
 
 /**
@@ -194,5 +195,92 @@ describe("an error of ours when nothing says whether an authorization was handed
     // Reconciliation never sends a held return.
     await reconcile(tryEnv as never, await expiredUnused(requestId));
     expect(refundsTo(settled, first?.payer)).toEqual([40000]);
+  });
+
+  it("the authorization's row turns up after all and expires unused: the whole kept share goes back, hold lifted", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("20000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
+    );
+    const { requestId } = await chargedFailure(
+      await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() }),
+    );
+    const payer = (await refundRow(requestId))?.payer;
+    // Its write had committed after all (the read that found none was wrong), for less than listed.
+    await env.DB.prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+         payer, pay_to, asset, network, auth_nonce, valid_before)
+       VALUES (?1, 'pricefeed', 'price_coin', 15000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+    )
+      .bind(
+        requestId,
+        Date.now(),
+        `0x${"0a".repeat(20)}`,
+        "0x1111111111111111111111111111111111111111",
+        env.USDC_ADDRESS,
+        env.X402_NETWORK,
+        `0x${"ab".repeat(32)}`,
+        Math.floor(Date.now() / 1000) - 600,
+      )
+      .run();
+    const [row] = await upstreamRows(requestId);
+    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+      outcome: "unpaid",
+      evidence: "expired unused",
+    });
+    expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n });
+    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
+      amount_micro: 20000,
+      status: "owed",
+      hold: null,
+    });
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+  });
+});
+
+describe("a kept share larger than the authorization it waited for", () => {
+  it("the request's only authorization expired unused: all of it goes back, not just that authorization's amount", async () => {
+    const requestId = crypto.randomUUID();
+    const payer = "0x5555555555555555555555555555555555555555";
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network)
+         VALUES (?1, 'pricefeed', 'price_coin', 10000, 0, ?2, ?3, ?4)`,
+      ).bind(requestId, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, ?2, 40000, 20000, 'the partner call failed after your payment settled', 'refunded', ?3, ?3)`,
+      ).bind(requestId, payer, Date.now()),
+    ]);
+    const [row] = await upstreamRows(requestId);
+    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+      outcome: "unpaid",
+      evidence: "expired unused",
+    });
+    expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n, payer });
+  });
+
+  it("another authorization of the request may still land: only this one's amount goes back", async () => {
+    const requestId = crypto.randomUUID();
+    const upstream = (amount: number, nonce: string) =>
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network, auth_nonce)
+         VALUES (?1, 'pricefeed', 'price_coin', ?2, 0, ?3, ?4, ?5, ?6)`,
+      ).bind(requestId, amount, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK, nonce);
+    await env.DB.batch([
+      upstream(10000, `0x${"01".repeat(32)}`),
+      upstream(10000, `0x${"02".repeat(32)}`),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, '0x5555555555555555555555555555555555555555', 40000, 20000, 'x', 'refunded', ?2, ?2)`,
+      ).bind(requestId, Date.now()),
+    ]);
+    const [row] = await upstreamRows(requestId);
+    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+      outcome: "unpaid",
+      evidence: "expired unused",
+    });
+    expect(returned).toMatchObject({ paidMicros: 10000n });
   });
 });

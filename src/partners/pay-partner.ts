@@ -189,12 +189,6 @@ export async function payPartner(
     maxMicros: partnerMicros,
   };
   await checkOffer(first, terms);
-  // The caller pays first (settled now, not after the answer): concurrent calls whose payments
-  // cannot all settle never make the operating wallet pay the partner for the ones that fail.
-  // The partner's deadline stops meanwhile: the settlement may take the facilitator's 45 s.
-  if (!(await deadline.pausedFor(t.collect))) throw new CallerNotCharged();
-  // From here the caller has paid: whatever fails is an UpstreamFailure carrying what we handed
-  // over (the caller gets the rest back), never our 500.
   const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
   // answered or not: it is recorded whatever happens next, at the amount we signed. A write that
@@ -219,6 +213,44 @@ export async function payPartner(
       return write;
     }
   };
+  const collect = t.collect;
+  try {
+    // The caller pays first (settled now, not after the answer): concurrent calls whose payments
+    // cannot all settle never make the operating wallet pay the partner for the ones that fail.
+    // The partner's deadline stops meanwhile: the settlement may take the facilitator's 45 s.
+    if (!(await deadline.pausedFor(collect))) throw new CallerNotCharged();
+    // From here the caller has paid: whatever fails is an UpstreamFailure carrying what we handed
+    // over (the caller gets the rest back), never our 500.
+    return await paidRequest(env, terms, url, init, deadline, signed, record);
+  } catch (e) {
+    if (e instanceof CallerNotCharged || e instanceof UpstreamFailure) throw e;
+    // An error of ours (a bug, storage) once the caller may have paid. Only here is it known what
+    // was handed over: nothing before the wallet signed (the caller gets the whole price back),
+    // or the authorization, recorded now, that the caller's share waits for. Thrown on as it is,
+    // the route could only guess (partner-calls.ts keeps the listed share back for a person).
+    console.error(
+      JSON.stringify({ level: "error", request_id: requestId, error: `paying the partner: ${e}` }),
+    );
+    const failure = new UpstreamFailure(502, "The partner call failed on our side");
+    failure.handedOverMicros = signed.micros;
+    failure.unrecorded = await record(0, null);
+    throw failure;
+  }
+}
+
+/**
+ * The partner's request, paid from the operating wallet (`signed` learns what was handed over),
+ * and its authorization recorded (`record`) before anything else is read from the answer.
+ */
+async function paidRequest(
+  env: Bindings,
+  terms: Terms,
+  url: URL,
+  init: RequestInit,
+  deadline: PartnerDeadline,
+  signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string },
+  record: (status: number, transaction: string | null) => Promise<Unrecorded | undefined>,
+) {
   let res: Response;
   try {
     const paying = await payingFetch(env, terms, signed);

@@ -20,7 +20,7 @@ import {
   upstreamPath,
 } from "../partners/upstream";
 import { authorizationKey } from "./ledger";
-import { type Refund, type RefundOutcome, recorded, refundCaller } from "./refunds";
+import { type Refund, type RefundOutcome, recorded, recordedUpstreamMicros, refundCaller } from "./refunds";
 import { settlementDisagreement, settlementOutcome } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
@@ -109,6 +109,7 @@ async function refundIfCharged(
   c: Context<AppEnv>,
   reason: string,
   handedOverMicros: bigint | undefined,
+  inDoubt?: string,
 ): Promise<RefundOutcome | undefined> {
   const payment = c.get("x402Payment");
   const settled = payment?.settlement && (await payment.settlement).result;
@@ -123,6 +124,7 @@ async function refundIfCharged(
     paidMicros: BigInt(payment.requirements.amount),
     withheldMicros: handedOverMicros ?? 0n,
     reason,
+    ...(inDoubt ? { inDoubt } : {}),
     ...(disagreement
       ? { hold: `the facilitator's settlement disagrees with the payment (${disagreement}): check the chain` }
       : {}),
@@ -141,22 +143,36 @@ async function refundIfCharged(
 /**
  * What the route answers for an error thrown after the caller may have been charged: the
  * partner's own failures as they are; anything else (a bug, storage) as a 502 once the caller's
- * payment was settled, holding back the most the partner could collect, so a charged caller is
- * refunded, never answered 500. Before any settlement it stays an error of ours (nothing charged).
+ * payment was settled, so a charged caller is refunded, never answered 500. Before any settlement
+ * it stays an error of ours (nothing charged).
+ *
+ * Such an error comes from outside payPartner, which answers its own with what it handed over
+ * (partners/pay-partner.ts): what is kept back is what the request's recorded authorization can
+ * still move, returned by reconciliation once it expires unused. None recorded, or none readable,
+ * and the wallet may still have signed one whose record was lost with this error: the listed
+ * share is kept back, never more than the partner could collect, and listed for a person
+ * (`inDoubt`, refunds.ts inDoubtReturn) rather than kept quietly.
  */
-function asUpstreamFailure(c: Context<AppEnv>, t: TryTarget, e: unknown): UpstreamFailure {
-  if (e instanceof UpstreamFailure) return e;
+async function asUpstreamFailure(
+  c: Context<AppEnv>,
+  t: TryTarget,
+  e: unknown,
+): Promise<{ f: UpstreamFailure; inDoubt?: string }> {
+  if (e instanceof UpstreamFailure) return { f: e };
   if (!c.get("x402Payment")?.settlement) throw e;
+  const requestId = c.get("requestId");
   console.error(
-    JSON.stringify({
-      level: "error",
-      request_id: c.get("requestId"),
-      error: `partner call after settlement: ${e}`,
-    }),
+    JSON.stringify({ level: "error", request_id: requestId, error: `partner call after settlement: ${e}` }),
   );
-  const failure = new UpstreamFailure(502, "The partner call failed after your payment settled");
-  failure.handedOverMicros = servicePrices(t.service, t.pc.multiplierMilli).partnerMicros;
-  return failure;
+  const f = new UpstreamFailure(502, "The partner call failed after your payment settled");
+  const recordedMicros = await recordedUpstreamMicros(c.env.DB, requestId).catch(() => null);
+  if (typeof recordedMicros === "bigint") {
+    f.handedOverMicros = recordedMicros;
+    return { f };
+  }
+  f.handedOverMicros = servicePrices(t.service, t.pc.multiplierMilli).partnerMicros;
+  const unread = recordedMicros === null ? "; the request's upstream payments could not be read" : "";
+  return { f, inDoubt: `after an error of ours: ${e}${unread}` };
 }
 
 /**
@@ -180,8 +196,8 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     // The answer is replaced by the settlement's own failure (payments/x402-http.ts).
     if (e instanceof CallerNotCharged)
       return detail(c, 402, "Your payment did not settle", { charged: false });
-    const f = asUpstreamFailure(c, t, e);
-    const refund = await refundIfCharged(c, f.message, f.handedOverMicros);
+    const { f, inDoubt } = await asUpstreamFailure(c, t, e);
+    const refund = await refundIfCharged(c, f.message, f.handedOverMicros, inDoubt);
     if (f.unrecorded) await retryAfterAnswer(c, "upstream payment", f.unrecorded);
     return failure(c, t, f.status, f.message, f.upstreamStatus, refund);
   }

@@ -40,6 +40,12 @@ export interface Refund {
   reason: string;
   /** Why the maintainer must decide this refund: it is recorded as owed and never sent. */
   hold?: string;
+  /**
+   * Why nobody knows whether the withheld share is the partner's (an authorization may have been
+   * handed over and none is recorded): it is recorded as a held return for a person to decide
+   * (inDoubtReturn), so it is listed rather than kept quietly.
+   */
+  inDoubt?: string;
 }
 
 /** A refund as its row records it: enough to send it (again). */
@@ -80,6 +86,9 @@ const holdOf = (r: Refund) =>
  */
 export type Undecided = { claimFailed: string } | { upstreamUndecided: number };
 
+/** How a return held in doubt starts its `hold`: what lets its decision replace it (owedRefund). */
+const IN_DOUBT = "kept back in doubt:";
+
 /**
  * The statement that records a refund as owed, once per request, with the nonce every send of it
  * uses (`nonce`: refundNonce(requestId)). With `onlyWhile` it writes only while that decision is
@@ -115,11 +124,17 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
           "SELECT 1 FROM upstream_payments WHERE id = ?11 AND chain_status IS NULL",
           onlyWhile.upstreamUndecided,
         ];
+  // A return held in doubt (inDoubtReturn) that was never sent is this decision's to take: it
+  // becomes the return as decided (its nonce is the same, derived from the same id).
   return db
     .prepare(
       `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10
        WHERE EXISTS (${open})
-       ON CONFLICT (request_id) DO NOTHING`,
+       ON CONFLICT (request_id) DO UPDATE SET amount_micro = excluded.amount_micro,
+         withheld_micro = excluded.withheld_micro, reason = excluded.reason, hold = excluded.hold,
+         updated_at = excluded.updated_at
+       WHERE refunds.status = 'owed' AND refunds.valid_before IS NULL AND refunds.resolved_at IS NULL
+         AND refunds.hold LIKE '${IN_DOUBT}%'`,
     )
     .bind(...values, key);
 }
@@ -133,18 +148,59 @@ export const WITHHELD_SUFFIX = ":withheld";
 export const withheldReturnId = (requestId: string) => `${requestId}${WITHHELD_SUFFIX}`;
 
 /**
+ * The return of a share a refund keeps back when nobody knows whether the partner holds an
+ * authorization for it (`inDoubt`): recorded at once, held, never sent, so a person sees it
+ * (GET /api/admin/payouts `refunds`, "Refunds owed" on /admin) and refunds it by hand once the
+ * chain shows nothing landed. Should the authorization's row turn up and reconciliation find it
+ * expired unused, its decision replaces this one with the return it sends.
+ */
+export const inDoubtReturn = (r: Refund & { inDoubt: string }): Refund => ({
+  requestId: withheldReturnId(r.requestId),
+  payer: r.payer,
+  network: r.network,
+  asset: r.asset,
+  paidMicros: r.withheldMicros,
+  withheldMicros: 0n,
+  reason: `the partner's share kept back from refund ${r.requestId}: nobody knows whether the partner holds an authorization for it`,
+  hold: `${IN_DOUBT} an authorization of the operating wallet may have been handed over to the partner for this call, and none is known to be recorded (${r.inDoubt}). Check the wallet's transfers to the partner around this refund's time: if none landed, once every authorization the wallet signed then has expired (300 s), refund this by hand; if one did, the partner was paid and nothing is owed`,
+});
+
+/**
+ * What the recorded upstream authorizations of `requestId` can still move or have moved (none
+ * decided not to have landed), in micro-USDC; undefined when none is recorded.
+ */
+export async function recordedUpstreamMicros(db: D1Database, requestId: string) {
+  const row = await db
+    .prepare(
+      `SELECT count(*) AS n, coalesce(sum(CASE WHEN chain_status IS NOT 'not_landed' THEN amount_micro END), 0) AS micros
+       FROM upstream_payments WHERE request_id = ?1`,
+    )
+    .bind(requestId)
+    .first<{ n: number; micros: number }>();
+  return row?.n ? BigInt(row.micros) : undefined;
+}
+
+/**
  * The refund that gives back what the refund of `requestId` kept back for a partner whose
- * authorization (`upstream`) expired unused or was cancelled: that partner can no longer collect it, so the caller
- * gets the rest of the price (at most that authorization's amount). Undefined when that refund
- * kept nothing back, or there is none (the caller was not charged, or the call was served).
+ * authorization (`upstream`) expired unused or was cancelled: that partner can no longer collect
+ * it, so the caller gets the rest of the price. All that was kept when no other authorization of
+ * the request may still move (a call signs one: what was kept beyond its amount was kept in doubt,
+ * e.g. the listed share after an error of ours), else at most this one's amount. Undefined when
+ * that refund kept nothing back, or there is none (the caller was not charged, or the call was
+ * served).
  */
 export async function withheldReturn(
   db: D1Database,
   requestId: string,
   upstream: { amountMicros: bigint; asset: string; network: string; cancelled?: boolean },
 ): Promise<Refund | undefined> {
+  // `movable` counts the row being decided too (still undecided while this is read).
   const first = await db
-    .prepare("SELECT payer, withheld_micro, asset, network, hold FROM refunds WHERE request_id = ?1")
+    .prepare(
+      `SELECT payer, withheld_micro, asset, network, hold,
+              (SELECT count(*) FROM upstream_payments WHERE request_id = ?1 AND chain_status IS NOT 'not_landed') AS movable
+       FROM refunds WHERE request_id = ?1`,
+    )
     .bind(requestId)
     .first<{
       payer: string;
@@ -152,6 +208,7 @@ export async function withheldReturn(
       asset: string | null;
       network: string | null;
       hold: string | null;
+      movable: number;
     }>();
   if (!first || first.withheld_micro <= 0) return undefined;
   const kept = BigInt(first.withheld_micro);
@@ -160,7 +217,7 @@ export async function withheldReturn(
     payer: first.payer,
     network: first.network ?? upstream.network,
     asset: first.asset ?? upstream.asset,
-    paidMicros: kept < upstream.amountMicros ? kept : upstream.amountMicros,
+    paidMicros: first.movable <= 1 || kept < upstream.amountMicros ? kept : upstream.amountMicros,
     withheldMicros: 0n,
     reason: `the partner's share kept back from refund ${requestId}: its authorization ${upstream.cancelled ? "was cancelled" : "expired unused"}, so the partner can no longer collect it; returned by reconciliation`,
     // Held with the refund it completes: its payer and amount are in doubt as much as that one's.
@@ -170,7 +227,14 @@ export async function withheldReturn(
 
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */
 export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutcome> {
-  const written = await owedRefund(env.DB, r, await refundNonce(r.requestId), Date.now()).run();
+  const now = Date.now();
+  const refund = owedRefund(env.DB, r, await refundNonce(r.requestId), now);
+  const kept = r.inDoubt && r.withheldMicros > 0n ? inDoubtReturn({ ...r, inDoubt: r.inDoubt }) : undefined;
+  // Both or neither: a refund that kept a share back in doubt is never recorded without its listing.
+  const [written] = kept
+    ? await env.DB.batch([refund, owedRefund(env.DB, kept, await refundNonce(kept.requestId), now)])
+    : [await refund.run()];
+  if (!written) return storedOutcome(env.DB, r.requestId);
   if (!written.meta.changes || holdOf(r)) return storedOutcome(env.DB, r.requestId);
   return sendRecordedRefund(env, recorded(r));
 }

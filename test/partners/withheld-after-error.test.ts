@@ -1,0 +1,286 @@
+import { env } from "cloudflare:test";
+import type { PaymentPayload } from "@x402/core/types";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { reconcile } from "../../src/payments/reconcile";
+import type { ChainReader } from "../../src/payments/reconcile-chain";
+import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
+import { paidCall, send, stubNetwork, tryEnv, upstreamRows, x402Partner } from "./network";
+
+/**
+ * An error of ours (a bug, storage), not the partner's, after the caller's payment settled: the
+ * caller is refunded less what an authorization of ours handed over for this call can still move,
+ * and that too once reconciliation finds it expired unused. Nothing is kept back for an
+ * authorization never signed, and what cannot be known is listed for a person, never kept quietly.
+ *
+ * pricefeed's price_coin: listed at 0.02 to the partner, sold at 0.06.
+ */
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const PATH = "/api/partners/pricefeed/try/price_coin?coin=eth";
+
+/** A chain on which these requests' upstream authorizations were never used and have expired. */
+async function expiredUnused(...requestIds: string[]): Promise<ChainReader> {
+  const nonces = new Set<string>();
+  for (const id of requestIds)
+    for (const u of await upstreamRows(id)) nonces.add(String(u.auth_nonce).toLowerCase());
+  return {
+    chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
+    head: async () => ({ number: 1e7, timestamp: Math.floor(Date.now() / 1000) + 10_000, blockSeconds: 2 }),
+    blockTime: async (n) => Math.floor(Date.now() / 1000) + 10_000 - (1e7 - n) * 2,
+    authorizationUsed: async (_asset, _who, nonce) => !nonces.has(nonce.toLowerCase()),
+    findUse: async () => undefined,
+  };
+}
+
+async function reconcileUntilDecided(reader: ChainReader, requestId: string) {
+  for (let run = 0; run < 20; run++) {
+    await reconcile(tryEnv as never, reader);
+    if ((await upstreamRows(requestId)).every((u) => u.chain_status !== null)) return;
+  }
+  throw new Error("upstream rows still undecided after 20 runs");
+}
+
+const refundRow = (requestId: string) =>
+  env.DB.prepare(
+    "SELECT payer, amount_micro, withheld_micro, status, hold, valid_before FROM refunds WHERE request_id = ?1",
+  )
+    .bind(requestId)
+    .first<Record<string, unknown>>();
+
+type Authorization = { from: string; to: string; value: string };
+/** What the facilitator was asked to pay this payer (refunds), in micro-USDC. */
+const refundsTo = (settled: PaymentPayload[], payer: unknown) =>
+  settled
+    .map((p) => (p.payload as { authorization: Authorization }).authorization)
+    .filter((a) => a.to.toLowerCase() === String(payer).toLowerCase())
+    .map((a) => Number(a.value));
+const sum = (values: number[]) => values.reduce((s, v) => s + v, 0);
+
+const payoutsReport = async () =>
+  (await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })).json<{
+    withheld_not_returned: Record<string, unknown>[];
+    refunds: Record<string, unknown>[];
+  }>();
+
+/** A partner's paid answer whose `header` throws when read (after its body was read, with `afterBody`). */
+function answerWhoseHeaderThrows(res: Response, header: string, afterBody = false) {
+  const real = res.headers;
+  const headers = new Proxy(real, {
+    get(target, key) {
+      if (key === "get")
+        return (name: string) => {
+          if (name.toLowerCase() === header && (!afterBody || res.bodyUsed))
+            throw new Error("simulated bug reading the partner's answer");
+          return target.get(name);
+        };
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  Object.defineProperty(res, "headers", { value: headers });
+  return res;
+}
+
+/** The test database, except that writes of upstream payments always fail (a D1 outage). */
+const upstreamWritesFail = () =>
+  new Proxy(env.DB, {
+    get(target, key) {
+      if (key === "prepare")
+        return (query: string) => {
+          if (query.includes("INSERT INTO upstream_payments")) throw new Error("D1_ERROR: simulated outage");
+          return target.prepare(query);
+        };
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+
+async function chargedFailure(res: Response) {
+  expect(res.status).toBe(502);
+  const body = await res.json<{ charged: boolean; refund: { status: string; amount_usd: number } }>();
+  expect(body.charged).toBe(true);
+  return { body, requestId: res.headers.get("x-request-id") ?? "" };
+}
+
+describe("an error of ours after the caller paid, before any authorization was signed", () => {
+  it("keeps nothing back: the caller gets the whole price, and no share waits on an authorization that does not exist", async () => {
+    // The partner's deadline restarting once the caller's settlement is back throws: a bug after
+    // the caller paid and before the operating wallet signed anything.
+    const real = AbortSignal.timeout.bind(AbortSignal);
+    vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {
+      if (new Error().stack?.includes("pausedFor")) throw new Error("simulated bug after the settlement");
+      return real(ms);
+    });
+    const { partnerCalls, settled } = stubNetwork(x402Partner("20000", () => Response.json({ eth: 1 })));
+    const { body, requestId } = await chargedFailure(await paidCall(PATH));
+    expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.06 });
+    expect(partnerCalls.some((p) => p.req.headers.get("payment-signature"))).toBe(false);
+    expect(await upstreamRows(requestId)).toEqual([]);
+    const first = await refundRow(requestId);
+    expect(first).toMatchObject({ amount_micro: 60000, withheld_micro: 0, status: "refunded", hold: null });
+    expect(refundsTo(settled, first?.payer)).toEqual([60000]);
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
+  });
+});
+
+describe("an error of ours after the operating wallet signed for less than the listed share", () => {
+  it("thrown before the authorization was recorded: it is recorded, only its 0.01 is kept, and returned once it expires unused", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("10000", () =>
+        answerWhoseHeaderThrows(Response.json({ eth: 1 }, { status: 500 }), "payment-response"),
+      ),
+    );
+    const { body, requestId } = await chargedFailure(await paidCall(PATH));
+    expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.05 });
+    expect(await upstreamRows(requestId)).toEqual([
+      expect.objectContaining({ amount_micro: 10000, chain_status: null }),
+    ]);
+    const first = await refundRow(requestId);
+    expect(first).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
+
+    await reconcileUntilDecided(await expiredUnused(requestId), requestId);
+    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
+      amount_micro: 10000,
+      status: "refunded",
+    });
+    // The whole price came back, in two refunds.
+    expect(refundsTo(settled, first?.payer)).toEqual([50000, 10000]);
+  });
+
+  it("thrown after it was recorded: only the 0.01 it can move is kept, and the whole price comes back once it expires", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("10000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
+    );
+    const { body, requestId } = await chargedFailure(await paidCall(PATH));
+    expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.05 });
+    expect(await upstreamRows(requestId)).toEqual([expect.objectContaining({ amount_micro: 10000 })]);
+    const first = await refundRow(requestId);
+    expect(first).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
+
+    await reconcileUntilDecided(await expiredUnused(requestId), requestId);
+    expect(sum(refundsTo(settled, first?.payer))).toBe(60000);
+    const report = await payoutsReport();
+    expect(report.withheld_not_returned.filter((w) => w.request_id === requestId)).toEqual([]);
+  });
+});
+
+describe("an error of ours when nothing says whether an authorization was handed over", () => {
+  it("keeps the listed share back and lists it for a person (held, never sent)", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("20000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
+    );
+    const res = await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() });
+    const { body, requestId } = await chargedFailure(res);
+    expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.04 });
+    expect(await upstreamRows(requestId)).toEqual([]);
+    const first = await refundRow(requestId);
+    expect(first).toMatchObject({ amount_micro: 40000, withheld_micro: 20000 });
+    const kept = await refundRow(`${requestId}:withheld`);
+    expect(kept).toMatchObject({
+      payer: first?.payer,
+      amount_micro: 20000,
+      status: "owed",
+      valid_before: null,
+    });
+    expect(String(kept?.hold)).toMatch(/may have been handed over/);
+    const report = await payoutsReport();
+    expect(report.refunds.find((r) => r.request_id === `${requestId}:withheld`)).toMatchObject({
+      amount_micro: 20000,
+      status: "owed",
+    });
+
+    // Reconciliation never sends a held return.
+    await reconcile(tryEnv as never, await expiredUnused(requestId));
+    expect(refundsTo(settled, first?.payer)).toEqual([40000]);
+  });
+
+  it("the authorization's row turns up after all and expires unused: the whole kept share goes back, hold lifted", async () => {
+    const { settled } = stubNetwork(
+      x402Partner("20000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
+    );
+    const { requestId } = await chargedFailure(
+      await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() }),
+    );
+    const payer = (await refundRow(requestId))?.payer;
+    // Its write had committed after all (the read that found none was wrong), for less than listed.
+    await env.DB.prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+         payer, pay_to, asset, network, auth_nonce, valid_before)
+       VALUES (?1, 'pricefeed', 'price_coin', 15000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+    )
+      .bind(
+        requestId,
+        Date.now(),
+        `0x${"0a".repeat(20)}`,
+        "0x1111111111111111111111111111111111111111",
+        env.USDC_ADDRESS,
+        env.X402_NETWORK,
+        `0x${"ab".repeat(32)}`,
+        Math.floor(Date.now() / 1000) - 600,
+      )
+      .run();
+    const [row] = await upstreamRows(requestId);
+    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+      outcome: "unpaid",
+      evidence: "expired unused",
+    });
+    expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n });
+    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
+      amount_micro: 20000,
+      status: "owed",
+      hold: null,
+    });
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+  });
+});
+
+describe("a kept share larger than the authorization it waited for", () => {
+  it("the request's only authorization expired unused: all of it goes back, not just that authorization's amount", async () => {
+    const requestId = crypto.randomUUID();
+    const payer = "0x5555555555555555555555555555555555555555";
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network)
+         VALUES (?1, 'pricefeed', 'price_coin', 10000, 0, ?2, ?3, ?4)`,
+      ).bind(requestId, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, ?2, 40000, 20000, 'the partner call failed after your payment settled', 'refunded', ?3, ?3)`,
+      ).bind(requestId, payer, Date.now()),
+    ]);
+    const [row] = await upstreamRows(requestId);
+    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+      outcome: "unpaid",
+      evidence: "expired unused",
+    });
+    expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n, payer });
+  });
+
+  it("another authorization of the request may still land: only this one's amount goes back", async () => {
+    const requestId = crypto.randomUUID();
+    const upstream = (amount: number, nonce: string) =>
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network, auth_nonce)
+         VALUES (?1, 'pricefeed', 'price_coin', ?2, 0, ?3, ?4, ?5, ?6)`,
+      ).bind(requestId, amount, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK, nonce);
+    await env.DB.batch([
+      upstream(10000, `0x${"01".repeat(32)}`),
+      upstream(10000, `0x${"02".repeat(32)}`),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, '0x5555555555555555555555555555555555555555', 40000, 20000, 'x', 'refunded', ?2, ?2)`,
+      ).bind(requestId, Date.now()),
+    ]);
+    const [row] = await upstreamRows(requestId);
+    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+      outcome: "unpaid",
+      evidence: "expired unused",
+    });
+    expect(returned).toMatchObject({ paidMicros: 10000n });
+  });
+});

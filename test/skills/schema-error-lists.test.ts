@@ -153,3 +153,27 @@ describe("json_schema_validate's error lists", () => {
     expect(answer(r.errors)).toEqual(library(schema, zeros(1_000)).errors.slice(0, 10));
   });
 });
+
+describe("the error cap counts errors, not the copies nesting makes of them", () => {
+  // Each enclosing allOf copies its child's list into its own (the child's then garbage): counting
+  // every copy made 34 levels over 30,000 errors pass the 2,000,000 cap, and a valid instance (the
+  // anyOf's `true`) was a 422 "too many errors".
+  const nest = (d: number, inner: unknown): unknown => (d === 0 ? inner : { allOf: [nest(d - 1, inner)] });
+  const instance = new Array(30_000).fill(0);
+
+  it("a valid instance under deep nesting is answered valid", async () => {
+    const schema = { anyOf: [nest(34, { items: { minimum: 1 } }), true] };
+    const res = await postJson("/api/skills/json-schema-validate", JSON.stringify({ schema, instance }));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ valid: true, error_count: 0 });
+  }, 60_000);
+
+  it("an invalid one is answered with every error counted once per list it ends in", async () => {
+    const res = await postJson(
+      "/api/skills/json-schema-validate",
+      JSON.stringify({ schema: nest(34, { items: { minimum: 1 } }), instance }),
+    );
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ valid: false, error_count: 60_034 });
+  }, 60_000);
+});

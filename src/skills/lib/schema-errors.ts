@@ -29,9 +29,11 @@ import type { OutputUnit } from "@cfworker/json-schema";
  */
 
 /**
- * Places past the kept ones that one call may fill, counted as they are filled (a list cut back
- * later does not give them back): ~16 MB of pointers in node if all were held at once. The
- * 500,000 zeros above fill 999,900 (their 1,000,000 errors are answered, counted exactly).
+ * Errors past the kept ones that one call may make, counted when each is first replaced by the
+ * stand-in (a list cut back later does not give them back; a stand-in copied into an enclosing list,
+ * whose child list is then garbage, is not counted again): each lives in about one list at a time,
+ * so ~16 MB of pointers in node if all were held at once. The 500,000 zeros above make 999,900
+ * (their 1,000,000 errors are answered, counted exactly).
  */
 export const MAX_ERROR_ENTRIES = 2_000_000;
 
@@ -70,7 +72,9 @@ function keptPush(this: unknown[], ...items: unknown[]): number {
   if (listing === undefined || !(at + items.length > listing.kept))
     return Reflect.apply(nativePush, this, items);
   for (let i = Math.max(0, listing.kept - at); i < items.length; i++) {
-    if (!isError(items[i])) continue;
+    // A stand-in already (a child's list copied into its parent, the child's then garbage) holds no
+    // error of its own: only an error replaced the first time counts.
+    if (items[i] === OMITTED || !isError(items[i])) continue;
     listing.filled++;
     if (listing.filled > MAX_ERROR_ENTRIES) throw new TooManyErrors(MAX_ERROR_ENTRIES);
     items[i] = OMITTED;

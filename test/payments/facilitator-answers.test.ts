@@ -156,3 +156,42 @@ describe("a success that names no transaction is not taken as settled", () => {
     },
   );
 });
+
+describe("a coded settle refusal that names a transaction", () => {
+  it("is unconfirmed, not failed: 502, the claim kept for reconciliation, the authorization not reusable", async () => {
+    // A mutant (settlement.ts) that answered every coded refusal "failed" survived the suite: the
+    // claim was released, the buyer told to sign again, and a transfer that had landed was never
+    // reconciled (paid twice).
+    const from = "0x00000000000000000000000000000000000c0001";
+    facilitatorAnswering((payer) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_payload_authorization_value",
+      transaction: TX,
+      network: env.X402_NETWORK,
+      payer,
+    }));
+    const pay = await payment(from);
+    const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ reason: "settlement_unconfirmed", transaction: TX });
+    expect(await nonceRow(pay.key)).toEqual({ status: "failed" });
+    const again = await post({ text: "abc" }, { "payment-signature": pay.header });
+    expect(again.status).toBe(402);
+    expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+  });
+
+  it("with no transaction it is a definite failure: 402, and the authorization is free again", async () => {
+    const from = "0x00000000000000000000000000000000000c0002";
+    facilitatorAnswering((payer) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_payload_authorization_value",
+      transaction: "",
+      network: env.X402_NETWORK,
+      payer,
+    }));
+    const pay = await payment(from);
+    const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+    expect(res.status).toBe(402);
+    expect(await nonceRow(pay.key)).toBeNull();
+  });
+});

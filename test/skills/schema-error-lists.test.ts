@@ -1,9 +1,10 @@
-import { type OutputUnit, type Schema, Validator } from "@cfworker/json-schema";
+import { type Schema, Validator } from "@cfworker/json-schema";
 import { describe, expect, it } from "vitest";
 import { MAX_ERRORS } from "../../src/skills/json-schema-validate";
 import { MAX_ERROR_ENTRIES, TooManyErrors, withShortErrorLists } from "../../src/skills/lib/schema-errors";
 import { meteredValidation } from "../../src/skills/lib/schema-work";
 import { postJson } from "../helpers";
+import { answerOf, libraryAnswer, validateOverHttp } from "./schema-answers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 // The validator collects every error and holds them all until it returns, ~150 bytes each (node):
@@ -11,27 +12,9 @@ import { SKILL_TEST_TIMEOUT } from "./timeouts";
 // call) answered 200 after building 1,000,000 errors, ~160 MB of heap, past the 128 MB a Worker
 // isolate shares with every request in flight on it (the work budget counts CPU, not this).
 
-const validate = async (schema: unknown, instance: unknown) => {
-  const text = JSON.stringify({ schema, instance });
-  const res = await postJson("/api/skills/json-schema-validate", text);
-  return { status: res.status, bytes: text.length, body: (await res.json()) as Record<string, unknown> };
-};
-
-const answer = (errors: OutputUnit[]) =>
-  errors.map((e) => ({
-    instance_path: e.instanceLocation,
-    keyword: e.keyword,
-    schema_path: e.keywordLocation,
-    message: e.error,
-  }));
-
-/** The plain library's verdict, count and first 100 errors, as the skill writes them. */
-const library = (schema: unknown, instance: unknown) => {
-  const r = new Validator(structuredClone(schema) as Schema, "2020-12", false).validate(
-    structuredClone(instance),
-  );
-  return { valid: r.valid, error_count: r.errors.length, errors: answer(r.errors.slice(0, MAX_ERRORS)) };
-};
+const validate = validateOverHttp;
+const answer = answerOf;
+const library = libraryAnswer;
 
 const zeros = (n: number) => new Array<number>(n).fill(0);
 

@@ -1,9 +1,8 @@
 import { type Schema, Validator } from "@cfworker/json-schema";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_ERRORS } from "../../src/skills/json-schema-validate";
 import { meteredValidation, WORK_BUDGET_BASE, WORK_BUDGET_PER_NODE } from "../../src/skills/lib/schema-work";
-import { postJson } from "../helpers";
+import { libraryAnswer, validateOverHttp } from "./schema-answers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 // The work meter charges what @cfworker/json-schema does per evaluation. An audit found three
@@ -11,27 +10,8 @@ import { SKILL_TEST_TIMEOUT } from "./timeouts";
 // `properties`, `enum` and `minLength`/`maxLength` were charged for work the library does not do.
 // Asserted on work units and answers, not time: the hostile side is in the last describe.
 
-const validate = async (schema: unknown, instance: unknown) => {
-  const res = await postJson("/api/skills/json-schema-validate", JSON.stringify({ schema, instance }));
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-};
-
-/** What the plain library answers, as the skill writes it. */
-const library = (schema: unknown, instance: unknown) => {
-  const r = new Validator(structuredClone(schema) as Schema, "2020-12", false).validate(
-    structuredClone(instance),
-  );
-  return {
-    valid: r.valid,
-    error_count: r.errors.length,
-    errors: r.errors.slice(0, MAX_ERRORS).map((e) => ({
-      instance_path: e.instanceLocation,
-      keyword: e.keyword,
-      schema_path: e.keywordLocation,
-      message: e.error,
-    })),
-  };
-};
+const validate = validateOverHttp;
+const library = libraryAnswer;
 
 /** The skill answers 200, checked, with the library's verdict and errors. */
 const expectLibraryAnswer = async (schema: unknown, instance: unknown, valid: boolean) => {

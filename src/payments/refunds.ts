@@ -225,6 +225,17 @@ export async function withheldReturn(
   };
 }
 
+/**
+ * Lists the share a refund kept back for an authorization whose record could not be written on any
+ * attempt (inDoubtReturn), after that refund: nothing else records it, so nothing would return it.
+ * A no-op once the request's return exists (recorded by a decision, or listed already).
+ */
+export async function listKeptInDoubt(db: D1Database, r: Refund & { inDoubt: string }) {
+  if (r.withheldMicros <= 0n) return;
+  const kept = inDoubtReturn(r);
+  await owedRefund(db, kept, await refundNonce(kept.requestId), Date.now()).run();
+}
+
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */
 export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutcome> {
   const now = Date.now();

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
 import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
+import { resolveRefundByHand } from "../../src/payments/refund-by-hand";
 import {
   PARTNER_TX,
   paidCall,
@@ -122,6 +123,7 @@ function payPartnersErrorHandlingFails() {
     real(...args);
   });
 }
+const TX = `0x${"5c".repeat(32)}`;
 
 async function chargedFailure(res: Response) {
   expect(res.status).toBe(502);
@@ -278,7 +280,7 @@ describe("an authorization whose record fails on every attempt", () => {
 });
 
 describe("an error of ours when nothing says whether an authorization was handed over", () => {
-  it("keeps the listed share back and lists it for a person (held, never sent)", async () => {
+  it("keeps the listed share back and lists it for a person: less a transfer that landed, if one did", async () => {
     payPartnersErrorHandlingFails();
     const { settled } = stubNetwork(
       x402Partner("10000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "payment-response")),
@@ -295,24 +297,27 @@ describe("an error of ours when nothing says whether an authorization was handed
       status: "owed",
       valid_before: null,
     });
+    // The wallet may have signed less than the listed share: what did not land is still the caller's.
     expect(String(kept?.hold)).toMatch(/may have been handed over/);
+    expect(String(kept?.hold)).toMatch(/minus the landed transfer's amount/);
+    expect(String(kept?.hold)).not.toMatch(/nothing is owed/);
 
     await reconcile(tryEnv as never, await expiredUnused(requestId));
     expect(refundsTo(settled, first?.payer)).toEqual([40000]);
   });
 
-  it("the authorization's row turns up after all and expires unused: the whole kept share goes back, hold lifted", async () => {
+  it("the authorization's row turns up after all and expires unused: the return is rewritten for a person, never sent, so it is paid once", async () => {
     payPartnersErrorHandlingFails();
     const { settled } = stubNetwork(
       x402Partner("10000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "payment-response")),
     );
     const { requestId } = await chargedFailure(await paidCall(PATH));
     const payer = (await refundRow(requestId))?.payer;
-    // Its write had committed after all (the read that found none was wrong), for less than listed.
+    // Its record had been written after all (the read that found none was wrong), for less than listed.
     await env.DB.prepare(
       `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
          payer, pay_to, asset, network, auth_nonce, valid_before)
-       VALUES (?1, 'pricefeed', 'price_coin', 15000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+       VALUES (?1, 'pricefeed', 'price_coin', 10000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
     )
       .bind(
         requestId,
@@ -321,21 +326,25 @@ describe("an error of ours when nothing says whether an authorization was handed
         "0x1111111111111111111111111111111111111111",
         env.USDC_ADDRESS,
         env.X402_NETWORK,
-        `0x${"ab".repeat(32)}`,
+        `0x${crypto.randomUUID().replaceAll("-", "").repeat(2)}`,
         Math.floor(Date.now() / 1000) - 600,
       )
       .run();
-    const [row] = await upstreamRows(requestId);
-    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
-      outcome: "unpaid",
-      evidence: "expired unused",
+    // A person, told to, checks the chain and refunds it by hand, while reconciliation decides the
+    // row expired unused: it writes down the decision and never sends the return.
+    await reconcileUntilDecided(await expiredUnused(requestId), requestId);
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+    const kept = await refundRow(`${requestId}:withheld`);
+    expect(kept).toMatchObject({ amount_micro: 20000, status: "owed", valid_before: null });
+    expect(String(kept?.hold)).toMatch(
+      /^kept back in doubt: decided since \(.*expired unused.*\): refund this by hand/,
+    );
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+    expect(await resolveRefundByHand(tryEnv, `${requestId}:withheld`, TX, "paid by hand")).toMatchObject({
+      status: "recorded",
+      row: { status: "refunded", amount_micro: 20000 },
     });
-    expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n });
-    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
-      amount_micro: 20000,
-      status: "owed",
-      hold: null,
-    });
+    await reconcile(tryEnv as never, await expiredUnused(requestId));
     expect(refundsTo(settled, payer)).toEqual([40000]);
   });
 

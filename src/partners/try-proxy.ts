@@ -28,22 +28,36 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     headers.set("content-type", "application/json");
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
-  let res = await fetchOnHost(url, init, fetch);
-  let upstream: Partial<Pick<UpstreamResult, "paidUpstream" | "handedOverMicros" | "unrecorded">> = {};
-  if (res.status === 402 && t.partner.listing_status === "paid") {
-    // Loaded when a partner asks to be paid: the offer checks and signing stay out of start-up.
-    const { payPartner } = await import("./pay-partner");
-    ({ res, ...upstream } = await payPartner(env, t, requestId, url, init, res, deadline));
-  }
-  let text: string;
+  const res = await fetchOnHost(url, init, fetch);
+  if (res.status !== 402 || t.partner.listing_status !== "paid")
+    return { status: res.status, body: parseBody(await readCapped(res), res.headers.get("content-type")) };
+  // Loaded when a partner asks to be paid: the offer checks and signing stay out of start-up.
+  const { payPartner } = await import("./pay-partner");
+  const { res: paidRes, ...upstream } = await payPartner(env, t, requestId, url, init, res, deadline);
   try {
-    text = await readCapped(res);
+    const text = await readCapped(paidRes);
+    return {
+      status: paidRes.status,
+      body: parseBody(text, paidRes.headers.get("content-type")),
+      ...upstream,
+    };
   } catch (e) {
-    if (e instanceof UpstreamFailure) {
-      e.handedOverMicros = upstream.handedOverMicros;
-      e.unrecorded = upstream.unrecorded;
-    }
-    throw e;
+    // The caller has paid and the partner may hold our authorization: whatever fails now (the
+    // partner's answer, or a bug of ours reading it) carries what was handed over and the record
+    // still to write, as payPartner's own failures do. Thrown bare, both were lost: the record's
+    // retry never ran and the route could only guess, keeping the listed share in doubt.
+    const failure =
+      e instanceof UpstreamFailure ? e : new UpstreamFailure(502, "The partner call failed on our side");
+    if (failure !== e)
+      console.error(
+        JSON.stringify({
+          level: "error",
+          request_id: requestId,
+          error: `reading the paid partner's answer: ${e}`,
+        }),
+      );
+    failure.handedOverMicros = upstream.handedOverMicros;
+    failure.unrecorded = upstream.unrecorded;
+    throw failure;
   }
-  return { status: res.status, body: parseBody(text, res.headers.get("content-type")), ...upstream };
 }

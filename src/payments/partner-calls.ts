@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { logWriteFailure, retryAfterAnswer } from "../http/after-response";
+import { afterResponse, logWriteFailure, retryAfterAnswer, retryWrite } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
 import { validationResponse } from "../http/validation";
@@ -15,12 +15,20 @@ import { callPartner } from "../partners/try-proxy";
 import {
   CallerNotCharged,
   type TryTarget,
+  type Unrecorded,
   UpstreamFailure,
   type UpstreamResult,
   upstreamPath,
 } from "../partners/upstream";
 import { authorizationKey } from "./ledger";
-import { type Refund, type RefundOutcome, recorded, recordedUpstreamMicros, refundCaller } from "./refunds";
+import {
+  listKeptInDoubt,
+  type Refund,
+  type RefundOutcome,
+  recorded,
+  recordedUpstreamMicros,
+  refundCaller,
+} from "./refunds";
 import { settlementDisagreement, settlementOutcome } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
@@ -95,9 +103,9 @@ const chargedFields = (refund: RefundOutcome | undefined) =>
     : { charged: false };
 
 /**
- * The caller was settled before we paid the partner, and the partner then failed: the caller gets
- * back what we kept (payments/refunds.ts). Undefined when the caller was not charged (or its
- * settlement is unconfirmed: reconciliation refunds it if it lands).
+ * The refund of a caller settled before we paid the partner, when the partner then failed: the
+ * caller gets back what we kept (payments/refunds.ts). Undefined when the caller was not charged
+ * (or its settlement is unconfirmed: reconciliation refunds it if it lands).
  *
  * What is paid back, and to whom, is what the caller signed for: the route's price, to the
  * authorization's `from`. The facilitator's answer only says that it settled; a payer, amount or
@@ -105,18 +113,18 @@ const chargedFields = (refund: RefundOutcome | undefined) =>
  * maintainer to check on chain, and not sent (nobody can make us pay out more than we collected,
  * or to someone who did not pay).
  */
-async function refundIfCharged(
+async function refundOwed(
   c: Context<AppEnv>,
   reason: string,
   handedOverMicros: bigint | undefined,
   inDoubt?: string,
-): Promise<RefundOutcome | undefined> {
+): Promise<Refund | undefined> {
   const payment = c.get("x402Payment");
   const settled = payment?.settlement && (await payment.settlement).result;
   if (!payment || !settled || settlementOutcome(settled) !== "settled") return undefined;
   // Logged once, with the ledger row (settlement.ts recordPayment).
   const disagreement = settlementDisagreement(settled, payment.payload, payment.requirements);
-  const refund: Refund = {
+  return {
     requestId: c.get("requestId"),
     network: payment.requirements.network,
     asset: payment.requirements.asset,
@@ -129,6 +137,11 @@ async function refundIfCharged(
       ? { hold: `the facilitator's settlement disagrees with the payment (${disagreement}): check the chain` }
       : {}),
   };
+}
+
+/** Records and sends a charged caller's refund (refundOwed), if there is one. */
+async function refundNow(c: Context<AppEnv>, refund: Refund | undefined): Promise<RefundOutcome | undefined> {
+  if (!refund) return undefined;
   try {
     return await refundCaller(c.env, refund);
   } catch (e) {
@@ -141,13 +154,48 @@ async function refundIfCharged(
 }
 
 /**
+ * The record of the authorization handed to the partner, when its write failed on the answer's
+ * path: retried after the answer. Should every attempt fail, nothing records the authorization
+ * the share `refund` kept back waits for, so reconciliation would never return it: that share is
+ * listed for a person instead (refunds.ts listKeptInDoubt), as one kept when nobody knows is.
+ */
+async function recordAfterAnswer(c: Context<AppEnv>, write: Unrecorded | undefined, refund?: Refund) {
+  if (!write) return;
+  if (!refund?.withheldMicros) return retryAfterAnswer(c, "upstream payment", write);
+  const requestId = c.get("requestId");
+  const logged = (what: string) => (e: unknown, attempt: number) =>
+    logWriteFailure(requestId, what, e, attempt);
+  let written = false;
+  const work = async () => {
+    await retryWrite(async () => {
+      await write();
+      written = true;
+    }, logged("upstream payment"));
+    if (written) return;
+    const list = () =>
+      listKeptInDoubt(c.env.DB, {
+        ...refund,
+        inDoubt: `one was handed over for ${microsToUsd(refund.withheldMicros)} USDC and its record could not be written on any attempt`,
+      });
+    try {
+      await list();
+    } catch (e) {
+      logged("in-doubt listing")(e, 1);
+      await retryWrite(list, logged("in-doubt listing"));
+    }
+  };
+  await afterResponse(c, work());
+}
+
+/**
  * What the route answers for an error thrown after the caller may have been charged: the
  * partner's own failures as they are; anything else (a bug, storage) as a 502 once the caller's
  * payment was settled, so a charged caller is refunded, never answered 500. Before any settlement
  * it stays an error of ours (nothing charged).
  *
- * Such an error comes from outside payPartner, which answers its own with what it handed over
- * (partners/pay-partner.ts): what is kept back is what the request's recorded authorization can
+ * Such an error comes from outside payPartner and callPartner's read of the paid answer, which
+ * answer their own with what was handed over (partners/pay-partner.ts, try-proxy.ts), e.g. from
+ * their own error handling: what is kept back is what the request's recorded authorization can
  * still move, returned by reconciliation once it expires unused. None recorded, or none readable,
  * and the wallet may still have signed one whose record was lost with this error: the listed
  * share is kept back, never more than the partner could collect, and listed for a person
@@ -197,11 +245,11 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     if (e instanceof CallerNotCharged)
       return detail(c, 402, "Your payment did not settle", { charged: false });
     const { f, inDoubt } = await asUpstreamFailure(c, t, e);
-    const refund = await refundIfCharged(c, f.message, f.handedOverMicros, inDoubt);
-    if (f.unrecorded) await retryAfterAnswer(c, "upstream payment", f.unrecorded);
-    return failure(c, t, f.status, f.message, f.upstreamStatus, refund);
+    const refund = await refundOwed(c, f.message, f.handedOverMicros, inDoubt);
+    const outcome = await refundNow(c, refund);
+    await recordAfterAnswer(c, f.unrecorded, refund);
+    return failure(c, t, f.status, f.message, f.upstreamStatus, outcome);
   }
-  if (result.unrecorded) await retryAfterAnswer(c, "upstream payment", result.unrecorded);
   if (t.partner.listing_status === "external_x403") {
     // Probing the grant challenge only: we hold no grants, so anything but the 403 is not ours to relay.
     if (result.status === 403) return c.json(envelope(t, result, false));
@@ -214,13 +262,17 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     );
   }
   if (result.status < 200 || result.status >= 300) {
-    const refund = await refundIfCharged(
+    const refund = await refundOwed(
       c,
       `the partner answered ${result.status}`,
       result.paidUpstream?.amountMicros ?? result.handedOverMicros,
     );
-    return c.json({ ...envelope(t, result, false), ...chargedFields(refund) }, 502);
+    const outcome = await refundNow(c, refund);
+    await recordAfterAnswer(c, result.unrecorded, refund);
+    return c.json({ ...envelope(t, result, false), ...chargedFields(outcome) }, 502);
   }
+  // Served: the share is the partner's whatever its record does, so a write that fails is only retried.
+  await recordAfterAnswer(c, result.unrecorded);
   if (paid) {
     // A partner we paid ourselves got what we signed (at most its listed price): that is its
     // share, and the rest of the price our fee. Otherwise it is owed its listed price.

@@ -86,8 +86,19 @@ const holdOf = (r: Refund) =>
  */
 export type Undecided = { claimFailed: string } | { upstreamUndecided: number };
 
-/** How a return held in doubt starts its `hold`: what lets its decision replace it (owedRefund). */
+/** How a return held in doubt starts its `hold`: what lets its decision rewrite it (owedRefund). */
 const IN_DOUBT = "kept back in doubt:";
+
+/**
+ * The hold a return held in doubt takes when reconciliation decides the authorization it waited for
+ * can no longer land (`r`: the return as decided). It stays held: its one actor is the person its
+ * first hold told to refund it by hand, who may be paying it already (a hand refund is paid before
+ * it is recorded), so reconciliation only writes down what it found and never sends it.
+ */
+const decidedInDoubt = (r: Refund) =>
+  `${IN_DOUBT} decided since (${r.reason}): refund this by hand, for the amount now recorded. Reconciliation never sends a share first kept in doubt, since a person may be refunding it already${
+    holdOf(r) ? `; and ${holdOf(r)}` : ""
+  }`;
 
 /**
  * The statement that records a refund as owed, once per request, with the nonce every send of it
@@ -124,19 +135,20 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
           "SELECT 1 FROM upstream_payments WHERE id = ?11 AND chain_status IS NULL",
           onlyWhile.upstreamUndecided,
         ];
-  // A return held in doubt (inDoubtReturn) that was never sent is this decision's to take: it
-  // becomes the return as decided (its nonce is the same, derived from the same id).
+  // A return held in doubt (inDoubtReturn) that nobody has recorded yet takes this decision's
+  // amount and reason, and stays held (decidedInDoubt): one actor per return, and for this one it
+  // is a person. Only the hold's text changes, never to NULL, so no send can claim it (sendRefund).
   return db
     .prepare(
       `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10
        WHERE EXISTS (${open})
        ON CONFLICT (request_id) DO UPDATE SET amount_micro = excluded.amount_micro,
-         withheld_micro = excluded.withheld_micro, reason = excluded.reason, hold = excluded.hold,
+         withheld_micro = excluded.withheld_micro, reason = excluded.reason, hold = ?12,
          updated_at = excluded.updated_at
        WHERE refunds.status = 'owed' AND refunds.valid_before IS NULL AND refunds.resolved_at IS NULL
          AND refunds.hold LIKE '${IN_DOUBT}%'`,
     )
-    .bind(...values, key);
+    .bind(...values, key, decidedInDoubt(r));
 }
 
 /**
@@ -149,10 +161,11 @@ export const withheldReturnId = (requestId: string) => `${requestId}${WITHHELD_S
 
 /**
  * The return of a share a refund keeps back when nobody knows whether the partner holds an
- * authorization for it (`inDoubt`): recorded at once, held, never sent, so a person sees it
- * (GET /api/admin/payouts `refunds`, "Refunds owed" on /admin) and refunds it by hand once the
- * chain shows nothing landed. Should the authorization's row turn up and reconciliation find it
- * expired unused, its decision replaces this one with the return it sends.
+ * authorization for it (`inDoubt`): recorded held, never sent, so a person sees it
+ * (GET /api/admin/payouts `refunds`, "Refunds owed" on /admin) and refunds by hand what the chain
+ * shows did not go to the partner. Should the authorization's row turn up and reconciliation find
+ * it expired unused, its decision rewrites this one's amount and hold (owedRefund), still held:
+ * a person is this return's only actor, so it is never paid twice.
  */
 export const inDoubtReturn = (r: Refund & { inDoubt: string }): Refund => ({
   requestId: withheldReturnId(r.requestId),
@@ -162,7 +175,7 @@ export const inDoubtReturn = (r: Refund & { inDoubt: string }): Refund => ({
   paidMicros: r.withheldMicros,
   withheldMicros: 0n,
   reason: `the partner's share kept back from refund ${r.requestId}: nobody knows whether the partner holds an authorization for it`,
-  hold: `${IN_DOUBT} an authorization of the operating wallet may have been handed over to the partner for this call, and none is known to be recorded (${r.inDoubt}). Check the wallet's transfers to the partner around this refund's time: if none landed, once every authorization the wallet signed then has expired (300 s), refund this by hand; if one did, the partner was paid and nothing is owed`,
+  hold: `${IN_DOUBT} an authorization of the operating wallet may have been handed over to the partner for this call, and none is known to be recorded (${r.inDoubt}). Check the wallet's transfers to the partner around this refund's time and, once every authorization it signed then has expired (300 s), refund this by hand: all of it if none landed, else the kept share minus the landed transfer's amount (the partner was paid that, and only that)`,
 });
 
 /**
@@ -219,10 +232,21 @@ export async function withheldReturn(
     asset: first.asset ?? upstream.asset,
     paidMicros: first.movable <= 1 || kept < upstream.amountMicros ? kept : upstream.amountMicros,
     withheldMicros: 0n,
-    reason: `the partner's share kept back from refund ${requestId}: its authorization ${upstream.cancelled ? "was cancelled" : "expired unused"}, so the partner can no longer collect it; returned by reconciliation`,
+    reason: `the partner's share kept back from refund ${requestId}: its authorization ${upstream.cancelled ? "was cancelled" : "expired unused"}, so the partner can no longer collect it`,
     // Held with the refund it completes: its payer and amount are in doubt as much as that one's.
     ...(first.hold ? { hold: `held with refund ${requestId}: ${first.hold}` } : {}),
   };
+}
+
+/**
+ * Lists the share a refund kept back for an authorization whose record could not be written on any
+ * attempt (inDoubtReturn), after that refund: nothing else records it, so nothing would return it.
+ * A no-op once the request's return exists (recorded by a decision, or listed already).
+ */
+export async function listKeptInDoubt(db: D1Database, r: Refund & { inDoubt: string }) {
+  if (r.withheldMicros <= 0n) return;
+  const kept = inDoubtReturn(r);
+  await owedRefund(db, kept, await refundNonce(kept.requestId), Date.now()).run();
 }
 
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */

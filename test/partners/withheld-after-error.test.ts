@@ -4,7 +4,17 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
 import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
-import { paidCall, send, stubNetwork, tryEnv, upstreamRows, x402Partner } from "./network";
+import { resolveRefundByHand } from "../../src/payments/refund-by-hand";
+import {
+  PARTNER_TX,
+  paidCall,
+  receipt,
+  send,
+  stubNetwork,
+  tryEnv,
+  upstreamRows,
+  x402Partner,
+} from "./network";
 
 /**
  * An error of ours (a bug, storage), not the partner's, after the caller's payment settled: the
@@ -84,19 +94,36 @@ function answerWhoseHeaderThrows(res: Response, header: string, afterBody = fals
   return res;
 }
 
-/** The test database, except that writes of upstream payments always fail (a D1 outage). */
-const upstreamWritesFail = () =>
-  new Proxy(env.DB, {
+/** The test database, except that the first `times` statements containing `query` fail (a D1 outage). */
+function failing(query: string, times = Number.POSITIVE_INFINITY) {
+  let failed = 0;
+  return new Proxy(env.DB, {
     get(target, key) {
       if (key === "prepare")
-        return (query: string) => {
-          if (query.includes("INSERT INTO upstream_payments")) throw new Error("D1_ERROR: simulated outage");
-          return target.prepare(query);
+        return (sql: string) => {
+          if (sql.includes(query) && failed++ < times) throw new Error("D1_ERROR: simulated outage");
+          return target.prepare(sql);
         };
       const value = Reflect.get(target, key);
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+const upstreamWritesFail = () => failing("INSERT INTO upstream_payments");
+
+/**
+ * payPartner's own error handling fails (its log line throws) after the wallet signed and before
+ * the authorization was recorded: nothing anywhere says what was handed over.
+ */
+function payPartnersErrorHandlingFails() {
+  const real = console.error.bind(console);
+  vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
+    if (String(args[0]).includes('"error":"paying the partner:'))
+      throw new Error("simulated bug logging the error");
+    real(...args);
+  });
+}
+const TX = `0x${"5c".repeat(32)}`;
 
 async function chargedFailure(res: Response) {
   expect(res.status).toBe(502);
@@ -167,13 +194,98 @@ describe("an error of ours after the operating wallet signed for less than the l
   });
 });
 
-describe("an error of ours when nothing says whether an authorization was handed over", () => {
-  it("keeps the listed share back and lists it for a person (held, never sent)", async () => {
+describe("an error of ours reading the paid answer", () => {
+  it("after the authorization's first record write failed: the retry records it, only the 0.01 signed is kept, nothing is in doubt", async () => {
+    stubNetwork(
+      x402Partner("10000", () =>
+        answerWhoseHeaderThrows(
+          Response.json({ eth: 1 }, { headers: receipt("10000") }),
+          "content-type",
+          true,
+        ),
+      ),
+    );
+    const res = await paidCall(PATH, {}, { ...tryEnv, DB: failing("INSERT INTO upstream_payments", 1) });
+    const { body, requestId } = await chargedFailure(res);
+    expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.05 });
+    // The record's retry runs after the answer (here before it: app.fetch has no ExecutionContext).
+    expect(await upstreamRows(requestId)).toEqual([
+      expect.objectContaining({ amount_micro: 10000, tx_hash: PARTNER_TX, upstream_status: 200 }),
+    ]);
+    expect(await refundRow(requestId)).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
+  });
+});
+
+describe("an authorization whose record fails on every attempt", () => {
+  it("an error of ours reading the answer: only the 0.01 signed is kept, and listed for a person (held, never sent)", async () => {
     const { settled } = stubNetwork(
-      x402Partner("20000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
+      x402Partner("10000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
     );
     const res = await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() });
     const { body, requestId } = await chargedFailure(res);
+    expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.05 });
+    expect(await upstreamRows(requestId)).toEqual([]);
+    const first = await refundRow(requestId);
+    expect(first).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
+    const kept = await refundRow(`${requestId}:withheld`);
+    expect(kept).toMatchObject({
+      payer: first?.payer,
+      amount_micro: 10000,
+      status: "owed",
+      valid_before: null,
+    });
+    expect(String(kept?.hold)).toMatch(/^kept back in doubt: .*record could not be written on any attempt/);
+    const report = await payoutsReport();
+    expect(report.refunds.find((r) => r.request_id === `${requestId}:withheld`)).toMatchObject({
+      amount_micro: 10000,
+      status: "owed",
+    });
+    // Reconciliation never sends a held return.
+    await reconcile(tryEnv as never, await expiredUnused(requestId));
+    expect(refundsTo(settled, first?.payer)).toEqual([50000]);
+  });
+
+  it("an error of ours before the record, in payPartner: the 0.01 kept is listed", async () => {
+    stubNetwork(
+      x402Partner("10000", () =>
+        answerWhoseHeaderThrows(Response.json({ eth: 1 }, { status: 500 }), "payment-response"),
+      ),
+    );
+    const { requestId } = await chargedFailure(
+      await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() }),
+    );
+    expect(await upstreamRows(requestId)).toEqual([]);
+    expect(await refundRow(requestId)).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
+    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
+      amount_micro: 10000,
+      status: "owed",
+      hold: expect.stringMatching(/^kept back in doubt:/),
+    });
+  });
+
+  it("the partner took it and answered 500: the 0.01 kept is listed", async () => {
+    stubNetwork(x402Partner("10000", () => Response.json({ error: "down" }, { status: 500 })));
+    const res = await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() });
+    expect(res.status).toBe(502);
+    const requestId = res.headers.get("x-request-id") ?? "";
+    expect(await res.json()).toMatchObject({ charged: true, refund: { amount_usd: 0.05 } });
+    expect(await upstreamRows(requestId)).toEqual([]);
+    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
+      amount_micro: 10000,
+      status: "owed",
+      hold: expect.stringMatching(/^kept back in doubt:/),
+    });
+  });
+});
+
+describe("an error of ours when nothing says whether an authorization was handed over", () => {
+  it("keeps the listed share back and lists it for a person: less a transfer that landed, if one did", async () => {
+    payPartnersErrorHandlingFails();
+    const { settled } = stubNetwork(
+      x402Partner("10000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "payment-response")),
+    );
+    const { body, requestId } = await chargedFailure(await paidCall(PATH));
     expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.04 });
     expect(await upstreamRows(requestId)).toEqual([]);
     const first = await refundRow(requestId);
@@ -185,31 +297,27 @@ describe("an error of ours when nothing says whether an authorization was handed
       status: "owed",
       valid_before: null,
     });
+    // The wallet may have signed less than the listed share: what did not land is still the caller's.
     expect(String(kept?.hold)).toMatch(/may have been handed over/);
-    const report = await payoutsReport();
-    expect(report.refunds.find((r) => r.request_id === `${requestId}:withheld`)).toMatchObject({
-      amount_micro: 20000,
-      status: "owed",
-    });
+    expect(String(kept?.hold)).toMatch(/minus the landed transfer's amount/);
+    expect(String(kept?.hold)).not.toMatch(/nothing is owed/);
 
-    // Reconciliation never sends a held return.
     await reconcile(tryEnv as never, await expiredUnused(requestId));
     expect(refundsTo(settled, first?.payer)).toEqual([40000]);
   });
 
-  it("the authorization's row turns up after all and expires unused: the whole kept share goes back, hold lifted", async () => {
+  it("the authorization's row turns up after all and expires unused: the return is rewritten for a person, never sent, so it is paid once", async () => {
+    payPartnersErrorHandlingFails();
     const { settled } = stubNetwork(
-      x402Partner("20000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "content-type", true)),
+      x402Partner("10000", () => answerWhoseHeaderThrows(Response.json({ eth: 1 }), "payment-response")),
     );
-    const { requestId } = await chargedFailure(
-      await paidCall(PATH, {}, { ...tryEnv, DB: upstreamWritesFail() }),
-    );
+    const { requestId } = await chargedFailure(await paidCall(PATH));
     const payer = (await refundRow(requestId))?.payer;
-    // Its write had committed after all (the read that found none was wrong), for less than listed.
+    // Its record had been written after all (the read that found none was wrong), for less than listed.
     await env.DB.prepare(
       `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
          payer, pay_to, asset, network, auth_nonce, valid_before)
-       VALUES (?1, 'pricefeed', 'price_coin', 15000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+       VALUES (?1, 'pricefeed', 'price_coin', 10000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
     )
       .bind(
         requestId,
@@ -218,22 +326,59 @@ describe("an error of ours when nothing says whether an authorization was handed
         "0x1111111111111111111111111111111111111111",
         env.USDC_ADDRESS,
         env.X402_NETWORK,
-        `0x${"ab".repeat(32)}`,
+        `0x${crypto.randomUUID().replaceAll("-", "").repeat(2)}`,
         Math.floor(Date.now() / 1000) - 600,
       )
       .run();
+    // A person, told to, checks the chain and refunds it by hand, while reconciliation decides the
+    // row expired unused: it writes down the decision and never sends the return.
+    await reconcileUntilDecided(await expiredUnused(requestId), requestId);
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+    const kept = await refundRow(`${requestId}:withheld`);
+    expect(kept).toMatchObject({ amount_micro: 20000, status: "owed", valid_before: null });
+    expect(String(kept?.hold)).toMatch(
+      /^kept back in doubt: decided since \(.*expired unused.*\): refund this by hand/,
+    );
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+    expect(await resolveRefundByHand(tryEnv, `${requestId}:withheld`, TX, "paid by hand")).toMatchObject({
+      status: "recorded",
+      row: { status: "refunded", amount_micro: 20000 },
+    });
+    await reconcile(tryEnv as never, await expiredUnused(requestId));
+    expect(refundsTo(settled, payer)).toEqual([40000]);
+  });
+
+  it("the decision comes before its listing: the return is reconciliation's alone, and the listing writes nothing", async () => {
+    const requestId = crypto.randomUUID();
+    const payer = "0x5555555555555555555555555555555555555555";
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network)
+         VALUES (?1, 'pricefeed', 'price_coin', 10000, 0, ?2, ?3, ?4)`,
+      ).bind(requestId, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, ?2, 50000, 10000, 'the partner answered 500', 'refunded', ?3, ?3)`,
+      ).bind(requestId, payer, Date.now()),
+    ]);
     const [row] = await upstreamRows(requestId);
-    const returned = await applyUpstream(env.DB, row as unknown as UpstreamRow, {
+    await applyUpstream(env.DB, row as unknown as UpstreamRow, {
       outcome: "unpaid",
       evidence: "expired unused",
     });
-    expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n });
-    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
-      amount_micro: 20000,
-      status: "owed",
-      hold: null,
+    const { listKeptInDoubt } = await import("../../src/payments/refunds");
+    await listKeptInDoubt(env.DB, {
+      requestId,
+      payer,
+      network: env.X402_NETWORK,
+      asset: env.USDC_ADDRESS,
+      paidMicros: 60000n,
+      withheldMicros: 10000n,
+      reason: "the partner answered 500",
+      inDoubt: "its record could not be written",
     });
-    expect(refundsTo(settled, payer)).toEqual([40000]);
+    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({ amount_micro: 10000, hold: null });
   });
 });
 

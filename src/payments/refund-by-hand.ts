@@ -82,9 +82,10 @@ async function checkWalletSend(
 /**
  * The return of a share a refund kept back for a partner whose authorization did not land, decided
  * before returns existed (GET /api/admin/payouts lists it under withheld_not_returned with no
- * return_request_id): no row holds it, so the maintainer's hand refund writes one, refunded, as
- * withheldReturn would have (at most the authorization's amount). Written only while no row exists,
- * so a later automatic return finds it and sends nothing.
+ * return_request_id): no row holds it, so the maintainer's hand refund writes one, refunded, for
+ * what withheldReturn would have returned: all that was kept when no other authorization of the
+ * request can still land (a call signs one), else at most this one's amount. Written only while no
+ * row exists, so a later automatic return finds it and sends nothing.
  */
 const handReturn = (
   db: D1Database,
@@ -98,7 +99,10 @@ const handReturn = (
     .prepare(
       `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, created_at,
          updated_at, auth_nonce, asset, network, resolved_at, resolved_note)
-       SELECT ?1, r.payer, min(r.withheld_micro, u.amount_micro), 0, ?2, 'refunded', ?3, ?4, ?4, ?5,
+       SELECT ?1, r.payer,
+              CASE WHEN EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?7 AND chain_status IS NOT 'not_landed')
+                THEN min(r.withheld_micro, u.amount_micro) ELSE r.withheld_micro END,
+              0, ?2, 'refunded', ?3, ?4, ?4, ?5,
               coalesce(r.asset, u.asset), coalesce(r.network, u.network), ?4, ?6
        FROM refunds r JOIN upstream_payments u ON u.request_id = r.request_id AND u.chain_status = 'not_landed'
        WHERE r.request_id = ?7 AND r.withheld_micro > 0

@@ -405,6 +405,51 @@ describe("a kept share larger than the authorization it waited for", () => {
     expect(returned).toMatchObject({ requestId: `${requestId}:withheld`, paidMicros: 20000n, payer });
   });
 
+  it("decided before returns existed and refunded by hand: recorded for all that was kept, as the return would have been", async () => {
+    const requestId = crypto.randomUUID();
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network, chain_status)
+         VALUES (?1, 'pricefeed', 'price_coin', 10000, 0, ?2, ?3, ?4, 'not_landed')`,
+      ).bind(requestId, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, '0x5555555555555555555555555555555555555555', 40000, 20000, 'x', 'refunded', ?2, ?2)`,
+      ).bind(requestId, Date.now()),
+    ]);
+    expect(
+      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, `0x${"6d".repeat(32)}`, undefined),
+    ).toMatchObject({
+      status: "recorded",
+      row: { status: "refunded", amount_micro: 20000 },
+    });
+  });
+
+  it("decided before returns existed, another authorization still undecided: the hand return stops at this one's amount", async () => {
+    const requestId = crypto.randomUUID();
+    const upstream = (status: string | null, nonce: string) =>
+      env.DB.prepare(
+        `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+           asset, network, auth_nonce, chain_status)
+         VALUES (?1, 'pricefeed', 'price_coin', 10000, 0, ?2, ?3, ?4, ?5, ?6)`,
+      ).bind(requestId, Date.now(), env.USDC_ADDRESS, env.X402_NETWORK, nonce, status);
+    await env.DB.batch([
+      upstream("not_landed", `0x${"03".repeat(32)}`),
+      upstream(null, `0x${"04".repeat(32)}`),
+      env.DB.prepare(
+        `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+         VALUES (?1, '0x5555555555555555555555555555555555555555', 40000, 20000, 'x', 'refunded', ?2, ?2)`,
+      ).bind(requestId, Date.now()),
+    ]);
+    expect(
+      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, `0x${"7e".repeat(32)}`, undefined),
+    ).toMatchObject({
+      status: "recorded",
+      row: { amount_micro: 10000 },
+    });
+  });
+
   it("another authorization of the request may still land: only this one's amount goes back", async () => {
     const requestId = crypto.randomUUID();
     const upstream = (amount: number, nonce: string) =>

@@ -277,7 +277,9 @@ it("a kept share decided before returns existed (no return row) is recorded as r
     refund: {
       request_id: `${first}:withheld`,
       status: "refunded",
-      amount_micro: 8000,
+      // The request's only authorization did not land: all that was kept comes back, as
+      // reconciliation's return would have given it (payments/refunds.ts withheldReturn).
+      amount_micro: 10000,
       tx_hash: tx,
       payer: PAYER,
     },

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { afterResponse, logWriteFailure, retryAfterAnswer, retryWrite } from "../http/after-response";
+import { logWriteFailure, retryAfterAnswer } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
 import { validationResponse } from "../http/validation";
@@ -21,14 +21,7 @@ import {
   upstreamPath,
 } from "../partners/upstream";
 import { authorizationKey } from "./ledger";
-import {
-  listKeptInDoubt,
-  type Refund,
-  type RefundOutcome,
-  recorded,
-  recordedUpstreamMicros,
-  refundCaller,
-} from "./refunds";
+import { type Refund, type RefundOutcome, recorded, recordedUpstreamMicros, refundCaller } from "./refunds";
 import { settlementDisagreement, settlementOutcome } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
@@ -154,38 +147,17 @@ async function refundNow(c: Context<AppEnv>, refund: Refund | undefined): Promis
 }
 
 /**
- * The record of the authorization handed to the partner, when its write failed on the answer's
- * path: retried after the answer. Should every attempt fail, nothing records the authorization
- * the share `refund` kept back waits for, so reconciliation would never return it: that share is
- * listed for a person instead (refunds.ts listKeptInDoubt), as one kept when nobody knows is.
+ * Why a share kept back for an authorization whose record could not be written on the answer's
+ * path is in doubt: its record is only retried after the answer, work a cut-off Worker never
+ * finishes, and without it nothing would return or list the share. So the refund that keeps it is
+ * recorded with its held listing (refunds.ts refundCaller: both or neither) before the answer,
+ * whatever the retry then does; a record written late lets reconciliation rewrite the listing's
+ * words, never send it (one actor: the person).
  */
-async function recordAfterAnswer(c: Context<AppEnv>, write: Unrecorded | undefined, refund?: Refund) {
-  if (!write) return;
-  if (!refund?.withheldMicros) return retryAfterAnswer(c, "upstream payment", write);
-  const requestId = c.get("requestId");
-  const logged = (what: string) => (e: unknown, attempt: number) =>
-    logWriteFailure(requestId, what, e, attempt);
-  let written = false;
-  const work = async () => {
-    await retryWrite(async () => {
-      await write();
-      written = true;
-    }, logged("upstream payment"));
-    if (written) return;
-    const list = () =>
-      listKeptInDoubt(c.env.DB, {
-        ...refund,
-        inDoubt: `one was handed over for ${microsToUsd(refund.withheldMicros)} USDC and its record could not be written on any attempt`,
-      });
-    try {
-      await list();
-    } catch (e) {
-      logged("in-doubt listing")(e, 1);
-      await retryWrite(list, logged("in-doubt listing"));
-    }
-  };
-  await afterResponse(c, work());
-}
+const unrecordedDoubt = (handedOver: bigint | undefined, write: Unrecorded | undefined) =>
+  write && handedOver
+    ? `one was handed over for ${microsToUsd(handedOver)} USDC and its record could not be written on the answer's path (retried after it)`
+    : undefined;
 
 /**
  * What the route answers for an error thrown after the caller may have been charged: the
@@ -245,9 +217,11 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     if (e instanceof CallerNotCharged)
       return detail(c, 402, "Your payment did not settle", { charged: false });
     const { f, inDoubt } = await asUpstreamFailure(c, t, e);
-    const refund = await refundOwed(c, f.message, f.handedOverMicros, inDoubt);
-    const outcome = await refundNow(c, refund);
-    await recordAfterAnswer(c, f.unrecorded, refund);
+    // The record's retry is handed over first: sending the refund may wait 45 s on the facilitator,
+    // and a client gone meanwhile would cancel anything started after it.
+    if (f.unrecorded) await retryAfterAnswer(c, "upstream payment", f.unrecorded);
+    const doubt = inDoubt ?? unrecordedDoubt(f.handedOverMicros, f.unrecorded);
+    const outcome = await refundNow(c, await refundOwed(c, f.message, f.handedOverMicros, doubt));
     return failure(c, t, f.status, f.message, f.upstreamStatus, outcome);
   }
   if (t.partner.listing_status === "external_x403") {
@@ -262,17 +236,19 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     );
   }
   if (result.status < 200 || result.status >= 300) {
+    const handedOver = result.paidUpstream?.amountMicros ?? result.handedOverMicros;
+    if (result.unrecorded) await retryAfterAnswer(c, "upstream payment", result.unrecorded);
     const refund = await refundOwed(
       c,
       `the partner answered ${result.status}`,
-      result.paidUpstream?.amountMicros ?? result.handedOverMicros,
+      handedOver,
+      unrecordedDoubt(handedOver, result.unrecorded),
     );
     const outcome = await refundNow(c, refund);
-    await recordAfterAnswer(c, result.unrecorded, refund);
     return c.json({ ...envelope(t, result, false), ...chargedFields(outcome) }, 502);
   }
   // Served: the share is the partner's whatever its record does, so a write that fails is only retried.
-  await recordAfterAnswer(c, result.unrecorded);
+  if (result.unrecorded) await retryAfterAnswer(c, "upstream payment", result.unrecorded);
   if (paid) {
     // A partner we paid ourselves got what we signed (at most its listed price): that is its
     // share, and the rest of the price our fee. Otherwise it is owed its listed price.

@@ -175,7 +175,11 @@ export const inDoubtReturn = (r: Refund & { inDoubt: string }): Refund => ({
   paidMicros: r.withheldMicros,
   withheldMicros: 0n,
   reason: `the partner's share kept back from refund ${r.requestId}: nobody knows whether the partner holds an authorization for it`,
-  hold: `${IN_DOUBT} an authorization of the operating wallet may have been handed over to the partner for this call, and none is known to be recorded (${r.inDoubt}). Check the wallet's transfers to the partner around this refund's time and, once every authorization it signed then has expired (300 s), refund this by hand: all of it if none landed, else the kept share minus the landed transfer's amount (the partner was paid that, and only that)`,
+  hold: `${IN_DOUBT} an authorization of the operating wallet may have been handed over to the partner for this call, and none is known to be recorded (${r.inDoubt}). Check the wallet's transfers to the partner around this refund's time and, once every authorization it signed then has expired (300 s), refund this by hand: all of it if none landed, else the kept share minus the landed transfer's amount (the partner was paid that, and only that)${
+    // The refund it completes may be held too (a settlement that disagrees, no payer address): its
+    // payer and amount are in doubt as much as that one's.
+    holdOf(r) ? `; and, as refund ${r.requestId}, ${holdOf(r)}` : ""
+  }`,
 });
 
 /**
@@ -236,17 +240,6 @@ export async function withheldReturn(
     // Held with the refund it completes: its payer and amount are in doubt as much as that one's.
     ...(first.hold ? { hold: `held with refund ${requestId}: ${first.hold}` } : {}),
   };
-}
-
-/**
- * Lists the share a refund kept back for an authorization whose record could not be written on any
- * attempt (inDoubtReturn), after that refund: nothing else records it, so nothing would return it.
- * A no-op once the request's return exists (recorded by a decision, or listed already).
- */
-export async function listKeptInDoubt(db: D1Database, r: Refund & { inDoubt: string }) {
-  if (r.withheldMicros <= 0n) return;
-  const kept = inDoubtReturn(r);
-  await owedRefund(db, kept, await refundNonce(kept.requestId), Date.now()).run();
 }
 
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */

@@ -22,25 +22,21 @@ import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCo
  *
  * - every subschema object gets a non-enumerable accessor on a key `validate()` destructures on
  *   each call, so each evaluation of a subschema spends units (more for big enum/const/properties);
- * - what an evaluation does besides recursing (comparing enum values, combinator bookkeeping) is
- *   charged with it, sized for the largest value of the instance where the accessor cannot see
- *   which value is being checked;
+ * - what an evaluation does besides recursing (comparing enum values, combinator bookkeeping, the
+ *   quadratic uniqueItems loop) is charged with it, sized for the largest value of the instance
+ *   where the accessor cannot see which value is being checked;
  * - where the library hands us the value it works on, it is charged by that value instead: the
- *   string a `minLength`/`maxLength` measures (through the schema's `pattern`, below), the
- *   message a failing `enum`/`const` writes (through the value's `toJSON`) and the array a
- *   `uniqueItems` compares (through `Array.isArray`, below);
+ *   string a `minLength`/`maxLength` measures (through the schema's `pattern`, below) and the
+ *   message a failing `enum`/`const` writes (through the value's `toJSON`);
  * - big instance objects are Proxies that charge each listing of their keys;
  * - while the validator runs, the global `RegExp` it constructs for `pattern`/`patternProperties`
  *   is a linear-time RE2 (re2js) stand-in, and every format check spends units by length;
  * - while it runs, its error lists hold only their first errors (`Array.prototype.push` is
  *   schema-errors.ts's): the budget counts CPU, and a million kept errors were ~150 MB;
- * - while it runs a schema with `uniqueItems`, `Array.isArray` notes the array it was last asked
- *   about: the library asks it of every object instance right before it reads the subschema's
- *   keys, so the accessor knows which array a `uniqueItems` is about to compare;
  * - the run stops with WorkLimitExceeded once the budget is spent.
  *
- * Validation is synchronous, so swapping the global RegExp (push, isArray) for its duration cannot
- * leak into other requests of the isolate; each is restored in a finally.
+ * Validation is synchronous, so swapping the global RegExp (and push) for its duration cannot leak
+ * into other requests of the isolate; each is restored in a finally.
  */
 
 /**
@@ -74,31 +70,7 @@ const ENUM_VALUES_PER_UNIT = 64;
  */
 const MESSAGE_BYTES_PER_UNIT = 32;
 const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, for-in) by an evaluation
-/**
- * What the library's uniqueItems loop costs (uniqueUnits): it compares every ordered pair of items
- * until it finds a duplicate, `===` for a primitive, deepCompareStrict for two objects or arrays.
- * Measured in node (2-core machine, V8 12): a pair of numbers 0.8 ns, of short strings 3-6 ns; two
- * strings of one length are compared from their start, 0.025 ns a character (one-byte), 0.05
- * (two-byte), 0.15 (one of each). Two objects list both key sets (Object.keys: 1.4-2.2 ns a key,
- * 6.1 for integer keys, which it turns into strings) besides ~20 ns a pair, then compare a's
- * entries in order while they are equal: 3-25 ns each node of either side (25: objects of `{}`,
- * every node a call and two key lists). Each constant is about twice the worst figure measured.
- */
-const COMPARES_PER_UNIT = 250; // 12 ns a pair
-const COMPARED_CHARS_PER_UNIT = 4_096; // 0.7 ns a character of two strings compared
-const OBJECT_PAIRS_PER_UNIT = 128; // 23 ns a pair of objects or arrays (the call, the key lists)
-const LISTED_KEYS_PER_UNIT = 256; // 12 ns a key listed by Object.keys
-const COMPARED_NODES_PER_UNIT = 64; // 47 ns a node of either side compared while equal
-/** Strings of one length are compared from their start: those that differ in these are cheap. */
-const STRING_PREFIX = 16;
-/** What a uniqueItems costs at most on an array that is not counted (see uniqueUnits). */
-const SMALL_UNIQUE_UNITS = 1 / 4;
-/**
- * Items past which an array's uniqueItems is counted by its pairs alone: 52,500² / 250 is 11 M
- * units, more than the budget of any body (5 MiB holds at most ~2.7 M nodes), and its items are
- * not held while the walk goes on.
- */
-const UNPAYABLE_ITEMS = 52_500;
+const COMPARES_PER_UNIT = 250; // uniqueItems compares every ordered pair: n² per evaluation
 const UNITS_PER_BRANCH = 2; // anyOf/oneOf/allOf bookkeeping per branch (evaluated-set merging)
 /** Objects with more keys than this are metered by a Proxy each time their keys are listed. */
 const METERED_KEYS = 64;
@@ -219,180 +191,38 @@ function nodeCount(value: unknown, cap = Number.POSITIVE_INFINITY): number {
 interface InstanceFacts {
   nodes: number;
   longestString: number;
-  /** What a uniqueItems costs on each array of the instance costing more than SMALL_UNIQUE_UNITS. */
-  unique: WeakMap<unknown[], number>;
-}
-
-/** An object or array item as uniqueUnits sees it: JSON nodes, characters, keys, the first key. */
-interface Item {
-  value: unknown;
-  nodes: number;
-  chars: number;
-  keys: number;
-  first: string | undefined;
-}
-
-const isPrimitive = (v: unknown) => v === null || typeof v !== "object";
-
-/**
- * Units of one uniqueItems evaluation of an array (the library's loop, COMPARES_PER_UNIT above),
- * at most what it costs whatever the items hold: every ordered pair is compared (the loop stops at
- * the first duplicate, which ends the check); of two strings, those of one length that begin alike
- * are charged their length; of two objects or arrays, their key lists, the first entry compared
- * (its characters), and, if those are equal, every node of both and a's characters (the compare
- * goes on while entries are equal: bounded by both sizes). Whether a pair's first entries are
- * equal is counted, not assumed: an object's first key and primitive value are looked up among
- * the items' (own key, primitive value) entries, an array's first item among the first items of
- * arrays of its length; an object or array first entry, or none, counts every pair. `items` are
- * the array's objects and arrays (its primitives are read from it).
- */
-function uniqueUnits(array: unknown[], items: Item[]): number {
-  const n = array.length;
-  let units = (n * (n - 1)) / COMPARES_PER_UNIT;
-  const strings = new Map<string, { count: number; length: number }>();
-  // Objects are compared with objects, arrays with arrays: entries by key (or array length), value.
-  type Entries = Map<string | number, Map<unknown, { count: number; nodes: number }>>;
-  const entries = { object: new Map() as Entries, array: new Map() as Entries };
-  const composite = { object: { count: 0, nodes: 0 }, array: { count: 0, nodes: 0 } };
-  const add = (kind: "object" | "array", key: string | number, value: unknown, nodes: number) => {
-    const byValue = entries[kind].get(key) ?? new Map<unknown, { count: number; nodes: number }>();
-    entries[kind].set(key, byValue);
-    const entry = byValue.get(value) ?? { count: 0, nodes: 0 };
-    entry.count++;
-    entry.nodes += nodes;
-    byValue.set(value, entry);
-  };
-  for (const v of array) {
-    if (typeof v !== "string") continue;
-    const group = `${v.length}:${v.slice(0, STRING_PREFIX)}`;
-    const counted = strings.get(group) ?? { count: 0, length: v.length };
-    counted.count++;
-    strings.set(group, counted);
-  }
-  for (const item of items) {
-    const kind = Array.isArray(item.value) ? "array" : "object";
-    composite[kind].count++;
-    composite[kind].nodes += item.nodes;
-    const obj = item.value as Record<string, unknown>;
-    if (kind === "array") {
-      if (item.keys > 0 && isPrimitive(obj[0])) add(kind, item.keys, obj[0], item.nodes);
-    } else for (const key in obj) if (isPrimitive(obj[key])) add(kind, key, obj[key], item.nodes);
-  }
-  for (const { count, length } of strings.values())
-    units += (count * (count - 1) * length) / COMPARED_CHARS_PER_UNIT;
-  const objects = composite.object.count + composite.array.count;
-  for (const item of items) {
-    const obj = item.value as Record<string, unknown>;
-    const kind = Array.isArray(obj) ? "array" : "object";
-    const firstKey = item.first;
-    const first = firstKey === undefined ? undefined : obj[firstKey];
-    const listed = kind === "object" ? 2 * item.keys : 0;
-    units +=
-      (objects - 1) *
-      (1 / OBJECT_PAIRS_PER_UNIT +
-        listed / LISTED_KEYS_PER_UNIT +
-        (typeof first === "string" ? first.length / COMPARED_CHARS_PER_UNIT : 0));
-    const alike =
-      firstKey !== undefined && isPrimitive(first)
-        ? entries[kind].get(kind === "array" ? item.keys : firstKey)?.get(first)
-        : undefined;
-    const { count, nodes } = alike ?? composite[kind];
-    units +=
-      ((count - 1) * item.nodes + (nodes - item.nodes)) / COMPARED_NODES_PER_UNIT +
-      ((count - 1) * item.chars) / COMPARED_CHARS_PER_UNIT;
-  }
-  return units;
+  longestArray: number;
 }
 
 /**
  * Measures the instance and wraps its big objects (in place, bottom-up) in a Proxy that charges
  * each listing of their keys: every evaluation of an object lists them, and an evaluation of a
- * 1,500-key object costs ~60 times one of a small value. With `unique` (the schema has a
- * uniqueItems), each array's uniqueUnits is counted too, from what the walk measures.
+ * 1,500-key object costs ~60 times one of a small value.
  */
-function meterInstance(root: unknown, unique: boolean): { value: unknown; facts: InstanceFacts } {
-  const facts: InstanceFacts = { nodes: 0, longestString: 0, unique: new WeakMap() };
-  // What the last wrap measured of the value it was given (its JSON nodes, characters, keys).
-  let nodesOf = 0;
-  let charsOf = 0;
-  let keysOf: string[] | undefined;
-  // Held while the walk is below an array: only its objects and arrays (at most the containers
-  // a body may hold, MAX_JSON_CONTAINERS), none of an array that cannot be paid for.
+function meterInstance(root: unknown): { value: unknown; facts: InstanceFacts } {
+  const facts: InstanceFacts = { nodes: 0, longestString: 0, longestArray: 0 };
   // Depth is bounded by the JSON parser (MAX_JSON_DEPTH), so recursion is safe here.
   const wrap = (v: unknown): unknown => {
     facts.nodes++;
     if (typeof v === "string") facts.longestString = Math.max(facts.longestString, v.length);
-    if (v === null || typeof v !== "object") {
-      nodesOf = 1;
-      charsOf = typeof v === "string" ? v.length : 0;
-      keysOf = undefined;
-      return v;
-    }
+    if (v === null || typeof v !== "object") return v;
     const obj = v as Record<string, unknown>;
     const keys = Object.keys(obj);
-    const array = unique && Array.isArray(v) && keys.length > 1;
-    const items: Item[] | undefined = array && keys.length <= UNPAYABLE_ITEMS ? [] : undefined;
-    let nodes = 1;
-    let chars = 0;
-    for (const key of keys) {
-      const child = wrap(obj[key]);
-      obj[key] = child;
-      nodes += nodesOf;
-      chars += charsOf;
-      if (keysOf)
-        items?.push({ value: child, nodes: nodesOf, chars: charsOf, keys: keysOf.length, first: keysOf[0] });
+    for (const key of keys) obj[key] = wrap(obj[key]);
+    if (Array.isArray(v)) {
+      facts.longestArray = Math.max(facts.longestArray, keys.length);
+      return v;
     }
-    if (array) {
-      const units = items
-        ? uniqueUnits(v as unknown[], items)
-        : (keys.length * (keys.length - 1)) / COMPARES_PER_UNIT;
-      if (units > SMALL_UNIQUE_UNITS) facts.unique.set(v as unknown[], units);
-    }
-    nodesOf = nodes;
-    charsOf = chars;
-    keysOf = keys;
-    return Array.isArray(v) || keys.length <= METERED_KEYS ? v : meterKeys(obj);
+    if (keys.length <= METERED_KEYS) return v;
+    return new Proxy(obj, {
+      ownKeys(target) {
+        const own = Reflect.ownKeys(target);
+        spend(own.length / KEYS_PER_UNIT);
+        return own;
+      },
+    });
   };
   return { value: wrap(root), facts };
-}
-
-/** `obj` behind a Proxy that charges each listing of its keys. */
-function meterKeys(obj: Record<string, unknown>): unknown {
-  return new Proxy(obj, {
-    ownKeys(target) {
-      const own = Reflect.ownKeys(target);
-      spend(own.length / KEYS_PER_UNIT);
-      return own;
-    },
-  });
-}
-
-/** Whether any object in `schema` has `uniqueItems: true` (every subschema that has it, and more). */
-function mentionsUniqueItems(schema: unknown): boolean {
-  const stack = [schema];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (v === null || typeof v !== "object") continue;
-    if ((v as Record<string, unknown>).uniqueItems === true) return true;
-    for (const child of Object.values(v)) stack.push(child);
-  }
-  return false;
-}
-
-/**
- * What `Array.isArray` is while a schema with `uniqueItems` is validated: the native check, noting
- * the array it was asked about (or none). The library asks it about every object instance right
- * before it destructures the subschema (the meter's accessor), with nothing in between, so the
- * accessor that reads `checked` knows the array an evaluation's uniqueItems compares. The accessor
- * clears it: a primitive instance asks nothing, and finds nothing there, unless something else
- * asked since (a `type` list, a deep compare): that array is charged then, never less.
- */
-const nativeIsArray = Array.isArray;
-let checked: unknown[] | undefined;
-function notingIsArray(value: unknown): value is unknown[] {
-  const array = nativeIsArray(value);
-  checked = array ? value : undefined;
-  return array;
 }
 
 const size = (v: unknown) => (v === undefined ? 0 : nodeCount(v));
@@ -509,22 +339,17 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
       (s.enum === undefined ? 0 : valueUnits(s.enum, Array.isArray(s.enum) ? s.enum : [s.enum])) +
       (s.const === undefined ? 0 : valueUnits(s.const, [s.const])) +
       UNITS_PER_BRANCH * (size1(s.anyOf) + size1(s.oneOf) + size1(s.allOf)) +
+      (s.uniqueItems === true ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0) +
       ((s.minLength !== undefined || s.maxLength !== undefined) && !lengthChecked
         ? facts.longestString / CHARS_PER_UNIT
         : 0);
-    // uniqueItems is charged for the array it will compare, if the instance is one (notingIsArray).
-    const unique = s.uniqueItems === true;
     const key = METER_KEYS.find((k) => !Object.hasOwn(s, k));
     if (key) {
       Object.defineProperty(s, key, {
         enumerable: false,
         configurable: true,
         get() {
-          const array = checked;
-          checked = undefined;
-          const compared =
-            unique && array && array.length > 1 ? (facts.unique.get(array) ?? SMALL_UNIQUE_UNITS) : 0;
-          spend(weight + compared);
+          spend(weight);
           return undefined;
         },
       });
@@ -741,23 +566,18 @@ export function meteredValidation(
   schema = typeof schema === "object" && schema !== null ? structuredClone(schema) : schema;
   // The library's dereference defines its own hidden keys on the schema: let it run first.
   const validator = new Validator(schema, draft, false);
-  const unique = mentionsUniqueItems(schema);
-  const { value, facts } = meterInstance(instance, unique);
+  const { value, facts } = meterInstance(instance);
   meterSchema(schema, facts);
   const budget = WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * (facts.nodes + nodeCount(schema));
   const meter = new Meter(budget);
-  const previous = { active, isArray: Array.isArray, checked };
+  const previous = active;
   active = meter;
-  checked = undefined;
   globalThis.RegExp = Re2RegExp as unknown as RegExpConstructor;
-  if (unique) Array.isArray = notingIsArray;
   try {
     const { valid, errors } = withShortErrorLists(listed, () => validator.validate(value));
     return { valid, errors: errors.slice(0, listed), errorCount: errors.length, used: meter.used, budget };
   } finally {
     globalThis.RegExp = NativeRegExp;
-    Array.isArray = previous.isArray;
-    active = previous.active;
-    checked = previous.checked;
+    active = previous;
   }
 }

@@ -389,3 +389,45 @@ describe("what the audit's requests were charged for stays charged where the lib
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("schemas the meter could not see", () => {
+  it("a uniqueItems that is truthy but not true is charged as the library runs it: 40,000 integers are refused", async () => {
+    // The library runs its pairwise loop for any truthy value; only `true` was charged (1 unit for
+    // a 224 KB call that held the isolate 3.7 s).
+    const instance = Array.from({ length: 40_000 }, (_, i) => i);
+    for (const uniqueItems of [1, "yes", {}, []]) {
+      const r = await validate({ uniqueItems }, instance);
+      expect(r.status, String(uniqueItems)).toBe(422);
+      expect(JSON.stringify(r.body)).toContain("budget_units");
+    }
+    // A small one is still answered as the library answers it.
+    await expectLibraryAnswer({ uniqueItems: 1 }, [1, 2, 2], false);
+  });
+
+  it("a schema holding every key the meter can sit on is refused, not run unmetered", async () => {
+    const schema = {
+      uniqueItems: true,
+      __absolute_recursive_ref__: "x",
+      __absolute_ref__: "y",
+      maxContains: 1e9,
+      minContains: 0,
+      unevaluatedItems: true,
+      additionalItems: true,
+      dependencies: {},
+      dependentSchemas: {},
+      dependentRequired: {},
+      propertyNames: true,
+      minProperties: 0,
+      maxProperties: 1e9,
+      multipleOf: 1,
+      exclusiveMinimum: -1,
+      exclusiveMaximum: 1e9,
+    };
+    const r = await validate(
+      schema,
+      Array.from({ length: 8_000 }, (_, i) => ({ k: i })),
+    );
+    expect(r.status).toBe(422);
+    expect(JSON.stringify(r.body)).toContain("budget_units");
+  });
+});

@@ -296,7 +296,8 @@ function valueUnits(value: unknown, compared: unknown[]): number {
   return compareUnits(compared) + (chargeOnMessage(value, message) ? 0 : message);
 }
 
-// Keys validate() destructures on every call; the first one a schema lacks carries the meter.
+// Keys validate() destructures on every call; the first one a schema lacks carries the meter. A
+// schema that holds every one of them could not be metered: it is refused (meteredValidation).
 const METER_KEYS = [
   "__absolute_recursive_ref__",
   "__absolute_ref__",
@@ -305,14 +306,23 @@ const METER_KEYS = [
   "unevaluatedItems",
   "additionalItems",
   "dependencies",
+  "dependentSchemas",
+  "dependentRequired",
+  "propertyNames",
+  "minProperties",
+  "maxProperties",
+  "multipleOf",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
 ];
 
 /**
  * Walks the subschemas the way the library's dereference does (same keyword tables), checks every
  * `pattern` and `patternProperties` key for RE2, and installs the per-evaluation charge.
  */
-function meterSchema(root: unknown, facts: InstanceFacts) {
+function meterSchema(root: unknown, facts: InstanceFacts): { unmetered: number } {
   let patterns = 0;
+  let unmetered = 0;
   const check = (pattern: string, at: (string | number)[]) => {
     patterns += checkPattern(pattern, at, patterns);
   };
@@ -339,11 +349,13 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
       (s.enum === undefined ? 0 : valueUnits(s.enum, Array.isArray(s.enum) ? s.enum : [s.enum])) +
       (s.const === undefined ? 0 : valueUnits(s.const, [s.const])) +
       UNITS_PER_BRANCH * (size1(s.anyOf) + size1(s.oneOf) + size1(s.allOf)) +
-      (s.uniqueItems === true ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0) +
+      // The library runs its pairwise loop for any truthy value (`if ($uniqueItems)`), not only true.
+      (s.uniqueItems ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0) +
       ((s.minLength !== undefined || s.maxLength !== undefined) && !lengthChecked
         ? facts.longestString / CHARS_PER_UNIT
         : 0);
     const key = METER_KEYS.find((k) => !Object.hasOwn(s, k));
+    if (!key) unmetered++;
     if (key) {
       Object.defineProperty(s, key, {
         enumerable: false,
@@ -372,6 +384,7 @@ function meterSchema(root: unknown, facts: InstanceFacts) {
     }
   };
   visit(root, []);
+  return { unmetered };
 }
 
 /**
@@ -567,8 +580,10 @@ export function meteredValidation(
   // The library's dereference defines its own hidden keys on the schema: let it run first.
   const validator = new Validator(schema, draft, false);
   const { value, facts } = meterInstance(instance);
-  meterSchema(schema, facts);
+  const { unmetered } = meterSchema(schema, facts);
   const budget = WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * (facts.nodes + nodeCount(schema));
+  // A subschema holding every key the meter could sit on would run unmetered, as much as it likes.
+  if (unmetered > 0) throw new WorkLimitExceeded(budget);
   const meter = new Meter(budget);
   const previous = active;
   active = meter;

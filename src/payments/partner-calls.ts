@@ -21,7 +21,15 @@ import {
   upstreamPath,
 } from "../partners/upstream";
 import { authorizationKey } from "./ledger";
-import { type Refund, type RefundOutcome, recorded, recordedUpstreamMicros, refundCaller } from "./refunds";
+import {
+  type Refund,
+  type RefundOutcome,
+  recorded,
+  recordedUpstreamMicros,
+  refundCaller,
+  releaseUnrecordedDoubt,
+  UNRECORDED_DOUBT,
+} from "./refunds";
 import { settlementDisagreement, settlementOutcome } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
@@ -151,13 +159,36 @@ async function refundNow(c: Context<AppEnv>, refund: Refund | undefined): Promis
  * path is in doubt: its record is only retried after the answer, work a cut-off Worker never
  * finishes, and without it nothing would return or list the share. So the refund that keeps it is
  * recorded with its held listing (refunds.ts refundCaller: both or neither) before the answer,
- * whatever the retry then does; a record written late lets reconciliation rewrite the listing's
- * words, never send it (one actor: the person).
+ * whatever the retry then does. A record the retry writes takes the listing back
+ * (refunds.ts releaseUnrecordedDoubt), checked after the retry and again after the refund's batch,
+ * so reconciliation returns the share itself as for any recorded authorization; a Worker cut off
+ * before that leaves the listing, for a person.
  */
 const unrecordedDoubt = (handedOver: bigint | undefined, write: Unrecorded | undefined) =>
   write && handedOver
-    ? `one was handed over for ${microsToUsd(handedOver)} USDC and its record could not be written on the answer's path (retried after it)`
+    ? `one was handed over for ${microsToUsd(handedOver)} USDC and ${UNRECORDED_DOUBT} (retried after it)`
     : undefined;
+
+/**
+ * The record's retry, handed to waitUntil before the refund is sent (which may wait 45 s on the
+ * facilitator: a client gone meanwhile cancels anything started after it), and the refund: a
+ * listing made only because the record was missing is taken back once both are in D1.
+ */
+async function refundWithRecord(
+  c: Context<AppEnv>,
+  write: Unrecorded | undefined,
+  refund: () => Promise<RefundOutcome | undefined>,
+) {
+  const release = () => releaseUnrecordedDoubt(c.env.DB, c.get("requestId"));
+  if (write)
+    await retryAfterAnswer(c, "upstream payment", async () => {
+      await write();
+      await release();
+    });
+  const outcome = await refund();
+  if (write) await release().catch(() => undefined);
+  return outcome;
+}
 
 /**
  * What the route answers for an error thrown after the caller may have been charged: the
@@ -217,11 +248,10 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
     if (e instanceof CallerNotCharged)
       return detail(c, 402, "Your payment did not settle", { charged: false });
     const { f, inDoubt } = await asUpstreamFailure(c, t, e);
-    // The record's retry is handed over first: sending the refund may wait 45 s on the facilitator,
-    // and a client gone meanwhile would cancel anything started after it.
-    if (f.unrecorded) await retryAfterAnswer(c, "upstream payment", f.unrecorded);
     const doubt = inDoubt ?? unrecordedDoubt(f.handedOverMicros, f.unrecorded);
-    const outcome = await refundNow(c, await refundOwed(c, f.message, f.handedOverMicros, doubt));
+    const outcome = await refundWithRecord(c, f.unrecorded, async () =>
+      refundNow(c, await refundOwed(c, f.message, f.handedOverMicros, doubt)),
+    );
     return failure(c, t, f.status, f.message, f.upstreamStatus, outcome);
   }
   if (t.partner.listing_status === "external_x403") {
@@ -237,14 +267,17 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   }
   if (result.status < 200 || result.status >= 300) {
     const handedOver = result.paidUpstream?.amountMicros ?? result.handedOverMicros;
-    if (result.unrecorded) await retryAfterAnswer(c, "upstream payment", result.unrecorded);
-    const refund = await refundOwed(
-      c,
-      `the partner answered ${result.status}`,
-      handedOver,
-      unrecordedDoubt(handedOver, result.unrecorded),
+    const outcome = await refundWithRecord(c, result.unrecorded, async () =>
+      refundNow(
+        c,
+        await refundOwed(
+          c,
+          `the partner answered ${result.status}`,
+          handedOver,
+          unrecordedDoubt(handedOver, result.unrecorded),
+        ),
+      ),
     );
-    const outcome = await refundNow(c, refund);
     return c.json({ ...envelope(t, result, false), ...chargedFields(outcome) }, 502);
   }
   // Served: the share is the partner's whatever its record does, so a write that fails is only retried.

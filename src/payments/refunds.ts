@@ -242,6 +242,29 @@ export async function withheldReturn(
   };
 }
 
+/** What an in-doubt listing says when only its authorization's record was missing (partner-calls.ts). */
+export const UNRECORDED_DOUBT = "its record could not be written on the answer's path";
+
+/**
+ * Takes back the listing of a share kept in doubt only because its authorization's record was
+ * missing, once that record is in D1 (its first write failed, a retry wrote it): reconciliation
+ * then returns the share itself when the authorization expires unused, and sees it paid when it
+ * landed. Run after the retry's write and again after the refund's batch, so whichever comes last
+ * finds both. Only a listing nobody has acted on: never decided by reconciliation, recorded by a
+ * person or sent; its hold tells a person to wait 300 s, the retry takes about a second.
+ */
+export function releaseUnrecordedDoubt(db: D1Database, requestId: string) {
+  return db
+    .prepare(
+      `DELETE FROM refunds WHERE request_id = ?1 || '${WITHHELD_SUFFIX}' AND status = 'owed'
+         AND valid_before IS NULL AND resolved_at IS NULL AND hold LIKE '${IN_DOUBT}%'
+         AND hold NOT LIKE '${IN_DOUBT} decided since%' AND instr(hold, ?2) > 0
+         AND EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?1)`,
+    )
+    .bind(requestId, UNRECORDED_DOUBT)
+    .run();
+}
+
 /** A partner call's refund: recorded as owed, then sent (only by the request that recorded it). */
 export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutcome> {
   const now = Date.now();

@@ -202,7 +202,7 @@ describe("an error of ours after the operating wallet signed for less than the l
 });
 
 describe("an error of ours reading the paid answer", () => {
-  it("after the authorization's first record write failed: the retry records it, only the 0.01 signed is kept, and listed for a person", async () => {
+  it("after the authorization's first record write failed: the retry records it, only the 0.01 signed is kept, and no person is asked", async () => {
     stubNetwork(
       x402Partner("10000", () =>
         answerWhoseHeaderThrows(
@@ -220,14 +220,10 @@ describe("an error of ours reading the paid answer", () => {
       expect.objectContaining({ amount_micro: 10000, tx_hash: PARTNER_TX, upstream_status: 200 }),
     ]);
     expect(await refundRow(requestId)).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
-    // Listed with the refund before the answer, whatever the retry then does: a Worker cut off
-    // before its retry ends would otherwise leave the 0.01 neither returned nor listed. Held, so a
-    // person is its one actor (the record written late changes its words, never sends it).
-    expect(await refundRow(`${requestId}:withheld`)).toMatchObject({
-      amount_micro: 10000,
-      status: "owed",
-      hold: expect.stringMatching(/^kept back in doubt: .*record could not be written on the answer's path/),
-    });
+    // Listed with the refund before the answer (a Worker cut off before its retry ends would
+    // otherwise leave the 0.01 neither returned nor listed), and taken back once the retry wrote
+    // the record: reconciliation returns it as for any recorded authorization.
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
   });
 });
 
@@ -526,6 +522,38 @@ describe("a share kept back for an authorization whose record failed on the answ
     expect((await answering).status).toBe(502);
     await Promise.all(registered);
     expect(await upstreamRows(requestId)).toEqual([expect.objectContaining({ amount_micro: 10000 })]);
+    // Both in D1 now: the listing made only for the missing record is taken back.
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
+  });
+
+  it("the same when the error is ours, reading the partner's answer: the retry is handed over before the refund is sent", async () => {
+    stubNetwork(
+      x402Partner("10000", () =>
+        answerWhoseHeaderThrows(
+          Response.json({ eth: 1 }, { headers: receipt("10000") }),
+          "content-type",
+          true,
+        ),
+      ),
+    );
+    const { release, refundReached } = hangRefundSettles();
+    const registered: Promise<unknown>[] = [];
+    const e = { ...tryEnv, DB: failing("INSERT INTO upstream_payments", 1) };
+    const answering = paidCallWithCtx(e, collectingCtx(registered));
+    await refundReached;
+    expect(registered.length).toBeGreaterThan(0);
+    release();
+    expect((await answering).status).toBe(502);
+    await Promise.all(registered);
+    const requestId = String(
+      (
+        await env.DB.prepare(
+          "SELECT request_id FROM refunds WHERE request_id NOT LIKE '%:withheld' ORDER BY id DESC LIMIT 1",
+        ).first<{ request_id: string }>()
+      )?.request_id,
+    );
+    expect(await upstreamRows(requestId)).toEqual([expect.objectContaining({ amount_micro: 10000 })]);
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
   });
 
   it("the listing carries the refund's own hold: a settlement that disagrees about the payer is in doubt for both", async () => {

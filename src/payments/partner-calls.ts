@@ -140,8 +140,15 @@ async function refundOwed(
   };
 }
 
-/** Records and sends a charged caller's refund (refundOwed), if there is one. */
-async function refundNow(c: Context<AppEnv>, refund: Refund | undefined): Promise<RefundOutcome | undefined> {
+/**
+ * Records and sends a charged caller's refund (refundOwed), if there is one; `after` runs after
+ * each recording, the retried one's too (refundWithRecord's release of a listing it may rewrite).
+ */
+async function refundNow(
+  c: Context<AppEnv>,
+  refund: Refund | undefined,
+  after?: () => Promise<unknown>,
+): Promise<RefundOutcome | undefined> {
   if (!refund) return undefined;
   try {
     return await refundCaller(c.env, refund);
@@ -149,7 +156,10 @@ async function refundNow(c: Context<AppEnv>, refund: Refund | undefined): Promis
     // The caller has paid: the answer says the refund is owed, and recording (then sending) it is
     // retried after the answer. Its nonce is the request's, so a retry never refunds twice.
     logWriteFailure(refund.requestId, "refund", e, 1);
-    await retryAfterAnswer(c, "refund", () => refundCaller(c.env, refund));
+    await retryAfterAnswer(c, "refund", async () => {
+      await refundCaller(c.env, refund);
+      await after?.();
+    });
     return { status: "owed", amount: recorded(refund).amount, transaction: null };
   }
 }
@@ -160,8 +170,8 @@ async function refundNow(c: Context<AppEnv>, refund: Refund | undefined): Promis
  * finishes, and without it nothing would return or list the share. So the refund that keeps it is
  * recorded with its held listing (refunds.ts refundCaller: both or neither) before the answer,
  * whatever the retry then does. A record the retry writes takes the listing back
- * (refunds.ts releaseUnrecordedDoubt), checked after the retry and again after the refund's batch,
- * so reconciliation returns the share itself as for any recorded authorization; a Worker cut off
+ * (refunds.ts releaseUnrecordedDoubt), checked after the retry's write and again after each
+ * recording of the refund (its own retry's too, which writes the listing again), so reconciliation returns the share itself as for any recorded authorization; a Worker cut off
  * before that leaves the listing, for a person.
  */
 const unrecordedDoubt = (handedOver: bigint | undefined, write: Unrecorded | undefined) =>
@@ -177,16 +187,16 @@ const unrecordedDoubt = (handedOver: bigint | undefined, write: Unrecorded | und
 async function refundWithRecord(
   c: Context<AppEnv>,
   write: Unrecorded | undefined,
-  refund: () => Promise<RefundOutcome | undefined>,
+  refund: Refund | undefined,
 ) {
+  if (!write) return refundNow(c, refund);
   const release = () => releaseUnrecordedDoubt(c.env.DB, c.get("requestId"));
-  if (write)
-    await retryAfterAnswer(c, "upstream payment", async () => {
-      await write();
-      await release();
-    });
-  const outcome = await refund();
-  if (write) await release().catch(() => undefined);
+  await retryAfterAnswer(c, "upstream payment", async () => {
+    await write();
+    await release();
+  });
+  const outcome = await refundNow(c, refund, release);
+  await release().catch(() => undefined);
   return outcome;
 }
 
@@ -249,8 +259,10 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
       return detail(c, 402, "Your payment did not settle", { charged: false });
     const { f, inDoubt } = await asUpstreamFailure(c, t, e);
     const doubt = inDoubt ?? unrecordedDoubt(f.handedOverMicros, f.unrecorded);
-    const outcome = await refundWithRecord(c, f.unrecorded, async () =>
-      refundNow(c, await refundOwed(c, f.message, f.handedOverMicros, doubt)),
+    const outcome = await refundWithRecord(
+      c,
+      f.unrecorded,
+      await refundOwed(c, f.message, f.handedOverMicros, doubt),
     );
     return failure(c, t, f.status, f.message, f.upstreamStatus, outcome);
   }
@@ -267,15 +279,14 @@ async function tryPartner(c: Context<AppEnv>, t: TryTarget) {
   }
   if (result.status < 200 || result.status >= 300) {
     const handedOver = result.paidUpstream?.amountMicros ?? result.handedOverMicros;
-    const outcome = await refundWithRecord(c, result.unrecorded, async () =>
-      refundNow(
+    const outcome = await refundWithRecord(
+      c,
+      result.unrecorded,
+      await refundOwed(
         c,
-        await refundOwed(
-          c,
-          `the partner answered ${result.status}`,
-          handedOver,
-          unrecordedDoubt(handedOver, result.unrecorded),
-        ),
+        `the partner answered ${result.status}`,
+        handedOver,
+        unrecordedDoubt(handedOver, result.unrecorded),
       ),
     );
     return c.json({ ...envelope(t, result, false), ...chargedFields(outcome) }, 502);

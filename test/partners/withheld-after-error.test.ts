@@ -526,6 +526,37 @@ describe("a share kept back for an authorization whose record failed on the answ
     expect(await refundRow(`${requestId}:withheld`)).toBeNull();
   });
 
+  it("the refund's own batch failing once and retried after the answer does not bring the listing back", async () => {
+    stubNetwork(x402Partner("10000", () => Response.json({ error: "down" }, { status: 500 })));
+    const fails = new Map([
+      ["INSERT INTO upstream_payments", 1],
+      ["INSERT INTO refunds", 1],
+    ]);
+    const db = new Proxy(env.DB, {
+      get(target, key) {
+        if (key === "prepare")
+          return (sql: string) => {
+            for (const [query, left] of fails)
+              if (sql.includes(query) && left > 0) {
+                fails.set(query, left - 1);
+                throw new Error("D1_ERROR: simulated outage");
+              }
+            return target.prepare(sql);
+          };
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const registered: Promise<unknown>[] = [];
+    const res = await paidCallWithCtx({ ...tryEnv, DB: db }, collectingCtx(registered));
+    expect(res.status).toBe(502);
+    await Promise.all(registered);
+    const requestId = res.headers.get("x-request-id") ?? "";
+    expect(await upstreamRows(requestId)).toEqual([expect.objectContaining({ amount_micro: 10000 })]);
+    expect(await refundRow(requestId)).toMatchObject({ withheld_micro: 10000 });
+    expect(await refundRow(`${requestId}:withheld`)).toBeNull();
+  });
+
   it("the same when the error is ours, reading the partner's answer: the retry is handed over before the refund is sent", async () => {
     stubNetwork(
       x402Partner("10000", () =>

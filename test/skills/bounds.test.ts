@@ -9,6 +9,7 @@ import { skills } from "../../src/skills/registry";
 import { runSkill } from "../../src/skills/run";
 import type { Skill } from "../../src/skills/types";
 import { trimTrailingDots } from "../../src/skills/url-normalize";
+import { meteredRun } from "./schema-answers";
 
 /** An array of records that require an id and a non-empty name, plus the given properties. */
 const recordsSchema = (properties: Record<string, unknown>) => ({
@@ -381,22 +382,8 @@ describe("json_schema_validate bounds (issues 15 and 19)", () => {
         fc.property(withDefs, instance, (s, inst) => {
           const text = JSON.stringify({ schema: s, instance: inst });
           fc.pre(text.length <= 10_240);
-          const started = performance.now();
-          let used = 0;
-          let budget = 0;
-          try {
-            ({ used, budget } = meteredValidation(
-              JSON.parse(JSON.stringify(s)),
-              JSON.parse(JSON.stringify(inst)),
-              "2020-12",
-            ));
-          } catch (e) {
-            // Refusals are the bound working; anything else must be a library error for a bad schema.
-            if (!(e instanceof Error)) throw e;
-            const refused = ["WorkLimitExceeded", "UnsupportedPattern", "InvalidPattern", "RangeError"];
-            if (!refused.includes(e.constructor.name) && !/Unresolved \$ref/.test(e.message)) throw e;
-          }
-          const ms = performance.now() - started;
+          // Anything but a refusal must be a library error for a bad schema.
+          const { used, budget, ms } = meteredRun(s, inst, (e) => /Unresolved \$ref/.test(e.message));
           worst = Math.max(worst, ms);
           expect(used).toBeLessThanOrEqual(budget);
           expect(budget).toBeLessThanOrEqual(WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * 10_240);

@@ -67,6 +67,23 @@ const refundRow = (requestId: string) =>
     .bind(requestId)
     .first<Record<string, unknown>>();
 
+/**
+ * The caller's refund of `refunded` keeping `kept` back, and that share's listing for a person: a
+ * `:withheld` row to the same payer, owed, never sent (a hold says why). Both rows, for more checks.
+ */
+async function keptInDoubt(requestId: string, refunded: number, kept: number) {
+  const first = await refundRow(requestId);
+  expect(first).toMatchObject({ amount_micro: refunded, withheld_micro: kept });
+  const listing = await refundRow(`${requestId}:withheld`);
+  expect(listing).toMatchObject({
+    payer: first?.payer,
+    amount_micro: kept,
+    status: "owed",
+    valid_before: null,
+  });
+  return { first, kept: listing };
+}
+
 type Authorization = { from: string; to: string; value: string };
 /** What the facilitator was asked to pay this payer (refunds), in micro-USDC. */
 const refundsTo = (settled: PaymentPayload[], payer: unknown) =>
@@ -236,15 +253,7 @@ describe("an authorization whose record fails on every attempt", () => {
     const { body, requestId } = await chargedFailure(res);
     expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.05 });
     expect(await upstreamRows(requestId)).toEqual([]);
-    const first = await refundRow(requestId);
-    expect(first).toMatchObject({ amount_micro: 50000, withheld_micro: 10000 });
-    const kept = await refundRow(`${requestId}:withheld`);
-    expect(kept).toMatchObject({
-      payer: first?.payer,
-      amount_micro: 10000,
-      status: "owed",
-      valid_before: null,
-    });
+    const { first, kept } = await keptInDoubt(requestId, 50000, 10000);
     expect(String(kept?.hold)).toMatch(
       /^kept back in doubt: .*record could not be written on the answer's path/,
     );
@@ -300,15 +309,7 @@ describe("an error of ours when nothing says whether an authorization was handed
     const { body, requestId } = await chargedFailure(await paidCall(PATH));
     expect(body.refund).toMatchObject({ status: "refunded", amount_usd: 0.04 });
     expect(await upstreamRows(requestId)).toEqual([]);
-    const first = await refundRow(requestId);
-    expect(first).toMatchObject({ amount_micro: 40000, withheld_micro: 20000 });
-    const kept = await refundRow(`${requestId}:withheld`);
-    expect(kept).toMatchObject({
-      payer: first?.payer,
-      amount_micro: 20000,
-      status: "owed",
-      valid_before: null,
-    });
+    const { first, kept } = await keptInDoubt(requestId, 40000, 20000);
     // The wallet may have signed less than the listed share: what did not land is still the caller's.
     expect(String(kept?.hold)).toMatch(/may have been handed over/);
     expect(String(kept?.hold)).toMatch(/minus the landed transfer's amount/);

@@ -195,14 +195,14 @@ export const seo = defineSkill({
     const { value, cache } = await cached(env, "seo", [target.href, checked], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
-      const { audit, PageTooDeep, MAX_PAGE_DEPTH } = await import("./lib/seo-audit");
+      const { audit, PageTooDeep, MAX_HTML_DEPTH } = await import("./lib/seo-audit");
       try {
         return { final_url: doc.url, ...audit(doc.text, doc.url, checked, doc.robotsTag) };
       } catch (e) {
         // The page the caller chose cannot be audited, as html_clean and ai_detector refuse it:
         // a 422 on url (not charged), where reading on cost the parser quadratic time.
         if (!(e instanceof PageTooDeep)) throw e;
-        throw InputError.at(["url"], e.message, url, "value_error", { max_depth: MAX_PAGE_DEPTH });
+        throw InputError.at(["url"], e.message, url, "value_error", { max_depth: MAX_HTML_DEPTH });
       }
     });
     const { keywords: used, score, recommendations, ...extra } = value;

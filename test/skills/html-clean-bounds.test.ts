@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { htmlToMd, htmlToText, outputAtLeast, sourceRead } from "../../src/skills/lib/html-convert";
+import { MAX_HTML_DEPTH } from "../../src/skills/lib/html-depth";
 import { MAX_ATTRIBUTES } from "../../src/skills/lib/html-for-markdown";
-import { MAX_HTML_DEPTH, MAX_PREFIX_NESTING } from "../../src/skills/lib/html-prepass";
+import { MAX_PREFIX_NESTING } from "../../src/skills/lib/html-prepass";
 import { MAX_OUTPUT_BYTES } from "../../src/skills/lib/output-size";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";

@@ -1,6 +1,7 @@
 import { Parser } from "htmlparser2";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_HEADING_CHARS, MAX_PAGE_DEPTH, PageTooDeep, scan } from "../../src/skills/lib/seo-scan";
+import { MAX_HTML_DEPTH } from "../../src/skills/lib/html-depth";
+import { MAX_HEADING_CHARS, PageTooDeep, scan } from "../../src/skills/lib/seo-scan";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { detailOf, postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
@@ -51,7 +52,7 @@ describe("seo on a page nested past 512 elements", () => {
   it(
     "a page exactly 512 deep (a void element at the bottom counts) is audited",
     async () => {
-      const url = servePage(`<html><body>${"<div>".repeat(MAX_PAGE_DEPTH - 3)}<img src=/x.png>`);
+      const url = servePage(`<html><body>${"<div>".repeat(MAX_HTML_DEPTH - 3)}<img src=/x.png>`);
       const res = await postJson("/api/skills/seo", { url, keywords: null });
       expect(res.status).toBe(200);
       const body = await res.json<{ checks: { images: { total: number } } }>();
@@ -65,7 +66,7 @@ describe("seo on a page nested past 512 elements", () => {
     () => {
       const opened = vi.spyOn(Parser.prototype, "onopentagname");
       expect(() => scan("<b>".repeat(20_000))).toThrow(PageTooDeep);
-      expect(opened).toHaveBeenCalledTimes(MAX_PAGE_DEPTH + 1);
+      expect(opened).toHaveBeenCalledTimes(MAX_HTML_DEPTH + 1);
     },
     SKILL_TEST_TIMEOUT,
   );

@@ -1,5 +1,6 @@
 import { Parser } from "htmlparser2";
 import { InputError, type Loc } from "../../http/validation";
+import { MAX_HTML_DEPTH } from "./html-depth";
 import { scriptsEnded } from "./script-ends";
 
 /**
@@ -37,8 +38,6 @@ export const DROPPED = [
  */
 export const TABLE_LIMITS = { cells: 5000, span: 1000, area: 20_000, extent: 2000 };
 
-/** Element nesting we convert; real pages stay far below it (a few dozen levels). */
-export const MAX_HTML_DEPTH = 512;
 class TooDeep extends Error {}
 class Enough extends Error {}
 

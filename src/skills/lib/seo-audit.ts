@@ -6,7 +6,8 @@ import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
 
 // seo.ts turns a page too deep to read into a 422 on url; it loads this module only when it runs.
-export { MAX_PAGE_DEPTH, PageTooDeep } from "./seo-scan";
+export { MAX_HTML_DEPTH } from "./html-depth";
+export { PageTooDeep } from "./seo-scan";
 
 /**
  * On-page SEO audit of one HTML document: pure logic, no network. Weights in docs/ANALYTIC_SKILLS.md.

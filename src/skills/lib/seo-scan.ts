@@ -1,5 +1,6 @@
 import { Parser } from "htmlparser2";
 import { cut } from "../../text-cut";
+import { MAX_HTML_DEPTH } from "./html-depth";
 import { scriptsEnded } from "./script-ends";
 
 // seo-keywords.ts cuts the page text it counts with it too.
@@ -20,17 +21,13 @@ const SKIP_TEXT = new Set([
 ]);
 
 /**
- * Element nesting a page may have; real pages stay far below it (a few dozen levels). The bound
- * html_clean and ai_detector refuse past (MAX_HTML_DEPTH in html-prepass.ts). htmlparser2 keeps
- * its open elements in an array it `unshift`s at every open tag, so a deep page costs it quadratic
- * time (2 MiB of nested <b>: 117 s); only stopping the parse bounds that.
+ * A page nested deeper than MAX_HTML_DEPTH: scan() stops at the first element past it. htmlparser2
+ * keeps its open elements in an array it `unshift`s at every open tag, so a deep page costs it
+ * quadratic time (2 MiB of nested <b>: 117 s); only stopping the parse bounds that.
  */
-export const MAX_PAGE_DEPTH = 512;
-
-/** A page nested deeper than MAX_PAGE_DEPTH: scan() stops at the first element past it. */
 export class PageTooDeep extends Error {
   constructor() {
-    super(`the page is nested deeper than ${MAX_PAGE_DEPTH} elements`);
+    super(`the page is nested deeper than ${MAX_HTML_DEPTH} elements`);
   }
 }
 
@@ -78,7 +75,7 @@ export interface Scan {
   text: string;
 }
 
-/** Reads the page; throws PageTooDeep, having stopped there, for one nested past MAX_PAGE_DEPTH. */
+/** Reads the page; throws PageTooDeep, having stopped there, for one nested past MAX_HTML_DEPTH. */
 export function scan(html: string): Scan {
   const s: Scan = {
     lang: null,
@@ -117,7 +114,7 @@ export function scan(html: string): Scan {
     {
       onopentagname(name) {
         // Thrown out of the parser: its own cost past here is the quadratic part.
-        if (++depth > MAX_PAGE_DEPTH) throw new PageTooDeep();
+        if (++depth > MAX_HTML_DEPTH) throw new PageTooDeep();
         if (SKIP_TEXT.has(name)) skipping++;
         if (name === "svg") inSvg++;
       },

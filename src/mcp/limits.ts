@@ -26,11 +26,7 @@ export const MCP_ENVELOPE_DEPTH = 16;
 /** As many `{}` as the 64 KiB of MCP_MAX_BODY_BYTES's headroom hold. */
 export const MCP_ENVELOPE_CONTAINERS = 32 * 1024;
 
-/** x402 MCP transport (v2) `_meta` keys. */
-export const PAYMENT_META = "x402/payment";
-export const PAYMENT_RESPONSE_META = "x402/payment-response";
-/** Where MCP payers that predate structuredContent (Cloudflare Agents' withX402Client) read an offer. */
-export const PAYMENT_ERROR_META = "x402/error";
+export { PAYMENT_ERROR_META, PAYMENT_META, PAYMENT_RESPONSE_META } from "../payments/x402-mcp-meta";
 /** Our own `_meta` key: calls left on the card-credit key that paid this call. */
 export const CREDITS_META = "marketplace/credits-remaining";
 /**

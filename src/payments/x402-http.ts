@@ -12,6 +12,7 @@ import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
 import { settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
+import { PAYMENT_META } from "./x402-mcp-meta";
 import { validBeforeRefusal } from "./x402-terms";
 import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
 
@@ -302,12 +303,12 @@ export function x402HttpGate(
       );
     }
     if (read?.kind === "not_v2") {
-      // An MCP call has one payment field (`_meta["x402/payment"]`, sent on here as
+      // An MCP call has one payment field (`_meta[PAYMENT_META]`, sent on here as
       // PAYMENT-SIGNATURE) and no X-PAYMENT to send a v1 payload in: it is told what it can do.
       return refuseWithOffer(
         "invalid_x402_version",
         isMcpRequest(c.req.raw)
-          ? 'MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in _meta["x402/payment"]'
+          ? `MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in _meta["${PAYMENT_META}"]`
           : "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }

@@ -130,10 +130,18 @@ describe("the unpaid 402 is built once and reused", () => {
     const now = Date.now();
     const clock = vi.spyOn(Date, "now").mockReturnValue(now + SUPPORTED_TTL_MS + 1000);
     facilitator.mode = "down";
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     expect(offer(await unpaid(e))).toEqual(offer(first));
     await vi.waitFor(() => expect(facilitator.reads).toBe(2), { timeout: 5000 });
-    // Let the failed re-read settle, then ask again within the new TTL: no third read.
-    await new Promise((r) => setTimeout(r, 50));
+    // Once the re-read has failed (its warning is written where it restarts the TTL), ask again
+    // within the new TTL: no third read.
+    await vi.waitFor(
+      () =>
+        expect(warn).toHaveBeenCalledWith(
+          expect.stringContaining("re-reading the facilitator's /supported failed"),
+        ),
+      { timeout: 5000 },
+    );
     expect(offer(await unpaid(e))).toEqual(offer(first));
     expect(facilitator.reads).toBe(2);
     clock.mockReturnValue(now + 3 * SUPPORTED_TTL_MS);

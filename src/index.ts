@@ -2,6 +2,7 @@ import { createApp } from "./app";
 import { redactSecrets } from "./config";
 import type { Bindings } from "./env";
 import { databaseSize, pruneExpired, sizeReport } from "./ops/database";
+import { sweepCheckouts } from "./payments/checkout-sweep";
 import { cronFailure, reconcile } from "./payments/reconcile";
 import { refreshPublishedStats } from "./stats/published";
 
@@ -9,22 +10,26 @@ const app = createApp();
 
 /**
  * The Cron Trigger (wrangler.toml [triggers]): reconciles unconfirmed payments against the chain,
- * recomputes the published reliability figures into KV (stats/published.ts) and deletes expired
- * stored answers and old call-log rows and clears unpaid checkouts' stale payloads (ops/database.ts), side by side so no part's failure skips
- * or hides another's; then reads the database's size, logged at "warn" near D1's cap. Awaited,
+ * recomputes the published reliability figures into KV (stats/published.ts), deletes expired
+ * stored answers and old call-log rows and clears unpaid checkouts' stale payloads
+ * (ops/database.ts), and asks Stripe about card checkouts no webhook settled
+ * (payments/checkout-sweep.ts: a pack granted there runs its first call in waitUntil), side by side
+ * so no part's failure skips or hides another's; then reads the database's size, logged at "warn"
+ * near D1's cap. Awaited,
  * and a run where a part failed (or reconciliation left errors) throws, naming each: the Cron
  * Events list and its alerts then show it as failed instead of a success whose only trace is a
  * log line. Not retried by the platform (noRetry): the next run is 5 minutes away and picks up
  * what this one left.
  */
-async function scheduled(controller: ScheduledController, env: Bindings, _ctx: ExecutionContext) {
+async function scheduled(controller: ScheduledController, env: Bindings, ctx: ExecutionContext) {
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
   const redacted = (fields: Record<string, unknown>) =>
     redactSecrets(JSON.stringify({ cron: controller.cron, ...fields }), env);
-  const [reconciled, stats, pruned] = await Promise.allSettled([
+  const [reconciled, stats, pruned, swept] = await Promise.allSettled([
     reconcile(env),
     refreshPublishedStats(env),
     pruneExpired(env.DB),
+    sweepCheckouts(env, (run) => ctx.waitUntil(run)),
   ]);
   const failures: string[] = [];
   const failed = (part: string, reason: unknown) => {
@@ -41,6 +46,12 @@ async function scheduled(controller: ScheduledController, env: Bindings, _ctx: E
   } else failed("stats", stats.reason);
   if (pruned.status === "fulfilled") console.log(redacted({ level: "info", pruned: pruned.value }));
   else failed("prune", pruned.reason);
+  // A Stripe outage stops the sweep with what it did so far: logged, then the run fails naming it.
+  if (swept.status === "fulfilled") {
+    const level = swept.value.error ? "error" : "info";
+    (level === "error" ? console.error : console.log)(redacted({ level, checkout_sweep: swept.value }));
+    if (swept.value.error) failures.push(`checkout_sweep: ${swept.value.error}`);
+  } else failed("checkout_sweep", swept.reason);
   // Read after the deletes: what they left. Nothing else watches it, and past D1's cap every
   // x402 claim is refused.
   try {

@@ -31,6 +31,10 @@ export interface SessionRow {
   payment_failed_at: number | null;
   /** When Stripe first reported the session complete with its payment still to clear (a bank debit). */
   payment_pending_at: number | null;
+  /** When the Cron's sweep last asked Stripe about the session (migration 0019). */
+  checked_at: number | null;
+  /** When Stripe answered the sweep that it does not know the session (404): not asked again. */
+  stripe_missing_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -209,11 +213,12 @@ export const UNPAID_SESSION_RETENTION_DAYS = 30;
  * key, holding no payload, created more than UNPAID_SESSION_RETENTION_DAYS ago, and either expired
  * (its checkout.session.expired event: an expired session can never be paid) or completed with a
  * bank debit that failed (async_payment_failed). A granted session (api_key_id) is part of the money
- * ledger (credits, refunds, disputes) and is never deleted. Nor is a row Stripe never told us the
- * end of (still `open`): its completed event may have been lost, every delivery of it failed (a
- * rotated webhook secret, an outage past Stripe's 3 days of retries), and the success page, which
- * asks Stripe about a row it knows, is the buyer's way to the key; and a late grant or dispute finds
- * no row deleted under it, as only ended sessions are. Such rows are a few hundred bytes each. An
+ * ledger (credits, refunds, disputes) and is never deleted. Nor is a row whose end Stripe has not
+ * told us (still `open`): its completed event may have been lost, every delivery of it failed (a
+ * rotated webhook secret, an outage past Stripe's 3 days of retries), and the Cron's sweep
+ * (checkout-sweep.ts) then asks Stripe and grants it or marks it expired, after which this applies;
+ * and a late grant or dispute finds no row deleted under it, as only ended sessions are. One the
+ * sweep cannot settle (Stripe does not know it) stays, a few hundred bytes. An
  * api_keys row naming the session (none should, with api_key_id empty) keeps it too, so one odd row
  * cannot fail every chunk on the foreign key. Found through the checkout_sessions_unpaid_ended index
  * alone (migration 0018); run in chunks by the Cron (ops/database.ts): D1 has no DELETE … LIMIT.
@@ -248,6 +253,102 @@ export function unmeasuredPayloads(db: D1Database, limit: number) {
          WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
     )
     .bind(limit);
+}
+
+/**
+ * How long after its creation a session with no word from Stripe is asked about: its completed
+ * webhook comes seconds after the buyer pays, and Stripe retries a failed delivery within the hour.
+ * A session still open then was most likely never paid; one paid was granted by nothing of ours.
+ */
+const SWEEP_FIRST_LOOK_MS = 60 * 60 * 1000;
+/**
+ * Stripe's own lifetime of a session: 24 hours from its creation (checkout-create.ts sets no
+ * expires_at). Past it Stripe reports the session ended, expired or complete, for good.
+ */
+const STRIPE_SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000;
+/**
+ * How often a session past that lifetime and still open in D1 is asked again: Stripe may expire it
+ * a few minutes late, and a read that failed is tried again an hour later (not every run).
+ */
+const SWEEP_RECHECK_MS = 60 * 60 * 1000;
+/**
+ * How often a session within that lifetime is asked again once Stripe said it is open (or a read
+ * failed): every 6 hours, so a buyer who paid later, or whose first look met an outage, waits hours
+ * and not the whole day; not hourly, which would spend 23 reads on every abandoned checkout.
+ */
+const SWEEP_OPEN_RECHECK_MS = 6 * 60 * 60 * 1000;
+/**
+ * When a bank debit's outcome is overdue: a US bank debit (ACH) clears or fails within 4 business
+ * days of the payment, Stripe's async_payment_* event with it. From then the session is asked
+ * about once a day until PENDING_PAYMENT_MS have passed since Stripe reported the payment pending:
+ * no debit is still out by then, and a session still complete but unpaid is one whose debit
+ * failed, which Stripe's session does not say (only the lost async_payment_failed event did).
+ */
+const PENDING_OUTCOME_DUE_MS = 4 * 24 * 60 * 60 * 1000;
+const PENDING_RECHECK_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Up to `limit` sessions, as of `now`, that should have heard from Stripe by now and did not: still
+ * `open` in D1, never granted, their payment not failed, and either an hour old and not asked in
+ * the last 6 hours (never, at first), or past Stripe's 24 h lifetime and not asked in the last hour,
+ * or Stripe reported their bank debit pending more than PENDING_OUTCOME_DUE_MS ago (and less than
+ * PENDING_PAYMENT_MS) and they were not asked today. Least recently asked first (never asked before
+ * all, oldest first), so a session Stripe cannot answer about goes to the back, and a new session's
+ * first look comes before any other's next. A session Stripe said it does not know
+ * (stripe_missing_at) is never chosen again. Found through the checkout_sessions_unsettled index
+ * alone (migration 0019). The sweep (checkout-sweep.ts) asks Stripe and settles each by
+ * settleSession.
+ */
+export async function unsettledSessions(db: D1Database, now: number, limit: number) {
+  const { results } = await db
+    .prepare(
+      `SELECT id, checked_at FROM checkout_sessions
+       WHERE status = 'open' AND api_key_id IS NULL AND payment_failed_at IS NULL AND stripe_missing_at IS NULL
+         AND ((payment_pending_at IS NULL AND created_at < ?1
+               AND (checked_at IS NULL OR checked_at < ?2 OR (created_at < ?3 AND checked_at < ?4)))
+           OR (payment_pending_at < ?5 AND payment_pending_at >= ?6 AND (checked_at IS NULL OR checked_at < ?7)))
+       ORDER BY checked_at, created_at LIMIT ?8`,
+    )
+    .bind(
+      now - SWEEP_FIRST_LOOK_MS,
+      now - SWEEP_OPEN_RECHECK_MS,
+      now - STRIPE_SESSION_LIFETIME_MS,
+      now - SWEEP_RECHECK_MS,
+      now - PENDING_OUTCOME_DUE_MS,
+      now - PENDING_PAYMENT_MS,
+      now - PENDING_RECHECK_MS,
+      limit,
+    )
+    .all<{ id: string; checked_at: number | null }>();
+  return results;
+}
+
+/**
+ * Marks a session asked about at `now`, before Stripe is asked: false when another run marked it
+ * since it was chosen (`checkedAt`, as read then), which then asks. Marked first, so a session
+ * whose read fails goes to the back of the sweep like one that was answered. Only checked_at is
+ * written: updated_at dates the payment state's changes, which this is not.
+ */
+export async function claimSweep(db: D1Database, id: string, checkedAt: number | null, now: number) {
+  const { meta } = await db
+    .prepare("UPDATE checkout_sessions SET checked_at = ?3 WHERE id = ?1 AND checked_at IS ?2")
+    .bind(id, checkedAt, now)
+    .run();
+  return meta.changes === 1;
+}
+
+/**
+ * Records that Stripe does not know a session (a 404: made under another account's or mode's key,
+ * one since rotated). Its row is otherwise left as it was: Stripe said nothing about its payment,
+ * and the success page still asks Stripe with the key of the day.
+ */
+export async function markStripeMissing(db: D1Database, id: string, now: number) {
+  await db
+    .prepare(
+      "UPDATE checkout_sessions SET stripe_missing_at = ?2 WHERE id = ?1 AND stripe_missing_at IS NULL",
+    )
+    .bind(id, now)
+    .run();
 }
 
 export type SessionOutcome =

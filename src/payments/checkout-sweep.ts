@@ -1,0 +1,114 @@
+import type { Bindings } from "../env";
+import { runFirstPayload, runLogged } from "./checkout-first-call";
+import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
+import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
+
+/**
+ * The Cron's part that asks Stripe about checkouts no word from Stripe has reached: a session paid
+ * whose every completed webhook was lost (a rotated webhook secret, an outage past Stripe's 3 days
+ * of retries) was granted only if its buyer opened the success page, and one Stripe expired stayed
+ * `open` for ever, never deleted. Each session chosen (checkout-sessions.ts unsettledSessions) is
+ * read from Stripe and settled by settleSession, the webhook's and the success page's own grant
+ * rule: granted once when Stripe reports it paid, expired when Stripe says so, nothing otherwise.
+ */
+
+/**
+ * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day). Each read is up to
+ * 3 subrequests (stripe.ts retries twice), and a Cron invocation has Workers' per-invocation
+ * subrequest budget (1,000 on Workers Paid), which reconciliation in the same run shares (up to 80
+ * rows of 2-4 RPC calls, and refunds), as does the first call of a pack granted here. Stripe's rate
+ * limit (about 25 reads a second in test mode, 100 live) is shared with the webhook's and the
+ * success page's reads of buyers waiting now: read one at a time, the sweep takes a small share.
+ * Sessions past the budget wait for the next run (`more` in the summary).
+ */
+export const SWEEP_MAX_READS = 20;
+
+/** What one run did, logged by the Cron as `checkout_sweep`. */
+export interface SweepSummary {
+  /** Sessions Stripe was asked about. */
+  asked: number;
+  /** Granted here: paid at Stripe, with no webhook or Reveal having granted them. */
+  granted: number;
+  /** Stripe reports them expired: marked so, their payloads cleared. */
+  expired: number;
+  /** Complete at Stripe with their payment still to clear (a bank debit): marked pending, or still so. */
+  pending: number;
+  /** Still open at Stripe (not paid yet), or found settled by another path meanwhile. */
+  unchanged: number;
+  /** Stripe does not know them (404): not asked again. */
+  unknown: number;
+  /** Due sessions left for the next run: the budget ran out. */
+  more: boolean;
+  /** Why the run stopped early: Stripe could not be read. The Cron then fails, naming this part. */
+  error?: string;
+  /** Why nothing was asked: card payments are not configured. */
+  skipped?: string;
+}
+
+/**
+ * Asks Stripe about up to `limit` sessions due as of `now` and settles each. A pack granted here has
+ * its first call handed to `runAfter` (the Cron's waitUntil), as the webhook does. A read that
+ * fails (Stripe down, slow, refusing our key) stops the run there: the rest would wait on the same
+ * outage, up to stripe.ts's 15 s and two retries each. The session it was about was marked asked
+ * first, so it goes to the back and the next run starts with the others; nothing else of it changes.
+ */
+export async function sweepCheckouts(
+  env: Bindings,
+  runAfter: (run: Promise<void>) => void,
+  now = Date.now(),
+  limit = SWEEP_MAX_READS,
+): Promise<SweepSummary> {
+  const summary: SweepSummary = {
+    asked: 0,
+    granted: 0,
+    expired: 0,
+    pending: 0,
+    unchanged: 0,
+    unknown: 0,
+    more: false,
+  };
+  const stripe = await stripeClient(env);
+  if (!stripe) return { ...summary, skipped: "STRIPE_SECRET_KEY is not set" };
+  // One more than the budget: whether any is left for the next run.
+  const due = await unsettledSessions(env.DB, now, limit + 1);
+  summary.more = due.length > limit;
+  for (const { id, checked_at } of due.slice(0, limit)) {
+    if (!(await claimSweep(env.DB, id, checked_at, now))) continue;
+    summary.asked++;
+    let remote: Awaited<ReturnType<typeof fetchSession>>;
+    try {
+      remote = await fetchSession(stripe, id);
+    } catch (e) {
+      logStripeFailure(e, "readSession", { msg: "checkout sweep: stripe retrieve failed", session_id: id });
+      return { ...summary, more: true, error: `Stripe could not be read about ${id}: ${e}` };
+    }
+    if (!remote) {
+      await markStripeMissing(env.DB, id, now);
+      summary.unknown++;
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "checkout sweep: Stripe does not know this session (made under another account's or mode's key?); not asked again",
+          session_id: id,
+        }),
+      );
+      continue;
+    }
+    const outcome = await settleSession(env, remote);
+    if (outcome === "granted") {
+      summary.granted++;
+      // No webhook granted it within the hour: worth a look at the webhook's deliveries.
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "checkout sweep: granted a paid session no webhook had granted",
+          session_id: id,
+        }),
+      );
+      runAfter(runLogged(runFirstPayload(env, id)));
+    } else if (outcome === "expired") summary.expired++;
+    else if (outcome === "not_paid" && remote.status === "complete") summary.pending++;
+    else summary.unchanged++;
+  }
+  return summary;
+}

@@ -1,0 +1,373 @@
+import {
+  createExecutionContext,
+  createScheduledController,
+  env,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import worker from "../../src/index";
+import { unsettledSessions } from "../../src/payments/checkout-sessions";
+import { SWEEP_MAX_READS } from "../../src/payments/checkout-sweep";
+import {
+  createCheckout,
+  credits,
+  deliver,
+  EMULATOR,
+  emulatorEvents,
+  emulatorPost,
+  keyIn,
+  keysFor,
+  outcomeOf,
+  pay,
+  revealPost,
+  revealTokenFromPage,
+  sessionEvent,
+  sessionRow,
+  stripe,
+} from "./checkout-helpers";
+
+// A card checkout whose every webhook delivery was lost (a rotated webhook secret, an outage past
+// Stripe's 3 days of retries) was granted only if its buyer opened the success page, and a session
+// Stripe expired stayed `open` in D1 for ever (never deleted). The Cron now asks Stripe about the
+// sessions that should have heard from it by now and settles them by the webhook's own rule.
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const payload = { text: "swept" };
+const UNKNOWN = "cs_test_sweep_unknown_";
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await env.DB.prepare("DELETE FROM checkout_sessions WHERE id LIKE ?1").bind(`${UNKNOWN}%`).run();
+});
+
+/**
+ * The Cron's run with `bindings`: what it threw ("" if nothing), its log lines (console.log and
+ * console.error), and its work handed to waitUntil finished.
+ */
+async function runCron(bindings: object = env) {
+  const ctx = createExecutionContext();
+  const log = vi.spyOn(console, "log").mockImplementation(() => {});
+  const error = vi.spyOn(console, "error").mockImplementation(() => {});
+  const thrown = await worker
+    .scheduled(
+      createScheduledController({ cron: "*/5 * * * *" }),
+      { ...bindings, RPC_URL: "" } as typeof env,
+      ctx,
+    )
+    .then(
+      () => "",
+      (e: unknown) => String(e),
+    );
+  await waitOnExecutionContext(ctx);
+  const lines = [...log.mock.calls, ...error.mock.calls].map((c) => String(c[0]));
+  log.mockRestore();
+  error.mockRestore();
+  const sweep = lines.find((l) => l.includes('"checkout_sweep"'));
+  return {
+    thrown,
+    lines,
+    sweep: (JSON.parse(sweep ?? "{}") as { checkout_sweep?: Record<string, unknown> }).checkout_sweep,
+  };
+}
+
+/** Moves a session's creation back in time (Stripe's own clock is untouched). */
+const age = (id: string, ago: number) =>
+  env.DB.prepare("UPDATE checkout_sessions SET created_at = ?2 WHERE id = ?1")
+    .bind(id, Date.now() - ago)
+    .run();
+
+/** How often the app has read this session from Stripe (the emulator counts every API request). */
+const reads = async (id: string) =>
+  (
+    await (
+      await fetch(
+        `${EMULATOR}/_emulator/requests?match=${encodeURIComponent(`GET /v1/checkout/sessions/${id}`)}`,
+      )
+    ).json<{ count: number }>()
+  ).count;
+
+/** What a row says of its payment, the columns the sweep must not touch when Stripe is not read. */
+const paymentState = async (id: string) => {
+  const row = await sessionRow(id);
+  return {
+    status: row?.status,
+    payload: row?.payload,
+    payload_bytes: row?.payload_bytes,
+    api_key_id: row?.api_key_id,
+    payment_pending_at: row?.payment_pending_at,
+    payment_failed_at: row?.payment_failed_at,
+    updated_at: row?.updated_at,
+  };
+};
+
+describe("the Cron settles checkouts no webhook reached, by Stripe's own state", () => {
+  it("grants a session paid at Stripe with no webhook delivered exactly once, runs its first call, and the success page then shows the key as usual", async () => {
+    const id = await createCheckout("sha256", 170, payload);
+    // Paid at Stripe; the unit tests' emulator has no webhook target, so no event reached us.
+    await pay(id);
+    await age(id, 2 * HOUR);
+
+    const first = await runCron();
+    expect(first.thrown).toBe("");
+    expect(first.sweep).toMatchObject({ asked: expect.any(Number), granted: expect.any(Number) });
+    expect(first.sweep?.granted).toBeGreaterThanOrEqual(1);
+    expect(first.lines.some((l) => l.includes("granted a paid session") && l.includes(id))).toBe(true);
+    const granted = await sessionRow(id);
+    expect(granted).toMatchObject({ status: "complete", api_key_id: expect.any(String) });
+    expect((await keysFor(id)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
+    // Its first call ran after the grant, as the webhook runs it (free beta: no credit taken).
+    expect(JSON.parse(granted?.payload_result as string)).toMatchObject({ status: 200 });
+    expect(await reads(id)).toBe(1);
+
+    // Again: nothing more is asked or granted.
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(1);
+    expect((await keysFor(id)).results).toHaveLength(1);
+
+    // The completed webhook, delivered at last, finds it granted and changes nothing.
+    expect(await outcomeOf(await deliver(await sessionEvent("checkout.session.completed", id)))).toBe(
+      "already_granted",
+    );
+    expect((await keysFor(id)).results).toHaveLength(1);
+    expect((await sessionRow(id))?.api_key_id).toBe(granted?.api_key_id);
+
+    // The buyer's success page reveals the key the Cron granted, once.
+    const token = await revealTokenFromPage(id);
+    expect(token).toBeDefined();
+    const key = keyIn(await (await revealPost(id, token as string)).text());
+    expect(key).toMatch(/^mk_/);
+    expect((await credits(key as string)).calls_left).toBe(170);
+  });
+
+  it("marks a session Stripe expired `expired` and clears its payload; 30 days after its creation the Cron deletes it", async () => {
+    const id = await createCheckout("sha256", 170, payload);
+    await stripe.checkout.sessions.expire(id);
+    // Stripe sent checkout.session.expired, and it never reached us.
+    expect((await emulatorEvents("checkout.session.expired")).some((e) => e.data.object.id === id)).toBe(
+      true,
+    );
+    await age(id, DAY + HOUR);
+    expect((await sessionRow(id))?.status).toBe("open");
+
+    const run = await runCron();
+    expect(run.thrown).toBe("");
+    expect(await sessionRow(id)).toMatchObject({
+      status: "expired",
+      payload: null,
+      payload_bytes: null,
+      api_key_id: null,
+    });
+    expect((await keysFor(id)).results).toEqual([]);
+
+    // Now an ended session like any: its row goes 30 days after its creation.
+    await age(id, 31 * DAY);
+    expect((await runCron()).thrown).toBe("");
+    expect(await sessionRow(id)).toBeNull();
+  });
+
+  it("does not ask about a young session, asks about an hour-old one once, and again only 6 hours later", async () => {
+    const young = await createCheckout("sha256", 170, payload);
+    // Paid, and its webhook still on its way: the webhook's and the page's, not the Cron's.
+    await pay(young);
+    await age(young, 50 * MINUTE);
+    const open = await createCheckout("sha256", 170, payload);
+    await age(open, 2 * HOUR);
+
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(young)).toBe(0);
+    expect(await sessionRow(young)).toMatchObject({ status: "open", api_key_id: null });
+    // Still open at Stripe (nobody paid): nothing changes but when it was asked.
+    expect(await reads(open)).toBe(1);
+    expect(await sessionRow(open)).toMatchObject({
+      status: "open",
+      api_key_id: null,
+      payload: JSON.stringify(payload),
+      checked_at: expect.any(Number),
+    });
+
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(open)).toBe(1);
+    await env.DB.prepare("UPDATE checkout_sessions SET checked_at = ?2 WHERE id = ?1")
+      .bind(open, Date.now() - 6 * HOUR - MINUTE)
+      .run();
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(open)).toBe(2);
+  });
+
+  it("asks at most SWEEP_MAX_READS sessions a run, and the next run reaches the one left", {
+    timeout: 60_000,
+  }, async () => {
+    const ids: string[] = [];
+    for (let i = 0; i <= SWEEP_MAX_READS; i++) ids.push(await createCheckout("sha256", 170));
+    // Older than anything else the tests leave, oldest first in the order made: the sweep takes
+    // never-asked sessions oldest first.
+    for (const [i, id] of ids.entries()) await age(id, 3650 * DAY - i * MINUTE);
+    const all = "GET /v1/checkout/sessions/";
+    const count = async () =>
+      (
+        await (
+          await fetch(`${EMULATOR}/_emulator/requests?match=${encodeURIComponent(all)}`)
+        ).json<{ count: number }>()
+      ).count;
+
+    const before = await count();
+    const first = await runCron();
+    expect(first.thrown).toBe("");
+    expect((await count()) - before).toBe(SWEEP_MAX_READS);
+    expect(first.sweep).toMatchObject({ asked: SWEEP_MAX_READS, more: true });
+    const asked = await Promise.all(ids.map(reads));
+    expect(asked).toEqual([...Array(SWEEP_MAX_READS).fill(1), 0]);
+
+    const second = await runCron();
+    expect(second.thrown).toBe("");
+    expect(second.sweep?.asked).toBeLessThanOrEqual(SWEEP_MAX_READS);
+    expect(await reads(ids[SWEEP_MAX_READS] as string)).toBe(1);
+    // Those asked in the first run wait their turn (an hour past Stripe's lifetime).
+    expect(await Promise.all(ids.slice(0, SWEEP_MAX_READS).map(reads))).toEqual(
+      Array(SWEEP_MAX_READS).fill(1),
+    );
+  });
+
+  it("a bank debit's session: marked pending when Stripe says so, asked again once its outcome is overdue, and granted once it cleared", async () => {
+    const id = await createCheckout("sha256", 170, payload);
+    await pay(id, "async_succeeded");
+    await age(id, 2 * HOUR);
+    const setPending = (ago: number) =>
+      env.DB.prepare("UPDATE checkout_sessions SET payment_pending_at = ?2, checked_at = ?2 WHERE id = ?1")
+        .bind(id, Date.now() - ago)
+        .run();
+
+    expect((await runCron()).thrown).toBe("");
+    const marked = await sessionRow(id);
+    expect(marked).toMatchObject({
+      status: "open",
+      api_key_id: null,
+      payment_pending_at: expect.any(Number),
+    });
+    expect(await reads(id)).toBe(1);
+    // The debit clears at Stripe; its async_payment_succeeded event never reaches us.
+    await emulatorPost(`/_emulator/sessions/${id}/async_payment_succeeded`, {});
+    // Not overdue yet (a US bank debit takes up to 4 business days): left to its event.
+    await setPending(3 * DAY);
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(1);
+    // Past 14 days no debit is still out: not asked any more.
+    await setPending(15 * DAY);
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(1);
+    // Overdue: asked, and Stripe says paid.
+    await setPending(5 * DAY);
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(2);
+    expect(await sessionRow(id)).toMatchObject({ status: "complete", api_key_id: expect.any(String) });
+    expect((await keysFor(id)).results).toHaveLength(1);
+  });
+
+  it("chooses its sessions through the index alone, in the index's order", async () => {
+    let statement = "";
+    const recording = {
+      prepare: (q: string) => {
+        statement = q;
+        return { bind: () => ({ all: async () => ({ results: [] }) }) };
+      },
+    };
+    await unsettledSessions(recording as unknown as D1Database, 0, 1);
+    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${statement}`)
+      .bind(...Array(7).fill(Date.now()), 20)
+      .all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail)).toEqual([
+      "SCAN checkout_sessions USING COVERING INDEX checkout_sessions_unsettled",
+    ]);
+  });
+
+  it("a session Stripe does not know (404) is logged, marked and not asked again", async () => {
+    const id = `${UNKNOWN}${crypto.randomUUID().replaceAll("-", "")}`;
+    const created = Date.now() - 3650 * DAY;
+    await env.DB.prepare(
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, created_at, updated_at)
+       VALUES (?1, 'sha256', 170, 51, 'open', ?2, ?2)`,
+    )
+      .bind(id, created)
+      .run();
+
+    const run = await runCron();
+    expect(run.thrown).toBe("");
+    expect(run.sweep?.unknown).toBeGreaterThanOrEqual(1);
+    expect(run.lines.some((l) => l.includes("does not know this session") && l.includes(id))).toBe(true);
+    expect(await sessionRow(id)).toMatchObject({
+      status: "open",
+      stripe_missing_at: expect.any(Number),
+      updated_at: created,
+    });
+    expect(await reads(id)).toBe(1);
+    // Not asked again, however long it waits.
+    await env.DB.prepare("UPDATE checkout_sessions SET checked_at = 0 WHERE id = ?1").bind(id).run();
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(1);
+  });
+});
+
+describe("a Stripe that cannot be read fails the sweep alone", () => {
+  /**
+   * A paid session, older than any the tests leave, so the sweep asks about it first (no payload:
+   * at that age the Cron's clearing would take it, whatever Stripe says).
+   */
+  async function paidFirstInLine() {
+    const id = await createCheckout("sha256", 170);
+    await pay(id);
+    await age(id, 3650 * DAY);
+    return id;
+  }
+
+  /** The outage's run: it throws naming the part, and the Cron's other parts still ran. */
+  async function expectSweepFailed(run: Awaited<ReturnType<typeof runCron>>) {
+    expect(run.thrown).toMatch(/checkout_sweep: Stripe could not be read about cs_/);
+    expect(run.sweep).toMatchObject({ error: expect.stringContaining("Stripe could not be read") });
+    for (const part of ['"reconcile"', '"stats"', '"pruned"', '"database"']) {
+      expect(run.lines.some((l) => l.includes(part))).toBe(true);
+    }
+  }
+
+  it("Stripe unreachable: the rows keep their payment state, and the session goes to the back of the sweep", async () => {
+    const id = await paidFirstInLine();
+    const before = await paymentState(id);
+    const run = await runCron({ ...env, STRIPE_API_BASE: "http://127.0.0.1:9" });
+    await expectSweepFailed(run);
+    expect(await paymentState(id)).toEqual(before);
+    expect((await keysFor(id)).results).toEqual([]);
+    // Asked (at the back now): the next run starts with the others, and asks it again an hour on
+    // (it is past Stripe's lifetime).
+    expect((await sessionRow(id))?.checked_at).toEqual(expect.any(Number));
+    expect((await runCron()).thrown).toBe("");
+    expect((await sessionRow(id))?.api_key_id).toBeNull();
+    await env.DB.prepare("UPDATE checkout_sessions SET checked_at = ?2 WHERE id = ?1")
+      .bind(id, Date.now() - HOUR - MINUTE)
+      .run();
+    expect((await runCron()).thrown).toBe("");
+    expect((await keysFor(id)).results).toHaveLength(1);
+  });
+
+  it("Stripe answering 500: the same", { timeout: 60_000 }, async () => {
+    const id = await paidFirstInLine();
+    const before = await paymentState(id);
+    // payments/stripe.ts keeps one client per STRIPE_API_BASE, holding the fetch it was built
+    // with: a base of its own (a fragment the client ignores) builds one with this fetch.
+    const real = globalThis.fetch;
+    const failing = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url.startsWith(`${EMULATOR}/v1/`)) {
+        return Response.json(
+          { error: { type: "api_error", message: "An unknown error occurred." } },
+          { status: 500 },
+        );
+      }
+      return real(input, init);
+    });
+    const run = await runCron({ ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` });
+    failing.mockRestore();
+    await expectSweepFailed(run);
+    expect(await paymentState(id)).toEqual(before);
+    expect((await keysFor(id)).results).toEqual([]);
+  });
+});

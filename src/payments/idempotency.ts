@@ -7,6 +7,7 @@ import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
+import { payerProofQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
 
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
@@ -86,13 +87,26 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
           { reason: "idempotent_request_in_flight" },
           { "Retry-After": "1" },
         );
+      const mismatch = differs(row, fp);
       // A contract wallet's signature is proven on chain before anything about the stored call
-      // (its answer, its request, whether it still runs) is told to this request.
+      // (its answer, its request, whether it still runs) is told to this request. Only a request
+      // the stored answer could answer (its payer, its request) is worth the chain's two reads:
+      // any other is refused without them, told only that the id is taken. Were every one proven,
+      // one paid call's id would let anyone have the RPC asked twice per free request for the
+      // window's 24 h, naming any contract in `from`. What is left (the stored call's own request
+      // with a signature nobody made) is held to a per-IP budget (payerProofQuota).
       if (id.proveOnChain) {
-        const refusal = await unproven(c, id.proveOnChain);
+        if (mismatch) {
+          return detail(
+            c,
+            409,
+            "This payment identifier was already used for another request. Use a new one for a different request.",
+            { reason: "idempotency_key_mismatch" },
+          );
+        }
+        const refusal = (await payerProofQuota(c)) ?? (await unproven(c, id.proveOnChain));
         if (refusal) return refusal;
       }
-      const mismatch = differs(row, fp);
       if (mismatch) {
         return detail(
           c,

@@ -6,12 +6,13 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { LIMITS } from "../../src/payments/quotas";
+import { callsLeft, keyWith } from "../fixtures/credits";
 import { authorizationFor, signedPayment } from "../fixtures/payments";
 import { FIXTURE } from "../fixtures/upstream-requests";
 
 // What the idempotency step costs a request that can get no stored answer: chain reads (the
-// ERC-1271 proof of a contract wallet's signature). Against the facilitator double and a JSON-RPC
-// double that counts what it is asked.
+// ERC-1271 proof of a contract wallet's signature) and D1 writes (the key's claim). Against the
+// facilitator double and a JSON-RPC double that counts what it is asked.
 const RPC = "https://rpc.test/";
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator`, RPC_URL: RPC };
 const app = createApp();
@@ -125,5 +126,46 @@ describe("a payment id already used costs no chain read unless the stored answer
     expect(statuses.filter((s) => s === 429)).toHaveLength(5);
     // eth_getCode and eth_call per proof (and eth_chainId once per isolate at most).
     expect(asked.filter((m) => m !== "eth_chainId")).toHaveLength(2 * LIMITS.RL_FREE);
+  });
+});
+
+/** env.DB that notes the SQL of every statement prepared on it. */
+function recordingDb() {
+  const sql: string[] = [];
+  const db = new Proxy(env.DB, {
+    get(target, prop) {
+      if (prop === "prepare")
+        return (text: string) => {
+          sql.push(text.replace(/\s+/g, " ").trim());
+          return target.prepare(text);
+        };
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { db, sql };
+}
+
+describe("a card key that does not exist claims no idempotency key", { timeout: 30_000 }, () => {
+  it("Bearer mk_<random> with an Idempotency-Key: 401, with no write to idempotent_results", async () => {
+    const { db, sql } = recordingDb();
+    const unknown = `mk_${[...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+    const res = await post(
+      { ...paidEnv, DB: db },
+      { authorization: `Bearer ${unknown}`, "idempotency-key": "k1" },
+    );
+    expect(res.status).toBe(401);
+    expect(sql.filter((s) => /idempotent_results/.test(s))).toEqual([]);
+  });
+
+  it("a real key keeps its guarantee: the retry gets the stored answer and spends no second credit", async () => {
+    const key = await keyWith(env.DB, 2, "uuid_mint");
+    const headers = { authorization: `Bearer ${key}`, "idempotency-key": "k1" };
+    const first = await post(paidEnv, headers);
+    expect(first.status).toBe(200);
+    const retry = await post(paidEnv, headers);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(await first.text());
+    expect(await callsLeft(env.DB, key)).toBe(1);
   });
 });

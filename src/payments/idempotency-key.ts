@@ -19,6 +19,8 @@ export type Identified =
        * rejects when the chain cannot be asked.
        */
       proveOnChain?: () => Promise<boolean>;
+      /** A card key's hash, as api_keys holds it (idempotency.ts asks whether the key exists). */
+      keyHash?: string;
     }
   | { invalid: Response }
   | undefined;
@@ -55,7 +57,7 @@ export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<I
       };
     }
     const keyHash = await hashKey(cardKey);
-    return { key: `card:${keyHash}:${header}`, principal: `card:${keyHash}`, kind: "card" };
+    return { key: `card:${keyHash}:${header}`, principal: `card:${keyHash}`, kind: "card", keyHash };
   }
   const signature = c.req.header("payment-signature");
   if (!signature) return undefined;

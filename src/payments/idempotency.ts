@@ -5,8 +5,10 @@ import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
+import { findKey } from "./credits";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
+import { payerProofQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
 
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
@@ -68,15 +70,25 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
     const db = c.env.DB;
     // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot
     // be kept from running twice, so it does not run now, and the same request may be sent again.
-    let claimed: boolean;
+    let unknownKey = false;
+    let claimed = false;
     let row: Awaited<ReturnType<typeof current>> = null;
     try {
-      claimed = await claim(db, id.key, fp, requestId);
-      if (!claimed) row = await current(db, id.key);
+      // A card key that does not exist pays for nothing (the gate answers 401 before x402 could
+      // pay; in free beta nothing is paid) and has no stored answer, so it claims nothing: read
+      // first, its refusal writes nothing. A claim and its release are two D1 writes, and a fresh random key each time
+      // escapes the card key's rate limit (RL_PAYER). Unknown now is unknown at the gate: keys
+      // are never deleted, and a new one is random.
+      unknownKey = id.keyHash !== undefined && !(await findKey(db, id.keyHash));
+      if (!unknownKey) {
+        claimed = await claim(db, id.key, fp, requestId);
+        if (!claimed) row = await current(db, id.key);
+      }
     } catch (e) {
       logWriteFailure(requestId, "idempotency key claim", e, 1);
       return paymentsUnavailable(c);
     }
+    if (unknownKey) return next();
     if (!claimed) {
       if (!row)
         return detail(
@@ -86,13 +98,26 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
           { reason: "idempotent_request_in_flight" },
           { "Retry-After": "1" },
         );
+      const mismatch = differs(row, fp);
       // A contract wallet's signature is proven on chain before anything about the stored call
-      // (its answer, its request, whether it still runs) is told to this request.
+      // (its answer, its request, whether it still runs) is told to this request. Only a request
+      // the stored answer could answer (its payer, its request) is worth the chain's two reads:
+      // any other is refused without them, told only that the id is taken. Were every one proven,
+      // one paid call's id would let anyone have the RPC asked twice per free request for the
+      // window's 24 h, naming any contract in `from`. What is left (the stored call's own request
+      // with a signature nobody made) is held to a per-IP budget (payerProofQuota).
       if (id.proveOnChain) {
-        const refusal = await unproven(c, id.proveOnChain);
+        if (mismatch) {
+          return detail(
+            c,
+            409,
+            "This payment identifier was already used for another request. Use a new one for a different request.",
+            { reason: "idempotency_key_mismatch" },
+          );
+        }
+        const refusal = (await payerProofQuota(c)) ?? (await unproven(c, id.proveOnChain));
         if (refusal) return refusal;
       }
-      const mismatch = differs(row, fp);
       if (mismatch) {
         return detail(
           c,

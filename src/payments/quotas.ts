@@ -36,7 +36,7 @@ export function rateLimitTerms(env: {
   // In free beta the heavy skills are unpaid, so such free routes (quota's freeInBeta).
   const free = env.freeHeavySkills ?? [];
   const betaHeavy = free.length ? ` (free beta: calls of ${free.join(", ")} too)` : "";
-  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session${betaHeavy}; ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session${betaHeavy}; ${LIMITS.RL_FREE} per client IP to checks on chain of a contract wallet's signature (a retry under a payment id already answered, whose signature only the chain can prove); ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
@@ -147,6 +147,18 @@ export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
     }
     await next();
   };
+}
+
+/**
+ * The proofs on chain of a contract wallet's signature (idempotency.ts), per client IP on RL_FREE
+ * (a budget of its own, keyed `payer-proof|ip:…`). Each costs the RPC an eth_getCode and an
+ * eth_call, and asking for one takes no payment: only a stored call's payment id, payer and body,
+ * with a signature nobody made. An honest wallet's retries are a few a minute. Undefined when
+ * the proof may go ahead; else the 429.
+ */
+export async function payerProofQuota(c: Context<AppEnv>): Promise<Response | undefined> {
+  if (!enabled(c.env) || (await allowed(c.env.RL_FREE, `payer-proof|ip:${clientIp(c)}`))) return undefined;
+  return tooMany(c, "free", "too many checks on chain of contract-wallet signatures from your IP address");
 }
 
 /** A budget of its own per client IP on RL_IP (600 a minute), keyed `<name>|ip:…`. */

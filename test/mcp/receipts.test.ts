@@ -46,7 +46,7 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
     const { result, outerRequestId } = await callTool("slugify", { text: "Hello MCP" }, undefined, {
       authorization: `Bearer ${key}`,
     });
-    expect(result.isError).toBeFalsy();
+    expect(result.isError, result.content[0]?.text).toBeFalsy();
     const jws = result._meta?.["marketplace/receipt"];
     expect(typeof jws).toBe("string");
     const text = result.content[0]?.text as string;
@@ -70,7 +70,7 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
     const required = unpaid.result.structuredContent as unknown as PaymentRequired;
     const pay = await signedPayment(required, account, paymentId);
     const { result } = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
-    expect(result.isError).toBeFalsy();
+    expect(result.isError, result.content[0]?.text).toBeFalsy();
     const jws = result._meta?.["marketplace/receipt"] as string;
     const settle = result._meta?.["x402/payment-response"] as {
       extensions?: Record<string, { info: { receipt: { signature: string } } }>;
@@ -111,7 +111,7 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
     const required = unpaid.result.structuredContent as unknown as PaymentRequired;
     const pay = await signedPayment(required, account);
     const { result } = await callTool("sha256", { text: "names" }, { [x402.request_meta]: pay.payload });
-    expect(result.isError).toBeFalsy();
+    expect(result.isError, result.content[0]?.text).toBeFalsy();
     // The result is written under the published keys, and under no other.
     expect(result._meta?.[x402.response_meta]).toMatchObject({ success: true });
     const jws = result._meta?.[receipt_meta] as string;
@@ -134,7 +134,7 @@ describe("receipts of MCP tool calls", { timeout: 30_000 }, () => {
     const { key } = await cardKey("json_sort");
     const data = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`key${i}`, "v".repeat(10)]));
     const { result } = await callTool("json_sort", { data }, undefined, { authorization: `Bearer ${key}` });
-    expect(result.isError).toBeFalsy();
+    expect(result.isError, result.content[0]?.text).toBeFalsy();
     expect(result._meta?.["marketplace/receipt"]).toEqual(expect.any(String));
     const note = result._meta?.["marketplace/receipt-note"] as string;
     expect(note).toMatch(

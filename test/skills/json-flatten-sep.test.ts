@@ -26,9 +26,7 @@ afterEach(() => vi.restoreAllMocks());
 
 /** Posts a body already written as text (so the test's own stringify is not watched). */
 async function flat(text: string) {
-  const started = performance.now();
-  const res = await postJson("/api/skills/json-flatten", text);
-  return { res, ms: performance.now() - started };
+  return { res: await postJson("/api/skills/json-flatten", text) };
 }
 
 const nested = (levels: number, leaf: unknown = 1) => {
@@ -81,7 +79,7 @@ describe("json_flatten takes any separator, of any length (spec §2.3)", () => {
 describe("a long separator meets the answer's cap quickly, having built at most the cap", () => {
   const refused = async (label: string, text: string) => {
     const largest = watchStringify();
-    const { res, ms } = await flat(text);
+    const { res } = await flat(text);
     vi.restoreAllMocks();
     expect(res.status, label).toBe(422);
     expect((await detailOf(res))[0], label).toMatchObject({
@@ -89,8 +87,9 @@ describe("a long separator meets the answer's cap quickly, having built at most 
       type: "output_too_large",
       ctx: { max_bytes: MAX_OUTPUT_BYTES },
     });
-    // Generous for a loaded 2-core machine: building the 50 MB the probe asked for took 2 s.
-    expect(ms, label).toBeLessThan(2000);
+    // Not timed (a wall-clock bound failed once on a loaded machine, 2.2 s against 2 s, where it
+    // answers in 0.1 s): that no path past the cap is built is checked where it is made, below
+    // ("flatten measures a path before it builds it"); here, that no text past it is written.
     expect(largest(), label).toBeLessThanOrEqual(MAX_OUTPUT_BYTES);
   };
 

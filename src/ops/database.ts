@@ -4,6 +4,7 @@ import {
   unmeasuredPayloads,
 } from "../payments/checkout-sessions";
 import { expiredResults } from "../payments/idempotent-results";
+import { expiredEvents } from "../payments/webhook-events";
 import { seededCalls } from "../skills/lib/osint-calls";
 import { expiredCalls } from "../stats/record";
 
@@ -61,7 +62,8 @@ const MEASURE_CHUNK = 100;
  * first-call payloads of checkouts no payment can still run (payments/checkout-sessions.ts
  * staleUnpaidPayloads: the rows stay, they are the sessions' record), and the rows of checkouts
  * Stripe ended unpaid, 30 days after their creation (expiredUnpaidSessions: paid ones are the
- * money ledger and stay); beside them, payloads stored without their size (before migration 0015)
+ * money ledger and stay), and the ids of Stripe events handled 35 days ago (expiredEvents: well
+ * past Stripe's redelivery); beside them, payloads stored without their size (before migration 0015)
  * are measured, so the next run clears them too, and osint_graph seeds an earlier version logged
  * are blanked (skills/lib/osint-calls.ts).
  * Deletes and clearings only, in statements of their own: the deletes each store and flush make
@@ -79,6 +81,8 @@ export async function pruneExpired(db: D1Database, now = Date.now()) {
     osint_seeds: () => pruneTable((limit) => seededCalls(db, limit)),
     // Rows without a payload (a few hundred bytes): the deletes' usual chunks.
     checkout_sessions: () => pruneTable((limit) => expiredUnpaidSessions(db, now, limit)),
+    // Handled Stripe event ids, past Stripe's redelivery (payments/webhook-events.ts).
+    webhook_events: () => pruneTable((limit) => expiredEvents(db, now, limit)),
   };
   const names = Object.keys(parts) as (keyof typeof parts)[];
   const settled = await Promise.allSettled(names.map((name) => parts[name]()));

@@ -20,13 +20,29 @@ const views = new Map<string, { at: number; view: Promise<RemoteSession | undefi
  * Stripe's view of an open session D1 has not granted yet (late webhook); read only. Ids D1 does
  * not know are never looked up here (no free Stripe calls for made-up ids): the webhook rebuilds a
  * paid session missing from D1.
+ *
+ * The view kept above bounds the reads per session, not per caller: sessions are free to create
+ * (20 a minute per IP), and views that cycle through many open ones find none kept. So a read this
+ * view would start is first counted against `mayRead` (the caller's own budget of Stripe reads,
+ * payments/quotas.ts checkoutStripeReadBudget); refused, the page answers from D1 alone (its
+ * "waiting for the payment" state, which checks again), as when Stripe cannot be read. A view
+ * kept, or one D1 already answers (granted, expired, unknown), spends nothing of it.
  */
-export async function stripeView(env: Bindings, session: SessionRow | null, sessionId: string) {
+export async function stripeView(
+  env: Bindings,
+  session: SessionRow | null,
+  sessionId: string,
+  mayRead: () => Promise<boolean>,
+) {
   const stripe = await stripeClient(env);
   if (!stripe || session?.status !== "open") return undefined;
+  const keptNow = kept(sessionId);
+  if (keptNow) return waitForView(keptNow);
+  if (!(await mayRead())) return undefined;
+  // Another request may have started the read while the budget was asked: it is shared.
+  const keptSince = kept(sessionId);
+  if (keptSince) return waitForView(keptSince);
   const now = Date.now();
-  const kept = views.get(sessionId);
-  if (kept && now - kept.at < VIEW_TTL_MS) return waitForView(kept.view);
   views.delete(sessionId);
   if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
   // A failed read is kept too: asking again at once would only add to what Stripe refuses.
@@ -45,6 +61,12 @@ export async function stripeView(env: Bindings, session: SessionRow | null, sess
   // Shared with the requests that ask meanwhile: kept alive past this request's client.
   keepAlive(view);
   return waitForView(view);
+}
+
+/** The view of this session kept and still fresh, if any. */
+function kept(sessionId: string) {
+  const view = views.get(sessionId);
+  return view && Date.now() - view.at < VIEW_TTL_MS ? view.view : undefined;
 }
 
 /**

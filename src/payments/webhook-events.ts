@@ -3,6 +3,18 @@
  * and an event is recorded in the same D1 transaction as what it changes, so it acts once.
  */
 
+/**
+ * How long a handled event's id is kept: Stripe redelivers an event for up to 3 days, and lists
+ * (so lets a person resend, from the Dashboard or the CLI) only events created in the last 30
+ * days; an event is received after it is created, so 35 days from its receipt is past both, with
+ * days to spare for clocks. Kept for ever before, every free checkout left a row for good (its
+ * `checkout.session.expired`). An event older than that which still came would change nothing
+ * twice all the same: each handler sets a state rather than adding to it (a grant only where the
+ * session has no api_key_id yet, a refund revokes up to what Stripe reports refunded now, a
+ * dispute's state is set only from the one before it).
+ */
+export const WEBHOOK_EVENT_RETENTION_DAYS = 35;
+
 export interface StripeEventRef {
   id: string;
   type: string;
@@ -45,4 +57,17 @@ export async function withEvent(
     if (event && isDuplicateEvent(e)) return null;
     throw e;
   }
+}
+
+/**
+ * The delete of up to `limit` event ids received before the retention as of `now` (the oldest
+ * first, by the webhook_events_received_at index, migration 0021): D1 has no DELETE … LIMIT. Run
+ * in chunks by the Cron (ops/database.ts).
+ */
+export function expiredEvents(db: D1Database, now: number, limit: number) {
+  return db
+    .prepare(
+      "DELETE FROM webhook_events WHERE rowid IN (SELECT rowid FROM webhook_events WHERE received_at < ?1 LIMIT ?2)",
+    )
+    .bind(now - WEBHOOK_EVENT_RETENTION_DAYS * 86_400_000, limit);
 }

@@ -13,7 +13,7 @@ import { firstPayloadResult, runLogged, withFirstResult } from "../payments/chec
 import { findSession, type SessionRow, settleSession } from "../payments/checkout-sessions";
 import { packStanding } from "../payments/credits";
 import { checkRevealToken, revealToken, takeKeyReveal } from "../payments/key-reveal";
-import { checkoutPageQuota } from "../payments/quotas";
+import { checkoutPageQuota, checkoutStripeReadBudget } from "../payments/quotas";
 import { type RemoteSession, stripeClient } from "../payments/stripe";
 import { stripeView } from "../payments/stripe-views";
 import { skillById } from "../skills/registry";
@@ -94,7 +94,7 @@ async function renderSuccess(
 checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c) => {
   const { session_id } = c.req.valid("query");
   const session = await findSession(c.env.DB, session_id);
-  const remote = await stripeView(c.env, session, session_id);
+  const remote = await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
   const reveal: RevealState =
     session?.api_key_reveal || (remote?.paid && !session?.api_key_id) ? "ready" : "shown";
   return renderSuccess(c, session_id, session, remote, reveal);
@@ -129,7 +129,7 @@ checkoutPageRoutes.post(
     let session = await findSession(c.env.DB, session_id);
     let remote: RemoteSession | undefined;
     if (!session?.api_key_id) {
-      remote = await stripeView(c.env, session, session_id);
+      remote = await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
       if (remote?.paid) {
         await settleSession(c.env, remote);
         session = await findSession(c.env.DB, session_id);

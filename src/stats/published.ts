@@ -11,7 +11,8 @@ import { RETENTION_DAYS } from "./record";
  * payment path's claims and ledger writes behind it), and every page that quotes the figures is
  * free to hit. The Cache API used before does nothing on *.workers.dev and is per location, so a
  * default deployment recomputed on every hit. Now a request computes only when there is no copy
- * at all (a fresh deployment before the first Cron run), once per isolate however many ask.
+ * at all (a fresh deployment before the first Cron run), once per isolate however many ask, and
+ * after a computation that failed, not again for a minute (the figures are unavailable meanwhile).
  */
 
 /** HTTP max-age of /api/stats, and how long an isolate serves its copy before it reads KV again. */
@@ -36,14 +37,23 @@ export interface StatsRequest {
 /** This isolate's copy, and the one load (KV read, or computation) concurrent requests share. */
 let memo: { doc: StatsDocument; until: number } | undefined;
 let loading: { promise: Promise<Published>; startedAt: number } | undefined;
+/**
+ * The failure of this isolate's last computation, remembered as long as a copy is
+ * (STATS_MAX_AGE_SECONDS): until then requests are told the figures are unavailable instead of
+ * starting another. Forgotten on failure, every free page view started another full scan of 7 days
+ * of call_log, each up to D1's 30 s limit, queueing buyers' claims behind it while D1 was failing.
+ */
+let failed: { error: Error; until: number } | undefined;
 
-/** Tests: forget this isolate's copy (the KV copy stays). */
+/** Tests: forget this isolate's copy, and its last failure (the KV copy stays). */
 export function forgetPublishedStats() {
   memo = undefined;
+  failed = undefined;
 }
 
 const remember = (doc: StatsDocument) => {
   memo = { doc, until: Date.now() + STATS_MAX_AGE_SECONDS * 1000 };
+  failed = undefined;
 };
 
 const storeCopy = (env: StatsEnv, doc: StatsDocument) =>
@@ -66,7 +76,8 @@ async function load(c: StatsRequest): Promise<Published> {
       return { doc: copy, hit: true };
     }
   } catch (e) {
-    // KV unreadable: computed below, at most once a minute per isolate (the memo).
+    // KV unreadable: computed below, at most once a minute per isolate (the memo, or on failure
+    // the failure's: publishedStats).
     console.error(JSON.stringify({ level: "warn", msg: "stats copy unreadable", error: String(e) }));
   }
   const doc = await skillStats(env.DB);
@@ -96,18 +107,34 @@ const waitUntilOf =
  * The /api/stats document. Every place that publishes figures (the endpoint, /.well-known/x402,
  * llms.txt, docs pages) reads this one document, so they always agree. `hit`: served from a stored
  * copy (this isolate's, at most a minute old, or KV's, the Cron's); a miss computed it because
- * there was no copy at all, once per isolate for every request that asked meanwhile.
+ * there was no copy at all, once per isolate for every request that asked meanwhile. A computation
+ * that failed is not started again for STATS_MAX_AGE_SECONDS: requests meanwhile are refused at
+ * once (statsIfAvailable leaves the figures out, /api/stats answers 503).
  */
 export async function publishedStats(c: StatsRequest): Promise<Published> {
   const now = Date.now();
   if (memo && now < memo.until) return { doc: memo.doc, hit: true };
+  if (failed && now < failed.until) throw failed.error;
   // A load cut off with its waitUntil (30 s past its request's answer) never settles: one still
   // pending after LOAD_STALE_MS is left behind and another started.
   if (!loading || now - loading.startedAt > LOAD_STALE_MS) {
     const started = { promise: load(c), startedAt: now };
-    started.promise = started.promise.finally(() => {
-      if (loading === started) loading = undefined;
-    });
+    started.promise = started.promise
+      .catch((e: unknown) => {
+        // Only the current load's failure stands for the figures (one left behind says nothing).
+        if (loading === started) {
+          failed = {
+            error: new Error(
+              `the published figures failed to compute, not retried for a minute: ${String(e)}`,
+            ),
+            until: Date.now() + STATS_MAX_AGE_SECONDS * 1000,
+          };
+        }
+        throw e;
+      })
+      .finally(() => {
+        if (loading === started) loading = undefined;
+      });
     loading = started;
     // Held by the request that started it: a client that goes away does not strand the others.
     waitUntilOf(c)(started.promise.catch(() => {}));

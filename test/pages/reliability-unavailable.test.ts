@@ -35,7 +35,11 @@ beforeEach(async () => {
   forgetPublishedStats();
   vi.spyOn(console, "error").mockImplementation(() => {});
 });
-afterEach(() => vi.restoreAllMocks());
+// A failed computation is remembered a minute in this isolate, which every test file shares.
+afterEach(() => {
+  vi.restoreAllMocks();
+  forgetPublishedStats();
+});
 
 describe("/docs/reliability while the figures cannot be had", () => {
   it("is the page, 503 with Retry-After: the charging and refund policy, and a note to come back", async () => {

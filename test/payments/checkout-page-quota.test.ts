@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { LIMITS } from "../../src/payments/quotas";
-import { createCheckout, EMULATOR, pay } from "./checkout-helpers";
+import { CHECKOUT_STRIPE_READS_PER_MINUTE, LIMITS } from "../../src/payments/quotas";
+import { createCheckout, EMULATOR, granted, pay } from "./checkout-helpers";
 
 const app = createApp();
 const limitedEnv = { ...env, RATE_LIMITS: "on" };
@@ -78,5 +78,41 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect(post.status).toBe(429);
     expect((await page(open, randomIp())).status).toBe(200);
     expect(await stripeReads(open)).toBe(1);
+  }, 120_000);
+
+  it(`views cycling through many open sessions start at most ${CHECKOUT_STRIPE_READS_PER_MINUTE} Stripe reads a minute per IP; past it the page answers from D1`, async () => {
+    await freshWindow();
+    const ip = randomIp();
+    // Sessions are free to create: 20, open (one of them paid at Stripe, its webhook late).
+    const open = await Promise.all(Array.from({ length: 20 }, () => createCheckout("sha256")));
+    await pay(open[0] as string);
+    const { id: done } = await granted();
+    // Three rounds, each after the kept views (5 s) are gone: 60 views that would each read Stripe.
+    const statuses = new Set<number>();
+    const pages: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      if (round) await new Promise((r) => setTimeout(r, 5_100));
+      for (const id of open) {
+        const res = await page(id, ip);
+        statuses.add(res.status);
+        pages.push(await res.text());
+      }
+    }
+    expect([...statuses]).toEqual([200]);
+    const reads = (await Promise.all(open.map(stripeReads))).reduce((a, b) => a + b, 0);
+    expect(reads).toBe(CHECKOUT_STRIPE_READS_PER_MINUTE);
+    // Past the budget the page answers from D1: waiting for the payment, checking again.
+    const last = pages.at(-1) as string;
+    expect(last).toContain("Waiting for the payment");
+    expect(last).toContain('data-refresh="3"');
+    // A session D1 holds granted reads nothing and is shown paid, from the same IP.
+    const readsBefore = await stripeReads(done);
+    const grantedPage = await page(done, ip);
+    expect(grantedPage.status).toBe(200);
+    expect(await grantedPage.text()).toContain("Payment received");
+    expect(await stripeReads(done)).toBe(readsBefore);
+    // Another IP still reads Stripe: the paid session's page says so.
+    const other = await page(open[0] as string, randomIp());
+    expect(await other.text()).toContain("Payment received");
   }, 120_000);
 });

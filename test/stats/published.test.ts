@@ -96,7 +96,11 @@ beforeEach(async () => {
   await env.KV.delete(STATS_KV_KEY);
   forgetPublishedStats();
 });
-afterEach(() => vi.restoreAllMocks());
+// A failed computation is remembered a minute in this isolate, which every test file shares.
+afterEach(() => {
+  vi.restoreAllMocks();
+  forgetPublishedStats();
+});
 
 describe("the published figures are computed at most once, whatever the domain", () => {
   it("16 concurrent reads of the free pages, then 14 more one by one, scan call_log once (no Cache API)", async () => {
@@ -249,6 +253,30 @@ describe("the published figures are computed at most once, whatever the domain",
       else expect(await res.text()).toContain(detail);
     }
     expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toContain("stats unavailable");
+  });
+
+  it("a computation that failed is not started again for a minute: 10 free page views scan call_log once, and leave the figures out", async () => {
+    cacheApiDoesNothing();
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    const { db, seen } = countingDb({ fail: true });
+    const e = { ...env, DB: db };
+    for (let i = 0; i < 10; i++) expect((await fetchApp(i % 2 ? "/docs" : "/", e)).status).toBe(200);
+    expect(seen.scans).toBe(1);
+    // /api/stats says so as before (503), without a scan of its own.
+    const stats = await fetchApp("/api/stats", e);
+    expect(stats.status).toBe(503);
+    expect(stats.headers.get("retry-after")).toBe("30");
+    expect(seen.scans).toBe(1);
+    expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toContain("not retried for a minute");
+    // A minute later the next view computes again; once D1 answers, the figures are back.
+    const now = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(now + 61_000);
+    expect((await fetchApp("/docs", e)).status).toBe(200);
+    expect(seen.scans).toBe(2);
+    vi.spyOn(Date, "now").mockReturnValue(now + 122_000);
+    const back = await fetchApp("/api/stats", env);
+    expect(back.status).toBe(200);
+    expect(back.headers.get("x-stats-cache")).toBe("miss");
   });
 });
 

@@ -7,7 +7,7 @@ import {
   NO_LOG_SPACED_AFTER,
   RUNNING_LEFT_TO_REQUEST_MS,
 } from "../payments/reconcile-store";
-import { HAND_NOTE_MAX } from "../payments/refund-by-hand";
+import { HAND_NOTE_MAX, inDoubtUndecided } from "../payments/refund-by-hand";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -231,7 +231,9 @@ export function AdminDashboardPage(props: {
         Reconciliation sends each refund again until it lands (at most once); a held one waits for you
         (docs/OPERATIONS.md, "Refunds"). Once you have paid one from your own wallet, record its transaction
         here: it is then refunded and never sent. A refund the operating wallet may still be sending is
-        refused until its authorization expired.
+        refused until its authorization expired. A partner's share kept back in doubt that the operating
+        wallet's transfers show the partner was paid in full is owed to nobody: record that with a note naming
+        the transfer (paid in part: refund the rest instead).
       </p>
       <RowHeadedTable
         id="refunds-owed"
@@ -243,18 +245,34 @@ export function AdminDashboardPage(props: {
             String(r.payer),
             usd(Number(r.amount_micro)),
             stillOwedBecause(r),
-            <form
-              method="post"
-              action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
-              class="admin-form"
-            >
-              <input type="hidden" name="csrf" value={props.csrf} />
-              <label for={`refund-tx-${i}`}>Transaction hash</label>
-              <input id={`refund-tx-${i}`} name="tx_hash" pattern={TX_PATTERN} required />
-              <label for={`refund-note-${i}`}>Note</label>
-              <input id={`refund-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
-              <button type="submit">Record refund</button>
-            </form>,
+            <>
+              <form
+                method="post"
+                action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
+                class="admin-form"
+              >
+                <input type="hidden" name="csrf" value={props.csrf} />
+                <label for={`refund-tx-${i}`}>Transaction hash</label>
+                <input id={`refund-tx-${i}`} name="tx_hash" pattern={TX_PATTERN} required />
+                <label for={`refund-note-${i}`}>Note</label>
+                <input id={`refund-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
+                <button type="submit">Record refund</button>
+              </form>
+              {/* A share kept back in doubt that the partner turned out to be paid in full: owed to nobody. */}
+              {inDoubtUndecided(r) ? (
+                <form
+                  method="post"
+                  action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
+                  class="admin-form"
+                >
+                  <input type="hidden" name="csrf" value={props.csrf} />
+                  <input type="hidden" name="outcome" value="nothing_owed" />
+                  <label for={`refund-dismiss-note-${i}`}>The partner's transfer of the whole share</label>
+                  <input id={`refund-dismiss-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} required />
+                  <button type="submit">Record nothing owed</button>
+                </form>
+              ) : null}
+            </>,
           ])}
       />
 

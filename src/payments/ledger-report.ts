@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
 import { heldClaims } from "./reconcile-holds";
-import { WITHHELD_SUFFIX } from "./refunds";
+import { nothingOwed, WITHHELD_SUFFIX } from "./refunds";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /** Filters of the admin view of the x402 ledger (GET /api/admin/payments). */
@@ -52,8 +52,11 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
     // view reads its own refunds, not every refund and payment twice over.
     db
       .prepare(
-        `SELECT count(*) AS count, coalesce(sum(r.amount_micro), 0) AS amount_atomic,
-                coalesce(sum(CASE WHEN r.status = 'refunded' THEN r.amount_micro ELSE 0 END), 0) AS refunded_atomic
+        `SELECT count(CASE WHEN NOT ${nothingOwed("r")} THEN 1 END) AS count,
+                coalesce(sum(CASE WHEN NOT ${nothingOwed("r")} THEN r.amount_micro ELSE 0 END), 0) AS amount_atomic,
+                coalesce(sum(CASE WHEN r.status = 'refunded' AND NOT ${nothingOwed("r")} THEN r.amount_micro ELSE 0 END), 0)
+                  AS refunded_atomic,
+                coalesce(sum(CASE WHEN ${nothingOwed("r")} THEN r.amount_micro ELSE 0 END), 0) AS nothing_owed_atomic
          FROM payments p JOIN refunds r ON r.request_id IN (p.request_id, p.request_id || '${WITHHELD_SUFFIX}')
          ${where}`,
       )
@@ -73,8 +76,15 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
   return {
     payments: rows?.results ?? [],
     totals: totals?.results[0] ?? { count: 0, amount_atomic: 0 },
-    // amount_atomic: refunds recorded (owed or sent); refunded_atomic: those that landed.
-    refunds: refunded?.results[0] ?? { count: 0, amount_atomic: 0, refunded_atomic: 0 },
+    // amount_atomic: refunds recorded (owed or sent); refunded_atomic: those that landed;
+    // nothing_owed_atomic: shares kept back in doubt a person found the partner was paid (owed to
+    // nobody, refunded to nobody: in neither of the others, kept apart for the record).
+    refunds: refunded?.results[0] ?? {
+      count: 0,
+      amount_atomic: 0,
+      refunded_atomic: 0,
+      nothing_owed_atomic: 0,
+    },
     unconfirmed: unconfirmed.results,
     // Claims and upstream authorizations whose nonce is spent with no log found, for a day of runs:
     // no longer read; each names its POST .../resolve (back to the queue, or landed or not).

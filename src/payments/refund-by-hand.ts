@@ -2,13 +2,22 @@ import { redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, rpcChainReader } from "./reconcile-chain";
 import type { Decision } from "./reconcile-decide";
-import { judgeRefund, refundNonce, type SentRefund, WITHHELD_SUFFIX } from "./refunds";
+import {
+  IN_DOUBT,
+  IN_DOUBT_DECIDED,
+  judgeRefund,
+  nothingOwed,
+  refundNonce,
+  type SentRefund,
+  WITHHELD_SUFFIX,
+} from "./refunds";
 
 /**
  * Refunds a maintainer paid from their own wallet, recorded by hand (POST
  * /api/admin/resolve/refunds/{request_id} and the dashboard's "Record refund" form). A refund the
  * operating wallet sent is recorded only once the chain shows that send can never pay, so a refund
- * is never paid twice (docs/OPERATIONS.md, "Refunding by hand").
+ * is never paid twice (docs/OPERATIONS.md, "Refunding by hand"). And a share kept back in doubt that
+ * the partner was paid in full, recorded as nothing owed (dismissInDoubt).
  */
 
 /**
@@ -119,6 +128,22 @@ const handReturn = (
       requestId.slice(0, -WITHHELD_SUFFIX.length),
     );
 
+async function readRow(db: D1Database, requestId: string): Promise<RefundRow | null> {
+  const row = await db
+    .prepare(
+      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
+              resolved_at, resolved_note, created_at, updated_at, ${nothingOwed()} AS nothing_owed
+       FROM refunds WHERE request_id = ?1`,
+    )
+    .bind(requestId)
+    .first<Omit<RefundRow, "nothing_owed"> & { nothing_owed: number }>();
+  return row && { ...row, nothing_owed: row.nothing_owed === 1 };
+}
+
+/** Why a refund recorded as nothing owed takes no other decision: one decision per row. */
+const dismissedAlready = (row: RefundRow) =>
+  `Refund ${row.request_id} is already recorded as nothing owed (${new Date(row.resolved_at ?? 0).toISOString()}: ${row.resolved_note}): nothing recorded`;
+
 /** A refund as the maintainer's resolve answers it. */
 export interface RefundRow {
   request_id: string;
@@ -135,6 +160,8 @@ export interface RefundRow {
   resolved_note: string | null;
   created_at: number;
   updated_at: number;
+  /** Refunded to nobody: a share kept back in doubt a person found the partner was paid (dismissInDoubt). */
+  nothing_owed: boolean;
 }
 
 export type HandRefund =
@@ -190,17 +217,11 @@ export async function resolveRefundByHand(
           ? [handReturn(db, requestId, tx, note, nowMs, await refundNonce(requestId))]
           : []),
       ]);
-  const row = await db
-    .prepare(
-      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
-              resolved_at, resolved_note, created_at, updated_at
-       FROM refunds WHERE request_id = ?1`,
-    )
-    .bind(requestId)
-    .first<RefundRow>();
+  const row = await readRow(db, requestId);
   if (!row) return { status: "unknown" };
   if (check) return { ...check, row };
   if (written?.meta.changes || returned?.meta.changes) return { status: "recorded", row };
+  if (row.nothing_owed) return { status: "refused", row, detail: dismissedAlready(row) };
   if (row.status === "refunded")
     return row.resolved_at !== null && row.tx_hash?.toLowerCase() === tx
       ? { status: "replayed", row }
@@ -233,4 +254,85 @@ export async function resolveRefundByHand(
       ? `Transaction ${tx} is already recorded for refund ${holder.request_id}: one transfer pays one refund`
       : `Refund ${requestId} changed while it was being recorded: read it again`,
   };
+}
+
+export type Dismissal =
+  | { status: "recorded" | "replayed"; row: RefundRow }
+  | { status: "unknown" }
+  | { status: "refused"; detail: string; row: RefundRow };
+
+/**
+ * Whether a refund, as GET /api/admin/payouts lists it, is one dismissInDoubt takes: the dashboard
+ * offers its form beside such a row only (the UPDATE below is what decides).
+ */
+export const inDoubtUndecided = (r: Record<string, unknown>) =>
+  String(r.request_id).endsWith(WITHHELD_SUFFIX) &&
+  r.status === "owed" &&
+  (r.valid_before ?? null) === null &&
+  (r.resolved_at ?? null) === null &&
+  typeof r.hold === "string" &&
+  r.hold.startsWith(IN_DOUBT) &&
+  !r.hold.startsWith(IN_DOUBT_DECIDED);
+
+/**
+ * Records a share kept back in doubt as owed to nobody: a person checked the operating wallet's
+ * transfers and found the partner was paid all of it (a part paid: refund the rest by hand instead,
+ * resolveRefundByHand). Only a `<request_id>:withheld` listing held in doubt (inDoubtReturn), owed
+ * and never sent, that reconciliation has not decided since: that decision found the authorization
+ * it waited for did not land, so the partner was not paid with it and the share is the caller's.
+ * One conditional UPDATE on all of that, so it cannot race the rewrite of that decision (owedRefund
+ * rewrites a row only while it is owed and not resolved, so a dismissed row stays as recorded) nor a
+ * hand refund (which writes only an owed row), and no send ever claims it (sendRefund: owed rows
+ * only). It becomes refunded, by hand and with no transfer (refunds.ts nothingOwed: what tells it
+ * from a refund paid, which always has one; sums of money refunded leave it out), and keeps its
+ * amount, hold and reason for the record, with resolved_note (the person's evidence, required). The
+ * same note again answers the recorded row.
+ */
+export async function dismissInDoubt(
+  db: D1Database,
+  requestId: string,
+  note: string,
+  nowMs = Date.now(),
+): Promise<Dismissal> {
+  const written = await db
+    .prepare(
+      `UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = NULL, resolved_at = ?2, resolved_note = ?3,
+         updated_at = ?2
+       WHERE request_id = ?1 AND substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
+         AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL AND resolved_at IS NULL
+         AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'`,
+    )
+    .bind(requestId, nowMs, note)
+    .run();
+  const row = await readRow(db, requestId);
+  if (!row) return { status: "unknown" };
+  if (written.meta.changes) return { status: "recorded", row };
+  const refused = (detail: string): Dismissal => ({
+    status: "refused",
+    row,
+    detail: `Refund ${requestId} ${detail}`,
+  });
+  if (row.nothing_owed)
+    return row.resolved_note === note
+      ? { status: "replayed", row }
+      : { status: "refused", row, detail: dismissedAlready(row) };
+  if (row.status === "refunded")
+    return refused(
+      row.resolved_at === null
+        ? `already landed from the operating wallet (${row.tx_hash ? `tx ${row.tx_hash}` : "its transaction not found on chain"}): nothing recorded`
+        : `is already recorded as paid by hand (tx ${row.tx_hash}): nothing recorded`,
+    );
+  if (!requestId.endsWith(WITHHELD_SUFFIX) || !row.hold?.startsWith(IN_DOUBT))
+    return refused(
+      `is not a partner's share kept back in doubt (a ${WITHHELD_SUFFIX} refund held "${IN_DOUBT} …"): only such a listing can be recorded as nothing owed; a refund you paid is recorded with tx_hash. Nothing recorded`,
+    );
+  if (row.valid_before !== null)
+    return refused(
+      `was sent by the operating wallet (its authorization valid until ${new Date(row.valid_before * 1000).toISOString()}): only a listing never sent can be recorded as nothing owed. Nothing recorded`,
+    );
+  if (row.hold.startsWith(IN_DOUBT_DECIDED))
+    return refused(
+      `was decided by reconciliation since it was listed: the authorization this share waited for did not land, so the partner was not paid with it and the amount recorded is the caller's; refund it by hand (tx_hash). Nothing recorded`,
+    );
+  return refused("changed while it was being recorded: read it again");
 }

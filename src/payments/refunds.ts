@@ -86,8 +86,13 @@ const holdOf = (r: Refund) =>
  */
 export type Undecided = { claimFailed: string } | { upstreamUndecided: number };
 
-/** How a return held in doubt starts its `hold`: what lets its decision rewrite it (owedRefund). */
-const IN_DOUBT = "kept back in doubt:";
+/**
+ * How a return held in doubt starts its `hold`: what lets its decision rewrite it (owedRefund) and a
+ * person record it as nothing owed (refund-by-hand.ts dismissInDoubt).
+ */
+export const IN_DOUBT = "kept back in doubt:";
+/** How it starts once reconciliation decided its authorization can no longer land (decidedInDoubt). */
+export const IN_DOUBT_DECIDED = `${IN_DOUBT} decided since`;
 
 /**
  * The hold a return held in doubt takes when reconciliation decides the authorization it waited for
@@ -96,7 +101,7 @@ const IN_DOUBT = "kept back in doubt:";
  * it is recorded), so reconciliation only writes down what it found and never sends it.
  */
 const decidedInDoubt = (r: Refund) =>
-  `${IN_DOUBT} decided since (${r.reason}): refund this by hand, for the amount now recorded. Reconciliation never sends a share first kept in doubt, since a person may be refunding it already${
+  `${IN_DOUBT_DECIDED} (${r.reason}): refund this by hand, for the amount now recorded. Reconciliation never sends a share first kept in doubt, since a person may be refunding it already${
     holdOf(r) ? `; and ${holdOf(r)}` : ""
   }`;
 
@@ -258,7 +263,7 @@ export function releaseUnrecordedDoubt(db: D1Database, requestId: string) {
     .prepare(
       `DELETE FROM refunds WHERE request_id = ?1 || '${WITHHELD_SUFFIX}' AND status = 'owed'
          AND valid_before IS NULL AND resolved_at IS NULL AND hold LIKE '${IN_DOUBT}%'
-         AND hold NOT LIKE '${IN_DOUBT} decided since%' AND instr(hold, ?2) > 0
+         AND hold NOT LIKE '${IN_DOUBT_DECIDED}%' AND instr(hold, ?2) > 0
          AND EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?1)`,
     )
     .bind(requestId, UNRECORDED_DOUBT)
@@ -316,6 +321,16 @@ export async function sendRecordedRefund(env: Bindings, r: RecordedRefund): Prom
     ? { status: "refunded", amount: r.amount, transaction: outcome.transaction }
     : { status: "owed", amount: r.amount, transaction: null };
 }
+
+/**
+ * A refund a person recorded as owed to nobody (refund-by-hand.ts dismissInDoubt: a share kept back
+ * in doubt that the partner was paid in full), as SQL over the refunds row `t`: refunded, since
+ * nothing is owed and no send or decision may take it again (each writes only an owed row), but by
+ * nobody: by hand (resolved_at) and with no transfer, which every refund paid has (a hand refund's
+ * is required; the wallet's are never resolved_at). Sums of money refunded leave it out.
+ */
+export const nothingOwed = (t = "refunds") =>
+  `(${t}.status = 'refunded' AND ${t}.resolved_at IS NOT NULL AND ${t}.tx_hash IS NULL)`;
 
 /**
  * Marks a refund landed. Never over a refund the maintainer recorded as paid by hand (their

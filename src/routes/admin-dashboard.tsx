@@ -15,7 +15,12 @@ import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
 import { heldClaims } from "../payments/reconcile-holds";
-import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, resolveRefundByHand } from "../payments/refund-by-hand";
+import {
+  dismissInDoubt,
+  HAND_CHECK_RETRY_AFTER_S,
+  HAND_NOTE_MAX,
+  resolveRefundByHand,
+} from "../payments/refund-by-hand";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { statsIfAvailable } from "../stats/published";
 import { dashboardFigures } from "../stats/query";
@@ -107,6 +112,7 @@ adminDashboardRoutes.use(
 const NOTICES: Record<string, string> = {
   settled: "Payout recorded.",
   "refund-resolved": "Refund recorded as paid by hand.",
+  "refund-dismissed": "Kept share recorded as nothing owed: the partner was paid it.",
 };
 
 adminDashboardRoutes.get("/admin", async (c) => {
@@ -248,16 +254,36 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (
 
 /** A hand refund's note, as the API takes it: at most HAND_NOTE_MAX characters, none is fine. */
 const refundNote = z.object({ note: z.string().max(HAND_NOTE_MAX).optional() });
+/** The form's decision: none (a hand refund, tx_hash), or nothing_owed with a note it requires. */
+const refundOutcome = z.object({ outcome: z.enum(["nothing_owed"]).optional() });
+const dismissNote = z.object({ note: z.string().max(HAND_NOTE_MAX) });
 
 /**
- * Form twin of POST /api/admin/resolve/refunds/:request_id (same domain call): a held or owed refund
- * the maintainer paid from their own wallet. Anything but a new record is a 409, a replay too, as
- * for Mark paid.
+ * Form twin of POST /api/admin/resolve/refunds/:request_id (same domain calls): a held or owed refund
+ * the maintainer paid from their own wallet, or (outcome nothing_owed, the second form beside a share
+ * kept back in doubt) that share found paid to the partner. Anything but a new record is a 409, a
+ * replay too, as for Mark paid.
  */
 adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async (c) => {
   const form = await signedForm(c);
   if (form instanceof Response) return form;
   const requestId = c.req.param("request_id");
+  // An empty field is none.
+  const text = (v: unknown) => (typeof v === "string" && v.trim() !== "" ? v : undefined);
+  const decided = { outcome: text(form.outcome) };
+  const outcome = refundOutcome.safeParse(decided);
+  if (!outcome.success) return validationResponse(c, zodItems(outcome.error, decided, ["body"]));
+  if (outcome.data.outcome === "nothing_owed") {
+    const fields = { note: text(form.note) };
+    const read = dismissNote.safeParse(fields);
+    if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
+    const r = await dismissInDoubt(c.env.DB, requestId, read.data.note);
+    if (r.status === "unknown") return detail(c, 404, `Unknown refund "${requestId}"`);
+    if (r.status === "replayed")
+      return detail(c, 409, `Refund ${requestId} is already recorded as nothing owed`);
+    if (r.status === "refused") return detail(c, 409, r.detail);
+    return c.redirect("/admin?notice=refund-dismissed", 303);
+  }
   const tx = formTxHash(c, form);
   if (tx instanceof Response) return tx;
   // An empty field is no note.

@@ -4,7 +4,7 @@ import * as z from "zod";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { validationResponse } from "../http/validation";
+import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { partnerById } from "../partners/listing";
 import {
@@ -19,7 +19,12 @@ import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
 import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-holds";
-import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, resolveRefundByHand } from "../payments/refund-by-hand";
+import {
+  dismissInDoubt,
+  HAND_CHECK_RETRY_AFTER_S,
+  HAND_NOTE_MAX,
+  resolveRefundByHand,
+} from "../payments/refund-by-hand";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -102,17 +107,17 @@ const runReconcile = operation({
 const resolveBody = z.object({
   tx_hash: z.string().regex(TX_HASH, TX_HASH_RULE).optional().meta({
     description:
-      "refunds: the transfer that paid the refund by hand (required; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
+      "refunds: the transfer that paid the refund by hand (required, unless outcome is nothing_owed, which takes none; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
   }),
-  outcome: z.enum(["queue", "landed", "not_landed"]).optional().meta({
+  outcome: z.enum(["queue", "landed", "not_landed", "nothing_owed"]).optional().meta({
     description:
-      "Claims only (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled).",
+      "Claims (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled). Refunds: none to record a hand refund (tx_hash); nothing_owed (with a note) records a partner's share kept back in doubt (a <request_id>:withheld refund held 'kept back in doubt: …', never sent) as owed to nobody, the partner having been paid all of it: refunded by hand with no tx_hash, nothing_owed true.",
   }),
   note: z
     .string()
     .max(HAND_NOTE_MAX)
     .optional()
-    .meta({ description: "Why, for the record (kept with the row)." }),
+    .meta({ description: "Why, for the record (kept with the row). Required with nothing_owed." }),
 });
 const resolveHeld = operation({
   ...admin,
@@ -120,7 +125,7 @@ const resolveHeld = operation({
   path: "/api/admin/resolve/{table}/{key}",
   operationId: "admin_resolve",
   summary:
-    "Record what a person decided: a held or owed refund paid by hand (table refunds, key its request_id), or a claim held as needs_person (payment_nonces/<nonce>, upstream_payments/<id>)",
+    "Record what a person decided: a held or owed refund paid by hand, or a share kept back in doubt the partner was paid (table refunds, key its request_id), or a claim held as needs_person (payment_nonces/<nonce>, upstream_payments/<id>)",
   body: resolveBody,
   example: { tx_hash: `0x${"cd".repeat(32)}`, note: "refunded from the treasury wallet" },
   responses: {
@@ -128,7 +133,7 @@ const resolveHeld = operation({
     "401": UNAUTHORIZED,
     "404": ERROR("Unknown table or row"),
     "409": ERROR(
-      "Nothing recorded: the refund is refunded already, the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; the claim is decided already or not held",
+      "Nothing recorded: the refund is refunded or recorded as nothing owed already, the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; nothing_owed for a refund that is not a share kept back in doubt and never sent; the claim is decided already or not held",
     ),
     "422": VALIDATION,
     "503": ERROR(
@@ -185,19 +190,46 @@ const CLAIM_TABLES: Record<string, ClaimKind> = { payment_nonces: "payment", ups
 /** A field one table needs and the body left out, in the 422 shape the validator answers. */
 const missing = (c: Context<AppEnv>, field: string, body: unknown) =>
   validationResponse(c, [{ loc: ["body", field], msg: "Field required", type: "missing", input: body }]);
+/** The outcomes each table takes (the body's enum is their union), judged as the validator would. */
+const OUTCOMES = {
+  refunds: z.object({ outcome: z.enum(["nothing_owed"]).optional() }),
+  claims: z.object({ outcome: z.enum(["queue", "landed", "not_landed"]) }),
+};
+/** The 422 of an outcome `table` does not take, in the shape the body's own enum answers. */
+function wrongOutcome(c: Context<AppEnv>, table: keyof typeof OUTCOMES, outcome: string) {
+  const read = OUTCOMES[table].safeParse({ outcome });
+  return validationResponse(c, read.success ? [] : zodItems(read.error, { outcome }, ["body"]));
+}
 
 /**
- * A held or owed refund the maintainer paid by hand, or a claim reconciliation held for a person
- * (docs/OPERATIONS.md). Never races the Worker: a refund the wallet may be sending and a claim that
- * is not held are refused. The same body again answers the recorded row.
+ * A held or owed refund the maintainer paid by hand, a share kept back in doubt they found the
+ * partner was paid (nothing_owed), or a claim reconciliation held for a person (docs/OPERATIONS.md).
+ * Never races the Worker: a refund the wallet may be sending and a claim that is not held are
+ * refused. The same body again answers the recorded row.
  */
 adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
   const table = c.req.param("table");
   const key = c.req.param("key");
   const body = c.req.valid("json");
   if (table === "refunds") {
-    if (!body.tx_hash) return missing(c, "tx_hash", body);
-    const r = await resolveRefundByHand(c.env, key, body.tx_hash, body.note);
+    if (body.outcome && body.outcome !== "nothing_owed") return wrongOutcome(c, "refunds", body.outcome);
+    // Nothing owed: no transfer to record (the partner's, if you want it kept, goes in the note),
+    // and the note is the only evidence the row keeps of why.
+    if (body.outcome === "nothing_owed" && body.tx_hash)
+      return validationResponse(c, [
+        {
+          loc: ["body", "tx_hash"],
+          msg: "Not taken with outcome nothing_owed: nothing was refunded (name the partner's transfer in note)",
+          type: "value_error",
+          input: body.tx_hash,
+        },
+      ]);
+    if (body.outcome === "nothing_owed" && !body.note?.trim()) return missing(c, "note", body);
+    if (!body.outcome && !body.tx_hash) return missing(c, "tx_hash", body);
+    const r =
+      body.outcome === "nothing_owed"
+        ? await dismissInDoubt(c.env.DB, key, body.note as string)
+        : await resolveRefundByHand(c.env, key, body.tx_hash as string, body.note);
     if (r.status === "unknown") return detail(c, 404, `Unknown refund "${key}"`);
     if (r.status === "refused") return detail(c, 409, r.detail, { refund: r.row });
     // The chain could not say whether the wallet's send landed: ask again, nothing recorded.
@@ -209,6 +241,7 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
   if (!kind)
     return detail(c, 404, `Nothing to resolve in "${table}": refunds, payment_nonces or upstream_payments`);
   if (!body.outcome) return missing(c, "outcome", body);
+  if (body.outcome === "nothing_owed") return wrongOutcome(c, "claims", body.outcome);
   if (body.outcome === "landed" && !body.tx_hash) return missing(c, "tx_hash", body);
   const r = await resolveHeldClaim(c.env, kind, key, {
     outcome: body.outcome,

@@ -1,0 +1,370 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
+import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
+import { dismissInDoubt } from "../../src/payments/refund-by-hand";
+import { refundCaller, refundNonce, refundsToSettle, sendRecordedRefund } from "../../src/payments/refunds";
+import { adminCookie } from "../helpers";
+
+/**
+ * A partner's share kept back in doubt (a `<request_id>:withheld` listing held "kept back in doubt:
+ * …", never sent) that a person found the partner was paid in full: recorded as nothing owed, it
+ * leaves "Refunds owed", is counted as neither owed nor refunded money, and can take no other
+ * decision (a hand refund, a send, reconciliation's rewrite) afterwards.
+ */
+const token = "refund-dismiss-t0ken";
+const adminEnv = { ...env, ADMIN_TOKEN: token };
+const send = (path: string, init: RequestInit = {}) =>
+  createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);
+const auth = { authorization: `Bearer ${token}` };
+const resolve = (requestId: string, body: unknown) =>
+  send(`/api/admin/resolve/refunds/${encodeURIComponent(requestId)}`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+const hash = () =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+const PAYER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+// A network of its own: no reconciliation run of another file reads (or sends) these rows.
+const NETWORK = "eip155:930017";
+const NOTE = "wallet paid pricefeed 0.02 at 12:01Z (tx 0xabc…), the whole share";
+
+/**
+ * A failed partner call's refund that kept its 0.02 share back in doubt, as the partner proxy writes
+ * it (refundCaller with inDoubt): the caller's refund of 0.04 (owed: no operating wallet here) and
+ * the share's held listing `<id>:withheld`. With `paid`, a payments row for the request too.
+ */
+async function keptInDoubt(paid = false) {
+  const requestId = crypto.randomUUID();
+  await refundCaller(env, {
+    requestId,
+    payer: PAYER,
+    network: NETWORK,
+    asset: env.USDC_ADDRESS,
+    paidMicros: 60000n,
+    withheldMicros: 20000n,
+    reason: "the partner failed after the caller was charged",
+    inDoubt: "test: no authorization record readable",
+  });
+  const nonce = hash();
+  if (paid)
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO payment_nonces (nonce, request_id, resource, status, created_at, updated_at)
+         VALUES (?1, ?2, 'partner:pricefeed:price_coin', 'settled', ?3, ?3)`,
+      ).bind(nonce, requestId, Date.now()),
+      env.DB.prepare(
+        `INSERT INTO payments (request_id, resource, amount_atomic, asset, payer, pay_to, network, tx_hash, nonce, created_at)
+         VALUES (?1, 'partner:pricefeed:price_coin', 60000, ?2, ?3, '0xpayto', ?4, ?5, ?6, ?7)`,
+      ).bind(requestId, env.USDC_ADDRESS, PAYER, NETWORK, hash(), nonce, Date.now()),
+    ]);
+  const listing = `${requestId}:withheld`;
+  expect(await row(listing)).toMatchObject({
+    status: "owed",
+    amount_micro: 20000,
+    valid_before: null,
+    hold: expect.stringMatching(/^kept back in doubt: /),
+  });
+  return { requestId, listing };
+}
+const row = (requestId: string) =>
+  env.DB.prepare(
+    `SELECT status, amount_micro, tx_hash, error, hold, valid_before, auth_from, resolved_at, resolved_note
+     FROM refunds WHERE request_id = ?1`,
+  )
+    .bind(requestId)
+    .first<Record<string, unknown>>();
+const payouts = async () =>
+  (await send("/api/admin/payouts", { headers: auth })).json<{
+    refunds: Record<string, unknown>[];
+    withheld_not_returned: Record<string, unknown>[];
+  }>();
+
+describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}", () => {
+  it("records a share kept back in doubt as nothing owed: it keeps its amount, leaves what is owed, is counted as no refund, and the same body again answers it", async () => {
+    const { requestId, listing } = await keptInDoubt(true);
+    const before = await row(listing);
+    const res = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(res.status).toBe(200);
+    const body = await res.json<{ refund: Record<string, unknown>; replayed: boolean }>();
+    expect(body).toMatchObject({
+      replayed: false,
+      refund: {
+        request_id: listing,
+        status: "refunded",
+        nothing_owed: true,
+        amount_micro: 20000,
+        tx_hash: null,
+        hold: before?.hold,
+        resolved_note: NOTE,
+        valid_before: null,
+      },
+    });
+    expect(body.refund.resolved_at).toBeGreaterThan(0);
+
+    // A retry after a lost answer: the recorded row, nothing changed.
+    const again = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ refund: body.refund, replayed: true });
+    // Another person's other note: told it is decided already.
+    const other = await resolve(listing, { outcome: "nothing_owed", note: "something else" });
+    expect(other.status).toBe(409);
+    expect((await other.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
+
+    // One decision per row: a hand refund of it afterwards is refused, and no send claims it.
+    const paid = await resolve(listing, { tx_hash: hash() });
+    expect(paid.status).toBe(409);
+    expect((await paid.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
+    expect(
+      await sendRecordedRefund(
+        { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
+        {
+          requestId: listing,
+          payer: PAYER,
+          network: NETWORK,
+          asset: env.USDC_ADDRESS,
+          amount: 20000n,
+          reason: "test",
+        },
+      ),
+    ).toMatchObject({ transaction: null });
+    const { results } = await refundsToSettle(env.DB, NETWORK, Date.now() + 3_600_000, 1000);
+    expect(results.map((r) => r.request_id)).not.toContain(listing);
+    expect(await row(listing)).toMatchObject({
+      status: "refunded",
+      auth_from: null,
+      tx_hash: null,
+      resolved_note: NOTE,
+    });
+
+    // GET /api/admin/payouts lists it no longer owed, refunded by hand with no transfer, with the note.
+    const listed = (await payouts()).refunds.find((r) => r.request_id === listing);
+    expect(listed).toMatchObject({
+      status: "refunded",
+      tx_hash: null,
+      amount_micro: 20000,
+      resolved_note: NOTE,
+    });
+    expect(listed?.resolved_at).toBeGreaterThan(0);
+    // The ledger's refund totals count the caller's refund only; the share is apart, for the record.
+    const report = await ledgerReport(env.DB, paymentsQuery.parse({ request_id: requestId }));
+    expect(report.refunds).toEqual({
+      count: 1,
+      amount_atomic: 40000,
+      refunded_atomic: 0,
+      nothing_owed_atomic: 20000,
+    });
+  });
+
+  it("refuses (409, nothing recorded) any refund that is not a share kept back in doubt, never sent and undecided", async () => {
+    const refused = async (requestId: string, detail: RegExp) => {
+      const before = await row(requestId);
+      const res = await resolve(requestId, { outcome: "nothing_owed", note: NOTE });
+      expect(res.status).toBe(409);
+      expect((await res.json<{ detail: string }>()).detail).toMatch(detail);
+      expect(await row(requestId)).toEqual(before);
+    };
+    // The caller's own refund of the same request.
+    const { requestId, listing } = await keptInDoubt();
+    await refused(requestId, /is not a partner's share kept back in doubt/);
+    // A return reconciliation recorded for an authorization that expired unused: not in doubt.
+    const plain = `${crypto.randomUUID()}:withheld`;
+    await env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
+         auth_nonce, asset, network, hold)
+       VALUES (?1, ?2, 10000, 0, 'returned share', 'owed', ?3, ?3, ?4, ?5, ?6, 'held with refund x: no payer address')`,
+    )
+      .bind(plain, PAYER, Date.now(), await refundNonce(plain), env.USDC_ADDRESS, NETWORK)
+      .run();
+    await refused(plain, /is not a partner's share kept back in doubt/);
+    // Already refunded by hand: the first decision stands.
+    const tx = hash();
+    expect((await resolve(listing, { tx_hash: tx, note: "refunded it all" })).status).toBe(200);
+    await refused(listing, /already recorded as paid by hand/);
+    // One the operating wallet sent (its authorization may still land): never an in-doubt listing's
+    // state, but the decision does not take it either.
+    const sending = await keptInDoubt();
+    await env.DB.prepare("UPDATE refunds SET auth_from = ?2, valid_before = ?3 WHERE request_id = ?1")
+      .bind(sending.listing, `0x${"0b".repeat(20)}`, Math.floor(Date.now() / 1000) + 200)
+      .run();
+    await refused(sending.listing, /was sent by the operating wallet/);
+    // An unknown request: 404.
+    expect(
+      (await resolve(`${crypto.randomUUID()}:withheld`, { outcome: "nothing_owed", note: NOTE })).status,
+    ).toBe(404);
+  });
+
+  it("takes a note and no transaction; an outcome of the other tables is a 422, and nothing_owed is not a claim's", async () => {
+    const { listing } = await keptInDoubt();
+    const items = async (res: Response) => {
+      expect(res.status).toBe(422);
+      return (await res.json<{ detail: { loc: string[]; type: string }[] }>()).detail;
+    };
+    expect(await items(await resolve(listing, { outcome: "nothing_owed" }))).toEqual([
+      expect.objectContaining({ loc: ["body", "note"], type: "missing" }),
+    ]);
+    expect(await items(await resolve(listing, { outcome: "nothing_owed", note: "  " }))).toEqual([
+      expect.objectContaining({ loc: ["body", "note"], type: "missing" }),
+    ]);
+    expect(await items(await resolve(listing, { outcome: "nothing_owed", note: "x".repeat(501) }))).toEqual([
+      expect.objectContaining({ loc: ["body", "note"] }),
+    ]);
+    expect(
+      await items(await resolve(listing, { outcome: "nothing_owed", note: NOTE, tx_hash: hash() })),
+    ).toEqual([expect.objectContaining({ loc: ["body", "tx_hash"] })]);
+    expect(await items(await resolve(listing, { outcome: "landed", tx_hash: hash() }))).toEqual([
+      expect.objectContaining({ loc: ["body", "outcome"] }),
+    ]);
+    const claim = await send("/api/admin/resolve/payment_nonces/some-nonce", {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ outcome: "nothing_owed", note: NOTE }),
+    });
+    expect(await items(claim)).toEqual([expect.objectContaining({ loc: ["body", "outcome"] })]);
+    expect(await row(listing)).toMatchObject({ status: "owed", resolved_at: null });
+  });
+});
+
+describe("racing reconciliation's rewrite of the same listing", () => {
+  /** The request's authorization turning up after all, undecided: its row as reconciliation reads it. */
+  async function authorizationTurnsUp(requestId: string): Promise<UpstreamRow> {
+    const created = Date.now() - 900_000;
+    const r = await env.DB.prepare(
+      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+         payer, pay_to, asset, network, auth_nonce, valid_before)
+       VALUES (?1, 'pricefeed', 'price_coin', 20000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+       RETURNING id, request_id, payer, pay_to, asset, network, amount_micro, auth_nonce, valid_before, created_at`,
+    )
+      .bind(
+        requestId,
+        created,
+        `0x${"0a".repeat(20)}`,
+        "0x1111111111111111111111111111111111111111",
+        env.USDC_ADDRESS,
+        NETWORK,
+        hash(),
+        Math.floor(created / 1000) + 300,
+      )
+      .first<UpstreamRow>();
+    return r as UpstreamRow;
+  }
+  const expiredUnused = { outcome: "unpaid" as const, evidence: "test: expired unused" };
+
+  it("recorded while the run decides (after its read, before its write): the row stays as the person recorded it, its amount and hold too", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId);
+    let dismissed: Awaited<ReturnType<typeof dismissInDoubt>> | undefined;
+    // The run reads the refund (withheldReturn), then writes its batch: the person's decision lands
+    // in between.
+    const racing = new Proxy(env.DB, {
+      get(target, key) {
+        if (key === "batch")
+          return async (stmts: D1PreparedStatement[]) => {
+            dismissed ??= await dismissInDoubt(env.DB, listing, NOTE);
+            return target.batch(stmts);
+          };
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const before = await row(listing);
+    expect(await applyUpstream(racing, upstream, expiredUnused)).toBeUndefined();
+    expect(dismissed).toMatchObject({ status: "recorded" });
+    expect(await row(listing)).toEqual({
+      ...before,
+      status: "refunded",
+      resolved_at: expect.any(Number),
+      resolved_note: NOTE,
+      error: null,
+    });
+    // The run's decision itself is recorded; the return it would have rewritten stays the person's
+    // decision, as a hand refund would (withheld_not_returned lists only returns not refunded).
+    const chain = await env.DB.prepare("SELECT chain_status FROM upstream_payments WHERE id = ?1")
+      .bind(upstream.id)
+      .first<{ chain_status: string }>();
+    expect(chain?.chain_status).toBe("not_landed");
+    expect((await payouts()).withheld_not_returned.filter((w) => w.request_id === requestId)).toEqual([]);
+  });
+
+  it("rewritten by the run first: the decision is refused, the listing left for a hand refund", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId), expiredUnused);
+    const decided = await row(listing);
+    expect(decided).toMatchObject({
+      status: "owed",
+      hold: expect.stringMatching(/^kept back in doubt: decided since/),
+    });
+    const res = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(/did not land.*refund it by hand/);
+    expect(await row(listing)).toEqual(decided);
+  });
+});
+
+describe("the dashboard's Record nothing owed form", () => {
+  it("is offered beside a share kept back in doubt only; it records it (session, CSRF and Origin as for Record refund)", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const cookie = await adminCookie(send, token);
+    const html = await (await send("/admin", { headers: { cookie } })).text();
+    const action = `/admin/refunds/${encodeURIComponent(listing)}/resolve`;
+    const forms = [
+      ...html.matchAll(new RegExp(`<form method="post" action="${action}"[\\s\\S]*?</form>`, "g")),
+    ].map((m) => m[0]);
+    // Record refund, and beside it the decision.
+    expect(forms).toHaveLength(2);
+    const form = forms.find((f) => f.includes('name="outcome" value="nothing_owed"')) ?? "";
+    expect(form).toMatch(/name="note"[^>]*required/);
+    expect(form).not.toContain('name="tx_hash"');
+    // The caller's own refund (owed, not a kept share) gets Record refund only.
+    const own = `/admin/refunds/${encodeURIComponent(requestId)}/resolve`;
+    expect(html.match(new RegExp(`action="${own}"`, "g"))).toHaveLength(1);
+
+    const csrf = form.match(/name="csrf" value="([^"]*)"/)?.[1] as string;
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      send(action, {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test", ...headers },
+        body: new URLSearchParams(fields),
+      });
+    expect((await post({ csrf: "wrong", outcome: "nothing_owed", note: NOTE })).status).toBe(403);
+    expect(
+      (await post({ csrf, outcome: "nothing_owed", note: NOTE }, { origin: "https://evil.test" })).status,
+    ).toBe(403);
+    expect((await post({ csrf, outcome: "nothing_owed", note: "" })).status).toBe(422);
+    expect((await post({ csrf, outcome: "landed", note: NOTE })).status).toBe(422);
+    const anon = await send(action, {
+      method: "POST",
+      headers: { origin: "https://skills.test" },
+      body: new URLSearchParams({ csrf, outcome: "nothing_owed", note: NOTE }),
+    });
+    expect(anon.status).toBe(401);
+    expect(await row(listing)).toMatchObject({ status: "owed", resolved_at: null });
+
+    const done = await post({ csrf, outcome: "nothing_owed", note: NOTE });
+    expect(done.status).toBe(303);
+    expect(done.headers.get("location")).toBe("/admin?notice=refund-dismissed");
+    expect(await row(listing)).toMatchObject({
+      status: "refunded",
+      tx_hash: null,
+      amount_micro: 20000,
+      resolved_note: NOTE,
+    });
+    // Pressed again: told it is recorded already.
+    expect((await post({ csrf, outcome: "nothing_owed", note: NOTE })).status).toBe(409);
+    // The caller's own refund is refused the decision through the form too.
+    expect(
+      (
+        await send(own, {
+          method: "POST",
+          headers: { cookie, origin: "https://skills.test" },
+          body: new URLSearchParams({ csrf, outcome: "nothing_owed", note: NOTE }),
+        })
+      ).status,
+    ).toBe(409);
+    const after = await (await send("/admin?notice=refund-dismissed", { headers: { cookie } })).text();
+    expect(after).not.toContain(action);
+    expect(after).toContain("recorded as nothing owed");
+  });
+});

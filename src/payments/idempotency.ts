@@ -115,6 +115,10 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
             { reason: "idempotency_key_mismatch" },
           );
         }
+        // Still running: told so without a proof (and without its request id), as the request
+        // already named the stored call's payer and request. The answer says retry in 2 s, so a
+        // wallet polling a long call would otherwise spend the proofs' budget within a minute.
+        if (row.status === "running") return inFlight(c);
         const refusal = (await payerProofQuota(c)) ?? (await unproven(c, id.proveOnChain));
         if (refusal) return refusal;
       }
@@ -126,15 +130,7 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
           { reason: "idempotency_key_mismatch", request_id: row.request_id },
         );
       }
-      if (row.status === "running") {
-        return detail(
-          c,
-          409,
-          "A request with this idempotency key is still running. Retry after a moment to get its answer; nothing more is charged.",
-          { reason: "idempotent_request_in_flight", request_id: row.request_id },
-          { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
-        );
-      }
+      if (row.status === "running") return inFlight(c, row.request_id);
       return replay(c, row);
     }
     // A call the buyer can retry under a key outlasts the buyer's connection: an agent that times
@@ -176,6 +172,16 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
     );
   };
 }
+
+/** A retry of a call still running; its request id only to a request whose payer is proven. */
+const inFlight = (c: Context<AppEnv>, requestId?: string) =>
+  detail(
+    c,
+    409,
+    "A request with this idempotency key is still running. Retry after a moment to get its answer; nothing more is charged.",
+    { reason: "idempotent_request_in_flight", ...(requestId ? { request_id: requestId } : {}) },
+    { "Retry-After": String(IN_FLIGHT_RETRY_AFTER_SECONDS) },
+  );
 
 /** The answer for a contract-wallet payment the chain does not confirm, or cannot be asked about. */
 async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Promise<Response | undefined> {

@@ -5,6 +5,8 @@ import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { sha256Hex } from "../../src/digest";
+import { claim } from "../../src/payments/idempotent-results";
 import { LIMITS } from "../../src/payments/quotas";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { authorizationFor, signedPayment } from "../fixtures/payments";
@@ -126,6 +128,43 @@ describe("a payment id already used costs no chain read unless the stored answer
     expect(statuses.filter((s) => s === 429)).toHaveLength(5);
     // eth_getCode and eth_call per proof (and eth_chainId once per isolate at most).
     expect(asked.filter((m) => m !== "eth_chainId")).toHaveLength(2 * LIMITS.RL_FREE);
+  });
+});
+
+describe("a contract wallet polling its own call while it runs", { timeout: 30_000 }, () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("gets the in-flight 409 every time, told to retry in 2 s, spending no proof of the per-IP budget", async () => {
+    // The call under this id, in a contract wallet's name, is still running (a long skill, or
+    // a settlement waited for): its stored row is as the first request's claim wrote it.
+    const wallet = env.USDC_ADDRESS;
+    const id = generatePaymentId();
+    const fp = {
+      method: "POST",
+      path: PATH,
+      body_sha256: await sha256Hex(JSON.stringify({ count: 2 })),
+      principal: `x402:${wallet.toLowerCase()}`,
+    };
+    expect(await claim(env.DB, `x402:${id}`, fp, "req-still-running")).toBe(true);
+    // Every signature would be proven: the wallet really signed.
+    const asked = rpcDouble(() => ({ result: `0x1626ba7e${"0".repeat(56)}` }));
+    const limited = { ...paidEnv, RATE_LIMITS: "on" };
+    const ip = randomIp();
+    for (let i = 0; i < LIMITS.RL_FREE + 5; i++) {
+      const res = await post(limited, {
+        "payment-signature": await junkSigned(wallet, id),
+        "cf-connecting-ip": ip,
+      });
+      expect(res.status).toBe(409);
+      expect(res.headers.get("retry-after")).toBe("2");
+      const body = await res.json<{ reason: string; request_id?: string }>();
+      expect(body.reason).toBe("idempotent_request_in_flight");
+      // Unproven, so not told which request holds it.
+      expect(body.request_id).toBeUndefined();
+    }
+    expect(asked).toEqual([]);
   });
 });
 

@@ -3,7 +3,7 @@ import { redactSecrets } from "./config";
 import type { Bindings } from "./env";
 import { databaseSize, pruneExpired, sizeReport } from "./ops/database";
 import { sweepCheckouts } from "./payments/checkout-sweep";
-import { cronFailure, reconcile } from "./payments/reconcile";
+import { cronFailure, logSummary, reconcile } from "./payments/reconcile";
 import { refreshPublishedStats } from "./stats/published";
 
 const app = createApp();
@@ -37,7 +37,7 @@ async function scheduled(controller: ScheduledController, env: Bindings, ctx: Ex
     console.error(redacted({ level: "error", error: `${part}: ${reason}` }));
   };
   if (reconciled.status === "fulfilled") {
-    console.log(redacted({ level: "info", reconcile: reconciled.value }));
+    logSummary(reconciled.value, redacted);
     const failure = cronFailure(reconciled.value);
     if (failure) failures.push(`reconcile: ${failure}`);
   } else failed("reconcile", reconciled.reason);

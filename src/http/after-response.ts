@@ -26,6 +26,9 @@ export function outlastingClient<T>(c: Context<AppEnv>, work: Promise<T>): Promi
   return work;
 }
 
+/** The last attempt of a retried write (retryWrite): the answer's own, then three after it. */
+export const LAST_WRITE_ATTEMPT = 4;
+
 /**
  * A write that failed while answering a paid call, tried three more times (100, 300 and 900 ms
  * apart) after the answer: the paid answer never waits for, or fails with, the storage behind it.
@@ -34,7 +37,7 @@ export async function retryWrite(
   write: () => Promise<unknown>,
   onFailure: (e: unknown, attempt: number) => void,
 ) {
-  for (let attempt = 2; attempt <= 4; attempt++) {
+  for (let attempt = 2; attempt <= LAST_WRITE_ATTEMPT; attempt++) {
     await new Promise((r) => setTimeout(r, 100 * 3 ** (attempt - 2)));
     try {
       await write();
@@ -45,10 +48,20 @@ export async function retryWrite(
   }
 }
 
-/** One log line per failed write attempt (the attempt counts from 1, the write on the answer's path). */
+/**
+ * One log line per failed write attempt (the attempt counts from 1, the write on the answer's path).
+ * The last one says so (`final: true`): nothing tries that write again, so what it was to record
+ * is missing until a person writes it (docs/OPERATIONS.md, "Log lines").
+ */
 export function logWriteFailure(requestId: string, what: string, e: unknown, attempt: number) {
   console.error(
-    JSON.stringify({ level: "error", request_id: requestId, attempt, error: `${what} write: ${e}` }),
+    JSON.stringify({
+      level: "error",
+      request_id: requestId,
+      attempt,
+      ...(attempt >= LAST_WRITE_ATTEMPT ? { final: true } : {}),
+      error: `${what} write: ${e}`,
+    }),
   );
 }
 

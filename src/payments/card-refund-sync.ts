@@ -17,14 +17,14 @@ export async function refundsNow(stripe: Stripe, paymentIntent: string): Promise
   try {
     refunds = await refundedTotal(stripe, paymentIntent);
   } catch (e) {
-    logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed" });
+    logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed", payment_intent: paymentIntent });
     return { unreadable: "Could not read the payment's refunds from Stripe; retry later." };
   }
   let amount: number | null;
   try {
     amount = await chargedAmount(stripe, paymentIntent, refunds.currency);
   } catch (e) {
-    logStripeFailure(e, "readSession", { msg: "stripe list failed" });
+    logStripeFailure(e, "readSession", { msg: "stripe list failed", payment_intent: paymentIntent });
     return { unreadable: "Could not read the payment's checkout from Stripe; retry later." };
   }
   if (amount === null) {

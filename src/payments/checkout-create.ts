@@ -114,7 +114,11 @@ export async function createCheckout(
   } catch (e) {
     const errors = await stripeErrors();
     if (e instanceof errors.StripeIdempotencyError) return { refused: "key_reused" };
-    logStripeFailure(e, "createSession", { msg: "stripe session create failed" });
+    logStripeFailure(e, "createSession", {
+      msg: "stripe session create failed",
+      request_id: order.requestId,
+      skill: skill.id,
+    });
     // Stripe saves the result of every request it began under its idempotency key, a 500 included,
     // and replays it for at least 24 h: a retry with the same client key gets this same failure.
     // Only an answer below 500 (refused before it ran: rate limit, auth) was not saved; a dropped

@@ -1,4 +1,4 @@
-import { publicConfig } from "../config";
+import { publicConfig, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { validate } from "../http/validation";
@@ -68,6 +68,14 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
  * then (the webhook), or the Reveal POST does, once, whichever claims it first.
  */
 export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
+  try {
+    await firstPayloadRun(env, sessionId);
+  } catch (e) {
+    throw tagged(e, { session_id: sessionId });
+  }
+}
+
+async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> {
   const now = Date.now();
   const started = performance.now();
   // In free beta every skill call answers unpaid, a card key's too (the payment gate lets it
@@ -107,6 +115,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
       // None of these answers spends the credit.
       const failed = skillAnswer(e);
       targetFault = failed?.targetFault ?? false;
+      if (!failed) logCrash(env, sessionId, skill.id, e);
       result = failed
         ? { status: failed.status, body: failed.body }
         : { status: 500, body: { detail: "The skill failed; your credit was not spent." } };
@@ -181,7 +190,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
     else if (refused?.meta.changes === 1) logged = 402;
   }
   if (logged !== undefined)
-    await logFirstCall(env, claim.skill_id, skill ? Number(skill.price_atomic) : 0, {
+    await logFirstCall(env, sessionId, claim.skill_id, skill ? Number(skill.price_atomic) : 0, {
       status: logged,
       targetFault,
       creditTaken,
@@ -212,6 +221,7 @@ const holdBack = (db: D1Database, sessionId: string, claimedAt: number) =>
  */
 async function logFirstCall(
   env: Bindings,
+  sessionId: string,
   skillId: string,
   priceMicro: number,
   run: { status: number; targetFault: boolean; creditTaken: boolean; free: boolean; durationMs: number },
@@ -232,14 +242,60 @@ async function logFirstCall(
       transport: "checkout",
     });
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "first-call record not written", error: String(e) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "first-call record not written",
+        session_id: sessionId,
+        error: String(e),
+      }),
+    );
   }
+}
+
+/**
+ * A skill that crashed on a first call (an error skillAnswer does not know: a bug), which the buyer
+ * sees as a 500 on the success page. The same crash on the skill's route reaches app.onError, which
+ * logs it with its stack; here nothing did, so the bug behind a paid pack's first call went unseen.
+ */
+function logCrash(env: Bindings, sessionId: string, skill: string, e: unknown) {
+  console.error(
+    redactSecrets(
+      JSON.stringify({
+        level: "error",
+        msg: "first call crashed",
+        session_id: sessionId,
+        skill,
+        error: String(e),
+        stack: e instanceof Error ? e.stack : undefined,
+      }),
+      env,
+    ),
+  );
+}
+
+/**
+ * Which checkout a failed run was for (its session, or the PaymentIntent it was looked up by),
+ * kept beside the error itself: runLogged gets only the run, from callers that hand it on without
+ * knowing the session (the webhook's runAfter, the Reveal POST's keepAlive).
+ */
+const failedFor = new WeakMap<object, Record<string, string>>();
+function tagged(e: unknown, where: Record<string, string>) {
+  if (typeof e === "object" && e !== null && !failedFor.has(e)) failedFor.set(e, where);
+  return e;
 }
 
 /** A first call run past an answer, which nobody awaits: its failure is logged, not lost. */
 export const runLogged = (run: Promise<void>) =>
   run.catch((e: unknown) =>
-    console.error(JSON.stringify({ level: "error", msg: "first payload failed", error: String(e) })),
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "first payload failed",
+        ...(typeof e === "object" && e !== null ? failedFor.get(e) : undefined),
+        error: String(e),
+      }),
+    ),
   );
 
 /**
@@ -247,12 +303,17 @@ export const runLogged = (run: Promise<void>) =>
  * claim decides): for a charge event that let the pack call again (a dispute won, a refund undone).
  */
 export async function runPaymentFirstPayload(env: Bindings, paymentIntent: string): Promise<void> {
-  const row = await env.DB.prepare(
-    `SELECT id FROM checkout_sessions
-     WHERE payment_intent = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL`,
-  )
-    .bind(paymentIntent)
-    .first<{ id: string }>();
+  let row: { id: string } | null;
+  try {
+    row = await env.DB.prepare(
+      `SELECT id FROM checkout_sessions
+       WHERE payment_intent = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL`,
+    )
+      .bind(paymentIntent)
+      .first<{ id: string }>();
+  } catch (e) {
+    throw tagged(e, { payment_intent: paymentIntent });
+  }
   if (row) await runFirstPayload(env, row.id);
 }
 

@@ -85,6 +85,57 @@ export function cronFailure(summary: ReconcileSummary): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether a run's summary asks for a person: a claim it held (needs_person), or a refund it left
+ * owed (held, or a send that did not settle). Logged at "warn" then, so an alert on warn lines sees
+ * it: at "info" such a run read as a success, and the Cron showed one.
+ */
+export const summaryLevel = (summary: ReconcileSummary): "info" | "warn" =>
+  summary.needs_person.length || summary.refunds_owed ? "warn" : "info";
+
+/** The Cron's line for a run's summary, at its level (summaryLevel), through `redact` (index.ts). */
+export function logSummary(summary: ReconcileSummary, redact: (fields: Record<string, unknown>) => string) {
+  const level = summaryLevel(summary);
+  (level === "warn" ? console.warn : console.log)(redact({ level, reconcile: summary }));
+}
+
+/**
+ * The warn line of a refund this run held for a person, or whose send it saw fail. Only what the
+ * run did: a held row is never picked again (refundsToSettle), and a failed one is sent again only
+ * once its last authorization expired unused, so an old row does not repeat every 5 minutes.
+ * Before, both went only to the row (`hold`, `error`) and the summary's count.
+ */
+function warnRefund(env: Bindings, requestId: string, row: { hold: string | null; error: string | null }) {
+  const line = row.hold
+    ? { level: "warn", msg: "refund held for a person", request_id: requestId, hold: row.hold }
+    : { level: "warn", msg: "refund not sent", request_id: requestId, error: row.error };
+  console.warn(redactSecrets(JSON.stringify(line), env));
+}
+
+/** A send this run made that left its refund owed: the row says why (its hold, or the send's error). */
+async function warnOwed(env: Bindings, requestId: string) {
+  const row = await env.DB.prepare(
+    "SELECT hold, error FROM refunds WHERE request_id = ?1 AND status = 'owed'",
+  )
+    .bind(requestId)
+    .first<{ hold: string | null; error: string | null }>();
+  if (row) warnRefund(env, requestId, row);
+}
+
+/**
+ * A withheld call's refund that its landing recorded held (reconcile-store.ts withheldCallRefund:
+ * its partner share unknown), which applyPayment does not hand back to send: read back from the
+ * row, only if it was recorded by this run (created since it started), so it is warned of once.
+ */
+async function warnHeldAtRecord(env: Bindings, requestId: string, runStartedAt: number) {
+  const row = await env.DB.prepare(
+    "SELECT hold FROM refunds WHERE request_id = ?1 AND status = 'owed' AND hold IS NOT NULL AND created_at >= ?2",
+  )
+    .bind(requestId, runStartedAt)
+    .first<{ hold: string }>();
+  if (row) warnRefund(env, requestId, { hold: row.hold, error: null });
+}
+
 /** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
 const BATCH_REFUNDS = 20;
 
@@ -126,7 +177,10 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     if (!owed || owed.amount === 0n) return;
     const sent = await sendRecordedRefund(env, owed);
     if (sent.status === "refunded") summary.refunded++;
-    else summary.refunds_owed++;
+    else {
+      summary.refunds_owed++;
+      await warnOwed(env, owed.requestId);
+    }
   };
   /** A spent nonce with no log found: counted, and held for a person once it stays so for a day. */
   const holdIfStuck = async (kind: HeldClaim["kind"], key: string | number, evidence: string) => {
@@ -142,6 +196,8 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
       else if (d.outcome === "unpaid") summary.released++;
       else summary.waiting++;
       if (d.outcome === "wait" && d.noLog) await holdIfStuck("payment", row.nonce, d.evidence);
+      if (d.outcome === "paid" && row.status === "failed" && !refund)
+        await warnHeldAtRecord(env, row.request_id, nowMs);
       await sendNew(refund);
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
@@ -201,6 +257,7 @@ async function settleOwedRefunds(
       if (row.auth_nonce === null) {
         await touchRefund(env.DB, row.request_id, PRE_0010_HOLD);
         summary.refunds_owed++;
+        warnRefund(env, row.request_id, { hold: PRE_0010_HOLD, error: null });
         continue;
       }
       const d = row.valid_before === null ? undefined : await judgeRefund(chain, head, row, env.USDC_ADDRESS);
@@ -224,6 +281,7 @@ async function settleOwedRefunds(
         // after it expired: it can never be sent again under it, so a person looks at it.
         await touchRefund(env.DB, row.request_id, d.evidence);
         summary.refunds_owed++;
+        warnRefund(env, row.request_id, { hold: d.evidence, error: null });
       } else {
         const sent = await sendRecordedRefund(env, {
           requestId: row.request_id,
@@ -234,7 +292,10 @@ async function settleOwedRefunds(
           reason: row.reason,
         });
         if (sent.status === "refunded") summary.refunded++;
-        else summary.refunds_owed++;
+        else {
+          summary.refunds_owed++;
+          await warnOwed(env, row.request_id);
+        }
       }
     } catch (e) {
       summary.errors.push(

@@ -77,7 +77,11 @@ async function grantBeforeCharge(
   try {
     remote = await sessionOfPayment(stripe, paymentIntent);
   } catch (e) {
-    logStripeFailure(e, "readSession", { msg: "stripe list failed" });
+    logStripeFailure(e, "readSession", {
+      msg: "stripe list failed",
+      event_id: eventId,
+      payment_intent: paymentIntent,
+    });
     return { answer: failed(502, "Could not find the payment's checkout with Stripe; retry later.") };
   }
   if (!remote?.paid) return {};
@@ -161,7 +165,11 @@ export async function handleStripeEvent(
       try {
         remote = await fetchSession(stripe, event.data.object.id);
       } catch (e) {
-        logStripeFailure(e, "readSession", { msg: "stripe retrieve failed" });
+        logStripeFailure(e, "readSession", {
+          msg: "stripe retrieve failed",
+          event_id: event.id,
+          session_id: event.data.object.id,
+        });
         // Not recorded: Stripe redelivers and the next attempt decides.
         return failed(502, "Could not confirm the session with Stripe; retry later.");
       }
@@ -213,7 +221,12 @@ export async function handleStripeEvent(
       try {
         status = await fetchDisputeStatus(stripe, d.id);
       } catch (e) {
-        logStripeFailure(e, "readDispute", { msg: "stripe dispute retrieve failed", dispute: d.id });
+        logStripeFailure(e, "readDispute", {
+          msg: "stripe dispute retrieve failed",
+          event_id: event.id,
+          dispute: d.id,
+          payment_intent: pi,
+        });
         // Not recorded: Stripe redelivers and the next attempt decides (a 401/403 is logged as our
         // configuration: the dispute is applied once the key can read it).
         return failed(502, "Could not confirm the dispute with Stripe; retry later.");

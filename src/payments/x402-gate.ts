@@ -16,7 +16,7 @@ import {
 } from "@x402/extensions/bazaar";
 import type { MiddlewareHandler } from "hono";
 import { isAddress } from "viem";
-import { type PublicConfig, publicConfig } from "../config";
+import { type PublicConfig, publicConfig, redactSecrets } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { SharedLoad, within } from "../http/shared-load";
@@ -196,6 +196,8 @@ interface Built {
   ready: SharedLoad<void>;
   /** When /supported was last read successfully; undefined until the first success. */
   readyAt: number | undefined;
+  /** The last first read that failed, answered from for FAILED_READ_BACKOFF_MS (ensureReady). */
+  failed: { at: number; message: string } | undefined;
   /** The background re-read after the TTL (refreshInBackground). */
   refreshing: SharedLoad<void>;
   httpServer: x402HTTPResourceServer;
@@ -232,6 +234,16 @@ export const READY_WAIT_MS = 10_000;
  * isolate never re-read /supported again.
  */
 export const REFRESH_STALE_MS = 60_000;
+
+/**
+ * How long a failed first /supported read answers for its gate: the requests in that time get the
+ * same 503 (Retry-After: what is left of it) without a read of their own. A failed read was not
+ * kept, so during an outage every unpaid request made an outbound /supported fetch and wrote the
+ * library's warning; a facilitator down for longer than a request waits is down for some seconds
+ * more. 15 s: a few reads a minute per isolate and configuration, and a facilitator that is back is
+ * used within the time a buyer told to retry waits anyway.
+ */
+export const FAILED_READ_BACKOFF_MS = 15_000;
 
 /**
  * What a request's bindings say about payments, checked once per bindings object (an isolate
@@ -330,6 +342,7 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     httpServer,
     ready: new SharedLoad(READY_WAIT_MS),
     readyAt: undefined,
+    failed: undefined,
     refreshing: new SharedLoad(REFRESH_STALE_MS),
     middleware: x402HttpGate(httpServer, {
       explainUnpaid: (header, path) => explain(header, undefined, CARD_KEY_PATHS.has(path)),
@@ -422,18 +435,61 @@ function cdpAuth(env: Bindings) {
   };
 }
 
-/** The first /supported read, joined or started, waited for at most READY_WAIT_MS; or why not. */
-async function ensureReady(b: Built): Promise<string | undefined> {
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/**
+ * The first /supported read of `b`. A failure is remembered on the gate (answered from for
+ * FAILED_READ_BACKOFF_MS) and logged here, once per read: every request that joined it shares it.
+ */
+function readSupported(b: Built, env: Bindings): Promise<void> {
+  return b.httpServer.initialize().then(
+    () => {
+      b.failed = undefined;
+    },
+    (e) => {
+      const message = errorText(e);
+      b.failed = { at: Date.now(), message };
+      // The library's "no supported payment kinds" hides the facilitator's own answer in its cause.
+      const cause = e instanceof Error && e.cause !== undefined ? `: ${errorText(e.cause)}` : "";
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "facilitator /supported failed",
+          error: redactSecrets(`${message}${cause}`, env),
+        }),
+      );
+      throw e;
+    },
+  );
+}
+
+/** A failed first read still within its back-off: why, and the seconds left of it. */
+function backingOff(b: Built, now = Date.now()) {
+  const left = b.failed ? b.failed.at + FAILED_READ_BACKOFF_MS - now : 0;
+  return b.failed && left > 0 ? { error: b.failed.message, retryAfterS: Math.ceil(left / 1000) } : undefined;
+}
+
+/**
+ * The first /supported read, joined or started, waited for at most READY_WAIT_MS; or why not (and
+ * when to retry, after a read that failed).
+ */
+async function ensureReady(
+  b: Built,
+  env: Bindings,
+): Promise<{ error: string; retryAfterS?: number } | undefined> {
+  const remembered = backingOff(b);
+  if (remembered) return remembered;
   try {
     await within(
-      b.ready.get(() => b.httpServer.initialize()),
+      b.ready.get(() => readSupported(b, env)),
       READY_WAIT_MS,
     );
     b.readyAt ??= Date.now();
     return undefined;
   } catch (e) {
-    // A failed read is not kept (shared-load.ts): the next request tries again.
-    return e instanceof Error ? e.message : String(e);
+    // A read that failed is answered from until its back-off ends; one that has not answered
+    // within READY_WAIT_MS is joined by the next request until it is stale (shared-load.ts).
+    return backingOff(b) ?? { error: errorText(e) };
   }
 }
 
@@ -444,8 +500,13 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
   const b = build(c.env, cfg);
   if (b.readyAt === undefined) {
-    const initError = await ensureReady(b);
-    if (initError) return detail(c, 503, `x402 payments are unavailable: facilitator: ${initError}`);
+    const failed = await ensureReady(b, c.env);
+    if (failed) {
+      const retry: Record<string, string> = failed.retryAfterS
+        ? { "Retry-After": String(failed.retryAfterS) }
+        : {};
+      return detail(c, 503, `x402 payments are unavailable: facilitator: ${failed.error}`, {}, retry);
+    }
   } else if (Date.now() - b.readyAt > SUPPORTED_TTL_MS) {
     refreshInBackground(b, c.env, cfg);
   }

@@ -18,10 +18,29 @@ export const didRoutes = new Hono<AppEnv>();
 
 const CACHE = { "cache-control": "public, max-age=300" };
 
+/**
+ * Logs a configuration problem of these documents once per isolate and value (`source`: the
+ * setting's text). An unset or malformed RECEIPT_SIGNING_KEY is a supported set-up (no receipts),
+ * and these routes are public and unauthenticated: logged per request, any crawler wrote an error
+ * line per fetch, burying the one a maintainer needs.
+ */
+const loggedFor = new Map<string, string>();
+function logOnce(
+  c: Context<AppEnv>,
+  setting: string,
+  source: string | undefined,
+  msg: string,
+  error: string,
+) {
+  if (loggedFor.get(setting) === (source ?? "")) return;
+  loggedFor.set(setting, source ?? "");
+  console.error(JSON.stringify({ level: "error", msg, request_id: c.get("requestId"), error }));
+}
+
 function keyOr503(c: Context<AppEnv>) {
   const key = receiptKey(c.env.RECEIPT_SIGNING_KEY, publicConfig(c.env, c.req.url).baseUrl);
   if ("error" in key) {
-    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), error: key.error }));
+    logOnce(c, "RECEIPT_SIGNING_KEY", c.env.RECEIPT_SIGNING_KEY, "receipt signing key unusable", key.error);
     return detail(
       c,
       503,
@@ -33,12 +52,18 @@ function keyOr503(c: Context<AppEnv>) {
 
 /**
  * The retired keys still published (RECEIPT_RETIRED_KEYS). A list that cannot be read is logged
- * and left out: the current key is still published, and old receipts fail until it is fixed.
+ * (once: logOnce) and left out: the current key is still published, and old receipts fail until it is fixed.
  */
 function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
   const keys = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, key);
   if (!("error" in keys)) return keys;
-  console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), error: keys.error }));
+  logOnce(
+    c,
+    "RECEIPT_RETIRED_KEYS",
+    c.env.RECEIPT_RETIRED_KEYS,
+    "retired receipt keys unreadable",
+    keys.error,
+  );
   return [];
 }
 

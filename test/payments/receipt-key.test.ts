@@ -78,6 +78,38 @@ describe("RECEIPT_SIGNING_KEY is checked, not only its shape", { timeout: 30_000
     expect(paid.headers.get("x-payment-receipt")).toBeNull();
   });
 
+  it("a key that cannot sign is logged once per isolate and value, not once per unauthenticated GET", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const lines = () =>
+      logged.mock.calls
+        .map((c) => JSON.parse(String(c[0])) as Record<string, unknown>)
+        .filter((l) => /kid/.test(String(l.error)));
+    const broken = { ...paidEnv, RECEIPT_SIGNING_KEY: secret({ kid: `bad kid ${crypto.randomUUID()}` }) };
+    for (let i = 0; i < 3; i++) {
+      for (const path of ["/.well-known/did.json", "/.well-known/jwks.json"]) {
+        expect((await fetchApp(path, broken)).status, path).toBe(503);
+      }
+    }
+    expect(lines()).toEqual([
+      expect.objectContaining({
+        level: "error",
+        request_id: expect.any(String),
+        error: expect.stringMatching(/kid/),
+      }),
+    ]);
+    // Another value (a new secret put) is logged again, once.
+    const other = { ...paidEnv, RECEIPT_SIGNING_KEY: secret({ kid: `bad kid ${crypto.randomUUID()}` }) };
+    for (let i = 0; i < 3; i++) expect((await fetchApp("/.well-known/did.json", other)).status).toBe(503);
+    expect(lines()).toHaveLength(2);
+    // The same for a list of retired keys that cannot be read (left out of every answer).
+    const retired = { ...paidEnv, RECEIPT_RETIRED_KEYS: `not json ${crypto.randomUUID()}` };
+    for (let i = 0; i < 3; i++) expect((await fetchApp("/.well-known/jwks.json", retired)).status).toBe(200);
+    const unreadable = logged.mock.calls.filter((c) =>
+      String(c[0]).includes("retired receipt keys unreadable"),
+    );
+    expect(unreadable).toHaveLength(1);
+  });
+
   it("an invalid kid is the same 503, not a key quietly published as receipts-1", async () => {
     const badKid = { ...paidEnv, RECEIPT_SIGNING_KEY: secret({ kid: "k1 (2025)" }) };
     vi.spyOn(console, "error").mockImplementation(() => {});

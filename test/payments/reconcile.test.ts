@@ -11,7 +11,13 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { redactSecrets } from "../../src/config";
 import worker from "../../src/index";
-import { cronFailure, emptySummary, reconcile } from "../../src/payments/reconcile";
+import {
+  cronFailure,
+  emptySummary,
+  logSummary,
+  type ReconcileSummary,
+  reconcile,
+} from "../../src/payments/reconcile";
 import {
   AUTHORIZATION_CANCELED,
   AUTHORIZATION_USED,
@@ -971,6 +977,63 @@ describe("a withheld call whose payment landed is refunded", () => {
     });
   });
 
+  /** Captures console.warn: the JSON lines it was given for `requestId`. */
+  const warnLines = () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    return (requestId: string) =>
+      warn.mock.calls
+        .map((args) => JSON.parse(String(args[0])) as Record<string, unknown>)
+        .filter((line) => line.request_id === requestId);
+  };
+
+  it("a refund whose send fails is one warn line (refund not sent, its error) in that run", async () => {
+    stubNetwork(noPartner, { settles: false });
+    const lines = warnLines();
+    const c = await claim("failed", {}, "sha256", "none");
+    const summary = await reconcile(tryEnv, landed(c).reader);
+    expect(summary.refunds_owed).toBe(1);
+    expect(lines(c.requestId)).toEqual([
+      { level: "warn", msg: "refund not sent", request_id: c.requestId, error: "insufficient_funds" },
+    ]);
+    // The next run only reads its authorization (still valid, it may land): no send, no line.
+    await age(c.requestId);
+    await reconcile(tryEnv, landed(c).reader);
+    expect(lines(c.requestId)).toHaveLength(1);
+  });
+
+  it("a refund held for a person is one warn line (refund held for a person, its hold) when it is first held, never again", async () => {
+    stubNetwork(noPartner);
+    const lines = warnLines();
+    // Held as it is recorded (no partner share known).
+    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", null);
+    await reconcile(tryEnv, landed(c).reader);
+    expect(lines(c.requestId)).toEqual([
+      {
+        level: "warn",
+        msg: "refund held for a person",
+        request_id: c.requestId,
+        hold: expect.stringMatching(/no partner share/),
+      },
+    ]);
+    // Held by a later run (recorded before migration 0010).
+    const requestId = crypto.randomUUID();
+    await env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, error, created_at, updated_at)
+       VALUES (?1, ?2, 3000, 0, 'partner failed', 'owed', 'fetch failed', ?3, ?3)`,
+    )
+      .bind(requestId, hex(20), Date.now() - 600_000)
+      .run();
+    await reconcile(tryEnv, chainDouble(now() + 10_000).reader);
+    expect(lines(requestId)).toEqual([
+      expect.objectContaining({ msg: "refund held for a person", hold: expect.stringMatching(/0010/) }),
+    ]);
+    await age(requestId);
+    await age(c.requestId);
+    await reconcile(tryEnv, chainDouble(now() + 10_000).reader);
+    expect(lines(requestId)).toHaveLength(1);
+    expect(lines(c.requestId)).toHaveLength(1);
+  });
+
   it("a withheld claim that keeps waiting goes to the back of the next run's queue", async () => {
     const c = await claim("failed");
     const before = await env.DB.prepare("SELECT updated_at FROM payment_nonces WHERE nonce = ?1")
@@ -1029,6 +1092,28 @@ describe("the cron and the admin trigger", () => {
     expect(cronFailure({ ...base, skipped: "RPC_URL serves chain 1, X402_NETWORK is eip155:8453" })).toMatch(
       /serves chain 1/,
     );
+  });
+
+  it("the Cron's summary line is at warn when the run held a claim or left a refund owed, else at info", () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const line = (fields: Record<string, unknown>) => JSON.stringify(fields);
+    logSummary({ ...emptySummary(), checked: 3, settled: 3 }, line);
+    expect(log.mock.calls.map((c) => JSON.parse(String(c[0])).level)).toEqual(["info"]);
+    const held = {
+      kind: "payment",
+      ref: "0xab",
+      request_id: "r-1",
+      hold: "spent, no log",
+    } as ReconcileSummary["needs_person"][number];
+    logSummary({ ...emptySummary(), needs_person: [held] }, line);
+    logSummary({ ...emptySummary(), refunds_owed: 1 }, line);
+    expect(warn.mock.calls.map((c) => JSON.parse(String(c[0])))).toEqual([
+      { level: "warn", reconcile: expect.objectContaining({ needs_person: [held] }) },
+      { level: "warn", reconcile: expect.objectContaining({ refunds_owed: 1 }) },
+    ]);
+    log.mockRestore();
+    warn.mockRestore();
   });
 
   it("redactSecrets hides the RPC URL and its path, and keeps the provider's origin", () => {

@@ -1,5 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { FAILED_READ_BACKOFF_MS } from "../../../src/payments/x402-gate";
 
 // The facilitator of this project (vitest.config.ts) answers /supported after 4 s. Requests go
 // through the Worker's real entry point, so workerd cancels one whose client goes away, as
@@ -47,10 +48,17 @@ describe("a cancelled first request never leaves the isolate's later x402 calls 
     }
     // They joined the read the cancelled request started (kept alive by its waitUntil).
     expect(await supportedReads()).toBe(1);
-    // That read failed (the fixture page is not a /supported answer): the next call tries again.
+    // That read failed (the fixture page is not a /supported answer): a call within its back-off
+    // is answered from it; the next call after the back-off tries again.
     expect(await answerWithin(exports.default.fetch(PRICED), PATIENCE_MS)).toMatchObject({
       status: 503,
     });
+    expect(await supportedReads()).toBe(1);
+    vi.spyOn(Date, "now").mockReturnValue(Date.now() + FAILED_READ_BACKOFF_MS + 1);
+    expect(await answerWithin(exports.default.fetch(PRICED), PATIENCE_MS)).toMatchObject({
+      status: 503,
+    });
+    vi.restoreAllMocks();
     expect(await supportedReads()).toBe(2);
   });
 });

@@ -148,7 +148,9 @@ checkoutPageRoutes.post(
     try {
       session = (await firstPayloadResult(c.env, session_id, 5_000, runPastAnswer)) ?? session;
     } catch (e) {
-      console.error(JSON.stringify({ level: "error", msg: "first payload wait failed", error: String(e) }));
+      console.error(
+        JSON.stringify({ level: "error", msg: "first payload wait failed", session_id, error: String(e) }),
+      );
     }
     const key = await takeKeyReveal(c.env, session_id);
     return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { TX_HASH, TX_HASH_RULE, microsToUsd as usd, usdToMicros } from "../money";
+import { nothingOwed } from "./nothing-owed";
 
 /** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */
 export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
@@ -91,10 +92,12 @@ export async function owedSummary(db: D1Database) {
     ),
     // Refunds (payments/refunds.ts): callers settled before we paid a partner that then failed,
     // and calls whose result was withheld while their payment landed. `hold`: waits for a person.
-    // Owed ones first, so none of them falls out of the list.
+    // `nothing_owed` (1 or 0, as tx_reused): refunded to nobody, a kept share a person found the
+    // partner was paid (its status says refunded, and no transfer did). Owed ones first, so none of
+    // them falls out of the list.
     db.prepare(
       `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
-              created_at, resolved_at, resolved_note
+              created_at, resolved_at, resolved_note, ${nothingOwed()} AS nothing_owed
        FROM refunds ORDER BY status = 'owed' DESC, id DESC LIMIT 1000`,
     ),
     // What a refund kept back for a partner whose authorization then expired unused: the caller

@@ -143,9 +143,15 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     const listed = (await payouts()).refunds.find((r) => r.request_id === listing);
     expect(listed).toMatchObject({
       status: "refunded",
+      nothing_owed: 1,
       tx_hash: null,
       amount_micro: 20000,
       resolved_note: NOTE,
+    });
+    // The caller's own refund is no such row.
+    expect((await payouts()).refunds.find((r) => r.request_id === requestId)).toMatchObject({
+      status: "owed",
+      nothing_owed: 0,
     });
     expect(listed?.resolved_at).toBeGreaterThan(0);
     // The ledger's refund totals count the caller's refund only; the share is apart, for the record.

@@ -113,10 +113,15 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     expect(other.status).toBe(409);
     expect((await other.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
 
-    // One decision per row: a hand refund of it afterwards is refused, and no send claims it.
+    // One decision per row: a hand refund of it afterwards is refused, and no send claims it. Its
+    // hold alone would keep every send off (an in-doubt listing is never sent): cleared here, and
+    // put back after, so what keeps the send off is that the row is no longer owed.
     const paid = await resolve(listing, { tx_hash: hash() });
     expect(paid.status).toBe(409);
     expect((await paid.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
+    await env.DB.prepare("UPDATE refunds SET hold = NULL, updated_at = 0 WHERE request_id = ?1")
+      .bind(listing)
+      .run();
     expect(
       await sendRecordedRefund(
         { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
@@ -129,15 +134,20 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
           reason: "test",
         },
       ),
-    ).toMatchObject({ transaction: null });
+    ).toMatchObject({ status: "refunded", transaction: null });
     const { results } = await refundsToSettle(env.DB, NETWORK, Date.now() + 3_600_000, 1000);
     expect(results.map((r) => r.request_id)).not.toContain(listing);
     expect(await row(listing)).toMatchObject({
       status: "refunded",
       auth_from: null,
+      valid_before: null,
       tx_hash: null,
+      error: null,
       resolved_note: NOTE,
     });
+    await env.DB.prepare("UPDATE refunds SET hold = ?2 WHERE request_id = ?1")
+      .bind(listing, before?.hold)
+      .run();
 
     // GET /api/admin/payouts lists it no longer owed, refunded by hand with no transfer, with the note.
     const listed = (await payouts()).refunds.find((r) => r.request_id === listing);

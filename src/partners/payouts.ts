@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { TX_HASH, TX_HASH_RULE, microsToUsd as usd, usdToMicros } from "../money";
+import { nothingOwed } from "./nothing-owed";
 
 /** Query of GET /api/admin/payouts: the owed summary, or every ledger row as CSV. */
 export const payoutsQuery = z.object({ format: z.enum(["json", "csv"]).default("json") });
@@ -91,23 +92,27 @@ export async function owedSummary(db: D1Database) {
     ),
     // Refunds (payments/refunds.ts): callers settled before we paid a partner that then failed,
     // and calls whose result was withheld while their payment landed. `hold`: waits for a person.
-    // Owed ones first, so none of them falls out of the list.
+    // `nothing_owed` (1 or 0, as tx_reused): refunded to nobody, a kept share a person found the
+    // partner was paid (its status says refunded, and no transfer did). Owed ones first, so none of
+    // them falls out of the list.
     db.prepare(
       `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
-              created_at, resolved_at, resolved_note
+              created_at, resolved_at, resolved_note, ${nothingOwed()} AS nothing_owed
        FROM refunds ORDER BY status = 'owed' DESC, id DESC LIMIT 1000`,
     ),
     // What a refund kept back for a partner whose authorization then expired unused: the caller
     // is owed it back. Reconciliation records the return with the decision (refunds.ts: request id
     // `<request_id>:withheld`); listed until it lands. No return recorded: decided before returns
-    // existed, for a person to refund.
+    // existed, for a person to refund. A return a person recorded as nothing owed (the partner was
+    // paid it) that this decision contradicts stays listed, flagged (`return_nothing_owed` 1):
+    // refunded to nobody, it would otherwise vanish from every list while the caller is owed it.
     db.prepare(
       `SELECT u.request_id, u.partner_id, u.service_id, r.payer, r.withheld_micro,
               t.request_id AS return_request_id, t.status AS return_status, t.hold AS return_hold,
-              t.error AS return_error
+              t.error AS return_error, coalesce(${nothingOwed("t")}, 0) AS return_nothing_owed
        FROM upstream_payments u JOIN refunds r ON r.request_id = u.request_id AND r.withheld_micro > 0
        LEFT JOIN refunds t ON t.request_id = u.request_id || ':withheld'
-       WHERE u.chain_status = 'not_landed' AND t.status IS NOT 'refunded'
+       WHERE u.chain_status = 'not_landed' AND (t.status IS NOT 'refunded' OR ${nothingOwed("t")})
        ORDER BY u.id DESC LIMIT 1000`,
     ),
   ]);

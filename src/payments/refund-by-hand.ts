@@ -280,13 +280,19 @@ export const inDoubtUndecided = (r: Record<string, unknown>) =>
  * resolveRefundByHand). Only a `<request_id>:withheld` listing held in doubt (inDoubtReturn), owed
  * and never sent, that reconciliation has not decided since: that decision found the authorization
  * it waited for did not land, so the partner was not paid with it and the share is the caller's.
+ * And only while the request's recorded partner authorizations (upstream_payments) do not say
+ * otherwise: none undecided (held for a person or not: its decision is still to come, and a
+ * not_landed one would find the listing already taken), none not_landed (the partner was not paid
+ * with it), and what landed covers the share (else the caller is owed the rest). Without any
+ * recorded, the person's word is all there is; should one turn up later and be decided not_landed,
+ * GET /api/admin/payouts lists the share under withheld_not_returned, flagged, instead of losing it.
  * One conditional UPDATE on all of that, so it cannot race the rewrite of that decision (owedRefund
  * rewrites a row only while it is owed and not resolved, so a dismissed row stays as recorded) nor a
  * hand refund (which writes only an owed row), and no send ever claims it (sendRefund: owed rows
- * only). It becomes refunded, by hand and with no transfer (refunds.ts nothingOwed: what tells it
- * from a refund paid, which always has one; sums of money refunded leave it out), and keeps its
- * amount, hold and reason for the record, with resolved_note (the person's evidence, required). The
- * same note again answers the recorded row.
+ * only). It becomes refunded, by hand and with no transfer (nothingOwed: what tells it from a refund
+ * paid, which always has one; sums of money refunded leave it out), and keeps its amount, hold and
+ * reason for the record, with resolved_note (the person's evidence, required). The same note again
+ * answers the recorded row.
  */
 export async function dismissInDoubt(
   db: D1Database,
@@ -300,9 +306,12 @@ export async function dismissInDoubt(
          updated_at = ?2
        WHERE request_id = ?1 AND substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
          AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL AND resolved_at IS NULL
-         AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'`,
+         AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'
+         AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?4 AND chain_status IS NOT 'landed')
+         AND coalesce((SELECT sum(amount_micro) FROM upstream_payments WHERE request_id = ?4), refunds.amount_micro)
+           >= refunds.amount_micro`,
     )
-    .bind(requestId, nowMs, note)
+    .bind(requestId, nowMs, note, requestId.slice(0, -WITHHELD_SUFFIX.length))
     .run();
   const row = await readRow(db, requestId);
   if (!row) return { status: "unknown" };
@@ -334,5 +343,34 @@ export async function dismissInDoubt(
     return refused(
       `was decided by reconciliation since it was listed: the authorization this share waited for did not land, so the partner was not paid with it and the amount recorded is the caller's; refund it by hand (tx_hash). Nothing recorded`,
     );
-  return refused("changed while it was being recorded: read it again");
+  const chain = await contradiction(db, requestId.slice(0, -WITHHELD_SUFFIX.length), row.amount_micro);
+  return refused(chain ?? "changed while it was being recorded: read it again");
+}
+
+/**
+ * What the recorded partner authorizations of `requestId` say against recording its kept share
+ * (`kept`, micro-USDC) as nothing owed, as a refusal's words; undefined when nothing (none
+ * recorded, or landed ones that cover it): the conditions of dismissInDoubt's UPDATE, told apart.
+ */
+async function contradiction(db: D1Database, requestId: string, kept: number): Promise<string | undefined> {
+  const { results } = await db
+    .prepare(
+      "SELECT id, amount_micro, chain_status, hold FROM upstream_payments WHERE request_id = ?1 ORDER BY id",
+    )
+    .bind(requestId)
+    .all<{ id: number; amount_micro: number; chain_status: string | null; hold: string | null }>();
+  const undecided = results.find((u) => u.chain_status === null);
+  if (undecided)
+    return `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}${
+      undecided.hold === null
+        ? ": reconciliation decides it once it lands or expires"
+        : `, held for a person: decide it with POST /api/admin/resolve/upstream_payments/${undecided.id}`
+    }), so whether the partner was paid is not known: its decision settles this share (expired unused or cancelled: it is the caller's, to refund by hand). Nothing recorded`;
+  const notLanded = results.find((u) => u.chain_status === "not_landed");
+  if (notLanded)
+    return `has a partner authorization the chain shows did not land (upstream_payments ${notLanded.id}): the partner was not paid with it, so the amount recorded is the caller's; refund it by hand (tx_hash). Nothing recorded`;
+  const landed = results.reduce((sum, u) => sum + u.amount_micro, 0);
+  if (results.length && landed < kept)
+    return `has partner authorizations recorded that landed for ${landed} micro-USDC, less than the ${kept} kept: the partner was paid only that, and the caller is owed the other ${kept - landed}; refund that by hand (tx_hash, and say so in the note). Nothing recorded`;
+  return undefined;
 }

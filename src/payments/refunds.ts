@@ -7,6 +7,9 @@ import { type Decision, decide, withoutRetryNote } from "./reconcile-decide";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
+// Lives below partners, whose payout report flags such a row too; passed on for payments' readers.
+export { nothingOwed } from "../partners/nothing-owed";
+
 /**
  * Refunds of callers who paid and did not get what they paid for, in two cases:
  * - a caller settled before the marketplace spent money for them (an x402-priced partner:
@@ -321,16 +324,6 @@ export async function sendRecordedRefund(env: Bindings, r: RecordedRefund): Prom
     ? { status: "refunded", amount: r.amount, transaction: outcome.transaction }
     : { status: "owed", amount: r.amount, transaction: null };
 }
-
-/**
- * A refund a person recorded as owed to nobody (refund-by-hand.ts dismissInDoubt: a share kept back
- * in doubt that the partner was paid in full), as SQL over the refunds row `t`: refunded, since
- * nothing is owed and no send or decision may take it again (each writes only an owed row), but by
- * nobody: by hand (resolved_at) and with no transfer, which every refund paid has (a hand refund's
- * is required; the wallet's are never resolved_at). Sums of money refunded leave it out.
- */
-export const nothingOwed = (t = "refunds") =>
-  `(${t}.status = 'refunded' AND ${t}.resolved_at IS NOT NULL AND ${t}.tx_hash IS NULL)`;
 
 /**
  * Marks a refund landed. Never over a refund the maintainer recorded as paid by hand (their

@@ -113,10 +113,15 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     expect(other.status).toBe(409);
     expect((await other.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
 
-    // One decision per row: a hand refund of it afterwards is refused, and no send claims it.
+    // One decision per row: a hand refund of it afterwards is refused, and no send claims it. Its
+    // hold alone would keep every send off (an in-doubt listing is never sent): cleared here, and
+    // put back after, so what keeps the send off is that the row is no longer owed.
     const paid = await resolve(listing, { tx_hash: hash() });
     expect(paid.status).toBe(409);
     expect((await paid.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
+    await env.DB.prepare("UPDATE refunds SET hold = NULL, updated_at = 0 WHERE request_id = ?1")
+      .bind(listing)
+      .run();
     expect(
       await sendRecordedRefund(
         { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
@@ -129,23 +134,34 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
           reason: "test",
         },
       ),
-    ).toMatchObject({ transaction: null });
+    ).toMatchObject({ status: "refunded", transaction: null });
     const { results } = await refundsToSettle(env.DB, NETWORK, Date.now() + 3_600_000, 1000);
     expect(results.map((r) => r.request_id)).not.toContain(listing);
     expect(await row(listing)).toMatchObject({
       status: "refunded",
       auth_from: null,
+      valid_before: null,
       tx_hash: null,
+      error: null,
       resolved_note: NOTE,
     });
+    await env.DB.prepare("UPDATE refunds SET hold = ?2 WHERE request_id = ?1")
+      .bind(listing, before?.hold)
+      .run();
 
     // GET /api/admin/payouts lists it no longer owed, refunded by hand with no transfer, with the note.
     const listed = (await payouts()).refunds.find((r) => r.request_id === listing);
     expect(listed).toMatchObject({
       status: "refunded",
+      nothing_owed: 1,
       tx_hash: null,
       amount_micro: 20000,
       resolved_note: NOTE,
+    });
+    // The caller's own refund is no such row.
+    expect((await payouts()).refunds.find((r) => r.request_id === requestId)).toMatchObject({
+      status: "owed",
+      nothing_owed: 0,
     });
     expect(listed?.resolved_at).toBeGreaterThan(0);
     // The ledger's refund totals count the caller's refund only; the share is apart, for the record.
@@ -227,36 +243,126 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
   });
 });
 
-describe("racing reconciliation's rewrite of the same listing", () => {
-  /** The request's authorization turning up after all, undecided: its row as reconciliation reads it. */
-  async function authorizationTurnsUp(requestId: string): Promise<UpstreamRow> {
-    const created = Date.now() - 900_000;
-    const r = await env.DB.prepare(
-      `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
-         payer, pay_to, asset, network, auth_nonce, valid_before)
-       VALUES (?1, 'pricefeed', 'price_coin', 20000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-       RETURNING id, request_id, payer, pay_to, asset, network, amount_micro, auth_nonce, valid_before, created_at`,
+/**
+ * An authorization of the operating wallet recorded for the request (upstream_payments), as
+ * reconciliation reads it: undecided unless `chain_status` says otherwise, held for a person with
+ * `hold`; for the kept 0.02 unless `amount` says otherwise.
+ */
+async function authorizationTurnsUp(
+  requestId: string,
+  o: { amount?: number; chainStatus?: "landed" | "not_landed"; hold?: string } = {},
+): Promise<UpstreamRow> {
+  const created = Date.now() - 900_000;
+  const r = await env.DB.prepare(
+    `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+       payer, pay_to, asset, network, auth_nonce, valid_before, chain_status, hold)
+     VALUES (?1, 'pricefeed', 'price_coin', ?9, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11)
+     RETURNING id, request_id, payer, pay_to, asset, network, amount_micro, auth_nonce, valid_before, created_at`,
+  )
+    .bind(
+      requestId,
+      created,
+      `0x${"0a".repeat(20)}`,
+      "0x1111111111111111111111111111111111111111",
+      env.USDC_ADDRESS,
+      NETWORK,
+      hash(),
+      Math.floor(created / 1000) + 300,
+      o.amount ?? 20000,
+      o.chainStatus ?? null,
+      o.hold ?? null,
     )
-      .bind(
-        requestId,
-        created,
-        `0x${"0a".repeat(20)}`,
-        "0x1111111111111111111111111111111111111111",
-        env.USDC_ADDRESS,
-        NETWORK,
-        hash(),
-        Math.floor(created / 1000) + 300,
-      )
-      .first<UpstreamRow>();
-    return r as UpstreamRow;
-  }
-  const expiredUnused = { outcome: "unpaid" as const, evidence: "test: expired unused" };
+    .first<UpstreamRow>();
+  return r as UpstreamRow;
+}
+const expiredUnused = { outcome: "unpaid" as const, evidence: "test: expired unused" };
+const withheldOf = async (requestId: string) =>
+  (await payouts()).withheld_not_returned.filter((w) => w.request_id === requestId);
 
-  it("recorded while the run decides (after its read, before its write): the row stays as the person recorded it, its amount and hold too", async () => {
+describe("the request's recorded partner authorizations decide whether nothing can be owed", () => {
+  /** The decision is refused (409, `detail`) and the listing left as it was. */
+  async function refused(listing: string, detail: RegExp) {
+    const before = await row(listing);
+    const res = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(detail);
+    expect(await row(listing)).toEqual(before);
+  }
+
+  it("one still undecided: refused, and its later not_landed decision rewrites the listing for a hand refund and lists it", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId);
+    await refused(
+      listing,
+      new RegExp(`not decided yet \\(upstream_payments ${upstream.id}: reconciliation decides it`),
+    );
+    // Decided now: expired unused. The share is the caller's, to refund by hand, and listed so.
+    await applyUpstream(env.DB, upstream, expiredUnused);
+    expect(await row(listing)).toMatchObject({
+      status: "owed",
+      amount_micro: 20000,
+      hold: expect.stringMatching(/^kept back in doubt: decided since/),
+    });
+    expect(await withheldOf(requestId)).toEqual([
+      expect.objectContaining({ return_request_id: listing, return_status: "owed", return_nothing_owed: 0 }),
+    ]);
+    await refused(listing, /was decided by reconciliation since/);
+  });
+
+  it("one the chain shows did not land: refused, the share is the caller's", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId, { chainStatus: "not_landed" });
+    await refused(
+      listing,
+      new RegExp(`did not land \\(upstream_payments ${upstream.id}\\).*refund it by hand`),
+    );
+  });
+
+  it("one held for a person: refused, naming its resolve; the person's not_landed then leaves the share listed for a hand refund", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId, { hold: "test: spent, no log found" });
+    await refused(
+      listing,
+      new RegExp(
+        `held for a person: decide it with POST /api/admin/resolve/upstream_payments/${upstream.id}`,
+      ),
+    );
+    const decided = await send(`/api/admin/resolve/upstream_payments/${upstream.id}`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ outcome: "not_landed", note: "cancelled it" }),
+    });
+    expect(decided.status).toBe(200);
+    expect(await row(listing)).toMatchObject({
+      status: "owed",
+      hold: expect.stringMatching(/^kept back in doubt: decided since/),
+    });
+    expect(await withheldOf(requestId)).toEqual([
+      expect.objectContaining({ return_request_id: listing, return_status: "owed", return_nothing_owed: 0 }),
+    ]);
+  });
+
+  it("landed for less than the share: refused, naming what the caller is still owed", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    await authorizationTurnsUp(requestId, { chainStatus: "landed", amount: 15000 });
+    await refused(listing, /landed for 15000 micro-USDC, less than the 20000 kept.*the other 5000/);
+  });
+
+  it("landed for the whole share: recorded", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    await authorizationTurnsUp(requestId, { chainStatus: "landed", amount: 20000 });
+    const res = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(res.status).toBe(200);
+    expect(await row(listing)).toMatchObject({ status: "refunded", tx_hash: null, resolved_note: NOTE });
+  });
+});
+
+describe("racing reconciliation's rewrite of the same listing", () => {
+  it("recorded while the run decides (after its read, before its write): refused, the authorization being undecided, and the run's rewrite stands", async () => {
     const { requestId, listing } = await keptInDoubt();
     const upstream = await authorizationTurnsUp(requestId);
     let dismissed: Awaited<ReturnType<typeof dismissInDoubt>> | undefined;
-    // The run reads the refund (withheldReturn), then writes its batch: the person's decision lands
+    // The run reads the refund (withheldReturn), then writes its batch: the person's decision comes
     // in between.
     const racing = new Proxy(env.DB, {
       get(target, key) {
@@ -269,23 +375,40 @@ describe("racing reconciliation's rewrite of the same listing", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const before = await row(listing);
-    expect(await applyUpstream(racing, upstream, expiredUnused)).toBeUndefined();
-    expect(dismissed).toMatchObject({ status: "recorded" });
-    expect(await row(listing)).toEqual({
-      ...before,
-      status: "refunded",
-      resolved_at: expect.any(Number),
-      resolved_note: NOTE,
-      error: null,
+    await applyUpstream(racing, upstream, expiredUnused);
+    expect(dismissed).toMatchObject({ status: "refused", detail: expect.stringMatching(/not decided yet/) });
+    expect(await row(listing)).toMatchObject({
+      status: "owed",
+      resolved_at: null,
+      hold: expect.stringMatching(/^kept back in doubt: decided since/),
     });
+    expect(await withheldOf(requestId)).toEqual([
+      expect.objectContaining({ return_request_id: listing, return_status: "owed", return_nothing_owed: 0 }),
+    ]);
+  });
+
+  it("recorded before the authorization's row turned up, then contradicted by its not_landed decision: the record stays, and the share is listed, flagged", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    expect((await resolve(listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);
+    const before = await row(listing);
+    const upstream = await authorizationTurnsUp(requestId);
+    await applyUpstream(env.DB, upstream, expiredUnused);
     // The run's decision itself is recorded; the return it would have rewritten stays the person's
-    // decision, as a hand refund would (withheld_not_returned lists only returns not refunded).
+    // decision (one decision per row), its amount and hold too.
     const chain = await env.DB.prepare("SELECT chain_status FROM upstream_payments WHERE id = ?1")
       .bind(upstream.id)
       .first<{ chain_status: string }>();
     expect(chain?.chain_status).toBe("not_landed");
-    expect((await payouts()).withheld_not_returned.filter((w) => w.request_id === requestId)).toEqual([]);
+    expect(await row(listing)).toEqual(before);
+    // But the chain says the partner was not paid with it: the caller's share is not lost from view.
+    expect(await withheldOf(requestId)).toEqual([
+      expect.objectContaining({
+        return_request_id: listing,
+        return_status: "refunded",
+        return_nothing_owed: 1,
+        withheld_micro: 20000,
+      }),
+    ]);
   });
 
   it("rewritten by the run first: the decision is refused, the listing left for a hand refund", async () => {

@@ -133,7 +133,7 @@ const resolveHeld = operation({
     "401": UNAUTHORIZED,
     "404": ERROR("Unknown table or row"),
     "409": ERROR(
-      "Nothing recorded: the refund is refunded or recorded as nothing owed already, the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; nothing_owed for a refund that is not a share kept back in doubt and never sent; the claim is decided already or not held",
+      "Nothing recorded: the refund is refunded or recorded as nothing owed already, the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; nothing_owed for a refund that is not a share kept back in doubt and never sent, or while the request's recorded partner authorizations disagree (one undecided, held or not_landed, or what landed is less than the share); the claim is decided already or not held",
     ),
     "422": VALIDATION,
     "503": ERROR(

@@ -1,7 +1,7 @@
 import type { Bindings } from "../env";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
 import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
-import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
+import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from "./stripe";
 
 /**
  * The Cron's part that asks Stripe about checkouts no word from Stripe has reached: a session paid
@@ -13,8 +13,8 @@ import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
  */
 
 /**
- * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day). Each read is up to
- * 3 subrequests (stripe.ts retries twice), and a Cron invocation has Workers' per-invocation
+ * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day). Each read is one
+ * subrequest (SWEEP_NETWORK: no retries), and a Cron invocation has Workers' per-invocation
  * subrequest budget (1,000 on Workers Paid), which reconciliation in the same run shares (up to 80
  * rows of 2-4 RPC calls, and refunds), as does the first call of a pack granted here. Stripe's rate
  * limit (about 25 reads a second in test mode, 100 live) is shared with the webhook's and the
@@ -22,6 +22,23 @@ import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
  * Sessions past the budget wait for the next run (`more` in the summary).
  */
 export const SWEEP_MAX_READS = 20;
+
+/**
+ * How long after its start a run still starts a read: 60 s. A read takes well under a second, so
+ * 20 take a few seconds; a Stripe slow enough to pass this would, read after read, hold the run
+ * for minutes (with the client's retries a read that answered on its third try took ~31 s, and 20
+ * such ran past the next Cron runs, which asked the same sessions meanwhile, the Cron logging
+ * nothing until the end). What is left waits for the next run, 5 minutes on. With SWEEP_NETWORK's
+ * timeout a run ends within 70 s.
+ */
+export const SWEEP_TIME_BUDGET_MS = 60_000;
+
+/**
+ * The sweep's Stripe client: no retries, 10 s a read. A read that fails or times out stops the
+ * run, and the session is asked again by a later run anyway; the buyer-facing client's two
+ * retries of 15 s each only made one read cost up to 45 s.
+ */
+const SWEEP_NETWORK: StripeNetwork = { maxNetworkRetries: 0, timeoutMs: 10_000 };
 
 /** What one run did, logged by the Cron as `checkout_sweep`. */
 export interface SweepSummary {
@@ -39,6 +56,8 @@ export interface SweepSummary {
   unknown: number;
   /** Due sessions left for the next run: the budget ran out. */
   more: boolean;
+  /** Why the run stopped before its reads were done though Stripe answered: SWEEP_TIME_BUDGET_MS passed. */
+  stopped?: string;
   /** Why the run stopped early: Stripe could not be read. The Cron then fails, naming this part. */
   error?: string;
   /** Why nothing was asked: card payments are not configured. */
@@ -48,16 +67,20 @@ export interface SweepSummary {
 /**
  * Asks Stripe about up to `limit` sessions due as of `now` and settles each. A pack granted here has
  * its first call handed to `runAfter` (the Cron's waitUntil), as the webhook does. A read that
- * fails (Stripe down, slow, refusing our key) stops the run there: the rest would wait on the same
- * outage, up to stripe.ts's 15 s and two retries each. The session it was about was marked asked
- * first, so it goes to the back and the next run starts with the others; nothing else of it changes.
+ * fails (Stripe down, refusing our key, or no answer within SWEEP_NETWORK's 10 s) stops the run
+ * there: the rest would wait on the same outage. The session it was about was marked asked first,
+ * so it goes to the back and the next run starts with the others; nothing else of it changes. A
+ * read that answers slowly is used, but no read starts once `budgetMs` (SWEEP_TIME_BUDGET_MS) have
+ * passed since the run began (`stopped`).
  */
 export async function sweepCheckouts(
   env: Bindings,
   runAfter: (run: Promise<void>) => void,
   now = Date.now(),
   limit = SWEEP_MAX_READS,
+  budgetMs = SWEEP_TIME_BUDGET_MS,
 ): Promise<SweepSummary> {
+  const started = Date.now();
   const summary: SweepSummary = {
     asked: 0,
     granted: 0,
@@ -67,12 +90,19 @@ export async function sweepCheckouts(
     unknown: 0,
     more: false,
   };
-  const stripe = await stripeClient(env);
+  const stripe = await stripeClient(env, SWEEP_NETWORK);
   if (!stripe) return { ...summary, skipped: "STRIPE_SECRET_KEY is not set" };
   // One more than the budget: whether any is left for the next run.
   const due = await unsettledSessions(env.DB, now, limit + 1);
   summary.more = due.length > limit;
-  for (const { id, checked_at } of due.slice(0, limit)) {
+  for (const [i, { id, checked_at }] of due.slice(0, limit).entries()) {
+    if (Date.now() - started >= budgetMs) {
+      return {
+        ...summary,
+        more: true,
+        stopped: `time budget of ${budgetMs} ms spent; ${Math.min(due.length, limit) - i} left`,
+      };
+    }
     if (!(await claimSweep(env.DB, id, checked_at, now))) continue;
     summary.asked++;
     let remote: Awaited<ReturnType<typeof fetchSession>>;

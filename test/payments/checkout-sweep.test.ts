@@ -7,7 +7,7 @@ import {
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { unsettledSessions } from "../../src/payments/checkout-sessions";
-import { SWEEP_MAX_READS } from "../../src/payments/checkout-sweep";
+import { SWEEP_MAX_READS, sweepCheckouts } from "../../src/payments/checkout-sweep";
 import {
   createCheckout,
   credits,
@@ -36,8 +36,21 @@ const DAY = 24 * HOUR;
 const payload = { text: "swept" };
 const UNKNOWN = "cs_test_sweep_unknown_";
 
+/** Sessions a test leaves due (paid or not): ended after it, so no later run of the sweep asks first. */
+const leftDue: string[] = [];
+/** First calls of packs a test's sweepCheckouts granted: finished before the next test. */
+const firstCalls: Promise<void>[] = [];
+
 afterEach(async () => {
   vi.restoreAllMocks();
+  await Promise.all(firstCalls.splice(0));
+  for (const id of leftDue.splice(0)) {
+    await env.DB.prepare(
+      "UPDATE checkout_sessions SET status = 'expired' WHERE id = ?1 AND api_key_id IS NULL",
+    )
+      .bind(id)
+      .run();
+  }
   await env.DB.prepare("DELETE FROM checkout_sessions WHERE id LIKE ?1").bind(`${UNKNOWN}%`).run();
 });
 
@@ -76,6 +89,22 @@ const age = (id: string, ago: number) =>
   env.DB.prepare("UPDATE checkout_sessions SET created_at = ?2 WHERE id = ?1")
     .bind(id, Date.now() - ago)
     .run();
+
+/**
+ * `n` paid sessions, older than any the tests leave (in the order made), so the sweep asks about
+ * them first; ended after the test if it left them due.
+ */
+async function paidOldest(n: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = await createCheckout("sha256", 170);
+    await pay(id);
+    await age(id, 3660 * DAY - i * MINUTE);
+    ids.push(id);
+    leftDue.push(id);
+  }
+  return ids;
+}
 
 /** How often the app has read this session from Stripe (the emulator counts every API request). */
 const reads = async (id: string) =>
@@ -305,6 +334,64 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
     await env.DB.prepare("UPDATE checkout_sessions SET checked_at = 0 WHERE id = ?1").bind(id).run();
     expect((await runCron()).thrown).toBe("");
     expect(await reads(id)).toBe(1);
+  });
+});
+
+describe("the sweep's time", () => {
+  it("a read Stripe does not answer costs one attempt of 10 s, not three of 15 s, and stops the run", {
+    timeout: 90_000,
+  }, async () => {
+    const [id] = (await paidOldest(1)) as [string];
+    let attempts = 0;
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url.startsWith(`${EMULATOR}/v1/checkout/sessions/`)) {
+        attempts++;
+        return new Promise<Response>((_, reject) => {
+          const signal = init?.signal ?? req.signal;
+          signal?.addEventListener("abort", () => reject(signal.reason ?? new Error("aborted")));
+        });
+      }
+      return real(input, init);
+    });
+    const started = Date.now();
+    const summary = await sweepCheckouts(
+      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` } as typeof env,
+      () => {},
+      Date.now(),
+      2,
+    );
+    const elapsed = Date.now() - started;
+    expect(summary).toMatchObject({ asked: 1, more: true, error: expect.stringContaining(id) });
+    expect(attempts).toBe(1);
+    expect(elapsed).toBeLessThan(15_000);
+  });
+
+  it("reads that answer slowly: no read starts once the time budget is spent, and the run says so", async () => {
+    const ids = await paidOldest(4);
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url.startsWith(`${EMULATOR}/v1/checkout/sessions/`)) {
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      return real(input, init);
+    });
+    // A budget of 500 ms instead of SWEEP_TIME_BUDGET_MS's 60 s: reads start at 0 and ~300 ms,
+    // none at ~600 ms.
+    const summary = await sweepCheckouts(
+      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` } as typeof env,
+      (run) => firstCalls.push(run),
+      Date.now(),
+      4,
+      500,
+    );
+    vi.restoreAllMocks();
+    expect(summary.error).toBeUndefined();
+    expect(summary).toMatchObject({ asked: 2, more: true, stopped: expect.stringContaining("time budget") });
+    // The oldest first (a session asked before, if one is due, may take the other read).
+    expect(await Promise.all(ids.map(reads))).toEqual([1, expect.any(Number), 0, 0]);
   });
 });
 

@@ -33,8 +33,10 @@ export interface SessionRow {
   payment_pending_at: number | null;
   /** When the Cron's sweep last asked Stripe about the session (migration 0019). */
   checked_at: number | null;
-  /** When Stripe answered the sweep that it does not know the session (404): not asked again. */
+  /** When Stripe answered the sweep that it does not know the session (404): not asked again under that key. */
   stripe_missing_at: number | null;
+  /** Which key that 404 was answered under: a short hash of it (migration 0022). */
+  stripe_missing_key: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -288,26 +290,44 @@ const PENDING_OUTCOME_DUE_MS = 4 * 24 * 60 * 60 * 1000;
 const PENDING_RECHECK_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Up to `limit` sessions, as of `now`, that should have heard from Stripe by now and did not: still
- * `open` in D1, never granted, their payment not failed, and either an hour old and not asked in
- * the last 6 hours (never, at first), or past Stripe's 24 h lifetime and not asked in the last hour,
- * or Stripe reported their bank debit pending more than PENDING_OUTCOME_DUE_MS ago (and less than
- * PENDING_PAYMENT_MS) and they were not asked today. Least recently asked first (never asked before
- * all, oldest first), so a session Stripe cannot answer about goes to the back, and a new session's
- * first look comes before any other's next. A session Stripe said it does not know
- * (stripe_missing_at) is never chosen again. Found through the checkout_sessions_unsettled index
- * alone (migration 0019). The sweep (checkout-sweep.ts) asks Stripe and settles each by
- * settleSession.
+ * How much of a run's reads go to sessions never asked about, when those asked before are due as
+ * well: half. Never asked sessions sort first in the index (checked_at NULL), and a flood of
+ * abandoned checkouts (one IP at RL_FREE makes 28,800 a day, the sweep reads 5,760) took every
+ * read: no expired session was marked, and none paid after its first look was asked again. Either
+ * kind takes what the other leaves, as reconciliation's DUE_FIRST (reconcile-store.ts).
  */
-export async function unsettledSessions(db: D1Database, now: number, limit: number) {
-  const { results } = await db
-    .prepare(
-      `SELECT id, checked_at FROM checkout_sessions
-       WHERE status = 'open' AND api_key_id IS NULL AND payment_failed_at IS NULL AND stripe_missing_at IS NULL
+const FIRST_LOOK_SHARE = 0.5;
+
+/**
+ * What a sweep run asks Stripe about, as of `now`: up to `limit` sessions that should have heard
+ * from Stripe by now and did not: still `open` in D1, never granted, their payment not failed, and
+ * either an hour old and not asked in the last 6 hours (never, at first), or past Stripe's 24 h
+ * lifetime and not asked in the last hour, or Stripe reported their bank debit pending more than
+ * PENDING_OUTCOME_DUE_MS ago (and less than PENDING_PAYMENT_MS) and they were not asked today. A
+ * session Stripe said it does not know is left only while that mark was made under `keyMark`
+ * (today's key: checkout-sweep.ts): a mark made under another key, or before marks named their
+ * key (migration 0022), counts for nothing. Never asked sessions (oldest first) and those asked
+ * before (least recently first, so one Stripe cannot answer about goes to the back) each get
+ * FIRST_LOOK_SHARE of the reads when both are due, and what the other leaves; they alternate, so a
+ * run cut short still reads both. `more`: some due sessions wait for the next run. Found through
+ * the checkout_sessions_sweep index alone (migration 0022), each kind one ordered range of it. The
+ * sweep asks Stripe and settles each by settleSession.
+ */
+export async function unsettledSessions(db: D1Database, now: number, limit: number, keyMark: string) {
+  // Both kinds by one statement. A session asked before is due at the soonest SWEEP_RECHECK_MS
+  // after (the shortest of the three waits): said outright, it bounds that kind's range.
+  const due = `status = 'open' AND api_key_id IS NULL AND payment_failed_at IS NULL
+         AND (stripe_missing_at IS NULL OR stripe_missing_key IS NOT ?9)
          AND ((payment_pending_at IS NULL AND created_at < ?1
                AND (checked_at IS NULL OR checked_at < ?2 OR (created_at < ?3 AND checked_at < ?4)))
-           OR (payment_pending_at < ?5 AND payment_pending_at >= ?6 AND (checked_at IS NULL OR checked_at < ?7)))
-       ORDER BY checked_at, created_at LIMIT ?8`,
+           OR (payment_pending_at < ?5 AND payment_pending_at >= ?6 AND (checked_at IS NULL OR checked_at < ?7)))`;
+  const { results } = await db
+    .prepare(
+      `SELECT id, checked_at FROM (SELECT id, checked_at FROM checkout_sessions
+         WHERE checked_at IS NULL AND ${due} ORDER BY created_at LIMIT ?8)
+       UNION ALL
+       SELECT id, checked_at FROM (SELECT id, checked_at FROM checkout_sessions
+         WHERE checked_at < ?4 AND ${due} ORDER BY checked_at, created_at LIMIT ?8)`,
     )
     .bind(
       now - SWEEP_FIRST_LOOK_MS,
@@ -317,10 +337,24 @@ export async function unsettledSessions(db: D1Database, now: number, limit: numb
       now - PENDING_OUTCOME_DUE_MS,
       now - PENDING_PAYMENT_MS,
       now - PENDING_RECHECK_MS,
-      limit,
+      // One more of each than the run can take: whether any is left for the next.
+      limit + 1,
+      keyMark,
     )
     .all<{ id: string; checked_at: number | null }>();
-  return results;
+  const first = results.filter((r) => r.checked_at === null);
+  const again = results.filter((r) => r.checked_at !== null);
+  const firstTaken = Math.min(
+    first.length,
+    Math.max(Math.ceil(limit * FIRST_LOOK_SHARE), limit - again.length),
+  );
+  const againTaken = Math.min(again.length, limit - firstTaken);
+  const chosen: typeof results = [];
+  for (let i = 0; i < Math.max(firstTaken, againTaken); i++) {
+    if (i < againTaken) chosen.push(again[i] as (typeof results)[number]);
+    if (i < firstTaken) chosen.push(first[i] as (typeof results)[number]);
+  }
+  return { due: chosen, more: first.length + again.length > chosen.length };
 }
 
 /**
@@ -338,16 +372,15 @@ export async function claimSweep(db: D1Database, id: string, checkedAt: number |
 }
 
 /**
- * Records that Stripe does not know a session (a 404: made under another account's or mode's key,
- * one since rotated). Its row is otherwise left as it was: Stripe said nothing about its payment,
- * and the success page still asks Stripe with the key of the day.
+ * Records that Stripe does not know a session under the key `keyMark` names (a 404: made under
+ * another account's or mode's key, one since rotated); a mark made under another key is replaced.
+ * Its row is otherwise left as it was: Stripe said nothing about its payment, and the success page
+ * still asks Stripe with the key of the day.
  */
-export async function markStripeMissing(db: D1Database, id: string, now: number) {
+export async function markStripeMissing(db: D1Database, id: string, keyMark: string, now: number) {
   await db
-    .prepare(
-      "UPDATE checkout_sessions SET stripe_missing_at = ?2 WHERE id = ?1 AND stripe_missing_at IS NULL",
-    )
-    .bind(id, now)
+    .prepare("UPDATE checkout_sessions SET stripe_missing_at = ?2, stripe_missing_key = ?3 WHERE id = ?1")
+    .bind(id, now, keyMark)
     .run();
 }
 

@@ -1,7 +1,7 @@
 import type { Bindings } from "../env";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
 import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
-import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
+import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from "./stripe";
 
 /**
  * The Cron's part that asks Stripe about checkouts no word from Stripe has reached: a session paid
@@ -13,8 +13,8 @@ import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
  */
 
 /**
- * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day). Each read is up to
- * 3 subrequests (stripe.ts retries twice), and a Cron invocation has Workers' per-invocation
+ * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day). Each read is one
+ * subrequest (SWEEP_NETWORK: no retries), and a Cron invocation has Workers' per-invocation
  * subrequest budget (1,000 on Workers Paid), which reconciliation in the same run shares (up to 80
  * rows of 2-4 RPC calls, and refunds), as does the first call of a pack granted here. Stripe's rate
  * limit (about 25 reads a second in test mode, 100 live) is shared with the webhook's and the
@@ -22,6 +22,32 @@ import { fetchSession, logStripeFailure, stripeClient } from "./stripe";
  * Sessions past the budget wait for the next run (`more` in the summary).
  */
 export const SWEEP_MAX_READS = 20;
+
+/**
+ * How long after its start a run still starts a read: 60 s. A read takes well under a second, so
+ * 20 take a few seconds; a Stripe slow enough to pass this would, read after read, hold the run
+ * for minutes (with the client's retries a read that answered on its third try took ~31 s, and 20
+ * such ran past the next Cron runs, which asked the same sessions meanwhile, the Cron logging
+ * nothing until the end). What is left waits for the next run, 5 minutes on. With SWEEP_NETWORK's
+ * timeout a run ends within 70 s.
+ */
+export const SWEEP_TIME_BUDGET_MS = 60_000;
+
+/**
+ * The sweep's Stripe client: no retries, 10 s a read. A read that fails or times out stops the
+ * run, and the session is asked again by a later run anyway; the buyer-facing client's two
+ * retries of 15 s each only made one read cost up to 45 s.
+ */
+const SWEEP_NETWORK: StripeNetwork = { maxNetworkRetries: 0, timeoutMs: 10_000 };
+
+/**
+ * How many reads at the start of a run answering 404, and none answering anything else, stop it as
+ * a configuration error: 3. A session Stripe does not know while the key is right is rare (one
+ * made under a key of another account, since changed) and is asked once per key; three in a row
+ * with not one session read means the key reads none of this deployment's sessions (a test key in
+ * live, another account's key). Nothing is marked then: the marks wait for a read that answered.
+ */
+export const MISSING_IN_A_ROW_STOP = 3;
 
 /** What one run did, logged by the Cron as `checkout_sweep`. */
 export interface SweepSummary {
@@ -35,29 +61,59 @@ export interface SweepSummary {
   pending: number;
   /** Still open at Stripe (not paid yet), or found settled by another path meanwhile. */
   unchanged: number;
-  /** Stripe does not know them (404): not asked again. */
+  /** Stripe does not know them (404): marked, not asked again under this key (unless the run stopped first). */
   unknown: number;
   /** Due sessions left for the next run: the budget ran out. */
   more: boolean;
-  /** Why the run stopped early: Stripe could not be read. The Cron then fails, naming this part. */
+  /** Why the run stopped before its reads were done though Stripe answered: SWEEP_TIME_BUDGET_MS passed. */
+  stopped?: string;
+  /**
+   * Why the run stopped early: Stripe could not be read, or the key cannot read this deployment's
+   * sessions (a configuration error). The Cron then fails, naming this part.
+   */
   error?: string;
   /** Why nothing was asked: card payments are not configured. */
   skipped?: string;
 }
 
 /**
+ * Which key a 404 was answered under, for its mark: the first 16 hex digits of a SHA-256 of
+ * STRIPE_SECRET_KEY (never the key itself, which the mark would otherwise copy into D1 and its
+ * backups). A mark made under another key counts for nothing (unsettledSessions).
+ */
+export async function keyMark(secret: string): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(`checkout-sweep stripe_missing_key|${secret}`),
+  );
+  return [...new Uint8Array(digest).slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The mode a key (sk_/rk_) or a session id (cs_) belongs to; undefined when it does not say. */
+function modeOf(id: string): "live" | "test" | undefined {
+  const m = /^(?:sk|rk|cs)_(live|test)_/.exec(id);
+  return m ? (m[1] as "live" | "test") : undefined;
+}
+
+/**
  * Asks Stripe about up to `limit` sessions due as of `now` and settles each. A pack granted here has
  * its first call handed to `runAfter` (the Cron's waitUntil), as the webhook does. A read that
- * fails (Stripe down, slow, refusing our key) stops the run there: the rest would wait on the same
- * outage, up to stripe.ts's 15 s and two retries each. The session it was about was marked asked
- * first, so it goes to the back and the next run starts with the others; nothing else of it changes.
+ * fails (Stripe down, refusing our key, or no answer within SWEEP_NETWORK's 10 s) stops the run
+ * there: the rest would wait on the same outage. The session it was about was marked asked first,
+ * so it goes to the back and the next run starts with the others; nothing else of it changes. A
+ * read that answers slowly is used, but no read starts once `budgetMs` (SWEEP_TIME_BUDGET_MS) have
+ * passed since the run began (`stopped`). A key that cannot read this deployment's sessions (a
+ * session of the other mode than STRIPE_SECRET_KEY's, or MISSING_IN_A_ROW_STOP 404s and no other
+ * answer) stops the run as an error and marks nothing.
  */
 export async function sweepCheckouts(
   env: Bindings,
   runAfter: (run: Promise<void>) => void,
   now = Date.now(),
   limit = SWEEP_MAX_READS,
+  budgetMs = SWEEP_TIME_BUDGET_MS,
 ): Promise<SweepSummary> {
+  const started = Date.now();
   const summary: SweepSummary = {
     asked: 0,
     granted: 0,
@@ -67,12 +123,32 @@ export async function sweepCheckouts(
     unknown: 0,
     more: false,
   };
-  const stripe = await stripeClient(env);
-  if (!stripe) return { ...summary, skipped: "STRIPE_SECRET_KEY is not set" };
-  // One more than the budget: whether any is left for the next run.
-  const due = await unsettledSessions(env.DB, now, limit + 1);
-  summary.more = due.length > limit;
-  for (const { id, checked_at } of due.slice(0, limit)) {
+  const secret = env.STRIPE_SECRET_KEY;
+  const stripe = await stripeClient(env, SWEEP_NETWORK);
+  if (!stripe || !secret) return { ...summary, skipped: "STRIPE_SECRET_KEY is not set" };
+  const mark = await keyMark(secret);
+  const { due, more } = await unsettledSessions(env.DB, now, limit, mark);
+  summary.more = more;
+  // 404s not marked yet: until some read answers, they may be the key's fault rather than theirs.
+  const unmarked: string[] = [];
+  let answered = false;
+  const keyMode = modeOf(secret);
+  for (const [i, { id, checked_at }] of due.entries()) {
+    const mode = modeOf(id);
+    if (keyMode && mode && mode !== keyMode) {
+      return {
+        ...summary,
+        more: true,
+        error: `configuration error: ${id} is a ${mode} mode session and STRIPE_SECRET_KEY a ${keyMode} mode key, which cannot read it (nothing marked; set this deployment's key, or end sessions left from the other mode by hand: docs/OPERATIONS.md)`,
+      };
+    }
+    if (Date.now() - started >= budgetMs) {
+      return {
+        ...summary,
+        more: true,
+        stopped: `time budget of ${budgetMs} ms spent; ${due.length - i} left`,
+      };
+    }
     if (!(await claimSweep(env.DB, id, checked_at, now))) continue;
     summary.asked++;
     let remote: Awaited<ReturnType<typeof fetchSession>>;
@@ -83,16 +159,28 @@ export async function sweepCheckouts(
       return { ...summary, more: true, error: `Stripe could not be read about ${id}: ${e}` };
     }
     if (!remote) {
-      await markStripeMissing(env.DB, id, now);
       summary.unknown++;
       console.error(
         JSON.stringify({
           level: "warn",
-          msg: "checkout sweep: Stripe does not know this session (made under another account's or mode's key?); not asked again",
+          msg: "checkout sweep: Stripe does not know this session (made under another account's or mode's key?)",
           session_id: id,
         }),
       );
+      if (answered) await markStripeMissing(env.DB, id, mark, now);
+      else unmarked.push(id);
+      if (!answered && unmarked.length >= MISSING_IN_A_ROW_STOP) {
+        return {
+          ...summary,
+          more: true,
+          error: `configuration error: Stripe does not know any of the first ${unmarked.length} sessions asked (${unmarked.join(", ")}): STRIPE_SECRET_KEY is likely not this deployment's account or mode (nothing marked)`,
+        };
+      }
       continue;
+    }
+    if (!answered) {
+      answered = true;
+      for (const missing of unmarked.splice(0)) await markStripeMissing(env.DB, missing, mark, now);
     }
     const outcome = await settleSession(env, remote);
     if (outcome === "granted") {
@@ -110,5 +198,8 @@ export async function sweepCheckouts(
     else if (outcome === "not_paid" && remote.status === "complete") summary.pending++;
     else summary.unchanged++;
   }
+  // Fewer 404s than MISSING_IN_A_ROW_STOP and nothing else due: marked, under this key only, so a
+  // key put right asks them again.
+  for (const missing of unmarked) await markStripeMissing(env.DB, missing, mark, now);
   return summary;
 }

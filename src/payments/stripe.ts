@@ -1,29 +1,46 @@
 import type Stripe from "stripe";
 import type { Bindings } from "../env";
 
-let cached: { key: string; client: Stripe } | undefined;
-
 /**
  * Stripe's library (~250 KiB of resource classes) is imported by the first card-payment request
  * of an isolate, not at start-up.
  */
 const stripeLibrary = async () => (await import("stripe")).default;
 
+/** Clients built so far in this isolate, by key, API base and network options. */
+const cached = new Map<string, Stripe>();
+
+/**
+ * How a client's requests wait on Stripe: by default 15 s a request and two retries, so a request
+ * a buyer waits on outlasts a brief blip. A caller that tries again on its own later (the Cron's
+ * sweep) asks for less.
+ */
+export interface StripeNetwork {
+  maxNetworkRetries: number;
+  timeoutMs: number;
+}
+const BUYER_WAITING: StripeNetwork = { maxNetworkRetries: 2, timeoutMs: 15_000 };
+
 /**
  * Stripe's official client on the fetch transport and SubtleCrypto (no Node http on Workers),
- * built once per isolate. STRIPE_API_BASE points it at the local emulator in tests and `npm start`.
+ * built once per isolate (and per `network`). STRIPE_API_BASE points it at the local emulator in
+ * tests and `npm start`.
  */
-export async function stripeClient(env: Bindings): Promise<Stripe | undefined> {
+export async function stripeClient(
+  env: Bindings,
+  network: StripeNetwork = BUYER_WAITING,
+): Promise<Stripe | undefined> {
   const secret = env.STRIPE_SECRET_KEY;
   if (!secret) return undefined;
   const base = env.STRIPE_API_BASE ? new URL(env.STRIPE_API_BASE) : undefined;
-  const key = `${secret}|${env.STRIPE_API_BASE ?? ""}`;
-  if (cached?.key === key) return cached.client;
+  const key = `${secret}|${env.STRIPE_API_BASE ?? ""}|${network.maxNetworkRetries}|${network.timeoutMs}`;
+  const known = cached.get(key);
+  if (known) return known;
   const Stripe = await stripeLibrary();
   const client = new Stripe(secret, {
     httpClient: Stripe.createFetchHttpClient(),
-    maxNetworkRetries: 2,
-    timeout: 15_000,
+    maxNetworkRetries: network.maxNetworkRetries,
+    timeout: network.timeoutMs,
     ...(base
       ? {
           host: base.hostname,
@@ -32,7 +49,7 @@ export async function stripeClient(env: Bindings): Promise<Stripe | undefined> {
         }
       : {}),
   });
-  cached = { key, client };
+  cached.set(key, client);
   return client;
 }
 

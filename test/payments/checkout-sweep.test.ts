@@ -7,7 +7,12 @@ import {
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { unsettledSessions } from "../../src/payments/checkout-sessions";
-import { SWEEP_MAX_READS } from "../../src/payments/checkout-sweep";
+import {
+  keyMark,
+  MISSING_IN_A_ROW_STOP,
+  SWEEP_MAX_READS,
+  sweepCheckouts,
+} from "../../src/payments/checkout-sweep";
 import {
   createCheckout,
   credits,
@@ -35,10 +40,25 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const payload = { text: "swept" };
 const UNKNOWN = "cs_test_sweep_unknown_";
+const LIVE = "cs_live_sweep_";
+/** Sessions a test leaves due (paid or not): ended after it, so no later run of the sweep asks first. */
+const leftDue: string[] = [];
+/** First calls of packs a test's sweepCheckouts granted: finished before the next test. */
+const firstCalls: Promise<void>[] = [];
 
 afterEach(async () => {
   vi.restoreAllMocks();
-  await env.DB.prepare("DELETE FROM checkout_sessions WHERE id LIKE ?1").bind(`${UNKNOWN}%`).run();
+  await Promise.all(firstCalls.splice(0));
+  for (const id of leftDue.splice(0)) {
+    await env.DB.prepare(
+      "UPDATE checkout_sessions SET status = 'expired' WHERE id = ?1 AND api_key_id IS NULL",
+    )
+      .bind(id)
+      .run();
+  }
+  for (const prefix of [UNKNOWN, LIVE]) {
+    await env.DB.prepare("DELETE FROM checkout_sessions WHERE id LIKE ?1").bind(`${prefix}%`).run();
+  }
 });
 
 /**
@@ -76,6 +96,22 @@ const age = (id: string, ago: number) =>
   env.DB.prepare("UPDATE checkout_sessions SET created_at = ?2 WHERE id = ?1")
     .bind(id, Date.now() - ago)
     .run();
+
+/**
+ * `n` paid sessions, older than any the tests leave (in the order made), so the sweep asks about
+ * them first; ended after the test if it left them due.
+ */
+async function paidOldest(n: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = await createCheckout("sha256", 170);
+    await pay(id);
+    await age(id, 3660 * DAY - i * MINUTE);
+    ids.push(id);
+    leftDue.push(id);
+  }
+  return ids;
+}
 
 /** How often the app has read this session from Stripe (the emulator counts every API request). */
 const reads = async (id: string) =>
@@ -272,16 +308,24 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
         return { bind: () => ({ all: async () => ({ results: [] }) }) };
       },
     };
-    await unsettledSessions(recording as unknown as D1Database, 0, 1);
+    await unsettledSessions(recording as unknown as D1Database, 0, 1, "mark");
     const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${statement}`)
-      .bind(...Array(7).fill(Date.now()), 20)
+      .bind(...Array(7).fill(Date.now()), 20, "mark")
       .all<{ detail: string }>();
-    expect(plan.results.map((r) => r.detail)).toEqual([
-      "SCAN checkout_sessions USING COVERING INDEX checkout_sessions_unsettled",
+    const reads = plan.results.map((r) => r.detail).filter((d) => /^(SCAN|SEARCH) checkout_sessions/.test(d));
+    // Never asked sessions, then those asked before: each an ordered range of the index, no sort.
+    expect(reads).toEqual([
+      expect.stringMatching(
+        /^SEARCH checkout_sessions USING COVERING INDEX checkout_sessions_sweep \(checked_at=\?/,
+      ),
+      expect.stringMatching(
+        /^SEARCH checkout_sessions USING COVERING INDEX checkout_sessions_sweep \(checked_at<\?/,
+      ),
     ]);
+    expect(plan.results.some((r) => r.detail.includes("TEMP B-TREE"))).toBe(false);
   });
 
-  it("a session Stripe does not know (404) is logged, marked and not asked again", async () => {
+  it("a session Stripe does not know (404) is logged, marked under this key and not asked again; under another key, or cleared by a person, it is asked again", async () => {
     const id = `${UNKNOWN}${crypto.randomUUID().replaceAll("-", "")}`;
     const created = Date.now() - 3650 * DAY;
     await env.DB.prepare(
@@ -295,16 +339,227 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
     expect(run.thrown).toBe("");
     expect(run.sweep?.unknown).toBeGreaterThanOrEqual(1);
     expect(run.lines.some((l) => l.includes("does not know this session") && l.includes(id))).toBe(true);
+    const mark = await keyMark(env.STRIPE_SECRET_KEY as string);
     expect(await sessionRow(id)).toMatchObject({
       status: "open",
       stripe_missing_at: expect.any(Number),
+      stripe_missing_key: mark,
       updated_at: created,
     });
+    // A short hash, never the key.
+    expect(mark).toMatch(/^[0-9a-f]{16}$/);
     expect(await reads(id)).toBe(1);
-    // Not asked again, however long it waits.
+    // Not asked again under this key, however long it waits.
     await env.DB.prepare("UPDATE checkout_sessions SET checked_at = 0 WHERE id = ?1").bind(id).run();
     expect((await runCron()).thrown).toBe("");
     expect(await reads(id)).toBe(1);
+    // A mark made under another key (or before marks named theirs) counts for nothing.
+    for (const other of ["0123456789abcdef", null]) {
+      await env.DB.prepare(
+        "UPDATE checkout_sessions SET checked_at = 0, stripe_missing_key = ?2 WHERE id = ?1",
+      )
+        .bind(id, other)
+        .run();
+      const before = await reads(id);
+      expect((await runCron()).thrown).toBe("");
+      expect(await reads(id)).toBe(before + 1);
+      expect((await sessionRow(id))?.stripe_missing_key).toBe(mark);
+    }
+    // A person clears a mark as OPERATIONS says: asked again on the next run.
+    await env.DB.prepare(
+      "UPDATE checkout_sessions SET stripe_missing_at = NULL, stripe_missing_key = NULL, checked_at = NULL WHERE id = ?1",
+    )
+      .bind(id)
+      .run();
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(4);
+  });
+});
+
+describe("a key that cannot read this deployment's sessions marks nothing for good", () => {
+  /**
+   * `bindings` with another account's key: Stripe knows none of this deployment's sessions under it
+   * (the emulator knows one account, so its answer is made here).
+   */
+  function anotherAccount() {
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url.startsWith(`${EMULATOR}/v1/checkout/sessions/`)) {
+        const sid = new URL(req.url).pathname.split("/").pop();
+        return Response.json(
+          {
+            error: {
+              code: "resource_missing",
+              param: "id",
+              type: "invalid_request_error",
+              message: `No such checkout.session: '${sid}'`,
+            },
+          },
+          { status: 404 },
+        );
+      }
+      return real(input, init);
+    });
+    // A base of its own builds a client with this fetch (payments/stripe.ts keeps one per base).
+    return {
+      ...env,
+      STRIPE_SECRET_KEY: "sk_test_another_account_key_0000000",
+      STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}`,
+    } as typeof env;
+  }
+
+  it("a run under another account's key that marked a paid session: once the key is put right, it is asked again and granted", async () => {
+    const [id] = (await paidOldest(1)) as [string];
+    // Only it due (at a time nothing else is): one 404, fewer than MISSING_IN_A_ROW_STOP, so marked.
+    const wrong = await sweepCheckouts(anotherAccount(), () => {}, Date.now(), 1);
+    vi.restoreAllMocks();
+    expect(wrong).toMatchObject({ asked: 1, unknown: 1 });
+    expect(wrong.error).toBeUndefined();
+    expect((await sessionRow(id))?.stripe_missing_at).toEqual(expect.any(Number));
+
+    // The key is put right: its marks count for nothing under it.
+    await env.DB.prepare("UPDATE checkout_sessions SET checked_at = 0 WHERE id = ?1").bind(id).run();
+    const before = await reads(id);
+    expect((await runCron()).thrown).toBe("");
+    expect(await reads(id)).toBe(before + 1);
+    expect(await sessionRow(id)).toMatchObject({ status: "complete", api_key_id: expect.any(String) });
+    expect((await keysFor(id)).results).toHaveLength(1);
+  });
+
+  it(`MISSING_IN_A_ROW_STOP 404s and no other answer: a configuration error that fails the Cron naming checkout_sweep, nothing marked`, async () => {
+    const ids = await paidOldest(MISSING_IN_A_ROW_STOP + 1);
+    const run = await runCron(anotherAccount());
+    vi.restoreAllMocks();
+    expect(run.thrown).toMatch(
+      new RegExp(
+        `checkout_sweep: configuration error: Stripe does not know any of the first ${MISSING_IN_A_ROW_STOP} sessions`,
+      ),
+    );
+    expect(run.sweep).toMatchObject({ unknown: MISSING_IN_A_ROW_STOP, more: true });
+    for (const id of ids) expect((await sessionRow(id))?.stripe_missing_at).toBeNull();
+
+    // The key of the day reads them: all granted.
+    for (const id of ids) {
+      await env.DB.prepare("UPDATE checkout_sessions SET checked_at = 0 WHERE id = ?1").bind(id).run();
+    }
+    expect((await runCron()).thrown).toBe("");
+    for (const id of ids) expect((await keysFor(id)).results).toHaveLength(1);
+  });
+
+  it("a session of the other mode than the key's stops the run before it is asked: nothing read, nothing written", async () => {
+    const id = `${LIVE}${crypto.randomUUID().replaceAll("-", "")}`;
+    const created = Date.now() - 3670 * DAY;
+    await env.DB.prepare(
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, created_at, updated_at)
+       VALUES (?1, 'sha256', 170, 51, 'open', ?2, ?2)`,
+    )
+      .bind(id, created)
+      .run();
+    const run = await runCron();
+    expect(run.thrown).toMatch(
+      new RegExp(
+        `checkout_sweep: configuration error: ${id} is a live mode session and STRIPE_SECRET_KEY a test mode key`,
+      ),
+    );
+    expect(await reads(id)).toBe(0);
+    expect(await sessionRow(id)).toMatchObject({
+      checked_at: null,
+      stripe_missing_at: null,
+      updated_at: created,
+    });
+    // Ended by hand, as OPERATIONS says for sessions left from the other mode: the sweep carries on.
+    await env.DB.prepare(
+      "UPDATE checkout_sessions SET status = 'expired', payload = NULL, payload_bytes = NULL WHERE id = ?1",
+    )
+      .bind(id)
+      .run();
+    expect((await runCron()).thrown).toBe("");
+  });
+});
+
+describe("the sweep's time", () => {
+  it("a read Stripe does not answer costs one attempt of 10 s, not three of 15 s, and stops the run", {
+    timeout: 90_000,
+  }, async () => {
+    const [id] = (await paidOldest(1)) as [string];
+    let attempts = 0;
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url.startsWith(`${EMULATOR}/v1/checkout/sessions/`)) {
+        attempts++;
+        return new Promise<Response>((_, reject) => {
+          const signal = init?.signal ?? req.signal;
+          signal?.addEventListener("abort", () => reject(signal.reason ?? new Error("aborted")));
+        });
+      }
+      return real(input, init);
+    });
+    const started = Date.now();
+    const summary = await sweepCheckouts(
+      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` } as typeof env,
+      () => {},
+      Date.now(),
+      2,
+    );
+    const elapsed = Date.now() - started;
+    expect(summary).toMatchObject({ asked: 1, more: true, error: expect.stringContaining(id) });
+    expect(attempts).toBe(1);
+    expect(elapsed).toBeLessThan(15_000);
+  });
+
+  it("reads that answer slowly: no read starts once the time budget is spent, and the run says so", async () => {
+    const ids = await paidOldest(4);
+    const real = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url.startsWith(`${EMULATOR}/v1/checkout/sessions/`)) {
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      return real(input, init);
+    });
+    // A budget of 500 ms instead of SWEEP_TIME_BUDGET_MS's 60 s: reads start at 0 and ~300 ms,
+    // none at ~600 ms.
+    const summary = await sweepCheckouts(
+      { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` } as typeof env,
+      (run) => firstCalls.push(run),
+      Date.now(),
+      4,
+      500,
+    );
+    vi.restoreAllMocks();
+    expect(summary.error).toBeUndefined();
+    expect(summary).toMatchObject({ asked: 2, more: true, stopped: expect.stringContaining("time budget") });
+    // The oldest first (a session asked before, if one is due, may take the other read).
+    expect(await Promise.all(ids.map(reads))).toEqual([1, expect.any(Number), 0, 0]);
+  });
+});
+
+describe("first looks and re-checks share a run's reads", () => {
+  it("while never-asked sessions keep coming at more than the budget, a session asked before is still asked again (paid since: granted)", async () => {
+    const now = Date.now();
+    const set = (id: string, created: number, checked: number | null) =>
+      env.DB.prepare("UPDATE checkout_sessions SET created_at = ?2, checked_at = ?3 WHERE id = ?1")
+        .bind(id, created, checked)
+        .run();
+    // Asked before (open then), paid at Stripe since, its webhook lost: first of those asked before.
+    const paidLater = await createCheckout("sha256", 170);
+    await pay(paidLater);
+    await set(paidLater, now - 3690 * DAY, 0);
+    // More never-asked checkouts than the run's budget (here 2), older than any the tests leave.
+    const flood: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = await createCheckout("sha256", 170);
+      await set(id, now - 3700 * DAY + i, null);
+      flood.push(id);
+      leftDue.push(id);
+    }
+    const s = await sweepCheckouts(env, (run) => firstCalls.push(run), now, 2);
+    expect(s).toMatchObject({ asked: 2, granted: 1, more: true });
+    expect((await keysFor(paidLater)).results).toHaveLength(1);
+    // The other read was the oldest first look.
+    expect(await Promise.all(flood.map(reads))).toEqual([1, 0, 0]);
   });
 });
 

@@ -1,12 +1,7 @@
-import {
-  createExecutionContext,
-  createScheduledController,
-  env,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
 import { expiredUnpaidSessions } from "../../src/payments/checkout-sessions";
+import { cronRun, preparedSql } from "../fixtures/cron";
 import { call } from "../helpers";
 import { checkoutSeeingStripe, emulatorPost, sessionRow } from "../payments/checkout-helpers";
 
@@ -77,17 +72,9 @@ const kept = async () =>
   ).results.map((r) => r.id.slice(PROBE.length));
 
 async function runCron() {
-  const ctx = createExecutionContext();
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  const thrown = await worker
-    .scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: "" }, ctx)
-    .then(
-      () => "",
-      (e: unknown) => String(e),
-    );
-  await waitOnExecutionContext(ctx);
+  const { thrown, lines } = await cronRun();
   expect(thrown).toBe("");
-  return log.mock.calls.map((c) => String(c[0])).join("\n");
+  return lines.join("\n");
 }
 
 describe("the Cron deletes the rows of checkouts Stripe ended unpaid, 30 days after their creation", () => {
@@ -128,14 +115,7 @@ describe("the Cron deletes the rows of checkouts Stripe ended unpaid, 30 days af
     expect((await expiredUnpaidSessions(env.DB, Date.now(), 1000).run()).meta.changes).toBe(0);
     expect(await kept()).toEqual(["old_payload"]);
     // The statement's own subquery, as the Cron sends it.
-    let statement = "";
-    const recording = {
-      prepare: (q: string) => {
-        statement = q;
-        return { bind: () => ({}) };
-      },
-    };
-    expiredUnpaidSessions(recording as unknown as D1Database, 0, 1);
+    const statement = preparedSql((db) => expiredUnpaidSessions(db, 0, 1));
     const sql = /SELECT rowid FROM checkout_sessions[\s\S]*?LIMIT \?2/.exec(statement)?.[0];
     expect(sql).toBeDefined();
     const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)

@@ -1,12 +1,7 @@
-import {
-  createExecutionContext,
-  createScheduledController,
-  env,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
 import { expiredEvents } from "../../src/payments/webhook-events";
+import { cronRun, preparedSql } from "../fixtures/cron";
 import { deliver, keysFor, outcomeOf, seedSession, sessionEvent } from "../payments/checkout-helpers";
 
 // The ids of handled Stripe events (webhook_events): kept for ever before, one row for every
@@ -37,17 +32,9 @@ const probeEvents = async (name: string) =>
     .first<number>("n");
 
 async function runCron() {
-  const ctx = createExecutionContext();
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  const thrown = await worker
-    .scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: "" }, ctx)
-    .then(
-      () => "",
-      (e: unknown) => String(e),
-    );
-  await waitOnExecutionContext(ctx);
+  const { thrown, lines } = await cronRun();
   expect(thrown).toBe("");
-  return log.mock.calls.map((c) => String(c[0])).join("\n");
+  return lines.join("\n");
 }
 
 describe(`the Cron deletes handled Stripe event ids ${RETENTION_DAYS} days after their receipt`, () => {
@@ -72,14 +59,7 @@ describe(`the Cron deletes handled Stripe event ids ${RETENTION_DAYS} days after
   });
 
   it("finds the rows to delete through an index, not by reading the table", async () => {
-    let statement = "";
-    const recording = {
-      prepare: (q: string) => {
-        statement = q;
-        return { bind: () => ({}) };
-      },
-    };
-    expiredEvents(recording as unknown as D1Database, 0, 1);
+    const statement = preparedSql((db) => expiredEvents(db, 0, 1));
     const sql = /SELECT rowid FROM webhook_events[\s\S]*?LIMIT \?2/.exec(statement)?.[0];
     expect(sql).toBeDefined();
     const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)

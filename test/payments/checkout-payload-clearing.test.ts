@@ -1,11 +1,6 @@
-import {
-  createExecutionContext,
-  createScheduledController,
-  env,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
+import { cronRun } from "../fixtures/cron";
 import {
   createCheckout,
   deliver,
@@ -38,18 +33,9 @@ afterEach(async () => {
 });
 
 async function runCron() {
-  const ctx = createExecutionContext();
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  const thrown = await worker
-    .scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, RPC_URL: "" }, ctx)
-    .then(
-      () => "",
-      (err: unknown) => String(err),
-    );
-  await waitOnExecutionContext(ctx);
+  const { thrown, lines } = await cronRun();
   expect(thrown).toBe("");
-  const line = log.mock.calls.map((c) => String(c[0])).find((l) => l.includes('"pruned"'));
-  log.mockRestore();
+  const line = lines.find((l) => l.includes('"pruned"'));
   return JSON.parse(line ?? "{}") as { pruned?: Record<string, { deleted: number; more: boolean }> };
 }
 

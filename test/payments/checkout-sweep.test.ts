@@ -1,11 +1,5 @@
-import {
-  createExecutionContext,
-  createScheduledController,
-  env,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
 import { unsettledSessions } from "../../src/payments/checkout-sessions";
 import {
   keyMark,
@@ -13,6 +7,7 @@ import {
   SWEEP_MAX_READS,
   sweepCheckouts,
 } from "../../src/payments/checkout-sweep";
+import { cronRun, preparedSql } from "../fixtures/cron";
 import {
   createCheckout,
   credits,
@@ -66,23 +61,7 @@ afterEach(async () => {
  * console.error), and its work handed to waitUntil finished.
  */
 async function runCron(bindings: object = env) {
-  const ctx = createExecutionContext();
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  const error = vi.spyOn(console, "error").mockImplementation(() => {});
-  const thrown = await worker
-    .scheduled(
-      createScheduledController({ cron: "*/5 * * * *" }),
-      { ...bindings, RPC_URL: "" } as typeof env,
-      ctx,
-    )
-    .then(
-      () => "",
-      (e: unknown) => String(e),
-    );
-  await waitOnExecutionContext(ctx);
-  const lines = [...log.mock.calls, ...error.mock.calls].map((c) => String(c[0]));
-  log.mockRestore();
-  error.mockRestore();
+  const { thrown, lines } = await cronRun(bindings);
   const sweep = lines.find((l) => l.includes('"checkout_sweep"'));
   return {
     thrown,
@@ -301,14 +280,7 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
   });
 
   it("chooses its sessions through the index alone, in the index's order", async () => {
-    let statement = "";
-    const recording = {
-      prepare: (q: string) => {
-        statement = q;
-        return { bind: () => ({ all: async () => ({ results: [] }) }) };
-      },
-    };
-    await unsettledSessions(recording as unknown as D1Database, 0, 1, "mark");
+    const statement = preparedSql((db) => unsettledSessions(db, 0, 1, "mark"));
     const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${statement}`)
       .bind(...Array(7).fill(Date.now()), 20, "mark", "cs_live_")
       .all<{ detail: string }>();

@@ -383,9 +383,14 @@ function refreshInBackground(b: Built, env: Bindings, cfg: PublicConfig) {
         if (gates.get(b.key) === b) gates.set(b.key, next);
       },
       (e) => {
-        // Keep serving the answer we have; try again after another TTL.
+        // Keep serving the answer we have; try again after another TTL. A JSON line, as every
+        // other line of ours (this was the one plain-text line).
         console.warn(
-          `x402: re-reading the facilitator's /supported failed: ${e instanceof Error ? e.message : e}`,
+          JSON.stringify({
+            level: "warn",
+            msg: "facilitator /supported re-read failed",
+            error: redactSecrets(readFailure(e), env),
+          }),
         );
         b.readyAt = Date.now();
         throw e; // not kept: the re-read after the next TTL starts afresh

@@ -247,9 +247,26 @@ async function logFirstCall(
         level: "error",
         msg: "first-call record not written",
         session_id: sessionId,
-        error: String(e),
+        error: errorText(e),
       }),
     );
+  }
+}
+
+/**
+ * A thrown value's text for a log line, whatever was thrown: String() itself throws for a value with
+ * no toString (an Object.create(null), a Symbol.toPrimitive that throws), and in a catch that
+ * threw the run away before its 500 was stored, leaving the first call running for good.
+ */
+function errorText(e: unknown): string {
+  try {
+    return String(e);
+  } catch {
+    try {
+      return Object.prototype.toString.call(e); // "[object Object]"
+    } catch {
+      return "an unprintable value"; // a revoked Proxy
+    }
   }
 }
 
@@ -266,7 +283,7 @@ function logCrash(env: Bindings, sessionId: string, skill: string, e: unknown) {
         msg: "first call crashed",
         session_id: sessionId,
         skill,
-        error: String(e),
+        error: errorText(e),
         stack: e instanceof Error ? e.stack : undefined,
       }),
       env,
@@ -293,7 +310,7 @@ export const runLogged = (run: Promise<void>) =>
         level: "error",
         msg: "first payload failed",
         ...(typeof e === "object" && e !== null ? failedFor.get(e) : undefined),
-        error: String(e),
+        error: errorText(e),
       }),
     ),
   );
@@ -366,7 +383,7 @@ export async function withFirstResult(env: Bindings, row: SessionRow | null): Pr
   if (!row || !key) return row;
   const text = await env.KV.get(key, "text").catch((e: unknown) => {
     console.error(
-      JSON.stringify({ level: "error", msg: "first-call answer unreadable", key, error: String(e) }),
+      JSON.stringify({ level: "error", msg: "first-call answer unreadable", key, error: errorText(e) }),
     );
     return null;
   });

@@ -196,8 +196,17 @@ interface Built {
   ready: SharedLoad<void>;
   /** When /supported was last read successfully; undefined until the first success. */
   readyAt: number | undefined;
-  /** The last first read that failed, answered from for FAILED_READ_BACKOFF_MS (ensureReady). */
-  failed: { at: number; message: string } | undefined;
+  /**
+   * The last first read that failed, answered from for its back-off (ensureReady), and how many
+   * first reads have failed in a row (the back-off grows with them: failedReadBackoffMs).
+   */
+  failed: { at: number; message: string; streak: number } | undefined;
+  /**
+   * The number of the latest first read started: a read's failure is remembered only if no read
+   * started after it (a stale read, replaced by SharedLoad, that fails late says nothing of the
+   * read running now, which may be about to succeed).
+   */
+  readGeneration: number;
   /** The background re-read after the TTL (refreshInBackground). */
   refreshing: SharedLoad<void>;
   httpServer: x402HTTPResourceServer;
@@ -236,14 +245,23 @@ export const READY_WAIT_MS = 10_000;
 export const REFRESH_STALE_MS = 60_000;
 
 /**
- * How long a failed first /supported read answers for its gate: the requests in that time get the
- * same 503 (Retry-After: what is left of it) without a read of their own. A failed read was not
- * kept, so during an outage every unpaid request made an outbound /supported fetch and wrote the
- * library's warning; a facilitator down for longer than a request waits is down for some seconds
- * more. 15 s: a few reads a minute per isolate and configuration, and a facilitator that is back is
- * used within the time a buyer told to retry waits anyway.
+ * How long a failed first /supported read answers for its gate, at most: the requests in that time
+ * get the same 503 (Retry-After: what is left of it) without a read of their own. A failed read was
+ * not kept, so during an outage every unpaid request made an outbound /supported fetch and wrote
+ * the library's warning. The back-off grows with the reads that failed in a row
+ * (FIRST_FAILED_READ_BACKOFF_MS, doubled each time, up to this) and starts again after a good read:
+ * a single blip (a 502, a reset) costs the gate about a second, where a flat 15 s answered every
+ * x402 call of a fresh isolate 503 for 15 s; a facilitator that stays down is read once per 15 s
+ * per isolate and configuration, and one that is back is used within the time a buyer told to
+ * retry waits anyway.
  */
 export const FAILED_READ_BACKOFF_MS = 15_000;
+/** The back-off after the first failed read of a streak: 1 s, then 2, 4, 8, 15 (the cap). */
+export const FIRST_FAILED_READ_BACKOFF_MS = 1_000;
+
+/** The back-off after `streak` first reads failed in a row. */
+export const failedReadBackoffMs = (streak: number) =>
+  Math.min(FIRST_FAILED_READ_BACKOFF_MS * 2 ** Math.max(0, streak - 1), FAILED_READ_BACKOFF_MS);
 
 /**
  * What a request's bindings say about payments, checked once per bindings object (an isolate
@@ -343,6 +361,7 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     ready: new SharedLoad(READY_WAIT_MS),
     readyAt: undefined,
     failed: undefined,
+    readGeneration: 0,
     refreshing: new SharedLoad(REFRESH_STALE_MS),
     middleware: x402HttpGate(httpServer, {
       explainUnpaid: (header, path) => explain(header, undefined, CARD_KEY_PATHS.has(path)),
@@ -364,9 +383,14 @@ function refreshInBackground(b: Built, env: Bindings, cfg: PublicConfig) {
         if (gates.get(b.key) === b) gates.set(b.key, next);
       },
       (e) => {
-        // Keep serving the answer we have; try again after another TTL.
+        // Keep serving the answer we have; try again after another TTL. A JSON line, as every
+        // other line of ours (this was the one plain-text line).
         console.warn(
-          `x402: re-reading the facilitator's /supported failed: ${e instanceof Error ? e.message : e}`,
+          JSON.stringify({
+            level: "warn",
+            msg: "facilitator /supported re-read failed",
+            error: redactSecrets(readFailure(e), env),
+          }),
         );
         b.readyAt = Date.now();
         throw e; // not kept: the re-read after the next TTL starts afresh
@@ -438,24 +462,32 @@ function cdpAuth(env: Bindings) {
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /**
- * The first /supported read of `b`. A failure is remembered on the gate (answered from for
- * FAILED_READ_BACKOFF_MS) and logged here, once per read: every request that joined it shares it.
+ * A failed /supported read's text for the log: the library's "no supported payment kinds" hides
+ * the facilitator's own answer in its cause.
+ */
+const readFailure = (e: unknown) =>
+  `${errorText(e)}${e instanceof Error && e.cause !== undefined ? `: ${errorText(e.cause)}` : ""}`;
+
+/**
+ * The first /supported read of `b`. A failure is remembered on the gate (answered from for its
+ * back-off) if no read started after this one, and logged here, once per read: every request that
+ * joined it shares it.
  */
 function readSupported(b: Built, env: Bindings): Promise<void> {
+  const generation = ++b.readGeneration;
   return b.httpServer.initialize().then(
     () => {
       b.failed = undefined;
     },
     (e) => {
-      const message = errorText(e);
-      b.failed = { at: Date.now(), message };
-      // The library's "no supported payment kinds" hides the facilitator's own answer in its cause.
-      const cause = e instanceof Error && e.cause !== undefined ? `: ${errorText(e.cause)}` : "";
+      if (generation === b.readGeneration) {
+        b.failed = { at: Date.now(), message: errorText(e), streak: (b.failed?.streak ?? 0) + 1 };
+      }
       console.error(
         JSON.stringify({
           level: "error",
           msg: "facilitator /supported failed",
-          error: redactSecrets(`${message}${cause}`, env),
+          error: redactSecrets(readFailure(e), env),
         }),
       );
       throw e;
@@ -465,7 +497,7 @@ function readSupported(b: Built, env: Bindings): Promise<void> {
 
 /** A failed first read still within its back-off: why, and the seconds left of it. */
 function backingOff(b: Built, now = Date.now()) {
-  const left = b.failed ? b.failed.at + FAILED_READ_BACKOFF_MS - now : 0;
+  const left = b.failed ? b.failed.at + failedReadBackoffMs(b.failed.streak) - now : 0;
   return b.failed && left > 0 ? { error: b.failed.message, retryAfterS: Math.ceil(left / 1000) } : undefined;
 }
 

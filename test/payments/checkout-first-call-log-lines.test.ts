@@ -79,6 +79,30 @@ describe("the log lines of a card pack's first call", () => {
     expect(lines[0]?.stack).toEqual(expect.stringContaining("boom"));
   });
 
+  it("a skill that throws a value String() cannot print (a null-prototype object): the 500 is still stored, and its line says what it was", async () => {
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    const slugify = skills.find((s) => s.id === "slugify");
+    if (!slugify) throw new Error("slugify is not in the registry");
+    vi.spyOn(slugify, "run").mockRejectedValue(Object.create(null));
+    const pack = await grantedPack({ text: "Exotic" });
+    // Before: String(e) threw inside the catch, the run failed and the first call stayed running
+    // (payload_result null), crashing the same on each Reveal.
+    await runFirstPayload(cardEnv, pack.id);
+    const row = await env.DB.prepare("SELECT payload_result FROM checkout_sessions WHERE id = ?1")
+      .bind(pack.id)
+      .first<{ payload_result: string | null }>();
+    expect(JSON.parse(row?.payload_result as string)).toMatchObject({ status: 500 });
+    expect(errorLines(error, "first call crashed")).toEqual([
+      {
+        level: "error",
+        msg: "first call crashed",
+        session_id: pack.id,
+        skill: "slugify",
+        error: "[object Object]",
+      },
+    ]);
+  });
+
   it("a run that fails (D1 down) is logged by runLogged with its session", async () => {
     const error = vi.spyOn(console, "error").mockImplementation(() => {});
     const pack = await grantedPack({ text: "No D1" });

@@ -17,6 +17,7 @@ import {
   logSummary,
   type ReconcileSummary,
   reconcile,
+  summaryLevel,
 } from "../../src/payments/reconcile";
 import {
   AUTHORIZATION_CANCELED,
@@ -1006,7 +1007,11 @@ describe("a withheld call whose payment landed is refunded", () => {
     const lines = warnLines();
     // Held as it is recorded (no partner share known).
     const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", null);
-    await reconcile(tryEnv, landed(c).reader);
+    const recorded = await reconcile(tryEnv, landed(c).reader);
+    // Counted as a refund left owed, so the Cron's summary line is at warn. Before: the warn line
+    // only, and an info summary.
+    expect(summaryLevel(recorded)).toBe("warn");
+    expect(recorded.refunds_owed).toBeGreaterThanOrEqual(1);
     expect(lines(c.requestId)).toEqual([
       {
         level: "warn",

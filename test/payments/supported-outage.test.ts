@@ -1,18 +1,24 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { FAILED_READ_BACKOFF_MS } from "../../src/payments/x402-gate";
+import { FAILED_READ_BACKOFF_MS, failedReadBackoffMs } from "../../src/payments/x402-gate";
 
 // A facilitator whose /supported fails before the gate's first good read (an outage). Each unpaid
 // request started a read of its own (a failed read was not kept), and each read wrote @x402/core's
-// plain-text warning: N requests, N fetches and N lines, none JSON, none ours.
+// plain-text warning: N requests, N fetches and N lines, none JSON, none ours. Then a flat 15 s
+// back-off answered every x402 call of a fresh isolate 503 for 15 s after a single blip.
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** A facilitator whose /supported answers 404 until `up`; counts its reads. */
-function stubFacilitator(origin: string) {
+const GOOD = () => Response.json({ kinds: [{ x402Version: 2, scheme: "exact", network: env.X402_NETWORK }] });
+
+/**
+ * A facilitator whose /supported answers 404 until `up` (or, when `answer` is set, what it
+ * returns for the read numbered `n`, from 1); counts its reads.
+ */
+function stubFacilitator(origin: string, answer?: (n: number) => Response | Promise<Response>) {
   const state = { reads: 0, up: false };
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
@@ -20,10 +26,18 @@ function stubFacilitator(origin: string) {
     if (new URL(req.url).origin !== origin) return realFetch(input, init);
     if (!new URL(req.url).pathname.endsWith("/supported")) return new Response("unexpected", { status: 500 });
     state.reads++;
+    if (answer) return answer(state.reads);
     if (!state.up) return new Response("Not Found", { status: 404 });
-    return Response.json({ kinds: [{ x402Version: 2, scheme: "exact", network: env.X402_NETWORK }] });
+    return GOOD();
   });
   return state;
+}
+
+/** Date.now held at a time the test moves (`clock.t`): back-offs are then exact. */
+function heldClock() {
+  const clock = { t: Date.now() };
+  vi.spyOn(Date, "now").mockImplementation(() => clock.t);
+  return clock;
 }
 
 const unpaid = async (facilitator: string) => {
@@ -39,53 +53,108 @@ const lines = (spy: { mock: { calls: unknown[][] } }) =>
   spy.mock.calls.map((args) => args.map(String).join(" "));
 
 describe("a facilitator whose /supported fails before the first good read", () => {
-  it("N unpaid requests within the back-off: one fetch, one JSON error line, one library warning, the same 503", async () => {
+  it("the back-off grows with the reads that failed in a row: 1 s, 2, 4, 8, then 15 s", () => {
+    expect([1, 2, 3, 4, 5, 6, 20].map(failedReadBackoffMs)).toEqual([
+      1000,
+      2000,
+      4000,
+      8000,
+      FAILED_READ_BACKOFF_MS,
+      FAILED_READ_BACKOFF_MS,
+      FAILED_READ_BACKOFF_MS,
+    ]);
+  });
+
+  it("a single failed first read (a blip) costs about a second: the next request after it reads again and gets the 402", async () => {
+    const origin = "https://facilitator-blip.test";
+    // Read 1 meets a gateway's 502; the facilitator answers every later read.
+    const facilitator = stubFacilitator(origin, (n) =>
+      n === 1 ? new Response("Bad Gateway", { status: 502 }) : GOOD(),
+    );
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const first = await unpaid(origin);
+    expect(first.status).toBe(503);
+    expect(first.retryAfter).toBe("1");
+    // Before: 503 Retry-After 14 with no second read, for 15 s after the blip.
+    vi.spyOn(Date, "now").mockReturnValue(Date.now() + 1000);
+    expect((await unpaid(origin)).status).toBe(402);
+    expect(facilitator.reads).toBe(2);
+  });
+
+  it("a dead facilitator is read once per back-off, up to one read per 15 s; N requests at the cap: one fetch, one JSON error line, one library warning, the same 503", async () => {
     const origin = "https://facilitator-outage.test";
     const facilitator = stubFacilitator(origin);
     const error = vi.spyOn(console, "error").mockImplementation(() => {});
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const ours = () => lines(error).filter((l) => l.includes("facilitator /supported failed"));
+    const clock = heldClock();
+    // Each read fails at the time held; the request just before its back-off ends is answered from
+    // it, the one at its end reads again.
+    for (const [i, backoffS] of [1, 2, 4, 8, 15, 15].entries()) {
+      const read = await unpaid(origin);
+      expect(read).toMatchObject({ status: 503, retryAfter: String(backoffS) });
+      expect(facilitator.reads).toBe(i + 1);
+      clock.t += backoffS * 1000 - 1;
+      expect(await unpaid(origin)).toMatchObject({ status: 503, retryAfter: "1" });
+      expect(facilitator.reads).toBe(i + 1);
+      clock.t += 1;
+    }
+    expect(ours()).toHaveLength(6);
+    // At the cap: N requests within the back-off, one fetch and one line between them.
     const answers = [];
-    for (let i = 0; i < 3; i++) answers.push(await unpaid(origin));
-    expect(facilitator.reads).toBe(1);
-    const ours = lines(error).filter((l) => l.includes("facilitator /supported failed"));
-    expect(ours).toHaveLength(1);
-    const line = JSON.parse(ours[0] as string);
+    for (let i = 0; i < 3; i++) {
+      answers.push(await unpaid(origin));
+      clock.t += 1000;
+    }
+    expect(facilitator.reads).toBe(7);
+    expect(ours()).toHaveLength(7);
+    expect(lines(warn).filter((l) => l.includes("Failed to fetch supported kinds"))).toHaveLength(7);
+    const line = JSON.parse(ours()[6] as string);
     expect(line).toMatchObject({ level: "error", msg: "facilitator /supported failed" });
     // The facilitator's own answer, which the library keeps in the error's cause.
     expect(line.error).toMatch(/404/);
-    expect(lines(warn).filter((l) => l.includes("Failed to fetch supported kinds"))).toHaveLength(1);
+    expect(answers.map((a) => a.retryAfter)).toEqual(["15", "14", "13"]);
     for (const a of answers) {
       expect(a.status).toBe(503);
       expect(JSON.parse(a.body).detail).toMatch(/^x402 payments are unavailable: facilitator: /);
-      expect(Number(a.retryAfter)).toBeGreaterThan(0);
-      expect(Number(a.retryAfter)).toBeLessThanOrEqual(FAILED_READ_BACKOFF_MS / 1000);
     }
     expect(answers[1]?.body).toBe(answers[0]?.body);
+    // Back up: after the back-off, the 402 offer, and no read after it.
+    facilitator.up = true;
+    clock.t += FAILED_READ_BACKOFF_MS;
+    expect((await unpaid(origin)).status).toBe(402);
+    expect(facilitator.reads).toBe(8);
+    expect((await unpaid(origin)).status).toBe(402);
+    expect(facilitator.reads).toBe(8);
   });
 
-  it("after the back-off the next request reads again, and a facilitator that is back is used", async () => {
-    const origin = "https://facilitator-outage-recovers.test";
-    const facilitator = stubFacilitator(origin);
-    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+  it("a stale read that fails after a newer read started does not answer for the gate: the requests meanwhile join the newer read", async () => {
+    const origin = "https://facilitator-superseded.test";
+    const answers: Array<(res: Response) => void> = [];
+    const facilitator = stubFacilitator(
+      origin,
+      () => new Promise<Response>((resolve) => answers.push(resolve)),
+    );
+    vi.spyOn(console, "error").mockImplementation(() => {});
     vi.spyOn(console, "warn").mockImplementation(() => {});
-    expect((await unpaid(origin)).status).toBe(503);
-    const now = Date.now();
-    const clock = vi.spyOn(Date, "now").mockReturnValue(now + FAILED_READ_BACKOFF_MS - 1000);
-    const late = await unpaid(origin);
-    expect(late.status).toBe(503);
-    expect(late.retryAfter).toBe("1");
-    expect(facilitator.reads).toBe(1);
-    // Past the back-off, still down: one more read, one more line.
-    clock.mockReturnValue(now + FAILED_READ_BACKOFF_MS + 1);
-    expect((await unpaid(origin)).status).toBe(503);
+    const clock = heldClock();
+    const a = unpaid(origin);
+    await vi.waitFor(() => expect(facilitator.reads).toBe(1));
+    // Past the time a read is joined (READY_WAIT_MS): the next request starts read 2.
+    clock.t += 11_000;
+    const b = unpaid(origin);
+    await vi.waitFor(() => expect(facilitator.reads).toBe(2));
+    answers[0]?.(new Response("Internal Server Error", { status: 500 }));
+    expect((await a).status).toBe(503);
+    // C waits for read 2. Before: it was answered from read 1's failure at once (503, Retry-After
+    // 15), though read 2 was about to succeed.
+    const c = unpaid(origin);
+    const pending = new Promise((resolve) => setTimeout(() => resolve("pending"), 200));
+    expect(await Promise.race([c, pending])).toBe("pending");
+    answers[1]?.(GOOD());
+    expect(await c).toMatchObject({ status: 402 });
+    expect((await b).status).toBe(402);
     expect(facilitator.reads).toBe(2);
-    expect(lines(error).filter((l) => l.includes("facilitator /supported failed"))).toHaveLength(2);
-    // Back up, after the second read's back-off: the 402 offer.
-    facilitator.up = true;
-    clock.mockReturnValue(now + 2 * FAILED_READ_BACKOFF_MS + 2);
-    expect((await unpaid(origin)).status).toBe(402);
-    expect(facilitator.reads).toBe(3);
-    expect((await unpaid(origin)).status).toBe(402);
-    expect(facilitator.reads).toBe(3);
   });
 });

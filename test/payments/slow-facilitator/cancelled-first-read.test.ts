@@ -34,6 +34,10 @@ describe("a cancelled first request never leaves the isolate's later x402 calls 
     client.abort();
     await expect(first).rejects.toThrow();
 
+    // The clock held from here (the read fails at this time, and its 1 s back-off is counted from
+    // it), so a busy machine's pauses do not end the back-off early.
+    const now = Date.now();
+    const clock = vi.spyOn(Date, "now").mockReturnValue(now);
     // Before: both stayed pending until the isolate was evicted (25 s in the review's repro).
     const later = await Promise.all([
       answerWithin(exports.default.fetch(PRICED), PATIENCE_MS),
@@ -54,7 +58,7 @@ describe("a cancelled first request never leaves the isolate's later x402 calls 
       status: 503,
     });
     expect(await supportedReads()).toBe(1);
-    vi.spyOn(Date, "now").mockReturnValue(Date.now() + FAILED_READ_BACKOFF_MS + 1);
+    clock.mockReturnValue(now + FAILED_READ_BACKOFF_MS + 1);
     expect(await answerWithin(exports.default.fetch(PRICED), PATIENCE_MS)).toMatchObject({
       status: 503,
     });

@@ -330,10 +330,10 @@ export async function unsettledSessions(
            OR (payment_pending_at < ?5 AND payment_pending_at >= ?6 AND (checked_at IS NULL OR checked_at < ?7)))`;
   const { results } = await db
     .prepare(
-      `SELECT id, checked_at FROM (SELECT id, checked_at FROM checkout_sessions
+      `SELECT id, checked_at, stripe_missing_at FROM (SELECT id, checked_at, stripe_missing_at FROM checkout_sessions
          WHERE checked_at IS NULL AND ${due} ORDER BY created_at LIMIT ?8)
        UNION ALL
-       SELECT id, checked_at FROM (SELECT id, checked_at FROM checkout_sessions
+       SELECT id, checked_at, stripe_missing_at FROM (SELECT id, checked_at, stripe_missing_at FROM checkout_sessions
          WHERE checked_at < ?4 AND ${due} ORDER BY checked_at, created_at LIMIT ?8)`,
     )
     .bind(
@@ -349,7 +349,7 @@ export async function unsettledSessions(
       keyMark,
       skipPrefix ?? "",
     )
-    .all<{ id: string; checked_at: number | null }>();
+    .all<{ id: string; checked_at: number | null; stripe_missing_at: number | null }>();
   const first = results.filter((r) => r.checked_at === null);
   const again = results.filter((r) => r.checked_at !== null);
   const firstTaken = Math.min(

@@ -44,8 +44,11 @@ const SWEEP_NETWORK: StripeNetwork = { maxNetworkRetries: 0, timeoutMs: 10_000 }
  * How many reads at the start of a run answering 404, and none answering anything else, stop it as
  * a configuration error: 3. A session Stripe does not know while the key is right is rare (one
  * made under a key of another account, since changed) and is asked once per key; three in a row
- * with not one session read means the key reads none of this deployment's sessions (a test key in
- * live, another account's key). Nothing is marked then: the marks wait for a read that answered.
+ * with not one session read means the key reads none of this deployment's sessions (another
+ * account's key). Nothing is marked then: the marks wait for a read that answered. A session marked
+ * before (under another key, or by 0019's version with none) is expected to answer 404 under the
+ * right key too: it is marked under this one and never counted, or after a key roll three of them
+ * at the front of the queue would fail every run and never be marked.
  */
 export const MISSING_IN_A_ROW_STOP = 3;
 
@@ -102,9 +105,9 @@ function modeOf(key: string): "live" | "test" | undefined {
  * there: the rest would wait on the same outage. The session it was about was marked asked first,
  * so it goes to the back and the next run starts with the others; nothing else of it changes. A
  * read that answers slowly is used, but no read starts once `budgetMs` (SWEEP_TIME_BUDGET_MS) have
- * passed since the run began (`stopped`). A key that cannot read this deployment's sessions (a
- * session of the other mode than STRIPE_SECRET_KEY's, or MISSING_IN_A_ROW_STOP 404s and no other
- * answer) stops the run as an error and marks nothing.
+ * passed since the run began (`stopped`). A key that seems not to read this deployment's sessions
+ * (MISSING_IN_A_ROW_STOP 404s of sessions never marked, and no other answer) stops the run as an
+ * error and marks nothing.
  */
 export async function sweepCheckouts(
   env: Bindings,
@@ -137,7 +140,7 @@ export async function sweepCheckouts(
   // 404s not marked yet: until some read answers, they may be the key's fault rather than theirs.
   const unmarked: string[] = [];
   let answered = false;
-  for (const [i, { id, checked_at }] of due.entries()) {
+  for (const [i, { id, checked_at, stripe_missing_at }] of due.entries()) {
     if (Date.now() - started >= budgetMs) {
       return {
         ...summary,
@@ -163,7 +166,7 @@ export async function sweepCheckouts(
           session_id: id,
         }),
       );
-      if (answered) await markStripeMissing(env.DB, id, mark, now);
+      if (answered || stripe_missing_at !== null) await markStripeMissing(env.DB, id, mark, now);
       else unmarked.push(id);
       if (!answered && unmarked.length >= MISSING_IN_A_ROW_STOP) {
         return {

@@ -297,6 +297,37 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
     expect(plan.results.some((r) => r.detail.includes("TEMP B-TREE"))).toBe(false);
   });
 
+  it.each([
+    ["by the version before 0022 (no key named)", null],
+    ["under a key since rolled", "0123456789abcdef"],
+  ])(
+    "sessions marked %s lead the queue and answer 404 again: marked under today's key, the run stays green",
+    async (_, oldMark) => {
+      // Long ago, so that as of `now` nothing else the tests made is due: these three lead the run.
+      const created = Date.now() - 4000 * DAY;
+      const now = created + 2 * DAY;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const id = `${UNKNOWN}${crypto.randomUUID().replaceAll("-", "")}`;
+        await env.DB.prepare(
+          `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, created_at, updated_at,
+                                        checked_at, stripe_missing_at, stripe_missing_key)
+         VALUES (?1, 'sha256', 170, 51, 'open', ?2, ?2, ?3, ?3, ?4)`,
+        )
+          .bind(id, created, created + HOUR + i, oldMark)
+          .run();
+        ids.push(id);
+      }
+      vi.spyOn(console, "error").mockImplementation(() => {});
+      const first = await sweepCheckouts(env, () => {}, now);
+      expect(first.error).toBeUndefined();
+      expect(first).toMatchObject({ asked: 3, unknown: 3 });
+      for (const id of ids) expect((await sessionRow(id))?.stripe_missing_key).not.toBe(oldMark);
+      // Marked under today's key: not asked again.
+      expect(await sweepCheckouts(env, () => {}, now + DAY)).toMatchObject({ asked: 0 });
+    },
+  );
+
   it("a session Stripe does not know (404) is logged, marked under this key and not asked again; under another key, or cleared by a person, it is asked again", async () => {
     const id = `${UNKNOWN}${crypto.randomUUID().replaceAll("-", "")}`;
     const created = Date.now() - 3650 * DAY;

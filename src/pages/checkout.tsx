@@ -18,6 +18,8 @@ interface SuccessProps {
   session: SessionRow | null;
   /** Stripe's view while D1 has not granted yet (late webhook). */
   remote: RemoteSession | undefined;
+  /** Stripe was not asked: this client IP's budget of Stripe reads is spent (payments/quotas.ts). */
+  stripeCheckPostponed?: boolean;
   skill: Skill | undefined;
   apiKey: string | undefined;
   reveal: RevealState;
@@ -284,6 +286,24 @@ export function SuccessPage(p: SuccessProps) {
           <p>
             Your bank did not complete the payment, so no credits were granted.{" "}
             <a href={`/docs/${p.skill?.slug ?? ""}`}>Start again from the docs</a>.
+          </p>
+        ) : p.stripeCheckPostponed ? (
+          // Not "Stripe has not confirmed": Stripe was not asked, and the payment may well be there.
+          <p>
+            We could not check with Stripe just now whether checkout{" "}
+            <code class="long-id">{p.sessionId}</code> is paid (too many checks from your network this
+            minute).{" "}
+            {p.refresh ? (
+              "This page keeps checking, and asks Stripe again within a minute."
+            ) : (
+              <>
+                Try again in a minute:{" "}
+                <a href={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}>
+                  reload the checkout page
+                </a>
+                .
+              </>
+            )}
           </p>
         ) : (
           <p>

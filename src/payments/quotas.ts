@@ -186,32 +186,48 @@ export const adminQuota = ipBudget("admin", "admin API");
  * late; Stripe allows about 25 reads a second per endpoint on the account, shared with the
  * webhook's own session reads, so unlimited, one open session's page loaded in a loop made real
  * buyers' webhooks get 429s and back off for hours. (The page also keeps Stripe's answer for a few
- * seconds: payments/stripe-views.ts, and the reads it starts have a tighter budget of their own:
- * checkoutStripeReadBudget.) A buyer's page refreshes every 3 s, 20 a minute, far below it.
+ * seconds: payments/stripe-views.ts, and the reads it starts have tighter budgets of their own:
+ * checkoutStripeReadBudget, checkoutRevealReadBudget.) A buyer's page refreshes every 3 s, 20 a minute, far below it.
  */
 export const checkoutPageQuota = ipBudget("checkout-page", "checkout page");
 
 /**
- * The binding that counts the success page's Stripe reads, under a key of its own
- * (`checkout-stripe|ip:…`), and its figure: RL_PAYER_HEAVY's 30 a minute per client IP. The 600 of
- * checkoutPageQuota bounds views, and Stripe's answer is kept per session (payments/stripe-views.ts),
- * but sessions are free to create (RL_FREE, 20 a minute) and stay open 24 h: one IP cycling its
- * views through ~50 open sessions found none kept and made ~10 Stripe reads a second for a day, and
- * three such IPs took Stripe's ~25 a second per endpoint from real buyers' webhooks. At 30 an IP
- * starts at most one read every 2 s. A buyer's waiting page (a view every 3 s, Stripe's answer kept
- * 5 s) starts about 10 a minute per open session: three tabs waiting at once still fit.
+ * The binding that counts the success page's Stripe reads, under keys of its own, and its figure:
+ * RL_PAYER_HEAVY's 30 a minute per client IP. The 600 of checkoutPageQuota bounds views, and
+ * Stripe's answer is kept per session (payments/stripe-views.ts), but sessions are free to create
+ * (RL_FREE, 20 a minute) and stay open 24 h: one IP cycling its views through ~50 open sessions
+ * found none kept and made ~10 Stripe reads a second for a day, and three such IPs took Stripe's
+ * ~25 a second per endpoint from real buyers' webhooks. At 30 an IP starts at most one read every
+ * 2 s. A buyer's waiting page (a view every 3 s, Stripe's answer kept 5 s) starts about 10 a
+ * minute per open session: three tabs waiting at once still fit.
  */
 const STRIPE_READ_LIMITER = "RL_PAYER_HEAVY" as const;
 export const CHECKOUT_STRIPE_READS_PER_MINUTE = LIMITS[STRIPE_READ_LIMITER];
 
+const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => async () =>
+  !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], `${prefix}|ip:${clientIp(c)}`));
+
 /**
- * The success page's budget of Stripe reads (above) for this request's client IP: asked by
- * stripeView only for a read it would start. Over it the page answers from D1 (no 429: the
- * views themselves have checkoutPageQuota), so a buyer whose session D1 holds granted, or whose
- * page reads a kept view, never notices it.
+ * The success page's GET and HEAD views' budget of Stripe reads (above) for this request's client
+ * IP (`checkout-stripe|ip:…`): asked by stripeView only for a read it would start. Over it the page
+ * answers from D1 and says the check with Stripe was postponed (no 429: the views themselves have
+ * checkoutPageQuota), so a buyer whose session D1 holds granted, or whose page reads a kept view,
+ * never notices it.
  */
-export const checkoutStripeReadBudget = (c: Context<AppEnv>) => async () =>
-  !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], `checkout-stripe|ip:${clientIp(c)}`));
+export const checkoutStripeReadBudget = stripeReadBudget("checkout-stripe");
+
+/**
+ * The Reveal POST's budget of Stripe reads, 30 a minute per client IP under a key of its own
+ * (`checkout-reveal|ip:…`). The POST is a buyer's explicit click with the page's token, and when
+ * the webhook is late it is the grant; on the views' budget, views of open sessions from the same
+ * IP (a shared NAT, another tab, anyone cycling free sessions) left a paid buyer's Reveal with no
+ * key and a page saying Stripe had not confirmed the payment. Both budgets together let an IP start
+ * at most 60 reads a minute.
+ */
+export const checkoutRevealReadBudget = stripeReadBudget("checkout-reveal");
+
+/** When a check these budgets postponed may be asked again: their window. */
+export const CHECKOUT_STRIPE_RETRY_SECONDS = PERIOD_SECONDS;
 
 /** Partner try routes: paid services count like skills, free ones (mcp_tools, the notify probe) as free routes. */
 export const partnerQuota: MiddlewareHandler<AppEnv> = async (c, next) => {

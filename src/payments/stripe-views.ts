@@ -1,3 +1,4 @@
+import type Stripe from "stripe";
 import type { Bindings } from "../env";
 import { keepAlive, within } from "../http/shared-load";
 import type { SessionRow } from "./checkout-sessions";
@@ -14,7 +15,21 @@ import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from
  */
 const VIEW_TTL_MS = 5_000;
 const VIEW_MEMO_MAX = 1_000;
-const views = new Map<string, { at: number; view: Promise<RemoteSession | undefined> }>();
+/** A read the asking caller's budget held back: nothing was asked of Stripe. */
+const POSTPONED = Symbol("postponed");
+type Read = RemoteSession | undefined | typeof POSTPONED;
+const views = new Map<string, { at: number; view: Promise<Read> }>();
+
+/**
+ * What the success page knows of Stripe's side: `remote`, Stripe's view (undefined when Stripe was
+ * not asked or could not be read), and `postponed` when the caller's budget held the read back, so
+ * the page can say the check was put off rather than that Stripe has not confirmed the payment.
+ */
+export interface StripeView {
+  remote: RemoteSession | undefined;
+  postponed: boolean;
+}
+const NOT_ASKED: StripeView = { remote: undefined, postponed: false };
 
 /**
  * Stripe's view of an open session D1 has not granted yet (late webhook); read only. Ids D1 does
@@ -24,46 +39,65 @@ const views = new Map<string, { at: number; view: Promise<RemoteSession | undefi
  * The view kept above bounds the reads per session, not per caller: sessions are free to create
  * (20 a minute per IP), and views that cycle through many open ones find none kept. So a read this
  * view would start is first counted against `mayRead` (the caller's own budget of Stripe reads,
- * payments/quotas.ts checkoutStripeReadBudget); refused, the page answers from D1 alone (its
- * "waiting for the payment" state, which checks again), as when Stripe cannot be read. A view
- * kept, or one D1 already answers (granted, expired, unknown), spends nothing of it.
+ * payments/quotas.ts); refused, the page answers from D1 alone and says the check with Stripe was
+ * postponed. A view kept, or one D1 already answers (granted, expired, unknown), spends nothing of
+ * it. The read is kept from before its budget is asked: concurrent requests for one session join
+ * it and spend the budget once between them (each asking its own, 30 concurrent views of one
+ * session spent an IP's whole minute on one read). A caller that joined a read another caller's
+ * budget held back asks its own once.
  */
 export async function stripeView(
   env: Bindings,
   session: SessionRow | null,
   sessionId: string,
   mayRead: () => Promise<boolean>,
-) {
+): Promise<StripeView> {
   const stripe = await stripeClient(env);
-  if (!stripe || session?.status !== "open") return undefined;
-  const keptNow = kept(sessionId);
-  if (keptNow) return waitForView(keptNow);
-  if (!(await mayRead())) return undefined;
-  // Another request may have started the read while the budget was asked: it is shared.
-  const keptSince = kept(sessionId);
-  if (keptSince) return waitForView(keptSince);
-  const now = Date.now();
-  views.delete(sessionId);
-  if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
-  // A failed read is kept too: asking again at once would only add to what Stripe refuses.
-  const view = fetchSession(stripe, sessionId).then(
-    (s) => s ?? undefined,
-    (e) => {
-      logStripeFailure(e, "readSession", {
-        msg: "stripe retrieve failed",
-        level: "warn",
-        session_id: sessionId,
-      });
-      return undefined;
-    },
-  );
-  views.set(sessionId, { at: now, view });
-  // Shared with the requests that ask meanwhile: kept alive past this request's client.
-  keepAlive(view);
-  return waitForView(view);
+  if (!stripe || session?.status !== "open") return NOT_ASKED;
+  const joined = kept(sessionId);
+  if (joined) {
+    const read = await waitForView(joined);
+    if (read !== POSTPONED) return { remote: read, postponed: false };
+  }
+  const view = kept(sessionId) ?? startRead(stripe, sessionId, mayRead);
+  const read = await waitForView(view);
+  return read === POSTPONED ? { remote: undefined, postponed: true } : { remote: read, postponed: false };
 }
 
-/** The view of this session kept and still fresh, if any. */
+/** Keeps a read of this session, started once `mayRead` allows it, and hands it to waitUntil. */
+function startRead(stripe: Stripe, sessionId: string, mayRead: () => Promise<boolean>) {
+  views.delete(sessionId);
+  if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
+  const entry = { at: Date.now(), view: Promise.resolve<Read>(undefined) };
+  // A budget that cannot be asked (its binding failing) holds the read back as a refusal does.
+  entry.view = mayRead()
+    .catch(() => false)
+    .then(async (may): Promise<Read> => {
+      if (!may) {
+        // Held back by this caller's budget: not kept, so the next caller asks its own.
+        if (views.get(sessionId) === entry) views.delete(sessionId);
+        return POSTPONED;
+      }
+      // A failed read is kept too: asking again at once would only add to what Stripe refuses.
+      return fetchSession(stripe, sessionId).then(
+        (s) => s ?? undefined,
+        (e) => {
+          logStripeFailure(e, "readSession", {
+            msg: "stripe retrieve failed",
+            level: "warn",
+            session_id: sessionId,
+          });
+          return undefined;
+        },
+      );
+    });
+  views.set(sessionId, entry);
+  // Shared with the requests that ask meanwhile: kept alive past this request's client.
+  keepAlive(entry.view);
+  return entry.view;
+}
+
+/** The view of this session kept (or on its way) and still fresh, if any. */
 function kept(sessionId: string) {
   const view = views.get(sessionId);
   return view && Date.now() - view.at < VIEW_TTL_MS ? view.view : undefined;
@@ -73,6 +107,5 @@ function kept(sessionId: string) {
  * A read started by another request is cancelled with it unless kept alive, and stripe-node waits
  * up to 80 s: every wait is bounded, and one that runs out shows the page as a failed read does.
  */
-const waitForView = (view: Promise<RemoteSession | undefined>) =>
-  within(view, VIEW_WAIT_MS).catch(() => undefined);
+const waitForView = (view: Promise<Read>): Promise<Read> => within(view, VIEW_WAIT_MS).catch(() => undefined);
 const VIEW_WAIT_MS = 8_000;

@@ -13,9 +13,14 @@ import { firstPayloadResult, runLogged, withFirstResult } from "../payments/chec
 import { findSession, type SessionRow, settleSession } from "../payments/checkout-sessions";
 import { packStanding } from "../payments/credits";
 import { checkRevealToken, revealToken, takeKeyReveal } from "../payments/key-reveal";
-import { checkoutPageQuota, checkoutStripeReadBudget } from "../payments/quotas";
-import { type RemoteSession, stripeClient } from "../payments/stripe";
-import { stripeView } from "../payments/stripe-views";
+import {
+  CHECKOUT_STRIPE_RETRY_SECONDS,
+  checkoutPageQuota,
+  checkoutRevealReadBudget,
+  checkoutStripeReadBudget,
+} from "../payments/quotas";
+import { stripeClient } from "../payments/stripe";
+import { type StripeView, stripeView } from "../payments/stripe-views";
 import { skillById } from "../skills/registry";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
@@ -40,12 +45,13 @@ async function renderSuccess(
   c: Context<AppEnv>,
   sessionId: string,
   row: SessionRow | null,
-  remote: RemoteSession | undefined,
+  view: StripeView | undefined,
   reveal: RevealState,
   apiKey?: string,
 ) {
   // Neither read may fail the page: on the key page the key was already taken, and is shown once.
   const session = await withFirstResult(c.env, row);
+  const remote = view?.remote;
   // Only GET pages refresh themselves (a refreshed POST would ask to resubmit the form).
   const posted = c.req.method === "POST";
   const refresh = posted ? undefined : successRefresh(session, remote?.paid === true);
@@ -62,6 +68,7 @@ async function renderSuccess(
       sessionId={sessionId}
       session={session}
       remote={remote}
+      stripeCheckPostponed={view?.postponed}
       skill={skillById(session?.skill_id ?? remote?.metadata.skill_id ?? "")}
       apiKey={apiKey}
       reveal={reveal}
@@ -81,9 +88,12 @@ async function renderSuccess(
   // destination: HTTP clients and agents, for which it says when to ask again.
   const headerRefresh = refresh && !c.req.header("sec-fetch-dest");
   // The page may carry a secret: never cache it anywhere.
+  // A POST never refreshes: one whose check with Stripe was postponed says when to ask again.
+  const retryAfter = posted && view?.postponed;
   return c.html(page, known ? 200 : 404, {
     "cache-control": "no-store",
     ...(headerRefresh ? { refresh: String(refresh) } : {}),
+    ...(retryAfter ? { "retry-after": String(CHECKOUT_STRIPE_RETRY_SECONDS) } : {}),
   });
 }
 
@@ -94,15 +104,17 @@ async function renderSuccess(
 checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c) => {
   const { session_id } = c.req.valid("query");
   const session = await findSession(c.env.DB, session_id);
-  const remote = await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
+  const view = await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
   const reveal: RevealState =
-    session?.api_key_reveal || (remote?.paid && !session?.api_key_id) ? "ready" : "shown";
-  return renderSuccess(c, session_id, session, remote, reveal);
+    session?.api_key_reveal || (view.remote?.paid && !session?.api_key_id) ? "ready" : "shown";
+  return renderSuccess(c, session_id, session, view, reveal);
 });
 
 /**
  * "Reveal my key": an explicit POST with the page's token. Grants first when Stripe already says
- * paid but the webhook is late, lets the first call finish (briefly), then consumes the reveal.
+ * paid but the webhook is late (a Stripe read on the Reveal's own per-IP budget; over it the page
+ * says the check was postponed, with Retry-After), lets the first call finish (briefly), then
+ * consumes the reveal.
  */
 checkoutPageRoutes.post(
   "/checkout/success",
@@ -127,15 +139,16 @@ checkoutPageRoutes.post(
       return detail(c, 403, "This reveal form is not valid for this checkout; reload the success page.");
     }
     let session = await findSession(c.env.DB, session_id);
-    let remote: RemoteSession | undefined;
+    let view: StripeView | undefined;
     if (!session?.api_key_id) {
-      remote = await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
-      if (remote?.paid) {
-        await settleSession(c.env, remote);
+      // A budget of its own: the page's GET views from this IP cannot spend the Reveal's read.
+      view = await stripeView(c.env, session, session_id, checkoutRevealReadBudget(c));
+      if (view.remote?.paid) {
+        await settleSession(c.env, view.remote);
         session = await findSession(c.env.DB, session_id);
       }
     }
-    if (!session?.api_key_id) return renderSuccess(c, session_id, session, remote, "ready");
+    if (!session?.api_key_id) return renderSuccess(c, session_id, session, view, "ready");
     // A pack refunded, charged back or disputed since the page was loaded (its token still holds):
     // the key is not handed out and the first call not run, as the page now says. An unreadable
     // standing does not withhold a key paid for.

@@ -6,7 +6,12 @@ import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { DeadlineError } from "../http/shared-load";
 import { ReliabilityPage } from "../pages/reliability";
-import { callPolicy, publishedStats, STATS_MAX_AGE_SECONDS } from "../stats/published";
+import {
+  callPolicy,
+  publishedStats,
+  STATS_MAX_AGE_SECONDS,
+  StatsFailureRemembered,
+} from "../stats/published";
 
 export const statsRoutes = new Hono<AppEnv>();
 
@@ -26,16 +31,18 @@ export const statsOperation = operation({
 });
 
 /** How long a caller waits before asking again for figures that could not be had. */
-const RETRY_AFTER_SECONDS = "30";
+const RETRY_AFTER_SECONDS = 30;
 
 /**
  * The figures, or why there are none now (answered 503 with Retry-After): no stored copy, and a
  * computation (a fresh deployment, a slow D1) has not finished within its wait, or D1 failed
- * (logged). Either passes with time; a bare 500 told a caller nothing.
+ * (logged). Either passes with time; a bare 500 told a caller nothing. While a failed computation
+ * is remembered (stats/published.ts) none starts before its minute is out: Retry-After is the time
+ * left, as a caller told 30 s came back to the same refusal.
  */
 async function figuresOrWhy(
   c: Context<AppEnv>,
-): Promise<Awaited<ReturnType<typeof publishedStats>> | { unavailable: string }> {
+): Promise<Awaited<ReturnType<typeof publishedStats>> | { unavailable: string; retryAfter: string }> {
   try {
     return await publishedStats(c);
   } catch (e) {
@@ -46,6 +53,7 @@ async function figuresOrWhy(
       unavailable: computing
         ? "The published figures are being computed; try again shortly."
         : "The published figures cannot be read right now; try again shortly.",
+      retryAfter: String(e instanceof StatsFailureRemembered ? e.retryAfterSeconds() : RETRY_AFTER_SECONDS),
     };
   }
 }
@@ -53,7 +61,7 @@ async function figuresOrWhy(
 statsRoutes.get(statsOperation.route, async (c) => {
   const figures = await figuresOrWhy(c);
   if ("unavailable" in figures)
-    return detail(c, 503, figures.unavailable, {}, { "Retry-After": RETRY_AFTER_SECONDS });
+    return detail(c, 503, figures.unavailable, {}, { "Retry-After": figures.retryAfter });
   const { doc, hit } = figures;
   return c.json(doc, 200, {
     // Free and public: any origin may read it (set here too, whatever the app-wide CORS does).
@@ -76,7 +84,7 @@ statsRoutes.get("/docs/:slug", async (c, next) => {
   const policy = callPolicy(publicConfig(c.env, c.req.url));
   if ("unavailable" in figures) {
     return c.html(<ReliabilityPage unavailable={figures.unavailable} policy={policy} />, 503, {
-      "Retry-After": RETRY_AFTER_SECONDS,
+      "Retry-After": figures.retryAfter,
     });
   }
   return c.html(<ReliabilityPage doc={figures.doc} policy={policy} />);

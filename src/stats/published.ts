@@ -39,11 +39,28 @@ let memo: { doc: StatsDocument; until: number } | undefined;
 let loading: { promise: Promise<Published>; startedAt: number } | undefined;
 /**
  * The failure of this isolate's last computation, remembered as long as a copy is
- * (STATS_MAX_AGE_SECONDS): until then requests are told the figures are unavailable instead of
- * starting another. Forgotten on failure, every free page view started another full scan of 7 days
- * of call_log, each up to D1's 30 s limit, queueing buyers' claims behind it while D1 was failing.
+ * (STATS_MAX_AGE_SECONDS): until then requests that find no copy in KV are told the figures are
+ * unavailable instead of starting another. Forgotten on failure, every free page view started
+ * another full scan of 7 days of call_log, each up to D1's 30 s limit, queueing buyers' claims
+ * behind it while D1 was failing. KV is still read first: a copy another isolate's Cron stored
+ * meanwhile is served at once (checked after the failure, it hid those figures for the minute).
  */
-let failed: { error: Error; until: number } | undefined;
+let failed: StatsFailureRemembered | undefined;
+
+/** A computation that failed, not started again until `until` (ms): a request's answer says when. */
+export class StatsFailureRemembered extends Error {
+  constructor(
+    cause: unknown,
+    readonly until: number,
+  ) {
+    super(`the published figures failed to compute, not retried for a minute: ${String(cause)}`);
+  }
+
+  /** Seconds until a computation may start again: when to ask again, never sooner. */
+  retryAfterSeconds(now = Date.now()) {
+    return Math.max(1, Math.ceil((this.until - now) / 1000));
+  }
+}
 
 /** Tests: forget this isolate's copy, and its last failure (the KV copy stays). */
 export function forgetPublishedStats() {
@@ -80,6 +97,8 @@ async function load(c: StatsRequest): Promise<Published> {
     // the failure's: publishedStats).
     console.error(JSON.stringify({ level: "warn", msg: "stats copy unreadable", error: String(e) }));
   }
+  // No copy: D1 is asked unless its last computation here failed within the minute.
+  if (failed && Date.now() < failed.until) throw failed;
   const doc = await skillStats(env.DB);
   remember(doc);
   // A HEAD changes nothing anywhere (test/head-safe.test.ts): served, not stored; a later GET stores.
@@ -108,27 +127,23 @@ const waitUntilOf =
  * llms.txt, docs pages) reads this one document, so they always agree. `hit`: served from a stored
  * copy (this isolate's, at most a minute old, or KV's, the Cron's); a miss computed it because
  * there was no copy at all, once per isolate for every request that asked meanwhile. A computation
- * that failed is not started again for STATS_MAX_AGE_SECONDS: requests meanwhile are refused at
- * once (statsIfAvailable leaves the figures out, /api/stats answers 503).
+ * that failed is not started again for STATS_MAX_AGE_SECONDS: requests meanwhile that find no copy
+ * in KV are refused with a StatsFailureRemembered (statsIfAvailable leaves the figures out,
+ * /api/stats answers 503 with the time left as Retry-After).
  */
 export async function publishedStats(c: StatsRequest): Promise<Published> {
   const now = Date.now();
   if (memo && now < memo.until) return { doc: memo.doc, hit: true };
-  if (failed && now < failed.until) throw failed.error;
   // A load cut off with its waitUntil (30 s past its request's answer) never settles: one still
   // pending after LOAD_STALE_MS is left behind and another started.
   if (!loading || now - loading.startedAt > LOAD_STALE_MS) {
     const started = { promise: load(c), startedAt: now };
     started.promise = started.promise
       .catch((e: unknown) => {
-        // Only the current load's failure stands for the figures (one left behind says nothing).
-        if (loading === started) {
-          failed = {
-            error: new Error(
-              `the published figures failed to compute, not retried for a minute: ${String(e)}`,
-            ),
-            until: Date.now() + STATS_MAX_AGE_SECONDS * 1000,
-          };
+        // Only the current load's failure stands for the figures (one left behind says nothing),
+        // and only a computation's: a refusal for the one remembered does not prolong it.
+        if (loading === started && !(e instanceof StatsFailureRemembered)) {
+          failed = new StatsFailureRemembered(e, Date.now() + STATS_MAX_AGE_SECONDS * 1000);
         }
         throw e;
       })

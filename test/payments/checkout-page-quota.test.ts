@@ -1,8 +1,9 @@
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { revealToken } from "../../src/payments/key-reveal";
 import { CHECKOUT_STRIPE_READS_PER_MINUTE, LIMITS } from "../../src/payments/quotas";
-import { createCheckout, EMULATOR, granted, pay } from "./checkout-helpers";
+import { createCheckout, EMULATOR, granted, keyIn, keysFor, pay } from "./checkout-helpers";
 
 const app = createApp();
 const limitedEnv = { ...env, RATE_LIMITS: "on" };
@@ -15,6 +16,32 @@ const page = (id: string, ip: string, method: "GET" | "HEAD" = "GET") =>
     }),
     limitedEnv,
   );
+
+/** The Reveal POST with the page's valid token, from `ip`; the first call it starts finished. */
+async function reveal(id: string, ip: string) {
+  const ctx = createExecutionContext();
+  const res = await app.fetch(
+    new Request(`https://skills.test/checkout/success?session_id=${id}`, {
+      method: "POST",
+      headers: { "cf-connecting-ip": ip, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: await revealToken(env.STRIPE_SECRET_KEY as string, id) }),
+    }),
+    limitedEnv,
+    ctx,
+  );
+  const body = await res.text();
+  await waitOnExecutionContext(ctx);
+  return { res, body };
+}
+
+/** Spends an IP's whole minute of one Stripe-read budget (`checkout-stripe`, `checkout-reveal`). */
+async function spend(budget: string, ip: string) {
+  for (let i = 0; i < CHECKOUT_STRIPE_READS_PER_MINUTE; i++) {
+    await env.RL_PAYER_HEAVY.limit({ key: `${budget}|ip:${ip}` });
+  }
+}
+
+const POSTPONED = "We could not check with Stripe just now";
 
 /** How often the app has read this session from Stripe (the emulator counts its API requests). */
 const stripeReads = async (id: string) =>
@@ -101,10 +128,15 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect([...statuses]).toEqual([200]);
     const reads = (await Promise.all(open.map(stripeReads))).reduce((a, b) => a + b, 0);
     expect(reads).toBe(CHECKOUT_STRIPE_READS_PER_MINUTE);
-    // Past the budget the page answers from D1: waiting for the payment, checking again.
-    const last = pages.at(-1) as string;
-    expect(last).toContain("Waiting for the payment");
-    expect(last).toContain('data-refresh="3"');
+    // Past the budget the page answers from D1, saying so: the session paid at Stripe (open[0])
+    // reads as paid in round 1 and as waiting, its check with Stripe postponed, in round 3.
+    expect(pages[0]).toContain("Payment received");
+    const paidFromD1 = pages[40] as string;
+    expect(paidFromD1).not.toContain("Payment received");
+    expect(paidFromD1).toContain("Waiting for the payment");
+    expect(paidFromD1).toContain(POSTPONED);
+    expect(paidFromD1).not.toContain("Stripe has not confirmed");
+    expect(paidFromD1).toContain('data-refresh="3"');
     // A session D1 holds granted reads nothing and is shown paid, from the same IP.
     const readsBefore = await stripeReads(done);
     const grantedPage = await page(done, ip);
@@ -114,5 +146,61 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     // Another IP still reads Stripe: the paid session's page says so.
     const other = await page(open[0] as string, randomIp());
     expect(await other.text()).toContain("Payment received");
+  }, 120_000);
+
+  it("a Reveal POST reads Stripe on a budget of its own: GET views that spent theirs leave a paid buyer's key to it; spent too, the page says the check was postponed", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    // Paid at Stripe, the webhook late; this IP's views have spent their minute of Stripe reads.
+    const id = await createCheckout("sha256");
+    await pay(id);
+    await spend("checkout-stripe", ip);
+    const view = await page(id, ip);
+    expect(view.status).toBe(200);
+    const waiting = await view.text();
+    expect(waiting).toContain("Waiting for the payment");
+    expect(waiting).toContain(POSTPONED);
+    expect(waiting).not.toContain("Stripe has not confirmed");
+    expect(waiting).toContain('data-refresh="3"');
+    expect(await stripeReads(id)).toBe(0);
+    // The buyer's Reveal from the same IP reads Stripe, grants and shows the key.
+    const { res, body } = await reveal(id, ip);
+    expect(res.status).toBe(200);
+    expect(body).toContain("Payment received");
+    expect(keyIn(body)).toMatch(/^mk_/);
+    expect((await keysFor(id)).results).toHaveLength(1);
+    expect(await stripeReads(id)).toBe(1);
+
+    // With the Reveal's own budget spent too, nothing is granted, and the page says why and when.
+    const other = await createCheckout("sha256");
+    await pay(other);
+    await spend("checkout-reveal", ip);
+    const held = await reveal(other, ip);
+    expect(held.res.status).toBe(200);
+    expect(held.res.headers.get("retry-after")).toBe("60");
+    expect(held.body).toContain(POSTPONED);
+    expect(held.body).toContain("Try again in a minute");
+    expect(held.body).not.toContain("Stripe has not confirmed");
+    expect(held.body).not.toContain("data-refresh");
+    expect((await keysFor(other)).results).toHaveLength(0);
+    expect(await stripeReads(other)).toBe(0);
+    // From another IP it grants at once.
+    expect(keyIn((await reveal(other, randomIp())).body)).toMatch(/^mk_/);
+  }, 120_000);
+
+  it("concurrent views of one open session share one Stripe read and spend the budget once", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const [a, b] = await Promise.all([createCheckout("sha256"), createCheckout("sha256")]);
+    const views = await Promise.all(
+      Array.from({ length: CHECKOUT_STRIPE_READS_PER_MINUTE }, () => page(a as string, ip)),
+    );
+    expect(new Set(views.map((r) => r.status))).toEqual(new Set([200]));
+    for (const v of views) expect(await v.text()).not.toContain(POSTPONED);
+    expect(await stripeReads(a as string)).toBe(1);
+    // The budget has 29 reads left: another session's view reads Stripe.
+    const next = await page(b as string, ip);
+    expect(await next.text()).not.toContain(POSTPONED);
+    expect(await stripeReads(b as string)).toBe(1);
   }, 120_000);
 });

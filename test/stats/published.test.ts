@@ -14,7 +14,7 @@ import {
   STATS_KV_KEY,
   type StatsRequest,
 } from "../../src/stats/published";
-import type { StatsDocument } from "../../src/stats/query";
+import { type StatsDocument, skillStats } from "../../src/stats/query";
 
 const app = createApp();
 
@@ -247,7 +247,9 @@ describe("the published figures are computed at most once, whatever the domain",
     for (const path of ["/api/stats", "/docs/reliability"]) {
       const res = await fetchApp(path, e);
       expect(res.status).toBe(503);
-      expect(res.headers.get("retry-after")).toBe("30");
+      // The failure of the first page's computation is remembered: the rest of its minute.
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(50);
+      expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(60);
       const detail = "The published figures cannot be read right now; try again shortly.";
       if (path === "/api/stats") expect(await res.json()).toEqual({ detail });
       else expect(await res.text()).toContain(detail);
@@ -260,12 +262,19 @@ describe("the published figures are computed at most once, whatever the domain",
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     const { db, seen } = countingDb({ fail: true });
     const e = { ...env, DB: db };
-    for (let i = 0; i < 10; i++) expect((await fetchApp(i % 2 ? "/docs" : "/", e)).status).toBe(200);
+    for (let i = 0; i < 10; i++) {
+      const res = await fetchApp(i % 2 ? "/docs" : "/", e);
+      expect(res.status).toBe(200);
+      // The figures' column (a line per skill) is left out, not shown made up.
+      expect(await res.text()).not.toContain('class="muted reliability"');
+    }
     expect(seen.scans).toBe(1);
-    // /api/stats says so as before (503), without a scan of its own.
+    // /api/stats says so as before (503), without a scan of its own, and to come back once the
+    // minute is out: not sooner (no computation starts before then).
     const stats = await fetchApp("/api/stats", e);
     expect(stats.status).toBe(503);
-    expect(stats.headers.get("retry-after")).toBe("30");
+    expect(Number(stats.headers.get("retry-after"))).toBeGreaterThan(50);
+    expect(Number(stats.headers.get("retry-after"))).toBeLessThanOrEqual(60);
     expect(seen.scans).toBe(1);
     expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toContain("not retried for a minute");
     // A minute later the next view computes again; once D1 answers, the figures are back.
@@ -277,6 +286,52 @@ describe("the published figures are computed at most once, whatever the domain",
     const back = await fetchApp("/api/stats", env);
     expect(back.status).toBe(200);
     expect(back.headers.get("x-stats-cache")).toBe("miss");
+  });
+});
+
+describe("a failure remembered holds back D1 only", () => {
+  it("a copy stored in KV meanwhile (another isolate's Cron) is served at once, and Retry-After is the time left of the minute", async () => {
+    cacheApiDoesNothing();
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const { db, seen } = countingDb({ fail: true });
+    const failing = { ...env, DB: db };
+    const t0 = Date.now();
+    const first = await fetchApp("/api/stats", failing);
+    expect(first.status).toBe(503);
+    expect(seen.scans).toBe(1);
+    // 31 s on, still no copy: refused without a scan, told to come back when the minute is out.
+    vi.spyOn(Date, "now").mockReturnValue(t0 + 31_000);
+    const refused = await fetchApp("/api/stats", failing);
+    expect(refused.status).toBe(503);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(29);
+    expect(Number(refused.headers.get("retry-after"))).toBeLessThanOrEqual(30);
+    vi.spyOn(Date, "now").mockReturnValue(t0 + 45_000);
+    const page = await fetchApp("/docs/reliability", failing);
+    expect(page.status).toBe(503);
+    expect(Number(page.headers.get("retry-after"))).toBeGreaterThanOrEqual(15);
+    expect(Number(page.headers.get("retry-after"))).toBeLessThanOrEqual(16);
+    expect(seen.scans).toBe(1);
+    // The Cron of another isolate stores a copy: served at once, within the minute.
+    const cron = await skillStats(env.DB);
+    await env.KV.put(STATS_KV_KEY, JSON.stringify(cron));
+    vi.spyOn(Date, "now").mockReturnValue(t0 + 46_000);
+    const stats = await fetchApp("/api/stats", env);
+    expect(stats.status).toBe(200);
+    expect(stats.headers.get("x-stats-cache")).toBe("hit");
+    expect((await stats.json<StatsDocument>()).computed_at).toBe(cron.computed_at);
+    expect((await fetchApp("/docs/reliability", env)).status).toBe(200);
+    expect(seen.scans).toBe(1);
+  });
+
+  it("a copy in KV is served whatever the failure remembered: pages show the figures from the first view on", async () => {
+    cacheApiDoesNothing();
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const { db } = countingDb({ fail: true });
+    expect((await fetchApp("/api/stats", { ...env, DB: db })).status).toBe(503);
+    await env.KV.put(STATS_KV_KEY, JSON.stringify(await skillStats(env.DB)));
+    const docs = await fetchApp("/docs", { ...env, DB: db });
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('class="muted reliability"');
   });
 });
 

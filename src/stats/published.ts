@@ -144,6 +144,8 @@ export async function publishedStats(c: StatsRequest): Promise<Published> {
         // and only a computation's: a refusal for the one remembered does not prolong it.
         if (loading === started && !(e instanceof StatsFailureRemembered)) {
           failed = new StatsFailureRemembered(e, Date.now() + STATS_MAX_AGE_SECONDS * 1000);
+          // Its own callers too are told when the minute is out (Retry-After 60, not 30).
+          throw failed;
         }
         throw e;
       })

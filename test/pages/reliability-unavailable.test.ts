@@ -45,7 +45,7 @@ describe("/docs/reliability while the figures cannot be had", () => {
   it("is the page, 503 with Retry-After: the charging and refund policy, and a note to come back", async () => {
     const res = await get("/docs/reliability", "text/html,application/xhtml+xml,*/*;q=0.8");
     expect(res.status).toBe(503);
-    expect(res.headers.get("retry-after")).toBe("30");
+    expect(res.headers.get("retry-after")).toBe("60");
     expect(res.headers.get("content-type")).toContain("text/html");
     const html = await res.text();
     expect(html).toMatch(/^<!DOCTYPE html><html lang="en">/);
@@ -62,7 +62,7 @@ describe("/docs/reliability while the figures cannot be had", () => {
   it("/api/stats keeps its JSON 503", async () => {
     const res = await get("/api/stats", "text/html");
     expect(res.status).toBe(503);
-    expect(res.headers.get("retry-after")).toBe("30");
+    expect(res.headers.get("retry-after")).toBe("60");
     expect(await res.json()).toEqual({
       detail: "The published figures cannot be read right now; try again shortly.",
     });

@@ -202,11 +202,14 @@ interface Built {
    */
   failed: { at: number; message: string; streak: number } | undefined;
   /**
-   * The number of the latest first read started: a read's failure is remembered only if no read
-   * started after it (a stale read, replaced by SharedLoad, that fails late says nothing of the
-   * read running now, which may be about to succeed).
+   * The number of the latest first read started, and when it started. A stale read (replaced by
+   * SharedLoad after 10 s) that fails late is remembered unless the read after it may still
+   * succeed: one younger than READY_WAIT_MS, which the requests now waiting are joined to. Were
+   * every superseded failure ignored, a facilitator whose reads fail after 10-40 s (a gateway's
+   * 504) would never be backed off under steady traffic.
    */
   readGeneration: number;
+  readStartedAt: number;
   /** The background re-read after the TTL (refreshInBackground). */
   refreshing: SharedLoad<void>;
   httpServer: x402HTTPResourceServer;
@@ -362,6 +365,7 @@ function create(env: Bindings, cfg: PublicConfig, { key, pc, paid }: ReturnType<
     readyAt: undefined,
     failed: undefined,
     readGeneration: 0,
+    readStartedAt: 0,
     refreshing: new SharedLoad(REFRESH_STALE_MS),
     middleware: x402HttpGate(httpServer, {
       explainUnpaid: (header, path) => explain(header, undefined, CARD_KEY_PATHS.has(path)),
@@ -470,17 +474,21 @@ const readFailure = (e: unknown) =>
 
 /**
  * The first /supported read of `b`. A failure is remembered on the gate (answered from for its
- * back-off) if no read started after this one, and logged here, once per read: every request that
- * joined it shares it.
+ * back-off) unless a read started after this one may still succeed (readStartedAt), and logged
+ * here, once per read: every request that joined it shares it.
  */
 function readSupported(b: Built, env: Bindings): Promise<void> {
   const generation = ++b.readGeneration;
+  b.readStartedAt = Date.now();
   return b.httpServer.initialize().then(
     () => {
       b.failed = undefined;
+      // Ready even if every request that waited for it gave up (a stale read answering late): a
+      // later read would clear the tables this one filled.
+      b.readyAt ??= Date.now();
     },
     (e) => {
-      if (generation === b.readGeneration) {
+      if (generation === b.readGeneration || Date.now() - b.readStartedAt >= READY_WAIT_MS) {
         b.failed = { at: Date.now(), message: errorText(e), streak: (b.failed?.streak ?? 0) + 1 };
       }
       console.error(

@@ -284,15 +284,16 @@ export const inDoubtUndecided = (r: Record<string, unknown>) =>
  * otherwise: none undecided (held for a person or not: its decision is still to come, and a
  * not_landed one would find the listing already taken), none not_landed (the partner was not paid
  * with it), and what landed covers the share (else the caller is owed the rest). Without any
- * recorded, the person's word is all there is; should one turn up later and be decided not_landed,
- * GET /api/admin/payouts lists the share under withheld_not_returned, flagged, instead of losing it.
+ * recorded, the person's word is all there is; should one turn up later and its decision (landed
+ * or not) leave what landed short of the share, that decision's batch gives the row back to a
+ * person, owed for the rest and held (refunds.ts contradictedNothingOwed): a hand refund takes it.
  * One conditional UPDATE on all of that, so it cannot race the rewrite of that decision (owedRefund
- * rewrites a row only while it is owed and not resolved, so a dismissed row stays as recorded) nor a
- * hand refund (which writes only an owed row), and no send ever claims it (sendRefund: owed rows
- * only). It becomes refunded, by hand and with no transfer (nothingOwed: what tells it from a refund
- * paid, which always has one; sums of money refunded leave it out), and keeps its amount, hold and
- * reason for the record, with resolved_note (the person's evidence, required). The same note again
- * answers the recorded row.
+ * rewrites a row only while it is owed and not resolved, so a dismissed row stays as recorded until
+ * a decision contradicts it) nor a hand refund (which writes only an owed row), and no send ever
+ * claims it (sendRefund: owed rows only). It becomes refunded, by hand and with no transfer
+ * (nothingOwed: what tells it from a refund paid, which always has one; sums of money refunded leave
+ * it out), and keeps its amount, hold and reason for the record, with resolved_note (the person's
+ * evidence, required). The same note again answers the recorded row.
  */
 export async function dismissInDoubt(
   db: D1Database,

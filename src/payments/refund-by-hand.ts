@@ -361,12 +361,13 @@ async function contradiction(db: D1Database, requestId: string, kept: number): P
     .bind(requestId)
     .all<{ id: number; amount_micro: number; chain_status: string | null; hold: string | null }>();
   const undecided = results.find((u) => u.chain_status === null);
+  // One not held may be one the runs found spent on a transfer other than the one signed: they
+  // leave it undecided and record that nowhere here (only the Cron run's errors say it), and the
+  // resolve refuses it (not held). So the words name that case and what a person can still do.
   if (undecided)
-    return `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}${
-      undecided.hold === null
-        ? ": reconciliation decides it once it lands or expires"
-        : `, held for a person: decide it with POST /api/admin/resolve/upstream_payments/${undecided.id}`
-    }), so whether the partner was paid is not known: its decision settles this share (expired unused or cancelled: it is the caller's, to refund by hand). Nothing recorded`;
+    return undecided.hold === null
+      ? `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}): reconciliation decides it once it lands or expires unused, unless the chain shows its nonce spent on a transfer other than the one signed, which no run decides (each Cron run fails naming "upstream ${undecided.id}: … left undecided for a person") and POST /api/admin/resolve/upstream_payments/${undecided.id} does not take (it is not held). While it is undecided whether the partner was paid is not known and nothing owed cannot be recorded: wait for its decision (not landed: the share is the caller's), or check the operating wallet's transfers to the partner and refund by hand (tx_hash) what they show the partner was not paid. Nothing recorded`
+      : `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}, held for a person: decide it with POST /api/admin/resolve/upstream_payments/${undecided.id}), so whether the partner was paid is not known: its decision settles this share (expired unused or cancelled: it is the caller's, to refund by hand). Nothing recorded`;
   const notLanded = results.find((u) => u.chain_status === "not_landed");
   if (notLanded)
     return `has a partner authorization the chain shows did not land (upstream_payments ${notLanded.id}): the partner was not paid with it, so the amount recorded is the caller's; refund it by hand (tx_hash). Nothing recorded`;

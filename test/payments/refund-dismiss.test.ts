@@ -294,7 +294,7 @@ describe("the request's recorded partner authorizations decide whether nothing c
     const upstream = await authorizationTurnsUp(requestId);
     await refused(
       listing,
-      new RegExp(`not decided yet \\(upstream_payments ${upstream.id}: reconciliation decides it`),
+      new RegExp(`not decided yet \\(upstream_payments ${upstream.id}\\): reconciliation decides it`),
     );
     // Decided now: expired unused. The share is the caller's, to refund by hand, and listed so.
     await applyUpstream(env.DB, upstream, expiredUnused);
@@ -688,5 +688,30 @@ describe("a nothing-owed record a later decision contradicts", () => {
     const before = await row(owed.listing);
     await applyUpstream(env.DB, await authorizationTurnsUp(owed.requestId, { amount: 15000 }), landed());
     expect(await row(owed.listing)).toEqual(before);
+  });
+});
+
+describe("nothing owed while an authorization is undecided and not held", () => {
+  it("the 409 says no run may ever decide one spent on another transfer, and a hand refund still takes the share", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId);
+    const res = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(res.status).toBe(409);
+    const { detail } = await res.json<{ detail: string }>();
+    expect(detail).toMatch(
+      new RegExp(
+        `spent on a transfer other than the one signed, which no run decides \\(each Cron run fails naming "upstream ${upstream.id}: … left undecided for a person"\\) and POST /api/admin/resolve/upstream_payments/${upstream.id} does not take \\(it is not held\\)`,
+      ),
+    );
+    expect(detail).toMatch(/refund by hand \(tx_hash\) what they show the partner was not paid/);
+    // That resolve refuses it indeed, and the hand refund the 409 names is taken.
+    const claim = await send(`/api/admin/resolve/upstream_payments/${upstream.id}`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ outcome: "landed", tx_hash: hash() }),
+    });
+    expect(claim.status).toBe(409);
+    expect((await claim.json<{ detail: string }>()).detail).toMatch(/Claim not held/);
+    expect((await resolve(listing, { tx_hash: hash(), note: "partner was paid 0.015" })).status).toBe(200);
   });
 });

@@ -104,15 +104,15 @@ export async function owedSummary(db: D1Database) {
     // is owed it back. Reconciliation records the return with the decision (refunds.ts: request id
     // `<request_id>:withheld`); listed until it lands. No return recorded: decided before returns
     // existed, for a person to refund. A return a person recorded as nothing owed (the partner was
-    // paid it) that this decision contradicts stays listed, flagged (`return_nothing_owed` 1):
-    // refunded to nobody, it would otherwise vanish from every list while the caller is owed it.
+    // paid it) leaves the list like any refunded one: a decision that contradicts that record makes
+    // it owed again, held, in the batch that decides (payments/refunds.ts contradictedNothingOwed).
     db.prepare(
       `SELECT u.request_id, u.partner_id, u.service_id, r.payer, r.withheld_micro,
               t.request_id AS return_request_id, t.status AS return_status, t.hold AS return_hold,
-              t.error AS return_error, coalesce(${nothingOwed("t")}, 0) AS return_nothing_owed
+              t.error AS return_error
        FROM upstream_payments u JOIN refunds r ON r.request_id = u.request_id AND r.withheld_micro > 0
        LEFT JOIN refunds t ON t.request_id = u.request_id || ':withheld'
-       WHERE u.chain_status = 'not_landed' AND (t.status IS NOT 'refunded' OR ${nothingOwed("t")})
+       WHERE u.chain_status = 'not_landed' AND t.status IS NOT 'refunded'
        ORDER BY u.id DESC LIMIT 1000`,
     ),
   ]);

@@ -4,7 +4,7 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import { type Decision, spentElsewhere } from "./reconcile-decide";
-import { owedRefund, type Refund, refundNonce, withheldReturn } from "./refunds";
+import { contradictedNothingOwed, owedRefund, type Refund, refundNonce, withheldReturn } from "./refunds";
 
 /**
  * The D1 side of reconciliation: which claims to look at, and what each decision writes. Every
@@ -353,7 +353,9 @@ const owedAfterAll = (db: D1Database, row: UpstreamRow) =>
  * its partner: a served call owes the partner its share through the payout ledger, and a failed
  * call's caller gets back the share its refund kept back. Both are written only by the batch that
  * decides the row (conditional on it being undecided), so overlapping runs change nothing twice;
- * answers the refund this run recorded as owed, for the caller to send.
+ * answers the refund this run recorded as owed, for the caller to send. Any decision that leaves what
+ * landed for the request short of a share a person recorded as nothing owed gives that share back
+ * to a person, held, in the same batch (contradictedNothingOwed).
  */
 export async function applyUpstream(
   db: D1Database,
@@ -386,6 +388,21 @@ export async function applyUpstream(
       ? [owedRefund(db, returned, await refundNonce(returned.requestId), now, { upstreamUndecided: row.id })]
       : []),
     ...(movedNothing ? [owedAfterAll(db, row)] : []),
+    // A share a person recorded as nothing owed (the partner was paid it all) that this decision
+    // leaves short of what landed: back to a person, owed and held (after the return's rewrite).
+    ...(d.outcome === "paid" || movedNothing
+      ? [
+          contradictedNothingOwed(
+            db,
+            row,
+            d.outcome === "paid" ? row.amount_micro : 0,
+            d.outcome === "paid"
+              ? `upstream_payments ${row.id} landed for ${row.amount_micro} micro-USDC`
+              : `upstream_payments ${row.id} ${d.outcome === "unpaid" && d.cancelled ? "was cancelled" : "expired unused"}: it moved nothing`,
+            now,
+          ),
+        ]
+      : []),
     db
       .prepare(
         "UPDATE upstream_payments SET chain_status = ?2, tx_hash = coalesce(tx_hash, ?3) WHERE id = ?1 AND chain_status IS NULL",

@@ -284,15 +284,16 @@ export const inDoubtUndecided = (r: Record<string, unknown>) =>
  * otherwise: none undecided (held for a person or not: its decision is still to come, and a
  * not_landed one would find the listing already taken), none not_landed (the partner was not paid
  * with it), and what landed covers the share (else the caller is owed the rest). Without any
- * recorded, the person's word is all there is; should one turn up later and be decided not_landed,
- * GET /api/admin/payouts lists the share under withheld_not_returned, flagged, instead of losing it.
+ * recorded, the person's word is all there is; should one turn up later and its decision (landed
+ * or not) leave what landed short of the share, that decision's batch gives the row back to a
+ * person, owed for the rest and held (refunds.ts contradictedNothingOwed): a hand refund takes it.
  * One conditional UPDATE on all of that, so it cannot race the rewrite of that decision (owedRefund
- * rewrites a row only while it is owed and not resolved, so a dismissed row stays as recorded) nor a
- * hand refund (which writes only an owed row), and no send ever claims it (sendRefund: owed rows
- * only). It becomes refunded, by hand and with no transfer (nothingOwed: what tells it from a refund
- * paid, which always has one; sums of money refunded leave it out), and keeps its amount, hold and
- * reason for the record, with resolved_note (the person's evidence, required). The same note again
- * answers the recorded row.
+ * rewrites a row only while it is owed and not resolved, so a dismissed row stays as recorded until
+ * a decision contradicts it) nor a hand refund (which writes only an owed row), and no send ever
+ * claims it (sendRefund: owed rows only). It becomes refunded, by hand and with no transfer
+ * (nothingOwed: what tells it from a refund paid, which always has one; sums of money refunded leave
+ * it out), and keeps its amount, hold and reason for the record, with resolved_note (the person's
+ * evidence, required). The same note again answers the recorded row.
  */
 export async function dismissInDoubt(
   db: D1Database,
@@ -360,12 +361,13 @@ async function contradiction(db: D1Database, requestId: string, kept: number): P
     .bind(requestId)
     .all<{ id: number; amount_micro: number; chain_status: string | null; hold: string | null }>();
   const undecided = results.find((u) => u.chain_status === null);
+  // One not held may be one the runs found spent on a transfer other than the one signed: they
+  // leave it undecided and record that nowhere here (only the Cron run's errors say it), and the
+  // resolve refuses it (not held). So the words name that case and what a person can still do.
   if (undecided)
-    return `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}${
-      undecided.hold === null
-        ? ": reconciliation decides it once it lands or expires"
-        : `, held for a person: decide it with POST /api/admin/resolve/upstream_payments/${undecided.id}`
-    }), so whether the partner was paid is not known: its decision settles this share (expired unused or cancelled: it is the caller's, to refund by hand). Nothing recorded`;
+    return undecided.hold === null
+      ? `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}): reconciliation decides it once it lands or expires unused, unless the chain shows its nonce spent on a transfer other than the one signed, which no run decides (each Cron run fails naming "upstream ${undecided.id}: … left undecided for a person") and POST /api/admin/resolve/upstream_payments/${undecided.id} does not take (it is not held). While it is undecided whether the partner was paid is not known and nothing owed cannot be recorded: wait for its decision (not landed: the share is the caller's), or check the operating wallet's transfers to the partner and refund by hand (tx_hash) what they show the partner was not paid. Nothing recorded`
+      : `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}, held for a person: decide it with POST /api/admin/resolve/upstream_payments/${undecided.id}), so whether the partner was paid is not known: its decision settles this share (expired unused or cancelled: it is the caller's, to refund by hand). Nothing recorded`;
   const notLanded = results.find((u) => u.chain_status === "not_landed");
   if (notLanded)
     return `has a partner authorization the chain shows did not land (upstream_payments ${notLanded.id}): the partner was not paid with it, so the amount recorded is the caller's; refund it by hand (tx_hash). Nothing recorded`;

@@ -2,13 +2,14 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { TX_HASH } from "../money";
+import { nothingOwed } from "../partners/nothing-owed";
 import { type ChainReader, readAuthorization } from "./reconcile-chain";
 import { type Decision, decide, withoutRetryNote } from "./reconcile-decide";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 // Lives below partners, whose payout report flags such a row too; passed on for payments' readers.
-export { nothingOwed } from "../partners/nothing-owed";
+export { nothingOwed };
 
 /**
  * Refunds of callers who paid and did not get what they paid for, in two cases:
@@ -157,6 +158,47 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
          AND refunds.hold LIKE '${IN_DOUBT}%'`,
     )
     .bind(...values, key, decidedInDoubt(r));
+}
+
+/**
+ * The statement that gives a share kept back in doubt back to a person when a decision on one of
+ * its request's partner authorizations (`upstream`, decided landed with `landedMicros` its amount,
+ * else 0: not landed) contradicts their record of it as nothing owed (refund-by-hand.ts
+ * dismissInDoubt: the partner was paid all of it): what landed for the request, with this decision,
+ * is less than the share, so the caller is owed the rest. The row becomes owed again for that rest,
+ * held (decided since: a hand refund takes it, no send ever does), its hold saying what the person
+ * recorded and what the chain now says, and their resolved_at and note cleared, since they no
+ * longer stand (the hold keeps them). Only on a row recorded as nothing owed (never a refund paid,
+ * by hand or by the wallet, nor an owed one), and, in the batch that decides the authorization,
+ * only while it is undecided, so it is written once. Written after owedRefund's rewrite of the same
+ * row (which takes only an owed one), so that rewrite never takes this one's text.
+ */
+export function contradictedNothingOwed(
+  db: D1Database,
+  upstream: { id: number; request_id: string },
+  landedMicros: number,
+  said: string,
+  now: number,
+) {
+  return db
+    .prepare(
+      `WITH landed (micros) AS (
+         SELECT coalesce(sum(amount_micro), 0) + CAST(?3 AS INTEGER) FROM upstream_payments
+         WHERE request_id = ?1 AND id <> ?2 AND chain_status = 'landed')
+       UPDATE refunds SET status = 'owed', amount_micro = amount_micro - (SELECT micros FROM landed), error = NULL,
+         resolved_at = NULL, resolved_note = NULL, updated_at = ?5,
+         hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): a person recorded this share as nothing owed on '
+           || strftime('%Y-%m-%dT%H:%M:%SZ', resolved_at / 1000, 'unixepoch') || ' ("' || coalesce(resolved_note, '')
+           || '"), and the chain now says otherwise: the partner''s authorizations of this request landed for '
+           || (SELECT micros FROM landed) || ' micro-USDC of the ' || amount_micro || ' kept, so the partner was paid only that and the caller is owed the other '
+           || (amount_micro - (SELECT micros FROM landed))
+           || '. Refund this by hand, for the amount now recorded. Reconciliation never sends a share first kept in doubt; listed before as: '
+           || hold
+       WHERE request_id = ?1 || '${WITHHELD_SUFFIX}' AND ${nothingOwed()} AND hold LIKE '${IN_DOUBT}%'
+         AND (SELECT micros FROM landed) < amount_micro
+         AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)`,
+    )
+    .bind(upstream.request_id, upstream.id, landedMicros, said, now);
 }
 
 /**

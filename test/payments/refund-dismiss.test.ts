@@ -294,7 +294,7 @@ describe("the request's recorded partner authorizations decide whether nothing c
     const upstream = await authorizationTurnsUp(requestId);
     await refused(
       listing,
-      new RegExp(`not decided yet \\(upstream_payments ${upstream.id}: reconciliation decides it`),
+      new RegExp(`not decided yet \\(upstream_payments ${upstream.id}\\): reconciliation decides it`),
     );
     // Decided now: expired unused. The share is the caller's, to refund by hand, and listed so.
     await applyUpstream(env.DB, upstream, expiredUnused);
@@ -304,7 +304,7 @@ describe("the request's recorded partner authorizations decide whether nothing c
       hold: expect.stringMatching(/^kept back in doubt: decided since/),
     });
     expect(await withheldOf(requestId)).toEqual([
-      expect.objectContaining({ return_request_id: listing, return_status: "owed", return_nothing_owed: 0 }),
+      expect.objectContaining({ return_request_id: listing, return_status: "owed" }),
     ]);
     await refused(listing, /was decided by reconciliation since/);
   });
@@ -338,7 +338,7 @@ describe("the request's recorded partner authorizations decide whether nothing c
       hold: expect.stringMatching(/^kept back in doubt: decided since/),
     });
     expect(await withheldOf(requestId)).toEqual([
-      expect.objectContaining({ return_request_id: listing, return_status: "owed", return_nothing_owed: 0 }),
+      expect.objectContaining({ return_request_id: listing, return_status: "owed" }),
     ]);
   });
 
@@ -383,31 +383,7 @@ describe("racing reconciliation's rewrite of the same listing", () => {
       hold: expect.stringMatching(/^kept back in doubt: decided since/),
     });
     expect(await withheldOf(requestId)).toEqual([
-      expect.objectContaining({ return_request_id: listing, return_status: "owed", return_nothing_owed: 0 }),
-    ]);
-  });
-
-  it("recorded before the authorization's row turned up, then contradicted by its not_landed decision: the record stays, and the share is listed, flagged", async () => {
-    const { requestId, listing } = await keptInDoubt();
-    expect((await resolve(listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);
-    const before = await row(listing);
-    const upstream = await authorizationTurnsUp(requestId);
-    await applyUpstream(env.DB, upstream, expiredUnused);
-    // The run's decision itself is recorded; the return it would have rewritten stays the person's
-    // decision (one decision per row), its amount and hold too.
-    const chain = await env.DB.prepare("SELECT chain_status FROM upstream_payments WHERE id = ?1")
-      .bind(upstream.id)
-      .first<{ chain_status: string }>();
-    expect(chain?.chain_status).toBe("not_landed");
-    expect(await row(listing)).toEqual(before);
-    // But the chain says the partner was not paid with it: the caller's share is not lost from view.
-    expect(await withheldOf(requestId)).toEqual([
-      expect.objectContaining({
-        return_request_id: listing,
-        return_status: "refunded",
-        return_nothing_owed: 1,
-        withheld_micro: 20000,
-      }),
+      expect.objectContaining({ return_request_id: listing, return_status: "owed" }),
     ]);
   });
 
@@ -489,5 +465,253 @@ describe("the dashboard's Record nothing owed form", () => {
     const after = await (await send("/admin?notice=refund-dismissed", { headers: { cookie } })).text();
     expect(after).not.toContain(action);
     expect(after).toContain("recorded as nothing owed");
+  });
+});
+
+/**
+ * A share recorded as nothing owed with no authorization recorded, whose authorization then turns
+ * up and is decided: should what landed come short of the share, the record was wrong and the
+ * caller is owed the rest. The decision gives the listing back to a person, owed for the rest and
+ * held (never sent): under "Refunds owed" on /admin, counted as owed, and a hand refund takes it.
+ */
+describe("a nothing-owed record a later decision contradicts", () => {
+  const landed = (txHash = hash()) => ({ outcome: "paid" as const, txHash, evidence: "test: landed" });
+  /** Kept in doubt (with a payments row, for GET /api/admin/payments), then recorded as nothing owed. */
+  async function recordedNothingOwed() {
+    const kept = await keptInDoubt(true);
+    expect((await resolve(kept.listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);
+    return kept;
+  }
+  /** The listing owed `amount` again, held "decided since", the person's record kept in the hold. */
+  async function expectOwedHeld(listing: string, amount: number, says: RegExp) {
+    const r = await row(listing);
+    expect(r).toMatchObject({
+      status: "owed",
+      amount_micro: amount,
+      tx_hash: null,
+      valid_before: null,
+      auth_from: null,
+      resolved_at: null,
+      resolved_note: null,
+      hold: expect.stringMatching(/^kept back in doubt: decided since \(/),
+    });
+    expect(r?.hold).toMatch(says);
+    expect(r?.hold).toContain(`recorded this share as nothing owed on `);
+    expect(r?.hold).toContain(NOTE);
+    expect(r?.hold).toMatch(/listed before as: kept back in doubt: an authorization/);
+  }
+  /** Listed under "Refunds owed" on /admin (with Record refund, not Record nothing owed), or not. */
+  async function onDashboard(listing: string) {
+    const cookie = await adminCookie(send, token);
+    const html = await (await send("/admin", { headers: { cookie } })).text();
+    const start = html.indexOf('id="refunds-owed"');
+    expect(start).toBeGreaterThan(-1);
+    const table = html.slice(start, html.indexOf("</table>", start));
+    const action = `action="/admin/refunds/${encodeURIComponent(listing)}/resolve"`;
+    return { listed: table.includes(action), forms: table.split(action).length - 1 };
+  }
+  /** GET /api/admin/payments' refund totals for the request. */
+  const totals = async (requestId: string) =>
+    (
+      await (
+        await send(`/api/admin/payments?request_id=${encodeURIComponent(requestId)}`, { headers: auth })
+      ).json<{ refunds: Record<string, number> }>()
+    ).refunds;
+  /** Never sent: no run reads it, and a send of it claims nothing (its hold keeps it off). */
+  async function neverSent(listing: string, amount: number) {
+    const { results } = await refundsToSettle(env.DB, NETWORK, Date.now() + 3_600_000, 1000);
+    expect(results.map((r) => r.request_id)).not.toContain(listing);
+    const before = await row(listing);
+    expect(
+      await sendRecordedRefund(
+        { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
+        {
+          requestId: listing,
+          payer: PAYER,
+          network: NETWORK,
+          asset: env.USDC_ADDRESS,
+          amount: BigInt(amount),
+          reason: "t",
+        },
+      ),
+    ).toMatchObject({ status: "owed", transaction: null });
+    expect(await row(listing)).toEqual(before);
+  }
+  /** The hand refund takes it (200), once: it leaves "Refunds owed" and is counted refunded. */
+  async function refundedByHand(requestId: string, listing: string, amount: number) {
+    const tx = hash();
+    const res = await resolve(listing, { tx_hash: tx, note: "paid the caller the rest" });
+    expect(res.status).toBe(200);
+    expect((await res.json<{ refund: Record<string, unknown> }>()).refund).toMatchObject({
+      status: "refunded",
+      tx_hash: tx,
+      amount_micro: amount,
+      nothing_owed: false,
+    });
+    // One decision: another transfer for it is refused.
+    const again = await resolve(listing, { tx_hash: hash() });
+    expect(again.status).toBe(409);
+    expect((await again.json<{ detail: string }>()).detail).toMatch(/already recorded as paid by hand/);
+    expect((await onDashboard(listing)).listed).toBe(false);
+    expect(await totals(requestId)).toEqual({
+      count: 2,
+      amount_atomic: 40000 + amount,
+      refunded_atomic: amount,
+      nothing_owed_atomic: 0,
+    });
+  }
+
+  it("landed for 15000 of the 20000 kept: owed 5000, held, under Refunds owed and counted as owed; a hand refund records it", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    expect(await totals(requestId)).toMatchObject({
+      count: 1,
+      amount_atomic: 40000,
+      nothing_owed_atomic: 20000,
+    });
+    const upstream = await authorizationTurnsUp(requestId, { amount: 15000 });
+    await applyUpstream(env.DB, upstream, landed());
+    await expectOwedHeld(
+      listing,
+      5000,
+      new RegExp(
+        `upstream_payments ${upstream.id} landed for 15000.*landed for 15000 micro-USDC of the 20000 kept.*the other 5000`,
+      ),
+    );
+    // Shown to a person with Record refund (and no Record nothing owed: decided since), counted as owed.
+    expect(await onDashboard(listing)).toEqual({ listed: true, forms: 1 });
+    expect(await totals(requestId)).toEqual({
+      count: 2,
+      amount_atomic: 45000,
+      refunded_atomic: 0,
+      nothing_owed_atomic: 0,
+    });
+    expect((await payouts()).refunds.find((r) => r.request_id === listing)).toMatchObject({
+      status: "owed",
+      nothing_owed: 0,
+    });
+    // Not again: the record now refused (decided since), and a repeat of the decision changes nothing.
+    const dismissed = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(dismissed.status).toBe(409);
+    const held = await row(listing);
+    await applyUpstream(env.DB, upstream, landed());
+    expect(await row(listing)).toEqual(held);
+    await neverSent(listing, 5000);
+    await refundedByHand(requestId, listing, 5000);
+  });
+
+  it("not landed: owed all 20000, held, listed under withheld_not_returned as owed; a hand refund records it", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const upstream = await authorizationTurnsUp(requestId);
+    // No refund for the run to send: the listing is a person's.
+    expect(await applyUpstream(env.DB, upstream, expiredUnused)).toBeUndefined();
+    await expectOwedHeld(
+      listing,
+      20000,
+      new RegExp(
+        `upstream_payments ${upstream.id} expired unused: it moved nothing.*landed for 0 micro-USDC of the 20000 kept`,
+      ),
+    );
+    expect(await onDashboard(listing)).toEqual({ listed: true, forms: 1 });
+    expect(await totals(requestId)).toEqual({
+      count: 2,
+      amount_atomic: 60000,
+      refunded_atomic: 0,
+      nothing_owed_atomic: 0,
+    });
+    expect(await withheldOf(requestId)).toEqual([
+      expect.objectContaining({ return_request_id: listing, return_status: "owed", withheld_micro: 20000 }),
+    ]);
+    await neverSent(listing, 20000);
+    await refundedByHand(requestId, listing, 20000);
+    expect(await withheldOf(requestId)).toEqual([]);
+  });
+
+  it("the same through a person's POST /api/admin/resolve/upstream_payments/<id>: landed for less, or not landed", async () => {
+    const decide = (id: number, body: unknown) =>
+      send(`/api/admin/resolve/upstream_payments/${id}`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const short = await recordedNothingOwed();
+    const partly = await authorizationTurnsUp(short.requestId, {
+      amount: 15000,
+      hold: "test: spent, no log found",
+    });
+    expect((await decide(partly.id, { outcome: "landed", tx_hash: hash(), note: "found it" })).status).toBe(
+      200,
+    );
+    await expectOwedHeld(short.listing, 5000, new RegExp(`upstream_payments ${partly.id} landed for 15000`));
+    expect(await onDashboard(short.listing)).toEqual({ listed: true, forms: 1 });
+    await refundedByHand(short.requestId, short.listing, 5000);
+
+    const none = await recordedNothingOwed();
+    const unused = await authorizationTurnsUp(none.requestId, { hold: "test: spent, no log found" });
+    expect((await decide(unused.id, { outcome: "not_landed", note: "cancelled it" })).status).toBe(200);
+    await expectOwedHeld(none.listing, 20000, new RegExp(`upstream_payments ${unused.id} was cancelled`));
+    await refundedByHand(none.requestId, none.listing, 20000);
+  });
+
+  it("a record the decision bears out stays as recorded", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const before = await row(listing);
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId), landed());
+    expect(await row(listing)).toEqual(before);
+    // Another, not landed, beside the one that paid the share: still nothing owed, and not listed.
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId), expiredUnused);
+    expect(await row(listing)).toEqual(before);
+    expect(await withheldOf(requestId)).toEqual([]);
+  });
+
+  it("never touches a refund paid (by hand or by the operating wallet) nor an owed one, and gives a hand-refunded share back to nobody", async () => {
+    const untouched = async (listing: string, requestId: string) => {
+      const before = await row(listing);
+      await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed());
+      await applyUpstream(env.DB, await authorizationTurnsUp(requestId), expiredUnused);
+      expect(await row(listing)).toEqual(before);
+    };
+    // Refunded by hand (a transfer recorded): the person's decision stands.
+    const byHand = await keptInDoubt();
+    expect((await resolve(byHand.listing, { tx_hash: hash(), note: "paid it all" })).status).toBe(200);
+    await untouched(byHand.listing, byHand.requestId);
+    // Landed from the operating wallet, with its transaction or without one found (never resolved_at).
+    for (const mark of [
+      "UPDATE refunds SET status = 'refunded', tx_hash = ?2, hold = NULL WHERE request_id = ?1",
+      "UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = 'landed, transaction not found: test', hold = NULL WHERE request_id = ?1 AND ?2 IS NOT NULL",
+    ]) {
+      const wallet = await keptInDoubt();
+      await env.DB.prepare(mark).bind(wallet.listing, hash()).run();
+      await untouched(wallet.listing, wallet.requestId);
+    }
+    // Still owed (never recorded as nothing owed): a landed decision leaves it to the person as it was.
+    const owed = await keptInDoubt();
+    const before = await row(owed.listing);
+    await applyUpstream(env.DB, await authorizationTurnsUp(owed.requestId, { amount: 15000 }), landed());
+    expect(await row(owed.listing)).toEqual(before);
+  });
+});
+
+describe("nothing owed while an authorization is undecided and not held", () => {
+  it("the 409 says no run may ever decide one spent on another transfer, and a hand refund still takes the share", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId);
+    const res = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(res.status).toBe(409);
+    const { detail } = await res.json<{ detail: string }>();
+    expect(detail).toMatch(
+      new RegExp(
+        `spent on a transfer other than the one signed, which no run decides \\(each Cron run fails naming "upstream ${upstream.id}: … left undecided for a person"\\) and POST /api/admin/resolve/upstream_payments/${upstream.id} does not take \\(it is not held\\)`,
+      ),
+    );
+    expect(detail).toMatch(/refund by hand \(tx_hash\) what they show the partner was not paid/);
+    // That resolve refuses it indeed, and the hand refund the 409 names is taken.
+    const claim = await send(`/api/admin/resolve/upstream_payments/${upstream.id}`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ outcome: "landed", tx_hash: hash() }),
+    });
+    expect(claim.status).toBe(409);
+    expect((await claim.json<{ detail: string }>()).detail).toMatch(/Claim not held/);
+    expect((await resolve(listing, { tx_hash: hash(), note: "partner was paid 0.015" })).status).toBe(200);
   });
 });

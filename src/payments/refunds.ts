@@ -95,7 +95,7 @@ export type Undecided = { claimFailed: string } | { upstreamUndecided: number };
  * person record it as nothing owed (refund-by-hand.ts dismissInDoubt).
  */
 export const IN_DOUBT = "kept back in doubt:";
-/** How it starts once reconciliation decided its authorization can no longer land (decidedInDoubt). */
+/** How it starts once a decision on its authorization (reconciliation's or a person's) left it owed: decidedInDoubt, or a nothing-owed record the chain then contradicted (contradictedNothingOwed). */
 export const IN_DOUBT_DECIDED = `${IN_DOUBT} decided since`;
 
 /**

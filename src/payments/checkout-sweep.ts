@@ -197,8 +197,13 @@ export async function sweepCheckouts(
     else if (outcome === "not_paid" && remote.status === "complete") summary.pending++;
     else summary.unchanged++;
   }
-  // Fewer 404s than MISSING_IN_A_ROW_STOP and nothing else due: marked, under this key only, so a
-  // key put right asks them again.
-  for (const missing of unmarked) await markStripeMissing(env.DB, missing, mark, now);
+  // No read answered, and the run asked fewer sessions than MISSING_IN_A_ROW_STOP (those marked
+  // before included): marked, under this key only, so a key put right asks them again. Asked more,
+  // and all answered 404 with fewer than the stop's count first marked never: left unmarked for a
+  // later run, which either reads one that answers or stops (a key of another account must not
+  // mark this deployment's sessions behind a few it had marked before).
+  if (summary.asked < MISSING_IN_A_ROW_STOP) {
+    for (const missing of unmarked) await markStripeMissing(env.DB, missing, mark, now);
+  }
   return summary;
 }

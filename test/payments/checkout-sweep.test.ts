@@ -328,6 +328,35 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
     },
   );
 
+  it("two sessions marked before and two never marked, all 404 under a key that reads none of them: the never-marked ones are not marked", async () => {
+    const created = Date.now() - 4000 * DAY;
+    const now = created + 2 * DAY;
+    const insert = async (i: number, marked: boolean) => {
+      const id = `${UNKNOWN}${crypto.randomUUID().replaceAll("-", "")}`;
+      await env.DB.prepare(
+        `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, created_at, updated_at,
+                                        checked_at, stripe_missing_at, stripe_missing_key)
+         VALUES (?1, 'sha256', 170, 51, 'open', ?2, ?2, ?3, ?4, ?5)`,
+      )
+        .bind(
+          id,
+          created,
+          created + HOUR + i,
+          marked ? created + HOUR : null,
+          marked ? "fedcba9876543210" : null,
+        )
+        .run();
+      return id;
+    };
+    await insert(0, true);
+    await insert(1, true);
+    const never = [await insert(2, false), await insert(3, false)];
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const run = await sweepCheckouts(env, () => {}, now);
+    expect(run).toMatchObject({ asked: 4, unknown: 4 });
+    for (const id of never) expect((await sessionRow(id))?.stripe_missing_at).toBeNull();
+  });
+
   it("a session Stripe does not know (404) is logged, marked under this key and not asked again; under another key, or cleared by a person, it is asked again", async () => {
     const id = `${UNKNOWN}${crypto.randomUUID().replaceAll("-", "")}`;
     const created = Date.now() - 3650 * DAY;

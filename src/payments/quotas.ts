@@ -204,8 +204,14 @@ export const checkoutPageQuota = ipBudget("checkout-page", "checkout page");
 const STRIPE_READ_LIMITER = "RL_PAYER_HEAVY" as const;
 export const CHECKOUT_STRIPE_READS_PER_MINUTE = LIMITS[STRIPE_READ_LIMITER];
 
-const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => async () =>
-  !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], `${prefix}|ip:${clientIp(c)}`));
+/** A budget for stripeView (payments/stripe-views.ts ReadBudget): its key names it to other callers. */
+const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => {
+  const key = `${prefix}|ip:${clientIp(c)}`;
+  return {
+    key,
+    mayRead: async () => !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], key)),
+  };
+};
 
 /**
  * The success page's GET and HEAD views' budget of Stripe reads (above) for this request's client

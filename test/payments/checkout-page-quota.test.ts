@@ -203,4 +203,21 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect(await next.text()).not.toContain(POSTPONED);
     expect(await stripeReads(b as string)).toBe(1);
   }, 120_000);
+
+  it("a Reveal POST that joined views' read their spent budget held back asks its own budget and grants", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const id = await createCheckout("sha256");
+    await pay(id);
+    await spend("checkout-stripe", ip);
+    // The first view starts a read its budget holds back; the second view and the POST join it.
+    const [first, second, posted] = await Promise.all([page(id, ip), page(id, ip), reveal(id, ip)]);
+    expect(await first.text()).toContain(POSTPONED);
+    expect(await second.text()).toContain(POSTPONED);
+    expect(posted.res.status).toBe(200);
+    expect(posted.body).not.toContain(POSTPONED);
+    expect(keyIn(posted.body)).toMatch(/^mk_/);
+    expect((await keysFor(id)).results).toHaveLength(1);
+    expect(await stripeReads(id)).toBe(1);
+  }, 120_000);
 });

@@ -263,4 +263,42 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect((await keysFor(id)).results).toHaveLength(1);
     expect(await stripeReads(id)).toBe(1);
   }, 120_000);
+
+  it("a page whose check with Stripe the views' budget postponed offers the Reveal, which checks Stripe on its own budget", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const id = await createCheckout("sha256");
+    await pay(id);
+    await spend("checkout-stripe", ip);
+    const view = await page(id, ip);
+    expect(view.status).toBe(200);
+    const waiting = await view.text();
+    expect(waiting).toContain(POSTPONED);
+    expect(waiting).toContain("Check payment and reveal my key");
+    expect(waiting).toContain("/assets/buy.js");
+    const token = waiting.match(/name="token" value="([^"]+)"/)?.[1];
+    expect(token).toBe(await revealToken(env.STRIPE_SECRET_KEY as string, id));
+    expect(await stripeReads(id)).toBe(0);
+    const { res, body } = await reveal(id, ip);
+    expect(res.status).toBe(200);
+    expect(keyIn(body)).toMatch(/^mk_/);
+    expect(await stripeReads(id)).toBe(1);
+
+    // Unpaid, the button's POST grants nothing and says so, without claiming the page updates itself.
+    const unpaid = await createCheckout("sha256");
+    const postponed = await page(unpaid, ip);
+    expect(await postponed.text()).toContain("Check payment and reveal my key");
+    const asked = await reveal(unpaid, ip);
+    expect(asked.body).toContain("Stripe has not confirmed");
+    expect(asked.body).not.toContain("updates by itself");
+    expect(asked.body).toContain("open the checkout page");
+    expect((await keysFor(unpaid)).results).toHaveLength(0);
+    // Its session's budget spent, the POST's postponed answer offers the button again.
+    const spent = await createCheckout("sha256");
+    await spendReveal({ session: spent });
+    const held = await reveal(spent, ip);
+    expect(held.res.headers.get("retry-after")).toBe("60");
+    expect(held.body).toContain(POSTPONED);
+    expect(held.body).toContain("Check payment and reveal my key");
+  }, 120_000);
 });

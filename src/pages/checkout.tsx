@@ -210,6 +210,25 @@ function KeyReveal(p: SuccessProps) {
   );
 }
 
+/**
+ * The Reveal form on a page whose check with Stripe a budget postponed (the session still open in
+ * D1): the views' budget is per client IP and anyone on the buyer's network can spend it, so the
+ * page could not tell the buyer it was paid and offered no Reveal, whose own budget (per session,
+ * payments/quotas.ts) was then out of reach. The POST asks Stripe on that budget and grants only
+ * if Stripe says paid.
+ */
+function CheckAndReveal(p: SuccessProps) {
+  if (!p.revealToken || p.session?.status !== "open") return null;
+  return (
+    <>
+      <p>If you have paid, you need not wait: this button checks with Stripe and shows your key once.</p>
+      <TokenForm sessionId={p.sessionId} token={p.revealToken} id="check-reveal" working="Checking…">
+        Check payment and reveal my key
+      </TokenForm>
+    </>
+  );
+}
+
 export function SuccessPage(p: SuccessProps) {
   const s = p.session;
   if (!s && !p.remote?.paid) {
@@ -244,8 +263,12 @@ export function SuccessPage(p: SuccessProps) {
       : s?.payment_failed_at
         ? "The payment failed"
         : "Waiting for the payment";
+  // buy.js also guards the postponed page's Reveal form (sent once: a second POST loses the key).
   return (
-    <Layout title={paid ? heading : "Checkout"} scripts={paid || p.refresh ? ["/assets/buy.js"] : undefined}>
+    <Layout
+      title={paid ? heading : "Checkout"}
+      scripts={paid || p.refresh || p.stripeCheckPostponed ? ["/assets/buy.js"] : undefined}
+    >
       <h1 id="checkout-heading">{heading}</h1>
       {p.refresh ? <Refreshing seconds={p.refresh} /> : null}
       {/* What an update replaces (buy.js, checkout-refresh.ts), with the heading above. */}
@@ -289,21 +312,27 @@ export function SuccessPage(p: SuccessProps) {
           </p>
         ) : p.stripeCheckPostponed ? (
           // Not "Stripe has not confirmed": Stripe was not asked, and the payment may well be there.
+          <>
+            <p>
+              We could not check with Stripe just now whether checkout{" "}
+              <code class="long-id">{p.sessionId}</code> is paid (too many checks from your network this
+              minute).{" "}
+              {p.refresh ? (
+                "This page keeps checking, and asks Stripe again once your network's checks allow it."
+              ) : (
+                <>
+                  Try again in a minute: <a href={successPath(p.sessionId)}>reload the checkout page</a>
+                  {p.revealToken ? " or use the button below" : ""}.
+                </>
+              )}
+            </p>
+            <CheckAndReveal {...p} />
+          </>
+        ) : p.posted ? (
+          // A POST never updates itself (CheckAndReveal's answer when Stripe says it is not paid).
           <p>
-            We could not check with Stripe just now whether checkout{" "}
-            <code class="long-id">{p.sessionId}</code> is paid (too many checks from your network this
-            minute).{" "}
-            {p.refresh ? (
-              "This page keeps checking, and asks Stripe again within a minute."
-            ) : (
-              <>
-                Try again in a minute:{" "}
-                <a href={`/checkout/success?session_id=${encodeURIComponent(p.sessionId)}`}>
-                  reload the checkout page
-                </a>
-                .
-              </>
-            )}
+            Stripe has not confirmed checkout <code class="long-id">{p.sessionId}</code> yet. If you paid just
+            now, <a href={successPath(p.sessionId)}>open the checkout page</a>: it keeps checking.
           </p>
         ) : (
           <p>

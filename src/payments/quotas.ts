@@ -192,7 +192,7 @@ export const adminQuota = ipBudget("admin", "admin API");
 export const checkoutPageQuota = ipBudget("checkout-page", "checkout page");
 
 /**
- * The binding that counts the success page's Stripe reads, under keys of its own, and its figure:
+ * The binding that counts the Stripe reads the success page's views start, under keys of its own, and its figure:
  * RL_PAYER_HEAVY's 30 a minute per client IP. The 600 of checkoutPageQuota bounds views, and
  * Stripe's answer is kept per session (payments/stripe-views.ts), but sessions are free to create
  * (RL_FREE, 20 a minute) and stay open 24 h: one IP cycling its views through ~50 open sessions
@@ -204,8 +204,14 @@ export const checkoutPageQuota = ipBudget("checkout-page", "checkout page");
 const STRIPE_READ_LIMITER = "RL_PAYER_HEAVY" as const;
 export const CHECKOUT_STRIPE_READS_PER_MINUTE = LIMITS[STRIPE_READ_LIMITER];
 
-const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => async () =>
-  !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], `${prefix}|ip:${clientIp(c)}`));
+/** A budget for stripeView (payments/stripe-views.ts ReadBudget): its key names it to other callers. */
+const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => {
+  const key = `${prefix}|ip:${clientIp(c)}`;
+  return {
+    key,
+    mayRead: async () => !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], key)),
+  };
+};
 
 /**
  * The success page's GET and HEAD views' budget of Stripe reads (above) for this request's client
@@ -217,14 +223,41 @@ const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => async () =>
 export const checkoutStripeReadBudget = stripeReadBudget("checkout-stripe");
 
 /**
- * The Reveal POST's budget of Stripe reads, 30 a minute per client IP under a key of its own
- * (`checkout-reveal|ip:…`). The POST is a buyer's explicit click with the page's token, and when
- * the webhook is late it is the grant; on the views' budget, views of open sessions from the same
- * IP (a shared NAT, another tab, anyone cycling free sessions) left a paid buyer's Reveal with no
- * key and a page saying Stripe had not confirmed the payment. Both budgets together let an IP start
- * at most 60 reads a minute.
+ * The Reveal POST's budget of Stripe reads, per session: RL_FREE's 20 a minute under
+ * `checkout-reveal|session:<id>`. The POST is a buyer's explicit click with the page's token, and
+ * when the webhook is late it is the grant. Keyed per IP (30 a minute), anyone on the buyer's
+ * network (a shared NAT, a neighbour with free sessions of their own and their tokens) spent it and
+ * left the buyer's Reveal postponed with no key. The POST needs that session's HMAC token, which
+ * only a holder of the session's success link has, so only they can spend this budget; a buyer
+ * clicks a few times at most (Stripe's answer is kept 5 s besides: stripe-views.ts).
  */
-export const checkoutRevealReadBudget = stripeReadBudget("checkout-reveal");
+const REVEAL_SESSION_LIMITER = "RL_FREE" as const;
+export const CHECKOUT_REVEAL_READS_PER_SESSION = LIMITS[REVEAL_SESSION_LIMITER];
+
+/**
+ * And per client IP, a wide cap (RL_PAYER's 120 a minute, `checkout-reveal|ip:…`) against one
+ * holder of many tokens: sessions are free (RL_FREE's 20 checkouts a minute per IP bounds how fast
+ * one gets them, not how many: they stay open 24 h), so with no cap an IP holding ~50 could
+ * make ~10 reads a second through Reveal POSTs alone, the rate the views' budget was made to stop.
+ * A neighbour must hold at least 6 sessions and send 120 POSTs a minute to spend it; 30 did.
+ * Asked only once the session's budget allows the read, so a session's refused POSTs spend none.
+ * With the views' 30, an IP starts at most 150 reads a minute (2.5 a second).
+ */
+const REVEAL_IP_LIMITER = "RL_PAYER" as const;
+export const CHECKOUT_REVEAL_READS_PER_IP = LIMITS[REVEAL_IP_LIMITER];
+
+/** The Reveal POST's budget (above) for this session and client IP. */
+export function checkoutRevealReadBudget(c: Context<AppEnv>, sessionId: string) {
+  const session = `checkout-reveal|session:${sessionId}`;
+  const ip = `checkout-reveal|ip:${clientIp(c)}`;
+  return {
+    key: `${session}|${ip}`,
+    mayRead: async () =>
+      !enabled(c.env) ||
+      ((await allowed(c.env[REVEAL_SESSION_LIMITER], session)) &&
+        (await allowed(c.env[REVEAL_IP_LIMITER], ip))),
+  };
+}
 
 /** When a check these budgets postponed may be asked again: their window. */
 export const CHECKOUT_STRIPE_RETRY_SECONDS = PERIOD_SECONDS;

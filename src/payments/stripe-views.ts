@@ -18,7 +18,17 @@ const VIEW_MEMO_MAX = 1_000;
 /** A read the asking caller's budget held back: nothing was asked of Stripe. */
 const POSTPONED = Symbol("postponed");
 type Read = RemoteSession | undefined | typeof POSTPONED;
-const views = new Map<string, { at: number; view: Promise<Read> }>();
+/** A read kept per session, with the budget it was asked under (ReadBudget.key). */
+const views = new Map<string, { at: number; key: string; view: Promise<Read> }>();
+
+/**
+ * The caller's own budget of Stripe reads (payments/quotas.ts): `mayRead` counts a read against
+ * it, and `key` names it, so callers under one budget know a read it held back holds theirs back.
+ */
+export interface ReadBudget {
+  key: string;
+  mayRead: () => Promise<boolean>;
+}
 
 /**
  * What the success page knows of Stripe's side: `remote`, Stripe's view (undefined when Stripe was
@@ -38,39 +48,46 @@ const NOT_ASKED: StripeView = { remote: undefined, postponed: false };
  *
  * The view kept above bounds the reads per session, not per caller: sessions are free to create
  * (20 a minute per IP), and views that cycle through many open ones find none kept. So a read this
- * view would start is first counted against `mayRead` (the caller's own budget of Stripe reads,
+ * view would start is first counted against `budget` (the caller's own budget of Stripe reads,
  * payments/quotas.ts); refused, the page answers from D1 alone and says the check with Stripe was
  * postponed. A view kept, or one D1 already answers (granted, expired, unknown), spends nothing of
  * it. The read is kept from before its budget is asked: concurrent requests for one session join
  * it and spend the budget once between them (each asking its own, 30 concurrent views of one
- * session spent an IP's whole minute on one read). A caller that joined a read another caller's
- * budget held back asks its own once.
+ * session spent an IP's whole minute on one read). A caller whose joined read another budget held
+ * back asks its own: it joins a read started under its own budget meanwhile, and else starts one
+ * (joining whichever read another waiting view had started, on a budget that was spent too, left a
+ * paid buyer's Reveal postponed without its own budget ever being asked). A read its own budget
+ * held back is its answer: asking that budget again at once would be refused again.
  */
 export async function stripeView(
   env: Bindings,
   session: SessionRow | null,
   sessionId: string,
-  mayRead: () => Promise<boolean>,
+  budget: ReadBudget,
 ): Promise<StripeView> {
   const stripe = await stripeClient(env);
   if (!stripe || session?.status !== "open") return NOT_ASKED;
-  const joined = kept(sessionId);
-  if (joined) {
-    const read = await waitForView(joined);
+  let entry = kept(sessionId);
+  if (entry) {
+    const read = await waitForView(entry.view);
     if (read !== POSTPONED) return { remote: read, postponed: false };
+    if (entry.key === budget.key) return POSTPONED_VIEW;
+    const mine = kept(sessionId);
+    entry = mine?.key === budget.key ? mine : undefined;
   }
-  const view = kept(sessionId) ?? startRead(stripe, sessionId, mayRead);
-  const read = await waitForView(view);
-  return read === POSTPONED ? { remote: undefined, postponed: true } : { remote: read, postponed: false };
+  const read = await waitForView((entry ?? startRead(stripe, sessionId, budget)).view);
+  return read === POSTPONED ? POSTPONED_VIEW : { remote: read, postponed: false };
 }
+const POSTPONED_VIEW: StripeView = { remote: undefined, postponed: true };
 
-/** Keeps a read of this session, started once `mayRead` allows it, and hands it to waitUntil. */
-function startRead(stripe: Stripe, sessionId: string, mayRead: () => Promise<boolean>) {
+/** Keeps a read of this session, started once `budget` allows it, and hands it to waitUntil. */
+function startRead(stripe: Stripe, sessionId: string, budget: ReadBudget) {
   views.delete(sessionId);
   if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);
-  const entry = { at: Date.now(), view: Promise.resolve<Read>(undefined) };
+  const entry = { at: Date.now(), key: budget.key, view: Promise.resolve<Read>(undefined) };
   // A budget that cannot be asked (its binding failing) holds the read back as a refusal does.
-  entry.view = mayRead()
+  entry.view = budget
+    .mayRead()
     .catch(() => false)
     .then(async (may): Promise<Read> => {
       if (!may) {
@@ -94,13 +111,13 @@ function startRead(stripe: Stripe, sessionId: string, mayRead: () => Promise<boo
   views.set(sessionId, entry);
   // Shared with the requests that ask meanwhile: kept alive past this request's client.
   keepAlive(entry.view);
-  return entry.view;
+  return entry;
 }
 
 /** The view of this session kept (or on its way) and still fresh, if any. */
 function kept(sessionId: string) {
-  const view = views.get(sessionId);
-  return view && Date.now() - view.at < VIEW_TTL_MS ? view.view : undefined;
+  const entry = views.get(sessionId);
+  return entry && Date.now() - entry.at < VIEW_TTL_MS ? entry : undefined;
 }
 
 /**

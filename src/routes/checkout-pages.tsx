@@ -112,7 +112,7 @@ checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c)
 
 /**
  * "Reveal my key": an explicit POST with the page's token. Grants first when Stripe already says
- * paid but the webhook is late (a Stripe read on the Reveal's own per-IP budget; over it the page
+ * paid but the webhook is late (a Stripe read on the Reveal's own per-session budget; over it the page
  * says the check was postponed, with Retry-After), lets the first call finish (briefly), then
  * consumes the reveal.
  */
@@ -141,8 +141,8 @@ checkoutPageRoutes.post(
     let session = await findSession(c.env.DB, session_id);
     let view: StripeView | undefined;
     if (!session?.api_key_id) {
-      // A budget of its own: the page's GET views from this IP cannot spend the Reveal's read.
-      view = await stripeView(c.env, session, session_id, checkoutRevealReadBudget(c));
+      // A budget of its own, per session: views, and other sessions' POSTs from this IP, cannot spend it.
+      view = await stripeView(c.env, session, session_id, checkoutRevealReadBudget(c, session_id));
       if (view.remote?.paid) {
         await settleSession(c.env, view.remote);
         session = await findSession(c.env.DB, session_id);

@@ -2,7 +2,12 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { revealToken } from "../../src/payments/key-reveal";
-import { CHECKOUT_STRIPE_READS_PER_MINUTE, LIMITS } from "../../src/payments/quotas";
+import {
+  CHECKOUT_REVEAL_READS_PER_IP,
+  CHECKOUT_REVEAL_READS_PER_SESSION,
+  CHECKOUT_STRIPE_READS_PER_MINUTE,
+  LIMITS,
+} from "../../src/payments/quotas";
 import { createCheckout, EMULATOR, granted, keyIn, keysFor, pay } from "./checkout-helpers";
 
 const app = createApp();
@@ -34,11 +39,20 @@ async function reveal(id: string, ip: string) {
   return { res, body };
 }
 
-/** Spends an IP's whole minute of one Stripe-read budget (`checkout-stripe`, `checkout-reveal`). */
-async function spend(budget: string, ip: string) {
+/** Spends an IP's whole minute of the views' Stripe reads (`checkout-stripe|ip:…`). */
+async function spend(budget: "checkout-stripe", ip: string) {
   for (let i = 0; i < CHECKOUT_STRIPE_READS_PER_MINUTE; i++) {
     await env.RL_PAYER_HEAVY.limit({ key: `${budget}|ip:${ip}` });
   }
+}
+
+/** Spends a minute of the Reveal's Stripe reads: one session's (RL_FREE) or one IP's cap (RL_PAYER). */
+async function spendReveal(of: { session: string } | { ip: string }) {
+  const [limiter, key, times] =
+    "session" in of
+      ? [env.RL_FREE, `checkout-reveal|session:${of.session}`, CHECKOUT_REVEAL_READS_PER_SESSION]
+      : [env.RL_PAYER, `checkout-reveal|ip:${of.ip}`, CHECKOUT_REVEAL_READS_PER_IP];
+  for (let i = 0; i < times; i++) await limiter.limit({ key });
 }
 
 const POSTPONED = "We could not check with Stripe just now";
@@ -171,10 +185,10 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect((await keysFor(id)).results).toHaveLength(1);
     expect(await stripeReads(id)).toBe(1);
 
-    // With the Reveal's own budget spent too, nothing is granted, and the page says why and when.
+    // With the session's Reveal budget spent, nothing is granted, and the page says why and when.
     const other = await createCheckout("sha256");
     await pay(other);
-    await spend("checkout-reveal", ip);
+    await spendReveal({ session: other });
     const held = await reveal(other, ip);
     expect(held.res.status).toBe(200);
     expect(held.res.headers.get("retry-after")).toBe("60");
@@ -184,8 +198,37 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect(held.body).not.toContain("data-refresh");
     expect((await keysFor(other)).results).toHaveLength(0);
     expect(await stripeReads(other)).toBe(0);
-    // From another IP it grants at once.
-    expect(keyIn((await reveal(other, randomIp())).body)).toMatch(/^mk_/);
+    // The budget is the session's, whatever IP asks.
+    expect((await reveal(other, randomIp())).body).toContain(POSTPONED);
+    expect(await stripeReads(other)).toBe(0);
+
+    // An IP's cap held back too (one holder of many tokens), another IP's Reveal grants at once.
+    const third = await createCheckout("sha256");
+    await pay(third);
+    await spendReveal({ ip });
+    expect((await reveal(third, ip)).body).toContain(POSTPONED);
+    expect(await stripeReads(third)).toBe(0);
+    expect(keyIn((await reveal(third, randomIp())).body)).toMatch(/^mk_/);
+  }, 120_000);
+
+  it("Reveal POSTs from the buyer's IP on other sessions, with their own tokens, do not hold back the buyer's", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const id = await createCheckout("sha256");
+    await pay(id);
+    // A neighbour on the same network: 30 free sessions of their own, each POSTed with its token.
+    const theirs = await Promise.all(Array.from({ length: 30 }, () => createCheckout("sha256")));
+    for (const session of theirs) {
+      const { res, body } = await reveal(session, ip);
+      expect(res.status).toBe(200);
+      expect(body).toContain("Stripe has not confirmed");
+    }
+    const { res, body } = await reveal(id, ip);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(body).not.toContain(POSTPONED);
+    expect(keyIn(body)).toMatch(/^mk_/);
+    expect((await keysFor(id)).results).toHaveLength(1);
   }, 120_000);
 
   it("concurrent views of one open session share one Stripe read and spend the budget once", async () => {
@@ -202,5 +245,60 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     const next = await page(b as string, ip);
     expect(await next.text()).not.toContain(POSTPONED);
     expect(await stripeReads(b as string)).toBe(1);
+  }, 120_000);
+
+  it("a Reveal POST that joined views' read their spent budget held back asks its own budget and grants", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const id = await createCheckout("sha256");
+    await pay(id);
+    await spend("checkout-stripe", ip);
+    // The first view starts a read its budget holds back; the second view and the POST join it.
+    const [first, second, posted] = await Promise.all([page(id, ip), page(id, ip), reveal(id, ip)]);
+    expect(await first.text()).toContain(POSTPONED);
+    expect(await second.text()).toContain(POSTPONED);
+    expect(posted.res.status).toBe(200);
+    expect(posted.body).not.toContain(POSTPONED);
+    expect(keyIn(posted.body)).toMatch(/^mk_/);
+    expect((await keysFor(id)).results).toHaveLength(1);
+    expect(await stripeReads(id)).toBe(1);
+  }, 120_000);
+
+  it("a page whose check with Stripe the views' budget postponed offers the Reveal, which checks Stripe on its own budget", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    const id = await createCheckout("sha256");
+    await pay(id);
+    await spend("checkout-stripe", ip);
+    const view = await page(id, ip);
+    expect(view.status).toBe(200);
+    const waiting = await view.text();
+    expect(waiting).toContain(POSTPONED);
+    expect(waiting).toContain("Check payment and reveal my key");
+    expect(waiting).toContain("/assets/buy.js");
+    const token = waiting.match(/name="token" value="([^"]+)"/)?.[1];
+    expect(token).toBe(await revealToken(env.STRIPE_SECRET_KEY as string, id));
+    expect(await stripeReads(id)).toBe(0);
+    const { res, body } = await reveal(id, ip);
+    expect(res.status).toBe(200);
+    expect(keyIn(body)).toMatch(/^mk_/);
+    expect(await stripeReads(id)).toBe(1);
+
+    // Unpaid, the button's POST grants nothing and says so, without claiming the page updates itself.
+    const unpaid = await createCheckout("sha256");
+    const postponed = await page(unpaid, ip);
+    expect(await postponed.text()).toContain("Check payment and reveal my key");
+    const asked = await reveal(unpaid, ip);
+    expect(asked.body).toContain("Stripe has not confirmed");
+    expect(asked.body).not.toContain("updates by itself");
+    expect(asked.body).toContain("open the checkout page");
+    expect((await keysFor(unpaid)).results).toHaveLength(0);
+    // Its session's budget spent, the POST's postponed answer offers the button again.
+    const spent = await createCheckout("sha256");
+    await spendReveal({ session: spent });
+    const held = await reveal(spent, ip);
+    expect(held.res.headers.get("retry-after")).toBe("60");
+    expect(held.body).toContain(POSTPONED);
+    expect(held.body).toContain("Check payment and reveal my key");
   }, 120_000);
 });

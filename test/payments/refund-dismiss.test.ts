@@ -652,6 +652,72 @@ describe("a nothing-owed record a later decision contradicts", () => {
     await refundedByHand(none.requestId, none.listing, 20000);
   });
 
+  it("an authorization still undecided beside the one decided counts as landing: no rewrite while it may cover the share; its own decision settles it", async () => {
+    // Both land: 15000 + 5000 cover the 20000 kept, so the record stands throughout.
+    const both = await recordedNothingOwed();
+    const before = await row(both.listing);
+    const a = await authorizationTurnsUp(both.requestId, { amount: 15000 });
+    const b = await authorizationTurnsUp(both.requestId, { amount: 5000 });
+    await applyUpstream(env.DB, a, landed());
+    expect(await row(both.listing)).toEqual(before);
+    await applyUpstream(env.DB, b, landed());
+    expect(await row(both.listing)).toEqual(before);
+
+    // The second does not land: its decision finds the record short by its amount.
+    const short = await recordedNothingOwed();
+    const c = await authorizationTurnsUp(short.requestId, { amount: 15000 });
+    const d = await authorizationTurnsUp(short.requestId, { amount: 5000 });
+    await applyUpstream(env.DB, c, landed());
+    expect(await row(short.listing)).toMatchObject({ status: "refunded", resolved_note: NOTE });
+    await applyUpstream(env.DB, d, expiredUnused);
+    await expectOwedHeld(
+      short.listing,
+      5000,
+      new RegExp(
+        `upstream_payments ${d.id} expired unused.*landed for 15000 micro-USDC of the 20000 kept, so the partner was paid only that and the caller is owed the other 5000`,
+      ),
+    );
+
+    // Short even if the undecided one lands: owed at least what it cannot cover, and said so.
+    const least = await recordedNothingOwed();
+    const e = await authorizationTurnsUp(least.requestId, { amount: 15000 });
+    const f = await authorizationTurnsUp(least.requestId, { amount: 5000 });
+    await applyUpstream(env.DB, e, expiredUnused);
+    await expectOwedHeld(
+      least.listing,
+      15000,
+      /landed for 0 micro-USDC of the 20000 kept \(and those not decided yet may still move 5000\), so the partner was paid at most 5000 and the caller is owed at least the other 15000/,
+    );
+    const held = await row(least.listing);
+    await applyUpstream(env.DB, f, landed());
+    expect(await row(least.listing)).toEqual(held);
+  });
+
+  it("a later not_landed decision on another authorization leaves a rewritten record as it is (its amount and what the person recorded)", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const a = await authorizationTurnsUp(requestId, { amount: 5000 });
+    await applyUpstream(env.DB, a, landed());
+    await expectOwedHeld(listing, 15000, new RegExp(`upstream_payments ${a.id} landed for 5000`));
+    const held = await row(listing);
+    // Another turns up afterwards and expires unused: its return (all 20000, by its amount) would
+    // take the row and erase the record, while 5000 went to the partner.
+    const b = await authorizationTurnsUp(requestId, { amount: 20000 });
+    expect(await applyUpstream(env.DB, b, expiredUnused)).toBeUndefined();
+    expect(await row(listing)).toEqual(held);
+    await refundedByHand(requestId, listing, 15000);
+  });
+
+  it("a stale repeat of a decision that bore the record out changes nothing", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const before = await row(listing);
+    const a = await authorizationTurnsUp(requestId);
+    await applyUpstream(env.DB, a, landed());
+    expect(await row(listing)).toEqual(before);
+    // An overlapping run that read the row undecided and found it expired unused: decided already.
+    await applyUpstream(env.DB, a, expiredUnused);
+    expect(await row(listing)).toEqual(before);
+  });
+
   it("a record the decision bears out stays as recorded", async () => {
     const { requestId, listing } = await recordedNothingOwed();
     const before = await row(listing);
@@ -683,6 +749,15 @@ describe("a nothing-owed record a later decision contradicts", () => {
       await env.DB.prepare(mark).bind(wallet.listing, hash()).run();
       await untouched(wallet.listing, wallet.requestId);
     }
+    // The same with its hold kept: only that it was never resolved_at tells it from nothing owed.
+    const kept = await keptInDoubt();
+    await env.DB.prepare(
+      "UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = 'landed, transaction not found: test' WHERE request_id = ?1",
+    )
+      .bind(kept.listing)
+      .run();
+    expect(await row(kept.listing)).toMatchObject({ hold: expect.stringMatching(/^kept back in doubt: /) });
+    await untouched(kept.listing, kept.requestId);
     // Still owed (never recorded as nothing owed): a landed decision leaves it to the person as it was.
     const owed = await keptInDoubt();
     const before = await row(owed.listing);

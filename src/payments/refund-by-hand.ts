@@ -6,6 +6,7 @@ import {
   IN_DOUBT,
   IN_DOUBT_DECIDED,
   judgeRefund,
+  NOTHING_OWED_CONTRADICTED,
   nothingOwed,
   refundNonce,
   type SentRefund,
@@ -339,6 +340,10 @@ export async function dismissInDoubt(
   if (row.valid_before !== null)
     return refused(
       `was sent by the operating wallet (its authorization valid until ${new Date(row.valid_before * 1000).toISOString()}): only a listing never sent can be recorded as nothing owed. Nothing recorded`,
+    );
+  if (row.hold.startsWith(IN_DOUBT_DECIDED) && row.hold.includes(NOTHING_OWED_CONTRADICTED))
+    return refused(
+      `was recorded as nothing owed, and a decision since on the request's partner authorizations (by reconciliation or a person's resolve) contradicts that record: what landed for the request is less than the share, so the amount now recorded is the caller's (its hold says what was recorded and what the chain says); refund it by hand (tx_hash). Nothing recorded`,
     );
   if (row.hold.startsWith(IN_DOUBT_DECIDED))
     return refused(

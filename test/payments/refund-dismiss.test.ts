@@ -589,9 +589,13 @@ describe("a nothing-owed record a later decision contradicts", () => {
       status: "owed",
       nothing_owed: 0,
     });
-    // Not again: the record now refused (decided since), and a repeat of the decision changes nothing.
+    // Not again: the record now refused (contradicted since, not "did not land": it landed for
+    // less), and a repeat of the decision changes nothing.
     const dismissed = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
     expect(dismissed.status).toBe(409);
+    const { detail } = await dismissed.json<{ detail: string }>();
+    expect(detail).toMatch(/was recorded as nothing owed, and a decision since .* contradicts that record/);
+    expect(detail).not.toMatch(/decided by reconciliation|did not land/);
     const held = await row(listing);
     await applyUpstream(env.DB, upstream, landed());
     expect(await row(listing)).toEqual(held);

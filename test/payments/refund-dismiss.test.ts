@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
 import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
-import { dismissInDoubt } from "../../src/payments/refund-by-hand";
+import { dismissInDoubt, resolveRefundByHand } from "../../src/payments/refund-by-hand";
 import { refundCaller, refundNonce, refundsToSettle, sendRecordedRefund } from "../../src/payments/refunds";
 import { adminCookie } from "../helpers";
 
@@ -246,11 +246,12 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
 /**
  * An authorization of the operating wallet recorded for the request (upstream_payments), as
  * reconciliation reads it: undecided unless `chain_status` says otherwise, held for a person with
- * `hold`; for the kept 0.02 unless `amount` says otherwise.
+ * `hold`; for the kept 0.02 unless `amount` says otherwise; signed 15 minutes ago (expired) unless
+ * `validBefore` (seconds) says otherwise.
  */
 async function authorizationTurnsUp(
   requestId: string,
-  o: { amount?: number; chainStatus?: "landed" | "not_landed"; hold?: string } = {},
+  o: { amount?: number; chainStatus?: "landed" | "not_landed"; hold?: string; validBefore?: number } = {},
 ): Promise<UpstreamRow> {
   const created = Date.now() - 900_000;
   const r = await env.DB.prepare(
@@ -267,7 +268,7 @@ async function authorizationTurnsUp(
       env.USDC_ADDRESS,
       NETWORK,
       hash(),
-      Math.floor(created / 1000) + 300,
+      o.validBefore ?? Math.floor(created / 1000) + 300,
       o.amount ?? 20000,
       o.chainStatus ?? null,
       o.hold ?? null,
@@ -783,6 +784,8 @@ describe("nothing owed while an authorization is undecided and not held", () => 
       ),
     );
     expect(detail).toMatch(/refund by hand \(tx_hash\) what they show the partner was not paid/);
+    // Its authorization expired long ago: no time to wait for is named.
+    expect(detail).not.toMatch(/wait until/);
     // That resolve refuses it indeed, and the hand refund the 409 names is taken.
     const claim = await send(`/api/admin/resolve/upstream_payments/${upstream.id}`, {
       method: "POST",
@@ -792,5 +795,47 @@ describe("nothing owed while an authorization is undecided and not held", () => 
     expect(claim.status).toBe(409);
     expect((await claim.json<{ detail: string }>()).detail).toMatch(/Claim not held/);
     expect((await resolve(listing, { tx_hash: hash(), note: "partner was paid 0.015" })).status).toBe(200);
+  });
+});
+
+describe("a hand refund of a share while an authorization of its request may still land", () => {
+  it("is refused until its valid_before is a minute past on our clock, and the nothing-owed 409 says when", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const validBefore = Math.floor(Date.now() / 1000) + 300;
+    const upstream = await authorizationTurnsUp(requestId, { validBefore });
+    const after = new Date((validBefore + 60) * 1000).toISOString();
+    const dismissed = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(dismissed.status).toBe(409);
+    expect((await dismissed.json<{ detail: string }>()).detail).toContain(
+      `refund by hand (tx_hash) what they show the partner was not paid, once no undecided authorization of the request can land any more: wait until after ${after}`,
+    );
+    const before = await row(listing);
+    const res = await resolve(listing, { tx_hash: hash(), note: "refunded the caller" });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(
+      new RegExp(
+        `upstream_payments ${upstream.id} of this request is not decided yet and may still land until .*check again after ${after.replaceAll(".", "\\.")}`,
+      ),
+    );
+    expect(await row(listing)).toEqual(before);
+    // A minute past valid_before, still not before: refused; after it: recorded.
+    const at = (s: number) => resolveRefundByHand(env, listing, hash(), undefined, { nowMs: s * 1000 });
+    expect(await at(validBefore + 60)).toMatchObject({ status: "refused" });
+    expect(await row(listing)).toEqual(before);
+    expect(await at(validBefore + 61)).toMatchObject({
+      status: "recorded",
+      row: { status: "refunded", amount_micro: 20000 },
+    });
+  });
+
+  it("refused, it lands for the whole share: nothing was paid to the caller, and nothing owed is recorded", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId, {
+      validBefore: Math.floor(Date.now() / 1000) + 300,
+    });
+    expect((await resolve(listing, { tx_hash: hash() })).status).toBe(409);
+    await applyUpstream(env.DB, upstream, { outcome: "paid", txHash: hash(), evidence: "test: landed" });
+    expect(await row(listing)).toMatchObject({ status: "owed", tx_hash: null, amount_micro: 20000 });
+    expect((await resolve(listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);
   });
 });

@@ -6,6 +6,7 @@ import {
   IN_DOUBT,
   IN_DOUBT_DECIDED,
   judgeRefund,
+  NOTHING_OWED_CONTRADICTED,
   nothingOwed,
   refundNonce,
   type SentRefund,
@@ -128,6 +129,19 @@ const handReturn = (
       requestId.slice(0, -WITHHELD_SUFFIX.length),
     );
 
+/** The request whose partner's share a `<request_id>:withheld` refund is; null for any other refund. */
+const shareOf = (requestId: string) =>
+  requestId.endsWith(WITHHELD_SUFFIX) ? requestId.slice(0, -WITHHELD_SUFFIX.length) : null;
+
+/**
+ * SQL: the undecided partner authorizations of request `request` (a bound parameter; NULL matches
+ * none) whose valid_before is not before `lastLanding` (our clock minus HAND_AFTER_SECONDS): as
+ * for the wallet's own sends, the chain's clock lags ours, so until then each may still land.
+ */
+const mayStillLand = (request: string, lastLanding: string) =>
+  `SELECT id, valid_before FROM upstream_payments
+   WHERE request_id = ${request} AND chain_status IS NULL AND valid_before >= ${lastLanding}`;
+
 async function readRow(db: D1Database, requestId: string): Promise<RefundRow | null> {
   const row = await db
     .prepare(
@@ -177,7 +191,10 @@ export type HandRefund =
  * conditional UPDATE, on the row as it was checked, so it cannot race a send: sendRefund claims a
  * row (auth_from, valid_before) only while it is owed, and this writes only while the row is owed
  * and its valid_before is still the one checked. One transfer pays one refund: a hash another
- * refund holds is refused. The same hash again answers the recorded row.
+ * refund holds is refused. The same hash again answers the recorded row. A partner's share
+ * (`<request_id>:withheld`) is recorded only once no undecided authorization of its request may
+ * still land, by HAND_AFTER_SECONDS' reckoning (mayStillLand): until then the partner may yet be
+ * paid from it, and the caller's refund of it would be paid twice over.
  */
 export async function resolveRefundByHand(
   env: Bindings,
@@ -210,9 +227,10 @@ export async function resolveRefundByHand(
                updated_at = ?3
              WHERE request_id = ?1 AND status = 'owed' AND (valid_before IS NULL OR valid_before < ?5)
                AND valid_before IS ?6
-               AND NOT EXISTS (SELECT 1 FROM refunds WHERE lower(tx_hash) = ?2)`,
+               AND NOT EXISTS (SELECT 1 FROM refunds WHERE lower(tx_hash) = ?2)
+               AND NOT EXISTS (${mayStillLand("?7", "?5")})`,
           )
-          .bind(requestId, tx, nowMs, note ?? null, lastLanding, sent),
+          .bind(requestId, tx, nowMs, note ?? null, lastLanding, sent, shareOf(requestId)),
         ...(requestId.endsWith(WITHHELD_SUFFIX)
           ? [handReturn(db, requestId, tx, note, nowMs, await refundNonce(requestId))]
           : []),
@@ -233,6 +251,20 @@ export async function resolveRefundByHand(
               ? `Refund ${requestId} already landed from the operating wallet (${row.tx_hash ? `tx ${row.tx_hash}` : "its transaction not found on chain"}): nothing recorded`
               : `Refund ${requestId} is already recorded as paid by hand with another transaction (${row.tx_hash})`,
         };
+  const landing = await db
+    .prepare(`${mayStillLand("?1", "?2")} ORDER BY valid_before DESC LIMIT 1`)
+    .bind(shareOf(requestId), lastLanding)
+    .first<{ id: number; valid_before: number }>();
+  if (landing)
+    return {
+      status: "refused",
+      row,
+      detail: `Refund ${requestId} is a partner's share, and the partner's authorization upstream_payments ${landing.id} of this request is not decided yet and may still land until ${new Date(
+        landing.valid_before * 1000,
+      ).toISOString()}, paying the partner from this share; reconciliation decides it. Nothing recorded: check again after ${new Date(
+        (landing.valid_before + HAND_AFTER_SECONDS) * 1000,
+      ).toISOString()}, and refund only what the wallet's transfers show the partner was not paid.`,
+    };
   if (row.valid_before !== null && row.valid_before >= lastLanding)
     return {
       status: "refused",
@@ -340,11 +372,15 @@ export async function dismissInDoubt(
     return refused(
       `was sent by the operating wallet (its authorization valid until ${new Date(row.valid_before * 1000).toISOString()}): only a listing never sent can be recorded as nothing owed. Nothing recorded`,
     );
+  if (row.hold.startsWith(IN_DOUBT_DECIDED) && row.hold.includes(NOTHING_OWED_CONTRADICTED))
+    return refused(
+      `was recorded as nothing owed, and a decision since on the request's partner authorizations (by reconciliation or a person's resolve) contradicts that record: what landed for the request is less than the share, so the amount now recorded is the caller's (its hold says what was recorded and what the chain says); refund it by hand (tx_hash). Nothing recorded`,
+    );
   if (row.hold.startsWith(IN_DOUBT_DECIDED))
     return refused(
       `was decided by reconciliation since it was listed: the authorization this share waited for did not land, so the partner was not paid with it and the amount recorded is the caller's; refund it by hand (tx_hash). Nothing recorded`,
     );
-  const chain = await contradiction(db, requestId.slice(0, -WITHHELD_SUFFIX.length), row.amount_micro);
+  const chain = await contradiction(db, requestId.slice(0, -WITHHELD_SUFFIX.length), row.amount_micro, nowMs);
   return refused(chain ?? "changed while it was being recorded: read it again");
 }
 
@@ -353,20 +389,40 @@ export async function dismissInDoubt(
  * (`kept`, micro-USDC) as nothing owed, as a refusal's words; undefined when nothing (none
  * recorded, or landed ones that cover it): the conditions of dismissInDoubt's UPDATE, told apart.
  */
-async function contradiction(db: D1Database, requestId: string, kept: number): Promise<string | undefined> {
+async function contradiction(
+  db: D1Database,
+  requestId: string,
+  kept: number,
+  nowMs: number,
+): Promise<string | undefined> {
   const { results } = await db
     .prepare(
-      "SELECT id, amount_micro, chain_status, hold FROM upstream_payments WHERE request_id = ?1 ORDER BY id",
+      "SELECT id, amount_micro, chain_status, hold, valid_before FROM upstream_payments WHERE request_id = ?1 ORDER BY id",
     )
     .bind(requestId)
-    .all<{ id: number; amount_micro: number; chain_status: string | null; hold: string | null }>();
+    .all<{
+      id: number;
+      amount_micro: number;
+      chain_status: string | null;
+      hold: string | null;
+      valid_before: number | null;
+    }>();
   const undecided = results.find((u) => u.chain_status === null);
+  // A hand refund of the share is refused until every such authorization is past landing
+  // (resolveRefundByHand): the words say when, while that is still to come.
+  const lastValid = Math.max(0, ...results.map((u) => (u.chain_status === null ? (u.valid_before ?? 0) : 0)));
+  const whenPast =
+    lastValid >= Math.floor(nowMs / 1000) - HAND_AFTER_SECONDS
+      ? `, once no undecided authorization of the request can land any more: wait until after ${new Date(
+          (lastValid + HAND_AFTER_SECONDS) * 1000,
+        ).toISOString()} (a hand refund of the share is refused before then, as the partner may still be paid from it)`
+      : "";
   // One not held may be one the runs found spent on a transfer other than the one signed: they
   // leave it undecided and record that nowhere here (only the Cron run's errors say it), and the
   // resolve refuses it (not held). So the words name that case and what a person can still do.
   if (undecided)
     return undecided.hold === null
-      ? `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}): reconciliation decides it once it lands or expires unused, unless the chain shows its nonce spent on a transfer other than the one signed, which no run decides (each Cron run fails naming "upstream ${undecided.id}: … left undecided for a person") and POST /api/admin/resolve/upstream_payments/${undecided.id} does not take (it is not held). While it is undecided whether the partner was paid is not known and nothing owed cannot be recorded: wait for its decision (not landed: the share is the caller's), or check the operating wallet's transfers to the partner and refund by hand (tx_hash) what they show the partner was not paid. Nothing recorded`
+      ? `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}): reconciliation decides it once it lands or expires unused, unless the chain shows its nonce spent on a transfer other than the one signed, which no run decides (each Cron run fails naming "upstream ${undecided.id}: … left undecided for a person") and POST /api/admin/resolve/upstream_payments/${undecided.id} does not take (it is not held). While it is undecided whether the partner was paid is not known and nothing owed cannot be recorded: wait for its decision (not landed: the share is the caller's), or check the operating wallet's transfers to the partner and refund by hand (tx_hash) what they show the partner was not paid${whenPast}. Nothing recorded`
       : `has a partner authorization recorded that is not decided yet (upstream_payments ${undecided.id}, held for a person: decide it with POST /api/admin/resolve/upstream_payments/${undecided.id}), so whether the partner was paid is not known: its decision settles this share (expired unused or cancelled: it is the caller's, to refund by hand). Nothing recorded`;
   const notLanded = results.find((u) => u.chain_status === "not_landed");
   if (notLanded)

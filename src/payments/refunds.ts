@@ -97,6 +97,12 @@ export type Undecided = { claimFailed: string } | { upstreamUndecided: number };
 export const IN_DOUBT = "kept back in doubt:";
 /** How it starts once a decision on its authorization (reconciliation's or a person's) left it owed: decidedInDoubt, or a nothing-owed record the chain then contradicted (contradictedNothingOwed). */
 export const IN_DOUBT_DECIDED = `${IN_DOUBT} decided since`;
+/**
+ * What the hold of a nothing-owed record the chain contradicted says (contradictedNothingOwed),
+ * and what tells it from a return decidedInDoubt wrote: the person's record lives only in that
+ * hold, so no later rewrite (owedRefund) may take it, and their refusals word it apart.
+ */
+export const NOTHING_OWED_CONTRADICTED = "a person recorded this share as nothing owed on";
 
 /**
  * The hold a return held in doubt takes when reconciliation decides the authorization it waited for
@@ -147,6 +153,8 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
   // A return held in doubt (inDoubtReturn) that nobody has recorded yet takes this decision's
   // amount and reason, and stays held (decidedInDoubt): one actor per return, and for this one it
   // is a person. Only the hold's text changes, never to NULL, so no send can claim it (sendRefund).
+  // Never a contradicted nothing-owed record: its hold is all that keeps what the person recorded,
+  // and its amount already counts what landed, which this decision's amount does not.
   return db
     .prepare(
       `${columns} SELECT ?1, ?2, ?3, ?4, ?5, 'owed', ?6, ?6, ?7, ?8, ?9, ?10
@@ -155,7 +163,7 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
          withheld_micro = excluded.withheld_micro, reason = excluded.reason, hold = ?12,
          updated_at = excluded.updated_at
        WHERE refunds.status = 'owed' AND refunds.valid_before IS NULL AND refunds.resolved_at IS NULL
-         AND refunds.hold LIKE '${IN_DOUBT}%'`,
+         AND refunds.hold LIKE '${IN_DOUBT}%' AND instr(refunds.hold, '${NOTHING_OWED_CONTRADICTED}') = 0`,
     )
     .bind(...values, key, decidedInDoubt(r));
 }
@@ -165,7 +173,10 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
  * its request's partner authorizations (`upstream`, decided landed with `landedMicros` its amount,
  * else 0: not landed) contradicts their record of it as nothing owed (refund-by-hand.ts
  * dismissInDoubt: the partner was paid all of it): what landed for the request, with this decision,
- * is less than the share, so the caller is owed the rest. The row becomes owed again for that rest,
+ * and what its other authorizations not decided yet may still move, is less than the share, so the
+ * caller is owed the rest. An undecided one counts as landing (as in recordedUpstreamMicros): it may
+ * still pay the partner, and its own decision runs this again while the row is still nothing owed.
+ * The row becomes owed again for that rest,
  * held (decided since: a hand refund takes it, no send ever does), its hold saying what the person
  * recorded and what the chain now says, and their resolved_at and note cleared, since they no
  * longer stand (the hold keeps them). Only on a row recorded as nothing owed (never a refund paid,
@@ -182,17 +193,27 @@ export function contradictedNothingOwed(
 ) {
   return db
     .prepare(
-      `WITH landed (micros) AS (
-         SELECT coalesce(sum(amount_micro), 0) + CAST(?3 AS INTEGER) FROM upstream_payments
-         WHERE request_id = ?1 AND id <> ?2 AND chain_status = 'landed')
+      `WITH landed (micros, pending) AS (
+         SELECT coalesce(sum(amount_micro), 0) + CAST(?3 AS INTEGER),
+                coalesce(sum(CASE WHEN chain_status IS NULL THEN amount_micro END), 0)
+         FROM upstream_payments WHERE request_id = ?1 AND id <> ?2 AND chain_status IS NOT 'not_landed')
        UPDATE refunds SET status = 'owed', amount_micro = amount_micro - (SELECT micros FROM landed), error = NULL,
          resolved_at = NULL, resolved_note = NULL, updated_at = ?5,
-         hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): a person recorded this share as nothing owed on '
+         hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): ${NOTHING_OWED_CONTRADICTED} '
            || strftime('%Y-%m-%dT%H:%M:%SZ', resolved_at / 1000, 'unixepoch') || ' ("' || coalesce(resolved_note, '')
            || '"), and the chain now says otherwise: the partner''s authorizations of this request landed for '
-           || (SELECT micros FROM landed) || ' micro-USDC of the ' || amount_micro || ' kept, so the partner was paid only that and the caller is owed the other '
+           || ((SELECT micros FROM landed) - (SELECT pending FROM landed)) || ' micro-USDC of the ' || amount_micro || ' kept'
+           || CASE WHEN (SELECT pending FROM landed) > 0
+                THEN ' (and those not decided yet may still move ' || (SELECT pending FROM landed)
+                  || '), so the partner was paid at most ' || (SELECT micros FROM landed)
+                  || ' and the caller is owed at least the other '
+                ELSE ', so the partner was paid only that and the caller is owed the other ' END
            || (amount_micro - (SELECT micros FROM landed))
-           || '. Refund this by hand, for the amount now recorded. Reconciliation never sends a share first kept in doubt; listed before as: '
+           || '. Refund this by hand, for the amount now recorded'
+           || CASE WHEN (SELECT pending FROM landed) > 0
+                THEN ' (once those are decided, check the wallet''s transfers to the partner: what did not go to it is the caller''s too; say what you paid in the note)'
+                ELSE '' END
+           || '. Reconciliation never sends a share first kept in doubt; listed before as: '
            || hold
        WHERE request_id = ?1 || '${WITHHELD_SUFFIX}' AND ${nothingOwed()} AND hold LIKE '${IN_DOUBT}%'
          AND (SELECT micros FROM landed) < amount_micro

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
 import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
-import { dismissInDoubt } from "../../src/payments/refund-by-hand";
+import { dismissInDoubt, resolveRefundByHand } from "../../src/payments/refund-by-hand";
 import { refundCaller, refundNonce, refundsToSettle, sendRecordedRefund } from "../../src/payments/refunds";
 import { adminCookie } from "../helpers";
 
@@ -246,11 +246,12 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
 /**
  * An authorization of the operating wallet recorded for the request (upstream_payments), as
  * reconciliation reads it: undecided unless `chain_status` says otherwise, held for a person with
- * `hold`; for the kept 0.02 unless `amount` says otherwise.
+ * `hold`; for the kept 0.02 unless `amount` says otherwise; signed 15 minutes ago (expired) unless
+ * `validBefore` (seconds) says otherwise.
  */
 async function authorizationTurnsUp(
   requestId: string,
-  o: { amount?: number; chainStatus?: "landed" | "not_landed"; hold?: string } = {},
+  o: { amount?: number; chainStatus?: "landed" | "not_landed"; hold?: string; validBefore?: number } = {},
 ): Promise<UpstreamRow> {
   const created = Date.now() - 900_000;
   const r = await env.DB.prepare(
@@ -267,7 +268,7 @@ async function authorizationTurnsUp(
       env.USDC_ADDRESS,
       NETWORK,
       hash(),
-      Math.floor(created / 1000) + 300,
+      o.validBefore ?? Math.floor(created / 1000) + 300,
       o.amount ?? 20000,
       o.chainStatus ?? null,
       o.hold ?? null,
@@ -589,9 +590,13 @@ describe("a nothing-owed record a later decision contradicts", () => {
       status: "owed",
       nothing_owed: 0,
     });
-    // Not again: the record now refused (decided since), and a repeat of the decision changes nothing.
+    // Not again: the record now refused (contradicted since, not "did not land": it landed for
+    // less), and a repeat of the decision changes nothing.
     const dismissed = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
     expect(dismissed.status).toBe(409);
+    const { detail } = await dismissed.json<{ detail: string }>();
+    expect(detail).toMatch(/was recorded as nothing owed, and a decision since .* contradicts that record/);
+    expect(detail).not.toMatch(/decided by reconciliation|did not land/);
     const held = await row(listing);
     await applyUpstream(env.DB, upstream, landed());
     expect(await row(listing)).toEqual(held);
@@ -652,6 +657,72 @@ describe("a nothing-owed record a later decision contradicts", () => {
     await refundedByHand(none.requestId, none.listing, 20000);
   });
 
+  it("an authorization still undecided beside the one decided counts as landing: no rewrite while it may cover the share; its own decision settles it", async () => {
+    // Both land: 15000 + 5000 cover the 20000 kept, so the record stands throughout.
+    const both = await recordedNothingOwed();
+    const before = await row(both.listing);
+    const a = await authorizationTurnsUp(both.requestId, { amount: 15000 });
+    const b = await authorizationTurnsUp(both.requestId, { amount: 5000 });
+    await applyUpstream(env.DB, a, landed());
+    expect(await row(both.listing)).toEqual(before);
+    await applyUpstream(env.DB, b, landed());
+    expect(await row(both.listing)).toEqual(before);
+
+    // The second does not land: its decision finds the record short by its amount.
+    const short = await recordedNothingOwed();
+    const c = await authorizationTurnsUp(short.requestId, { amount: 15000 });
+    const d = await authorizationTurnsUp(short.requestId, { amount: 5000 });
+    await applyUpstream(env.DB, c, landed());
+    expect(await row(short.listing)).toMatchObject({ status: "refunded", resolved_note: NOTE });
+    await applyUpstream(env.DB, d, expiredUnused);
+    await expectOwedHeld(
+      short.listing,
+      5000,
+      new RegExp(
+        `upstream_payments ${d.id} expired unused.*landed for 15000 micro-USDC of the 20000 kept, so the partner was paid only that and the caller is owed the other 5000`,
+      ),
+    );
+
+    // Short even if the undecided one lands: owed at least what it cannot cover, and said so.
+    const least = await recordedNothingOwed();
+    const e = await authorizationTurnsUp(least.requestId, { amount: 15000 });
+    const f = await authorizationTurnsUp(least.requestId, { amount: 5000 });
+    await applyUpstream(env.DB, e, expiredUnused);
+    await expectOwedHeld(
+      least.listing,
+      15000,
+      /landed for 0 micro-USDC of the 20000 kept \(and those not decided yet may still move 5000\), so the partner was paid at most 5000 and the caller is owed at least the other 15000/,
+    );
+    const held = await row(least.listing);
+    await applyUpstream(env.DB, f, landed());
+    expect(await row(least.listing)).toEqual(held);
+  });
+
+  it("a later not_landed decision on another authorization leaves a rewritten record as it is (its amount and what the person recorded)", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const a = await authorizationTurnsUp(requestId, { amount: 5000 });
+    await applyUpstream(env.DB, a, landed());
+    await expectOwedHeld(listing, 15000, new RegExp(`upstream_payments ${a.id} landed for 5000`));
+    const held = await row(listing);
+    // Another turns up afterwards and expires unused: its return (all 20000, by its amount) would
+    // take the row and erase the record, while 5000 went to the partner.
+    const b = await authorizationTurnsUp(requestId, { amount: 20000 });
+    expect(await applyUpstream(env.DB, b, expiredUnused)).toBeUndefined();
+    expect(await row(listing)).toEqual(held);
+    await refundedByHand(requestId, listing, 15000);
+  });
+
+  it("a stale repeat of a decision that bore the record out changes nothing", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const before = await row(listing);
+    const a = await authorizationTurnsUp(requestId);
+    await applyUpstream(env.DB, a, landed());
+    expect(await row(listing)).toEqual(before);
+    // An overlapping run that read the row undecided and found it expired unused: decided already.
+    await applyUpstream(env.DB, a, expiredUnused);
+    expect(await row(listing)).toEqual(before);
+  });
+
   it("a record the decision bears out stays as recorded", async () => {
     const { requestId, listing } = await recordedNothingOwed();
     const before = await row(listing);
@@ -683,6 +754,15 @@ describe("a nothing-owed record a later decision contradicts", () => {
       await env.DB.prepare(mark).bind(wallet.listing, hash()).run();
       await untouched(wallet.listing, wallet.requestId);
     }
+    // The same with its hold kept: only that it was never resolved_at tells it from nothing owed.
+    const kept = await keptInDoubt();
+    await env.DB.prepare(
+      "UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = 'landed, transaction not found: test' WHERE request_id = ?1",
+    )
+      .bind(kept.listing)
+      .run();
+    expect(await row(kept.listing)).toMatchObject({ hold: expect.stringMatching(/^kept back in doubt: /) });
+    await untouched(kept.listing, kept.requestId);
     // Still owed (never recorded as nothing owed): a landed decision leaves it to the person as it was.
     const owed = await keptInDoubt();
     const before = await row(owed.listing);
@@ -704,6 +784,8 @@ describe("nothing owed while an authorization is undecided and not held", () => 
       ),
     );
     expect(detail).toMatch(/refund by hand \(tx_hash\) what they show the partner was not paid/);
+    // Its authorization expired long ago: no time to wait for is named.
+    expect(detail).not.toMatch(/wait until/);
     // That resolve refuses it indeed, and the hand refund the 409 names is taken.
     const claim = await send(`/api/admin/resolve/upstream_payments/${upstream.id}`, {
       method: "POST",
@@ -713,5 +795,47 @@ describe("nothing owed while an authorization is undecided and not held", () => 
     expect(claim.status).toBe(409);
     expect((await claim.json<{ detail: string }>()).detail).toMatch(/Claim not held/);
     expect((await resolve(listing, { tx_hash: hash(), note: "partner was paid 0.015" })).status).toBe(200);
+  });
+});
+
+describe("a hand refund of a share while an authorization of its request may still land", () => {
+  it("is refused until its valid_before is a minute past on our clock, and the nothing-owed 409 says when", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const validBefore = Math.floor(Date.now() / 1000) + 300;
+    const upstream = await authorizationTurnsUp(requestId, { validBefore });
+    const after = new Date((validBefore + 60) * 1000).toISOString();
+    const dismissed = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(dismissed.status).toBe(409);
+    expect((await dismissed.json<{ detail: string }>()).detail).toContain(
+      `refund by hand (tx_hash) what they show the partner was not paid, once no undecided authorization of the request can land any more: wait until after ${after}`,
+    );
+    const before = await row(listing);
+    const res = await resolve(listing, { tx_hash: hash(), note: "refunded the caller" });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(
+      new RegExp(
+        `upstream_payments ${upstream.id} of this request is not decided yet and may still land until .*check again after ${after.replaceAll(".", "\\.")}`,
+      ),
+    );
+    expect(await row(listing)).toEqual(before);
+    // A minute past valid_before, still not before: refused; after it: recorded.
+    const at = (s: number) => resolveRefundByHand(env, listing, hash(), undefined, { nowMs: s * 1000 });
+    expect(await at(validBefore + 60)).toMatchObject({ status: "refused" });
+    expect(await row(listing)).toEqual(before);
+    expect(await at(validBefore + 61)).toMatchObject({
+      status: "recorded",
+      row: { status: "refunded", amount_micro: 20000 },
+    });
+  });
+
+  it("refused, it lands for the whole share: nothing was paid to the caller, and nothing owed is recorded", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const upstream = await authorizationTurnsUp(requestId, {
+      validBefore: Math.floor(Date.now() / 1000) + 300,
+    });
+    expect((await resolve(listing, { tx_hash: hash() })).status).toBe(409);
+    await applyUpstream(env.DB, upstream, { outcome: "paid", txHash: hash(), evidence: "test: landed" });
+    expect(await row(listing)).toMatchObject({ status: "owed", tx_hash: null, amount_micro: 20000 });
+    expect((await resolve(listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);
   });
 });

@@ -54,10 +54,12 @@ const NOT_ASKED: StripeView = { remote: undefined, postponed: false };
  * it. The read is kept from before its budget is asked: concurrent requests for one session join
  * it and spend the budget once between them (each asking its own, 30 concurrent views of one
  * session spent an IP's whole minute on one read). A caller whose joined read another budget held
- * back asks its own: it joins a read started under its own budget meanwhile, and else starts one
- * (joining whichever read another waiting view had started, on a budget that was spent too, left a
- * paid buyer's Reveal postponed without its own budget ever being asked). A read its own budget
- * held back is its answer: asking that budget again at once would be refused again.
+ * back joins the read kept now, whatever budget started it (the first view woken starts one, and
+ * the others join it: each starting its own, each replacing the last one in flight, made one read
+ * per budget waiting), and asks its own budget only when none is kept; a joined read held back
+ * again is left the same way, so a paid buyer's Reveal that joined views whose IP's minute was
+ * spent still reaches its own budget. A read its own budget held back is its answer: asking that
+ * budget again at once would be refused again.
  */
 export async function stripeView(
   env: Bindings,
@@ -67,20 +69,22 @@ export async function stripeView(
 ): Promise<StripeView> {
   const stripe = await stripeClient(env);
   if (!stripe || session?.status !== "open") return NOT_ASKED;
-  let entry = kept(sessionId);
-  if (entry) {
+  // A postponed read is no longer kept: each pass joins another read, or leaves the loop.
+  for (let entry = kept(sessionId); entry; entry = kept(sessionId)) {
     const read = await waitForView(entry.view);
     if (read !== POSTPONED) return { remote: read, postponed: false };
     if (entry.key === budget.key) return POSTPONED_VIEW;
-    const mine = kept(sessionId);
-    entry = mine?.key === budget.key ? mine : undefined;
   }
-  const read = await waitForView((entry ?? startRead(stripe, sessionId, budget)).view);
+  // Nothing usable kept (checked with no await since): no read in flight is replaced.
+  const read = await waitForView(startRead(stripe, sessionId, budget).view);
   return read === POSTPONED ? POSTPONED_VIEW : { remote: read, postponed: false };
 }
 const POSTPONED_VIEW: StripeView = { remote: undefined, postponed: true };
 
-/** Keeps a read of this session, started once `budget` allows it, and hands it to waitUntil. */
+/**
+ * Keeps a read of this session, started once `budget` allows it, and hands it to waitUntil. Called
+ * only when no fresh read is kept: what it replaces is stale (a held-back read is already dropped).
+ */
 function startRead(stripe: Stripe, sessionId: string, budget: ReadBudget) {
   views.delete(sessionId);
   if (views.size >= VIEW_MEMO_MAX) views.delete(views.keys().next().value as string);

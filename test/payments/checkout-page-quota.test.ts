@@ -300,5 +300,8 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect(held.res.headers.get("retry-after")).toBe("60");
     expect(held.body).toContain(POSTPONED);
     expect(held.body).toContain("Check payment and reveal my key");
+    // No refresh to bring buy.js along: the page loads it for the button's form (sent once).
+    expect(held.body).not.toContain("data-refresh");
+    expect(held.body).toContain("/assets/buy.js");
   }, 120_000);
 });

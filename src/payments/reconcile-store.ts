@@ -4,7 +4,14 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import { type Decision, spentElsewhere } from "./reconcile-decide";
-import { contradictedNothingOwed, owedRefund, type Refund, refundNonce, withheldReturn } from "./refunds";
+import {
+  contradictedNothingOwed,
+  owedRefund,
+  type Refund,
+  rederivedNothingOwed,
+  refundNonce,
+  withheldReturn,
+} from "./refunds";
 
 /**
  * The D1 side of reconciliation: which claims to look at, and what each decision writes. Every
@@ -389,10 +396,11 @@ export async function applyUpstream(
       : []),
     ...(movedNothing ? [owedAfterAll(db, row)] : []),
     // A share a person recorded as nothing owed (the partner was paid it all) that this decision
-    // leaves short of what landed: back to a person, owed and held (after the return's rewrite).
+    // leaves short of what landed: back to a person, owed and held (after the return's rewrite);
+    // one given back so before: its amount made true to this decision too (rederivedNothingOwed).
     ...(d.outcome === "paid" || movedNothing
-      ? [
-          contradictedNothingOwed(
+      ? [contradictedNothingOwed, rederivedNothingOwed].map((statement) =>
+          statement(
             db,
             row,
             d.outcome === "paid" ? row.amount_micro : 0,
@@ -401,7 +409,7 @@ export async function applyUpstream(
               : `upstream_payments ${row.id} ${d.outcome === "unpaid" && d.cancelled ? "was cancelled" : "expired unused"}: it moved nothing`,
             now,
           ),
-        ]
+        )
       : []),
     db
       .prepare(

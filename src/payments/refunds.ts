@@ -182,7 +182,8 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
  * longer stand (the hold keeps them). Only on a row recorded as nothing owed (never a refund paid,
  * by hand or by the wallet, nor an owed one), and, in the batch that decides the authorization,
  * only while it is undecided, so it is written once. Written after owedRefund's rewrite of the same
- * row (which takes only an owed one), so that rewrite never takes this one's text.
+ * row (which takes only an owed one), so that rewrite never takes this one's text; each later
+ * decision then keeps its amount true (rederivedNothingOwed).
  */
 export function contradictedNothingOwed(
   db: D1Database,
@@ -217,6 +218,70 @@ export function contradictedNothingOwed(
            || hold
        WHERE request_id = ?1 || '${WITHHELD_SUFFIX}' AND ${nothingOwed()} AND hold LIKE '${IN_DOUBT}%'
          AND (SELECT micros FROM landed) < amount_micro
+         AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)`,
+    )
+    .bind(upstream.request_id, upstream.id, landedMicros, said, now);
+}
+
+/**
+ * The statement that keeps a contradicted nothing-owed record (contradictedNothingOwed) true to
+ * every later decision on its request's partner authorizations, in the batch that takes it (after
+ * contradictedNothingOwed, only while the deciding row is undecided): owed the kept share (the
+ * request's refund's withheld_micro) minus what landed and what those still undecided may yet move,
+ * this decision counted as there (`landedMicros`), never below 0. So a second authorization that
+ * lands lowers it (else the caller was refunded what the partner was paid), and one that expires
+ * unused after another did raises it (else the rest was listed nowhere). Only a row still owed,
+ * never sent nor resolved, and only when the amount changes. Down to 0, the person's record stood
+ * after all: the row is nothing owed again (nothingOwed), with the date (to the second) and note
+ * its hold kept (the first record in it: each rewrite puts the one before after its own words).
+ * Either way the hold says what this decision found, then what it said before.
+ */
+export function rederivedNothingOwed(
+  db: D1Database,
+  upstream: { id: number; request_id: string },
+  landedMicros: number,
+  said: string,
+  now: number,
+) {
+  const record = `instr(hold, '${NOTHING_OWED_CONTRADICTED} ') + ${NOTHING_OWED_CONTRADICTED.length + 1}`;
+  const noteEnd = `'"), and the chain now says otherwise'`;
+  return db
+    .prepare(
+      `WITH d (kept, landed, pending) AS (
+         SELECT (SELECT withheld_micro FROM refunds WHERE request_id = ?1),
+                coalesce((SELECT sum(amount_micro) FROM upstream_payments
+                          WHERE request_id = ?1 AND id <> ?2 AND chain_status = 'landed'), 0) + CAST(?3 AS INTEGER),
+                coalesce((SELECT sum(amount_micro) FROM upstream_payments
+                          WHERE request_id = ?1 AND id <> ?2 AND chain_status IS NULL), 0)),
+       n (owed, said) AS (
+         SELECT max(0, kept - landed - pending),
+           'the partner''s authorizations of this request landed for ' || landed || ' micro-USDC of the ' || kept
+           || ' kept' || CASE WHEN pending > 0
+             THEN ' (and those not decided yet may still move ' || pending || '), so the partner was paid at most '
+               || (landed + pending) ELSE ', so the partner was paid ' || landed END
+           FROM d)
+       UPDATE refunds SET
+         status = CASE WHEN (SELECT owed FROM n) = 0 THEN 'refunded' ELSE 'owed' END,
+         amount_micro = CASE WHEN (SELECT owed FROM n) = 0 THEN (SELECT kept FROM d) ELSE (SELECT owed FROM n) END,
+         resolved_at = CASE WHEN (SELECT owed FROM n) = 0
+           THEN CAST(strftime('%s', substr(hold, ${record}, 20)) AS INTEGER) * 1000 END,
+         resolved_note = CASE WHEN (SELECT owed FROM n) = 0
+           THEN substr(substr(hold, ${record} + 23), 1, instr(substr(hold, ${record} + 23), ${noteEnd}) - 1) END,
+         error = NULL, updated_at = ?5,
+         hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): ' || (SELECT said FROM n)
+           || CASE WHEN (SELECT owed FROM n) = 0
+             THEN ', the whole share: nothing is owed, as the person recorded (resolved_at, resolved_note)'
+             ELSE CASE WHEN (SELECT pending FROM d) > 0 THEN ' and the caller is owed at least the other '
+               ELSE ' and the caller is owed the other ' END || (SELECT owed FROM n)
+               || '. Refund this by hand, for the amount now recorded' || CASE WHEN (SELECT pending FROM d) > 0
+                 THEN ' (once those are decided, check the wallet''s transfers to the partner: what did not go to it is the caller''s too; say what you paid in the note)'
+                 ELSE '' END
+               || '. Reconciliation never sends a share first kept in doubt' END
+           || '; before this decision: ' || hold
+       WHERE request_id = ?1 || '${WITHHELD_SUFFIX}' AND status = 'owed' AND valid_before IS NULL
+         AND auth_from IS NULL AND resolved_at IS NULL AND hold LIKE '${IN_DOUBT_DECIDED}%'
+         AND instr(hold, '${NOTHING_OWED_CONTRADICTED} ') > 0
+         AND (SELECT kept FROM d) > 0 AND amount_micro <> (SELECT owed FROM n)
          AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)`,
     )
     .bind(upstream.request_id, upstream.id, landedMicros, said, now);

@@ -712,6 +712,74 @@ describe("a nothing-owed record a later decision contradicts", () => {
     await refundedByHand(requestId, listing, 15000);
   });
 
+  it("a second authorization that lands after the rewrite lowers it: covered, the person's record stands again and no hand refund pays the caller what the partner was paid", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const recorded = await row(listing);
+    const a = await authorizationTurnsUp(requestId, { amount: 5000 });
+    await applyUpstream(env.DB, a, landed());
+    await expectOwedHeld(listing, 15000, new RegExp(`upstream_payments ${a.id} landed for 5000`));
+    const validBefore = Math.floor(Date.now() / 1000) + 300;
+    const b = await authorizationTurnsUp(requestId, { amount: 15000, validBefore });
+    await applyUpstream(env.DB, b, landed());
+    // The partner was paid 5000 + 15000, the whole share: nothing owed, as the person recorded it
+    // (their note, and their date to the second), and the hold says what the chain found.
+    const r = await row(listing);
+    expect(r).toMatchObject({
+      status: "refunded",
+      amount_micro: 20000,
+      tx_hash: null,
+      valid_before: null,
+      resolved_note: NOTE,
+      resolved_at: Math.floor(Number(recorded?.resolved_at) / 1000) * 1000,
+    });
+    expect(r?.hold).toMatch(
+      new RegExp(
+        `^kept back in doubt: decided since \\(upstream_payments ${b.id} landed for 15000 micro-USDC\\): the partner's authorizations of this request landed for 20000 micro-USDC of the 20000 kept, so the partner was paid 20000, the whole share: nothing is owed`,
+      ),
+    );
+    expect(r?.hold).toContain(`recorded this share as nothing owed on `);
+    expect(await totals(requestId)).toMatchObject({
+      count: 1,
+      refunded_atomic: 0,
+      nothing_owed_atomic: 20000,
+    });
+    expect((await onDashboard(listing)).listed).toBe(false);
+    // No hand refund takes it, however late; the person's note again answers it.
+    expect(
+      await resolveRefundByHand(env, listing, hash(), undefined, { nowMs: (validBefore + 61) * 1000 }),
+    ).toMatchObject({ status: "refused" });
+    expect(await row(listing)).toEqual(r);
+    const again = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
+    expect(await again.json()).toMatchObject({ replayed: true });
+    // Contradicted again by a later one that does not land (the record was of a paid share): owed
+    // again for nothing, since what landed still covers it: the record stands.
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 5000 }), expiredUnused);
+    expect(await row(listing)).toEqual(r);
+  });
+
+  it("an undecided authorization that then expires unused raises it by its amount: all of what did not land is listed", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const e = await authorizationTurnsUp(requestId, { amount: 15000 });
+    const f = await authorizationTurnsUp(requestId, { amount: 5000 });
+    await applyUpstream(env.DB, e, expiredUnused);
+    await expectOwedHeld(listing, 15000, /caller is owed at least the other 15000/);
+    await applyUpstream(env.DB, f, expiredUnused);
+    await expectOwedHeld(
+      listing,
+      20000,
+      new RegExp(
+        `^kept back in doubt: decided since \\(upstream_payments ${f.id} expired unused: it moved nothing\\): the partner's authorizations of this request landed for 0 micro-USDC of the 20000 kept, so the partner was paid 0 and the caller is owed the other 20000\\. Refund this by hand, for the amount now recorded\\. Reconciliation never sends a share first kept in doubt; before this decision: kept back in doubt: decided since \\(upstream_payments ${e.id} expired unused`,
+      ),
+    );
+    // Still contradicted: not recorded as nothing owed again; a repeat changes nothing.
+    expect((await resolve(listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(409);
+    const held = await row(listing);
+    await applyUpstream(env.DB, f, expiredUnused);
+    expect(await row(listing)).toEqual(held);
+    await neverSent(listing, 20000);
+    await refundedByHand(requestId, listing, 20000);
+  });
+
   it("a stale repeat of a decision that bore the record out changes nothing", async () => {
     const { requestId, listing } = await recordedNothingOwed();
     const before = await row(listing);

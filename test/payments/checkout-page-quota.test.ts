@@ -75,6 +75,16 @@ async function freshWindow() {
   if (left < 25_000) await new Promise((r) => setTimeout(r, left + 50));
 }
 
+/** A checkout paid at Stripe (its webhook late), seen from an IP whose views spent their Stripe reads. */
+async function paidWithViewsSpent() {
+  await freshWindow();
+  const ip = randomIp();
+  const id = await createCheckout("sha256");
+  await pay(id);
+  await spend("checkout-stripe", ip);
+  return { ip, id };
+}
+
 describe("the public success page cannot spend Stripe's rate limit", () => {
   it("reloads and HEADs of one open session read Stripe once in a few seconds, not once each", async () => {
     // Paid, webhook late: the page asks Stripe, the state in which it refreshes itself.
@@ -163,12 +173,8 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
   }, 120_000);
 
   it("a Reveal POST reads Stripe on a budget of its own: GET views that spent theirs leave a paid buyer's key to it; spent too, the page says the check was postponed", async () => {
-    await freshWindow();
-    const ip = randomIp();
     // Paid at Stripe, the webhook late; this IP's views have spent their minute of Stripe reads.
-    const id = await createCheckout("sha256");
-    await pay(id);
-    await spend("checkout-stripe", ip);
+    const { ip, id } = await paidWithViewsSpent();
     const view = await page(id, ip);
     expect(view.status).toBe(200);
     const waiting = await view.text();
@@ -248,11 +254,7 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
   }, 120_000);
 
   it("a Reveal POST that joined views' read their spent budget held back asks its own budget and grants", async () => {
-    await freshWindow();
-    const ip = randomIp();
-    const id = await createCheckout("sha256");
-    await pay(id);
-    await spend("checkout-stripe", ip);
+    const { ip, id } = await paidWithViewsSpent();
     // The first view starts a read its budget holds back; the second view and the POST join it.
     const [first, second, posted] = await Promise.all([page(id, ip), page(id, ip), reveal(id, ip)]);
     expect(await first.text()).toContain(POSTPONED);
@@ -265,11 +267,7 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
   }, 120_000);
 
   it("a page whose check with Stripe the views' budget postponed offers the Reveal, which checks Stripe on its own budget", async () => {
-    await freshWindow();
-    const ip = randomIp();
-    const id = await createCheckout("sha256");
-    await pay(id);
-    await spend("checkout-stripe", ip);
+    const { ip, id } = await paidWithViewsSpent();
     const view = await page(id, ip);
     expect(view.status).toBe(200);
     const waiting = await view.text();

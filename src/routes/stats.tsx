@@ -8,6 +8,7 @@ import { DeadlineError } from "../http/shared-load";
 import { ReliabilityPage } from "../pages/reliability";
 import {
   callPolicy,
+  logUnavailable,
   publishedStats,
   STATS_MAX_AGE_SECONDS,
   StatsFailureRemembered,
@@ -47,8 +48,7 @@ async function figuresOrWhy(
     return await publishedStats(c);
   } catch (e) {
     const computing = e instanceof DeadlineError;
-    if (!computing)
-      console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
+    if (!computing) logUnavailable(e);
     return {
       unavailable: computing
         ? "The published figures are being computed; try again shortly."

@@ -172,9 +172,23 @@ export async function statsIfAvailable(c: StatsRequest): Promise<StatsDocument |
   try {
     return (await publishedStats(c)).doc;
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
+    logUnavailable(e);
     return undefined;
   }
+}
+
+const reported = new WeakSet<StatsFailureRemembered>();
+/**
+ * Logs why the figures cannot be had: a remembered failure once (every request of its minute is
+ * refused with the same error, and a line each would let free page views write the log), any
+ * other error each time.
+ */
+export function logUnavailable(e: unknown) {
+  if (e instanceof StatsFailureRemembered) {
+    if (reported.has(e)) return;
+    reported.add(e);
+  }
+  console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
 }
 
 /** A one-line-per-skill summary (7 days) for documents that only need the headline figures. */

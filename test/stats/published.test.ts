@@ -277,6 +277,8 @@ describe("the published figures are computed at most once, whatever the domain",
     expect(Number(stats.headers.get("retry-after"))).toBeLessThanOrEqual(60);
     expect(seen.scans).toBe(1);
     expect(err.mock.calls.map((c) => String(c[0])).join("\n")).toContain("not retried for a minute");
+    // Written once for the failure, not once per view of its minute.
+    expect(err.mock.calls.filter((c) => String(c[0]).includes("stats unavailable"))).toHaveLength(1);
     // A minute later the next view computes again; once D1 answers, the figures are back.
     const now = Date.now();
     vi.spyOn(Date, "now").mockReturnValue(now + 61_000);

@@ -82,6 +82,20 @@ const payouts = async () =>
     withheld_not_returned: Record<string, unknown>[];
   }>();
 
+/** The operating wallet's send of `listing` as a refund of `amount` (its claim decides whether it may). */
+const sendListing = (listing: string, amount: number) =>
+  sendRecordedRefund(
+    { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
+    {
+      requestId: listing,
+      payer: PAYER,
+      network: NETWORK,
+      asset: env.USDC_ADDRESS,
+      amount: BigInt(amount),
+      reason: "t",
+    },
+  );
+
 describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}", () => {
   it("records a share kept back in doubt as nothing owed: it keeps its amount, leaves what is owed, is counted as no refund, and the same body again answers it", async () => {
     const { requestId, listing } = await keptInDoubt(true);
@@ -122,19 +136,7 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     await env.DB.prepare("UPDATE refunds SET hold = NULL, updated_at = 0 WHERE request_id = ?1")
       .bind(listing)
       .run();
-    expect(
-      await sendRecordedRefund(
-        { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
-        {
-          requestId: listing,
-          payer: PAYER,
-          network: NETWORK,
-          asset: env.USDC_ADDRESS,
-          amount: 20000n,
-          reason: "test",
-        },
-      ),
-    ).toMatchObject({ status: "refunded", transaction: null });
+    expect(await sendListing(listing, 20000)).toMatchObject({ status: "refunded", transaction: null });
     const { results } = await refundsToSettle(env.DB, NETWORK, Date.now() + 3_600_000, 1000);
     expect(results.map((r) => r.request_id)).not.toContain(listing);
     expect(await row(listing)).toMatchObject({
@@ -523,19 +525,7 @@ describe("a nothing-owed record a later decision contradicts", () => {
     const { results } = await refundsToSettle(env.DB, NETWORK, Date.now() + 3_600_000, 1000);
     expect(results.map((r) => r.request_id)).not.toContain(listing);
     const before = await row(listing);
-    expect(
-      await sendRecordedRefund(
-        { ...env, PARTNER_PAYER_KEY: `0x${"11".repeat(32)}` },
-        {
-          requestId: listing,
-          payer: PAYER,
-          network: NETWORK,
-          asset: env.USDC_ADDRESS,
-          amount: BigInt(amount),
-          reason: "t",
-        },
-      ),
-    ).toMatchObject({ status: "owed", transaction: null });
+    expect(await sendListing(listing, amount)).toMatchObject({ status: "owed", transaction: null });
     expect(await row(listing)).toEqual(before);
   }
   /** The hand refund takes it (200), once: it leaves "Refunds owed" and is counted refunded. */

@@ -166,6 +166,14 @@ function heldFacilitator(origin: string) {
   return Object.assign(state, { answers });
 }
 
+/** A held facilitator for `origin`, the clock held, the gate's and the library's lines silenced. */
+function quietHeld(origin: string) {
+  const f = heldFacilitator(origin);
+  vi.spyOn(console, "error").mockImplementation(() => {});
+  vi.spyOn(console, "warn").mockImplementation(() => {});
+  return { f, clock: heldClock() };
+}
+
 const settledWithin = async <T>(p: Promise<T>, ms = 300) =>
   Promise.race([p, new Promise((r) => setTimeout(() => r("pending"), ms))]);
 
@@ -176,10 +184,7 @@ const settledWithin = async <T>(p: Promise<T>, ms = 300) =>
 describe("a first /supported read that answers after it went stale", () => {
   it("a facilitator whose reads fail slowly (a gateway's 504 after 20 s) is backed off under steady traffic, not read every 10 s", async () => {
     const origin = "https://facilitator-r8-slowfail.test";
-    const f = heldFacilitator(origin);
-    vi.spyOn(console, "error").mockImplementation(() => {});
-    vi.spyOn(console, "warn").mockImplementation(() => {});
-    const clock = heldClock();
+    const { f, clock } = quietHeld(origin);
     // A request every 10 s; each read answers 504 20 s after it started (a gateway's timeout).
     const readStartedAt: number[] = [];
     const answered = new Set<number>();
@@ -208,10 +213,7 @@ describe("a first /supported read that answers after it went stale", () => {
 
   it("a stale read that succeeds when no request waits on it any more, during a newer read's back-off, makes the gate ready", async () => {
     const origin = "https://facilitator-r8-stale-good2.test";
-    const f = heldFacilitator(origin);
-    vi.spyOn(console, "error").mockImplementation(() => {});
-    vi.spyOn(console, "warn").mockImplementation(() => {});
-    const clock = heldClock();
+    const { f, clock } = quietHeld(origin);
     {
       const a = unpaid(origin);
       await vi.waitFor(() => expect(f.reads).toBe(1), { timeout: 10_000 });
@@ -242,10 +244,7 @@ describe("a first /supported read that answers after it went stale", () => {
 
   it("a request still joined to a stale read that fails after a newer read made the gate ready gets the 402", async () => {
     const origin = "https://facilitator-r8-stale-waiter.test";
-    const f = heldFacilitator(origin);
-    vi.spyOn(console, "error").mockImplementation(() => {});
-    vi.spyOn(console, "warn").mockImplementation(() => {});
-    const clock = heldClock();
+    const { f, clock } = quietHeld(origin);
     const a = unpaid(origin);
     await vi.waitFor(() => expect(f.reads).toBe(1), { timeout: 10_000 });
     clock.t += 11_000;

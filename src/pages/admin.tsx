@@ -12,6 +12,7 @@ import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
 import { ReliabilityTable } from "./reliability-table";
+import { TableBox } from "./scroll-box";
 import { RowHeadedTable } from "./table";
 
 /** TX_HASH as an HTML `pattern` (anchored by the browser itself). */
@@ -159,13 +160,14 @@ export function AdminDashboardPage(props: {
       />
 
       <h2>Reliability per skill (7 days)</h2>
-      <div class="table-wrap">
+      <TableBox label="Reliability per skill">
         <ReliabilityTable id="reliability" skills={measured} />
-      </div>
+      </TableBox>
 
       <h2>Partner payouts</h2>
       <RowHeadedTable
         id="payouts"
+        label="Partner payouts"
         columns={["Partner", "Owed", "Earned", "Mark paid"]}
         rows={(payouts.partners as Row[]).map((p) => [
           String(p.partner_id),
@@ -189,6 +191,7 @@ export function AdminDashboardPage(props: {
       <h3>Paid batches</h3>
       <RowHeadedTable
         id="batches"
+        label="Paid batches"
         columns={["Partner", "Amount", "Transaction"]}
         rows={(payouts.batches as Row[]).map((b) => [
           String(b.partner_id),
@@ -208,6 +211,7 @@ export function AdminDashboardPage(props: {
       </p>
       <RowHeadedTable
         id="unconfirmed"
+        label="Settlements to reconcile"
         columns={["Request", "Resource", "Authorization", "State"]}
         rows={[
           // Held for a person (migration 0014): reconciliation no longer reads them.
@@ -237,6 +241,7 @@ export function AdminDashboardPage(props: {
       </p>
       <RowHeadedTable
         id="refunds-owed"
+        label="Refunds owed"
         columns={["Request", "Payer", "Amount", "Why it is still owed", "Refunded by hand"]}
         rows={(payouts.refunds as Row[])
           .filter((r) => r.status === "owed" && Number(r.amount_micro) > 0)
@@ -283,6 +288,7 @@ export function AdminDashboardPage(props: {
       </p>
       <RowHeadedTable
         id="sessions"
+        label="Card sessions"
         columns={["Status", "Sessions", "Amount"]}
         rows={figures.sessions.map((s) => [
           String(s.status),

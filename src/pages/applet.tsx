@@ -3,6 +3,7 @@ import { priceLabel } from "../discovery/identity";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
 import { packLabel } from "./pack";
+import { CodeBlock } from "./scroll-box";
 
 /**
  * Try-it page. Its script (static/assets/applet.js, built from src/browser/applet.ts) only talks to
@@ -108,9 +109,7 @@ export function AppletPage({ cfg }: { cfg: PublicConfig }) {
         </div>
         <details id="raw" open>
           <summary>Raw answer</summary>
-          <pre>
-            <code id="output" />
-          </pre>
+          <CodeBlock id="output" />
         </details>
       </section>
     </Layout>

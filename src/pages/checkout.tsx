@@ -6,6 +6,7 @@ import type { PackStanding } from "../payments/credits";
 import type { RemoteSession } from "../payments/stripe";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
+import { CodeBlock } from "./scroll-box";
 
 /**
  * Where the one-time key stands: `ready` (a Reveal button), `just_shown` (this POST consumed it),
@@ -157,9 +158,7 @@ function FirstCall(p: SuccessProps) {
             ? "Ran with the payload you sent (free during the beta: no credit spent)."
             : "Ran with the payload you sent (one credit spent)."}
       </p>
-      <pre>
-        <code>{result.text}</code>
-      </pre>
+      <CodeBlock>{result.text}</CodeBlock>
     </section>
   );
 }
@@ -172,9 +171,7 @@ function KeyReveal(p: SuccessProps) {
         <p>
           <strong>Shown once.</strong> Copy it now; we keep only its hash.
         </p>
-        <pre>
-          <code id="api-key">{p.apiKey}</code>
-        </pre>
+        <CodeBlock id="api-key">{p.apiKey}</CodeBlock>
       </section>
     );
   }
@@ -291,9 +288,7 @@ export function SuccessPage(p: SuccessProps) {
             {end ? null : (
               <>
                 <h2>Use it</h2>
-                <pre>
-                  <code>{curl}</code>
-                </pre>
+                <CodeBlock>{curl}</CodeBlock>
                 <p>
                   Check the balance with <code>GET /api/credits</code> and the same <code>Authorization</code>{" "}
                   header.

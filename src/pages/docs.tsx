@@ -7,6 +7,7 @@ import { bodySchema, validationExample } from "../skills/schema-docs";
 import type { Skill } from "../skills/types";
 import { Layout } from "./layout";
 import { packLabel } from "./pack";
+import { CodeBlock, TableBox } from "./scroll-box";
 import { ColumnHeads } from "./table";
 
 /** `reliability` gives each skill's measured figures (src/stats/published.ts), when known. */
@@ -208,7 +209,7 @@ export function SkillDocPage({
       </dl>
 
       <h2>Request body</h2>
-      <div class="table-wrap">
+      <TableBox label="Request body fields">
         <table>
           <ColumnHeads columns={["Field", "Type", "Required", "Bounds and default", "Meaning"]} />
           <tbody>
@@ -225,27 +226,19 @@ export function SkillDocPage({
             ))}
           </tbody>
         </table>
-      </div>
+      </TableBox>
 
       <h2>Example</h2>
       <h3>Request</h3>
-      <pre>
-        <code>{JSON.stringify(skill.example_request, null, 2)}</code>
-      </pre>
+      <CodeBlock>{JSON.stringify(skill.example_request, null, 2)}</CodeBlock>
       <h3>Response</h3>
-      <pre>
-        <code>{JSON.stringify(skill.example_response, null, 2)}</code>
-      </pre>
+      <CodeBlock>{JSON.stringify(skill.example_response, null, 2)}</CodeBlock>
 
       <h2>Call it</h2>
       <h3>curl (answers 402 with the price until you pay)</h3>
-      <pre>
-        <code>{curl}</code>
-      </pre>
+      <CodeBlock>{curl}</CodeBlock>
       <h3>TypeScript with @x402/fetch (pays automatically)</h3>
-      <pre>
-        <code>{tsSnippet(urls.endpoint, body)}</code>
-      </pre>
+      <CodeBlock>{tsSnippet(urls.endpoint, body)}</CodeBlock>
       <h3 id="card-credits">With card credits</h3>
       {cfg.cardpayEnabled ? (
         <p class="actions">
@@ -261,9 +254,7 @@ export function SkillDocPage({
         <code>{`{"skill_id":"${skill.id}"}`}</code>, open its <code>checkout_url</code>, and read your key
         once on the success page. Then:
       </p>
-      <pre>
-        <code>{credits}</code>
-      </pre>
+      <CodeBlock>{credits}</CodeBlock>
 
       <h2>Errors</h2>
       <h3>422: the body failed validation</h3>
@@ -272,9 +263,7 @@ export function SkillDocPage({
         body, <code>{"{}"}</code> included, answers <code>402</code> first. A paid call with a bad body is not
         charged. Sending <code>{JSON.stringify(invalid.body)}</code> with payment answers:
       </p>
-      <pre>
-        <code>{JSON.stringify({ detail: invalid.detail }, null, 2)}</code>
-      </pre>
+      <CodeBlock>{JSON.stringify({ detail: invalid.detail }, null, 2)}</CodeBlock>
       <p>
         At most {MAX_DETAIL_ITEMS} errors are listed, the first ones. Long inputs are echoed cut, keeping
         their JSON type: a string to its first 256 characters and <code>…</code>, a large array or object to
@@ -317,27 +306,25 @@ export function SkillDocPage({
         x402 v2 clients read the <code>PAYMENT-REQUIRED</code> header, the base64 of this{" "}
         <code>PaymentRequired</code> (with <code>resource</code> and the bazaar <code>extensions</code>):
       </p>
-      <pre>
-        <code>
-          {JSON.stringify(
-            {
-              x402Version: 2,
-              accepts: [
-                {
-                  scheme: "exact",
-                  network: cfg.network,
-                  amount: skill.price_atomic.toString(),
-                  asset: cfg.usdcAddress,
-                  payTo: cfg.payTo,
-                  maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-                },
-              ],
-            },
-            null,
-            2,
-          )}
-        </code>
-      </pre>
+      <CodeBlock>
+        {JSON.stringify(
+          {
+            x402Version: 2,
+            accepts: [
+              {
+                scheme: "exact",
+                network: cfg.network,
+                amount: skill.price_atomic.toString(),
+                asset: cfg.usdcAddress,
+                payTo: cfg.payTo,
+                maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+              },
+            ],
+          },
+          null,
+          2,
+        )}
+      </CodeBlock>
       <p>
         The JSON body carries the same offer in x402 <strong>v1</strong> form, for v1 clients (
         <code>x402-fetch</code>, <code>x402-axios</code>): <code>"x402Version": 1</code>, each of{" "}

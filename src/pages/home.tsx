@@ -5,6 +5,7 @@ import { PARTNERS } from "../partners/data";
 import { partnerPricing } from "../partners/pricing";
 import { skills } from "../skills/registry";
 import { Layout } from "./layout";
+import { TableBox } from "./scroll-box";
 import { ColumnHeads } from "./table";
 
 /** `reliability` gives each skill's measured figures (src/stats/published.ts), when known. */
@@ -34,7 +35,7 @@ export function HomePage({
       </section>
       <section>
         <h2>Skills</h2>
-        <div class="table-wrap">
+        <TableBox label="Skills">
           <table>
             <ColumnHeads
               columns={[
@@ -61,7 +62,7 @@ export function HomePage({
               ))}
             </tbody>
           </table>
-        </div>
+        </TableBox>
       </section>
       <section>
         <h2>Hosted partners</h2>

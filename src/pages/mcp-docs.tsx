@@ -12,6 +12,7 @@ import {
   REQUEST_ID_META,
 } from "../mcp/limits";
 import { Layout } from "./layout";
+import { CodeBlock } from "./scroll-box";
 
 /** /docs/mcp: how to connect an MCP client and pay for tool calls. */
 export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
@@ -64,23 +65,17 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
         Streamable HTTP; clients that name it otherwise, e.g. <code>"streamable-http"</code>, take the same
         URL). Pay with x402 (your client or agent signs):
       </p>
-      <pre>
-        <code>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</code>
-      </pre>
+      <CodeBlock>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</CodeBlock>
       <p>
         Or pay skill tools from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send
         it on every request (partner services and refinery recipes take x402 only).
       </p>
-      <pre>
-        <code>{JSON.stringify(mcpClientConfig(cfg, true), null, 2)}</code>
-      </pre>
+      <CodeBlock>{JSON.stringify(mcpClientConfig(cfg, true), null, 2)}</CodeBlock>
       <h2>Paying a call with x402</h2>
       <ol>
         <li>
           Call the tool without payment:
-          <pre>
-            <code>{JSON.stringify(unpaid)}</code>
-          </pre>
+          <CodeBlock>{JSON.stringify(unpaid)}</CodeBlock>
           The result has <code>isError: true</code>; its <code>structuredContent</code> (and{" "}
           <code>content[0].text</code>, and <code>_meta["{PAYMENT_ERROR_META}"]</code> for payers that read it
           there) is the x402 v2 <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of
@@ -91,9 +86,7 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
           <code>@x402/evm</code>) and call again with the payment payload in <code>_meta</code>, naming the
           offer's <code>resource</code> or none (a payment naming another one is refused with{" "}
           <code>reason: "resource_mismatch"</code>):
-          <pre>
-            <code>{JSON.stringify(paid)}</code>
-          </pre>
+          <CodeBlock>{JSON.stringify(paid)}</CodeBlock>
         </li>
         <li>
           The result carries <code>structuredContent</code> and its JSON text (a result over 1,048,576

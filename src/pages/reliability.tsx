@@ -2,6 +2,7 @@ import type { callPolicy } from "../stats/published";
 import type { StatsDocument } from "../stats/query";
 import { Layout } from "./layout";
 import { ReliabilityTable } from "./reliability-table";
+import { TableBox } from "./scroll-box";
 
 /**
  * Human twin of /api/stats and the policy fields of /.well-known/x402. Without the figures
@@ -45,9 +46,9 @@ export function ReliabilityPage(
       {doc ? (
         <>
           <p class="muted">Computed {doc.computed_at}.</p>
-          <div class="table-wrap">
+          <TableBox label="Reliability per skill, last 7 days">
             <ReliabilityTable id="figures" skills={doc.skills} detail />
-          </div>
+          </TableBox>
         </>
       ) : (
         <p id="figures-unavailable" class="status-err" role="status">

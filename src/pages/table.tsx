@@ -1,4 +1,5 @@
 import type { Child } from "hono/jsx";
+import { TableBox } from "./scroll-box";
 
 /** A table's header row: one column heading per name; `null` leaves an optional column out. */
 export function ColumnHeads(props: { columns: (string | null)[] }) {
@@ -13,9 +14,15 @@ export function ColumnHeads(props: { columns: (string | null)[] }) {
  * A dashboard table: column headings, then one row per entry, each headed by its first cell. It
  * scrolls inside its own box: a row of hashes is far wider than a phone.
  */
-export function RowHeadedTable(props: { id: string; columns: string[]; rows: [Child, ...Child[]][] }) {
+export function RowHeadedTable(props: {
+  id: string;
+  /** What the table lists, said when its scrolling box has the focus. */
+  label: string;
+  columns: string[];
+  rows: [Child, ...Child[]][];
+}) {
   return (
-    <div class="table-wrap">
+    <TableBox label={props.label}>
       <table class="admin-table" id={props.id}>
         <ColumnHeads columns={props.columns} />
         <tbody>
@@ -29,6 +36,6 @@ export function RowHeadedTable(props: { id: string; columns: string[]; rows: [Ch
           ))}
         </tbody>
       </table>
-    </div>
+    </TableBox>
   );
 }

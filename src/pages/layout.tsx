@@ -23,6 +23,10 @@ export function Layout(props: { title: string; description?: string; children: C
           ))}
         </head>
         <body>
+          {/* The first tab stop, shown only when focused: past the six header links in one key. */}
+          <a class="skip" href="#main">
+            Skip to content
+          </a>
           <header class="top">
             <a class="brand" href="/">
               <img src="/favicon.svg" alt="" width="28" height="28" />

@@ -139,6 +139,8 @@ const handReturn = (
 
 /** The request id under which what a hand refund paid short of what its row owed is listed. */
 export const REST_SUFFIX = ":rest";
+/** How such a row's hold starts: what lets a person record it as nothing owed (dismissInDoubt). */
+const REST_HOLD = "paid by hand ";
 
 /**
  * What a hand refund (recorded in the same batch, at `nowMs` with `tx`) paid short of what its row
@@ -154,9 +156,9 @@ const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, 
          hold, auth_nonce, asset, network)
        SELECT ?1 || '${REST_SUFFIX}', payer, owed_micro - amount_micro, 0,
               'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
-              'paid by hand ' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
-                || ' owed when it was recorded (tx ' || tx_hash || '; a decision changed it while it was being paid): refund the other '
-                || (owed_micro - amount_micro) || ' by hand. Reconciliation never sends it',
+              '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
+                || ' owed when it was recorded (tx ' || tx_hash || '): refund the other '
+                || (owed_micro - amount_micro) || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
               ?4, asset, network
        FROM refunds WHERE request_id = ?1 AND resolved_at = ?3 AND tx_hash = ?2 AND owed_micro > amount_micro
        ON CONFLICT (request_id) DO NOTHING`,
@@ -386,13 +388,14 @@ export type Dismissal =
  * offers its form beside such a row only (the UPDATE below is what decides).
  */
 export const inDoubtUndecided = (r: Record<string, unknown>) =>
-  String(r.request_id).endsWith(WITHHELD_SUFFIX) &&
   r.status === "owed" &&
   (r.valid_before ?? null) === null &&
   (r.resolved_at ?? null) === null &&
   typeof r.hold === "string" &&
-  r.hold.startsWith(IN_DOUBT) &&
-  !r.hold.startsWith(IN_DOUBT_DECIDED);
+  ((String(r.request_id).endsWith(WITHHELD_SUFFIX) &&
+    r.hold.startsWith(IN_DOUBT) &&
+    !r.hold.startsWith(IN_DOUBT_DECIDED)) ||
+    (String(r.request_id).endsWith(REST_SUFFIX) && r.hold.startsWith(REST_HOLD)));
 
 /**
  * Records a share kept back in doubt as owed to nobody: a person checked the operating wallet's
@@ -414,6 +417,10 @@ export const inDoubtUndecided = (r: Record<string, unknown>) =>
  * (nothingOwed: what tells it from a refund paid, which always has one; sums of money refunded leave
  * it out), and keeps its amount, hold and reason for the record, with resolved_note (the person's
  * evidence, required). The same note again answers the recorded row.
+ *
+ * Also the rest a hand refund paid short of (`<request_id>:rest`, restOwed), never sent: a person
+ * who refunded by hand only the part of a share the partner was not paid (the wallet's transfers
+ * show the partner paid the rest, none recorded) records the rest so, on their word and note.
  */
 export async function dismissInDoubt(
   db: D1Database,
@@ -425,12 +432,14 @@ export async function dismissInDoubt(
     .prepare(
       `UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = NULL, resolved_at = ?2, resolved_note = ?3,
          updated_at = ?2
-       WHERE request_id = ?1 AND substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
-         AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL AND resolved_at IS NULL
-         AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'
-         AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?4 AND chain_status IS NOT 'landed')
-         AND coalesce((SELECT sum(amount_micro) FROM upstream_payments WHERE request_id = ?4), refunds.amount_micro)
-           >= refunds.amount_micro`,
+       WHERE request_id = ?1 AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL
+         AND resolved_at IS NULL
+         AND ((substr(request_id, -${REST_SUFFIX.length}) = '${REST_SUFFIX}' AND hold LIKE '${REST_HOLD}%')
+           OR (substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
+             AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'
+             AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?4 AND chain_status IS NOT 'landed')
+             AND coalesce((SELECT sum(amount_micro) FROM upstream_payments WHERE request_id = ?4), refunds.amount_micro)
+               >= refunds.amount_micro))`,
     )
     .bind(requestId, nowMs, note, requestId.slice(0, -WITHHELD_SUFFIX.length))
     .run();
@@ -454,7 +463,7 @@ export async function dismissInDoubt(
     );
   if (!requestId.endsWith(WITHHELD_SUFFIX) || !row.hold?.startsWith(IN_DOUBT))
     return refused(
-      `is not a partner's share kept back in doubt (a ${WITHHELD_SUFFIX} refund held "${IN_DOUBT} …"): only such a listing can be recorded as nothing owed; a refund you paid is recorded with tx_hash. Nothing recorded`,
+      `is not a partner's share kept back in doubt (a ${WITHHELD_SUFFIX} refund held "${IN_DOUBT} …") nor the rest of a hand refund (${REST_SUFFIX}): only such a listing can be recorded as nothing owed; a refund you paid is recorded with tx_hash. Nothing recorded`,
     );
   if (row.valid_before !== null)
     return refused(

@@ -954,6 +954,34 @@ describe("a nothing-owed record a later decision contradicts", () => {
     expect(kept?.nothing_owed_note).toBe(NOTE);
   });
 
+  it("a share the partner was paid part of (none recorded): the hand refund of the rest records what it paid, and the part the partner was paid is recorded as nothing owed", async () => {
+    const { listing } = await keptInDoubt();
+    // The wallet's transfers show the partner paid 15000 of the 20000 kept: the caller gets 5000.
+    const res = await resolve(listing, { tx_hash: hash(), amount_micro: 5000, note: "partner paid 15000" });
+    expect(await res.json()).toMatchObject({
+      refund: { status: "refunded", amount_micro: 5000, owed_micro: 20000 },
+      rest: { request_id: `${listing}:rest`, status: "owed", amount_micro: 15000 },
+    });
+    const rest = `${listing}:rest`;
+    expect(await onDashboard(rest)).toEqual({ listed: true, forms: 2 });
+    const dismissed = await resolve(rest, {
+      outcome: "nothing_owed",
+      note: "partner paid 15000 (tx 0xdef…)",
+    });
+    expect(await dismissed.json()).toMatchObject({
+      refund: {
+        request_id: rest,
+        status: "refunded",
+        tx_hash: null,
+        nothing_owed: true,
+        amount_micro: 15000,
+      },
+    });
+    expect((await onDashboard(rest)).listed).toBe(false);
+    // A hand refund of it afterwards is refused: one decision per row.
+    expect((await resolve(rest, { tx_hash: hash(), amount_micro: 15000 })).status).toBe(409);
+  });
+
   it("a stale repeat of a decision that bore the record out changes nothing", async () => {
     const { requestId, listing } = await recordedNothingOwed();
     const before = await row(listing);

@@ -179,8 +179,9 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
  * The row becomes owed again for that rest,
  * held (decided since: a hand refund takes it, no send ever does), its hold saying what the person
  * recorded and what the chain now says, and their resolved_at and note cleared, since they no
- * longer stand (nothing_owed_at and nothing_owed_note keep them as written, the hold says them). Only on a row recorded as nothing owed (never a refund paid,
- * by hand or by the wallet, nor an owed one), and, in the batch that decides the authorization,
+ * longer stand (nothing_owed_at and nothing_owed_note keep them as written, the hold says them).
+ * Only on a row recorded as nothing owed (never a refund paid, by hand or by the wallet, nor an
+ * owed one), and, in the batch that decides the authorization,
  * only while it is undecided, so it is written once. Written after owedRefund's rewrite of the same
  * row (which takes only an owed one), so that rewrite never takes this one's text; each later
  * decision then keeps its amount true (rederivedNothingOwed).

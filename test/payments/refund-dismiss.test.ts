@@ -849,6 +849,23 @@ describe("a nothing-owed record a later decision contradicts", () => {
     expect(await again.json()).toMatchObject({ replayed: true });
   });
 
+  it("a record contradicted before migration 0023 (kept only in the hold's text) is still read back from it when borne out", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const recorded = await row(listing);
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 5000 }), landed());
+    await env.DB.prepare(
+      "UPDATE refunds SET nothing_owed_at = NULL, nothing_owed_note = NULL WHERE request_id = ?1",
+    )
+      .bind(listing)
+      .run();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed());
+    expect(await row(listing)).toMatchObject({
+      status: "refunded",
+      resolved_note: NOTE,
+      resolved_at: Math.floor(Number(recorded?.resolved_at) / 1000) * 1000,
+    });
+  });
+
   it("paid by hand for 15000 while a decision raised it to 20000: the record keeps the 15000 paid, and the other 5000 is listed as owed until a hand refund records it", async () => {
     const { requestId, listing } = await recordedNothingOwed();
     const e = await authorizationTurnsUp(requestId, { amount: 15000 });

@@ -36,18 +36,20 @@ const NOTE = "wallet paid pricefeed 0.02 at 12:01Z (tx 0xabc…), the whole shar
  * it (refundCaller with inDoubt): the caller's refund of 0.04 (owed: no operating wallet here) and
  * the share's held listing `<id>:withheld`. With `paid`, a payments row for the request too.
  */
+/** That refund of request `requestId`, as the partner proxy hands it to refundCaller. */
+const inDoubtRefund = (requestId: string, payer = PAYER) => ({
+  requestId,
+  payer,
+  network: NETWORK,
+  asset: env.USDC_ADDRESS,
+  paidMicros: 60000n,
+  withheldMicros: 20000n,
+  reason: "the partner failed after the caller was charged",
+  inDoubt: "test: no authorization record readable",
+});
 async function keptInDoubt(paid = false) {
   const requestId = crypto.randomUUID();
-  await refundCaller(env, {
-    requestId,
-    payer: PAYER,
-    network: NETWORK,
-    asset: env.USDC_ADDRESS,
-    paidMicros: 60000n,
-    withheldMicros: 20000n,
-    reason: "the partner failed after the caller was charged",
-    inDoubt: "test: no authorization record readable",
-  });
+  await refundCaller(env, inDoubtRefund(requestId));
   const nonce = hash();
   if (paid)
     await env.DB.batch([
@@ -293,17 +295,8 @@ describe("a refund the request path records held for a person", () => {
     const warn = vi.spyOn(console, "warn").mockImplementation((l: unknown) => void lines.push(String(l)));
     try {
       const requestId = crypto.randomUUID();
-      const refund = {
-        requestId,
-        // No payer address: the caller's refund is held too, beside its share kept in doubt.
-        payer: "",
-        network: NETWORK,
-        asset: env.USDC_ADDRESS,
-        paidMicros: 60000n,
-        withheldMicros: 20000n,
-        reason: "the partner failed after the caller was charged",
-        inDoubt: "test: no authorization record readable",
-      };
+      // No payer address: the caller's refund is held too, beside its share kept in doubt.
+      const refund = inDoubtRefund(requestId, "");
       await refundCaller({ ...env, RPC_URL: "https://rpc.example/secret-key-123" }, refund);
       const mine = () => lines.map((l) => JSON.parse(l)).filter((l) => l.request_id === requestId);
       expect(mine()).toEqual([
@@ -802,13 +795,22 @@ describe("a nothing-owed record a later decision contradicts", () => {
     expect(await row(listing)).toEqual(r);
   });
 
-  it("an undecided authorization that then expires unused raises it by its amount: all of what did not land is listed", async () => {
+  /**
+   * Recorded as nothing owed, then two authorizations turn up: `e` (15000) expires unused, leaving
+   * 15000 owed while `f` (5000) may still move; then `f` expires unused too, raising it to 20000.
+   */
+  async function raisedTo20000() {
     const { requestId, listing } = await recordedNothingOwed();
     const e = await authorizationTurnsUp(requestId, { amount: 15000 });
     const f = await authorizationTurnsUp(requestId, { amount: 5000 });
     await applyUpstream(env.DB, e, expiredUnused);
     await expectOwedHeld(listing, 15000, /caller is owed at least the other 15000/);
     await applyUpstream(env.DB, f, expiredUnused);
+    return { requestId, listing, e, f };
+  }
+
+  it("an undecided authorization that then expires unused raises it by its amount: all of what did not land is listed", async () => {
+    const { requestId, listing, e, f } = await raisedTo20000();
     await expectOwedHeld(
       listing,
       20000,
@@ -867,13 +869,8 @@ describe("a nothing-owed record a later decision contradicts", () => {
   });
 
   it("paid by hand for 15000 while a decision raised it to 20000: the record keeps the 15000 paid, and the other 5000 is listed as owed until a hand refund records it", async () => {
-    const { requestId, listing } = await recordedNothingOwed();
-    const e = await authorizationTurnsUp(requestId, { amount: 15000 });
-    const f = await authorizationTurnsUp(requestId, { amount: 5000 });
-    await applyUpstream(env.DB, e, expiredUnused);
-    await expectOwedHeld(listing, 15000, /caller is owed at least the other 15000/);
     // The person pays the 15000 shown; the other authorization expires meanwhile.
-    await applyUpstream(env.DB, f, expiredUnused);
+    const { listing } = await raisedTo20000();
     await expectOwedHeld(listing, 20000, /caller is owed the other 20000/);
     const tx = hash();
     const res = await resolve(listing, {

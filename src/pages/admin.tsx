@@ -27,6 +27,9 @@ function stillOwedBecause(r: Row) {
     return `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`;
   return "Not sent yet: the next reconciliation run sends it";
 }
+/** A hand refund recorded for more than its refund owed then (a decision lowered it while it was paid). */
+const overpaidBy = (r: Row) =>
+  `Overpaid by hand: tx ${r.tx_hash} paid ${usd(Number(r.amount_micro))} where ${usd(Number(r.owed_micro))} was owed when it was recorded, ${usd(Number(r.overpaid_micro))} too much: ask the payer for it back, or write it off (${r.resolved_note ?? "no note"})`;
 const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
 
 /**
@@ -244,40 +247,55 @@ export function AdminDashboardPage(props: {
         label="Refunds owed"
         columns={["Request", "Payer", "Amount", "Why it is still owed", "Refunded by hand"]}
         rows={(payouts.refunds as Row[])
-          .filter((r) => r.status === "owed" && Number(r.amount_micro) > 0)
+          .filter((r) => (r.status === "owed" && Number(r.amount_micro) > 0) || Number(r.overpaid_micro) > 0)
           .map((r, i) => [
             String(r.request_id),
             String(r.payer),
             usd(Number(r.amount_micro)),
-            stillOwedBecause(r),
-            <>
-              <form
-                method="post"
-                action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
-                class="admin-form"
-              >
-                <input type="hidden" name="csrf" value={props.csrf} />
-                <label for={`refund-tx-${i}`}>Transaction hash</label>
-                <input id={`refund-tx-${i}`} name="tx_hash" pattern={TX_PATTERN} required />
-                <label for={`refund-note-${i}`}>Note</label>
-                <input id={`refund-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
-                <button type="submit">Record refund</button>
-              </form>
-              {/* A share kept back in doubt that the partner turned out to be paid in full: owed to nobody. */}
-              {inDoubtUndecided(r) ? (
+            r.status === "owed" ? stillOwedBecause(r) : overpaidBy(r),
+            r.status !== "owed" ? (
+              "nothing to record"
+            ) : (
+              <>
                 <form
                   method="post"
                   action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
                   class="admin-form"
                 >
                   <input type="hidden" name="csrf" value={props.csrf} />
-                  <input type="hidden" name="outcome" value="nothing_owed" />
-                  <label for={`refund-dismiss-note-${i}`}>The partner's transfer of the whole share</label>
-                  <input id={`refund-dismiss-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} required />
-                  <button type="submit">Record nothing owed</button>
+                  <label for={`refund-tx-${i}`}>Transaction hash</label>
+                  <input id={`refund-tx-${i}`} name="tx_hash" pattern={TX_PATTERN} required />
+                  {/* What the transfer paid, typed rather than filled in: a decision may change the amount shown while it is paid. */}
+                  <label for={`refund-amount-${i}`}>
+                    Amount paid (micro-USDC; {String(r.amount_micro)} owed)
+                  </label>
+                  <input
+                    id={`refund-amount-${i}`}
+                    name="amount_micro"
+                    inputmode="numeric"
+                    pattern="[0-9]{1,13}"
+                    required
+                  />
+                  <label for={`refund-note-${i}`}>Note</label>
+                  <input id={`refund-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
+                  <button type="submit">Record refund</button>
                 </form>
-              ) : null}
-            </>,
+                {/* A share kept back in doubt that the partner turned out to be paid in full: owed to nobody. */}
+                {inDoubtUndecided(r) ? (
+                  <form
+                    method="post"
+                    action={`/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`}
+                    class="admin-form"
+                  >
+                    <input type="hidden" name="csrf" value={props.csrf} />
+                    <input type="hidden" name="outcome" value="nothing_owed" />
+                    <label for={`refund-dismiss-note-${i}`}>The partner's transfer of the whole share</label>
+                    <input id={`refund-dismiss-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} required />
+                    <button type="submit">Record nothing owed</button>
+                  </form>
+                ) : null}
+              </>
+            ),
           ])}
       />
 

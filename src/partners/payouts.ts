@@ -95,10 +95,14 @@ export async function owedSummary(db: D1Database) {
     // `nothing_owed` (1 or 0, as tx_reused): refunded to nobody, a kept share a person found the
     // partner was paid (its status says refunded, and no transfer did). Owed ones first, so none of
     // them falls out of the list.
+    // `owed_micro`: a hand refund's, what it owed when recorded (its amount_micro is what was paid);
+    // `overpaid_micro` when that was more, listed first with the owed ones, for a person to settle.
     db.prepare(
-      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
-              created_at, resolved_at, resolved_note, ${nothingOwed()} AS nothing_owed
-       FROM refunds ORDER BY status = 'owed' DESC, id DESC LIMIT 1000`,
+      `SELECT request_id, payer, amount_micro, owed_micro, withheld_micro, reason, status, tx_hash, error, hold,
+              valid_before, created_at, resolved_at, resolved_note, ${nothingOwed()} AS nothing_owed,
+              CASE WHEN amount_micro > owed_micro THEN amount_micro - owed_micro END AS overpaid_micro
+       FROM refunds ORDER BY status = 'owed' OR amount_micro > coalesce(owed_micro, amount_micro) DESC, id DESC
+       LIMIT 1000`,
     ),
     // What a refund kept back for a partner whose authorization then expired unused: the caller
     // is owed it back. Reconciliation records the return with the decision (refunds.ts: request id

@@ -283,11 +283,22 @@ function withheldCallRefund(row: NonceRow, share: StoredPayout | undefined): Ref
 }
 
 /**
- * Writes one payment decision; every statement is conditional, so a racing request or run is
- * harmless. Answers the refund this run recorded as owed, for the caller to send: only the run
- * whose batch wrote it sends it, so a refund is never paid twice.
+ * What a payment decision's batch recorded: `send`, the refund it recorded as owed, for the caller
+ * to send; `held`, the refund it recorded held for a person instead (withheldCallRefund), for the
+ * caller to count and warn of. Only the batch whose write took the row answers either, so
+ * overlapping runs (the Cron and POST /api/admin/reconcile) send, count and warn of it once.
  */
-export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): Promise<Refund | undefined> {
+export interface PaymentApplied {
+  send?: Refund;
+  held?: Refund;
+}
+
+/**
+ * Writes one payment decision; every statement is conditional, so a racing request or run is
+ * harmless. Answers the refund this run recorded (PaymentApplied): only the run whose batch wrote
+ * it sends it, so a refund is never paid twice.
+ */
+export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): Promise<PaymentApplied> {
   const db = env.DB;
   const now = Date.now();
   if (d.outcome === "wait") {
@@ -297,7 +308,7 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
       .prepare("UPDATE payment_nonces SET updated_at = ?2 WHERE nonce = ?1 AND status = 'failed'")
       .bind(row.nonce, now)
       .run();
-    return undefined;
+    return {};
   }
   if (d.outcome === "paid") {
     const share = owedShare(env, row);
@@ -324,7 +335,8 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
       ...payoutFor(db, row, share, d.txHash, now),
       logRow(db, "payment", row.nonce, row.request_id, "settled", d, now),
     ]);
-    return refund && !refund.hold && written[0]?.meta.changes ? refund : undefined;
+    if (!refund || !written[0]?.meta.changes) return {};
+    return refund.hold ? { held: refund } : { send: refund };
   }
   await db.batch([
     db
@@ -334,7 +346,7 @@ export async function applyPayment(env: Bindings, row: NonceRow, d: Decision): P
       .bind(row.nonce, now),
     logRow(db, "payment", row.nonce, row.request_id, "released", d, now),
   ]);
-  return undefined;
+  return {};
 }
 
 /**

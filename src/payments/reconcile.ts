@@ -122,23 +122,6 @@ async function warnOwed(env: Bindings, requestId: string) {
   if (row) warnRefund(env, requestId, row);
 }
 
-/**
- * A withheld call's refund that its landing recorded held (reconcile-store.ts withheldCallRefund:
- * its partner share unknown), which applyPayment does not hand back to send: read back from the
- * row, only if it was recorded by this run (created since it started), so it is warned of once.
- * Whether it was: the run counts it as a refund left owed (refunds_owed), as it counts one held
- * later, so its summary is at warn too (the warn line alone left the Cron's summary at info).
- */
-async function warnHeldAtRecord(env: Bindings, requestId: string, runStartedAt: number): Promise<boolean> {
-  const row = await env.DB.prepare(
-    "SELECT hold FROM refunds WHERE request_id = ?1 AND status = 'owed' AND hold IS NOT NULL AND created_at >= ?2",
-  )
-    .bind(requestId, runStartedAt)
-    .first<{ hold: string }>();
-  if (row) warnRefund(env, requestId, { hold: row.hold, error: null });
-  return row !== null;
-}
-
 /** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
 const BATCH_REFUNDS = 20;
 
@@ -194,15 +177,19 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     summary.checked++;
     try {
       const d = await judge(row, row.amount_atomic);
-      const refund = await applyPayment(env, row, d);
+      const { send, held } = await applyPayment(env, row, d);
       if (d.outcome === "paid") summary.settled++;
       else if (d.outcome === "unpaid") summary.released++;
       else summary.waiting++;
       if (d.outcome === "wait" && d.noLog) await holdIfStuck("payment", row.nonce, d.evidence);
-      if (d.outcome === "paid" && row.status === "failed" && !refund) {
-        if (await warnHeldAtRecord(env, row.request_id, nowMs)) summary.refunds_owed++;
+      // A withheld call's refund its landing recorded held (its partner share unknown): counted as
+      // a refund left owed, so the summary is at warn too, and warned of by the run whose batch
+      // recorded it only (applyPayment), so overlapping runs do not both.
+      if (held) {
+        summary.refunds_owed++;
+        await warnOwed(env, held.requestId);
       }
-      await sendNew(refund);
+      await sendNew(send);
     } catch (e) {
       summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
     }

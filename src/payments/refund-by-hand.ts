@@ -32,6 +32,12 @@ const HAND_AFTER_SECONDS = 60;
 export const HAND_CHECK_RETRY_AFTER_S = 30;
 /** The most a maintainer's note on a decision by hand may hold (characters), kept with the row. */
 export const HAND_NOTE_MAX = 500;
+/**
+ * The most a hand refund may say it paid (micro-USDC: 1,000,000 USDC), far above any price here: a
+ * bound on what the API takes, so a slip of the keyboard past it is a 422, not a record. Less is
+ * recorded as said, and flagged overpaid when above what was owed.
+ */
+export const HAND_PAID_MAX_MICRO = 1_000_000_000_000;
 
 type HandCheck = { status: "refused" | "unavailable"; detail: string } | undefined;
 
@@ -101,18 +107,19 @@ const handReturn = (
   db: D1Database,
   requestId: string,
   tx: string,
+  paidMicro: number,
   note: string | undefined,
   nowMs: number,
   nonce: string,
 ) =>
   db
     .prepare(
-      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, created_at,
-         updated_at, auth_nonce, asset, network, resolved_at, resolved_note)
+      `INSERT INTO refunds (request_id, payer, owed_micro, amount_micro, withheld_micro, reason, status, tx_hash,
+         created_at, updated_at, auth_nonce, asset, network, resolved_at, resolved_note)
        SELECT ?1, r.payer,
               CASE WHEN EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?7 AND chain_status IS NOT 'not_landed')
                 THEN min(r.withheld_micro, u.amount_micro) ELSE r.withheld_micro END,
-              0, ?2, 'refunded', ?3, ?4, ?4, ?5,
+              ?8, 0, ?2, 'refunded', ?3, ?4, ?4, ?5,
               coalesce(r.asset, u.asset), coalesce(r.network, u.network), ?4, ?6
        FROM refunds r JOIN upstream_payments u ON u.request_id = r.request_id AND u.chain_status = 'not_landed'
        WHERE r.request_id = ?7 AND r.withheld_micro > 0
@@ -127,7 +134,36 @@ const handReturn = (
       nonce,
       note ?? null,
       requestId.slice(0, -WITHHELD_SUFFIX.length),
+      paidMicro,
     );
+
+/** The request id under which what a hand refund paid short of what its row owed is listed. */
+export const REST_SUFFIX = ":rest";
+/** How such a row's hold starts: what lets a person record it as nothing owed (dismissInDoubt). */
+const REST_HOLD = "paid by hand ";
+
+/**
+ * What a hand refund (recorded in the same batch, at `nowMs` with `tx`) paid short of what its row
+ * owed then, as a row of its own: owed and held (a hand refund takes it, no send ever does: the
+ * person who paid the first part may be paying the rest already), so the rest stays listed
+ * ("Refunds owed") until a person records it too. Written only by the batch that recorded the
+ * hand refund (its resolved_at and transaction), once.
+ */
+const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
+  db
+    .prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
+         hold, auth_nonce, asset, network)
+       SELECT ?1 || '${REST_SUFFIX}', payer, owed_micro - amount_micro, 0,
+              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
+              '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
+                || ' owed when it was recorded (tx ' || tx_hash || '): refund the other '
+                || (owed_micro - amount_micro) || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
+              ?4, asset, network
+       FROM refunds WHERE request_id = ?1 AND resolved_at = ?3 AND tx_hash = ?2 AND owed_micro > amount_micro
+       ON CONFLICT (request_id) DO NOTHING`,
+    )
+    .bind(requestId, tx, nowMs, nonce);
 
 /** The request whose partner's share a `<request_id>:withheld` refund is; null for any other refund. */
 const shareOf = (requestId: string) =>
@@ -145,13 +181,41 @@ const mayStillLand = (request: string, lastLanding: string) =>
 async function readRow(db: D1Database, requestId: string): Promise<RefundRow | null> {
   const row = await db
     .prepare(
-      `SELECT request_id, payer, amount_micro, withheld_micro, reason, status, tx_hash, error, hold, valid_before,
-              resolved_at, resolved_note, created_at, updated_at, ${nothingOwed()} AS nothing_owed
+      `SELECT request_id, payer, amount_micro, owed_micro, withheld_micro, reason, status, tx_hash, error, hold,
+              valid_before, resolved_at, resolved_note, created_at, updated_at, ${nothingOwed()} AS nothing_owed
        FROM refunds WHERE request_id = ?1`,
     )
     .bind(requestId)
     .first<Omit<RefundRow, "nothing_owed"> & { nothing_owed: number }>();
   return row && { ...row, nothing_owed: row.nothing_owed === 1 };
+}
+
+/**
+ * A nothing-owed row a decision re-derived (refunds.ts rederivedNothingOwed): its person had been
+ * told to refund it by hand, and may have while the decision ran, so a hand refund still takes it.
+ * One a person recorded directly (never contradicted) takes none: one decision per row.
+ */
+const rederivedSql = `hold LIKE '${IN_DOUBT_DECIDED}%'`;
+const rederived = (row: RefundRow) => row.nothing_owed && !!row.hold?.startsWith(IN_DOUBT_DECIDED);
+
+/**
+ * The warn line of a hand refund recorded for another amount than its row owed: the rest is
+ * listed (restOwed) or the row flagged overpaid, and a maintainer alerting on warn lines sees it.
+ */
+function warnHandDiffers(env: Bindings, row: RefundRow) {
+  const owed = row.owed_micro ?? 0;
+  const line = {
+    level: "warn",
+    msg: "hand refund differs from what was owed",
+    refund_id: row.request_id,
+    tx_hash: row.tx_hash,
+    paid_micro: row.amount_micro,
+    owed_micro: owed,
+    ...(owed > row.amount_micro
+      ? { rest_refund_id: `${row.request_id}${REST_SUFFIX}` }
+      : { overpaid_micro: row.amount_micro - owed }),
+  };
+  console.warn(redactSecrets(JSON.stringify(line), env));
 }
 
 /** Why a refund recorded as nothing owed takes no other decision: one decision per row. */
@@ -162,7 +226,10 @@ const dismissedAlready = (row: RefundRow) =>
 export interface RefundRow {
   request_id: string;
   payer: string;
+  /** Owed: what the row owes. Refunded: what was paid (by hand: what the person's transfer paid). */
   amount_micro: number;
+  /** A hand refund's: what the row owed when it was recorded (migration 0023; NULL before, or not by hand). */
+  owed_micro: number | null;
   withheld_micro: number;
   reason: string;
   status: "owed" | "refunded";
@@ -179,7 +246,7 @@ export interface RefundRow {
 }
 
 export type HandRefund =
-  | { status: "recorded" | "replayed"; row: RefundRow }
+  | { status: "recorded" | "replayed"; row: RefundRow; rest?: RefundRow }
   | { status: "unknown" }
   | { status: "refused" | "unavailable"; detail: string; row: RefundRow };
 
@@ -195,11 +262,19 @@ export type HandRefund =
  * (`<request_id>:withheld`) is recorded only once no undecided authorization of its request may
  * still land, by HAND_AFTER_SECONDS' reckoning (mayStillLand): until then the partner may yet be
  * paid from it, and the caller's refund of it would be paid twice over.
+ *
+ * `paidMicro` is what the person's transfer paid, in the row's unit: the record keeps it as the
+ * row's amount, and what the row owed then as owed_micro, since a decision (reconciliation
+ * re-deriving a share's amount) may change the row while the person pays it. Paid short: the rest
+ * is listed, owed and held (restOwed). Paid more: GET /api/admin/payouts flags the row
+ * (overpaid_micro). A share a decision re-derived to nothing owed while the person paid it is
+ * recorded too, owed 0, so overpaid by all of it: refusing it would list the payment nowhere.
  */
 export async function resolveRefundByHand(
   env: Bindings,
   requestId: string,
   txHash: string,
+  paidMicro: number,
   note: string | undefined,
   opts: { reader?: ChainReader; nowMs?: number } = {},
 ): Promise<HandRefund> {
@@ -218,39 +293,54 @@ export async function resolveRefundByHand(
     before?.status === "owed" && sent !== null && sent < lastLanding
       ? await checkWalletSend(env, requestId, before, opts.reader)
       : undefined;
+  // SQLite reads every SET expression from the row as it was: owed_micro is what it owed before.
   const [written, returned] = check
     ? []
     : await db.batch([
         db
           .prepare(
-            `UPDATE refunds SET status = 'refunded', tx_hash = ?2, error = NULL, resolved_at = ?3, resolved_note = ?4,
-               updated_at = ?3
-             WHERE request_id = ?1 AND status = 'owed' AND (valid_before IS NULL OR valid_before < ?5)
-               AND valid_before IS ?6
+            `UPDATE refunds SET owed_micro = CASE WHEN status = 'owed' THEN amount_micro ELSE 0 END, amount_micro = ?8,
+               status = 'refunded', tx_hash = ?2, error = NULL, resolved_at = ?3, resolved_note = ?4, updated_at = ?3
+             WHERE request_id = ?1 AND (status = 'owed' OR (${nothingOwed()} AND ${rederivedSql}))
+               AND (valid_before IS NULL OR valid_before < ?5) AND valid_before IS ?6
                AND NOT EXISTS (SELECT 1 FROM refunds WHERE lower(tx_hash) = ?2)
                AND NOT EXISTS (${mayStillLand("?7", "?5")})`,
           )
-          .bind(requestId, tx, nowMs, note ?? null, lastLanding, sent, shareOf(requestId)),
+          .bind(requestId, tx, nowMs, note ?? null, lastLanding, sent, shareOf(requestId), paidMicro),
         ...(requestId.endsWith(WITHHELD_SUFFIX)
-          ? [handReturn(db, requestId, tx, note, nowMs, await refundNonce(requestId))]
+          ? [handReturn(db, requestId, tx, paidMicro, note, nowMs, await refundNonce(requestId))]
           : []),
+        restOwed(db, requestId, tx, nowMs, await refundNonce(`${requestId}${REST_SUFFIX}`)),
       ]);
   const row = await readRow(db, requestId);
   if (!row) return { status: "unknown" };
   if (check) return { ...check, row };
-  if (written?.meta.changes || returned?.meta.changes) return { status: "recorded", row };
-  if (row.nothing_owed) return { status: "refused", row, detail: dismissedAlready(row) };
-  if (row.status === "refunded")
-    return row.resolved_at !== null && row.tx_hash?.toLowerCase() === tx
-      ? { status: "replayed", row }
+  const rest = async () => {
+    const r = row.owed_micro !== null && row.owed_micro > row.amount_micro;
+    return r ? ((await readRow(db, `${requestId}${REST_SUFFIX}`)) ?? undefined) : undefined;
+  };
+  if (written?.meta.changes || returned?.meta.changes) {
+    if (row.owed_micro !== null && row.owed_micro !== row.amount_micro) warnHandDiffers(env, row);
+    return { status: "recorded", row, rest: await rest() };
+  }
+  if (row.nothing_owed && !rederived(row)) return { status: "refused", row, detail: dismissedAlready(row) };
+  if (row.status === "refunded" && row.resolved_at !== null && row.tx_hash?.toLowerCase() === tx)
+    return row.amount_micro === paidMicro
+      ? { status: "replayed", row, rest: await rest() }
       : {
           status: "refused",
           row,
-          detail:
-            row.resolved_at === null
-              ? `Refund ${requestId} already landed from the operating wallet (${row.tx_hash ? `tx ${row.tx_hash}` : "its transaction not found on chain"}): nothing recorded`
-              : `Refund ${requestId} is already recorded as paid by hand with another transaction (${row.tx_hash})`,
+          detail: `Refund ${requestId} is already recorded as paid by hand with this transaction, for ${row.amount_micro} micro-USDC, not ${paidMicro}: nothing recorded`,
         };
+  if (row.status === "refunded" && !row.nothing_owed)
+    return {
+      status: "refused",
+      row,
+      detail:
+        row.resolved_at === null
+          ? `Refund ${requestId} already landed from the operating wallet (${row.tx_hash ? `tx ${row.tx_hash}` : "its transaction not found on chain"}): nothing recorded`
+          : `Refund ${requestId} is already recorded as paid by hand with another transaction (${row.tx_hash})`,
+    };
   const landing = await db
     .prepare(`${mayStillLand("?1", "?2")} ORDER BY valid_before DESC LIMIT 1`)
     .bind(shareOf(requestId), lastLanding)
@@ -298,13 +388,14 @@ export type Dismissal =
  * offers its form beside such a row only (the UPDATE below is what decides).
  */
 export const inDoubtUndecided = (r: Record<string, unknown>) =>
-  String(r.request_id).endsWith(WITHHELD_SUFFIX) &&
   r.status === "owed" &&
   (r.valid_before ?? null) === null &&
   (r.resolved_at ?? null) === null &&
   typeof r.hold === "string" &&
-  r.hold.startsWith(IN_DOUBT) &&
-  !r.hold.startsWith(IN_DOUBT_DECIDED);
+  ((String(r.request_id).endsWith(WITHHELD_SUFFIX) &&
+    r.hold.startsWith(IN_DOUBT) &&
+    !r.hold.startsWith(IN_DOUBT_DECIDED)) ||
+    (String(r.request_id).endsWith(REST_SUFFIX) && r.hold.startsWith(REST_HOLD)));
 
 /**
  * Records a share kept back in doubt as owed to nobody: a person checked the operating wallet's
@@ -326,6 +417,10 @@ export const inDoubtUndecided = (r: Record<string, unknown>) =>
  * (nothingOwed: what tells it from a refund paid, which always has one; sums of money refunded leave
  * it out), and keeps its amount, hold and reason for the record, with resolved_note (the person's
  * evidence, required). The same note again answers the recorded row.
+ *
+ * Also the rest a hand refund paid short of (`<request_id>:rest`, restOwed), never sent: a person
+ * who refunded by hand only the part of a share the partner was not paid (the wallet's transfers
+ * show the partner paid the rest, none recorded) records the rest so, on their word and note.
  */
 export async function dismissInDoubt(
   db: D1Database,
@@ -337,12 +432,14 @@ export async function dismissInDoubt(
     .prepare(
       `UPDATE refunds SET status = 'refunded', tx_hash = NULL, error = NULL, resolved_at = ?2, resolved_note = ?3,
          updated_at = ?2
-       WHERE request_id = ?1 AND substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
-         AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL AND resolved_at IS NULL
-         AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'
-         AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?4 AND chain_status IS NOT 'landed')
-         AND coalesce((SELECT sum(amount_micro) FROM upstream_payments WHERE request_id = ?4), refunds.amount_micro)
-           >= refunds.amount_micro`,
+       WHERE request_id = ?1 AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL
+         AND resolved_at IS NULL
+         AND ((substr(request_id, -${REST_SUFFIX.length}) = '${REST_SUFFIX}' AND hold LIKE '${REST_HOLD}%')
+           OR (substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
+             AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'
+             AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?4 AND chain_status IS NOT 'landed')
+             AND coalesce((SELECT sum(amount_micro) FROM upstream_payments WHERE request_id = ?4), refunds.amount_micro)
+               >= refunds.amount_micro))`,
     )
     .bind(requestId, nowMs, note, requestId.slice(0, -WITHHELD_SUFFIX.length))
     .run();
@@ -366,7 +463,7 @@ export async function dismissInDoubt(
     );
   if (!requestId.endsWith(WITHHELD_SUFFIX) || !row.hold?.startsWith(IN_DOUBT))
     return refused(
-      `is not a partner's share kept back in doubt (a ${WITHHELD_SUFFIX} refund held "${IN_DOUBT} …"): only such a listing can be recorded as nothing owed; a refund you paid is recorded with tx_hash. Nothing recorded`,
+      `is not a partner's share kept back in doubt (a ${WITHHELD_SUFFIX} refund held "${IN_DOUBT} …") nor the rest of a hand refund (${REST_SUFFIX}): only such a listing can be recorded as nothing owed; a refund you paid is recorded with tx_hash. Nothing recorded`,
     );
   if (row.valid_before !== null)
     return refused(

@@ -1,5 +1,5 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { operatingKey, publicConfig } from "../config";
+import { operatingKey, publicConfig, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { TX_HASH } from "../money";
 import { nothingOwed } from "../partners/nothing-owed";
@@ -179,8 +179,9 @@ export function owedRefund(db: D1Database, r: Refund, nonce: string, now: number
  * The row becomes owed again for that rest,
  * held (decided since: a hand refund takes it, no send ever does), its hold saying what the person
  * recorded and what the chain now says, and their resolved_at and note cleared, since they no
- * longer stand (the hold keeps them). Only on a row recorded as nothing owed (never a refund paid,
- * by hand or by the wallet, nor an owed one), and, in the batch that decides the authorization,
+ * longer stand (nothing_owed_at and nothing_owed_note keep them as written, the hold says them).
+ * Only on a row recorded as nothing owed (never a refund paid, by hand or by the wallet, nor an
+ * owed one), and, in the batch that decides the authorization,
  * only while it is undecided, so it is written once. Written after owedRefund's rewrite of the same
  * row (which takes only an owed one), so that rewrite never takes this one's text; each later
  * decision then keeps its amount true (rederivedNothingOwed).
@@ -199,6 +200,7 @@ export function contradictedNothingOwed(
                 coalesce(sum(CASE WHEN chain_status IS NULL THEN amount_micro END), 0)
          FROM upstream_payments WHERE request_id = ?1 AND id <> ?2 AND chain_status IS NOT 'not_landed')
        UPDATE refunds SET status = 'owed', amount_micro = amount_micro - (SELECT micros FROM landed), error = NULL,
+         nothing_owed_at = resolved_at, nothing_owed_note = resolved_note,
          resolved_at = NULL, resolved_note = NULL, updated_at = ?5,
          hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): ${NOTHING_OWED_CONTRADICTED} '
            || strftime('%Y-%m-%dT%H:%M:%SZ', resolved_at / 1000, 'unixepoch') || ' ("' || coalesce(resolved_note, '')
@@ -232,8 +234,11 @@ export function contradictedNothingOwed(
  * lands lowers it (else the caller was refunded what the partner was paid), and one that expires
  * unused after another did raises it (else the rest was listed nowhere). Only a row still owed,
  * never sent nor resolved, and only when the amount changes. Down to 0, the person's record stood
- * after all: the row is nothing owed again (nothingOwed), with the date (to the second) and note
- * its hold kept (the first record in it: each rewrite puts the one before after its own words).
+ * after all: the row is nothing owed again (nothingOwed), with the person's date and note as
+ * nothing_owed_at and nothing_owed_note kept them (migration 0023: to the millisecond, any text).
+ * A record contradicted before those columns existed has them only in its hold's text, read back
+ * from there (the first record in it: each rewrite puts the one before after its own words): its
+ * date to the second, and its note up to the first `"), and the chain now says otherwise`.
  * Either way the hold says what this decision found, then what it said before.
  */
 export function rederivedNothingOwed(
@@ -263,10 +268,10 @@ export function rederivedNothingOwed(
        UPDATE refunds SET
          status = CASE WHEN (SELECT owed FROM n) = 0 THEN 'refunded' ELSE 'owed' END,
          amount_micro = CASE WHEN (SELECT owed FROM n) = 0 THEN (SELECT kept FROM d) ELSE (SELECT owed FROM n) END,
-         resolved_at = CASE WHEN (SELECT owed FROM n) = 0
-           THEN CAST(strftime('%s', substr(hold, ${record}, 20)) AS INTEGER) * 1000 END,
-         resolved_note = CASE WHEN (SELECT owed FROM n) = 0
-           THEN substr(substr(hold, ${record} + 23), 1, instr(substr(hold, ${record} + 23), ${noteEnd}) - 1) END,
+         resolved_at = CASE WHEN (SELECT owed FROM n) <> 0 THEN NULL WHEN nothing_owed_at IS NOT NULL THEN nothing_owed_at
+           ELSE CAST(strftime('%s', substr(hold, ${record}, 20)) AS INTEGER) * 1000 END,
+         resolved_note = CASE WHEN (SELECT owed FROM n) <> 0 THEN NULL WHEN nothing_owed_at IS NOT NULL THEN nothing_owed_note
+           ELSE substr(substr(hold, ${record} + 23), 1, instr(substr(hold, ${record} + 23), ${noteEnd}) - 1) END,
          error = NULL, updated_at = ?5,
          hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): ' || (SELECT said FROM n)
            || CASE WHEN (SELECT owed FROM n) = 0
@@ -407,12 +412,34 @@ export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutc
   const refund = owedRefund(env.DB, r, await refundNonce(r.requestId), now);
   const kept = r.inDoubt && r.withheldMicros > 0n ? inDoubtReturn({ ...r, inDoubt: r.inDoubt }) : undefined;
   // Both or neither: a refund that kept a share back in doubt is never recorded without its listing.
-  const [written] = kept
+  const [written, listed] = kept
     ? await env.DB.batch([refund, owedRefund(env.DB, kept, await refundNonce(kept.requestId), now)])
     : [await refund.run()];
   if (!written) return storedOutcome(env.DB, r.requestId);
+  // Only the rows this request wrote: a retry that finds them recorded already says nothing again.
+  if (written.meta.changes && holdOf(r)) warnHeldOnRequest(env, r.requestId, r);
+  if (kept && listed?.meta.changes) warnHeldOnRequest(env, r.requestId, kept);
   if (!written.meta.changes || holdOf(r)) return storedOutcome(env.DB, r.requestId);
   return sendRecordedRefund(env, recorded(r));
+}
+
+/**
+ * The warn line of a refund the request path recorded held for a person (its hold, or a share kept
+ * back in doubt): reconciliation warns of those it holds (reconcile.ts warnRefund), and one held
+ * here is never picked by a run (refundsToSettle), so without this line nothing but the dashboard
+ * would tell of it. `request_id` is the caller's X-Request-Id, `refund_id` the row held.
+ */
+function warnHeldOnRequest(env: Bindings, requestId: string, held: Refund) {
+  const line = {
+    level: "warn",
+    msg: "refund held for a person",
+    on: "request",
+    request_id: requestId,
+    refund_id: held.requestId,
+    amount_micro: Number(refundAmount(held)),
+    hold: holdOf(held),
+  };
+  console.warn(redactSecrets(JSON.stringify(line), env));
 }
 
 /** A refund as its row stands (recorded before, held, or sent by someone else). */

@@ -19,6 +19,7 @@ import {
   dismissInDoubt,
   HAND_CHECK_RETRY_AFTER_S,
   HAND_NOTE_MAX,
+  HAND_PAID_MAX_MICRO,
   resolveRefundByHand,
 } from "../payments/refund-by-hand";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
@@ -112,6 +113,8 @@ adminDashboardRoutes.use(
 const NOTICES: Record<string, string> = {
   settled: "Payout recorded.",
   "refund-resolved": "Refund recorded as paid by hand.",
+  "refund-resolved-differs":
+    "Refund recorded as paid by hand, for another amount than it owed: the rest is listed under Refunds owed, or the refund is flagged there as overpaid.",
   "refund-dismissed": "Kept share recorded as nothing owed: the partner was paid it.",
 };
 
@@ -252,8 +255,19 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (
   return c.redirect("/admin?notice=settled", 303);
 });
 
-/** A hand refund's note, as the API takes it: at most HAND_NOTE_MAX characters, none is fine. */
-const refundNote = z.object({ note: z.string().max(HAND_NOTE_MAX).optional() });
+/**
+ * A hand refund's amount and note, as the API takes them: what the transfer paid (micro-USDC, a
+ * whole number from 1 to HAND_PAID_MAX_MICRO, required) and at most HAND_NOTE_MAX characters of
+ * note, none is fine.
+ */
+const handRefundForm = z.object({
+  amount_micro: z
+    .string()
+    .regex(/^[0-9]{1,13}$/, "A whole number of micro-USDC")
+    .transform(Number)
+    .pipe(z.int().min(1).max(HAND_PAID_MAX_MICRO)),
+  note: z.string().max(HAND_NOTE_MAX).optional(),
+});
 /** The form's decision: none (a hand refund, tx_hash), or nothing_owed with a note it requires. */
 const refundOutcome = z.object({ outcome: z.enum(["nothing_owed"]).optional() });
 const dismissNote = z.object({ note: z.string().max(HAND_NOTE_MAX) });
@@ -286,16 +300,22 @@ adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async 
   }
   const tx = formTxHash(c, form);
   if (tx instanceof Response) return tx;
-  // An empty field is no note.
-  const fields = { note: typeof form.note === "string" && form.note !== "" ? form.note : undefined };
-  const read = refundNote.safeParse(fields);
+  // An empty field is none: no note, and a missing amount.
+  const fields = {
+    amount_micro: text(form.amount_micro),
+    note: typeof form.note === "string" && form.note !== "" ? form.note : undefined,
+  };
+  const read = handRefundForm.safeParse(fields);
   if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
-  const r = await resolveRefundByHand(c.env, requestId, tx, read.data.note);
+  const r = await resolveRefundByHand(c.env, requestId, tx, read.data.amount_micro, read.data.note);
   if (r.status === "unknown") return detail(c, 404, `Unknown refund "${requestId}"`);
   if (r.status === "replayed")
     return detail(c, 409, `Refund ${requestId} is already recorded as paid by hand with this transaction`);
   if (r.status === "refused") return detail(c, 409, r.detail);
   if (r.status === "unavailable")
     return detail(c, 503, r.detail, {}, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
-  return c.redirect("/admin?notice=refund-resolved", 303);
+  return c.redirect(
+    `/admin?notice=${r.row.owed_micro !== null && r.row.owed_micro !== r.row.amount_micro ? "refund-resolved-differs" : "refund-resolved"}`,
+    303,
+  );
 });

@@ -23,6 +23,7 @@ import {
   dismissInDoubt,
   HAND_CHECK_RETRY_AFTER_S,
   HAND_NOTE_MAX,
+  HAND_PAID_MAX_MICRO,
   resolveRefundByHand,
 } from "../payments/refund-by-hand";
 
@@ -109,6 +110,10 @@ const resolveBody = z.object({
     description:
       "refunds: the transfer that paid the refund by hand (required, unless outcome is nothing_owed, which takes none; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
   }),
+  amount_micro: z.int().min(1).max(HAND_PAID_MAX_MICRO).optional().meta({
+    description:
+      "refunds: what your transfer paid, in micro-USDC as the refund's amount_micro (required with tx_hash). The record keeps it as the refund's amount, and what the refund owed then as owed_micro: a decision may change a share's amount while you pay it. Paid less: the rest is listed as a refund of its own, <request_id>:rest, held for you; paid more: GET /api/admin/payouts flags the refund (overpaid_micro).",
+  }),
   outcome: z.enum(["queue", "landed", "not_landed", "nothing_owed"]).optional().meta({
     description:
       "Claims (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled). Refunds: none to record a hand refund (tx_hash); nothing_owed (with a note) records a partner's share kept back in doubt (a <request_id>:withheld refund held 'kept back in doubt: …', never sent) as owed to nobody, the partner having been paid all of it: refunded by hand with no tx_hash, nothing_owed true.",
@@ -127,9 +132,15 @@ const resolveHeld = operation({
   summary:
     "Record what a person decided: a held or owed refund paid by hand, or a share kept back in doubt the partner was paid (table refunds, key its request_id), or a claim held as needs_person (payment_nonces/<nonce>, upstream_payments/<id>)",
   body: resolveBody,
-  example: { tx_hash: `0x${"cd".repeat(32)}`, note: "refunded from the treasury wallet" },
+  example: {
+    tx_hash: `0x${"cd".repeat(32)}`,
+    amount_micro: 40000,
+    note: "refunded from the treasury wallet",
+  },
   responses: {
-    "200": json("The row as recorded (`replayed`: this decision was already recorded, nothing changed)"),
+    "200": json(
+      "The row as recorded (`replayed`: this decision was already recorded, nothing changed); a hand refund that paid less than the refund owed answers the rest too (`rest`: the refund `<request_id>:rest`, owed, held for you)",
+    ),
     "401": UNAUTHORIZED,
     "404": ERROR("Unknown table or row"),
     "409": ERROR(
@@ -215,27 +226,39 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
     if (body.outcome && body.outcome !== "nothing_owed") return wrongOutcome(c, "refunds", body.outcome);
     // Nothing owed: no transfer to record (the partner's, if you want it kept, goes in the note),
     // and the note is the only evidence the row keeps of why.
-    if (body.outcome === "nothing_owed" && body.tx_hash)
-      return validationResponse(c, [
-        {
-          loc: ["body", "tx_hash"],
-          msg: "Not taken with outcome nothing_owed: nothing was refunded (name the partner's transfer in note)",
-          type: "value_error",
-          input: body.tx_hash,
-        },
-      ]);
+    for (const field of ["tx_hash", "amount_micro"] as const)
+      if (body.outcome === "nothing_owed" && body[field] !== undefined)
+        return validationResponse(c, [
+          {
+            loc: ["body", field],
+            msg: "Not taken with outcome nothing_owed: nothing was refunded (name the partner's transfer in note)",
+            type: "value_error",
+            input: body[field],
+          },
+        ]);
     if (body.outcome === "nothing_owed" && !body.note?.trim()) return missing(c, "note", body);
     if (!body.outcome && !body.tx_hash) return missing(c, "tx_hash", body);
+    if (!body.outcome && body.amount_micro === undefined) return missing(c, "amount_micro", body);
     const r =
       body.outcome === "nothing_owed"
         ? await dismissInDoubt(c.env.DB, key, body.note as string)
-        : await resolveRefundByHand(c.env, key, body.tx_hash as string, body.note);
+        : await resolveRefundByHand(
+            c.env,
+            key,
+            body.tx_hash as string,
+            body.amount_micro as number,
+            body.note,
+          );
     if (r.status === "unknown") return detail(c, 404, `Unknown refund "${key}"`);
     if (r.status === "refused") return detail(c, 409, r.detail, { refund: r.row });
     // The chain could not say whether the wallet's send landed: ask again, nothing recorded.
     if (r.status === "unavailable")
       return detail(c, 503, r.detail, { refund: r.row }, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
-    return c.json({ refund: r.row, replayed: r.status === "replayed" });
+    return c.json({
+      refund: r.row,
+      ...("rest" in r && r.rest ? { rest: r.rest } : {}),
+      replayed: r.status === "replayed",
+    });
   }
   const kind = CLAIM_TABLES[table];
   if (!kind)

@@ -353,9 +353,11 @@ describe("an error of ours when nothing says whether an authorization was handed
       /^kept back in doubt: decided since \(.*expired unused.*\): refund this by hand/,
     );
     expect(refundsTo(settled, payer)).toEqual([40000]);
-    expect(await resolveRefundByHand(tryEnv, `${requestId}:withheld`, TX, "paid by hand")).toMatchObject({
+    expect(
+      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, TX, 20000, "paid by hand"),
+    ).toMatchObject({
       status: "recorded",
-      row: { status: "refunded", amount_micro: 20000 },
+      row: { status: "refunded", amount_micro: 20000, owed_micro: 20000 },
     });
     await reconcile(tryEnv as never, await expiredUnused(requestId));
     expect(refundsTo(settled, payer)).toEqual([40000]);
@@ -399,10 +401,10 @@ describe("a kept share larger than the authorization it waited for", () => {
       ).bind(requestId, Date.now()),
     ]);
     expect(
-      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, `0x${"6d".repeat(32)}`, undefined),
+      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, `0x${"6d".repeat(32)}`, 20000, undefined),
     ).toMatchObject({
       status: "recorded",
-      row: { status: "refunded", amount_micro: 20000 },
+      row: { status: "refunded", amount_micro: 20000, owed_micro: 20000 },
     });
   });
 
@@ -423,10 +425,10 @@ describe("a kept share larger than the authorization it waited for", () => {
       ).bind(requestId, Date.now()),
     ]);
     expect(
-      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, `0x${"7e".repeat(32)}`, undefined),
+      await resolveRefundByHand(tryEnv, `${requestId}:withheld`, `0x${"7e".repeat(32)}`, 10000, undefined),
     ).toMatchObject({
       status: "recorded",
-      row: { amount_micro: 10000 },
+      row: { amount_micro: 10000, owed_micro: 10000 },
     });
   });
 

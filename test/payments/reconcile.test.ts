@@ -659,7 +659,7 @@ describe("a withheld call whose payment landed is refunded", () => {
       blockNumber: 490,
       evidence: "the same landing, seen by a second run",
     });
-    expect(again).toBeUndefined();
+    expect(again).toEqual({});
     expect(refundsTo(settled, c.t.payer)).toHaveLength(1);
     expect((await ledger(c.key)).results).toHaveLength(1);
   });
@@ -901,7 +901,7 @@ describe("a withheld call whose payment landed is refunded", () => {
       ),
     });
     // A person cannot record it paid again by hand.
-    expect(await resolveRefundByHand(tryEnv, c.requestId, hex(32), undefined)).toMatchObject({
+    expect(await resolveRefundByHand(tryEnv, c.requestId, hex(32), 40000, undefined)).toMatchObject({
       status: "refused",
       detail: expect.stringContaining(
         "already landed from the operating wallet (its transaction not found on chain)",
@@ -1000,6 +1000,28 @@ describe("a withheld call whose payment landed is refunded", () => {
     await age(c.requestId);
     await reconcile(tryEnv, landed(c).reader);
     expect(lines(c.requestId)).toHaveLength(1);
+  });
+
+  it("two runs at once (the Cron and POST /api/admin/reconcile) deciding one landing warn once of the refund it records held", async () => {
+    stubNetwork(noPartner);
+    const lines = warnLines();
+    // Held as it is recorded (no partner share known); both runs read the claim 'failed'.
+    const c = await claim("failed", { amountAtomic: 90000n }, "refinery_recipes", null);
+    const runs = await Promise.all([
+      reconcile(tryEnv, landed(c).reader),
+      reconcile(tryEnv, landed(c).reader),
+    ]);
+    // Both decided it (each read it undecided): only the batch that recorded the refund warns.
+    expect(runs.map((r) => r.settled)).toEqual([1, 1]);
+    expect(lines(c.requestId)).toEqual([
+      {
+        level: "warn",
+        msg: "refund held for a person",
+        request_id: c.requestId,
+        hold: expect.stringMatching(/no partner share/),
+      },
+    ]);
+    expect(await refundRow(c.requestId)).toMatchObject({ amount_micro: 90000, status: "owed" });
   });
 
   it("a refund held for a person is one warn line (refund held for a person, its hold) when it is first held, never again", async () => {

@@ -198,7 +198,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
     const r = await sentRefund(validBefore);
     // Spent within its lifetime; the log is nowhere this node can find.
     n.spent.set(r.nonce, blockAt(validBefore - 100));
-    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32) });
+    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32), amount_micro: 3000 });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toMatch(
       /authorization is spent on chain: this refund was paid \(its transaction is not known yet\); nothing recorded/,
@@ -211,7 +211,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
     const validBefore = nowS() - 600;
     const r = await sentRefund(validBefore);
     const tx = n.land(r.nonce, blockAt(validBefore - 100), 3000);
-    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32) });
+    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32), amount_micro: 3000 });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toContain(
       `landed from the operating wallet (tx ${tx})`,
@@ -223,7 +223,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
     const n = node();
     const r = await sentRefund(nowS() - 120);
     const tx = hex(32);
-    const res = await resolve(n.url, r.requestId, { tx_hash: tx });
+    const res = await resolve(n.url, r.requestId, { tx_hash: tx, amount_micro: 3000 });
     expect(res.status).toBe(200);
     expect(n.calls).toContain("eth_call");
     expect(await row(r.requestId)).toMatchObject({ status: "refunded", tx_hash: tx });
@@ -232,7 +232,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
   it("a head lagging our clock, not yet past valid_before: 409, it may still land", async () => {
     const n = node({ lagS: 300 });
     const r = await sentRefund(nowS() - 120);
-    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32) });
+    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32), amount_micro: 3000 });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/may still land/);
     expect(await row(r.requestId)).toMatchObject({ status: "owed", resolved_at: null });
@@ -243,7 +243,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
     const validBefore = nowS() - 600;
     const r = await sentRefund(validBefore, "authorizationState: used; AuthorizationCanceled in tx …");
     n.cancel(r.nonce, blockAt(validBefore - 100));
-    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32) });
+    const res = await resolve(n.url, r.requestId, { tx_hash: hex(32), amount_micro: 3000 });
     expect(res.status).toBe(200);
     expect(await row(r.requestId)).toMatchObject({ status: "refunded" });
   });
@@ -251,7 +251,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
   it("without RPC_URL, an RPC that fails or one of another chain: 503 with Retry-After, nothing recorded", async () => {
     const r = await sentRefund(nowS() - 600);
     for (const rpc of [undefined, node({ down: true }).url, node({ chainId: 1 }).url]) {
-      const res = await resolve(rpc, r.requestId, { tx_hash: hex(32) });
+      const res = await resolve(rpc, r.requestId, { tx_hash: hex(32), amount_micro: 3000 });
       expect(res.status).toBe(503);
       expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
       const detail = (await res.json<{ detail: string }>()).detail;
@@ -278,7 +278,7 @@ describe("a refund the operating wallet sent, recorded by hand", () => {
     const res = await send(action, {
       method: "POST",
       headers: { cookie, origin: "https://skills.test" },
-      body: new URLSearchParams({ csrf, tx_hash: hex(32) }),
+      body: new URLSearchParams({ csrf, tx_hash: hex(32), amount_micro: "3000" }),
     });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/spent on chain/);

@@ -70,6 +70,7 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     const tx = hash();
     const res = await resolve(id, {
       tx_hash: tx.toUpperCase().replace("0X", "0x"),
+      amount_micro: 3000,
       note: "paid from treasury",
     });
     expect(res.status).toBe(200);
@@ -85,12 +86,12 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     expect(body.refund.resolved_at).toBeGreaterThan(0);
 
     // A retry after a lost answer (in any letter case): the recorded row, nothing changed.
-    const again = await resolve(id, { tx_hash: tx, note: "paid from treasury" });
+    const again = await resolve(id, { tx_hash: tx, amount_micro: 3000, note: "paid from treasury" });
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ replayed: true, refund: { tx_hash: tx, status: "refunded" } });
 
     // Another transaction for the same refund: refused, the first kept.
-    const other = await resolve(id, { tx_hash: hash() });
+    const other = await resolve(id, { tx_hash: hash(), amount_micro: 3000 });
     expect(other.status).toBe(409);
     expect((await other.json<{ detail: string }>()).detail).toMatch(/already recorded as paid by hand/);
     expect(await row(id)).toMatchObject({ tx_hash: tx });
@@ -106,7 +107,7 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
   it("an owed refund never sent can be resolved; once resolved no send goes out for it", async () => {
     const id = await refund({ hold: null });
     const tx = hash();
-    expect((await resolve(id, { tx_hash: tx })).status).toBe(200);
+    expect((await resolve(id, { tx_hash: tx, amount_micro: 3000 })).status).toBe(200);
     // Reconciliation (or a racing request) sending it now finds it no longer owed: nothing signed.
     const sent = await sendRecordedRefund(tryEnv, {
       requestId: id,
@@ -122,17 +123,17 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
 
   it("a refund the operating wallet may be sending (its authorization still valid) is refused; after it expired it can be resolved", async () => {
     const sending = await refund({ hold: null, validBefore: nowS() + 200 });
-    const res = await resolve(sending, { tx_hash: hash() });
+    const res = await resolve(sending, { tx_hash: hash(), amount_micro: 3000 });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/is being sent/);
     expect(await row(sending)).toMatchObject({ status: "owed", resolved_at: null });
     // The chain's clock lags ours: a minute past valid_before is still too soon.
     const justExpired = await refund({ hold: null, validBefore: nowS() - 30 });
-    expect((await resolve(justExpired, { tx_hash: hash() })).status).toBe(409);
+    expect((await resolve(justExpired, { tx_hash: hash(), amount_micro: 3000 })).status).toBe(409);
     // Past it, the chain decides whether it landed (refund-by-hand-chain.test.ts): with no chain to
     // read (no RPC_URL here), nothing is recorded.
     const expired = await refund({ validBefore: nowS() - 120, hold: "used for another transfer" });
-    const unchecked = await resolve(expired, { tx_hash: hash() });
+    const unchecked = await resolve(expired, { tx_hash: hash(), amount_micro: 3000 });
     expect(unchecked.status).toBe(503);
     expect(unchecked.headers.get("retry-after")).toBe("30");
     expect(await row(expired)).toMatchObject({ status: "owed", resolved_at: null });
@@ -140,16 +141,19 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
 
   it("a refund that landed from the operating wallet is 409; an unknown id 404; one transfer pays one refund", async () => {
     const landed = await refund({ hold: null, status: "refunded", tx: hash() });
-    const res = await resolve(landed, { tx_hash: hash() });
+    const res = await resolve(landed, { tx_hash: hash(), amount_micro: 3000 });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/already landed from the operating wallet/);
-    expect((await resolve("no-such-request", { tx_hash: hash() })).status).toBe(404);
+    expect((await resolve("no-such-request", { tx_hash: hash(), amount_micro: 3000 })).status).toBe(404);
 
     const tx = hash();
     const first = await refund({});
     const second = await refund({});
-    expect((await resolve(first, { tx_hash: tx })).status).toBe(200);
-    const twice = await resolve(second, { tx_hash: tx.toUpperCase().replace("0X", "0x") });
+    expect((await resolve(first, { tx_hash: tx, amount_micro: 3000 })).status).toBe(200);
+    const twice = await resolve(second, {
+      tx_hash: tx.toUpperCase().replace("0X", "0x"),
+      amount_micro: 3000,
+    });
     expect(twice.status).toBe(409);
     expect((await twice.json<{ detail: string }>()).detail).toContain(`already recorded for refund ${first}`);
     expect(await row(second)).toMatchObject({ status: "owed", resolved_at: null });
@@ -162,12 +166,26 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     expect((await noTx.json<{ detail: { loc: string[]; type: string }[] }>()).detail).toEqual([
       expect.objectContaining({ loc: ["body", "tx_hash"], type: "missing" }),
     ]);
-    const badTx = await resolve(id, { tx_hash: "0x1234" });
+    const badTx = await resolve(id, { tx_hash: "0x1234", amount_micro: 3000 });
     expect(badTx.status).toBe(422);
     expect((await badTx.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual(["body", "tx_hash"]);
-    const longNote = await resolve(id, { tx_hash: hash(), note: "x".repeat(501) });
+    const longNote = await resolve(id, { tx_hash: hash(), amount_micro: 3000, note: "x".repeat(501) });
     expect(longNote.status).toBe(422);
-    expect((await resolve(id, { tx_hash: hash() }, "Bearer wrong")).status).toBe(401);
+    // The amount paid: required with tx_hash, a whole number of micro-USDC from 1 to 10^12.
+    const noAmount = await resolve(id, { tx_hash: hash() });
+    expect(noAmount.status).toBe(422);
+    expect((await noAmount.json<{ detail: { loc: string[]; type: string }[] }>()).detail).toEqual([
+      expect.objectContaining({ loc: ["body", "amount_micro"], type: "missing" }),
+    ]);
+    for (const amount of [0, -1, 2.5, "3000", 1_000_000_000_001]) {
+      const bad = await resolve(id, { tx_hash: hash(), amount_micro: amount });
+      expect(bad.status).toBe(422);
+      expect((await bad.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual([
+        "body",
+        "amount_micro",
+      ]);
+    }
+    expect((await resolve(id, { tx_hash: hash(), amount_micro: 3000 }, "Bearer wrong")).status).toBe(401);
     expect(await row(id)).toMatchObject({ status: "owed" });
   });
 });
@@ -180,6 +198,7 @@ describe("the dashboard's Record refund form", () => {
     const action = `/admin/refunds/${id}/resolve`;
     const form = html.match(new RegExp(`<form method="post" action="${action}"[\\s\\S]*?</form>`))?.[0] ?? "";
     expect(form).toContain('name="tx_hash"');
+    expect(form).toMatch(/<input[^>]*name="amount_micro"[^>]*required/);
     const csrf = form.match(/name="csrf" value="([^"]*)"/)?.[1] as string;
     const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
       send(action, {
@@ -190,15 +209,29 @@ describe("the dashboard's Record refund form", () => {
     const tx = hash();
     expect((await post({ csrf: "wrong", tx_hash: tx })).status).toBe(403);
     expect((await post({ csrf, tx_hash: tx }, { origin: "https://evil.test" })).status).toBe(403);
-    expect((await post({ csrf, tx_hash: "0xnope" })).status).toBe(422);
+    expect((await post({ csrf, tx_hash: "0xnope", amount_micro: "3000" })).status).toBe(422);
+    // The amount paid is required, a whole number of micro-USDC from 1 to the bound.
+    for (const amount of [undefined, "", "0", "-5", "2.5", "3e3", "1000000000001"]) {
+      const bad = await post({
+        csrf,
+        tx_hash: tx,
+        ...(amount === undefined ? {} : { amount_micro: amount }),
+      });
+      expect(bad.status).toBe(422);
+      expect((await bad.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual([
+        "body",
+        "amount_micro",
+      ]);
+    }
+    expect(await row(id)).toMatchObject({ status: "owed" });
     // Any note the form allows (500 characters, each up to 12 bytes once percent-encoded) is taken.
     const note = "退款已从财务钱包手动支付".repeat(50).slice(0, 500);
-    const done = await post({ csrf, tx_hash: tx, note });
+    const done = await post({ csrf, tx_hash: tx, amount_micro: "3000", note });
     expect(done.status).toBe(303);
     expect(done.headers.get("location")).toBe("/admin?notice=refund-resolved");
     expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx, resolved_note: note });
     // Pressed again: told it is recorded already.
-    expect((await post({ csrf, tx_hash: tx })).status).toBe(409);
+    expect((await post({ csrf, tx_hash: tx, amount_micro: "3000" })).status).toBe(409);
     const after = await (await send("/admin?notice=refund-resolved", { headers: { cookie } })).text();
     expect(after).not.toContain(action);
     expect(after).toContain("Refund recorded as paid by hand.");
@@ -236,7 +269,7 @@ it("a sent refund recorded by hand once the chain showed it expired unused is ne
   };
   const runEnv = { ...env, X402_NETWORK: network, PARTNER_PAYER_KEY: generatePrivateKey() };
   const tx = hash();
-  const hand = await resolveRefundByHand(runEnv, id, tx, "paid from treasury", { reader });
+  const hand = await resolveRefundByHand(runEnv, id, tx, 3000, "paid from treasury", { reader });
   expect(hand.status).toBe("recorded");
   expect(reads).toEqual([await refundNonce(id)]);
 
@@ -270,7 +303,11 @@ it("a kept share decided before returns existed (no return row) is recorded as r
     ).withheld_not_returned.filter((w) => w.request_id === first);
   expect(await payouts()).toEqual([expect.objectContaining({ return_request_id: null })]);
   const tx = hash();
-  const res = await resolve(`${first}:withheld`, { tx_hash: tx, note: "returned the share" });
+  const res = await resolve(`${first}:withheld`, {
+    tx_hash: tx,
+    amount_micro: 10000,
+    note: "returned the share",
+  });
   expect(res.status).toBe(200);
   expect(await res.json()).toMatchObject({
     replayed: false,
@@ -285,7 +322,9 @@ it("a kept share decided before returns existed (no return row) is recorded as r
     },
   });
   expect(await payouts()).toEqual([]);
-  expect((await resolve(`${first}:withheld`, { tx_hash: tx })).status).toBe(200);
+  expect((await resolve(`${first}:withheld`, { tx_hash: tx, amount_micro: 10000 })).status).toBe(200);
   // A return of a request that kept nothing back, or whose authorization may still land: unknown.
-  expect((await resolve(`${await refund({})}:withheld`, { tx_hash: hash() })).status).toBe(404);
+  expect(
+    (await resolve(`${await refund({})}:withheld`, { tx_hash: hash(), amount_micro: 10000 })).status,
+  ).toBe(404);
 });

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
 import { applyUpstream, type UpstreamRow } from "../../src/payments/reconcile-store";
@@ -36,18 +36,20 @@ const NOTE = "wallet paid pricefeed 0.02 at 12:01Z (tx 0xabc…), the whole shar
  * it (refundCaller with inDoubt): the caller's refund of 0.04 (owed: no operating wallet here) and
  * the share's held listing `<id>:withheld`. With `paid`, a payments row for the request too.
  */
+/** That refund of request `requestId`, as the partner proxy hands it to refundCaller. */
+const inDoubtRefund = (requestId: string, payer = PAYER) => ({
+  requestId,
+  payer,
+  network: NETWORK,
+  asset: env.USDC_ADDRESS,
+  paidMicros: 60000n,
+  withheldMicros: 20000n,
+  reason: "the partner failed after the caller was charged",
+  inDoubt: "test: no authorization record readable",
+});
 async function keptInDoubt(paid = false) {
   const requestId = crypto.randomUUID();
-  await refundCaller(env, {
-    requestId,
-    payer: PAYER,
-    network: NETWORK,
-    asset: env.USDC_ADDRESS,
-    paidMicros: 60000n,
-    withheldMicros: 20000n,
-    reason: "the partner failed after the caller was charged",
-    inDoubt: "test: no authorization record readable",
-  });
+  await refundCaller(env, inDoubtRefund(requestId));
   const nonce = hash();
   if (paid)
     await env.DB.batch([
@@ -130,7 +132,7 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     // One decision per row: a hand refund of it afterwards is refused, and no send claims it. Its
     // hold alone would keep every send off (an in-doubt listing is never sent): cleared here, and
     // put back after, so what keeps the send off is that the row is no longer owed.
-    const paid = await resolve(listing, { tx_hash: hash() });
+    const paid = await resolve(listing, { tx_hash: hash(), amount_micro: 20000 });
     expect(paid.status).toBe(409);
     expect((await paid.json<{ detail: string }>()).detail).toMatch(/already recorded as nothing owed/);
     await env.DB.prepare("UPDATE refunds SET hold = NULL, updated_at = 0 WHERE request_id = ?1")
@@ -199,7 +201,9 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     await refused(plain, /is not a partner's share kept back in doubt/);
     // Already refunded by hand: the first decision stands.
     const tx = hash();
-    expect((await resolve(listing, { tx_hash: tx, note: "refunded it all" })).status).toBe(200);
+    expect(
+      (await resolve(listing, { tx_hash: tx, amount_micro: 20000, note: "refunded it all" })).status,
+    ).toBe(200);
     await refused(listing, /already recorded as paid by hand/);
     // One the operating wallet sent (its authorization may still land): never an in-doubt listing's
     // state, but the decision does not take it either.
@@ -232,6 +236,9 @@ describe("POST /api/admin/resolve/refunds/{request_id} {outcome: nothing_owed}",
     expect(
       await items(await resolve(listing, { outcome: "nothing_owed", note: NOTE, tx_hash: hash() })),
     ).toEqual([expect.objectContaining({ loc: ["body", "tx_hash"] })]);
+    expect(
+      await items(await resolve(listing, { outcome: "nothing_owed", note: NOTE, amount_micro: 20000 })),
+    ).toEqual([expect.objectContaining({ loc: ["body", "amount_micro"] })]);
     expect(await items(await resolve(listing, { outcome: "landed", tx_hash: hash() }))).toEqual([
       expect.objectContaining({ loc: ["body", "outcome"] }),
     ]);
@@ -281,6 +288,45 @@ async function authorizationTurnsUp(
 const expiredUnused = { outcome: "unpaid" as const, evidence: "test: expired unused" };
 const withheldOf = async (requestId: string) =>
   (await payouts()).withheld_not_returned.filter((w) => w.request_id === requestId);
+
+describe("a refund the request path records held for a person", () => {
+  it("is one warn line per row held, with the ids to find it; a retry that finds it recorded writes none", async () => {
+    const lines: string[] = [];
+    const warn = vi.spyOn(console, "warn").mockImplementation((l: unknown) => void lines.push(String(l)));
+    try {
+      const requestId = crypto.randomUUID();
+      // No payer address: the caller's refund is held too, beside its share kept in doubt.
+      const refund = inDoubtRefund(requestId, "");
+      await refundCaller({ ...env, RPC_URL: "https://rpc.example/secret-key-123" }, refund);
+      const mine = () => lines.map((l) => JSON.parse(l)).filter((l) => l.request_id === requestId);
+      expect(mine()).toEqual([
+        {
+          level: "warn",
+          msg: "refund held for a person",
+          on: "request",
+          request_id: requestId,
+          refund_id: requestId,
+          amount_micro: 40000,
+          hold: "no payer address to refund to",
+        },
+        {
+          level: "warn",
+          msg: "refund held for a person",
+          on: "request",
+          request_id: requestId,
+          refund_id: `${requestId}:withheld`,
+          amount_micro: 20000,
+          hold: expect.stringMatching(/^kept back in doubt: /),
+        },
+      ]);
+      expect(lines.join("\n")).not.toContain("secret-key-123");
+      await refundCaller(env, refund);
+      expect(mine()).toHaveLength(2);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
 
 describe("the request's recorded partner authorizations decide whether nothing can be owed", () => {
   /** The decision is refused (409, `detail`) and the listing left as it was. */
@@ -480,9 +526,9 @@ describe("the dashboard's Record nothing owed form", () => {
 describe("a nothing-owed record a later decision contradicts", () => {
   const landed = (txHash = hash()) => ({ outcome: "paid" as const, txHash, evidence: "test: landed" });
   /** Kept in doubt (with a payments row, for GET /api/admin/payments), then recorded as nothing owed. */
-  async function recordedNothingOwed() {
+  async function recordedNothingOwed(note = NOTE) {
     const kept = await keptInDoubt(true);
-    expect((await resolve(kept.listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);
+    expect((await resolve(kept.listing, { outcome: "nothing_owed", note })).status).toBe(200);
     return kept;
   }
   /** The listing owed `amount` again, held "decided since", the person's record kept in the hold. */
@@ -531,7 +577,11 @@ describe("a nothing-owed record a later decision contradicts", () => {
   /** The hand refund takes it (200), once: it leaves "Refunds owed" and is counted refunded. */
   async function refundedByHand(requestId: string, listing: string, amount: number) {
     const tx = hash();
-    const res = await resolve(listing, { tx_hash: tx, note: "paid the caller the rest" });
+    const res = await resolve(listing, {
+      tx_hash: tx,
+      amount_micro: amount,
+      note: "paid the caller the rest",
+    });
     expect(res.status).toBe(200);
     expect((await res.json<{ refund: Record<string, unknown> }>()).refund).toMatchObject({
       status: "refunded",
@@ -540,7 +590,7 @@ describe("a nothing-owed record a later decision contradicts", () => {
       nothing_owed: false,
     });
     // One decision: another transfer for it is refused.
-    const again = await resolve(listing, { tx_hash: hash() });
+    const again = await resolve(listing, { tx_hash: hash(), amount_micro: amount });
     expect(again.status).toBe(409);
     expect((await again.json<{ detail: string }>()).detail).toMatch(/already recorded as paid by hand/);
     expect((await onDashboard(listing)).listed).toBe(false);
@@ -712,7 +762,8 @@ describe("a nothing-owed record a later decision contradicts", () => {
     const b = await authorizationTurnsUp(requestId, { amount: 15000, validBefore });
     await applyUpstream(env.DB, b, landed());
     // The partner was paid 5000 + 15000, the whole share: nothing owed, as the person recorded it
-    // (their note, and their date to the second), and the hold says what the chain found.
+    // (their note, and their date to the millisecond, as every resolved_at), and the hold says what
+    // the chain found.
     const r = await row(listing);
     expect(r).toMatchObject({
       status: "refunded",
@@ -720,7 +771,7 @@ describe("a nothing-owed record a later decision contradicts", () => {
       tx_hash: null,
       valid_before: null,
       resolved_note: NOTE,
-      resolved_at: Math.floor(Number(recorded?.resolved_at) / 1000) * 1000,
+      resolved_at: recorded?.resolved_at,
     });
     expect(r?.hold).toMatch(
       new RegExp(
@@ -734,11 +785,8 @@ describe("a nothing-owed record a later decision contradicts", () => {
       nothing_owed_atomic: 20000,
     });
     expect((await onDashboard(listing)).listed).toBe(false);
-    // No hand refund takes it, however late; the person's note again answers it.
-    expect(
-      await resolveRefundByHand(env, listing, hash(), undefined, { nowMs: (validBefore + 61) * 1000 }),
-    ).toMatchObject({ status: "refused" });
-    expect(await row(listing)).toEqual(r);
+    // The person's note again answers it (a hand refund paid meanwhile: "paid while a decision
+    // changed it" below).
     const again = await resolve(listing, { outcome: "nothing_owed", note: NOTE });
     expect(await again.json()).toMatchObject({ replayed: true });
     // Contradicted again by a later one that does not land (the record was of a paid share): owed
@@ -747,13 +795,22 @@ describe("a nothing-owed record a later decision contradicts", () => {
     expect(await row(listing)).toEqual(r);
   });
 
-  it("an undecided authorization that then expires unused raises it by its amount: all of what did not land is listed", async () => {
+  /**
+   * Recorded as nothing owed, then two authorizations turn up: `e` (15000) expires unused, leaving
+   * 15000 owed while `f` (5000) may still move; then `f` expires unused too, raising it to 20000.
+   */
+  async function raisedTo20000() {
     const { requestId, listing } = await recordedNothingOwed();
     const e = await authorizationTurnsUp(requestId, { amount: 15000 });
     const f = await authorizationTurnsUp(requestId, { amount: 5000 });
     await applyUpstream(env.DB, e, expiredUnused);
     await expectOwedHeld(listing, 15000, /caller is owed at least the other 15000/);
     await applyUpstream(env.DB, f, expiredUnused);
+    return { requestId, listing, e, f };
+  }
+
+  it("an undecided authorization that then expires unused raises it by its amount: all of what did not land is listed", async () => {
+    const { requestId, listing, e, f } = await raisedTo20000();
     await expectOwedHeld(
       listing,
       20000,
@@ -768,6 +825,175 @@ describe("a nothing-owed record a later decision contradicts", () => {
     expect(await row(listing)).toEqual(held);
     await neverSent(listing, 20000);
     await refundedByHand(requestId, listing, 20000);
+  });
+
+  it("borne out again, the person's record comes back as written: any note text, its time to the millisecond", async () => {
+    // The words the record's old home (the hold's text) ended the note at, and quotes around them.
+    const note = `partner paid in full"), and the chain now says otherwise? No: "tx 0xabc", see ("), and the chain now says otherwise`;
+    const { requestId, listing } = await recordedNothingOwed(note);
+    const recorded = await row(listing);
+    expect(recorded).toMatchObject({ resolved_note: note });
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 5000 }), landed());
+    expect(await row(listing)).toMatchObject({ status: "owed", resolved_at: null, resolved_note: null });
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed());
+    expect(await row(listing)).toMatchObject({
+      status: "refunded",
+      tx_hash: null,
+      resolved_note: note,
+      resolved_at: recorded?.resolved_at,
+    });
+    expect((await payouts()).refunds.find((r) => r.request_id === listing)).toMatchObject({
+      nothing_owed: 1,
+      resolved_note: note,
+      resolved_at: recorded?.resolved_at,
+    });
+    const again = await resolve(listing, { outcome: "nothing_owed", note });
+    expect(await again.json()).toMatchObject({ replayed: true });
+  });
+
+  it("a record contradicted before migration 0023 (kept only in the hold's text) is still read back from it when borne out", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    const recorded = await row(listing);
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 5000 }), landed());
+    await env.DB.prepare(
+      "UPDATE refunds SET nothing_owed_at = NULL, nothing_owed_note = NULL WHERE request_id = ?1",
+    )
+      .bind(listing)
+      .run();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed());
+    expect(await row(listing)).toMatchObject({
+      status: "refunded",
+      resolved_note: NOTE,
+      resolved_at: Math.floor(Number(recorded?.resolved_at) / 1000) * 1000,
+    });
+  });
+
+  it("paid by hand for 15000 while a decision raised it to 20000: the record keeps the 15000 paid, and the other 5000 is listed as owed until a hand refund records it", async () => {
+    // The person pays the 15000 shown; the other authorization expires meanwhile.
+    const { listing } = await raisedTo20000();
+    await expectOwedHeld(listing, 20000, /caller is owed the other 20000/);
+    const tx = hash();
+    const res = await resolve(listing, {
+      tx_hash: tx,
+      amount_micro: 15000,
+      note: "paid what the dashboard showed",
+    });
+    expect(res.status).toBe(200);
+    const body = await res.json<{ refund: Record<string, unknown>; rest: Record<string, unknown> }>();
+    expect(body.refund).toMatchObject({
+      status: "refunded",
+      tx_hash: tx,
+      amount_micro: 15000,
+      owed_micro: 20000,
+    });
+    const rest = `${listing}:rest`;
+    expect(body.rest).toMatchObject({ request_id: rest, status: "owed", amount_micro: 5000, payer: PAYER });
+    expect(await row(rest)).toMatchObject({
+      status: "owed",
+      amount_micro: 5000,
+      valid_before: null,
+      hold: expect.stringMatching(
+        new RegExp(`^paid by hand 15000 micro-USDC of the 20000 refund ${listing} owed`),
+      ),
+    });
+    // Listed for a person with Record refund, never sent; the listing it came from is not.
+    expect((await onDashboard(rest)).listed).toBe(true);
+    expect((await onDashboard(listing)).listed).toBe(false);
+    await neverSent(rest, 5000);
+    // The same body again answers the record (and its rest); another amount for it is refused.
+    const again = await resolve(listing, { tx_hash: tx, amount_micro: 15000 });
+    expect(await again.json()).toMatchObject({ replayed: true, rest: { request_id: rest } });
+    const otherAmount = await resolve(listing, { tx_hash: tx, amount_micro: 20000 });
+    expect(otherAmount.status).toBe(409);
+    expect((await otherAmount.json<{ refund: unknown }>()).refund).toMatchObject({
+      amount_micro: 15000,
+      owed_micro: 20000,
+    });
+    // The rest paid by hand: nothing left to list.
+    const restTx = hash();
+    const paid = await resolve(rest, { tx_hash: restTx, amount_micro: 5000 });
+    expect(await paid.json()).toMatchObject({
+      refund: { status: "refunded", amount_micro: 5000, owed_micro: 5000 },
+    });
+    expect((await onDashboard(rest)).listed).toBe(false);
+    expect(await row(`${rest}:rest`)).toBeNull();
+  });
+
+  it("paid by hand for 15000 while a decision found the partner paid the whole share (nothing owed again): recorded, and flagged overpaid", async () => {
+    const { requestId, listing } = await recordedNothingOwed();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 5000 }), landed());
+    await expectOwedHeld(listing, 15000, /the other 15000/);
+    // The person pays the 15000 shown; the second authorization lands meanwhile.
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed());
+    expect(await row(listing)).toMatchObject({ status: "refunded", tx_hash: null, resolved_note: NOTE });
+    const tx = hash();
+    const lines: unknown[] = [];
+    const warn = vi.spyOn(console, "warn").mockImplementation((l: unknown) => void lines.push(l));
+    const res = await resolve(listing, { tx_hash: tx, amount_micro: 15000, note: "paid the 15000 listed" });
+    warn.mockRestore();
+    // Before: 409 "already recorded as nothing owed", and the payment was listed nowhere.
+    expect(res.status).toBe(200);
+    expect((await res.json<{ refund: unknown }>()).refund).toMatchObject({
+      status: "refunded",
+      tx_hash: tx,
+      amount_micro: 15000,
+      owed_micro: 0,
+      nothing_owed: false,
+    });
+    expect(lines.map((l) => JSON.parse(String(l)))).toEqual([
+      {
+        level: "warn",
+        msg: "hand refund differs from what was owed",
+        refund_id: listing,
+        tx_hash: tx,
+        paid_micro: 15000,
+        owed_micro: 0,
+        overpaid_micro: 15000,
+      },
+    ]);
+    expect((await payouts()).refunds.find((r) => r.request_id === listing)).toMatchObject({
+      status: "refunded",
+      overpaid_micro: 15000,
+    });
+    // On the dashboard, flagged, with nothing to record; no rest is owed.
+    const cookie = await adminCookie(send, token);
+    const html = await (await send("/admin", { headers: { cookie } })).text();
+    const table = html.slice(html.indexOf('id="refunds-owed"'));
+    expect(table.slice(0, table.indexOf("</table>"))).toContain(`Overpaid by hand: tx ${tx} paid $0.015`);
+    expect(await row(`${listing}:rest`)).toBeNull();
+    // The person's nothing-owed record is kept beside it.
+    const kept = await env.DB.prepare("SELECT nothing_owed_note FROM refunds WHERE request_id = ?1")
+      .bind(listing)
+      .first<{ nothing_owed_note: string }>();
+    expect(kept?.nothing_owed_note).toBe(NOTE);
+  });
+
+  it("a share the partner was paid part of (none recorded): the hand refund of the rest records what it paid, and the part the partner was paid is recorded as nothing owed", async () => {
+    const { listing } = await keptInDoubt();
+    // The wallet's transfers show the partner paid 15000 of the 20000 kept: the caller gets 5000.
+    const res = await resolve(listing, { tx_hash: hash(), amount_micro: 5000, note: "partner paid 15000" });
+    expect(await res.json()).toMatchObject({
+      refund: { status: "refunded", amount_micro: 5000, owed_micro: 20000 },
+      rest: { request_id: `${listing}:rest`, status: "owed", amount_micro: 15000 },
+    });
+    const rest = `${listing}:rest`;
+    expect(await onDashboard(rest)).toEqual({ listed: true, forms: 2 });
+    const dismissed = await resolve(rest, {
+      outcome: "nothing_owed",
+      note: "partner paid 15000 (tx 0xdef…)",
+    });
+    expect(await dismissed.json()).toMatchObject({
+      refund: {
+        request_id: rest,
+        status: "refunded",
+        tx_hash: null,
+        nothing_owed: true,
+        amount_micro: 15000,
+      },
+    });
+    expect((await onDashboard(rest)).listed).toBe(false);
+    // A hand refund of it afterwards is refused: one decision per row.
+    expect((await resolve(rest, { tx_hash: hash(), amount_micro: 15000 })).status).toBe(409);
   });
 
   it("a stale repeat of a decision that bore the record out changes nothing", async () => {
@@ -801,7 +1027,9 @@ describe("a nothing-owed record a later decision contradicts", () => {
     };
     // Refunded by hand (a transfer recorded): the person's decision stands.
     const byHand = await keptInDoubt();
-    expect((await resolve(byHand.listing, { tx_hash: hash(), note: "paid it all" })).status).toBe(200);
+    expect(
+      (await resolve(byHand.listing, { tx_hash: hash(), amount_micro: 20000, note: "paid it all" })).status,
+    ).toBe(200);
     await untouched(byHand.listing, byHand.requestId);
     // Landed from the operating wallet, with its transaction or without one found (never resolved_at).
     for (const mark of [
@@ -852,7 +1080,10 @@ describe("nothing owed while an authorization is undecided and not held", () => 
     });
     expect(claim.status).toBe(409);
     expect((await claim.json<{ detail: string }>()).detail).toMatch(/Claim not held/);
-    expect((await resolve(listing, { tx_hash: hash(), note: "partner was paid 0.015" })).status).toBe(200);
+    expect(
+      (await resolve(listing, { tx_hash: hash(), amount_micro: 20000, note: "partner was paid 0.015" }))
+        .status,
+    ).toBe(200);
   });
 });
 
@@ -868,7 +1099,7 @@ describe("a hand refund of a share while an authorization of its request may sti
       `refund by hand (tx_hash) what they show the partner was not paid, once no undecided authorization of the request can land any more: wait until after ${after}`,
     );
     const before = await row(listing);
-    const res = await resolve(listing, { tx_hash: hash(), note: "refunded the caller" });
+    const res = await resolve(listing, { tx_hash: hash(), amount_micro: 20000, note: "refunded the caller" });
     expect(res.status).toBe(409);
     expect((await res.json<{ detail: string }>()).detail).toMatch(
       new RegExp(
@@ -877,7 +1108,8 @@ describe("a hand refund of a share while an authorization of its request may sti
     );
     expect(await row(listing)).toEqual(before);
     // A minute past valid_before, still not before: refused; after it: recorded.
-    const at = (s: number) => resolveRefundByHand(env, listing, hash(), undefined, { nowMs: s * 1000 });
+    const at = (s: number) =>
+      resolveRefundByHand(env, listing, hash(), 20000, undefined, { nowMs: s * 1000 });
     expect(await at(validBefore + 60)).toMatchObject({ status: "refused" });
     expect(await row(listing)).toEqual(before);
     expect(await at(validBefore + 61)).toMatchObject({
@@ -891,7 +1123,7 @@ describe("a hand refund of a share while an authorization of its request may sti
     const upstream = await authorizationTurnsUp(requestId, {
       validBefore: Math.floor(Date.now() / 1000) + 300,
     });
-    expect((await resolve(listing, { tx_hash: hash() })).status).toBe(409);
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(409);
     await applyUpstream(env.DB, upstream, { outcome: "paid", txHash: hash(), evidence: "test: landed" });
     expect(await row(listing)).toMatchObject({ status: "owed", tx_hash: null, amount_micro: 20000 });
     expect((await resolve(listing, { outcome: "nothing_owed", note: NOTE })).status).toBe(200);

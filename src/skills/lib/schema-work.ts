@@ -216,7 +216,7 @@ const uniqueUnits = (nodes: number, chars: number) => nodes / UNIQUE_NODES_PER_U
  * each listing of their keys: every evaluation of an object lists them, and an evaluation of a
  * 1,500-key object costs ~60 times one of a small value.
  */
-function meterInstance(root: unknown): { value: unknown; facts: InstanceFacts } {
+function meterInstance(root: unknown, unique: boolean): { value: unknown; facts: InstanceFacts } {
   const facts: InstanceFacts = { nodes: 0, longestString: 0, unique: new WeakMap() };
   // Nodes and characters (strings, object keys) of the value the last wrap was given.
   let nodesOf = 0;
@@ -245,7 +245,7 @@ function meterInstance(root: unknown): { value: unknown; facts: InstanceFacts } 
     charsOf = chars;
     // The patched check returns before building a key when there is no pair to compare.
     if (array) {
-      if (keys.length > 1) facts.unique.set(v as unknown[], uniqueUnits(nodes, chars));
+      if (unique && keys.length > 1) facts.unique.set(v as unknown[], uniqueUnits(nodes, chars));
       return v;
     }
     if (keys.length <= METERED_KEYS) return v;
@@ -274,6 +274,18 @@ function notingIsArray(value: unknown): value is unknown[] {
   const array = nativeIsArray(value);
   checked = array ? (value as unknown[]) : undefined;
   return array;
+}
+
+/** Whether any object in `schema` has a truthy `uniqueItems` (every subschema that has one, and more). */
+function mentionsUniqueItems(schema: unknown): boolean {
+  const stack = [schema];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== "object") continue;
+    if ((v as Record<string, unknown>).uniqueItems) return true;
+    for (const child of Object.values(v)) stack.push(child);
+  }
+  return false;
 }
 
 const size = (v: unknown) => (v === undefined ? 0 : nodeCount(v));
@@ -633,7 +645,8 @@ export function meteredValidation(
   schema = typeof schema === "object" && schema !== null ? structuredClone(schema) : schema;
   // The library's dereference defines its own hidden keys on the schema: let it run first.
   const validator = new Validator(schema, draft, false);
-  const { value, facts } = meterInstance(instance);
+  const unique = mentionsUniqueItems(schema);
+  const { value, facts } = meterInstance(instance, unique);
   const { unmetered } = meterSchema(schema, facts);
   const budget = WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * (facts.nodes + nodeCount(schema));
   // A subschema holding every key the meter could sit on would run unmetered, as much as it likes.
@@ -643,7 +656,7 @@ export function meteredValidation(
   active = meter;
   checked = undefined;
   globalThis.RegExp = Re2RegExp as unknown as RegExpConstructor;
-  Array.isArray = notingIsArray;
+  if (unique) Array.isArray = notingIsArray;
   try {
     const { valid, errors } = withShortErrorLists(listed, () => validator.validate(value));
     return { valid, errors: errors.slice(0, listed), errorCount: errors.length, used: meter.used, budget };

@@ -214,8 +214,9 @@ const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => {
 };
 
 /**
- * The success page's GET and HEAD views' budget of Stripe reads (above) for this request's client
- * IP (`checkout-stripe|ip:…`): asked by stripeView only for a read it would start. Over it the page
+ * The success page's GET views' budget of Stripe reads (above) for this request's client IP
+ * (`checkout-stripe|ip:…`; a HEAD reads nothing from Stripe, so spends none of it): asked by
+ * stripeView only for a read it would start. Over it the page
  * answers from D1 and says the check with Stripe was postponed (no 429: the views themselves have
  * checkoutPageQuota), so a buyer whose session D1 holds granted, or whose page reads a kept view,
  * never notices it.

@@ -6,8 +6,8 @@ import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from
 
 /**
  * Stripe's answer per session id, kept a few seconds per isolate (bounded), and shared by the
- * requests that ask while it is on its way: the success page refreshes itself, browsers and
- * scanners send HEADs, and anyone holding the link can reload it in a loop. Each read counts
+ * requests that ask while it is on its way: the success page refreshes itself, and anyone holding
+ * the link can reload it in a loop (a HEAD asks nothing: routes/checkout-pages.tsx). Each read counts
  * against Stripe's per-account limit (about 25 a second per endpoint), which the webhook's own
  * session reads share: a page read per request let one open session starve real buyers' grants. A
  * stale view is at most VIEW_TTL_MS old; only the webhook and the page's Reveal POST act on it, and

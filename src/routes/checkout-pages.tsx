@@ -98,13 +98,25 @@ async function renderSuccess(
 }
 
 /**
+ * What a HEAD of the success page knows of Stripe: nothing asked. A HEAD shows no page, yet it
+ * spent a Stripe read of its IP's views' budget as a GET does, so link checkers and prefetchers
+ * (and anyone sending HEADs) held back the buyer's own page on that IP; answered from D1 as a
+ * postponed view is, with the GET's status and headers.
+ */
+const HEAD_VIEW: StripeView = { remote: undefined, postponed: true };
+
+/**
  * The success page only reads: no grant, no reveal, no run (a GET or HEAD from a prefetcher or a
  * link scanner changes nothing). The key is revealed by the page's POST form below.
  */
 checkoutPageRoutes.get("/checkout/success", queryParams(successQuery), async (c) => {
   const { session_id } = c.req.valid("query");
   const session = await findSession(c.env.DB, session_id);
-  const view = await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
+  // Hono answers HEAD with this handler (the request's method stays HEAD).
+  const view =
+    c.req.method === "HEAD"
+      ? HEAD_VIEW
+      : await stripeView(c.env, session, session_id, checkoutStripeReadBudget(c));
   const reveal: RevealState =
     session?.api_key_reveal || (view.remote?.paid && !session?.api_key_id) ? "ready" : "shown";
   return renderSuccess(c, session_id, session, view, reveal);

@@ -39,9 +39,13 @@ async function reveal(id: string, ip: string) {
   return { res, body };
 }
 
-/** Spends an IP's whole minute of the views' Stripe reads (`checkout-stripe|ip:…`). */
-async function spend(budget: "checkout-stripe", ip: string) {
-  for (let i = 0; i < CHECKOUT_STRIPE_READS_PER_MINUTE; i++) {
+/** Spends an IP's minute of the views' Stripe reads (`checkout-stripe|ip:…`): all of it, or `times`. */
+async function spend(
+  budget: "checkout-stripe",
+  ip: string,
+  times: number = CHECKOUT_STRIPE_READS_PER_MINUTE,
+) {
+  for (let i = 0; i < times; i++) {
     await env.RL_PAYER_HEAVY.limit({ key: `${budget}|ip:${ip}` });
   }
 }
@@ -102,6 +106,33 @@ describe("the public success page cannot spend Stripe's rate limit", () => {
     expect(new Set([...statuses, ...together.map((r) => r.status)])).toEqual(new Set([200]));
     expect(await stripeReads(id)).toBe(1);
   });
+
+  it("a HEAD reads nothing from Stripe and spends none of its IP's reads: a GET from that IP still asks Stripe", async () => {
+    await freshWindow();
+    const ip = randomIp();
+    // Paid at Stripe, the webhook late: the state in which a GET asks Stripe.
+    const [headed, viewed] = await Promise.all([createCheckout("sha256"), createCheckout("sha256")]);
+    await Promise.all([pay(headed), pay(viewed)]);
+    // One read left in this IP's minute.
+    await spend("checkout-stripe", ip, CHECKOUT_STRIPE_READS_PER_MINUTE - 1);
+    const heads = [await page(headed, ip, "HEAD"), await page(headed, ip, "HEAD")];
+    for (const head of heads) {
+      expect(head.status).toBe(200);
+      expect(head.headers.get("cache-control")).toBe("no-store");
+      expect(head.headers.get("x-robots-tag")).toBe("noindex, nofollow");
+      expect(head.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(await head.text()).toBe("");
+    }
+    expect(await stripeReads(headed)).toBe(0);
+    // Before, the first HEAD spent that last read, and this GET was told the check was postponed.
+    const view = await page(viewed, ip);
+    const body = await view.text();
+    expect(body).not.toContain(POSTPONED);
+    expect(body).toContain("Payment received");
+    expect(await stripeReads(viewed)).toBe(1);
+    // An unknown session's HEAD is the GET's 404, as before.
+    expect((await page("cs_test_made_up_head", ip, "HEAD")).status).toBe(404);
+  }, 120_000);
 
   it(`one IP gets ${LIMITS.RL_IP} success-page requests a minute, then 429 without a Stripe read; other IPs are untouched`, async () => {
     await freshWindow();

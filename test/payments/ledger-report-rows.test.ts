@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
+import { countingDb } from "../fixtures/rows-read";
 
 // GET /api/admin/payments over a ledger of a few thousand payments and refunds: a filtered view
 // reads about what it shows, and answers what the query before it answered on the same rows.
@@ -50,48 +51,7 @@ async function oldReport(db: D1Database, q: { resource?: string; request_id?: st
 }
 
 /** env.DB, summing the rows read (meta.rows_read) by statements on the payments or refunds tables. */
-function countingDb(db: D1Database) {
-  const seen = { ledgerRows: 0 };
-  const ledger = (sql: string) => /FROM (payments|refunds)\b/.test(sql);
-  const inner = new WeakMap<object, { stmt: D1PreparedStatement; sql: string }>();
-  const count = (sql: string, r: { meta?: { rows_read?: number } }) => {
-    if (ledger(sql)) seen.ledgerRows += r.meta?.rows_read ?? 0;
-  };
-  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
-    const w = new Proxy(stmt, {
-      get(target, prop) {
-        if (prop === "bind") return (...a: unknown[]) => wrap(target.bind(...a), sql);
-        if (prop === "all" || prop === "run")
-          return async () => {
-            const r = await target[prop]();
-            count(sql, r);
-            return r;
-          };
-        const v = Reflect.get(target, prop, target);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
-    inner.set(w, { stmt, sql });
-    return w;
-  };
-  const counted = new Proxy(db, {
-    get(target, prop) {
-      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
-      if (prop === "batch")
-        return async (stmts: D1PreparedStatement[]) => {
-          const given = stmts.map((s) => inner.get(s));
-          const results = await target.batch(
-            given.map((g, i) => g?.stmt ?? (stmts[i] as D1PreparedStatement)),
-          );
-          for (const [i, r] of results.entries()) count(given[i]?.sql ?? "", r);
-          return results;
-        };
-      const v = Reflect.get(target, prop, target);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
-  return { db: counted, seen };
-}
+const countingLedgerDb = (db: D1Database) => countingDb(db, (sql) => /FROM (payments|refunds)\b/.test(sql));
 
 beforeAll(async () => {
   const now = Date.now();
@@ -158,7 +118,7 @@ describe("GET /api/admin/payments over thousands of payments and refunds", () =>
 
   it("a view of one request id reads a handful of ledger rows, not the tables", async () => {
     const q = paymentsQuery.parse({ request_id: id(1400) });
-    const counting = countingDb(env.DB);
+    const counting = countingLedgerDb(env.DB);
     const report = await ledgerReport(counting.db, q);
     expect(report.payments).toHaveLength(1);
     // Its own refund, owed; its kept share owed to nobody, refunded to nobody.
@@ -169,25 +129,25 @@ describe("GET /api/admin/payments over thousands of payments and refunds", () =>
       nothing_owed_atomic: 7,
     });
     const old = await oldReport(env.DB, q);
-    console.log(`?request_id=… read ${counting.seen.ledgerRows} ledger rows; before: ${old.rowsRead}`);
+    console.log(`?request_id=… read ${counting.seen.rows} ledger rows; before: ${old.rowsRead}`);
     expect(old.rowsRead).toBeGreaterThan(4 * SEEDED);
-    expect(counting.seen.ledgerRows).toBeLessThanOrEqual(10);
+    expect(counting.seen.rows).toBeLessThanOrEqual(10);
   });
 
   it("a view of one resource reads about its own payments and refunds", async () => {
     const q = paymentsQuery.parse({ resource: resourceOf(2) });
-    const counting = countingDb(env.DB);
+    const counting = countingLedgerDb(env.DB);
     const report = await ledgerReport(counting.db, q);
     expect(report.totals).toMatchObject({ count: SEEDED / 3 });
     const old = await oldReport(env.DB, q);
-    console.log(`?resource=… read ${counting.seen.ledgerRows} ledger rows; before: ${old.rowsRead}`);
+    console.log(`?resource=… read ${counting.seen.rows} ledger rows; before: ${old.rowsRead}`);
     // Its 1,000 payments (an index entry and a row each) read by each of the three statements,
     // and their refunds by the join: none of the other resources' rows.
     const own = SEEDED / 3;
     // Those the totals count, and the ones owed to nobody they leave out (7 micro-USDC each).
     const refunds = report.refunds as { count: number; nothing_owed_atomic: number };
     const ownRefunds = Number(refunds.count) + Number(refunds.nothing_owed_atomic) / 7;
-    expect(counting.seen.ledgerRows).toBeLessThanOrEqual(3 * 2 * own + ownRefunds + 50);
-    expect(counting.seen.ledgerRows).toBeLessThan(old.rowsRead);
+    expect(counting.seen.rows).toBeLessThanOrEqual(3 * 2 * own + ownRefunds + 50);
+    expect(counting.seen.rows).toBeLessThan(old.rowsRead);
   });
 });

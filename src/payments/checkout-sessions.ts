@@ -57,7 +57,7 @@ export async function findSession(db: D1Database, id: string) {
 export const UNPAID_PAYLOADS_MAX_BYTES = 256 * 1024 * 1024;
 
 /**
- * What unpaid sessions hold: the running total of migration 0023, one row that triggers move with
+ * What unpaid sessions hold: the running total of migration 0024, one row that triggers move with
  * every write of payload_bytes or api_key_id, in the same statement. Summing payload_bytes over
  * the unpaid rows' index read every unpaid row (D1 bills rows read): with 200,000 unpaid checkouts,
  * free to create, each checkout with a payload read 200,001 rows twice. A payload is written with
@@ -166,7 +166,7 @@ export async function recordSession(
       UNPAID_PAYLOADS_MAX_BYTES,
     )
     .run();
-  // Not `=== 1`: D1 counts the total's trigger (migration 0023) among an INSERT's changes.
+  // Not `=== 1`: D1 counts the total's trigger (migration 0024) among an INSERT's changes.
   if (meta.changes > 0 || !stored) return true;
   // Whether it was recorded before (a retry Stripe replayed): its row, not its payload, is read.
   return (await db.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(s.id).first()) !== null;
@@ -505,7 +505,7 @@ async function grantCredits(
       .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId, paymentIntent),
   ]);
   if (!results) return "duplicate_event";
-  // > 0: taking a payload out of the unpaid total (its trigger, migration 0023) counts as a change too.
+  // > 0: taking a payload out of the unpaid total (its trigger, migration 0024) counts as a change too.
   return (results[results.length - 1]?.meta.changes ?? 0) > 0 ? "granted" : "already_granted";
 }
 
@@ -523,6 +523,6 @@ export async function failSession(db: D1Database, sessionId: string, event: Stri
       .bind(sessionId, Date.now()),
   ]);
   if (!r) return "duplicate_event";
-  // > 0: clearing a counted payload moves the unpaid total by trigger (migration 0023), a change too.
+  // > 0: clearing a counted payload moves the unpaid total by trigger (migration 0024), a change too.
   return (r[1]?.meta.changes ?? 0) > 0 ? "payment_failed" : "unknown_or_granted_session";
 }

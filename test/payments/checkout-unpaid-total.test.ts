@@ -19,7 +19,7 @@ import {
 
 /**
  * What unpaid checkouts' payloads hold together (the 256 MiB cap, checkout-unpaid-payloads.test.ts)
- * is read from a running total (migration 0023), not summed over every unpaid row at each
+ * is read from a running total (migration 0024), not summed over every unpaid row at each
  * checkout: creating a checkout is free, and with 200,000 unpaid ones each checkout with a payload
  * read 200,001 rows, twice (D1 bills rows read). The total must stay the sum whatever writes a
  * payload or its session's key, or the cap drifts: too high refuses buyers, too low lets D1 fill.
@@ -205,8 +205,8 @@ describe("the total of unpaid payloads", () => {
   });
 });
 
-it("migration 0023 starts the total from the rows already there: unpaid measured payloads only", async () => {
-  const { names, apply, insert, renamed, drop } = await migrationSandbox("m0023_");
+it("migration 0024 starts the total from the rows already there: unpaid measured payloads only", async () => {
+  const { names, apply, insert, renamed, drop } = await migrationSandbox("m0024_");
   // Found by its name, not its number (a merge may renumber it).
   const migration = names.find((n) => n.endsWith("_checkout_unpaid_payload_total.sql")) as string;
   expect(migration).toBeDefined();

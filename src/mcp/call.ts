@@ -13,6 +13,7 @@ import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempoten
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
 import { RAW_ARGUMENTS, RawArguments } from "./arguments";
+import { cardKeyUse } from "./card-key";
 import {
   CREDITS_META,
   IDEMPOTENCY_KEY_META,
@@ -33,8 +34,11 @@ export interface CallContext {
   /** Origin of the MCP request: the internal call goes to the same host, so the price and the
    * x402 resource URL are those of the HTTP route. */
   origin: string;
-  /** The MCP request's `Authorization`, forwarded only when it is a card-credit key. */
+  /** The MCP request's `Authorization`, forwarded only when it is a card-credit key that pays the
+   * tool (card-key.ts). */
   authorization: string | undefined;
+  /** Where the card key's skill is read (card-key.ts). */
+  db: D1Database;
   /**
    * The MCP client's IP (`CF-Connecting-IP`, set by Cloudflare), carried to the internal request
    * so its calls count against that client's rate limits, not one bucket shared by every client.
@@ -42,8 +46,6 @@ export interface CallContext {
   clientIp: string | undefined;
   dispatch: Dispatch;
 }
-
-const CARD_KEY = /^Bearer\s+mk_/i;
 
 const toolError = (structured: Record<string, unknown>, text: string): CallToolResult => ({
   isError: true,
@@ -112,6 +114,7 @@ function buildRequest(
   args: Record<string, unknown>,
   payment: string | undefined,
   idempotencyKey: string | undefined,
+  cardKey: string | undefined,
   ctx: CallContext,
 ) {
   const url = new URL(t.path, ctx.origin);
@@ -134,7 +137,7 @@ function buildRequest(
   if (payment) headers.set("payment-signature", payment);
   if (idempotencyKey !== undefined) headers.set("idempotency-key", idempotencyKey);
   if (ctx.clientIp) headers.set("cf-connecting-ip", ctx.clientIp);
-  if (ctx.authorization && CARD_KEY.test(ctx.authorization)) headers.set("authorization", ctx.authorization);
+  if (cardKey) headers.set("authorization", cardKey);
   return new Request(url, { method: t.method, headers, body });
 }
 
@@ -160,6 +163,17 @@ export const MCP_TEXT_COPY_MAX = 1024 * 1024;
 /** What the result of a paid call over MCP_TEXT_COPY_MAX says about its receipt (see callTool). */
 const bigResultReceipt = (t: McpTool) =>
   `Its receipt (_meta["${RECEIPT_META}"]) is signed over the exact JSON text of the HTTP answer, which a result this large does not carry, and structuredContent serialised again need not give those bytes: this result cannot be checked against its receipt. For a receipt you can check on a result this large, call ${t.method} ${t.path} over HTTP.`;
+
+/**
+ * The text of a result that asks for payment: the x402 MCP transport's `{"x402/error": {code: 402,
+ * message, data: <PaymentRequired>}}`, the only place the @x402/mcp client looks for the offer (a
+ * bare PaymentRequired there was never paid by it). Payers that read structuredContent or
+ * `_meta["x402/error"]` get the same PaymentRequired there.
+ */
+function x402ErrorText(data: Record<string, unknown>): string {
+  const message = typeof data.error === "string" ? data.error : "Payment required";
+  return JSON.stringify({ [PAYMENT_ERROR_META]: { code: 402, message, data } });
+}
 
 function detailText(json: unknown, fallback: string): string {
   if (isRecord(json)) {
@@ -195,11 +209,13 @@ export async function callTool(
       `_meta["${IDEMPOTENCY_KEY_META}"] (not charged): ${IDEMPOTENCY_KEY_MESSAGE}`,
     );
   }
-  const req = buildRequest(t, args, payment, idempotencyKey, ctx);
+  const keyUse = await cardKeyUse(ctx.db, ctx.authorization, t);
+  const cardKey = keyUse.forward ? ctx.authorization : undefined;
+  const req = buildRequest(t, args, payment, idempotencyKey, cardKey, ctx);
   markMcpRequest(req, t.tool.name);
   // What is read of the request and of the answer is taken out of them: neither (nor its body) is
   // held while the answer is parsed and sent on.
-  const sentCardKey = req.headers.has("authorization");
+  const sentCardKey = cardKey !== undefined;
   const res = await ctx.dispatch(req);
   const { status, headers } = res;
   const text = await res.text();
@@ -251,25 +267,32 @@ export async function callTool(
 
   const required = status === 402 ? headers.get("payment-required") : null;
   if (required) {
-    // x402 MCP transport: the PaymentRequired itself, as structured content and as its JSON text;
-    // a refused payment adds why (its `error` and snake_case `reason`).
+    // x402 MCP transport: the PaymentRequired itself as structured content, and in its `x402/error`
+    // wrapper as the text; a refused payment adds why (its `error` and snake_case `reason`).
     const paymentRequired = decodePaymentRequiredHeader(required) as unknown as Record<string, unknown>;
     const body = isRecord(json) ? json : {};
     // A refusal's reason; or, when a card key was sent (a known key of this tool, or the gate would
-    // have answered 401/403), the route's note that it has no credits left, as HTTP callers read it.
+    // have answered 401/403), the route's note that it has no credits left, as HTTP callers read it;
+    // or why the connection's key was not sent (card-key.ts).
     const refused =
       typeof body.reason === "string" && body.reason !== "payment_required"
         ? { error: body.error ?? paymentRequired.error, reason: body.reason }
         : sentCardKey && typeof body.error === "string"
           ? { error: body.error }
-          : {};
+          : !keyUse.forward && keyUse.note
+            ? { error: keyUse.note }
+            : {};
     const structured = { ...paymentRequired, ...refused };
     // Also under `_meta["x402/error"]`: Cloudflare Agents' withX402Client reads the offer only
     // there (the x402 MCP clients read structuredContent); without it such an agent never pays.
-    return withSettlement({
-      ...toolError(structured, JSON.stringify(structured)),
+    const offer = withSettlement({
+      ...toolError(structured, ""),
       _meta: { [PAYMENT_ERROR_META]: structured },
     });
+    return {
+      ...offer,
+      content: [{ type: "text", text: x402ErrorText(offer.structuredContent ?? structured) }],
+    };
   }
 
   if (status === 422 && isRecord(json) && Array.isArray(json.detail)) {

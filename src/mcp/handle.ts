@@ -78,6 +78,7 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     origin: new URL(c.req.url).origin,
     // A card key in any form the HTTP gate takes (X-API-Key, a bare mk_…) pays over MCP too.
     authorization: cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")),
+    db: env.DB,
     clientIp: c.req.header("cf-connecting-ip"),
     dispatch: async (req) => appFetch(req, env, ctx),
   });

@@ -20,6 +20,8 @@ export interface McpTool {
   argumentsIn: "body" | "query";
   /** Older names tools/call still answers to (not listed). */
   aliases?: string[];
+  /** The skill whose card credits pay this tool; none for partner and refinery tools (x402 only). */
+  creditSkill?: string;
 }
 
 const withoutDialect = ({ $schema: _drop, ...schema }: JsonSchema) => schema;
@@ -196,6 +198,7 @@ function fromSellable(item: Sellable): McpTool {
     method: "POST",
     path: item.path,
     argumentsIn: "body",
+    ...(skill ? { creditSkill: skill.id } : {}),
   };
 }
 

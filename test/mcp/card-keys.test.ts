@@ -1,0 +1,111 @@
+import { env } from "cloudflare:test";
+import type { PaymentRequired } from "@x402/core/types";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { hashKey } from "../../src/payments/credits";
+import { skills } from "../../src/skills/registry";
+import { callsLeft, keyWith } from "../fixtures/credits";
+import { unsignedPayment } from "../fixtures/payments";
+import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
+import { mcpCall } from "../helpers";
+
+// A card key on an MCP connection (src/mcp/card-key.ts): the connection's headers go with every
+// call, so a key pays only the calls of its own skill and stands in the way of no other payment.
+const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
+const app = createApp();
+/** The facilitator double settles this payer's authorizations. */
+const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
+
+const callTool = async (name: string, args: unknown, meta?: Record<string, unknown>, headers = {}) =>
+  (await mcpCall(app, paidEnv, name, args, meta, headers)).result;
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+const priceOf = (id: string) => skills.find((s) => s.id === id)?.price_atomic.toString();
+
+/** A payment for the offer of an unpaid call of `tool` (made on a connection without a key). */
+async function paymentFor(tool: string, args: unknown) {
+  const unpaid = await callTool(tool, args);
+  const { payload, nonce } = unsignedPayment(
+    unpaid.structuredContent as unknown as PaymentRequired,
+    SETTLES_OK,
+  );
+  const { network, asset } = payload.accepted;
+  const claim = `${network}:${asset}:${SETTLES_OK}:${nonce}`.toLowerCase();
+  return {
+    payload,
+    settles: () => upstreamRequests(`facilitator-settle nonce=${nonce}`),
+    ledger: async () =>
+      (await env.DB.prepare("SELECT resource FROM payments WHERE nonce = ?1").bind(claim).all()).results,
+  };
+}
+
+describe("MCP: a card key on the connection pays its own skill and blocks no other payment", () => {
+  it("an unpaid call of another skill gets that skill's x402 offer, with a note that the key buys its own skill only", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    const result = await callTool("sha256", { text: "x" }, undefined, bearer(key));
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      x402Version: 2,
+      accepts: [expect.objectContaining({ amount: priceOf("sha256") })],
+    });
+    expect(result.structuredContent?.error).toMatch(/buys calls of slugify only: pay this call with x402/);
+    expect(result._meta?.["x402/error"]).toEqual(result.structuredContent);
+    expect(await callsLeft(env.DB, key)).toBe(3);
+  });
+
+  it("a paid call of another skill settles its x402 payment and spends no credit", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    const pay = await paymentFor("sha256", { text: "abc" });
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload }, bearer(key));
+    expect(result.isError, result.content[0]?.text).toBeFalsy();
+    expect(String(result.structuredContent?.hex)).toMatch(/^ba7816bf/);
+    expect(result._meta?.["x402/payment-response"]).toMatchObject({ success: true, payer: SETTLES_OK });
+    expect(result._meta).not.toHaveProperty("marketplace/credits-remaining");
+    expect(await pay.settles()).toBe(1);
+    expect(await pay.ledger()).toEqual([{ resource: "mcp:sha256" }]);
+    expect(await callsLeft(env.DB, key)).toBe(3);
+  });
+
+  it("a call of the key's own skill spends one credit; with an x402 payment beside it, still one credit and no USDC", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    const own = await callTool("slugify", { text: "Own Skill" }, undefined, bearer(key));
+    expect(own.structuredContent).toMatchObject({ slug: "own-skill" });
+    expect(own._meta?.["marketplace/credits-remaining"]).toBe(2);
+    const pay = await paymentFor("slugify", { text: "Both" });
+    const both = await callTool("slugify", { text: "Both" }, { "x402/payment": pay.payload }, bearer(key));
+    expect(both.structuredContent).toMatchObject({ slug: "both" });
+    expect(both._meta?.["marketplace/credits-remaining"]).toBe(1);
+    expect(both._meta).not.toHaveProperty("x402/payment-response");
+    expect(await pay.settles()).toBe(0);
+    expect(await pay.ledger()).toEqual([]);
+    expect(await callsLeft(env.DB, key)).toBe(1);
+  });
+
+  it("a key that cannot pay at all (unknown, malformed, frozen by a dispute) gets the offer and why, and a payment beside it settles", async () => {
+    const frozen = await keyWith(env.DB, 3, "slugify");
+    await env.DB.prepare("UPDATE api_keys SET dispute_status = 'open' WHERE key_hash = ?1")
+      .bind(await hashKey(frozen))
+      .run();
+    const cases: [string, RegExp][] = [
+      [`Bearer mk_${crypto.randomUUID().replaceAll("-", "")}`, /key on this connection is unknown/],
+      ["Bearer mk_short", /key on this connection is malformed/],
+      [`Bearer ${frozen}`, /credits are frozen/],
+    ];
+    for (const [authorization, why] of cases) {
+      const result = await callTool("slugify", { text: "x" }, undefined, { authorization });
+      expect(result.structuredContent?.accepts, authorization).toHaveLength(1);
+      expect(result.structuredContent?.error, authorization).toMatch(why);
+    }
+    const pay = await paymentFor("slugify", { text: "Paid" });
+    const paid = await callTool("slugify", { text: "Paid" }, { "x402/payment": pay.payload }, bearer(frozen));
+    expect(paid.structuredContent).toMatchObject({ slug: "paid" });
+    expect(await pay.settles()).toBe(1);
+  });
+
+  it("a partner tool's unpaid call on a key's connection gets its offer, saying card credits pay skills only", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    const result = await callTool("pricefeed__price_coin", { coin: "eth" }, undefined, bearer(key));
+    expect(result.structuredContent?.accepts).toHaveLength(1);
+    expect(result.structuredContent?.error).toMatch(/^Card credits pay skill tools only/);
+    expect(await callsLeft(env.DB, key)).toBe(3);
+  });
+});

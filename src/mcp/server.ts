@@ -5,7 +5,6 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
@@ -28,13 +27,27 @@ export interface McpServerContext extends CallContext {
 
 const FREE_BETA_NOTE =
   "Free beta: skill tools answer without payment for now; partner services and refinery recipes are still paid. ";
-const INSTRUCTIONS = `Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).`;
+const INSTRUCTIONS = `Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits: a key pays its own skill's calls, and every other call on that connection is paid with x402 as above (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).`;
 
 /**
  * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist
  * as JSON Schema in the registry, so no zod-to-schema layer (McpServer) is needed. The cfworker
  * validator replaces the SDK's default ajv, which compiles schemas with eval (forbidden in Workers).
  */
+/**
+ * A JSON-RPC error of a handler, its message sent as written. The SDK answers a thrown error with
+ * its `code` and `message`, and its McpError writes "MCP error <code>: " into the message (the
+ * client's McpError adds it again: "MCP error -32602: MCP error -32602: Unknown tool…").
+ */
+class RpcFailure extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * The SDK parses a request with the handler's schema before its own checks and turns a failed
  * parse into -32603 (internal error). Handlers that take params are registered with a schema that
@@ -43,7 +56,7 @@ const INSTRUCTIONS = `Every tool is one paid skill or partner service; tools/lis
 function parseParams<T extends z.ZodType>(schema: T, request: unknown): z.infer<T> {
   const parsed = schema.safeParse(request);
   if (!parsed.success) {
-    throw new McpError(
+    throw new RpcFailure(
       ErrorCode.InvalidParams,
       `Invalid params: ${z.prettifyError(parsed.error as z.ZodError)}`,
     );
@@ -63,7 +76,7 @@ const RESOURCE_TEMPLATES_LIST = anyParams("resources/templates/list");
 function onePage(schema: z.ZodType<{ params?: { cursor?: string } }>, raw: unknown) {
   const cursor = parseParams(schema, raw).params?.cursor;
   if (cursor !== undefined)
-    throw new McpError(ErrorCode.InvalidParams, `Invalid params: unknown cursor ${cursor}`);
+    throw new RpcFailure(ErrorCode.InvalidParams, `Invalid params: unknown cursor ${cursor}`);
 }
 
 export function createMcpServer(ctx: McpServerContext): Server {
@@ -87,7 +100,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
     const request = parseParams(CallToolRequestSchema, raw);
     const tool = byName.get(request.params.name);
     if (!tool) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}. See tools/list.`);
+      throw new RpcFailure(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}. See tools/list.`);
     }
     return callTool(tool, request.params.arguments ?? {}, request.params._meta, ctx);
   });
@@ -112,7 +125,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
     }
     const skill = skills.find((s) => docsUri(s) === uri);
     // -32002: "Resource not found" in the MCP specification.
-    if (!skill) throw new McpError(-32002, `Unknown resource: ${uri}. See resources/list.`);
+    if (!skill) throw new RpcFailure(-32002, `Unknown resource: ${uri}. See resources/list.`);
     return {
       contents: [
         { uri, mimeType: "text/markdown", text: skillDocs(skill, byName.get(skill.id), ctx.baseUrl) },

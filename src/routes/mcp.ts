@@ -5,6 +5,7 @@ import { bodyText, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nonFiniteItems, scanJson
 import { withExactArguments, withRawArguments } from "../mcp/arguments";
 import type { AppFetch } from "../mcp/handle";
 import { MCP_ENVELOPE_CONTAINERS, MCP_ENVELOPE_DEPTH, MCP_MAX_BODY_BYTES, MCP_PATH } from "../mcp/limits";
+import { notLocal } from "../mcp/local-origin";
 import { rpcError } from "../mcp/rpc-error";
 
 export type { AppFetch } from "../mcp/handle";
@@ -32,6 +33,13 @@ const loadHandler = () => {
  */
 export function mcpRoutes(appFetch: AppFetch) {
   const routes = new Hono<AppEnv>();
+
+  // First, for every method: a DNS-rebinding page gets nothing of a local server (local-origin.ts).
+  routes.use(MCP_PATH, async (c, next) => {
+    const refused = notLocal(c.env.BASE_URL, c.req.url, c.req.header("host"), c.req.header("origin"));
+    if (refused) return rpcError(c, 403, -32000, refused);
+    await next();
+  });
 
   const postOnly = (c: Context<AppEnv>) =>
     rpcError(c, 405, -32000, "Method Not Allowed: this stateless MCP server takes POST only", {

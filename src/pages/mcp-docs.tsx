@@ -68,7 +68,11 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
       <CodeBlock>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</CodeBlock>
       <p>
         Or pay skill tools from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send
-        it on every request (partner services and refinery recipes take x402 only).
+        it on every request (partner services and refinery recipes take x402 only). A key buys calls of its
+        own skill: those it pays, even beside an x402 payment (one credit, no USDC). Any other call on the
+        connection is paid as if the key were not there, by the x402 payment in its <code>_meta</code>, or,
+        unpaid, gets the offer with a note (<code>error</code>) that the key only buys its own skill. An
+        unknown key, or one frozen by a dispute, gets the offer too, with why.
       </p>
       <CodeBlock>{JSON.stringify(mcpClientConfig(cfg, true), null, 2)}</CodeBlock>
       <h2>Paying a call with x402</h2>
@@ -77,15 +81,17 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
           Call the tool without payment:
           <CodeBlock>{JSON.stringify(unpaid)}</CodeBlock>
           The result has <code>isError: true</code>; its <code>structuredContent</code> (and{" "}
-          <code>content[0].text</code>, and <code>_meta["{PAYMENT_ERROR_META}"]</code> for payers that read it
-          there) is the x402 v2 <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of
-          the skill.
+          <code>_meta["{PAYMENT_ERROR_META}"]</code> for payers that read it there) is the x402 v2{" "}
+          <code>PaymentRequired</code>, the same offer as the HTTP <code>402</code> of the skill, and{" "}
+          <code>content[0].text</code> is it in the x402 MCP transport's wrapper,{" "}
+          <code>{'{"x402/error":{"code":402,"message":…,"data":<PaymentRequired>}}'}</code>.
         </li>
         <li>
           Sign it (<code>x402Client</code> of <code>@x402/core</code> with the <code>exact</code> scheme of{" "}
           <code>@x402/evm</code>) and call again with the payment payload in <code>_meta</code>, naming the
-          offer's <code>resource</code> or none (a payment naming another one is refused with{" "}
-          <code>reason: "resource_mismatch"</code>):
+          offer's <code>resource</code> or none. A payment made for another tool is refused, nothing charged:
+          with <code>reason: "extension_echo_mismatch"</code> when it echoes that tool's offer extensions (as
+          the <code>@x402/core</code> client does), else with <code>reason: "resource_mismatch"</code>:
           <CodeBlock>{JSON.stringify(paid)}</CodeBlock>
         </li>
         <li>

@@ -96,7 +96,8 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
     expect(unpaid.isError).toBe(true);
     const required = paymentRequiredOf(unpaid) as PaymentRequired;
     expect(required).toBeDefined();
-    expect(JSON.parse(unpaid.content[0]?.text ?? "")).toEqual(required);
+    // The x402 MCP transport's text wrapper, where the @x402/mcp client reads the offer.
+    expect(JSON.parse(unpaid.content[0]?.text ?? "")["x402/error"]).toMatchObject({ code: 402, data: required });
     // The same offer as the HTTP 402 of the skill.
     const http = await fetch(`${stack.base_url}/api/skills/token-count`, { method: "POST", body: "{}" });
     expect(http.status).toBe(402);
@@ -221,9 +222,22 @@ describe("MCP paid with card credits", () => {
       expect(result.structuredContent).toMatchObject({ slug: "paid-by-card-over-mcp" });
       expect(result._meta?.["marketplace/credits-remaining"]).toBe(checkout.calls - 1);
       expect(result._meta?.["x402/payment-response"]).toBeUndefined();
+      // Another skill on the key's connection: its x402 offer, and a payment for it settles.
       const foreign = (await carded.callTool({ name: "sha256", arguments: { text: "x" } })) as ToolResult;
-      expect(foreign.isError).toBe(true);
-      expect(foreign.content[0]?.text).toMatch(/^Card-credit key refused: This key buys calls of slugify/);
+      expect(foreign.structuredContent?.error).toMatch(/buys calls of slugify only/);
+      const b = buyer(7);
+      const before = await balance(b.address);
+      const payment = (await signPayment(b.privateKey, paymentRequiredOf(foreign))) as PaymentPayload;
+      const paidOther = (await carded.callTool({
+        name: "sha256",
+        arguments: { text: "x" },
+        _meta: { "x402/payment": payment },
+      })) as ToolResult;
+      expect(paidOther.isError, paidOther.content[0]?.text).toBeFalsy();
+      expect(paidOther._meta?.["x402/payment-response"]).toMatchObject({ success: true });
+      expect(before - (await balance(b.address))).toBe(
+        BigInt(paymentRequiredOf(foreign)?.accepts[0]?.amount ?? 0),
+      );
       const credits = await fetch(`${stack.base_url}/api/credits`, {
         headers: { authorization: `Bearer ${key}` },
       });

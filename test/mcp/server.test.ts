@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { MAX_JSON_DEPTH } from "../../src/http/json-text";
@@ -11,7 +12,7 @@ import { PARTNERS } from "../../src/partners/data";
 import { servicePrices } from "../../src/partners/pricing";
 import { hashKey } from "../../src/payments/credits";
 import { inputJsonSchema, outputJsonSchema, skills } from "../../src/skills/registry";
-import { unsignedPayment } from "../fixtures/payments";
+import { signedPayment, unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 
 // The MCP surface in workerd: protocol and errors against the real app, payments against the
@@ -242,7 +243,8 @@ describe("MCP protocol surface", () => {
     it("unknown tool: -32602, and nothing is dispatched or charged", async () => {
       const answer = await rpc("tools/call", { name: "no_such_tool", arguments: {} });
       expect(answer.error?.code).toBe(-32602);
-      expect(answer.error?.message).toContain("no_such_tool");
+      // As written: the SDK's McpError put "MCP error -32602: " before it (and its client again).
+      expect(answer.error?.message).toBe("Unknown tool: no_such_tool. See tools/list.");
     });
     it("tools/call without a name, resources/read without a uri: -32602", async () => {
       expect((await rpc("tools/call", { arguments: {} })).error?.code).toBe(-32602);
@@ -412,7 +414,7 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(answer.result?.isError).toBeFalsy();
   });
 
-  it("unpaid: isError with the x402 v2 PaymentRequired of the HTTP route, as structuredContent and as content[0].text", async () => {
+  it("unpaid: isError with the x402 v2 PaymentRequired of the HTTP route, as structuredContent and in content[0].text's x402/error wrapper", async () => {
     const result = await callTool("sha256", { text: "abc" });
     expect(result.isError).toBe(true);
     const http = await app.fetch(
@@ -421,12 +423,29 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     );
     const httpRequired = decodePaymentRequiredHeader(http.headers.get("payment-required") as string);
     expect(result.structuredContent).toEqual(httpRequired);
-    expect(JSON.parse(result.content[0]?.text ?? "")).toEqual(httpRequired);
+    // The x402 MCP transport's text, the only place the @x402/mcp client reads the offer.
+    expect(JSON.parse(result.content[0]?.text ?? "")).toEqual({
+      "x402/error": { code: 402, message: httpRequired.error ?? "Payment required", data: httpRequired },
+    });
     // Where Cloudflare Agents' withX402Client (and other MCP payers) read the offer.
     expect(result._meta?.["x402/error"]).toEqual(httpRequired);
     expect(httpRequired.accepts[0]?.amount).toBe(
       skills.find((s) => s.id === "sha256")?.price_atomic.toString(),
     );
+  });
+
+  it("a payer that reads the offer only from content[0].text's x402/error wrapper (the @x402/mcp client) pays", async () => {
+    const unpaid = await callTool("sha256", { text: "abc" });
+    // @x402/mcp's x402MCPClient: isError, a text item, JSON with x402/error {code 402, message, data}.
+    const wrapped = JSON.parse(unpaid.content[0]?.text ?? "")["x402/error"];
+    expect(unpaid.isError && wrapped?.code === 402 && typeof wrapped.message === "string").toBe(true);
+    const pay = await signedPayment(
+      wrapped.data as PaymentRequired,
+      privateKeyToAccount(generatePrivateKey()),
+    );
+    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
+    expect(result.isError, result.content[0]?.text).toBeFalsy();
+    expect(await nonceRow(pay.key)).toEqual({ status: "settled", resource: "mcp:sha256" });
   });
 
   it("paid: the result, the settle response in _meta, one ledger row named mcp:<tool>", async () => {
@@ -447,6 +466,30 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(again.isError).toBe(true);
     expect(again.structuredContent?.reason).toBe("payment_authorization_reused");
     expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(1);
+  });
+
+  it("a payment made for another tool is refused as /docs/mcp says, nothing settled: extension_echo_mismatch as x402 clients echo the offer, else resource_mismatch", async () => {
+    const forSha = (await callTool("sha256", { text: "abc" }))
+      .structuredContent as unknown as PaymentRequired;
+    // What @x402/core's client sends: the offer's resource and its extensions echoed.
+    const echoed = paymentFor(forSha);
+    const asClients = await callTool(
+      "slugify",
+      { text: "x" },
+      {
+        "x402/payment": { ...echoed.payload, extensions: forSha.extensions },
+      },
+    );
+    expect(asClients.structuredContent).toMatchObject({ reason: "extension_echo_mismatch" });
+    const bare = paymentFor(forSha);
+    const named = await callTool("slugify", { text: "x" }, { "x402/payment": bare.payload });
+    expect(named.structuredContent).toMatchObject({ reason: "resource_mismatch" });
+    for (const p of [echoed, bare]) {
+      expect(await upstreamRequests(`facilitator-settle nonce=${p.nonce}`)).toBe(0);
+    }
+    const docs = await (await app.fetch(new Request(`${ORIGIN}/docs/mcp`), paidEnv)).text();
+    expect(docs).toContain("<code>reason: &quot;extension_echo_mismatch&quot;</code>");
+    expect(docs).toContain("<code>reason: &quot;resource_mismatch&quot;</code>");
   });
 
   it("paid with invalid arguments: a tool error with the HTTP 422's field errors, not settled, authorization free", async () => {
@@ -520,9 +563,15 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(result._meta?.["x402/payment-response"]).toMatchObject(settle);
     expect(result.structuredContent?.["x402/payment-response"]).toMatchObject(settle);
     expect(result.structuredContent).toMatchObject({ reason: "insufficient_funds" });
+    const wrapped = JSON.parse(result.content[0]?.text ?? "")["x402/error"];
+    expect(wrapped).toEqual({
+      code: 402,
+      message: result.structuredContent?.error,
+      data: result.structuredContent,
+    });
   });
 
-  it("card credits: Authorization: Bearer mk_… on the MCP request pays one call; an empty or foreign key is a clear tool error", async () => {
+  it("card credits: Authorization: Bearer mk_… on the MCP request pays one call; a spent key gets the offer and why (other keys: card-keys.test.ts)", async () => {
     const key = `mk_${crypto.randomUUID().replaceAll("-", "")}`;
     await env.DB.prepare(
       "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 2, 2, 0)",
@@ -538,14 +587,6 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(paid.isError).toBeFalsy();
     expect(paid.structuredContent).toMatchObject({ skill: "slugify", slug: "hello-world" });
     expect(paid._meta?.["marketplace/credits-remaining"]).toBe(0);
-    const foreign = await callTool("sha256", { text: "abc" }, undefined, auth);
-    expect(foreign.isError).toBe(true);
-    expect(foreign.content[0]?.text).toMatch(/^Card-credit key refused: This key buys calls of slugify/);
-    const unknown = await callTool("slugify", { text: "x" }, undefined, {
-      authorization: `Bearer mk_${crypto.randomUUID().replaceAll("-", "")}`,
-    });
-    expect(unknown.isError).toBe(true);
-    expect(unknown.content[0]?.text).toBe("Card-credit key refused: Unknown card-credit key");
     // Spent: the call falls through to x402 and says why, in the words of the HTTP 402.
     const dry = await callTool("slugify", { text: "x" }, undefined, auth);
     expect(dry.isError).toBe(true);

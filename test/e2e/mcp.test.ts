@@ -97,7 +97,10 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
     const required = paymentRequiredOf(unpaid) as PaymentRequired;
     expect(required).toBeDefined();
     // The x402 MCP transport's text wrapper, where the @x402/mcp client reads the offer.
-    expect(JSON.parse(unpaid.content[0]?.text ?? "")["x402/error"]).toMatchObject({ code: 402, data: required });
+    expect(JSON.parse(unpaid.content[0]?.text ?? "")["x402/error"]).toMatchObject({
+      code: 402,
+      data: required,
+    });
     // The same offer as the HTTP 402 of the skill.
     const http = await fetch(`${stack.base_url}/api/skills/token-count`, { method: "POST", body: "{}" });
     expect(http.status).toBe(402);
@@ -189,7 +192,7 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
 });
 
 describe("MCP paid with card credits", () => {
-  it("a key bought through Stripe Checkout (emulator) pays a tool call from its credits", async () => {
+  it("a key bought through Stripe Checkout (emulator) pays a tool call from its credits; another skill on its connection pays with x402", async () => {
     const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
       method: "POST",
       headers: { "content-type": "application/json" },

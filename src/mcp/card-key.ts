@@ -1,4 +1,4 @@
-import { bearerKey, findKey, hashKey, keyRefusal } from "../payments/credits";
+import { bearerKey, findKey, hashKey, type KeyRow, keyRefusal } from "../payments/credits";
 import type { McpTool } from "./tools";
 
 const CARD_KEY = /^Bearer\s+mk_/i;
@@ -30,7 +30,14 @@ export async function cardKeyUse(
   }
   const key = bearerKey(authorization);
   if (!key) return notUsed("The card-credit key on this connection is malformed");
-  const row = await findKey(db, await hashKey(key));
+  let row: KeyRow | null;
+  try {
+    row = await findKey(db, await hashKey(key));
+  } catch {
+    // Unread, the key goes on as before this check: the gate reads it again and answers a database
+    // that fails as for any HTTP caller (a tool error), not a JSON-RPC internal error here.
+    return { forward: true };
+  }
   if (!row) return notUsed("The card-credit key on this connection is unknown");
   if (row.skill_id !== t.creditSkill) {
     return notUsed(`The card-credit key on this connection buys calls of ${row.skill_id} only`);

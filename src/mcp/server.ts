@@ -30,11 +30,6 @@ const FREE_BETA_NOTE =
 const INSTRUCTIONS = `Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits: a key pays its own skill's calls, and every other call on that connection is paid with x402 as above (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).`;
 
 /**
- * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist
- * as JSON Schema in the registry, so no zod-to-schema layer (McpServer) is needed. The cfworker
- * validator replaces the SDK's default ajv, which compiles schemas with eval (forbidden in Workers).
- */
-/**
  * A JSON-RPC error of a handler, its message sent as written. The SDK answers a thrown error with
  * its `code` and `message`, and its McpError writes "MCP error <code>: " into the message (the
  * client's McpError adds it again: "MCP error -32602: MCP error -32602: Unknown tool…").
@@ -48,6 +43,11 @@ class RpcFailure extends Error {
   }
 }
 
+/**
+ * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist
+ * as JSON Schema in the registry, so no zod-to-schema layer (McpServer) is needed. The cfworker
+ * validator replaces the SDK's default ajv, which compiles schemas with eval (forbidden in Workers).
+ */
 /**
  * The SDK parses a request with the handler's schema before its own checks and turns a failed
  * parse into -32603 (internal error). Handlers that take params are registered with a schema that

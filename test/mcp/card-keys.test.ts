@@ -7,7 +7,7 @@ import { skills } from "../../src/skills/registry";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { mcpCall } from "../helpers";
+import { mcpCall, mcpToolCall, type ToolResult } from "../helpers";
 
 // A card key on an MCP connection (src/mcp/card-key.ts): the connection's headers go with every
 // call, so a key pays only the calls of its own skill and stands in the way of no other payment.
@@ -99,6 +99,27 @@ describe("MCP: a card key on the connection pays its own skill and blocks no oth
     const paid = await callTool("slugify", { text: "Paid" }, { "x402/payment": pay.payload }, bearer(frozen));
     expect(paid.structuredContent).toMatchObject({ slug: "paid" });
     expect(await pay.settles()).toBe(1);
+  });
+
+  it("a key whose row cannot be read before the call goes on as before: the gate spends it", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    // The look-up (findKey's SELECT) fails; the gate's own UPDATE still runs.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop !== "prepare") return Reflect.get(target, prop).bind?.(target) ?? Reflect.get(target, prop);
+        return (sql: string) => {
+          if (sql.startsWith("SELECT id, skill_id")) throw new Error("D1 is down");
+          return target.prepare(sql);
+        };
+      },
+    });
+    const res = await app.fetch(mcpToolCall("slugify", { text: "Read Later" }, undefined, bearer(key)), {
+      ...paidEnv,
+      DB: db,
+    });
+    const { result } = await res.json<{ result: ToolResult }>();
+    expect(result.structuredContent).toMatchObject({ slug: "read-later" });
+    expect(await callsLeft(env.DB, key)).toBe(2);
   });
 
   it("a partner tool's unpaid call on a key's connection gets its offer, saying card credits pay skills only", async () => {

@@ -70,7 +70,7 @@ describe("discovery documents", () => {
       await res.arrayBuffer();
     }
     // Refusals before the page's own work carry it too: the dashboard's body cap.
-    const admin = await withVars({ ADMIN_TOKEN: "documents-test-token" });
+    const admin = await withVars({ ADMIN_TOKEN: "documents-test-token-0123456789abcdefghij" });
     const big = await admin("/admin/login", {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -545,8 +545,11 @@ describe("OpenAPI", () => {
       };
     }
     const doc = await load();
-    const get = await withVars({ ADMIN_TOKEN: "doc-t0ken" });
-    const headers = { authorization: "Bearer doc-t0ken", "content-type": "application/json" };
+    const get = await withVars({ ADMIN_TOKEN: "doc-t0ken-0123456789abcdefghij" });
+    const headers = {
+      authorization: "Bearer doc-t0ken-0123456789abcdefghij",
+      "content-type": "application/json",
+    };
     const refused: string[] = [];
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, Op>>)) {
       if (skills.some((s) => s.endpoint === path)) continue; // registry skills: validation.test.ts

@@ -36,9 +36,10 @@ function setupOf(c: Context): PartnerSetup {
  * A refused partner configuration answers 503 on every partner route, and said nothing in the log:
  * one line per isolate and problem (the error names the variable, never a secret).
  */
-function logged<T>(read: T | Refused): T | Refused {
-  if (typeof read === "object" && read !== null && "error" in read)
-    logOncePerValue("partner configuration", read.error, {
+function logged<T extends object>(c: Context, read: T | Refused): T | Refused {
+  const { PARTNER_PRICE_MULTIPLIER: m, PARTNER_BASE_URLS: urls, PARTNER_WALLETS: wallets } = c.env;
+  if ("error" in read)
+    logOncePerValue("partner configuration", `${m}\n${urls}\n${wallets}`, {
       level: "error",
       msg: "partner configuration invalid",
       error: read.error,
@@ -49,7 +50,7 @@ function logged<T>(read: T | Refused): T | Refused {
 /** The multiplier alone, parsed once per request (documents and prices need nothing else). */
 export function pricingOf(c: Context): PricingConfig | Refused {
   const setup = setupOf(c);
-  setup.pricing ??= logged(pricingConfig(c.env));
+  setup.pricing ??= logged(c, pricingConfig(c.env));
   return setup.pricing;
 }
 
@@ -65,7 +66,7 @@ export function pricingIfValid(c: Context): PricingConfig | undefined {
 /** The whole partner configuration, parsed once per request. */
 export function partnerConfigOf(c: Context): PartnerConfig | Refused {
   const setup = setupOf(c);
-  setup.partners ??= logged(partnerConfig(c.env));
+  setup.partners ??= logged(c, partnerConfig(c.env));
   return setup.partners;
 }
 

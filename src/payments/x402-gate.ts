@@ -540,7 +540,8 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { problem } = factsOf(c.env, cfg);
   if (problem) {
     // Every paid call is refused until the configuration is fixed: said once per isolate and problem.
-    logOncePerValue("x402 configuration", problem, {
+    const { payTo, network, usdcAddress, facilitatorUrl } = cfg;
+    logOncePerValue("x402 configuration", `${payTo}\n${network}\n${usdcAddress}\n${facilitatorUrl}`, {
       level: "error",
       msg: "x402 payments misconfigured",
       error: problem,

@@ -13,7 +13,7 @@ const flag = (value: string | undefined, fallback: boolean) =>
  * is unset.
  */
 export function stripeKeyProblem(env: Bindings): string | undefined {
-  const mode = (env.STRIPE_MODE ?? "").trim() || "live";
+  const mode = stripeMode(env);
   if (mode !== "live" && mode !== "test")
     return `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"`;
   const key = env.STRIPE_SECRET_KEY;
@@ -25,9 +25,12 @@ export function stripeKeyProblem(env: Bindings): string | undefined {
     : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
 }
 
+/** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). */
+const stripeMode = (env: Bindings) => (env.STRIPE_MODE ?? "").trim() || "live";
+
 /** Whether a webhook event's `livemode` is this deployment's STRIPE_MODE (an event without one is Stripe's). */
 export const stripeEventModeFits = (env: Bindings, livemode: unknown) =>
-  typeof livemode !== "boolean" || livemode === (((env.STRIPE_MODE ?? "").trim() || "live") === "live");
+  typeof livemode !== "boolean" || livemode === (stripeMode(env) === "live");
 
 /** The shortest ADMIN_TOKEN accepted: a one-character token was accepted and guessable in a few tries. */
 export const ADMIN_TOKEN_MIN_LENGTH = 24;

@@ -34,7 +34,7 @@ function setupOf(c: Context): PartnerSetup {
 
 /**
  * A refused partner configuration answers 503 on every partner route, and said nothing in the log:
- * one line per isolate and problem (the error names the variable, never a secret).
+ * one line per isolate and configuration (the error names the variable and why).
  */
 function logged<T extends object>(c: Context, read: T | Refused): T | Refused {
   const { PARTNER_PRICE_MULTIPLIER: m, PARTNER_BASE_URLS: urls, PARTNER_WALLETS: wallets } = c.env;

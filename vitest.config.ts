@@ -64,6 +64,8 @@ export default defineConfig({
             // Unit tests exercise skill logic and validation; payments are proven end to end
             // against the real local chain in test/e2e.
             FREE_BETA: "true",
+            // The emulator's key is a test-mode key: the deployment sells in Stripe's test mode.
+            STRIPE_MODE: "test",
             STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
             STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
             STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
@@ -107,6 +109,8 @@ export default defineConfig({
             FREE_BETA: "true",
             FACILITATOR_URL: `${slowUpstreams}/pages/upstream-slow?`,
             // Stripe as slow as the facilitator for sessions named "upstream_slow".
+            // The emulator's key is a test-mode key: the deployment sells in Stripe's test mode.
+            STRIPE_MODE: "test",
             STRIPE_SECRET_KEY: "sk_test_unit_tests_key_000000000000",
             STRIPE_WEBHOOK_SECRET: "whsec_unit_tests_secret_0000000000",
             STRIPE_API_BASE: slowUpstreams,

@@ -10,9 +10,72 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isAddress } from "viem";
+import { partnerConfig } from "../src/partners/config.ts";
+import { PARTNERS } from "../src/partners/data.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
+
+/**
+ * Accounts 0–19 of the mnemonic anvil and hardhat start with ("test test … junk"): their private
+ * keys are public, so whatever is paid to them is anyone's. The local stack and the tests use them;
+ * test/scripts/deploy-check.test.ts derives them again from the mnemonic.
+ */
+export const DEV_ACCOUNTS = [
+  "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+  "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+  "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+  "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+  "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
+  "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc",
+  "0x976EA74026E726554dB657fA54763abd0C3a0aa9",
+  "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955",
+  "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f",
+  "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
+  "0xBcd4042DE499D14e55001CcbB24a551F3b954096",
+  "0x71bE63f3384f5fb98995898A86B02Fb2426c5788",
+  "0xFABB0ac9d68B0B445fB7357272Ff202C5651694a",
+  "0x1CBd3b2770909D4e10f157cABC84C7264073C9Ec",
+  "0xdF3e18d64BC6A983f673Ab319CCaE4f1a57C7097",
+  "0xcd3B766CCDd6AE721141F452C550Ca635964ce71",
+  "0x2546BcD3c84621e976D8185a91A922aE77ECEc30",
+  "0xbDA5747bFD65F08deb54cb465eB87D40e51B197E",
+  "0xdD2FD4581271e230360230F9337D5c0430Bf44C0",
+  "0x8626f6940E2eb28930eFb4CeF49B2d1F2C9C1199",
+];
+const isDevAccount = (address) => DEV_ACCOUNTS.some((a) => a.toLowerCase() === String(address).toLowerCase());
+// 0x1111…, 0x0000…: a placeholder, not anyone's wallet.
+const isPlaceholderWallet = (address) => /^0x([0-9a-f])\1{39}$/i.test(String(address));
+// Reserved names (RFC 2606, 6761) and loopback: nothing a deployed Worker can reach.
+const isPlaceholderHost = (url) => {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  return /(^|\.)(example|test|invalid|localhost)$|^example\.(com|net|org)$|^127\.|^::1$/i.test(host);
+};
+
+/**
+ * The hosted partners as the Worker would list and pay them (src/partners/config.ts reads the same
+ * vars): a variable the Worker refuses makes every partner route a 503; a partner left at the
+ * listing's placeholder base URL (*.partners.example) or wallet (0x1111…), or paid to a dev
+ * account, would be listed and tried as it is.
+ */
+function partnerProblems(vars) {
+  const pc = partnerConfig(vars);
+  if ("error" in pc) return [`${pc.error}: every partner route would answer 503`];
+  const out = [];
+  for (const partner of PARTNERS) {
+    const base = pc.baseUrls[partner.id] ?? partner.base_url;
+    if (isPlaceholderHost(base))
+      out.push(
+        `partner ${partner.id}: base URL ${base} is a placeholder: set PARTNER_BASE_URLS {"${partner.id}":"https://…"} to its real API`,
+      );
+    const wallet = pc.wallets[partner.id] ?? partner.ownership_wallet;
+    if (isPlaceholderWallet(wallet) || isDevAccount(wallet))
+      out.push(
+        `partner ${partner.id}: wallet ${wallet} is ${isDevAccount(wallet) ? "a public dev account (anvil/hardhat)" : "a placeholder"}: set PARTNER_WALLETS {"${partner.id}":"0x…"} to the partner's own wallet`,
+      );
+  }
+  return out;
+}
 
 /** Secrets a deployment cannot run safely without; RPC_URL may be a var instead. */
 export const REQUIRED_SECRETS = ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL"];
@@ -33,12 +96,41 @@ export const STRIPE_EVENTS = [
 const on = (v, fallback) =>
   v === undefined || v === "" ? fallback : /^(1|true|yes|on)$/i.test(String(v).trim());
 
+/**
+ * What deploys but may not be meant, in words (printed, not refused): secrets' values cannot be
+ * read here, so what depends on them is said once more.
+ */
+export function warnings(config) {
+  const vars = config.vars ?? {};
+  const out = [];
+  if (on(vars.CARDPAY_ENABLED, true) && (vars.STRIPE_MODE ?? "").trim() === "test")
+    out.push(
+      'STRIPE_MODE is "test": card credits are sold for Stripe\'s test cards (a staging deployment only); production is "live" with a sk_live_/rk_live_ key',
+    );
+  out.push(
+    `ADMIN_TOKEN's value cannot be read here: the Worker refuses one shorter than 24 characters (admin answers 503); STRIPE_SECRET_KEY must be a ${(vars.STRIPE_MODE ?? "").trim() || "live"}-mode key (STRIPE_MODE), or card payments are off`,
+  );
+  return out;
+}
+
 /** Everything missing, in words; empty when the configuration can be deployed. */
 export function problems(config, secrets) {
   const out = [];
   const vars = config.vars ?? {};
   if (!vars.PAY_TO) out.push("PAY_TO is empty: set your own wallet address in wrangler.toml [vars]");
   else if (!isAddress(vars.PAY_TO)) out.push(`PAY_TO "${vars.PAY_TO}" is not an EVM address`);
+  else if (isDevAccount(vars.PAY_TO))
+    out.push(
+      `PAY_TO ${vars.PAY_TO} is a public dev account (anvil/hardhat): anyone holds its key; set your own wallet`,
+    );
+  else if (isPlaceholderWallet(vars.PAY_TO))
+    out.push(`PAY_TO ${vars.PAY_TO} is a placeholder: set your own wallet`);
+  out.push(...partnerProblems(vars));
+  const stripeMode = (vars.STRIPE_MODE ?? "").trim() || "live";
+  if (stripeMode !== "live" && stripeMode !== "test")
+    out.push(
+      `STRIPE_MODE "${vars.STRIPE_MODE}" is neither "live" nor "test" (the Worker turns card payments off)`,
+    );
   for (const db of config.d1_databases ?? []) {
     if (!db.database_id || ZERO_ID.test(db.database_id)) {
       out.push(
@@ -127,7 +219,9 @@ async function main() {
     return;
   }
   const configPath = path.resolve(process.env.DEPLOY_CHECK_CONFIG ?? path.join(root, "wrangler.toml"));
-  const found = problems(await readConfig(configPath), listSecrets(configPath));
+  const config = await readConfig(configPath);
+  for (const w of warnings(config)) console.error(`deploy-check: note: ${w}`);
+  const found = problems(config, listSecrets(configPath));
   if (found.length === 0) {
     console.log("deploy-check: configuration complete");
     return;

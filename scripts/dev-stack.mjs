@@ -23,7 +23,8 @@ const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
 const children = [];
 const services = [];
 // Local-only admin token; production sets ADMIN_TOKEN as a secret.
-const adminToken = process.env.ADMIN_TOKEN ?? "local-admin-token";
+// At least 24 characters: the Worker refuses a shorter one (src/config.ts ADMIN_TOKEN_MIN_LENGTH).
+const adminToken = process.env.ADMIN_TOKEN ?? "local-admin-token-0123456789";
 
 /**
  * The Ed25519 key that signs offers and receipts (a private JWK), generated once per state
@@ -95,6 +96,8 @@ async function main() {
     FACILITATOR_URL: facilitator.url,
     USDC_ADDRESS: chain.usdcAddress,
     ADMIN_TOKEN: adminToken,
+    // The emulator's key and events are Stripe test mode (wrangler.toml ships "live").
+    STRIPE_MODE: "test",
     STRIPE_SECRET_KEY: stripeKey,
     STRIPE_WEBHOOK_SECRET: webhookSecret,
     STRIPE_API_BASE: stripe.url,

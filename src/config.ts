@@ -5,6 +5,48 @@ export const INTERFACE_VERSION = "2.7.1";
 const flag = (value: string | undefined, fallback: boolean) =>
   value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(value.trim());
 
+/**
+ * Why STRIPE_SECRET_KEY cannot take money here, if it cannot: STRIPE_MODE ("live" unless set) says
+ * which of Stripe's modes this deployment sells in, and a key of the other mode (sk_test_/rk_test_
+ * in production) would sell credits for Stripe's test card, or (live in the tests) charge real
+ * cards. Card payments are off then (stripeClient, cardpayEnabled). Undefined when the key fits or
+ * is unset.
+ */
+export function stripeKeyProblem(env: Bindings): string | undefined {
+  const mode = stripeMode(env);
+  if (mode !== "live" && mode !== "test")
+    return `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"`;
+  const key = env.STRIPE_SECRET_KEY;
+  if (!key) return undefined;
+  const keyMode = /^[sr]k_(live|test)_/.exec(key)?.[1];
+  if (keyMode === mode) return undefined;
+  return keyMode
+    ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
+    : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
+}
+
+/** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). */
+const stripeMode = (env: Bindings) => (env.STRIPE_MODE ?? "").trim() || "live";
+
+/** Whether a webhook event's `livemode` is this deployment's STRIPE_MODE (an event without one is Stripe's). */
+export const stripeEventModeFits = (env: Bindings, livemode: unknown) =>
+  typeof livemode !== "boolean" || livemode === (stripeMode(env) === "live");
+
+/** The shortest ADMIN_TOKEN accepted: a one-character token was accepted and guessable in a few tries. */
+export const ADMIN_TOKEN_MIN_LENGTH = 24;
+
+/** Why ADMIN_TOKEN opens nothing, if it does not: unset, or too short to resist guessing. */
+export function adminTokenProblem(env: Bindings): string | undefined {
+  const token = env.ADMIN_TOKEN;
+  if (!token) return "set the ADMIN_TOKEN secret";
+  if (token.length < ADMIN_TOKEN_MIN_LENGTH)
+    return `ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_LENGTH} characters: set a longer one (e.g. openssl rand -base64 32)`;
+  return undefined;
+}
+
+/** X402_ENABLED and FREE_BETA as the catalog reads them: whether calls are sold over x402 at all. */
+export const x402Selling = (env: Bindings) => flag(env.X402_ENABLED, true) && !flag(env.FREE_BETA, false);
+
 /** RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it). */
 export const rateLimitsOn = (env: Bindings) => !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
 
@@ -99,10 +141,13 @@ function build(env: Bindings, origin: string) {
     facilitatorUrl: env.FACILITATOR_URL,
     x402Enabled: flag(env.X402_ENABLED, true),
     // Card payments need the Stripe key and the webhook's secret: without the second, refunds and
-    // disputes would never take credits back. Without either the flag reads false whatever
-    // CARDPAY_ENABLED says.
+    // disputes would never take credits back. Without either, or with a key of the other Stripe
+    // mode, the flag reads false whatever CARDPAY_ENABLED says.
     cardpayEnabled:
-      flag(env.CARDPAY_ENABLED, true) && Boolean(env.STRIPE_SECRET_KEY) && Boolean(env.STRIPE_WEBHOOK_SECRET),
+      flag(env.CARDPAY_ENABLED, true) &&
+      Boolean(env.STRIPE_SECRET_KEY) &&
+      Boolean(env.STRIPE_WEBHOOK_SECRET) &&
+      stripeKeyProblem(env) === undefined,
     freeBeta: flag(env.FREE_BETA, false),
     rateLimits: rateLimitsOn(env),
     heavyResources: heavyResources(env),

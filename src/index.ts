@@ -1,5 +1,5 @@
 import { createApp } from "./app";
-import { redactSecrets } from "./config";
+import { redactSecrets, x402Selling } from "./config";
 import type { Bindings } from "./env";
 import { databaseSize, pruneExpired, sizeReport } from "./ops/database";
 import { sweepCheckouts } from "./payments/checkout-sweep";
@@ -37,7 +37,7 @@ async function scheduled(controller: ScheduledController, env: Bindings, ctx: Ex
     console.error(redacted({ level: "error", error: `${part}: ${reason}` }));
   };
   if (reconciled.status === "fulfilled") {
-    logSummary(reconciled.value, redacted);
+    logSummary(reconciled.value, redacted, x402Selling(env));
     const failure = cronFailure(reconciled.value);
     if (failure) failures.push(`reconcile: ${failure}`);
   } else failed("reconcile", reconciled.reason);

@@ -15,10 +15,11 @@ export function HomePage({
   reliability,
 }: {
   cfg: PublicConfig;
-  pc: PricingConfig;
+  /** Undefined while the partner configuration is invalid: the partners are left out. */
+  pc: PricingConfig | undefined;
   reliability?: (skillId: string) => string;
 }) {
-  const partner = partnerPricing(pc);
+  const partner = pc && partnerPricing(pc);
   return (
     <Layout title="Home" description={SITE_SUMMARY}>
       <section class="hero">
@@ -64,29 +65,31 @@ export function HomePage({
           </table>
         </TableBox>
       </section>
-      <section>
-        <h2>Hosted partners</h2>
-        <p>
-          {`Partner APIs listed at ${partner.multiplier}× the partner's own price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), `}
-          callable through the marketplace with the same x402 payment (
-          <a href="/api/partners">/api/partners</a>).
-        </p>
-        <ul class="cards">
-          {PARTNERS.map((p) => (
-            <li>
-              <a href={`/api/partners/${p.id}`}>
-                <strong>
-                  {p.icon} {p.name}
-                </strong>
-                <span class="muted">
-                  {p.services.length} service{p.services.length === 1 ? "" : "s"} ·{" "}
-                  {p.listing_status === "paid" ? "paid per call" : "external, billed by the partner"}
-                </span>
-              </a>
-            </li>
-          ))}
-        </ul>
-      </section>
+      {partner ? (
+        <section>
+          <h2>Hosted partners</h2>
+          <p>
+            {`Partner APIs listed at ${partner.multiplier}× the partner's own price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), `}
+            callable through the marketplace with the same x402 payment (
+            <a href="/api/partners">/api/partners</a>).
+          </p>
+          <ul class="cards">
+            {PARTNERS.map((p) => (
+              <li>
+                <a href={`/api/partners/${p.id}`}>
+                  <strong>
+                    {p.icon} {p.name}
+                  </strong>
+                  <span class="muted">
+                    {p.services.length} service{p.services.length === 1 ? "" : "s"} ·{" "}
+                    {p.listing_status === "paid" ? "paid per call" : "external, billed by the partner"}
+                  </span>
+                </a>
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
       <section class="cols">
         <div>
           <h2>Pay with x402</h2>

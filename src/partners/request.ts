@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { partnersMisconfigured } from "../http/errors";
+import { logOncePerValue } from "../http/log-once";
 import { type PartnerConfig, type PricingConfig, partnerConfig, pricingConfig, type Refused } from "./config";
 import type { Partner, PartnerService } from "./data";
 import { partnerById } from "./listing";
@@ -31,17 +32,41 @@ function setupOf(c: Context): PartnerSetup {
   return setup;
 }
 
+/**
+ * A refused partner configuration answers 503 on every partner route, and said nothing in the log:
+ * one line per isolate and configuration (the error names the variable and why).
+ */
+function logged<T extends object>(c: Context, read: T | Refused): T | Refused {
+  const { PARTNER_PRICE_MULTIPLIER: m, PARTNER_BASE_URLS: urls, PARTNER_WALLETS: wallets } = c.env;
+  if ("error" in read)
+    logOncePerValue("partner configuration", `${m}\n${urls}\n${wallets}`, {
+      level: "error",
+      msg: "partner configuration invalid",
+      error: read.error,
+    });
+  return read;
+}
+
 /** The multiplier alone, parsed once per request (documents and prices need nothing else). */
 export function pricingOf(c: Context): PricingConfig | Refused {
   const setup = setupOf(c);
-  setup.pricing ??= pricingConfig(c.env);
+  setup.pricing ??= logged(c, pricingConfig(c.env));
   return setup.pricing;
+}
+
+/**
+ * The multiplier, or none when it is invalid: pages and discovery that list every skill stay up
+ * with the partners left out (the partner routes keep their 503).
+ */
+export function pricingIfValid(c: Context): PricingConfig | undefined {
+  const pricing = pricingOf(c);
+  return "error" in pricing ? undefined : pricing;
 }
 
 /** The whole partner configuration, parsed once per request. */
 export function partnerConfigOf(c: Context): PartnerConfig | Refused {
   const setup = setupOf(c);
-  setup.partners ??= partnerConfig(c.env);
+  setup.partners ??= logged(c, partnerConfig(c.env));
   return setup.partners;
 }
 

@@ -1,3 +1,4 @@
+import { stripeKeyProblem } from "../config";
 import type { Bindings } from "../env";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
 import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
@@ -128,7 +129,8 @@ export async function sweepCheckouts(
   };
   const secret = env.STRIPE_SECRET_KEY;
   const stripe = await stripeClient(env, SWEEP_NETWORK);
-  if (!stripe || !secret) return { ...summary, skipped: "STRIPE_SECRET_KEY is not set" };
+  if (!stripe || !secret)
+    return { ...summary, skipped: stripeKeyProblem(env) ?? "STRIPE_SECRET_KEY is not set" };
   const mark = await keyMark(secret);
   // Sessions of the other mode than the key's (`cs_test_…` under a live key: left from testing, or
   // live ones under a test key put in by mistake) are never asked: this key cannot read them, and

@@ -90,12 +90,22 @@ export function cronFailure(summary: ReconcileSummary): string | undefined {
  * owed (held, or a send that did not settle). Logged at "warn" then, so an alert on warn lines sees
  * it: at "info" such a run read as a success, and the Cron showed one.
  */
-export const summaryLevel = (summary: ReconcileSummary): "info" | "warn" =>
-  summary.needs_person.length || summary.refunds_owed ? "warn" : "info";
+export const summaryLevel = (summary: ReconcileSummary, sellsX402 = false): "info" | "warn" =>
+  summary.needs_person.length || summary.refunds_owed || (sellsX402 && summary.skipped === SKIP_NO_RPC)
+    ? "warn"
+    : "info";
 
-/** The Cron's line for a run's summary, at its level (summaryLevel), through `redact` (index.ts). */
-export function logSummary(summary: ReconcileSummary, redact: (fields: Record<string, unknown>) => string) {
-  const level = summaryLevel(summary);
+/**
+ * The Cron's line for a run's summary, at its level (summaryLevel), through `redact` (index.ts).
+ * `sellsX402`: x402 payments are taken (config.ts x402Selling); then an unset RPC_URL is at warn,
+ * since payments settle but a failed or uncertain one is never reconciled or refunded.
+ */
+export function logSummary(
+  summary: ReconcileSummary,
+  redact: (fields: Record<string, unknown>) => string,
+  sellsX402 = false,
+) {
+  const level = summaryLevel(summary, sellsX402);
   (level === "warn" ? console.warn : console.log)(redact({ level, reconcile: summary }));
 }
 

@@ -1,5 +1,7 @@
 import type Stripe from "stripe";
+import { stripeKeyProblem } from "../config";
 import type { Bindings } from "../env";
+import { logOncePerValue } from "../http/log-once";
 
 /**
  * Stripe's library (~250 KiB of resource classes) is imported by the first card-payment request
@@ -24,7 +26,8 @@ const BUYER_WAITING: StripeNetwork = { maxNetworkRetries: 2, timeoutMs: 15_000 }
 /**
  * Stripe's official client on the fetch transport and SubtleCrypto (no Node http on Workers),
  * built once per isolate (and per `network`). STRIPE_API_BASE points it at the local emulator in
- * tests and `npm start`.
+ * tests and `npm start`. None for a key of the other mode than STRIPE_MODE (config.ts): every card
+ * route then answers as unconfigured (503), and the Cron's sweep skips.
  */
 export async function stripeClient(
   env: Bindings,
@@ -32,6 +35,15 @@ export async function stripeClient(
 ): Promise<Stripe | undefined> {
   const secret = env.STRIPE_SECRET_KEY;
   if (!secret) return undefined;
+  const wrongMode = stripeKeyProblem(env);
+  if (wrongMode) {
+    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}`, {
+      level: "error",
+      msg: "stripe key mode mismatch: card payments are off",
+      error: wrongMode,
+    });
+    return undefined;
+  }
   const base = env.STRIPE_API_BASE ? new URL(env.STRIPE_API_BASE) : undefined;
   const key = `${secret}|${env.STRIPE_API_BASE ?? ""}|${network.maxNetworkRetries}|${network.timeoutMs}`;
   const known = cached.get(key);

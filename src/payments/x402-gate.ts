@@ -19,6 +19,7 @@ import { isAddress } from "viem";
 import { type PublicConfig, publicConfig, redactSecrets } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
+import { logOncePerValue } from "../http/log-once";
 import { SharedLoad, within } from "../http/shared-load";
 import { microsToUsd, trimDecimal } from "../money";
 import { type PricingConfig, pricingConfig } from "../partners/config";
@@ -537,7 +538,16 @@ async function ensureReady(
 export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cfg = publicConfig(c.env, c.req.url);
   const { problem } = factsOf(c.env, cfg);
-  if (problem) return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
+  if (problem) {
+    // Every paid call is refused until the configuration is fixed: said once per isolate and problem.
+    const { payTo, network, usdcAddress, facilitatorUrl } = cfg;
+    logOncePerValue("x402 configuration", `${payTo}\n${network}\n${usdcAddress}\n${facilitatorUrl}`, {
+      level: "error",
+      msg: "x402 payments misconfigured",
+      error: problem,
+    });
+    return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
+  }
   const b = build(c.env, cfg);
   if (b.readyAt === undefined) {
     const failed = await ensureReady(b, c.env);

@@ -5,6 +5,7 @@ import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import * as z from "zod";
 import type { AppEnv } from "../env";
+import { adminTokenRefused } from "../http/admin-token";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
@@ -98,8 +99,8 @@ const MAX_FORM_BYTES = 8192;
 const privatePage: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.header("Cache-Control", "no-store");
   c.header("X-Robots-Tag", "noindex, nofollow");
-  if (!c.env.ADMIN_TOKEN)
-    return detail(c, 503, "The admin dashboard is disabled: set the ADMIN_TOKEN secret.");
+  const refused = adminTokenRefused(c.env);
+  if (refused) return detail(c, 503, `The admin dashboard is disabled: ${refused}.`);
   await next();
 };
 adminDashboardRoutes.use("/admin", privatePage);

@@ -1,8 +1,10 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import * as z from "zod";
+import { redactSecrets } from "../config";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
+import { adminTokenRefused } from "../http/admin-token";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
@@ -33,10 +35,11 @@ export const adminRoutes = new Hono<AppEnv>();
 // could be guessed here at network speed.
 adminRoutes.use("/api/admin/*", adminQuota);
 
-// Maintainer endpoints: a deployment without ADMIN_TOKEN has none (503), never an open door.
+// Maintainer endpoints: a deployment without a usable ADMIN_TOKEN has none (503), never an open door.
 adminRoutes.use("/api/admin/*", async (c, next) => {
-  const token = c.env.ADMIN_TOKEN;
-  if (!token) return detail(c, 503, "Admin endpoints are disabled: set the ADMIN_TOKEN secret.");
+  const refused = adminTokenRefused(c.env);
+  if (refused) return detail(c, 503, `Admin endpoints are disabled: ${refused}.`);
+  const token = c.env.ADMIN_TOKEN as string;
   const auth: MiddlewareHandler<AppEnv> = bearerAuth({
     token,
     noAuthenticationHeader: { message: { detail: "Missing bearer token" } },
@@ -95,7 +98,10 @@ const runReconcile = operation({
   responses: {
     "200": json("What was checked and decided"),
     "401": UNAUTHORIZED,
-    "503": ERROR("No RPC_URL, or an RPC of another chain"),
+    "502": ERROR("The RPC (RPC_URL) failed or did not answer JSON-RPC; nothing decided, try again"),
+    "503": ERROR(
+      "No RPC_URL, or an RPC of another chain, or the run failed otherwise (logged); nothing decided",
+    ),
   },
 });
 
@@ -162,7 +168,38 @@ adminRoutes.get(listPayments.route, listPayments.validate, async (c) =>
 
 /** Runs the reconciler now (the same run the Cron Trigger makes every 5 minutes). */
 adminRoutes.post(runReconcile.route, async (c) => {
-  const summary = await reconcile(c.env);
+  let summary: Awaited<ReturnType<typeof reconcile>>;
+  try {
+    summary = await reconcile(c.env);
+  } catch (e) {
+    // The run reads the chain id and head block before anything else: an RPC that fails there
+    // (an HTML 502 from the provider) was a bare 500. The answer never quotes the error: viem
+    // writes the RPC URL into it, and providers put their key in the URL.
+    const { BaseError } = await import("../payments/rpc-client");
+    const rpc = e instanceof BaseError;
+    console.error(
+      redactSecrets(
+        JSON.stringify({
+          level: "error",
+          msg: "admin reconcile failed",
+          request_id: c.get("requestId"),
+          error: String(e),
+        }),
+        c.env,
+      ),
+    );
+    return rpc
+      ? detail(
+          c,
+          502,
+          "Reconciliation could not read the chain: the RPC (RPC_URL) failed or did not answer JSON-RPC; nothing was decided. Try again later; the log line of this request id has the error.",
+        )
+      : detail(
+          c,
+          503,
+          "Reconciliation could not run; nothing was decided. Try again later; the log line of this request id has the error.",
+        );
+  }
   return c.json(summary, summary.skipped ? 503 : 200);
 });
 

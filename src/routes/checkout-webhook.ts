@@ -1,8 +1,10 @@
 import { type Context, Hono } from "hono";
+import { stripeEventModeFits } from "../config";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
 import { detail } from "../http/errors";
+import { throttledLog } from "../http/log-once";
 import { runLogged } from "../payments/checkout-first-call";
 import { stripeClient, webCrypto } from "../payments/stripe";
 import { handleStripeEvent } from "../payments/stripe-events";
@@ -34,6 +36,10 @@ export const webhookOperation = operation({
 const firstCallPastAnswer = (c: Context<AppEnv>) => (run: Promise<void>) =>
   void afterResponse(c, runLogged(run));
 
+/** Anyone can send a bad signature: one line a minute per isolate says the secret may be wrong. */
+const signatureRefused = throttledLog(60_000);
+const otherModeEvent = throttledLog(60_000);
+
 checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
   const stripe = await stripeClient(c.env);
   const secret = c.env.STRIPE_WEBHOOK_SECRET;
@@ -45,7 +51,27 @@ checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
   try {
     event = await stripe.webhooks.constructEventAsync(raw, signature, secret, undefined, await webCrypto());
   } catch {
+    // A wrong STRIPE_WEBHOOK_SECRET refuses every event, refunds and disputes (webhook-only)
+    // included, while the Cron's sweep still grants sales: without this line nothing said so.
+    signatureRefused({
+      level: "error",
+      msg: "stripe webhook signature invalid",
+      request_id: c.get("requestId"),
+    });
     return detail(c, 400, "Invalid Stripe-Signature");
+  }
+  // A test-mode event at a live deployment (or the reverse) is Stripe's, but not about our money:
+  // acknowledged, so Stripe stops sending it, and not acted on.
+  const livemode = (event as { livemode?: unknown } | null)?.livemode;
+  if (!stripeEventModeFits(c.env, livemode)) {
+    otherModeEvent({
+      level: "warn",
+      msg: "stripe webhook event of the other mode ignored",
+      request_id: c.get("requestId"),
+      event_id: (event as { id?: unknown }).id,
+      livemode,
+    });
+    return c.json({ received: true, ignored: `livemode ${livemode}` }, 200);
   }
   const { status, body } = await handleStripeEvent(c.env, stripe, event, firstCallPastAnswer(c));
   return c.json(body, status);

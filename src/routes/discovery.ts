@@ -14,7 +14,7 @@ import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "
 import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { partnerConfigured } from "../partners/request";
+import { partnerConfigured, pricingIfValid } from "../partners/request";
 import { sellables } from "../payments/sellables";
 import { callPolicy, reliabilityMarkdown, reliabilitySummary, statsIfAvailable } from "../stats/published";
 import { adminOperations } from "./admin";
@@ -51,7 +51,7 @@ export const documentOperations = {
   llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain", true),
   agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain", true),
   x402List: doc("get_x402list_txt", "/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
-  x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource", undefined, true),
+  x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource"),
   wellKnownAgents: doc("get_well_known_agents_json", "/.well-known/agents.json", "Agent manifest"),
   agents: doc("get_agents_json", "/agents.json", "Agent manifest"),
   humanless: doc(
@@ -115,9 +115,10 @@ discoveryRoutes.get(ops.agentsMd.route, quotesPartnerPrices, (c) =>
   }),
 );
 discoveryRoutes.get(ops.x402List.route, textDoc("text/plain", x402ListTxt));
-discoveryRoutes.get(ops.x402.route, quotesPartnerPrices, async (c) => {
+// Lists every paid resource: a bad multiplier leaves out the partners' only (was a 503 for all).
+discoveryRoutes.get(ops.x402.route, async (c) => {
   const cfg = cfgOf(c);
-  const pc = c.var.pricingConfig;
+  const pc = pricingIfValid(c);
   // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
   const doc = await statsIfAvailable(c);
   return c.json(

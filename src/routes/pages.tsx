@@ -8,7 +8,7 @@ import { DocsIndexPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
 import { McpDocsPage } from "../pages/mcp-docs";
 import { NotFoundPage } from "../pages/not-found";
-import { partnerConfigured } from "../partners/request";
+import { pricingIfValid } from "../partners/request";
 import { skillBySlug } from "../skills/registry";
 import { reliabilityLine, reliabilityShort, statsIfAvailable } from "../stats/published";
 import { canonicalSlug } from "./not-found";
@@ -21,13 +21,14 @@ const docSlug = z.object({
 
 // Security headers (strict CSP, DENY framing) come from the app-wide middleware, src/http/security-headers.ts.
 
-// The home page quotes partner prices; a bad multiplier is a 503 here as on /api/partners.
-pageRoutes.get("/", partnerConfigured("pricing"), async (c) => {
+// The home page quotes partner prices; with a bad multiplier it leaves the partners out (their
+// routes answer 503), rather than taking the site's front page down.
+pageRoutes.get("/", async (c) => {
   const doc = await statsIfAvailable(c);
   return c.html(
     <HomePage
       cfg={publicConfig(c.env, c.req.url)}
-      pc={c.var.pricingConfig}
+      pc={pricingIfValid(c)}
       reliability={doc && ((id) => reliabilityShort(doc, id))}
     />,
   );

@@ -70,7 +70,7 @@ describe("discovery documents", () => {
       await res.arrayBuffer();
     }
     // Refusals before the page's own work carry it too: the dashboard's body cap.
-    const admin = await withVars({ ADMIN_TOKEN: "documents-test-token" });
+    const admin = await withVars({ ADMIN_TOKEN: "documents-test-token-0123456789abcdefghij" });
     const big = await admin("/admin/login", {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -431,31 +431,25 @@ describe("OpenAPI", () => {
 
   it("documents that quote partner prices answer 503 when the multiplier is invalid", async () => {
     const get = await withVars({ PARTNER_PRICE_MULTIPLIER: "2" });
+    // The home page and /.well-known/x402 stay up without the partners: test/partners/config-lines.test.ts.
     for (const path of [
       "/openapi.json",
       "/llms.txt",
       "/AGENTS.md",
-      "/.well-known/x402",
       "/services/refinery-recipes.json",
       "/services/sha256.json",
-      "/",
     ]) {
       const res = await get(path);
       expect(res.status, path).toBe(503);
       expect((await res.json<{ detail: string }>()).detail, path).toContain("PARTNER_PRICE_MULTIPLIER");
     }
-    // And each of them (but the home page, no API operation) declares that 503.
+    // And each of them declares that 503.
     const spec = await (await createApp().fetch(new Request("https://skills.test/openapi.json"), env)).json<{
       paths: Record<string, { get: { responses: Record<string, unknown> } }>;
     }>();
-    for (const path of [
-      "/openapi.json",
-      "/llms.txt",
-      "/AGENTS.md",
-      "/.well-known/x402",
-      "/services/{slug}.json",
-    ])
+    for (const path of ["/openapi.json", "/llms.txt", "/AGENTS.md", "/services/{slug}.json"])
       expect(Object.keys(spec.paths[path]?.get.responses ?? {}), path).toContain("503");
+    expect(Object.keys(spec.paths["/.well-known/x402"]?.get.responses ?? {})).not.toContain("503");
   });
 
   it("documents every route the app serves, each with an explicit security", async () => {
@@ -545,8 +539,11 @@ describe("OpenAPI", () => {
       };
     }
     const doc = await load();
-    const get = await withVars({ ADMIN_TOKEN: "doc-t0ken" });
-    const headers = { authorization: "Bearer doc-t0ken", "content-type": "application/json" };
+    const get = await withVars({ ADMIN_TOKEN: "doc-t0ken-0123456789abcdefghij" });
+    const headers = {
+      authorization: "Bearer doc-t0ken-0123456789abcdefghij",
+      "content-type": "application/json",
+    };
     const refused: string[] = [];
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, Op>>)) {
       if (skills.some((s) => s.endpoint === path)) continue; // registry skills: validation.test.ts

@@ -114,7 +114,7 @@ describe("a PAYMENT-SIGNATURE that is not a payment is refused as such on every 
 });
 
 describe("/admin forms", () => {
-  const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
+  const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken-0123456789abcdefghij" };
   const same = { origin: ORIGIN };
   const signIn = async () => {
     const login = await send(
@@ -162,7 +162,7 @@ describe("/admin forms", () => {
 });
 
 describe("/admin refusals are the app's JSON, and an unrouted method is a 405", () => {
-  const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
+  const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken-0123456789abcdefghij" };
   const text = { "content-type": "text/plain" };
   const paths: [string, string][] = [
     ["/admin", "GET, HEAD"],
@@ -380,7 +380,7 @@ describe("small mismatches with the reference shapes", () => {
 
 describe("/admin body cap", () => {
   it("a body over 8192 bytes is a JSON 413, with or without a declared length", async () => {
-    const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken" };
+    const adminEnv = { ...env, ADMIN_TOKEN: "edges-t0ken-0123456789abcdefghij" };
     const big = "x".repeat(9000);
     const chunked = () =>
       new ReadableStream({

@@ -219,7 +219,7 @@ describe("the database's size", () => {
   });
 
   it("/admin shows it in one line, and says what to do near the cap", async () => {
-    const token = "db-size-t0ken";
+    const token = "db-size-t0ken-0123456789abcdefghij";
     const send = (path: string, e: object, init: RequestInit = {}) =>
       app.fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), e);
     const adminEnv = { ...env, ADMIN_TOKEN: token };

@@ -4,7 +4,7 @@ import { expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { adminCookie } from "../helpers";
 
-const token = "dash-layout-t0ken";
+const token = "dash-layout-t0ken-0123456789abcdefghij";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
 const send = (path: string, init: RequestInit = {}) =>
   createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);

@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { adminCookie } from "../helpers";
 
-const token = "dash-reconcile-t0ken";
+const token = "dash-reconcile-t0ken-0123456789abcdefghij";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
 const send = (path: string, init: RequestInit = {}) =>
   createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);

@@ -24,7 +24,7 @@ describe("every page is a standards-mode HTML document", () => {
     const responses = await Promise.all(paths.map(async (p) => [p, await call(p, html)] as const));
     const admin = await createApp().fetch(new Request("https://skills.test/admin", html), {
       ...env,
-      ADMIN_TOKEN: "t0ken-admin",
+      ADMIN_TOKEN: "t0ken-admin-0123456789abcdefghij",
     });
     for (const [p, res] of [...responses, ["/admin (sign-in)", admin] as const]) {
       expect(res.headers.get("content-type"), p).toContain("text/html");

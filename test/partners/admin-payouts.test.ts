@@ -8,12 +8,12 @@ const freshHash = () =>
   `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 
 describe("admin payouts", () => {
-  const admin = { ...env, ADMIN_TOKEN: "t0ken" };
+  const admin = { ...env, ADMIN_TOKEN: "t0ken-0123456789abcdefghij" };
   const req = (path: string, init: RequestInit = {}) =>
     createApp().fetch(
       new Request(`https://skills.test${path}`, {
         ...init,
-        headers: { authorization: "Bearer t0ken", ...(init.headers ?? {}) },
+        headers: { authorization: "Bearer t0ken-0123456789abcdefghij", ...(init.headers ?? {}) },
       }),
       admin,
     );
@@ -61,7 +61,7 @@ describe("admin payouts", () => {
     const exportWith = (db: D1Database) =>
       createApp().fetch(
         new Request("https://skills.test/api/admin/payouts?format=csv", {
-          headers: { authorization: "Bearer t0ken" },
+          headers: { authorization: "Bearer t0ken-0123456789abcdefghij" },
         }),
         { ...admin, DB: db },
       );
@@ -194,12 +194,12 @@ describe("admin payouts", () => {
 });
 
 describe("a payout batch covers exactly the transfer it records", () => {
-  const admin = { ...env, ADMIN_TOKEN: "t0ken" };
+  const admin = { ...env, ADMIN_TOKEN: "t0ken-0123456789abcdefghij" };
   const req = (path: string, body?: unknown) =>
     createApp().fetch(
       new Request(`https://skills.test${path}`, {
         ...(body === undefined ? {} : { method: "POST", body: JSON.stringify(body) }),
-        headers: { authorization: "Bearer t0ken" },
+        headers: { authorization: "Bearer t0ken-0123456789abcdefghij" },
       }),
       admin,
     );

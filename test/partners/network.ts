@@ -29,7 +29,7 @@ export const tryEnv = {
   FACILITATOR_URL: FACILITATOR,
   PARTNER_BASE_URLS: JSON.stringify(PARTNER_HOSTS),
   PARTNER_PAYER_KEY: generatePrivateKey(),
-  ADMIN_TOKEN: "t0ken",
+  ADMIN_TOKEN: "t0ken-0123456789abcdefghij",
 };
 
 interface PartnerCall {

@@ -148,7 +148,7 @@ describe("try: money paid upstream from the operating wallet is always recorded"
     ]);
     expect(await payoutRows(id)).toEqual([]);
     const report = await (
-      await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })
+      await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken-0123456789abcdefghij" } })
     ).json<{ refunds: Record<string, unknown>[] }>();
     expect(report.refunds.find((r) => r.request_id === id)).toMatchObject({
       amount_micro: 40000,

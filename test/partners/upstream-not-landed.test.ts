@@ -65,7 +65,9 @@ const refundsTo = (settled: PaymentPayload[], payer: unknown) =>
   settled.map(authorizationOf).filter((a) => a.to.toLowerCase() === String(payer).toLowerCase());
 
 const payoutsReport = async () =>
-  (await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })).json<{
+  (
+    await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken-0123456789abcdefghij" } })
+  ).json<{
     services: { partner_id: string; service_id: string; owed_micro: number }[];
     withheld_not_returned: Record<string, unknown>[];
     refunds: Record<string, unknown>[];
@@ -126,7 +128,7 @@ describe("a share kept back from a refund goes back to the caller once the partn
     // The payments view reads this payment net of both refunds.
     const payments = await (
       await send(`/api/admin/payments?request_id=${requestId}`, {
-        headers: { authorization: "Bearer t0ken" },
+        headers: { authorization: "Bearer t0ken-0123456789abcdefghij" },
       })
     ).json<{ totals: { amount_atomic: number }; refunds: { count: number; refunded_atomic: number } }>();
     expect(payments.totals.amount_atomic).toBe(60000);

@@ -94,7 +94,9 @@ const refundsTo = (settled: PaymentPayload[], payer: unknown) =>
 const sum = (values: number[]) => values.reduce((s, v) => s + v, 0);
 
 const payoutsReport = async () =>
-  (await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken" } })).json<{
+  (
+    await send("/api/admin/payouts", { headers: { authorization: "Bearer t0ken-0123456789abcdefghij" } })
+  ).json<{
     withheld_not_returned: Record<string, unknown>[];
     refunds: Record<string, unknown>[];
   }>();

@@ -500,7 +500,10 @@ describe("a key that cannot read this deployment's sessions marks nothing for go
     });
     expect((await keysFor(own as string)).results).toHaveLength(1);
     // Under a live key it is due again (and, unknown to this emulator's account, asked).
-    const live = await sweepCheckouts({ ...env, STRIPE_SECRET_KEY: "sk_live_sweep_other_mode" }, () => {});
+    const live = await sweepCheckouts(
+      { ...env, STRIPE_MODE: "live", STRIPE_SECRET_KEY: "sk_live_sweep_other_mode" },
+      () => {},
+    );
     expect(live.asked).toBeGreaterThanOrEqual(1);
     expect(await reads(id)).toBe(1);
   });

@@ -378,7 +378,7 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
   it("the admin API's bearer token cannot be guessed at network speed: 600 a minute per IP, then 429 before the token is read", async () => {
     await freshWindow();
     const ip = randomIp();
-    const e = { ...limitedEnv, ADMIN_TOKEN: "the-real-token" };
+    const e = { ...limitedEnv, ADMIN_TOKEN: "the-real-token-0123456789abcdefghij" };
     const admin = (token: string, from = ip) =>
       app.fetch(
         new Request("https://skills.test/api/admin/payments?limit=1", {
@@ -389,10 +389,10 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
     const statuses = new Set<number>();
     for (let i = 0; i < RL_IP; i++) statuses.add((await admin(`guess-${i}`)).status);
     expect([...statuses]).toEqual([401]);
-    await expect429(await admin("the-real-token"), "ip");
+    await expect429(await admin("the-real-token-0123456789abcdefghij"), "ip");
     // Its own budget: this IP's priced routes and another address's admin calls are untouched.
     expect((await send("/api/skills/sha256", { ip })).status).toBe(402);
-    expect((await admin("the-real-token", randomIp())).status).toBe(200);
+    expect((await admin("the-real-token-0123456789abcdefghij", randomIp())).status).toBe(200);
   }, 120_000);
 
   it('RATE_LIMITS="off" disables every limit', async () => {

@@ -13,7 +13,7 @@ import { adminCookie } from "../helpers";
  * is held for a person: no more RPC reads, listed as needs_person, and the maintainer puts it back
  * in the queue or decides it.
  */
-const token = "reconcile-hold-t0ken";
+const token = "reconcile-hold-t0ken-0123456789abcdefghij";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
 const send = (path: string, init: RequestInit = {}) =>
   createApp().fetch(

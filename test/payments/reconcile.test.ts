@@ -1153,7 +1153,7 @@ describe("the cron and the admin trigger", () => {
   });
 
   it("POST /api/admin/reconcile is admin-only and says why it did nothing", async () => {
-    const e = { ...env, ADMIN_TOKEN: "adm", RPC_URL: "" };
+    const e = { ...env, ADMIN_TOKEN: "adm-0123456789abcdefghij", RPC_URL: "" };
     const app = createApp();
     const anon = await app.fetch(
       new Request("https://skills.test/api/admin/reconcile", { method: "POST" }),
@@ -1163,14 +1163,16 @@ describe("the cron and the admin trigger", () => {
     const res = await app.fetch(
       new Request("https://skills.test/api/admin/reconcile", {
         method: "POST",
-        headers: { authorization: "Bearer adm" },
+        headers: { authorization: "Bearer adm-0123456789abcdefghij" },
       }),
       e,
     );
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ skipped: "RPC_URL is not set", checked: 0 });
     const view = await app.fetch(
-      new Request("https://skills.test/api/admin/payments", { headers: { authorization: "Bearer adm" } }),
+      new Request("https://skills.test/api/admin/payments", {
+        headers: { authorization: "Bearer adm-0123456789abcdefghij" },
+      }),
       e,
     );
     const body = await view.json<{ reconciliations: { outcome: string; evidence: string }[] }>();

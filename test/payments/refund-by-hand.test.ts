@@ -14,7 +14,7 @@ import { tryEnv } from "../partners/network";
  * row from before migration 0010, an amount in doubt) is recorded as such, so it leaves "Refunds
  * owed" and is never paid twice.
  */
-const token = "refund-by-hand-t0ken";
+const token = "refund-by-hand-t0ken-0123456789abcdefghij";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
 const send = (path: string, init: RequestInit = {}) =>
   createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);

@@ -13,7 +13,7 @@ import { adminCookie } from "../helpers";
  * leaves "Refunds owed", is counted as neither owed nor refunded money, and can take no other
  * decision (a hand refund, a send, reconciliation's rewrite) afterwards.
  */
-const token = "refund-dismiss-t0ken";
+const token = "refund-dismiss-t0ken-0123456789abcdefghij";
 const adminEnv = { ...env, ADMIN_TOKEN: token };
 const send = (path: string, init: RequestInit = {}) =>
   createApp().fetch(new Request(`https://skills.test${path}`, { redirect: "manual", ...init }), adminEnv);

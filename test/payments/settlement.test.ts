@@ -12,7 +12,7 @@ const paidEnv = {
   ...env,
   FREE_BETA: "false",
   FACILITATOR_URL: `${FIXTURE}/facilitator`,
-  ADMIN_TOKEN: "admin-t",
+  ADMIN_TOKEN: "admin-t-0123456789abcdefghij",
 };
 const app = createApp();
 const payerEnding = (suffix: string) => `0x00000000000000000000000000000000000a${suffix}`;
@@ -149,7 +149,7 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
       // Listed for the maintainers' reconciliation against the chain.
       const admin = await app.fetch(
         new Request("https://skills.test/api/admin/payments", {
-          headers: { authorization: "Bearer admin-t" },
+          headers: { authorization: "Bearer admin-t-0123456789abcdefghij" },
         }),
         paidEnv,
       );

@@ -3,9 +3,10 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { mnemonicToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error plain JS script
-import { problems, readConfig } from "../../scripts/deploy-check.mjs";
+import { DEV_ACCOUNTS, problems, readConfig, warnings } from "../../scripts/deploy-check.mjs";
 import { LIMITS } from "../../src/payments/quotas";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -20,11 +21,21 @@ const ALL_SECRETS = [
   "CDP_API_KEY_SECRET",
 ];
 
+/** A wallet of the maintainer's own (no public key behind it), and the partners' real ones. */
+const OWN_WALLET = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
+const PARTNER_IDS = ["pricefeed", "textkit", "refinery", "notifyhook"];
+const PARTNER_URLS = Object.fromEntries(PARTNER_IDS.map((id) => [id, `https://api.${id}.dev`]));
+const PARTNER_WALLETS = Object.fromEntries(
+  PARTNER_IDS.map((id, i) => [id, `0x${(i + 1).toString(16).padStart(2, "0")}${"ab".repeat(19)}`]),
+);
+
 /** wrangler.toml as a maintainer fills it in by following the deploy steps. */
 function completed() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "deploy-check-"));
   const text = readFileSync(shipped, "utf8")
-    .replace('PAY_TO = ""', 'PAY_TO = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"')
+    .replace('PAY_TO = ""', `PAY_TO = "${OWN_WALLET}"`)
+    .replace('PARTNER_BASE_URLS = ""', `PARTNER_BASE_URLS = '${JSON.stringify(PARTNER_URLS)}'`)
+    .replace('PARTNER_WALLETS = ""', `PARTNER_WALLETS = '${JSON.stringify(PARTNER_WALLETS)}'`)
     .replace(
       'database_id = "00000000-0000-0000-0000-000000000000"',
       'database_id = "4b1c6e2a-9f0d-4c1e-8a7b-2d3e4f5a6b7c"',
@@ -81,6 +92,70 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     const withVar = { ...config, vars: { ...config.vars, RPC_URL: "https://mainnet.base.org" } };
     const withoutRpc = ALL_SECRETS.filter((s) => s !== "RPC_URL");
     expect(problems(withVar, withoutRpc)).toEqual([]);
+  }, 60_000);
+
+  it("refuses a wallet whose key is public: anvil/hardhat's 20 mnemonic accounts, and placeholders", async () => {
+    const derived = Array.from(
+      { length: 20 },
+      (_, i) =>
+        mnemonicToAccount("test test test test test test test test test test test junk", { addressIndex: i })
+          .address,
+    );
+    expect(DEV_ACCOUNTS).toEqual(derived);
+    const config = await readConfig(completed());
+    const vars = config.vars as Record<string, string>;
+    const withVars = (more: Record<string, string>) =>
+      problems({ ...config, vars: { ...vars, ...more } }, ALL_SECRETS);
+    // .dev.vars.example's and the local stack's pay-to (anvil #2), in any letter case.
+    for (const payTo of [DEV_ACCOUNTS[2], DEV_ACCOUNTS[19].toLowerCase()])
+      expect(withVars({ PAY_TO: payTo })).toEqual([expect.stringMatching(/^PAY_TO .* public dev account/)]);
+    expect(withVars({ PAY_TO: `0x${"1".repeat(40)}` })).toEqual([expect.stringMatching(/placeholder/)]);
+    expect(
+      withVars({ PARTNER_WALLETS: JSON.stringify({ ...PARTNER_WALLETS, textkit: DEV_ACCOUNTS[0] }) }),
+    ).toEqual([expect.stringMatching(/^partner textkit: wallet .* public dev account/)]);
+  }, 60_000);
+
+  it("refuses what a default deploy would list of the partners, and partner vars the Worker refuses", async () => {
+    const config = await readConfig(completed());
+    const vars = config.vars as Record<string, string>;
+    const withVars = (more: Record<string, string>) =>
+      problems({ ...config, vars: { ...vars, ...more } }, ALL_SECRETS);
+    // Unset: every partner at its listing's placeholder URL and wallet.
+    const defaults = withVars({ PARTNER_BASE_URLS: "", PARTNER_WALLETS: "" });
+    expect(defaults).toHaveLength(2 * PARTNER_IDS.length);
+    expect(defaults).toContainEqual(
+      expect.stringMatching(
+        /^partner pricefeed: base URL https:\/\/pricefeed\.partners\.example is a placeholder/,
+      ),
+    );
+    expect(defaults).toContainEqual(
+      expect.stringMatching(/^partner pricefeed: wallet 0x1{40} is a placeholder/),
+    );
+    // What the Worker answers 503 for on every partner route.
+    expect(withVars({ PARTNER_BASE_URLS: "{not json" })).toEqual([
+      expect.stringMatching(/^PARTNER_BASE_URLS is not valid JSON: every partner route would answer 503/),
+    ]);
+    expect(withVars({ PARTNER_PRICE_MULTIPLIER: "2" })).toEqual([
+      expect.stringMatching(/^PARTNER_PRICE_MULTIPLIER 2 is below the minimum of 3/),
+    ]);
+    expect(withVars({ PARTNER_WALLETS: '{"pricefeed":"0xabc"}' })).toEqual([
+      expect.stringMatching(/^PARTNER_WALLETS\["pricefeed"\] is not a 0x wallet address/),
+    ]);
+  }, 60_000);
+
+  it("STRIPE_MODE: ships live; a value the Worker cannot read is refused, test mode is said", async () => {
+    const config = await readConfig(completed());
+    const vars = config.vars as Record<string, string>;
+    expect(vars.STRIPE_MODE).toBe("live");
+    expect(warnings(config).join("\n")).not.toMatch(/STRIPE_MODE is "test"/);
+    expect(problems({ ...config, vars: { ...vars, STRIPE_MODE: "production" } }, ALL_SECRETS)).toEqual([
+      expect.stringMatching(/STRIPE_MODE "production" is neither/),
+    ]);
+    const staging = { ...config, vars: { ...vars, STRIPE_MODE: "test" } };
+    expect(problems(staging, ALL_SECRETS)).toEqual([]);
+    expect(warnings(staging).join("\n")).toMatch(
+      /STRIPE_MODE is "test": card credits are sold for Stripe's test cards/,
+    );
   }, 60_000);
 
   it("refuses what would break a mainnet deployment after it passed: a testnet facilitator, missing CDP or Stripe secrets", async () => {

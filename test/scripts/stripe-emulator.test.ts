@@ -123,6 +123,8 @@ describe("the refund list pages as Stripe's does", () => {
     const client = (await stripeClient({
       STRIPE_SECRET_KEY: API_KEY,
       STRIPE_API_BASE: emulator.url,
+      // A test key: STRIPE_MODE unset is "live", which refuses it (src/config.ts stripeKeyProblem).
+      STRIPE_MODE: "test",
     } as Bindings)) as Stripe;
     expect(await refundedTotal(client, pi)).toEqual({ refunded: 250, currency: "usd" });
     // The oldest fails: it is on the third page, which only auto-pagination reads.

@@ -60,7 +60,7 @@ describe("a view of /admin does not scan the call log for figures the Cron publi
   it("reads the window's call_log rows once (revenue), not three times; the 7-day figures come from the published copy, with their age", {
     timeout: 60_000,
   }, async () => {
-    const token = "rows-read-t0ken";
+    const token = "rows-read-t0ken-0123456789abcdefghij";
     const now = Date.now();
     const seeded = 3000;
     // Refused calls of a probe skill three days ago: inside both the 7-day and the 14-day windows.

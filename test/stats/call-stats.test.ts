@@ -264,7 +264,7 @@ describe("GET /api/stats", () => {
 });
 
 describe("/admin dashboard", () => {
-  const adminEnv = { ...env, ADMIN_TOKEN: "dash-t0ken-secret" };
+  const adminEnv = { ...env, ADMIN_TOKEN: "dash-t0ken-secret-0123456789abcdefghij" };
 
   it("without the token shows only the login form; a wrong token is refused", {
     timeout: 30_000,
@@ -448,7 +448,7 @@ describe("the admin token never reaches a log line", () => {
   it("sign-in, the dashboard and a refused action log nothing that contains it", {
     timeout: 30_000,
   }, async () => {
-    const token = "log-probe-t0ken-9f3a";
+    const token = "log-probe-t0ken-9f3a-0123456789abcdefghij";
     const e = { ...env, ADMIN_TOKEN: token };
     const lines: string[] = [];
     const spies = (["log", "info", "warn", "error", "debug"] as const).map((m) =>
@@ -481,7 +481,7 @@ describe("/admin figures from a seeded ledger", () => {
   it("payouts owed, the Mark paid button, unconfirmed settlements and credits outstanding are exact", {
     timeout: 30_000,
   }, async () => {
-    const token = "ledger-t0ken";
+    const token = "ledger-t0ken-0123456789abcdefghij";
     const e = { ...env, ADMIN_TOKEN: token };
     const { settlePartner } = await import("../../src/partners/payouts");
     await settlePartner(env.DB, "notifyhook", `0x${"01".repeat(32)}`); // start from nothing owed

@@ -57,14 +57,13 @@ export async function findSession(db: D1Database, id: string) {
 export const UNPAID_PAYLOADS_MAX_BYTES = 256 * 1024 * 1024;
 
 /**
- * What unpaid sessions hold: the running total of migration 0024, one row that triggers move with
- * every write of payload_bytes or api_key_id, in the same statement. Summing payload_bytes over
- * the unpaid rows' index read every unpaid row (D1 bills rows read): with 200,000 unpaid checkouts,
- * free to create, each checkout with a payload read 200,001 rows twice. A payload is written with
- * its size, so payload_bytes is set exactly when it is (rows from before migration 0015 until the
- * Cron measures them: unmeasuredPayloads).
+ * What unpaid sessions hold: read from the checkout_sessions_unpaid_payload index alone (its
+ * condition is this WHERE and it holds both columns), never from the rows, whose payloads a read
+ * goes through. A payload is written with its size, so payload_bytes is set exactly when it is
+ * (rows from before migration 0015 until the Cron measures them: unmeasuredPayloads).
  */
-const UNPAID_PAYLOAD_BYTES = "SELECT bytes FROM checkout_unpaid_payloads WHERE id = 1";
+const UNPAID_PAYLOAD_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM checkout_sessions
+  WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL`;
 
 /** A first-call payload as the row stores it, and its size there (UTF-8 bytes). */
 export function storedPayload(payload: unknown): { text: string; bytes: number } | undefined {
@@ -79,9 +78,8 @@ export function storedPayload(payload: unknown): { text: string; bytes: number }
  * recordSession's INSERT is.
  */
 export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<boolean> {
-  const held = await db.prepare(`SELECT (${UNPAID_PAYLOAD_BYTES}) AS n`).first<number | null>("n");
-  // No total (its row gone) refuses, as recordSession's INSERT then would: before Stripe, not after.
-  return held !== null && held + bytes <= UNPAID_PAYLOADS_MAX_BYTES;
+  const held = await db.prepare(`SELECT (${UNPAID_PAYLOAD_BYTES}) AS n`).first<number>("n");
+  return (held ?? 0) + bytes <= UNPAID_PAYLOADS_MAX_BYTES;
 }
 
 /**
@@ -129,9 +127,8 @@ export async function keyedSessionRecorded(env: Bindings, reference: string): Pr
 
 /**
  * Records a session; false when its payload would take unpaid sessions past
- * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check, the INSERT and the total's
- * increase (its trigger) are one statement, which D1 runs alone, so of concurrent checkouts only
- * those that fit pass it. A session already recorded (a retry Stripe replayed)
+ * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check and the INSERT are one statement,
+ * so concurrent checkouts cannot all pass it. A session already recorded (a retry Stripe replayed)
  * is true, as its first recording was; one without a payload is never refused.
  */
 export async function recordSession(
@@ -166,8 +163,7 @@ export async function recordSession(
       UNPAID_PAYLOADS_MAX_BYTES,
     )
     .run();
-  // Not `=== 1`: D1 counts the total's trigger (migration 0024) among an INSERT's changes.
-  if (meta.changes > 0 || !stored) return true;
+  if (meta.changes === 1 || !stored) return true;
   // Whether it was recorded before (a retry Stripe replayed): its row, not its payload, is read.
   return (await db.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(s.id).first()) !== null;
 }
@@ -193,7 +189,6 @@ const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
  * paid once Stripe can no longer complete them, and those whose delayed payment stayed pending past
  * PENDING_PAYMENT_MS. A paid session keeps its payload (its first call runs from it, and the
  * success page reads it). Run in chunks by the Cron (ops/database.ts); D1 has no UPDATE … LIMIT.
- * Each row it clears is returned: D1's meta.changes counts the unpaid total's trigger writes too.
  */
 export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) {
   return db
@@ -202,8 +197,7 @@ export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) 
        WHERE rowid IN (SELECT rowid FROM checkout_sessions
          WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL AND created_at < ?1
            AND (payment_pending_at IS NULL OR payment_pending_at < ?3)
-         LIMIT ?2)
-       RETURNING 1`,
+         LIMIT ?2)`,
     )
     .bind(now - CHECKOUT_COMPLETABLE_MS, limit, now - PENDING_PAYMENT_MS, now);
 }
@@ -246,8 +240,7 @@ export function expiredUnpaidSessions(db: D1Database, now: number, limit: number
  * The measuring of up to `limit` unpaid payloads stored without their size: the rows from before
  * migration 0015, and those the previous version wrote until this one was up. Measured, they count
  * against UNPAID_PAYLOADS_MAX_BYTES and are cleared by staleUnpaidPayloads like any other. Each
- * reads the payloads it measures (up to 1 MiB each): the Cron runs it in small chunks, counting the
- * rows it returns (meta.changes counts the unpaid total's trigger writes too).
+ * reads the payloads it measures (up to 1 MiB each): the Cron runs it in small chunks.
  */
 export function unmeasuredPayloads(db: D1Database, limit: number) {
   return db
@@ -259,8 +252,7 @@ export function unmeasuredPayloads(db: D1Database, limit: number) {
          payment_pending_at = CASE WHEN status = 'open' AND payment_failed_at IS NULL
                               THEN coalesce(payment_pending_at, created_at) ELSE payment_pending_at END
        WHERE rowid IN (SELECT rowid FROM checkout_sessions
-         WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)
-       RETURNING 1`,
+         WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
     )
     .bind(limit);
 }
@@ -505,8 +497,7 @@ async function grantCredits(
       .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId, paymentIntent),
   ]);
   if (!results) return "duplicate_event";
-  // > 0: taking a payload out of the unpaid total (its trigger, migration 0024) counts as a change too.
-  return (results[results.length - 1]?.meta.changes ?? 0) > 0 ? "granted" : "already_granted";
+  return results[results.length - 1]?.meta.changes === 1 ? "granted" : "already_granted";
 }
 
 /**
@@ -523,6 +514,5 @@ export async function failSession(db: D1Database, sessionId: string, event: Stri
       .bind(sessionId, Date.now()),
   ]);
   if (!r) return "duplicate_event";
-  // > 0: clearing a counted payload moves the unpaid total by trigger (migration 0024), a change too.
-  return (r[1]?.meta.changes ?? 0) > 0 ? "payment_failed" : "unknown_or_granted_session";
+  return r[1]?.meta.changes === 1 ? "payment_failed" : "unknown_or_granted_session";
 }

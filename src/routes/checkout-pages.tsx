@@ -100,8 +100,9 @@ async function renderSuccess(
 /**
  * What a HEAD of the success page knows of Stripe: nothing asked. A HEAD shows no page, yet it
  * spent a Stripe read of its IP's views' budget as a GET does, so link checkers and prefetchers
- * (and anyone sending HEADs) held back the buyer's own page on that IP; answered from D1 as a
- * postponed view is, with the GET's status and headers.
+ * (and anyone sending HEADs) held back the buyer's own page on that IP. Answered from D1 as a GET
+ * whose Stripe check was postponed: the GET's status, but a session paid at Stripe whose webhook is
+ * late keeps D1's state (its `Refresh` header may differ from the GET's).
  */
 const HEAD_VIEW: StripeView = { remote: undefined, postponed: true };
 

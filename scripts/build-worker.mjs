@@ -42,6 +42,22 @@ function sameToolsAsWrangler() {
 }
 
 /**
+ * patches/ must be in what ships: without it (an install with --ignore-scripts) json_schema_validate's
+ * uniqueItems is the library's n² loop, which the meter then charges as such (schema-work.ts), so
+ * ordinary calls become 422. The patch sets this string on its helper, which survives minification.
+ */
+const JSON_SCHEMA_PATCH = "agent-skills-marketplace: linear uniqueItems, unescaped keys";
+export function jsonSchemaPatched(modules = path.join(root, "node_modules")) {
+  for (const flavour of ["esm", "commonjs"]) {
+    const file = path.join(modules, "@cfworker/json-schema/dist", flavour, "validate.js");
+    if (!readFileSync(file, "utf8").includes(JSON_SCHEMA_PATCH))
+      throw new Error(
+        `${path.relative(root, file)} lacks patches/@cfworker+json-schema+*.patch: run \`npm install\` (or \`npx patch-package\`)`,
+      );
+  }
+}
+
+/**
  * Keys of a wrangler config that shape wrangler's own bundle. This build applies none of them to
  * the chunks, so a config that sets one is refused rather than built differently from what it says.
  */
@@ -172,6 +188,7 @@ export async function buildWorker({
   minify = true,
 } = {}) {
   sameToolsAsWrangler();
+  jsonSchemaPatched();
   const out = path.resolve(root, outdir);
   const files = new Map();
   // One build for every command (wrangler's bundler said "development" under `wrangler dev`): the

@@ -1,7 +1,11 @@
 import { type OutputUnit, type Schema, Validator } from "@cfworker/json-schema";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
-import { meteredValidation, WorkLimitExceeded } from "../../src/skills/lib/schema-work";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  meteredValidation,
+  resetUniqueItemsProbeForTest,
+  WorkLimitExceeded,
+} from "../../src/skills/lib/schema-work";
 import { libraryAnswer, validateOverHttp } from "./schema-answers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
@@ -117,6 +121,32 @@ const tricky: unknown[] = [
   `${long(16_000, "x")}y`, // its first 16,000 characters are a key above, as a trie step
   [long(16_500, "x")],
   { k: long(20_000, "z") },
+  // Keys hold strings as they are behind their length: what needs escaping in JSON, and strings
+  // that look like a length prefix or a token boundary.
+  "\ud800",
+  "\udc00",
+  "\ud800\udc00",
+  "\u0000",
+  "\n",
+  '"',
+  "\\",
+  ["\ud800", "\udc00"],
+  ["\ud800\udc00"],
+  ['1"a'],
+  ['1"', "a"],
+  ["a", '1"b'],
+  ['a1"', "b"],
+  [12, "2"],
+  ['12"2'],
+  ["1", 2],
+  ["12"],
+  { "1:a": 1 },
+  { "1": ":a1" },
+  { "2:ab": "" },
+  { a: '1"b', b: "" },
+  { a: "", b: '1"b' },
+  `${long(15_999, '"')}\ud800`,
+  [`${long(15_998, "a")}\u0000x`],
 ];
 
 const value = fc.oneof(
@@ -124,6 +154,10 @@ const value = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.integer({ min: -3, max: 3 }),
   fc.constantFrom("a", "b", "c"),
+  fc.string({
+    unit: fc.constantFrom("\ud800", "\udc00", "\u0000", "\n", '"', "\\", "1", ":", ",", "a"),
+    maxLength: 5,
+  }),
 );
 
 /** Arrays drawn from a small pool, so duplicates are frequent, each item a reordered copy. */
@@ -180,6 +214,38 @@ describe("the patched uniqueItems answers as the library's pairwise loop", () =>
     const instance = Array.from({ length: 300 }, (_, i) => counted(i));
     expect(new Validator({ uniqueItems: true }, "2020-12", false).validate(instance).valid).toBe(true);
     expect(listings).toBe(300);
+  });
+});
+
+describe("the patched uniqueItems keys an item by what it holds, not by its JSON escapes", () => {
+  /** Characters of the keys the check stores (every string Map.set is given) for `instance`. */
+  function keyCharacters(instance: unknown[]): number {
+    let chars = 0;
+    const set = Map.prototype.set;
+    const spy = vi.spyOn(Map.prototype, "set").mockImplementation(function (
+      this: Map<unknown, unknown>,
+      k,
+      v,
+    ) {
+      if (typeof k === "string") chars += k.length;
+      return set.call(this, k, v);
+    });
+    try {
+      new Validator({ uniqueItems: true }, "2020-12", false).validate(instance);
+    } finally {
+      spy.mockRestore();
+    }
+    return chars;
+  }
+
+  it("a lone surrogate or a control character costs what a letter does (the meter charges characters)", () => {
+    // JSON.stringify wrote "\ud800" as 6 characters (~74 ns each, 26 times what the meter charged).
+    const items = (c: string) => [[c.repeat(40_000), 0], { [c.repeat(1_000)]: c.repeat(1_000) }, [c]];
+    const plain = keyCharacters(items("a"));
+    expect(plain).toBeGreaterThan(42_000);
+    expect(plain).toBeLessThan(42_100);
+    for (const c of ["\ud800", "\udc00", "\u0000", "\u001f", '"', "\\"])
+      expect(keyCharacters(items(c))).toBe(plain);
   });
 });
 
@@ -293,4 +359,43 @@ describe("uniqueItems stays within the work budget", () => {
     },
     SKILL_TEST_TIMEOUT,
   );
+});
+
+describe("without the patch (an install that skipped postinstall) the meter charges the pairwise loop", () => {
+  afterEach(() => resetUniqueItemsProbeForTest());
+
+  it("the probe finds the unpatched loop, warns once, and the quadratic charge stops 40,000 integers", () => {
+    // The library's loop as it was, in the patched one's place for the probe.
+    resetUniqueItemsProbeForTest((items) => originalUniqueItems(items));
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const integers = Array.from({ length: 40_000 }, (_, i) => i);
+      expect(() => meteredValidation({ uniqueItems: true }, integers, "2020-12")).toThrow(WorkLimitExceeded);
+      // Longest array² / 250 on every evaluation of a uniqueItems, whichever array it checks.
+      const small = { a: Array.from({ length: 500 }, (_, i) => i), b: [1, 2] };
+      const schema = { properties: { a: { uniqueItems: true }, b: { uniqueItems: true } } };
+      const quadratic = meteredValidation(schema, small, "2020-12");
+      expect(quadratic.valid).toBe(true);
+      expect(quadratic.used).toBeGreaterThan((2 * 500 ** 2) / 250);
+      expect(warn.mock.calls.map((c) => JSON.parse(String(c[0])))).toEqual([
+        expect.objectContaining({ level: "warn", msg: "json-schema patch not applied" }),
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("the installed library passes the probe: no warning, the linear charge", () => {
+    resetUniqueItemsProbeForTest();
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const integers = Array.from({ length: 40_000 }, (_, i) => i);
+      const r = meteredValidation({ uniqueItems: true }, integers, "2020-12");
+      expect(r.valid).toBe(true);
+      expect(r.used).toBeLessThan(40_000 / 2);
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
+  });
 });

@@ -81,9 +81,17 @@ const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, 
  * 30,000 records of nested `{}`/`[]` (240,000 nodes) 43-162 ms, 3,000 objects of 60 keys 83-108 ms,
  * 1,000 arrays 200 deep 24-57 ms: 0.1-0.7 µs a node; 100 strings of 50,000 characters 1.4-2.1 ms
  * (3.4-3.6 two-byte), 1,000 objects of two 2,000-character keys 3.3-9.5 ms: at most 2.4 ns a
- * character. So a unit (MICROSECONDS_PER_UNIT) pays for 4 nodes and CHARS_PER_UNIT characters.
+ * character. A key holds its strings as they are (nothing escaped), so lone surrogates and control
+ * characters cost what letters do (docs/LIMITS.md). So a unit (MICROSECONDS_PER_UNIT) pays for 4
+ * nodes and CHARS_PER_UNIT characters.
  */
 const UNIQUE_NODES_PER_UNIT = 4;
+/**
+ * Without the patch (an install with --ignore-scripts) the library compares every ordered pair: n²
+ * compares per evaluation (4,000 integers 147 ms, 40,000 3.6 s in workerd), charged as before it,
+ * the longest array squared on every evaluation of a truthy uniqueItems.
+ */
+const COMPARES_PER_UNIT = 250;
 const UNITS_PER_BRANCH = 2; // anyOf/oneOf/allOf bookkeeping per branch (evaluated-set merging)
 /** Objects with more keys than this are metered by a Proxy each time their keys are listed. */
 const METERED_KEYS = 64;
@@ -206,6 +214,7 @@ interface InstanceFacts {
   longestString: number;
   /** What a uniqueItems costs on each array of the instance with 2 items or more. */
   unique: WeakMap<unknown[], number>;
+  longestArray: number;
 }
 
 /** Units of the patched uniqueItems on an array whose items hold `nodes` nodes and `chars` characters. */
@@ -217,7 +226,7 @@ const uniqueUnits = (nodes: number, chars: number) => nodes / UNIQUE_NODES_PER_U
  * 1,500-key object costs ~60 times one of a small value.
  */
 function meterInstance(root: unknown, unique: boolean): { value: unknown; facts: InstanceFacts } {
-  const facts: InstanceFacts = { nodes: 0, longestString: 0, unique: new WeakMap() };
+  const facts: InstanceFacts = { nodes: 0, longestString: 0, unique: new WeakMap(), longestArray: 0 };
   // Nodes and characters (strings, object keys) of the value the last wrap was given.
   let nodesOf = 0;
   let charsOf = 0;
@@ -245,6 +254,7 @@ function meterInstance(root: unknown, unique: boolean): { value: unknown; facts:
     charsOf = chars;
     // The patched check returns before building a key when there is no pair to compare.
     if (array) {
+      facts.longestArray = Math.max(facts.longestArray, keys.length);
       if (unique && keys.length > 1) facts.unique.set(v as unknown[], uniqueUnits(nodes, chars));
       return v;
     }
@@ -274,6 +284,52 @@ function notingIsArray(value: unknown): value is unknown[] {
   const array = nativeIsArray(value);
   checked = array ? (value as unknown[]) : undefined;
   return array;
+}
+
+/**
+ * Whether the installed library carries patches/' linear uniqueItems, found out once per isolate
+ * (on the first schema that needs it): its check lists each of 3 items' keys once, the pairwise
+ * loop lists them for every pair it deep-compares (12 times). Without it the meter charges the
+ * quadratic loop and one warn line says so: an install that skipped `postinstall` stays safe.
+ */
+let linearUniqueItems: boolean | undefined;
+type UniqueItemsCheck = (items: unknown[]) => unknown;
+const libraryCheck: UniqueItemsCheck = (items) =>
+  new Validator({ uniqueItems: true }, "2020-12", false).validate(items);
+let probed = libraryCheck;
+function uniqueItemsIsLinear(): boolean {
+  if (linearUniqueItems === undefined) {
+    let listings = 0;
+    const items = [0, 1, 2].map(
+      (id) =>
+        new Proxy(
+          { id },
+          {
+            ownKeys(target) {
+              listings++;
+              return Reflect.ownKeys(target);
+            },
+          },
+        ),
+    );
+    probed(items);
+    linearUniqueItems = listings === items.length;
+    if (!linearUniqueItems)
+      console.warn(
+        JSON.stringify({
+          level: "warn",
+          msg: "json-schema patch not applied",
+          detail: "uniqueItems is quadratic and charged so; run npm install (patch-package)",
+        }),
+      );
+  }
+  return linearUniqueItems;
+}
+
+/** Tests: probe again on next use, `check` standing in for the library's uniqueItems. */
+export function resetUniqueItemsProbeForTest(check: UniqueItemsCheck = libraryCheck): void {
+  linearUniqueItems = undefined;
+  probed = check;
 }
 
 /** Whether any object in `schema` has a truthy `uniqueItems` (every subschema that has one, and more). */
@@ -383,7 +439,7 @@ const METER_KEYS = [
  * Walks the subschemas the way the library's dereference does (same keyword tables), checks every
  * `pattern` and `patternProperties` key for RE2, and installs the per-evaluation charge.
  */
-function meterSchema(root: unknown, facts: InstanceFacts): { unmetered: number } {
+function meterSchema(root: unknown, facts: InstanceFacts, linear: boolean): { unmetered: number } {
   let patterns = 0;
   let unmetered = 0;
   const check = (pattern: string, at: (string | number)[]) => {
@@ -416,8 +472,10 @@ function meterSchema(root: unknown, facts: InstanceFacts): { unmetered: number }
         ? facts.longestString / CHARS_PER_UNIT
         : 0);
     // The library runs its check for any truthy value (`if ($uniqueItems)`), not only true: it is
-    // charged for the array the evaluation is about to check (notingIsArray), if it is one.
+    // charged for the array the evaluation is about to check (notingIsArray), if it is one; the
+    // unpatched loop for the longest array, whichever is checked.
     const unique = Boolean(s.uniqueItems);
+    const quadratic = unique && !linear ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0;
     const key = METER_KEYS.find((k) => !Object.hasOwn(s, k));
     if (!key) unmetered++;
     if (key) {
@@ -427,7 +485,7 @@ function meterSchema(root: unknown, facts: InstanceFacts): { unmetered: number }
         get() {
           const array = checked;
           checked = undefined;
-          spend(weight + (unique && array ? (facts.unique.get(array) ?? 0) : 0));
+          spend(weight + quadratic + (unique && linear && array ? (facts.unique.get(array) ?? 0) : 0));
           return undefined;
         },
       });
@@ -647,7 +705,7 @@ export function meteredValidation(
   const validator = new Validator(schema, draft, false);
   const unique = mentionsUniqueItems(schema);
   const { value, facts } = meterInstance(instance, unique);
-  const { unmetered } = meterSchema(schema, facts);
+  const { unmetered } = meterSchema(schema, facts, !unique || uniqueItemsIsLinear());
   const budget = WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * (facts.nodes + nodeCount(schema));
   // A subschema holding every key the meter could sit on would run unmetered, as much as it likes.
   if (unmetered > 0) throw new WorkLimitExceeded(budget);

@@ -174,6 +174,15 @@ describe("MCP: a card key on a card-only deployment (X402_ENABLED=false)", () =>
     expect(await callsLeft(env.DB, key)).toBe(3);
   });
 
+  it("/docs/mcp says so: no offer there, the refusal says why the key did not pay", async () => {
+    const page = async (e: object) =>
+      (await (await app.fetch(new Request("https://example.test/docs/mcp"), e)).text()).replace(/\s+/g, " ");
+    const off = await page(cardOnly);
+    expect(off).toContain("refused without an offer");
+    expect(off).not.toContain("gets the offer with a note");
+    expect(await page(paidEnv)).toContain("gets the offer with a note");
+  });
+
   it("the key's own skill is paid by a credit there", async () => {
     const key = await keyWith(env.DB, 2, "slugify");
     const result = await cardOnlyCall("slugify", { text: "Card Only" }, bearer(key));

@@ -39,6 +39,8 @@ export interface CallContext {
   authorization: string | undefined;
   /** Where the card key's skill is read (card-key.ts). */
   db: D1Database;
+  /** FREE_BETA: skill tools answer unpaid (no card key is read), and the instructions say so. */
+  freeBeta?: boolean;
   /**
    * The MCP client's IP (`CF-Connecting-IP`, set by Cloudflare), carried to the internal request
    * so its calls count against that client's rate limits, not one bucket shared by every client.
@@ -209,7 +211,8 @@ export async function callTool(
       `_meta["${IDEMPOTENCY_KEY_META}"] (not charged): ${IDEMPOTENCY_KEY_MESSAGE}`,
     );
   }
-  const keyUse = await cardKeyUse(ctx.db, ctx.authorization, t);
+  const keyUse = await cardKeyUse(ctx.db, ctx.authorization, t, ctx.freeBeta);
+  const keyWhy = keyUse.forward ? undefined : keyUse.why;
   const cardKey = keyUse.forward ? ctx.authorization : undefined;
   const req = buildRequest(t, args, payment, idempotencyKey, cardKey, ctx);
   markMcpRequest(req, t.tool.name);
@@ -279,8 +282,8 @@ export async function callTool(
         ? { error: body.error ?? paymentRequired.error, reason: body.reason }
         : sentCardKey && typeof body.error === "string"
           ? { error: body.error }
-          : !keyUse.forward && keyUse.note
-            ? { error: keyUse.note }
+          : keyWhy
+            ? { error: `${keyWhy} Pay this call with x402 (the offer is here).` }
             : {};
     const structured = { ...paymentRequired, ...refused };
     // Also under `_meta["x402/error"]`: Cloudflare Agents' withX402Client reads the offer only
@@ -312,7 +315,15 @@ export async function callTool(
       : status === 402
         ? "Payment refused"
         : `Call failed (HTTP ${status})`;
-  return withSettlement(toolError(structured, `${prefix}: ${message}`));
+  // A 402 without an offer (a deployment that sells no x402 now) says why the connection's key did
+  // not pay, as the offer does: the gate's answer alone named only the ways to pay it has on.
+  const why = status === 402 && keyWhy ? keyWhy : undefined;
+  return withSettlement(
+    toolError(
+      why ? { ...structured, note: why } : structured,
+      `${prefix}: ${message}${why ? ` ${why}` : ""}`,
+    ),
+  );
 }
 
 function safeDecodeSettlement(header: string) {

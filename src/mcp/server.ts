@@ -21,8 +21,6 @@ export const SERVER_NAME = "agent-skills-marketplace";
 export interface McpServerContext extends CallContext {
   tools: readonly McpTool[];
   baseUrl: string;
-  /** FREE_BETA: skill tools answer unpaid, and the instructions say so. */
-  freeBeta?: boolean;
 }
 
 const FREE_BETA_NOTE =

@@ -69,10 +69,23 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
       <p>
         Or pay skill tools from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send
         it on every request (partner services and refinery recipes take x402 only). A key buys calls of its
-        own skill: those it pays, even beside an x402 payment (one credit, no USDC). Any other call on the
-        connection is paid as if the key were not there, by the x402 payment in its <code>_meta</code>, or,
-        unpaid, gets the offer with a note (<code>error</code>) that the key only buys its own skill. An
-        unknown key, or one frozen by a dispute, gets the offer too, with why.
+        own skill: those it pays, even beside an x402 payment (one credit, no USDC).{" "}
+        {cfg.x402Enabled ? (
+          <>
+            Any other call on the connection is paid as if the key were not there, by the x402 payment in its{" "}
+            <code>_meta</code>, or, unpaid, gets the offer with a note (<code>error</code>) saying why the key
+            did not pay: another skill's key, an unknown or malformed key, or one frozen by a dispute.
+          </>
+        ) : (
+          <>
+            This deployment takes no x402 payment now (<code>X402_ENABLED</code> is off): any other call on
+            the connection is refused without an offer (<code>Payment refused: …</code>, nothing charged),
+            saying why the key did not pay (also in <code>note</code>): another skill's key, an unknown or
+            malformed key, or one frozen by a dispute.
+          </>
+        )}{" "}
+        A key disputed just as its call starts is refused as over HTTP (<code>403</code>, no offer, nothing
+        spent); the next call {cfg.x402Enabled ? "gets the offer" : "is refused"} with why.
       </p>
       <CodeBlock>{JSON.stringify(mcpClientConfig(cfg, true), null, 2)}</CodeBlock>
       <h2>Paying a call with x402</h2>

@@ -123,6 +123,26 @@ export function keyRefusal(row: Pick<KeyRow, "dispute_status">): string | undefi
   return undefined;
 }
 
+/** Why a `Bearer mk_…` value that is no key at all pays nothing (the gate's 401). */
+export const MALFORMED_KEY = "Malformed card-credit key";
+
+/** Why a key cannot pay a call of `skillId`, as the gate answers it; undefined when it can. */
+export type KeyRefused = { status: 401 | 403; detail: string };
+
+/**
+ * Whether the key `row` (null: no such key) may pay a call of `skillId`, credits left aside: the
+ * one check the gate answers HTTP callers with and the MCP router decides a connection's key by
+ * (mcp/card-key.ts), so the two cannot come to judge a key differently.
+ */
+export function keyCanPay(row: KeyRow | null, skillId: string): KeyRefused | undefined {
+  if (!row) return { status: 401, detail: "Unknown card-credit key" };
+  if (row.skill_id !== skillId) {
+    return { status: 403, detail: `This key buys calls of ${row.skill_id}; it cannot pay for ${skillId}.` };
+  }
+  const refused = keyRefusal(row);
+  return refused ? { status: 403, detail: refused } : undefined;
+}
+
 /** Stripe's minimum charge, in micro-dollars. */
 export const MIN_CHARGE_MICROS = 500_000n;
 const CENT = 10_000n;

@@ -9,7 +9,8 @@ import {
   cardKeyAuthorization,
   findKey,
   hashKey,
-  keyRefusal,
+  keyCanPay,
+  MALFORMED_KEY,
   refundCredit,
   spendCredit,
 } from "./credits";
@@ -26,7 +27,7 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
     const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
     if (authorization !== undefined && /^Bearer\s+mk_/i.test(authorization)) {
       const key = bearerKey(authorization);
-      if (!key) return detail(c, 401, "Malformed card-credit key", {}, { "WWW-Authenticate": "Bearer" });
+      if (!key) return detail(c, 401, MALFORMED_KEY, {}, { "WWW-Authenticate": "Bearer" });
       const keyHash = await hashKey(key);
       const spent = await spendCredit(c.env.DB, keyHash, skill);
       if (spent) {
@@ -52,13 +53,11 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
         );
         return;
       }
-      const row = await findKey(c.env.DB, keyHash);
-      if (!row) return detail(c, 401, "Unknown card-credit key", {}, { "WWW-Authenticate": "Bearer" });
-      if (row.skill_id !== skill.id) {
-        return detail(c, 403, `This key buys calls of ${row.skill_id}; it cannot pay for ${skill.id}.`);
+      const refused = keyCanPay(await findKey(c.env.DB, keyHash), skill.id);
+      if (refused) {
+        const challenge = refused.status === 401 ? { "WWW-Authenticate": "Bearer" } : undefined;
+        return detail(c, refused.status, refused.detail, {}, challenge);
       }
-      const refused = keyRefusal(row);
-      if (refused) return detail(c, 403, refused);
       // Only the ways to pay this deployment has on (a checkout that is off answers 503).
       const empty = `This key has no ${skill.id} credits left.`;
       c.set(

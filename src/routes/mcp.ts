@@ -34,7 +34,9 @@ const loadHandler = () => {
 export function mcpRoutes(appFetch: AppFetch) {
   const routes = new Hono<AppEnv>();
 
-  // First, for every method: a DNS-rebinding page gets nothing of a local server (local-origin.ts).
+  // Before any of /mcp's routes, whatever the method: a DNS-rebinding page gets nothing of a local
+  // server (local-origin.ts). Not the CORS preflight: edgeHeaders answers OPTIONS before routing,
+  // the same headers for every origin, and it runs nothing (the POST after it is checked here).
   routes.use(MCP_PATH, async (c, next) => {
     const refused = notLocal(c.env.BASE_URL, c.req.url, c.req.header("host"), c.req.header("origin"));
     if (refused) return rpcError(c, 403, -32000, refused);

@@ -6,6 +6,7 @@ import { hashKey } from "../../src/payments/credits";
 import { skills } from "../../src/skills/registry";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { unsignedPayment } from "../fixtures/payments";
+import { countingDb } from "../fixtures/rows-read";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { mcpCall, mcpToolCall, type ToolResult } from "../helpers";
 
@@ -47,7 +48,9 @@ describe("MCP: a card key on the connection pays its own skill and blocks no oth
       x402Version: 2,
       accepts: [expect.objectContaining({ amount: priceOf("sha256") })],
     });
-    expect(result.structuredContent?.error).toMatch(/buys calls of slugify only: pay this call with x402/);
+    expect(result.structuredContent?.error).toBe(
+      "The card-credit key on this connection was not used: This key buys calls of slugify; it cannot pay for sha256. Pay this call with x402 (the offer is here).",
+    );
     expect(result._meta?.["x402/error"]).toEqual(result.structuredContent);
     expect(await callsLeft(env.DB, key)).toBe(3);
   });
@@ -86,8 +89,8 @@ describe("MCP: a card key on the connection pays its own skill and blocks no oth
       .bind(await hashKey(frozen))
       .run();
     const cases: [string, RegExp][] = [
-      [`Bearer mk_${crypto.randomUUID().replaceAll("-", "")}`, /key on this connection is unknown/],
-      ["Bearer mk_short", /key on this connection is malformed/],
+      [`Bearer mk_${crypto.randomUUID().replaceAll("-", "")}`, /not used: Unknown card-credit key\./],
+      ["Bearer mk_short", /not used: Malformed card-credit key\./],
       [`Bearer ${frozen}`, /credits are frozen/],
     ];
     for (const [authorization, why] of cases) {
@@ -128,5 +131,80 @@ describe("MCP: a card key on the connection pays its own skill and blocks no oth
     expect(result.structuredContent?.accepts).toHaveLength(1);
     expect(result.structuredContent?.error).toMatch(/^Card credits pay skill tools only/);
     expect(await callsLeft(env.DB, key)).toBe(3);
+  });
+
+  it("the note carries the gate's own reason for the key, word for word (one check, payments/credits.ts keyCanPay)", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    const http = await app.fetch(
+      new Request("https://example.test/api/skills/sha256", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer(key) },
+        body: JSON.stringify({ text: "x" }),
+      }),
+      paidEnv,
+    );
+    expect(http.status).toBe(403);
+    const { detail } = await http.json<{ detail: string }>();
+    const result = await callTool("sha256", { text: "x" }, undefined, bearer(key));
+    expect(result.structuredContent?.error).toContain(detail);
+  });
+});
+
+describe("MCP: a card key on a card-only deployment (X402_ENABLED=false)", () => {
+  const cardOnly = { ...paidEnv, X402_ENABLED: "false" };
+  const cardOnlyCall = async (name: string, args: unknown, headers: Record<string, string>) =>
+    (await mcpCall(app, cardOnly, name, args, undefined, headers)).result;
+
+  it("a call the connection's key cannot pay says why the key did not pay, and offers no x402", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    const cases: [Record<string, string>, string][] = [
+      [bearer(key), "This key buys calls of slugify; it cannot pay for sha256."],
+      [bearer(`mk_${crypto.randomUUID().replaceAll("-", "")}`), "Unknown card-credit key."],
+    ];
+    for (const [headers, why] of cases) {
+      const result = await cardOnlyCall("sha256", { text: "x" }, headers);
+      const text = result.content[0]?.text ?? "";
+      expect(result.isError).toBe(true);
+      expect(text).toMatch(/^Payment refused: Payment required: x402 payments are disabled/);
+      expect(text).toContain(`The card-credit key on this connection was not used: ${why}`);
+      expect(text).not.toMatch(/x402 \(the offer is here\)/);
+      expect(result.structuredContent).toMatchObject({ status: 402, note: expect.stringContaining(why) });
+      expect(result.structuredContent).not.toHaveProperty("accepts");
+    }
+    expect(await callsLeft(env.DB, key)).toBe(3);
+  });
+
+  it("/docs/mcp says so: no offer there, the refusal says why the key did not pay", async () => {
+    const page = async (e: object) =>
+      (await (await app.fetch(new Request("https://example.test/docs/mcp"), e)).text()).replace(/\s+/g, " ");
+    const off = await page(cardOnly);
+    expect(off).toContain("refused without an offer");
+    expect(off).not.toContain("gets the offer with a note");
+    expect(await page(paidEnv)).toContain("gets the offer with a note");
+  });
+
+  it("the key's own skill is paid by a credit there", async () => {
+    const key = await keyWith(env.DB, 2, "slugify");
+    const result = await cardOnlyCall("slugify", { text: "Card Only" }, bearer(key));
+    expect(result.structuredContent).toMatchObject({ slug: "card-only" });
+    expect(await callsLeft(env.DB, key)).toBe(1);
+  });
+});
+
+describe("MCP: reading the connection's card key", () => {
+  const keyReads = async (e: object, key: string) => {
+    const { db, seen } = countingDb(env.DB, (sql) => /FROM api_keys/i.test(sql));
+    const result = (await mcpCall(app, { ...e, DB: db }, "slugify", { text: "Read" }, undefined, bearer(key)))
+      .result;
+    expect(result.structuredContent).toMatchObject({ slug: "read" });
+    return seen.statements;
+  };
+
+  it("is not done in free beta, where the gate never uses the key (no D1 read per call)", async () => {
+    const key = await keyWith(env.DB, 3, "slugify");
+    expect(await keyReads({ ...env, FREE_BETA: "true" }, key)).toBe(0);
+    expect(await callsLeft(env.DB, key)).toBe(3);
+    // The counter sees the read where it is made: once, before the gate spends the key.
+    expect(await keyReads(paidEnv, key)).toBe(1);
   });
 });

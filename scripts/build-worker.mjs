@@ -43,8 +43,8 @@ function sameToolsAsWrangler() {
 
 /**
  * patches/ must be in what ships: without it (an install with --ignore-scripts) json_schema_validate's
- * uniqueItems is the library's n² loop, which the meter then charges as such (schema-work.ts), so
- * ordinary calls become 422. The patch sets this string on its helper, which survives minification.
+ * uniqueItems is the library's n² loop, which the meter then refuses (schema-work.ts), so
+ * every schema using it is a 422. The patch sets this string on its helper, which survives minification.
  */
 const JSON_SCHEMA_PATCH = "agent-skills-marketplace: linear uniqueItems, unescaped keys";
 export function jsonSchemaPatched(modules = path.join(root, "node_modules")) {
@@ -52,7 +52,7 @@ export function jsonSchemaPatched(modules = path.join(root, "node_modules")) {
     const file = path.join(modules, "@cfworker/json-schema/dist", flavour, "validate.js");
     if (!readFileSync(file, "utf8").includes(JSON_SCHEMA_PATCH))
       throw new Error(
-        `${path.relative(root, file)} lacks patches/@cfworker+json-schema+*.patch: run \`npm install\` (or \`npx patch-package\`)`,
+        `${path.relative(root, file)} lacks patches/@cfworker+json-schema+*.patch: run \`rm -rf node_modules/@cfworker/json-schema && npm install\` (patch-package cannot apply a changed patch over an older one)`,
       );
   }
 }

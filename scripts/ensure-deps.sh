@@ -10,3 +10,14 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "installing dependencies..."
   npm install --no-save --no-audit --no-fund --loglevel=error
 fi
+# A changed patch cannot be applied over the one installed: reinstall what it patches.
+for patch in patches/*.patch; do
+  [ -f "$patch" ] || continue
+  if [ "$patch" -nt node_modules/.package-lock.json ]; then
+    name=$(basename "$patch" | sed -E 's/\+[^+]*\.patch$//; s/\+/\//')
+    echo "re-applying $patch..."
+    rm -rf "node_modules/$name"
+    npm install --no-save --no-audit --no-fund --loglevel=error
+    touch node_modules/.package-lock.json
+  fi
+done

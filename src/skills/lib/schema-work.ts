@@ -86,12 +86,6 @@ const KEYS_PER_UNIT = 2; // keys of a big (proxied) object listed (Object.keys, 
  * nodes and CHARS_PER_UNIT characters.
  */
 const UNIQUE_NODES_PER_UNIT = 4;
-/**
- * Without the patch (an install with --ignore-scripts) the library compares every ordered pair: n²
- * compares per evaluation (4,000 integers 147 ms, 40,000 3.6 s in workerd), charged as before it,
- * the longest array squared on every evaluation of a truthy uniqueItems.
- */
-const COMPARES_PER_UNIT = 250;
 const UNITS_PER_BRANCH = 2; // anyOf/oneOf/allOf bookkeeping per branch (evaluated-set merging)
 /** Objects with more keys than this are metered by a Proxy each time their keys are listed. */
 const METERED_KEYS = 64;
@@ -214,7 +208,6 @@ interface InstanceFacts {
   longestString: number;
   /** What a uniqueItems costs on each array of the instance with 2 items or more. */
   unique: WeakMap<unknown[], number>;
-  longestArray: number;
 }
 
 /** Units of the patched uniqueItems on an array whose items hold `nodes` nodes and `chars` characters. */
@@ -226,7 +219,7 @@ const uniqueUnits = (nodes: number, chars: number) => nodes / UNIQUE_NODES_PER_U
  * 1,500-key object costs ~60 times one of a small value.
  */
 function meterInstance(root: unknown, unique: boolean): { value: unknown; facts: InstanceFacts } {
-  const facts: InstanceFacts = { nodes: 0, longestString: 0, unique: new WeakMap(), longestArray: 0 };
+  const facts: InstanceFacts = { nodes: 0, longestString: 0, unique: new WeakMap() };
   // Nodes and characters (strings, object keys) of the value the last wrap was given.
   let nodesOf = 0;
   let charsOf = 0;
@@ -254,7 +247,6 @@ function meterInstance(root: unknown, unique: boolean): { value: unknown; facts:
     charsOf = chars;
     // The patched check returns before building a key when there is no pair to compare.
     if (array) {
-      facts.longestArray = Math.max(facts.longestArray, keys.length);
       if (unique && keys.length > 1) facts.unique.set(v as unknown[], uniqueUnits(nodes, chars));
       return v;
     }
@@ -289,8 +281,12 @@ function notingIsArray(value: unknown): value is unknown[] {
 /**
  * Whether the installed library carries patches/' linear uniqueItems, found out once per isolate
  * (on the first schema that needs it): its check lists each of 3 items' keys once, the pairwise
- * loop lists them for every pair it deep-compares (12 times). Without it the meter charges the
- * quadratic loop and one warn line says so: an install that skipped `postinstall` stays safe.
+ * loop lists them for every pair it deep-compares (12 times). Without it a schema with a truthy
+ * uniqueItems is refused as over budget, and one warn line says why: the pairwise loop
+ * deep-compares every pair of items, so its cost is the array's length times its size (and strings'
+ * lengths), which no charge computed ahead of time bounds honestly (1,000 near-equal arrays of 500
+ * zeros, 1 MB, ran 27 s under the old n²/250 charge). A deploy cannot get here (the build refuses
+ * an unpatched library: scripts/build-worker.mjs); an install that skipped `postinstall` can.
  */
 let linearUniqueItems: boolean | undefined;
 type UniqueItemsCheck = (items: unknown[]) => unknown;
@@ -312,14 +308,20 @@ function uniqueItemsIsLinear(): boolean {
           },
         ),
     );
-    probed(items);
-    linearUniqueItems = listings === items.length;
+    try {
+      probed(items);
+      linearUniqueItems = listings === items.length;
+    } catch {
+      // A library that changed under the patch: not known to be linear.
+      linearUniqueItems = false;
+    }
     if (!linearUniqueItems)
       console.warn(
         JSON.stringify({
           level: "warn",
           msg: "json-schema patch not applied",
-          detail: "uniqueItems is quadratic and charged so; run npm install (patch-package)",
+          detail:
+            "uniqueItems is the library's pairwise loop: schemas using it are refused as over budget; rm -rf node_modules/@cfworker/json-schema && npm install",
         }),
       );
   }
@@ -439,7 +441,7 @@ const METER_KEYS = [
  * Walks the subschemas the way the library's dereference does (same keyword tables), checks every
  * `pattern` and `patternProperties` key for RE2, and installs the per-evaluation charge.
  */
-function meterSchema(root: unknown, facts: InstanceFacts, linear: boolean): { unmetered: number } {
+function meterSchema(root: unknown, facts: InstanceFacts): { unmetered: number } {
   let patterns = 0;
   let unmetered = 0;
   const check = (pattern: string, at: (string | number)[]) => {
@@ -472,10 +474,8 @@ function meterSchema(root: unknown, facts: InstanceFacts, linear: boolean): { un
         ? facts.longestString / CHARS_PER_UNIT
         : 0);
     // The library runs its check for any truthy value (`if ($uniqueItems)`), not only true: it is
-    // charged for the array the evaluation is about to check (notingIsArray), if it is one; the
-    // unpatched loop for the longest array, whichever is checked.
+    // charged for the array the evaluation is about to check (notingIsArray), if it is one.
     const unique = Boolean(s.uniqueItems);
-    const quadratic = unique && !linear ? facts.longestArray ** 2 / COMPARES_PER_UNIT : 0;
     const key = METER_KEYS.find((k) => !Object.hasOwn(s, k));
     if (!key) unmetered++;
     if (key) {
@@ -485,7 +485,7 @@ function meterSchema(root: unknown, facts: InstanceFacts, linear: boolean): { un
         get() {
           const array = checked;
           checked = undefined;
-          spend(weight + quadratic + (unique && linear && array ? (facts.unique.get(array) ?? 0) : 0));
+          spend(weight + (unique && array ? (facts.unique.get(array) ?? 0) : 0));
           return undefined;
         },
       });
@@ -705,10 +705,11 @@ export function meteredValidation(
   const validator = new Validator(schema, draft, false);
   const unique = mentionsUniqueItems(schema);
   const { value, facts } = meterInstance(instance, unique);
-  const { unmetered } = meterSchema(schema, facts, !unique || uniqueItemsIsLinear());
+  const { unmetered } = meterSchema(schema, facts);
   const budget = WORK_BUDGET_BASE + WORK_BUDGET_PER_NODE * (facts.nodes + nodeCount(schema));
-  // A subschema holding every key the meter could sit on would run unmetered, as much as it likes.
-  if (unmetered > 0) throw new WorkLimitExceeded(budget);
+  // A subschema holding every key the meter could sit on would run unmetered, as much as it likes;
+  // and without the patch, uniqueItems has no honest charge (above).
+  if (unmetered > 0 || (unique && !uniqueItemsIsLinear())) throw new WorkLimitExceeded(budget);
   const meter = new Meter(budget);
   const previous = { active, checked };
   active = meter;

@@ -111,7 +111,8 @@ const NOTICES: Record<string, string> = {
   "refund-resolved": "Refund recorded as paid by hand.",
   "refund-resolved-differs":
     "Refund recorded as paid by hand, for another amount than it owed: the rest is listed under Refunds owed, or the refund is flagged there as overpaid.",
-  "refund-dismissed": "Refund recorded as nothing owed (a kept share the partner was paid, or a rest nobody is owed).",
+  "refund-dismissed":
+    "Refund recorded as nothing owed (a kept share the partner was paid, or a rest nobody is owed).",
   "refund-corrected": "Hand refund's amount corrected; its rest follows it.",
   "overpayment-settled": "Overpayment recorded as settled.",
 };

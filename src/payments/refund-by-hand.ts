@@ -189,7 +189,7 @@ export function differsFromOwed(env: Bindings, row: RefundRow) {
 }
 
 /** Why a refund recorded as nothing owed takes no other decision: one decision per row. */
-export const dismissedAlready = (row: RefundRow) =>
+const dismissedAlready = (row: RefundRow) =>
   `Refund ${row.request_id} is already recorded as nothing owed (${new Date(row.resolved_at ?? 0).toISOString()}: ${row.resolved_note}): nothing recorded`;
 
 /** A refund as the maintainer's resolve answers it. */
@@ -232,7 +232,8 @@ export type HandRefund =
  * row (auth_from, valid_before) only while it is owed, and this writes only while the row is owed
  * and its valid_before is still the one checked. One transfer pays one refund: a hash another
  * refund holds is refused. The same hash again answers the recorded row. A partner's share
- * (`<request_id>:withheld`) is recorded only once no undecided authorization of its request may
+ * (`<request_id>:withheld`, or a rest of a hand refund of it: shareOf) is recorded only once no
+ * undecided authorization of its request may
  * still land, by HAND_AFTER_SECONDS' reckoning (mayStillLand): until then the partner may yet be
  * paid from it, and the caller's refund of it would be paid twice over.
  *

@@ -20,6 +20,11 @@ const TX_PATTERN = TX_HASH.source.slice(1, -1);
 
 type Row = Record<string, string | number>;
 
+/** What a hand refund's transfer paid, in micro-USDC, as the API takes it (a whole number). */
+const AmountInput = ({ id }: { id: string }) => (
+  <input id={id} name="amount_micro" inputmode="numeric" pattern="[0-9]{1,13}" required />
+);
+
 /**
  * Beside an overpaid hand refund: correct the amount recorded (a typing slip; its rest follows), or
  * record the overpayment settled (paid back, or written off: the note says which).
@@ -33,13 +38,7 @@ function OverpaidForms({ r, i, csrf }: { r: Row; i: number; csrf: string }) {
         <input type="hidden" name="outcome" value="amount_corrected" />
         <input type="hidden" name="tx_hash" value={String(r.tx_hash)} />
         <label for={`refund-correct-${i}`}>What tx {String(r.tx_hash)} really paid (micro-USDC)</label>
-        <input
-          id={`refund-correct-${i}`}
-          name="amount_micro"
-          inputmode="numeric"
-          pattern="[0-9]{1,13}"
-          required
-        />
+        <AmountInput id={`refund-correct-${i}`} />
         <label for={`refund-correct-note-${i}`}>Note</label>
         <input id={`refund-correct-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
         <button type="submit">Correct amount</button>
@@ -304,13 +303,7 @@ export function AdminDashboardPage(props: {
                   <label for={`refund-amount-${i}`}>
                     Amount paid (micro-USDC; {String(r.amount_micro)} owed)
                   </label>
-                  <input
-                    id={`refund-amount-${i}`}
-                    name="amount_micro"
-                    inputmode="numeric"
-                    pattern="[0-9]{1,13}"
-                    required
-                  />
+                  <AmountInput id={`refund-amount-${i}`} />
                   {/* What was shown owed: another amount typed is recorded only with the box ticked. */}
                   <input type="hidden" name="owed_shown" value={String(r.amount_micro)} />
                   <label for={`refund-differs-${i}`}>

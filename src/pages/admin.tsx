@@ -19,6 +19,40 @@ import { RowHeadedTable } from "./table";
 const TX_PATTERN = TX_HASH.source.slice(1, -1);
 
 type Row = Record<string, string | number>;
+
+/** What a hand refund's transfer paid, in micro-USDC, as the API takes it (a whole number). */
+const AmountInput = ({ id }: { id: string }) => (
+  <input id={id} name="amount_micro" inputmode="numeric" pattern="[0-9]{1,13}" required />
+);
+
+/**
+ * Beside an overpaid hand refund: correct the amount recorded (a typing slip; its rest follows), or
+ * record the overpayment settled (paid back, or written off: the note says which).
+ */
+function OverpaidForms({ r, i, csrf }: { r: Row; i: number; csrf: string }) {
+  const action = `/admin/refunds/${encodeURIComponent(String(r.request_id))}/resolve`;
+  return (
+    <>
+      <form method="post" action={action} class="admin-form">
+        <input type="hidden" name="csrf" value={csrf} />
+        <input type="hidden" name="outcome" value="amount_corrected" />
+        <input type="hidden" name="tx_hash" value={String(r.tx_hash)} />
+        <label for={`refund-correct-${i}`}>What tx {String(r.tx_hash)} really paid (micro-USDC)</label>
+        <AmountInput id={`refund-correct-${i}`} />
+        <label for={`refund-correct-note-${i}`}>Note</label>
+        <input id={`refund-correct-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
+        <button type="submit">Correct amount</button>
+      </form>
+      <form method="post" action={action} class="admin-form">
+        <input type="hidden" name="csrf" value={csrf} />
+        <input type="hidden" name="outcome" value="overpayment_settled" />
+        <label for={`refund-settle-note-${i}`}>Paid back (tx) or written off (why)</label>
+        <input id={`refund-settle-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} required />
+        <button type="submit">Record settled</button>
+      </form>
+    </>
+  );
+}
 /** Why a refund is still owed, as its row says (payments/refunds.ts). */
 function stillOwedBecause(r: Row) {
   if (r.hold) return `Held: ${r.hold}`;
@@ -29,7 +63,7 @@ function stillOwedBecause(r: Row) {
 }
 /** A hand refund recorded for more than its refund owed then (a decision lowered it while it was paid). */
 const overpaidBy = (r: Row) =>
-  `Overpaid by hand: tx ${r.tx_hash} paid ${usd(Number(r.amount_micro))} where ${usd(Number(r.owed_micro))} was owed when it was recorded, ${usd(Number(r.overpaid_micro))} too much: ask the payer for it back, or write it off (${r.resolved_note ?? "no note"})`;
+  `Overpaid by hand: tx ${r.tx_hash} paid ${usd(Number(r.amount_micro))} where ${usd(Number(r.owed_micro))} was owed when it was recorded, ${usd(Number(r.overpaid_micro))} too much: ask the payer for it back, or write it off, and record which; or, if the amount was typed wrong, correct it (${r.resolved_note ?? "no note"})`;
 const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
 
 /**
@@ -254,7 +288,7 @@ export function AdminDashboardPage(props: {
             usd(Number(r.amount_micro)),
             r.status === "owed" ? stillOwedBecause(r) : overpaidBy(r),
             r.status !== "owed" ? (
-              "nothing to record"
+              <OverpaidForms r={r} i={i} csrf={props.csrf} />
             ) : (
               <>
                 <form
@@ -269,13 +303,13 @@ export function AdminDashboardPage(props: {
                   <label for={`refund-amount-${i}`}>
                     Amount paid (micro-USDC; {String(r.amount_micro)} owed)
                   </label>
-                  <input
-                    id={`refund-amount-${i}`}
-                    name="amount_micro"
-                    inputmode="numeric"
-                    pattern="[0-9]{1,13}"
-                    required
-                  />
+                  <AmountInput id={`refund-amount-${i}`} />
+                  {/* What was shown owed: another amount typed is recorded only with the box ticked. */}
+                  <input type="hidden" name="owed_shown" value={String(r.amount_micro)} />
+                  <label for={`refund-differs-${i}`}>
+                    <input id={`refund-differs-${i}`} type="checkbox" name="differs_ok" value="1" /> The
+                    amount differs from what is owed
+                  </label>
                   <label for={`refund-note-${i}`}>Note</label>
                   <input id={`refund-note-${i}`} name="note" maxlength={HAND_NOTE_MAX} />
                   <button type="submit">Record refund</button>

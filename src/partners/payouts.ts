@@ -96,12 +96,17 @@ export async function owedSummary(db: D1Database) {
     // partner was paid (its status says refunded, and no transfer did). Owed ones first, so none of
     // them falls out of the list.
     // `owed_micro`: a hand refund's, what it owed when recorded (its amount_micro is what was paid);
-    // `overpaid_micro` when that was more, listed first with the owed ones, for a person to settle.
+    // `overpaid_micro` when that was more, listed first with the owed ones, for a person to settle,
+    // until they do (overpaid_settled_at and _note, migration 0025: paid back or written off).
     db.prepare(
       `SELECT request_id, payer, amount_micro, owed_micro, withheld_micro, reason, status, tx_hash, error, hold,
               valid_before, created_at, resolved_at, resolved_note, ${nothingOwed()} AS nothing_owed,
-              CASE WHEN amount_micro > owed_micro THEN amount_micro - owed_micro END AS overpaid_micro
-       FROM refunds ORDER BY status = 'owed' OR amount_micro > coalesce(owed_micro, amount_micro) DESC, id DESC
+              CASE WHEN amount_micro > owed_micro AND overpaid_settled_at IS NULL THEN amount_micro - owed_micro END
+                AS overpaid_micro,
+              overpaid_settled_at, overpaid_settled_note
+       FROM refunds
+       ORDER BY status = 'owed' OR (amount_micro > coalesce(owed_micro, amount_micro) AND overpaid_settled_at IS NULL) DESC,
+         id DESC
        LIMIT 1000`,
     ),
     // What a refund kept back for a partner whose authorization then expired unused: the caller

@@ -4,6 +4,7 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import { type Decision, spentElsewhere } from "./reconcile-decide";
+import { rederivedRests } from "./refund-rest";
 import {
   contradictedNothingOwed,
   owedRefund,
@@ -409,9 +410,10 @@ export async function applyUpstream(
     ...(movedNothing ? [owedAfterAll(db, row)] : []),
     // A share a person recorded as nothing owed (the partner was paid it all) that this decision
     // leaves short of what landed: back to a person, owed and held (after the return's rewrite);
-    // one given back so before: its amount made true to this decision too (rederivedNothingOwed).
+    // one given back so before: its amount made true to this decision too (rederivedNothingOwed),
+    // and so the open rests of hand refunds of the share (rederivedRests).
     ...(d.outcome === "paid" || movedNothing
-      ? [contradictedNothingOwed, rederivedNothingOwed].map((statement) =>
+      ? [contradictedNothingOwed, rederivedNothingOwed, rederivedRests].map((statement) =>
           statement(
             db,
             row,

@@ -12,6 +12,7 @@ import {
   type UpstreamRow,
   upstreamCandidates,
 } from "./reconcile-store";
+import { warnRefundLine } from "./refund-warn";
 import {
   judgeRefund,
   markRefunded,
@@ -116,10 +117,8 @@ export function logSummary(
  * Before, both went only to the row (`hold`, `error`) and the summary's count.
  */
 function warnRefund(env: Bindings, requestId: string, row: { hold: string | null; error: string | null }) {
-  const line = row.hold
-    ? { level: "warn", msg: "refund held for a person", request_id: requestId, hold: row.hold }
-    : { level: "warn", msg: "refund not sent", request_id: requestId, error: row.error };
-  console.warn(redactSecrets(JSON.stringify(line), env));
+  if (row.hold) warnRefundLine(env, "refund held for a person", { request_id: requestId, hold: row.hold });
+  else warnRefundLine(env, "refund not sent", { request_id: requestId, error: row.error });
 }
 
 /** A send this run made that left its refund owed: the row says why (its hold, or the send's error). */

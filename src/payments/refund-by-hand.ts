@@ -2,6 +2,8 @@ import { redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, rpcChainReader } from "./reconcile-chain";
 import type { Decision } from "./reconcile-decide";
+import { REST_HOLD, REST_SUFFIX, restOwed, shareOf } from "./refund-rest";
+import { warnRefundLine } from "./refund-warn";
 import {
   IN_DOUBT,
   IN_DOUBT_DECIDED,
@@ -137,38 +139,6 @@ const handReturn = (
       paidMicro,
     );
 
-/** The request id under which what a hand refund paid short of what its row owed is listed. */
-export const REST_SUFFIX = ":rest";
-/** How such a row's hold starts: what lets a person record it as nothing owed (dismissInDoubt). */
-const REST_HOLD = "paid by hand ";
-
-/**
- * What a hand refund (recorded in the same batch, at `nowMs` with `tx`) paid short of what its row
- * owed then, as a row of its own: owed and held (a hand refund takes it, no send ever does: the
- * person who paid the first part may be paying the rest already), so the rest stays listed
- * ("Refunds owed") until a person records it too. Written only by the batch that recorded the
- * hand refund (its resolved_at and transaction), once.
- */
-const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
-  db
-    .prepare(
-      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
-         hold, auth_nonce, asset, network)
-       SELECT ?1 || '${REST_SUFFIX}', payer, owed_micro - amount_micro, 0,
-              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
-              '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
-                || ' owed when it was recorded (tx ' || tx_hash || '): refund the other '
-                || (owed_micro - amount_micro) || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
-              ?4, asset, network
-       FROM refunds WHERE request_id = ?1 AND resolved_at = ?3 AND tx_hash = ?2 AND owed_micro > amount_micro
-       ON CONFLICT (request_id) DO NOTHING`,
-    )
-    .bind(requestId, tx, nowMs, nonce);
-
-/** The request whose partner's share a `<request_id>:withheld` refund is; null for any other refund. */
-const shareOf = (requestId: string) =>
-  requestId.endsWith(WITHHELD_SUFFIX) ? requestId.slice(0, -WITHHELD_SUFFIX.length) : null;
-
 /**
  * SQL: the undecided partner authorizations of request `request` (a bound parameter; NULL matches
  * none) whose valid_before is not before `lastLanding` (our clock minus HAND_AFTER_SECONDS): as
@@ -178,11 +148,12 @@ const mayStillLand = (request: string, lastLanding: string) =>
   `SELECT id, valid_before FROM upstream_payments
    WHERE request_id = ${request} AND chain_status IS NULL AND valid_before >= ${lastLanding}`;
 
-async function readRow(db: D1Database, requestId: string): Promise<RefundRow | null> {
+export async function readRow(db: D1Database, requestId: string): Promise<RefundRow | null> {
   const row = await db
     .prepare(
       `SELECT request_id, payer, amount_micro, owed_micro, withheld_micro, reason, status, tx_hash, error, hold,
-              valid_before, resolved_at, resolved_note, created_at, updated_at, ${nothingOwed()} AS nothing_owed
+              valid_before, resolved_at, resolved_note, overpaid_settled_at, overpaid_settled_note, created_at, updated_at,
+              ${nothingOwed()} AS nothing_owed
        FROM refunds WHERE request_id = ?1`,
     )
     .bind(requestId)
@@ -199,14 +170,13 @@ const rederivedSql = `hold LIKE '${IN_DOUBT_DECIDED}%'`;
 const rederived = (row: RefundRow) => row.nothing_owed && !!row.hold?.startsWith(IN_DOUBT_DECIDED);
 
 /**
- * The warn line of a hand refund recorded for another amount than its row owed: the rest is
- * listed (restOwed) or the row flagged overpaid, and a maintainer alerting on warn lines sees it.
+ * A hand refund recorded (or corrected) for another amount than its row owed: the rest is listed
+ * (restOwed) or the row flagged overpaid, and a maintainer alerting on warn lines sees it.
  */
-function warnHandDiffers(env: Bindings, row: RefundRow) {
+export function differsFromOwed(env: Bindings, row: RefundRow) {
   const owed = row.owed_micro ?? 0;
-  const line = {
-    level: "warn",
-    msg: "hand refund differs from what was owed",
+  if (row.owed_micro === null || owed === row.amount_micro) return false;
+  warnRefundLine(env, "hand refund differs from what was owed", {
     refund_id: row.request_id,
     tx_hash: row.tx_hash,
     paid_micro: row.amount_micro,
@@ -214,8 +184,8 @@ function warnHandDiffers(env: Bindings, row: RefundRow) {
     ...(owed > row.amount_micro
       ? { rest_refund_id: `${row.request_id}${REST_SUFFIX}` }
       : { overpaid_micro: row.amount_micro - owed }),
-  };
-  console.warn(redactSecrets(JSON.stringify(line), env));
+  });
+  return true;
 }
 
 /** Why a refund recorded as nothing owed takes no other decision: one decision per row. */
@@ -239,6 +209,9 @@ export interface RefundRow {
   valid_before: number | null;
   resolved_at: number | null;
   resolved_note: string | null;
+  /** An overpaid hand refund a person settled (paid back or written off: the note says), migration 0025. */
+  overpaid_settled_at: number | null;
+  overpaid_settled_note: string | null;
   created_at: number;
   updated_at: number;
   /** Refunded to nobody: a share kept back in doubt a person found the partner was paid (dismissInDoubt). */
@@ -246,7 +219,7 @@ export interface RefundRow {
 }
 
 export type HandRefund =
-  | { status: "recorded" | "replayed"; row: RefundRow; rest?: RefundRow }
+  | { status: "recorded" | "replayed"; row: RefundRow; rest?: RefundRow; differs?: boolean }
   | { status: "unknown" }
   | { status: "refused" | "unavailable"; detail: string; row: RefundRow };
 
@@ -259,7 +232,8 @@ export type HandRefund =
  * row (auth_from, valid_before) only while it is owed, and this writes only while the row is owed
  * and its valid_before is still the one checked. One transfer pays one refund: a hash another
  * refund holds is refused. The same hash again answers the recorded row. A partner's share
- * (`<request_id>:withheld`) is recorded only once no undecided authorization of its request may
+ * (`<request_id>:withheld`, or a rest of a hand refund of it: shareOf) is recorded only once no
+ * undecided authorization of its request may
  * still land, by HAND_AFTER_SECONDS' reckoning (mayStillLand): until then the partner may yet be
  * paid from it, and the caller's refund of it would be paid twice over.
  *
@@ -319,10 +293,8 @@ export async function resolveRefundByHand(
     const r = row.owed_micro !== null && row.owed_micro > row.amount_micro;
     return r ? ((await readRow(db, `${requestId}${REST_SUFFIX}`)) ?? undefined) : undefined;
   };
-  if (written?.meta.changes || returned?.meta.changes) {
-    if (row.owed_micro !== null && row.owed_micro !== row.amount_micro) warnHandDiffers(env, row);
-    return { status: "recorded", row, rest: await rest() };
-  }
+  if (written?.meta.changes || returned?.meta.changes)
+    return { status: "recorded", row, rest: await rest(), differs: differsFromOwed(env, row) };
   if (row.nothing_owed && !rederived(row)) return { status: "refused", row, detail: dismissedAlready(row) };
   if (row.status === "refunded" && row.resolved_at !== null && row.tx_hash?.toLowerCase() === tx)
     return row.amount_micro === paidMicro
@@ -330,7 +302,7 @@ export async function resolveRefundByHand(
       : {
           status: "refused",
           row,
-          detail: `Refund ${requestId} is already recorded as paid by hand with this transaction, for ${row.amount_micro} micro-USDC, not ${paidMicro}: nothing recorded`,
+          detail: `Refund ${requestId} is already recorded as paid by hand with this transaction, for ${row.amount_micro} micro-USDC, not ${paidMicro}: nothing recorded (if ${paidMicro} is what it paid, correct the record with outcome amount_corrected)`,
         };
   if (row.status === "refunded" && !row.nothing_owed)
     return {
@@ -395,7 +367,8 @@ export const inDoubtUndecided = (r: Record<string, unknown>) =>
   ((String(r.request_id).endsWith(WITHHELD_SUFFIX) &&
     r.hold.startsWith(IN_DOUBT) &&
     !r.hold.startsWith(IN_DOUBT_DECIDED)) ||
-    (String(r.request_id).endsWith(REST_SUFFIX) && r.hold.startsWith(REST_HOLD)));
+    (String(r.request_id).endsWith(REST_SUFFIX) &&
+      (r.hold.startsWith(REST_HOLD) || r.hold.startsWith(IN_DOUBT_DECIDED))));
 
 /**
  * Records a share kept back in doubt as owed to nobody: a person checked the operating wallet's
@@ -434,7 +407,8 @@ export async function dismissInDoubt(
          updated_at = ?2
        WHERE request_id = ?1 AND status = 'owed' AND valid_before IS NULL AND auth_from IS NULL
          AND resolved_at IS NULL
-         AND ((substr(request_id, -${REST_SUFFIX.length}) = '${REST_SUFFIX}' AND hold LIKE '${REST_HOLD}%')
+         AND ((substr(request_id, -${REST_SUFFIX.length}) = '${REST_SUFFIX}'
+               AND (hold LIKE '${REST_HOLD}%' OR hold LIKE '${IN_DOUBT_DECIDED}%'))
            OR (substr(request_id, -${WITHHELD_SUFFIX.length}) = '${WITHHELD_SUFFIX}'
              AND hold LIKE '${IN_DOUBT}%' AND hold NOT LIKE '${IN_DOUBT_DECIDED}%'
              AND NOT EXISTS (SELECT 1 FROM upstream_payments WHERE request_id = ?4 AND chain_status IS NOT 'landed')

@@ -1,10 +1,11 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { operatingKey, publicConfig, redactSecrets } from "../config";
+import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { TX_HASH } from "../money";
 import { nothingOwed } from "../partners/nothing-owed";
 import { type ChainReader, readAuthorization } from "./reconcile-chain";
 import { type Decision, decide, withoutRetryNote } from "./reconcile-decide";
+import { warnRefundLine } from "./refund-warn";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
@@ -430,16 +431,13 @@ export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutc
  * would tell of it. `request_id` is the caller's X-Request-Id, `refund_id` the row held.
  */
 function warnHeldOnRequest(env: Bindings, requestId: string, held: Refund) {
-  const line = {
-    level: "warn",
-    msg: "refund held for a person",
+  warnRefundLine(env, "refund held for a person", {
     on: "request",
     request_id: requestId,
     refund_id: held.requestId,
     amount_micro: Number(refundAmount(held)),
     hold: holdOf(held),
-  };
-  console.warn(redactSecrets(JSON.stringify(line), env));
+  });
 }
 
 /** A refund as its row stands (recorded before, held, or sent by someone else). */

@@ -16,13 +16,8 @@ import { partnerById } from "../partners/listing";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
 import { freeQuota } from "../payments/quotas";
 import { heldClaims } from "../payments/reconcile-holds";
-import {
-  dismissInDoubt,
-  HAND_CHECK_RETRY_AFTER_S,
-  HAND_NOTE_MAX,
-  HAND_PAID_MAX_MICRO,
-  resolveRefundByHand,
-} from "../payments/refund-by-hand";
+import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, HAND_PAID_MAX_MICRO } from "../payments/refund-by-hand";
+import { decideRefund, REFUND_OUTCOMES } from "../payments/refund-decisions";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { statsIfAvailable } from "../stats/published";
 import { dashboardFigures } from "../stats/query";
@@ -116,7 +111,10 @@ const NOTICES: Record<string, string> = {
   "refund-resolved": "Refund recorded as paid by hand.",
   "refund-resolved-differs":
     "Refund recorded as paid by hand, for another amount than it owed: the rest is listed under Refunds owed, or the refund is flagged there as overpaid.",
-  "refund-dismissed": "Kept share recorded as nothing owed: the partner was paid it.",
+  "refund-dismissed":
+    "Refund recorded as nothing owed (a kept share the partner was paid, or a rest nobody is owed).",
+  "refund-corrected": "Hand refund's amount corrected; its rest follows it.",
+  "overpayment-settled": "Overpayment recorded as settled.",
 };
 
 adminDashboardRoutes.get("/admin", async (c) => {
@@ -259,24 +257,34 @@ adminDashboardRoutes.post("/admin/payouts/:partner_id/settle", sameSite, async (
 /**
  * A hand refund's amount and note, as the API takes them: what the transfer paid (micro-USDC, a
  * whole number from 1 to HAND_PAID_MAX_MICRO, required) and at most HAND_NOTE_MAX characters of
- * note, none is fine.
+ * note, none is fine. `owed_shown`: what the page showed owed (the form sends it); a typed amount
+ * that differs is taken only with `differs_ok` ticked, so a slipped zero is a 422, not a record.
  */
+const micros = z
+  .string()
+  .regex(/^[0-9]{1,13}$/, "A whole number of micro-USDC")
+  .transform(Number)
+  .pipe(z.int().min(1).max(HAND_PAID_MAX_MICRO));
 const handRefundForm = z.object({
-  amount_micro: z
-    .string()
-    .regex(/^[0-9]{1,13}$/, "A whole number of micro-USDC")
-    .transform(Number)
-    .pipe(z.int().min(1).max(HAND_PAID_MAX_MICRO)),
+  amount_micro: micros,
   note: z.string().max(HAND_NOTE_MAX).optional(),
+  owed_shown: z
+    .string()
+    .regex(/^[0-9]{1,13}$/)
+    .transform(Number)
+    .optional(),
+  differs_ok: z.string().optional(),
 });
-/** The form's decision: none (a hand refund, tx_hash), or nothing_owed with a note it requires. */
-const refundOutcome = z.object({ outcome: z.enum(["nothing_owed"]).optional() });
-const dismissNote = z.object({ note: z.string().max(HAND_NOTE_MAX) });
+/** The form's decision: none (a hand refund, tx_hash), or one of the API's, the same names. */
+const refundOutcome = z.object({ outcome: z.enum(REFUND_OUTCOMES).optional() });
+const noteOnly = z.object({ note: z.string().max(HAND_NOTE_MAX) });
+const NOTICE_OF = { nothing_owed: "refund-dismissed", overpayment_settled: "overpayment-settled" } as const;
 
 /**
  * Form twin of POST /api/admin/resolve/refunds/:request_id (same domain calls): a held or owed refund
- * the maintainer paid from their own wallet, or (outcome nothing_owed, the second form beside a share
- * kept back in doubt) that share found paid to the partner. Anything but a new record is a 409, a
+ * the maintainer paid from their own wallet, (nothing_owed, the second form beside a share kept back
+ * in doubt or a rest) one owed to nobody, and beside an overpaid hand refund its correction
+ * (amount_corrected) or settlement (overpayment_settled). Anything but a new record is a 409, a
  * replay too, as for Mark paid.
  */
 adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async (c) => {
@@ -288,16 +296,17 @@ adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async 
   const decided = { outcome: text(form.outcome) };
   const outcome = refundOutcome.safeParse(decided);
   if (!outcome.success) return validationResponse(c, zodItems(outcome.error, decided, ["body"]));
-  if (outcome.data.outcome === "nothing_owed") {
+  const chosen = outcome.data.outcome;
+  if (chosen === "nothing_owed" || chosen === "overpayment_settled") {
     const fields = { note: text(form.note) };
-    const read = dismissNote.safeParse(fields);
+    const read = noteOnly.safeParse(fields);
     if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
-    const r = await dismissInDoubt(c.env.DB, requestId, read.data.note);
+    const r = await decideRefund(c.env, requestId, chosen, read.data);
     if (r.status === "unknown") return detail(c, 404, `Unknown refund "${requestId}"`);
     if (r.status === "replayed")
-      return detail(c, 409, `Refund ${requestId} is already recorded as nothing owed`);
+      return detail(c, 409, `Refund ${requestId}: this decision is already recorded`);
     if (r.status === "refused") return detail(c, 409, r.detail);
-    return c.redirect("/admin?notice=refund-dismissed", 303);
+    return c.redirect(`/admin?notice=${NOTICE_OF[chosen]}`, 303);
   }
   const tx = formTxHash(c, form);
   if (tx instanceof Response) return tx;
@@ -305,18 +314,32 @@ adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async 
   const fields = {
     amount_micro: text(form.amount_micro),
     note: typeof form.note === "string" && form.note !== "" ? form.note : undefined,
+    owed_shown: text(form.owed_shown),
+    differs_ok: text(form.differs_ok),
   };
   const read = handRefundForm.safeParse(fields);
   if (!read.success) return validationResponse(c, zodItems(read.error, fields, ["body"]));
-  const r = await resolveRefundByHand(c.env, requestId, tx, read.data.amount_micro, read.data.note);
+  const { amount_micro, owed_shown, differs_ok } = read.data;
+  if (!chosen && owed_shown !== undefined && amount_micro !== owed_shown && !differs_ok)
+    return validationResponse(c, [
+      {
+        loc: ["body", "amount_micro"],
+        msg: `${amount_micro} micro-USDC is not the ${owed_shown} shown owed: check it, and tick "the amount differs from what is owed" to record it`,
+        type: "value_error",
+        input: fields.amount_micro,
+      },
+    ]);
+  const r = await decideRefund(c.env, requestId, chosen, { tx_hash: tx, amount_micro, note: read.data.note });
   if (r.status === "unknown") return detail(c, 404, `Unknown refund "${requestId}"`);
   if (r.status === "replayed")
     return detail(c, 409, `Refund ${requestId} is already recorded as paid by hand with this transaction`);
   if (r.status === "refused") return detail(c, 409, r.detail);
   if (r.status === "unavailable")
     return detail(c, 503, r.detail, {}, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
-  return c.redirect(
-    `/admin?notice=${r.row.owed_micro !== null && r.row.owed_micro !== r.row.amount_micro ? "refund-resolved-differs" : "refund-resolved"}`,
-    303,
-  );
+  const notice = chosen
+    ? "refund-corrected"
+    : "differs" in r && r.differs
+      ? "refund-resolved-differs"
+      : "refund-resolved";
+  return c.redirect(`/admin?notice=${notice}`, 303);
 });

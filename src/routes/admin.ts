@@ -21,13 +21,13 @@ import { ledgerReport, paymentsQuery } from "../payments/ledger-report";
 import { adminQuota } from "../payments/quotas";
 import { reconcile } from "../payments/reconcile";
 import { type ClaimKind, resolveHeldClaim } from "../payments/reconcile-holds";
+import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, HAND_PAID_MAX_MICRO } from "../payments/refund-by-hand";
 import {
-  dismissInDoubt,
-  HAND_CHECK_RETRY_AFTER_S,
-  HAND_NOTE_MAX,
-  HAND_PAID_MAX_MICRO,
-  resolveRefundByHand,
-} from "../payments/refund-by-hand";
+  decideRefund,
+  isRefundOutcome,
+  REFUND_OUTCOMES,
+  type RefundOutcome,
+} from "../payments/refund-decisions";
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -114,21 +114,23 @@ const runReconcile = operation({
 const resolveBody = z.object({
   tx_hash: z.string().regex(TX_HASH, TX_HASH_RULE).optional().meta({
     description:
-      "refunds: the transfer that paid the refund by hand (required, unless outcome is nothing_owed, which takes none; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
+      "refunds: the transfer that paid the refund by hand (required with no outcome and with amount_corrected, where it is the one recorded; nothing_owed and overpayment_settled take none; compared case-insensitively, one transfer pays one refund). Claims: with landed, the transaction that holds the promised transfer (required); with not_landed, the cancel if known.",
   }),
   amount_micro: z.int().min(1).max(HAND_PAID_MAX_MICRO).optional().meta({
     description:
-      "refunds: what your transfer paid, in micro-USDC as the refund's amount_micro (required with tx_hash). The record keeps it as the refund's amount, and what the refund owed then as owed_micro: a decision may change a share's amount while you pay it. Paid less: the rest is listed as a refund of its own, <request_id>:rest, held for you; paid more: GET /api/admin/payouts flags the refund (overpaid_micro).",
+      "refunds: what your transfer paid, in micro-USDC as the refund's amount_micro (required with tx_hash; with amount_corrected, what it really paid). The record keeps it as the refund's amount, and what the refund owed then as owed_micro: a decision may change a share's amount while you pay it. Paid less: the rest is listed as a refund of its own, <request_id>:rest, held for you; paid more: GET /api/admin/payouts flags the refund (overpaid_micro).",
   }),
-  outcome: z.enum(["queue", "landed", "not_landed", "nothing_owed"]).optional().meta({
-    description:
-      "Claims (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled). Refunds: none to record a hand refund (tx_hash); nothing_owed (with a note) records a partner's share kept back in doubt (a <request_id>:withheld refund held 'kept back in doubt: …', never sent) as owed to nobody, the partner having been paid all of it: refunded by hand with no tx_hash, nothing_owed true.",
-  }),
-  note: z
-    .string()
-    .max(HAND_NOTE_MAX)
+  outcome: z
+    .enum(["queue", "landed", "not_landed", ...REFUND_OUTCOMES])
     .optional()
-    .meta({ description: "Why, for the record (kept with the row). Required with nothing_owed." }),
+    .meta({
+      description:
+        "Claims (required there): queue puts it back in reconciliation's queue, its count of runs started again; landed records the payment (or upstream authorization) as on chain in tx_hash, as a run would; not_landed records that it moved nothing (cancelled). Refunds: none to record a hand refund (tx_hash, amount_micro); nothing_owed (with a note) records as owed to nobody a partner's share kept back in doubt (a <request_id>:withheld refund held 'kept back in doubt: …', never sent), the partner having been paid all of it, or the rest of a hand refund (a <request_id>:rest refund, owed, held for you), nobody being owed it: refunded by hand with no tx_hash, nothing_owed true; amount_corrected (tx_hash as recorded, amount_micro) corrects what a hand refund was recorded as paying while its <request_id>:rest is untouched, which follows in the same batch (rewritten, or removed when nothing is short); overpayment_settled (with a note: paid back, or written off) clears a hand refund's overpaid_micro flag.",
+    }),
+  note: z.string().max(HAND_NOTE_MAX).optional().meta({
+    description:
+      "Why, for the record (kept with the row). Required with nothing_owed and overpayment_settled.",
+  }),
 });
 const resolveHeld = operation({
   ...admin,
@@ -150,7 +152,7 @@ const resolveHeld = operation({
     "401": UNAUTHORIZED,
     "404": ERROR("Unknown table or row"),
     "409": ERROR(
-      "Nothing recorded: the refund is refunded or recorded as nothing owed already, the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; nothing_owed for a refund that is not a share kept back in doubt and never sent, or while the request's recorded partner authorizations disagree (one undecided, held or not_landed, or what landed is less than the share); the claim is decided already or not held",
+      "Nothing recorded: the refund is refunded or recorded as nothing owed already (amount_corrected: it is not recorded by hand with this transaction, or its rest was acted on; overpayment_settled: it is not overpaid, or settled with another note), the operating wallet's last send of it may still land, or the chain shows that send spent (it paid); the transaction pays another refund; nothing_owed for a refund that is not a share kept back in doubt and never sent, or while the request's recorded partner authorizations disagree (one undecided, held or not_landed, or what landed is less than the share); the claim is decided already or not held",
     ),
     "422": VALIDATION,
     "503": ERROR(
@@ -240,7 +242,7 @@ const missing = (c: Context<AppEnv>, field: string, body: unknown) =>
   validationResponse(c, [{ loc: ["body", field], msg: "Field required", type: "missing", input: body }]);
 /** The outcomes each table takes (the body's enum is their union), judged as the validator would. */
 const OUTCOMES = {
-  refunds: z.object({ outcome: z.enum(["nothing_owed"]).optional() }),
+  refunds: z.object({ outcome: z.enum(REFUND_OUTCOMES).optional() }),
   claims: z.object({ outcome: z.enum(["queue", "landed", "not_landed"]) }),
 };
 /** The 422 of an outcome `table` does not take, in the shape the body's own enum answers. */
@@ -260,32 +262,28 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
   const key = c.req.param("key");
   const body = c.req.valid("json");
   if (table === "refunds") {
-    if (body.outcome && body.outcome !== "nothing_owed") return wrongOutcome(c, "refunds", body.outcome);
-    // Nothing owed: no transfer to record (the partner's, if you want it kept, goes in the note),
-    // and the note is the only evidence the row keeps of why.
+    if (body.outcome && !isRefundOutcome(body.outcome)) return wrongOutcome(c, "refunds", body.outcome);
+    const outcome = body.outcome as RefundOutcome | undefined;
+    // No transfer to record (the partner's, or the payer's paying back, goes in the note), and the
+    // note is the only evidence the row keeps of why.
+    const noteOnly = outcome === "nothing_owed" || outcome === "overpayment_settled";
     for (const field of ["tx_hash", "amount_micro"] as const)
-      if (body.outcome === "nothing_owed" && body[field] !== undefined)
+      if (noteOnly && body[field] !== undefined)
         return validationResponse(c, [
           {
             loc: ["body", field],
-            msg: "Not taken with outcome nothing_owed: nothing was refunded (name the partner's transfer in note)",
+            msg:
+              outcome === "nothing_owed"
+                ? "Not taken with outcome nothing_owed: nothing was refunded (name the partner's transfer in note)"
+                : "Not taken with outcome overpayment_settled: nothing is refunded (name the payer's transfer back, or why it is written off, in note)",
             type: "value_error",
             input: body[field],
           },
         ]);
-    if (body.outcome === "nothing_owed" && !body.note?.trim()) return missing(c, "note", body);
-    if (!body.outcome && !body.tx_hash) return missing(c, "tx_hash", body);
-    if (!body.outcome && body.amount_micro === undefined) return missing(c, "amount_micro", body);
-    const r =
-      body.outcome === "nothing_owed"
-        ? await dismissInDoubt(c.env.DB, key, body.note as string)
-        : await resolveRefundByHand(
-            c.env,
-            key,
-            body.tx_hash as string,
-            body.amount_micro as number,
-            body.note,
-          );
+    if (noteOnly && !body.note?.trim()) return missing(c, "note", body);
+    if (!noteOnly && !body.tx_hash) return missing(c, "tx_hash", body);
+    if (!noteOnly && body.amount_micro === undefined) return missing(c, "amount_micro", body);
+    const r = await decideRefund(c.env, key, outcome, body);
     if (r.status === "unknown") return detail(c, 404, `Unknown refund "${key}"`);
     if (r.status === "refused") return detail(c, 409, r.detail, { refund: r.row });
     // The chain could not say whether the wallet's send landed: ask again, nothing recorded.
@@ -301,7 +299,7 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
   if (!kind)
     return detail(c, 404, `Nothing to resolve in "${table}": refunds, payment_nonces or upstream_payments`);
   if (!body.outcome) return missing(c, "outcome", body);
-  if (body.outcome === "nothing_owed") return wrongOutcome(c, "claims", body.outcome);
+  if (isRefundOutcome(body.outcome)) return wrongOutcome(c, "claims", body.outcome);
   if (body.outcome === "landed" && !body.tx_hash) return missing(c, "tx_hash", body);
   const r = await resolveHeldClaim(c.env, kind, key, {
     outcome: body.outcome,

@@ -1,0 +1,120 @@
+import type { Bindings } from "../env";
+import { nothingOwed } from "../partners/nothing-owed";
+import { differsFromOwed, type HandRefund, type RefundRow, readRow } from "./refund-by-hand";
+import { REST_SUFFIX, restOwed, untouchedRest } from "./refund-rest";
+import { refundNonce } from "./refunds";
+
+/**
+ * Corrections of a hand refund already recorded (docs/OPERATIONS.md, "Refunding by hand"): its
+ * amount typed wrong (a slipped zero turns 3000 owed into 30000 "overpaid"), and an overpayment
+ * settled (paid back, or written off). Without them such a row stayed flagged on top of the
+ * dashboard for good, and every follow-up was a 409.
+ */
+
+export type Settled =
+  | { status: "recorded" | "replayed"; row: RefundRow }
+  | { status: "unknown" }
+  | { status: "refused"; detail: string; row: RefundRow };
+
+/**
+ * Records an overpaid hand refund as settled, with the person's note (required: "paid back in tx
+ * …" or "written off: …"): GET /api/admin/payouts no longer flags it (overpaid_micro), and the
+ * row keeps what was paid and owed. The same note again answers the recorded row.
+ */
+export async function settleOverpayment(
+  db: D1Database,
+  requestId: string,
+  note: string,
+  nowMs = Date.now(),
+): Promise<Settled> {
+  const written = await db
+    .prepare(
+      `UPDATE refunds SET overpaid_settled_at = ?2, overpaid_settled_note = ?3, updated_at = ?2
+       WHERE request_id = ?1 AND status = 'refunded' AND owed_micro IS NOT NULL AND amount_micro > owed_micro
+         AND overpaid_settled_at IS NULL`,
+    )
+    .bind(requestId, nowMs, note)
+    .run();
+  const row = await readRow(db, requestId);
+  if (!row) return { status: "unknown" };
+  if (written.meta.changes) return { status: "recorded", row };
+  if (row.overpaid_settled_at !== null)
+    return row.overpaid_settled_note === note
+      ? { status: "replayed", row }
+      : {
+          status: "refused",
+          row,
+          detail: `Refund ${requestId}'s overpayment is already settled (${new Date(row.overpaid_settled_at).toISOString()}: ${row.overpaid_settled_note}): nothing recorded`,
+        };
+  return {
+    status: "refused",
+    row,
+    detail: `Refund ${requestId} is not a hand refund recorded for more than it owed: no overpayment to settle. Nothing recorded`,
+  };
+}
+
+/**
+ * Corrects the amount a hand refund was recorded with (`tx`: the transaction it was recorded with;
+ * `paidMicro`: what that transfer really paid), while its rest (`<request_id>:rest`) is as the
+ * record wrote it, owed and untouched: in one batch the rest follows (rewritten for what is still
+ * short of what the row owed then, or removed when nothing is), and an overpayment settled before
+ * is no longer (its amount changed). A rest someone acted on (recorded, or re-derived by a
+ * decision) is refused: correct nothing behind their back. Only a hand refund recorded with the
+ * amounts it paid and owed (migration 0023); the note, if any, is added to the record's.
+ */
+export async function correctHandAmount(
+  env: Bindings,
+  requestId: string,
+  txHash: string,
+  paidMicro: number,
+  note: string | undefined,
+  nowMs = Date.now(),
+): Promise<HandRefund> {
+  const db = env.DB;
+  const tx = txHash.toLowerCase();
+  const rest = `${requestId}${REST_SUFFIX}`;
+  const restTouched = `SELECT 1 FROM refunds r WHERE r.request_id = ?1 || '${REST_SUFFIX}' AND NOT ${untouchedRest("r")}`;
+  const corrected = "SELECT 1 FROM refunds WHERE request_id = ?1 AND updated_at = ?3 AND amount_micro = ?4";
+  const [written] = await db.batch([
+    db
+      .prepare(
+        `UPDATE refunds SET amount_micro = ?4, overpaid_settled_at = NULL, overpaid_settled_note = NULL, updated_at = ?3,
+           resolved_note = coalesce(resolved_note || '; ', '') || 'amount corrected from ' || amount_micro || ' to ' || ?4
+             || coalesce(': ' || ?5, '')
+         WHERE request_id = ?1 AND status = 'refunded' AND tx_hash = ?2 AND resolved_at IS NOT NULL
+           AND NOT ${nothingOwed()} AND owed_micro IS NOT NULL AND amount_micro <> ?4 AND NOT EXISTS (${restTouched})`,
+      )
+      .bind(requestId, tx, nowMs, paidMicro, note ?? null),
+    db
+      .prepare(`DELETE FROM refunds WHERE request_id = ?2 AND ${untouchedRest()} AND EXISTS (${corrected})`)
+      .bind(requestId, rest, nowMs, paidMicro),
+    restOwed(db, requestId, tx, nowMs, await refundNonce(rest)),
+  ]);
+  const row = await readRow(db, requestId);
+  if (!row) return { status: "unknown" };
+  const restRow = async () => (await readRow(db, rest)) ?? undefined;
+  if (written?.meta.changes)
+    return { status: "recorded", row, rest: await restRow(), differs: differsFromOwed(env, row) };
+  const refused = (detail: string): HandRefund => ({
+    status: "refused",
+    row,
+    detail: `Refund ${requestId} ${detail}`,
+  });
+  if (
+    row.status !== "refunded" ||
+    row.resolved_at === null ||
+    row.nothing_owed ||
+    row.tx_hash?.toLowerCase() !== tx
+  )
+    return refused(
+      `is not recorded as paid by hand with transaction ${tx}: only such a record can be corrected (record a hand refund without an outcome). Nothing recorded`,
+    );
+  if (row.owed_micro === null)
+    return refused(
+      "was recorded by hand before records kept what was paid and owed: its amount cannot be corrected. Nothing recorded",
+    );
+  if (row.amount_micro === paidMicro) return { status: "replayed", row, rest: await restRow() };
+  return refused(
+    `has a rest (${rest}) someone acted on since it was listed (recorded, or re-derived by a decision): the correction would change it behind their back. Nothing recorded`,
+  );
+}

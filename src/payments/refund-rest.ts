@@ -1,0 +1,121 @@
+import { nothingOwed } from "../partners/nothing-owed";
+import { IN_DOUBT_DECIDED, WITHHELD_SUFFIX } from "./refunds";
+
+/**
+ * The rest of a hand refund that paid short of what its row owed (`<request_id>:rest`, restOwed):
+ * owed and held for the person who paid the first part. When that row is a partner's share
+ * (`<request_id>:withheld`), its rests (`…:withheld:rest`, `…:rest:rest`) are the same share: the
+ * partner may still be paid from them, so they get the share's guards and each decision on the
+ * request's partner authorizations re-derives them (rederivedRests).
+ */
+
+/** The request id under which what a hand refund paid short of what its row owed is listed. */
+export const REST_SUFFIX = ":rest";
+/** How such a row's hold starts: what lets a person record it as nothing owed (dismissInDoubt). */
+export const REST_HOLD = "paid by hand ";
+
+/**
+ * The request whose partner's share a refund is: `<request_id>:withheld`, or a rest of a hand
+ * refund of it, however deep; null for any other refund.
+ */
+export function shareOf(requestId: string) {
+  let id = requestId;
+  while (id.endsWith(REST_SUFFIX)) id = id.slice(0, -REST_SUFFIX.length);
+  return id.endsWith(WITHHELD_SUFFIX) ? id.slice(0, -WITHHELD_SUFFIX.length) : null;
+}
+
+/**
+ * SQL: whether refunds row `t` is a rest (`:rest`, once or more) of the share of the request bound
+ * as `request` (no LIKE: request ids may hold `%` or `_`).
+ */
+const restOfShare = (t: string, request: string) => {
+  const share = `${request} || '${WITHHELD_SUFFIX}'`;
+  const tail = `substr(${t}.request_id, length(${share}) + 1)`;
+  return `(substr(${t}.request_id, 1, length(${share})) = ${share} AND ${tail} <> '' AND replace(${tail}, '${REST_SUFFIX}', '') = '')`;
+};
+
+/**
+ * What a hand refund (recorded or corrected in the same batch, at `nowMs` with `tx`) paid short of
+ * what its row owed then, as a row of its own: owed and held (a hand refund takes it, no send ever
+ * does: the person who paid the first part may be paying the rest already), so the rest stays
+ * listed ("Refunds owed") until a person records it too. Written only by the batch that wrote the
+ * hand refund (its updated_at and transaction), once.
+ */
+export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
+  db
+    .prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
+         hold, auth_nonce, asset, network)
+       SELECT ?1 || '${REST_SUFFIX}', payer, owed_micro - amount_micro, 0,
+              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
+              '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
+                || ' owed when it was recorded (tx ' || tx_hash || '): refund the other '
+                || (owed_micro - amount_micro) || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
+              ?4, asset, network
+       FROM refunds WHERE request_id = ?1 AND updated_at = ?3 AND tx_hash = ?2 AND owed_micro > amount_micro
+       ON CONFLICT (request_id) DO NOTHING`,
+    )
+    .bind(requestId, tx, nowMs, nonce);
+
+/** SQL: a rest no person or decision has touched since restOwed wrote it (a correction may rewrite it). */
+export const untouchedRest = (t = "refunds") =>
+  `(${t}.status = 'owed' AND ${t}.resolved_at IS NULL AND ${t}.valid_before IS NULL AND ${t}.auth_from IS NULL
+    AND ${t}.hold LIKE '${REST_HOLD}%')`;
+
+/**
+ * The statement that keeps each open rest of a request's share true to a decision on one of its
+ * partner authorizations (`upstream`, decided landed with `landedMicros` its amount, else 0), in
+ * the batch that takes it (only while that row is undecided), as rederivedNothingOwed keeps the
+ * share itself: owed the kept share (the request's refund's withheld_micro) minus what landed (this
+ * decision counted), what those still undecided may yet move, and what hand refunds of the share
+ * and its rests paid, never below 0. So an authorization that lands for the rest stops it telling a
+ * person to pay what the partner was paid. At 0 it is nothing owed (refunded, by nobody: resolved_at
+ * this decision's time, no transfer), held "decided since" so that a hand refund paid meanwhile is
+ * still recorded (flagged overpaid) and a later decision that raises it makes it owed again. A rest
+ * a person recorded (paid, or nothing owed on their word) is never touched, nor one sent.
+ */
+export function rederivedRests(
+  db: D1Database,
+  upstream: { id: number; request_id: string },
+  landedMicros: number,
+  said: string,
+  now: number,
+) {
+  return db
+    .prepare(
+      `WITH d (kept, landed, pending, paid) AS (
+         SELECT (SELECT withheld_micro FROM refunds WHERE request_id = ?1),
+                coalesce((SELECT sum(amount_micro) FROM upstream_payments
+                          WHERE request_id = ?1 AND id <> ?2 AND chain_status = 'landed'), 0) + CAST(?3 AS INTEGER),
+                coalesce((SELECT sum(amount_micro) FROM upstream_payments
+                          WHERE request_id = ?1 AND id <> ?2 AND chain_status IS NULL), 0),
+                coalesce((SELECT sum(p.amount_micro) FROM refunds p
+                          WHERE (p.request_id = ?1 || '${WITHHELD_SUFFIX}' OR ${restOfShare("p", "?1")})
+                            AND p.status = 'refunded' AND NOT ${nothingOwed("p")}), 0)),
+       n (owed, said) AS (
+         SELECT max(0, kept - landed - pending - paid),
+           'the partner''s authorizations of this request landed for ' || landed || ' micro-USDC of the ' || kept
+           || ' kept' || CASE WHEN pending > 0 THEN ' (and those not decided yet may still move ' || pending || ')' ELSE '' END
+           || ', and hand refunds of the share paid ' || paid
+         FROM d)
+       UPDATE refunds SET
+         status = CASE WHEN (SELECT owed FROM n) = 0 THEN 'refunded' ELSE 'owed' END,
+         amount_micro = (SELECT owed FROM n),
+         resolved_at = CASE WHEN (SELECT owed FROM n) = 0 THEN ?5 END,
+         resolved_note = CASE WHEN (SELECT owed FROM n) = 0 THEN 'nothing owed, by reconciliation: ' || ?4 END,
+         error = NULL, updated_at = ?5,
+         hold = '${IN_DOUBT_DECIDED} (' || ?4 || '): ' || (SELECT said FROM n)
+           || CASE WHEN (SELECT owed FROM n) = 0
+             THEN ': nothing is owed (a hand refund paid meanwhile is still recorded, flagged overpaid)'
+             ELSE ': the caller is owed ' || CASE WHEN (SELECT pending FROM d) > 0 THEN 'at least ' ELSE '' END
+               || 'the other ' || (SELECT owed FROM n) || '. Refund this by hand, for the amount now recorded, or record it as nothing owed with a note naming the transfer. Reconciliation never sends it' END
+           || '; before this decision: ' || hold
+       WHERE ${restOfShare("refunds", "?1")} AND valid_before IS NULL AND auth_from IS NULL
+         AND ((status = 'owed' AND resolved_at IS NULL
+               AND (hold LIKE '${REST_HOLD}%' OR hold LIKE '${IN_DOUBT_DECIDED}%'))
+           OR (${nothingOwed()} AND hold LIKE '${IN_DOUBT_DECIDED}%'))
+         AND (SELECT kept FROM d) > 0 AND amount_micro <> (SELECT owed FROM n)
+         AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)`,
+    )
+    .bind(upstream.request_id, upstream.id, landedMicros, said, now);
+}

@@ -1,0 +1,220 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { applyUpstream } from "../../src/payments/reconcile-store";
+import { adminCookie } from "../helpers";
+import {
+  authorizationTurnsUp,
+  hash,
+  keptInDoubt,
+  payouts,
+  resolve,
+  row,
+  send,
+  token,
+} from "./refund-fixtures";
+
+/**
+ * The rest of a hand refund (`<request_id>:rest`) and the corrections of a hand refund recorded:
+ * a share's rest is the share (its guard, its re-derivation), a wrong amount can be corrected, and
+ * an overpayment settled.
+ */
+
+/** A share kept in doubt (20000), refunded by hand for 5000: its rest owed 15000, held. */
+async function shareRefundedInPart() {
+  const { requestId, listing } = await keptInDoubt();
+  const res = await resolve(listing, { tx_hash: hash(), amount_micro: 5000, note: "partner paid 15000?" });
+  expect(res.status).toBe(200);
+  const rest = `${listing}:rest`;
+  expect(await row(rest)).toMatchObject({ status: "owed", amount_micro: 15000 });
+  return { requestId, listing, rest };
+}
+const landed = { outcome: "paid" as const, txHash: `0x${"ab".repeat(32)}`, evidence: "test: landed" };
+/** GET /api/admin/payouts' listing of refund `id`. */
+const listed = async (id: string) => (await payouts()).refunds.find((r) => r.request_id === id);
+
+describe("the rest of a hand refund of a partner's share", () => {
+  it("is refused while an authorization of the request may still land, as the share is", async () => {
+    const { requestId, rest } = await shareRefundedInPart();
+    await authorizationTurnsUp(requestId, {
+      amount: 15000,
+      validBefore: Math.floor(Date.now() / 1000) + 3600,
+    });
+    const before = await row(rest);
+    const res = await resolve(rest, { tx_hash: hash(), amount_micro: 15000 });
+    expect(res.status).toBe(409);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(/may still land until .*check again after/);
+    expect(await row(rest)).toEqual(before);
+  });
+
+  it("is nothing owed once an authorization for all of it lands: no one is told to pay what the partner was paid", async () => {
+    const { requestId, rest } = await shareRefundedInPart();
+    const upstream = await authorizationTurnsUp(requestId, { amount: 15000 });
+    await applyUpstream(env.DB, upstream, landed);
+    expect(await row(rest)).toMatchObject({
+      status: "refunded",
+      amount_micro: 0,
+      tx_hash: null,
+      resolved_at: expect.any(Number),
+      hold: expect.stringMatching(/^kept back in doubt: decided since \(upstream_payments \d+ landed/),
+    });
+    expect(await listed(rest)).toMatchObject({ nothing_owed: 1 });
+    // A hand refund paid meanwhile is still recorded, flagged overpaid by all of it.
+    const paid = await resolve(rest, { tx_hash: hash(), amount_micro: 15000 });
+    expect(await paid.json()).toMatchObject({ refund: { amount_micro: 15000, owed_micro: 0 } });
+    expect(await listed(rest)).toMatchObject({ overpaid_micro: 15000 });
+  });
+
+  it("owes what is left when one lands for part of it", async () => {
+    const { requestId, rest } = await shareRefundedInPart();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 10000 }), landed);
+    // 20000 kept - 10000 landed - 5000 paid by hand.
+    expect(await row(rest)).toMatchObject({
+      status: "owed",
+      amount_micro: 5000,
+      hold: expect.stringMatching(/caller is owed the other 5000/),
+    });
+  });
+
+  it("counts an undecided one as landing, and owes the rest again when that one moves nothing", async () => {
+    const { requestId, rest } = await shareRefundedInPart();
+    const first = await authorizationTurnsUp(requestId, { amount: 10000 });
+    const second = await authorizationTurnsUp(requestId, { amount: 5000 });
+    await applyUpstream(env.DB, first, landed);
+    // The second, undecided, may still move 5000: 20000 kept - 10000 landed - 5000 pending - 5000 paid.
+    expect(await row(rest)).toMatchObject({ status: "refunded", amount_micro: 0, tx_hash: null });
+    await applyUpstream(env.DB, second, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await row(rest)).toMatchObject({
+      status: "owed",
+      amount_micro: 5000,
+      resolved_at: null,
+      hold: expect.stringMatching(/caller is owed the other 5000/),
+    });
+  });
+});
+
+describe("correcting a hand refund's amount (outcome amount_corrected)", () => {
+  it("a slipped zero is corrected, and the rest follows the corrected amount in the same batch", async () => {
+    const { requestId } = await keptInDoubt();
+    const tx = hash();
+    expect((await resolve(requestId, { tx_hash: tx, amount_micro: 400000 })).status).toBe(200);
+    expect(await listed(requestId)).toMatchObject({ overpaid_micro: 360000 });
+    // The same transaction with another amount and no outcome stays a 409 that names the way out.
+    const plain = await resolve(requestId, { tx_hash: tx, amount_micro: 40000 });
+    expect(plain.status).toBe(409);
+    expect((await plain.json<{ detail: string }>()).detail).toMatch(/amount_corrected/);
+
+    const fix = (amount: number, t = tx) =>
+      resolve(requestId, { outcome: "amount_corrected", tx_hash: t, amount_micro: amount });
+    const fixed = await fix(40000);
+    expect(fixed.status).toBe(200);
+    expect(await fixed.json()).toMatchObject({
+      refund: { amount_micro: 40000, owed_micro: 40000 },
+      replayed: false,
+    });
+    expect(await listed(requestId)).toMatchObject({ overpaid_micro: null });
+    expect(await row(`${requestId}:rest`)).toBeNull();
+    // Short of what was owed: the rest is listed, and follows a second correction.
+    expect(await (await fix(30000)).json()).toMatchObject({ rest: { amount_micro: 10000, status: "owed" } });
+    expect(await (await fix(35000)).json()).toMatchObject({ rest: { amount_micro: 5000 } });
+    expect(await (await fix(35000)).json()).toMatchObject({ replayed: true });
+    expect((await fix(35000, hash())).status).toBe(409);
+    // Once someone acted on the rest, the correction would change it behind their back: refused.
+    const rest = `${requestId}:rest`;
+    expect((await resolve(rest, { outcome: "nothing_owed", note: "payer waived it" })).status).toBe(200);
+    const late = await fix(40000);
+    expect(late.status).toBe(409);
+    expect((await late.json<{ detail: string }>()).detail).toMatch(/rest .* someone acted on/);
+    expect(await row(requestId)).toMatchObject({ amount_micro: 35000 });
+  });
+});
+
+describe("settling an overpayment (outcome overpayment_settled)", () => {
+  it("clears the flag with a required note, keeps what was paid and owed, and is taken once", async () => {
+    const { requestId } = await keptInDoubt();
+    expect((await resolve(requestId, { tx_hash: hash(), amount_micro: 50000 })).status).toBe(200);
+    expect((await resolve(requestId, { outcome: "overpayment_settled" })).status).toBe(422);
+    expect(
+      (await resolve(requestId, { outcome: "overpayment_settled", note: "x", amount_micro: 1 })).status,
+    ).toBe(422);
+    const note = "written off: 0.01 to a good customer";
+    const res = await resolve(requestId, { outcome: "overpayment_settled", note });
+    expect(res.status).toBe(200);
+    expect(await listed(requestId)).toMatchObject({
+      amount_micro: 50000,
+      owed_micro: 40000,
+      overpaid_micro: null,
+      overpaid_settled_note: note,
+    });
+    expect(await (await resolve(requestId, { outcome: "overpayment_settled", note })).json()).toMatchObject({
+      replayed: true,
+    });
+    expect((await resolve(requestId, { outcome: "overpayment_settled", note: "paid back" })).status).toBe(
+      409,
+    );
+    // A refund that was not overpaid has nothing to settle.
+    const other = await keptInDoubt();
+    expect((await resolve(other.requestId, { outcome: "overpayment_settled", note })).status).toBe(409);
+  });
+});
+
+describe("the dashboard's refund forms", () => {
+  async function dashboard() {
+    const cookie = await adminCookie(send, token);
+    const html = await (await send("/admin", { headers: { cookie } })).text();
+    const csrf = html.match(/name="csrf" value="([^"]*)"/)?.[1] as string;
+    const post = (id: string, fields: Record<string, string>) =>
+      send(`/admin/refunds/${encodeURIComponent(id)}/resolve`, {
+        method: "POST",
+        headers: { cookie, origin: "https://skills.test" },
+        body: new URLSearchParams({ csrf, ...fields }),
+      });
+    const forms = (id: string) =>
+      [
+        ...html.matchAll(
+          new RegExp(
+            `<form method="post" action="/admin/refunds/${encodeURIComponent(id)}/resolve"[\\s\\S]*?</form>`,
+            "g",
+          ),
+        ),
+      ].map((m) => m[0]);
+    return { post, forms };
+  }
+
+  it("Record refund sends the amount it showed owed, and records another only once the person ticks that it differs", async () => {
+    const { requestId } = await keptInDoubt();
+    const { post, forms } = await dashboard();
+    expect(forms(requestId)[0]).toContain('name="owed_shown" value="40000"');
+    const tx = hash();
+    const slipped = { tx_hash: tx, amount_micro: "400000", owed_shown: "40000" };
+    const asked = await post(requestId, slipped);
+    expect(asked.status).toBe(422);
+    expect(await asked.text()).toMatch(/is not the 40000 shown owed/);
+    expect(await row(requestId)).toMatchObject({ status: "owed" });
+    const done = await post(requestId, { ...slipped, differs_ok: "1" });
+    expect(done.status).toBe(303);
+    expect(done.headers.get("location")).toBe("/admin?notice=refund-resolved-differs");
+  });
+
+  it("an overpaid refund offers its correction and its settlement, which takes it off the list", async () => {
+    const { requestId } = await keptInDoubt();
+    const tx = hash();
+    expect((await resolve(requestId, { tx_hash: tx, amount_micro: 50000 })).status).toBe(200);
+    const { post, forms } = await dashboard();
+    const offered = forms(requestId);
+    expect(offered.map((f) => f.match(/name="outcome" value="([a-z_]+)"/)?.[1])).toEqual([
+      "amount_corrected",
+      "overpayment_settled",
+    ]);
+    expect(offered[0]).toContain(`name="tx_hash" value="${tx}"`);
+    const settled = await post(requestId, { outcome: "overpayment_settled", note: "paid back in 0xfeed" });
+    expect(settled.headers.get("location")).toBe("/admin?notice=overpayment-settled");
+    expect((await dashboard()).forms(requestId)).toEqual([]);
+    const corrected = await post(requestId, {
+      outcome: "amount_corrected",
+      tx_hash: tx,
+      amount_micro: "40000",
+    });
+    expect(corrected.headers.get("location")).toBe("/admin?notice=refund-corrected");
+    expect(await row(requestId)).toMatchObject({ amount_micro: 40000 });
+  });
+});

@@ -97,7 +97,7 @@ export async function owedSummary(db: D1Database) {
     // them falls out of the list.
     // `owed_micro`: a hand refund's, what it owed when recorded (its amount_micro is what was paid);
     // `overpaid_micro` when that was more, listed first with the owed ones, for a person to settle,
-    // until they do (overpaid_settled_at and _note, migration 0025: paid back or written off).
+    // until they do (overpaid_settled_at and _note, migration 0024: paid back or written off).
     db.prepare(
       `SELECT request_id, payer, amount_micro, owed_micro, withheld_micro, reason, status, tx_hash, error, hold,
               valid_before, created_at, resolved_at, resolved_note, ${nothingOwed()} AS nothing_owed,

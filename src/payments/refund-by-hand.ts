@@ -209,7 +209,7 @@ export interface RefundRow {
   valid_before: number | null;
   resolved_at: number | null;
   resolved_note: string | null;
-  /** An overpaid hand refund a person settled (paid back or written off: the note says), migration 0025. */
+  /** An overpaid hand refund a person settled (paid back or written off: the note says), migration 0024. */
   overpaid_settled_at: number | null;
   overpaid_settled_note: string | null;
   created_at: number;

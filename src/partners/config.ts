@@ -1,3 +1,4 @@
+import { partnersEnabled } from "../config";
 import type { Bindings } from "../env";
 import type { Partner } from "./data";
 
@@ -20,8 +21,17 @@ export interface PartnerConfig extends PricingConfig {
   wallets: Record<string, string>;
 }
 
-/** A configuration value that could not be read; the routes that need it answer 503 with `error`. */
-export type Refused = { error: string };
+/**
+ * A configuration value that could not be read, or partners turned off on purpose (`off`); the
+ * routes that need it answer 503 with `error`.
+ */
+export type Refused = { error: string; off?: true };
+
+/** PARTNERS_ENABLED = "false": what the partner routes say (a choice, not a fault). */
+export const PARTNERS_OFF: Refused = {
+  error: 'Hosted partners are turned off on this deployment (PARTNERS_ENABLED = "false")',
+  off: true,
+};
 
 export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
   const value = raw === undefined || raw.trim() === "" ? MIN_MULTIPLIER : Number(raw);
@@ -39,7 +49,12 @@ export function pricingConfig(env: Bindings): PricingConfig | Refused {
   return "error" in m ? { error: m.error } : { multiplierMilli: m.milli };
 }
 
+/**
+ * What the partner routes, discovery and MCP read. PARTNERS_ENABLED = "false" refuses it here, not
+ * in pricingConfig: reconciliation still prices the share owed for a partner call made before.
+ */
 export function partnerConfig(env: Bindings): PartnerConfig | Refused {
+  if (!partnersEnabled(env)) return PARTNERS_OFF;
   const pricing = pricingConfig(env);
   if ("error" in pricing) return pricing;
   const urls = parseBaseUrls(env.PARTNER_BASE_URLS);

@@ -1,4 +1,3 @@
-import { partnersEnabled } from "../config";
 import type { Bindings } from "../env";
 import type { Partner } from "./data";
 
@@ -27,12 +26,6 @@ export interface PartnerConfig extends PricingConfig {
  */
 export type Refused = { error: string; off?: true };
 
-/** PARTNERS_ENABLED = "false": what the partner routes say (a choice, not a fault). */
-export const PARTNERS_OFF: Refused = {
-  error: 'Hosted partners are turned off on this deployment (PARTNERS_ENABLED = "false")',
-  off: true,
-};
-
 export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
   const value = raw === undefined || raw.trim() === "" ? MIN_MULTIPLIER : Number(raw);
   if (!Number.isFinite(value)) return { error: `PARTNER_PRICE_MULTIPLIER "${raw}" is not a number` };
@@ -49,12 +42,7 @@ export function pricingConfig(env: Bindings): PricingConfig | Refused {
   return "error" in m ? { error: m.error } : { multiplierMilli: m.milli };
 }
 
-/**
- * What the partner routes, discovery and MCP read. PARTNERS_ENABLED = "false" refuses it here, not
- * in pricingConfig: reconciliation still prices the share owed for a partner call made before.
- */
 export function partnerConfig(env: Bindings): PartnerConfig | Refused {
-  if (!partnersEnabled(env)) return PARTNERS_OFF;
   const pricing = pricingConfig(env);
   if ("error" in pricing) return pricing;
   const urls = parseBaseUrls(env.PARTNER_BASE_URLS);

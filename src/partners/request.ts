@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { partnersEnabled } from "../config";
 import { detail, partnersMisconfigured } from "../http/errors";
 import { logOncePerValue } from "../http/log-once";
 import { type PartnerConfig, type PricingConfig, partnerConfig, type Refused } from "./config";
@@ -51,10 +52,20 @@ function logged<T extends object>(c: Context, read: T | Refused): T | Refused {
 const refusal = (c: Context, read: Refused) =>
   read.off ? detail(c, 503, read.error) : partnersMisconfigured(c, read.error);
 
-/** The whole partner configuration, parsed once per request. */
+/** PARTNERS_ENABLED = "false": what the partner routes say (a choice, not a fault). */
+const PARTNERS_OFF: Refused = {
+  error: 'Hosted partners are turned off on this deployment (PARTNERS_ENABLED = "false")',
+  off: true,
+};
+
+/**
+ * The whole partner configuration, parsed once per request; refused on purpose while
+ * PARTNERS_ENABLED is "false" (the partner routes, discovery and MCP read it; reconciliation reads
+ * pricingConfig, so a share owed for a partner call made before is still priced).
+ */
 export function partnerConfigOf(c: Context): PartnerConfig | Refused {
   const setup = setupOf(c);
-  setup.partners ??= logged(c, partnerConfig(c.env));
+  setup.partners ??= logged(c, partnersEnabled(c.env) ? partnerConfig(c.env) : PARTNERS_OFF);
   return setup.partners;
 }
 

@@ -5,13 +5,13 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { mnemonicToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-// @ts-expect-error plain JS script
 import {
   DEV_ACCOUNTS,
   isPlaceholderHost,
   problems,
   readConfig,
   warnings,
+  // @ts-expect-error plain JS script
 } from "../../scripts/deploy-check.mjs";
 import { LIMITS } from "../../src/payments/quotas";
 

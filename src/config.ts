@@ -44,9 +44,9 @@ export function adminTokenProblem(env: Bindings): string | undefined {
   return undefined;
 }
 
-/** X402_ENABLED and FREE_BETA as the catalog reads them: whether calls are sold over x402 at all. */
 /** PARTNERS_ENABLED = "false": a deployment without partner agreements lists and sells no partner. */
 export const partnersEnabled = (env: Bindings) => flag(env.PARTNERS_ENABLED, true);
+/** X402_ENABLED and FREE_BETA as the catalog reads them: whether calls are sold over x402 at all. */
 export const x402Selling = (env: Bindings) => flag(env.X402_ENABLED, true) && !flag(env.FREE_BETA, false);
 
 /** RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it). */

@@ -6,12 +6,24 @@
 // `wrangler secret list --format json` (needs `wrangler login`); if that fails, the names in
 // DEPLOY_CHECK_SECRETS (comma-separated, e.g. set by CI that manages secrets elsewhere) are used,
 // and without either the check refuses and says why. DEPLOY_CHECK_SKIP=1 bypasses it (on purpose).
+// DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 allows Stripe test mode on Base mainnet (see problems()).
+//
+// Run it through npm (`npm run deploy`): the Node 22 devDependency on
+// npm's PATH strips the TypeScript it imports, which Node before 22.18 cannot load.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isAddress } from "viem";
-import { partnerConfig } from "../src/partners/config.ts";
-import { PARTNERS } from "../src/partners/data.ts";
+
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  console.error(
+    `deploy-check: Node ${process.versions.node} cannot load the TypeScript this check reads (22.18 or later can): run it through npm run (npm run deploy), which puts the project's Node 22 first on PATH`,
+  );
+  process.exit(1);
+}
+const { partnerConfig } = await import("../src/partners/config.ts");
+const { PARTNERS } = await import("../src/partners/data.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -46,19 +58,32 @@ export const DEV_ACCOUNTS = [
 const isDevAccount = (address) => DEV_ACCOUNTS.some((a) => a.toLowerCase() === String(address).toLowerCase());
 // 0x1111…, 0x0000…: a placeholder, not anyone's wallet.
 const isPlaceholderWallet = (address) => /^0x([0-9a-f])\1{39}$/i.test(String(address));
-// Reserved names (RFC 2606, 6761) and loopback: nothing a deployed Worker can reach.
-const isPlaceholderHost = (url) => {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
-  return /(^|\.)(example|test|invalid|localhost)$|^example\.(com|net|org)$|^127\.|^::1$/i.test(host);
+/**
+ * Reserved names (RFC 2606, 6761: example.com/.net/.org and their subdomains, .example, .test,
+ * .invalid, localhost), mDNS's .local, and addresses no deployed Worker reaches a partner at
+ * (loopback, private, link-local, unspecified, IPv4 or IPv6).
+ */
+export const isPlaceholderHost = (url) => {
+  const host = new URL(url).hostname
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "")
+    .toLowerCase();
+  if (/(^|\.)(example|test|invalid|localhost|local)$|(^|\.)example\.(com|net|org)$/.test(host)) return true;
+  const ipv4 = /^\d+\.\d+\.\d+\.\d+$/.test(host);
+  if (ipv4 && /^(127|10|0)\.|^169\.254\.|^192\.168\.|^172\.(1[6-9]|2\d|3[01])\./.test(host)) return true;
+  return /^(::1?|::ffff:.*|f[cd][0-9a-f]{2}:.*|fe[89ab][0-9a-f]:.*)$/.test(host);
 };
 
 /**
  * The hosted partners as the Worker would list and pay them (src/partners/config.ts reads the same
  * vars): a variable the Worker refuses makes every partner route a 503; a partner left at the
- * listing's placeholder base URL (*.partners.example) or wallet (0x1111…), or paid to a dev
- * account, would be listed and tried as it is.
+ * listing's placeholder base URL (*.partners.example) or reached over plain http, or a paid
+ * partner left at the placeholder wallet (0x1111…) or paid to a dev account, would be listed and
+ * tried as it is (an external partner is never paid: its wallet is not needed). None of it while
+ * PARTNERS_ENABLED is "false": the Worker then lists no partner.
  */
 function partnerProblems(vars) {
+  if (!on(vars.PARTNERS_ENABLED, true)) return [];
   const pc = partnerConfig(vars);
   if ("error" in pc) return [`${pc.error}: every partner route would answer 503`];
   const out = [];
@@ -66,10 +91,14 @@ function partnerProblems(vars) {
     const base = pc.baseUrls[partner.id] ?? partner.base_url;
     if (isPlaceholderHost(base))
       out.push(
-        `partner ${partner.id}: base URL ${base} is a placeholder: set PARTNER_BASE_URLS {"${partner.id}":"https://…"} to its real API`,
+        `partner ${partner.id}: base URL ${base} is a placeholder: set PARTNER_BASE_URLS {"${partner.id}":"https://…"} to its real API (or PARTNERS_ENABLED = "false")`,
+      );
+    else if (new URL(base).protocol !== "https:")
+      out.push(
+        `partner ${partner.id}: base URL ${base} is not https: set PARTNER_BASE_URLS to its https URL`,
       );
     const wallet = pc.wallets[partner.id] ?? partner.ownership_wallet;
-    if (isPlaceholderWallet(wallet) || isDevAccount(wallet))
+    if (partner.listing_status === "paid" && (isPlaceholderWallet(wallet) || isDevAccount(wallet)))
       out.push(
         `partner ${partner.id}: wallet ${wallet} is ${isDevAccount(wallet) ? "a public dev account (anvil/hardhat)" : "a placeholder"}: set PARTNER_WALLETS {"${partner.id}":"0x…"} to the partner's own wallet`,
       );
@@ -113,8 +142,11 @@ export function warnings(config) {
   return out;
 }
 
-/** Everything missing, in words; empty when the configuration can be deployed. */
-export function problems(config, secrets) {
+/**
+ * Everything missing, in words; empty when the configuration can be deployed. `env` holds the
+ * check's own overrides (DEPLOY_CHECK_ALLOW_TEST_STRIPE).
+ */
+export function problems(config, secrets, env = process.env) {
   const out = [];
   const vars = config.vars ?? {};
   if (!vars.PAY_TO) out.push("PAY_TO is empty: set your own wallet address in wrangler.toml [vars]");
@@ -130,6 +162,16 @@ export function problems(config, secrets) {
   if (stripeMode !== "live" && stripeMode !== "test")
     out.push(
       `STRIPE_MODE "${vars.STRIPE_MODE}" is neither "live" nor "test" (the Worker turns card payments off)`,
+    );
+  // Real USDC beside credits sold for Stripe's test cards: a staging setting left in production.
+  if (
+    stripeMode === "test" &&
+    vars.X402_NETWORK === "eip155:8453" &&
+    on(vars.CARDPAY_ENABLED, true) &&
+    env.DEPLOY_CHECK_ALLOW_TEST_STRIPE !== "1"
+  )
+    out.push(
+      'STRIPE_MODE is "test" on Base mainnet (X402_NETWORK eip155:8453) with card credits on: credits would be sold for Stripe\'s test cards; set STRIPE_MODE = "live", CARDPAY_ENABLED = "false", or DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 if meant',
     );
   for (const db of config.d1_databases ?? []) {
     if (!db.database_id || ZERO_ID.test(db.database_id)) {

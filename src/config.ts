@@ -44,6 +44,8 @@ export function adminTokenProblem(env: Bindings): string | undefined {
   return undefined;
 }
 
+/** PARTNERS_ENABLED = "false": a deployment without partner agreements lists and sells no partner. */
+export const partnersEnabled = (env: Bindings) => flag(env.PARTNERS_ENABLED, true);
 /** X402_ENABLED and FREE_BETA as the catalog reads them: whether calls are sold over x402 at all. */
 export const x402Selling = (env: Bindings) => flag(env.X402_ENABLED, true) && !flag(env.FREE_BETA, false);
 

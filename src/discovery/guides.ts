@@ -21,10 +21,9 @@ import { MCP_SUMMARY, mcpClientConfig, mcpUrl } from "./mcp";
 
 // The text guides: llms.txt for language models, AGENTS.md for coding agents.
 
-/** llms.txt (llmstxt.org): title, summary, details, then link sections. */
-export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
+/** llms.txt (llmstxt.org): title, summary, details, then link sections (partners only with prices). */
+export function llmsTxt(cfg: PublicConfig, pc: PricingConfig | undefined): string {
   const b = cfg.baseUrl;
-  const partner = partnerPricing(pc);
   const lines = [
     `# ${SITE_NAME}`,
     "",
@@ -48,17 +47,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
         `- [${s.id}](${skillUrls(cfg, s).docs}): POST ${s.endpoint}, ${priceLabel(s)} per call. ${firstSentence(s.description)}`,
     ),
     "",
-    "## Hosted partners",
-    "",
-    `Partner APIs resold at ${partner.multiplier}x the partner's price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
-    `@x402/core's x402Client pays at most $1 a payment unless told otherwise: for prices above that, raise the cap with client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partner)}" }).`,
-    "",
-    ...PARTNERS.map(
-      (p) =>
-        `- [${p.name}](${b}/api/partners/${p.id}): ${p.description} ${p.services.length} service(s), ${p.listing_status}.`,
-    ),
-    `- [Refinery recipes skill](${b}/services/${REFINERY_SLUG}.json): POST ${REFINERY_SKILL_PATH}, $${partner.refinery.min} to $${partner.refinery.max} per call depending on the recipe.`,
-    "",
+    ...(pc ? partnerSection(b, partnerPricing(pc)) : []),
     "## MCP",
     "",
     `- [MCP server](${mcpUrl(cfg)}): ${MCP_SUMMARY} Setup: ${b}/docs/mcp`,
@@ -80,11 +69,32 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig): string {
   return lines.join("\n");
 }
 
+/** llms.txt's hosted partners: left out while the partner configuration is refused. */
+const partnerSection = (b: string, partner: ReturnType<typeof partnerPricing>) => [
+  "## Hosted partners",
+  "",
+  `Partner APIs resold at ${partner.multiplier}x the partner's price ($${partner.tryRoutes.min} to $${partner.tryRoutes.max} per call), paid with the same x402 flow: list them at ${b}/api/partners and call GET|POST ${b}/api/partners/<partner_id>/try/<service_id> (path parameters in the query string).`,
+  `@x402/core's x402Client pays at most $1 a payment unless told otherwise: for prices above that, raise the cap with client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partner)}" }).`,
+  "",
+  ...PARTNERS.map(
+    (p) =>
+      `- [${p.name}](${b}/api/partners/${p.id}): ${p.description} ${p.services.length} service(s), ${p.listing_status}.`,
+  ),
+  `- [Refinery recipes skill](${b}/services/${REFINERY_SLUG}.json): POST ${REFINERY_SKILL_PATH}, $${partner.refinery.min} to $${partner.refinery.max} per call depending on the recipe.`,
+  "",
+];
+
+/** AGENTS.md's line on x402Client's $1 cap, which partner prices may exceed. */
+const spendControlsHint = (pc: PricingConfig) =>
+  `// x402Client pays at most $1 a payment by default: enough for every skill; hosted partner services cost up to a few dollars (see /llms.txt), so raise it to buy those:
+// client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partnerPricing(pc))}" });
+`;
+
 /** The highest partner price (a try route or a refinery recipe), in decimal dollars. */
 const highestPartnerPrice = (partner: ReturnType<typeof partnerPricing>) =>
   Math.max(Number(partner.tryRoutes.max), Number(partner.refinery.max)).toString();
 
-export function agentsMd(cfg: PublicConfig, pc: PricingConfig): string {
+export function agentsMd(cfg: PublicConfig, pc: PricingConfig | undefined): string {
   const b = cfg.baseUrl;
   const example = skills.find((s) => s.id === "slugify") ?? skills[0];
   const other = skills.find((s) => s.id !== example?.id);
@@ -132,9 +142,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 
 const client = registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(process.env.AGENT_KEY as \`0x\${string}\`) });
-// x402Client pays at most $1 a payment by default: enough for every skill; hosted partner services cost up to a few dollars (see /llms.txt), so raise it to buy those:
-// client.setSpendControls({ maxAmountPerPayment: "$${highestPartnerPrice(partnerPricing(pc))}" });
-const pay = wrapFetchWithPayment(fetch, client);
+${pc ? spendControlsHint(pc) : "// x402Client pays at most $1 a payment by default: enough for every skill.\n"}const pay = wrapFetchWithPayment(fetch, client);
 const res = await pay("${b}${example.endpoint}", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(${body}) });
 console.log(res.status, await res.json());
 \`\`\`

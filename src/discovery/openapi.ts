@@ -130,15 +130,24 @@ function tagList(paths: Record<string, Record<string, unknown>>) {
   return [...used].map((name) => ({ name, description: TAGS[name] ?? `Skills in category ${name}` }));
 }
 
-/** The document: skill operations from the registry, then the routes' own declared operations. */
-export function openApiDocument(cfg: PublicConfig, pc: PricingConfig, operations: readonly OperationSpec[]) {
+/**
+ * The document: skill operations from the registry, then the routes' own declared operations;
+ * without partner prices (a refused partner configuration) the partner routes are left out.
+ */
+export function openApiDocument(
+  cfg: PublicConfig,
+  pc: PricingConfig | undefined,
+  operations: readonly OperationSpec[],
+) {
   const paths: Record<string, Record<string, unknown>> = skillOperations(cfg) as Record<
     string,
     Record<string, unknown>
   >;
-  const d: DocContext = { cfg, partner: partnerPricing(pc) };
-  for (const op of operations)
+  const d: DocContext = { cfg, partner: pc && partnerPricing(pc) };
+  for (const op of operations) {
+    if (!pc && op.tags.includes("partners")) continue;
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: openApiOperation(op, d) };
+  }
   return {
     openapi: "3.1.0",
     info: {

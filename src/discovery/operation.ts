@@ -34,10 +34,13 @@ export const CLIENT_ERROR = ERROR(
   "Client error: wrong method (405 with Allow), body too large (413), rate limited",
 );
 
-/** What a document may depend on besides the route itself: this deployment and its partner prices. */
+/**
+ * What a document may depend on besides the route itself: this deployment and its partner prices
+ * (none while the partners are left out, and with them the routes tagged "partners").
+ */
 export interface DocContext {
   cfg: PublicConfig;
-  partner: ReturnType<typeof partnerPricing>;
+  partner: ReturnType<typeof partnerPricing> | undefined;
 }
 
 export interface OperationSpec {

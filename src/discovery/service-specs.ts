@@ -38,8 +38,9 @@ function refinerySpec(cfg: PublicConfig, pc: PricingConfig) {
 }
 
 /** The per-skill service description named by the OpenAPI `x-x402.specSource`. */
-export function serviceSpec(cfg: PublicConfig, pc: PricingConfig, slug: string) {
-  if (slug === REFINERY_SLUG) return refinerySpec(cfg, pc);
+export function serviceSpec(cfg: PublicConfig, pc: PricingConfig | undefined, slug: string) {
+  // The refinery skill is a partner's: not described while the partners are left out.
+  if (slug === REFINERY_SLUG) return pc && refinerySpec(cfg, pc);
   const s = skills.find((k) => k.slug === slug);
   if (!s) return undefined;
   return {

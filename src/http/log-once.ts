@@ -9,11 +9,12 @@ const loggedValues = new Map<string, string>();
 export function logOncePerValue(
   setting: string,
   value: string | undefined,
-  line: { level: "error" | "warn"; msg: string; [field: string]: unknown },
+  line: { level: "error" | "warn" | "info"; msg: string; [field: string]: unknown },
 ) {
   if (loggedValues.get(setting) === (value ?? "")) return;
   loggedValues.set(setting, value ?? "");
-  (line.level === "warn" ? console.warn : console.error)(JSON.stringify(line));
+  const log = { info: console.log, warn: console.warn, error: console.error }[line.level];
+  log(JSON.stringify(line));
 }
 
 /**

@@ -10,7 +10,7 @@ import { HTTPException } from "hono/http-exception";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
-import { pricingOf } from "../partners/request";
+import { listedPartnerPricing } from "../partners/request";
 import { cardKeyAuthorization } from "../payments/credits";
 import { rpcError } from "./rpc-error";
 import { createMcpServer } from "./server";
@@ -68,11 +68,10 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   }
 
   const cfg = publicConfig(c.env, c.req.url);
-  const pricing = pricingOf(c);
   const env = c.env;
   const ctx = executionCtx(c);
   const server = createMcpServer({
-    tools: mcpTools(cfg, "error" in pricing ? undefined : pricing),
+    tools: mcpTools(cfg, listedPartnerPricing(c)),
     baseUrl: cfg.baseUrl,
     freeBeta: cfg.freeBeta,
     origin: new URL(c.req.url).origin,

@@ -20,8 +20,11 @@ export interface PartnerConfig extends PricingConfig {
   wallets: Record<string, string>;
 }
 
-/** A configuration value that could not be read; the routes that need it answer 503 with `error`. */
-export type Refused = { error: string };
+/**
+ * A configuration value that could not be read, or partners turned off on purpose (`off`); the
+ * routes that need it answer 503 with `error`.
+ */
+export type Refused = { error: string; off?: true };
 
 export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
   const value = raw === undefined || raw.trim() === "" ? MIN_MULTIPLIER : Number(raw);

@@ -73,10 +73,11 @@ export interface SweepSummary {
   stopped?: string;
   /**
    * Why the run stopped early: Stripe could not be read, or the key cannot read this deployment's
-   * sessions (a configuration error). The Cron then fails, naming this part.
+   * sessions or is refused (another mode than STRIPE_MODE's): a configuration error. The Cron
+   * then fails, naming this part.
    */
   error?: string;
-  /** Why nothing was asked: card payments are not configured. */
+  /** Why nothing was asked: card payments are not configured (no key set). */
   skipped?: string;
 }
 
@@ -129,8 +130,13 @@ export async function sweepCheckouts(
   };
   const secret = env.STRIPE_SECRET_KEY;
   const stripe = await stripeClient(env, SWEEP_NETWORK);
-  if (!stripe || !secret)
-    return { ...summary, skipped: stripeKeyProblem(env) ?? "STRIPE_SECRET_KEY is not set" };
+  if (!stripe || !secret) {
+    const problem = stripeKeyProblem(env);
+    // A key set but refused (the other mode): card payments are off, and refunds and disputes
+    // of packs already sold reach only the webhook. A skip at info would fail no Cron run.
+    if (secret && problem) return { ...summary, error: `configuration error: ${problem}` };
+    return { ...summary, skipped: problem ?? "STRIPE_SECRET_KEY is not set" };
+  }
   const mark = await keyMark(secret);
   // Sessions of the other mode than the key's (`cs_test_…` under a live key: left from testing, or
   // live ones under a test key put in by mistake) are never asked: this key cannot read them, and

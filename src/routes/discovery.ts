@@ -14,7 +14,7 @@ import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "
 import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
-import { partnerConfigured, pricingIfValid } from "../partners/request";
+import { listedPartnerPricing } from "../partners/request";
 import { sellables } from "../payments/sellables";
 import { callPolicy, reliabilityMarkdown, reliabilitySummary, statsIfAvailable } from "../stats/published";
 import { adminOperations } from "./admin";
@@ -30,10 +30,7 @@ export const discoveryRoutes = new Hono<AppEnv>();
 
 discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
 
-/** What a document that quotes partner prices answers while the multiplier is invalid. */
-const PRICES_MISCONFIGURED = ERROR("Partner listing misconfigured (PARTNER_PRICE_MULTIPLIER)");
-
-const doc = (operationId: string, path: string, summary: string, mime?: string, quotesPrices = false) =>
+const doc = (operationId: string, path: string, summary: string, mime?: string) =>
   operation({
     method: "get",
     path,
@@ -43,13 +40,11 @@ const doc = (operationId: string, path: string, summary: string, mime?: string, 
     responses: {
       "200": mime ? text(summary, mime) : json(summary),
       "4XX": CLIENT_ERROR,
-      // It quotes partner prices, which a bad multiplier leaves without a value (partnerConfigured).
-      ...(quotesPrices ? { "503": PRICES_MISCONFIGURED } : {}),
     },
   });
 export const documentOperations = {
-  llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain", true),
-  agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain", true),
+  llmsTxt: doc("get_llms_txt", "/llms.txt", "Guide for language models (llmstxt.org)", "text/plain"),
+  agentsMd: doc("get_agents_md", "/AGENTS.md", "Guide for coding agents", "text/plain"),
   x402List: doc("get_x402list_txt", "/.well-known/x402list.txt", "Directory ownership tokens", "text/plain"),
   x402: doc("get_x402_manifest", "/.well-known/x402", "x402 manifest: every paid resource"),
   wellKnownAgents: doc("get_well_known_agents_json", "/.well-known/agents.json", "Agent manifest"),
@@ -59,7 +54,7 @@ export const documentOperations = {
     "/contracts/humanless.json",
     "Terms for agents acting with no human in the loop",
   ),
-  openapi: doc("get_openapi", "/openapi.json", "This document", undefined, true),
+  openapi: doc("get_openapi", "/openapi.json", "This document"),
   service: operation({
     method: "get",
     path: "/services/{slug}.json",
@@ -69,9 +64,7 @@ export const documentOperations = {
     tags: ["discovery"],
     responses: {
       "200": json("Service description"),
-      "404": ERROR("Unknown skill"),
-      // Served behind the same check as every document that quotes partner prices.
-      "503": PRICES_MISCONFIGURED,
+      "404": ERROR("Unknown skill (the refinery skill's too while the partners are left out)"),
     },
   }),
 };
@@ -93,32 +86,35 @@ const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
 const textDoc = (mime: string, make: (cfg: PublicConfig) => string) => (c: Context<AppEnv>) =>
   c.body(make(cfgOf(c)), 200, { "content-type": `${mime}; charset=utf-8`, ...CACHE });
 
-/** Documents that quote partner prices need the multiplier: a bad one is a 503, as on /api/partners. */
-const quotesPartnerPrices = partnerConfigured("pricing");
+/*
+ * Documents that quote partner prices list the partners only while their configuration can be
+ * read (listedPartnerPricing, as the home page and MCP): otherwise the skills alone, never a 503
+ * (the partner routes answer theirs).
+ */
 
 discoveryRoutes.get("/robots.txt", textDoc("text/plain", robotsTxt));
 discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
-discoveryRoutes.get(ops.llmsTxt.route, quotesPartnerPrices, async (c) => {
+discoveryRoutes.get(ops.llmsTxt.route, async (c) => {
   const cfg = cfgOf(c);
   const doc = await statsIfAvailable(c);
   return c.body(
-    `${llmsTxt(cfg, c.var.pricingConfig)}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
+    `${llmsTxt(cfg, listedPartnerPricing(c))}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
     200,
     { "content-type": "text/plain; charset=utf-8", ...CACHE },
   );
 });
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
-discoveryRoutes.get(ops.agentsMd.route, quotesPartnerPrices, (c) =>
-  c.body(agentsMd(cfgOf(c), c.var.pricingConfig), 200, {
+discoveryRoutes.get(ops.agentsMd.route, (c) =>
+  c.body(agentsMd(cfgOf(c), listedPartnerPricing(c)), 200, {
     "content-type": "text/plain; charset=utf-8",
     ...CACHE,
   }),
 );
 discoveryRoutes.get(ops.x402List.route, textDoc("text/plain", x402ListTxt));
-// Lists every paid resource: a bad multiplier leaves out the partners' only (was a 503 for all).
+// Lists every paid resource: a refused partner configuration leaves out the partners' only.
 discoveryRoutes.get(ops.x402.route, async (c) => {
   const cfg = cfgOf(c);
-  const pc = pricingIfValid(c);
+  const pc = listedPartnerPricing(c);
   // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
   const doc = await statsIfAvailable(c);
   return c.json(
@@ -134,10 +130,11 @@ discoveryRoutes.get(ops.x402.route, async (c) => {
 discoveryRoutes.get(ops.wellKnownAgents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get(ops.agents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get(ops.humanless.route, (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get(ops.openapi.route, quotesPartnerPrices, (c) =>
-  c.json(openApiDocument(cfgOf(c), c.var.pricingConfig, apiOperations), 200, CACHE),
+discoveryRoutes.get(ops.openapi.route, (c) =>
+  c.json(openApiDocument(cfgOf(c), listedPartnerPricing(c), apiOperations), 200, CACHE),
 );
-discoveryRoutes.get(ops.service.route, quotesPartnerPrices, (c) => {
-  const spec = serviceSpec(cfgOf(c), c.var.pricingConfig, (c.req.param("file") ?? "").replace(/\.json$/, ""));
+discoveryRoutes.get(ops.service.route, (c) => {
+  const slug = (c.req.param("file") ?? "").replace(/\.json$/, "");
+  const spec = serviceSpec(cfgOf(c), listedPartnerPricing(c), slug);
   return spec ? c.json(spec, 200, CACHE) : detail(c, 404, "Not Found");
 });

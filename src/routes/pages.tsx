@@ -8,7 +8,7 @@ import { DocsIndexPage, SkillDocPage } from "../pages/docs";
 import { HomePage } from "../pages/home";
 import { McpDocsPage } from "../pages/mcp-docs";
 import { NotFoundPage } from "../pages/not-found";
-import { pricingIfValid } from "../partners/request";
+import { listedPartnerPricing } from "../partners/request";
 import { skillBySlug } from "../skills/registry";
 import { reliabilityLine, reliabilityShort, statsIfAvailable } from "../stats/published";
 import { canonicalSlug } from "./not-found";
@@ -21,14 +21,14 @@ const docSlug = z.object({
 
 // Security headers (strict CSP, DENY framing) come from the app-wide middleware, src/http/security-headers.ts.
 
-// The home page quotes partner prices; with a bad multiplier it leaves the partners out (their
-// routes answer 503), rather than taking the site's front page down.
+// The home page quotes partner prices; while the partner configuration is refused it leaves the
+// partners out (their routes answer 503), rather than taking the site's front page down.
 pageRoutes.get("/", async (c) => {
   const doc = await statsIfAvailable(c);
   return c.html(
     <HomePage
       cfg={publicConfig(c.env, c.req.url)}
-      pc={pricingIfValid(c)}
+      pc={listedPartnerPricing(c)}
       reliability={doc && ((id) => reliabilityShort(doc, id))}
     />,
   );

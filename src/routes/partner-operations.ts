@@ -38,8 +38,10 @@ const list = operation({
   method: "get",
   path: "/api/partners",
   operationId: "list_partners",
+  // Partner operations are rendered only with partner prices (openApiDocument leaves them out
+  // otherwise); the fallbacks only keep the types honest.
   summary: ({ partner }: DocContext) =>
-    `Hosted partners and their services, priced at ${partner.multiplier}x the partner's price`,
+    `Hosted partners and their services${partner ? `, priced at ${partner.multiplier}x the partner's price` : ""}`,
   tags: ["partners"],
   responses: {
     "200": json("Partner listing (spec 2.6, 2.7)"),
@@ -117,7 +119,8 @@ const tryIt = (method: "get" | "post") =>
         'The partner timed out. "charged":false, or "charged":true with a refund when the partner had to be paid first',
       ),
     },
-    extensions: ({ partner }: DocContext) => ({ "x-payment-info": dynamicPrice(partner.tryRoutes) }),
+    extensions: ({ partner }: DocContext) =>
+      partner ? { "x-payment-info": dynamicPrice(partner.tryRoutes) } : {},
   });
 
 const refinery = operation({
@@ -146,14 +149,17 @@ const refinery = operation({
   },
   // The recipe in the body sets the price: x-x402 quotes the highest (what a challenge for a
   // body without a recipe asks, a safe budget); the specSource lists each recipe's price.
-  extensions: ({ cfg, partner }: DocContext) => ({
-    "x-x402": {
-      price: `$${partner.refinery.max}`,
-      network: cfg.network,
-      specSource: `services/${REFINERY_SLUG}.json`,
-    },
-    "x-payment-info": dynamicPrice(partner.refinery),
-  }),
+  extensions: ({ cfg, partner }: DocContext) =>
+    partner
+      ? {
+          "x-x402": {
+            price: `$${partner.refinery.max}`,
+            network: cfg.network,
+            specSource: `services/${REFINERY_SLUG}.json`,
+          },
+          "x-payment-info": dynamicPrice(partner.refinery),
+        }
+      : {},
 });
 
 export const partnerOps = { list, one, tryGet: tryIt("get"), tryPost: tryIt("post"), refinery };

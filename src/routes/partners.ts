@@ -16,11 +16,11 @@ import { partnerOps } from "./partner-operations";
 
 export const partnerRoutes = new Hono<AppEnv>();
 
-partnerRoutes.get(partnerOps.list.route, partnerConfigured("partners"), (c) =>
+partnerRoutes.get(partnerOps.list.route, partnerConfigured, (c) =>
   c.json(partnersListing(c.var.partnerConfig, publicConfig(c.env, c.req.url))),
 );
 
-partnerRoutes.get(partnerOps.one.route, partnerConfigured("partners"), (c) => {
+partnerRoutes.get(partnerOps.one.route, partnerConfigured, (c) => {
   const partner = partnerById(c.req.param("partner_id"));
   if (!partner) return detail(c, 404, `Unknown partner "${c.req.param("partner_id")}"; see /api/partners.`);
   return c.json(partnerEntry(partner, c.var.partnerConfig, publicConfig(c.env, c.req.url)));
@@ -52,7 +52,7 @@ for (const method of ["GET", "POST"] as const) {
     partnerGate(trySoldPerCall),
     per((c) => payerQuota(tryResource(c))),
     per((c) => guardAuthorization(tryResource(c))),
-    partnerConfigured("partners"),
+    partnerConfigured,
     answerTry,
   );
 }
@@ -72,6 +72,6 @@ partnerRoutes.post(
   payerQuota("refinery_recipes"),
   partnerOps.refinery.validate,
   guardAuthorization("refinery_recipes"),
-  partnerConfigured("partners"),
+  partnerConfigured,
   answerRefinery,
 );

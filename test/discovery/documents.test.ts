@@ -429,29 +429,8 @@ describe("OpenAPI", () => {
     },
   );
 
-  it("documents that quote partner prices answer 503 when the multiplier is invalid", async () => {
-    const get = await withVars({ PARTNER_PRICE_MULTIPLIER: "2" });
-    // The home page and /.well-known/x402 stay up without the partners: test/partners/config-lines.test.ts.
-    for (const path of [
-      "/openapi.json",
-      "/llms.txt",
-      "/AGENTS.md",
-      "/services/refinery-recipes.json",
-      "/services/sha256.json",
-    ]) {
-      const res = await get(path);
-      expect(res.status, path).toBe(503);
-      expect((await res.json<{ detail: string }>()).detail, path).toContain("PARTNER_PRICE_MULTIPLIER");
-    }
-    // And each of them declares that 503.
-    const spec = await (await createApp().fetch(new Request("https://skills.test/openapi.json"), env)).json<{
-      paths: Record<string, { get: { responses: Record<string, unknown> } }>;
-    }>();
-    for (const path of ["/openapi.json", "/llms.txt", "/AGENTS.md", "/services/{slug}.json"])
-      expect(Object.keys(spec.paths[path]?.get.responses ?? {}), path).toContain("503");
-    expect(Object.keys(spec.paths["/.well-known/x402"]?.get.responses ?? {})).not.toContain("503");
-  });
-
+  // A refused partner configuration leaves the partners out of every document (never a 503):
+  // test/discovery/partners-left-out.test.ts.
   it("documents every route the app serves, each with an explicit security", async () => {
     const doc = await load();
     const documented = new Set<string>();

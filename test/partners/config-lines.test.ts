@@ -58,6 +58,31 @@ describe("a configuration every paid call or partner route refuses (503) is logg
   });
 });
 
+describe('PARTNERS_ENABLED = "false"', () => {
+  it("refuses the partner routes with its own reason, said once at info (a choice, not an error)", async () => {
+    const info = vi.spyOn(console, "log").mockImplementation(() => {});
+    // A value of its own so the once-per-isolate line is this test's.
+    const { answers, lines } = await fetchAll(
+      { ...env, PARTNERS_ENABLED: "false", PARTNER_WALLETS: `{"${unique()}":"0x${"ab".repeat(20)}"}` },
+      ["/api/partners", "/api/partners/pricefeed"],
+    );
+    for (const res of answers) {
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({
+        detail: 'Hosted partners are turned off on this deployment (PARTNERS_ENABLED = "false")',
+      });
+    }
+    expect(lines).toEqual([]);
+    expect(info.mock.calls.map((c) => JSON.parse(String(c[0])))).toEqual([
+      {
+        level: "info",
+        msg: "partners turned off",
+        error: 'Hosted partners are turned off on this deployment (PARTNERS_ENABLED = "false")',
+      },
+    ]);
+  });
+});
+
 describe("an invalid partner multiplier", () => {
   it("leaves the home page and /.well-known/x402 up with the partners left out", async () => {
     const bad = { ...env, PARTNER_PRICE_MULTIPLIER: "2" };

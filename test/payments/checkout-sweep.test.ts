@@ -479,6 +479,23 @@ describe("a key that cannot read this deployment's sessions marks nothing for go
     for (const id of ids) expect((await keysFor(id)).results).toHaveLength(1);
   });
 
+  it("a key of the other mode than STRIPE_MODE's fails the Cron naming checkout_sweep (refunds and disputes would reach only the webhook); no key set is a skip", async () => {
+    const wrong = await runCron({
+      ...env,
+      STRIPE_MODE: "live",
+      STRIPE_SECRET_KEY: "sk_test_sweep_wrong_mode",
+    });
+    vi.restoreAllMocks();
+    expect(wrong.thrown).toMatch(
+      /checkout_sweep: configuration error: STRIPE_SECRET_KEY is a test-mode key and STRIPE_MODE is \\"live\\"/,
+    );
+    expect(wrong.lines.find((l) => l.includes('"checkout_sweep"'))).toMatch(/^\{[^}]*"level":"error"/);
+    expect(wrong.sweep).toMatchObject({ asked: 0, error: expect.stringContaining("test-mode key") });
+    const unset = await runCron({ ...env, STRIPE_SECRET_KEY: "" });
+    expect(unset.thrown).toBe("");
+    expect(unset.sweep).toMatchObject({ asked: 0, skipped: "STRIPE_SECRET_KEY is not set" });
+  });
+
   it("a session of the other mode than the key's is never asked nor marked, and the run goes on: a key of its mode asks it", async () => {
     const id = `${LIVE}${crypto.randomUUID().replaceAll("-", "")}`;
     const created = Date.now() - 3670 * DAY;

@@ -5,8 +5,14 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { mnemonicToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-// @ts-expect-error plain JS script
-import { DEV_ACCOUNTS, problems, readConfig, warnings } from "../../scripts/deploy-check.mjs";
+import {
+  DEV_ACCOUNTS,
+  isPlaceholderHost,
+  problems,
+  readConfig,
+  warnings,
+  // @ts-expect-error plain JS script
+} from "../../scripts/deploy-check.mjs";
 import { LIMITS } from "../../src/payments/quotas";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -120,9 +126,11 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     const vars = config.vars as Record<string, string>;
     const withVars = (more: Record<string, string>) =>
       problems({ ...config, vars: { ...vars, ...more } }, ALL_SECRETS);
-    // Unset: every partner at its listing's placeholder URL and wallet.
+    // Unset: every partner at its listing's placeholder URL, and each paid one at its placeholder
+    // wallet (notifyhook is external: never paid, so its wallet is not asked for).
     const defaults = withVars({ PARTNER_BASE_URLS: "", PARTNER_WALLETS: "" });
-    expect(defaults).toHaveLength(2 * PARTNER_IDS.length);
+    expect(defaults).toHaveLength(2 * PARTNER_IDS.length - 1);
+    expect(defaults).not.toContainEqual(expect.stringMatching(/^partner notifyhook: wallet/));
     expect(defaults).toContainEqual(
       expect.stringMatching(
         /^partner pricefeed: base URL https:\/\/pricefeed\.partners\.example is a placeholder/,
@@ -143,6 +151,57 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     ]);
   }, 60_000);
 
+  it('PARTNERS_ENABLED = "false": no partner check at all, the rest still checked', async () => {
+    const config = await readConfig(completed());
+    const vars = config.vars as Record<string, string>;
+    expect(vars.PARTNERS_ENABLED).toBe("true");
+    const off = { PARTNERS_ENABLED: "false", PARTNER_BASE_URLS: "", PARTNER_WALLETS: "" };
+    expect(problems({ ...config, vars: { ...vars, ...off } }, ALL_SECRETS)).toEqual([]);
+    expect(
+      problems({ ...config, vars: { ...vars, ...off, PARTNER_BASE_URLS: "{not json" } }, ALL_SECRETS),
+    ).toEqual([]);
+    expect(problems({ ...config, vars: { ...vars, ...off, PAY_TO: "" } }, ALL_SECRETS)).toEqual([
+      expect.stringMatching(/^PAY_TO is empty/),
+    ]);
+  }, 60_000);
+
+  it("refuses partner base URLs no deployed Worker reaches, or reached over plain http", async () => {
+    for (const url of [
+      "https://api.example.com",
+      "https://partner.example.org/v1",
+      "https://printer.local",
+      "https://localhost:8443",
+      "https://api.localhost",
+      "https://127.0.0.1",
+      "https://10.1.2.3",
+      "https://172.16.0.1",
+      "https://192.168.1.20",
+      "https://169.254.169.254",
+      "https://0.0.0.0",
+      "https://[::1]",
+      "https://[fd00::1]",
+      "https://[fe80::1]",
+      "https://[::ffff:127.0.0.1]",
+    ])
+      expect(isPlaceholderHost(url), url).toBe(true);
+    for (const url of [
+      "https://api.pricefeed.dev",
+      "https://10.example-partner.dev",
+      "https://8.8.8.8",
+      "https://172.32.0.1",
+    ])
+      expect(isPlaceholderHost(url), url).toBe(false);
+    const config = await readConfig(completed());
+    const vars = config.vars as Record<string, string>;
+    const urls = { ...PARTNER_URLS, textkit: "http://api.textkit.dev", pricefeed: "https://api.example.net" };
+    expect(
+      problems({ ...config, vars: { ...vars, PARTNER_BASE_URLS: JSON.stringify(urls) } }, ALL_SECRETS),
+    ).toEqual([
+      expect.stringMatching(/^partner pricefeed: base URL https:\/\/api\.example\.net is a placeholder/),
+      expect.stringMatching(/^partner textkit: base URL http:\/\/api\.textkit\.dev is not https/),
+    ]);
+  }, 60_000);
+
   it("STRIPE_MODE: ships live; a value the Worker cannot read is refused, test mode is said", async () => {
     const config = await readConfig(completed());
     const vars = config.vars as Record<string, string>;
@@ -151,8 +210,19 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(problems({ ...config, vars: { ...vars, STRIPE_MODE: "production" } }, ALL_SECRETS)).toEqual([
       expect.stringMatching(/STRIPE_MODE "production" is neither/),
     ]);
-    const staging = { ...config, vars: { ...vars, STRIPE_MODE: "test" } };
-    expect(problems(staging, ALL_SECRETS)).toEqual([]);
+    // Test mode on a testnet is staging; on Base mainnet with cards on, only when said so.
+    const staging = { ...config, vars: { ...vars, STRIPE_MODE: "test", X402_NETWORK: "eip155:84532" } };
+    expect(problems(staging, ALL_SECRETS, {})).toEqual([]);
+    const mainnet = { ...config, vars: { ...vars, STRIPE_MODE: "test" } };
+    expect(vars.X402_NETWORK).toBe("eip155:8453");
+    expect(problems(mainnet, ALL_SECRETS, {})).toEqual([
+      expect.stringMatching(/^STRIPE_MODE is "test" on Base mainnet .*DEPLOY_CHECK_ALLOW_TEST_STRIPE=1/),
+    ]);
+    expect(problems(mainnet, ALL_SECRETS, { DEPLOY_CHECK_ALLOW_TEST_STRIPE: "1" })).toEqual([]);
+    const noCards = ALL_SECRETS.filter((s) => !s.startsWith("STRIPE_"));
+    expect(
+      problems({ ...mainnet, vars: { ...mainnet.vars, CARDPAY_ENABLED: "false" } }, noCards, {}),
+    ).toEqual([]);
     expect(warnings(staging).join("\n")).toMatch(
       /STRIPE_MODE is "test": card credits are sold for Stripe's test cards/,
     );
@@ -192,6 +262,33 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
         ALL_SECRETS.filter((s) => !s.startsWith("CDP_")),
       ),
     ).toEqual([]);
+  }, 60_000);
+
+  it("on a Node before 22.18 (cannot load TypeScript) it exits 1 saying to run it through npm run", async () => {
+    // This Node, saying it is 20.19 before the script runs: what the script reads to decide.
+    const older = 'Object.defineProperty(process.versions, "node", { value: "20.19.0" })';
+    const res = await promisify(execFile)(
+      process.execPath,
+      [
+        "--import",
+        `data:text/javascript,${encodeURIComponent(older)}`,
+        path.join(root, "scripts/deploy-check.mjs"),
+      ],
+      {
+        env: {
+          ...process.env,
+          DEPLOY_CHECK_CONFIG: completed(),
+          DEPLOY_CHECK_SECRETS: ALL_SECRETS.join(","),
+        },
+      },
+    ).then(
+      () => ({ code: 0, out: "" }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, out: e.stderr }),
+    );
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(
+      /^deploy-check: Node 20\.19\.0 cannot load the TypeScript .* run it through npm run/,
+    );
   }, 60_000);
 
   it("the script exits 1 with the list, and 0 once everything is there", async () => {

@@ -116,10 +116,10 @@ describe("the rest of a hand refund of a partner's share", () => {
     // The transfer really paid 5000: the caller has 5000, the partner 15000, nobody is owed more.
     const res = await resolve(listing, { outcome: "amount_corrected", tx_hash: tx, amount_micro: 5000 });
     expect(res.status).toBe(200);
+    expect(await row(`${listing}:rest`)).toBeNull();
     expect(await res.json()).toMatchObject({
       refund: { resolved_note: "amount corrected from 20000 to 5000" },
     });
-    expect(await row(`${listing}:rest`)).toBeNull();
   });
 
   it("an overpayment of the share is not settled while an authorization of the request is undecided", async () => {

@@ -35,11 +35,11 @@ const restOfShare = (t: string, request: string) => {
 };
 
 /**
- * SQL: the CTE `d (kept, landed, pending, paid)` of the share of the request bound as `request`:
- * its kept share (the request's refund's withheld_micro), what its partner authorizations landed
- * and what those undecided may yet move, and what hand refunds of the share and its rests paid.
- * What is still owed of it is max(0, kept - landed - pending - paid): the one formula restOwed and
- * rederivedRests both write. `decided`: an authorization being decided in the same batch (its id,
+ * SQL: the CTE `d (kept, landed, pending, paid, owed)` of the share of the request bound as
+ * `request`: its kept share (the request's refund's withheld_micro; NULL without that row), what its
+ * partner authorizations landed and what those undecided may yet move, what hand refunds of the
+ * share and its rests paid, and what is still owed of it, max(0, kept - landed - pending - paid):
+ * the one formula restOwed and rederivedRests both write. `decided`: an authorization being decided in the same batch (its id,
  * and what it landed), counted as landed whatever its row says yet.
  */
 const shareOwed = (request: string, decided?: { id: string; landed: string }) => {
@@ -64,7 +64,8 @@ const shareOwed = (request: string, decided?: { id: string; landed: string }) =>
  * hand refund (its updated_at and transaction), once. Of a share's family (shareOf) the rest is what
  * the share still owes now (shareOwed, this payment counted), not what the row owed when it was
  * listed: an authorization that landed since paid the partner part of it, and the caller is owed
- * only the other part; none when that is 0.
+ * only the other part; none when that is 0. A share with no kept figure (no refund row of its
+ * request) keeps the row's own: owed_micro - amount_micro.
  */
 export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
   db

@@ -1,7 +1,7 @@
 import type { Bindings } from "../env";
 import { nothingOwed } from "../partners/nothing-owed";
 import { differsFromOwed, type HandRefund, type RefundRow, readRow } from "./refund-by-hand";
-import { REST_SUFFIX, restOwed, untouchedRest } from "./refund-rest";
+import { REST_SUFFIX, restOwed, shareOf, untouchedRest } from "./refund-rest";
 import { refundNonce } from "./refunds";
 
 /**
@@ -16,10 +16,17 @@ export type Settled =
   | { status: "unknown" }
   | { status: "refused"; detail: string; row: RefundRow };
 
+/** SQL: the partner authorizations of the request bound as `request` that are not decided yet. */
+const undecided = (request: string) =>
+  `SELECT id FROM upstream_payments WHERE request_id = ${request} AND chain_status IS NULL`;
+
 /**
  * Records an overpaid hand refund as settled, with the person's note (required: "paid back in tx
  * …" or "written off: …"): GET /api/admin/payouts no longer flags it (overpaid_micro), and the
- * row keeps what was paid and owed. The same note again answers the recorded row.
+ * row keeps what was paid and owed. The same note again answers the recorded row. Of a share's
+ * family (shareOf), refused while an authorization of its request is undecided: that decision
+ * re-derives what the share owes, and may find the "overpaid" part owed after all (an expiry), which
+ * a settled row would hide.
  */
 export async function settleOverpayment(
   db: D1Database,
@@ -31,9 +38,9 @@ export async function settleOverpayment(
     .prepare(
       `UPDATE refunds SET overpaid_settled_at = ?2, overpaid_settled_note = ?3, updated_at = ?2
        WHERE request_id = ?1 AND status = 'refunded' AND owed_micro IS NOT NULL AND amount_micro > owed_micro
-         AND overpaid_settled_at IS NULL`,
+         AND overpaid_settled_at IS NULL AND NOT EXISTS (${undecided("?4")})`,
     )
-    .bind(requestId, nowMs, note)
+    .bind(requestId, nowMs, note, shareOf(requestId))
     .run();
   const row = await readRow(db, requestId);
   if (!row) return { status: "unknown" };
@@ -46,6 +53,19 @@ export async function settleOverpayment(
           row,
           detail: `Refund ${requestId}'s overpayment is already settled (${new Date(row.overpaid_settled_at).toISOString()}: ${row.overpaid_settled_note}): nothing recorded`,
         };
+  const overpaid = row.status === "refunded" && row.owed_micro !== null && row.amount_micro > row.owed_micro;
+  const pending =
+    overpaid &&
+    (await db
+      .prepare(`${undecided("?1")} LIMIT 1`)
+      .bind(shareOf(requestId))
+      .first<{ id: number }>());
+  if (pending)
+    return {
+      status: "refused",
+      row,
+      detail: `Refund ${requestId} is of a partner's share, and the partner's authorization upstream_payments ${pending.id} of this request is not decided yet: its decision re-derives what the share owes and may find this overpayment owed to the caller after all. Nothing recorded: settle it once reconciliation has decided that authorization`,
+    };
   return {
     status: "refused",
     row,
@@ -79,7 +99,7 @@ export async function correctHandAmount(
     db
       .prepare(
         `UPDATE refunds SET amount_micro = ?4, overpaid_settled_at = NULL, overpaid_settled_note = NULL, updated_at = ?3,
-           resolved_note = coalesce(resolved_note || '; ', '') || 'amount corrected from ' || amount_micro || ' to ' || ?4
+           resolved_note = coalesce(resolved_note || '; ', '') || 'amount corrected from ' || amount_micro || ' to ' || CAST(?4 AS INTEGER)
              || coalesce(': ' || ?5, '')
          WHERE request_id = ?1 AND status = 'refunded' AND tx_hash = ?2 AND resolved_at IS NOT NULL
            AND NOT ${nothingOwed()} AND owed_micro IS NOT NULL AND amount_micro <> ?4 AND NOT EXISTS (${restTouched})`,

@@ -35,27 +35,61 @@ const restOfShare = (t: string, request: string) => {
 };
 
 /**
+ * SQL: the CTE `d (kept, landed, pending, paid, owed)` of the share of the request bound as
+ * `request`: its kept share (the request's refund's withheld_micro; NULL without that row), what its
+ * partner authorizations landed and what those undecided may yet move, what hand refunds of the
+ * share and its rests paid, and what is still owed of it, max(0, kept - landed - pending - paid):
+ * the one formula restOwed and rederivedRests both write. `decided`: an authorization being decided in the same batch (its id,
+ * and what it landed), counted as landed whatever its row says yet.
+ */
+const shareOwed = (request: string, decided?: { id: string; landed: string }) => {
+  const other = decided ? ` AND id <> ${decided.id}` : "";
+  return `d (kept, landed, pending, paid, owed) AS (
+         SELECT kept, landed, pending, paid, max(0, kept - landed - pending - paid) FROM (SELECT
+           (SELECT withheld_micro FROM refunds WHERE request_id = ${request}) AS kept,
+           coalesce((SELECT sum(amount_micro) FROM upstream_payments
+                     WHERE request_id = ${request}${other} AND chain_status = 'landed'), 0)${decided ? ` + CAST(${decided.landed} AS INTEGER)` : ""} AS landed,
+           coalesce((SELECT sum(amount_micro) FROM upstream_payments
+                     WHERE request_id = ${request}${other} AND chain_status IS NULL), 0) AS pending,
+           coalesce((SELECT sum(p.amount_micro) FROM refunds p
+                     WHERE (p.request_id = ${request} || '${WITHHELD_SUFFIX}' OR ${restOfShare("p", request)})
+                       AND p.status = 'refunded' AND NOT ${nothingOwed("p")}), 0) AS paid))`;
+};
+
+/**
  * What a hand refund (recorded or corrected in the same batch, at `nowMs` with `tx`) paid short of
  * what its row owed then, as a row of its own: owed and held (a hand refund takes it, no send ever
  * does: the person who paid the first part may be paying the rest already), so the rest stays
  * listed ("Refunds owed") until a person records it too. Written only by the batch that wrote the
- * hand refund (its updated_at and transaction), once.
+ * hand refund (its updated_at and transaction), once. Of a share's family (shareOf) the rest is what
+ * the share still owes now (shareOwed, this payment counted), not what the row owed when it was
+ * listed: an authorization that landed since paid the partner part of it, and the caller is owed
+ * only the other part; none when that is 0. A share with no kept figure (no refund row of its
+ * request) keeps the row's own: owed_micro - amount_micro.
  */
 export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
   db
     .prepare(
-      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
+      `WITH ${shareOwed("?5")}
+       INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
          hold, auth_nonce, asset, network)
-       SELECT ?1 || '${REST_SUFFIX}', payer, owed_micro - amount_micro, 0,
+       SELECT ?1 || '${REST_SUFFIX}', payer, rest, 0,
               'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
               '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
-                || ' owed when it was recorded (tx ' || tx_hash || '): refund the other '
-                || (owed_micro - amount_micro) || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
+                || ' owed when it was recorded (tx ' || tx_hash || ')'
+                || CASE WHEN kept > 0 THEN ', and of the ' || kept || ' kept of this partner''s share its authorizations landed '
+                  || landed || CASE WHEN pending > 0 THEN ' (those not decided yet may still move ' || pending || ')' ELSE '' END
+                  || ' and hand refunds paid ' || paid ELSE '' END
+                || ': refund the other ' || rest || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
               ?4, asset, network
-       FROM refunds WHERE request_id = ?1 AND updated_at = ?3 AND tx_hash = ?2 AND owed_micro > amount_micro
+       FROM (SELECT r.*, d.kept, d.landed, d.pending, d.paid,
+                    CASE WHEN d.kept > 0 THEN d.owed ELSE r.owed_micro - r.amount_micro END AS rest
+             FROM refunds r, d
+             WHERE r.request_id = ?1 AND r.updated_at = ?3 AND r.tx_hash = ?2 AND r.owed_micro > r.amount_micro)
+       WHERE rest > 0
        ON CONFLICT (request_id) DO NOTHING`,
     )
-    .bind(requestId, tx, nowMs, nonce);
+    .bind(requestId, tx, nowMs, nonce, shareOf(requestId));
 
 /** SQL: a rest no person or decision has touched since restOwed wrote it (a correction may rewrite it). */
 export const untouchedRest = (t = "refunds") =>
@@ -83,17 +117,9 @@ export function rederivedRests(
 ) {
   return db
     .prepare(
-      `WITH d (kept, landed, pending, paid) AS (
-         SELECT (SELECT withheld_micro FROM refunds WHERE request_id = ?1),
-                coalesce((SELECT sum(amount_micro) FROM upstream_payments
-                          WHERE request_id = ?1 AND id <> ?2 AND chain_status = 'landed'), 0) + CAST(?3 AS INTEGER),
-                coalesce((SELECT sum(amount_micro) FROM upstream_payments
-                          WHERE request_id = ?1 AND id <> ?2 AND chain_status IS NULL), 0),
-                coalesce((SELECT sum(p.amount_micro) FROM refunds p
-                          WHERE (p.request_id = ?1 || '${WITHHELD_SUFFIX}' OR ${restOfShare("p", "?1")})
-                            AND p.status = 'refunded' AND NOT ${nothingOwed("p")}), 0)),
+      `WITH ${shareOwed("?1", { id: "?2", landed: "?3" })},
        n (owed, said) AS (
-         SELECT max(0, kept - landed - pending - paid),
+         SELECT owed,
            'the partner''s authorizations of this request landed for ' || landed || ' micro-USDC of the ' || kept
            || ' kept' || CASE WHEN pending > 0 THEN ' (and those not decided yet may still move ' || pending || ')' ELSE '' END
            || ', and hand refunds of the share paid ' || paid

@@ -90,6 +90,58 @@ describe("the rest of a hand refund of a partner's share", () => {
       hold: expect.stringMatching(/caller is owed the other 5000/),
     });
   });
+
+  it("is what the share still owes when it is born: an authorization landed since the share was listed is not owed again", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed);
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 3000 })).status).toBe(200);
+    // 20000 kept - 15000 landed - 3000 paid: 2000, not the 17000 short of the 20000 listed.
+    expect(await row(`${listing}:rest`)).toMatchObject({
+      status: "owed",
+      amount_micro: 2000,
+      hold: expect.stringMatching(/landed 15000 and hand refunds paid 3000: refund the other 2000 by hand/),
+    });
+    // Paid all the partner was not: nothing left, no rest.
+    const other = await keptInDoubt();
+    await applyUpstream(env.DB, await authorizationTurnsUp(other.requestId, { amount: 15000 }), landed);
+    expect((await resolve(other.listing, { tx_hash: hash(), amount_micro: 5000 })).status).toBe(200);
+    expect(await row(`${other.listing}:rest`)).toBeNull();
+  });
+
+  it("a correction after a landing writes the rest the share still owes, none when the partner was paid the rest", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const tx = hash();
+    expect((await resolve(listing, { tx_hash: tx, amount_micro: 20000 })).status).toBe(200);
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed);
+    // The transfer really paid 5000: the caller has 5000, the partner 15000, nobody is owed more.
+    const res = await resolve(listing, { outcome: "amount_corrected", tx_hash: tx, amount_micro: 5000 });
+    expect(res.status).toBe(200);
+    expect(await row(`${listing}:rest`)).toBeNull();
+    expect(await res.json()).toMatchObject({
+      refund: { resolved_note: "amount corrected from 20000 to 5000" },
+    });
+  });
+
+  it("an overpayment of the share is not settled while an authorization of the request is undecided", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 5000 })).status).toBe(200);
+    const rest = `${listing}:rest`;
+    const first = await authorizationTurnsUp(requestId, { amount: 10000 });
+    const second = await authorizationTurnsUp(requestId, { amount: 10000 });
+    await applyUpstream(env.DB, first, landed);
+    // The second may still move 10000: nothing owed for now, so the 15000 paid is "overpaid".
+    expect((await resolve(rest, { tx_hash: hash(), amount_micro: 15000 })).status).toBe(200);
+    const note = "payer paid back 15000";
+    const early = await resolve(rest, { outcome: "overpayment_settled", note });
+    expect(early.status).toBe(409);
+    expect((await early.json<{ detail: string }>()).detail).toMatch(
+      new RegExp(`authorization upstream_payments ${second.id} of this request is not decided yet`),
+    );
+    expect(await listed(rest)).toMatchObject({ overpaid_settled_at: null });
+    // It expires unused: 20000 - 10000 - 20000 paid by hand; the flag says what was paid over.
+    await applyUpstream(env.DB, second, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect((await resolve(rest, { outcome: "overpayment_settled", note })).status).toBe(200);
+  });
 });
 
 describe("correcting a hand refund's amount (outcome amount_corrected)", () => {
@@ -114,7 +166,12 @@ describe("correcting a hand refund's amount (outcome amount_corrected)", () => {
     expect(await listed(requestId)).toMatchObject({ overpaid_micro: null });
     expect(await row(`${requestId}:rest`)).toBeNull();
     // Short of what was owed: the rest is listed, and follows a second correction.
-    expect(await (await fix(30000)).json()).toMatchObject({ rest: { amount_micro: 10000, status: "owed" } });
+    expect(await (await fix(30000)).json()).toMatchObject({
+      refund: {
+        resolved_note: "amount corrected from 400000 to 40000; amount corrected from 40000 to 30000",
+      },
+      rest: { amount_micro: 10000, status: "owed" },
+    });
     expect(await (await fix(35000)).json()).toMatchObject({ rest: { amount_micro: 5000 } });
     expect(await (await fix(35000)).json()).toMatchObject({ replayed: true });
     expect((await fix(35000, hash())).status).toBe(409);

@@ -62,9 +62,12 @@ const shareOwed = (request: string, decided?: { id: string; landed: string }) =>
  * does: the person who paid the first part may be paying the rest already), so the rest stays
  * listed ("Refunds owed") until a person records it too. Written only by the batch that wrote the
  * hand refund (its updated_at and transaction), once. Of a share's family (shareOf) the rest is what
- * the share still owes now (shareOwed, this payment counted), not what the row owed when it was
- * listed: an authorization that landed since paid the partner part of it, and the caller is owed
- * only the other part; none when that is 0. A share with no kept figure (no refund row of its
+ * the share still owes of what landed (shareOwed's kept - landed - paid, this payment counted), not
+ * what the row owed when it was listed: an authorization that landed since paid the partner part of
+ * it, and the caller is owed only the other part; none when that is 0. Undecided ones are not
+ * subtracted at birth (rederivedRests does so at each later decision): a rest left unwritten could
+ * not come back when one of them expired unused, and the caller's part would be listed nowhere; a
+ * hand refund of the rest waits for them anyway (the share's "may still land" guard). A share with no kept figure (no refund row of its
  * request) keeps the row's own: owed_micro - amount_micro.
  */
 export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
@@ -83,7 +86,7 @@ export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: n
                 || ': refund the other ' || rest || ' by hand, or, if nobody is owed it (the partner was paid that part of a share kept in doubt), record it as nothing owed with a note naming the transfer. Reconciliation never sends it',
               ?4, asset, network
        FROM (SELECT r.*, d.kept, d.landed, d.pending, d.paid,
-                    CASE WHEN d.kept > 0 THEN d.owed ELSE r.owed_micro - r.amount_micro END AS rest
+                    CASE WHEN d.kept > 0 THEN max(0, d.kept - d.landed - d.paid) ELSE r.owed_micro - r.amount_micro END AS rest
              FROM refunds r, d
              WHERE r.request_id = ?1 AND r.updated_at = ?3 AND r.tx_hash = ?2 AND r.owed_micro > r.amount_micro)
        WHERE rest > 0

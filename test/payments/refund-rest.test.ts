@@ -108,6 +108,18 @@ describe("the rest of a hand refund of a partner's share", () => {
     expect(await row(`${other.listing}:rest`)).toBeNull();
   });
 
+  it("is born owed while an authorization is undecided, so it is still listed when that one expires unused", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const pending = await authorizationTurnsUp(requestId, { amount: 20000 });
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 3000 })).status).toBe(200);
+    // 20000 kept - 0 landed - 3000 paid: the undecided 20000 is not subtracted at birth.
+    const rest = `${listing}:rest`;
+    expect(await row(rest)).toMatchObject({ status: "owed", amount_micro: 17000 });
+    await applyUpstream(env.DB, pending, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await row(rest)).toMatchObject({ status: "owed", amount_micro: 17000 });
+    expect((await listed(rest))?.amount_micro).toBe(17000);
+  });
+
   it("a correction after a landing writes the rest the share still owes, none when the partner was paid the rest", async () => {
     const { requestId, listing } = await keptInDoubt();
     const tx = hash();

@@ -9,16 +9,17 @@
 // DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 allows Stripe test mode on Base mainnet (see problems()).
 //
 // Run it through npm (`npm run deploy`): the Node 22 devDependency on
-// npm's PATH strips the TypeScript it imports, which Node before 22.18 cannot load.
+// npm's PATH strips the TypeScript it imports, which Node loads without a flag only from 22.18 on
+// 22 and from 23.6 on 23.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isAddress } from "viem";
 
 const [major, minor] = process.versions.node.split(".").map(Number);
-if (major < 22 || (major === 22 && minor < 18)) {
+if (major < 22 || (major === 22 && minor < 18) || (major === 23 && minor < 6)) {
   console.error(
-    `deploy-check: Node ${process.versions.node} cannot load the TypeScript this check reads (22.18 or later can): run it through npm run (npm run deploy), which puts the project's Node 22 first on PATH`,
+    `deploy-check: Node ${process.versions.node} cannot load the TypeScript this check reads (22.18 or later on 22, 23.6 or later on 23 can): run it through npm run (npm run deploy), which puts the project's Node 22 first on PATH`,
   );
   process.exit(1);
 }
@@ -61,7 +62,7 @@ const isPlaceholderWallet = (address) => /^0x([0-9a-f])\1{39}$/i.test(String(add
 /**
  * Reserved names (RFC 2606, 6761: example.com/.net/.org and their subdomains, .example, .test,
  * .invalid, localhost), mDNS's .local, and addresses no deployed Worker reaches a partner at
- * (loopback, private, link-local, unspecified, IPv4 or IPv6).
+ * (loopback, private, carrier-grade NAT 100.64.0.0/10, link-local, unspecified, IPv4 or IPv6).
  */
 export const isPlaceholderHost = (url) => {
   const host = new URL(url).hostname
@@ -70,7 +71,13 @@ export const isPlaceholderHost = (url) => {
     .toLowerCase();
   if (/(^|\.)(example|test|invalid|localhost|local)$|(^|\.)example\.(com|net|org)$/.test(host)) return true;
   const ipv4 = /^\d+\.\d+\.\d+\.\d+$/.test(host);
-  if (ipv4 && /^(127|10|0)\.|^169\.254\.|^192\.168\.|^172\.(1[6-9]|2\d|3[01])\./.test(host)) return true;
+  if (
+    ipv4 &&
+    /^(127|10|0)\.|^169\.254\.|^192\.168\.|^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.|^172\.(1[6-9]|2\d|3[01])\./.test(
+      host,
+    )
+  )
+    return true;
   return /^(::1?|::ffff:.*|f[cd][0-9a-f]{2}:.*|fe[89ab][0-9a-f]:.*)$/.test(host);
 };
 

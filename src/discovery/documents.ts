@@ -58,7 +58,7 @@ export function x402ListTxt(cfg: PublicConfig): string {
   return cfg.x402listTokens.length ? `${cfg.x402listTokens.join("\n")}\n` : "";
 }
 
-export function agentManifest(cfg: PublicConfig) {
+export function agentManifest(cfg: PublicConfig, partners: boolean) {
   return {
     name: SITE_NAME,
     description: SITE_SUMMARY,
@@ -70,7 +70,7 @@ export function agentManifest(cfg: PublicConfig) {
       agents_md: `${cfg.baseUrl}/AGENTS.md`,
       openapi: `${cfg.baseUrl}/openapi.json`,
     },
-    mcp: mcpManifestEntry(cfg),
+    mcp: mcpManifestEntry(cfg, partners),
     auth: {
       type: "none",
       description: "No account or API key is needed to call a skill; payment is per call.",

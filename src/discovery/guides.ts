@@ -17,7 +17,7 @@ import {
   shQuote,
   skillUrls,
 } from "./identity";
-import { MCP_SUMMARY, mcpClientConfig, mcpUrl } from "./mcp";
+import { mcpClientConfig, mcpSummary, mcpUrl } from "./mcp";
 
 // The text guides: llms.txt for language models, AGENTS.md for coding agents.
 
@@ -33,7 +33,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig | undefined): strin
     "",
     ...(cfg.freeBeta
       ? [
-          "Free beta: skill calls are free for now (they answer without a 402 or any payment); partner services and refinery recipes are still paid.",
+          `Free beta: skill calls are free for now (they answer without a 402 or any payment)${pc ? "; partner services and refinery recipes are still paid" : ""}.`,
           "",
         ]
       : []),
@@ -50,7 +50,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig | undefined): strin
     ...(pc ? partnerSection(b, partnerPricing(pc)) : []),
     "## MCP",
     "",
-    `- [MCP server](${mcpUrl(cfg)}): ${MCP_SUMMARY} Setup: ${b}/docs/mcp`,
+    `- [MCP server](${mcpUrl(cfg)}): ${mcpSummary(pc !== undefined)} Setup: ${b}/docs/mcp`,
     "",
     "## Docs",
     "",
@@ -106,7 +106,7 @@ export function agentsMd(cfg: PublicConfig, pc: PricingConfig | undefined): stri
 ${SITE_SUMMARY}
 
 Base URL: ${b} (interface version ${INTERFACE_VERSION})
-${cfg.freeBeta ? "\n**Free beta**: skill calls are free for now (they answer without a `402` or any payment); partner services and refinery recipes are still paid.\n" : ""}
+${cfg.freeBeta ? `\n**Free beta**: skill calls are free for now (they answer without a \`402\` or any payment)${pc ? "; partner services and refinery recipes are still paid" : ""}.\n` : ""}
 ## 1. Discover
 
 - \`GET ${b}/api/catalog\`: every skill with \`endpoint\`, \`price_usd\`, \`input_schema\`, \`example_request\`, \`example_response\`, \`docs_url\`.
@@ -167,7 +167,7 @@ curl -s ${b}/api/credits -H "authorization: Bearer $MK_KEY"
 
 ## 4b. Or connect over MCP
 
-${MCP_SUMMARY}
+${mcpSummary(pc !== undefined)}
 
 \`\`\`json
 ${JSON.stringify(mcpClientConfig(cfg), null, 2)}

@@ -11,7 +11,12 @@ import {
 /** What every discovery document says about the MCP endpoint (one wording for all of them). */
 export const mcpUrl = (cfg: PublicConfig) => `${cfg.baseUrl}${MCP_PATH}`;
 
-export const MCP_SUMMARY = `MCP server (Streamable HTTP, stateless, JSON responses): every skill and paid partner service is a tool (skill id, or <partner>__<service>). tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["${PAYMENT_META}"]; the result carries _meta["${PAYMENT_RESPONSE_META}"]. Skills can also be paid from card credits: connect with Authorization: Bearer mk_... (partner services and refinery recipes take x402 only); a key pays only its own skill's calls, and any other call on that connection is paid with x402 (unpaid, it returns the offer). A call is charged only for a result, except a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund.`;
+/**
+ * `partners`: whether discovery lists the partners (listedPartnerPricing); without them the
+ * partner sentences are left out, so no document describes tools that tools/list does not have.
+ */
+export const mcpSummary = (partners: boolean) =>
+  `MCP server (Streamable HTTP, stateless, JSON responses): ${partners ? "every skill and paid partner service is a tool (skill id, or <partner>__<service>)" : "every skill is a tool (skill id)"}. tools/list and resources are free. A tools/call without payment returns isError with the x402 v2 PaymentRequired as structuredContent; sign it and retry with params._meta["${PAYMENT_META}"]; the result carries _meta["${PAYMENT_RESPONSE_META}"]. Skills can also be paid from card credits: connect with Authorization: Bearer mk_...${partners ? " (partner services and refinery recipes take x402 only)" : ""}; a key pays only its own skill's calls, and any other call on that connection is paid with x402 (unpaid, it returns the offer). A call is charged only for a result${partners ? ", except a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund" : ""}.`;
 
 /**
  * A generic MCP client configuration (the `mcpServers` shape most clients read). `type: "http"` is
@@ -30,7 +35,7 @@ export function mcpClientConfig(cfg: PublicConfig, withCardKey = false) {
 }
 
 /** The agents.json entry. */
-export function mcpManifestEntry(cfg: PublicConfig) {
+export function mcpManifestEntry(cfg: PublicConfig, partners: boolean) {
   return {
     url: mcpUrl(cfg),
     transport: "streamable-http",
@@ -46,6 +51,6 @@ export function mcpManifestEntry(cfg: PublicConfig) {
       card_credits: { header: "Authorization: Bearer mk_...", tools: "skills only" },
     },
     docs: `${cfg.baseUrl}/docs/mcp`,
-    description: MCP_SUMMARY,
+    description: mcpSummary(partners),
   };
 }

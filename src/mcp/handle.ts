@@ -70,9 +70,11 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   const cfg = publicConfig(c.env, c.req.url);
   const env = c.env;
   const ctx = executionCtx(c);
+  const pc = listedPartnerPricing(c);
   const server = createMcpServer({
-    tools: mcpTools(cfg, listedPartnerPricing(c)),
+    tools: mcpTools(cfg, pc),
     baseUrl: cfg.baseUrl,
+    partners: pc !== undefined,
     freeBeta: cfg.freeBeta,
     origin: new URL(c.req.url).origin,
     // A card key in any form the HTTP gate takes (X-API-Key, a bare mk_…) pays over MCP too.

@@ -21,11 +21,15 @@ export const SERVER_NAME = "agent-skills-marketplace";
 export interface McpServerContext extends CallContext {
   tools: readonly McpTool[];
   baseUrl: string;
+  partners: boolean;
 }
 
-const FREE_BETA_NOTE =
-  "Free beta: skill tools answer without payment for now; partner services and refinery recipes are still paid. ";
-const INSTRUCTIONS = `Every tool is one paid skill or partner service; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits: a key pays its own skill's calls, and every other call on that connection is paid with x402 as above (partner services and refinery recipes take x402 only). You are charged only for a successful result, except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect).`;
+/**
+ * The initialize instructions; `partners`: whether the partners are listed (their tools are in
+ * tools/list). Without them the partner sentences are left out.
+ */
+const instructions = (freeBeta: boolean | undefined, partners: boolean) =>
+  `${freeBeta ? `Free beta: skill tools answer without payment for now${partners ? "; partner services and refinery recipes are still paid" : ""}. ` : ""}Every tool is one paid skill${partners ? " or partner service" : ""}; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits: a key pays its own skill's calls, and every other call on that connection is paid with x402 as above${partners ? " (partner services and refinery recipes take x402 only)" : ""}. You are charged only for a successful result${partners ? ", except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect)" : ""}.`;
 
 /**
  * A JSON-RPC error of a handler, its message sent as written. The SDK answers a thrown error with
@@ -82,7 +86,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
     { name: SERVER_NAME, title: "Agent Skills Marketplace", version: INTERFACE_VERSION },
     {
       capabilities: { tools: {}, resources: {} },
-      instructions: ctx.freeBeta ? `${FREE_BETA_NOTE}${INSTRUCTIONS}` : INSTRUCTIONS,
+      instructions: instructions(ctx.freeBeta, ctx.partners),
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
     },
   );

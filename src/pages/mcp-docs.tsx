@@ -1,5 +1,5 @@
 import type { PublicConfig } from "../config";
-import { MCP_SUMMARY, mcpClientConfig, mcpUrl } from "../discovery/mcp";
+import { mcpClientConfig, mcpSummary, mcpUrl } from "../discovery/mcp";
 import {
   IDEMPOTENCY_KEY_META,
   IDEMPOTENT_REPLAY_META,
@@ -14,9 +14,10 @@ import {
 import { Layout } from "./layout";
 import { CodeBlock } from "./scroll-box";
 
-/** /docs/mcp: how to connect an MCP client and pay for tool calls. */
-export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
+/** /docs/mcp: how to connect an MCP client and pay for tool calls (`partners`: listed or not). */
+export function McpDocsPage({ cfg, partners }: { cfg: PublicConfig; partners: boolean }) {
   const url = mcpUrl(cfg);
+  const summary = mcpSummary(partners);
   const unpaid = {
     jsonrpc: "2.0",
     id: 2,
@@ -38,12 +39,12 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
     },
   };
   return (
-    <Layout title="Connect an MCP client" description={MCP_SUMMARY}>
+    <Layout title="Connect an MCP client" description={summary}>
       <p class="muted">
         <a href="/docs">Docs</a> / mcp
       </p>
       <h1>Connect an MCP client</h1>
-      <p>{MCP_SUMMARY}</p>
+      <p>{summary}</p>
       <ul>
         <li>
           URL: <code id="mcp-url">{url}</code>
@@ -53,9 +54,14 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
           stream). <code>GET</code> and <code>DELETE</code> answer <code>405</code>.
         </li>
         <li>
-          Tools: one per skill (named by the skill id, e.g. <code>token_count</code>), the refinery skill, and
-          one per paid partner service (<code>&lt;partner&gt;__&lt;service&gt;</code>). Resources:{" "}
-          <code>skills://catalog</code> and <code>skills://docs/&lt;skill_id&gt;</code>.
+          Tools: one per skill (named by the skill id, e.g. <code>token_count</code>)
+          {partners ? (
+            <>
+              , the refinery skill, and one per paid partner service (
+              <code>&lt;partner&gt;__&lt;service&gt;</code>)
+            </>
+          ) : null}
+          . Resources: <code>skills://catalog</code> and <code>skills://docs/&lt;skill_id&gt;</code>.
         </li>
         <li>Bodies up to {MCP_MAX_BODY_BYTES} bytes; one JSON-RPC message per request (no batches).</li>
       </ul>
@@ -68,8 +74,8 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
       <CodeBlock>{JSON.stringify(mcpClientConfig(cfg), null, 2)}</CodeBlock>
       <p>
         Or pay skill tools from card credits: buy a key with <code>POST /api/cardpay/checkout</code> and send
-        it on every request (partner services and refinery recipes take x402 only). A key buys calls of its
-        own skill: those it pays, even beside an x402 payment (one credit, no USDC).{" "}
+        it on every request{partners ? " (partner services and refinery recipes take x402 only)" : ""}. A key
+        buys calls of its own skill: those it pays, even beside an x402 payment (one credit, no USDC).{" "}
         {cfg.x402Enabled ? (
           <>
             Any other call on the connection is paid as if the key were not there, by the x402 payment in its{" "}
@@ -128,11 +134,16 @@ export function McpDocsPage({ cfg }: { cfg: PublicConfig }) {
       </ol>
       <p>
         Charged only for a result: invalid arguments come back as a tool error with the same field errors as
-        the HTTP <code>422</code>, and are not settled. The one exception is a partner that must be paid
-        before it answers: your payment settles first, and if the partner then fails the result says{" "}
-        <code>charged: true</code> with a <code>refund</code> (the price less what the partner can still
-        collect, sent back to the payer). A signature pays one call, over MCP or HTTP. Payments land in the
-        same ledger, under the resource <code>mcp:&lt;tool&gt;</code>.
+        the HTTP <code>422</code>, and are not settled.{" "}
+        {partners ? (
+          <>
+            The one exception is a partner that must be paid before it answers: your payment settles first,
+            and if the partner then fails the result says <code>charged: true</code> with a{" "}
+            <code>refund</code> (the price less what the partner can still collect, sent back to the payer).{" "}
+          </>
+        ) : null}
+        A signature pays one call, over MCP or HTTP. Payments land in the same ledger, under the resource{" "}
+        <code>mcp:&lt;tool&gt;</code>.
       </p>
       <h2>Retrying a call without paying twice</h2>
       <p>

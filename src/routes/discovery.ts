@@ -127,8 +127,12 @@ discoveryRoutes.get(ops.x402.route, async (c) => {
     CACHE,
   );
 });
-discoveryRoutes.get(ops.wellKnownAgents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get(ops.agents.route, (c) => c.json(agentManifest(cfgOf(c)), 200, CACHE));
+discoveryRoutes.get(ops.wellKnownAgents.route, (c) =>
+  c.json(agentManifest(cfgOf(c), listedPartnerPricing(c) !== undefined), 200, CACHE),
+);
+discoveryRoutes.get(ops.agents.route, (c) =>
+  c.json(agentManifest(cfgOf(c), listedPartnerPricing(c) !== undefined), 200, CACHE),
+);
 discoveryRoutes.get(ops.humanless.route, (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
 discoveryRoutes.get(ops.openapi.route, (c) =>
   c.json(openApiDocument(cfgOf(c), listedPartnerPricing(c), apiOperations), 200, CACHE),

@@ -49,7 +49,9 @@ pageRoutes.use("/docs/*", async (c, next) => {
 // /docs/mcp by name on /docs/:slug, not a static route beside it (see routes/stats.tsx).
 pageRoutes.get("/docs/:slug", async (c, next) => {
   if (c.req.param("slug") !== "mcp") return next();
-  return c.html(<McpDocsPage cfg={publicConfig(c.env, c.req.url)} />);
+  return c.html(
+    <McpDocsPage cfg={publicConfig(c.env, c.req.url)} partners={listedPartnerPricing(c) !== undefined} />,
+  );
 });
 pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
   const { slug } = c.req.valid("param");

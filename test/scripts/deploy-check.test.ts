@@ -63,17 +63,30 @@ function completed() {
   return file;
 }
 
-const run = (config: string, secrets?: string) =>
-  promisify(execFile)(process.execPath, [path.join(root, "scripts/deploy-check.mjs")], {
-    env: {
-      ...process.env,
-      DEPLOY_CHECK_CONFIG: config,
-      ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
+/** The script on this Node; `nodeVersion`: what process.versions.node says before it runs (what it reads to decide). */
+const run = (config: string, secrets?: string, nodeVersion?: string) =>
+  promisify(execFile)(
+    process.execPath,
+    [...claimedNode(nodeVersion), path.join(root, "scripts/deploy-check.mjs")],
+    {
+      env: {
+        ...process.env,
+        DEPLOY_CHECK_CONFIG: config,
+        ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
+      },
     },
-  }).then(
+  ).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
   );
+
+const claimedNode = (version?: string) =>
+  version === undefined
+    ? []
+    : [
+        "--import",
+        `data:text/javascript,${encodeURIComponent(`Object.defineProperty(process.versions, "node", { value: "${version}" })`)}`,
+      ];
 
 describe("deploy-check (npm run deploy refuses an incomplete configuration)", () => {
   it("the shipped wrangler.toml lists every missing item", async () => {
@@ -176,6 +189,8 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
       "https://10.1.2.3",
       "https://172.16.0.1",
       "https://192.168.1.20",
+      "https://100.64.0.1",
+      "https://100.127.255.254",
       "https://169.254.169.254",
       "https://0.0.0.0",
       "https://[::1]",
@@ -189,6 +204,8 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
       "https://10.example-partner.dev",
       "https://8.8.8.8",
       "https://172.32.0.1",
+      "https://100.63.255.255",
+      "https://100.128.0.1",
     ])
       expect(isPlaceholderHost(url), url).toBe(false);
     const config = await readConfig(completed());
@@ -264,32 +281,29 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     ).toEqual([]);
   }, 60_000);
 
-  it("on a Node before 22.18 (cannot load TypeScript) it exits 1 saying to run it through npm run", async () => {
-    // This Node, saying it is 20.19 before the script runs: what the script reads to decide.
-    const older = 'Object.defineProperty(process.versions, "node", { value: "20.19.0" })';
-    const res = await promisify(execFile)(
-      process.execPath,
-      [
-        "--import",
-        `data:text/javascript,${encodeURIComponent(older)}`,
-        path.join(root, "scripts/deploy-check.mjs"),
-      ],
-      {
-        env: {
-          ...process.env,
-          DEPLOY_CHECK_CONFIG: completed(),
-          DEPLOY_CHECK_SECRETS: ALL_SECRETS.join(","),
-        },
-      },
-    ).then(
-      () => ({ code: 0, out: "" }),
-      (e: { code: number; stderr: string }) => ({ code: e.code, out: e.stderr }),
-    );
-    expect(res.code).toBe(1);
-    expect(res.out).toMatch(
-      /^deploy-check: Node 20\.19\.0 cannot load the TypeScript .* run it through npm run/,
-    );
-  }, 60_000);
+  it.each(["20.19.0", "22.17.1", "23.5.0"])(
+    "on Node %s (cannot load TypeScript without a flag) it exits 1 saying to run it through npm run",
+    async (version) => {
+      const res = await run(completed(), ALL_SECRETS.join(","), version);
+      expect(res.code).toBe(1);
+      expect(res.out).toMatch(
+        new RegExp(
+          `^deploy-check: Node ${version.replaceAll(".", "\\.")} cannot load the TypeScript .* run it through npm run`,
+        ),
+      );
+    },
+    60_000,
+  );
+
+  it.each(["22.18.0", "23.6.0", "24.0.0"])(
+    "on Node %s (loads TypeScript) it runs the check",
+    async (version) => {
+      const res = await run(completed(), ALL_SECRETS.join(","), version);
+      expect(res.out).toMatch(/configuration complete/);
+      expect(res.code).toBe(0);
+    },
+    60_000,
+  );
 
   it("the script exits 1 with the list, and 0 once everything is there", async () => {
     const refused = await run(shipped, "ADMIN_TOKEN");

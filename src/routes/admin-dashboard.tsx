@@ -49,17 +49,30 @@ async function hmac(secret: string, message: string) {
  */
 const sessionValue = async (token: string, issuedAt: number) =>
   `${issuedAt}.${await hmac(token, `admin-dashboard-session/v2:${issuedAt}`)}`;
-/** Per-session CSRF token for the forms, checked beside hono's Origin check. */
-const csrfValue = (token: string) => hmac(token, "admin-dashboard-csrf/v1");
+/**
+ * The forms' CSRF token, one per session (beside hono's Origin check): one leaked from a saved page
+ * stops working when its session ends, not only when ADMIN_TOKEN is rotated.
+ */
+const csrfValue = (token: string, issuedAt: number) => hmac(token, `admin-dashboard-csrf/v2:${issuedAt}`);
 
-async function signedIn(c: Context<AppEnv>) {
+/**
+ * Sign out ends the session on the server too, not only in the browser that clicked it: the cookie
+ * is stateless, so its end is written to KV (not restored with D1, kept until the cookie would have
+ * expired anyway) and every signed-in check reads it. KV is eventually consistent: another Cloudflare
+ * location may accept the ended cookie for up to a minute.
+ */
+const endedKey = (cookie: string) => `admin-session-ended:${cookie}`;
+
+/** The session's sign-in time when the request carries a live dashboard session, else null. */
+async function signedIn(c: Context<AppEnv>): Promise<number | null> {
   const token = c.env.ADMIN_TOKEN;
   const cookie = getCookie(c, COOKIE);
-  if (!token || !cookie) return false;
+  if (!token || !cookie) return null;
   const issuedAt = Number(cookie.split(".")[0]);
   const age = Date.now() - issuedAt;
-  if (!Number.isSafeInteger(issuedAt) || age < -60_000 || age > SESSION_SECONDS * 1000) return false;
-  return timingSafeEqual(cookie, await sessionValue(token, issuedAt));
+  if (!Number.isSafeInteger(issuedAt) || age < -60_000 || age > SESSION_SECONDS * 1000) return null;
+  if (!(await timingSafeEqual(cookie, await sessionValue(token, issuedAt)))) return null;
+  return (await c.env.KV.get(endedKey(cookie))) === null ? issuedAt : null;
 }
 
 /**
@@ -118,7 +131,8 @@ const NOTICES: Record<string, string> = {
 };
 
 adminDashboardRoutes.get("/admin", async (c) => {
-  if (!(await signedIn(c))) return c.html(<AdminLoginPage />, 401);
+  const session = await signedIn(c);
+  if (session === null) return c.html(<AdminLoginPage />, 401);
   const token = c.env.ADMIN_TOKEN as string;
   const [stats, figures, payouts, held, databaseBytes] = await Promise.all([
     // The published figures the Cron stores every 5 minutes (KV, this isolate's copy for a
@@ -135,7 +149,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
   const notice = c.req.query("notice");
   return c.html(
     <AdminDashboardPage
-      csrf={await csrfValue(token)}
+      csrf={await csrfValue(token, session)}
       stats={stats}
       figures={figures}
       payouts={payouts}
@@ -166,6 +180,13 @@ adminDashboardRoutes.post("/admin/login", sameSite, freeQuota("admin-login"), as
 });
 
 adminDashboardRoutes.post("/admin/logout", sameSite, async (c) => {
+  const issuedAt = await signedIn(c);
+  const cookie = getCookie(c, COOKIE);
+  if (issuedAt !== null && cookie) {
+    // Kept until the cookie would have expired (KV's shortest lifetime is 60 s).
+    const left = Math.ceil((issuedAt + SESSION_SECONDS * 1000 - Date.now()) / 1000);
+    await c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) });
+  }
   deleteCookie(c, COOKIE, { path: "/admin", secure: true });
   return c.redirect("/admin", 303);
 });
@@ -204,10 +225,11 @@ const settleCover = z
 
 /** A dashboard form's fields, once its session and CSRF token are good; else the refusal. */
 async function signedForm(c: Context<AppEnv>): Promise<Awaited<ReturnType<typeof formOf>> | Response> {
-  if (!(await signedIn(c))) return c.html(<AdminLoginPage error="Sign in first." />, 401);
+  const session = await signedIn(c);
+  if (session === null) return c.html(<AdminLoginPage error="Sign in first." />, 401);
   const form = await formOf(c);
   const given = typeof form.csrf === "string" ? form.csrf : "";
-  if (!(await timingSafeEqual(given, await csrfValue(c.env.ADMIN_TOKEN as string))))
+  if (!(await timingSafeEqual(given, await csrfValue(c.env.ADMIN_TOKEN as string, session))))
     return detail(c, 403, "Invalid CSRF token");
   return form;
 }

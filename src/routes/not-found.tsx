@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { PageNotFound } from "../pages/not-found";
@@ -36,7 +37,8 @@ export function notFound(allowedMethods: (path: string) => string[]) {
   return (c: Context<AppEnv>) => {
     const alias = skillAlias(c.req.path);
     if (alias) {
-      const target = new URL(alias, c.req.url);
+      // On the deployment's own origin (BASE_URL), as every other absolute URL it writes.
+      const target = new URL(alias, publicConfig(c.env, c.req.url).baseUrl);
       target.search = new URL(c.req.url).search;
       // 308 keeps the method and body.
       return c.json(

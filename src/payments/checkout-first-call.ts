@@ -19,7 +19,7 @@ import { keepBody } from "./idempotent-results";
  */
 
 // A waitUntil run gets at most 30 s after the response; a claim older than this died with it.
-const STALE_RUN_MS = 60_000;
+export const STALE_RUN_MS = 60_000;
 
 /**
  * Where the checkout's first call stands, for the success page: `none` (no payload), `queued`
@@ -88,7 +88,7 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
   const claim = await env.DB.prepare(
     `UPDATE checkout_sessions SET payload_started_at = CASE WHEN ${PACK_CAN_CALL} THEN ?2 ELSE ?4 END
      WHERE id = ?1 AND payload IS NOT NULL AND payload_result IS NULL AND api_key_id IS NOT NULL
-       AND (payload_started_at IS NULL OR payload_started_at < ?3)
+       AND (payload_started_at IS NULL OR payload_started_at <= ?3)
      RETURNING skill_id, payload, api_key_id, payload_started_at`,
   )
     .bind(sessionId, now, now - STALE_RUN_MS, HELD_BACK)

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
-import { runFirstPayload } from "../../src/payments/checkout-first-call";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { firstCallState, runFirstPayload, STALE_RUN_MS } from "../../src/payments/checkout-first-call";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 
 // The checkout's first call, at an edge the suite did not pin down (found by mutating
@@ -50,4 +50,32 @@ describe("a first-call run that lost its claim", () => {
       expect(row).toEqual({ payload_result: null, calls_left: 170 });
     },
   );
+});
+
+afterEach(() => vi.restoreAllMocks());
+
+// Found by the clocks audit: at exactly STALE_RUN_MS the success page called a run stalled (and
+// told the buyer the Reveal POST would run it again) while the claim still refused to take it over.
+it("a run exactly STALE_RUN_MS old is stalled for the page and taken over by the next run, the same instant", async () => {
+  const sessionId = `cs_clk_${crypto.randomUUID().replaceAll("-", "")}`;
+  const keyId = crypto.randomUUID();
+  const now = Date.now();
+  const started = now - STALE_RUN_MS;
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, api_key_id, payload_started_at, created_at, updated_at)
+       VALUES (?1, 'sha256', 170, 51, 'complete', '{"text":"abc"}', 14, ?2, ?3, ?3, ?3)`,
+    ).bind(sessionId, keyId, started),
+    env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, session_id, created_at) VALUES (?1, ?2, 'sha256', 170, 170, ?3, ?4)",
+    ).bind(keyId, await hashKey(newApiKey()), sessionId, started),
+  ]);
+  const row = await env.DB.prepare("SELECT * FROM checkout_sessions WHERE id = ?1").bind(sessionId).first();
+  expect(firstCallState(row as never, now)).toBe("stalled");
+  vi.spyOn(Date, "now").mockReturnValue(now);
+  await runFirstPayload({ ...env, FREE_BETA: "true" }, sessionId);
+  const after = await env.DB.prepare("SELECT payload_result FROM checkout_sessions WHERE id = ?1")
+    .bind(sessionId)
+    .first<{ payload_result: string | null }>();
+  expect(after?.payload_result).toContain("sha256");
 });

@@ -120,6 +120,30 @@ describe("the rest of a hand refund of a partner's share", () => {
     expect((await listed(rest))?.amount_micro).toBe(17000);
   });
 
+  it("a hand refund of the share as listed, after an authorization landed, is flagged overpaid by what the partner was paid", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed);
+    // The listing still shows the 20000 kept: a person who pays that pays the partner's 15000 twice.
+    expect(await row(listing)).toMatchObject({ status: "owed", amount_micro: 20000 });
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(200);
+    expect(await listed(listing)).toMatchObject({ owed_micro: 5000, overpaid_micro: 15000 });
+    expect(await row(`${listing}:rest`)).toBeNull();
+  });
+
+  it("a hand refund recorded before an authorization landed is flagged overpaid by what the partner was paid", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(200);
+    expect(await listed(listing)).toMatchObject({ owed_micro: 20000, overpaid_micro: null });
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed);
+    // The partner was paid 15000 of the 20000 kept: the caller was owed 5000 and got 20000.
+    expect(await listed(listing)).toMatchObject({
+      amount_micro: 20000,
+      owed_micro: 5000,
+      overpaid_micro: 15000,
+      resolved_note: null,
+    });
+  });
+
   it("a correction after a landing writes the rest the share still owes, none when the partner was paid the rest", async () => {
     const { requestId, listing } = await keptInDoubt();
     const tx = hash();
@@ -130,7 +154,7 @@ describe("the rest of a hand refund of a partner's share", () => {
     expect(res.status).toBe(200);
     expect(await row(`${listing}:rest`)).toBeNull();
     expect(await res.json()).toMatchObject({
-      refund: { resolved_note: "amount corrected from 20000 to 5000" },
+      refund: { owed_micro: 5000, resolved_note: "amount corrected from 20000 to 5000" },
     });
   });
 
@@ -150,8 +174,11 @@ describe("the rest of a hand refund of a partner's share", () => {
       new RegExp(`authorization upstream_payments ${second.id} of this request is not decided yet`),
     );
     expect(await listed(rest)).toMatchObject({ overpaid_settled_at: null });
-    // It expires unused: 20000 - 10000 - 20000 paid by hand; the flag says what was paid over.
+    // It expires unused: the caller was owed 20000 - 10000 landed, the listing paid 5000 of it, so
+    // the rest owed 5000 and its 15000 paid 10000 too much, not the 15000 flagged before.
     await applyUpstream(env.DB, second, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await listed(rest)).toMatchObject({ owed_micro: 5000, overpaid_micro: 10000 });
+    expect(await listed(listing)).toMatchObject({ owed_micro: 10000, overpaid_micro: null });
     expect((await resolve(rest, { outcome: "overpayment_settled", note })).status).toBe(200);
   });
 });

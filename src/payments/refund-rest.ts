@@ -68,16 +68,24 @@ export const shareOwed = (request: string, decided?: { id: string; landed: strin
  * subtracted at birth (rederivedRests does so at each later decision): a rest left unwritten could
  * not come back when one of them expired unused, and the caller's part would be listed nowhere; a
  * hand refund of the rest waits for them anyway (the share's "may still land" guard). A share with no kept figure (no refund row of its
- * request) keeps the row's own: owed_micro - amount_micro.
+ * request) keeps the row's own: owed_micro - amount_micro. `bornMs`: the created_at of the rest a
+ * correction rewrites (it is owed since then: age-based views and retention read created_at).
  */
-export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
+export const restOwed = (
+  db: D1Database,
+  requestId: string,
+  tx: string,
+  nowMs: number,
+  nonce: string,
+  bornMs: number | null = null,
+) =>
   db
     .prepare(
       `WITH ${shareOwed("?5")}
        INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
          hold, auth_nonce, asset, network)
        SELECT ?1 || '${REST_SUFFIX}', payer, rest, 0,
-              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
+              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', coalesce(?6, ?3), ?3,
               '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
                 || ' owed when it was recorded (tx ' || tx_hash || ')'
                 || CASE WHEN kept > 0 THEN ', and of the ' || kept || ' kept of this partner''s share its authorizations landed '
@@ -92,7 +100,7 @@ export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: n
        WHERE rest > 0
        ON CONFLICT (request_id) DO NOTHING`,
     )
-    .bind(requestId, tx, nowMs, nonce, shareOf(requestId));
+    .bind(requestId, tx, nowMs, nonce, shareOf(requestId), bornMs);
 
 /** SQL: a rest no person or decision has touched since restOwed wrote it (a correction may rewrite it). */
 export const untouchedRest = (t = "refunds") =>

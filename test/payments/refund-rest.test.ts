@@ -1,8 +1,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { applyUpstream } from "../../src/payments/reconcile-store";
+import { correctHandAmount } from "../../src/payments/refund-corrections";
 import { adminCookie } from "../helpers";
 import {
+  auth,
   authorizationTurnsUp,
   hash,
   keptInDoubt,
@@ -183,6 +185,22 @@ describe("the rest of a hand refund of a partner's share", () => {
   });
 });
 
+describe("GET /api/admin/payments totals", () => {
+  it("count the rests of hand refunds, a rest's rest too: what is owed is not under-counted", async () => {
+    const { requestId } = await keptInDoubt(true);
+    // The caller's refund (40000) paid 10000, its rest (30000) 20000: 10000 still owed, held.
+    expect((await resolve(requestId, { tx_hash: hash(), amount_micro: 10000 })).status).toBe(200);
+    expect((await resolve(`${requestId}:rest`, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(200);
+    expect(await row(`${requestId}:rest:rest`)).toMatchObject({ status: "owed", amount_micro: 10000 });
+    const res = await send(`/api/admin/payments?request_id=${requestId}`, { headers: auth });
+    expect(await res.json()).toMatchObject({
+      totals: { count: 1, amount_atomic: 60000 },
+      // Refunded 10000 + 20000; owed 10000 (the rest's rest) + 20000 (the share kept in doubt).
+      refunds: { count: 4, amount_atomic: 60000, refunded_atomic: 30000, nothing_owed_atomic: 0 },
+    });
+  });
+});
+
 describe("correcting a hand refund's amount (outcome amount_corrected)", () => {
   it("a slipped zero is corrected, and the rest follows the corrected amount in the same batch", async () => {
     const { requestId } = await keptInDoubt();
@@ -221,6 +239,28 @@ describe("correcting a hand refund's amount (outcome amount_corrected)", () => {
     expect(late.status).toBe(409);
     expect((await late.json<{ detail: string }>()).detail).toMatch(/rest .* someone acted on/);
     expect(await row(requestId)).toMatchObject({ amount_micro: 35000 });
+  });
+
+  it("the rest a correction rewrites keeps the time it was first owed", async () => {
+    const { requestId } = await keptInDoubt();
+    const tx = hash();
+    expect((await resolve(requestId, { tx_hash: tx, amount_micro: 10000 })).status).toBe(200);
+    const rest = `${requestId}:rest`;
+    const times = () =>
+      env.DB.prepare("SELECT amount_micro, created_at, updated_at FROM refunds WHERE request_id = ?1")
+        .bind(rest)
+        .first<{ amount_micro: number; created_at: number; updated_at: number }>();
+    const first = await times();
+    expect(first).toMatchObject({ amount_micro: 30000 });
+    const anHourLater = (first?.created_at ?? 0) + 3_600_000;
+    expect(await correctHandAmount(env, requestId, tx, 20000, undefined, anHourLater)).toMatchObject({
+      status: "recorded",
+    });
+    expect(await times()).toEqual({
+      amount_micro: 20000,
+      created_at: first?.created_at,
+      updated_at: anHourLater,
+    });
   });
 });
 

@@ -160,6 +160,22 @@ describe("the rest of a hand refund of a partner's share", () => {
     });
   });
 
+  it("a rest re-derived to 0 while an authorization is undecided, paid short of what the share owes of what landed, lists the rest", async () => {
+    const { requestId, rest } = await shareRefundedInPart();
+    const first = await authorizationTurnsUp(requestId, { amount: 10000 });
+    const second = await authorizationTurnsUp(requestId, { amount: 10000 });
+    await applyUpstream(env.DB, first, landed);
+    expect(await row(rest)).toMatchObject({ status: "refunded", amount_micro: 0, tx_hash: null });
+    // 20000 kept - 10000 landed - 5000 paid before: 5000 owed if the second moves nothing; 3000 paid.
+    expect((await resolve(rest, { tx_hash: hash(), amount_micro: 3000 })).status).toBe(200);
+    expect(await listed(rest)).toMatchObject({ owed_micro: 5000, overpaid_micro: null });
+    const restOfRest = `${rest}:rest`;
+    expect(await row(restOfRest)).toMatchObject({ status: "owed", amount_micro: 2000 });
+    // The second expires unused: the caller is owed those 2000, still listed.
+    await applyUpstream(env.DB, second, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await row(restOfRest)).toMatchObject({ status: "owed", amount_micro: 2000 });
+  });
+
   it("an overpayment of the share is not settled while an authorization of the request is undecided", async () => {
     const { requestId, listing } = await keptInDoubt();
     expect((await resolve(listing, { tx_hash: hash(), amount_micro: 5000 })).status).toBe(200);

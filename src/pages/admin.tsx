@@ -61,9 +61,12 @@ function stillOwedBecause(r: Row) {
     return `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`;
   return "Not sent yet: the next reconciliation run sends it";
 }
-/** A hand refund recorded for more than its refund owed then (a decision lowered it while it was paid). */
+/**
+ * A hand refund recorded for more than its refund owed (a decision lowered it while it was paid, or
+ * since: a share's owed_micro follows each decision on its partner authorizations).
+ */
 const overpaidBy = (r: Row) =>
-  `Overpaid by hand: tx ${r.tx_hash} paid ${usd(Number(r.amount_micro))} where ${usd(Number(r.owed_micro))} was owed when it was recorded, ${usd(Number(r.overpaid_micro))} too much: ask the payer for it back, or write it off, and record which; or, if the amount was typed wrong, correct it (${r.resolved_note ?? "no note"})`;
+  `Overpaid by hand: tx ${r.tx_hash} paid ${usd(Number(r.amount_micro))} where ${usd(Number(r.owed_micro))} was owed, ${usd(Number(r.overpaid_micro))} too much: ask the payer for it back, or write it off, and record which; or, if the amount was typed wrong, correct it (${r.resolved_note ?? "no note"})`;
 const usd = (micro: number) => `$${microsToUsd(micro).toFixed(micro % 10_000 === 0 ? 2 : 6)}`;
 
 /**

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { reconciliationReport } from "./reconcile";
 import { heldClaims } from "./reconcile-holds";
-import { nothingOwed, WITHHELD_SUFFIX } from "./refunds";
+import { nothingOwed } from "./refunds";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /** Filters of the admin view of the x402 ledger (GET /api/admin/payments). */
@@ -47,9 +47,12 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
       )
       .bind(...args),
     // Refunds of those payments (payments/refunds.ts), so the totals can be read net: a
-    // payment's own refund and the return of a partner share it kept back (`<id>:withheld`).
-    // Joined from the filtered payments, each looked up by its unique request_id, so a filtered
-    // view reads its own refunds, not every refund and payment twice over.
+    // payment's own refund, the return of a partner share it kept back (`<id>:withheld`) and the
+    // rests of hand refunds of either (`<id>:rest`, `<id>:withheld:rest`, a rest's `…:rest:rest`:
+    // owed, held for a person, so left out they hid money owed). Every row of a payment is its
+    // request id or starts `<id>:` (request ids are our UUIDs, with no ':'), so one range of the
+    // unique request_id index per filtered payment: a filtered view reads its own refunds, not
+    // every refund and payment twice over.
     db
       .prepare(
         `SELECT count(CASE WHEN NOT ${nothingOwed("r")} THEN 1 END) AS count,
@@ -57,7 +60,8 @@ export async function ledgerReport(db: D1Database, q: z.output<typeof paymentsQu
                 coalesce(sum(CASE WHEN r.status = 'refunded' AND NOT ${nothingOwed("r")} THEN r.amount_micro ELSE 0 END), 0)
                   AS refunded_atomic,
                 coalesce(sum(CASE WHEN ${nothingOwed("r")} THEN r.amount_micro ELSE 0 END), 0) AS nothing_owed_atomic
-         FROM payments p JOIN refunds r ON r.request_id IN (p.request_id, p.request_id || '${WITHHELD_SUFFIX}')
+         FROM payments p JOIN refunds r ON r.request_id = p.request_id
+           OR (r.request_id >= p.request_id || ':' AND r.request_id < p.request_id || ';')
          ${where}`,
       )
       .bind(...args),

@@ -4,7 +4,7 @@ import { partnerById } from "../partners/listing";
 import { servicePrices } from "../partners/pricing";
 import { NO_PAYOUT, type StoredPayout } from "./ledger";
 import { type Decision, spentElsewhere } from "./reconcile-decide";
-import { rederivedRests } from "./refund-rest";
+import { rederivedOverpaid, rederivedRests } from "./refund-rest";
 import {
   contradictedNothingOwed,
   owedRefund,
@@ -411,9 +411,10 @@ export async function applyUpstream(
     // A share a person recorded as nothing owed (the partner was paid it all) that this decision
     // leaves short of what landed: back to a person, owed and held (after the return's rewrite);
     // one given back so before: its amount made true to this decision too (rederivedNothingOwed),
-    // and so the open rests of hand refunds of the share (rederivedRests).
+    // and so the open rests of hand refunds of the share (rederivedRests), and the overpaid flags
+    // of those paid (rederivedOverpaid).
     ...(d.outcome === "paid" || movedNothing
-      ? [contradictedNothingOwed, rederivedNothingOwed, rederivedRests].map((statement) =>
+      ? [contradictedNothingOwed, rederivedNothingOwed, rederivedRests, rederivedOverpaid].map((statement) =>
           statement(
             db,
             row,

@@ -2,7 +2,7 @@ import { redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { type ChainReader, rpcChainReader } from "./reconcile-chain";
 import type { Decision } from "./reconcile-decide";
-import { REST_HOLD, REST_SUFFIX, restOwed, shareOf } from "./refund-rest";
+import { REST_HOLD, REST_SUFFIX, restOwed, shareOf, shareOwed } from "./refund-rest";
 import { warnRefundLine } from "./refund-warn";
 import {
   IN_DOUBT,
@@ -268,12 +268,16 @@ export async function resolveRefundByHand(
       ? await checkWalletSend(env, requestId, before, opts.reader)
       : undefined;
   // SQLite reads every SET expression from the row as it was: owed_micro is what it owed before.
+  // Of a share's family, what the share still owes of what landed (restOwed's figure, so a rest is
+  // owed_micro - amount_micro): its listed amount may predate an authorization that landed since.
   const [written, returned] = check
     ? []
     : await db.batch([
         db
           .prepare(
-            `UPDATE refunds SET owed_micro = CASE WHEN status = 'owed' THEN amount_micro ELSE 0 END, amount_micro = ?8,
+            `WITH ${shareOwed("?7")}
+             UPDATE refunds SET owed_micro = CASE WHEN (SELECT kept FROM d) > 0 THEN max(0, (SELECT kept - landed - paid FROM d))
+                 WHEN status = 'owed' THEN amount_micro ELSE 0 END, amount_micro = ?8,
                status = 'refunded', tx_hash = ?2, error = NULL, resolved_at = ?3, resolved_note = ?4, updated_at = ?3
              WHERE request_id = ?1 AND (status = 'owed' OR (${nothingOwed()} AND ${rederivedSql}))
                AND (valid_before IS NULL OR valid_before < ?5) AND valid_before IS ?6

@@ -95,6 +95,12 @@ export async function correctHandAmount(
   const rest = `${requestId}${REST_SUFFIX}`;
   const restTouched = `SELECT 1 FROM refunds r WHERE r.request_id = ?1 || '${REST_SUFFIX}' AND NOT ${untouchedRest("r")}`;
   const corrected = "SELECT 1 FROM refunds WHERE request_id = ?1 AND updated_at = ?3 AND amount_micro = ?4";
+  // The rest is rewritten by a delete and an insert: it keeps the time it was first owed. Read
+  // before the batch, which writes nothing if the rest is touched meanwhile (restTouched).
+  const born = await db
+    .prepare(`SELECT created_at FROM refunds WHERE request_id = ?1 AND ${untouchedRest()}`)
+    .bind(rest)
+    .first<number>("created_at");
   const [written] = await db.batch([
     db
       .prepare(
@@ -108,7 +114,7 @@ export async function correctHandAmount(
     db
       .prepare(`DELETE FROM refunds WHERE request_id = ?2 AND ${untouchedRest()} AND EXISTS (${corrected})`)
       .bind(requestId, rest, nowMs, paidMicro),
-    restOwed(db, requestId, tx, nowMs, await refundNonce(rest)),
+    restOwed(db, requestId, tx, nowMs, await refundNonce(rest), born),
   ]);
   const row = await readRow(db, requestId);
   if (!row) return { status: "unknown" };

@@ -42,7 +42,7 @@ const restOfShare = (t: string, request: string) => {
  * the one formula restOwed and rederivedRests both write. `decided`: an authorization being decided in the same batch (its id,
  * and what it landed), counted as landed whatever its row says yet.
  */
-const shareOwed = (request: string, decided?: { id: string; landed: string }) => {
+export const shareOwed = (request: string, decided?: { id: string; landed: string }) => {
   const other = decided ? ` AND id <> ${decided.id}` : "";
   return `d (kept, landed, pending, paid, owed) AS (
          SELECT kept, landed, pending, paid, max(0, kept - landed - pending - paid) FROM (SELECT
@@ -68,16 +68,24 @@ const shareOwed = (request: string, decided?: { id: string; landed: string }) =>
  * subtracted at birth (rederivedRests does so at each later decision): a rest left unwritten could
  * not come back when one of them expired unused, and the caller's part would be listed nowhere; a
  * hand refund of the rest waits for them anyway (the share's "may still land" guard). A share with no kept figure (no refund row of its
- * request) keeps the row's own: owed_micro - amount_micro.
+ * request) keeps the row's own: owed_micro - amount_micro. `bornMs`: the created_at of the rest a
+ * correction rewrites (it is owed since then: age-based views and retention read created_at).
  */
-export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: number, nonce: string) =>
+export const restOwed = (
+  db: D1Database,
+  requestId: string,
+  tx: string,
+  nowMs: number,
+  nonce: string,
+  bornMs: number | null = null,
+) =>
   db
     .prepare(
       `WITH ${shareOwed("?5")}
        INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
          hold, auth_nonce, asset, network)
        SELECT ?1 || '${REST_SUFFIX}', payer, rest, 0,
-              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', ?3, ?3,
+              'the rest of refund ' || ?1 || ', paid by hand short of what it owed', 'owed', coalesce(?6, ?3), ?3,
               '${REST_HOLD}' || amount_micro || ' micro-USDC of the ' || owed_micro || ' refund ' || ?1
                 || ' owed when it was recorded (tx ' || tx_hash || ')'
                 || CASE WHEN kept > 0 THEN ', and of the ' || kept || ' kept of this partner''s share its authorizations landed '
@@ -92,7 +100,7 @@ export const restOwed = (db: D1Database, requestId: string, tx: string, nowMs: n
        WHERE rest > 0
        ON CONFLICT (request_id) DO NOTHING`,
     )
-    .bind(requestId, tx, nowMs, nonce, shareOf(requestId));
+    .bind(requestId, tx, nowMs, nonce, shareOf(requestId), bornMs);
 
 /** SQL: a rest no person or decision has touched since restOwed wrote it (a correction may rewrite it). */
 export const untouchedRest = (t = "refunds") =>
@@ -147,4 +155,42 @@ export function rederivedRests(
          AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)`,
     )
     .bind(upstream.request_id, upstream.id, landedMicros, said, now);
+}
+
+/**
+ * The statement that keeps the overpaid flag of each hand refund of a request's share (the
+ * `<request_id>:withheld` row and its rests: GET /api/admin/payouts' overpaid_micro, amount_micro
+ * over owed_micro) true to a decision on one of its partner authorizations, in the same batch as
+ * rederivedRests and on the same figures: the share owed the caller the kept share minus what landed
+ * (this decision counted) and what those undecided may yet move, and each hand refund owed that
+ * minus what the family's refunds before it paid (a rest is born after the row it is the rest of, so
+ * a shorter id came first). Without it, a refund recorded before an authorization landed kept saying
+ * it paid what was owed (the partner and the caller both paid from one share), and one recorded
+ * against a share re-derived to 0 stayed "overpaid by all of it" after the authorization that made it
+ * 0 expired unused. Only owed_micro is rewritten (the person's record, note and the row's status
+ * stand); never a settled overpayment (a person closed it), nor a record kept before migration 0023
+ * (no owed_micro).
+ */
+export function rederivedOverpaid(
+  db: D1Database,
+  upstream: { id: number; request_id: string },
+  landedMicros: number,
+  _said: string,
+  now: number,
+) {
+  const family = (t: string) => `(${t}.request_id = ?1 || '${WITHHELD_SUFFIX}' OR ${restOfShare(t, "?1")})`;
+  const paidBefore = `coalesce((SELECT sum(p.amount_micro) FROM refunds p
+      WHERE ${family("p")} AND p.status = 'refunded' AND NOT ${nothingOwed("p")}
+        AND length(p.request_id) < length(refunds.request_id)), 0)`;
+  const owed = `max(0, (SELECT kept - landed - pending FROM d) - ${paidBefore})`;
+  return db
+    .prepare(
+      `WITH ${shareOwed("?1", { id: "?2", landed: "?3" })}
+       UPDATE refunds SET owed_micro = ${owed}, updated_at = ?4
+       WHERE ${family("refunds")} AND status = 'refunded' AND resolved_at IS NOT NULL AND tx_hash IS NOT NULL
+         AND owed_micro IS NOT NULL AND overpaid_settled_at IS NULL
+         AND (SELECT kept FROM d) > 0 AND owed_micro <> ${owed}
+         AND EXISTS (SELECT 1 FROM upstream_payments WHERE id = ?2 AND chain_status IS NULL)`,
+    )
+    .bind(upstream.request_id, upstream.id, landedMicros, now);
 }

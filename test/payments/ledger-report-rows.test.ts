@@ -12,7 +12,11 @@ const resourceOf = (i: number) => `${tag}-skill-${i % 3}`;
 
 const NOTHING_OWED = "(status = 'refunded' AND resolved_at IS NOT NULL AND tx_hash IS NULL)";
 
-/** The ledger's three reads as they were written before (`?2 IS NULL OR …`, refund totals by IN). */
+/**
+ * The ledger's three reads as they were written before (`?2 IS NULL OR …`, refund totals by IN),
+ * the refunds counted as the report counts them now: a payment's own and every `<id>:…` row (its
+ * share's return, the rests of hand refunds).
+ */
 async function oldReport(db: D1Database, q: { resource?: string; request_id?: string; limit: number }) {
   const where = "WHERE (?1 IS NULL OR resource = ?1) AND (?2 IS NULL OR request_id = ?2)";
   const args = [q.resource ?? null, q.request_id ?? null];
@@ -38,7 +42,7 @@ async function oldReport(db: D1Database, q: { resource?: string; request_id?: st
                   AS refunded_atomic,
                 coalesce(sum(CASE WHEN ${NOTHING_OWED} THEN amount_micro ELSE 0 END), 0) AS nothing_owed_atomic
          FROM refunds WHERE request_id IN (SELECT request_id FROM payments ${where})
-            OR request_id IN (SELECT request_id || ':withheld' FROM payments ${where})`,
+            OR substr(request_id, 1, instr(request_id, ':') - 1) IN (SELECT request_id FROM payments ${where})`,
       )
       .bind(...args),
   ]);

@@ -1,8 +1,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { applyUpstream } from "../../src/payments/reconcile-store";
+import { correctHandAmount } from "../../src/payments/refund-corrections";
 import { adminCookie } from "../helpers";
 import {
+  auth,
   authorizationTurnsUp,
   hash,
   keptInDoubt,
@@ -120,6 +122,30 @@ describe("the rest of a hand refund of a partner's share", () => {
     expect((await listed(rest))?.amount_micro).toBe(17000);
   });
 
+  it("a hand refund of the share as listed, after an authorization landed, is flagged overpaid by what the partner was paid", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed);
+    // The listing still shows the 20000 kept: a person who pays that pays the partner's 15000 twice.
+    expect(await row(listing)).toMatchObject({ status: "owed", amount_micro: 20000 });
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(200);
+    expect(await listed(listing)).toMatchObject({ owed_micro: 5000, overpaid_micro: 15000 });
+    expect(await row(`${listing}:rest`)).toBeNull();
+  });
+
+  it("a hand refund recorded before an authorization landed is flagged overpaid by what the partner was paid", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    expect((await resolve(listing, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(200);
+    expect(await listed(listing)).toMatchObject({ owed_micro: 20000, overpaid_micro: null });
+    await applyUpstream(env.DB, await authorizationTurnsUp(requestId, { amount: 15000 }), landed);
+    // The partner was paid 15000 of the 20000 kept: the caller was owed 5000 and got 20000.
+    expect(await listed(listing)).toMatchObject({
+      amount_micro: 20000,
+      owed_micro: 5000,
+      overpaid_micro: 15000,
+      resolved_note: null,
+    });
+  });
+
   it("a correction after a landing writes the rest the share still owes, none when the partner was paid the rest", async () => {
     const { requestId, listing } = await keptInDoubt();
     const tx = hash();
@@ -130,8 +156,24 @@ describe("the rest of a hand refund of a partner's share", () => {
     expect(res.status).toBe(200);
     expect(await row(`${listing}:rest`)).toBeNull();
     expect(await res.json()).toMatchObject({
-      refund: { resolved_note: "amount corrected from 20000 to 5000" },
+      refund: { owed_micro: 5000, resolved_note: "amount corrected from 20000 to 5000" },
     });
+  });
+
+  it("a rest re-derived to 0 while an authorization is undecided, paid short of what the share owes of what landed, lists the rest", async () => {
+    const { requestId, rest } = await shareRefundedInPart();
+    const first = await authorizationTurnsUp(requestId, { amount: 10000 });
+    const second = await authorizationTurnsUp(requestId, { amount: 10000 });
+    await applyUpstream(env.DB, first, landed);
+    expect(await row(rest)).toMatchObject({ status: "refunded", amount_micro: 0, tx_hash: null });
+    // 20000 kept - 10000 landed - 5000 paid before: 5000 owed if the second moves nothing; 3000 paid.
+    expect((await resolve(rest, { tx_hash: hash(), amount_micro: 3000 })).status).toBe(200);
+    expect(await listed(rest)).toMatchObject({ owed_micro: 5000, overpaid_micro: null });
+    const restOfRest = `${rest}:rest`;
+    expect(await row(restOfRest)).toMatchObject({ status: "owed", amount_micro: 2000 });
+    // The second expires unused: the caller is owed those 2000, still listed.
+    await applyUpstream(env.DB, second, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await row(restOfRest)).toMatchObject({ status: "owed", amount_micro: 2000 });
   });
 
   it("an overpayment of the share is not settled while an authorization of the request is undecided", async () => {
@@ -150,9 +192,28 @@ describe("the rest of a hand refund of a partner's share", () => {
       new RegExp(`authorization upstream_payments ${second.id} of this request is not decided yet`),
     );
     expect(await listed(rest)).toMatchObject({ overpaid_settled_at: null });
-    // It expires unused: 20000 - 10000 - 20000 paid by hand; the flag says what was paid over.
+    // It expires unused: the caller was owed 20000 - 10000 landed, the listing paid 5000 of it, so
+    // the rest owed 5000 and its 15000 paid 10000 too much, not the 15000 flagged before.
     await applyUpstream(env.DB, second, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await listed(rest)).toMatchObject({ owed_micro: 5000, overpaid_micro: 10000 });
+    expect(await listed(listing)).toMatchObject({ owed_micro: 10000, overpaid_micro: null });
     expect((await resolve(rest, { outcome: "overpayment_settled", note })).status).toBe(200);
+  });
+});
+
+describe("GET /api/admin/payments totals", () => {
+  it("count the rests of hand refunds, a rest's rest too: what is owed is not under-counted", async () => {
+    const { requestId } = await keptInDoubt(true);
+    // The caller's refund (40000) paid 10000, its rest (30000) 20000: 10000 still owed, held.
+    expect((await resolve(requestId, { tx_hash: hash(), amount_micro: 10000 })).status).toBe(200);
+    expect((await resolve(`${requestId}:rest`, { tx_hash: hash(), amount_micro: 20000 })).status).toBe(200);
+    expect(await row(`${requestId}:rest:rest`)).toMatchObject({ status: "owed", amount_micro: 10000 });
+    const res = await send(`/api/admin/payments?request_id=${requestId}`, { headers: auth });
+    expect(await res.json()).toMatchObject({
+      totals: { count: 1, amount_atomic: 60000 },
+      // Refunded 10000 + 20000; owed 10000 (the rest's rest) + 20000 (the share kept in doubt).
+      refunds: { count: 4, amount_atomic: 60000, refunded_atomic: 30000, nothing_owed_atomic: 0 },
+    });
   });
 });
 
@@ -194,6 +255,28 @@ describe("correcting a hand refund's amount (outcome amount_corrected)", () => {
     expect(late.status).toBe(409);
     expect((await late.json<{ detail: string }>()).detail).toMatch(/rest .* someone acted on/);
     expect(await row(requestId)).toMatchObject({ amount_micro: 35000 });
+  });
+
+  it("the rest a correction rewrites keeps the time it was first owed", async () => {
+    const { requestId } = await keptInDoubt();
+    const tx = hash();
+    expect((await resolve(requestId, { tx_hash: tx, amount_micro: 10000 })).status).toBe(200);
+    const rest = `${requestId}:rest`;
+    const times = () =>
+      env.DB.prepare("SELECT amount_micro, created_at, updated_at FROM refunds WHERE request_id = ?1")
+        .bind(rest)
+        .first<{ amount_micro: number; created_at: number; updated_at: number }>();
+    const first = await times();
+    expect(first).toMatchObject({ amount_micro: 30000 });
+    const anHourLater = (first?.created_at ?? 0) + 3_600_000;
+    expect(await correctHandAmount(env, requestId, tx, 20000, undefined, anHourLater)).toMatchObject({
+      status: "recorded",
+    });
+    expect(await times()).toEqual({
+      amount_micro: 20000,
+      created_at: first?.created_at,
+      updated_at: anHourLater,
+    });
   });
 });
 

@@ -95,7 +95,8 @@ export async function owedSummary(db: D1Database) {
     // `nothing_owed` (1 or 0, as tx_reused): refunded to nobody, a kept share a person found the
     // partner was paid (its status says refunded, and no transfer did). Owed ones first, so none of
     // them falls out of the list.
-    // `owed_micro`: a hand refund's, what it owed when recorded (its amount_micro is what was paid);
+    // `owed_micro`: a hand refund's, what it owes (a share's follows each later decision; its
+    // amount_micro is what was paid);
     // `overpaid_micro` when that was more, listed first with the owed ones, for a person to settle,
     // until they do (overpaid_settled_at and _note, migration 0024: paid back or written off).
     db.prepare(

@@ -126,7 +126,7 @@ const resolveBody = z.object({
   }),
   amount_micro: z.int().min(1).max(HAND_PAID_MAX_MICRO).optional().meta({
     description:
-      "refunds: what your transfer paid, in micro-USDC as the refund's amount_micro (required with tx_hash; with amount_corrected, what it really paid). The record keeps it as the refund's amount, and what the refund owed then as owed_micro: a decision may change a share's amount while you pay it. Paid less: the rest is listed as a refund of its own, <request_id>:rest, held for you; paid more: GET /api/admin/payouts flags the refund (overpaid_micro).",
+      "refunds: what your transfer paid, in micro-USDC as the refund's amount_micro (required with tx_hash; with amount_corrected, what it really paid). The record keeps it as the refund's amount, and what the refund owes as owed_micro (for a partner's share, re-derived at each later decision about its authorizations): a decision may change a share's amount while you pay it. Paid less: the rest is listed as a refund of its own, <request_id>:rest, held for you; paid more: GET /api/admin/payouts flags the refund (overpaid_micro).",
   }),
   outcome: z
     .enum(["queue", "landed", "not_landed", ...REFUND_OUTCOMES])

@@ -243,11 +243,13 @@ const STRIPE_READ_LIMITER = "RL_PAYER_HEAVY" as const;
 export const CHECKOUT_STRIPE_READS_PER_MINUTE = LIMITS[STRIPE_READ_LIMITER];
 
 /** A budget for stripeView (payments/stripe-views.ts ReadBudget): its key names it to other callers. */
-const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => ({
-  key: `${prefix}|ip:${clientIp(c)}`,
-  mayRead: async () =>
-    !enabled(c.env) || !(await ipRefusal(c, STRIPE_READ_LIMITER, (net) => `${prefix}|ip:${net}`)),
-});
+const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => {
+  const key = (net: string) => `${prefix}|ip:${net}`;
+  return {
+    key: key(clientIp(c)),
+    mayRead: async () => !enabled(c.env) || !(await ipRefusal(c, STRIPE_READ_LIMITER, key)),
+  };
+};
 
 /**
  * The success page's GET views' budget of Stripe reads (above) for this request's client IP

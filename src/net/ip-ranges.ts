@@ -168,15 +168,26 @@ export function classifyHost(host: string): { ip: string; reason: string | null 
  * every caller is one network.
  */
 export function callerNetwork(ip: string | undefined) {
-  if (!ip) return "unknown";
+  return callerNetworks(ip)[0] as string;
+}
+
+/**
+ * The networks that hold a request's address, narrowest first: an IPv4 address alone; for IPv6
+ * its /64 (callerNetwork), then the /56 and the /48 around it. A /48 is what a tunnel broker
+ * routes for free and many hosts give a customer: 65,536 /64s, so a per-/64 budget alone is one
+ * such holder's budget 65,536 times over; ISPs give a home a /56 or a /64, and many homes share a
+ * /48 (payments/quotas.ts counts each per-IP budget in all three, with wider figures).
+ */
+export function callerNetworks(ip: string | undefined): [string, ...string[]] {
+  if (!ip) return ["unknown"];
   const g = parseIPv6(ip);
-  if (!g) return ip; // IPv4, as the edge writes it
+  if (!g) return [ip]; // IPv4, as the edge writes it
   // ::ffff:a.b.c.d is the IPv4 address a.b.c.d.
   if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
-    return [g[6] ?? 0, g[7] ?? 0].flatMap((x) => [x >> 8, x & 255]).join(".");
+    return [[g[6] ?? 0, g[7] ?? 0].flatMap((x) => [x >> 8, x & 255]).join(".")];
   }
-  return `${g
-    .slice(0, 4)
-    .map((x) => x.toString(16))
-    .join(":")}::/64`;
+  const prefix = (groups: number[], bits: number) =>
+    `${groups.map((x) => x.toString(16)).join(":")}::/${bits}`;
+  const [a = 0, b = 0, c = 0, d = 0] = g;
+  return [prefix([a, b, c, d], 64), prefix([a, b, c, d & 0xff00], 56), prefix([a, b, c], 48)];
 }

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { heavyResources, publicConfig, rateLimitsOn } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
-import { callerNetwork } from "../net/ip-ranges";
+import { callerNetwork, callerNetworks } from "../net/ip-ranges";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
@@ -18,11 +18,33 @@ import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 /** Every binding uses a 60 s period; the binding does not say when a window ends, so this is the bound. */
 const PERIOD_SECONDS = 60;
 
+/** The per-client figures, per PERIOD_SECONDS; each binding's per-IP budgets also have wider ones below. */
+const PER_CLIENT = { RL_IP: 600, RL_PAYER: 120, RL_PAYER_HEAVY: 30, RL_FREE: 20 } as const;
+type Limiter = keyof typeof PER_CLIENT;
+
+/**
+ * How many clients' budgets an IPv6 /56 and /48 get: every per-IP budget counted on binding B is
+ * also counted per /56 on B_56 and per /48 on B_48 (net/ip-ranges.ts callerNetworks). A /64 alone
+ * let the holder of a routed /48 (free from a tunnel broker, common at hosts) spend 65,536 times a
+ * client's budget. 16 for a /48: it costs what 16 IPv4 addresses would, yet leaves room for 16
+ * neighbours at a client's full rate where an ISP puts many homes in one /48. 4 for a /56 (what
+ * an ISP gives one home): a home's few LANs keep a client's rate each, while one abusive home
+ * takes at most a quarter of its /48's budget from the neighbours.
+ */
+export const NETWORK_MULTIPLES = { 56: 4, 48: 16 } as const;
+const WIDER = [56, 48] as const;
+type WideLimiter = `${Limiter}_${(typeof WIDER)[number]}`;
+
 /**
  * The limits wrangler.toml gives each binding, per PERIOD_SECONDS. The binding does not expose
  * them at run time; the published contract states them, and a test holds them to wrangler.toml.
  */
-export const LIMITS = { RL_IP: 600, RL_PAYER: 120, RL_PAYER_HEAVY: 30, RL_FREE: 20 } as const;
+export const LIMITS = Object.fromEntries(
+  Object.entries(PER_CLIENT).flatMap(([name, limit]) => [
+    [name, limit],
+    ...WIDER.map((bits) => [`${name}_${bits}`, limit * NETWORK_MULTIPLES[bits]]),
+  ]),
+) as Record<Limiter | WideLimiter, number>;
 
 /** What a deployment's rate limits are, in words (the terms for autonomous agents publish it). */
 export function rateLimitTerms(env: {
@@ -36,7 +58,7 @@ export function rateLimitTerms(env: {
   // In free beta the heavy skills are unpaid, so such free routes (quota's freeInBeta).
   const free = env.freeHeavySkills ?? [];
   const betaHeavy = free.length ? ` (free beta: calls of ${free.join(", ")} too)` : "";
-  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session${betaHeavy}; ${LIMITS.RL_FREE} per client IP to checks on chain of a contract wallet's signature (a retry under a payment id already answered, whose signature only the chain can prove); ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64. Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
+  return `Per ${PERIOD_SECONDS} s, nothing charged past a limit: ${LIMITS.RL_IP} requests per client IP to priced routes, paid or not (checked before any payment work); ${LIMITS.RL_PAYER} paid calls per card key per resource (before any payment work) or per payer address per resource (counted once the facilitator has verified the payment's signature, so a payment forged in another address's name never spends that address's budget)${heavy}; ${LIMITS.RL_FREE} per client IP and route on free routes that cost an upstream request or a Stripe session${betaHeavy}; ${LIMITS.RL_FREE} per client IP to checks on chain of a contract wallet's signature (a retry under a payment id already answered, whose signature only the chain can prove); ${LIMITS.RL_IP} per client IP to the checkout success page. A client IP is an IPv4 address or an IPv6 /64; an IPv6 caller's /56 and /48 are also limited, to ${NETWORK_MULTIPLES[56]} and ${NETWORK_MULTIPLES[48]} times each per-IP limit (a call refused for a narrower network is not counted for a wider one). Over a limit: 429 with Retry-After and reason rate_limited; nothing is charged. Counted per Cloudflare location.`;
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
@@ -78,6 +100,23 @@ async function allowed(limiter: RateLimit | undefined, key: string) {
 }
 
 /**
+ * Counts a call against a per-IP budget on `limiter`, keyed `key(network)`, in each network of
+ * the caller's (callerNetworks: the address or /64, then an IPv6 caller's /56 and /48 on the
+ * `_56`/`_48` bindings). Undefined when every one allows it; else words for whose budget ran out.
+ * One at a time, narrowest first: a call refused for its /64 spends nothing of its /48's budget,
+ * so a client over its own limit cannot go on using up its neighbours'.
+ */
+async function ipRefusal(c: Context<AppEnv>, limiter: Limiter, key: (network: string) => string) {
+  const [own, ...wider] = callerNetworks(c.req.header("cf-connecting-ip"));
+  if (!(await allowed(c.env[limiter], key(own)))) return "from your IP address";
+  for (const [i, network] of wider.entries()) {
+    const bits = WIDER[i] as (typeof WIDER)[number];
+    if (!(await allowed(c.env[`${limiter}_${bits}`], key(network)))) return `from your network ${network}`;
+  }
+  return undefined;
+}
+
+/**
  * Limits a priced route: every request per client IP (RL_IP, the unpaid-402 flood cap), and one
  * paid with a card-credit key also per key for this resource (RL_PAYER, or RL_PAYER_HEAVY for
  * resources listed in RATE_LIMIT_HEAVY). x402 payers are limited by payerQuota, after /verify.
@@ -88,17 +127,14 @@ async function allowed(limiter: RateLimit | undefined, key: string) {
 export function quota(resource: string, opts: { freeInBeta?: boolean } = {}): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!enabled(c.env)) return next();
-    if (!(await allowed(c.env.RL_IP, `ip:${clientIp(c)}`))) {
-      return tooMany(c, "ip", "too many calls to priced routes from your IP address");
-    }
+    const ipRefused = await ipRefusal(c, "RL_IP", (net) => `ip:${net}`);
+    if (ipRefused) return tooMany(c, "ip", `too many calls to priced routes ${ipRefused}`);
     if (publicConfig(c.env, c.req.url).freeBeta) {
-      if (
-        opts.freeInBeta &&
-        isHeavy(c.env, resource) &&
-        !(await allowed(c.env.RL_FREE, `${resource}|ip:${clientIp(c)}`))
-      ) {
-        return tooMany(c, "free", `too many ${resource} requests from your IP address`);
-      }
+      const freeRefused =
+        opts.freeInBeta && isHeavy(c.env, resource)
+          ? await ipRefusal(c, "RL_FREE", (net) => `${resource}|ip:${net}`)
+          : undefined;
+      if (freeRefused) return tooMany(c, "free", `too many ${resource} requests ${freeRefused}`);
     } else {
       // Every form the gate takes a card key in (X-API-Key, a bare `mk_…`), so no alias escapes it.
       const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
@@ -142,9 +178,8 @@ export function payerQuota(resource: string): MiddlewareHandler<AppEnv> {
 export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!enabled(c.env)) return next();
-    if (!(await allowed(c.env.RL_FREE, `${route}|ip:${clientIp(c)}`))) {
-      return tooMany(c, "free", `too many ${route} requests from your IP address`);
-    }
+    const refused = await ipRefusal(c, "RL_FREE", (net) => `${route}|ip:${net}`);
+    if (refused) return tooMany(c, "free", `too many ${route} requests ${refused}`);
     await next();
   };
 }
@@ -157,8 +192,12 @@ export function freeQuota(route: string): MiddlewareHandler<AppEnv> {
  * the proof may go ahead; else the 429.
  */
 export async function payerProofQuota(c: Context<AppEnv>): Promise<Response | undefined> {
-  if (!enabled(c.env) || (await allowed(c.env.RL_FREE, `payer-proof|ip:${clientIp(c)}`))) return undefined;
-  return tooMany(c, "free", "too many checks on chain of contract-wallet signatures from your IP address");
+  const refused = enabled(c.env)
+    ? await ipRefusal(c, "RL_FREE", (net) => `payer-proof|ip:${net}`)
+    : undefined;
+  return refused
+    ? tooMany(c, "free", `too many checks on chain of contract-wallet signatures ${refused}`)
+    : undefined;
 }
 
 /** A budget of its own per client IP on RL_IP (600 a minute), keyed `<name>|ip:…`. */
@@ -166,9 +205,8 @@ const ipBudget =
   (name: string, what: string): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
     if (!enabled(c.env)) return next();
-    if (!(await allowed(c.env.RL_IP, `${name}|ip:${clientIp(c)}`))) {
-      return tooMany(c, "ip", `too many ${what} requests from your IP address`);
-    }
+    const refused = await ipRefusal(c, "RL_IP", (net) => `${name}|ip:${net}`);
+    if (refused) return tooMany(c, "ip", `too many ${what} requests ${refused}`);
     await next();
   };
 
@@ -206,10 +244,10 @@ export const CHECKOUT_STRIPE_READS_PER_MINUTE = LIMITS[STRIPE_READ_LIMITER];
 
 /** A budget for stripeView (payments/stripe-views.ts ReadBudget): its key names it to other callers. */
 const stripeReadBudget = (prefix: string) => (c: Context<AppEnv>) => {
-  const key = `${prefix}|ip:${clientIp(c)}`;
+  const key = (net: string) => `${prefix}|ip:${net}`;
   return {
-    key,
-    mayRead: async () => !enabled(c.env) || (await allowed(c.env[STRIPE_READ_LIMITER], key)),
+    key: key(clientIp(c)),
+    mayRead: async () => !enabled(c.env) || !(await ipRefusal(c, STRIPE_READ_LIMITER, key)),
   };
 };
 
@@ -250,13 +288,13 @@ export const CHECKOUT_REVEAL_READS_PER_IP = LIMITS[REVEAL_IP_LIMITER];
 /** The Reveal POST's budget (above) for this session and client IP. */
 export function checkoutRevealReadBudget(c: Context<AppEnv>, sessionId: string) {
   const session = `checkout-reveal|session:${sessionId}`;
-  const ip = `checkout-reveal|ip:${clientIp(c)}`;
+  const ip = (net: string) => `checkout-reveal|ip:${net}`;
   return {
-    key: `${session}|${ip}`,
+    key: `${session}|${ip(clientIp(c))}`,
     mayRead: async () =>
       !enabled(c.env) ||
       ((await allowed(c.env[REVEAL_SESSION_LIMITER], session)) &&
-        (await allowed(c.env[REVEAL_IP_LIMITER], ip))),
+        !(await ipRefusal(c, REVEAL_IP_LIMITER, ip))),
   };
 }
 

@@ -284,6 +284,10 @@ describe("discovery documents", () => {
     expect(limits).toContain("600 requests per client IP");
     expect(limits).toContain(`30 for ${env.RATE_LIMIT_HEAVY.split(",").join(", ")}`);
     expect(limits).toContain("429 with Retry-After");
+    // One routed /48 holds 65,536 /64s: the terms say what its /56 and /48 get (quotas.test.ts).
+    expect(limits).toContain(
+      "an IPv6 caller's /56 and /48 are also limited, to 4 and 16 times each per-IP limit",
+    );
     expect(limits).not.toContain("free beta");
     // In free beta the heavy skills are free routes limited per IP (quota's freeInBeta); the
     // refinery and partner tries stay paid, so they are not named.

@@ -6,7 +6,7 @@ import { createApp } from "../../src/app";
 import { publicConfig } from "../../src/config";
 import { pricingConfig } from "../../src/partners/config";
 import { hashKey, newApiKey } from "../../src/payments/credits";
-import { isHeavy, LIMITS } from "../../src/payments/quotas";
+import { isHeavy, LIMITS, NETWORK_MULTIPLES } from "../../src/payments/quotas";
 import { sellables } from "../../src/payments/sellables";
 
 // The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here), as the
@@ -64,10 +64,18 @@ afterEach(() => {
 });
 
 const randomIp = () => `10.${[0, 0, 0].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+const hex16 = () => Math.floor(Math.random() * 0xffff).toString(16);
+/** A random IPv6 /48 (its first three groups); `lan(p, s, n)` is an address in its /56 `s`, /64 `n`. */
+const randomNet48 = () => `2a01:${hex16()}:${hex16()}`;
+const lan = (net48: string, s56: number, n64: number) =>
+  `${net48}:${((s56 << 8) | n64).toString(16)}:${hex16()}:${hex16()}:${hex16()}:${hex16()}`;
 const randomPayer = () =>
   `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 
-function send(path: string, init: { ip: string; headers?: Record<string, string>; body?: unknown }) {
+function send(
+  path: string,
+  init: { ip: string; headers?: Record<string, string>; body?: unknown; env?: typeof limitedEnv },
+) {
   const method = init.body === undefined && path.includes("/try/") ? "GET" : "POST";
   return app.fetch(
     new Request(`https://skills.test${path}`, {
@@ -75,7 +83,7 @@ function send(path: string, init: { ip: string; headers?: Record<string, string>
       headers: { "cf-connecting-ip": init.ip, "content-type": "application/json", ...init.headers },
       body: method === "POST" ? JSON.stringify(init.body ?? {}) : undefined,
     }),
-    limitedEnv,
+    init.env ?? limitedEnv,
   );
 }
 
@@ -111,11 +119,11 @@ function signature(from: string, amount = "3000", sig = `0x${"11".repeat(65)}`, 
 
 /**
  * Local windows are aligned to the wall clock (miniflare's limiter); a flood that straddles a
- * window edge would see its count reset. Start each flood with at least 25 s of window left.
+ * window edge would see its count reset. Start each flood with at least `seconds` of window left.
  */
-async function freshWindow() {
+async function freshWindow(seconds = 25) {
   const left = 60_000 - (Date.now() % 60_000);
-  if (left < 25_000) await new Promise((r) => setTimeout(r, left + 50));
+  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 50));
 }
 
 async function expect429(res: Response, scope: string) {
@@ -124,6 +132,7 @@ async function expect429(res: Response, scope: string) {
   const body = await res.json<{ detail: string; reason: string; scope: string }>();
   expect(body).toMatchObject({ reason: "rate_limited", scope });
   expect(body.detail).toMatch(/^Too many requests: .*nothing was charged/);
+  return body;
 }
 
 describe("rate limits (Workers Rate Limiting binding)", () => {
@@ -373,6 +382,80 @@ describe("rate limits (Workers Rate Limiting binding)", () => {
       await send("/api/cardpay/checkout", { ip: `::ffff:${v4}`, body: { skill_id: "sha256" } }),
       "free",
     );
+  }, 120_000);
+
+  it("the /64s of one IPv6 /48 share 16 clients' checkouts a minute: past them 429 without a Stripe request; another /48 is untouched", async () => {
+    expect(LIMITS.RL_FREE_48).toBe(RL_FREE * NETWORK_MULTIPLES[48]);
+    await freshWindow(50);
+    network();
+    // The Stripe client keeps the fetch it was made with, so sessions are counted by their rows,
+    // each created only with its Stripe session: a first-call payload marks this test's.
+    const marker = crypto.randomUUID();
+    const checkout = (ip: string) =>
+      send("/api/cardpay/checkout", { ip, body: { skill_id: "sha256", payload: { text: marker } } });
+    const sessions = async () =>
+      (
+        await env.DB.prepare("SELECT COUNT(*) AS n FROM checkout_sessions WHERE payload LIKE ?1")
+          .bind(`%${marker}%`)
+          .first<{ n: number }>()
+      )?.n;
+    const net48 = randomNet48();
+    // A /64 never seen before for every call, 40 per /56 (below a /56's own budget of 80).
+    for (let i = 0; i < LIMITS.RL_FREE_48; i++) {
+      expect((await checkout(lan(net48, Math.floor(i / 40), i % 40))).status).toBe(200);
+    }
+    expect(await sessions()).toBe(LIMITS.RL_FREE_48);
+    const refused = await expect429(await checkout(lan(net48, 0xff, 0xff)), "free");
+    expect(refused.detail).toContain(`from your network ${net48}::/48`);
+    expect(await sessions()).toBe(LIMITS.RL_FREE_48);
+    expect((await checkout(lan(randomNet48(), 0, 0))).status).toBe(200);
+  }, 120_000);
+
+  it("one IPv6 /56 gets 4 clients' budget of a free costly route; a /64 over its own limit spends none of it", async () => {
+    await freshWindow();
+    const net = network();
+    const path = "/api/partners/pricefeed/try/mcp_tools";
+    const net48 = randomNet48();
+    // One /64 asks twice its limit: the calls refused for the /64 are not counted for its /56.
+    for (let i = 0; i < 2 * RL_FREE; i++) await send(path, { ip: lan(net48, 0, 0) });
+    expect(net.to(PARTNER_HOSTS.pricefeed)).toBe(RL_FREE);
+    for (let n = 1; n <= LIMITS.RL_FREE_56 - RL_FREE; n++) {
+      expect((await send(path, { ip: lan(net48, 0, n) })).status).toBe(200);
+    }
+    const refused = await expect429(await send(path, { ip: lan(net48, 0, 0xff) }), "free");
+    expect(refused.detail).toContain(`from your network ${net48}:0::/56`);
+    expect(net.to(PARTNER_HOSTS.pricefeed)).toBe(LIMITS.RL_FREE_56);
+    // The /48's other /56s keep theirs.
+    expect((await send(path, { ip: lan(net48, 1, 0) })).status).toBe(200);
+  }, 120_000);
+
+  it("priced routes: the /64s of one IPv6 /48 share its budget, and the call past it is 429 before any payment work; another /48 is untouched", async () => {
+    await freshWindow(40);
+    const net = network();
+    // RL_IP_48 (9,600 a minute) is more calls than a test's minute holds here (each IPv6 call asks
+    // three limiters). The priced routes' wide budgets are bound to the real bindings of RL_FREE's
+    // wide figures instead: the same code and keys, with a flood that fits.
+    const e = { ...limitedEnv, RL_IP_56: env.RL_FREE_56, RL_IP_48: env.RL_FREE_48 };
+    const net48 = randomNet48();
+    for (let i = 0; i < LIMITS.RL_FREE_48; i++) {
+      expect(
+        (await send("/api/skills/sha256", { ip: lan(net48, Math.floor(i / 40), i % 40), env: e })).status,
+      ).toBe(402);
+    }
+    const paid = signature(randomPayer(), "3000", GOOD_SIGNATURE);
+    const refused = await expect429(
+      await send("/api/skills/sha256", {
+        ip: lan(net48, 0xff, 0xff),
+        headers: paid,
+        body: { text: "a" },
+        env: e,
+      }),
+      "ip",
+    );
+    expect(refused.detail).toContain(`from your network ${net48}::/48`);
+    expect(net.verifies()).toBe(0);
+    expect(net.to(`${FACILITATOR}/settle`)).toBe(0);
+    expect((await send("/api/skills/sha256", { ip: lan(randomNet48(), 0, 0), env: e })).status).toBe(402);
   }, 120_000);
 
   it("the admin API's bearer token cannot be guessed at network speed: 600 a minute per IP, then 429 before the token is read", async () => {

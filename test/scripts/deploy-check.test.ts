@@ -13,7 +13,7 @@ import {
   warnings,
   // @ts-expect-error plain JS script
 } from "../../scripts/deploy-check.mjs";
-import { LIMITS } from "../../src/payments/quotas";
+import { LIMITS, NETWORK_MULTIPLES } from "../../src/payments/quotas";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const shipped = path.join(root, "wrangler.toml");
@@ -324,6 +324,20 @@ describe("rate limits", () => {
     const shippedLimits = Object.fromEntries(config.ratelimits.map((r) => [r.name, r.simple.limit]));
     expect(shippedLimits).toEqual(LIMITS);
     expect(new Set(config.ratelimits.map((r) => r.simple.period))).toEqual(new Set([60]));
+  });
+
+  it("every per-IP binding has an IPv6 /56 and /48 binding at the multiples the terms publish", async () => {
+    const config = (await readConfig(shipped)) as {
+      ratelimits: { name: string; namespace_id: string; simple: { limit: number } }[];
+    };
+    const limit = (name: string) => config.ratelimits.find((r) => r.name === name)?.simple.limit;
+    for (const base of ["RL_IP", "RL_PAYER", "RL_PAYER_HEAVY", "RL_FREE"]) {
+      const own = limit(base) as number;
+      expect(limit(`${base}_56`), base).toBe(own * NETWORK_MULTIPLES[56]);
+      expect(limit(`${base}_48`), base).toBe(own * NETWORK_MULTIPLES[48]);
+    }
+    expect(NETWORK_MULTIPLES).toEqual({ 56: 4, 48: 16 });
+    expect(new Set(config.ratelimits.map((r) => r.namespace_id)).size).toBe(config.ratelimits.length);
   });
 });
 

@@ -68,8 +68,9 @@ const MEASURE_CHUNK = 100;
  * Stripe ended unpaid, 30 days after their creation (expiredUnpaidSessions: paid ones are the
  * money ledger and stay), and the ids of Stripe events handled 35 days ago (expiredEvents: well
  * past Stripe's redelivery); beside them, payloads stored without their size (before migration 0015)
- * are measured, so the next run clears them too, and osint_graph seeds an earlier version logged
- * are blanked (skills/lib/osint-calls.ts).
+ * are measured, so the next run clears them too, osint_graph seeds an earlier version logged
+ * are blanked (skills/lib/osint-calls.ts), and the unpaid payloads' running total is recounted
+ * (payments/checkout-payload-total.ts).
  * Deletes and clearings only, in statements of their own: the deletes each store and flush make
  * sit behind a write that a full D1 refuses, so without these nothing freed space once it was
  * full. Each part is tried even if another fails; any failure then throws, naming it.

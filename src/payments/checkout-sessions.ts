@@ -111,7 +111,7 @@ export async function rememberKeyedSession(
 /**
  * Whether a retry under a client's Idempotency-Key is of a session recorded already (the one
  * rememberKeyedSession kept for this reference, still in D1): Stripe replays that session, and its
- * payload is counted in the sum, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
+ * payload is counted in the total, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
  * checkout is checked for room before Stripe like one without a key. KV reaches other locations up
  * to 60 s after the write, and a read can fail: then it is checked for room too (at worst a 503 to
  * retry later, never a session nobody is given).

@@ -1,10 +1,11 @@
 -- What unpaid checkouts' first-call payloads hold, kept as one running total
--- (src/payments/checkout-sessions.ts). Each checkout with a payload summed checkout_sessions'
--- payload_bytes over every unpaid row through the checkout_sessions_unpaid_payload index: with
--- 200,000 unpaid rows each checkout read 200,001 rows twice (D1 bills rows read), and anyone can
--- create unpaid checkouts for free. Now a checkout reads and moves this one row, in the same D1
--- batch as every write that sets or clears an unpaid payload; the Cron recomputes it from the real
--- sum every run, so what the previous version writes beside this one (it does not move it) heals.
+-- (src/payments/checkout-payload-total.ts). Each checkout with a payload summed checkout_sessions'
+-- payload_bytes over every unpaid row through the checkout_sessions_unpaid_payload index, twice
+-- (the check, then the INSERT): with 200,000 unpaid rows each checkout read 400,002 rows (D1 bills
+-- rows read), and anyone can create unpaid checkouts for free. Now a checkout reads and moves this
+-- one row, in the same D1 batch as every write that sets or clears an unpaid payload; the Cron
+-- recomputes it from the real sum every run, so what the previous version writes beside this one
+-- (it does not move it) heals.
 --
 -- No trigger keeps it: a trigger's writes count in D1's meta.changes, which the running version
 -- reads to tell its own writes apart (a paid grant answered already_granted). Only adds: a new

@@ -27,7 +27,7 @@ export function payloadTotal(db: D1Database) {
  * The statement that takes `bytes` of room for a new session `id` (bound ?1 to ?4: id, bytes,
  * claim, cap), when the total stays within the cap and no row has that id yet (a session Stripe
  * replayed is recorded already, and counted). It writes `claim`, a token of this checkout's own, so
- * the INSERT after it in the batch can tell the room was taken for it: ROOM_TAKEN_FOR(?n).
+ * the INSERT after it in the batch can tell the room was taken for it: roomTakenFor(its claim).
  */
 export const TAKE_ROOM = `UPDATE checkout_payload_total SET bytes = bytes + ?2, claim = ?3
   WHERE id = 1 AND bytes + ?2 <= ?4 AND NOT EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?1)`;
@@ -54,7 +54,7 @@ export const releasedBy = (where: string) =>
 
 /**
  * The Cron's recount (ops/database.ts, every run): the total set to the real sum, one scan of the
- * index, in one statement, so no write lands between the read and the set. It heals what the
+ * index, by one UPDATE, so no write lands between the read and the set. It heals what the
  * previous version left (its writes do not move the total). An UPDATE: the Cron frees space when
  * D1 is full, where a statement that may add a row is refused; only a missing row is made again.
  * `drift`: what the total was off by (0 when every writer kept it); logged with the run.

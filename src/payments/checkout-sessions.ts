@@ -53,14 +53,11 @@ export async function findSession(db: D1Database, id: string) {
  * 8 hours, from many in minutes, and a full D1 refuses every x402 claim. 256 MiB is 2.6 % of that
  * cap (well under the 20 % the size warning leaves), and far above what buyers leave unpaid: 256
  * maximum-size payloads, or a quarter of a million of 1 KiB, waiting at once. Past it a checkout
- * with a payload is refused with a 503 (routes/checkout.tsx); one without is still sold.
+ * with a payload is refused with a 503 (routes/checkout.tsx); one without is still sold. What they
+ * hold is the running total of checkout-payload-total.ts: every write below that sets or clears an
+ * unpaid payload (or grants its session a key) moves it in its own batch.
  */
 export const UNPAID_PAYLOADS_MAX_BYTES = 256 * 1024 * 1024;
-
-/**
- * What unpaid sessions hold is the running total of checkout-payload-total.ts: every write below
- * that sets or clears an unpaid payload (or grants its session a key) moves it in its own batch.
- */
 
 /** A first-call payload as the row stores it, and its size there (UTF-8 bytes). */
 export function storedPayload(payload: unknown): { text: string; bytes: number } | undefined {

@@ -1,3 +1,4 @@
+import { recountPayloadTotal } from "../payments/checkout-payload-total";
 import {
   expiredUnpaidSessions,
   staleUnpaidPayloads,
@@ -35,15 +36,18 @@ const PRUNE_CHUNKS = 10;
 type Pruned = { deleted: number; more: boolean };
 /**
  * Runs a chunk until one comes back short (`more`: the run stopped at its budget). `deleted`
- * counts the rows it changed: deleted, or for checkout payloads, cleared.
+ * counts the rows it changed: deleted, or for checkout payloads, cleared. A chunk given as a batch
+ * (checkout payloads: the unpaid total moves with them) counts its last statement's.
  */
 async function pruneTable(
-  chunk: (limit: number) => D1PreparedStatement,
+  db: D1Database,
+  chunk: (limit: number) => D1PreparedStatement | D1PreparedStatement[],
   size = PRUNE_CHUNK,
 ): Promise<Pruned> {
   let deleted = 0;
   for (let i = 0; i < PRUNE_CHUNKS; i++) {
-    const { meta } = await chunk(size).run();
+    const results = await db.batch([chunk(size)].flat());
+    const { meta } = results[results.length - 1] as D1Result;
     deleted += meta.changes;
     if (meta.changes < size) return { deleted, more: false };
   }
@@ -64,33 +68,37 @@ const MEASURE_CHUNK = 100;
  * Stripe ended unpaid, 30 days after their creation (expiredUnpaidSessions: paid ones are the
  * money ledger and stay), and the ids of Stripe events handled 35 days ago (expiredEvents: well
  * past Stripe's redelivery); beside them, payloads stored without their size (before migration 0015)
- * are measured, so the next run clears them too, and osint_graph seeds an earlier version logged
- * are blanked (skills/lib/osint-calls.ts).
+ * are measured, so the next run clears them too, osint_graph seeds an earlier version logged
+ * are blanked (skills/lib/osint-calls.ts), and the unpaid payloads' running total is recounted
+ * (payments/checkout-payload-total.ts).
  * Deletes and clearings only, in statements of their own: the deletes each store and flush make
  * sit behind a write that a full D1 refuses, so without these nothing freed space once it was
  * full. Each part is tried even if another fails; any failure then throws, naming it.
  */
 export async function pruneExpired(db: D1Database, now = Date.now()) {
   const parts = {
-    idempotent_results: () => pruneTable((limit) => expiredResults(db, now, limit)),
-    call_log: () => pruneTable((limit) => expiredCalls(db, now, limit)),
+    idempotent_results: () => pruneTable(db, (limit) => expiredResults(db, now, limit)),
+    call_log: () => pruneTable(db, (limit) => expiredCalls(db, now, limit)),
     // Clearing frees each payload's pages as measuring reads them: the same small chunks.
-    checkout_payloads: () => pruneTable((limit) => staleUnpaidPayloads(db, now, limit), MEASURE_CHUNK),
-    checkout_payloads_measured: () => pruneTable((limit) => unmeasuredPayloads(db, limit), MEASURE_CHUNK),
+    checkout_payloads: () => pruneTable(db, (limit) => staleUnpaidPayloads(db, now, limit), MEASURE_CHUNK),
+    checkout_payloads_measured: () => pruneTable(db, (limit) => unmeasuredPayloads(db, limit), MEASURE_CHUNK),
+    // The unpaid payloads' total set to their real sum: heals what the previous version wrote
+    // beside this one (it does not move the total). One scan of an index a run.
+    checkout_payload_total: () => recountPayloadTotal(db),
     // Seeds an earlier Worker version logged after migration 0016 (a rollout, a rollback).
-    osint_seeds: () => pruneTable((limit) => seededCalls(db, limit)),
+    osint_seeds: () => pruneTable(db, (limit) => seededCalls(db, limit)),
     // Rows without a payload (a few hundred bytes): the deletes' usual chunks.
-    checkout_sessions: () => pruneTable((limit) => expiredUnpaidSessions(db, now, limit)),
+    checkout_sessions: () => pruneTable(db, (limit) => expiredUnpaidSessions(db, now, limit)),
     // Handled Stripe event ids, past Stripe's redelivery (payments/webhook-events.ts).
-    webhook_events: () => pruneTable((limit) => expiredEvents(db, now, limit)),
+    webhook_events: () => pruneTable(db, (limit) => expiredEvents(db, now, limit)),
   };
   const names = Object.keys(parts) as (keyof typeof parts)[];
   const settled = await Promise.allSettled(names.map((name) => parts[name]()));
   const failed = settled.flatMap((r, i) => (r.status === "rejected" ? [`${names[i]}: ${r.reason}`] : []));
   if (failed.length) throw new Error(failed.join("; "));
   return Object.fromEntries(
-    settled.map((r, i) => [names[i], (r as PromiseFulfilledResult<Pruned>).value]),
-  ) as Record<keyof typeof parts, Pruned>;
+    settled.map((r, i) => [names[i], (r as PromiseFulfilledResult<unknown>).value]),
+  ) as { [K in keyof typeof parts]: Awaited<ReturnType<(typeof parts)[K]>> };
 }
 
 /** The database's size in bytes, as D1 reports it with every result (meta.size_after). */

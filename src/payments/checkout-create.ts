@@ -78,7 +78,7 @@ export async function createCheckout(
   // Before Stripe: past the cap on what unpaid sessions hold, a checkout with a payload is refused
   // without creating a session. recordSession checks again, atomically, once Stripe answered. A
   // retry under the client's Idempotency-Key of a session recorded already passes: Stripe replays
-  // that session, whose bytes are in the sum, so the check would refuse it its own URL. Any other
+  // that session, whose bytes are in the total, so the check would refuse it its own URL. Any other
   // keyed checkout is checked like one without a key: it skipped the check, and under a full cap
   // Stripe made a session recordSession then refused, which nobody was given.
   const stored = storedPayload(request.payload);

@@ -1,6 +1,7 @@
 import type { Bindings } from "../env";
 import { utf8Length } from "../skills/lib/output-size";
 import { skillById } from "../skills/registry";
+import { moveTotal, payloadTotal, releasedBy, roomTakenFor, TAKE_ROOM } from "./checkout-payload-total";
 import { hashKey, MAX_CALLS, newApiKey } from "./credits";
 import { sealKey } from "./key-reveal";
 import type { RemoteSession } from "./stripe";
@@ -52,18 +53,11 @@ export async function findSession(db: D1Database, id: string) {
  * 8 hours, from many in minutes, and a full D1 refuses every x402 claim. 256 MiB is 2.6 % of that
  * cap (well under the 20 % the size warning leaves), and far above what buyers leave unpaid: 256
  * maximum-size payloads, or a quarter of a million of 1 KiB, waiting at once. Past it a checkout
- * with a payload is refused with a 503 (routes/checkout.tsx); one without is still sold.
+ * with a payload is refused with a 503 (routes/checkout.tsx); one without is still sold. What they
+ * hold is the running total of checkout-payload-total.ts: every write below that sets or clears an
+ * unpaid payload (or grants its session a key) moves it in its own batch.
  */
 export const UNPAID_PAYLOADS_MAX_BYTES = 256 * 1024 * 1024;
-
-/**
- * What unpaid sessions hold: read from the checkout_sessions_unpaid_payload index alone (its
- * condition is this WHERE and it holds both columns), never from the rows, whose payloads a read
- * goes through. A payload is written with its size, so payload_bytes is set exactly when it is
- * (rows from before migration 0015 until the Cron measures them: unmeasuredPayloads).
- */
-const UNPAID_PAYLOAD_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM checkout_sessions
-  WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL`;
 
 /** A first-call payload as the row stores it, and its size there (UTF-8 bytes). */
 export function storedPayload(payload: unknown): { text: string; bytes: number } | undefined {
@@ -78,8 +72,8 @@ export function storedPayload(payload: unknown): { text: string; bytes: number }
  * recordSession's INSERT is.
  */
 export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<boolean> {
-  const held = await db.prepare(`SELECT (${UNPAID_PAYLOAD_BYTES}) AS n`).first<number>("n");
-  return (held ?? 0) + bytes <= UNPAID_PAYLOADS_MAX_BYTES;
+  const held = await payloadTotal(db);
+  return held !== null && held + bytes <= UNPAID_PAYLOADS_MAX_BYTES;
 }
 
 /**
@@ -114,7 +108,7 @@ export async function rememberKeyedSession(
 /**
  * Whether a retry under a client's Idempotency-Key is of a session recorded already (the one
  * rememberKeyedSession kept for this reference, still in D1): Stripe replays that session, and its
- * payload is counted in the sum, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
+ * payload is counted in the total, so unpaidPayloadRoom would refuse it its own URL. Any other keyed
  * checkout is checked for room before Stripe like one without a key. KV reaches other locations up
  * to 60 s after the write, and a read can fail: then it is checked for room too (at worst a 503 to
  * retry later, never a session nobody is given).
@@ -127,9 +121,12 @@ export async function keyedSessionRecorded(env: Bindings, reference: string): Pr
 
 /**
  * Records a session; false when its payload would take unpaid sessions past
- * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The check and the INSERT are one statement,
- * so concurrent checkouts cannot all pass it. A session already recorded (a retry Stripe replayed)
- * is true, as its first recording was; one without a payload is never refused.
+ * UNPAID_PAYLOADS_MAX_BYTES, and nothing was written. The room is taken from the running total
+ * and the row inserted in one batch (a transaction, run one at a time), the INSERT only if that
+ * room was taken for it, so concurrent checkouts cannot all pass the cap, and reading the total is
+ * one row however many sessions are unpaid. A session already recorded (a retry Stripe replayed)
+ * is true, as its first recording was, and takes no room again; one without a payload is never
+ * refused.
  */
 export async function recordSession(
   db: D1Database,
@@ -145,25 +142,24 @@ export async function recordSession(
 ): Promise<boolean> {
   const now = Date.now();
   const stored = s.stored ?? storedPayload(s.payload);
-  const { meta } = await db
+  const claim = crypto.randomUUID();
+  const insert = db
     .prepare(
       `INSERT INTO checkout_sessions (id, skill_id, calls, amount_cents, status, payload, payload_bytes, created_at, updated_at)
        SELECT ?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7, ?7
-       WHERE ?6 IS NULL OR (${UNPAID_PAYLOAD_BYTES}) + ?6 <= ?8
+       WHERE ?6 IS NULL OR ${roomTakenFor("?8")}
        ON CONFLICT (id) DO NOTHING`,
     )
-    .bind(
-      s.id,
-      s.skillId,
-      s.calls,
-      s.amountCents,
-      stored?.text ?? null,
-      stored?.bytes ?? null,
-      now,
-      UNPAID_PAYLOADS_MAX_BYTES,
-    )
-    .run();
-  if (meta.changes === 1 || !stored) return true;
+    .bind(s.id, s.skillId, s.calls, s.amountCents, stored?.text ?? null, stored?.bytes ?? null, now, claim);
+  const [inserted] = stored
+    ? (
+        await db.batch([
+          db.prepare(TAKE_ROOM).bind(s.id, stored.bytes, claim, UNPAID_PAYLOADS_MAX_BYTES),
+          insert,
+        ])
+      ).slice(1)
+    : [await insert.run()];
+  if (inserted?.meta.changes === 1 || !stored) return true;
   // Whether it was recorded before (a retry Stripe replayed): its row, not its payload, is read.
   return (await db.prepare("SELECT 1 FROM checkout_sessions WHERE id = ?1").bind(s.id).first()) !== null;
 }
@@ -189,17 +185,26 @@ const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
  * paid once Stripe can no longer complete them, and those whose delayed payment stayed pending past
  * PENDING_PAYMENT_MS. A paid session keeps its payload (its first call runs from it, and the
  * success page reads it). Run in chunks by the Cron (ops/database.ts); D1 has no UPDATE … LIMIT.
+ * A batch: the total first loses what the chunk holds, read from the same index by the same
+ * condition and limit (so the same rows, in the same transaction), then the chunk is cleared; the
+ * clearing's changes are the last result's.
  */
 export function staleUnpaidPayloads(db: D1Database, now: number, limit: number) {
-  return db
-    .prepare(
-      `UPDATE checkout_sessions SET payload = NULL, payload_bytes = NULL, updated_at = ?4
-       WHERE rowid IN (SELECT rowid FROM checkout_sessions
+  const chunk = `SELECT rowid, payload_bytes FROM checkout_sessions
          WHERE payload_bytes IS NOT NULL AND api_key_id IS NULL AND created_at < ?1
            AND (payment_pending_at IS NULL OR payment_pending_at < ?3)
-         LIMIT ?2)`,
-    )
-    .bind(now - CHECKOUT_COMPLETABLE_MS, limit, now - PENDING_PAYMENT_MS, now);
+         LIMIT ?2`;
+  const completable = now - CHECKOUT_COMPLETABLE_MS;
+  const pending = now - PENDING_PAYMENT_MS;
+  return [
+    moveTotal(db, `SELECT -coalesce(sum(payload_bytes), 0) FROM (${chunk})`, completable, limit, pending),
+    db
+      .prepare(
+        `UPDATE checkout_sessions SET payload = NULL, payload_bytes = NULL, updated_at = ?4
+         WHERE rowid IN (SELECT rowid FROM (${chunk}))`,
+      )
+      .bind(completable, limit, pending, now),
+  ];
 }
 
 /**
@@ -226,12 +231,15 @@ export const UNPAID_SESSION_RETENTION_DAYS = 30;
  * alone (migration 0018); run in chunks by the Cron (ops/database.ts): D1 has no DELETE … LIMIT.
  */
 export function expiredUnpaidSessions(db: D1Database, now: number, limit: number) {
+  // payload_bytes IS NULL on the row itself (which the delete reads anyway; the index does not hold
+  // it): a size left without its payload, which no writer leaves, still counts in the unpaid
+  // payloads' total, so its row stays until staleUnpaidPayloads clears it and takes it off.
   return db
     .prepare(
       `DELETE FROM checkout_sessions WHERE rowid IN (SELECT rowid FROM checkout_sessions WHERE api_key_id IS NULL
          AND payload IS NULL AND created_at < ?1 AND (status = 'expired' OR payment_failed_at IS NOT NULL)
          AND NOT EXISTS (SELECT 1 FROM api_keys WHERE api_keys.session_id = checkout_sessions.id)
-         LIMIT ?2)`,
+         LIMIT ?2) AND payload_bytes IS NULL`,
     )
     .bind(now - UNPAID_SESSION_RETENTION_DAYS * 24 * 60 * 60 * 1000, limit);
 }
@@ -240,21 +248,31 @@ export function expiredUnpaidSessions(db: D1Database, now: number, limit: number
  * The measuring of up to `limit` unpaid payloads stored without their size: the rows from before
  * migration 0015, and those the previous version wrote until this one was up. Measured, they count
  * against UNPAID_PAYLOADS_MAX_BYTES and are cleared by staleUnpaidPayloads like any other. Each
- * reads the payloads it measures (up to 1 MiB each): the Cron runs it in small chunks.
+ * reads the payloads it measures (up to 1 MiB each): the Cron runs it in small chunks. A batch:
+ * the total first gains the sizes of the chunk's rows (the same subquery, so the same rows, in the
+ * same transaction), then they are measured; the measuring's changes are the last result's.
  */
 export function unmeasuredPayloads(db: D1Database, limit: number) {
-  return db
-    .prepare(
-      // A row from before 0015 may be a bank debit still clearing whose pending mark that version
-      // never wrote: it gets the pending grace from its creation, unless it expired or its
-      // payment failed (that version cleared neither payload).
-      `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB)),
+  const chunk = `SELECT rowid FROM checkout_sessions
+         WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1`;
+  return [
+    moveTotal(
+      db,
+      `SELECT coalesce(sum(length(CAST(payload AS BLOB))), 0) FROM checkout_sessions WHERE rowid IN (${chunk})`,
+      limit,
+    ),
+    db
+      .prepare(
+        // A row from before 0015 may be a bank debit still clearing whose pending mark that version
+        // never wrote: it gets the pending grace from its creation, unless it expired or its
+        // payment failed (that version cleared neither payload).
+        `UPDATE checkout_sessions SET payload_bytes = length(CAST(payload AS BLOB)),
          payment_pending_at = CASE WHEN status = 'open' AND payment_failed_at IS NULL
                               THEN coalesce(payment_pending_at, created_at) ELSE payment_pending_at END
-       WHERE rowid IN (SELECT rowid FROM checkout_sessions
-         WHERE payload IS NOT NULL AND payload_bytes IS NULL AND api_key_id IS NULL LIMIT ?1)`,
-    )
-    .bind(limit);
+       WHERE rowid IN (${chunk})`,
+      )
+      .bind(limit),
+  ];
 }
 
 /**
@@ -423,6 +441,7 @@ export async function settleSession(
   const statements =
     remote.status === "expired"
       ? [
+          moveTotal(env.DB, releasedBy("id = ?1 AND status = 'open'"), remote.id),
           env.DB.prepare(
             `UPDATE checkout_sessions SET status = 'expired', payload = NULL, payload_bytes = NULL, updated_at = ?2
              WHERE id = ?1 AND status = 'open' AND api_key_id IS NULL`,
@@ -488,6 +507,8 @@ async function grantCredits(
          SELECT ?1, ?2, skill_id, calls, calls, id, ?3 FROM checkout_sessions WHERE id = ?4 AND api_key_id IS NULL`,
       )
       .bind(keyId, await hashKey(key), now, sessionId),
+    // Granted, its payload stays (its first call runs from it) but no longer counts as unpaid.
+    moveTotal(db, releasedBy("id = ?1"), sessionId),
     db
       .prepare(
         `UPDATE checkout_sessions SET status = 'complete', api_key_id = ?1, api_key_reveal = ?2, updated_at = ?3,
@@ -506,6 +527,7 @@ async function grantCredits(
  */
 export async function failSession(db: D1Database, sessionId: string, event: StripeEventRef) {
   const r = await withEvent(db, event, [
+    moveTotal(db, releasedBy("id = ?1"), sessionId),
     db
       .prepare(
         `UPDATE checkout_sessions SET payment_failed_at = ?2, payload = NULL, payload_bytes = NULL, updated_at = ?2
@@ -514,5 +536,5 @@ export async function failSession(db: D1Database, sessionId: string, event: Stri
       .bind(sessionId, Date.now()),
   ]);
   if (!r) return "duplicate_event";
-  return r[1]?.meta.changes === 1 ? "payment_failed" : "unknown_or_granted_session";
+  return r[r.length - 1]?.meta.changes === 1 ? "payment_failed" : "unknown_or_granted_session";
 }

@@ -8,6 +8,7 @@ import { edgeHeaders } from "./http/edge-headers";
 import { detail } from "./http/errors";
 import { MAX_BODY_BYTES } from "./http/limits";
 import { allowedMethodsFinder } from "./http/method-not-allowed";
+import { privateAnswer } from "./http/private-answer";
 import { adminRoutes } from "./routes/admin";
 import { adminDashboardRoutes } from "./routes/admin-dashboard";
 import { catalogRoutes } from "./routes/catalog";
@@ -26,6 +27,7 @@ export function createApp() {
   const app = new Hono<AppEnv>();
 
   app.use(edgeHeaders);
+  for (const path of ["/admin", "/admin/*", "/api/admin/*"]) app.use(path, privateAnswer);
   app.use(
     "/api/*",
     limitBody(MAX_BODY_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_BODY_BYTES} bytes`)),

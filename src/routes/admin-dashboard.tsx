@@ -72,7 +72,19 @@ async function signedIn(c: Context<AppEnv>): Promise<number | null> {
   const age = Date.now() - issuedAt;
   if (!Number.isSafeInteger(issuedAt) || age < -60_000 || age > SESSION_SECONDS * 1000) return null;
   if (!(await timingSafeEqual(cookie, await sessionValue(token, issuedAt)))) return null;
-  return (await c.env.KV.get(endedKey(cookie))) === null ? issuedAt : null;
+  // KV unreadable: the dashboard stays usable (the cookie's HMAC and 8 h still hold); only an ended
+  // session's copy would pass meanwhile.
+  const ended = await c.env.KV.get(endedKey(cookie)).catch((e) => {
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        msg: "admin session: KV unreadable, sign out not checked",
+        error: String(e),
+      }),
+    );
+    return null;
+  });
+  return ended === null ? issuedAt : null;
 }
 
 /**
@@ -103,10 +115,8 @@ const sameSite: MiddlewareHandler<AppEnv> = async (c, next) => {
 // percent-encoded (a 4-byte UTF-8 character). A bigger body is refused in the app's JSON, as the
 // API's body cap refuses one.
 const MAX_FORM_BYTES = 8192;
-// First, so that every answer (the body cap's 413 too) is kept out of caches and search indexes.
+// Every answer is kept out of caches and search indexes by the app (http/private-answer.ts).
 const privatePage: MiddlewareHandler<AppEnv> = async (c, next) => {
-  c.header("Cache-Control", "no-store");
-  c.header("X-Robots-Tag", "noindex, nofollow");
   const refused = adminTokenRefused(c.env);
   if (refused) return detail(c, 503, `The admin dashboard is disabled: ${refused}.`);
   await next();
@@ -128,6 +138,8 @@ const NOTICES: Record<string, string> = {
     "Refund recorded as nothing owed (a kept share the partner was paid, or a rest nobody is owed).",
   "refund-corrected": "Hand refund's amount corrected; its rest follows it.",
   "overpayment-settled": "Overpayment recorded as settled.",
+  "stale-form":
+    "Nothing recorded: that form was from a page of an earlier sign-in. This page is current; submit it again here.",
 };
 
 adminDashboardRoutes.get("/admin", async (c) => {
@@ -183,9 +195,18 @@ adminDashboardRoutes.post("/admin/logout", sameSite, async (c) => {
   const issuedAt = await signedIn(c);
   const cookie = getCookie(c, COOKIE);
   if (issuedAt !== null && cookie) {
-    // Kept until the cookie would have expired (KV's shortest lifetime is 60 s).
+    // Kept until the cookie would have expired (KV's shortest lifetime is 60 s). A failed write
+    // still signs this browser out; the cookie then lives to its 8 h, as before sign out was written.
     const left = Math.ceil((issuedAt + SESSION_SECONDS * 1000 - Date.now()) / 1000);
-    await c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) });
+    await c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) }).catch((e) =>
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "admin sign out: the session's end could not be written to KV; a copy of its cookie works until it expires",
+          error: String(e),
+        }),
+      ),
+    );
   }
   deleteCookie(c, COOKIE, { path: "/admin", secure: true });
   return c.redirect("/admin", 303);
@@ -229,8 +250,12 @@ async function signedForm(c: Context<AppEnv>): Promise<Awaited<ReturnType<typeof
   if (session === null) return c.html(<AdminLoginPage error="Sign in first." />, 401);
   const form = await formOf(c);
   const given = typeof form.csrf === "string" ? form.csrf : "";
-  if (!(await timingSafeEqual(given, await csrfValue(c.env.ADMIN_TOKEN as string, session))))
+  if (!(await timingSafeEqual(given, await csrfValue(c.env.ADMIN_TOKEN as string, session)))) {
+    // A page from an earlier session (signed in again since, in another tab) has that session's
+    // token: back to the page, which says why, rather than a bare refusal that loses the way back.
+    if (/^[0-9a-f]{64}$/.test(given)) return c.redirect("/admin?notice=stale-form", 303);
     return detail(c, 403, "Invalid CSRF token");
+  }
   return form;
 }
 

@@ -31,14 +31,6 @@ import {
 
 export const adminRoutes = new Hono<AppEnv>();
 
-// Every answer (refusals too) holds payer addresses, refunds or the payout ledger: kept out of the
-// browser's disk cache and search indexes, as the dashboard's pages are.
-adminRoutes.use("/api/admin/*", async (c, next) => {
-  await next();
-  c.header("Cache-Control", "no-store");
-  c.header("X-Robots-Tag", "noindex, nofollow");
-});
-
 // Limited per IP before the token is compared (quotas.ts adminQuota): otherwise the bearer token
 // could be guessed here at network speed.
 adminRoutes.use("/api/admin/*", adminQuota);

@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
 import { PageNotFound } from "../pages/not-found";
@@ -37,8 +36,10 @@ export function notFound(allowedMethods: (path: string) => string[]) {
   return (c: Context<AppEnv>) => {
     const alias = skillAlias(c.req.path);
     if (alias) {
-      // On the deployment's own origin (BASE_URL), as every other absolute URL it writes.
-      const target = new URL(alias, publicConfig(c.env, c.req.url).baseUrl);
+      // On the origin the request came to: Cloudflare routes only the deployment's own hosts here,
+      // and a redirect to BASE_URL from workers.dev would be cross-origin (fetch drops the
+      // Authorization of a card-credit key across origins).
+      const target = new URL(alias, c.req.url);
       target.search = new URL(c.req.url).search;
       // 308 keeps the method and body.
       return c.json(

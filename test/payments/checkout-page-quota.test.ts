@@ -8,6 +8,7 @@ import {
   CHECKOUT_STRIPE_READS_PER_MINUTE,
   LIMITS,
 } from "../../src/payments/quotas";
+import { freshWindow, installWindowGuard, ONE_MORE_RUN } from "../fixtures/rate-window";
 import { createCheckout, EMULATOR, granted, keyIn, keysFor, pay } from "./checkout-helpers";
 
 const app = createApp();
@@ -73,12 +74,6 @@ const stripeReads = async (id: string) =>
 
 const randomIp = () => `10.${[0, 0, 0].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
 
-/** Miniflare's windows are wall-clock minutes: start a flood with at least 25 s of window left. */
-async function freshWindow() {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 25_000) await new Promise((r) => setTimeout(r, left + 50));
-}
-
 /** A checkout paid at Stripe (its webhook late), seen from an IP whose views spent their Stripe reads. */
 async function paidWithViewsSpent() {
   await freshWindow();
@@ -89,7 +84,9 @@ async function paidWithViewsSpent() {
   return { ip, id };
 }
 
-describe("the public success page cannot spend Stripe's rate limit", () => {
+describe("the public success page cannot spend Stripe's rate limit", ONE_MORE_RUN, () => {
+  installWindowGuard();
+
   it("reloads and HEADs of one open session read Stripe once in a few seconds, not once each", async () => {
     // Paid, webhook late: the page asks Stripe, the state in which it refreshes itself.
     const id = await createCheckout("sha256");

@@ -8,6 +8,7 @@ import { pricingConfig } from "../../src/partners/config";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { isHeavy, LIMITS, NETWORK_MULTIPLES } from "../../src/payments/quotas";
 import { sellables } from "../../src/payments/sellables";
+import { freshWindow, installWindowGuard, ONE_MORE_RUN } from "../fixtures/rate-window";
 
 // The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here), as the
 // published terms state them (test/scripts/deploy-check.test.ts holds LIMITS to wrangler.toml).
@@ -136,15 +137,6 @@ function signature(from: string, amount = "3000", sig = `0x${"11".repeat(65)}`, 
   return { "payment-signature": encodePaymentSignatureHeader(payload) };
 }
 
-/**
- * Local windows are aligned to the wall clock (miniflare's limiter); a flood that straddles a
- * window edge would see its count reset. Start each flood with at least `seconds` of window left.
- */
-async function freshWindow(seconds = 25) {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 50));
-}
-
 async function expect429(res: Response, scope: string) {
   expect(res.status).toBe(429);
   expect(res.headers.get("retry-after")).toBe("60");
@@ -154,7 +146,9 @@ async function expect429(res: Response, scope: string) {
   return body;
 }
 
-describe("rate limits (Workers Rate Limiting binding)", () => {
+describe("rate limits (Workers Rate Limiting binding)", ONE_MORE_RUN, () => {
+  installWindowGuard();
+
   it("an unpaid-402 flood from one IP is cut at 600 a minute; other IPs are untouched", async () => {
     await freshWindow();
     const net = network();

@@ -198,7 +198,10 @@ export interface RefundRow {
   payer: string;
   /** Owed: what the row owes. Refunded: what was paid (by hand: what the person's transfer paid). */
   amount_micro: number;
-  /** A hand refund's: what the row owed when it was recorded (migration 0023; NULL before, or not by hand). */
+  /**
+   * A hand refund's: what the row owes (migration 0023; NULL before, or not by hand): what it owed when
+   * recorded, and of a partner's share what the share owes after each later decision (rederivedOverpaid).
+   */
   owed_micro: number | null;
   withheld_micro: number;
   reason: string;
@@ -238,11 +241,13 @@ export type HandRefund =
  * paid from it, and the caller's refund of it would be paid twice over.
  *
  * `paidMicro` is what the person's transfer paid, in the row's unit: the record keeps it as the
- * row's amount, and what the row owed then as owed_micro, since a decision (reconciliation
+ * row's amount, and what the row owes as owed_micro (of a share, re-derived at each later decision),
+ * since a decision (reconciliation
  * re-deriving a share's amount) may change the row while the person pays it. Paid short: the rest
  * is listed, owed and held (restOwed). Paid more: GET /api/admin/payouts flags the row
  * (overpaid_micro). A share a decision re-derived to nothing owed while the person paid it is
- * recorded too, owed 0, so overpaid by all of it: refusing it would list the payment nowhere.
+ * recorded too, owed 0, so overpaid by all of it until a decision raises what it owes: refusing it
+ * would list the payment nowhere.
  */
 export async function resolveRefundByHand(
   env: Bindings,

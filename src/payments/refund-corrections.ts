@@ -77,7 +77,8 @@ export async function settleOverpayment(
  * Corrects the amount a hand refund was recorded with (`tx`: the transaction it was recorded with;
  * `paidMicro`: what that transfer really paid), while its rest (`<request_id>:rest`) is as the
  * record wrote it, owed and untouched: in one batch the rest follows (rewritten for what is still
- * short of what the row owed then, or removed when nothing is), and an overpayment settled before
+ * short of what the row owes, of a share what the share still owes of what landed, or removed when
+ * nothing is), and an overpayment settled before
  * is no longer (its amount changed). A rest someone acted on (recorded, or re-derived by a
  * decision) is refused: correct nothing behind their back. Only a hand refund recorded with the
  * amounts it paid and owed (migration 0023); the note, if any, is added to the record's.

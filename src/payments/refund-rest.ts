@@ -69,7 +69,10 @@ export const shareOwed = (request: string, decided?: { id: string; landed: strin
  * not come back when one of them expired unused, and the caller's part would be listed nowhere; a
  * hand refund of the rest waits for them anyway (the share's "may still land" guard). A share with no kept figure (no refund row of its
  * request) keeps the row's own: owed_micro - amount_micro. `bornMs`: the created_at of the rest a
- * correction rewrites (it is owed since then: age-based views and retention read created_at).
+ * correction rewrites (it is owed since then: the dashboard's age of a row reads created_at). Of a share the rest does
+ * not ask owed_micro: that is net of undecided authorizations too (rederivedOverpaid), so a payment
+ * between the two figures would otherwise write no rest, and the caller's part would be listed
+ * nowhere once one of them expired unused.
  */
 export const restOwed = (
   db: D1Database,
@@ -96,7 +99,8 @@ export const restOwed = (
        FROM (SELECT r.*, d.kept, d.landed, d.pending, d.paid,
                     CASE WHEN d.kept > 0 THEN max(0, d.kept - d.landed - d.paid) ELSE r.owed_micro - r.amount_micro END AS rest
              FROM refunds r, d
-             WHERE r.request_id = ?1 AND r.updated_at = ?3 AND r.tx_hash = ?2 AND r.owed_micro > r.amount_micro)
+             WHERE r.request_id = ?1 AND r.updated_at = ?3 AND r.tx_hash = ?2
+               AND (d.kept > 0 OR r.owed_micro > r.amount_micro))
        WHERE rest > 0
        ON CONFLICT (request_id) DO NOTHING`,
     )

@@ -87,6 +87,15 @@ beforeAll(async () => {
               CASE WHEN value % 2 THEN NULL ELSE ?2 END
        FROM json_each(?3) WHERE value % 7 = 0`,
     ).bind(tag, now, ids),
+    // The rests of hand refunds paid short, owed: of a payment's own refund for every eleventh, and
+    // of a kept share's return, a rest's rest too, for every seventy-seventh.
+    env.DB.prepare(
+      `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at)
+       SELECT ?1 || '-req-' || j.value || r.suffix, '0xpayer', 11, 0, 'test', 'owed', ?2, ?2
+       FROM json_each(?3) j
+       JOIN (SELECT ':rest' AS suffix, 11 AS every UNION ALL SELECT ':withheld:rest', 77
+             UNION ALL SELECT ':withheld:rest:rest', 77) r ON j.value % r.every = 0`,
+    ).bind(tag, now, ids),
   ]);
 });
 
@@ -104,6 +113,7 @@ describe("GET /api/admin/payments over thousands of payments and refunds", () =>
     ["one request id", { request_id: id(1401) }],
     ["one request id with a kept share returned", { request_id: id(1407) }],
     ["one request id with a kept share owed to nobody", { request_id: id(700) }],
+    ["one request id with the rests of hand refunds", { request_id: id(77) }],
     ["one resource", { resource: resourceOf(1) }],
     ["one resource and a request id of it", { resource: resourceOf(1), request_id: id(1) }],
     ["a resource and a request id of another", { resource: resourceOf(1), request_id: id(2) }],

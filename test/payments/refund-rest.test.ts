@@ -160,6 +160,24 @@ describe("the rest of a hand refund of a partner's share", () => {
     });
   });
 
+  it("a correction while an authorization is undecided writes the rest the share owes of what landed, still listed when that one expires unused", async () => {
+    const { requestId, listing } = await keptInDoubt();
+    const tx = hash();
+    expect((await resolve(listing, { tx_hash: tx, amount_micro: 20000 })).status).toBe(200);
+    const a = await authorizationTurnsUp(requestId, { amount: 5000 });
+    const b = await authorizationTurnsUp(requestId, { amount: 10000 });
+    await applyUpstream(env.DB, a, landed);
+    // The transfer really paid 8000: of the 20000 kept, 5000 went to the partner; the caller is owed
+    // 7000 more unless the undecided 10000 lands (then 8000 was overpaid by 3000).
+    const res = await resolve(listing, { outcome: "amount_corrected", tx_hash: tx, amount_micro: 8000 });
+    expect(res.status).toBe(200);
+    const rest = `${listing}:rest`;
+    expect(await row(rest)).toMatchObject({ status: "owed", amount_micro: 7000 });
+    await applyUpstream(env.DB, b, { outcome: "unpaid", evidence: "test: expired unused" });
+    expect(await row(rest)).toMatchObject({ status: "owed", amount_micro: 7000 });
+    expect((await listed(rest))?.amount_micro).toBe(7000);
+  });
+
   it("a rest re-derived to 0 while an authorization is undecided, paid short of what the share owes of what landed, lists the rest", async () => {
     const { requestId, rest } = await shareRefundedInPart();
     const first = await authorizationTurnsUp(requestId, { amount: 10000 });

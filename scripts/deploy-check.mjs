@@ -25,6 +25,7 @@ if (major < 22 || (major === 22 && minor < 18) || (major === 23 && minor < 6)) {
 }
 const { partnerConfig } = await import("../src/partners/config.ts");
 const { PARTNERS } = await import("../src/partners/data.ts");
+const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figures.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -187,6 +188,7 @@ export function problems(config, secrets, env = process.env) {
       );
     }
   }
+  out.push(...rateLimitProblems(config));
   for (const kv of config.kv_namespaces ?? []) {
     if (!kv.id || ZERO_ID.test(kv.id))
       out.push(`KV ${kv.binding}: id is still zero (wrangler kv namespace create ${kv.binding})`);
@@ -231,6 +233,32 @@ export function problems(config, secrets, env = process.env) {
           );
     }
   }
+  return out;
+}
+
+/**
+ * The Worker counts a budget only on a binding it has (a missing one limits nothing, rather than
+ * failing every request), while the terms it publishes to agents state every limit: so each one
+ * must be in wrangler.toml, at its figure, with a namespace of its own. RATE_LIMITS = "off" needs none.
+ */
+function rateLimitProblems(config) {
+  if (!on(config.vars?.RATE_LIMITS, true)) return [];
+  const out = [];
+  const given = new Map((config.ratelimits ?? []).map((r) => [r.name, r]));
+  for (const [name, limit] of Object.entries(LIMITS)) {
+    const r = given.get(name);
+    if (!r)
+      out.push(
+        `[[ratelimits]] ${name} is missing (limit ${limit}, period ${PERIOD_SECONDS}): without it that budget is not counted, while the published terms state it; copy it from the shipped wrangler.toml, or set RATE_LIMITS = "off"`,
+      );
+    else if (r.simple?.limit !== limit || r.simple?.period !== PERIOD_SECONDS)
+      out.push(
+        `[[ratelimits]] ${name} is limit ${r.simple?.limit} per ${r.simple?.period} s; the published terms state ${limit} per ${PERIOD_SECONDS} s`,
+      );
+  }
+  const ids = (config.ratelimits ?? []).map((r) => String(r.namespace_id));
+  for (const id of new Set(ids.filter((id, i) => ids.indexOf(id) !== i)))
+    out.push(`[[ratelimits]] namespace_id ${id} is used by more than one binding: their counts would mix`);
   return out;
 }
 

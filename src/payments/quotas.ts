@@ -6,6 +6,9 @@ import { callerNetwork, callerNetworks } from "../net/ip-ranges";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
+import { LIMITS, type Limiter, NETWORK_MULTIPLES, PERIOD_SECONDS, WIDER } from "./rate-limit-figures";
+
+export { LIMITS, NETWORK_MULTIPLES };
 
 /**
  * Rate limits with the Workers Rate Limiting binding (wrangler.toml [[ratelimits]]; miniflare runs
@@ -14,37 +17,6 @@ import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
  * only signatures its payer made). A limited call is never claimed, settled or charged. Figures:
  * docs/OPERATIONS.md.
  */
-
-/** Every binding uses a 60 s period; the binding does not say when a window ends, so this is the bound. */
-const PERIOD_SECONDS = 60;
-
-/** The per-client figures, per PERIOD_SECONDS; each binding's per-IP budgets also have wider ones below. */
-const PER_CLIENT = { RL_IP: 600, RL_PAYER: 120, RL_PAYER_HEAVY: 30, RL_FREE: 20 } as const;
-type Limiter = keyof typeof PER_CLIENT;
-
-/**
- * How many clients' budgets an IPv6 /56 and /48 get: every per-IP budget counted on binding B is
- * also counted per /56 on B_56 and per /48 on B_48 (net/ip-ranges.ts callerNetworks). A /64 alone
- * let the holder of a routed /48 (free from a tunnel broker, common at hosts) spend 65,536 times a
- * client's budget. 16 for a /48: it costs what 16 IPv4 addresses would, yet leaves room for 16
- * neighbours at a client's full rate where an ISP puts many homes in one /48. 4 for a /56 (what
- * an ISP gives one home): a home's few LANs keep a client's rate each, while one abusive home
- * takes at most a quarter of its /48's budget from the neighbours.
- */
-export const NETWORK_MULTIPLES = { 56: 4, 48: 16 } as const;
-const WIDER = [56, 48] as const;
-type WideLimiter = `${Limiter}_${(typeof WIDER)[number]}`;
-
-/**
- * The limits wrangler.toml gives each binding, per PERIOD_SECONDS. The binding does not expose
- * them at run time; the published contract states them, and a test holds them to wrangler.toml.
- */
-export const LIMITS = Object.fromEntries(
-  Object.entries(PER_CLIENT).flatMap(([name, limit]) => [
-    [name, limit],
-    ...WIDER.map((bits) => [`${name}_${bits}`, limit * NETWORK_MULTIPLES[bits]]),
-  ]),
-) as Record<Limiter | WideLimiter, number>;
 
 /** What a deployment's rate limits are, in words (the terms for autonomous agents publish it). */
 export function rateLimitTerms(env: {
@@ -94,7 +66,8 @@ function tooMany(c: Context<AppEnv>, scope: Scope, what: string) {
 }
 
 async function allowed(limiter: RateLimit | undefined, key: string) {
-  // A deployment without the binding is not limited rather than broken (deploy-check warns).
+  // A deployment without the binding is not limited rather than broken (deploy-check refuses a
+  // wrangler.toml without it, unless RATE_LIMITS is off).
   if (!limiter) return true;
   return (await limiter.limit({ key })).success;
 }

@@ -316,7 +316,41 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
   }, 120_000);
 });
 
-describe("rate limits", () => {
+describe("rate limits", { timeout: 30_000 }, () => {
+  it("a wrangler.toml missing a rate-limit binding, or with another figure or a shared namespace, is refused (the terms would promise a limit nobody counts)", async () => {
+    const config = (await readConfig(completed())) as {
+      vars: Record<string, string>;
+      ratelimits: { name: string; namespace_id: string; simple: { limit: number; period: number } }[];
+    };
+    const refusals = (c: typeof config) =>
+      (problems(c, ALL_SECRETS) as string[]).filter((p) => p.startsWith("[[ratelimits]]"));
+    expect(refusals(config)).toEqual([]);
+    const without = { ...config, ratelimits: config.ratelimits.filter((r) => !r.name.endsWith("_48")) };
+    expect(refusals(without)).toEqual(
+      ["RL_IP_48", "RL_PAYER_48", "RL_PAYER_HEAVY_48", "RL_FREE_48"].map((n) =>
+        expect.stringContaining(`[[ratelimits]] ${n} is missing`),
+      ),
+    );
+    type Binding = (typeof config.ratelimits)[number];
+    const [first, second, ...rest] = config.ratelimits as [Binding, Binding, ...Binding[]];
+    const changed = {
+      ...config,
+      ratelimits: [
+        { ...first, simple: { ...first.simple, limit: first.simple.limit + 1 } },
+        { ...second, namespace_id: first.namespace_id },
+        ...rest,
+      ],
+    };
+    expect(refusals(changed)).toEqual([
+      expect.stringContaining(`[[ratelimits]] ${first.name} is limit ${first.simple.limit + 1} per 60 s`),
+      expect.stringContaining(`namespace_id ${first.namespace_id} is used by more than one binding`),
+    ]);
+    // Rate limits off on purpose: nothing to bind.
+    expect(refusals({ ...without, ratelimits: [], vars: { ...config.vars, RATE_LIMITS: "off" } })).toEqual(
+      [],
+    );
+  });
+
   it("the limits the terms for agents publish are the ones wrangler.toml gives the bindings", async () => {
     const config = (await readConfig(shipped)) as {
       ratelimits: { name: string; simple: { limit: number; period: number } }[];

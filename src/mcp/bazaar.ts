@@ -3,6 +3,7 @@ import {
   declareDiscoveryExtension,
   type McpDiscoveryExtension,
 } from "@x402/extensions/bazaar";
+import { withInputField } from "../payments/bazaar-input";
 
 /** Tool `_meta` key of the bazaar extension's MCP discovery info (@x402/extensions). */
 export const BAZAAR_META = "x402/bazaar";
@@ -17,20 +18,6 @@ export const BAZAAR_META = "x402/bazaar";
  * specification and one built on the library both catalog the tool.
  */
 export function bazaarDeclaration(config: DeclareMcpDiscoveryExtensionConfig) {
-  const { info, schema } = declareDiscoveryExtension(config).bazaar as McpDiscoveryExtension;
-  const input = schema.properties.input;
-  return {
-    info: { ...info, input: { ...info.input, tool: config.toolName } },
-    schema: {
-      ...schema,
-      properties: {
-        ...schema.properties,
-        input: {
-          ...input,
-          properties: { ...input.properties, tool: { type: "string" } },
-          required: [...input.required, "tool"],
-        },
-      },
-    },
-  };
+  const { bazaar } = declareDiscoveryExtension(config) as { bazaar: McpDiscoveryExtension };
+  return withInputField(bazaar, "tool", config.toolName, { type: "string" }, true);
 }

@@ -4,7 +4,7 @@ import {
   decodePaymentResponseHeader,
   encodePaymentSignatureHeader,
 } from "@x402/core/http";
-import type { PaymentPayload } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { scanJson } from "../http/json-text";
 import { markMcpRequest } from "../http/mcp-request";
@@ -88,25 +88,27 @@ function asUtf8(header: string): string {
   }
 }
 
-/** The payment payload from `_meta`: the object itself, or an already encoded header value. */
-function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined | Error {
+/**
+ * The payment payload from `_meta`: the object itself, or an already encoded header value. Any
+ * other value (a number, an array, true) is sent as one the gate reads as no payment payload:
+ * the caller gets invalid_payment_header with the offer to sign, as a string that is none does,
+ * never a bare refusal without the PaymentRequired (transports-v2/mcp.md, "Payment Invalid").
+ */
+function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined {
   const payment = meta?.[PAYMENT_META];
   if (payment === undefined || payment === null) return undefined;
   if (typeof payment === "string") {
     // Line breaks and spaces of a wrapped base64 string are dropped, as base64 decoders do. What
     // is left must fit in a header: anything else is sent as a value the gate reads as no payment
-    // payload, so the caller gets its documented invalid_payment_header with the offer, not an
-    // internal error from the Headers object.
+    // payload, not an internal error from the Headers object.
     const compact = payment.replace(/\s+/g, "");
     return /^[\x21-\x7e]*$/.test(compact) ? asUtf8(compact) : NOT_A_PAYMENT;
   }
-  if (typeof payment !== "object" || Array.isArray(payment)) {
-    return new Error(`_meta["${PAYMENT_META}"] must be an x402 v2 PaymentPayload object`);
-  }
+  if (typeof payment !== "object" || Array.isArray(payment)) return NOT_A_PAYMENT;
   try {
     return encodePaymentSignatureHeader(payment as PaymentPayload);
-  } catch (e) {
-    return new Error(`_meta["${PAYMENT_META}"] could not be encoded: ${e}`);
+  } catch {
+    return NOT_A_PAYMENT;
   }
 }
 
@@ -196,9 +198,6 @@ export async function callTool(
   ctx: CallContext,
 ): Promise<CallToolResult> {
   const payment = paymentHeader(meta);
-  if (payment instanceof Error) {
-    return toolError({ detail: payment.message, reason: "invalid_payment_meta" }, payment.message);
-  }
   // Checked here, for every call: the route reads an Idempotency-Key only beside a card key, and a
   // value that is no header value must be the caller's error, not the Headers object's. Only a
   // missing key is absent (JSON has no undefined): a null one read as none ran each retry as a new
@@ -259,26 +258,31 @@ export async function callTool(
   // x402 MCP transport asks: `x402/payment-response` in `_meta` and in the structured content.
   const settledHeader = status === 402 || status === 502 ? headers.get("payment-response") : null;
   const settlement = settledHeader ? safeDecodeSettlement(settledHeader) : undefined;
-  const withSettlement = (result: CallToolResult): CallToolResult =>
-    settlement
+  const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult =>
+    settled
       ? {
           ...result,
-          structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settlement },
-          _meta: { ...result._meta, [PAYMENT_RESPONSE_META]: settlement },
+          structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
+          _meta: { ...result._meta, [PAYMENT_RESPONSE_META]: settled },
         }
       : result;
 
-  const required = status === 402 ? headers.get("payment-required") : null;
+  // A settlement whose outcome is not known is a settlement failure in the MCP transport's terms:
+  // answered as an offer, which the gate sends an MCP call's 502 with (x402-http.ts).
+  const unconfirmed = status === 502 && isRecord(json) && json.reason === UNCONFIRMED;
+  const required = status === 402 || unconfirmed ? headers.get("payment-required") : null;
   if (required) {
     // x402 MCP transport: the PaymentRequired itself as structured content, and in its `x402/error`
     // wrapper as the text; a refused payment adds why (its `error` and snake_case `reason`).
     const paymentRequired = decodePaymentRequiredHeader(required) as unknown as Record<string, unknown>;
     const body = isRecord(json) ? json : {};
-    // A refusal's reason; or, when a card key was sent (a known key of this tool, or the gate would
-    // have answered 401/403), the route's note that it has no credits left, as HTTP callers read it;
-    // or why the connection's key was not sent (card-key.ts).
-    const refused =
-      typeof body.reason === "string" && body.reason !== "payment_required"
+    // An unconfirmed settlement's own words and facts; a refusal's reason; or, when a card key was
+    // sent (a known key of this tool, or the gate would have answered 401/403), the route's note
+    // that it has no credits left, as HTTP callers read it; or why the connection's key was not
+    // sent (card-key.ts).
+    const refused = unconfirmed
+      ? unconfirmedFacts(body)
+      : typeof body.reason === "string" && body.reason !== "payment_required"
         ? { error: body.error ?? paymentRequired.error, reason: body.reason }
         : sentCardKey && typeof body.error === "string"
           ? { error: body.error }
@@ -288,10 +292,18 @@ export async function callTool(
     const structured = { ...paymentRequired, ...refused };
     // Also under `_meta["x402/error"]`: Cloudflare Agents' withX402Client reads the offer only
     // there (the x402 MCP clients read structuredContent); without it such an agent never pays.
-    const offer = withSettlement({
-      ...toolError(structured, ""),
-      _meta: { [PAYMENT_ERROR_META]: structured },
-    });
+    const offer = withSettlement(
+      {
+        ...toolError(structured, ""),
+        _meta: {
+          [PAYMENT_ERROR_META]: structured,
+          ...(unconfirmed && typeof body.request_id === "string"
+            ? { [REQUEST_ID_META]: body.request_id }
+            : {}),
+        },
+      },
+      settlement ?? (unconfirmed ? unansweredSettlement(body, paymentRequired) : undefined),
+    );
     return {
       ...offer,
       content: [{ type: "text", text: x402ErrorText(offer.structuredContent ?? structured) }],
@@ -324,6 +336,36 @@ export async function callTool(
       `${prefix}: ${message}${why ? ` ${why}` : ""}`,
     ),
   );
+}
+
+const UNCONFIRMED = "settlement_unconfirmed";
+
+/**
+ * What a 502 settlement_unconfirmed tells its payer, kept whole over MCP: its words (the result is
+ * withheld, the authorization stays reserved, a transfer that lands anyway is refunded, so a new
+ * authorization is what a retry takes), why, and what to look for on chain under which request id.
+ */
+function unconfirmedFacts(body: Record<string, unknown>) {
+  const { detail, reason, facilitator_reason, transaction, request_id } = body;
+  return { error: detail, reason, facilitator_reason, transaction, request_id };
+}
+
+/**
+ * The settle response of an unconfirmed settlement the facilitator sent none for (no answer at
+ * all, or a "success" without a transaction, which the 502 does not carry on): not a success,
+ * with the transaction to look for if one is known.
+ */
+function unansweredSettlement(
+  body: Record<string, unknown>,
+  required: Record<string, unknown>,
+): SettleResponse {
+  const [accepted] = (required.accepts ?? []) as Partial<PaymentRequirements>[];
+  return {
+    success: false,
+    errorReason: String(body.facilitator_reason ?? UNCONFIRMED),
+    transaction: typeof body.transaction === "string" ? body.transaction : "",
+    network: accepted?.network ?? ("" as SettleResponse["network"]),
+  };
 }
 
 function safeDecodeSettlement(header: string) {

@@ -1,5 +1,4 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import type { PublicConfig } from "../config";
 import { formatUsd, microsToUsd } from "../money";
 import type { PricingConfig } from "../partners/config";
@@ -7,6 +6,7 @@ import { REFINERY_ID } from "../partners/data";
 import { PATH_PARAM } from "../partners/upstream";
 import { type Sellable, sellables } from "../payments/sellables";
 import { outputJsonSchema, skillById } from "../skills/registry";
+import { BAZAAR_META, bazaarDeclaration } from "./bazaar";
 import { IDEMPOTENCY_KEY_META, PAYMENT_META } from "./limits";
 
 type JsonSchema = Record<string, unknown>;
@@ -82,9 +82,6 @@ export const toolOutputSchema = (success: JsonSchema) => ({
   type: "object" as const,
   anyOf: [withoutDialect(success), PAYMENT_REQUIRED_SCHEMA, ERROR_SCHEMA],
 });
-
-/** Tool `_meta` key of the bazaar extension's MCP discovery info (@x402/extensions). */
-export const BAZAAR_META = "x402/bazaar";
 
 /**
  * `<partner>__<service>` for partner services. MCP allows a dot, but several hosts (Claude
@@ -183,14 +180,14 @@ function fromSellable(item: Sellable): McpTool {
       ...(example
         ? {
             _meta: {
-              [BAZAAR_META]: declareDiscoveryExtension({
+              [BAZAAR_META]: bazaarDeclaration({
                 toolName: item.resource,
                 description: item.description,
                 transport: "streamable-http",
                 inputSchema: withoutDialect(example.inputSchema),
                 example: example.input,
                 output: { example: example.output },
-              }).bazaar,
+              }),
             },
           }
         : {}),

@@ -123,13 +123,16 @@ export function McpDocsPage({ cfg, partners }: { cfg: PublicConfig; partners: bo
           text is a note, <code>_meta["{RECEIPT_NOTE_META}"]</code> says the receipt can only be checked over
           HTTP; the key is published at <code>/.well-known/did.json</code>). The payment is the{" "}
           <code>PaymentPayload</code> object (or its base64 <code>PAYMENT-SIGNATURE</code> encoding, of UTF-8
-          or, as <code>btoa(JSON.stringify(payload))</code> writes it, Latin-1). A string or object that is
-          not a payment is refused with <code>reason: "invalid_payment_header"</code> and the offer to sign
-          again, one whose <code>x402Version</code> is not 2 with <code>reason: "invalid_x402_version"</code>,
-          and any other type (a number, an array) with <code>reason: "invalid_payment_meta"</code>. A
-          settlement that fails is a tool error carrying <code>{PAYMENT_RESPONSE_META}</code> (
-          <code>success: false</code>, its <code>errorReason</code>) in <code>_meta</code> and{" "}
-          <code>structuredContent</code>.
+          or, as <code>btoa(JSON.stringify(payload))</code> writes it, Latin-1). Any other value (a string,
+          object, number or array that is not a payment) is refused with{" "}
+          <code>reason: "invalid_payment_header"</code> and the offer to sign again, a payload whose{" "}
+          <code>x402Version</code> is not 2 with <code>reason: "invalid_x402_version"</code>. A settlement
+          that fails is a tool error carrying the offer, as an unpaid call's does, with{" "}
+          <code>{PAYMENT_RESPONSE_META}</code> (<code>success: false</code>, its <code>errorReason</code>) in{" "}
+          <code>_meta</code> and <code>structuredContent</code>. One whose outcome is unknown (
+          <code>reason: "settlement_unconfirmed"</code>) also names its <code>transaction</code> and{" "}
+          <code>request_id</code>: the result is withheld, and if that transfer lands after all it is
+          refunded, so sign a new payment to retry.
         </li>
       </ol>
       <p>

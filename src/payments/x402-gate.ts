@@ -26,6 +26,7 @@ import { type PricingConfig, pricingConfig } from "../partners/config";
 import type { Partner, PartnerService } from "../partners/data";
 import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
+import { withInputField } from "./bazaar-input";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
@@ -111,22 +112,9 @@ function partnerDiscovery(partner: Partner, service: PartnerService, method: "GE
     inputSchema: body.schema,
   }) as { bazaar: BodyDiscoveryExtension };
   if (!Object.keys(query.schema.properties).length) return { bazaar };
-  const { info, schema } = bazaar;
-  const input = schema.properties.input;
-  const withQuery: BodyDiscoveryExtension = {
-    info: { ...info, input: { ...info.input, queryParams: query.example } },
-    schema: {
-      ...schema,
-      properties: {
-        ...schema.properties,
-        input: {
-          ...input,
-          properties: { ...input.properties, queryParams: { type: "object", ...query.schema } },
-        },
-      },
-    },
+  return {
+    bazaar: withInputField(bazaar, "queryParams", query.example, { type: "object", ...query.schema }),
   };
-  return { bazaar: withQuery };
 }
 
 /**

@@ -285,11 +285,16 @@ export function x402HttpGate(
       return "offer" in answer ? send(c, answer) : sendAnswer(c, answer);
     }
 
+    // An MCP call has one payment field (`_meta[PAYMENT_META]`, sent on here as PAYMENT-SIGNATURE)
+    // and no X-PAYMENT: a refusal names the field its caller wrote, not a header it never saw.
+    const mcp = isMcpRequest(c.req.raw);
+    const field = mcp ? `_meta["${PAYMENT_META}"]` : header ? "PAYMENT-SIGNATURE" : "X-PAYMENT";
+
     // Refused as no payment (it is none), before anything decodes it for good: see nestedTooDeep.
     if (nestedTooDeep(header ?? v1Header ?? "")) {
       return refuseWithOffer(
         "invalid_payment_header",
-        `${header ? "PAYMENT-SIGNATURE" : "X-PAYMENT"} is not an x402 PaymentPayload: its JSON is nested deeper than ${MAX_JSON_DEPTH} levels`,
+        `${field} is not an x402 PaymentPayload: its JSON is nested deeper than ${MAX_JSON_DEPTH} levels`,
       );
     }
 
@@ -299,16 +304,14 @@ export function x402HttpGate(
     if (read?.kind === "not_a_payment") {
       return refuseWithOffer(
         "invalid_payment_header",
-        "PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (base64-encoded JSON with x402Version, resource (the PaymentRequired's), accepted and payload)",
+        `${field} is not an x402 v2 PaymentPayload (${mcp ? "an object, or its base64-encoded JSON," : "base64-encoded JSON"} with x402Version, resource (the PaymentRequired's), accepted and payload)`,
       );
     }
     if (read?.kind === "not_v2") {
-      // An MCP call has one payment field (`_meta[PAYMENT_META]`, sent on here as
-      // PAYMENT-SIGNATURE) and no X-PAYMENT to send a v1 payload in: it is told what it can do.
       return refuseWithOffer(
         "invalid_x402_version",
-        isMcpRequest(c.req.raw)
-          ? `MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in _meta["${PAYMENT_META}"]`
+        mcp
+          ? `MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in ${field}`
           : "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }
@@ -408,8 +411,21 @@ export function x402HttpGate(
     const settled = await (payment.settlement as Promise<Settled>);
     const headers = new Headers(res.headers);
     for (const [k, v] of Object.entries(settled.headers)) headers.set(k, v);
+    // A v1 client (x402-fetch, x402-axios) reads the settlement in X-PAYMENT-RESPONSE only, a
+    // failed one too (transports-v1/http.md): the twin of every PAYMENT-RESPONSE a v1 call gets.
+    if (v1 && headers.has("payment-response")) {
+      headers.set("X-PAYMENT-RESPONSE", v1PaymentResponse(settled.result));
+    }
+    const outcome = settlementOutcome(settled.result);
+    if (outcome === "unconfirmed" && mcp) {
+      // recordPayment (settlement.ts) answers it 502 settlement_unconfirmed. An MCP settlement
+      // failure must still carry the PaymentRequired (transports-v2/mcp.md), which mcp/call.ts
+      // reads from this header; HTTP callers get the 502 as before.
+      const offer = await offerAnswer();
+      const required = offer && refusalHeader(offer, "settlement_unconfirmed");
+      if (required) headers.set("PAYMENT-REQUIRED", required);
+    }
     if (settled.result.success) {
-      if (v1) headers.set("X-PAYMENT-RESPONSE", v1PaymentResponse(settled.result));
       headers.set("Cache-Control", "private, no-store");
       c.res = new Response(body, { status: res.status, headers });
       return;
@@ -420,7 +436,7 @@ export function x402HttpGate(
     // PAYMENT-REQUIRED (its `error` the settlement's reason), and its offer in the body beside the
     // settlement's own error and reason.
     let failure = settled.failureBody as Record<string, unknown> | undefined;
-    if (settlementOutcome(settled.result) === "failed") {
+    if (outcome === "failed") {
       const offer = await offerAnswer();
       if (offer) {
         const reason = failure?.reason ?? settled.result.errorReason;

@@ -1,4 +1,5 @@
-import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
+import { type Schema, Validator } from "@cfworker/json-schema";
+import { validateDiscoveryExtension, validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar";
 import { describe, expect, it } from "vitest";
 import { MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
 import { skills } from "../../src/skills/registry";
@@ -6,6 +7,41 @@ import { call, ORIGIN, postJson } from "../helpers";
 
 // Where an agent learns that the MCP endpoint exists and how to pay through it.
 const MCP_URL = `${ORIGIN}/mcp`;
+
+interface BazaarInfo {
+  input: Record<string, unknown>;
+  output?: unknown;
+}
+
+/**
+ * The MCP schema of extensions/bazaar.md ("MCP Schema Example"), closed to other fields as it is,
+ * but for the one @x402/extensions 2.27.0 writes and requires (toolName).
+ */
+const SPEC_MCP_SCHEMA = new Validator(
+  {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "object",
+    properties: {
+      input: {
+        type: "object",
+        properties: {
+          type: { type: "string", const: "mcp" },
+          tool: { type: "string" },
+          toolName: { type: "string" },
+          description: { type: "string" },
+          transport: { type: "string", enum: ["streamable-http", "sse"] },
+          inputSchema: { type: "object" },
+          example: { type: "object" },
+        },
+        required: ["type", "tool", "inputSchema"],
+        additionalProperties: false,
+      },
+      output: { type: "object", properties: { type: { type: "string" }, example: {} }, required: ["type"] },
+    },
+    required: ["input"],
+  },
+  "2020-12",
+);
 
 describe("MCP endpoint in the discovery documents", () => {
   it("llms.txt and AGENTS.md name the endpoint, the transport and both ways to pay", async () => {
@@ -73,25 +109,37 @@ describe("MCP endpoint in the discovery documents", () => {
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
   });
 
-  it("every skill tool carries a valid x402 bazaar MCP discovery declaration", async () => {
+  it("every skill tool carries an x402 bazaar MCP discovery declaration valid by the specification and by the library", async () => {
     const res = await postJson(
       "/mcp",
       { jsonrpc: "2.0", id: 1, method: "tools/list" },
       { accept: "application/json, text/event-stream" },
     );
     const { result } = await res.json<{
-      result: { tools: { name: string; _meta?: Record<string, unknown> }[] };
+      result: { tools: { name: string; inputSchema: unknown; _meta?: Record<string, unknown> }[] };
     }>();
-    for (const s of skills) {
-      const bazaar = result.tools.find((t) => t.name === s.id)?._meta?.["x402/bazaar"] as {
-        info: { input: { type: string; toolName: string; transport: string } };
-      };
-      expect(bazaar?.info.input, s.id).toMatchObject({
+    const declared = result.tools.filter((t) => t._meta?.["x402/bazaar"]);
+    expect(declared.map((t) => t.name)).toEqual(expect.arrayContaining(skills.map((s) => s.id)));
+    for (const t of declared) {
+      const bazaar = t._meta?.["x402/bazaar"] as { info: BazaarInfo; schema: Schema };
+      // extensions/bazaar.md: the tool's tools/call name in `tool`; @x402/extensions 2.27.0 reads
+      // the same in `toolName`.
+      expect(bazaar.info.input, t.name).toMatchObject({
         type: "mcp",
-        toolName: s.id,
+        tool: t.name,
+        toolName: t.name,
         transport: "streamable-http",
       });
-      expect(validateDiscoveryExtension(bazaar as never)).toMatchObject({ valid: true });
+      // A facilitator validates info against the declared schema, which must require tool and
+      // inputSchema (extensions/bazaar.md, Schema Validation).
+      expect(new Validator(bazaar.schema, "2020-12").validate(bazaar.info).errors, t.name).toEqual([]);
+      const input = (bazaar.schema.properties as Record<string, Schema>).input as Schema;
+      expect(input.required, t.name).toEqual(expect.arrayContaining(["type", "tool", "inputSchema"]));
+      expect(input.additionalProperties, t.name).toBe(false);
+      expect(SPEC_MCP_SCHEMA.validate(bazaar.info).errors, t.name).toEqual([]);
+      // The library's own checks: its schema validation and its MCP rules (toolName required).
+      expect(validateDiscoveryExtension(bazaar as never), t.name).toEqual({ valid: true });
+      expect(validateDiscoveryExtensionSpec(bazaar as never), t.name).toEqual({ valid: true });
     }
   });
 });

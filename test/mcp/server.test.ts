@@ -514,22 +514,26 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(0);
   });
 
-  it("a malformed _meta payment is a tool error that says so, not a crash and not a plain offer", async () => {
-    const result = await callTool("sha256", { text: "abc" }, { "x402/payment": 42 });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent?.reason).toBe("invalid_payment_meta");
-    // A string that is not an encoded payload (e.g. the JSON itself): the refusal, with the offer.
-    const text = await callTool("sha256", { text: "abc" }, { "x402/payment": '{"x402Version":2}' });
-    expect(text.isError).toBe(true);
-    expect(text.structuredContent).toMatchObject({ x402Version: 2, reason: "invalid_payment_header" });
-    expect(text.structuredContent?.accepts).toEqual([expect.objectContaining({ amount: "3000" })]);
-    // Characters no header can carry: the same refusal with the offer, not JSON-RPC -32603.
-    for (const bad of ["eyJ4NDAy\u0000Ijoy", "eyJ4NDAyIjoy\u00e9"]) {
+  it("a _meta payment that is none is refused as such with the offer to sign, in words for MCP; not a crash, not a bare refusal", async () => {
+    // Any value that is no PaymentPayload: a string that encodes none (e.g. the JSON itself),
+    // characters no header can carry (not JSON-RPC -32603), an object that is none, another type.
+    for (const bad of ['{"x402Version":2}', "eyJ4NDAy\u0000Ijoy", "eyJ4NDAyIjoy\u00e9", {}, 42, [1], true]) {
       const refused = await callTool("sha256", { text: "abc" }, { "x402/payment": bad });
-      expect(refused.structuredContent, JSON.stringify(bad)).toMatchObject({
+      const what = JSON.stringify(bad);
+      expect(refused.isError, what).toBe(true);
+      expect(refused.structuredContent, what).toMatchObject({
+        x402Version: 2,
         reason: "invalid_payment_header",
       });
-      expect(refused.structuredContent?.accepts).toHaveLength(1);
+      expect(refused.structuredContent?.accepts, what).toEqual([expect.objectContaining({ amount: "3000" })]);
+      // It names the field the caller wrote, not the HTTP header it never saw.
+      const error = String(refused.structuredContent?.error);
+      expect(error, what).toContain('_meta["x402/payment"] is not an x402 v2 PaymentPayload');
+      expect(error, what).not.toContain("PAYMENT-SIGNATURE");
+      expect(JSON.parse(refused.content[0]?.text ?? "")["x402/error"], what).toMatchObject({
+        code: 402,
+        data: refused.structuredContent,
+      });
     }
   });
 
@@ -570,6 +574,48 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
       data: result.structuredContent,
     });
   });
+
+  it.each([
+    ["settlement_pending with a transaction", "0006", "settlement_pending", true],
+    ["a gateway's 502 page", "0005", undefined, false],
+    // No settle response to pass on: the result still carries one, not a success.
+    ["a 200 the client cannot read", "0003", undefined, false],
+  ])(
+    "an unconfirmed settlement (%s) is answered as the transport's settlement failure: the offer, and what tells whether it paid",
+    async (_name, suffix, errorReason, hasTransaction) => {
+      const unpaid = await callTool("sha256", { text: "abc" });
+      const offer = unpaid.structuredContent as unknown as PaymentRequired;
+      const payer = `0x00000000000000000000000000000000000a${suffix}`;
+      const pay = paymentFor(offer, payer);
+      const result = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
+      expect(result.isError).toBe(true);
+      const structured = result.structuredContent ?? {};
+      // transports-v2/mcp.md, Settlement Failure: the PaymentRequired with the settle response.
+      expect(structured).toMatchObject({ x402Version: 2, accepts: offer.accepts, resource: offer.resource });
+      const settle = structured["x402/payment-response"] as Record<string, unknown>;
+      expect(settle).toMatchObject({ success: false, network: offer.accepts[0]?.network });
+      expect(result._meta?.["x402/payment-response"]).toEqual(settle);
+      expect(settle.errorReason).toBe(errorReason ?? structured.facilitator_reason);
+      expect(JSON.parse(result.content[0]?.text ?? "")).toEqual({
+        "x402/error": { code: 402, message: structured.error, data: structured },
+      });
+      // What the HTTP 502 tells its caller, kept: why, the transaction to look for, the request id
+      // the ledger and a refund name, and that a transfer landing anyway is refunded.
+      expect(structured).toMatchObject({ reason: "settlement_unconfirmed" });
+      expect(typeof structured.facilitator_reason).toBe("string");
+      expect(structured.transaction).toEqual(hasTransaction ? settle.transaction : null);
+      expect(structured.request_id).toEqual(result._meta?.["marketplace/request-id"]);
+      expect(String(structured.error)).toMatch(
+        /withheld.*refunds it to the payer.*Sign a new authorization/s,
+      );
+      // The authorization stays reserved for reconciliation: sent again, it settles nothing more.
+      expect(await nonceRow(pay.key)).toEqual({ status: "failed", resource: "mcp:sha256" });
+      const settles = await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`);
+      const again = await callTool("sha256", { text: "abc" }, { "x402/payment": pay.payload });
+      expect(again.structuredContent?.reason).toBe("payment_authorization_reused");
+      expect(await upstreamRequests(`facilitator-settle nonce=${pay.nonce}`)).toBe(settles);
+    },
+  );
 
   it("card credits: Authorization: Bearer mk_… on the MCP request pays one call; a spent key gets the offer and why (other keys: card-keys.test.ts)", async () => {
     const key = `mk_${crypto.randomUUID().replaceAll("-", "")}`;

@@ -1,9 +1,10 @@
 import { env } from "cloudflare:test";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { unsignedPayment } from "../fixtures/payments";
+import { mcpCall } from "../helpers";
 
 // What the Worker takes from a /settle answer that says success: only that it settled, and in
 // which transaction. The facilitator is a service we call, not the party our ledger reads who paid
@@ -155,6 +156,24 @@ describe("a success that names no transaction is not taken as settled", () => {
       expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
     },
   );
+
+  it("over MCP: the transport's settlement failure, whose settle response is no success", async () => {
+    const from = "0x00000000000000000000000000000000000b0004";
+    facilitatorAnswering((payer) => ({ success: true, transaction: "", network: env.X402_NETWORK, payer }));
+    const unpaid = (await mcpCall(app, paidEnv, "sha256", { text: "abc" })).result;
+    const offer = unpaid.structuredContent as unknown as PaymentRequired;
+    const { payload } = unsignedPayment(offer, from);
+    const { result } = await mcpCall(app, paidEnv, "sha256", { text: "abc" }, { "x402/payment": payload });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      x402Version: 2,
+      accepts: offer.accepts,
+      reason: "settlement_unconfirmed",
+      "x402/payment-response": { success: false, transaction: "", network: env.X402_NETWORK },
+    });
+    expect(result._meta?.["x402/payment-response"]).toMatchObject({ success: false });
+    expect(result.structuredContent).not.toHaveProperty("hex");
+  });
 });
 
 describe("a coded settle refusal that names a transaction", () => {

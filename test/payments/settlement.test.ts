@@ -374,6 +374,23 @@ describe("x402 v1 clients (X-PAYMENT) pay through the same path (issue 13.1)", (
     expect(await upstreamRequests(`facilitator-settle nonce=${sig.nonce}`)).toBe(1);
   });
 
+  it.each([
+    ["a definite failure", "0002", 402, "insufficient_funds"],
+    ["an unconfirmed settlement", "0006", 502, "settlement_pending"],
+  ])(
+    "%s answers a v1 payment with X-PAYMENT-RESPONSE too, the failed settle response under the v1 network name",
+    async (_name, suffix, status, errorReason) => {
+      const sig = await signature("/api/skills/sha256", payerEnding(suffix));
+      const res = await post("/api/skills/sha256", { text: "abc" }, { "x-payment": v1Header(sig.payload) });
+      expect(res.status).toBe(status);
+      const v2 = JSON.parse(atob(res.headers.get("payment-response") as string));
+      const v1 = JSON.parse(atob(res.headers.get("x-payment-response") ?? "bnVsbA=="));
+      // transports-v1/http.md's failure: {success: false, errorReason, transaction, network: "base"}.
+      expect(v1).toEqual({ ...v2, network: "base" });
+      expect(v1).toMatchObject({ success: false, errorReason, payer: payerEnding(suffix) });
+    },
+  );
+
   it("a v1 payload for another network or scheme is a 402 with a snake_case reason, before any facilitator call", async () => {
     const sig = await signature("/api/skills/sha256", SETTLES_OK);
     for (const [overrides, reason] of [

@@ -217,6 +217,8 @@ export async function sweepCheckouts(
       answered = true;
       for (const missing of unmarked.splice(0)) await markStripeMissing(env.DB, missing, mark, now);
     }
+    // A paid session names its PaymentIntent (payment mode); one that did not would have nothing to
+    // read, and is granted as before.
     const payment = remote.paid && remote.paymentIntent;
     let state: PaymentState | undefined;
     if (payment) {

@@ -126,8 +126,8 @@ function modeOf(key: string): "live" | "test" | undefined {
  * each. A pack granted here has its payment's refunds and disputes read first and put on its key
  * right after the grant, then its first call handed to `runAfter` (the Cron's waitUntil), as the
  * webhook does. A paid session is not granted when those reads cannot be had: the run stops as
- * for a session's read, the pack waiting for a later run (or the buyer's Reveal) rather than being
- * granted with refunds unseen. A read that
+ * for a session's read, the pack waiting for a later run rather than being granted with refunds
+ * unseen. A read that
  * fails (Stripe down, refusing our key, or no answer within SWEEP_NETWORK's 10 s) stops the run
  * there: the rest would wait on the same outage. The session it was about was marked asked first,
  * so it goes to the back and the next run starts with the others; nothing else of it changes. A

@@ -142,7 +142,7 @@ const unfreeze = (db: D1Database, keyId: string, disputeId: string) =>
 
 /**
  * A key granted with no charge event to tell it of its payment's disputes (the Cron's sweep:
- * checkout-sweep-payment.ts): the disputes Stripe reports now put on it as their events would have,
+ * grant-with-payment.ts): the disputes Stripe reports now put on it as their events would have,
  * a lost one revoking the key for good, an undecided one freezing it; a won one, or an inquiry
  * closed, changes nothing. No event is recorded: none came. Whether the key changed.
  */

@@ -1,14 +1,14 @@
 import { stripeKeyProblem } from "../config";
 import type { Bindings } from "../env";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
-import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
 import {
-  applyPaymentState,
-  type PaymentState,
-  paymentStateNow,
-  SWEEP_GRANT_READS,
-  unclaimSweep,
-} from "./checkout-sweep-payment";
+  claimSweep,
+  markStripeMissing,
+  type SessionOutcome,
+  settleSession,
+  unsettledSessions,
+} from "./checkout-sessions";
+import { grantWithPayment, type PaidGrant, SWEEP_GRANT_READS, unclaimSweep } from "./grant-with-payment";
 import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from "./stripe";
 
 /**
@@ -19,7 +19,7 @@ import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from
  * read from Stripe and settled by settleSession, the webhook's and the success page's own grant
  * rule: granted once when Stripe reports it paid, expired when Stripe says so, nothing otherwise.
  * A pack granted here also gets its payment's refunds and disputes as Stripe reports them, read
- * before the grant (checkout-sweep-payment.ts): their events were most likely lost with the
+ * before the grant (grant-with-payment.ts): their events were most likely lost with the
  * completed one, and a D1 restore to before the grant loses them for good.
  */
 
@@ -217,11 +217,9 @@ export async function sweepCheckouts(
       answered = true;
       for (const missing of unmarked.splice(0)) await markStripeMissing(env.DB, missing, mark, now);
     }
-    // A paid session names its PaymentIntent (payment mode); one that did not would have nothing to
-    // read, and is granted as before.
-    const payment = remote.paid && remote.paymentIntent;
-    let state: PaymentState | undefined;
-    if (payment) {
+    let outcome: SessionOutcome;
+    let applied: Extract<PaidGrant, { outcome: unknown }>["applied"];
+    if (remote.paid) {
       if (summary.reads + SWEEP_GRANT_READS > limit) {
         // Unclaimed (checked_at as it was): the next run asks it first, with the reads a grant needs.
         await unclaimSweep(env.DB, id, now, checked_at);
@@ -232,28 +230,18 @@ export async function sweepCheckouts(
         };
       }
       summary.reads += SWEEP_GRANT_READS;
-      const read = await paymentStateNow(stripe, payment);
-      if ("unreadable" in read) {
-        console.error(
-          JSON.stringify({
-            level: "warn",
-            msg: "checkout sweep: paid session not granted: its refunds or disputes could not be read",
-            session_id: id,
-            payment_intent: payment,
-          }),
-        );
+      const grant = await grantWithPayment(env, stripe, remote);
+      if ("unreadable" in grant) {
         return {
           ...summary,
           more: true,
-          error: `Stripe could not be read about ${id}'s payment: ${read.unreadable}`,
+          error: `Stripe could not be read about ${id}'s payment: ${grant.unreadable}`,
         };
       }
-      state = read;
-    }
-    const outcome = await settleSession(env, remote);
+      ({ outcome, applied } = grant);
+    } else outcome = await settleSession(env, remote);
     if (outcome === "granted") {
       summary.granted++;
-      const applied = payment && state ? await applyPaymentState(env.DB, stripe, payment, state) : undefined;
       // No webhook granted it within the hour: worth a look at the webhook's deliveries.
       console.error(
         JSON.stringify({

@@ -7,7 +7,7 @@ import {
   SWEEP_MAX_READS,
   sweepCheckouts,
 } from "../../src/payments/checkout-sweep";
-import { SWEEP_GRANT_READS } from "../../src/payments/checkout-sweep-payment";
+import { SWEEP_GRANT_READS } from "../../src/payments/grant-with-payment";
 import { cronRun, preparedSql } from "../fixtures/cron";
 import {
   createCheckout,

@@ -2,12 +2,8 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { settleSession } from "../../src/payments/checkout-sessions";
 import { SWEEP_MAX_READS, sweepCheckouts } from "../../src/payments/checkout-sweep";
-import {
-  applyPaymentState,
-  paymentStateNow,
-  SWEEP_GRANT_READS,
-} from "../../src/payments/checkout-sweep-payment";
 import { hashKey, refundCredit, spendCredit } from "../../src/payments/credits";
+import { applyPaymentState, paymentStateNow, SWEEP_GRANT_READS } from "../../src/payments/grant-with-payment";
 import { fetchSession, stripeClient } from "../../src/payments/stripe";
 import { skillById } from "../../src/skills/registry";
 import {
@@ -148,6 +144,29 @@ describe("the sweep grants a pack with its payment's refunds and disputes as Str
     await emulatorPost(`/_emulator/disputes/${w.id}/close`, { status: "won" });
     expect((await sweep()).summary).toMatchObject({ granted: 1 });
     expect((await spendCall(await revealed(won.id))).status).toBe(200);
+  });
+});
+
+describe("the success page's Reveal grants the same way", () => {
+  it("a pack Stripe fully refunded before any webhook came: the Reveal grants it revoked and hands out no key", async () => {
+    const id = await seedSession("sha256", 170);
+    leftDue.push(id);
+    await makeRefund((await remote(id)).payment_intent as string);
+    const token = await revealTokenFromPage(id);
+    expect(token).toBeDefined();
+    const page = await (await revealPost(id, token as string)).text();
+    expect(keyIn(page)).toBeUndefined();
+    expect(page).toContain("Payment refunded");
+    expect(await keyState(id)).toEqual({ calls_left: 0, calls_revoked: 170, revoke_debt: 0 });
+  });
+
+  it("partly refunded: the key it reveals holds what was not refunded", async () => {
+    const id = await seedSession("sha256", 170);
+    leftDue.push(id);
+    await makeRefund((await remote(id)).payment_intent as string, "17");
+    const key = await revealed(id);
+    expect(await keyState(id)).toEqual({ calls_left: 113, calls_revoked: 57, revoke_debt: 0 });
+    expect((await spendCall(key)).status).toBe(200);
   });
 });
 

@@ -1,18 +1,23 @@
 import type Stripe from "stripe";
+import type { Bindings } from "../env";
 import { followRefundsNow, REFUND_FOLLOW_ROUNDS, refundsNow } from "./card-refund-sync";
 import { followDisputes, followRefunds, type PaymentRefunds } from "./card-refunds";
-import { logStripeFailure } from "./stripe";
+import { type SessionOutcome, settleSession } from "./checkout-sessions";
+import { logStripeFailure, type RemoteSession } from "./stripe";
 
 /**
- * What Stripe says of a swept session's payment besides the session: its refunds and disputes.
- * The sweep grants a pack only when every webhook of it was lost, and then its refund and dispute
- * events were most likely lost too (or came before the grant, when no key was there to take from:
- * recorded as `unknown_payment`); a D1 restore to before the grant loses them for good. Granted on
- * the session alone, a pack Stripe had fully refunded came back with all its calls. So the sweep
- * reads this before the grant and puts it on the key right after it, as the charge events would
- * have (card-refunds.ts), with no Stripe round trip in between: the key is revealed and used only
- * after the grant commits, and what a call that slips into those few milliseconds holds is settled
- * by revoke_debt like any refund that lands while credits are in flight.
+ * A grant with what Stripe says of the payment besides the session: its refunds and disputes. The
+ * Cron's sweep grants a pack only when every webhook of it was lost, and the success page's Reveal
+ * when none had come yet; then its refund and dispute events were most likely lost too (or came
+ * before the grant, when no key was there to take from: recorded as `unknown_payment`), and a D1
+ * restore to before the grant loses them for good. Granted on the session alone, a pack Stripe had
+ * fully refunded came back with all its calls (a buyer whose key the restore lost got a new, full
+ * one from the success page). So these grants read the payment's state first and put it on the key
+ * right after the grant, as the charge events would have (card-refunds.ts), with no Stripe round
+ * trip in between: the key is revealed and used only after the grant commits, and what a call that
+ * slips into those few milliseconds holds is settled by revoke_debt like any refund that lands
+ * while credits are in flight. The webhook's completed event grants on the session alone: it comes
+ * first, and the charge events after it act on the key.
  */
 
 /** A payment's refunds and disputes as Stripe reports them now. */
@@ -49,6 +54,42 @@ export async function paymentStateNow(
     logStripeFailure(e, "readDispute", { msg: "stripe dispute list failed", payment_intent: paymentIntent });
     return { unreadable: "Could not read the payment's disputes from Stripe; retry later." };
   }
+}
+
+/** What grantWithPayment did: the grant's outcome and what it put on the key, or why Stripe could not be read. */
+export type PaidGrant =
+  | { unreadable: string }
+  | { outcome: SessionOutcome; applied?: Awaited<ReturnType<typeof applyPaymentState>> };
+
+/**
+ * Grants a session Stripe reports paid (settleSession) with its payment's refunds and disputes,
+ * read before the grant and put on the key right after it. Nothing is granted when they cannot be
+ * read (a warn line: the caller asks again later, never grants them unseen). A session already
+ * granted is left as it is (its events act on its key).
+ */
+export async function grantWithPayment(
+  env: Bindings,
+  stripe: Stripe,
+  remote: RemoteSession,
+): Promise<PaidGrant> {
+  const payment = remote.paymentIntent;
+  // A paid session names its PaymentIntent (payment mode); one that did not would have nothing to read.
+  if (!payment) return { outcome: await settleSession(env, remote) };
+  const state = await paymentStateNow(stripe, payment);
+  if ("unreadable" in state) {
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        msg: "paid session not granted: its refunds or disputes could not be read",
+        session_id: remote.id,
+        payment_intent: payment,
+      }),
+    );
+    return state;
+  }
+  const outcome = await settleSession(env, remote);
+  if (outcome !== "granted") return { outcome };
+  return { outcome, applied: await applyPaymentState(env.DB, stripe, payment, state) };
 }
 
 /**

@@ -42,7 +42,7 @@ export async function refundsNow(stripe: Stripe, paymentIntent: string): Promise
 }
 
 /** How many times a refund event reads Stripe again after its write (followRefundsNow). */
-const REFUND_FOLLOW_ROUNDS = 3;
+export const REFUND_FOLLOW_ROUNDS = 3;
 
 /**
  * After a refund event's write: reads the payment's refunds again and, while Stripe's total differs

@@ -1,6 +1,7 @@
 import type { Bindings } from "../env";
 import { type Dismissal, dismissInDoubt, type HandRefund, resolveRefundByHand } from "./refund-by-hand";
 import { correctHandAmount, type Settled, settleOverpayment } from "./refund-corrections";
+import { journalHandRecord } from "./refund-journal";
 
 /**
  * The decisions a person takes on a refund (POST /api/admin/resolve/refunds/{request_id} and the
@@ -18,15 +19,40 @@ export interface RefundDecision {
   note?: string;
 }
 
-/** Takes decision `outcome` (none: a hand refund) on refund `requestId`. */
-export function decideRefund(
+/**
+ * Takes decision `outcome` (none: a hand refund) on refund `requestId`. A decision that ends what
+ * the wallet would send (paid by hand, corrected, nothing owed) is also copied to KV
+ * (refund-journal.ts), recorded or replayed: a copy KV refused answers unavailable, and sending the
+ * same decision again (a replay) writes it.
+ */
+export async function decideRefund(
   env: Bindings,
   requestId: string,
   outcome: RefundOutcome | undefined,
   d: RefundDecision,
 ): Promise<HandRefund | Dismissal | Settled> {
-  if (outcome === "nothing_owed") return dismissInDoubt(env.DB, requestId, d.note as string);
   if (outcome === "overpayment_settled") return settleOverpayment(env.DB, requestId, d.note as string);
-  const decide = outcome === "amount_corrected" ? correctHandAmount : resolveRefundByHand;
-  return decide(env, requestId, d.tx_hash as string, d.amount_micro as number, d.note);
+  const r =
+    outcome === "nothing_owed"
+      ? await dismissInDoubt(env.DB, requestId, d.note as string)
+      : await (outcome === "amount_corrected" ? correctHandAmount : resolveRefundByHand)(
+          env,
+          requestId,
+          d.tx_hash as string,
+          d.amount_micro as number,
+          d.note,
+        );
+  if (r.status !== "recorded" && r.status !== "replayed") return r;
+  const copied = await journalHandRecord(env, requestId, {
+    outcome: outcome ?? "paid",
+    tx_hash: r.row.tx_hash,
+    amount_micro: r.row.amount_micro,
+    at: Date.now(),
+  });
+  if (copied) return r;
+  return {
+    status: "unavailable",
+    detail: `Refund ${requestId} is recorded, but its copy outside D1 (KV: what stops the wallet sending it again after a D1 restore) could not be written: send the same decision again`,
+    row: r.row,
+  };
 }

@@ -5,6 +5,7 @@ import { TX_HASH } from "../money";
 import { nothingOwed } from "../partners/nothing-owed";
 import { type ChainReader, readAuthorization } from "./reconcile-chain";
 import { type Decision, decide, withoutRetryNote } from "./reconcile-decide";
+import { handRecordOf } from "./refund-journal";
 import { warnRefundLine } from "./refund-warn";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
@@ -583,6 +584,19 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
       ok: false as const,
       error: "no operating wallet configured (PARTNER_PAYER_KEY unset or not a 0x private key)",
     };
+  // A person recorded it by hand and D1 no longer says so (restored to before the record): the
+  // person's transfer used no nonce of ours, so the chain would take this one too. Held for them.
+  const byHand = await handRecordOf(env, r.requestId);
+  if (byHand) {
+    const hold = `recorded by hand (${byHand.outcome}${byHand.tx_hash ? `, tx ${byHand.tx_hash}` : ""}, ${byHand.amount_micro} micro-USDC) on ${new Date(byHand.at).toISOString()}, a record D1 no longer holds (restored?): record it again as it was; never sent by the wallet`;
+    await env.DB.prepare(
+      "UPDATE refunds SET hold = ?2, updated_at = ?3 WHERE request_id = ?1 AND status = 'owed' AND hold IS NULL",
+    )
+      .bind(r.requestId, hold, Date.now())
+      .run();
+    warnRefundLine(env, "refund held for a person", { on: "send", refund_id: r.requestId, hold });
+    return { ok: false as const, skipped: true };
+  }
   // Loaded when a refund is sent: @x402/evm and viem stay out of the isolate's start-up.
   const [{ privateKeyToAccount, getAddress }, { transferWithAuthorization }, { usdcDomain }] =
     await Promise.all([import("../signer"), import("./transfer-authorization"), import("./usdc-domain")]);

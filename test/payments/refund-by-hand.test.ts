@@ -121,6 +121,64 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     expect(await row(id)).toMatchObject({ auth_from: null, tx_hash: tx, status: "refunded" });
   });
 
+  it("after a D1 restore to before a hand refund, the wallet never sends it: it is held, naming the record, until recorded again", async () => {
+    const id = await refund({ hold: null });
+    const before = await env.DB.prepare("SELECT * FROM refunds WHERE request_id = ?1").bind(id).first();
+    const tx = hash();
+    expect((await resolve(id, { tx_hash: tx, amount_micro: 3000 })).status).toBe(200);
+    // `wrangler d1 time-travel restore` to a point before the record: the row is owed again.
+    const cols = Object.keys(before as object);
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM refunds WHERE request_id = ?1").bind(id),
+      env.DB.prepare(
+        `INSERT INTO refunds (${cols.join(",")}) VALUES (${cols.map((_, i) => `?${i + 1}`).join(",")})`,
+      ).bind(...cols.map((c) => (before as Record<string, unknown>)[c] ?? null)),
+    ]);
+    const sent = await sendRecordedRefund(tryEnv, {
+      requestId: id,
+      payer: PAYER,
+      network: env.X402_NETWORK,
+      asset: env.USDC_ADDRESS,
+      amount: 3000n,
+      reason: "test refund",
+    });
+    expect(sent).toMatchObject({ status: "owed", transaction: null });
+    // Nothing signed (a send writes the authorizer first), held with what KV kept of the record.
+    const held = await row(id);
+    expect(held).toMatchObject({ status: "owed", auth_from: null });
+    expect(held?.hold).toContain(`recorded by hand (paid, tx ${tx}, 3000 micro-USDC)`);
+    // The person records it again as it was: refunded, with their transfer.
+    expect((await resolve(id, { tx_hash: tx, amount_micro: 3000 })).status).toBe(200);
+    expect(await row(id)).toMatchObject({ status: "refunded", tx_hash: tx });
+  });
+
+  it("a hand refund whose copy KV refuses answers 503 to send it again; the same body again writes the copy", async () => {
+    const id = await refund({});
+    const tx = hash();
+    const noKvWrites = {
+      ...adminEnv,
+      KV: { get: env.KV.get.bind(env.KV), put: () => Promise.reject(new Error("KV write limit")) },
+    };
+    const viaNoKv = await createApp().fetch(
+      new Request(`https://skills.test/api/admin/resolve/refunds/${id}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ tx_hash: tx, amount_micro: 3000 }),
+      }),
+      noKvWrites,
+    );
+    expect(viaNoKv.status).toBe(503);
+    expect((await viaNoKv.json<{ detail: string }>()).detail).toMatch(/send the same decision again/);
+    expect(await env.KV.get(`refund-by-hand:${id}`)).toBeNull();
+    const again = await resolve(id, { tx_hash: tx, amount_micro: 3000 });
+    expect(await again.json()).toMatchObject({ replayed: true });
+    expect(JSON.parse((await env.KV.get(`refund-by-hand:${id}`)) as string)).toMatchObject({
+      outcome: "paid",
+      tx_hash: tx,
+      amount_micro: 3000,
+    });
+  });
+
   it("a refund the operating wallet may be sending (its authorization still valid) is refused; after it expired it can be resolved", async () => {
     const sending = await refund({ hold: null, validBefore: nowS() + 200 });
     const res = await resolve(sending, { tx_hash: hash(), amount_micro: 3000 });

@@ -131,8 +131,9 @@ export function McpDocsPage({ cfg, partners }: { cfg: PublicConfig; partners: bo
           <code>{PAYMENT_RESPONSE_META}</code> (<code>success: false</code>, its <code>errorReason</code>) in{" "}
           <code>_meta</code> and <code>structuredContent</code>. One whose outcome is unknown (
           <code>reason: "settlement_unconfirmed"</code>) also names its <code>transaction</code> and{" "}
-          <code>request_id</code>: the result is withheld, and if that transfer lands after all it is
-          refunded, so sign a new payment to retry.
+          <code>request_id</code>: the result is withheld, and if that transfer lands after all it is refunded
+          {partners ? " (less the share owed to a partner that served the call)" : ""}, so sign a new payment
+          to retry{partners ? " (on a partner's call that share is then paid twice)" : ""}.
         </li>
       </ol>
       <p>

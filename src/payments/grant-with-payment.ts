@@ -57,14 +57,17 @@ export async function paymentStateNow(
 }
 
 /** What grantWithPayment did: the grant's outcome and what it put on the key, or why Stripe could not be read. */
-export type PaidGrant =
-  | { unreadable: string }
-  | { outcome: SessionOutcome; applied?: Awaited<ReturnType<typeof applyPaymentState>> };
+export interface PaidGrant {
+  outcome: SessionOutcome;
+  applied?: Awaited<ReturnType<typeof applyPaymentState>>;
+  /** Why the refunds and disputes were not read: granted on the session alone. */
+  unread?: string;
+}
 
 /**
  * Grants a session Stripe reports paid (settleSession) with its payment's refunds and disputes,
- * read before the grant and put on the key right after it. Nothing is granted when they cannot be
- * read (a warn line: the caller asks again later, never grants them unseen). A session already
+ * read before the grant and put on the key right after it; when they cannot be read, granted on the
+ * session alone (a warn line), as the webhook grants. A session already
  * granted is left as it is (its events act on its key).
  */
 export async function grantWithPayment(
@@ -77,15 +80,19 @@ export async function grantWithPayment(
   if (!payment) return { outcome: await settleSession(env, remote) };
   const state = await paymentStateNow(stripe, payment);
   if ("unreadable" in state) {
+    // Granted on the session alone, as the webhook grants: a paid buyer is never held back because
+    // Stripe could not say (or this key may not read) what was refunded; the charge events, or
+    // their resend after a restore, act on the key.
     console.error(
       JSON.stringify({
         level: "warn",
-        msg: "paid session not granted: its refunds or disputes could not be read",
+        msg: "paid session granted without its refunds or disputes: they could not be read",
         session_id: remote.id,
         payment_intent: payment,
+        why: state.unreadable,
       }),
     );
-    return state;
+    return { outcome: await settleSession(env, remote), unread: state.unreadable };
   }
   const outcome = await settleSession(env, remote);
   if (outcome !== "granted") return { outcome };

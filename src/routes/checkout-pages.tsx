@@ -10,9 +10,8 @@ import { queryParams, validationResponse, zodItems } from "../http/validation";
 import { CancelPage, packEnd, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
 import { storedAnswerView } from "../pages/stored-answer";
 import { firstPayloadResult, runLogged, withFirstResult } from "../payments/checkout-first-call";
-import { findSession, type SessionRow } from "../payments/checkout-sessions";
+import { findSession, type SessionRow, settleSession } from "../payments/checkout-sessions";
 import { packStanding } from "../payments/credits";
-import { grantWithPayment } from "../payments/grant-with-payment";
 import { checkRevealToken, revealToken, takeKeyReveal } from "../payments/key-reveal";
 import {
   CHECKOUT_STRIPE_RETRY_SECONDS,
@@ -158,9 +157,10 @@ checkoutPageRoutes.post(
       // A budget of its own, per session: views, and other sessions' POSTs from this IP, cannot spend it.
       view = await stripeView(c.env, session, session_id, checkoutRevealReadBudget(c, session_id));
       if (view.remote?.paid) {
-        // With its payment's refunds and disputes (a pack Stripe refunded is not handed out whole);
-        // unreadable, nothing is granted and the page offers the form again (a warn line says why).
-        await grantWithPayment(c.env, stripe, view.remote);
+        // On the session alone, as the webhook does: the buyer is here, their charge events act on the
+        // key (a restore's are resent: OPERATIONS "After a D1 restore"); reading the refunds and
+        // disputes first made a key without those permissions never reveal a paid pack.
+        await settleSession(c.env, view.remote);
         session = await findSession(c.env.DB, session_id);
       }
     }

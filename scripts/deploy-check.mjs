@@ -242,7 +242,8 @@ export function problems(config, secrets, env = process.env) {
  * must be in wrangler.toml, at its figure, with a namespace of its own. RATE_LIMITS = "off" needs none.
  */
 function rateLimitProblems(config) {
-  if (!on(config.vars?.RATE_LIMITS, true)) return [];
+  // Read as the Worker reads it (src/config.ts rateLimitsOn): anything but an off word is on.
+  if (/^(0|false|no|off)$/i.test(String(config.vars?.RATE_LIMITS ?? "").trim())) return [];
   const out = [];
   const given = new Map((config.ratelimits ?? []).map((r) => [r.name, r]));
   for (const [name, limit] of Object.entries(LIMITS)) {

@@ -139,7 +139,7 @@ const NOTICES: Record<string, string> = {
   "refund-corrected": "Hand refund's amount corrected; its rest follows it.",
   "overpayment-settled": "Overpayment recorded as settled.",
   "stale-form":
-    "Nothing recorded: that form was from a page of an earlier sign-in. This page is current; submit it again here.",
+    "Nothing recorded: that form's token was not this sign-in's (a page from an earlier sign-in?). This page is current; submit it again here.",
 };
 
 adminDashboardRoutes.get("/admin", async (c) => {

@@ -51,7 +51,7 @@ it("each session has its own CSRF token: one read from another session's page is
   expect(stale.status).toBe(303);
   expect(stale.headers.get("location")).toBe("/admin?notice=stale-form");
   expect(await (await send("/admin?notice=stale-form", { headers: { cookie: second } })).text()).toContain(
-    "that form was from a page of an earlier sign-in",
+    "that form&#39;s token was not this sign-in&#39;s",
   );
   expect((await postForm(second, "forged")).status).toBe(403);
   // Its own token passes the check and reaches the form's validation (422 for the bad hash).

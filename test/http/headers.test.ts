@@ -275,6 +275,15 @@ describe("an agent's first mistakes", () => {
     expect(body.detail).toContain("/api/skills/token-count");
   });
 
+  it("the 308 stays on the host the request came to (a workers.dev or preview host too: a cross-origin redirect would drop a card key's Authorization)", async () => {
+    const res = await createApp().fetch(
+      new Request("https://other.workers.dev/api/skills/token_count?x=1", { method: "POST", body: "{}" }),
+      env,
+    );
+    expect(res.status).toBe(308);
+    expect(res.headers.get("location")).toBe("https://other.workers.dev/api/skills/token-count?x=1");
+  });
+
   it("fetch follows the alias to the skill with the body (FREE_BETA here, so it runs)", async () => {
     // The Worker's own fetch follows 308 with method and body, as agents' HTTP clients do.
     const app = createApp();

@@ -345,10 +345,12 @@ describe("rate limits", { timeout: 30_000 }, () => {
       expect.stringContaining(`[[ratelimits]] ${first.name} is limit ${first.simple.limit + 1} per 60 s`),
       expect.stringContaining(`namespace_id ${first.namespace_id} is used by more than one binding`),
     ]);
-    // Rate limits off on purpose: nothing to bind.
+    // Rate limits off on purpose: nothing to bind. Any other word is on, as the Worker reads it.
     expect(refusals({ ...without, ratelimits: [], vars: { ...config.vars, RATE_LIMITS: "off" } })).toEqual(
       [],
     );
+    const unbound = { ...without, ratelimits: [], vars: { ...config.vars, RATE_LIMITS: "enabled" } };
+    expect(refusals(unbound)).toHaveLength(Object.keys(LIMITS).length);
   });
 
   it("the limits the terms for agents publish are the ones wrangler.toml gives the bindings", async () => {

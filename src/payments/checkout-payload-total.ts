@@ -1,7 +1,7 @@
 /**
  * What unpaid checkouts' first-call payloads hold, kept as one running total (migration 0025's
  * checkout_payload_total) so that a checkout reads one row, not every unpaid session: summed per
- * checkout, 200,000 unpaid rows (free to create) made each checkout read 200,001 rows, and D1 bills
+ * checkout, 200,000 unpaid rows (free to create) made each checkout read 400,002 rows (the sum ran twice), and D1 bills
  * rows read. The total moves in the same D1 batch (a transaction, which D1 runs one at a time) as
  * every write that sets or clears an unpaid payload (checkout-sessions.ts), by what that write
  * really changes: a statement placed just before it sums the same rows under the same condition,

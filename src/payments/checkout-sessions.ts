@@ -233,7 +233,9 @@ export const UNPAID_SESSION_RETENTION_DAYS = 30;
 export function expiredUnpaidSessions(db: D1Database, now: number, limit: number) {
   // payload_bytes IS NULL on the row itself (which the delete reads anyway; the index does not hold
   // it): a size left without its payload, which no writer leaves, still counts in the unpaid
-  // payloads' total, so its row stays until staleUnpaidPayloads clears it and takes it off.
+  // payloads' total, so its row stays until staleUnpaidPayloads clears it and takes it off. Outside the
+  // chunk, so the chunk is found through the index alone; a chunk of such rows (only a hand write
+  // makes one) deletes nothing and ends the run's deleting until that clearing, within a day.
   return db
     .prepare(
       `DELETE FROM checkout_sessions WHERE rowid IN (SELECT rowid FROM checkout_sessions WHERE api_key_id IS NULL

@@ -1,9 +1,9 @@
 import type Stripe from "stripe";
 import { followRefunds, type PaymentRefunds } from "./card-refunds";
-import { chargedAmount, logStripeFailure, refundedTotal } from "./stripe";
+import { chargedAmount, keyRefused, logStripeFailure, refundedTotal } from "./stripe";
 
 /** What a refund event acts on: Stripe's state of the payment now, read back after the write too. */
-export type RefundsRead = PaymentRefunds | { unreadable: string };
+export type RefundsRead = PaymentRefunds | { unreadable: string; keyRefused?: boolean };
 
 /**
  * A payment's refunds and amount as Stripe reports them now (card-refunds.ts applyRefund), or why
@@ -18,14 +18,20 @@ export async function refundsNow(stripe: Stripe, paymentIntent: string): Promise
     refunds = await refundedTotal(stripe, paymentIntent);
   } catch (e) {
     logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed", payment_intent: paymentIntent });
-    return { unreadable: "Could not read the payment's refunds from Stripe; retry later." };
+    return {
+      unreadable: "Could not read the payment's refunds from Stripe; retry later.",
+      keyRefused: keyRefused(e),
+    };
   }
   let amount: number | null;
   try {
     amount = await chargedAmount(stripe, paymentIntent, refunds.currency);
   } catch (e) {
     logStripeFailure(e, "readSession", { msg: "stripe list failed", payment_intent: paymentIntent });
-    return { unreadable: "Could not read the payment's checkout from Stripe; retry later." };
+    return {
+      unreadable: "Could not read the payment's checkout from Stripe; retry later.",
+      keyRefused: keyRefused(e),
+    };
   }
   if (amount === null) {
     console.error(

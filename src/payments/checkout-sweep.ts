@@ -125,9 +125,10 @@ function modeOf(key: string): "live" | "test" | undefined {
  * Asks Stripe about up to `limit` sessions due as of `now`, in at most `limit` reads, and settles
  * each. A pack granted here has its payment's refunds and disputes read first and put on its key
  * right after the grant, then its first call handed to `runAfter` (the Cron's waitUntil), as the
- * webhook does. A paid session is not granted when those reads cannot be had: the run stops as
+ * webhook does. A paid session is not granted when those reads fail in passing: the run stops as
  * for a session's read, the pack waiting for a later run rather than being granted with refunds
- * unseen. A read that
+ * unseen; when Stripe refuses the key itself for them (a restricted key without Refunds: Read or
+ * Disputes: Read), it is granted on the session alone, as the webhook grants. A read that
  * fails (Stripe down, refusing our key, or no answer within SWEEP_NETWORK's 10 s) stops the run
  * there: the rest would wait on the same outage. The session it was about was marked asked first,
  * so it goes to the back and the next run starts with the others; nothing else of it changes. A
@@ -218,7 +219,7 @@ export async function sweepCheckouts(
       for (const missing of unmarked.splice(0)) await markStripeMissing(env.DB, missing, mark, now);
     }
     let outcome: SessionOutcome;
-    let applied: PaidGrant["applied"];
+    let applied: Extract<PaidGrant, { outcome: unknown }>["applied"];
     if (remote.paid) {
       if (summary.reads + SWEEP_GRANT_READS > limit) {
         // Unclaimed (checked_at as it was): the next run asks it first, with the reads a grant needs.
@@ -230,7 +231,15 @@ export async function sweepCheckouts(
         };
       }
       summary.reads += SWEEP_GRANT_READS;
-      ({ outcome, applied } = await grantWithPayment(env, stripe, remote));
+      const grant = await grantWithPayment(env, stripe, remote);
+      if ("unreadable" in grant) {
+        return {
+          ...summary,
+          more: true,
+          error: `Stripe could not be read about ${id}'s payment: ${grant.unreadable}`,
+        };
+      }
+      ({ outcome, applied } = grant);
     } else outcome = await settleSession(env, remote);
     if (outcome === "granted") {
       summary.granted++;

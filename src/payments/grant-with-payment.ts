@@ -3,16 +3,15 @@ import type { Bindings } from "../env";
 import { followRefundsNow, REFUND_FOLLOW_ROUNDS, refundsNow } from "./card-refund-sync";
 import { followDisputes, followRefunds, type PaymentRefunds } from "./card-refunds";
 import { type SessionOutcome, settleSession } from "./checkout-sessions";
-import { logStripeFailure, type RemoteSession } from "./stripe";
+import { keyRefused, logStripeFailure, type RemoteSession } from "./stripe";
 
 /**
  * A grant with what Stripe says of the payment besides the session: its refunds and disputes. The
- * Cron's sweep grants a pack only when every webhook of it was lost, and the success page's Reveal
- * when none had come yet; then its refund and dispute events were most likely lost too (or came
+ * Cron's sweep grants a pack only when every webhook of it was lost; then its refund and dispute
+ * events were most likely lost too (or came
  * before the grant, when no key was there to take from: recorded as `unknown_payment`), and a D1
  * restore to before the grant loses them for good. Granted on the session alone, a pack Stripe had
- * fully refunded came back with all its calls (a buyer whose key the restore lost got a new, full
- * one from the success page). So these grants read the payment's state first and put it on the key
+ * fully refunded came back with all its calls. So these grants read the payment's state first and put it on the key
  * right after the grant, as the charge events would have (card-refunds.ts), with no Stripe round
  * trip in between: the key is revealed and used only after the grant commits, and what a call that
  * slips into those few milliseconds holds is settled by revoke_debt like any refund that lands
@@ -44,7 +43,7 @@ const DISPUTES_READ = 10;
 export async function paymentStateNow(
   stripe: Stripe,
   paymentIntent: string,
-): Promise<PaymentState | { unreadable: string }> {
+): Promise<PaymentState | { unreadable: string; keyRefused?: boolean }> {
   const refunds = await refundsNow(stripe, paymentIntent);
   if ("unreadable" in refunds) return refunds;
   try {
@@ -52,22 +51,29 @@ export async function paymentStateNow(
     return { refunds, disputes: data.map((d) => ({ id: d.id, status: d.status })) };
   } catch (e) {
     logStripeFailure(e, "readDispute", { msg: "stripe dispute list failed", payment_intent: paymentIntent });
-    return { unreadable: "Could not read the payment's disputes from Stripe; retry later." };
+    return {
+      unreadable: "Could not read the payment's disputes from Stripe; retry later.",
+      keyRefused: keyRefused(e),
+    };
   }
 }
 
 /** What grantWithPayment did: the grant's outcome and what it put on the key, or why Stripe could not be read. */
-export interface PaidGrant {
-  outcome: SessionOutcome;
-  applied?: Awaited<ReturnType<typeof applyPaymentState>>;
-  /** Why the refunds and disputes were not read: granted on the session alone. */
-  unread?: string;
-}
+export type PaidGrant =
+  | { unreadable: string }
+  | {
+      outcome: SessionOutcome;
+      applied?: Awaited<ReturnType<typeof applyPaymentState>>;
+      /** Why the refunds and disputes were not read: the key may not read them, granted on the session alone. */
+      unread?: string;
+    };
 
 /**
  * Grants a session Stripe reports paid (settleSession) with its payment's refunds and disputes,
- * read before the grant and put on the key right after it; when they cannot be read, granted on the
- * session alone (a warn line), as the webhook grants. A session already
+ * read before the grant and put on the key right after it. When Stripe cannot be read about them,
+ * nothing is granted (a warn line; the sweep asks again in a later run), except when Stripe refuses
+ * the key itself (a restricted key without those permissions): then on the session alone, as the
+ * webhook grants. A session already
  * granted is left as it is (its events act on its key).
  */
 export async function grantWithPayment(
@@ -79,17 +85,29 @@ export async function grantWithPayment(
   // A paid session names its PaymentIntent (payment mode); one that did not would have nothing to read.
   if (!payment) return { outcome: await settleSession(env, remote) };
   const state = await paymentStateNow(stripe, payment);
-  if ("unreadable" in state) {
-    // Granted on the session alone, as the webhook grants: a paid buyer is never held back because
-    // Stripe could not say (or this key may not read) what was refunded; the charge events, or
-    // their resend after a restore, act on the key.
+  if ("unreadable" in state && !state.keyRefused) {
+    // A passing failure: asked again by a later run, never granted with the refunds unseen (the
+    // sweep's grants are those whose refund events were most likely lost too).
     console.error(
       JSON.stringify({
         level: "warn",
-        msg: "paid session granted without its refunds or disputes: they could not be read",
+        msg: "paid session not granted yet: its refunds or disputes could not be read",
         session_id: remote.id,
         payment_intent: payment,
-        why: state.unreadable,
+      }),
+    );
+    return { unreadable: state.unreadable };
+  }
+  if ("unreadable" in state) {
+    // The key may not read them (no Refunds: Read or Disputes: Read; the configuration error is
+    // logged): asking again changes nothing, so granted on the session alone, as the webhook
+    // grants: a paid buyer is not held back by our key; the charge events act on the key.
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        msg: "paid session granted without its refunds or disputes: the Stripe key may not read them",
+        session_id: remote.id,
+        payment_intent: payment,
       }),
     );
     return { outcome: await settleSession(env, remote), unread: state.unreadable };

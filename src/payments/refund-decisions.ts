@@ -47,7 +47,8 @@ export async function decideRefund(
     outcome: outcome ?? "paid",
     tx_hash: r.row.tx_hash,
     amount_micro: r.row.amount_micro,
-    at: Date.now(),
+    // The record's own time, so a replay that rewrites the copy keeps it.
+    at: r.row.resolved_at ?? Date.now(),
   });
   if (copied) return r;
   return {

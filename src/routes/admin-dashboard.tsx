@@ -353,6 +353,9 @@ adminDashboardRoutes.post("/admin/refunds/:request_id/resolve", sameSite, async 
     if (r.status === "replayed")
       return detail(c, 409, `Refund ${requestId}: this decision is already recorded`);
     if (r.status === "refused") return detail(c, 409, r.detail);
+    // Recorded, but its copy outside D1 was not written: the person is told to send it again.
+    if (r.status === "unavailable")
+      return detail(c, 503, r.detail, {}, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
     return c.redirect(`/admin?notice=${NOTICE_OF[chosen]}`, 303);
   }
   const tx = formTxHash(c, form);

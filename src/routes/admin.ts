@@ -156,7 +156,7 @@ const resolveHeld = operation({
     ),
     "422": VALIDATION,
     "503": ERROR(
-      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After)",
+      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After); or recorded, but its copy outside D1 (KV, what keeps the wallet from paying it again after a D1 restore) could not be written: send the same decision again",
     ),
   },
 });
@@ -286,7 +286,8 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
     const r = await decideRefund(c.env, key, outcome, body);
     if (r.status === "unknown") return detail(c, 404, `Unknown refund "${key}"`);
     if (r.status === "refused") return detail(c, 409, r.detail, { refund: r.row });
-    // The chain could not say whether the wallet's send landed: ask again, nothing recorded.
+    // The chain could not say whether the wallet's send landed (nothing recorded), or KV refused the
+    // record's copy (recorded): either way, the same body again.
     if (r.status === "unavailable")
       return detail(c, 503, r.detail, { refund: r.row }, { "Retry-After": String(HAND_CHECK_RETRY_AFTER_S) });
     return c.json({

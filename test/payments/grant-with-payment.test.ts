@@ -168,8 +168,9 @@ describe("the sweep's Stripe budget and failures", () => {
     expect(await keyState(open.id)).toMatchObject({ calls_left: 170 });
   });
 
-  it("refunds or disputes Stripe does not answer: granted on the session alone with a warn line, as the webhook grants; the charge events act on the key", async () => {
+  it("refunds or disputes Stripe does not answer: not granted, a warn line, the run fails; granted once Stripe answers", async () => {
     const { id, pi } = await paidUnheard();
+    await makeRefund(pi);
     const real = globalThis.fetch;
     vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
       const req = new Request(input, init);
@@ -187,19 +188,37 @@ describe("the sweep's Stripe budget and failures", () => {
       STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}`,
     });
     vi.restoreAllMocks();
-    expect(summary).toMatchObject({ asked: 1, granted: 1 });
-    expect(summary.error).toBeUndefined();
+    expect(summary).toMatchObject({ asked: 1, granted: 0, more: true });
+    expect(summary.error).toMatch(/could not be read about cs_.*disputes/);
     expect(
       lines.some(
-        (l) =>
-          l.includes('"level":"warn"') &&
-          l.includes("paid session granted without its refunds or disputes") &&
-          l.includes(id),
+        (l) => l.includes('"level":"warn"') && l.includes("paid session not granted yet") && l.includes(id),
       ),
     ).toBe(true);
-    // A paid buyer is never held back: the pack is theirs, whole, until a charge event says otherwise.
+    expect(await sessionRow(id)).toMatchObject({ api_key_id: null, status: "open" });
+    // Asked again an hour on (past Stripe's 24 h lifetime as of NOW): granted, refunded.
+    await env.DB.prepare("UPDATE checkout_sessions SET checked_at = ?2 WHERE id = ?1")
+      .bind(id, NOW - 2 * HOUR)
+      .run();
+    expect((await sweep()).summary).toMatchObject({ granted: 1 });
+    expect(await keyState(id)).toEqual({ calls_left: 0, calls_revoked: 170, revoke_debt: 0 });
+  });
+
+  it("a restricted key that may not read refunds or disputes: granted on the session alone, with the configuration error and a warn line (asking again would change nothing)", async () => {
+    const { id } = await paidUnheard();
+    const { summary, lines } = await sweep(ONE_GRANT, {
+      ...env,
+      STRIPE_SECRET_KEY: "rk_test_unit_tests_without_disputes_read",
+    });
+    expect(summary).toMatchObject({ asked: 1, granted: 1 });
+    expect(summary.error).toBeUndefined();
+    expect(lines.some((l) => l.includes("stripe configuration error") && l.includes("restricted key"))).toBe(
+      true,
+    );
+    expect(
+      lines.some((l) => l.includes("paid session granted without its refunds or disputes") && l.includes(id)),
+    ).toBe(true);
     expect(await keyState(id)).toEqual({ calls_left: 170, calls_revoked: 0, revoke_debt: 0 });
-    expect(pi).toMatch(/^pi_/);
   });
 
   it("never reads past SWEEP_MAX_READS, whatever it grants", async () => {

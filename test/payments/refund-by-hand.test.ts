@@ -63,6 +63,16 @@ const row = (requestId: string) =>
     .bind(requestId)
     .first<Record<string, unknown>>();
 const nowS = () => Math.floor(Date.now() / 1000);
+/** Reconciliation (or a racing request) sending test refund `id` (3000) from the operating wallet. */
+const walletSends = (id: string) =>
+  sendRecordedRefund(tryEnv, {
+    requestId: id,
+    payer: PAYER,
+    network: env.X402_NETWORK,
+    asset: env.USDC_ADDRESS,
+    amount: 3000n,
+    reason: "test refund",
+  });
 
 describe("POST /api/admin/resolve/refunds/{request_id}", () => {
   it("records a held refund as paid by hand; the same body again answers it; the payouts view lists it refunded", async () => {
@@ -109,14 +119,7 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     const tx = hash();
     expect((await resolve(id, { tx_hash: tx, amount_micro: 3000 })).status).toBe(200);
     // Reconciliation (or a racing request) sending it now finds it no longer owed: nothing signed.
-    const sent = await sendRecordedRefund(tryEnv, {
-      requestId: id,
-      payer: PAYER,
-      network: env.X402_NETWORK,
-      asset: env.USDC_ADDRESS,
-      amount: 3000n,
-      reason: "test refund",
-    });
+    const sent = await walletSends(id);
     expect(sent).toMatchObject({ status: "refunded", transaction: tx });
     expect(await row(id)).toMatchObject({ auth_from: null, tx_hash: tx, status: "refunded" });
   });
@@ -134,14 +137,7 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
         `INSERT INTO refunds (${cols.join(",")}) VALUES (${cols.map((_, i) => `?${i + 1}`).join(",")})`,
       ).bind(...cols.map((c) => (before as Record<string, unknown>)[c] ?? null)),
     ]);
-    const sent = await sendRecordedRefund(tryEnv, {
-      requestId: id,
-      payer: PAYER,
-      network: env.X402_NETWORK,
-      asset: env.USDC_ADDRESS,
-      amount: 3000n,
-      reason: "test refund",
-    });
+    const sent = await walletSends(id);
     expect(sent).toMatchObject({ status: "owed", transaction: null });
     // Nothing signed (a send writes the authorizer first), held with what KV kept of the record.
     const held = await row(id);

@@ -9,7 +9,7 @@
 // `POST /_emulator/refunds` and moved on to succeeded, failed or canceled by
 // `POST /_emulator/refunds/:id/update`, `/fail` for short), and disputes (chargebacks and inquiries) opened, moved on and
 // decided by a test control (`/_emulator/disputes`, standing in for Stripe's dispute test cards and
-// evidence) and read back (`GET /v1/disputes/:id`, or a payment's by `GET /v1/disputes?payment_intent=`). Every event it sends
+// evidence) and read back (`GET /v1/disputes/:id`). Every event it sends
 // (`checkout.session.completed` / `.expired` / `.async_payment_failed` / `.async_payment_succeeded`, `charge.refunded`,
 // `charge.refund.updated`, `charge.dispute.created` / `.updated` / `.closed`) is delivered signed by the `stripe` package itself, and kept
 // for `GET /_emulator/events` so unit tests without a webhook target can deliver the very same events
@@ -407,7 +407,7 @@ function permissionFor(method, pathname) {
     return method === "GET" ? "rak_checkout_session_read" : "rak_checkout_session_write";
   }
   if (pathname === "/v1/refunds") return method === "GET" ? "rak_refund_read" : "rak_refund_write";
-  if (pathname === "/v1/disputes" || pathname.startsWith("/v1/disputes/")) return "rak_dispute_read";
+  if (pathname.startsWith("/v1/disputes/")) return "rak_dispute_read";
   return undefined;
 }
 
@@ -671,24 +671,6 @@ export async function startStripeEmulator({
    * the list goes on past the page in the direction asked, as the stripe client's auto-pagination
    * reads it.
    */
-  // A payment's disputes, newest first (one page: a charge has at most a few).
-  function listDisputes(params) {
-    checkKeys(params, "", ["limit", "payment_intent"]);
-    const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
-    if (limit > 100) throw invalid("This value must be less than or equal to 100.", "limit");
-    if (params.payment_intent === undefined) throw missing("payment_intent");
-    const pi = asString(params.payment_intent, "payment_intent");
-    const all = [...disputes.values()].filter((d) => d.payment_intent === pi).reverse();
-    return {
-      body: {
-        object: "list",
-        data: all.slice(0, limit).map((d) => structuredClone(d)),
-        has_more: all.length > limit,
-        url: "/v1/disputes",
-      },
-    };
-  }
-
   function listRefunds(params) {
     checkKeys(params, "", ["ending_before", "limit", "payment_intent", "starting_after"]);
     const limit = params.limit === undefined ? 10 : asInteger(params.limit, "limit", 1);
@@ -1035,8 +1017,6 @@ export async function startStripeEmulator({
         checkKeys(params, "", REFUND_PARAMS);
         const request = { id: requestId, idempotency_key: idempotencyKey ?? null };
         result = { body: await refund(params, request) };
-      } else if (req.method === "GET" && pathname === "/v1/disputes") {
-        result = listDisputes(parseForm(search.slice(1)));
       } else if (req.method === "GET" && dispute) {
         checkKeys(parseForm(search.slice(1)), "", []);
         const found = disputes.get(safeDecode(dispute[1]));
@@ -1054,7 +1034,7 @@ export async function startStripeEmulator({
           message:
             `Unrecognized request URL (${req.method}: ${pathname}). Please see https://stripe.com/docs or we ` +
             "can help at https://support.stripe.com/. (The local Stripe emulator implements only " +
-            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent, limit, starting_after, ending_before) GET /v1/disputes (payment_intent, limit) and GET /v1/disputes/:id.)",
+            "POST /v1/checkout/sessions, GET /v1/checkout/sessions (payment_intent), GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire, POST /v1/refunds, GET /v1/refunds (payment_intent, limit, starting_after, ending_before) and GET /v1/disputes/:id.)",
         });
       }
       if (result.replayedFrom) {

@@ -1,9 +1,9 @@
 import type Stripe from "stripe";
 import { followRefunds, type PaymentRefunds } from "./card-refunds";
-import { chargedAmount, keyRefused, logStripeFailure, refundedTotal } from "./stripe";
+import { chargedAmount, logStripeFailure, refundedTotal } from "./stripe";
 
 /** What a refund event acts on: Stripe's state of the payment now, read back after the write too. */
-export type RefundsRead = PaymentRefunds | { unreadable: string; keyRefused?: boolean };
+export type RefundsRead = PaymentRefunds | { unreadable: string };
 
 /**
  * A payment's refunds and amount as Stripe reports them now (card-refunds.ts applyRefund), or why
@@ -18,20 +18,14 @@ export async function refundsNow(stripe: Stripe, paymentIntent: string): Promise
     refunds = await refundedTotal(stripe, paymentIntent);
   } catch (e) {
     logStripeFailure(e, "readRefunds", { msg: "stripe refund list failed", payment_intent: paymentIntent });
-    return {
-      unreadable: "Could not read the payment's refunds from Stripe; retry later.",
-      keyRefused: keyRefused(e),
-    };
+    return { unreadable: "Could not read the payment's refunds from Stripe; retry later." };
   }
   let amount: number | null;
   try {
     amount = await chargedAmount(stripe, paymentIntent, refunds.currency);
   } catch (e) {
     logStripeFailure(e, "readSession", { msg: "stripe list failed", payment_intent: paymentIntent });
-    return {
-      unreadable: "Could not read the payment's checkout from Stripe; retry later.",
-      keyRefused: keyRefused(e),
-    };
+    return { unreadable: "Could not read the payment's checkout from Stripe; retry later." };
   }
   if (amount === null) {
     console.error(
@@ -48,7 +42,7 @@ export async function refundsNow(stripe: Stripe, paymentIntent: string): Promise
 }
 
 /** How many times a refund event reads Stripe again after its write (followRefundsNow). */
-export const REFUND_FOLLOW_ROUNDS = 3;
+const REFUND_FOLLOW_ROUNDS = 3;
 
 /**
  * After a refund event's write: reads the payment's refunds again and, while Stripe's total differs

@@ -112,53 +112,6 @@ export async function followRefunds(db: D1Database, paymentIntent: string, now: 
   return r.meta.changes > 0;
 }
 
-/** Dispute statuses after which nothing more happens to the charge (`charge.dispute.closed` names three). */
-export const DECIDED_DISPUTE = new Set(["won", "lost", "warning_closed", "prevented"]);
-
-/** A dispute opened: the key's credits frozen, unless another dispute froze or revoked them. */
-const freeze = (db: D1Database, keyId: string, disputeId: string) =>
-  db
-    .prepare(
-      "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
-    )
-    .bind(keyId, disputeId);
-
-/** A dispute lost: what was left revoked for good. */
-const revokeForGood = (db: D1Database, keyId: string, disputeId: string) =>
-  db
-    .prepare(
-      `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
-       WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
-    )
-    .bind(keyId, disputeId);
-
-/** A dispute won (or an inquiry closed): the credits it froze usable again. */
-const unfreeze = (db: D1Database, keyId: string, disputeId: string) =>
-  db
-    .prepare(
-      "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
-    )
-    .bind(keyId, disputeId);
-
-/**
- * A key granted with no charge event to tell it of its payment's disputes (the Cron's sweep:
- * grant-with-payment.ts): the disputes Stripe reports now put on it as their events would have,
- * a lost one revoking the key for good, an undecided one freezing it; a won one, or an inquiry
- * closed, changes nothing. No event is recorded: none came. Whether the key changed.
- */
-export async function followDisputes(
-  db: D1Database,
-  paymentIntent: string,
-  disputes: { id: string; status: string }[],
-) {
-  const key = await keyOfPayment(db, paymentIntent);
-  if (!key) return false;
-  const lost = disputes.find((d) => d.status === "lost");
-  const open = disputes.find((d) => !DECIDED_DISPUTE.has(d.status));
-  const write = lost ? revokeForGood(db, key.id, lost.id) : open ? freeze(db, key.id, open.id) : undefined;
-  return write ? (await write.run()).meta.changes > 0 : false;
-}
-
 /**
  * charge.dispute.created: the key's credits are frozen until the dispute is decided. The webhook
  * calls this only for a dispute Stripe still has open: a `created` that arrives after its
@@ -171,7 +124,13 @@ export async function openDispute(
 ) {
   const key = await keyOfPayment(db, dispute.payment_intent);
   if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
-  const r = await withEvent(db, event, [freeze(db, key.id, dispute.id)]);
+  const r = await withEvent(db, event, [
+    db
+      .prepare(
+        "UPDATE api_keys SET dispute_status = 'open', dispute_id = ?2 WHERE id = ?1 AND dispute_status IS NULL",
+      )
+      .bind(key.id, dispute.id),
+  ]);
   if (!r) return "duplicate_event";
   // No row changed: the key is frozen by another dispute already, or revoked.
   return r[1]?.meta.changes === 0 ? "unchanged" : "frozen";
@@ -191,7 +150,18 @@ export async function closeDispute(
   if (!key) return (await recordEvent(db, event)) ? "unknown_payment" : "duplicate_event";
   const lost = dispute.status === "lost";
   const r = await withEvent(db, event, [
-    lost ? revokeForGood(db, key.id, dispute.id) : unfreeze(db, key.id, dispute.id),
+    lost
+      ? db
+          .prepare(
+            `UPDATE api_keys SET dispute_status = 'lost', dispute_id = ?2, calls_left = 0, calls_revoked = calls_total
+             WHERE id = ?1 AND (dispute_id IS NULL OR dispute_id = ?2)`,
+          )
+          .bind(key.id, dispute.id)
+      : db
+          .prepare(
+            "UPDATE api_keys SET dispute_status = NULL, dispute_id = NULL WHERE id = ?1 AND dispute_id = ?2 AND dispute_status = 'open'",
+          )
+          .bind(key.id, dispute.id),
   ]);
   if (!r) return "duplicate_event";
   if (r[1]?.meta.changes === 0) return "unchanged";

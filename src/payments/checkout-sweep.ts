@@ -1,14 +1,7 @@
 import { stripeKeyProblem } from "../config";
 import type { Bindings } from "../env";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
-import {
-  claimSweep,
-  markStripeMissing,
-  type SessionOutcome,
-  settleSession,
-  unsettledSessions,
-} from "./checkout-sessions";
-import { grantWithPayment, type PaidGrant, SWEEP_GRANT_READS, unclaimSweep } from "./grant-with-payment";
+import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
 import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from "./stripe";
 
 /**
@@ -18,22 +11,16 @@ import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from
  * `open` for ever, never deleted. Each session chosen (checkout-sessions.ts unsettledSessions) is
  * read from Stripe and settled by settleSession, the webhook's and the success page's own grant
  * rule: granted once when Stripe reports it paid, expired when Stripe says so, nothing otherwise.
- * A pack granted here also gets its payment's refunds and disputes as Stripe reports them, read
- * before the grant (grant-with-payment.ts): their events were most likely lost with the
- * completed one, and a D1 restore to before the grant loses them for good.
  */
 
 /**
- * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day): one per session
- * asked, and a grant's reads of its payment (SWEEP_GRANT_READS at most: 3, and up to 3 re-reads
- * after a refund is put on the key), counted at that most. Each read is one
+ * Stripe reads per run: 20, one every 15 s of the 5-minute Cron (5,760 a day). Each read is one
  * subrequest (SWEEP_NETWORK: no retries), and a Cron invocation has Workers' per-invocation
  * subrequest budget (1,000 on Workers Paid), which reconciliation in the same run shares (up to 80
  * rows of 2-4 RPC calls, and refunds), as does the first call of a pack granted here. Stripe's rate
  * limit (about 25 reads a second in test mode, 100 live) is shared with the webhook's and the
  * success page's reads of buyers waiting now: read one at a time, the sweep takes a small share.
- * Sessions past the budget wait for the next run (`more` in the summary), as does a paid one whose
- * grant reads no longer fit: it is put back where it was in the queue, first in line next run.
+ * Sessions past the budget wait for the next run (`more` in the summary).
  */
 export const SWEEP_MAX_READS = 20;
 
@@ -70,11 +57,6 @@ export const MISSING_IN_A_ROW_STOP = 3;
 export interface SweepSummary {
   /** Sessions Stripe was asked about. */
   asked: number;
-  /**
-   * Stripe reads counted against SWEEP_MAX_READS: one per session asked, SWEEP_GRANT_READS per
-   * grant (its most; usually 3 are made).
-   */
-  reads: number;
   /** Granted here: paid at Stripe, with no webhook or Reveal having granted them. */
   granted: number;
   /** Stripe reports them expired: marked so, their payloads cleared. */
@@ -87,10 +69,7 @@ export interface SweepSummary {
   unknown: number;
   /** Due sessions left for the next run: the budget ran out. */
   more: boolean;
-  /**
-   * Why the run stopped before its reads were done though Stripe answered: SWEEP_TIME_BUDGET_MS
-   * passed, or a paid session's grant reads did not fit in what was left of SWEEP_MAX_READS.
-   */
+  /** Why the run stopped before its reads were done though Stripe answered: SWEEP_TIME_BUDGET_MS passed. */
   stopped?: string;
   /**
    * Why the run stopped early: Stripe could not be read, or the key cannot read this deployment's
@@ -122,13 +101,8 @@ function modeOf(key: string): "live" | "test" | undefined {
 }
 
 /**
- * Asks Stripe about up to `limit` sessions due as of `now`, in at most `limit` reads, and settles
- * each. A pack granted here has its payment's refunds and disputes read first and put on its key
- * right after the grant, then its first call handed to `runAfter` (the Cron's waitUntil), as the
- * webhook does. A paid session is not granted when those reads fail in passing: the run stops as
- * for a session's read, the pack waiting for a later run rather than being granted with refunds
- * unseen; when Stripe refuses the key itself for them (a restricted key without Refunds: Read or
- * Disputes: Read), it is granted on the session alone, as the webhook grants. A read that
+ * Asks Stripe about up to `limit` sessions due as of `now` and settles each. A pack granted here has
+ * its first call handed to `runAfter` (the Cron's waitUntil), as the webhook does. A read that
  * fails (Stripe down, refusing our key, or no answer within SWEEP_NETWORK's 10 s) stops the run
  * there: the rest would wait on the same outage. The session it was about was marked asked first,
  * so it goes to the back and the next run starts with the others; nothing else of it changes. A
@@ -147,7 +121,6 @@ export async function sweepCheckouts(
   const started = Date.now();
   const summary: SweepSummary = {
     asked: 0,
-    reads: 0,
     granted: 0,
     expired: 0,
     pending: 0,
@@ -183,10 +156,8 @@ export async function sweepCheckouts(
         stopped: `time budget of ${budgetMs} ms spent; ${due.length - i} left`,
       };
     }
-    if (summary.reads >= limit) return { ...summary, more: true };
     if (!(await claimSweep(env.DB, id, checked_at, now))) continue;
     summary.asked++;
-    summary.reads++;
     let remote: Awaited<ReturnType<typeof fetchSession>>;
     try {
       remote = await fetchSession(stripe, id);
@@ -218,29 +189,7 @@ export async function sweepCheckouts(
       answered = true;
       for (const missing of unmarked.splice(0)) await markStripeMissing(env.DB, missing, mark, now);
     }
-    let outcome: SessionOutcome;
-    let applied: Extract<PaidGrant, { outcome: unknown }>["applied"];
-    if (remote.paid) {
-      if (summary.reads + SWEEP_GRANT_READS > limit) {
-        // Unclaimed (checked_at as it was): the next run asks it first, with the reads a grant needs.
-        await unclaimSweep(env.DB, id, now, checked_at);
-        return {
-          ...summary,
-          more: true,
-          stopped: `read budget of ${limit} spent: paid session ${id} waits for the next run`,
-        };
-      }
-      summary.reads += SWEEP_GRANT_READS;
-      const grant = await grantWithPayment(env, stripe, remote);
-      if ("unreadable" in grant) {
-        return {
-          ...summary,
-          more: true,
-          error: `Stripe could not be read about ${id}'s payment: ${grant.unreadable}`,
-        };
-      }
-      ({ outcome, applied } = grant);
-    } else outcome = await settleSession(env, remote);
+    const outcome = await settleSession(env, remote);
     if (outcome === "granted") {
       summary.granted++;
       // No webhook granted it within the hour: worth a look at the webhook's deliveries.
@@ -249,7 +198,6 @@ export async function sweepCheckouts(
           level: "warn",
           msg: "checkout sweep: granted a paid session no webhook had granted",
           session_id: id,
-          ...applied,
         }),
       );
       runAfter(runLogged(runFirstPayload(env, id)));

@@ -1,7 +1,7 @@
 import type Stripe from "stripe";
 import type { Bindings } from "../env";
 import { followRefundsNow, refundsNow } from "./card-refund-sync";
-import { applyRefund, closeDispute, DECIDED_DISPUTE, openDispute, paymentGranted } from "./card-refunds";
+import { applyRefund, closeDispute, openDispute, paymentGranted } from "./card-refunds";
 import { runFirstPayload, runPaymentFirstPayload } from "./checkout-first-call";
 import { failSession, settleSession } from "./checkout-sessions";
 import { fetchDisputeStatus, fetchSession, logStripeFailure, type RemoteSession } from "./stripe";
@@ -31,6 +31,9 @@ const received = (fields: Record<string, unknown>): EventAnswer => ({
   body: { received: true, ...fields },
 });
 const failed = (status: 400 | 502, detail: string): EventAnswer => ({ status, body: { detail } });
+
+/** Dispute statuses after which nothing more happens to the charge (`charge.dispute.closed` names three). */
+const DECIDED_DISPUTE = new Set(["won", "lost", "warning_closed", "prevented"]);
 
 /** A PaymentIntent as a charge or dispute names it: an id, or the expanded object. */
 const intentId = (pi: string | { id: string } | null) => (typeof pi === "string" ? pi : pi?.id);

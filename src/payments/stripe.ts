@@ -183,12 +183,6 @@ export const STRIPE_PERMISSIONS = {
  * ever frozen). Those are logged as a configuration error naming the permission; the caller still
  * answers as for any failure (the webhook 502, so Stripe redelivers once the key is fixed).
  */
-/** Whether Stripe refused the key itself (a restricted key without the permission, or a bad key): asking again changes nothing. */
-export function keyRefused(e: unknown) {
-  const type = (e as { type?: unknown } | null)?.type;
-  return type === "StripePermissionError" || type === "StripeAuthenticationError";
-}
-
 export function logStripeFailure(
   e: unknown,
   call: keyof typeof STRIPE_PERMISSIONS,

@@ -157,9 +157,6 @@ checkoutPageRoutes.post(
       // A budget of its own, per session: views, and other sessions' POSTs from this IP, cannot spend it.
       view = await stripeView(c.env, session, session_id, checkoutRevealReadBudget(c, session_id));
       if (view.remote?.paid) {
-        // On the session alone, as the webhook does: the buyer is here, their charge events act on the
-        // key (a restore's are resent: OPERATIONS "After a D1 restore"); reading the refunds and
-        // disputes first made a key without those permissions never reveal a paid pack.
         await settleSession(c.env, view.remote);
         session = await findSession(c.env.DB, session_id);
       }

@@ -7,7 +7,6 @@ import {
   SWEEP_MAX_READS,
   sweepCheckouts,
 } from "../../src/payments/checkout-sweep";
-import { SWEEP_GRANT_READS } from "../../src/payments/grant-with-payment";
 import { cronRun, preparedSql } from "../fixtures/cron";
 import {
   createCheckout,
@@ -472,13 +471,11 @@ describe("a key that cannot read this deployment's sessions marks nothing for go
     expect(run.sweep).toMatchObject({ unknown: MISSING_IN_A_ROW_STOP, more: true });
     for (const id of ids) expect((await sessionRow(id))?.stripe_missing_at).toBeNull();
 
-    // The key of the day reads them: all granted, in as many runs as the read budget takes (each
-    // grant reads the payment's refunds and disputes too: SWEEP_GRANT_READS).
+    // The key of the day reads them: all granted.
     for (const id of ids) {
       await env.DB.prepare("UPDATE checkout_sessions SET checked_at = 0 WHERE id = ?1").bind(id).run();
     }
-    const perRun = Math.floor(SWEEP_MAX_READS / (1 + SWEEP_GRANT_READS));
-    for (let run = 0; run < Math.ceil(ids.length / perRun); run++) expect((await runCron()).thrown).toBe("");
+    expect((await runCron()).thrown).toBe("");
     for (const id of ids) expect((await keysFor(id)).results).toHaveLength(1);
   });
 
@@ -576,8 +573,7 @@ describe("the sweep's time", () => {
       { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` } as typeof env,
       (run) => firstCalls.push(run),
       Date.now(),
-      // Reads for 4 sessions, each granted (SWEEP_GRANT_READS more): only the time budget stops it.
-      4 * (1 + SWEEP_GRANT_READS),
+      4,
       500,
     );
     vi.restoreAllMocks();
@@ -599,7 +595,7 @@ describe("first looks and re-checks share a run's reads", () => {
     const paidLater = await createCheckout("sha256", 170);
     await pay(paidLater);
     await set(paidLater, now - 3690 * DAY, 0);
-    // More never-asked checkouts than the run's budget (here two sessions and one grant), older than any the tests leave.
+    // More never-asked checkouts than the run's budget (here 2), older than any the tests leave.
     const flood: string[] = [];
     for (let i = 0; i < 3; i++) {
       const id = await createCheckout("sha256", 170);
@@ -607,8 +603,7 @@ describe("first looks and re-checks share a run's reads", () => {
       flood.push(id);
       leftDue.push(id);
     }
-    // Reads for two sessions, and one grant's reads of its payment (SWEEP_GRANT_READS).
-    const s = await sweepCheckouts(env, (run) => firstCalls.push(run), now, 2 + SWEEP_GRANT_READS);
+    const s = await sweepCheckouts(env, (run) => firstCalls.push(run), now, 2);
     expect(s).toMatchObject({ asked: 2, granted: 1, more: true });
     expect((await keysFor(paidLater)).results).toHaveLength(1);
     // The other read was the oldest first look.

@@ -1,11 +1,13 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
 import { ledgerReport, paymentsQuery } from "../../src/payments/ledger-report";
 import { applyUpstream } from "../../src/payments/reconcile-store";
 import { dismissInDoubt, resolveRefundByHand } from "../../src/payments/refund-by-hand";
 import { refundCaller, refundNonce, refundsToSettle, sendRecordedRefund } from "../../src/payments/refunds";
 import { adminCookie } from "../helpers";
 import {
+  adminEnv,
   auth,
   authorizationTurnsUp,
   hash,
@@ -365,6 +367,39 @@ describe("racing reconciliation's rewrite of the same listing", () => {
 });
 
 describe("the dashboard's Record nothing owed form", () => {
+  it("recorded but its copy outside D1 refused (KV): 503 saying to send it again; sent again, the copy is written", async () => {
+    const { listing } = await keptInDoubt();
+    const cookie = await adminCookie(send, token);
+    const html = await (await send("/admin", { headers: { cookie } })).text();
+    const csrf = html.match(/name="csrf" value="([^"]*)"/)?.[1] as string;
+    const action = `/admin/refunds/${encodeURIComponent(listing)}/resolve`;
+    const init = () => ({
+      method: "POST",
+      headers: { cookie, origin: "https://skills.test" },
+      body: new URLSearchParams({ csrf, outcome: "nothing_owed", note: NOTE }),
+    });
+    const noKvWrites = {
+      ...adminEnv,
+      KV: { get: env.KV.get.bind(env.KV), put: () => Promise.reject(new Error("KV write limit")) },
+    };
+    const warn = vi.spyOn(console, "error").mockImplementation(() => {});
+    const refused = await createApp().fetch(
+      new Request(`https://skills.test${action}`, { redirect: "manual", ...init() }),
+      noKvWrites,
+    );
+    warn.mockRestore();
+    expect(refused.status).toBe(503);
+    expect((await refused.json<{ detail: string }>()).detail).toMatch(/send the same decision again/);
+    expect(await row(listing)).toMatchObject({ status: "refunded", resolved_note: NOTE });
+    expect(await env.KV.get(`refund-by-hand:${listing}`)).toBeNull();
+    // Sent again: the decision is recorded already (409), and its copy is written now.
+    expect((await send(action, init())).status).toBe(409);
+    expect(JSON.parse((await env.KV.get(`refund-by-hand:${listing}`)) as string)).toMatchObject({
+      outcome: "nothing_owed",
+      tx_hash: null,
+    });
+  });
+
   it("is offered beside a share kept back in doubt only; it records it (session, CSRF and Origin as for Record refund)", async () => {
     const { requestId, listing } = await keptInDoubt();
     const cookie = await adminCookie(send, token);

@@ -12,6 +12,7 @@ import { isRecord } from "../is-record";
 import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempotency-key";
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
+import { SETTLEMENT_UNCONFIRMED } from "../payments/settlement";
 import { RAW_ARGUMENTS, RawArguments } from "./arguments";
 import { cardKeyUse } from "./card-key";
 import {
@@ -269,7 +270,7 @@ export async function callTool(
 
   // A settlement whose outcome is not known is a settlement failure in the MCP transport's terms:
   // answered as an offer, which the gate sends an MCP call's 502 with (x402-http.ts).
-  const unconfirmed = status === 502 && isRecord(json) && json.reason === UNCONFIRMED;
+  const unconfirmed = status === 502 && isRecord(json) && json.reason === SETTLEMENT_UNCONFIRMED;
   const required = status === 402 || unconfirmed ? headers.get("payment-required") : null;
   if (required) {
     // x402 MCP transport: the PaymentRequired itself as structured content, and in its `x402/error`
@@ -338,8 +339,6 @@ export async function callTool(
   );
 }
 
-const UNCONFIRMED = "settlement_unconfirmed";
-
 /**
  * What a 502 settlement_unconfirmed tells its payer, kept whole over MCP: its words (the result is
  * withheld, the authorization stays reserved, a transfer that lands anyway is refunded, so a new
@@ -362,7 +361,7 @@ function unansweredSettlement(
   const [accepted] = (required.accepts ?? []) as Partial<PaymentRequirements>[];
   return {
     success: false,
-    errorReason: String(body.facilitator_reason ?? UNCONFIRMED),
+    errorReason: String(body.facilitator_reason ?? SETTLEMENT_UNCONFIRMED),
     transaction: typeof body.transaction === "string" ? body.transaction : "",
     network: accepted?.network ?? ("" as SettleResponse["network"]),
   };

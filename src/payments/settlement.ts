@@ -17,6 +17,9 @@ import {
 import { decodePaymentResponseHeader } from "./x402-headers";
 import { validBeforeRefusal } from "./x402-terms";
 
+/** The reason of a 502 whose settlement the facilitator did not confirm (HTTP and MCP answers). */
+export const SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed";
+
 /**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the
  * authorization in D1 before the handler runs, so a replayed or concurrent duplicate signature
@@ -158,7 +161,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
         {
           detail:
             "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call). If the transfer reaches the chain anyway, reconciliation records it under this request id and refunds it to the payer (less what a partner that served this call is owed). Sign a new authorization to retry.",
-          reason: "settlement_unconfirmed",
+          reason: SETTLEMENT_UNCONFIRMED,
           facilitator_reason: reason,
           transaction: settlement?.transaction || null,
           request_id: requestId,

@@ -10,7 +10,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
-import { settlementOutcome } from "./settlement";
+import { SETTLEMENT_UNCONFIRMED, settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
 import { PAYMENT_META } from "./x402-mcp-meta";
 import { validBeforeRefusal } from "./x402-terms";
@@ -422,7 +422,7 @@ export function x402HttpGate(
       // failure must still carry the PaymentRequired (transports-v2/mcp.md), which mcp/call.ts
       // reads from this header; HTTP callers get the 502 as before.
       const offer = await offerAnswer();
-      const required = offer && refusalHeader(offer, "settlement_unconfirmed");
+      const required = offer && refusalHeader(offer, SETTLEMENT_UNCONFIRMED);
       if (required) headers.set("PAYMENT-REQUIRED", required);
     }
     if (settled.result.success) {

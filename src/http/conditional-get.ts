@@ -13,7 +13,8 @@ import { sha256Hex } from "../digest";
  * document, a new object when the figures are recomputed).
  */
 
-export const DOCUMENT_CACHE_CONTROL = "public, max-age=300";
+const DOCUMENT_CACHE_CONTROL = "public, max-age=300";
+export const JSON_TYPE = "application/json";
 
 interface Representation {
   readonly body: string;

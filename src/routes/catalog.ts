@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { type PublicConfig, publicConfig } from "../config";
 import { CLIENT_ERROR, json, operation, ref } from "../discovery/operation";
 import type { AppEnv } from "../env";
-import { serveDocument } from "../http/conditional-get";
+import { JSON_TYPE, serveDocument } from "../http/conditional-get";
 import { inputJsonSchema, skills } from "../skills/registry";
 
 export const catalogRoutes = new Hono<AppEnv>();
@@ -22,7 +22,7 @@ export const catalogOperation = operation({
  */
 catalogRoutes.get(catalogOperation.route, (c) => {
   const cfg = publicConfig(c.env, c.req.url);
-  return serveDocument(c, { scope: cfg, name: catalogOperation.route, contentType: "application/json" }, () =>
+  return serveDocument(c, { scope: cfg, name: catalogOperation.route, contentType: JSON_TYPE }, () =>
     JSON.stringify(catalog(cfg)),
   );
 });

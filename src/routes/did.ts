@@ -1,7 +1,7 @@
 import { type Context, Hono } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { serveDocument } from "../http/conditional-get";
+import { JSON_TYPE, serveDocument } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import {
   didDocument,
@@ -81,7 +81,7 @@ didRoutes.get(
 );
 didRoutes.get(
   "/.well-known/jwks.json",
-  keyDocument("/.well-known/jwks.json", "application/json", (c, key) => ({
+  keyDocument("/.well-known/jwks.json", JSON_TYPE, (c, key) => ({
     keys: [key.publicJwk, ...retired(c, key)],
   })),
 );

@@ -13,7 +13,7 @@ import { openApiDocument } from "../discovery/openapi";
 import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
 import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
-import { serveDocument } from "../http/conditional-get";
+import { JSON_TYPE, serveDocument } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { listedPartnerPricing } from "../partners/request";
 import { sellables } from "../payments/sellables";
@@ -83,7 +83,6 @@ const apiOperations: readonly OperationSpec[] = [
 ];
 
 const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
-const JSON_TYPE = "application/json";
 const TEXT_TYPE = "text/plain; charset=utf-8";
 
 /**

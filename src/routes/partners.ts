@@ -1,7 +1,7 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { serveDocument } from "../http/conditional-get";
+import { JSON_TYPE, serveDocument } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { partnerById, partnerEntry, partnersListing } from "../partners/listing";
 import { partnerConfigOf, partnerConfigured, tryTargetOf } from "../partners/request";
@@ -37,7 +37,6 @@ partnerRoutes.get(partnerOps.one.route, partnerConfigured, (c) => {
     JSON.stringify(partnerEntry(partner, c.var.partnerConfig, cfg)),
   );
 });
-const JSON_TYPE = "application/json";
 
 /** Runs a middleware built per request from the partner and service in the path. */
 const per =

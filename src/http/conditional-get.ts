@@ -1,5 +1,7 @@
 import type { Context } from "hono";
+import { type PublicConfig, publicConfig } from "../config";
 import { sha256Hex } from "../digest";
+import type { AppEnv } from "../env";
 
 /**
  * The documents the Worker builds (openapi.json, the catalog, the discovery files) with a strong
@@ -25,6 +27,9 @@ interface Representation {
   readonly contentType: string;
 }
 
+/** A render's answer: the document, or a Response (an error) to pass through. */
+type Rendered<T> = T | Response | Promise<T | Response>;
+
 const byScope = new WeakMap<object, Map<string, Representation>>();
 
 export interface DocumentOptions {
@@ -45,7 +50,7 @@ export interface DocumentOptions {
 export async function serveDocument(
   c: Context,
   options: DocumentOptions,
-  render: () => string | Response | Promise<string | Response>,
+  render: () => Rendered<string>,
 ): Promise<Response> {
   const inputs = options.inputs ?? [];
   let variants = byScope.get(options.scope);
@@ -72,6 +77,39 @@ export async function serveDocument(
   }
   return c.body(doc.body, 200, { ...doc.validators, "content-type": doc.contentType });
 }
+
+/**
+ * serveDocument scoped by the request's configuration (publicConfig: one frozen object per
+ * bindings and origin), which `render` is handed.
+ */
+export function serveConfigured(
+  c: Context<AppEnv>,
+  name: string,
+  contentType: string,
+  render: (cfg: PublicConfig) => Rendered<string>,
+  inputs?: readonly unknown[],
+): Promise<Response> {
+  const cfg = publicConfig(c.env, c.req.url);
+  return serveDocument(c, { scope: cfg, name, contentType, inputs }, () => render(cfg));
+}
+
+/** A JSON document (`make`'s value, stringified; a Response passed through), as serveConfigured. */
+export const serveJson = (
+  c: Context<AppEnv>,
+  name: string,
+  make: (cfg: PublicConfig) => unknown,
+  { contentType = JSON_TYPE, inputs }: { contentType?: string; inputs?: readonly unknown[] } = {},
+): Promise<Response> =>
+  serveConfigured(
+    c,
+    name,
+    contentType,
+    (cfg) => {
+      const value = make(cfg);
+      return value instanceof Response ? value : JSON.stringify(value);
+    },
+    inputs,
+  );
 
 const sameInputs = (a: readonly unknown[], b: readonly unknown[]) =>
   a.length === b.length && a.every((v, i) => v === b[i]);

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
-import { type PublicConfig, publicConfig } from "../config";
+import type { PublicConfig } from "../config";
 import { CLIENT_ERROR, json, operation, ref } from "../discovery/operation";
 import type { AppEnv } from "../env";
-import { JSON_TYPE, serveDocument } from "../http/conditional-get";
+import { serveJson } from "../http/conditional-get";
 import { inputJsonSchema, skills } from "../skills/registry";
 
 export const catalogRoutes = new Hono<AppEnv>();
@@ -20,12 +20,7 @@ export const catalogOperation = operation({
  * Spec 2.1: the catalog document, every entry derived from the registry; built once per
  * configuration, with an ETag and the discovery documents' Cache-Control (http/conditional-get.ts).
  */
-catalogRoutes.get(catalogOperation.route, (c) => {
-  const cfg = publicConfig(c.env, c.req.url);
-  return serveDocument(c, { scope: cfg, name: catalogOperation.route, contentType: JSON_TYPE }, () =>
-    JSON.stringify(catalog(cfg)),
-  );
-});
+catalogRoutes.get(catalogOperation.route, (c) => serveJson(c, catalogOperation.route, catalog));
 
 const catalog = (cfg: PublicConfig) => ({
   skills: skills.map((s) => ({

@@ -1,7 +1,7 @@
 import { type Context, Hono } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { JSON_TYPE, serveDocument } from "../http/conditional-get";
+import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import {
   didDocument,
@@ -66,22 +66,25 @@ function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
   return [];
 }
 
-/** Each document once per configuration, with an ETag; a 503 is passed through uncached. */
+/** Each document once per configuration, with an ETag (http/conditional-get.ts); a 503 is passed through uncached. */
 const keyDocument =
-  (path: string, contentType: string, make: (c: Context<AppEnv>, key: ReceiptKey) => unknown) =>
+  (path: string, make: (c: Context<AppEnv>, key: ReceiptKey) => unknown, contentType?: string) =>
   (c: Context<AppEnv>) =>
-    serveDocument(c, { scope: publicConfig(c.env, c.req.url), name: path, contentType }, () => {
-      const key = keyOr503(c);
-      return key instanceof Response ? key : JSON.stringify(make(c, key));
-    });
+    serveJson(
+      c,
+      path,
+      () => {
+        const key = keyOr503(c);
+        return key instanceof Response ? key : make(c, key);
+      },
+      { contentType },
+    );
 
 didRoutes.get(
   "/.well-known/did.json",
-  keyDocument("/.well-known/did.json", "application/did+json", (c, key) => didDocument(key, retired(c, key))),
+  keyDocument("/.well-known/did.json", (c, key) => didDocument(key, retired(c, key)), "application/did+json"),
 );
 didRoutes.get(
   "/.well-known/jwks.json",
-  keyDocument("/.well-known/jwks.json", JSON_TYPE, (c, key) => ({
-    keys: [key.publicJwk, ...retired(c, key)],
-  })),
+  keyDocument("/.well-known/jwks.json", (c, key) => ({ keys: [key.publicJwk, ...retired(c, key)] })),
 );

@@ -1,5 +1,5 @@
 import { type Context, Hono } from "hono";
-import { type PublicConfig, publicConfig } from "../config";
+import type { PublicConfig } from "../config";
 import {
   agentManifest,
   humanlessContract,
@@ -13,7 +13,7 @@ import { openApiDocument } from "../discovery/openapi";
 import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
 import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
-import { JSON_TYPE, serveDocument } from "../http/conditional-get";
+import { serveConfigured, serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { listedPartnerPricing } from "../partners/request";
 import { sellables } from "../payments/sellables";
@@ -82,24 +82,19 @@ const apiOperations: readonly OperationSpec[] = [
   ...adminOperations,
 ];
 
-const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
 const TEXT_TYPE = "text/plain; charset=utf-8";
 
-/**
- * One document of this router, rendered once per configuration (and `inputs`: the published
- * figures) with a strong ETag: http/conditional-get.ts. `name`: its route, the cache's key.
+/*
+ * Each document is rendered once per configuration (and `inputs`: the published figures) with a
+ * strong ETag, its route the cache's key: http/conditional-get.ts.
  */
-const serve = (
-  c: Context<AppEnv>,
-  name: string,
-  contentType: string,
-  render: () => string | Response | Promise<string | Response>,
-  inputs?: readonly unknown[],
-) => serveDocument(c, { scope: cfgOf(c), name, contentType, inputs }, render);
-const textDoc = (name: string, mime: string, make: (cfg: PublicConfig) => string) => (c: Context<AppEnv>) =>
-  serve(c, name, `${mime}; charset=utf-8`, () => make(cfgOf(c)));
-const jsonDoc = (name: string, make: (c: Context<AppEnv>) => unknown) => (c: Context<AppEnv>) =>
-  serve(c, name, JSON_TYPE, () => JSON.stringify(make(c)));
+type Make<T> = (cfg: PublicConfig, c: Context<AppEnv>) => T;
+const textDoc = (route: string, mime: string, make: Make<string>) =>
+  discoveryRoutes.get(route, (c) =>
+    serveConfigured(c, route, `${mime}; charset=utf-8`, (cfg) => make(cfg, c)),
+  );
+const jsonDoc = (route: string, make: Make<unknown>) =>
+  discoveryRoutes.get(route, (c) => serveJson(c, route, (cfg) => make(cfg, c)));
 
 /*
  * Documents that quote partner prices list the partners only while their configuration can be
@@ -107,58 +102,47 @@ const jsonDoc = (name: string, make: (c: Context<AppEnv>) => unknown) => (c: Con
  * (the partner routes answer theirs). Both that and the figures are fixed per scope and inputs.
  */
 
-discoveryRoutes.get("/robots.txt", textDoc("/robots.txt", "text/plain", robotsTxt));
-discoveryRoutes.get("/sitemap.xml", textDoc("/sitemap.xml", "application/xml", sitemapXml));
+textDoc("/robots.txt", "text/plain", robotsTxt);
+textDoc("/sitemap.xml", "application/xml", sitemapXml);
 discoveryRoutes.get(ops.llmsTxt.route, async (c) => {
-  const cfg = cfgOf(c);
   const doc = await statsIfAvailable(c);
-  return serve(
+  return serveConfigured(
     c,
     ops.llmsTxt.route,
     TEXT_TYPE,
-    () =>
+    (cfg) =>
       `${llmsTxt(cfg, listedPartnerPricing(c))}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
     [doc],
   );
 });
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
-discoveryRoutes.get(ops.agentsMd.route, (c) =>
-  serve(c, ops.agentsMd.route, TEXT_TYPE, () => agentsMd(cfgOf(c), listedPartnerPricing(c))),
-);
-discoveryRoutes.get(ops.x402List.route, textDoc(ops.x402List.route, "text/plain", x402ListTxt));
+textDoc(ops.agentsMd.route, "text/plain", (cfg, c) => agentsMd(cfg, listedPartnerPricing(c)));
+textDoc(ops.x402List.route, "text/plain", x402ListTxt);
 // Lists every paid resource: a refused partner configuration leaves out the partners' only.
 discoveryRoutes.get(ops.x402.route, async (c) => {
-  const cfg = cfgOf(c);
   // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
   const doc = await statsIfAvailable(c);
-  return serve(
+  return serveJson(
     c,
     ops.x402.route,
-    JSON_TYPE,
-    () =>
-      JSON.stringify({
-        ...x402Manifest(cfg, sellables(cfg, listedPartnerPricing(c))),
-        ...(doc ? { reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`) } : {}),
-        policy: callPolicy(cfg),
-      }),
-    [doc],
+    (cfg) => ({
+      ...x402Manifest(cfg, sellables(cfg, listedPartnerPricing(c))),
+      ...(doc ? { reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`) } : {}),
+      policy: callPolicy(cfg),
+    }),
+    { inputs: [doc] },
   );
 });
-const agentsJson = (c: Context<AppEnv>) => agentManifest(cfgOf(c), listedPartnerPricing(c) !== undefined);
-discoveryRoutes.get(ops.wellKnownAgents.route, jsonDoc(ops.wellKnownAgents.route, agentsJson));
-discoveryRoutes.get(ops.agents.route, jsonDoc(ops.agents.route, agentsJson));
-discoveryRoutes.get(
-  ops.humanless.route,
-  jsonDoc(ops.humanless.route, (c) => humanlessContract(cfgOf(c))),
-);
-discoveryRoutes.get(
-  ops.openapi.route,
-  jsonDoc(ops.openapi.route, (c) => openApiDocument(cfgOf(c), listedPartnerPricing(c), apiOperations)),
-);
+const agentsJson: Make<unknown> = (cfg, c) => agentManifest(cfg, listedPartnerPricing(c) !== undefined);
+jsonDoc(ops.wellKnownAgents.route, agentsJson);
+jsonDoc(ops.agents.route, agentsJson);
+jsonDoc(ops.humanless.route, humanlessContract);
+jsonDoc(ops.openapi.route, (cfg, c) => openApiDocument(cfg, listedPartnerPricing(c), apiOperations));
 discoveryRoutes.get(ops.service.route, (c) => {
   const slug = (c.req.param("file") ?? "").replace(/\.json$/, "");
-  return serve(c, `/services/${slug}`, JSON_TYPE, () => {
-    const spec = serviceSpec(cfgOf(c), listedPartnerPricing(c), slug);
-    return spec ? JSON.stringify(spec) : detail(c, 404, "Not Found");
-  });
+  return serveJson(
+    c,
+    `/services/${slug}`,
+    (cfg) => serviceSpec(cfg, listedPartnerPricing(c), slug) ?? detail(c, 404, "Not Found"),
+  );
 });

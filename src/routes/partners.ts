@@ -1,7 +1,6 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { JSON_TYPE, serveDocument } from "../http/conditional-get";
+import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { partnerById, partnerEntry, partnersListing } from "../partners/listing";
 import { partnerConfigOf, partnerConfigured, tryTargetOf } from "../partners/request";
@@ -22,19 +21,15 @@ export const partnerRoutes = new Hono<AppEnv>();
  * from the same bindings as the scope's) with an ETag: http/conditional-get.ts. A refused
  * configuration is partnerConfigured's 503, before.
  */
-partnerRoutes.get(partnerOps.list.route, partnerConfigured, (c) => {
-  const cfg = publicConfig(c.env, c.req.url);
-  return serveDocument(c, { scope: cfg, name: partnerOps.list.route, contentType: JSON_TYPE }, () =>
-    JSON.stringify(partnersListing(c.var.partnerConfig, cfg)),
-  );
-});
+partnerRoutes.get(partnerOps.list.route, partnerConfigured, (c) =>
+  serveJson(c, partnerOps.list.route, (cfg) => partnersListing(c.var.partnerConfig, cfg)),
+);
 
 partnerRoutes.get(partnerOps.one.route, partnerConfigured, (c) => {
   const partner = partnerById(c.req.param("partner_id"));
   if (!partner) return detail(c, 404, `Unknown partner "${c.req.param("partner_id")}"; see /api/partners.`);
-  const cfg = publicConfig(c.env, c.req.url);
-  return serveDocument(c, { scope: cfg, name: `/api/partners/${partner.id}`, contentType: JSON_TYPE }, () =>
-    JSON.stringify(partnerEntry(partner, c.var.partnerConfig, cfg)),
+  return serveJson(c, `/api/partners/${partner.id}`, (cfg) =>
+    partnerEntry(partner, c.var.partnerConfig, cfg),
   );
 });
 

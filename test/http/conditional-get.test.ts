@@ -1,9 +1,11 @@
 import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { noneMatch, serveDocument } from "../../src/http/conditional-get";
-import { ORIGIN } from "../helpers";
+import { skills } from "../../src/skills/registry";
+import { call, ORIGIN } from "../helpers";
 
 const app = createApp();
 const get = (path: string, headers: Record<string, string> = {}, vars: object = {}, method = "GET") =>
@@ -115,6 +117,34 @@ describe("conditional GET of the discovery documents", () => {
     expect(renders).toBe(2);
     expect(await res.text()).toBe("v2");
     expect(tags.has(res.headers.get("etag"))).toBe(false);
+  });
+
+  it("the real routes answer from the cache: a render's input changed later does not show", async () => {
+    // The real default export, its own bindings (one env object across requests), one origin.
+    const paths = ["/api/catalog", "/llms.txt"];
+    const first = new Map<string, string>();
+    for (const path of paths) first.set(path, await (await call(path)).text());
+    const skill = skills[0] as { description: string };
+    const original = skill.description;
+    const marker = "Changed after the first render.";
+    expect(first.get("/api/catalog")).not.toContain(marker);
+    try {
+      skill.description = `${marker} ${original}`;
+      for (const path of paths) {
+        const again = await call(path);
+        expect(again.status, path).toBe(200);
+        // A route that passed a fresh scope per request would render the marker here.
+        expect(await again.text(), path).toBe(first.get(path));
+      }
+      // The change is seen by a render with another scope (another origin): so the sameness above
+      // is the cache's, not a copy of the registry the Worker does not share with this test.
+      for (const path of paths) {
+        const other = await exports.default.fetch(new Request(`https://other-origin.test${path}`));
+        expect(await other.text(), path).toContain(marker);
+      }
+    } finally {
+      skill.description = original;
+    }
   });
 
   it("If-None-Match: weak comparison over a list; quoted commas are part of a tag", () => {

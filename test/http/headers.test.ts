@@ -344,7 +344,20 @@ describe("an agent's first mistakes", () => {
       const res = await createApp().fetch(new Request(`${B}${path}`, { method, headers: BROWSER }), env);
       expect(res.status, method).toBe(301);
       expect(res.headers.get("location")).toBe(`${B}${to}`);
+      // Not for ever (a browser keeps a 301 without freshness information): it can be taken back.
+      expect(res.headers.get("cache-control"), method).toBe("public, max-age=3600");
     }
+  });
+
+  it("a trailing slash redirects only a method the path without it takes", async () => {
+    const path = "/api/partners/pricefeed/try/price/";
+    // A try route refuses HEAD (405): a 301 there would only lead to it.
+    const head = await createApp().fetch(new Request(`${B}${path}`, { method: "HEAD" }), env);
+    expect(head.status).toBe(404);
+    expect(head.headers.get("location")).toBeNull();
+    const get = await createApp().fetch(new Request(`${B}${path}`), env);
+    expect(get.status).toBe(301);
+    expect(get.headers.get("location")).toBe(`${B}${path.slice(0, -1)}`);
   });
 
   it("a trailing slash redirects only to a GET route on the same origin", async () => {

@@ -1,10 +1,11 @@
 /**
- * Paths other origins may read: the public API, the MCP endpoint and the discovery documents, so
- * browser-based agents and tools can fetch the catalog, call a skill and read its 402. Never the admin API or pages:
- * they answer no preflight and carry no Access-Control-* header.
+ * Paths other origins may read: the public API, the MCP endpoint, the discovery documents and
+ * /health (which interface 2.7.1 §4.1 lists with them), so browser-based agents and tools can
+ * fetch the catalog, call a skill, read its 402 and check the service is up. Never the admin API
+ * or pages: they answer no preflight and carry no Access-Control-* header.
  */
 const CORS_PATH =
-  /^\/(?:api\/(?!admin(?:\/|$)).*|mcp|openapi\.json|llms\.txt|AGENTS\.md|robots\.txt|sitemap\.xml|agents\.json|\.well-known\/.*|contracts\/.*|services\/.*)$/;
+  /^\/(?:api\/(?!admin(?:\/|$)).*|mcp|health|openapi\.json|llms\.txt|AGENTS\.md|robots\.txt|sitemap\.xml|agents\.json|\.well-known\/.*|contracts\/.*|services\/.*)$/;
 
 export const isCorsPath = (path: string) => CORS_PATH.test(path);
 

@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import {
   didDocument,
@@ -15,8 +16,6 @@ import {
  * receipts, as did:web (W3C) and as a JWKS (RFC 7517).
  */
 export const didRoutes = new Hono<AppEnv>();
-
-const CACHE = { "cache-control": "public, max-age=300" };
 
 /**
  * Logs a configuration problem of these documents once per isolate and value (`source`: the
@@ -67,14 +66,25 @@ function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
   return [];
 }
 
-didRoutes.get("/.well-known/did.json", (c) => {
-  const key = keyOr503(c);
-  if (key instanceof Response) return key;
-  return c.json(didDocument(key, retired(c, key)), 200, { ...CACHE, "content-type": "application/did+json" });
-});
+/** Each document once per configuration, with an ETag (http/conditional-get.ts); a 503 is passed through uncached. */
+const keyDocument =
+  (path: string, make: (c: Context<AppEnv>, key: ReceiptKey) => unknown, contentType?: string) =>
+  (c: Context<AppEnv>) =>
+    serveJson(
+      c,
+      path,
+      () => {
+        const key = keyOr503(c);
+        return key instanceof Response ? key : make(c, key);
+      },
+      { contentType },
+    );
 
-didRoutes.get("/.well-known/jwks.json", (c) => {
-  const key = keyOr503(c);
-  if (key instanceof Response) return key;
-  return c.json({ keys: [key.publicJwk, ...retired(c, key)] }, 200, CACHE);
-});
+didRoutes.get(
+  "/.well-known/did.json",
+  keyDocument("/.well-known/did.json", (c, key) => didDocument(key, retired(c, key)), "application/did+json"),
+);
+didRoutes.get(
+  "/.well-known/jwks.json",
+  keyDocument("/.well-known/jwks.json", (c, key) => ({ keys: [key.publicJwk, ...retired(c, key)] })),
+);

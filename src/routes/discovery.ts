@@ -1,5 +1,5 @@
 import { type Context, Hono } from "hono";
-import { type PublicConfig, publicConfig } from "../config";
+import type { PublicConfig } from "../config";
 import {
   agentManifest,
   humanlessContract,
@@ -13,6 +13,7 @@ import { openApiDocument } from "../discovery/openapi";
 import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
 import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
+import { serveConfigured, serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { listedPartnerPricing } from "../partners/request";
 import { sellables } from "../payments/sellables";
@@ -25,7 +26,7 @@ import { healthOperation } from "./health";
 import { partnerOperations } from "./partner-operations";
 import { statsOperation } from "./stats";
 
-/** Discovery documents, generated per request from the registry and configuration (cheap, never stale). */
+/** Discovery documents, built from the registry and configuration once per isolate and variant. */
 export const discoveryRoutes = new Hono<AppEnv>();
 
 discoveryRoutes.route("/", didRoutes); // /.well-known/did.json and jwks.json (receipt key)
@@ -81,64 +82,67 @@ const apiOperations: readonly OperationSpec[] = [
   ...adminOperations,
 ];
 
-const CACHE = { "cache-control": "public, max-age=300" };
-const cfgOf = (c: Context<AppEnv>) => publicConfig(c.env, c.req.url);
-const textDoc = (mime: string, make: (cfg: PublicConfig) => string) => (c: Context<AppEnv>) =>
-  c.body(make(cfgOf(c)), 200, { "content-type": `${mime}; charset=utf-8`, ...CACHE });
+const TEXT_TYPE = "text/plain; charset=utf-8";
+
+/*
+ * Each document is rendered once per configuration (and `inputs`: the published figures) with a
+ * strong ETag, its route the cache's key: http/conditional-get.ts.
+ */
+type Make<T> = (cfg: PublicConfig, c: Context<AppEnv>) => T;
+const textDoc = (route: string, mime: string, make: Make<string>) =>
+  discoveryRoutes.get(route, (c) =>
+    serveConfigured(c, route, `${mime}; charset=utf-8`, (cfg) => make(cfg, c)),
+  );
+const jsonDoc = (route: string, make: Make<unknown>) =>
+  discoveryRoutes.get(route, (c) => serveJson(c, route, (cfg) => make(cfg, c)));
 
 /*
  * Documents that quote partner prices list the partners only while their configuration can be
  * read (listedPartnerPricing, as the home page and MCP): otherwise the skills alone, never a 503
- * (the partner routes answer theirs).
+ * (the partner routes answer theirs). Both that and the figures are fixed per scope and inputs.
  */
 
-discoveryRoutes.get("/robots.txt", textDoc("text/plain", robotsTxt));
-discoveryRoutes.get("/sitemap.xml", textDoc("application/xml", sitemapXml));
+textDoc("/robots.txt", "text/plain", robotsTxt);
+textDoc("/sitemap.xml", "application/xml", sitemapXml);
 discoveryRoutes.get(ops.llmsTxt.route, async (c) => {
-  const cfg = cfgOf(c);
   const doc = await statsIfAvailable(c);
-  return c.body(
-    `${llmsTxt(cfg, listedPartnerPricing(c))}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
-    200,
-    { "content-type": "text/plain; charset=utf-8", ...CACHE },
+  return serveConfigured(
+    c,
+    ops.llmsTxt.route,
+    TEXT_TYPE,
+    (cfg) =>
+      `${llmsTxt(cfg, listedPartnerPricing(c))}${doc ? `\n${reliabilityMarkdown(doc, cfg.baseUrl)}` : ""}`,
+    [doc],
   );
 });
 // Interface 2.7.1 §4.1 lists AGENTS.md as text/plain (browsers show it instead of downloading it).
-discoveryRoutes.get(ops.agentsMd.route, (c) =>
-  c.body(agentsMd(cfgOf(c), listedPartnerPricing(c)), 200, {
-    "content-type": "text/plain; charset=utf-8",
-    ...CACHE,
-  }),
-);
-discoveryRoutes.get(ops.x402List.route, textDoc("text/plain", x402ListTxt));
+textDoc(ops.agentsMd.route, "text/plain", (cfg, c) => agentsMd(cfg, listedPartnerPricing(c)));
+textDoc(ops.x402List.route, "text/plain", x402ListTxt);
 // Lists every paid resource: a refused partner configuration leaves out the partners' only.
 discoveryRoutes.get(ops.x402.route, async (c) => {
-  const cfg = cfgOf(c);
-  const pc = listedPartnerPricing(c);
   // Extra fields (reliability, policy) beside the standard ones: readers that ignore them are unaffected.
   const doc = await statsIfAvailable(c);
-  return c.json(
-    {
-      ...x402Manifest(cfg, sellables(cfg, pc)),
+  return serveJson(
+    c,
+    ops.x402.route,
+    (cfg) => ({
+      ...x402Manifest(cfg, sellables(cfg, listedPartnerPricing(c))),
       ...(doc ? { reliability: reliabilitySummary(doc, `${cfg.baseUrl}/api/stats`) } : {}),
       policy: callPolicy(cfg),
-    },
-    200,
-    CACHE,
+    }),
+    { inputs: [doc] },
   );
 });
-discoveryRoutes.get(ops.wellKnownAgents.route, (c) =>
-  c.json(agentManifest(cfgOf(c), listedPartnerPricing(c) !== undefined), 200, CACHE),
-);
-discoveryRoutes.get(ops.agents.route, (c) =>
-  c.json(agentManifest(cfgOf(c), listedPartnerPricing(c) !== undefined), 200, CACHE),
-);
-discoveryRoutes.get(ops.humanless.route, (c) => c.json(humanlessContract(cfgOf(c)), 200, CACHE));
-discoveryRoutes.get(ops.openapi.route, (c) =>
-  c.json(openApiDocument(cfgOf(c), listedPartnerPricing(c), apiOperations), 200, CACHE),
-);
+const agentsJson: Make<unknown> = (cfg, c) => agentManifest(cfg, listedPartnerPricing(c) !== undefined);
+jsonDoc(ops.wellKnownAgents.route, agentsJson);
+jsonDoc(ops.agents.route, agentsJson);
+jsonDoc(ops.humanless.route, humanlessContract);
+jsonDoc(ops.openapi.route, (cfg, c) => openApiDocument(cfg, listedPartnerPricing(c), apiOperations));
 discoveryRoutes.get(ops.service.route, (c) => {
   const slug = (c.req.param("file") ?? "").replace(/\.json$/, "");
-  const spec = serviceSpec(cfgOf(c), listedPartnerPricing(c), slug);
-  return spec ? c.json(spec, 200, CACHE) : detail(c, 404, "Not Found");
+  return serveJson(
+    c,
+    `/services/${slug}`,
+    (cfg) => serviceSpec(cfg, listedPartnerPricing(c), slug) ?? detail(c, 404, "Not Found"),
+  );
 });

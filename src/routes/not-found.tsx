@@ -24,6 +24,22 @@ export function skillAlias(path: string): string | undefined {
   return canonical !== path && SKILL_PATHS.has(canonical) ? canonical : undefined;
 }
 
+/**
+ * `/docs/`, `/api/catalog/`: a GET or HEAD with trailing slashes whose path without them takes
+ * that method goes there (301, query kept, on the origin asked: see the skill aliases below); a
+ * HEAD to a partner try route, whose HEAD is refused, is not sent on to a 405. Skill URLs are POST
+ * and have their own 308 (skillAlias).
+ */
+function trailingSlashTarget(c: Context, allowedMethods: (path: string) => string[]): string | undefined {
+  if (c.req.method !== "GET" && c.req.method !== "HEAD") return undefined;
+  const path = c.req.path.replace(/\/+$/, "");
+  if (path === c.req.path || !allowedMethods(path || "/").includes(c.req.method)) return undefined;
+  // The path set, not resolved: `//host/` must stay on this origin, not become `//host`.
+  const target = new URL(c.req.url);
+  target.pathname = path || "/";
+  return target.href;
+}
+
 const wantsHtml = (c: Context) => (c.req.header("accept") ?? "").includes("text/html");
 
 /**
@@ -56,6 +72,17 @@ export function notFound(allowedMethods: (path: string) => string[]) {
       c.header("Allow", allowed.join(", "));
       return detail(c, 405, "Method Not Allowed");
     }
+    const slashless = trailingSlashTarget(c, allowedMethods);
+    // A browser keeps a 301 with no freshness information for ever: an hour, so it can be taken back.
+    if (slashless) {
+      c.header("Cache-Control", "public, max-age=3600");
+      return c.redirect(slashless, 301);
+    }
+    // The body follows Accept, so a cache must key on it; and a 404 is cacheable by default
+    // (RFC 9111 §4.2.2): stored, it outlives the deploy that adds the path, and Vary: Accept
+    // splits it per browser. It costs nothing to make again.
+    c.header("Vary", "Accept");
+    c.header("Cache-Control", "no-store");
     if (wantsHtml(c) && c.req.method !== "POST") return c.html(<PageNotFound path={c.req.path} />, 404);
     return detail(c, 404, "Not Found");
   };

@@ -1,6 +1,6 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { partnerById, partnerEntry, partnersListing } from "../partners/listing";
 import { partnerConfigOf, partnerConfigured, tryTargetOf } from "../partners/request";
@@ -16,14 +16,21 @@ import { partnerOps } from "./partner-operations";
 
 export const partnerRoutes = new Hono<AppEnv>();
 
+/*
+ * The listing and each entry, built once per configuration (the partner configuration is read
+ * from the same bindings as the scope's) with an ETag: http/conditional-get.ts. A refused
+ * configuration is partnerConfigured's 503, before.
+ */
 partnerRoutes.get(partnerOps.list.route, partnerConfigured, (c) =>
-  c.json(partnersListing(c.var.partnerConfig, publicConfig(c.env, c.req.url))),
+  serveJson(c, partnerOps.list.route, (cfg) => partnersListing(c.var.partnerConfig, cfg)),
 );
 
 partnerRoutes.get(partnerOps.one.route, partnerConfigured, (c) => {
   const partner = partnerById(c.req.param("partner_id"));
   if (!partner) return detail(c, 404, `Unknown partner "${c.req.param("partner_id")}"; see /api/partners.`);
-  return c.json(partnerEntry(partner, c.var.partnerConfig, publicConfig(c.env, c.req.url)));
+  return serveJson(c, `/api/partners/${partner.id}`, (cfg) =>
+    partnerEntry(partner, c.var.partnerConfig, cfg),
+  );
 });
 
 /** Runs a middleware built per request from the partner and service in the path. */

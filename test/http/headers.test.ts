@@ -192,7 +192,7 @@ describe("CORS", () => {
       expect(allowed).toContain(h);
   });
 
-  it.each(["/openapi.json", "/llms.txt", "/AGENTS.md", "/.well-known/x402", "/api/catalog"])(
+  it.each(["/openapi.json", "/llms.txt", "/AGENTS.md", "/.well-known/x402", "/api/catalog", "/health"])(
     "%s can be read from another origin",
     async (path) => {
       const res = await createApp().fetch(
@@ -327,6 +327,48 @@ describe("an agent's first mistakes", () => {
     const api = await createApp().fetch(new Request(`${B}/no/such/page`), env);
     expect(api.status).toBe(404);
     expect(await api.json()).toEqual({ detail: "Not Found" });
+    // One URL, two bodies by Accept: a cache must key on Accept, and none keeps a 404.
+    for (const res of [page, api]) {
+      expect(res.headers.get("vary")).toBe("Accept");
+      expect(res.headers.get("cache-control")).toBe("no-store");
+    }
+  });
+
+  it.each([
+    ["/docs/", "/docs"],
+    ["/docs//", "/docs"],
+    ["/api/catalog/?x=1", "/api/catalog?x=1"],
+    ["/openapi.json/", "/openapi.json"],
+  ])("GET %s redirects to %s (301, the path without its trailing slash)", async (path, to) => {
+    for (const method of ["GET", "HEAD"]) {
+      const res = await createApp().fetch(new Request(`${B}${path}`, { method, headers: BROWSER }), env);
+      expect(res.status, method).toBe(301);
+      expect(res.headers.get("location")).toBe(`${B}${to}`);
+      // Not for ever (a browser keeps a 301 without freshness information): it can be taken back.
+      expect(res.headers.get("cache-control"), method).toBe("public, max-age=3600");
+    }
+  });
+
+  it("a trailing slash redirects only a method the path without it takes", async () => {
+    const path = "/api/partners/pricefeed/try/price/";
+    // A try route refuses HEAD (405): a 301 there would only lead to it.
+    const head = await createApp().fetch(new Request(`${B}${path}`, { method: "HEAD" }), env);
+    expect(head.status).toBe(404);
+    expect(head.headers.get("location")).toBeNull();
+    const get = await createApp().fetch(new Request(`${B}${path}`), env);
+    expect(get.status).toBe(301);
+    expect(get.headers.get("location")).toBe(`${B}${path.slice(0, -1)}`);
+  });
+
+  it("a trailing slash redirects only to a GET route on the same origin", async () => {
+    for (const path of ["/no/such/page/", "//evil.example/", "/api/cardpay/webhook/"]) {
+      const res = await createApp().fetch(new Request(`${B}${path}`), env);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("location"), path).toBeNull();
+    }
+    // A POST keeps its 404: a 301 would turn it into a GET.
+    const post = await createApp().fetch(new Request(`${B}/docs/`, { method: "POST" }), env);
+    expect(post.status).toBe(404);
   });
 
   it("/AGENTS.md is text/plain; charset=utf-8 (interface 2.7.1 §4.1)", async () => {

@@ -1,0 +1,14 @@
+-- Each card credit spent, under the request that spent it (src/payments/credits.ts). Written in
+-- the spend's own D1 batch, so a spend whose answer D1 lost ("Network connection lost" after the
+-- commit) can be read back by the request id, and a failed call's give-back, which may be retried,
+-- gives the credit back once: it runs only while given_back is 0 and sets it in the same batch.
+-- Only adds: the previous version, which spends and gives back a whole call itself, never reads
+-- it. Rows are needed while their call runs (minutes); each spend deletes a few past an hour
+-- (CARD_SPEND_KEPT_MS).
+CREATE TABLE IF NOT EXISTS card_spends (
+  request_id TEXT PRIMARY KEY,
+  key_hash TEXT NOT NULL,
+  spent_at INTEGER NOT NULL,
+  given_back INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS card_spends_spent_at ON card_spends (spent_at);

@@ -80,7 +80,13 @@ const EXPIRED_SPENDS_PER_SPEND = 10;
  */
 export async function spendCredit(db: D1Database, keyHash: string, skill: Skill, requestId: string) {
   const now = Date.now();
-  const [, spent] = await db.batch<{ calls_left: number }>([
+  // The old rows go first: a database at its size cap can reuse their pages for the new one.
+  const [, , spent] = await db.batch<{ calls_left: number }>([
+    db
+      .prepare(
+        "DELETE FROM card_spends WHERE rowid IN (SELECT rowid FROM card_spends WHERE spent_at < ?1 LIMIT ?2)",
+      )
+      .bind(now - CARD_SPEND_KEPT_MS, EXPIRED_SPENDS_PER_SPEND),
     db
       .prepare(
         `INSERT INTO card_spends (request_id, key_hash, spent_at)
@@ -92,11 +98,6 @@ export async function spendCredit(db: D1Database, keyHash: string, skill: Skill,
       db,
       "key_hash = ?1 AND skill_id = ?2 AND dispute_status IS NULL AND EXISTS (SELECT 1 FROM card_spends WHERE request_id = ?3)",
     ).bind(keyHash, skill.id, requestId),
-    db
-      .prepare(
-        "DELETE FROM card_spends WHERE rowid IN (SELECT rowid FROM card_spends WHERE spent_at < ?1 LIMIT ?2)",
-      )
-      .bind(now - CARD_SPEND_KEPT_MS, EXPIRED_SPENDS_PER_SPEND),
   ]);
   return spent?.results[0];
 }

@@ -1,7 +1,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { hashKey } from "../../src/payments/credits";
+import { CARD_SPEND_KEPT_MS, hashKey } from "../../src/payments/credits";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { type FaultPlan, faultEnv, stepOf } from "../fixtures/storage-faults";
 import { mcpCall } from "../helpers";
@@ -63,15 +63,6 @@ describe("a failed card call's give-back that D1 refuses", () => {
     expect(await callsLeft(env.DB, key)).toBe(5);
   });
 
-  it("committed but its answer lost: retried, the credit comes back once, not twice", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
-    const bad = () => uuidMint(key, { count: "x" });
-    const n = await stepIn(bad, GIVE_BACK);
-    const { res } = await send(bad, { db: { [n]: "after" } });
-    expect(res.status).toBe(422);
-    expect(await callsLeft(env.DB, key)).toBe(5);
-  });
-
   it("refused every time: the last retry's line names the key's hash and the request", async () => {
     const key = await keyWith(env.DB, 5, "uuid_mint");
     await refuse("give_back_down", "BEFORE UPDATE OF given_back ON card_spends");
@@ -90,6 +81,22 @@ describe("a failed card call's give-back that D1 refuses", () => {
     expect(await callsLeft(env.DB, key)).toBe(4); // a maintainer gives it back (OPERATIONS.md)
   }, 15_000);
 });
+
+// The spend's lost answer is read back; the give-back's is retried, and gives nothing twice.
+it.each([
+  ["spend", SPEND],
+  ["give-back", GIVE_BACK],
+])(
+  "a failed call whose %s D1 committed but lost the answer of: the 422, and the credit back once",
+  async (_, sql) => {
+    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const bad = () => uuidMint(key, { count: "x" });
+    const n = await stepIn(bad, sql);
+    const { res } = await send(bad, { db: { [n]: "after" } });
+    expect(res.status).toBe(422);
+    expect(await callsLeft(env.DB, key)).toBe(5);
+  },
+);
 
 describe("a card-credit spend D1 fails", () => {
   it("refused: the documented 503 payments_unavailable with Retry-After: 10, nothing taken", async () => {
@@ -128,15 +135,6 @@ describe("a card-credit spend D1 fails", () => {
     expect(await callsLeft(env.DB, key)).toBe(3);
   });
 
-  it("committed but its answer lost, for a call that fails: the credit comes back", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
-    const bad = () => uuidMint(key, { count: "x" });
-    const n = await stepIn(bad, SPEND);
-    const { res } = await send(bad, { db: { [n]: "after" } });
-    expect(res.status).toBe(422);
-    expect(await callsLeft(env.DB, key)).toBe(5);
-  });
-
   it("committed, and not even the read back answers: 503, and the credit is given back", async () => {
     const key = await keyWith(env.DB, 5, "uuid_mint");
     const ok = () => uuidMint(key, { count: 2 });
@@ -146,6 +144,27 @@ describe("a card-credit spend D1 fails", () => {
     expect(await res.json()).toMatchObject({ reason: "payments_unavailable" });
     expect(stepOf(log, GIVE_BACK)).toBeGreaterThan(n + 1);
     expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
+  });
+});
+
+describe("the spends' record", () => {
+  it("keeps a row per spend an hour: each spend deletes older ones", async () => {
+    await env.DB.prepare(
+      "INSERT INTO card_spends (request_id, key_hash, spent_at) VALUES ('faults:old', 'x', ?1), ('faults:recent', 'x', ?2)",
+    )
+      .bind(Date.now() - CARD_SPEND_KEPT_MS - 1, Date.now() - CARD_SPEND_KEPT_MS + 60_000)
+      .run();
+    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const { res } = await send(() => uuidMint(key, { count: 1 }), {});
+    expect(res.status).toBe(200);
+    const rows = await env.DB.prepare(
+      "SELECT request_id FROM card_spends WHERE request_id IN ('faults:old', 'faults:recent', ?1)",
+    )
+      .bind(res.headers.get("x-request-id"))
+      .all<{ request_id: string }>();
+    expect(rows.results.map((r) => r.request_id).sort()).toEqual(
+      ["faults:recent", res.headers.get("x-request-id")].sort(),
+    );
   });
 });
 

@@ -11,6 +11,7 @@ import {
   hashKey,
   keyCanPay,
   MALFORMED_KEY,
+  markNotSpent,
   refundCredit,
   spendCredit,
   spentBy,
@@ -32,7 +33,7 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       if (!key) return detail(c, 401, MALFORMED_KEY, {}, { "WWW-Authenticate": "Bearer" });
       const keyHash = await hashKey(key);
       const spent = await spend(c, keyHash, skill);
-      if (spent === "unavailable") return paymentsUnavailable(c);
+      if (spent === "unavailable") return paymentsUnavailable(c, "card");
       if (spent) {
         c.header("X-Credits-Remaining", String(spent.calls_left));
         c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
@@ -95,21 +96,28 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
 
 /**
  * Takes a credit of `skill` from the key: what is left after it, null when the key had none to
- * take, or "unavailable" when D1 failed and no credit is taken (the documented 503
+ * take, or "unavailable" when D1 failed and no credit is kept (the documented 503
  * payments_unavailable; the same request may be sent again). D1 can commit the spend and then
  * fail to answer ("Network connection lost"): the spend is read back by the request id, and a
- * spend that did land carries on as paid. When not even that read answers, whatever the spend may
- * have taken is given back (nothing, if it took nothing).
+ * spend that did land carries on as paid. Read back as not spent, the request's marker is written
+ * first (markNotSpent): a spend batch D1 commits later then takes nothing; a spend that committed
+ * before the marker is read back and carries on as paid. When a read or the marker does not
+ * answer, whatever the spend may have taken is given back (nothing, if it took nothing; the
+ * give-back writes the marker too).
  */
 async function spend(c: Context<AppEnv>, keyHash: string, skill: Skill) {
   const requestId = c.get("requestId");
+  const db = c.env.DB;
   try {
-    return (await spendCredit(c.env.DB, keyHash, skill, requestId)) ?? null;
+    return (await spendCredit(db, keyHash, skill, requestId)) ?? null;
   } catch (e) {
     logWriteFailure(requestId, "card credit spend", e, 1);
   }
   try {
-    return (await spentBy(c.env.DB, requestId)) ?? ("unavailable" as const);
+    const spent = await spentBy(db, requestId);
+    if (spent) return spent;
+    await markNotSpent(db, keyHash, requestId).run();
+    return (await spentBy(db, requestId)) ?? ("unavailable" as const);
   } catch {
     await giveBack(c, keyHash, () => undefined);
     return "unavailable" as const;

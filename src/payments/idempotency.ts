@@ -89,7 +89,7 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       // D1 can commit the claim and then fail to answer ("Network connection lost"): a claim left
       // `running` under this request would hold every retry at 409 for ABANDONED_AFTER_MS.
       claimed = await claimedAfterError(c, id.key);
-      if (!claimed) return paymentsUnavailable(c);
+      if (!claimed) return paymentsUnavailable(c, id.keyHash === undefined ? "x402" : "card");
     }
     if (unknownKey) return next();
     if (!claimed) {

@@ -1,7 +1,14 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { CARD_SPEND_KEPT_MS, hashKey } from "../../src/payments/credits";
+import { pruneExpired } from "../../src/ops/database";
+import {
+  CARD_SPEND_KEPT_MS,
+  expiredSpends,
+  hashKey,
+  refundCredit,
+  spendCredit,
+} from "../../src/payments/credits";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { type FaultPlan, faultEnv, stepOf } from "../fixtures/storage-faults";
 import { mcpCall } from "../helpers";
@@ -22,13 +29,34 @@ const uuidMint = (key: string, body: unknown, headers: Record<string, string> = 
     body: JSON.stringify(body),
   });
 
-/** One call under `plan`, its waitUntil work awaited: the answer and the D1 calls made. */
+/**
+ * One call under `plan`, its waitUntil work awaited: the answer, the D1 calls made, and the
+ * `late` calls' commit (storage-faults.ts).
+ */
 async function send(req: () => Request, plan: FaultPlan) {
   const f = faultEnv(cardEnv, plan);
   const ctx = createExecutionContext();
   const res = await app.fetch(req(), f.env, ctx);
   await waitOnExecutionContext(ctx);
-  return { res, log: f.log.db };
+  return { res, log: f.log.db, commitLate: f.commitLate };
+}
+
+/**
+ * A paid call of a new key (5 credits of 10) whose spend, D1 call n, fails as `plan(n)` says: it
+ * answers the 503 payments_unavailable with Retry-After: 10 in the card path's words.
+ */
+async function refusedSpend(plan: (n: number) => FaultPlan) {
+  const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
+  const ok = () => uuidMint(key, { count: 2 });
+  const n = await stepIn(ok, SPEND);
+  const sent = await send(ok, plan(n));
+  expect(sent.res.status).toBe(503);
+  expect(sent.res.headers.get("retry-after")).toBe("10");
+  const body = await sent.res.json<{ detail: string; reason: string }>();
+  expect(body.reason).toBe("payments_unavailable");
+  expect(body.detail).toContain("same key");
+  expect(body.detail).not.toMatch(/sign a new one|Nothing was charged/);
+  return { key, n, ...sent };
 }
 
 /** The number of the D1 call holding `sql` in a call that fails nowhere. */
@@ -51,7 +79,7 @@ async function refuse(name: string, when: string) {
 
 describe("a failed card call's give-back that D1 refuses", () => {
   it("refused once: the handler's 422 stands and the credit comes back after the answer", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     const bad = () => uuidMint(key, { count: "x" });
     const n = await stepIn(bad, GIVE_BACK);
     expect(await callsLeft(env.DB, key)).toBe(5);
@@ -64,7 +92,7 @@ describe("a failed card call's give-back that D1 refuses", () => {
   });
 
   it("refused every time: the last retry's line names the key's hash and the request", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     await refuse("give_back_down", "BEFORE UPDATE OF given_back ON card_spends");
     const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
     const { res } = await send(() => uuidMint(key, { count: "x" }), {});
@@ -89,7 +117,7 @@ it.each([
 ])(
   "a failed call whose %s D1 committed but lost the answer of: the 422, and the credit back once",
   async (_, sql) => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     const bad = () => uuidMint(key, { count: "x" });
     const n = await stepIn(bad, sql);
     const { res } = await send(bad, { db: { [n]: "after" } });
@@ -100,18 +128,12 @@ it.each([
 
 describe("a card-credit spend D1 fails", () => {
   it("refused: the documented 503 payments_unavailable with Retry-After: 10, nothing taken", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
-    const ok = () => uuidMint(key, { count: 2 });
-    const n = await stepIn(ok, SPEND);
-    const { res } = await send(ok, { db: { [n]: "throw" } });
-    expect(res.status).toBe(503);
-    expect(res.headers.get("retry-after")).toBe("10");
-    expect(await res.json()).toMatchObject({ reason: "payments_unavailable" });
+    const { key } = await refusedSpend((n) => ({ db: { [n]: "throw" } }));
     expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
   });
 
   it("refused over MCP: the tool's error is the 503 payments_unavailable, nothing taken", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     const bearer = { authorization: `Bearer ${key}` };
     const clean = faultEnv(cardEnv, {});
     await mcpCall(app, clean.env, "uuid_mint", { count: 1 }, undefined, bearer);
@@ -125,7 +147,7 @@ describe("a card-credit spend D1 fails", () => {
   });
 
   it("committed but its answer lost: read back by the request, the call runs as paid", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     const ok = () => uuidMint(key, { count: 2 });
     const n = await stepIn(ok, SPEND);
     const { res } = await send(ok, { db: { [n]: "after" } });
@@ -136,41 +158,104 @@ describe("a card-credit spend D1 fails", () => {
   });
 
   it("committed, and not even the read back answers: 503, and the credit is given back", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
-    const ok = () => uuidMint(key, { count: 2 });
-    const n = await stepIn(ok, SPEND);
-    const { res, log } = await send(ok, { db: { [n]: "after", [n + 1]: "throw" } });
-    expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({ reason: "payments_unavailable" });
+    const { key, n, log } = await refusedSpend((n) => ({ db: { [n]: "after", [n + 1]: "throw" } }));
     expect(stepOf(log, GIVE_BACK)).toBeGreaterThan(n + 1);
     expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
   });
 });
 
+describe("a give-back of a request that spent nothing", () => {
+  it("gives nothing, and a spend of that request D1 commits later takes nothing", async () => {
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
+    const keyHash = await hashKey(key);
+    expect(await refundCredit(env.DB, keyHash, "faults:never-spent")).toBe(5);
+    expect(await refundCredit(env.DB, keyHash, "faults:never-spent")).toBe(5);
+    expect(await callsLeft(env.DB, key)).toBe(5);
+    await expect(
+      spendCredit(env.DB, keyHash, { id: "uuid_mint" } as never, "faults:never-spent"),
+    ).rejects.toThrow(/UNIQUE constraint failed/);
+    expect(await callsLeft(env.DB, key)).toBe(5);
+  });
+});
+
+describe("a spend batch D1 refused at first, then committed late", () => {
+  it("after the 503: the marker makes it fail on the request id, and it takes nothing", async () => {
+    const { key, commitLate } = await refusedSpend((n) => ({ db: { [n]: "late" } }));
+    const [late] = await commitLate();
+    expect(String(late)).toMatch(/UNIQUE constraint failed/);
+    expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
+  });
+
+  it("before the marker: the marker loses, the spend is read back, the call runs as paid", async () => {
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
+    const ok = () => uuidMint(key, { count: 2 });
+    const n = await stepIn(ok, SPEND);
+    // n: the spend (refused); n + 1: its read back ("not spent"); the spend commits; n + 2: the marker.
+    const { res, log } = await send(ok, { db: { [n]: "late" }, lateBefore: n + 2 });
+    expect(log[n + 1]).toContain("ON CONFLICT (request_id) DO NOTHING");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-credits-remaining")).toBe("3");
+    expect(await callsLeft(env.DB, key)).toBe(3);
+  });
+});
+
 describe("the spends' record", () => {
-  it("keeps a row per spend an hour: each spend deletes older ones", async () => {
-    await env.DB.prepare(
-      "INSERT INTO card_spends (request_id, key_hash, spent_at) VALUES ('faults:old', 'x', ?1), ('faults:recent', 'x', ?2)",
+  const row = (id: string, age: number, givenBack: 0 | 1) =>
+    env.DB.prepare(
+      "INSERT INTO card_spends (request_id, key_hash, spent_at, given_back) VALUES (?1, 'x', ?2, ?3)",
     )
-      .bind(Date.now() - CARD_SPEND_KEPT_MS - 1, Date.now() - CARD_SPEND_KEPT_MS + 60_000)
+      .bind(id, Date.now() - age, givenBack)
       .run();
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+  const left = async (ids: string[]) =>
+    (
+      await env.DB.prepare(
+        `SELECT request_id FROM card_spends WHERE request_id IN (${ids.map(() => "?").join(", ")})`,
+      )
+        .bind(...ids)
+        .all<{ request_id: string }>()
+    ).results
+      .map((r) => r.request_id)
+      .sort();
+  const DAY = 86_400_000;
+  const rows = async () => {
+    const [backOld, backRecent, kept, keptOld] = ["back-old", "back-recent", "kept", "kept-old"].map(
+      (n) => `faults:${n}:${crypto.randomUUID()}`,
+    ) as [string, string, string, string];
+    await row(backOld, CARD_SPEND_KEPT_MS + 1, 1); // given back an hour ago: gone
+    await row(backRecent, CARD_SPEND_KEPT_MS - 60_000, 1);
+    await row(kept, 30 * DAY, 0); // not given back: a maintainer may still need it
+    await row(keptOld, 35 * DAY + 1, 0);
+    return { all: [backOld, backRecent, kept, keptOld], left: [backRecent, kept] };
+  };
+
+  it("each spend deletes rows given back an hour ago, and rows not given back after 35 days", async () => {
+    const r = await rows();
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     const { res } = await send(() => uuidMint(key, { count: 1 }), {});
     expect(res.status).toBe(200);
-    const rows = await env.DB.prepare(
-      "SELECT request_id FROM card_spends WHERE request_id IN ('faults:old', 'faults:recent', ?1)",
-    )
-      .bind(res.headers.get("x-request-id"))
-      .all<{ request_id: string }>();
-    expect(rows.results.map((r) => r.request_id).sort()).toEqual(
-      ["faults:recent", res.headers.get("x-request-id")].sort(),
-    );
+    const id = String(res.headers.get("x-request-id"));
+    expect(await left([...r.all, id])).toEqual([...r.left, id].sort());
+  });
+
+  it("the Cron deletes them too, each kind by its index", async () => {
+    const r = await rows();
+    const pruned = await pruneExpired(env.DB);
+    expect(pruned.card_spends).toEqual({ deleted: 2, more: false });
+    expect(await left(r.all)).toEqual(r.left.sort());
+    // The statement's SQL, as expiredSpends writes it.
+    const sql = expiredSpends({ prepare: (q: string) => ({ bind: () => q }) } as never, 0, 10, true);
+    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql as unknown as string}`)
+      .bind(0, 10, 1)
+      .all<{ detail: string }>();
+    const lines = plan.results.map((r) => r.detail).join("\n");
+    expect(lines).not.toMatch(/SCAN card_spends\b/);
+    expect(lines).toMatch(/card_spends_given_back_spent_at \(given_back=\? AND spent_at<\?\)/);
   });
 });
 
 describe("a card call's Idempotency-Key claim D1 committed but lost the answer of", () => {
   it("carries on as claimed: the call runs once, and its retry gets the stored answer", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     await stepIn(() => uuidMint(key, { count: 1 }, { "idempotency-key": crypto.randomUUID() }), CLAIM);
     const n = await stepIn(
       () => uuidMint(key, { count: 1 }, { "idempotency-key": crypto.randomUUID() }),
@@ -195,7 +280,7 @@ describe("the expired answers' delete after a store, refused", () => {
        VALUES ('faults:expired', 'POST', '/x', '', '', 'old', 'done', 0, 0)`,
     ).run();
     await refuse("expiry_down", "BEFORE DELETE ON idempotent_results WHEN OLD.key = 'faults:expired'");
-    const key = await keyWith(env.DB, 5, "uuid_mint");
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
     const f = faultEnv(cardEnv, {});
     const ctx = createExecutionContext();

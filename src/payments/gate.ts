@@ -101,9 +101,9 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
  * fail to answer ("Network connection lost"): the spend is read back by the request id, and a
  * spend that did land carries on as paid. Read back as not spent, the request's marker is written
  * first (markNotSpent): a spend batch D1 commits later then takes nothing; a spend that committed
- * before the marker is read back and carries on as paid. When a read or the marker does not
- * answer, whatever the spend may have taken is given back (nothing, if it took nothing; the
- * give-back writes the marker too).
+ * before the marker is read back and carries on as paid. When the first read does not answer,
+ * whatever the spend may have taken is given back (nothing, if it took nothing; the give-back
+ * writes the marker too).
  */
 async function spend(c: Context<AppEnv>, keyHash: string, skill: Skill) {
   const requestId = c.get("requestId");
@@ -113,13 +113,22 @@ async function spend(c: Context<AppEnv>, keyHash: string, skill: Skill) {
   } catch (e) {
     logWriteFailure(requestId, "card credit spend", e, 1);
   }
+  let spent: Awaited<ReturnType<typeof spentBy>>;
   try {
-    const spent = await spentBy(db, requestId);
-    if (spent) return spent;
-    await markNotSpent(db, keyHash, requestId).run();
-    return (await spentBy(db, requestId)) ?? ("unavailable" as const);
+    spent = await spentBy(db, requestId);
   } catch {
     await giveBack(c, keyHash, () => undefined);
+    return "unavailable" as const;
+  }
+  if (spent) return spent;
+  try {
+    await markNotSpent(db, keyHash, requestId).run();
+    return (await spentBy(db, requestId)) ?? ("unavailable" as const);
+  } catch (e) {
+    // Read back as not spent, and the marker refused too (a full database refuses every
+    // card_spends insert, the spend's own among them): no give-back, which would write the same
+    // refused marker four times and raise a maintainer's final line for a credit never taken.
+    logWriteFailure(requestId, "card credit not-spent marker", e, 1);
     return "unavailable" as const;
   }
 }

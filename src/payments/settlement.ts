@@ -99,7 +99,7 @@ export function paymentsUnavailable(c: Context<AppEnv>, payer: "x402" | "card" =
       detail:
         payer === "card"
           ? // A card spend whose outcome D1 did not report may still be given back after the answer.
-            "Card credits are temporarily unavailable: our payment records did not answer. This call keeps no credit of your key (one it may have taken is given back within seconds); send the same request again later, with the same key."
+            "Card credits are temporarily unavailable: our payment records did not answer. This call keeps no credit of your key (one it may have taken is normally given back within seconds); send the same request again later, with the same key."
           : "Payments are temporarily unavailable: our payment records did not answer. Nothing was charged; send the same request again later (with the same payment; if this persists, sign a new one).",
       reason: "payments_unavailable",
     },

@@ -162,6 +162,22 @@ describe("a card-credit spend D1 fails", () => {
     expect(stepOf(log, GIVE_BACK)).toBeGreaterThan(n + 1);
     expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
   });
+
+  it("a full database (every card_spends insert refused): 503 without a give-back or a final line", async () => {
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
+    await refuse("card_spends_full", "BEFORE INSERT ON card_spends");
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const { res, log } = await send(() => uuidMint(key, { count: 2 }), {});
+    expect(res.status).toBe(503);
+    expect((await res.json<{ reason: string }>()).reason).toBe("payments_unavailable");
+    expect(stepOf(log, GIVE_BACK), log.join("\n")).toBe(0);
+    const lines = errors.mock.calls.map((args) => String(args[0]));
+    expect(
+      lines.some((l) => l.includes('"final":true')),
+      lines.join("\n"),
+    ).toBe(false);
+    expect(await callsLeft(env.DB, key)).toBe(5);
+  });
 });
 
 describe("a give-back of a request that spent nothing", () => {

@@ -4,6 +4,7 @@ import {
   staleUnpaidPayloads,
   unmeasuredPayloads,
 } from "../payments/checkout-sessions";
+import { expiredSpends } from "../payments/credits";
 import { expiredResults } from "../payments/idempotent-results";
 import { expiredEvents } from "../payments/webhook-events";
 import { seededCalls } from "../skills/lib/osint-calls";
@@ -67,7 +68,8 @@ const MEASURE_CHUNK = 100;
  * staleUnpaidPayloads: the rows stay, they are the sessions' record), and the rows of checkouts
  * Stripe ended unpaid, 30 days after their creation (expiredUnpaidSessions: paid ones are the
  * money ledger and stay), and the ids of Stripe events handled 35 days ago (expiredEvents: well
- * past Stripe's redelivery); beside them, payloads stored without their size (before migration 0015)
+ * past Stripe's redelivery), and card spends' rows past their keeping (expiredSpends: an hour once
+ * given back, 35 days if not); beside them, payloads stored without their size (before migration 0015)
  * are measured, so the next run clears them too, osint_graph seeds an earlier version logged
  * are blanked (skills/lib/osint-calls.ts), and the unpaid payloads' running total is recounted
  * (payments/checkout-payload-total.ts).
@@ -91,6 +93,13 @@ export async function pruneExpired(db: D1Database, now = Date.now()) {
     checkout_sessions: () => pruneTable(db, (limit) => expiredUnpaidSessions(db, now, limit)),
     // Handled Stripe event ids, past Stripe's redelivery (payments/webhook-events.ts).
     webhook_events: () => pruneTable(db, (limit) => expiredEvents(db, now, limit)),
+    // Card spends' rows (payments/credits.ts): given back, after an hour; not, after 35 days. Each
+    // spend deletes a few, in its own batch, which a full D1 refuses: card calls stop there too.
+    card_spends: async () => {
+      const back = await pruneTable(db, (limit) => expiredSpends(db, now, limit, true));
+      const kept = await pruneTable(db, (limit) => expiredSpends(db, now, limit, false));
+      return { deleted: back.deleted + kept.deleted, more: back.more || kept.more };
+    },
   };
   const names = Object.keys(parts) as (keyof typeof parts)[];
   const settled = await Promise.allSettled(names.map((name) => parts[name]()));

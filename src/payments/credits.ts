@@ -67,11 +67,95 @@ export function spendCreditStatement(db: D1Database, where: string) {
   );
 }
 
-/** Takes one credit of `skill` from the key; undefined when none was taken. */
-export async function spendCredit(db: D1Database, keyHash: string, skill: Skill) {
-  return spendCreditStatement(db, "key_hash = ?1 AND skill_id = ?2 AND dispute_status IS NULL")
-    .bind(keyHash, skill.id)
+/**
+ * How long a spend's row (card_spends, migration 0026) is kept once given back (given_back = 1,
+ * or a request's marker that it spent nothing): far past any call's give-back and any spend batch
+ * D1 commits late. Deleted by each spend (a few) and by the Cron (ops/database.ts).
+ */
+export const CARD_SPEND_KEPT_MS = 60 * 60 * 1000;
+/**
+ * How long a spend not given back is kept: a failed call's give-back D1 refused every time is
+ * logged (`final: true`) for a maintainer, who reads the row to give it back (docs/OPERATIONS.md,
+ * "Log lines"); weeks, like the Stripe event ids (webhook-events.ts).
+ */
+export const CARD_SPEND_UNRETURNED_KEPT_DAYS = 35;
+/** Old spend rows one spend deletes at most: it adds one, so a backlog drains a few at a time. */
+const EXPIRED_SPENDS_PER_SPEND = 10;
+
+/**
+ * The delete of up to `limit` spend rows past their keeping as of `now`, of one kind: given
+ * back (CARD_SPEND_KEPT_MS) or not (CARD_SPEND_UNRETURNED_KEPT_DAYS), by the (given_back,
+ * spent_at) index: D1 has no DELETE … LIMIT. Run by each spend (a few of each kind) and, in
+ * chunks, by the Cron (ops/database.ts).
+ */
+export function expiredSpends(db: D1Database, now: number, limit: number, givenBack: boolean) {
+  const kept = givenBack ? CARD_SPEND_KEPT_MS : CARD_SPEND_UNRETURNED_KEPT_DAYS * 86_400_000;
+  return db
+    .prepare(
+      "DELETE FROM card_spends WHERE rowid IN (SELECT rowid FROM card_spends WHERE given_back = ?3 AND spent_at < ?1 LIMIT ?2)",
+    )
+    .bind(now - kept, limit, givenBack ? 1 : 0);
+}
+
+/**
+ * Takes one credit of `skill` from the key for request `requestId`; undefined when none was
+ * taken. The spend is recorded under the request id in the same batch (one transaction, the same
+ * condition), so a spend whose outcome D1 did not report can be read back (spentBy), and its
+ * give-back happens once (refundCredit). The INSERT has no ON CONFLICT: a row already under the
+ * request (markNotSpent's, or a give-back's) fails it, and with it the whole batch, before the
+ * UPDATE runs; the UPDATE also takes only with the row this batch wrote (its spent_at, not given
+ * back).
+ */
+export async function spendCredit(db: D1Database, keyHash: string, skill: Skill, requestId: string) {
+  const now = Date.now();
+  // The old rows go first: a database at its size cap can reuse their pages for the new one.
+  const [, , , spent] = await db.batch<{ calls_left: number }>([
+    expiredSpends(db, now, EXPIRED_SPENDS_PER_SPEND, true),
+    expiredSpends(db, now, EXPIRED_SPENDS_PER_SPEND, false),
+    db
+      .prepare(
+        `INSERT INTO card_spends (request_id, key_hash, spent_at)
+         SELECT ?3, key_hash, ?4 FROM api_keys
+         WHERE calls_left > 0 AND key_hash = ?1 AND skill_id = ?2 AND dispute_status IS NULL`,
+      )
+      .bind(keyHash, skill.id, requestId, now),
+    spendCreditStatement(
+      db,
+      `key_hash = ?1 AND skill_id = ?2 AND dispute_status IS NULL
+       AND EXISTS (SELECT 1 FROM card_spends WHERE request_id = ?3 AND spent_at = ?4 AND given_back = 0)`,
+    ).bind(keyHash, skill.id, requestId, now),
+  ]);
+  return spent?.results[0];
+}
+
+/**
+ * Whether request `requestId` spent a credit (read back after a spend D1 answered with an error,
+ * which may have committed): the key's calls left if it did, null if it did not. A row given back
+ * (or a marker, markNotSpent) is no spend.
+ */
+export async function spentBy(db: D1Database, requestId: string) {
+  return db
+    .prepare(
+      `SELECT k.calls_left FROM card_spends s JOIN api_keys k ON k.key_hash = s.key_hash
+       WHERE s.request_id = ?1 AND s.given_back = 0`,
+    )
+    .bind(requestId)
     .first<{ calls_left: number }>();
+}
+
+/**
+ * The row "request `requestId` spent nothing" (given_back = 1), unless it has one: a spend batch
+ * of the request that D1 commits only now, after its error was read back as "not spent", then
+ * fails on the row's primary key and takes nothing. Read back after it (spentBy): a spend that
+ * committed first keeps its row, and the call is paid.
+ */
+export function markNotSpent(db: D1Database, keyHash: string, requestId: string) {
+  return db
+    .prepare(
+      `INSERT INTO card_spends (request_id, key_hash, spent_at, given_back) VALUES (?1, ?2, ?3, 1)
+       ON CONFLICT (request_id) DO NOTHING`,
+    )
+    .bind(requestId, keyHash, Date.now());
 }
 
 /** A granted pack as it stands now: what refunds (calls_revoked) and a dispute left of it. */
@@ -91,22 +175,36 @@ export async function packStanding(db: D1Database, keyId: string) {
 }
 
 /**
- * Gives back the credit of a call that failed; never past what refunds and disputes left. A refund
- * that found the credits in flight (card-refunds.ts applyRefund) left a revoke_debt: a failed call
- * pays that first, so the credit it took stays revoked. One UPDATE (SET reads the row as it was),
- * so concurrent failures and refunds cannot both count the same credit. Returns calls_left after.
+ * Gives back the credit request `requestId` spent, for a call that failed; never past what refunds
+ * and disputes left. A refund that found the credits in flight (card-refunds.ts applyRefund) left a
+ * revoke_debt: a failed call pays that first, so the credit it took stays revoked. One UPDATE (SET
+ * reads the row as it was), so concurrent failures and refunds cannot both count the same credit.
+ * Only while the spend's row says it was not given back, and that is set in the same batch: a
+ * give-back retried after D1 lost its answer (it may have committed) gives nothing twice, and a
+ * request that spent nothing gets nothing (and its marker, markNotSpent, stops a late spend of it).
+ * Returns the key's calls_left after (undefined for a
+ * key whose dispute was lost, which holds nothing).
  */
-export async function refundCredit(db: D1Database, keyHash: string) {
-  const row = await db
-    .prepare(
-      `UPDATE api_keys SET
-         calls_left = CASE WHEN revoke_debt > 0 THEN calls_left ELSE min(calls_left + 1, calls_total - calls_revoked) END,
-         revoke_debt = max(0, revoke_debt - 1)
-       WHERE key_hash = ?1 AND dispute_status IS NOT 'lost' RETURNING calls_left`,
-    )
-    .bind(keyHash)
-    .first<{ calls_left: number }>();
-  return row?.calls_left;
+export async function refundCredit(db: D1Database, keyHash: string, requestId: string) {
+  const [, , , left] = await db.batch<{ calls_left: number }>([
+    db
+      .prepare(
+        `UPDATE api_keys SET
+           calls_left = CASE WHEN revoke_debt > 0 THEN calls_left ELSE min(calls_left + 1, calls_total - calls_revoked) END,
+           revoke_debt = max(0, revoke_debt - 1)
+         WHERE key_hash = ?1 AND dispute_status IS NOT 'lost'
+           AND EXISTS (SELECT 1 FROM card_spends WHERE request_id = ?2 AND key_hash = ?1 AND given_back = 0)`,
+      )
+      .bind(keyHash, requestId),
+    db.prepare("UPDATE card_spends SET given_back = 1 WHERE request_id = ?1").bind(requestId),
+    // No row: the request spent nothing, or its spend has not committed yet; the marker makes
+    // such a spend fail (spendCredit), so a give-back sent before it cannot lose its credit.
+    markNotSpent(db, keyHash, requestId),
+    db
+      .prepare("SELECT calls_left FROM api_keys WHERE key_hash = ?1 AND dispute_status IS NOT 'lost'")
+      .bind(keyHash),
+  ]);
+  return left?.results[0]?.calls_left;
 }
 
 /**

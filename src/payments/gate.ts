@@ -1,7 +1,7 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { outlastingClient } from "../http/after-response";
+import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import type { Skill } from "../skills/types";
 import {
@@ -11,9 +11,12 @@ import {
   hashKey,
   keyCanPay,
   MALFORMED_KEY,
+  markNotSpent,
   refundCredit,
   spendCredit,
+  spentBy,
 } from "./credits";
+import { paymentsUnavailable } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
 /**
@@ -29,7 +32,8 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       const key = bearerKey(authorization);
       if (!key) return detail(c, 401, MALFORMED_KEY, {}, { "WWW-Authenticate": "Bearer" });
       const keyHash = await hashKey(key);
-      const spent = await spendCredit(c.env.DB, keyHash, skill);
+      const spent = await spend(c, keyHash, skill);
+      if (spent === "unavailable") return paymentsUnavailable(c, "card");
       if (spent) {
         c.header("X-Credits-Remaining", String(spent.calls_left));
         c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
@@ -46,8 +50,13 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
             if (c.res.status >= 400) {
               // What the key holds now: a refund or dispute meanwhile may have kept the credit (a
               // key whose dispute was lost matches no row there, and holds nothing).
-              const left = await refundCredit(c.env.DB, keyHash);
-              c.res.headers.set("X-Credits-Remaining", String(left ?? 0));
+              // The handler's answer stands whatever D1 does with the give-back: one it refuses is
+              // retried after the answer (once at most: refundCredit is keyed by the request).
+              let left = spent.calls_left;
+              await giveBack(c, keyHash, (after) => {
+                left = after ?? 0;
+              });
+              c.res.headers.set("X-Credits-Remaining", String(left));
             }
           })(),
         );
@@ -83,4 +92,54 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
     }
     return x402Gate(c, next);
   };
+}
+
+/**
+ * Takes a credit of `skill` from the key: what is left after it, null when the key had none to
+ * take, or "unavailable" when D1 failed and no credit is kept (the documented 503
+ * payments_unavailable; the same request may be sent again). D1 can commit the spend and then
+ * fail to answer ("Network connection lost"): the spend is read back by the request id, and a
+ * spend that did land carries on as paid. Read back as not spent, the request's marker is written
+ * first (markNotSpent): a spend batch D1 commits later then takes nothing; a spend that committed
+ * before the marker is read back and carries on as paid. When the first read does not answer,
+ * whatever the spend may have taken is given back (nothing, if it took nothing; the give-back
+ * writes the marker too).
+ */
+async function spend(c: Context<AppEnv>, keyHash: string, skill: Skill) {
+  const requestId = c.get("requestId");
+  const db = c.env.DB;
+  try {
+    return (await spendCredit(db, keyHash, skill, requestId)) ?? null;
+  } catch (e) {
+    logWriteFailure(requestId, "card credit spend", e, 1);
+  }
+  let spent: Awaited<ReturnType<typeof spentBy>>;
+  try {
+    spent = await spentBy(db, requestId);
+  } catch {
+    await giveBack(c, keyHash, () => undefined);
+    return "unavailable" as const;
+  }
+  if (spent) return spent;
+  try {
+    await markNotSpent(db, keyHash, requestId).run();
+    return (await spentBy(db, requestId)) ?? ("unavailable" as const);
+  } catch (e) {
+    // Read back as not spent, and the marker refused too (a full database refuses every
+    // card_spends insert, the spend's own among them): no give-back, which would write the same
+    // refused marker four times and raise a maintainer's final line for a credit never taken.
+    logWriteFailure(requestId, "card credit not-spent marker", e, 1);
+    return "unavailable" as const;
+  }
+}
+
+/**
+ * Gives back the credit this request spent, now or, if D1 refuses, retried after the answer; the
+ * last failure's line (`final: true`) names the key's hash and the request for a maintainer
+ * (docs/OPERATIONS.md, "Log lines"). `given` gets the key's calls left once it is done.
+ */
+function giveBack(c: Context<AppEnv>, keyHash: string, given: (left: number | undefined) => void) {
+  return writeOrRetryAfter(c, `card credit give-back (key_hash ${keyHash})`, async () =>
+    given(await refundCredit(c.env.DB, keyHash, c.get("requestId"))),
+  );
 }

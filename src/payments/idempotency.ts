@@ -86,7 +86,10 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       }
     } catch (e) {
       logWriteFailure(requestId, "idempotency key claim", e, 1);
-      return paymentsUnavailable(c);
+      // D1 can commit the claim and then fail to answer ("Network connection lost"): a claim left
+      // `running` under this request would hold every retry at 409 for ABANDONED_AFTER_MS.
+      claimed = await claimedAfterError(c, id.key);
+      if (!claimed) return paymentsUnavailable(c, id.keyHash === undefined ? "x402" : "card");
     }
     if (unknownKey) return next();
     if (!claimed) {
@@ -171,6 +174,22 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       })(),
     );
   };
+}
+
+/**
+ * Whether this request holds the key after a claim (or a read before it) D1 answered with an
+ * error: read back by the request id. A holder carries on, as if the claim had answered. When
+ * not even the read answers, the claim that may be this request's is released (retried after the
+ * answer; it deletes nothing of another request's) before the 503.
+ */
+async function claimedAfterError(c: Context<AppEnv>, key: string) {
+  const requestId = c.get("requestId");
+  try {
+    return (await current(c.env.DB, key))?.request_id === requestId;
+  } catch {
+    await writeOrRetryAfter(c, "idempotency key release", () => release(c.env.DB, key, requestId));
+    return false;
+  }
 }
 
 /** A retry of a call still running; its request id only to a request whose payer is proven. */

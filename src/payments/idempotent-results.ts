@@ -154,9 +154,21 @@ export async function store(
   // Expired rows are dead weight; deleting them after the answer keeps the table at one window
   // whatever the traffic (about one row expires for each stored). The Cron deletes them too, in
   // chunks (ops/database.ts): this delete runs only after a store, which a full D1 refuses.
+  // A delete D1 refuses is only logged: the next store or the Cron deletes those rows, and a
+  // rejection handed to waitUntil would be an unhandled error of the request.
   const expire = expiredResults(db, now, EXPIRED_PER_STORE)
     .run()
-    .then(() => undefined);
+    .then(
+      () => undefined,
+      (e) =>
+        console.error(
+          JSON.stringify({
+            level: "warn",
+            request_id: requestId,
+            error: `expired idempotent answers delete: ${e}`,
+          }),
+        ),
+    );
   try {
     c.executionCtx.waitUntil(expire);
   } catch {

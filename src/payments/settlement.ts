@@ -88,14 +88,19 @@ const PAYMENTS_RETRY_AFTER_S = 10;
 /**
  * The 503 of a payment that could not be claimed or checked because storage failed: nothing was
  * settled or charged, and the same payment may be sent again (the shape of x402-http.ts's
- * facilitator_unavailable).
+ * facilitator_unavailable). `card`: a card-credit call's (payments/gate.ts, an idempotency claim
+ * under a card key), in its own words: the same key, and no "nothing was charged" where a
+ * give-back may still be pending; the same reason and Retry-After.
  */
-export function paymentsUnavailable(c: Context<AppEnv>) {
+export function paymentsUnavailable(c: Context<AppEnv>, payer: "x402" | "card" = "x402") {
   c.header("Retry-After", String(PAYMENTS_RETRY_AFTER_S));
   return c.json(
     {
       detail:
-        "Payments are temporarily unavailable: our payment records did not answer. Nothing was charged; send the same request again later (with the same payment; if this persists, sign a new one).",
+        payer === "card"
+          ? // A card spend whose outcome D1 did not report may still be given back after the answer.
+            "Card credits are temporarily unavailable: our payment records did not answer. This call keeps no credit of your key (one it may have taken is normally given back within seconds); send the same request again later, with the same key."
+          : "Payments are temporarily unavailable: our payment records did not answer. Nothing was charged; send the same request again later (with the same payment; if this persists, sign a new one).",
       reason: "payments_unavailable",
     },
     503,

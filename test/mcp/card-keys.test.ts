@@ -193,7 +193,7 @@ describe("MCP: a card key on a card-only deployment (X402_ENABLED=false)", () =>
 
 describe("MCP: reading the connection's card key", () => {
   const keyReads = async (e: object, key: string) => {
-    const { db, seen } = countingDb(env.DB, (sql) => /FROM api_keys/i.test(sql));
+    const { db, seen } = countingDb(env.DB, (sql) => /^\s*SELECT\b[\s\S]*FROM api_keys/i.test(sql)); // reads, not the spend
     const result = (await mcpCall(app, { ...e, DB: db }, "slugify", { text: "Read" }, undefined, bearer(key)))
       .result;
     expect(result.structuredContent).toMatchObject({ slug: "read" });

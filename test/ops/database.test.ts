@@ -173,7 +173,7 @@ describe("the Cron frees the database's dead rows even when D1 refuses every INS
       deletes.every((sql) => /WHERE rowid IN\s+\(SELECT rowid FROM \w+ WHERE .* LIMIT \?2\)/s.test(sql)),
     ).toBe(true);
     expect(logged(log)).toMatch(
-      /"pruned":\{"idempotent_results":\{"deleted":[5-9]\d*,"more":false\},"call_log":\{"deleted":2\d{3},"more":false\},"checkout_payloads":\{"deleted":[1-9]\d*,"more":false\},"checkout_payloads_measured":\{"deleted":\d+,"more":false\},"checkout_payload_total":\{"bytes":-?\d+,"drift":-?\d+\},"osint_seeds":\{"deleted":\d+,"more":false\},"checkout_sessions":\{"deleted":\d+,"more":false\},"webhook_events":\{"deleted":\d+,"more":false\}\}/,
+      /"pruned":\{"idempotent_results":\{"deleted":[5-9]\d*,"more":false\},"call_log":\{"deleted":2\d{3},"more":false\},"checkout_payloads":\{"deleted":[1-9]\d*,"more":false\},"checkout_payloads_measured":\{"deleted":\d+,"more":false\},"checkout_payload_total":\{"bytes":-?\d+,"drift":-?\d+\},"osint_seeds":\{"deleted":\d+,"more":false\},"checkout_sessions":\{"deleted":\d+,"more":false\},"webhook_events":\{"deleted":\d+,"more":false\},"card_spends":\{"deleted":\d+,"more":false\}\}/,
     );
   });
 

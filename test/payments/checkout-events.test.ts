@@ -170,14 +170,17 @@ describe("charge.refunded", () => {
     const { id, key, pi } = await grantedKey();
     const keyHash = await hashKey(key);
     // The call takes its credit, the refund revokes the whole pack, then the call fails.
-    expect(await spendCredit(env.DB, keyHash, skillById("sha256") as Skill)).toEqual({ calls_left: 169 });
+    const call = crypto.randomUUID();
+    expect(await spendCredit(env.DB, keyHash, skillById("sha256") as Skill, call)).toEqual({
+      calls_left: 169,
+    });
     await emulatorPost("/v1/refunds", { payment_intent: pi });
     const ev = (await emulatorEvents("charge.refunded"))
       .filter((e) => e.data.object.payment_intent === pi)
       .at(-1);
     expect(await outcomeOf(await deliver(ev))).toBe("refund_applied");
     expect((await keysFor(id)).results[0]?.calls_left).toBe(0);
-    await refundCredit(env.DB, keyHash);
+    await refundCredit(env.DB, keyHash, call);
     expect((await keysFor(id)).results[0]?.calls_left).toBe(0);
     expect((await spendCall(key)).status).toBe(402);
   });
@@ -189,13 +192,14 @@ describe("charge.refunded", () => {
       const { id, key, pi } = await grantedKey();
       const keyHash = await hashKey(key);
       await env.DB.prepare("UPDATE api_keys SET calls_left = ?2 WHERE session_id = ?1").bind(id, left).run();
-      for (let i = 0; i < inFlight; i++) expect(await spendCredit(env.DB, keyHash, sha256)).toBeTruthy();
+      const calls = Array.from({ length: inFlight }, () => crypto.randomUUID());
+      for (const call of calls) expect(await spendCredit(env.DB, keyHash, sha256, call)).toBeTruthy();
       await emulatorPost("/v1/refunds", { payment_intent: pi, amount: "17" });
       const ev = (await emulatorEvents("charge.refunded"))
         .filter((e) => e.data.object.payment_intent === pi)
         .at(-1);
       const fail = async () => {
-        for (let i = 0; i < inFlight; i++) await refundCredit(env.DB, keyHash);
+        for (const call of calls) await refundCredit(env.DB, keyHash, call);
       };
       if (order === "calls fail first") await fail();
       expect(await outcomeOf(await deliver(ev))).toBe("refund_applied");

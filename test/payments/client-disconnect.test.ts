@@ -41,16 +41,26 @@ function recordingContext() {
 }
 
 /**
- * D1 whose statement matching `sql` (run with `method`) waits until `release` is called: the call
- * is held in flight at that step, where a disconnect used to cut it off.
+ * D1 whose statement matching `sql` (run with `method`, or sent in a batch) waits until `release`
+ * is called: the call is held in flight at that step, where a disconnect used to cut it off.
  */
-function holding(sql: string, method: "first" | "run") {
+function holding(sql: string, method: "first" | "run" | "batch") {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   let reached!: () => void;
   const reachedStep = new Promise<void>((r) => (reached = r));
+  const held = new WeakSet<D1PreparedStatement>();
   const db = new Proxy(env.DB, {
     get(target, prop) {
+      if (prop === "batch" && method === "batch") {
+        return async (stmts: D1PreparedStatement[]) => {
+          if (stmts.some((s) => held.has(s))) {
+            reached();
+            await released;
+          }
+          return target.batch(stmts);
+        };
+      }
       if (prop !== "prepare") {
         const value = Reflect.get(target, prop);
         return typeof value === "function" ? value.bind(target) : value;
@@ -58,6 +68,15 @@ function holding(sql: string, method: "first" | "run") {
       return (text: string) => {
         const stmt = target.prepare(text);
         if (!text.includes(sql)) return stmt;
+        if (method === "batch") {
+          return {
+            bind: (...args: unknown[]) => {
+              const bound = stmt.bind(...args);
+              held.add(bound);
+              return bound;
+            },
+          };
+        }
         return {
           bind: (...args: unknown[]) => ({
             [method]: async () => {
@@ -74,7 +93,7 @@ function holding(sql: string, method: "first" | "run") {
 }
 
 /** The credit give-back (refundCredit's UPDATE) held. */
-const holdingGiveBack = () => holding("revoke_debt = max(0, revoke_debt - 1)", "first");
+const holdingGiveBack = () => holding("revoke_debt = max(0, revoke_debt - 1)", "batch");
 
 /** sha256 refuses text its encoding cannot hold while running: a 422 after the credit was taken. */
 const failingCall = (key: string) =>

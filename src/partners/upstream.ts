@@ -1,5 +1,6 @@
 import { parseJsonText } from "../http/json-text";
 import type { ErrorItem } from "../http/validation";
+import { decodeStrict } from "../net/charset";
 import { readCappedBytes } from "../net/read-capped";
 import type { PartnerConfig } from "./config";
 import type { Partner, PartnerService } from "./data";
@@ -112,20 +113,30 @@ const isTimeout = (e: unknown) =>
   e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
 const timedOut = () => new UpstreamFailure(504, "The partner did not answer within 10 s");
 
+/**
+ * The partner's answer as text, in the charset it declares (a BOM, else Content-Type's charset,
+ * else UTF-8). An answer in a charset we cannot read, or whose bytes are not valid in it, is the
+ * partner's failure (502: never settled, or refunded what we kept): relayed with U+FFFD in place of
+ * its characters ("caf\ufffd"), it was charged as a 200 and was not the partner's answer.
+ */
 export async function readCapped(res: Response): Promise<string> {
+  let bytes: Uint8Array;
   try {
-    const bytes = await readCappedBytes(
+    bytes = await readCappedBytes(
       res,
       MAX_BODY_BYTES,
       () => new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`),
     );
-    return new TextDecoder().decode(bytes);
   } catch (e) {
     if (e instanceof UpstreamFailure) throw e;
     // The deadline also covers the body: a partner that stalls mid-answer is a timeout, not our 500.
     if (isTimeout(e)) throw timedOut();
     throw new UpstreamFailure(502, `The partner's answer could not be read: ${e}`, res.status);
   }
+  const decoded = decodeStrict(bytes, res.headers.get("content-type") ?? "");
+  if ("error" in decoded)
+    throw new UpstreamFailure(502, `The partner's answer could not be read: ${decoded.error}`, res.status);
+  return decoded.text;
 }
 
 /**

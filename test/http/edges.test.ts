@@ -340,6 +340,9 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
 describe("small mismatches with the reference shapes", () => {
   it.each([
     ["é", "ascii", `character "é" at index 0 is not valid ascii`],
+    // The whole character (its high half alone, "\ud83d", was quoted).
+    ["é😀", "latin1", `character "😀" at index 1 is not valid latin1`],
+    ["😀é", "ascii", `character "😀" at index 0 is not valid ascii`],
     ["zz", "hex", "text is not valid hex (an even number of 0-9a-f digits)"],
   ])(
     "sha256 of %j as %s: msg says 'Value error, …', ctx.error the bare message (as pydantic)",

@@ -1,6 +1,7 @@
 /**
  * Which encoding a body is in, as a browser picks it: a byte order mark first, then the
- * Content-Type's charset. The fetcher reads pages leniently with these (fetcher.ts decodeBody); a
+ * Content-Type's charset, else the default (WHATWG falls back to it on a label it has no encoding
+ * for, as on no label: an unknown charset is not an error). The fetcher reads pages leniently with these (fetcher.ts decodeBody); a
  * partner's answer, which a caller pays for, is read strictly (decodeStrict).
  */
 
@@ -29,15 +30,18 @@ export function encodingOf(label: string | null | undefined): string | null {
 }
 
 /**
- * `bytes` as text in the encoding they declare (a BOM, else the charset, else UTF-8, JSON's own),
- * or why they cannot be read: a charset TextDecoder does not know, or bytes that are not valid in
- * the encoding. Never U+FFFD in place of what was sent: a text read that way is not the answer.
+ * `bytes` as text in the encoding they declare: a BOM, else the charset, else UTF-8 (JSON's own).
+ * A charset label TextDecoder does not know (empty, `utf8mb4`, `binary`, a misspelling) or one
+ * that only means "replacement" (`iso-2022-kr`, …) is no declaration, and the bytes are read as
+ * UTF-8, as WHATWG's decoders fall back to their default on a label they cannot get an encoding
+ * for (the replacement encoding itself is for documents, not for text we relay). Strict all the
+ * same: bytes not valid in the encoding used are an error, never U+FFFD in place of what was sent.
  */
 export function decodeStrict(bytes: Uint8Array, contentType: string): { text: string } | { error: string } {
   const label = headerCharset(contentType);
   const bom = bomEncoding(bytes);
-  const encoding = bom ?? (label === null ? "utf-8" : encodingOf(label));
-  if (encoding === null) return { error: `its charset "${label}" names no encoding we can read` };
+  const known = encodingOf(label);
+  const encoding = bom ?? known ?? "utf-8";
   try {
     // A decoder of the BOM's encoding drops the BOM itself.
     return { text: new TextDecoder(encoding, { fatal: true, ignoreBOM: false }).decode(bytes) };
@@ -46,7 +50,9 @@ export function decodeStrict(bytes: Uint8Array, contentType: string): { text: st
       ? "its byte order mark"
       : label === null
         ? "no charset given: UTF-8"
-        : `charset "${label}"`;
+        : known === null
+          ? `charset "${label}" names no encoding we read: UTF-8`
+          : `charset "${label}"`;
     return { error: `its bytes are not valid ${encoding} (${why})` };
   }
 }

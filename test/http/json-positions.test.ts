@@ -51,6 +51,17 @@ const PYTHON_POSITIONS: [string, number][] = [
   ['{"a":[1,2,{"b":"x\\u00e9y"}],"c":true,"d":null,"e::\ufeff-1.5e3}', 46], // Unterminated string starting at
   ['"\ufeffstr', 0], // Unterminated string starting at
   ['"str\\', 0], // Unterminated string starting at
+  // CPython names the u of a \uXXXX that ends the text (i + 6 >= n) before it reads the digits.
+  ['"\\u0041', 2], // Invalid \uXXXX escape
+  ['"ab\\u00e9', 4], // Invalid \uXXXX escape
+  ['"\\u004', 2], // Invalid \uXXXX escape
+  // The same past 32 characters, where the rest of a string is matched natively.
+  [`"${"x".repeat(40)}\\u0041`, 42], // Invalid \uXXXX escape
+  [`"${"x".repeat(40)}\\\\\\u0041`, 44], // Invalid \uXXXX escape
+  [`"${"x".repeat(40)}\\\\u0041`, 0], // Unterminated string starting at
+  [`"${'\\"'.repeat(40)}`, 0], // Unterminated string starting at
+  [`["${"x".repeat(40)}\\q"]`, 42], // Invalid \escape
+  [`["${"x".repeat(40)}\u0001"]`, 42], // Invalid control character at
   ['\ufeff{"text":"a"}', 0], // Unexpected UTF-8 BOM (decode using utf-8-sig)
   ["[1,]", 3], // Expecting value
   ['{"a":}', 5], // Expecting value

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { paidCall, payoutRows, receipt, stubNetwork, x402Partner } from "./network";
+import { paidCall, payoutRows, receipt, send, stubNetwork, x402Partner } from "./network";
 
 // A partner's answer is read in the charset it declares. It was read as UTF-8 whatever it said:
 // ISO-8859-1's "café" came back as "caf\ufffd", a UTF-16 JSON answer as "\ufffd\ufffd{\u0000…",
@@ -39,6 +39,12 @@ describe("a partner's answer is decoded by its declared charset", () => {
     ['text/plain; charset="windows-1252"', [...CAFE_LATIN1, 0x80], "café€"],
     ["text/plain; charset=utf-8", [...enc.encode("café 😀")], "café 😀"],
     ["text/plain", [...enc.encode("café")], "café"],
+    // A label with no encoding is no declaration: UTF-8, strictly (they were a 502).
+    ["text/plain; charset=", [...enc.encode("café")], "café"],
+    ["text/plain; charset=utf8mb4", [...enc.encode("café 😀")], "café 😀"],
+    ["text/plain; charset=binary", [...enc.encode("café")], "café"],
+    ["text/plain; charset=unicode-1-1-utf-8x", [...enc.encode("café")], "café"],
+    ["text/plain; charset=iso-2022-kr", [...enc.encode("café")], "café"],
   ])("%s: relayed as the partner wrote it, charged", async (type, bytes, text) => {
     stubNetwork(answer(bytes, type));
     const res = await redact();
@@ -62,8 +68,19 @@ describe("a partner's answer is decoded by its declared charset", () => {
 
 describe("an answer that cannot be read is the partner's failure: 502, not charged, nothing owed", () => {
   it.each([
-    ["a charset nobody knows", "text/plain; charset=klingon", CAFE_LATIN1, /charset "klingon"/],
-    ["a charset that only means replacement", "text/plain; charset=iso-2022-kr", CAFE_LATIN1, /iso-2022-kr/],
+    [
+      "a charset nobody knows, not UTF-8",
+      "text/plain; charset=klingon",
+      CAFE_LATIN1,
+      /utf-8 \(charset "klingon"/,
+    ],
+    [
+      "a replacement label, not UTF-8",
+      "text/plain; charset=iso-2022-kr",
+      CAFE_LATIN1,
+      /utf-8 \(charset "iso-2022-kr"/,
+    ],
+    ["an empty charset, not UTF-8", "text/plain; charset=", CAFE_LATIN1, /not valid utf-8/],
     ["bytes that are no UTF-8 (declared)", "text/plain; charset=utf-8", CAFE_LATIN1, /not valid utf-8/],
     [
       "bytes that are no UTF-8 (nothing declared)",
@@ -106,5 +123,35 @@ describe("an answer that cannot be read is the partner's failure: 502, not charg
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ charged: true, paid_upstream: true, body: { t: "café" } });
     expect(await payoutRows(res.headers.get("x-request-id"))).toHaveLength(1);
+  });
+});
+
+describe("an answer we only look into does not fail the call by its body", () => {
+  const LATIN1_HTML = bytesOf("<p>Pay", [0xe9], "</p>");
+
+  it("an unpaid 402 whose body does not decode: paid from its PAYMENT-REQUIRED header", async () => {
+    const partner = x402Partner("10000", () => {
+      const ok = Response.json({ price: 1 });
+      for (const [k, v] of Object.entries(receipt("10000"))) ok.headers.set(k, v);
+      return ok;
+    });
+    stubNetwork((req: Request) => {
+      const res = partner(req);
+      if (res.status !== 402) return res;
+      const headers = new Headers(res.headers);
+      headers.set("content-type", "text/html");
+      return new Response(LATIN1_HTML, { status: 402, headers });
+    });
+    const res = await paidCall("/api/partners/pricefeed/try/price");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ charged: true, paid_upstream: true, body: { price: 1 } });
+    expect(await payoutRows(res.headers.get("x-request-id"))).toHaveLength(1);
+  });
+
+  it("the external partner's 403 whose body does not decode: still reported, with no body", async () => {
+    stubNetwork(() => new Response(LATIN1_HTML, { status: 403, headers: { "content-type": "text/html" } }));
+    const res = await send("/api/partners/notifyhook/try/notify", { method: "POST" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ upstream_status: 403, charged: false, body: null });
   });
 });

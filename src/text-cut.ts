@@ -15,3 +15,30 @@ export function cut(text: string, max: number): string {
 /** `text` as it is if it has at most `max` units, else cut to `max - 1` of them (`cut`) and "…". */
 export const shorten = (text: string, max: number): string =>
   text.length > max ? `${cut(text, max - 1)}…` : text;
+
+/** Code points in `text` before UTF-16 index `end` (a surrogate pair is one, a lone half one). */
+export function codePointsIn(text: string, end = text.length): number {
+  let n = 0;
+  for (let i = 0; i < end; i++, n++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < end) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+  }
+  return n;
+}
+
+/**
+ * `text`'s first `max` code points, where README's "characters" (pydantic's string lengths, the
+ * 422's echo) are code points: `cut` at 256 units kept 128 emoji.
+ */
+export function cutCodePoints(text: string, max: number): string {
+  let i = 0;
+  for (let n = 0; n < max && i < text.length; n++) {
+    const c = text.charCodeAt(i);
+    const d = text.charCodeAt(i + 1);
+    i += c >= 0xd800 && c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff ? 2 : 1;
+  }
+  return text.slice(0, i);
+}

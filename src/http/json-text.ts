@@ -1,6 +1,8 @@
 import type { Context } from "hono";
 import type * as z from "zod";
+import { codePointsIn } from "../text-cut";
 import { parseKeepingIntegers } from "./exact-integers";
+import { jsonSyntaxErrorAt } from "./json-syntax-error";
 import {
   type ErrorItem,
   type Loc,
@@ -178,7 +180,7 @@ const tooBig = (error: string): ErrorItem => ({
 });
 
 /**
- * JSON.parse with FastAPI's `json_invalid` report (loc carries the character offset).
+ * JSON.parse with FastAPI's `json_invalid` report (loc carries the offset in characters: syntaxError).
  * `exactIntegers` keeps integers past 2^53 as written (exact-integers.ts). A number past a
  * double's range is refused as `finite_number` at its path (`item` is the first, `items` all).
  */
@@ -207,21 +209,62 @@ export function parseJsonText(
     if (nonFinite.length > 0) return { ok: false, item: nonFinite[0] as ErrorItem, items: nonFinite };
     return { ok: true, value };
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
-    const m = /position (\d+)/.exec(message);
-    const pos = m ? Number(m[1]) : text.length;
+    const { at, error } = syntaxError(text, e instanceof Error ? e.message : String(e));
     return {
       ok: false,
-      item: {
-        loc: ["body", pos],
-        msg: "JSON decode error",
-        type: "json_invalid",
-        input: {},
-        ctx: { error: message },
-      },
+      item: { loc: ["body", at], msg: "JSON decode error", type: "json_invalid", input: {}, ctx: { error } },
     };
   }
 }
+
+/**
+ * V8's messages whose position is where Python's json puts the same error (in UTF-16 units): a
+ * comma, colon, closer, member name or end that was due, a control character in a string. Those
+ * it gives elsewhere (an unterminated string's end, not its start; a bad escape's next character,
+ * not its backslash; number errors past the number) or not at all ("Unexpected token …",
+ * "Unexpected end …") are found by jsonSyntaxErrorAt. A message worded otherwise (another V8) is
+ * found too: only the cost differs.
+ */
+const V8_PLACES_AS_PYTHON =
+  /^(?:Unexpected non-whitespace character after JSON|Expected property name or '\}'|Expected double-quoted property name|Expected ':' after property name|Expected ',' or '[}\]]' after (?:property value|array element)|Bad control character in string literal) in JSON at position (\d+)/;
+
+/**
+ * Where JSON.parse's error stands, and its message, in characters (code points) from the text's
+ * start, at the point Python's json names (FastAPI's loc). V8's own positions count UTF-16 units
+ * (`{"text":"😀😀", }` at 16, Python's 14), name another point for some errors (an unterminated
+ * string's end, not its start) and are missing from "Unexpected token …" and "Unexpected end …",
+ * whose excerpt of the text can also quote half a surrogate pair: those become pydantic's
+ * "Expecting value". V8's position is kept where it is Python's (V8_PLACES_AS_PYTHON); the others
+ * cost a second pass over the text (jsonSyntaxErrorAt), cheap next to the parse itself.
+ */
+function syntaxError(text: string, message: string): { at: number; error: string } {
+  const v8 = V8_PLACES_AS_PYTHON.exec(message);
+  let unit: number;
+  if (v8) unit = Number(v8[1]);
+  else {
+    const found = jsonSyntaxErrorAt(text);
+    unit = found < 0 ? text.length : found;
+  }
+  // Code points before the error, its line and its column, counted natively (a loop over 5 MiB cost
+  // more than the parse): a surrogate pair is one character, a lone half one.
+  const before = text.slice(0, unit);
+  const at = unit - countPairs(before);
+  const m = /position \d+(?: \(line \d+ column \d+\))?/.exec(message);
+  if (m) {
+    const lineStart = before.lastIndexOf("\n") + 1;
+    const line = before.slice(0, lineStart).replace(NOT_NEWLINES, "").length + 1;
+    const column = unit - lineStart - countPairs(before.slice(lineStart)) + 1;
+    return { at, error: message.replace(m[0], `position ${at} (line ${line} column ${column})`) };
+  }
+  const bom =
+    text.charCodeAt(unit) === 0xfeff ? ", found U+FEFF (a byte order mark: one at most, first)" : "";
+  return { at, error: `Expecting value${bom}` };
+}
+
+const PAIR_HIGH = /[\ud800-\udbff](?=[\udc00-\udfff])/g;
+const NOT_NEWLINES = /[^\n]+/g;
+/** Surrogate pairs in `text` (a pair cut at its end is not one). */
+const countPairs = (text: string) => text.length - text.replace(PAIR_HIGH, "").length;
 
 /** Strict UTF-8: an undecodable byte throws. A leading BOM is dropped, as Request.text() drops it. */
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
@@ -266,7 +309,7 @@ function invalidUtf8At(bytes: Uint8Array): number {
 /**
  * The request body as text, decoded as strict UTF-8. Request.text() replaces each undecodable
  * byte with U+FFFD, so a call would run on other text than was sent (sha256 hashed EF BF BD for
- * a 0xFF); FastAPI refuses such a body. The failure is json_invalid at the byte's offset.
+ * a 0xFF); FastAPI refuses such a body. The failure is json_invalid where the byte stands.
  */
 export async function bodyText(
   c: Context,
@@ -280,8 +323,11 @@ export async function bodyText(
     return { ok: true, text: UTF8.decode(buffer), bom };
   } catch {
     const bytes = new Uint8Array(buffer);
-    const at = invalidUtf8At(bytes);
-    const byte = (bytes[at] ?? 0).toString(16).padStart(2, "0");
+    const offset = invalidUtf8At(bytes);
+    const byte = (bytes[offset] ?? 0).toString(16).padStart(2, "0");
+    // loc counts characters, as every json_invalid does: those before the byte (after a BOM), which
+    // decode. The byte offset, the only unit the byte itself has, is in the message.
+    const at = codePointsIn(UTF8.decode(bytes.subarray(0, offset)));
     return {
       ok: false,
       item: {
@@ -289,7 +335,7 @@ export async function bodyText(
         msg: "JSON decode error",
         type: "json_invalid",
         input: {},
-        ctx: { error: `invalid UTF-8: byte 0x${byte} at offset ${at} begins no character` },
+        ctx: { error: `invalid UTF-8: byte 0x${byte} at byte offset ${offset} begins no character` },
       },
     };
   }

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
 import type { AppEnv } from "../env";
-import { cut } from "../text-cut";
+import { cutCodePoints } from "../text-cut";
 import { isRawJsonNumber } from "./exact-integers";
 
 /**
@@ -44,6 +44,7 @@ export function validationResponse(c: Context, items: ErrorItem[]) {
 export const MAX_DETAIL_ITEMS = 100;
 
 // Echoing a 400,000-character field back in full helps nobody; the ctx carries the bound.
+// Characters are code points, as pydantic counts a string's length (README).
 const ECHO_MAX = 256;
 /**
  * Characters of JSON an echoed array or object may take whole. A missing field echoes its parent,
@@ -91,10 +92,7 @@ function jsonSizeUpTo(value: unknown, limit: number): number {
  * (a string's first 256 characters and `…`, an array's first items, an object's first keys).
  */
 function echo(input: unknown, budget = ECHO_JSON_MAX): unknown {
-  if (typeof input === "string") {
-    const max = Math.max(1, Math.min(ECHO_MAX, budget));
-    return input.length > max ? `${cut(input, max)}…` : input;
-  }
+  if (typeof input === "string") return echoString(input, Math.max(1, Math.min(ECHO_MAX, budget)));
   // An integer kept as written (exact-integers.ts) echoes as written; past 256 digits it is cut as
   // a string is (no shorter number has its value, and 5 MiB of digits is one integer).
   if (isRawJsonNumber(input)) {
@@ -117,13 +115,21 @@ function echo(input: unknown, budget = ECHO_JSON_MAX): unknown {
   const kept: [string, unknown][] = [];
   for (const key in input) {
     if (kept.length >= ECHO_ITEMS || left <= 0) break;
-    const name = key.length > ECHO_MAX ? `${cut(key, ECHO_MAX)}…` : key;
+    const name = echoString(key, ECHO_MAX);
     left -= name.length + 4;
     const item = echo((input as Record<string, unknown>)[key], Math.max(left, 1));
     kept.push([name, item]);
     left -= jsonSizeUpTo(item, Math.max(left, 0));
   }
   return Object.fromEntries(kept);
+}
+
+/** `text` whole if it has at most `max` code points, else its first `max` and "…". */
+function echoString(text: string, max: number): string {
+  // No more units than `max`, so no more code points: only a longer text is walked.
+  if (text.length <= max) return text;
+  const head = cutCodePoints(text, max);
+  return head.length < text.length ? `${head}…` : text;
 }
 
 function quote(v: unknown): string {

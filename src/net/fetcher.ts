@@ -1,5 +1,6 @@
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isRecord } from "../is-record";
+import { bomEncoding, encodingOf, headerCharset } from "./charset";
 import type { NetConfig } from "./config";
 import { classifyHost, parseIPv4, parseIPv6, reservedIPv4, reservedIPv6 } from "./ip-ranges";
 import { readCappedBytes } from "./read-capped";
@@ -553,25 +554,3 @@ export async function declaredInMeta(bytes: Uint8Array): Promise<string | null> 
 
 // Loaded with the first page read, not at start-up (the fetcher is in the start-up graph).
 const sniffer = async () => (await import("html-encoding-sniffer")).default;
-
-function bomEncoding(b: Uint8Array): string | null {
-  if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) return "utf-8";
-  if (b[0] === 0xfe && b[1] === 0xff) return "utf-16be";
-  if (b[0] === 0xff && b[1] === 0xfe) return "utf-16le";
-  return null;
-}
-
-function headerCharset(contentType: string): string | null {
-  const m = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType);
-  return m ? (m[1] ?? m[2] ?? null) : null;
-}
-
-/** The encoding TextDecoder has for a label, in its lower-case name, or null (also "replacement"). */
-function encodingOf(label: string | null | undefined): string | null {
-  if (!label) return null;
-  try {
-    return new TextDecoder(label).encoding;
-  } catch {
-    return null;
-  }
-}

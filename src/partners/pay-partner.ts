@@ -11,7 +11,7 @@ import {
   CallerNotCharged,
   fetchOnHost,
   type PartnerDeadline,
-  readCapped,
+  readCappedIfDecodable,
   type TryTarget,
   type Unrecorded,
   UpstreamFailure,
@@ -78,14 +78,15 @@ const notPayable = (why: string) =>
  * partner we will never pay costs the caller nothing.
  */
 async function checkOffer(first: Response, terms: Terms) {
-  const text = await readCapped(first);
-  const parsed = parseJsonText(text);
+  // The header is read first; a body that does not decode is no body (a v1 offer is in the body).
+  const text = await readCappedIfDecodable(first);
+  const parsed = text === null ? null : parseJsonText(text);
   const { x402HTTPClient, x402Client } = await import("@x402/core/client");
   let offer: { x402Version: number; accepts: PaymentRequirements[] };
   try {
     offer = new x402HTTPClient(new x402Client()).getPaymentRequiredResponse(
       (name) => first.headers.get(name),
-      parsed.ok ? parsed.value : undefined,
+      parsed?.ok ? parsed.value : undefined,
     ) as typeof offer;
   } catch {
     throw notPayable("its 402 carries no x402 offer that can be read");

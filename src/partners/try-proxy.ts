@@ -5,6 +5,7 @@ import {
   PartnerDeadline,
   parseBody,
   readCapped,
+  readCappedIfDecodable,
   type TryTarget,
   UpstreamFailure,
   type UpstreamResult,
@@ -29,6 +30,12 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
   const res = await fetchOnHost(url, init, fetch);
+  if (t.partner.listing_status === "external_x403" && res.status === 403) {
+    // Its grant challenge is only reported (upstream_status 403): a body that does not decode is
+    // relayed as none (null), it does not turn the probe into the partner's 502.
+    const text = await readCappedIfDecodable(res);
+    return { status: 403, body: text === null ? null : parseBody(text, res.headers.get("content-type")) };
+  }
   if (res.status !== 402 || t.partner.listing_status !== "paid")
     return { status: res.status, body: parseBody(await readCapped(res), res.headers.get("content-type")) };
   // Loaded when a partner asks to be paid: the offer checks and signing stay out of start-up.

@@ -1,5 +1,6 @@
 import { parseJsonText } from "../http/json-text";
 import type { ErrorItem } from "../http/validation";
+import { decodeStrict } from "../net/charset";
 import { readCappedBytes } from "../net/read-capped";
 import type { PartnerConfig } from "./config";
 import type { Partner, PartnerService } from "./data";
@@ -112,14 +113,38 @@ const isTimeout = (e: unknown) =>
   e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
 const timedOut = () => new UpstreamFailure(504, "The partner did not answer within 10 s");
 
+/**
+ * The partner's answer as text, in the charset it declares (a BOM, else Content-Type's charset,
+ * else UTF-8). An answer whose bytes are not valid in that encoding is the partner's failure (502:
+ * never settled, or refunded what we kept): relayed with U+FFFD in place of its characters
+ * ("caf\ufffd"), it was charged as a 200 and was not the partner's answer. Only for an answer
+ * relayed to the caller; one we only look into is read by readCappedIfDecodable.
+ */
 export async function readCapped(res: Response): Promise<string> {
+  const decoded = decodeStrict(await cappedBytes(res), res.headers.get("content-type") ?? "");
+  if ("error" in decoded)
+    throw new UpstreamFailure(502, `The partner's answer could not be read: ${decoded.error}`, res.status);
+  return decoded.text;
+}
+
+/**
+ * As readCapped, but an answer that does not decode is no answer (null), not a failure: for one we
+ * only look into (an unpaid 402's offer, read from its PAYMENT-REQUIRED header first; the external
+ * partner's 403 challenge), which pays nothing for its body and must not fail the call by it.
+ */
+export async function readCappedIfDecodable(res: Response): Promise<string | null> {
+  const decoded = decodeStrict(await cappedBytes(res), res.headers.get("content-type") ?? "");
+  return "error" in decoded ? null : decoded.text;
+}
+
+/** The answer's bytes, at most MAX_BODY_BYTES, within the call's deadline. */
+async function cappedBytes(res: Response): Promise<Uint8Array> {
   try {
-    const bytes = await readCappedBytes(
+    return await readCappedBytes(
       res,
       MAX_BODY_BYTES,
       () => new UpstreamFailure(502, `The partner's answer is larger than ${MAX_BODY_BYTES} bytes`),
     );
-    return new TextDecoder().decode(bytes);
   } catch (e) {
     if (e instanceof UpstreamFailure) throw e;
     // The deadline also covers the body: a partner that stalls mid-answer is a timeout, not our 500.

@@ -43,7 +43,12 @@ function codeUnitsAtMost(text: string, max: number, name: string): Uint8Array {
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c > max) bad(`character ${JSON.stringify(text[i])} at index ${i} is not valid ${name}`, text);
+    if (c > max) {
+      // The whole character: the unit alone quoted half an emoji ("\ud83d"). `i` counts code
+      // points too (README's characters): all before it are in the BMP, an astral one is refused.
+      const ch = String.fromCodePoint(text.codePointAt(i) as number);
+      bad(`character ${JSON.stringify(ch)} at index ${i} is not valid ${name}`, text);
+    }
     bytes[i] = c;
   }
   return bytes;

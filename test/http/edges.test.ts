@@ -256,7 +256,7 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
     ["a UTF-16 surrogate (ED A0 80)", [0xed, 0xa0, 0x80], 9],
     ["past U+10FFFF (F4 90 80 80)", [0xf4, 0x90, 0x80, 0x80], 9],
     ["a character cut short (E2 82)", [0xe2, 0x82], 9],
-  ] as const)("%s in a string → 422 json_invalid at its byte offset", async (_name, bad, offset) => {
+  ] as const)("%s in a string → 422 json_invalid where it stands", async (_name, bad, offset) => {
     const res = await sha(bytes('{"text":"', [...bad], '"}'));
     expect(res.status).toBe(422);
     const [item, ...rest] = await detailOf(res);
@@ -270,9 +270,11 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
     expect(String(item?.ctx?.error)).toMatch(/UTF-8/);
   });
 
-  it("the offset counts bytes after valid multi-byte characters; a cut character at the very end is refused too", async () => {
+  it("after multi-byte characters loc counts characters (as every json_invalid), ctx.error bytes; a cut character at the very end is refused too", async () => {
     const res = await sha(bytes('{"text":"é€', [0xff], '"}'));
-    expect((await detailOf(res))[0]?.loc).toEqual(["body", 14]);
+    const [item] = await detailOf(res);
+    expect(item?.loc).toEqual(["body", 11]);
+    expect(item?.ctx?.error).toBe("invalid UTF-8: byte 0xff at byte offset 14 begins no character");
     const cut = await sha(bytes('{"text":"a"}', [0xf0, 0x9f]));
     expect((await detailOf(cut))[0]?.loc).toEqual(["body", 12]);
   });
@@ -338,6 +340,9 @@ describe("a JSON body is read as UTF-8 strictly: bytes that are no UTF-8 are ref
 describe("small mismatches with the reference shapes", () => {
   it.each([
     ["é", "ascii", `character "é" at index 0 is not valid ascii`],
+    // The whole character (its high half alone, "\ud83d", was quoted).
+    ["é😀", "latin1", `character "😀" at index 1 is not valid latin1`],
+    ["😀é", "ascii", `character "😀" at index 0 is not valid ascii`],
     ["zz", "hex", "text is not valid hex (an even number of 0-9a-f digits)"],
   ])(
     "sha256 of %j as %s: msg says 'Value error, …', ctx.error the bare message (as pydantic)",

@@ -4,7 +4,7 @@ import { firstCallState } from "../../src/payments/checkout-first-call";
 import { findSession } from "../../src/payments/checkout-sessions";
 import { hashKey } from "../../src/payments/credits";
 import { takeKeyReveal } from "../../src/payments/key-reveal";
-import { faultEnv } from "../fixtures/storage-faults";
+import { type FaultMode, faultEnv } from "../fixtures/storage-faults";
 import { cardEnv, grant, keyIn, revealPost, revealTokenFromPage, seedSession } from "./checkout-helpers";
 
 const REQ = "req-reveal-take";
@@ -47,30 +47,32 @@ describe("a take D1 answers with an error", () => {
     expect(await takeKeyReveal(env, id, "req-later")).toBeUndefined();
   });
 
-  it("committed, on the Reveal page: the key is shown, and once", async () => {
+  /** A granted pack's Reveal POST whose take fails as `mode` says; `again` sends it once more. */
+  async function revealFailing(mode: FaultMode) {
     const id = await seedSession("sha256", 170);
     await grant(id);
     const token = (await revealTokenFromPage(id)) as string;
-    const { env: faulty } = faultEnv(cardEnv, { db: { n: 1, mode: "after", match: TAKE } });
+    const { env: faulty } = faultEnv(cardEnv, { db: { n: 1, mode, match: TAKE } });
     const res = await revealPost(id, token, {}, faulty);
+    return { res, again: () => revealPost(id, token, {}, cardEnv) };
+  }
+
+  it("committed, on the Reveal page: the key is shown, and once", async () => {
+    const { res, again: resend } = await revealFailing("after");
     expect(res.status).toBe(200);
     expect(keyIn(await res.text())).toMatch(/^mk_/);
-    const again = await revealPost(id, token, {}, cardEnv);
+    const again = await resend();
     expect(keyIn(await again.text())).toBeUndefined();
   });
 
   it("never ran: 503 with Retry-After and no key, and the Reveal sent again shows it", async () => {
-    const id = await seedSession("sha256", 170);
-    await grant(id);
-    const token = (await revealTokenFromPage(id)) as string;
-    const { env: faulty } = faultEnv(cardEnv, { db: { n: 1, mode: "throw", match: TAKE } });
-    const res = await revealPost(id, token, {}, faulty);
+    const { res, again: resend } = await revealFailing("throw");
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("10");
     const body = await res.json<{ detail: string; reason: string }>();
     expect(body.reason).toBe("reveal_unavailable");
     expect(JSON.stringify(body)).not.toMatch(/mk_/);
-    const again = await revealPost(id, token, {}, cardEnv);
+    const again = await resend();
     expect(again.status).toBe(200);
     expect(keyIn(await again.text())).toMatch(/^mk_/);
   });

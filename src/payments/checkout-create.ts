@@ -136,6 +136,15 @@ export async function createCheckout(
       e instanceof errors.StripeError && e.statusCode !== undefined && e.statusCode < 500;
     return { refused: "stripe_failed", replayed: Boolean(clientKey) && !refusedBeforeRun };
   }
+  // So a retry under the key still gets this session once the cap is full (see the check above).
+  // Written on a failed recording too: D1 may have committed the batch before its error, and then
+  // the payload counts against the cap, so without this the resend would be refused by its own
+  // bytes (keyedSessionRecorded reads the row, so a recording that never ran is not taken for one).
+  const rememberForRetry = async () => {
+    if (clientKey && stored) {
+      await afterAnswer(rememberKeyedSession(env.KV, reference, session.id, session.created));
+    }
+  };
   let recorded: boolean;
   try {
     recorded = await recordSession(env.DB, {
@@ -151,6 +160,7 @@ export async function createCheckout(
     // Had D1 committed the row before its error, a retry under the same Idempotency-Key gets the
     // same session back from Stripe and finds it recorded; one without a key makes a new session,
     // and this row's payload is cleared with the unpaid ones (checkout-sessions.ts).
+    await rememberForRetry();
     return storageFailed(order, "checkout session record", e, session.id);
   }
   // Concurrent checkouts filled the room since the check above. The session is left unreturned:
@@ -158,10 +168,7 @@ export async function createCheckout(
   // (its expired event finds no row). A retry with the same Idempotency-Key gets the same session
   // from Stripe and records it once there is room.
   if (!recorded) return { refused: "payloads_full" };
-  // So a retry under the key still gets this session once the cap is full (see the check above).
-  if (clientKey && stored) {
-    await afterAnswer(rememberKeyedSession(env.KV, reference, session.id, session.created));
-  }
+  await rememberForRetry();
   return { created: { id: session.id, url: session.url }, calls, amountCents };
 }
 

@@ -97,9 +97,11 @@ export async function checkRevealToken(secret: string, sessionId: string, token:
 /**
  * The clear key, handed out once: compare-and-swap so two reveals cannot both see it. The swap
  * writes `requestId` (migration 0027): when D1 answers it with an error it may still have
- * committed, and then only that mark tells this request's swap from a concurrent Reveal's. A swap
- * that neither re-reads as ours nor left the key in place throws: the key may be gone (the answer
- * says to try again, which finds it still there if the swap never ran).
+ * committed, and then only that mark tells this request's swap from a concurrent Reveal's. So the
+ * row is read again: `requestId` there is the key, this request's to show; the sealed key still
+ * in place throws (the swap did not run as far as D1 says, and the answer says to try again,
+ * whose swap takes it); neither is undefined ("already shown": another Reveal took it). A re-read
+ * that fails throws too.
  */
 export async function takeKeyReveal(
   env: Bindings,

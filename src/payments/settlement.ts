@@ -12,6 +12,7 @@ import {
   type MatchedRequirements,
   markAuthorizationUnconfirmed,
   recordSettledPayment,
+  refusedBeforeRunning,
   releaseAuthorization,
   rewriteSettledPayment,
   type SettledPayment,
@@ -59,7 +60,9 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
       claimed = await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource));
     } catch (e) {
       logWriteFailure(requestId, "authorization claim", e, 1);
-      claimed = await claimSurvived(c, auth.key);
+      // An INSERT D1 refused before running wrote nothing: no claim to read back or free (and an
+      // overloaded D1 is not asked for more).
+      claimed = !refusedBeforeRunning(e) && (await claimSurvived(c, auth.key));
       // Without the claim the handler cannot run safely (a duplicate could run it twice), and
       // nothing was settled: the buyer may send the same payment again once D1 is back.
       if (!claimed) return paymentsUnavailable(c);
@@ -89,15 +92,19 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
  * After D1 answered the claim with an error: whether it committed anyway for this request (the
  * connection lost after the commit), so the call goes on under it. Refused instead, the buyer's
  * retry with the same payment would find it taken (402 reuse) until reconciliation freed it. When
- * even that read fails, a claim that may be ours is freed (now or after the answer): only this
- * request's, and only while 'running', so never one that ran or settled.
+ * even that read fails, a claim that may be ours is freed: only this request's, and only while
+ * 'running', so never one that ran or settled. That release is tried once, not after the answer:
+ * most likely no claim was written, and one that was is freed by reconciliation once it expires,
+ * so its failure is logged as attempt 1 (never `final`: nothing is left for a person to do).
  */
 async function claimSurvived(c: Context<AppEnv>, key: string) {
   const requestId = c.get("requestId");
   try {
     return await claimIsOurs(c.env.DB, key, requestId);
   } catch {
-    await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, key, requestId));
+    await releaseAuthorization(c.env.DB, key, requestId).catch((e: unknown) =>
+      logWriteFailure(requestId, "claim release", e, 1),
+    );
     return false;
   }
 }

@@ -61,3 +61,26 @@ describe("a checkout D1 fails", () => {
     expect((await held()) - before).toBe(PAYLOAD_BYTES);
   });
 });
+
+describe("a keyed checkout whose recording D1 committed before its error, with the cap then full", () => {
+  // The documented bound, written out (checkout-unpaid-payloads.test.ts).
+  const CAP = 256 * 1024 * 1024;
+  const setHeld = (bytes: number) =>
+    env.DB.prepare("UPDATE checkout_payload_total SET bytes = ?1 WHERE id = 1").bind(bytes).run();
+
+  it("the resend under the same key is not refused by its own bytes: it gets that session", async () => {
+    const before = await held();
+    // Room for this payload and nothing more: the committed batch fills the cap.
+    await setHeld(CAP - PAYLOAD_BYTES);
+    try {
+      const key = crypto.randomUUID();
+      await expectRetryLater(await checkout(key, { db: { n: 1, mode: "after", match: RECORD } }));
+      expect(await held()).toBe(CAP);
+      const id = await sessionOf(await checkout(key));
+      expect(await sessionRow(id)).toMatchObject({ status: "open", payload_bytes: PAYLOAD_BYTES });
+      expect(await held()).toBe(CAP);
+    } finally {
+      await setHeld(before);
+    }
+  });
+});

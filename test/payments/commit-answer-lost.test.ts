@@ -123,6 +123,51 @@ describe("a claim D1 committed but answered with an error", () => {
   });
 });
 
+describe("a claim D1 refused as overloaded (before running it)", () => {
+  it("is one D1 call: no read-back, no release, no final line; 503 and the same payment runs on retry", async () => {
+    const errors = vi.spyOn(console, "error");
+    const pay = await httpPayment();
+    // Every statement on the claim's row is refused as overloaded, as a D1 that is would.
+    const faulty = faultEnv(paidEnv, {
+      db: [1, 2, 3, 4, 5, 6].map((n) => ({ n, mode: "overloaded" as const, match: /payment_nonces/ })),
+    });
+    const ctx = createExecutionContext();
+    const res = await app.fetch(request({ "payment-signature": pay.header }), faulty.env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ reason: "payments_unavailable" });
+    expect(faulty.log.db.filter((q) => q.includes("payment_nonces"))).toEqual([
+      expect.stringMatching(/^run: INSERT INTO payment_nonces/),
+    ]);
+    const lines = errors.mock.calls.map((a) => String(a[0]));
+    expect(lines.filter((l) => l.includes("authorization claim write"))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes("claim release write"))).toEqual([]);
+    expect(lines.filter((l) => l.includes('"final":true'))).toEqual([]);
+    expect(await pay.settles()).toBe(0);
+    expect((await app.fetch(request({ "payment-signature": pay.header }), paidEnv)).status).toBe(200);
+  });
+
+  it("a release after a failed re-read is tried once, and its failure is no final line", async () => {
+    const errors = vi.spyOn(console, "error");
+    const pay = await httpPayment();
+    const faulty = faultEnv(paidEnv, {
+      db: [
+        { n: 1, mode: "throw", match: CLAIM },
+        { n: 1, mode: "throw", match: /SELECT request_id, status FROM payment_nonces/ },
+        ...[1, 2, 3, 4].map((n) => ({ n, mode: "throw" as const, match: /DELETE FROM payment_nonces/ })),
+      ],
+    });
+    const ctx = createExecutionContext();
+    const res = await app.fetch(request({ "payment-signature": pay.header }), faulty.env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(503);
+    expect(faulty.log.db.filter((q) => q.includes("DELETE FROM payment_nonces"))).toHaveLength(1);
+    const lines = errors.mock.calls.map((a) => String(a[0]));
+    expect(lines.filter((l) => l.includes("claim release write"))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes('"final":true'))).toEqual([]);
+  });
+});
+
 describe("a ledger batch D1 committed but answered with an error", () => {
   const finalLedgerLines = (spy: { mock: { calls: unknown[][] } }) =>
     spy.mock.calls

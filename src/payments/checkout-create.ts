@@ -45,6 +45,11 @@ export type CheckoutOutcome =
   /** The client's Idempotency-Key was used for a different checkout. */
   | { refused: "key_reused" }
   /**
+   * D1 failed a read or the recording (a Stripe session made then is left unreturned: nobody can
+   * pay it, and Stripe expires it within 24 h). Nothing was charged; the same request may be sent again.
+   */
+  | { refused: "storage_unavailable" }
+  /**
    * Stripe did not make the session; `replayed`: Stripe saved the failure under the client's key
    * and answers a retry with it (a new key is needed).
    */
@@ -82,12 +87,16 @@ export async function createCheckout(
   // keyed checkout is checked like one without a key: it skipped the check, and under a full cap
   // Stripe made a session recordSession then refused, which nobody was given.
   const stored = storedPayload(request.payload);
-  if (
-    stored &&
-    !(await unpaidPayloadRoom(env.DB, stored.bytes)) &&
-    !(clientKey && (await keyedSessionRecorded(env, reference)))
-  ) {
-    return { refused: "payloads_full" };
+  try {
+    if (
+      stored &&
+      !(await unpaidPayloadRoom(env.DB, stored.bytes)) &&
+      !(clientKey && (await keyedSessionRecorded(env, reference)))
+    ) {
+      return { refused: "payloads_full" };
+    }
+  } catch (e) {
+    return storageFailed(order, "checkout room read", e);
   }
   let session: Stripe.Checkout.Session;
   try {
@@ -127,22 +136,51 @@ export async function createCheckout(
       e instanceof errors.StripeError && e.statusCode !== undefined && e.statusCode < 500;
     return { refused: "stripe_failed", replayed: Boolean(clientKey) && !refusedBeforeRun };
   }
-  const recorded = await recordSession(env.DB, {
-    id: session.id,
-    skillId: skill.id,
-    calls,
-    amountCents,
-    payload: request.payload,
-    stored,
-  });
+  // So a retry under the key still gets this session once the cap is full (see the check above).
+  // Written on a failed recording too: D1 may have committed the batch before its error, and then
+  // the payload counts against the cap, so without this the resend would be refused by its own
+  // bytes (keyedSessionRecorded reads the row, so a recording that never ran is not taken for one).
+  const rememberForRetry = async () => {
+    if (clientKey && stored) {
+      await afterAnswer(rememberKeyedSession(env.KV, reference, session.id, session.created));
+    }
+  };
+  let recorded: boolean;
+  try {
+    recorded = await recordSession(env.DB, {
+      id: session.id,
+      skillId: skill.id,
+      calls,
+      amountCents,
+      payload: request.payload,
+      stored,
+    });
+  } catch (e) {
+    // Its URL is not given out, so this session is left to expire, as one refused for room below.
+    // Had D1 committed the row before its error, a retry under the same Idempotency-Key gets the
+    // same session back from Stripe and finds it recorded; one without a key makes a new session,
+    // and this row's payload is cleared with the unpaid ones (checkout-sessions.ts).
+    await rememberForRetry();
+    return storageFailed(order, "checkout session record", e, session.id);
+  }
   // Concurrent checkouts filled the room since the check above. The session is left unreturned:
   // nobody holds its URL, so nobody can pay it, it costs nothing and Stripe expires it within 24 h
   // (its expired event finds no row). A retry with the same Idempotency-Key gets the same session
   // from Stripe and records it once there is room.
   if (!recorded) return { refused: "payloads_full" };
-  // So a retry under the key still gets this session once the cap is full (see the check above).
-  if (clientKey && stored) {
-    await afterAnswer(rememberKeyedSession(env.KV, reference, session.id, session.created));
-  }
+  await rememberForRetry();
   return { created: { id: session.id, url: session.url }, calls, amountCents };
+}
+
+function storageFailed(order: CheckoutOrder, what: string, e: unknown, sessionId?: string): CheckoutOutcome {
+  console.error(
+    JSON.stringify({
+      level: "error",
+      msg: `${what} failed`,
+      request_id: order.requestId,
+      ...(sessionId ? { session_id: sessionId } : {}),
+      error: String(e),
+    }),
+  );
+  return { refused: "storage_unavailable" };
 }

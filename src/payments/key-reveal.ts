@@ -94,8 +94,20 @@ export async function checkRevealToken(secret: string, sessionId: string, token:
   return crypto.subtle.verify("HMAC", await formKey(secret), mac, new TextEncoder().encode(sessionId));
 }
 
-/** The clear key, handed out once: compare-and-swap so two reveals cannot both see it. */
-export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<string | undefined> {
+/**
+ * The clear key, handed out once: compare-and-swap so two reveals cannot both see it. The swap
+ * writes `requestId` (migration 0027): when D1 answers it with an error it may still have
+ * committed, and then only that mark tells this request's swap from a concurrent Reveal's. So the
+ * row is read again: `requestId` there is the key, this request's to show; the sealed key still
+ * in place throws (the swap did not run as far as D1 says, and the answer says to try again,
+ * whose swap takes it); neither is undefined ("already shown": another Reveal took it). A re-read
+ * that fails throws too.
+ */
+export async function takeKeyReveal(
+  env: Bindings,
+  sessionId: string,
+  requestId: string,
+): Promise<string | undefined> {
   const db = env.DB;
   // Never consume the one reveal without the secret that opens it.
   if (!env.STRIPE_SECRET_KEY) return undefined;
@@ -104,10 +116,30 @@ export async function takeKeyReveal(env: Bindings, sessionId: string): Promise<s
     .bind(sessionId)
     .first<{ api_key_reveal: string | null }>();
   if (!row?.api_key_reveal) return undefined;
-  const r = await db
-    .prepare("UPDATE checkout_sessions SET api_key_reveal = NULL WHERE id = ?1 AND api_key_reveal = ?2")
-    .bind(sessionId, row.api_key_reveal)
-    .run();
-  if (r.meta.changes !== 1) return undefined;
-  return openKey(env.STRIPE_SECRET_KEY, sessionId, row.api_key_reveal);
+  const sealed = row.api_key_reveal;
+  const taken = await db
+    .prepare(
+      "UPDATE checkout_sessions SET api_key_reveal = NULL, api_key_revealed_by = ?3 WHERE id = ?1 AND api_key_reveal = ?2",
+    )
+    .bind(sessionId, sealed, requestId)
+    .run()
+    .then(
+      (r) => r.meta.changes === 1,
+      (e: unknown) => swapOutcome(db, sessionId, sealed, requestId, e),
+    );
+  if (!taken) return undefined;
+  return openKey(env.STRIPE_SECRET_KEY, sessionId, sealed);
+}
+
+/** Whether a swap D1 answered with an error took the reveal for `requestId`; throws `e` when unknown. */
+async function swapOutcome(db: D1Database, sessionId: string, sealed: string, requestId: string, e: unknown) {
+  const now = await db
+    .prepare("SELECT api_key_reveal, api_key_revealed_by FROM checkout_sessions WHERE id = ?1")
+    .bind(sessionId)
+    .first<{ api_key_reveal: string | null; api_key_revealed_by: string | null }>();
+  if (now?.api_key_revealed_by === requestId) return true;
+  // Still there: the swap never ran, and a retry takes it.
+  if (now?.api_key_reveal === sealed) throw e;
+  // Taken by another Reveal (it showed the key).
+  return false;
 }

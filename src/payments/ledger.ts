@@ -99,6 +99,28 @@ export async function claimAuthorization(
   return result.meta.changes === 1;
 }
 
+/**
+ * Whether the claim of `key` is this request's, still unsettled: a claim whose INSERT D1 answered
+ * with an error may have committed all the same (a connection lost after the commit).
+ */
+export async function claimIsOurs(db: D1Database, key: string, requestId: string) {
+  const row = await db
+    .prepare("SELECT request_id, status FROM payment_nonces WHERE nonce = ?1")
+    .bind(key)
+    .first<{ request_id: string; status: string }>();
+  return row?.request_id === requestId && row.status === "running";
+}
+
+/**
+ * Whether D1 refused a statement before running it: it was queued and dropped because the
+ * database is overloaded ("D1 DB is overloaded. Too many requests queued." / "Too much data
+ * queued." / "Requests queued for too long.", D1's error list), so it wrote nothing. Any other
+ * error (a connection lost among them) may have come after the commit.
+ */
+export function refusedBeforeRunning(e: unknown) {
+  return /D1 DB is overloaded\./.test(String(e));
+}
+
 /** Frees an authorization whose call failed before settlement, so the buyer may retry with it. */
 export async function releaseAuthorization(db: D1Database, key: string, requestId: string) {
   await db
@@ -213,6 +235,29 @@ export async function recordSettledPayment(db: D1Database, p: SettledPayment) {
       ),
     ...(p.payout ? [payoutRow(db, p.payout, payer, p.settlement.transaction, p.requestId, now)] : []),
   ]);
+}
+
+/**
+ * recordSettledPayment again, after an attempt D1 answered with an error: that attempt may have
+ * committed (the connection lost after the commit), and its batch is one transaction, so a ledger
+ * row of this payment (its nonce, request and transaction) means the whole write stands. Only that
+ * row counts as done: a UNIQUE conflict with any other row is still the error it was.
+ */
+export async function rewriteSettledPayment(db: D1Database, p: SettledPayment) {
+  try {
+    await recordSettledPayment(db, p);
+  } catch (e) {
+    if (!/UNIQUE constraint failed: payments\./.test(String(e))) throw e;
+    const { results } = await db
+      .prepare("SELECT request_id, nonce, tx_hash FROM payments WHERE nonce = ?1 OR request_id = ?2")
+      .bind(p.key, p.requestId)
+      .all<{ request_id: string; nonce: string; tx_hash: string }>();
+    const ours = (r: (typeof results)[number]) =>
+      r.request_id === p.requestId &&
+      r.nonce === p.key &&
+      r.tx_hash.toLowerCase() === p.settlement.transaction.toLowerCase();
+    if (results.length !== 1 || !results.every(ours)) throw e;
+  }
 }
 
 function payoutRow(

@@ -40,6 +40,8 @@ checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 const successQuery = z.object({ session_id: z.string().max(255) });
 const cancelQuery = z.object({ skill_id: z.string().max(255).default("") });
 const revealForm = z.object({ token: z.string().min(1).max(128) });
+/** When a Reveal whose take D1 failed is sent again. */
+const REVEAL_RETRY_AFTER_S = 10;
 
 async function renderSuccess(
   c: Context<AppEnv>,
@@ -178,7 +180,23 @@ checkoutPageRoutes.post(
         JSON.stringify({ level: "error", msg: "first payload wait failed", session_id, error: String(e) }),
       );
     }
-    const key = await takeKeyReveal(c.env, session_id);
+    let key: string | undefined;
+    try {
+      key = await takeKeyReveal(c.env, session_id, c.get("requestId"));
+    } catch (e) {
+      // D1 failed the take and its re-read cannot say it was ours: a retry takes the key if the
+      // take never ran (key-reveal.ts), so the buyer is told to send it again, not "already shown".
+      console.error(
+        JSON.stringify({ level: "error", msg: "key reveal take failed", session_id, error: String(e) }),
+      );
+      return detail(
+        c,
+        503,
+        "Our records did not answer while taking your key. Go back to this checkout's success page and press Reveal my key again in a few seconds.",
+        { reason: "reveal_unavailable" },
+        { "Retry-After": String(REVEAL_RETRY_AFTER_S), "Cache-Control": "no-store" },
+      );
+    }
     return renderSuccess(c, session_id, session, undefined, key ? "just_shown" : "already_shown", key);
   },
 );

@@ -60,7 +60,7 @@ const checkoutOperation = operation({
       "Stripe did not create the checkout session: retry with a new Idempotency-Key (Stripe replays a failure for the same key for at least 24 hours), or, without one, try again",
     ),
     "503": ERROR(
-      "Card payments not configured, or (reason unpaid_payloads_full, with Retry-After) unpaid checkouts hold all the first-call payloads we keep: buy without a payload, or retry later",
+      "Card payments not configured; or (reason unpaid_payloads_full, with Retry-After) unpaid checkouts hold all the first-call payloads we keep: buy without a payload, or retry later; or (reason checkout_unavailable, with Retry-After) our records did not answer: nothing was charged, send the same request again",
     ),
   },
 });
@@ -79,6 +79,9 @@ export const checkoutOperations = [checkoutOperation, webhookOperation, creditsO
 
 /** When a checkout refused for UNPAID_PAYLOADS_MAX_BYTES is told to try again: room comes back as sessions are paid or expire. */
 const PAYLOADS_FULL_RETRY_AFTER_S = 900;
+
+/** When a checkout D1 failed (storage_unavailable) is told to try again. */
+const CHECKOUT_RETRY_AFTER_S = 10;
 
 /**
  * The 503 of a checkout whose payload would take unpaid sessions past UNPAID_PAYLOADS_MAX_BYTES
@@ -143,6 +146,15 @@ checkoutRoutes.post(checkoutOperation.route, freeQuota("checkout"), checkoutOper
     });
   }
   if (outcome.refused === "payloads_full") return payloadsFull(c);
+  if (outcome.refused === "storage_unavailable") {
+    return detail(
+      c,
+      503,
+      "Checkouts are temporarily unavailable: our records did not answer. Nothing was charged; send the same request again in a few seconds (with the same Idempotency-Key, if you sent one).",
+      { reason: "checkout_unavailable" },
+      { "Retry-After": String(CHECKOUT_RETRY_AFTER_S) },
+    );
+  }
   if (outcome.refused === "key_reused") {
     return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
   }

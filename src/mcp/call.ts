@@ -25,6 +25,8 @@ import {
   RECEIPT_META,
   RECEIPT_NOTE_META,
   REQUEST_ID_META,
+  V1_PAYMENT_META,
+  V1_PAYMENT_RESPONSE_META,
 } from "./limits";
 import type { McpTool } from "./tools";
 
@@ -95,8 +97,7 @@ function asUtf8(header: string): string {
  * the caller gets invalid_payment_header with the offer to sign, as a string that is none does,
  * never a bare refusal without the PaymentRequired (transports-v2/mcp.md, "Payment Invalid").
  */
-function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined {
-  const payment = meta?.[PAYMENT_META];
+function paymentHeader(payment: unknown): string | undefined {
   if (payment === undefined || payment === null) return undefined;
   if (typeof payment === "string") {
     // Line breaks and spaces of a wrapped base64 string are dropped, as base64 decoders do. What
@@ -113,11 +114,30 @@ function paymentHeader(meta: Record<string, unknown> | undefined): string | unde
   }
 }
 
+/**
+ * The call's x402 payment, as the header the HTTP route reads it in: `_meta["x402/payment"]` (v2)
+ * as PAYMENT-SIGNATURE, or Vercel x402-mcp's `_meta["x402.payment"]` (a v1 header value) as
+ * X-PAYMENT, so the gate lifts and refuses it exactly as an HTTP v1 client's (x402-v1.ts). When
+ * both are sent the v2 one is the payment and the v1 one is never read: it reaches no gate, so it
+ * is neither claimed nor charged, and a call never goes with two payments.
+ */
+function callPayment(meta: Record<string, unknown> | undefined): Payment | undefined {
+  const v2 = paymentHeader(meta?.[PAYMENT_META]);
+  if (v2 !== undefined) return { header: "payment-signature", value: v2 };
+  const v1 = paymentHeader(meta?.[V1_PAYMENT_META]);
+  return v1 === undefined ? undefined : { header: "x-payment", value: v1 };
+}
+
+interface Payment {
+  header: "payment-signature" | "x-payment";
+  value: string;
+}
+
 /** The internal request: the HTTP route of the tool, paid the way the MCP call is paid. */
 function buildRequest(
   t: McpTool,
   args: Record<string, unknown>,
-  payment: string | undefined,
+  payment: Payment | undefined,
   idempotencyKey: string | undefined,
   cardKey: string | undefined,
   ctx: CallContext,
@@ -139,7 +159,7 @@ function buildRequest(
     // Known length: the app's body limit then keeps this very Request object (see markMcpRequest).
     headers.set("content-length", String(body.byteLength));
   }
-  if (payment) headers.set("payment-signature", payment);
+  if (payment) headers.set(payment.header, payment.value);
   if (idempotencyKey !== undefined) headers.set("idempotency-key", idempotencyKey);
   if (ctx.clientIp) headers.set("cf-connecting-ip", ctx.clientIp);
   if (cardKey) headers.set("authorization", cardKey);
@@ -198,7 +218,7 @@ export async function callTool(
   meta: Record<string, unknown> | undefined,
   ctx: CallContext,
 ): Promise<CallToolResult> {
-  const payment = paymentHeader(meta);
+  const payment = callPayment(meta);
   // Checked here, for every call: the route reads an Idempotency-Key only beside a card key, and a
   // value that is no header value must be the caller's error, not the Headers object's. Only a
   // missing key is absent (JSON has no undefined): a null one read as none ran each retry as a new
@@ -228,6 +248,8 @@ export async function callTool(
     const _meta: Record<string, unknown> = {};
     const settled = headers.get("payment-response");
     if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
+    const settledV1 = v1Settlement(headers);
+    if (settledV1) _meta[V1_PAYMENT_RESPONSE_META] = settledV1;
     const credits = headers.get("x-credits-remaining");
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
     const receipt = headers.get(RECEIPT_HEADER);
@@ -259,12 +281,18 @@ export async function callTool(
   // x402 MCP transport asks: `x402/payment-response` in `_meta` and in the structured content.
   const settledHeader = status === 402 || status === 502 ? headers.get("payment-response") : null;
   const settlement = settledHeader ? safeDecodeSettlement(settledHeader) : undefined;
+  // A v1 payer (x402-mcp) reads a failed settlement where it reads a good one: its own `_meta` key.
+  const settledV1 = status === 402 || status === 502 ? v1Settlement(headers) : undefined;
   const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult =>
     settled
       ? {
           ...result,
           structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
-          _meta: { ...result._meta, [PAYMENT_RESPONSE_META]: settled },
+          _meta: {
+            ...result._meta,
+            [PAYMENT_RESPONSE_META]: settled,
+            ...(settledV1 ? { [V1_PAYMENT_RESPONSE_META]: settledV1 } : {}),
+          },
         }
       : result;
 
@@ -305,9 +333,13 @@ export async function callTool(
       },
       settlement ?? (unconfirmed ? unansweredSettlement(body, paymentRequired) : undefined),
     );
+    const v1Offer = v1OfferText(body, structured);
     return {
       ...offer,
-      content: [{ type: "text", text: x402ErrorText(offer.structuredContent ?? structured) }],
+      content: [
+        { type: "text", text: x402ErrorText(offer.structuredContent ?? structured) },
+        ...(v1Offer ? [{ type: "text" as const, text: v1Offer }] : []),
+      ],
     };
   }
 
@@ -365,6 +397,32 @@ function unansweredSettlement(
     transaction: typeof body.transaction === "string" ? body.transaction : "",
     network: accepted?.network ?? ("" as SettleResponse["network"]),
   };
+}
+
+/**
+ * The offer for x402 v1 payers (Vercel's x402-mcp, whose model passes one of `accepts` to its
+ * generatePaymentAuthorization tool, which takes v1 requirements only): the v1 offer the HTTP 402
+ * body carries (x402-offer-body.ts), as a second text item. v2 clients read `content[0]`,
+ * `structuredContent` and `_meta` (transports-v2/mcp.md), all left as they were.
+ */
+function v1OfferText(body: Record<string, unknown>, structured: Record<string, unknown>) {
+  if (body.x402Version !== 1 || !Array.isArray(body.accepts) || body.accepts.length === 0) return undefined;
+  const refused = typeof body.reason === "string" && body.reason !== "payment_required";
+  const error = refused
+    ? String(structured.error ?? body.error)
+    : `Payment required (x402 v1): sign one of accepts and send the X-PAYMENT header value in _meta["${V1_PAYMENT_META}"]`;
+  return JSON.stringify({
+    x402Version: 1,
+    error,
+    ...(refused ? { reason: body.reason } : {}),
+    accepts: body.accepts,
+  });
+}
+
+/** The v1 settle response (X-PAYMENT-RESPONSE, which the gate sends a v1 payment only), decoded. */
+function v1Settlement(headers: Headers) {
+  const header = headers.get("x-payment-response");
+  return header ? safeDecodeSettlement(header) : undefined;
 }
 
 function safeDecodeSettlement(header: string) {

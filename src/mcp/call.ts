@@ -312,7 +312,7 @@ export async function callTool(
     const refused = unconfirmed
       ? unconfirmedFacts(body)
       : typeof body.reason === "string" && body.reason !== "payment_required"
-        ? { error: body.error ?? paymentRequired.error, reason: body.reason }
+        ? { error: inMcpTerms(body.error ?? paymentRequired.error, payment), reason: body.reason }
         : sentCardKey && typeof body.error === "string"
           ? { error: body.error }
           : keyWhy
@@ -417,6 +417,17 @@ function v1OfferText(body: Record<string, unknown>, structured: Record<string, u
     ...(refused ? { reason: body.reason } : {}),
     accepts: body.accepts,
   });
+}
+
+/**
+ * A refusal of a v1 payment in the words of the field it came in: the gate's lift (x402-v1.ts)
+ * names the HTTP headers, which an x402-mcp payer never wrote.
+ */
+function inMcpTerms(error: unknown, payment: Payment | undefined) {
+  if (payment?.header !== "x-payment" || typeof error !== "string") return error;
+  return error
+    .replaceAll("X-PAYMENT", `_meta["${V1_PAYMENT_META}"]`)
+    .replaceAll("PAYMENT-SIGNATURE", `_meta["${PAYMENT_META}"]`);
 }
 
 /** The v1 settle response (X-PAYMENT-RESPONSE, which the gate sends a v1 payment only), decoded. */

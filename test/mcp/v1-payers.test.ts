@@ -146,6 +146,8 @@ describe("x402 v1 payers over MCP (Vercel x402-mcp)", { timeout: 30_000 }, () =>
       expect((await http.json<{ reason: string }>()).reason).toBe(reason);
       expect(mcp.isError).toBe(true);
       expect(mcp.structuredContent).toMatchObject({ x402Version: 2, reason });
+      // Named as the MCP fields the payer wrote, not as HTTP headers it never sent.
+      expect(String(mcp.structuredContent?.error)).not.toMatch(/X-PAYMENT|PAYMENT-SIGNATURE/);
       expect(v1Offer(mcp)).toMatchObject({ x402Version: 1, reason });
       expect(await upstreamRequests(`facilitator-settle nonce=${payment.nonce}`)).toBe(0);
     }

@@ -13,6 +13,7 @@ import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempoten
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
 import { SETTLEMENT_UNCONFIRMED } from "../payments/settlement";
+import { v1NetworkName } from "../payments/x402-v1";
 import { RAW_ARGUMENTS, RawArguments } from "./arguments";
 import { cardKeyUse } from "./card-key";
 import {
@@ -119,11 +120,12 @@ function paymentHeader(payment: unknown): string | undefined {
  * as PAYMENT-SIGNATURE, or Vercel x402-mcp's `_meta["x402.payment"]` (a v1 header value) as
  * X-PAYMENT, so the gate lifts and refuses it exactly as an HTTP v1 client's (x402-v1.ts). When
  * both are sent the v2 one is the payment and the v1 one is never read: it reaches no gate, so it
- * is neither claimed nor charged, and a call never goes with two payments.
+ * is neither claimed nor charged, and a call never goes with two payments. An empty v2 value (or
+ * one of spaces only) is no payment, as an empty header is: the v1 one beside it then pays.
  */
 function callPayment(meta: Record<string, unknown> | undefined): Payment | undefined {
   const v2 = paymentHeader(meta?.[PAYMENT_META]);
-  if (v2 !== undefined) return { header: "payment-signature", value: v2 };
+  if (v2) return { header: "payment-signature", value: v2 };
   const v1 = paymentHeader(meta?.[V1_PAYMENT_META]);
   return v1 === undefined ? undefined : { header: "x-payment", value: v1 };
 }
@@ -281,20 +283,23 @@ export async function callTool(
   // x402 MCP transport asks: `x402/payment-response` in `_meta` and in the structured content.
   const settledHeader = status === 402 || status === 502 ? headers.get("payment-response") : null;
   const settlement = settledHeader ? safeDecodeSettlement(settledHeader) : undefined;
-  // A v1 payer (x402-mcp) reads a failed settlement where it reads a good one: its own `_meta` key.
+  // A v1 payer (x402-mcp) reads a failed settlement where it reads a good one: its own `_meta` key,
+  // the settle response the gate sent it or, for one the facilitator never answered, the same one
+  // the v2 key gets (unansweredSettlement) in v1 terms.
   const settledV1 = status === 402 || status === 502 ? v1Settlement(headers) : undefined;
-  const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult =>
-    settled
-      ? {
-          ...result,
-          structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
-          _meta: {
-            ...result._meta,
-            [PAYMENT_RESPONSE_META]: settled,
-            ...(settledV1 ? { [V1_PAYMENT_RESPONSE_META]: settledV1 } : {}),
-          },
-        }
-      : result;
+  const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult => {
+    if (!settled) return result;
+    const v1 = settledV1 ?? (payment?.header === "x-payment" ? asV1Settlement(settled) : undefined);
+    return {
+      ...result,
+      structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
+      _meta: {
+        ...result._meta,
+        [PAYMENT_RESPONSE_META]: settled,
+        ...(v1 ? { [V1_PAYMENT_RESPONSE_META]: v1 } : {}),
+      },
+    };
+  };
 
   // A settlement whose outcome is not known is a settlement failure in the MCP transport's terms:
   // answered as an offer, which the gate sends an MCP call's 502 with (x402-http.ts).
@@ -312,7 +317,7 @@ export async function callTool(
     const refused = unconfirmed
       ? unconfirmedFacts(body)
       : typeof body.reason === "string" && body.reason !== "payment_required"
-        ? { error: inMcpTerms(body.error ?? paymentRequired.error, payment), reason: body.reason }
+        ? { error: body.error ?? paymentRequired.error, reason: body.reason }
         : sentCardKey && typeof body.error === "string"
           ? { error: body.error }
           : keyWhy
@@ -333,7 +338,7 @@ export async function callTool(
       },
       settlement ?? (unconfirmed ? unansweredSettlement(body, paymentRequired) : undefined),
     );
-    const v1Offer = v1OfferText(body, structured);
+    const v1Offer = v1OfferText(body, structured, paymentRequired.error);
     return {
       ...offer,
       content: [
@@ -403,31 +408,35 @@ function unansweredSettlement(
  * The offer for x402 v1 payers (Vercel's x402-mcp, whose model passes one of `accepts` to its
  * generatePaymentAuthorization tool, which takes v1 requirements only): the v1 offer the HTTP 402
  * body carries (x402-offer-body.ts), as a second text item. v2 clients read `content[0]`,
- * `structuredContent` and `_meta` (transports-v2/mcp.md), all left as they were.
+ * `structuredContent` and `_meta` (transports-v2/mcp.md), all left as they were. Its `error` is
+ * the result's own whenever that says more than the offer's default (a refusal, why the
+ * connection's card key did not pay). Each requirement goes without its `outputSchema` (optional
+ * in x402's v1 PaymentRequirementsSchema): the model copies a requirement into its signing tool's
+ * arguments, and the schema was most of this item's size (the tools list has it already).
  */
-function v1OfferText(body: Record<string, unknown>, structured: Record<string, unknown>) {
+function v1OfferText(
+  body: Record<string, unknown>,
+  structured: Record<string, unknown>,
+  offerError: unknown,
+) {
   if (body.x402Version !== 1 || !Array.isArray(body.accepts) || body.accepts.length === 0) return undefined;
-  const refused = typeof body.reason === "string" && body.reason !== "payment_required";
-  const error = refused
-    ? String(structured.error ?? body.error)
-    : `Payment required (x402 v1): sign one of accepts and send the X-PAYMENT header value in _meta["${V1_PAYMENT_META}"]`;
-  return JSON.stringify({
-    x402Version: 1,
-    error,
-    ...(refused ? { reason: body.reason } : {}),
-    accepts: body.accepts,
+  const reason = typeof structured.reason === "string" ? structured.reason : undefined;
+  const error =
+    typeof structured.error === "string" && (reason || structured.error !== offerError)
+      ? structured.error
+      : `Payment required (x402 v1): sign one of accepts and send the X-PAYMENT header value in _meta["${V1_PAYMENT_META}"]`;
+  const accepts = body.accepts.map((a) => {
+    if (!isRecord(a)) return a;
+    const { outputSchema: _, ...requirement } = a;
+    return requirement;
   });
+  return JSON.stringify({ x402Version: 1, error, ...(reason ? { reason } : {}), accepts });
 }
 
-/**
- * A refusal of a v1 payment in the words of the field it came in: the gate's lift (x402-v1.ts)
- * names the HTTP headers, which an x402-mcp payer never wrote.
- */
-function inMcpTerms(error: unknown, payment: Payment | undefined) {
-  if (payment?.header !== "x-payment" || typeof error !== "string") return error;
-  return error
-    .replaceAll("X-PAYMENT", `_meta["${V1_PAYMENT_META}"]`)
-    .replaceAll("PAYMENT-SIGNATURE", `_meta["${PAYMENT_META}"]`);
+/** A settle response in v1 terms (the network as v1 names it), as v1PaymentResponse sends it. */
+function asV1Settlement(settled: SettleResponse): SettleResponse {
+  const network = v1NetworkName(settled.network) ?? settled.network;
+  return { ...settled, network: network as SettleResponse["network"] };
 }
 
 /** The v1 settle response (X-PAYMENT-RESPONSE, which the gate sends a v1 payment only), decoded. */

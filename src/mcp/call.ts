@@ -13,6 +13,7 @@ import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempoten
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
 import { SETTLEMENT_UNCONFIRMED } from "../payments/settlement";
+import { v1NetworkName } from "../payments/x402-v1";
 import { RAW_ARGUMENTS, RawArguments } from "./arguments";
 import { cardKeyUse } from "./card-key";
 import {
@@ -25,6 +26,8 @@ import {
   RECEIPT_META,
   RECEIPT_NOTE_META,
   REQUEST_ID_META,
+  V1_PAYMENT_META,
+  V1_PAYMENT_RESPONSE_META,
 } from "./limits";
 import type { McpTool } from "./tools";
 
@@ -95,8 +98,7 @@ function asUtf8(header: string): string {
  * the caller gets invalid_payment_header with the offer to sign, as a string that is none does,
  * never a bare refusal without the PaymentRequired (transports-v2/mcp.md, "Payment Invalid").
  */
-function paymentHeader(meta: Record<string, unknown> | undefined): string | undefined {
-  const payment = meta?.[PAYMENT_META];
+function paymentHeader(payment: unknown): string | undefined {
   if (payment === undefined || payment === null) return undefined;
   if (typeof payment === "string") {
     // Line breaks and spaces of a wrapped base64 string are dropped, as base64 decoders do. What
@@ -113,11 +115,31 @@ function paymentHeader(meta: Record<string, unknown> | undefined): string | unde
   }
 }
 
+/**
+ * The call's x402 payment, as the header the HTTP route reads it in: `_meta["x402/payment"]` (v2)
+ * as PAYMENT-SIGNATURE, or Vercel x402-mcp's `_meta["x402.payment"]` (a v1 header value) as
+ * X-PAYMENT, so the gate lifts and refuses it exactly as an HTTP v1 client's (x402-v1.ts). When
+ * both are sent the v2 one is the payment and the v1 one is never read: it reaches no gate, so it
+ * is neither claimed nor charged, and a call never goes with two payments. An empty v2 value (or
+ * one of spaces only) is no payment, as an empty header is: the v1 one beside it then pays.
+ */
+function callPayment(meta: Record<string, unknown> | undefined): Payment | undefined {
+  const v2 = paymentHeader(meta?.[PAYMENT_META]);
+  if (v2) return { header: "payment-signature", value: v2 };
+  const v1 = paymentHeader(meta?.[V1_PAYMENT_META]);
+  return v1 === undefined ? undefined : { header: "x-payment", value: v1 };
+}
+
+interface Payment {
+  header: "payment-signature" | "x-payment";
+  value: string;
+}
+
 /** The internal request: the HTTP route of the tool, paid the way the MCP call is paid. */
 function buildRequest(
   t: McpTool,
   args: Record<string, unknown>,
-  payment: string | undefined,
+  payment: Payment | undefined,
   idempotencyKey: string | undefined,
   cardKey: string | undefined,
   ctx: CallContext,
@@ -139,7 +161,7 @@ function buildRequest(
     // Known length: the app's body limit then keeps this very Request object (see markMcpRequest).
     headers.set("content-length", String(body.byteLength));
   }
-  if (payment) headers.set("payment-signature", payment);
+  if (payment) headers.set(payment.header, payment.value);
   if (idempotencyKey !== undefined) headers.set("idempotency-key", idempotencyKey);
   if (ctx.clientIp) headers.set("cf-connecting-ip", ctx.clientIp);
   if (cardKey) headers.set("authorization", cardKey);
@@ -198,7 +220,7 @@ export async function callTool(
   meta: Record<string, unknown> | undefined,
   ctx: CallContext,
 ): Promise<CallToolResult> {
-  const payment = paymentHeader(meta);
+  const payment = callPayment(meta);
   // Checked here, for every call: the route reads an Idempotency-Key only beside a card key, and a
   // value that is no header value must be the caller's error, not the Headers object's. Only a
   // missing key is absent (JSON has no undefined): a null one read as none ran each retry as a new
@@ -228,6 +250,8 @@ export async function callTool(
     const _meta: Record<string, unknown> = {};
     const settled = headers.get("payment-response");
     if (settled) _meta[PAYMENT_RESPONSE_META] = decodePaymentResponseHeader(settled);
+    const settledV1 = v1Settlement(headers);
+    if (settledV1) _meta[V1_PAYMENT_RESPONSE_META] = settledV1;
     const credits = headers.get("x-credits-remaining");
     if (credits !== null) _meta[CREDITS_META] = Number(credits);
     const receipt = headers.get(RECEIPT_HEADER);
@@ -259,14 +283,23 @@ export async function callTool(
   // x402 MCP transport asks: `x402/payment-response` in `_meta` and in the structured content.
   const settledHeader = status === 402 || status === 502 ? headers.get("payment-response") : null;
   const settlement = settledHeader ? safeDecodeSettlement(settledHeader) : undefined;
-  const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult =>
-    settled
-      ? {
-          ...result,
-          structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
-          _meta: { ...result._meta, [PAYMENT_RESPONSE_META]: settled },
-        }
-      : result;
+  // A v1 payer (x402-mcp) reads a failed settlement where it reads a good one: its own `_meta` key,
+  // the settle response the gate sent it or, for one the facilitator never answered, the same one
+  // the v2 key gets (unansweredSettlement) in v1 terms.
+  const settledV1 = status === 402 || status === 502 ? v1Settlement(headers) : undefined;
+  const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult => {
+    if (!settled) return result;
+    const v1 = settledV1 ?? (payment?.header === "x-payment" ? asV1Settlement(settled) : undefined);
+    return {
+      ...result,
+      structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
+      _meta: {
+        ...result._meta,
+        [PAYMENT_RESPONSE_META]: settled,
+        ...(v1 ? { [V1_PAYMENT_RESPONSE_META]: v1 } : {}),
+      },
+    };
+  };
 
   // A settlement whose outcome is not known is a settlement failure in the MCP transport's terms:
   // answered as an offer, which the gate sends an MCP call's 502 with (x402-http.ts).
@@ -305,9 +338,13 @@ export async function callTool(
       },
       settlement ?? (unconfirmed ? unansweredSettlement(body, paymentRequired) : undefined),
     );
+    const v1Offer = v1OfferText(body, structured, paymentRequired.error);
     return {
       ...offer,
-      content: [{ type: "text", text: x402ErrorText(offer.structuredContent ?? structured) }],
+      content: [
+        { type: "text", text: x402ErrorText(offer.structuredContent ?? structured) },
+        ...(v1Offer ? [{ type: "text" as const, text: v1Offer }] : []),
+      ],
     };
   }
 
@@ -365,6 +402,47 @@ function unansweredSettlement(
     transaction: typeof body.transaction === "string" ? body.transaction : "",
     network: accepted?.network ?? ("" as SettleResponse["network"]),
   };
+}
+
+/**
+ * The offer for x402 v1 payers (Vercel's x402-mcp, whose model passes one of `accepts` to its
+ * generatePaymentAuthorization tool, which takes v1 requirements only): the v1 offer the HTTP 402
+ * body carries (x402-offer-body.ts), as a second text item. v2 clients read `content[0]`,
+ * `structuredContent` and `_meta` (transports-v2/mcp.md), all left as they were. Its `error` is
+ * the result's own whenever that says more than the offer's default (a refusal, why the
+ * connection's card key did not pay). Each requirement goes without its `outputSchema` (optional
+ * in x402's v1 PaymentRequirementsSchema): the model copies a requirement into its signing tool's
+ * arguments, and the schema was most of this item's size (the tools list has it already).
+ */
+function v1OfferText(
+  body: Record<string, unknown>,
+  structured: Record<string, unknown>,
+  offerError: unknown,
+) {
+  if (body.x402Version !== 1 || !Array.isArray(body.accepts) || body.accepts.length === 0) return undefined;
+  const reason = typeof structured.reason === "string" ? structured.reason : undefined;
+  const error =
+    typeof structured.error === "string" && (reason || structured.error !== offerError)
+      ? structured.error
+      : `Payment required (x402 v1): sign one of accepts and send the X-PAYMENT header value in _meta["${V1_PAYMENT_META}"]`;
+  const accepts = body.accepts.map((a) => {
+    if (!isRecord(a)) return a;
+    const { outputSchema: _, ...requirement } = a;
+    return requirement;
+  });
+  return JSON.stringify({ x402Version: 1, error, ...(reason ? { reason } : {}), accepts });
+}
+
+/** A settle response in v1 terms (the network as v1 names it), as v1PaymentResponse sends it. */
+function asV1Settlement(settled: SettleResponse): SettleResponse {
+  const network = v1NetworkName(settled.network) ?? settled.network;
+  return { ...settled, network: network as SettleResponse["network"] };
+}
+
+/** The v1 settle response (X-PAYMENT-RESPONSE, which the gate sends a v1 payment only), decoded. */
+function v1Settlement(headers: Headers) {
+  const header = headers.get("x-payment-response");
+  return header ? safeDecodeSettlement(header) : undefined;
 }
 
 function safeDecodeSettlement(header: string) {

@@ -26,7 +26,13 @@ export const MCP_ENVELOPE_DEPTH = 16;
 /** As many `{}` as the 64 KiB of MCP_MAX_BODY_BYTES's headroom hold. */
 export const MCP_ENVELOPE_CONTAINERS = 32 * 1024;
 
-export { PAYMENT_ERROR_META, PAYMENT_META, PAYMENT_RESPONSE_META } from "../payments/x402-mcp-meta";
+export {
+  PAYMENT_ERROR_META,
+  PAYMENT_META,
+  PAYMENT_RESPONSE_META,
+  V1_PAYMENT_META,
+  V1_PAYMENT_RESPONSE_META,
+} from "../payments/x402-mcp-meta";
 /** Our own `_meta` key: calls left on the card-credit key that paid this call. */
 export const CREDITS_META = "marketplace/credits-remaining";
 /**

@@ -12,7 +12,13 @@ import * as z from "zod";
 import { INTERFACE_VERSION } from "../config";
 import { skills } from "../skills/registry";
 import { type CallContext, callTool } from "./call";
-import { PAYMENT_META, PAYMENT_RESPONSE_META, RECEIPT_META } from "./limits";
+import {
+  PAYMENT_META,
+  PAYMENT_RESPONSE_META,
+  RECEIPT_META,
+  V1_PAYMENT_META,
+  V1_PAYMENT_RESPONSE_META,
+} from "./limits";
 import { CATALOG_URI, docsUri, resourceList, skillDocs } from "./resources";
 import type { McpTool } from "./tools";
 
@@ -29,7 +35,7 @@ export interface McpServerContext extends CallContext {
  * tools/list). Without them the partner sentences are left out.
  */
 const instructions = (freeBeta: boolean | undefined, partners: boolean) =>
-  `${freeBeta ? `Free beta: skill tools answer without payment for now${partners ? "; partner services and refinery recipes are still paid" : ""}. ` : ""}Every tool is one paid skill${partners ? " or partner service" : ""}; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"], and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits: a key pays its own skill's calls, and every other call on that connection is paid with x402 as above${partners ? " (partner services and refinery recipes take x402 only)" : ""}. An error result with reason settlement_unconfirmed carries the offer too, but your payment may still land: it is then refunded${partners ? " (less the share owed to a partner that served the call)" : ""}; check its transaction before you pay again. You are charged only for a successful result${partners ? ", except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect)" : ""}.`;
+  `${freeBeta ? `Free beta: skill tools answer without payment for now${partners ? "; partner services and refinery recipes are still paid" : ""}. ` : ""}Every tool is one paid skill${partners ? " or partner service" : ""}; tools/list and resources are free. Pay a call with x402 v2: call without payment, take the PaymentRequired from the error result, sign it and retry with params._meta["${PAYMENT_META}"] (a call you stop waiting for still runs and is charged if it succeeds: to get its result back, put a payment-identifier id in the extensions of the payment and resend with a fresh signature and the same id); the settlement comes back in _meta["${PAYMENT_RESPONSE_META}"] (x402 v1 payers such as x402-mcp: sign a requirement of the error result's second text item and send the X-PAYMENT header value in params._meta["${V1_PAYMENT_META}"]; the settlement comes back in _meta["${V1_PAYMENT_RESPONSE_META}"] too; a v1 call cannot be fetched again, as payment-identifier is v2 only and an Idempotency-Key works with a card key only: if its answer is lost it is still charged, and the same v1 authorization sent again is refused, as payment_authorization_reused or, by the facilitator, invalid_exact_evm_transaction_simulation_failed), and every paid result carries its signed receipt in _meta["${RECEIPT_META}"]. Or connect with the header Authorization: Bearer mk_... to pay skills with card credits: a key pays its own skill's calls, and every other call on that connection is paid with x402 as above${partners ? " (partner services and refinery recipes take x402 only)" : ""}. An error result with reason settlement_unconfirmed carries the offer too, but your payment may still land: it is then refunded${partners ? " (less the share owed to a partner that served the call)" : ""}; check its transaction before you pay again. You are charged only for a successful result${partners ? ", except by a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says charged: true with a refund (the price less what the partner can still collect)" : ""}.`;
 
 /**
  * A JSON-RPC error of a handler, its message sent as written. The SDK answers a thrown error with

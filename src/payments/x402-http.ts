@@ -12,9 +12,12 @@ import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
 import { SETTLEMENT_UNCONFIRMED, settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
-import { PAYMENT_META } from "./x402-mcp-meta";
+import { PAYMENT_META, V1_PAYMENT_META } from "./x402-mcp-meta";
 import { validBeforeRefusal } from "./x402-terms";
-import { liftV1Payment, v1PaymentResponse } from "./x402-v1";
+import { HTTP_FIELDS, liftV1Payment, type PaymentFields, v1PaymentResponse } from "./x402-v1";
+
+/** An MCP payer's payment fields, named in what the gate tells it (mcp/call.ts sends them on). */
+const MCP_FIELDS: PaymentFields = { v1: `_meta["${V1_PAYMENT_META}"]`, v2: `_meta["${PAYMENT_META}"]` };
 
 /**
  * The x402 exchange of one HTTP request, on @x402/core's framework-free HTTP server.
@@ -285,10 +288,12 @@ export function x402HttpGate(
       return "offer" in answer ? send(c, answer) : sendAnswer(c, answer);
     }
 
-    // An MCP call has one payment field (`_meta[PAYMENT_META]`, sent on here as PAYMENT-SIGNATURE)
-    // and no X-PAYMENT: a refusal names the field its caller wrote, not a header it never saw.
+    // An MCP call's payment fields are `_meta` keys (mcp/call.ts sends `_meta[PAYMENT_META]` on
+    // here as PAYMENT-SIGNATURE, x402-mcp's v1 `_meta[V1_PAYMENT_META]` as X-PAYMENT): a refusal
+    // names the field its caller wrote, not a header it never saw.
     const mcp = isMcpRequest(c.req.raw);
-    const field = mcp ? `_meta["${PAYMENT_META}"]` : header ? "PAYMENT-SIGNATURE" : "X-PAYMENT";
+    const fields = mcp ? MCP_FIELDS : HTTP_FIELDS;
+    const field = header ? fields.v2 : fields.v1;
 
     // Refused as no payment (it is none), before anything decodes it for good: see nestedTooDeep.
     if (nestedTooDeep(header ?? v1Header ?? "")) {
@@ -311,7 +316,7 @@ export function x402HttpGate(
       return refuseWithOffer(
         "invalid_x402_version",
         mcp
-          ? `MCP takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it in ${field}`
+          ? `${field} takes x402 v2 payloads only: sign the PaymentRequired in this result (x402Version 2) and send it there, or send an x402 v1 X-PAYMENT value in ${MCP_FIELDS.v1}`
           : "PAYMENT-SIGNATURE must carry an x402Version 2 payload; send v1 payloads in X-PAYMENT",
       );
     }
@@ -324,7 +329,7 @@ export function x402HttpGate(
         probe,
       );
       if (!requirements) return next();
-      const lifted = liftV1Payment(v1Header, requirements, resource);
+      const lifted = liftV1Payment(v1Header, requirements, resource, fields);
       if (!lifted.ok) return refuseWithOffer(lifted.reason, lifted.message);
       header = lifted.header;
       signed = lifted.payload;

@@ -92,28 +92,42 @@ export type Lifted =
   | { ok: true; header: string; payload: PaymentPayload }
   | { ok: false; reason: string; message: string };
 
+/** Where a payer put its v1 and its v2 payment: HTTP's headers, or an MCP call's `_meta` keys. */
+export interface PaymentFields {
+  v1: string;
+  v2: string;
+}
+
+export const HTTP_FIELDS: PaymentFields = { v1: "X-PAYMENT", v2: "PAYMENT-SIGNATURE" };
+
 /**
  * Reads an `X-PAYMENT` header and lifts it into the v2 payload the rest of the gate handles.
  * `requirements` are the route's own; a payload for another scheme or network is refused here
- * with a machine reason in the same snake_case vocabulary as the facilitator's.
+ * with a machine reason in the same snake_case vocabulary as the facilitator's, naming `fields`
+ * (an MCP payer's `_meta` keys for a call that came over MCP).
  */
 export function liftV1Payment(
   header: string,
   requirements: PaymentRequirements,
   resource: PaymentRequired["resource"],
+  fields: PaymentFields = HTTP_FIELDS,
 ): Lifted {
   let v1: PaymentPayloadV1;
   try {
     // The v1 header is the same base64 JSON encoding as v2's.
     v1 = decodePaymentSignatureHeader(header) as unknown as PaymentPayloadV1;
   } catch {
-    return { ok: false, reason: "invalid_payment_header", message: "X-PAYMENT is not base64-encoded JSON" };
+    return {
+      ok: false,
+      reason: "invalid_payment_header",
+      message: `${fields.v1} is not base64-encoded JSON`,
+    };
   }
   if (v1?.x402Version !== 1) {
     return {
       ok: false,
       reason: "invalid_x402_version",
-      message: "X-PAYMENT must carry an x402Version 1 payload; send v2 payloads in PAYMENT-SIGNATURE",
+      message: `${fields.v1} must carry an x402Version 1 payload; send v2 payloads in ${fields.v2}`,
     };
   }
   if (v1.scheme !== requirements.scheme) {
@@ -132,7 +146,7 @@ export function liftV1Payment(
     };
   }
   if (typeof v1.payload !== "object" || v1.payload === null) {
-    return { ok: false, reason: "invalid_payload", message: "X-PAYMENT carries no payload" };
+    return { ok: false, reason: "invalid_payload", message: `${fields.v1} carries no payload` };
   }
   const payload: PaymentPayload = {
     x402Version: 2,

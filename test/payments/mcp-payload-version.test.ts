@@ -7,9 +7,10 @@ import { unsignedPayment } from "../fixtures/payments";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
 import { mcpToolCall, ORIGIN, type ToolResult } from "../helpers";
 
-// MCP carries one payment field (`_meta["x402/payment"]`, sent on as PAYMENT-SIGNATURE): a v1
-// payload there was told to go in X-PAYMENT, a header an MCP client cannot send. It is told to
-// sign the v2 PaymentRequired its result holds; an HTTP caller still gets the X-PAYMENT advice.
+// A v1 payload in MCP's v2 field (`_meta["x402/payment"]`, sent on as PAYMENT-SIGNATURE) was told
+// to go in X-PAYMENT, a header an MCP client cannot send. It is told to sign the v2 PaymentRequired
+// its result holds, or to send a v1 X-PAYMENT value in x402-mcp's `_meta["x402.payment"]`; an HTTP
+// caller still gets the X-PAYMENT advice.
 const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facilitator` };
 const app = createApp();
 const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
@@ -30,8 +31,10 @@ describe("a v1 payload sent over MCP", () => {
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ x402Version: 2, reason: "invalid_x402_version" });
     const error = String(result.structuredContent?.error);
-    expect(error).toMatch(/MCP takes x402 v2 payloads only/);
-    expect(error).not.toMatch(/X-PAYMENT/);
+    expect(error).toMatch(/^Payment rejected: _meta\["x402\/payment"\] takes x402 v2 payloads only/);
+    // Not sent to a header an MCP client cannot set: to x402-mcp's v1 key, or to sign the v2 offer.
+    expect(error).toMatch(/or send an x402 v1 X-PAYMENT value in _meta\["x402\.payment"\]$/);
+    expect(error).not.toMatch(/in X-PAYMENT/);
     expect(result.structuredContent?.accepts).toEqual(required.accepts);
     expect(await upstreamRequests(`facilitator-settle nonce=${nonce}`)).toBe(0);
   });

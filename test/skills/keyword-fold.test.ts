@@ -31,3 +31,35 @@ describe("keyword_extract folds a capital dotted İ as the i it lowercases to", 
     ]);
   });
 });
+
+// The Unicode audit: a decomposed "Cafe\u0301" and a composed "café" were two terms (the answer
+// showed "café" twice), and invisible format characters inside a word made five "price" terms.
+describe("keyword_extract folds Unicode spellings of one word", () => {
+  it("composes: Cafe\u0301 (NFD) and café (NFC) are one term, written composed", async () => {
+    const res = await postJson("/api/skills/keyword-extract", {
+      text: "caf\u00e9 Cafe\u0301 caf\u00e9 \u212bngstr\u00f6m A\u030angstro\u0308m",
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      keywords: [
+        { term: "caf\u00e9", count: 3 },
+        { term: "\u00e5ngstr\u00f6m", count: 2 },
+      ],
+      unique_terms: 2,
+    });
+  });
+
+  it("drops bidi controls, LRM, ZWJ, ZWNJ, the word joiner, the soft hyphen and a BOM inside a word", () => {
+    const text =
+      "price \u202aprice\u202c price\u200e \u2066price\u2069 pri\u00adce pr\u200dice p\u200cri\u2060ce \ufeffprice";
+    expect(extractKeywords(text, 10).keywords).toEqual([{ term: "price", count: 8 }]);
+  });
+
+  it("keeps the zero width space a word boundary, and compatibility forms apart", () => {
+    expect(extractKeywords("foo\u200bbar", 10).keywords).toEqual([
+      { term: "bar", count: 1 },
+      { term: "foo", count: 1 },
+    ]);
+    expect(extractKeywords("\uff50\uff52\uff49\uff43\uff45 price", 10).unique_terms).toBe(2);
+  });
+});

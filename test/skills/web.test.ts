@@ -106,6 +106,32 @@ describe("url_normalize", () => {
   );
 
   it(
+    "a lone surrogate anywhere is 422 url_parsing, not read as U+FFFD",
+    async () => {
+      // The Unicode audit: these were silently read as U+FFFD (%EF%BF%BD), another resource.
+      // (Looped, not it.each: a lone surrogate in a test's name breaks the reporter's channel.)
+      const error = "lone surrogate, which UTF-8 cannot encode";
+      for (const url of ["https://exa.com/p/a\ud800b", "https://exa.com/?q=\udc00", "exa\ud83d.com"]) {
+        const res = await postJson("/api/skills/url-normalize", { url });
+        expect(res.status).toBe(422);
+        expect((await detailOf(res))[0]).toMatchObject({
+          loc: ["body", "url"],
+          type: "url_parsing",
+          msg: `Input should be a valid URL, ${error}`,
+          ctx: { error },
+        });
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it("U+FFFD itself and a whole surrogate pair are characters like any other", () => {
+    expect(normalizeUrl("https://exa.com/\ufffd?q=\u{1F600}").canonical).toBe(
+      "https://exa.com/%EF%BF%BD?q=%F0%9F%98%80",
+    );
+  });
+
+  it(
     "is idempotent: a canonical URL normalizes to itself",
     () => {
       fc.assert(

@@ -2,13 +2,16 @@ import { describe, expect, it } from "vitest";
 import { extractKeywords } from "../../src/skills/lib/keywords";
 import { postJson } from "../helpers";
 
+/** keyword_extract's answer for `text`, over HTTP as the skill answers. */
+async function extractOverHttp(text: string) {
+  const res = await postJson("/api/skills/keyword-extract", { text });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
 describe("keyword_extract folds a capital dotted İ as the i it lowercases to", () => {
   it("counts İstanbul and istanbul as one term, over HTTP as the skill answers", async () => {
-    const res = await postJson("/api/skills/keyword-extract", {
-      text: "Ökonomie ökonomie İstanbul istanbul",
-    });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({
+    expect(await extractOverHttp("Ökonomie ökonomie İstanbul istanbul")).toMatchObject({
       keywords: [
         { term: "istanbul", count: 2 },
         { term: "ökonomie", count: 2 },
@@ -36,11 +39,8 @@ describe("keyword_extract folds a capital dotted İ as the i it lowercases to", 
 // showed "café" twice), and invisible format characters inside a word made five "price" terms.
 describe("keyword_extract folds Unicode spellings of one word", () => {
   it("composes: Cafe\u0301 (NFD) and café (NFC) are one term, written composed", async () => {
-    const res = await postJson("/api/skills/keyword-extract", {
-      text: "caf\u00e9 Cafe\u0301 caf\u00e9 \u212bngstr\u00f6m A\u030angstro\u0308m",
-    });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({
+    const text = "caf\u00e9 Cafe\u0301 caf\u00e9 \u212bngstr\u00f6m A\u030angstro\u0308m";
+    expect(await extractOverHttp(text)).toMatchObject({
       keywords: [
         { term: "caf\u00e9", count: 3 },
         { term: "\u00e5ngstr\u00f6m", count: 2 },

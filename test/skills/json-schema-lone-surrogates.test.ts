@@ -15,10 +15,16 @@ type Answer = {
   errors: { instance_path: string; keyword: string; schema_path: string; message: string }[];
 };
 
+/** A lone surrogate as JSON.stringify writes one ("\ud800"), anywhere in an answer's text. */
+const LONE = /\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i;
+
 const validate = async (schema: unknown, instance: unknown) => {
   const res = await postJson("/api/skills/json-schema-validate", { schema, instance });
   expect(res.status).toBe(200);
-  return (await res.json()) as Answer;
+  const text = await res.text();
+  // Strict decoders (serde_json, Swift) refuse an answer holding one, whatever the request held.
+  expect(text).not.toMatch(LONE);
+  return JSON.parse(text) as Answer;
 };
 
 const FFFD = "%EF%BF%BD";
@@ -78,10 +84,10 @@ describe("json_schema_validate with lone surrogates in keys", () => {
     "propertyNames tests the key as sent, not its U+FFFD spelling",
     async () => {
       // "\ud800x" is two characters; "\ud800" is not the character U+FFFD.
-      expect(await validate({ propertyNames: { maxLength: 1 } }, { "\ud800x": 1 })).toMatchObject({
-        valid: false,
-        checked: true,
-      });
+      const long = await validate({ propertyNames: { maxLength: 1 } }, { "\ud800x": 1 });
+      expect(long).toMatchObject({ valid: false, checked: true });
+      // The message quotes the key as the paths name it.
+      expect(long.errors[0]?.message).toBe('Property name "\ufffdx" does not match schema.');
       const notFffd = { propertyNames: { not: { const: "\ufffd" } } };
       expect(await validate(notFffd, { "\ud800": 1 })).toMatchObject({ valid: true, checked: true });
       expect(await validate(notFffd, { "\ufffd": 1 })).toMatchObject({ valid: false, checked: true });
@@ -99,6 +105,13 @@ describe("json_schema_validate with lone surrogates in keys", () => {
       expect(wrong).toMatchObject({ valid: false, checked: true });
       expect(wrong.errors).toContainEqual(
         expect.objectContaining({ instance_path: `#/${FFFD}`, schema_path: `#/properties/${FFFD}/type` }),
+      );
+
+      // An invalid schema's message quotes the key the same way.
+      const bad = await validate({ properties: { "\ud800": 5 } }, 1);
+      expect(bad).toMatchObject({ valid: false, checked: false });
+      expect(bad.errors[0]?.message).toBe(
+        "Invalid schema: #/properties/\ufffd: a schema must be an object or a boolean",
       );
 
       const ref = { $defs: { "\ud800": { type: "string" } }, $ref: "#/$defs/\ud800" };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { extractKeywords } from "../../src/skills/lib/keywords";
+import { givenKeywords } from "../../src/skills/lib/seo-keywords";
 import { postJson } from "../helpers";
 
 /** keyword_extract's answer for `text`, over HTTP as the skill answers. */
@@ -61,5 +62,22 @@ describe("keyword_extract folds Unicode spellings of one word", () => {
       { term: "foo", count: 1 },
     ]);
     expect(extractKeywords("\uff50\uff52\uff49\uff43\uff45 price", 10).unique_terms).toBe(2);
+  });
+});
+
+describe("a run of combining marks longer than any script stacks", () => {
+  // NFC's reordering is quadratic in such a run (alternating classes: 21 s for 100,000 marks), so
+  // a run is cut to its first 30 marks (UAX #15's stream-safe bound) before the text is composed.
+  it("is folded with its first 30 marks only, the same term however long the run", async () => {
+    type Answer = { keywords: { term: string; count: number }[] };
+    const short = (await extractOverHttp(`a${"\u0301\u0316".repeat(15)}`)) as Answer;
+    const long = (await extractOverHttp(`a${"\u0301\u0316".repeat(500)}`)) as Answer;
+    expect(long.keywords).toEqual(short.keywords);
+    expect([...(long.keywords[0]?.term ?? "")].length).toBeLessThanOrEqual(31);
+  });
+
+  it("keeps a given seo keyword's first 100 characters, folded, however long it was", () => {
+    const keyword = `café ${"x".repeat(1_000_000)}`;
+    expect(givenKeywords([keyword])).toEqual([`café ${"x".repeat(95)}`]);
   });
 });

@@ -12,9 +12,27 @@ export function cut(text: string, max: number): string {
   return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }
 
-/** `text` as it is if it has at most `max` units, else cut to `max - 1` of them (`cut`) and "…". */
-export const shorten = (text: string, max: number): string =>
-  text.length > max ? `${cut(text, max - 1)}…` : text;
+let graphemes: Intl.Segmenter | undefined;
+
+/**
+ * `text` cut to at most `max` UTF-16 units at a grapheme cluster boundary (UAX #29): no flag left
+ * as one regional indicator, no ZWJ family cut short, no letter without its marks. A first cluster
+ * longer than `max` (a letter under thousands of marks) is cut as `cut` cuts.
+ */
+export function cutGraphemes(text: string, max: number): string {
+  if (text.length <= max) return text;
+  graphemes ??= new Intl.Segmenter("und", { granularity: "grapheme" });
+  // The cluster holding the unit at `max` starts at the last boundary at or before it.
+  const start = graphemes.segment(text).containing(max)?.index ?? max;
+  return start > 0 ? text.slice(0, start) : cut(text, max);
+}
+
+/**
+ * `text` as it is if it has at most `max` units, else cut to `max - 1` of them and "…", by `cutTo`
+ * (`cut`: whole code points; `cutGraphemes`: whole characters as a reader sees them).
+ */
+export const shorten = (text: string, max: number, cutTo = cut): string =>
+  text.length > max ? `${cutTo(text, max - 1)}…` : text;
 
 /** Code points in `text` before UTF-16 index `end` (a surrogate pair is one, a lone half one). */
 export function codePointsIn(text: string, end = text.length): number {

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { cut, shorten } from "../text-cut";
+import { cut, cutGraphemes, shorten } from "../text-cut";
 import { cached } from "./lib/cache";
 import { isHtml, loadPage, precheckUrl } from "./lib/page";
 import { analyzeText, SIGNAL_WEIGHTS } from "./lib/stylometry";
@@ -13,8 +13,9 @@ const LIMITS =
   "unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, " +
   "technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.";
 
-// Cut off a surrogate pair: a text of emoji previewed ending in half of one ("\ud83d…").
-const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREVIEW_CHARS);
+// Cut between characters as a reader sees them: at a code unit count a text of emoji previewed
+// ending in half of one ("\ud83d…"), at a code point one flag of two (🇫) or a family cut short.
+const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREVIEW_CHARS, cutGraphemes);
 
 function judge(text: string) {
   const body = cut(text, MAX_CHARS);
@@ -58,7 +59,9 @@ export const aiDetector = defineSkill({
   output: () =>
     z.object({
       url: z.string().nullable(),
-      text_preview: z.string(),
+      text_preview: z.string().meta({
+        description: `The judged text's start, whitespace collapsed: at most ${PREVIEW_CHARS} UTF-16 units, cut between characters (grapheme clusters) and ended with "…" when cut.`,
+      }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),
       human_likelihood: z.number().min(0).max(1),

@@ -167,7 +167,13 @@ export const jsonSchemaValidate = defineSkill({
     const schemaError = (message: string) => ({
       valid: false,
       errors: [
-        { instance_path: "#", keyword: "schema", schema_path: "#", message: `Invalid schema: ${message}` },
+        {
+          instance_path: "#",
+          keyword: "schema",
+          schema_path: "#",
+          // Well-formed as the validator's messages are (below): it may quote a key.
+          message: `Invalid schema: ${message}`.toWellFormed(),
+        },
       ],
       error_count: 1,
       checked: false,
@@ -195,7 +201,9 @@ export const jsonSchemaValidate = defineSkill({
           instance_path: e.instanceLocation,
           keyword: e.keyword,
           schema_path: e.keywordLocation,
-          message: e.error,
+          // The library quotes a key as it is: a lone surrogate in one would make this answer
+          // hold "\ud800", which strict JSON decoders refuse whole; the paths write it as U+FFFD too.
+          message: e.error.toWellFormed(),
         })),
         error_count: result.errorCount,
         checked: true,

@@ -126,6 +126,14 @@ export function summarize(query: string, articles: WpArticle[]) {
   return { chosen, confidence, used: [...new Set(chosen.map((c) => c.article))].sort((a, b) => a - b) };
 }
 
+/**
+ * The summary when no article matched, quoting the query as this caller wrote it. The cached
+ * answer holds none: callers whose queries normalize alike ("Ünïcode" and "u\u0308nïcode") share
+ * it, and the first one's spelling was shown to the others.
+ */
+const noMatchSummary = (query: string) =>
+  `No Wikipedia article matched "${cut(query.trim(), 200)}"; nothing to summarise. Try fewer or more general terms.`;
+
 /** A query of spaces only: nothing to search, answered as "nothing matched" (Wikipedia refuses an empty search). */
 const BLANK: ResearchResult = {
   summary: "The query has no words to search for; nothing to summarise. Give a topic or a question.",
@@ -148,7 +156,7 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
     query,
   );
   const noMatch = (): ResearchResult => ({
-    summary: `No Wikipedia article matched "${cut(query.trim(), 200)}"; nothing to summarise. Try fewer or more general terms.`,
+    summary: "", // quoted from each caller's own query (research.run): this answer is cached for all
     sources: [],
     confidence: 0,
     sentences: [],
@@ -252,6 +260,6 @@ export const research = defineSkill({
       researchQuery(env, query),
     );
     const { summary, sources, confidence, ...extra } = value;
-    return { query, summary, sources, confidence, ...extra, cache };
+    return { query, summary: summary || noMatchSummary(query), sources, confidence, ...extra, cache };
   },
 });

@@ -14,6 +14,13 @@ export function trimTrailingDots(host: string): string {
 
 function parse(input: string): URL {
   const trimmed = input.trim();
+  // The WHATWG parser writes a lone surrogate (JSON allows "\ud800") as %EF%BF%BD, the escape of
+  // U+FFFD: the canonical URL would name a resource the caller did not, silently. Refused as
+  // sha256 refuses text UTF-8 cannot encode.
+  if (!trimmed.isWellFormed()) {
+    const error = "lone surrogate, which UTF-8 cannot encode";
+    throw InputError.at(["url"], `Input should be a valid URL, ${error}`, input, "url_parsing", { error });
+  }
   // "example.com/path" is what people paste; read it as a web address rather than refuse it.
   // "localhost:8080/x" is a host and port, not a scheme; "http:1.2.3.4/x" is http (as pydantic reads it).
   const candidate =

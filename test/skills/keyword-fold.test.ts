@@ -1,14 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { extractKeywords } from "../../src/skills/lib/keywords";
+import { givenKeywords } from "../../src/skills/lib/seo-keywords";
 import { postJson } from "../helpers";
+
+/** keyword_extract's answer for `text`, over HTTP as the skill answers. */
+async function extractOverHttp(text: string) {
+  const res = await postJson("/api/skills/keyword-extract", { text });
+  expect(res.status).toBe(200);
+  return res.json();
+}
 
 describe("keyword_extract folds a capital dotted İ as the i it lowercases to", () => {
   it("counts İstanbul and istanbul as one term, over HTTP as the skill answers", async () => {
-    const res = await postJson("/api/skills/keyword-extract", {
-      text: "Ökonomie ökonomie İstanbul istanbul",
-    });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({
+    expect(await extractOverHttp("Ökonomie ökonomie İstanbul istanbul")).toMatchObject({
       keywords: [
         { term: "istanbul", count: 2 },
         { term: "ökonomie", count: 2 },
@@ -29,5 +33,51 @@ describe("keyword_extract folds a capital dotted İ as the i it lowercases to", 
       { term: "café", count: 2 },
       { term: "cafe", count: 1 },
     ]);
+  });
+});
+
+// The Unicode audit: a decomposed "Cafe\u0301" and a composed "café" were two terms (the answer
+// showed "café" twice), and invisible format characters inside a word made five "price" terms.
+describe("keyword_extract folds Unicode spellings of one word", () => {
+  it("composes: Cafe\u0301 (NFD) and café (NFC) are one term, written composed", async () => {
+    const text = "caf\u00e9 Cafe\u0301 caf\u00e9 \u212bngstr\u00f6m A\u030angstro\u0308m";
+    expect(await extractOverHttp(text)).toMatchObject({
+      keywords: [
+        { term: "caf\u00e9", count: 3 },
+        { term: "\u00e5ngstr\u00f6m", count: 2 },
+      ],
+      unique_terms: 2,
+    });
+  });
+
+  it("drops bidi controls, LRM, ZWJ, ZWNJ, the word joiner, the soft hyphen and a BOM inside a word", () => {
+    const text =
+      "price \u202aprice\u202c price\u200e \u2066price\u2069 pri\u00adce pr\u200dice p\u200cri\u2060ce \ufeffprice";
+    expect(extractKeywords(text, 10).keywords).toEqual([{ term: "price", count: 8 }]);
+  });
+
+  it("keeps the zero width space a word boundary, and compatibility forms apart", () => {
+    expect(extractKeywords("foo\u200bbar", 10).keywords).toEqual([
+      { term: "bar", count: 1 },
+      { term: "foo", count: 1 },
+    ]);
+    expect(extractKeywords("\uff50\uff52\uff49\uff43\uff45 price", 10).unique_terms).toBe(2);
+  });
+});
+
+describe("a run of combining marks longer than any script stacks", () => {
+  // NFC's reordering is quadratic in such a run (alternating classes: 21 s for 100,000 marks), so
+  // a run is cut to its first 30 marks (UAX #15's stream-safe bound) before the text is composed.
+  it("is folded with its first 30 marks only, the same term however long the run", async () => {
+    type Answer = { keywords: { term: string; count: number }[] };
+    const short = (await extractOverHttp(`a${"\u0301\u0316".repeat(15)}`)) as Answer;
+    const long = (await extractOverHttp(`a${"\u0301\u0316".repeat(500)}`)) as Answer;
+    expect(long.keywords).toEqual(short.keywords);
+    expect([...(long.keywords[0]?.term ?? "")].length).toBeLessThanOrEqual(31);
+  });
+
+  it("keeps a given seo keyword's first 100 characters, folded, however long it was", () => {
+    const keyword = `café ${"x".repeat(1_000_000)}`;
+    expect(givenKeywords([keyword])).toEqual([`café ${"x".repeat(95)}`]);
   });
 });

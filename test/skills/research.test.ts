@@ -133,8 +133,28 @@ describe("research on the Wikipedia fixture", () => {
       const second = await research(`  ${query.toUpperCase()} `);
       expect(second.cache).toBe("hit");
       expect(second.query).toBe(`  ${query.toUpperCase()} `);
-      expect(second.summary).toBe(first.summary);
+      // The same answer, but for what quotes the caller (no article matches: the summary quotes it).
+      const { query: _q1, summary: _s1, cache: _c1, ...rest } = first;
+      const { query: _q2, summary: _s2, cache: _c2, ...secondRest } = second;
+      expect(secondRest).toEqual(rest);
       expect(await upstreamRequests(`srsearch=${query}&`)).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a cached no-match answer quotes each caller's own spelling of the query, never the first caller's",
+    async () => {
+      // One cache entry: NFC, lowercased, spaces collapsed. The summary once quoted the first spelling.
+      const tag = unique("nomatchxyz");
+      const first = await research(`Zzqv \u00dcn\u00efcode ${tag}`);
+      const second = await research(`zzqv  U\u0308n\u00efcode ${tag.toUpperCase()}`);
+      expect([first.cache, second.cache]).toEqual(["miss", "hit"]);
+      expect(first.summary).toMatch(`No Wikipedia article matched "Zzqv \u00dcn\u00efcode ${tag}";`);
+      expect(second.summary).toMatch(
+        `No Wikipedia article matched "zzqv  U\u0308n\u00efcode ${tag.toUpperCase()}";`,
+      );
+      expect(second).toMatchObject({ sources: [], confidence: 0, note: "empty search result" });
     },
     SKILL_TEST_TIMEOUT,
   );

@@ -34,3 +34,34 @@ describe("seo keywords with a dotted capital I", () => {
     expect(given?.body_count).toBeGreaterThanOrEqual(10);
   });
 });
+
+// The Unicode audit: a page written decomposed ("Cafe\u0301") reported the keyword "café" absent.
+describe("seo keywords in other Unicode spellings", () => {
+  const cafe = (w: string) => `<!doctype html><html lang="fr"><head><title>${w} guide</title>
+<meta name="description" content="${w} in a day"></head>
+<body><h1>${w}</h1><p>${`${w} has coffee and ${w} has cake. `.repeat(5)}</p></body></html>`;
+
+  it("a composed keyword is found on a decomposed page, and the other way round", () => {
+    for (const [written, given] of [
+      ["Cafe\u0301", "caf\u00e9"],
+      ["Caf\u00e9", "cafe\u0301"],
+    ]) {
+      const [report] = reports(audit(cafe(written as string), "https://example.test/", [given as string]));
+      expect(report).toMatchObject({
+        keyword: "caf\u00e9",
+        in_title: true,
+        in_h1: true,
+        in_description: true,
+      });
+      expect(report?.body_count).toBe(11); // the h1 and the paragraph's ten
+    }
+  });
+
+  it("a page or keyword with format characters inside words is read without them", () => {
+    const [report] = reports(
+      audit(cafe("caf\u00ad\u00e9\u200e"), "https://example.test/", ["\u2066caf\u00e9\u2069"]),
+    );
+    expect(report).toMatchObject({ keyword: "caf\u00e9", in_title: true, in_h1: true, in_description: true });
+    expect(report?.body_count).toBe(11); // the h1 and the paragraph's ten
+  });
+});

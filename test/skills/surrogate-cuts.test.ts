@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { htmlToText } from "../../src/skills/lib/html-convert";
-import { cut, shorten } from "../../src/text-cut";
+import { cut, cutGraphemes, shorten } from "../../src/text-cut";
 import { FIXTURE } from "../fixtures/upstream-requests";
 import { postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
@@ -40,6 +40,21 @@ describe("cut and shorten", () => {
     expect(shorten(`a${EMOJI}b`, 3)).toBe("a…");
   });
 
+  it("cutGraphemes cuts between characters as a reader sees them", () => {
+    const family = "\u{1F468}\u200d\u{1F469}\u200d\u{1F467}\u200d\u{1F466}"; // 11 units, one character
+    const flags = "\u{1F1EB}\u{1F1F7}\u{1F1E9}\u{1F1EA}"; // 🇫🇷🇩🇪: 8 units, two characters
+    expect(cutGraphemes(`ab${flags}`, 7)).toBe(`ab\u{1F1EB}\u{1F1F7}`); // not 🇫🇷 and half of 🇩
+    expect(cutGraphemes(`ab${flags}`, 5)).toBe("ab"); // not a lone 🇫
+    expect(cutGraphemes(`a${family}b`, 11)).toBe("a");
+    expect(cutGraphemes(`a${family}b`, 12)).toBe(`a${family}`);
+    expect(cutGraphemes("ae\u0301\u0302x", 3)).toBe("a"); // é̂ keeps its marks or goes
+    expect(cutGraphemes("abc", 3)).toBe("abc");
+    // One cluster longer than the bound: cut at code points rather than answer nothing.
+    const marked = `e${"\u0301".repeat(50)}`;
+    expect(cutGraphemes(marked, 10)).toBe(marked.slice(0, 10));
+    expect(shorten(`x${flags}`, 4, cutGraphemes)).toBe("x…");
+  });
+
   it("ai_detector's page text is cut the same way (its first 8,000 characters)", () => {
     // (Checked well-formed first: a failure's message holding half a pair cannot reach the reporter.)
     const short = htmlToText(`<p>a${EMOJI}</p>`, ["url"], 2);
@@ -61,6 +76,23 @@ describe("answers hold no half of a surrogate pair", () => {
       const body = await answer("/api/skills/ai-detector", { text });
       // 199 units at most before the "…": 20 of text, 89 emoji (the 90th does not fit whole).
       expect(body.text_preview).toBe(`Hello there friend. ${EMOJI.repeat(89)}…`);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "ai_detector's text_preview keeps a flag or a ZWJ family whole, or leaves it out",
+    async () => {
+      // The audit: 197 letters then 🇫🇷 previewed as 197 letters and a lone regional indicator 🇫.
+      const flags = await answer("/api/skills/ai-detector", {
+        text: `${"x".repeat(197)}\u{1F1EB}\u{1F1F7}\u{1F1E9}\u{1F1EA} more words here.`,
+      });
+      expect(flags.text_preview).toBe(`${"x".repeat(197)}…`);
+      const family = "\u{1F468}\u200d\u{1F469}\u200d\u{1F467}\u200d\u{1F466}";
+      const families = await answer("/api/skills/ai-detector", {
+        text: `${"x".repeat(190)}${family.repeat(3)} tail text here.`,
+      });
+      expect(families.text_preview).toBe(`${"x".repeat(190)}…`);
     },
     SKILL_TEST_TIMEOUT,
   );

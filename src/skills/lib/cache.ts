@@ -8,7 +8,7 @@ import { netConfig } from "../../net/config";
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v5"; // v5: research drops disambiguation pages, seo reads every robots rule (X-Robots-Tag too), osint_graph merges redirected items, meta refreshes followed
+const VERSION = "v6"; // v6: research's no-match summary quotes each caller (none cached), seo folds keywords composed (NFC) and without format characters, page text keeps U+200B and drops U+FEFF, ai_detector's preview ends on a grapheme boundary
 
 export type CacheState = "hit" | "miss";
 

@@ -26,6 +26,22 @@ export const outputAtLeast = (html: string, mode: "text" | "markdown") =>
 
 const LEADING_BLANK_LINES = /^\s*\n/;
 
+/**
+ * What both converters are given: lone surrogates (JSON allows "\ud83d") as U+FFFD. mdream read
+ * one as the lead of a pair and swallowed the character after it ("x\ud83dyz" came out "x\ufffdz"),
+ * html-to-text passed it through, so the modes disagreed. One code unit for one: every offset the
+ * prepass computes on the caller's string holds on this one.
+ */
+const wellFormed = (html: string) => html.toWellFormed();
+
+/**
+ * U+FEFF: a byte-order mark, or a stray one where files were joined (as a zero width no-break space
+ * it is deprecated for U+2060). Dropped from both modes' output, wherever it stands: mdream's
+ * trim dropped it at the ends of the answer only, html-to-text kept it. Markdown drops it before
+ * its safety checks read the answer, so no tag can form where one stood.
+ */
+const dropBoms = (s: string) => s.replaceAll("\ufeff", "");
+
 /** The most of a document htmlToText reads with a `maxChars` (html_clean's own bound on its input). */
 const MAX_SOURCE_CHARS = 400_000;
 
@@ -36,20 +52,20 @@ const MAX_SOURCE_CHARS = 400_000;
  */
 export function htmlToText(html: string, loc: Loc = ["html"], maxChars?: number): string {
   const stop = maxChars === undefined ? undefined : { at: maxChars, maxSource: MAX_SOURCE_CHARS };
-  const { gridTables, outputAtLeast, end, page } = prepass(html, loc, "text", stop);
+  const { gridTables, outputAtLeast, end, page } = prepass(wellFormed(html), loc, "text", stop);
   if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
   const source = end === undefined ? page : page.slice(0, end);
   // Blank lines go from the start, not the first line's own indent: a page that opens with a list
   // or a <pre> kept its first item's marker and line flush left ("* A\n * B").
-  const text = textConverter(gridTables)(source).replace(LEADING_BLANK_LINES, "").trimEnd();
+  const text = dropBoms(textConverter(gridTables)(source)).replace(LEADING_BLANK_LINES, "").trimEnd();
   return maxChars === undefined ? text : cut(text, maxChars);
 }
 
 export function htmlToMd(html: string): string {
-  const { outputAtLeast, page } = prepass(html, ["html"], "markdown");
+  const { outputAtLeast, page } = prepass(wellFormed(html), ["html"], "markdown");
   if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
   const safe = safeForMarkdown(page);
   // Line ends as a renderer reads them, for the checks below to see the lines it will see.
-  const md = htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } }).replace(/\r\n?/g, "\n");
+  const md = dropBoms(htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } })).replace(/\r\n?/g, "\n");
   return inertForRenderers(neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim());
 }

@@ -37,7 +37,7 @@ import { checkPattern, compileRe2, NativeRegExp, nativeCheckMicroseconds, testCo
  *   schema-errors.ts's): the budget counts CPU, and a million kept errors were ~150 MB;
  * - the run stops with WorkLimitExceeded once the budget is spent.
  *
- * Validation is synchronous, so swapping the global RegExp (push, isArray) for its duration cannot
+ * Validation is synchronous, so swapping the global RegExp (push, isArray, encodeURI) for its duration cannot
  * leak into other requests of the isolate; each is restored in a finally.
  */
 
@@ -538,7 +538,7 @@ export class LookupTooLarge extends Error {
   }
 }
 
-/** The library would throw here itself (encodeURI on a lone surrogate, an id no URL parser reads). */
+/** The library would throw here itself (an id or a reference no URL parser reads). */
 class Unmeasurable extends Error {}
 
 // What encodeURI(escapePointer(c)).replace(/#/g, "%23") writes for each ASCII character: "~" and "/"
@@ -558,11 +558,11 @@ function pointerSegmentLength(key: string): number {
     else if (c < 0x800) n += 6;
     else if (c >= 0xd800 && c <= 0xdbff) {
       const next = key.charCodeAt(i + 1);
-      if (!(next >= 0xdc00 && next <= 0xdfff)) throw new Unmeasurable();
-      n += 12; // 4 UTF-8 bytes
-      i++;
-    } else if (c >= 0xdc00 && c <= 0xdfff) throw new Unmeasurable();
-    else n += 9;
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n += 12; // 4 UTF-8 bytes
+        i++;
+      } else n += 9; // a lone surrogate is written as U+FFFD (wellFormedEncodeURI)
+    } else n += 9;
   }
   return n;
 }
@@ -610,7 +610,7 @@ const isSchema = (v: unknown) =>
  * keyword tables and order) and keeps each pointer as a length, so its own work is linear in what
  * it counts; it stops with LookupTooLarge once the estimated heap passes `limit`, so a schema that
  * would visit its subschemas exponentially often costs at most the bound. Where the library would
- * throw (a lone surrogate in a key, an unparseable `$id`), it stops and returns the counts so far.
+ * throw (an unparseable `$id`), it stops and returns the counts so far.
  */
 export function lookupSize(root: unknown, limit = MAX_LOOKUP_BYTES) {
   const size = { keys: 0, chars: 0, other: 0 };
@@ -684,6 +684,28 @@ export function lookupSize(root: unknown, limit = MAX_LOOKUP_BYTES) {
 }
 
 /**
+ * What `encodeURI` is while the library indexes and validates: the native one, each lone surrogate
+ * read as U+FFFD. The library writes every key of the schema and of the instance into a location
+ * (JSON pointer) through encodeURI, which throws URIError on a lone surrogate: a key "\ud800"
+ * anywhere made the whole schema "Invalid schema: URI malformed", unchecked. Only locations are
+ * written this way, never the keys the keywords test (patternProperties, propertyNames, required
+ * see them as sent); a location names such a key as U+FFFD (%EF%BF%BD), as the WHATWG URL parser
+ * does for a `$ref` that spells one, so such a `$ref` still finds its subschema.
+ */
+const nativeEncodeURI = globalThis.encodeURI;
+const wellFormedEncodeURI = (uri: string) => nativeEncodeURI(uri.isWellFormed() ? uri : uri.toWellFormed());
+
+/** Runs the library (synchronous: the swap cannot leak into another request) with wellFormedEncodeURI. */
+function withWellFormedURIs<T>(run: () => T): T {
+  globalThis.encodeURI = wellFormedEncodeURI;
+  try {
+    return run();
+  } finally {
+    globalThis.encodeURI = nativeEncodeURI;
+  }
+}
+
+/**
  * Validates with the meter, the RE2 RegExp and the metered formats in place, collecting every
  * error (no short circuit) but holding only the first `listed` of each of the validator's lists
  * (schema-errors.ts): `errors` is the library's first `listed`, `errorCount` its count. The
@@ -702,7 +724,7 @@ export function meteredValidation(
   lookupSize(schema);
   schema = typeof schema === "object" && schema !== null ? structuredClone(schema) : schema;
   // The library's dereference defines its own hidden keys on the schema: let it run first.
-  const validator = new Validator(schema, draft, false);
+  const validator = withWellFormedURIs(() => new Validator(schema, draft, false));
   const unique = mentionsUniqueItems(schema);
   const { value, facts } = meterInstance(instance, unique);
   const { unmetered } = meterSchema(schema, facts);
@@ -717,7 +739,9 @@ export function meteredValidation(
   globalThis.RegExp = Re2RegExp as unknown as RegExpConstructor;
   if (unique) Array.isArray = notingIsArray;
   try {
-    const { valid, errors } = withShortErrorLists(listed, () => validator.validate(value));
+    const { valid, errors } = withShortErrorLists(listed, () =>
+      withWellFormedURIs(() => validator.validate(value)),
+    );
     return { valid, errors: errors.slice(0, listed), errorCount: errors.length, used: meter.used, budget };
   } finally {
     globalThis.RegExp = NativeRegExp;

@@ -30,7 +30,8 @@ function occurrences(phrase: string, text: string) {
 export function givenKeywords(given: string[] | null): string[] {
   const seen = new Set<string>();
   for (const k of given ?? []) {
-    const cleaned = cut(foldTerm(k.replace(/\s+/g, " ").trim()), 100);
+    // Cut before the fold too: a keyword may be megabytes long, and only its first 100 count.
+    const cleaned = cut(foldTerm(cut(k.replace(/\s+/g, " ").trim(), 400)), 100);
     if (cleaned !== "") seen.add(cleaned);
     if (seen.size === MAX_KEYWORDS) break;
   }

@@ -46,9 +46,16 @@ const TEXT_BLOCKS = [
     })),
   { selector: "li", format: "itemBlock" },
 ];
+/**
+ * HTML's whitespace (ASCII: space, tab, CR, LF, FF). html-to-text adds U+200B (zero width space) to
+ * it by default: "foo\u200bbar" came out "foo bar" here and "foo\u200bbar" in markdown mode (a
+ * browser shows no space either). Both modes now keep it as the character it is.
+ */
+const HTML_WHITESPACE = " \t\r\n\f";
 /** Tables laid out as text grids: what a reader of the text expects. */
 const TEXT_OPTIONS = {
   wordwrap: false as const,
+  whitespaceCharacters: HTML_WHITESPACE,
   selectors: [
     ...COMMON_SELECTORS,
     ...TEXT_BLOCKS,
@@ -58,6 +65,7 @@ const TEXT_OPTIONS = {
 /** Tables as plain blocks, one cell per line: for documents whose tables are too big to lay out. */
 const BLOCK_TABLE_OPTIONS = {
   wordwrap: false as const,
+  whitespaceCharacters: HTML_WHITESPACE,
   selectors: [
     ...COMMON_SELECTORS,
     ...TEXT_BLOCKS,

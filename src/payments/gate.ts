@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
-import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
+import { afterResponse, logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import type { Skill } from "../skills/types";
 import {
@@ -125,10 +125,18 @@ async function spend(c: Context<AppEnv>, keyHash: string, skill: Skill) {
     await markNotSpent(db, keyHash, requestId).run();
     return (await spentBy(db, requestId)) ?? ("unavailable" as const);
   } catch (e) {
-    // Read back as not spent, and the marker refused too (a full database refuses every
-    // card_spends insert, the spend's own among them): no give-back, which would write the same
-    // refused marker four times and raise a maintainer's final line for a credit never taken.
+    // Read back as not spent, and the marker refused too. A spend D1 commits later would then
+    // take its credit unopposed, so the give-back (which writes the marker too) is sent once,
+    // after the answer; its failure is logged as attempt 1, never `final`: a full database
+    // refuses every card_spends insert, the spend's own among them, and four refused give-backs
+    // would raise a maintainer's final line for a credit never taken.
     logWriteFailure(requestId, "card credit not-spent marker", e, 1);
+    await afterResponse(
+      c,
+      refundCredit(db, keyHash, requestId).catch((err: unknown) =>
+        logWriteFailure(requestId, `card credit give-back (key_hash ${keyHash})`, err, 1),
+      ),
+    );
     return "unavailable" as const;
   }
 }

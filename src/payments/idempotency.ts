@@ -8,6 +8,7 @@ import { bodyText, parseJsonText } from "../http/json-text";
 import { findKey } from "./credits";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
+import { refusedBeforeRunning } from "./ledger";
 import { payerProofQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
 
@@ -88,7 +89,8 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       logWriteFailure(requestId, "idempotency key claim", e, 1);
       // D1 can commit the claim and then fail to answer ("Network connection lost"): a claim left
       // `running` under this request would hold every retry at 409 for ABANDONED_AFTER_MS.
-      claimed = await claimedAfterError(c, id.key);
+      // A claim D1 refused as overloaded wrote nothing: nothing to read back or free.
+      claimed = !refusedBeforeRunning(e) && (await claimedAfterError(c, id.key));
       if (!claimed) return paymentsUnavailable(c, id.keyHash === undefined ? "x402" : "card");
     }
     if (unknownKey) return next();
@@ -187,7 +189,12 @@ async function claimedAfterError(c: Context<AppEnv>, key: string) {
   try {
     return (await current(c.env.DB, key))?.request_id === requestId;
   } catch {
-    await writeOrRetryAfter(c, "idempotency key release", () => release(c.env.DB, key, requestId));
+    // Tried once, logged as attempt 1 (never `final`): most likely no claim was written, and one
+    // that was is taken over once abandoned (ABANDONED_AFTER_MS), as the x402 claim's release
+    // (settlement.ts claimSurvived) is left to reconciliation.
+    await release(c.env.DB, key, requestId).catch((e: unknown) =>
+      logWriteFailure(requestId, "idempotency key release", e, 1),
+    );
     return false;
   }
 }

@@ -163,14 +163,18 @@ describe("a card-credit spend D1 fails", () => {
     expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
   });
 
-  it("a full database (every card_spends insert refused): 503 without a give-back or a final line", async () => {
+  it("a full database (every card_spends insert refused): 503, one give-back tried, no final line", async () => {
     const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
     await refuse("card_spends_full", "BEFORE INSERT ON card_spends");
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const { res, log } = await send(() => uuidMint(key, { count: 2 }), {});
     expect(res.status).toBe(503);
     expect((await res.json<{ reason: string }>()).reason).toBe("payments_unavailable");
-    expect(stepOf(log, GIVE_BACK), log.join("\n")).toBe(0);
+    // The give-back after the answer is sent once (its marker is refused too) and is no final line.
+    expect(
+      log.filter((l) => l.includes(GIVE_BACK)),
+      log.join("\n"),
+    ).toHaveLength(1);
     const lines = errors.mock.calls.map((args) => String(args[0]));
     expect(
       lines.some((l) => l.includes('"final":true')),
@@ -197,6 +201,14 @@ describe("a give-back of a request that spent nothing", () => {
 describe("a spend batch D1 refused at first, then committed late", () => {
   it("after the 503: the marker makes it fail on the request id, and it takes nothing", async () => {
     const { key, commitLate } = await refusedSpend((n) => ({ db: { [n]: "late" } }));
+    const [late] = await commitLate();
+    expect(String(late)).toMatch(/UNIQUE constraint failed/);
+    expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
+  });
+
+  it("after a refused marker: the give-back sent after the answer makes it fail, nothing taken", async () => {
+    // n: the spend (refused, committed later); n + 1: its read back ("not spent"); n + 2: the marker.
+    const { key, commitLate } = await refusedSpend((n) => ({ db: { [n]: "late", [n + 2]: "throw" } }));
     const [late] = await commitLate();
     expect(String(late)).toMatch(/UNIQUE constraint failed/);
     expect(await callsLeft(env.DB, key)).toBe(4); // the clean call's credit only
@@ -286,6 +298,33 @@ describe("a card call's Idempotency-Key claim D1 committed but lost the answer o
     expect(retry.res.headers.get("x-idempotent-replay")).toBe("true");
     expect(await retry.res.text()).toBe(body);
     expect(await callsLeft(env.DB, key)).toBe(2);
+  });
+});
+
+describe("a card call's Idempotency-Key claim D1 refused as overloaded", () => {
+  it("is one D1 call on the claims: no read back, no release, no final line, and the 503", async () => {
+    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const overloaded = [1, 2, 3, 4, 5, 6].map((n) => ({
+      n,
+      mode: "overloaded" as const,
+      match: /idempotent_results/,
+    }));
+    const ik = { "idempotency-key": crypto.randomUUID() };
+    const { res, log } = await send(() => uuidMint(key, { count: 1 }, ik), { db: overloaded });
+    expect(res.status).toBe(503);
+    expect((await res.json<{ reason: string }>()).reason).toBe("payments_unavailable");
+    expect(
+      log.filter((l) => l.includes("idempotent_results")),
+      log.join("\n"),
+    ).toHaveLength(1);
+    const lines = errors.mock.calls.map((args) => String(args[0]));
+    expect(lines.filter((l) => l.includes("idempotency key release"))).toEqual([]);
+    expect(
+      lines.some((l) => l.includes('"final":true')),
+      lines.join("\n"),
+    ).toBe(false);
+    expect(await callsLeft(env.DB, key)).toBe(5);
   });
 });
 

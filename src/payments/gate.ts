@@ -103,7 +103,7 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
  * first (markNotSpent): a spend batch D1 commits later then takes nothing; a spend that committed
  * before the marker is read back and carries on as paid. When the first read does not answer,
  * whatever the spend may have taken is given back (nothing, if it took nothing; the give-back
- * writes the marker too).
+ * writes the marker too); when only the marker is refused, once, after the answer.
  */
 async function spend(c: Context<AppEnv>, keyHash: string, skill: Skill) {
   const requestId = c.get("requestId");

@@ -10,6 +10,8 @@ import {
   RECEIPT_META,
   RECEIPT_NOTE_META,
   REQUEST_ID_META,
+  V1_PAYMENT_META,
+  V1_PAYMENT_RESPONSE_META,
 } from "../mcp/limits";
 import { Layout } from "./layout";
 import { CodeBlock } from "./scroll-box";
@@ -136,6 +138,14 @@ export function McpDocsPage({ cfg, partners }: { cfg: PublicConfig; partners: bo
           to retry{partners ? " (on a partner's call that share is then paid twice)" : ""}.
         </li>
       </ol>
+      <p>
+        An x402 v1 payer (Vercel's <code>x402-mcp</code>) finds the v1 offer (<code>x402Version: 1</code>,{" "}
+        <code>network: "base"</code>, <code>maxAmountRequired</code>) as the unpaid result's{" "}
+        <code>content[1].text</code>, sends its <code>X-PAYMENT</code> value in{" "}
+        <code>_meta["{V1_PAYMENT_META}"]</code> and gets <code>_meta["{V1_PAYMENT_RESPONSE_META}"]</code>; it
+        pays and is refused as an HTTP v1 client is. A v1 payment carries no payment identifier, so a v1
+        result whose answer was lost cannot be fetched again.
+      </p>
       <p>
         Charged only for a result: invalid arguments come back as a tool error with the same field errors as
         the HTTP <code>422</code>, and are not settled.{" "}

@@ -67,10 +67,24 @@ describe("MCP endpoint in the discovery documents", () => {
 
   it("the MCP docs, the server's instructions and every tool's description name the keys agents.json publishes", async () => {
     const doc = await (await call("/agents.json")).json<{
-      mcp: { payment: { x402: { request_meta: string; response_meta: string }; receipt_meta: string } };
+      mcp: {
+        payment: {
+          x402: { request_meta: string; response_meta: string };
+          x402_v1: { request_meta: string; response_meta: string };
+          receipt_meta: string;
+        };
+      };
     }>();
-    const { x402, receipt_meta } = doc.mcp.payment;
-    const keys = [x402.request_meta, x402.response_meta, receipt_meta].map((k) => `_meta[&quot;${k}&quot;]`);
+    const { x402, x402_v1, receipt_meta } = doc.mcp.payment;
+    // The v1 keys are the ones tools/call reads and writes (Vercel's x402-mcp uses them).
+    expect(x402_v1).toMatchObject({ request_meta: "x402.payment", response_meta: "x402.payment-response" });
+    const keys = [
+      x402.request_meta,
+      x402.response_meta,
+      x402_v1.request_meta,
+      x402_v1.response_meta,
+      receipt_meta,
+    ].map((k) => `_meta[&quot;${k}&quot;]`);
     const html = await (await call("/docs/mcp")).text();
     for (const k of keys) expect(html).toContain(k);
     const init = await postJson(
@@ -84,9 +98,11 @@ describe("MCP endpoint in the discovery documents", () => {
       { accept: "application/json, text/event-stream" },
     );
     const instructions = (await init.json<{ result: { instructions: string } }>()).result.instructions;
-    for (const k of [x402.request_meta, x402.response_meta, receipt_meta]) {
+    for (const k of [x402.request_meta, x402.response_meta, x402_v1.request_meta, receipt_meta]) {
       expect(instructions).toContain(`_meta["${k}"]`);
     }
+    const llms = await (await call("/llms.txt")).text();
+    for (const k of [x402_v1.request_meta, x402_v1.response_meta]) expect(llms).toContain(`_meta["${k}"]`);
     const list = await postJson(
       "/mcp",
       { jsonrpc: "2.0", id: 2, method: "tools/list" },

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type * as z from "zod";
-import { codePointsIn } from "../text-cut";
+import { codePointLength } from "../text-cut";
 import { parseKeepingIntegers } from "./exact-integers";
 import { jsonSyntaxErrorAt } from "./json-syntax-error";
 import {
@@ -339,7 +339,7 @@ export async function bodyText(
     const byte = (bytes[offset] ?? 0).toString(16).padStart(2, "0");
     // loc counts characters, as every json_invalid does: those before the byte (after a BOM), which
     // decode. The byte offset, the only unit the byte itself has, is in the message.
-    const at = codePointsIn(UTF8.decode(bytes.subarray(0, offset)));
+    const at = codePointLength(UTF8.decode(bytes.subarray(0, offset)));
     return {
       ok: false,
       item: {

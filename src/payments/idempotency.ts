@@ -5,10 +5,10 @@ import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
+import { ownsClaimAfterError } from "./claim-after-error";
 import { findKey } from "./credits";
 import { identify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
-import { refusedBeforeRunning } from "./ledger";
 import { payerProofQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
 
@@ -89,8 +89,13 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       logWriteFailure(requestId, "idempotency key claim", e, 1);
       // D1 can commit the claim and then fail to answer ("Network connection lost"): a claim left
       // `running` under this request would hold every retry at 409 for ABANDONED_AFTER_MS.
-      // A claim D1 refused as overloaded wrote nothing: nothing to read back or free.
-      claimed = !refusedBeforeRunning(e) && (await claimedAfterError(c, id.key));
+      claimed = await ownsClaimAfterError(
+        c,
+        e,
+        "idempotency key release",
+        async () => (await current(db, id.key))?.request_id === requestId,
+        () => release(db, id.key, requestId),
+      );
       if (!claimed) return paymentsUnavailable(c, id.keyHash === undefined ? "x402" : "card");
     }
     if (unknownKey) return next();
@@ -176,27 +181,6 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
       })(),
     );
   };
-}
-
-/**
- * Whether this request holds the key after a claim (or a read before it) D1 answered with an
- * error: read back by the request id. A holder carries on, as if the claim had answered. When
- * not even the read answers, the claim that may be this request's is released (retried after the
- * answer; it deletes nothing of another request's) before the 503.
- */
-async function claimedAfterError(c: Context<AppEnv>, key: string) {
-  const requestId = c.get("requestId");
-  try {
-    return (await current(c.env.DB, key))?.request_id === requestId;
-  } catch {
-    // Tried once, logged as attempt 1 (never `final`): most likely no claim was written, and one
-    // that was is taken over once abandoned (ABANDONED_AFTER_MS), as the x402 claim's release
-    // (settlement.ts claimSurvived) is left to reconciliation.
-    await release(c.env.DB, key, requestId).catch((e: unknown) =>
-      logWriteFailure(requestId, "idempotency key release", e, 1),
-    );
-    return false;
-  }
 }
 
 /** A retry of a call still running; its request id only to a request whose payer is proven. */

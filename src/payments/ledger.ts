@@ -111,16 +111,6 @@ export async function claimIsOurs(db: D1Database, key: string, requestId: string
   return row?.request_id === requestId && row.status === "running";
 }
 
-/**
- * Whether D1 refused a statement before running it: it was queued and dropped because the
- * database is overloaded ("D1 DB is overloaded. Too many requests queued." / "Too much data
- * queued." / "Requests queued for too long.", D1's error list), so it wrote nothing. Any other
- * error (a connection lost among them) may have come after the commit.
- */
-export function refusedBeforeRunning(e: unknown) {
-  return /D1 DB is overloaded\./.test(String(e));
-}
-
 /** Frees an authorization whose call failed before settlement, so the buyer may retry with it. */
 export async function releaseAuthorization(db: D1Database, key: string, requestId: string) {
   await db

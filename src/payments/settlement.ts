@@ -4,6 +4,7 @@ import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, retryWrite, writeOrRetryAfter } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
 import { sameAddress, TX_HASH } from "../money";
+import { ownsClaimAfterError } from "./claim-after-error";
 import {
   authorizationKey,
   claimAuthorization,
@@ -12,7 +13,6 @@ import {
   type MatchedRequirements,
   markAuthorizationUnconfirmed,
   recordSettledPayment,
-  refusedBeforeRunning,
   releaseAuthorization,
   rewriteSettledPayment,
   type SettledPayment,
@@ -60,9 +60,13 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
       claimed = await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource));
     } catch (e) {
       logWriteFailure(requestId, "authorization claim", e, 1);
-      // An INSERT D1 refused before running wrote nothing: no claim to read back or free (and an
-      // overloaded D1 is not asked for more).
-      claimed = !refusedBeforeRunning(e) && (await claimSurvived(c, auth.key));
+      claimed = await ownsClaimAfterError(
+        c,
+        e,
+        "claim release",
+        () => claimIsOurs(c.env.DB, auth.key, requestId),
+        () => releaseAuthorization(c.env.DB, auth.key, requestId),
+      );
       // Without the claim the handler cannot run safely (a duplicate could run it twice), and
       // nothing was settled: the buyer may send the same payment again once D1 is back.
       if (!claimed) return paymentsUnavailable(c);
@@ -86,27 +90,6 @@ export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> 
       claim.released = true;
     }
   };
-}
-
-/**
- * After D1 answered the claim with an error: whether it committed anyway for this request (the
- * connection lost after the commit), so the call goes on under it. Refused instead, the buyer's
- * retry with the same payment would find it taken (402 reuse) until reconciliation freed it. When
- * even that read fails, a claim that may be ours is freed: only this request's, and only while
- * 'running', so never one that ran or settled. That release is tried once, not after the answer:
- * most likely no claim was written, and one that was is freed by reconciliation once it expires,
- * so its failure is logged as attempt 1 (never `final`: nothing is left for a person to do).
- */
-async function claimSurvived(c: Context<AppEnv>, key: string) {
-  const requestId = c.get("requestId");
-  try {
-    return await claimIsOurs(c.env.DB, key, requestId);
-  } catch {
-    await releaseAuthorization(c.env.DB, key, requestId).catch((e: unknown) =>
-      logWriteFailure(requestId, "claim release", e, 1),
-    );
-    return false;
-  }
 }
 
 /** When a buyer is told to try again after D1 refused the claim (as facilitator_unavailable). */

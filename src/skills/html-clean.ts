@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { codePointLength } from "./lib/code-points";
+import { codePointLength } from "../text-cut";
 import { defineSkill } from "./types";
 
 export const htmlClean = defineSkill({

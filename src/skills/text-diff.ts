@@ -1,6 +1,6 @@
 import { DIFF_DELETE, DIFF_EQUAL, DIFF_INSERT, type Diff, diffMain } from "diff-match-patch-es";
 import * as z from "zod";
-import { codePointLength } from "./lib/code-points";
+import { codePointLength } from "../text-cut";
 import { defineSkill } from "./types";
 
 /**

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { htmlClean } from "../../src/skills/html-clean";
-import { codePointLength } from "../../src/skills/lib/code-points";
+import { codePointLength } from "../../src/text-cut";
 import { postJson } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 

@@ -16,22 +16,3 @@ export function compareCodePoints(a: string, b: string): number {
   }
   return a.length - b.length;
 }
-
-/**
- * Code points in a string (a surrogate pair is one, a lone surrogate one), counted in place:
- * `[...s].length` made an array of one string per code point (html_clean's 6.6 MB answer: 64 MB).
- */
-export function codePointLength(s: string): number {
-  let n = s.length;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
-}

@@ -1,6 +1,5 @@
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/json-text";
-import { shorten } from "../../text-cut";
-import { codePointLength } from "./code-points";
+import { codePointLength, shorten } from "../../text-cut";
 import { checkKeywords, countBody } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";

@@ -13,7 +13,7 @@ import { IDEMPOTENCY_KEY_MESSAGE, isIdempotencyKey } from "../payments/idempoten
 import { REPLAY_HEADER } from "../payments/idempotent-results";
 import { RECEIPT_HEADER } from "../payments/receipts";
 import { SETTLEMENT_UNCONFIRMED } from "../payments/settlement";
-import { v1NetworkName } from "../payments/x402-v1";
+import { settlementInV1Terms } from "../payments/x402-v1";
 import { RAW_ARGUMENTS, RawArguments } from "./arguments";
 import { cardKeyUse } from "./card-key";
 import {
@@ -289,7 +289,7 @@ export async function callTool(
   const settledV1 = status === 402 || status === 502 ? v1Settlement(headers) : undefined;
   const withSettlement = (result: CallToolResult, settled = settlement): CallToolResult => {
     if (!settled) return result;
-    const v1 = settledV1 ?? (payment?.header === "x-payment" ? asV1Settlement(settled) : undefined);
+    const v1 = settledV1 ?? (payment?.header === "x-payment" ? settlementInV1Terms(settled) : undefined);
     return {
       ...result,
       structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
@@ -431,12 +431,6 @@ function v1OfferText(
     return requirement;
   });
   return JSON.stringify({ x402Version: 1, error, ...(reason ? { reason } : {}), accepts });
-}
-
-/** A settle response in v1 terms (the network as v1 names it), as v1PaymentResponse sends it. */
-function asV1Settlement(settled: SettleResponse): SettleResponse {
-  const network = v1NetworkName(settled.network) ?? settled.network;
-  return { ...settled, network: network as SettleResponse["network"] };
 }
 
 /** The v1 settle response (X-PAYMENT-RESPONSE, which the gate sends a v1 payment only), decoded. */

@@ -159,8 +159,13 @@ export function liftV1Payment(
 
 /** `X-PAYMENT-RESPONSE` for a v1 client: the settle response with the v1 network name. */
 export function v1PaymentResponse(settlement: SettleResponse): string {
-  return encodePaymentResponseHeader({
+  return encodePaymentResponseHeader(settlementInV1Terms(settlement));
+}
+
+/** A settle response in v1 terms (the network as v1 names it). */
+export function settlementInV1Terms(settlement: SettleResponse): SettleResponse {
+  return {
     ...settlement,
     network: (v1NetworkName(settlement.network) ?? settlement.network) as SettleResponse["network"],
-  });
+  };
 }

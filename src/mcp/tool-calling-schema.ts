@@ -2,7 +2,8 @@
  * The copy of a tool's schemas that tools/list publishes, shaped for the converters between MCP
  * and model APIs. Each rule below is there because a real client refused the whole tool list over
  * one schema; the routes still validate every call against the registry's full schema (a refused
- * value is a 422, -32602 over MCP), so nothing here widens what a call may carry.
+ * value is a 422, over MCP an isError result carrying it), so nothing here widens what a call may
+ * carry.
  */
 type JsonSchema = Record<string, unknown>;
 
@@ -17,11 +18,11 @@ const CLOSING = new Set(["additionalProperties", "unevaluatedProperties"]);
 const isSchema = (v: unknown): v is JsonSchema => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * `schema` and every subschema rewritten by `node` (parents first: a union of numbers is read whole). A boolean subschema becomes
- * an object one: google-genai's MCP conversion (2.25.0, `_filter_to_supported_schema`) calls
- * `.items()` on whatever sits under `additionalProperties`/`items` and throws on `false`, and with
- * it every tool of the server. `true` is `{}`; `false` closing an object is dropped; `false`
- * anywhere else is `{not: {}}`, the same schema as an object.
+ * `schema` and every subschema rewritten by `node` (parents first: a union of numbers is read
+ * whole). A boolean subschema becomes an object one: google-genai's MCP conversion (2.25.0,
+ * `_filter_to_supported_schema`) calls `.items()` on whatever sits under `additionalProperties` or
+ * `items` and throws on `false`, and with it every tool of the server. `true` is `{}`; `false`
+ * closing an object is dropped; `false` anywhere else is `{not: {}}`, the same schema as an object.
  */
 function rewrite(schema: JsonSchema, node: (s: JsonSchema) => JsonSchema): JsonSchema {
   const out: JsonSchema = { ...node(schema) };

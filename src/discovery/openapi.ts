@@ -4,6 +4,7 @@ import type { PricingConfig } from "../partners/config";
 import { partnerPricing } from "../partners/pricing";
 import { skills } from "../skills/registry";
 import { bodySchema, responseSchema } from "../skills/schema-docs";
+import { leadingSentences } from "./action-limits";
 import { PAYMENT_SUMMARY, priceDecimal, priceLabel, SITE_NAME, SITE_SUMMARY } from "./identity";
 import { components, PRICED_ROUTE_RESPONSES } from "./openapi-components";
 import {
@@ -66,15 +67,21 @@ export const WEB_ONLY_ROUTES = [
 function skillOperations(cfg: PublicConfig) {
   const paths: Record<string, Json> = {};
   for (const s of skills) {
+    // The operation's description within GPT Actions' cap (action-limits.ts); the registry's whole
+    // text, when cut, on the request body (no such cap) and behind externalDocs, the skill's page.
+    const description = leadingSentences(s.description);
+    const cut = description !== s.description;
     paths[s.endpoint] = {
       post: {
         operationId: s.id,
         summary: `${s.name} (${priceLabel(s)} per call)`,
-        description: s.description,
+        description,
+        ...(cut ? { externalDocs: { url: `${cfg.baseUrl}/docs/${s.slug}` } } : {}),
         tags: [s.category],
         // No API authentication: the call is paid per request (x402) or with a card-credit key.
         security: [],
         requestBody: {
+          ...(cut ? { description: s.description } : {}),
           required: true,
           content: { "application/json": { schema: bodySchema(s), example: s.example_request } },
         },

@@ -8,6 +8,7 @@ import { type Sellable, sellables } from "../payments/sellables";
 import { outputJsonSchema, skillById } from "../skills/registry";
 import { BAZAAR_META, bazaarDeclaration } from "./bazaar";
 import { IDEMPOTENCY_KEY_META, PAYMENT_META } from "./limits";
+import { inputForToolCalling, outputForToolCalling } from "./tool-calling-schema";
 
 type JsonSchema = Record<string, unknown>;
 
@@ -25,17 +26,6 @@ export interface McpTool {
 }
 
 const withoutDialect = ({ $schema: _drop, ...schema }: JsonSchema) => schema;
-
-/**
- * A tool's input schema as model APIs accept it: Anthropic's refuses `anyOf`, `oneOf` and `allOf`
- * at the top level of any tool (and with it every request of a client that lists our tools),
- * OpenAI's wants `properties`. The route still enforces the whole schema (ai_detector: text or
- * url, a 422 otherwise), and its field descriptions say so.
- */
-function forToolCalling(schema: JsonSchema): JsonSchema {
-  const { anyOf: _a, oneOf: _o, allOf: _l, ...rest } = schema as JsonSchema & Record<string, unknown>;
-  return { properties: {}, ...rest };
-}
 
 /**
  * The fields of a partner's sample body, each typed as the sample is, nested schemas included:
@@ -80,7 +70,7 @@ const PAYMENT_REQUIRED_SCHEMA: JsonSchema = {
 const ERROR_SCHEMA: JsonSchema = { type: "object", required: ["detail"], properties: { detail: {} } };
 export const toolOutputSchema = (success: JsonSchema) => ({
   type: "object" as const,
-  anyOf: [withoutDialect(success), PAYMENT_REQUIRED_SCHEMA, ERROR_SCHEMA],
+  anyOf: [outputForToolCalling(withoutDialect(success)), PAYMENT_REQUIRED_SCHEMA, ERROR_SCHEMA],
 });
 
 /**
@@ -112,6 +102,8 @@ function fromSellable(item: Sellable): McpTool {
     const inputSchema: JsonSchema =
       service.method === "GET"
         ? {
+            // Not closed (`additionalProperties: false`): google-genai's MCP conversion throws on
+            // it (tool-calling-schema.ts). The route reads these parameters and nothing else.
             type: "object",
             properties: Object.fromEntries(
               params.map((p) => [
@@ -123,7 +115,6 @@ function fromSellable(item: Sellable): McpTool {
                 },
               ]),
             ),
-            additionalProperties: false,
           }
         : {
             type: "object",
@@ -138,7 +129,7 @@ function fromSellable(item: Sellable): McpTool {
         name: partnerToolName(partner.id, service.id),
         title: `${partner.name}: ${service.name}`,
         description: `${item.description} Price: ${price}; ${PARTNER_CHARGE} ${PARTNER_PAYMENT_NOTE}`,
-        inputSchema: inputSchema as Tool["inputSchema"],
+        inputSchema: inputForToolCalling(inputSchema) as Tool["inputSchema"],
         // A GET only reads the partner's data: not destructive (the spec's default says it may be).
         // A POST may act on the partner's side: the defaults stand. Every call is paid: never idempotent.
         annotations: {
@@ -163,7 +154,7 @@ function fromSellable(item: Sellable): McpTool {
       description: skill
         ? `${item.description} Price: ${price}; charged only for a successful result. ${PAYMENT_NOTE}`
         : `${item.description} Price: ${price}; ${PARTNER_CHARGE} ${PARTNER_PAYMENT_NOTE}`,
-      inputSchema: forToolCalling(
+      inputSchema: inputForToolCalling(
         withoutDialect(example?.inputSchema ?? { type: "object" }),
       ) as Tool["inputSchema"],
       ...(skill ? { outputSchema: toolOutputSchema(outputJsonSchema(skill)) } : {}),

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { usdcBalance } from "../../scripts/lib/chain.mjs";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { connectMcp, paymentRequiredOf, payToolCall, signPayment } from "../../scripts/lib/mcp-buyer.mjs";
+import { inputForToolCalling } from "../../src/mcp/tool-calling-schema";
 
 // The MCP server against the real local stack (anvil + the real USDC contract + facilitator +
 // Stripe emulator + wrangler dev), driven by the official MCP TypeScript client.
@@ -81,9 +82,9 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
       const tool = byName.get(s.id);
       expect(tool, s.id).toBeDefined();
       expect(tool?.description).toContain(`$${s.price_usd} per call`);
-      // The catalog's schema, less what model APIs refuse at the top (the route enforces it all).
-      const { $schema: _d, anyOf: _a, oneOf: _o, allOf: _l, ...input } = s.input_schema;
-      expect(tool?.inputSchema).toEqual({ properties: {}, ...input });
+      // The catalog's schema in its tool-calling copy (the route enforces it all).
+      const { $schema: _d, ...input } = s.input_schema;
+      expect(tool?.inputSchema).toEqual(inputForToolCalling(input));
       expect(tool?.outputSchema?.type).toBe("object");
     }
     expect(tools.some((t) => t.name.startsWith("pricefeed__"))).toBe(true);

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { MAX_JSON_DEPTH } from "../../src/http/json-text";
 import { MCP_ENVELOPE_DEPTH, MCP_MAX_BODY_BYTES } from "../../src/mcp/limits";
+import { inputForToolCalling, outputForToolCalling } from "../../src/mcp/tool-calling-schema";
 import { pricingConfig } from "../../src/partners/config";
 import { PARTNERS } from "../../src/partners/data";
 import { servicePrices } from "../../src/partners/pricing";
@@ -138,11 +139,13 @@ describe("MCP protocol surface", () => {
       expect(tool?.title).toBe(skill.name);
       expect(tool?.description).toContain(skill.description);
       expect(tool?.description).toContain(`$${skill.price_usd} per call`);
-      // The registry's schema, less what model APIs refuse at the top (the route enforces it all).
-      const { anyOf: _a, oneOf: _o, allOf: _l, ...forTools } = withoutDialect(inputJsonSchema(skill));
-      expect(tool?.inputSchema).toEqual({ properties: {}, ...forTools });
+      // The registry's schemas in their tool-calling copy (what converters refuse taken out, the
+      // route enforces it all: test/mcp/tool-schemas.test.ts).
+      expect(tool?.inputSchema).toEqual(inputForToolCalling(withoutDialect(inputJsonSchema(skill))));
       expect(tool?.outputSchema?.type).toBe("object");
-      expect(tool?.outputSchema?.anyOf[0]).toEqual(withoutDialect(outputJsonSchema(skill)));
+      expect(tool?.outputSchema?.anyOf[0]).toEqual(
+        outputForToolCalling(withoutDialect(outputJsonSchema(skill))),
+      );
     }
     // Paid partner services only: those listed as paid whose listing price is above zero.
     const pc = pricingConfig(paidEnv);

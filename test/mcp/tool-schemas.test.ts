@@ -24,6 +24,7 @@ const SETTLES_OK = "0x00000000000000000000000000000000000a0001";
 interface Tool {
   name: string;
   inputSchema: { properties: Record<string, Record<string, unknown>>; required?: string[] };
+  outputSchema?: Record<string, unknown>;
 }
 
 async function tools(e: object = betaEnv): Promise<Map<string, Tool>> {
@@ -31,6 +32,78 @@ async function tools(e: object = betaEnv): Promise<Map<string, Tool>> {
   const list = (await res.json<{ result: { tools: Tool[] } }>()).result.tools;
   return new Map(list.map((t) => [t.name, t]));
 }
+
+/** Keywords whose value is a subschema, a map of subschemas or a list of them. */
+const ONE = new Set([
+  "additionalProperties",
+  "unevaluatedProperties",
+  "items",
+  "additionalItems",
+  "unevaluatedItems",
+  "contains",
+  "propertyNames",
+  "not",
+  "if",
+  "then",
+  "else",
+  "contentSchema",
+]);
+const MAP = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+const LIST = new Set(["anyOf", "oneOf", "allOf", "prefixItems"]);
+
+/** Every subschema of `schema` with its path, booleans included (values of const, enum, default... are not schemas). */
+function* subschemas(schema: unknown, path: string): Generator<[string, unknown]> {
+  yield [path, schema];
+  if (typeof schema !== "object" || schema === null) return;
+  for (const [k, v] of Object.entries(schema)) {
+    if (ONE.has(k) && !Array.isArray(v)) yield* subschemas(v, `${path}.${k}`);
+    else if ((LIST.has(k) || k === "items") && Array.isArray(v))
+      for (const [i, x] of v.entries()) yield* subschemas(x, `${path}.${k}[${i}]`);
+    else if (MAP.has(k) && typeof v === "object" && v !== null)
+      for (const [name, x] of Object.entries(v)) yield* subschemas(x, `${path}.${k}.${name}`);
+  }
+}
+
+describe("tools/list's schemas as tool-calling converters take them", () => {
+  it("hold no boolean subschema (google-genai's MCP conversion throws on one, and drops every tool)", async () => {
+    const list = await tools(paidEnv);
+    expect(list.size).toBeGreaterThan(30);
+    const booleans = [...list.values()].flatMap((t) =>
+      [
+        ...subschemas(t.inputSchema, `${t.name}.inputSchema`),
+        ...subschemas(t.outputSchema, `${t.name}.outputSchema`),
+      ]
+        .filter(([, s]) => typeof s === "boolean")
+        .map(([path]) => path),
+    );
+    expect(booleans).toEqual([]);
+  });
+
+  it("hold no numeric enum or const in arguments (Gemini's Schema takes string enums only)", async () => {
+    const numeric = [...(await tools(paidEnv)).values()].flatMap((t) =>
+      [...subschemas(t.inputSchema, t.name)]
+        .filter(([, s]) => {
+          const { const: c, enum: e } = (s ?? {}) as { const?: unknown; enum?: unknown[] };
+          return typeof c === "number" || (e ?? []).some((v) => typeof v !== "string");
+        })
+        .map(([path]) => path),
+    );
+    expect(numeric).toEqual([]);
+    // uuid_mint's version says in words what the route takes.
+    const version = (await tools()).get("uuid_mint")?.inputSchema.properties.version;
+    expect(version).toMatchObject({ type: "integer", default: 4 });
+    expect(version?.description).toContain("Allowed values: 1 or 4 (default 4).");
+  });
+
+  it("the route still takes only what the registry allows: uuid_mint version 2 is refused, 1 is minted", async () => {
+    const refused = (await mcpCall(app, betaEnv, "uuid_mint", { version: 2 })).result;
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({ detail: [{ loc: ["body", "version"] }] });
+    const minted = (await mcpCall(app, betaEnv, "uuid_mint", { version: 1, count: 1 })).result;
+    expect(minted.isError).toBeFalsy();
+    expect(minted.structuredContent).toMatchObject({ version: 1, count: 1 });
+  });
+});
 
 describe("tools/list's argument schemas", () => {
   it("sha256's encoding names every alias its pattern lets through (binary, utf16le included), and each is taken", async () => {

@@ -66,9 +66,11 @@ function excerpt(text: string, limit = 200) {
 
 /**
  * POST /verify as @x402/core's HTTPFacilitatorClient.verify does (the same request, the same
- * errors and result), keeping what that client drops: an error answer's Retry-After. A 429 is
- * thrown as FacilitatorRateLimited whatever its body (a rate limit is no verdict on the payment,
- * even in a verify answer's shape), with the facilitator's own wait or ours.
+ * errors and result), keeping what that client drops: an error answer's Retry-After, which it
+ * gives no way to read (its fetch is its own). A 429 is thrown as FacilitatorRateLimited whatever
+ * its body (a rate limit is no verdict on the payment, even in a verify answer's shape), with the
+ * facilitator's own wait or ours. An EXTENSION-RESPONSES header, which the library only attaches
+ * to the result and nothing here reads, is not.
  */
 export async function verifyAtFacilitator(
   client: HTTPFacilitatorClient,

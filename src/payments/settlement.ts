@@ -228,11 +228,23 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
 
 /**
  * The facilitator's reasons for a settle it refused before sending the transfer, and only those:
- * an answer counts as "nothing moved" only if it names one of them, carries no transaction and
- * came with a status below 500 and other than 429 (such an answer's reason is marked with its
- * status: x402-gate.ts markedByStatus). Any other
- * reason, a code we do not know included, is unconfirmed. Derived from the facilitator code we and
- * Coinbase run (the list must only ever grow with a code read to be returned before sending):
+ * an answer counts as "nothing moved" only if it names one of them and carries no transaction. Any
+ * other reason, a code we do not know included, is unconfirmed. An answer sent with a 5xx or a 429
+ * is unconfirmed whatever its code (x402-gate.ts markedByStatus adds the status to its reason, so
+ * it is none of these):
+ *  - A 5xx is the facilitator failing somewhere in settling, perhaps after it broadcast the
+ *    transfer; the code it names does not say where.
+ *  - A 429 cannot be shown to come before processing in every facilitator we may be pointed at
+ *    (FACILITATOR_URL): @x402/core's facilitator is transport-free (its HTTP server is each
+ *    deployment's own; ours, scripts/lib/facilitator.mjs, never sends a 429), @x402/core's client
+ *    retries a 429 only on /supported, never on /settle, and Coinbase's documentation says nothing
+ *    of where the CDP facilitator's limit sits. A facilitator that passes its RPC node's 429 on
+ *    after sending is plausible, and taking it for "nothing moved" would lose a buyer's landed
+ *    payment; being wrong the other way costs one authorization held until it expires
+ *    (reconciliation then frees it) and a new signature. So it stays unconfirmed (502, with
+ *    Retry-After: recordPayment), as a 429 without a settle answer already was.
+ * Derived from the facilitator code we and Coinbase run (the list must only ever grow with a code
+ * read to be returned before sending):
  *  - @x402/evm's exact EVM facilitator, settleEIP3009 (the only payload we settle: settlement.ts
  *    guardAuthorization refuses the rest): settle() verifies the payment again first and returns
  *    its invalidReason with no transaction (scheme, EIP-712 domain, network, signature, recipient,

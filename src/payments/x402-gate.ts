@@ -440,13 +440,14 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
   }
 }
 
+const SETTLEMENT_PENDING = "settlement_pending";
+
 /**
- * A settle answer sent with a 5xx (the facilitator failed somewhere in settling, perhaps after
- * broadcasting) or a 429 (settlement.ts REFUSED_BEFORE_SENDING says why that is not taken for
- * "nothing moved"), as @x402/core throws it (a SettleError): its reason marked with the status,
- * `insufficient_funds (HTTP 500)`, which settlement.ts reads as unconfirmed whatever the code.
- * `settlement_pending` is left as it is: the library asks /settle once more on it
- * (pending-settle.ts).
+ * A settle answer sent with a 5xx or a 429, as @x402/core throws it (a SettleError, whose status
+ * the library drops when it hands the answer on): its reason marked with the status,
+ * `insufficient_funds (HTTP 500)`, which settlement.ts reads as unconfirmed whatever the code (its
+ * REFUSED_BEFORE_SENDING says why). `settlement_pending` is left as it is: the library asks
+ * /settle once more on it (pending-settle.ts).
  */
 export function markedByStatus(e: unknown): unknown {
   if (!(e instanceof SettleError) || e.errorReason === SETTLEMENT_PENDING) return e;
@@ -460,7 +461,6 @@ export function markedByStatus(e: unknown): unknown {
     network: e.network,
   });
 }
-const SETTLEMENT_PENDING = "settlement_pending";
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
 export function facilitatorClient(env: Bindings, cfg: PublicConfig) {

@@ -70,6 +70,28 @@ async function payment(from: string) {
   };
 }
 
+/**
+ * An MCP sha256 call paid from `from` whose settlement the facilitator double leaves unconfirmed:
+ * the transport's settlement failure (isError, the offer, reason settlement_unconfirmed, a settle
+ * response that is no success), never the result. `key`: its claim's key.
+ */
+async function mcpUnconfirmed(from: string) {
+  const unpaid = (await mcpCall(app, paidEnv, "sha256", { text: "abc" })).result;
+  const offer = unpaid.structuredContent as unknown as PaymentRequired;
+  const { payload, nonce } = unsignedPayment(offer, from);
+  const { result } = await mcpCall(app, paidEnv, "sha256", { text: "abc" }, { "x402/payment": payload });
+  expect(result.isError).toBe(true);
+  expect(result.structuredContent).toMatchObject({
+    x402Version: 2,
+    accepts: offer.accepts,
+    reason: "settlement_unconfirmed",
+    "x402/payment-response": { success: false, transaction: "", network: env.X402_NETWORK },
+  });
+  expect(result.structuredContent).not.toHaveProperty("hex");
+  const { network, asset } = payload.accepted;
+  return { result, key: `${network}:${asset}:${from}:${nonce}`.toLowerCase() };
+}
+
 const nonceRow = (key: string) =>
   env.DB.prepare("SELECT status FROM payment_nonces WHERE nonce = ?1").bind(key).first<{ status: string }>();
 const ledgerRow = (key: string) =>
@@ -165,21 +187,9 @@ describe("a success that names no transaction is not taken as settled", () => {
   );
 
   it("over MCP: the transport's settlement failure, whose settle response is no success", async () => {
-    const from = "0x00000000000000000000000000000000000b0004";
     facilitatorAnswering((payer) => ({ success: true, transaction: "", network: env.X402_NETWORK, payer }));
-    const unpaid = (await mcpCall(app, paidEnv, "sha256", { text: "abc" })).result;
-    const offer = unpaid.structuredContent as unknown as PaymentRequired;
-    const { payload } = unsignedPayment(offer, from);
-    const { result } = await mcpCall(app, paidEnv, "sha256", { text: "abc" }, { "x402/payment": payload });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({
-      x402Version: 2,
-      accepts: offer.accepts,
-      reason: "settlement_unconfirmed",
-      "x402/payment-response": { success: false, transaction: "", network: env.X402_NETWORK },
-    });
+    const { result } = await mcpUnconfirmed("0x00000000000000000000000000000000000b0004");
     expect(result._meta?.["x402/payment-response"]).toMatchObject({ success: false });
-    expect(result.structuredContent).not.toHaveProperty("hex");
   });
 });
 
@@ -283,24 +293,9 @@ describe("a settle answer with no transaction is a definite failure only for a k
   );
 
   it("over MCP: a 500 unexpected_settle_error is the transport's settlement failure, unconfirmed", async () => {
-    const from = "0x00000000000000000000000000000000000e0500";
     facilitatorAnswering(codedAnswer("unexpected_settle_error", 500));
-    const unpaid = (await mcpCall(app, paidEnv, "sha256", { text: "abc" })).result;
-    const offer = unpaid.structuredContent as unknown as PaymentRequired;
-    const { payload, nonce } = unsignedPayment(offer, from);
-    const { result } = await mcpCall(app, paidEnv, "sha256", { text: "abc" }, { "x402/payment": payload });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({
-      x402Version: 2,
-      accepts: offer.accepts,
-      reason: "settlement_unconfirmed",
-      "x402/payment-response": { success: false, transaction: "" },
-    });
-    expect(result.structuredContent).not.toHaveProperty("hex");
-    const { network, asset } = payload.accepted;
-    expect(await nonceRow(`${network}:${asset}:${from}:${nonce}`.toLowerCase())).toEqual({
-      status: "failed",
-    });
+    const { key } = await mcpUnconfirmed("0x00000000000000000000000000000000000e0500");
+    expect(await nonceRow(key)).toEqual({ status: "failed" });
   });
 });
 

@@ -258,9 +258,11 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
  *  - Not in it, because they are answered after the transfer may have been sent: a spent nonce
  *    (invalid_exact_evm_nonce_already_used: perhaps our own earlier transfer, see pending-settle.ts),
  *    invalid_exact_evm_transaction_failed without a transaction (the catch's answer to any other
- *    error: an RPC timeout after the node took the transaction), invalid_transaction_state (a
- *    transaction failed or was rejected; also the answer when a pending record could not be
- *    stored), the transfer-event mismatch (mined), settlement_pending.
+ *    error, e.g. an RPC timeout after the node took the transaction, and the answer to a signer's
+ *    unreadable transaction hash), invalid_transaction_state (the
+ *    spec's "transaction failed or was rejected"; @x402/evm's answer on its other paths for a
+ *    mined revert and for a pending transaction it could not record), the transfer-event mismatch
+ *    (mined), settlement_pending.
  *  - The x402 specification's codes (v2 §9) for a payment that is itself invalid: insufficient
  *    funds, the exact EVM payload's checks, and an unsupported network, scheme, version, payload
  *    or requirements. Not `unexpected_settle_error` nor `unexpected_verify_error`: the

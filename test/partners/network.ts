@@ -40,8 +40,9 @@ interface PartnerCall {
 /**
  * Replaces fetch for the partner hosts (answered by `partner`) and the facilitator (verifies every
  * payment; settles unless told not to, or answers a settle with an error page: "no answer", an
- * outcome the Worker cannot know, as is its own "facilitator error" (a 500 unexpected_settle_error); `settleDelayMs` makes each settle that slow). Everything else
- * goes to the real network.
+ * outcome the Worker cannot know, as is its own failure, "facilitator error" (a 500
+ * unexpected_settle_error); `settleDelayMs` makes each settle that slow). Everything else goes to
+ * the real network.
  */
 export function stubNetwork(
   partner: (req: Request) => Response | Promise<Response>,

@@ -24,6 +24,12 @@ import { validBeforeRefusal } from "./x402-terms";
 export const SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed";
 
 /**
+ * When a buyer is told to try again after the facilitator gave no verdict or did not confirm a
+ * settlement, unless it said when (x402-http.ts, facilitator-verify.ts).
+ */
+export const FACILITATOR_RETRY_AFTER_S = 10;
+
+/**
  * Runs after the x402 middleware verified the payment and after the body validated: claims the
  * authorization in D1 before the handler runs, so a replayed or concurrent duplicate signature
  * never runs the handler twice. A call that ends in an error frees it again (it was not settled).
@@ -183,6 +189,9 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
         },
         502,
       );
+      // The facilitator failed, was slow or limited us (a 429: settlementOutcome): a new
+      // authorization sent at once would likely meet the same.
+      c.res.headers.set("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
       // The facilitator's "success" is not taken for one: the 502 does not carry it on.
       if (settlement?.success) {
         c.res.headers.delete("payment-response");
@@ -217,24 +226,92 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
   };
 }
 
-/** Facilitator reasons that mean no transfer happened: the checks before sending, or a revert. */
-const NOTHING_MOVED = /^(?!settlement_pending$)[a-z][a-z0-9_]*$/;
-const REVERTED = "invalid_exact_evm_transaction_failed";
 /**
- * The authorization's nonce is spent: maybe by our own earlier attempt. @x402/core answers a
- * `settlement_pending` by asking /settle once more and returns only that second answer; once the
- * first transfer has landed, the reference facilitator's second answer is this one.
+ * The facilitator's reasons for a settle it refused before sending the transfer, and only those:
+ * an answer counts as "nothing moved" only if it names one of them and carries no transaction. Any
+ * other reason, a code we do not know included, is unconfirmed. An answer sent with a 5xx or a 429
+ * is unconfirmed whatever its code (x402-gate.ts markedByStatus adds the status to its reason, so
+ * it is none of these):
+ *  - A 5xx is the facilitator failing somewhere in settling, perhaps after it broadcast the
+ *    transfer; the code it names does not say where.
+ *  - A 429 cannot be shown to come before processing in every facilitator we may be pointed at
+ *    (FACILITATOR_URL): @x402/core's facilitator is transport-free (its HTTP server is each
+ *    deployment's own; ours, scripts/lib/facilitator.mjs, never sends a 429), @x402/core's client
+ *    retries a 429 only on /supported, never on /settle, and Coinbase's documentation says nothing
+ *    of where the CDP facilitator's limit sits. A facilitator that passes its RPC node's 429 on
+ *    after sending is plausible, and taking it for "nothing moved" would lose a buyer's landed
+ *    payment; being wrong the other way costs one authorization held until it expires
+ *    (reconciliation then frees it) and a new signature. So it stays unconfirmed (502, with
+ *    Retry-After: recordPayment), as a 429 without a settle answer already was.
+ * Derived from the facilitator code we and Coinbase run (the list must only ever grow with a code
+ * read to be returned before sending):
+ *  - @x402/evm's exact EVM facilitator, settleEIP3009 (the only payload we settle: settlement.ts
+ *    guardAuthorization refuses the rest): settle() verifies the payment again first and returns
+ *    its invalidReason with no transaction (scheme, EIP-712 domain, network, signature, recipient,
+ *    validBefore/validAfter, value, asset contract, and with simulateInSettle the simulation's
+ *    diagnosis: EIP-3009 support, token name/version, balance, simulation failure); then a
+ *    signature it cannot parse, and a smart-wallet factory it does not allow. A counterfactual
+ *    wallet whose deployment reverted (smart_wallet_deployment_failed) never reached the transfer.
+ *    Its catch around the send maps the send's error by its text: an expired or not yet valid
+ *    authorization, a short balance and a bad signature are the token contract's revert, which the
+ *    node reports while estimating gas, before anything is broadcast, so those codes stay in.
+ *  - Not in it, because they are answered after the transfer may have been sent: a spent nonce
+ *    (invalid_exact_evm_nonce_already_used: perhaps our own earlier transfer, see pending-settle.ts),
+ *    invalid_exact_evm_transaction_failed without a transaction (the catch's answer to any other
+ *    error, e.g. an RPC timeout after the node took the transaction, and the answer to a signer's
+ *    unreadable transaction hash), invalid_transaction_state (the
+ *    spec's "transaction failed or was rejected"; @x402/evm's answer on its other paths for a
+ *    mined revert and for a pending transaction it could not record), the transfer-event mismatch
+ *    (mined), settlement_pending.
+ *  - The x402 specification's codes (v2 §9) for a payment that is itself invalid: insufficient
+ *    funds, the exact EVM payload's checks, and an unsupported network, scheme, version, payload
+ *    or requirements. Not `unexpected_settle_error` nor `unexpected_verify_error`: the
+ *    facilitator's own failure at any point. Our facilitator (scripts/lib/facilitator.mjs) answers
+ *    every exception thrown while settling so (HTTP 500), and @x402/core's x402Facilitator rethrows
+ *    whatever the scheme threw, after sending as well as before.
  */
-const NONCE_SPENT = /nonce_already_used|authorization_(already_)?used/;
+const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
+  // @x402/evm exact facilitator (settleEIP3009 and the verify it runs first)
+  "invalid_exact_evm_scheme",
+  "invalid_exact_evm_missing_eip712_domain",
+  "invalid_exact_evm_network_mismatch",
+  "invalid_exact_evm_signature",
+  "invalid_exact_evm_recipient_mismatch",
+  "invalid_exact_evm_payload_authorization_valid_before",
+  "invalid_exact_evm_payload_authorization_valid_after",
+  "invalid_exact_evm_payload_authorization_value_mismatch",
+  "asset_not_deployed_contract",
+  "invalid_exact_evm_eip3009_not_supported",
+  "invalid_exact_evm_token_name_mismatch",
+  "invalid_exact_evm_token_version_mismatch",
+  "invalid_exact_evm_insufficient_balance",
+  "invalid_exact_evm_transaction_simulation_failed",
+  "invalid_exact_evm_failed_to_parse_signature",
+  "eip6492_factory_not_allowed",
+  "smart_wallet_deployment_failed",
+  // x402 specification v2 §9
+  "insufficient_funds",
+  "invalid_exact_evm_payload_authorization_value",
+  "invalid_exact_evm_payload_signature",
+  "invalid_exact_evm_payload_recipient_mismatch",
+  "invalid_network",
+  "invalid_payload",
+  "invalid_payment_requirements",
+  "invalid_scheme",
+  "unsupported_scheme",
+  "invalid_x402_version",
+]);
+/** A transaction that was mined and reverted: nothing moved (only with the transaction named). */
+const REVERTED = "invalid_exact_evm_transaction_failed";
 
 /**
- * Whether a settle answer proves the outcome. Only a coded refusal with no transaction (the
- * facilitator's own checks failed before sending) or a mined, reverted transaction is a definite
- * failure. May still land on chain: `settlement_pending`, a free-text error (an HTTP error page, a
- * dropped connection, an RPC error while sending), a spent nonce, a `transaction_failed` with no
- * transaction (the reference facilitator's answer to any exception while sending, an RPC timeout
- * after the node took the transaction included) and any other failure that names a transaction.
- * What may have landed keeps its claim for reconciliation, which reads the chain.
+ * Whether a settle answer proves the outcome. Only a known refusal before sending with no
+ * transaction (REFUSED_BEFORE_SENDING), or a mined, reverted transaction, is a definite failure.
+ * May still land on chain: `settlement_pending`, a free-text error (an HTTP error page, a dropped
+ * connection, a 429 without a settle answer), any answer sent with a 5xx or a 429, the
+ * facilitator's own `unexpected_settle_error`, a spent nonce, a `transaction_failed` with no
+ * transaction, any code not known to come before sending, and any other failure that names a
+ * transaction. What may have landed keeps its claim for reconciliation, which reads the chain.
  */
 export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "unconfirmed" {
   // A success must name the transaction it landed in (a 32-byte hash): "" or anything else is an
@@ -244,9 +321,8 @@ export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "un
   // refunds it), or frees the authorization once it expired unused.
   if (s.success) return TX_HASH.test(s.transaction ?? "") ? "settled" : "unconfirmed";
   const reason = s.errorReason ?? "";
-  if (!NOTHING_MOVED.test(reason) || NONCE_SPENT.test(reason)) return "unconfirmed";
-  if (reason === REVERTED) return s.transaction ? "failed" : "unconfirmed";
-  return s.transaction ? "unconfirmed" : "failed";
+  if (s.transaction) return reason === REVERTED ? "failed" : "unconfirmed";
+  return REFUSED_BEFORE_SENDING.has(reason) ? "failed" : "unconfirmed";
 }
 
 /**

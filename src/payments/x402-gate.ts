@@ -5,6 +5,8 @@ import {
   type PaymentPayload,
   type PaymentRequired,
   type PaymentRequirements,
+  SettleError,
+  type SettleResponse,
   VerifyError,
   type VerifyResponse,
 } from "@x402/core/types";
@@ -27,6 +29,7 @@ import type { Partner, PartnerService } from "../partners/data";
 import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
 import { withInputField } from "./bazaar-input";
+import { verifyAtFacilitator } from "./facilitator-verify";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
@@ -402,13 +405,18 @@ const UNEXPECTED_VERIFY_ERROR = "unexpected_verify_error";
  * a new payment", when nothing was wrong with it. Only a FacilitatorResponseError passes through
  * the library, so every verify that brought no verdict is thrown as one, and the gate answers it
  * 503 facilitator_unavailable, retry (x402-http.ts). A verdict is an answer carrying `isValid`
- * with a reason, whatever its HTTP status; the facilitator's own unexpected_verify_error is none.
+ * with a reason, whatever its HTTP status; the facilitator's own unexpected_verify_error is none,
+ * and neither is a 429 (facilitator-verify.ts, which keeps the facilitator's Retry-After for the
+ * 503).
+ *
+ * Its settle answers sent with a 5xx or a 429 have their reason marked with the status
+ * (markedByStatus), so that settlement.ts never reads one as a refusal before sending.
  */
 class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
   override async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     let result: VerifyResponse;
     try {
-      result = await super.verify(payload, requirements);
+      result = await verifyAtFacilitator(this, payload, requirements);
     } catch (e) {
       const verdict =
         e instanceof VerifyError && e.invalidReason && e.invalidReason !== UNEXPECTED_VERIFY_ERROR;
@@ -422,6 +430,36 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
     }
     return result;
   }
+
+  override async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    try {
+      return await super.settle(payload, requirements);
+    } catch (e) {
+      throw markedByStatus(e);
+    }
+  }
+}
+
+const SETTLEMENT_PENDING = "settlement_pending";
+
+/**
+ * A settle answer sent with a 5xx or a 429, as @x402/core throws it (a SettleError, whose status
+ * the library drops when it hands the answer on): its reason marked with the status,
+ * `insufficient_funds (HTTP 500)`, which settlement.ts reads as unconfirmed whatever the code (its
+ * REFUSED_BEFORE_SENDING says why). `settlement_pending` is left as it is: the library asks
+ * /settle once more on it (pending-settle.ts).
+ */
+export function markedByStatus(e: unknown): unknown {
+  if (!(e instanceof SettleError) || e.errorReason === SETTLEMENT_PENDING) return e;
+  if (e.statusCode < 500 && e.statusCode !== 429) return e;
+  return new SettleError(e.statusCode, {
+    success: false,
+    errorReason: `${e.errorReason || "no reason"} (HTTP ${e.statusCode})`,
+    ...(e.errorMessage ? { errorMessage: e.errorMessage } : {}),
+    ...(e.payer ? { payer: e.payer } : {}),
+    transaction: e.transaction ?? "",
+    network: e.network,
+  });
 }
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */

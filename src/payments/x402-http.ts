@@ -10,7 +10,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
-import { SETTLEMENT_UNCONFIRMED, settlementOutcome } from "./settlement";
+import { FacilitatorRateLimited } from "./facilitator-verify";
+import { FACILITATOR_RETRY_AFTER_S, SETTLEMENT_UNCONFIRMED, settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
 import { PAYMENT_META, V1_PAYMENT_META } from "./x402-mcp-meta";
 import { validBeforeRefusal } from "./x402-terms";
@@ -178,9 +179,6 @@ const MAX_UNPAID_ANSWERS = 512;
  * 300 s, so it is rebuilt well within that, and a client always gets an offer it can still use.
  */
 const UNPAID_ANSWER_TTL_MS = 60_000;
-
-/** When a buyer is told to try again after the facilitator failed to verify its payment. */
-const FACILITATOR_RETRY_AFTER_S = 10;
 
 export interface GateOptions {
   /**
@@ -355,7 +353,9 @@ export function x402HttpGate(
       // The facilitator gave no verdict on the payment (x402-gate.ts OutageAwareFacilitatorClient):
       // nothing was claimed or charged, and the same payment may be sent again. The 503 the
       // guides promise for payments that are temporarily unavailable.
-      c.header("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
+      // The facilitator's own wait, bounded, when it limited us (facilitator-verify.ts); else ours.
+      const wait = e instanceof FacilitatorRateLimited ? e.retryAfterS : FACILITATOR_RETRY_AFTER_S;
+      c.header("Retry-After", String(wait));
       return c.json(
         {
           detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later (if this persists, sign a new one).`,

@@ -40,15 +40,19 @@ interface PartnerCall {
 /**
  * Replaces fetch for the partner hosts (answered by `partner`) and the facilitator (verifies every
  * payment; settles unless told not to, or answers a settle with an error page: "no answer", an
- * outcome the Worker cannot know; `settleDelayMs` makes each settle that slow). Everything else
- * goes to the real network.
+ * outcome the Worker cannot know, as is its own failure, "facilitator error" (a 500
+ * unexpected_settle_error); `settleDelayMs` makes each settle that slow). Everything else goes to
+ * the real network.
  */
 export function stubNetwork(
   partner: (req: Request) => Response | Promise<Response>,
   {
     settles = true,
     settleDelayMs = 0,
-  }: { settles?: boolean | "no answer" | "nonce spent"; settleDelayMs?: number } = {},
+  }: {
+    settles?: boolean | "no answer" | "nonce spent" | "facilitator error";
+    settleDelayMs?: number;
+  } = {},
 ) {
   const partnerCalls: PartnerCall[] = [];
   const settled: PaymentPayload[] = [];
@@ -73,6 +77,13 @@ export function stubNetwork(
     settled.push(paymentPayload);
     if (settleDelayMs) await new Promise((r) => setTimeout(r, settleDelayMs));
     if (settles === "no answer") return new Response("<html>502 Bad Gateway</html>", { status: 502 });
+    // The facilitator's own failure while settling (scripts/lib/facilitator.mjs answers any
+    // exception so): it may have broadcast the transfer first.
+    if (settles === "facilitator error")
+      return Response.json(
+        { success: false, errorReason: "unexpected_settle_error", transaction: "", network, payer },
+        { status: 500 },
+      );
     if (settles === "nonce spent")
       return Response.json({
         success: false,

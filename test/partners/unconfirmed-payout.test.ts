@@ -98,3 +98,30 @@ describe("a served partner call whose ledger write keeps failing keeps the partn
     }
   });
 });
+
+describe("a partner call whose settlement the facilitator answered with its own error (500 unexpected_settle_error)", () => {
+  // It may have broadcast the transfer before failing: unconfirmed, never "you were not charged"
+  // with the claim dropped (reconciliation reads only claims, so a landed payment was lost).
+  it("a partner that asks to be paid first: 502 unconfirmed, the claim kept, the partner never paid", async () => {
+    const { partnerCalls } = stubNetwork(
+      x402Partner("10000", () => Response.json({ prices: { btc: 1 } }, { headers: receipt("10000") })),
+      { settles: "facilitator error" },
+    );
+    const res = await paidCall("/api/partners/pricefeed/try/price");
+    expect(res.headers.get("retry-after")).toBe("10");
+    const requestId = await unconfirmed(res);
+    expect(partnerCalls.map((p) => p.req.headers.get("payment-signature"))).toEqual([null]);
+    expect(await claimOf(requestId)).toEqual({ status: "failed", payout: "none" });
+  });
+
+  it("a refinery recipe that was served keeps its share with the claim", async () => {
+    const { partnerCalls } = stubNetwork(() => Response.json({ digest: ["obligation"] }), {
+      settles: "facilitator error",
+    });
+    const requestId = await unconfirmed(await refineryCall());
+    expect(partnerCalls).toHaveLength(1);
+    const claim = await claimOf(requestId);
+    expect(claim?.status).toBe("failed");
+    expect(JSON.parse(claim?.payout ?? "null")).toEqual(policyDigestShare);
+  });
+});

@@ -3,6 +3,8 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { reconcile } from "../../src/payments/reconcile";
+import type { ChainReader, FoundUse } from "../../src/payments/reconcile-chain";
 import { unsignedPayment } from "../fixtures/payments";
 import { mcpCall } from "../helpers";
 
@@ -21,8 +23,11 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** The facilitator double: verifies every payment; each settle answered by `settle(payer)`. */
-function facilitatorAnswering(settle: (payer: string) => Record<string, unknown>) {
+/**
+ * The facilitator double: verifies every payment; each settle answered by `settle(payer)`, a
+ * Response as it is, anything else as a 200 JSON body.
+ */
+function facilitatorAnswering(settle: (payer: string) => Record<string, unknown> | Response) {
   const settled: PaymentPayload[] = [];
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
@@ -35,7 +40,8 @@ function facilitatorAnswering(settle: (payer: string) => Record<string, unknown>
     const payer = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;
     if (pathname === "/verify") return Response.json({ isValid: true, payer });
     settled.push(paymentPayload);
-    return Response.json(settle(payer));
+    const answer = settle(payer);
+    return answer instanceof Response ? answer : Response.json(answer);
   });
   return { settled };
 }
@@ -60,7 +66,30 @@ async function payment(from: string) {
   return {
     header: encodePaymentSignatureHeader(payload),
     key: `${network}:${asset}:${from}:${nonce}`.toLowerCase(),
+    nonce,
   };
+}
+
+/**
+ * An MCP sha256 call paid from `from` whose settlement the facilitator double leaves unconfirmed:
+ * the transport's settlement failure (isError, the offer, reason settlement_unconfirmed, a settle
+ * response that is no success), never the result. `key`: its claim's key.
+ */
+async function mcpUnconfirmed(from: string) {
+  const unpaid = (await mcpCall(app, paidEnv, "sha256", { text: "abc" })).result;
+  const offer = unpaid.structuredContent as unknown as PaymentRequired;
+  const { payload, nonce } = unsignedPayment(offer, from);
+  const { result } = await mcpCall(app, paidEnv, "sha256", { text: "abc" }, { "x402/payment": payload });
+  expect(result.isError).toBe(true);
+  expect(result.structuredContent).toMatchObject({
+    x402Version: 2,
+    accepts: offer.accepts,
+    reason: "settlement_unconfirmed",
+    "x402/payment-response": { success: false, transaction: "", network: env.X402_NETWORK },
+  });
+  expect(result.structuredContent).not.toHaveProperty("hex");
+  const { network, asset } = payload.accepted;
+  return { result, key: `${network}:${asset}:${from}:${nonce}`.toLowerCase() };
 }
 
 const nonceRow = (key: string) =>
@@ -158,21 +187,9 @@ describe("a success that names no transaction is not taken as settled", () => {
   );
 
   it("over MCP: the transport's settlement failure, whose settle response is no success", async () => {
-    const from = "0x00000000000000000000000000000000000b0004";
     facilitatorAnswering((payer) => ({ success: true, transaction: "", network: env.X402_NETWORK, payer }));
-    const unpaid = (await mcpCall(app, paidEnv, "sha256", { text: "abc" })).result;
-    const offer = unpaid.structuredContent as unknown as PaymentRequired;
-    const { payload } = unsignedPayment(offer, from);
-    const { result } = await mcpCall(app, paidEnv, "sha256", { text: "abc" }, { "x402/payment": payload });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({
-      x402Version: 2,
-      accepts: offer.accepts,
-      reason: "settlement_unconfirmed",
-      "x402/payment-response": { success: false, transaction: "", network: env.X402_NETWORK },
-    });
+    const { result } = await mcpUnconfirmed("0x00000000000000000000000000000000000b0004");
     expect(result._meta?.["x402/payment-response"]).toMatchObject({ success: false });
-    expect(result.structuredContent).not.toHaveProperty("hex");
   });
 });
 
@@ -212,5 +229,118 @@ describe("a coded settle refusal that names a transaction", () => {
     const res = await post({ text: "abc" }, { "payment-signature": pay.header });
     expect(res.status).toBe(402);
     expect(await nonceRow(pay.key)).toBeNull();
+  });
+});
+
+/** A settle answer with no transaction, `errorReason` and HTTP `status`, as a facilitator sends it. */
+const codedAnswer = (errorReason: string, status: number) => (payer: string) =>
+  Response.json(
+    { success: false, errorReason, transaction: "", network: env.X402_NETWORK, payer },
+    { status },
+  );
+
+describe("a settle answer with no transaction is a definite failure only for a known refusal before sending", () => {
+  // Every coded answer used to count as "nothing moved": 402 "You were not charged", the claim
+  // dropped, no ledger row, and reconciliation (which reads only claims) never looked again. A
+  // facilitator that failed after broadcasting kept the buyer's money for nothing.
+  it.each([
+    ["the facilitator's own unexpected_settle_error, HTTP 500", "unexpected_settle_error", 500],
+    ["the facilitator's own unexpected_settle_error, HTTP 200", "unexpected_settle_error", 200],
+    ["a code on a 503 (service_unavailable)", "service_unavailable", 503],
+    ["a known refusal sent with a 500", "insufficient_funds", 500],
+    ["a known refusal sent with a 429", "insufficient_funds", 429],
+    ["a code we do not know, HTTP 200", "settlement_rejected", 200],
+    [
+      "invalid_transaction_state (a transaction failed or was rejected), HTTP 200",
+      "invalid_transaction_state",
+      200,
+    ],
+  ])(
+    "%s: 502 settlement_unconfirmed with Retry-After, the claim kept for reconciliation, no ledger row",
+    async (_name, reason, status) => {
+      const from = `0x00000000000000000000000000000000000e${String(status).padStart(4, "0")}`;
+      facilitatorAnswering(codedAnswer(reason, status));
+      const pay = await payment(from);
+      const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(res.status).toBe(502);
+      const body = await res.json<Record<string, unknown>>();
+      expect(body).toMatchObject({ reason: "settlement_unconfirmed" });
+      expect(String(body.facilitator_reason)).toContain(reason);
+      expect(body).not.toHaveProperty("hex");
+      expect(res.headers.get("retry-after")).toBe("10");
+      expect(await nonceRow(pay.key)).toEqual({ status: "failed" });
+      expect(await ledgerRow(pay.key)).toBeNull();
+      const again = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(again.status).toBe(402);
+      expect((await again.json<{ reason: string }>()).reason).toBe("payment_authorization_reused");
+    },
+  );
+
+  it.each([
+    ["insufficient_funds", 400],
+    ["invalid_exact_evm_payload_authorization_valid_before", 200],
+  ])(
+    "a known refusal before sending (%s, HTTP %s) is still a 402, and the authorization is free again",
+    async (reason, status) => {
+      const from = "0x00000000000000000000000000000000000e0400";
+      facilitatorAnswering(codedAnswer(reason, status));
+      const pay = await payment(from);
+      const res = await post({ text: "abc" }, { "payment-signature": pay.header });
+      expect(res.status).toBe(402);
+      expect(await res.json()).toMatchObject({ reason });
+      expect(await nonceRow(pay.key)).toBeNull();
+    },
+  );
+
+  it("over MCP: a 500 unexpected_settle_error is the transport's settlement failure, unconfirmed", async () => {
+    facilitatorAnswering(codedAnswer("unexpected_settle_error", 500));
+    const { key } = await mcpUnconfirmed("0x00000000000000000000000000000000000e0500");
+    expect(await nonceRow(key)).toEqual({ status: "failed" });
+  });
+});
+
+describe("reconciliation decides a claim kept after a facilitator error", () => {
+  it("landed: recorded as paid in its transaction, and the withheld call's price owed back; expired unused: released", async () => {
+    facilitatorAnswering(codedAnswer("unexpected_settle_error", 500));
+    const landedFrom = "0x00000000000000000000000000000000000e1001";
+    const unusedFrom = "0x00000000000000000000000000000000000e1002";
+    const landed = await payment(landedFrom);
+    const unused = await payment(unusedFrom);
+    const first = await post({ text: "abc" }, { "payment-signature": landed.header });
+    expect(first.status).toBe(502);
+    const { request_id: requestId } = await first.json<{ request_id: string }>();
+    expect((await post({ text: "abc" }, { "payment-signature": unused.header })).status).toBe(502);
+
+    // The chain, an hour on (both authorizations expired): the first transfer landed.
+    const head = Math.floor(Date.now() / 1000) + 3600;
+    const uses = new Map<string, FoundUse>([
+      [
+        landed.nonce,
+        { txHash: TX, blockNumber: 490, transfer: { from: landedFrom, to: env.PAY_TO, value: 3000n } },
+      ],
+    ]);
+    const reader: ChainReader = {
+      chainId: async () => Number(env.X402_NETWORK.split(":")[1]),
+      head: async () => ({ number: 500, timestamp: head, blockSeconds: 2 }),
+      blockTime: async (n) => head - (500 - n) * 2,
+      authorizationUsed: async (_asset, _who, nonce) => uses.has(nonce),
+      findUse: async (_asset, _who, nonce) => uses.get(nonce),
+    };
+    await reconcile(paidEnv, reader);
+
+    expect(await nonceRow(landed.key)).toEqual({ status: "settled" });
+    expect(await ledgerRow(landed.key)).toMatchObject({
+      amount_atomic: 3000,
+      payer: landedFrom,
+      tx_hash: TX,
+    });
+    // The result was withheld (the 502), so its whole price is the buyer's again.
+    const refund = await env.DB.prepare("SELECT payer, amount_micro FROM refunds WHERE request_id = ?1")
+      .bind(requestId)
+      .first();
+    expect(refund).toEqual({ payer: landedFrom, amount_micro: 3000 });
+    // Its authorization can no longer move anything: the claim is closed, with no payment.
+    expect(await nonceRow(unused.key)).toEqual({ status: "released" });
+    expect(await ledgerRow(unused.key)).toBeNull();
   });
 });

@@ -25,7 +25,8 @@ export const SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed";
 
 /**
  * When a buyer is told to try again after the facilitator gave no verdict or did not confirm a
- * settlement, unless it said when (x402-http.ts, facilitator-verify.ts).
+ * settlement (x402-http.ts). A facilitator's own Retry-After is not passed on: @x402/core's client
+ * drops its answers' headers.
  */
 export const FACILITATOR_RETRY_AFTER_S = 10;
 

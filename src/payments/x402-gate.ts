@@ -29,7 +29,6 @@ import type { Partner, PartnerService } from "../partners/data";
 import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
 import { withInputField } from "./bazaar-input";
-import { verifyAtFacilitator } from "./facilitator-verify";
 import { paidExtensions } from "./paid-extensions";
 import { PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
@@ -405,9 +404,8 @@ const UNEXPECTED_VERIFY_ERROR = "unexpected_verify_error";
  * a new payment", when nothing was wrong with it. Only a FacilitatorResponseError passes through
  * the library, so every verify that brought no verdict is thrown as one, and the gate answers it
  * 503 facilitator_unavailable, retry (x402-http.ts). A verdict is an answer carrying `isValid`
- * with a reason, whatever its HTTP status; the facilitator's own unexpected_verify_error is none,
- * and neither is a 429 (facilitator-verify.ts, which keeps the facilitator's Retry-After for the
- * 503).
+ * with a reason sent with any HTTP status but 429; the facilitator's own unexpected_verify_error is
+ * none, and neither is a 429 in a verdict's shape (a rate limit says nothing about the payment).
  *
  * Its settle answers sent with a 5xx or a 429 have their reason marked with the status
  * (markedByStatus), so that settlement.ts never reads one as a refusal before sending.
@@ -416,10 +414,13 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
   override async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     let result: VerifyResponse;
     try {
-      result = await verifyAtFacilitator(this, payload, requirements);
+      result = await super.verify(payload, requirements);
     } catch (e) {
       const verdict =
-        e instanceof VerifyError && e.invalidReason && e.invalidReason !== UNEXPECTED_VERIFY_ERROR;
+        e instanceof VerifyError &&
+        e.statusCode !== 429 &&
+        e.invalidReason &&
+        e.invalidReason !== UNEXPECTED_VERIFY_ERROR;
       if (verdict || e instanceof FacilitatorResponseError) throw e;
       throw new FacilitatorResponseError(`/verify failed: ${e instanceof Error ? e.message : String(e)}`);
     }

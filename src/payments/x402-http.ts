@@ -10,7 +10,6 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
-import { FacilitatorRateLimited } from "./facilitator-verify";
 import { FACILITATOR_RETRY_AFTER_S, SETTLEMENT_UNCONFIRMED, settlementOutcome } from "./settlement";
 import { GateAdapter } from "./x402-adapter";
 import { PAYMENT_META, V1_PAYMENT_META } from "./x402-mcp-meta";
@@ -353,9 +352,7 @@ export function x402HttpGate(
       // The facilitator gave no verdict on the payment (x402-gate.ts OutageAwareFacilitatorClient):
       // nothing was claimed or charged, and the same payment may be sent again. The 503 the
       // guides promise for payments that are temporarily unavailable.
-      // The facilitator's own wait, bounded, when it limited us (facilitator-verify.ts); else ours.
-      const wait = e instanceof FacilitatorRateLimited ? e.retryAfterS : FACILITATOR_RETRY_AFTER_S;
-      c.header("Retry-After", String(wait));
+      c.header("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
       return c.json(
         {
           detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later (if this persists, sign a new one).`,

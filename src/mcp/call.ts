@@ -135,10 +135,44 @@ interface Payment {
   value: string;
 }
 
+/**
+ * A GET service's arguments (its path parameters, sent as a query string), parsed from the text the
+ * client wrote when the router kept it (routes/mcp.ts).
+ */
+function queryFields(args: Record<string, unknown>): Record<string, unknown> {
+  const raw = args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
+  return raw === undefined ? args : (parseExact(raw) as Record<string, unknown>);
+}
+
+/**
+ * An argument a GET service does not take, refused before anything is charged. Its try route reads
+ * only its path parameters, so a model's made-up `currency` was dropped and the call charged for
+ * an answer it did not ask for. The tool's schema cannot say so itself: an `additionalProperties:
+ * false` there made google-genai refuse every tool (tool-calling-schema.ts).
+ */
+function extraQueryFields(t: McpTool, fields: Record<string, unknown>): CallToolResult | undefined {
+  const known = (t.tool.inputSchema.properties ?? {}) as Record<string, unknown>;
+  const detail = Object.entries(fields)
+    .filter(([k]) => !Object.hasOwn(known, k))
+    .map(([k, v]) => ({
+      type: "extra_forbidden",
+      loc: ["query", k],
+      msg: "Extra inputs are not permitted",
+      input: v,
+    }));
+  if (detail.length === 0) return undefined;
+  const names = Object.keys(known);
+  return toolError(
+    { detail },
+    `Invalid arguments (not charged): ${detail.map((d) => d.loc.join(".")).join(", ")}: this tool takes ${names.length ? `only ${names.join(", ")}` : "no arguments"}`,
+  );
+}
+
 /** The internal request: the HTTP route of the tool, paid the way the MCP call is paid. */
 function buildRequest(
   t: McpTool,
   args: Record<string, unknown>,
+  query: Record<string, unknown> | undefined,
   payment: Payment | undefined,
   idempotencyKey: string | undefined,
   cardKey: string | undefined,
@@ -148,14 +182,13 @@ function buildRequest(
   const headers = new Headers({ accept: "application/json" });
   let body: Uint8Array | undefined;
   // The arguments as the client wrote them (routes/mcp.ts): sent as they are, parsed only for a
-  // query string (a GET service's few parameters).
-  const raw = args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
-  if (t.argumentsIn === "query") {
-    const fields = raw === undefined ? args : (parseExact(raw) as Record<string, unknown>);
-    for (const [k, v] of Object.entries(fields)) {
+  // query string (a GET service's few parameters, queryFields).
+  if (query) {
+    for (const [k, v] of Object.entries(query)) {
       url.searchParams.set(k, typeof v === "string" ? v : JSON.stringify(v));
     }
   } else {
+    const raw = args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
     body = new TextEncoder().encode(raw ?? JSON.stringify(args));
     headers.set("content-type", "application/json");
     // Known length: the app's body limit then keeps this very Request object (see markMcpRequest).
@@ -233,10 +266,13 @@ export async function callTool(
       `_meta["${IDEMPOTENCY_KEY_META}"] (not charged): ${IDEMPOTENCY_KEY_MESSAGE}`,
     );
   }
+  const query = t.argumentsIn === "query" ? queryFields(args) : undefined;
+  const extra = query ? extraQueryFields(t, query) : undefined;
+  if (extra) return extra;
   const keyUse = await cardKeyUse(ctx.db, ctx.authorization, t, ctx.freeBeta);
   const keyWhy = keyUse.forward ? undefined : keyUse.why;
   const cardKey = keyUse.forward ? ctx.authorization : undefined;
-  const req = buildRequest(t, args, payment, idempotencyKey, cardKey, ctx);
+  const req = buildRequest(t, args, query, payment, idempotencyKey, cardKey, ctx);
   markMcpRequest(req, t.tool.name);
   // What is read of the request and of the answer is taken out of them: neither (nor its body) is
   // held while the answer is parsed and sent on.

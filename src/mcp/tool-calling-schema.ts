@@ -2,8 +2,9 @@
  * The copy of a tool's schemas that tools/list publishes, shaped for the converters between MCP
  * and model APIs. Each rule below is there because a real client refused the whole tool list over
  * one schema; the routes still validate every call against the registry's full schema (a refused
- * value is a 422, over MCP an isError result carrying it), so nothing here widens what a call may
- * carry.
+ * value is a 422, over MCP an isError result carrying it), and a GET partner tool's dropped
+ * `additionalProperties: false` is enforced by tools/call itself (call.ts extraQueryFields), so
+ * nothing here widens what a call may carry.
  */
 type JsonSchema = Record<string, unknown>;
 

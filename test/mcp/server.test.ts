@@ -735,4 +735,38 @@ describe("MCP partner tools: the try route at the listing price", () => {
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent).toMatchObject({ detail: [{ loc: ["query", "coin"] }] });
   });
+
+  it("an argument a GET service does not take is refused before any price or charge, paid or not", async () => {
+    const seen = stubPartner(() => Response.json({ coin: "eth", usd: 3000 }));
+    const unpaid = await callTool("pricefeed__price_coin", { coin: "eth" }, undefined, {}, partnerEnv);
+    const pay = paymentFor(unpaid.structuredContent as unknown as PaymentRequired);
+    const extra = await callTool(
+      "pricefeed__price_coin",
+      { coin: "eth", currency: "eur" },
+      { "x402/payment": pay.payload },
+      {},
+      partnerEnv,
+    );
+    expect(extra.isError).toBe(true);
+    expect(extra.content[0]?.text).toBe(
+      "Invalid arguments (not charged): query.currency: this tool takes only coin",
+    );
+    expect(extra.structuredContent).toEqual({
+      detail: [
+        {
+          type: "extra_forbidden",
+          loc: ["query", "currency"],
+          msg: "Extra inputs are not permitted",
+          input: "eur",
+        },
+      ],
+    });
+    const none = await callTool("pricefeed__price", { coin: "eth" }, undefined, {}, partnerEnv);
+    expect(none.content[0]?.text).toBe(
+      "Invalid arguments (not charged): query.coin: this tool takes no arguments",
+    );
+    expect(seen).toEqual([]);
+    expect(await nonceRow(pay.key)).toBeNull();
+    expect(await upstreamRequests(`facilitator-verify nonce=${pay.nonce}`)).toBe(0);
+  });
 });

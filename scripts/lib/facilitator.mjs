@@ -4,9 +4,9 @@ import http from "node:http";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { createWalletClient, publicActions, http as viemHttp } from "viem";
+import { concat, createWalletClient, encodeFunctionData, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { localBase, NETWORK } from "./chain.mjs";
+import { localClientOptions, NETWORK } from "./chain.mjs";
 
 const debug = (...args) => {
   if (process.env.FACILITATOR_DEBUG) console.error("[facilitator]", ...args);
@@ -27,28 +27,68 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(chunks).toString("utf8"));
 }
 
-export async function startFacilitator({ rpcUrl, privateKey, port = 0 }) {
-  const account = privateKeyToAccount(privateKey);
-  const client = createWalletClient({
-    account,
-    chain: localBase(rpcUrl),
-    transport: viemHttp(rpcUrl),
-  }).extend(publicActions);
-  // The x402 signer wants `address`; a short receipt timeout keeps a stuck chain from hanging tests.
-  const signer = toFacilitatorEvmSigner(
-    { ...client, address: account.address },
-    { confirmationTimeoutMs: 30_000 },
-  );
-  const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: NETWORK });
-
-  // One wallet, one nonce sequence: settles run strictly one after another, each waiting for its
-  // receipt, so concurrent requests never submit two transactions with the same nonce.
-  let queue = Promise.resolve();
-  const serialized = (fn) => {
-    const run = queue.then(fn, fn);
-    queue = run.catch(() => {});
+/**
+ * Runs the given tasks one at a time, each after the one before has settled (either way).
+ */
+function oneAtATime() {
+  let last = Promise.resolve();
+  return (task) => {
+    const run = last.then(task, task);
+    last = run.catch(() => {});
     return run;
   };
+}
+
+/**
+ * The wallet's sends, sharing one nonce sequence without waiting for each other longer than that
+ * needs. Gas, fees and chain id are filled in concurrently; only taking the nonce, signing and
+ * broadcasting run one at a time (two sends taking a nonce at once would take the same one, and
+ * the node would refuse one). Nothing else sends from this wallet, so the next nonce is counted
+ * here; after a failed broadcast it is read from the node again, so no gap is left behind.
+ */
+function oneNonceSequence(client, account) {
+  const queued = oneAtATime();
+  let next;
+  const serializer = client.chain?.serializers?.transaction;
+  const sendTransaction = async (tx) => {
+    const { nonce: _unset, ...prepared } = await client.prepareTransactionRequest({
+      ...tx,
+      account,
+      parameters: ["chainId", "fees", "gas", "type"],
+    });
+    return queued(async () => {
+      const nonce =
+        next ?? (await client.getTransactionCount({ address: account.address, blockTag: "pending" }));
+      try {
+        const signed = await account.signTransaction({ ...prepared, nonce }, { serializer });
+        const hash = await client.sendRawTransaction({ serializedTransaction: signed });
+        next = nonce + 1;
+        return hash;
+      } catch (err) {
+        next = undefined;
+        throw err;
+      }
+    });
+  };
+  const writeContract = ({ address, abi, functionName, args, dataSuffix }) => {
+    const data = encodeFunctionData({ abi, functionName, args });
+    return sendTransaction({ to: address, data: dataSuffix ? concat([data, dataSuffix]) : data });
+  };
+  return { sendTransaction, writeContract };
+}
+
+export async function startFacilitator({ rpcUrl, privateKey, port = 0 }) {
+  const account = privateKeyToAccount(privateKey);
+  const client = createWalletClient({ account, ...localClientOptions(rpcUrl) }).extend(publicActions);
+  // Re-verifying and waiting for the receipt run concurrently, as on a hosted facilitator; only
+  // the sends queue (oneNonceSequence). A settle that held one queue until its receipt made every
+  // other payer wait for it. Two settles of the same authorization may both pass verification
+  // now; the contract lets one through, and the other is refused at its gas estimate
+  // (invalid_exact_evm_nonce_already_used) or reverts on chain (invalid_exact_evm_transaction_failed).
+  const sender = { ...client, address: account.address, ...oneNonceSequence(client, account) };
+  // The x402 signer wants `address`; a short receipt timeout keeps a stuck chain from hanging tests.
+  const signer = toFacilitatorEvmSigner(sender, { confirmationTimeoutMs: 30_000 });
+  const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: NETWORK });
 
   const routes = {
     "GET /supported": async () => [200, facilitator.getSupported()],
@@ -69,10 +109,7 @@ export async function startFacilitator({ rpcUrl, privateKey, port = 0 }) {
     },
     "POST /settle": async (body) => {
       try {
-        return [
-          200,
-          await serialized(() => facilitator.settle(body.paymentPayload, body.paymentRequirements)),
-        ];
+        return [200, await facilitator.settle(body.paymentPayload, body.paymentRequirements)];
       } catch (err) {
         debug("settle failed:", err);
         const network = body.paymentRequirements?.network ?? NETWORK;

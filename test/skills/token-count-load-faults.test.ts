@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { forgetBpeTables } from "../../src/skills/token-count";
 import { callsLeft, keyWith } from "../fixtures/credits";
@@ -13,6 +13,8 @@ import { ORIGIN } from "../helpers";
  */
 
 const app = createApp();
+// Another test file of this isolate may have loaded the tables already.
+beforeEach(() => forgetBpeTables());
 afterEach(() => {
   vi.restoreAllMocks();
   forgetBpeTables();

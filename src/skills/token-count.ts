@@ -74,7 +74,10 @@ export function forgetBpeTables() {
  * 502 (the detail says which table), like a network skill's upstream that timed out or failed
  * (not charged either way: the x402 payment is not settled, a card credit is given back); the
  * next call loads it again. Never a bare 500: the asset store is ours, but from the call's side
- * it is a dependency that failed, and the answer says to retry.
+ * it is a dependency that failed, and the answer says to retry. Not a 503: the OpenAPI document
+ * and the guides give 503 to payments that could not be taken (with Retry-After), while 502/504
+ * `{detail, charged:false}` is what clients already read as "a dependency failed, not charged";
+ * no Retry-After, as a failed load is not kept and the next call tries again at once.
  */
 async function counter(name: Encoding, assets: Fetcher): Promise<Counter> {
   try {

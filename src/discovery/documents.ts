@@ -170,7 +170,7 @@ export function humanlessContract(cfg: PublicConfig) {
         status: "502, 504",
         body: '{"detail":"...","charged":false}',
         meaning:
-          'An upstream (Wikipedia, Wikidata, a fetched page, a partner) failed (502) or timed out (504); the call is not charged, except by a partner that must be paid before it answers: the payment settled first, and the answer says "charged":true with a refund (status, amount_usd, transaction): the price less what the partner can still collect.',
+          'An upstream (Wikipedia, Wikidata, a fetched page, a partner, token_count\'s data tables in our static assets) failed (502) or timed out (504); the call is not charged, except by a partner that must be paid before it answers: the payment settled first, and the answer says "charged":true with a refund (status, amount_usd, transaction): the price less what the partner can still collect.',
       },
       other: { status: "404, 503, 500", body: '{"detail":"..."}' },
     },

@@ -191,7 +191,7 @@ Every error body is JSON. Nothing is charged for any of them, with two refunded 
     .filter((s) => s.readsAssets)
     .map(
       (s) =>
-        ` ${s.id} answers \`504\` alike when its data tables (our own static assets) do not load in time.`,
+        ` ${s.id} answers \`502\` alike when its data tables (our own static assets) fail to load, \`504\` when they do not load in time.`,
     )
     .join(
       "",

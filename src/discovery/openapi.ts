@@ -100,20 +100,23 @@ function skillOperations(cfg: PublicConfig) {
                 ),
                 "504": json("An upstream source timed out; not charged", ref("UpstreamError")),
               }
-            : {
-                "502": json(
-                  "The facilitator did not confirm the settlement (reason settlement_unconfirmed): result withheld, refunded if the transfer lands",
-                  ref("SettlementUnconfirmed"),
-                ),
-                ...(s.readsAssets
-                  ? {
-                      "504": json(
-                        "The skill's data tables (static assets) did not load in time; not charged, retry",
-                        ref("UpstreamError"),
-                      ),
-                    }
-                  : {}),
-              }),
+            : s.readsAssets
+              ? {
+                  "502": json(
+                    "The skill's data tables (static assets) failed to load (not charged, retry), or the facilitator did not confirm the settlement (reason settlement_unconfirmed: result withheld, refunded if the transfer lands)",
+                    { oneOf: [ref("UpstreamError"), ref("SettlementUnconfirmed")] },
+                  ),
+                  "504": json(
+                    "The skill's data tables (static assets) did not load in time; not charged, retry",
+                    ref("UpstreamError"),
+                  ),
+                }
+              : {
+                  "502": json(
+                    "The facilitator did not confirm the settlement (reason settlement_unconfirmed): result withheld, refunded if the transfer lands",
+                    ref("SettlementUnconfirmed"),
+                  ),
+                }),
           "503": ERROR(
             "Payments temporarily unavailable (facilitator_unavailable, payments_unavailable: nothing charged), a contract wallet's retry could not be checked on chain (payer_check_unavailable), or a stored answer could not be read just now (idempotent_result_unavailable); each with Retry-After",
           ),

@@ -293,11 +293,12 @@ export function SkillDocPage({
       ) : null}
       {skill.readsAssets ? (
         <>
-          <h3>504: its data tables did not load in time (not charged)</h3>
+          <h3>502 and 504: its data tables did not load (not charged)</h3>
           <p>
-            This skill loads its tables from this service's own static assets on first use. When they do not
-            arrive in time it answers <code>504</code> with <code>{'{"detail": "…", "charged": false}'}</code>
-            : not charged, retry.
+            This skill loads its tables from this service's own static assets on first use. When they fail to
+            load it answers <code>502</code>, when they do not arrive in time <code>504</code>, each with{" "}
+            <code>{'{"detail": "…", "charged": false}'}</code>: not charged, retry (the next call loads them
+            again).
           </p>
         </>
       ) : null}

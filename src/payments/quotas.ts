@@ -2,6 +2,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { heavyResources, publicConfig, rateLimitsOn } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
+import { RATE_LIMIT_SKIP_MS, RATE_LIMIT_WAIT_MS } from "../http/limits";
+import { throttledLog } from "../http/log-once";
+import { within } from "../http/shared-load";
 import { callerNetwork, callerNetworks } from "../net/ip-ranges";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
@@ -34,6 +37,8 @@ export function rateLimitTerms(env: {
 }
 
 type Scope = "ip" | "payer" | "key" | "free";
+/** A Rate Limiting binding's name: a per-client one or its /56 or /48 companion. */
+type LimiterName = keyof typeof LIMITS;
 
 // Read once per bindings object (an isolate's env does not change between its requests).
 const enabledFor = new WeakMap<Bindings, boolean>();
@@ -65,11 +70,52 @@ function tooMany(c: Context<AppEnv>, scope: Scope, what: string) {
   );
 }
 
-async function allowed(limiter: RateLimit | undefined, key: string) {
+/**
+ * A binding that throws, answers nonsense or does not answer lets the call through (fail open),
+ * rather than refusing every priced route with a 503 (or, unguarded, a bare 500 after /verify, or a
+ * request held open for good). Cloudflare documents limit() as answered from counters cached on
+ * the Worker's own machine (no network request awaited) and the API as "permissive, eventually
+ * consistent, and intentionally designed to not be used as an accurate accounting system"
+ * (developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/, Performance and Accuracy):
+ * a fault there is rare and these limits are a flood guard, never what makes a call paid. What
+ * does stays on: an x402 call is still verified, claimed once and settled, a card call still
+ * spends its credit, so failing open costs nothing owed, only the cap on the facilitator's
+ * /verify, the upstream requests and Stripe sessions while the fault lasts. A 503 would turn a
+ * fault of this guard into an outage of every priced route, the admin API and the checkout page.
+ * One line per isolate a minute says so (a lasting fault keeps showing).
+ *
+ * A hang costs one caller RATE_LIMIT_WAIT_MS, after which that binding is not asked for
+ * RATE_LIMIT_SKIP_MS in this isolate (nor after a throw), so a dead binding does not add a second
+ * to every call (three to an IPv6 caller's: /64, /56, /48). The guard is one timer per limit()
+ * call, and nothing on a route that calls none (RATE_LIMITS off, or a binding not bound).
+ */
+const limiterFault = throttledLog(60_000);
+const skipUntil = new WeakMap<RateLimit, number>();
+
+async function allowed(env: Bindings, name: LimiterName, key: string) {
+  const limiter = env[name];
   // A deployment without the binding is not limited rather than broken (deploy-check refuses a
   // wrangler.toml without it, unless RATE_LIMITS is off).
   if (!limiter) return true;
-  return (await limiter.limit({ key })).success;
+  const skip = skipUntil.get(limiter);
+  if (skip !== undefined) {
+    if (Date.now() < skip) return true;
+    skipUntil.delete(limiter);
+  }
+  try {
+    const { success } = await within(limiter.limit({ key }), RATE_LIMIT_WAIT_MS, `rate limiter ${name}`);
+    if (typeof success !== "boolean") throw new TypeError(`rate limiter ${name} answered no success flag`);
+    return success;
+  } catch (e) {
+    skipUntil.set(limiter, Date.now() + RATE_LIMIT_SKIP_MS);
+    limiterFault({
+      level: "error",
+      msg: "rate limiter unavailable: calls let through unlimited",
+      binding: name,
+      error: String(e),
+    });
+    return true;
+  }
 }
 
 /**
@@ -81,10 +127,10 @@ async function allowed(limiter: RateLimit | undefined, key: string) {
  */
 async function ipRefusal(c: Context<AppEnv>, limiter: Limiter, key: (network: string) => string) {
   const [own, ...wider] = callerNetworks(c.req.header("cf-connecting-ip"));
-  if (!(await allowed(c.env[limiter], key(own)))) return "from your IP address";
+  if (!(await allowed(c.env, limiter, key(own)))) return "from your IP address";
   for (const [i, network] of wider.entries()) {
     const bits = WIDER[i] as (typeof WIDER)[number];
-    if (!(await allowed(c.env[`${limiter}_${bits}`], key(network)))) return `from your network ${network}`;
+    if (!(await allowed(c.env, `${limiter}_${bits}`, key(network)))) return `from your network ${network}`;
   }
   return undefined;
 }
@@ -111,7 +157,10 @@ export function quota(resource: string, opts: { freeInBeta?: boolean } = {}): Mi
     } else {
       // Every form the gate takes a card key in (X-API-Key, a bare `mk_…`), so no alias escapes it.
       const key = bearerKey(cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")));
-      if (key && !(await allowed(payerLimiter(c.env, resource), `${resource}|key:${await hashKey(key)}`))) {
+      if (
+        key &&
+        !(await allowed(c.env, payerLimiter(c.env, resource), `${resource}|key:${await hashKey(key)}`))
+      ) {
         return tooMany(c, "key", `too many ${resource} calls with this card-credit key`);
       }
     }
@@ -119,8 +168,8 @@ export function quota(resource: string, opts: { freeInBeta?: boolean } = {}): Mi
   };
 }
 
-const payerLimiter = (env: Bindings, resource: string) =>
-  isHeavy(env, resource) ? env.RL_PAYER_HEAVY : env.RL_PAYER;
+const payerLimiter = (env: Bindings, resource: string): LimiterName =>
+  isHeavy(env, resource) ? "RL_PAYER_HEAVY" : "RL_PAYER";
 
 /**
  * Limits x402 calls per payer address and resource. It runs after the gate, on a payment the
@@ -136,7 +185,7 @@ export function payerQuota(resource: string): MiddlewareHandler<AppEnv> {
     const from = auth?.authorization?.from;
     if (typeof from === "string") {
       const payer = from.toLowerCase();
-      if (!(await allowed(payerLimiter(c.env, resource), `${resource}|payer:${payer}`))) {
+      if (!(await allowed(c.env, payerLimiter(c.env, resource), `${resource}|payer:${payer}`))) {
         return tooMany(c, "payer", `too many ${resource} calls paid by ${payer}`);
       }
     }
@@ -266,7 +315,7 @@ export function checkoutRevealReadBudget(c: Context<AppEnv>, sessionId: string) 
     key: `${session}|${ip(clientIp(c))}`,
     mayRead: async () =>
       !enabled(c.env) ||
-      ((await allowed(c.env[REVEAL_SESSION_LIMITER], session)) &&
+      ((await allowed(c.env, REVEAL_SESSION_LIMITER, session)) &&
         !(await ipRefusal(c, REVEAL_IP_LIMITER, ip))),
   };
 }

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { logOncePerValue } from "../http/log-once";
 import { DeadlineError, SharedLoad, within } from "../http/shared-load";
 import { UpstreamError } from "../net/fetcher";
 import { pieceCounter } from "./lib/bpe-count";
@@ -21,16 +22,36 @@ const ENCODINGS = {
 // parse them at every start-up (docs/PERFORMANCE.md). They are public files at the same path.
 type Encoding = "cl100k_base" | "o200k_base";
 const TABLE_URL = (name: Encoding) => `https://assets.invalid/assets/bpe/${name}.json`;
+/**
+ * Each table's entries (gpt-tokenizer's rank tables; the encodings are fixed). A short or wrong
+ * table (`[]`, half a file, the other encoding's) builds without complaint and then throws on the
+ * first count, or counts wrong: a loaded table would then be kept, and every call fail until the
+ * isolate went away. Checked before it is kept, it is a failed load, tried again by the next call.
+ */
+const TABLE_ENTRIES: Record<Encoding, number> = { cl100k_base: 100_256, o200k_base: 199_998 };
+
+/** A table that could not be loaded: the asset is missing, failed or is not the table. */
+class TableUnusable extends Error {}
+
 async function load(name: Encoding, assets: Fetcher): Promise<Counter> {
   const [{ GptEncoding }, res] = await Promise.all([
     import("gpt-tokenizer/GptEncoding"),
     assets.fetch(TABLE_URL(name)),
   ]);
   // A deployment without the table files is broken: say which file, never count with no table.
-  if (!res.ok) throw new Error(`BPE table ${name} not served by ASSETS (${res.status})`);
-  const ranks = (await res.json()) as (string | number[])[];
+  if (!res.ok) throw new TableUnusable(`ASSETS answered HTTP ${res.status}`);
+  const ranks: unknown = await res.json().catch(() => {
+    throw new TableUnusable("not JSON (cut short?)");
+  });
+  if (!Array.isArray(ranks) || ranks.length !== TABLE_ENTRIES[name]) {
+    const what = Array.isArray(ranks) ? `${ranks.length} entries` : ranks === null ? "null" : typeof ranks;
+    throw new TableUnusable(`${what}, not the ${TABLE_ENTRIES[name]} entries of ${name}`);
+  }
   // Long runs with no word boundary would merge in quadratic time (lib/bpe-merge.ts).
-  return pieceCounter(withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)));
+  const count = pieceCounter(withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)));
+  // A malformed entry throws here rather than on a caller's text, once the table is kept.
+  count("Table check: 123 words, punctuation! ÄÖÜ 日本 🚀");
+  return count;
 }
 /**
  * How long a call waits for its table, and how long a read is joined before the next call starts
@@ -48,6 +69,16 @@ export function forgetBpeTables() {
   tables.cl100k_base = new SharedLoad(TABLE_WAIT_MS);
   tables.o200k_base = new SharedLoad(TABLE_WAIT_MS);
 }
+/**
+ * The encoding's counter. A table that did not arrive in time is a 504, one that failed to load a
+ * 502 (the detail says which table), like a network skill's upstream that timed out or failed
+ * (not charged either way: the x402 payment is not settled, a card credit is given back); the
+ * next call loads it again. Never a bare 500: the asset store is ours, but from the call's side
+ * it is a dependency that failed, and the answer says to retry. Not a 503: the OpenAPI document
+ * and the guides give 503 to payments that could not be taken (with Retry-After), while 502/504
+ * `{detail, charged:false}` is what clients already read as "a dependency failed, not charged";
+ * no Retry-After, as a failed load is not kept and the next call tries again at once.
+ */
 async function counter(name: Encoding, assets: Fetcher): Promise<Counter> {
   try {
     return await within(
@@ -56,9 +87,16 @@ async function counter(name: Encoding, assets: Fetcher): Promise<Counter> {
       `BPE table ${name}`,
     );
   } catch (e) {
-    // Our own asset store did not answer: a 504 the caller is not charged for, not a hang.
     if (e instanceof DeadlineError) throw new UpstreamError(504, e.message);
-    throw e;
+    const why = e instanceof TableUnusable ? e.message : `the load threw: ${String(e)}`;
+    // Once per isolate and table (again when the reason changes): every call meets it until fixed.
+    logOncePerValue(`bpe-table:${name}`, why, {
+      level: "error",
+      msg: "BPE table unusable",
+      asset: new URL(TABLE_URL(name)).pathname,
+      error: why,
+    });
+    throw new UpstreamError(502, `BPE table ${name} could not be loaded from this service's static assets`);
   }
 }
 

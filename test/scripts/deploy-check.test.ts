@@ -13,7 +13,8 @@ import {
   warnings,
   // @ts-expect-error plain JS script
 } from "../../scripts/deploy-check.mjs";
-import { LIMITS, NETWORK_MULTIPLES } from "../../src/payments/quotas";
+// The module with no imports (quotas.ts pulls in workerd-only ones), as deploy-check itself reads.
+import { LIMITS, NETWORK_MULTIPLES } from "../../src/payments/rate-limit-figures";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const shipped = path.join(root, "wrangler.toml");

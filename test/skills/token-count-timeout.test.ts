@@ -46,6 +46,6 @@ it("a BPE table that does not load within 20 s answers 504, not charged, as the 
   // The skill's docs page says so too.
   const page = async (slug: string) =>
     (await app.fetch(new Request(`https://skills.test/docs/${slug}`), env)).text();
-  expect(await page("token-count")).toContain("504: its data tables did not load in time (not charged)");
+  expect(await page("token-count")).toContain("502 and 504: its data tables did not load (not charged)");
   expect(await page("sha256")).not.toContain("504");
 });

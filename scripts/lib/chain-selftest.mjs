@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { x402Client } from "@x402/core/client";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { createPublicClient, http } from "viem";
+import { createPublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { BUYER_FUNDS, localBase, NETWORK, startChain, usdcBalance } from "./chain.mjs";
+import { BUYER_FUNDS, localClientOptions, NETWORK, startChain, usdcBalance } from "./chain.mjs";
 import { startFacilitator } from "./facilitator.mjs";
 
 const chain = await startChain();
@@ -47,7 +47,7 @@ try {
   const settled = await facilitator.settle(payload, requirements);
   console.log("settle", JSON.stringify(settled));
   assert.equal(settled.success, true);
-  const pub = createPublicClient({ chain: localBase(chain.rpcUrl), transport: http(chain.rpcUrl) });
+  const pub = createPublicClient(localClientOptions(chain.rpcUrl));
   const receipt = await pub.getTransactionReceipt({ hash: settled.transaction });
   assert.equal(receipt.status, "success");
   assert.equal(await usdcBalance(chain.rpcUrl, buyer.address), BUYER_FUNDS - 3000n);

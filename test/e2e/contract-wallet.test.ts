@@ -1,11 +1,11 @@
 import { createRequire } from "node:module";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
-import { createPublicClient, createWalletClient, hashTypedData, http, parseAbi } from "viem";
+import { createPublicClient, createWalletClient, hashTypedData, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
-import { localBase, USDC_ADDRESS, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { localClientOptions, USDC_ADDRESS, usdcBalance } from "../../scripts/lib/chain.mjs";
 import { fetchPayingWithId } from "../fixtures/payments";
 
 // A contract wallet (ERC-1271) paying on the real local stack: Circle's MockERC1271Wallet, owned by
@@ -29,10 +29,10 @@ let wallet: `0x${string}`;
 const owner = privateKeyToAccount(generatePrivateKey());
 
 beforeAll(async () => {
-  const chain = localBase(stack.rpc_url);
+  const local = localClientOptions(stack.rpc_url);
   const funder = privateKeyToAccount((stack.buyers[6] as { privateKey: `0x${string}` }).privateKey);
-  const deployer = createWalletClient({ account: funder, chain, transport: http(stack.rpc_url) });
-  const reader = createPublicClient({ chain, transport: http(stack.rpc_url) });
+  const deployer = createWalletClient({ account: funder, ...local });
+  const reader = createPublicClient(local);
   const deployed = await reader.waitForTransactionReceipt({
     hash: await deployer.deployContract({
       abi: mockWallet.abi,

@@ -198,20 +198,19 @@ describe("hosted partners through the marketplace, on the local chain", () => {
 
 describe("issue 19.1 on the local chain: concurrent callers with funds for one call", () => {
   it("5 authorizations from a buyer holding exactly one call's price: one 200, the operating wallet pays the partner once, nothing unrecovered", async () => {
-    const { createWalletClient, http, erc20Abi } = await import("viem");
+    const { createWalletClient, erc20Abi } = await import("viem");
     const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
     const { x402Client } = await import("@x402/core/client");
     const { decodePaymentRequiredHeader, encodePaymentSignatureHeader } = await import("@x402/core/http");
     const { registerExactEvmScheme } = await import("@x402/evm/exact/client");
     // @ts-expect-error plain JS helpers shared with the scripts
-    const { localBase, USDC_ADDRESS } = await import("../../scripts/lib/chain.mjs");
+    const { localClientOptions, USDC_ADDRESS } = await import("../../scripts/lib/chain.mjs");
     const url = `${stack.base_url}/api/partners/pricefeed/try/price`;
     // A fresh buyer funded with exactly 30,000 atomic units (one call of `price` at $0.03).
     const poor = privateKeyToAccount(generatePrivateKey());
     const funder = createWalletClient({
       account: privateKeyToAccount(buyer().privateKey),
-      chain: localBase(stack.rpc_url),
-      transport: http(stack.rpc_url),
+      ...localClientOptions(stack.rpc_url),
     });
     await funder.writeContract({
       address: USDC_ADDRESS,

@@ -2,11 +2,11 @@ import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { createWalletClient, http, parseAbi } from "viem";
+import { createWalletClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
-import { localBase, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { localClientOptions, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
 import { resign } from "../fixtures/payments";
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
@@ -209,8 +209,7 @@ describe("reconciliation against the local chain", () => {
     const tip = BigInt(pending.maxPriorityFeePerGas ?? pending.gasPrice) + 10n * gwei;
     const wallet = createWalletClient({
       account,
-      chain: localBase(stack.rpc_url),
-      transport: http(stack.rpc_url),
+      ...localClientOptions(stack.rpc_url),
     });
     const cancel = await wallet.writeContract({
       address: USDC_DOMAIN.verifyingContract,

@@ -2,13 +2,13 @@ import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { createPublicClient, http } from "viem";
+import { createPublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { payingFetch, receiptOf } from "../../scripts/lib/buyer.mjs";
 // @ts-expect-error plain JS helpers shared with the scripts
-import { localBase, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
+import { localClientOptions, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
 import { resign } from "../fixtures/payments";
 
 const stack = inject("stack") as {
@@ -150,7 +150,7 @@ describe("x402 v2 on eip155:8453 against the local chain", () => {
     expect(((await res.json()) as { hex: string }).hex).toMatch(/^ba7816bf/);
     const receipt = receiptOf(res);
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: buyer.address });
-    const chain = createPublicClient({ chain: localBase(stack.rpc_url), transport: http(stack.rpc_url) });
+    const chain = createPublicClient(localClientOptions(stack.rpc_url));
     const tx = await chain.getTransactionReceipt({ hash: receipt.transaction });
     expect(tx.status).toBe("success");
     const [b1, p1] = await Promise.all([balance(buyer.address), balance(stack.pay_to)]);

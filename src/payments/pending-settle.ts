@@ -59,13 +59,35 @@ export class PendingAwareFacilitatorClient extends HTTPFacilitatorClient {
 /** The SettleResponse a thrown SettleError carries, when it says `settlement_pending` with a transaction. */
 function pendingFromError(e: unknown, requirements: PaymentRequirements): SettleResponse | undefined {
   if (!(e instanceof SettleError) || e.errorReason !== PENDING || !e.transaction) return undefined;
+  return answerOf(e, requirements.network);
+}
+
+/**
+ * A settle answer sent with a 5xx or a 429, as @x402/core throws it (a SettleError, whose status
+ * the library drops when it hands the answer on): its reason marked with the status,
+ * `insufficient_funds (HTTP 500)`, which settlement.ts reads as unconfirmed whatever the code (its
+ * REFUSED_BEFORE_SENDING says why). `settlement_pending` is left as it is: the library asks
+ * /settle once more on it (above).
+ */
+export function markedByStatus(e: unknown): unknown {
+  if (!(e instanceof SettleError) || e.errorReason === PENDING) return e;
+  if (e.statusCode < 500 && e.statusCode !== 429) return e;
+  const answer = answerOf(e, e.network);
+  return new SettleError(e.statusCode, {
+    ...answer,
+    errorReason: `${e.errorReason || "no reason"} (HTTP ${e.statusCode})`,
+  });
+}
+
+/** The answer a thrown SettleError carries, as the SettleResponse it was. */
+function answerOf(e: SettleError, network: SettleResponse["network"]): SettleResponse {
   return {
     success: false,
-    errorReason: PENDING,
+    ...(e.errorReason ? { errorReason: e.errorReason } : {}),
     ...(e.errorMessage ? { errorMessage: e.errorMessage } : {}),
     ...(e.payer ? { payer: e.payer } : {}),
-    transaction: e.transaction,
-    network: e.network ?? requirements.network,
+    transaction: e.transaction ?? "",
+    network: e.network ?? network,
   };
 }
 

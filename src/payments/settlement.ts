@@ -302,7 +302,14 @@ const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
   "unsupported_scheme",
   "invalid_x402_version",
 ]);
-/** A transaction that was mined and reverted: nothing moved (only with the transaction named). */
+/**
+ * A transaction that was mined and reverted: nothing moved. Only with the transaction named and no
+ * message: @x402/evm (2.27, settleReceipt.ts) sends a mined revert bare, and gives the same reason
+ * with the message "settlement_pending, but failed to persist for retry: …" to a broadcast it could
+ * not wait for, which may still land. A message of any kind is read as the latter (a facilitator
+ * that explains a revert costs the payer a held authorization, not a payment), except the reason
+ * itself, which @x402/core's HTTP layer writes as the message of an answer that had none.
+ */
 const REVERTED = "invalid_exact_evm_transaction_failed";
 
 /**
@@ -322,7 +329,10 @@ export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "un
   // refunds it), or frees the authorization once it expired unused.
   if (s.success) return TX_HASH.test(s.transaction ?? "") ? "settled" : "unconfirmed";
   const reason = s.errorReason ?? "";
-  if (s.transaction) return reason === REVERTED ? "failed" : "unconfirmed";
+  if (s.transaction) {
+    const bare = !s.errorMessage || s.errorMessage === reason;
+    return reason === REVERTED && bare ? "failed" : "unconfirmed";
+  }
   return REFUSED_BEFORE_SENDING.has(reason) ? "failed" : "unconfirmed";
 }
 

@@ -5,7 +5,6 @@ import {
   type PaymentPayload,
   type PaymentRequired,
   type PaymentRequirements,
-  SettleError,
   type SettleResponse,
   VerifyError,
   type VerifyResponse,
@@ -30,7 +29,7 @@ import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
 import { withInputField } from "./bazaar-input";
 import { paidExtensions } from "./paid-extensions";
-import { PendingAwareFacilitatorClient } from "./pending-settle";
+import { markedByStatus, PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
 import { usdcDomain } from "./usdc-domain";
 import { x402HttpGate } from "./x402-http";
@@ -439,28 +438,6 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
       throw markedByStatus(e);
     }
   }
-}
-
-const SETTLEMENT_PENDING = "settlement_pending";
-
-/**
- * A settle answer sent with a 5xx or a 429, as @x402/core throws it (a SettleError, whose status
- * the library drops when it hands the answer on): its reason marked with the status,
- * `insufficient_funds (HTTP 500)`, which settlement.ts reads as unconfirmed whatever the code (its
- * REFUSED_BEFORE_SENDING says why). `settlement_pending` is left as it is: the library asks
- * /settle once more on it (pending-settle.ts).
- */
-export function markedByStatus(e: unknown): unknown {
-  if (!(e instanceof SettleError) || e.errorReason === SETTLEMENT_PENDING) return e;
-  if (e.statusCode < 500 && e.statusCode !== 429) return e;
-  return new SettleError(e.statusCode, {
-    success: false,
-    errorReason: `${e.errorReason || "no reason"} (HTTP ${e.statusCode})`,
-    ...(e.errorMessage ? { errorMessage: e.errorMessage } : {}),
-    ...(e.payer ? { payer: e.payer } : {}),
-    transaction: e.transaction ?? "",
-    network: e.network,
-  });
 }
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */

@@ -49,14 +49,15 @@ const SERVED_VERSIONS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS
  * (2024-11-05 … 2025-11-25, after initialize) is answered as before, by a stateless transport.
  */
 export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appFetch: AppFetch) {
+  // Before the eras are told apart: the SDK sends a value that is no message to its modern handler.
+  const message = JSONRPC_MESSAGE.safeParse(parsed);
+  if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
   const server = () => createMcpServer(serverContext(c, appFetch));
   if (!(await isLegacyRequest(c.req.raw, parsed))) {
     // Strict: a claim-less request never reaches this handler (it is the legacy one's, below).
     const modern = createMcpHandler(server, { legacy: "reject", responseMode: "json" });
     return modern.fetch(c.req.raw, { parsedBody: parsed });
   }
-  const message = JSONRPC_MESSAGE.safeParse(parsed);
-  if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
   // The transport reads initialize itself and answers bad params with -32603 (internal error):
   // checked here, so a client gets -32602 (invalid params) with its own request id.
   const m = message.data as { method?: unknown; id?: string | number };
@@ -85,6 +86,20 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     );
   }
 
+  // The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
+  // transport wants both named, which clients that answered "application/json" alone never sent.
+  const accept = c.req.header("accept") ?? "*/*";
+  if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
+    return rpcError(
+      c,
+      406,
+      -32000,
+      "Not Acceptable: Client must accept application/json or text/event-stream",
+    );
+  }
+  const headers = new Headers(c.req.raw.headers);
+  headers.set("accept", "application/json, text/event-stream");
+  const request = new Request(c.req.url, { method: "POST", headers });
   // JSON answers, never an SSE stream: nothing is sent before a result.
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
@@ -95,7 +110,7 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   const send = transport.send.bind(transport);
   transport.send = (reply, options) => send(asLegacyResourceNotFound(reply), options);
   try {
-    return await transport.handleRequest(c.req.raw, { parsedBody: message.data });
+    return await transport.handleRequest(request, { parsedBody: message.data });
   } finally {
     await instance.close();
   }

@@ -29,16 +29,9 @@ const envelope = {
 };
 
 let nextId = 1;
-/** One 2026-07-28 request with the headers such a client sends (Mcp-Name for a named call). */
-async function modern(method: string, params: Record<string, unknown> = {}, name?: string) {
-  const { _meta, ...rest } = params as { _meta?: Record<string, unknown> };
-  const body = {
-    jsonrpc: "2.0",
-    id: nextId++,
-    method,
-    params: { ...rest, _meta: { ...envelope, ..._meta } },
-  };
-  const res = await app.fetch(
+/** A 2026-07-28 message as written, with the headers such a client sends (Mcp-Name for a named call). */
+function post(text: string, method: string, name?: string, e: object = paidEnv) {
+  return app.fetch(
     new Request(`${ORIGIN}/mcp`, {
       method: "POST",
       headers: {
@@ -48,10 +41,22 @@ async function modern(method: string, params: Record<string, unknown> = {}, name
         "mcp-method": method,
         ...(name ? { "mcp-name": name } : {}),
       },
-      body: JSON.stringify(body),
+      body: text,
     }),
-    paidEnv,
+    e,
   );
+}
+
+/** One 2026-07-28 request: its params with the envelope in their _meta. */
+async function modern(method: string, params: Record<string, unknown> = {}, name?: string) {
+  const { _meta, ...rest } = params as { _meta?: Record<string, unknown> };
+  const body = {
+    jsonrpc: "2.0",
+    id: nextId++,
+    method,
+    params: { ...rest, _meta: { ...envelope, ..._meta } },
+  };
+  const res = await post(JSON.stringify(body), method, name);
   return { status: res.status, answer: await res.json<RpcAnswer>() };
 }
 
@@ -132,6 +137,20 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
     expect(docs.answer.result?.contents).toMatchObject([{ uri, mimeType: "text/markdown" }]);
     const missing = await modern("resources/read", { uri: "skills://docs/nope" }, "skills://docs/nope");
     expect(missing.answer.error?.code).toBe(-32602);
+  });
+
+  it("integers past 2^53 in a tool's arguments come back digit for digit (json_sort), as in 2025-11-25", async () => {
+    const id = "12345678901234567890";
+    const res = await post(
+      `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"json_sort","arguments":{"data":{"b":${id},"a":[-${id}1,1.5]}},"_meta":${JSON.stringify(envelope)}}}`,
+      "tools/call",
+      "json_sort",
+      { ...env, FREE_BETA: "true" },
+    );
+    const text = await res.text();
+    expect(text).toContain(`"b":${id}`);
+    expect(text).toContain(`-${id}1`);
+    expect(text).not.toContain("12345678901234567000");
   });
 
   it("an unknown tool is -32602 with the message a 2025 client gets", async () => {

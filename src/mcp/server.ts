@@ -49,8 +49,8 @@ const instructions = (freeBeta: boolean | undefined, partners: boolean) =>
 
 /**
  * A JSON-RPC error of a handler, its message sent as written. The SDK answers a thrown error with
- * its `code` and `message`, and its McpError writes "MCP error <code>: " into the message (the
- * client's McpError adds it again: "MCP error -32602: MCP error -32602: Unknown tool…").
+ * its `code` and `message` (the 1.x SDK's McpError wrote "MCP error <code>: " into the message, and
+ * its client added it again: "MCP error -32602: MCP error -32602: Unknown tool…").
  */
 class RpcFailure extends Error {
   constructor(
@@ -64,7 +64,8 @@ class RpcFailure extends Error {
 /**
  * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist
  * as JSON Schema in the registry, so no zod-to-schema layer (McpServer) is needed. The cfworker
- * validator replaces the SDK's default ajv, which compiles schemas with eval (forbidden in Workers).
+ * validator is named rather than left to the SDK's export conditions (workerd picks it, Node picks
+ * ajv, which compiles schemas with eval: forbidden in Workers).
  */
 /**
  * A spec method's handler registered with `(method, handler)` gets its request parsed by the SDK,

@@ -1,4 +1,4 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import {
   decodePaymentRequiredHeader,
   decodePaymentResponseHeader,
@@ -328,7 +328,8 @@ export async function callTool(
     const v1 = settledV1 ?? (payment?.header === "x-payment" ? settlementInV1Terms(settled) : undefined);
     return {
       ...result,
-      structuredContent: { ...result.structuredContent, [PAYMENT_RESPONSE_META]: settled },
+      // Every result here has an object (the SDK's type admits any JSON value since 2026-07-28).
+      structuredContent: { ...(result.structuredContent as object), [PAYMENT_RESPONSE_META]: settled },
       _meta: {
         ...result._meta,
         [PAYMENT_RESPONSE_META]: settled,
@@ -378,7 +379,10 @@ export async function callTool(
     return {
       ...offer,
       content: [
-        { type: "text", text: x402ErrorText(offer.structuredContent ?? structured) },
+        {
+          type: "text",
+          text: x402ErrorText((offer.structuredContent as Record<string, unknown> | undefined) ?? structured),
+        },
         ...(v1Offer ? [{ type: "text" as const, text: v1Offer }] : []),
       ],
     };

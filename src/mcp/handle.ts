@@ -1,19 +1,19 @@
-import { StreamableHTTPTransport } from "@hono/mcp";
 import {
-  InitializeRequestSchema,
+  createMcpHandler,
   isInitializeRequest,
-  JSONRPCMessageSchema,
+  isLegacyRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
-} from "@modelcontextprotocol/sdk/types.js";
+  specTypeSchemas,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import type { Context, ExecutionContext } from "hono";
-import { HTTPException } from "hono/http-exception";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { listedPartnerPricing } from "../partners/request";
 import { cardKeyAuthorization } from "../payments/credits";
 import { rpcError } from "./rpc-error";
-import { createMcpServer } from "./server";
+import { asLegacyResourceNotFound, createMcpServer } from "./server";
 import { mcpTools } from "./tools";
 
 /** How the router reaches the rest of the app (src/app.ts passes `app.fetch`; no import cycle). */
@@ -31,19 +31,38 @@ const executionCtx = (c: Context<AppEnv>): ExecutionContext | undefined => {
   }
 };
 
+// The SDK's spec schemas are zod objects typed as Standard Schemas only.
+const JSONRPC_MESSAGE = specTypeSchemas.JSONRPCMessage as unknown as z.ZodType;
+const INITIALIZE_REQUEST = specTypeSchemas.InitializeRequest as unknown as z.ZodType;
+/** The revision served per request (no initialize), beside the legacy ones of SUPPORTED_PROTOCOL_VERSIONS. */
+const MODERN_PROTOCOL_VERSION = "2026-07-28";
+const SERVED_VERSIONS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS];
+
 /**
- * One parsed JSON value POSTed to /mcp, answered by a fresh server and transport. This module
- * holds everything the MCP SDK brings (its zod schemas, ajv, @hono/mcp): src/routes/mcp.ts loads
- * it on the first MCP message of an isolate, so start-up never evaluates it.
+ * One parsed JSON value POSTed to /mcp, answered by a fresh server. This module holds everything
+ * the MCP SDK brings (its zod schemas, the JSON Schema validator): src/routes/mcp.ts loads it on
+ * the first MCP message of an isolate, so start-up never evaluates it.
+ *
+ * Two eras: a request carrying the 2026-07-28 envelope (`_meta["io.modelcontextprotocol/
+ * protocolVersion"]`, no initialize) goes to the SDK's per-request handler, which owns that
+ * revision's checks and answers (server/discover, resultType, its header rules); any other
+ * (2024-11-05 … 2025-11-25, after initialize) is answered as before, by a stateless transport.
  */
 export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appFetch: AppFetch) {
-  const message = JSONRPCMessageSchema.safeParse(parsed);
+  // Before the eras are told apart: the SDK sends a value that is no message to its modern handler.
+  const message = JSONRPC_MESSAGE.safeParse(parsed);
   if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
+  const server = () => createMcpServer(serverContext(c, appFetch));
+  if (!(await isLegacyRequest(c.req.raw, parsed))) {
+    // Strict: a claim-less request never reaches this handler (it is the legacy one's, below).
+    const modern = createMcpHandler(server, { legacy: "reject", responseMode: "json" });
+    return modern.fetch(c.req.raw, { parsedBody: parsed });
+  }
   // The transport reads initialize itself and answers bad params with -32603 (internal error):
   // checked here, so a client gets -32602 (invalid params) with its own request id.
   const m = message.data as { method?: unknown; id?: string | number };
   if (m.method === "initialize" && m.id !== undefined) {
-    const init = InitializeRequestSchema.safeParse(message.data);
+    const init = INITIALIZE_REQUEST.safeParse(message.data);
     if (!init.success) {
       return c.json({
         jsonrpc: "2.0",
@@ -63,15 +82,46 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
       c,
       400,
       -32000,
-      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")})`,
+      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SERVED_VERSIONS.join(", ")})`,
     );
   }
 
+  // The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
+  // transport wants both named, which clients that answered "application/json" alone never sent.
+  const accept = c.req.header("accept") ?? "*/*";
+  if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
+    return rpcError(
+      c,
+      406,
+      -32000,
+      "Not Acceptable: Client must accept application/json or text/event-stream",
+    );
+  }
+  const headers = new Headers(c.req.raw.headers);
+  headers.set("accept", "application/json, text/event-stream");
+  const request = new Request(c.req.url, { method: "POST", headers });
+  // JSON answers, never an SSE stream: nothing is sent before a result.
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  const instance = server();
+  await instance.connect(transport);
+  const send = transport.send.bind(transport);
+  transport.send = (reply, options) => send(asLegacyResourceNotFound(reply), options);
+  try {
+    return await transport.handleRequest(request, { parsedBody: message.data });
+  } finally {
+    await instance.close();
+  }
+}
+
+function serverContext(c: Context<AppEnv>, appFetch: AppFetch) {
   const cfg = publicConfig(c.env, c.req.url);
   const env = c.env;
   const ctx = executionCtx(c);
   const pc = listedPartnerPricing(c);
-  const server = createMcpServer({
+  return {
     tools: mcpTools(cfg, pc),
     baseUrl: cfg.baseUrl,
     partners: pc !== undefined,
@@ -81,21 +131,6 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     authorization: cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key")),
     db: env.DB,
     clientIp: c.req.header("cf-connecting-ip"),
-    dispatch: async (req) => appFetch(req, env, ctx),
-  });
-  const transport = new StreamableHTTPTransport({ enableJsonResponse: true });
-  await server.connect(transport);
-  try {
-    const res = await transport.handleRequest(c, message.data);
-    // Notifications and responses are accepted with 202 and no body (Streamable HTTP); the
-    // transport writes `null` as JSON there.
-    if (!res || res.status === 202) return c.body(null, 202);
-    return res;
-  } catch (e) {
-    // The transport answers its refusals (406 Not Acceptable, …) as HTTPExceptions with a body.
-    if (e instanceof HTTPException) return e.getResponse();
-    throw e;
-  } finally {
-    await server.close();
-  }
+    dispatch: async (req: Request) => appFetch(req, env, ctx),
+  };
 }

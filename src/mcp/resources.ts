@@ -1,4 +1,4 @@
-import type { Resource } from "@modelcontextprotocol/sdk/types.js";
+import type { Resource } from "@modelcontextprotocol/server";
 import { formatUsd } from "../money";
 import { inputJsonSchema, type skills } from "../skills/registry";
 import type { McpTool } from "./tools";

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 /** A JSON-RPC error answered at the HTTP level, before any MCP message is handled. */
 export function rpcError(
   c: Context,
-  status: 400 | 403 | 405 | 413 | 415,
+  status: 400 | 403 | 405 | 406 | 413 | 415,
   code: number,
   message: string,
   headers: Record<string, string> = {},

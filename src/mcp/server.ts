@@ -1,13 +1,12 @@
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+  type CallToolRequest,
+  type PaginatedRequest,
+  ProtocolErrorCode,
+  type ReadResourceRequest,
+  Server,
+  specTypeSchemas,
+} from "@modelcontextprotocol/server";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
 import * as z from "zod";
 import { INTERFACE_VERSION } from "../config";
 import { skills } from "../skills/registry";
@@ -23,6 +22,17 @@ import { CATALOG_URI, docsUri, resourceList, skillDocs } from "./resources";
 import type { McpTool } from "./tools";
 
 export const SERVER_NAME = "agent-skills-marketplace";
+const UNKNOWN_RESOURCE = "Unknown resource: ";
+
+/**
+ * A resources/read miss as clients of 2024-11-05 … 2025-11-25 got it: -32002, which the SDK now
+ * writes -32602 in every era. Any other message is returned as it is.
+ */
+export function asLegacyResourceNotFound<T>(message: T): T {
+  const error = (message as { error?: { code?: unknown; message?: unknown } }).error;
+  if (error?.code !== -32602 || !String(error.message).startsWith(UNKNOWN_RESOURCE)) return message;
+  return { ...message, error: { ...error, code: -32002 } };
+}
 
 export interface McpServerContext extends CallContext {
   tools: readonly McpTool[];
@@ -39,8 +49,8 @@ const instructions = (freeBeta: boolean | undefined, partners: boolean) =>
 
 /**
  * A JSON-RPC error of a handler, its message sent as written. The SDK answers a thrown error with
- * its `code` and `message`, and its McpError writes "MCP error <code>: " into the message (the
- * client's McpError adds it again: "MCP error -32602: MCP error -32602: Unknown tool…").
+ * its `code` and `message` (the 1.x SDK's McpError wrote "MCP error <code>: " into the message, and
+ * its client added it again: "MCP error -32602: MCP error -32602: Unknown tool…").
  */
 class RpcFailure extends Error {
   constructor(
@@ -54,37 +64,38 @@ class RpcFailure extends Error {
 /**
  * One low-level MCP server per HTTP request (stateless): the tool list and schemas already exist
  * as JSON Schema in the registry, so no zod-to-schema layer (McpServer) is needed. The cfworker
- * validator replaces the SDK's default ajv, which compiles schemas with eval (forbidden in Workers).
+ * validator is named rather than left to the SDK's export conditions (workerd picks it, Node picks
+ * ajv, which compiles schemas with eval: forbidden in Workers).
  */
 /**
- * The SDK parses a request with the handler's schema before its own checks and turns a failed
- * parse into -32603 (internal error). Handlers that take params are registered with a schema that
- * accepts any params and parse them here, so bad params are -32602 (invalid params) as in JSON-RPC.
+ * A spec method's handler registered with `(method, handler)` gets its request parsed by the SDK,
+ * and a failed parse answered as "Invalid <method> request: <zod issues as JSON>". Handlers are
+ * registered with a schema that accepts any params and parse them here with the spec's schema, so
+ * bad params are -32602 "Invalid params: <issues as a reader writes them>", as they always were.
  */
-function parseParams<T extends z.ZodType>(schema: T, request: unknown): z.infer<T> {
-  const parsed = schema.safeParse(request);
+function parseParams<T>(schema: z.ZodType<T>, method: string, params: unknown): T {
+  const parsed = schema.safeParse({ method, ...(params === undefined ? {} : { params }) });
   if (!parsed.success) {
-    throw new RpcFailure(
-      ErrorCode.InvalidParams,
-      `Invalid params: ${z.prettifyError(parsed.error as z.ZodError)}`,
-    );
+    throw new RpcFailure(ProtocolErrorCode.InvalidParams, `Invalid params: ${z.prettifyError(parsed.error)}`);
   }
   return parsed.data;
 }
-const anyParams = <M extends string>(method: M) =>
-  z.object({ method: z.literal(method), params: z.unknown().optional() });
-// Built once: a server is made per request, and building zod schemas showed in its profile.
-const TOOLS_CALL = anyParams("tools/call");
-const RESOURCES_READ = anyParams("resources/read");
-const TOOLS_LIST = anyParams("tools/list");
-const RESOURCES_LIST = anyParams("resources/list");
-const RESOURCE_TEMPLATES_LIST = anyParams("resources/templates/list");
+// The SDK's spec schemas are zod objects typed as Standard Schemas only.
+const spec = <T>(name: keyof typeof specTypeSchemas) => specTypeSchemas[name] as unknown as z.ZodType<T>;
+const CALL_TOOL = spec<CallToolRequest>("CallToolRequest");
+const READ_RESOURCE = spec<ReadResourceRequest>("ReadResourceRequest");
+const PAGINATED = {
+  "tools/list": spec<PaginatedRequest>("ListToolsRequest"),
+  "resources/list": spec<PaginatedRequest>("ListResourcesRequest"),
+  "resources/templates/list": spec<PaginatedRequest>("ListResourceTemplatesRequest"),
+};
+const ANY_PARAMS = { params: z.unknown() };
 
 /** The lists come whole, in one page: any cursor is one this server never gave (-32602, as the spec asks). */
-function onePage(schema: z.ZodType<{ params?: { cursor?: string } }>, raw: unknown) {
-  const cursor = parseParams(schema, raw).params?.cursor;
+function onePage(method: keyof typeof PAGINATED, params: unknown) {
+  const cursor = parseParams(PAGINATED[method], method, params).params?.cursor;
   if (cursor !== undefined)
-    throw new RpcFailure(ErrorCode.InvalidParams, `Invalid params: unknown cursor ${cursor}`);
+    throw new RpcFailure(ProtocolErrorCode.InvalidParams, `Invalid params: unknown cursor ${cursor}`);
 }
 
 export function createMcpServer(ctx: McpServerContext): Server {
@@ -99,41 +110,45 @@ export function createMcpServer(ctx: McpServerContext): Server {
   const byName = new Map(ctx.tools.map((t) => [t.tool.name, t]));
   for (const t of ctx.tools) for (const alias of t.aliases ?? []) byName.set(alias, t);
 
-  server.setRequestHandler(TOOLS_LIST, (raw) => {
-    onePage(ListToolsRequestSchema, raw);
+  server.setRequestHandler("tools/list", ANY_PARAMS, (params) => {
+    onePage("tools/list", params);
     return { tools: ctx.tools.map((t) => t.tool) };
   });
 
-  server.setRequestHandler(TOOLS_CALL, (raw) => {
-    const request = parseParams(CallToolRequestSchema, raw);
+  server.setRequestHandler("tools/call", ANY_PARAMS, (params) => {
+    const request = parseParams(CALL_TOOL, "tools/call", params);
     const tool = byName.get(request.params.name);
     if (!tool) {
-      throw new RpcFailure(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}. See tools/list.`);
+      throw new RpcFailure(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool: ${request.params.name}. See tools/list.`,
+      );
     }
     return callTool(tool, request.params.arguments ?? {}, request.params._meta, ctx);
   });
 
-  server.setRequestHandler(RESOURCES_LIST, (raw) => {
-    onePage(ListResourcesRequestSchema, raw);
+  server.setRequestHandler("resources/list", ANY_PARAMS, (params) => {
+    onePage("resources/list", params);
     return { resources: resourceList(skills) };
   });
 
   // Part of the resources capability declared above: none offered, but the method answers.
-  server.setRequestHandler(RESOURCE_TEMPLATES_LIST, (raw) => {
-    onePage(ListResourceTemplatesRequestSchema, raw);
+  server.setRequestHandler("resources/templates/list", ANY_PARAMS, (params) => {
+    onePage("resources/templates/list", params);
     return { resourceTemplates: [] };
   });
 
-  server.setRequestHandler(RESOURCES_READ, async (raw) => {
-    const request = parseParams(ReadResourceRequestSchema, raw);
+  server.setRequestHandler("resources/read", ANY_PARAMS, async (params) => {
+    const request = parseParams(READ_RESOURCE, "resources/read", params);
     const uri = request.params.uri;
     if (uri === CATALOG_URI) {
       const res = await ctx.dispatch(new Request(new URL("/api/catalog", ctx.origin)));
       return { contents: [{ uri, mimeType: "application/json", text: await res.text() }] };
     }
     const skill = skills.find((s) => docsUri(s) === uri);
-    // -32002: "Resource not found" in the MCP specification.
-    if (!skill) throw new RpcFailure(-32002, `Unknown resource: ${uri}. See resources/list.`);
+    // -32002 "Resource not found" up to 2025-11-25; the SDK sends -32602 (2026-07-28's code) to
+    // every era, and handle.ts gives a legacy client its -32002 back (asLegacyResourceNotFound).
+    if (!skill) throw new RpcFailure(-32002, `${UNKNOWN_RESOURCE}${uri}. See resources/list.`);
     return {
       contents: [
         { uri, mimeType: "text/markdown", text: skillDocs(skill, byName.get(skill.id), ctx.baseUrl) },

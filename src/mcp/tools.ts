@@ -1,4 +1,4 @@
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/server";
 import type { PublicConfig } from "../config";
 import { formatUsd, microsToUsd } from "../money";
 import type { PricingConfig } from "../partners/config";

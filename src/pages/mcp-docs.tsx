@@ -65,6 +65,13 @@ export function McpDocsPage({ cfg, partners }: { cfg: PublicConfig; partners: bo
           ) : null}
           . Resources: <code>skills://catalog</code> and <code>skills://docs/&lt;skill_id&gt;</code>.
         </li>
+        <li>
+          Protocol revisions: <code>2026-07-28</code> (no <code>initialize</code>:{" "}
+          <code>server/discover</code>, and the revision in the <code>MCP-Protocol-Version</code> header and
+          in <code>_meta["io.modelcontextprotocol/protocolVersion"]</code> of every request) and{" "}
+          <code>2024-11-05</code> to <code>2025-11-25</code> (<code>initialize</code> first). Tools, payments
+          and results are the same in every revision.
+        </li>
         <li>Bodies up to {MCP_MAX_BODY_BYTES} bytes; one JSON-RPC message per request (no batches).</li>
       </ul>
       <h2>Client configuration</h2>

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/server";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -261,6 +261,16 @@ describe("MCP protocol surface", () => {
       expect(res.status).toBe(415);
       expect((await res.json<RpcAnswer>()).error?.code).toBe(-32000);
     });
+    it.each([["application/json"], ["*/*"], [undefined]])(
+      "an Accept of %j takes the JSON answer: 200 (the SDK's own transport wants SSE named too)",
+      async (accept) => {
+        const headers: Record<string, string> = { "content-type": "application/json" };
+        if (accept) headers.accept = accept;
+        const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), headers);
+        expect(res.status).toBe(200);
+        expect((await res.json<RpcAnswer>()).result?.tools).toBeInstanceOf(Array);
+      },
+    );
     it("an Accept that takes neither JSON nor SSE: 406", async () => {
       const res = await raw(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }), {
         "content-type": "application/json",

@@ -2,6 +2,7 @@ import {
   createMcpHandler,
   isInitializeRequest,
   isLegacyRequest,
+  type McpHttpHandler,
   SUPPORTED_PROTOCOL_VERSIONS,
   specTypeSchemas,
   WebStandardStreamableHTTPServerTransport,
@@ -38,6 +39,28 @@ const INITIALIZE_REQUEST = specTypeSchemas.InitializeRequest as unknown as z.Zod
 const MODERN_PROTOCOL_VERSION = "2026-07-28";
 const SERVED_VERSIONS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS];
 
+/** Each modern request's server context, for the handler's factory (it is handed the request). */
+const contexts = new WeakMap<Request, ServerContext>();
+let modern: McpHttpHandler | undefined;
+
+/**
+ * The SDK's handler for the 2026-07-28 revision, one per isolate: building one per request cost
+ * ~80 µs and logged the SDK's warning about JSON answers every time. Strict: a claim-less request
+ * never reaches it (it is the legacy transport's, below). Each request still gets a fresh server,
+ * built from its own context.
+ */
+function modernHandler() {
+  modern ??= createMcpHandler(
+    ({ requestInfo }) => {
+      const context = requestInfo && contexts.get(requestInfo);
+      if (!context) throw new Error("an MCP request reached the handler without its context");
+      return createMcpServer(context);
+    },
+    { legacy: "reject", responseMode: "json" },
+  );
+  return modern;
+}
+
 /**
  * One parsed JSON value POSTed to /mcp, answered by a fresh server. This module holds everything
  * the MCP SDK brings (its zod schemas, the JSON Schema validator): src/routes/mcp.ts loads it on
@@ -52,11 +75,9 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   // Before the eras are told apart: the SDK sends a value that is no message to its modern handler.
   const message = JSONRPC_MESSAGE.safeParse(parsed);
   if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
-  const server = () => createMcpServer(serverContext(c, appFetch));
   if (!(await isLegacyRequest(c.req.raw, parsed))) {
-    // Strict: a claim-less request never reaches this handler (it is the legacy one's, below).
-    const modern = createMcpHandler(server, { legacy: "reject", responseMode: "json" });
-    return modern.fetch(c.req.raw, { parsedBody: parsed });
+    contexts.set(c.req.raw, serverContext(c, appFetch));
+    return modernHandler().fetch(c.req.raw, { parsedBody: parsed });
   }
   // The transport reads initialize itself and answers bad params with -32603 (internal error):
   // checked here, so a client gets -32602 (invalid params) with its own request id.
@@ -78,6 +99,16 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     !isInitializeRequest(message.data) &&
     !SUPPORTED_PROTOCOL_VERSIONS.includes(version)
   ) {
+    // The modern revision named by the header alone (a response or a message without the envelope):
+    // refused as what it lacks, not as a revision the list below would name as served.
+    if (version === MODERN_PROTOCOL_VERSION) {
+      return rpcError(
+        c,
+        400,
+        -32000,
+        `Bad Request: a ${MODERN_PROTOCOL_VERSION} message carries _meta["io.modelcontextprotocol/protocolVersion"]`,
+      );
+    }
     return rpcError(
       c,
       400,
@@ -100,12 +131,13 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   const headers = new Headers(c.req.raw.headers);
   headers.set("accept", "application/json, text/event-stream");
   const request = new Request(c.req.url, { method: "POST", headers });
-  // JSON answers, never an SSE stream: nothing is sent before a result.
+  // JSON answers, never an SSE stream: nothing is sent before a result (this legacy path; the
+  // modern handler's subscriptions/listen is a stream that closes at once, no subscriptions offered).
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
   });
-  const instance = server();
+  const instance = createMcpServer(serverContext(c, appFetch));
   await instance.connect(transport);
   const send = transport.send.bind(transport);
   transport.send = (reply, options) => send(asLegacyResourceNotFound(reply), options);
@@ -115,6 +147,8 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     await instance.close();
   }
 }
+
+type ServerContext = ReturnType<typeof serverContext>;
 
 function serverContext(c: Context<AppEnv>, appFetch: AppFetch) {
   const cfg = publicConfig(c.env, c.req.url);

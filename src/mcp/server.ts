@@ -71,7 +71,8 @@ class RpcFailure extends Error {
  * A spec method's handler registered with `(method, handler)` gets its request parsed by the SDK,
  * and a failed parse answered as "Invalid <method> request: <zod issues as JSON>". Handlers are
  * registered with a schema that accepts any params and parse them here with the spec's schema, so
- * bad params are -32602 "Invalid params: <issues as a reader writes them>", as they always were.
+ * bad params are -32602 "Invalid params: <issues as a reader writes them>", as they always were
+ * (tools/call's own envelope is checked by the SDK first: "Invalid tools/call request: …").
  */
 function parseParams<T>(schema: z.ZodType<T>, method: string, params: unknown): T {
   const parsed = schema.safeParse({ method, ...(params === undefined ? {} : { params }) });

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import type { PaymentRequired } from "@x402/core/types";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { skills } from "../../src/skills/registry";
 import { unsignedPayment } from "../fixtures/payments";
@@ -69,6 +69,23 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
     expect(status).toBe(200);
     expect(answer.error).toBeUndefined();
     expect(answer.result?.resultType).toBe("complete");
+  });
+
+  it("a message naming 2026-07-28 by header alone is refused as lacking the envelope, not as an unserved revision", async () => {
+    const res = await post(JSON.stringify({ jsonrpc: "2.0", id: 7, result: {} }), "tools/list");
+    expect(res.status).toBe(400);
+    const { error } = await res.json<RpcAnswer>();
+    expect(error?.message).toBe(
+      'Bad Request: a 2026-07-28 message carries _meta["io.modelcontextprotocol/protocolVersion"]',
+    );
+  });
+
+  it("many requests log the SDK's warning about JSON answers at most once (one handler per isolate)", async () => {
+    const warn = vi.spyOn(console, "warn");
+    for (let i = 0; i < 3; i++) expect((await modern("tools/list")).status).toBe(200);
+    const warnings = warn.mock.calls.filter((args) => String(args[0]).includes("responseMode"));
+    expect(warnings.length).toBeLessThanOrEqual(1);
+    warn.mockRestore();
   });
 
   it("server/discover names this server, its capabilities, the revision and the instructions", async () => {

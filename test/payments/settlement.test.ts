@@ -131,7 +131,7 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     ["transaction_failed with no transaction (the send threw after the node took it)", "0009"],
     ["settlement_pending, then the retry's own broadcast reverted (the first may still land)", "0010"],
     ["the same, both answers sent with HTTP error statuses (thrown as SettleErrors)", "0011"],
-    ["transaction_failed naming a broadcast whose pending record was not stored", "0012"],
+    ["transaction_failed naming a broadcast whose pending record was not stored", "0e12"],
   ])(
     "a settlement with no clear answer (%s) withholds the content, keeps the authorization reserved and says so",
     async (_name, suffix) => {

@@ -231,7 +231,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
  * The facilitator's reasons for a settle it refused before sending the transfer, and only those:
  * an answer counts as "nothing moved" only if it names one of them and carries no transaction. Any
  * other reason, a code we do not know included, is unconfirmed. An answer sent with a 5xx or a 429
- * is unconfirmed whatever its code (x402-gate.ts markedByStatus adds the status to its reason, so
+ * is unconfirmed whatever its code (pending-settle.ts markedByStatus adds the status to its reason, so
  * it is none of these):
  *  - A 5xx is the facilitator failing somewhere in settling, perhaps after it broadcast the
  *    transfer; the code it names does not say where.
@@ -303,23 +303,21 @@ const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
   "invalid_x402_version",
 ]);
 /**
- * A transaction that was mined and reverted: nothing moved. Only with the transaction named and no
- * message: @x402/evm (2.27, settleReceipt.ts) sends a mined revert bare, and gives the same reason
- * with the message "settlement_pending, but failed to persist for retry: …" to a broadcast it could
- * not wait for, which may still land. A message of any kind is read as the latter (a facilitator
- * that explains a revert costs the payer a held authorization, not a payment), except the reason
- * itself, which @x402/core's HTTP layer writes as the message of an answer that had none.
- */
-const REVERTED = "invalid_exact_evm_transaction_failed";
-
-/**
  * Whether a settle answer proves the outcome. Only a known refusal before sending with no
- * transaction (REFUSED_BEFORE_SENDING), or a mined, reverted transaction, is a definite failure.
- * May still land on chain: `settlement_pending`, a free-text error (an HTTP error page, a dropped
- * connection, a 429 without a settle answer), any answer sent with a 5xx or a 429, the
- * facilitator's own `unexpected_settle_error`, a spent nonce, a `transaction_failed` with no
- * transaction, any code not known to come before sending, and any other failure that names a
- * transaction. What may have landed keeps its claim for reconciliation, which reads the chain.
+ * transaction (REFUSED_BEFORE_SENDING) is a definite failure. May still land on chain:
+ * `settlement_pending`, a free-text error (an HTTP error page, a dropped connection, a 429 without
+ * a settle answer), any answer sent with a 5xx or a 429, the facilitator's own
+ * `unexpected_settle_error`, a spent nonce, a `transaction_failed` with no transaction, any code not
+ * known to come before sending, and every failure that names a transaction. The last includes a
+ * mined revert (`invalid_exact_evm_transaction_failed` with its transaction): our transaction
+ * moved nothing, but the authorization may have moved the money in another one. Anyone holding the
+ * signed authorization can submit it (the buyer, or whoever copied it from our broadcast), and
+ * ours then reverts on the spent nonce while the USDC reaches payTo: a 402 "not charged" there
+ * lost the payment and invited a second one. @x402/evm (2.27) also gives that reason, with the
+ * transaction, to a broadcast whose pending record it could not store, which may still land. What
+ * may have landed keeps its claim for reconciliation, which reads the authorization's state on
+ * chain: used, it is recorded and the withheld result refunded; expired unused, it is freed. A
+ * revert that really moved nothing costs the payer a held authorization, not a payment.
  */
 export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "unconfirmed" {
   // A success must name the transaction it landed in (a 32-byte hash): "" or anything else is an
@@ -329,10 +327,7 @@ export function settlementOutcome(s: SettleResponse): "settled" | "failed" | "un
   // refunds it), or frees the authorization once it expired unused.
   if (s.success) return TX_HASH.test(s.transaction ?? "") ? "settled" : "unconfirmed";
   const reason = s.errorReason ?? "";
-  if (s.transaction) {
-    const bare = !s.errorMessage || s.errorMessage === reason;
-    return reason === REVERTED && bare ? "failed" : "unconfirmed";
-  }
+  if (s.transaction) return "unconfirmed";
   return REFUSED_BEFORE_SENDING.has(reason) ? "failed" : "unconfirmed";
 }
 

@@ -79,10 +79,7 @@ describe("every x402 refusal is a PaymentRequired with the route's offer", () =>
     },
   );
 
-  it.each([
-    ["refused before sending (insufficient_funds)", "0002", "insufficient_funds"],
-    ["sent and reverted", "0007", "invalid_exact_evm_transaction_failed"],
-  ])(
+  it.each([["refused before sending (insufficient_funds)", "0002", "insufficient_funds"]])(
     "a settlement that definitely failed, %s: 402 with x402Version, accepts and PAYMENT-REQUIRED",
     async (_, suffix, reason) => {
       const required = await offer();

@@ -105,7 +105,6 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
 
   it.each([
     ["refused before sending", "0002", "insufficient_funds", /transfer amount exceeds balance.*not charged/],
-    ["sent and reverted", "0007", "invalid_exact_evm_transaction_failed", /not charged/],
   ])(
     "a settlement that definitely failed (%s) is a 402 with the reason, never the content; the authorization is free again",
     async (_name, suffix, reason, message) => {
@@ -132,6 +131,7 @@ describe("x402 settlement: the Worker's side of every facilitator outcome", () =
     ["settlement_pending, then the retry's own broadcast reverted (the first may still land)", "0010"],
     ["the same, both answers sent with HTTP error statuses (thrown as SettleErrors)", "0011"],
     ["transaction_failed naming a broadcast whose pending record was not stored", "0e12"],
+    ["a mined revert (the authorization may have moved the money in another transaction)", "0007"],
   ])(
     "a settlement with no clear answer (%s) withholds the content, keeps the authorization reserved and says so",
     async (_name, suffix) => {

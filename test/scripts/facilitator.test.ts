@@ -117,4 +117,30 @@ describe("local facilitator under concurrent settles", () => {
     });
     expect(transfers).toHaveLength(1);
   }, 60_000);
+
+  it("keeps settling after the node dropped one of its broadcasts (no nonce past the gap)", async () => {
+    const [dropped, next] = await Promise.all(chain.buyers.slice(0, 2).map(payment));
+    await pub.request({ method: "evm_setAutomine", params: [false] } as never);
+    let lost: ReturnType<typeof settle>;
+    try {
+      lost = settle(dropped);
+      await waitFor("the broadcast", async () => (await unmined()) === 1, { timeoutMs: 20_000 });
+      const pool = (await pub.request({ method: "txpool_content", params: [] } as never)) as {
+        pending: Record<string, Record<string, { hash: Hex }>>;
+      };
+      const ours = Object.entries(pool.pending).find(
+        ([from]) => from.toLowerCase() === chain.facilitatorAddress.toLowerCase(),
+      );
+      const drop = Object.values(ours?.[1] ?? {})[0]?.hash;
+      if (!drop) throw new Error("the facilitator's broadcast is not in the pool");
+      await pub.request({ method: "anvil_dropTransaction", params: [drop] } as never);
+    } finally {
+      await pub.request({ method: "evm_setAutomine", params: [true] } as never);
+    }
+    // The dropped settle waits for a receipt that never comes; the next one must land regardless.
+    void lost.catch(() => {});
+    const answer = await settle(next);
+    expect(answer.errorReason ?? "ok").toBe("ok");
+    expect((await pub.getTransactionReceipt({ hash: answer.transaction })).status).toBe("success");
+  }, 60_000);
 });

@@ -18,11 +18,11 @@ const MAX_PENDING = 256;
  * /settle once more with the same payload and returns only that second answer. When the retry
  * reaches a facilitator instance without the pending record (several instances, or several
  * signers), it verifies and broadcasts again; that second transaction reverts on the spent nonce
- * while the first may still land. Read alone, that revert is a definite failure: the buyer would
- * be told "not charged" and the claim dropped, so a landed first transfer would never be
- * reconciled. After a pending answer, a failure that does not name the pending transaction is
- * answered as that pending answer instead (its transaction is the one to look for), which
- * settlement.ts reports as unconfirmed.
+ * while the first may still land; or it refuses before sending (the spent nonce fails its
+ * simulation), which read alone would be "nothing moved": the buyer told "not charged" and the
+ * claim dropped, so a landed first transfer would never be reconciled. After a pending answer, a
+ * failure that does not name the pending transaction is answered as that pending answer instead
+ * (its transaction is the one to look for), which settlement.ts reports as unconfirmed.
  */
 export class PendingAwareFacilitatorClient extends HTTPFacilitatorClient {
   private readonly pending = new Map<string, SettleResponse>();
@@ -44,7 +44,8 @@ export class PendingAwareFacilitatorClient extends HTTPFacilitatorClient {
     }
     if (result.success) return result;
     // The answer about the pending transaction itself (the instance that holds its record saw it
-    // revert) is definite; any other failure after a pending answer is not.
+    // revert) is kept as it is, with its transaction; any other failure after a pending answer is
+    // answered as the pending one.
     if (earlier) return result.transaction === earlier.transaction ? result : earlier;
     if (key && result.errorReason === PENDING && result.transaction) this.remember(key, result);
     return result;

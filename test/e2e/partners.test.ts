@@ -235,8 +235,15 @@ describe("issue 19.1 on the local chain: concurrent callers with funds for one c
     const answers = await Promise.all(
       payments.map((p) => fetch(url, { headers: { "payment-signature": encodePaymentSignatureHeader(p) } })),
     );
-    const statuses = answers.map((r) => r.status).sort();
-    expect(statuses).toEqual([200, 402, 402, 402, 402]);
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+    // The others moved nothing: refused before sending (402), or broadcast beside the winner and
+    // reverted on the spent balance, which the Worker cannot tell from an authorization landed in
+    // another transaction (502 settlement_unconfirmed, held for reconciliation; settlement.ts).
+    for (const r of answers.filter((a) => a.status !== 200)) {
+      expect([402, 502]).toContain(r.status);
+      if (r.status === 502)
+        expect((await r.json<{ reason: string }>()).reason).toBe("settlement_unconfirmed");
+    }
     // The marketplace collected one price and paid the partner one partner price.
     expect((await balance(stack.pay_to)) - m0).toBe(30_000n);
     expect(o0 - (await balance(stack.operating_wallet))).toBe(10_000n);

@@ -19,7 +19,7 @@ const app = createApp();
 const ENDS_IN_0002 = privateKeyToAccount(
   "0xeec3c6266c26bf275eb2f6ce841bfba931be0131c66db9706953a55ed9dcf165",
 );
-const SUFFIXES = ["0002", "0003", "0005", "0006", "0007", "0008", "0009", "0010", "0011"];
+const SUFFIXES = ["0002", "0003", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0e12"];
 
 /** The double's answer to a settle of a payment from `from` (it reads nothing else of it). */
 async function settleAs(from: string) {

@@ -1,3 +1,5 @@
+import { cut } from "../text-cut";
+
 /**
  * OpenAI's GPT Actions take at most 300 characters in an operation's `description` or `summary`
  * ("Production notes on GPT Actions", OpenAPI specification limits): a longer one is what the
@@ -20,6 +22,8 @@ export function leadingSentences(text: string, max = OPERATION_TEXT_MAX): string
     end = m.index + 1;
   }
   if (end > 0) return text.slice(0, end);
-  const cut = text.slice(0, max - 1);
-  return `${cut.slice(0, cut.lastIndexOf(" ") > 0 ? cut.lastIndexOf(" ") : cut.length)}…`;
+  // A word's end within the cap, never half a surrogate pair (text-cut.ts).
+  const head = cut(text, max - 1);
+  const space = head.lastIndexOf(" ");
+  return `${space > 0 ? head.slice(0, space) : head}…`;
 }

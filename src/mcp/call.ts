@@ -140,9 +140,13 @@ interface Payment {
  * client wrote when the router kept it (routes/mcp.ts).
  */
 function queryFields(args: Record<string, unknown>): Record<string, unknown> {
-  const raw = args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
+  const raw = rawArguments(args);
   return raw === undefined ? args : (parseExact(raw) as Record<string, unknown>);
 }
+
+/** The arguments' text as the client wrote it, when the router kept it (taken: read once). */
+const rawArguments = (args: Record<string, unknown>) =>
+  args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
 
 /**
  * An argument a GET service does not take, refused before anything is charged. Its try route reads
@@ -188,7 +192,7 @@ function buildRequest(
       url.searchParams.set(k, typeof v === "string" ? v : JSON.stringify(v));
     }
   } else {
-    const raw = args[RAW_ARGUMENTS] instanceof RawArguments ? args[RAW_ARGUMENTS].take() : undefined;
+    const raw = rawArguments(args);
     body = new TextEncoder().encode(raw ?? JSON.stringify(args));
     headers.set("content-type", "application/json");
     // Known length: the app's body limit then keeps this very Request object (see markMcpRequest).

@@ -250,7 +250,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
  *    guardAuthorization refuses the rest): settle() verifies the payment again first and returns
  *    its invalidReason with no transaction (scheme, EIP-712 domain, network, signature, recipient,
  *    validBefore/validAfter, value, asset contract, and with simulateInSettle the simulation's
- *    diagnosis: EIP-3009 support, token name/version, balance, simulation failure); then a
+ *    diagnosis: EIP-3009 support, token name/version, balance); then a
  *    signature it cannot parse, and a smart-wallet factory it does not allow. A counterfactual
  *    wallet whose deployment reverted (smart_wallet_deployment_failed) never reached the transfer.
  *    Its catch around the send maps the send's error by its text: an expired or not yet valid
@@ -263,7 +263,15 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
  *    unreadable transaction hash), invalid_transaction_state (the
  *    spec's "transaction failed or was rejected"; @x402/evm's answer on its other paths for a
  *    mined revert and for a pending transaction it could not record), the transfer-event mismatch
- *    (mined), settlement_pending.
+ *    (mined), settlement_pending. Nor the simulation's own failure
+ *    (invalid_exact_evm_transaction_simulation_failed), though nothing was sent: our /verify
+ *    simulated the same transfer and it passed, so by the settle the chain has changed, and the
+ *    likeliest change is this authorization spent by someone else holding it (front-run from our
+ *    broadcast's mempool, or the buyer's own submission). The diagnosis that would name that
+ *    (invalid_exact_evm_nonce_already_used) needs Multicall3 and one more read, and @x402/evm
+ *    answers simulation_failed whenever they fail (as on the local chain, which has no Multicall3).
+ *    Read as "nothing moved", the buyer was told "not charged" while the transfer had reached
+ *    payTo, and no claim was left for reconciliation to find it (test/e2e/frontrun.test.ts).
  *  - The x402 specification's codes (v2 §9) for a payment that is itself invalid: insufficient
  *    funds, the exact EVM payload's checks, and an unsupported network, scheme, version, payload
  *    or requirements. Not `unexpected_settle_error` nor `unexpected_verify_error`: the
@@ -286,7 +294,6 @@ const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
   "invalid_exact_evm_token_name_mismatch",
   "invalid_exact_evm_token_version_mismatch",
   "invalid_exact_evm_insufficient_balance",
-  "invalid_exact_evm_transaction_simulation_failed",
   "invalid_exact_evm_failed_to_parse_signature",
   "eip6492_factory_not_allowed",
   "smart_wallet_deployment_failed",

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { localClientOptions, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
 import { resign } from "../fixtures/payments";
+import { admin, fireCron, refunds, rpc, until, view } from "./reconcile-helpers";
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
@@ -19,44 +20,8 @@ const stack = inject("stack") as {
   base_url: string;
   rpc_url: string;
   pay_to: string;
-  admin_token: string;
-  scheduled_url: string;
   buyers: { address: string; privateKey: `0x${string}` }[];
 };
-
-async function rpc(method: string, params: unknown[] = []) {
-  const res = await fetch(stack.rpc_url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-const admin = { authorization: `Bearer ${stack.admin_token}` };
-type View = {
-  payments: { request_id: string; tx_hash: string; amount_atomic: number; reconciled_at: number | null }[];
-  unconfirmed: { request_id: string; status: string }[];
-  reconciliations: { request_id: string; outcome: string; evidence: string; tx_hash: string | null }[];
-};
-type RefundRow = {
-  request_id: string;
-  payer: string;
-  amount_micro: number;
-  withheld_micro: number;
-  status: string;
-  tx_hash: string | null;
-};
-const refunds = async (): Promise<RefundRow[]> =>
-  (
-    (await (await fetch(`${stack.base_url}/api/admin/payouts`, { headers: admin })).json()) as {
-      refunds: RefundRow[];
-    }
-  ).refunds;
-const view = async (): Promise<View> =>
-  (await (await fetch(`${stack.base_url}/api/admin/payments?limit=1000`, { headers: admin })).json()) as View;
 
 async function signedPayment(buyer: number, validFor?: number): Promise<PaymentPayload> {
   const res = await fetch(`${stack.base_url}/api/skills/sha256`, { method: "POST", body: "{}" });
@@ -89,23 +54,6 @@ async function unconfirmedCall(payment: PaymentPayload) {
   expect(body.reason).toBe("settlement_unconfirmed");
   expect(body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
   return body as { transaction: string; request_id: string };
-}
-
-/** Fires the Cron Trigger the way `npm start` documents (wrangler dev --test-scheduled). */
-async function fireCron() {
-  const res = await fetch(stack.scheduled_url);
-  expect(res.status).toBe(200);
-  await res.arrayBuffer();
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
 }
 
 describe("reconciliation against the local chain", () => {

@@ -1,20 +1,17 @@
 #!/usr/bin/env node
-// `node scripts/bench/ab-402.mjs [--slices N] [--route PATH] <dirA> <dirB> ...`: the unpaid 402's
+// `node scripts/bench/ab-402.mjs [--slices N] <dirA> <dirB> ...`: the unpaid 402's
 // CPU per request for bench Worker bundles built beforehand (`wrangler deploy --dry-run --minify
 // -c scripts/bench/wrangler.bench.toml --outdir <dir>`), each served by its own plain workerd
 // process with payments on, loaded in 1 s slices taken in turn (A, B, A, B, ...) so the shared
 // machine's bursts fall on every bundle alike. Prints, per bundle, CPU µs per request (the workerd
 // process's user+system time over its slices divided by its answers) and req/s; also the 402's
 // app floor (/__bench/offer-floor) of each bundle, which no candidate here changes.
-import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startChain } from "../lib/chain.mjs";
-import { startFacilitator } from "../lib/facilitator.mjs";
-import { freePort } from "../lib/proc.mjs";
 import { benchInputs } from "./inputs.mjs";
-import { cpuTicks, load, vars } from "./throughput.mjs";
-import { entryOf, serve, writeConfig } from "./workerd-config.mjs";
+import { withPaymentsOn } from "./paid-bundles.mjs";
+import { cpuTicks, load } from "./throughput.mjs";
+import { serve } from "./workerd-config.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
@@ -34,57 +31,38 @@ const routes = [
   { name: "402 app floor", path: "/__bench/offer-floor" },
 ];
 
-const chain = await startChain();
-const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
-const servers = [];
-try {
-  const bindings = {
-    ...vars(readFileSync(path.join(root, "scripts/bench/wrangler.bench.toml"), "utf8")),
-    PAY_TO: chain.payTo,
-    FACILITATOR_URL: facilitator.url,
-    FREE_BETA: "false",
-  };
-  for (const [i, dir] of dirs.entries()) {
-    const files = readdirSync(dir).filter(
-      (f) => statSync(path.join(dir, f)).isFile() && !/\.(map|md|json|capnp)$/.test(f),
-    );
-    const port = await freePort();
-    const cfg = writeConfig(dir, {
-      name: `ab${i}`,
-      files,
-      main: entryOf(files),
-      port,
-      bindings,
-      assets: path.join(root, "static"),
-    });
-    servers.push({ dir, port, cfg, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
-  }
-  const run = (s, r, seconds) =>
-    load({ port: s.port, method: "POST", path: r.path, body, expect: 402, seconds, connections: 10 });
-  for (const s of servers) for (const r of routes) await run(s, r, 1); // warm-up
-  const sum = servers.map(() => routes.map(() => ({ ticks: 0, done: 0, secs: 0 })));
-  for (let k = 0; k < slices; k++) {
-    // Alternate the order too, so neither bundle always follows the other.
-    const order = k % 2 ? [...servers.keys()].reverse() : [...servers.keys()];
-    for (const i of order)
-      for (const [j, r] of routes.entries()) {
-        const before = cpuTicks(servers[i].cfg);
-        const res = await run(servers[i], r, 1);
-        const acc = sum[i][j];
-        acc.ticks += cpuTicks(servers[i].cfg) - before;
-        acc.done += res.done;
-        acc.secs += res.done / res.rps;
-      }
-  }
-  for (const [i, s] of servers.entries())
-    for (const [j, r] of routes.entries()) {
-      const { ticks, done, secs } = sum[i][j];
-      console.log(
-        `${path.basename(s.dir)}\t${r.name}\tCPU µs/req ${((ticks * 1e4) / done).toFixed(1)}\treq/s ${(done / secs).toFixed(0)}`,
-      );
+await withPaymentsOn(root, async (paidConfig) => {
+  const servers = [];
+  try {
+    for (const [i, dir] of dirs.entries()) {
+      const { cfg, port } = await paidConfig(dir, `ab${i}`);
+      servers.push({ dir, port, cfg, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
     }
-} finally {
-  for (const s of servers) await s.proc.stop();
-  await facilitator.stop();
-  await chain.stop();
-}
+    const run = (s, r, seconds) =>
+      load({ port: s.port, method: "POST", path: r.path, body, expect: 402, seconds, connections: 10 });
+    for (const s of servers) for (const r of routes) await run(s, r, 1); // warm-up
+    const sum = servers.map(() => routes.map(() => ({ ticks: 0, done: 0, secs: 0 })));
+    for (let k = 0; k < slices; k++) {
+      // Alternate the order too, so neither bundle always follows the other.
+      const order = k % 2 ? [...servers.keys()].reverse() : [...servers.keys()];
+      for (const i of order)
+        for (const [j, r] of routes.entries()) {
+          const before = cpuTicks(servers[i].cfg);
+          const res = await run(servers[i], r, 1);
+          const acc = sum[i][j];
+          acc.ticks += cpuTicks(servers[i].cfg) - before;
+          acc.done += res.done;
+          acc.secs += res.done / res.rps;
+        }
+    }
+    for (const [i, s] of servers.entries())
+      for (const [j, r] of routes.entries()) {
+        const { ticks, done, secs } = sum[i][j];
+        console.log(
+          `${path.basename(s.dir)}\t${r.name}\tCPU µs/req ${((ticks * 1e4) / done).toFixed(1)}\treq/s ${(done / secs).toFixed(0)}`,
+        );
+      }
+  } finally {
+    for (const s of servers) await s.proc.stop();
+  }
+});

@@ -4,16 +4,12 @@
 // v1 X-PAYMENT, a bad PAYMENT-SIGNATURE, a browser, HEAD/GET on the POST route, an invalid body,
 // Idempotency-Key and card-key headers, a preflight), then compares status, headers (in order)
 // and body byte for byte. Only what differs between any two answers of the same build is masked:
-// the request id, and inside PAYMENT-REQUIRED and the body the signed offers' signatures and times.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+// the request id, the origin's port, and inside PAYMENT-REQUIRED and the body the signed offers' signatures and times.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startChain } from "../lib/chain.mjs";
-import { startFacilitator } from "../lib/facilitator.mjs";
-import { freePort } from "../lib/proc.mjs";
 import { benchInputs } from "./inputs.mjs";
-import { vars } from "./throughput.mjs";
-import { entryOf, serve, writeConfig } from "./workerd-config.mjs";
+import { withPaymentsOn } from "./paid-bundles.mjs";
+import { serve } from "./workerd-config.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const dirs = process.argv.slice(2).map((d) => path.resolve(d));
@@ -86,45 +82,26 @@ async function answer(port, [, method, p, headers, payload]) {
   );
 }
 
-const chain = await startChain();
-const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
-const servers = [];
 let differ = 0;
-try {
-  const bindings = {
-    ...vars(readFileSync(path.join(root, "scripts/bench/wrangler.bench.toml"), "utf8")),
-    PAY_TO: chain.payTo,
-    FACILITATOR_URL: facilitator.url,
-    FREE_BETA: "false",
-  };
-  for (const [i, dir] of dirs.entries()) {
-    const files = readdirSync(dir).filter(
-      (f) => statSync(path.join(dir, f)).isFile() && !/\.(map|md|json|capnp)$/.test(f),
-    );
-    const port = await freePort();
-    const cfg = writeConfig(dir, {
-      name: `diff${i}`,
-      files,
-      main: entryOf(files),
-      port,
-      bindings,
-      assets: path.join(root, "static"),
-    });
-    servers.push({ port, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
-  }
-  // Twice each: the first answer of an isolate builds the cached offer, the second is served from it.
-  for (const round of [1, 2])
-    for (const c of cases) {
-      const [a, b] = await Promise.all(servers.map((s) => answer(s.port, c)));
-      const same = a === b;
-      if (!same) differ++;
-      console.log(`${same ? "same" : "DIFFERENT"}\tround ${round}\t${c[0]}\t${JSON.parse(a).status}`);
-      if (!same) console.log(`--- A\n${a}\n--- B\n${b}`);
+await withPaymentsOn(root, async (paidConfig) => {
+  const servers = [];
+  try {
+    for (const [i, dir] of dirs.entries()) {
+      const { cfg, port } = await paidConfig(dir, `diff${i}`);
+      servers.push({ port, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
     }
-} finally {
-  for (const s of servers) await s.proc.stop();
-  await facilitator.stop();
-  await chain.stop();
-}
+    // Twice each: the first answer of an isolate builds the cached offer, the second is served from it.
+    for (const round of [1, 2])
+      for (const c of cases) {
+        const [a, b] = await Promise.all(servers.map((s) => answer(s.port, c)));
+        const same = a === b;
+        if (!same) differ++;
+        console.log(`${same ? "same" : "DIFFERENT"}\tround ${round}\t${c[0]}\t${JSON.parse(a).status}`);
+        if (!same) console.log(`--- A\n${a}\n--- B\n${b}`);
+      }
+  } finally {
+    for (const s of servers) await s.proc.stop();
+  }
+});
 console.log(differ ? `${differ} answers differ` : "all answers identical");
 process.exit(differ ? 1 : 0);

@@ -8,15 +8,11 @@
 // ±10 % between identical bundles; an instruction count moves ~±3 % (a GC cycle falling inside the
 // window or not), whatever the load. It does not see memory stalls: confirm a win in CPU time too.
 import { execFileSync, spawn } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startChain } from "../lib/chain.mjs";
-import { startFacilitator } from "../lib/facilitator.mjs";
-import { freePort } from "../lib/proc.mjs";
 import { benchInputs } from "./inputs.mjs";
-import { vars } from "./throughput.mjs";
-import { entryOf, writeConfig } from "./workerd-config.mjs";
+import { withPaymentsOn } from "./paid-bundles.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
@@ -53,31 +49,9 @@ async function send(port, p, n, connections = 4) {
   if (wrong) console.warn(`${p}: ${wrong} answers not 402`);
 }
 
-const chain = await startChain();
-const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, privateKey: chain.facilitatorKey });
-try {
-  const bindings = {
-    ...vars(readFileSync(path.join(root, "scripts/bench/wrangler.bench.toml"), "utf8")),
-    PAY_TO: chain.payTo,
-    FACILITATOR_URL: facilitator.url,
-    FREE_BETA: "false",
-  };
+await withPaymentsOn(root, async (paidConfig) => {
   for (const [i, dir] of dirs.entries()) {
-    const files = readdirSync(dir).filter(
-      (f) =>
-        statSync(path.join(dir, f)).isFile() &&
-        !/\.(map|md|json|capnp)$/.test(f) &&
-        !f.startsWith("callgrind."),
-    );
-    const port = await freePort();
-    const cfg = writeConfig(dir, {
-      name: `cg${i}`,
-      files,
-      main: entryOf(files),
-      port,
-      bindings,
-      assets: path.join(root, "static"),
-    });
+    const { cfg, port } = await paidConfig(dir, `cg${i}`);
     const out = path.join(dir, "callgrind.out");
     const child = spawn(
       "valgrind",
@@ -138,7 +112,4 @@ try {
       if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
     }
   }
-} finally {
-  await facilitator.stop();
-  await chain.stop();
-}
+});

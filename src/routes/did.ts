@@ -51,19 +51,15 @@ function keyOr503(c: Context<AppEnv>) {
 
 /**
  * The retired keys still published (RECEIPT_RETIRED_KEYS). A list that cannot be read is logged
- * (once: logOnce) and left out: the current key is still published, and old receipts fail until it is fixed.
+ * (once: logOnce) and left out, an entry that cannot be published is logged and left out alone:
+ * the current key and the other retired keys are still published.
  */
 function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
-  const keys = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, key);
-  if (!("error" in keys)) return keys;
-  logOnce(
-    c,
-    "RECEIPT_RETIRED_KEYS",
-    c.env.RECEIPT_RETIRED_KEYS,
-    "retired receipt keys unreadable",
-    keys.error,
-  );
-  return [];
+  const retiredList = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, key);
+  const why = "error" in retiredList ? retiredList.error : retiredList.problems.join("; ");
+  if (why)
+    logOnce(c, "RECEIPT_RETIRED_KEYS", c.env.RECEIPT_RETIRED_KEYS, "retired receipt keys unreadable", why);
+  return "error" in retiredList ? [] : retiredList.keys;
 }
 
 /** Each document once per configuration, with an ETag (http/conditional-get.ts); a 503 is passed through uncached. */

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { resolveKey, verifyReceipt } from "../../scripts/lib/receipt-verify.mjs";
 import { createApp } from "../../src/app";
 import { hashKey, newApiKey } from "../../src/payments/credits";
+import { keyWith } from "../fixtures/credits";
 import { FIXTURE } from "../fixtures/upstream-requests";
 
 // Key rotation (RECEIPT_RETIRED_KEYS, src/payments/receipt-key.ts): receipts signed before a
@@ -71,12 +72,7 @@ async function strangerCheck(jws: string, body: Uint8Array, e: object) {
 
 /** A card-credit call under `e`: its receipt and the body bytes it was signed over. */
 async function paidReceipt(e: object) {
-  const key = newApiKey();
-  await env.DB.prepare(
-    "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 1, 1, 0)",
-  )
-    .bind(crypto.randomUUID(), await hashKey(key))
-    .run();
+  const key = await keyWith(env.DB, 1, "slugify");
   const res = await fetchApp("/api/skills/slugify", e, {
     method: "POST",
     headers: { authorization: `Bearer ${key}` },

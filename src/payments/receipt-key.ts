@@ -136,20 +136,22 @@ function base64url(bytes: Uint8Array): string {
  */
 export type RetiredKeys = { keys: PublicJwk[]; problems: string[] } | { error: string };
 
-let retiredCache: { source: string; key: ReceiptKey; keys: RetiredKeys } | undefined;
+let retiredCache: { source: string; did: string; current?: PublicJwk; keys: RetiredKeys } | undefined;
 
 /**
  * The public keys of earlier signing keys (`RECEIPT_RETIRED_KEYS`, a JSON array of public Ed25519
  * JWKs with their `kid`: the fragment, or the whole kid as jwks.json published it), listed beside
- * the current key so receipts and offers they signed still verify after a rotation (an idempotent
- * replay serves an old receipt for up to 24 h). The current key itself may be in the list (added
- * before the rotation): it is listed once. Parsed once per isolate and value.
+ * the current key (`current`, none while the signing key is unset or malformed) so receipts and
+ * offers they signed still verify after a rotation (an idempotent replay serves an old receipt for
+ * up to 24 h). The current key itself may be in the list (added before the rotation): it is listed
+ * once. Parsed once per isolate and value.
  */
-export function retiredKeys(value: string | undefined, key: ReceiptKey): RetiredKeys {
+export function retiredKeys(value: string | undefined, did: string, current?: PublicJwk): RetiredKeys {
   const source = value?.trim() ?? "";
-  // The key object is receiptKey's memo: a new one means another secret or base URL.
-  if (retiredCache && retiredCache.source === source && retiredCache.key === key) return retiredCache.keys;
-  retiredCache = { source, key, keys: parseRetired(source, key) };
+  // `current` is receiptKey's memo: a new one means another secret or base URL.
+  if (retiredCache?.source === source && retiredCache.did === did && retiredCache.current === current)
+    return retiredCache.keys;
+  retiredCache = { source, did, current, keys: parseRetired(source, did, current) };
   return retiredCache.keys;
 }
 
@@ -159,7 +161,7 @@ export function retiredKeys(value: string | undefined, key: ReceiptKey): Retired
  * whole list for one mistake unpublished every older key with it, so every receipt those keys had
  * signed failed for the one slip of the latest rotation.
  */
-function parseRetired(source: string, key: ReceiptKey): RetiredKeys {
+function parseRetired(source: string, did: string, current?: PublicJwk): RetiredKeys {
   if (!source) return { keys: [], problems: [] };
   const error = (why: string) => ({ error: `RECEIPT_RETIRED_KEYS: ${why}` });
   let list: unknown;
@@ -172,7 +174,7 @@ function parseRetired(source: string, key: ReceiptKey): RetiredKeys {
   const keys: PublicJwk[] = [];
   const problems: string[] = [];
   for (const [i, jwk] of list.entries()) {
-    const entry = retiredEntry(jwk, key, keys);
+    const entry = retiredEntry(jwk, did, current, keys);
     if (typeof entry === "string") problems.push(`RECEIPT_RETIRED_KEYS: entry ${i} left out: ${entry}`);
     else if (entry) keys.push(entry);
   }
@@ -180,7 +182,12 @@ function parseRetired(source: string, key: ReceiptKey): RetiredKeys {
 }
 
 /** The entry as published, undefined when it is a key already listed, or why it cannot be published. */
-function retiredEntry(jwk: unknown, key: ReceiptKey, listed: PublicJwk[]): PublicJwk | string | undefined {
+function retiredEntry(
+  jwk: unknown,
+  did: string,
+  current: PublicJwk | undefined,
+  listed: PublicJwk[],
+): PublicJwk | string | undefined {
   if (typeof jwk !== "object" || jwk === null) return "not a JWK";
   const e = jwk as Record<string, unknown>;
   // A private half in a plain var would be a leaked signing key: refused, never published.
@@ -188,16 +195,16 @@ function retiredEntry(jwk: unknown, key: ReceiptKey, listed: PublicJwk[]): Publi
   if (e.kty !== "OKP" || e.crv !== "Ed25519" || typeof e.x !== "string" || !b64url.test(e.x))
     return 'not a public Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","x","kid"})';
   const fragment =
-    typeof e.kid === "string" && e.kid.startsWith(`${key.did}#`) ? e.kid.slice(key.did.length + 1) : e.kid;
+    typeof e.kid === "string" && e.kid.startsWith(`${did}#`) ? e.kid.slice(did.length + 1) : e.kid;
   if (typeof fragment !== "string" || !FRAGMENT.test(fragment))
-    return `kid must be a fragment (1-64 of A-Z a-z 0-9 . _ -) or ${key.did}#<fragment>`;
-  const kid = `${key.did}#${fragment}`;
-  const same = kid === key.kid ? key.publicJwk : listed.find((k) => k.kid === kid);
+    return `kid must be a fragment (1-64 of A-Z a-z 0-9 . _ -) or ${did}#<fragment>`;
+  const kid = `${did}#${fragment}`;
+  const same = current?.kid === kid ? current : listed.find((k) => k.kid === kid);
   // The current key under a retired key's kid: the rotation reused the kid, and receipts the
   // retired key signed name a kid that now selects the new key (they read as forged). Only a new
   // signing key with a kid of its own brings them back (docs/OPERATIONS.md, "Rotating the receipt key").
   if (same && same.x !== e.x)
-    return same === key.publicJwk
+    return same === current
       ? `${kid} is the current RECEIPT_SIGNING_KEY's kid, and this is another key: receipts that key signed do not verify until RECEIPT_SIGNING_KEY is put again with a new kid`
       : `${kid} is already another key of the list`;
   if (same) return undefined;
@@ -206,17 +213,17 @@ function retiredEntry(jwk: unknown, key: ReceiptKey, listed: PublicJwk[]): Publi
 
 /**
  * The did:web document that publishes the public keys (W3C DID Core, JsonWebKey2020): the current
- * one first, then the retired ones, each also an assertion method (receipts and offers are assertions).
+ * one first (none while signing is off), then the retired ones, each also an assertion method
+ * (receipts and offers are assertions).
  */
-export function didDocument(key: ReceiptKey, retired: PublicJwk[] = []) {
-  const keys = [key.publicJwk, ...retired];
+export function didDocument(did: string, keys: PublicJwk[]) {
   return {
     "@context": ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/suites/jws-2020/v1"],
-    id: key.did,
+    id: did,
     verificationMethod: keys.map((jwk) => ({
       id: jwk.kid,
       type: "JsonWebKey2020",
-      controller: key.did,
+      controller: did,
       publicKeyJwk: jwk,
     })),
     assertionMethod: keys.map((jwk) => jwk.kid),

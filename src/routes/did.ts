@@ -3,13 +3,7 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
-import {
-  didDocument,
-  type PublicJwk,
-  type ReceiptKey,
-  receiptKey,
-  retiredKeys,
-} from "../payments/receipt-key";
+import { didDocument, didWebOf, type PublicJwk, receiptKey, retiredKeys } from "../payments/receipt-key";
 
 /**
  * The public key that signs offers and receipts, with the retired ones that signed earlier
@@ -36,17 +30,25 @@ function logOnce(
   console.error(JSON.stringify({ level: "error", msg, request_id: c.get("requestId"), error }));
 }
 
-function keyOr503(c: Context<AppEnv>) {
-  const key = receiptKey(c.env.RECEIPT_SIGNING_KEY, publicConfig(c.env, c.req.url).baseUrl);
-  if ("error" in key) {
+/**
+ * The keys to publish: the current signing key, then the retired ones. The retired keys are
+ * published even while the signing key is unset or malformed (logged once): receipts they signed
+ * must still verify while signing is off. Nothing to publish at all: the 503 that says so.
+ */
+function publishedKeys(c: Context<AppEnv>): { did: string; keys: PublicJwk[] } | Response {
+  const baseUrl = publicConfig(c.env, c.req.url).baseUrl;
+  const key = receiptKey(c.env.RECEIPT_SIGNING_KEY, baseUrl);
+  if ("error" in key)
     logOnce(c, "RECEIPT_SIGNING_KEY", c.env.RECEIPT_SIGNING_KEY, "receipt signing key unusable", key.error);
-    return detail(
-      c,
-      503,
-      "Receipt signing is not configured on this deployment: answers carry no signed receipts.",
-    );
-  }
-  return key;
+  const current = "error" in key ? undefined : key.publicJwk;
+  const did = "error" in key ? didWebOf(baseUrl) : key.did;
+  const keys = [...(current ? [current] : []), ...retired(c, did, current)];
+  if (keys.length > 0) return { did, keys };
+  return detail(
+    c,
+    503,
+    "Receipt signing is not configured on this deployment: answers carry no signed receipts.",
+  );
 }
 
 /**
@@ -54,8 +56,8 @@ function keyOr503(c: Context<AppEnv>) {
  * (once: logOnce) and left out, an entry that cannot be published is logged and left out alone:
  * the current key and the other retired keys are still published.
  */
-function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
-  const retiredList = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, key);
+function retired(c: Context<AppEnv>, did: string, current?: PublicJwk): PublicJwk[] {
+  const retiredList = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, did, current);
   const why = "error" in retiredList ? retiredList.error : retiredList.problems.join("; ");
   if (why)
     logOnce(c, "RECEIPT_RETIRED_KEYS", c.env.RECEIPT_RETIRED_KEYS, "retired receipt keys unreadable", why);
@@ -64,23 +66,23 @@ function retired(c: Context<AppEnv>, key: ReceiptKey): PublicJwk[] {
 
 /** Each document once per configuration, with an ETag (http/conditional-get.ts); a 503 is passed through uncached. */
 const keyDocument =
-  (path: string, make: (c: Context<AppEnv>, key: ReceiptKey) => unknown, contentType?: string) =>
+  (path: string, make: (published: { did: string; keys: PublicJwk[] }) => unknown, contentType?: string) =>
   (c: Context<AppEnv>) =>
     serveJson(
       c,
       path,
       () => {
-        const key = keyOr503(c);
-        return key instanceof Response ? key : make(c, key);
+        const published = publishedKeys(c);
+        return published instanceof Response ? published : make(published);
       },
       { contentType },
     );
 
 didRoutes.get(
   "/.well-known/did.json",
-  keyDocument("/.well-known/did.json", (c, key) => didDocument(key, retired(c, key)), "application/did+json"),
+  keyDocument("/.well-known/did.json", ({ did, keys }) => didDocument(did, keys), "application/did+json"),
 );
 didRoutes.get(
   "/.well-known/jwks.json",
-  keyDocument("/.well-known/jwks.json", (c, key) => ({ keys: [key.publicJwk, ...retired(c, key)] })),
+  keyDocument("/.well-known/jwks.json", ({ keys }) => ({ keys })),
 );

@@ -70,8 +70,8 @@ async function strangerCheck(jws: string, body: Uint8Array, e: object) {
   return hash === claims.bodySha256 ? { claims } : { error: "another body" };
 }
 
-/** A card-credit call under `e`: its receipt and the body bytes it was signed over. */
-async function paidReceipt(e: object) {
+/** A card-credit call under `e`: its receipt (null if none) and the body bytes it was signed over. */
+async function paidReceiptOrNot(e: object) {
   const key = await keyWith(env.DB, 1, "slugify");
   const res = await fetchApp("/api/skills/slugify", e, {
     method: "POST",
@@ -79,10 +79,14 @@ async function paidReceipt(e: object) {
     body: JSON.stringify({ text: `Signed ${crypto.randomUUID()}` }), // each receipt its own body
   });
   expect(res.status).toBe(200);
-  return {
-    jws: res.headers.get("x-payment-receipt") as string,
-    body: new Uint8Array(await res.arrayBuffer()),
-  };
+  return { jws: res.headers.get("x-payment-receipt"), body: new Uint8Array(await res.arrayBuffer()) };
+}
+
+/** The same, for a deployment that signs: the receipt is there. */
+async function paidReceipt(e: object) {
+  const { jws, body } = await paidReceiptOrNot(e);
+  expect(jws).toBeTruthy();
+  return { jws: jws as string, body };
 }
 
 afterEach(() => {
@@ -274,5 +278,22 @@ describe("receipt key rotation", { timeout: 30_000 }, () => {
     expect(logged.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(
       /entry 1 left out: it holds a private key/,
     );
+  });
+  it("with the signing key unset or malformed (receipts off), the retired keys are still published: earlier receipts still verify", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const old = { ...paidEnv, RECEIPT_SIGNING_KEY: await newSigningKey("old") };
+    const signed = await paidReceipt(old);
+    const [oldKey] = await jwks(old);
+    for (const secret of ["", '{"kty":"OKP"}']) {
+      const off = { ...paidEnv, RECEIPT_SIGNING_KEY: secret, RECEIPT_RETIRED_KEYS: JSON.stringify([oldKey]) };
+      expect(await jwks(off), secret).toEqual([oldKey]);
+      expect(await strangerCheck(signed.jws, signed.body, off), secret).toHaveProperty("claims");
+      // Nothing is signed meanwhile: the 402 has no offers, a paid answer no receipt.
+      expect((await paidReceiptOrNot(off)).jws, secret).toBeNull();
+    }
+    expect(logged.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(/receipt signing key unusable/);
+    // Nothing to publish at all: still the 503 that says receipts are off.
+    const res = await fetchApp("/.well-known/did.json", { ...paidEnv, RECEIPT_SIGNING_KEY: "" });
+    expect(res.status).toBe(503);
   });
 });

@@ -202,7 +202,7 @@ function retiredEntry(
   const same = current?.kid === kid ? current : listed.find((k) => k.kid === kid);
   // The current key under a retired key's kid: the rotation reused the kid, and receipts the
   // retired key signed name a kid that now selects the new key (they read as forged). Only a new
-  // signing key with a kid of its own brings them back (docs/OPERATIONS.md, "Rotating the receipt key").
+  // signing key with a kid of its own brings them back (docs/OPERATIONS.md, "Rotating the receipt signing key").
   if (same && same.x !== e.x)
     return same === current
       ? `${kid} is the current RECEIPT_SIGNING_KEY's kid, and this is another key: receipts that key signed do not verify until RECEIPT_SIGNING_KEY is put again with a new kid`

@@ -4,7 +4,8 @@ import type { JWSSigner } from "@x402/extensions/offer-receipt";
  * The key that signs offers and receipts: `RECEIPT_SIGNING_KEY` is a private Ed25519 JWK as JSON
  * (`{"kty":"OKP","crv":"Ed25519","d":"…","x":"…","kid":"…"}`; `kid` optional). A JWK keeps the
  * public half (`x`) next to the private one; did.json publishes it once parse has checked it is
- * `d`'s. A key that fails any check is malformed: no offers, no receipts, did.json 503.
+ * `d`'s. A key that fails any check is malformed, as an unset one: no offers, no receipts, and
+ * did.json lists only the retired keys (503 without any; routes/did.ts).
  * JWS algorithm EdDSA (RFC 8037), signed with WebCrypto in the Worker.
  */
 export interface ReceiptKey {
@@ -14,6 +15,8 @@ export interface ReceiptKey {
   kid: string;
   publicJwk: PublicJwk;
   signer: JWSSigner;
+  /** Whether `value` is this key's private half (`d`): a string compare, `d` itself never leaves. */
+  isPrivateHalf(value: string): boolean;
 }
 
 /** A public key as did.json and jwks.json publish it; `kid` is the full `did:web:<host>#<fragment>`. */
@@ -107,6 +110,7 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
         return base64url(new Uint8Array(sig));
       },
     },
+    isPrivateHalf: (value) => value === d,
   };
 }
 
@@ -136,7 +140,7 @@ function base64url(bytes: Uint8Array): string {
  */
 export type RetiredKeys = { keys: PublicJwk[]; problems: string[] } | { error: string };
 
-let retiredCache: { source: string; did: string; current?: PublicJwk; keys: RetiredKeys } | undefined;
+let retiredCache: { source: string; did: string; current?: ReceiptKey; keys: RetiredKeys } | undefined;
 
 /**
  * The public keys of earlier signing keys (`RECEIPT_RETIRED_KEYS`, a JSON array of public Ed25519
@@ -146,7 +150,7 @@ let retiredCache: { source: string; did: string; current?: PublicJwk; keys: Reti
  * up to 24 h). The current key itself may be in the list (added before the rotation): it is listed
  * once. Parsed once per isolate and value.
  */
-export function retiredKeys(value: string | undefined, did: string, current?: PublicJwk): RetiredKeys {
+export function retiredKeys(value: string | undefined, did: string, current?: ReceiptKey): RetiredKeys {
   const source = value?.trim() ?? "";
   // `current` is receiptKey's memo: a new one means another secret or base URL.
   if (retiredCache?.source === source && retiredCache.did === did && retiredCache.current === current)
@@ -161,7 +165,7 @@ export function retiredKeys(value: string | undefined, did: string, current?: Pu
  * whole list for one mistake unpublished every older key with it, so every receipt those keys had
  * signed failed for the one slip of the latest rotation.
  */
-function parseRetired(source: string, did: string, current?: PublicJwk): RetiredKeys {
+function parseRetired(source: string, did: string, current?: ReceiptKey): RetiredKeys {
   if (!source) return { keys: [], problems: [] };
   const error = (why: string) => ({ error: `RECEIPT_RETIRED_KEYS: ${why}` });
   let list: unknown;
@@ -185,7 +189,7 @@ function parseRetired(source: string, did: string, current?: PublicJwk): Retired
 function retiredEntry(
   jwk: unknown,
   did: string,
-  current: PublicJwk | undefined,
+  current: ReceiptKey | undefined,
   listed: PublicJwk[],
 ): PublicJwk | string | undefined {
   if (typeof jwk !== "object" || jwk === null) return "not a JWK";
@@ -194,17 +198,23 @@ function retiredEntry(
   if ("d" in e) return "it holds a private key (d): list public keys only";
   if (e.kty !== "OKP" || e.crv !== "Ed25519" || typeof e.x !== "string" || !b64url.test(e.x))
     return 'not a public Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","x","kid"})';
+  // The signing key's `d` pasted as an `x` (both are 43 base64url characters) would publish the
+  // private key. A string compare, once per isolate and value (retiredKeys is memoized); the value
+  // is never put in the message.
+  if (current?.isPrivateHalf(e.x))
+    return "its x is the current RECEIPT_SIGNING_KEY's private half (d), not a public key: that key is leaked (the var is in wrangler.toml and the dashboard); rotate it as a leaked key (docs/OPERATIONS.md)";
   const fragment =
     typeof e.kid === "string" && e.kid.startsWith(`${did}#`) ? e.kid.slice(did.length + 1) : e.kid;
   if (typeof fragment !== "string" || !FRAGMENT.test(fragment))
     return `kid must be a fragment (1-64 of A-Z a-z 0-9 . _ -) or ${did}#<fragment>`;
   const kid = `${did}#${fragment}`;
-  const same = current?.kid === kid ? current : listed.find((k) => k.kid === kid);
+  const currentJwk = current?.publicJwk;
+  const same = currentJwk?.kid === kid ? currentJwk : listed.find((k) => k.kid === kid);
   // The current key under a retired key's kid: the rotation reused the kid, and receipts the
   // retired key signed name a kid that now selects the new key (they read as forged). Only a new
   // signing key with a kid of its own brings them back (docs/OPERATIONS.md, "Rotating the receipt signing key").
   if (same && same.x !== e.x)
-    return same === current
+    return same === currentJwk
       ? `${kid} is the current RECEIPT_SIGNING_KEY's kid, and this is another key: receipts that key signed do not verify until RECEIPT_SIGNING_KEY is put again with a new kid`
       : `${kid} is already another key of the list`;
   if (same) return undefined;

@@ -3,7 +3,14 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
-import { didDocument, didWebOf, type PublicJwk, receiptKey, retiredKeys } from "../payments/receipt-key";
+import {
+  didDocument,
+  didWebOf,
+  type PublicJwk,
+  type ReceiptKey,
+  receiptKey,
+  retiredKeys,
+} from "../payments/receipt-key";
 
 /**
  * The public key that signs offers and receipts, with the retired ones that signed earlier
@@ -12,8 +19,8 @@ import { didDocument, didWebOf, type PublicJwk, receiptKey, retiredKeys } from "
 export const didRoutes = new Hono<AppEnv>();
 
 /**
- * Logs a configuration problem of these documents once per isolate and value (`source`: the
- * setting's text). An unset or malformed RECEIPT_SIGNING_KEY is a supported set-up (no receipts),
+ * Logs a configuration problem of these documents once per isolate and value (`source`: what the
+ * problem depends on, the setting's text). An unset or malformed RECEIPT_SIGNING_KEY is a supported set-up (no receipts),
  * and these routes are public and unauthenticated: logged per request, any crawler wrote an error
  * line per fetch, burying the one a maintainer needs.
  */
@@ -40,9 +47,9 @@ function publishedKeys(c: Context<AppEnv>): { did: string; keys: PublicJwk[] } |
   const key = receiptKey(c.env.RECEIPT_SIGNING_KEY, baseUrl);
   if ("error" in key)
     logOnce(c, "RECEIPT_SIGNING_KEY", c.env.RECEIPT_SIGNING_KEY, "receipt signing key unusable", key.error);
-  const current = "error" in key ? undefined : key.publicJwk;
+  const current = "error" in key ? undefined : key;
   const did = "error" in key ? didWebOf(baseUrl) : key.did;
-  const keys = [...(current ? [current] : []), ...retired(c, did, current)];
+  const keys = [...(current ? [current.publicJwk] : []), ...retired(c, did, current)];
   if (keys.length > 0) return { did, keys };
   return detail(
     c,
@@ -56,11 +63,13 @@ function publishedKeys(c: Context<AppEnv>): { did: string; keys: PublicJwk[] } |
  * (once: logOnce) and left out, an entry that cannot be published is logged and left out alone:
  * the current key and the other retired keys are still published.
  */
-function retired(c: Context<AppEnv>, did: string, current?: PublicJwk): PublicJwk[] {
+function retired(c: Context<AppEnv>, did: string, current?: ReceiptKey): PublicJwk[] {
   const retiredList = retiredKeys(c.env.RECEIPT_RETIRED_KEYS, did, current);
   const why = "error" in retiredList ? retiredList.error : retiredList.problems.join("; ");
-  if (why)
-    logOnce(c, "RECEIPT_RETIRED_KEYS", c.env.RECEIPT_RETIRED_KEYS, "retired receipt keys unreadable", why);
+  // Keyed on the signing key too: an entry's problem may be with the current key (its kid reused,
+  // its d pasted), so another signing key under the same list logs its own.
+  const source = `${current?.kid ?? ""} ${current?.publicJwk.x ?? ""} ${c.env.RECEIPT_RETIRED_KEYS ?? ""}`;
+  if (why) logOnce(c, "RECEIPT_RETIRED_KEYS", source, "retired receipt keys unreadable", why);
   return "error" in retiredList ? [] : retiredList.keys;
 }
 

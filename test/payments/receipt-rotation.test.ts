@@ -297,3 +297,76 @@ describe("receipt key rotation", { timeout: 30_000 }, () => {
     expect(res.status).toBe(503);
   });
 });
+
+describe("receipt key rotation: the next key published ahead, and entries that are not public keys", () => {
+  it("the next key listed before the switch: each key once before and after, and a did.json cached before the switch verifies the new key's receipts", async () => {
+    const a = { ...paidEnv, RECEIPT_SIGNING_KEY: await newSigningKey("next-a") };
+    const signedByA = await paidReceipt(a);
+    const [keyA] = await jwks(a);
+    const nextSecret = await newSigningKey("next-b");
+    const { d: _private, ...keyB } = JSON.parse(nextSecret);
+    const list = JSON.stringify([keyA, keyB]);
+
+    // Step 2 (docs/OPERATIONS.md): the current key and the next one's public half, deployed ahead.
+    const ahead = { ...a, RECEIPT_RETIRED_KEYS: list };
+    const before = await jwks(ahead);
+    expect(before.map((k) => [k.kid, k.x])).toEqual([
+      ["did:web:skills.test#next-a", keyA?.x],
+      ["did:web:skills.test#next-b", keyB.x],
+    ]);
+    const cachedDoc = await (await fetchApp("/.well-known/did.json", ahead)).text();
+
+    // Step 4: the switch, the list unchanged.
+    const switched = { ...paidEnv, RECEIPT_SIGNING_KEY: nextSecret, RECEIPT_RETIRED_KEYS: list };
+    expect((await jwks(switched)).map((k) => [k.kid, k.x])).toEqual([
+      ["did:web:skills.test#next-b", keyB.x],
+      ["did:web:skills.test#next-a", keyA?.x],
+    ]);
+    const signedByB = await paidReceipt(switched);
+    // A verifier still holding the did.json of before the switch finds the new key in it.
+    const servedCached = (url: string, init?: RequestInit) =>
+      new URL(url).pathname === "/.well-known/did.json"
+        ? Promise.resolve(new Response(cachedDoc, { headers: { "content-type": "application/did+json" } }))
+        : fetchFrom(switched)(url, init);
+    const found = await resolveKey(signedByB.jws, { baseUrl: BASE, fetchImpl: servedCached });
+    expect(found.kid).toBe("did:web:skills.test#next-b");
+    await verifyReceipt(signedByB.jws, { jwk: found.jwk, body: signedByB.body, did: found.did });
+    for (const r of [signedByA, signedByB])
+      expect(await strangerCheck(r.jws, r.body, switched)).toHaveProperty("claims");
+  });
+
+  it("an entry whose x is the current key's private d is left out, and the log names the mistake, not the value", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const secret = await newSigningKey("pasted");
+    const { d } = JSON.parse(secret);
+    const old = JSON.parse(await newSigningKey("pasted-old"));
+    const e = {
+      ...paidEnv,
+      RECEIPT_SIGNING_KEY: secret,
+      RECEIPT_RETIRED_KEYS: JSON.stringify([
+        { kty: "OKP", crv: "Ed25519", x: old.x, kid: "pasted-old" },
+        { kty: "OKP", crv: "Ed25519", x: d, kid: "pasted-private" },
+      ]),
+    };
+    expect((await jwks(e)).map((k) => k.kid)).toEqual([
+      "did:web:skills.test#pasted",
+      "did:web:skills.test#pasted-old",
+    ]);
+    expect(await (await fetchApp("/.well-known/did.json", e)).text()).not.toContain(d);
+    const lines = logged.mock.calls.map((c) => String(c[0])).join("\n");
+    expect(lines).toMatch(/entry 1 left out: its x is the current RECEIPT_SIGNING_KEY's private half \(d\)/);
+    expect(lines).not.toContain(d);
+  });
+
+  it("the same list under another signing key logs that key's own problem", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const stranger = (kid: string) => ({ kty: "OKP", crv: "Ed25519", x: "A".repeat(43), kid });
+    // Each entry reuses one of the two signing keys' kids with another key.
+    const list = JSON.stringify([stranger("same-list-a"), stranger("same-list-b")]);
+    for (const kid of ["same-list-a", "same-list-b"])
+      await jwks({ ...paidEnv, RECEIPT_SIGNING_KEY: await newSigningKey(kid), RECEIPT_RETIRED_KEYS: list });
+    const lines = logged.mock.calls.map((c) => String(c[0])).join("\n");
+    expect(lines).toMatch(/entry 0 left out: did:web:skills.test#same-list-a is the current/);
+    expect(lines).toMatch(/entry 1 left out: did:web:skills.test#same-list-b is the current/);
+  });
+});

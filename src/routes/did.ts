@@ -20,9 +20,9 @@ export const didRoutes = new Hono<AppEnv>();
 
 /**
  * Logs a configuration problem of these documents once per isolate and value (`source`: what the
- * problem depends on, the setting's text). An unset or malformed RECEIPT_SIGNING_KEY is a supported set-up (no receipts),
- * and these routes are public and unauthenticated: logged per request, any crawler wrote an error
- * line per fetch, burying the one a maintainer needs.
+ * problem depends on, the setting's text). An unset or malformed RECEIPT_SIGNING_KEY is a supported
+ * set-up (no receipts), and these routes are public and unauthenticated: logged per request, any
+ * crawler wrote an error line per fetch, burying the one a maintainer needs.
  */
 const loggedFor = new Map<string, string>();
 function logOnce(

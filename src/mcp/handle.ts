@@ -76,6 +76,9 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   const message = JSONRPC_MESSAGE.safeParse(parsed);
   if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
   if (!(await isLegacyRequest(c.req.raw, parsed))) {
+    // The SDK's handler answered any Accept (text/html too): refused here as the legacy path
+    // refuses it, so one endpoint has one rule whatever the revision.
+    if (!acceptable(c)) return notAcceptable(c);
     contexts.set(c.req.raw, serverContext(c, appFetch));
     return modernHandler().fetch(c.req.raw, { parsedBody: parsed });
   }
@@ -117,17 +120,7 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     );
   }
 
-  // The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
-  // transport wants both named, which clients that answered "application/json" alone never sent.
-  const accept = c.req.header("accept") ?? "*/*";
-  if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
-    return rpcError(
-      c,
-      406,
-      -32000,
-      "Not Acceptable: Client must accept application/json or text/event-stream",
-    );
-  }
+  if (!acceptable(c)) return notAcceptable(c);
   const headers = new Headers(c.req.raw.headers);
   headers.set("accept", "application/json, text/event-stream");
   const request = new Request(c.req.url, { method: "POST", headers });
@@ -147,6 +140,14 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     await instance.close();
   }
 }
+
+// The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
+// transport wants both named, which clients that answered "application/json" alone never sent.
+const acceptable = (c: Context<AppEnv>) =>
+  /application\/json|text\/event-stream|\*\/\*/.test(c.req.header("accept") ?? "*/*");
+
+const notAcceptable = (c: Context<AppEnv>) =>
+  rpcError(c, 406, -32000, "Not Acceptable: Client must accept application/json or text/event-stream");
 
 type ServerContext = ReturnType<typeof serverContext>;
 

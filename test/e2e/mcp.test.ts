@@ -7,6 +7,7 @@ import { usdcBalance } from "../../scripts/lib/chain.mjs";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { connectMcp, paymentRequiredOf, payToolCall, signPayment } from "../../scripts/lib/mcp-buyer.mjs";
 import { inputForToolCalling } from "../../src/mcp/tool-calling-schema";
+import { buyCardKey } from "./card-key";
 
 // The MCP server against the real local stack (anvil + the real USDC contract + facilitator +
 // Stripe emulator + wrangler dev), driven by the official MCP TypeScript client.
@@ -194,27 +195,8 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
 
 describe("MCP paid with card credits", () => {
   it("a key bought through Stripe Checkout (emulator) pays a tool call from its credits; another skill on its connection pays with x402", async () => {
-    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ skill_id: "slugify" }),
-    });
-    expect(created.status).toBe(200);
-    const checkout = (await created.json()) as { checkout_url: string; calls: number };
-    // The emulator's hosted page is a form: submitting it pays, fires the webhook and redirects.
-    const paid = await fetch(checkout.checkout_url, { method: "POST", redirect: "manual" });
-    expect(paid.status).toBe(303);
-    // The success page shows the key only through its "Reveal my key" form (a POST with a token).
-    const successUrl = paid.headers.get("location") ?? "";
-    const page = await (await fetch(successUrl)).text();
-    const token = /name="token" value="([^"]+)"/.exec(page)?.[1] ?? "";
-    const revealed = await fetch(successUrl, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: new URL(successUrl).origin },
-      body: new URLSearchParams({ token }).toString(),
-    });
-    const key = /id="api-key"[^>]*>\s*(mk_[A-Za-z0-9_-]+)/.exec(await revealed.text())?.[1];
-    expect(key).toBeDefined();
+    const checkout = await buyCardKey(stack.base_url, "slugify");
+    const key = checkout.key;
 
     const carded = await connectMcp(stack.base_url, { authorization: `Bearer ${key}` });
     try {

@@ -32,6 +32,17 @@ const envelope = {
   "io.modelcontextprotocol/clientCapabilities": {},
 };
 
+/** A 2025-11-25 tools/list (no envelope, no initialize needed: the transport is stateless). */
+const legacyToolsList = (accept: string) =>
+  app.fetch(
+    new Request(`${ORIGIN}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    }),
+    paidEnv,
+  );
+
 let nextId = 1;
 /**
  * A 2026-07-28 message as written, with the headers such a client sends (Mcp-Name for a named
@@ -138,14 +149,7 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
   it("tools/list: the same tools, names and schemas as a 2025-11-25 client gets", async () => {
     const { answer } = await modern("tools/list");
     const tools = answer.result?.tools as { name: string }[];
-    const legacy = await app.fetch(
-      new Request(`${ORIGIN}/mcp`, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-      }),
-      paidEnv,
-    );
+    const legacy = await legacyToolsList("application/json, text/event-stream");
     expect(tools).toEqual(((await legacy.json()) as RpcAnswer).result?.tools);
     expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(skills.map((s) => s.id)));
   });
@@ -298,14 +302,7 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
       code: -32000,
       message: "Not Acceptable: Client must accept application/json or text/event-stream",
     });
-    const legacy = await app.fetch(
-      new Request(`${ORIGIN}/mcp`, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "text/html" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
-      }),
-      paidEnv,
-    );
+    const legacy = await legacyToolsList("text/html");
     expect(legacy.status).toBe(406);
     // A client that names only one of the two, or */*, is still answered (either era).
     for (const accept of ["application/json", "*/*"]) {

@@ -143,8 +143,9 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
 
 // The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
 // transport wants both named, which clients that answered "application/json" alone never sent.
+// A range that covers one (application/*, text/*: RFC 9110 12.5.1) names it too.
 const acceptable = (c: Context<AppEnv>) =>
-  /application\/json|text\/event-stream|\*\/\*/.test(c.req.header("accept") ?? "*/*");
+  /application\/(json|\*)|text\/(event-stream|\*)|\*\/\*/.test(c.req.header("accept") ?? "*/*");
 
 const notAcceptable = (c: Context<AppEnv>) =>
   rpcError(c, 406, -32000, "Not Acceptable: Client must accept application/json or text/event-stream");

@@ -304,10 +304,11 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
     });
     const legacy = await legacyToolsList("text/html");
     expect(legacy.status).toBe(406);
-    // A client that names only one of the two, or */*, is still answered (either era).
-    for (const accept of ["application/json", "*/*"]) {
+    // A client that names only one of the two, a range covering one, or */*, is answered (either era).
+    for (const accept of ["application/json", "text/event-stream", "application/*", "text/*", "*/*"]) {
       const ok = await post(JSON.stringify(body), "tools/list", undefined, paidEnv, { accept });
       expect(ok.status, accept).toBe(200);
+      expect((await legacyToolsList(accept)).status, accept).toBe(200);
     }
   });
 });

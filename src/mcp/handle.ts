@@ -8,6 +8,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import type { Context, ExecutionContext } from "hono";
+import { accepts } from "hono/accepts";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
@@ -141,11 +142,26 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   }
 }
 
-// The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
-// transport wants both named, which clients that answered "application/json" alone never sent.
-// A range that covers one (application/*, text/*: RFC 9110 12.5.1) names it too.
+/**
+ * The media ranges taken, in either era. The answer is always application/json (no stream is ever
+ * sent): taken are the ranges that admit it (application/*, any) and the two types the spec has
+ * clients name, each alone as before (@hono/mcp): the SDK's transport wants both, which clients
+ * naming one never sent. text/* is not taken: it admits SSE but never the JSON answer.
+ */
+const TAKEN_RANGES = ["application/json", "application/*", "text/event-stream", "*/*"];
+
+/**
+ * Hono's Accept parser (q values, parameters, quoted strings) with a match of our own: Hono's
+ * returns a preference and never matches the any-type range; here one taken range at q > 0 is
+ * enough. Media types are case-insensitive (RFC 9110 8.3.1); no Accept means any (RFC 9110 12.5.1).
+ */
 const acceptable = (c: Context<AppEnv>) =>
-  /application\/(json|\*)|text\/(event-stream|\*)|\*\/\*/.test(c.req.header("accept") ?? "*/*");
+  accepts(c, {
+    header: "Accept",
+    supports: TAKEN_RANGES,
+    default: "*/*",
+    match: (ranges) => ranges.find((r) => r.q > 0 && TAKEN_RANGES.includes(r.type.toLowerCase()))?.type ?? "",
+  }) !== "";
 
 const notAcceptable = (c: Context<AppEnv>) =>
   rpcError(c, 406, -32000, "Not Acceptable: Client must accept application/json or text/event-stream");

@@ -33,15 +33,18 @@ const envelope = {
 };
 
 /** A 2025-11-25 tools/list (no envelope, no initialize needed: the transport is stateless). */
-const legacyToolsList = (accept: string) =>
+const legacyToolsList = (accept?: string) =>
   app.fetch(
     new Request(`${ORIGIN}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept },
+      headers: { "content-type": "application/json", ...(accept === undefined ? {} : { accept }) },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
     }),
     paidEnv,
   );
+
+/** A 2026-07-28 tools/list as written. */
+const modernToolsList = { jsonrpc: "2.0", id: 9, method: "tools/list", params: { _meta: envelope } };
 
 let nextId = 1;
 /**
@@ -295,20 +298,49 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
   });
 
   it("an Accept naming neither JSON nor SSE is 406, as in 2025-11-25 (the SDK's handler answered it)", async () => {
-    const body = { jsonrpc: "2.0", id: 9, method: "tools/list", params: { _meta: envelope } };
-    const res = await post(JSON.stringify(body), "tools/list", undefined, paidEnv, { accept: "text/html" });
+    const res = await post(JSON.stringify(modernToolsList), "tools/list", undefined, paidEnv, {
+      accept: "text/html",
+    });
     expect(res.status).toBe(406);
     expect((await res.json<RpcAnswer>()).error).toMatchObject({
       code: -32000,
       message: "Not Acceptable: Client must accept application/json or text/event-stream",
     });
-    const legacy = await legacyToolsList("text/html");
-    expect(legacy.status).toBe(406);
-    // A client that names only one of the two, a range covering one, or */*, is answered (either era).
-    for (const accept of ["application/json", "text/event-stream", "application/*", "text/*", "*/*"]) {
-      const ok = await post(JSON.stringify(body), "tools/list", undefined, paidEnv, { accept });
-      expect(ok.status, accept).toBe(200);
-      expect((await legacyToolsList(accept)).status, accept).toBe(200);
-    }
+  });
+
+  // Both eras, one rule: the header parsed (case, q values, parameters), not searched for a substring.
+  it.each([
+    ["application/json", 200],
+    ["Application/JSON", 200],
+    ["text/event-stream", 200],
+    ["application/*", 200],
+    ["*/*", 200],
+    [undefined, 200],
+    ["text/html;q=0.9, application/json;q=0.1", 200],
+    ['application/json; profile="a,b"; q=0.5', 200],
+    ["text/html", 406],
+    ["text/*", 406],
+    ["application/json;q=0", 406],
+    ["text/html, */*;q=0", 406],
+    ["application/jsonl", 406],
+    ["application/json-patch+json", 406],
+    ["x-application/json-foo", 406],
+    ["text/plain; a=application/json", 406],
+  ])("Accept %s is %i in 2026-07-28 and 2025-11-25", async (accept, status) => {
+    const modern = await app.fetch(
+      new Request(`${ORIGIN}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "mcp-protocol-version": VERSION,
+          "mcp-method": "tools/list",
+          ...(accept === undefined ? {} : { accept }),
+        },
+        body: JSON.stringify(modernToolsList),
+      }),
+      paidEnv,
+    );
+    expect(modern.status).toBe(status);
+    expect((await legacyToolsList(accept)).status).toBe(status);
   });
 });

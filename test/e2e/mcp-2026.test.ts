@@ -2,40 +2,20 @@ import { Client as ModernClient, StreamableHTTPClientTransport } from "@modelcon
 import type { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPaymentHeader } from "x402/client";
 import { createSigner } from "x402-fetch";
 // @ts-expect-error plain JS helpers shared with the scripts
-import { usdcBalance } from "../../scripts/lib/chain.mjs";
-// @ts-expect-error plain JS helpers shared with the scripts
 import { connectMcp, paymentRequiredOf, signPayment } from "../../scripts/lib/mcp-buyer.mjs";
 import { buyCardKey } from "./card-key";
+import { balance, buyer, ledgerRows, stack, type ToolResult } from "./mcp-stack";
 
 // MCP 2026-07-28 (stateless: server/discover, no initialize, the version in every request's _meta)
 // against the real local stack, driven by the real 2026 client (@modelcontextprotocol/client 2.x,
 // pinned to that revision), each answer set beside the legacy client's (SDK 1.x, 2025-11-25) for
 // the same call: the two eras share the tools and the payment chain, so they must say the same.
-const stack = inject("stack") as {
-  base_url: string;
-  rpc_url: string;
-  admin_token: string;
-  buyers: { address: string; privateKey: `0x${string}` }[];
-};
 const MODERN = "2026-07-28";
-// Buyers 8 and 9 are the stack's partner wallets; 5-7 are the MCP files' (run one after another).
-const buyer = (i: 5 | 6 | 7) => {
-  const b = stack.buyers[i];
-  if (!b) throw new Error(`the stack has no buyer ${i}`);
-  return b;
-};
-const balance = (who: string): Promise<bigint> => usdcBalance(stack.rpc_url, who);
 
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-  content: { type: string; text: string }[];
-  _meta?: Record<string, unknown>;
-}
 type Caller = (
   name: string,
   args: Record<string, unknown>,
@@ -71,19 +51,6 @@ const shape = (r: ToolResult) => ({
   structuredContent: r.structuredContent,
   metaKeys: Object.keys(r._meta ?? {}).sort(),
 });
-
-async function ledgerRows(p: PaymentPayload, resource: string) {
-  const res = await fetch(
-    `${stack.base_url}/api/admin/payments?limit=1000&resource=${encodeURIComponent(resource)}`,
-    {
-      headers: { authorization: `Bearer ${stack.admin_token}` },
-    },
-  );
-  const nonce = (p.payload as { authorization: { nonce: string } }).authorization.nonce.toLowerCase();
-  return ((await res.json()) as { payments: { nonce: string }[] }).payments.filter((r) =>
-    String(r.nonce).endsWith(nonce),
-  );
-}
 
 let modern: ModernClient;
 let legacy: LegacyClient;
@@ -273,16 +240,18 @@ describe("MCP 2026-07-28 with the real 2026 client, beside the legacy client", (
     );
     expect(await balance(b.address)).toBe(before);
 
-    const payment = (await signPayment(b.privateKey, required)) as PaymentPayload;
-    const paid = await callModern("pricefeed__price_coin", { coin: "eth" }, { "x402/payment": payment });
-    expect(paid.isError, paid.content[0]?.text).toBeFalsy();
-    expect(paid._meta?.["x402/payment-response"]).toMatchObject({ success: true });
-    expect(before - (await balance(b.address))).toBe(price);
-    const legacyPaid = await callLegacy(
-      "pricefeed__price_coin",
-      { coin: "eth" },
-      { "x402/payment": await signPayment(b.privateKey, paymentRequiredOf(lu)) },
-    );
+    // Each era pays once: the result, its settlement, the price and only the price off the buyer.
+    const paidBy = async (call: Caller, offer: PaymentRequired) => {
+      const payment = await signPayment(b.privateKey, offer);
+      const start = await balance(b.address);
+      const result = await call("pricefeed__price_coin", { coin: "eth" }, { "x402/payment": payment });
+      expect(result.isError, result.content[0]?.text).toBeFalsy();
+      expect(result._meta?.["x402/payment-response"]).toMatchObject({ success: true });
+      expect(start - (await balance(b.address))).toBe(price);
+      return result;
+    };
+    const paid = await paidBy(callModern, required);
+    const legacyPaid = await paidBy(callLegacy, paymentRequiredOf(lu) as PaymentRequired);
     expect(Object.keys(asLegacy(paid)._meta ?? {}).sort()).toEqual(
       Object.keys(legacyPaid._meta ?? {}).sort(),
     );

@@ -274,6 +274,9 @@ describe("a settle answer with no transaction is a definite failure only for a k
       const body = await res.json<Record<string, unknown>>();
       expect(body).toMatchObject({ reason: "settlement_unconfirmed" });
       expect(String(body.facilitator_reason)).toContain(reason);
+      // Both outcomes reconciliation may find: landed (recorded, refunded) or never (released).
+      expect(body.detail).toMatch(/records it under this request id and refunds it/);
+      expect(body.detail).toMatch(/if it never does, nothing is charged and the authorization is released/);
       expect(body).not.toHaveProperty("hex");
       expect(res.headers.get("retry-after")).toBe("10");
       expect(await nonceRow(pay.key)).toEqual({ status: "failed" });

@@ -1,10 +1,9 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
 import { x402Facilitator } from "@x402/core/facilitator";
-import {
-  decodePaymentRequiredHeader,
-  decodePaymentResponseHeader,
-  encodePaymentSignatureHeader,
-} from "@x402/core/http";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentPayload } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
@@ -14,8 +13,8 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { localClientOptions, NETWORK, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
 import { settlementOutcome } from "../../src/payments/settlement";
-import { fetchPayingWithId, signedPayment } from "../fixtures/payments";
-import { admin, fireCron, refunds, rpc, until, view } from "./reconcile-helpers";
+import { fetchPayingWithId } from "../fixtures/payments";
+import { admin, fireCron, offerSigned, paidCall, refunds, rpc, until, view } from "./reconcile-helpers";
 
 // A third party submits the buyer's signed EIP-3009 authorization on chain itself: anyone holding
 // it can (the buyer, or a mempool watcher copying it from our facilitator's broadcast). On the real
@@ -31,26 +30,23 @@ const stack = inject("stack") as {
 const PRICE = 3000n; // sha256
 const SHA256 = `${stack.base_url}/api/skills/sha256`;
 
+// Multicall3 at its canonical address, as deployed on Base. viem ships its creation code
+// (multicall3Bytecode, not exported: read from its module) whose constructor returns the 0x15b9
+// bytes from offset 0x20: the runtime code.
+const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+const creation = /multicall3Bytecode = '0x([0-9a-f]+)'/.exec(
+  readFileSync(
+    path.join(
+      path.dirname(createRequire(import.meta.url).resolve("viem/package.json")),
+      "_esm/constants/contracts.js",
+    ),
+    "utf8",
+  ),
+)?.[1] as string;
+const MULTICALL3_RUNTIME = `0x${creation.slice(0x20 * 2, (0x20 + 0x15b9) * 2)}`;
+
 const chain = createPublicClient(localClientOptions(stack.rpc_url));
 const balance = (who: string): Promise<bigint> => usdcBalance(stack.rpc_url, who);
-
-/** The sha256 offer, signed by buyer `i` with a fresh nonce, carrying `paymentId` when given. */
-async function offerSigned(i: number, paymentId?: string) {
-  const res = await fetch(SHA256, { method: "POST", body: "{}" });
-  const required: PaymentRequired = decodePaymentRequiredHeader(res.headers.get("payment-required") ?? "");
-  const b = stack.buyers[i] as { privateKey: `0x${string}` };
-  return (await signedPayment(required, privateKeyToAccount(b.privateKey), paymentId)).payload;
-}
-
-const call = (payment: PaymentPayload, text: string) =>
-  fetch(SHA256, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "payment-signature": encodePaymentSignatureHeader(payment),
-    },
-    body: JSON.stringify({ text }),
-  });
 
 type Authorization = {
   from: `0x${string}`;
@@ -150,17 +146,22 @@ describe("a third party submits the buyer's authorization on chain first", () =>
     await rpc("evm_setAutomine", [true]);
   });
 
-  it("front-run between our verify and our settle: 502, the claim kept, the cron records the landed transfer once and refunds it; a retry with the same payment id moves nothing more", async () => {
+  it("front-run between our verify and our settle, our transaction reverting on the spent nonce (the existing revert path): 502, the claim kept, the cron records the landed transfer once and refunds it; a retry with the same payment id moves nothing more", async () => {
+    // Coverage of the revert path the Worker already took before simulation_failed left
+    // REFUSED_BEFORE_SENDING: the stack's facilitator does not simulate at settle, so it sends, and
+    // ours reverts with its hash (a failure naming a transaction was unconfirmed already). The
+    // Worker-level proof of that change is test/payments/facilitator-answers.test.ts's
+    // simulation_failed row; the next test shows which facilitator answers give it.
     const buyer = stack.buyers[9] as { address: string; privateKey: `0x${string}` };
     const startBlock = (await chain.getBlockNumber()) + 1n;
     const buyer0 = await balance(buyer.address);
     const payTo0 = await balance(stack.pay_to);
     const paymentId = generatePaymentId();
-    const payment = await offerSigned(9, paymentId);
+    const payment = await offerSigned(9, { paymentId });
     const { nonce } = authorizationOf(payment).authorization;
 
     await rpc("evm_setAutomine", [false]);
-    const answer = call(payment, "front-run me");
+    const answer = paidCall(payment, "front-run me");
     // Our facilitator verified and broadcast: its settlement waits in the mempool.
     const ours = await until("our settlement in the mempool", () => pendingWithNonce(nonce));
     const theirs = await (await thirdParty()).submit(payment, ours);
@@ -184,6 +185,7 @@ describe("a third party submits the buyer's authorization on chain first", () =>
     };
     expect(body).toMatchObject({ reason: "settlement_unconfirmed", transaction: ours });
     expect(body.detail).toMatch(/reconciliation records it .* and refunds it/);
+    expect(body.detail).toMatch(/if it never does, nothing is charged/);
     // Its PAYMENT-RESPONSE, if any, is the facilitator's failure: never a success to take the result as paid.
     const settleAnswer = res.headers.get("payment-response");
     if (settleAnswer) expect(decodePaymentResponseHeader(settleAnswer)).toMatchObject({ success: false });
@@ -196,7 +198,7 @@ describe("a third party submits the buyer's authorization on chain first", () =>
     // The facilitator's /verify refuses the spent authorization before anything is claimed (its
     // reason here is the simulation's, as the local chain has no Multicall3 for the diagnosis that
     // names the spent nonce), and the answer is no stored paid answer and no new charge.
-    const retry = await call(payment, "front-run me");
+    const retry = await paidCall(payment, "front-run me");
     const retryText = await retry.text();
     expect(retry.status, retryText).toBe(402);
     expect(retry.headers.get("x-idempotent-replay")).toBeNull();
@@ -245,37 +247,50 @@ describe("a third party submits the buyer's authorization on chain first", () =>
     expect(transfers.map((t) => t.tx).sort()).toEqual([theirs, paidTx].sort());
   }, 60_000);
 
-  it("spent between our verify and our settle, before anything of ours is sent: @x402/evm's facilitator with simulateInSettle refuses with no transaction, which is not taken for 'nothing moved'", async () => {
-    // The stack's facilitator settles without simulating; a hosted one may simulate (simulateInSettle).
-    // Its answer, once the authorization it verified was spent by someone else before its settle:
-    const buyer = stack.buyers[9] as { address: string; privateKey: `0x${string}` };
-    const payment = await offerSigned(9);
-    const third = await thirdParty();
-    const signer = toFacilitatorEvmSigner({ ...third.wallet, address: third.wallet.account.address });
-    const facilitator = registerExactEvmScheme(new x402Facilitator(), {
-      signer,
-      networks: NETWORK,
-      simulateInSettle: true,
-    });
-    const buyer0 = await balance(buyer.address);
-    expect(await facilitator.verify(payment, payment.accepted)).toMatchObject({ isValid: true });
-    expect(await receiptStatus(await third.submit(payment))).toBe("success");
-    const answer = await facilitator.settle(payment, payment.accepted);
-    expect(answer).toMatchObject({
-      success: false,
-      transaction: "",
-      errorReason: "invalid_exact_evm_transaction_simulation_failed",
-    });
-    expect(buyer0 - (await balance(buyer.address))).toBe(PRICE);
-    // The money moved: the Worker keeps the claim and answers 502 (test/payments/facilitator-answers.test.ts).
-    expect(settlementOutcome(answer)).toBe("unconfirmed");
-  });
+  it.each([
+    [
+      "without Multicall3 (the local chain as it is)",
+      false,
+      "invalid_exact_evm_transaction_simulation_failed",
+    ],
+    ["with Multicall3 (as on Base)", true, "invalid_exact_evm_nonce_already_used"],
+  ])(
+    "spent between our verify and our settle, before anything of ours is sent, %s: @x402/evm's facilitator with simulateInSettle refuses with no transaction, which is not taken for 'nothing moved'",
+    async (_chain, withMulticall3, reason) => {
+      // The stack's facilitator settles without simulating; a hosted one may simulate (simulateInSettle).
+      // Its answer, once the authorization it verified was spent by someone else before its settle:
+      // its diagnosis reads the nonce through Multicall3, and names the spent nonce only if it can.
+      const buyer = stack.buyers[9] as { address: string; privateKey: `0x${string}` };
+      const payment = await offerSigned(9);
+      const third = await thirdParty();
+      const signer = toFacilitatorEvmSigner({ ...third.wallet, address: third.wallet.account.address });
+      const facilitator = registerExactEvmScheme(new x402Facilitator(), {
+        signer,
+        networks: NETWORK,
+        simulateInSettle: true,
+      });
+      const buyer0 = await balance(buyer.address);
+      expect(await facilitator.verify(payment, payment.accepted)).toMatchObject({ isValid: true });
+      expect(await receiptStatus(await third.submit(payment))).toBe("success");
+      if (withMulticall3) await rpc("anvil_setCode", [MULTICALL3, MULTICALL3_RUNTIME]);
+      try {
+        const answer = await facilitator.settle(payment, payment.accepted);
+        expect(answer).toMatchObject({ success: false, transaction: "", errorReason: reason });
+        expect(buyer0 - (await balance(buyer.address))).toBe(PRICE);
+        // The money moved: the Worker keeps the claim and answers 502 (test/payments/facilitator-answers.test.ts).
+        expect(settlementOutcome(answer)).toBe("unconfirmed");
+      } finally {
+        // The other e2e files run on this chain as it is (fileParallelism: false: none runs meanwhile).
+        if (withMulticall3) await rpc("anvil_setCode", [MULTICALL3, "0x"]);
+      }
+    },
+  );
 
   it("submitted on chain before the call reaches us: refused with nothing run, claimed or recorded; the transfer is the payer's own (docs/OPERATIONS.md)", async () => {
     const buyer = stack.buyers[8] as { address: string; privateKey: `0x${string}` };
     const startBlock = (await chain.getBlockNumber()) + 1n;
     const buyer0 = await balance(buyer.address);
-    const payment = await offerSigned(8, generatePaymentId());
+    const payment = await offerSigned(8, { paymentId: generatePaymentId() });
     const theirs = await (await thirdParty()).submit(payment);
     expect(await receiptStatus(theirs)).toBe("success");
     expect(buyer0 - (await balance(buyer.address))).toBe(PRICE);
@@ -284,7 +299,7 @@ describe("a third party submits the buyer's authorization on chain first", () =>
       (await refunds()).filter((r) => r.payer.toLowerCase() === buyer.address.toLowerCase());
     const refunds0 = await refundsOf();
 
-    const res = await call(payment, "paid already");
+    const res = await paidCall(payment, "paid already");
     const body = (await res.json()) as Record<string, unknown>;
     // The facilitator's /verify names the spent authorization: the call is not run, nothing is
     // claimed, and the authorization cannot pay for anything again.

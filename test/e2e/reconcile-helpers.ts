@@ -1,13 +1,63 @@
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { privateKeyToAccount } from "viem/accounts";
 import { expect, inject } from "vitest";
+// @ts-expect-error plain JS helpers shared with the scripts
+import { USDC_DOMAIN } from "../../scripts/lib/chain.mjs";
+import { resign, signedPayment } from "../fixtures/payments";
 
 // What the reconciliation e2e files (reconcile.test.ts, frontrun.test.ts) share: the local chain's
-// JSON-RPC, the admin views they read the ledger from, the Cron Trigger, and awaiting a condition.
+// JSON-RPC, the paid sha256 call they settle, the admin views they read the ledger from, the Cron
+// Trigger, and awaiting a condition.
 const stack = inject("stack") as {
   base_url: string;
   rpc_url: string;
   admin_token: string;
   scheduled_url: string;
+  buyers: { address: string; privateKey: `0x${string}` }[];
 };
+const SHA256 = `${stack.base_url}/api/skills/sha256`;
+
+/**
+ * The sha256 offer signed by buyer `i` with a fresh nonce, carrying `paymentId` when given, and
+ * valid for only `validFor` seconds from now when given.
+ */
+export async function offerSigned(
+  i: number,
+  { paymentId, validFor }: { paymentId?: string; validFor?: number } = {},
+) {
+  const res = await fetch(SHA256, { method: "POST", body: "{}" });
+  const required: PaymentRequired = decodePaymentRequiredHeader(res.headers.get("payment-required") ?? "");
+  const account = privateKeyToAccount((stack.buyers[i] as { privateKey: `0x${string}` }).privateKey);
+  const { payload } = await signedPayment(required, account, paymentId);
+  if (validFor === undefined) return payload;
+  return resign(account, USDC_DOMAIN, payload, {
+    validBefore: String(Math.floor(Date.now() / 1000) + validFor),
+  });
+}
+
+/** The paid sha256 call with `payment`. */
+export const paidCall = (payment: PaymentPayload, text: string) =>
+  fetch(SHA256, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "payment-signature": encodePaymentSignatureHeader(payment),
+    },
+    body: JSON.stringify({ text }),
+  });
+
+/** A paid call whose settlement stays in the mempool (automine off): 502 settlement_unconfirmed. */
+export async function unconfirmedCall(payment: PaymentPayload) {
+  await rpc("evm_setAutomine", [false]);
+  const res = await paidCall(payment, "reconcile me");
+  const text = await res.text();
+  expect(res.status, text).toBe(502);
+  const body = JSON.parse(text) as { reason: string; transaction: string | null; request_id: string };
+  expect(body.reason).toBe("settlement_unconfirmed");
+  expect(body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+  return body as { transaction: string; request_id: string };
+}
 
 /** One JSON-RPC call to the local anvil (its test methods included: evm_mine, evm_setAutomine...). */
 export async function rpc(method: string, params: unknown[] = []) {

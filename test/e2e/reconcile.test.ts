@@ -1,14 +1,18 @@
-import { x402Client } from "@x402/core/client";
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createWalletClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { localClientOptions, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
-import { resign } from "../fixtures/payments";
-import { admin, fireCron, refunds, rpc, until, view } from "./reconcile-helpers";
+import {
+  admin,
+  fireCron,
+  offerSigned,
+  refunds,
+  rpc,
+  unconfirmedCall,
+  until,
+  view,
+} from "./reconcile-helpers";
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
@@ -23,39 +27,6 @@ const stack = inject("stack") as {
   buyers: { address: string; privateKey: `0x${string}` }[];
 };
 
-async function signedPayment(buyer: number, validFor?: number): Promise<PaymentPayload> {
-  const res = await fetch(`${stack.base_url}/api/skills/sha256`, { method: "POST", body: "{}" });
-  const required: PaymentRequired = decodePaymentRequiredHeader(res.headers.get("payment-required") ?? "");
-  const b = stack.buyers[buyer] as { privateKey: `0x${string}` };
-  const account = privateKeyToAccount(b.privateKey);
-  const client = registerExactEvmScheme(new x402Client(), { signer: account });
-  const payment = await client.createPaymentPayload(required);
-  if (validFor === undefined) return payment;
-  // The same authorization with a short validity, signed again by the buyer.
-  return resign(account, USDC_DOMAIN, payment, {
-    validBefore: String(Math.floor(Date.now() / 1000) + validFor),
-  });
-}
-
-/** A paid call whose settlement stays in the mempool: the Worker answers 502 settlement_unconfirmed. */
-async function unconfirmedCall(payment: PaymentPayload) {
-  await rpc("evm_setAutomine", [false]);
-  const res = await fetch(`${stack.base_url}/api/skills/sha256`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "payment-signature": encodePaymentSignatureHeader(payment),
-    },
-    body: JSON.stringify({ text: "reconcile me" }),
-  });
-  const text = await res.text();
-  expect(res.status, text).toBe(502);
-  const body = JSON.parse(text) as { reason: string; transaction: string | null; request_id: string };
-  expect(body.reason).toBe("settlement_unconfirmed");
-  expect(body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-  return body as { transaction: string; request_id: string };
-}
-
 describe("reconciliation against the local chain", () => {
   afterAll(async () => {
     await rpc("evm_setAutomine", [true]);
@@ -65,7 +36,7 @@ describe("reconciliation against the local chain", () => {
     const buyer = stack.buyers[6]?.address as string;
     const before = await usdcBalance(stack.rpc_url, buyer);
     // Valid for 40 s: long enough for the facilitator to accept it, over before the cron runs.
-    const payment = await signedPayment(6, 40);
+    const payment = await offerSigned(6, { validFor: 40 });
     const { transaction, request_id } = await unconfirmedCall(payment);
     expect((await view()).unconfirmed).toContainEqual(
       expect.objectContaining({ request_id, status: "failed" }),
@@ -93,7 +64,7 @@ describe("reconciliation against the local chain", () => {
     const payTo0 = await usdcBalance(stack.rpc_url, stack.pay_to);
     const buyer = stack.buyers[7]?.address as string;
     const buyer0 = await usdcBalance(stack.rpc_url, buyer);
-    const { transaction, request_id } = await unconfirmedCall(await signedPayment(7));
+    const { transaction, request_id } = await unconfirmedCall(await offerSigned(7));
     await rpc("evm_mine"); // the pending settlement lands
     await rpc("evm_setAutomine", [true]);
     expect((await usdcBalance(stack.rpc_url, stack.pay_to)) - payTo0).toBe(3000n);
@@ -131,7 +102,7 @@ describe("reconciliation against the local chain", () => {
     const b = stack.buyers[8] as { address: string; privateKey: `0x${string}` };
     const account = privateKeyToAccount(b.privateKey);
     const before = await usdcBalance(stack.rpc_url, b.address);
-    const payment = await signedPayment(8);
+    const payment = await offerSigned(8);
     const { nonce } = (payment.payload as { authorization: { nonce: `0x${string}` } }).authorization;
     const { transaction, request_id } = await unconfirmedCall(payment);
     // While the settlement waits in the mempool, the payer cancels the authorization with USDC's

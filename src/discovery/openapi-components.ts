@@ -80,7 +80,7 @@ export const components = {
     SettlementUnconfirmed: {
       type: "object",
       description:
-        "The facilitator did not confirm the settlement: the result is withheld and the authorization stays reserved; if the transfer lands anyway it is refunded to the payer (less a served partner's share).",
+        "The facilitator did not confirm the settlement: the result is withheld and the authorization stays reserved; if the transfer lands (or landed) anyway it is refunded to the payer (less a served partner's share); if it never does, nothing is charged and the authorization is released at its expiry.",
       required: ["detail", "reason", "request_id"],
       properties: {
         detail: { type: "string" },

@@ -182,7 +182,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
       c.res = c.json(
         {
           detail:
-            "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call). If the transfer reaches the chain anyway, reconciliation records it under this request id and refunds it to the payer (less what a partner that served this call is owed). Sign a new authorization to retry.",
+            "The payment facilitator did not confirm the settlement. The paid result is withheld and this authorization stays reserved (it cannot run another call). If the transfer reached or reaches the chain, reconciliation records it under this request id and refunds it to the payer (less what a partner that served this call is owed); if it never does, nothing is charged and the authorization is released once it expires. Sign a new authorization to retry.",
           reason: SETTLEMENT_UNCONFIRMED,
           facilitator_reason: reason,
           transaction: settlement?.transaction || null,
@@ -250,7 +250,7 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
  *    guardAuthorization refuses the rest): settle() verifies the payment again first and returns
  *    its invalidReason with no transaction (scheme, EIP-712 domain, network, signature, recipient,
  *    validBefore/validAfter, value, asset contract, and with simulateInSettle the simulation's
- *    diagnosis: EIP-3009 support, token name/version, balance, simulation failure); then a
+ *    diagnosis: EIP-3009 support, token name/version, balance); then a
  *    signature it cannot parse, and a smart-wallet factory it does not allow. A counterfactual
  *    wallet whose deployment reverted (smart_wallet_deployment_failed) never reached the transfer.
  *    Its catch around the send maps the send's error by its text: an expired or not yet valid
@@ -263,7 +263,20 @@ export function recordPayment(routeResource: string): MiddlewareHandler<AppEnv> 
  *    unreadable transaction hash), invalid_transaction_state (the
  *    spec's "transaction failed or was rejected"; @x402/evm's answer on its other paths for a
  *    mined revert and for a pending transaction it could not record), the transfer-event mismatch
- *    (mined), settlement_pending.
+ *    (mined), settlement_pending. Nor the simulation's own failure
+ *    (invalid_exact_evm_transaction_simulation_failed): nothing of ours was sent, but our /verify
+ *    simulated the same transfer and it passed, so the chain changed before the settle, and one
+ *    such change is this authorization spent by someone else holding it (front-run from our
+ *    broadcast's mempool, or the buyer's own submission). Where Multicall3 is deployed (Base, at
+ *    0xcA11bde05977b3631167028862bE2a173976CA11) @x402/evm's diagnosis reads the nonce and names
+ *    that case invalid_exact_evm_nonce_already_used; it still answers simulation_failed when that
+ *    read saw the nonce unused (a node behind the one that simulated, or another revert) or failed
+ *    (the error swallowed; on a chain without Multicall3, such as the local one, always). Other
+ *    facilitators answer it for any revert before sending (a community Elixir one whenever gas
+ *    estimation fails, a spent nonce included). So it does not prove the transfer unmoved: read
+ *    as "nothing moved", the buyer was told "not charged" while the transfer had reached payTo,
+ *    and no claim was left for reconciliation to find it (test/e2e/frontrun.test.ts). Kept, a
+ *    transfer that really never moved costs a held authorization, freed at its expiry.
  *  - The x402 specification's codes (v2 §9) for a payment that is itself invalid: insufficient
  *    funds, the exact EVM payload's checks, and an unsupported network, scheme, version, payload
  *    or requirements. Not `unexpected_settle_error` nor `unexpected_verify_error`: the
@@ -286,7 +299,6 @@ const REFUSED_BEFORE_SENDING: ReadonlySet<string> = new Set([
   "invalid_exact_evm_token_name_mismatch",
   "invalid_exact_evm_token_version_mismatch",
   "invalid_exact_evm_insufficient_balance",
-  "invalid_exact_evm_transaction_simulation_failed",
   "invalid_exact_evm_failed_to_parse_signature",
   "eip6492_factory_not_allowed",
   "smart_wallet_deployment_failed",

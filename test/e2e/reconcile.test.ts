@@ -1,13 +1,18 @@
-import { x402Client } from "@x402/core/client";
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createWalletClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { localClientOptions, USDC_DOMAIN, usdcBalance } from "../../scripts/lib/chain.mjs";
-import { resign } from "../fixtures/payments";
+import {
+  admin,
+  fireCron,
+  offerSigned,
+  refunds,
+  rpc,
+  unconfirmedCall,
+  until,
+  view,
+} from "./reconcile-helpers";
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
@@ -19,94 +24,8 @@ const stack = inject("stack") as {
   base_url: string;
   rpc_url: string;
   pay_to: string;
-  admin_token: string;
-  scheduled_url: string;
   buyers: { address: string; privateKey: `0x${string}` }[];
 };
-
-async function rpc(method: string, params: unknown[] = []) {
-  const res = await fetch(stack.rpc_url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-const admin = { authorization: `Bearer ${stack.admin_token}` };
-type View = {
-  payments: { request_id: string; tx_hash: string; amount_atomic: number; reconciled_at: number | null }[];
-  unconfirmed: { request_id: string; status: string }[];
-  reconciliations: { request_id: string; outcome: string; evidence: string; tx_hash: string | null }[];
-};
-type RefundRow = {
-  request_id: string;
-  payer: string;
-  amount_micro: number;
-  withheld_micro: number;
-  status: string;
-  tx_hash: string | null;
-};
-const refunds = async (): Promise<RefundRow[]> =>
-  (
-    (await (await fetch(`${stack.base_url}/api/admin/payouts`, { headers: admin })).json()) as {
-      refunds: RefundRow[];
-    }
-  ).refunds;
-const view = async (): Promise<View> =>
-  (await (await fetch(`${stack.base_url}/api/admin/payments?limit=1000`, { headers: admin })).json()) as View;
-
-async function signedPayment(buyer: number, validFor?: number): Promise<PaymentPayload> {
-  const res = await fetch(`${stack.base_url}/api/skills/sha256`, { method: "POST", body: "{}" });
-  const required: PaymentRequired = decodePaymentRequiredHeader(res.headers.get("payment-required") ?? "");
-  const b = stack.buyers[buyer] as { privateKey: `0x${string}` };
-  const account = privateKeyToAccount(b.privateKey);
-  const client = registerExactEvmScheme(new x402Client(), { signer: account });
-  const payment = await client.createPaymentPayload(required);
-  if (validFor === undefined) return payment;
-  // The same authorization with a short validity, signed again by the buyer.
-  return resign(account, USDC_DOMAIN, payment, {
-    validBefore: String(Math.floor(Date.now() / 1000) + validFor),
-  });
-}
-
-/** A paid call whose settlement stays in the mempool: the Worker answers 502 settlement_unconfirmed. */
-async function unconfirmedCall(payment: PaymentPayload) {
-  await rpc("evm_setAutomine", [false]);
-  const res = await fetch(`${stack.base_url}/api/skills/sha256`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "payment-signature": encodePaymentSignatureHeader(payment),
-    },
-    body: JSON.stringify({ text: "reconcile me" }),
-  });
-  const text = await res.text();
-  expect(res.status, text).toBe(502);
-  const body = JSON.parse(text) as { reason: string; transaction: string | null; request_id: string };
-  expect(body.reason).toBe("settlement_unconfirmed");
-  expect(body.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-  return body as { transaction: string; request_id: string };
-}
-
-/** Fires the Cron Trigger the way `npm start` documents (wrangler dev --test-scheduled). */
-async function fireCron() {
-  const res = await fetch(stack.scheduled_url);
-  expect(res.status).toBe(200);
-  await res.arrayBuffer();
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 describe("reconciliation against the local chain", () => {
   afterAll(async () => {
@@ -117,7 +36,7 @@ describe("reconciliation against the local chain", () => {
     const buyer = stack.buyers[6]?.address as string;
     const before = await usdcBalance(stack.rpc_url, buyer);
     // Valid for 40 s: long enough for the facilitator to accept it, over before the cron runs.
-    const payment = await signedPayment(6, 40);
+    const payment = await offerSigned(6, { validFor: 40 });
     const { transaction, request_id } = await unconfirmedCall(payment);
     expect((await view()).unconfirmed).toContainEqual(
       expect.objectContaining({ request_id, status: "failed" }),
@@ -145,7 +64,7 @@ describe("reconciliation against the local chain", () => {
     const payTo0 = await usdcBalance(stack.rpc_url, stack.pay_to);
     const buyer = stack.buyers[7]?.address as string;
     const buyer0 = await usdcBalance(stack.rpc_url, buyer);
-    const { transaction, request_id } = await unconfirmedCall(await signedPayment(7));
+    const { transaction, request_id } = await unconfirmedCall(await offerSigned(7));
     await rpc("evm_mine"); // the pending settlement lands
     await rpc("evm_setAutomine", [true]);
     expect((await usdcBalance(stack.rpc_url, stack.pay_to)) - payTo0).toBe(3000n);
@@ -183,7 +102,7 @@ describe("reconciliation against the local chain", () => {
     const b = stack.buyers[8] as { address: string; privateKey: `0x${string}` };
     const account = privateKeyToAccount(b.privateKey);
     const before = await usdcBalance(stack.rpc_url, b.address);
-    const payment = await signedPayment(8);
+    const payment = await offerSigned(8);
     const { nonce } = (payment.payload as { authorization: { nonce: `0x${string}` } }).authorization;
     const { transaction, request_id } = await unconfirmedCall(payment);
     // While the settlement waits in the mempool, the payer cancels the authorization with USDC's

@@ -255,6 +255,14 @@ describe("a settle answer with no transaction is a definite failure only for a k
       "invalid_transaction_state",
       200,
     ],
+    // What @x402/evm's facilitator with simulateInSettle answered on the local chain once a third
+    // party had submitted the buyer's authorization between our /verify and our /settle
+    // (test/e2e/frontrun.test.ts): nothing of ours was sent, but the buyer's transfer had landed.
+    [
+      "invalid_exact_evm_transaction_simulation_failed (the authorization spent since /verify), HTTP 200",
+      "invalid_exact_evm_transaction_simulation_failed",
+      200,
+    ],
   ])(
     "%s: 502 settlement_unconfirmed with Retry-After, the claim kept for reconciliation, no ledger row",
     async (_name, reason, status) => {
@@ -266,6 +274,9 @@ describe("a settle answer with no transaction is a definite failure only for a k
       const body = await res.json<Record<string, unknown>>();
       expect(body).toMatchObject({ reason: "settlement_unconfirmed" });
       expect(String(body.facilitator_reason)).toContain(reason);
+      // Both outcomes reconciliation may find: landed (recorded, refunded) or never (released).
+      expect(body.detail).toMatch(/records it under this request id and refunds it/);
+      expect(body.detail).toMatch(/if it never does, nothing is charged and the authorization is released/);
       expect(body).not.toHaveProperty("hex");
       expect(res.headers.get("retry-after")).toBe("10");
       expect(await nonceRow(pay.key)).toEqual({ status: "failed" });

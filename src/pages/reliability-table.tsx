@@ -1,6 +1,6 @@
+import { errorPercent, successPercent } from "../stats/percent";
 import type { StatsDocument } from "../stats/query";
 
-export const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
 export const ms = (v: number | null) => (v === null ? "–" : `${v} ms`);
 
 /**
@@ -28,10 +28,10 @@ export function ReliabilityTable(props: { id: string; skills: StatsDocument["ski
             <tr>
               <th scope="row">{s.skill}</th>
               <td>{w.calls}</td>
-              <td>{pct(w.success_rate)}</td>
+              <td>{successPercent(w.success_rate)}</td>
               <td>{ms(w.p50_ms)}</td>
               <td>{ms(w.p95_ms)}</td>
-              {props.detail ? <td>{pct(w.upstream_error_rate)}</td> : null}
+              {props.detail ? <td>{errorPercent(w.upstream_error_rate)}</td> : null}
               {props.detail ? <td>{w.last_success_at ?? "–"}</td> : null}
             </tr>
           );

@@ -1,7 +1,8 @@
 import type { PublicConfig } from "../config";
 import type { Bindings } from "../env";
 import { within } from "../http/shared-load";
-import { type StatsDocument, skillStats } from "./query";
+import { errorPercent, successPercent } from "./percent";
+import { MIN_CALLS_FOR_P95, type StatsDocument, skillStats } from "./query";
 import { RETENTION_DAYS } from "./record";
 
 /*
@@ -220,18 +221,21 @@ export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
 export function reliabilityLine(doc: StatsDocument, skillId: string): string {
   const w = doc.skills.find((s) => s.skill === skillId)?.windows["7d"];
   if (!w || w.admitted === 0) return "not measured yet (no admitted calls in 7 days)";
-  const rate = w.success_rate === null ? "–" : `${(w.success_rate * 100).toFixed(1)}%`;
   const upstream =
-    w.upstream_error_rate === null ? "" : `, upstream errors ${(w.upstream_error_rate * 100).toFixed(1)}%`;
-  return `${rate} success over ${w.admitted} admitted calls in 7 days, p50 ${w.p50_ms} ms, p95 ${w.p95_ms} ms${upstream}`;
+    w.upstream_error_rate === null ? "" : `, upstream errors ${errorPercent(w.upstream_error_rate)}`;
+  return `${successPercent(w.success_rate)} success over ${w.admitted} admitted calls in 7 days, p50 ${w.p50_ms} ms, ${p95Text(w.p95_ms)}${upstream}`;
 }
 
 /** A few words for a catalog card: "99.1% ok · p95 120 ms (7 d)". */
 export function reliabilityShort(doc: StatsDocument, skillId: string): string {
   const w = doc.skills.find((s) => s.skill === skillId)?.windows["7d"];
   if (!w || w.success_rate === null) return "reliability: not measured yet";
-  return `${(w.success_rate * 100).toFixed(1)}% ok · p95 ${w.p95_ms} ms (7 d)`;
+  return `${successPercent(w.success_rate)} ok · ${p95Text(w.p95_ms)} (7 d)`;
 }
+
+/** A p95, or why there is none: a skill with calls but too few for one. */
+const p95Text = (p95: number | null) =>
+  p95 === null ? `p95 not published below ${MIN_CALLS_FOR_P95} calls` : `p95 ${p95} ms`;
 
 /** The llms.txt section: one line per measured skill, and where the live figures are. */
 export function reliabilityMarkdown(doc: StatsDocument, baseUrl: string): string {

@@ -1,0 +1,146 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { Hono } from "hono";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { AppEnv } from "../../src/env";
+import { reliabilityLine } from "../../src/stats/published";
+import { skillStats } from "../../src/stats/query";
+import { recordCall } from "../../src/stats/record";
+
+// Seeded rows live in weeks of their own, so other test files' rows never count.
+const NOW = Date.UTC(2033, 5, 15, 12, 0, 0);
+const DAY = 86_400_000;
+
+/** Inserts `n` rows of one kind in a few multi-row statements (a test seeds tens of thousands). */
+async function seed(at: number, skill: string, outcome: string, durationMs: number, n: number) {
+  const status = outcome === "ok" ? 200 : outcome === "upstream" ? 502 : 500;
+  for (let done = 0; done < n; done += 500) {
+    const rows = Math.min(500, n - done);
+    await env.DB.prepare(
+      `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
+       SELECT ?1, ?2, ?3, ?4, ?5, 'x402_v2', 0, 'http' FROM (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < ?6) SELECT i FROM r)`,
+    )
+      .bind(at, skill, status, outcome, durationMs, rows)
+      .run();
+  }
+}
+
+describe("published shares never flatter a skill", () => {
+  it("one failure in 20,001 calls is not a 100% success rate, and one upstream error is not 0%", {
+    timeout: 60_000,
+  }, async () => {
+    const at = NOW - 1000;
+    await seed(at, "slugify", "ok", 5, 20_000);
+    await seed(at, "slugify", "server_error", 5, 1);
+    await seed(at, "research", "ok", 5, 20_000);
+    await seed(at, "research", "upstream", 5, 1);
+    const doc = await skillStats(env.DB, NOW);
+    const slugify = doc.skills.find((s) => s.skill === "slugify")?.windows["7d"];
+    expect(slugify?.admitted).toBe(20_001);
+    // Rounded to nearest, 20,000 / 20,001 was published as 1.
+    expect(slugify?.success_rate).toBe(0.9999);
+    expect(reliabilityLine(doc, "slugify")).toMatch(/^99\.9% success/);
+    const research = doc.skills.find((s) => s.skill === "research")?.windows["7d"];
+    expect(research?.upstream_error_rate).toBe(0.0001);
+    expect(reliabilityLine(doc, "research")).toContain("upstream errors 0.1%");
+  });
+
+  it("4,999 of 5,000 reads 99.9% on every page, not 100.0%", { timeout: 30_000 }, async () => {
+    const at = NOW + 10 * DAY;
+    await seed(at, "slugify", "ok", 5, 4_999);
+    await seed(at, "slugify", "server_error", 5, 1);
+    const doc = await skillStats(env.DB, at + 1000);
+    expect(doc.skills.find((s) => s.skill === "slugify")?.windows["7d"].success_rate).toBe(0.9998);
+    expect(reliabilityLine(doc, "slugify")).toMatch(/^99\.9% success over 5000 admitted calls/);
+  });
+});
+
+describe("a p95 needs 20 calls", () => {
+  it("one slow call among 19 sets no p95; among 20 it is the 19th fastest", async () => {
+    const at = NOW + 20 * DAY;
+    await seed(at, "sha256", "ok", 5, 18);
+    await seed(at, "sha256", "ok", 60_000, 1);
+    const few = (await skillStats(env.DB, at + 1000)).skills.find((s) => s.skill === "sha256")?.windows["7d"];
+    // Nearest-rank p95 of 19 values is their maximum: one caller's slow call was the p95.
+    expect(few).toMatchObject({ admitted: 19, p50_ms: 5, p95_ms: null });
+    await seed(at, "sha256", "ok", 5, 1);
+    const doc = await skillStats(env.DB, at + 1000);
+    expect(doc.skills.find((s) => s.skill === "sha256")?.windows["7d"]).toMatchObject({
+      admitted: 20,
+      p95_ms: 5,
+    });
+    expect(reliabilityLine(doc, "sha256")).toContain("p95 5 ms");
+  });
+});
+
+describe("what the caller's body costs is the caller's", () => {
+  /** A route as a skill's: recordCall outermost, the body read after it (as after the payment gate). */
+  const probe = (skill: string) =>
+    new Hono<AppEnv>().post(
+      "/probe",
+      recordCall(skill, () => 1000),
+      async (c) => {
+        await c.req.arrayBuffer();
+        return c.json({ ok: true });
+      },
+    );
+  const rowOf = (skill: string) =>
+    env.DB.prepare("SELECT status, outcome, duration_ms FROM call_log WHERE skill = ?1")
+      .bind(skill)
+      .first<{ status: number; outcome: string; duration_ms: number }>();
+  const send = async (app: Hono<AppEnv>, body: ReadableStream) => {
+    const ctx = createExecutionContext();
+    const res = await app.fetch(
+      new Request("https://skills.test/probe", { method: "POST", body, duplex: "half" } as RequestInit),
+      env,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    return res;
+  };
+  afterEach(() => vi.restoreAllMocks());
+
+  it("a connection cut mid-body is not a failure of the skill (not admitted)", async () => {
+    const skill = `cut_${crypto.randomUUID()}`;
+    let pulls = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(ctl) {
+        if (pulls++ === 0) ctl.enqueue(new TextEncoder().encode('{"text": "hel'));
+        else ctl.error(new Error("Network connection lost."));
+      },
+    });
+    const res = await send(probe(skill), body);
+    expect(res.status).toBe(500);
+    // Before: server_error, admitted: every cut connection (free: a failed call is never charged)
+    // lowered the skill's success rate.
+    expect(await rowOf(skill)).toMatchObject({ status: 500, outcome: "body_aborted" });
+    const doc = await skillStats(env.DB);
+    expect(doc.skills.find((s) => s.skill === skill)?.windows["24h"]).toMatchObject({
+      calls: 1,
+      admitted: 0,
+      success_rate: null,
+    });
+  });
+
+  it("a body trickled for a minute adds nothing to the skill's server time", async () => {
+    const skill = `slow_${crypto.randomUUID()}`;
+    // A clock moved only by the caller's body: both of recordCall's clocks read it.
+    let clock = 0;
+    const wall = Date.now();
+    vi.spyOn(performance, "now").mockImplementation(() => clock);
+    vi.spyOn(Date, "now").mockImplementation(() => wall + clock);
+    const parts = ['{"text"', ': "hello"}'];
+    const body = new ReadableStream<Uint8Array>({
+      pull(ctl) {
+        const part = parts.shift();
+        if (part === undefined) return ctl.close();
+        clock += 30_000;
+        ctl.enqueue(new TextEncoder().encode(part));
+      },
+    });
+    const res = await send(probe(skill), body);
+    expect(res.status).toBe(200);
+    vi.restoreAllMocks();
+    // Before: 60,000 ms, a paid call's worth of p95 for one caller's slow upload.
+    expect(await rowOf(skill)).toMatchObject({ status: 200, outcome: "ok", duration_ms: 0 });
+  });
+});

@@ -29,6 +29,7 @@ export type Outcome =
   | "conflict"
   | "client_error"
   | "body_aborted"
+  | "unpaid_unavailable"
   | "upstream"
   | "target_error"
   | "replay"
@@ -77,6 +78,19 @@ function paymentMethod(c: Context<AppEnv>): PaymentMethod {
   return "none";
 }
 
+/**
+ * A 503 to a call nothing paid for (no verified x402 payment, no credit taken, not free beta) is
+ * not admitted: it was refused before its payment could be checked (an unreadable facilitator
+ * answers every request 503, an unpaid probe or a junk header included; so does a key store
+ * that cannot be read), and counted admitted it let anyone multiply a short outage into any
+ * failure rate, for free. The success rate is "2xx among calls that passed validation and
+ * payment" (callPolicy). Only 503: an unsold partner try passes no gate, and its partner's
+ * 502/504 are the partner's failures.
+ */
+function admittedOnlyIfPaid(status: number, outcome: Outcome, method: PaymentMethod): Outcome {
+  return method === "none" && status === 503 ? "unpaid_unavailable" : outcome;
+}
+
 /** What a successful call was charged: the authorized x402 amount (USDC has 6 decimals, so atomic units are micro-dollars) or one card credit at the list price. */
 function chargedMicro(c: Context<AppEnv>, method: PaymentMethod, priceMicro: () => number): number {
   if (method === "x402_v1" || method === "x402_v2") {
@@ -121,7 +135,7 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
       ? "replay"
       : body.failed && status >= 500
         ? "body_aborted"
-        : outcomeOf(status, answer, Boolean(c.get("targetFault")));
+        : admittedOnlyIfPaid(status, outcomeOf(status, answer, Boolean(c.get("targetFault"))), method);
     const rec: CallRecord = {
       at: Date.now(),
       skill,

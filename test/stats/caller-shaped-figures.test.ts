@@ -1,10 +1,12 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
 import type { AppEnv } from "../../src/env";
 import { reliabilityLine } from "../../src/stats/published";
 import { skillStats } from "../../src/stats/query";
 import { recordCall } from "../../src/stats/record";
+import { paidEnv } from "../helpers";
 
 // Seeded rows live in weeks of their own, so other test files' rows never count.
 const NOW = Date.UTC(2033, 5, 15, 12, 0, 0);
@@ -142,5 +144,41 @@ describe("what the caller's body costs is the caller's", () => {
     vi.restoreAllMocks();
     // Before: 60,000 ms, a paid call's worth of p95 for one caller's slow upload.
     expect(await rowOf(skill)).toMatchObject({ status: 200, outcome: "ok", duration_ms: 0 });
+  });
+});
+
+describe("calls nothing paid for are not admitted failures", () => {
+  it("while the facilitator cannot be read, unpaid probes and junk payment headers lower no success rate", async () => {
+    // A facilitator that answers 404 to everything: the gate answers every request 503.
+    const down = {
+      ...paidEnv(),
+      FACILITATOR_URL: `${new URL(env.WIKIPEDIA_API_BASE).origin}/no-facilitator`,
+    };
+    const app = createApp();
+    const since = Date.now();
+    for (const headers of [{}, { "payment-signature": "junk" }] as Record<string, string>[]) {
+      const ctx = createExecutionContext();
+      const res = await app.fetch(
+        new Request("https://skills.test/api/skills/uuid-mint", {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: "{}",
+        }),
+        down,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      expect(res.status).toBe(503);
+    }
+    const { results } = await env.DB.prepare(
+      "SELECT status, outcome, payment_method FROM call_log WHERE skill = 'uuid_mint' AND at >= ?1 ORDER BY rowid",
+    )
+      .bind(since)
+      .all<{ status: number; outcome: string; payment_method: string }>();
+    // Before: three server_error rows, each an admitted failure anyone could send for free.
+    expect(results).toEqual([
+      { status: 503, outcome: "unpaid_unavailable", payment_method: "none" },
+      { status: 503, outcome: "unpaid_unavailable", payment_method: "none" },
+    ]);
   });
 });

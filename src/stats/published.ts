@@ -265,9 +265,12 @@ export function callPolicy(cfg: PublicConfig) {
     },
     measurement: {
       success_rate: "2xx among calls that passed validation and payment",
-      server_time: "request in to response out, admitted calls only",
+      server_time:
+        "request in to response out, less the time spent waiting for the caller's body, admitted calls only; p95 published from 20 admitted calls",
       excluded:
-        "422 validation, 402 payment, 401/403 key, 409 and 429 refusals count as calls, not as failures; so do replays of a stored idempotent answer and failures at a page the caller named (target_error)",
+        "422 validation, 402 payment, 401/403 key, 409 and 429 refusals count as calls, not as failures; so do replays of a stored idempotent answer, failures at a page the caller named (target_error), connections cut before their body was in, and 503s to calls no payment had passed yet",
+      rounding:
+        "success rates are rounded down and error rates up (4 decimals), so a failure never reads as 100%",
     },
     retention: {
       call_log_days: RETENTION_DAYS,

@@ -230,7 +230,8 @@ export function reliabilityLine(doc: StatsDocument, skillId: string): string {
 export function reliabilityShort(doc: StatsDocument, skillId: string): string {
   const w = doc.skills.find((s) => s.skill === skillId)?.windows["7d"];
   if (!w || w.success_rate === null) return "reliability: not measured yet";
-  return `${successPercent(w.success_rate)} ok · ${p95Text(w.p95_ms)} (7 d)`;
+  // A card has room for a p95 only: none below 20 calls, rather than a sentence why.
+  return `${successPercent(w.success_rate)} ok${w.p95_ms === null ? "" : ` · p95 ${w.p95_ms} ms`} (7 d)`;
 }
 
 /** A p95, or why there is none: a skill with calls but too few for one. */

@@ -5,7 +5,8 @@ export const ms = (v: number | null) => (v === null ? "–" : `${v} ms`);
 
 /**
  * Per-skill reliability over 7 days, as the public policy page (`detail`: upstream errors and last
- * success too) and the maintainer dashboard show it: one table, so the two cannot disagree.
+ * success too) and the maintainer dashboard show it: one table, so the two cannot disagree. Calls
+ * count every request (free 402 probes too); the rates are of admitted calls, shown beside them.
  */
 export function ReliabilityTable(props: { id: string; skills: StatsDocument["skills"]; detail?: boolean }) {
   return (
@@ -14,6 +15,7 @@ export function ReliabilityTable(props: { id: string; skills: StatsDocument["ski
         <tr>
           <th scope="col">Skill</th>
           <th scope="col">Calls</th>
+          <th scope="col">Admitted</th>
           <th scope="col">Success rate</th>
           <th scope="col">p50</th>
           <th scope="col">p95</th>
@@ -28,6 +30,7 @@ export function ReliabilityTable(props: { id: string; skills: StatsDocument["ski
             <tr>
               <th scope="row">{s.skill}</th>
               <td>{w.calls}</td>
+              <td>{w.admitted}</td>
               <td>{successPercent(w.success_rate)}</td>
               <td>{ms(w.p50_ms)}</td>
               <td>{ms(w.p95_ms)}</td>

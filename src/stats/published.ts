@@ -192,7 +192,12 @@ export function logUnavailable(e: unknown) {
   console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
 }
 
-/** A one-line-per-skill summary (7 days) for documents that only need the headline figures. */
+/**
+ * A one-line-per-skill summary (7 days) for documents that only need the headline figures. Skills
+ * with admitted calls only, each with `admitted` beside `calls`: `calls` counts every request,
+ * unpaid 402 probes included, which anyone sends for free, so alone it let a partner's resource
+ * (or a vandal's target) be listed as much used, with no measured call behind it.
+ */
 export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
   return {
     source: statsUrl,
@@ -200,13 +205,14 @@ export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
     window: "7d",
     skills: Object.fromEntries(
       doc.skills
-        .filter((s) => s.windows["7d"].calls > 0)
+        .filter((s) => s.windows["7d"].admitted > 0)
         .map((s) => {
           const w = s.windows["7d"];
           return [
             s.skill,
             {
               calls: w.calls,
+              admitted: w.admitted,
               success_rate: w.success_rate,
               p95_ms: w.p95_ms,
               ...(w.upstream_error_rate === null ? {} : { upstream_error_rate: w.upstream_error_rate }),

@@ -361,7 +361,7 @@ describe("/admin dashboard", () => {
     );
     expect(html).toContain("<svg");
     expect(html).toMatch(
-      /<th scope="row">dash_probe<\/th><td>2<\/td><td>50\.0%<\/td><td>7 ms<\/td><td>–<\/td>/,
+      /<th scope="row">dash_probe<\/th><td>2<\/td><td>2<\/td><td>50\.0%<\/td><td>7 ms<\/td><td>–<\/td>/,
     );
     expect(html).not.toContain(adminEnv.ADMIN_TOKEN);
 

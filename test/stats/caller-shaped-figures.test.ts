@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import type { AppEnv } from "../../src/env";
-import { reliabilityLine } from "../../src/stats/published";
+import { reliabilityLine, reliabilitySummary } from "../../src/stats/published";
 import { skillStats } from "../../src/stats/query";
 import { recordCall } from "../../src/stats/record";
 import { paidEnv } from "../helpers";
@@ -180,5 +180,24 @@ describe("calls nothing paid for are not admitted failures", () => {
       { status: 503, outcome: "unpaid_unavailable", payment_method: "none" },
       { status: 503, outcome: "unpaid_unavailable", payment_method: "none" },
     ]);
+  });
+});
+
+describe("free requests do not make a skill look used", () => {
+  it("a skill with only unpaid 402 probes is not listed in the summary; a measured one shows its admitted calls", async () => {
+    const at = NOW + 30 * DAY;
+    await env.DB.prepare(
+      `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
+       VALUES (?1, 'token_count', 402, 'payment_required', 1, 'none', 0, 'http'),
+              (?1, 'token_count', 402, 'payment_required', 1, 'none', 0, 'http'),
+              (?1, 'slugify', 402, 'payment_required', 1, 'none', 0, 'http'),
+              (?1, 'slugify', 200, 'ok', 4, 'x402_v2', 3000, 'http')`,
+    )
+      .bind(at)
+      .run();
+    const summary = reliabilitySummary(await skillStats(env.DB, at + 1000), "https://skills.test/api/stats");
+    // Before: token_count listed with 2 calls (and no rate), though nobody ever paid for one.
+    expect(summary.skills).not.toHaveProperty("token_count");
+    expect(summary.skills).toMatchObject({ slugify: { calls: 2, admitted: 1, success_rate: 1 } });
   });
 });

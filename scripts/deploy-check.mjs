@@ -114,6 +114,63 @@ function partnerProblems(vars) {
   return out;
 }
 
+const KID_FRAGMENT = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * RECEIPT_RETIRED_KEYS (docs/OPERATIONS.md, "Rotating the receipt signing key"): public Ed25519
+ * JWKs, each with its own kid. The Worker leaves out what it cannot publish (all of a list it cannot
+ * read) and only logs it, so receipts those keys signed stop verifying without a word at deploy
+ * time; a private key here is worse: [vars] is in git. Values are never echoed.
+ */
+export function retiredKeyProblems(vars) {
+  const text = String(vars.RECEIPT_RETIRED_KEYS ?? "").trim();
+  if (!text) return [];
+  const name = "RECEIPT_RETIRED_KEYS";
+  let list;
+  try {
+    list = JSON.parse(text);
+  } catch {
+    list = undefined;
+  }
+  if (!Array.isArray(list))
+    return [
+      `${name} is not a JSON array of public Ed25519 JWKs: the Worker would publish none of them, and every receipt they signed would fail`,
+    ];
+  const out = [];
+  const kids = new Map();
+  for (const [i, jwk] of list.entries()) {
+    const entry = `${name} entry ${i}`;
+    if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) {
+      out.push(`${entry} is not a JWK object`);
+      continue;
+    }
+    if ("d" in jwk) {
+      out.push(
+        `${entry} holds a private key (d): list public keys only. wrangler.toml is in git, so that key has leaked already: remove the entry and rotate the key as a leaked one (docs/OPERATIONS.md, "Rotating the receipt signing key")`,
+      );
+      continue;
+    }
+    if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519")
+      out.push(`${entry} is not an Ed25519 public key (kty "OKP", crv "Ed25519")`);
+    const x = typeof jwk.x === "string" ? jwk.x : "";
+    if (!/^[A-Za-z0-9_-]{43}$/.test(x) || Buffer.from(x, "base64url").toString("base64url") !== x)
+      out.push(`${entry}: x is not a 32-byte base64url value (43 characters)`);
+    const fragment = typeof jwk.kid === "string" ? jwk.kid.replace(/^did:web:[^#]+#/, "") : undefined;
+    if (fragment === undefined || !KID_FRAGMENT.test(fragment)) {
+      out.push(
+        `${entry}: kid must be the key's fragment (1-64 of A-Z a-z 0-9 . _ -) or did:web:<host>#<fragment>, as jwks.json lists it`,
+      );
+      continue;
+    }
+    if (kids.has(fragment))
+      out.push(
+        `${entry}: kid ${fragment} is also entry ${kids.get(fragment)}'s: each key needs a kid of its own (a verifier picks the key by kid)`,
+      );
+    else kids.set(fragment, i);
+  }
+  return out;
+}
+
 /** Secrets a deployment cannot run safely without; RPC_URL may be a var instead. */
 export const REQUIRED_SECRETS = ["ADMIN_TOKEN", "RECEIPT_SIGNING_KEY", "RPC_URL"];
 
@@ -166,6 +223,7 @@ export function problems(config, secrets, env = process.env) {
   else if (isPlaceholderWallet(vars.PAY_TO))
     out.push(`PAY_TO ${vars.PAY_TO} is a placeholder: set your own wallet`);
   out.push(...partnerProblems(vars));
+  out.push(...retiredKeyProblems(vars));
   const stripeMode = (vars.STRIPE_MODE ?? "").trim() || "live";
   if (stripeMode !== "live" && stripeMode !== "test")
     out.push(

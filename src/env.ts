@@ -27,7 +27,8 @@ export interface Secrets {
   PARTNER_PAYER_KEY?: string;
   /**
    * Private Ed25519 JWK (JSON) that signs offers and receipts (payments/receipt-key.ts). Unset: paid
-   * answers carry no receipt, 402s no signed offers, and the did:web document answers 503.
+   * answers carry no receipt, 402s no signed offers, and the did:web document lists only the
+   * RECEIPT_RETIRED_KEYS (503 without any).
    */
   RECEIPT_SIGNING_KEY?: string;
   /** JSON-RPC endpoint of the X402_NETWORK chain; reconciliation reads it. Unset: the cron skips. */
@@ -42,7 +43,7 @@ export interface OptionalVars {
   /**
    * Public Ed25519 JWKs (JSON array, each with its kid) of earlier RECEIPT_SIGNING_KEYs, published
    * in did.json and jwks.json so receipts they signed stay verifiable after a rotation
-   * (payments/receipt-key.ts retiredKeys; docs/receipts-and-retries.md). Unset: none.
+   * (payments/receipt-key.ts retiredKeys; docs/OPERATIONS.md, "Rotating the receipt signing key"). Unset: none.
    */
   RECEIPT_RETIRED_KEYS?: string;
 }

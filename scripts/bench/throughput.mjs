@@ -98,7 +98,7 @@ export function topContributors(metafile, n = 10) {
   return [...by.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
 }
 
-function vars(tomlText) {
+export function vars(tomlText) {
   const section = tomlText.split(/^\[vars\]\s*$/m)[1]?.split(/^\[/m)[0] ?? "";
   const out = {};
   for (const m of section.matchAll(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/gm)) out[m[1]] = m[2];
@@ -199,7 +199,7 @@ function routes() {
 const CLOCK_TICKS = 100;
 
 /** CPU ticks (user + system) of every process whose command line names `configFile` (workerd). */
-function cpuTicks(configFile) {
+export function cpuTicks(configFile) {
   let ticks = 0;
   for (const pid of readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
     try {

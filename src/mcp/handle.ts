@@ -8,6 +8,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import type { Context, ExecutionContext } from "hono";
+import { accepts } from "hono/accepts";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
@@ -76,6 +77,9 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
   const message = JSONRPC_MESSAGE.safeParse(parsed);
   if (!message.success) return rpcError(c, 400, -32600, "Invalid Request: not a JSON-RPC 2.0 message");
   if (!(await isLegacyRequest(c.req.raw, parsed))) {
+    // The SDK's handler answered any Accept (text/html too): refused here as the legacy path
+    // refuses it, so one endpoint has one rule whatever the revision.
+    if (!acceptable(c)) return notAcceptable(c);
     contexts.set(c.req.raw, serverContext(c, appFetch));
     return modernHandler().fetch(c.req.raw, { parsedBody: parsed });
   }
@@ -117,17 +121,7 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     );
   }
 
-  // The Accept taken as before (@hono/mcp): JSON or SSE or anything, and none is */*. The SDK's
-  // transport wants both named, which clients that answered "application/json" alone never sent.
-  const accept = c.req.header("accept") ?? "*/*";
-  if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
-    return rpcError(
-      c,
-      406,
-      -32000,
-      "Not Acceptable: Client must accept application/json or text/event-stream",
-    );
-  }
+  if (!acceptable(c)) return notAcceptable(c);
   const headers = new Headers(c.req.raw.headers);
   headers.set("accept", "application/json, text/event-stream");
   const request = new Request(c.req.url, { method: "POST", headers });
@@ -147,6 +141,30 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
     await instance.close();
   }
 }
+
+/**
+ * The media ranges taken, in either era. The answer is always application/json (no stream is ever
+ * sent): taken are the ranges that admit it (application/*, any) and the two types the spec has
+ * clients name, each alone as before (@hono/mcp): the SDK's transport wants both, which clients
+ * naming one never sent. text/* is not taken: it admits SSE but never the JSON answer.
+ */
+const TAKEN_RANGES = ["application/json", "application/*", "text/event-stream", "*/*"];
+
+/**
+ * Hono's Accept parser (q values, parameters, quoted strings) with a match of our own: Hono's
+ * returns a preference and never matches the any-type range; here one taken range at q > 0 is
+ * enough. Media types are case-insensitive (RFC 9110 8.3.1); no Accept means any (RFC 9110 12.5.1).
+ */
+const acceptable = (c: Context<AppEnv>) =>
+  accepts(c, {
+    header: "Accept",
+    supports: TAKEN_RANGES,
+    default: "*/*",
+    match: (ranges) => ranges.find((r) => r.q > 0 && TAKEN_RANGES.includes(r.type.toLowerCase()))?.type ?? "",
+  }) !== "";
+
+const notAcceptable = (c: Context<AppEnv>) =>
+  rpcError(c, 406, -32000, "Not Acceptable: Client must accept application/json or text/event-stream");
 
 type ServerContext = ReturnType<typeof serverContext>;
 

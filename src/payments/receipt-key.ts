@@ -4,7 +4,8 @@ import type { JWSSigner } from "@x402/extensions/offer-receipt";
  * The key that signs offers and receipts: `RECEIPT_SIGNING_KEY` is a private Ed25519 JWK as JSON
  * (`{"kty":"OKP","crv":"Ed25519","d":"…","x":"…","kid":"…"}`; `kid` optional). A JWK keeps the
  * public half (`x`) next to the private one; did.json publishes it once parse has checked it is
- * `d`'s. A key that fails any check is malformed: no offers, no receipts, did.json 503.
+ * `d`'s. A key that fails any check is malformed, as an unset one: no offers, no receipts, and
+ * did.json lists only the retired keys (503 without any; routes/did.ts).
  * JWS algorithm EdDSA (RFC 8037), signed with WebCrypto in the Worker.
  */
 export interface ReceiptKey {
@@ -14,6 +15,8 @@ export interface ReceiptKey {
   kid: string;
   publicJwk: PublicJwk;
   signer: JWSSigner;
+  /** Whether `value` is this key's private half (`d`): a string compare, `d` itself never leaves. */
+  isPrivateHalf(value: string): boolean;
 }
 
 /** A public key as did.json and jwks.json publish it; `kid` is the full `did:web:<host>#<fragment>`. */
@@ -107,6 +110,7 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
         return base64url(new Uint8Array(sig));
       },
     },
+    isPrivateHalf: (value) => value === d,
   };
 }
 
@@ -130,25 +134,39 @@ function base64url(bytes: Uint8Array): string {
   return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-let retiredCache: { source: string; key: ReceiptKey; keys: PublicJwk[] | { error: string } } | undefined;
+/**
+ * The retired keys to publish, and why any entry of the list was left out. `error` alone: the list
+ * as a whole cannot be read (not JSON, not an array), and nothing of it is published.
+ */
+export type RetiredKeys = { keys: PublicJwk[]; problems: string[] } | { error: string };
+
+let retiredCache: { source: string; did: string; current?: ReceiptKey; keys: RetiredKeys } | undefined;
 
 /**
  * The public keys of earlier signing keys (`RECEIPT_RETIRED_KEYS`, a JSON array of public Ed25519
  * JWKs with their `kid`: the fragment, or the whole kid as jwks.json published it), listed beside
- * the current key so receipts and offers they signed still verify after a rotation (an idempotent
- * replay serves an old receipt for up to 24 h). The current key itself may be in the list (added
- * before the rotation): it is listed once. Parsed once per isolate and value.
+ * the current key (`current`, none while the signing key is unset or malformed) so receipts and
+ * offers they signed still verify after a rotation (an idempotent replay serves an old receipt for
+ * up to 24 h). The current key itself may be in the list (added before the rotation): it is listed
+ * once. Parsed once per isolate and value.
  */
-export function retiredKeys(value: string | undefined, key: ReceiptKey): PublicJwk[] | { error: string } {
+export function retiredKeys(value: string | undefined, did: string, current?: ReceiptKey): RetiredKeys {
   const source = value?.trim() ?? "";
-  // The key object is receiptKey's memo: a new one means another secret or base URL.
-  if (retiredCache && retiredCache.source === source && retiredCache.key === key) return retiredCache.keys;
-  retiredCache = { source, key, keys: parseRetired(source, key) };
+  // `current` is receiptKey's memo: a new one means another secret or base URL.
+  if (retiredCache?.source === source && retiredCache.did === did && retiredCache.current === current)
+    return retiredCache.keys;
+  retiredCache = { source, did, current, keys: parseRetired(source, did, current) };
   return retiredCache.keys;
 }
 
-function parseRetired(source: string, key: ReceiptKey): PublicJwk[] | { error: string } {
-  if (!source) return [];
+/**
+ * Each entry stands alone: one that cannot be published (a private half, another did, a kid
+ * already another key's) is left out and named, and the others are still published. Refusing the
+ * whole list for one mistake unpublished every older key with it, so every receipt those keys had
+ * signed failed for the one slip of the latest rotation.
+ */
+function parseRetired(source: string, did: string, current?: ReceiptKey): RetiredKeys {
+  if (!source) return { keys: [], problems: [] };
   const error = (why: string) => ({ error: `RECEIPT_RETIRED_KEYS: ${why}` });
   let list: unknown;
   try {
@@ -158,39 +176,64 @@ function parseRetired(source: string, key: ReceiptKey): PublicJwk[] | { error: s
   }
   if (!Array.isArray(list)) return error("expected a JSON array of public Ed25519 JWKs");
   const keys: PublicJwk[] = [];
+  const problems: string[] = [];
   for (const [i, jwk] of list.entries()) {
-    if (typeof jwk !== "object" || jwk === null) return error(`entry ${i} is not a JWK`);
-    // A private half in a plain var would be a leaked signing key: refused, never published.
-    if ("d" in jwk) return error(`entry ${i} holds a private key (d): list public keys only`);
-    if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string" || !b64url.test(jwk.x))
-      return error(`entry ${i} must be a public Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","x","kid"})`);
-    const fragment =
-      typeof jwk.kid === "string" && jwk.kid.startsWith(`${key.did}#`)
-        ? jwk.kid.slice(key.did.length + 1)
-        : jwk.kid;
-    if (typeof fragment !== "string" || !FRAGMENT.test(fragment))
-      return error(`entry ${i}: kid must be a fragment (1-64 of A-Z a-z 0-9 . _ -) or ${key.did}#<fragment>`);
-    const kid = `${key.did}#${fragment}`;
-    const same = kid === key.kid ? key.publicJwk : keys.find((k) => k.kid === kid);
-    if (same && same.x !== jwk.x) return error(`entry ${i}: ${kid} is already another key`);
-    if (!same) keys.push({ kty: "OKP", crv: "Ed25519", x: jwk.x, alg: "EdDSA", use: "sig", kid });
+    const entry = retiredEntry(jwk, did, current, keys);
+    if (typeof entry === "string") problems.push(`RECEIPT_RETIRED_KEYS: entry ${i} left out: ${entry}`);
+    else if (entry) keys.push(entry);
   }
-  return keys;
+  return { keys, problems };
+}
+
+/** The entry as published, undefined when it is a key already listed, or why it cannot be published. */
+function retiredEntry(
+  jwk: unknown,
+  did: string,
+  current: ReceiptKey | undefined,
+  listed: PublicJwk[],
+): PublicJwk | string | undefined {
+  if (typeof jwk !== "object" || jwk === null) return "not a JWK";
+  const e = jwk as Record<string, unknown>;
+  // A private half in a plain var would be a leaked signing key: refused, never published.
+  if ("d" in e) return "it holds a private key (d): list public keys only";
+  if (e.kty !== "OKP" || e.crv !== "Ed25519" || typeof e.x !== "string" || !b64url.test(e.x))
+    return 'not a public Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","x","kid"})';
+  // The signing key's `d` pasted as an `x` (both are 43 base64url characters) would publish the
+  // private key. A string compare, once per isolate and value (retiredKeys is memoized); the value
+  // is never put in the message.
+  if (current?.isPrivateHalf(e.x))
+    return "its x is the current RECEIPT_SIGNING_KEY's private half (d), not a public key: that key is leaked (the var is in wrangler.toml and the dashboard); rotate it as a leaked key (docs/OPERATIONS.md)";
+  const fragment =
+    typeof e.kid === "string" && e.kid.startsWith(`${did}#`) ? e.kid.slice(did.length + 1) : e.kid;
+  if (typeof fragment !== "string" || !FRAGMENT.test(fragment))
+    return `kid must be a fragment (1-64 of A-Z a-z 0-9 . _ -) or ${did}#<fragment>`;
+  const kid = `${did}#${fragment}`;
+  const currentJwk = current?.publicJwk;
+  const same = currentJwk?.kid === kid ? currentJwk : listed.find((k) => k.kid === kid);
+  // The current key under a retired key's kid: the rotation reused the kid, and receipts the
+  // retired key signed name a kid that now selects the new key (they read as forged). Only a new
+  // signing key with a kid of its own brings them back (docs/OPERATIONS.md, "Rotating the receipt signing key").
+  if (same && same.x !== e.x)
+    return same === currentJwk
+      ? `${kid} is the current RECEIPT_SIGNING_KEY's kid, and this is another key: receipts that key signed do not verify until RECEIPT_SIGNING_KEY is put again with a new kid`
+      : `${kid} is already another key of the list`;
+  if (same) return undefined;
+  return { kty: "OKP", crv: "Ed25519", x: e.x, alg: "EdDSA", use: "sig", kid };
 }
 
 /**
  * The did:web document that publishes the public keys (W3C DID Core, JsonWebKey2020): the current
- * one first, then the retired ones, each also an assertion method (receipts and offers are assertions).
+ * one first (none while signing is off), then the retired ones, each also an assertion method
+ * (receipts and offers are assertions).
  */
-export function didDocument(key: ReceiptKey, retired: PublicJwk[] = []) {
-  const keys = [key.publicJwk, ...retired];
+export function didDocument(did: string, keys: PublicJwk[]) {
   return {
     "@context": ["https://www.w3.org/ns/did/v1", "https://w3id.org/security/suites/jws-2020/v1"],
-    id: key.did,
+    id: did,
     verificationMethod: keys.map((jwk) => ({
       id: jwk.kid,
       type: "JsonWebKey2020",
-      controller: key.did,
+      controller: did,
       publicKeyJwk: jwk,
     })),
     assertionMethod: keys.map((jwk) => jwk.kid),

@@ -1,49 +1,16 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-// @ts-expect-error plain JS helpers shared with the scripts
-import { usdcBalance } from "../../scripts/lib/chain.mjs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error plain JS helpers shared with the scripts
 import { connectMcp, paymentRequiredOf, payToolCall, signPayment } from "../../scripts/lib/mcp-buyer.mjs";
 import { inputForToolCalling } from "../../src/mcp/tool-calling-schema";
+import { buyCardKey } from "./card-key";
+import { balance, buyer, ledgerRows, stack, type ToolResult } from "./mcp-stack";
 
 // The MCP server against the real local stack (anvil + the real USDC contract + facilitator +
 // Stripe emulator + wrangler dev), driven by the official MCP TypeScript client.
-const stack = inject("stack") as {
-  base_url: string;
-  rpc_url: string;
-  admin_token: string;
-  buyers: { address: string; privateKey: `0x${string}` }[];
-};
-// Buyers 8 and 9 are the stack's partner wallets; 5-7 are this file's.
-const buyer = (i: 5 | 6 | 7) => {
-  const b = stack.buyers[i];
-  if (!b) throw new Error(`the stack has no buyer ${i}`);
-  return b;
-};
-const balance = (who: string): Promise<bigint> => usdcBalance(stack.rpc_url, who);
 const TOKEN_COUNT_PRICE = 4000n;
-
-interface ToolResult {
-  isError?: boolean;
-  structuredContent?: Record<string, unknown>;
-  content: { type: string; text: string }[];
-  _meta?: Record<string, unknown>;
-}
-
-async function ledger(query: string) {
-  const res = await fetch(`${stack.base_url}/api/admin/payments?limit=1000&${query}`, {
-    headers: { authorization: `Bearer ${stack.admin_token}` },
-  });
-  return (await res.json()) as { payments: Record<string, string | number>[] };
-}
-const nonceOf = (p: PaymentPayload) =>
-  (p.payload as { authorization: { nonce: string } }).authorization.nonce;
-const rowsFor = async (p: PaymentPayload, resource: string) =>
-  (await ledger(`resource=${encodeURIComponent(resource)}`)).payments.filter((r) =>
-    String(r.nonce).endsWith(nonceOf(p).toLowerCase()),
-  );
 
 /**
  * Why a paid call was refused: the D1 claim's reason while the first call runs, or, once the
@@ -123,7 +90,7 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
     expect(String(receipt.payer).toLowerCase()).toBe(b.address.toLowerCase());
     expect(receipt.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     expect(before - (await balance(b.address))).toBe(TOKEN_COUNT_PRICE);
-    const rows = await rowsFor(payment, "mcp:token_count");
+    const rows = await ledgerRows(payment, "mcp:token_count");
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ amount_atomic: Number(TOKEN_COUNT_PRICE), tx_hash: receipt.transaction });
   });
@@ -140,7 +107,7 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
     expect(ok).toHaveLength(1);
     for (const r of results.filter((x) => x.isError)) expect(refusal(r)).toMatch(REFUSED);
     expect(before - (await balance(b.address))).toBe(3000n);
-    expect(await rowsFor(payment, "mcp:slugify")).toHaveLength(1);
+    expect(await ledgerRows(payment, "mcp:slugify")).toHaveLength(1);
   });
 
   it("a signature already paid over HTTP is refused over MCP (one claim table)", async () => {
@@ -165,7 +132,7 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
     expect(refusal(replay)).toMatch(REFUSED);
     expect(replay.structuredContent).not.toHaveProperty("hex");
     expect(await balance(b.address)).toBe(before);
-    expect(await rowsFor(payment, "mcp:sha256")).toHaveLength(0);
+    expect(await ledgerRows(payment, "mcp:sha256")).toHaveLength(0);
   });
 
   it("a paid call with invalid arguments is a tool error with the field errors, and is not settled", async () => {
@@ -179,7 +146,7 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
     expect(Array.isArray(detail) && detail.length > 0).toBe(true);
     expect(bad.content[0]?.text).toMatch(/^Invalid arguments \(not charged\)/);
     expect(await balance(b.address)).toBe(before);
-    expect(await rowsFor(payment, "mcp:json_sort")).toHaveLength(0);
+    expect(await ledgerRows(payment, "mcp:json_sort")).toHaveLength(0);
   });
 
   it("payToolCall (the demo's flow) pays one call end to end", async () => {
@@ -194,27 +161,8 @@ describe("MCP over Streamable HTTP, paid with x402 on the local chain", () => {
 
 describe("MCP paid with card credits", () => {
   it("a key bought through Stripe Checkout (emulator) pays a tool call from its credits; another skill on its connection pays with x402", async () => {
-    const created = await fetch(`${stack.base_url}/api/cardpay/checkout`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ skill_id: "slugify" }),
-    });
-    expect(created.status).toBe(200);
-    const checkout = (await created.json()) as { checkout_url: string; calls: number };
-    // The emulator's hosted page is a form: submitting it pays, fires the webhook and redirects.
-    const paid = await fetch(checkout.checkout_url, { method: "POST", redirect: "manual" });
-    expect(paid.status).toBe(303);
-    // The success page shows the key only through its "Reveal my key" form (a POST with a token).
-    const successUrl = paid.headers.get("location") ?? "";
-    const page = await (await fetch(successUrl)).text();
-    const token = /name="token" value="([^"]+)"/.exec(page)?.[1] ?? "";
-    const revealed = await fetch(successUrl, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: new URL(successUrl).origin },
-      body: new URLSearchParams({ token }).toString(),
-    });
-    const key = /id="api-key"[^>]*>\s*(mk_[A-Za-z0-9_-]+)/.exec(await revealed.text())?.[1];
-    expect(key).toBeDefined();
+    const checkout = await buyCardKey(stack.base_url, "slugify");
+    const key = checkout.key;
 
     const carded = await connectMcp(stack.base_url, { authorization: `Bearer ${key}` });
     try {

@@ -4,11 +4,11 @@ import type { PaymentRequirementsV1 } from "@x402/core/types/v1";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { transferWithAuthorization } from "../../src/payments/transfer-authorization";
 import { keyWith } from "../fixtures/credits";
-import { authorizationFor, randomNonce, signedPayment } from "../fixtures/payments";
+import { authorizationFor, signedPayment } from "../fixtures/payments";
+import { createPaymentHeader, v1Offer } from "../fixtures/payments-v1";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { mcpCall, ORIGIN, type ToolResult } from "../helpers";
+import { mcpCall, ORIGIN } from "../helpers";
 
 // Vercel's x402-mcp (npm x402-mcp 0.0.5) pays over MCP with x402 v1: its model reads the v1
 // requirements from the unpaid result, its generatePaymentAuthorization tool signs them with x402's
@@ -18,59 +18,6 @@ const paidEnv = { ...env, FREE_BETA: "false", FACILITATOR_URL: `${FIXTURE}/facil
 const app = createApp();
 const callTool = async (name: string, args: unknown, meta?: Record<string, unknown>) =>
   (await mcpCall(app, paidEnv, name, args, meta)).result;
-
-const V1_CHAIN_ID: Record<string, number> = { base: 8453 };
-
-/**
- * What x402 0.5.3's createPaymentHeader(wallet, 1, requirements) builds (preparePaymentHeader,
- * signPaymentHeader, encodePayment): the v1 envelope around an EIP-3009 authorization valid from
- * ten minutes ago for maxTimeoutSeconds, signed under the requirement's asset and `extra` domain.
- */
-async function createPaymentHeader(
-  requirements: PaymentRequirementsV1,
-  overrides: Record<string, unknown> = {},
-) {
-  const account = privateKeyToAccount(generatePrivateKey());
-  const now = Math.floor(Date.now() / 1000);
-  const authorization = {
-    from: account.address,
-    to: requirements.payTo,
-    value: requirements.maxAmountRequired,
-    validAfter: String(now - 600),
-    validBefore: String(now + requirements.maxTimeoutSeconds),
-    nonce: randomNonce(),
-  };
-  const extra = requirements.extra as { name: string; version: string };
-  const signature = await account.signTypedData(
-    transferWithAuthorization(authorization, {
-      name: extra.name,
-      version: extra.version,
-      chainId: V1_CHAIN_ID[requirements.network] as number,
-      verifyingContract: requirements.asset as `0x${string}`,
-    }),
-  );
-  const v1 = {
-    x402Version: 1,
-    scheme: requirements.scheme,
-    network: requirements.network,
-    payload: { signature, authorization },
-  };
-  return {
-    header: btoa(JSON.stringify({ ...v1, ...overrides })),
-    nonce: authorization.nonce,
-    key: `eip155:8453:${requirements.asset}:${account.address}:${authorization.nonce}`.toLowerCase(),
-  };
-}
-
-/** The v1 offer of an unpaid result, where x402-mcp's model reads it: the second text item. */
-function v1Offer(result: ToolResult) {
-  return JSON.parse(result.content[1]?.text ?? "null") as {
-    x402Version: number;
-    error: string;
-    reason?: string;
-    accepts: PaymentRequirementsV1[];
-  };
-}
 
 const ledger = async (key: string) =>
   (await env.DB.prepare("SELECT resource FROM payments WHERE nonce = ?1").bind(key).all()).results;

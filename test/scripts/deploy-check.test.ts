@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -10,6 +11,7 @@ import {
   isPlaceholderHost,
   problems,
   readConfig,
+  retiredKeyProblems,
   warnings,
   // @ts-expect-error plain JS script
 } from "../../scripts/deploy-check.mjs";
@@ -315,6 +317,74 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(ok.out).toMatch(/configuration complete/);
     expect(ok.code).toBe(0);
   }, 120_000);
+});
+
+describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {
+  const keyPair = (kid: string) => ({
+    ...(generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }) as { d: string; x: string }),
+    kty: "OKP",
+    crv: "Ed25519",
+    kid,
+  });
+  const publicOf = ({ d: _d, ...rest }: ReturnType<typeof keyPair>) => rest;
+  const check = (value: unknown) =>
+    retiredKeyProblems({ RECEIPT_RETIRED_KEYS: typeof value === "string" ? value : JSON.stringify(value) });
+
+  it("passes public keys as jwks.json lists them (a fragment or the whole kid), and an unset list", () => {
+    const a = publicOf(keyPair("receipts-20260101120000"));
+    const b = { ...publicOf(keyPair("receipts-20260301120000")), alg: "EdDSA", use: "sig" };
+    expect(check([a, { ...b, kid: `did:web:skills.example#${b.kid}` }])).toEqual([]);
+    expect(retiredKeyProblems({})).toEqual([]);
+    expect(retiredKeyProblems({ RECEIPT_RETIRED_KEYS: " " })).toEqual([]);
+  });
+
+  it("refuses a private key, a bad x, a missing or repeated kid, and a list that is not an array, each said", () => {
+    const leaked = keyPair("leaked");
+    const good = publicOf(keyPair("good"));
+    const found: string[] = check([
+      good,
+      leaked,
+      { ...good, kid: "short-x", x: good.x.slice(1) },
+      { ...good, kid: "long-x", x: `${good.x}A` },
+      { ...good, kid: "bad-char", x: `${good.x.slice(0, 42)}=` },
+      { ...good, kid: "other-curve", crv: "P-256" },
+      { ...good, kid: undefined },
+      { ...good, kid: "did:web:skills.example#good" },
+      "not a jwk",
+    ]);
+    expect(found).toEqual([
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 1 holds a private key \(d\).*leaked already/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 2: x is not a 32-byte base64url value/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 3: x is not a 32-byte base64url value/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 4: x is not a 32-byte base64url value/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 5 is not an Ed25519 public key/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 6: kid must be/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 7: kid good is also entry 0's/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 8 is not a JWK object/),
+    ]);
+    expect(found.join("\n")).not.toContain(leaked.d);
+    for (const value of ["not json", JSON.stringify({ keys: [good] })])
+      expect(check(value)).toEqual([expect.stringMatching(/^RECEIPT_RETIRED_KEYS is not a JSON array/)]);
+  });
+
+  it("the script refuses a wrangler.toml whose [vars] hold a private key, without printing it", async () => {
+    const leaked = keyPair("leaked");
+    const file = completed();
+    const text = readFileSync(file, "utf8");
+    writeFileSync(
+      file,
+      text.replace(
+        'X402LIST_TOKENS = ""',
+        `X402LIST_TOKENS = ""\nRECEIPT_RETIRED_KEYS = '${JSON.stringify([leaked])}'`,
+      ),
+    );
+    const res = await run(file, ALL_SECRETS.join(","));
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(
+      /refusing to deploy; missing:\n {2}- RECEIPT_RETIRED_KEYS entry 0 holds a private key/,
+    );
+    expect(res.out).not.toContain(leaked.d);
+  }, 60_000);
 });
 
 describe("rate limits", { timeout: 30_000 }, () => {

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// `node scripts/bench/ab-402.mjs [--slices N] <dirA> <dirB> ...`: the unpaid 402's
+// CPU per request for bench Worker bundles built beforehand (`wrangler deploy --dry-run --minify
+// -c scripts/bench/wrangler.bench.toml --outdir <dir>`), each served by its own plain workerd
+// process with payments on, loaded in 1 s slices taken in turn (A, B, A, B, ...) so the shared
+// machine's bursts fall on every bundle alike. Prints, per bundle, CPU µs per request (the workerd
+// process's user+system time over its slices divided by its answers) and req/s; also the 402's
+// app floor (/__bench/offer-floor) of each bundle, which no candidate here changes.
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { benchInputs } from "./inputs.mjs";
+import { withPaymentsOn } from "./paid-bundles.mjs";
+import { cpuTicks, load } from "./throughput.mjs";
+import { serve } from "./workerd-config.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = argv.indexOf(name);
+  if (i < 0) return fallback;
+  const v = argv[i + 1];
+  argv.splice(i, 2);
+  return v;
+};
+const slices = Number(opt("--slices", 10));
+const dirs = argv.map((d) => path.resolve(d));
+if (dirs.length < 2) throw new Error("give two or more bundle directories");
+const body = JSON.stringify(benchInputs().find(([s, l]) => s === "slugify" && l === "1 KB")[2]);
+const routes = [
+  { name: "unpaid 402", path: "/api/skills/slugify" },
+  { name: "402 app floor", path: "/__bench/offer-floor" },
+];
+
+await withPaymentsOn(root, async (paidConfig) => {
+  const servers = [];
+  try {
+    for (const [i, dir] of dirs.entries()) {
+      const { cfg, port } = await paidConfig(dir, `ab${i}`);
+      servers.push({ dir, port, cfg, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
+    }
+    const run = (s, r, seconds) =>
+      load({ port: s.port, method: "POST", path: r.path, body, expect: 402, seconds, connections: 10 });
+    for (const s of servers) for (const r of routes) await run(s, r, 1); // warm-up
+    const sum = servers.map(() => routes.map(() => ({ ticks: 0, done: 0, secs: 0 })));
+    for (let k = 0; k < slices; k++) {
+      // Alternate the order too, so neither bundle always follows the other.
+      const order = k % 2 ? [...servers.keys()].reverse() : [...servers.keys()];
+      for (const i of order)
+        for (const [j, r] of routes.entries()) {
+          const before = cpuTicks(servers[i].cfg);
+          const res = await run(servers[i], r, 1);
+          const acc = sum[i][j];
+          acc.ticks += cpuTicks(servers[i].cfg) - before;
+          acc.done += res.done;
+          acc.secs += res.done / res.rps;
+        }
+    }
+    for (const [i, s] of servers.entries())
+      for (const [j, r] of routes.entries()) {
+        const { ticks, done, secs } = sum[i][j];
+        console.log(
+          `${path.basename(s.dir)}\t${r.name}\tCPU µs/req ${((ticks * 1e4) / done).toFixed(1)}\treq/s ${(done / secs).toFixed(0)}`,
+        );
+      }
+  } finally {
+    for (const s of servers) await s.proc.stop();
+  }
+});

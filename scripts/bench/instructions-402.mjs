@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+// `node scripts/bench/instructions-402.mjs [--requests N] [--warm N] [--route PATH]... <dir>...`:
+// instructions per request of the unpaid 402 (and any other POST route answered 402) for bench
+// Worker bundles built beforehand (as for ab-402.mjs), each served by plain workerd under valgrind's
+// callgrind with payments on. Instrumentation is off while workerd starts and warms up, and is
+// switched on (`callgrind_control -i on`) only around N requests, so the count is those requests'
+// work in every workerd thread, and nothing else. On this shared machine CPU time per request moved
+// ±10 % between identical bundles; an instruction count moves ~±3 % (a GC cycle falling inside the
+// window or not), whatever the load. It does not see memory stalls: confirm a win in CPU time too.
+import { execFileSync, spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { benchInputs } from "./inputs.mjs";
+import { withPaymentsOn } from "./paid-bundles.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const argv = process.argv.slice(2);
+const take = (name) => {
+  const out = [];
+  for (let i = argv.indexOf(name); i >= 0; i = argv.indexOf(name)) out.push(...argv.splice(i, 2).slice(1));
+  return out;
+};
+const requests = Number(take("--requests")[0] ?? 600);
+const warm = Number(take("--warm")[0] ?? 1000);
+const routes = take("--route");
+if (!routes.length) routes.push("/api/skills/slugify", "/__bench/offer-floor");
+const dirs = argv.map((d) => path.resolve(d));
+const body = JSON.stringify(benchInputs().find(([s, l]) => s === "slugify" && l === "1 KB")[2]);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const workerd = path.join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
+
+async function send(port, p, n, connections = 4) {
+  let left = n;
+  let wrong = 0;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (left-- > 0) {
+        const r = await fetch(`http://127.0.0.1:${port}${p}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        });
+        await r.arrayBuffer();
+        if (r.status !== 402) wrong++;
+      }
+    }),
+  );
+  if (wrong) console.warn(`${p}: ${wrong} answers not 402`);
+}
+
+await withPaymentsOn(root, async (paidConfig) => {
+  for (const [i, dir] of dirs.entries()) {
+    const { cfg, port } = await paidConfig(dir, `cg${i}`);
+    const out = path.join(dir, "callgrind.out");
+    const child = spawn(
+      "valgrind",
+      [
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--smc-check=all-non-file",
+        `--callgrind-out-file=${out}.%p`,
+        workerd,
+        "serve",
+        cfg,
+        "--experimental",
+      ],
+      { cwd: dir, stdio: ["ignore", "ignore", "pipe"], detached: true },
+    );
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr = (stderr + d).slice(-3000);
+    });
+    try {
+      for (let t = 0; ; t++) {
+        try {
+          const r = await fetch(`http://127.0.0.1:${port}/__bench/noop`);
+          await r.arrayBuffer();
+          if (r.ok) break;
+        } catch {}
+        if (child.exitCode !== null || t > 1500)
+          throw new Error(`workerd under valgrind did not answer: ${stderr}`);
+        await sleep(200);
+      }
+      const ctl = (...a) =>
+        execFileSync("callgrind_control", [...a, String(child.pid)], { stdio: ["ignore", "pipe", "pipe"] });
+      const figures = [];
+      for (const p of routes) {
+        await send(port, p, warm);
+        ctl("-z");
+        ctl("-i", "on");
+        await send(port, p, requests);
+        ctl("-i", "off");
+        const tag = p.replace(/\W+/g, "_");
+        ctl("-d", tag);
+        let total;
+        for (let t = 0; total === undefined && t < 150; t++) {
+          await sleep(200);
+          for (const f of readdirSync(dir).filter((f) => f.startsWith(`callgrind.out.${child.pid}.`))) {
+            const text = readFileSync(path.join(dir, f), "utf8");
+            if (text.includes(`desc: Trigger: dump ${tag}\n`))
+              total = Number(text.match(/^totals:\s*(\d+)/m)?.[1]);
+          }
+        }
+        figures.push(`${p} ${(total / requests / 1000).toFixed(1)} kIr/request`);
+      }
+      console.log(`${path.basename(dir)}\t${figures.join("\t")}`);
+    } finally {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {}
+      if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
+    }
+  }
+});

@@ -33,6 +33,11 @@ const windowFigures = {
       description: "Network skills only: upstream 502/504 / admitted, rounded up to 4 decimals",
     },
     last_success_at: { type: ["string", "null"], format: "date-time" },
+    unavailable: {
+      type: "integer",
+      description:
+        "503s answered before any payment could be checked (facilitator or key store unreadable): an outage of this service, not in the success rate (unpaid probes would sink it for free)",
+    },
   },
 };
 /** GET /api/stats (src/stats/query.ts). */

@@ -24,7 +24,7 @@ export const STATS_MAX_AGE_SECONDS = 60;
  */
 export const STATS_COPY_TTL_SECONDS = 1800;
 // Bump when the document's shape changes, so a copy left by the previous version is not served.
-export const STATS_KV_KEY = "stats:published:v1";
+export const STATS_KV_KEY = "stats:published:v2";
 
 type StatsEnv = Pick<Bindings, "DB" | "KV">;
 type Published = { doc: StatsDocument; hit: boolean };

@@ -23,6 +23,12 @@ export interface WindowFigures {
   /** Network skills only: upstream 502/504 among admitted calls, rounded up; null for offline skills. */
   upstream_error_rate: number | null;
   last_success_at: string | null;
+  /**
+   * 503s answered before any payment could be checked (outcome unpaid_unavailable): our own outage
+   * (facilitator or key store unreadable, misconfigured payments) shown as a count, kept out of the
+   * success rate because anyone can send them for free.
+   */
+  unavailable: number;
 }
 
 export interface SkillStats {
@@ -82,6 +88,7 @@ function figures(skill: string, groups: Group[]): WindowFigures {
   let admitted = 0;
   let succeeded = 0;
   let upstream = 0;
+  let unavailable = 0;
   let last = 0;
   // Server time of admitted calls: refusals (422, 402) are fast and would flatter the figure.
   const times = new Map<number, number>();
@@ -92,6 +99,7 @@ function figures(skill: string, groups: Group[]): WindowFigures {
       last = Math.max(last, g.last_at);
     }
     if (g.outcome === "upstream") upstream += g.n;
+    if (g.outcome === "unpaid_unavailable") unavailable += g.n;
     if (ADMITTED.includes(g.outcome as (typeof ADMITTED)[number])) {
       admitted += g.n;
       times.set(g.duration_ms, (times.get(g.duration_ms) ?? 0) + g.n);
@@ -107,6 +115,7 @@ function figures(skill: string, groups: Group[]): WindowFigures {
     p95_ms: admitted >= MIN_CALLS_FOR_P95 ? percentileOf(histogram, admitted, 95) : null,
     upstream_error_rate: NETWORK_SKILLS.has(skill) ? (admitted ? shareUp(upstream, admitted) : null) : null,
     last_success_at: last ? new Date(last).toISOString() : null,
+    unavailable,
   };
 }
 

@@ -3,8 +3,8 @@ import { Hono } from "hono";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import type { AppEnv } from "../../src/env";
-import { reliabilityLine, reliabilitySummary } from "../../src/stats/published";
-import { skillStats } from "../../src/stats/query";
+import { refreshPublishedStats, reliabilityLine, reliabilitySummary } from "../../src/stats/published";
+import { type StatsDocument, skillStats } from "../../src/stats/query";
 import { recordCall } from "../../src/stats/record";
 import { paidEnv } from "../helpers";
 
@@ -148,7 +148,7 @@ describe("what the caller's body costs is the caller's", () => {
 });
 
 describe("calls nothing paid for are not admitted failures", () => {
-  it("while the facilitator cannot be read, unpaid probes and junk payment headers lower no success rate", async () => {
+  it("while the facilitator cannot be read, its calls lower no success rate but are published as unavailable", async () => {
     // A facilitator that answers 404 to everything: the gate answers every request 503.
     const down = {
       ...paidEnv(),
@@ -175,11 +175,31 @@ describe("calls nothing paid for are not admitted failures", () => {
     )
       .bind(since)
       .all<{ status: number; outcome: string; payment_method: string }>();
-    // Before: three server_error rows, each an admitted failure anyone could send for free.
+    // Before: two server_error rows, each an admitted failure anyone could send for free.
     expect(results).toEqual([
       { status: 503, outcome: "unpaid_unavailable", payment_method: "none" },
       { status: 503, outcome: "unpaid_unavailable", payment_method: "none" },
     ]);
+    // The outage is ours, and a buyer with a valid signature was refused alike: it is shown, as a
+    // count, on /api/stats and in the table of /docs/reliability (the /admin one is the same).
+    await refreshPublishedStats(env);
+    const stats = await app.fetch(
+      new Request("https://skills.test/api/stats"),
+      env,
+      createExecutionContext(),
+    );
+    const doc = (await stats.json()) as StatsDocument;
+    expect(doc.skills.find((s) => s.skill === "uuid_mint")?.windows).toMatchObject({
+      "24h": { unavailable: 2, admitted: 0, success_rate: null },
+      "7d": { unavailable: 2 },
+    });
+    const page = await app.fetch(
+      new Request("https://skills.test/docs/reliability", { headers: { accept: "text/html" } }),
+      env,
+      createExecutionContext(),
+    );
+    const row = (await page.text()).match(/<th scope="row">uuid_mint<\/th>(.*?)<\/tr>/)?.[1];
+    expect(row).toMatch(/^<td>2<\/td><td>0<\/td><td>–<\/td><td>–<\/td><td>–<\/td><td>2<\/td>/);
   });
 });
 

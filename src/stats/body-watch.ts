@@ -4,7 +4,10 @@ import type { HonoRequest } from "hono";
 export interface BodyWatch {
   /** Milliseconds the first read of the request body waited for the caller's bytes. */
   waitedMs: number;
-  /** The read failed: the caller's connection broke (or it stopped sending) before its body was in. */
+  /**
+   * The read failed: the caller's connection broke (or it stopped sending) before its body was in.
+   * Not when the raw body had been consumed before the read began: that 500 is ours.
+   */
   failed: boolean;
 }
 
@@ -20,11 +23,18 @@ export interface BodyWatch {
 export function watchBody(req: HonoRequest): BodyWatch {
   const watch: BodyWatch = { waitedMs: 0, failed: false };
   const cache: Record<string, Promise<unknown>> = {};
+  // Whether the raw body was already consumed when the first read began (Hono looks the cache up
+  // before it reads): that read then rejects "body used", our code's fault, not the caller's.
+  let usedBefore = false;
   req.bodyCache = new Proxy(cache, {
+    get(target, key, receiver) {
+      if (Object.keys(target).length === 0) usedBefore = req.raw.bodyUsed;
+      return Reflect.get(target, key, receiver);
+    },
     set(target, key, value) {
       const first = Object.keys(target).length === 0 && value instanceof Promise;
       Reflect.set(target, key, value);
-      if (first) {
+      if (first && !usedBefore) {
         const began = startClock();
         value.then(
           () => {

@@ -130,6 +130,7 @@ describe("figures from a seeded call log", () => {
       p95_ms: null,
       upstream_error_rate: 0.1112,
       last_success_at: new Date(NOW - 60_000).toISOString(),
+      unavailable: 0,
     });
     expect(research?.windows["7d"]).toMatchObject({
       calls: 13,

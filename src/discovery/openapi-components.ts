@@ -22,14 +22,22 @@ const windowFigures = {
     calls: { type: "integer" },
     admitted: { type: "integer", description: "Calls that passed validation and payment" },
     succeeded: { type: "integer" },
-    success_rate: { ...nullableNumber, description: "succeeded / admitted (2xx among admitted calls)" },
+    success_rate: {
+      ...nullableNumber,
+      description: "succeeded / admitted (2xx among admitted calls), rounded down to 4 decimals",
+    },
     p50_ms: { ...nullableNumber, description: "Median server time of admitted calls" },
-    p95_ms: nullableNumber,
+    p95_ms: { ...nullableNumber, description: "Nearest-rank p95 server time; null below 20 admitted calls" },
     upstream_error_rate: {
       ...nullableNumber,
-      description: "Network skills only: upstream 502/504 / admitted",
+      description: "Network skills only: upstream 502/504 / admitted, rounded up to 4 decimals",
     },
     last_success_at: { type: ["string", "null"], format: "date-time" },
+    unavailable: {
+      type: "integer",
+      description:
+        "503s answered before any payment could be checked (facilitator or key store unreadable): an outage of this service, not in the success rate (unpaid probes would sink it for free)",
+    },
   },
 };
 /** GET /api/stats (src/stats/query.ts). */

@@ -193,7 +193,7 @@ export function AdminDashboardPage(props: {
       <BarChart
         id="chart-p95-skill"
         categories
-        title="p95 server time per skill (7 days, ms; skills with admitted calls)"
+        title="p95 server time per skill (7 days, ms; skills with 20 or more admitted calls)"
         labels={timed.map((s) => s.skill)}
         series={[{ name: "p95 ms", cls: "chart-a", values: timed.map((s) => s.windows["7d"].p95_ms ?? 0) }]}
         format={(v) => `${v} ms`}

@@ -38,8 +38,8 @@ export function ReliabilityPage(
       <p>
         Every skill call (HTTP and MCP, paid, card, free beta and refused) is recorded after its answer. The
         success rate is {policy.measurement.success_rate}; {policy.measurement.excluded}. Server time is{" "}
-        {policy.measurement.server_time}. The same figures are served as JSON at{" "}
-        <a href="/api/stats">/api/stats</a> (recomputed every 5 minutes) and summarised in{" "}
+        {policy.measurement.server_time}. As published, {policy.measurement.rounding}. The same figures are
+        served as JSON at <a href="/api/stats">/api/stats</a> (recomputed every 5 minutes) and summarised in{" "}
         <a href="/.well-known/x402">/.well-known/x402</a> and <a href="/llms.txt">llms.txt</a>.
       </p>
       <h2>Last 7 days</h2>

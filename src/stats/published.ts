@@ -1,7 +1,8 @@
 import type { PublicConfig } from "../config";
 import type { Bindings } from "../env";
 import { within } from "../http/shared-load";
-import { type StatsDocument, skillStats } from "./query";
+import { errorPercent, successPercent } from "./percent";
+import { MIN_CALLS_FOR_P95, type StatsDocument, skillStats } from "./query";
 import { RETENTION_DAYS } from "./record";
 
 /*
@@ -23,7 +24,7 @@ export const STATS_MAX_AGE_SECONDS = 60;
  */
 export const STATS_COPY_TTL_SECONDS = 1800;
 // Bump when the document's shape changes, so a copy left by the previous version is not served.
-export const STATS_KV_KEY = "stats:published:v1";
+export const STATS_KV_KEY = "stats:published:v2";
 
 type StatsEnv = Pick<Bindings, "DB" | "KV">;
 type Published = { doc: StatsDocument; hit: boolean };
@@ -191,7 +192,12 @@ export function logUnavailable(e: unknown) {
   console.error(JSON.stringify({ level: "error", msg: "stats unavailable", error: String(e) }));
 }
 
-/** A one-line-per-skill summary (7 days) for documents that only need the headline figures. */
+/**
+ * A one-line-per-skill summary (7 days) for documents that only need the headline figures. Skills
+ * with admitted calls only, each with `admitted` beside `calls`: `calls` counts every request,
+ * unpaid 402 probes included, which anyone sends for free, so alone it let a partner's resource
+ * (or a vandal's target) be listed as much used, with no measured call behind it.
+ */
 export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
   return {
     source: statsUrl,
@@ -199,13 +205,14 @@ export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
     window: "7d",
     skills: Object.fromEntries(
       doc.skills
-        .filter((s) => s.windows["7d"].calls > 0)
+        .filter((s) => s.windows["7d"].admitted > 0)
         .map((s) => {
           const w = s.windows["7d"];
           return [
             s.skill,
             {
               calls: w.calls,
+              admitted: w.admitted,
               success_rate: w.success_rate,
               p95_ms: w.p95_ms,
               ...(w.upstream_error_rate === null ? {} : { upstream_error_rate: w.upstream_error_rate }),
@@ -220,18 +227,22 @@ export function reliabilitySummary(doc: StatsDocument, statsUrl: string) {
 export function reliabilityLine(doc: StatsDocument, skillId: string): string {
   const w = doc.skills.find((s) => s.skill === skillId)?.windows["7d"];
   if (!w || w.admitted === 0) return "not measured yet (no admitted calls in 7 days)";
-  const rate = w.success_rate === null ? "–" : `${(w.success_rate * 100).toFixed(1)}%`;
   const upstream =
-    w.upstream_error_rate === null ? "" : `, upstream errors ${(w.upstream_error_rate * 100).toFixed(1)}%`;
-  return `${rate} success over ${w.admitted} admitted calls in 7 days, p50 ${w.p50_ms} ms, p95 ${w.p95_ms} ms${upstream}`;
+    w.upstream_error_rate === null ? "" : `, upstream errors ${errorPercent(w.upstream_error_rate)}`;
+  return `${successPercent(w.success_rate)} success over ${w.admitted} admitted calls in 7 days, p50 ${w.p50_ms} ms, ${p95Text(w.p95_ms)}${upstream}`;
 }
 
 /** A few words for a catalog card: "99.1% ok · p95 120 ms (7 d)". */
 export function reliabilityShort(doc: StatsDocument, skillId: string): string {
   const w = doc.skills.find((s) => s.skill === skillId)?.windows["7d"];
   if (!w || w.success_rate === null) return "reliability: not measured yet";
-  return `${(w.success_rate * 100).toFixed(1)}% ok · p95 ${w.p95_ms} ms (7 d)`;
+  // A card has room for a p95 only: none below 20 calls, rather than a sentence why.
+  return `${successPercent(w.success_rate)} ok${w.p95_ms === null ? "" : ` · p95 ${w.p95_ms} ms`} (7 d)`;
 }
+
+/** A p95, or why there is none: a skill with calls but too few for one. */
+const p95Text = (p95: number | null) =>
+  p95 === null ? `p95 not published below ${MIN_CALLS_FOR_P95} calls` : `p95 ${p95} ms`;
 
 /** The llms.txt section: one line per measured skill, and where the live figures are. */
 export function reliabilityMarkdown(doc: StatsDocument, baseUrl: string): string {
@@ -261,9 +272,12 @@ export function callPolicy(cfg: PublicConfig) {
     },
     measurement: {
       success_rate: "2xx among calls that passed validation and payment",
-      server_time: "request in to response out, admitted calls only",
+      server_time:
+        "request in to response out, less the time spent waiting for the caller's body, admitted calls only; p95 published from 20 admitted calls",
       excluded:
-        "422 validation, 402 payment, 401/403 key, 409 and 429 refusals count as calls, not as failures; so do replays of a stored idempotent answer and failures at a page the caller named (target_error)",
+        "422 validation, 402 payment, 401/403 key, 409 and 429 refusals count as calls, not as failures; so do replays of a stored idempotent answer, failures at a page the caller named (target_error), connections cut before their body was in, and 503s to calls no payment had passed yet",
+      rounding:
+        "success rates are rounded down and error rates up (4 decimals), so a failure never reads as 100%",
     },
     retention: {
       call_log_days: RETENTION_DAYS,

@@ -15,13 +15,20 @@ export interface WindowFigures {
   /** Calls that passed validation and payment (the success rate's denominator). */
   admitted: number;
   succeeded: number;
-  /** succeeded / admitted, or null when nothing was admitted. */
+  /** succeeded / admitted rounded down to 4 decimals (never 1 with a failure), or null when nothing was admitted. */
   success_rate: number | null;
   p50_ms: number | null;
+  /** null below MIN_CALLS_FOR_P95 admitted calls (it would be their maximum). */
   p95_ms: number | null;
-  /** Network skills only: upstream 502/504 among admitted calls; null for offline skills. */
+  /** Network skills only: upstream 502/504 among admitted calls, rounded up; null for offline skills. */
   upstream_error_rate: number | null;
   last_success_at: string | null;
+  /**
+   * 503s answered before any payment could be checked (outcome unpaid_unavailable): our own outage
+   * (facilitator or key store unreadable, misconfigured payments) shown as a count, kept out of the
+   * success rate because anyone can send them for free.
+   */
+  unavailable: number;
 }
 
 export interface SkillStats {
@@ -38,7 +45,20 @@ export function percentile(sorted: number[], p: number): number | null {
   );
 }
 
-const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
+/**
+ * A share to 4 decimals, rounded towards the figure that does not flatter the skill: a success
+ * rate down (4,999 of 5,000, or 19,999 of 20,000, rounded to nearest read 0.9998 and 1, shown as
+ * "100.0%" with a failure), an error rate up (one upstream error in 20,000 is not 0). Integer
+ * arithmetic first, so 29 of 100 is 0.29, not 0.2899.
+ */
+const shareDown = (part: number, whole: number) => Math.floor((part * 10_000) / whole) / 10_000;
+const shareUp = (part: number, whole: number) => Math.ceil((part * 10_000) / whole) / 10_000;
+
+/**
+ * Fewest admitted calls a p95 is published for. Nearest-rank p95 of fewer than 20 values is their
+ * maximum: on a quiet skill one slow call (a caller's, at the price of one call) set it.
+ */
+export const MIN_CALLS_FOR_P95 = 20;
 
 /** One group of calls: a skill, a window part, an outcome and a server time, with their count. */
 interface Group {
@@ -68,6 +88,7 @@ function figures(skill: string, groups: Group[]): WindowFigures {
   let admitted = 0;
   let succeeded = 0;
   let upstream = 0;
+  let unavailable = 0;
   let last = 0;
   // Server time of admitted calls: refusals (422, 402) are fast and would flatter the figure.
   const times = new Map<number, number>();
@@ -78,6 +99,7 @@ function figures(skill: string, groups: Group[]): WindowFigures {
       last = Math.max(last, g.last_at);
     }
     if (g.outcome === "upstream") upstream += g.n;
+    if (g.outcome === "unpaid_unavailable") unavailable += g.n;
     if (ADMITTED.includes(g.outcome as (typeof ADMITTED)[number])) {
       admitted += g.n;
       times.set(g.duration_ms, (times.get(g.duration_ms) ?? 0) + g.n);
@@ -88,11 +110,12 @@ function figures(skill: string, groups: Group[]): WindowFigures {
     calls,
     admitted,
     succeeded,
-    success_rate: admitted ? round4(succeeded / admitted) : null,
+    success_rate: admitted ? shareDown(succeeded, admitted) : null,
     p50_ms: percentileOf(histogram, admitted, 50),
-    p95_ms: percentileOf(histogram, admitted, 95),
-    upstream_error_rate: NETWORK_SKILLS.has(skill) ? (admitted ? round4(upstream / admitted) : null) : null,
+    p95_ms: admitted >= MIN_CALLS_FOR_P95 ? percentileOf(histogram, admitted, 95) : null,
+    upstream_error_rate: NETWORK_SKILLS.has(skill) ? (admitted ? shareUp(upstream, admitted) : null) : null,
     last_success_at: last ? new Date(last).toISOString() : null,
+    unavailable,
   };
 }
 

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { isMcpRequest } from "../http/mcp-request";
+import { elapsedMs, startClock, watchBody } from "./body-watch";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -27,6 +28,8 @@ export type Outcome =
   | "rate_limited"
   | "conflict"
   | "client_error"
+  | "body_aborted"
+  | "unpaid_unavailable"
   | "upstream"
   | "target_error"
   | "replay"
@@ -75,6 +78,19 @@ function paymentMethod(c: Context<AppEnv>): PaymentMethod {
   return "none";
 }
 
+/**
+ * A 503 to a call nothing paid for (no verified x402 payment, no credit taken, not free beta) is
+ * not admitted: it was refused before its payment could be checked (an unreadable facilitator
+ * answers every request 503, an unpaid probe or a junk header included; so does a key store
+ * that cannot be read), and counted admitted it let anyone multiply a short outage into any
+ * failure rate, for free. The success rate is "2xx among calls that passed validation and
+ * payment" (callPolicy). Only 503: an unsold partner try passes no gate, and its partner's
+ * 502/504 are the partner's failures.
+ */
+function admittedOnlyIfPaid(status: number, outcome: Outcome, method: PaymentMethod): Outcome {
+  return method === "none" && status === 503 ? "unpaid_unavailable" : outcome;
+}
+
 /** What a successful call was charged: the authorized x402 amount (USDC has 6 decimals, so atomic units are micro-dollars) or one card credit at the list price. */
 function chargedMicro(c: Context<AppEnv>, method: PaymentMethod, priceMicro: () => number): number {
   if (method === "x402_v1" || method === "x402_v2") {
@@ -96,14 +112,14 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
   return async (c, next) => {
     // A HEAD never changes state anywhere (issue 19.3), not even the call log; it runs no call.
     if (c.req.method === "HEAD") return next();
-    const started = performance.now();
-    const wallStart = Date.now();
+    const started = startClock();
+    const body = watchBody(c.req);
     await next();
-    // In workerd performance.now() advances only across I/O, which is what server time costs.
-    const durationMs = Math.max(0, Math.round(performance.now() - started), Date.now() - wallStart);
+    // Server time is ours: the time spent waiting for the caller's body is theirs (body-watch.ts).
+    const durationMs = Math.max(0, elapsedMs(started) - body.waitedMs);
     const status = c.res.status;
     // Only error bodies are peeked at (for the settlement reason), never a 2xx body.
-    const body = status >= 500 ? await c.res.clone().text() : undefined;
+    const answer = status >= 500 ? await c.res.clone().text() : undefined;
     // A replay passed no payment gate (the idempotency middleware answers before it): nothing paid
     // for it, free beta or not.
     const method = c.get("storedCallRetry") ? "none" : paymentMethod(c);
@@ -112,10 +128,14 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
     // Nor is a retry told that answer cannot be had just now (a 503 with no replay header): no
     // skill ran, and counting it admitted made every retry of one paid call a server error. The
     // idempotency middleware marks both (payments/idempotency.ts), not a header a stored answer
-    // carries. A failure at the page the caller named is the caller's, not the skill's.
+    // carries. A failure at the page the caller named is the caller's, not the skill's, and so is
+    // a failure to read the body it never finished sending (its connection broke: a 500 that made
+    // every free cut connection an admitted failure).
     const outcome = c.get("storedCallRetry")
       ? "replay"
-      : outcomeOf(status, body, Boolean(c.get("targetFault")));
+      : body.failed && status >= 500
+        ? "body_aborted"
+        : admittedOnlyIfPaid(status, outcomeOf(status, answer, Boolean(c.get("targetFault"))), method);
     const rec: CallRecord = {
       at: Date.now(),
       skill,

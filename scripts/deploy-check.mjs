@@ -137,7 +137,10 @@ export function retiredKeyProblems(vars) {
       `${name} is not a JSON array of public Ed25519 JWKs: the Worker would publish none of them, and every receipt they signed would fail`,
     ];
   const out = [];
+  // kid fragment -> [entry index, x]: a key listed again under its full kid is the same key (the
+  // Worker skips it; the rotation procedure appends jwks.json's copy of a key added earlier).
   const kids = new Map();
+  const did = vars.BASE_URL ? didWebOfBase(String(vars.BASE_URL)) : undefined;
   for (const [i, jwk] of list.entries()) {
     const entry = `${name} entry ${i}`;
     if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) {
@@ -155,20 +158,40 @@ export function retiredKeyProblems(vars) {
     const x = typeof jwk.x === "string" ? jwk.x : "";
     if (!/^[A-Za-z0-9_-]{43}$/.test(x) || Buffer.from(x, "base64url").toString("base64url") !== x)
       out.push(`${entry}: x is not a 32-byte base64url value (43 characters)`);
-    const fragment = typeof jwk.kid === "string" ? jwk.kid.replace(/^did:web:[^#]+#/, "") : undefined;
+    const prefix = typeof jwk.kid === "string" ? /^did:web:[^#]+#/.exec(jwk.kid)?.[0] : undefined;
+    const fragment = typeof jwk.kid === "string" ? jwk.kid.slice(prefix?.length ?? 0) : undefined;
     if (fragment === undefined || !KID_FRAGMENT.test(fragment)) {
       out.push(
         `${entry}: kid must be the key's fragment (1-64 of A-Z a-z 0-9 . _ -) or did:web:<host>#<fragment>, as jwks.json lists it`,
       );
       continue;
     }
-    if (kids.has(fragment))
+    // The Worker publishes only kids of its own did: another host's (staging, workers.dev) is left out.
+    if (prefix && did && prefix !== `${did}#`)
       out.push(
-        `${entry}: kid ${fragment} is also entry ${kids.get(fragment)}'s: each key needs a kid of its own (a verifier picks the key by kid)`,
+        `${entry}: kid ${jwk.kid} names another deployment than BASE_URL's ${did}: the Worker would leave it out; use the bare fragment "${fragment}"`,
       );
-    else kids.set(fragment, i);
+    const seen = kids.get(fragment);
+    if (seen && seen[1] !== x)
+      out.push(
+        `${entry}: kid ${fragment} is also entry ${seen[0]}'s, with another key: each key needs a kid of its own (a verifier picks the key by kid)`,
+      );
+    else if (!seen) kids.set(fragment, [i, x]);
   }
   return out;
+}
+
+/** The did:web of a base URL, as the Worker derives it (src/payments/receipt-key.ts didWebOf). */
+function didWebOfBase(baseUrl) {
+  let url;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return undefined;
+  }
+  const path = url.pathname.replace(/\/+$/, "");
+  const host = url.port ? `${url.hostname}%3A${url.port}` : url.hostname;
+  return `did:web:${host}${path ? path.split("/").join(":") : ""}`;
 }
 
 /** Secrets a deployment cannot run safely without; RPC_URL may be a var instead. */

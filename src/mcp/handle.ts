@@ -143,24 +143,24 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
 }
 
 /**
- * The media ranges taken, in either era. The answer is always application/json (no stream is ever
- * sent): taken are the ranges that admit it (application/*, any) and the two types the spec has
- * clients name, each alone as before (@hono/mcp): the SDK's transport wants both, which clients
- * naming one never sent. text/* is not taken: it admits SSE but never the JSON answer.
- */
-const TAKEN_RANGES = ["application/json", "application/*", "text/event-stream", "*/*"];
-
-/**
- * Hono's Accept parser (q values, parameters, quoted strings) with a match of our own: Hono's
- * returns a preference and never matches the any-type range; here one taken range at q > 0 is
- * enough. Media types are case-insensitive (RFC 9110 8.3.1); no Accept means any (RFC 9110 12.5.1).
+ * Hono's Accept parser (q values, parameters, quoted strings) with a rule of our own (Hono's match
+ * returns a preference and never matches the any-type range). The answer is always
+ * application/json (no stream is ever sent), so the JSON answer's most specific range decides
+ * (RFC 9110 12.5.1: `application/json;q=0, *\/*` refuses it); a client naming text/event-stream
+ * alone is taken as before (@hono/mcp): the SDK's transport wants both, which such clients never
+ * sent. text/* alone admits SSE but never the JSON answer. Media types are case-insensitive
+ * (RFC 9110 8.3.1); no Accept means any, and a bare `*` is taken as any, as Hono's own matcher does.
  */
 const acceptable = (c: Context<AppEnv>) =>
   accepts(c, {
     header: "Accept",
-    supports: TAKEN_RANGES,
+    supports: ["application/json"],
     default: "*/*",
-    match: (ranges) => ranges.find((r) => r.q > 0 && TAKEN_RANGES.includes(r.type.toLowerCase()))?.type ?? "",
+    match: (ranges) => {
+      const q = (type: string) => ranges.find((r) => r.type.toLowerCase() === type)?.q;
+      const json = q("application/json") ?? q("application/*") ?? q("*/*") ?? q("*") ?? 0;
+      return json > 0 || (q("text/event-stream") ?? 0) > 0 ? "taken" : "";
+    },
   }) !== "";
 
 const notAcceptable = (c: Context<AppEnv>) =>

@@ -14,9 +14,10 @@ export interface BodyWatch {
 /**
  * Watches the request body's first read, whoever makes it (jsonBody, a partner route's cacheBody,
  * c.req.json()): Hono keeps each read's promise in `req.bodyCache`, and only the first one reads
- * the stream, so a setter on that object sees it begin and end. The body is read after the payment
- * gate, so the time a caller takes to send it fell inside a skill's server time: one paid call
- * that trickled its body for a minute set a skill's p95, and a connection cut mid-body was a 500
+ * the stream, so a setter on that object sees it begin and end. The body is read inside the
+ * call's clock (after the payment gate, or earlier by the idempotency fingerprint or a partner
+ * route's cacheBody), so the time a caller takes to send it fell inside a skill's server time: one
+ * paid call that trickled its body for a minute set a skill's p95, and a connection cut mid-body was a 500
  * counted as the skill's failure, at no cost (a failed call is never charged). No await, no timer,
  * no I/O: two property writes and a promise reaction, on the read that happens anyway.
  */

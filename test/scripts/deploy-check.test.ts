@@ -349,7 +349,7 @@ describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {
       { ...good, kid: "bad-char", x: `${good.x.slice(0, 42)}=` },
       { ...good, kid: "other-curve", crv: "P-256" },
       { ...good, kid: undefined },
-      { ...good, kid: "did:web:skills.example#good" },
+      { ...publicOf(keyPair("other")), kid: "did:web:skills.example#good" },
       "not a jwk",
     ]);
     expect(found).toEqual([
@@ -359,12 +359,48 @@ describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {
       expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 4: x is not a 32-byte base64url value/),
       expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 5 is not an Ed25519 public key/),
       expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 6: kid must be/),
-      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 7: kid good is also entry 0's/),
+      expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 7: kid good is also entry 0's, with another key/),
       expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 8 is not a JWK object/),
     ]);
     expect(found.join("\n")).not.toContain(leaked.d);
     for (const value of ["not json", JSON.stringify({ keys: [good] })])
       expect(check(value)).toEqual([expect.stringMatching(/^RECEIPT_RETIRED_KEYS is not a JSON array/)]);
+  });
+
+  it("passes the list a second rotation leaves (a key listed again under its full kid), and refuses another deployment's kid", () => {
+    const first = publicOf(keyPair("receipts-20260101120000"));
+    const second = publicOf(keyPair("receipts-20260301120000"));
+    // Rotation 1 appended jwks.json's copy of the first key and the second key's fragment; rotation 2
+    // appends jwks.json's copy of the second key (its full kid) and the third key.
+    const third = publicOf(keyPair("receipts-20260501120000"));
+    const did = "did:web:skills.example";
+    const list = [
+      { ...first, kid: `${did}#${first.kid}` },
+      second,
+      { ...second, kid: `${did}#${second.kid}` },
+      third,
+    ];
+    expect(
+      retiredKeyProblems({ RECEIPT_RETIRED_KEYS: JSON.stringify(list), BASE_URL: "https://skills.example" }),
+    ).toEqual([]);
+    const staging = { ...third, kid: `did:web:staging.skills.example#${third.kid}` };
+    expect(
+      retiredKeyProblems({
+        RECEIPT_RETIRED_KEYS: JSON.stringify([staging]),
+        BASE_URL: "https://skills.example",
+      }),
+    ).toEqual([
+      expect.stringMatching(
+        /^RECEIPT_RETIRED_KEYS entry 0: kid did:web:staging\.skills\.example#.* names another deployment/,
+      ),
+    ]);
+    const local = { ...third, kid: `did:web:127.0.0.1%3A8787#${third.kid}` };
+    expect(
+      retiredKeyProblems({
+        RECEIPT_RETIRED_KEYS: JSON.stringify([local]),
+        BASE_URL: "http://127.0.0.1:8787/",
+      }),
+    ).toEqual([]);
   });
 
   it("the script refuses a wrangler.toml whose [vars] hold a private key, without printing it", async () => {

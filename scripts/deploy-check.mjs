@@ -167,10 +167,13 @@ export function retiredKeyProblems(vars) {
       continue;
     }
     // The Worker publishes only kids of its own did: another host's (staging, workers.dev) is left out.
-    if (prefix && did && prefix !== `${did}#`)
+    if (prefix && did && prefix !== `${did}#`) {
+      // Not recorded as a kid: the Worker leaves it out, so it clashes with no other entry.
       out.push(
         `${entry}: kid ${jwk.kid} names another deployment than BASE_URL's ${did}: the Worker would leave it out; use the bare fragment "${fragment}"`,
       );
+      continue;
+    }
     const seen = kids.get(fragment);
     if (seen && seen[1] !== x)
       out.push(

@@ -146,8 +146,8 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
  * Hono's Accept parser (q values, parameters, quoted strings) with a rule of our own (Hono's match
  * returns a preference and never matches the any-type range). The answer is always
  * application/json (no stream is ever sent), so the JSON answer's most specific range decides
- * (RFC 9110 12.5.1: `application/json;q=0, *\/*` refuses it); a client naming text/event-stream
- * alone is taken as before (@hono/mcp): the SDK's transport wants both, which such clients never
+ * (RFC 9110 12.5.1: `application/json;q=0, *\/*` refuses it, with or without an SSE beside it); a
+ * client naming text/event-stream without naming JSON is taken as before (@hono/mcp): the SDK's transport wants both, which such clients never
  * sent. text/* alone admits SSE but never the JSON answer. Media types are case-insensitive
  * (RFC 9110 8.3.1); no Accept means any, and a bare `*` is taken as any, as Hono's own matcher does.
  */
@@ -158,8 +158,11 @@ const acceptable = (c: Context<AppEnv>) =>
     default: "*/*",
     match: (ranges) => {
       const q = (type: string) => ranges.find((r) => r.type.toLowerCase() === type)?.q;
-      const json = q("application/json") ?? q("application/*") ?? q("*/*") ?? q("*") ?? 0;
-      return json > 0 || (q("text/event-stream") ?? 0) > 0 ? "taken" : "";
+      // JSON named (exactly or as application/*) decides alone: refused there, an SSE beside it
+      // does not make the JSON answer acceptable.
+      const named = q("application/json") ?? q("application/*");
+      if (named !== undefined) return named > 0 ? "taken" : "";
+      return (q("*/*") ?? q("*") ?? 0) > 0 || (q("text/event-stream") ?? 0) > 0 ? "taken" : "";
     },
   }) !== "";
 

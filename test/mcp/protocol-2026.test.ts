@@ -330,6 +330,9 @@ describe("MCP 2026-07-28 (per-request envelope, no initialize)", () => {
     ["application/json;q=0, */*", 406],
     ["*/*;q=0, text/event-stream", 200],
     ["text/event-stream;q=0, application/json", 200],
+    ["application/json;q=0, text/event-stream", 406],
+    ["text/event-stream, application/*;q=0", 406],
+    ["application/json;q=0, text/event-stream, */*", 406],
   ])("Accept %s is %i in 2026-07-28 and 2025-11-25", async (accept, status) => {
     const modern = await app.fetch(
       new Request(`${ORIGIN}/mcp`, {

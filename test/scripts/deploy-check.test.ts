@@ -394,6 +394,14 @@ describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {
         /^RECEIPT_RETIRED_KEYS entry 0: kid did:web:staging\.skills\.example#.* names another deployment/,
       ),
     ]);
+    // Left out by the Worker, so it clashes with no key of this deployment under the same fragment.
+    const sameFragment = { ...first, kid: third.kid };
+    expect(
+      retiredKeyProblems({
+        RECEIPT_RETIRED_KEYS: JSON.stringify([staging, sameFragment]),
+        BASE_URL: "https://skills.example",
+      }),
+    ).toEqual([expect.stringMatching(/^RECEIPT_RETIRED_KEYS entry 0: .* names another deployment/)]);
     const local = { ...third, kid: `did:web:127.0.0.1%3A8787#${third.kid}` };
     expect(
       retiredKeyProblems({

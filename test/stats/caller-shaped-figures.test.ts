@@ -190,10 +190,11 @@ describe("calls nothing paid for are not admitted failures", () => {
       await waitOnExecutionContext(ctx);
       expect(res.status).toBe(503);
     }
+    const until = Date.now();
     const { results } = await env.DB.prepare(
-      "SELECT status, outcome, payment_method FROM call_log WHERE skill = 'uuid_mint' AND at >= ?1 ORDER BY rowid",
+      "SELECT status, outcome, payment_method FROM call_log WHERE skill = 'uuid_mint' AND at BETWEEN ?1 AND ?2 ORDER BY rowid",
     )
-      .bind(since)
+      .bind(since, until)
       .all<{ status: number; outcome: string; payment_method: string }>();
     // Before: two server_error rows, each an admitted failure anyone could send for free.
     expect(results).toEqual([
@@ -217,9 +218,9 @@ describe("calls nothing paid for are not admitted failures", () => {
     await env.DB.prepare(
       `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
        SELECT ?2, skill, status, outcome, duration_ms, payment_method, amount_micro, transport
-       FROM call_log WHERE skill = 'uuid_mint' AND at >= ?1 AND outcome = 'unpaid_unavailable'`,
+       FROM call_log WHERE skill = 'uuid_mint' AND at BETWEEN ?1 AND ?3 AND outcome = 'unpaid_unavailable'`,
     )
-      .bind(since, at)
+      .bind(since, at, until)
       .run();
     const doc = await skillStats(env.DB, at + 1000);
     expect(doc.skills.find((s) => s.skill === "uuid_mint")?.windows).toMatchObject({

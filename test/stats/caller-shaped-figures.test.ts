@@ -214,21 +214,24 @@ describe("calls nothing paid for are not admitted failures", () => {
     const live = ((await stats.json()) as StatsDocument).skills.find((s) => s.skill === "uuid_mint")?.windows;
     expect(live?.["24h"].unavailable).toBeGreaterThanOrEqual(2);
     expect(live?.["7d"].unavailable).toBeGreaterThanOrEqual(2);
+    // Under a name of their own too: other files read uuid_mint's rows from their start on, with
+    // no end (test/stats/replay-failures.test.ts), and a future-dated uuid_mint row fell in theirs.
     const at = NOW + 40 * DAY;
+    const copy = `outage_${crypto.randomUUID().slice(0, 8)}`;
     await env.DB.prepare(
       `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
-       SELECT ?2, skill, status, outcome, duration_ms, payment_method, amount_micro, transport
+       SELECT ?2, ?4, status, outcome, duration_ms, payment_method, amount_micro, transport
        FROM call_log WHERE skill = 'uuid_mint' AND at BETWEEN ?1 AND ?3 AND outcome = 'unpaid_unavailable'`,
     )
-      .bind(since, at, until)
+      .bind(since, at, until, copy)
       .run();
     const doc = await skillStats(env.DB, at + 1000);
-    expect(doc.skills.find((s) => s.skill === "uuid_mint")?.windows).toMatchObject({
+    expect(doc.skills.find((s) => s.skill === copy)?.windows).toMatchObject({
       "24h": { unavailable: 2, admitted: 0, success_rate: null },
       "7d": { unavailable: 2 },
     });
     const table = String(ReliabilityTable({ id: "figures", skills: doc.skills, detail: true }));
-    const row = table.match(/<th scope="row">uuid_mint<\/th>(.*?)<\/tr>/)?.[1];
+    const row = table.match(new RegExp(`<th scope="row">${copy}</th>(.*?)</tr>`))?.[1];
     expect(row).toMatch(/^<td>2<\/td><td>0<\/td><td>–<\/td><td>–<\/td><td>–<\/td><td>2<\/td>/);
   });
 });

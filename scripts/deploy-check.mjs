@@ -184,8 +184,11 @@ export function retiredKeyProblems(vars) {
   return out;
 }
 
-/** The did:web of a base URL, as the Worker derives it (src/payments/receipt-key.ts didWebOf). */
-function didWebOfBase(baseUrl) {
+/**
+ * The did:web of a base URL, as the Worker derives it (src/payments/receipt-key.ts didWebOf; this
+ * script runs in plain Node and imports nothing from src: a test holds the two together).
+ */
+export function didWebOfBase(baseUrl) {
   let url;
   try {
     url = new URL(baseUrl);

@@ -147,8 +147,8 @@ export async function handleMcpMessage(c: Context<AppEnv>, parsed: unknown, appF
  * returns a preference and never matches the any-type range). The answer is always
  * application/json (no stream is ever sent), so the JSON answer's most specific range decides
  * (RFC 9110 12.5.1: `application/json;q=0, *\/*` refuses it, with or without an SSE beside it); a
- * client naming text/event-stream without naming JSON is taken as before (@hono/mcp): the SDK's transport wants both, which such clients never
- * sent. text/* alone admits SSE but never the JSON answer. Media types are case-insensitive
+ * client naming text/event-stream without naming JSON is taken as before (@hono/mcp): the SDK's
+ * transport wants both, which such clients never sent. text/* alone admits SSE but never the JSON answer. Media types are case-insensitive
  * (RFC 9110 8.3.1); no Accept means any, and a bare `*` is taken as any, as Hono's own matcher does.
  */
 const acceptable = (c: Context<AppEnv>) =>

@@ -8,6 +8,7 @@ import { mnemonicToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import {
   DEV_ACCOUNTS,
+  didWebOfBase,
   isPlaceholderHost,
   problems,
   readConfig,
@@ -17,6 +18,7 @@ import {
 } from "../../scripts/deploy-check.mjs";
 // The module with no imports (quotas.ts pulls in workerd-only ones), as deploy-check itself reads.
 import { LIMITS, NETWORK_MULTIPLES } from "../../src/payments/rate-limit-figures";
+import { didWebOf } from "../../src/payments/receipt-key";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const shipped = path.join(root, "wrangler.toml");
@@ -409,6 +411,18 @@ describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {
         BASE_URL: "http://127.0.0.1:8787/",
       }),
     ).toEqual([]);
+  });
+
+  it("derives the did as the Worker does, so a kid it passes is one the Worker publishes", () => {
+    for (const base of [
+      "https://skills.example",
+      "https://Skills.Example:443/",
+      "http://127.0.0.1:8787",
+      "http://[::1]:8787/",
+      "https://skills.example:8443/a/b//",
+      "https://bücher.example/shop",
+    ])
+      expect(didWebOfBase(base)).toBe(didWebOf(base));
   });
 
   it("the script refuses a wrangler.toml whose [vars] hold a private key, without printing it", async () => {

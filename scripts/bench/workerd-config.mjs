@@ -118,6 +118,7 @@ export async function serve(root, configFile, { port, probePath, inspectorPort, 
   return {
     startupMs,
     status,
+    pid: child.pid,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -92,33 +92,6 @@ describe("token_count's counter counts what gpt-tokenizer counts, on any text", 
   );
 });
 
-describe("token_count's ASCII merge (string slices) counts what gpt-tokenizer's byte merge counts", () => {
-  // Random ASCII: most pieces are not tokens themselves and take the string-slice merge of
-  // lib/bpe-merge.ts (pieces of up to 64 characters), the longer ones the library's loop.
-  const ASCII = [
-    ..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?'\"-_()[]{}<>/\\@#$%^&*+=~`|\t\n\r\u0000\u007f",
-  ];
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])("%s: 300 random ASCII texts", { timeout: 120_000 }, async (encoding, name) => {
-    const count = await libraryCounter(name);
-    const texts = fc.sample(
-      fc.oneof(
-        fc.array(fc.constantFrom(...ASCII), { maxLength: 200 }).map((c) => c.join("")),
-        // Letter runs of every length around the 64-character bound of the string-slice merge.
-        fc
-          .array(fc.constantFrom(..."etaoinshrdlucmXYZ'"), { minLength: 50, maxLength: 90 })
-          .map((c) => c.join("")),
-      ),
-      { numRuns: 300, seed: 7 },
-    );
-    for (const text of texts) {
-      expect(await ourCount(encoding, text), JSON.stringify(text.slice(0, 80))).toBe(count(text));
-    }
-  });
-});
-
 describe("token_count on long runs with no word boundary (one huge BPE piece)", () => {
   // Seeded, so a failure names the same text again.
   let seed = 42;

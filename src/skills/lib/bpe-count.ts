@@ -11,7 +11,7 @@
  * test/skills/token-tables.test.ts compares the counts with the library's on random text.
  */
 
-import { asciiMergeCount, isAsciiPiece, LONG_PIECE } from "./bpe-merge";
+import { LONG_PIECE } from "./bpe-merge";
 
 /** What this module reads inside gpt-tokenizer's GptEncoding (private in its types). */
 interface Core {
@@ -58,11 +58,7 @@ export function pieceCounter(encoding: object): (text: string) => number {
       if (k === undefined) {
         // A long piece bypasses the library's cache (bpe-merge.ts) and is not kept here either.
         const own = piece.length > LONG_PIECE ? piece : ownCopy(piece);
-        // A short ASCII piece merges on its string slices (bpe-merge.ts), and is remembered here.
-        k =
-          own.length <= REMEMBERED_LENGTH && isAsciiPiece(own)
-            ? asciiMergeCount(own, ranks)
-            : c.bytePairEncode(own).length;
+        k = c.bytePairEncode(own).length;
         if (own.length <= REMEMBERED_LENGTH) {
           if (counts.size >= REMEMBERED) counts.clear();
           counts.set(own, k);

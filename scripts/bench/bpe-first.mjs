@@ -19,7 +19,7 @@ import { build } from "esbuild";
 import { freePort } from "../lib/proc.mjs";
 import { prose } from "./inputs.mjs";
 import { median } from "./startup.mjs";
-import { serve, writeConfig } from "./workerd-config.mjs";
+import { serve, stopGroup, writeConfig } from "./workerd-config.mjs";
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
@@ -122,16 +122,7 @@ async function underCallgrind(cfg, port, dir) {
       }
       throw new Error("no callgrind dump");
     },
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", resolve);
-        try {
-          process.kill(-child.pid, "SIGTERM");
-        } catch {
-          resolve();
-        }
-      }),
+    stop: () => stopGroup(child),
   };
 }
 

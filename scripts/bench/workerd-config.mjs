@@ -118,15 +118,20 @@ export async function serve(root, configFile, { port, probePath, inspectorPort, 
   return {
     startupMs,
     status,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", resolve);
-        try {
-          process.kill(-child.pid, "SIGTERM");
-        } catch {
-          resolve();
-        }
-      }),
+    pid: child.pid,
+    stop: () => stopGroup(child),
   };
+}
+
+/** Ends a detached child's process group; resolves once the child has exited. */
+export function stopGroup(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once("exit", resolve);
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      resolve();
+    }
+  });
 }

@@ -57,7 +57,11 @@ const DOCS_MCP_LISTED = [
   "are not settled. The one exception is a partner that must be paid before it answers: your payment settles first, and if the partner then fails the result says <code>charged: true</code> with a <code>refund</code> (the price less what the partner can still collect, sent back to the payer). A signature pays one call",
 ];
 
-describe("a refused partner configuration leaves the partners out of every discovery document", () => {
+// Each case builds every discovery document afresh for its own configuration (nothing cached):
+// seconds of work that a loaded machine stretched past the default 30 s once.
+describe("a refused partner configuration leaves the partners out of every discovery document", {
+  timeout: 90_000,
+}, () => {
   it.each([
     ["a multiplier below 3", { PARTNER_PRICE_MULTIPLIER: "2" }, "PARTNER_PRICE_MULTIPLIER"],
     ["PARTNER_BASE_URLS that is not JSON", { PARTNER_BASE_URLS: "{not json" }, "PARTNER_BASE_URLS"],

@@ -8,6 +8,11 @@
 // and without either the check refuses and says why. DEPLOY_CHECK_SKIP=1 bypasses it (on purpose).
 // DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 allows Stripe test mode on Base mainnet (see problems()).
 //
+// `--migrated` (run by `npm run deploy` and `npm run upload` after `wrangler d1 migrations apply`,
+// before the Worker is uploaded) checks only that D1 has recorded every migration in migrations/:
+// see migrationsProblem(). DEPLOY_CHECK_D1_ARGS replaces its `--remote` (the tests pass `--local
+// --persist-to <dir>`).
+//
 // Run it through npm (`npm run deploy`): the Node 22 devDependency on
 // npm's PATH strips the TypeScript it imports, which Node loads without a flag only from 22.18 on
 // 22 and from 23.6 on 23.
@@ -378,12 +383,57 @@ function listSecrets(configPath) {
   }
 }
 
+/**
+ * Why the Worker must not be uploaded yet, from what `wrangler d1 migrations list` printed (its
+ * output, or undefined when it failed): a migration D1 has not recorded (a new version on a schema
+ * without its tables answers every card call and Reveal 503 until it is applied, and writes
+ * `final: true` give-back lines for credits it never took), or an answer that says neither.
+ * `wrangler d1 migrations apply` can return 0 without applying: a migration whose D1 answer reads
+ * `success: false` with no error text is marked ❌ and the loop goes on (wrangler 4.156's
+ * d1/migrations/apply), and `wrangler versions upload` applies nothing. Undefined: all applied.
+ */
+export function migrationsProblem(listed) {
+  if (listed === undefined)
+    return "D1's applied migrations could not be listed (wrangler d1 migrations list DB --remote; run `npx wrangler login`)";
+  if (/No migrations to apply/.test(listed)) return undefined;
+  const pending = [...listed.matchAll(/(\d{4}_[\w.-]+\.sql)/g)].map((m) => m[1]);
+  if (pending.length === 0)
+    return `wrangler d1 migrations list printed neither "No migrations to apply" nor a migration: ${listed.trim().slice(-200)}`;
+  return `D1 has not applied ${[...new Set(pending)].join(", ")}: run npx wrangler d1 migrations apply DB --remote, then upload the Worker`;
+}
+
+function listPendingMigrations(configPath) {
+  const where = (process.env.DEPLOY_CHECK_D1_ARGS ?? "--remote").split(" ").filter(Boolean);
+  try {
+    return execFileSync(
+      path.join(root, "node_modules", ".bin", "wrangler"),
+      ["d1", "migrations", "list", "DB", ...where, "--config", configPath],
+      {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+        env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      },
+    );
+  } catch {
+    return undefined;
+  }
+}
+
 async function main() {
   if (process.env.DEPLOY_CHECK_SKIP === "1") {
     console.error("deploy-check: skipped (DEPLOY_CHECK_SKIP=1)");
     return;
   }
   const configPath = path.resolve(process.env.DEPLOY_CHECK_CONFIG ?? path.join(root, "wrangler.toml"));
+  if (process.argv.includes("--migrated")) {
+    const problem = migrationsProblem(listPendingMigrations(configPath));
+    if (problem === undefined) {
+      console.log("deploy-check: every migration is applied");
+      return;
+    }
+    console.error(`deploy-check: refusing to upload the Worker: ${problem}`);
+    process.exit(1);
+  }
   const config = await readConfig(configPath);
   for (const w of warnings(config)) console.error(`deploy-check: note: ${w}`);
   const found = problems(config, listSecrets(configPath));

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -10,6 +10,7 @@ import {
   DEV_ACCOUNTS,
   didWebOfBase,
   isPlaceholderHost,
+  migrationsProblem,
   problems,
   readConfig,
   retiredKeyProblems,
@@ -507,16 +508,69 @@ describe("rate limits", { timeout: 30_000 }, () => {
 });
 
 describe("upgrades", () => {
-  it("npm run deploy applies pending migrations after the check and before the Worker is uploaded", () => {
+  it("npm run deploy and npm run upload (a gradual deployment's version) apply pending migrations, and check they are, before the Worker is uploaded", () => {
     const scripts = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts;
-    const steps = (scripts.deploy as string).split("&&").map((s) => s.trim());
-    expect(steps).toEqual([
+    const steps = (script: string) => script.split("&&").map((s) => s.trim());
+    const before = [
       "node scripts/deploy-check.mjs",
       // No terminal on stdin: wrangler applies without its prompt (a declined prompt exits 0, and
       // the Worker would then be uploaded onto a database without its columns).
       "wrangler d1 migrations apply DB --remote < /dev/null",
-      "wrangler deploy --minify",
-    ]);
+      // wrangler's apply can also exit 0 with a migration left unapplied (migrationsProblem).
+      "node scripts/deploy-check.mjs --migrated",
+    ];
+    expect(steps(scripts.deploy)).toEqual([...before, "wrangler deploy --minify"]);
+    expect(steps(scripts.upload)).toEqual([...before, "wrangler versions upload --minify"]);
+  });
+
+  it("--migrated refuses to upload while D1 has not recorded a migration, and passes once it has (wrangler's local D1)", async () => {
+    // The shipped wrangler.toml beside two small migrations of its own: each statement wrangler
+    // runs locally starts a workerd, so the project's 26 took a minute and a half.
+    const dir = mkdtempSync(path.join(os.tmpdir(), "deploy-check-d1-"));
+    const config = path.join(dir, "wrangler.toml");
+    writeFileSync(config, readFileSync(shipped, "utf8"));
+    mkdirSync(path.join(dir, "migrations"));
+    const names = ["0001_first.sql", "0002_second.sql"];
+    for (const [i, name] of names.entries())
+      writeFileSync(path.join(dir, "migrations", name), `CREATE TABLE IF NOT EXISTS t${i} (id INTEGER);`);
+    const local = ["--local", "--persist-to", path.join(dir, "state")];
+    const wrangler = (...args: string[]) =>
+      promisify(execFile)(
+        path.join(root, "node_modules/.bin/wrangler"),
+        [...args, "--config", config, ...local],
+        {
+          env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+        },
+      );
+    const migrated = () =>
+      promisify(execFile)(process.execPath, [path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
+        env: { ...process.env, DEPLOY_CHECK_CONFIG: config, DEPLOY_CHECK_D1_ARGS: local.join(" ") },
+      }).then(
+        (r) => ({ code: 0, out: r.stdout + r.stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
+      );
+    await wrangler("d1", "migrations", "apply", "DB");
+    expect(await migrated()).toEqual({ code: 0, out: "deploy-check: every migration is applied\n" });
+    // D1 as an apply that stopped short leaves it: the newest not recorded.
+    await wrangler(
+      "d1",
+      "execute",
+      "DB",
+      "--command",
+      `DELETE FROM d1_migrations WHERE name = '${names[1]}'`,
+    );
+    const refused = await migrated();
+    expect(refused.code).toBe(1);
+    expect(refused.out).toContain(`D1 has not applied ${names[1]}:`);
+  }, 120_000);
+
+  it("--migrated refuses when wrangler's list cannot be read or says nothing it knows", () => {
+    expect(migrationsProblem("\n✅ No migrations to apply!\n")).toBeUndefined();
+    expect(migrationsProblem(undefined)).toMatch(/could not be listed/);
+    expect(migrationsProblem("Migrations to be applied:\n│ 0028_next.sql │\n")).toMatch(
+      /has not applied 0028_next\.sql/,
+    );
+    expect(migrationsProblem("some other wrangler's words")).toMatch(/printed neither/);
   });
 
   it("every migration only adds, so the running version keeps working until the new one is up", () => {

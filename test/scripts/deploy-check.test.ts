@@ -69,22 +69,19 @@ function completed() {
   return file;
 }
 
-/** The script on this Node; `nodeVersion`: what process.versions.node says before it runs (what it reads to decide). */
-const run = (config: string, secrets?: string, nodeVersion?: string) =>
-  promisify(execFile)(
-    process.execPath,
-    [...claimedNode(nodeVersion), path.join(root, "scripts/deploy-check.mjs")],
-    {
-      env: {
-        ...process.env,
-        DEPLOY_CHECK_CONFIG: config,
-        ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
-      },
-    },
-  ).then(
+/** The script on this Node with `args` and `env` on top of this process's; its exit code and output. */
+const script = (args: string[], env: Record<string, string>) =>
+  promisify(execFile)(process.execPath, args, { env: { ...process.env, ...env } }).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
   );
+
+/** The script on this Node; `nodeVersion`: what process.versions.node says before it runs (what it reads to decide). */
+const run = (config: string, secrets?: string, nodeVersion?: string) =>
+  script([...claimedNode(nodeVersion), path.join(root, "scripts/deploy-check.mjs")], {
+    DEPLOY_CHECK_CONFIG: config,
+    ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
+  });
 
 const claimedNode = (version?: string) =>
   version === undefined
@@ -543,12 +540,10 @@ describe("upgrades", () => {
         },
       );
     const migrated = () =>
-      promisify(execFile)(process.execPath, [path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
-        env: { ...process.env, DEPLOY_CHECK_CONFIG: config, DEPLOY_CHECK_D1_ARGS: local.join(" ") },
-      }).then(
-        (r) => ({ code: 0, out: r.stdout + r.stderr }),
-        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
-      );
+      script([path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
+        DEPLOY_CHECK_CONFIG: config,
+        DEPLOY_CHECK_D1_ARGS: local.join(" "),
+      });
     await wrangler("d1", "migrations", "apply", "DB");
     expect(await migrated()).toEqual({ code: 0, out: "deploy-check: every migration is applied\n" });
     // D1 as an apply that stopped short leaves it: the newest not recorded.

@@ -8,6 +8,7 @@ import { mnemonicToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import {
   DEV_ACCOUNTS,
+  d1Where,
   didWebOfBase,
   isPlaceholderHost,
   migrationsProblem,
@@ -15,6 +16,7 @@ import {
   readConfig,
   retiredKeyProblems,
   warnings,
+  wranglerReason,
   // @ts-expect-error plain JS script
 } from "../../scripts/deploy-check.mjs";
 // The module with no imports (quotas.ts pulls in workerd-only ones), as deploy-check itself reads.
@@ -539,13 +541,22 @@ describe("upgrades", () => {
           env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
         },
       );
-    const migrated = () =>
+    const migrated = (env: Record<string, string> = {}) =>
       script([path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
         DEPLOY_CHECK_CONFIG: config,
         DEPLOY_CHECK_D1_ARGS: local.join(" "),
+        DEPLOY_CHECK_D1_NOT_REMOTE: "1",
+        ...env,
       });
     await wrangler("d1", "migrations", "apply", "DB");
-    expect(await migrated()).toEqual({ code: 0, out: "deploy-check: every migration is applied\n" });
+    expect(await migrated()).toEqual({
+      code: 0,
+      out: `deploy-check: every migration is applied (wrangler d1 migrations list DB ${local.join(" ")})\n`,
+    });
+    // The same local D1 without the test-only switch: its "all applied" says nothing of the deployed one.
+    const notRemote = await migrated({ DEPLOY_CHECK_D1_NOT_REMOTE: "" });
+    expect(notRemote.code).toBe(1);
+    expect(notRemote.out).toContain("has no --remote");
     // D1 as an apply that stopped short leaves it: the newest not recorded.
     await wrangler(
       "d1",
@@ -556,16 +567,42 @@ describe("upgrades", () => {
     );
     const refused = await migrated();
     expect(refused.code).toBe(1);
-    expect(refused.out).toContain(`D1 has not applied ${names[1]}:`);
+    expect(refused.out).toContain(`D1 has not applied ${names[1]} (wrangler d1 migrations list DB --local`);
+    // DEPLOY_CHECK_SKIP skips the configuration check, not this one.
+    expect(await migrated({ DEPLOY_CHECK_SKIP: "1" })).toEqual(refused);
   }, 120_000);
 
-  it("--migrated refuses when wrangler's list cannot be read or says nothing it knows", () => {
-    expect(migrationsProblem("\n✅ No migrations to apply!\n")).toBeUndefined();
-    expect(migrationsProblem(undefined)).toMatch(/could not be listed/);
-    expect(migrationsProblem("Migrations to be applied:\n│ 0028_next.sql │\n")).toMatch(
+  it("--migrated lists the remote D1 when DEPLOY_CHECK_D1_ARGS is empty, and its refusal carries wrangler's reason", async () => {
+    // No credentials (no token, an empty config home), so wrangler refuses before any request.
+    const home = mkdtempSync(path.join(os.tmpdir(), "deploy-check-home-"));
+    const out = await script([path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
+      DEPLOY_CHECK_CONFIG: shipped,
+      DEPLOY_CHECK_D1_ARGS: "",
+      CLOUDFLARE_API_TOKEN: "",
+      HOME: home,
+      XDG_CONFIG_HOME: home,
+      CI: "true",
+    });
+    expect(out.code).toBe(1);
+    expect(out.out).toContain("wrangler d1 migrations list DB --remote failed:");
+    expect(out.out).toMatch(/\[ERROR\] .*CLOUDFLARE_API_TOKEN/);
+  }, 60_000);
+
+  it("--migrated refuses when wrangler's list says nothing it knows, and reads only --remote unless told", () => {
+    const command = "wrangler d1 migrations list DB --remote";
+    expect(migrationsProblem({ out: "\n✅ No migrations to apply!\n" }, command)).toBeUndefined();
+    expect(migrationsProblem({ out: "Migrations to be applied:\n│ 0028_next.sql │\n" }, command)).toMatch(
       /has not applied 0028_next\.sql/,
     );
-    expect(migrationsProblem("some other wrangler's words")).toMatch(/printed neither/);
+    expect(migrationsProblem({ out: "some other wrangler's words" }, command)).toMatch(/printed neither/);
+    expect(wranglerReason("\x1b[31m✘ [ERROR]\x1b[0m Couldn't find DB\n\n🪵  Logs were written to x\n")).toBe(
+      "✘ [ERROR] Couldn't find DB",
+    );
+    expect(d1Where({})).toEqual({ args: ["--remote"] });
+    expect(d1Where({ DEPLOY_CHECK_D1_ARGS: " " }).problem).toMatch(/has no --remote/);
+    expect(d1Where({ DEPLOY_CHECK_D1_ARGS: "--local", DEPLOY_CHECK_D1_NOT_REMOTE: "1" })).toEqual({
+      args: ["--local"],
+    });
   });
 
   it("every migration only adds, so the running version keeps working until the new one is up", () => {

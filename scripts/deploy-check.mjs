@@ -8,12 +8,18 @@
 // and without either the check refuses and says why. DEPLOY_CHECK_SKIP=1 bypasses it (on purpose).
 // DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 allows Stripe test mode on Base mainnet (see problems()).
 //
+// `--migrated` (run by `npm run deploy` and `npm run upload` after `wrangler d1 migrations apply`,
+// before the Worker is uploaded) checks only that D1 has recorded every migration in migrations/:
+// see migrationsProblem(). DEPLOY_CHECK_SKIP does not skip it; DEPLOY_CHECK_D1_ARGS replaces its
+// `--remote` only with DEPLOY_CHECK_D1_NOT_REMOTE=1 (the tests pass `--local --persist-to <dir>`).
+//
 // Run it through npm (`npm run deploy`): the Node 22 devDependency on
 // npm's PATH strips the TypeScript it imports, which Node loads without a flag only from 22.18 on
 // 22 and from 23.6 on 23.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { stripVTControlCharacters } from "node:util";
 import { isAddress } from "viem";
 
 const [major, minor] = process.versions.node.split(".").map(Number);
@@ -355,18 +361,39 @@ export async function readConfig(configPath) {
   return experimental_readRawConfig({ config: configPath }).rawConfig;
 }
 
-function listSecrets(configPath) {
+/**
+ * `wrangler <args> --config <configPath>`: its stdout, or `error`, why it failed (the error lines
+ * of its stderr, else their last lines), so a refusal can tell no token from a wrong database.
+ */
+function wrangler(args, configPath) {
   try {
     const out = execFileSync(
       path.join(root, "node_modules", ".bin", "wrangler"),
-      ["secret", "list", "--format", "json", "--config", configPath],
+      [...args, "--config", configPath],
       {
         encoding: "utf8",
-        stdio: ["ignore", "pipe", "ignore"],
+        stdio: ["ignore", "pipe", "pipe"],
         env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
       },
     );
-    return JSON.parse(out).map((s) => s.name);
+    return { out };
+  } catch (e) {
+    return { error: wranglerReason(String(e.stderr || e.message)) };
+  }
+}
+
+export function wranglerReason(stderr) {
+  const lines = stripVTControlCharacters(stderr)
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("🪵"));
+  const errors = lines.filter((l) => l.includes("[ERROR]"));
+  return (errors.length > 0 ? errors : lines.slice(-3)).join(" / ") || "no output";
+}
+
+function listSecrets(configPath) {
+  try {
+    return JSON.parse(wrangler(["secret", "list", "--format", "json"], configPath).out).map((s) => s.name);
   } catch {
     const names = process.env.DEPLOY_CHECK_SECRETS;
     return names === undefined
@@ -378,12 +405,57 @@ function listSecrets(configPath) {
   }
 }
 
+/**
+ * Where `--migrated` lists D1's migrations: `--remote`, what the Worker uses. DEPLOY_CHECK_D1_ARGS
+ * replaces it only together with DEPLOY_CHECK_D1_NOT_REMOTE=1 (the tests' `--local --persist-to
+ * <dir>`): without `--remote` wrangler reads the local D1, whose "all applied" says nothing of
+ * the deployed one. Empty counts as unset.
+ */
+export function d1Where(env) {
+  const args = (env.DEPLOY_CHECK_D1_ARGS || "--remote").split(" ").filter(Boolean);
+  if (args.includes("--remote") || env.DEPLOY_CHECK_D1_NOT_REMOTE === "1") return { args };
+  return {
+    problem: `DEPLOY_CHECK_D1_ARGS="${env.DEPLOY_CHECK_D1_ARGS}" has no --remote: the list would be the local D1's (DEPLOY_CHECK_D1_NOT_REMOTE=1 allows it, for tests)`,
+  };
+}
+
+/**
+ * Why the Worker must not be uploaded yet, from what `command` (wrangler d1 migrations list)
+ * printed, `{ out }`, or why it failed, `{ error }`: a migration D1 has not recorded (a new
+ * version on a schema without its tables answers every card call and Reveal 503 until it is
+ * applied, and writes `final: true` give-back lines for credits it never took), or an answer that
+ * says neither. `wrangler d1 migrations apply` can return 0 without applying: a migration whose D1
+ * answer reads `success: false` with no error text is marked ❌ and the loop goes on (wrangler
+ * 4.156's d1/migrations/apply), and `wrangler versions upload` applies nothing. Undefined: all applied.
+ */
+export function migrationsProblem(listed, command) {
+  if (listed.error !== undefined) return `${command} failed: ${listed.error}`;
+  if (/No migrations to apply/.test(listed.out)) return undefined;
+  const pending = [...listed.out.matchAll(/(\d{4}_[\w.-]+\.sql)/g)].map((m) => m[1]);
+  if (pending.length === 0)
+    return `${command} printed neither "No migrations to apply" nor a migration: ${listed.out.trim().slice(-200)}`;
+  return `D1 has not applied ${[...new Set(pending)].join(", ")} (${command}): run npx wrangler d1 migrations apply DB --remote, then upload the Worker`;
+}
+
+/** `--migrated`; DEPLOY_CHECK_SKIP does not skip it: it guards the upload, not the configuration. */
+function checkMigrated(configPath) {
+  const where = d1Where(process.env);
+  const command = `wrangler d1 migrations list DB ${where.args?.join(" ")}`;
+  const problem =
+    where.problem ??
+    migrationsProblem(wrangler(["d1", "migrations", "list", "DB", ...where.args], configPath), command);
+  if (problem === undefined) return console.log(`deploy-check: every migration is applied (${command})`);
+  console.error(`deploy-check: refusing to upload the Worker: ${problem}`);
+  process.exit(1);
+}
+
 async function main() {
+  const configPath = path.resolve(process.env.DEPLOY_CHECK_CONFIG ?? path.join(root, "wrangler.toml"));
+  if (process.argv.includes("--migrated")) return checkMigrated(configPath);
   if (process.env.DEPLOY_CHECK_SKIP === "1") {
     console.error("deploy-check: skipped (DEPLOY_CHECK_SKIP=1)");
     return;
   }
-  const configPath = path.resolve(process.env.DEPLOY_CHECK_CONFIG ?? path.join(root, "wrangler.toml"));
   const config = await readConfig(configPath);
   for (const w of warnings(config)) console.error(`deploy-check: note: ${w}`);
   const found = problems(config, listSecrets(configPath));

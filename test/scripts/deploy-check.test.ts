@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -8,12 +8,15 @@ import { mnemonicToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import {
   DEV_ACCOUNTS,
+  d1Where,
   didWebOfBase,
   isPlaceholderHost,
+  migrationsProblem,
   problems,
   readConfig,
   retiredKeyProblems,
   warnings,
+  wranglerReason,
   // @ts-expect-error plain JS script
 } from "../../scripts/deploy-check.mjs";
 // The module with no imports (quotas.ts pulls in workerd-only ones), as deploy-check itself reads.
@@ -68,22 +71,19 @@ function completed() {
   return file;
 }
 
-/** The script on this Node; `nodeVersion`: what process.versions.node says before it runs (what it reads to decide). */
-const run = (config: string, secrets?: string, nodeVersion?: string) =>
-  promisify(execFile)(
-    process.execPath,
-    [...claimedNode(nodeVersion), path.join(root, "scripts/deploy-check.mjs")],
-    {
-      env: {
-        ...process.env,
-        DEPLOY_CHECK_CONFIG: config,
-        ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
-      },
-    },
-  ).then(
+/** The script on this Node with `args` and `env` on top of this process's; its exit code and output. */
+const script = (args: string[], env: Record<string, string>) =>
+  promisify(execFile)(process.execPath, args, { env: { ...process.env, ...env } }).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
   );
+
+/** The script on this Node; `nodeVersion`: what process.versions.node says before it runs (what it reads to decide). */
+const run = (config: string, secrets?: string, nodeVersion?: string) =>
+  script([...claimedNode(nodeVersion), path.join(root, "scripts/deploy-check.mjs")], {
+    DEPLOY_CHECK_CONFIG: config,
+    ...(secrets === undefined ? {} : { DEPLOY_CHECK_SECRETS: secrets }),
+  });
 
 const claimedNode = (version?: string) =>
   version === undefined
@@ -507,16 +507,102 @@ describe("rate limits", { timeout: 30_000 }, () => {
 });
 
 describe("upgrades", () => {
-  it("npm run deploy applies pending migrations after the check and before the Worker is uploaded", () => {
+  it("npm run deploy and npm run upload (a gradual deployment's version) apply pending migrations, and check they are, before the Worker is uploaded", () => {
     const scripts = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts;
-    const steps = (scripts.deploy as string).split("&&").map((s) => s.trim());
-    expect(steps).toEqual([
+    const steps = (script: string) => script.split("&&").map((s) => s.trim());
+    const before = [
       "node scripts/deploy-check.mjs",
       // No terminal on stdin: wrangler applies without its prompt (a declined prompt exits 0, and
       // the Worker would then be uploaded onto a database without its columns).
       "wrangler d1 migrations apply DB --remote < /dev/null",
-      "wrangler deploy --minify",
-    ]);
+      // wrangler's apply can also exit 0 with a migration left unapplied (migrationsProblem).
+      "node scripts/deploy-check.mjs --migrated",
+    ];
+    expect(steps(scripts.deploy)).toEqual([...before, "wrangler deploy --minify"]);
+    expect(steps(scripts.upload)).toEqual([...before, "wrangler versions upload --minify"]);
+  });
+
+  it("--migrated refuses to upload while D1 has not recorded a migration, and passes once it has (wrangler's local D1)", async () => {
+    // The shipped wrangler.toml beside two small migrations of its own: each statement wrangler
+    // runs locally starts a workerd, so the project's 26 took a minute and a half.
+    const dir = mkdtempSync(path.join(os.tmpdir(), "deploy-check-d1-"));
+    const config = path.join(dir, "wrangler.toml");
+    writeFileSync(config, readFileSync(shipped, "utf8"));
+    mkdirSync(path.join(dir, "migrations"));
+    const names = ["0001_first.sql", "0002_second.sql"];
+    for (const [i, name] of names.entries())
+      writeFileSync(path.join(dir, "migrations", name), `CREATE TABLE IF NOT EXISTS t${i} (id INTEGER);`);
+    const local = ["--local", "--persist-to", path.join(dir, "state")];
+    const wrangler = (...args: string[]) =>
+      promisify(execFile)(
+        path.join(root, "node_modules/.bin/wrangler"),
+        [...args, "--config", config, ...local],
+        {
+          env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+        },
+      );
+    const migrated = (env: Record<string, string> = {}) =>
+      script([path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
+        DEPLOY_CHECK_CONFIG: config,
+        DEPLOY_CHECK_D1_ARGS: local.join(" "),
+        DEPLOY_CHECK_D1_NOT_REMOTE: "1",
+        ...env,
+      });
+    await wrangler("d1", "migrations", "apply", "DB");
+    expect(await migrated()).toEqual({
+      code: 0,
+      out: `deploy-check: every migration is applied (wrangler d1 migrations list DB ${local.join(" ")})\n`,
+    });
+    // The same local D1 without the test-only switch: its "all applied" says nothing of the deployed one.
+    const notRemote = await migrated({ DEPLOY_CHECK_D1_NOT_REMOTE: "" });
+    expect(notRemote.code).toBe(1);
+    expect(notRemote.out).toContain("has no --remote");
+    // D1 as an apply that stopped short leaves it: the newest not recorded.
+    await wrangler(
+      "d1",
+      "execute",
+      "DB",
+      "--command",
+      `DELETE FROM d1_migrations WHERE name = '${names[1]}'`,
+    );
+    const refused = await migrated();
+    expect(refused.code).toBe(1);
+    expect(refused.out).toContain(`D1 has not applied ${names[1]} (wrangler d1 migrations list DB --local`);
+    // DEPLOY_CHECK_SKIP skips the configuration check, not this one.
+    expect(await migrated({ DEPLOY_CHECK_SKIP: "1" })).toEqual(refused);
+  }, 120_000);
+
+  it("--migrated lists the remote D1 when DEPLOY_CHECK_D1_ARGS is empty, and its refusal carries wrangler's reason", async () => {
+    // No credentials (no token, an empty config home), so wrangler refuses before any request.
+    const home = mkdtempSync(path.join(os.tmpdir(), "deploy-check-home-"));
+    const out = await script([path.join(root, "scripts/deploy-check.mjs"), "--migrated"], {
+      DEPLOY_CHECK_CONFIG: shipped,
+      DEPLOY_CHECK_D1_ARGS: "",
+      CLOUDFLARE_API_TOKEN: "",
+      HOME: home,
+      XDG_CONFIG_HOME: home,
+      CI: "true",
+    });
+    expect(out.code).toBe(1);
+    expect(out.out).toContain("wrangler d1 migrations list DB --remote failed:");
+    expect(out.out).toMatch(/\[ERROR\] .*CLOUDFLARE_API_TOKEN/);
+  }, 60_000);
+
+  it("--migrated refuses when wrangler's list says nothing it knows, and reads only --remote unless told", () => {
+    const command = "wrangler d1 migrations list DB --remote";
+    expect(migrationsProblem({ out: "\n✅ No migrations to apply!\n" }, command)).toBeUndefined();
+    expect(migrationsProblem({ out: "Migrations to be applied:\n│ 0028_next.sql │\n" }, command)).toMatch(
+      /has not applied 0028_next\.sql/,
+    );
+    expect(migrationsProblem({ out: "some other wrangler's words" }, command)).toMatch(/printed neither/);
+    expect(wranglerReason("\x1b[31m✘ [ERROR]\x1b[0m Couldn't find DB\n\n🪵  Logs were written to x\n")).toBe(
+      "✘ [ERROR] Couldn't find DB",
+    );
+    expect(d1Where({})).toEqual({ args: ["--remote"] });
+    expect(d1Where({ DEPLOY_CHECK_D1_ARGS: " " }).problem).toMatch(/has no --remote/);
+    expect(d1Where({ DEPLOY_CHECK_D1_ARGS: "--local", DEPLOY_CHECK_D1_NOT_REMOTE: "1" })).toEqual({
+      args: ["--local"],
+    });
   });
 
   it("every migration only adds, so the running version keeps working until the new one is up", () => {

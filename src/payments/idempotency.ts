@@ -39,10 +39,26 @@ async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Finge
   const url = new URL(c.req.url);
   return {
     method: c.req.method,
-    path: url.pathname + url.search,
+    path: url.pathname + (await queryPart(url.search)),
     body_sha256: await bodyHash(body.text),
     principal,
   };
+}
+
+/**
+ * A query kept as written in the stored row up to this length; a longer one by its digest. The
+ * query is the caller's, up to the ~16 KB of URL Cloudflare passes, and every paid call with a fresh
+ * key kept it for the window beside its answer (16 KiB at most, RESULT_ROW_MAX): a 16,000-character
+ * query on a json_sort call doubled the row (16,022 + 316 + 836 bytes without any body).
+ */
+export const QUERY_KEPT_MAX = 256;
+
+/**
+ * The query part of a fingerprint's path: as written, or past QUERY_KEPT_MAX its SHA-256 after a
+ * `#`, which no request's query can hold (a fragment is never sent), so the two forms never meet.
+ */
+async function queryPart(search: string): Promise<string> {
+  return search.length <= QUERY_KEPT_MAX ? search : `#query-sha256:${await sha256Hex(search)}`;
 }
 
 /**

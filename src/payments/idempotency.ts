@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { redactSecrets } from "../config";
+import { publicConfig, redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
@@ -73,11 +73,22 @@ async function queryPart(search: string): Promise<string> {
  * `cardKeys`: whether the route takes card keys (the skills', payments/gate.ts). Partner try calls
  * and the refinery take x402 only (partner-calls.ts never reads a card key), so a card key sent
  * there (over MCP the connection's goes with every tools/call) pays nothing and keys nothing.
+ *
+ * `freeInBeta`: the route runs unpaid in free beta (the skills'), so no answer of it can be stored
+ * there and a key is not even claimed. Claimed, every free call carrying an Idempotency-Key beside
+ * a card key, or a payment id signed by any throwaway key, cost a signature recovery and two D1
+ * writes (the claim and its release) beside the call itself: 4 statements and 8 rows written
+ * instead of 2 and 4. Partner try calls and the refinery are paid even in free beta, and keyed.
  */
-export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandler<AppEnv> {
+export function idempotent({
+  cardKeys,
+  freeInBeta = false,
+}: {
+  cardKeys: boolean;
+  freeInBeta?: boolean;
+}): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    // No free-beta shortcut: partner try calls are paid even in free beta. An unpaid answer is
-    // never stored (the key is released), so a free call only costs the claim.
+    if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return next();
     const id = await identify(c, cardKeys);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;

@@ -74,11 +74,12 @@ async function queryPart(search: string): Promise<string> {
  * and the refinery take x402 only (partner-calls.ts never reads a card key), so a card key sent
  * there (over MCP the connection's goes with every tools/call) pays nothing and keys nothing.
  *
- * `freeInBeta`: the route runs unpaid in free beta (the skills'), so no answer of it can be stored
- * there and a key is not even claimed. Claimed, every free call carrying an Idempotency-Key beside
- * a card key, or a payment id signed by any throwaway key, cost a signature recovery and two D1
- * writes (the claim and its release) beside the call itself: 4 statements and 8 rows written
- * instead of 2 and 4. Partner try calls and the refinery are paid even in free beta, and keyed.
+ * `freeInBeta`: the route runs unpaid in free beta (the skills'), so no answer of it is stored
+ * there and its key is not claimed: a call paid before the beta began is still replayed
+ * (freeInBetaCall), any other runs free. Claimed, every free call carrying an Idempotency-Key
+ * beside a card key, or a payment id signed by any throwaway key, cost two D1 writes (the claim
+ * and its release) beside the call itself: 4 statements and 8 rows written instead of 2 and 4.
+ * Partner try calls and the refinery are paid even in free beta, and keyed as any other time.
  */
 export function idempotent({
   cardKeys,
@@ -88,12 +89,12 @@ export function idempotent({
   freeInBeta?: boolean;
 }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return next();
     const id = await identify(c, cardKeys);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;
     const fp = await fingerprint(c, id.principal);
     if (!fp) return next();
+    if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return freeInBetaCall(c, next, id, fp);
     const requestId = c.get("requestId");
     const db = c.env.DB;
     // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot
@@ -208,6 +209,23 @@ export function idempotent({
       })(),
     );
   };
+}
+
+/**
+ * A keyed call of a route that is free in beta, while it is: the answer a call paid before the beta
+ * began stored under its key is given back as at any other time (its payer proven as always; a
+ * contract wallet's is not asked of the chain, its call just runs), and anything else runs,
+ * unpaid, holding no key. One D1 read; one D1 cannot answer just lets the free call run.
+ */
+async function freeInBetaCall(
+  c: Context<AppEnv>,
+  next: () => Promise<void>,
+  id: { key: string; proveOnChain?: unknown },
+  fp: Fingerprint,
+) {
+  const row = id.proveOnChain ? null : await current(c.env.DB, id.key).catch(() => null);
+  if (row?.status === "done" && !differs(row, fp)) return replay(c, row);
+  return next();
 }
 
 /** A retry of a call still running; its request id only to a request whose payer is proven. */

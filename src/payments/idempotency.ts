@@ -33,17 +33,29 @@ async function bodyHash(text: string): Promise<string> {
  * fingerprint of replacement characters. A function of its own so that the decoded body (up to
  * the 5 MiB cap, as a string) is not kept alive while the call it keys runs and settles.
  */
-async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Fingerprint | undefined> {
+async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Keyed | undefined> {
   const body = await bodyText(c);
   if (!body.ok) return undefined;
   const url = new URL(c.req.url);
+  const path = url.pathname + (await queryPart(url.search));
+  const asWritten = url.pathname + url.search;
   return {
     method: c.req.method,
-    path: url.pathname + (await queryPart(url.search)),
+    path,
     body_sha256: await bodyHash(body.text),
     principal,
+    ...(path === asWritten ? {} : { pathAsWritten: asWritten }),
   };
 }
+
+/**
+ * A request's fingerprint, plus its path as written when the stored form keeps its query by digest:
+ * a row the code before QUERY_KEPT_MAX stored (or an isolate still running it writes) holds the long
+ * query as written, and its retry must get its replay (or 409 in flight), not a 409 mismatch telling
+ * it to pay again under a new key. Only `path` is stored. pathAsWritten can go once the 24 h window
+ * (IDEMPOTENCY_WINDOW_MS) has passed since the deploy that brought QUERY_KEPT_MAX.
+ */
+type Keyed = Fingerprint & { pathAsWritten?: string };
 
 /**
  * A query kept as written in the stored row up to this length; a longer one by its digest. The
@@ -58,7 +70,8 @@ export const QUERY_KEPT_MAX = 256;
  * `#`, which no request's query can hold (a fragment is never sent), so the two forms never meet.
  */
 async function queryPart(search: string): Promise<string> {
-  return search.length <= QUERY_KEPT_MAX ? search : `#query-sha256:${await sha256Hex(search)}`;
+  // `search` starts with its `?` (or is empty): the query itself is one character shorter.
+  return search.length - 1 <= QUERY_KEPT_MAX ? search : `#query-sha256:${await sha256Hex(search)}`;
 }
 
 /**
@@ -221,7 +234,7 @@ async function freeInBetaCall(
   c: Context<AppEnv>,
   next: () => Promise<void>,
   id: { key: string; proveOnChain?: unknown },
-  fp: Fingerprint,
+  fp: Keyed,
 ) {
   const row = id.proveOnChain ? null : await current(c.env.DB, id.key).catch(() => null);
   if (row?.status === "done" && !differs(row, fp)) return replay(c, row);
@@ -274,9 +287,11 @@ async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Prom
   );
 }
 
-function differs(row: Fingerprint, fp: Fingerprint): string | undefined {
+function differs(row: Fingerprint, fp: Keyed): string | undefined {
   if (row.principal !== fp.principal) return "another payer";
-  if (row.method !== fp.method || row.path !== fp.path) return `${row.method} ${row.path}`;
+  // A row's path as written holds no `#query-sha256:` (a query never holds a `#`): see Keyed.
+  const samePath = row.path === fp.path || row.path === fp.pathAsWritten;
+  if (row.method !== fp.method || !samePath) return `${row.method} ${row.path}`;
   if (row.body_sha256 !== fp.body_sha256) return `${row.method} ${row.path} with a different body`;
   return undefined;
 }

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { redactSecrets } from "../config";
+import { publicConfig, redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
@@ -33,16 +33,45 @@ async function bodyHash(text: string): Promise<string> {
  * fingerprint of replacement characters. A function of its own so that the decoded body (up to
  * the 5 MiB cap, as a string) is not kept alive while the call it keys runs and settles.
  */
-async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Fingerprint | undefined> {
+async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Keyed | undefined> {
   const body = await bodyText(c);
   if (!body.ok) return undefined;
   const url = new URL(c.req.url);
+  const path = url.pathname + (await queryPart(url.search));
+  const asWritten = url.pathname + url.search;
   return {
     method: c.req.method,
-    path: url.pathname + url.search,
+    path,
     body_sha256: await bodyHash(body.text),
     principal,
+    ...(path === asWritten ? {} : { pathAsWritten: asWritten }),
   };
+}
+
+/**
+ * A request's fingerprint, plus its path as written when the stored form keeps its query by digest:
+ * a row the code before QUERY_KEPT_MAX stored (or an isolate still running it writes) holds the long
+ * query as written, and its retry must get its replay (or 409 in flight), not a 409 mismatch telling
+ * it to pay again under a new key. Only `path` is stored. pathAsWritten can go once the 24 h window
+ * (IDEMPOTENCY_WINDOW_MS) has passed since the deploy that brought QUERY_KEPT_MAX.
+ */
+type Keyed = Fingerprint & { pathAsWritten?: string };
+
+/**
+ * A query kept as written in the stored row up to this length; a longer one by its digest. The
+ * query is the caller's, up to the ~16 KB of URL Cloudflare passes, and every paid call with a fresh
+ * key kept it for the window beside its answer (16 KiB at most, RESULT_ROW_MAX): a 16,000-character
+ * query on a json_sort call doubled the row (16,022 + 316 + 836 bytes without any body).
+ */
+export const QUERY_KEPT_MAX = 256;
+
+/**
+ * The query part of a fingerprint's path: as written, or past QUERY_KEPT_MAX its SHA-256 after a
+ * `#`, which no request's query can hold (a fragment is never sent), so the two forms never meet.
+ */
+async function queryPart(search: string): Promise<string> {
+  // `search` starts with its `?` (or is empty): the query itself is one character shorter.
+  return search.length - 1 <= QUERY_KEPT_MAX ? search : `#query-sha256:${await sha256Hex(search)}`;
 }
 
 /**
@@ -57,16 +86,28 @@ async function fingerprint(c: Context<AppEnv>, principal: string): Promise<Finge
  * `cardKeys`: whether the route takes card keys (the skills', payments/gate.ts). Partner try calls
  * and the refinery take x402 only (partner-calls.ts never reads a card key), so a card key sent
  * there (over MCP the connection's goes with every tools/call) pays nothing and keys nothing.
+ *
+ * `freeInBeta`: the route runs unpaid in free beta (the skills'), so no answer of it is stored
+ * there and its key is not claimed: a call paid before the beta began is still replayed
+ * (freeInBetaCall), any other runs free. Claimed, every free call carrying an Idempotency-Key
+ * beside a card key, or a payment id signed by any throwaway key, cost two D1 writes (the claim
+ * and its release) beside the call itself: 4 statements and 8 rows written instead of 2 and 4.
+ * Partner try calls and the refinery are paid even in free beta, and keyed as any other time.
  */
-export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandler<AppEnv> {
+export function idempotent({
+  cardKeys,
+  freeInBeta = false,
+}: {
+  cardKeys: boolean;
+  freeInBeta?: boolean;
+}): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    // No free-beta shortcut: partner try calls are paid even in free beta. An unpaid answer is
-    // never stored (the key is released), so a free call only costs the claim.
     const id = await identify(c, cardKeys);
     if (!id) return next();
     if ("invalid" in id) return id.invalid;
     const fp = await fingerprint(c, id.principal);
     if (!fp) return next();
+    if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return freeInBetaCall(c, next, id, fp);
     const requestId = c.get("requestId");
     const db = c.env.DB;
     // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot
@@ -183,6 +224,23 @@ export function idempotent({ cardKeys }: { cardKeys: boolean }): MiddlewareHandl
   };
 }
 
+/**
+ * A keyed call of a route that is free in beta, while it is: the answer a call paid before the beta
+ * began stored under its key is given back as at any other time (its payer proven as always; a
+ * contract wallet's is not asked of the chain, its call just runs), and anything else runs,
+ * unpaid, holding no key. One D1 read; one D1 cannot answer just lets the free call run.
+ */
+async function freeInBetaCall(
+  c: Context<AppEnv>,
+  next: () => Promise<void>,
+  id: { key: string; proveOnChain?: unknown },
+  fp: Keyed,
+) {
+  const row = id.proveOnChain ? null : await current(c.env.DB, id.key).catch(() => null);
+  if (row?.status === "done" && !differs(row, fp)) return replay(c, row);
+  return next();
+}
+
 /** A retry of a call still running; its request id only to a request whose payer is proven. */
 const inFlight = (c: Context<AppEnv>, requestId?: string) =>
   detail(
@@ -229,9 +287,11 @@ async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Prom
   );
 }
 
-function differs(row: Fingerprint, fp: Fingerprint): string | undefined {
+function differs(row: Fingerprint, fp: Keyed): string | undefined {
   if (row.principal !== fp.principal) return "another payer";
-  if (row.method !== fp.method || row.path !== fp.path) return `${row.method} ${row.path}`;
+  // A row's path as written holds no `#query-sha256:` (a query never holds a `#`): see Keyed.
+  const samePath = row.path === fp.path || row.path === fp.pathAsWritten;
+  if (row.method !== fp.method || !samePath) return `${row.method} ${row.path}`;
   if (row.body_sha256 !== fp.body_sha256) return `${row.method} ${row.path} with a different body`;
   return undefined;
 }

@@ -21,7 +21,7 @@ for (const skill of skills) {
     skill.endpoint,
     recordCall(skill.id, () => Number(skill.price_atomic)),
     quota(skill.id, { freeInBeta: true }),
-    idempotent({ cardKeys: true }),
+    idempotent({ cardKeys: true, freeInBeta: true }),
     signReceipt(skill.id),
     explain402,
     recordPayment(skill.id),

@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { sha256Hex } from "../../src/digest";
 import { hashKey } from "../../src/payments/credits";
+import { QUERY_KEPT_MAX } from "../../src/payments/idempotency";
 import { RESULT_ROW_MAX } from "../../src/payments/idempotent-results";
 import { callsLeft, keyWith } from "../fixtures/credits";
 
@@ -162,6 +163,92 @@ describe("a stored idempotent answer over 16 KiB", () => {
     } finally {
       errors.mockRestore();
     }
+    expect(await callsLeft(env.DB, key)).toBe(1);
+  });
+});
+
+describe("a paid call's query in its stored row", () => {
+  /** A json_sort call under an Idempotency-Key with `query` after its path. */
+  const queried = (key: string, idem: string, query: string) =>
+    app.fetch(
+      new Request(`https://skills.test/api/skills/json-sort?${query}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "idempotency-key": idem,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ data: { b: 1, a: 2 } }),
+      }),
+      cardEnv,
+    );
+  const storedPath = (requestId: string | null) =>
+    env.DB.prepare("SELECT path FROM idempotent_results WHERE request_id = ?1")
+      .bind(requestId)
+      .first<string>("path");
+
+  it("a long query is kept by its digest: the row does not grow with it, and it still tells two calls apart", async () => {
+    const key = await keyWith(env.DB, 3, "json_sort");
+    const idem = `query-${crypto.randomUUID()}`;
+    const query = `q=${"a".repeat(16_000)}`;
+    const first = await queried(key, idem, query);
+    expect(first.status).toBe(200);
+    const body = await first.text();
+    const path = await storedPath(first.headers.get("x-request-id"));
+    expect(path).toBe(`/api/skills/json-sort#query-sha256:${await sha256Hex(`?${query}`)}`);
+    // The same call again is its replay, not a second credit.
+    const retry = await queried(key, idem, query);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(body);
+    // Another long query under the key is another request.
+    const other = await queried(key, idem, `q=${"b".repeat(16_000)}`);
+    expect(other.status).toBe(409);
+    expect(await other.json()).toMatchObject({ reason: "idempotency_key_mismatch" });
+    expect(await callsLeft(env.DB, key)).toBe(2);
+  });
+
+  it(`a query of ${QUERY_KEPT_MAX} characters (its \`?\` not counted) is kept as written, one more by its digest`, async () => {
+    const key = await keyWith(env.DB, 2, "json_sort");
+    const kept = `q=${"c".repeat(QUERY_KEPT_MAX - 2)}`;
+    expect(kept).toHaveLength(256);
+    const first = await queried(key, `short-${crypto.randomUUID()}`, kept);
+    expect(first.status).toBe(200);
+    expect(await storedPath(first.headers.get("x-request-id"))).toBe(`/api/skills/json-sort?${kept}`);
+    const digested = `${kept}c`;
+    const second = await queried(key, `long-${crypto.randomUUID()}`, digested);
+    expect(second.status).toBe(200);
+    expect(await storedPath(second.headers.get("x-request-id"))).toBe(
+      `/api/skills/json-sort#query-sha256:${await sha256Hex(`?${digested}`)}`,
+    );
+  });
+
+  it("a long query's row stored as written (before QUERY_KEPT_MAX) still answers its retry, not a 409 mismatch", async () => {
+    const key = await keyWith(env.DB, 2, "json_sort");
+    const idem = `old-${crypto.randomUUID()}`;
+    const query = `q=${"d".repeat(1_000)}`;
+    const first = await queried(key, idem, query);
+    expect(first.status).toBe(200);
+    const body = await first.text();
+    const requestId = first.headers.get("x-request-id");
+    // The row as the code before the digest wrote it: path and query as written.
+    const asWritten = `/api/skills/json-sort?${query}`;
+    await env.DB.prepare("UPDATE idempotent_results SET path = ?1 WHERE request_id = ?2")
+      .bind(asWritten, requestId)
+      .run();
+    const retry = await queried(key, idem, query);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(body);
+    // Still running in an old isolate: the retry is told to wait for it, not to use a new key.
+    await env.DB.prepare("UPDATE idempotent_results SET status = 'running' WHERE request_id = ?1")
+      .bind(requestId)
+      .run();
+    const waiting = await queried(key, idem, query);
+    expect(waiting.status).toBe(409);
+    expect(await waiting.json()).toMatchObject({ reason: "idempotent_request_in_flight" });
+    // Another query under that key is still another request.
+    const other = await queried(key, idem, `q=${"e".repeat(1_000)}`);
+    expect(await other.json()).toMatchObject({ reason: "idempotency_key_mismatch" });
     expect(await callsLeft(env.DB, key)).toBe(1);
   });
 });

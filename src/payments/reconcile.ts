@@ -301,6 +301,11 @@ async function settleOwedRefunds(
       summary.errors.push(
         `refund ${row.request_id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
       );
+      // Behind the rest of the queue (refundsToSettle takes the least recently touched first), as
+      // a claim is (sendToBack): left as it was, a batch of refunds whose read or send throws every
+      // time came first again on every run, and no refund behind them was ever sent. Only its
+      // place moves: the next run reads the chain before sending it again, under the same nonce.
+      await touchRefund(env.DB, row.request_id).catch(() => undefined);
     }
   }
 }

@@ -1,0 +1,78 @@
+import { env } from "cloudflare:test";
+import { generatePrivateKey } from "viem/accounts";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { reconcile } from "../../src/payments/reconcile";
+import type { ChainReader } from "../../src/payments/reconcile-chain";
+
+/**
+ * The Cron's reconciliation under a backlog (an RPC or facilitator outage leaves thousands of
+ * rows): successive runs must get through it, and no row at the head of a queue may hold the rest
+ * back. Each test reconciles a network of its own, so rows other files leave are not in its way.
+ */
+
+const hex = (bytes: number) =>
+  `0x${[...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+const nowS = () => Math.floor(Date.now() / 1000);
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let chains = 0;
+/** A chain of its own where nothing is spent; reads of `poisoned` authorizers throw. */
+function chain() {
+  const id = 930_000 + ++chains;
+  const network = `eip155:${id}`;
+  const poisoned = new Set<string>();
+  const reads: string[] = [];
+  const reader: ChainReader = {
+    chainId: async () => id,
+    head: async () => ({ number: 500, timestamp: nowS(), blockSeconds: 2 }),
+    blockTime: async (n) => nowS() - (500 - n) * 2,
+    authorizationUsed: async (_asset, who, nonce) => {
+      reads.push(nonce);
+      if (poisoned.has(who)) throw new Error(`RPC refused the read for ${who}`);
+      return false;
+    },
+    findUse: async () => undefined,
+  };
+  const runEnv = { ...env, X402_NETWORK: network, RPC_URL: "x", PARTNER_PAYER_KEY: generatePrivateKey() };
+  return { network, poisoned, reads, reader, run: () => reconcile(runEnv, reader) };
+}
+
+/**
+ * An owed refund whose last send is still valid (its chain read decides whether it landed), its
+ * authorization signed by `from`; `age` ms since it was last looked at (the queue's order).
+ */
+async function owedRefund(network: string, from: string, age: number) {
+  const requestId = `backlog-${crypto.randomUUID()}`;
+  const nonce = hex(32);
+  await env.DB.prepare(
+    `INSERT INTO refunds (request_id, payer, amount_micro, withheld_micro, reason, status, created_at, updated_at,
+       auth_nonce, asset, network, auth_from, valid_before)
+     VALUES (?1, ?2, 5000, 0, 'test', 'owed', ?3, ?3, ?4, ?5, ?6, ?7, ?8)`,
+  )
+    .bind(requestId, hex(20), Date.now() - age, nonce, env.USDC_ADDRESS, network, from, nowS() + 3600)
+    .run();
+  return nonce;
+}
+
+describe("owed refunds under a backlog", () => {
+  it("a refund whose read throws goes behind the others: a head of such rows does not starve the queue", async () => {
+    const c = chain();
+    const bad = hex(20);
+    c.poisoned.add(bad);
+    // A run's whole batch of refunds whose read fails every time, oldest first...
+    for (let i = 0; i < 20; i++) await owedRefund(c.network, bad, 3_600_000 + i);
+    // ...and one behind them whose read answers.
+    const healthy = await owedRefund(c.network, hex(20), 600_000);
+    const first = await c.run();
+    expect(first.errors).toHaveLength(20);
+    expect(c.reads).not.toContain(healthy);
+    // The next run, past the minute a row looked at is left alone, reads the one behind them.
+    const later = Date.now() + 61_000;
+    vi.spyOn(Date, "now").mockReturnValue(later);
+    await c.run();
+    expect(c.reads).toContain(healthy);
+  });
+});

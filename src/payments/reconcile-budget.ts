@@ -45,26 +45,31 @@ export function countedReader(reader: ChainReader, spent: Spent): ChainReader {
 }
 
 /**
- * Looks at a queue's rows, batch after batch (`next`: rows not looked at yet this run, at most
- * `batchSize`), until the queue is empty or QUEUE_BUDGET is spent. The budget is checked before
- * each row, so a run stops between rows: a row is decided wholly or left as it was.
- * Answers whether rows may be left for the next run.
+ * Looks at a queue's rows, batch after batch (`next`: at most `batchSize`, those the run already
+ * looked at left out by the query), until the queue is empty or QUEUE_BUDGET is spent. The budget
+ * is checked before each row, so a run stops between rows: a row is decided wholly or left as it
+ * was. A row `next` answers again (its write that moves it to the back refused) is not looked at
+ * twice: the run stops taking batches instead. Answers whether rows may be left for the next run.
  */
 export async function drainQueue<T>(
   next: () => Promise<T[]>,
   batchSize: number,
+  keyOf: (row: T) => string | number,
   each: (row: T) => Promise<void>,
   spent: Spent,
 ): Promise<boolean> {
   const start = spent.n;
+  const seen = new Set<string | number>();
   for (;;) {
     const rows = await next();
     spent.n++;
-    for (const row of rows) {
+    const fresh = rows.filter((row) => !seen.has(keyOf(row)));
+    for (const row of fresh) {
       if (spent.n - start >= QUEUE_BUDGET) return true;
+      seen.add(keyOf(row));
       await each(row);
       spent.n += ROW_STATEMENTS;
     }
-    if (rows.length < batchSize) return false;
+    if (fresh.length < batchSize) return rows.length > fresh.length;
   }
 }

@@ -189,6 +189,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
   await drainQueue(
     payments,
     BATCH,
+    (row) => row.nonce,
     async (row) => {
       summary.checked++;
       try {
@@ -221,6 +222,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
   await drainQueue(
     upstream,
     BATCH,
+    (row) => row.id,
     async (row) => {
       summary.checked++;
       try {
@@ -268,18 +270,13 @@ async function settleOwedRefunds(
 ) {
   if (!operatingKey(env)) return; // nothing could be sent; the rows say why
   const network = env.X402_NETWORK;
-  // Each row a run looks at is touched (or leaves the queue), so refundsToSettle leaves it out of
-  // the run's next batch; one that is not (a write refused) is not looked at twice all the same.
-  const seen = new Set<string>();
-  const owed = async () => {
-    const { results } = await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS);
-    const fresh = results.filter((r) => !seen.has(r.request_id));
-    for (const r of fresh) seen.add(r.request_id);
-    return fresh;
-  };
+  // Each row a run looks at is touched (or leaves the queue), so refundsToSettle (rows untouched
+  // for a minute) leaves it out of the run's next batch.
+  const owed = async () => (await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS)).results;
   await drainQueue(
     owed,
     BATCH_REFUNDS,
+    (row) => row.request_id,
     async (row) => {
       summary.checked++;
       try {

@@ -7,10 +7,10 @@ import type { ChainReader } from "./reconcile-chain";
  * unused: one RPC read and a few statements), so a day's outage left ~7,000 claims that took ~15 h
  * to drain while the refunds of those that landed waited; it also left no margin when every row
  * landed and sent a refund. Now each queue takes rows, batch after batch, until its estimate of
- * what it spent reaches QUEUE_BUDGET: ~70 expired-unused rows a run, ~23 landed ones with a refund.
+ * what it spent reaches QUEUE_BUDGET: ~75 expired-unused rows a run, ~23 landed ones with a refund.
  */
 
-/** Estimated subrequests one queue (payment claims, upstream payments) may spend in one run. */
+/** Estimated subrequests one queue (claims, owed refunds, upstream payments) may spend in one run. */
 export const QUEUE_BUDGET = 300;
 /** D1 statements a looked-at row costs besides its chain reads: its decision, its place in the queue, a count. */
 export const ROW_STATEMENTS = 3;

@@ -51,7 +51,7 @@ export interface UpstreamRow {
 
 /**
  * Rows per batch; a run takes batch after batch while its budget lasts (reconcile-budget.ts), each
- * leaving out the rows the run already looked at (`runStartMs`).
+ * leaving out the rows the run already looked at (`nowMs` of candidates below).
  */
 export const BATCH = 40;
 

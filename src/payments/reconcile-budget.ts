@@ -44,12 +44,19 @@ export function countedReader(reader: ChainReader, spent: Spent): ChainReader {
   };
 }
 
+/** How a queue's run ended: `more`, rows may be left for the next run; `error`, a batch's query threw. */
+export interface Drained {
+  more: boolean;
+  error?: unknown;
+}
+
 /**
  * Looks at a queue's rows, batch after batch (`next`: at most `batchSize`, those the run already
  * looked at left out by the query), until the queue is empty or QUEUE_BUDGET is spent. The budget
  * is checked before each row, so a run stops between rows: a row is decided wholly or left as it
  * was. A row `next` answers again (its write that moves it to the back refused) is not looked at
- * twice: the run stops taking batches instead. Answers whether rows may be left for the next run.
+ * twice: the run stops taking batches instead. A batch's query that throws (a D1 error) stops this
+ * queue only: the run keeps what it did and goes on to the other queues.
  */
 export async function drainQueue<T>(
   next: () => Promise<T[]>,
@@ -57,19 +64,25 @@ export async function drainQueue<T>(
   keyOf: (row: T) => string | number,
   each: (row: T) => Promise<void>,
   spent: Spent,
-): Promise<boolean> {
+): Promise<Drained> {
   const start = spent.n;
   const seen = new Set<string | number>();
   for (;;) {
-    const rows = await next();
-    spent.n++;
+    let rows: T[];
+    try {
+      rows = await next();
+    } catch (error) {
+      return { more: true, error };
+    } finally {
+      spent.n++;
+    }
     const fresh = rows.filter((row) => !seen.has(keyOf(row)));
     for (const row of fresh) {
-      if (spent.n - start >= QUEUE_BUDGET) return true;
+      if (spent.n - start >= QUEUE_BUDGET) return { more: true };
       seen.add(keyOf(row));
       await each(row);
       spent.n += ROW_STATEMENTS;
     }
-    if (fresh.length < batchSize) return rows.length > fresh.length;
+    if (fresh.length < batchSize) return { more: rows.length > fresh.length };
   }
 }

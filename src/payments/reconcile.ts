@@ -1,6 +1,6 @@
 import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
-import { countedReader, drainQueue, SEND_COST, type Spent } from "./reconcile-budget";
+import { countedReader, type Drained, drainQueue, SEND_COST, type Spent } from "./reconcile-budget";
 import { type ChainReader, readAuthorization, rpcChainReader } from "./reconcile-chain";
 import { decide, spentElsewhere, type Terms } from "./reconcile-decide";
 import { type HeldClaim, noteNoLog } from "./reconcile-holds";
@@ -57,10 +57,22 @@ export interface ReconcileSummary {
    */
   needs_person: HeldClaim[];
   errors: string[];
+  /**
+   * Per queue, whether this run left rows for the next one: its budget ran out (reconcile-budget.ts)
+   * or its query failed. `true` run after run means a backlog (docs/OPERATIONS.md).
+   */
+  more: Record<Queue, boolean>;
   skipped?: string;
 }
 
+/** The run's three queues: claims (payment_nonces), owed refunds, upstream payments. */
+type Queue = "claims" | "refunds" | "upstream";
+
 const SKIP_NO_RPC = "RPC_URL is not set";
+
+/** An error as a summary quotes it: the RPC URL (a provider's key in it) redacted. */
+const errorText = (e: unknown, env: Bindings) =>
+  redactSecrets(e instanceof Error ? e.message : String(e), env);
 
 /** A run's summary before it looked at anything. */
 export const emptySummary = (): ReconcileSummary => ({
@@ -74,6 +86,7 @@ export const emptySummary = (): ReconcileSummary => ({
   refunds_owed: 0,
   needs_person: [],
   errors: [],
+  more: { claims: false, refunds: false, upstream: false },
 });
 
 /**
@@ -185,8 +198,13 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     const held = await noteNoLog(env.DB, kind, key, evidence);
     if (held) summary.needs_person.push(held);
   };
+  // A queue's query that failed stops that queue only: the run's summary still says what it did.
+  const drained = (queue: Queue, { more, error }: Drained) => {
+    summary.more[queue] = more;
+    if (error !== undefined) summary.errors.push(`${queue} queue: ${errorText(error, env)}`);
+  };
   const payments = async () => (await candidates(env.DB, network, nowMs)).results;
-  await drainQueue(
+  const claims = await drainQueue(
     payments,
     BATCH,
     (row) => row.nonce,
@@ -208,18 +226,17 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
         }
         await sendNew(send);
       } catch (e) {
-        summary.errors.push(
-          `${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
-        );
+        summary.errors.push(`${row.nonce}: ${errorText(e, env)}`);
       }
       // Looked at: behind every row not yet looked at, whatever came of it (a decided row leaves the queue).
       await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
     },
     spent,
   );
-  await settleOwedRefunds(env, chain, head, summary, spent);
+  drained("claims", claims);
+  drained("refunds", await settleOwedRefunds(env, chain, head, summary, spent));
   const upstream = async () => (await upstreamCandidates(env.DB, network, nowMs)).results;
-  await drainQueue(
+  const upstreamDrained = await drainQueue(
     upstream,
     BATCH,
     (row) => row.id,
@@ -243,14 +260,13 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
         if (d.outcome === "wait" && d.noLog) await holdIfStuck("upstream", row.id, d.evidence);
         await sendNew(refund);
       } catch (e) {
-        summary.errors.push(
-          `upstream ${row.id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
-        );
+        summary.errors.push(`upstream ${row.id}: ${errorText(e, env)}`);
         await sendToBack(env.DB, "upstream", row.id).catch(() => undefined);
       }
     },
     spent,
   );
+  drained("upstream", upstreamDrained);
   return summary;
 }
 
@@ -267,13 +283,13 @@ async function settleOwedRefunds(
   head: Awaited<ReturnType<ChainReader["head"]>>,
   summary: ReconcileSummary,
   spent: Spent,
-) {
-  if (!operatingKey(env)) return; // nothing could be sent; the rows say why
+): Promise<Drained> {
+  if (!operatingKey(env)) return { more: false }; // nothing could be sent; the rows say why
   const network = env.X402_NETWORK;
   // Each row a run looks at is touched (or leaves the queue), so refundsToSettle (rows untouched
   // for a minute) leaves it out of the run's next batch.
   const owed = async () => (await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS)).results;
-  await drainQueue(
+  return drainQueue(
     owed,
     BATCH_REFUNDS,
     (row) => row.request_id,
@@ -326,9 +342,7 @@ async function settleOwedRefunds(
           }
         }
       } catch (e) {
-        summary.errors.push(
-          `refund ${row.request_id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
-        );
+        summary.errors.push(`refund ${row.request_id}: ${errorText(e, env)}`);
         // Behind the rest of the queue (refundsToSettle takes the least recently touched first), as
         // a claim is (sendToBack): left as it was, a batch of refunds whose read or send throws every
         // time came first again on every run, and no refund behind them was ever sent. Only its

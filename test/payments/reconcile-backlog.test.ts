@@ -1,13 +1,14 @@
 import { env } from "cloudflare:test";
 import { generatePrivateKey } from "viem/accounts";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
 
 /**
  * The Cron's reconciliation under a backlog (an RPC or facilitator outage leaves thousands of
  * rows): successive runs must get through it, and no row at the head of a queue may hold the rest
- * back. Each test reconciles a network of its own, so rows other files leave are not in its way.
+ * back. Each test reconciles a network of its own (ids from 950_001: no other file's), so rows other
+ * files leave are not in its way, and its rows are deleted afterwards, so they are in no other's.
  */
 
 const hex = (bytes: number) =>
@@ -18,11 +19,19 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-let chains = 0;
+const networks: string[] = [];
+afterAll(async () => {
+  for (const table of ["refunds", "payment_nonces", "upstream_payments"])
+    await env.DB.prepare(`DELETE FROM ${table} WHERE network IN (SELECT value FROM json_each(?1))`)
+      .bind(JSON.stringify(networks))
+      .run();
+});
+
 /** A chain of its own where nothing is spent; reads of `poisoned` authorizers throw. */
-function chain() {
-  const id = 930_000 + ++chains;
+function chain(db = env.DB) {
+  const id = 950_001 + networks.length;
   const network = `eip155:${id}`;
+  networks.push(network);
   const poisoned = new Set<string>();
   const reads: string[] = [];
   const reader: ChainReader = {
@@ -36,7 +45,13 @@ function chain() {
     },
     findUse: async () => undefined,
   };
-  const runEnv = { ...env, X402_NETWORK: network, RPC_URL: "x", PARTNER_PAYER_KEY: generatePrivateKey() };
+  const runEnv = {
+    ...env,
+    DB: db,
+    X402_NETWORK: network,
+    RPC_URL: "x",
+    PARTNER_PAYER_KEY: generatePrivateKey(),
+  };
   return { network, poisoned, reads, reader, run: () => reconcile(runEnv, reader) };
 }
 
@@ -107,6 +122,8 @@ describe("claims under a backlog", () => {
     // One read per row (unused, expired): none read twice within the run.
     expect(new Set(c.reads).size).toBe(c.reads.length);
     const second = await c.run();
+    // Each run says its claims' queue has rows left, and that the others have none.
+    expect(first.more).toEqual({ claims: true, refunds: false, upstream: false });
     expect(second.released).toBe(first.released);
     const { left } = (await env.DB.prepare(
       "SELECT count(*) AS left FROM payment_nonces WHERE network = ?1 AND status = 'failed'",
@@ -125,5 +142,64 @@ describe("claims under a backlog", () => {
     expect(run.waiting).toBe(60);
     expect(c.reads).toHaveLength(60);
     expect(new Set(c.reads).size).toBe(60);
+    expect(run.more.claims).toBe(false);
+  });
+
+  it("a later batch's query that fails stops the claims only: the run keeps what it did and goes on to the other queues", async () => {
+    const c = chain(failingSecondClaimsQuery(env.DB));
+    await failedClaims(c.network, 100);
+    await owedRefund(c.network, hex(20), 600_000);
+    await expiredUpstream(c.network);
+    const run = await c.run();
+    // The first batch (40) was decided; the second's query failed.
+    expect(run.released).toBe(40);
+    expect(run.errors).toEqual([expect.stringMatching(/^claims queue: D1_ERROR/)]);
+    expect(run.more.claims).toBe(true);
+    // The owed refund (still valid, unused: it waits) and the upstream payment were looked at.
+    expect(run.waiting).toBe(1);
+    expect(run.upstream_not_landed).toBe(1);
   });
 });
+
+/** `db`, whose second query of the claims' queue (reconcile-store.ts candidates) fails as D1 does. */
+function failingSecondClaimsQuery(db: D1Database): D1Database {
+  let queries = 0;
+  const prepare = (sql: string) => {
+    if (sql.includes("FROM payment_nonces") && sql.includes("PARTITION BY") && ++queries === 2)
+      return {
+        bind: () => ({
+          all: async () => {
+            throw new Error("D1_ERROR: Network connection lost.");
+          },
+        }),
+      } as unknown as D1PreparedStatement;
+    return db.prepare(sql);
+  };
+  return new Proxy(db, {
+    get: (target, key) => {
+      if (key === "prepare") return prepare;
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A partner's upstream authorization on `network`, expired an hour ago and never used. */
+async function expiredUpstream(network: string) {
+  await env.DB.prepare(
+    `INSERT INTO upstream_payments (request_id, partner_id, service_id, amount_micro, upstream_status, created_at,
+       payer, pay_to, asset, network, auth_nonce, valid_before)
+     VALUES (?1, 'textkit', 'summarize', 20000, 200, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+  )
+    .bind(
+      crypto.randomUUID(),
+      Date.now() - 7_200_000,
+      hex(20),
+      hex(20),
+      env.USDC_ADDRESS,
+      network,
+      hex(32),
+      nowS() - 3600,
+    )
+    .run();
+}

@@ -49,8 +49,11 @@ export interface UpstreamRow {
   created_at: number;
 }
 
-/** Rows per run: each costs a few RPC calls, and a cron invocation has a subrequest budget. */
-const BATCH = 40;
+/**
+ * Rows per batch; a run takes batch after batch while its budget lasts (reconcile-budget.ts), each
+ * leaving out the rows the run already looked at (`nowMs` of candidates below).
+ */
+export const BATCH = 40;
 
 /**
  * Of each batch, rows that can be decided now come first, up to this many: their authorization
@@ -93,7 +96,9 @@ export const RUNNING_LEFT_TO_REQUEST_MS = 5 * 60_000;
  * 'failed' rows at once (never one held for a person, nor one spaced out: noteNoLog); 'running'
  * ones only a minute after their authorization expired (always due, then) and once their request
  * cannot still be settling them (RUNNING_LEFT_TO_REQUEST_MS). Due rows first (up to DUE_FIRST,
- * least recently looked at first), then the rest by checked_at.
+ * least recently looked at first), then the rest by checked_at. Never a row looked at since
+ * `nowMs`, the run's start (sendToBack stamps each): a run's next batch holds only rows it has
+ * not read yet.
  */
 export function candidates(db: D1Database, network: string, nowMs: number) {
   return db
@@ -105,7 +110,7 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
                                        ORDER BY coalesce(checked_at, 0), updated_at) AS turn
              FROM payment_nonces
              WHERE auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1 AND hold IS NULL
-               AND NOT (${SPACED})
+               AND NOT (${SPACED}) AND coalesce(checked_at, 0) < ?8
                AND (status = 'failed' OR (status = 'running' AND valid_before < ?2 AND created_at < ?7)))
        ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), updated_at LIMIT ?3`,
     )
@@ -117,6 +122,7 @@ export function candidates(db: D1Database, network: string, nowMs: number) {
       nowMs - NO_LOG_EVERY_MS,
       NO_LOG_SPACED_AFTER,
       nowMs - RUNNING_LEFT_TO_REQUEST_MS,
+      nowMs,
     )
     .all<NonceRow>();
 }
@@ -134,8 +140,8 @@ export async function sendToBack(db: D1Database, kind: "payment" | "upstream", k
 }
 
 /**
- * Undecided upstream authorizations (not held, not spaced out), in the same order as candidates:
- * due first, then the rest.
+ * Undecided upstream authorizations (not held, not spaced out, not looked at since the run's
+ * start `nowMs`), in the same order as candidates: due first, then the rest.
  */
 export function upstreamCandidates(db: D1Database, network: string, nowMs: number) {
   return db
@@ -145,10 +151,10 @@ export function upstreamCandidates(db: D1Database, network: string, nowMs: numbe
                     row_number() OVER (PARTITION BY valid_before < ?2 ORDER BY coalesce(checked_at, 0), id) AS turn
              FROM upstream_payments
              WHERE chain_status IS NULL AND auth_nonce IS NOT NULL AND valid_before IS NOT NULL AND network = ?1
-               AND hold IS NULL AND NOT (${SPACED}))
+               AND hold IS NULL AND NOT (${SPACED}) AND coalesce(checked_at, 0) < ?7)
        ORDER BY NOT (due AND turn <= ?4), coalesce(checked_at, 0), id LIMIT ?3`,
     )
-    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST, nowMs - NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER)
+    .bind(network, dueBefore(nowMs), BATCH, DUE_FIRST, nowMs - NO_LOG_EVERY_MS, NO_LOG_SPACED_AFTER, nowMs)
     .all<UpstreamRow>();
 }
 

@@ -1,11 +1,13 @@
 import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
+import { countedReader, type Drained, drainQueue, SEND_COST, type Spent } from "./reconcile-budget";
 import { type ChainReader, readAuthorization, rpcChainReader } from "./reconcile-chain";
 import { decide, spentElsewhere, type Terms } from "./reconcile-decide";
 import { type HeldClaim, noteNoLog } from "./reconcile-holds";
 import {
   applyPayment,
   applyUpstream,
+  BATCH,
   candidates,
   type NonceRow,
   sendToBack,
@@ -55,10 +57,22 @@ export interface ReconcileSummary {
    */
   needs_person: HeldClaim[];
   errors: string[];
+  /**
+   * Per queue, whether this run left rows for the next one: its budget ran out (reconcile-budget.ts)
+   * or its query failed. `true` run after run means a backlog (docs/OPERATIONS.md).
+   */
+  more: Record<Queue, boolean>;
   skipped?: string;
 }
 
+/** The run's three queues: claims (payment_nonces), owed refunds, upstream payments. */
+type Queue = "claims" | "refunds" | "upstream";
+
 const SKIP_NO_RPC = "RPC_URL is not set";
+
+/** An error as a summary quotes it: the RPC URL (a provider's key in it) redacted. */
+const errorText = (e: unknown, env: Bindings) =>
+  redactSecrets(e instanceof Error ? e.message : String(e), env);
 
 /** A run's summary before it looked at anything. */
 export const emptySummary = (): ReconcileSummary => ({
@@ -72,6 +86,7 @@ export const emptySummary = (): ReconcileSummary => ({
   refunds_owed: 0,
   needs_person: [],
   errors: [],
+  more: { claims: false, refunds: false, upstream: false },
 });
 
 /**
@@ -131,7 +146,10 @@ async function warnOwed(env: Bindings, requestId: string) {
   if (row) warnRefund(env, requestId, row);
 }
 
-/** Owed refunds per run: each costs a few RPC calls and maybe a facilitator call. */
+/**
+ * Owed refunds per batch: each costs a few RPC calls and maybe a facilitator call. A run takes
+ * batch after batch while its budget lasts (reconcile-budget.ts).
+ */
 const BATCH_REFUNDS = 20;
 
 /**
@@ -141,7 +159,8 @@ const BATCH_REFUNDS = 20;
 export async function reconcile(env: Bindings, reader?: ChainReader): Promise<ReconcileSummary> {
   const summary = emptySummary();
   if (!reader && !env.RPC_URL) return { ...summary, skipped: SKIP_NO_RPC };
-  const chain = reader ?? (await rpcChainReader(env.RPC_URL as string));
+  const spent: Spent = { n: 0 };
+  const chain = countedReader(reader ?? (await rpcChainReader(env.RPC_URL as string)), spent);
   const network = env.X402_NETWORK;
   const chainId = await chain.chainId();
   if (`eip155:${chainId}` !== network) {
@@ -149,10 +168,6 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
   }
   const head = await chain.head();
   const nowMs = Date.now();
-  const [payments, upstream] = await Promise.all([
-    candidates(env.DB, network, nowMs),
-    upstreamCandidates(env.DB, network, nowMs),
-  ]);
   // USDC has 6 decimals: an upstream payment's micros are its atomic amount.
   const judge = async (row: NonceRow | UpstreamRow, amountAtomic: number) => {
     const terms: Terms = {
@@ -170,6 +185,7 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     // A refund of nothing (a partner was owed the whole price) is a row, not a send.
     const owed = refund && recorded(refund);
     if (!owed || owed.amount === 0n) return;
+    spent.n += SEND_COST;
     const sent = await sendRecordedRefund(env, owed);
     if (sent.status === "refunded") summary.refunded++;
     else {
@@ -182,56 +198,75 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     const held = await noteNoLog(env.DB, kind, key, evidence);
     if (held) summary.needs_person.push(held);
   };
-  for (const row of payments.results) {
-    summary.checked++;
-    try {
-      const d = await judge(row, row.amount_atomic);
-      const { send, held } = await applyPayment(env, row, d);
-      if (d.outcome === "paid") summary.settled++;
-      else if (d.outcome === "unpaid") summary.released++;
-      else summary.waiting++;
-      if (d.outcome === "wait" && d.noLog) await holdIfStuck("payment", row.nonce, d.evidence);
-      // A withheld call's refund its landing recorded held (its partner share unknown): counted as
-      // a refund left owed, so the summary is at warn too, and warned of by the run whose batch
-      // recorded it only (applyPayment), so overlapping runs do not both.
-      if (held) {
-        summary.refunds_owed++;
-        await warnOwed(env, held.requestId);
+  // A queue's query that failed stops that queue only: the run's summary still says what it did.
+  const drained = (queue: Queue, { more, error }: Drained) => {
+    summary.more[queue] = more;
+    if (error !== undefined) summary.errors.push(`${queue} queue: ${errorText(error, env)}`);
+  };
+  const payments = async () => (await candidates(env.DB, network, nowMs)).results;
+  const claims = await drainQueue(
+    payments,
+    BATCH,
+    (row) => row.nonce,
+    async (row) => {
+      summary.checked++;
+      try {
+        const d = await judge(row, row.amount_atomic);
+        const { send, held } = await applyPayment(env, row, d);
+        if (d.outcome === "paid") summary.settled++;
+        else if (d.outcome === "unpaid") summary.released++;
+        else summary.waiting++;
+        if (d.outcome === "wait" && d.noLog) await holdIfStuck("payment", row.nonce, d.evidence);
+        // A withheld call's refund its landing recorded held (its partner share unknown): counted as
+        // a refund left owed, so the summary is at warn too, and warned of by the run whose batch
+        // recorded it only (applyPayment), so overlapping runs do not both.
+        if (held) {
+          summary.refunds_owed++;
+          await warnOwed(env, held.requestId);
+        }
+        await sendNew(send);
+      } catch (e) {
+        summary.errors.push(`${row.nonce}: ${errorText(e, env)}`);
       }
-      await sendNew(send);
-    } catch (e) {
-      summary.errors.push(`${row.nonce}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`);
-    }
-    // Looked at: behind every row not yet looked at, whatever came of it (a decided row leaves the queue).
-    await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
-  }
-  await settleOwedRefunds(env, chain, head, summary);
-  for (const row of upstream.results) {
-    summary.checked++;
-    try {
-      let d = await judge(row, row.amount_micro);
-      // Our nonce spent on a transfer other than the one we signed: no rule decides that (money
-      // moved, but not as recorded), so the row stays undecided, re-read each run, and the run
-      // reports it (a failed Cron run) for a person; nothing is refunded or owed on its account.
-      // A cancel (only the operating key can sign one) moved nothing: not landed, like an expiry.
-      if (spentElsewhere(d)) {
-        summary.errors.push(`upstream ${row.id}: ${d.evidence}; left undecided for a person`);
-        d = { outcome: "wait", evidence: d.evidence };
+      // Looked at: behind every row not yet looked at, whatever came of it (a decided row leaves the queue).
+      await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
+    },
+    spent,
+  );
+  drained("claims", claims);
+  drained("refunds", await settleOwedRefunds(env, chain, head, summary, spent));
+  const upstream = async () => (await upstreamCandidates(env.DB, network, nowMs)).results;
+  const upstreamDrained = await drainQueue(
+    upstream,
+    BATCH,
+    (row) => row.id,
+    async (row) => {
+      summary.checked++;
+      try {
+        let d = await judge(row, row.amount_micro);
+        // Our nonce spent on a transfer other than the one we signed: no rule decides that (money
+        // moved, but not as recorded), so the row stays undecided, re-read each run, and the run
+        // reports it (a failed Cron run) for a person; nothing is refunded or owed on its account.
+        // A cancel (only the operating key can sign one) moved nothing: not landed, like an expiry.
+        if (spentElsewhere(d)) {
+          summary.errors.push(`upstream ${row.id}: ${d.evidence}; left undecided for a person`);
+          d = { outcome: "wait", evidence: d.evidence };
+        }
+        // Not landed: what a refund kept back for the partner goes back to the caller.
+        const refund = await applyUpstream(env.DB, row, d);
+        if (d.outcome === "paid") summary.upstream_landed++;
+        else if (d.outcome === "unpaid") summary.upstream_not_landed++;
+        else summary.waiting++;
+        if (d.outcome === "wait" && d.noLog) await holdIfStuck("upstream", row.id, d.evidence);
+        await sendNew(refund);
+      } catch (e) {
+        summary.errors.push(`upstream ${row.id}: ${errorText(e, env)}`);
+        await sendToBack(env.DB, "upstream", row.id).catch(() => undefined);
       }
-      // Not landed: what a refund kept back for the partner goes back to the caller.
-      const refund = await applyUpstream(env.DB, row, d);
-      if (d.outcome === "paid") summary.upstream_landed++;
-      else if (d.outcome === "unpaid") summary.upstream_not_landed++;
-      else summary.waiting++;
-      if (d.outcome === "wait" && d.noLog) await holdIfStuck("upstream", row.id, d.evidence);
-      await sendNew(refund);
-    } catch (e) {
-      summary.errors.push(
-        `upstream ${row.id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
-      );
-      await sendToBack(env.DB, "upstream", row.id).catch(() => undefined);
-    }
-  }
+    },
+    spent,
+  );
+  drained("upstream", upstreamDrained);
   return summary;
 }
 
@@ -247,62 +282,76 @@ async function settleOwedRefunds(
   chain: ChainReader,
   head: Awaited<ReturnType<ChainReader["head"]>>,
   summary: ReconcileSummary,
-) {
-  if (!operatingKey(env)) return; // nothing could be sent; the rows say why
+  spent: Spent,
+): Promise<Drained> {
+  if (!operatingKey(env)) return { more: false }; // nothing could be sent; the rows say why
   const network = env.X402_NETWORK;
-  const { results } = await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS);
-  for (const row of results) {
-    summary.checked++;
-    try {
-      if (row.auth_nonce === null) {
-        await touchRefund(env.DB, row.request_id, PRE_0010_HOLD);
-        summary.refunds_owed++;
-        warnRefund(env, row.request_id, { hold: PRE_0010_HOLD, error: null });
-        continue;
-      }
-      const d = row.valid_before === null ? undefined : await judgeRefund(chain, head, row, env.USDC_ADDRESS);
-      if (d?.outcome === "paid") {
-        // Never over a hand record (markRefunded), and there can be none: one is written only once
-        // the chain shows this authorization can no longer land (resolveRefundByHand).
-        const marked = await markRefunded(env.DB, row.request_id, d.txHash);
-        if (marked.meta.changes) summary.refunded++;
-      } else if (
-        d?.outcome === "wait" &&
-        d.noLog &&
-        head.timestamp > (row.valid_before ?? 0) + NO_LOG_REFUND_AFTER_S
-      ) {
-        const marked = await markRefundedWithoutLog(env.DB, row.request_id, d.evidence);
-        if (marked.meta.changes) summary.refunded++;
-      } else if (d?.outcome === "wait") {
-        await touchRefund(env.DB, row.request_id);
-        summary.waiting++;
-      } else if (d?.txHash || (d?.outcome === "unpaid" && d.cancelled)) {
-        // Our nonce moved something else, or was cancelled (with the operating key), before or
-        // after it expired: it can never be sent again under it, so a person looks at it.
-        await touchRefund(env.DB, row.request_id, d.evidence);
-        summary.refunds_owed++;
-        warnRefund(env, row.request_id, { hold: d.evidence, error: null });
-      } else {
-        const sent = await sendRecordedRefund(env, {
-          requestId: row.request_id,
-          payer: row.payer,
-          network,
-          asset: row.asset ?? env.USDC_ADDRESS,
-          amount: BigInt(row.amount_micro),
-          reason: row.reason,
-        });
-        if (sent.status === "refunded") summary.refunded++;
-        else {
+  // Each row a run looks at is touched (or leaves the queue), so refundsToSettle (rows untouched
+  // for a minute) leaves it out of the run's next batch.
+  const owed = async () => (await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS)).results;
+  return drainQueue(
+    owed,
+    BATCH_REFUNDS,
+    (row) => row.request_id,
+    async (row) => {
+      summary.checked++;
+      try {
+        if (row.auth_nonce === null) {
+          await touchRefund(env.DB, row.request_id, PRE_0010_HOLD);
           summary.refunds_owed++;
-          await warnOwed(env, row.request_id);
+          warnRefund(env, row.request_id, { hold: PRE_0010_HOLD, error: null });
+          return;
         }
+        const d =
+          row.valid_before === null ? undefined : await judgeRefund(chain, head, row, env.USDC_ADDRESS);
+        if (d?.outcome === "paid") {
+          // Never over a hand record (markRefunded), and there can be none: one is written only once
+          // the chain shows this authorization can no longer land (resolveRefundByHand).
+          const marked = await markRefunded(env.DB, row.request_id, d.txHash);
+          if (marked.meta.changes) summary.refunded++;
+        } else if (
+          d?.outcome === "wait" &&
+          d.noLog &&
+          head.timestamp > (row.valid_before ?? 0) + NO_LOG_REFUND_AFTER_S
+        ) {
+          const marked = await markRefundedWithoutLog(env.DB, row.request_id, d.evidence);
+          if (marked.meta.changes) summary.refunded++;
+        } else if (d?.outcome === "wait") {
+          await touchRefund(env.DB, row.request_id);
+          summary.waiting++;
+        } else if (d?.txHash || (d?.outcome === "unpaid" && d.cancelled)) {
+          // Our nonce moved something else, or was cancelled (with the operating key), before or
+          // after it expired: it can never be sent again under it, so a person looks at it.
+          await touchRefund(env.DB, row.request_id, d.evidence);
+          summary.refunds_owed++;
+          warnRefund(env, row.request_id, { hold: d.evidence, error: null });
+        } else {
+          spent.n += SEND_COST;
+          const sent = await sendRecordedRefund(env, {
+            requestId: row.request_id,
+            payer: row.payer,
+            network,
+            asset: row.asset ?? env.USDC_ADDRESS,
+            amount: BigInt(row.amount_micro),
+            reason: row.reason,
+          });
+          if (sent.status === "refunded") summary.refunded++;
+          else {
+            summary.refunds_owed++;
+            await warnOwed(env, row.request_id);
+          }
+        }
+      } catch (e) {
+        summary.errors.push(`refund ${row.request_id}: ${errorText(e, env)}`);
+        // Behind the rest of the queue (refundsToSettle takes the least recently touched first), as
+        // a claim is (sendToBack): left as it was, a batch of refunds whose read or send throws every
+        // time came first again on every run, and no refund behind them was ever sent. Only its
+        // place moves: the next run reads the chain before sending it again, under the same nonce.
+        await touchRefund(env.DB, row.request_id).catch(() => undefined);
       }
-    } catch (e) {
-      summary.errors.push(
-        `refund ${row.request_id}: ${redactSecrets(e instanceof Error ? e.message : String(e), env)}`,
-      );
-    }
-  }
+    },
+    spent,
+  );
 }
 
 /**

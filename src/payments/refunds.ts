@@ -570,10 +570,15 @@ export const refundsToSettle = (db: D1Database, network: string, nowMs: number, 
     .bind(network, nowMs - 60_000, limit)
     .all<OwedRefundRow>();
 
-/** A refund reconciliation looked at and left as it is: it goes to the back of the queue. */
+/**
+ * A refund reconciliation looked at and left as it is: it goes to the back of the queue. Only while
+ * owed: a row settled meanwhile (a send that settled, then threw) keeps its record as written.
+ */
 export const touchRefund = (db: D1Database, requestId: string, note?: string) =>
   db
-    .prepare("UPDATE refunds SET updated_at = ?2, hold = coalesce(?3, hold) WHERE request_id = ?1")
+    .prepare(
+      "UPDATE refunds SET updated_at = ?2, hold = coalesce(?3, hold) WHERE request_id = ?1 AND status = 'owed'",
+    )
     .bind(requestId, Date.now(), note ?? null)
     .run();
 

@@ -296,7 +296,9 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
       replayed: r.status === "replayed",
     });
   }
-  const kind = CLAIM_TABLES[table];
+  // Own keys only: "constructor" or "toString" would read Object.prototype's and reach the claim
+  // queries as a table (a 500, not this 404).
+  const kind = Object.hasOwn(CLAIM_TABLES, table) ? CLAIM_TABLES[table] : undefined;
   if (!kind)
     return detail(c, 404, `Nothing to resolve in "${table}": refunds, payment_nonces or upstream_payments`);
   if (!body.outcome) return missing(c, "outcome", body);

@@ -8,6 +8,7 @@ import {
   RUNNING_LEFT_TO_REQUEST_MS,
 } from "../payments/reconcile-store";
 import { HAND_NOTE_MAX, inDoubtUndecided } from "../payments/refund-by-hand";
+import { refundSendAdvice } from "../payments/refund-warn";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -56,7 +57,10 @@ function OverpaidForms({ r, i, csrf }: { r: Row; i: number; csrf: string }) {
 /** Why a refund is still owed, as its row says (payments/refunds.ts). */
 function stillOwedBecause(r: Row) {
   if (r.hold) return `Held: ${r.hold}`;
-  if (r.error) return `Last send: ${r.error}`;
+  if (r.error) {
+    const advice = refundSendAdvice(String(r.error));
+    return `Last send: ${r.error}${advice ? `. To do: ${advice}` : ""}`;
+  }
   if (r.valid_before)
     return `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`;
   return "Not sent yet: the next reconciliation run sends it";

@@ -1,5 +1,5 @@
 import type { PaymentRequirements } from "@x402/core/types";
-import { operatingKey, publicConfig } from "../config";
+import { operatingKey, publicConfig, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/json-text";
@@ -96,6 +96,69 @@ async function checkOffer(first: Response, terms: Terms) {
   if (!reasons.includes(undefined)) throw notPayable(reasons.join("; ") || "its 402 offers nothing");
 }
 
+/** How long the operating wallet's balance read may take before the call goes on unchecked. */
+const BALANCE_READ_MS = 3_000;
+
+/**
+ * Why the operating wallet cannot pay the partner now: it holds less USDC than the listing's price
+ * (undefined: it holds enough, or the chain could not say). Read before the caller is charged: a
+ * dry wallet otherwise took every caller's full price, answered them a 502, and owed them a refund
+ * that the same dry wallet could not send (docs/OPERATIONS.md, "Operating wallet short of USDC").
+ * Without RPC_URL, or with an RPC that fails, the call goes on as before (logged): a payment check
+ * must not stop sales while the wallet may well be funded.
+ */
+async function walletShort(env: Bindings, terms: Terms, requestId: string): Promise<string | undefined> {
+  const rpc = env.RPC_URL?.trim();
+  if (!rpc) return undefined;
+  const { privateKeyToAccount } = await import("../signer");
+  const wallet = privateKeyToAccount(operatingKey(env) as `0x${string}`).address;
+  let balance: bigint;
+  try {
+    const res = await fetch(rpc, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      // balanceOf(wallet) on the listing's USDC.
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_call",
+        params: [{ to: terms.asset, data: `0x70a08231${wallet.slice(2).padStart(64, "0")}` }, "latest"],
+      }),
+      signal: AbortSignal.timeout(BALANCE_READ_MS),
+    });
+    const result = ((await res.json()) as { result?: unknown }).result;
+    if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(result))
+      throw new Error(`HTTP ${res.status}, no balance in the answer`);
+    balance = BigInt(result);
+  } catch (e) {
+    console.error(
+      redactSecrets(
+        JSON.stringify({
+          level: "warn",
+          msg: "operating wallet balance unreadable: the partner is paid unchecked",
+          request_id: requestId,
+          error: String(e),
+        }),
+        env,
+      ),
+    );
+    return undefined;
+  }
+  if (balance >= terms.maxMicros) return undefined;
+  console.error(
+    JSON.stringify({
+      level: "error",
+      msg: "operating wallet short of USDC: calls to x402-priced partners are refused, nothing charged",
+      request_id: requestId,
+      wallet,
+      balance_micro: Number(balance),
+      needed_micro: Number(terms.maxMicros),
+      action: `send USDC on ${terms.network} to ${wallet} (PARTNER_PAYER_KEY's address); calls are taken again at once, and refunds still owed are sent by the next reconciliation runs`,
+    }),
+  );
+  return `The marketplace's operating wallet cannot pay this partner right now (it holds less USDC than the partner's price); nothing was charged, try again later`;
+}
+
 /**
  * Pays an x402-priced partner from the operating wallet, on the listing's terms only.
  * `signed` learns the amount of the authorization handed to the partner, if one was, and
@@ -190,6 +253,8 @@ export async function payPartner(
     maxMicros: partnerMicros,
   };
   await checkOffer(first, terms);
+  const short = await walletShort(env, terms, requestId);
+  if (short) throw new UpstreamFailure(502, short, 402);
   const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
   // answered or not: it is recorded whatever happens next, at the amount we signed. A write that

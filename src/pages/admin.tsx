@@ -1,5 +1,6 @@
 import { microsToUsd, TX_HASH, trimDecimal } from "../money";
 import { sizeReport } from "../ops/database";
+import type { OperatingBalance } from "../partners/operating-balance";
 import type { owedSummary } from "../partners/payouts";
 import type { HeldClaim } from "../payments/reconcile-holds";
 import {
@@ -95,6 +96,26 @@ function reconcileState(u: Record<string, string | number>): string {
     : "reconciliation reads it every run";
 }
 
+/**
+ * The operating wallet's USDC beside what it owes: refunds waiting to be sent (owed, not held) wait
+ * for a wallet holding less than them, and x402-priced partner calls are refused while it holds less
+ * than the partner's price (nothing charged). Said here, not only in the log.
+ */
+function walletLine(w: OperatingBalance | undefined, refunds: Row[]) {
+  if (!w) return "Operating wallet: not read (no RPC_URL or PARTNER_PAYER_KEY).";
+  if (w.micros === undefined)
+    return `Operating wallet ${w.wallet}: its USDC cannot be read right now (RPC_URL failed; logged).`;
+  const toSend = refunds
+    .filter((r) => r.status === "owed" && !r.hold && Number(r.amount_micro) > 0)
+    .reduce((sum, r) => sum + Number(r.amount_micro), 0);
+  const line = `Operating wallet ${w.wallet} holds ${usd(Number(w.micros))} USDC`;
+  if (Number(w.micros) >= toSend && w.micros > 0n)
+    return `${line}${toSend ? `; refunds waiting to be sent: ${usd(toSend)}` : ""}.`;
+  const below =
+    Number(w.micros) < toSend ? `, less than the refunds waiting to be sent (${usd(toSend)})` : "";
+  return `${line}${below}: send USDC to it. Meanwhile a partner call it must pay is refused while it holds less than the partner's price (nothing charged), and refunds wait: none is lost, the next reconciliation runs send each (at most once).`;
+}
+
 /** The database's size against D1's cap, and what to do near it (docs/OPERATIONS.md). */
 function databaseLine(bytes: number | undefined) {
   if (bytes === undefined) return "Database size: cannot be read right now.";
@@ -133,6 +154,8 @@ export function AdminDashboardPage(props: {
   held: HeldClaim[];
   /** The database's size in bytes (D1's meta.size_after), or undefined when it cannot be read now. */
   databaseBytes: number | undefined;
+  /** The operating wallet's USDC (partners/operating-balance.ts); undefined without RPC_URL or key. */
+  wallet?: OperatingBalance;
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
@@ -283,6 +306,7 @@ export function AdminDashboardPage(props: {
         wallet's transfers show the partner was paid in full is owed to nobody: record that with a note naming
         the transfer (paid in part: refund the rest instead).
       </p>
+      <p id="operating-wallet">{walletLine(props.wallet, payouts.refunds as Row[])}</p>
       <RowHeadedTable
         id="refunds-owed"
         label="Refunds owed"

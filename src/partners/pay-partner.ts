@@ -1,10 +1,11 @@
 import type { PaymentRequirements } from "@x402/core/types";
-import { operatingKey, publicConfig, redactSecrets } from "../config";
+import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/json-text";
 import { sameAddress, TX_HASH } from "../money";
 import { walletOf } from "./config";
+import { operatingBalance } from "./operating-balance";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
 import {
@@ -96,9 +97,6 @@ async function checkOffer(first: Response, terms: Terms) {
   if (!reasons.includes(undefined)) throw notPayable(reasons.join("; ") || "its 402 offers nothing");
 }
 
-/** How long the operating wallet's balance read may take before the call goes on unchecked. */
-const BALANCE_READ_MS = 3_000;
-
 /**
  * Why the operating wallet cannot pay the partner now: it holds less USDC than the listing's price
  * (undefined: it holds enough, or the chain could not say). Read before the caller is charged: a
@@ -108,42 +106,10 @@ const BALANCE_READ_MS = 3_000;
  * must not stop sales while the wallet may well be funded.
  */
 async function walletShort(env: Bindings, terms: Terms, requestId: string): Promise<string | undefined> {
-  const rpc = env.RPC_URL?.trim();
-  if (!rpc) return undefined;
-  const { privateKeyToAccount } = await import("../signer");
-  const wallet = privateKeyToAccount(operatingKey(env) as `0x${string}`).address;
-  let balance: bigint;
-  try {
-    const res = await fetch(rpc, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      // balanceOf(wallet) on the listing's USDC.
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "eth_call",
-        params: [{ to: terms.asset, data: `0x70a08231${wallet.slice(2).padStart(64, "0")}` }, "latest"],
-      }),
-      signal: AbortSignal.timeout(BALANCE_READ_MS),
-    });
-    const result = ((await res.json()) as { result?: unknown }).result;
-    if (typeof result !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(result))
-      throw new Error(`HTTP ${res.status}, no balance in the answer`);
-    balance = BigInt(result);
-  } catch (e) {
-    console.error(
-      redactSecrets(
-        JSON.stringify({
-          level: "warn",
-          msg: "operating wallet balance unreadable: the partner is paid unchecked",
-          request_id: requestId,
-          error: String(e),
-        }),
-        env,
-      ),
-    );
-    return undefined;
-  }
+  const read = await operatingBalance(env, terms.asset, requestId);
+  const balance = read?.micros;
+  if (read === undefined || balance === undefined) return undefined;
+  const wallet = read.wallet;
   if (balance >= terms.maxMicros) return undefined;
   console.error(
     JSON.stringify({

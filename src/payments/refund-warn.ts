@@ -1,5 +1,6 @@
 import { redactSecrets } from "../config";
 import type { Bindings } from "../env";
+import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
 /**
  * The one writer of a refund's warn line (held for a person, not sent, recorded by hand for another
@@ -17,5 +18,5 @@ export function warnRefundLine(env: Bindings, msg: string, fields: Record<string
  */
 export function refundSendAdvice(error: string | null | undefined): string | undefined {
   if (!error || !/insufficient_(balance|funds)/i.test(error)) return undefined;
-  return "the operating wallet (PARTNER_PAYER_KEY's address) most likely holds less USDC than this refund (or the facilitator's gas wallet is empty): fund it; reconciliation sends the refund again (same nonce, paid at most once) once the failed authorization expired, 300 s after the send";
+  return `the operating wallet (PARTNER_PAYER_KEY's address) most likely holds less USDC than this refund (or the facilitator's gas wallet is empty): fund it; reconciliation sends the refund again (same nonce, paid at most once) once the failed authorization expired, ${MAX_TIMEOUT_SECONDS} s after the send`;
 }

@@ -91,6 +91,13 @@ describe("a refund the operating wallet is too short to send", () => {
     // The facilitator settles the caller's payment and finds the wallet's refund short.
     spy.mockImplementation(async (input, init) => {
       const req = new Request(input, init);
+      // The chain: the wallet holds 0.02 USDC, less than the 0.04 refund.
+      if (req.url.startsWith(RPC))
+        return Response.json({
+          jsonrpc: "2.0",
+          id: 1,
+          result: `0x${(20_000).toString(16).padStart(64, "0")}`,
+        });
       if (req.url !== `${FACILITATOR}/settle`) return stubbed(input, init);
       const { paymentPayload } = await req.clone().json<{ paymentPayload: PaymentPayload }>();
       const from = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;
@@ -122,10 +129,14 @@ describe("a refund the operating wallet is too short to send", () => {
     ]);
 
     const send = (path: string, init: RequestInit = {}) =>
-      createApp().fetch(new Request(`${ORIGIN}${path}`, init), tryEnv);
+      createApp().fetch(new Request(`${ORIGIN}${path}`, init), rpcEnv);
     const cookie = await adminCookie(send, tryEnv.ADMIN_TOKEN);
     const page = await (await send("/admin", { headers: { cookie } })).text();
     const row = page.slice(page.indexOf(String(requestId)), page.indexOf(String(requestId)) + 2000);
     expect(row).toContain("Last send: invalid_exact_evm_insufficient_balance. To do: the operating wallet");
+    // The wallet's balance beside the refunds it must send (other files' owed rows share this D1).
+    expect(page).toContain(
+      `Operating wallet ${wallet} holds $0.02 USDC, less than the refunds waiting to be sent`,
+    );
   });
 });

@@ -177,7 +177,7 @@ adminRoutes.post(runReconcile.route, async (c) => {
     // The run reads the chain id and head block before anything else: an RPC that fails there
     // (an HTML 502 from the provider) was a bare 500. The answer never quotes the error: viem
     // writes the RPC URL into it, and providers put their key in the URL.
-    const { BaseError } = await import("../payments/rpc-client");
+    const { BaseError } = await import("../net/rpc-client");
     const rpc = e instanceof BaseError;
     console.error(
       redactSecrets(

@@ -5,7 +5,7 @@ import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/json-text";
 import { sameAddress, TX_HASH } from "../money";
 import { walletOf } from "./config";
-import { operatingBalance } from "./operating-balance";
+import type { OperatingBalance } from "./operating-balance";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
 import {
@@ -99,14 +99,17 @@ async function checkOffer(first: Response, terms: Terms) {
 
 /**
  * Why the operating wallet cannot pay the partner now: it holds less USDC than the listing's price
- * (undefined: it holds enough, or the chain could not say). Read before the caller is charged: a
+ * (undefined: it holds enough, or the chain could not say). Checked before the caller is charged: a
  * dry wallet otherwise took every caller's full price, answered them a 502, and owed them a refund
  * that the same dry wallet could not send (docs/OPERATIONS.md, "Operating wallet short of USDC").
  * Without RPC_URL, or with an RPC that fails, the call goes on as before (logged): a payment check
  * must not stop sales while the wallet may well be funded.
  */
-async function walletShort(env: Bindings, terms: Terms, requestId: string): Promise<string | undefined> {
-  const read = await operatingBalance(env, terms.asset, requestId);
+function walletShort(
+  read: OperatingBalance | undefined,
+  terms: Terms,
+  requestId: string,
+): string | undefined {
   const balance = read?.micros;
   if (read === undefined || balance === undefined) return undefined;
   const wallet = read.wallet;
@@ -202,6 +205,7 @@ export async function payPartner(
   init: RequestInit,
   first: Response,
   deadline: PartnerDeadline,
+  balance: Promise<OperatingBalance | undefined>,
 ) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
   if (!operatingKey(env) || partnerMicros === 0n || !t.collect) {
@@ -219,7 +223,9 @@ export async function payPartner(
     maxMicros: partnerMicros,
   };
   await checkOffer(first, terms);
-  const short = await walletShort(env, terms, requestId);
+  // Started beside the partner's first request (try-proxy.ts): awaited with the partner's clock
+  // stopped, as the settlement is, so a slow RPC is never the partner's timeout after the caller paid.
+  const short = walletShort(await deadline.pausedFor(() => balance), terms, requestId);
   if (short) throw new UpstreamFailure(502, short, 402);
   const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,

@@ -97,23 +97,31 @@ function reconcileState(u: Record<string, string | number>): string {
 }
 
 /**
- * The operating wallet's USDC beside what it owes: refunds waiting to be sent (owed, not held) wait
- * for a wallet holding less than them, and x402-priced partner calls are refused while it holds less
- * than the partner's price (nothing charged). Said here, not only in the log.
+ * The operating wallet's USDC beside what it must pay: refunds waiting to be sent (owed, not held)
+ * wait for a wallet holding less than them, and a partner call whose partner asks x402 is refused
+ * (nothing charged) while it holds less than that partner's price. Said here, not only in the log.
  */
-function walletLine(w: OperatingBalance | undefined, refunds: Row[]) {
+function walletLine(w: OperatingBalance | undefined, refunds: Row[], largestPartnerMicros: bigint) {
   if (!w) return "Operating wallet: not read (no RPC_URL or PARTNER_PAYER_KEY).";
   if (w.micros === undefined)
     return `Operating wallet ${w.wallet}: its USDC cannot be read right now (RPC_URL failed; logged).`;
+  const held = w.micros;
   const toSend = refunds
     .filter((r) => r.status === "owed" && !r.hold && Number(r.amount_micro) > 0)
     .reduce((sum, r) => sum + Number(r.amount_micro), 0);
-  const line = `Operating wallet ${w.wallet} holds ${usd(Number(w.micros))} USDC`;
-  if (Number(w.micros) >= toSend && w.micros > 0n)
+  const line = `Operating wallet ${w.wallet} holds ${usd(Number(held))} USDC`;
+  const refusing = held < largestPartnerMicros;
+  const shortOf = [
+    ...(held < BigInt(toSend) ? [`the refunds waiting to be sent (${usd(toSend)})`] : []),
+    ...(refusing ? [`the largest partner price (${usd(Number(largestPartnerMicros))})`] : []),
+  ];
+  if (!shortOf.length && held > 0n)
     return `${line}${toSend ? `; refunds waiting to be sent: ${usd(toSend)}` : ""}.`;
-  const below =
-    Number(w.micros) < toSend ? `, less than the refunds waiting to be sent (${usd(toSend)})` : "";
-  return `${line}${below}: send USDC to it. Meanwhile a partner call it must pay is refused while it holds less than the partner's price (nothing charged), and refunds wait: none is lost, the next reconciliation runs send each (at most once).`;
+  const less = shortOf.length ? `, less than ${shortOf.join(" and ")}` : "";
+  const refused = refusing
+    ? ` Partner calls are being refused meanwhile (nothing charged): every one whose partner asks x402 for more than ${usd(Number(held))}.`
+    : "";
+  return `${line}${less}: send USDC to it.${refused} Refunds wait: none is lost, the next reconciliation runs send each (at most once).`;
 }
 
 /** The database's size against D1's cap, and what to do near it (docs/OPERATIONS.md). */
@@ -156,6 +164,8 @@ export function AdminDashboardPage(props: {
   databaseBytes: number | undefined;
   /** The operating wallet's USDC (partners/operating-balance.ts); undefined without RPC_URL or key. */
   wallet?: OperatingBalance;
+  /** The highest partner price sold per call (partners/operating-balance.ts); 0n when none is. */
+  largestPartnerMicros?: bigint;
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
@@ -306,7 +316,9 @@ export function AdminDashboardPage(props: {
         wallet's transfers show the partner was paid in full is owed to nobody: record that with a note naming
         the transfer (paid in part: refund the rest instead).
       </p>
-      <p id="operating-wallet">{walletLine(props.wallet, payouts.refunds as Row[])}</p>
+      <p id="operating-wallet">
+        {walletLine(props.wallet, payouts.refunds as Row[], props.largestPartnerMicros ?? 0n)}
+      </p>
       <RowHeadedTable
         id="refunds-owed"
         label="Refunds owed"

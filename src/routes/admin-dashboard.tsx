@@ -14,8 +14,9 @@ import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
-import { operatingBalance } from "../partners/operating-balance";
+import { largestPartnerPrice, operatingBalance } from "../partners/operating-balance";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
+import { listedPartnerPricing } from "../partners/request";
 import { freeQuota } from "../payments/quotas";
 import { heldClaims } from "../payments/reconcile-holds";
 import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, HAND_PAID_MAX_MICRO } from "../payments/refund-by-hand";
@@ -163,6 +164,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
     operatingBalance(c.env, publicConfig(c.env, c.req.url).usdcAddress),
   ]);
   const notice = c.req.query("notice");
+  const pricing = listedPartnerPricing(c);
   return c.html(
     <AdminDashboardPage
       csrf={await csrfValue(token, session)}
@@ -172,6 +174,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
       held={held}
       databaseBytes={databaseBytes}
       wallet={wallet}
+      largestPartnerMicros={pricing ? largestPartnerPrice(pricing) : 0n}
       notice={notice !== undefined && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined}
     />,
   );

@@ -3,6 +3,7 @@ import type { PaymentPayload } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { PartnerDeadline } from "../../src/partners/upstream";
 import { adminCookie, ORIGIN } from "../helpers";
 import { FACILITATOR, paidCall, receipt, stubNetwork, tryEnv, upstreamRows, x402Partner } from "./network";
 
@@ -18,10 +19,22 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** The stand-in network, plus an RPC whose balanceOf answers `balance` (or fails: "error"). */
-function withRpc(balance: bigint | "error") {
+/** A JSON-RPC answer to `req`'s balanceOf: `balance` as a uint256. */
+async function balanceAnswer(req: Request, balance: bigint) {
+  const { id } = await req.clone().json<{ id: unknown }>();
+  return Response.json({ jsonrpc: "2.0", id, result: `0x${balance.toString(16).padStart(64, "0")}` });
+}
+
+/**
+ * The stand-in network, plus an RPC whose balanceOf answers `balance` (or fails: "error"), once
+ * `before` (if given) resolves; `partner` answers the paid hop.
+ */
+function withRpc(
+  balance: bigint | "error",
+  { before, partner }: { before?: () => Promise<void>; partner?: (req: Request) => Response } = {},
+) {
   const net = stubNetwork(
-    x402Partner("10000", () => Response.json({ prices: {} }, { headers: receipt("10000") })),
+    x402Partner("10000", partner ?? (() => Response.json({ prices: {} }, { headers: receipt("10000") }))),
   );
   const spy = globalThis.fetch as unknown as MockInstance<typeof fetch>;
   const stubbed = spy.getMockImplementation() as typeof fetch;
@@ -29,10 +42,11 @@ function withRpc(balance: bigint | "error") {
   spy.mockImplementation(async (input, init) => {
     const req = new Request(input, init);
     if (!req.url.startsWith(RPC)) return stubbed(input, init);
-    const call = await req.json<{ method: string; params: [{ to: string; data: string }] }>();
+    const call = await req.clone().json<{ method: string; params: [{ to: string; data: string }] }>();
     balanceReads.push(`${call.method} ${call.params[0].to} ${call.params[0].data.slice(0, 10)}`);
+    await before?.();
     if (balance === "error") return new Response("<html>502</html>", { status: 502 });
-    return Response.json({ jsonrpc: "2.0", id: 1, result: `0x${balance.toString(16).padStart(64, "0")}` });
+    return balanceAnswer(req, balance);
   });
   return { ...net, balanceReads };
 }
@@ -73,8 +87,82 @@ describe("try: the operating wallet's USDC is checked before the caller is charg
     const res = await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv);
     expect(res.status).toBe(200);
     expect(settled).toHaveLength(1);
-    expect(logged.mock.calls.some((c) => String(c[0]).includes("balance unreadable"))).toBe(true);
+    const unreadable = logged.mock.calls
+      .map((c) => String(c[0]))
+      .find((l) => l.includes("balance unreadable"));
+    expect(JSON.parse(unreadable ?? "{}")).toMatchObject({ error: "HTTP request failed. (HTTP 502)" });
     expect(logged.mock.calls.some((c) => String(c[0]).includes(RPC))).toBe(false);
+  });
+});
+
+describe("the balance read takes none of the partner's 10 s", () => {
+  it("an RPC answering in 2.8 s and a partner's paid hop of 7.5 s: the call is paid and answered, not a 504 refunded", async () => {
+    // A clock of the test's own: Date.now and AbortSignal.timeout (the partner's deadline) run on
+    // it, and only the stand-ins move it, so the outcome does not depend on the machine's speed.
+    let now = Date.now();
+    const timers: { at: number; c: AbortController }[] = [];
+    const advance = (ms: number) => {
+      now += ms;
+      for (const t of timers)
+        if (t.at <= now && !t.c.signal.aborted) t.c.abort(new DOMException("timed out", "TimeoutError"));
+    };
+    vi.spyOn(Date, "now").mockImplementation(() => now);
+    vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {
+      const c = new AbortController();
+      timers.push({ at: now + ms, c });
+      return c.signal;
+    });
+    // The RPC answers once the partner's clock is stopped for the first time, as a slow RPC would
+    // while the partner's 402 was long answered. Code that reads the balance before stopping the
+    // clock never gets there while the read is pending: the second arm only keeps it from hanging.
+    let paused = () => {};
+    const firstPause = new Promise<void>((r) => {
+      paused = r;
+    });
+    const pausedFor = PartnerDeadline.prototype.pausedFor;
+    vi.spyOn(PartnerDeadline.prototype, "pausedFor").mockImplementation(function (
+      this: PartnerDeadline,
+      work: () => Promise<unknown>,
+    ) {
+      paused();
+      return pausedFor.call(this, work);
+    } as typeof pausedFor);
+    const { settled, balanceReads } = withRpc(1_000_000n, {
+      before: async () => {
+        await Promise.race([firstPause, new Promise((r) => setTimeout(r, 1_000))]);
+        advance(2_800);
+      },
+      partner: (req) => {
+        advance(7_500);
+        // As fetch does: an answer that comes after the deadline is a timeout.
+        req.signal.throwIfAborted();
+        return Response.json({ prices: {} }, { headers: receipt("10000") });
+      },
+    });
+    const res = await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv);
+    const body = await res.json<{ charged: boolean; refund?: unknown }>();
+    expect({ status: res.status, refund: body.refund }).toEqual({ status: 200, refund: undefined });
+    expect(body).toMatchObject({ charged: true, paid_upstream: true });
+    expect(settled).toHaveLength(1);
+    expect(balanceReads).toHaveLength(1);
+  });
+});
+
+describe("/admin: an operating wallet holding less than a partner's price", () => {
+  it("says partner calls are being refused, not only when refunds wait", async () => {
+    withRpc(5_000n);
+    const send = (path: string, init: RequestInit = {}) =>
+      createApp().fetch(new Request(`${ORIGIN}${path}`, init), rpcEnv);
+    const cookie = await adminCookie(send, tryEnv.ADMIN_TOKEN);
+    const page = await (await send("/admin", { headers: { cookie } })).text();
+    const line = page.slice(
+      page.indexOf('id="operating-wallet"'),
+      page.indexOf("</p>", page.indexOf('id="operating-wallet"')),
+    );
+    expect(line).toContain(
+      "holds $0.005000 USDC, less than the largest partner price ($1.00): send USDC to it.",
+    );
+    expect(line).toContain("Partner calls are being refused meanwhile (nothing charged)");
   });
 });
 
@@ -92,12 +180,7 @@ describe("a refund the operating wallet is too short to send", () => {
     spy.mockImplementation(async (input, init) => {
       const req = new Request(input, init);
       // The chain: the wallet holds 0.02 USDC, less than the 0.04 refund.
-      if (req.url.startsWith(RPC))
-        return Response.json({
-          jsonrpc: "2.0",
-          id: 1,
-          result: `0x${(20_000).toString(16).padStart(64, "0")}`,
-        });
+      if (req.url.startsWith(RPC)) return balanceAnswer(req, 20_000n);
       if (req.url !== `${FACILITATOR}/settle`) return stubbed(input, init);
       const { paymentPayload } = await req.clone().json<{ paymentPayload: PaymentPayload }>();
       const from = (paymentPayload.payload as { authorization: { from: string } }).authorization.from;

@@ -159,9 +159,9 @@ describe("/admin: an operating wallet holding less than a partner's price", () =
       page.indexOf('id="operating-wallet"'),
       page.indexOf("</p>", page.indexOf('id="operating-wallet"')),
     );
-    expect(line).toContain(
-      "holds $0.005000 USDC, less than the largest partner price ($1.00): send USDC to it.",
-    );
+    // Other files' owed refunds share this D1: the line may name them too.
+    expect(line).toContain("holds $0.005000 USDC, less than ");
+    expect(line).toContain("the largest partner price ($1.00): send USDC to it.");
     expect(line).toContain("Partner calls are being refused meanwhile (nothing charged)");
   });
 });

@@ -1,5 +1,6 @@
 import { microsToUsd, TX_HASH, trimDecimal } from "../money";
 import { sizeReport } from "../ops/database";
+import type { OperatingBalance } from "../partners/operating-balance";
 import type { owedSummary } from "../partners/payouts";
 import type { HeldClaim } from "../payments/reconcile-holds";
 import {
@@ -8,6 +9,7 @@ import {
   RUNNING_LEFT_TO_REQUEST_MS,
 } from "../payments/reconcile-store";
 import { HAND_NOTE_MAX, inDoubtUndecided } from "../payments/refund-by-hand";
+import { refundSendAdvice } from "../payments/refund-warn";
 import type { dashboardFigures, StatsDocument } from "../stats/query";
 import { BarChart } from "./charts";
 import { Layout } from "./layout";
@@ -56,7 +58,10 @@ function OverpaidForms({ r, i, csrf }: { r: Row; i: number; csrf: string }) {
 /** Why a refund is still owed, as its row says (payments/refunds.ts). */
 function stillOwedBecause(r: Row) {
   if (r.hold) return `Held: ${r.hold}`;
-  if (r.error) return `Last send: ${r.error}`;
+  if (r.error) {
+    const advice = refundSendAdvice(String(r.error));
+    return `Last send: ${r.error}${advice ? `. To do: ${advice}` : ""}`;
+  }
   if (r.valid_before)
     return `Sent; may still land until ${new Date(Number(r.valid_before) * 1000).toISOString()}`;
   return "Not sent yet: the next reconciliation run sends it";
@@ -89,6 +94,34 @@ function reconcileState(u: Record<string, string | number>): string {
   return u.status === "running"
     ? "running past its validity: reconciliation reads it every run"
     : "reconciliation reads it every run";
+}
+
+/**
+ * The operating wallet's USDC beside what it must pay: refunds waiting to be sent (owed, not held)
+ * wait for a wallet holding less than them, and a partner call whose partner asks x402 is refused
+ * (nothing charged) while it holds less than that partner's price. Said here, not only in the log.
+ */
+function walletLine(w: OperatingBalance | undefined, refunds: Row[], largestPartnerMicros: bigint) {
+  if (!w) return "Operating wallet: not read (no RPC_URL or PARTNER_PAYER_KEY).";
+  if (w.micros === undefined)
+    return `Operating wallet ${w.wallet}: its USDC cannot be read right now (RPC_URL failed; logged).`;
+  const held = w.micros;
+  const toSend = refunds
+    .filter((r) => r.status === "owed" && !r.hold && Number(r.amount_micro) > 0)
+    .reduce((sum, r) => sum + Number(r.amount_micro), 0);
+  const line = `Operating wallet ${w.wallet} holds ${usd(Number(held))} USDC`;
+  const refusing = held < largestPartnerMicros;
+  const shortOf = [
+    ...(held < BigInt(toSend) ? [`the refunds waiting to be sent (${usd(toSend)})`] : []),
+    ...(refusing ? [`the largest partner price (${usd(Number(largestPartnerMicros))})`] : []),
+  ];
+  if (!shortOf.length && held > 0n)
+    return `${line}${toSend ? `; refunds waiting to be sent: ${usd(toSend)}` : ""}.`;
+  const less = shortOf.length ? `, less than ${shortOf.join(" and ")}` : "";
+  const refused = refusing
+    ? ` Partner calls are being refused meanwhile (nothing charged): every one whose partner asks x402 for more than ${usd(Number(held))}.`
+    : "";
+  return `${line}${less}: send USDC to it.${refused} Refunds wait: none is lost, the next reconciliation runs send each (at most once).`;
 }
 
 /** The database's size against D1's cap, and what to do near it (docs/OPERATIONS.md). */
@@ -129,6 +162,10 @@ export function AdminDashboardPage(props: {
   held: HeldClaim[];
   /** The database's size in bytes (D1's meta.size_after), or undefined when it cannot be read now. */
   databaseBytes: number | undefined;
+  /** The operating wallet's USDC (partners/operating-balance.ts); undefined without RPC_URL or key. */
+  wallet?: OperatingBalance;
+  /** The highest partner price sold per call (partners/operating-balance.ts); 0n when none is. */
+  largestPartnerMicros?: bigint;
   notice?: string;
 }) {
   const { stats, figures, payouts } = props;
@@ -278,6 +315,9 @@ export function AdminDashboardPage(props: {
         refused until its authorization expired. A partner's share kept back in doubt that the operating
         wallet's transfers show the partner was paid in full is owed to nobody: record that with a note naming
         the transfer (paid in part: refund the rest instead).
+      </p>
+      <p id="operating-wallet">
+        {walletLine(props.wallet, payouts.refunds as Row[], props.largestPartnerMicros ?? 0n)}
       </p>
       <RowHeadedTable
         id="refunds-owed"

@@ -5,6 +5,7 @@ import { logWriteFailure } from "../http/after-response";
 import { parseJsonText } from "../http/json-text";
 import { sameAddress, TX_HASH } from "../money";
 import { walletOf } from "./config";
+import type { OperatingBalance } from "./operating-balance";
 import { recordUpstreamPayment, type UpstreamAuthorization } from "./payouts";
 import { servicePrices } from "./pricing";
 import {
@@ -97,6 +98,37 @@ async function checkOffer(first: Response, terms: Terms) {
 }
 
 /**
+ * Why the operating wallet cannot pay the partner now: it holds less USDC than the listing's price
+ * (undefined: it holds enough, or the chain could not say). Checked before the caller is charged: a
+ * dry wallet otherwise took every caller's full price, answered them a 502, and owed them a refund
+ * that the same dry wallet could not send (docs/OPERATIONS.md, "Operating wallet short of USDC").
+ * Without RPC_URL, or with an RPC that fails, the call goes on as before (logged): a payment check
+ * must not stop sales while the wallet may well be funded.
+ */
+function walletShort(
+  read: OperatingBalance | undefined,
+  terms: Terms,
+  requestId: string,
+): string | undefined {
+  const balance = read?.micros;
+  if (read === undefined || balance === undefined) return undefined;
+  const wallet = read.wallet;
+  if (balance >= terms.maxMicros) return undefined;
+  console.error(
+    JSON.stringify({
+      level: "error",
+      msg: "operating wallet short of USDC: calls to x402-priced partners are refused, nothing charged",
+      request_id: requestId,
+      wallet,
+      balance_micro: Number(balance),
+      needed_micro: Number(terms.maxMicros),
+      action: `send USDC on ${terms.network} to ${wallet} (PARTNER_PAYER_KEY's address); calls are taken again at once, and refunds still owed are sent by the next reconciliation runs`,
+    }),
+  );
+  return `The marketplace's operating wallet cannot pay this partner right now (it holds less USDC than the partner's price); nothing was charged, try again later`;
+}
+
+/**
  * Pays an x402-priced partner from the operating wallet, on the listing's terms only.
  * `signed` learns the amount of the authorization handed to the partner, if one was, and
  * `refused` why nothing was signed when the partner's offer changed after the check.
@@ -173,6 +205,7 @@ export async function payPartner(
   init: RequestInit,
   first: Response,
   deadline: PartnerDeadline,
+  balance: Promise<OperatingBalance | undefined>,
 ) {
   const { partnerMicros } = servicePrices(t.service, t.pc.multiplierMilli);
   if (!operatingKey(env) || partnerMicros === 0n || !t.collect) {
@@ -190,6 +223,10 @@ export async function payPartner(
     maxMicros: partnerMicros,
   };
   await checkOffer(first, terms);
+  // Started beside the partner's first request (try-proxy.ts): awaited with the partner's clock
+  // stopped, as the settlement is, so a slow RPC is never the partner's timeout after the caller paid.
+  const short = walletShort(await deadline.pausedFor(() => balance), terms, requestId);
+  if (short) throw new UpstreamFailure(502, short, 402);
   const signed: { micros?: bigint; authorization?: UpstreamAuthorization; refused?: string } = {};
   // Once an authorization was handed over, the partner can settle it for its whole validity,
   // answered or not: it is recorded whatever happens next, at the amount we signed. A write that

@@ -1,5 +1,7 @@
+import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { baseUrlOf } from "./config";
+import { operatingBalance } from "./operating-balance";
 import {
   fetchOnHost,
   PartnerDeadline,
@@ -29,6 +31,12 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     headers.set("content-type", "application/json");
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
+  // The operating wallet's balance, needed only if a paid partner answers 402: read beside that
+  // first request, so it adds no round trip (operatingBalance never rejects).
+  const balance =
+    t.partner.listing_status === "paid" && t.collect
+      ? operatingBalance(env, publicConfig(env, "http://localhost").usdcAddress, requestId)
+      : Promise.resolve(undefined);
   const res = await fetchOnHost(url, init, fetch);
   if (t.partner.listing_status === "external_x403" && res.status === 403) {
     // Its grant challenge is only reported (upstream_status 403): a body that does not decode is
@@ -40,7 +48,16 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     return { status: res.status, body: parseBody(await readCapped(res), res.headers.get("content-type")) };
   // Loaded when a partner asks to be paid: the offer checks and signing stay out of start-up.
   const { payPartner } = await import("./pay-partner");
-  const { res: paidRes, ...upstream } = await payPartner(env, t, requestId, url, init, res, deadline);
+  const { res: paidRes, ...upstream } = await payPartner(
+    env,
+    t,
+    requestId,
+    url,
+    init,
+    res,
+    deadline,
+    balance,
+  );
   try {
     const text = await readCapped(paidRes);
     return {

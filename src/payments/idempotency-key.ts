@@ -202,7 +202,7 @@ const chainIds = new Map<string, SharedLoad<number>>();
  * two apart: it answers false for any failure of its eth_call.
  */
 async function signedOnChain(rpcUrl: string, t: SignedTerms): Promise<boolean> {
-  const v = await import("./rpc-client");
+  const v = await import("../net/rpc-client");
   const { transferWithAuthorization } = await import("./paid-call-libs");
   let digest: `0x${string}`;
   try {

@@ -121,7 +121,7 @@ export const AUTHORIZATION_CANCELED = "0x1cdd46ff242716cdaa72d159d339a485b343839
 
 /** viem's public client over `RPC_URL`, loaded only when the reconciler runs. */
 export async function rpcChainReader(rpcUrl: string): Promise<ChainReader> {
-  const { createPublicClient, http, parseAbi, parseEventLogs } = await import("./rpc-client");
+  const { createPublicClient, http, parseAbi, parseEventLogs } = await import("../net/rpc-client");
   const abi = parseAbi([
     "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
     "event Transfer(address indexed from, address indexed to, uint256 value)",

@@ -6,7 +6,7 @@ import { nothingOwed } from "../partners/nothing-owed";
 import { type ChainReader, readAuthorization } from "./reconcile-chain";
 import { type Decision, decide, withoutRetryNote } from "./reconcile-decide";
 import { handRecordOf } from "./refund-journal";
-import { warnRefundLine } from "./refund-warn";
+import { refundSendAdvice, warnRefundLine } from "./refund-warn";
 import { x402Server } from "./x402-lazy";
 import { EVM_ADDRESS, MAX_TIMEOUT_SECONDS } from "./x402-terms";
 
@@ -422,7 +422,29 @@ export async function refundCaller(env: Bindings, r: Refund): Promise<RefundOutc
   if (written.meta.changes && holdOf(r)) warnHeldOnRequest(env, r.requestId, r);
   if (kept && listed?.meta.changes) warnHeldOnRequest(env, r.requestId, kept);
   if (!written.meta.changes || holdOf(r)) return storedOutcome(env.DB, r.requestId);
-  return sendRecordedRefund(env, recorded(r));
+  const sent = await sendRecordedRefund(env, recorded(r));
+  // A send that failed on the request path said so only in the row: a run warns of its own
+  // failed sends (reconcile.ts), and the next run is 5 minutes away at best.
+  if (sent.status === "owed") await warnUnsentOnRequest(env, r.requestId);
+  return sent;
+}
+
+async function warnUnsentOnRequest(env: Bindings, requestId: string) {
+  const row = await env.DB.prepare(
+    "SELECT amount_micro, error FROM refunds WHERE request_id = ?1 AND status = 'owed' AND error IS NOT NULL",
+  )
+    .bind(requestId)
+    .first<{ amount_micro: number; error: string }>()
+    // Only a log line: a read that fails must not turn the caller's answer into an error.
+    .catch(() => null);
+  if (row)
+    warnRefundLine(env, "refund not sent", {
+      on: "request",
+      request_id: requestId,
+      amount_micro: row.amount_micro,
+      error: row.error,
+      ...(refundSendAdvice(row.error) ? { action: refundSendAdvice(row.error) } : {}),
+    });
 }
 
 /**

@@ -4,6 +4,7 @@ import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import * as z from "zod";
+import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
 import { limitBody } from "../http/body-limit";
@@ -13,7 +14,9 @@ import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
 import { partnerById } from "../partners/listing";
+import { largestPartnerPrice, operatingBalance } from "../partners/operating-balance";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
+import { listedPartnerPricing } from "../partners/request";
 import { freeQuota } from "../payments/quotas";
 import { heldClaims } from "../payments/reconcile-holds";
 import { HAND_CHECK_RETRY_AFTER_S, HAND_NOTE_MAX, HAND_PAID_MAX_MICRO } from "../payments/refund-by-hand";
@@ -146,7 +149,7 @@ adminDashboardRoutes.get("/admin", async (c) => {
   const session = await signedIn(c);
   if (session === null) return c.html(<AdminLoginPage />, 401);
   const token = c.env.ADMIN_TOKEN as string;
-  const [stats, figures, payouts, held, databaseBytes] = await Promise.all([
+  const [stats, figures, payouts, held, databaseBytes, wallet] = await Promise.all([
     // The published figures the Cron stores every 5 minutes (KV, this isolate's copy for a
     // minute): computing them here read every call_log row of 7 days on each view and on each
     // form's redirect, and D1 serves one query at a time, so buyers' claims queued behind it.
@@ -157,8 +160,11 @@ adminDashboardRoutes.get("/admin", async (c) => {
     heldClaims(c.env.DB),
     // A read of no row; a size D1 does not give now is said so, not a failed page.
     databaseSize(c.env.DB).catch(() => undefined),
+    // What the wallet that sends refunds and pays partners holds: a dry one is said on the page.
+    operatingBalance(c.env, publicConfig(c.env, c.req.url).usdcAddress),
   ]);
   const notice = c.req.query("notice");
+  const pricing = listedPartnerPricing(c);
   return c.html(
     <AdminDashboardPage
       csrf={await csrfValue(token, session)}
@@ -167,6 +173,8 @@ adminDashboardRoutes.get("/admin", async (c) => {
       payouts={payouts}
       held={held}
       databaseBytes={databaseBytes}
+      wallet={wallet}
+      largestPartnerMicros={pricing ? largestPartnerPrice(pricing) : 0n}
       notice={notice !== undefined && Object.hasOwn(NOTICES, notice) ? NOTICES[notice] : undefined}
     />,
   );

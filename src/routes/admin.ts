@@ -177,7 +177,7 @@ adminRoutes.post(runReconcile.route, async (c) => {
     // The run reads the chain id and head block before anything else: an RPC that fails there
     // (an HTML 502 from the provider) was a bare 500. The answer never quotes the error: viem
     // writes the RPC URL into it, and providers put their key in the URL.
-    const { BaseError } = await import("../payments/rpc-client");
+    const { BaseError } = await import("../net/rpc-client");
     const rpc = e instanceof BaseError;
     console.error(
       redactSecrets(
@@ -296,7 +296,9 @@ adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
       replayed: r.status === "replayed",
     });
   }
-  const kind = CLAIM_TABLES[table];
+  // Own keys only: "constructor" or "toString" would read Object.prototype's and reach the claim
+  // queries as a table (a 500, not this 404).
+  const kind = Object.hasOwn(CLAIM_TABLES, table) ? CLAIM_TABLES[table] : undefined;
   if (!kind)
     return detail(c, 404, `Nothing to resolve in "${table}": refunds, payment_nonces or upstream_payments`);
   if (!body.outcome) return missing(c, "outcome", body);

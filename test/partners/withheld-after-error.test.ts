@@ -161,10 +161,13 @@ async function chargedFailure(res: Response) {
 describe("an error of ours after the caller paid, before any authorization was signed", () => {
   it("keeps nothing back: the caller gets the whole price, and no share waits on an authorization that does not exist", async () => {
     // The partner's deadline restarting once the caller's settlement is back throws: a bug after
-    // the caller paid and before the operating wallet signed anything.
+    // the caller paid and before the operating wallet signed anything. Its second restart: the
+    // first follows the wait for the wallet's balance, before the caller is charged.
     const real = AbortSignal.timeout.bind(AbortSignal);
+    let restarts = 0;
     vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {
-      if (new Error().stack?.includes("pausedFor")) throw new Error("simulated bug after the settlement");
+      if (new Error().stack?.includes("pausedFor") && ++restarts === 2)
+        throw new Error("simulated bug after the settlement");
       return real(ms);
     });
     const { partnerCalls, settled } = stubNetwork(x402Partner("20000", () => Response.json({ eth: 1 })));

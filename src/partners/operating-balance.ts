@@ -1,0 +1,80 @@
+import { operatingKey, redactSecrets } from "../config";
+import type { Bindings } from "../env";
+import type { PricingConfig } from "./config";
+import { paidPartnerServices } from "./pricing";
+
+/** How long a balance read may take before the caller goes on without it. */
+const BALANCE_READ_MS = 3_000;
+
+/** The operating wallet's USDC as the chain says now; `micros` undefined when it could not be read. */
+export interface OperatingBalance {
+  wallet: string;
+  micros?: bigint;
+}
+
+/**
+ * The operating wallet's (PARTNER_PAYER_KEY) balance of `asset`, read with balanceOf over RPC_URL;
+ * undefined without a key or an RPC. Never rejects: a failed read is logged (redacted: the RPC URL
+ * often holds its key, and viem's errors name it) and answered without `micros`, so callers go on
+ * as if it were not read. One try (no retry) within BALANCE_READ_MS: a caller waits for it.
+ */
+export async function operatingBalance(
+  env: Bindings,
+  asset: string,
+  requestId?: string,
+): Promise<OperatingBalance | undefined> {
+  const rpc = env.RPC_URL?.trim();
+  const key = operatingKey(env);
+  if (!rpc || !key) return undefined;
+  let wallet = "";
+  try {
+    const { privateKeyToAccount } = await import("../signer");
+    wallet = privateKeyToAccount(key).address;
+    const { createPublicClient, http, parseAbi } = await import("../net/rpc-client");
+    const client = createPublicClient({ transport: http(rpc, { timeout: BALANCE_READ_MS, retryCount: 0 }) });
+    const micros = await client.readContract({
+      address: asset as `0x${string}`,
+      abi: parseAbi(["function balanceOf(address account) view returns (uint256)"]),
+      functionName: "balanceOf",
+      args: [wallet as `0x${string}`],
+    });
+    return { wallet, micros };
+  } catch (e) {
+    console.error(
+      redactSecrets(
+        JSON.stringify({
+          level: "warn",
+          msg: "operating wallet balance unreadable",
+          ...(requestId ? { request_id: requestId } : {}),
+          error: readFailure(e),
+        }),
+        env,
+      ),
+    );
+    return { wallet };
+  }
+}
+
+/**
+ * What failed, in one line: viem's message runs to the whole request and contract call, and its
+ * short message leaves out the RPC's HTTP status.
+ */
+function readFailure(e: unknown): string {
+  const v = e as { shortMessage?: string; walk?: (fn: (c: unknown) => boolean) => unknown };
+  if (!v.shortMessage) return String(e);
+  const http = v.walk?.((c) => typeof (c as { status?: unknown }).status === "number");
+  const status = (http as { status?: number } | undefined)?.status;
+  return status ? `${v.shortMessage} (HTTP ${status})` : v.shortMessage;
+}
+
+/**
+ * The highest partner price among the services sold per call (0n when none is): a call whose
+ * partner asks x402 is refused, nothing charged, while the wallet holds less than that partner's
+ * price, so a wallet below this refuses some partner calls.
+ */
+export function largestPartnerPrice(pc: PricingConfig): bigint {
+  let largest = 0n;
+  for (const { prices } of paidPartnerServices(pc))
+    if (prices.partnerMicros > largest) largest = prices.partnerMicros;
+  return largest;
+}

@@ -199,28 +199,69 @@ function flushCalls(db: D1Database): Promise<void> {
   );
 }
 
-// D1 binds at most 100 parameters per statement: 12 rows of 8.
-const ROWS_PER_INSERT = 12;
+/**
+ * A flush's records as rows, each with the number of calls `n` it stands for (migration 0028).
+ * Calls that charged nothing and that the figures cannot tell apart (same skill, status, outcome,
+ * method and transport; for an admitted call also the same server time, the published
+ * percentiles' histogram key) are one row. Why: every call of a priced route is logged, unpaid
+ * 402s, free-beta calls and refusals included, and one row per call let anyone fill D1's 10 GB for
+ * free: at RL_IP's 600 a minute one IP kept ~26 M rows (~3 GB) in the 30 days of retention, and
+ * past the cap every x402 claim and card spend is refused. A flood now writes about one row per
+ * flush (up to MAX_BUFFERED calls). A charged call keeps a row of its own: it is paid for, and the
+ * dashboard's revenue sums its amount. A group keeps its earliest time (the window and retention
+ * edges move by at most one flush) and its longest server time.
+ */
+export function callRows(records: CallRecord[]): { r: CallRecord; n: number }[] {
+  const rows: { r: CallRecord; n: number }[] = [];
+  const groups = new Map<string, { r: CallRecord; n: number }>();
+  for (const r of records) {
+    if (r.amountMicro > 0) {
+      rows.push({ r, n: 1 });
+      continue;
+    }
+    const timed = ADMITTED.includes(r.outcome);
+    const key = `${r.skill}\n${r.status}\n${r.outcome}\n${r.paymentMethod}\n${r.transport}\n${timed ? r.durationMs : ""}`;
+    const group = groups.get(key);
+    if (group) {
+      group.n++;
+      group.r = {
+        ...group.r,
+        at: Math.min(group.r.at, r.at),
+        durationMs: Math.max(group.r.durationMs, r.durationMs),
+      };
+      continue;
+    }
+    const row = { r, n: 1 };
+    groups.set(key, row);
+    rows.push(row);
+  }
+  return rows;
+}
+
+// D1 binds at most 100 parameters per statement: 11 rows of 9.
+const COLUMNS = 9;
+const ROWS_PER_INSERT = Math.floor(100 / COLUMNS);
 
 /** The INSERT for `n` rows, written once per size (a flush is on the path of a request). */
 const insertSql = Array.from({ length: ROWS_PER_INSERT + 1 }, (_, n) => {
   const values = Array.from(
     { length: n },
-    (_, j) => `(${Array.from({ length: 8 }, (_, k) => `?${j * 8 + k + 1}`).join(", ")})`,
+    (_, j) => `(${Array.from({ length: COLUMNS }, (_, k) => `?${j * COLUMNS + k + 1}`).join(", ")})`,
   );
-  return `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
+  return `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport, n)
            VALUES ${values.join(", ")}`;
 });
 
-async function insertCalls(db: D1Database, rows: CallRecord[]) {
+async function insertCalls(db: D1Database, records: CallRecord[]) {
   const statements: D1PreparedStatement[] = [];
+  const rows = callRows(records);
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     const chunk = rows.slice(i, i + ROWS_PER_INSERT);
     statements.push(
       db
         .prepare(insertSql[chunk.length] as string)
         .bind(
-          ...chunk.flatMap((r) => [
+          ...chunk.flatMap(({ r, n }) => [
             r.at,
             r.skill,
             r.status,
@@ -229,13 +270,14 @@ async function insertCalls(db: D1Database, rows: CallRecord[]) {
             r.paymentMethod,
             r.amountMicro,
             r.transport,
+            n,
           ]),
         ),
     );
   }
   // What aged out since the last flush goes with this batch, so the log keeps pace with any write
   // volume; it fails with the INSERT when D1 is full, which is why the Cron prunes too.
-  statements.push(expiredCalls(db, Math.min(...rows.map((r) => r.at)), EXPIRED_PER_FLUSH));
+  statements.push(expiredCalls(db, Math.min(...records.map((r) => r.at)), EXPIRED_PER_FLUSH));
   await db.batch(statements);
 }
 

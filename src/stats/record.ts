@@ -208,8 +208,10 @@ function flushCalls(db: D1Database): Promise<void> {
  * free: at RL_IP's 600 a minute one IP kept ~26 M rows (~3 GB) in the 30 days of retention, and
  * past the cap every x402 claim and card spend is refused. A flood now writes about one row per
  * flush (up to MAX_BUFFERED calls). A charged call keeps a row of its own: it is paid for, and the
- * dashboard's revenue sums its amount. A group keeps its earliest time (the window and retention
- * edges move by at most one flush) and its longest server time.
+ * dashboard's revenue sums its amount. A group keeps its latest time (so last_success_at stays
+ * exact; a window or retention edge moves by at most one flush) and its longest server time.
+ * This bounds a flood of one route, status and transport, not a caller who spreads its calls over
+ * as many groups as it sends per flush (docs/OPERATIONS.md, "Database size").
  */
 export function callRows(records: CallRecord[]): { r: CallRecord; n: number }[] {
   const rows: { r: CallRecord; n: number }[] = [];
@@ -226,7 +228,7 @@ export function callRows(records: CallRecord[]): { r: CallRecord; n: number }[] 
       group.n++;
       group.r = {
         ...group.r,
-        at: Math.min(group.r.at, r.at),
+        at: Math.max(group.r.at, r.at),
         durationMs: Math.max(group.r.durationMs, r.durationMs),
       };
       continue;

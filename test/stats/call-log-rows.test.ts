@@ -19,7 +19,7 @@ const rec = (over: Partial<CallRecord>): CallRecord => ({
 });
 
 describe("the rows a flush of the call log writes", () => {
-  it("calls the figures cannot tell apart are one row with their count; the row keeps the earliest time and the longest server time", () => {
+  it("calls the figures cannot tell apart are one row with their count; the row keeps the latest time and the longest server time", () => {
     const rows = callRows([
       rec({ at: 1_005, durationMs: 9 }),
       rec({ at: 1_001, durationMs: 2 }),
@@ -34,7 +34,7 @@ describe("the rows a flush of the call log writes", () => {
       ["sha256", 402, "http", 1],
       ["slugify", 402, "mcp", 1],
     ]);
-    expect(rows[0]?.r).toMatchObject({ at: 1_001, durationMs: 9 });
+    expect(rows[0]?.r).toMatchObject({ at: 1_005, durationMs: 9 });
   });
 
   it("admitted calls are grouped only with the same server time (the percentiles' histogram), charged calls never", () => {
@@ -62,9 +62,9 @@ describe("the rows a flush of the call log writes", () => {
     }
     await Promise.all(writes);
     const logged = await env.DB.prepare(
-      "SELECT count(*) AS rows, sum(n) AS calls, min(at) AS first FROM call_log WHERE skill = 'call_log_burst_test'",
-    ).first<{ rows: number; calls: number; first: number }>();
-    expect(logged).toEqual({ rows: 1, calls: 100, first: at });
+      "SELECT count(*) AS rows, sum(n) AS calls, max(at) AS last FROM call_log WHERE skill = 'call_log_burst_test'",
+    ).first<{ rows: number; calls: number; last: number }>();
+    expect(logged).toEqual({ rows: 1, calls: 100, last: at + 99 });
   });
 
   it("the published figures count the calls a row stands for", async () => {

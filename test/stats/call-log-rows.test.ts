@@ -19,52 +19,95 @@ const rec = (over: Partial<CallRecord>): CallRecord => ({
 });
 
 describe("the rows a flush of the call log writes", () => {
-  it("calls the figures cannot tell apart are one row with their count; the row keeps the latest time and the longest server time", () => {
-    const rows = callRows([
-      rec({ at: 1_005, durationMs: 9 }),
-      rec({ at: 1_001, durationMs: 2 }),
-      rec({ at: 1_003, durationMs: 4 }),
-      rec({ status: 429, outcome: "rate_limited" }),
-      rec({ skill: "sha256" }),
-      rec({ transport: "mcp" }),
+  it("batched, the calls of a minute the figures cannot tell apart are one row with their count and latest time", () => {
+    const minute = 60_000 * 29_000_000;
+    const rows = callRows(
+      [
+        rec({ at: minute + 5, durationMs: 9 }),
+        rec({ at: minute + 1, durationMs: 2 }),
+        rec({ at: minute + 3, durationMs: 4 }),
+        rec({ at: minute + 60_000 }),
+        rec({ at: minute, status: 429, outcome: "rate_limited" }),
+        rec({ at: minute, skill: "sha256" }),
+        rec({ at: minute, transport: "mcp" }),
+      ],
+      true,
+    );
+    expect(rows.map(({ r, n, bucket }) => [r.skill, r.status, r.transport, bucket, n])).toEqual([
+      ["slugify", 402, "http", 29_000_000, 3],
+      ["slugify", 402, "http", 29_000_001, 1],
+      ["slugify", 429, "http", 29_000_000, 1],
+      ["sha256", 402, "http", 29_000_000, 1],
+      ["slugify", 402, "mcp", 29_000_000, 1],
     ]);
-    expect(rows.map(({ r, n }) => [r.skill, r.status, r.transport, n])).toEqual([
-      ["slugify", 402, "http", 3],
-      ["slugify", 429, "http", 1],
-      ["sha256", 402, "http", 1],
-      ["slugify", 402, "mcp", 1],
+    // A refusal's server time is read by nothing: kept as 0, so one group whatever it took.
+    expect(rows[0]?.r).toMatchObject({ at: minute + 5, durationMs: 0 });
+    // Unbatched (the unit tests' CALL_LOG_FLUSH_MS = 0, seeding), every call is a row of its own.
+    expect(callRows([rec({}), rec({})], false).map(({ n, bucket }) => [n, bucket])).toEqual([
+      [1, null],
+      [1, null],
     ]);
-    expect(rows[0]?.r).toMatchObject({ at: 1_005, durationMs: 9 });
   });
 
   it("admitted calls are grouped only with the same server time (the percentiles' histogram), charged calls never", () => {
     const free = (durationMs: number) =>
       rec({ status: 200, outcome: "ok", paymentMethod: "free_beta", durationMs });
     const paid = rec({ status: 200, outcome: "ok", paymentMethod: "x402_v2", amountMicro: 3000 });
-    const rows = callRows([free(3), free(3), free(4), paid, paid]);
-    expect(rows.map(({ r, n }) => [r.paymentMethod, r.durationMs, r.amountMicro, n])).toEqual([
-      ["free_beta", 3, 0, 2],
-      ["free_beta", 4, 0, 1],
-      ["x402_v2", 2, 3000, 1],
-      ["x402_v2", 2, 3000, 1],
-    ]);
+    const rows = callRows([free(3), free(3), free(4), paid, paid], true);
+    expect(rows.map(({ r, n, bucket }) => [r.paymentMethod, r.durationMs, r.amountMicro, n, bucket])).toEqual(
+      [
+        ["free_beta", 3, 0, 2, 0],
+        ["free_beta", 4, 0, 1, 0],
+        ["x402_v2", 2, 3000, 1, null],
+        ["x402_v2", 2, 3000, 1, null],
+      ],
+    );
   });
 
-  it("a burst of 100 unpaid 402s queued inside one window reaches D1 as one row counting them all", async () => {
-    // Queued as recordCall queues them, in a week and under a skill name of their own: the workers
-    // project shares one database and one isolate's buffer.
-    const at = Date.UTC(2032, 5, 2, 12);
+  /** Queues records as recordCall does, batched, and waits for every flush they start. */
+  async function queued(records: CallRecord[]) {
     const batched = { ...env, CALL_LOG_FLUSH_MS: "50" };
-    const writes: Promise<void>[] = [];
-    for (let i = 0; i < 100; i++) {
-      const write = queueCall(batched, rec({ at: at + i, skill: "call_log_burst_test", durationMs: i % 7 }));
-      if (write) writes.push(write);
-    }
+    const writes = records.map((r) => queueCall(batched, r)).filter((w) => w !== undefined);
     await Promise.all(writes);
-    const logged = await env.DB.prepare(
-      "SELECT count(*) AS rows, sum(n) AS calls, max(at) AS last FROM call_log WHERE skill = 'call_log_burst_test'",
-    ).first<{ rows: number; calls: number; last: number }>();
-    expect(logged).toEqual({ rows: 1, calls: 100, last: at + 99 });
+  }
+  // In weeks and under skill names of their own: the workers project shares one database and one
+  // isolate's buffer.
+  const logged = (skill: string) =>
+    env.DB.prepare("SELECT count(*) AS rows, sum(n) AS calls, max(at) AS last FROM call_log WHERE skill = ?1")
+      .bind(skill)
+      .first<{ rows: number; calls: number; last: number }>();
+
+  it("a burst of 100 unpaid 402s queued inside one window reaches D1 as one row counting them all", async () => {
+    const at = Date.UTC(2032, 5, 2, 12);
+    await queued(
+      Array.from({ length: 100 }, (_, i) =>
+        rec({ at: at + i, skill: "call_log_burst_test", durationMs: i % 7 }),
+      ),
+    );
+    expect(await logged("call_log_burst_test")).toEqual({ rows: 1, calls: 100, last: at + 99 });
+  });
+
+  it("later flushes (any isolate's) add to their minute's rows: a caller spreading calls over 30 groups keeps 30 rows, however many calls", async () => {
+    const at = Date.UTC(2032, 5, 3, 12);
+    const spread = (from: number) =>
+      Array.from({ length: 90 }, (_, i) =>
+        rec({
+          at: from + i,
+          skill: `call_log_spread_${i % 30}`,
+          status: i % 2 ? 402 : 422,
+          outcome: i % 2 ? "payment_required" : "validation",
+        }),
+      );
+    // Three flushes of 90 calls in one minute, then one in the next.
+    await queued(spread(at));
+    await queued(spread(at + 1_000));
+    await queued(spread(at + 2_000));
+    await queued(spread(at + 60_000));
+    const rows = await env.DB.prepare(
+      "SELECT count(*) AS rows, sum(n) AS calls FROM call_log WHERE skill LIKE 'call_log_spread_%'",
+    ).first<{ rows: number; calls: number }>();
+    expect(rows).toEqual({ rows: 60, calls: 360 });
+    expect(await logged("call_log_spread_0")).toEqual({ rows: 2, calls: 12, last: at + 60_000 + 60 });
   });
 
   it("the published figures count the calls a row stands for", async () => {

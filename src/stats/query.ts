@@ -136,7 +136,7 @@ export async function skillStats(db: D1Database, now = Date.now()) {
       // group per millisecond.
       `SELECT skill, at >= ?3 AS recent, outcome,
               CASE WHEN outcome IN (${ADMITTED.map((o) => `'${o}'`).join(",")}) THEN duration_ms ELSE -1 END AS duration_ms,
-              count(*) AS n, max(at) AS last_at
+              sum(n) AS n, max(at) AS last_at
        FROM call_log WHERE at >= ?1 AND at <= ?2
        GROUP BY skill, recent, outcome, 4`,
     )
@@ -202,7 +202,7 @@ export async function dashboardFigures(
     // Calls and success rates per skill are the published figures' (the Cron's, 7 days).
     db
       .prepare(
-        `SELECT ${day} AS day, skill, count(*) AS charged_calls,
+        `SELECT ${day} AS day, skill, sum(n) AS charged_calls,
                 sum(CASE WHEN payment_method LIKE 'x402%' THEN amount_micro ELSE 0 END) AS x402_micro,
                 sum(CASE WHEN payment_method = 'card_credit' THEN amount_micro ELSE 0 END) AS card_micro,
                 sum(amount_micro) AS revenue_micro

@@ -183,44 +183,101 @@ export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void>
   }
   buf.push(r);
   const waitMs = env.CALL_LOG_FLUSH_MS ? Number(env.CALL_LOG_FLUSH_MS) : DEFAULT_FLUSH_MS;
-  if (buf.length >= MAX_BUFFERED || !(waitMs > 0)) return flushCalls(env.DB);
-  if (buf.length === 1) return new Promise((ok) => setTimeout(ok, waitMs)).then(() => flushCalls(env.DB));
+  if (!(waitMs > 0)) return flushCalls(env.DB, false);
+  if (buf.length >= MAX_BUFFERED) return flushCalls(env.DB, true);
+  if (buf.length === 1)
+    return new Promise((ok) => setTimeout(ok, waitMs)).then(() => flushCalls(env.DB, true));
   return undefined;
 }
 
-function flushCalls(db: D1Database): Promise<void> {
+/** `grouped`: a batching flush (callRows); an unbatched one writes a row per call. */
+function flushCalls(db: D1Database, grouped: boolean): Promise<void> {
   const buf = buffers.get(db);
   if (!buf?.length) return Promise.resolve();
   buffers.set(db, []);
-  return insertCalls(db, buf).catch((e) =>
+  return insertCalls(db, buf, grouped).catch((e) =>
     console.error(
       JSON.stringify({ level: "error", msg: "stats write failed", rows: buf.length, error: String(e) }),
     ),
   );
 }
 
-// D1 binds at most 100 parameters per statement: 12 rows of 8.
-const ROWS_PER_INSERT = 12;
+/** A call-log row: a call, or (`bucket` set) the calls of one group in one minute, `n` of them. */
+interface CallRow {
+  r: CallRecord;
+  n: number;
+  bucket: number | null;
+}
 
-/** The INSERT for `n` rows, written once per size (a flush is on the path of a request). */
+/**
+ * A flush's records as rows (migration 0028). Why: every call of a priced route is logged, unpaid
+ * 402s, free-beta calls and refusals included, and one row per call let anyone fill D1's 10 GB for
+ * free: at RL_IP's 600 a minute one IP kept ~26 M rows (~3 GB) in the 30 days of retention, and
+ * past the cap every x402 claim and card spend is refused. So, batched (`grouped`), the calls
+ * that charged nothing are counted per group and minute: one row for the calls of one minute
+ * that the figures cannot tell apart (skill, status, outcome, method, transport; for an admitted
+ * call also its server time, the percentiles' histogram key; a refusal's time is read by nothing
+ * and kept as 0). The INSERT adds a flush's count to the row an earlier flush, or another isolate,
+ * wrote for the same group and minute (a unique index), so the rows are bounded by groups × minutes
+ * however many calls, callers or isolates. A group keeps its latest time (last_success_at stays
+ * exact; a group at a window's edge counts on its newer side, a minute at most). A charged call
+ * keeps a row of its own: it is paid for, and the dashboard's revenue sums its amount. Unbatched
+ * (CALL_LOG_FLUSH_MS = 0, the unit tests; seeding), every call is a row of its own.
+ */
+export function callRows(records: CallRecord[], grouped: boolean): CallRow[] {
+  const rows: CallRow[] = [];
+  const groups = new Map<string, CallRow>();
+  for (const r of records) {
+    if (!grouped || r.amountMicro > 0) {
+      rows.push({ r, n: 1, bucket: null });
+      continue;
+    }
+    const bucket = Math.floor(r.at / 60_000);
+    const durationMs = ADMITTED.includes(r.outcome) ? r.durationMs : 0;
+    const key = `${bucket}\n${r.skill}\n${r.status}\n${r.outcome}\n${r.paymentMethod}\n${r.transport}\n${durationMs}`;
+    const group = groups.get(key);
+    if (group) {
+      group.n++;
+      if (r.at > group.r.at) group.r = { ...group.r, at: r.at };
+      continue;
+    }
+    const row = { r: { ...r, durationMs }, n: 1, bucket };
+    groups.set(key, row);
+    rows.push(row);
+  }
+  return rows;
+}
+
+// D1 binds at most 100 parameters per statement: 10 rows of 10.
+const COLUMNS = 10;
+const ROWS_PER_INSERT = Math.floor(100 / COLUMNS);
+
+/**
+ * The INSERT for `n` rows, written once per size (a flush is on the path of a request). A row of a
+ * group and minute that is there already gets this one's count (call_log_group, migration 0028);
+ * a row without a bucket never meets the index.
+ */
 const insertSql = Array.from({ length: ROWS_PER_INSERT + 1 }, (_, n) => {
   const values = Array.from(
     { length: n },
-    (_, j) => `(${Array.from({ length: 8 }, (_, k) => `?${j * 8 + k + 1}`).join(", ")})`,
+    (_, j) => `(${Array.from({ length: COLUMNS }, (_, k) => `?${j * COLUMNS + k + 1}`).join(", ")})`,
   );
-  return `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport)
-           VALUES ${values.join(", ")}`;
+  return `INSERT INTO call_log (at, skill, status, outcome, duration_ms, payment_method, amount_micro, transport, n, bucket)
+           VALUES ${values.join(", ")}
+           ON CONFLICT (bucket, skill, status, outcome, payment_method, transport, duration_ms) WHERE bucket IS NOT NULL
+           DO UPDATE SET n = n + excluded.n, at = max(at, excluded.at)`;
 });
 
-async function insertCalls(db: D1Database, rows: CallRecord[]) {
+async function insertCalls(db: D1Database, records: CallRecord[], grouped: boolean) {
   const statements: D1PreparedStatement[] = [];
+  const rows = callRows(records, grouped);
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     const chunk = rows.slice(i, i + ROWS_PER_INSERT);
     statements.push(
       db
         .prepare(insertSql[chunk.length] as string)
         .bind(
-          ...chunk.flatMap((r) => [
+          ...chunk.flatMap(({ r, n, bucket }) => [
             r.at,
             r.skill,
             r.status,
@@ -229,13 +286,15 @@ async function insertCalls(db: D1Database, rows: CallRecord[]) {
             r.paymentMethod,
             r.amountMicro,
             r.transport,
+            n,
+            bucket,
           ]),
         ),
     );
   }
   // What aged out since the last flush goes with this batch, so the log keeps pace with any write
   // volume; it fails with the INSERT when D1 is full, which is why the Cron prunes too.
-  statements.push(expiredCalls(db, Math.min(...rows.map((r) => r.at)), EXPIRED_PER_FLUSH));
+  statements.push(expiredCalls(db, Math.min(...records.map((r) => r.at)), EXPIRED_PER_FLUSH));
   await db.batch(statements);
 }
 
@@ -265,5 +324,5 @@ function writeDataPoint(env: AppEnv["Bindings"], r: CallRecord) {
 /** Writes records to both sinks at once (seeding, tests); the Analytics Engine binding is optional (absent locally). */
 export async function writeCall(env: AppEnv["Bindings"], r: CallRecord) {
   writeDataPoint(env, r);
-  await insertCalls(env.DB, [r]);
+  await insertCalls(env.DB, [r], false);
 }

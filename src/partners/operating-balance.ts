@@ -55,6 +55,38 @@ export async function operatingBalance(
   }
 }
 
+/** How long a paid try reuses the balance this isolate last read (see recentOperatingBalance). */
+export const BALANCE_REUSE_MS = 15_000;
+const recent = new Map<string, { until: number; read: Promise<OperatingBalance | undefined> }>();
+
+/**
+ * The balance as this isolate read it in the last BALANCE_REUSE_MS, or a new read (shared by the
+ * calls that ask meanwhile). Why: a try refused before its caller is charged (the wallet short, the
+ * partner failing) frees the caller's authorization, so one signed payment can be sent again and
+ * again, each time costing a read on RPC_URL, which reconciliation needs too. The price: a wallet
+ * just funded is used up to 15 s later, and one drained meanwhile is found only by the payment
+ * (as two calls passing the check at once always could: the caller is then refunded).
+ */
+export function recentOperatingBalance(
+  env: Bindings,
+  asset: string,
+  requestId?: string,
+): Promise<OperatingBalance | undefined> {
+  const key = `${env.RPC_URL}\n${asset}\n${env.PARTNER_PAYER_KEY}`;
+  const now = Date.now();
+  const hit = recent.get(key);
+  if (hit && hit.until > now) return hit.read;
+  const read = operatingBalance(env, asset, requestId);
+  recent.clear(); // one configuration per deployment: the map never grows past one entry
+  recent.set(key, { until: now + BALANCE_REUSE_MS, read });
+  return read;
+}
+
+/** Tests: forget the balances this isolate read. */
+export function forgetOperatingBalances() {
+  recent.clear();
+}
+
 /**
  * What failed, in one line: viem's message runs to the whole request and contract call, and its
  * short message leaves out the RPC's HTTP status.

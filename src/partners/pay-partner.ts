@@ -122,7 +122,7 @@ function walletShort(
       wallet,
       balance_micro: Number(balance),
       needed_micro: Number(terms.maxMicros),
-      action: `send USDC on ${terms.network} to ${wallet} (PARTNER_PAYER_KEY's address); calls are taken again at once, and refunds still owed are sent by the next reconciliation runs`,
+      action: `send USDC on ${terms.network} to ${wallet} (PARTNER_PAYER_KEY's address); calls are taken again within 15 s, and refunds still owed are sent by the next reconciliation runs`,
     }),
   );
   return `The marketplace's operating wallet cannot pay this partner right now (it holds less USDC than the partner's price); nothing was charged, try again later`;

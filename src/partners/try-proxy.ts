@@ -1,7 +1,7 @@
 import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { baseUrlOf } from "./config";
-import { operatingBalance } from "./operating-balance";
+import { recentOperatingBalance } from "./operating-balance";
 import {
   fetchOnHost,
   PartnerDeadline,
@@ -32,10 +32,10 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
   // The operating wallet's balance, needed only if a paid partner answers 402: read beside that
-  // first request, so it adds no round trip (operatingBalance never rejects).
+  // first request, so it adds no round trip (it never rejects), at most once per 15 s an isolate.
   const balance =
     t.partner.listing_status === "paid" && t.collect
-      ? operatingBalance(env, publicConfig(env, "http://localhost").usdcAddress, requestId)
+      ? recentOperatingBalance(env, publicConfig(env, "http://localhost").usdcAddress, requestId)
       : Promise.resolve(undefined);
   const res = await fetchOnHost(url, init, fetch);
   if (t.partner.listing_status === "external_x403" && res.status === 403) {

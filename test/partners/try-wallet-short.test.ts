@@ -3,6 +3,7 @@ import type { PaymentPayload } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { BALANCE_REUSE_MS, forgetOperatingBalances } from "../../src/partners/operating-balance";
 import { PartnerDeadline } from "../../src/partners/upstream";
 import { adminCookie, ORIGIN } from "../helpers";
 import { FACILITATOR, paidCall, receipt, stubNetwork, tryEnv, upstreamRows, x402Partner } from "./network";
@@ -17,6 +18,7 @@ const rpcEnv = { ...tryEnv, RPC_URL: RPC };
 
 afterEach(() => {
   vi.restoreAllMocks();
+  forgetOperatingBalances();
 });
 
 /** A JSON-RPC answer to `req`'s balanceOf: `balance` as a uint256. */
@@ -70,6 +72,22 @@ describe("try: the operating wallet's USDC is checked before the caller is charg
       balance_micro: 9999,
       action: expect.stringContaining("send USDC"),
     });
+  });
+
+  it("paid tries while the wallet is short cost one read per 15 s, not one each; then the chain is asked again", async () => {
+    const { settled, balanceReads } = withRpc(9_999n);
+    const payment = await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv);
+    expect(payment.status).toBe(502);
+    // Refused before the caller is charged, its authorization is free again: a resent one (or any
+    // other paid try) is refused on the balance read a moment ago.
+    const again = await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv);
+    expect(again.status).toBe(502);
+    expect(balanceReads).toHaveLength(1);
+    const now = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(now + BALANCE_REUSE_MS + 1);
+    expect((await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv)).status).toBe(502);
+    expect(balanceReads).toHaveLength(2);
+    expect(settled).toHaveLength(0);
   });
 
   it("a wallet holding the price: the call is paid as before", async () => {

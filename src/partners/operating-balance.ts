@@ -55,30 +55,33 @@ export async function operatingBalance(
   }
 }
 
-/** How long a paid try reuses the balance this isolate last read (see recentOperatingBalance). */
+/** How long a paid try reuses a short or unreadable balance (see recentOperatingBalance). */
 export const BALANCE_REUSE_MS = 15_000;
-const recent = new Map<string, { until: number; read: Promise<OperatingBalance | undefined> }>();
+const recent = new Map<string, { until: number; read: OperatingBalance | undefined }>();
 
 /**
- * The balance as this isolate read it in the last BALANCE_REUSE_MS, or a new read (shared by the
- * calls that ask meanwhile). Why: a try refused before its caller is charged (the wallet short, the
- * partner failing) frees the caller's authorization, so one signed payment can be sent again and
- * again, each time costing a read on RPC_URL, which reconciliation needs too. The price: a wallet
- * just funded is used up to 15 s later, and one drained meanwhile is found only by the payment
- * (as two calls passing the check at once always could: the caller is then refunded).
+ * The balance for a try whose partner costs `neededMicros`: what this isolate read in the last
+ * BALANCE_REUSE_MS when that was short of it or unreadable, else a new read. Why: a try refused
+ * before its caller is charged frees the caller's authorization, so one signed payment could be
+ * sent again and again, each time costing a read on RPC_URL, which reconciliation needs too. A
+ * balance that was enough is never reused: our own payments to partners spend it, and a call let
+ * through on an old reading would be charged and then refunded from an empty wallet. The price: a
+ * wallet just funded is used up to 15 s later. Only settled reads are kept, so no call waits on
+ * another request's read (which a cancelled request could leave unsettled).
  */
-export function recentOperatingBalance(
+export async function recentOperatingBalance(
   env: Bindings,
   asset: string,
+  neededMicros: bigint,
   requestId?: string,
 ): Promise<OperatingBalance | undefined> {
   const key = `${env.RPC_URL}\n${asset}\n${env.PARTNER_PAYER_KEY}`;
-  const now = Date.now();
   const hit = recent.get(key);
-  if (hit && hit.until > now) return hit.read;
-  const read = operatingBalance(env, asset, requestId);
-  recent.clear(); // one configuration per deployment: the map never grows past one entry
-  recent.set(key, { until: now + BALANCE_REUSE_MS, read });
+  if (hit && hit.until > Date.now() && !(hit.read?.micros !== undefined && hit.read.micros >= neededMicros))
+    return hit.read;
+  const read = await operatingBalance(env, asset, requestId);
+  recent.clear(); // one configuration per deployment: never more than one entry
+  recent.set(key, { until: Date.now() + BALANCE_REUSE_MS, read });
   return read;
 }
 

@@ -2,6 +2,7 @@ import { publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { baseUrlOf } from "./config";
 import { recentOperatingBalance } from "./operating-balance";
+import { servicePrices } from "./pricing";
 import {
   fetchOnHost,
   PartnerDeadline,
@@ -32,10 +33,15 @@ export async function callPartner(env: Bindings, t: TryTarget, requestId: string
     init.body = JSON.stringify(body ?? t.service.test_body ?? {});
   }
   // The operating wallet's balance, needed only if a paid partner answers 402: read beside that
-  // first request, so it adds no round trip (it never rejects), at most once per 15 s an isolate.
+  // first request, so it adds no round trip (it never rejects); a short one is reused for 15 s.
   const balance =
     t.partner.listing_status === "paid" && t.collect
-      ? recentOperatingBalance(env, publicConfig(env, "http://localhost").usdcAddress, requestId)
+      ? recentOperatingBalance(
+          env,
+          publicConfig(env, "http://localhost").usdcAddress,
+          servicePrices(t.service, t.pc.multiplierMilli).partnerMicros,
+          requestId,
+        )
       : Promise.resolve(undefined);
   const res = await fetchOnHost(url, init, fetch);
   if (t.partner.listing_status === "external_x403" && res.status === 403) {

@@ -32,7 +32,7 @@ async function balanceAnswer(req: Request, balance: bigint) {
  * `before` (if given) resolves; `partner` answers the paid hop.
  */
 function withRpc(
-  balance: bigint | "error",
+  balance: bigint | "error" | (() => bigint),
   { before, partner }: { before?: () => Promise<void>; partner?: (req: Request) => Response } = {},
 ) {
   const net = stubNetwork(
@@ -48,7 +48,7 @@ function withRpc(
     balanceReads.push(`${call.method} ${call.params[0].to} ${call.params[0].data.slice(0, 10)}`);
     await before?.();
     if (balance === "error") return new Response("<html>502</html>", { status: 502 });
-    return balanceAnswer(req, balance);
+    return balanceAnswer(req, typeof balance === "function" ? balance() : balance);
   });
   return { ...net, balanceReads };
 }
@@ -88,6 +88,19 @@ describe("try: the operating wallet's USDC is checked before the caller is charg
     expect((await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv)).status).toBe(502);
     expect(balanceReads).toHaveLength(2);
     expect(settled).toHaveLength(0);
+  });
+
+  it("a balance that was enough is read again by the next try: a wallet our payments emptied is found before the caller is charged", async () => {
+    let balance = 10_000n;
+    const { settled, balanceReads } = withRpc(() => balance);
+    expect((await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv)).status).toBe(200);
+    // The partner was paid its 10_000: the wallet is empty now.
+    balance = 0n;
+    const next = await paidCall("/api/partners/pricefeed/try/price", {}, rpcEnv);
+    expect(next.status).toBe(502);
+    expect(await next.json()).toMatchObject({ charged: false });
+    expect(balanceReads).toHaveLength(2);
+    expect(settled).toHaveLength(1);
   });
 
   it("a wallet holding the price: the call is paid as before", async () => {

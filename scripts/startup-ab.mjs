@@ -6,16 +6,11 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { median, startupRounds } from "./bench/startup.mjs";
-import { freePort } from "./lib/proc.mjs";
+import { freePort, takeOption } from "./lib/proc.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const [v] = args.splice(i, 2).slice(1);
-  return v;
-};
+const opt = (name, fallback) => takeOption(args, name, fallback);
 const rounds = Number(opt("--rounds", "7"));
 const probePath = opt("--path", "/__startup_probe");
 const dirs = args.map((d) => path.resolve(d));

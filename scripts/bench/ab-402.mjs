@@ -8,6 +8,7 @@
 // app floor (/__bench/offer-floor) of each bundle, which no candidate here changes.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { takeOption } from "../lib/proc.mjs";
 import { benchInputs } from "./inputs.mjs";
 import { withPaymentsOn } from "./paid-bundles.mjs";
 import { cpuTicks, load } from "./throughput.mjs";
@@ -15,13 +16,7 @@ import { serve } from "./workerd-config.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = argv.indexOf(name);
-  if (i < 0) return fallback;
-  const v = argv[i + 1];
-  argv.splice(i, 2);
-  return v;
-};
+const opt = (name, fallback) => takeOption(argv, name, fallback);
 const slices = Number(opt("--slices", 10));
 const dirs = argv.map((d) => path.resolve(d));
 if (dirs.length < 2) throw new Error("give two or more bundle directories");

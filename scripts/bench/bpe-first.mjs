@@ -16,20 +16,14 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { freePort } from "../lib/proc.mjs";
+import { freePort, takeOption } from "../lib/proc.mjs";
 import { prose } from "./inputs.mjs";
 import { median } from "./startup.mjs";
 import { serve, stopGroup, writeConfig } from "./workerd-config.mjs";
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = argv.indexOf(name);
-  if (i < 0) return fallback;
-  const v = argv[i + 1];
-  argv.splice(i, 2);
-  return v;
-};
+const opt = (name, fallback) => takeOption(argv, name, fallback);
 const rounds = Number(opt("--rounds", 7));
 const route = opt("--route", "run");
 const cold = argv.includes("--cold");

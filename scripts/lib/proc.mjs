@@ -78,3 +78,11 @@ export function freePort() {
     });
   });
 }
+
+/** Takes `--name value` out of `argv` (the rest stays positional); `fallback` when absent. */
+export function takeOption(argv, name, fallback) {
+  const i = argv.indexOf(name);
+  if (i < 0) return fallback;
+  const [v] = argv.splice(i, 2).slice(1);
+  return v;
+}

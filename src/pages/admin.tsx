@@ -103,25 +103,43 @@ function reconcileState(u: Record<string, string | number>): string {
  */
 function walletLine(w: OperatingBalance | undefined, refunds: Row[], largestPartnerMicros: bigint) {
   if (!w) return "Operating wallet: not read (no RPC_URL or PARTNER_PAYER_KEY).";
+  // In code: running text's code breaks anywhere (site.css), so the 42 characters of an address
+  // do not widen a phone's page.
+  const wallet = <code>{w.wallet}</code>;
   if (w.micros === undefined)
-    return `Operating wallet ${w.wallet}: its USDC cannot be read right now (RPC_URL failed; logged).`;
+    return <>Operating wallet {wallet}: its USDC cannot be read right now (RPC_URL failed; logged).</>;
   const held = w.micros;
   const toSend = refunds
     .filter((r) => r.status === "owed" && !r.hold && Number(r.amount_micro) > 0)
     .reduce((sum, r) => sum + Number(r.amount_micro), 0);
-  const line = `Operating wallet ${w.wallet} holds ${usd(Number(held))} USDC`;
+  const line = (
+    <>
+      Operating wallet {wallet} holds {usd(Number(held))} USDC
+    </>
+  );
   const refusing = held < largestPartnerMicros;
   const shortOf = [
     ...(held < BigInt(toSend) ? [`the refunds waiting to be sent (${usd(toSend)})`] : []),
     ...(refusing ? [`the largest partner price (${usd(Number(largestPartnerMicros))})`] : []),
   ];
   if (!shortOf.length && held > 0n)
-    return `${line}${toSend ? `; refunds waiting to be sent: ${usd(toSend)}` : ""}.`;
+    return (
+      <>
+        {line}
+        {toSend ? `; refunds waiting to be sent: ${usd(toSend)}` : ""}.
+      </>
+    );
   const less = shortOf.length ? `, less than ${shortOf.join(" and ")}` : "";
   const refused = refusing
     ? ` Partner calls are being refused meanwhile (nothing charged): every one whose partner asks x402 for more than ${usd(Number(held))}.`
     : "";
-  return `${line}${less}: send USDC to it.${refused} Refunds wait: none is lost, the next reconciliation runs send each (at most once).`;
+  return (
+    <>
+      {line}
+      {less}: send USDC to it.{refused} Refunds wait: none is lost, the next reconciliation runs send each (at
+      most once).
+    </>
+  );
 }
 
 /** The database's size against D1's cap, and what to do near it (docs/OPERATIONS.md). */

@@ -250,7 +250,7 @@ describe("a refund the operating wallet is too short to send", () => {
     expect(row).toContain("Last send: invalid_exact_evm_insufficient_balance. To do: the operating wallet");
     // The wallet's balance beside the refunds it must send (other files' owed rows share this D1).
     expect(page).toContain(
-      `Operating wallet ${wallet} holds $0.02 USDC, less than the refunds waiting to be sent`,
+      `Operating wallet <code>${wallet}</code> holds $0.02 USDC, less than the refunds waiting to be sent`,
     );
   });
 });

@@ -65,7 +65,9 @@ const recent = new Map<string, { until: number; read: OperatingBalance | undefin
  * before its caller is charged frees the caller's authorization, so one signed payment could be
  * sent again and again, each time costing a read on RPC_URL, which reconciliation needs too. A
  * balance that was enough is never reused: our own payments to partners spend it, and a call let
- * through on an old reading would be charged and then refunded from an empty wallet. The price: a
+ * through on an old reading would be charged and then refunded from an empty wallet. So a resent
+ * try whose partner fails while the wallet holds enough reads again each time, as it costs a
+ * /verify and a partner request each time already (the per-IP and per-payer limits bound them). The price: a
  * wallet just funded is used up to 15 s later. Only settled reads are kept, so no call waits on
  * another request's read (which a cancelled request could leave unsettled).
  */

@@ -10,25 +10,25 @@
 // isolate under valgrind's callgrind instead and counts the instructions of the o200k call alone
 // (every workerd thread; instrumentation off while workerd starts and warms up): a figure the
 // machine's load does not move, which does not see cache misses or the GC's memory traffic.
-import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { freePort, takeOption } from "../lib/proc.mjs";
+import { underCallgrind } from "./callgrind.mjs";
 import { prose } from "./inputs.mjs";
 import { median } from "./startup.mjs";
-import { serve, stopGroup, writeConfig } from "./workerd-config.mjs";
+import { serve, writeConfig } from "./workerd-config.mjs";
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const workerd = path.join(here, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => takeOption(argv, name, fallback);
 const rounds = Number(opt("--rounds", 7));
 const route = opt("--route", "run");
 const cold = argv.includes("--cold");
 const callgrind = argv.includes("--callgrind");
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const roots = argv.filter((a) => !a.startsWith("--")).map((a) => path.resolve(a));
 if (roots.length === 0) roots.push(here);
 
@@ -67,59 +67,6 @@ const cpuMs = (pid) =>
     0,
   );
 
-/** workerd under callgrind, instrumented only between `instrument(true)` and `instrument(false)`. */
-async function underCallgrind(cfg, port, dir) {
-  const out = path.join(dir, "callgrind.out");
-  const workerd = path.join(here, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
-  const args = ["--tool=callgrind", "--instr-atstart=no", "--smc-check=all-non-file"];
-  const child = spawn(
-    "valgrind",
-    [...args, `--callgrind-out-file=${out}.%p`, workerd, "serve", cfg, "--experimental"],
-    {
-      cwd: dir,
-      stdio: ["ignore", "ignore", "pipe"],
-      detached: true,
-    },
-  );
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr = (stderr + d).slice(-3000);
-  });
-  for (let t = 0; ; t++) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/probe`);
-      await r.arrayBuffer();
-      if (r.ok) break;
-    } catch {}
-    if (child.exitCode !== null || t > 1500)
-      throw new Error(`workerd under valgrind did not answer: ${stderr}`);
-    await sleep(200);
-  }
-  const ctl = (...a) => execFileSync("callgrind_control", [...a, String(child.pid)], { stdio: "ignore" });
-  return {
-    pid: child.pid,
-    async instrument(on) {
-      if (on) {
-        ctl("-z");
-        ctl("-i", "on");
-        return;
-      }
-      ctl("-i", "off");
-      ctl("-d", "o200k");
-      for (let t = 0; t < 300; t++) {
-        await sleep(200);
-        for (const f of readdirSync(dir).filter((f) => f.startsWith(`callgrind.out.${child.pid}.`))) {
-          const dump = readFileSync(path.join(dir, f), "utf8");
-          if (dump.includes("desc: Trigger: dump o200k\n"))
-            return Number(dump.match(/^totals:\s*(\d+)/m)?.[1]);
-        }
-      }
-      throw new Error("no callgrind dump");
-    },
-    stop: () => stopGroup(child),
-  };
-}
-
 const text = prose(400_000);
 const bundles = [];
 for (const [i, root] of roots.entries()) bundles.push(await bundle(root, i));
@@ -136,7 +83,7 @@ for (let round = 0; round < rounds; round++) {
       assets: path.join(b.root, "static"),
     });
     const s = callgrind
-      ? await underCallgrind(cfg, port, b.outdir)
+      ? await underCallgrind({ workerd, cfg, dir: b.outdir, probeUrl: `http://127.0.0.1:${port}/probe` })
       : await serve(here, cfg, { port, probePath: "/probe" });
     try {
       if (!cold) {
@@ -146,7 +93,8 @@ for (let round = 0; round < rounds; round++) {
       const cpu = cpuMs(s.pid);
       await s.instrument?.(true);
       const r = await post(port, `/${route}`, { text, encoding: "o200k" });
-      const counted = await s.instrument?.(false);
+      const counted = await s.instrument?.(false, "o200k");
+      if (callgrind && counted === undefined) throw new Error("no callgrind dump");
       results[i].push({ ...r, cpu: cpuMs(s.pid) - cpu, ...(counted ? { mIr: counted / 1e6 } : {}) });
       console.error(`round ${round + 1} root ${i}: ${JSON.stringify(r)}`);
     } finally {

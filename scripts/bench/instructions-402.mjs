@@ -7,10 +7,9 @@
 // work in every workerd thread, and nothing else. On this shared machine CPU time per request moved
 // ±10 % between identical bundles; an instruction count moves ~±3 % (a GC cycle falling inside the
 // window or not), whatever the load. It does not see memory stalls: confirm a win in CPU time too.
-import { execFileSync, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { underCallgrind } from "./callgrind.mjs";
 import { benchInputs } from "./inputs.mjs";
 import { withPaymentsOn } from "./paid-bundles.mjs";
 
@@ -27,7 +26,6 @@ const routes = take("--route");
 if (!routes.length) routes.push("/api/skills/slugify", "/__bench/offer-floor");
 const dirs = argv.map((d) => path.resolve(d));
 const body = JSON.stringify(benchInputs().find(([s, l]) => s === "slugify" && l === "1 KB")[2]);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const workerd = path.join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
 
 async function send(port, p, n, connections = 4) {
@@ -52,64 +50,19 @@ async function send(port, p, n, connections = 4) {
 await withPaymentsOn(root, async (paidConfig) => {
   for (const [i, dir] of dirs.entries()) {
     const { cfg, port } = await paidConfig(dir, `cg${i}`);
-    const out = path.join(dir, "callgrind.out");
-    const child = spawn(
-      "valgrind",
-      [
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        "--smc-check=all-non-file",
-        `--callgrind-out-file=${out}.%p`,
-        workerd,
-        "serve",
-        cfg,
-        "--experimental",
-      ],
-      { cwd: dir, stdio: ["ignore", "ignore", "pipe"], detached: true },
-    );
-    let stderr = "";
-    child.stderr.on("data", (d) => {
-      stderr = (stderr + d).slice(-3000);
-    });
+    const cg = await underCallgrind({ workerd, cfg, dir, probeUrl: `http://127.0.0.1:${port}/__bench/noop` });
     try {
-      for (let t = 0; ; t++) {
-        try {
-          const r = await fetch(`http://127.0.0.1:${port}/__bench/noop`);
-          await r.arrayBuffer();
-          if (r.ok) break;
-        } catch {}
-        if (child.exitCode !== null || t > 1500)
-          throw new Error(`workerd under valgrind did not answer: ${stderr}`);
-        await sleep(200);
-      }
-      const ctl = (...a) =>
-        execFileSync("callgrind_control", [...a, String(child.pid)], { stdio: ["ignore", "pipe", "pipe"] });
       const figures = [];
       for (const p of routes) {
         await send(port, p, warm);
-        ctl("-z");
-        ctl("-i", "on");
+        await cg.instrument(true);
         await send(port, p, requests);
-        ctl("-i", "off");
-        const tag = p.replace(/\W+/g, "_");
-        ctl("-d", tag);
-        let total;
-        for (let t = 0; total === undefined && t < 150; t++) {
-          await sleep(200);
-          for (const f of readdirSync(dir).filter((f) => f.startsWith(`callgrind.out.${child.pid}.`))) {
-            const text = readFileSync(path.join(dir, f), "utf8");
-            if (text.includes(`desc: Trigger: dump ${tag}\n`))
-              total = Number(text.match(/^totals:\s*(\d+)/m)?.[1]);
-          }
-        }
+        const total = await cg.instrument(false, p.replace(/\W+/g, "_"));
         figures.push(`${p} ${(total / requests / 1000).toFixed(1)} kIr/request`);
       }
       console.log(`${path.basename(dir)}\t${figures.join("\t")}`);
     } finally {
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {}
-      if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
+      await cg.stop();
     }
   }
 });

@@ -57,7 +57,8 @@ export async function operatingBalance(
 
 /** How long a paid try reuses a short or unreadable balance (see recentOperatingBalance). */
 export const BALANCE_REUSE_MS = 15_000;
-const recent = new Map<string, { until: number; read: OperatingBalance | undefined }>();
+/** The last reading of this isolate, under its configuration (one per deployment). */
+let last: { key: string; until: number; read: OperatingBalance | undefined } | undefined;
 
 /**
  * The balance for a try whose partner costs `neededMicros`: what this isolate read in the last
@@ -78,18 +79,20 @@ export async function recentOperatingBalance(
   requestId?: string,
 ): Promise<OperatingBalance | undefined> {
   const key = `${env.RPC_URL}\n${asset}\n${env.PARTNER_PAYER_KEY}`;
-  const hit = recent.get(key);
-  if (hit && hit.until > Date.now() && !(hit.read?.micros !== undefined && hit.read.micros >= neededMicros))
-    return hit.read;
+  if (
+    last?.key === key &&
+    last.until > Date.now() &&
+    !(last.read?.micros !== undefined && last.read.micros >= neededMicros)
+  )
+    return last.read;
   const read = await operatingBalance(env, asset, requestId);
-  recent.clear(); // one configuration per deployment: never more than one entry
-  recent.set(key, { until: Date.now() + BALANCE_REUSE_MS, read });
+  last = { key, until: Date.now() + BALANCE_REUSE_MS, read };
   return read;
 }
 
 /** Tests: forget the balances this isolate read. */
 export function forgetOperatingBalances() {
-  recent.clear();
+  last = undefined;
 }
 
 /**

@@ -437,14 +437,15 @@ async function warnUnsentOnRequest(env: Bindings, requestId: string) {
     .first<{ amount_micro: number; error: string }>()
     // Only a log line: a read that fails must not turn the caller's answer into an error.
     .catch(() => null);
-  if (row)
-    warnRefundLine(env, "refund not sent", {
-      on: "request",
-      request_id: requestId,
-      amount_micro: row.amount_micro,
-      error: row.error,
-      ...(refundSendAdvice(row.error) ? { action: refundSendAdvice(row.error) } : {}),
-    });
+  if (!row) return;
+  const action = refundSendAdvice(row.error);
+  warnRefundLine(env, "refund not sent", {
+    on: "request",
+    request_id: requestId,
+    amount_micro: row.amount_micro,
+    error: row.error,
+    ...(action ? { action } : {}),
+  });
 }
 
 /**

@@ -13,6 +13,7 @@ import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
+import { AdminRefusalPage } from "../pages/admin-refusal";
 import { partnerById } from "../partners/listing";
 import { largestPartnerPrice, operatingBalance } from "../partners/operating-balance";
 import { owedSummary, payoutAmount, settlePartner, settleRefusal } from "../partners/payouts";
@@ -118,6 +119,43 @@ const sameSite: MiddlewareHandler<AppEnv> = async (c, next) => {
 // percent-encoded (a 4-byte UTF-8 character). A bigger body is refused in the app's JSON, as the
 // API's body cap refuses one.
 const MAX_FORM_BYTES = 8192;
+/** A JSON refusal's words: its detail, or each 422 item as "field: message". */
+function refusalMessages(body: unknown): string[] {
+  const d = (body as { detail?: unknown } | null)?.detail;
+  if (typeof d === "string") return [d];
+  if (!Array.isArray(d)) return [];
+  return d.map((item: { loc?: unknown[]; msg?: unknown }) => {
+    const field = Array.isArray(item?.loc) ? item.loc.slice(1).join(".") : "";
+    return field ? `${field}: ${String(item?.msg)}` : String(item?.msg);
+  });
+}
+
+/**
+ * A browser (Accept: text/html) gets the dashboard's refusals as a page with the way back; the
+ * same status and headers (Retry-After), and scripts and the API keep the JSON. Outermost here, so
+ * the disabled dashboard, the body cap and the Origin check are covered as well as the forms' own.
+ */
+const refusalsAsPages: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  const res = c.res;
+  if (res.status < 400 || !(c.req.header("accept") ?? "").includes("text/html")) return;
+  if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return;
+  const messages = refusalMessages(
+    await res
+      .clone()
+      .json()
+      .catch(() => null),
+  );
+  if (messages.length === 0) return;
+  const page = await c.html(<AdminRefusalPage status={res.status} messages={messages} />, res.status as 400);
+  const retryAfter = res.headers.get("retry-after");
+  if (retryAfter) page.headers.set("Retry-After", retryAfter);
+  c.res = undefined;
+  c.res = page;
+};
+adminDashboardRoutes.use("/admin", refusalsAsPages);
+adminDashboardRoutes.use("/admin/*", refusalsAsPages);
+
 // Every answer is kept out of caches and search indexes by the app (http/private-answer.ts).
 const privatePage: MiddlewareHandler<AppEnv> = async (c, next) => {
   const refused = adminTokenRefused(c.env);

@@ -120,6 +120,30 @@ describe("accessibility (axe-core): no serious or critical violation", () => {
     await page.click("button[type=submit]");
     await page.waitForSelector("#chart-revenue-day");
     expect(await audit(page, "admin dashboard")).toEqual([]);
+    // A refused form, sent as the browser sends one (its own Accept header): a page, not raw JSON.
+    await Promise.all([
+      page.waitForNavigation(),
+      page.evaluate(() => {
+        const form = document.createElement("form");
+        form.method = "post";
+        form.action = "/admin/refunds/a11y-no-such-refund/resolve";
+        for (const [name, value] of [
+          ["csrf", (document.querySelector('input[name="csrf"]') as HTMLInputElement).value],
+          ["tx_hash", `0x${"ab".repeat(32)}`],
+          ["amount_micro", "1"],
+        ]) {
+          const input = document.createElement("input");
+          input.type = "hidden";
+          input.name = name as string;
+          input.value = value as string;
+          form.append(input);
+        }
+        document.body.append(form);
+        form.submit();
+      }),
+    ]);
+    expect(await page.locator("#refusal").textContent()).toContain('Unknown refund "a11y-no-such-refund"');
+    expect(await audit(page, "admin form refused")).toEqual([]);
     await close(page);
   });
 

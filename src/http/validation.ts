@@ -148,7 +148,9 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): { found: boolean;
     }
     cur = (cur as Record<string, unknown>)[key as string];
   }
-  return { found: true, value: cur };
+  // JSON has no undefined: only an object built from a form's fields holds one, for a field left
+  // empty, which is as missing as an absent one ("Field required", not "a valid string").
+  return { found: cur !== undefined, value: cur };
 }
 
 const TYPE_NAMES: Record<string, [string, string]> = {

@@ -61,6 +61,13 @@ it("a dashboard form refused in a browser answers a page with its reason and the
   expect(unknown.status).toBe(404);
   expect(await unknown.text()).toContain("Unknown refund &quot;no-such-refund&quot;");
 
+  // A field left empty is missing, as the API says of an absent one.
+  const noNote = await post("/admin/refunds/no-such-refund/resolve", { outcome: "nothing_owed", note: "" });
+  expect(noNote.status).toBe(422);
+  expect((await noNote.json<{ detail: unknown[] }>()).detail).toEqual([
+    { loc: ["body", "note"], msg: "Field required", type: "missing", input: {} },
+  ]);
+
   // The same refusals without Accept: text/html stay the API's JSON.
   const json = await post("/admin/payouts/pricefeed/settle", { tx_hash: tx });
   expect(json.status).toBe(409);

@@ -1,7 +1,7 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
-import { IDEMPOTENCY_KEY_META } from "../mcp/limits";
+import { IDEMPOTENCY_KEY_META, RECEIPT_META } from "../mcp/limits";
 import type { PricingConfig } from "../partners/config";
 import { PARTNERS } from "../partners/data";
 import { partnerPricing, REFINERY_SLUG } from "../partners/pricing";
@@ -154,6 +154,7 @@ You are charged only when the call succeeds: a 422 (bad body) or a 5xx is not se
 \`POST ${b}/api/cardpay/checkout\` with \`{"skill_id": "${example.id}"}\` returns a Stripe Checkout URL for a pack of calls. After paying,
 the success page's "Reveal my key" button shows an API key once. Send it as \`Authorization: Bearer mk_...\` (\`X-API-Key: mk_...\` is accepted too); each successful call spends one credit, a failed call
 spends none. \`GET ${b}/api/credits\` with the key shows what is left. A key pays only for the skill it was bought for.
+A key cannot be topped up: once it runs out, a new checkout sells a new pack with a new key.
 
 \`\`\`sh
 # 1. Create the checkout, then open checkout_url in a browser and pay.
@@ -174,6 +175,14 @@ ${JSON.stringify(mcpClientConfig(cfg), null, 2)}
 \`\`\`
 
 More: ${b}/docs/mcp
+
+## 4c. Check the receipt
+
+Every paid 2xx (x402 or card credit) carries \`X-Payment-Receipt\`: a compact JWS (EdDSA) whose payload names \`resourceUrl\`, \`payer\`, \`requestId\`, \`status\`,
+\`bodySha256\` (hex SHA-256 of the exact body bytes you received) and, for x402, \`amount\` and \`transaction\`. To verify it: its header's
+\`kid\` must be \`did:web:<host of resourceUrl>#…\` (a port written \`%3A<port>\`); take the \`publicKeyJwk\` of the \`verificationMethod\` whose \`id\` is
+that \`kid\` in ${b}/.well-known/did.json, check the signature (e.g. jose's \`compactVerify\`), then compare \`bodySha256\`
+with the SHA-256 of the body as received. Over MCP the receipt is in \`_meta["${RECEIPT_META}"]\`, its \`bodySha256\` that of \`content[0].text\` (UTF-8).
 
 ## 5. Read errors
 

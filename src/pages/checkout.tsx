@@ -36,6 +36,17 @@ interface SuccessProps {
   firstAnswer?: { status: number; text: string; free?: boolean };
   /** FREE_BETA now: a first call still to run will take no credit (runFirstPayload reads it as it runs). */
   freeBeta?: boolean;
+  /** Where a buyer with a lost key or an unknown checkout writes (CONTACT_EMAIL). */
+  contactEmail: string;
+}
+
+/** "support" as a mail link: "contact support" named no address anywhere on these pages. */
+function Support({ email }: { email: string }) {
+  return (
+    <>
+      support (<a href={`mailto:${email}`}>{email}</a>)
+    </>
+  );
 }
 
 /**
@@ -140,7 +151,9 @@ function FirstCall(p: SuccessProps) {
                 Run it now
               </TokenForm>
             ) : (
-              <p>Contact support with the session id above to have it run.</p>
+              <p>
+                Contact <Support email={p.contactEmail} /> with the session id above to have it run.
+              </p>
             )}
           </>
         )}
@@ -200,9 +213,12 @@ function KeyReveal(p: SuccessProps) {
       </section>
     );
   }
+  // A buyer back here has usually lost the key: what they can do, not only why it is gone.
   return (
     <p id="key-gone" class="muted">
-      The API key for this checkout was already shown once and is not stored in clear.
+      The API key for this checkout was already shown once and is not stored in clear, so it cannot be shown
+      again. Lost it? Write to <Support email={p.contactEmail} /> with the session id above: the pack can be
+      refunded, and a new checkout gives a new key.
     </p>
   );
 }
@@ -234,7 +250,7 @@ export function SuccessPage(p: SuccessProps) {
         <h1>We do not know this checkout</h1>
         <p>
           No checkout session <code class="long-id">{p.sessionId}</code> was created here. If you paid,
-          contact support with this id.
+          contact <Support email={p.contactEmail} /> with this id.
         </p>
         <p>
           <a href="/docs">Back to the docs</a>

@@ -104,3 +104,15 @@ describe("the first call's progress on the success page", () => {
     expect(html).not.toContain("Running…");
   });
 });
+
+describe("a checkout this site does not know", () => {
+  it("tells a buyer who paid whom to write to, not only to contact support", async () => {
+    const res = await call("/checkout/success?session_id=cs_test_never_created_here");
+    expect(res.status).toBe(404);
+    const html = await res.text();
+    expect(html).toContain("We do not know this checkout");
+    expect(html).toContain(
+      `contact support (<a href="mailto:${env.CONTACT_EMAIL}">${env.CONTACT_EMAIL}</a>) with this id`,
+    );
+  });
+});

@@ -15,13 +15,12 @@ const machineReason = (error: string) =>
  * unfunded wallet's transfer fails the facilitator's simulation: "send a new payment" alone had an
  * agent resend the same failing payment.
  */
-const FUNDS_ADVICE =
-  "the paying wallet may hold less USDC than that (or this authorization was already used): check the wallet's USDC balance on that network, then sign a new payment.";
+const SHORT = "the paying wallet holds less USDC than that: fund it, then sign a new payment.";
 const ADVICE: Record<string, string> = {
-  invalid_exact_evm_transaction_simulation_failed: FUNDS_ADVICE,
-  invalid_exact_evm_insufficient_balance:
-    "the paying wallet holds less USDC than that: fund it, then sign a new payment.",
-  insufficient_funds: "the paying wallet holds less USDC than that: fund it, then sign a new payment.",
+  invalid_exact_evm_transaction_simulation_failed:
+    "the paying wallet may hold less USDC than that (or this authorization was already used): check the wallet's USDC balance on that network, then sign a new payment.",
+  invalid_exact_evm_insufficient_balance: SHORT,
+  insufficient_funds: SHORT,
 };
 
 /**

@@ -213,12 +213,26 @@ function KeyReveal(p: SuccessProps) {
       </section>
     );
   }
-  // A buyer back here has usually lost the key: what they can do, not only why it is gone.
+  // A buyer back here has usually lost the key: what they can do, not only why it is gone. A pack
+  // whose payment was refunded, charged back or is disputed has nothing left to refund.
   return (
     <p id="key-gone" class="muted">
       The API key for this checkout was already shown once and is not stored in clear, so it cannot be shown
-      again. Lost it? Write to <Support email={p.contactEmail} /> with the session id above: the pack can be
-      refunded, and a new checkout gives a new key.
+      again.{" "}
+      {end ? (
+        <>
+          The payment {ENDED[end].payment}
+          {end === "disputed"
+            ? ", so its key makes no call until the dispute is decided"
+            : ", so its key makes no call"}
+          : a new checkout gives a new key.
+        </>
+      ) : (
+        <>
+          Lost it? Write to <Support email={p.contactEmail} /> with the session id above: the pack can be
+          refunded, and a new checkout gives a new key.
+        </>
+      )}
     </p>
   );
 }

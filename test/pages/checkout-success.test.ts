@@ -5,8 +5,11 @@ import {
   cardEnv,
   deliver,
   firstCallResult,
+  granted,
   keyIn,
   keysFor,
+  makeRefund,
+  outcomeOf,
   revealPost,
   revealTokenFromPage,
   seedSession,
@@ -114,5 +117,22 @@ describe("a checkout this site does not know", () => {
     expect(html).toContain(
       `contact support (<a href="mailto:${env.CONTACT_EMAIL}">${env.CONTACT_EMAIL}</a>) with this id`,
     );
+  });
+});
+
+describe("the success page of a pack whose key was shown, after its payment was refunded", () => {
+  it("says the payment was refunded and that a new checkout gives a new key; it offers no refund", async () => {
+    const { id, pi } = await granted();
+    const token = (await revealTokenFromPage(id)) as string;
+    expect(keyIn(await (await revealPost(id, token)).text())).toBeTruthy();
+    const { event } = await makeRefund(pi);
+    await outcomeOf(await deliver(event));
+    const html = await page(id);
+    expect(html).toContain('<h1 id="checkout-heading">Payment refunded</h1>');
+    const gone = /<p id="key-gone"[^>]*>([\s\S]*?)<\/p>/.exec(html)?.[1] ?? "";
+    expect(gone).toContain(
+      "The payment was refunded, so its key makes no call: a new checkout gives a new key.",
+    );
+    expect(gone).not.toContain("can be refunded");
   });
 });

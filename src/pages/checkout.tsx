@@ -1,4 +1,5 @@
 import { raw } from "hono/html";
+import { mailtoAddress } from "../contact-email";
 import { shQuote } from "../discovery/identity";
 import { firstCallState } from "../payments/checkout-first-call";
 import type { SessionRow } from "../payments/checkout-sessions";
@@ -40,11 +41,16 @@ interface SuccessProps {
   contactEmail: string;
 }
 
-/** "support" as a mail link: "contact support" named no address anywhere on these pages. */
+/**
+ * "support" as a mail link: "contact support" named no address anywhere on these pages. Plain
+ * "support" when CONTACT_EMAIL is no address a mailto: link can carry (mailtoAddress).
+ */
 function Support({ email }: { email: string }) {
+  const address = mailtoAddress(email);
+  if (!address) return <>support</>;
   return (
     <>
-      support (<a href={`mailto:${email}`}>{email}</a>)
+      support (<a href={`mailto:${address}`}>{address}</a>)
     </>
   );
 }

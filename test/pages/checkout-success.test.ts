@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call } from "../helpers";
 import {
+  callIn,
   cardEnv,
   deliver,
   firstCallResult,
@@ -117,6 +118,17 @@ describe("a checkout this site does not know", () => {
     expect(html).toContain(
       `contact support (<a href="mailto:${env.CONTACT_EMAIL}">${env.CONTACT_EMAIL}</a>) with this id`,
     );
+  });
+
+  it.each([
+    ["empty", ""],
+    ["not an address", "support"],
+    ["with its own mail headers", "help@skills.test?cc=someone@else.test&body=hi"],
+  ])("names plain support, no mail link, when CONTACT_EMAIL is %s", async (_, email) => {
+    const path = "/checkout/success?session_id=cs_test_never_created_here";
+    const html = await (await callIn({ ...env, CONTACT_EMAIL: email }, path)).res.text();
+    expect(html).toContain("If you paid, contact support with this id.");
+    expect(html).not.toContain("mailto:");
   });
 });
 

@@ -1,7 +1,8 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
-import { IDEMPOTENCY_KEY_META, RECEIPT_META } from "../mcp/limits";
+import { MCP_TEXT_COPY_MAX } from "../mcp/call";
+import { IDEMPOTENCY_KEY_META, RECEIPT_META, RECEIPT_NOTE_META } from "../mcp/limits";
 import type { PricingConfig } from "../partners/config";
 import { PARTNERS } from "../partners/data";
 import { partnerPricing, REFINERY_SLUG } from "../partners/pricing";
@@ -178,11 +179,15 @@ More: ${b}/docs/mcp
 
 ## 4c. Check the receipt
 
-Every paid 2xx (x402 or card credit) carries \`X-Payment-Receipt\`: a compact JWS (EdDSA) whose payload names \`resourceUrl\`, \`payer\`, \`requestId\`, \`status\`,
+Every paid 2xx (x402 or card credit) carries \`X-Payment-Receipt\` while ${b}/.well-known/did.json lists a signing key: a deployment without a usable one
+(did.json answers 503 or lists only retired keys), or a signing that failed, sends the answer without it. The receipt is a compact JWS (EdDSA) whose payload names \`resourceUrl\`, \`payer\`, \`requestId\`, \`status\`,
 \`bodySha256\` (hex SHA-256 of the exact body bytes you received) and, for x402, \`amount\` and \`transaction\`. To verify it: its header's
-\`kid\` must be \`did:web:<host of resourceUrl>#…\` (a port written \`%3A<port>\`); take the \`publicKeyJwk\` of the \`verificationMethod\` whose \`id\` is
-that \`kid\` in ${b}/.well-known/did.json, check the signature (e.g. jose's \`compactVerify\`), then compare \`bodySha256\`
-with the SHA-256 of the body as received. Over MCP the receipt is in \`_meta["${RECEIPT_META}"]\`, its \`bodySha256\` that of \`content[0].text\` (UTF-8).
+\`kid\` must be \`did:web:<host>#…\` of the base URL that \`resourceUrl\` starts with: a port written \`%3A<port>\`, and each segment of a base URL's path added as \`:<segment>\`
+(\`https://h.example:8443/m\` gives \`did:web:h.example%3A8443:m\`); take the \`publicKeyJwk\` of the \`verificationMethod\` whose \`id\` is
+that \`kid\` in did.json, check the signature (e.g. jose's \`compactVerify\`), then compare \`bodySha256\`
+with the SHA-256 of the body as received. Over MCP the receipt is in \`_meta["${RECEIPT_META}"]\`, its \`bodySha256\` that of \`content[0].text\` (UTF-8),
+except for a result whose JSON is over ${MCP_TEXT_COPY_MAX} characters: it comes only as \`structuredContent\` (serialised again it need not give the signed bytes),
+\`content[0].text\` is a note, and \`_meta["${RECEIPT_NOTE_META}"]\` says so: such a receipt cannot be checked, call the skill over HTTP for one that can.
 
 ## 5. Read errors
 

@@ -1,7 +1,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { MCP_TEXT_COPY_MAX } from "../../src/mcp/call";
+import { RECEIPT_NOTE_META } from "../../src/mcp/limits";
 import { hashKey, newApiKey } from "../../src/payments/credits";
+import { didWebOf } from "../../src/payments/receipt-key";
 import { paidEnv } from "../helpers";
 
 // An agent that reads only the served guides must be able to check the receipt of what it paid
@@ -61,6 +64,37 @@ describe("AGENTS.md: a paid answer's receipt, checked as the guide says", () => 
     const signed = new TextEncoder().encode(`${h}.${p}`);
     expect(await crypto.subtle.verify({ name: "Ed25519" }, verifyKey, b64url(s), signed)).toBe(true);
     expect(payload.bodySha256).toBe(hex(await crypto.subtle.digest("SHA-256", body)));
+  });
+
+  it("names its exceptions as the code draws them: MCP's big results, no signing key, a base URL's path", async () => {
+    const guide = await (await fetchApp("/AGENTS.md")).text();
+    const section = /## 4c\. Check the receipt\n([\s\S]*?)\n## /.exec(guide)?.[1] ?? "";
+    expect(section).toContain(`over ${MCP_TEXT_COPY_MAX} characters`);
+    expect(section).toContain(`\`_meta["${RECEIPT_NOTE_META}"]\``);
+    expect(section).toContain(
+      `\`https://h.example:8443/m\` gives \`${didWebOf("https://h.example:8443/m")}\``,
+    );
+    expect(section).toContain("(did.json answers 503 or lists only retired keys)");
+    // Without a signing key, as it says: did.json answers 503 and a paid answer has no receipt.
+    const unsigned = { ...paidEnv(), RECEIPT_SIGNING_KEY: undefined, RECEIPT_RETIRED_KEYS: undefined };
+    const did = await app.fetch(new Request("https://skills.test/.well-known/did.json"), unsigned);
+    expect(did.status).toBe(503);
+    const key = newApiKey();
+    await env.DB.prepare(
+      "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?, ?, 'slugify', 2, 2, 0)",
+    )
+      .bind(`agents-receipt-${crypto.randomUUID()}`, await hashKey(key))
+      .run();
+    const res = await app.fetch(
+      new Request("https://skills.test/api/skills/slugify", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: '{"text":"No Receipt"}',
+      }),
+      unsigned,
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-payment-receipt")).toBeNull();
   });
 
   it("says a key cannot be topped up: a checkout sells a new pack with a new key", async () => {

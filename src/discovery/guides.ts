@@ -1,8 +1,7 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
-import { MCP_TEXT_COPY_MAX } from "../mcp/call";
-import { IDEMPOTENCY_KEY_META, RECEIPT_META, RECEIPT_NOTE_META } from "../mcp/limits";
+import { IDEMPOTENCY_KEY_META, MCP_TEXT_COPY_MAX, RECEIPT_META, RECEIPT_NOTE_META } from "../mcp/limits";
 import type { PricingConfig } from "../partners/config";
 import { PARTNERS } from "../partners/data";
 import { partnerPricing, REFINERY_SLUG } from "../partners/pricing";

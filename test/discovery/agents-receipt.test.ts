@@ -1,8 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { MCP_TEXT_COPY_MAX } from "../../src/mcp/call";
-import { RECEIPT_NOTE_META } from "../../src/mcp/limits";
+import { MCP_TEXT_COPY_MAX, RECEIPT_NOTE_META } from "../../src/mcp/limits";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { didWebOf } from "../../src/payments/receipt-key";
 import { paidEnv } from "../helpers";

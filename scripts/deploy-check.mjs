@@ -32,6 +32,7 @@ if (major < 22 || (major === 22 && minor < 18) || (major === 23 && minor < 6)) {
 const { partnerConfig } = await import("../src/partners/config.ts");
 const { PARTNERS } = await import("../src/partners/data.ts");
 const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figures.ts");
+const { EMAIL_SHAPE } = await import("../src/contact-email.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -287,7 +288,7 @@ export function problems(config, secrets, env = process.env) {
       out.push(`KV ${kv.binding}: id is still zero (wrangler kv namespace create ${kv.binding})`);
   }
   const email = vars.CONTACT_EMAIL ?? "";
-  if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email) || /\.example$|@example\./i.test(email)) {
+  if (!EMAIL_SHAPE.test(email) || /\.example$|@example\./i.test(email)) {
     out.push(`CONTACT_EMAIL "${email}" is a placeholder: set a real support address`);
   }
   // x402.org's facilitator settles testnets only: on Base mainnet every paid route would answer 503.

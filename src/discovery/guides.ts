@@ -1,7 +1,7 @@
 import type { PublicConfig } from "../config";
 import { INTERFACE_VERSION } from "../config";
 import { MAX_BODY_BYTES } from "../http/limits";
-import { IDEMPOTENCY_KEY_META } from "../mcp/limits";
+import { IDEMPOTENCY_KEY_META, MCP_TEXT_COPY_MAX, RECEIPT_META, RECEIPT_NOTE_META } from "../mcp/limits";
 import type { PricingConfig } from "../partners/config";
 import { PARTNERS } from "../partners/data";
 import { partnerPricing, REFINERY_SLUG } from "../partners/pricing";
@@ -154,6 +154,7 @@ You are charged only when the call succeeds: a 422 (bad body) or a 5xx is not se
 \`POST ${b}/api/cardpay/checkout\` with \`{"skill_id": "${example.id}"}\` returns a Stripe Checkout URL for a pack of calls. After paying,
 the success page's "Reveal my key" button shows an API key once. Send it as \`Authorization: Bearer mk_...\` (\`X-API-Key: mk_...\` is accepted too); each successful call spends one credit, a failed call
 spends none. \`GET ${b}/api/credits\` with the key shows what is left. A key pays only for the skill it was bought for.
+A key cannot be topped up: once it runs out, a new checkout sells a new pack with a new key.
 
 \`\`\`sh
 # 1. Create the checkout, then open checkout_url in a browser and pay.
@@ -174,6 +175,18 @@ ${JSON.stringify(mcpClientConfig(cfg), null, 2)}
 \`\`\`
 
 More: ${b}/docs/mcp
+
+## 4c. Check the receipt
+
+Every paid 2xx (x402 or card credit) carries \`X-Payment-Receipt\` while ${b}/.well-known/did.json lists a signing key: a deployment without a usable one
+(did.json answers 503 or lists only retired keys), or a signing that failed, sends the answer without it. The receipt is a compact JWS (EdDSA) whose payload names \`resourceUrl\`, \`payer\`, \`requestId\`, \`status\`,
+\`bodySha256\` (hex SHA-256 of the exact body bytes you received) and, for x402, \`amount\` and \`transaction\`. To verify it: its header's
+\`kid\` must be \`did:web:<host>#…\` of the base URL that \`resourceUrl\` starts with: a port written \`%3A<port>\`, and each segment of a base URL's path added as \`:<segment>\`
+(\`https://h.example:8443/m\` gives \`did:web:h.example%3A8443:m\`); take the \`publicKeyJwk\` of the \`verificationMethod\` whose \`id\` is
+that \`kid\` in did.json, check the signature (e.g. jose's \`compactVerify\`), then compare \`bodySha256\`
+with the SHA-256 of the body as received. Over MCP the receipt is in \`_meta["${RECEIPT_META}"]\`, its \`bodySha256\` that of \`content[0].text\` (UTF-8),
+except for a result whose JSON is over ${MCP_TEXT_COPY_MAX} characters: it comes only as \`structuredContent\` (serialised again it need not give the signed bytes),
+\`content[0].text\` is a note, and \`_meta["${RECEIPT_NOTE_META}"]\` says so: such a receipt cannot be checked, call the skill over HTTP for one that can.
 
 ## 5. Read errors
 

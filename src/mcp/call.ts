@@ -20,6 +20,7 @@ import {
   CREDITS_META,
   IDEMPOTENCY_KEY_META,
   IDEMPOTENT_REPLAY_META,
+  MCP_TEXT_COPY_MAX,
   PAYMENT_ERROR_META,
   PAYMENT_META,
   PAYMENT_RESPONSE_META,
@@ -216,13 +217,6 @@ function readJson(text: string): unknown {
     return undefined;
   }
 }
-
-/**
- * Results up to this many characters also come as JSON text (for clients that read only text).
- * That text is the HTTP answer's body as it was signed: its UTF-8 bytes are what a receipt's
- * bodySha256 covers.
- */
-export const MCP_TEXT_COPY_MAX = 1024 * 1024;
 
 /** What the result of a paid call over MCP_TEXT_COPY_MAX says about its receipt (see callTool). */
 const bigResultReceipt = (t: McpTool) =>

@@ -55,3 +55,11 @@ export const RECEIPT_NOTE_META = "marketplace/receipt-note";
 export const IDEMPOTENCY_KEY_META = "marketplace/idempotency-key";
 /** Set (true) on the result of a retry answered with the stored answer (X-Idempotent-Replay). */
 export const IDEMPOTENT_REPLAY_META = "marketplace/idempotent-replay";
+
+/**
+ * Results up to this many characters also come as JSON text (for clients that read only text).
+ * That text is the HTTP answer's body as it was signed: its UTF-8 bytes are what a receipt's
+ * bodySha256 covers. Here, not in call.ts: AGENTS.md states it, and call.ts's imports are not
+ * loaded at start-up.
+ */
+export const MCP_TEXT_COPY_MAX = 1024 * 1024;

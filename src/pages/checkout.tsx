@@ -1,4 +1,5 @@
 import { raw } from "hono/html";
+import { mailtoAddress } from "../contact-email";
 import { shQuote } from "../discovery/identity";
 import { firstCallState } from "../payments/checkout-first-call";
 import type { SessionRow } from "../payments/checkout-sessions";
@@ -36,6 +37,22 @@ interface SuccessProps {
   firstAnswer?: { status: number; text: string; free?: boolean };
   /** FREE_BETA now: a first call still to run will take no credit (runFirstPayload reads it as it runs). */
   freeBeta?: boolean;
+  /** Where a buyer with a lost key or an unknown checkout writes (CONTACT_EMAIL). */
+  contactEmail: string;
+}
+
+/**
+ * "support" as a mail link: "contact support" named no address anywhere on these pages. Plain
+ * "support" when CONTACT_EMAIL is no address a mailto: link can carry (mailtoAddress).
+ */
+function Support({ email }: { email: string }) {
+  const address = mailtoAddress(email);
+  if (!address) return <>support</>;
+  return (
+    <>
+      support (<a href={`mailto:${address}`}>{address}</a>)
+    </>
+  );
 }
 
 /**
@@ -140,7 +157,9 @@ function FirstCall(p: SuccessProps) {
                 Run it now
               </TokenForm>
             ) : (
-              <p>Contact support with the session id above to have it run.</p>
+              <p>
+                Contact <Support email={p.contactEmail} /> with the session id above to have it run.
+              </p>
             )}
           </>
         )}
@@ -200,9 +219,26 @@ function KeyReveal(p: SuccessProps) {
       </section>
     );
   }
+  // A buyer back here has usually lost the key: what they can do, not only why it is gone. A pack
+  // whose payment was refunded, charged back or is disputed has nothing left to refund.
   return (
     <p id="key-gone" class="muted">
-      The API key for this checkout was already shown once and is not stored in clear.
+      The API key for this checkout was already shown once and is not stored in clear, so it cannot be shown
+      again.{" "}
+      {end ? (
+        <>
+          The payment {ENDED[end].payment}
+          {end === "disputed"
+            ? ", so its key makes no call until the dispute is decided"
+            : ", so its key makes no call"}
+          : a new checkout gives a new key.
+        </>
+      ) : (
+        <>
+          Lost it? Write to <Support email={p.contactEmail} /> with the session id above: the pack can be
+          refunded, and a new checkout gives a new key.
+        </>
+      )}
     </p>
   );
 }
@@ -234,7 +270,7 @@ export function SuccessPage(p: SuccessProps) {
         <h1>We do not know this checkout</h1>
         <p>
           No checkout session <code class="long-id">{p.sessionId}</code> was created here. If you paid,
-          contact support with this id.
+          contact <Support email={p.contactEmail} /> with this id.
         </p>
         <p>
           <a href="/docs">Back to the docs</a>

@@ -339,7 +339,8 @@ export function SkillDocPage({
       </p>
       <p>
         Machine-readable: <a href={`/services/${skill.slug}.json`}>service description</a> ·{" "}
-        <a href="/openapi.json">OpenAPI</a> · <a href="/applet">try it</a>
+        <a href="/openapi.json">OpenAPI</a> ·{" "}
+        <a href={`/applet?skill=${encodeURIComponent(skill.id)}`}>try it</a>
       </p>
     </Layout>
   );

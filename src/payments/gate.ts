@@ -69,12 +69,14 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
       }
       // Only the ways to pay this deployment has on (a checkout that is off answers 503).
       const empty = `This key has no ${skill.id} credits left.`;
+      // "Buy more" read as a top-up of this key; a checkout sells a new pack under a new key.
+      const buy = `Buy a new pack with POST /api/cardpay/checkout {"skill_id":"${skill.id}"}: it comes with a new key (a key cannot be topped up)`;
       c.set(
         "creditNote",
         cfg.cardpayEnabled && cfg.x402Enabled
-          ? `${empty} Buy more with POST /api/cardpay/checkout, or pay this call with x402.`
+          ? `${empty} ${buy}, or pay this call with x402.`
           : cfg.cardpayEnabled
-            ? `${empty} Buy more with POST /api/cardpay/checkout.`
+            ? `${empty} ${buy}.`
             : cfg.x402Enabled
               ? `${empty} Pay this call with x402 (card payments are off on this deployment).`
               : `${empty} This deployment takes no other payment now (card and x402 payments are off).`,

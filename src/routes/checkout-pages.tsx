@@ -81,6 +81,7 @@ async function renderSuccess(
       refresh={refresh}
       firstAnswer={session?.payload_result ? await storedAnswerView(session.payload_result) : undefined}
       freeBeta={cfg.freeBeta}
+      contactEmail={cfg.contactEmail}
     />
   );
   const known = session || remote?.paid;

@@ -650,7 +650,9 @@ describe("MCP tools/call pays through the HTTP route's own chain", () => {
     const dry = await callTool("slugify", { text: "x" }, undefined, auth);
     expect(dry.isError).toBe(true);
     expect(dry.structuredContent?.x402Version).toBe(2);
-    expect(dry.structuredContent?.error).toMatch(/^This key has no slugify credits left\. Buy more/);
+    expect(dry.structuredContent?.error).toMatch(
+      /^This key has no slugify credits left\. Buy a new pack .*: it comes with a new key/,
+    );
     expect(dry.content[0]?.text).toMatch(/no slugify credits left/);
   });
 

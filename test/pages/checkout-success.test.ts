@@ -2,11 +2,15 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call } from "../helpers";
 import {
+  callIn,
   cardEnv,
   deliver,
   firstCallResult,
+  granted,
   keyIn,
   keysFor,
+  makeRefund,
+  outcomeOf,
   revealPost,
   revealTokenFromPage,
   seedSession,
@@ -102,5 +106,45 @@ describe("the first call's progress on the success page", () => {
     const html = await page(id);
     expect(html).toContain("Not run yet: it runs when you reveal your key.");
     expect(html).not.toContain("Running…");
+  });
+});
+
+describe("a checkout this site does not know", () => {
+  it("tells a buyer who paid whom to write to, not only to contact support", async () => {
+    const res = await call("/checkout/success?session_id=cs_test_never_created_here");
+    expect(res.status).toBe(404);
+    const html = await res.text();
+    expect(html).toContain("We do not know this checkout");
+    expect(html).toContain(
+      `contact support (<a href="mailto:${env.CONTACT_EMAIL}">${env.CONTACT_EMAIL}</a>) with this id`,
+    );
+  });
+
+  it.each([
+    ["empty", ""],
+    ["not an address", "support"],
+    ["with its own mail headers", "help@skills.test?cc=someone@else.test&body=hi"],
+  ])("names plain support, no mail link, when CONTACT_EMAIL is %s", async (_, email) => {
+    const path = "/checkout/success?session_id=cs_test_never_created_here";
+    const html = await (await callIn({ ...env, CONTACT_EMAIL: email }, path)).res.text();
+    expect(html).toContain("If you paid, contact support with this id.");
+    expect(html).not.toContain("mailto:");
+  });
+});
+
+describe("the success page of a pack whose key was shown, after its payment was refunded", () => {
+  it("says the payment was refunded and that a new checkout gives a new key; it offers no refund", async () => {
+    const { id, pi } = await granted();
+    const token = (await revealTokenFromPage(id)) as string;
+    expect(keyIn(await (await revealPost(id, token)).text())).toBeTruthy();
+    const { event } = await makeRefund(pi);
+    await outcomeOf(await deliver(event));
+    const html = await page(id);
+    expect(html).toContain('<h1 id="checkout-heading">Payment refunded</h1>');
+    const gone = /<p id="key-gone"[^>]*>([\s\S]*?)<\/p>/.exec(html)?.[1] ?? "";
+    expect(gone).toContain(
+      "The payment was refunded, so its key makes no call: a new checkout gives a new key.",
+    );
+    expect(gone).not.toContain("can be refunded");
   });
 });

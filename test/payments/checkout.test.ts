@@ -273,9 +273,10 @@ describe("spending credits", () => {
     const empty = await keyWith(0);
     const res = await callWith(empty);
     expect(res.status).toBe(402);
-    // Card on, x402 off (this describe's deployment): the checkout only.
+    // Card on, x402 off (this describe's deployment): the checkout only, with the body to send, and
+    // that it sells a new key ("Buy more" read as a top-up of this one).
     expect((await res.json<{ detail: string }>()).detail).toBe(
-      "This key has no sha256 credits left. Buy more with POST /api/cardpay/checkout.",
+      'This key has no sha256 credits left. Buy a new pack with POST /api/cardpay/checkout {"skill_id":"sha256"}: it comes with a new key (a key cannot be topped up).',
     );
     // The note names only the ways to pay this deployment has on (a checkout that is off answers 503).
     const noteWith = async (over: Record<string, string>) => {
@@ -294,7 +295,7 @@ describe("spending credits", () => {
     const fixture = `${new URL(env.WIKIPEDIA_API_BASE).origin}/facilitator`;
     const both = await noteWith({ X402_ENABLED: "true", FACILITATOR_URL: fixture });
     expect(both).toMatch(
-      /^This key has no sha256 credits left\. Buy more with POST \/api\/cardpay\/checkout, or pay this call with x402\./,
+      /^This key has no sha256 credits left\. Buy a new pack with POST \/api\/cardpay\/checkout \{"skill_id":"sha256"\}: it comes with a new key \(a key cannot be topped up\), or pay this call with x402\./,
     );
     const x402Only = await noteWith({
       STRIPE_SECRET_KEY: "",
@@ -379,6 +380,9 @@ describe("checkout pages", () => {
       expect(later).not.toContain(key as string);
       expect(later).toContain("already shown once");
       expect(later).not.toContain("Reveal my key");
+      // A buyer back here has usually lost the key: the page says whom to write to, and what then.
+      expect(later).toContain(`<a href="mailto:${env.CONTACT_EMAIL}">${env.CONTACT_EMAIL}</a>`);
+      expect(later).toContain("a new checkout gives a new key");
     },
   );
 });

@@ -250,7 +250,11 @@ export function reliabilityMarkdown(doc: StatsDocument, baseUrl: string): string
   return [
     "## Measured reliability",
     "",
-    `Figures measured by this service on every call (7 days, computed ${doc.computed_at}); live per-skill figures for 24 h and 7 days at ${baseUrl}/api/stats. Only 2xx answers are charged; policy at ${baseUrl}/docs/reliability.`,
+    // No URL is followed by punctuation: plain-text readers took the period with it (a 404).
+    `Figures measured by this service on every call (7 days, computed ${doc.computed_at}). Only 2xx answers are charged.`,
+    "",
+    `- Live per-skill figures for 24 h and 7 days: ${baseUrl}/api/stats`,
+    `- What is charged and refunded: ${baseUrl}/docs/reliability`,
     "",
     ...(measured.length
       ? measured.map((s) => `- ${s.skill}: ${reliabilityLine(doc, s.skill)}`)

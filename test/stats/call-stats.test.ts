@@ -430,6 +430,11 @@ describe("figures and policy published beside the discovery documents", () => {
     const llms = await (await fetchApp("/llms.txt")).text();
     expect(llms).toContain("## Measured reliability");
     expect(llms).toContain("https://skills.test/api/stats");
+    // A URL followed by punctuation is taken with it by plain-text readers (…/api/stats. is a 404).
+    const agents = await (await fetchApp("/AGENTS.md")).text();
+    const urls = `${llms}\n${agents}`.match(/https?:\/\/[^\s)\]>"'`]+/g) ?? [];
+    expect(urls.length).toBeGreaterThan(10);
+    expect(urls.filter((u) => /[.,;:]$/.test(u))).toEqual([]);
     const index = await (await fetchApp("/docs")).text();
     expect(index).toMatch(/class="muted reliability"/);
     const home = await (await fetchApp("/")).text();

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Writes gpt-tokenizer's BPE rank tables as binary hash tables (static/assets/bpe/*.bin) that
 // token_count reads through the ASSETS binding on first use and looks pieces up in by their UTF-8
-// bytes (src/skills/lib/bpe-table.ts reads the layout below). As JavaScript array literals the
+// bytes (src/skills/lib/bpe-table.ts reads the layout below), and as JSON arrays
+// (static/assets/bpe/*.json), which the README publishes and nothing here reads any more. As JavaScript array literals the
 // tables made up 60% of the bundle V8 parsed before the first request; as JSON assets their parse
 // and the library's Map of ~200k strings were most of the first call (docs/PERFORMANCE.md, stops
 // 32 and 33). Run again after upgrading gpt-tokenizer; `--check` fails if they differ.
@@ -94,17 +95,21 @@ function binary(ranks) {
 let stale = false;
 for (const name of ["cl100k_base", "o200k_base"]) {
   const { default: ranks } = await import(`gpt-tokenizer/bpeRanks/${name}`);
-  const data = binary(ranks);
-  const file = path.join(root, "static/assets/bpe", `${name}.bin`);
-  if (check) {
-    let old;
-    try {
-      old = readFileSync(file);
-    } catch {}
-    if (!old?.equals(data)) {
-      console.error(`${file} differs from gpt-tokenizer's ${name}; run node scripts/gen-bpe-tables.mjs`);
-      stale = true;
-    }
-  } else writeFileSync(file, data);
+  for (const [ext, data] of [
+    ["bin", binary(ranks)],
+    ["json", Buffer.from(JSON.stringify(ranks))],
+  ]) {
+    const file = path.join(root, "static/assets/bpe", `${name}.${ext}`);
+    if (check) {
+      let old;
+      try {
+        old = readFileSync(file);
+      } catch {}
+      if (!old?.equals(data)) {
+        console.error(`${file} differs from gpt-tokenizer's ${name}; run node scripts/gen-bpe-tables.mjs`);
+        stale = true;
+      }
+    } else writeFileSync(file, data);
+  }
 }
 process.exit(stale ? 1 : 0);

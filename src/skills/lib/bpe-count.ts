@@ -76,7 +76,8 @@ export function pieceCounter(table: BpeTable, split: RegExp): (text: string) => 
       if (k === undefined) {
         const len = encode(piece);
         // The library asks its string Map for the piece itself: a piece with a lone surrogate,
-        // which no entry holds, is merged even where its U+FFFD bytes would be a token.
+        // which no entry holds, is merged even where its U+FFFD bytes are a token (on these two
+        // tables such a merge ends in that token too; the count does not rest on it).
         const bytes = Math.abs(len);
         k =
           len > 0 && table.stringRank(buf, 0, len) !== undefined

@@ -14,6 +14,12 @@ const TEXT = [
   "<|endoftext|> tabs\tand\nnewlines, URLs https://example.com/a?b=c#d ",
 ].join("\n");
 
+/** Each encoding: token_count's name for it, the library's. */
+const BOTH: [string, string][] = [
+  ["cl100k", "cl100k_base"],
+  ["o200k", "o200k_base"],
+];
+
 /** gpt-tokenizer's own count of an encoding, special-token text counted as plain text. */
 async function libraryCounter(name: string) {
   const lib =
@@ -53,10 +59,7 @@ async function ourCount(encoding: string, text: string) {
 }
 
 describe("token_count tables are gpt-tokenizer's", () => {
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])("%s counts like gpt-tokenizer/encoding/%s", { timeout: 60_000 }, async (encoding, name) => {
+  it.each(BOTH)("%s counts like gpt-tokenizer/encoding/%s", { timeout: 60_000 }, async (encoding, name) => {
     const count = await libraryCounter(name);
     for (const text of [TEXT, TEXT.repeat(7), "a"]) {
       expect(await ourCount(encoding, text)).toBe(count(text));
@@ -97,10 +100,7 @@ describe("token_count's counter counts what gpt-tokenizer counts, on any text", 
     "ـــ",
     "\u200b",
   ];
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])(
+  it.each(BOTH)(
     "%s: 300 random texts, counted twice (the second time from remembered pieces)",
     { timeout: 120_000 },
     async (encoding, name) => {
@@ -139,10 +139,7 @@ describe("token_count on long runs with no word boundary (one huge BPE piece)", 
     `prefix ${pick(letters, 1200)} suffix ${"=".repeat(900)}`,
   ];
 
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])(
+  it.each(BOTH)(
     "%s: the long-piece merge counts exactly what gpt-tokenizer's own loop counts",
     { timeout: 60_000 },
     async (encoding, name) => {
@@ -218,10 +215,7 @@ describe("the binary tables look bytes up as gpt-tokenizer does", () => {
     },
   );
 
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])(
+  it.each(BOTH)(
     "%s: random Unicode, lone surrogates and BOMs included, counts like the library",
     { timeout: 120_000 },
     async (encoding, name) => {
@@ -250,10 +244,7 @@ describe("the binary tables look bytes up as gpt-tokenizer does", () => {
     },
   );
 
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])(
+  it.each(BOTH)(
     "%s: the bench's one-piece inputs, at a size the library's own loop finishes, count like the library",
     { timeout: 120_000 },
     async (encoding, name) => {

@@ -137,6 +137,8 @@ describe("token_count on long runs with no word boundary (one huge BPE piece)", 
     "漢字".repeat(600),
     pick([..."ACGT"], 3000),
     `prefix ${pick(letters, 1200)} suffix ${"=".repeat(900)}`,
+    // White space is the one long piece a BOM (JavaScript's \s) can sit inside.
+    `${pick(["\ufeff", "\n", " ", "\t", "\ufeff\n", "\u00a0"], 1500)}x`,
   ];
 
   it.each(BOTH)(

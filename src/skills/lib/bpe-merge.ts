@@ -9,7 +9,7 @@
  * parts, and only the two pairs next to a merge are re-ranked. Popping the lowest (rank, start)
  * is the library's choice exactly (lowest rank, leftmost on ties), so the tokens are identical
  * (test/skills/token-tables.test.ts compares them with the library's own). token_count merges
- * every piece that is not a token itself here, over its own table (bpe-table.ts).
+ * pieces over SHORT_PIECE bytes here, shorter ones in the library's own loop (countShortPiece).
  */
 
 /** Offsets fit in 2^21 (a piece is at most 400k characters, 1.6 MB of UTF-8). */
@@ -89,9 +89,13 @@ export function mergePiece(piece: Uint8Array, rankOf: RankOf): number[] {
     }
   }
   const heap = new MinHeap();
+  // A part's token names its bytes, except where the library's lookup dropped a leading BOM
+  // (BpeTable.rankOf): pairs of parts that start with a BOM's bytes are looked up, not cached.
+  const bomAt = (i: number) => piece[i] === 0xef && piece[i + 1] === 0xbb && piece[i + 2] === 0xbf;
   const rank = (s: number) => {
     const t = next[s] as number;
     if (t >= n) return Number.POSITIVE_INFINITY;
+    if (bomAt(s) || bomAt(t)) return rankOf(piece, s, next[t] as number) ?? Number.POSITIVE_INFINITY;
     const key = (token[s] as number) * TOKEN_SPACE + (token[t] as number);
     let r = pairs.get(key);
     if (r === undefined) {

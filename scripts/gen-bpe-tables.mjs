@@ -56,6 +56,8 @@ function entries(ranks) {
       if (valid && !(bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf))
         throw new Error(`rank ${rank}: a valid UTF-8 byte-array entry without a BOM`);
     }
+    // token_count merges a piece of more than 256 UTF-16 units without asking if it is a token.
+    if (bytes.length > 256) throw new Error(`rank ${rank}: ${bytes.length} bytes`);
     const key = Buffer.from(bytes).toString("latin1");
     if (seen.has(key)) throw new Error(`rank ${rank}: bytes of an earlier entry`);
     seen.add(key);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
-// `node scripts/bench/ab-token.mjs [--rounds 10] [--text-kb 1] <tree> <tree> ...`: token_count at
-// 1 KB, trees of this repository compared (docs/PERFORMANCE.md "Stop 33"). Each tree's bench
+// `node scripts/bench/ab-token.mjs [--rounds 10] [--input "1 KB cl100k"] <tree> <tree> ...`:
+// token_count on one of the bench's inputs (scripts/bench/inputs.mjs, by label), trees of this repository compared (docs/PERFORMANCE.md "Stop 33"). Each tree's bench
 // Worker is built as `--throughput` builds it (wrangler deploy --dry-run --minify) and served by
 // its own plain workerd process with that tree's static assets (its BPE tables). Round by round,
 // trees in turn (order reversed every other round): the in-isolate median of `run` (what `npm run
@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, takeOption } from "../lib/proc.mjs";
-import { benchInputs, prose } from "./inputs.mjs";
+import { benchInputs } from "./inputs.mjs";
 import { median } from "./startup.mjs";
 import { buildBundle, cpuTicks, load, vars } from "./throughput.mjs";
 import { entryOf, serve, writeConfig } from "./workerd-config.mjs";
@@ -20,13 +20,11 @@ const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => takeOption(argv, name, fallback);
 const rounds = Number(opt("--rounds", 10));
-const kb = Number(opt("--text-kb", 1));
+const label = opt("--input", "1 KB cl100k");
 const trees = argv.filter((a) => !a.startsWith("--")).map((a) => path.resolve(a));
 if (trees.length < 2) throw new Error("give two or more trees");
-const input =
-  kb === 1
-    ? benchInputs().find(([s, l]) => s === "token-count" && l === "1 KB cl100k")[2]
-    : { text: prose(kb * 1024) };
+const input = benchInputs().find(([s, l]) => s === "token-count" && l === label)?.[2];
+if (!input) throw new Error(`no token-count bench input "${label}"`);
 const body = JSON.stringify(input);
 
 const servers = [];

@@ -34,11 +34,12 @@ export function pieceCounter(table: BpeTable, split: RegExp): (text: string) => 
   if (!split.global) throw new Error("the pre-tokenizer regex must be global (matchAll)");
   const rankOf: RankOf = (b, start, end) => table.rankOf(b, start, end);
   const counts = new Map<string, number>();
+  const utf8 = new TextEncoder();
   // The piece's UTF-8, as TextEncoder writes it (a lone surrogate as U+FFFD), in a reused buffer.
   let buf = new Uint8Array(256);
   /** Encodes the piece into buf; its length, negative if the piece holds a lone surrogate. */
   const encode = (piece: string) => {
-    if (buf.length < piece.length * 3) buf = new Uint8Array(piece.length * 3);
+    if (buf.length < piece.length * 3) buf = new Uint8Array(piece.length * 3); // ≤ 3 × SHORT_PIECE
     let n = 0;
     let lone = false;
     for (let i = 0; i < piece.length; i++) {
@@ -73,7 +74,11 @@ export function pieceCounter(table: BpeTable, split: RegExp): (text: string) => 
     let n = 0;
     for (const [piece] of text.matchAll(split)) {
       let k = counts.get(piece);
-      if (k === undefined) {
+      if (k === undefined && piece.length > SHORT_PIECE) {
+        // Over SHORT_PIECE bytes whatever it holds: no token is that long (the generator checks),
+        // and the native encoder writes a lone surrogate as U+FFFD too. Not remembered.
+        k = mergePiece(utf8.encode(piece), rankOf).length;
+      } else if (k === undefined) {
         const len = encode(piece);
         // The library asks its string Map for the piece itself: a piece with a lone surrogate,
         // which no entry holds, is merged even where its U+FFFD bytes are a token (on these two

@@ -91,11 +91,13 @@ export function mergePiece(piece: Uint8Array, rankOf: RankOf): number[] {
   const heap = new MinHeap();
   // A part's token names its bytes, except where the library's lookup dropped a leading BOM
   // (BpeTable.rankOf): pairs of parts that start with a BOM's bytes are looked up, not cached.
+  const mayHoldBom = piece.indexOf(0xef) !== -1;
   const bomAt = (i: number) => piece[i] === 0xef && piece[i + 1] === 0xbb && piece[i + 2] === 0xbf;
   const rank = (s: number) => {
     const t = next[s] as number;
     if (t >= n) return Number.POSITIVE_INFINITY;
-    if (bomAt(s) || bomAt(t)) return rankOf(piece, s, next[t] as number) ?? Number.POSITIVE_INFINITY;
+    if (mayHoldBom && (bomAt(s) || bomAt(t)))
+      return rankOf(piece, s, next[t] as number) ?? Number.POSITIVE_INFINITY;
     const key = (token[s] as number) * TOKEN_SPACE + (token[t] as number);
     let r = pairs.get(key);
     if (r === undefined) {

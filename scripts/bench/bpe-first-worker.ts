@@ -1,7 +1,8 @@
 // Benchmark-only Worker for scripts/bench/bpe-first.mjs: token_count's first o200k call in a fresh
 // isolate, whole (the skill's own `run`) and by phase. Never deployed.
+import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
 import { pieceCounter } from "../../src/skills/lib/bpe-count";
-import { withLinearithmicMerge } from "../../src/skills/lib/bpe-merge";
+import { BpeTable } from "../../src/skills/lib/bpe-table";
 import { tokenCount } from "../../src/skills/token-count";
 
 interface Env {
@@ -21,18 +22,16 @@ export default {
       return Response.json({ ms: performance.now() - t, tokens: out.approx_tokens });
     }
     if (url.pathname === "/phases") {
-      // The library's load, step by step, as token-count.ts does it.
-      const name = encoding === "o200k" ? "o200k_base" : "cl100k_base";
+      // The binary table's load, step by step, as token-count.ts does it (the o200k table; the
+      // columns keep stop 32's names: "parse" reads the layout, "build" makes the counter).
       const t = performance.now();
-      const { GptEncoding } = await import("gpt-tokenizer/GptEncoding");
       const t0 = performance.now();
-      const res = await env.ASSETS.fetch(`https://assets.invalid/assets/bpe/${name}.json`);
-      const body = await res.text();
+      const res = await env.ASSETS.fetch("https://assets.invalid/assets/bpe/o200k_base.bin");
+      const body = await res.arrayBuffer();
       const t1 = performance.now();
-      const ranks = JSON.parse(body);
+      const table = BpeTable.read(body, 199_998);
       const t2 = performance.now();
-      const enc = GptEncoding.getEncodingApi(name, () => ranks);
-      const count = pieceCounter(withLinearithmicMerge(enc));
+      const count = pieceCounter(table, O200K_TOKEN_SPLIT_REGEX);
       const t3 = performance.now();
       const tokens = count(text);
       const t4 = performance.now();

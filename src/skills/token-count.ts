@@ -1,9 +1,10 @@
+import { CL100K_TOKEN_SPLIT_REGEX, O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
 import * as z from "zod";
 import { logOncePerValue } from "../http/log-once";
 import { DeadlineError, SharedLoad, within } from "../http/shared-load";
 import { UpstreamError } from "../net/fetcher";
 import { pieceCounter } from "./lib/bpe-count";
-import { withLinearithmicMerge } from "./lib/bpe-merge";
+import { BadTable, BpeTable } from "./lib/bpe-table";
 import { defineSkill } from "./types";
 
 // Special-token text in user input (<|endoftext|>) is data: counted as ordinary text, never refused.
@@ -15,42 +16,46 @@ const ENCODINGS = {
   o200k_base: "o200k_base",
 } as const;
 
-// The BPE tables are megabytes (o200k alone ~1 MB gzip): they ship as Workers Static Assets
-// (static/assets/bpe/*.json, written by scripts/gen-bpe-tables.mjs), not in the script, and load
+// The BPE tables are megabytes (o200k ~1.9 MB gzip): they ship as Workers Static Assets
+// (static/assets/bpe/*.bin, written by scripts/gen-bpe-tables.mjs), not in the script, and load
 // through the ASSETS binding on the first call that needs them, once per isolate. In the script
 // they made up two thirds of the gzip bundle, and as JavaScript array literals V8 also had to
-// parse them at every start-up (docs/PERFORMANCE.md). They are public files at the same path.
+// parse them at every start-up; as JSON, their parse and gpt-tokenizer's Map of ~200k strings
+// were most of the first call. The binary table is read in place (lib/bpe-table.ts).
 type Encoding = "cl100k_base" | "o200k_base";
-const TABLE_URL = (name: Encoding) => `https://assets.invalid/assets/bpe/${name}.json`;
+const TABLE_URL = (name: Encoding) => `https://assets.invalid/assets/bpe/${name}.bin`;
+/** Each table's entries (gpt-tokenizer's rank tables) and its pre-tokenizer, the library's own. */
+const TABLES: Record<Encoding, { entries: number; split: RegExp }> = {
+  cl100k_base: { entries: 100_256, split: CL100K_TOKEN_SPLIT_REGEX },
+  o200k_base: { entries: 199_998, split: O200K_TOKEN_SPLIT_REGEX },
+};
 /**
- * Each table's entries (gpt-tokenizer's rank tables; the encodings are fixed). A short or wrong
- * table (`[]`, half a file, the other encoding's) builds without complaint and then throws on the
- * first count, or counts wrong: a loaded table would then be kept, and every call fail until the
- * isolate went away. Checked before it is kept, it is a failed load, tried again by the next call.
+ * A table read wrong counts wrong, and a loaded table is kept: every call would then fail or
+ * miscount until the isolate went away. Besides its layout (BpeTable.read), each table must count
+ * this text as the library does (the other encoding's table counts it otherwise); a table that
+ * does not is a failed load, tried again by the next call.
  */
-const TABLE_ENTRIES: Record<Encoding, number> = { cl100k_base: 100_256, o200k_base: 199_998 };
+const CHECK_TEXT = "Table check: 123 words, punctuation! ÄÖÜ 日本 🚀";
+const CHECK_TOKENS: Record<Encoding, number> = { cl100k_base: 17, o200k_base: 15 };
 
 /** A table that could not be loaded: the asset is missing, failed or is not the table. */
 class TableUnusable extends Error {}
 
 async function load(name: Encoding, assets: Fetcher): Promise<Counter> {
-  const [{ GptEncoding }, res] = await Promise.all([
-    import("gpt-tokenizer/GptEncoding"),
-    assets.fetch(TABLE_URL(name)),
-  ]);
+  const res = await assets.fetch(TABLE_URL(name));
   // A deployment without the table files is broken: say which file, never count with no table.
   if (!res.ok) throw new TableUnusable(`ASSETS answered HTTP ${res.status}`);
-  const ranks: unknown = await res.json().catch(() => {
-    throw new TableUnusable("not JSON (cut short?)");
-  });
-  if (!Array.isArray(ranks) || ranks.length !== TABLE_ENTRIES[name]) {
-    const what = Array.isArray(ranks) ? `${ranks.length} entries` : ranks === null ? "null" : typeof ranks;
-    throw new TableUnusable(`${what}, not the ${TABLE_ENTRIES[name]} entries of ${name}`);
+  const data = await res.arrayBuffer();
+  let table: BpeTable;
+  try {
+    table = BpeTable.read(data, TABLES[name].entries);
+  } catch (e) {
+    throw e instanceof BadTable ? new TableUnusable(`${e.message}, not the table of ${name}`) : e;
   }
-  // Long runs with no word boundary would merge in quadratic time (lib/bpe-merge.ts).
-  const count = pieceCounter(withLinearithmicMerge(GptEncoding.getEncodingApi(name, () => ranks)));
-  // A malformed entry throws here rather than on a caller's text, once the table is kept.
-  count("Table check: 123 words, punctuation! ÄÖÜ 日本 🚀");
+  const count = pieceCounter(table, TABLES[name].split);
+  const checked = count(CHECK_TEXT);
+  if (checked !== CHECK_TOKENS[name])
+    throw new TableUnusable(`counts ${checked} tokens where ${name} counts ${CHECK_TOKENS[name]}`);
   return count;
 }
 /**

@@ -31,14 +31,33 @@ const count = (e: object, headers: Record<string, string> = {}) =>
   );
 const servedBy = (fetch: () => Response | Promise<Response>) => ({ ...env, ASSETS: { fetch } });
 
+/** A table's bytes as the Worker's own assets serve them. */
+const asset = async (name: string) =>
+  (await env.ASSETS.fetch(`https://assets.invalid/assets/bpe/${name}.bin`)).arrayBuffer();
+const o200k = await asset("o200k_base");
+/** Its hash slots' bytes (the third word of its header counts them). */
+const SLOTS_BYTES = 4 * (new Uint32Array(o200k, 0, 4)[2] as number);
+/** The o200k table with one region of it rewritten. */
+const altered = (edit: (copy: Uint8Array) => void) => {
+  const copy = new Uint8Array(o200k.slice(0));
+  edit(copy);
+  return copy;
+};
+
 const FAULTS: [string, () => Response | Promise<Response>][] = [
   ["a 404", () => new Response("Not Found", { status: 404 })],
   ["a 500", () => new Response("error", { status: 500 })],
-  ["a table cut short", () => new Response('["!","\\"","#",')],
-  ["an empty array", () => new Response("[]")],
-  ["a short array", () => new Response('["a","b"]')],
-  ["an object", () => new Response("{}")],
-  ["null", () => new Response("null")],
+  ["an empty body", () => new Response("")],
+  ["a table cut short", () => new Response(o200k.slice(0, o200k.byteLength - 1))],
+  ["a table with bytes to spare", () => new Response(new Blob([o200k, new Uint8Array(1)]))],
+  ["the JSON table of before", () => new Response('["!","\\"","#"]')],
+  ["an HTML page", () => new Response("<!doctype html><title>Not found</title>".repeat(100))],
+  // The right size, its hash slots all naming rank 0: no empty slot ends a probe.
+  ["a table with no empty slot", () => new Response(altered((b) => b.fill(0, 16, 16 + SLOTS_BYTES)))],
+  // (Between the two: they fail for the same reason, and a reason is logged once until it changes.)
+  ["the other encoding's table", async () => new Response(await asset("cl100k_base"))],
+  // The right layout and size, its hash slots all empty: only counting tells it from the table.
+  ["a table whose lookups all miss", () => new Response(altered((b) => b.fill(0xff, 16, 16 + SLOTS_BYTES)))],
   [
     "a throw",
     () => {
@@ -63,7 +82,7 @@ describe("a BPE table that fails to load", () => {
         .filter((l) => l.includes("BPE table unusable"));
       // Each case's reason differs from the one before it, so each is logged.
       expect(lines).toHaveLength(1);
-      expect(JSON.parse(lines[0] as string)).toMatchObject({ asset: "/assets/bpe/o200k_base.json" });
+      expect(JSON.parse(lines[0] as string)).toMatchObject({ asset: "/assets/bpe/o200k_base.bin" });
       // Not kept: served the real table, the next call counts.
       const ok = await count(env);
       expect(ok.status).toBe(200);
@@ -85,7 +104,7 @@ describe("a BPE table that fails to load", () => {
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0] as string)).toMatchObject({
       level: "error",
-      asset: "/assets/bpe/o200k_base.json",
+      asset: "/assets/bpe/o200k_base.bin",
       error: expect.stringContaining(String(status)),
     });
   });

@@ -1,5 +1,9 @@
+import { env } from "cloudflare:test";
 import fc from "fast-check";
+import { CL100K_TOKEN_SPLIT_REGEX, O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
 import { describe, expect, it } from "vitest";
+import { pieceCounter } from "../../src/skills/lib/bpe-count";
+import { BpeTable } from "../../src/skills/lib/bpe-table";
 import { postJson } from "../helpers";
 
 // token_count reads the BPE tables from static assets (scripts/gen-bpe-tables.mjs, through the
@@ -9,6 +13,12 @@ const TEXT = [
   "日本語のテキストと emoji 🚀🔥, code: `const x = arr.map((v) => v * 2);` ",
   "<|endoftext|> tabs\tand\nnewlines, URLs https://example.com/a?b=c#d ",
 ].join("\n");
+
+/** Each encoding: token_count's name for it, the library's. */
+const BOTH: [string, string][] = [
+  ["cl100k", "cl100k_base"],
+  ["o200k", "o200k_base"],
+];
 
 /** gpt-tokenizer's own count of an encoding, special-token text counted as plain text. */
 async function libraryCounter(name: string) {
@@ -20,6 +30,28 @@ async function libraryCounter(name: string) {
   return (text: string) => lib.countTokens(text, plain);
 }
 
+/** The library's encoding itself: its rank table and its byte lookup. */
+async function library(name: string) {
+  const lib =
+    name === "cl100k_base"
+      ? await import("gpt-tokenizer/encoding/cl100k_base")
+      : await import("gpt-tokenizer/encoding/o200k_base");
+  return (
+    lib.default as unknown as {
+      bytePairEncodingCoreProcessor: {
+        bytePairRankDecoder: (string | number[])[];
+        getBpeRankFromBytes(bytes: Uint8Array): number | undefined;
+      };
+    }
+  ).bytePairEncodingCoreProcessor;
+}
+
+/** Our table as the Worker's static assets serve it, read as token_count reads it. */
+async function ourTable(name: string) {
+  const res = await env.ASSETS.fetch(`https://assets.invalid/assets/bpe/${name}.bin`);
+  return BpeTable.read(await res.arrayBuffer(), name === "cl100k_base" ? 100_256 : 199_998);
+}
+
 /** token_count's answer for the text, through the route. */
 async function ourCount(encoding: string, text: string) {
   const res = await postJson("/api/skills/token-count", { text, encoding });
@@ -27,10 +59,7 @@ async function ourCount(encoding: string, text: string) {
 }
 
 describe("token_count tables are gpt-tokenizer's", () => {
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])("%s counts like gpt-tokenizer/encoding/%s", { timeout: 60_000 }, async (encoding, name) => {
+  it.each(BOTH)("%s counts like gpt-tokenizer/encoding/%s", { timeout: 60_000 }, async (encoding, name) => {
     const count = await libraryCounter(name);
     for (const text of [TEXT, TEXT.repeat(7), "a"]) {
       expect(await ourCount(encoding, text)).toBe(count(text));
@@ -71,10 +100,7 @@ describe("token_count's counter counts what gpt-tokenizer counts, on any text", 
     "ـــ",
     "\u200b",
   ];
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])(
+  it.each(BOTH)(
     "%s: 300 random texts, counted twice (the second time from remembered pieces)",
     { timeout: 120_000 },
     async (encoding, name) => {
@@ -111,12 +137,11 @@ describe("token_count on long runs with no word boundary (one huge BPE piece)", 
     "漢字".repeat(600),
     pick([..."ACGT"], 3000),
     `prefix ${pick(letters, 1200)} suffix ${"=".repeat(900)}`,
+    // White space is the one long piece a BOM (JavaScript's \s) can sit inside.
+    `${pick(["\ufeff", "\n", " ", "\t", "\ufeff\n", "\u00a0"], 1500)}x`,
   ];
 
-  it.each([
-    ["cl100k", "cl100k_base"],
-    ["o200k", "o200k_base"],
-  ])(
+  it.each(BOTH)(
     "%s: the long-piece merge counts exactly what gpt-tokenizer's own loop counts",
     { timeout: 60_000 },
     async (encoding, name) => {
@@ -153,4 +178,87 @@ describe("token_count chars and words", () => {
       expect(await res.json()).toMatchObject({ chars, words });
     }
   });
+});
+
+describe("the binary tables look bytes up as gpt-tokenizer does", () => {
+  const BOM = [0xef, 0xbb, 0xbf];
+  it.each([
+    ["cl100k_base", CL100K_TOKEN_SPLIT_REGEX],
+    ["o200k_base", O200K_TOKEN_SPLIT_REGEX],
+  ])(
+    "%s: every entry's bytes, alone and after a BOM, have the library's rank; every string entry counts as the library counts it",
+    { timeout: 120_000 },
+    async (name, split) => {
+      const core = await library(name);
+      const table = await ourTable(name);
+      const count = pieceCounter(table, split);
+      const libraryCount = await libraryCounter(name);
+      const utf8 = new TextEncoder();
+      const wrong: string[] = [];
+      let single = 0;
+      core.bytePairRankDecoder.forEach((entry, rank) => {
+        const bytes = typeof entry === "string" ? utf8.encode(entry) : Uint8Array.from(entry);
+        // A BOM's bytes in front: the library decodes, drops the BOM and asks for the rest.
+        for (const b of [bytes, Uint8Array.from([...BOM, ...bytes])]) {
+          const ours = table.rankOf(b, 0, b.length);
+          const theirs = core.getBpeRankFromBytes(b);
+          if (ours !== theirs) wrong.push(`rank ${rank} [${b.join(",")}]: ${ours} vs ${theirs}`);
+        }
+        if (typeof entry === "string") {
+          const theirs = libraryCount(entry);
+          if (theirs === 1) single++;
+          if (count(entry) !== theirs)
+            wrong.push(`rank ${rank} ${JSON.stringify(entry)} counts ${count(entry)} vs ${theirs}`);
+        }
+      });
+      expect(wrong.slice(0, 10)).toEqual([]);
+      // Most tokens are one piece of the pre-tokenizer and count 1 (not a vacuous comparison).
+      expect(single).toBeGreaterThan(core.bytePairRankDecoder.length * 0.9);
+    },
+  );
+
+  it.each(BOTH)(
+    "%s: random Unicode, lone surrogates and BOMs included, counts like the library",
+    { timeout: 120_000 },
+    async (encoding, name) => {
+      const count = await libraryCounter(name);
+      const ours = pieceCounter(
+        await ourTable(name),
+        encoding === "o200k" ? O200K_TOKEN_SPLIT_REGEX : CL100K_TOKEN_SPLIT_REGEX,
+      );
+      // Any UTF-16 unit (lone surrogates too), whole code points, and BOMs around words and lines.
+      const unit = fc.oneof(
+        fc.string({ unit: "binary", maxLength: 30 }),
+        fc.string({ unit: "grapheme", maxLength: 30 }),
+        fc.string({
+          unit: fc.constantFrom("\ufeff", "\ud800", "\udfff", "\n", " ", "using", "//", "é", "😀"),
+          maxLength: 12,
+        }),
+      );
+      const texts = fc.sample(
+        fc.array(unit, { maxLength: 8 }).map((p) => p.join("")),
+        { numRuns: 1500, seed: 7 },
+      );
+      for (const text of texts) expect(ours(text), JSON.stringify(text)).toBe(count(text));
+      // And through the route, a sample: what a caller reads.
+      for (const text of texts.slice(0, 60))
+        expect(await ourCount(encoding, text), JSON.stringify(text)).toBe(count(text));
+    },
+  );
+
+  it.each(BOTH)(
+    "%s: the bench's one-piece inputs, at a size the library's own loop finishes, count like the library",
+    { timeout: 120_000 },
+    async (encoding, name) => {
+      const count = await libraryCounter(name);
+      for (const text of [
+        "a".repeat(20_000),
+        "漢字".repeat(4_000),
+        "😀".repeat(3_000),
+        "\ufeff".repeat(3_000),
+      ]) {
+        expect(await ourCount(encoding, text), text.slice(0, 4)).toBe(count(text));
+      }
+    },
+  );
 });

@@ -1,5 +1,5 @@
 /**
- * Byte-pair merging in O(n log n) for long pieces, in place of gpt-tokenizer 4.0.0's O(n²) loop.
+ * Byte-pair merging in O(n log n), in place of gpt-tokenizer 4.0.0's O(n²) loop.
  *
  * Why: the library merges each pre-token ("piece") by rescanning every adjacent pair for the
  * lowest rank after each merge. Ordinary text splits into short pieces, but a run with no word
@@ -8,18 +8,17 @@
  * Here the candidate pairs sit in a min-heap keyed by (rank, start offset) over a linked list of
  * parts, and only the two pairs next to a merge are re-ranked. Popping the lowest (rank, start)
  * is the library's choice exactly (lowest rank, leftmost on ties), so the tokens are identical
- * (test/skills/token-tables.test.ts compares them with the library's own).
+ * (test/skills/token-tables.test.ts compares them with the library's own). token_count merges
+ * pieces over SHORT_PIECE bytes here, shorter ones in the library's own loop (countShortPiece).
  */
-
-/** Pieces up to this many UTF-16 units keep the library's loop (and its cache). */
-export const LONG_PIECE = 512;
 
 /** Offsets fit in 2^21 (a piece is at most 400k characters, 1.6 MB of UTF-8). */
 const START_BITS = 2 ** 21;
 /** Token ranks fit in 2^18 (o200k has ~200k): a pair of them is one exact number key. */
 const TOKEN_SPACE = 2 ** 18;
 
-type RankOf = (bytes: Uint8Array) => number | undefined;
+/** The rank of bytes[start, end), undefined when the table has none (BpeTable.rankOf). */
+export type RankOf = (bytes: Uint8Array, start: number, end: number) => number | undefined;
 
 /** A binary min-heap of numbers (keys rank × 2^21 + start: rank order, then leftmost). */
 class MinHeap {
@@ -60,7 +59,7 @@ class MinHeap {
 }
 
 /** The ranks of a piece's tokens, as the library's bytePairMerge returns them. */
-export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
+export function mergePiece(piece: Uint8Array, rankOf: RankOf): number[] {
   const n = piece.length;
   if (n >= START_BITS) throw new RangeError(`piece of ${n} bytes is beyond the merge's offsets`);
   // Part s spans [s, next[s]); a part that was merged into its left neighbour is dead. Every part
@@ -71,8 +70,8 @@ export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
   const token = new Int32Array(n + 1);
   // The rank of the pair that starts at part s (its part and the next), Infinity when none.
   const rankAt = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY);
-  // A pair's rank depends only on its two tokens: looked up once per distinct pair (the table
-  // lookup decodes the bytes to a string, the cost of this merge), however often the pair recurs.
+  // A pair's rank depends only on its two tokens: looked up once per distinct pair (a hash of its
+  // bytes), however often the pair recurs in a long piece.
   const pairs = new Map<number, number>();
   const byteToken = new Map<number, number>();
   for (let i = 0; i <= n; i++) {
@@ -82,7 +81,7 @@ export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
       const b = piece[i] as number;
       let t = byteToken.get(b);
       if (t === undefined) {
-        t = rankOf(piece.subarray(i, i + 1));
+        t = rankOf(piece, i, i + 1);
         if (t === undefined) throw new Error(`The byte-pair encoding has no token for byte ${b}`);
         byteToken.set(b, t);
       }
@@ -90,13 +89,19 @@ export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
     }
   }
   const heap = new MinHeap();
+  // A part's token names its bytes, except where the library's lookup dropped a leading BOM
+  // (BpeTable.rankOf): pairs of parts that start with a BOM's bytes are looked up, not cached.
+  const mayHoldBom = piece.indexOf(0xef) !== -1;
+  const bomAt = (i: number) => piece[i] === 0xef && piece[i + 1] === 0xbb && piece[i + 2] === 0xbf;
   const rank = (s: number) => {
     const t = next[s] as number;
     if (t >= n) return Number.POSITIVE_INFINITY;
+    if (mayHoldBom && (bomAt(s) || bomAt(t)))
+      return rankOf(piece, s, next[t] as number) ?? Number.POSITIVE_INFINITY;
     const key = (token[s] as number) * TOKEN_SPACE + (token[t] as number);
     let r = pairs.get(key);
     if (r === undefined) {
-      r = rankOf(piece.subarray(s, next[t] as number)) ?? Number.POSITIVE_INFINITY;
+      r = rankOf(piece, s, next[t] as number) ?? Number.POSITIVE_INFINITY;
       pairs.set(key, r);
     }
     return r;
@@ -127,35 +132,42 @@ export function mergeLongPiece(piece: Uint8Array, rankOf: RankOf): number[] {
   return out;
 }
 
-/** What this module reaches inside gpt-tokenizer's GptEncoding (private in its types). */
-interface Core {
-  bytePairEncode(input: string): number[];
-  getBpeRankFromBytes(bytes: Uint8Array): number | undefined;
-  textEncoder: { encode(s: string): Uint8Array };
-}
+/** Pieces up to this many bytes merge in the library's own loop, on scratch arrays. */
+export const SHORT_PIECE = 256;
+const starts = new Int32Array(SHORT_PIECE + 1);
+const ranks = new Float64Array(SHORT_PIECE + 1);
 
 /**
- * Puts the long-piece merge into one GptEncoding: long pieces bypass the library's loop and its
- * merge cache (a cached 400k-character key per distinct request would pin megabytes), short ones
- * keep both. The cache is also made smaller: 100k entries of up to LONG_PIECE characters each
- * could hold 100 MB in a 128 MB isolate; 8,192 short pieces cover a language's common words.
- * Throws if the library's internals moved (a pinned version; the tests would fail first).
+ * How many tokens gpt-tokenizer's bytePairMerge makes of piece[0, n) (n ≤ SHORT_PIECE): its loop
+ * (rescan for the lowest rank, leftmost on ties; re-rank the merged part's two pairs), without
+ * its arrays and splices. Most pieces are a few bytes: the heap merge's allocations made the
+ * first count of 400k characters of prose (2,179 distinct pieces) several times slower.
  */
-export function withLinearithmicMerge<E extends { setMergeCacheSize(size: number): void }>(encoding: E): E {
-  const core = (encoding as unknown as { bytePairEncodingCoreProcessor?: Partial<Core> })
-    .bytePairEncodingCoreProcessor;
-  if (
-    typeof core?.bytePairEncode !== "function" ||
-    typeof core.getBpeRankFromBytes !== "function" ||
-    typeof core.textEncoder?.encode !== "function"
-  ) {
-    throw new Error("gpt-tokenizer's internals changed: the long-piece merge cannot be installed");
+export function countShortPiece(piece: Uint8Array, n: number, rankOf: RankOf): number {
+  if (n > SHORT_PIECE) throw new RangeError(`piece of ${n} bytes is not short`);
+  let parts = n; // part i spans [starts[i], starts[i + 1]); ranks[i] is its pair's with part i + 1
+  for (let i = 0; i <= n; i++) starts[i] = i;
+  const pairRank = (i: number) =>
+    i + 1 < parts
+      ? (rankOf(piece, starts[i] as number, starts[i + 2] as number) ?? Number.POSITIVE_INFINITY)
+      : Number.POSITIVE_INFINITY;
+  for (let i = 0; i < n; i++) ranks[i] = pairRank(i);
+  while (parts > 1) {
+    let lowest = Number.POSITIVE_INFINITY;
+    let at = -1;
+    for (let i = 0; i < parts - 1; i++) {
+      if ((ranks[i] as number) < lowest) {
+        lowest = ranks[i] as number;
+        at = i;
+      }
+    }
+    if (at === -1) break;
+    // Part at + 1 joins part at: drop its start and its pair, then re-rank both sides.
+    starts.copyWithin(at + 1, at + 2, parts + 1);
+    ranks.copyWithin(at + 1, at + 2, parts);
+    parts--;
+    ranks[at] = pairRank(at);
+    if (at > 0) ranks[at - 1] = pairRank(at - 1);
   }
-  const c = core as Core;
-  const cached = c.bytePairEncode.bind(c);
-  const rankOf: RankOf = (bytes) => c.getBpeRankFromBytes(bytes);
-  c.bytePairEncode = (input: string) =>
-    input.length > LONG_PIECE ? mergeLongPiece(c.textEncoder.encode(input), rankOf) : cached(input);
-  encoding.setMergeCacheSize(8192);
-  return encoding;
+  return parts;
 }

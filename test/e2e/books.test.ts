@@ -196,16 +196,16 @@ describe("the books balance after a mixed workload", () => {
       return w;
     })();
 
-    // Cards: a pack bought and revealed, two calls spent, one given back (a bad body), then a
-    // partial Stripe refund.
-    const card = await buyCardKey(stack.base_url, "sha256");
+    // Cards: a pack bought with its first call, revealed, two calls spent, one given back (a bad
+    // body), then a partial Stripe refund.
+    const card = await buyCardKey(stack.base_url, "sha256", { text: "first call" });
     const auth = { authorization: `Bearer ${card.key}`, "content-type": "application/json" };
     for (const body of ['{"text":"a"}', '{"text":"b"}', '{"text":5}']) {
       await fetch(`${stack.base_url}/api/skills/sha256`, { method: "POST", headers: auth, body });
     }
     const keyHash = createHash("sha256").update(card.key).digest("hex");
     const [[session]] = sql(
-      `SELECT s.id, s.payment_intent, s.amount_cents FROM api_keys k JOIN checkout_sessions s ON s.id = k.session_id WHERE k.key_hash = '${keyHash}'`,
+      `SELECT s.id, s.payment_intent, s.amount_cents, s.payload_result IS NOT NULL AS first_call FROM api_keys k JOIN checkout_sessions s ON s.id = k.session_id WHERE k.key_hash = '${keyHash}'`,
     ) as [Row[]];
     await emulator("POST", "/v1/refunds", { payment_intent: String(session?.payment_intent), amount: "1" });
     const credits = async () =>
@@ -214,7 +214,7 @@ describe("the books balance after a mixed workload", () => {
         status: string;
       };
     await until("the refund's calls taken back", async () =>
-      (await credits()).calls_left < card.calls - 3 ? true : undefined,
+      (await credits()).calls_left < card.calls - 4 ? true : undefined,
     );
     const withheld = await withholding;
     // The Cron: reconciliation records the withheld call's payment and sends its refund.
@@ -323,13 +323,20 @@ describe("the books balance after a mixed workload", () => {
     expect(owedOf(summary1, "pricefeed")).toBe(owedOf(summary0, "pricefeed"));
     expect(sum(batches, "amount_micro")).toBe(n(owed.owed_micro));
 
-    // Cards: granted = paid / price; left + spent (not given back) + revoked - debt = granted.
+    // Cards: granted = paid / price; left + the first call + spent (not given back) + revoked -
+    // debt = granted.
     const k = key?.[0] as Row;
     expect(n(k.calls_total)).toBe(card.calls);
     const s = spends?.[0] as Row;
-    expect(n(k.calls_left) + n(s.spent) - n(s.given_back) + n(k.calls_revoked) - n(k.revoke_debt)).toBe(
-      n(k.calls_total),
-    );
+    expect(n(session?.first_call)).toBe(1);
+    expect(
+      n(k.calls_left) +
+        n(session?.first_call) +
+        n(s.spent) -
+        n(s.given_back) +
+        n(k.calls_revoked) -
+        n(k.revoke_debt),
+    ).toBe(n(k.calls_total));
     expect(n(k.calls_revoked)).toBe(Math.ceil((card.calls * 1) / n(session?.amount_cents)));
     // Stripe charged the pack's price: calls x the skill's price, in cents.
     const charged = await emulator("GET", `/v1/checkout/sessions/${session?.id}`);

@@ -1,13 +1,18 @@
 /**
  * A card-credit key for `skill` bought as a buyer buys one on the local stack: Stripe Checkout
  * (the emulator's hosted page is a form: submitting it pays, fires the webhook and redirects),
- * then the success page's "Reveal my key" form (a POST with its token). `calls`: what it bought.
+ * then the success page's "Reveal my key" form (a POST with its token). `calls`: what it bought;
+ * `payload`: the pack's first call, run once it is paid.
  */
-export async function buyCardKey(baseUrl: string, skill: string): Promise<{ key: string; calls: number }> {
+export async function buyCardKey(
+  baseUrl: string,
+  skill: string,
+  payload?: Record<string, unknown>,
+): Promise<{ key: string; calls: number }> {
   const created = await fetch(`${baseUrl}/api/cardpay/checkout`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ skill_id: skill }),
+    body: JSON.stringify({ skill_id: skill, ...(payload ? { payload } : {}) }),
   });
   if (created.status !== 200) throw new Error(`checkout: HTTP ${created.status}`);
   const checkout = (await created.json()) as { checkout_url: string; calls: number };

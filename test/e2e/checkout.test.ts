@@ -1,14 +1,12 @@
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { launch, SCREENSHOTS, watchErrors } from "./browser";
+import { d1, stripeEmulator } from "./stack-tools";
 
 const stack = inject("stack") as { base_url: string; stripe_api_base: string; stack_dir: string };
 let browser: Browser;
-// The emulator's API key, as scripts/dev-stack.mjs starts it.
-const STRIPE_KEY = "sk_test_local_emulator_key_0000000000";
 
 beforeAll(async () => {
   browser = await launch();
@@ -235,23 +233,9 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
       return balance();
     };
     const emulator = (p: string, form: Record<string, string>) =>
-      fetch(`${stack.stripe_api_base}${p}`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${STRIPE_KEY}`,
-          "content-type": "application/x-www-form-urlencoded",
-        },
-        body: new URLSearchParams(form),
-      }).then(async (r) => {
-        expect(r.status).toBe(200);
-        return (await r.json()) as { id: string };
-      });
-    const session = (await (
-      await fetch(`${stack.stripe_api_base}/v1/checkout/sessions/${session_id}`, {
-        headers: { authorization: `Bearer ${STRIPE_KEY}` },
-      })
-    ).json()) as { payment_intent: string };
-    const pi = session.payment_intent;
+      stripeEmulator(stack.stripe_api_base, "POST", p, form);
+    const session = await stripeEmulator(stack.stripe_api_base, "GET", `/v1/checkout/sessions/${session_id}`);
+    const pi = String(session.payment_intent);
     expect(pi).toMatch(/^pi_/);
     const call = () =>
       fetch(`${stack.base_url}/api/skills/sha256`, {
@@ -278,19 +262,9 @@ describe("card checkout in a real browser, against the Stripe emulator", () => {
     // Seed an exhausted key straight into the stack's local D1, as a spent pack would leave it.
     const key = "mk_e2e_exhausted_key_000000000000";
     const hash = createHash("sha256").update(key).digest("hex");
-    execFileSync(
-      "node_modules/.bin/wrangler",
-      [
-        "d1",
-        "execute",
-        "DB",
-        "--local",
-        "--persist-to",
-        path.join(stack.stack_dir, "state"),
-        "--command",
-        `INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES ('e2e-empty', '${hash}', 'sha256', 1, 0, 0)`,
-      ],
-      { stdio: "ignore" },
+    d1(
+      stack.stack_dir,
+      `INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES ('e2e-empty', '${hash}', 'sha256', 1, 0, 0)`,
     );
     const res = await fetch(`${stack.base_url}/api/skills/sha256`, {
       method: "POST",

@@ -14,6 +14,14 @@ declare module "vitest" {
 
 /** Starts the real local stack exactly as `npm start` does, once for all e2e files. */
 export default async function setup(project: TestProject) {
+  // A stack already running (`STACK_DIR=… PORT=… npm start`), named by its directory: reused as
+  // it is, and left running.
+  const running = process.env.E2E_STACK_DIR;
+  if (running) {
+    const stack = JSON.parse(readFileSync(path.join(running, "stack.json"), "utf8"));
+    project.provide("stack", { ...stack, stack_dir: running });
+    return;
+  }
   const port: number = await freePort();
   const stackDir = mkdtempSync(path.join(os.tmpdir(), "skills-stack-"));
   const child = spawn(process.execPath, ["scripts/dev-stack.mjs"], {

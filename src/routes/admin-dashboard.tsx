@@ -131,14 +131,17 @@ function refusalMessages(body: unknown): string[] {
 }
 
 /**
- * A browser (Accept: text/html) gets the dashboard's refusals as a page with the way back; the
- * same status and headers (Retry-After), and scripts and the API keep the JSON. Outermost here, so
- * the disabled dashboard, the body cap and the Origin check are covered as well as the forms' own.
+ * A browser (Accept: text/html) gets the dashboard's refusals of a form (a POST) as a page with the
+ * way back; the same status and headers (Retry-After), and scripts and the API keep the JSON.
+ * Outermost here, so the disabled dashboard, the body cap and the Origin check are covered as well
+ * as the forms' own. Not a 405 (no form sends one) nor a 500 (the app's error answer).
  */
 const refusalsAsPages: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const res = c.res;
-  if (res.status < 400 || !(c.req.header("accept") ?? "").includes("text/html")) return;
+  const s = res.status;
+  const shown = c.req.method === "POST" ? (s >= 400 && s < 500 && s !== 405) || s === 503 : s === 503;
+  if (!shown || !(c.req.header("accept") ?? "").includes("text/html")) return;
   if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return;
   const messages = refusalMessages(
     await res

@@ -81,6 +81,12 @@ it("a dashboard form refused in a browser answers a page with its reason and the
   expect((await json422.json<{ detail: { loc: string[] }[] }>()).detail[0]?.loc).toEqual(["body", "tx_hash"]);
 });
 
+it("a browser's GET of a form's address (405) keeps the JSON: no form was refused", async () => {
+  const res = await send("/admin/login", { headers: { accept: BROWSER } });
+  expect(res.status).toBe(405);
+  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+});
+
 it("the disabled dashboard says so as a page in a browser (503), and as JSON to a script", async () => {
   const off = await send("/admin", { headers: { accept: BROWSER } }, { ...env, ADMIN_TOKEN: "" });
   expect(off.status).toBe(503);

@@ -153,6 +153,29 @@ async function warnOwed(env: Bindings, requestId: string) {
 const BATCH_REFUNDS = 20;
 
 /**
+ * A queue's look at one row: counted in `checked`; a throw is the run's error (named by `label`)
+ * and sends the row `back` behind the rows not yet looked at, so rows that fail every run cannot
+ * keep the queue's head (and a failed move is left for the next run).
+ */
+function lookAt<T>(
+  summary: ReconcileSummary,
+  env: Bindings,
+  label: (row: T) => string,
+  back: (row: T) => Promise<unknown>,
+  decideRow: (row: T) => Promise<void>,
+) {
+  return async (row: T) => {
+    summary.checked++;
+    try {
+      await decideRow(row);
+    } catch (e) {
+      summary.errors.push(`${label(row)}: ${errorText(e, env)}`);
+      await back(row).catch(() => undefined);
+    }
+  };
+}
+
+/**
  * One reconciliation run: the Cron Trigger's `scheduled` handler and POST /api/admin/reconcile
  * both call this. Without RPC_URL it does nothing and says so.
  */
@@ -204,13 +227,17 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     if (error !== undefined) summary.errors.push(`${queue} queue: ${errorText(error, env)}`);
   };
   const payments = async () => (await candidates(env.DB, network, nowMs)).results;
+  const toBack = (row: NonceRow) => sendToBack(env.DB, "payment", row.nonce);
   const claims = await drainQueue(
     payments,
     BATCH,
     (row) => row.nonce,
-    async (row) => {
-      summary.checked++;
-      try {
+    lookAt(
+      summary,
+      env,
+      (row) => row.nonce,
+      toBack,
+      async (row) => {
         const d = await judge(row, row.amount_atomic);
         const { send, held } = await applyPayment(env, row, d);
         if (d.outcome === "paid") summary.settled++;
@@ -225,12 +252,10 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
           await warnOwed(env, held.requestId);
         }
         await sendNew(send);
-      } catch (e) {
-        summary.errors.push(`${row.nonce}: ${errorText(e, env)}`);
-      }
-      // Looked at: behind every row not yet looked at, whatever came of it (a decided row leaves the queue).
-      await sendToBack(env.DB, "payment", row.nonce).catch(() => undefined);
-    },
+        // Looked at: behind every row not yet looked at, whatever came of it (a decided row leaves the queue).
+        await toBack(row).catch(() => undefined);
+      },
+    ),
     spent,
   );
   drained("claims", claims);
@@ -240,9 +265,12 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
     upstream,
     BATCH,
     (row) => row.id,
-    async (row) => {
-      summary.checked++;
-      try {
+    lookAt(
+      summary,
+      env,
+      (row) => `upstream ${row.id}`,
+      (row) => sendToBack(env.DB, "upstream", row.id),
+      async (row) => {
         let d = await judge(row, row.amount_micro);
         // Our nonce spent on a transfer other than the one we signed: no rule decides that (money
         // moved, but not as recorded), so the row stays undecided, re-read each run, and the run
@@ -259,11 +287,8 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
         else summary.waiting++;
         if (d.outcome === "wait" && d.noLog) await holdIfStuck("upstream", row.id, d.evidence);
         await sendNew(refund);
-      } catch (e) {
-        summary.errors.push(`upstream ${row.id}: ${errorText(e, env)}`);
-        await sendToBack(env.DB, "upstream", row.id).catch(() => undefined);
-      }
-    },
+      },
+    ),
     spent,
   );
   drained("upstream", upstreamDrained);
@@ -293,9 +318,17 @@ async function settleOwedRefunds(
     owed,
     BATCH_REFUNDS,
     (row) => row.request_id,
-    async (row) => {
-      summary.checked++;
-      try {
+    // A throw leaves the row where a refund is touched: behind the rest of the queue
+    // (refundsToSettle takes the least recently touched first), as a claim is. Left as it was, a
+    // batch of refunds whose read or send throws every time came first again on every run, and no
+    // refund behind them was ever sent. Only its place moves: the next run reads the chain before
+    // sending it again, under the same nonce.
+    lookAt(
+      summary,
+      env,
+      (row) => `refund ${row.request_id}`,
+      (row) => touchRefund(env.DB, row.request_id),
+      async (row) => {
         if (row.auth_nonce === null) {
           await touchRefund(env.DB, row.request_id, PRE_0010_HOLD);
           summary.refunds_owed++;
@@ -341,15 +374,8 @@ async function settleOwedRefunds(
             await warnOwed(env, row.request_id);
           }
         }
-      } catch (e) {
-        summary.errors.push(`refund ${row.request_id}: ${errorText(e, env)}`);
-        // Behind the rest of the queue (refundsToSettle takes the least recently touched first), as
-        // a claim is (sendToBack): left as it was, a batch of refunds whose read or send throws every
-        // time came first again on every run, and no refund behind them was ever sent. Only its
-        // place moves: the next run reads the chain before sending it again, under the same nonce.
-        await touchRefund(env.DB, row.request_id).catch(() => undefined);
-      }
-    },
+      },
+    ),
     spent,
   );
 }

@@ -32,7 +32,7 @@ if (major < 22 || (major === 22 && minor < 18) || (major === 23 && minor < 6)) {
 const { partnerConfig } = await import("../src/partners/config.ts");
 const { PARTNERS } = await import("../src/partners/data.ts");
 const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figures.ts");
-const { EMAIL_SHAPE } = await import("../src/contact-email.ts");
+const { mailtoAddress } = await import("../src/contact-email.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -288,8 +288,13 @@ export function problems(config, secrets, env = process.env) {
       out.push(`KV ${kv.binding}: id is still zero (wrangler kv namespace create ${kv.binding})`);
   }
   const email = vars.CONTACT_EMAIL ?? "";
-  if (!EMAIL_SHAPE.test(email) || /\.example$|@example\./i.test(email)) {
+  if (/\.example$|@example\./i.test(email)) {
     out.push(`CONTACT_EMAIL "${email}" is a placeholder: set a real support address`);
+  } else if (!mailtoAddress(email)) {
+    // The pages link support only for an address they can put in a mailto: as it is.
+    out.push(
+      `CONTACT_EMAIL "${email}" is not a plain address (name@domain.tld, no "?"): set a real support address`,
+    );
   }
   // x402.org's facilitator settles testnets only: on Base mainnet every paid route would answer 503.
   let facilitatorHost = "";

@@ -1,8 +1,7 @@
-/**
- * The shape a support address (CONTACT_EMAIL) must have, with no imports: deploy-check refuses a
- * deployment whose address lacks it, and the pages link only an address that has it.
- */
-export const EMAIL_SHAPE = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
+// The shape a support address (CONTACT_EMAIL) must have. This file has no imports so that
+// deploy-check can use `mailtoAddress` too: it refuses a deployment whose address the pages
+// would not link.
+const EMAIL_SHAPE = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
 /**
  * The address to put in a mailto: link, or undefined: an empty or malformed one made an empty link,

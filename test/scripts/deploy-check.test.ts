@@ -116,6 +116,11 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     const withVar = { ...config, vars: { ...config.vars, RPC_URL: "https://mainnet.base.org" } };
     const withoutRpc = ALL_SECRETS.filter((s) => s !== "RPC_URL");
     expect(problems(withVar, withoutRpc)).toEqual([]);
+    // The pages link support by mailto: only for a plain address; one they would not link is refused.
+    for (const bad of ["", "support", "help@skills-marketplace.dev?cc=x@evil.dev"])
+      expect(problems({ ...config, vars: { ...config.vars, CONTACT_EMAIL: bad } }, ALL_SECRETS)).toEqual([
+        `CONTACT_EMAIL "${bad}" is not a plain address (name@domain.tld, no "?"): set a real support address`,
+      ]);
   }, 60_000);
 
   it("refuses a wallet whose key is public: anvil/hardhat's 20 mnemonic accounts, and placeholders", async () => {

@@ -1,4 +1,5 @@
 import { RE2JS } from "re2js";
+import { re2Property } from "./schema-properties";
 
 /**
  * `pattern` and `patternProperties` of json_schema_validate run on RE2 (re2js), in linear time:
@@ -431,7 +432,7 @@ function classToRe2(cls: string): string {
     if (esc === "\\s") out += SPACE_MEMBERS;
     else if (esc === "\\S") notSpace = true;
     else if (esc === "\\b") out += re2Char(0x08);
-    else out += esc;
+    else out += re2Property(esc);
     i += n;
   }
   if (!notSpace) return `${out}]`;
@@ -444,8 +445,8 @@ function classToRe2(cls: string): string {
 
 /**
  * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S`, `.`, an escaped surrogate pair and a
- * class's `\b` spelled so RE2 reads them as ECMAScript does; every other escape (`\\s` included,
- * `\p{…}` whole) and character is kept.
+ * class's `\b` spelled so RE2 reads them as ECMAScript does, and a Unicode property's long name
+ * or alias as RE2's (schema-properties.ts); every other escape (`\\s` included) and character is kept.
  *
  * `.` is any code point where the s flag is on: inside `(?s:…)` (or `(?is:…)`, `(?s-i:…)`), until a
  * group within it turns it off (`(?-s:…)`), for that group only. It was rewritten as a line's
@@ -476,7 +477,7 @@ function translate(pattern: string): { source: string; multilineAnchors: boolean
       }
       const n = escapeLength(pattern, i);
       const esc = pattern.slice(i, i + n);
-      out += esc === "\\s" ? `[${SPACE_MEMBERS}]` : esc === "\\S" ? `[^${SPACE_MEMBERS}]` : esc;
+      out += esc === "\\s" ? `[${SPACE_MEMBERS}]` : esc === "\\S" ? `[^${SPACE_MEMBERS}]` : re2Property(esc);
       i += n;
     } else if (ch === "[") {
       let end = i + 1;

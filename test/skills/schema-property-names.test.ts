@@ -55,6 +55,8 @@ describe("json_schema_validate: Unicode property names as ECMAScript spells them
           422,
           expect.stringContaining("pattern_unsupported"),
         ]);
+        // Named for what it is, not as a lookaround or backreference.
+        expect(JSON.stringify(body)).toContain("but not this property");
       }
     },
     SKILL_TEST_TIMEOUT,

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs json_schema_validate against the official JSON Schema Test Suite
-# (test/scripts/json-schema-suite.test.ts; figures and known gaps in docs/SKILLS.md).
+# (test/scripts/json-schema-suite.test.ts; figures and known gaps in README.md).
 # The suite's npm package (@json-schema-org/tests) is a git dependency these machines cannot fetch,
 # so the suite comes from Debian's libtest-json-schema-acceptance-perl, which ships it whole
 # (drafts 3 to 2020-12, optional/, remotes/; suite commit 47958f8): downloaded, not installed.

@@ -8,13 +8,13 @@ import { KNOWN_FAILURES } from "./json-schema-suite-known";
  * json_schema_validate against the official JSON Schema Test Suite (required cases of each draft
  * it claims), each case sent as an agent sends it: the body through the skill's own input schema,
  * then `run`; a 422 (a refused pattern, a budget) or a schema error (checked: false) counts as a
- * wrong answer, whatever `valid` says. The cases of draft 4,
- * 6 and 7 have no `$schema` (the suite leaves the draft to the harness); the skill reads the draft
- * from `$schema` and defaults to 2020-12, so each gets its draft's `$schema` at the root, as an
- * agent meaning that draft writes it. Cases referencing http://localhost:1234 (remote refs, never
- * fetched) are counted apart. Figures: docs/SKILLS.md. The suite is not in package.json (its npm
- * package is a git dependency these machines cannot fetch): scripts/json-schema-suite.sh fetches
- * it (a Debian package) and runs this file; without it (JSON_SCHEMA_SUITE unset) this is skipped.
+ * wrong answer, whatever `valid` says. The cases of draft 4, 6 and 7 have no `$schema` (the suite
+ * leaves the draft to the harness); the skill reads the draft from `$schema` and defaults to
+ * 2020-12, so each gets its draft's `$schema` at the root, as an agent meaning that draft writes
+ * it. Cases referencing http://localhost:1234 (remote refs, never fetched) are counted apart.
+ * Figures: README.md. The suite is not in package.json (its npm package is a git dependency these
+ * machines cannot fetch): scripts/json-schema-suite.sh fetches it (a Debian package) and runs this
+ * file; without it (JSON_SCHEMA_SUITE unset) this file is skipped.
  */
 const SUITE = process.env.JSON_SCHEMA_SUITE;
 

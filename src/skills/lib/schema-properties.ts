@@ -4,8 +4,8 @@
  * script as `\p{Script=Greek}` / `\p{sc=Greek}`; RE2 knows `\p{L}`, `\p{Nd}` and `\p{Greek}` only,
  * so json_schema_validate refused these valid patterns as "not supported" (the official suite's
  * optional/ecmascript-regex.json: `\p{Letter}cole`, `^\p{digit}+$`). The aliases are Unicode's
- * (PropertyValueAliases.txt, gc), which V8 accepts. What stays unmapped (binary properties re2js lacks such as
- * `\p{ASCII}`, Script_Extensions, four-letter script codes) RE2 still refuses, as before.
+ * (PropertyValueAliases.txt, gc), which V8 accepts. What stays unmapped (a binary property re2js
+ * lacks such as `\p{ASCII}`, Script_Extensions, four-letter script codes) RE2 still refuses.
  */
 const GENERAL_CATEGORY: Record<string, string> = {
   Other: "C",

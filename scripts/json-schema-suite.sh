@@ -25,6 +25,6 @@ for draft in draft4 draft6 draft7 draft2019-09 draft2020-12; do
   # Required cases only: the draft's own files, not optional/ (the test reads no more).
   find "$JSON_SCHEMA_SUITE/tests/$draft" -maxdepth 1 -type f -name '*.json' -exec cp {} "$dest/$draft/" \;
 done
-[ -f "$JSON_SCHEMA_SUITE/submodule_status" ] && echo "suite: $(cat "$JSON_SCHEMA_SUITE/submodule_status" | head -1)"
+[ -f "$JSON_SCHEMA_SUITE/submodule_status" ] && echo "suite: $(head -1 "$JSON_SCHEMA_SUITE/submodule_status")"
 unset JSON_SCHEMA_SUITE
 npx vitest run --project scripts test/scripts/json-schema-suite.test.ts

@@ -144,8 +144,8 @@ describe("json_schema_validate against the official JSON Schema Test Suite", () 
   it("the skill's description states the required counts this run finds", async () => {
     // "Official JSON Schema Test Suite, required cases: 548/552 (draft 4), 824/828 (7), ..."
     const stated: Record<string, string> = {};
-    for (const [, figure = "", label = ""] of skill.description.matchAll(/(\d+\/\d+) \((?:draft )?([\d-]+)\)/g))
-      stated[label] = figure;
+    const figures = /(\d+\/\d+) \((?:draft )?([\d-]+)\)/g;
+    for (const [, figure = "", label = ""] of skill.description.matchAll(figures)) stated[label] = figure;
     const expected: Record<string, string> = {};
     // Draft 6 is not among the drafts the description names (a draft-06 `$schema` runs as 7).
     for (const [draft, o] of await allOutcomes())

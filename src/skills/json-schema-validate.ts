@@ -189,7 +189,7 @@ export const jsonSchemaValidate = defineSkill({
     // The validator and RE2 (~180 KiB) load on the first call of an isolate, not at start-up.
     const [
       { meteredValidation, WorkLimitExceeded, LookupTooLarge },
-      { InvalidPattern, UnsupportedPattern },
+      { InvalidPattern, UnsupportedPattern, FOLDED_NEGATION_REASON, writtenProperty },
       { TooManyErrors },
     ] = await Promise.all([
       import("./lib/schema-work"),
@@ -220,9 +220,11 @@ export const jsonSchemaValidate = defineSkill({
             ? `Pattern is too large: patterns run on RE2, and what compiling them costs is counted before they are compiled (counted repetition, Unicode properties \\p{…}, class size; see docs/LIMITS.md): ${e.reason}`
             : e.onInstance
               ? `Pattern cannot be checked on this instance: patterns run on RE2 (linear time), which would answer otherwise than ECMAScript here (${e.reason}; see docs/LIMITS.md)`
-              : UNKNOWN_PROPERTY.test(e.reason)
-                ? `Pattern is not supported: patterns run on RE2 (linear time), which knows Unicode general categories and scripts (\\p{L}, \\p{Letter}, \\p{Script=Greek}) but not this property (${e.reason})`
-                : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
+              : e.reason === FOLDED_NEGATION_REASON
+                ? `Pattern is not supported: patterns run on RE2 (linear time), and ${e.reason}`
+                : UNKNOWN_PROPERTY.test(e.reason)
+                  ? `Pattern is not supported: patterns run on RE2 (linear time), which knows Unicode general categories and scripts (\\p{L}, \\p{Letter}, \\p{Script=Greek}) but not this property${writtenProperty(e.pattern, e.reason) ?? ""}`
+                  : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
           e.pattern,
           "pattern_unsupported",
           { pattern: e.pattern, error: e.reason },

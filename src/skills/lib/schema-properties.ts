@@ -64,3 +64,13 @@ export function re2Property(esc: string): string {
   const name = script ? value : (GENERAL_CATEGORY[value] ?? value);
   return `\\${p}{${name}}`;
 }
+
+/**
+ * `: \p{sc=Grek}`, the property as the caller wrote it, when RE2's complaint quotes the escape
+ * re2Property made of it (`\p{Grek}`, a name the caller never wrote); undefined if none matches.
+ */
+export function writtenProperty(pattern: string, re2Complaint: string): string | undefined {
+  for (const [esc] of pattern.matchAll(/\\[pP]\{[^}]*\}/g))
+    if (re2Complaint.includes(`\`${re2Property(esc)}\``)) return `: ${esc}`;
+  return undefined;
+}

@@ -19,6 +19,9 @@ const DRAFTS: [RegExp, SchemaDraft][] = [
   [/2020-12/, "2020-12"],
 ];
 const TYPES = new Set(["string", "number", "integer", "boolean", "object", "array", "null"]);
+// RE2's complaint about a `\p{…}` it has no table for (`\p{ASCII}`, `\p{sc=Grek}`): the usual
+// "no lookarounds or backreferences" would send the caller looking for what is not there.
+const UNKNOWN_PROPERTY = /invalid character class range: `\\[pP]\{/;
 
 function draftOf(schema: unknown): SchemaDraft {
   const uri = schema && typeof schema === "object" ? (schema as { $schema?: unknown }).$schema : undefined;
@@ -108,7 +111,7 @@ export const jsonSchemaValidate = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and the first 100 failures with instance path and message (error_count counts all). Patterns run on RE2 (linear time); lookarounds and backreferences are refused (422). An invalid schema is reported as a schema error, not thrown. Deterministic and offline.",
+    "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and the first 100 failures with instance path and message (error_count counts all). Patterns run on RE2 (linear time); lookarounds and backreferences are refused (422). An invalid schema is reported as a schema error, not thrown. Deterministic and offline: a $ref to a meta-schema or remote URL is a schema error. Official JSON Schema Test Suite, required cases: 548/552 (draft 4), 824/828 (7), 1106/1128 (2019-09), 1084/1117 (2020-12); gaps: meta-schema refs, $dynamicRef, one $anchor case.",
   input: () =>
     z.object({
       instance: anyJson("The JSON value to validate."),
@@ -186,7 +189,7 @@ export const jsonSchemaValidate = defineSkill({
     // The validator and RE2 (~180 KiB) load on the first call of an isolate, not at start-up.
     const [
       { meteredValidation, WorkLimitExceeded, LookupTooLarge },
-      { InvalidPattern, UnsupportedPattern },
+      { InvalidPattern, UnsupportedPattern, FOLDED_NEGATION_REASON, writtenProperty },
       { TooManyErrors },
     ] = await Promise.all([
       import("./lib/schema-work"),
@@ -217,7 +220,11 @@ export const jsonSchemaValidate = defineSkill({
             ? `Pattern is too large: patterns run on RE2, and what compiling them costs is counted before they are compiled (counted repetition, Unicode properties \\p{…}, class size; see docs/LIMITS.md): ${e.reason}`
             : e.onInstance
               ? `Pattern cannot be checked on this instance: patterns run on RE2 (linear time), which would answer otherwise than ECMAScript here (${e.reason}; see docs/LIMITS.md)`
-              : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
+              : e.reason === FOLDED_NEGATION_REASON
+                ? `Pattern is not supported: patterns run on RE2 (linear time), and ${e.reason}`
+                : UNKNOWN_PROPERTY.test(e.reason)
+                  ? `Pattern is not supported: patterns run on RE2 (linear time), which knows Unicode general categories and scripts (\\p{L}, \\p{Letter}, \\p{Script=Greek}) but not this property${writtenProperty(e.pattern, e.reason) ?? ""}`
+                  : `Pattern is not supported: patterns run on RE2 (linear time), which has no lookarounds or backreferences (${e.reason})`,
           e.pattern,
           "pattern_unsupported",
           { pattern: e.pattern, error: e.reason },

@@ -1,11 +1,15 @@
 import { RE2JS } from "re2js";
+import { re2Property } from "./schema-properties";
+
+export { writtenProperty } from "./schema-properties";
 
 /**
  * `pattern` and `patternProperties` of json_schema_validate run on RE2 (re2js), in linear time:
  * a pattern JavaScript accepts but RE2 cannot run (lookaround, backreference) is refused up front.
  * What both engines write alike but read differently (`\s`, `\S`, `.`) is rewritten to mean what
  * ECMA-262, the dialect JSON Schema names, means by it (toRe2Syntax); what RE2 cannot spell so
- * (`^` and `$` in `(?m:…)` on a string holding \r, U+2028 or U+2029) is refused, not answered.
+ * (`^` and `$` in `(?m:…)` on a string holding \r, U+2028 or U+2029; `\P{…}` in `(?i:…)`) is
+ * refused, not answered.
  */
 
 /** A pattern that JavaScript accepts but RE2 cannot run in linear time (lookaround, backreference). */
@@ -431,7 +435,7 @@ function classToRe2(cls: string): string {
     if (esc === "\\s") out += SPACE_MEMBERS;
     else if (esc === "\\S") notSpace = true;
     else if (esc === "\\b") out += re2Char(0x08);
-    else out += esc;
+    else out += re2Property(esc);
     i += n;
   }
   if (!notSpace) return `${out}]`;
@@ -444,8 +448,8 @@ function classToRe2(cls: string): string {
 
 /**
  * A (valid, `u`-mode) ECMAScript pattern with `\s`, `\S`, `.`, an escaped surrogate pair and a
- * class's `\b` spelled so RE2 reads them as ECMAScript does; every other escape (`\\s` included,
- * `\p{…}` whole) and character is kept.
+ * class's `\b` spelled so RE2 reads them as ECMAScript does, and a Unicode property's long name
+ * or alias as RE2's (schema-properties.ts); every other escape (`\\s` included) and character is kept.
  *
  * `.` is any code point where the s flag is on: inside `(?s:…)` (or `(?is:…)`, `(?s-i:…)`), until a
  * group within it turns it off (`(?-s:…)`), for that group only. It was rewritten as a line's
@@ -456,17 +460,22 @@ function classToRe2(cls: string): string {
  * way). There ECMAScript breaks lines at \n, \r, U+2028 and U+2029, RE2 at \n only, and RE2 has no
  * lookbehind to spell the others: `(?m:^b)` on "a\rb" is true natively and was false here. Such a
  * pattern is not answered on a string holding one of those three (compiledEntry).
+ *
+ * `foldedNegation`: whether a `\P{…}`, bare or in a class, stands where the i flag is on (tracked
+ * the same way): such a pattern is refused (FOLDED_NEGATION_REASON).
  */
-function translate(pattern: string): { source: string; multilineAnchors: boolean } {
+function translate(pattern: string): { source: string; multilineAnchors: boolean; foldedNegation: boolean } {
   let out = "";
   let multilineAnchors = false;
-  // The s and m flags in each group open at this point (the outermost first).
-  const flags = [{ s: false, m: false }];
+  let foldedNegation = false;
+  // The s, m and i flags in each group open at this point (the outermost first). A whole pattern
+  // has none: it runs as `new RegExp(p, "u")`, and `(?i)` without a group is no ECMAScript.
+  const flags = [{ s: false, m: false, i: false }];
   const on = (modifiers: RegExpExecArray, flag: string, outer: boolean) =>
     (outer || (modifiers[1] ?? "").includes(flag)) && !(modifiers[2] ?? "").includes(flag);
   for (let i = 0; i < pattern.length; ) {
     const ch = pattern[i];
-    const current = flags[flags.length - 1] as { s: boolean; m: boolean };
+    const current = flags[flags.length - 1] as { s: boolean; m: boolean; i: boolean };
     if (ch === "\\") {
       const pair = escapedPairAt(pattern, i);
       if (pair !== undefined) {
@@ -476,17 +485,27 @@ function translate(pattern: string): { source: string; multilineAnchors: boolean
       }
       const n = escapeLength(pattern, i);
       const esc = pattern.slice(i, i + n);
-      out += esc === "\\s" ? `[${SPACE_MEMBERS}]` : esc === "\\S" ? `[^${SPACE_MEMBERS}]` : esc;
+      if (current.i && esc.startsWith("\\P{")) foldedNegation = true;
+      out += esc === "\\s" ? `[${SPACE_MEMBERS}]` : esc === "\\S" ? `[^${SPACE_MEMBERS}]` : re2Property(esc);
       i += n;
     } else if (ch === "[") {
       let end = i + 1;
-      while (end < pattern.length && pattern[end] !== "]") end += pattern[end] === "\\" ? 2 : 1;
+      while (end < pattern.length && pattern[end] !== "]") {
+        if (current.i && pattern[end] === "\\" && pattern[end + 1] === "P") foldedNegation = true;
+        end += pattern[end] === "\\" ? 2 : 1;
+      }
       out += classToRe2(pattern.slice(i, end + 1));
       i = end + 1;
     } else if (ch === "(") {
       const modifiers = MODIFIERS.exec(pattern.slice(i, i + 12));
       flags.push(
-        modifiers ? { s: on(modifiers, "s", current.s), m: on(modifiers, "m", current.m) } : { ...current },
+        modifiers
+          ? {
+              s: on(modifiers, "s", current.s),
+              m: on(modifiers, "m", current.m),
+              i: on(modifiers, "i", current.i),
+            }
+          : { ...current },
       );
       out += ch;
       i++;
@@ -500,7 +519,7 @@ function translate(pattern: string): { source: string; multilineAnchors: boolean
       i++;
     }
   }
-  return { source: out, multilineAnchors };
+  return { source: out, multilineAnchors, foldedNegation };
 }
 
 export const toRe2Syntax = (pattern: string): string => translate(pattern).source;
@@ -534,12 +553,25 @@ const OTHER_LINE_BREAK = /[\r\u2028\u2029]/;
 const MULTILINE_REASON =
   "in (?m:…) ECMAScript's ^ and $ also break lines at \\r, U+2028 and U+2029, RE2's at \\n only, and the string tested holds one";
 
+/**
+ * Under case-insensitive matching ECMAScript takes a character if any code point outside the
+ * property case-folds to it (`(?i:\P{Lu})` takes "A": "a" is no Lu); RE2 complements the property
+ * with its case folds added (it refuses "A"). Bare, in a class (`[\P{Lu}]`) or a negated one
+ * (`[^\P{Lu}]`) alike: over all of Unicode 2,850 code points differ for Lu, 2,904 for Ll, 66 for
+ * Lt, 4 for L, LC and M (U+0345, U+0399, U+03B9, U+1FBE), none for N, Nd, P or S (whose members
+ * have no case folds), which are refused too, as no table says which properties are closed under
+ * folding. `(?i:\p{…})` and `(?i:[^\p{…}])` answer as ECMAScript does (checked the same way).
+ */
+export const FOLDED_NEGATION_REASON =
+  "RE2 would answer otherwise than ECMAScript for a negated Unicode property \\P{…} where case-insensitive matching (?i:…) is on (ECMAScript takes a character if any code point outside the property case-folds to it)";
+
 function compiledEntry(pattern: string) {
   let entry = compiled.get(pattern);
   if (!entry) {
     const { instructions, units } = patternEstimate(pattern);
     if (units > MAX_PATTERN_SIZE) throw new PatternTooLarge(tooLarge(units));
-    const { source, multilineAnchors } = translate(pattern);
+    const { source, multilineAnchors, foldedNegation } = translate(pattern);
+    if (foldedNegation) throw new UnsupportedPattern(pattern, [], FOLDED_NEGATION_REASON);
     // Sized from the pattern as written: each rewritten class is one atom either way.
     const re = RE2JS.compile(RE2JS.translateRegExp(source));
     const made: Entry = { re, instructions, units };

@@ -1,4 +1,5 @@
 import type { Bindings } from "./env";
+import { publishableUrl, redactUrl } from "./redact";
 
 export const INTERFACE_VERSION = "2.7.1";
 
@@ -69,21 +70,40 @@ export function heavyResources(env: Bindings): readonly string[] {
 }
 const heavyByEnv = new WeakMap<Bindings, readonly string[]>();
 
+/** Secrets replaced verbatim wherever they appear in a log line or an error text. */
+const VERBATIM_SECRETS = [
+  "STRIPE_SECRET_KEY",
+  "STRIPE_WEBHOOK_SECRET",
+  "ADMIN_TOKEN",
+  "CDP_API_KEY_SECRET",
+  "PARTNER_PAYER_KEY",
+] as const;
+
 /**
- * Log text with the RPC endpoint hidden: providers put their API key in its path, and viem writes
- * the whole URL into its errors ("URL: https://…/v2/KEY"). The origin stays, so a log still says
- * which provider failed.
+ * Log text with the secrets hidden. The RPC endpoint: providers put their API key in its path,
+ * and viem writes the whole URL into its errors ("URL: https://…/v2/KEY"); its origin stays, so
+ * a log still says which provider failed. FACILITATOR_URL likewise when it carries a query or
+ * userinfo. Then any secret's value (and the receipt key's private `d`), should an error quote it.
  */
 export function redactSecrets(text: string, env: Bindings): string {
+  let out = text;
   const rpc = env.RPC_URL?.trim();
-  if (!rpc) return text;
-  let out = text.replaceAll(rpc, "<RPC_URL>");
-  try {
-    const { origin, pathname, search } = new URL(rpc);
-    const secretPart = `${pathname}${search}`;
-    if (secretPart.length > 1) out = out.replaceAll(secretPart, "/<redacted>");
-    out = out.replaceAll(`${origin}/<redacted>`, "<RPC_URL>");
-  } catch {}
+  if (rpc) {
+    out = out.replaceAll(rpc, "<RPC_URL>");
+    try {
+      const { origin, pathname, search } = new URL(rpc);
+      const secretPart = `${pathname}${search}`;
+      if (secretPart.length > 1) out = out.replaceAll(secretPart, "/<redacted>");
+      out = out.replaceAll(`${origin}/<redacted>`, "<RPC_URL>");
+    } catch {}
+  }
+  const facilitator = env.FACILITATOR_URL?.trim();
+  if (facilitator && publishableUrl(facilitator) !== facilitator)
+    out = out.replaceAll(facilitator, redactUrl(facilitator));
+  const values: (string | undefined)[] = VERBATIM_SECRETS.map((name) => env[name]?.trim());
+  values.push(/"d"\s*:\s*"([^"]+)"/.exec(env.RECEIPT_SIGNING_KEY ?? "")?.[1]);
+  // Short values could match ordinary text; none of these is short when it is a real secret.
+  for (const value of values) if (value && value.length >= 16) out = out.replaceAll(value, "<redacted>");
   return out;
 }
 

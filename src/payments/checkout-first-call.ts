@@ -2,6 +2,7 @@ import { publicConfig, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { validate } from "../http/validation";
+import { sessionRef } from "../redact";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill, skillAnswer } from "../skills/run";
@@ -71,7 +72,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   try {
     await firstPayloadRun(env, sessionId);
   } catch (e) {
-    throw tagged(e, { session_id: sessionId });
+    throw tagged(e, { session_id: sessionRef(sessionId) });
   }
 }
 
@@ -246,7 +247,7 @@ async function logFirstCall(
       JSON.stringify({
         level: "error",
         msg: "first-call record not written",
-        session_id: sessionId,
+        session_id: sessionRef(sessionId),
         error: errorText(e),
       }),
     );
@@ -281,7 +282,7 @@ function logCrash(env: Bindings, sessionId: string, skill: string, e: unknown) {
       JSON.stringify({
         level: "error",
         msg: "first call crashed",
-        session_id: sessionId,
+        session_id: sessionRef(sessionId),
         skill,
         error: errorText(e),
         stack: e instanceof Error ? e.stack : undefined,

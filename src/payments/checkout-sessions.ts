@@ -1,4 +1,5 @@
 import type { Bindings } from "../env";
+import { sessionRef } from "../redact";
 import { utf8Length } from "../skills/lib/output-size";
 import { skillById } from "../skills/registry";
 import { moveTotal, payloadTotal, releasedBy, roomTakenFor, TAKE_ROOM } from "./checkout-payload-total";
@@ -479,7 +480,11 @@ async function rebuildSession(db: D1Database, remote: RemoteSession) {
     payload: undefined,
   });
   console.error(
-    JSON.stringify({ level: "warn", msg: "checkout session rebuilt from Stripe", session_id: remote.id }),
+    JSON.stringify({
+      level: "warn",
+      msg: "checkout session rebuilt from Stripe",
+      session_id: sessionRef(remote.id),
+    }),
   );
   return true;
 }

@@ -1,0 +1,96 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { redactSecrets } from "../../src/config";
+import { publishableUrl, redactUrl, sessionRef } from "../../src/redact";
+
+// What a maintainer may share (a log line) or anyone may read (a published document) must carry no
+// credential: docs/PRIVACY.md, "Secrets".
+const app = createApp();
+
+describe("the facilitator is published without the key its URL may carry", () => {
+  it("/api/partners names the facilitator's endpoint, not its query or userinfo", async () => {
+    const keyed = "https://user:FACILITATOR-PASSWORD@facilitator.example/x402?apikey=FACILITATOR-KEY";
+    const res = await app.fetch(new Request("https://skills.test/api/partners"), {
+      ...env,
+      FACILITATOR_URL: keyed,
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain("FACILITATOR-PASSWORD");
+    expect(text).not.toContain("FACILITATOR-KEY");
+    const { partners } = JSON.parse(text) as { partners: { facilitator: string }[] };
+    expect(partners.map((p) => p.facilitator)).toContain("https://facilitator.example/x402");
+  });
+
+  it("a URL without a key is published as configured", () => {
+    for (const url of [
+      "https://x402.org/facilitator",
+      "https://facilitator.example",
+      "http://127.0.0.1:8787/f/",
+    ])
+      expect(publishableUrl(url)).toBe(url);
+    expect(publishableUrl("not a url?key=1")).toBe("");
+  });
+});
+
+describe("log text loses every secret it quotes", () => {
+  const secrets = {
+    STRIPE_SECRET_KEY: "sk_live_51SecretStripeKeyValue0000",
+    STRIPE_WEBHOOK_SECRET: "whsec_SecretWebhookSigningValue00",
+    ADMIN_TOKEN: "admin-token-secret-value-0123456789",
+    CDP_API_KEY_SECRET: "cdp-secret-value-abcdefghijklmnop",
+    PARTNER_PAYER_KEY: `0x${"ab".repeat(32)}`,
+    RECEIPT_SIGNING_KEY: JSON.stringify({
+      kty: "OKP",
+      crv: "Ed25519",
+      d: "PrivateHalfOfTheReceiptKey0123456789abcdefgh",
+      x: "pub",
+    }),
+    RPC_URL: "https://base-mainnet.g.alchemy.com/v2/RpcProviderKey123",
+    FACILITATOR_URL: "https://facilitator.example/x402?apikey=FacilitatorKey456",
+  };
+  const e = { ...env, ...secrets };
+
+  it("each secret, and the keyed URLs, are replaced; the providers' hosts stay", () => {
+    const text = [
+      `Error: Invalid API Key provided: ${secrets.STRIPE_SECRET_KEY}`,
+      `signature with ${secrets.STRIPE_WEBHOOK_SECRET}`,
+      `Bearer ${secrets.ADMIN_TOKEN}`,
+      `cdp ${secrets.CDP_API_KEY_SECRET}`,
+      `key ${secrets.PARTNER_PAYER_KEY}`,
+      'jwk "d":"PrivateHalfOfTheReceiptKey0123456789abcdefgh"',
+      `HTTP request failed. URL: ${secrets.RPC_URL}`,
+      `fetch ${secrets.FACILITATOR_URL} failed`,
+    ].join("\n");
+    const out = redactSecrets(text, e);
+    for (const needle of [
+      "SecretStripeKeyValue",
+      "SecretWebhookSigningValue",
+      "admin-token-secret-value",
+      "cdp-secret-value",
+      "ab".repeat(32),
+      "PrivateHalfOfTheReceiptKey",
+      "RpcProviderKey123",
+      "FacilitatorKey456",
+    ])
+      expect(out).not.toContain(needle);
+    expect(out).toContain("<RPC_URL>");
+    expect(out).toContain("https://facilitator.example/<redacted>");
+  });
+
+  it("a URL for a log line keeps scheme and host only", () => {
+    expect(redactUrl("https://base-mainnet.g.alchemy.com/v2/KEY")).toBe(
+      "https://base-mainnet.g.alchemy.com/<redacted>",
+    );
+    expect(redactUrl("https://u:p@rpc.example:8545/?apikey=K")).toBe("https://rpc.example:8545/<redacted>");
+    expect(redactUrl("https://rpc.example")).toBe("https://rpc.example");
+    expect(redactUrl("no url KEY")).toBe("<redacted URL>");
+  });
+
+  it("a session id is cut to a prefix that finds its row but opens no success page", () => {
+    const id = "cs_live_a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ0123456789abcdefghijklmn";
+    expect(sessionRef(id)).toBe("cs_live_a1B2c3D4e5F6…");
+    expect(id.startsWith(sessionRef(id).slice(0, -1))).toBe(true);
+  });
+});

@@ -384,7 +384,13 @@ export async function withFirstResult(env: Bindings, row: SessionRow | null): Pr
   if (!row || !key) return row;
   const text = await env.KV.get(key, "text").catch((e: unknown) => {
     console.error(
-      JSON.stringify({ level: "error", msg: "first-call answer unreadable", key, error: errorText(e) }),
+      JSON.stringify({
+        level: "error",
+        msg: "first-call answer unreadable",
+        // The KV key names the session, whose whole id opens its success page: cut as elsewhere.
+        key: key.replace(row.id, sessionRef(row.id)),
+        error: errorText(e),
+      }),
     );
     return null;
   });

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { redactSecrets } from "../../src/config";
+import { withFirstResult } from "../../src/payments/checkout-first-call";
+import type { SessionRow } from "../../src/payments/checkout-sessions";
 import { publishableUrl, redactUrl, sessionRef } from "../../src/redact";
 
 // What a maintainer may share (a log line) or anyone may read (a published document) must carry no
@@ -92,5 +94,28 @@ describe("log text loses every secret it quotes", () => {
     const id = "cs_live_a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ0123456789abcdefghijklmn";
     expect(sessionRef(id)).toBe("cs_live_a1B2c3D4e5F6…");
     expect(id.startsWith(sessionRef(id).slice(0, -1))).toBe(true);
+  });
+});
+
+describe("no log line carries a whole checkout session id", () => {
+  it("a first-call answer KV cannot give back is logged with the session cut to its prefix", async () => {
+    const id = "cs_test_firstcall_unreadable_0123456789abcdefghijklmnopqrstuvwxyz";
+    const row = {
+      id,
+      payload_result: JSON.stringify({ status: 200, body_kv: `first-call:${id}:1700000000000` }),
+      updated_at: 1,
+    } as SessionRow;
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    const kv = { get: () => Promise.reject(new Error("KV down")) } as unknown as KVNamespace;
+    const shown = await withFirstResult({ ...env, KV: kv }, row);
+    const lines = error.mock.calls.map((args) => String(args[0]));
+    error.mockRestore();
+    expect(shown?.payload_result).toBeNull();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain(id);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({
+      msg: "first-call answer unreadable",
+      key: `first-call:${sessionRef(id)}:1700000000000`,
+    });
   });
 });

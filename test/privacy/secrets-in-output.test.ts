@@ -25,9 +25,28 @@ describe("the facilitator is published without the key its URL may carry", () =>
     expect(partners.map((p) => p.facilitator)).toContain("https://facilitator.example/x402");
   });
 
-  it("a URL without a key is published as configured", () => {
+  it("a key in the path (the only place one reaches @x402/core's url + "/verify") is not published: the origin is", async () => {
+    const res = await app.fetch(new Request("https://skills.test/api/partners"), {
+      ...env,
+      FACILITATOR_URL: "https://x402.alchemy.example/v2/PATHKEY0123456789",
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain("PATHKEY0123456789");
+    const { partners } = JSON.parse(text) as { partners: { facilitator: string }[] };
+    expect(partners.map((p) => p.facilitator)).toContain("https://x402.alchemy.example");
+    for (const keyed of [
+      "https://f.example/0f8fad5b-d9cb-469f-a165-70867728950e", // a UUID
+      "https://f.example/v2/abcdefghijklmnopqrstuvwxyzABCDEF", // letters only, 32
+      "https://f.example/x402/k1a2b3c4d5e6", // letters and digits
+    ])
+      expect(publishableUrl(keyed)).toBe("https://f.example");
+  });
+
+  it("a URL without a key is published as configured: the known facilitators' paths are plain words", () => {
     for (const url of [
       "https://x402.org/facilitator",
+      "https://api.cdp.coinbase.com/platform/v2/x402",
       "https://facilitator.example",
       "http://127.0.0.1:8787/f/",
     ])
@@ -79,6 +98,24 @@ describe("log text loses every secret it quotes", () => {
       expect(out).not.toContain(needle);
     expect(out).toContain("<RPC_URL>");
     expect(out).toContain("https://facilitator.example/<redacted>");
+  });
+
+  it("a secret that contains another is hidden whole, not left as its prefix", () => {
+    const webhook = "whsec_SecretWebhookSigningValue00";
+    const e2 = { ...env, STRIPE_WEBHOOK_SECRET: webhook, ADMIN_TOKEN: `ADMINPREFIX-${webhook}` };
+    expect(redactSecrets(`token ADMINPREFIX-${webhook} and ${webhook}`, e2)).toBe(
+      "token <redacted> and <redacted>",
+    );
+  });
+
+  it("a multi-line secret is hidden inside JSON text too, where its newlines are \\n", () => {
+    const pem =
+      "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIPemBodyOfTheCdpKey0123456789\n-----END EC PRIVATE KEY-----";
+    const e2 = { ...env, CDP_API_KEY_SECRET: pem };
+    const line = JSON.stringify({ level: "error", error: `bad key ${pem}` });
+    const out = redactSecrets(line, e2);
+    expect(out).not.toContain("PemBodyOfTheCdpKey");
+    expect(JSON.parse(out).error).toBe("bad key <redacted>");
   });
 
   it("a URL for a log line keeps scheme and host only", () => {

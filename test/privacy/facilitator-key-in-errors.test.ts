@@ -46,8 +46,12 @@ describe("a facilitator's key quoted by its own error page", () => {
   ])("%s: the facilitator /supported failed line names the failure, not the key", async (_, url, key) => {
     keyedFacilitator(url, false);
     const error = vi.spyOn(console, "error").mockImplementation(() => {});
-    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     expect((await post(url)).status).toBe(503);
+    // @x402/core's own plain-text warning quotes the error it was handed: redacted before.
+    const library = warn.mock.calls.map((args) => args.map(String).join(" "));
+    expect(library.filter((l) => l.includes("Failed to fetch supported kinds"))).toHaveLength(1);
+    for (const line of library) expect(line).not.toContain(key);
     const ours = error.mock.calls
       .map((args) => String(args[0]))
       .filter((l) => l.includes("facilitator /supported failed"));

@@ -25,7 +25,7 @@ describe("the facilitator is published without the key its URL may carry", () =>
     expect(partners.map((p) => p.facilitator)).toContain("https://facilitator.example/x402");
   });
 
-  it("a key in the path (the only place one reaches @x402/core's url + "/verify") is not published: the origin is", async () => {
+  it("a key in the path (the only place one reaches @x402/core's <url>/verify) is not published: the origin is", async () => {
     const res = await app.fetch(new Request("https://skills.test/api/partners"), {
       ...env,
       FACILITATOR_URL: "https://x402.alchemy.example/v2/PATHKEY0123456789",

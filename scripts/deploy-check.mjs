@@ -301,7 +301,8 @@ export function problems(config, secrets, env = process.env) {
   try {
     facilitatorHost = new URL(vars.FACILITATOR_URL ?? "").host;
   } catch {
-    out.push(`FACILITATOR_URL "${vars.FACILITATOR_URL ?? ""}" is not a URL`);
+    // Not quoted: a malformed value may still hold a provider's key, and this output is shared.
+    out.push("FACILITATOR_URL is not a URL (its value is not shown: it may hold a key)");
   }
   const x402On = on(vars.X402_ENABLED, true);
   if (x402On && vars.X402_NETWORK === "eip155:8453" && /(^|\.)x402\.org$/.test(facilitatorHost)) {

@@ -1,4 +1,5 @@
 import type { Bindings } from "./env";
+import { keyedUrl, keyPieces, redactUrl } from "./redact";
 
 export const INTERFACE_VERSION = "2.7.1";
 
@@ -69,22 +70,53 @@ export function heavyResources(env: Bindings): readonly string[] {
 }
 const heavyByEnv = new WeakMap<Bindings, readonly string[]>();
 
+/** Secrets replaced verbatim wherever they appear in a log line or an error text. */
+const VERBATIM_SECRETS = [
+  "STRIPE_SECRET_KEY",
+  "STRIPE_WEBHOOK_SECRET",
+  "ADMIN_TOKEN",
+  "CDP_API_KEY_SECRET",
+  "PARTNER_PAYER_KEY",
+] as const;
+
 /**
- * Log text with the RPC endpoint hidden: providers put their API key in its path, and viem writes
- * the whole URL into its errors ("URL: https://…/v2/KEY"). The origin stays, so a log still says
- * which provider failed.
+ * Log text with the secrets hidden. The RPC endpoint: providers put their API key in its path,
+ * and viem writes the whole URL into its errors ("URL: https://…/v2/KEY"); its origin stays, so
+ * a log still says which provider failed. FACILITATOR_URL alike unless it shows no key (a plain
+ * path, no query or userinfo: `keyedUrl`), whose error pages quote its path ("Cannot GET
+ * /v2/KEY/supported"). Then any secret's value (and the receipt key's private `d`), should an
+ * error quote it, also as it appears inside JSON text (a PEM's newlines as `\n`). Longest first,
+ * so a secret containing another is hidden whole. Not caught: URL-encoded or base64 forms.
  */
 export function redactSecrets(text: string, env: Bindings): string {
+  const hide: [string, string][] = [];
   const rpc = env.RPC_URL?.trim();
-  if (!rpc) return text;
-  let out = text.replaceAll(rpc, "<RPC_URL>");
-  try {
-    const { origin, pathname, search } = new URL(rpc);
-    const secretPart = `${pathname}${search}`;
-    if (secretPart.length > 1) out = out.replaceAll(secretPart, "/<redacted>");
-    out = out.replaceAll(`${origin}/<redacted>`, "<RPC_URL>");
-  } catch {}
-  return out;
+  const facilitator = env.FACILITATOR_URL?.trim();
+  let rpcOrigin: string | undefined;
+  for (const [url, whole] of [
+    [rpc, "<RPC_URL>"],
+    [facilitator && keyedUrl(facilitator) ? facilitator : undefined, redactUrl(facilitator ?? "")],
+  ] as const) {
+    if (!url) continue;
+    hide.push([url, whole]);
+    try {
+      const { origin, pathname, search } = new URL(url);
+      if (url === rpc) rpcOrigin = origin;
+      if (`${pathname}${search}`.length > 1) hide.push([`${pathname}${search}`, "/<redacted>"]);
+    } catch {}
+    for (const piece of keyPieces(url)) hide.push([piece, "<redacted>"]);
+  }
+  const values: (string | undefined)[] = VERBATIM_SECRETS.map((name) => env[name]?.trim());
+  values.push(/"d"\s*:\s*"([^"]+)"/.exec(env.RECEIPT_SIGNING_KEY ?? "")?.[1]);
+  // Short values could match ordinary text; none of these is short when it is a real secret.
+  for (const value of values) if (value && value.length >= 16) hide.push([value, "<redacted>"]);
+  for (const [value, by] of [...hide]) {
+    const inJson = JSON.stringify(value).slice(1, -1);
+    if (inJson !== value) hide.push([inJson, by]);
+  }
+  let out = text;
+  for (const [value, by] of hide.sort((x, y) => y[0].length - x[0].length)) out = out.replaceAll(value, by);
+  return rpcOrigin ? out.replaceAll(`${rpcOrigin}/<redacted>`, "<RPC_URL>") : out;
 }
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;

@@ -1,4 +1,5 @@
 import type { PublicConfig } from "../config";
+import { publishableUrl } from "../redact";
 import { baseUrlOf, type PartnerConfig, walletOf } from "./config";
 import { PARTNERS, type Partner, type PartnerService } from "./data";
 import { servicePrices } from "./pricing";
@@ -39,7 +40,8 @@ export function partnerEntry(partner: Partner, pc: PartnerConfig, cfg: PublicCon
     category: "hosted_partner",
     description: partner.description,
     network: "base",
-    facilitator: partner.external ? "" : cfg.facilitatorUrl,
+    // Published: never a key the URL may carry in its query or userinfo.
+    facilitator: partner.external ? "" : publishableUrl(cfg.facilitatorUrl),
     ownership_wallet: walletOf(partner, pc),
     listing_status: partner.listing_status,
     cost_multiplier: Number(pc.multiplierMilli) / 1000,

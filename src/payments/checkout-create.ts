@@ -2,6 +2,7 @@ import type Stripe from "stripe";
 import type * as z from "zod";
 import { sha256Hex } from "../digest";
 import type { Bindings } from "../env";
+import { sessionRef } from "../redact";
 import type { Skill } from "../skills/types";
 import type { checkoutRequest } from "./checkout-request";
 import {
@@ -178,7 +179,7 @@ function storageFailed(order: CheckoutOrder, what: string, e: unknown, sessionId
       level: "error",
       msg: `${what} failed`,
       request_id: order.requestId,
-      ...(sessionId ? { session_id: sessionId } : {}),
+      ...(sessionId ? { session_id: sessionRef(sessionId) } : {}),
       error: String(e),
     }),
   );

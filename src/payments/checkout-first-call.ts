@@ -2,6 +2,7 @@ import { publicConfig, redactSecrets } from "../config";
 import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { validate } from "../http/validation";
+import { sessionRef } from "../redact";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill, skillAnswer } from "../skills/run";
@@ -71,7 +72,7 @@ export async function runFirstPayload(env: Bindings, sessionId: string): Promise
   try {
     await firstPayloadRun(env, sessionId);
   } catch (e) {
-    throw tagged(e, { session_id: sessionId });
+    throw tagged(e, { session_id: sessionRef(sessionId) });
   }
 }
 
@@ -246,7 +247,7 @@ async function logFirstCall(
       JSON.stringify({
         level: "error",
         msg: "first-call record not written",
-        session_id: sessionId,
+        session_id: sessionRef(sessionId),
         error: errorText(e),
       }),
     );
@@ -281,7 +282,7 @@ function logCrash(env: Bindings, sessionId: string, skill: string, e: unknown) {
       JSON.stringify({
         level: "error",
         msg: "first call crashed",
-        session_id: sessionId,
+        session_id: sessionRef(sessionId),
         skill,
         error: errorText(e),
         stack: e instanceof Error ? e.stack : undefined,
@@ -383,7 +384,13 @@ export async function withFirstResult(env: Bindings, row: SessionRow | null): Pr
   if (!row || !key) return row;
   const text = await env.KV.get(key, "text").catch((e: unknown) => {
     console.error(
-      JSON.stringify({ level: "error", msg: "first-call answer unreadable", key, error: errorText(e) }),
+      JSON.stringify({
+        level: "error",
+        msg: "first-call answer unreadable",
+        // The KV key names the session, whose whole id opens its success page: cut as elsewhere.
+        key: key.replace(row.id, sessionRef(row.id)),
+        error: errorText(e),
+      }),
     );
     return null;
   });

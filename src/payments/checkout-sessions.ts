@@ -1,4 +1,5 @@
 import type { Bindings } from "../env";
+import { sessionRef } from "../redact";
 import { utf8Length } from "../skills/lib/output-size";
 import { skillById } from "../skills/registry";
 import { moveTotal, payloadTotal, releasedBy, roomTakenFor, TAKE_ROOM } from "./checkout-payload-total";
@@ -81,7 +82,7 @@ export async function unpaidPayloadRoom(db: D1Database, bytes: number): Promise<
  * at least 24 hours from its first request (it may forget it after; a retry then makes a new
  * session, which needs room like any other).
  */
-const STRIPE_KEY_KEPT_S = 24 * 60 * 60;
+export const STRIPE_KEY_KEPT_S = 24 * 60 * 60;
 const keyedSessionKv = (reference: string) => `checkout-keyed:${reference}`;
 
 /**
@@ -171,13 +172,13 @@ export async function recordSession(
  * which Stripe retries for up to 3 days (an outage, a rotated webhook secret): 4 days in all.
  * Sessions never paid are cleared sooner, by their expired webhook at 24 hours.
  */
-const CHECKOUT_COMPLETABLE_MS = 4 * 24 * 60 * 60 * 1000;
+export const CHECKOUT_COMPLETABLE_MS = 4 * 24 * 60 * 60 * 1000;
 /**
  * How long a session Stripe completed with its payment still to clear keeps its payload: 14 days,
  * beyond the 4 business days a US bank debit (ACH) takes to clear or fail. A payment cleared later
  * still grants its pack; only the first call is not run.
  */
-const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
+export const PENDING_PAYMENT_MS = 14 * 24 * 60 * 60 * 1000;
 
 /**
  * The clearing of up to `limit` first-call payloads (and their sizes) that no payment can still
@@ -479,7 +480,11 @@ async function rebuildSession(db: D1Database, remote: RemoteSession) {
     payload: undefined,
   });
   console.error(
-    JSON.stringify({ level: "warn", msg: "checkout session rebuilt from Stripe", session_id: remote.id }),
+    JSON.stringify({
+      level: "warn",
+      msg: "checkout session rebuilt from Stripe",
+      session_id: sessionRef(remote.id),
+    }),
   );
   return true;
 }

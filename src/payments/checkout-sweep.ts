@@ -1,5 +1,6 @@
 import { stripeKeyProblem } from "../config";
 import type { Bindings } from "../env";
+import { sessionRef } from "../redact";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
 import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
 import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from "./stripe";
@@ -162,8 +163,11 @@ export async function sweepCheckouts(
     try {
       remote = await fetchSession(stripe, id);
     } catch (e) {
-      logStripeFailure(e, "readSession", { msg: "checkout sweep: stripe retrieve failed", session_id: id });
-      return { ...summary, more: true, error: `Stripe could not be read about ${id}: ${e}` };
+      logStripeFailure(e, "readSession", {
+        msg: "checkout sweep: stripe retrieve failed",
+        session_id: sessionRef(id),
+      });
+      return { ...summary, more: true, error: `Stripe could not be read about ${sessionRef(id)}: ${e}` };
     }
     if (!remote) {
       summary.unknown++;
@@ -171,7 +175,7 @@ export async function sweepCheckouts(
         JSON.stringify({
           level: "warn",
           msg: "checkout sweep: Stripe does not know this session (made under another account's or mode's key?)",
-          session_id: id,
+          session_id: sessionRef(id),
         }),
       );
       if (answered || stripe_missing_at !== null) await markStripeMissing(env.DB, id, mark, now);
@@ -197,7 +201,7 @@ export async function sweepCheckouts(
         JSON.stringify({
           level: "warn",
           msg: "checkout sweep: granted a paid session no webhook had granted",
-          session_id: id,
+          session_id: sessionRef(id),
         }),
       );
       runAfter(runLogged(runFirstPayload(env, id)));

@@ -9,7 +9,7 @@ import type { Bindings } from "../env";
  * days, past Time Travel's 30.
  */
 const PREFIX = "refund-by-hand:";
-const KEPT_SECONDS = 35 * 86_400;
+export const KEPT_SECONDS = 35 * 86_400;
 
 export interface HandRecordCopy {
   /** The decision: paid by hand (with its transfer), corrected, or nothing owed. */

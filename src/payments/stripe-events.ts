@@ -1,5 +1,6 @@
 import type Stripe from "stripe";
 import type { Bindings } from "../env";
+import { sessionRef } from "../redact";
 import { followRefundsNow, refundsNow } from "./card-refund-sync";
 import { applyRefund, closeDispute, openDispute, paymentGranted } from "./card-refunds";
 import { runFirstPayload, runPaymentFirstPayload } from "./checkout-first-call";
@@ -168,7 +169,7 @@ export async function handleStripeEvent(
         logStripeFailure(e, "readSession", {
           msg: "stripe retrieve failed",
           event_id: event.id,
-          session_id: event.data.object.id,
+          session_id: sessionRef(event.data.object.id),
         });
         // Not recorded: Stripe redelivers and the next attempt decides.
         return failed(502, "Could not confirm the session with Stripe; retry later.");

@@ -1,6 +1,7 @@
 import type Stripe from "stripe";
 import type { Bindings } from "../env";
 import { keepAlive, within } from "../http/shared-load";
+import { sessionRef } from "../redact";
 import type { SessionRow } from "./checkout-sessions";
 import { fetchSession, logStripeFailure, type RemoteSession, stripeClient } from "./stripe";
 
@@ -106,7 +107,7 @@ function startRead(stripe: Stripe, sessionId: string, budget: ReadBudget) {
           logStripeFailure(e, "readSession", {
             msg: "stripe retrieve failed",
             level: "warn",
-            session_id: sessionId,
+            session_id: sessionRef(sessionId),
           });
           return undefined;
         },

@@ -410,6 +410,22 @@ const UNEXPECTED_VERIFY_ERROR = "unexpected_verify_error";
  * (markedByStatus), so that settlement.ts never reads one as a refusal before sending.
  */
 class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
+  /** Hides the facilitator URL's key in an error's text (redactSecrets; set by facilitatorClient). */
+  redact: (text: string) => string = (text) => text;
+
+  /**
+   * A failed /supported read's text, redacted before @x402/core sees it: the library writes it
+   * into its own plain-text warning ("Failed to fetch supported kinds from facilitator: …"), and an
+   * error page quoting the keyed path asked for ("Cannot GET /v2/<key>/supported") put the key there.
+   */
+  override async getSupported() {
+    try {
+      return await super.getSupported();
+    } catch (e) {
+      throw new Error(this.redact(errorText(e)));
+    }
+  }
+
   override async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
     let result: VerifyResponse;
     try {
@@ -442,7 +458,7 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
 
 /** The configured facilitator (also used to settle refunds from the operating wallet). */
 export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
-  return new OutageAwareFacilitatorClient({
+  const client = new OutageAwareFacilitatorClient({
     url: cfg.facilitatorUrl,
     // Longer than a facilitator's own wait for the transaction receipt (Base: ~2 s blocks; the
     // local facilitator gives up at 30 s), so a slow chain comes back as `settlement_pending`
@@ -450,6 +466,8 @@ export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
     timeoutMs: 45_000,
     ...cdpAuth(env),
   });
+  client.redact = (text) => redactSecrets(text, env);
+  return client;
 }
 
 function cdpAuth(env: Bindings) {

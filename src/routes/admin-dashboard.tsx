@@ -33,7 +33,7 @@ export const adminDashboardRoutes = new Hono<AppEnv>();
  * cookie is not the bearer token of /api/admin, and rotating ADMIN_TOKEN signs everyone out.
  */
 const COOKIE = "admin_session";
-const SESSION_SECONDS = 8 * 3600;
+export const SESSION_SECONDS = 8 * 3600;
 
 async function hmac(secret: string, message: string) {
   const key = await crypto.subtle.importKey(

@@ -21,6 +21,7 @@ import {
 } from "../payments/quotas";
 import { stripeClient } from "../payments/stripe";
 import { type StripeView, stripeView } from "../payments/stripe-views";
+import { sessionRef } from "../redact";
 import { skillById } from "../skills/registry";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
@@ -178,7 +179,12 @@ checkoutPageRoutes.post(
       session = (await firstPayloadResult(c.env, session_id, 5_000, runPastAnswer)) ?? session;
     } catch (e) {
       console.error(
-        JSON.stringify({ level: "error", msg: "first payload wait failed", session_id, error: String(e) }),
+        JSON.stringify({
+          level: "error",
+          msg: "first payload wait failed",
+          session_id: sessionRef(session_id),
+          error: String(e),
+        }),
       );
     }
     let key: string | undefined;
@@ -188,7 +194,12 @@ checkoutPageRoutes.post(
       // D1 failed the take and its re-read cannot say it was ours: a retry takes the key if the
       // take never ran (key-reveal.ts), so the buyer is told to send it again, not "already shown".
       console.error(
-        JSON.stringify({ level: "error", msg: "key reveal take failed", session_id, error: String(e) }),
+        JSON.stringify({
+          level: "error",
+          msg: "key reveal take failed",
+          session_id: sessionRef(session_id),
+          error: String(e),
+        }),
       );
       return detail(
         c,

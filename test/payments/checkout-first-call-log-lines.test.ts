@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runFirstPayload, runLogged, runPaymentFirstPayload } from "../../src/payments/checkout-first-call";
+import { sessionRef } from "../../src/redact";
 import { skills } from "../../src/skills/registry";
 import { cardEnv } from "./checkout-helpers";
 
@@ -72,7 +73,7 @@ describe("the log lines of a card pack's first call", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       level: "error",
-      session_id: pack.id,
+      session_id: sessionRef(pack.id),
       skill: "slugify",
       error: "TypeError: boom: undefined is not a function",
     });
@@ -96,7 +97,7 @@ describe("the log lines of a card pack's first call", () => {
       {
         level: "error",
         msg: "first call crashed",
-        session_id: pack.id,
+        session_id: sessionRef(pack.id),
         skill: "slugify",
         error: "[object Object]",
       },
@@ -111,7 +112,7 @@ describe("the log lines of a card pack's first call", () => {
       {
         level: "error",
         msg: "first payload failed",
-        session_id: pack.id,
+        session_id: sessionRef(pack.id),
         error: "Error: D1_ERROR: simulated outage",
       },
     ]);
@@ -140,7 +141,7 @@ describe("the log lines of a card pack's first call", () => {
     expect(errorLines(error, "first-call record not written")).toEqual([
       expect.objectContaining({
         level: "error",
-        session_id: pack.id,
+        session_id: sessionRef(pack.id),
         error: "Error: analytics engine unavailable",
       }),
     ]);

@@ -7,6 +7,7 @@ import {
   SWEEP_MAX_READS,
   sweepCheckouts,
 } from "../../src/payments/checkout-sweep";
+import { sessionRef } from "../../src/redact";
 import { cronRun, preparedSql } from "../fixtures/cron";
 import {
   createCheckout,
@@ -127,7 +128,11 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
     expect(first.thrown).toBe("");
     expect(first.sweep).toMatchObject({ asked: expect.any(Number), granted: expect.any(Number) });
     expect(first.sweep?.granted).toBeGreaterThanOrEqual(1);
-    expect(first.lines.some((l) => l.includes("granted a paid session") && l.includes(id))).toBe(true);
+    expect(first.lines.some((l) => l.includes("granted a paid session") && l.includes(sessionRef(id)))).toBe(
+      true,
+    );
+    // The whole id reveals the pack's key on the success page: no line of the run carries it.
+    expect(first.lines.filter((l) => l.includes(id))).toEqual([]);
     const granted = await sessionRow(id);
     expect(granted).toMatchObject({ status: "complete", api_key_id: expect.any(String) });
     expect((await keysFor(id)).results).toEqual([{ calls_left: 170, calls_total: 170 }]);
@@ -370,7 +375,9 @@ describe("the Cron settles checkouts no webhook reached, by Stripe's own state",
     const run = await runCron();
     expect(run.thrown).toBe("");
     expect(run.sweep?.unknown).toBeGreaterThanOrEqual(1);
-    expect(run.lines.some((l) => l.includes("does not know this session") && l.includes(id))).toBe(true);
+    expect(
+      run.lines.some((l) => l.includes("does not know this session") && l.includes(sessionRef(id))),
+    ).toBe(true);
     const mark = await keyMark(env.STRIPE_SECRET_KEY as string);
     expect(await sessionRow(id)).toMatchObject({
       status: "open",
@@ -552,7 +559,7 @@ describe("the sweep's time", () => {
       2,
     );
     const elapsed = Date.now() - started;
-    expect(summary).toMatchObject({ asked: 1, more: true, error: expect.stringContaining(id) });
+    expect(summary).toMatchObject({ asked: 1, more: true, error: expect.stringContaining(sessionRef(id)) });
     expect(attempts).toBe(1);
     expect(elapsed).toBeLessThan(15_000);
   });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { refundsNow } from "../../src/payments/card-refund-sync";
 import { createCheckout } from "../../src/payments/checkout-create";
 import { handleStripeEvent } from "../../src/payments/stripe-events";
+import { sessionRef } from "../../src/redact";
 import { skillById } from "../../src/skills/registry";
 import type { Skill } from "../../src/skills/types";
 import { eventOf } from "./checkout-helpers";
@@ -48,7 +49,11 @@ describe("a failed Stripe call's log line names what it was for", () => {
     const answer = await handleStripeEvent(env, failingStripe(), event as Stripe.Event, noRun);
     expect(answer.status).toBe(502);
     expect(lines("stripe retrieve failed")).toEqual([
-      expect.objectContaining({ level: "error", session_id: "cs_test_lines_retrieve", event_id: event.id }),
+      expect.objectContaining({
+        level: "error",
+        session_id: sessionRef("cs_test_lines_retrieve"),
+        event_id: event.id,
+      }),
     ]);
   });
 

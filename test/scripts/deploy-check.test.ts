@@ -262,6 +262,14 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(problems(x402org, ALL_SECRETS)).toEqual([
       expect.stringMatching(/x402.org's, which serves testnets only/),
     ]);
+    // A malformed value is named, not quoted: it may still hold a key, and this output is shared.
+    const malformed = {
+      ...config,
+      vars: { ...vars, FACILITATOR_URL: "x402.example/v2/MALFORMEDKEY0123456789" },
+    };
+    const said = problems(malformed, ALL_SECRETS);
+    expect(said).toEqual([expect.stringMatching(/^FACILITATOR_URL is not a URL/)]);
+    expect(said.join("\n")).not.toContain("MALFORMEDKEY0123456789");
     // On a testnet x402.org is the right facilitator.
     const sepolia = { ...x402org, vars: { ...x402org.vars, X402_NETWORK: "eip155:84532" } };
     expect(problems(sepolia, ALL_SECRETS)).toEqual([]);

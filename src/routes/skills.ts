@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { jsonBody } from "../http/json-text";
-import { paymentGate } from "../payments/gate";
+import { cardCreditSpend, paymentGate } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
 import { payerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
@@ -16,7 +16,8 @@ export const skillRoutes = new Hono<AppEnv>();
 
 for (const skill of skills) {
   // Order matters: an unpaid call is priced before its body is read; a paid call with a bad body
-  // is a 422 and is not settled; the authorization is claimed only for a call that will run.
+  // is a 422 and is not settled (nor is a card credit spent); the authorization is claimed, and the
+  // credit taken, only for a call that will run.
   skillRoutes.post(
     skill.endpoint,
     recordCall(skill.id, () => Number(skill.price_atomic)),
@@ -25,9 +26,10 @@ for (const skill of skills) {
     signReceipt(skill.id),
     explain402,
     recordPayment(skill.id),
-    paymentGate(skill),
+    paymentGate(),
     payerQuota(skill.id),
     jsonBody(() => skill.input, { exactIntegers: skill.exactIntegers }),
+    cardCreditSpend(skill),
     guardAuthorization(skill.id),
     async (c) => {
       try {

@@ -59,8 +59,9 @@ export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
       noCreditNote(c, skill);
       // x402 is verified here, past payerQuota's place in the chain: its limit comes after it.
       return payWithoutCredit(c, async () => {
+        // A Response is payerQuota's 429 (Hono's next() resolves to the context).
         const limited = await payerQuota(skill.id)(c, next);
-        if (limited) c.res = limited;
+        if (limited instanceof Response) c.res = limited;
       });
     }
     c.header("X-Credits-Remaining", String(spent.calls_left));

@@ -73,7 +73,9 @@ describe("a card call with a bad body", () => {
       authorization: `Bearer ${key}`,
     });
     expect(result.isError).toBe(true);
-    expect(result.content[0]).toMatchObject({ text: expect.stringMatching(/^Invalid arguments \(not charged\): body\.text/) });
+    expect(result.content[0]).toMatchObject({
+      text: expect.stringMatching(/^Invalid arguments \(not charged\): body\.text/),
+    });
     expect(await callsLeft(env.DB, key)).toBe(3);
     expect(await spendRows(key)).toBe(0);
   });
@@ -82,7 +84,9 @@ describe("a card call with a bad body", () => {
     const keys = [newApiKey(), await keyWith(env.DB, 3, "slugify"), await keyWith(env.DB, 0, "sha256")];
     for (const key of keys) expect((await call(key, "{not json")).status).toBe(422);
     const good = JSON.stringify({ text: "abc" });
-    expect(await Promise.all(keys.map(async (key) => (await call(key, good)).status))).toEqual([401, 403, 402]);
+    expect(await Promise.all(keys.map(async (key) => (await call(key, good)).status))).toEqual([
+      401, 403, 402,
+    ]);
   });
 });
 

@@ -8,6 +8,7 @@ import { pricingConfig } from "../../src/partners/config";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { isHeavy, LIMITS, NETWORK_MULTIPLES } from "../../src/payments/quotas";
 import { sellables } from "../../src/payments/sellables";
+import { keyWith } from "../fixtures/credits";
 import { freshWindow, installWindowGuard, ONE_MORE_RUN } from "../fixtures/rate-window";
 
 // The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here), as the
@@ -227,6 +228,13 @@ describe("rate limits (Workers Rate Limiting binding)", ONE_MORE_RUN, () => {
     expect(net.verifies()).toBe(RL_PAYER);
     await expect429(
       await send("/api/skills/sha256", { ip: randomIp(), headers: paid(), body: { text: "a" } }),
+      "payer",
+    );
+    // Paid by x402 beside a card key with no credit left (verified after the body there: gate.ts
+    // cardCreditSpend), the payer's limit holds too.
+    const dry = { ...paid(), authorization: `Bearer ${await keyWith(env.DB, 0, "sha256")}` };
+    await expect429(
+      await send("/api/skills/sha256", { ip: randomIp(), headers: dry, body: { text: "a" } }),
       "payer",
     );
     expect(net.to(`${FACILITATOR}/settle`)).toBe(0);

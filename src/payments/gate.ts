@@ -16,7 +16,6 @@ import {
   spendCredit,
   spentBy,
 } from "./credits";
-import { payerQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
 import { x402Gate } from "./x402-lazy";
 
@@ -45,7 +44,7 @@ export function paymentGate(): MiddlewareHandler<AppEnv> {
 /**
  * Takes a credit of the card key the gate noted, for a call whose body is valid, and gives it back
  * if the call fails. A key that takes none is answered as before the body was read: unknown 401,
- * another skill's, frozen or revoked 403, empty 402 with why (or x402 pays, if sent beside it).
+ * another skill's, frozen or revoked 403; an empty one goes on to x402BesideDryKey with why.
  */
 export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -57,12 +56,7 @@ export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
       const refused = await keyRefused(c, keyHash, skill);
       if (refused) return refused;
       noCreditNote(c, skill);
-      // x402 is verified here, past payerQuota's place in the chain: its limit comes after it.
-      return payWithoutCredit(c, async () => {
-        // A Response is payerQuota's 429 (Hono's next() resolves to the context).
-        const limited = await payerQuota(skill.id)(c, next);
-        if (limited instanceof Response) c.res = limited;
-      });
+      return next(); // x402BesideDryKey: x402 sent beside the key pays, or the 402 says why
     }
     c.header("X-Credits-Remaining", String(spent.calls_left));
     c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
@@ -90,6 +84,24 @@ export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
       })(),
     );
   };
+}
+
+/**
+ * A call whose card key took no credit (cardCreditSpend noted why in creditNote): x402 sent beside
+ * the key pays it, else its 402. Verified here, after the body, so the payer's limit is checked
+ * after this step (onlyBesideCardKey(payerQuota) in routes/skills.ts), not at its usual place.
+ */
+export function x402BesideDryKey(): MiddlewareHandler<AppEnv> {
+  return async (c, next) =>
+    c.get("cardKeyHash") === undefined || c.get("cardCredit") ? next() : payWithoutCredit(c, next);
+}
+
+/**
+ * `step` for a call sent with a card key only: payerQuota's second place, for x402 verified by
+ * x402BesideDryKey (a call paid by x402 alone was counted at the first, and is not counted twice).
+ */
+export function onlyBesideCardKey(step: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => (c.get("cardKeyHash") === undefined ? next() : step(c, next));
 }
 
 /**

@@ -23,8 +23,8 @@ import { x402Gate } from "./x402-lazy";
  * Who pays for a call: nobody in free beta; a card-credit key when one is sent
  * (`Authorization: Bearer mk_...`); otherwise x402. A well-formed key is only noted here: its
  * credit is taken by cardCreditSpend once the body is valid (a call refused for its body spends
- * nothing and writes nothing, as an x402 call with a bad body is not settled), and a key that
- * cannot pay is answered there too.
+ * nothing and writes nothing, as an x402 call with a bad body is not settled); a key that cannot
+ * pay is answered there (401/403) or by x402BesideDryKey (x402 sent beside it, or the 402).
  */
 export function paymentGate(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

@@ -72,6 +72,8 @@ export interface Variables {
    * why it cannot be given back now), not a new call: stats/record.ts logs it as a replay.
    */
   storedCallRetry: boolean | undefined;
+  /** A card key with credits left pays this call: its credit is taken once the body is valid (payments/gate.ts). */
+  cardKeyHash: string | undefined;
   /** A card credit paid this call (set by payments/gate.ts): the answer gets a card_credit receipt. */
   cardCredit: { keyHash: string } | undefined;
 }

@@ -37,7 +37,7 @@ export function llmsTxt(cfg: PublicConfig, pc: PricingConfig | undefined): strin
           "",
         ]
       : []),
-    'Bodies are JSON objects; validation errors are 422 {"detail":[{loc,msg,type,input,ctx}]} (FastAPI shape), checked only once a call is paid: an unpaid call answers 402 whatever its body. Prices are in US dollars per call.',
+    'Bodies are JSON objects; validation errors are 422 {"detail":[{loc,msg,type,input,ctx}]} (FastAPI shape). A call is priced before its body is read unless it sends a card-credit key (Bearer mk_): with neither a payment nor such a key it answers 402 whatever its body; a paid call, or one with a card key, is validated first (a bad body is a 422 that spends nothing, whatever the key holds). Prices are in US dollars per call.',
     "URLs use the slug (token-count); ids use underscores (token_count). A card-credit key goes in Authorization: Bearer mk_... (X-API-Key also accepted).",
     "",
     "## Skills",
@@ -192,7 +192,7 @@ except for a result whose JSON is over ${MCP_TEXT_COPY_MAX} characters: it comes
 
 Every error body is JSON. Nothing is charged for any of them, with two refunded exceptions named below (a partner paid before it failed, and \`settlement_unconfirmed\`).
 
-- \`422\`: the body failed validation. Only a paid call (or one with a card-credit key) gets this far: an unpaid call answers \`402\` whatever its body, so read \`input_schema\` rather than probing with \`{}\`. \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
+- \`422\`: the body failed validation. Only a paid call (or one with a card-credit key) gets this far: a call with neither answers \`402\` whatever its body, so read \`input_schema\` rather than probing with \`{}\`. \`${JSON.stringify(invalid.body)}\` to ${example.endpoint} answers \`${JSON.stringify({ detail: invalid.detail })}\`: fix the field named by \`loc\`.
 - \`402\`: the body is the offer in x402 **v1** form, \`{"x402Version":1,"accepts":[{"scheme":"exact","network":"base","maxAmountRequired":"...",...}],"error":"Payment required: ...","reason":"payment_required"}\` (what v1 clients read); the \`PAYMENT-REQUIRED\` header is the x402 **v2** \`PaymentRequired\` (base64 JSON, \`amount\`, network \`eip155:8453\`). Pay, or your payment was rejected (\`reason\` says why: \`invalid_payment_header\` when the header is not a payment at all, \`invalid_x402_version\` when \`PAYMENT-SIGNATURE\` carries a payload that is not v2 (v1 goes in \`X-PAYMENT\`), \`resource_mismatch\`, \`invalid_valid_before\` when \`validBefore\` is not Unix seconds within \`maxTimeoutSeconds\` of now, \`invalid_payment_payload\` when the EIP-3009 authorization is malformed (amounts and times are decimal integer strings, the nonce 32 bytes), the facilitator's code, ...).
 - \`401\`: \`{"detail":"Unknown card-credit key"}\` (or \`"Malformed card-credit key"\`) with \`WWW-Authenticate: Bearer\`: the \`mk_\` key is not one we issued.
 - \`403\`: \`{"detail":"This key buys calls of ${example.id}; it cannot pay for ${other.id}."}\`: a key pays only for its own skill; buy one for this skill or pay with x402.

@@ -103,6 +103,9 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
   let result: { status: number; body: unknown };
   // The page the buyer named failed (ai_detector's or seo's url), not the skill: logged as such.
   let targetFault = false;
+  // Whether the skill ran: a body refused before it (422, or a skill no longer sold) is logged as
+  // paid by nothing, as the route logs a card call refused for its body before its credit is taken.
+  let ran = false;
   // Judged and answered as the skill's route judges and answers a body (validate, skillAnswer).
   const checked = skill ? validate(skill.input, body, ["body"]) : undefined;
   if (!skill || !checked) {
@@ -110,6 +113,7 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
   } else if (!checked.ok) {
     result = { status: 422, body: { detail: checked.items } };
   } else {
+    ran = true;
     try {
       result = { status: 200, body: await runSkill(skill, checked.data, env, `checkout:${sessionId}`) };
     } catch (e) {
@@ -195,6 +199,7 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
       status: logged,
       targetFault,
       creditTaken,
+      ran,
       free,
       durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
     });
@@ -225,7 +230,14 @@ async function logFirstCall(
   sessionId: string,
   skillId: string,
   priceMicro: number,
-  run: { status: number; targetFault: boolean; creditTaken: boolean; free: boolean; durationMs: number },
+  run: {
+    status: number;
+    targetFault: boolean;
+    creditTaken: boolean;
+    ran: boolean;
+    free: boolean;
+    durationMs: number;
+  },
 ) {
   // As recordCall reads a route's answer: a 502/504 of the page the buyer named is theirs.
   const outcome = outcomeOf(run.status, undefined, run.targetFault);
@@ -237,8 +249,9 @@ async function logFirstCall(
       outcome,
       durationMs: run.durationMs,
       // In free beta whatever its answer, as recordCall logs every call free beta let through. A
-      // refusal took no credit: nothing paid it, as the route logs a key without credits.
-      paymentMethod: run.free ? "free_beta" : run.status === 402 ? "none" : "card_credit",
+      // refusal took no credit: nothing paid it, as the route logs a key without credits, or a
+      // card call whose body is refused (payments/gate.ts takes the credit after the body).
+      paymentMethod: run.free ? "free_beta" : run.status === 402 || !run.ran ? "none" : "card_credit",
       amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
       transport: "checkout",
     });

@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
@@ -21,9 +21,12 @@ import { x402Gate } from "./x402-lazy";
 
 /**
  * Who pays for a call: nobody in free beta; a card-credit key when one is sent
- * (`Authorization: Bearer mk_...`); otherwise x402.
+ * (`Authorization: Bearer mk_...`); otherwise x402. A well-formed key is only noted here: its
+ * credit is taken by cardCreditSpend once the body is valid (a call refused for its body spends
+ * nothing and writes nothing, as an x402 call with a bad body is not settled); a key that cannot
+ * pay is answered there (401/403) or by x402BesideDryKey (x402 sent beside it, or the 402).
  */
-export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
+export function paymentGate(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const cfg = publicConfig(c.env, c.req.url);
     if (cfg.freeBeta) return next();
@@ -31,69 +34,125 @@ export function paymentGate(skill: Skill): MiddlewareHandler<AppEnv> {
     if (authorization !== undefined && /^Bearer\s+mk_/i.test(authorization)) {
       const key = bearerKey(authorization);
       if (!key) return detail(c, 401, MALFORMED_KEY, {}, { "WWW-Authenticate": "Bearer" });
-      const keyHash = await hashKey(key);
-      const spent = await spend(c, keyHash, skill);
-      if (spent === "unavailable") return paymentsUnavailable(c, "card");
-      if (spent) {
-        c.header("X-Credits-Remaining", String(spent.calls_left));
-        c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
-        // A call that did not succeed spends nothing. The call and the give-back are one piece of
-        // work kept alive past the client: a client that disconnects (an agent timing out on a slow
-        // skill) cancels the request's pending work, the call's own fetches included, and the
-        // give-back after it never ran, so the credit was kept for a call that never succeeded.
-        // Kept alive, it finishes within Cloudflare's 30 s after the disconnect; a call still
-        // running then is cancelled there, and keeps its credit.
-        await outlastingClient(
-          c,
-          (async () => {
-            await next();
-            if (c.res.status >= 400) {
-              // What the key holds now: a refund or dispute meanwhile may have kept the credit (a
-              // key whose dispute was lost matches no row there, and holds nothing).
-              // The handler's answer stands whatever D1 does with the give-back: one it refuses is
-              // retried after the answer (once at most: refundCredit is keyed by the request).
-              let left = spent.calls_left;
-              await giveBack(c, keyHash, (after) => {
-                left = after ?? 0;
-              });
-              c.res.headers.set("X-Credits-Remaining", String(left));
-            }
-          })(),
-        );
-        return;
-      }
-      const refused = keyCanPay(await findKey(c.env.DB, keyHash), skill.id);
-      if (refused) {
-        const challenge = refused.status === 401 ? { "WWW-Authenticate": "Bearer" } : undefined;
-        return detail(c, refused.status, refused.detail, {}, challenge);
-      }
-      // Only the ways to pay this deployment has on (a checkout that is off answers 503).
-      const empty = `This key has no ${skill.id} credits left.`;
-      // "Buy more" read as a top-up of this key; a checkout sells a new pack under a new key.
-      const buy = `Buy a new pack with POST /api/cardpay/checkout {"skill_id":"${skill.id}"}: it comes with a new key (a key cannot be topped up)`;
-      c.set(
-        "creditNote",
-        cfg.cardpayEnabled && cfg.x402Enabled
-          ? `${empty} ${buy}, or pay this call with x402.`
-          : cfg.cardpayEnabled
-            ? `${empty} ${buy}.`
-            : cfg.x402Enabled
-              ? `${empty} Pay this call with x402 (card payments are off on this deployment).`
-              : `${empty} This deployment takes no other payment now (card and x402 payments are off).`,
-      );
+      c.set("cardKeyHash", await hashKey(key));
+      return next();
     }
-    if (!cfg.x402Enabled) {
-      return detail(
-        c,
-        402,
-        c.get("creditNote") ??
-          (cfg.cardpayEnabled
-            ? "Payment required: x402 payments are disabled; buy card credits."
-            : "Payment required: this deployment takes no payment now (card and x402 payments are off)."),
-      );
-    }
-    return x402Gate(c, next);
+    return payWithoutCredit(c, next);
   };
+}
+
+/**
+ * Takes a credit of the card key the gate noted, for a call whose body is valid, and gives it back
+ * if the call fails. A key that takes none is answered as before the body was read: unknown 401,
+ * another skill's, frozen or revoked 403; an empty one goes on to x402BesideDryKey with why.
+ */
+export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const keyHash = c.get("cardKeyHash");
+    if (keyHash === undefined) return next();
+    const spent = await spend(c, keyHash, skill);
+    if (spent === "unavailable") return paymentsUnavailable(c, "card");
+    if (!spent) {
+      const refused = await keyRefused(c, keyHash, skill);
+      if (refused) return refused;
+      noCreditNote(c, skill);
+      return next(); // x402BesideDryKey: x402 sent beside the key pays, or the 402 says why
+    }
+    c.header("X-Credits-Remaining", String(spent.calls_left));
+    c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
+    // A call that did not succeed spends nothing. The call and the give-back are one piece of
+    // work kept alive past the client: a client that disconnects (an agent timing out on a slow
+    // skill) cancels the request's pending work, the call's own fetches included, and the
+    // give-back after it never ran, so the credit was kept for a call that never succeeded.
+    // Kept alive, it finishes within Cloudflare's 30 s after the disconnect; a call still
+    // running then is cancelled there, and keeps its credit.
+    await outlastingClient(
+      c,
+      (async () => {
+        await next();
+        if (c.res.status >= 400) {
+          // What the key holds now: a refund or dispute meanwhile may have kept the credit (a
+          // key whose dispute was lost matches no row there, and holds nothing).
+          // The handler's answer stands whatever D1 does with the give-back: one it refuses is
+          // retried after the answer (once at most: refundCredit is keyed by the request).
+          let left = spent.calls_left;
+          await giveBack(c, keyHash, (after) => {
+            left = after ?? 0;
+          });
+          c.res.headers.set("X-Credits-Remaining", String(left));
+        }
+      })(),
+    );
+  };
+}
+
+/**
+ * A call whose card key took no credit (cardCreditSpend noted why in creditNote): x402 sent beside
+ * the key pays it, else its 402. Verified here, after the body, so the payer's limit is checked
+ * after this step (onlyBesideCardKey(payerQuota) in routes/skills.ts), not at its usual place.
+ */
+export function x402BesideDryKey(): MiddlewareHandler<AppEnv> {
+  return async (c, next) =>
+    c.get("cardKeyHash") === undefined || c.get("cardCredit") ? next() : payWithoutCredit(c, next);
+}
+
+/**
+ * `step` for a call sent with a card key only: payerQuota's second place, for x402 verified by
+ * x402BesideDryKey (a call paid by x402 alone was counted at the first, and is not counted twice).
+ */
+export function onlyBesideCardKey(step: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => (c.get("cardKeyHash") === undefined ? next() : step(c, next));
+}
+
+/**
+ * The 401/403 of a key that cannot pay a call of `skill` (or the 503 when D1 cannot be read:
+ * nothing was taken); undefined for a key that only has no credit left.
+ */
+async function keyRefused(c: Context<AppEnv>, keyHash: string, skill: Skill) {
+  let row: Awaited<ReturnType<typeof findKey>>;
+  try {
+    row = await findKey(c.env.DB, keyHash);
+  } catch {
+    return paymentsUnavailable(c, "card"); // nothing taken; a 500 here said nothing of the credit
+  }
+  const refused = keyCanPay(row, skill.id);
+  if (!refused) return undefined;
+  const challenge = refused.status === 401 ? { "WWW-Authenticate": "Bearer" } : undefined;
+  return detail(c, refused.status, refused.detail, {}, challenge);
+}
+
+/** Why the 402 of a key with no credit left: only the ways to pay this deployment has on. */
+function noCreditNote(c: Context<AppEnv>, skill: Skill) {
+  const cfg = publicConfig(c.env, c.req.url);
+  const empty = `This key has no ${skill.id} credits left.`;
+  // "Buy more" read as a top-up of this key; a checkout sells a new pack under a new key.
+  const buy = `Buy a new pack with POST /api/cardpay/checkout {"skill_id":"${skill.id}"}: it comes with a new key (a key cannot be topped up)`;
+  c.set(
+    "creditNote",
+    cfg.cardpayEnabled && cfg.x402Enabled
+      ? `${empty} ${buy}, or pay this call with x402.`
+      : cfg.cardpayEnabled
+        ? `${empty} ${buy}.`
+        : cfg.x402Enabled
+          ? `${empty} Pay this call with x402 (card payments are off on this deployment).`
+          : `${empty} This deployment takes no other payment now (card and x402 payments are off).`,
+  );
+}
+
+/** A call no credit pays: x402's, or the 402 of a deployment that takes no x402. */
+function payWithoutCredit(c: Context<AppEnv>, next: Next) {
+  const cfg = publicConfig(c.env, c.req.url);
+  if (!cfg.x402Enabled) {
+    return detail(
+      c,
+      402,
+      c.get("creditNote") ??
+        (cfg.cardpayEnabled
+          ? "Payment required: x402 payments are disabled; buy card credits."
+          : "Payment required: this deployment takes no payment now (card and x402 payments are off)."),
+    );
+  }
+  return x402Gate(c, next);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { jsonBody } from "../http/json-text";
-import { paymentGate } from "../payments/gate";
+import { cardCreditSpend, onlyBesideCardKey, paymentGate, x402BesideDryKey } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
 import { payerQuota, quota } from "../payments/quotas";
 import { signReceipt } from "../payments/receipts";
@@ -15,8 +15,12 @@ import { recordCall } from "../stats/record";
 export const skillRoutes = new Hono<AppEnv>();
 
 for (const skill of skills) {
-  // Order matters: an unpaid call is priced before its body is read; a paid call with a bad body
-  // is a 422 and is not settled; the authorization is claimed only for a call that will run.
+  // Order matters: an unpaid call is priced before its body is read, unless a `Bearer mk_` key is
+  // sent (a call with a card key is validated first); a paid call with a bad body is a 422 and is
+  // not settled (nor is a card credit spent); the authorization is claimed, and the credit taken,
+  // only for a call that will run. x402 paid by itself is verified in paymentGate and limited per
+  // payer right after; beside a card key that takes no credit it is verified after the body
+  // (x402BesideDryKey) and limited per payer there.
   skillRoutes.post(
     skill.endpoint,
     recordCall(skill.id, () => Number(skill.price_atomic)),
@@ -25,9 +29,12 @@ for (const skill of skills) {
     signReceipt(skill.id),
     explain402,
     recordPayment(skill.id),
-    paymentGate(skill),
+    paymentGate(),
     payerQuota(skill.id),
     jsonBody(() => skill.input, { exactIntegers: skill.exactIntegers }),
+    cardCreditSpend(skill),
+    x402BesideDryKey(),
+    onlyBesideCardKey(payerQuota(skill.id)),
     guardAuthorization(skill.id),
     async (c) => {
       try {

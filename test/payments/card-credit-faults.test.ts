@@ -30,6 +30,17 @@ const uuidMint = (key: string, body: unknown, headers: Record<string, string> = 
   });
 
 /**
+ * A call that fails while running (sha256 refuses text its encoding cannot hold), after its credit
+ * was taken: a body that fails validation spends nothing, so it has nothing to give back.
+ */
+const failingCall = (key: string) =>
+  new Request("https://skills.test/api/skills/sha256", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: JSON.stringify({ text: "é", encoding: "ascii" }),
+  });
+
+/**
  * One call under `plan`, its waitUntil work awaited: the answer, the D1 calls made, and the
  * `late` calls' commit (storage-faults.ts).
  */
@@ -79,23 +90,23 @@ async function refuse(name: string, when: string) {
 
 describe("a failed card call's give-back that D1 refuses", () => {
   it("refused once: the handler's 422 stands and the credit comes back after the answer", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
-    const bad = () => uuidMint(key, { count: "x" });
+    const key = await keyWith(env.DB, 5, "sha256", { total: 10 });
+    const bad = () => failingCall(key);
     const n = await stepIn(bad, GIVE_BACK);
     expect(await callsLeft(env.DB, key)).toBe(5);
     const { res } = await send(bad, { db: { [n]: "throw" } });
     expect(res.status).toBe(422);
     expect((await res.json<{ detail: unknown }>()).detail).toEqual([
-      expect.objectContaining({ loc: ["body", "count"] }),
+      expect.objectContaining({ loc: ["body", "text"] }),
     ]);
     expect(await callsLeft(env.DB, key)).toBe(5);
   });
 
   it("refused every time: the last retry's line names the key's hash and the request", async () => {
-    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
+    const key = await keyWith(env.DB, 5, "sha256", { total: 10 });
     await refuse("give_back_down", "BEFORE UPDATE OF given_back ON card_spends");
     const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    const { res } = await send(() => uuidMint(key, { count: "x" }), {});
+    const { res } = await send(() => failingCall(key), {});
     expect(res.status).toBe(422);
     const lines = errors.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>);
     const final = lines.filter((l) => l.final === true);
@@ -117,8 +128,8 @@ it.each([
 ])(
   "a failed call whose %s D1 committed but lost the answer of: the 422, and the credit back once",
   async (_, sql) => {
-    const key = await keyWith(env.DB, 5, "uuid_mint", { total: 10 });
-    const bad = () => uuidMint(key, { count: "x" });
+    const key = await keyWith(env.DB, 5, "sha256", { total: 10 });
+    const bad = () => failingCall(key);
     const n = await stepIn(bad, sql);
     const { res } = await send(bad, { db: { [n]: "after" } });
     expect(res.status).toBe(422);

@@ -37,7 +37,7 @@ const logged = (t0: number) =>
     .all();
 
 describe("a card pack's first call is measured like any call", () => {
-  it("a 2xx that took its credit is logged at the list price; a 422 that took none at 0", async () => {
+  it("a 2xx that took its credit is logged at the list price; a body refused before the run as paid by nothing, as the route logs it", async () => {
     const t0 = Date.now();
     const ok = await grantedPack({ text: "First Call!" });
     await runFirstPayload(cardEnv, ok.id);
@@ -58,7 +58,7 @@ describe("a card pack's first call is measured like any call", () => {
         skill: "slugify",
         status: 422,
         outcome: "validation",
-        payment_method: "card_credit",
+        payment_method: "none",
         amount_micro: 0,
         transport: "checkout",
       },

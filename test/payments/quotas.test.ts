@@ -8,6 +8,7 @@ import { pricingConfig } from "../../src/partners/config";
 import { hashKey, newApiKey } from "../../src/payments/credits";
 import { isHeavy, LIMITS, NETWORK_MULTIPLES } from "../../src/payments/quotas";
 import { sellables } from "../../src/payments/sellables";
+import { keyWith } from "../fixtures/credits";
 import { freshWindow, installWindowGuard, ONE_MORE_RUN } from "../fixtures/rate-window";
 
 // The figures of wrangler.toml [[ratelimits]] (miniflare runs the real binding here), as the
@@ -27,7 +28,7 @@ const app = createApp();
 
 /**
  * Every outgoing request, and a facilitator that refuses every payment at /verify (a cheap 402),
- * except those signed with GOOD_SIGNATURE, which it verifies (never settled here: bodies are 422).
+ * except those signed with GOOD_SIGNATURE, which it verifies and settles.
  */
 function network() {
   const calls: string[] = [];
@@ -46,6 +47,13 @@ function network() {
       };
       if (url.pathname === "/verify" && signature === GOOD_SIGNATURE)
         return Response.json({ isValid: true, payer: authorization.from });
+      if (url.pathname === "/settle" && signature === GOOD_SIGNATURE)
+        return Response.json({
+          success: true,
+          transaction: `0x${"ab".repeat(32)}`,
+          network: env.X402_NETWORK,
+          payer: authorization.from,
+        });
       return Response.json({ isValid: false, invalidReason: "invalid_exact_evm_payload_signature" });
     }
     if (Object.values(PARTNER_HOSTS).includes(url.origin)) {
@@ -219,17 +227,29 @@ describe("rate limits (Workers Rate Limiting binding)", ONE_MORE_RUN, () => {
     const net = network();
     const payer = randomPayer();
     const paid = () => signature(payer, "3000", GOOD_SIGNATURE);
-    for (let i = 0; i < RL_PAYER; i++) {
+    for (let i = 0; i < RL_PAYER - 1; i++) {
       // Verified, then refused for its body (422): counted, never settled.
       const res = await send("/api/skills/sha256", { ip: randomIp(), headers: paid(), body: {} });
       expect(res.status).toBe(422);
     }
+    // The last call of the budget runs and is settled: counted once, though payerQuota stands twice
+    // in the chain (the second only for x402 beside a card key, routes/skills.ts).
+    const last = await send("/api/skills/sha256", { ip: randomIp(), headers: paid(), body: { text: "a" } });
+    expect(last.status).toBe(200);
+    expect(net.to(`${FACILITATOR}/settle`)).toBe(1);
     expect(net.verifies()).toBe(RL_PAYER);
     await expect429(
       await send("/api/skills/sha256", { ip: randomIp(), headers: paid(), body: { text: "a" } }),
       "payer",
     );
-    expect(net.to(`${FACILITATOR}/settle`)).toBe(0);
+    // Paid by x402 beside a card key with no credit left (verified after the body there: gate.ts
+    // x402BesideDryKey), the payer's limit holds too.
+    const dry = { ...paid(), authorization: `Bearer ${await keyWith(env.DB, 0, "sha256")}` };
+    await expect429(
+      await send("/api/skills/sha256", { ip: randomIp(), headers: dry, body: { text: "a" } }),
+      "payer",
+    );
+    expect(net.to(`${FACILITATOR}/settle`)).toBe(1);
     // The limit is per skill: the same payer still reaches another one.
     const slugify = signature(payer, "3000", GOOD_SIGNATURE, "/api/skills/slugify");
     expect((await send("/api/skills/slugify", { ip: randomIp(), headers: slugify })).status).toBe(422);

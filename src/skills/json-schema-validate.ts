@@ -111,7 +111,7 @@ export const jsonSchemaValidate = defineSkill({
   price_usd: 0.006,
   kind: "utility",
   description:
-    "Validate a JSON value against a JSON Schema (draft 2020-12 by default; drafts 2019-09, 7 and 4 by $schema): types, required, properties, items, formats, combinators and local references. Returns valid and the first 100 failures with instance path and message (error_count counts all). Patterns run on RE2 (linear time); lookarounds and backreferences are refused (422). An invalid schema is reported as a schema error, not thrown. Deterministic and offline: a $ref to a meta-schema or remote URL is a schema error. Official JSON Schema Test Suite, required cases: 548/552 (draft 4), 824/828 (7), 1106/1128 (2019-09), 1084/1117 (2020-12); gaps: meta-schema refs, $dynamicRef, one $anchor case.",
+    "Validate JSON against a JSON Schema (2020-12 by default; 2019-09, 7, 4 by $schema), formats and local $refs included. Returns valid and the first 100 failures with path and message (error_count counts all). Patterns run on RE2: lookarounds and backreferences are refused (422). An invalid schema, or a $ref to a meta-schema or remote URL, is a schema error; nothing is fetched. Official test suite, required cases passed: 548/552 (draft 4), 824/828 (7), 1106/1128 (2019-09), 1084/1117 (2020-12).",
   input: () =>
     z.object({
       instance: anyJson("The JSON value to validate."),

@@ -102,10 +102,10 @@ export function redactSecrets(text: string, env: Bindings): string {
     try {
       const { origin, pathname, search } = new URL(url);
       if (url === rpc) rpcOrigin = origin;
-      // The path and query whole only when they hold a key: a plain path ("/x402-facilitator")
-      // is what a line needs to say which endpoint failed.
+      // The path and query whole, but not a plain path alone ("/x402-facilitator"): a line needs
+      // it to say which endpoint failed.
       const pieces = keyPieces(url);
-      if (pieces.some((p) => `${pathname}${search}`.includes(p)))
+      if (search || pieces.some((p) => pathname.includes(p)))
         hide.push([`${pathname}${search}`, "/<redacted>"]);
       for (const piece of pieces) hide.push([piece, "<redacted>"]);
     } catch {}

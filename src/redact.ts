@@ -35,9 +35,8 @@ const plainPath = (pathname: string) => !pathname.split("/").some(keyLike);
  * A URL fit to publish (the facilitator in /api/partners): without userinfo, query or fragment,
  * where a provider's key rides, and with its path only when no segment is key-like (the known
  * facilitators' `/facilitator`, `/platform/v2/x402`, a self-hosted `/x402-facilitator`); otherwise
- * the origin alone, as a key
- * in the path (`/v2/<key>`) is the only place one works for @x402/core (`${url}/verify`). Empty
- * when it is no URL.
+ * the origin alone, as a key in the path (`/v2/<key>`) is the only place one works for @x402/core
+ * (`${url}/verify`). Empty when it is no URL.
  */
 export function publishableUrl(url: string): string {
   try {

@@ -438,9 +438,8 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
         e.invalidReason &&
         e.invalidReason !== UNEXPECTED_VERIFY_ERROR;
       if (verdict) throw new VerifyError(e.statusCode, this.redactedVerdict({ isValid: false, ...e }));
-      throw new FacilitatorResponseError(
-        this.redact(e instanceof FacilitatorResponseError ? e.message : `/verify failed: ${errorText(e)}`),
-      );
+      if (e instanceof FacilitatorResponseError) throw this.redactedError(e);
+      throw new FacilitatorResponseError(this.redact(`/verify failed: ${errorText(e)}`));
     }
     if (!result.isValid && result.invalidReason === UNEXPECTED_VERIFY_ERROR) {
       throw new FacilitatorResponseError(
@@ -456,7 +455,8 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
    * Every settle failure's text redacted: @x402/core copies it into the PAYMENT-RESPONSE header, and
    * we into the 502's facilitator_reason, our log line and a refund's row; an error page quoting
    * the keyed path asked for ("Cannot POST /v2/<key>/settle") put the key in all of them. The
-   * error keeps its class, status and fields, so the library and settlement.ts read it as before.
+   * error keeps its class, status and fields (after markedByStatus), so the library and
+   * settlement.ts read it as before.
    */
   override async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
     let result: SettleResponse;
@@ -466,11 +466,20 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
       const marked = markedByStatus(e);
       if (marked instanceof SettleError)
         throw new SettleError(marked.statusCode, this.redactedSettle({ success: false, ...marked }));
-      if (marked instanceof FacilitatorResponseError)
-        throw new FacilitatorResponseError(this.redact(marked.message));
-      throw new Error(this.redact(errorText(marked)));
+      throw this.redactedError(marked);
     }
     return result.success ? result : this.redactedSettle(result);
+  }
+
+  /**
+   * The same error with its text redacted in place, so that it keeps its class (a
+   * FacilitatorTimeoutError stays one) and its cause; its stack quotes the message too.
+   */
+  private redactedError(e: unknown): Error {
+    if (!(e instanceof Error)) return new Error(this.redact(String(e)));
+    e.message = this.redact(e.message);
+    if (e.stack) e.stack = this.redact(e.stack);
+    return e;
   }
 
   private redactedVerdict<T extends VerifyResponse>(v: T): T {

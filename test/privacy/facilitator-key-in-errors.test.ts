@@ -55,6 +55,15 @@ const post = (facilitator: string, headers: Record<string, string> = {}) =>
     { ...env, FREE_BETA: "false", FACILITATOR_URL: facilitator },
   );
 
+/** The route's offer, then a payment for it (from a payer the facilitator double settles). */
+async function paid(facilitator: string) {
+  const offer = await post(facilitator);
+  expect(offer.status).toBe(402);
+  const required = decodePaymentRequiredHeader(offer.headers.get("payment-required") as string);
+  const { payload } = unsignedPayment(required, "0x00000000000000000000000000000000000a0001");
+  return post(facilitator, { "payment-signature": encodePaymentSignatureHeader(payload as PaymentPayload) });
+}
+
 describe("a facilitator's key quoted by its own error page", () => {
   it.each([
     ["in the path", `${FIXTURE}/v2/${PATH_KEY}`, PATH_KEY],
@@ -80,13 +89,7 @@ describe("a facilitator's key quoted by its own error page", () => {
     // Another URL than above: the gate keeps the failed read's back-off per facilitator.
     const url = `${FIXTURE}/v3/${PATH_KEY}`;
     keyedFacilitator(url, ["supported"]);
-    const offer = await post(url);
-    expect(offer.status).toBe(402);
-    const required = decodePaymentRequiredHeader(offer.headers.get("payment-required") as string);
-    const { payload } = unsignedPayment(required, "0x00000000000000000000000000000000000a0001");
-    const res = await post(url, {
-      "payment-signature": encodePaymentSignatureHeader(payload as PaymentPayload),
-    });
+    const res = await paid(url);
     expect(res.status).toBe(503);
     const body = await res.json<{ reason: string; detail: string }>();
     expect(body.reason).toBe("facilitator_unavailable");
@@ -119,12 +122,7 @@ describe("a settlement the facilitator did not confirm, its answer quoting the k
       const url = `${FIXTURE}/${version}/${PATH_KEY}`;
       keyedFacilitator(url, ["supported", "verify"], settle);
       const error = vi.spyOn(console, "error").mockImplementation(() => {});
-      const offer = await post(url);
-      const required = decodePaymentRequiredHeader(offer.headers.get("payment-required") as string);
-      const { payload } = unsignedPayment(required, "0x00000000000000000000000000000000000a0001");
-      const res = await post(url, {
-        "payment-signature": encodePaymentSignatureHeader(payload as PaymentPayload),
-      });
+      const res = await paid(url);
       expect(res.status).toBe(502);
       const body = await res.json<{ reason: string; facilitator_reason: string }>();
       expect(body.reason).toBe("settlement_unconfirmed");

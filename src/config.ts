@@ -102,9 +102,13 @@ export function redactSecrets(text: string, env: Bindings): string {
     try {
       const { origin, pathname, search } = new URL(url);
       if (url === rpc) rpcOrigin = origin;
-      if (`${pathname}${search}`.length > 1) hide.push([`${pathname}${search}`, "/<redacted>"]);
+      // The path and query whole, but not a plain path alone ("/x402-facilitator"): a line needs
+      // it to say which endpoint failed.
+      const pieces = keyPieces(url);
+      if (search || pieces.some((p) => pathname.includes(p)))
+        hide.push([`${pathname}${search}`, "/<redacted>"]);
+      for (const piece of pieces) hide.push([piece, "<redacted>"]);
     } catch {}
-    for (const piece of keyPieces(url)) hide.push([piece, "<redacted>"]);
   }
   const values: (string | undefined)[] = VERBATIM_SECRETS.map((name) => env[name]?.trim());
   values.push(/"d"\s*:\s*"([^"]+)"/.exec(env.RECEIPT_SIGNING_KEY ?? "")?.[1]);

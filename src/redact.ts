@@ -19,19 +19,24 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * A path segment that names an endpoint rather than carrying a key: a word (letters, hyphens) of at
- * most 15 characters, ending in at most 3 digits ("facilitator", "platform", "v2", "x402"). Keys are
- * longer or mix letters and digits (Alchemy's 32, a UUID's 36, "PATHKEY0123456789").
+ * Whether a piece of a URL (a path segment, a query value) may be a provider's key. Keys are long
+ * or mix letters and digits (Alchemy's 32, a UUID's 36, "PATHKEY0123456789"); what names an
+ * endpoint or a network is words of at most 15 characters, each ending in at most 3 digits ("v2",
+ * "x402-facilitator", "payment_facilitator", "eip155:8453"), or a number (a chain id, an amount,
+ * a block number: hiding one would mangle every figure equal to it in a line). Shorter than 8
+ * characters is no key either, and would hide ordinary words.
  */
-const PLAIN_SEGMENT = /^(?=.{1,15}$)[A-Za-z][A-Za-z-]*\d{0,3}$/;
-const plainPath = (pathname: string) => pathname.split("/").every((s) => s === "" || PLAIN_SEGMENT.test(s));
+const PLAIN_WORD = /^(?=.{0,15}$)[A-Za-z]*\d{0,3}$|^\d+$/;
+const keyLike = (piece: string) =>
+  piece.length >= 8 && !piece.split(/[-_.:~]/).every((w) => PLAIN_WORD.test(w));
+const plainPath = (pathname: string) => !pathname.split("/").some(keyLike);
 
 /**
  * A URL fit to publish (the facilitator in /api/partners): without userinfo, query or fragment,
- * where a provider's key rides, and with its path only when every segment is a plain word (the
- * known facilitators' `/facilitator`, `/platform/v2/x402`); otherwise the origin alone, as a key
- * in the path (`/v2/<key>`) is the only place one works for @x402/core (`${url}/verify`). Empty
- * when it is no URL.
+ * where a provider's key rides, and with its path only when no segment is key-like (the known
+ * facilitators' `/facilitator`, `/platform/v2/x402`, a self-hosted `/x402-facilitator`); otherwise
+ * the origin alone, as a key in the path (`/v2/<key>`) is the only place one works for @x402/core
+ * (`${url}/verify`). Empty when it is no URL.
  */
 export function publishableUrl(url: string): string {
   try {
@@ -43,11 +48,16 @@ export function publishableUrl(url: string): string {
   }
 }
 
+/** A query parameter whose value is a credential whatever it looks like (`apikey`, `access_token`). */
+const CREDENTIAL_NAME = /key|token|secret|auth|pass|sig/i;
+
 /**
  * The parts of a URL that may be a provider's key, each to be hidden wherever an error text quotes
- * it (a facilitator's "Cannot GET /v2/<key>/supported"): userinfo, query values and path segments
- * that are not plain words, of 8 characters or more (shorter ones are no key, and would hide
- * ordinary words). Empty when it is no URL.
+ * it (a facilitator's "Cannot GET /v2/<key>/supported"): the userinfo, the values of credential
+ * parameters, and any other query value or path segment that is key-like (above). Never a query
+ * parameter's name nor the query string whole: those are words ("access_token", "chain_id") a
+ * line needs. Pieces shorter than 8 characters are left: no key is, and they would hide ordinary
+ * words. Empty when it is no URL.
  */
 export function keyPieces(url: string): string[] {
   let u: URL;
@@ -56,9 +66,10 @@ export function keyPieces(url: string): string[] {
   } catch {
     return [];
   }
-  const pieces = [u.username, u.password, ...u.pathname.split("/"), ...[...u.searchParams].flat()];
-  if (u.search) pieces.push(u.search.slice(1));
-  return pieces.filter((p) => p.length >= 8 && !PLAIN_SEGMENT.test(p));
+  const values = [...u.searchParams].map(([name, value]) => (CREDENTIAL_NAME.test(name) ? value : ""));
+  const pieces = [u.username, u.password, ...values].filter((p) => p.length >= 8);
+  const keyLikeValues = [...u.searchParams.values()].filter(keyLike);
+  return [...new Set([...pieces, ...keyLikeValues, ...u.pathname.split("/").filter(keyLike)])];
 }
 
 /** Whether publishing or logging the URL as it is would show a key (keyPieces, above). */

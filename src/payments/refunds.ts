@@ -1,5 +1,5 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { operatingKey, publicConfig, redactSecrets } from "../config";
+import { operatingKey, publicConfig } from "../config";
 import type { Bindings } from "../env";
 import { TX_HASH } from "../money";
 import { nothingOwed } from "../partners/nothing-owed";
@@ -495,8 +495,9 @@ export async function sendRecordedRefund(env: Bindings, r: RecordedRefund): Prom
     await env.DB.prepare(
       "UPDATE refunds SET error = ?2, updated_at = ?3 WHERE request_id = ?1 AND status = 'owed'",
     )
-      // Shown on the dashboard and in its warn lines: a facilitator's error page may quote its key.
-      .bind(r.requestId, redactSecrets(outcome.error, env), Date.now())
+      // Shown on the dashboard and in its warn lines: the facilitator client (x402-gate.ts) has
+      // already hidden its key in any error page it quotes.
+      .bind(r.requestId, outcome.error, Date.now())
       .run();
   return outcome.ok
     ? { status: "refunded", amount: r.amount, transaction: outcome.transaction }

@@ -5,6 +5,7 @@ import {
   type PaymentPayload,
   type PaymentRequired,
   type PaymentRequirements,
+  SettleError,
   type SettleResponse,
   VerifyError,
   type VerifyResponse,
@@ -436,23 +437,61 @@ class OutageAwareFacilitatorClient extends PendingAwareFacilitatorClient {
         e.statusCode !== 429 &&
         e.invalidReason &&
         e.invalidReason !== UNEXPECTED_VERIFY_ERROR;
-      if (verdict || e instanceof FacilitatorResponseError) throw e;
-      throw new FacilitatorResponseError(`/verify failed: ${e instanceof Error ? e.message : String(e)}`);
+      if (verdict) throw new VerifyError(e.statusCode, this.redactedVerdict({ isValid: false, ...e }));
+      if (e instanceof FacilitatorResponseError) throw this.redactedError(e);
+      throw new FacilitatorResponseError(this.redact(`/verify failed: ${errorText(e)}`));
     }
     if (!result.isValid && result.invalidReason === UNEXPECTED_VERIFY_ERROR) {
       throw new FacilitatorResponseError(
-        `/verify failed: ${UNEXPECTED_VERIFY_ERROR}${result.invalidMessage ? ` (${result.invalidMessage})` : ""}`,
+        this.redact(
+          `/verify failed: ${UNEXPECTED_VERIFY_ERROR}${result.invalidMessage ? ` (${result.invalidMessage})` : ""}`,
+        ),
       );
     }
-    return result;
+    return this.redactedVerdict(result);
   }
 
+  /**
+   * Every settle failure's text redacted: @x402/core copies it into the PAYMENT-RESPONSE header, and
+   * we into the 502's facilitator_reason, our log line and a refund's row; an error page quoting
+   * the keyed path asked for ("Cannot POST /v2/<key>/settle") put the key in all of them. The
+   * error keeps its class, status and fields (after markedByStatus), so the library and
+   * settlement.ts read it as before.
+   */
   override async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    let result: SettleResponse;
     try {
-      return await super.settle(payload, requirements);
+      result = await super.settle(payload, requirements);
     } catch (e) {
-      throw markedByStatus(e);
+      const marked = markedByStatus(e);
+      if (marked instanceof SettleError)
+        throw new SettleError(marked.statusCode, this.redactedSettle({ success: false, ...marked }));
+      throw this.redactedError(marked);
     }
+    return result.success ? result : this.redactedSettle(result);
+  }
+
+  /**
+   * The same error with its text redacted in place, so that it keeps its class (a
+   * FacilitatorTimeoutError stays one) and its cause; its stack quotes the message too.
+   */
+  private redactedError(e: unknown): Error {
+    if (!(e instanceof Error)) return new Error(this.redact(String(e)));
+    e.message = this.redact(e.message);
+    if (e.stack) e.stack = this.redact(e.stack);
+    return e;
+  }
+
+  private redactedVerdict<T extends VerifyResponse>(v: T): T {
+    return v.invalidMessage ? { ...v, invalidMessage: this.redact(v.invalidMessage) } : v;
+  }
+
+  private redactedSettle<T extends SettleResponse>(s: T): T {
+    return {
+      ...s,
+      ...(s.errorReason ? { errorReason: this.redact(s.errorReason) } : {}),
+      ...(s.errorMessage ? { errorMessage: this.redact(s.errorMessage) } : {}),
+    };
   }
 }
 

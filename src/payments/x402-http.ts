@@ -7,7 +7,6 @@ import type { HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/serv
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import { safeBase64Decode } from "@x402/core/utils";
 import type { Context, MiddlewareHandler } from "hono";
-import { redactSecrets } from "../config";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
@@ -353,11 +352,11 @@ export function x402HttpGate(
       // The facilitator gave no verdict on the payment (x402-gate.ts OutageAwareFacilitatorClient):
       // nothing was claimed or charged, and the same payment may be sent again. The 503 the
       // guides promise for payments that are temporarily unavailable. Its text quotes the
-      // facilitator's error page, which may quote the facilitator's keyed path: redacted.
+      // facilitator's error page, redacted by the client (x402-gate.ts) as its keyed path may be in it.
       c.header("Retry-After", String(FACILITATOR_RETRY_AFTER_S));
       return c.json(
         {
-          detail: `The payment facilitator did not answer: ${redactSecrets(e instanceof Error ? e.message : String(e), c.env)}. Nothing was charged; retry the same payment later (if this persists, sign a new one).`,
+          detail: `The payment facilitator did not answer: ${e instanceof Error ? e.message : String(e)}. Nothing was charged; retry the same payment later (if this persists, sign a new one).`,
           reason: "facilitator_unavailable",
         },
         503,

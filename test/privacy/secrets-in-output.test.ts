@@ -55,6 +55,44 @@ describe("the facilitator is published without the key its URL may carry", () =>
   });
 });
 
+describe("redaction hides the key, not the words around it", () => {
+  const key = "PATHKEY0123456789";
+  it("a self-hosted facilitator's plain path, its query names and a network id stay readable", () => {
+    const e = {
+      ...env,
+      FACILITATOR_URL: `https://f.example/x402-facilitator/${key}?access_token=TOKEN-words-only&network=eip155:8453`,
+    };
+    const out = redactSecrets(
+      `payment_facilitator x402-facilitator: Cannot POST /x402-facilitator/${key}/settle (access_token TOKEN-words-only, network eip155:8453)`,
+      e,
+    );
+    expect(out).toBe(
+      "payment_facilitator x402-facilitator: Cannot POST /x402-facilitator/<redacted>/settle (access_token <redacted>, network eip155:8453)",
+    );
+    const plain = { ...env, FACILITATOR_URL: "https://f.example/payment_facilitator?network=eip155:8453" };
+    expect(redactSecrets("payment_facilitator on eip155:8453 failed", plain)).toBe(
+      "payment_facilitator on eip155:8453 failed",
+    );
+  });
+
+  it("an RPC URL's words and numbers stay in every line; its key and the URL do not", () => {
+    const e = { ...env, RPC_URL: "https://rpc.example/base_mainnet/12345678/k1a2b3c4d5e6f7?chain_id=8453" };
+    const out = redactSecrets(
+      `block 12345678, amount 84530000 on base_mainnet (chain_id 8453): key k1a2b3c4d5e6f7; URL: ${e.RPC_URL}`,
+      e,
+    );
+    expect(out).toBe(
+      "block 12345678, amount 84530000 on base_mainnet (chain_id 8453): key <redacted>; URL: <RPC_URL>",
+    );
+  });
+
+  it("a plain self-hosted facilitator path is published; a key-like one is not", () => {
+    for (const url of ["https://f.example/x402-facilitator", "https://f.example/payment_facilitator"])
+      expect(publishableUrl(url)).toBe(url);
+    expect(publishableUrl(`https://f.example/x402-facilitator/${key}`)).toBe("https://f.example");
+  });
+});
+
 describe("log text loses every secret it quotes", () => {
   const secrets = {
     STRIPE_SECRET_KEY: "sk_live_51SecretStripeKeyValue0000",

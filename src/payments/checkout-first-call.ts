@@ -115,7 +115,10 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
   } else {
     ran = true;
     try {
-      result = { status: 200, body: await runSkill(skill, checked.data, env, `checkout:${sessionId}`) };
+      // The skill may keep or log its request id (osint_graph's `osint_calls` row, kept for good):
+      // the whole session id opens the success page, so it gets the prefix log lines carry.
+      const requestId = `checkout:${sessionRef(sessionId)}`;
+      result = { status: 200, body: await runSkill(skill, checked.data, env, requestId) };
     } catch (e) {
       // None of these answers spends the credit.
       const failed = skillAnswer(e);

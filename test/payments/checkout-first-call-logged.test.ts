@@ -101,6 +101,35 @@ describe("a card pack's first call is measured like any call", () => {
     ]);
   });
 
+  it("a run that fails keeps the credit and is logged as the card's at 0; a skill no longer sold as paid by nothing", async () => {
+    const t0 = Date.now();
+    // Valid for the schema, refused by the run: an ASCII digest of a non-ASCII text.
+    const failing = await grantedPack({ text: "é", encoding: "ascii" }, "sha256");
+    await runFirstPayload(cardEnv, failing.id);
+    expect(await callsLeft(failing.keyId)).toBe(5);
+    const gone = await grantedPack({ text: "x" }, "no_such_skill");
+    await runFirstPayload(cardEnv, gone.id);
+    expect((await logged(t0)).results).toEqual([
+      expect.objectContaining({
+        skill: "sha256",
+        status: 422,
+        payment_method: "card_credit",
+        amount_micro: 0,
+      }),
+      expect.objectContaining({ status: 404, payment_method: "none", amount_micro: 0 }),
+    ]);
+  });
+
+  it("the skill is not handed the whole session id (it opens the success page): osint_graph keeps its request id for good", async () => {
+    const example = skills.find((s) => s.id === "osint_graph")?.example_request;
+    const pack = await grantedPack(example, "osint_graph");
+    await runFirstPayload(cardEnv, pack.id);
+    const row = await env.DB.prepare("SELECT request_id FROM osint_calls WHERE request_id LIKE ?1")
+      .bind(`checkout:${pack.id.slice(0, 20)}%`)
+      .first<{ request_id: string }>();
+    expect(row?.request_id).toBe(`checkout:${pack.id.slice(0, 20)}…`);
+  });
+
   it("a failure of the page the buyer named is theirs (target_error), not the skill's", async () => {
     const t0 = Date.now();
     const pack = await grantedPack({ url: `${FIXTURE}/pages/upstream-failure` }, "ai_detector");

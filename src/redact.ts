@@ -23,12 +23,16 @@ export function redactUrl(url: string): string {
  * or mix letters and digits (Alchemy's 32, a UUID's 36, "PATHKEY0123456789"); what names an
  * endpoint or a network is words of at most 15 characters, each ending in at most 3 digits ("v2",
  * "x402-facilitator", "payment_facilitator", "eip155:8453"), or a number (a chain id, an amount,
- * a block number: hiding one would mangle every figure equal to it in a line). Shorter than 8
- * characters is no key either, and would hide ordinary words.
+ * a block number, up to 15 digits: hiding one would mangle every figure equal to it in a line).
+ * Plain words joined into 16 or more letters and digits with 4 or more digits among them
+ * ("ABCDEF-123456-abcdef") are a key too. Shorter than 8 characters is no key either, and would
+ * hide ordinary words.
  */
-const PLAIN_WORD = /^(?=.{0,15}$)[A-Za-z]*\d{0,3}$|^\d+$/;
+const PLAIN_WORD = /^(?=.{0,15}$)[A-Za-z]*\d{0,3}$|^\d{1,15}$/;
 const keyLike = (piece: string) =>
-  piece.length >= 8 && !piece.split(/[-_.:~]/).every((w) => PLAIN_WORD.test(w));
+  piece.length >= 8 &&
+  (!piece.split(/[-_.:~]/).every((w) => PLAIN_WORD.test(w)) ||
+    (piece.replace(/[^A-Za-z0-9]/g, "").length >= 16 && piece.replace(/\D/g, "").length >= 4));
 const plainPath = (pathname: string) => !pathname.split("/").some(keyLike);
 
 /**
@@ -68,7 +72,10 @@ export function keyPieces(url: string): string[] {
   }
   const values = [...u.searchParams].map(([name, value]) => (CREDENTIAL_NAME.test(name) ? value : ""));
   const pieces = [u.username, u.password, ...values].filter((p) => p.length >= 8);
-  const keyLikeValues = [...u.searchParams.values()].filter(keyLike);
+  // A bare query name (`?<key>`, `&<key>&`) is a value in all but name.
+  const keyLikeValues = [...u.searchParams]
+    .flatMap(([name, value]) => (value ? [value] : [name]))
+    .filter(keyLike);
   return [...new Set([...pieces, ...keyLikeValues, ...u.pathname.split("/").filter(keyLike)])];
 }
 

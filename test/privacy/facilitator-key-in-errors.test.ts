@@ -169,6 +169,28 @@ describe("the facilitator client's errors keep their kind, without the key", () 
     expect((thrown as SettleError).errorMessage).toBe("Cannot POST /<redacted>/settle");
   });
 
+  it("a refused settle keeps its transaction, payer and network (settlement.ts reads a refusal with a hash as unconfirmed)", async () => {
+    const url = `${FIXTURE}/v15/${PATH_KEY}`;
+    const answer = {
+      errorReason: "insufficient_funds",
+      transaction: `0x${"ab".repeat(32)}`,
+      payer: "0x00000000000000000000000000000000000000b0",
+      network: "eip155:8453",
+    };
+    keyedFacilitator(url, [], (quoted) =>
+      Response.json({ success: false, ...answer, errorMessage: quoted }, { status: 400 }),
+    );
+    const thrown = await client(url)
+      .settle(payload, requirements)
+      .catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(SettleError);
+    expect(thrown).toMatchObject({
+      statusCode: 400,
+      ...answer,
+      errorMessage: "Cannot POST /<redacted>/settle",
+    });
+  });
+
   it("a settle answered 200 with no JSON stays a FacilitatorResponseError (the gate's facilitator error)", async () => {
     const url = `${FIXTURE}/v13/${PATH_KEY}`;
     keyedFacilitator(url, [], (quoted) => new Response(quoted, { status: 200 }));

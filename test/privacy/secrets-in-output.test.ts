@@ -39,8 +39,18 @@ describe("the facilitator is published without the key its URL may carry", () =>
       "https://f.example/0f8fad5b-d9cb-469f-a165-70867728950e", // a UUID
       "https://f.example/v2/abcdefghijklmnopqrstuvwxyzABCDEF", // letters only, 32
       "https://f.example/x402/k1a2b3c4d5e6", // letters and digits
+      "https://f.example/v2/1234567890123456789", // digits only, longer than a figure
+      "https://f.example/k/ABCDEF-123456-abcdef", // plain words joined into a key
     ])
       expect(publishableUrl(keyed)).toBe("https://f.example");
+  });
+
+  it("a key sent as a bare query name is hidden where an RPC error quotes it alone", () => {
+    const key = "ABCDEF0123456789abcdef";
+    for (const rpc of [`https://rpc.example/base?${key}`, `https://rpc.example/base?k=1&${key}`])
+      expect(redactSecrets(`no answer for ${key} at block 12345678`, { ...env, RPC_URL: rpc })).toBe(
+        "no answer for <redacted> at block 12345678",
+      );
   });
 
   it("a URL without a key is published as configured: the known facilitators' paths are plain words", () => {

@@ -58,10 +58,11 @@ const CREDENTIAL_NAME = /key|token|secret|auth|pass|sig/i;
 /**
  * The parts of a URL that may be a provider's key, each to be hidden wherever an error text quotes
  * it (a facilitator's "Cannot GET /v2/<key>/supported"): the userinfo, the values of credential
- * parameters, and any other query value or path segment that is key-like (above). Never a query
- * parameter's name nor the query string whole: those are words ("access_token", "chain_id") a
- * line needs. Pieces shorter than 8 characters are left: no key is, and they would hide ordinary
- * words. Empty when it is no URL.
+ * parameters, and any other query value, bare query name (`?<key>`) or path segment that is key-like
+ * (above). Never the name of a parameter that has a value (a key sent as `?<key>=1` is missed) nor
+ * the query string whole: those are words ("access_token", "chain_id") a line needs. Pieces
+ * shorter than 8 characters are left: no key is, and they would hide ordinary words. Empty when it
+ * is no URL.
  */
 export function keyPieces(url: string): string[] {
   let u: URL;

@@ -103,9 +103,6 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
   let result: { status: number; body: unknown };
   // The page the buyer named failed (ai_detector's or seo's url), not the skill: logged as such.
   let targetFault = false;
-  // Whether the skill ran: a body refused before it (422, or a skill no longer sold) is logged as
-  // paid by nothing, as the route logs a card call refused for its body before its credit is taken.
-  let ran = false;
   // Judged and answered as the skill's route judges and answers a body (validate, skillAnswer).
   const checked = skill ? validate(skill.input, body, ["body"]) : undefined;
   if (!skill || !checked) {
@@ -113,7 +110,6 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
   } else if (!checked.ok) {
     result = { status: 422, body: { detail: checked.items } };
   } else {
-    ran = true;
     try {
       // The skill may keep or log its request id (osint_graph's `osint_calls` row, kept for good):
       // the whole session id opens the success page, so it gets the prefix log lines carry.
@@ -202,7 +198,9 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
       status: logged,
       targetFault,
       creditTaken,
-      ran,
+      // Whether the skill ran: a body refused before it (422, or a skill no longer sold) is logged
+      // as paid by nothing, as the route logs a card call refused for its body before its credit.
+      ran: checked?.ok === true,
       free,
       durationMs: Math.max(0, Math.round(performance.now() - started), Date.now() - now),
     });

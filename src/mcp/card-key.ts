@@ -15,14 +15,15 @@ export type CardKeyUse = { forward: true } | { forward: false; why?: string };
  * that cannot pay a tool must not stand in the way of paying it with x402. Sent on, such a key
  * got the gate's 401/403 without an offer, and a valid x402 payment beside it was refused unread
  * (a slugify key's connection could buy nothing else). So the key goes with the call only when it
- * is a known, usable key of the tool's own skill (the gate's own check, keyCanPay); then the gate
- * spends it as for an HTTP caller (an exhausted key there gets the offer with the gate's own note,
- * and a payment sent beside a key that pays is not used: one credit, no USDC). Otherwise the call
- * is paid by its x402 payment, or is unpaid and gets the offer, with `why` the key did not pay.
+ * is a known, usable key of the tool's own skill (the chain's own check, keyCanPay); then the
+ * skill chain spends it once the arguments are valid, as for an HTTP caller (cardCreditSpend: an
+ * exhausted key there gets the offer with its note, and a payment sent beside a key that pays is
+ * not used: one credit, no USDC). Otherwise the call is paid by its x402 payment, or is unpaid and
+ * gets the offer, with `why` the key did not pay.
  *
- * The key is read here and again by the gate: a key disputed between the two reads goes on, and
- * the gate answers that call as it answers an HTTP caller, 403 without an offer (nothing is spent
- * or charged); the next call reads it frozen and gets the offer.
+ * The key is read here and again by cardCreditSpend: a key disputed between the two reads goes on,
+ * and is answered as an HTTP caller's would be, 403 without an offer (nothing is spent or
+ * charged); the next call reads it frozen and gets the offer.
  */
 export async function cardKeyUse(
   db: D1Database,

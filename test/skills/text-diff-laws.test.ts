@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { diffTexts } from "../../src/skills/text-diff";
+import { reportable } from "./reportable";
 
 /**
  * Laws of text_diff's answer, over texts with what breaks naive diffs: astral characters, lone
@@ -78,40 +79,44 @@ const pair = fc.oneof(
 describe("text_diff laws", () => {
   it("rebuilds a and b, counts code points as the ops hold them, and cuts where its mode says", () => {
     fc.assert(
-      fc.property(pair, fc.constantFrom(...MODES), ([a, b], mode) => {
-        const r = diffTexts(a, b, mode);
-        const aSide = side(r.ops, "ins");
-        const bSide = side(r.ops, "del");
-        expect(aSide.join("")).toBe(a);
-        expect(bSide.join("")).toBe(b);
-        for (const o of r.ops) expect(o.value).not.toBe("");
-        for (let i = 1; i < r.ops.length; i++) expect(r.ops[i]?.op).not.toBe(r.ops[i - 1]?.op);
+      fc.property(
+        pair,
+        fc.constantFrom(...MODES),
+        reportable(([a, b], mode) => {
+          const r = diffTexts(a, b, mode);
+          const aSide = side(r.ops, "ins");
+          const bSide = side(r.ops, "del");
+          expect(aSide.join("")).toBe(a);
+          expect(bSide.join("")).toBe(b);
+          for (const o of r.ops) expect(o.value).not.toBe("");
+          for (let i = 1; i < r.ops.length; i++) expect(r.ops[i]?.op).not.toBe(r.ops[i - 1]?.op);
 
-        // README: counts are code points, and equal+del covers a as equal+ins covers b.
-        const points = (o: string) =>
-          r.ops.filter((x) => x.op === o).reduce((n, x) => n + [...x.value].length, 0);
-        expect([r.inserted, r.deleted, r.equal]).toEqual([points("ins"), points("del"), points("equal")]);
-        expect(r.equal + r.deleted).toBe([...a].length);
-        expect(r.equal + r.inserted).toBe([...b].length);
+          // README: counts are code points, and equal+del covers a as equal+ins covers b.
+          const points = (o: string) =>
+            r.ops.filter((x) => x.op === o).reduce((n, x) => n + [...x.value].length, 0);
+          expect([r.inserted, r.deleted, r.equal]).toEqual([points("ins"), points("del"), points("equal")]);
+          expect(r.equal + r.deleted).toBe([...a].length);
+          expect(r.equal + r.inserted).toBe([...b].length);
 
-        for (const [s, values] of [
-          [a, aSide],
-          [b, bSide],
-        ] as const) {
-          for (const i of cuts(values)) {
-            // No mode cuts a surrogate pair in two.
-            expect(
-              isHigh(s.charCodeAt(i - 1)) && isLow(s.charCodeAt(i)),
-              `${mode} ${JSON.stringify(s)} @${i}`,
-            ).toBe(false);
-            if (mode === "line") expect(s[i - 1], `${JSON.stringify(s)} @${i}`).toBe("\n");
-            if (mode === "word") {
-              const [x, y] = around(s, i);
-              expect(WORD.test(x) && WORD.test(y), `${JSON.stringify(s)} @${i}`).toBe(false);
+          for (const [s, values] of [
+            [a, aSide],
+            [b, bSide],
+          ] as const) {
+            for (const i of cuts(values)) {
+              // No mode cuts a surrogate pair in two.
+              expect(
+                isHigh(s.charCodeAt(i - 1)) && isLow(s.charCodeAt(i)),
+                `${mode} ${JSON.stringify(s)} @${i}`,
+              ).toBe(false);
+              if (mode === "line") expect(s[i - 1], `${JSON.stringify(s)} @${i}`).toBe("\n");
+              if (mode === "word") {
+                const [x, y] = around(s, i);
+                expect(WORD.test(x) && WORD.test(y), `${JSON.stringify(s)} @${i}`).toBe(false);
+              }
             }
           }
-        }
-      }),
+        }),
+      ),
       { numRuns: 3000, seed: 11 },
     );
   });

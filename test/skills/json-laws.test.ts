@@ -152,7 +152,7 @@ function keyOrdersOfText(text: string): string[][] {
 }
 
 describe("json_flatten laws", () => {
-  it("every leaf is at its path, each path once, for any separator that cannot make two paths meet", () => {
+  it("every leaf is at its path, each path once, in walk order; where two paths meet the later leaf's value is kept", () => {
     fc.assert(
       fc.property(
         json,
@@ -179,7 +179,7 @@ describe("json_flatten laws", () => {
           };
           walk(value, "", true);
           const last = new Map(paths);
-          expect(flat.size).toBe(last.size);
+          expect(JSON.stringify([...flat.keys()])).toBe(JSON.stringify([...last.keys()]));
           for (const [p, v] of last) expect(flat.get(p)).toEqual(v);
         }),
       ),

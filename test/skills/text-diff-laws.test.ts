@@ -20,7 +20,10 @@ const side = (ops: { op: string; value: string }[], skip: string) =>
 function cuts(values: string[]): number[] {
   const at: number[] = [];
   let n = 0;
-  for (const v of values.slice(0, -1)) at.push((n += v.length));
+  for (const v of values.slice(0, -1)) {
+    n += v.length;
+    at.push(n);
+  }
   return at;
 }
 

@@ -52,6 +52,14 @@ async function ourTable(name: string) {
   return BpeTable.read(await res.arrayBuffer(), name === "cl100k_base" ? 100_256 : 199_998);
 }
 
+/** token_count's counter over our table, without the route (thousands of texts in a test). */
+async function ourCounter(encoding: string, name: string) {
+  return pieceCounter(
+    await ourTable(name),
+    encoding === "o200k" ? O200K_TOKEN_SPLIT_REGEX : CL100K_TOKEN_SPLIT_REGEX,
+  );
+}
+
 /** token_count's answer for the text, through the route. */
 async function ourCount(encoding: string, text: string) {
   const res = await postJson("/api/skills/token-count", { text, encoding });
@@ -222,10 +230,7 @@ describe("the binary tables look bytes up as gpt-tokenizer does", () => {
     { timeout: 120_000 },
     async (encoding, name) => {
       const count = await libraryCounter(name);
-      const ours = pieceCounter(
-        await ourTable(name),
-        encoding === "o200k" ? O200K_TOKEN_SPLIT_REGEX : CL100K_TOKEN_SPLIT_REGEX,
-      );
+      const ours = await ourCounter(encoding, name);
       // Any UTF-16 unit (lone surrogates too), whole code points, and BOMs around words and lines.
       const unit = fc.oneof(
         fc.string({ unit: "binary", maxLength: 30 }),
@@ -269,10 +274,7 @@ describe("the pre-tokenizer's character classes count like the library", () => {
     { timeout: 120_000 },
     async (encoding, name) => {
       const count = await libraryCounter(name);
-      const ours = pieceCounter(
-        await ourTable(name),
-        encoding === "o200k" ? O200K_TOKEN_SPLIT_REGEX : CL100K_TOKEN_SPLIT_REGEX,
-      );
+      const ours = await ourCounter(encoding, name);
       // What \s, \p{N}, \p{L}/\p{M} and the contraction branch of the split regexes decide on.
       const of = (...units: string[]) => fc.string({ unit: fc.constantFrom(...units), maxLength: 30 });
       const piece = fc.oneof(

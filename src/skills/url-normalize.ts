@@ -13,18 +13,26 @@ export function trimTrailingDots(host: string): string {
 }
 
 /**
- * WHATWG's first step, done before the scheme is looked for: strip leading and trailing C0 controls
- * and spaces (besides what trim() strips) and drop every tab and newline. Otherwise "ht\ttp://a.b/"
- * had no scheme to our test and became https://ht%09tp//a.b/, host "http". Loops, not /\s+$/
- * (quadratic on a long run of spaces followed by something else).
+ * One set, stripped from both ends in any order: what WHATWG strips (C0 controls and space) and what
+ * trim() strips (the Unicode spaces, line separators and U+FEFF: a BOM or no-break space pasted
+ * along with a URL). Running trim() first and then the C0 loop made the answer depend on the order:
+ * "\u0001\u00a0http://a.b/" was refused and "\u00a0\u0001http://a.b/" was not. /\s/ is exactly
+ * trim()'s set (ECMA-262 WhiteSpace and LineTerminator).
+ */
+const isEdgeSpace = (text: string, i: number) => text.charCodeAt(i) <= 0x20 || /\s/.test(text[i] as string);
+
+/**
+ * WHATWG's first step, done before the scheme is looked for: strip the edges (isEdgeSpace) and drop
+ * every tab and newline. Otherwise "ht\ttp://a.b/" had no scheme to our test and became
+ * https://ht%09tp//a.b/, host "http". Loops, not /\s+$/ (quadratic on a long run of spaces followed
+ * by something else).
  */
 function preprocess(input: string): string {
-  const text = input.trim();
   let start = 0;
-  let end = text.length;
-  while (start < end && text.charCodeAt(start) <= 0x20) start++;
-  while (end > start && text.charCodeAt(end - 1) <= 0x20) end--;
-  return text.slice(start, end).replace(/[\t\n\r]/g, "");
+  let end = input.length;
+  while (start < end && isEdgeSpace(input, start)) start++;
+  while (end > start && isEdgeSpace(input, end - 1)) end--;
+  return input.slice(start, end).replace(/[\t\n\r]/g, "");
 }
 
 function parse(input: string): URL {

@@ -269,11 +269,39 @@ describe("the runtime's URL parser against WPT's urltestdata.json", () => {
     }
   });
 
-  it("drops tabs and newlines and strips C0 controls before looking for the scheme, as WHATWG does", () => {
+  it("drops tabs and newlines and strips C0 controls before looking for the scheme", () => {
     // Looked for first, the scheme of "ht\ttp://ex.com/" was missing: https:// was put in front and
     // the host became "http".
     expect(normalizeUrl("ht\ttp://Ex.com/a\n/b").canonical).toBe("https://ex.com/a/b");
     expect(normalizeUrl("\u0001http://ex.com/x\u0002").canonical).toBe("https://ex.com/x");
     expect(normalizeUrl("h\nttp://ex.com:80/").canonical).toBe("https://ex.com/");
+  });
+
+  it("strips C0 controls, space and trim()'s Unicode spaces from both ends, in any order (README)", () => {
+    // trim() ran first and the C0 loop after: "\u0001\u00a0http://…" was refused, "\u00a0\u0001http://…"
+    // accepted, and "/x\u0001\u00a0" lost only the NBSP's share of what it should.
+    expect(normalizeUrl("\u0001\u00a0http://a.b/").canonical).toBe("https://a.b/");
+    expect(normalizeUrl("\ufeff\u0001http://a.b/").canonical).toBe("https://a.b/");
+    expect(normalizeUrl("http://a.b/x\u00a0\u0001\u3000").canonical).toBe("https://a.b/x");
+    const edge = fc.array(
+      piece("\u0000", "\u0001", "\u001f", " ", "\t", "\n", "\u00a0", "\u2028", "\u3000", "\ufeff"),
+    );
+    fc.assert(
+      fc.property(edge, edge, (before, after) => {
+        expect(normalizeUrl(`${before.join("")}http://a.b/x${after.join("")}`).canonical).toBe(
+          "https://a.b/x",
+        );
+      }),
+      { numRuns: 500, seed: 7 },
+    );
+    // The set is exactly C0, space and what trim() strips: any other character but an empty query or
+    // fragment's "?" or "#" stays in the path.
+    for (let c = 0; c <= 0xffff; c++) {
+      if ((c >= 0xd800 && c <= 0xdfff) || c === 0x23 || c === 0x3f) continue;
+      const ch = String.fromCharCode(c);
+      const stripped = c <= 0x20 || ch.trim() === "";
+      const got = attempt(`http://a.b/x${ch}`);
+      expect(typeof got === "object" && got.path === "/x", `U+${c.toString(16)}`).toBe(stripped);
+    }
   });
 });

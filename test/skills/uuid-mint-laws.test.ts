@@ -12,6 +12,9 @@ const timeOf = (id: string) => {
   return BigInt(`0x${h.slice(13, 16)}${h.slice(8, 12)}${h.slice(0, 8)}`);
 };
 
+/** 100 ns intervals from 1582-10-15 (v1's epoch) to 1970-01-01, then the millisecond's. */
+const msecsToV1Time = (ms: number) => 122_192_928_000_000_000n + BigInt(ms) * 10_000n;
+
 const RFC9562 = /^[0-9a-f]{8}-[0-9a-f]{4}-([14])[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe("uuid_mint laws", () => {
@@ -33,7 +36,11 @@ describe("uuid_mint laws", () => {
   it("v1 ids of one call are in time order, even past 10,000 ids in one millisecond (a clock that stands still)", async () => {
     // workerd's clock stands still between I/O. The uuid package restarted its count at 0 after
     // 10,000 ids in a millisecond: the 313th call of 32 went back in time half way through.
-    vi.spyOn(Date, "now").mockReturnValue(1_800_000_000_000);
+    // The fake clock stands a minute behind the real one: the module keeps its last timestamp for
+    // the isolate, which the workers project shares across files, and a fake clock ahead of the
+    // real one would leave every later v1 id (other files' too) stamped in its future.
+    const real = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(real - 60_000);
     let previous = 0n;
     for (let call = 0; call < 400; call++) {
       const times = (await mint(32, 1)).map(timeOf);
@@ -43,7 +50,14 @@ describe("uuid_mint laws", () => {
       }
     }
     // And a clock that goes back does not take the timestamps with it.
-    vi.spyOn(Date, "now").mockReturnValue(1_700_000_000_000);
+    vi.spyOn(Date, "now").mockReturnValue(real - 120_000);
     expect(timeOf((await mint(1, 1))[0] as string) > previous).toBe(true);
+
+    // Back on the real clock, ids carry the real time again.
+    vi.restoreAllMocks();
+    const before = Date.now();
+    const stamp = timeOf((await mint(1, 1))[0] as string);
+    const after = Date.now();
+    expect(stamp >= msecsToV1Time(before) && stamp < msecsToV1Time(after + 1)).toBe(true);
   });
 });

@@ -52,6 +52,14 @@ async function ourTable(name: string) {
   return BpeTable.read(await res.arrayBuffer(), name === "cl100k_base" ? 100_256 : 199_998);
 }
 
+/** token_count's counter over our table, without the route (thousands of texts in a test). */
+async function ourCounter(encoding: string, name: string) {
+  return pieceCounter(
+    await ourTable(name),
+    encoding === "o200k" ? O200K_TOKEN_SPLIT_REGEX : CL100K_TOKEN_SPLIT_REGEX,
+  );
+}
+
 /** token_count's answer for the text, through the route. */
 async function ourCount(encoding: string, text: string) {
   const res = await postJson("/api/skills/token-count", { text, encoding });
@@ -222,10 +230,7 @@ describe("the binary tables look bytes up as gpt-tokenizer does", () => {
     { timeout: 120_000 },
     async (encoding, name) => {
       const count = await libraryCounter(name);
-      const ours = pieceCounter(
-        await ourTable(name),
-        encoding === "o200k" ? O200K_TOKEN_SPLIT_REGEX : CL100K_TOKEN_SPLIT_REGEX,
-      );
+      const ours = await ourCounter(encoding, name);
       // Any UTF-16 unit (lone surrogates too), whole code points, and BOMs around words and lines.
       const unit = fc.oneof(
         fc.string({ unit: "binary", maxLength: 30 }),
@@ -259,6 +264,43 @@ describe("the binary tables look bytes up as gpt-tokenizer does", () => {
       ]) {
         expect(await ourCount(encoding, text), text.slice(0, 4)).toBe(count(text));
       }
+    },
+  );
+});
+
+describe("the pre-tokenizer's character classes count like the library", () => {
+  it.each(BOTH)(
+    "%s: Unicode white space, digits of every script, contractions in any case, special-token look-alikes",
+    { timeout: 120_000 },
+    async (encoding, name) => {
+      const count = await libraryCounter(name);
+      const ours = await ourCounter(encoding, name);
+      // What \s, \p{N}, \p{L}/\p{M} and the contraction branch of the split regexes decide on.
+      const of = (...units: string[]) => fc.string({ unit: fc.constantFrom(...units), maxLength: 30 });
+      const piece = fc.oneof(
+        of(" ", "\t", "\n", "\r", "\r\n", "\u000b", "\f", "\u0085", "\u00a0", "\u2028", "\u3000", "\ufeff"),
+        of("0", "1", "9", "\u0663", "\uff15", "\u216b", "\u00b2", "\u00bd", "\u{1d7ce}"),
+        of("A", "a", "É", "ǅ", "ʰ", "ß", "İ", "ﬁ", "\u0301", "\u064b", "_", "-", "."),
+        fc.constantFrom(
+          "'s",
+          "'S",
+          "'lL",
+          "\u2019s",
+          "'VE",
+          "'D",
+          " 's",
+          "'t'",
+          "<|endofprompt|>",
+          "<|im_start|>",
+          "<|endoftext",
+        ),
+        fc.constantFrom("1".repeat(200), " ".repeat(200), "\n".repeat(100), "ab ".repeat(100)),
+      );
+      const texts = fc.sample(
+        fc.array(piece, { maxLength: 10 }).map((p) => p.join("")),
+        { numRuns: 1500, seed: 8 },
+      );
+      for (const text of texts) expect(ours(text), JSON.stringify(text)).toBe(count(text));
     },
   );
 });

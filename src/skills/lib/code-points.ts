@@ -1,18 +1,22 @@
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+
 /**
- * Code-point order. UTF-16 code-unit order agrees with it except between surrogates (astral
- * characters) and U+E000..U+FFFF, which this comparison shifts into place.
+ * Code-point order, a lone surrogate (JSON allows "\ud800") being the code point it names.
+ * UTF-16 code-unit order agrees with it except where a surrogate pair (an astral character) meets
+ * a unit from U+E000..U+FFFF or a lone surrogate; the first differing code point decides. (Shifting
+ * every surrogate above U+FFFF, as before, put "\udc00" after "\ud800\udc00" and "\ud800" after
+ * "\uffff": 0xDC00 and 0xD800 are below both.)
  */
 export function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    let x = a.charCodeAt(i);
-    let y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) {
-      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
-      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
-    }
-    return x - y;
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === n) return a.length - b.length;
+  // The first differing unit may be the second half of a pair whose shared first half is at i - 1.
+  if (i > 0 && isHigh(a.charCodeAt(i - 1))) {
+    const x = a.codePointAt(i - 1) as number;
+    const y = b.codePointAt(i - 1) as number;
+    if (x !== y) return x - y;
   }
-  return a.length - b.length;
+  return (a.codePointAt(i) as number) - (b.codePointAt(i) as number);
 }

@@ -15,6 +15,7 @@ import {
   type StatsRequest,
 } from "../../src/stats/published";
 import { type StatsDocument, skillStats } from "../../src/stats/query";
+import { untilReally } from "../fixtures/real-time";
 
 const app = createApp();
 
@@ -80,16 +81,6 @@ async function fetchApp(path: string, e: object, method = "GET") {
 function cacheApiDoesNothing() {
   vi.spyOn(caches.default, "match").mockResolvedValue(undefined);
   vi.spyOn(caches.default, "put").mockResolvedValue(undefined);
-}
-
-// The real timer, for awaiting a condition while setTimeout is faked (vi.waitFor would advance
-// the fake clock on each check).
-const realSetTimeout = globalThis.setTimeout;
-async function untilReally(condition: () => boolean) {
-  for (let i = 0; !condition(); i++) {
-    if (i > 500) throw new Error("condition not met within 5 s");
-    await new Promise((r) => realSetTimeout(r, 10));
-  }
 }
 
 /** A database whose every query never settles; `asked` says whether one was started. */
@@ -242,7 +233,7 @@ describe("the published figures are computed at most once, whatever the domain",
       createExecutionContext(),
     );
     // The computation has started (its wait too); its 10 s run out on the fake clock.
-    await untilReally(asked);
+    await untilReally(asked, "the computation started");
     await vi.advanceTimersByTimeAsync(10_000);
     vi.useRealTimers();
     const res = await answer;

@@ -18,9 +18,9 @@ import {
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
 // facilitator gives up (after FACILITATOR_RECEIPT_WAIT_MS: 10 s here, test/e2e/global-setup.ts)
 // with `settlement_pending`, and the Worker answers 502 settlement_unconfirmed and keeps the
-// claim 'failed'. Then the transaction is either mined
-// (it landed), dropped from the mempool (it never will), or beaten by the payer's own
-// cancelAuthorization (it reverts), and the cron decides from the chain.
+// claim 'failed'. Then the transaction is either mined (it landed), dropped from the mempool (it
+// never will), or beaten by the payer's own cancelAuthorization (it reverts), and the cron
+// decides from the chain.
 const stack = inject("stack") as {
   base_url: string;
   rpc_url: string;

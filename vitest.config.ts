@@ -143,6 +143,9 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+          // Tests a file runs side by side (a11y.test.ts) are CPU-bound on a 2-core machine beside
+          // the stack: two at a time use both cores; more only stretch each towards its timeout.
+          maxConcurrency: 2,
         },
       },
     ],

@@ -79,7 +79,11 @@ export async function startFacilitator({ rpcUrl, privateKey, port = 0 }) {
   // (invalid_exact_evm_nonce_already_used) or reverts on chain (invalid_exact_evm_transaction_failed).
   const sender = { ...client, address: account.address, ...oneNonceSequence(client, account) };
   // The x402 signer wants `address`; a short receipt timeout keeps a stuck chain from hanging tests.
-  const signer = toFacilitatorEvmSigner(sender, { confirmationTimeoutMs: 30_000 });
+  // FACILITATOR_RECEIPT_WAIT_MS (dev stack only, default 30 s) shortens it for the e2e tests that
+  // hold a settlement in the mempool on purpose: the library asks /settle twice, so each such call
+  // otherwise costs a minute of waiting for a receipt that cannot come.
+  const confirmationTimeoutMs = Number(process.env.FACILITATOR_RECEIPT_WAIT_MS) || 30_000;
+  const signer = toFacilitatorEvmSigner(sender, { confirmationTimeoutMs });
   const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: NETWORK });
 
   const routes = {

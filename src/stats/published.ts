@@ -63,10 +63,14 @@ export class StatsFailureRemembered extends Error {
   }
 }
 
-/** Tests: forget this isolate's copy, and its last failure (the KV copy stays). */
+/**
+ * Tests: forget this isolate's copy, its last failure and any computation still running (the KV
+ * copy stays), so a test that failed with a hung computation does not hand it to the next.
+ */
 export function forgetPublishedStats() {
   memo = undefined;
   failed = undefined;
+  loading = undefined;
 }
 
 const remember = (doc: StatsDocument) => {

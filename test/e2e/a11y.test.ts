@@ -93,7 +93,9 @@ async function buyKey(skillId: string, failing: string[]): Promise<string> {
   return key;
 }
 
-describe("accessibility (axe-core): no serious or critical violation", () => {
+// Each test has a browser context of its own: two run side by side (the e2e project's
+// maxConcurrency), using the core a serial run leaves idle.
+describe.concurrent("accessibility (axe-core): no serious or critical violation", () => {
   it.each([
     ["home", "/"],
     ["docs index", "/docs"],

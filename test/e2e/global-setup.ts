@@ -25,7 +25,10 @@ export default async function setup(project: TestProject) {
   const port: number = await freePort();
   const stackDir = mkdtempSync(path.join(os.tmpdir(), "skills-stack-"));
   const child = spawn(process.execPath, ["scripts/dev-stack.mjs"], {
-    env: { ...process.env, PORT: String(port), STACK_DIR: stackDir },
+    // reconcile.test.ts and books.test.ts keep settlements in the mempool (anvil's automine off):
+    // the facilitator gives up on each after this wait, twice per call. With automine on, every
+    // receipt is there within milliseconds, so 10 s (not the stack's 30 s) is still ample.
+    env: { FACILITATOR_RECEIPT_WAIT_MS: "10000", ...process.env, PORT: String(port), STACK_DIR: stackDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -16,10 +16,11 @@ import {
 
 // Reconciliation on the real local chain. An unconfirmed outcome is produced through the app
 // itself: with anvil's automine off, the facilitator's transaction waits in the mempool, the
-// facilitator gives up after 30 s with `settlement_pending`, and the Worker answers 502
-// settlement_unconfirmed and keeps the claim 'failed'. Then the transaction is either mined
-// (it landed), dropped from the mempool (it never will), or beaten by the payer's own
-// cancelAuthorization (it reverts), and the cron decides from the chain.
+// facilitator gives up (after FACILITATOR_RECEIPT_WAIT_MS: 10 s here, test/e2e/global-setup.ts)
+// with `settlement_pending`, and the Worker answers 502 settlement_unconfirmed and keeps the
+// claim 'failed'. Then the transaction is either mined (it landed), dropped from the mempool (it
+// never will), or beaten by the payer's own cancelAuthorization (it reverts), and the cron
+// decides from the chain.
 const stack = inject("stack") as {
   base_url: string;
   rpc_url: string;
@@ -46,8 +47,14 @@ describe("reconciliation against the local chain", () => {
     const validBefore = Number(
       (payment.payload as { authorization: { validBefore: string } }).authorization.validBefore,
     );
-    await new Promise((r) => setTimeout(r, Math.max(0, validBefore * 1000 - Date.now()) + 1500));
-    await rpc("evm_mine"); // the chain's clock passes valid_before
+    // The chain's clock passes valid_before. The cron decides expiry by the latest block's time
+    // (reconcile-decide.ts), so the chain is moved there instead of waiting out the wall clock;
+    // a 'failed' claim is a candidate at once, whatever our clock says (reconcile-store.ts).
+    const head = (await rpc("eth_getBlockByNumber", ["latest", false])) as { timestamp: string };
+    expect(Number(head.timestamp), "still valid by the chain before it moves").toBeLessThan(validBefore);
+    // (A stack started with the facilitator's default 30 s wait is past it already.)
+    if (Date.now() / 1000 < validBefore + 1) await rpc("evm_setNextBlockTimestamp", [validBefore + 1]);
+    await rpc("evm_mine");
     await fireCron();
     const decided = await until("the release", async () =>
       (await view()).reconciliations.find((r) => r.request_id === request_id),

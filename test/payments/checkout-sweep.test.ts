@@ -9,6 +9,7 @@ import {
 } from "../../src/payments/checkout-sweep";
 import { sessionRef } from "../../src/redact";
 import { cronRun, preparedSql } from "../fixtures/cron";
+import { untilReally } from "../fixtures/real-time";
 import {
   createCheckout,
   credits,
@@ -43,6 +44,7 @@ const leftDue: string[] = [];
 const firstCalls: Promise<void>[] = [];
 
 afterEach(async () => {
+  vi.useRealTimers();
   vi.restoreAllMocks();
   await Promise.all(firstCalls.splice(0));
   for (const id of leftDue.splice(0)) {
@@ -551,17 +553,29 @@ describe("the sweep's time", () => {
       }
       return real(input, init);
     });
-    const started = Date.now();
-    const summary = await sweepCheckouts(
+    // Stripe's client times its read with setTimeout: run out on a fake clock, not waited for.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    let done = false;
+    const run = sweepCheckouts(
       { ...env, STRIPE_API_BASE: `${EMULATOR}/#${crypto.randomUUID()}` } as typeof env,
       () => {},
       Date.now(),
       2,
-    );
-    const elapsed = Date.now() - started;
+    ).finally(() => {
+      done = true;
+    });
+    await untilReally(() => attempts === 1, "the read");
+    // One attempt of 10 s: still waiting just before, over at 10 s, and no second attempt.
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    // A longer timeout or a retry would leave a fake timer behind: fail here, by name, not at the
+    // test's own timeout.
+    await untilReally(() => done, "the run's end at 10 s");
+    vi.useRealTimers();
+    const summary = await run;
     expect(summary).toMatchObject({ asked: 1, more: true, error: expect.stringContaining(sessionRef(id)) });
     expect(attempts).toBe(1);
-    expect(elapsed).toBeLessThan(15_000);
   });
 
   it("reads that answer slowly: no read starts once the time budget is spent, and the run says so", async () => {

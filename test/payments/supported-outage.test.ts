@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { FAILED_READ_BACKOFF_MS, failedReadBackoffMs } from "../../src/payments/x402-gate";
+import { FAILED_READ_BACKOFF_MS, failedReadBackoffMs, READY_WAIT_MS } from "../../src/payments/x402-gate";
 
 // A facilitator whose /supported fails before the gate's first good read (an outage). Each unpaid
 // request started a read of its own (a failed read was not kept), and each read wrote @x402/core's
@@ -9,6 +9,7 @@ import { FAILED_READ_BACKOFF_MS, failedReadBackoffMs } from "../../src/payments/
 // back-off answered every x402 call of a fresh isolate 503 for 15 s after a single blip.
 
 afterEach(() => {
+  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -215,10 +216,14 @@ describe("a first /supported read that answers after it went stale", () => {
     const origin = "https://facilitator-r8-stale-good2.test";
     const { f, clock } = quietHeld(origin);
     {
+      // A's wait is a timer: run out on a fake one, not waited for (test/payments/shared-reads.test.ts).
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
       const a = unpaid(origin);
       await vi.waitFor(() => expect(f.reads).toBe(1), { timeout: 10_000 });
       // A's own wait (READY_WAIT_MS) runs out: 503 without Retry-After; read 1 goes on.
       clock.t += 11_000;
+      vi.advanceTimersByTime(READY_WAIT_MS);
+      vi.useRealTimers();
       expect((await a).status).toBe(503);
       const b = unpaid(origin);
       await vi.waitFor(() => expect(f.reads).toBe(2), { timeout: 10_000 });

@@ -15,6 +15,7 @@ import {
   type StatsRequest,
 } from "../../src/stats/published";
 import { type StatsDocument, skillStats } from "../../src/stats/query";
+import { untilReally } from "../fixtures/real-time";
 
 const app = createApp();
 
@@ -82,6 +83,22 @@ function cacheApiDoesNothing() {
   vi.spyOn(caches.default, "put").mockResolvedValue(undefined);
 }
 
+/** A database whose every query never settles; `asked` says whether one was started. */
+function hungDb() {
+  let started = false;
+  const db = {
+    prepare: () => ({
+      bind: () => ({
+        all: () => {
+          started = true;
+          return new Promise(() => {});
+        },
+      }),
+    }),
+  } as unknown as D1Database;
+  return { db, asked: () => started };
+}
+
 /** What publishedStats reads of a request; `held` gathers what it hands to waitUntil. */
 const statsRequest = (db: D1Database, held: Promise<unknown>[], method = "GET"): StatsRequest => ({
   env: { DB: db, KV: env.KV },
@@ -98,6 +115,7 @@ beforeEach(async () => {
 });
 // A failed computation is remembered a minute in this isolate, which every test file shares.
 afterEach(() => {
+  vi.useRealTimers();
   vi.restoreAllMocks();
   forgetPublishedStats();
 });
@@ -182,14 +200,21 @@ describe("the published figures are computed at most once, whatever the domain",
   });
 
   it("a computation that never settles (cut off with its waitUntil) holds nobody: waits are bounded, and a later request starts another", async () => {
-    const hung = {
-      prepare: () => ({ bind: () => ({ all: () => new Promise(() => {}) }) }),
-    } as unknown as D1Database;
+    const { db: hung } = hungDb();
     const t0 = Date.now();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const waiting = publishedStats(statsRequest(hung, []));
-    // Its own wait ends (10 s): before, it and everyone after it waited for good.
-    await expect(waiting).rejects.toThrow(/the published figures did not answer within 10 s/);
-    expect(Date.now() - t0).toBeLessThan(20_000);
+    const outcome = waiting.then(
+      () => "answered",
+      (e: Error) => e.message,
+    );
+    // Its own wait (started with the call) ends at 10 s, not before: before, it and everyone
+    // after it waited for good.
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(await Promise.race([outcome, Promise.resolve("still waiting")])).toBe("still waiting");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await outcome).toMatch(/the published figures did not answer within 10 s/);
+    vi.useRealTimers();
     // 40 s later the hung load is left behind: the real database answers.
     vi.spyOn(Date, "now").mockReturnValue(t0 + 40_000);
     const held: Promise<unknown>[] = [];
@@ -199,15 +224,19 @@ describe("the published figures are computed at most once, whatever the domain",
   }, 30_000);
 
   it("/api/stats answers 503 with Retry-After, not a bare 500, while a computation does not finish within its wait", async () => {
-    const hung = {
-      prepare: () => ({ bind: () => ({ all: () => new Promise(() => {}) }) }),
-    } as unknown as D1Database;
+    const { db: hung, asked } = hungDb();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     // Not waiting for the execution context: the hung computation is in it, for good.
-    const res = await app.fetch(
+    const answer = app.fetch(
       new Request("https://skills.test/api/stats"),
       { ...env, DB: hung },
       createExecutionContext(),
     );
+    // The computation has started (its wait too); its 10 s run out on the fake clock.
+    await untilReally(asked, "the computation started");
+    await vi.advanceTimersByTimeAsync(10_000);
+    vi.useRealTimers();
+    const res = await answer;
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("30");
     expect(await res.json()).toEqual({

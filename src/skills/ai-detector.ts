@@ -9,7 +9,8 @@ import { cacheState, defineSkill, numberPerKey } from "./types";
 const MAX_CHARS = 8000;
 const PREVIEW_CHARS = 200;
 const LIMITS =
-  "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only; " +
+  "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: " +
+  "text detected as another language (named in language) is measured but not judged (0.5, uncertain); " +
   "unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, " +
   "technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.";
 
@@ -17,10 +18,16 @@ const LIMITS =
 // ending in half of one ("\ud83d…"), at a code point one flag of two (🇫) or a family cut short.
 const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREVIEW_CHARS, cutGraphemes);
 
-function judge(text: string) {
+type Detect = (text: string) => { language: string };
+
+function judge(text: string, detect: Detect) {
   const body = cut(text, MAX_CHARS);
-  return { text_preview: preview(body), ...analyzeText(body) };
+  const { language } = detect(body);
+  return { text_preview: preview(body), language, ...analyzeText(body, language) };
 }
+
+/** The language detector, loaded on the first call of an isolate (its tables are not start-up's). */
+const loadDetector = async (): Promise<Detect> => (await import("./lib/text-language")).textLanguage;
 
 export const aiDetector = defineSkill({
   id: "ai_detector",
@@ -61,6 +68,10 @@ export const aiDetector = defineSkill({
       url: z.string().nullable(),
       text_preview: z.string().meta({
         description: `The judged text's start, whitespace collapsed: at most ${PREVIEW_CHARS} UTF-16 units, cut between characters (grapheme clusters) and ended with "…" when cut.`,
+      }),
+      language: z.string().meta({
+        description:
+          'ISO 639-3 code of the judged text\'s language ("und" when too short to tell). Only "eng" and "und" are judged; any other is 0.5 and uncertain.',
       }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),
@@ -106,6 +117,7 @@ export const aiDetector = defineSkill({
     skill: "ai_detector",
     url: null,
     text_preview: "The quick brown fox jumps over the lazy dog. It was not amused.",
+    language: "eng",
     verdict: "uncertain",
     ai_likelihood: 0.491,
     human_likelihood: 0.509,
@@ -147,12 +159,13 @@ export const aiDetector = defineSkill({
     supported: ["text", "url"],
     source: "text",
     limits:
-      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only; unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
+      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: text detected as another language (named in language) is measured but not judged (0.5, uncertain); unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
   },
   async run({ url, text }, { env }) {
     const supported = ["text", "url"];
+    const detect = await loadDetector();
     if (text) {
-      const r = judge(text);
+      const r = judge(text, detect);
       return { url, ...r, supported, source: "text", limits: LIMITS };
     }
     const target = precheckUrl(env, url as string);
@@ -163,12 +176,12 @@ export const aiDetector = defineSkill({
         /^(text\/html|application\/xhtml\+xml|text\/plain)$/,
         "HTML or text",
       );
-      if (!isHtml(doc)) return { final_url: doc.url, ...judge(doc.text) };
+      if (!isHtml(doc)) return { final_url: doc.url, ...judge(doc.text, detect) };
       // The HTML converters load on first use, not at start-up. Only as much of the page is
       // converted as the first MAX_CHARS characters of its text need (a 2 MiB page was converted
       // whole, up to 157 million characters built, to keep 8,000).
       const { htmlToText } = await import("./lib/html-convert");
-      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"], MAX_CHARS)) };
+      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"], MAX_CHARS), detect) };
     });
     const { final_url, ...r } = value;
     return { url, ...r, supported, source: "url", final_url, limits: LIMITS, cache };

@@ -9,7 +9,7 @@ export const keywordExtract = defineSkill({
   price_usd: 0.008,
   kind: "utility",
   description:
-    "Extract the most frequent meaningful terms from a text: Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters, English stopwords removed (maintained stopword list), numbers dropped, ranked by count then term so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
+    "Extract the most frequent meaningful terms from a text: Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters, the text's language detected (franc, 187 languages) and its stopwords removed with English's (stopword package, 58 lists), named in language, numbers dropped, ranked by count then term so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
   input: () =>
     z.object({
       text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
@@ -20,6 +20,10 @@ export const keywordExtract = defineSkill({
       keywords: z.array(z.object({ term: z.string(), count: z.int().min(1) })),
       unique_terms: z.int().min(0),
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
+      language: z.string().meta({
+        description:
+          'ISO 639-3 code of the language detected from the text\'s first 2,048 characters, whose stopwords were removed with English\'s ("fra", "zho"), or "und" when too short to tell (English stopwords only).',
+      }),
     }),
   example_request: {
     text: "Agents pay per call. Agents like small, reliable calls that agents can pay for.",
@@ -35,6 +39,12 @@ export const keywordExtract = defineSkill({
     ],
     unique_terms: 7,
     tokens: 14,
+    language: "eng",
   },
-  run: ({ text, limit }) => extractKeywords(text, limit),
+  async run({ text, limit }) {
+    // franc and the 62 stopword lists load on the first call of an isolate, not at start-up.
+    const { textLanguage } = await import("./lib/text-language");
+    const { language, stopwords } = textLanguage(text);
+    return { ...extractKeywords(text, limit, stopwords), language };
+  },
 });

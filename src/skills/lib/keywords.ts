@@ -1,6 +1,6 @@
-import { eng } from "stopword";
+import { eng } from "stopword/src/stopwords_eng.js";
 
-const STOPWORDS = new Set<string>(eng);
+export const ENGLISH_STOPWORDS: ReadonlySet<string> = new Set(eng);
 const HAS_LETTER = /\p{L}/u;
 // One segmenter per isolate: Intl.Segmenter implements Unicode word boundaries (UAX #29), CJK included.
 let segmenter: Intl.Segmenter | undefined;
@@ -41,8 +41,11 @@ export const foldTerm = (word: string) =>
         .replaceAll("\u2019", "'")
     : word.toLowerCase();
 
-/** Counts meaningful terms: word-like segments, lowercased, minus stopwords, numbers and lone ASCII letters. */
-export function extractKeywords(text: string, limit: number) {
+/**
+ * Counts meaningful terms: word-like segments, lowercased, minus stopwords (English's unless the
+ * caller passes its language's, lib/text-language.ts), numbers and lone ASCII letters.
+ */
+export function extractKeywords(text: string, limit: number, stopwords = ENGLISH_STOPWORDS) {
   segmenter ??= new Intl.Segmenter("und", { granularity: "word" });
   const counts = new Map<string, number>();
   let tokens = 0;
@@ -50,7 +53,7 @@ export function extractKeywords(text: string, limit: number) {
     if (!seg.isWordLike) continue;
     tokens++;
     const term = foldTerm(seg.segment);
-    if (STOPWORDS.has(term) || !HAS_LETTER.test(term) || (term.length === 1 && term < "\u0080")) continue;
+    if (stopwords.has(term) || !HAS_LETTER.test(term) || (term.length === 1 && term < "\u0080")) continue;
     counts.set(term, (counts.get(term) ?? 0) + 1);
   }
   const ranked = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));

@@ -1,5 +1,6 @@
 import { extractKeywords, foldTerm } from "./keywords";
 import { cut, type Scan } from "./seo-scan";
+import { textLanguage } from "./text-language";
 import { wordsOf } from "./text-stats";
 
 /** The keyword part of the SEO audit: which keywords, where each appears, and how dense it is. */
@@ -66,12 +67,18 @@ export function countBody(text: string): CountedBody {
   return { text: counted, words, estimate };
 }
 
-/** The caller's keywords (givenKeywords), or the top five of the title and counted body when none. */
+/**
+ * The caller's keywords (givenKeywords), or the top five of the title and counted body when none,
+ * without the stopwords of the language the text is in (keyword_extract's detection). The text is
+ * asked, not <html lang>: templates ship lang="en" on pages of any language, and the text is what
+ * the keywords come from.
+ */
 function chooseKeywords(title: string, body: CountedBody, given: string[] | null) {
   const cleaned = givenKeywords(given);
   const extracted = cleaned.length === 0;
+  const text = `${title} ${body.text}`;
   const keywords = extracted
-    ? extractKeywords(`${title} ${body.text}`, 5).keywords.map((k) => k.term)
+    ? extractKeywords(text, 5, textLanguage(text).stopwords).keywords.map((k) => k.term)
     : cleaned;
   return { keywords, extracted };
 }

@@ -1,0 +1,120 @@
+import * as stopwordLists from "stopword";
+import { describe, expect, it } from "vitest";
+import { audit } from "../../src/skills/lib/seo-audit";
+import { PARAGRAPHS, type SampleLanguage } from "../fixtures/language-samples";
+import { postJson } from "../helpers";
+
+/**
+ * The text skills for text that is not English. keyword_extract removed English stopwords only,
+ * so a French paragraph's top keywords were "la", "de", "bibliothèque", "et", "le", a Russian
+ * one's "в", "и", a Japanese one's "の", "に", "が", "は"; seo's extracted keywords the same; and
+ * ai_detector read every non-English paragraph as machine-written for lacking English
+ * contractions and pronouns (Spanish 0.72 "likely_ai").
+ */
+
+interface Keywords {
+  keywords: { term: string; count: number }[];
+  language: string;
+}
+
+async function extract(text: string, limit = 5): Promise<Keywords> {
+  const res = await postJson("/api/skills/keyword-extract", { text, limit });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+const lists = stopwordLists as unknown as Record<string, string[]>;
+const stopwordsOf = (lang: SampleLanguage) => new Set(lists[lang]);
+
+/** Each paragraph's subject, the library, as the language spells it in the nominative. */
+const LIBRARY: Partial<Record<SampleLanguage, string>> = {
+  eng: "library",
+  fra: "bibliothèque",
+  deu: "bibliothek",
+  spa: "biblioteca",
+  por: "biblioteca",
+  ita: "biblioteca",
+  nld: "bibliotheek",
+  rus: "библиотека",
+  pol: "biblioteka",
+  jpn: "図書館",
+  ara: "المكتبة",
+  hin: "पुस्तकालय",
+};
+
+describe("keyword_extract removes the stopwords of the text's own language", () => {
+  for (const lang of Object.keys(PARAGRAPHS) as SampleLanguage[]) {
+    it(`${lang}: names the language and ranks no ${lang} stopword in the top five`, async () => {
+      const r = await extract(PARAGRAPHS[lang]);
+      expect(r.language).toBe(lang);
+      const stop = stopwordsOf(lang);
+      expect(r.keywords.filter(({ term }) => stop.has(term))).toEqual([]);
+      if (LIBRARY[lang] !== undefined) expect(r.keywords[0]?.term).toBe(LIBRARY[lang]);
+    });
+  }
+
+  it("removes English stopwords too in another language's text (quoted English)", async () => {
+    const text = `${PARAGRAPHS.fra} Le slogan dit « the library for the people and the town ».`;
+    const r = await extract(text, 50);
+    expect(r.language).toBe("fra");
+    expect(r.keywords.map((k) => k.term)).not.toContain("the");
+    expect(r.keywords.map((k) => k.term)).toContain("library");
+  });
+
+  it("says und for text too short to tell and removes English stopwords only", async () => {
+    // franc alone read this as Esperanto, and "Guten Morgen" as Norwegian.
+    expect(await extract("Hola, ¿cómo estás?")).toMatchObject({
+      language: "und",
+      keywords: [
+        { term: "cómo", count: 1 },
+        { term: "estás", count: 1 },
+        { term: "hola", count: 1 },
+      ],
+    });
+    expect((await extract("the cat and the hat")).keywords.map((k) => k.term)).toEqual(["cat", "hat"]);
+  });
+});
+
+describe("seo extracts a page's keywords without its language's stopwords", () => {
+  it("a French page's extracted keywords are French content words", () => {
+    const page = `<!doctype html><html lang="en"><head><title>La nouvelle bibliothèque</title></head>
+<body><h1>La bibliothèque de la ville</h1><p>${PARAGRAPHS.fra}</p></body></html>`;
+    const result = audit(page, "https://example.test/", null) as { keywords: string[] };
+    expect(result.keywords.filter((k) => stopwordsOf("fra").has(k))).toEqual([]);
+    expect(result.keywords[0]).toBe("bibliothèque");
+  });
+});
+
+describe("ai_detector judges English prose only and says which language it read", () => {
+  const detect = async (text: string) => {
+    const res = await postJson("/api/skills/ai-detector", { text });
+    expect(res.status).toBe(200);
+    return res.json<{
+      language: string;
+      verdict: string;
+      ai_likelihood: number;
+      signals: { sentences: number; words: number };
+    }>();
+  };
+
+  for (const lang of ["fra", "spa", "deu", "rus", "jpn", "ara", "hin"] as const) {
+    it(`${lang}: measured but not judged (0.5, uncertain)`, async () => {
+      const r = await detect(PARAGRAPHS[lang]);
+      expect(r).toMatchObject({ language: lang, verdict: "uncertain", ai_likelihood: 0.5 });
+      expect(r.signals.words).toBeGreaterThan(40);
+    });
+  }
+
+  it("splits sentences at 。 ؟ and । as at a full stop", async () => {
+    expect((await detect(PARAGRAPHS.jpn)).signals.sentences).toBe(4);
+    expect((await detect(PARAGRAPHS.zho)).signals.sentences).toBe(4);
+    expect((await detect(PARAGRAPHS.ara)).signals.sentences).toBe(5);
+    expect((await detect(PARAGRAPHS.hin)).signals.sentences).toBe(4);
+  });
+
+  it("still judges English: the English paragraph keeps its computed likelihood", async () => {
+    const r = await detect(PARAGRAPHS.eng);
+    expect(r.language).toBe("eng");
+    expect(r.ai_likelihood).not.toBe(0.5);
+  });
+});

@@ -9,7 +9,7 @@ export const keywordExtract = defineSkill({
   price_usd: 0.008,
   kind: "utility",
   description:
-    "Extract the most frequent meaningful terms from a text: Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters, the text's language detected (franc, 187 languages) and its stopwords removed with English's (stopword package, 58 lists), named in language, numbers dropped, ranked by count then term so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
+    "Extract the most frequent meaningful terms from a text. Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters. The text's language is detected (franc) and its stopwords removed with English's (stopword lists): language names it. Numbers dropped; ranked by count then term, so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
   input: () =>
     z.object({
       text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),

@@ -34,6 +34,9 @@ const FIRST_USE_ONLY = [
   "@exodus/bytes",
   "entities",
   "jsonc-parser",
+  // keyword_extract's, seo's and ai_detector's language detection (lib/text-language.ts).
+  "franc",
+  "trigram-utils",
 ];
 
 interface Metafile {

@@ -22,7 +22,7 @@ export const keywordExtract = defineSkill({
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the language detected from the text\'s first 2,048 characters, whose stopwords were removed with English\'s ("fra", "zho"), or "und" when too short to tell (English stopwords only).',
+          'ISO 639-3 code of the language detected from the text\'s first 512 characters, whose stopwords were removed with English\'s ("fra", "zho"), or "und" when too short to tell (English stopwords only).',
       }),
     }),
   example_request: {

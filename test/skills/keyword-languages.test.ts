@@ -61,6 +61,13 @@ describe("keyword_extract removes the stopwords of the text's own language", () 
     expect(r.keywords.map((k) => k.term)).toContain("library");
   });
 
+  it("names the language of the text's start: a French opening, then 190,000 characters of English", async () => {
+    const text = `${PARAGRAPHS.fra} ${PARAGRAPHS.eng.repeat(500)}`.slice(0, 200_000);
+    const r = await extract(text, 3);
+    expect(r.language).toBe("fra");
+    expect(r.keywords[0]?.term).toBe("library");
+  });
+
   it("says und for text too short to tell and removes English stopwords only", async () => {
     // franc alone read this as Esperanto, and "Guten Morgen" as Norwegian.
     expect(await extract("Hola, ¿cómo estás?")).toMatchObject({

@@ -42,7 +42,7 @@ export const keywordExtract = defineSkill({
     language: "eng",
   },
   async run({ text, limit }) {
-    // franc and the 62 stopword lists load on the first call of an isolate, not at start-up.
+    // franc and the stopword lists load on the first call of an isolate, not at start-up.
     const { textLanguage } = await import("./lib/text-language");
     const { language, stopwords } = textLanguage(text);
     return { ...extractKeywords(text, limit, stopwords), language };

@@ -53,6 +53,20 @@ describe("keyword_extract removes the stopwords of the text's own language", () 
     });
   }
 
+  it.each([
+    ["cat", "La nova biblioteca va obrir les portes dilluns a l'antic ajuntament, amb vint mil llibres."],
+    ["dan", "Det nye bibliotek åbnede mandag i det gamle rådhus, og det har mere end tyve tusind bøger."],
+    [
+      "fin",
+      "Uusi kirjasto avattiin maanantaina vanhassa raatihuoneessa, ja siellä on yli kaksikymmentätuhatta kirjaa.",
+    ],
+    ["heb", "הספרייה החדשה נפתחה ביום שני בבניין העירייה הישן, ויש בה יותר מעשרים אלף ספרים."],
+  ])("tells %s from its neighbours (a smaller detector has no profile for it)", async (lang, text) => {
+    const r = await extract(text, 50);
+    expect(r.language).toBe(lang);
+    expect(r.keywords.filter(({ term }) => lists[lang]?.includes(term))).toEqual([]);
+  });
+
   it("removes English stopwords too in another language's text (quoted English)", async () => {
     const text = `${PARAGRAPHS.fra} Le slogan dit « the library for the people and the town ».`;
     const r = await extract(text, 50);

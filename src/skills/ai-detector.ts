@@ -10,7 +10,7 @@ const MAX_CHARS = 8000;
 const PREVIEW_CHARS = 200;
 const LIMITS =
   "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: " +
-  "text detected as another language (named in language) is measured but not judged (0.5, uncertain); " +
+  "text not clearly English (its language, named in language, read over all of it) is measured but not judged (0.5, uncertain); " +
   "unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, " +
   "technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.";
 
@@ -18,16 +18,18 @@ const LIMITS =
 // ending in half of one ("\ud83d…"), at a code point one flag of two (🇫) or a family cut short.
 const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREVIEW_CHARS, cutGraphemes);
 
-type Detect = (text: string) => { language: string };
-
-function judge(text: string, detect: Detect) {
+/**
+ * The judged text (its first MAX_CHARS characters) and its language, read over all of it: English
+ * signals judge it only when the English stopword list clearly covers most of its words (an
+ * English menu over a French page, or a French sentence over English prose, does not decide).
+ * The detector loads on the first call of an isolate that judges a text (not on a cache hit).
+ */
+async function judge(text: string) {
   const body = cut(text, MAX_CHARS);
-  const { language } = detect(body);
-  return { text_preview: preview(body), language, ...analyzeText(body, language) };
+  const { textLanguage } = await import("./lib/text-language");
+  const { language, clear } = textLanguage(body);
+  return { text_preview: preview(body), language, ...analyzeText(body, language === "eng" && clear) };
 }
-
-/** The language detector, loaded on the first call of an isolate (its tables are not start-up's). */
-const loadDetector = async (): Promise<Detect> => (await import("./lib/text-language")).textLanguage;
 
 export const aiDetector = defineSkill({
   id: "ai_detector",
@@ -36,7 +38,7 @@ export const aiDetector = defineSkill({
   price_usd: 0.01,
   kind: "analytic",
   description:
-    "Estimate whether a text (or the readable text of a URL) was machine-written from stylometric signals: sentence-length mean and burstiness, type-token ratio, repetition, punctuation and function-word profile, combined by a documented formula. Returns likelihoods that sum to 1 and a verdict. A heuristic, not proof: read the documented limits.",
+    "Estimate whether a text (or the readable text of a URL) was machine-written from stylometric signals: sentence-length mean and burstiness, type-token ratio, repetition, punctuation and function-word profile, combined by a documented formula. English only: text in another language (or mixed, or too short to tell) answers 0.5, uncertain. Returns likelihoods that sum to 1 and a verdict. A heuristic, not proof: read the documented limits.",
   input: () =>
     z
       .object({
@@ -71,7 +73,7 @@ export const aiDetector = defineSkill({
       }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the judged text\'s language ("und" when too short to tell). Only "eng" and "und" are judged; any other is 0.5 and uncertain.',
+          'ISO 639-3 code of the language most of the judged text is in ("und" when not told). Only text clearly in English is judged; any other is 0.5 and uncertain.',
       }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),
@@ -159,13 +161,12 @@ export const aiDetector = defineSkill({
     supported: ["text", "url"],
     source: "text",
     limits:
-      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: text detected as another language (named in language) is measured but not judged (0.5, uncertain); unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
+      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: text not clearly English (its language, named in language, read over all of it) is measured but not judged (0.5, uncertain); unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
   },
   async run({ url, text }, { env }) {
     const supported = ["text", "url"];
-    const detect = await loadDetector();
     if (text) {
-      const r = judge(text, detect);
+      const r = await judge(text);
       return { url, ...r, supported, source: "text", limits: LIMITS };
     }
     const target = precheckUrl(env, url as string);
@@ -176,12 +177,12 @@ export const aiDetector = defineSkill({
         /^(text\/html|application\/xhtml\+xml|text\/plain)$/,
         "HTML or text",
       );
-      if (!isHtml(doc)) return { final_url: doc.url, ...judge(doc.text, detect) };
+      if (!isHtml(doc)) return { final_url: doc.url, ...(await judge(doc.text)) };
       // The HTML converters load on first use, not at start-up. Only as much of the page is
       // converted as the first MAX_CHARS characters of its text need (a 2 MiB page was converted
       // whole, up to 157 million characters built, to keep 8,000).
       const { htmlToText } = await import("./lib/html-convert");
-      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"], MAX_CHARS), detect) };
+      return { final_url: doc.url, ...(await judge(htmlToText(doc.text, ["url"], MAX_CHARS))) };
     });
     const { final_url, ...r } = value;
     return { url, ...r, supported, source: "url", final_url, limits: LIMITS, cache };

@@ -1,5 +1,4 @@
 import * as z from "zod";
-import { extractKeywords } from "./lib/keywords";
 import { defineSkill } from "./types";
 
 export const keywordExtract = defineSkill({
@@ -9,7 +8,7 @@ export const keywordExtract = defineSkill({
   price_usd: 0.008,
   kind: "utility",
   description:
-    "Extract the most frequent meaningful terms from a text. Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters. The text's language is detected (franc) and its stopwords removed with English's (stopword lists): language names it. Numbers dropped; ranked by count then term, so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
+    "Extract the most frequent meaningful terms from a text. Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters. The language most of the text's words are in is detected and its stopwords removed with English's (stopword lists): language names it. Numbers dropped; ranked by count then term, so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
   input: () =>
     z.object({
       text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
@@ -22,7 +21,7 @@ export const keywordExtract = defineSkill({
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the language detected from the text\'s first 512 characters, whose stopwords were removed with English\'s ("fra", "zho"), or "und" when too short to tell (English stopwords only).',
+          'ISO 639-3 code of the language most of the text\'s words are in, whose stopwords were removed with English\'s ("fra", "zho"); "und" (English stopwords only) when no language is clearly ahead, as in most text of a few words.',
       }),
     }),
   example_request: {
@@ -43,8 +42,7 @@ export const keywordExtract = defineSkill({
   },
   async run({ text, limit }) {
     // franc and the stopword lists load on the first call of an isolate, not at start-up.
-    const { textLanguage } = await import("./lib/text-language");
-    const { language, stopwords } = textLanguage(text);
-    return { ...extractKeywords(text, limit, stopwords), language };
+    const { keywordsInLanguage } = await import("./lib/text-language");
+    return keywordsInLanguage(text, limit);
   },
 });

@@ -1,7 +1,10 @@
 import * as stopwordLists from "stopword";
 import { describe, expect, it } from "vitest";
 import { audit } from "../../src/skills/lib/seo-audit";
+import { keywordsInLanguage } from "../../src/skills/lib/text-language";
 import { PARAGRAPHS, type SampleLanguage } from "../fixtures/language-samples";
+// @ts-expect-error plain JS fixture data
+import { pages } from "../fixtures/upstream-data.mjs";
 import { postJson } from "../helpers";
 
 /**
@@ -75,11 +78,35 @@ describe("keyword_extract removes the stopwords of the text's own language", () 
     expect(r.keywords.map((k) => k.term)).toContain("library");
   });
 
-  it("names the language of the text's start: a French opening, then 190,000 characters of English", async () => {
-    const text = `${PARAGRAPHS.fra} ${PARAGRAPHS.eng.repeat(500)}`.slice(0, 200_000);
-    const r = await extract(text, 3);
-    expect(r.language).toBe("fra");
-    expect(r.keywords[0]?.term).toBe("library");
+  // The language was read from the text's first 512 characters: these answered "eng" and ranked
+  // la, de, bibliothèque, et, le; then "fra" for 190,000 characters of English.
+  it("names the language most of the text is in, not its opening's", async () => {
+    const french = await extract(`${PARAGRAPHS.eng} ${PARAGRAPHS.fra.repeat(10)}`, 5);
+    expect(french.language).toBe("fra");
+    expect(french.keywords.filter(({ term }) => stopwordsOf("fra").has(term))).toEqual([]);
+    expect(french.keywords[0]?.term).toBe("bibliothèque");
+    const english = await extract(`${PARAGRAPHS.fra} ${PARAGRAPHS.eng.repeat(500)}`.slice(0, 200_000), 3);
+    expect(english.language).toBe("eng");
+    expect(english.keywords[0]?.term).toBe("library");
+  });
+
+  it("says und for short English it cannot tell, never another language", async () => {
+    // franc alone named 7 of 15 such phrases cat, fra, sot, epo or afr.
+    const phrases = [
+      "Machine learning models need training data.",
+      "Open source license compliance checklist",
+      "Quarterly revenue grew by twelve percent.",
+      "Best hiking trails near Denver",
+      "Fresh bread baked every morning",
+      "Please confirm your email address.",
+      "Weather forecast for the weekend",
+      "Shipping is free on orders over fifty dollars",
+      "The meeting has been moved to Friday.",
+      "Click here to download the report",
+    ];
+    const languages = await Promise.all(phrases.map(async (p) => (await extract(p)).language));
+    expect(languages.filter((l) => l !== "eng" && l !== "und")).toEqual([]);
+    expect(languages.filter((l) => l === "eng").length).toBeGreaterThan(0);
   });
 
   it("says und for text too short to tell and removes English stopwords only", async () => {
@@ -100,7 +127,9 @@ describe("seo extracts a page's keywords without its language's stopwords", () =
   it("a French page's extracted keywords are French content words", () => {
     const page = `<!doctype html><html lang="en"><head><title>La nouvelle bibliothèque</title></head>
 <body><h1>La bibliothèque de la ville</h1><p>${PARAGRAPHS.fra}</p></body></html>`;
-    const result = audit(page, "https://example.test/", null) as { keywords: string[] };
+    const result = audit(page, "https://example.test/", null, null, keywordsInLanguage) as {
+      keywords: string[];
+    };
     expect(result.keywords.filter((k) => stopwordsOf("fra").has(k))).toEqual([]);
     expect(result.keywords[0]).toBe("bibliothèque");
   });
@@ -131,6 +160,26 @@ describe("ai_detector judges English prose only and says which language it read"
     expect((await detect(PARAGRAPHS.zho)).signals.sentences).toBe(4);
     expect((await detect(PARAGRAPHS.ara)).signals.sentences).toBe(5);
     expect((await detect(PARAGRAPHS.hin)).signals.sentences).toBe(4);
+  });
+
+  /** Machine-like English prose (the ai.html fixture page's text): likely_ai on its own. */
+  const aiProse = pages("")
+    ["ai.html"].replace(/<[^>]+>/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+
+  // The language was read from the first 512 characters of the text: a French sentence in front
+  // of English prose made it "uncertain", English in front of other languages judged it as English.
+  it("judges by the language most of the text is in, not its opening's", async () => {
+    expect(await detect(aiProse)).toMatchObject({ language: "eng", verdict: "likely_ai" });
+    const frenchFirst = await detect(`${PARAGRAPHS.fra.slice(0, 200)} ${aiProse}`);
+    expect(frenchFirst).toMatchObject({ language: "eng", verdict: "likely_ai" });
+    for (const mixed of [
+      `${PARAGRAPHS.eng} ${PARAGRAPHS.fra} ${PARAGRAPHS.spa} ${PARAGRAPHS.ita}`,
+      `${"Home | About us | Our services | Pricing | Blog | Contact us | Log in | Sign up for the newsletter | ".repeat(6)}${PARAGRAPHS.fra.repeat(2)}`,
+    ]) {
+      expect(await detect(mixed)).toMatchObject({ verdict: "uncertain", ai_likelihood: 0.5 });
+    }
   });
 
   it("still judges English: the English paragraph keeps its computed likelihood", async () => {

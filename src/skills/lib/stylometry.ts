@@ -62,13 +62,12 @@ function mattr(tokens: string[], window = 50) {
 }
 
 /**
- * `language` is the text's (ISO 639-3, lib/text-language.ts). The function-word, contraction,
+ * `english`: the text is clearly English (lib/text-language.ts). The function-word, contraction,
  * first-person and connective signals are English words: other prose scored as machine-written
- * by their absence alone (a French or Japanese news paragraph read 0.72 "likely_ai"). A text in
- * another detected language is measured but not judged: 0.5 and "uncertain". "und" (too short to
- * tell) is judged as English, as it is pulled toward 0.5 by its length anyway.
+ * by their absence alone (a French or Japanese news paragraph read 0.72 "likely_ai"). Any other
+ * text, mixed or too short to tell included, is measured but not judged: 0.5 and "uncertain".
  */
-export function analyzeText(text: string, language = "eng") {
+export function analyzeText(text: string, english = true) {
   const sentences = sentencesOf(text)
     .map((s) => ({ s, n: wordsOf(s).length }))
     .filter((x) => x.n > 0);
@@ -128,12 +127,11 @@ export function analyzeText(text: string, language = "eng") {
   for (const [k, w] of Object.entries(SIGNAL_WEIGHTS)) z += w * scores[k as keyof typeof scores];
   const raw = 1 / (1 + Math.exp(-5 * z));
   const lengthFactor = Math.min(1, words / FULL_LENGTH_WORDS);
-  const judged = language === "eng" || language === "und";
-  const aiMillis = judged ? Math.round((0.5 + (raw - 0.5) * lengthFactor) * 1000) : 500;
+  const aiMillis = english ? Math.round((0.5 + (raw - 0.5) * lengthFactor) * 1000) : 500;
   const ai = aiMillis / 1000;
   const human = (1000 - aiMillis) / 1000;
   const verdict =
-    words < MIN_WORDS_FOR_VERDICT || !judged
+    words < MIN_WORDS_FOR_VERDICT || !english
       ? "uncertain"
       : ai >= 0.65
         ? "likely_ai"

@@ -1,16 +1,31 @@
-import { franc } from "franc";
+import { francAll } from "franc";
 import * as stopwordLists from "stopword";
-import { ENGLISH_STOPWORDS, foldTerm } from "./keywords";
+import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } from "./keywords";
 
 /**
- * A text's language and the stopwords to remove from it. franc (trigram profiles of 187
- * languages, script detection first) reads the text's first SAMPLE_CHARS characters. It is asked
- * only about the 56 languages the `stopword` package has a list for, so a text is never put in a
- * language whose stopwords could not be removed anyway. franc-min (82 languages, 55 KB gzip) has
- * no Catalan, Danish, Finnish, Hebrew, Slovak or Norwegian profile; eld and tinyld were faster
- * per call but 460 KB / 257 KB gzip. franc and the lists (~175 KB gzip) load with this module on
- * the first call that needs them, never at start-up (keyword_extract, seo's keyword check and
- * ai_detector import it).
+ * A text's language and the stopwords to remove from it, decided over the whole text.
+ *
+ * First, stopword coverage: the terms keyword_extract counts in its one segmenter pass are looked
+ * up in an index of every `stopword` list (term -> lists, built once per isolate on first use),
+ * and the list that covers the most word tokens names the language, when it covers enough of
+ * them and clearly more than the runner-up (a French page quoting an English menu, or the other
+ * way round, is the language most of its words are in). franc decides only when no list does
+ * (Hebrew's prefixed words match no list; Danish and Norwegian, Catalan and Spanish share their
+ * short words): on a sample spread over the text, and only when its best guess is clearly ahead
+ * of the next. Otherwise the answer is "und" (English stopwords alone).
+ *
+ * Measured (scripts/bench/language-accuracy.ts, node 22, test/fixtures/language-samples.ts):
+ *   language right, 14 paragraphs: franc on the first 512 characters 14, coverage 14;
+ *   windows of 64/128/256 characters (244): franc-512 229, coverage 230 (und 7, wrong 7);
+ *   15 English phrases of 20-50 characters: franc-512 8 right, 7 wrong; coverage 9 eng, 6 und, 0 wrong;
+ *   keyword_extract 1 KB English: before detection 0.057 ms, franc-512 0.70 ms, coverage 0.090 ms;
+ *   200,000 characters: before 9.9 ms, franc-512 10.6 ms, coverage 9.4 ms.
+ * The index (~9,000 terms) costs ~3 ms once per isolate.
+ *
+ * franc is asked only about the languages the `stopword` package has a list for, so a text is
+ * never put in a language whose stopwords could not be removed anyway. franc-min (82 languages,
+ * 55 KB gzip) has no Catalan, Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the
+ * lists (~175 KB gzip) load with this module on the first call that needs them, never at start-up.
  */
 
 /** franc's codes (ISO 639-3, individual languages) for the `stopword` lists named by a macrolanguage or script. */
@@ -27,46 +42,146 @@ const LIST_OF: Record<string, string> = {
 };
 
 const lists = stopwordLists as unknown as Record<string, readonly string[] | undefined>;
-/** Lists with no franc language: Breton, Basque, Irish, Latin (franc has no profile for them) and
- * the variants a detector cannot tell apart (porBr, lggNd); also the package's digits (_123). */
+/**
+ * Lists no language is named by: Breton, Basque, Irish, Latin (franc has no profile for them, and
+ * Breton's list, holding "a", "da", "en", "la", "ha", read Catalan text as Breton), the variants no
+ * count can tell apart (porBr, lggNd) and the package's digits (_123).
+ */
 const NOT_DETECTED = new Set(["bre", "eus", "gle", "lat", "lgg", "lggNd", "porBr", "_123"]);
-const CANDIDATES = Object.keys(lists)
-  .filter((k) => Array.isArray(lists[k]) && !NOT_DETECTED.has(k))
-  .map((k) => Object.entries(LIST_OF).find(([, list]) => list === k)?.[0] ?? k);
+const LISTS = Object.keys(lists).filter((k) => Array.isArray(lists[k]) && !NOT_DETECTED.has(k));
+export const FRANC_CANDIDATES = LISTS.map(
+  (k) => Object.entries(LIST_OF).find(([, list]) => list === k)?.[0] ?? k,
+);
 
 /**
- * Shorter text is "und" (English stopwords only): franc's own floor, 10 characters, read
- * "Hola, ¿cómo estás?" as Esperanto and "Guten Morgen" as Norwegian.
+ * The coverage decision: the best list covers at least MIN_COVERED tokens and MIN_SHARE of all
+ * tokens, and the runner-up at most MAX_RUNNER_UP of what it covers. English prose runs at
+ * 40-55% coverage with the runner-up (Dutch, Afrikaans) at 10-25% of it; two stopwords of a
+ * 6-word phrase are not enough to tell (short English read as Catalan, Sotho or Esperanto by
+ * franc alone, 7 of 15 phrases of 20-50 characters).
  */
-const MIN_CHARS = 20;
+const MIN_COVERED = 2;
+const MIN_SHARE = 0.15;
+const MAX_RUNNER_UP = 0.85;
 /**
- * franc compares every distinct trigram of what it reads with every candidate's profile: its own
- * 2,048 characters cost ~2 ms a call (node, mixed Latin text, ~900 trigrams), 35 times
- * keyword_extract's own 0.057 ms on 1 KB; 512 cost ~0.7 ms and named each sample paragraph's
- * language as 2,048 did (test/fixtures/language-samples.ts, cut to 256 and 512 characters).
+ * franc's fallback: text under FRANC_MIN_CHARS characters is "und", and so is a guess whose
+ * runner-up scores above FRANC_MAX_RUNNER_UP (francAll scores 1 for the best, less for others;
+ * Portuguese's paragraph has Galician at 0.971, a 128-character window of it 0.995). A text over
+ * FRANC_SAMPLES windows of FRANC_WINDOW characters is read in that many windows spread over it,
+ * and a language must win more than half of them (franc compares every distinct trigram it reads
+ * with every profile: ~0.7 ms a 512-character window).
  */
-const SAMPLE_CHARS = 512;
+const FRANC_MIN_CHARS = 60;
+const FRANC_MAX_RUNNER_UP = 0.98;
+const FRANC_WINDOW = 512;
+const FRANC_SAMPLES = 4;
+
+let index: Map<string, number[]> | undefined;
+/** Every folded stopword -> the lists (indices into LISTS) holding it. */
+function stopwordIndex() {
+  if (index) return index;
+  index = new Map();
+  for (const [i, code] of LISTS.entries()) {
+    // Folded as the terms they are compared with are (a list may hold "Aber" or a decomposed letter).
+    for (const word of new Set((lists[code] ?? []).map(foldTerm))) {
+      const holders = index.get(word);
+      if (holders) holders.push(i);
+      else index.set(word, [i]);
+    }
+  }
+  return index;
+}
+
 const byLanguage = new Map<string, ReadonlySet<string>>([["eng", ENGLISH_STOPWORDS]]);
 
 export interface TextLanguage {
-  /** ISO 639-3 code of the stopword list used ("zho", "ara"), or "und" when not detected. */
+  /** ISO 639-3 code of the stopword list used ("zho", "ara"), or "und" when not told. */
   language: string;
   /**
+   * True when a stopword list covered clearly more of the text's tokens than any other; false when
+   * franc decided or nothing did. ai_detector judges only English decided this way.
+   */
+  clear: boolean;
+  /**
    * That language's stopwords and English's: a French page quoting "the" and "and" has them
-   * removed too. Undetected text (too short) gets English's alone, as before detection existed.
+   * removed too. Undetected text gets English's alone, as before detection existed.
    */
   stopwords: ReadonlySet<string>;
 }
 
-export function textLanguage(text: string): TextLanguage {
-  const code = franc(text.slice(0, SAMPLE_CHARS), { only: CANDIDATES, minLength: MIN_CHARS });
-  if (code === "und") return { language: "und", stopwords: ENGLISH_STOPWORDS };
-  const language = LIST_OF[code] ?? code;
+function stopwordsOf(language: string): ReadonlySet<string> {
   let stopwords = byLanguage.get(language);
   if (stopwords === undefined) {
-    // Folded as the terms they are compared with are (a list may hold "Aber" or a decomposed letter).
     stopwords = new Set([...ENGLISH_STOPWORDS, ...(lists[language] ?? []).map(foldTerm)]);
     byLanguage.set(language, stopwords);
   }
-  return { language, stopwords };
+  return stopwords;
+}
+
+/** The list covering most tokens, if it covers enough and clearly more than the next. */
+function byCoverage({ counts, tokens }: TermCounts): string | undefined {
+  const idx = stopwordIndex();
+  const covered = new Map<number, number>();
+  for (const [term, n] of counts)
+    for (const i of idx.get(term) ?? []) covered.set(i, (covered.get(i) ?? 0) + n);
+  let best: number | undefined;
+  let top = 0;
+  let next = 0;
+  for (const [i, n] of covered) {
+    if (n > top) [best, top, next] = [i, n, top];
+    else if (n > next) next = n;
+  }
+  if (best === undefined || top < MIN_COVERED || top < MIN_SHARE * tokens || next > MAX_RUNNER_UP * top)
+    return undefined;
+  return LISTS[best];
+}
+
+/** Up to FRANC_SAMPLES windows spread from the text's start to its end, the whole text when short. */
+function spreadSamples(text: string) {
+  if (text.length <= FRANC_WINDOW * FRANC_SAMPLES) return [text];
+  const step = (text.length - FRANC_WINDOW) / (FRANC_SAMPLES - 1);
+  return Array.from({ length: FRANC_SAMPLES }, (_, i) => {
+    const at = Math.round(i * step);
+    return text.slice(at, at + FRANC_WINDOW);
+  });
+}
+
+function francGuess(sample: string): string {
+  const [best, next] = francAll(sample, { only: FRANC_CANDIDATES, minLength: FRANC_MIN_CHARS });
+  if (best === undefined || best[0] === "und") return "und";
+  if (next !== undefined && next[1] > FRANC_MAX_RUNNER_UP) return "und";
+  return LIST_OF[best[0]] ?? best[0];
+}
+
+/** franc's answer when more than half the samples agree on it (a mixed text is "und"). */
+function byFranc(text: string): string {
+  if (text.length < FRANC_MIN_CHARS) return "und";
+  const samples = spreadSamples(text);
+  const votes = new Map<string, number>();
+  for (const sample of samples) {
+    const guess = francGuess(sample);
+    votes.set(guess, (votes.get(guess) ?? 0) + 1);
+  }
+  for (const [language, n] of votes) if (language !== "und" && n * 2 > samples.length) return language;
+  return "und";
+}
+
+/** The language of a text whose terms were counted (countTerms): see the module comment. */
+export function languageOf(terms: TermCounts, text: string): TextLanguage {
+  const listed = byCoverage(terms);
+  const language = listed ?? byFranc(text);
+  return {
+    language,
+    clear: listed !== undefined,
+    stopwords: language === "und" ? ENGLISH_STOPWORDS : stopwordsOf(language),
+  };
+}
+
+export const textLanguage = (text: string): TextLanguage => languageOf(countTerms(text), text);
+
+/** keyword_extract's terms in one segmenter pass: counted, the language read from them, ranked. */
+export function keywordsInLanguage(text: string, limit: number) {
+  const terms = countTerms(text);
+  const { language, stopwords } = languageOf(terms, text);
+  return { ...rankTerms(terms, limit, stopwords), language };
 }

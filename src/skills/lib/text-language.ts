@@ -10,17 +10,22 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * and the list that covers the most word tokens names the language, when it covers enough of
  * them and clearly more than the runner-up (a French page quoting an English menu, or the other
  * way round, is the language most of its words are in). franc decides only when no list does
- * (Hebrew's prefixed words match no list; Danish and Norwegian, Catalan and Spanish share their
- * short words): on a sample spread over the text, and only when its best guess is clearly ahead
- * of the next. Otherwise the answer is "und" (English stopwords alone).
+ * (Hebrew's prefixed words match no list; Portuguese and Galician share most short words, and a
+ * half-English half-French text has no clear winner): on windows spread over the text, and only
+ * when its best guess is clearly ahead of the next. Otherwise the answer is "und" (English
+ * stopwords alone).
  *
- * Measured (scripts/bench/language-accuracy.ts, node 22, test/fixtures/language-samples.ts):
- *   language right, 14 paragraphs: franc on the first 512 characters 14, coverage 14;
- *   windows of 64/128/256 characters (244): franc-512 229, coverage 230 (und 7, wrong 7);
- *   15 English phrases of 20-50 characters: franc-512 8 right, 7 wrong; coverage 9 eng, 6 und, 0 wrong;
- *   keyword_extract 1 KB English: before detection 0.057 ms, franc-512 0.70 ms, coverage 0.090 ms;
- *   200,000 characters: before 9.9 ms, franc-512 10.6 ms, coverage 9.4 ms.
- * The index (~9,000 terms) costs ~3 ms once per isolate.
+ * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
+ * process on a shared 2-core machine, medians of 9 rounds):
+ *   test/fixtures/language-samples.ts's 14 paragraphs: both 14 right;
+ *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 191 right,
+ *   1 und, 9 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
+ *   15 English phrases of 20-50 characters: franc-512 10 eng, 5 wrong (cat, fra, afr, nld, fra);
+ *   coverage 9 eng, 6 und, none wrong;
+ *   keyword_extract 1 KB English: 0.33 ms without detection, franc-512 1.01 ms, coverage 0.35 ms;
+ *   200,000 characters (English and French paragraphs in turn: no clear list, franc's 4 windows,
+ *   "und"): 51, 46 and 64 ms, within the machine's noise (each 40-80 ms over the rounds).
+ * The index (~11,000 terms of 56 lists) is built once per isolate: ~30 ms in node.
  *
  * franc is asked only about the languages the `stopword` package has a list for, so a text is
  * never put in a language whose stopwords could not be removed anyway. franc-min (82 languages,

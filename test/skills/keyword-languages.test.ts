@@ -5,6 +5,7 @@ import { keywordsInLanguage } from "../../src/skills/lib/text-language";
 import { PARAGRAPHS, type SampleLanguage } from "../fixtures/language-samples";
 // @ts-expect-error plain JS fixture data
 import { pages } from "../fixtures/upstream-data.mjs";
+import { FIXTURE } from "../fixtures/upstream-requests";
 import { postJson } from "../helpers";
 
 /**
@@ -132,6 +133,16 @@ describe("seo extracts a page's keywords without its language's stopwords", () =
     };
     expect(result.keywords.filter((k) => stopwordsOf("fra").has(k))).toEqual([]);
     expect(result.keywords[0]).toBe("bibliothèque");
+  });
+});
+
+describe("seo extracts a fetched page's keywords in the page's language", () => {
+  it("a French page under lang=en: French content words, no French stopwords", async () => {
+    const res = await postJson("/api/skills/seo", { url: `${FIXTURE}/pages/fr.html`, keywords: null });
+    expect(res.status).toBe(200);
+    const { keywords } = await res.json<{ keywords: string[] }>();
+    expect(keywords.filter((k) => stopwordsOf("fra").has(k))).toEqual([]);
+    expect(keywords[0]).toBe("bibliothèque");
   });
 });
 

@@ -1,4 +1,4 @@
-import { foldTerm } from "./keywords";
+import { extractKeywords, foldTerm } from "./keywords";
 import { cut, type Scan } from "./seo-scan";
 import { wordsOf } from "./text-stats";
 
@@ -69,7 +69,7 @@ export function countBody(text: string): CountedBody {
 /**
  * keyword_extract's ranking in the language of the text (lib/text-language.ts's keywordsInLanguage):
  * seo.ts loads it only when the audit extracts keywords, so a call with the caller's keywords or
- * answered from cache never loads the detector.
+ * answered from cache never loads the detector. Without it, English stopwords alone are removed.
  */
 export type KeywordsOf = (text: string, limit: number) => { keywords: { term: string }[] };
 
@@ -79,10 +79,14 @@ export type KeywordsOf = (text: string, limit: number) => { keywords: { term: st
  * <html lang>: templates ship lang="en" on pages of any language, and the text is what the
  * keywords come from.
  */
-function chooseKeywords(title: string, body: CountedBody, given: string[] | null, keywordsOf?: KeywordsOf) {
+function chooseKeywords(
+  title: string,
+  body: CountedBody,
+  given: string[] | null,
+  keywordsOf: KeywordsOf = extractKeywords,
+) {
   const cleaned = givenKeywords(given);
   if (cleaned.length > 0) return { keywords: cleaned, extracted: false };
-  if (keywordsOf === undefined) throw new Error("extracting a page's keywords needs keywordsOf");
   const keywords = keywordsOf(`${title} ${body.text}`, 5).keywords.map((k) => k.term);
   return { keywords, extracted: true };
 }

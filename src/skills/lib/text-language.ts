@@ -60,10 +60,11 @@ export const FRANC_CANDIDATES = LISTS.map(
 
 /**
  * The coverage decision: the best list covers at least MIN_COVERED tokens and MIN_SHARE of all
- * tokens, and the runner-up at most MAX_RUNNER_UP of what it covers. English prose runs at
- * 40-55% coverage with the runner-up (Dutch, Afrikaans) at 10-25% of it; two stopwords of a
- * 6-word phrase are not enough to tell (short English read as Catalan, Sotho or Esperanto by
- * franc alone, 7 of 15 phrases of 20-50 characters).
+ * tokens, and the runner-up at most MAX_RUNNER_UP of what it covers. The sample paragraphs: English
+ * 38 of 73 tokens (Finnish's list next, 19), French 37 of 79 (Catalan 25), Spanish 34 of 75
+ * (Galician 27), Portuguese 32 of 75 with Galician 30, too close: franc decides. A short phrase
+ * with one stopword, or as many of two lists', is "und" (franc alone read 7 of 15 English phrases
+ * of 20-50 characters as Catalan, French, Sotho, Esperanto or Afrikaans).
  */
 const MIN_COVERED = 2;
 const MIN_SHARE = 0.15;

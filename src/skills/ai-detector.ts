@@ -73,7 +73,7 @@ export const aiDetector = defineSkill({
       }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the language most of the judged text is in ("und" when not told). Only text clearly in English is judged; any other is 0.5 and uncertain.',
+          'ISO 639-3 code of the judged text\'s language, read as keyword_extract reads it (its stopwords, or franc over up to four 512-character windows; "und" when not told). Only text clearly in English is judged (the English list covers 15% of its words and clearly most, or franc reads English in every window and no other list covers 15%); any other is 0.5 and uncertain.',
       }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),

@@ -21,7 +21,7 @@ export const keywordExtract = defineSkill({
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the language most of the text\'s words are in, whose stopwords were removed with English\'s ("fra", "zho"); "und" (English stopwords only) when no language is clearly ahead, as in most text of a few words.',
+          'ISO 639-3 code of the language whose stopwords were removed with English\'s ("fra", "zho"): the one whose stopword list covers clearly most of the text\'s words, or failing that the one franc names in more than half of up to four 512-character windows spread over the text; "und" (English stopwords only) when none is clearly ahead, as in most text of a few words or text whose windows split evenly between two languages.',
       }),
     }),
   example_request: {

@@ -10,10 +10,15 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * and the list that covers the most word tokens names the language, when it covers enough of
  * them and clearly more than the runner-up (a French page quoting an English menu, or the other
  * way round, is the language most of its words are in). franc decides only when no list does
- * (Hebrew's prefixed words match no list; Portuguese and Galician share most short words, and a
- * half-English half-French text has no clear winner): on windows spread over the text, and only
- * when its best guess is clearly ahead of the next. Otherwise the answer is "und" (English
- * stopwords alone).
+ * (Hebrew's prefixed words match no list; Portuguese and Galician share most short words; a
+ * listicle of nouns has few stopwords; English and French paragraphs in turn have no clear list):
+ * on windows of at most 512 characters, one per 512 of text up to four, spread over it. A
+ * language franc guesses first in every window is the answer when no other language's list covers
+ * 15% of the tokens; otherwise one it names clearly ahead of the next in more than half the
+ * windows (3 of 4, 2 of 3, both of 2). So a text half in one language, half in another is "und"
+ * only when the windows split evenly: 200,000 characters of French and English paragraphs in
+ * turn, French first, are "fra" (3 windows to 1), English first "und" (2 to 2). Otherwise the
+ * answer is "und" (English stopwords alone).
  *
  * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
  * process on a shared 2-core machine, medians of 9 rounds):
@@ -22,9 +27,11 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  *   1 und, 9 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
  *   15 English phrases of 20-50 characters: franc-512 10 eng, 5 wrong (cat, fra, afr, nld, fra);
  *   coverage 9 eng, 6 und, none wrong;
- *   keyword_extract 1 KB English: 0.33 ms without detection, franc-512 1.01 ms, coverage 0.35 ms;
- *   200,000 characters (English and French paragraphs in turn: no clear list, franc's 4 windows,
- *   "und"): 51, 46 and 64 ms, within the machine's noise (each 40-80 ms over the rounds).
+ *   keyword_extract 1 KB English: 0.33 ms without detection, franc-512 1.01 ms, coverage 0.35 ms
+ *   (stopword-rich text, where a list decides and franc is not asked).
+ * Stopword-poor text is franc's (textLanguage alone, medians of 9 rounds of 50, same machine):
+ * 1 KB ~1.3 ms (2 windows), 2 KB and over ~3.5 ms (4 windows, ~0.9 ms each); franc handed 2 KB
+ * whole, as it was up to 2,048 characters, ~2.0 ms here (5.6 ms measured in review).
  * The index (~11,000 terms of 56 lists) is built once per isolate: ~30 ms in node.
  *
  * franc is asked only about the languages the `stopword` package has a list for, so a text is
@@ -73,9 +80,9 @@ const MAX_RUNNER_UP = 0.85;
  * franc's fallback: text under FRANC_MIN_CHARS characters is "und", and so is a guess whose
  * runner-up scores above FRANC_MAX_RUNNER_UP (francAll scores 1 for the best, less for others;
  * Portuguese's paragraph has Galician at 0.971, a 128-character window of it 0.995). A text over
- * FRANC_SAMPLES windows of FRANC_WINDOW characters is read in that many windows spread over it,
- * and a language must win more than half of them (franc compares every distinct trigram it reads
- * with every profile: ~0.7 ms a 512-character window).
+ * FRANC_SAMPLES windows of at most FRANC_WINDOW characters (see byFranc for how they vote; franc
+ * compares every distinct trigram it reads with every profile: ~0.9 ms a window of stopword-poor
+ * text).
  */
 const FRANC_MIN_CHARS = 60;
 const FRANC_MAX_RUNNER_UP = 0.98;

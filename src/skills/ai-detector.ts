@@ -9,7 +9,8 @@ import { cacheState, defineSkill, numberPerKey } from "./types";
 const MAX_CHARS = 8000;
 const PREVIEW_CHARS = 200;
 const LIMITS =
-  "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only; " +
+  "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: " +
+  "text not clearly English (its language, named in language, read over all of it) is measured but not judged (0.5, uncertain); " +
   "unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, " +
   "technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.";
 
@@ -17,9 +18,17 @@ const LIMITS =
 // ending in half of one ("\ud83d…"), at a code point one flag of two (🇫) or a family cut short.
 const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREVIEW_CHARS, cutGraphemes);
 
-function judge(text: string) {
+/**
+ * The judged text (its first MAX_CHARS characters) and its language, read over all of it: English
+ * signals judge it only when the English stopword list clearly covers most of its words (an
+ * English menu over a French page, or a French sentence over English prose, does not decide).
+ * The detector loads on the first call of an isolate that judges a text (not on a cache hit).
+ */
+async function judge(text: string) {
   const body = cut(text, MAX_CHARS);
-  return { text_preview: preview(body), ...analyzeText(body) };
+  const { textLanguage } = await import("./lib/text-language");
+  const { language, clear } = textLanguage(body);
+  return { text_preview: preview(body), language, ...analyzeText(body, language === "eng" && clear) };
 }
 
 export const aiDetector = defineSkill({
@@ -29,7 +38,7 @@ export const aiDetector = defineSkill({
   price_usd: 0.01,
   kind: "analytic",
   description:
-    "Estimate whether a text (or the readable text of a URL) was machine-written from stylometric signals: sentence-length mean and burstiness, type-token ratio, repetition, punctuation and function-word profile, combined by a documented formula. Returns likelihoods that sum to 1 and a verdict. A heuristic, not proof: read the documented limits.",
+    "Estimate whether a text (or the readable text of a URL) was machine-written from stylometric signals: sentence-length mean and burstiness, type-token ratio, repetition, punctuation and function-word profile, combined by a documented formula. English only: text in another language (or mixed, or too short to tell) answers 0.5, uncertain. Returns likelihoods that sum to 1 and a verdict. A heuristic, not proof: read the documented limits.",
   input: () =>
     z
       .object({
@@ -61,6 +70,10 @@ export const aiDetector = defineSkill({
       url: z.string().nullable(),
       text_preview: z.string().meta({
         description: `The judged text's start, whitespace collapsed: at most ${PREVIEW_CHARS} UTF-16 units, cut between characters (grapheme clusters) and ended with "…" when cut.`,
+      }),
+      language: z.string().meta({
+        description:
+          'ISO 639-3 code of the judged text\'s language, read as keyword_extract reads it (its stopwords, or franc over up to four 512-character windows; "und" when not told). Only text clearly in English is judged (the English list covers 15% of its words and clearly most, or franc reads English in every window and no other list covers 15%); any other is 0.5 and uncertain.',
       }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),
@@ -106,6 +119,7 @@ export const aiDetector = defineSkill({
     skill: "ai_detector",
     url: null,
     text_preview: "The quick brown fox jumps over the lazy dog. It was not amused.",
+    language: "eng",
     verdict: "uncertain",
     ai_likelihood: 0.491,
     human_likelihood: 0.509,
@@ -147,12 +161,12 @@ export const aiDetector = defineSkill({
     supported: ["text", "url"],
     source: "text",
     limits:
-      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only; unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
+      "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: text not clearly English (its language, named in language, read over all of it) is measured but not judged (0.5, uncertain); unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
   },
   async run({ url, text }, { env }) {
     const supported = ["text", "url"];
     if (text) {
-      const r = judge(text);
+      const r = await judge(text);
       return { url, ...r, supported, source: "text", limits: LIMITS };
     }
     const target = precheckUrl(env, url as string);
@@ -163,12 +177,12 @@ export const aiDetector = defineSkill({
         /^(text\/html|application\/xhtml\+xml|text\/plain)$/,
         "HTML or text",
       );
-      if (!isHtml(doc)) return { final_url: doc.url, ...judge(doc.text) };
+      if (!isHtml(doc)) return { final_url: doc.url, ...(await judge(doc.text)) };
       // The HTML converters load on first use, not at start-up. Only as much of the page is
       // converted as the first MAX_CHARS characters of its text need (a 2 MiB page was converted
       // whole, up to 157 million characters built, to keep 8,000).
       const { htmlToText } = await import("./lib/html-convert");
-      return { final_url: doc.url, ...judge(htmlToText(doc.text, ["url"], MAX_CHARS)) };
+      return { final_url: doc.url, ...(await judge(htmlToText(doc.text, ["url"], MAX_CHARS))) };
     });
     const { final_url, ...r } = value;
     return { url, ...r, supported, source: "url", final_url, limits: LIMITS, cache };

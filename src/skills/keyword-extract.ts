@@ -1,5 +1,4 @@
 import * as z from "zod";
-import { extractKeywords } from "./lib/keywords";
 import { defineSkill } from "./types";
 
 export const keywordExtract = defineSkill({
@@ -9,7 +8,7 @@ export const keywordExtract = defineSkill({
   price_usd: 0.008,
   kind: "utility",
   description:
-    "Extract the most frequent meaningful terms from a text: Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters, English stopwords removed (maintained stopword list), numbers dropped, ranked by count then term so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
+    "Extract the most frequent meaningful terms from a text. Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters. The language most of the text's words are in is detected and its stopwords removed with English's (stopword lists): language names it. Numbers dropped; ranked by count then term, so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
   input: () =>
     z.object({
       text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
@@ -20,6 +19,10 @@ export const keywordExtract = defineSkill({
       keywords: z.array(z.object({ term: z.string(), count: z.int().min(1) })),
       unique_terms: z.int().min(0),
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
+      language: z.string().meta({
+        description:
+          'ISO 639-3 code of the language whose stopwords were removed with English\'s ("fra", "zho"): the one whose stopword list covers clearly most of the text\'s words, or failing that the one franc names in more than half of up to four 512-character windows spread over the text; "und" (English stopwords only) when none is clearly ahead, as in most text of a few words or text whose windows split evenly between two languages.',
+      }),
     }),
   example_request: {
     text: "Agents pay per call. Agents like small, reliable calls that agents can pay for.",
@@ -35,6 +38,11 @@ export const keywordExtract = defineSkill({
     ],
     unique_terms: 7,
     tokens: 14,
+    language: "eng",
   },
-  run: ({ text, limit }) => extractKeywords(text, limit),
+  async run({ text, limit }) {
+    // franc and the stopword lists load on the first call of an isolate, not at start-up.
+    const { keywordsInLanguage } = await import("./lib/text-language");
+    return keywordsInLanguage(text, limit);
+  },
 });

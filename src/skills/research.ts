@@ -1,4 +1,4 @@
-import { eng } from "stopword";
+import { eng } from "stopword/src/stopwords_eng.js";
 import * as z from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";

@@ -196,8 +196,13 @@ export const seo = defineSkill({
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
       const { audit, PageTooDeep, MAX_HTML_DEPTH } = await import("./lib/seo-audit");
+      // The language detector loads only when the page's own keywords are extracted.
+      const keywordsOf =
+        checked === null || checked.length === 0
+          ? (await import("./lib/text-language")).keywordsInLanguage
+          : undefined;
       try {
-        return { final_url: doc.url, ...audit(doc.text, doc.url, checked, doc.robotsTag) };
+        return { final_url: doc.url, ...audit(doc.text, doc.url, checked, doc.robotsTag, keywordsOf) };
       } catch (e) {
         // The page the caller chose cannot be audited, as html_clean and ai_detector refuse it:
         // a 422 on url (not charged), where reading on cost the parser quadratic time.

@@ -34,6 +34,9 @@ const FIRST_USE_ONLY = [
   "@exodus/bytes",
   "entities",
   "jsonc-parser",
+  // keyword_extract's, seo's and ai_detector's language detection (lib/text-language.ts).
+  "franc",
+  "trigram-utils",
 ];
 
 interface Metafile {
@@ -129,8 +132,32 @@ describe("start-up evaluates only what every request needs", () => {
       }
     }
     expect(found).toEqual([]);
+    // Of the stopword package's 62 lists, start-up holds English's alone (research and stylometry
+    // import stopword/src/stopwords_eng.js: the package has no exports map, and its index imports
+    // every list, which a static import of it put in the entry's closure beside text-language's).
+    const lists = [...closure].flatMap((chunk) =>
+      Object.entries(meta.outputs[chunk]?.inputs ?? {})
+        .filter(([input, { bytesInOutput }]) => input.includes("node_modules/stopword/") && bytesInOutput > 0)
+        .map(([input]) => input.replace(/^.*node_modules\//, "")),
+    );
+    expect(lists).toEqual(["stopword/src/stopwords_eng.js"]);
     // Every heavy library is reached by the build at all (a renamed package must not pass vacuously).
     const reached = Object.keys(meta.inputs);
     expect(FIRST_USE_ONLY.filter((l) => !reached.some((i) => i.includes(`node_modules/${l}/`)))).toEqual([]);
+  });
+
+  it("seo loads the language detector only for a page whose keywords it extracts", {
+    timeout: 180_000,
+  }, () => {
+    const meta = build();
+    // seo.ts imports seo-keywords.ts before its cache check (the caller's keywords are the cache
+    // key) and seo-audit.ts on a miss, with the caller's keywords too: neither may bring it.
+    const fromAudit = Object.keys(meta.inputs)
+      .filter((k) => /src\/skills\/lib\/seo-(audit|keywords)\.ts$/.test(k))
+      .flatMap((k) => [...staticallyReached(meta, k).keys()]);
+    expect(fromAudit.length).toBeGreaterThan(2);
+    expect(fromAudit.filter((f) => f.includes("text-language") || f.includes("node_modules/franc/"))).toEqual(
+      [],
+    );
   });
 });

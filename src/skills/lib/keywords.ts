@@ -1,6 +1,6 @@
-import { eng } from "stopword";
+import { eng } from "stopword/src/stopwords_eng.js";
 
-const STOPWORDS = new Set<string>(eng);
+export const ENGLISH_STOPWORDS: ReadonlySet<string> = new Set(eng);
 const HAS_LETTER = /\p{L}/u;
 // One segmenter per isolate: Intl.Segmenter implements Unicode word boundaries (UAX #29), CJK included.
 let segmenter: Intl.Segmenter | undefined;
@@ -41,8 +41,17 @@ export const foldTerm = (word: string) =>
         .replaceAll("\u2019", "'")
     : word.toLowerCase();
 
-/** Counts meaningful terms: word-like segments, lowercased, minus stopwords, numbers and lone ASCII letters. */
-export function extractKeywords(text: string, limit: number) {
+/** Every word token of a text as its folded term, with its count; `tokens` counts them all. */
+export interface TermCounts {
+  counts: ReadonlyMap<string, number>;
+  tokens: number;
+}
+
+/**
+ * The one segmenter pass of a text: keyword_extract ranks these counts and lib/text-language.ts
+ * reads the text's language from the same ones (which stopword list covers most tokens).
+ */
+export function countTerms(text: string): TermCounts {
   segmenter ??= new Intl.Segmenter("und", { granularity: "word" });
   const counts = new Map<string, number>();
   let tokens = 0;
@@ -50,13 +59,26 @@ export function extractKeywords(text: string, limit: number) {
     if (!seg.isWordLike) continue;
     tokens++;
     const term = foldTerm(seg.segment);
-    if (STOPWORDS.has(term) || !HAS_LETTER.test(term) || (term.length === 1 && term < "\u0080")) continue;
     counts.set(term, (counts.get(term) ?? 0) + 1);
   }
-  const ranked = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return { counts, tokens };
+}
+
+/**
+ * Meaningful terms ranked by count, then term: stopwords (English's unless the caller passes its
+ * language's, lib/text-language.ts), numbers and lone ASCII letters left out.
+ */
+export function rankTerms({ counts, tokens }: TermCounts, limit: number, stopwords = ENGLISH_STOPWORDS) {
+  const kept = [...counts].filter(
+    ([term]) => !stopwords.has(term) && HAS_LETTER.test(term) && !(term.length === 1 && term < "\u0080"),
+  );
+  const ranked = kept.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   return {
     keywords: ranked.slice(0, limit).map(([term, count]) => ({ term, count })),
-    unique_terms: counts.size,
+    unique_terms: kept.length,
     tokens,
   };
 }
+
+/** English stopwords only: what research and stylometry count by. */
+export const extractKeywords = (text: string, limit: number) => rankTerms(countTerms(text), limit);

@@ -1,6 +1,6 @@
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, scanJson } from "../../http/json-text";
 import { codePointLength, shorten } from "../../text-cut";
-import { checkKeywords, countBody } from "./seo-keywords";
+import { checkKeywords, countBody, type KeywordsOf } from "./seo-keywords";
 import { type Scan, scan } from "./seo-scan";
 import type { WEIGHTS } from "./seo-weights";
 
@@ -321,12 +321,16 @@ function checkLinks(s: Scan, base: URL, f: Findings) {
   return { internal, external };
 }
 
-/** `robotsHeader`: the page's X-Robots-Tag response header, every value (null when it sent none). */
+/**
+ * `robotsHeader`: the page's X-Robots-Tag response header, every value (null when it sent none).
+ * `keywordsOf`: how the page's keywords are extracted when `given` has none (seo-keywords.ts).
+ */
 export function audit(
   html: string,
   pageUrl: string,
   given: string[] | null,
   robotsHeader: string | null = null,
+  keywordsOf?: KeywordsOf,
 ) {
   const s = scan(html);
   const base = new URL(pageUrl);
@@ -346,7 +350,7 @@ export function audit(
   checkWordCount(words, f);
   const links = checkLinks(s, base, f);
   const h1Text = h1s.map((h) => h.text).join(" ");
-  const kw = checkKeywords(s, h1Text, body, given, f.recs);
+  const kw = checkKeywords(s, h1Text, body, given, f.recs, keywordsOf);
   f.points.keywords = kw.points;
 
   return {

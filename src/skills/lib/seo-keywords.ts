@@ -66,14 +66,29 @@ export function countBody(text: string): CountedBody {
   return { text: counted, words, estimate };
 }
 
-/** The caller's keywords (givenKeywords), or the top five of the title and counted body when none. */
-function chooseKeywords(title: string, body: CountedBody, given: string[] | null) {
+/**
+ * keyword_extract's ranking in the language of the text (lib/text-language.ts's keywordsInLanguage):
+ * seo.ts loads it only when the audit extracts keywords, so a call with the caller's keywords or
+ * answered from cache never loads the detector. Without it, English stopwords alone are removed.
+ */
+export type KeywordsOf = (text: string, limit: number) => { keywords: { term: string }[] };
+
+/**
+ * The caller's keywords (givenKeywords), or the top five of the title and counted body when none,
+ * without the stopwords of the language most of that text is in. The text is asked, not
+ * <html lang>: templates ship lang="en" on pages of any language, and the text is what the
+ * keywords come from.
+ */
+function chooseKeywords(
+  title: string,
+  body: CountedBody,
+  given: string[] | null,
+  keywordsOf: KeywordsOf = extractKeywords,
+) {
   const cleaned = givenKeywords(given);
-  const extracted = cleaned.length === 0;
-  const keywords = extracted
-    ? extractKeywords(`${title} ${body.text}`, 5).keywords.map((k) => k.term)
-    : cleaned;
-  return { keywords, extracted };
+  if (cleaned.length > 0) return { keywords: cleaned, extracted: false };
+  const keywords = keywordsOf(`${title} ${body.text}`, 5).keywords.map((k) => k.term);
+  return { keywords, extracted: true };
 }
 
 /** Lower-cased places a keyword is looked for. */
@@ -132,9 +147,10 @@ export function checkKeywords(
   body: CountedBody,
   given: string[] | null,
   recs: string[],
+  keywordsOf?: KeywordsOf,
 ) {
   const title = cut(s.title ?? "", MAX_COUNTED_CHARS);
-  const { keywords, extracted } = chooseKeywords(title, body, given);
+  const { keywords, extracted } = chooseKeywords(title, body, given, keywordsOf);
   // Folded as the extracted terms are (keywords.ts): "İstanbul" on the page is the term "istanbul".
   const lower: Places = {
     title: foldTerm(title),

@@ -1,4 +1,4 @@
-import { eng } from "stopword";
+import { eng } from "stopword/src/stopwords_eng.js";
 import { sentencesOf, wordsOf } from "./text-stats";
 
 /**
@@ -61,7 +61,13 @@ function mattr(tokens: string[], window = 50) {
   return sum / (tokens.length - window + 1);
 }
 
-export function analyzeText(text: string) {
+/**
+ * `english`: the text is clearly English (lib/text-language.ts). The function-word, contraction,
+ * first-person and connective signals are English words: other prose scored as machine-written
+ * by their absence alone (a French or Japanese news paragraph read 0.72 "likely_ai"). Any other
+ * text, mixed or too short to tell included, is measured but not judged: 0.5 and "uncertain".
+ */
+export function analyzeText(text: string, english = true) {
   const sentences = sentencesOf(text)
     .map((s) => ({ s, n: wordsOf(s).length }))
     .filter((x) => x.n > 0);
@@ -121,11 +127,11 @@ export function analyzeText(text: string) {
   for (const [k, w] of Object.entries(SIGNAL_WEIGHTS)) z += w * scores[k as keyof typeof scores];
   const raw = 1 / (1 + Math.exp(-5 * z));
   const lengthFactor = Math.min(1, words / FULL_LENGTH_WORDS);
-  const aiMillis = Math.round((0.5 + (raw - 0.5) * lengthFactor) * 1000);
+  const aiMillis = english ? Math.round((0.5 + (raw - 0.5) * lengthFactor) * 1000) : 500;
   const ai = aiMillis / 1000;
   const human = (1000 - aiMillis) / 1000;
   const verdict =
-    words < MIN_WORDS_FOR_VERDICT
+    words < MIN_WORDS_FOR_VERDICT || !english
       ? "uncertain"
       : ai >= 0.65
         ? "likely_ai"

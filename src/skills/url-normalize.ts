@@ -5,6 +5,13 @@ import { isTrackingParam } from "./lib/tracking-params";
 import { defineSkill } from "./types";
 
 const HAS_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
+/**
+ * Text that reaches "://" before any "/", "?" or "#" meant a scheme: when that scheme is not one
+ * ("\u200bhttp://a.b/", "h\u00adttp://a.b/", "1http://a.b/"), putting https:// in front read the
+ * would-be scheme as the host (the IDNA mapping drops the invisible characters): host "http", path
+ * "//a.b/". WHATWG refuses such text (a relative URL with no base), and so does this skill.
+ */
+const MEANT_A_SCHEME = /^[^/?#:]*:\/\//;
 
 export function trimTrailingDots(host: string): string {
   let end = host.length;
@@ -42,6 +49,10 @@ function parse(input: string): URL {
   // sha256 refuses text UTF-8 cannot encode.
   if (!trimmed.isWellFormed()) {
     const error = "lone surrogate, which UTF-8 cannot encode";
+    throw InputError.at(["url"], `Input should be a valid URL, ${error}`, input, "url_parsing", { error });
+  }
+  if (!HAS_SCHEME.test(trimmed) && MEANT_A_SCHEME.test(trimmed)) {
+    const error = "relative URL without a base";
     throw InputError.at(["url"], `Input should be a valid URL, ${error}`, input, "url_parsing", { error });
   }
   // "example.com/path" is what people paste; read it as a web address rather than refuse it.

@@ -277,6 +277,24 @@ describe("the runtime's URL parser against WPT's urltestdata.json", () => {
     expect(normalizeUrl("h\nttp://ex.com:80/").canonical).toBe("https://ex.com/");
   });
 
+  it("refuses a would-be scheme that is none (an invisible character in or before it) rather than read it as the host", () => {
+    // https:// was put in front, the IDNA mapping dropped the invisible character, and the
+    // canonical URL was https://http//a.b/ with host "http".
+    for (const url of [
+      "\u200bhttp://a.b/",
+      "h\u00adttp://a.b/",
+      "http\u200b://a.b/",
+      "ht\u200dtps://a.b/x",
+      "1http://a.b/",
+    ]) {
+      expect(attempt(url), JSON.stringify(url)).toBe("url_parsing");
+    }
+    // What people paste without a scheme still reads as https, "://" later in it included.
+    expect(normalizeUrl("example.com/go?to=http://x.y/").host).toBe("example.com");
+    expect(normalizeUrl("localhost:8080/x").canonical).toBe("https://localhost:8080/x");
+    expect(normalizeUrl("//a.b/x").canonical).toBe("https://a.b/x");
+  });
+
   it("strips C0 controls, space and trim()'s Unicode spaces from both ends, in any order (README)", () => {
     // trim() ran first and the C0 loop after: "\u0001\u00a0http://…" was refused, "\u00a0\u0001http://…"
     // accepted, and "/x\u0001\u00a0" lost only the NBSP's share of what it should.

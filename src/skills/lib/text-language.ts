@@ -74,6 +74,7 @@ export const FRANC_CANDIDATES = LISTS.map(
  * of 20-50 characters as Catalan, French, Sotho, Esperanto or Afrikaans).
  */
 const MIN_COVERED = 2;
+const MIN_TERMS = 3;
 const MIN_SHARE = 0.15;
 const MAX_RUNNER_UP = 0.85;
 /**
@@ -133,26 +134,32 @@ function stopwordsOf(language: string): ReadonlySet<string> {
   return stopwords;
 }
 
-/** Tokens covered by each list (indices into LISTS) holding at least one of the text's terms. */
+/** Tokens and distinct terms covered by each list (indices into LISTS) holding one of the text's terms. */
 function coverage({ counts }: TermCounts) {
   const idx = stopwordIndex();
-  const covered = new Map<number, number>();
+  const covered = new Map<number, { tokens: number; terms: number }>();
   for (const [term, n] of counts)
-    for (const i of idx.get(term) ?? []) covered.set(i, (covered.get(i) ?? 0) + n);
+    for (const i of idx.get(term) ?? []) {
+      const c = covered.get(i);
+      if (c) [c.tokens, c.terms] = [c.tokens + n, c.terms + 1];
+      else covered.set(i, { tokens: n, terms: 1 });
+    }
   return covered;
 }
+type Coverage = ReturnType<typeof coverage>;
 
-/** The list covering most tokens, if it covers enough and clearly more than the next. */
-function byCoverage(covered: Map<number, number>, tokens: number): string | undefined {
+/** The list covering most tokens, if it covers enough of them, with enough distinct terms, clearly more than the next. */
+function byCoverage(covered: Coverage, tokens: number): string | undefined {
   let best: number | undefined;
   let top = 0;
   let next = 0;
-  for (const [i, n] of covered) {
+  for (const [i, { tokens: n }] of covered) {
     if (n > top) [best, top, next] = [i, n, top];
     else if (n > next) next = n;
   }
   if (best === undefined || top < MIN_COVERED || top < MIN_SHARE * tokens || next > MAX_RUNNER_UP * top)
     return undefined;
+  if ((covered.get(best)?.terms ?? 0) < MIN_TERMS) return undefined;
   return LISTS[best];
 }
 
@@ -180,24 +187,23 @@ function francGuess(sample: string): { guess: string; ahead: boolean } {
 
 /**
  * `majority`: the language franc names clearly ahead in more than half the windows (3 of 4, 2 of
- * 3, both of 2), "und" otherwise; `every`: the language it guesses first in every window, however
+ * 3, both of 2, the one of 1), "und" otherwise; `only`: a one-window text's first guess, however
  * close the runner-up (stopword-poor English has French at 0.98).
  */
-function byFranc(text: string): { majority: string; every?: string } {
-  if (text.length < FRANC_MIN_CHARS) return { majority: "und" };
+function byFranc(text: string): { majority: string; windows: number; only?: string } {
+  if (text.length < FRANC_MIN_CHARS) return { majority: "und", windows: 0 };
   const guesses = spreadSamples(text).map(francGuess);
   const votes = new Map<string, number>();
   for (const { guess, ahead } of guesses) if (ahead) votes.set(guess, (votes.get(guess) ?? 0) + 1);
   const majority = [...votes].find(([, n]) => n * 2 > guesses.length)?.[0] ?? "und";
-  const first = guesses[0]?.guess;
-  const every = first !== "und" && guesses.every(({ guess }) => guess === first) ? first : undefined;
-  return { majority, every };
+  return { majority, windows: guesses.length, only: guesses.length === 1 ? guesses[0]?.guess : undefined };
 }
 
-const answer = (language: string, clear: boolean): TextLanguage => ({
+/** The language and whether it is clear, its stopwords removed with English's. */
+const answer = (language: string, clear: boolean, removeOwn = true): TextLanguage => ({
   language,
   clear,
-  stopwords: language === "und" ? ENGLISH_STOPWORDS : stopwordsOf(language),
+  stopwords: language === "und" || !removeOwn ? ENGLISH_STOPWORDS : stopwordsOf(language),
 });
 
 /** The language of a text whose terms were counted (countTerms): see the module comment. */
@@ -205,17 +211,24 @@ export function languageOf(terms: TermCounts, text: string): TextLanguage {
   const covered = coverage(terms);
   const listed = byCoverage(covered, terms.tokens);
   if (listed !== undefined) return answer(listed, true);
-  const { majority, every } = byFranc(text);
-  // Stopword-poor text (a listicle of nouns) is still clearly one language when franc guesses it
-  // in every window and no other language's list covers MIN_SHARE of the tokens (the Portuguese
-  // paragraph's Galician list covers 40%).
-  if (every !== undefined) {
-    const own = LISTS.indexOf(every);
-    if (![...covered].some(([i, n]) => i !== own && n >= MIN_SHARE * terms.tokens))
-      return answer(every, true);
-  }
-  return answer(majority, false);
+  const { majority, windows, only } = byFranc(text);
+  // ai_detector judges English franc names clearly ahead in more than half of two or more windows,
+  // or first in a text's one window when no other list covers MIN_COVERED tokens: franc puts
+  // stopword-poor English first with French at 0.98, and a German listing of English loanwords
+  // first as English, where the German list covers its "und", "mit", "für".
+  if (windows >= 2 ? majority === "eng" : only === "eng" && !otherListCovers(covered, "eng"))
+    return answer("eng", true);
+  if (majority === "und") return answer("und", false);
+  // franc's trigrams name stopword-poor English Danish or French as often as not, so its guess has
+  // its stopwords removed only when its own list covers MIN_SHARE of the tokens (Portuguese read
+  // beside Galician), never English content words such as Danish's "fire" and "store".
+  const own = covered.get(LISTS.indexOf(majority))?.tokens ?? 0;
+  return answer(majority, false, own >= MIN_SHARE * terms.tokens);
 }
+
+/** Whether a list other than `language`'s covers MIN_COVERED of the text's tokens. */
+const otherListCovers = (covered: Coverage, language: string) =>
+  [...covered].some(([i, c]) => LISTS[i] !== language && c.tokens >= MIN_COVERED);
 
 export const textLanguage = (text: string): TextLanguage => languageOf(countTerms(text), text);
 

@@ -8,25 +8,37 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * First, stopword coverage: the terms keyword_extract counts in its one segmenter pass are looked
  * up in an index of every `stopword` list (term -> lists, built once per isolate on first use),
  * and the list that covers the most word tokens names the language, when it covers enough of
- * them and clearly more than the runner-up (a French page quoting an English menu, or the other
- * way round, is the language most of its words are in). franc decides only when no list does
- * (Hebrew's prefixed words match no list; Portuguese and Galician share most short words; a
- * listicle of nouns has few stopwords; English and French paragraphs in turn have no clear list):
- * on windows of at most 512 characters, one per 512 of text up to four, spread over it. A
- * language franc guesses first in every window is the answer when no other language's list covers
- * 15% of the tokens; otherwise one it names clearly ahead of the next in more than half the
- * windows (3 of 4, 2 of 3, both of 2). So a text half in one language, half in another is "und"
- * only when the windows split evenly: 200,000 characters of French and English paragraphs in
- * turn, French first, are "fra" (3 windows to 1), English first "und" (2 to 2). Otherwise the
- * answer is "und" (English stopwords alone).
+ * them, with at least three distinct stopwords, and clearly more than the runner-up (a French page
+ * quoting an English menu, or the other way round, is the language most of its words are in; an
+ * English list of goods repeating "fire" and "store", both in Danish's list, is not Danish). franc
+ * decides only when no list does (Hebrew's prefixed words match no list; Portuguese and Galician
+ * share most short words; a listicle of nouns has few stopwords; English and French paragraphs in
+ * turn have no clear list): on windows of at most 512 characters, one per 512 of text up to four,
+ * spread over it, the language it names clearly ahead of the next in more than half the windows
+ * (3 of 4, 2 of 3, both of 2, the one of 1), "und" otherwise. So a text half in one language, half
+ * in another is "und" only when the windows split evenly: 200,000 characters of French and English
+ * paragraphs in turn, French first, are "fra" (3 windows to 1), English first "und" (2 to 2).
+ *
+ * franc's trigrams are not sure of stopword-poor text: of 20 English noun lists of 110-130
+ * characters (test/fixtures/english-noun-lists.ts) it put 16 first as French, Danish, Norwegian,
+ * Catalan, Romanian or Estonian, often clearly ahead. So a language franc names is reported, but
+ * its stopwords are removed (with English's) only when its own list covers 15% of the tokens (a
+ * close call such as Portuguese beside Galician); otherwise English's alone, as for "und". And
+ * `clear`, what ai_detector judges English by, is true for a coverage win, or for English franc
+ * names clearly ahead in more than half of two or more windows, or first in a text's only window
+ * while no other list covers two of its tokens (a German listing of English loanwords, read as
+ * English, has "mit", "und", "für"; a listicle of English nouns none).
  *
  * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
  * process on a shared 2-core machine, medians of 9 rounds):
  *   test/fixtures/language-samples.ts's 14 paragraphs: both 14 right;
- *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 191 right,
- *   1 und, 9 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
+ *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 192 right,
+ *   1 und, 8 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
  *   15 English phrases of 20-50 characters: franc-512 10 eng, 5 wrong (cat, fra, afr, nld, fra);
- *   coverage 9 eng, 6 und, none wrong;
+ *   coverage 4 eng, 11 und, none wrong (9 eng before three distinct stopwords were asked for: "the",
+ *   "and" alone no longer decide; und removes English's stopwords as eng does);
+ *   the 20 noun lists: 3 eng and clear, 1 eng, 4 und, 12 another language not clear, none losing
+ *   a word (every franc guess was clear before: 16 another language, 3 lost words);
  *   keyword_extract 1 KB English: 0.33 ms without detection, franc-512 1.01 ms, coverage 0.35 ms
  *   (stopword-rich text, where a list decides and franc is not asked).
  * Stopword-poor text is franc's (textLanguage alone, medians of 9 rounds of 50, same machine):
@@ -35,7 +47,7 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * The index (~11,000 terms of 56 lists) is built once per isolate: ~30 ms in node.
  *
  * franc is asked only about the languages the `stopword` package has a list for, so a text is
- * never put in a language whose stopwords could not be removed anyway. franc-min (82 languages,
+ * never put in a language without one. franc-min (82 languages,
  * 55 KB gzip) has no Catalan, Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the
  * lists (~175 KB gzip) load with this module on the first call that needs them, never at start-up.
  */
@@ -66,8 +78,8 @@ export const FRANC_CANDIDATES = LISTS.map(
 );
 
 /**
- * The coverage decision: the best list covers at least MIN_COVERED tokens and MIN_SHARE of all
- * tokens, and the runner-up at most MAX_RUNNER_UP of what it covers. The sample paragraphs: English
+ * The coverage decision: the best list covers at least MIN_COVERED tokens, MIN_SHARE of all
+ * tokens and MIN_TERMS distinct terms, and the runner-up at most MAX_RUNNER_UP of what it covers. The sample paragraphs: English
  * 38 of 73 tokens (Finnish's list next, 19), French 37 of 79 (Catalan 25), Spanish 34 of 75
  * (Galician 27), Portuguese 32 of 75 with Galician 30, too close: franc decides. A short phrase
  * with one stopword, or as many of two lists', is "und" (franc alone read 7 of 15 English phrases
@@ -109,18 +121,18 @@ function stopwordIndex() {
 const byLanguage = new Map<string, ReadonlySet<string>>([["eng", ENGLISH_STOPWORDS]]);
 
 export interface TextLanguage {
-  /** ISO 639-3 code of the stopword list used ("zho", "ara"), or "und" when not told. */
+  /** ISO 639-3 code of the language read ("zho", "ara"), or "und" when not told. */
   language: string;
   /**
-   * True when a stopword list covered clearly more of the text's tokens than any other, or when
-   * franc named the language in every window it read and no other language's list covers 15% of
-   * the tokens; false otherwise ("und", a franc majority only, or another list covering much of
-   * the text). ai_detector judges only English that is clear.
+   * True when a stopword list covered clearly more of the text's tokens than any other, or for
+   * English franc named (see the module comment); false otherwise. ai_detector judges only English
+   * that is clear.
    */
   clear: boolean;
   /**
    * That language's stopwords and English's: a French page quoting "the" and "and" has them
-   * removed too. Undetected text gets English's alone, as before detection existed.
+   * removed too. Undetected text, and a franc guess whose own list covers under 15% of the
+   * tokens, gets English's alone.
    */
   stopwords: ReadonlySet<string>;
 }

@@ -25,8 +25,8 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * its stopwords are removed (with English's) only when its own list covers 15% of the tokens (a
  * close call such as Portuguese beside Galician); otherwise English's alone, as for "und". And
  * `clear`, what ai_detector judges English by, is true for a coverage win, or for English franc
- * names clearly ahead in more than half of two or more windows, or first in a text's only window
- * while no other list covers two of its tokens (a German listing of English loanwords, read as
+ * names clearly ahead in more than half of two or more windows, or first in every window while
+ * no other list covers two of its tokens (a German listing of English loanwords, read as
  * English, has "mit", "und", "für"; a listicle of English nouns none).
  *
  * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
@@ -199,16 +199,18 @@ function francGuess(sample: string): { guess: string; ahead: boolean } {
 
 /**
  * `majority`: the language franc names clearly ahead in more than half the windows (3 of 4, 2 of
- * 3, both of 2, the one of 1), "und" otherwise; `only`: a one-window text's first guess, however
- * close the runner-up (stopword-poor English has French at 0.98).
+ * 3, both of 2, the one of 1), "und" otherwise; `every`: the one it guesses first in every window,
+ * however close the runner-up (stopword-poor English has French at 0.98).
  */
-function byFranc(text: string): { majority: string; windows: number; only?: string } {
+function byFranc(text: string): { majority: string; windows: number; every?: string } {
   if (text.length < FRANC_MIN_CHARS) return { majority: "und", windows: 0 };
   const guesses = spreadSamples(text).map(francGuess);
   const votes = new Map<string, number>();
   for (const { guess, ahead } of guesses) if (ahead) votes.set(guess, (votes.get(guess) ?? 0) + 1);
   const majority = [...votes].find(([, n]) => n * 2 > guesses.length)?.[0] ?? "und";
-  return { majority, windows: guesses.length, only: guesses.length === 1 ? guesses[0]?.guess : undefined };
+  const first = guesses[0]?.guess;
+  const every = guesses.every(({ guess }) => guess === first) ? first : undefined;
+  return { majority, windows: guesses.length, every };
 }
 
 /** The language and whether it is clear, its stopwords removed with English's. */
@@ -223,12 +225,12 @@ export function languageOf(terms: TermCounts, text: string): TextLanguage {
   const covered = coverage(terms);
   const listed = byCoverage(covered, terms.tokens);
   if (listed !== undefined) return answer(listed, true);
-  const { majority, windows, only } = byFranc(text);
+  const { majority, windows, every } = byFranc(text);
   // ai_detector judges English franc names clearly ahead in more than half of two or more windows,
-  // or first in a text's one window when no other list covers MIN_COVERED tokens: franc puts
+  // or first in every window while no other list covers MIN_COVERED tokens: franc puts
   // stopword-poor English first with French at 0.98, and a German listing of English loanwords
-  // first as English, where the German list covers its "und", "mit", "für".
-  if (windows >= 2 ? majority === "eng" : only === "eng" && !otherListCovers(covered, "eng"))
+  // first as English, where the German list covers its "mit", "und", "für".
+  if ((windows >= 2 && majority === "eng") || (every === "eng" && !otherListCovers(covered, "eng")))
     return answer("eng", true);
   if (majority === "und") return answer("und", false);
   // franc's trigrams name stopword-poor English Danish or French as often as not, so its guess has

@@ -47,9 +47,9 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * The index (~11,000 terms of 56 lists) is built once per isolate: ~30 ms in node.
  *
  * franc is asked only about the languages the `stopword` package has a list for, so a text is
- * never put in a language without one. franc-min (82 languages,
- * 55 KB gzip) has no Catalan, Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the
- * lists (~175 KB gzip) load with this module on the first call that needs them, never at start-up.
+ * never put in a language without one. franc-min (82 languages, 55 KB gzip) has no Catalan,
+ * Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the lists (~175 KB gzip) load
+ * with this module on the first call that needs them, never at start-up.
  */
 
 /** franc's codes (ISO 639-3, individual languages) for the `stopword` lists named by a macrolanguage or script. */
@@ -79,8 +79,8 @@ export const FRANC_CANDIDATES = LISTS.map(
 
 /**
  * The coverage decision: the best list covers at least MIN_COVERED tokens, MIN_SHARE of all
- * tokens and MIN_TERMS distinct terms, and the runner-up at most MAX_RUNNER_UP of what it covers. The sample paragraphs: English
- * 38 of 73 tokens (Finnish's list next, 19), French 37 of 79 (Catalan 25), Spanish 34 of 75
+ * tokens and MIN_TERMS distinct terms, and the runner-up at most MAX_RUNNER_UP of what it covers.
+ * The sample paragraphs: English 38 of 73 tokens (Finnish's list next, 19), French 37 of 79 (Catalan 25), Spanish 34 of 75
  * (Galician 27), Portuguese 32 of 75 with Galician 30, too close: franc decides. A short phrase
  * with one stopword, or as many of two lists', is "und" (franc alone read 7 of 15 English phrases
  * of 20-50 characters as Catalan, French, Sotho, Esperanto or Afrikaans).
@@ -160,7 +160,7 @@ function coverage({ counts }: TermCounts) {
 }
 type Coverage = ReturnType<typeof coverage>;
 
-/** The list covering most tokens, if it covers enough of them, with enough distinct terms, clearly more than the next. */
+/** The list covering most tokens, if it covers enough, with enough distinct terms, clearly more than the next. */
 function byCoverage(covered: Coverage, tokens: number): string | undefined {
   let best: number | undefined;
   let top = 0;

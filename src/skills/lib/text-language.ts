@@ -23,7 +23,9 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * characters (test/fixtures/english-noun-lists.ts) it put 16 first as French, Danish, Norwegian,
  * Catalan, Romanian or Estonian, often clearly ahead. So a language franc names is reported, but
  * its stopwords are removed (with English's) only when its own list covers 15% of the tokens (a
- * close call such as Portuguese beside Galician); otherwise English's alone, as for "und". And
+ * close call such as Portuguese beside Galician); otherwise English's alone, as for "und". So
+ * keyword_extract and seo, which want the stopwords only, do not ask franc when no list covers 15%
+ * (its answer could not change them) and say "und" (languageOf's forStopwords). And
  * `clear`, what ai_detector judges English by, is true for a coverage win, or for English franc
  * names clearly ahead in more than half of two or more windows, or first in every window while
  * no other list covers two of its tokens (a German listing of English loanwords, read as
@@ -220,11 +222,19 @@ const answer = (language: string, clear: boolean, removeOwn = true): TextLanguag
   stopwords: language === "und" || !removeOwn ? ENGLISH_STOPWORDS : stopwordsOf(language),
 });
 
-/** The language of a text whose terms were counted (countTerms): see the module comment. */
-export function languageOf(terms: TermCounts, text: string): TextLanguage {
+/**
+ * The language of a text whose terms were counted (countTerms): see the module comment.
+ * `forStopwords`: the caller wants the stopwords only (keyword_extract, seo), so franc is not asked
+ * when no list covers MIN_SHARE of the tokens: its answer could not change what is removed (a
+ * franc-named list is used only at that share), and on stopword-poor Latin text (product lists,
+ * identifiers, the bench's syllable prose) its windows cost ~1 ms each, 20 times the extraction.
+ */
+export function languageOf(terms: TermCounts, text: string, forStopwords = false): TextLanguage {
   const covered = coverage(terms);
   const listed = byCoverage(covered, terms.tokens);
   if (listed !== undefined) return answer(listed, true);
+  if (forStopwords && ![...covered.values()].some((c) => c.tokens >= MIN_SHARE * terms.tokens))
+    return answer("und", false);
   const { majority, windows, every } = byFranc(text);
   // ai_detector judges English franc names clearly ahead in more than half of two or more windows,
   // or first in every window while no other list covers MIN_COVERED tokens: franc puts
@@ -249,6 +259,6 @@ export const textLanguage = (text: string): TextLanguage => languageOf(countTerm
 /** keyword_extract's terms in one segmenter pass: counted, the language read from them, ranked. */
 export function keywordsInLanguage(text: string, limit: number) {
   const terms = countTerms(text);
-  const { language, stopwords } = languageOf(terms, text);
+  const { language, stopwords } = languageOf(terms, text, true);
   return { ...rankTerms(terms, limit, stopwords), language };
 }

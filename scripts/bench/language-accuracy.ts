@@ -5,6 +5,7 @@
 import { franc } from "franc";
 import { countTerms, rankTerms } from "../../src/skills/lib/keywords";
 import { FRANC_CANDIDATES, keywordsInLanguage, textLanguage } from "../../src/skills/lib/text-language";
+import { ENGLISH_NOUN_LISTS, GERMAN_LOANWORD_LISTING } from "../../test/fixtures/english-noun-lists";
 import { PARAGRAPHS } from "../../test/fixtures/language-samples";
 
 /** Short English, 20-50 characters: what franc alone mislabelled. */
@@ -93,6 +94,24 @@ textLanguage("warm the index");
 console.log(`index built: ${(performance.now() - t0).toFixed(1)} ms`);
 accuracy("franc-512", oldLanguage);
 accuracy("coverage", (t) => textLanguage(t).language);
+
+/** Stopword-poor English: what it is named, whether it is clear, and lists that lost a non-English-stopword word. */
+function nounLists() {
+  const named = ENGLISH_NOUN_LISTS.map((t) => textLanguage(t));
+  const lostWords = ENGLISH_NOUN_LISTS.filter(
+    (t) => keywordsInLanguage(t, 50).keywords.length < rankTerms(countTerms(t), 50).keywords.length,
+  ).length;
+  const german = textLanguage(GERMAN_LOANWORD_LISTING);
+  console.log(
+    `noun lists (${named.length}): eng clear ${named.filter((r) => r.language === "eng" && r.clear).length}, ` +
+      `eng not clear ${named.filter((r) => r.language === "eng" && !r.clear).length}, ` +
+      `und ${named.filter((r) => r.language === "und").length}, ` +
+      `other clear ${named.filter((r) => r.language !== "eng" && r.language !== "und" && r.clear).length}, ` +
+      `other not clear ${named.filter((r) => r.language !== "eng" && r.language !== "und" && !r.clear).length}; ` +
+      `words lost in ${lostWords}; German loanword listing ${german.language} clear=${german.clear}`,
+  );
+}
+nounLists();
 
 const kb = PARAGRAPHS.eng.repeat(3).slice(0, 1024);
 const big = `${PARAGRAPHS.eng} ${PARAGRAPHS.fra} `.repeat(200).slice(0, 200_000);

@@ -20,8 +20,9 @@ const preview = (text: string) => shorten(text.replace(/\s+/g, " ").trim(), PREV
 
 /**
  * The judged text (its first MAX_CHARS characters) and its language, read over all of it: English
- * signals judge it only when the English stopword list clearly covers most of its words (an
- * English menu over a French page, or a French sentence over English prose, does not decide).
+ * signals judge it only when it is clearly English (lib/text-language.ts: the English stopword list
+ * clearly covers most of its words, or franc reads stopword-poor text as English; an English menu
+ * over a French page, or a French sentence over English prose, does not decide).
  * The detector loads on the first call of an isolate that judges a text (not on a cache hit).
  */
 async function judge(text: string) {
@@ -73,7 +74,7 @@ export const aiDetector = defineSkill({
       }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the judged text\'s language, read as keyword_extract reads it (its stopwords, or franc over up to four 512-character windows; "und" when not told). Only text clearly in English is judged (the English list covers 15% of its words and clearly most, or franc reads English in every window and no other list covers 15%); any other is 0.5 and uncertain.',
+          'ISO 639-3 code of the judged text\'s language, read as keyword_extract reads it (stopword lists, else franc over up to four 512-character windows; "und" when not told). Judged only if clearly English: the English list covers 15% of the words, 3+ distinct stopwords, clearly most; or franc names English clearly ahead in most of 2+ windows, or first in every window with no other list covering 2 words. Else 0.5, uncertain.',
       }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),

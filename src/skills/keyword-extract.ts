@@ -8,7 +8,7 @@ export const keywordExtract = defineSkill({
   price_usd: 0.008,
   kind: "utility",
   description:
-    "Extract the most frequent meaningful terms from a text. Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters. The language most of the text's words are in is detected and its stopwords removed with English's (stopword lists): language names it. Numbers dropped; ranked by count then term, so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
+    "Extract the most frequent meaningful terms from a text. Unicode word segmentation (CJK included), terms composed (NFC) and lowercased without invisible format characters. The language most of the text's words are in is detected (language); its stopwords are removed with English's when sure (see language). Numbers dropped; ranked by count then term, so ties are deterministic. Returns up to limit terms with counts, unique terms and word tokens. Deterministic and offline.",
   input: () =>
     z.object({
       text: z.string().min(1).max(200000).meta({ description: "Text to analyse." }),
@@ -21,7 +21,7 @@ export const keywordExtract = defineSkill({
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the language whose stopwords were removed with English\'s ("fra", "zho"): the one whose stopword list covers clearly most of the text\'s words, or failing that the one franc names in more than half of up to four 512-character windows spread over the text; "und" (English stopwords only) when none is clearly ahead, as in most text of a few words or text whose windows split evenly between two languages.',
+          'ISO 639-3 code of the text\'s language ("fra", "zho"): the one whose stopword list covers clearly most of its words (with 3+ distinct stopwords), else, when some list covers 15% of the words (a close call), the one franc names clearly ahead in more than half of up to four 512-character windows; "und" when none is (franc is not asked when no list covers 15%). Its stopwords are removed with English\'s; a franc-named language\'s only when its own list covers 15% of the words, else English\'s only (franc misreads stopword-poor English).',
       }),
     }),
   example_request: {

@@ -1,7 +1,9 @@
 import * as stopwordLists from "stopword";
 import { describe, expect, it } from "vitest";
+import { countTerms, rankTerms } from "../../src/skills/lib/keywords";
 import { audit } from "../../src/skills/lib/seo-audit";
-import { keywordsInLanguage } from "../../src/skills/lib/text-language";
+import { keywordsInLanguage, textLanguage } from "../../src/skills/lib/text-language";
+import { ENGLISH_NOUN_LISTS, GERMAN_LOANWORD_LISTING } from "../fixtures/english-noun-lists";
 import { PARAGRAPHS, type SampleLanguage } from "../fixtures/language-samples";
 // @ts-expect-error plain JS fixture data
 import { pages } from "../fixtures/upstream-data.mjs";
@@ -64,11 +66,19 @@ describe("keyword_extract removes the stopwords of the text's own language", () 
       "fin",
       "Uusi kirjasto avattiin maanantaina vanhassa raatihuoneessa, ja siellä on yli kaksikymmentätuhatta kirjaa.",
     ],
-    ["heb", "הספרייה החדשה נפתחה ביום שני בבניין העירייה הישן, ויש בה יותר מעשרים אלף ספרים."],
   ])("tells %s from its neighbours (a smaller detector has no profile for it)", async (lang, text) => {
     const r = await extract(text, 50);
     expect(r.language).toBe(lang);
     expect(r.keywords.filter(({ term }) => lists[lang]?.includes(term))).toEqual([]);
+  });
+
+  it("keyword_extract names a language no list covers und (franc is not asked: test/scripts/franc-windows.test.ts)", async () => {
+    // Hebrew's words carry their prefixes (ה, ב, ו), so no list covers this text: franc names it
+    // for ai_detector, but keyword_extract, whose stopwords it could not change, does not ask
+    // (~1 ms a 512-character window on stopword-poor Latin text).
+    const hebrew = "הספרייה החדשה נפתחה ביום שני בבניין העירייה הישן, ויש בה יותר מעשרים אלף ספרים.";
+    expect(textLanguage(hebrew).language).toBe("heb");
+    expect((await extract(hebrew, 50)).language).toBe("und");
   });
 
   it("removes English stopwords too in another language's text (quoted English)", async () => {
@@ -121,6 +131,29 @@ describe("keyword_extract removes the stopwords of the text's own language", () 
       ],
     });
     expect((await extract("the cat and the hat")).keywords.map((k) => k.term)).toEqual(["cat", "hat"]);
+  });
+});
+
+describe("stopword-poor English keeps its words", () => {
+  // Danish's list covered "fire" and "store" (4 of 19 tokens, English's none) and won; franc named
+  // such lists Danish, French or Dutch, "clear", and their stopwords were removed.
+  it("keyword_extract keeps fire and store in English noun lists", async () => {
+    for (const text of ENGLISH_NOUN_LISTS.slice(0, 2)) {
+      const terms = (await extract(text, 50)).keywords.map((k) => k.term);
+      expect(terms).toEqual(expect.arrayContaining(["fire", "store"]));
+    }
+  });
+
+  it("never reads an English noun list as clearly another language, nor removes another list's words", () => {
+    for (const text of ENGLISH_NOUN_LISTS) {
+      const read = textLanguage(text);
+      expect({ text, clear: read.clear && read.language !== "eng" }).toEqual({ text, clear: false });
+      expect(keywordsInLanguage(text, 50).keywords).toEqual(rankTerms(countTerms(text), 50).keywords);
+    }
+  });
+
+  it("a German listing of English loanwords is not clearly English", () => {
+    expect(textLanguage(GERMAN_LOANWORD_LISTING)).toMatchObject({ clear: false });
   });
 });
 

@@ -8,25 +8,39 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * First, stopword coverage: the terms keyword_extract counts in its one segmenter pass are looked
  * up in an index of every `stopword` list (term -> lists, built once per isolate on first use),
  * and the list that covers the most word tokens names the language, when it covers enough of
- * them and clearly more than the runner-up (a French page quoting an English menu, or the other
- * way round, is the language most of its words are in). franc decides only when no list does
- * (Hebrew's prefixed words match no list; Portuguese and Galician share most short words; a
- * listicle of nouns has few stopwords; English and French paragraphs in turn have no clear list):
- * on windows of at most 512 characters, one per 512 of text up to four, spread over it. A
- * language franc guesses first in every window is the answer when no other language's list covers
- * 15% of the tokens; otherwise one it names clearly ahead of the next in more than half the
- * windows (3 of 4, 2 of 3, both of 2). So a text half in one language, half in another is "und"
- * only when the windows split evenly: 200,000 characters of French and English paragraphs in
- * turn, French first, are "fra" (3 windows to 1), English first "und" (2 to 2). Otherwise the
- * answer is "und" (English stopwords alone).
+ * them, with at least three distinct stopwords, and clearly more than the runner-up (a French page
+ * quoting an English menu, or the other way round, is the language most of its words are in; an
+ * English list of goods repeating "fire" and "store", both in Danish's list, is not Danish). franc
+ * decides only when no list does (Hebrew's prefixed words match no list; Portuguese and Galician
+ * share most short words; a listicle of nouns has few stopwords; English and French paragraphs in
+ * turn have no clear list): on windows of at most 512 characters, one per 512 of text up to four,
+ * spread over it, the language it names clearly ahead of the next in more than half the windows
+ * (3 of 4, 2 of 3, both of 2, the one of 1), "und" otherwise. So a text half in one language, half
+ * in another is "und" only when the windows split evenly: 200,000 characters of French and English
+ * paragraphs in turn, French first, are "fra" (3 windows to 1), English first "und" (2 to 2).
+ *
+ * franc's trigrams are not sure of stopword-poor text: of 20 English noun lists of 110-130
+ * characters (test/fixtures/english-noun-lists.ts) it put 16 first as French, Danish, Norwegian,
+ * Catalan, Romanian or Estonian, often clearly ahead. So a language franc names is reported, but
+ * its stopwords are removed (with English's) only when its own list covers 15% of the tokens (a
+ * close call such as Portuguese beside Galician); otherwise English's alone, as for "und". So
+ * keyword_extract and seo, which want the stopwords only, do not ask franc when no list covers 15%
+ * (its answer could not change them) and say "und" (languageOf's forStopwords). And
+ * `clear`, what ai_detector judges English by, is true for a coverage win, or for English franc
+ * names clearly ahead in more than half of two or more windows, or first in every window while
+ * no other list covers two of its tokens (a German listing of English loanwords, read as
+ * English, has "mit", "und", "für"; a listicle of English nouns none).
  *
  * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
  * process on a shared 2-core machine, medians of 9 rounds):
  *   test/fixtures/language-samples.ts's 14 paragraphs: both 14 right;
- *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 191 right,
- *   1 und, 9 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
+ *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 192 right,
+ *   1 und, 8 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
  *   15 English phrases of 20-50 characters: franc-512 10 eng, 5 wrong (cat, fra, afr, nld, fra);
- *   coverage 9 eng, 6 und, none wrong;
+ *   coverage 4 eng, 11 und, none wrong (9 eng before three distinct stopwords were asked for: "the",
+ *   "and" alone no longer decide; und removes English's stopwords as eng does);
+ *   the 20 noun lists: 3 eng and clear, 1 eng, 4 und, 12 another language not clear, none losing
+ *   a word (every franc guess was clear before: 16 another language, 3 lost words);
  *   keyword_extract 1 KB English: 0.33 ms without detection, franc-512 1.01 ms, coverage 0.35 ms
  *   (stopword-rich text, where a list decides and franc is not asked).
  * Stopword-poor text is franc's (textLanguage alone, medians of 9 rounds of 50, same machine):
@@ -35,9 +49,9 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * The index (~11,000 terms of 56 lists) is built once per isolate: ~30 ms in node.
  *
  * franc is asked only about the languages the `stopword` package has a list for, so a text is
- * never put in a language whose stopwords could not be removed anyway. franc-min (82 languages,
- * 55 KB gzip) has no Catalan, Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the
- * lists (~175 KB gzip) load with this module on the first call that needs them, never at start-up.
+ * never put in a language without one. franc-min (82 languages, 55 KB gzip) has no Catalan,
+ * Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the lists (~175 KB gzip) load
+ * with this module on the first call that needs them, never at start-up.
  */
 
 /** franc's codes (ISO 639-3, individual languages) for the `stopword` lists named by a macrolanguage or script. */
@@ -66,14 +80,15 @@ export const FRANC_CANDIDATES = LISTS.map(
 );
 
 /**
- * The coverage decision: the best list covers at least MIN_COVERED tokens and MIN_SHARE of all
- * tokens, and the runner-up at most MAX_RUNNER_UP of what it covers. The sample paragraphs: English
- * 38 of 73 tokens (Finnish's list next, 19), French 37 of 79 (Catalan 25), Spanish 34 of 75
+ * The coverage decision: the best list covers at least MIN_COVERED tokens, MIN_SHARE of all
+ * tokens and MIN_TERMS distinct terms, and the runner-up at most MAX_RUNNER_UP of what it covers.
+ * The sample paragraphs: English 38 of 73 tokens (Finnish's list next, 19), French 37 of 79 (Catalan 25), Spanish 34 of 75
  * (Galician 27), Portuguese 32 of 75 with Galician 30, too close: franc decides. A short phrase
  * with one stopword, or as many of two lists', is "und" (franc alone read 7 of 15 English phrases
  * of 20-50 characters as Catalan, French, Sotho, Esperanto or Afrikaans).
  */
 const MIN_COVERED = 2;
+const MIN_TERMS = 3;
 const MIN_SHARE = 0.15;
 const MAX_RUNNER_UP = 0.85;
 /**
@@ -108,18 +123,18 @@ function stopwordIndex() {
 const byLanguage = new Map<string, ReadonlySet<string>>([["eng", ENGLISH_STOPWORDS]]);
 
 export interface TextLanguage {
-  /** ISO 639-3 code of the stopword list used ("zho", "ara"), or "und" when not told. */
+  /** ISO 639-3 code of the language read ("zho", "ara"), or "und" when not told. */
   language: string;
   /**
-   * True when a stopword list covered clearly more of the text's tokens than any other, or when
-   * franc named the language in every window it read and no other language's list covers 15% of
-   * the tokens; false otherwise ("und", a franc majority only, or another list covering much of
-   * the text). ai_detector judges only English that is clear.
+   * True when a stopword list covered clearly more of the text's tokens than any other, or for
+   * English franc named (see the module comment); false otherwise. ai_detector judges only English
+   * that is clear.
    */
   clear: boolean;
   /**
    * That language's stopwords and English's: a French page quoting "the" and "and" has them
-   * removed too. Undetected text gets English's alone, as before detection existed.
+   * removed too. Undetected text, and a franc guess whose own list covers under 15% of the
+   * tokens, gets English's alone.
    */
   stopwords: ReadonlySet<string>;
 }
@@ -133,26 +148,32 @@ function stopwordsOf(language: string): ReadonlySet<string> {
   return stopwords;
 }
 
-/** Tokens covered by each list (indices into LISTS) holding at least one of the text's terms. */
+/** Tokens and distinct terms covered by each list (indices into LISTS) holding one of the text's terms. */
 function coverage({ counts }: TermCounts) {
   const idx = stopwordIndex();
-  const covered = new Map<number, number>();
+  const covered = new Map<number, { tokens: number; terms: number }>();
   for (const [term, n] of counts)
-    for (const i of idx.get(term) ?? []) covered.set(i, (covered.get(i) ?? 0) + n);
+    for (const i of idx.get(term) ?? []) {
+      const c = covered.get(i);
+      if (c) [c.tokens, c.terms] = [c.tokens + n, c.terms + 1];
+      else covered.set(i, { tokens: n, terms: 1 });
+    }
   return covered;
 }
+type Coverage = ReturnType<typeof coverage>;
 
-/** The list covering most tokens, if it covers enough and clearly more than the next. */
-function byCoverage(covered: Map<number, number>, tokens: number): string | undefined {
+/** The list covering most tokens, if it covers enough, with enough distinct terms, clearly more than the next. */
+function byCoverage(covered: Coverage, tokens: number): string | undefined {
   let best: number | undefined;
   let top = 0;
   let next = 0;
-  for (const [i, n] of covered) {
+  for (const [i, { tokens: n }] of covered) {
     if (n > top) [best, top, next] = [i, n, top];
     else if (n > next) next = n;
   }
   if (best === undefined || top < MIN_COVERED || top < MIN_SHARE * tokens || next > MAX_RUNNER_UP * top)
     return undefined;
+  if ((covered.get(best)?.terms ?? 0) < MIN_TERMS) return undefined;
   return LISTS[best];
 }
 
@@ -180,48 +201,64 @@ function francGuess(sample: string): { guess: string; ahead: boolean } {
 
 /**
  * `majority`: the language franc names clearly ahead in more than half the windows (3 of 4, 2 of
- * 3, both of 2), "und" otherwise; `every`: the language it guesses first in every window, however
- * close the runner-up (stopword-poor English has French at 0.98).
+ * 3, both of 2, the one of 1), "und" otherwise; `every`: the one it guesses first in every window,
+ * however close the runner-up (stopword-poor English has French at 0.98).
  */
-function byFranc(text: string): { majority: string; every?: string } {
-  if (text.length < FRANC_MIN_CHARS) return { majority: "und" };
+function byFranc(text: string): { majority: string; windows: number; every?: string } {
+  if (text.length < FRANC_MIN_CHARS) return { majority: "und", windows: 0 };
   const guesses = spreadSamples(text).map(francGuess);
   const votes = new Map<string, number>();
   for (const { guess, ahead } of guesses) if (ahead) votes.set(guess, (votes.get(guess) ?? 0) + 1);
   const majority = [...votes].find(([, n]) => n * 2 > guesses.length)?.[0] ?? "und";
   const first = guesses[0]?.guess;
-  const every = first !== "und" && guesses.every(({ guess }) => guess === first) ? first : undefined;
-  return { majority, every };
+  const every = guesses.every(({ guess }) => guess === first) ? first : undefined;
+  return { majority, windows: guesses.length, every };
 }
 
-const answer = (language: string, clear: boolean): TextLanguage => ({
+/** The language and whether it is clear, its stopwords removed with English's. */
+const answer = (language: string, clear: boolean, removeOwn = true): TextLanguage => ({
   language,
   clear,
-  stopwords: language === "und" ? ENGLISH_STOPWORDS : stopwordsOf(language),
+  stopwords: language === "und" || !removeOwn ? ENGLISH_STOPWORDS : stopwordsOf(language),
 });
 
-/** The language of a text whose terms were counted (countTerms): see the module comment. */
-export function languageOf(terms: TermCounts, text: string): TextLanguage {
+/**
+ * The language of a text whose terms were counted (countTerms): see the module comment.
+ * `forStopwords`: the caller wants the stopwords only (keyword_extract, seo), so franc is not asked
+ * when no list covers MIN_SHARE of the tokens: its answer could not change what is removed (a
+ * franc-named list is used only at that share), and on stopword-poor Latin text (product lists,
+ * identifiers, the bench's syllable prose) its windows cost ~1 ms each, 20 times the extraction.
+ */
+export function languageOf(terms: TermCounts, text: string, forStopwords = false): TextLanguage {
   const covered = coverage(terms);
   const listed = byCoverage(covered, terms.tokens);
   if (listed !== undefined) return answer(listed, true);
-  const { majority, every } = byFranc(text);
-  // Stopword-poor text (a listicle of nouns) is still clearly one language when franc guesses it
-  // in every window and no other language's list covers MIN_SHARE of the tokens (the Portuguese
-  // paragraph's Galician list covers 40%).
-  if (every !== undefined) {
-    const own = LISTS.indexOf(every);
-    if (![...covered].some(([i, n]) => i !== own && n >= MIN_SHARE * terms.tokens))
-      return answer(every, true);
-  }
-  return answer(majority, false);
+  if (forStopwords && ![...covered.values()].some((c) => c.tokens >= MIN_SHARE * terms.tokens))
+    return answer("und", false);
+  const { majority, windows, every } = byFranc(text);
+  // ai_detector judges English franc names clearly ahead in more than half of two or more windows,
+  // or first in every window while no other list covers MIN_COVERED tokens: franc puts
+  // stopword-poor English first with French at 0.98, and a German listing of English loanwords
+  // first as English, where the German list covers its "mit", "und", "für".
+  if ((windows >= 2 && majority === "eng") || (every === "eng" && !otherListCovers(covered, "eng")))
+    return answer("eng", true);
+  if (majority === "und") return answer("und", false);
+  // franc's trigrams name stopword-poor English Danish or French as often as not, so its guess has
+  // its stopwords removed only when its own list covers MIN_SHARE of the tokens (Portuguese read
+  // beside Galician), never English content words such as Danish's "fire" and "store".
+  const own = covered.get(LISTS.indexOf(majority))?.tokens ?? 0;
+  return answer(majority, false, own >= MIN_SHARE * terms.tokens);
 }
+
+/** Whether a list other than `language`'s covers MIN_COVERED of the text's tokens. */
+const otherListCovers = (covered: Coverage, language: string) =>
+  [...covered].some(([i, c]) => LISTS[i] !== language && c.tokens >= MIN_COVERED);
 
 export const textLanguage = (text: string): TextLanguage => languageOf(countTerms(text), text);
 
 /** keyword_extract's terms in one segmenter pass: counted, the language read from them, ranked. */
 export function keywordsInLanguage(text: string, limit: number) {
   const terms = countTerms(text);
-  const { language, stopwords } = languageOf(terms, text);
+  const { language, stopwords } = languageOf(terms, text, true);
   return { ...rankTerms(terms, limit, stopwords), language };
 }

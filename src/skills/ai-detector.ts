@@ -74,7 +74,7 @@ export const aiDetector = defineSkill({
       }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the judged text\'s language, read as keyword_extract reads it (stopword lists, else franc over up to four 512-character windows; "und" when not told). Judged only if clearly English: the English list covers 15% of the words, 3+ distinct stopwords, clearly most; or franc names English clearly ahead in most of 2+ windows, or first in every window with no other list covering 2 words. Else 0.5, uncertain.',
+          'ISO 639-3 code of the judged text\'s language, read as keyword_extract reads it, but franc (up to four 512-character windows) is asked whenever no list decides and its language is named ("und" when not told). Judged only if clearly English: the English list covers 15% of the words, 3+ distinct stopwords, clearly most; or franc names English clearly ahead in most of 2+ windows, or first in every window with no other list covering 2 words. Else 0.5, uncertain.',
       }),
       verdict: z.enum(["likely_ai", "likely_human", "uncertain"]),
       ai_likelihood: z.number().min(0).max(1),

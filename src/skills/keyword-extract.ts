@@ -21,7 +21,7 @@ export const keywordExtract = defineSkill({
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the text\'s language ("fra", "zho"): the one whose stopword list covers clearly most of its words (with 3+ distinct stopwords), else, when some list covers 15% of the words (a close call), the one franc names clearly ahead in more than half of up to four 512-character windows; "und" when none is (franc is not asked when no list covers 15%). Its stopwords are removed with English\'s; a franc-named language\'s only when its own list covers 15% of the words, else English\'s only (franc misreads stopword-poor English).',
+          'ISO 639-3 code of the language whose stopwords were removed with English\'s ("fra", "zho"); "und" when English\'s alone were. Read over the whole text: the stopword list covering clearly most of its words (3+ distinct stopwords; a word English also holds counts for English only), else, in a close call (some list covers 15% of the words), the language franc names clearly ahead in most of up to four 512-character windows, if its list covers 15% and more than English\'s.',
       }),
     }),
   example_request: {

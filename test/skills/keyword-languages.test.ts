@@ -152,6 +152,28 @@ describe("stopword-poor English keeps its words", () => {
     }
   });
 
+  // "for", "at", "under" are Danish stopwords too: counted for Danish, they gave it its third
+  // distinct term, and these read "dan", clear, with fire, store and men removed.
+  it.each([
+    [
+      "Fire station store: fire trucks, fire hoses, store rooms, and ladders for the crew and the chief",
+      ["fire", "store"],
+    ],
+    [
+      "Men's store: fire sale on coats, boots and hats for men. Store credit for returns, fire sale ends at nine.",
+      ["men", "store", "fire"],
+    ],
+    [
+      "Store hours for the fire sale: the store opens at nine, the fire sale ends under the clock.",
+      ["store", "fire"],
+    ],
+  ])("a word English shares with another list is no evidence against English: %s", async (text, kept) => {
+    expect(textLanguage(text)).not.toMatchObject({ language: "dan", clear: true });
+    const r = await extract(text, 50);
+    expect(r.language).not.toBe("dan");
+    expect(r.keywords.map((k) => k.term)).toEqual(expect.arrayContaining(kept));
+  });
+
   it("a German listing of English loanwords is not clearly English", () => {
     expect(textLanguage(GERMAN_LOANWORD_LISTING)).toMatchObject({ clear: false });
   });

@@ -22,8 +22,9 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * franc's trigrams are not sure of stopword-poor text: of 20 English noun lists of 110-130
  * characters (test/fixtures/english-noun-lists.ts) it put 16 first as French, Danish, Norwegian,
  * Catalan, Romanian or Estonian, often clearly ahead. So a language franc names is reported, but
- * its stopwords are removed (with English's) only when its own list covers 15% of the tokens (a
- * close call such as Portuguese beside Galician); otherwise English's alone, as for "und". So
+ * its stopwords are removed (with English's) only when its own list covers 15% of the tokens and
+ * more than English's (a close call such as Portuguese beside Galician); otherwise English's alone,
+ * as for "und", and keyword_extract says "und". So
  * keyword_extract and seo, which want the stopwords only, do not ask franc when no list covers 15%
  * (its answer could not change them) and say "und" (languageOf's forStopwords). And
  * `clear`, what ai_detector judges English by, is true for a coverage win, or for English franc
@@ -34,8 +35,8 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
  * process on a shared 2-core machine, medians of 9 rounds):
  *   test/fixtures/language-samples.ts's 14 paragraphs: both 14 right;
- *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 192 right,
- *   1 und, 8 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
+ *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 193 right,
+ *   2 und, 6 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
  *   15 English phrases of 20-50 characters: franc-512 10 eng, 5 wrong (cat, fra, afr, nld, fra);
  *   coverage 4 eng, 11 und, none wrong (9 eng before three distinct stopwords were asked for: "the",
  *   "and" alone no longer decide; und removes English's stopwords as eng does);
@@ -148,16 +149,27 @@ function stopwordsOf(language: string): ReadonlySet<string> {
   return stopwords;
 }
 
-/** Tokens and distinct terms covered by each list (indices into LISTS) holding one of the text's terms. */
+const ENGLISH_LIST = LISTS.indexOf("eng");
+
+/**
+ * Tokens and distinct terms covered by each list (indices into LISTS) holding one of the text's
+ * terms. An English stopword counts for English's list only: a word both languages hold ("for",
+ * "at", "under" are Danish too) tells nothing against English, and counted for Danish it carried
+ * English lists of goods ("fire station store: ... ladders for the crew") to a Danish win that
+ * removed "fire" and "store".
+ */
 function coverage({ counts }: TermCounts) {
   const idx = stopwordIndex();
   const covered = new Map<number, { tokens: number; terms: number }>();
-  for (const [term, n] of counts)
+  for (const [term, n] of counts) {
+    const english = ENGLISH_STOPWORDS.has(term);
     for (const i of idx.get(term) ?? []) {
+      if (english && i !== ENGLISH_LIST) continue;
       const c = covered.get(i);
       if (c) [c.tokens, c.terms] = [c.tokens + n, c.terms + 1];
       else covered.set(i, { tokens: n, terms: 1 });
     }
+  }
   return covered;
 }
 type Coverage = ReturnType<typeof coverage>;
@@ -246,8 +258,13 @@ export function languageOf(terms: TermCounts, text: string, forStopwords = false
   // franc's trigrams name stopword-poor English Danish or French as often as not, so its guess has
   // its stopwords removed only when its own list covers MIN_SHARE of the tokens (Portuguese read
   // beside Galician), never English content words such as Danish's "fire" and "store".
+  // Nor when English's list covers as much: "Men's store: fire sale ... for men", franc's Danish,
+  // has Danish's fire, store, men and English's on, and, for, at, five tokens each.
   const own = covered.get(LISTS.indexOf(majority))?.tokens ?? 0;
-  return answer(majority, false, own >= MIN_SHARE * terms.tokens);
+  const english = covered.get(ENGLISH_LIST)?.tokens ?? 0;
+  const removed = own >= MIN_SHARE * terms.tokens && own > english;
+  // keyword_extract names the language whose stopwords it removed: "und" when English's alone were.
+  return forStopwords && !removed ? answer("und", false) : answer(majority, false, removed);
 }
 
 /** Whether a list other than `language`'s covers MIN_COVERED of the text's tokens. */

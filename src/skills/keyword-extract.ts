@@ -21,7 +21,7 @@ export const keywordExtract = defineSkill({
       tokens: z.int().min(0).meta({ description: "Word tokens in the text." }),
       language: z.string().meta({
         description:
-          'ISO 639-3 code of the language whose stopwords were removed with English\'s ("fra", "zho"); "und" when English\'s alone were. Read over the whole text: the stopword list covering clearly most of its words (3+ distinct stopwords; a word English also holds counts for English only), else, in a close call (some list covers 15% of the words), the language franc names clearly ahead in most of up to four 512-character windows, if its list covers 15% and more than English\'s.',
+          'ISO 639-3 code of the language whose stopwords were removed with English\'s ("fra", "zho"); "und" when English\'s alone were. Read over the whole text: the stopword list covering clearly most of its words (3+ distinct stopwords, and more than English\'s on words English\'s list lacks), else, in a close call (some list covers 15% of the words), the language franc names clearly ahead in most of up to four 512-character windows, if its list covers 15% and beats English\'s so.',
       }),
     }),
   example_request: {

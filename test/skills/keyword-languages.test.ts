@@ -174,6 +174,23 @@ describe("stopword-poor English keeps its words", () => {
     expect(r.keywords.map((k) => k.term)).toEqual(expect.arrayContaining(kept));
   });
 
+  // Counted for English alone, Afrikaans' is, in, my, was, by turned it "eng", clear: judged by
+  // ai_detector's English signals (0.609) and its die, en, dit ranked as keywords.
+  it.each([
+    "My kat is in die kombuis en my hond is in die tuin.",
+    "In my tyd was dit anders; ek was jonk en my pa was by die myn.",
+    "In my kinderjare was ons huis in die Karoo. My pa was by die spoorweë en my ma was in die skool by die kinders. Dit is in my geheue soos 'n foto: die stoep, die windpomp en die stof op die pad.",
+  ])("Afrikaans, whose common words English's list holds too, is never read as English: %s", (text) => {
+    expect(textLanguage(text).language).not.toBe("eng");
+  });
+
+  it("English phrases are not clearly another language through shared short words", () => {
+    for (const text of ["a backreference to nothing in u mode", "%s is a body its skill accepts"]) {
+      const read = textLanguage(text);
+      expect({ text, clear: read.clear && read.language !== "eng" }).toEqual({ text, clear: false });
+    }
+  });
+
   it("a German listing of English loanwords is not clearly English", () => {
     expect(textLanguage(GERMAN_LOANWORD_LISTING)).toMatchObject({ clear: false });
   });

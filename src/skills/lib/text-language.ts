@@ -35,8 +35,9 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * Measured against franc on the first 512 characters (scripts/bench/language-accuracy.ts, one node 22
  * process on a shared 2-core machine, medians of 9 rounds):
  *   test/fixtures/language-samples.ts's 14 paragraphs: both 14 right;
- *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 193 right,
- *   2 und, 6 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian);
+ *   their 201 windows of 64/128/256 characters: franc-512 187 right, 14 wrong; coverage 191 right,
+ *   2 und, 8 wrong (Portuguese windows read as Galician by both, Russian as Bulgarian, a French
+ *   64-character window as Esperanto, a Spanish one as French);
  *   15 English phrases of 20-50 characters: franc-512 10 eng, 5 wrong (cat, fra, afr, nld, fra);
  *   coverage 4 eng, 11 und, none wrong (9 eng before three distinct stopwords were asked for: "the",
  *   "and" alone no longer decide; und removes English's stopwords as eng does);
@@ -151,23 +152,28 @@ function stopwordsOf(language: string): ReadonlySet<string> {
 
 const ENGLISH_LIST = LISTS.indexOf("eng");
 
+/** Whether list `i` covers clearly more of the text than English's does, counting only its own words. */
+const beatsEnglish = (covered: Coverage, i: number) =>
+  i === ENGLISH_LIST ||
+  (covered.get(ENGLISH_LIST)?.tokens ?? 0) <= MAX_RUNNER_UP * (covered.get(i)?.own ?? 0);
+
 /**
  * Tokens and distinct terms covered by each list (indices into LISTS) holding one of the text's
- * terms. An English stopword counts for English's list only: a word both languages hold ("for",
- * "at", "under" are Danish too) tells nothing against English, and counted for Danish it carried
+ * terms, and `own`: its tokens that English's list does not hold. A word both hold ("for", "at",
+ * "under" are Danish too; "is", "in", "my", "was" Afrikaans and Dutch) counts for both, but a list
+ * must beat English on its own words (decides, below): counted for Danish alone, they carried
  * English lists of goods ("fire station store: ... ladders for the crew") to a Danish win that
- * removed "fire" and "store".
+ * removed "fire" and "store"; counted for English alone, they made Afrikaans English.
  */
 function coverage({ counts }: TermCounts) {
   const idx = stopwordIndex();
-  const covered = new Map<number, { tokens: number; terms: number }>();
+  const covered = new Map<number, { tokens: number; terms: number; own: number }>();
   for (const [term, n] of counts) {
-    const english = ENGLISH_STOPWORDS.has(term);
+    const own = ENGLISH_STOPWORDS.has(term) ? 0 : n;
     for (const i of idx.get(term) ?? []) {
-      if (english && i !== ENGLISH_LIST) continue;
       const c = covered.get(i);
-      if (c) [c.tokens, c.terms] = [c.tokens + n, c.terms + 1];
-      else covered.set(i, { tokens: n, terms: 1 });
+      if (c) [c.tokens, c.terms, c.own] = [c.tokens + n, c.terms + 1, c.own + own];
+      else covered.set(i, { tokens: n, terms: 1, own });
     }
   }
   return covered;
@@ -185,7 +191,7 @@ function byCoverage(covered: Coverage, tokens: number): string | undefined {
   }
   if (best === undefined || top < MIN_COVERED || top < MIN_SHARE * tokens || next > MAX_RUNNER_UP * top)
     return undefined;
-  if ((covered.get(best)?.terms ?? 0) < MIN_TERMS) return undefined;
+  if ((covered.get(best)?.terms ?? 0) < MIN_TERMS || !beatsEnglish(covered, best)) return undefined;
   return LISTS[best];
 }
 
@@ -258,11 +264,11 @@ export function languageOf(terms: TermCounts, text: string, forStopwords = false
   // franc's trigrams name stopword-poor English Danish or French as often as not, so its guess has
   // its stopwords removed only when its own list covers MIN_SHARE of the tokens (Portuguese read
   // beside Galician), never English content words such as Danish's "fire" and "store".
-  // Nor when English's list covers as much: "Men's store: fire sale ... for men", franc's Danish,
-  // has Danish's fire, store, men and English's on, and, for, at, five tokens each.
-  const own = covered.get(LISTS.indexOf(majority))?.tokens ?? 0;
-  const english = covered.get(ENGLISH_LIST)?.tokens ?? 0;
-  const removed = own >= MIN_SHARE * terms.tokens && own > english;
+  // Nor when it does not beat English on its own words (beatsEnglish): "Men's store: fire sale ...
+  // for men", franc's Danish, has Danish's fire, store, men against English's on, and, for, at.
+  const list = LISTS.indexOf(majority);
+  const removed =
+    (covered.get(list)?.tokens ?? 0) >= MIN_SHARE * terms.tokens && list >= 0 && beatsEnglish(covered, list);
   // keyword_extract names the language whose stopwords it removed: "und" when English's alone were.
   return forStopwords && !removed ? answer("und", false) : answer(majority, false, removed);
 }

@@ -167,6 +167,8 @@ describe("stopword-poor English keeps its words", () => {
       "Store hours for the fire sale: the store opens at nine, the fire sale ends under the clock.",
       ["store", "fire"],
     ],
+    ["Fire hoses, fire doors, fire alarms and store shelves for the store", ["fire", "store"]],
+    ["Fire extinguishers for sale at the store: fire blankets, fire hoses", ["fire", "store"]],
   ])("a word English shares with another list is no evidence against English: %s", async (text, kept) => {
     expect(textLanguage(text)).not.toMatchObject({ language: "dan", clear: true });
     const r = await extract(text, 50);

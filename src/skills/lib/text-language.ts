@@ -159,21 +159,28 @@ const beatsEnglish = (covered: Coverage, i: number) =>
 
 /**
  * Tokens and distinct terms covered by each list (indices into LISTS) holding one of the text's
- * terms, and `own`: its tokens that English's list does not hold. A word both hold ("for", "at",
- * "under" are Danish too; "is", "in", "my", "was" Afrikaans and Dutch) counts for both, but a list
- * must beat English on its own words (decides, below): counted for Danish alone, they carried
+ * terms, and `own` / `ownTerms`: those English's list does not hold. A word both hold ("for",
+ * "at", "under" are Danish too; "is", "in", "my", "was" Afrikaans and Dutch) counts for both, but a
+ * list must beat English on its own words (beatsEnglish, byCoverage): counted for Danish alone, they carried
  * English lists of goods ("fire station store: ... ladders for the crew") to a Danish win that
  * removed "fire" and "store"; counted for English alone, they made Afrikaans English.
  */
 function coverage({ counts }: TermCounts) {
   const idx = stopwordIndex();
-  const covered = new Map<number, { tokens: number; terms: number; own: number }>();
+  const covered = new Map<number, { tokens: number; terms: number; own: number; ownTerms: number }>();
   for (const [term, n] of counts) {
     const own = ENGLISH_STOPWORDS.has(term) ? 0 : n;
     for (const i of idx.get(term) ?? []) {
       const c = covered.get(i);
-      if (c) [c.tokens, c.terms, c.own] = [c.tokens + n, c.terms + 1, c.own + own];
-      else covered.set(i, { tokens: n, terms: 1, own });
+      const ownTerm = own > 0 ? 1 : 0;
+      if (c)
+        [c.tokens, c.terms, c.own, c.ownTerms] = [
+          c.tokens + n,
+          c.terms + 1,
+          c.own + own,
+          c.ownTerms + ownTerm,
+        ];
+      else covered.set(i, { tokens: n, terms: 1, own, ownTerms: ownTerm });
     }
   }
   return covered;
@@ -191,7 +198,11 @@ function byCoverage(covered: Coverage, tokens: number): string | undefined {
   }
   if (best === undefined || top < MIN_COVERED || top < MIN_SHARE * tokens || next > MAX_RUNNER_UP * top)
     return undefined;
-  if ((covered.get(best)?.terms ?? 0) < MIN_TERMS || !beatsEnglish(covered, best)) return undefined;
+  // Another list's distinct terms count without those English's holds: "for" and "at" gave
+  // Danish its third beside "fire" and "store" ("Fire hoses, fire doors ... for the store").
+  const won = covered.get(best);
+  const distinct = best === ENGLISH_LIST ? won?.terms : won?.ownTerms;
+  if ((distinct ?? 0) < MIN_TERMS || !beatsEnglish(covered, best)) return undefined;
   return LISTS[best];
 }
 

@@ -4,7 +4,7 @@ import { compareCodePoints } from "./lib/code-points";
 import { isTrackingParam } from "./lib/tracking-params";
 import { defineSkill } from "./types";
 
-const HAS_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:/;
+const HAS_SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/;
 /**
  * Text that reaches "://" before any "/", "?" or "#" meant a scheme: when that scheme is not one
  * ("\u200bhttp://a.b/", "h\u00adttp://a.b/", "1http://a.b/"), putting https:// in front read the
@@ -96,13 +96,12 @@ function parse(input: string): URL {
 /**
  * Why the WHATWG parser refused a URL, in the words pydantic's parser (Rust's `url` crate) uses for
  * the same input (checked against pydantic 2.13), so a client reads "invalid port number" for
- * `:99999` rather than a generic parse failure. Both parsers drop tabs and newlines, skip any run
- * of slashes after an http(s) scheme, and report an empty host, then the host's fault, then the
- * port's.
+ * `:99999` rather than a generic parse failure. Its text is already preprocessed (tabs and
+ * newlines dropped, as both parsers do). Both skip any run of slashes after an http(s) scheme, and
+ * report an empty host, then the host's fault, then the port's.
  */
-function whyUnparsable(candidate: string): string {
-  const text = candidate.replace(/[\t\n\r]/g, "");
-  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(text);
+function whyUnparsable(text: string): string {
+  const scheme = HAS_SCHEME.exec(text);
   const special = scheme && /^https?$/i.test(scheme[1] ?? "");
   const rest = scheme ? text.slice(scheme[0].length) : text;
   const afterSlashes = special ? rest.replace(/^[/\\]*/, "") : /^\/\//.test(rest) ? rest.slice(2) : undefined;

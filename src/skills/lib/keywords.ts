@@ -80,5 +80,5 @@ export function rankTerms({ counts, tokens }: TermCounts, limit: number, stopwor
   };
 }
 
-/** English stopwords only: what research and stylometry count by. */
+/** English stopwords only: research's query terms, and seo's when no detector is passed. */
 export const extractKeywords = (text: string, limit: number) => rankTerms(countTerms(text), limit);

@@ -1,16 +1,14 @@
-import { eng } from "stopword/src/stopwords_eng.js";
 import * as z from "zod";
 import type { Bindings } from "../env";
 import { netConfig } from "../net/config";
 import { cut } from "../text-cut";
 import { cached, normalizeText } from "./lib/cache";
-import { extractKeywords } from "./lib/keywords";
+import { ENGLISH_STOPWORDS, extractKeywords } from "./lib/keywords";
 import { searchOrRefuse } from "./lib/search-refused";
 import { sentencesOf, stem, wordsOf } from "./lib/text-stats";
 import { readExtracts, searchWikipedia, type WpArticle } from "./lib/wikipedia";
 import { cacheState, defineSkill } from "./types";
 
-const STOPWORDS = new Set<string>(eng);
 const ARTICLES = 3;
 /**
  * Search hits read: a few more than ARTICLES, so that three remain when a disambiguation page or
@@ -55,7 +53,7 @@ function searchText(query: string) {
 
 function queryTerms(query: string): string[] {
   const all = wordsOf(query).map(stem);
-  const content = all.filter((w) => !STOPWORDS.has(w) && /\p{L}|\p{N}/u.test(w));
+  const content = all.filter((w) => !ENGLISH_STOPWORDS.has(w) && /\p{L}|\p{N}/u.test(w));
   return [...new Set(content.length > 0 ? content : all)];
 }
 

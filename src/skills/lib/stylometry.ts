@@ -1,4 +1,4 @@
-import { eng } from "stopword/src/stopwords_eng.js";
+import { ENGLISH_STOPWORDS } from "./keywords";
 import { sentencesOf, wordsOf } from "./text-stats";
 
 /**
@@ -17,7 +17,6 @@ export const SIGNAL_WEIGHTS = {
   function_words: 0.25,
 } as const;
 
-const FUNCTION_WORDS = new Set<string>(eng);
 const FIRST_PERSON = new Set(["i", "me", "my", "mine", "myself", "we", "us", "our", "ours"]);
 // Discourse connectives that open sentences far more often in generated prose.
 const CONNECTIVES = [
@@ -104,7 +103,7 @@ export function analyzeText(text: string, english = true) {
   const informal =
     punctuation.exclamations + punctuation.questions + punctuation.parentheses + punctuation.ellipses;
 
-  const functionWordRatio = words ? tokens.filter((t) => FUNCTION_WORDS.has(t)).length / words : 0;
+  const functionWordRatio = words ? tokens.filter((t) => ENGLISH_STOPWORDS.has(t)).length / words : 0;
   const contractions = per100(tokens.filter((t) => /\p{L}'\p{L}/u.test(t)).length, words);
   const firstPerson = per100(tokens.filter((t) => FIRST_PERSON.has(t)).length, words);
   const connectives = per100(

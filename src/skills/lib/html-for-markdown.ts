@@ -1,4 +1,4 @@
-import { type ChildNode, type Element, Text } from "domhandler";
+import { type ChildNode, type Element, isTag, type ParentNode, Text } from "domhandler";
 import { DomUtils, parseDocument } from "htmlparser2";
 import { DROPPED } from "./html-prepass";
 
@@ -25,9 +25,12 @@ export const MD_DROPPED = [...DROPPED, "title", "xmp", "plaintext", "textarea", 
  * writes it bare, no `<…>`), comments and directives go (neither converter writes them, and
  * the two parsers disagree on where some end: `--!>`), and so do the elements mdream drops.
  */
-export function safeForMarkdown(html: string): { html: string; mark?: string } {
+export function safeForMarkdown(html: string): { html: string; mark?: string; linkMark?: string } {
   const doc = parseDocument(html);
   const removed: ChildNode[] = [];
+  const spaced: Element[] = [];
+  // Until the first character the answer shows.
+  let opening = true;
   const endingInLt: Text[] = [];
   const codes: { node: Element; inLink: boolean }[] = [];
   // What each node's ancestors are, carried down (one walk, linear: asking each node's ancestors
@@ -45,8 +48,15 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
         // renderer but not to mdream, which sized a <pre>'s fence by "\n" lines only: "\r```\r"
         // closed it early and let the rest out as Markdown.
         if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
+        if (opening) {
+          // mdream trims the answer's start, a no-break space included, after deciding what to
+          // escape on the first line: `<p>&nbsp;+ a</p>` came out "+ a", a list. It goes first.
+          if (!at.pre && !at.code) node.data = node.data.replace(LEADING_SPACE, "");
+          if (node.data) opening = false;
+        }
         if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
       } else if ("attribs" in node) {
+        if (PRINTED.has(node.name)) opening = false;
         capAttributes(node);
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
@@ -63,8 +73,19 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
         // code became Markdown and HTML of its own. Such a <pre> becomes inline code, and inline
         // code (the outermost) one line of text.
         if (node.name === "pre" && !at.blocks) node.name = "code";
+        // Emphasis inside emphasis of its own kind shows as the outer one does; written again, its
+        // delimiters ran into the outer's ("<em><em>x</em>y</em>": "**x*y*").
+        const kind = DELIMITER_KIND[node.name] ?? 0;
+        if (at.delimited & kind) node.name = "span";
         const opensCode = node.name === "code" && !at.pre && !at.code;
         if (opensCode) codes.push({ node, inLink: at.link });
+        if (
+          !at.pre &&
+          !at.code &&
+          SPACED_BEFORE.has(node.name) &&
+          (node.name !== "a" || "href" in node.attribs)
+        )
+          spaced.push(node);
         walk(node.children, {
           table: at.table || original === "table",
           cell: at.cell || (at.table && (original === "td" || original === "th")),
@@ -72,24 +93,54 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
           pre: at.pre || (node.name === "pre" && !at.code),
           code: at.code || opensCode,
           link: at.link || node.name === "a",
+          delimited: at.delimited | (node.name === "span" ? 0 : kind),
         });
+        if (!at.pre && !at.code) hoistInlineEdges(node);
       } else if ("children" in node) walk(node.children, at);
     }
   };
-  walk(doc.children, { table: false, cell: false, blocks: true, pre: false, code: false, link: false });
+  walk(doc.children, {
+    table: false,
+    cell: false,
+    blocks: true,
+    pre: false,
+    code: false,
+    link: false,
+    delimited: 0,
+  });
+  hoistInlineEdges(doc);
   // Taken out of their parents in one pass each: removing them one by one searched the parent's
   // children every time (57,000 comments in one element took 1.6 s).
   const doomed = new Set(removed);
   for (const parent of new Set(removed.map((n) => n.parent))) {
     if (parent) parent.children = parent.children.filter((n) => !doomed.has(n));
   }
+  // Inline code right after inline code (nothing between them once comments are gone) joins it:
+  // mdream wrote `<code>a</code><code>b</code>` as "`a``b`", one span holding "a``b".
+  const joined = new Map<Element, Text>();
+  const spans: { node: Element; text: Text; inLink: boolean }[] = [];
   for (const { node, inLink } of codes) {
-    const text = new Text(DomUtils.textContent(node).replace(/\s+/g, " "));
+    const data = DomUtils.textContent(node).replace(/\s+/g, " ");
+    let before = node.prev;
+    while (before && doomed.has(before)) before = before.prev;
+    const into = before && isTag(before) ? joined.get(before) : undefined;
     // In place: replacing an element searches its parent's children, quadratic for a parent
     // holding tens of thousands of them.
     node.attribs = {};
+    if (into) {
+      into.data += data;
+      node.name = "span";
+      node.children = [];
+      joined.set(node, into);
+      continue;
+    }
+    const text = new Text(data);
     node.children = [text];
     text.parent = node;
+    joined.set(node, text);
+    spans.push({ node, text, inLink });
+  }
+  for (const { node, text, inLink } of spans) {
     // Where marked reads a code span differently from CommonMark, code that holds a "<" is written
     // as escaped text (a <span>): inside link text (marked can end the span early) and with a
     // backslash before a "|" (marked counts a run of backslashes to decide whether a pipe splits a
@@ -101,8 +152,151 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
   }
   const mark = endingInLt.length ? unusedMark(html) : undefined;
   for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
-  return { html: DomUtils.getOuterHTML(doc), mark };
+  const linkMark = spaced.length ? unusedMark(html, mark) : undefined;
+  if (linkMark) insertBefore(spaced, linkMark);
+  return { html: DomUtils.getOuterHTML(doc), mark, linkMark };
 }
+
+/**
+ * mdream starts a link, a strikethrough or inline code holding a backtick with a space after any
+ * character but "(" or a space: `foo<a href="/u">bar</a>` came out "foo [bar](/u)", a word the
+ * page did not split. Each such
+ * element gets a mark (a private-use character the page does not contain) right before it, and
+ * joinAtMarks takes the mark out with the space mdream put after it.
+ */
+const SPACED_BEFORE = new Set(["a", "code", "del", "q", "s", "strike"]);
+function insertBefore(elements: Element[], mark: string) {
+  const marked = new Set<ChildNode>(elements);
+  // Each parent's children rebuilt once: inserting one by one searched them every time.
+  for (const parent of new Set(elements.map((e) => e.parent))) {
+    if (!parent) continue;
+    const children: ChildNode[] = [];
+    for (const child of parent.children) {
+      if (marked.has(child)) {
+        const text = new Text(mark);
+        text.parent = parent;
+        children.push(text);
+      }
+      children.push(child);
+    }
+    parent.children = children;
+  }
+}
+export function joinAtMarks(md: string, mark: string): string {
+  // The space goes only before what such an element starts with (one that writes nothing keeps the
+  // page's own space after it); a "!" before a link, not itself escaped, would make it an image: it
+  // is escaped instead.
+  return md.replace(
+    new RegExp(`(\\\\*)(!?)${mark}(?: (?=[[~\`"]))?`, "g"),
+    (_, slashes: string, bang: string) =>
+      bang && slashes.length % 2 === 0 ? `${slashes}\\!` : `${slashes}${bang}`,
+  );
+}
+
+/**
+ * Emphasis, strong emphasis and strikethrough open only before, and close only after, a character
+ * that is not whitespace (CommonMark's flanking rules): mdream wrote `a<b> b</b>c` as "a** b**c",
+ * shown with its asterisks; and it drops an inline element's whitespace when that is all it holds
+ * (`a<span> </span>b` and `a<i> </i>b` came out "ab"). So whitespace (a no-break space too) and
+ * line breaks at either edge of an inline element move out of it, innermost first (the walk calls
+ * this after an element's children), each parent's children rebuilt once. Not from a link (its
+ * text may start with a space; an <a> without href is plain text) nor from code (whose spaces are
+ * its text).
+ */
+const DELIMITER: Record<string, string> = {
+  b: "**",
+  strong: "**",
+  i: "*",
+  em: "*",
+  del: "~~",
+  s: "~~",
+  strike: "~~",
+};
+const DELIMITED = new Set(Object.keys(DELIMITER));
+const DELIMITER_KIND: Record<string, number> = { b: 1, strong: 1, i: 2, em: 2, del: 4, s: 4, strike: 4 };
+const INLINE = new Set([
+  ...DELIMITED,
+  ..."abbr acronym bdi bdo big cite data dfn font ins kbd label mark nobr q samp small span sub sup time tt u var".split(
+    " ",
+  ),
+]);
+const EDGE_SPACE = /^[\p{Zs}\t\n\f\r]+/u;
+const EDGE_SPACE_END = /[\p{Zs}\t\n\f\r]+$/u;
+function hoistInlineEdges(parent: ParentNode) {
+  if (!parent.children.some(inline)) return;
+  const children: ChildNode[] = [];
+  for (const child of parent.children) {
+    if (!inline(child)) {
+      children.push(child);
+      continue;
+    }
+    // Counted, then cut once: shifting one edge at a time was quadratic in a deep nest's run of them.
+    let inner = child.children;
+    let from = 0;
+    const edge = (i: number, leading: boolean) =>
+      i >= 0 && i < inner.length ? splitEdge(inner[i] as ChildNode, leading) : undefined;
+    for (let moved = edge(0, true); moved; moved = edge(from, true)) {
+      put(children, moved);
+      if (moved !== inner[from]) break;
+      from++;
+    }
+    let to = inner.length;
+    const after: ChildNode[] = [];
+    for (let moved = to > from ? edge(to - 1, false) : undefined; moved; ) {
+      after.push(moved);
+      if (moved !== inner[to - 1]) break;
+      to--;
+      moved = to > from ? edge(to - 1, false) : undefined;
+    }
+    after.reverse();
+    if (from > 0 || to < inner.length) child.children = inner = inner.slice(from, to);
+    // The same delimiter right after itself ("**a****b**") reads as neither: one element holds both.
+    const last = children.at(-1);
+    if (last && isTag(last) && DELIMITED.has(child.name) && DELIMITER[last.name] === DELIMITER[child.name]) {
+      for (const c of inner) {
+        c.parent = last;
+        last.children.push(c);
+      }
+      child.children = [];
+    } else if (inner.length > 0) children.push(child);
+    // (An inline element left empty writes nothing and goes.)
+    for (const c of after) put(children, c);
+  }
+  for (const c of children) c.parent = parent;
+  parent.children = children;
+}
+/**
+ * Whitespace moved out of an element joins whitespace moved before it: a nest 500 deep moved its
+ * runs up one level at a time, each one longer (2.2 s on 400 KB), and now moves one text.
+ */
+const hoisted = new WeakSet<Text>();
+function put(list: ChildNode[], node: ChildNode) {
+  const last = list.at(-1);
+  if (node.type === "text" && last?.type === "text" && hoisted.has(last as Text)) {
+    (last as Text).data += (node as Text).data;
+    return;
+  }
+  if (node.type === "text") hoisted.add(node as Text);
+  list.push(node);
+}
+/** An inline element, or an <a> without href (mdream writes its text only). */
+const inline = (node: ChildNode): node is Element =>
+  isTag(node) && (INLINE.has(node.name) || (node.name === "a" && !("href" in node.attribs)));
+/** The whitespace or <br> at one edge of an inline element, as a node of its own (or the edge itself). */
+function splitEdge(edge: ChildNode, leading: boolean): ChildNode | undefined {
+  if (isTag(edge)) return edge.name === "br" ? edge : undefined;
+  if (edge.type !== "text") return undefined;
+  const text = edge as Text;
+  const space = (leading ? EDGE_SPACE : EDGE_SPACE_END).exec(text.data);
+  if (!space) return text.data === "" ? text : undefined;
+  if (space[0].length === text.data.length) return text;
+  text.data = leading ? text.data.slice(space[0].length) : text.data.slice(0, -space[0].length);
+  return new Text(space[0]);
+}
+
+const LEADING_SPACE = /^[\p{Zs}\t\n\f\r]+/u;
+/** Elements mdream writes something for with no text of their own. */
+const PRINTED = new Set(["img", "br", "hr", "pre", "code", "input", "a"]);
 
 /** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
 interface Ancestry {
@@ -115,6 +309,8 @@ interface Ancestry {
   /** Inside inline code (a <code>, or a <pre> made inline code). */
   code: boolean;
   link: boolean;
+  /** The kinds of emphasis open (DELIMITER_KIND's bits). */
+  delimited: number;
 }
 
 /**
@@ -178,10 +374,10 @@ function renameForMarkdown(node: Element, inTable: boolean, inCell: boolean) {
  * Markdown text and in the raw HTML mdream writes), else as "<". A page holding every candidate
  * gets the text `&lt;` (mdream escapes its "&": shown as "&lt;", still inert).
  */
-function unusedMark(html: string): string | undefined {
+function unusedMark(html: string, taken?: string): string | undefined {
   for (let c = 0xe000; c <= 0xe0ff; c++) {
     const mark = String.fromCharCode(c);
-    if (!html.includes(mark)) return mark;
+    if (mark !== taken && !html.includes(mark)) return mark;
   }
   return undefined;
 }

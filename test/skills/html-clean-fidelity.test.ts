@@ -158,6 +158,7 @@ describe("html_clean markdown: the rendered text is the page's text", () => {
       "<p><strong>ab</strong> <em>cd</em></p>\n",
     );
     expect(commonMark(mdOf("<p><em><em>x</em>y</em></p>"))).toBe("<p><em>xy</em></p>\n");
+    expect(commonMark(mdOf("<p><b>a</b><!-- --><b>b</b></p>"))).toBe("<p><strong>ab</strong></p>\n");
     expect(mdOf("<p>say<q>hi</q></p>")).toBe('say"hi"');
   });
 
@@ -187,6 +188,41 @@ describe("html_clean markdown: the rendered text is the page's text", () => {
     expect(commonMark(mdOf("<ul><li>a<br>==</li></ul>"))).toBe("<ul>\n<li>a<br />\n==</li>\n</ul>\n");
     // A code block keeps such lines as they are.
     expect(mdOf("<pre>a  \n==</pre>")).toBe("```\na  \n==\n```");
+  });
+
+  it("mdream's own blocks after a line break in an item or a quote stay blocks", () => {
+    // Only the page's text after a <br> is escaped: a fence, a heading or a quote mdream writes
+    // there is its own (escaped, the code came out as Markdown).
+    expect(commonMark(mdOf("<ul><li>a<br><pre>x</pre></li></ul>"))).toBe(
+      "<ul>\n<li>a\n<pre><code>x\n</code></pre>\n</li>\n</ul>\n",
+    );
+    expect(commonMark(mdOf("<ul><li>a<br><h3>h</h3></li></ul>"))).toBe(
+      "<ul>\n<li>a\n<h3>h</h3>\n</li>\n</ul>\n",
+    );
+    expect(commonMark(mdOf("<blockquote>a<br><blockquote>b</blockquote></blockquote>"))).toBe(
+      "<blockquote>\n<p>a</p>\n<blockquote>\n<p>b</p>\n</blockquote>\n</blockquote>\n",
+    );
+    // The page's own text there is still escaped, inside inline elements too.
+    expect(commonMark(mdOf("<p>a<br><span> - x</span></p>"))).toBe("<p>a<br />\n- x</p>\n");
+    expect(commonMark(mdOf("<blockquote><p>a<br>&gt; b</p></blockquote>"))).toBe(
+      "<blockquote>\n<p>a<br />\n&gt; b</p>\n</blockquote>\n",
+    );
+  });
+
+  it("a private-use character the page spells as an entity is the page's text, not a mark", () => {
+    for (const c of ["&#xE000;", "&#xE001;", "&#57344;"]) {
+      const html = `<p>&lt;${c}http://evil.example/&gt; <a href="/u">l</a></p>`;
+      const out = commonMark(mdOf(html));
+      expect(out, html).not.toContain("evil.example/</a>");
+      expect(shown(out), html).toBe(shown(html));
+    }
+  });
+
+  it("a <pre> keeps the indentation of the inline elements in it; a rule in an item stays a rule", () => {
+    expect(mdOf('<pre><span class="k">  a</span>\n<span class="k">  b</span></pre>')).toBe(
+      "```\n  a\n  b\n```",
+    );
+    expect(commonMark(mdOf("<ul><li><hr></li></ul>"))).toBe("<ul>\n<li>\n<hr />\n</li>\n</ul>\n");
   });
 });
 

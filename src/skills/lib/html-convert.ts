@@ -73,5 +73,7 @@ export function htmlToMd(html: string): string {
   if (safe.mark) md = restoreMark(md, safe.mark);
   // Trimmed before the lines are mended: a trailing no-break space kept "---\u00a0" from being read
   // as an underline until trim took it.
-  return inertForRenderers(neutralizeScriptLinks(mendContinuations(md.trim())).trim());
+  return inertForRenderers(
+    neutralizeScriptLinks(mendContinuations(md.trim(), safe.breakMark, safe.numbered)).trim(),
+  );
 }

@@ -25,8 +25,26 @@ export const MD_DROPPED = [...DROPPED, "title", "xmp", "plaintext", "textarea", 
  * writes it bare, no `<…>`), comments and directives go (neither converter writes them, and
  * the two parsers disagree on where some end: `--!>`), and so do the elements mdream drops.
  */
-export function safeForMarkdown(html: string): { html: string; mark?: string; linkMark?: string } {
+export function safeForMarkdown(html: string): {
+  html: string;
+  mark?: string;
+  linkMark?: string;
+  breakMark?: string;
+  /** Some list may start past 1 (`<ol start>`, `reversed`, `<li value>`): mdream's own start at 1. */
+  numbered: boolean;
+} {
   const doc = parseDocument(html);
+  // Private-use characters the page holds, decoded (`&#xE000;` is one): none of them is a mark.
+  const taken = new Set<string>();
+  const take = (s: string) => {
+    if (PRIVATE_USE.test(s)) for (const [c] of s.matchAll(PRIVATE_USE_ALL)) taken.add(c);
+  };
+  take(html);
+  // Text that starts a line after a <br> (see markdown-continuations.ts): the first text after a
+  // <br> with only inline elements between them.
+  const afterBreak: Text[] = [];
+  let breakOpen = false;
+  let numbered = false;
   const removed: ChildNode[] = [];
   const spaced: Element[] = [];
   // Until the first character the answer shows.
@@ -48,6 +66,12 @@ export function safeForMarkdown(html: string): { html: string; mark?: string; li
         // renderer but not to mdream, which sized a <pre>'s fence by "\n" lines only: "\r```\r"
         // closed it early and let the rest out as Markdown.
         if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
+        take(node.data);
+        if (breakOpen && (at.pre || at.code)) breakOpen = false;
+        else if (breakOpen && /\S/.test(node.data)) {
+          afterBreak.push(node);
+          breakOpen = false;
+        }
         if (opening) {
           // mdream trims the answer's start, a no-break space included, after deciding what to
           // escape on the first line: `<p>&nbsp;+ a</p>` came out "+ a", a list. It goes first.
@@ -58,6 +82,13 @@ export function safeForMarkdown(html: string): { html: string; mark?: string; li
       } else if ("attribs" in node) {
         if (PRINTED.has(node.name)) opening = false;
         capAttributes(node);
+        for (const v of Object.values(node.attribs)) take(v);
+        if (
+          node.name === "ol" ? "start" in node.attribs || "reversed" in node.attribs : "value" in node.attribs
+        )
+          numbered = true;
+        if (node.name === "br" && !at.pre && !at.code) breakOpen = true;
+        else if (!inline(node)) breakOpen = false;
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
         if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
@@ -86,7 +117,7 @@ export function safeForMarkdown(html: string): { html: string; mark?: string; li
           (node.name !== "a" || "href" in node.attribs)
         )
           spaced.push(node);
-        walk(node.children, {
+        const inside: Ancestry = {
           table: at.table || original === "table",
           cell: at.cell || (at.table && (original === "td" || original === "th")),
           blocks: at.blocks && BLOCK_PARENTS.has(node.name),
@@ -94,8 +125,10 @@ export function safeForMarkdown(html: string): { html: string; mark?: string; li
           code: at.code || opensCode,
           link: at.link || node.name === "a",
           delimited: at.delimited | (node.name === "span" ? 0 : kind),
-        });
-        if (!at.pre && !at.code) hoistInlineEdges(node);
+        };
+        walk(node.children, inside);
+        // Not in a <pre> or code, whose spaces are its text (`<pre><span> a</span>` kept its indent).
+        if (!inside.pre && !inside.code) hoistInlineEdges(node);
       } else if ("children" in node) walk(node.children, at);
     }
   };
@@ -150,11 +183,18 @@ export function safeForMarkdown(html: string): { html: string; mark?: string; li
       if (text.data.endsWith("<")) endingInLt.push(text);
     }
   }
-  const mark = endingInLt.length ? unusedMark(html) : undefined;
+  const mark = endingInLt.length ? unusedMark(taken) : undefined;
   for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
-  const linkMark = spaced.length ? unusedMark(html, mark) : undefined;
+  const linkMark = spaced.length ? unusedMark(taken) : undefined;
   if (linkMark) insertBefore(spaced, linkMark);
-  return { html: DomUtils.getOuterHTML(doc), mark, linkMark };
+  const breakMark = afterBreak.length ? unusedMark(taken) : undefined;
+  if (breakMark) {
+    for (const text of afterBreak) {
+      const at = text.data.search(/\S/);
+      if (at >= 0) text.data = `${text.data.slice(0, at)}${breakMark}${text.data.slice(at)}`;
+    }
+  }
+  return { html: DomUtils.getOuterHTML(doc), mark, linkMark, breakMark, numbered };
 }
 
 /**
@@ -185,12 +225,23 @@ function insertBefore(elements: Element[], mark: string) {
 export function joinAtMarks(md: string, mark: string): string {
   // The space goes only before what such an element starts with (one that writes nothing keeps the
   // page's own space after it); a "!" before a link, not itself escaped, would make it an image: it
-  // is escaped instead.
-  return md.replace(
-    new RegExp(`(\\\\*)(!?)${mark}(?: (?=[[~\`"]))?`, "g"),
-    (_, slashes: string, bang: string) =>
-      bang && slashes.length % 2 === 0 ? `${slashes}\\!` : `${slashes}${bang}`,
-  );
+  // is escaped instead. Found with indexOf and looked back from by hand: `(\\*)(!?)mark` tried
+  // every start in a run of backslashes (40,000 of them: 7.6 s).
+  const out: string[] = [];
+  let from = 0;
+  for (let at = md.indexOf(mark); at >= 0; at = md.indexOf(mark, from)) {
+    let kept = md.slice(from, at);
+    if (kept.endsWith("!")) {
+      let slashes = 0;
+      while (slashes < kept.length - 1 && kept.charCodeAt(kept.length - 2 - slashes) === 0x5c) slashes++;
+      if (slashes % 2 === 0) kept = `${kept.slice(0, -1)}\\!`;
+    }
+    out.push(kept);
+    from = at + mark.length;
+    if (md[from] === " " && /[[~`"]/.test(md[from + 1] ?? "")) from++;
+  }
+  out.push(md.slice(from));
+  return out.join("");
 }
 
 /**
@@ -216,82 +267,109 @@ const DELIMITED = new Set(Object.keys(DELIMITER));
 const DELIMITER_KIND: Record<string, number> = { b: 1, strong: 1, i: 2, em: 2, del: 4, s: 4, strike: 4 };
 const INLINE = new Set([
   ...DELIMITED,
-  ..."abbr acronym bdi bdo big cite data dfn font ins kbd label mark nobr q samp small span sub sup time tt u var".split(
+  ..."abbr acronym bdi bdo big cite data dfn font ins label mark nobr q small span sub sup time tt u var".split(
     " ",
   ),
 ]);
-const EDGE_SPACE = /^[\p{Zs}\t\n\f\r]+/u;
-const EDGE_SPACE_END = /[\p{Zs}\t\n\f\r]+$/u;
+/**
+ * What rises out of an inline element (whitespace and <br>s) stays one node while it rises through
+ * the elements around it: moved node by node at every level, a nest 500 deep cost depth x run
+ * (500 spans, each ending in 150 " <br>": 11.6 s). A run is an empty Text standing for its nodes,
+ * written out where it stops rising (inside a block, or kept in the middle of an element).
+ */
+const runs = new WeakMap<Text, ChildNode[]>();
+function flatten(nodes: ChildNode[], out: ChildNode[]): ChildNode[] {
+  const stack = [...nodes].reverse();
+  while (stack.length > 0) {
+    const node = stack.pop() as ChildNode;
+    const run = node.type === "text" ? runs.get(node as Text) : undefined;
+    if (run) for (let i = run.length - 1; i >= 0; i--) stack.push(run[i] as ChildNode);
+    else out.push(node);
+  }
+  return out;
+}
 function hoistInlineEdges(parent: ParentNode) {
   if (!parent.children.some(inline)) return;
+  // An inline parent's own parent moves its edges on: what rose stays one run until then.
+  const rising = isTag(parent as ChildNode) && inline(parent as ChildNode);
   const children: ChildNode[] = [];
+  const emit = (moved: ChildNode[]) => {
+    if (moved.length === 0) return;
+    if (!rising) flatten(moved, children);
+    else if (moved.length === 1 && runs.has(moved[0] as Text)) children.push(moved[0] as ChildNode);
+    else {
+      const run = new Text("");
+      runs.set(run, moved);
+      children.push(run);
+    }
+  };
   for (const child of parent.children) {
+    // Comments go anyway (below); gone now, emphasis on either side of one meets and joins.
+    if (child.type === "comment") continue;
     if (!inline(child)) {
       children.push(child);
       continue;
     }
-    // Counted, then cut once: shifting one edge at a time was quadratic in a deep nest's run of them.
-    let inner = child.children;
+    const inner = child.children;
+    const before: ChildNode[] = [];
     let from = 0;
-    const edge = (i: number, leading: boolean) =>
-      i >= 0 && i < inner.length ? splitEdge(inner[i] as ChildNode, leading) : undefined;
-    for (let moved = edge(0, true); moved; moved = edge(from, true)) {
-      put(children, moved);
+    while (from < inner.length) {
+      const moved = splitEdge(inner[from] as ChildNode, true);
+      if (!moved) break;
+      before.push(moved);
       if (moved !== inner[from]) break;
       from++;
     }
     let to = inner.length;
     const after: ChildNode[] = [];
-    for (let moved = to > from ? edge(to - 1, false) : undefined; moved; ) {
+    while (to > from) {
+      const moved = splitEdge(inner[to - 1] as ChildNode, false);
+      if (!moved) break;
       after.push(moved);
       if (moved !== inner[to - 1]) break;
       to--;
-      moved = to > from ? edge(to - 1, false) : undefined;
     }
     after.reverse();
-    if (from > 0 || to < inner.length) child.children = inner = inner.slice(from, to);
+    emit(before);
+    const kept = flatten(inner.slice(from, to), []);
     // The same delimiter right after itself ("**a****b**") reads as neither: one element holds both.
     const last = children.at(-1);
     if (last && isTag(last) && DELIMITED.has(child.name) && DELIMITER[last.name] === DELIMITER[child.name]) {
-      for (const c of inner) {
+      for (const c of kept) {
         c.parent = last;
         last.children.push(c);
       }
       child.children = [];
-    } else if (inner.length > 0) children.push(child);
+    } else if (kept.length > 0) {
+      for (const c of kept) c.parent = child;
+      child.children = kept;
+      children.push(child);
+    }
     // (An inline element left empty writes nothing and goes.)
-    for (const c of after) put(children, c);
+    emit(after);
   }
   for (const c of children) c.parent = parent;
   parent.children = children;
 }
-/**
- * Whitespace moved out of an element joins whitespace moved before it: a nest 500 deep moved its
- * runs up one level at a time, each one longer (2.2 s on 400 KB), and now moves one text.
- */
-const hoisted = new WeakSet<Text>();
-function put(list: ChildNode[], node: ChildNode) {
-  const last = list.at(-1);
-  if (node.type === "text" && last?.type === "text" && hoisted.has(last as Text)) {
-    (last as Text).data += (node as Text).data;
-    return;
-  }
-  if (node.type === "text") hoisted.add(node as Text);
-  list.push(node);
-}
 /** An inline element, or an <a> without href (mdream writes its text only). */
 const inline = (node: ChildNode): node is Element =>
   isTag(node) && (INLINE.has(node.name) || (node.name === "a" && !("href" in node.attribs)));
+const SPACE = /[\p{Zs}\t\n\f\r]/u;
 /** The whitespace or <br> at one edge of an inline element, as a node of its own (or the edge itself). */
 function splitEdge(edge: ChildNode, leading: boolean): ChildNode | undefined {
   if (isTag(edge)) return edge.name === "br" ? edge : undefined;
   if (edge.type !== "text") return undefined;
   const text = edge as Text;
-  const space = (leading ? EDGE_SPACE : EDGE_SPACE_END).exec(text.data);
-  if (!space) return text.data === "" ? text : undefined;
-  if (space[0].length === text.data.length) return text;
-  text.data = leading ? text.data.slice(space[0].length) : text.data.slice(0, -space[0].length);
-  return new Text(space[0]);
+  if (runs.has(text)) return text;
+  const data = text.data;
+  // Counted char by char from the edge: /\s+$/ tried every start of a long inner run (quadratic).
+  let n = 0;
+  if (leading) while (n < data.length && SPACE.test(data[n] as string)) n++;
+  else while (n < data.length && SPACE.test(data[data.length - 1 - n] as string)) n++;
+  if (n === data.length) return text;
+  if (n === 0) return undefined;
+  text.data = leading ? data.slice(n) : data.slice(0, data.length - n);
+  return new Text(leading ? data.slice(0, n) : data.slice(data.length - n));
 }
 
 const LEADING_SPACE = /^[\p{Zs}\t\n\f\r]+/u;
@@ -374,13 +452,18 @@ function renameForMarkdown(node: Element, inTable: boolean, inCell: boolean) {
  * Markdown text and in the raw HTML mdream writes), else as "<". A page holding every candidate
  * gets the text `&lt;` (mdream escapes its "&": shown as "&lt;", still inert).
  */
-function unusedMark(html: string, taken?: string): string | undefined {
+function unusedMark(taken: Set<string>): string | undefined {
   for (let c = 0xe000; c <= 0xe0ff; c++) {
     const mark = String.fromCharCode(c);
-    if (mark !== taken && !html.includes(mark)) return mark;
+    if (!taken.has(mark)) {
+      taken.add(mark);
+      return mark;
+    }
   }
   return undefined;
 }
+const PRIVATE_USE = /[\ue000-\ue0ff]/;
+const PRIVATE_USE_ALL = /[\ue000-\ue0ff]/g;
 export const restoreMark = (md: string, mark: string) =>
   md.replace(new RegExp(`${mark}(?=[A-Za-z/!?])`, "g"), "&lt;").replaceAll(mark, "<");
 

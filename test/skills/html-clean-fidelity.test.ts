@@ -159,6 +159,17 @@ describe("html_clean markdown: the rendered text is the page's text", () => {
     );
     expect(commonMark(mdOf("<p><em><em>x</em>y</em></p>"))).toBe("<p><em>xy</em></p>\n");
     expect(commonMark(mdOf("<p><b>a</b><!-- --><b>b</b></p>"))).toBe("<p><strong>ab</strong></p>\n");
+    // Through a block, emphasis of the outer's kind is written again: the outer's delimiters sit
+    // around the block, where they render as nothing.
+    expect(gfm.render(mdOf("<strong><table><tr><td><b>x</b> y</td></tr></table></strong>"))).toContain(
+      "<strong>x</strong> y",
+    );
+    expect(gfm.render(mdOf("<del><h3><s>x</s></h3></del>"))).toContain("<s>x</s>");
+    expect(gfm.render(mdOf("<i><ul><li><em>x</em> y</li></ul></i>"))).toContain("<em>x</em> y");
+    // Not through a link: "**[**x**](/u)**" would read as neither.
+    expect(commonMark(mdOf('<p><b><a href="/u"><b>x</b></a></b></p>'))).toBe(
+      '<p><strong><a href="/u">x</a></strong></p>\n',
+    );
     expect(mdOf("<p>say<q>hi</q></p>")).toBe('say"hi"');
   });
 
@@ -177,6 +188,13 @@ describe("html_clean markdown: the rendered text is the page's text", () => {
     expect(commonMark(mdOf("<p><code>a</code><code>b</code>c</p>"))).toBe("<p><code>ab</code>c</p>\n");
     expect(commonMark(mdOf("<p><code>a</code><!-- x --><code>`</code></p>"))).toBe(
       "<p><code>a`</code></p>\n",
+    );
+    // Also where hoisting made them adjacent: an empty element between them went, two <b> joined.
+    expect(commonMark(mdOf("<p><code>a</code><span></span><code>b</code></p>"))).toBe(
+      "<p><code>ab</code></p>\n",
+    );
+    expect(commonMark(mdOf("<p><b><code>a</code></b><b><code>b</code></b></p>"))).toBe(
+      "<p><strong><code>ab</code></strong></p>\n",
     );
   });
 

@@ -124,7 +124,9 @@ export function safeForMarkdown(html: string): {
           pre: at.pre || (node.name === "pre" && !at.code),
           code: at.code || opensCode,
           link: at.link || node.name === "a",
-          delimited: at.delimited | (node.name === "span" ? 0 : kind),
+          // A block starts afresh: mdream writes the outer delimiters around it, where they
+          // render as nothing, so emphasis inside it is written again.
+          delimited: ENDS_DELIMITERS.has(node.name) ? 0 : at.delimited | (node.name === "span" ? 0 : kind),
         };
         walk(node.children, inside);
         // Not in a <pre> or code, whose spaces are its text (`<pre><span> a</span>` kept its indent).
@@ -150,12 +152,21 @@ export function safeForMarkdown(html: string): {
   }
   // Inline code right after inline code (nothing between them once comments are gone) joins it:
   // mdream wrote `<code>a</code><code>b</code>` as "`a``b`", one span holding "a``b".
+  // What is right before each, read from the children as rebuilt: `prev` still named what stood
+  // there before hoisting (an empty <span> now gone, or nothing where two <b> became one).
+  const previous = new Map<ChildNode, ChildNode | undefined>();
+  for (const parent of new Set(codes.map((c) => c.node.parent))) {
+    let before: ChildNode | undefined;
+    for (const child of parent?.children ?? []) {
+      previous.set(child, before);
+      before = child;
+    }
+  }
   const joined = new Map<Element, Text>();
   const spans: { node: Element; text: Text; inLink: boolean }[] = [];
   for (const { node, inLink } of codes) {
     const data = DomUtils.textContent(node).replace(/\s+/g, " ");
-    let before = node.prev;
-    while (before && doomed.has(before)) before = before.prev;
+    const before = previous.get(node);
     const into = before && isTag(before) ? joined.get(before) : undefined;
     // In place: replacing an element searches its parent's children, quadratic for a parent
     // holding tens of thousands of them.
@@ -500,6 +511,11 @@ const BLOCK_PARENTS = new Set([
   "caption",
   "center",
   "hgroup",
+]);
+/** Blocks (as renamed, so not those inline in a table cell): emphasis outside does not reach in. */
+const ENDS_DELIMITERS = new Set([
+  ...BLOCK_PARENTS,
+  ..."p h1 h2 h3 h4 h5 h6 pre hr dl dt menu legend".split(" "),
 ]);
 /**
  * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and

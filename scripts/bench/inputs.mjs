@@ -162,6 +162,60 @@ export function benchInputs() {
         mode: "markdown",
       },
     ],
+    // The bench page with its lists ordered: a second item ("2.") made the continuation pass read
+    // every answer with markdown-it (now only a page that numbers a list itself is read).
+    [
+      "html-clean",
+      "400k markdown, ordered lists",
+      { html: html(400_000).replaceAll("ul>", "ol>"), mode: "markdown" },
+    ],
+    // A list that numbers itself (<ol start>) reaches the markdown-it pass (a smaller page: the
+    // attribute makes it longer, and the body cap is 400k).
+    [
+      "html-clean",
+      "397k markdown, ordered lists starting at 3",
+      {
+        html: html(385_000).replaceAll("<ul>", '<ol start="3">').replaceAll("</ul>", "</ol>"),
+        mode: "markdown",
+      },
+    ],
+    // Whitespace and <br>s moving out of inline elements: a trailing-space regex was quadratic
+    // (9.4 s), and a nest 500 deep moved each run node by node at every level (11.6 s).
+    [
+      "html-clean",
+      "80k markdown, 80,000 spaces inside a <span> (adversarial)",
+      { html: `<p><span>a${" ".repeat(80_000)}b</span></p>`, mode: "markdown" },
+    ],
+    [
+      "html-clean",
+      "382k markdown, 500 nested spans each ending in 150 <br> (adversarial)",
+      {
+        html: `<p>${"<span>x".repeat(500)}${`${" <br>".repeat(150)}</span>`.repeat(500)}</p>`,
+        mode: "markdown",
+      },
+    ],
+    // The same nest with nothing in it but line breaks (unclosed spans, each opening a level).
+    [
+      "html-clean",
+      "378k markdown, 500 nested spans each holding 150 ' <br>' (adversarial)",
+      { html: `<span>${" <br>".repeat(150)}`.repeat(500), mode: "markdown" },
+    ],
+    [
+      "html-clean",
+      "383k markdown, 500 nested spans each holding 190 <br> (adversarial)",
+      { html: `<span>${"<br>".repeat(190)}`.repeat(500), mode: "markdown" },
+    ],
+    [
+      "html-clean",
+      "393k markdown, 500 nested spans, then 390,000 spaces (adversarial)",
+      { html: `<p>${"<span>".repeat(500)}x${" ".repeat(390_000)}</p>`, mode: "markdown" },
+    ],
+    // A run of backslashes before a link's mark: the regex that took the mark out was quadratic (7.6 s).
+    [
+      "html-clean",
+      "40k markdown, 40,000 backslashes before a link (adversarial)",
+      { html: `<p>${"\\".repeat(40_000)}x<a href=/u>l</a></p>`, mode: "markdown" },
+    ],
     // Past the grid bounds (docs/LIMITS.md): written as blocks; the grid took 14 s.
     ["html-clean", "79k table cells, text", { html: `<table><tr>${"<td>c".repeat(79_000)}</tr></table>` }],
     ["json-schema-validate", "1 KB", { instance: items(20), schema }],

@@ -415,7 +415,57 @@ const hostileHtml = fc.letrec((tie) => ({
   doc: fc.array(tie("node"), { minLength: 1, maxLength: 6 }).map((a) => (a as string[]).join("")),
 })).doc;
 
+// A line break, then a block mdream writes itself, inside an item or a quote: the lines after the
+// break are mdream's own (a fence, a heading, a quote), not page text to escape.
+const BROKEN_INTO = [
+  "<ul><li>",
+  "<ol><li>",
+  "<blockquote>",
+  "<ul><li><ul><li>",
+  "<blockquote><blockquote>",
+  "<blockquote><ul><li>",
+];
+const BLOCKS_AFTER_BREAK = [
+  (p: string) => `<pre>${p}</pre>`,
+  (p: string) => `<h3>${p}</h3>`,
+  (p: string) => `<blockquote>${p}</blockquote>`,
+  (p: string) => `<blockquote><pre>${p}</pre></blockquote>`,
+  (p: string) => `<ul><li>${p}</li></ul>`,
+  (p: string) => `<pre>| h | h2 |\n| --- | --- |\n| \`a\\\\|${p}\` | b |</pre>`,
+];
+const brokenBlock = fc
+  .tuple(
+    fc.constantFrom(...BROKEN_INTO),
+    fc.constantFrom("a<br>", "a<br><br>", "a <br> ", "<b>a<br></b>"),
+    fc.constantFrom(...BLOCKS_AFTER_BREAK),
+    fc.array(fc.constantFrom(...PAYLOADS, ...TEXTS), { minLength: 1, maxLength: 3 }),
+  )
+  .map(([open, lead, block, texts]) => `${open}${lead}${block(texts.join(""))}`);
+
 describe("html_clean markdown, random hostile pages", () => {
+  it(
+    "a block right after a line break in an item or a quote stays mdream's own block",
+    async () => {
+      for (const html of [
+        "<ul><li>a<br><pre>x</pre></li></ul>",
+        "<ul><li>a<br><h3>h</h3></li></ul>",
+        "<blockquote>a<br><blockquote>b</blockquote></blockquote>",
+        "<blockquote>a<br><blockquote><pre>[x]: javascript:alert(1)\n\n[x]</pre></blockquote></blockquote>",
+        "<ul><li>a<br><pre>| h | h2 |\n| --- | --- |\n| `a\\|&lt;img src=x onerror=alert(1)&gt;` | b |</pre></li></ul>",
+      ])
+        await expectInert(html);
+      fc.assert(
+        fc.property(brokenBlock, (html) => {
+          const md = htmlToMd(html);
+          const found = Object.entries(RENDERERS).flatMap(([n, r]) => live(r(md)).map((l) => `${n}: ${l}`));
+          if (found.length) throw new Error(`${found.join(", ")}\nmarkdown ${JSON.stringify(md)}`);
+        }),
+        { numRuns: 400, seed: 7 },
+      );
+    },
+    SKILL_TEST_TIMEOUT * 2,
+  );
+
   it("nothing live in any renderer", () => {
     fc.assert(
       fc.property(hostileHtml, (html) => {

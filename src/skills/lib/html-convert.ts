@@ -1,8 +1,9 @@
 import { htmlToMarkdown } from "mdream";
 import type { Loc } from "../../http/validation";
 import { cut } from "../../text-cut";
-import { MD_DROPPED, restoreMark, safeForMarkdown } from "./html-for-markdown";
+import { joinAtMarks, MD_DROPPED, restoreMark, safeForMarkdown } from "./html-for-markdown";
 import { prepass } from "./html-prepass";
+import { mendContinuations } from "./markdown-continuations";
 import { inertForRenderers, neutralizeScriptLinks } from "./markdown-safety";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
 import { textConverter } from "./text-mode";
@@ -11,7 +12,8 @@ import { textConverter } from "./text-mode";
  * HTML to plain text (html-to-text) or Markdown (mdream), bounded: html_clean and ai_detector use
  * it. Each conversion is one pipeline: the prepass bounds and sizes the page (html-prepass.ts), an
  * answer past the output cap is refused before it is built, then text mode's converter
- * (text-mode.ts), or mdream on HTML made safe for it (html-for-markdown.ts) with its output read
+ * (text-mode.ts), or mdream on HTML made safe and faithful for it (html-for-markdown.ts) with the
+ * lines it writes that a renderer misreads mended (markdown-continuations.ts) and its output read
  * as a renderer reads it (markdown-safety.ts). The skills import this module on first use, so none
  * of these libraries is evaluated at start-up.
  */
@@ -66,6 +68,12 @@ export function htmlToMd(html: string): string {
   if (outputAtLeast > MAX_OUTPUT_BYTES) throw new OutputTooLarge();
   const safe = safeForMarkdown(page);
   // Line ends as a renderer reads them, for the checks below to see the lines it will see.
-  const md = dropBoms(htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } })).replace(/\r\n?/g, "\n");
-  return inertForRenderers(neutralizeScriptLinks(safe.mark ? restoreMark(md, safe.mark) : md).trim());
+  let md = dropBoms(htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } })).replace(/\r\n?/g, "\n");
+  if (safe.linkMark) md = joinAtMarks(md, safe.linkMark);
+  if (safe.mark) md = restoreMark(md, safe.mark);
+  // Trimmed before the lines are mended: a trailing no-break space kept "---\u00a0" from being read
+  // as an underline until trim took it.
+  return inertForRenderers(
+    neutralizeScriptLinks(mendContinuations(md.trim(), safe.breakMark, safe.numbered)).trim(),
+  );
 }

@@ -1,4 +1,4 @@
-import { type ChildNode, type Element, Text } from "domhandler";
+import { type ChildNode, type Element, isTag, type ParentNode, Text } from "domhandler";
 import { DomUtils, parseDocument } from "htmlparser2";
 import { DROPPED } from "./html-prepass";
 
@@ -25,9 +25,30 @@ export const MD_DROPPED = [...DROPPED, "title", "xmp", "plaintext", "textarea", 
  * writes it bare, no `<…>`), comments and directives go (neither converter writes them, and
  * the two parsers disagree on where some end: `--!>`), and so do the elements mdream drops.
  */
-export function safeForMarkdown(html: string): { html: string; mark?: string } {
+export function safeForMarkdown(html: string): {
+  html: string;
+  mark?: string;
+  linkMark?: string;
+  breakMark?: string;
+  /** Some list may start past 1 (`<ol start>`, `reversed`, `<li value>`): mdream's own start at 1. */
+  numbered: boolean;
+} {
   const doc = parseDocument(html);
+  // Private-use characters the page holds, decoded (`&#xE000;` is one): none of them is a mark.
+  const taken = new Set<string>();
+  const take = (s: string) => {
+    if (PRIVATE_USE.test(s)) for (const [c] of s.matchAll(PRIVATE_USE_ALL)) taken.add(c);
+  };
+  take(html);
+  // Text that starts a line after a <br> (see markdown-continuations.ts): the first text after a
+  // <br> with only inline elements between them.
+  const afterBreak: Text[] = [];
+  let breakOpen = false;
+  let numbered = false;
   const removed: ChildNode[] = [];
+  const spaced: Element[] = [];
+  // Until the first character the answer shows.
+  let opening = true;
   const endingInLt: Text[] = [];
   const codes: { node: Element; inLink: boolean }[] = [];
   // What each node's ancestors are, carried down (one walk, linear: asking each node's ancestors
@@ -45,9 +66,29 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
         // renderer but not to mdream, which sized a <pre>'s fence by "\n" lines only: "\r```\r"
         // closed it early and let the rest out as Markdown.
         if (node.data.includes("\r")) node.data = node.data.replace(/\r\n?/g, "\n");
+        take(node.data);
+        if (breakOpen && (at.pre || at.code)) breakOpen = false;
+        else if (breakOpen && /\S/.test(node.data)) {
+          afterBreak.push(node);
+          breakOpen = false;
+        }
+        if (opening) {
+          // mdream trims the answer's start, a no-break space included, after deciding what to
+          // escape on the first line: `<p>&nbsp;+ a</p>` came out "+ a", a list. It goes first.
+          if (!at.pre && !at.code) node.data = node.data.replace(LEADING_SPACE, "");
+          if (node.data) opening = false;
+        }
         if (node.data.endsWith("<") && !at.pre && !at.code) endingInLt.push(node);
       } else if ("attribs" in node) {
+        if (PRINTED.has(node.name)) opening = false;
         capAttributes(node);
+        for (const v of Object.values(node.attribs)) take(v);
+        if (
+          node.name === "ol" ? "start" in node.attribs || "reversed" in node.attribs : "value" in node.attribs
+        )
+          numbered = true;
+        if (node.name === "br" && !at.pre && !at.code) breakOpen = true;
+        else if (!inline(node)) breakOpen = false;
         delete node.attribs.title;
         // An alt with a blank line would end its image (mdream escapes what it could open).
         if (node.attribs.alt) node.attribs.alt = node.attribs.alt.replace(/[\r\n]+/g, " ");
@@ -63,33 +104,87 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
         // code became Markdown and HTML of its own. Such a <pre> becomes inline code, and inline
         // code (the outermost) one line of text.
         if (node.name === "pre" && !at.blocks) node.name = "code";
+        // Emphasis inside emphasis of its own kind shows as the outer one does; written again, its
+        // delimiters ran into the outer's ("<em><em>x</em>y</em>": "**x*y*").
+        const kind = DELIMITER_KIND[node.name] ?? 0;
+        if (at.delimited & kind) node.name = "span";
         const opensCode = node.name === "code" && !at.pre && !at.code;
         if (opensCode) codes.push({ node, inLink: at.link });
-        walk(node.children, {
+        if (
+          !at.pre &&
+          !at.code &&
+          SPACED_BEFORE.has(node.name) &&
+          (node.name !== "a" || "href" in node.attribs)
+        )
+          spaced.push(node);
+        const inside: Ancestry = {
           table: at.table || original === "table",
           cell: at.cell || (at.table && (original === "td" || original === "th")),
           blocks: at.blocks && BLOCK_PARENTS.has(node.name),
           pre: at.pre || (node.name === "pre" && !at.code),
           code: at.code || opensCode,
           link: at.link || node.name === "a",
-        });
+          // A block starts afresh: mdream writes the outer delimiters around it, where they
+          // render as nothing, so emphasis inside it is written again.
+          delimited: ENDS_DELIMITERS.has(node.name) ? 0 : at.delimited | (node.name === "span" ? 0 : kind),
+        };
+        walk(node.children, inside);
+        // Not in a <pre> or code, whose spaces are its text (`<pre><span> a</span>` kept its indent).
+        if (!inside.pre && !inside.code) hoistInlineEdges(node);
       } else if ("children" in node) walk(node.children, at);
     }
   };
-  walk(doc.children, { table: false, cell: false, blocks: true, pre: false, code: false, link: false });
+  walk(doc.children, {
+    table: false,
+    cell: false,
+    blocks: true,
+    pre: false,
+    code: false,
+    link: false,
+    delimited: 0,
+  });
+  hoistInlineEdges(doc);
   // Taken out of their parents in one pass each: removing them one by one searched the parent's
   // children every time (57,000 comments in one element took 1.6 s).
   const doomed = new Set(removed);
   for (const parent of new Set(removed.map((n) => n.parent))) {
     if (parent) parent.children = parent.children.filter((n) => !doomed.has(n));
   }
+  // Inline code right after inline code (nothing between them once comments are gone) joins it:
+  // mdream wrote `<code>a</code><code>b</code>` as "`a``b`", one span holding "a``b".
+  // What is right before each, read from the children as rebuilt: `prev` still named what stood
+  // there before hoisting (an empty <span> now gone, or nothing where two <b> became one).
+  const previous = new Map<ChildNode, ChildNode | undefined>();
+  for (const parent of new Set(codes.map((c) => c.node.parent))) {
+    let before: ChildNode | undefined;
+    for (const child of parent?.children ?? []) {
+      previous.set(child, before);
+      before = child;
+    }
+  }
+  const joined = new Map<Element, Text>();
+  const spans: { node: Element; text: Text; inLink: boolean }[] = [];
   for (const { node, inLink } of codes) {
-    const text = new Text(DomUtils.textContent(node).replace(/\s+/g, " "));
+    const data = DomUtils.textContent(node).replace(/\s+/g, " ");
+    const before = previous.get(node);
+    const into = before && isTag(before) ? joined.get(before) : undefined;
     // In place: replacing an element searches its parent's children, quadratic for a parent
     // holding tens of thousands of them.
     node.attribs = {};
+    if (into) {
+      into.data += data;
+      node.name = "span";
+      node.children = [];
+      joined.set(node, into);
+      continue;
+    }
+    const text = new Text(data);
     node.children = [text];
     text.parent = node;
+    joined.set(node, text);
+    spans.push({ node, text, inLink });
+  }
+  for (const { node, text, inLink } of spans) {
     // Where marked reads a code span differently from CommonMark, code that holds a "<" is written
     // as escaped text (a <span>): inside link text (marked can end the span early) and with a
     // backslash before a "|" (marked counts a run of backslashes to decide whether a pipe splits a
@@ -99,10 +194,198 @@ export function safeForMarkdown(html: string): { html: string; mark?: string } {
       if (text.data.endsWith("<")) endingInLt.push(text);
     }
   }
-  const mark = endingInLt.length ? unusedMark(html) : undefined;
+  const mark = endingInLt.length ? unusedMark(taken) : undefined;
   for (const text of endingInLt) text.data = `${text.data.slice(0, -1)}${mark ?? "&lt;"}`;
-  return { html: DomUtils.getOuterHTML(doc), mark };
+  const linkMark = spaced.length ? unusedMark(taken) : undefined;
+  if (linkMark) insertBefore(spaced, linkMark);
+  const breakMark = afterBreak.length ? unusedMark(taken) : undefined;
+  if (breakMark) {
+    for (const text of afterBreak) {
+      const at = text.data.search(/\S/);
+      if (at >= 0) text.data = `${text.data.slice(0, at)}${breakMark}${text.data.slice(at)}`;
+    }
+  }
+  return { html: DomUtils.getOuterHTML(doc), mark, linkMark, breakMark, numbered };
 }
+
+/**
+ * mdream starts a link, a strikethrough or inline code holding a backtick with a space after any
+ * character but "(" or a space: `foo<a href="/u">bar</a>` came out "foo [bar](/u)", a word the
+ * page did not split. Each such
+ * element gets a mark (a private-use character the page does not contain) right before it, and
+ * joinAtMarks takes the mark out with the space mdream put after it.
+ */
+const SPACED_BEFORE = new Set(["a", "code", "del", "q", "s", "strike"]);
+function insertBefore(elements: Element[], mark: string) {
+  const marked = new Set<ChildNode>(elements);
+  // Each parent's children rebuilt once: inserting one by one searched them every time.
+  for (const parent of new Set(elements.map((e) => e.parent))) {
+    if (!parent) continue;
+    const children: ChildNode[] = [];
+    for (const child of parent.children) {
+      if (marked.has(child)) {
+        const text = new Text(mark);
+        text.parent = parent;
+        children.push(text);
+      }
+      children.push(child);
+    }
+    parent.children = children;
+  }
+}
+export function joinAtMarks(md: string, mark: string): string {
+  // The space goes only before what such an element starts with (one that writes nothing keeps the
+  // page's own space after it); a "!" before a link, not itself escaped, would make it an image: it
+  // is escaped instead. Found with indexOf and looked back from by hand: `(\\*)(!?)mark` tried
+  // every start in a run of backslashes (40,000 of them: 7.6 s).
+  const out: string[] = [];
+  let from = 0;
+  for (let at = md.indexOf(mark); at >= 0; at = md.indexOf(mark, from)) {
+    let kept = md.slice(from, at);
+    if (kept.endsWith("!")) {
+      let slashes = 0;
+      while (slashes < kept.length - 1 && kept.charCodeAt(kept.length - 2 - slashes) === 0x5c) slashes++;
+      if (slashes % 2 === 0) kept = `${kept.slice(0, -1)}\\!`;
+    }
+    out.push(kept);
+    from = at + mark.length;
+    if (md[from] === " " && /[[~`"]/.test(md[from + 1] ?? "")) from++;
+  }
+  out.push(md.slice(from));
+  return out.join("");
+}
+
+/**
+ * Emphasis, strong emphasis and strikethrough open only before, and close only after, a character
+ * that is not whitespace (CommonMark's flanking rules): mdream wrote `a<b> b</b>c` as "a** b**c",
+ * shown with its asterisks; and it drops an inline element's whitespace when that is all it holds
+ * (`a<span> </span>b` and `a<i> </i>b` came out "ab"). So whitespace (a no-break space too) and
+ * line breaks at either edge of an inline element move out of it, innermost first (the walk calls
+ * this after an element's children), each parent's children rebuilt once. Not from a link (its
+ * text may start with a space; an <a> without href is plain text) nor from code (whose spaces are
+ * its text).
+ */
+const DELIMITER: Record<string, string> = {
+  b: "**",
+  strong: "**",
+  i: "*",
+  em: "*",
+  del: "~~",
+  s: "~~",
+  strike: "~~",
+};
+const DELIMITED = new Set(Object.keys(DELIMITER));
+const DELIMITER_KIND: Record<string, number> = { b: 1, strong: 1, i: 2, em: 2, del: 4, s: 4, strike: 4 };
+const INLINE = new Set([
+  ...DELIMITED,
+  ..."abbr acronym bdi bdo big cite data dfn font ins label mark nobr q small span sub sup time tt u var".split(
+    " ",
+  ),
+]);
+/**
+ * What rises out of an inline element (whitespace and <br>s) stays one node while it rises through
+ * the elements around it: moved node by node at every level, a nest 500 deep cost depth x run
+ * (500 spans, each ending in 150 " <br>": 11.6 s). A run is an empty Text standing for its nodes,
+ * written out where it stops rising (inside a block, or kept in the middle of an element).
+ */
+const runs = new WeakMap<Text, ChildNode[]>();
+function flatten(nodes: ChildNode[], out: ChildNode[]): ChildNode[] {
+  const stack = [...nodes].reverse();
+  while (stack.length > 0) {
+    const node = stack.pop() as ChildNode;
+    const run = node.type === "text" ? runs.get(node as Text) : undefined;
+    if (run) for (let i = run.length - 1; i >= 0; i--) stack.push(run[i] as ChildNode);
+    else out.push(node);
+  }
+  return out;
+}
+function hoistInlineEdges(parent: ParentNode) {
+  if (!parent.children.some(inline)) return;
+  // An inline parent's own parent moves its edges on: what rose stays one run until then.
+  const rising = isTag(parent as ChildNode) && inline(parent as ChildNode);
+  const children: ChildNode[] = [];
+  const emit = (moved: ChildNode[]) => {
+    if (moved.length === 0) return;
+    if (!rising) flatten(moved, children);
+    else if (moved.length === 1 && runs.has(moved[0] as Text)) children.push(moved[0] as ChildNode);
+    else {
+      const run = new Text("");
+      runs.set(run, moved);
+      children.push(run);
+    }
+  };
+  for (const child of parent.children) {
+    // Comments go anyway (below); gone now, emphasis on either side of one meets and joins.
+    if (child.type === "comment") continue;
+    if (!inline(child)) {
+      children.push(child);
+      continue;
+    }
+    const inner = child.children;
+    const before: ChildNode[] = [];
+    let from = 0;
+    while (from < inner.length) {
+      const moved = splitEdge(inner[from] as ChildNode, true);
+      if (!moved) break;
+      before.push(moved);
+      if (moved !== inner[from]) break;
+      from++;
+    }
+    let to = inner.length;
+    const after: ChildNode[] = [];
+    while (to > from) {
+      const moved = splitEdge(inner[to - 1] as ChildNode, false);
+      if (!moved) break;
+      after.push(moved);
+      if (moved !== inner[to - 1]) break;
+      to--;
+    }
+    after.reverse();
+    emit(before);
+    const kept = flatten(inner.slice(from, to), []);
+    // The same delimiter right after itself ("**a****b**") reads as neither: one element holds both.
+    const last = children.at(-1);
+    if (last && isTag(last) && DELIMITED.has(child.name) && DELIMITER[last.name] === DELIMITER[child.name]) {
+      for (const c of kept) {
+        c.parent = last;
+        last.children.push(c);
+      }
+      child.children = [];
+    } else if (kept.length > 0) {
+      for (const c of kept) c.parent = child;
+      child.children = kept;
+      children.push(child);
+    }
+    // (An inline element left empty writes nothing and goes.)
+    emit(after);
+  }
+  for (const c of children) c.parent = parent;
+  parent.children = children;
+}
+/** An inline element, or an <a> without href (mdream writes its text only). */
+const inline = (node: ChildNode): node is Element =>
+  isTag(node) && (INLINE.has(node.name) || (node.name === "a" && !("href" in node.attribs)));
+const SPACE = /[\p{Zs}\t\n\f\r]/u;
+/** The whitespace or <br> at one edge of an inline element, as a node of its own (or the edge itself). */
+function splitEdge(edge: ChildNode, leading: boolean): ChildNode | undefined {
+  if (isTag(edge)) return edge.name === "br" ? edge : undefined;
+  if (edge.type !== "text") return undefined;
+  const text = edge as Text;
+  if (runs.has(text)) return text;
+  const data = text.data;
+  // Counted char by char from the edge: /\s+$/ tried every start of a long inner run (quadratic).
+  let n = 0;
+  if (leading) while (n < data.length && SPACE.test(data[n] as string)) n++;
+  else while (n < data.length && SPACE.test(data[data.length - 1 - n] as string)) n++;
+  if (n === data.length) return text;
+  if (n === 0) return undefined;
+  text.data = leading ? data.slice(n) : data.slice(0, data.length - n);
+  return new Text(leading ? data.slice(0, n) : data.slice(data.length - n));
+}
+
+const LEADING_SPACE = /^[\p{Zs}\t\n\f\r]+/u;
+/** Elements mdream writes something for with no text of their own. */
+const PRINTED = new Set(["img", "br", "hr", "pre", "code", "input", "a"]);
 
 /** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
 interface Ancestry {
@@ -115,6 +398,8 @@ interface Ancestry {
   /** Inside inline code (a <code>, or a <pre> made inline code). */
   code: boolean;
   link: boolean;
+  /** The kinds of emphasis open (DELIMITER_KIND's bits). */
+  delimited: number;
 }
 
 /**
@@ -178,13 +463,18 @@ function renameForMarkdown(node: Element, inTable: boolean, inCell: boolean) {
  * Markdown text and in the raw HTML mdream writes), else as "<". A page holding every candidate
  * gets the text `&lt;` (mdream escapes its "&": shown as "&lt;", still inert).
  */
-function unusedMark(html: string): string | undefined {
+function unusedMark(taken: Set<string>): string | undefined {
   for (let c = 0xe000; c <= 0xe0ff; c++) {
     const mark = String.fromCharCode(c);
-    if (!html.includes(mark)) return mark;
+    if (!taken.has(mark)) {
+      taken.add(mark);
+      return mark;
+    }
   }
   return undefined;
 }
+const PRIVATE_USE = /[\ue000-\ue0ff]/;
+const PRIVATE_USE_ALL = /[\ue000-\ue0ff]/g;
 export const restoreMark = (md: string, mark: string) =>
   md.replace(new RegExp(`${mark}(?=[A-Za-z/!?])`, "g"), "&lt;").replaceAll(mark, "<");
 
@@ -221,6 +511,11 @@ const BLOCK_PARENTS = new Set([
   "caption",
   "center",
   "hgroup",
+]);
+/** Blocks (as renamed, so not those inline in a table cell): emphasis outside does not reach in. */
+const ENDS_DELIMITERS = new Set([
+  ...BLOCK_PARENTS,
+  ..."p h1 h2 h3 h4 h5 h6 pre hr dl dt menu legend".split(" "),
 ]);
 /**
  * A URL as a browser reads it (tabs and line breaks dropped, leading and trailing controls and

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { flatJson, flatten } from "../../src/skills/json-flatten";
 import { canonicalJson } from "../../src/skills/json-sort";
-import { compareCodePoints } from "../../src/skills/lib/code-points";
+import { codePointSortKey, sortByCodePoints } from "../../src/skills/lib/code-points";
 import { postJson } from "../helpers";
 import { reportable } from "./reportable";
 
@@ -33,6 +33,8 @@ const surrogatey = fc.string({
     "\u{10000}",
     "\u{10FFFF}",
     "é",
+    "\u0000",
+    "\ud7ff",
   ),
   maxLength: 4,
 });
@@ -58,9 +60,10 @@ function keyOrders(value: unknown, out: string[][] = []): string[][] {
 }
 
 describe("json_sort laws", () => {
-  it("compares strings as their code points, lone surrogates included", () => {
+  it("orders strings by their code points, lone surrogates included, through native comparison of their sort keys", () => {
     // UTF-16 order put the astral U+10000 before U+FFFF; shifting every surrogate up put the lone
     // 0xD800 and 0xDC00 after U+FFFF and U+10000 as well.
+    const sortsBefore = (a: string, b: string) => codePointSortKey(a) < codePointSortKey(b);
     for (const [lo, hi] of [
       ["\uffff", "\u{10000}"],
       ["\ud800", "\uffff"],
@@ -70,20 +73,46 @@ describe("json_sort laws", () => {
       ["\ud800a", "\ud800b"],
       ["\u{10000}", "\u{10001}"],
       ["\ud800\ue000", "\ud800\udc00"],
+      ["\u{10000}a", "\u{10000}\u{10000}"],
+      ["\u{10000}\uffff", "\u{10000}\u{10000}"],
+      ["\u{10000}", "\u{10000}\u0000"],
+      ["\uffff\u{10000}", "\u{10000}"],
+      ["\u{10FFFF}", "\u{10FFFF}a"],
+      ["\ud7ff\u{10000}", "\ud800"],
     ] as [string, string][])
-      expect(
-        [compareCodePoints(lo, hi) < 0, compareCodePoints(hi, lo) > 0],
-        JSON.stringify([lo, hi]),
-      ).toEqual([true, true]);
+      expect([sortsBefore(lo, hi), sortsBefore(hi, lo)], JSON.stringify([lo, hi])).toEqual([true, false]);
+    // A shared prefix, as long as the keys whose comparator walked it unit by unit (~0.5 s).
+    const long = "p\u{1F600}".repeat(700);
     fc.assert(
       fc.property(
         fc.oneof(key, surrogatey),
         fc.oneof(key, surrogatey),
-        reportable((a, b) => {
-          expect(Math.sign(compareCodePoints(a, b))).toBe(Math.sign(byCodePoints(a, b)));
+        fc.boolean(),
+        reportable((a, b, prefixed) => {
+          const [x, y] = prefixed ? [long + a, long + b] : [a, b];
+          const sign = (s: string, t: string) => (s < t ? -1 : s > t ? 1 : 0);
+          expect(sign(codePointSortKey(x), codePointSortKey(y))).toBe(Math.sign(byCodePoints(x, y)));
         }),
       ),
       { numRuns: 5000, seed: 3 },
+    );
+  });
+
+  it("sorts stably by code points, whether or not any key needs a sort key of its own", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ key: fc.oneof(key, fc.string({ maxLength: 3 })), n: fc.nat() }), {
+          maxLength: 30,
+        }),
+        reportable((items) => {
+          const expected = items
+            .map((item, i) => ({ item, i }))
+            .sort((a, b) => byCodePoints(a.item.key, b.item.key) || a.i - b.i)
+            .map((e) => e.item);
+          expect(sortByCodePoints([...items], (item) => item.key)).toEqual(expected);
+        }),
+      ),
+      { numRuns: 2000, seed: 5 },
     );
   });
 

@@ -113,6 +113,28 @@ export function benchInputs() {
       "1,300 keys sharing 1,000 emoji (adversarial)",
       { data: prefixedKeys(1300, "\u{1F600}".repeat(1000)) },
     ],
+    // Without a high surrogate in any key U+FFFF needs no sort key (~2x the old cost when it had one).
+    [
+      "json-sort",
+      "2,400 keys sharing 690 U+FFFF (adversarial)",
+      { data: prefixedKeys(2400, "\uffff".repeat(690)) },
+    ],
+    [
+      "json-sort",
+      "2,400 keys sharing 410 emoji-letter pairs (adversarial)",
+      { data: prefixedKeys(2400, "\u{1F600}a".repeat(410)) },
+    ],
+    // One U+E000 key makes the set need sort keys: a run marked around every emoji.
+    [
+      "json-sort",
+      "2,400 keys sharing 410 emoji-letter pairs, one U+E000 key (adversarial)",
+      { data: { ...prefixedKeys(2400, "\u{1F600}a".repeat(410)), "\ue000": 0 } },
+    ],
+    [
+      "json-sort",
+      "290,000 short keys and one emoji key (adversarial)",
+      { data: { ...prefixedKeys(290_000, "k"), "\u{1F600}": 0 } },
+    ],
     ["text-diff", "1 KB", { a: p500, b: editPercent(p500, 3) }],
     ["text-diff", "1 KB, unrelated texts", { a: p500, b: other500 }],
     ["text-diff", "2×200k, 1% edits", { a: p200k, b: editPercent(p200k, 1) }],

@@ -2,7 +2,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { flatJson, flatten } from "../../src/skills/json-flatten";
 import { canonicalJson } from "../../src/skills/json-sort";
-import { codePointSortKey, sortByCodePoints } from "../../src/skills/lib/code-points";
+import {
+  codePointSortKey,
+  sortByCodePoints,
+  sortDistinctByCodePoints,
+} from "../../src/skills/lib/code-points";
 import { postJson } from "../helpers";
 import { reportable } from "./reportable";
 
@@ -39,6 +43,15 @@ const surrogatey = fc.string({
   maxLength: 4,
 });
 const key = fc.oneof(fc.string({ unit: "binary", maxLength: 4 }), surrogatey);
+/** Well-formed, nothing from U+E000..U+FFFF: keys whose native order is already code-point order. */
+const emojiAndLetters = fc.string({
+  unit: fc.constantFrom("a", "é", "\u0000", "\ud7ff", "\u{10000}", "\u{1F600}", "\u{10FFFF}"),
+  maxLength: 4,
+});
+/** Sets of keys mixing the kinds: some take the native sort, some need sort keys. */
+const keySets = fc.uniqueArray(fc.oneof(key, emojiAndLetters, fc.string({ maxLength: 3 })), {
+  maxLength: 30,
+});
 const json = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: "small" },
@@ -101,9 +114,12 @@ describe("json_sort laws", () => {
   it("sorts stably by code points, whether or not any key needs a sort key of its own", () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ key: fc.oneof(key, fc.string({ maxLength: 3 })), n: fc.nat() }), {
-          maxLength: 30,
-        }),
+        fc.array(
+          fc.record({ key: fc.oneof(key, emojiAndLetters, fc.string({ maxLength: 3 })), n: fc.nat() }),
+          {
+            maxLength: 30,
+          },
+        ),
         reportable((items) => {
           const expected = items
             .map((item, i) => ({ item, i }))
@@ -113,6 +129,32 @@ describe("json_sort laws", () => {
         }),
       ),
       { numRuns: 2000, seed: 5 },
+    );
+  });
+
+  it("sorts an object's keys by code points, alike when one astral key or one U+E000..U+FFFF or lone surrogate key is among them", () => {
+    // Native order is kept only without a high surrogate, or with well-formed keys below U+E000;
+    // a key of each kind beside an astral one makes the set need sort keys.
+    for (const keys of [
+      ["\u{10000}", "\udc00"],
+      ["\u{10000}", "\ue000", "a"],
+      ["\u{10000}", "\ud8ff"],
+      ["\u{10000}", "\uffff", "\uffff\u{10000}", "\uffff\uffff", "\uffff\u0000"],
+      ["\u{1F600}a\u{1F600}", "\u{1F600}a", "\u{1F600}b", "\u{1F600}\u{1F600}", "\u{1F600}\ud7ff"],
+      ["\uffff\uffff", "\uffff", "\ufffe"],
+    ]) {
+      const expected = [...keys].sort(byCodePoints);
+      for (const order of [keys, [...keys].reverse()])
+        expect(sortDistinctByCodePoints([...order]), JSON.stringify(keys)).toEqual(expected);
+    }
+    fc.assert(
+      fc.property(
+        keySets,
+        reportable((keys) => {
+          expect(sortDistinctByCodePoints([...keys])).toEqual([...keys].sort(byCodePoints));
+        }),
+      ),
+      { numRuns: 3000, seed: 11 },
     );
   });
 

@@ -130,6 +130,18 @@ export function benchInputs() {
       "2,400 keys sharing 410 emoji-letter pairs, one U+E000 key (adversarial)",
       { data: { ...prefixedKeys(2400, "\u{1F600}a".repeat(410)), "\ue000": 0 } },
     ],
+    // Short keys that all change are compared in place (sort keys cost ~3x there)...
+    [
+      "json-sort",
+      "270,000 emoji keys and one U+FF01 key (adversarial)",
+      { data: { ...prefixedKeys(270_000, "\u{1F600}"), "\uff01": 0 } },
+    ],
+    // ...long ones through sort keys, even when a key of each kind forces code-point order.
+    [
+      "json-sort",
+      "2,400 keys sharing 2,000 characters plus one U+E000 key and one emoji key (adversarial)",
+      { data: { ...prefixedKeys(2400, "a".repeat(2000)), "\ue000": 0, "\u{1F600}": 0 } },
+    ],
     [
       "json-sort",
       "290,000 short keys and one emoji key (adversarial)",

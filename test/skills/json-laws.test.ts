@@ -48,6 +48,11 @@ const emojiAndLetters = fc.string({
   unit: fc.constantFrom("a", "é", "\u0000", "\ud7ff", "\u{10000}", "\u{1F600}", "\u{10FFFF}"),
   maxLength: 4,
 });
+/**
+ * A prefix long enough that sort keys pay for keys that change: short keys that change are
+ * compared in place, the same keys behind it through sort keys, so each property checks both.
+ */
+const LONG = "p".repeat(70);
 /** Sets of keys mixing the kinds: some take the native sort, some need sort keys. */
 const keySets = fc.uniqueArray(fc.oneof(key, emojiAndLetters, fc.string({ maxLength: 3 })), {
   maxLength: 30,
@@ -77,23 +82,25 @@ describe("json_sort laws", () => {
     // UTF-16 order put the astral U+10000 before U+FFFF; shifting every surrogate up put the lone
     // 0xD800 and 0xDC00 after U+FFFF and U+10000 as well.
     const sortsBefore = (a: string, b: string) => codePointSortKey(a) < codePointSortKey(b);
-    for (const [lo, hi] of [
-      ["\uffff", "\u{10000}"],
-      ["\ud800", "\uffff"],
-      ["\udc00", "\u{10000}"],
-      ["\udbff", "\ud800\udc00"],
-      ["\ud800", "\ud800\udc00"],
-      ["\ud800a", "\ud800b"],
-      ["\u{10000}", "\u{10001}"],
-      ["\ud800\ue000", "\ud800\udc00"],
-      ["\u{10000}a", "\u{10000}\u{10000}"],
-      ["\u{10000}\uffff", "\u{10000}\u{10000}"],
-      ["\u{10000}", "\u{10000}\u0000"],
-      ["\uffff\u{10000}", "\u{10000}"],
-      ["\u{10FFFF}", "\u{10FFFF}a"],
-      ["\ud7ff\u{10000}", "\ud800"],
-    ] as [string, string][])
-      expect([sortsBefore(lo, hi), sortsBefore(hi, lo)], JSON.stringify([lo, hi])).toEqual([true, false]);
+    reportable(() => {
+      for (const [lo, hi] of [
+        ["\uffff", "\u{10000}"],
+        ["\ud800", "\uffff"],
+        ["\udc00", "\u{10000}"],
+        ["\udbff", "\ud800\udc00"],
+        ["\ud800", "\ud800\udc00"],
+        ["\ud800a", "\ud800b"],
+        ["\u{10000}", "\u{10001}"],
+        ["\ud800\ue000", "\ud800\udc00"],
+        ["\u{10000}a", "\u{10000}\u{10000}"],
+        ["\u{10000}\uffff", "\u{10000}\u{10000}"],
+        ["\u{10000}", "\u{10000}\u0000"],
+        ["\uffff\u{10000}", "\u{10000}"],
+        ["\u{10FFFF}", "\u{10FFFF}a"],
+        ["\ud7ff\u{10000}", "\ud800"],
+      ] as [string, string][])
+        expect([sortsBefore(lo, hi), sortsBefore(hi, lo)], JSON.stringify([lo, hi])).toEqual([true, false]);
+    })();
     // A shared prefix, as long as the keys whose comparator walked it unit by unit (~0.5 s).
     const long = "p\u{1F600}".repeat(700);
     fc.assert(
@@ -111,7 +118,7 @@ describe("json_sort laws", () => {
     );
   });
 
-  it("sorts stably by code points, whether or not any key needs a sort key of its own", () => {
+  it("sorts stably by code points, whether the keys take the native sort, the comparator or sort keys", () => {
     fc.assert(
       fc.property(
         fc.array(
@@ -120,7 +127,9 @@ describe("json_sort laws", () => {
             maxLength: 30,
           },
         ),
-        reportable((items) => {
+        fc.boolean(),
+        reportable((rawItems, prefixed) => {
+          const items = prefixed ? rawItems.map((item) => ({ ...item, key: LONG + item.key })) : rawItems;
           const expected = items
             .map((item, i) => ({ item, i }))
             .sort((a, b) => byCodePoints(a.item.key, b.item.key) || a.i - b.i)
@@ -134,23 +143,30 @@ describe("json_sort laws", () => {
 
   it("sorts an object's keys by code points, alike when one astral key or one U+E000..U+FFFF or lone surrogate key is among them", () => {
     // Native order is kept only without a high surrogate, or with well-formed keys below U+E000;
-    // a key of each kind beside an astral one makes the set need sort keys.
-    for (const keys of [
+    // a key of each kind beside an astral one makes the set need code-point order: compared in
+    // place when short, through sort keys behind a long prefix.
+    const cases = [
       ["\u{10000}", "\udc00"],
       ["\u{10000}", "\ue000", "a"],
       ["\u{10000}", "\ud8ff"],
       ["\u{10000}", "\uffff", "\uffff\u{10000}", "\uffff\uffff", "\uffff\u0000"],
       ["\u{1F600}a\u{1F600}", "\u{1F600}a", "\u{1F600}b", "\u{1F600}\u{1F600}", "\u{1F600}\ud7ff"],
       ["\uffff\uffff", "\uffff", "\ufffe"],
-    ]) {
-      const expected = [...keys].sort(byCodePoints);
-      for (const order of [keys, [...keys].reverse()])
-        expect(sortDistinctByCodePoints([...order]), JSON.stringify(keys)).toEqual(expected);
-    }
+    ];
+    reportable(() => {
+      for (const short of cases)
+        for (const keys of [short, short.map((k) => LONG + k)]) {
+          const expected = [...keys].sort(byCodePoints);
+          for (const order of [keys, [...keys].reverse()])
+            expect(sortDistinctByCodePoints([...order]), JSON.stringify(keys)).toEqual(expected);
+        }
+    })();
     fc.assert(
       fc.property(
         keySets,
-        reportable((keys) => {
+        fc.boolean(),
+        reportable((rawKeys, prefixed) => {
+          const keys = prefixed ? rawKeys.map((k) => LONG + k) : rawKeys;
           expect(sortDistinctByCodePoints([...keys])).toEqual([...keys].sort(byCodePoints));
         }),
       ),

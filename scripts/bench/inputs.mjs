@@ -74,6 +74,13 @@ const schema = {
 function distinctLines(n, tag) {
   return Array.from({ length: n }, (_, i) => `${tag} ${i} ${prose(90).replaceAll("\n", " ")}\n`).join("");
 }
+// Keys sharing a long prefix, in a scrambled order: a comparator that walks the shared prefix unit
+// by unit in JavaScript cost ~0.5 s for 2,400 keys of 2,000 characters (stop 36).
+function prefixedKeys(n, prefix) {
+  const data = {};
+  for (let i = 0; i < n; i++) data[`${prefix}${(i * 7919) % n}`] = i;
+  return data;
+}
 const items = (n) => Array.from({ length: n }, (_, i) => ({ id: i, name: `item ${i}`, tags: ["x", "y"] }));
 
 /** [slug, label, body] rows. */
@@ -91,6 +98,55 @@ export function benchInputs() {
     ["json-sort", "1 KB", { data: nested(1000) }],
     ["json-sort", "400 KB JSON", { data: nested(400_000) }],
     ["json-sort", "4.5 MB JSON (body cap 5 MiB)", { data: nested(4_500_000) }],
+    [
+      "json-sort",
+      "2,400 keys sharing 2,000 characters (adversarial)",
+      { data: prefixedKeys(2400, "a".repeat(2000)) },
+    ],
+    [
+      "json-sort",
+      "2,400 keys: an emoji, then 2,000 shared characters (adversarial)",
+      { data: prefixedKeys(2400, `\u{1F600}${"a".repeat(2000)}`) },
+    ],
+    [
+      "json-sort",
+      "1,300 keys sharing 1,000 emoji (adversarial)",
+      { data: prefixedKeys(1300, "\u{1F600}".repeat(1000)) },
+    ],
+    // Without a high surrogate in any key U+FFFF needs no sort key (~2x the old cost when it had one).
+    [
+      "json-sort",
+      "2,400 keys sharing 690 U+FFFF (adversarial)",
+      { data: prefixedKeys(2400, "\uffff".repeat(690)) },
+    ],
+    [
+      "json-sort",
+      "2,400 keys sharing 410 emoji-letter pairs (adversarial)",
+      { data: prefixedKeys(2400, "\u{1F600}a".repeat(410)) },
+    ],
+    // One U+E000 key makes the set need sort keys: a run marked around every emoji.
+    [
+      "json-sort",
+      "2,400 keys sharing 410 emoji-letter pairs, one U+E000 key (adversarial)",
+      { data: { ...prefixedKeys(2400, "\u{1F600}a".repeat(410)), "\ue000": 0 } },
+    ],
+    // Short keys that all change are compared in place (sort keys cost ~3x there)...
+    [
+      "json-sort",
+      "270,000 emoji keys and one U+FF01 key (adversarial)",
+      { data: { ...prefixedKeys(270_000, "\u{1F600}"), "\uff01": 0 } },
+    ],
+    // ...long ones through sort keys, even when a key of each kind forces code-point order.
+    [
+      "json-sort",
+      "2,400 keys sharing 2,000 characters plus one U+E000 key and one emoji key (adversarial)",
+      { data: { ...prefixedKeys(2400, "a".repeat(2000)), "\ue000": 0, "\u{1F600}": 0 } },
+    ],
+    [
+      "json-sort",
+      "290,000 short keys and one emoji key (adversarial)",
+      { data: { ...prefixedKeys(290_000, "k"), "\u{1F600}": 0 } },
+    ],
     ["text-diff", "1 KB", { a: p500, b: editPercent(p500, 3) }],
     ["text-diff", "1 KB, unrelated texts", { a: p500, b: other500 }],
     ["text-diff", "2×200k, 1% edits", { a: p200k, b: editPercent(p200k, 1) }],
@@ -223,6 +279,21 @@ export function benchInputs() {
     ["json-schema-validate", "100,000 items (4.5 MB)", { instance: items(100_000), schema }],
     ["keyword-extract", "1 KB", { text: prose(1000) }],
     ["keyword-extract", "200k", { text: prose(200_000), limit: 50 }],
+    // ~200,000 words of ~20,000 distinct: each was folded as it was met (~0.4 s in node, stop 36).
+    [
+      "keyword-extract",
+      "200k CJK, 20,000 distinct characters (adversarial)",
+      {
+        text: Array.from({ length: 200_000 }, (_, i) =>
+          String.fromCharCode(0x4e00 + ((i * 7919) % 20_000)),
+        ).join(""),
+      },
+    ],
+    [
+      "keyword-extract",
+      "200k Japanese",
+      { text: "日本語の文章を分析しますカタカナとひらがな".repeat(10_000).slice(0, 200_000) },
+    ],
     ["token-count", "1 KB cl100k", { text: prose(1000) }],
     ["token-count", "400k cl100k", { text: prose(400_000) }],
     ["token-count", "400k o200k", { text: prose(400_000), encoding: "o200k" }],

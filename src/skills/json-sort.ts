@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { isRawJsonNumber } from "../http/exact-integers";
 import { anyJson } from "../http/validation";
-import { compareCodePoints } from "./lib/code-points";
+import { sortDistinctByCodePoints } from "./lib/code-points";
 import { TextChunks, utf8Length } from "./lib/output-size";
 import { RawJson } from "./lib/raw-json";
 import { defineSkill } from "./types";
@@ -28,7 +28,7 @@ export function canonicalJson(value: unknown, reverse: boolean): string {
       out.push("]");
       return;
     }
-    const keys = Object.keys(v).sort(compareCodePoints);
+    const keys = sortDistinctByCodePoints(Object.keys(v));
     if (reverse) keys.reverse();
     out.push("{");
     let first = true;

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { InputError } from "../http/validation";
-import { compareCodePoints } from "./lib/code-points";
+import { sortByCodePoints } from "./lib/code-points";
 import { isTrackingParam } from "./lib/tracking-params";
 import { defineSkill } from "./types";
 
@@ -169,7 +169,7 @@ export function normalizeUrl(input: string) {
     else kept.push({ key, value, ...(decodesCleanly(raw) ? {} : { raw }) });
   }
   // Stable sort: repeated keys keep their relative order, which can carry meaning.
-  kept.sort((a, b) => compareCodePoints(a.key, b.key));
+  sortByCodePoints(kept, (p) => p.key);
   const search = kept.map((p) => p.raw ?? new URLSearchParams([[p.key, p.value]]).toString()).join("&");
   // The setter drops one leading "?" as well: a first piece kept as written may start with one.
   url.search = search && `?${search}`;

@@ -2,7 +2,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { flatJson, flatten } from "../../src/skills/json-flatten";
 import { canonicalJson } from "../../src/skills/json-sort";
-import { compareCodePoints } from "../../src/skills/lib/code-points";
+import {
+  codePointSortKey,
+  sortByCodePoints,
+  sortDistinctByCodePoints,
+} from "../../src/skills/lib/code-points";
 import { postJson } from "../helpers";
 import { reportable } from "./reportable";
 
@@ -33,10 +37,26 @@ const surrogatey = fc.string({
     "\u{10000}",
     "\u{10FFFF}",
     "é",
+    "\u0000",
+    "\ud7ff",
   ),
   maxLength: 4,
 });
 const key = fc.oneof(fc.string({ unit: "binary", maxLength: 4 }), surrogatey);
+/** Well-formed, nothing from U+E000..U+FFFF: keys whose native order is already code-point order. */
+const emojiAndLetters = fc.string({
+  unit: fc.constantFrom("a", "é", "\u0000", "\ud7ff", "\u{10000}", "\u{1F600}", "\u{10FFFF}"),
+  maxLength: 4,
+});
+/**
+ * A prefix long enough that sort keys pay for keys that change: short keys that change are
+ * compared in place, the same keys behind it through sort keys, so each property checks both.
+ */
+const LONG = "p".repeat(70);
+/** Sets of keys mixing the kinds: some take the native sort, some need sort keys. */
+const keySets = fc.uniqueArray(fc.oneof(key, emojiAndLetters, fc.string({ maxLength: 3 })), {
+  maxLength: 30,
+});
 const json = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: "small" },
@@ -58,32 +78,99 @@ function keyOrders(value: unknown, out: string[][] = []): string[][] {
 }
 
 describe("json_sort laws", () => {
-  it("compares strings as their code points, lone surrogates included", () => {
+  it("orders strings by their code points, lone surrogates included, through native comparison of their sort keys", () => {
     // UTF-16 order put the astral U+10000 before U+FFFF; shifting every surrogate up put the lone
     // 0xD800 and 0xDC00 after U+FFFF and U+10000 as well.
-    for (const [lo, hi] of [
-      ["\uffff", "\u{10000}"],
-      ["\ud800", "\uffff"],
-      ["\udc00", "\u{10000}"],
-      ["\udbff", "\ud800\udc00"],
-      ["\ud800", "\ud800\udc00"],
-      ["\ud800a", "\ud800b"],
-      ["\u{10000}", "\u{10001}"],
-      ["\ud800\ue000", "\ud800\udc00"],
-    ] as [string, string][])
-      expect(
-        [compareCodePoints(lo, hi) < 0, compareCodePoints(hi, lo) > 0],
-        JSON.stringify([lo, hi]),
-      ).toEqual([true, true]);
+    const sortsBefore = (a: string, b: string) => codePointSortKey(a) < codePointSortKey(b);
+    reportable(() => {
+      for (const [lo, hi] of [
+        ["\uffff", "\u{10000}"],
+        ["\ud800", "\uffff"],
+        ["\udc00", "\u{10000}"],
+        ["\udbff", "\ud800\udc00"],
+        ["\ud800", "\ud800\udc00"],
+        ["\ud800a", "\ud800b"],
+        ["\u{10000}", "\u{10001}"],
+        ["\ud800\ue000", "\ud800\udc00"],
+        ["\u{10000}a", "\u{10000}\u{10000}"],
+        ["\u{10000}\uffff", "\u{10000}\u{10000}"],
+        ["\u{10000}", "\u{10000}\u0000"],
+        ["\uffff\u{10000}", "\u{10000}"],
+        ["\u{10FFFF}", "\u{10FFFF}a"],
+        ["\ud7ff\u{10000}", "\ud800"],
+      ] as [string, string][])
+        expect([sortsBefore(lo, hi), sortsBefore(hi, lo)], JSON.stringify([lo, hi])).toEqual([true, false]);
+    })();
+    // A shared prefix, as long as the keys whose comparator walked it unit by unit (~0.5 s).
+    const long = "p\u{1F600}".repeat(700);
     fc.assert(
       fc.property(
         fc.oneof(key, surrogatey),
         fc.oneof(key, surrogatey),
-        reportable((a, b) => {
-          expect(Math.sign(compareCodePoints(a, b))).toBe(Math.sign(byCodePoints(a, b)));
+        fc.boolean(),
+        reportable((a, b, prefixed) => {
+          const [x, y] = prefixed ? [long + a, long + b] : [a, b];
+          const sign = (s: string, t: string) => (s < t ? -1 : s > t ? 1 : 0);
+          expect(sign(codePointSortKey(x), codePointSortKey(y))).toBe(Math.sign(byCodePoints(x, y)));
         }),
       ),
       { numRuns: 5000, seed: 3 },
+    );
+  });
+
+  it("sorts stably by code points, whether the keys take the native sort, the comparator or sort keys", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({ key: fc.oneof(key, emojiAndLetters, fc.string({ maxLength: 3 })), n: fc.nat() }),
+          {
+            maxLength: 30,
+          },
+        ),
+        fc.boolean(),
+        reportable((rawItems, prefixed) => {
+          const items = prefixed ? rawItems.map((item) => ({ ...item, key: LONG + item.key })) : rawItems;
+          const expected = items
+            .map((item, i) => ({ item, i }))
+            .sort((a, b) => byCodePoints(a.item.key, b.item.key) || a.i - b.i)
+            .map((e) => e.item);
+          expect(sortByCodePoints([...items], (item) => item.key)).toEqual(expected);
+        }),
+      ),
+      { numRuns: 2000, seed: 5 },
+    );
+  });
+
+  it("sorts an object's keys by code points, alike when one astral key or one U+E000..U+FFFF or lone surrogate key is among them", () => {
+    // Native order is kept only without a high surrogate, or with well-formed keys below U+E000;
+    // a key of each kind beside an astral one makes the set need code-point order: compared in
+    // place when short, through sort keys behind a long prefix.
+    const cases = [
+      ["\u{10000}", "\udc00"],
+      ["\u{10000}", "\ue000", "a"],
+      ["\u{10000}", "\ud8ff"],
+      ["\u{10000}", "\uffff", "\uffff\u{10000}", "\uffff\uffff", "\uffff\u0000"],
+      ["\u{1F600}a\u{1F600}", "\u{1F600}a", "\u{1F600}b", "\u{1F600}\u{1F600}", "\u{1F600}\ud7ff"],
+      ["\uffff\uffff", "\uffff", "\ufffe"],
+    ];
+    reportable(() => {
+      for (const short of cases)
+        for (const keys of [short, short.map((k) => LONG + k)]) {
+          const expected = [...keys].sort(byCodePoints);
+          for (const order of [keys, [...keys].reverse()])
+            expect(sortDistinctByCodePoints([...order]), JSON.stringify(keys)).toEqual(expected);
+        }
+    })();
+    fc.assert(
+      fc.property(
+        keySets,
+        fc.boolean(),
+        reportable((rawKeys, prefixed) => {
+          const keys = prefixed ? rawKeys.map((k) => LONG + k) : rawKeys;
+          expect(sortDistinctByCodePoints([...keys])).toEqual([...keys].sort(byCodePoints));
+        }),
+      ),
+      { numRuns: 3000, seed: 11 },
     );
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { extractKeywords } from "../../src/skills/lib/keywords";
+import { countTerms, extractKeywords, foldTerm } from "../../src/skills/lib/keywords";
 import { givenKeywords } from "../../src/skills/lib/seo-keywords";
 import { postJson } from "../helpers";
 
@@ -79,5 +79,29 @@ describe("a run of combining marks longer than any script stacks", () => {
   it("keeps a given seo keyword's first 100 characters, folded, however long it was", () => {
     const keyword = `café ${"x".repeat(1_000_000)}`;
     expect(givenKeywords([keyword])).toEqual([`café ${"x".repeat(95)}`]);
+  });
+});
+
+describe("countTerms folds each distinct written word once", () => {
+  it("counts every written form of a term together, terms in the order they first occur, as folding each word does", () => {
+    // Folding each word as it was met is the reference; countTerms folds each distinct word once
+    // (200,000 characters of CJK are ~200,000 words of ~20,000 distinct).
+    const text =
+      "Cafe\u0301 café CAFÉ caf\u00e9 İstanbul istanbul ISTANBUL pri\u00adce price \u202aprice\u202c 图书馆 图书馆 " +
+      "Ökonomie ökonomie ÖKONOMIE it’s it's";
+    const segmenter = new Intl.Segmenter("und", { granularity: "word" });
+    const reference = new Map<string, number>();
+    let tokens = 0;
+    for (const seg of segmenter.segment(text)) {
+      if (!seg.isWordLike) continue;
+      tokens++;
+      const term = foldTerm(seg.segment);
+      reference.set(term, (reference.get(term) ?? 0) + 1);
+    }
+    const { counts, tokens: counted } = countTerms(text);
+    expect(counted).toBe(tokens);
+    expect([...counts]).toEqual([...reference]);
+    expect(counts.get("café")).toBe(4);
+    expect(counts.get("istanbul")).toBe(3);
   });
 });

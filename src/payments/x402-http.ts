@@ -220,6 +220,17 @@ export function x402HttpGate(
     return c.body(answer.body, answer.status, answer.headers);
   };
   /**
+   * The cache key of a route's unpaid answer: the route, its price ("fixed", or the price tiers of
+   * a body-priced route) and whether a browser asks (the library answers it an HTML page). The
+   * shortcut below and the full gate's unpaidAnswer both use it, so they cannot drift apart.
+   */
+  const unpaidKey = (c: Context<AppEnv>, method: string, path: string, price: string): string => {
+    const browser =
+      (c.req.header("accept") ?? "").includes("text/html") &&
+      (c.req.header("user-agent") ?? "").includes("Mozilla");
+    return `${method} ${path}|${price}|${browser ? "html" : "json"}`;
+  };
+  /**
    * The unpaid call's cached answer, found without an async step, a request probe or a closure:
    * every crawler's and every first call's path. Undefined when anything else may apply (a
    * payment header, a price that depends on the body, no answer cached or a stale one); the full
@@ -233,9 +244,7 @@ export function x402HttpGate(
     if (!route) return undefined;
     const accepts = route.accepts as { price?: unknown } | unknown[];
     if (Array.isArray(accepts) || typeof accepts.price === "function") return undefined;
-    const accept = c.req.header("accept") ?? "";
-    const browser = accept.includes("text/html") && (c.req.header("user-agent") ?? "").includes("Mozilla");
-    const cached = unpaid.get(`${method} ${path}|fixed|${browser ? "html" : "json"}`);
+    const cached = unpaid.get(unpaidKey(c, method, path, "fixed"));
     return cached && cached.until > Date.now() ? cached : undefined;
   };
   return (c, next) => {
@@ -275,9 +284,7 @@ export function x402HttpGate(
         );
         price = requirements.map((r) => `${r.network}:${r.asset}:${r.amount}`).join(",");
       }
-      const accept = c.req.header("accept") ?? "";
-      const browser = accept.includes("text/html") && (c.req.header("user-agent") ?? "").includes("Mozilla");
-      const key = `${method} ${path}|${price}|${browser ? "html" : "json"}`;
+      const key = unpaidKey(c, method, path, price);
       const cached = unpaid.get(key);
       if (cached && cached.until > Date.now()) return cached;
       const result = await httpServer.processHTTPRequest(

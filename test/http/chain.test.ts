@@ -34,7 +34,8 @@ const watcher =
   async (c, next) => {
     trace.push(`${name} in`);
     await next();
-    trace.push(`${name} saw ${c.res.status}`);
+    // c.error: what an outer step (call statistics) reads to tell a failure from an answer.
+    trace.push(`${name} saw ${c.res.status}${c.error ? ` error ${c.error.message}` : ""}`);
   };
 const passOn = (trace: string[], name: string): Step => {
   return (_c, next) => {
@@ -43,6 +44,15 @@ const passOn = (trace: string[], name: string): Step => {
   };
 };
 const handler: Step = async (c) => c.json({ ok: true }, 200, { "x-handler": "1" });
+
+const handlerThrows = (t: string[]): Step[] => [
+  watcher(t, "outer"),
+  passOn(t, "a"),
+  watcher(t, "inner"),
+  async () => {
+    throw new Error("boom");
+  },
+];
 
 const cases: Record<string, (trace: string[]) => Step[]> = {
   "every step passes the call on": (t) => [
@@ -59,14 +69,7 @@ const cases: Record<string, (trace: string[]) => Step[]> = {
     passOn(t, "never"),
     handler,
   ],
-  "the handler throws": (t) => [
-    watcher(t, "outer"),
-    passOn(t, "a"),
-    watcher(t, "inner"),
-    async () => {
-      throw new Error("boom");
-    },
-  ],
+  "the handler throws": (t) => handlerThrows(t),
   "a step throws before next, synchronously": (t) => [
     watcher(t, "outer"),
     () => {
@@ -136,3 +139,14 @@ for (const [name, make] of Object.entries(cases)) {
     }
   });
 }
+
+it("chain() sets c.error for the steps around a step that threw, as Hono does", async () => {
+  const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+  try {
+    const [hono, ours] = await both(handlerThrows);
+    expect(ours.trace).toContain("inner saw 500 error boom");
+    expect(ours.trace).toEqual(hono.trace);
+  } finally {
+    quiet.mockRestore();
+  }
+});

@@ -51,6 +51,7 @@ export function createApp() {
 
   app.notFound(notFound(allowedMethodsFinder(app, HEAD_REFUSED_PATHS)));
 
+  // Skill routes answer errors through http/app-error.ts via chain(), not app.onError: change it there.
   app.onError(answerError);
   return app;
 }

@@ -12,6 +12,14 @@ type OnError = (err: Error, c: Context<AppEnv>) => Response | Promise<Response>;
  * two more promise jobs per step and per request, and a step that only passes the call on
  * (`return next()`) is wrapped here in nothing, since the step after it settled `c.res` already
  * (docs/PERFORMANCE.md, stop 36: the skill chain's 14 steps).
+ *
+ * Where it differs from Hono's compose, and why no skill step (routes/skills.ts) reaches it:
+ * - an `onError` that throws is not caught again at a pass-through step; answerError only builds
+ *   an answer and does not throw;
+ * - `await next()` resolves to undefined, not the Context; no step uses what next() resolves to;
+ * - a last handler that returns nothing is answered by the route's `next` (a 404), not by Hono's
+ *   empty 200; the skill handler always returns an answer or throws;
+ * - `c.req.routeIndex` is not set per step; nothing in src reads it.
  */
 export function chain(steps: MiddlewareHandler<AppEnv>[], onError: OnError): MiddlewareHandler<AppEnv> {
   return (c, routeNext) => {

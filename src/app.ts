@@ -1,7 +1,6 @@
 import { Hono } from "hono";
-import { HTTPException } from "hono/http-exception";
-import { redactSecrets } from "./config";
 import type { AppEnv } from "./env";
+import { answerError } from "./http/app-error";
 import { limitBody } from "./http/body-limit";
 import { identityBodyOnly } from "./http/content-encoding";
 import { edgeHeaders } from "./http/edge-headers";
@@ -52,27 +51,7 @@ export function createApp() {
 
   app.notFound(notFound(allowedMethodsFinder(app, HEAD_REFUSED_PATHS)));
 
-  app.onError((err, c) => {
-    if (err instanceof HTTPException && err.status < 500) {
-      // Middleware such as bearerAuth attaches its own (JSON) response; keep it.
-      if (err.res) return err.getResponse();
-      return c.json({ detail: err.message || "Bad Request" }, err.status);
-    }
-    const id = c.get("requestId");
-    // The stack goes to the log (Workers observability), never to the client.
-    console.error(
-      redactSecrets(
-        JSON.stringify({
-          level: "error",
-          request_id: id,
-          path: c.req.path,
-          error: String(err),
-          stack: err.stack,
-        }),
-        c.env,
-      ),
-    );
-    return c.json({ detail: "Internal Server Error", request_id: id }, 500);
-  });
+  // Skill routes answer errors through http/app-error.ts via chain(), not app.onError: change it there.
+  app.onError(answerError);
   return app;
 }

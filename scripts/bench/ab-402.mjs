@@ -5,7 +5,8 @@
 // process with payments on, loaded in 1 s slices taken in turn (A, B, A, B, ...) so the shared
 // machine's bursts fall on every bundle alike. Prints, per bundle, CPU µs per request (the workerd
 // process's user+system time over its slices divided by its answers) and req/s; also the 402's
-// app floor (/__bench/offer-floor) of each bundle, which no candidate here changes.
+// app floor (/__bench/offer-floor) of each bundle, which no candidate here changes. `--free`: the
+// bundles served with FREE_BETA=true, and a free 1 KB sha256 call beside its app floor instead.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { takeOption } from "../lib/proc.mjs";
@@ -18,23 +19,32 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => takeOption(argv, name, fallback);
 const slices = Number(opt("--slices", 10));
+const free = argv.includes("--free");
+if (free) argv.splice(argv.indexOf("--free"), 1);
 const dirs = argv.map((d) => path.resolve(d));
 if (dirs.length < 2) throw new Error("give two or more bundle directories");
-const body = JSON.stringify(benchInputs().find(([s, l]) => s === "slugify" && l === "1 KB")[2]);
-const routes = [
-  { name: "unpaid 402", path: "/api/skills/slugify" },
-  { name: "402 app floor", path: "/__bench/offer-floor" },
-];
+const slug = free ? "sha256" : "slugify";
+const body = JSON.stringify(benchInputs().find(([s, l]) => s === slug && l === "1 KB")[2]);
+const expect = free ? 200 : 402;
+const routes = free
+  ? [
+      { name: "sha256 1 KB", path: "/api/skills/sha256" },
+      { name: "app floor", path: "/__bench/app-floor" },
+    ]
+  : [
+      { name: "unpaid 402", path: "/api/skills/slugify" },
+      { name: "402 app floor", path: "/__bench/offer-floor" },
+    ];
 
 await withPaymentsOn(root, async (paidConfig) => {
   const servers = [];
   try {
     for (const [i, dir] of dirs.entries()) {
-      const { cfg, port } = await paidConfig(dir, `ab${i}`);
+      const { cfg, port } = await paidConfig(dir, `ab${i}`, { freeBeta: free });
       servers.push({ dir, port, cfg, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
     }
     const run = (s, r, seconds) =>
-      load({ port: s.port, method: "POST", path: r.path, body, expect: 402, seconds, connections: 10 });
+      load({ port: s.port, method: "POST", path: r.path, body, expect, seconds, connections: 10 });
     for (const s of servers) for (const r of routes) await run(s, r, 1); // warm-up
     const sum = servers.map(() => routes.map(() => ({ ticks: 0, done: 0, secs: 0 })));
     for (let k = 0; k < slices; k++) {

@@ -7,6 +7,8 @@
 // work in every workerd thread, and nothing else. On this shared machine CPU time per request moved
 // ±10 % between identical bundles; an instruction count moves ~±3 % (a GC cycle falling inside the
 // window or not), whatever the load. It does not see memory stalls: confirm a win in CPU time too.
+// `--free`: the bundles served with FREE_BETA=true instead, and a free 1 KB sha256 call (answered
+// 200) through its whole skill chain beside its app floor (/__bench/app-floor) as default routes.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { underCallgrind } from "./callgrind.mjs";
@@ -22,10 +24,19 @@ const take = (name) => {
 };
 const requests = Number(take("--requests")[0] ?? 600);
 const warm = Number(take("--warm")[0] ?? 1000);
+const free = argv.includes("--free");
+if (free) argv.splice(argv.indexOf("--free"), 1);
 const routes = take("--route");
-if (!routes.length) routes.push("/api/skills/slugify", "/__bench/offer-floor");
+if (!routes.length)
+  routes.push(
+    ...(free
+      ? ["/api/skills/sha256", "/__bench/app-floor"]
+      : ["/api/skills/slugify", "/__bench/offer-floor"]),
+  );
 const dirs = argv.map((d) => path.resolve(d));
-const body = JSON.stringify(benchInputs().find(([s, l]) => s === "slugify" && l === "1 KB")[2]);
+const slug = free ? "sha256" : "slugify";
+const body = JSON.stringify(benchInputs().find(([s, l]) => s === slug && l === "1 KB")[2]);
+const expect = free ? 200 : 402;
 const workerd = path.join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
 
 async function send(port, p, n, connections = 4) {
@@ -40,16 +51,16 @@ async function send(port, p, n, connections = 4) {
           body,
         });
         await r.arrayBuffer();
-        if (r.status !== 402) wrong++;
+        if (r.status !== expect) wrong++;
       }
     }),
   );
-  if (wrong) console.warn(`${p}: ${wrong} answers not 402`);
+  if (wrong) console.warn(`${p}: ${wrong} answers not ${expect}`);
 }
 
 await withPaymentsOn(root, async (paidConfig) => {
   for (const [i, dir] of dirs.entries()) {
-    const { cfg, port } = await paidConfig(dir, `cg${i}`);
+    const { cfg, port } = await paidConfig(dir, `cg${i}`, { freeBeta: free });
     const cg = await underCallgrind({ workerd, cfg, dir, probeUrl: `http://127.0.0.1:${port}/__bench/noop` });
     try {
       const figures = [];

@@ -20,8 +20,12 @@ export async function withPaymentsOn(root, work) {
       FACILITATOR_URL: facilitator.url,
       FREE_BETA: "false",
     };
-    /** A config serving the bundle in `dir` on a free port: { cfg, port }. */
-    const paidConfig = async (dir, name) => {
+    /**
+     * A config serving the bundle in `dir` on a free port: { cfg, port }. `freeBeta`: the same with
+     * FREE_BETA=true, for a free call through the whole skill chain (`--free` of ab-402.mjs and
+     * instructions-402.mjs).
+     */
+    const paidConfig = async (dir, name, { freeBeta = false } = {}) => {
       const files = readdirSync(dir).filter(
         (f) =>
           statSync(path.join(dir, f)).isFile() &&
@@ -34,7 +38,7 @@ export async function withPaymentsOn(root, work) {
         files,
         main: entryOf(files),
         port,
-        bindings,
+        bindings: freeBeta ? { ...bindings, FREE_BETA: "true" } : bindings,
         assets: path.join(root, "static"),
       });
       return { cfg, port };

@@ -3,6 +3,7 @@ import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
+import { requestConfig } from "../http/request-config";
 import type { Skill } from "../skills/types";
 import {
   bearerKey,
@@ -27,18 +28,23 @@ import { x402Gate } from "./x402-lazy";
  * pay is answered there (401/403) or by x402BesideDryKey (x402 sent beside it, or the 402).
  */
 export function paymentGate(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const cfg = publicConfig(c.env, c.req.url);
-    if (cfg.freeBeta) return next();
-    const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
-    if (authorization !== undefined && /^Bearer\s+mk_/i.test(authorization)) {
-      const key = bearerKey(authorization);
-      if (!key) return detail(c, 401, MALFORMED_KEY, {}, { "WWW-Authenticate": "Bearer" });
-      c.set("cardKeyHash", await hashKey(key));
-      return next();
-    }
-    return payWithoutCredit(c, next);
-  };
+  // Not async where it only passes the call on: an async step costs the chain's every call two
+  // more promise jobs (docs/PERFORMANCE.md, stop 36). So are the steps below.
+  return (c, next) => (requestConfig(c).freeBeta ? next() : gate(c, next));
+}
+
+function gate(c: Context<AppEnv>, next: Next) {
+  const authorization = cardKeyAuthorization(c.req.header("authorization"), c.req.header("x-api-key"));
+  return authorization !== undefined && /^Bearer\s+mk_/i.test(authorization)
+    ? noteCardKey(c, next, authorization)
+    : payWithoutCredit(c, next);
+}
+
+async function noteCardKey(c: Context<AppEnv>, next: Next, authorization: string) {
+  const key = bearerKey(authorization);
+  if (!key) return detail(c, 401, MALFORMED_KEY, {}, { "WWW-Authenticate": "Bearer" });
+  c.set("cardKeyHash", await hashKey(key));
+  return next();
 }
 
 /**
@@ -47,43 +53,46 @@ export function paymentGate(): MiddlewareHandler<AppEnv> {
  * another skill's, frozen or revoked 403; an empty one goes on to x402BesideDryKey with why.
  */
 export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return (c, next) => {
     const keyHash = c.get("cardKeyHash");
-    if (keyHash === undefined) return next();
-    const spent = await spend(c, keyHash, skill);
-    if (spent === "unavailable") return paymentsUnavailable(c, "card");
-    if (!spent) {
-      const refused = await keyRefused(c, keyHash, skill);
-      if (refused) return refused;
-      noCreditNote(c, skill);
-      return next(); // x402BesideDryKey: x402 sent beside the key pays, or the 402 says why
-    }
-    c.header("X-Credits-Remaining", String(spent.calls_left));
-    c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
-    // A call that did not succeed spends nothing. The call and the give-back are one piece of
-    // work kept alive past the client: a client that disconnects (an agent timing out on a slow
-    // skill) cancels the request's pending work, the call's own fetches included, and the
-    // give-back after it never ran, so the credit was kept for a call that never succeeded.
-    // Kept alive, it finishes within Cloudflare's 30 s after the disconnect; a call still
-    // running then is cancelled there, and keeps its credit.
-    await outlastingClient(
-      c,
-      (async () => {
-        await next();
-        if (c.res.status >= 400) {
-          // What the key holds now: a refund or dispute meanwhile may have kept the credit (a
-          // key whose dispute was lost matches no row there, and holds nothing).
-          // The handler's answer stands whatever D1 does with the give-back: one it refuses is
-          // retried after the answer (once at most: refundCredit is keyed by the request).
-          let left = spent.calls_left;
-          await giveBack(c, keyHash, (after) => {
-            left = after ?? 0;
-          });
-          c.res.headers.set("X-Credits-Remaining", String(left));
-        }
-      })(),
-    );
+    return keyHash === undefined ? next() : spendOrRefuse(c, next, keyHash, skill);
   };
+}
+
+async function spendOrRefuse(c: Context<AppEnv>, next: Next, keyHash: string, skill: Skill) {
+  const spent = await spend(c, keyHash, skill);
+  if (spent === "unavailable") return paymentsUnavailable(c, "card");
+  if (!spent) {
+    const refused = await keyRefused(c, keyHash, skill);
+    if (refused) return refused;
+    noCreditNote(c, skill);
+    return next(); // x402BesideDryKey: x402 sent beside the key pays, or the 402 says why
+  }
+  c.header("X-Credits-Remaining", String(spent.calls_left));
+  c.set("cardCredit", { keyHash }); // receipts.ts signs a card_credit receipt for a 2xx
+  // A call that did not succeed spends nothing. The call and the give-back are one piece of
+  // work kept alive past the client: a client that disconnects (an agent timing out on a slow
+  // skill) cancels the request's pending work, the call's own fetches included, and the
+  // give-back after it never ran, so the credit was kept for a call that never succeeded.
+  // Kept alive, it finishes within Cloudflare's 30 s after the disconnect; a call still
+  // running then is cancelled there, and keeps its credit.
+  await outlastingClient(
+    c,
+    (async () => {
+      await next();
+      if (c.res.status >= 400) {
+        // What the key holds now: a refund or dispute meanwhile may have kept the credit (a
+        // key whose dispute was lost matches no row there, and holds nothing).
+        // The handler's answer stands whatever D1 does with the give-back: one it refuses is
+        // retried after the answer (once at most: refundCredit is keyed by the request).
+        let left = spent.calls_left;
+        await giveBack(c, keyHash, (after) => {
+          left = after ?? 0;
+        });
+        c.res.headers.set("X-Credits-Remaining", String(left));
+      }
+    })(),
+  );
 }
 
 /**
@@ -92,7 +101,7 @@ export function cardCreditSpend(skill: Skill): MiddlewareHandler<AppEnv> {
  * after this step (onlyBesideCardKey(payerQuota) in routes/skills.ts), not at its usual place.
  */
 export function x402BesideDryKey(): MiddlewareHandler<AppEnv> {
-  return async (c, next) =>
+  return (c, next) =>
     c.get("cardKeyHash") === undefined || c.get("cardCredit") ? next() : payWithoutCredit(c, next);
 }
 
@@ -101,7 +110,7 @@ export function x402BesideDryKey(): MiddlewareHandler<AppEnv> {
  * x402BesideDryKey (a call paid by x402 alone was counted at the first, and is not counted twice).
  */
 export function onlyBesideCardKey(step: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
-  return async (c, next) => (c.get("cardKeyHash") === undefined ? next() : step(c, next));
+  return (c, next) => (c.get("cardKeyHash") === undefined ? next() : step(c, next));
 }
 
 /**
@@ -140,19 +149,21 @@ function noCreditNote(c: Context<AppEnv>, skill: Skill) {
 }
 
 /** A call no credit pays: x402's, or the 402 of a deployment that takes no x402. */
-function payWithoutCredit(c: Context<AppEnv>, next: Next) {
-  const cfg = publicConfig(c.env, c.req.url);
-  if (!cfg.x402Enabled) {
-    return detail(
-      c,
-      402,
-      c.get("creditNote") ??
-        (cfg.cardpayEnabled
-          ? "Payment required: x402 payments are disabled; buy card credits."
-          : "Payment required: this deployment takes no payment now (card and x402 payments are off)."),
-    );
-  }
+function payWithoutCredit(c: Context<AppEnv>, next: Next): ReturnType<MiddlewareHandler<AppEnv>> {
+  const cfg = requestConfig(c);
+  if (!cfg.x402Enabled) return refusedWithoutX402(c, cfg);
   return x402Gate(c, next);
+}
+
+async function refusedWithoutX402(c: Context<AppEnv>, cfg: ReturnType<typeof publicConfig>) {
+  return detail(
+    c,
+    402,
+    c.get("creditNote") ??
+      (cfg.cardpayEnabled
+        ? "Payment required: x402 payments are disabled; buy card credits."
+        : "Payment required: this deployment takes no payment now (card and x402 payments are off)."),
+  );
 }
 
 /**

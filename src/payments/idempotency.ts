@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { publicConfig, redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
@@ -101,127 +101,134 @@ export function idempotent({
   cardKeys: boolean;
   freeInBeta?: boolean;
 }): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const id = await identify(c, cardKeys);
-    if (!id) return next();
-    if ("invalid" in id) return id.invalid;
-    const fp = await fingerprint(c, id.principal);
-    if (!fp) return next();
-    if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return freeInBetaCall(c, next, id, fp);
-    const requestId = c.get("requestId");
-    const db = c.env.DB;
-    // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot
-    // be kept from running twice, so it does not run now, and the same request may be sent again.
-    let unknownKey = false;
-    let claimed = false;
-    let row: Awaited<ReturnType<typeof current>> = null;
-    try {
-      // A card key that does not exist pays for nothing (the gate answers 401 before x402 could
-      // pay; in free beta nothing is paid) and has no stored answer, so it claims nothing: read
-      // first, its refusal writes nothing. A claim and its release are two D1 writes, and a fresh random key each time
-      // escapes the card key's rate limit (RL_PAYER). Unknown now is unknown at the gate: keys
-      // are never deleted, and a new one is random.
-      unknownKey = id.keyHash !== undefined && !(await findKey(db, id.keyHash));
-      if (!unknownKey) {
-        claimed = await claim(db, id.key, fp, requestId);
-        if (!claimed) row = await current(db, id.key);
-      }
-    } catch (e) {
-      logWriteFailure(requestId, "idempotency key claim", e, 1);
-      // D1 can commit the claim and then fail to answer ("Network connection lost"): a claim left
-      // `running` under this request would hold every retry at 409 for ABANDONED_AFTER_MS.
-      claimed = await ownsClaimAfterError(
-        c,
-        e,
-        "idempotency key release",
-        async () => (await current(db, id.key))?.request_id === requestId,
-        () => release(db, id.key, requestId),
-      );
-      if (!claimed) return paymentsUnavailable(c, id.keyHash === undefined ? "x402" : "card");
+  return (c, next) =>
+    // What identify needs to key a call, checked without an async step for the calls (most) that
+    // send neither (gate.ts says why).
+    c.req.header("idempotency-key") === undefined && !c.req.header("payment-signature")
+      ? next()
+      : keyedCall(c, next, cardKeys, freeInBeta);
+}
+
+async function keyedCall(c: Context<AppEnv>, next: Next, cardKeys: boolean, freeInBeta: boolean) {
+  const id = await identify(c, cardKeys);
+  if (!id) return next();
+  if ("invalid" in id) return id.invalid;
+  const fp = await fingerprint(c, id.principal);
+  if (!fp) return next();
+  if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return freeInBetaCall(c, next, id, fp);
+  const requestId = c.get("requestId");
+  const db = c.env.DB;
+  // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot
+  // be kept from running twice, so it does not run now, and the same request may be sent again.
+  let unknownKey = false;
+  let claimed = false;
+  let row: Awaited<ReturnType<typeof current>> = null;
+  try {
+    // A card key that does not exist pays for nothing (the gate answers 401 before x402 could
+    // pay; in free beta nothing is paid) and has no stored answer, so it claims nothing: read
+    // first, its refusal writes nothing. A claim and its release are two D1 writes, and a fresh random key each time
+    // escapes the card key's rate limit (RL_PAYER). Unknown now is unknown at the gate: keys
+    // are never deleted, and a new one is random.
+    unknownKey = id.keyHash !== undefined && !(await findKey(db, id.keyHash));
+    if (!unknownKey) {
+      claimed = await claim(db, id.key, fp, requestId);
+      if (!claimed) row = await current(db, id.key);
     }
-    if (unknownKey) return next();
-    if (!claimed) {
-      if (!row)
-        return detail(
-          c,
-          409,
-          "This idempotency key is being released; retry.",
-          { reason: "idempotent_request_in_flight" },
-          { "Retry-After": "1" },
-        );
-      const mismatch = differs(row, fp);
-      // A contract wallet's signature is proven on chain before anything about the stored call
-      // (its answer, its request, whether it still runs) is told to this request. Only a request
-      // the stored answer could answer (its payer, its request) is worth the chain's two reads:
-      // any other is refused without them, told only that the id is taken. Were every one proven,
-      // one paid call's id would let anyone have the RPC asked twice per free request for the
-      // window's 24 h, naming any contract in `from`. What is left (the stored call's own request
-      // with a signature nobody made) is held to a per-IP budget (payerProofQuota).
-      if (id.proveOnChain) {
-        if (mismatch) {
-          return detail(
-            c,
-            409,
-            "This payment identifier was already used for another request. Use a new one for a different request.",
-            { reason: "idempotency_key_mismatch" },
-          );
-        }
-        // Still running: told so without a proof (and without its request id), as the request
-        // already named the stored call's payer and request. The answer says retry in 2 s, so a
-        // wallet polling a long call would otherwise spend the proofs' budget within a minute.
-        if (row.status === "running") return inFlight(c);
-        const refusal = (await payerProofQuota(c)) ?? (await unproven(c, id.proveOnChain));
-        if (refusal) return refusal;
-      }
+  } catch (e) {
+    logWriteFailure(requestId, "idempotency key claim", e, 1);
+    // D1 can commit the claim and then fail to answer ("Network connection lost"): a claim left
+    // `running` under this request would hold every retry at 409 for ABANDONED_AFTER_MS.
+    claimed = await ownsClaimAfterError(
+      c,
+      e,
+      "idempotency key release",
+      async () => (await current(db, id.key))?.request_id === requestId,
+      () => release(db, id.key, requestId),
+    );
+    if (!claimed) return paymentsUnavailable(c, id.keyHash === undefined ? "x402" : "card");
+  }
+  if (unknownKey) return next();
+  if (!claimed) {
+    if (!row)
+      return detail(
+        c,
+        409,
+        "This idempotency key is being released; retry.",
+        { reason: "idempotent_request_in_flight" },
+        { "Retry-After": "1" },
+      );
+    const mismatch = differs(row, fp);
+    // A contract wallet's signature is proven on chain before anything about the stored call
+    // (its answer, its request, whether it still runs) is told to this request. Only a request
+    // the stored answer could answer (its payer, its request) is worth the chain's two reads:
+    // any other is refused without them, told only that the id is taken. Were every one proven,
+    // one paid call's id would let anyone have the RPC asked twice per free request for the
+    // window's 24 h, naming any contract in `from`. What is left (the stored call's own request
+    // with a signature nobody made) is held to a per-IP budget (payerProofQuota).
+    if (id.proveOnChain) {
       if (mismatch) {
         return detail(
           c,
           409,
-          `This ${id.kind === "x402" ? "payment identifier" : "Idempotency-Key"} was already used for ${mismatch}. Use a new one for a different request.`,
-          { reason: "idempotency_key_mismatch", request_id: row.request_id },
+          "This payment identifier was already used for another request. Use a new one for a different request.",
+          { reason: "idempotency_key_mismatch" },
         );
       }
-      if (row.status === "running") return inFlight(c, row.request_id);
-      return replay(c, row);
+      // Still running: told so without a proof (and without its request id), as the request
+      // already named the stored call's payer and request. The answer says retry in 2 s, so a
+      // wallet polling a long call would otherwise spend the proofs' budget within a minute.
+      if (row.status === "running") return inFlight(c);
+      const refusal = (await payerProofQuota(c)) ?? (await unproven(c, id.proveOnChain));
+      if (refusal) return refusal;
     }
-    // A call the buyer can retry under a key outlasts the buyer's connection: an agent that times
-    // out mid-call cancels the request's pending work (the handler's fetches, the settlement, the
-    // store below) unless waitUntil holds it. Held, the call finishes, is paid once and stored, and
-    // the retry gets it; cut, an x402 settlement could land with no answer stored to give back.
-    // Within Cloudflare's 30 s after the disconnect (after-response.ts).
-    await outlastingClient(
-      c,
-      (async () => {
-        const free = () =>
-          writeOrRetryAfter(c, "idempotency key release", () => release(db, id.key, requestId));
-        try {
-          await next();
-        } catch (e) {
-          await free();
-          throw e;
-        }
-        // Paid is judged by what paid, not by which key the request carried: a card key out of
-        // credits lets x402 pay under its Idempotency-Key (gate.ts), and a card credit pays a call
-        // whose x402 payment id keyed it. Either way the retry looks for the answer under this key.
-        const paid =
-          c.res.status >= 200 &&
-          c.res.status < 300 &&
-          (Boolean(c.get("cardCredit")) || c.res.headers.has("payment-response"));
-        if (!paid) {
-          // A release D1 refuses is retried after the answer, which stays the call's own; until
-          // then a retry gets the 409 in flight.
-          await free();
-          return;
-        }
-        const bytes = await c.res.arrayBuffer();
-        c.res = new Response(bytes, c.res);
-        // The buyer has paid for this answer: a failed write must not turn it into a 500. It is
-        // retried after the answer; while the key stays `running`, a retry gets 409 in flight.
-        const res = c.res;
-        await writeOrRetryAfter(c, "idempotent answer", () => store(c, id.key, requestId, res, bytes));
-      })(),
-    );
-  };
+    if (mismatch) {
+      return detail(
+        c,
+        409,
+        `This ${id.kind === "x402" ? "payment identifier" : "Idempotency-Key"} was already used for ${mismatch}. Use a new one for a different request.`,
+        { reason: "idempotency_key_mismatch", request_id: row.request_id },
+      );
+    }
+    if (row.status === "running") return inFlight(c, row.request_id);
+    return replay(c, row);
+  }
+  // A call the buyer can retry under a key outlasts the buyer's connection: an agent that times
+  // out mid-call cancels the request's pending work (the handler's fetches, the settlement, the
+  // store below) unless waitUntil holds it. Held, the call finishes, is paid once and stored, and
+  // the retry gets it; cut, an x402 settlement could land with no answer stored to give back.
+  // Within Cloudflare's 30 s after the disconnect (after-response.ts).
+  await outlastingClient(
+    c,
+    (async () => {
+      const free = () =>
+        writeOrRetryAfter(c, "idempotency key release", () => release(db, id.key, requestId));
+      try {
+        await next();
+      } catch (e) {
+        await free();
+        throw e;
+      }
+      // Paid is judged by what paid, not by which key the request carried: a card key out of
+      // credits lets x402 pay under its Idempotency-Key (gate.ts), and a card credit pays a call
+      // whose x402 payment id keyed it. Either way the retry looks for the answer under this key.
+      const paid =
+        c.res.status >= 200 &&
+        c.res.status < 300 &&
+        (Boolean(c.get("cardCredit")) || c.res.headers.has("payment-response"));
+      if (!paid) {
+        // A release D1 refuses is retried after the answer, which stays the call's own; until
+        // then a retry gets the 409 in flight.
+        await free();
+        return;
+      }
+      const bytes = await c.res.arrayBuffer();
+      c.res = new Response(bytes, c.res);
+      // The buyer has paid for this answer: a failed write must not turn it into a 500. It is
+      // retried after the answer; while the key stays `running`, a retry gets 409 in flight.
+      const res = c.res;
+      await writeOrRetryAfter(c, "idempotent answer", () => store(c, id.key, requestId, res, bytes));
+    })(),
+  );
 }
 
 /**

@@ -1,9 +1,10 @@
-import type { Context, MiddlewareHandler } from "hono";
-import { heavyResources, publicConfig, rateLimitsOn } from "../config";
+import type { Context, MiddlewareHandler, Next } from "hono";
+import { heavyResources, rateLimitsOn } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { RATE_LIMIT_SKIP_MS } from "../http/limits";
 import { throttledLog } from "../http/log-once";
+import { requestConfig } from "../http/request-config";
 import { callerNetwork, callerNetworks } from "../net/ip-ranges";
 import { isSoldPerCall } from "../partners/pricing";
 import { partnerConfigOf, tryTargetOf } from "../partners/request";
@@ -146,7 +147,7 @@ export function quota(resource: string, opts: { freeInBeta?: boolean } = {}): Mi
     if (!enabled(c.env)) return next();
     const ipRefused = await ipRefusal(c, "RL_IP", (net) => `ip:${net}`);
     if (ipRefused) return tooMany(c, "ip", `too many calls to priced routes ${ipRefused}`);
-    if (publicConfig(c.env, c.req.url).freeBeta) {
+    if (requestConfig(c).freeBeta) {
       const freeRefused =
         opts.freeInBeta && isHeavy(c.env, resource)
           ? await ipRefusal(c, "RL_FREE", (net) => `${resource}|ip:${net}`)
@@ -177,18 +178,20 @@ const payerLimiter = (env: Bindings, resource: string): LimiterName =>
  * the 429 is never settled (the gate settles only answers below 400).
  */
 export function payerQuota(resource: string): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    if (!enabled(c.env) || !c.get("x402Verified")) return next();
-    const auth = c.get("x402Payment")?.payload.payload as { authorization?: { from?: unknown } } | undefined;
-    const from = auth?.authorization?.from;
-    if (typeof from === "string") {
-      const payer = from.toLowerCase();
-      if (!(await allowed(c.env, payerLimiter(c.env, resource), `${resource}|payer:${payer}`))) {
-        return tooMany(c, "payer", `too many ${resource} calls paid by ${payer}`);
-      }
+  // Not async when there is nothing to count: every unpaid or free call passes here (gate.ts says why).
+  return (c, next) => (!enabled(c.env) || !c.get("x402Verified") ? next() : countPayer(c, next, resource));
+}
+
+async function countPayer(c: Context<AppEnv>, next: Next, resource: string) {
+  const auth = c.get("x402Payment")?.payload.payload as { authorization?: { from?: unknown } } | undefined;
+  const from = auth?.authorization?.from;
+  if (typeof from === "string") {
+    const payer = from.toLowerCase();
+    if (!(await allowed(c.env, payerLimiter(c.env, resource), `${resource}|payer:${payer}`))) {
+      return tooMany(c, "payer", `too many ${resource} calls paid by ${payer}`);
     }
-    await next();
-  };
+  }
+  await next();
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, retryWrite, writeOrRetryAfter } from "../http/after-response";
 import { ledgerResource } from "../http/mcp-request";
@@ -37,66 +37,68 @@ export const FACILITATOR_RETRY_AFTER_S = 10;
  * Calls paid otherwise (card credit, free beta) never claim, even if they carry a signature.
  */
 export function guardAuthorization(resource: string): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    if (!c.get("x402Verified")) return next();
-    // The payload the gate verified: a v2 PAYMENT-SIGNATURE, or a v1 X-PAYMENT lifted into v2
-    // form against this route's requirements. Keyed by the requirements the gate matched (not the
-    // payload's own `accepted`), so both versions claim the same key.
-    const verified = c.get("x402Payment");
-    const payment = verified?.payload;
-    const auth = verified && authorizationKey(verified.payload, verified.requirements);
-    if (!payment || !auth) {
-      // Only EIP-3009 authorizations carry a nonce we can claim; anything else (e.g. Permit2)
-      // could not be guarded against replay or recorded, so it is refused before the handler.
-      return refuse(
-        c,
-        "unsupported_payment_payload",
-        "unsupported payment payload: sign an EIP-3009 transferWithAuthorization (the scheme this endpoint offers), and nothing beside it.",
-      );
-    }
-    // A window the offer did not give (validBefore in milliseconds, or 2^256 − 1) is refused
-    // before anything is claimed or settled: the facilitator takes any future validBefore, and
-    // reconciliation looks at a claim only once it expired, so a payment that landed while its
-    // call was cut off would never reach the ledger.
-    const { authorization } = payment.payload as { authorization: { validBefore?: unknown } };
-    const outOfWindow = validBeforeRefusal(authorization.validBefore, Math.floor(Date.now() / 1000));
-    if (outOfWindow) return refuse(c, "invalid_valid_before", `${outOfWindow}. Sign a new one.`);
-    const requestId = c.get("requestId");
-    let claimed: boolean;
-    try {
-      claimed = await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource));
-    } catch (e) {
-      logWriteFailure(requestId, "authorization claim", e, 1);
-      claimed = await ownsClaimAfterError(
-        c,
-        e,
-        "claim release",
-        () => claimIsOurs(c.env.DB, auth.key, requestId),
-        () => releaseAuthorization(c.env.DB, auth.key, requestId),
-      );
-      // Without the claim the handler cannot run safely (a duplicate could run it twice), and
-      // nothing was settled: the buyer may send the same payment again once D1 is back.
-      if (!claimed) return paymentsUnavailable(c);
-    }
-    if (!claimed) {
-      return refuse(
-        c,
-        "payment_authorization_reused",
-        "this payment authorization was already used for another call. Sign a new one.",
-      );
-    }
-    const claim = { key: auth.key, payment, released: false };
-    c.set("paymentClaim", claim);
-    await next();
-    // A call that failed was not settled, so its authorization is free again; unless the handler
-    // settled early (a partner call): then recordPayment writes what the settlement says. A
-    // release D1 refuses is retried after the answer, which stays the call's own (a 422 is not a
-    // settlement the facilitator never saw).
-    if (c.res.status >= 400 && !verified?.settlement) {
-      await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, auth.key, requestId));
-      claim.released = true;
-    }
-  };
+  // Not async for a call no x402 payment was verified for (gate.ts says why).
+  return (c, next) => (c.get("x402Verified") ? claimAndRun(c, next, resource) : next());
+}
+
+async function claimAndRun(c: Context<AppEnv>, next: Next, resource: string) {
+  // The payload the gate verified: a v2 PAYMENT-SIGNATURE, or a v1 X-PAYMENT lifted into v2
+  // form against this route's requirements. Keyed by the requirements the gate matched (not the
+  // payload's own `accepted`), so both versions claim the same key.
+  const verified = c.get("x402Payment");
+  const payment = verified?.payload;
+  const auth = verified && authorizationKey(verified.payload, verified.requirements);
+  if (!payment || !auth) {
+    // Only EIP-3009 authorizations carry a nonce we can claim; anything else (e.g. Permit2)
+    // could not be guarded against replay or recorded, so it is refused before the handler.
+    return refuse(
+      c,
+      "unsupported_payment_payload",
+      "unsupported payment payload: sign an EIP-3009 transferWithAuthorization (the scheme this endpoint offers), and nothing beside it.",
+    );
+  }
+  // A window the offer did not give (validBefore in milliseconds, or 2^256 − 1) is refused
+  // before anything is claimed or settled: the facilitator takes any future validBefore, and
+  // reconciliation looks at a claim only once it expired, so a payment that landed while its
+  // call was cut off would never reach the ledger.
+  const { authorization } = payment.payload as { authorization: { validBefore?: unknown } };
+  const outOfWindow = validBeforeRefusal(authorization.validBefore, Math.floor(Date.now() / 1000));
+  if (outOfWindow) return refuse(c, "invalid_valid_before", `${outOfWindow}. Sign a new one.`);
+  const requestId = c.get("requestId");
+  let claimed: boolean;
+  try {
+    claimed = await claimAuthorization(c.env.DB, auth, requestId, ledgerResource(c.req.raw, resource));
+  } catch (e) {
+    logWriteFailure(requestId, "authorization claim", e, 1);
+    claimed = await ownsClaimAfterError(
+      c,
+      e,
+      "claim release",
+      () => claimIsOurs(c.env.DB, auth.key, requestId),
+      () => releaseAuthorization(c.env.DB, auth.key, requestId),
+    );
+    // Without the claim the handler cannot run safely (a duplicate could run it twice), and
+    // nothing was settled: the buyer may send the same payment again once D1 is back.
+    if (!claimed) return paymentsUnavailable(c);
+  }
+  if (!claimed) {
+    return refuse(
+      c,
+      "payment_authorization_reused",
+      "this payment authorization was already used for another call. Sign a new one.",
+    );
+  }
+  const claim = { key: auth.key, payment, released: false };
+  c.set("paymentClaim", claim);
+  await next();
+  // A call that failed was not settled, so its authorization is free again; unless the handler
+  // settled early (a partner call): then recordPayment writes what the settlement says. A
+  // release D1 refuses is retried after the answer, which stays the call's own (a 422 is not a
+  // settlement the facilitator never saw).
+  if (c.res.status >= 400 && !verified?.settlement) {
+    await writeOrRetryAfter(c, "claim release", () => releaseAuthorization(c.env.DB, auth.key, requestId));
+    claim.released = true;
+  }
 }
 
 /** When a buyer is told to try again after D1 refused the claim (as facilitator_unavailable). */

@@ -16,12 +16,13 @@ import {
   bazaarResourceServerExtension,
   declareDiscoveryExtension,
 } from "@x402/extensions/bazaar";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { isAddress } from "viem";
-import { type PublicConfig, publicConfig, redactSecrets } from "../config";
+import { type PublicConfig, redactSecrets } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
 import { logOncePerValue } from "../http/log-once";
+import { requestConfig } from "../http/request-config";
 import { SharedLoad, within } from "../http/shared-load";
 import { microsToUsd, trimDecimal } from "../money";
 import { type PricingConfig, pricingConfig } from "../partners/config";
@@ -595,9 +596,12 @@ async function ensureReady(
   }
 }
 
-/** x402 v2 payment for one call. Only for routes that are sold (sellables.ts) at this moment. */
-export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const cfg = publicConfig(c.env, c.req.url);
+/**
+ * x402 v2 payment for one call. Only for routes that are sold (sellables.ts) at this moment. Not
+ * async once `/supported` was read: every unpaid call comes here (gate.ts says why).
+ */
+export const x402Gate: MiddlewareHandler<AppEnv> = (c, next) => {
+  const cfg = requestConfig(c);
   const { problem } = factsOf(c.env, cfg);
   if (problem) {
     // Every paid call is refused until the configuration is fixed: said once per isolate and problem.
@@ -607,22 +611,27 @@ export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) => {
       msg: "x402 payments misconfigured",
       error: problem,
     });
-    return detail(c, 503, `x402 payments are misconfigured: ${problem}`);
+    return Promise.resolve(detail(c, 503, `x402 payments are misconfigured: ${problem}`));
   }
   const b = build(c.env, cfg);
-  if (b.readyAt === undefined) {
-    const failed = await ensureReady(b, c.env);
-    if (failed) {
-      const retry: Record<string, string> = failed.retryAfterS
-        ? { "Retry-After": String(failed.retryAfterS) }
-        : {};
-      return detail(c, 503, `x402 payments are unavailable: facilitator: ${failed.error}`, {}, retry);
-    }
-  } else if (Date.now() - b.readyAt > SUPPORTED_TTL_MS) {
-    refreshInBackground(b, c.env, cfg);
+  if (b.readyAt === undefined) return readyThenGate(c, next, b);
+  if (Date.now() - b.readyAt > SUPPORTED_TTL_MS) refreshInBackground(b, c.env, cfg);
+  return gated(c, next, b);
+};
+
+async function readyThenGate(c: Context<AppEnv>, next: Next, b: Built) {
+  const failed = await ensureReady(b, c.env);
+  if (failed) {
+    const retry: Record<string, string> = failed.retryAfterS
+      ? { "Retry-After": String(failed.retryAfterS) }
+      : {};
+    return detail(c, 503, `x402 payments are unavailable: facilitator: ${failed.error}`, {}, retry);
   }
-  return b.middleware(c, async () => {
+  return gated(c, next, b);
+}
+
+const gated = (c: Context<AppEnv>, next: Next, b: Built) =>
+  b.middleware(c, async () => {
     c.set("x402Verified", true);
     await next();
   });
-};

@@ -6,7 +6,7 @@ import {
 import type { HTTPRequestContext, x402HTTPResourceServer } from "@x402/core/server";
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import { safeBase64Decode } from "@x402/core/utils";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import type { AppEnv, Settled, VerifiedPayment } from "../env";
 import { MAX_JSON_DEPTH, scanJson } from "../http/json-text";
 import { isMcpRequest } from "../http/mcp-request";
@@ -219,7 +219,39 @@ export function x402HttpGate(
     if (answer.offer) c.set("x402UnpaidOffer", true);
     return c.body(answer.body, answer.status, answer.headers);
   };
-  return async (c, next) => {
+  /**
+   * The cache key of a route's unpaid answer: the route, its price ("fixed", or the price tiers of
+   * a body-priced route) and whether a browser asks (the library answers it an HTML page). The
+   * shortcut below and the full gate's unpaidAnswer both use it, so they cannot drift apart.
+   */
+  const unpaidKey = (c: Context<AppEnv>, method: string, path: string, price: string): string => {
+    const browser =
+      (c.req.header("accept") ?? "").includes("text/html") &&
+      (c.req.header("user-agent") ?? "").includes("Mozilla");
+    return `${method} ${path}|${price}|${browser ? "html" : "json"}`;
+  };
+  /**
+   * The unpaid call's cached answer, found without an async step, a request probe or a closure:
+   * every crawler's and every first call's path. Undefined when anything else may apply (a
+   * payment header, a price that depends on the body, no answer cached or a stale one); the full
+   * gate below then answers, the same way it always did.
+   */
+  const cachedUnpaid = (c: Context<AppEnv>, method: string, path: string): ReadyAnswer | undefined => {
+    if (c.req.header("payment-signature") || c.req.header("x-payment")) return undefined;
+    const route = httpServer.routes[`${method} ${path}` as keyof typeof httpServer.routes] as
+      | { accepts: unknown }
+      | undefined;
+    if (!route) return undefined;
+    const accepts = route.accepts as { price?: unknown } | unknown[];
+    if (Array.isArray(accepts) || typeof accepts.price === "function") return undefined;
+    const cached = unpaid.get(unpaidKey(c, method, path, "fixed"));
+    return cached && cached.until > Date.now() ? cached : undefined;
+  };
+  return (c, next) => {
+    const cached = cachedUnpaid(c, c.req.method, c.req.path);
+    return cached ? Promise.resolve(send(c, cached)) : gate(c, next);
+  };
+  async function gate(c: Context<AppEnv>, next: Next) {
     const method = c.req.method;
     const path = c.req.path;
     const route = httpServer.routes[`${method} ${path}` as keyof typeof httpServer.routes] as
@@ -252,9 +284,7 @@ export function x402HttpGate(
         );
         price = requirements.map((r) => `${r.network}:${r.asset}:${r.amount}`).join(",");
       }
-      const accept = c.req.header("accept") ?? "";
-      const browser = accept.includes("text/html") && (c.req.header("user-agent") ?? "").includes("Mozilla");
-      const key = `${method} ${path}|${price}|${browser ? "html" : "json"}`;
+      const key = unpaidKey(c, method, path, price);
       const cached = unpaid.get(key);
       if (cached && cached.until > Date.now()) return cached;
       const result = await httpServer.processHTTPRequest(
@@ -449,7 +479,7 @@ export function x402HttpGate(
     }
     headers.set("content-type", "application/json");
     c.res = new Response(JSON.stringify(failure), { status: 402, headers });
-  };
+  }
 }
 
 async function settleOnce(

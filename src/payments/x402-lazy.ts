@@ -15,6 +15,9 @@ export async function x402Server(): Promise<X402Server> {
   return loaded;
 }
 
-/** x402 v2 payment for one call (src/payments/x402-gate.ts), loaded on first use. */
-export const x402Gate: MiddlewareHandler<AppEnv> = async (c, next) =>
-  (loaded ?? (await x402Server())).x402Gate(c, next);
+/**
+ * x402 v2 payment for one call (src/payments/x402-gate.ts), loaded on first use. Not async once
+ * loaded: every unpaid call comes here, and an async step costs it two more promise jobs.
+ */
+export const x402Gate: MiddlewareHandler<AppEnv> = (c, next) =>
+  loaded ? loaded.x402Gate(c, next) : x402Server().then((m) => m.x402Gate(c, next));

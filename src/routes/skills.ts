@@ -1,5 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
+import { answerError } from "../http/app-error";
+import { chain } from "../http/chain";
 import { jsonBody } from "../http/json-text";
 import { cardCreditSpend, onlyBesideCardKey, paymentGate, x402BesideDryKey } from "../payments/gate";
 import { idempotent } from "../payments/idempotency";
@@ -23,29 +25,34 @@ for (const skill of skills) {
   // (x402BesideDryKey) and limited per payer there.
   skillRoutes.post(
     skill.endpoint,
-    recordCall(skill.id, () => Number(skill.price_atomic)),
-    quota(skill.id, { freeInBeta: true }),
-    idempotent({ cardKeys: true, freeInBeta: true }),
-    signReceipt(skill.id),
-    explain402,
-    recordPayment(skill.id),
-    paymentGate(),
-    payerQuota(skill.id),
-    jsonBody(() => skill.input, { exactIntegers: skill.exactIntegers }),
-    cardCreditSpend(skill),
-    x402BesideDryKey(),
-    onlyBesideCardKey(payerQuota(skill.id)),
-    guardAuthorization(skill.id),
-    async (c) => {
-      try {
-        const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
-        return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
-      } catch (e) {
-        const failed = skillAnswer(e);
-        if (!failed) throw e;
-        if (failed.targetFault) c.set("targetFault", true);
-        return c.json(failed.body, failed.status);
-      }
-    },
+    chain(
+      [
+        recordCall(skill.id, () => Number(skill.price_atomic)),
+        quota(skill.id, { freeInBeta: true }),
+        idempotent({ cardKeys: true, freeInBeta: true }),
+        signReceipt(skill.id),
+        explain402,
+        recordPayment(skill.id),
+        paymentGate(),
+        payerQuota(skill.id),
+        jsonBody(() => skill.input, { exactIntegers: skill.exactIntegers }),
+        cardCreditSpend(skill),
+        x402BesideDryKey(),
+        onlyBesideCardKey(payerQuota(skill.id)),
+        guardAuthorization(skill.id),
+        async (c) => {
+          try {
+            const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
+            return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
+          } catch (e) {
+            const failed = skillAnswer(e);
+            if (!failed) throw e;
+            if (failed.targetFault) c.set("targetFault", true);
+            return c.json(failed.body, failed.status);
+          }
+        },
+      ],
+      answerError,
+    ),
   );
 }

@@ -19,37 +19,70 @@ export interface BodyWatch {
  * route's cacheBody), so the time a caller takes to send it fell inside a skill's server time: one
  * paid call that trickled its body for a minute set a skill's p95, and a connection cut mid-body was a 500
  * counted as the skill's failure, at no cost (a failed call is never charged). No await, no timer,
- * no I/O: two property writes and a promise reaction, on the read that happens anyway.
+ * no I/O: a few property writes and a promise reaction, on the read that happens anyway.
  */
 export function watchBody(req: HonoRequest): BodyWatch {
   const watch: BodyWatch = { waitedMs: 0, failed: false };
-  const cache: Record<string, Promise<unknown>> = {};
+  req.bodyCache = new WatchedBodyCache(req, watch) as HonoRequest["bodyCache"];
+  return watch;
+}
+
+/**
+ * The keys Hono 4 keeps a body under (its #cachedBody and parseBody). An accessor on the prototype
+ * per key, not a Proxy: a Proxy (and its handler and traps) per priced call, and the traps on every
+ * read, were a share of every call's statistics (docs/PERFORMANCE.md, stop 36). A stored value
+ * becomes an own enumerable property, as in Hono's plain object, so `for…in` and `Object.keys`
+ * (Hono's cloneRawRequest) see exactly the keys stored.
+ */
+const BODY_KEYS = ["arrayBuffer", "blob", "formData", "json", "text", "parsedBody"] as const;
+
+class WatchedBodyCache {
+  readonly #req: HonoRequest;
+  readonly #watch: BodyWatch;
   // Whether the raw body was already consumed when the first read began (Hono looks the cache up
   // before it reads): that read then rejects "body used", our code's fault, not the caller's.
-  let usedBefore = false;
-  req.bodyCache = new Proxy(cache, {
-    get(target, key, receiver) {
-      if (Object.keys(target).length === 0) usedBefore = req.raw.bodyUsed;
-      return Reflect.get(target, key, receiver);
+  #usedBefore = false;
+  #stored = false;
+
+  constructor(req: HonoRequest, watch: BodyWatch) {
+    this.#req = req;
+    this.#watch = watch;
+  }
+
+  /** A key read before anything is stored: a read may begin. */
+  looked() {
+    if (!this.#stored) this.#usedBefore = this.#req.raw.bodyUsed;
+    return undefined;
+  }
+
+  store(key: string, value: unknown) {
+    const first = !this.#stored && value instanceof Promise;
+    Object.defineProperty(this, key, { value, writable: true, enumerable: true, configurable: true });
+    this.#stored = true;
+    if (!first || this.#usedBefore) return;
+    const began = startClock();
+    const watch = this.#watch;
+    (value as Promise<unknown>).then(
+      () => {
+        watch.waitedMs = elapsedMs(began);
+      },
+      () => {
+        watch.failed = true;
+      },
+    );
+  }
+}
+
+for (const key of BODY_KEYS) {
+  Object.defineProperty(WatchedBodyCache.prototype, key, {
+    get(this: WatchedBodyCache) {
+      return this.looked();
     },
-    set(target, key, value) {
-      const first = Object.keys(target).length === 0 && value instanceof Promise;
-      Reflect.set(target, key, value);
-      if (first && !usedBefore) {
-        const began = startClock();
-        value.then(
-          () => {
-            watch.waitedMs = elapsedMs(began);
-          },
-          () => {
-            watch.failed = true;
-          },
-        );
-      }
-      return true;
+    set(this: WatchedBodyCache, value: unknown) {
+      this.store(key, value);
     },
-  }) as HonoRequest["bodyCache"];
-  return watch;
+    configurable: true,
+  });
 }
 
 /** A start for elapsedMs. */

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { isMcpRequest } from "../http/mcp-request";
+import { requestConfig } from "../http/request-config";
 import { elapsedMs, startClock, watchBody } from "./body-watch";
 
 /**
@@ -74,7 +74,7 @@ function paymentMethod(c: Context<AppEnv>): PaymentMethod {
   // The gate's own mark that a credit paid this call, not a response header (a stored answer
   // replayed for an Idempotency-Key carries the header of the call that paid).
   if (c.get("cardCredit")) return "card_credit";
-  if (publicConfig(c.env, c.req.url).freeBeta) return "free_beta";
+  if (requestConfig(c).freeBeta) return "free_beta";
   return "none";
 }
 

@@ -19,7 +19,9 @@ type OnError = (err: Error, c: Context<AppEnv>) => Response | Promise<Response>;
  * - `await next()` resolves to undefined, not the Context; no step uses what next() resolves to;
  * - a last handler that returns nothing is answered by the route's `next` (a 404), not by Hono's
  *   empty 200; the skill handler always returns an answer or throws;
- * - `c.req.routeIndex` is not set per step; nothing in src reads it.
+ * - `c.req.routeIndex` is not set per step; nothing in src reads it;
+ * - a step that neither answers nor calls `next()` falls through to the route's `next` (a 404),
+ *   where Hono fails on the missing answer; every skill step returns `next()`, an answer or throws.
  */
 export function chain(steps: MiddlewareHandler<AppEnv>[], onError: OnError): MiddlewareHandler<AppEnv> {
   return (c, routeNext) => {

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler, Next } from "hono";
-import { publicConfig } from "../config";
+import type { PublicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { afterResponse, logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
@@ -132,7 +132,7 @@ async function keyRefused(c: Context<AppEnv>, keyHash: string, skill: Skill) {
 
 /** Why the 402 of a key with no credit left: only the ways to pay this deployment has on. */
 function noCreditNote(c: Context<AppEnv>, skill: Skill) {
-  const cfg = publicConfig(c.env, c.req.url);
+  const cfg = requestConfig(c);
   const empty = `This key has no ${skill.id} credits left.`;
   // "Buy more" read as a top-up of this key; a checkout sells a new pack under a new key.
   const buy = `Buy a new pack with POST /api/cardpay/checkout {"skill_id":"${skill.id}"}: it comes with a new key (a key cannot be topped up)`;
@@ -155,7 +155,7 @@ function payWithoutCredit(c: Context<AppEnv>, next: Next): ReturnType<Middleware
   return x402Gate(c, next);
 }
 
-async function refusedWithoutX402(c: Context<AppEnv>, cfg: ReturnType<typeof publicConfig>) {
+async function refusedWithoutX402(c: Context<AppEnv>, cfg: PublicConfig) {
   return detail(
     c,
     402,

@@ -1,7 +1,7 @@
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
+import { requestConfig } from "../http/request-config";
 import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
@@ -40,6 +40,14 @@ export const isIdempotencyKey = (value: unknown): value is string =>
  * PAYMENT-SIGNATURE payload, scoped by the payer it proves), a card key beside it or not: without
  * an Idempotency-Key a card key must not hide the id of the payment that may be the one settled.
  */
+/**
+ * False when `identify` cannot key this request: it sends neither of the two headers it reads.
+ * Checked without an async step for the calls (most) that send neither (gate.ts says why); kept
+ * beside `identify` so the two read the same headers.
+ */
+export const mayIdentify = (c: Context<AppEnv>): boolean =>
+  c.req.header("idempotency-key") !== undefined || !!c.req.header("payment-signature");
+
 export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<Identified> {
   const header = c.req.header("idempotency-key");
   const cardKey = header !== undefined && cardKeys ? cardKeyOf(c) : undefined;
@@ -88,7 +96,7 @@ export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<I
       ]),
     };
   }
-  const cfg = publicConfig(c.env, c.req.url);
+  const cfg = requestConfig(c);
   const terms = signedTerms(payment, {
     network: cfg.network,
     asset: cfg.usdcAddress,

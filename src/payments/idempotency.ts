@@ -1,13 +1,14 @@
 import type { Context, MiddlewareHandler, Next } from "hono";
-import { publicConfig, redactSecrets } from "../config";
+import { redactSecrets } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
+import { requestConfig } from "../http/request-config";
 import { ownsClaimAfterError } from "./claim-after-error";
 import { findKey } from "./credits";
-import { identify } from "./idempotency-key";
+import { identify, mayIdentify } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
 import { payerProofQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
@@ -101,12 +102,7 @@ export function idempotent({
   cardKeys: boolean;
   freeInBeta?: boolean;
 }): MiddlewareHandler<AppEnv> {
-  return (c, next) =>
-    // What identify needs to key a call, checked without an async step for the calls (most) that
-    // send neither (gate.ts says why).
-    c.req.header("idempotency-key") === undefined && !c.req.header("payment-signature")
-      ? next()
-      : keyedCall(c, next, cardKeys, freeInBeta);
+  return (c, next) => (mayIdentify(c) ? keyedCall(c, next, cardKeys, freeInBeta) : next());
 }
 
 async function keyedCall(c: Context<AppEnv>, next: Next, cardKeys: boolean, freeInBeta: boolean) {
@@ -115,7 +111,7 @@ async function keyedCall(c: Context<AppEnv>, next: Next, cardKeys: boolean, free
   if ("invalid" in id) return id.invalid;
   const fp = await fingerprint(c, id.principal);
   if (!fp) return next();
-  if (freeInBeta && publicConfig(c.env, c.req.url).freeBeta) return freeInBetaCall(c, next, id, fp);
+  if (freeInBeta && requestConfig(c).freeBeta) return freeInBetaCall(c, next, id, fp);
   const requestId = c.get("requestId");
   const db = c.env.DB;
   // Taken (or read) before anything is verified or charged: if D1 cannot answer, the call cannot

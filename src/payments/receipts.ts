@@ -1,9 +1,9 @@
 import type { SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
-import { publicConfig } from "../config";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { ledgerResource } from "../http/mcp-request";
+import { requestConfig } from "../http/request-config";
 import { authorizationKey } from "./ledger";
 import { receiptKey } from "./receipt-key";
 import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "./x402-headers";
@@ -56,7 +56,7 @@ export function signReceipt(resource: string | ((c: Context<AppEnv>) => string))
         : undefined;
     const card = c.get("cardCredit");
     if (!headerName && !card) return;
-    const cfg = publicConfig(c.env, c.req.url);
+    const cfg = requestConfig(c);
     const key = receiptKey(c.env.RECEIPT_SIGNING_KEY, cfg.baseUrl);
     if ("error" in key) return;
     let settlement: SettleResponse | undefined;

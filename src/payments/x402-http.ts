@@ -219,6 +219,9 @@ export function x402HttpGate(
     if (answer.offer) c.set("x402UnpaidOffer", true);
     return c.body(answer.body, answer.status, answer.headers);
   };
+  /** A price that depends on the request (the refinery recipe's body tiers, or several offers). */
+  const pricedPerRequest = (accepts: unknown): boolean =>
+    Array.isArray(accepts) || typeof (accepts as { price?: unknown }).price === "function";
   /**
    * The cache key of a route's unpaid answer: the route, its price ("fixed", or the price tiers of
    * a body-priced route) and whether a browser asks (the library answers it an HTML page). The
@@ -242,8 +245,7 @@ export function x402HttpGate(
       | { accepts: unknown }
       | undefined;
     if (!route) return undefined;
-    const accepts = route.accepts as { price?: unknown } | unknown[];
-    if (Array.isArray(accepts) || typeof accepts.price === "function") return undefined;
+    if (pricedPerRequest(route.accepts)) return undefined;
     const cached = unpaid.get(unpaidKey(c, method, path, "fixed"));
     return cached && cached.until > Date.now() ? cached : undefined;
   };
@@ -275,7 +277,7 @@ export function x402HttpGate(
       // A price that depends on the body (the refinery recipe) is part of the key: one answer per
       // price tier. Anything else the library would vary on is fixed per route and configuration.
       let price = "fixed";
-      if (Array.isArray(accepts) || typeof accepts.price === "function") {
+      if (pricedPerRequest(accepts)) {
         const requirements = await server.buildPaymentRequirementsFromOptions(
           (Array.isArray(accepts) ? accepts : [accepts]) as Parameters<
             typeof server.buildPaymentRequirementsFromOptions

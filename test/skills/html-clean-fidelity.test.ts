@@ -5,6 +5,7 @@ import { DomUtils, parseDocument } from "htmlparser2";
 import MarkdownIt from "markdown-it";
 import { describe, expect, it } from "vitest";
 import { htmlToMd, htmlToText } from "../../src/skills/lib/html-convert";
+import { safeForMarkdown } from "../../src/skills/lib/html-for-markdown";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 /**
@@ -307,6 +308,24 @@ describe("html_clean markdown: structure survives rendering", () => {
     ]);
     const quoted = `<blockquote>${html}</blockquote>`;
     expect(all(quoted, "ol").map((ol) => ol.attribs.start ?? "1")).toEqual(["4", "7", "1"]);
+  });
+
+  it("only a page that numbers a list itself pays the renderer's read of the answer", () => {
+    // The read (markdown-it over the whole answer) is what mends a nested list starting past 1;
+    // a form's value= numbers nothing, and a page with a form and a list must not pay for it.
+    const list = "<ol><li>a</li><li>b</li></ol>";
+    for (const page of [
+      list,
+      `${list}<input value="q">`,
+      `${list}<select><option value="1">x</option></select>`,
+    ])
+      expect(safeForMarkdown(page).numbered, page).toBe(false);
+    for (const page of [
+      '<ol start="3"><li>a</li></ol>',
+      "<ol reversed><li>a</li></ol>",
+      '<ol><li value="5">a</li></ol>',
+    ])
+      expect(safeForMarkdown(page).numbered, page).toBe(true);
   });
 
   it("tables keep their cells, pipes and backslashes in them included", () => {

@@ -51,7 +51,7 @@ const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
  * decides. It walks a shared prefix unit by unit in JavaScript, so it is used only where sort keys
  * do not pay.
  */
-export function compareCodePoints(a: string, b: string): number {
+function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;

@@ -84,7 +84,8 @@ export function safeForMarkdown(html: string): {
         capAttributes(node);
         for (const v of Object.values(node.attribs)) take(v);
         if (
-          node.name === "ol" ? "start" in node.attribs || "reversed" in node.attribs : "value" in node.attribs
+          (node.name === "ol" && ("start" in node.attribs || "reversed" in node.attribs)) ||
+          (node.name === "li" && "value" in node.attribs)
         )
           numbered = true;
         if (node.name === "br" && !at.pre && !at.code) breakOpen = true;

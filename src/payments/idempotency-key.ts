@@ -32,6 +32,14 @@ export const isIdempotencyKey = (value: unknown): value is string =>
   typeof value === "string" && IDEMPOTENCY_KEY.test(value);
 
 /**
+ * False when `identify` cannot key this request: it sends neither of the two headers it reads.
+ * Checked without an async step for the calls (most) that send neither (gate.ts says why); kept
+ * beside `identify` so the two read the same headers.
+ */
+export const mayIdentify = (c: Context<AppEnv>): boolean =>
+  c.req.header("idempotency-key") !== undefined || !!c.req.header("payment-signature");
+
+/**
  * Which idempotency key a request carries, if any, chosen by what can pay it. A card key with an
  * `Idempotency-Key` header, on a route card keys pay: that header, scoped by the key's hash,
  * whichever then pays (a key without credits falls through to x402 in the gate, and the answer
@@ -40,14 +48,6 @@ export const isIdempotencyKey = (value: unknown): value is string =>
  * PAYMENT-SIGNATURE payload, scoped by the payer it proves), a card key beside it or not: without
  * an Idempotency-Key a card key must not hide the id of the payment that may be the one settled.
  */
-/**
- * False when `identify` cannot key this request: it sends neither of the two headers it reads.
- * Checked without an async step for the calls (most) that send neither (gate.ts says why); kept
- * beside `identify` so the two read the same headers.
- */
-export const mayIdentify = (c: Context<AppEnv>): boolean =>
-  c.req.header("idempotency-key") !== undefined || !!c.req.header("payment-signature");
-
 export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<Identified> {
   const header = c.req.header("idempotency-key");
   const cardKey = header !== undefined && cardKeys ? cardKeyOf(c) : undefined;

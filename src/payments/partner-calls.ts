@@ -1,10 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
-import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { logWriteFailure, retryAfterAnswer } from "../http/after-response";
 import { detail } from "../http/errors";
 import { bodyText, parseJsonText } from "../http/json-text";
+import { requestConfig } from "../http/request-config";
 import { validationResponse } from "../http/validation";
 import { microsToUsd } from "../money";
 import { REFINERY_ID } from "../partners/data";
@@ -45,7 +45,7 @@ export function partnerGate(isPaid: (c: Context<AppEnv>) => boolean): Middleware
     if (!isPaid(c)) return next();
     // Card credits buy a skill's own calls only (checkout sells no key for these routes): with
     // x402 off, nothing can pay here, and the buyer is told so rather than sent to buy credits.
-    if (!publicConfig(c.env, c.req.url).x402Enabled)
+    if (!requestConfig(c).x402Enabled)
       return detail(
         c,
         402,

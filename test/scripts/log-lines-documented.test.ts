@@ -48,8 +48,9 @@ function levelsOf(node: ts.Expression): string[] | undefined {
  * by this text in the Log lines section, and one more such line in it fails the test.
  */
 const NAMED_ELSEWHERE: Record<string, { row: string; lines: number }> = {
-  "src/app.ts": { row: "`error` with `path` and `stack`", lines: 1 },
   "src/http/after-response.ts": { row: "`error`: `<what> write: …`", lines: 1 },
+  // The app's answer to an error (app.onError, and chain() at the step that threw).
+  "src/http/app-error.ts": { row: "`error` with `path` and `stack`", lines: 1 },
   "src/index.ts": { row: "`error`: `<part>: <reason>` (Cron)", lines: 4 },
   "src/ops/database.ts": { row: "`database` (Cron)", lines: 1 },
   "src/payments/checkout-create.ts": { row: "`checkout room read failed`", lines: 1 },

@@ -276,7 +276,11 @@ const DELIMITER: Record<string, string> = {
   strike: "~~",
 };
 const DELIMITED = new Set(Object.keys(DELIMITER));
-const DELIMITER_KIND: Record<string, number> = { b: 1, strong: 1, i: 2, em: 2, del: 4, s: 4, strike: 4 };
+/** One bit per delimiter: elements writing the same one are one kind (b and strong, del and s). */
+const DELIMITERS = [...new Set(Object.values(DELIMITER))];
+const DELIMITER_KIND: Record<string, number> = Object.fromEntries(
+  Object.entries(DELIMITER).map(([name, d]) => [name, 1 << DELIMITERS.indexOf(d)]),
+);
 const INLINE = new Set([
   ...DELIMITED,
   ..."abbr acronym bdi bdo big cite data dfn font ins label mark nobr q small span sub sup time tt u var".split(
@@ -384,7 +388,7 @@ function splitEdge(edge: ChildNode, leading: boolean): ChildNode | undefined {
   return new Text(leading ? data.slice(0, n) : data.slice(data.length - n));
 }
 
-const LEADING_SPACE = /^[\p{Zs}\t\n\f\r]+/u;
+const LEADING_SPACE = new RegExp(`^${SPACE.source}+`, "u");
 /** Elements mdream writes something for with no text of their own. */
 const PRINTED = new Set(["img", "br", "hr", "pre", "code", "input", "a"]);
 
@@ -475,7 +479,7 @@ function unusedMark(taken: Set<string>): string | undefined {
   return undefined;
 }
 const PRIVATE_USE = /[\ue000-\ue0ff]/;
-const PRIVATE_USE_ALL = /[\ue000-\ue0ff]/g;
+const PRIVATE_USE_ALL = new RegExp(PRIVATE_USE.source, "g");
 export const restoreMark = (md: string, mark: string) =>
   md.replace(new RegExp(`${mark}(?=[A-Za-z/!?])`, "g"), "&lt;").replaceAll(mark, "<");
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { isCorsPath } from "../../src/http/cors";
-import { DOCUMENT_ONLY_HEADERS, isNonDocument, NON_DOCUMENT_TYPES } from "../../src/http/security-headers";
+import { DOCUMENT_ONLY_HEADERS, NON_DOCUMENT_TYPES } from "../../src/http/security-headers";
 import { skills } from "../../src/skills/registry";
 import { BROWSER, ORIGIN, paidEnv } from "../helpers";
 
@@ -86,10 +86,29 @@ function expectEveryAnswersHeaders(h: Headers, path: string, label: string) {
   expect(h.get("x-request-id"), label).toBeTruthy();
 }
 
+/**
+ * Whether a browser may render this answer as a document, decided here without the code under
+ * test: no Content-Type (a browser sniffs), or HTML, XML or SVG of any kind. Everything else the
+ * walk meets is JSON, text, CSV or an event stream.
+ */
+const mayBeDocument = (type: string | null) => !type || /html|xml|svg/i.test(type);
+
 /** A document (HTML, XML, SVG, anything not known to be data) carries the whole set. */
 function expectDocumentHeaders(h: Headers, label: string) {
-  expect(h.get("content-security-policy"), label).toContain("script-src 'self'");
+  const csp = h.get("content-security-policy") ?? "";
+  for (const directive of [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ])
+    expect(csp, `${label}: ${directive}`).toContain(directive);
   expect(h.get("cross-origin-opener-policy"), label).toBe("same-origin");
+  expect(h.get("permissions-policy"), label).toContain("camera=()");
   expect(h.get("referrer-policy"), label).toBe("no-referrer");
   for (const name of DOCUMENT_ONLY_HEADERS) expect(h.get(name), `${label}: ${name}`).not.toBeNull();
 }
@@ -105,6 +124,7 @@ describe("security headers on every response type", () => {
   it("each route, valid and invalid, and every error answer: the headers every answer needs, and a document's only on documents", async () => {
     const app = createApp();
     const kinds = new Set<string>();
+    let htmlAnswers = 0;
     for (const { label, req, e } of requests()) {
       // Partner routes build the x402 middleware even in free beta: point it at the fixture.
       const res = await app.fetch(req, e ?? { ...env, FACILITATOR_URL: paidEnv().FACILITATOR_URL });
@@ -113,8 +133,9 @@ describe("security headers on every response type", () => {
       const type = h.get("content-type");
       kinds.add(`${res.status} ${(type ?? "none").split(";")[0]}`);
       expectEveryAnswersHeaders(h, new URL(req.url).pathname, label);
-      if (isNonDocument(type)) expectDataHeaders(h, res.status, label);
-      else expectDocumentHeaders(h, label);
+      if (mayBeDocument(type)) expectDocumentHeaders(h, label);
+      else expectDataHeaders(h, res.status, label);
+      if (type?.toLowerCase().startsWith("text/html")) htmlAnswers++;
     }
     // The walk met every response type the issue names.
     for (const kind of [
@@ -138,9 +159,12 @@ describe("security headers on every response type", () => {
     ]) {
       expect([...kinds], kind).toContain(kind);
     }
+    // Pages, /docs, the checkout pages, the browser 402 page, the HTML 404: all held to the whole set.
+    expect(htmlAnswers).toBeGreaterThanOrEqual(5);
   }, 120_000);
 
   it.each([
+    ["HTML", "text/html; charset=UTF-8", "<p>x"],
     ["an SVG", "image/svg+xml", "<svg xmlns='http://www.w3.org/2000/svg'/>"],
     ["XML", "application/xml; charset=utf-8", "<a/>"],
     ["XHTML", "application/xhtml+xml", "<html xmlns='http://www.w3.org/1999/xhtml'/>"],
@@ -198,6 +222,7 @@ describe("security headers on every response type", () => {
     expect(res.headers.get("content-type")).toContain("text/html");
     expect(res.headers.get("payment-required")).toBeTruthy();
     expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(res.headers.get("cross-origin-opener-policy")).toBe("same-origin");
     const html = await res.text();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|\sstyle=|\son\w+=/);
   });

@@ -79,7 +79,9 @@ export const DOCUMENT_ONLY_HEADERS: readonly string[] = DOCUMENT_ONLY.filter(
 
 /** Whether an answer of this Content-Type is one no browser renders as a document. */
 export function isNonDocument(contentType: string | null): boolean {
-  if (!contentType) return false;
+  // A browser reads a comma-separated value by its last valid type (Fetch, "extract a MIME type"):
+  // `application/json, text/html` is HTML to it.
+  if (!contentType || contentType.includes(",")) return false;
   const semi = contentType.indexOf(";");
   return NON_DOCUMENT_TYPES.has((semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase());
 }

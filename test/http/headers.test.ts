@@ -170,6 +170,8 @@ describe("security headers on every response type", () => {
     ["XHTML", "application/xhtml+xml", "<html xmlns='http://www.w3.org/1999/xhtml'/>"],
     ["an unknown type", "application/x-unknown", "?"],
     ["no Content-Type", undefined, "<b>sniffable</b>"],
+    // A browser reads a list by its last valid type (Fetch, "extract a MIME type"): HTML here.
+    ["a JSON type followed by an HTML one", "application/json; a=b, text/html", "<p>x"],
   ])("%s is answered as a document: the whole set", async (_what, type, body) => {
     const app = createApp();
     // Bytes, so the Response adds no Content-Type of its own (a string body would be text/plain).

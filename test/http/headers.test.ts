@@ -7,6 +7,7 @@ import { skills } from "../../src/skills/registry";
 import { BROWSER, ORIGIN, paidEnv } from "../helpers";
 
 const B = ORIGIN;
+const ADMIN_TOKEN = "headers-admin-0123456789abcdef";
 
 /** A concrete path for a route pattern: the sample for each parameter, or a junk value. */
 function concrete(pattern: string, valid: boolean): string {
@@ -62,6 +63,13 @@ function requests(): { label: string; req: Request; e?: Record<string, unknown> 
       label: "402 HTML page for browsers",
       req: new Request(`${B}/api/skills/sha256`, { method: "POST", body: '{"text":"a"}', headers: BROWSER }),
       e: paidEnv(),
+    },
+    {
+      label: "admin CSV export",
+      req: new Request(`${B}/api/admin/payouts?format=csv`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      }),
+      e: { ...env, ADMIN_TOKEN },
     },
     {
       label: "413",
@@ -141,7 +149,6 @@ describe("security headers on every response type", () => {
     for (const kind of [
       "200 application/json",
       "200 text/plain",
-
       "200 text/html",
       "402 application/json",
       "402 text/html",
@@ -155,6 +162,7 @@ describe("security headers on every response type", () => {
       "204 none",
       "301 none",
       "200 application/did+json",
+      "200 text/csv",
       "200 application/xml",
     ]) {
       expect([...kinds], kind).toContain(kind);
@@ -187,6 +195,7 @@ describe("security headers on every response type", () => {
     ["JSON", "application/json", '{"a":1}', 200],
     ["JSON in any case, with parameters", "Application/JSON ; charset=UTF-8", '{"a":1}', 200],
     ["plain text", "text/plain; charset=utf-8", "ok", 200],
+    // The walk meets no event stream (every MCP answer the app sends it is JSON): checked here only.
     ["an event stream", "text/event-stream", "data: {}\n\n", 200],
     ["a JSON error", "application/json", '{"detail":"x"}', 422],
     ["a JSON redirect", "application/json", '{"did_you_mean":"/x"}', 308],

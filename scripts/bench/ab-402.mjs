@@ -11,7 +11,7 @@
 // (the no-op, a page; an empty Worker's directory answers every path: stop 37).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { takeOption } from "../lib/proc.mjs";
+import { takeOption, takeOptions } from "../lib/proc.mjs";
 import { benchInputs } from "./inputs.mjs";
 import { withPaymentsOn } from "./paid-bundles.mjs";
 import { cpuTicks, load } from "./throughput.mjs";
@@ -23,8 +23,7 @@ const opt = (name, fallback) => takeOption(argv, name, fallback);
 const slices = Number(opt("--slices", 10));
 const free = argv.includes("--free");
 if (free) argv.splice(argv.indexOf("--free"), 1);
-const given = [];
-for (let i = argv.indexOf("--route"); i >= 0; i = argv.indexOf("--route")) given.push(argv.splice(i, 2)[1]);
+const given = takeOptions(argv, "--route");
 const dirs = argv.map((d) => path.resolve(d));
 if (dirs.length < 2) throw new Error("give two or more bundle directories");
 const slug = free ? "sha256" : "slugify";

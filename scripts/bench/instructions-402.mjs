@@ -13,22 +13,18 @@
 // Worker's directory, holding only its worker.js, answers every path: stop 37).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { takeOption, takeOptions } from "../lib/proc.mjs";
 import { underCallgrind } from "./callgrind.mjs";
 import { benchInputs } from "./inputs.mjs";
 import { withPaymentsOn } from "./paid-bundles.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
-const take = (name) => {
-  const out = [];
-  for (let i = argv.indexOf(name); i >= 0; i = argv.indexOf(name)) out.push(...argv.splice(i, 2).slice(1));
-  return out;
-};
-const requests = Number(take("--requests")[0] ?? 600);
-const warm = Number(take("--warm")[0] ?? 1000);
+const requests = Number(takeOption(argv, "--requests", 600));
+const warm = Number(takeOption(argv, "--warm", 1000));
 const free = argv.includes("--free");
 if (free) argv.splice(argv.indexOf("--free"), 1);
-const routes = take("--route");
+const routes = takeOptions(argv, "--route");
 if (!routes.length)
   routes.push(
     ...(free

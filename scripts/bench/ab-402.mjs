@@ -7,9 +7,11 @@
 // process's user+system time over its slices divided by its answers) and req/s; also the 402's
 // app floor (/__bench/offer-floor) of each bundle, which no candidate here changes. `--free`: the
 // bundles served with FREE_BETA=true, and a free 1 KB sha256 call beside its app floor instead.
+// `--route P` (repeatable) measures P instead; "GET /path" is fetched with GET and must answer 200
+// (the no-op, a page; an empty Worker's directory answers every path: stop 37).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { takeOption } from "../lib/proc.mjs";
+import { takeOption, takeOptions } from "../lib/proc.mjs";
 import { benchInputs } from "./inputs.mjs";
 import { withPaymentsOn } from "./paid-bundles.mjs";
 import { cpuTicks, load } from "./throughput.mjs";
@@ -21,20 +23,27 @@ const opt = (name, fallback) => takeOption(argv, name, fallback);
 const slices = Number(opt("--slices", 10));
 const free = argv.includes("--free");
 if (free) argv.splice(argv.indexOf("--free"), 1);
+const given = takeOptions(argv, "--route");
 const dirs = argv.map((d) => path.resolve(d));
 if (dirs.length < 2) throw new Error("give two or more bundle directories");
 const slug = free ? "sha256" : "slugify";
 const body = JSON.stringify(benchInputs().find(([s, l]) => s === slug && l === "1 KB")[2]);
 const expect = free ? 200 : 402;
-const routes = free
-  ? [
-      { name: "sha256 1 KB", path: "/api/skills/sha256" },
-      { name: "app floor", path: "/__bench/app-floor" },
-    ]
-  : [
-      { name: "unpaid 402", path: "/api/skills/slugify" },
-      { name: "402 app floor", path: "/__bench/offer-floor" },
-    ];
+const routes = given.length
+  ? given.map((g) =>
+      g.startsWith("GET ")
+        ? { name: g, path: g.slice(4), method: "GET", expect: 200 }
+        : { name: g, path: g, method: "POST", body, expect },
+    )
+  : free
+    ? [
+        { name: "sha256 1 KB", path: "/api/skills/sha256" },
+        { name: "app floor", path: "/__bench/app-floor" },
+      ]
+    : [
+        { name: "unpaid 402", path: "/api/skills/slugify" },
+        { name: "402 app floor", path: "/__bench/offer-floor" },
+      ];
 
 await withPaymentsOn(root, async (paidConfig) => {
   const servers = [];
@@ -44,7 +53,15 @@ await withPaymentsOn(root, async (paidConfig) => {
       servers.push({ dir, port, cfg, proc: await serve(root, cfg, { port, probePath: "/__bench/noop" }) });
     }
     const run = (s, r, seconds) =>
-      load({ port: s.port, method: "POST", path: r.path, body, expect, seconds, connections: 10 });
+      load({
+        port: s.port,
+        method: r.method ?? "POST",
+        path: r.path,
+        body: r.method === "GET" ? undefined : body,
+        expect: r.expect ?? expect,
+        seconds,
+        connections: 10,
+      });
     for (const s of servers) for (const r of routes) await run(s, r, 1); // warm-up
     const sum = servers.map(() => routes.map(() => ({ ticks: 0, done: 0, secs: 0 })));
     for (let k = 0; k < slices; k++) {

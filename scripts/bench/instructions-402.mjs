@@ -9,24 +9,22 @@
 // window or not), whatever the load. It does not see memory stalls: confirm a win in CPU time too.
 // `--free`: the bundles served with FREE_BETA=true instead, and a free 1 KB sha256 call (answered
 // 200) through its whole skill chain beside its app floor (/__bench/app-floor) as default routes.
+// A route given as "GET /path" is fetched with GET and must answer 200 (the no-op, a page; an empty
+// Worker's directory, holding only its worker.js, answers every path: stop 37).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { takeOption, takeOptions } from "../lib/proc.mjs";
 import { underCallgrind } from "./callgrind.mjs";
 import { benchInputs } from "./inputs.mjs";
 import { withPaymentsOn } from "./paid-bundles.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const argv = process.argv.slice(2);
-const take = (name) => {
-  const out = [];
-  for (let i = argv.indexOf(name); i >= 0; i = argv.indexOf(name)) out.push(...argv.splice(i, 2).slice(1));
-  return out;
-};
-const requests = Number(take("--requests")[0] ?? 600);
-const warm = Number(take("--warm")[0] ?? 1000);
+const requests = Number(takeOption(argv, "--requests", 600));
+const warm = Number(takeOption(argv, "--warm", 1000));
 const free = argv.includes("--free");
 if (free) argv.splice(argv.indexOf("--free"), 1);
-const routes = take("--route");
+const routes = takeOptions(argv, "--route");
 if (!routes.length)
   routes.push(
     ...(free
@@ -39,23 +37,25 @@ const body = JSON.stringify(benchInputs().find(([s, l]) => s === slug && l === "
 const expect = free ? 200 : 402;
 const workerd = path.join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
 
-async function send(port, p, n, connections = 4) {
+async function send(port, route, n, connections = 4) {
+  const get = route.startsWith("GET ");
+  const p = get ? route.slice(4) : route;
+  const want = get ? 200 : expect;
   let left = n;
   let wrong = 0;
   await Promise.all(
     Array.from({ length: connections }, async () => {
       while (left-- > 0) {
-        const r = await fetch(`http://127.0.0.1:${port}${p}`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body,
-        });
+        const r = await fetch(
+          `http://127.0.0.1:${port}${p}`,
+          get ? {} : { method: "POST", headers: { "content-type": "application/json" }, body },
+        );
         await r.arrayBuffer();
-        if (r.status !== expect) wrong++;
+        if (r.status !== want) wrong++;
       }
     }),
   );
-  if (wrong) console.warn(`${p}: ${wrong} answers not ${expect}`);
+  if (wrong) console.warn(`${route}: ${wrong} answers not ${want}`);
 }
 
 await withPaymentsOn(root, async (paidConfig) => {

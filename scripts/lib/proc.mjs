@@ -86,3 +86,10 @@ export function takeOption(argv, name, fallback) {
   const [v] = argv.splice(i, 2).slice(1);
   return v;
 }
+
+/** Takes every `--name value` out of `argv` (a repeatable option), in the order given. */
+export function takeOptions(argv, name) {
+  const out = [];
+  for (let i = argv.indexOf(name); i >= 0; i = argv.indexOf(name)) out.push(...argv.splice(i, 2).slice(1));
+  return out;
+}

@@ -1,11 +1,12 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { CORS_ANSWER_HEADERS, isCorsPath, preflight } from "./cors";
-import { CROSS_ORIGIN_HEADERS, SAME_ORIGIN_HEADERS } from "./security-headers";
+import { securityHeaders } from "./security-headers";
 
 /**
  * The outermost middleware, and the only one on every request: request id, CORS preflight, and
- * the headers every answer carries. One step instead of five (hono's requestId, secureHeaders and
+ * the security headers of the final answer (a document's set or a non-document's: security-headers.ts).
+ * One step instead of five (hono's requestId, secureHeaders and
  * cors, and two of ours), and the headers are set once, after everything inside (the x402 steps
  * replace whole responses). hono/cors also wrote its headers on a placeholder response before the
  * handler ran, so Hono copied every handler's Response into a new one; the profile of a 1 KB call
@@ -28,7 +29,9 @@ export const edgeHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
     headers = c.res.headers;
     headers.set("X-Request-Id", id);
   }
-  for (const [name, value] of cors ? CROSS_ORIGIN_HEADERS : SAME_ORIGIN_HEADERS) headers.set(name, value);
+  // Decided on the final answer: a step inside may have replaced it (an x402 402, an HTML error page).
+  for (const [name, value] of securityHeaders(c.res.status, headers.get("content-type"), cors))
+    headers.set(name, value);
   if (cors) for (const [name, value] of CORS_ANSWER_HEADERS) headers.set(name, value);
   headers.delete("X-Powered-By");
 };

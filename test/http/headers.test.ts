@@ -2,10 +2,12 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { isCorsPath } from "../../src/http/cors";
+import { DOCUMENT_ONLY_HEADERS, NON_DOCUMENT_TYPES } from "../../src/http/security-headers";
 import { skills } from "../../src/skills/registry";
 import { BROWSER, ORIGIN, paidEnv } from "../helpers";
 
 const B = ORIGIN;
+const ADMIN_TOKEN = "headers-admin-0123456789abcdef";
 
 /** A concrete path for a route pattern: the sample for each parameter, or a junk value. */
 function concrete(pattern: string, valid: boolean): string {
@@ -63,6 +65,13 @@ function requests(): { label: string; req: Request; e?: Record<string, unknown> 
       e: paidEnv(),
     },
     {
+      label: "admin CSV export",
+      req: new Request(`${B}/api/admin/payouts?format=csv`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      }),
+      e: { ...env, ADMIN_TOKEN },
+    },
+    {
       label: "413",
       req: new Request(`${B}/api/skills/sha256`, { method: "POST", body: "x".repeat(6 << 20) }),
     },
@@ -70,34 +79,76 @@ function requests(): { label: string; req: Request; e?: Record<string, unknown> 
   return out;
 }
 
+/** What every answer carries, whatever it holds (the OWASP REST cheat sheet's set, and ours). */
+function expectEveryAnswersHeaders(h: Headers, path: string, label: string) {
+  expect(h.get("x-content-type-options"), label).toBe("nosniff");
+  expect(h.get("x-frame-options"), label).toBe("DENY");
+  const csp = h.get("content-security-policy") ?? "";
+  expect(csp, label).toContain("default-src 'none'");
+  expect(csp, label).toContain("frame-ancestors 'none'");
+  expect(csp, label).not.toContain("unsafe-inline");
+  expect(h.get("strict-transport-security"), label).toMatch(/max-age=\d+/);
+  expect(h.get("cross-origin-resource-policy"), label).toBe(
+    isCorsPath(path) ? "cross-origin" : "same-origin",
+  );
+  expect(h.get("x-request-id"), label).toBeTruthy();
+}
+
+/**
+ * Whether a browser may render this answer as a document, decided here without the code under
+ * test: no Content-Type (a browser sniffs), or HTML, XML or SVG of any kind. Everything else the
+ * walk meets is JSON, text, CSV or an event stream.
+ */
+const mayBeDocument = (type: string | null) => !type || /html|xml|svg/i.test(type);
+
+/** A document (HTML, XML, SVG, anything not known to be data) carries the whole set. */
+function expectDocumentHeaders(h: Headers, label: string) {
+  const csp = h.get("content-security-policy") ?? "";
+  for (const directive of [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ])
+    expect(csp, `${label}: ${directive}`).toContain(directive);
+  expect(h.get("cross-origin-opener-policy"), label).toBe("same-origin");
+  expect(h.get("permissions-policy"), label).toContain("camera=()");
+  expect(h.get("referrer-policy"), label).toBe("no-referrer");
+  for (const name of DOCUMENT_ONLY_HEADERS) expect(h.get(name), `${label}: ${name}`).not.toBeNull();
+}
+
+/** Data (JSON, text, an event stream) carries none of the headers that act only on a document. */
+function expectDataHeaders(h: Headers, status: number, label: string) {
+  for (const name of DOCUMENT_ONLY_HEADERS) expect(h.get(name), `${label}: ${name}`).toBeNull();
+  // A redirect's Referrer-Policy governs the request it leads to; on data it would govern nothing.
+  expect(h.get("referrer-policy"), label).toBe(status >= 300 && status < 400 ? "no-referrer" : null);
+}
+
 describe("security headers on every response type", () => {
-  it("each route, valid and invalid, and every error answer carries the same security headers", async () => {
+  it("each route, valid and invalid, and every error answer: the headers every answer needs, and a document's only on documents", async () => {
     const app = createApp();
     const kinds = new Set<string>();
+    let htmlAnswers = 0;
     for (const { label, req, e } of requests()) {
       // Partner routes build the x402 middleware even in free beta: point it at the fixture.
       const res = await app.fetch(req, e ?? { ...env, FACILITATOR_URL: paidEnv().FACILITATOR_URL });
       await res.arrayBuffer();
       const h = res.headers;
-      kinds.add(`${res.status} ${(h.get("content-type") ?? "none").split(";")[0]}`);
-      expect(h.get("x-content-type-options"), label).toBe("nosniff");
-      expect(h.get("x-frame-options"), label).toBe("DENY");
-      expect(h.get("referrer-policy"), label).toBe("no-referrer");
-      const csp = h.get("content-security-policy") ?? "";
-      expect(csp, label).toContain("default-src 'none'");
-      expect(csp, label).toContain("frame-ancestors 'none'");
-      expect(csp, label).not.toContain("unsafe-inline");
-      expect(h.get("strict-transport-security"), label).toMatch(/max-age=\d+/);
-      expect(h.get("cross-origin-resource-policy"), label).toBe(
-        isCorsPath(new URL(req.url).pathname) ? "cross-origin" : "same-origin",
-      );
-      expect(h.get("x-request-id"), label).toBeTruthy();
+      const type = h.get("content-type");
+      kinds.add(`${res.status} ${(type ?? "none").split(";")[0]}`);
+      expectEveryAnswersHeaders(h, new URL(req.url).pathname, label);
+      if (mayBeDocument(type)) expectDocumentHeaders(h, label);
+      else expectDataHeaders(h, res.status, label);
+      if (type?.toLowerCase().startsWith("text/html")) htmlAnswers++;
     }
     // The walk met every response type the issue names.
     for (const kind of [
       "200 application/json",
       "200 text/plain",
-
       "200 text/html",
       "402 application/json",
       "402 text/html",
@@ -108,10 +159,58 @@ describe("security headers on every response type", () => {
       "401 application/json",
       "413 application/json",
       "308 application/json",
+      "204 none",
+      "301 none",
+      "200 application/did+json",
+      "200 text/csv",
+      "200 application/xml",
     ]) {
       expect([...kinds], kind).toContain(kind);
     }
+    // Pages, /docs, the checkout pages, the browser 402 page, the HTML 404: all held to the whole set.
+    expect(htmlAnswers).toBeGreaterThanOrEqual(5);
   }, 120_000);
+
+  it.each([
+    ["HTML", "text/html; charset=UTF-8", "<p>x"],
+    ["an SVG", "image/svg+xml", "<svg xmlns='http://www.w3.org/2000/svg'/>"],
+    ["XML", "application/xml; charset=utf-8", "<a/>"],
+    ["XHTML", "application/xhtml+xml", "<html xmlns='http://www.w3.org/1999/xhtml'/>"],
+    ["an unknown type", "application/x-unknown", "?"],
+    ["no Content-Type", undefined, "<b>sniffable</b>"],
+    // A browser reads a list by its last valid type (Fetch, "extract a MIME type"): HTML here.
+    ["a JSON type followed by an HTML one", "application/json; a=b, text/html", "<p>x"],
+  ])("%s is answered as a document: the whole set", async (_what, type, body) => {
+    const app = createApp();
+    // Bytes, so the Response adds no Content-Type of its own (a string body would be text/plain).
+    const bytes = new TextEncoder().encode(body);
+    app.get("/test-kind", () => new Response(bytes, { headers: type ? { "content-type": type } : {} }));
+    const res = await app.fetch(new Request(`${B}/test-kind`), env);
+    expect(res.headers.get("content-type")).toBe(type ?? null);
+    expectEveryAnswersHeaders(res.headers, "/test-kind", "document");
+    expectDocumentHeaders(res.headers, "document");
+  });
+
+  it.each([
+    ["JSON", "application/json", '{"a":1}', 200],
+    ["JSON in any case, with parameters", "Application/JSON ; charset=UTF-8", '{"a":1}', 200],
+    ["plain text", "text/plain; charset=utf-8", "ok", 200],
+    // The walk meets no event stream (every MCP answer the app sends it is JSON): checked here only.
+    ["an event stream", "text/event-stream", "data: {}\n\n", 200],
+    ["a JSON error", "application/json", '{"detail":"x"}', 422],
+    ["a JSON redirect", "application/json", '{"did_you_mean":"/x"}', 308],
+  ])("%s is answered as data: no document-only header", async (_what, type, body, status) => {
+    const app = createApp();
+    app.get("/api/test-kind", () => new Response(body, { status, headers: { "content-type": type } }));
+    const res = await app.fetch(new Request(`${B}/api/test-kind`), env);
+    expectEveryAnswersHeaders(res.headers, "/api/test-kind", "data");
+    expectDataHeaders(res.headers, status, "data");
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+  });
+
+  it("the non-document types are data formats, never one a browser renders as a page", () => {
+    for (const type of NON_DOCUMENT_TYPES) expect(type, type).not.toMatch(/html|xml|svg/);
+  });
 
   it("an unexpected failure's 500 carries them too", async () => {
     const app = createApp();
@@ -134,6 +233,7 @@ describe("security headers on every response type", () => {
     expect(res.headers.get("content-type")).toContain("text/html");
     expect(res.headers.get("payment-required")).toBeTruthy();
     expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(res.headers.get("cross-origin-opener-policy")).toBe("same-origin");
     const html = await res.text();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|\sstyle=|\son\w+=/);
   });

@@ -25,6 +25,33 @@ const option = (name, fallback) => {
   return i >= 0 && argv[i + 1] !== undefined ? Number(argv[i + 1]) : fallback;
 };
 
+// Every run starts a chain, a facilitator and workerd, and the default and `--throughput` runs
+// rewrite bench/results.md: an option this script does not know (a typo, `--help`) must not start
+// a five-minute run that overwrites the committed figures.
+const USAGE = `usage: npm run bench [-- option...]
+  (no option)          the skills' in-isolate times, HTTP round trips, the payment path and MCP
+                       against plain HTTP under wrangler dev; rewrites bench/results.md
+  --only-mcp           only the MCP section of bench/results.md
+  --throughput         plain workerd throughput, start-up, bundle size; rewrites the Throughput
+                       section of bench/results.md (--rounds N, default 2; --seconds N, default 6;
+                       --connections N, default 10)
+  --profile <match>    CPU profile of the bench routes whose name contains <match> (--seconds N)
+  --help               this text`;
+const VALUED = new Set(["--profile", "--seconds", "--rounds", "--connections"]);
+const FLAGS = new Set(["--throughput", "--only-mcp"]);
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a === "--help" || a === "-h") {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  if (VALUED.has(a) && argv[i + 1] !== undefined) i++;
+  else if (!FLAGS.has(a)) {
+    console.error(`bench: ${VALUED.has(a) ? `${a} needs a value` : `unknown option ${a}`}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
 if (argv.includes("--profile")) {
   // CPU profile of the routes whose name contains the argument (e.g. "402", "no-op", "token").
   const match = argv[argv.indexOf("--profile") + 1] ?? "";

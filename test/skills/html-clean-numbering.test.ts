@@ -73,7 +73,10 @@ describe("an ordered list's numbers fall back to decimal one by one, as a browse
     fc.assert(
       fc.property(fc.array(list, { minLength: 1, maxLength: 3 }), (lists) => {
         const html = `<p>Intro</p>${lists.join("")}`;
-        const theirs = convert(html, { wordwrap: false })
+        // One deliberate difference: an empty list ends the line as an empty <div> does
+        // (html-to-text's own formatter writes nothing for it: "a<ol></ol>b" was "ab").
+        const asDiv = html.replace(/<(ol|ul)[^>]*>\s*<\/\1>/g, "<div></div>");
+        const theirs = convert(asDiv, { wordwrap: false })
           .replace(/^\s*\n/, "")
           .trimEnd();
         expect(htmlToText(html), html).toBe(theirs);

@@ -9,8 +9,19 @@ import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
  * which lives as long as the isolate does; what it is handed, and how much, is the prepass's call.
  */
 
+/**
+ * What a browser never shows (its stylesheet hides it, whatever the page's CSS) beyond DROPPED:
+ * html-to-text wrote it into the text, often glued to the next word ("<title>T</title>Hi" was
+ * "THi", a <datalist>'s suggestions read as page text). An element with `hidden` is not shown
+ * either (nor, already, counted by the prepass), nor a <dialog> that is not `open` (shownDialog),
+ * nor what a <video> or <audio> holds (fallback for browsers without them: "Your browser does not
+ * support video"). Markdown mode keeps its own list (MD_DROPPED).
+ */
+const UNSHOWN = ["[hidden]", "title", "datalist", "noembed", "noframes", "video", "audio"];
+
 const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
+  ...UNSHOWN.map((selector) => ({ selector, format: "skip" })),
   { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
@@ -37,7 +48,7 @@ const TEXT_BLOCKS = [
     format: "block",
     options: { leadingLineBreaks: 2, trailingLineBreaks: 2 },
   })),
-  ..."address center details dialog dd dt fieldset figcaption hgroup legend menu search summary"
+  ..."address center details dd dt fieldset figcaption hgroup legend menu search summary"
     .split(" ")
     .map((selector) => ({
       selector,
@@ -45,6 +56,12 @@ const TEXT_BLOCKS = [
       options: { leadingLineBreaks: 1, trailingLineBreaks: 1 },
     })),
   { selector: "li", format: "itemBlock" },
+  { selector: "dialog", format: "shownDialog" },
+  // <pre> by their older names: a browser keeps their lines; inline, they ran into the next text.
+  ...["listing", "plaintext", "xmp"].map((selector) => ({ selector, format: "pre" })),
+  // A break opportunity, not a character: html-to-text kept it open until a line overflowed, which
+  // only a table cell's 60-column wrap does, and there it split a later word in two ("a(" "b)").
+  { selector: "wbr", format: "skip" },
 ];
 /**
  * HTML's whitespace (ASCII: space, tab, CR, LF, FF). html-to-text adds U+200B (zero width space) to
@@ -86,6 +103,13 @@ function prefixBounded(): Record<string, FormatCallback> {
   const bounded =
     (own: string): FormatCallback =>
     (elem, walk, builder, options) => {
+      if (own !== "blockquote" && !(elem.children ?? []).some(written)) {
+        // An empty list still ends the line, as an empty <div> does: html-to-text wrote nothing,
+        // and "a<ul></ul>b" came out "ab".
+        builder.openBlock({ leadingLineBreaks: 1 });
+        builder.closeBlock({ trailingLineBreaks: 1 });
+        return;
+      }
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
         const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
@@ -115,6 +139,18 @@ function prefixBounded(): Record<string, FormatCallback> {
   };
 }
 
+/** A list's child that html-to-text's list formatters write (they pass over whitespace). */
+const written = (child: { type: string; data?: string }) =>
+  child.type !== "text" || !/^\s*$/.test(child.data ?? "");
+
+/** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
+const shownDialog: FormatCallback = (elem, walk, builder) => {
+  if (!("open" in (elem.attribs ?? {}))) return;
+  builder.openBlock({ leadingLineBreaks: 1 });
+  walk(elem.children ?? [], builder);
+  builder.closeBlock({ trailingLineBreaks: 1 });
+};
+
 /**
  * A <li>: a list's formatter has opened the item (marker and line) when its parent is a list;
  * elsewhere (no list around it, or inside another element in a list) it is a line of its own.
@@ -133,9 +169,12 @@ const itemBlock: FormatCallback = (elem, walk, builder) => {
 /**
  * A table laid out as a grid, its captions first, as lines of their own: html-to-text's grid reads
  * rows and cells only, and dropped them. A browser sets a caption above its table wherever it
- * stands among the rows.
+ * stands among the rows. All in one block: a table that writes nothing (no cells, or only images)
+ * still ends the line, as a browser's does ("a<table></table>b" was "ab").
  */
 const captionedTable: FormatCallback = (elem, walk, builder, options) => {
+  // One line break each side, as an empty <div>'s: a table that writes anything brings its own.
+  builder.openBlock({ leadingLineBreaks: 1 });
   const captions = (elem.children ?? []).filter((c) => c.type === "tag" && c.name === "caption");
   for (const caption of captions) {
     builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks ?? 2 });
@@ -144,6 +183,7 @@ const captionedTable: FormatCallback = (elem, walk, builder, options) => {
   }
   const grid = captions.length > 0 ? { ...options, leadingLineBreaks: 1 } : options;
   builder.options.formatters.dataTable?.(elem, walk, builder, grid);
+  builder.closeBlock({ trailingLineBreaks: 1 });
 };
 
 /** The numbers CSS counters write in Roman numerals (lower-roman, upper-roman); others, in decimal. */
@@ -206,14 +246,12 @@ const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const marker = MARKERS.get(attribs.type ?? "") ?? String;
   const nested = elem.parent?.name === "li";
   let width = 0;
-  const items = (elem.children ?? [])
-    .filter((child) => child.type !== "text" || !/^\s*$/.test(child.data ?? ""))
-    .map((node) => {
-      if (node.name !== "li") return { node, prefix: "" };
-      const prefix = `${nested ? "" : " "}${marker(next++)}. `;
-      width = Math.max(width, prefix.length);
-      return { node, prefix };
-    });
+  const items = (elem.children ?? []).filter(written).map((node) => {
+    if (node.name !== "li") return { node, prefix: "" };
+    const prefix = `${nested ? "" : " "}${marker(next++)}. `;
+    width = Math.max(width, prefix.length);
+    return { node, prefix };
+  });
   if (items.length === 0) return;
   builder.openList({
     interRowLineBreaks: 1,
@@ -241,7 +279,7 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable },
+    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog },
   });
   return converters[key];
 }

@@ -11,7 +11,20 @@ describe("html_clean text mode leaves out what a browser never shows", () => {
   it.each([
     // `hidden`: the word before and after met ("ab c" with the hidden "b" glued on).
     ["<p>a<span hidden>b</span> c</p><div hidden>d</div>e", "a c\n\ne"],
-    ['<p>a<b hidden="until-found">b</b> c</p>', "a c"],
+    // ...but not `hidden="until-found"`: shown inline, revealed to find-in-page on a block (as a
+    // closed <details>' content, which text mode keeps).
+    ['<p>a<b hidden="until-found">b</b> c</p>', "ab c"],
+    ['<div hidden="until-found">x</div>y', "x\ny"],
+    // A hidden item takes no marker and no number; a list of hidden items or comments writes nothing.
+    ["<ol><li>a</li><li hidden>b</li><li>c</li></ol>", " 1. a\n 2. c"],
+    ["a<ul><li hidden>x</li></ul>b", "a\nb"],
+    ["a<ul><!-- c --></ul>b", "a\nb"],
+    // Hidden table parts, in the grid too (it reads rows and cells directly).
+    ["<table><tr><td>a</td><td hidden>b</td><td>c</td></tr><tr hidden><td>d</td></tr></table>", "a   c"],
+    [
+      "<table><caption hidden>cap</caption><tbody hidden><tr><td>x</td></tr></tbody><tr><td>a</td></tr></table>",
+      "a",
+    ],
     // Hidden by every browser's stylesheet, and written glued to the next word before.
     ["<title>T</title>Hi", "Hi"],
     ["Pick<datalist><option>one</option><option>two</option></datalist> a colour", "Pick a colour"],
@@ -29,10 +42,18 @@ describe("html_clean text mode leaves out what a browser never shows", () => {
 
 describe("html_clean text mode ends a line where a browser does", () => {
   it.each([
-    // An empty table or list is still a block: the text either side ran together ("ab").
-    ["a<table></table>b", "a\n\nb"],
-    ["a<table><tr><td><img src=x.png></td></tr></table>b", "a\n\nb"],
-    ["a<ul></ul>b<ol> </ol>c", "a\n\nb\n\nc"],
+    // An empty table or list ends the line (the text either side ran together: "ab"), and adds
+    // no blank line between the blocks around it.
+    ["a<table></table>b", "a\nb"],
+    ["a<table><tr><td><img src=x.png></td></tr></table>b", "a\nb"],
+    ["a<ul></ul>b<ol> </ol>c", "a\nb\nc"],
+    ["<div>a</div><table></table><div>b</div>", "a\nb"],
+    ["<p>a</p><table></table><p>b</p>", "a\n\nb"],
+    [
+      "<p>a</p><table><tr><td><img></td></tr></table><table><tr><td><img></td></tr></table><p>b</p>",
+      "a\n\nb",
+    ],
+    ["<div>a</div><ul></ul><div>b</div>", "a\nb"],
     // <pre> by its older names keeps its lines, apart from the text around it.
     ["a<xmp>x <b>\n y</xmp>b", "a\n\nx <b>\n y\n\nb"],
     ["a<listing>l1\nl2</listing>b", "a\n\nl1\nl2\n\nb"],

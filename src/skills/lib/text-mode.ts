@@ -15,13 +15,16 @@ import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
  * "THi", a <datalist>'s suggestions read as page text). An element with `hidden` is not shown
  * either (nor, already, counted by the prepass), nor a <dialog> that is not `open` (shownDialog),
  * nor what a <video> or <audio> holds (fallback for browsers without them: "Your browser does not
- * support video"). Markdown mode keeps its own list (MD_DROPPED).
+ * support video"). Markdown mode keeps its own list (MD_DROPPED). `hidden="until-found"` is shown
+ * (unhidden): a browser shows it on an inline element and reveals it on a block to find-in-page,
+ * the same case as a closed <details>, whose content text mode keeps.
  */
-const UNSHOWN = ["[hidden]", "title", "datalist", "noembed", "noframes", "video", "audio"];
+const UNSHOWN = ["title", "datalist", "noembed", "noframes", "video", "audio"];
 
 const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
   ...UNSHOWN.map((selector) => ({ selector, format: "skip" })),
+  { selector: "[hidden]", format: "unhidden" },
   { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
@@ -102,12 +105,14 @@ function prefixBounded(): Record<string, FormatCallback> {
   let levels = 0;
   const bounded =
     (own: string): FormatCallback =>
-    (elem, walk, builder, options) => {
-      if (own !== "blockquote" && !(elem.children ?? []).some(written)) {
-        // An empty list still ends the line, as an empty <div> does: html-to-text wrote nothing,
-        // and "a<ul></ul>b" came out "ab".
-        builder.openBlock({ leadingLineBreaks: 1 });
-        builder.closeBlock({ trailingLineBreaks: 1 });
+    (whole, walk, builder, options) => {
+      // A list's formatter is handed its written children only: a hidden item takes no marker
+      // and no number, as in a browser.
+      const elem = own === "blockquote" ? whole : withChildren(whole, (whole.children ?? []).filter(written));
+      if (own !== "blockquote" && elem.children.length === 0) {
+        // An empty list still ends the line, as an inline run's end does: html-to-text wrote
+        // nothing, and "a<ul></ul>b" came out "ab". No block: the blocks around keep their spacing.
+        endLine(builder);
         return;
       }
       if (levels < MAX_PREFIX_NESTING) {
@@ -139,9 +144,35 @@ function prefixBounded(): Record<string, FormatCallback> {
   };
 }
 
-/** A list's child that html-to-text's list formatters write (they pass over whitespace). */
-const written = (child: { type: string; data?: string }) =>
-  child.type !== "text" || !/^\s*$/.test(child.data ?? "");
+type Node = Parameters<FormatCallback>[0];
+
+/** Not `hidden`, or hidden only until found (shown: see UNSHOWN). */
+const shown = (node: Node) => node.attribs?.hidden === undefined || node.attribs.hidden === "until-found";
+
+/** A list's child that writes anything: a shown element, or a text not all whitespace (not a comment). */
+const written = (child: Node) =>
+  child.type === "tag" ? shown(child) : child.type === "text" && !/^\s*$/.test(child.data ?? "");
+
+/** The node with other children, for a formatter that reads them (one object: no copy of its subtree). */
+const withChildren = (node: Node, children: Node[]): Node =>
+  Object.create(node, { children: { value: children } });
+
+/**
+ * Ends the line of text being written, if one is (after a block, none is: a break there would add
+ * an empty line). html-to-text's builder has no public way to ask, so this reads its open item.
+ */
+function endLine(builder: Parameters<FormatCallback>[2]): void {
+  const open = (builder as unknown as { _stackItem?: { inlineTextBuilder?: { nextLineWords?: unknown[] } } })
+    ._stackItem;
+  if (open?.inlineTextBuilder?.nextLineWords?.length) builder.addLineBreak();
+}
+
+/** An element with `hidden="until-found"`, walked as its tag is (a browser shows it: see UNSHOWN). */
+const unhidden: FormatCallback = (elem, walk, builder) => {
+  if (!shown(elem)) return;
+  const { hidden: _, ...attribs } = elem.attribs ?? {};
+  walk([Object.create(elem, { attribs: { value: attribs } })], builder);
+};
 
 /** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
 const shownDialog: FormatCallback = (elem, walk, builder) => {
@@ -169,22 +200,63 @@ const itemBlock: FormatCallback = (elem, walk, builder) => {
 /**
  * A table laid out as a grid, its captions first, as lines of their own: html-to-text's grid reads
  * rows and cells only, and dropped them. A browser sets a caption above its table wherever it
- * stands among the rows. All in one block: a table that writes nothing (no cells, or only images)
- * still ends the line, as a browser's does ("a<table></table>b" was "ab").
+ * stands among the rows. Hidden captions, row groups, rows and cells are left out (the grid reads
+ * them directly, past the `hidden` selector). A table that writes nothing (no cells, or only
+ * images: e-mail's spacer tables) still ends the line, as a browser's does ("a<table></table>b" was
+ * "ab"), with one line break: the blocks around it keep their own spacing.
  */
-const captionedTable: FormatCallback = (elem, walk, builder, options) => {
-  // One line break each side, as an empty <div>'s: a table that writes anything brings its own.
-  builder.openBlock({ leadingLineBreaks: 1 });
-  const captions = (elem.children ?? []).filter((c) => c.type === "tag" && c.name === "caption");
+const captionedTable: FormatCallback = (whole, walk, builder, options) => {
+  const elem = shownParts(whole);
+  const captions = elem.children.filter((c) => c.type === "tag" && c.name === "caption");
   for (const caption of captions) {
     builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks ?? 2 });
     walk(caption.children ?? [], builder);
     builder.closeBlock({ trailingLineBreaks: 1 });
   }
   const grid = captions.length > 0 ? { ...options, leadingLineBreaks: 1 } : options;
-  builder.options.formatters.dataTable?.(elem, walk, builder, grid);
-  builder.closeBlock({ trailingLineBreaks: 1 });
+  if (!gridWritten(elem, walk, builder, grid) && captions.length === 0) endLine(builder);
 };
+
+/** What html-to-text's grid walks below a table (it walks <center> as a row group too). */
+const ROW_PARTS = new Set(["thead", "tbody", "tfoot", "center", "tr"]);
+/** A table (or row group, or row) without its hidden parts: one object per part, linear in the table. */
+const shownParts = (node: Node): Node =>
+  withChildren(
+    node,
+    (node.children ?? [])
+      .filter((c) => c.type !== "tag" || shown(c))
+      .map((c) => (c.type === "tag" && ROW_PARTS.has(c.name ?? "") ? shownParts(c) : c)),
+  );
+
+/**
+ * html-to-text's grid formatter, saying whether it wrote anything: it writes nothing for a grid
+ * whose text is empty, and says nothing either. Its builder's closeTable is watched for the call.
+ */
+function gridWritten(...[elem, walk, builder, options]: Parameters<FormatCallback>): boolean {
+  let wrote = false;
+  const own = Object.getOwnPropertyDescriptor(builder, "closeTable");
+  const close = builder.closeTable;
+  builder.closeTable = (o) =>
+    close.call(
+      builder,
+      o && {
+        ...o,
+        tableToString: (rows) => {
+          const text = o.tableToString(rows);
+          if (text) wrote = true;
+          return text;
+        },
+      },
+    );
+  try {
+    builder.options.formatters.dataTable?.(elem, walk, builder, options);
+  } finally {
+    // Tables nest (a grid in a cell): each puts back what it found.
+    if (own) Object.defineProperty(builder, "closeTable", own);
+    else delete (builder as unknown as { closeTable?: unknown }).closeTable;
+  }
+  return wrote;
+}
 
 /** The numbers CSS counters write in Roman numerals (lower-roman, upper-roman); others, in decimal. */
 const ROMAN_RANGE = [1, 3999] as const;
@@ -279,7 +351,7 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog },
+    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, unhidden },
   });
   return converters[key];
 }

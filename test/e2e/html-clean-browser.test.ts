@@ -40,9 +40,9 @@ describe("html_clean text mode shows what a browser shows", () => {
       const html = makePage(r);
       // An explicit <body>: before one, Chromium moves a leading <noscript>'s text out of it.
       await page.setContent(`<!DOCTYPE html><body>${html}`);
-      const shown = await page.evaluate(browserText, DROPPED);
+      const { text: shown, items } = await page.evaluate(browserText, DROPPED);
       const ours = htmlToText(html);
-      for (const kind of differences(shown, ours)) {
+      for (const kind of differences(shown, ours, items)) {
         found[kind] ??= [];
         found[kind].push({ html, browser: shown, ours });
       }
@@ -67,10 +67,19 @@ describe("html_clean text mode shows what a browser shows", () => {
     ["a b", "b a", ["order"]],
     ["a\nb", "a b", ["line break lost"]],
     ["a b", "a\nb", ["line break added"]],
-    ["t1\tt2\nt3", "t1   t3\nt2", []],
-    ["t1 t2", "t1", ["cell words differ"]],
+    ["t1c1w1\tt1c2w2\nt1c3w3", "t1c1w1   t1c3w3\nt1c2w2", []],
+    ["t1c1w1 t1c1w2", "t1c1w1", ["cell words differ"]],
+    ["t1c1w1 t1c1w2", "t1c1w2 t1c1w1", ["cell order"]],
+    // A whole table moved past the next paragraph.
+    ["t1c1w1\nw2", "w2\nt1c1w1", ["order"]],
     ["a\nb\nc", " * a\n   1. b\n\n> c\n\n----------------------------------------", []],
   ])("differences(%j, %j)", (shown, ours, kinds) => {
     expect(differences(shown, ours)).toEqual(kinds);
+  });
+
+  it("counts list markers against the browser's visible items", () => {
+    expect(differences("a\nc", " 1. a\n 2. \n 3. c", 2)).toEqual(["list markers"]);
+    expect(differences("a\nc", " 1. a\n 2. c", 2)).toEqual([]);
+    expect(differences("a", "> a\n>", 0)).toEqual([]);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * Random pages for comparing html_clean's text mode with a browser (html-clean-browser.test.ts),
- * and the comparison itself. Words are numbered ("w7"; "t7" inside a table), so any word lost,
- * added, glued to its neighbour or split in two shows, and nothing a page says can pass for a
- * marker or a rule of text mode's layout.
+ * and the comparison itself. Words are numbered ("w7"; "t2c3w7" inside a table: table 2, cell 3,
+ * "c0" its caption), so any word lost, added, glued to its neighbour or split in two shows, each
+ * table's and cell's words can be told apart, and nothing a page says can pass for a marker or a
+ * rule of text mode's layout.
  */
 
 /** mulberry32: the same pages for the same seed. */
@@ -47,9 +48,13 @@ const BLOCK =
 /** One page: a few blocks, each holding inline elements nested up to four deep. */
 export function makePage(r: () => number): string {
   let n = 0;
-  let inTable = false;
+  let tables = 0;
+  // The table and cell the words being made are in ("t2c3"), or none.
+  let cell = "";
   const pick = <T>(a: readonly T[]): T => a[Math.floor(r() * a.length)] as T;
-  const word = () => `${inTable ? "t" : "w"}${n++}`;
+  const word = () => `${cell}w${n++}`;
+  // Hidden from a browser (`hidden`), or shown (until-found: inline, or found on a block).
+  const hidden = () => (r() < 0.5 ? " hidden" : ' hidden="until-found"');
   const space = () => pick(SPACES);
   const text = () => {
     let t = r() < 0.3 ? space() : "";
@@ -72,7 +77,7 @@ export function makePage(r: () => number): string {
         const attr = tag === "a" ? ' href="/x"' : tag === "bdo" ? ' dir="rtl"' : "";
         parts.push(`<${tag}${attr}>${inline(d + 1)}</${tag}>`);
       } else if (x < 0.82) parts.push(pick(["<br>", "<br/>", "<wbr>", "<br>\n"]));
-      else if (x < 0.86) parts.push(`<span hidden>${text()}</span>`);
+      else if (x < 0.86) parts.push(`<span${hidden()}>${text()}</span>`);
       else if (x < 0.89) parts.push(`<ruby>${word()}<rp>(</rp><rt>${word()}</rt><rp>)</rp></ruby>`);
       else if (x < 0.91) parts.push(`<input value="${word()}">`);
       else if (x < 0.93)
@@ -97,25 +102,30 @@ export function makePage(r: () => number): string {
           : r() < 0.2
             ? `<p>${inline(d + 1)}</p>`
             : inline(d + 1);
-      items += `<li>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
+      items += `<li${r() < 0.1 ? hidden() : ""}>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
     }
     return `<${tag}${start}${type}>${items}</${tag}>`;
   };
   const table = (d: number): string => {
-    inTable = true;
+    const t = tables++;
+    let cells = 0;
     let rows = "";
     const cols = 1 + Math.floor(r() * 3);
     const k = 1 + Math.floor(r() * 3);
+    // Hidden parts, rarely: a browser leaves them out, the grid must too (no cells' columns shift).
+    const part = () => (r() < 0.08 ? hidden() : "");
     for (let i = 0; i < k; i++) {
-      let cells = "";
+      let row = "";
       for (let j = 0; j < cols; j++) {
         const c = i === 0 && r() < 0.5 ? "th" : "td";
-        cells += `<${c}>${inline(d + 1)}</${c}>`;
+        cell = `t${t}c${++cells}`;
+        row += `<${c}${part()}>${inline(d + 1)}</${c}>`;
       }
-      rows += `<tr>${cells}</tr>\n`;
+      rows += `<tr${part()}>${row}</tr>\n`;
     }
-    inTable = false;
-    const caption = r() < 0.3 ? `<caption>${inline(d + 1)}</caption>` : "";
+    cell = `t${t}c0`;
+    const caption = r() < 0.3 ? `<caption${part()}>${inline(d + 1)}</caption>` : "";
+    cell = "";
     return `<table>${caption}${rows}</table>`;
   };
   // Blocks, the elements a browser lays out as blocks, and those it hides or draws as boxes.
@@ -152,10 +162,10 @@ export function makePage(r: () => number): string {
     if (y < 0.88) return `<p><code>${word()}\n  ${word()}</code> ${i()}</p>`;
     if (y < 0.92) return `<div>${space()}<br><br>${space()}<br>${i()}</div>`;
     if (y < 0.95) return `<section>${space()}</section>`;
-    inTable = true;
-    const cell = i();
-    inTable = false;
-    return `<ul><li>${i()}<table><tr><td>${cell}</td></tr></table></li></ul>`;
+    cell = `t${tables++}c1`;
+    const inCell = i();
+    cell = "";
+    return `<ul><li>${i()}<table><tr><td>${inCell}</td></tr></table></li></ul>`;
   };
   const block = (d: number): string => {
     const x = r();
@@ -181,7 +191,7 @@ export function makePage(r: () => number): string {
     if (x < 0.8) return `<figure>${i()}<figcaption>${i()}</figcaption></figure>`;
     if (x < 0.82) return `<fieldset><legend>${i()}</legend>${i()}</fieldset>`;
     if (x < 0.84) return "<hr>";
-    if (x < 0.86) return `<div hidden>${i()}</div>`;
+    if (x < 0.86) return `<div${hidden()}>${i()}</div>`;
     if (x < 0.88) return `<textarea>${word()} ${word()}</textarea>`;
     if (x < 0.9) return `<p>${i()}<br></p>`;
     if (x < 0.92) return "<p></p>";
@@ -203,11 +213,14 @@ export function makePage(r: () => number): string {
  * <textarea>'s, a <button>'s, a <meter>'s or a <progress>'s text (the box a browser draws shows or
  * says it; innerText leaves boxes' text out), <rp>'s parentheses ("漢(kan)", what they are for).
  * A <wbr> becomes an empty <span>: Chromium drops the whitespace right after one ("a<wbr> b" is
- * "ab" there, "a b" in Firefox and here).
+ * "ab" there, "a b" in Firefox and here). `hidden="until-found"` is revealed, as find-in-page
+ * reveals it (text mode keeps it, as it keeps a closed <details>' content). With the text, the
+ * list items a browser shows with a marker (visible <li> in a <ul> or <ol>).
  */
-export function browserText(dropped: string[]): string {
+export function browserText(dropped: string[]): { text: string; items: number } {
   for (const e of document.querySelectorAll(dropped.join(","))) e.remove();
   for (const d of document.querySelectorAll("details")) d.open = true;
+  for (const e of document.querySelectorAll('[hidden="until-found"]')) e.removeAttribute("hidden");
   for (const t of document.querySelectorAll("textarea")) {
     const s = document.createElement("span");
     s.textContent = t.value;
@@ -220,8 +233,11 @@ export function browserText(dropped: string[]): string {
   }
   for (const rp of document.querySelectorAll<HTMLElement>("rp")) rp.style.display = "inline";
   for (const w of document.querySelectorAll("wbr")) w.replaceWith(document.createElement("span"));
+  const items = [...document.querySelectorAll("ul > li, ol > li")].filter((li) =>
+    li.checkVisibility(),
+  ).length;
   // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point.
-  return document.body.innerText;
+  return { text: document.body.innerText, items };
 }
 
 /** Text mode's documented layout at a line's start: quotes' "> ", list markers ("*", "3.", "iv."). */
@@ -229,17 +245,23 @@ const PREFIX = /^[ \t]*(?:>|\*|[+-]?[0-9]+\.|[a-zA-Z]+\.)(?:[ \t]+|$)/;
 /** Its rule for <hr>. */
 const RULE = /^-{10,}$/;
 const inCell = (w: string) => w.startsWith("t");
+/** A table word's table ("t2") and cell ("t2c3"; "t2c0", its caption). */
+const TABLE_WORD = /^(t\d+)(c\d+)w/;
 
-/** Words in order, each with its line's number; ours without the layout's prefixes and rules. */
+/**
+ * Words in order, each with its line's number; ours without the layout's prefixes and rules, and
+ * the list markers among those prefixes counted.
+ */
 function placed(text: string, ours: boolean) {
   const words: string[] = [];
   const lines: number[] = [];
+  let markers = 0;
   text.split("\n").forEach((line, i) => {
     let rest = line;
     if (ours) {
-      for (let before = ""; before !== rest; ) {
-        before = rest;
-        rest = rest.replace(PREFIX, "");
+      for (let prefix = PREFIX.exec(rest); prefix; prefix = PREFIX.exec(rest)) {
+        if (!prefix[0].trim().startsWith(">")) markers++;
+        rest = rest.slice(prefix[0].length);
       }
       if (RULE.test(rest.trim())) rest = "";
     }
@@ -249,7 +271,7 @@ function placed(text: string, ours: boolean) {
       lines.push(i);
     }
   });
-  return { words, lines };
+  return { words, lines, markers };
 }
 
 /** Longest common subsequence of two word lists, as index pairs. */
@@ -280,6 +302,8 @@ export type Difference =
   | "changed words"
   | "order"
   | "cell words differ"
+  | "cell order"
+  | "list markers"
   | "line break lost"
   | "line break added";
 
@@ -289,22 +313,58 @@ export type Difference =
  *   is a word lost (only the browser's), an extra word (only ours), glued words (the same
  *   characters in fewer words), a split word (in more), or changed words (anything else, e.g. a
  *   hidden word glued onto a shown one); the same words in another order are "order".
- * - a table's words ("t…") must be the same multiset: their order and lines are the grid's (cells
- *   side by side, each wrapped at 60 columns), text mode's documented layout.
+ * - a table stands in that sequence as one anchor ("table t2"), where its first word stands; its
+ *   words ("t…") must be each cell's (and caption's) words in the same order ("cell order" if only
+ *   their order differs). Their lines are the grid's (cells side by side, each wrapped at 60
+ *   columns), text mode's documented layout, so a word's line within a table is not compared.
  * - lines, for two words next to each other in both texts (outside tables): on one browser line,
  *   they must be on one of ours ("line break added"); on two, on two ("line break lost", the
- *   "Price$5"-on-one-line kind). Blank lines and indentation do not count; nor do list markers,
- *   quotes' "> " or the rule of an <hr> (removed above).
+ *   "Price$5"-on-one-line kind). Blank lines and indentation do not count (how many blank lines
+ *   a browser shows is its margins' doing, which innerText writes only roughly); nor do list
+ *   markers, quotes' "> " or the rule of an <hr> (removed above). A quote's "> " lines are not
+ *   counted either.
+ * - list markers: with `items` (the browser's visible items in a list), ours must write as many
+ *   ("list markers": a marker for a hidden item, or a lost one).
  */
-export function differences(browser: string, ours: string): Difference[] {
+export function differences(browser: string, ours: string, items?: number): Difference[] {
   const b = placed(browser, false);
   const o = placed(ours, true);
   const found = new Set<Difference>();
-  const cells = (p: { words: string[] }) => p.words.filter(inCell).sort().join(" ");
-  if (cells(b) !== cells(o)) found.add("cell words differ");
+  if (items !== undefined && items !== o.markers) found.add("list markers");
+  const cells = (p: { words: string[] }) => {
+    const byCell = new Map<string, string[]>();
+    for (const w of p.words) {
+      const m = TABLE_WORD.exec(w);
+      const key = m ? `${m[1]}${m[2]}` : inCell(w) ? w : undefined;
+      if (key !== undefined) byCell.set(key, [...(byCell.get(key) ?? []), w]);
+    }
+    return byCell;
+  };
+  const bc = cells(b);
+  const oc = cells(o);
+  for (const key of new Set([...bc.keys(), ...oc.keys()])) {
+    const bs = bc.get(key) ?? [];
+    const os = oc.get(key) ?? [];
+    if (bs.join(" ") === os.join(" ")) continue;
+    found.add([...bs].sort().join(" ") === [...os].sort().join(" ") ? "cell order" : "cell words differ");
+  }
+  // Words outside tables, and each table as one anchor where its first word stands.
   const outside = (p: { words: string[]; lines: number[] }) => {
-    const keep = p.words.map((w) => !inCell(w));
-    return { words: p.words.filter((_, i) => keep[i]), lines: p.lines.filter((_, i) => keep[i]) };
+    const words: string[] = [];
+    const lines: number[] = [];
+    const seen = new Set<string>();
+    p.words.forEach((w, i) => {
+      let word = w;
+      if (inCell(w)) {
+        const table = TABLE_WORD.exec(w)?.[1] ?? w;
+        if (seen.has(table)) return;
+        seen.add(table);
+        word = `table ${table}`;
+      }
+      words.push(word);
+      lines.push(p.lines[i] as number);
+    });
+    return { words, lines };
   };
   const bw = outside(b);
   const ow = outside(o);

@@ -108,8 +108,8 @@ function prefixBounded(): Record<string, FormatCallback> {
     (whole, walk, builder, options) => {
       // A list's formatter is handed its written children only: a hidden item takes no marker
       // and no number, as in a browser.
-      const elem = own === "blockquote" ? whole : withChildren(whole, (whole.children ?? []).filter(written));
-      if (own !== "blockquote" && elem.children.length === 0) {
+      const elem = own === "blockquote" ? whole : writtenOnly(whole);
+      if (own !== "blockquote" && !(elem.children ?? []).some(written)) {
         // An empty list still ends the line, as an inline run's end does: html-to-text wrote
         // nothing, and "a<ul></ul>b" came out "ab". No block: the blocks around keep their spacing.
         endLine(builder);
@@ -158,14 +158,33 @@ const withChildren = (node: Node, children: Node[]): Node =>
   Object.create(node, { children: { value: children } });
 
 /**
+ * A list as its formatter is to read it: without hidden items and comments (html-to-text's list
+ * formatters pass over whitespace only). The list itself when it holds none, as most do.
+ */
+const writtenOnly = (list: Node): Node => {
+  const children = list.children ?? [];
+  const unwritten = (c: Node) => (c.type === "tag" ? !shown(c) : c.type !== "text");
+  return children.some(unwritten) ? withChildren(list, children.filter(written)) : list;
+};
+
+/**
  * Ends the line of text being written, if one is (after a block, none is: a break there would add
  * an empty line). html-to-text's builder has no public way to ask, so this reads its open item.
  */
 function endLine(builder: Parameters<FormatCallback>[2]): void {
-  const open = (builder as unknown as { _stackItem?: { inlineTextBuilder?: { nextLineWords?: unknown[] } } })
-    ._stackItem;
-  if (open?.inlineTextBuilder?.nextLineWords?.length) builder.addLineBreak();
+  if (openItem(builder)?.inlineTextBuilder?.nextLineWords?.length) builder.addLineBreak();
 }
+
+/**
+ * The item html-to-text's builder is writing into (a block, list item or cell): read, never
+ * changed, where its public methods cannot say what it holds.
+ */
+const openItem = (builder: Parameters<FormatCallback>[2]) =>
+  (
+    builder as unknown as {
+      _stackItem?: { rawText?: string; inlineTextBuilder?: { nextLineWords?: unknown[] } };
+    }
+  )._stackItem;
 
 /** An element with `hidden="until-found"`, walked as its tag is (a browser shows it: see UNSHOWN). */
 const unhidden: FormatCallback = (elem, walk, builder) => {
@@ -220,42 +239,33 @@ const captionedTable: FormatCallback = (whole, walk, builder, options) => {
 /** What html-to-text's grid walks below a table (it walks <center> as a row group too). */
 const ROW_PARTS = new Set(["thead", "tbody", "tfoot", "center", "tr"]);
 /** A table (or row group, or row) without its hidden parts: one object per part, linear in the table. */
-const shownParts = (node: Node): Node =>
-  withChildren(
-    node,
-    (node.children ?? [])
-      .filter((c) => c.type !== "tag" || shown(c))
-      .map((c) => (c.type === "tag" && ROW_PARTS.has(c.name ?? "") ? shownParts(c) : c)),
-  );
+const shownParts = (node: Node): Node => {
+  const children = node.children ?? [];
+  let changed = false;
+  const parts: Node[] = [];
+  for (const c of children) {
+    if (c.type !== "tag") parts.push(c);
+    else if (!shown(c)) changed = true;
+    else if (!ROW_PARTS.has(c.name ?? "")) parts.push(c);
+    else {
+      const part = shownParts(c);
+      changed ||= part !== c;
+      parts.push(part);
+    }
+  }
+  // The table itself when nothing in it is hidden, as in most.
+  return changed ? withChildren(node, parts) : node;
+};
 
 /**
  * html-to-text's grid formatter, saying whether it wrote anything: it writes nothing for a grid
- * whose text is empty, and says nothing either. Its builder's closeTable is watched for the call.
+ * whose text is empty, and says nothing either.
  */
 function gridWritten(...[elem, walk, builder, options]: Parameters<FormatCallback>): boolean {
-  let wrote = false;
-  const own = Object.getOwnPropertyDescriptor(builder, "closeTable");
-  const close = builder.closeTable;
-  builder.closeTable = (o) =>
-    close.call(
-      builder,
-      o && {
-        ...o,
-        tableToString: (rows) => {
-          const text = o.tableToString(rows);
-          if (text) wrote = true;
-          return text;
-        },
-      },
-    );
-  try {
-    builder.options.formatters.dataTable?.(elem, walk, builder, options);
-  } finally {
-    // Tables nest (a grid in a cell): each puts back what it found.
-    if (own) Object.defineProperty(builder, "closeTable", own);
-    else delete (builder as unknown as { closeTable?: unknown }).closeTable;
-  }
-  return wrote;
+  // It writes into the item open around the table, or nothing (its closeTable skips an empty grid).
+  const before = openItem(builder)?.rawText;
+  builder.options.formatters.dataTable?.(elem, walk, builder, options);
+  return openItem(builder)?.rawText !== before;
 }
 
 /** The numbers CSS counters write in Roman numerals (lower-roman, upper-roman); others, in decimal. */

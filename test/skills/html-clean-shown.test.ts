@@ -15,6 +15,7 @@ describe("html_clean text mode leaves out what a browser never shows", () => {
     // closed <details>' content, which text mode keeps).
     ['<p>a<b hidden="until-found">b</b> c</p>', "ab c"],
     ['<div hidden="until-found">x</div>y', "x\ny"],
+    ['<p>a<b hidden="Until-Found">b</b> c</p>', "ab c"],
     // A hidden item takes no marker and no number; a list of hidden items or comments writes nothing.
     ["<ol><li>a</li><li hidden>b</li><li>c</li></ol>", " 1. a\n 2. c"],
     ["a<ul><li hidden>x</li></ul>b", "a\nb"],

@@ -147,7 +147,11 @@ function prefixBounded(): Record<string, FormatCallback> {
 type Node = Parameters<FormatCallback>[0];
 
 /** Not `hidden`, or hidden only until found (shown: see UNSHOWN). */
-const shown = (node: Node) => node.attribs?.hidden === undefined || node.attribs.hidden === "until-found";
+const shown = (node: Node) => {
+  const hidden = node.attribs?.hidden;
+  // An enumerated attribute: its value is matched ASCII case-insensitively.
+  return hidden === undefined || hidden.toLowerCase() === "until-found";
+};
 
 /** A list's child that writes anything: a shown element, or a text not all whitespace (not a comment). */
 const written = (child: Node) =>

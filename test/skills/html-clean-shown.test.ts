@@ -55,6 +55,9 @@ describe("html_clean text mode ends a line where a browser does", () => {
       "a\n\nb",
     ],
     ["<div>a</div><ul></ul><div>b</div>", "a\nb"],
+    // Inside <pre> the open line is the block's raw text, not the words html-to-text keeps apart.
+    ["<pre>a<table></table>b</pre>", "a\nb"],
+    ["<pre>a<ul></ul>b</pre>", "a\nb"],
     // <pre> by its older names keeps its lines, apart from the text around it.
     ["a<xmp>x <b>\n y</xmp>b", "a\n\nx <b>\n y\n\nb"],
     ["a<listing>l1\nl2</listing>b", "a\n\nl1\nl2\n\nb"],

@@ -176,7 +176,12 @@ const writtenOnly = (list: Node): Node => {
  * an empty line). html-to-text's builder has no public way to ask, so this reads its open item.
  */
 function endLine(builder: Parameters<FormatCallback>[2]): void {
-  if (openItem(builder)?.inlineTextBuilder?.nextLineWords?.length) builder.addLineBreak();
+  const item = openItem(builder);
+  // Inside <pre> html-to-text writes into the item's raw text, and its word list stays empty.
+  const open = item?.isPre
+    ? !!item.rawText && !item.rawText.endsWith("\n")
+    : !!item?.inlineTextBuilder?.nextLineWords?.length;
+  if (open) builder.addLineBreak();
 }
 
 /**
@@ -186,7 +191,11 @@ function endLine(builder: Parameters<FormatCallback>[2]): void {
 const openItem = (builder: Parameters<FormatCallback>[2]) =>
   (
     builder as unknown as {
-      _stackItem?: { rawText?: string; inlineTextBuilder?: { nextLineWords?: unknown[] } };
+      _stackItem?: {
+        isPre?: boolean;
+        rawText?: string;
+        inlineTextBuilder?: { nextLineWords?: unknown[] };
+      };
     }
   )._stackItem;
 

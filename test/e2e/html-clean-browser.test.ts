@@ -70,6 +70,11 @@ describe("html_clean text mode shows what a browser shows", () => {
     ["t1c1w1\tt1c2w2\nt1c3w3", "t1c1w1   t1c3w3\nt1c2w2", []],
     ["t1c1w1 t1c1w2", "t1c1w1", ["cell words differ"]],
     ["t1c1w1 t1c1w2", "t1c1w2 t1c1w1", ["cell order"]],
+    // A cell moved out of its table, after the next paragraph; a caption written after the rows.
+    ["w1\nt1c1w2\tt1c2w3\nw4", "w1\nt1c1w2\nw4\nt1c2w3", ["table split"]],
+    ["t1c0w1\nt1c1w2\tt1c2w3", "t1c1w2   t1c2w3\nt1c0w1", ["caption not first"]],
+    // Cells set in another order (a taller cell beside a lower one) and the caption first pass.
+    ["t1c0w1\nt1c1w2\tt1c2w3 t1c2w4", "t1c0w1\nt1c2w3   t1c1w2\nt1c2w4", []],
     // A whole table moved past the next paragraph.
     ["t1c1w1\nw2", "w2\nt1c1w1", ["order"]],
     ["a\nb\nc", " * a\n   1. b\n\n> c\n\n----------------------------------------", []],

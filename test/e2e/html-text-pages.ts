@@ -303,6 +303,8 @@ export type Difference =
   | "order"
   | "cell words differ"
   | "cell order"
+  | "table split"
+  | "caption not first"
   | "list markers"
   | "line break lost"
   | "line break added";
@@ -317,6 +319,10 @@ export type Difference =
  *   words ("t…") must be each cell's (and caption's) words in the same order ("cell order" if only
  *   their order differs). Their lines are the grid's (cells side by side, each wrapped at 60
  *   columns), text mode's documented layout, so a word's line within a table is not compared.
+ *   In ours a table's words must be contiguous ("table split": a word from outside it, e.g. a
+ *   cell moved out, stands between its first and last), and its caption's words ("c0") come
+ *   before every other cell's ("caption not first"). The order of cells among themselves is not
+ *   compared: a grid may set a cell's words lower than a later cell's (a taller cell beside it).
  * - lines, for two words next to each other in both texts (outside tables): on one browser line,
  *   they must be on one of ours ("line break added"); on two, on two ("line break lost", the
  *   "Price$5"-on-one-line kind). Blank lines and indentation do not count (how many blank lines
@@ -347,6 +353,22 @@ export function differences(browser: string, ours: string, items?: number): Diff
     const os = oc.get(key) ?? [];
     if (bs.join(" ") === os.join(" ")) continue;
     found.add([...bs].sort().join(" ") === [...os].sort().join(" ") ? "cell order" : "cell words differ");
+  }
+  // Each table's words in ours: one run, caption first.
+  const tableOf = (w: string) => (inCell(w) ? (TABLE_WORD.exec(w)?.[1] ?? w) : undefined);
+  const span = new Map<string, { first: number; last: number; lastCaption: number; firstCell: number }>();
+  o.words.forEach((w, i) => {
+    const table = tableOf(w);
+    if (table === undefined) return;
+    const s = span.get(table) ?? { first: i, last: i, lastCaption: -1, firstCell: Infinity };
+    s.last = i;
+    if (TABLE_WORD.exec(w)?.[2] === "c0") s.lastCaption = i;
+    else s.firstCell = Math.min(s.firstCell, i);
+    span.set(table, s);
+  });
+  for (const [table, s] of span) {
+    if (o.words.slice(s.first, s.last + 1).some((w) => tableOf(w) !== table)) found.add("table split");
+    if (s.lastCaption > s.firstCell) found.add("caption not first");
   }
   // Words outside tables, and each table as one anchor where its first word stands.
   const outside = (p: { words: string[]; lines: number[] }) => {

@@ -336,3 +336,19 @@ describe("html_clean's markdown keeps an element's first attributes only", () =>
     SKILL_TEST_TIMEOUT,
   );
 });
+
+describe("html_clean text mode within the nesting bound", () => {
+  it(
+    `${MAX_HTML_DEPTH - 2} nested hidden="until-found" spans are shown, not a stack overflow`,
+    async () => {
+      // Each level is walked through an own formatter (about twice a plain span's stack), so the
+      // depth bound is what keeps this page within the isolate's stack.
+      const depth = MAX_HTML_DEPTH - 2;
+      const html = `${'<span hidden="until-found">'.repeat(depth)}a b${"</span>".repeat(depth)}`;
+      const res = await postJson("/api/skills/html-clean", { html });
+      expect(res.status).toBe(200);
+      expect((await res.json<{ output: string }>()).output).toBe("a b");
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+});

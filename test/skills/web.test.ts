@@ -311,6 +311,22 @@ describe("html_clean", () => {
     expect(many.match(/c/g)).toHaveLength(79_000);
   });
 
+  it("text mode writes tables nested more than 16 deep as blocks", {
+    timeout: SKILL_TEST_TIMEOUT,
+  }, async () => {
+    // Each level of tables nested cell in cell laid its cells' lines out again: 170 levels around
+    // 78,878 lines took 1.2 s (node). The innermost table's cells, side by side or one a line.
+    const nested = (levels: number) =>
+      `${"<table><tr><td>".repeat(levels - 1)}<table><tr><td>a</td><td>b</td></tr></table>${"</td></tr></table>".repeat(levels - 1)}`;
+    const text = async (html: string) => {
+      const res = await postJson("/api/skills/html-clean", { html });
+      expect(res.status).toBe(200);
+      return (await res.json<{ output: string }>()).output;
+    };
+    expect(await text(nested(16))).toMatch(/^a +b$/);
+    expect(await text(nested(17))).toMatch(/^a\n+b$/);
+  });
+
   it(
     "text mode keeps block structure and decodes entities",
     async () => {

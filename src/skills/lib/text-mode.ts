@@ -9,8 +9,22 @@ import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
  * which lives as long as the isolate does; what it is handed, and how much, is the prepass's call.
  */
 
+/**
+ * What a browser never shows (its stylesheet hides it, whatever the page's CSS) beyond DROPPED:
+ * html-to-text wrote it into the text, often glued to the next word ("<title>T</title>Hi" was
+ * "THi", a <datalist>'s suggestions read as page text). An element with `hidden` is not shown
+ * either (nor, already, counted by the prepass), nor a <dialog> that is not `open` (shownDialog),
+ * nor what a <video> or <audio> holds (fallback for browsers without them: "Your browser does not
+ * support video"). Markdown mode keeps its own list (MD_DROPPED). `hidden="until-found"` is shown
+ * (unhidden): a browser shows it on an inline element and reveals it on a block to find-in-page,
+ * the same case as a closed <details>, whose content text mode keeps.
+ */
+const UNSHOWN = ["title", "datalist", "noembed", "noframes", "video", "audio"];
+
 const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
+  ...UNSHOWN.map((selector) => ({ selector, format: "skip" })),
+  { selector: "[hidden]", format: "unhidden" },
   { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
@@ -37,7 +51,7 @@ const TEXT_BLOCKS = [
     format: "block",
     options: { leadingLineBreaks: 2, trailingLineBreaks: 2 },
   })),
-  ..."address center details dialog dd dt fieldset figcaption hgroup legend menu search summary"
+  ..."address center details dd dt fieldset figcaption hgroup legend menu search summary"
     .split(" ")
     .map((selector) => ({
       selector,
@@ -45,6 +59,12 @@ const TEXT_BLOCKS = [
       options: { leadingLineBreaks: 1, trailingLineBreaks: 1 },
     })),
   { selector: "li", format: "itemBlock" },
+  { selector: "dialog", format: "shownDialog" },
+  // <pre> by their older names: a browser keeps their lines; inline, they ran into the next text.
+  ...["listing", "plaintext", "xmp"].map((selector) => ({ selector, format: "pre" })),
+  // A break opportunity, not a character: html-to-text kept it open until a line overflowed, which
+  // only a table cell's 60-column wrap does, and there it split a later word in two ("a(" "b)").
+  { selector: "wbr", format: "skip" },
 ];
 /**
  * HTML's whitespace (ASCII: space, tab, CR, LF, FF). html-to-text adds U+200B (zero width space) to
@@ -85,7 +105,16 @@ function prefixBounded(): Record<string, FormatCallback> {
   let levels = 0;
   const bounded =
     (own: string): FormatCallback =>
-    (elem, walk, builder, options) => {
+    (whole, walk, builder, options) => {
+      // A list's formatter is handed its written children only: a hidden item takes no marker
+      // and no number, as in a browser.
+      const elem = own === "blockquote" ? whole : writtenOnly(whole);
+      if (own !== "blockquote" && !(elem.children ?? []).some(written)) {
+        // An empty list still ends the line, as an inline run's end does: html-to-text wrote
+        // nothing, and "a<ul></ul>b" came out "ab". No block: the blocks around keep their spacing.
+        endLine(builder);
+        return;
+      }
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
         const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
@@ -115,6 +144,76 @@ function prefixBounded(): Record<string, FormatCallback> {
   };
 }
 
+type Node = Parameters<FormatCallback>[0];
+
+/** Not `hidden`, or hidden only until found (shown: see UNSHOWN). */
+const shown = (node: Node) => {
+  const hidden = node.attribs?.hidden;
+  // An enumerated attribute: its value is matched ASCII case-insensitively.
+  return hidden === undefined || hidden.toLowerCase() === "until-found";
+};
+
+/** A list's child that writes anything: a shown element, or a text not all whitespace (not a comment). */
+const written = (child: Node) =>
+  child.type === "tag" ? shown(child) : child.type === "text" && !/^\s*$/.test(child.data ?? "");
+
+/** The node with other children, for a formatter that reads them (one object: no copy of its subtree). */
+const withChildren = (node: Node, children: Node[]): Node =>
+  Object.create(node, { children: { value: children } });
+
+/**
+ * A list as its formatter is to read it: without hidden items and comments (html-to-text's list
+ * formatters pass over whitespace only). The list itself when it holds none, as most do.
+ */
+const writtenOnly = (list: Node): Node => {
+  const children = list.children ?? [];
+  const unwritten = (c: Node) => (c.type === "tag" ? !shown(c) : c.type !== "text");
+  return children.some(unwritten) ? withChildren(list, children.filter(written)) : list;
+};
+
+/**
+ * Ends the line of text being written, if one is (after a block, none is: a break there would add
+ * an empty line). html-to-text's builder has no public way to ask, so this reads its open item.
+ */
+function endLine(builder: Parameters<FormatCallback>[2]): void {
+  const item = openItem(builder);
+  // Inside <pre> html-to-text writes into the item's raw text, and its word list stays empty.
+  const open = item?.isPre
+    ? !!item.rawText && !item.rawText.endsWith("\n")
+    : !!item?.inlineTextBuilder?.nextLineWords?.length;
+  if (open) builder.addLineBreak();
+}
+
+/**
+ * The item html-to-text's builder is writing into (a block, list item or cell): read, never
+ * changed, where its public methods cannot say what it holds.
+ */
+const openItem = (builder: Parameters<FormatCallback>[2]) =>
+  (
+    builder as unknown as {
+      _stackItem?: {
+        isPre?: boolean;
+        rawText?: string;
+        inlineTextBuilder?: { nextLineWords?: unknown[] };
+      };
+    }
+  )._stackItem;
+
+/** An element with `hidden="until-found"`, walked as its tag is (a browser shows it: see UNSHOWN). */
+const unhidden: FormatCallback = (elem, walk, builder) => {
+  if (!shown(elem)) return;
+  const { hidden: _, ...attribs } = elem.attribs ?? {};
+  walk([Object.create(elem, { attribs: { value: attribs } })], builder);
+};
+
+/** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
+const shownDialog: FormatCallback = (elem, walk, builder) => {
+  if (!("open" in (elem.attribs ?? {}))) return;
+  builder.openBlock({ leadingLineBreaks: 1 });
+  walk(elem.children ?? [], builder);
+  builder.closeBlock({ trailingLineBreaks: 1 });
+};
+
 /**
  * A <li>: a list's formatter has opened the item (marker and line) when its parent is a list;
  * elsewhere (no list around it, or inside another element in a list) it is a line of its own.
@@ -133,18 +232,54 @@ const itemBlock: FormatCallback = (elem, walk, builder) => {
 /**
  * A table laid out as a grid, its captions first, as lines of their own: html-to-text's grid reads
  * rows and cells only, and dropped them. A browser sets a caption above its table wherever it
- * stands among the rows.
+ * stands among the rows. Hidden captions, row groups, rows and cells are left out (the grid reads
+ * them directly, past the `hidden` selector). A table that writes nothing (no cells, or only
+ * images: e-mail's spacer tables) still ends the line, as a browser's does ("a<table></table>b" was
+ * "ab"), with one line break: the blocks around it keep their own spacing.
  */
-const captionedTable: FormatCallback = (elem, walk, builder, options) => {
-  const captions = (elem.children ?? []).filter((c) => c.type === "tag" && c.name === "caption");
+const captionedTable: FormatCallback = (whole, walk, builder, options) => {
+  const elem = shownParts(whole);
+  const captions = elem.children.filter((c) => c.type === "tag" && c.name === "caption");
   for (const caption of captions) {
     builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks ?? 2 });
     walk(caption.children ?? [], builder);
     builder.closeBlock({ trailingLineBreaks: 1 });
   }
   const grid = captions.length > 0 ? { ...options, leadingLineBreaks: 1 } : options;
-  builder.options.formatters.dataTable?.(elem, walk, builder, grid);
+  if (!gridWritten(elem, walk, builder, grid) && captions.length === 0) endLine(builder);
 };
+
+/** What html-to-text's grid walks below a table (it walks <center> as a row group too). */
+const ROW_PARTS = new Set(["thead", "tbody", "tfoot", "center", "tr"]);
+/** A table (or row group, or row) without its hidden parts: one object per part, linear in the table. */
+const shownParts = (node: Node): Node => {
+  const children = node.children ?? [];
+  let changed = false;
+  const parts: Node[] = [];
+  for (const c of children) {
+    if (c.type !== "tag") parts.push(c);
+    else if (!shown(c)) changed = true;
+    else if (!ROW_PARTS.has(c.name ?? "")) parts.push(c);
+    else {
+      const part = shownParts(c);
+      changed ||= part !== c;
+      parts.push(part);
+    }
+  }
+  // The table itself when nothing in it is hidden, as in most.
+  return changed ? withChildren(node, parts) : node;
+};
+
+/**
+ * html-to-text's grid formatter, saying whether it wrote anything: it writes nothing for a grid
+ * whose text is empty, and says nothing either.
+ */
+function gridWritten(...[elem, walk, builder, options]: Parameters<FormatCallback>): boolean {
+  // It writes into the item open around the table, or nothing (its closeTable skips an empty grid).
+  const before = openItem(builder)?.rawText;
+  builder.options.formatters.dataTable?.(elem, walk, builder, options);
+  return openItem(builder)?.rawText !== before;
+}
 
 /** The numbers CSS counters write in Roman numerals (lower-roman, upper-roman); others, in decimal. */
 const ROMAN_RANGE = [1, 3999] as const;
@@ -206,14 +341,12 @@ const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const marker = MARKERS.get(attribs.type ?? "") ?? String;
   const nested = elem.parent?.name === "li";
   let width = 0;
-  const items = (elem.children ?? [])
-    .filter((child) => child.type !== "text" || !/^\s*$/.test(child.data ?? ""))
-    .map((node) => {
-      if (node.name !== "li") return { node, prefix: "" };
-      const prefix = `${nested ? "" : " "}${marker(next++)}. `;
-      width = Math.max(width, prefix.length);
-      return { node, prefix };
-    });
+  const items = (elem.children ?? []).filter(written).map((node) => {
+    if (node.name !== "li") return { node, prefix: "" };
+    const prefix = `${nested ? "" : " "}${marker(next++)}. `;
+    width = Math.max(width, prefix.length);
+    return { node, prefix };
+  });
   if (items.length === 0) return;
   builder.openList({
     interRowLineBreaks: 1,
@@ -241,7 +374,7 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable },
+    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, unhidden },
   });
   return converters[key];
 }

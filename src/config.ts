@@ -167,8 +167,30 @@ export function publicConfig(env: Bindings, requestUrl: string): PublicConfig {
 const MAX_ORIGINS = 16;
 const memo = new WeakMap<Bindings, Map<string, PublicConfig>>();
 
+/**
+ * BASE_URL when it is an absolute http(s) URL, else undefined. One without a scheme
+ * ("skills.example.com") made every paid call and MCP call a 500 (receipts' did:web cannot be
+ * derived from it) and every checkout a 502 "try again" (Stripe refuses its return URLs).
+ */
+function baseUrlOf(env: Bindings): string | undefined {
+  const raw = env.BASE_URL?.trim();
+  if (!raw) return undefined;
+  return URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) ? raw : undefined;
+}
+
 function build(env: Bindings, origin: string) {
-  const base = (env.BASE_URL || new URL(origin).origin).replace(/\/+$/, "");
+  const configured = baseUrlOf(env);
+  // A malformed BASE_URL counts as unset (the request's origin, as documented for an empty one),
+  // said once per bindings object and origin (this runs once for each: publicConfig's memo).
+  if (!configured && env.BASE_URL?.trim())
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "BASE_URL is not an absolute http(s) URL: the request's origin is used instead",
+        base_url: env.BASE_URL,
+      }),
+    );
+  const base = (configured ?? new URL(origin).origin).replace(/\/+$/, "");
   const ownershipProofs = list(env.X402_OWNERSHIP_PROOFS);
   const x402listTokens = list(env.X402LIST_TOKENS);
   return Object.freeze({

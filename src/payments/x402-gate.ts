@@ -33,7 +33,7 @@ import { withInputField } from "./bazaar-input";
 import { paidExtensions } from "./paid-extensions";
 import { markedByStatus, PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
-import { usdcDomain } from "./usdc-domain";
+import { knownUsdc, usdcDomain } from "./usdc-domain";
 import { x402HttpGate } from "./x402-http";
 import { explain } from "./x402-offer-body";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
@@ -171,8 +171,25 @@ export function configProblem(cfg: PublicConfig): string | undefined {
   if (!cfg.payTo) return "payments are not configured (PAY_TO is not set)";
   if (!/^eip155:\d+$/.test(cfg.network))
     return `X402_NETWORK "${cfg.network}" is not an eip155:<chain id> network`;
-  if (!isAddress(cfg.payTo)) return "PAY_TO is not an EVM address";
-  if (!isAddress(cfg.usdcAddress)) return "USDC_ADDRESS is not an EVM address";
+  for (const [name, value] of [
+    ["PAY_TO", cfg.payTo],
+    ["USDC_ADDRESS", cfg.usdcAddress],
+  ] as const) {
+    if (isAddress(value)) continue;
+    // A mixed-case address carries an EIP-55 checksum; one letter's case off is a mistyped address.
+    return isAddress(value, { strict: false })
+      ? `${name} fails its mixed-case (EIP-55) checksum: copy the address again, or write it all in lower case`
+      : `${name} is not an EVM address`;
+  }
+  // Each of these passed the checks above and took payments nobody could spend, or in another
+  // token than the prices' USDC; the deploy check refuses them too, but vars change after it.
+  const usdc = knownUsdc(cfg.network);
+  if (usdc && usdc.toLowerCase() !== cfg.usdcAddress.toLowerCase())
+    return `USDC_ADDRESS ${cfg.usdcAddress} is not USDC on ${cfg.network} (${usdc})`;
+  if (cfg.payTo.toLowerCase() === cfg.usdcAddress.toLowerCase())
+    return "PAY_TO is the USDC contract's own address: nobody could spend what is paid to it";
+  if (/^0x([0-9a-f])\1{39}$/i.test(cfg.payTo))
+    return `PAY_TO ${cfg.payTo} is a placeholder, not a wallet: nobody could spend what is paid to it`;
   try {
     new URL(cfg.facilitatorUrl);
   } catch {

@@ -20,6 +20,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
+import { getDefaultAsset } from "@x402/evm";
 import { isAddress } from "viem";
 
 const [major, minor] = process.versions.node.split(".").map(Number);
@@ -258,6 +259,8 @@ export function problems(config, secrets, env = process.env) {
     );
   else if (isPlaceholderWallet(vars.PAY_TO))
     out.push(`PAY_TO ${vars.PAY_TO} is a placeholder: set your own wallet`);
+  out.push(...x402VarProblems(vars));
+  out.push(...wordProblems(vars));
   out.push(...partnerProblems(vars));
   out.push(...retiredKeyProblems(vars));
   const stripeMode = (vars.STRIPE_MODE ?? "").trim() || "live";
@@ -323,6 +326,16 @@ export function problems(config, secrets, env = process.env) {
       for (const name of ["CDP_API_KEY_ID", "CDP_API_KEY_SECRET"])
         if (!secrets.includes(name)) out.push(`secret ${name} is not set: CDP's facilitator needs it`);
     }
+    // A paid partner is paid per call from the operating wallet: without its key every call of
+    // that partner answers 502 (the caller is not charged), and nothing lists it as broken.
+    if (
+      on(vars.PARTNERS_ENABLED, true) &&
+      PARTNERS.some((p) => p.listing_status === "paid") &&
+      !secrets.includes("PARTNER_PAYER_KEY")
+    )
+      out.push(
+        'secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED is on: every paid partner\'s calls would answer 502; set it (npx wrangler secret put PARTNER_PAYER_KEY) or set PARTNERS_ENABLED = "false"',
+      );
     // Card credits need both Stripe secrets: without the webhook's, refunds and disputes never take
     // credits back. Off on purpose: CARDPAY_ENABLED = "false".
     if (on(vars.CARDPAY_ENABLED, true)) {
@@ -332,6 +345,71 @@ export function problems(config, secrets, env = process.env) {
             `secret ${name} is not set, and CARDPAY_ENABLED is on: set it (webhook endpoint https://<host>/api/cardpay/webhook, events ${STRIPE_EVENTS.join(", ")}) or set CARDPAY_ENABLED = "false"`,
           );
     }
+  }
+  return out;
+}
+
+/**
+ * X402_NETWORK, USDC_ADDRESS, PAY_TO beside each other, BASE_URL and the facilitator's path, as
+ * the Worker reads them (src/payments/x402-gate.ts configProblem, src/config.ts): what it would
+ * refuse (503) or, for BASE_URL, ignore.
+ */
+function x402VarProblems(vars) {
+  const out = [];
+  const network = String(vars.X402_NETWORK ?? "");
+  const usdc = String(vars.USDC_ADDRESS ?? "");
+  if (!/^eip155:\d+$/.test(network))
+    out.push(`X402_NETWORK "${network}" is not an eip155:<chain id> network (Base mainnet: eip155:8453)`);
+  if (!isAddress(usdc)) out.push(`USDC_ADDRESS "${usdc}" is not an EVM address`);
+  else {
+    let known;
+    try {
+      known = getDefaultAsset(network, "USDC").asset;
+    } catch {
+      // A network @x402/evm lists no USDC for (a local chain): USDC_ADDRESS is taken as set.
+    }
+    if (known && known.toLowerCase() !== usdc.toLowerCase())
+      out.push(`USDC_ADDRESS ${usdc} is not USDC on ${network} (${known}): prices are quoted in USDC`);
+    if (vars.PAY_TO && String(vars.PAY_TO).toLowerCase() === usdc.toLowerCase())
+      out.push("PAY_TO is the USDC contract's own address: nobody could spend what is paid to it");
+  }
+  const base = String(vars.BASE_URL ?? "").trim();
+  if (base && !(URL.canParse(base) && /^https?:$/.test(new URL(base).protocol)))
+    out.push(
+      `BASE_URL "${base}" is not an absolute http(s) URL (e.g. https://skills.example.com): the Worker would ignore it`,
+    );
+  if (URL.canParse(String(vars.FACILITATOR_URL ?? ""))) {
+    // The client appends /supported, /verify and /settle to the base URL itself.
+    const { pathname } = new URL(String(vars.FACILITATOR_URL));
+    if (/\/(supported|verify|settle)\/?$/.test(pathname))
+      out.push(
+        `FACILITATOR_URL ends in ${pathname.match(/\/\w+\/?$/)?.[0]}: give the facilitator's base URL, which the Worker adds /supported, /verify and /settle to`,
+      );
+  }
+  return out;
+}
+
+const FLAG_WORDS = /^(1|true|yes|on|0|false|no|off)$/i;
+const WHOLE_NUMBER = /^\d+$/;
+
+/**
+ * Switches and numbers as the Worker reads them: a flag it does not know ("ture", "enabled") is
+ * read as off, so X402_ENABLED = "ture" stops selling over x402; a number with a unit ("8s") is
+ * read as the default. Both refused here, naming the var.
+ */
+function wordProblems(vars) {
+  const out = [];
+  for (const name of ["X402_ENABLED", "CARDPAY_ENABLED", "FREE_BETA", "PARTNERS_ENABLED"]) {
+    const value = vars[name];
+    if (value === undefined || value === "" || FLAG_WORDS.test(String(value).trim())) continue;
+    out.push(
+      `${name} "${value}" is not a switch the Worker reads (true/false, yes/no, on/off, 1/0): it reads it as off`,
+    );
+  }
+  for (const name of ["FETCH_TIMEOUT_MS", "NETWORK_CACHE_TTL_SECONDS", "CALL_LOG_FLUSH_MS"]) {
+    const value = vars[name];
+    if (value === undefined || value === "" || WHOLE_NUMBER.test(String(value).trim())) continue;
+    out.push(`${name} "${value}" is not a whole number (no unit): the Worker would not read it as meant`);
   }
   return out;
 }

@@ -33,7 +33,12 @@ const ALL_SECRETS = [
   "STRIPE_WEBHOOK_SECRET",
   "CDP_API_KEY_ID",
   "CDP_API_KEY_SECRET",
+  "PARTNER_PAYER_KEY",
 ];
+
+/** Circle's USDC on Base mainnet (wrangler.toml's) and on Base Sepolia. */
+const MAINNET_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const SEPOLIA_USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 
 /** A wallet of the maintainer's own (no public key behind it), and the partners' real ones. */
 const OWN_WALLET = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
@@ -238,7 +243,10 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
       expect.stringMatching(/STRIPE_MODE "production" is neither/),
     ]);
     // Test mode on a testnet is staging; on Base mainnet with cards on, only when said so.
-    const staging = { ...config, vars: { ...vars, STRIPE_MODE: "test", X402_NETWORK: "eip155:84532" } };
+    const staging = {
+      ...config,
+      vars: { ...vars, STRIPE_MODE: "test", X402_NETWORK: "eip155:84532", USDC_ADDRESS: SEPOLIA_USDC },
+    };
     expect(problems(staging, ALL_SECRETS, {})).toEqual([]);
     const mainnet = { ...config, vars: { ...vars, STRIPE_MODE: "test" } };
     expect(vars.X402_NETWORK).toBe("eip155:8453");
@@ -271,7 +279,10 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(said).toEqual([expect.stringMatching(/^FACILITATOR_URL is not a URL/)]);
     expect(said.join("\n")).not.toContain("MALFORMEDKEY0123456789");
     // On a testnet x402.org is the right facilitator.
-    const sepolia = { ...x402org, vars: { ...x402org.vars, X402_NETWORK: "eip155:84532" } };
+    const sepolia = {
+      ...x402org,
+      vars: { ...x402org.vars, X402_NETWORK: "eip155:84532", USDC_ADDRESS: SEPOLIA_USDC },
+    };
     expect(problems(sepolia, ALL_SECRETS)).toEqual([]);
     const noCdp = ALL_SECRETS.filter((s) => !s.startsWith("CDP_"));
     expect(problems(config, noCdp)).toEqual([
@@ -284,9 +295,9 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
         /STRIPE_WEBHOOK_SECRET is not set, and CARDPAY_ENABLED is on.*charge\.dispute\.created/,
       ),
     ]);
-    // Card credits off on purpose (any value the app reads as off): no Stripe secret needed.
+    // Card credits off on purpose (a word the app reads as off): no Stripe secret needed.
     const noStripe = ALL_SECRETS.filter((s) => !s.startsWith("STRIPE_"));
-    for (const off of ["false", "disabled"]) {
+    for (const off of ["false", "off", "no", "0"]) {
       expect(problems({ ...config, vars: { ...vars, CARDPAY_ENABLED: off } }, noStripe)).toEqual([]);
     }
     // x402 off: neither the facilitator nor its secrets matter.
@@ -332,6 +343,66 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(ok.out).toMatch(/configuration complete/);
     expect(ok.code).toBe(0);
   }, 120_000);
+});
+
+describe("values the Worker would refuse or misread once deployed (docs/OPERATIONS.md, Misconfiguration)", () => {
+  const withVars = async (more: Record<string, string>, secrets = ALL_SECRETS) => {
+    const config = await readConfig(completed());
+    return problems({ ...config, vars: { ...(config.vars as Record<string, string>), ...more } }, secrets);
+  };
+
+  it("refuses a PAY_TO or USDC_ADDRESS the Worker answers 503 for: the USDC contract, another network's USDC, a bad network", async () => {
+    expect(await withVars({ PAY_TO: MAINNET_USDC })).toEqual([
+      "PAY_TO is the USDC contract's own address: nobody could spend what is paid to it",
+    ]);
+    expect(await withVars({ USDC_ADDRESS: SEPOLIA_USDC })).toEqual([
+      `USDC_ADDRESS ${SEPOLIA_USDC} is not USDC on eip155:8453 (${MAINNET_USDC}): prices are quoted in USDC`,
+    ]);
+    expect(await withVars({ USDC_ADDRESS: ` ${MAINNET_USDC}` })).toEqual([
+      `USDC_ADDRESS " ${MAINNET_USDC}" is not an EVM address`,
+    ]);
+    expect(await withVars({ X402_NETWORK: "base" })).toEqual([
+      'X402_NETWORK "base" is not an eip155:<chain id> network (Base mainnet: eip155:8453)',
+    ]);
+    // A chain @x402/evm lists no USDC for (a local chain): USDC_ADDRESS is taken as set.
+    expect(await withVars({ X402_NETWORK: "eip155:31337", USDC_ADDRESS: `0x${"5f".repeat(20)}` })).toEqual(
+      [],
+    );
+  }, 60_000);
+
+  it("refuses a BASE_URL without a scheme and a facilitator URL that names an operation", async () => {
+    expect(await withVars({ BASE_URL: "skills.example.com" })).toEqual([
+      expect.stringMatching(/^BASE_URL "skills.example.com" is not an absolute http\(s\) URL/),
+    ]);
+    expect(await withVars({ BASE_URL: "https://skills.example.com" })).toEqual([]);
+    expect(
+      await withVars({ FACILITATOR_URL: "https://api.cdp.coinbase.com/platform/v2/x402/verify" }),
+    ).toEqual([expect.stringMatching(/^FACILITATOR_URL ends in \/verify: give the facilitator's base URL/)]);
+    expect(await withVars({ FACILITATOR_URL: "https://api.cdp.coinbase.com/platform/v2/x402/" })).toEqual([]);
+  }, 60_000);
+
+  it("refuses a switch the Worker would read as off by surprise, and a number with a unit, naming the var", async () => {
+    expect(await withVars({ X402_ENABLED: "ture" })).toEqual([
+      'X402_ENABLED "ture" is not a switch the Worker reads (true/false, yes/no, on/off, 1/0): it reads it as off',
+    ]);
+    expect(await withVars({ FREE_BETA: "enabled" })).toEqual([expect.stringMatching(/^FREE_BETA "enabled"/)]);
+    for (const word of ["TRUE", "yes", "1", "On"]) expect(await withVars({ X402_ENABLED: word })).toEqual([]);
+    expect(await withVars({ FETCH_TIMEOUT_MS: "8s" })).toEqual([
+      'FETCH_TIMEOUT_MS "8s" is not a whole number (no unit): the Worker would not read it as meant',
+    ]);
+    expect(await withVars({ CALL_LOG_FLUSH_MS: "2 s", NETWORK_CACHE_TTL_SECONDS: "1h" })).toEqual([
+      expect.stringMatching(/^NETWORK_CACHE_TTL_SECONDS "1h"/),
+      expect.stringMatching(/^CALL_LOG_FLUSH_MS "2 s"/),
+    ]);
+  }, 60_000);
+
+  it("refuses partners on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with partners off", async () => {
+    const noPayer = ALL_SECRETS.filter((s) => s !== "PARTNER_PAYER_KEY");
+    expect(await withVars({}, noPayer)).toEqual([
+      expect.stringMatching(/^secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED is on/),
+    ]);
+    expect(await withVars({ PARTNERS_ENABLED: "false" }, noPayer)).toEqual([]);
+  }, 60_000);
 });
 
 describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {

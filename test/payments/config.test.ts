@@ -84,6 +84,15 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     }
   });
 
+  it("a FACILITATOR_URL naming an operation (/verify) is 503 saying the facilitator failed", async () => {
+    const e = paidEnvWithFixture();
+    const res = await post({ ...e, FACILITATOR_URL: `${e.FACILITATOR_URL}/verify` });
+    expect(res.status).toBe(503);
+    expect((await res.json<{ detail: string }>()).detail).toMatch(
+      /^x402 payments are unavailable: facilitator/,
+    );
+  });
+
   it("a lower-case PAY_TO (no checksum) is a wallet still: calls are offered", async () => {
     const res = await post({ ...paidEnvWithFixture(), PAY_TO: env.PAY_TO.toLowerCase() });
     expect(res.status).toBe(402);

@@ -268,6 +268,16 @@ export function problems(config, secrets, env = process.env) {
     out.push(
       `STRIPE_MODE "${vars.STRIPE_MODE}" is neither "live" nor "test" (the Worker turns card payments off)`,
     );
+  // The emulator's origin left in [vars]: the Worker would send the live key to it (it turns card
+  // payments off instead: src/config.ts stripeKeyProblem). A secret of that name is not seen here.
+  const stripeBase = String(vars.STRIPE_API_BASE ?? "").trim();
+  if (stripeBase && stripeMode === "live") {
+    const host = URL.canParse(stripeBase) ? new URL(stripeBase).hostname : "";
+    if (!/(^|\.)stripe\.com$/.test(host) || !stripeBase.startsWith("https:"))
+      out.push(
+        'STRIPE_API_BASE is set and is not Stripe\'s: with STRIPE_MODE "live" the Worker turns card payments off rather than send the live key there; remove it from [vars]',
+      );
+  }
   // Real USDC beside credits sold for Stripe's test cards: a staging setting left in production.
   if (
     stripeMode === "test" &&

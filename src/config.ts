@@ -20,10 +20,31 @@ export function stripeKeyProblem(env: Bindings): string | undefined {
   const key = env.STRIPE_SECRET_KEY;
   if (!key) return undefined;
   const keyMode = /^[sr]k_(live|test)_/.exec(key)?.[1];
-  if (keyMode === mode) return undefined;
-  return keyMode
-    ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
-    : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
+  if (keyMode !== mode)
+    return keyMode
+      ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
+      : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
+  return stripeApiBaseProblem(env.STRIPE_API_BASE, mode);
+}
+
+/**
+ * STRIPE_API_BASE (the local emulator's origin): one that is no absolute http(s) URL made every
+ * checkout and webhook a 500, and in live mode anything but Stripe's own host (or loopback) would
+ * be sent the live key. Only the host is quoted.
+ */
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+function stripeApiBaseProblem(raw: string | undefined, mode: string): string | undefined {
+  const base = raw?.trim();
+  if (!base) return undefined;
+  if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol))
+    return "STRIPE_API_BASE is not an absolute http(s) URL";
+  const { host, hostname, protocol } = new URL(base);
+  // Loopback keeps the key on the machine (the emulator; a deployed Worker reaches none).
+  const stripes = (protocol === "https:" && /(^|\.)stripe\.com$/.test(hostname)) || LOOPBACK.test(hostname);
+  if (mode === "live" && !stripes)
+    return `STRIPE_API_BASE points the live key at ${host}, not Stripe (leave it unset in production)`;
+  return undefined;
 }
 
 /** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). */

@@ -37,7 +37,7 @@ export async function stripeClient(
   if (!secret) return undefined;
   const wrongMode = stripeKeyProblem(env);
   if (wrongMode) {
-    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}`, {
+    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`, {
       level: "error",
       msg: "stripe key mode mismatch: card payments are off",
       error: wrongMode,

@@ -85,6 +85,53 @@ describe("STRIPE_MODE", () => {
     expect(env.STRIPE_MODE).toBe("test");
   });
 
+  it.each([
+    // Made every checkout and webhook a 500.
+    [{ STRIPE_API_BASE: "not a url" }, /^STRIPE_API_BASE is not an absolute http\(s\) URL$/],
+    // An emulator elsewhere than loopback left in a live deployment: the live key would be sent to it.
+    [
+      {
+        STRIPE_MODE: "live",
+        STRIPE_SECRET_KEY: `sk_live_${crypto.randomUUID()}`,
+        STRIPE_API_BASE: "https://stripe-emulator.staging.dev",
+      },
+      /^STRIPE_API_BASE points the live key at stripe-emulator\.staging\.dev, not Stripe/,
+    ],
+  ])(
+    "STRIPE_API_BASE %j that cannot carry the key: checkout and webhook 503, logged",
+    async (vars, error) => {
+      const e = { ...env, ...vars };
+      const lines = logLines();
+      const app = createApp();
+      const checkout = await app.fetch(
+        new Request("https://skills.test/api/cardpay/checkout", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ skill_id: "sha256" }),
+        }),
+        e,
+      );
+      expect(checkout.status).toBe(503);
+      expect(await checkout.json()).toEqual({
+        detail: expect.stringMatching(/^Card payments are not configured/),
+      });
+      const { payload, header } = await signed({ id: "evt_base", object: "event", type: "charge.refunded" });
+      const { res } = await callIn(e, "/api/cardpay/webhook", {
+        method: "POST",
+        headers: { "stripe-signature": header },
+        body: payload,
+      });
+      expect(res.status).toBe(503);
+      expect(lines.filter((l) => l.msg === "stripe key mode mismatch: card payments are off")).toEqual([
+        {
+          level: "error",
+          msg: "stripe key mode mismatch: card payments are off",
+          error: expect.stringMatching(error),
+        },
+      ]);
+    },
+  );
+
   it("a webhook event of the other mode is acknowledged and not acted on", async () => {
     const id = await seedSession();
     const lines = logLines();

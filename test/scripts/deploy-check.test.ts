@@ -370,6 +370,13 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     );
   }, 60_000);
 
+  it("refuses a STRIPE_API_BASE in [vars] that is not Stripe's while STRIPE_MODE is live", async () => {
+    expect(await withVars({ STRIPE_API_BASE: "http://127.0.0.1:12111" })).toEqual([
+      expect.stringMatching(/^STRIPE_API_BASE is set and is not Stripe's/),
+    ]);
+    expect(await withVars({ STRIPE_API_BASE: "https://api.stripe.com" })).toEqual([]);
+  }, 60_000);
+
   it("refuses a BASE_URL without a scheme and a facilitator URL that names an operation", async () => {
     expect(await withVars({ BASE_URL: "skills.example.com" })).toEqual([
       expect.stringMatching(/^BASE_URL "skills.example.com" is not an absolute http\(s\) URL/),

@@ -370,6 +370,16 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     );
   }, 60_000);
 
+  it("refuses a wrangler.toml without the DB or KV binding (an unpaid call would be a 500)", async () => {
+    const config = await readConfig(completed());
+    expect(problems({ ...config, d1_databases: [] }, ALL_SECRETS)).toEqual([
+      '[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml',
+    ]);
+    expect(problems({ ...config, kv_namespaces: undefined }, ALL_SECRETS)).toEqual([
+      '[[kv_namespaces]] binding "KV" is missing: copy it from the shipped wrangler.toml',
+    ]);
+  }, 60_000);
+
   it("refuses a STRIPE_API_BASE in [vars] that is not Stripe's while STRIPE_MODE is live", async () => {
     expect(await withVars({ STRIPE_API_BASE: "http://127.0.0.1:12111" })).toEqual([
       expect.stringMatching(/^STRIPE_API_BASE is set and is not Stripe's/),

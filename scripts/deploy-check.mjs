@@ -343,14 +343,16 @@ export function problems(config, secrets, env = process.env) {
         if (!secrets.includes(name)) out.push(`secret ${name} is not set: CDP's facilitator needs it`);
     }
     // A paid partner is paid per call from the operating wallet: without its key every call of
-    // that partner answers 502 (the caller is not charged), and nothing lists it as broken.
+    // that partner answers 502 (the caller is not charged), and nothing lists it as broken. With
+    // x402 off paid partners are not sold at all (402 "sold by x402 only"): the key is never used.
     if (
       on(vars.PARTNERS_ENABLED, true) &&
+      x402On &&
       PARTNERS.some((p) => p.listing_status === "paid") &&
       !secrets.includes("PARTNER_PAYER_KEY")
     )
       out.push(
-        'secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED is on: every paid partner\'s calls would answer 502; set it (npx wrangler secret put PARTNER_PAYER_KEY) or set PARTNERS_ENABLED = "false"',
+        'secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED and X402_ENABLED are on: every paid partner\'s calls would answer 502; set it (npx wrangler secret put PARTNER_PAYER_KEY) or set PARTNERS_ENABLED = "false"',
       );
     // Card credits need both Stripe secrets: without the webhook's, refunds and disputes never take
     // credits back. Off on purpose: CARDPAY_ENABLED = "false".

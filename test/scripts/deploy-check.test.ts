@@ -413,12 +413,16 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     ]);
   }, 60_000);
 
-  it("refuses partners on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with partners off", async () => {
+  it("refuses partners and x402 on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with either off", async () => {
     const noPayer = ALL_SECRETS.filter((s) => s !== "PARTNER_PAYER_KEY");
     expect(await withVars({}, noPayer)).toEqual([
-      expect.stringMatching(/^secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED is on/),
+      expect.stringMatching(
+        /^secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED and X402_ENABLED are on/,
+      ),
     ]);
     expect(await withVars({ PARTNERS_ENABLED: "false" }, noPayer)).toEqual([]);
+    // Card-only: paid partners answer 402 "sold by x402 only" (src/payments/partner-calls.ts), so the key is never used.
+    expect(await withVars({ X402_ENABLED: "false" }, noPayer)).toEqual([]);
   }, 60_000);
 });
 

@@ -259,6 +259,11 @@ export function problems(config, secrets, env = process.env) {
     );
   else if (isPlaceholderWallet(vars.PAY_TO))
     out.push(`PAY_TO ${vars.PAY_TO} is a placeholder: set your own wallet`);
+  // An unquoted number or boolean reaches the Worker as a JSON binding of that type, where every
+  // var is read as text: quoted, it is read as written.
+  for (const [name, value] of Object.entries(vars))
+    if (typeof value !== "string")
+      out.push(`${name} is not a string in [vars] (${JSON.stringify(value)}): quote it ("${value}")`);
   out.push(...x402VarProblems(vars));
   out.push(...wordProblems(vars));
   out.push(...partnerProblems(vars));

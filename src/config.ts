@@ -3,8 +3,12 @@ import { keyedUrl, keyPieces, redactUrl } from "./redact";
 
 export const INTERFACE_VERSION = "2.7.1";
 
+/**
+ * An unquoted `true` or `1` in [vars] reaches the Worker as a JSON boolean or number, not a string:
+ * read through String(), as wrangler.toml's quoted "true" is (`.trim()` on a boolean threw: a 500).
+ */
 const flag = (value: string | undefined, fallback: boolean) =>
-  value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(value.trim());
+  value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(String(value).trim());
 
 /**
  * Why STRIPE_SECRET_KEY cannot take money here, if it cannot: STRIPE_MODE ("live" unless set) says

@@ -22,7 +22,8 @@ export interface NetConfig {
  * FETCH_TIMEOUT_MS "8s" became the 100 ms floor, failing every network skill's upstream fetch.
  */
 const int = (value: string | undefined, fallback: number, min: number, max: number) => {
-  const text = (value ?? "").trim();
+  // String(): an unquoted 8000 in [vars] arrives as a number (a JSON binding), not a string.
+  const text = String(value ?? "").trim();
   return /^\d+$/.test(text) ? Math.min(max, Math.max(min, Number(text))) : fallback;
 };
 

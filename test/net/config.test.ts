@@ -15,4 +15,13 @@ describe("netConfig reads its numbers as written, or not at all", () => {
   ] as const)("%j", (vars, field, expected) => {
     expect(netConfig({ ...env, ...vars })[field]).toBe(expected);
   });
+
+  it("reads an unquoted number in [vars] (a JSON binding: a number, not a string) as written", () => {
+    const vars = { FETCH_TIMEOUT_MS: 5000, NETWORK_CACHE_TTL_SECONDS: 120 } as unknown as Record<
+      string,
+      string
+    >;
+    const cfg = netConfig({ ...env, ...vars });
+    expect([cfg.timeoutMs, cfg.cacheTtlSeconds]).toEqual([5000, 120]);
+  });
 });

@@ -126,6 +126,13 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     ]);
   });
 
+  it("unquoted booleans in [vars] (JSON bindings, not strings) are read as the words are, not a 500", async () => {
+    const res = await post({ ...paidEnvWithFixture(), FREE_BETA: false, X402_ENABLED: true });
+    expect(res.status).toBe(402);
+    expect(res.headers.get("payment-required")).toBeTruthy();
+    expect((await post({ ...env, FREE_BETA: true })).status).toBe(200);
+  });
+
   it("x402 disabled without another way to pay is a 402 that says so", async () => {
     const res = await post(paidEnv({ X402_ENABLED: "false" }));
     expect(res.status).toBe(402);

@@ -413,6 +413,15 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     ]);
   }, 60_000);
 
+  it("refuses an unquoted number or boolean in [vars], naming it: the Worker gets a JSON binding, not text", async () => {
+    const config = await readConfig(completed());
+    const vars = { ...(config.vars as Record<string, unknown>), FETCH_TIMEOUT_MS: 8000, FREE_BETA: false };
+    expect(problems({ ...config, vars }, ALL_SECRETS)).toEqual([
+      'FREE_BETA is not a string in [vars] (false): quote it ("false")',
+      'FETCH_TIMEOUT_MS is not a string in [vars] (8000): quote it ("8000")',
+    ]);
+  }, 60_000);
+
   it("refuses partners and x402 on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with either off", async () => {
     const noPayer = ALL_SECRETS.filter((s) => s !== "PARTNER_PAYER_KEY");
     expect(await withVars({}, noPayer)).toEqual([

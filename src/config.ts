@@ -39,8 +39,9 @@ export function stripeKeyProblem(env: Bindings): string | undefined {
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
 function stripeApiBaseProblem(raw: string | undefined, mode: string): string | undefined {
-  const base = raw?.trim();
-  if (!base) return undefined;
+  // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
+  if (raw === undefined || raw === "") return undefined;
+  const base = raw.trim();
   if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol))
     return "STRIPE_API_BASE is not an absolute http(s) URL";
   const { host, hostname, protocol } = new URL(base);

@@ -44,8 +44,10 @@ export async function stripeClient(
     });
     return undefined;
   }
-  const base = env.STRIPE_API_BASE ? new URL(env.STRIPE_API_BASE) : undefined;
-  const key = `${secret}|${env.STRIPE_API_BASE ?? ""}|${network.maxNetworkRetries}|${network.timeoutMs}`;
+  // Trimmed as stripeKeyProblem read it: the origin it approved is the one the key goes to.
+  const apiBase = env.STRIPE_API_BASE?.trim() ?? "";
+  const base = apiBase ? new URL(apiBase) : undefined;
+  const key = `${secret}|${apiBase}|${network.maxNetworkRetries}|${network.timeoutMs}`;
   const known = cached.get(key);
   if (known) return known;
   const Stripe = await stripeLibrary();

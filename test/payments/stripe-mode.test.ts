@@ -88,6 +88,7 @@ describe("STRIPE_MODE", () => {
   it.each([
     // Made every checkout and webhook a 500.
     [{ STRIPE_API_BASE: "not a url" }, /^STRIPE_API_BASE is not an absolute http\(s\) URL$/],
+    [{ STRIPE_API_BASE: "   " }, /^STRIPE_API_BASE is not an absolute http\(s\) URL$/],
     // An emulator elsewhere than loopback left in a live deployment: the live key would be sent to it.
     [
       {

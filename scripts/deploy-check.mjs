@@ -20,8 +20,6 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
-import { getDefaultAsset } from "@x402/evm";
-import { isAddress } from "viem";
 
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < 22 || (major === 22 && minor < 18) || (major === 23 && minor < 6)) {
@@ -34,6 +32,9 @@ const { partnerConfig } = await import("../src/partners/config.ts");
 const { PARTNERS } = await import("../src/partners/data.ts");
 const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figures.ts");
 const { mailtoAddress } = await import("../src/contact-email.ts");
+// The Worker's own checks, so the two cannot drift: what it would refuse (503) is refused here.
+const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
+const { stripeApiBaseProblem } = await import("../src/stripe-api-base.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -66,8 +67,7 @@ export const DEV_ACCOUNTS = [
   "0x8626f6940E2eb28930eFb4CeF49B2d1F2C9C1199",
 ];
 const isDevAccount = (address) => DEV_ACCOUNTS.some((a) => a.toLowerCase() === String(address).toLowerCase());
-// 0x1111…, 0x0000…: a placeholder, not anyone's wallet.
-const isPlaceholderWallet = (address) => /^0x([0-9a-f])\1{39}$/i.test(String(address));
+const isPlaceholderWallet = (address) => isPlaceholderAddress(String(address));
 /**
  * Reserved names (RFC 2606, 6761: example.com/.net/.org and their subdomains, .example, .test,
  * .invalid, localhost), mDNS's .local, and addresses no deployed Worker reaches a partner at
@@ -252,13 +252,10 @@ export function problems(config, secrets, env = process.env) {
   const out = [];
   const vars = config.vars ?? {};
   if (!vars.PAY_TO) out.push("PAY_TO is empty: set your own wallet address in wrangler.toml [vars]");
-  else if (!isAddress(vars.PAY_TO)) out.push(`PAY_TO "${vars.PAY_TO}" is not an EVM address`);
   else if (isDevAccount(vars.PAY_TO))
     out.push(
       `PAY_TO ${vars.PAY_TO} is a public dev account (anvil/hardhat): anyone holds its key; set your own wallet`,
     );
-  else if (isPlaceholderWallet(vars.PAY_TO))
-    out.push(`PAY_TO ${vars.PAY_TO} is a placeholder: set your own wallet`);
   // An unquoted number or boolean reaches the Worker as a JSON binding of that type, where every
   // var is read as text: quoted, it is read as written.
   for (const [name, value] of Object.entries(vars))
@@ -273,16 +270,20 @@ export function problems(config, secrets, env = process.env) {
     out.push(
       `STRIPE_MODE "${vars.STRIPE_MODE}" is neither "live" nor "test" (the Worker turns card payments off)`,
     );
-  // The emulator's origin left in [vars]: the Worker would send the live key to it (it turns card
-  // payments off instead: src/config.ts stripeKeyProblem). A secret of that name is not seen here.
-  const stripeBase = String(vars.STRIPE_API_BASE ?? "").trim();
-  if (stripeBase && stripeMode === "live") {
-    const host = URL.canParse(stripeBase) ? new URL(stripeBase).hostname : "";
-    if (!/(^|\.)stripe\.com$/.test(host) || !stripeBase.startsWith("https:"))
-      out.push(
-        'STRIPE_API_BASE is set and is not Stripe\'s: with STRIPE_MODE "live" the Worker turns card payments off rather than send the live key there; remove it from [vars]',
-      );
-  }
+  // The emulator's origin left in [vars]: what the Worker refuses to send the key to (it turns card
+  // payments off: src/config.ts stripeApiBaseProblem) is refused here in its words. A secret of
+  // that name is not seen here.
+  const stripeBase = stripeApiBaseProblem(vars.STRIPE_API_BASE, stripeMode);
+  if (stripeBase) out.push(`${stripeBase}: the Worker would turn card payments off; remove it from [vars]`);
+  // Beyond the Worker's rule, which lets loopback keep the key on a developer's machine: a deployed
+  // Worker reaches no loopback or private host, so every checkout would fail there.
+  else if (
+    String(vars.STRIPE_API_BASE ?? "").trim() &&
+    isPlaceholderHost(String(vars.STRIPE_API_BASE).trim())
+  )
+    out.push(
+      "STRIPE_API_BASE is a local or reserved host (the emulator's): a deployed Worker reaches nothing there; remove it from [vars]",
+    );
   // Real USDC beside credits sold for Stripe's test cards: a staging setting left in production.
   if (
     stripeMode === "test" &&
@@ -379,23 +380,13 @@ export function problems(config, secrets, env = process.env) {
  */
 function x402VarProblems(vars) {
   const out = [];
-  const network = String(vars.X402_NETWORK ?? "");
-  const usdc = String(vars.USDC_ADDRESS ?? "");
-  if (!/^eip155:\d+$/.test(network))
-    out.push(`X402_NETWORK "${network}" is not an eip155:<chain id> network (Base mainnet: eip155:8453)`);
-  if (!isAddress(usdc)) out.push(`USDC_ADDRESS "${usdc}" is not an EVM address`);
-  else {
-    let known;
-    try {
-      known = getDefaultAsset(network, "USDC").asset;
-    } catch {
-      // A network @x402/evm lists no USDC for (a local chain): USDC_ADDRESS is taken as set.
-    }
-    if (known && known.toLowerCase() !== usdc.toLowerCase())
-      out.push(`USDC_ADDRESS ${usdc} is not USDC on ${network} (${known}): prices are quoted in USDC`);
-    if (vars.PAY_TO && String(vars.PAY_TO).toLowerCase() === usdc.toLowerCase())
-      out.push("PAY_TO is the USDC contract's own address: nobody could spend what is paid to it");
-  }
+  out.push(
+    ...x402AddressProblems(
+      String(vars.X402_NETWORK ?? ""),
+      String(vars.USDC_ADDRESS ?? ""),
+      String(vars.PAY_TO ?? ""),
+    ),
+  );
   const base = String(vars.BASE_URL ?? "").trim();
   if (base && !(URL.canParse(base) && /^https?:$/.test(new URL(base).protocol)))
     out.push(

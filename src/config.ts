@@ -1,5 +1,6 @@
 import type { Bindings } from "./env";
 import { keyedUrl, keyPieces, redactUrl } from "./redact";
+import { stripeApiBaseProblem } from "./stripe-api-base";
 
 export const INTERFACE_VERSION = "2.7.1";
 
@@ -29,27 +30,6 @@ export function stripeKeyProblem(env: Bindings): string | undefined {
       ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
       : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
   return stripeApiBaseProblem(env.STRIPE_API_BASE, mode);
-}
-
-/**
- * STRIPE_API_BASE (the local emulator's origin): one that is no absolute http(s) URL made every
- * checkout and webhook a 500, and in live mode anything but Stripe's own host (or loopback) would
- * be sent the live key. Only the host is quoted.
- */
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
-
-function stripeApiBaseProblem(raw: string | undefined, mode: string): string | undefined {
-  // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
-  if (raw === undefined || raw === "") return undefined;
-  const base = raw.trim();
-  if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol))
-    return "STRIPE_API_BASE is not an absolute http(s) URL";
-  const { host, hostname, protocol } = new URL(base);
-  // Loopback keeps the key on the machine (the emulator; a deployed Worker reaches none).
-  const stripes = (protocol === "https:" && /(^|\.)stripe\.com$/.test(hostname)) || LOOPBACK.test(hostname);
-  if (mode === "live" && !stripes)
-    return `STRIPE_API_BASE points the live key at ${host}, not Stripe (leave it unset in production)`;
-  return undefined;
 }
 
 /** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). */

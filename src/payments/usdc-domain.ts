@@ -1,4 +1,4 @@
-import { findDefaultAsset, getDefaultAsset } from "@x402/evm";
+import { findDefaultAsset } from "@x402/evm";
 import { USDC_EXTRA } from "./x402-terms";
 
 /**
@@ -11,16 +11,4 @@ import { USDC_EXTRA } from "./x402-terms";
 export function usdcDomain(network: string, asset: string): { name: string; version: string } {
   const known = findDefaultAsset(asset, network as `${string}:${string}`);
   return known ? { name: known.name, version: known.version } : USDC_EXTRA;
-}
-
-/**
- * Circle's USDC contract on `network` as @x402/evm's asset table lists it, or undefined for a
- * network the table has no USDC for (a local chain of its own id): then USDC_ADDRESS is taken as set.
- */
-export function knownUsdc(network: string): string | undefined {
-  try {
-    return getDefaultAsset(network as `${string}:${string}`, "USDC").asset;
-  } catch {
-    return undefined;
-  }
 }

@@ -17,7 +17,6 @@ import {
   declareDiscoveryExtension,
 } from "@x402/extensions/bazaar";
 import type { Context, MiddlewareHandler, Next } from "hono";
-import { isAddress } from "viem";
 import { type PublicConfig, redactSecrets } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
@@ -33,7 +32,8 @@ import { withInputField } from "./bazaar-input";
 import { paidExtensions } from "./paid-extensions";
 import { markedByStatus, PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
-import { knownUsdc, usdcDomain } from "./usdc-domain";
+import { usdcDomain } from "./usdc-domain";
+import { x402AddressProblems } from "./x402-address";
 import { x402HttpGate } from "./x402-http";
 import { explain } from "./x402-offer-body";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
@@ -169,27 +169,9 @@ const plainPaywall = (cardpay: boolean): PaywallProvider => ({
 export function configProblem(cfg: PublicConfig): string | undefined {
   // PAY_TO ships empty: a deployment must name its own wallet before anything is sold.
   if (!cfg.payTo) return "payments are not configured (PAY_TO is not set)";
-  if (!/^eip155:\d+$/.test(cfg.network))
-    return `X402_NETWORK "${cfg.network}" is not an eip155:<chain id> network`;
-  for (const [name, value] of [
-    ["PAY_TO", cfg.payTo],
-    ["USDC_ADDRESS", cfg.usdcAddress],
-  ] as const) {
-    if (isAddress(value)) continue;
-    // A mixed-case address carries an EIP-55 checksum; one letter's case off is a mistyped address.
-    return isAddress(value, { strict: false })
-      ? `${name} fails its mixed-case (EIP-55) checksum: copy the address again, or write it all in lower case`
-      : `${name} is not an EVM address`;
-  }
-  // Each of these passed the checks above and took payments nobody could spend, or in another
-  // token than the prices' USDC; the deploy check refuses them too, but vars change after it.
-  const usdc = knownUsdc(cfg.network);
-  if (usdc && usdc.toLowerCase() !== cfg.usdcAddress.toLowerCase())
-    return `USDC_ADDRESS ${cfg.usdcAddress} is not USDC on ${cfg.network} (${usdc})`;
-  if (cfg.payTo.toLowerCase() === cfg.usdcAddress.toLowerCase())
-    return "PAY_TO is the USDC contract's own address: nobody could spend what is paid to it";
-  if (/^0x([0-9a-f])\1{39}$/i.test(cfg.payTo))
-    return `PAY_TO ${cfg.payTo} is a placeholder, not a wallet: nobody could spend what is paid to it`;
+  // The deploy check refuses the same (x402AddressProblems), but vars change after it.
+  const address = x402AddressProblems(cfg.network, cfg.usdcAddress, cfg.payTo)[0];
+  if (address) return address;
   try {
     new URL(cfg.facilitatorUrl);
   } catch {

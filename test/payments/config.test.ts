@@ -13,8 +13,8 @@ const post = (e: Record<string, unknown>) =>
 describe("x402 configuration problems are a clear 503, never a crash", () => {
   it.each([
     [{ X402_NETWORK: "base-mainnet" }, /X402_NETWORK/],
-    [{ PAY_TO: "not-an-address" }, /PAY_TO is not an EVM address/],
-    [{ PAY_TO: ` ${env.PAY_TO}` }, /PAY_TO is not an EVM address/],
+    [{ PAY_TO: "not-an-address" }, /PAY_TO "not-an-address" is not an EVM address/],
+    [{ PAY_TO: ` ${env.PAY_TO}` }, /PAY_TO " 0x\w{40}" is not an EVM address/],
     // One letter's case changed: a mistyped address, said as such.
     [{ PAY_TO: `0x3c${env.PAY_TO.slice(4)}` }, /PAY_TO fails its mixed-case \(EIP-55\) checksum/],
     // wrangler.toml ships PAY_TO empty: nothing is sold until the operator names a wallet.

@@ -380,11 +380,30 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     ]);
   }, 60_000);
 
-  it("refuses a STRIPE_API_BASE in [vars] that is not Stripe's while STRIPE_MODE is live", async () => {
-    expect(await withVars({ STRIPE_API_BASE: "http://127.0.0.1:12111" })).toEqual([
-      expect.stringMatching(/^STRIPE_API_BASE is set and is not Stripe's/),
+  it("refuses a STRIPE_API_BASE in [vars] the Worker refuses (its own rule, src/stripe-api-base.ts), and the emulator's local origin", async () => {
+    expect(await withVars({ STRIPE_API_BASE: "https://stripe-emulator.staging.dev" })).toEqual([
+      "STRIPE_API_BASE points the live key at stripe-emulator.staging.dev, not Stripe (leave it unset in production): the Worker would turn card payments off; remove it from [vars]",
     ]);
+    expect(await withVars({ STRIPE_API_BASE: "   " })).toEqual([
+      expect.stringMatching(/^STRIPE_API_BASE is not an absolute http\(s\) URL: the Worker would/),
+    ]);
+    // The Worker lets loopback keep the key on a developer's machine; a deployed one reaches nothing there.
+    expect(await withVars({ STRIPE_API_BASE: "http://127.0.0.1:12111" })).toEqual([
+      expect.stringMatching(/^STRIPE_API_BASE is a local or reserved host/),
+    ]);
+    // A URL's scheme is case-insensitive: the script compared "https:" as written.
+    expect(await withVars({ STRIPE_API_BASE: "HTTPS://api.stripe.com" })).toEqual([]);
     expect(await withVars({ STRIPE_API_BASE: "https://api.stripe.com" })).toEqual([]);
+  }, 60_000);
+
+  it("refuses what the x402 gate answers 503 for, in the gate's words (src/payments/x402-address.ts)", async () => {
+    const lower = OWN_WALLET.toLowerCase();
+    const typo = `${OWN_WALLET.slice(0, 3)}${OWN_WALLET[3] === "a" ? "A" : "a"}${OWN_WALLET.slice(4)}`;
+    expect(await withVars({ PAY_TO: typo })).toEqual([expect.stringMatching(/^PAY_TO fails its mixed-case/)]);
+    expect(await withVars({ PAY_TO: lower })).toEqual([]);
+    expect(await withVars({ PAY_TO: `0x${"0".repeat(40)}` })).toEqual([
+      `PAY_TO 0x${"0".repeat(40)} is a placeholder, not a wallet: nobody could spend what is paid to it`,
+    ]);
   }, 60_000);
 
   it("refuses a BASE_URL without a scheme and a facilitator URL that names an operation", async () => {

@@ -37,10 +37,11 @@ export function x402AddressProblems(network: string, usdc: string, payTo: string
   for (const [name, value] of named) {
     if (name === "PAY_TO" && !value) continue;
     if (isAddress(value)) continue;
-    // A mixed-case address carries an EIP-55 checksum; one letter's case off is a mistyped address.
+    // Upper case in an address is read as an EIP-55 checksum: one letter's case off (or all of them
+    // upper case) is a mistyped address.
     out.push(
       isAddress(value, { strict: false })
-        ? `${name} fails its mixed-case (EIP-55) checksum: copy the address again, or write it all in lower case`
+        ? `${name} ${value} is not EIP-55 checksummed (a letter's case is wrong): copy the address again, or write it all in lower case`
         : `${name} "${value}" is not an EVM address`,
     );
   }

@@ -16,7 +16,9 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     [{ PAY_TO: "not-an-address" }, /PAY_TO "not-an-address" is not an EVM address/],
     [{ PAY_TO: ` ${env.PAY_TO}` }, /PAY_TO " 0x\w{40}" is not an EVM address/],
     // One letter's case changed: a mistyped address, said as such.
-    [{ PAY_TO: `0x3c${env.PAY_TO.slice(4)}` }, /PAY_TO fails its mixed-case \(EIP-55\) checksum/],
+    [{ PAY_TO: `0x3c${env.PAY_TO.slice(4)}` }, /PAY_TO 0x3c\w{38} is not EIP-55 checksummed/],
+    // All upper case is no checksum either, and is not "mixed case".
+    [{ PAY_TO: `0x${env.PAY_TO.slice(2).toUpperCase()}` }, /PAY_TO 0x[0-9A-F]{40} is not EIP-55 checksummed/],
     // wrangler.toml ships PAY_TO empty: nothing is sold until the operator names a wallet.
     [{ PAY_TO: "" }, /payments are not configured/],
     [{ FACILITATOR_URL: "nope" }, /FACILITATOR_URL/],

@@ -399,7 +399,9 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
   it("refuses what the x402 gate answers 503 for, in the gate's words (src/payments/x402-address.ts)", async () => {
     const lower = OWN_WALLET.toLowerCase();
     const typo = `${OWN_WALLET.slice(0, 3)}${OWN_WALLET[3] === "a" ? "A" : "a"}${OWN_WALLET.slice(4)}`;
-    expect(await withVars({ PAY_TO: typo })).toEqual([expect.stringMatching(/^PAY_TO fails its mixed-case/)]);
+    expect(await withVars({ PAY_TO: typo })).toEqual([
+      expect.stringMatching(/^PAY_TO 0x5AAeb\w+ is not EIP-55 checksummed/),
+    ]);
     expect(await withVars({ PAY_TO: lower })).toEqual([]);
     expect(await withVars({ PAY_TO: `0x${"0".repeat(40)}` })).toEqual([
       `PAY_TO 0x${"0".repeat(40)} is a placeholder, not a wallet: nobody could spend what is paid to it`,

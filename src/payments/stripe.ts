@@ -37,11 +37,20 @@ export async function stripeClient(
   if (!secret) return undefined;
   const wrongMode = stripeKeyProblem(env);
   if (wrongMode) {
-    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`, {
-      level: "error",
-      msg: "stripe key mode mismatch: card payments are off",
-      error: wrongMode,
-    });
+    const value = `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`;
+    // stripe-api-base.ts's refusals all start with the var's name: the origin, not the key, is wrong.
+    if (wrongMode.startsWith("STRIPE_API_BASE "))
+      logOncePerValue("STRIPE_MODE", value, {
+        level: "error",
+        msg: "stripe api base refused: card payments are off",
+        error: wrongMode,
+      });
+    else
+      logOncePerValue("STRIPE_MODE", value, {
+        level: "error",
+        msg: "stripe key mode mismatch: card payments are off",
+        error: wrongMode,
+      });
     return undefined;
   }
   // Trimmed as stripeKeyProblem read it: the origin it approved is the one the key goes to.

@@ -294,8 +294,8 @@ export function problems(config, secrets, env = process.env) {
     out.push(
       'STRIPE_MODE is "test" on Base mainnet (X402_NETWORK eip155:8453) with card credits on: credits would be sold for Stripe\'s test cards; set STRIPE_MODE = "live", CARDPAY_ENABLED = "false", or DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 if meant',
     );
-  // The Worker reads env.DB and env.KV on every paid call: without the binding an unpaid call is a
-  // 500 and /health is 503. A block removed passed here, as there was no id left to check.
+  // The Worker reads env.DB and env.KV on every paid call: without DB an unpaid call is a 500;
+  // without either, /health is 503. A block removed passed here, as there was no id left to check.
   if (!(config.d1_databases ?? []).some((db) => db.binding === "DB"))
     out.push('[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml');
   if (!(config.kv_namespaces ?? []).some((kv) => kv.binding === "KV"))

@@ -90,6 +90,7 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     const e = paidEnvWithFixture();
     const res = await post({ ...e, FACILITATOR_URL: `${e.FACILITATOR_URL}/verify` });
     expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
     expect((await res.json<{ detail: string }>()).detail).toMatch(
       /^x402 payments are unavailable: facilitator/,
     );
@@ -133,6 +134,12 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     expect(res.status).toBe(402);
     expect(res.headers.get("payment-required")).toBeTruthy();
     expect((await post({ ...env, FREE_BETA: true })).status).toBe(200);
+  });
+
+  it('X402_ENABLED "ture" (a switch word the Worker does not read) is read as off: a 402, no x402 offer', async () => {
+    const res = await post(paidEnv({ X402_ENABLED: "ture" }));
+    expect(res.status).toBe(402);
+    expect(res.headers.get("payment-required")).toBeNull();
   });
 
   it("x402 disabled without another way to pay is a 402 that says so", async () => {

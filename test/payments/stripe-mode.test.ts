@@ -50,6 +50,32 @@ describe("a webhook whose signature does not verify", () => {
 });
 
 describe("STRIPE_MODE", () => {
+  it.each([
+    [
+      { STRIPE_SECRET_KEY: ` ${env.STRIPE_SECRET_KEY}` },
+      /^STRIPE_SECRET_KEY is neither a live nor a test key/,
+    ],
+    [{ STRIPE_MODE: "Live" }, /^STRIPE_MODE "Live" is neither "live" nor "test"$/],
+  ])("%j turns card payments off: checkout 503, logged", async (vars, error) => {
+    const lines = logLines();
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/cardpay/checkout", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ skill_id: "sha256" }),
+      }),
+      { ...env, ...vars },
+    );
+    expect(res.status).toBe(503);
+    expect(lines.filter((l) => l.msg === "stripe key mode mismatch: card payments are off")).toEqual([
+      {
+        level: "error",
+        msg: "stripe key mode mismatch: card payments are off",
+        error: expect.stringMatching(error),
+      },
+    ]);
+  });
+
   it("a test-mode key at a live deployment turns card payments off (503, cardpay_enabled false), logged once", async () => {
     const live = { ...env, STRIPE_MODE: "live", STRIPE_SECRET_KEY: `sk_test_${crypto.randomUUID()}` };
     const lines = logLines();

@@ -370,7 +370,7 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     );
   }, 60_000);
 
-  it("refuses a wrangler.toml without the DB or KV binding (an unpaid call would be a 500)", async () => {
+  it("refuses a wrangler.toml without the DB or KV binding (without DB an unpaid call is a 500; without either, /health is 503)", async () => {
     const config = await readConfig(completed());
     expect(problems({ ...config, d1_databases: [] }, ALL_SECRETS)).toEqual([
       '[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml',

@@ -20,6 +20,20 @@ export function knownUsdc(network: string): string | undefined {
 export const isPlaceholderAddress = (address: string) => /^0x([0-9a-f])\1{39}$/i.test(address);
 
 /**
+ * What a value that is no address looks like, never the value: a private key pasted into PAY_TO by
+ * mistake would otherwise be published in every 503, the log and deploy-check's (CI's) output.
+ */
+function shapeOf(value: string): string {
+  const core = value.trim();
+  const shape = /^0x[0-9a-f]*$/i.test(core)
+    ? `0x + ${core.length - 2} hex digits`
+    : /^[0-9a-f]+$/i.test(core)
+      ? `${core.length} hex digits without 0x`
+      : `${value.length} characters`;
+  return core === value ? shape : `${shape}, with spaces around it`;
+}
+
+/**
  * What is wrong with X402_NETWORK, USDC_ADDRESS and PAY_TO together, every problem in order: the
  * x402 gate answers 503 with the first (configProblem) and scripts/deploy-check.mjs refuses them
  * all, so what one refuses the other does. An empty PAY_TO is left to the caller (each says what to
@@ -42,7 +56,7 @@ export function x402AddressProblems(network: string, usdc: string, payTo: string
     out.push(
       isAddress(value, { strict: false })
         ? `${name} ${value} is not EIP-55 checksummed (a letter's case is wrong): copy the address again, or write it all in lower case`
-        : `${name} "${value}" is not an EVM address`,
+        : `${name} is not an EVM address (${shapeOf(value)}; an address is 0x + 40 hex digits)`,
     );
   }
   if (isAddress(usdc)) {

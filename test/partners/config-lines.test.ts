@@ -34,7 +34,7 @@ describe("a configuration every paid call or partner route refuses (503) is logg
       {
         level: "error",
         msg: "x402 payments misconfigured",
-        error: `PAY_TO "${payTo}" is not an EVM address`,
+        error: "PAY_TO is not an EVM address (0x + 11 hex digits; an address is 0x + 40 hex digits)",
       },
     ]);
   });

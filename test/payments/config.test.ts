@@ -13,8 +13,14 @@ const post = (e: Record<string, unknown>) =>
 describe("x402 configuration problems are a clear 503, never a crash", () => {
   it.each([
     [{ X402_NETWORK: "base-mainnet" }, /X402_NETWORK/],
-    [{ PAY_TO: "not-an-address" }, /PAY_TO "not-an-address" is not an EVM address/],
-    [{ PAY_TO: ` ${env.PAY_TO}` }, /PAY_TO " 0x\w{40}" is not an EVM address/],
+    [
+      { PAY_TO: "not-an-address" },
+      /PAY_TO is not an EVM address \(14 characters; an address is 0x \+ 40 hex digits\)/,
+    ],
+    [
+      { PAY_TO: ` ${env.PAY_TO}` },
+      /PAY_TO is not an EVM address \(0x \+ 40 hex digits, with spaces around it;/,
+    ],
     // One letter's case changed: a mistyped address, said as such.
     [{ PAY_TO: `0x3c${env.PAY_TO.slice(4)}` }, /PAY_TO 0x3c\w{38} is not EIP-55 checksummed/],
     // All upper case is no checksum either, and is not "mixed case".
@@ -42,6 +48,26 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     expect(res.status).toBe(503);
     expect((await res.json<{ detail: string }>()).detail).toMatch(message);
   });
+
+  it.each([
+    ["PAY_TO", `0x${"ab12".repeat(16)}`],
+    ["PAY_TO", "ab12".repeat(16)],
+    ["USDC_ADDRESS", `0x${"cd34".repeat(16)}`],
+  ])(
+    "%s holding a private key by mistake is never quoted: not in the 503, not in the log",
+    async (name, key) => {
+      const errors = vi.spyOn(console, "error");
+      const res = await post(paidEnv({ [name]: key }));
+      const lines = errors.mock.calls.map((c) => String(c[0]));
+      errors.mockRestore();
+      expect(res.status).toBe(503);
+      const body = await res.text();
+      expect(body).toMatch(new RegExp(`${name} is not an EVM address \\((0x \\+ )?64 hex digits`));
+      expect(body).not.toContain(key.slice(2));
+      expect(lines.some((l) => l.includes("x402 payments misconfigured"))).toBe(true);
+      for (const line of lines) expect(line).not.toContain(key.slice(2));
+    },
+  );
 
   it("an unreachable facilitator is 503 and the next request tries again", async () => {
     const e = paidEnv({ FACILITATOR_URL: "http://127.0.0.1:9/facilitator" });

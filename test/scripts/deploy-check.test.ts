@@ -115,7 +115,7 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(problems(config, ALL_SECRETS)).toEqual([]);
     expect(problems(config, undefined)).toEqual([expect.stringMatching(/secrets could not be listed/)]);
     expect(problems({ ...config, vars: { ...config.vars, PAY_TO: "0x123" } }, ALL_SECRETS)).toEqual([
-      'PAY_TO "0x123" is not an EVM address',
+      "PAY_TO is not an EVM address (0x + 3 hex digits; an address is 0x + 40 hex digits)",
     ]);
     // RPC_URL may be a plain var instead of a secret.
     const withVar = { ...config, vars: { ...config.vars, RPC_URL: "https://mainnet.base.org" } };
@@ -359,7 +359,7 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
       `USDC_ADDRESS ${SEPOLIA_USDC} is not USDC on eip155:8453 (${MAINNET_USDC}): prices are quoted in USDC`,
     ]);
     expect(await withVars({ USDC_ADDRESS: ` ${MAINNET_USDC}` })).toEqual([
-      `USDC_ADDRESS " ${MAINNET_USDC}" is not an EVM address`,
+      "USDC_ADDRESS is not an EVM address (0x + 40 hex digits, with spaces around it; an address is 0x + 40 hex digits)",
     ]);
     expect(await withVars({ X402_NETWORK: "base" })).toEqual([
       'X402_NETWORK "base" is not an eip155:<chain id> network (Base mainnet: eip155:8453)',

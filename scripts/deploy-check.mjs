@@ -249,18 +249,23 @@ export function warnings(config) {
  * check's own overrides (DEPLOY_CHECK_ALLOW_TEST_STRIPE).
  */
 export function problems(config, secrets, env = process.env) {
-  const out = [];
   const vars = config.vars ?? {};
+  // An unquoted number or boolean, a TOML table or array, reaches the Worker as a JSON binding of
+  // that type, where every var is read as text: quoted, it is read as written. Said alone: the
+  // checks below read each var as text and would say something else (or throw) about it.
+  const untyped = Object.entries(vars).filter(([, value]) => typeof value !== "string");
+  if (untyped.length)
+    return untyped.map(([name, value]) =>
+      typeof value === "object" && value !== null
+        ? `${name} is a TOML ${Array.isArray(value) ? "array" : "table"} in [vars], not text: write it as a JSON string (e.g. ${Array.isArray(value) ? `'[…]'` : `'{"<id>": "…"}'`})`
+        : `${name} is not a string in [vars] (${JSON.stringify(value)}): quote it ("${value}")`,
+    );
+  const out = [];
   if (!vars.PAY_TO) out.push("PAY_TO is empty: set your own wallet address in wrangler.toml [vars]");
   else if (isDevAccount(vars.PAY_TO))
     out.push(
       `PAY_TO ${vars.PAY_TO} is a public dev account (anvil/hardhat): anyone holds its key; set your own wallet`,
     );
-  // An unquoted number or boolean reaches the Worker as a JSON binding of that type, where every
-  // var is read as text: quoted, it is read as written.
-  for (const [name, value] of Object.entries(vars))
-    if (typeof value !== "string")
-      out.push(`${name} is not a string in [vars] (${JSON.stringify(value)}): quote it ("${value}")`);
   out.push(...x402VarProblems(vars));
   out.push(...wordProblems(vars));
   out.push(...partnerProblems(vars));

@@ -434,13 +434,27 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     ]);
   }, 60_000);
 
-  it("refuses an unquoted number or boolean in [vars], naming it: the Worker gets a JSON binding, not text", async () => {
+  it("refuses an unquoted number or boolean, a TOML table or array in [vars], naming it, without throwing: the Worker gets a JSON binding, not text", async () => {
     const config = await readConfig(completed());
-    const vars = { ...(config.vars as Record<string, unknown>), FETCH_TIMEOUT_MS: 8000, FREE_BETA: false };
-    expect(problems({ ...config, vars }, ALL_SECRETS)).toEqual([
-      'FREE_BETA is not a string in [vars] (false): quote it ("false")',
-      'FETCH_TIMEOUT_MS is not a string in [vars] (8000): quote it ("8000")',
-    ]);
+    const vars = {
+      ...(config.vars as Record<string, unknown>),
+      FETCH_TIMEOUT_MS: 8000,
+      FREE_BETA: false,
+      PARTNER_PRICE_MULTIPLIER: 3,
+      STRIPE_MODE: 1,
+      PARTNER_WALLETS: {},
+      RECEIPT_RETIRED_KEYS: [],
+    };
+    expect(problems({ ...config, vars }, ALL_SECRETS).sort()).toEqual(
+      [
+        'FREE_BETA is not a string in [vars] (false): quote it ("false")',
+        'FETCH_TIMEOUT_MS is not a string in [vars] (8000): quote it ("8000")',
+        'PARTNER_PRICE_MULTIPLIER is not a string in [vars] (3): quote it ("3")',
+        'STRIPE_MODE is not a string in [vars] (1): quote it ("1")',
+        `PARTNER_WALLETS is a TOML table in [vars], not text: write it as a JSON string (e.g. '{"<id>": "…"}')`,
+        "RECEIPT_RETIRED_KEYS is a TOML array in [vars], not text: write it as a JSON string (e.g. '[…]')",
+      ].sort(),
+    );
   }, 60_000);
 
   it("refuses partners and x402 on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with either off", async () => {

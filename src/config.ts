@@ -32,8 +32,8 @@ export function stripeKeyProblem(env: Bindings): string | undefined {
   return stripeApiBaseProblem(env.STRIPE_API_BASE, mode);
 }
 
-/** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). */
-const stripeMode = (env: Bindings) => (env.STRIPE_MODE ?? "").trim() || "live";
+/** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). String(): as flag(). */
+const stripeMode = (env: Bindings) => String(env.STRIPE_MODE ?? "").trim() || "live";
 
 /** Whether a webhook event's `livemode` is this deployment's STRIPE_MODE (an event without one is Stripe's). */
 export const stripeEventModeFits = (env: Bindings, livemode: unknown) =>
@@ -56,8 +56,12 @@ export const partnersEnabled = (env: Bindings) => flag(env.PARTNERS_ENABLED, tru
 /** X402_ENABLED and FREE_BETA as the catalog reads them: whether calls are sold over x402 at all. */
 export const x402Selling = (env: Bindings) => flag(env.X402_ENABLED, true) && !flag(env.FREE_BETA, false);
 
-/** RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it). */
-export const rateLimitsOn = (env: Bindings) => !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+/**
+ * RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it).
+ * An unquoted `false` is a boolean binding: read through String(), as flag() does (a 500 on every request).
+ */
+export const rateLimitsOn = (env: Bindings) =>
+  !/^(0|false|no|off)$/i.test(String(env.RATE_LIMITS ?? "").trim());
 
 const list = (value: string | undefined) =>
   (value ?? "")

@@ -162,6 +162,15 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     expect((await post({ ...env, FREE_BETA: true })).status).toBe(200);
   });
 
+  it.each([{ RATE_LIMITS: false }, { PARTNER_PRICE_MULTIPLIER: 3 }, { STRIPE_MODE: 1 }])(
+    "unquoted %j changed after deploy (a JSON binding) is read as its text: a paid call is the normal 402, not a 500",
+    async (overrides) => {
+      const res = await post({ ...paidEnvWithFixture(), ...overrides });
+      expect(res.status).toBe(402);
+      expect(res.headers.get("payment-required")).toBeTruthy();
+    },
+  );
+
   it('X402_ENABLED "ture" (a switch word the Worker does not read) is read as off: a 402, no x402 offer', async () => {
     const res = await post(paidEnv({ X402_ENABLED: "ture" }));
     expect(res.status).toBe(402);

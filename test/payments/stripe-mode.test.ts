@@ -56,7 +56,7 @@ describe("STRIPE_MODE", () => {
       /^STRIPE_SECRET_KEY is neither a live nor a test key/,
     ],
     [{ STRIPE_MODE: "Live" }, /^STRIPE_MODE "Live" is neither "live" nor "test"$/],
-  ])("%j turns card payments off: checkout 503, logged", async (vars, error) => {
+  ])("%j turns card payments off: checkout and webhook 503, logged", async (vars, error) => {
     const lines = logLines();
     const res = await createApp().fetch(
       new Request("https://skills.test/api/cardpay/checkout", {
@@ -67,6 +67,17 @@ describe("STRIPE_MODE", () => {
       { ...env, ...vars },
     );
     expect(res.status).toBe(503);
+    const { payload, header } = await signed({ id: "evt_mode", object: "event", type: "charge.refunded" });
+    const hook = await callIn({ ...env, ...vars }, "/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    });
+    expect(hook.res.status).toBe(503);
+    const catalog = await (
+      await createApp().fetch(new Request("https://skills.test/api/catalog"), { ...env, ...vars })
+    ).json<{ cardpay_enabled: boolean }>();
+    expect(catalog.cardpay_enabled).toBe(false);
     expect(lines.filter((l) => l.msg === "stripe key mode mismatch: card payments are off")).toEqual([
       {
         level: "error",
@@ -95,6 +106,17 @@ describe("STRIPE_MODE", () => {
       detail: expect.stringMatching(/^Card payments are not configured/),
     });
     expect((await checkout()).status).toBe(503);
+    const { payload, header } = await signed({
+      id: "evt_other_mode",
+      object: "event",
+      type: "charge.refunded",
+    });
+    const hook = await callIn(live, "/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    });
+    expect(hook.res.status).toBe(503);
     const catalog = await (await app.fetch(new Request("https://skills.test/api/catalog"), live)).json<{
       cardpay_enabled: boolean;
     }>();

@@ -391,6 +391,10 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     expect(await withVars({ STRIPE_API_BASE: "http://127.0.0.1:12111" })).toEqual([
       expect.stringMatching(/^STRIPE_API_BASE is a local or reserved host/),
     ]);
+    // In test mode too (the Worker's rule lets loopback have a test key): no deployed Worker reaches it.
+    expect(await withVars({ STRIPE_MODE: "test", STRIPE_API_BASE: "http://localhost:12111" })).toContainEqual(
+      expect.stringMatching(/^STRIPE_API_BASE is a local or reserved host/),
+    );
     // A URL's scheme is case-insensitive: the script compared "https:" as written.
     expect(await withVars({ STRIPE_API_BASE: "HTTPS://api.stripe.com" })).toEqual([]);
     expect(await withVars({ STRIPE_API_BASE: "https://api.stripe.com" })).toEqual([]);

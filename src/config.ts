@@ -18,18 +18,28 @@ const flag = (value: string | undefined, fallback: boolean) =>
  * cards. Card payments are off then (stripeClient, cardpayEnabled). Undefined when the key fits or
  * is unset.
  */
-export function stripeKeyProblem(env: Bindings): string | undefined {
+export const stripeKeyProblem = (env: Bindings) => stripeSetupProblem(env)?.error;
+
+/**
+ * stripeKeyProblem with what is wrong: the key or STRIPE_MODE (`key`), or the origin it would be
+ * sent to (`api base`), each logged under its own msg (stripe.ts).
+ */
+export function stripeSetupProblem(env: Bindings): { kind: "key" | "api base"; error: string } | undefined {
   const mode = stripeMode(env);
   if (mode !== "live" && mode !== "test")
-    return `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"`;
+    return { kind: "key", error: `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"` };
   const key = env.STRIPE_SECRET_KEY;
   if (!key) return undefined;
   const keyMode = /^[sr]k_(live|test)_/.exec(key)?.[1];
   if (keyMode !== mode)
-    return keyMode
-      ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
-      : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
-  return stripeApiBaseProblem(env.STRIPE_API_BASE, mode);
+    return {
+      kind: "key",
+      error: keyMode
+        ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
+        : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`,
+    };
+  const base = stripeApiBaseProblem(env.STRIPE_API_BASE, mode);
+  return base ? { kind: "api base", error: base } : undefined;
 }
 
 /** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). String(): as flag(). */

@@ -1,5 +1,5 @@
 import type Stripe from "stripe";
-import { stripeKeyProblem } from "../config";
+import { stripeSetupProblem } from "../config";
 import type { Bindings } from "../env";
 import { logOncePerValue } from "../http/log-once";
 
@@ -35,22 +35,16 @@ export async function stripeClient(
 ): Promise<Stripe | undefined> {
   const secret = env.STRIPE_SECRET_KEY;
   if (!secret) return undefined;
-  const wrongMode = stripeKeyProblem(env);
-  if (wrongMode) {
-    const value = `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`;
-    // stripe-api-base.ts's refusals all start with the var's name: the origin, not the key, is wrong.
-    if (wrongMode.startsWith("STRIPE_API_BASE "))
-      logOncePerValue("STRIPE_MODE", value, {
-        level: "error",
-        msg: "stripe api base refused: card payments are off",
-        error: wrongMode,
-      });
-    else
-      logOncePerValue("STRIPE_MODE", value, {
-        level: "error",
-        msg: "stripe key mode mismatch: card payments are off",
-        error: wrongMode,
-      });
+  const problem = stripeSetupProblem(env);
+  if (problem) {
+    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`, {
+      level: "error",
+      msg:
+        problem.kind === "api base"
+          ? "stripe api base refused: card payments are off"
+          : "stripe key mode mismatch: card payments are off",
+      error: problem.error,
+    });
     return undefined;
   }
   // Trimmed as stripeKeyProblem read it: the origin it approved is the one the key goes to.

@@ -37,14 +37,14 @@ export async function stripeClient(
   if (!secret) return undefined;
   const problem = stripeSetupProblem(env);
   if (problem) {
-    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`, {
-      level: "error",
-      msg:
-        problem.kind === "api base"
-          ? "stripe api base refused: card payments are off"
-          : "stripe key mode mismatch: card payments are off",
-      error: problem.error,
-    });
+    // Each line a literal of its own: test/scripts/log-lines-documented.test.ts reads their msgs.
+    logOncePerValue(
+      "STRIPE_MODE",
+      `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`,
+      problem.kind === "api base"
+        ? { level: "error", msg: "stripe api base refused: card payments are off", error: problem.error }
+        : { level: "error", msg: "stripe key mode mismatch: card payments are off", error: problem.error },
+    );
     return undefined;
   }
   // Trimmed as stripeKeyProblem read it: the origin it approved is the one the key goes to.

@@ -16,7 +16,9 @@ const checked = new WeakMap<PublicConfig, PaymentTerms | null>();
 export async function checkPaymentTerms(cfg: PublicConfig): Promise<void> {
   if (checked.has(cfg)) return;
   const { x402AddressProblems } = await import("../payments/x402-address");
-  const ok = x402AddressProblems(cfg.network, cfg.usdcAddress, cfg.payTo).length === 0;
+  // An empty PAY_TO passes x402AddressProblems (each caller says what to do about it): the gate
+  // answers 503 "not configured", so nothing is published either.
+  const ok = cfg.payTo !== "" && x402AddressProblems(cfg.network, cfg.usdcAddress, cfg.payTo).length === 0;
   checked.set(cfg, ok ? Object.freeze({ payTo: cfg.payTo, asset: cfg.usdcAddress }) : null);
 }
 

@@ -42,9 +42,17 @@ describe("discovery documents publish the x402 addresses only when the gate acce
       expect(await body(bindings, path), path).not.toContain(env.USDC_ADDRESS);
   });
 
+  it("says payments are misconfigured while PAY_TO is empty, as the gate's 503 does", async () => {
+    const bindings = { ...env, PAY_TO: "" };
+    for (const path of ["/llms.txt", "/AGENTS.md", "/openapi.json"])
+      expect(await body(bindings, path), path).toContain("x402 payments are misconfigured");
+    expect(await body(bindings, "/.well-known/agents.json")).not.toContain('"pay_to"');
+  });
+
   it("publishes both while they are valid", async () => {
     const bindings = { ...env };
     for (const path of PAY_TO_DOCUMENTS) expect(await body(bindings, path), path).toContain(env.PAY_TO);
     for (const path of ASSET_DOCUMENTS) expect(await body(bindings, path), path).toContain(env.USDC_ADDRESS);
+    expect(await body(bindings, "/.well-known/agents.json")).toContain('"pay_to"');
   });
 });

@@ -233,13 +233,16 @@ const on = (v, fallback) =>
  */
 export function warnings(config) {
   const vars = config.vars ?? {};
+  // Read as text, as the Worker does: an unquoted STRIPE_MODE = 1 threw here, before problems()
+  // could say to quote it.
+  const stripeMode = String(vars.STRIPE_MODE ?? "").trim();
   const out = [];
-  if (on(vars.CARDPAY_ENABLED, true) && (vars.STRIPE_MODE ?? "").trim() === "test")
+  if (on(vars.CARDPAY_ENABLED, true) && stripeMode === "test")
     out.push(
       'STRIPE_MODE is "test": card credits are sold for Stripe\'s test cards (a staging deployment only); production is "live" with a sk_live_/rk_live_ key',
     );
   out.push(
-    `ADMIN_TOKEN's value cannot be read here: the Worker refuses one shorter than 24 characters (admin answers 503); STRIPE_SECRET_KEY must be a ${(vars.STRIPE_MODE ?? "").trim() || "live"}-mode key (STRIPE_MODE), or card payments are off`,
+    `ADMIN_TOKEN's value cannot be read here: the Worker refuses one shorter than 24 characters (admin answers 503); STRIPE_SECRET_KEY must be a ${stripeMode || "live"}-mode key (STRIPE_MODE), or card payments are off`,
   );
   return out;
 }

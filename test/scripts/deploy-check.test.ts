@@ -461,6 +461,15 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     );
   }, 60_000);
 
+  it("the script says to quote an unquoted STRIPE_MODE = 1 and exits 1, not 'deploy-check failed' (its notes read STRIPE_MODE first)", async () => {
+    const config = completed();
+    writeFileSync(config, readFileSync(config, "utf8").replace('STRIPE_MODE = "live"', "STRIPE_MODE = 1"));
+    const res = await run(config, ALL_SECRETS.join(","));
+    expect(res.out).toContain('STRIPE_MODE is not a string in [vars] (1): quote it ("1")');
+    expect(res.out).not.toContain("deploy-check failed");
+    expect(res.code).toBe(1);
+  }, 60_000);
+
   it("refuses partners and x402 on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with either off", async () => {
     const noPayer = ALL_SECRETS.filter((s) => s !== "PARTNER_PAYER_KEY");
     expect(await withVars({}, noPayer)).toEqual([

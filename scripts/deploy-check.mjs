@@ -259,9 +259,12 @@ export function problems(config, secrets, env = process.env) {
   const untyped = Object.entries(vars).filter(([, value]) => typeof value !== "string");
   if (untyped.length)
     return untyped.map(([name, value]) =>
-      typeof value === "object" && value !== null
-        ? `${name} is a TOML ${Array.isArray(value) ? "array" : "table"} in [vars], not text: write it as a JSON string (e.g. ${Array.isArray(value) ? `'[…]'` : `'{"<id>": "…"}'`})`
-        : `${name} is not a string in [vars] (${JSON.stringify(value)}): quote it ("${value}")`,
+      // An unquoted date (1979-05-27) is parsed as a Date: an object, but no table.
+      value instanceof Date
+        ? `${name} is a TOML date in [vars], not text: quote it`
+        : typeof value === "object" && value !== null
+          ? `${name} is a TOML ${Array.isArray(value) ? "array" : "table"} in [vars], not text: write it as a JSON string (e.g. ${Array.isArray(value) ? `'[…]'` : `'{"<id>": "…"}'`})`
+          : `${name} is not a string in [vars] (${JSON.stringify(value)}): quote it ("${value}")`,
     );
   const out = [];
   if (!vars.PAY_TO) out.push("PAY_TO is empty: set your own wallet address in wrangler.toml [vars]");

@@ -461,6 +461,20 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     );
   }, 60_000);
 
+  it("calls an unquoted TOML date a date, not a table", async () => {
+    const file = completed();
+    writeFileSync(
+      file,
+      readFileSync(file, "utf8").replace(
+        'CONTACT_EMAIL = "ops@skills-marketplace.dev"',
+        "CONTACT_EMAIL = 1979-05-27",
+      ),
+    );
+    expect(problems(await readConfig(file), ALL_SECRETS)).toEqual([
+      "CONTACT_EMAIL is a TOML date in [vars], not text: quote it",
+    ]);
+  }, 60_000);
+
   it("the script says to quote an unquoted STRIPE_MODE = 1 and exits 1, not 'deploy-check failed' (its notes read STRIPE_MODE first)", async () => {
     const config = completed();
     writeFileSync(config, readFileSync(config, "utf8").replace('STRIPE_MODE = "live"', "STRIPE_MODE = 1"));

@@ -29,7 +29,7 @@ function shapeOf(value: string): string {
     ? `0x + ${core.length - 2} hex digits`
     : /^[0-9a-f]+$/i.test(core)
       ? `${core.length} hex digits without 0x`
-      : `${value.length} characters`;
+      : `${core.length} characters`;
   return core === value ? shape : `${shape}, with spaces around it`;
 }
 

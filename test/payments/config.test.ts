@@ -17,6 +17,11 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
       { PAY_TO: "not-an-address" },
       /PAY_TO is not an EVM address \(14 characters; an address is 0x \+ 40 hex digits\)/,
     ],
+    // The characters counted are those within the spaces, as the hex shapes count.
+    [
+      { PAY_TO: "  not-an-address " },
+      /PAY_TO is not an EVM address \(14 characters, with spaces around it; an address is 0x \+ 40 hex digits\)/,
+    ],
     [
       { PAY_TO: ` ${env.PAY_TO}` },
       /PAY_TO is not an EVM address \(0x \+ 40 hex digits, with spaces around it;/,

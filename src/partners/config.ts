@@ -28,7 +28,8 @@ export type Refused = { error: string; off?: true };
 
 export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
   // An unquoted 3 in [vars] is a number binding, read as its text (`.trim()` on it threw: a 500 on
-  // every paid call); a TOML table reads as "[object Object]" and is refused below.
+  // every paid call); a TOML table reads as "[object Object]" and is refused below, an empty TOML
+  // array as "" (unset: the minimum).
   const text = String(raw ?? "").trim();
   const value = text === "" ? MIN_MULTIPLIER : Number(text);
   if (!Number.isFinite(value)) return { error: `PARTNER_PRICE_MULTIPLIER "${raw}" is not a number` };
@@ -69,6 +70,7 @@ function parseOverrides(
   what: string,
 ): { values: Record<string, string> } | Refused {
   // A TOML table (not a JSON string) is an object binding: its text "[object Object]" is no JSON.
+  // An empty TOML array reads as "": unset, no overrides.
   const text = String(raw ?? "");
   if (!text.trim()) return { values: {} };
   let value: unknown;

@@ -31,4 +31,4 @@ export const paymentTerms = (cfg: PublicConfig): PaymentTerms | undefined => che
 
 /** Said where the address would be when paymentTerms is undefined, as the gate's 503 says. */
 export const PAYMENTS_MISCONFIGURED =
-  "x402 payments are misconfigured on this deployment (paid calls answer 503 until the operator fixes PAY_TO or USDC_ADDRESS)";
+  "x402 payments are misconfigured on this deployment (paid calls answer 503 until the operator fixes PAY_TO, USDC_ADDRESS or X402_NETWORK)";

@@ -11,12 +11,10 @@ import {
 import { agentsMd, llmsTxt } from "../discovery/guides";
 import { openApiDocument } from "../discovery/openapi";
 import { CLIENT_ERROR, ERROR, json, type OperationSpec, operation, text } from "../discovery/operation";
-import { checkPaymentTerms } from "../discovery/payment-terms";
 import { serviceSpec } from "../discovery/service-specs";
 import type { AppEnv } from "../env";
 import { serveConfigured, serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
-import { requestConfig } from "../http/request-config";
 import { listedPartnerPricing } from "../partners/request";
 import { sellables } from "../payments/sellables";
 import { callPolicy, reliabilityMarkdown, reliabilitySummary, statsIfAvailable } from "../stats/published";
@@ -103,22 +101,6 @@ const jsonDoc = (route: string, make: Make<unknown>) =>
  * read (listedPartnerPricing, as the home page and MCP): otherwise the skills alone, never a 503
  * (the partner routes answer theirs). Both that and the figures are fixed per scope and inputs.
  */
-
-// The documents that print the x402 addresses print them only once checked (payment-terms.ts).
-for (const route of [
-  ops.llmsTxt.route,
-  ops.agentsMd.route,
-  ops.x402.route,
-  ops.wellKnownAgents.route,
-  ops.agents.route,
-  ops.humanless.route,
-  ops.openapi.route,
-  ops.service.route,
-])
-  discoveryRoutes.use(route, async (c, next) => {
-    await checkPaymentTerms(requestConfig(c));
-    await next();
-  });
 
 textDoc("/robots.txt", "text/plain", robotsTxt);
 textDoc("/sitemap.xml", "application/xml", sitemapXml);

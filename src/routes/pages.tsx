@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod";
 import { publicConfig } from "../config";
-import { checkPaymentTerms } from "../discovery/payment-terms";
 import type { AppEnv } from "../env";
 import { pathParams } from "../http/validation";
 import { AppletPage } from "../pages/applet";
@@ -59,7 +58,11 @@ pageRoutes.get("/docs/:slug", pathParams(docSlug), async (c) => {
   const skill = skillBySlug(slug);
   if (!skill) return c.html(<NotFoundPage slug={slug} />, 404);
   const doc = await statsIfAvailable(c);
-  const cfg = publicConfig(c.env, c.req.url);
-  await checkPaymentTerms(cfg); // the page's 402 example prints the x402 addresses once checked
-  return c.html(<SkillDocPage cfg={cfg} skill={skill} reliability={doc && reliabilityLine(doc, skill.id)} />);
+  return c.html(
+    <SkillDocPage
+      cfg={publicConfig(c.env, c.req.url)}
+      skill={skill}
+      reliability={doc && reliabilityLine(doc, skill.id)}
+    />,
+  );
 });

@@ -49,10 +49,27 @@ describe("discovery documents publish the x402 addresses only when the gate acce
     expect(await body(bindings, "/.well-known/agents.json")).not.toContain('"pay_to"');
   });
 
-  it("publishes both while they are valid", async () => {
-    const bindings = { ...env };
-    for (const path of PAY_TO_DOCUMENTS) expect(await body(bindings, path), path).toContain(env.PAY_TO);
-    for (const path of ASSET_DOCUMENTS) expect(await body(bindings, path), path).toContain(env.USDC_ADDRESS);
-    expect(await body(bindings, "/.well-known/agents.json")).toContain('"pay_to"');
-  });
+  // Each document from bindings of its own (a cold configuration), first asked by HEAD, by a
+  // conditional GET, or by a plain GET: no document may depend on another having been asked first.
+  it.each(["GET", "HEAD", "If-None-Match"])(
+    "publishes both while they are valid, each document first asked by %s",
+    async (first) => {
+      for (const path of [...ASSET_DOCUMENTS, "/agents.json"]) {
+        const bindings = { ...env };
+        const app = createApp();
+        const init: RequestInit =
+          first === "HEAD"
+            ? { method: "HEAD" }
+            : first === "If-None-Match"
+              ? { headers: { "if-none-match": '"nope"' } }
+              : {};
+        await (await app.fetch(new Request(`https://skills.test${path}`, init), bindings)).arrayBuffer();
+        const text = await body(bindings, path);
+        if (PAY_TO_DOCUMENTS.includes(path) || path === "/agents.json")
+          expect(text, path).toContain(env.PAY_TO);
+        expect(text, path).toContain(env.USDC_ADDRESS);
+      }
+      expect(await body({ ...env }, "/.well-known/agents.json")).toContain('"pay_to"');
+    },
+  );
 });

@@ -20,7 +20,6 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
-import { isAddress } from "viem";
 
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < 22 || (major === 22 && minor < 18) || (major === 23 && minor < 6)) {
@@ -33,6 +32,9 @@ const { partnerConfig } = await import("../src/partners/config.ts");
 const { PARTNERS } = await import("../src/partners/data.ts");
 const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figures.ts");
 const { mailtoAddress } = await import("../src/contact-email.ts");
+// The Worker's own checks, so the two cannot drift: what it would refuse (503) is refused here.
+const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
+const { stripeApiBaseProblem } = await import("../src/stripe-api-base.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -65,8 +67,7 @@ export const DEV_ACCOUNTS = [
   "0x8626f6940E2eb28930eFb4CeF49B2d1F2C9C1199",
 ];
 const isDevAccount = (address) => DEV_ACCOUNTS.some((a) => a.toLowerCase() === String(address).toLowerCase());
-// 0x1111…, 0x0000…: a placeholder, not anyone's wallet.
-const isPlaceholderWallet = (address) => /^0x([0-9a-f])\1{39}$/i.test(String(address));
+const isPlaceholderWallet = (address) => isPlaceholderAddress(String(address));
 /**
  * Reserved names (RFC 2606, 6761: example.com/.net/.org and their subdomains, .example, .test,
  * .invalid, localhost), mDNS's .local, and addresses no deployed Worker reaches a partner at
@@ -232,13 +233,16 @@ const on = (v, fallback) =>
  */
 export function warnings(config) {
   const vars = config.vars ?? {};
+  // Read as text, as the Worker does: an unquoted STRIPE_MODE = 1 threw here, before problems()
+  // could say to quote it.
+  const stripeMode = String(vars.STRIPE_MODE ?? "").trim();
   const out = [];
-  if (on(vars.CARDPAY_ENABLED, true) && (vars.STRIPE_MODE ?? "").trim() === "test")
+  if (on(vars.CARDPAY_ENABLED, true) && stripeMode === "test")
     out.push(
       'STRIPE_MODE is "test": card credits are sold for Stripe\'s test cards (a staging deployment only); production is "live" with a sk_live_/rk_live_ key',
     );
   out.push(
-    `ADMIN_TOKEN's value cannot be read here: the Worker refuses one shorter than 24 characters (admin answers 503); STRIPE_SECRET_KEY must be a ${(vars.STRIPE_MODE ?? "").trim() || "live"}-mode key (STRIPE_MODE), or card payments are off`,
+    `ADMIN_TOKEN's value cannot be read here: the Worker refuses one shorter than 24 characters (admin answers 503); STRIPE_SECRET_KEY must be a ${stripeMode || "live"}-mode key (STRIPE_MODE), or card payments are off`,
   );
   return out;
 }
@@ -248,22 +252,48 @@ export function warnings(config) {
  * check's own overrides (DEPLOY_CHECK_ALLOW_TEST_STRIPE).
  */
 export function problems(config, secrets, env = process.env) {
-  const out = [];
   const vars = config.vars ?? {};
+  // An unquoted number or boolean, a TOML table or array, reaches the Worker as a JSON binding of
+  // that type, where every var is read as text: quoted, it is read as written. Said alone: the
+  // checks below read each var as text and would say something else (or throw) about it.
+  const untyped = Object.entries(vars).filter(([, value]) => typeof value !== "string");
+  if (untyped.length)
+    return untyped.map(([name, value]) =>
+      // An unquoted date (1979-05-27) is parsed as a Date: an object, but no table.
+      value instanceof Date
+        ? `${name} is a TOML date in [vars], not text: quote it`
+        : typeof value === "object" && value !== null
+          ? `${name} is a TOML ${Array.isArray(value) ? "array" : "table"} in [vars], not text: write it as a JSON string (e.g. ${Array.isArray(value) ? `'[…]'` : `'{"<id>": "…"}'`})`
+          : `${name} is not a string in [vars] (${JSON.stringify(value)}): quote it ("${value}")`,
+    );
+  const out = [];
   if (!vars.PAY_TO) out.push("PAY_TO is empty: set your own wallet address in wrangler.toml [vars]");
-  else if (!isAddress(vars.PAY_TO)) out.push(`PAY_TO "${vars.PAY_TO}" is not an EVM address`);
   else if (isDevAccount(vars.PAY_TO))
     out.push(
       `PAY_TO ${vars.PAY_TO} is a public dev account (anvil/hardhat): anyone holds its key; set your own wallet`,
     );
-  else if (isPlaceholderWallet(vars.PAY_TO))
-    out.push(`PAY_TO ${vars.PAY_TO} is a placeholder: set your own wallet`);
+  out.push(...x402VarProblems(vars));
+  out.push(...wordProblems(vars));
   out.push(...partnerProblems(vars));
   out.push(...retiredKeyProblems(vars));
   const stripeMode = (vars.STRIPE_MODE ?? "").trim() || "live";
   if (stripeMode !== "live" && stripeMode !== "test")
     out.push(
       `STRIPE_MODE "${vars.STRIPE_MODE}" is neither "live" nor "test" (the Worker turns card payments off)`,
+    );
+  // The emulator's origin left in [vars]: what the Worker refuses to send the key to (it turns card
+  // payments off: src/config.ts stripeApiBaseProblem) is refused here in its words. A secret of
+  // that name is not seen here.
+  const stripeBase = stripeApiBaseProblem(vars.STRIPE_API_BASE, stripeMode);
+  if (stripeBase) out.push(`${stripeBase}: the Worker would turn card payments off; remove it from [vars]`);
+  // Beyond the Worker's rule, which lets loopback keep the key on a developer's machine: a deployed
+  // Worker reaches no loopback or private host, so every checkout would fail there.
+  else if (
+    String(vars.STRIPE_API_BASE ?? "").trim() &&
+    isPlaceholderHost(String(vars.STRIPE_API_BASE).trim())
+  )
+    out.push(
+      "STRIPE_API_BASE is a local or reserved host (the emulator's): a deployed Worker reaches nothing there; remove it from [vars]",
     );
   // Real USDC beside credits sold for Stripe's test cards: a staging setting left in production.
   if (
@@ -275,6 +305,12 @@ export function problems(config, secrets, env = process.env) {
     out.push(
       'STRIPE_MODE is "test" on Base mainnet (X402_NETWORK eip155:8453) with card credits on: credits would be sold for Stripe\'s test cards; set STRIPE_MODE = "live", CARDPAY_ENABLED = "false", or DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 if meant',
     );
+  // The Worker reads env.DB and env.KV on every paid call: without DB an unpaid call is a 500;
+  // without either, /health is 503. A block removed passed here, as there was no id left to check.
+  if (!(config.d1_databases ?? []).some((db) => db.binding === "DB"))
+    out.push('[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml');
+  if (!(config.kv_namespaces ?? []).some((kv) => kv.binding === "KV"))
+    out.push('[[kv_namespaces]] binding "KV" is missing: copy it from the shipped wrangler.toml');
   for (const db of config.d1_databases ?? []) {
     if (!db.database_id || ZERO_ID.test(db.database_id)) {
       out.push(
@@ -323,6 +359,18 @@ export function problems(config, secrets, env = process.env) {
       for (const name of ["CDP_API_KEY_ID", "CDP_API_KEY_SECRET"])
         if (!secrets.includes(name)) out.push(`secret ${name} is not set: CDP's facilitator needs it`);
     }
+    // A paid partner is paid per call from the operating wallet: without its key every call of
+    // that partner answers 502 (the caller is not charged), and nothing lists it as broken. With
+    // x402 off paid partners are not sold at all (402 "sold by x402 only"): the key is never used.
+    if (
+      on(vars.PARTNERS_ENABLED, true) &&
+      x402On &&
+      PARTNERS.some((p) => p.listing_status === "paid") &&
+      !secrets.includes("PARTNER_PAYER_KEY")
+    )
+      out.push(
+        'secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED and X402_ENABLED are on: every paid partner\'s calls would answer 502; set it (npx wrangler secret put PARTNER_PAYER_KEY) or set PARTNERS_ENABLED = "false"',
+      );
     // Card credits need both Stripe secrets: without the webhook's, refunds and disputes never take
     // credits back. Off on purpose: CARDPAY_ENABLED = "false".
     if (on(vars.CARDPAY_ENABLED, true)) {
@@ -332,6 +380,61 @@ export function problems(config, secrets, env = process.env) {
             `secret ${name} is not set, and CARDPAY_ENABLED is on: set it (webhook endpoint https://<host>/api/cardpay/webhook, events ${STRIPE_EVENTS.join(", ")}) or set CARDPAY_ENABLED = "false"`,
           );
     }
+  }
+  return out;
+}
+
+/**
+ * X402_NETWORK, USDC_ADDRESS, PAY_TO beside each other, BASE_URL and the facilitator's path, as
+ * the Worker reads them (src/payments/x402-gate.ts configProblem, src/config.ts): what it would
+ * refuse (503) or, for BASE_URL, ignore.
+ */
+function x402VarProblems(vars) {
+  const out = [];
+  out.push(
+    ...x402AddressProblems(
+      String(vars.X402_NETWORK ?? ""),
+      String(vars.USDC_ADDRESS ?? ""),
+      String(vars.PAY_TO ?? ""),
+    ),
+  );
+  const base = String(vars.BASE_URL ?? "").trim();
+  if (base && !(URL.canParse(base) && /^https?:$/.test(new URL(base).protocol)))
+    out.push(
+      `BASE_URL "${base}" is not an absolute http(s) URL (e.g. https://skills.example.com): the Worker would ignore it`,
+    );
+  if (URL.canParse(String(vars.FACILITATOR_URL ?? ""))) {
+    // The client appends /supported, /verify and /settle to the base URL itself.
+    const { pathname } = new URL(String(vars.FACILITATOR_URL));
+    if (/\/(supported|verify|settle)\/?$/.test(pathname))
+      out.push(
+        `FACILITATOR_URL ends in ${pathname.match(/\/\w+\/?$/)?.[0]}: give the facilitator's base URL, which the Worker adds /supported, /verify and /settle to`,
+      );
+  }
+  return out;
+}
+
+const FLAG_WORDS = /^(1|true|yes|on|0|false|no|off)$/i;
+const WHOLE_NUMBER = /^\d+$/;
+
+/**
+ * Switches and numbers as the Worker reads them: a flag it does not know ("ture", "enabled") is
+ * read as off, so X402_ENABLED = "ture" stops selling over x402; a number with a unit ("8s") is
+ * read as the default. Both refused here, naming the var.
+ */
+function wordProblems(vars) {
+  const out = [];
+  for (const name of ["X402_ENABLED", "CARDPAY_ENABLED", "FREE_BETA", "PARTNERS_ENABLED"]) {
+    const value = vars[name];
+    if (value === undefined || value === "" || FLAG_WORDS.test(String(value).trim())) continue;
+    out.push(
+      `${name} "${value}" is not a switch the Worker reads (true/false, yes/no, on/off, 1/0): it reads it as off`,
+    );
+  }
+  for (const name of ["FETCH_TIMEOUT_MS", "NETWORK_CACHE_TTL_SECONDS", "CALL_LOG_FLUSH_MS"]) {
+    const value = vars[name];
+    if (value === undefined || value === "" || WHOLE_NUMBER.test(String(value).trim())) continue;
+    out.push(`${name} "${value}" is not a whole number (no unit): the Worker would not read it as meant`);
   }
   return out;
 }

@@ -1,10 +1,15 @@
 import type { Bindings } from "./env";
 import { keyedUrl, keyPieces, redactUrl } from "./redact";
+import { stripeApiBaseProblem } from "./stripe-api-base";
 
 export const INTERFACE_VERSION = "2.7.1";
 
+/**
+ * An unquoted `true` or `1` in [vars] reaches the Worker as a JSON boolean or number, not a string:
+ * read through String(), as wrangler.toml's quoted "true" is (`.trim()` on a boolean threw: a 500).
+ */
 const flag = (value: string | undefined, fallback: boolean) =>
-  value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(value.trim());
+  value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(String(value).trim());
 
 /**
  * Why STRIPE_SECRET_KEY cannot take money here, if it cannot: STRIPE_MODE ("live" unless set) says
@@ -13,21 +18,32 @@ const flag = (value: string | undefined, fallback: boolean) =>
  * cards. Card payments are off then (stripeClient, cardpayEnabled). Undefined when the key fits or
  * is unset.
  */
-export function stripeKeyProblem(env: Bindings): string | undefined {
+export const stripeKeyProblem = (env: Bindings) => stripeSetupProblem(env)?.error;
+
+/**
+ * stripeKeyProblem with what is wrong: the key or STRIPE_MODE (`key`), or the origin it would be
+ * sent to (`api base`), each logged under its own msg (stripe.ts).
+ */
+export function stripeSetupProblem(env: Bindings): { kind: "key" | "api base"; error: string } | undefined {
   const mode = stripeMode(env);
   if (mode !== "live" && mode !== "test")
-    return `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"`;
+    return { kind: "key", error: `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"` };
   const key = env.STRIPE_SECRET_KEY;
   if (!key) return undefined;
   const keyMode = /^[sr]k_(live|test)_/.exec(key)?.[1];
-  if (keyMode === mode) return undefined;
-  return keyMode
-    ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
-    : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`;
+  if (keyMode !== mode)
+    return {
+      kind: "key",
+      error: keyMode
+        ? `STRIPE_SECRET_KEY is a ${keyMode}-mode key and STRIPE_MODE is "${mode}"`
+        : `STRIPE_SECRET_KEY is neither a live nor a test key (sk_live_, sk_test_, rk_live_ or rk_test_)`,
+    };
+  const base = stripeApiBaseProblem(env.STRIPE_API_BASE, mode);
+  return base ? { kind: "api base", error: base } : undefined;
 }
 
-/** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). */
-const stripeMode = (env: Bindings) => (env.STRIPE_MODE ?? "").trim() || "live";
+/** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). String(): as flag(). */
+const stripeMode = (env: Bindings) => String(env.STRIPE_MODE ?? "").trim() || "live";
 
 /** Whether a webhook event's `livemode` is this deployment's STRIPE_MODE (an event without one is Stripe's). */
 export const stripeEventModeFits = (env: Bindings, livemode: unknown) =>
@@ -50,8 +66,12 @@ export const partnersEnabled = (env: Bindings) => flag(env.PARTNERS_ENABLED, tru
 /** X402_ENABLED and FREE_BETA as the catalog reads them: whether calls are sold over x402 at all. */
 export const x402Selling = (env: Bindings) => flag(env.X402_ENABLED, true) && !flag(env.FREE_BETA, false);
 
-/** RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it). */
-export const rateLimitsOn = (env: Bindings) => !/^(0|false|no|off)$/i.test((env.RATE_LIMITS ?? "").trim());
+/**
+ * RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it).
+ * An unquoted `false` is a boolean binding: read through String(), as flag() does (a 500 on every request).
+ */
+export const rateLimitsOn = (env: Bindings) =>
+  !/^(0|false|no|off)$/i.test(String(env.RATE_LIMITS ?? "").trim());
 
 const list = (value: string | undefined) =>
   (value ?? "")
@@ -167,8 +187,30 @@ export function publicConfig(env: Bindings, requestUrl: string): PublicConfig {
 const MAX_ORIGINS = 16;
 const memo = new WeakMap<Bindings, Map<string, PublicConfig>>();
 
+/**
+ * BASE_URL when it is an absolute http(s) URL, else undefined. One without a scheme
+ * ("skills.example.com") made every paid call and MCP call a 500 (receipts' did:web cannot be
+ * derived from it) and every checkout a 502 "try again" (Stripe refuses its return URLs).
+ */
+function baseUrlOf(env: Bindings): string | undefined {
+  const raw = env.BASE_URL?.trim();
+  if (!raw) return undefined;
+  return URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) ? raw : undefined;
+}
+
 function build(env: Bindings, origin: string) {
-  const base = (env.BASE_URL || new URL(origin).origin).replace(/\/+$/, "");
+  const configured = baseUrlOf(env);
+  // A malformed BASE_URL counts as unset (the request's origin, as documented for an empty one),
+  // said once per bindings object and origin (this runs once for each: publicConfig's memo).
+  if (!configured && env.BASE_URL?.trim())
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "BASE_URL is not an absolute http(s) URL: the request's origin is used instead",
+        base_url: env.BASE_URL,
+      }),
+    );
+  const base = (configured ?? new URL(origin).origin).replace(/\/+$/, "");
   const ownershipProofs = list(env.X402_OWNERSHIP_PROOFS);
   const x402listTokens = list(env.X402LIST_TOKENS);
   return Object.freeze({

@@ -15,6 +15,7 @@ import {
   skillUrls,
 } from "./identity";
 import { mcpManifestEntry } from "./mcp";
+import { paymentTerms } from "./payment-terms";
 
 export function robotsTxt(cfg: PublicConfig): string {
   return [
@@ -81,8 +82,8 @@ export function agentManifest(cfg: PublicConfig, partners: boolean) {
         version: 2,
         scheme: "exact",
         network: cfg.network,
-        asset: cfg.usdcAddress,
-        pay_to: cfg.payTo,
+        asset: paymentTerms(cfg)?.asset,
+        pay_to: paymentTerms(cfg)?.payTo,
         header: "PAYMENT-SIGNATURE",
       },
       {
@@ -116,7 +117,12 @@ export function humanlessContract(cfg: PublicConfig) {
     pricing: {
       currency: "USD",
       unit: "per successful call",
-      settlement_asset: { symbol: "USDC", network: cfg.network, address: cfg.usdcAddress, decimals: 6 },
+      settlement_asset: {
+        symbol: "USDC",
+        network: cfg.network,
+        address: paymentTerms(cfg)?.asset,
+        decimals: 6,
+      },
       prices: Object.fromEntries(
         skills.map((s) => [s.id, { price_usd: priceDecimal(s), endpoint: s.endpoint }]),
       ),

@@ -18,6 +18,7 @@ import {
   skillUrls,
 } from "./identity";
 import { mcpClientConfig, mcpSummary, mcpUrl } from "./mcp";
+import { PAYMENTS_MISCONFIGURED, paymentTerms } from "./payment-terms";
 
 // The text guides: llms.txt for language models, AGENTS.md for coding agents.
 
@@ -96,6 +97,7 @@ const highestPartnerPrice = (partner: ReturnType<typeof partnerPricing>) =>
 
 export function agentsMd(cfg: PublicConfig, pc: PricingConfig | undefined): string {
   const b = cfg.baseUrl;
+  const terms = paymentTerms(cfg);
   const example = skills.find((s) => s.id === "slugify") ?? skills[0];
   const other = skills.find((s) => s.id !== example?.id);
   if (!example || !other) throw new Error("registry too small");
@@ -128,7 +130,7 @@ A near miss (the id form, uppercase, a trailing slash) answers \`308\` to the ca
 
 ## 3. Pay per call with x402 v2
 
-Network \`${cfg.network}\`, scheme \`exact\`, asset USDC \`${cfg.usdcAddress}\` (6 decimals), paid to \`${cfg.payTo}\`.
+Network \`${cfg.network}\`, scheme \`exact\`, ${terms ? `asset USDC \`${terms.asset}\` (6 decimals), paid to \`${terms.payTo}\`` : PAYMENTS_MISCONFIGURED}.
 The 402 carries the offer in the \`PAYMENT-REQUIRED\` header (base64 JSON) and in the JSON body. Sign it and retry with
 \`PAYMENT-SIGNATURE\`; the 200 carries \`PAYMENT-RESPONSE\` with the transaction hash. With TypeScript:
 

@@ -2,6 +2,7 @@ import type { PublicConfig } from "../config";
 import { formatUsd, trimDecimal } from "../money";
 import { skills } from "../skills/registry";
 import type { Skill } from "../skills/types";
+import { PAYMENTS_MISCONFIGURED, paymentTerms } from "./payment-terms";
 
 /** Who this site is and how it writes a skill's name, price and links: shared by pages and documents. */
 
@@ -40,5 +41,10 @@ export function publicPages(cfg: PublicConfig): string[] {
   ];
 }
 
+const payingTo = (cfg: PublicConfig) => {
+  const terms = paymentTerms(cfg);
+  return terms ? `USDC ${terms.asset}, paid to ${terms.payTo}` : PAYMENTS_MISCONFIGURED;
+};
+
 export const PAYMENT_SUMMARY = (cfg: PublicConfig) =>
-  `Every skill is priced per call. Pay with x402 v2 (scheme exact, network ${cfg.network}, USDC ${cfg.usdcAddress}, paid to ${cfg.payTo}): call once, read the 402 PAYMENT-REQUIRED challenge, sign it and retry with PAYMENT-SIGNATURE; @x402/fetch does this for you. Or buy a pack of calls by card (POST /api/cardpay/checkout) and send Authorization: Bearer mk_... . You are charged only when the call succeeds (2xx); a payment settled for a call that then failed is refunded (see the refunds in /contracts/humanless.json).`;
+  `Every skill is priced per call. Pay with x402 v2 (scheme exact, network ${cfg.network}, ${payingTo(cfg)}): call once, read the 402 PAYMENT-REQUIRED challenge, sign it and retry with PAYMENT-SIGNATURE; @x402/fetch does this for you. Or buy a pack of calls by card (POST /api/cardpay/checkout) and send Authorization: Bearer mk_... . You are charged only when the call succeeds (2xx); a payment settled for a call that then failed is refunded (see the refunds in /contracts/humanless.json).`;

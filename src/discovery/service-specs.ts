@@ -7,6 +7,7 @@ import { sellables } from "../payments/sellables";
 import { skills } from "../skills/registry";
 import { bodySchema, withoutDialect } from "../skills/schema-docs";
 import { priceDecimal, skillUrls } from "./identity";
+import { paymentTerms } from "./payment-terms";
 
 /** The refinery skill's service description: one price per recipe, from the gate's own pricing. */
 function refinerySpec(cfg: PublicConfig, pc: PricingConfig) {
@@ -27,10 +28,10 @@ function refinerySpec(cfg: PublicConfig, pc: PricingConfig) {
     x402: {
       scheme: "exact",
       network: cfg.network,
-      asset: cfg.usdcAddress,
+      asset: paymentTerms(cfg)?.asset,
       amount: item.priceMicros.toString(),
       amount_by_recipe: byRecipe,
-      pay_to: cfg.payTo,
+      pay_to: paymentTerms(cfg)?.payTo,
     },
     input_schema: withoutDialect(item.example.inputSchema),
     example_request: item.example.input,
@@ -54,9 +55,9 @@ export function serviceSpec(cfg: PublicConfig, pc: PricingConfig | undefined, sl
     x402: {
       scheme: "exact",
       network: cfg.network,
-      asset: cfg.usdcAddress,
+      asset: paymentTerms(cfg)?.asset,
       amount: s.price_atomic.toString(),
-      pay_to: cfg.payTo,
+      pay_to: paymentTerms(cfg)?.payTo,
     },
     input_schema: bodySchema(s),
     example_request: s.example_request,

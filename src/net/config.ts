@@ -17,9 +17,14 @@ export interface NetConfig {
   maxRedirects: number;
 }
 
+/**
+ * A whole number as written, else the default: parseInt read "8s" (a unit) as 8, and
+ * FETCH_TIMEOUT_MS "8s" became the 100 ms floor, failing every network skill's upstream fetch.
+ */
 const int = (value: string | undefined, fallback: number, min: number, max: number) => {
-  const n = Number.parseInt(value ?? "", 10);
-  return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : fallback;
+  // String(): an unquoted 8000 in [vars] arrives as a number (a JSON binding), not a string.
+  const text = String(value ?? "").trim();
+  return /^\d+$/.test(text) ? Math.min(max, Math.max(min, Number(text))) : fallback;
 };
 
 const opt = (value: string | undefined, fallback: string) =>

@@ -1,5 +1,6 @@
 import type { PublicConfig } from "../config";
 import { priceLabel, shQuote, skillUrls } from "../discovery/identity";
+import { paymentTerms } from "../discovery/payment-terms";
 import { MAX_DETAIL_ITEMS } from "../http/validation";
 import { MAX_TIMEOUT_SECONDS } from "../payments/x402-terms";
 import { skills } from "../skills/registry";
@@ -316,8 +317,8 @@ export function SkillDocPage({
                 scheme: "exact",
                 network: cfg.network,
                 amount: skill.price_atomic.toString(),
-                asset: cfg.usdcAddress,
-                payTo: cfg.payTo,
+                asset: paymentTerms(cfg)?.asset,
+                payTo: paymentTerms(cfg)?.payTo,
                 maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
               },
             ],

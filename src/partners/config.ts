@@ -27,7 +27,11 @@ export interface PartnerConfig extends PricingConfig {
 export type Refused = { error: string; off?: true };
 
 export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
-  const value = raw === undefined || raw.trim() === "" ? MIN_MULTIPLIER : Number(raw);
+  // An unquoted 3 in [vars] is a number binding, read as its text (`.trim()` on it threw: a 500 on
+  // every paid call); a TOML table reads as "[object Object]" and is refused below, an empty TOML
+  // array as "" (unset: the minimum).
+  const text = String(raw ?? "").trim();
+  const value = text === "" ? MIN_MULTIPLIER : Number(text);
   if (!Number.isFinite(value)) return { error: `PARTNER_PRICE_MULTIPLIER "${raw}" is not a number` };
   if (value < MIN_MULTIPLIER)
     return { error: `PARTNER_PRICE_MULTIPLIER ${value} is below the minimum of ${MIN_MULTIPLIER}` };
@@ -65,10 +69,13 @@ function parseOverrides(
   valid: (value: unknown) => boolean,
   what: string,
 ): { values: Record<string, string> } | Refused {
-  if (!raw?.trim()) return { values: {} };
+  // A TOML table (not a JSON string) is an object binding: its text "[object Object]" is no JSON.
+  // An empty TOML array reads as "": unset, no overrides.
+  const text = String(raw ?? "");
+  if (!text.trim()) return { values: {} };
   let value: unknown;
   try {
-    value = JSON.parse(raw);
+    value = JSON.parse(text);
   } catch {
     return { error: `${name} is not valid JSON` };
   }

@@ -1,5 +1,5 @@
 import type Stripe from "stripe";
-import { stripeKeyProblem } from "../config";
+import { stripeSetupProblem } from "../config";
 import type { Bindings } from "../env";
 import { logOncePerValue } from "../http/log-once";
 
@@ -35,17 +35,22 @@ export async function stripeClient(
 ): Promise<Stripe | undefined> {
   const secret = env.STRIPE_SECRET_KEY;
   if (!secret) return undefined;
-  const wrongMode = stripeKeyProblem(env);
-  if (wrongMode) {
-    logOncePerValue("STRIPE_MODE", `${env.STRIPE_MODE}|${secret}`, {
-      level: "error",
-      msg: "stripe key mode mismatch: card payments are off",
-      error: wrongMode,
-    });
+  const problem = stripeSetupProblem(env);
+  if (problem) {
+    // Each line a literal of its own: test/scripts/log-lines-documented.test.ts reads their msgs.
+    logOncePerValue(
+      "STRIPE_MODE",
+      `${env.STRIPE_MODE}|${secret}|${env.STRIPE_API_BASE ?? ""}`,
+      problem.kind === "api base"
+        ? { level: "error", msg: "stripe api base refused: card payments are off", error: problem.error }
+        : { level: "error", msg: "stripe key mode mismatch: card payments are off", error: problem.error },
+    );
     return undefined;
   }
-  const base = env.STRIPE_API_BASE ? new URL(env.STRIPE_API_BASE) : undefined;
-  const key = `${secret}|${env.STRIPE_API_BASE ?? ""}|${network.maxNetworkRetries}|${network.timeoutMs}`;
+  // Trimmed as stripeKeyProblem read it: the origin it approved is the one the key goes to.
+  const apiBase = env.STRIPE_API_BASE?.trim() ?? "";
+  const base = apiBase ? new URL(apiBase) : undefined;
+  const key = `${secret}|${apiBase}|${network.maxNetworkRetries}|${network.timeoutMs}`;
   const known = cached.get(key);
   if (known) return known;
   const Stripe = await stripeLibrary();

@@ -17,7 +17,6 @@ import {
   declareDiscoveryExtension,
 } from "@x402/extensions/bazaar";
 import type { Context, MiddlewareHandler, Next } from "hono";
-import { isAddress } from "viem";
 import { type PublicConfig, redactSecrets } from "../config";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "../http/errors";
@@ -34,6 +33,7 @@ import { paidExtensions } from "./paid-extensions";
 import { markedByStatus, PendingAwareFacilitatorClient } from "./pending-settle";
 import { type Sellable, sellables } from "./sellables";
 import { usdcDomain } from "./usdc-domain";
+import { x402AddressProblems } from "./x402-address";
 import { x402HttpGate } from "./x402-http";
 import { explain } from "./x402-offer-body";
 import { MAX_TIMEOUT_SECONDS } from "./x402-terms";
@@ -169,10 +169,9 @@ const plainPaywall = (cardpay: boolean): PaywallProvider => ({
 export function configProblem(cfg: PublicConfig): string | undefined {
   // PAY_TO ships empty: a deployment must name its own wallet before anything is sold.
   if (!cfg.payTo) return "payments are not configured (PAY_TO is not set)";
-  if (!/^eip155:\d+$/.test(cfg.network))
-    return `X402_NETWORK "${cfg.network}" is not an eip155:<chain id> network`;
-  if (!isAddress(cfg.payTo)) return "PAY_TO is not an EVM address";
-  if (!isAddress(cfg.usdcAddress)) return "USDC_ADDRESS is not an EVM address";
+  // The deploy check refuses the same (x402AddressProblems), but vars change after it.
+  const address = x402AddressProblems(cfg.network, cfg.usdcAddress, cfg.payTo)[0];
+  if (address) return address;
   try {
     new URL(cfg.facilitatorUrl);
   } catch {

@@ -31,7 +31,11 @@ describe("a configuration every paid call or partner route refuses (503) is logg
     );
     for (const res of answers) expect(res.status).toBe(503);
     expect(lines).toEqual([
-      { level: "error", msg: "x402 payments misconfigured", error: "PAY_TO is not an EVM address" },
+      {
+        level: "error",
+        msg: "x402 payments misconfigured",
+        error: "PAY_TO is not an EVM address (0x + 11 hex digits; an address is 0x + 40 hex digits)",
+      },
     ]);
   });
 

@@ -142,11 +142,14 @@ describe("GET /api/partners", () => {
     expect(overridden.services.find((s) => s.service_id === "base64")?.external_url).toBe(
       "http://127.0.0.1:9999/api/base64",
     );
-    const four = await listing({ ...env, PARTNER_PRICE_MULTIPLIER: "4" });
-    expect(four.services.find((s) => s.service_id === "rag-chunker")).toMatchObject({
-      price_usd: 0.048,
-      revenue_vs_cost: 4,
-    });
+    // An unquoted 4 changed after deploy (a number binding) is read as "4", not a 500.
+    for (const multiplier of ["4", 4]) {
+      const four = await listing({ ...env, PARTNER_PRICE_MULTIPLIER: multiplier as string });
+      expect(four.services.find((s) => s.service_id === "rag-chunker")).toMatchObject({
+        price_usd: 0.048,
+        revenue_vs_cost: 4,
+      });
+    }
     const low = await createApp().fetch(new Request("https://skills.test/api/partners"), {
       ...env,
       PARTNER_PRICE_MULTIPLIER: "2.5",
@@ -165,6 +168,8 @@ describe("GET /api/partners", () => {
     ['{"textkit":"ftp://127.0.0.1/"}', /\["textkit"\] is not an http\(s\) URL/],
     ['{"textkit":"127.0.0.1:9999"}', /\["textkit"\] is not an http\(s\) URL/],
     ['{"textkit":5}', /\["textkit"\] is not an http\(s\) URL/],
+    // A TOML table changed after deploy (an object binding, not a JSON string): read as its text.
+    [{ textkit: "http://127.0.0.1:1" }, /not valid JSON/],
   ])("PARTNER_BASE_URLS=%s is the documented 503, not a crash", async (value, message) => {
     const e = { ...env, PARTNER_BASE_URLS: value };
     for (const path of ["/api/partners", "/api/partners/textkit", "/api/partners/pricefeed/try/mcp_tools"]) {

@@ -88,22 +88,34 @@ describe("POST /api/cardpay/checkout", () => {
     ["key", { STRIPE_SECRET_KEY: undefined }],
     // Without the webhook's secret refunds and disputes could never take credits back.
     ["webhook secret", { STRIPE_WEBHOOK_SECRET: undefined }],
-  ])("without a Stripe %s: 503 and the catalog says cardpay_enabled false", async (_name, unset) => {
-    const app = createApp();
-    const noStripe = { ...env, ...unset };
-    const res = await app.fetch(
-      new Request("https://skills.test/api/cardpay/checkout", {
-        method: "POST",
-        body: '{"skill_id":"sha256"}',
-      }),
-      noStripe,
-    );
-    expect(res.status).toBe(503);
-    const catalog = await (await app.fetch(new Request("https://skills.test/api/catalog"), noStripe)).json<{
-      cardpay_enabled: boolean;
-    }>();
-    expect(catalog.cardpay_enabled).toBe(false);
-  });
+  ])(
+    "without a Stripe %s: checkout and webhook 503, and the catalog says cardpay_enabled false",
+    async (_name, unset) => {
+      const app = createApp();
+      const noStripe = { ...env, ...unset };
+      const res = await app.fetch(
+        new Request("https://skills.test/api/cardpay/checkout", {
+          method: "POST",
+          body: '{"skill_id":"sha256"}',
+        }),
+        noStripe,
+      );
+      expect(res.status).toBe(503);
+      const hook = await app.fetch(
+        new Request("https://skills.test/api/cardpay/webhook", {
+          method: "POST",
+          headers: { "stripe-signature": "t=1,v1=00" },
+          body: "{}",
+        }),
+        noStripe,
+      );
+      expect(hook.status).toBe(503);
+      const catalog = await (await app.fetch(new Request("https://skills.test/api/catalog"), noStripe)).json<{
+        cardpay_enabled: boolean;
+      }>();
+      expect(catalog.cardpay_enabled).toBe(false);
+    },
+  );
 });
 
 describe("POST /api/cardpay/webhook", () => {

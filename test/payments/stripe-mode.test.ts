@@ -50,6 +50,43 @@ describe("a webhook whose signature does not verify", () => {
 });
 
 describe("STRIPE_MODE", () => {
+  it.each([
+    [
+      { STRIPE_SECRET_KEY: ` ${env.STRIPE_SECRET_KEY}` },
+      /^STRIPE_SECRET_KEY is neither a live nor a test key/,
+    ],
+    [{ STRIPE_MODE: "Live" }, /^STRIPE_MODE "Live" is neither "live" nor "test"$/],
+  ])("%j turns card payments off: checkout and webhook 503, logged", async (vars, error) => {
+    const lines = logLines();
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/cardpay/checkout", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ skill_id: "sha256" }),
+      }),
+      { ...env, ...vars },
+    );
+    expect(res.status).toBe(503);
+    const { payload, header } = await signed({ id: "evt_mode", object: "event", type: "charge.refunded" });
+    const hook = await callIn({ ...env, ...vars }, "/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    });
+    expect(hook.res.status).toBe(503);
+    const catalog = await (
+      await createApp().fetch(new Request("https://skills.test/api/catalog"), { ...env, ...vars })
+    ).json<{ cardpay_enabled: boolean }>();
+    expect(catalog.cardpay_enabled).toBe(false);
+    expect(lines.filter((l) => l.msg === "stripe key mode mismatch: card payments are off")).toEqual([
+      {
+        level: "error",
+        msg: "stripe key mode mismatch: card payments are off",
+        error: expect.stringMatching(error),
+      },
+    ]);
+  });
+
   it("a test-mode key at a live deployment turns card payments off (503, cardpay_enabled false), logged once", async () => {
     const live = { ...env, STRIPE_MODE: "live", STRIPE_SECRET_KEY: `sk_test_${crypto.randomUUID()}` };
     const lines = logLines();
@@ -69,6 +106,17 @@ describe("STRIPE_MODE", () => {
       detail: expect.stringMatching(/^Card payments are not configured/),
     });
     expect((await checkout()).status).toBe(503);
+    const { payload, header } = await signed({
+      id: "evt_other_mode",
+      object: "event",
+      type: "charge.refunded",
+    });
+    const hook = await callIn(live, "/api/cardpay/webhook", {
+      method: "POST",
+      headers: { "stripe-signature": header },
+      body: payload,
+    });
+    expect(hook.res.status).toBe(503);
     const catalog = await (await app.fetch(new Request("https://skills.test/api/catalog"), live)).json<{
       cardpay_enabled: boolean;
     }>();
@@ -84,6 +132,54 @@ describe("STRIPE_MODE", () => {
     // The same key where the deployment says test mode (the tests' own bindings) sells.
     expect(env.STRIPE_MODE).toBe("test");
   });
+
+  it.each([
+    // Made every checkout and webhook a 500.
+    [{ STRIPE_API_BASE: "not a url" }, /^STRIPE_API_BASE is not an absolute http\(s\) URL$/],
+    [{ STRIPE_API_BASE: "   " }, /^STRIPE_API_BASE is not an absolute http\(s\) URL$/],
+    // An emulator elsewhere than loopback left in a live deployment: the live key would be sent to it.
+    [
+      {
+        STRIPE_MODE: "live",
+        STRIPE_SECRET_KEY: `sk_live_${crypto.randomUUID()}`,
+        STRIPE_API_BASE: "https://stripe-emulator.staging.dev",
+      },
+      /^STRIPE_API_BASE points the live key at stripe-emulator\.staging\.dev, not Stripe/,
+    ],
+  ])(
+    "STRIPE_API_BASE %j that cannot carry the key: checkout and webhook 503, logged",
+    async (vars, error) => {
+      const e = { ...env, ...vars };
+      const lines = logLines();
+      const app = createApp();
+      const checkout = await app.fetch(
+        new Request("https://skills.test/api/cardpay/checkout", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ skill_id: "sha256" }),
+        }),
+        e,
+      );
+      expect(checkout.status).toBe(503);
+      expect(await checkout.json()).toEqual({
+        detail: expect.stringMatching(/^Card payments are not configured/),
+      });
+      const { payload, header } = await signed({ id: "evt_base", object: "event", type: "charge.refunded" });
+      const { res } = await callIn(e, "/api/cardpay/webhook", {
+        method: "POST",
+        headers: { "stripe-signature": header },
+        body: payload,
+      });
+      expect(res.status).toBe(503);
+      expect(lines.filter((l) => /^stripe /.test(String(l.msg)))).toEqual([
+        {
+          level: "error",
+          msg: "stripe api base refused: card payments are off",
+          error: expect.stringMatching(error),
+        },
+      ]);
+    },
+  );
 
   it("a webhook event of the other mode is acknowledged and not acted on", async () => {
     const id = await seedSession();

@@ -33,7 +33,12 @@ const ALL_SECRETS = [
   "STRIPE_WEBHOOK_SECRET",
   "CDP_API_KEY_ID",
   "CDP_API_KEY_SECRET",
+  "PARTNER_PAYER_KEY",
 ];
+
+/** Circle's USDC on Base mainnet (wrangler.toml's) and on Base Sepolia. */
+const MAINNET_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const SEPOLIA_USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 
 /** A wallet of the maintainer's own (no public key behind it), and the partners' real ones. */
 const OWN_WALLET = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
@@ -110,7 +115,7 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(problems(config, ALL_SECRETS)).toEqual([]);
     expect(problems(config, undefined)).toEqual([expect.stringMatching(/secrets could not be listed/)]);
     expect(problems({ ...config, vars: { ...config.vars, PAY_TO: "0x123" } }, ALL_SECRETS)).toEqual([
-      'PAY_TO "0x123" is not an EVM address',
+      "PAY_TO is not an EVM address (0x + 3 hex digits; an address is 0x + 40 hex digits)",
     ]);
     // RPC_URL may be a plain var instead of a secret.
     const withVar = { ...config, vars: { ...config.vars, RPC_URL: "https://mainnet.base.org" } };
@@ -238,7 +243,10 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
       expect.stringMatching(/STRIPE_MODE "production" is neither/),
     ]);
     // Test mode on a testnet is staging; on Base mainnet with cards on, only when said so.
-    const staging = { ...config, vars: { ...vars, STRIPE_MODE: "test", X402_NETWORK: "eip155:84532" } };
+    const staging = {
+      ...config,
+      vars: { ...vars, STRIPE_MODE: "test", X402_NETWORK: "eip155:84532", USDC_ADDRESS: SEPOLIA_USDC },
+    };
     expect(problems(staging, ALL_SECRETS, {})).toEqual([]);
     const mainnet = { ...config, vars: { ...vars, STRIPE_MODE: "test" } };
     expect(vars.X402_NETWORK).toBe("eip155:8453");
@@ -271,7 +279,10 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(said).toEqual([expect.stringMatching(/^FACILITATOR_URL is not a URL/)]);
     expect(said.join("\n")).not.toContain("MALFORMEDKEY0123456789");
     // On a testnet x402.org is the right facilitator.
-    const sepolia = { ...x402org, vars: { ...x402org.vars, X402_NETWORK: "eip155:84532" } };
+    const sepolia = {
+      ...x402org,
+      vars: { ...x402org.vars, X402_NETWORK: "eip155:84532", USDC_ADDRESS: SEPOLIA_USDC },
+    };
     expect(problems(sepolia, ALL_SECRETS)).toEqual([]);
     const noCdp = ALL_SECRETS.filter((s) => !s.startsWith("CDP_"));
     expect(problems(config, noCdp)).toEqual([
@@ -284,9 +295,9 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
         /STRIPE_WEBHOOK_SECRET is not set, and CARDPAY_ENABLED is on.*charge\.dispute\.created/,
       ),
     ]);
-    // Card credits off on purpose (any value the app reads as off): no Stripe secret needed.
+    // Card credits off on purpose (a word the app reads as off): no Stripe secret needed.
     const noStripe = ALL_SECRETS.filter((s) => !s.startsWith("STRIPE_"));
-    for (const off of ["false", "disabled"]) {
+    for (const off of ["false", "off", "no", "0"]) {
       expect(problems({ ...config, vars: { ...vars, CARDPAY_ENABLED: off } }, noStripe)).toEqual([]);
     }
     // x402 off: neither the facilitator nor its secrets matter.
@@ -332,6 +343,158 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     expect(ok.out).toMatch(/configuration complete/);
     expect(ok.code).toBe(0);
   }, 120_000);
+});
+
+describe("values the Worker would refuse or misread once deployed (docs/OPERATIONS.md, Misconfiguration)", () => {
+  const withVars = async (more: Record<string, string>, secrets = ALL_SECRETS) => {
+    const config = await readConfig(completed());
+    return problems({ ...config, vars: { ...(config.vars as Record<string, string>), ...more } }, secrets);
+  };
+
+  it("refuses a PAY_TO or USDC_ADDRESS the Worker answers 503 for: the USDC contract, another network's USDC, a bad network", async () => {
+    expect(await withVars({ PAY_TO: MAINNET_USDC })).toEqual([
+      "PAY_TO is the USDC contract's own address: nobody could spend what is paid to it",
+    ]);
+    expect(await withVars({ USDC_ADDRESS: SEPOLIA_USDC })).toEqual([
+      `USDC_ADDRESS ${SEPOLIA_USDC} is not USDC on eip155:8453 (${MAINNET_USDC}): prices are quoted in USDC`,
+    ]);
+    expect(await withVars({ USDC_ADDRESS: ` ${MAINNET_USDC}` })).toEqual([
+      "USDC_ADDRESS is not an EVM address (0x + 40 hex digits, with spaces around it; an address is 0x + 40 hex digits)",
+    ]);
+    expect(await withVars({ X402_NETWORK: "base" })).toEqual([
+      'X402_NETWORK "base" is not an eip155:<chain id> network (Base mainnet: eip155:8453)',
+    ]);
+    // A chain @x402/evm lists no USDC for (a local chain): USDC_ADDRESS is taken as set.
+    expect(await withVars({ X402_NETWORK: "eip155:31337", USDC_ADDRESS: `0x${"5f".repeat(20)}` })).toEqual(
+      [],
+    );
+  }, 60_000);
+
+  it("refuses a wrangler.toml without the DB or KV binding (without DB an unpaid call is a 500; without either, /health is 503)", async () => {
+    const config = await readConfig(completed());
+    expect(problems({ ...config, d1_databases: [] }, ALL_SECRETS)).toEqual([
+      '[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml',
+    ]);
+    expect(problems({ ...config, kv_namespaces: undefined }, ALL_SECRETS)).toEqual([
+      '[[kv_namespaces]] binding "KV" is missing: copy it from the shipped wrangler.toml',
+    ]);
+  }, 60_000);
+
+  it("refuses a STRIPE_API_BASE in [vars] the Worker refuses (its own rule, src/stripe-api-base.ts), and the emulator's local origin", async () => {
+    expect(await withVars({ STRIPE_API_BASE: "https://stripe-emulator.staging.dev" })).toEqual([
+      "STRIPE_API_BASE points the live key at stripe-emulator.staging.dev, not Stripe (leave it unset in production): the Worker would turn card payments off; remove it from [vars]",
+    ]);
+    expect(await withVars({ STRIPE_API_BASE: "   " })).toEqual([
+      expect.stringMatching(/^STRIPE_API_BASE is not an absolute http\(s\) URL: the Worker would/),
+    ]);
+    // The Worker lets loopback keep the key on a developer's machine; a deployed one reaches nothing there.
+    expect(await withVars({ STRIPE_API_BASE: "http://127.0.0.1:12111" })).toEqual([
+      expect.stringMatching(/^STRIPE_API_BASE is a local or reserved host/),
+    ]);
+    // In test mode too (the Worker's rule lets loopback have a test key): no deployed Worker reaches it.
+    expect(await withVars({ STRIPE_MODE: "test", STRIPE_API_BASE: "http://localhost:12111" })).toContainEqual(
+      expect.stringMatching(/^STRIPE_API_BASE is a local or reserved host/),
+    );
+    // A URL's scheme is case-insensitive: the script compared "https:" as written.
+    expect(await withVars({ STRIPE_API_BASE: "HTTPS://api.stripe.com" })).toEqual([]);
+    expect(await withVars({ STRIPE_API_BASE: "https://api.stripe.com" })).toEqual([]);
+  }, 60_000);
+
+  it("refuses what the x402 gate answers 503 for, in the gate's words (src/payments/x402-address.ts)", async () => {
+    const lower = OWN_WALLET.toLowerCase();
+    const typo = `${OWN_WALLET.slice(0, 3)}${OWN_WALLET[3] === "a" ? "A" : "a"}${OWN_WALLET.slice(4)}`;
+    expect(await withVars({ PAY_TO: typo })).toEqual([
+      expect.stringMatching(/^PAY_TO 0x5AAeb\w+ is not EIP-55 checksummed/),
+    ]);
+    expect(await withVars({ PAY_TO: lower })).toEqual([]);
+    expect(await withVars({ PAY_TO: `0x${"0".repeat(40)}` })).toEqual([
+      `PAY_TO 0x${"0".repeat(40)} is a placeholder, not a wallet: nobody could spend what is paid to it`,
+    ]);
+  }, 60_000);
+
+  it("refuses a BASE_URL without a scheme and a facilitator URL that names an operation", async () => {
+    expect(await withVars({ BASE_URL: "skills.example.com" })).toEqual([
+      expect.stringMatching(/^BASE_URL "skills.example.com" is not an absolute http\(s\) URL/),
+    ]);
+    expect(await withVars({ BASE_URL: "https://skills.example.com" })).toEqual([]);
+    expect(
+      await withVars({ FACILITATOR_URL: "https://api.cdp.coinbase.com/platform/v2/x402/verify" }),
+    ).toEqual([expect.stringMatching(/^FACILITATOR_URL ends in \/verify: give the facilitator's base URL/)]);
+    expect(await withVars({ FACILITATOR_URL: "https://api.cdp.coinbase.com/platform/v2/x402/" })).toEqual([]);
+  }, 60_000);
+
+  it("refuses a switch the Worker would read as off by surprise, and a number with a unit, naming the var", async () => {
+    expect(await withVars({ X402_ENABLED: "ture" })).toEqual([
+      'X402_ENABLED "ture" is not a switch the Worker reads (true/false, yes/no, on/off, 1/0): it reads it as off',
+    ]);
+    expect(await withVars({ FREE_BETA: "enabled" })).toEqual([expect.stringMatching(/^FREE_BETA "enabled"/)]);
+    for (const word of ["TRUE", "yes", "1", "On"]) expect(await withVars({ X402_ENABLED: word })).toEqual([]);
+    expect(await withVars({ FETCH_TIMEOUT_MS: "8s" })).toEqual([
+      'FETCH_TIMEOUT_MS "8s" is not a whole number (no unit): the Worker would not read it as meant',
+    ]);
+    expect(await withVars({ CALL_LOG_FLUSH_MS: "2 s", NETWORK_CACHE_TTL_SECONDS: "1h" })).toEqual([
+      expect.stringMatching(/^NETWORK_CACHE_TTL_SECONDS "1h"/),
+      expect.stringMatching(/^CALL_LOG_FLUSH_MS "2 s"/),
+    ]);
+  }, 60_000);
+
+  it("refuses an unquoted number or boolean, a TOML table or array in [vars], naming it, without throwing: the Worker gets a JSON binding, not text", async () => {
+    const config = await readConfig(completed());
+    const vars = {
+      ...(config.vars as Record<string, unknown>),
+      FETCH_TIMEOUT_MS: 8000,
+      FREE_BETA: false,
+      PARTNER_PRICE_MULTIPLIER: 3,
+      STRIPE_MODE: 1,
+      PARTNER_WALLETS: {},
+      RECEIPT_RETIRED_KEYS: [],
+    };
+    expect(problems({ ...config, vars }, ALL_SECRETS).sort()).toEqual(
+      [
+        'FREE_BETA is not a string in [vars] (false): quote it ("false")',
+        'FETCH_TIMEOUT_MS is not a string in [vars] (8000): quote it ("8000")',
+        'PARTNER_PRICE_MULTIPLIER is not a string in [vars] (3): quote it ("3")',
+        'STRIPE_MODE is not a string in [vars] (1): quote it ("1")',
+        `PARTNER_WALLETS is a TOML table in [vars], not text: write it as a JSON string (e.g. '{"<id>": "…"}')`,
+        "RECEIPT_RETIRED_KEYS is a TOML array in [vars], not text: write it as a JSON string (e.g. '[…]')",
+      ].sort(),
+    );
+  }, 60_000);
+
+  it("calls an unquoted TOML date a date, not a table", async () => {
+    const file = completed();
+    writeFileSync(
+      file,
+      readFileSync(file, "utf8").replace(
+        'CONTACT_EMAIL = "ops@skills-marketplace.dev"',
+        "CONTACT_EMAIL = 1979-05-27",
+      ),
+    );
+    expect(problems(await readConfig(file), ALL_SECRETS)).toEqual([
+      "CONTACT_EMAIL is a TOML date in [vars], not text: quote it",
+    ]);
+  }, 60_000);
+
+  it("the script says to quote an unquoted STRIPE_MODE = 1 and exits 1, not 'deploy-check failed' (its notes read STRIPE_MODE first)", async () => {
+    const config = completed();
+    writeFileSync(config, readFileSync(config, "utf8").replace('STRIPE_MODE = "live"', "STRIPE_MODE = 1"));
+    const res = await run(config, ALL_SECRETS.join(","));
+    expect(res.out).toContain('STRIPE_MODE is not a string in [vars] (1): quote it ("1")');
+    expect(res.out).not.toContain("deploy-check failed");
+    expect(res.code).toBe(1);
+  }, 60_000);
+
+  it("refuses partners and x402 on without PARTNER_PAYER_KEY (every paid partner call would answer 502), not with either off", async () => {
+    const noPayer = ALL_SECRETS.filter((s) => s !== "PARTNER_PAYER_KEY");
+    expect(await withVars({}, noPayer)).toEqual([
+      expect.stringMatching(
+        /^secret PARTNER_PAYER_KEY is not set, and PARTNERS_ENABLED and X402_ENABLED are on/,
+      ),
+    ]);
+    expect(await withVars({ PARTNERS_ENABLED: "false" }, noPayer)).toEqual([]);
+    // Card-only: paid partners answer 402 "sold by x402 only" (src/payments/partner-calls.ts), so the key is never used.
+    expect(await withVars({ X402_ENABLED: "false" }, noPayer)).toEqual([]);
+  }, 60_000);
 });
 
 describe("RECEIPT_RETIRED_KEYS (receipt key rotation)", () => {

@@ -1,0 +1,23 @@
+// Lowest layer, no imports: src/config.ts reads it, and so does scripts/deploy-check.mjs in plain
+// Node, so the Worker and the deploy check refuse the same origins.
+
+/**
+ * STRIPE_API_BASE (the local emulator's origin): one that is no absolute http(s) URL made every
+ * checkout and webhook a 500, and in live mode anything but Stripe's own host (or loopback) would
+ * be sent the live key. Only the host is quoted.
+ */
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+export function stripeApiBaseProblem(raw: string | undefined, mode: string): string | undefined {
+  // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
+  if (raw === undefined || raw === "") return undefined;
+  const base = raw.trim();
+  if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol))
+    return "STRIPE_API_BASE is not an absolute http(s) URL";
+  const { host, hostname, protocol } = new URL(base);
+  // Loopback keeps the key on the machine (the emulator; a deployed Worker reaches none).
+  const stripes = (protocol === "https:" && /(^|\.)stripe\.com$/.test(hostname)) || LOOPBACK.test(hostname);
+  if (mode === "live" && !stripes)
+    return `STRIPE_API_BASE points the live key at ${host}, not Stripe (leave it unset in production)`;
+  return undefined;
+}

@@ -215,9 +215,11 @@ function build(env: Bindings, origin: string) {
   const x402listTokens = list(env.X402LIST_TOKENS);
   return Object.freeze({
     baseUrl: base,
-    payTo: env.PAY_TO,
-    network: env.X402_NETWORK,
-    usdcAddress: env.USDC_ADDRESS,
+    // Read as text, as flag() reads switches: an unquoted number changed after deploy arrives as a
+    // JSON binding, and the address checks' .trim() made every paid call a 500.
+    payTo: String(env.PAY_TO ?? ""),
+    network: String(env.X402_NETWORK ?? ""),
+    usdcAddress: String(env.USDC_ADDRESS ?? ""),
     facilitatorUrl: env.FACILITATOR_URL,
     x402Enabled: flag(env.X402_ENABLED, true),
     // Card payments need the Stripe key and the webhook's secret: without the second, refunds and

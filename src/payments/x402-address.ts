@@ -8,7 +8,7 @@ import { isAddress } from "viem";
  * Circle's USDC contract on `network` as @x402/evm's asset table lists it, or undefined for a
  * network the table has no USDC for (a local chain of its own id): then USDC_ADDRESS is taken as set.
  */
-export function knownUsdc(network: string): string | undefined {
+function knownUsdc(network: string): string | undefined {
   try {
     return getDefaultAsset(network as `${string}:${string}`, "USDC").asset;
   } catch {

@@ -24,7 +24,7 @@ async function body(bindings: object, path: string) {
 const KEY_IN_PAY_TO = `0x${"ab12".repeat(16)}`;
 const KEY_IN_USDC = `0x${"cd34".repeat(16)}`;
 
-describe("discovery documents publish the x402 addresses only when the gate accepts them", () => {
+describe("discovery documents publish the x402 addresses only while both are shaped as addresses", () => {
   it("leaves out a 64-hex PAY_TO and USDC_ADDRESS and says payments are misconfigured", async () => {
     const bindings = { ...env, PAY_TO: KEY_IN_PAY_TO, USDC_ADDRESS: KEY_IN_USDC };
     for (const path of ASSET_DOCUMENTS) {
@@ -36,10 +36,18 @@ describe("discovery documents publish the x402 addresses only when the gate acce
       expect(await body(bindings, path), path).toContain("x402 payments are misconfigured");
   });
 
-  it("leaves out a valid USDC_ADDRESS too while PAY_TO is refused", async () => {
+  it("leaves out a valid USDC_ADDRESS too while PAY_TO is not shaped as an address", async () => {
     const bindings = { ...env, PAY_TO: KEY_IN_PAY_TO };
     for (const path of ASSET_DOCUMENTS)
       expect(await body(bindings, path), path).not.toContain(env.USDC_ADDRESS);
+  });
+
+  it("publishes an address-shaped PAY_TO the gate refuses (a placeholder) beside the gate's 503", async () => {
+    const placeholder = `0x${"1".repeat(40)}`;
+    const bindings = { ...env, PAY_TO: placeholder };
+    const text = await body(bindings, "/llms.txt");
+    expect(text).toContain(placeholder);
+    expect(text).not.toContain("x402 payments are misconfigured");
   });
 
   it("says payments are misconfigured while PAY_TO is empty, as the gate's 503 does", async () => {

@@ -167,6 +167,15 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     expect((await post({ ...env, FREE_BETA: true })).status).toBe(200);
   });
 
+  it.each([{ PAY_TO: 5 }, { PAY_TO: true }, { USDC_ADDRESS: 5 }])(
+    "unquoted %j changed after deploy is refused as the text it reads as: a 503 naming it, not a 500",
+    async (overrides) => {
+      const res = await post({ ...paidEnvWithFixture(), ...overrides });
+      expect(res.status).toBe(503);
+      expect(JSON.stringify(await res.json())).toMatch(/(PAY_TO|USDC_ADDRESS) is not an EVM address/);
+    },
+  );
+
   it.each([{ RATE_LIMITS: false }, { PARTNER_PRICE_MULTIPLIER: 3 }, { STRIPE_MODE: 1 }])(
     "unquoted %j changed after deploy (a JSON binding) is read as its text: a paid call is the normal 402, not a 500",
     async (overrides) => {

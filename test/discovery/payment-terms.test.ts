@@ -42,12 +42,14 @@ describe("discovery documents publish the x402 addresses only while both are sha
       expect(await body(bindings, path), path).not.toContain(env.USDC_ADDRESS);
   });
 
-  it("publishes an address-shaped PAY_TO the gate refuses (a placeholder) beside the gate's 503", async () => {
+  it("publishes an address-shaped PAY_TO the gate refuses (a placeholder; its paid calls answer 503: test/payments/config.test.ts)", async () => {
     const placeholder = `0x${"1".repeat(40)}`;
     const bindings = { ...env, PAY_TO: placeholder };
-    const text = await body(bindings, "/llms.txt");
-    expect(text).toContain(placeholder);
-    expect(text).not.toContain("x402 payments are misconfigured");
+    for (const path of PAY_TO_DOCUMENTS) {
+      const text = await body(bindings, path);
+      expect(text, path).toContain(placeholder);
+      expect(text, path).not.toContain("x402 payments are misconfigured");
+    }
   });
 
   it("says payments are misconfigured while PAY_TO is empty, as the gate's 503 does", async () => {

@@ -172,7 +172,9 @@ describe("x402 configuration problems are a clear 503, never a crash", () => {
     async (overrides) => {
       const res = await post({ ...paidEnvWithFixture(), ...overrides });
       expect(res.status).toBe(503);
-      expect(JSON.stringify(await res.json())).toMatch(/(PAY_TO|USDC_ADDRESS) is not an EVM address/);
+      expect(JSON.stringify(await res.json())).toContain(
+        `${Object.keys(overrides)[0]} is not an EVM address`,
+      );
     },
   );
 

@@ -22,8 +22,41 @@ export default async function setup(project: TestProject) {
     project.provide("stack", { ...stack, stack_dir: running });
     return;
   }
-  const port: number = await freePort();
-  const stackDir = mkdtempSync(path.join(os.tmpdir(), "skills-stack-"));
+  const { port, stackDir, child: stackChild } = await startStackOnFreePort();
+  const stack = JSON.parse(readFileSync(path.join(stackDir, "stack.json"), "utf8"));
+  project.provide("stack", { ...stack, stack_dir: stackDir });
+
+  return async () => {
+    // Ctrl-C must stop every process the stack started: the port is free afterwards.
+    const exited = new Promise((r) => stackChild.once("exit", r));
+    stackChild.kill("SIGINT");
+    await exited;
+    await waitFor("port release", () => portIsFree(port), { timeoutMs: 10_000 });
+  };
+}
+
+/**
+ * A port that was free when chosen can be taken before the stack binds it (another stack, a bench
+ * run or any listen(0) on the machine starting in between): the stack then exits saying so, and is
+ * started again on another port, up to three times. Any other failure is thrown at once.
+ */
+async function startStackOnFreePort() {
+  for (let attempt = 1; ; attempt++) {
+    const port: number = await freePort();
+    const stackDir = mkdtempSync(path.join(os.tmpdir(), "skills-stack-"));
+    try {
+      return { port, stackDir, child: await startStack(port, stackDir) };
+    } catch (e) {
+      if (attempt >= 3 || !/Address already in use|is in use/.test(String(e))) throw e;
+      console.warn(
+        `e2e stack: port ${port} was taken before the stack bound it; starting again (${attempt})`,
+      );
+    }
+  }
+}
+
+/** Starts `npm start`'s stack on `port`; resolves once it is ready, or throws with its output. */
+async function startStack(port: number, stackDir: string) {
   const child = spawn(process.execPath, ["scripts/dev-stack.mjs"], {
     // reconcile.test.ts and books.test.ts keep settlements in the mempool (anvil's automine off):
     // the facilitator gives up on each after this wait, twice per call. With automine on, every
@@ -41,18 +74,14 @@ export default async function setup(project: TestProject) {
   try {
     const proc = Object.assign(child, { recentOutput: () => output });
     await waitFor("npm start", async () => output.includes("ready: "), { timeoutMs: 150_000, child: proc });
+    return child;
   } catch (e) {
-    child.kill("SIGINT");
+    // Stopped, and its own services with it, before another stack is started.
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGINT");
+      await exited;
+    }
     throw e;
   }
-  const stack = JSON.parse(readFileSync(path.join(stackDir, "stack.json"), "utf8"));
-  project.provide("stack", { ...stack, stack_dir: stackDir });
-
-  return async () => {
-    // Ctrl-C must stop every process the stack started: the port is free afterwards.
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGINT");
-    await exited;
-    await waitFor("port release", () => portIsFree(port), { timeoutMs: 10_000 });
-  };
 }

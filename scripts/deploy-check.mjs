@@ -34,7 +34,7 @@ const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figu
 const { mailtoAddress } = await import("../src/contact-email.ts");
 // The Worker's own checks, so the two cannot drift: what it would refuse (503) is refused here.
 const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
-const { stripeApiBaseProblem } = await import("../src/stripe-api-base.ts");
+const { isHttpUrl, stripeApiBaseProblem } = await import("../src/config-urls.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -399,7 +399,7 @@ function x402VarProblems(vars) {
     ),
   );
   const base = String(vars.BASE_URL ?? "").trim();
-  if (base && !(URL.canParse(base) && /^https?:$/.test(new URL(base).protocol)))
+  if (base && !isHttpUrl(base))
     out.push(
       `BASE_URL "${base}" is not an absolute http(s) URL (e.g. https://skills.example.com): the Worker would ignore it`,
     );

@@ -1,6 +1,6 @@
+import { isHttpUrl, stripeApiBaseProblem } from "./config-urls";
 import type { Bindings } from "./env";
 import { keyedUrl, keyPieces, redactUrl } from "./redact";
-import { stripeApiBaseProblem } from "./stripe-api-base";
 
 export const INTERFACE_VERSION = "2.7.1";
 
@@ -195,7 +195,7 @@ const memo = new WeakMap<Bindings, Map<string, PublicConfig>>();
 function baseUrlOf(env: Bindings): string | undefined {
   const raw = env.BASE_URL?.trim();
   if (!raw) return undefined;
-  return URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) ? raw : undefined;
+  return isHttpUrl(raw) ? raw : undefined;
 }
 
 function build(env: Bindings, origin: string) {

@@ -380,7 +380,7 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     ]);
   }, 60_000);
 
-  it("refuses a STRIPE_API_BASE in [vars] the Worker refuses (its own rule, src/stripe-api-base.ts), and the emulator's local origin", async () => {
+  it("refuses a STRIPE_API_BASE in [vars] the Worker refuses (its own rule, src/config-urls.ts), and the emulator's local origin", async () => {
     expect(await withVars({ STRIPE_API_BASE: "https://stripe-emulator.staging.dev" })).toEqual([
       "STRIPE_API_BASE points the live key at stripe-emulator.staging.dev, not Stripe (leave it unset in production): the Worker would turn card payments off; remove it from [vars]",
     ]);

@@ -1,5 +1,10 @@
-// Lowest layer, no imports: src/config.ts reads it, and so does scripts/deploy-check.mjs in plain
-// Node, so the Worker and the deploy check refuse the same origins.
+// What the configuration's URLs may be. Lowest layer, no imports: src/config.ts reads it, and so
+// does scripts/deploy-check.mjs in plain Node, so the Worker and the deploy check refuse the same
+// origins. (src/partners/config.ts keeps its own isHttpUrl: plain Node loads it too, and a relative
+// import would need its .ts extension there.)
+
+/** An absolute http(s) URL. */
+export const isHttpUrl = (value: string) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
 
 /**
  * STRIPE_API_BASE (the local emulator's origin): one that is no absolute http(s) URL made every
@@ -12,8 +17,7 @@ export function stripeApiBaseProblem(raw: string | undefined, mode: string): str
   // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
   if (raw === undefined || raw === "") return undefined;
   const base = raw.trim();
-  if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol))
-    return "STRIPE_API_BASE is not an absolute http(s) URL";
+  if (!isHttpUrl(base)) return "STRIPE_API_BASE is not an absolute http(s) URL";
   const { host, hostname, protocol } = new URL(base);
   // Loopback keeps the key on the machine (the emulator; a deployed Worker reaches none).
   const stripes = (protocol === "https:" && /(^|\.)stripe\.com$/.test(hostname)) || LOOPBACK.test(hostname);

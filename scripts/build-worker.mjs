@@ -172,7 +172,7 @@ function wasmModules(files) {
  *   stopword-lists: the `stopword` lists but English's, which start-up holds anyway (research and
  *   stylometry import it statically; as its own module it stays JavaScript, 2 KB).
  */
-const DATA_MODULE_GROUPS = {
+export const DATA_MODULE_GROUPS = {
   "franc-data": () => [fileURLToPath(import.meta.resolve("franc/data.js"))],
   "stopword-lists": () => {
     const dir = path.dirname(fileURLToPath(import.meta.resolve("stopword/src/stopword.js")));

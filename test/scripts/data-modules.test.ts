@@ -7,6 +7,8 @@ import { buildBundle } from "../../scripts/bench/throughput.mjs";
 // @ts-expect-error plain JS script
 import { entryOf, serve, writeConfig } from "../../scripts/bench/workerd-config.mjs";
 // @ts-expect-error plain JS script
+import { DATA_MODULE_GROUPS } from "../../scripts/build-worker.mjs";
+// @ts-expect-error plain JS script
 import { freePort } from "../../scripts/lib/proc.mjs";
 import { keywordsInLanguage } from "../../src/skills/lib/text-language";
 import { ENGLISH_NOUN_LISTS, GERMAN_LOANWORD_LISTING } from "../fixtures/english-noun-lists";
@@ -19,7 +21,10 @@ interface Metafile {
   outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
 }
 
-/** The files scripts/build-worker.mjs ships as data (DATA_MODULE_GROUPS), by group. */
+/**
+ * The files scripts/build-worker.mjs ships as data (DATA_MODULE_GROUPS), by group, chosen here
+ * again: a group the build adds or a file it drops fails the first test below.
+ */
 const stopwordDir = path.join(modules, "stopword/src");
 const DATA_FILES = {
   "franc-data": ["franc/data.js"],
@@ -48,6 +53,20 @@ describe("franc's profiles and the stopword lists ship as data, not JavaScript",
   };
   let stop: (() => Promise<void>) | undefined;
   afterAll(async () => stop?.());
+
+  it("the build's groups and their files are these (a group added to the build is added here, with its check)", () => {
+    const groups = DATA_MODULE_GROUPS as Record<string, () => string[]>;
+    expect(Object.keys(groups).sort()).toEqual(Object.keys(DATA_FILES).sort());
+    for (const [group, list] of Object.entries(groups)) {
+      const files = list().map((f) =>
+        f
+          .split(path.sep)
+          .join("/")
+          .replace(/^.*\/node_modules\//, ""),
+      );
+      expect(files.sort(), group).toEqual([...(DATA_FILES[group as keyof typeof DATA_FILES] ?? [])].sort());
+    }
+  });
 
   it("no JavaScript module holds them; wrangler uploads each group as one Data module equal to the library's exports", {
     timeout: 180_000,

@@ -17,7 +17,8 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { isDeepStrictEqual } from "node:util";
 // wrangler's own dependencies (installed with it, same versions its bundler uses).
 import { getCloudflarePreset, nonPrefixedNodeModules } from "@cloudflare/unenv-preset";
 import * as esbuild from "esbuild";
@@ -158,6 +159,89 @@ function wasmModules(files) {
 }
 
 /**
+ * Library modules that hold only data, shipped as data instead of JavaScript: workerd compiles
+ * every JavaScript module of the upload at load, imported or not, so their literals were parsed at
+ * every start-up (~75 M instructions per MB; docs/PERFORMANCE.md, "Stop 38"). Each group's files
+ * are evaluated here, in node, and their exports written as one JSON file beside the chunks, which
+ * wrangler uploads as a Data module (its default rule for `*.bin`; workerd hands it over as an
+ * ArrayBuffer, parsing nothing: cheaper at load than a Text module, which it turns into a string);
+ * each file is replaced by a module reading its exports from that JSON, decoded and parsed when
+ * the chunk that needs it is first imported. A file whose exports JSON would not give back equal
+ * is refused.
+ *   franc-data: franc's trigram profiles (franc/data.js).
+ *   stopword-lists: the `stopword` lists but English's, which start-up holds anyway (research and
+ *   stylometry import it statically; as its own module it stays JavaScript, 2 KB).
+ */
+export const DATA_MODULE_GROUPS = {
+  "franc-data": () => [fileURLToPath(import.meta.resolve("franc/data.js"))],
+  "stopword-lists": () => {
+    const dir = path.dirname(fileURLToPath(import.meta.resolve("stopword/src/stopword.js")));
+    return readdirSync(dir)
+      .filter((f) => /^stopwords_\w+\.js$/.test(f) && f !== "stopwords_eng.js")
+      .map((f) => path.join(dir, f));
+  },
+};
+
+/** Key of a data file in its group's text: its path inside node_modules (wherever that is). */
+const dataKey = (file) =>
+  file
+    .split(path.sep)
+    .join("/")
+    .replace(/^.*\/node_modules\//, "");
+
+/**
+ * The plugin serving DATA_MODULE_GROUPS' files from their Data modules, each put in `files` once
+ * the build reads one of its files (another entry, such as the bench's, may read none).
+ */
+async function dataModules(files) {
+  const groupOf = new Map();
+  const namesOf = new Map();
+  const blobs = new Map();
+  for (const [group, list] of Object.entries(DATA_MODULE_GROUPS)) {
+    const data = {};
+    for (const file of list()) {
+      const exports = { ...(await import(pathToFileURL(file).href)) };
+      if (!isDeepStrictEqual(JSON.parse(JSON.stringify(exports)), exports))
+        throw new Error(`${file}: its exports are not plain JSON data: take it out of DATA_MODULE_GROUPS`);
+      data[dataKey(file)] = exports;
+      groupOf.set(file, group);
+      namesOf.set(file, Object.keys(exports));
+    }
+    if (!Object.keys(data).length) throw new Error(`DATA_MODULE_GROUPS.${group} matched no file`);
+    const bytes = Buffer.from(JSON.stringify(data));
+    const hash = createHash("sha1").update(bytes).digest("hex").slice(0, 16);
+    blobs.set(group, { name: `${group}-${hash}.bin`, bytes });
+  }
+  return {
+    name: "data-modules",
+    setup(build) {
+      build.onLoad({ filter: /\.js$/ }, ({ path: file }) => {
+        const group = groupOf.get(file);
+        if (group === undefined) return undefined;
+        return {
+          contents: `import all from "data-module:${group}";\nexport const { ${namesOf.get(file).join(", ")} } = all[${JSON.stringify(dataKey(file))}];\n`,
+          loader: "js",
+        };
+      });
+      build.onResolve({ filter: /^data-module:/ }, (args) => ({ path: args.path, namespace: "data-module" }));
+      build.onLoad({ filter: /.*/, namespace: "data-module" }, ({ path: p }) => {
+        const { name, bytes } = blobs.get(p.slice("data-module:".length));
+        files.set(name, bytes);
+        return {
+          contents: `import bytes from "./${name}";\nexport default JSON.parse(new TextDecoder().decode(bytes));\n`,
+          loader: "js",
+        };
+      });
+      // Every chunk sits in the output directory itself, so one relative name serves every importer.
+      build.onResolve({ filter: /\.bin$/, namespace: "data-module" }, (args) => ({
+        path: args.path,
+        external: true,
+      }));
+    },
+  };
+}
+
+/**
  * Makes `dir` hold exactly `files`, writing only what changed: an unchanged build touches nothing,
  * so a running `wrangler dev` (which watches these files) does not reload when another command
  * (a test, the bench) runs the same build.
@@ -222,7 +306,7 @@ export async function buildWorker({
     sourcemap: true,
     metafile: true,
     logLevel: "warning",
-    plugins: [nodejsCompat(compat(path.resolve(root, config))), wasmModules(files)],
+    plugins: [await dataModules(files), nodejsCompat(compat(path.resolve(root, config))), wasmModules(files)],
   });
   for (const f of result.outputFiles) files.set(path.relative(out, f.path), Buffer.from(f.contents));
   // `wrangler types` types `exports` of cloudflare:workers (test/helpers.ts) as the main module,

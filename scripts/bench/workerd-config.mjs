@@ -12,6 +12,18 @@ const capnpString = (s) => JSON.stringify(s);
 export const entryOf = (files) => files.find((f) => /^(index|worker)\.js$/.test(f));
 
 /**
+ * The KV stub: every operation fails (503), as a KV namespace that is down. It reads the request
+ * body first, as KV does: answered unread, workerd's `KV.put` never settled (seo's first call,
+ * which caches its result, hung after its page fetch).
+ */
+const KV_STUB = `export default {
+  async fetch(request) {
+    await request.arrayBuffer();
+    return new Response("stub", { status: 503 });
+  },
+};`;
+
+/**
  * D1's wire protocol as workerd's D1 binding speaks it (POST /query or /execute, one statement or
  * a batch as JSON): one success per statement, no rows.
  */
@@ -25,7 +37,8 @@ const D1_STUB = `export default {
 
 /**
  * A workerd config serving the bundle in `dir` on `port`: text bindings from the bench wrangler
- * config's [vars], KV bound to a stub service (the routes measured never touch it), D1 to a stub
+ * config's [vars], KV bound to a stub service answering 503 (the throughput routes never touch
+ * it; the network skills' cache, src/skills/lib/cache.ts, goes on without it), D1 to a stub
  * that acknowledges every statement as D1 does (the call statistics' batched write, the only D1
  * write of the measured routes, then takes its production path, not an error path), ASSETS
  * bound to a read-only disk service of `assets` (what Workers Static Assets serve from wrangler's
@@ -65,7 +78,7 @@ export function writeConfig(dir, { name, files, main, port, bindings, assets, in
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .main),
-    (name = "stub", worker = (modules = [(name = "stub.js", esModule = "export default { fetch() { return new Response('stub', { status: 503 }); } };")], compatibilityDate = "2026-11-01")),
+    (name = "stub", worker = (modules = [(name = "stub.js", esModule = ${capnpString(KV_STUB)})], compatibilityDate = "2026-11-01")),
     (name = "d1", worker = (modules = [(name = "d1.js", esModule = ${capnpString(D1_STUB)})], compatibilityDate = "2026-11-01")),
     (name = "net", network = (allow = ["public", "private", "local"])),${assetsService}
   ],

@@ -688,6 +688,9 @@ describe("upgrades", () => {
     const steps = (script: string) => script.split("&&").map((s) => s.trim());
     const before = [
       "node scripts/deploy-check.mjs",
+      // The same dry-run build, refused if a module it imports was not attached
+      // (scripts/bundle-imports-check.mjs, test/scripts/bundle-imports-check.test.ts).
+      "npm run build",
       // No terminal on stdin: wrangler applies without its prompt (a declined prompt exits 0, and
       // the Worker would then be uploaded onto a database without its columns).
       "wrangler d1 migrations apply DB --remote < /dev/null",

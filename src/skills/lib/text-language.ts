@@ -53,7 +53,10 @@ import { countTerms, ENGLISH_STOPWORDS, foldTerm, rankTerms, type TermCounts } f
  * franc is asked only about the languages the `stopword` package has a list for, so a text is
  * never put in a language without one. franc-min (82 languages, 55 KB gzip) has no Catalan,
  * Danish, Finnish, Hebrew, Slovak or Norwegian profile. franc and the lists (~175 KB gzip) load
- * with this module on the first call that needs them, never at start-up.
+ * with this module on the first call that needs them, never at start-up. In the built Worker their
+ * data (franc/data.js, every list but English's) is not JavaScript: workerd compiles every
+ * JavaScript module at load, imported or not, so scripts/build-worker.mjs ships it as JSON Data
+ * modules, parsed when this module is first imported (docs/PERFORMANCE.md, "Stop 38").
  */
 
 /** franc's codes (ISO 639-3, individual languages) for the `stopword` lists named by a macrolanguage or script. */

@@ -124,7 +124,10 @@ export async function serve(root, configFile, { port, probePath, inspectorPort, 
       status = r.status;
       if (r.ok || anyStatus) break;
     } catch {}
-    if (performance.now() > deadline) throw new Error(`workerd did not answer within 30 s: ${stderr}`);
+    if (performance.now() > deadline) {
+      await stopGroup(child);
+      throw new Error(`workerd did not answer within 30 s: ${stderr}`);
+    }
     await sleep(2);
   }
   const startupMs = performance.now() - started;
@@ -136,15 +139,26 @@ export async function serve(root, configFile, { port, probePath, inspectorPort, 
   };
 }
 
-/** Ends a detached child's process group; resolves once the child has exited. */
+/**
+ * Ends a detached child's process group; resolves once the child has exited. SIGKILL after 2 s:
+ * workerd waits on SIGTERM for requests in flight, and one that never settles (a KV put to a stub
+ * that does not read the body) kept it running after the test that started it had failed.
+ */
 export function stopGroup(child) {
   return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once("exit", resolve);
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = (signal) => {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        resolve();
+      }
+    };
+    const late = setTimeout(() => kill("SIGKILL"), 2000);
+    child.once("exit", () => {
+      clearTimeout(late);
       resolve();
-    }
+    });
+    kill("SIGTERM");
   });
 }

@@ -45,6 +45,47 @@ const BLOCK =
     " ",
   );
 
+/**
+ * Inline styles: ones that hide an element, spelled as CSS allows (case, spaces, comments,
+ * `!important`, the last valid declaration winning, `;` inside a string or `url()`), and ones that
+ * do not. "SAME" stands for the element's own display (a display that changes the layout is not
+ * read: the comparison would see the layout, not what is shown).
+ */
+const HIDING = [
+  "display:none",
+  "DISPLAY : None",
+  "display:none !important",
+  "display:none!IMPORTANT;display:SAME",
+  "display:/* c */none",
+  "color:red;display:none;",
+  "display:SAME;display:none",
+  "display:none;display:bogus",
+  "display:none;display:SAME }",
+  "display:none; x:'a;display:SAME'",
+  "display:none; background:url(a;display:SAME)",
+  "display:n\\one",
+  "visibility:hidden",
+  "visibility:collapse",
+  "Visibility: HIDDEN !important",
+  "visibility:visible;visibility:hidden",
+];
+const NOT_HIDING = [
+  "color:red",
+  "display:SAME",
+  "display:none;display:SAME",
+  "display:nonex",
+  "display:no/**/ne",
+  "display:none !ie",
+  "display:none none",
+  "/* display:none */",
+  "x:'display:none'",
+  "visibility:hidden;visibility:visible",
+  "visibility:visible",
+  "visibility:inherit",
+];
+/** Only `display`: a list item hidden by `visibility` still holds its marker's place. */
+const DISPLAY_ONLY = (s: string) => !s.toLowerCase().includes("visibility");
+
 /** One page: a few blocks, each holding inline elements nested up to four deep. */
 export function makePage(r: () => number): string {
   let n = 0;
@@ -55,6 +96,11 @@ export function makePage(r: () => number): string {
   const word = () => `${cell}w${n++}`;
   // Hidden from a browser (`hidden`), or shown (until-found: inline, or found on a block).
   const hidden = () => (r() < 0.5 ? " hidden" : ' hidden="until-found"');
+  // A style attribute for an element whose own display is `own`: hiding it half the time.
+  const style = (own: string, allowed: (s: string) => boolean = () => true) => {
+    const pool = (r() < 0.5 ? HIDING : NOT_HIDING).filter(allowed);
+    return ` style="${pick(pool).replaceAll("SAME", own)}"`;
+  };
   const space = () => pick(SPACES);
   const text = () => {
     let t = r() < 0.3 ? space() : "";
@@ -77,8 +123,12 @@ export function makePage(r: () => number): string {
         const attr = tag === "a" ? ' href="/x"' : tag === "bdo" ? ' dir="rtl"' : "";
         parts.push(`<${tag}${attr}>${inline(d + 1)}</${tag}>`);
       } else if (x < 0.82) parts.push(pick(["<br>", "<br/>", "<wbr>", "<br>\n"]));
-      else if (x < 0.86) parts.push(`<span${hidden()}>${text()}</span>`);
-      else if (x < 0.89) parts.push(`<ruby>${word()}<rp>(</rp><rt>${word()}</rt><rp>)</rp></ruby>`);
+      else if (x < 0.83) parts.push(`<span${hidden()}>${text()}</span>`);
+      else if (x < 0.86) {
+        // `hidden` undone by a display its style sets, or a style (inside, another may undo it).
+        const attrs = r() < 0.2 ? ' hidden style="display:inline"' : style("inline");
+        parts.push(`<span${attrs}>${inline(d + 1)}</span>`);
+      } else if (x < 0.89) parts.push(`<ruby>${word()}<rp>(</rp><rt>${word()}</rt><rp>)</rp></ruby>`);
       else if (x < 0.91) parts.push(`<input value="${word()}">`);
       else if (x < 0.93)
         parts.push(`<select><option>${word()}</option><option selected>${word()}</option></select>`);
@@ -102,7 +152,8 @@ export function makePage(r: () => number): string {
           : r() < 0.2
             ? `<p>${inline(d + 1)}</p>`
             : inline(d + 1);
-      items += `<li${r() < 0.1 ? hidden() : ""}>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
+      const attrs = r() < 0.1 ? hidden() : r() < 0.1 ? style("list-item", DISPLAY_ONLY) : "";
+      items += `<li${attrs}>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
     }
     return `<${tag}${start}${type}>${items}</${tag}>`;
   };
@@ -113,18 +164,18 @@ export function makePage(r: () => number): string {
     const cols = 1 + Math.floor(r() * 3);
     const k = 1 + Math.floor(r() * 3);
     // Hidden parts, rarely: a browser leaves them out, the grid must too (no cells' columns shift).
-    const part = () => (r() < 0.08 ? hidden() : "");
+    const part = (own: string) => (r() < 0.08 ? hidden() : r() < 0.06 ? style(own) : "");
     for (let i = 0; i < k; i++) {
       let row = "";
       for (let j = 0; j < cols; j++) {
         const c = i === 0 && r() < 0.5 ? "th" : "td";
         cell = `t${t}c${++cells}`;
-        row += `<${c}${part()}>${inline(d + 1)}</${c}>`;
+        row += `<${c}${part("table-cell")}>${inline(d + 1)}</${c}>`;
       }
-      rows += `<tr${part()}>${row}</tr>\n`;
+      rows += `<tr${part("table-row")}>${row}</tr>\n`;
     }
     cell = `t${t}c0`;
-    const caption = r() < 0.3 ? `<caption${part()}>${inline(d + 1)}</caption>` : "";
+    const caption = r() < 0.3 ? `<caption${part("table-caption")}>${inline(d + 1)}</caption>` : "";
     cell = "";
     return `<table>${caption}${rows}</table>`;
   };
@@ -191,7 +242,8 @@ export function makePage(r: () => number): string {
     if (x < 0.8) return `<figure>${i()}<figcaption>${i()}</figcaption></figure>`;
     if (x < 0.82) return `<fieldset><legend>${i()}</legend>${i()}</fieldset>`;
     if (x < 0.84) return "<hr>";
-    if (x < 0.86) return `<div${hidden()}>${i()}</div>`;
+    if (x < 0.85) return `<div${hidden()}>${i()}</div>`;
+    if (x < 0.86) return `<div${r() < 0.2 ? ' hidden style="display:block"' : style("block")}>${i()}</div>`;
     if (x < 0.88) return `<textarea>${word()} ${word()}</textarea>`;
     if (x < 0.9) return `<p>${i()}<br></p>`;
     if (x < 0.92) return "<p></p>";
@@ -234,7 +286,7 @@ export function browserText(dropped: string[]): { text: string; items: number } 
   for (const rp of document.querySelectorAll<HTMLElement>("rp")) rp.style.display = "inline";
   for (const w of document.querySelectorAll("wbr")) w.replaceWith(document.createElement("span"));
   const items = [...document.querySelectorAll("ul > li, ol > li")].filter((li) =>
-    li.checkVisibility(),
+    li.checkVisibility({ visibilityProperty: true }),
   ).length;
   // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point.
   return { text: document.body.innerText, items };

@@ -1,5 +1,6 @@
 import { compile, type FormatCallback } from "html-to-text";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
+import { ownRendering } from "./inline-style";
 
 /**
  * html-to-text as text mode uses it: its selectors, and the formatters it lacks or gets wrong for
@@ -16,7 +17,7 @@ import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
  * either (nor, already, counted by the prepass), nor a <dialog> that is not `open` (shownDialog),
  * nor what a <video> or <audio> holds (fallback for browsers without them: "Your browser does not
  * support video"). Markdown mode keeps its own list (MD_DROPPED). `hidden="until-found"` is shown
- * (unhidden): a browser shows it on an inline element and reveals it on a block to find-in-page,
+ * (shownOnly): a browser shows it on an inline element and reveals it on a block to find-in-page,
  * the same case as a closed <details>, whose content text mode keeps.
  */
 const UNSHOWN = ["title", "datalist", "noembed", "noframes", "video", "audio"];
@@ -24,7 +25,9 @@ const UNSHOWN = ["title", "datalist", "noembed", "noframes", "video", "audio"];
 const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
   ...UNSHOWN.map((selector) => ({ selector, format: "skip" })),
-  { selector: "[hidden]", format: "unhidden" },
+  // Either may hide the element (inline-style.ts); the formatter walks it as its tag when shown.
+  { selector: "[hidden]", format: "shownOnly" },
+  { selector: "[style]", format: "shownOnly" },
   { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
@@ -146,16 +149,36 @@ function prefixBounded(): Record<string, FormatCallback> {
 
 type Node = Parameters<FormatCallback>[0];
 
-/** Not `hidden`, or hidden only until found (shown: see UNSHOWN). */
-const shown = (node: Node) => {
-  const hidden = node.attribs?.hidden;
-  // An enumerated attribute: its value is matched ASCII case-insensitively.
-  return hidden === undefined || hidden.toLowerCase() === "until-found";
+/**
+ * A list's child that writes anything: a rendered element (not `hidden`, not `display: none`)
+ * whose text is visible, or holds some that is (`visibility: visible` inside `hidden`), or a text
+ * not all whitespace (not a comment).
+ */
+const written = (child: Node) => {
+  if (child.type !== "tag") return child.type === "text" && !/^\s*$/.test(child.data ?? "");
+  const own = ownRendering(child.attribs);
+  return own.rendered && (own.visibility !== "hidden" || visibleParts(child.children ?? []).length > 0);
 };
 
-/** A list's child that writes anything: a shown element, or a text not all whitespace (not a comment). */
-const written = (child: Node) =>
-  child.type === "tag" ? shown(child) : child.type === "text" && !/^\s*$/.test(child.data ?? "");
+/** What a browser never shows, nor anything inside it, whatever a descendant's style says. */
+const NEVER_SHOWN = new Set([...DROPPED, ...UNSHOWN]);
+
+/**
+ * What shows of nodes whose visibility is hidden: the elements inside them that set `visibility:
+ * visible` again (walked as they are), nothing else. The hidden elements' own text and line breaks
+ * go too, as in innerText (Chromium: `a<div style="visibility:hidden">b</div>c` is "ac").
+ */
+function visibleParts(nodes: Node[], out: Node[] = []): Node[] {
+  for (const node of nodes) {
+    if (node.type !== "tag" || NEVER_SHOWN.has(node.name ?? "")) continue;
+    if (node.name === "dialog" && !("open" in (node.attribs ?? {}))) continue;
+    const own = ownRendering(node.attribs);
+    if (!own.rendered) continue;
+    if (own.visibility === "visible") out.push(node);
+    else visibleParts(node.children ?? [], out);
+  }
+  return out;
+}
 
 /** The node with other children, for a formatter that reads them (one object: no copy of its subtree). */
 const withChildren = (node: Node, children: Node[]): Node =>
@@ -167,7 +190,7 @@ const withChildren = (node: Node, children: Node[]): Node =>
  */
 const writtenOnly = (list: Node): Node => {
   const children = list.children ?? [];
-  const unwritten = (c: Node) => (c.type === "tag" ? !shown(c) : c.type !== "text");
+  const unwritten = (c: Node) => (c.type === "tag" ? !written(c) : c.type !== "text");
   return children.some(unwritten) ? withChildren(list, children.filter(written)) : list;
 };
 
@@ -199,10 +222,19 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
     }
   )._stackItem;
 
-/** An element with `hidden="until-found"`, walked as its tag is (a browser shows it: see UNSHOWN). */
-const unhidden: FormatCallback = (elem, walk, builder) => {
-  if (!shown(elem)) return;
-  const { hidden: _, ...attribs } = elem.attribs ?? {};
+/**
+ * An element with `hidden` or a `style`: left out when either hides it (inline-style.ts), only
+ * what sets `visibility: visible` again inside it when its visibility is hidden, and otherwise
+ * walked as its tag is (`hidden="until-found"` is shown: see UNSHOWN).
+ */
+const shownOnly: FormatCallback = (elem, walk, builder) => {
+  const own = ownRendering(elem.attribs);
+  if (!own.rendered) return;
+  if (own.visibility === "hidden") {
+    walk(visibleParts(elem.children ?? []), builder);
+    return;
+  }
+  const { hidden: _, style: __, ...attribs } = elem.attribs ?? {};
   walk([Object.create(elem, { attribs: { value: attribs } })], builder);
 };
 
@@ -251,20 +283,32 @@ const captionedTable: FormatCallback = (whole, walk, builder, options) => {
 
 /** What html-to-text's grid walks below a table (it walks <center> as a row group too). */
 const ROW_PARTS = new Set(["thead", "tbody", "tfoot", "center", "tr"]);
-/** A table (or row group, or row) without its hidden parts: one object per part, linear in the table. */
-const shownParts = (node: Node): Node => {
+/**
+ * A table (or row group, or row) without its hidden parts, and its parts whose visibility is hidden
+ * (`invisible`, theirs or inherited) holding only what shows again inside them: one object per
+ * part, linear in the table.
+ */
+const shownParts = (node: Node, invisible = false): Node => {
   const children = node.children ?? [];
   let changed = false;
   const parts: Node[] = [];
   for (const c of children) {
-    if (c.type !== "tag") parts.push(c);
-    else if (!shown(c)) changed = true;
-    else if (!ROW_PARTS.has(c.name ?? "")) parts.push(c);
-    else {
-      const part = shownParts(c);
+    if (c.type !== "tag") {
+      if (invisible) changed = true;
+      else parts.push(c);
+      continue;
+    }
+    const own = ownRendering(c.attribs);
+    const hidden = own.visibility === "hidden" || (invisible && own.visibility !== "visible");
+    if (!own.rendered) changed = true;
+    else if (ROW_PARTS.has(c.name ?? "")) {
+      const part = shownParts(c, hidden);
       changed ||= part !== c;
       parts.push(part);
-    }
+    } else if (hidden) {
+      changed = true;
+      parts.push(withChildren(c, visibleParts(c.children ?? [])));
+    } else parts.push(c);
   }
   // The table itself when nothing in it is hidden, as in most.
   return changed ? withChildren(node, parts) : node;
@@ -374,7 +418,7 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, unhidden },
+    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, shownOnly },
   });
   return converters[key];
 }

@@ -1,0 +1,157 @@
+/**
+ * What an element's own attributes say about whether a browser shows it: `hidden`, and the
+ * `display` and `visibility` its `style` attribute declares. Text hidden this way is the classic
+ * carrier of instructions meant for an agent and never seen by a reader, so both modes of
+ * html_clean leave it out. Stylesheets and classes are not read (a page's CSS can hide anything;
+ * reading it means a cascade and selector matching), nor is a `var()` resolved.
+ *
+ * The declaration list is split here rather than by a library: only two properties' keywords are
+ * read, and the split needs just CSS's rules for what hides a `;` (strings, escapes, comments and
+ * (), [] and {} blocks, `url(` included). inline-style-parser, the small candidate, throws on a
+ * malformed list where CSS drops the one bad declaration, and leaves the value's comments, escapes
+ * and `!important` to its caller: the part that decides is the same code either way.
+ */
+
+/** Declared visibility: hidden (or collapse), visible again, or none said (as the parent's). */
+export type Visibility = "hidden" | "visible" | undefined;
+
+export interface OwnRendering {
+  /** Rendered at all: not `display: none`, not `hidden` (unless its style sets a display). */
+  rendered: boolean;
+  visibility: Visibility;
+}
+
+const SHOWN: OwnRendering = { rendered: true, visibility: undefined };
+const NOT_RENDERED: OwnRendering = { rendered: false, visibility: undefined };
+
+/**
+ * How an element's own attributes show it. `hidden` (not `until-found`, which browsers show or
+ * reveal) hides it unless its style sets a `display` (Chromium maps `hidden` to a presentational
+ * `display: none`, which any declared display but `revert-layer` overrides).
+ */
+export function ownRendering(attribs: Record<string, string> | undefined): OwnRendering {
+  const hiddenAttr = attribs?.hidden;
+  const hidden = hiddenAttr !== undefined && asciiLower(hiddenAttr) !== "until-found";
+  const style = attribs?.style;
+  if (style === undefined) return hidden ? NOT_RENDERED : SHOWN;
+  const { display, visibility } = readStyle(style);
+  if (display === "none" || (display === undefined && hidden)) return NOT_RENDERED;
+  return visibility === undefined ? SHOWN : { rendered: true, visibility };
+}
+
+/** The `display` (none, or another) and `visibility` a style attribute declares, as CSS's cascade picks them. */
+export function readStyle(style: string): { display?: "none" | "other"; visibility?: Visibility } {
+  let display: { value: string; important: boolean } | undefined;
+  let visibility: { value: string; important: boolean } | undefined;
+  for (const declaration of declarations(style)) {
+    const colon = declaration.indexOf(":");
+    if (colon < 0) continue;
+    const name = asciiLower(cssUnescape(declaration.slice(0, colon).trim()));
+    if (name !== "display" && name !== "visibility") continue;
+    let value = declaration.slice(colon + 1);
+    const important = IMPORTANT.test(value);
+    if (important) value = value.replace(IMPORTANT, "");
+    value = asciiLower(cssUnescape(value.trim()));
+    const valid = name === "display" ? validDisplay(value) : VISIBILITY.has(value) || VAR.test(value);
+    if (!valid) continue;
+    // The last valid declaration wins, an !important one over any that is not.
+    const winner = name === "display" ? display : visibility;
+    if (winner?.important && !important) continue;
+    if (name === "display") display = { value, important };
+    else visibility = { value, important };
+  }
+  return {
+    // `revert-layer` rolls back to what `hidden` says; an unresolved `var()` computes to `inline`.
+    display:
+      display === undefined || display.value === "revert-layer"
+        ? undefined
+        : display.value === "none"
+          ? "none"
+          : "other",
+    visibility:
+      visibility?.value === "hidden" || visibility?.value === "collapse"
+        ? "hidden"
+        : visibility?.value === "visible" || visibility?.value === "initial"
+          ? "visible"
+          : undefined,
+  };
+}
+
+const IMPORTANT = /![\t\n\f\r ]*important[\t\n\f\r ]*$/i;
+const VAR = /var\(/;
+const VISIBILITY = new Set("visible hidden collapse initial inherit unset revert revert-layer".split(" "));
+/** Single-keyword displays Chromium accepts (`run-in` it does not), CSS-wide keywords included. */
+const DISPLAY = new Set(
+  `none contents block inline flow flow-root table flex grid ruby math list-item inline-block
+  inline-table inline-flex inline-grid table-row-group table-header-group table-footer-group
+  table-row table-cell table-column-group table-column table-caption ruby-text -webkit-box
+  -webkit-inline-box -webkit-flex -webkit-inline-flex initial inherit unset revert revert-layer`.split(/\s+/),
+);
+const OUTSIDE = new Set(["block", "inline"]);
+const INSIDE = new Set(["flow", "flow-root", "table", "flex", "grid", "ruby", "math"]);
+
+/** CSS's display grammar: one keyword, an outside and an inside one, or a list item's keywords. */
+function validDisplay(value: string): boolean {
+  if (DISPLAY.has(value) || VAR.test(value)) return true;
+  const words = value.split(/[\t\n\f\r ]+/);
+  if (words.length > 3) return false;
+  const item = words.filter((w) => w === "list-item").length;
+  const outside = words.filter((w) => OUTSIDE.has(w)).length;
+  const inside = words.filter((w) => INSIDE.has(w));
+  if (item + outside + inside.length !== words.length || item > 1 || outside > 1 || inside.length > 1)
+    return false;
+  if (item === 1) return inside.every((w) => w === "flow" || w === "flow-root");
+  return words.length === 2;
+}
+
+/**
+ * A style attribute's declarations, split at each `;` outside strings and blocks, comments read
+ * as the whitespace they separate tokens with (`no/**\/ne` is two words, not `none`).
+ */
+function declarations(style: string): string[] {
+  const out: string[] = [];
+  const closers: string[] = [];
+  let quote = "";
+  let current = "";
+  let from = 0;
+  for (let i = 0; i < style.length; i++) {
+    const c = style[i] as string;
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (quote) {
+      // A line break ends a string too (CSS's bad string).
+      if (c === quote || c === "\n") quote = "";
+    } else if (c === "/" && style[i + 1] === "*") {
+      const end = style.indexOf("*/", i + 2);
+      current += `${style.slice(from, i)} `;
+      i = end < 0 ? style.length : end + 1;
+      from = i + 1;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "(" || c === "[" || c === "{") closers.push(c === "(" ? ")" : c === "[" ? "]" : "}");
+    else if (c === closers[closers.length - 1]) closers.pop();
+    else if (c === ";" && closers.length === 0) {
+      out.push(current + style.slice(from, i));
+      current = "";
+      from = i + 1;
+    }
+  }
+  out.push(current + style.slice(from));
+  return out;
+}
+
+/** CSS escapes in an identifier: `\6e one` and `n\one` are `none`. */
+const cssUnescape = (s: string) =>
+  s.includes("\\")
+    ? s.replace(/\\(?:([0-9a-fA-F]{1,6})[\t\n\f\r ]?|([^\n]))/g, (_, hex: string | undefined, c: string) =>
+        hex === undefined ? (c ?? "") : codePoint(Number.parseInt(hex, 16)),
+      )
+    : s;
+
+/** An escape's code point, U+FFFD for one CSS does not allow (zero, a surrogate, past U+10FFFF). */
+const codePoint = (n: number) =>
+  String.fromCodePoint(n === 0 || (n >= 0xd800 && n <= 0xdfff) || n > 0x10ffff ? 0xfffd : n);
+
+/** CSS matches keywords ASCII case-insensitively (`toLowerCase` would also fold the Kelvin sign to `k`). */
+const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());

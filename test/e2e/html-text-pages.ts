@@ -267,7 +267,7 @@ export function makePage(r: () => number): string {
  * A <wbr> becomes an empty <span>: Chromium drops the whitespace right after one ("a<wbr> b" is
  * "ab" there, "a b" in Firefox and here). `hidden="until-found"` is revealed, as find-in-page
  * reveals it (text mode keeps it, as it keeps a closed <details>' content). With the text, the
- * list items a browser shows with a marker (visible <li> in a <ul> or <ol>).
+ * list items a browser shows with a marker (a <li> in a <ul> or <ol>, rendered and visible).
  */
 export function browserText(dropped: string[]): { text: string; items: number } {
   for (const e of document.querySelectorAll(dropped.join(","))) e.remove();
@@ -285,9 +285,24 @@ export function browserText(dropped: string[]): { text: string; items: number } 
   }
   for (const rp of document.querySelectorAll<HTMLElement>("rp")) rp.style.display = "inline";
   for (const w of document.querySelectorAll("wbr")) w.replaceWith(document.createElement("span"));
+  // What the browser does not show for its visibility (its computed style's call) keeps its boxes,
+  // emptied: innerText drops their line breaks and lets their spaces collapse the visible one after
+  // them ("a<div style=visibility:hidden>b</div>c" and "a<span style=visibility:hidden>b </span> c"
+  // are both "ac"), where a reader sees "a", the hidden box's gap, and "c" (on another line after
+  // a block). Text mode writes that ("a\nc", "a c"): so the texts are emptied, and the boxes shown.
+  const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let t = texts.nextNode(); t; t = texts.nextNode()) {
+    const parent = t.parentElement;
+    if (parent && getComputedStyle(parent).visibility !== "visible") (t as Text).data = "";
+  }
+  const unseen = [...document.body.querySelectorAll<HTMLElement>("*")].filter(
+    (e) => getComputedStyle(e).visibility !== "visible",
+  );
+  // Counted before the boxes are shown: a hidden item's marker is hidden too.
   const items = [...document.querySelectorAll("ul > li, ol > li")].filter((li) =>
     li.checkVisibility({ visibilityProperty: true }),
   ).length;
+  for (const e of unseen) e.style.setProperty("visibility", "visible", "important");
   // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point.
   return { text: document.body.innerText, items };
 }

@@ -24,10 +24,12 @@ describe("html_clean leaves out what an inline style hides", () => {
     // CSS escapes.
     ['a<div style="display:n\\one">x</div>b', "ab"],
     ['a<div style="dis\\70 lay:none">x</div>b', "ab"],
-    // visibility: the element's own text and line breaks go; a descendant can show again.
-    ['a<div style="visibility:hidden">b</div>c', "ac"],
-    ['a<p style="Visibility: HIDDEN !important">b</p>c', "ac"],
-    ['a<div style="visibility:collapse">b<span style="visibility:visible">v</span>b</div>c', "avc"],
+    // visibility: the element's texts go, its lines stay (a reader sees its box's gap: innerText
+    // has "ac", "ac" and "ad" for the first three); a descendant can show again.
+    ['a<div style="visibility:hidden">b</div>c', "a\n\nc"],
+    ['a <span style="Visibility: HIDDEN !important">b </span> c', "a c"],
+    ['a<span style="visibility:hidden">b<br>c</span>d', "a\nd"],
+    ['a<div style="visibility:collapse">b<span style="visibility:visible">v</span>b</div>c', "a\nv\nc"],
     [
       'a<span style="visibility:hidden">b<span style="visibility:inherit">c</span><span style="visibility:initial">d</span><span style="visibility:unset">e</span></span>',
       "ad",

@@ -41,6 +41,7 @@ export function ownRendering(attribs: Record<string, string> | undefined): OwnRe
 
 /** The `display` (none, or another) and `visibility` a style attribute declares, as CSS's cascade picks them. */
 export function readStyle(style: string): { display?: "none" | "other"; visibility?: Visibility } {
+  if (!STYLE_WORDS.test(style)) return {};
   let display: { value: string; important: boolean } | undefined;
   let visibility: { value: string; important: boolean } | undefined;
   for (const declaration of declarations(style)) {
@@ -77,6 +78,13 @@ export function readStyle(style: string): { display?: "none" | "other"; visibili
   };
 }
 
+/**
+ * What a style that can say anything read here holds (ASCII case-insensitively): the properties'
+ * names, or a backslash (an escape may spell them; written as a selector's string writes it). Most
+ * styles (`color:red`) hold none, and are not split.
+ */
+export const STYLE_READ = ["display", "visibility", "\\\\"];
+const STYLE_WORDS = /display|visibility|\\/i;
 const IMPORTANT = /![\t\n\f\r ]*important[\t\n\f\r ]*$/i;
 const VAR = /var\(/;
 const VISIBILITY = new Set("visible hidden collapse initial inherit unset revert revert-layer".split(" "));

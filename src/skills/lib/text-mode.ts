@@ -1,6 +1,6 @@
 import { compile, type FormatCallback } from "html-to-text";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
-import { ownRendering } from "./inline-style";
+import { ownRendering, STYLE_READ } from "./inline-style";
 
 /**
  * html-to-text as text mode uses it: its selectors, and the formatters it lacks or gets wrong for
@@ -26,8 +26,12 @@ const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
   ...UNSHOWN.map((selector) => ({ selector, format: "skip" })),
   // Either may hide the element (inline-style.ts); the formatter walks it as its tag when shown.
-  { selector: "[hidden]", format: "shownOnly" },
-  { selector: "[style]", format: "shownOnly" },
+  // Only a style naming display or visibility (or escaping a character) can: the formatter's
+  // second walk cost 40,000 `<p style>` 440 → 761 ms.
+  ...["[hidden]", ...STYLE_READ.map((word) => `[style*="${word}" i]`)].map((selector) => ({
+    selector,
+    format: "shownOnly",
+  })),
   { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
@@ -163,11 +167,7 @@ const written = (child: Node) => {
 /** What a browser never shows, nor anything inside it, whatever a descendant's style says. */
 const NEVER_SHOWN = new Set([...DROPPED, ...UNSHOWN]);
 
-/**
- * What shows of nodes whose visibility is hidden: the elements inside them that set `visibility:
- * visible` again (walked as they are), nothing else. The hidden elements' own text and line breaks
- * go too, as in innerText (Chromium: `a<div style="visibility:hidden">b</div>c` is "ac").
- */
+/** The elements inside nodes whose visibility is hidden that set `visibility: visible` again. */
 function visibleParts(nodes: Node[], out: Node[] = []): Node[] {
   for (const node of nodes) {
     if (node.type !== "tag" || NEVER_SHOWN.has(node.name ?? "")) continue;
@@ -230,13 +230,40 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
 const shownOnly: FormatCallback = (elem, walk, builder) => {
   const own = ownRendering(elem.attribs);
   if (!own.rendered) return;
-  if (own.visibility === "hidden") {
-    walk(visibleParts(elem.children ?? []), builder);
-    return;
-  }
-  const { hidden: _, style: __, ...attribs } = elem.attribs ?? {};
-  walk([Object.create(elem, { attribs: { value: attribs } })], builder);
+  // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
+  // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
+  shownAsTag(elem);
+  if (own.visibility === "hidden") blank(elem);
+  walk([elem], builder);
 };
+
+/** An element decided shown: without the attributes that sent it to shownOnly. */
+const shownAsTag = (elem: Node) => {
+  const { hidden: _, style: __, ...attribs } = elem.attribs ?? {};
+  elem.attribs = attribs;
+};
+
+/**
+ * An element whose visibility is hidden, in place: its texts go, its elements stay (their blocks
+ * and <br>s are the page's lines as a reader sees them, the hidden box's gap among them), but for
+ * what is never rendered; an element that sets `visibility: visible` again is kept whole.
+ * innerText drops the lines too, and glued the words around: `a<div style="visibility:hidden">b
+ * </div>c` is "ac" in Chromium, "a\nc" here.
+ */
+function blank(elem: Node): void {
+  const kept: Node[] = [];
+  for (const child of elem.children ?? []) {
+    if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
+    const own = ownRendering(child.attribs);
+    if (!own.rendered) continue;
+    if (own.visibility !== "visible") {
+      shownAsTag(child);
+      blank(child);
+    }
+    kept.push(child);
+  }
+  elem.children = kept;
+}
 
 /** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
 const shownDialog: FormatCallback = (elem, walk, builder) => {
@@ -285,8 +312,7 @@ const captionedTable: FormatCallback = (whole, walk, builder, options) => {
 const ROW_PARTS = new Set(["thead", "tbody", "tfoot", "center", "tr"]);
 /**
  * A table (or row group, or row) without its hidden parts, and its parts whose visibility is hidden
- * (`invisible`, theirs or inherited) holding only what shows again inside them: one object per
- * part, linear in the table.
+ * (`invisible`, theirs or inherited) blanked (blank): one object per part, linear in the table.
  */
 const shownParts = (node: Node, invisible = false): Node => {
   const children = node.children ?? [];
@@ -305,10 +331,10 @@ const shownParts = (node: Node, invisible = false): Node => {
       const part = shownParts(c, hidden);
       changed ||= part !== c;
       parts.push(part);
-    } else if (hidden) {
-      changed = true;
-      parts.push(withChildren(c, visibleParts(c.children ?? [])));
-    } else parts.push(c);
+    } else {
+      if (hidden) blank(c);
+      parts.push(c);
+    }
   }
   // The table itself when nothing in it is hidden, as in most.
   return changed ? withChildren(node, parts) : node;

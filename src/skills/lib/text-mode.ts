@@ -197,19 +197,22 @@ const writtenOnly = (list: Node): Node => {
 /**
  * Ends the line of text being written, if one is (after a block, none is: a break there would add
  * an empty line). html-to-text's builder has no public way to ask, so this reads its open item.
+ * Outside <pre> the break is stashed, as a block's end stashes its own: a block after it then
+ * starts on the next line, not after an empty one ("a<table></table><div>b</div>" was "a\n\nb",
+ * and a list item holding an empty list an indented empty line).
  */
 function endLine(builder: Parameters<FormatCallback>[2]): void {
   const item = openItem(builder);
-  // Inside <pre> html-to-text writes into the item's raw text, and its word list stays empty.
-  const open = item?.isPre
-    ? !!item.rawText && !item.rawText.endsWith("\n")
-    : !!item?.inlineTextBuilder?.nextLineWords?.length;
-  if (open) builder.addLineBreak();
+  if (item?.isPre) {
+    // Inside <pre> html-to-text writes into the item's raw text, and its word list stays empty.
+    if (item.rawText && !item.rawText.endsWith("\n")) builder.addLineBreak();
+  } else if (item?.inlineTextBuilder?.nextLineWords?.length)
+    item.stashedLineBreaks = Math.max(item.stashedLineBreaks ?? 0, 1);
 }
 
 /**
- * The item html-to-text's builder is writing into (a block, list item or cell): read, never
- * changed, where its public methods cannot say what it holds.
+ * The item html-to-text's builder is writing into (a block, list item or cell): read where its
+ * public methods cannot say what it holds; only endLine writes it (the line breaks it stashes).
  */
 const openItem = (builder: Parameters<FormatCallback>[2]) =>
   (
@@ -218,6 +221,7 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
         isPre?: boolean;
         rawText?: string;
         inlineTextBuilder?: { nextLineWords?: unknown[] };
+        stashedLineBreaks?: number;
       };
     }
   )._stackItem;

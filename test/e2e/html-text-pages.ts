@@ -68,6 +68,19 @@ const HIDING = [
   "visibility:collapse",
   "Visibility: HIDDEN !important",
   "visibility:visible;visibility:hidden",
+  // Escaped !important, CR and FF ending a string or an escape, unquoted url( as one token.
+  "display:none!\\69mportant",
+  "display:none !\\important",
+  "display:none!imp\\ortant",
+  "display:SAME !important; display:none!\\69mportant",
+  "visibility:hidden!\\69mportant;visibility:visible",
+  "x:'\f; display:none",
+  "x:'\r; display:none",
+  "display:\\6e\r\none",
+  "background:url(/*);display:none",
+  "background:url( /*);display:none",
+  "background:url(it's.png);display:none",
+  "background:url(a&quot;b); display:none",
 ];
 const NOT_HIDING = [
   "color:red",
@@ -82,6 +95,18 @@ const NOT_HIDING = [
   "visibility:hidden;visibility:visible",
   "visibility:visible",
   "visibility:inherit",
+  // What a string or block holds, spaces CSS does not count as whitespace, a second !important.
+  "display:SAME;x:'a;display:none'",
+  "display:SAME;x:(a;display:none)",
+  "display:SAME;x:[a;display:none]",
+  "display:SAME;x:{a;display:none}",
+  "display:none&nbsp;",
+  "&nbsp;display:none",
+  "display:\u00a0none",
+  "display:none\ufeff",
+  "display\u2003:none",
+  "display:none !important!important",
+  "background:xurl(/*);display:none",
 ];
 /** Only `display`: a list item hidden by `visibility` still holds its marker's place. */
 const DISPLAY_ONLY = (s: string) => !s.toLowerCase().includes("visibility");

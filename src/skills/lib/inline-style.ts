@@ -42,19 +42,19 @@ export function ownRendering(attribs: Record<string, string> | undefined): OwnRe
 }
 
 /** The `display` (none, or another) and `visibility` a style attribute declares, as CSS's cascade picks them. */
-function readStyle(style: string): { display?: "none" | "other"; visibility?: Visibility } {
-  if (!STYLE_WORDS.test(style)) return {};
+function readStyle(attribute: string): { display?: "none" | "other"; visibility?: Visibility } {
+  if (!STYLE_WORDS.test(attribute)) return {};
+  // CSS's preprocessing (a browser's HTML parser has already made CR LF one LF; htmlparser2 keeps both).
+  const style = attribute.replace(/\r\n?|\f/g, "\n");
   let display: { value: string; important: boolean } | undefined;
   let visibility: { value: string; important: boolean } | undefined;
   for (const declaration of declarations(style)) {
     const colon = declaration.indexOf(":");
     if (colon < 0) continue;
-    const name = asciiLower(cssUnescape(declaration.slice(0, colon).trim()));
+    const name = asciiLower(cssUnescape(cssTrim(declaration.slice(0, colon))));
     if (name !== "display" && name !== "visibility") continue;
-    let value = declaration.slice(colon + 1);
-    const important = IMPORTANT.test(value);
-    if (important) value = value.replace(IMPORTANT, "");
-    value = asciiLower(cssUnescape(value.trim()));
+    const { value: raw, important } = priority(declaration.slice(colon + 1));
+    const value = asciiLower(cssUnescape(cssTrim(raw)));
     const valid = name === "display" ? validDisplay(value) : VISIBILITY.has(value) || VAR.test(value);
     if (!valid) continue;
     // The last valid declaration wins, an !important one over any that is not.
@@ -87,7 +87,6 @@ function readStyle(style: string): { display?: "none" | "other"; visibility?: Vi
  */
 export const STYLE_READ = ["display", "visibility", "\\\\"];
 const STYLE_WORDS = /display|visibility|\\/i;
-const IMPORTANT = /![\t\n\f\r ]*important[\t\n\f\r ]*$/i;
 const VAR = /var\(/;
 const VISIBILITY = new Set("visible hidden collapse initial inherit unset revert revert-layer".split(" "));
 /** Single-keyword displays Chromium accepts (`run-in` it does not), CSS-wide keywords included. */
@@ -115,6 +114,26 @@ function validDisplay(value: string): boolean {
 }
 
 /**
+ * A declaration's value without its `!important`, and whether it had one: the last `!` outside
+ * strings, followed by `important` (escapes read: `!\69mportant` is one; comments are spaces by now).
+ */
+function priority(value: string): { value: string; important: boolean } {
+  let bang = -1;
+  let quote = "";
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (c === "\\") i++;
+    else if (quote) {
+      if (c === quote || c === "\n") quote = "";
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "!") bang = i;
+  }
+  if (bang < 0 || asciiLower(cssUnescape(cssTrim(value.slice(bang + 1)))) !== "important")
+    return { value, important: false };
+  return { value: value.slice(0, bang), important: true };
+}
+
+/**
  * A style attribute's declarations, split at each `;` outside strings and blocks, comments read
  * as the whitespace they separate tokens with (`no/**\/ne` is two words, not `none`).
  */
@@ -139,7 +158,12 @@ function declarations(style: string): string[] {
       i = end < 0 ? style.length : end + 1;
       from = i + 1;
     } else if (c === '"' || c === "'") quote = c;
-    else if (c === "(" || c === "[" || c === "{") closers.push(c === "(" ? ")" : c === "[" ? "]" : "}");
+    else if (c === "(" && unquotedUrl(style, i)) {
+      // One URL token up to the first unescaped `)`, whatever it holds (`url(/*)`, `url(it's)`).
+      let j = i + 1;
+      while (j < style.length && style[j] !== ")") j += style[j] === "\\" ? 2 : 1;
+      i = j;
+    } else if (c === "(" || c === "[" || c === "{") closers.push(c === "(" ? ")" : c === "[" ? "]" : "}");
     else if (c === closers[closers.length - 1]) closers.pop();
     else if (c === ";" && closers.length === 0) {
       out.push(current + style.slice(from, i));
@@ -149,6 +173,31 @@ function declarations(style: string): string[] {
   }
   out.push(current + style.slice(from));
   return out;
+}
+
+/** Trimmed of CSS's whitespace only: `String.trim` also takes U+00A0, U+FEFF, U+2003..., which CSS reads as a name's or value's own characters. */
+function cssTrim(s: string): string {
+  // Index by index: a regex anchored at the end retried every space of a long run (quadratic).
+  let start = 0;
+  let end = s.length;
+  while (start < end && CSS_SPACE.has(s[start] as string)) start++;
+  while (end > start && CSS_SPACE.has(s[end - 1] as string)) end--;
+  return s.slice(start, end);
+}
+const CSS_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
+
+/**
+ * The `(` at `at` opens an unquoted `url(`: the identifier before it is `url` (ASCII
+ * case-insensitively; not spelled with escapes, which no browser-made style does) and the first
+ * character after its spaces is not a quote (`url("…")` is a function whose string is read as any).
+ */
+function unquotedUrl(style: string, at: number): boolean {
+  if (at < 3 || asciiLower(style.slice(at - 3, at)) !== "url") return false;
+  const before = style[at - 4];
+  if (before !== undefined && /[\w\-\\\u0080-\u{10FFFF}]/u.test(before)) return false;
+  let j = at + 1;
+  while (CSS_SPACE.has(style[j] as string)) j++;
+  return style[j] !== '"' && style[j] !== "'";
 }
 
 /** CSS escapes in an identifier: `\6e one` and `n\one` are `none`. */

@@ -394,7 +394,6 @@ const LEADING_SPACE = new RegExp(`^${SPACE.source}+`, "u");
 /** Elements mdream writes something for with no text of their own. */
 const PRINTED = new Set(["img", "br", "hr", "pre", "code", "input", "a"]);
 
-/** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
 /**
  * Leaves out what an element's own attributes hide (inline-style.ts), as text mode does: elements
  * with `hidden` or `display: none`, and under `visibility: hidden` every text but what sets
@@ -437,6 +436,7 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   return shows;
 }
 
+/** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
 interface Ancestry {
   table: boolean;
   cell: boolean;

@@ -36,8 +36,19 @@ describe("html_clean leaves out what an inline style hides", () => {
     ],
     [
       '<ol><li>a</li><li style="display:none">b</li><li style="visibility:hidden">c</li><li>d</li></ol>',
-      " 1. a\n 2. d",
+      " 1. a\n 3. d",
     ],
+    // A list item hidden by its visibility is not written but keeps its number (its marker's place:
+    // Chromium numbers these 3, 5 and 1, 3); display: none takes none.
+    ['<ol start=3><li>a<li style="visibility:hidden">b<li>c</ol>', " 3. a\n 5. c"],
+    // What a hidden region blanks writes no empty marker or quote mark (innerText: "b", "a", "z").
+    ['<ul style="visibility:hidden"><li>x<li>y</ul>b', "b"],
+    ['<ul><li>a<ul style="visibility:hidden"><li>b</ul></ul>', " * a"],
+    ['<div style="visibility:hidden"><blockquote>q</blockquote></div>z', "z"],
+    ['<blockquote style="visibility:hidden">q</blockquote>z', "z"],
+    // An item holding text shown again is written, without its hidden marker (innerText: "y").
+    ['<ol style="visibility:hidden"><li>x<li><b style="visibility:visible">y</b></ol>', "y"],
+    ['<ul><li>a<li style="visibility:hidden">x<b style="visibility:visible">y</b></ul>', " * a\n   y"],
     [
       '<table><tr><td>a</td><td style="display:none">b</td></tr><tr style="visibility:collapse"><td>c</td></tr></table>',
       "a",

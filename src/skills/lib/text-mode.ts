@@ -114,8 +114,16 @@ function prefixBounded(): Record<string, FormatCallback> {
     (own: string): FormatCallback =>
     (whole, walk, builder, options) => {
       // A list's formatter is handed its written children only: a hidden item takes no marker
-      // and no number, as in a browser.
+      // and no number, as in a browser (an ordered list reads them all: an item hidden by its
+      // visibility still takes its number).
       const elem = own === "blockquote" ? whole : writtenOnly(whole);
+      if (own === "blockquote" && blanked.has(whole) && visibleParts(whole.children ?? []).length === 0) {
+        // A quote with nothing visible left: its lines, not its "> " marks (as an empty item).
+        builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks || 2 });
+        walk(whole.children, builder);
+        builder.closeBlock({ trailingLineBreaks: options.trailingLineBreaks || 2 });
+        return;
+      }
       if (own !== "blockquote" && !(elem.children ?? []).some(written)) {
         // An empty list still ends the line, as an inline run's end does: html-to-text wrote
         // nothing, and "a<ul></ul>b" came out "ab". No block: the blocks around keep their spacing.
@@ -124,10 +132,14 @@ function prefixBounded(): Record<string, FormatCallback> {
       }
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
-        const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
+        // Either list reads all its children: an item hidden by its visibility takes its number,
+        // and one showing text again is written without its (hidden) marker.
+        const format =
+          own === "orderedList" ? orderedList : own === "unorderedList" ? unorderedList : undefined;
         // The count lives as long as its converter (textConverter): a throw must not leave it up.
         try {
-          format?.(elem, walk, builder, options);
+          if (format) format(whole, walk, builder, options);
+          else builder.options.formatters[own]?.(elem, walk, builder, options);
         } finally {
           levels--;
         }
@@ -155,14 +167,24 @@ type Node = Parameters<FormatCallback>[0];
 
 /**
  * A list's child that writes anything: a rendered element (not `hidden`, not `display: none`)
- * whose text is visible, or holds some that is (`visibility: visible` inside `hidden`), or a text
- * not all whitespace (not a comment).
+ * whose text is visible, or holds some that is (`visibility: visible` inside `hidden`; an item
+ * blanked with its list likewise), or a text not all whitespace (not a comment).
  */
 const written = (child: Node) => {
   if (child.type !== "tag") return child.type === "text" && !/^\s*$/.test(child.data ?? "");
   const own = ownRendering(child.attribs);
-  return own.rendered && (own.visibility !== "hidden" || visibleParts(child.children ?? []).length > 0);
+  const invisible = own.visibility === "hidden" || blanked.has(child);
+  return own.rendered && (!invisible || visibleParts(child.children ?? []).length > 0);
 };
+
+/** A list's child that takes a number: a rendered item, visible or not (its marker's place stays). */
+const numbered = (child: Node) => child.name === "li" && ownRendering(child.attribs).rendered;
+
+/**
+ * The elements blank has emptied (their style, which said so, is gone by then): an item or quote
+ * among them with nothing visible left writes no marker. One call's DOM, so weakly held.
+ */
+const blanked = new WeakSet<Node>();
 
 /** What a browser never shows, nor anything inside it, whatever a descendant's style says. */
 const NEVER_SHOWN = new Set([...DROPPED, ...UNSHOWN]);
@@ -255,6 +277,7 @@ const shownAsTag = (elem: Node) => {
  * </div>c` is "ac" in Chromium, "a\nc" here.
  */
 function blank(elem: Node): void {
+  blanked.add(elem);
   const kept: Node[] = [];
   for (const child of elem.children ?? []) {
     if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
@@ -411,16 +434,40 @@ const MARKERS = new Map<string, (n: number) => string>([
 const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const attribs: Record<string, string> = elem.attribs ?? {};
   const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
-  let next = digits ? Number(digits[1]) : 1;
   const marker = MARKERS.get(attribs.type ?? "") ?? String;
+  markedList(elem, walk, builder, options, digits ? Number(digits[1]) : 1, (n) => `${marker(n)}. `);
+};
+
+/** An unordered list, as html-to-text's formatter lays it out (" * "), its items read as markedList reads them. */
+const unorderedList: FormatCallback = (elem, walk, builder, options) =>
+  markedList(elem, walk, builder, options, 1, () => "* ");
+
+/**
+ * A list's written items, each with its marker (numbered from `next` on), but an item whose own
+ * visibility hides its marker (shown for text set visible again inside it): it takes its number
+ * and writes no marker, its text at the list's indent.
+ */
+function markedList(
+  elem: Node,
+  walk: Parameters<FormatCallback>[1],
+  builder: Parameters<FormatCallback>[2],
+  options: Parameters<FormatCallback>[3],
+  from: number,
+  marker: (n: number) => string,
+): void {
+  let next = from;
   const nested = elem.parent?.name === "li";
   let width = 0;
-  const items = (elem.children ?? []).filter(written).map((node) => {
-    if (node.name !== "li") return { node, prefix: "" };
-    const prefix = `${nested ? "" : " "}${marker(next++)}. `;
+  const items: { node: Node; prefix: string }[] = [];
+  for (const node of elem.children ?? []) {
+    const number = numbered(node) ? next++ : undefined;
+    if (!written(node)) continue;
+    const unmarked =
+      number === undefined || blanked.has(node) || ownRendering(node.attribs).visibility === "hidden";
+    const prefix = unmarked ? "" : `${nested ? "" : " "}${marker(number)}`;
     width = Math.max(width, prefix.length);
-    return { node, prefix };
-  });
+    items.push({ node, prefix });
+  }
   if (items.length === 0) return;
   builder.openList({
     interRowLineBreaks: 1,
@@ -434,7 +481,7 @@ const orderedList: FormatCallback = (elem, walk, builder, options) => {
     builder.closeListItem();
   }
   builder.closeList({ trailingLineBreaks: nested ? 1 : options.trailingLineBreaks || 2 });
-};
+}
 
 /**
  * html-to-text's converter for each table layout, compiled on first use and kept for the isolate:

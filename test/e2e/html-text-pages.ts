@@ -108,8 +108,8 @@ const NOT_HIDING = [
   "display:none !important!important",
   "background:xurl(/*);display:none",
 ];
-/** Only `display`: a list item hidden by `visibility` still holds its marker's place. */
-const DISPLAY_ONLY = (s: string) => !s.toLowerCase().includes("visibility");
+/** Hiding by visibility, for a region that shows something again inside it. */
+const INVISIBLE = ["visibility:hidden", "visibility:collapse", "Visibility: HIDDEN !important"];
 
 /** One page: a few blocks, each holding inline elements nested up to four deep. */
 export function makePage(r: () => number): string {
@@ -122,10 +122,10 @@ export function makePage(r: () => number): string {
   // Hidden from a browser (`hidden`), or shown (until-found: inline, or found on a block).
   const hidden = () => (r() < 0.5 ? " hidden" : ' hidden="until-found"');
   // A style attribute for an element whose own display is `own`: hiding it half the time.
-  const style = (own: string, allowed: (s: string) => boolean = () => true) => {
-    const pool = (r() < 0.5 ? HIDING : NOT_HIDING).filter(allowed);
-    return ` style="${pick(pool).replaceAll("SAME", own)}"`;
-  };
+  const style = (own: string) => ` style="${pick(r() < 0.5 ? HIDING : NOT_HIDING).replaceAll("SAME", own)}"`;
+  // Something a hidden region shows again (`visibility: visible`), with what stays hidden around it.
+  const reshown = (tag: string, inner: () => string) =>
+    `<${tag} style="${pick(INVISIBLE)}">${inner()}<${tag} style="visibility:visible">${inner()}</${tag}>${inner()}</${tag}>`;
   const space = () => pick(SPACES);
   const text = () => {
     let t = r() < 0.3 ? space() : "";
@@ -151,8 +151,12 @@ export function makePage(r: () => number): string {
       else if (x < 0.83) parts.push(`<span${hidden()}>${text()}</span>`);
       else if (x < 0.86) {
         // `hidden` undone by a display its style sets, or a style (inside, another may undo it).
-        const attrs = r() < 0.2 ? ' hidden style="display:inline"' : style("inline");
-        parts.push(`<span${attrs}>${inline(d + 1)}</span>`);
+        const y = r();
+        if (y < 0.3) parts.push(reshown("span", () => inline(d + 1)));
+        else {
+          const attrs = y < 0.45 ? ' hidden style="display:inline"' : style("inline");
+          parts.push(`<span${attrs}>${inline(d + 1)}</span>`);
+        }
       } else if (x < 0.89) parts.push(`<ruby>${word()}<rp>(</rp><rt>${word()}</rt><rp>)</rp></ruby>`);
       else if (x < 0.91) parts.push(`<input value="${word()}">`);
       else if (x < 0.93)
@@ -177,7 +181,7 @@ export function makePage(r: () => number): string {
           : r() < 0.2
             ? `<p>${inline(d + 1)}</p>`
             : inline(d + 1);
-      const attrs = r() < 0.1 ? hidden() : r() < 0.1 ? style("list-item", DISPLAY_ONLY) : "";
+      const attrs = r() < 0.1 ? hidden() : r() < 0.1 ? style("list-item") : "";
       items += `<li${attrs}>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
     }
     return `<${tag}${start}${type}>${items}</${tag}>`;
@@ -268,7 +272,14 @@ export function makePage(r: () => number): string {
     if (x < 0.82) return `<fieldset><legend>${i()}</legend>${i()}</fieldset>`;
     if (x < 0.84) return "<hr>";
     if (x < 0.85) return `<div${hidden()}>${i()}</div>`;
-    if (x < 0.86) return `<div${r() < 0.2 ? ' hidden style="display:block"' : style("block")}>${i()}</div>`;
+    if (x < 0.86) {
+      // A styled region holding inline text, or blocks (lists and quotes among them), or a
+      // hidden one showing a part again.
+      const y = r();
+      if (y < 0.25) return reshown("div", () => (r() < 0.5 ? i() : block(d + 1)));
+      const inner = y < 0.6 ? block(d + 1) : i();
+      return `<div${y < 0.7 ? ' hidden style="display:block"' : style("block")}>${inner}</div>`;
+    }
     if (x < 0.88) return `<textarea>${word()} ${word()}</textarea>`;
     if (x < 0.9) return `<p>${i()}<br></p>`;
     if (x < 0.92) return "<p></p>";

@@ -81,6 +81,8 @@ const HIDING = [
   "background:url( /*);display:none",
   "background:url(it's.png);display:none",
   "background:url(a&quot;b); display:none",
+  "display:none;x:'a;display:SAME;b'",
+  "display:none;x:(a;display:SAME;b)",
 ];
 const NOT_HIDING = [
   "color:red",
@@ -100,6 +102,11 @@ const NOT_HIDING = [
   "display:SAME;x:(a;display:none)",
   "display:SAME;x:[a;display:none]",
   "display:SAME;x:{a;display:none}",
+  "display:SAME;x:'a;display:none;b'",
+  "display:SAME;x:(a;display:none;b)",
+  "display:SAME;x:[a;display:none;b]",
+  "display:SAME;x:{a;display:none;b}",
+  "display:SAME;background:url(a;display:none;b)",
   "display:none&nbsp;",
   "&nbsp;display:none",
   "display:\u00a0none",

@@ -99,6 +99,9 @@ describe("html_clean reads a style's tokens as Chromium does", () => {
     "background:url(it's.png);display:none",
     'background:url(a"b); display:none',
     "background:URL(/*);display:none",
+    // A string or block holding a valid declaration that would show it again.
+    "display:none;x:'a;display:inline;b'",
+    "display:none;x:(a;display:inline;b)",
   ])("%j hides the span", (style) => {
     expect(htmlToText(page(style))).toBe("aaa bbb");
     expect(htmlToMd(page(style))).toBe("aaa bbb");
@@ -120,6 +123,13 @@ describe("html_clean reads a style's tokens as Chromium does", () => {
     "display:inline;x:(a;display:none)",
     "display:inline;x:[a;display:none]",
     "display:inline;x:{a;display:none}",
+    // The same with a valid declaration inside, which a reading that splits there would take.
+    "display:inline;x:'a;display:none;b'",
+    "display:inline;x:(a;display:none;b)",
+    "display:inline;x:[a;display:none;b]",
+    "display:inline;x:{a;display:none;b}",
+    "display:inline;x:f(a;display:none;b)",
+    "display:inline;background:url(a;display:none;b)",
   ])("%j leaves it shown", (style) => {
     expect(htmlToText(page(style))).toBe("aaa SECRET bbb");
     expect(htmlToMd(page(style))).toBe("aaa SECRET bbb");

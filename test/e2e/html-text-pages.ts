@@ -81,6 +81,8 @@ const HIDING = [
   "background:url( /*);display:none",
   "background:url(it's.png);display:none",
   "background:url(a&quot;b); display:none",
+  "background:\\75rl(/*);display:none",
+  "background:\\75 rl(/*);display:none",
   "display:none;x:'a;display:SAME;b'",
   "display:none;x:(a;display:SAME;b)",
 ];
@@ -114,6 +116,7 @@ const NOT_HIDING = [
   "display\u2003:none",
   "display:none !important!important",
   "background:xurl(/*);display:none",
+  "background:-url(/*);display:none",
 ];
 /** Hiding by visibility, for a region that shows something again inside it. */
 const INVISIBLE = ["visibility:hidden", "visibility:collapse", "Visibility: HIDDEN !important"];

@@ -99,6 +99,10 @@ describe("html_clean reads a style's tokens as Chromium does", () => {
     "background:url(it's.png);display:none",
     'background:url(a"b); display:none',
     "background:URL(/*);display:none",
+    // Its name spelled with escapes (Chromium reads the identifier, then sees `url`).
+    "background:\\75rl(/*);display:none",
+    "background:\\75 rl(/*);display:none",
+    "background:u\\rl(/*);display:none",
     // A string or block holding a valid declaration that would show it again.
     "display:none;x:'a;display:inline;b'",
     "display:none;x:(a;display:inline;b)",
@@ -118,6 +122,7 @@ describe("html_clean reads a style's tokens as Chromium does", () => {
     "display:none !important!important",
     // xurl( is a function, its ( a block.
     "background:xurl(/*);display:none",
+    "background:-url(/*);display:none",
     // A ; inside a string or a block ends nothing.
     "display:inline;x:'a;display:none'",
     "display:inline;x:(a;display:none)",

@@ -143,22 +143,31 @@ function declarations(style: string): string[] {
   let quote = "";
   let current = "";
   let from = 0;
+  // Where the identifier being read began (-1: none), for a `(` to know its function's name.
+  let word = -1;
   for (let i = 0; i < style.length; i++) {
     const c = style[i] as string;
     if (c === "\\") {
-      i++;
+      if (!quote && word < 0) word = i;
+      // A hex escape is up to six digits and one whitespace after them (`\75 rl(` is `url(`).
+      const hex = HEX_ESCAPE.exec(style.slice(i + 1, i + 8));
+      i += hex ? hex[0].length : 1;
       continue;
     }
     if (quote) {
       // A line break ends a string too (CSS's bad string).
       if (c === quote || c === "\n") quote = "";
-    } else if (c === "/" && style[i + 1] === "*") {
+      continue;
+    }
+    const name = c === "(" && word >= 0 ? style.slice(word, i) : "";
+    word = identChar(c.charCodeAt(0)) ? (word < 0 ? i : word) : -1;
+    if (c === "/" && style[i + 1] === "*") {
       const end = style.indexOf("*/", i + 2);
       current += `${style.slice(from, i)} `;
       i = end < 0 ? style.length : end + 1;
       from = i + 1;
     } else if (c === '"' || c === "'") quote = c;
-    else if (c === "(" && unquotedUrl(style, i)) {
+    else if (c === "(" && unquotedUrl(name, style, i)) {
       // One URL token up to the first unescaped `)`, whatever it holds (`url(/*)`, `url(it's)`).
       let j = i + 1;
       while (j < style.length && style[j] !== ")") j += style[j] === "\\" ? 2 : 1;
@@ -174,6 +183,14 @@ function declarations(style: string): string[] {
   out.push(current + style.slice(from));
   return out;
 }
+const HEX_ESCAPE = /^[0-9a-fA-F]{1,6}[\t\n ]?/;
+/** A character an identifier holds (CSS's ident code points: letters, digits, `-`, `_`, non-ASCII; escapes are read apart). */
+const identChar = (k: number) =>
+  k >= 0x80 ||
+  k === 0x2d ||
+  k === 0x5f ||
+  (k >= 0x30 && k <= 0x39) ||
+  ((k | 0x20) >= 0x61 && (k | 0x20) <= 0x7a);
 
 /** Trimmed of CSS's whitespace only: `String.trim` also takes U+00A0, U+FEFF, U+2003..., which CSS reads as a name's or value's own characters. */
 function cssTrim(s: string): string {
@@ -187,14 +204,12 @@ function cssTrim(s: string): string {
 const CSS_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
 
 /**
- * The `(` at `at` opens an unquoted `url(`: the identifier before it is `url` (ASCII
- * case-insensitively; not spelled with escapes, which no browser-made style does) and the first
- * character after its spaces is not a quote (`url("…")` is a function whose string is read as any).
+ * The `(` at `at` opens an unquoted `url(`: the identifier before it (`name`) is `url`, escapes
+ * read and ASCII case-insensitively (`\75rl(` and `URL(` are), and the first character after
+ * its spaces is not a quote (`url("…")` is a function whose string is read as any).
  */
-function unquotedUrl(style: string, at: number): boolean {
-  if (at < 3 || asciiLower(style.slice(at - 3, at)) !== "url") return false;
-  const before = style[at - 4];
-  if (before !== undefined && /[\w\-\\\u0080-\u{10FFFF}]/u.test(before)) return false;
+function unquotedUrl(name: string, style: string, at: number): boolean {
+  if (name.length < 3 || asciiLower(cssUnescape(name)) !== "url") return false;
   let j = at + 1;
   while (CSS_SPACE.has(style[j] as string)) j++;
   return style[j] !== '"' && style[j] !== "'";

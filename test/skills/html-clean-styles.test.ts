@@ -147,6 +147,10 @@ describe("html_clean markdown mode leaves out the same", () => {
     ['<p>a<span style="display:block;display:none">x</span>b</p>', "ab"],
     ['<p>a<b style="visibility:hidden">x<i style="visibility:visible">v</i></b>b</p>', "a***v***b"],
     ['<ul><li>a</li><li style="visibility:hidden">x</li></ul>', "- a"],
+    // An ordered list's first items hidden by their visibility keep their numbers (Chromium: 4. c);
+    // a gap further down is not written, since renderers number on from the first item.
+    ['<ol start=3><li style="visibility:hidden">a<li style="display:none">b<li>c</ol>', "4. c"],
+    ['<ol><li style="visibility:hidden">a<li>b<li style="visibility:hidden">c<li>d</ol>', "2. b\n3. d"],
     // Shown: mdream's own test dropped these.
     ['<p>a<span hidden style="display:inline">x</span>b</p>', "axb"],
     ['<p>a<span style="display:none;display:inline">x</span>b</p>', "axb"],

@@ -405,6 +405,11 @@ const PRINTED = new Set(["img", "br", "hr", "pre", "code", "input", "a"]);
 function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   let shows = false;
   let dropped = false;
+  // Items an <ol> leaves out for their visibility before its first written one: they keep their
+  // numbers in a browser, so the list starts past them (a gap further down Markdown cannot say:
+  // renderers number items on from the first).
+  let skipped = 0;
+  let itemKept = false;
   const kept: ChildNode[] = [];
   for (const node of parent.children) {
     if (isTag(node)) {
@@ -422,9 +427,11 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
       const inner = dropUnshown(node, hidden);
       if (hidden && !inner) {
         dropped = true;
+        if (node.name === "li" && !itemKept) skipped++;
         continue;
       }
       shows = true;
+      itemKept ||= node.name === "li";
     } else if (node.type === "text" && invisible) {
       dropped = true;
       continue;
@@ -433,6 +440,11 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   }
   // Once per parent: removing nodes one by one searched the parent's children every time.
   if (dropped) parent.children = kept;
+  if (skipped > 0 && isTag(parent as ChildNode) && (parent as Element).name === "ol") {
+    const ol = parent as Element;
+    const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(ol.attribs.start ?? "");
+    ol.attribs.start = String((digits ? Number(digits[1]) : 1) + skipped);
+  }
   return shows;
 }
 

@@ -49,6 +49,13 @@ describe("html_clean leaves out what an inline style hides", () => {
     // An item holding text shown again is written, without its hidden marker (innerText: "y").
     ['<ol style="visibility:hidden"><li>x<li><b style="visibility:visible">y</b></ol>', "y"],
     ['<ul><li>a<li style="visibility:hidden">x<b style="visibility:visible">y</b></ul>', " * a\n   y"],
+    // Its text sits at its list's indent whether or not a marked item follows it (each item's
+    // marker place counts, written or not).
+    ['<ul><li style="visibility:hidden">x<ul><li style="visibility:visible">y</ul></ul>', "   * y"],
+    [
+      '<ul><li style="visibility:hidden">x<ul><li style="visibility:visible">y</ul><li>z</ul>',
+      "   * y\n * z",
+    ],
     [
       '<table><tr><td>a</td><td style="display:none">b</td></tr><tr style="visibility:collapse"><td>c</td></tr></table>',
       "a",

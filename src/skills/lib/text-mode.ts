@@ -477,12 +477,15 @@ function markedList(
   const items: { node: Node; prefix: string }[] = [];
   for (const node of elem.children ?? []) {
     const number = numbered(node) ? next++ : undefined;
+    // Every item's marker place, written or hidden by its own visibility, as a browser keeps it: an
+    // unmarked item's text sits where its list's others do, whatever items follow it (a list its
+    // hidden region blanked has no marker at all, and its text shown again none of their places).
+    const place = number === undefined ? "" : `${nested ? "" : " "}${marker(number)}`;
+    if (!blanked.has(node)) width = Math.max(width, place.length);
     if (!written(node)) continue;
     const unmarked =
       number === undefined || blanked.has(node) || ownRendering(node.attribs).visibility === "hidden";
-    const prefix = unmarked ? "" : `${nested ? "" : " "}${marker(number)}`;
-    width = Math.max(width, prefix.length);
-    items.push({ node, prefix });
+    items.push({ node, prefix: unmarked ? "" : place });
   }
   if (items.length === 0) return;
   builder.openList({

@@ -9,7 +9,7 @@ export const htmlClean = defineSkill({
   price_usd: 0.008,
   kind: "utility",
   description:
-    "Turn HTML into clean readable text or Markdown. Scripts, styles, comments, iframes and event handlers never reach the output; text mode keeps block structure as line breaks with entities decoded and lays tables out as grids (one cell per line past 5,000 cells, 2,000 rows or columns, a 1,000 span or 16 nested tables) and quotes and lists nested past 32 levels as plain blocks, markdown mode keeps headings, lists, links, emphasis, code and tables. Deterministic and offline.",
+    "Turn HTML into clean readable text or Markdown. Scripts, styles, inline-hidden text, comments, iframes and event handlers never reach the output; text mode keeps block structure as line breaks with entities decoded and lays tables out as grids (one cell per line past 5,000 cells, 2,000 rows or columns, a 1,000 span or 16 nested tables) and quotes and lists nested past 32 levels as plain blocks, markdown mode keeps headings, lists, links, emphasis, code and tables. Deterministic and offline.",
   input: () =>
     z.object({
       html: z.string().min(1).max(400000).meta({ description: "HTML document or fragment." }),

@@ -45,6 +45,82 @@ const BLOCK =
     " ",
   );
 
+/**
+ * Inline styles: ones that hide an element, spelled as CSS allows (case, spaces, comments,
+ * `!important`, the last valid declaration winning, `;` inside a string or `url()`), and ones that
+ * do not. "SAME" stands for the element's own display (a display that changes the layout is not
+ * read: the comparison would see the layout, not what is shown).
+ */
+const HIDING = [
+  "display:none",
+  "DISPLAY : None",
+  "display:none !important",
+  "display:none!IMPORTANT;display:SAME",
+  "display:/* c */none",
+  "color:red;display:none;",
+  "display:SAME;display:none",
+  "display:none;display:bogus",
+  "display:none;display:SAME }",
+  "display:none; x:'a;display:SAME'",
+  "display:none; background:url(a;display:SAME)",
+  "display:n\\one",
+  "visibility:hidden",
+  "visibility:collapse",
+  "Visibility: HIDDEN !important",
+  "visibility:visible;visibility:hidden",
+  // Escaped !important, CR and FF ending a string or an escape, unquoted url( as one token.
+  "display:none!\\69mportant",
+  "display:none !\\important",
+  "display:none!imp\\ortant",
+  "display:SAME !important; display:none!\\69mportant",
+  "visibility:hidden!\\69mportant;visibility:visible",
+  "x:'\f; display:none",
+  "x:'\r; display:none",
+  "display:\\6e\r\none",
+  "background:url(/*);display:none",
+  "background:url( /*);display:none",
+  "background:url(it's.png);display:none",
+  "background:url(a&quot;b); display:none",
+  "background:\\75rl(/*);display:none",
+  "background:\\75 rl(/*);display:none",
+  "display:none;x:'a;display:SAME;b'",
+  "display:none;x:(a;display:SAME;b)",
+];
+const NOT_HIDING = [
+  "color:red",
+  "display:SAME",
+  "display:none;display:SAME",
+  "display:nonex",
+  "display:no/**/ne",
+  "display:none !ie",
+  "display:none none",
+  "/* display:none */",
+  "x:'display:none'",
+  "visibility:hidden;visibility:visible",
+  "visibility:visible",
+  "visibility:inherit",
+  // What a string or block holds, spaces CSS does not count as whitespace, a second !important.
+  "display:SAME;x:'a;display:none'",
+  "display:SAME;x:(a;display:none)",
+  "display:SAME;x:[a;display:none]",
+  "display:SAME;x:{a;display:none}",
+  "display:SAME;x:'a;display:none;b'",
+  "display:SAME;x:(a;display:none;b)",
+  "display:SAME;x:[a;display:none;b]",
+  "display:SAME;x:{a;display:none;b}",
+  "display:SAME;background:url(a;display:none;b)",
+  "display:none&nbsp;",
+  "&nbsp;display:none",
+  "display:\u00a0none",
+  "display:none\ufeff",
+  "display\u2003:none",
+  "display:none !important!important",
+  "background:xurl(/*);display:none",
+  "background:-url(/*);display:none",
+];
+/** Hiding by visibility, for a region that shows something again inside it. */
+const INVISIBLE = ["visibility:hidden", "visibility:collapse", "Visibility: HIDDEN !important"];
+
 /** One page: a few blocks, each holding inline elements nested up to four deep. */
 export function makePage(r: () => number): string {
   let n = 0;
@@ -55,6 +131,11 @@ export function makePage(r: () => number): string {
   const word = () => `${cell}w${n++}`;
   // Hidden from a browser (`hidden`), or shown (until-found: inline, or found on a block).
   const hidden = () => (r() < 0.5 ? " hidden" : ' hidden="until-found"');
+  // A style attribute for an element whose own display is `own`: hiding it half the time.
+  const style = (own: string) => ` style="${pick(r() < 0.5 ? HIDING : NOT_HIDING).replaceAll("SAME", own)}"`;
+  // Something a hidden region shows again (`visibility: visible`), with what stays hidden around it.
+  const reshown = (tag: string, inner: () => string) =>
+    `<${tag} style="${pick(INVISIBLE)}">${inner()}<${tag} style="visibility:visible">${inner()}</${tag}>${inner()}</${tag}>`;
   const space = () => pick(SPACES);
   const text = () => {
     let t = r() < 0.3 ? space() : "";
@@ -77,8 +158,16 @@ export function makePage(r: () => number): string {
         const attr = tag === "a" ? ' href="/x"' : tag === "bdo" ? ' dir="rtl"' : "";
         parts.push(`<${tag}${attr}>${inline(d + 1)}</${tag}>`);
       } else if (x < 0.82) parts.push(pick(["<br>", "<br/>", "<wbr>", "<br>\n"]));
-      else if (x < 0.86) parts.push(`<span${hidden()}>${text()}</span>`);
-      else if (x < 0.89) parts.push(`<ruby>${word()}<rp>(</rp><rt>${word()}</rt><rp>)</rp></ruby>`);
+      else if (x < 0.83) parts.push(`<span${hidden()}>${text()}</span>`);
+      else if (x < 0.86) {
+        // `hidden` undone by a display its style sets, or a style (inside, another may undo it).
+        const y = r();
+        if (y < 0.3) parts.push(reshown("span", () => inline(d + 1)));
+        else {
+          const attrs = y < 0.45 ? ' hidden style="display:inline"' : style("inline");
+          parts.push(`<span${attrs}>${inline(d + 1)}</span>`);
+        }
+      } else if (x < 0.89) parts.push(`<ruby>${word()}<rp>(</rp><rt>${word()}</rt><rp>)</rp></ruby>`);
       else if (x < 0.91) parts.push(`<input value="${word()}">`);
       else if (x < 0.93)
         parts.push(`<select><option>${word()}</option><option selected>${word()}</option></select>`);
@@ -102,7 +191,8 @@ export function makePage(r: () => number): string {
           : r() < 0.2
             ? `<p>${inline(d + 1)}</p>`
             : inline(d + 1);
-      items += `<li${r() < 0.1 ? hidden() : ""}>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
+      const attrs = r() < 0.1 ? hidden() : r() < 0.1 ? style("list-item") : "";
+      items += `<li${attrs}>${inner}</li>${r() < 0.3 ? "\n" : ""}`;
     }
     return `<${tag}${start}${type}>${items}</${tag}>`;
   };
@@ -113,18 +203,18 @@ export function makePage(r: () => number): string {
     const cols = 1 + Math.floor(r() * 3);
     const k = 1 + Math.floor(r() * 3);
     // Hidden parts, rarely: a browser leaves them out, the grid must too (no cells' columns shift).
-    const part = () => (r() < 0.08 ? hidden() : "");
+    const part = (own: string) => (r() < 0.08 ? hidden() : r() < 0.06 ? style(own) : "");
     for (let i = 0; i < k; i++) {
       let row = "";
       for (let j = 0; j < cols; j++) {
         const c = i === 0 && r() < 0.5 ? "th" : "td";
         cell = `t${t}c${++cells}`;
-        row += `<${c}${part()}>${inline(d + 1)}</${c}>`;
+        row += `<${c}${part("table-cell")}>${inline(d + 1)}</${c}>`;
       }
-      rows += `<tr${part()}>${row}</tr>\n`;
+      rows += `<tr${part("table-row")}>${row}</tr>\n`;
     }
     cell = `t${t}c0`;
-    const caption = r() < 0.3 ? `<caption${part()}>${inline(d + 1)}</caption>` : "";
+    const caption = r() < 0.3 ? `<caption${part("table-caption")}>${inline(d + 1)}</caption>` : "";
     cell = "";
     return `<table>${caption}${rows}</table>`;
   };
@@ -191,7 +281,15 @@ export function makePage(r: () => number): string {
     if (x < 0.8) return `<figure>${i()}<figcaption>${i()}</figcaption></figure>`;
     if (x < 0.82) return `<fieldset><legend>${i()}</legend>${i()}</fieldset>`;
     if (x < 0.84) return "<hr>";
-    if (x < 0.86) return `<div${hidden()}>${i()}</div>`;
+    if (x < 0.85) return `<div${hidden()}>${i()}</div>`;
+    if (x < 0.86) {
+      // A styled region holding inline text, or blocks (lists and quotes among them), or a
+      // hidden one showing a part again.
+      const y = r();
+      if (y < 0.25) return reshown("div", () => (r() < 0.5 ? i() : block(d + 1)));
+      const inner = y < 0.6 ? block(d + 1) : i();
+      return `<div${y < 0.7 ? ' hidden style="display:block"' : style("block")}>${inner}</div>`;
+    }
     if (x < 0.88) return `<textarea>${word()} ${word()}</textarea>`;
     if (x < 0.9) return `<p>${i()}<br></p>`;
     if (x < 0.92) return "<p></p>";
@@ -215,7 +313,7 @@ export function makePage(r: () => number): string {
  * A <wbr> becomes an empty <span>: Chromium drops the whitespace right after one ("a<wbr> b" is
  * "ab" there, "a b" in Firefox and here). `hidden="until-found"` is revealed, as find-in-page
  * reveals it (text mode keeps it, as it keeps a closed <details>' content). With the text, the
- * list items a browser shows with a marker (visible <li> in a <ul> or <ol>).
+ * list items a browser shows with a marker (a <li> in a <ul> or <ol>, rendered and visible).
  */
 export function browserText(dropped: string[]): { text: string; items: number } {
   for (const e of document.querySelectorAll(dropped.join(","))) e.remove();
@@ -233,9 +331,24 @@ export function browserText(dropped: string[]): { text: string; items: number } 
   }
   for (const rp of document.querySelectorAll<HTMLElement>("rp")) rp.style.display = "inline";
   for (const w of document.querySelectorAll("wbr")) w.replaceWith(document.createElement("span"));
+  // What the browser does not show for its visibility (its computed style's call) keeps its boxes,
+  // emptied: innerText drops their line breaks and lets their spaces collapse the visible one after
+  // them ("a<div style=visibility:hidden>b</div>c" and "a<span style=visibility:hidden>b </span> c"
+  // are both "ac"), where a reader sees "a", the hidden box's gap, and "c" (on another line after
+  // a block). Text mode writes that ("a\nc", "a c"): so the texts are emptied, and the boxes shown.
+  const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let t = texts.nextNode(); t; t = texts.nextNode()) {
+    const parent = t.parentElement;
+    if (parent && getComputedStyle(parent).visibility !== "visible") (t as Text).data = "";
+  }
+  const unseen = [...document.body.querySelectorAll<HTMLElement>("*")].filter(
+    (e) => getComputedStyle(e).visibility !== "visible",
+  );
+  // Counted before the boxes are shown: a hidden item's marker is hidden too.
   const items = [...document.querySelectorAll("ul > li, ol > li")].filter((li) =>
-    li.checkVisibility(),
+    li.checkVisibility({ visibilityProperty: true }),
   ).length;
+  for (const e of unseen) e.style.setProperty("visibility", "visible", "important");
   // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point.
   return { text: document.body.innerText, items };
 }

@@ -72,13 +72,11 @@ describe("an ordered list's numbers fall back to decimal one by one, as a browse
     }));
     fc.assert(
       fc.property(fc.array(list, { minLength: 1, maxLength: 3 }), (lists) => {
-        const html = `<p>Intro</p>${lists.join("")}`;
-        // One deliberate difference: an empty list ends a line of text as a <br> does, and is
-        // nothing after a block (html-to-text's own formatter writes nothing: "a<ol></ol>b" was "ab").
-        const asDiv = html.replace(/((?:word |x) *)?<(ol|ul)[^>]*>\s*<\/\2>/g, (_, run) =>
-          run ? `${run}<br>` : "",
-        );
-        const theirs = convert(asDiv, { wordwrap: false })
+        // Empty lists left out: they are one deliberate difference (html-to-text's own formatter
+        // writes nothing: "a<ol></ol>b" was "ab"), an end of line no markup of its writes alike
+        // (a <br> left an empty line before a block); html-clean-shown.test.ts pins it.
+        const html = `<p>Intro</p>${lists.join("")}`.replace(/<(ol|ul)[^>]*>\s*<\/\1>/g, "");
+        const theirs = convert(html, { wordwrap: false })
           .replace(/^\s*\n/, "")
           .trimEnd();
         expect(htmlToText(html), html).toBe(theirs);

@@ -55,6 +55,12 @@ describe("html_clean text mode ends a line where a browser does", () => {
       "a\n\nb",
     ],
     ["<div>a</div><ul></ul><div>b</div>", "a\nb"],
+    // ...nor after inline text, before a block (Chromium: "a\nb", and no empty line in the item).
+    ["a<table></table><div>b</div>", "a\nb"],
+    ["a<ul></ul><div>b</div>", "a\nb"],
+    ["a<table></table><p>b</p>", "a\n\nb"],
+    ["<ul><li>a<ul></ul></li><li>c</li></ul>", " * a\n * c"],
+    ["<ul><li>a<table></table></li><li>c</li></ul>", " * a\n * c"],
     // Inside <pre> the open line is the block's raw text, not the words html-to-text keeps apart.
     ["<pre>a<table></table>b</pre>", "a\nb"],
     ["<pre>a<ul></ul>b</pre>", "a\nb"],

@@ -1,6 +1,7 @@
 import { type ChildNode, type Element, isTag, type ParentNode, Text } from "domhandler";
 import { DomUtils, parseDocument } from "htmlparser2";
 import { DROPPED } from "./html-prepass";
+import { ownRendering } from "./inline-style";
 
 /**
  * mdream copies what it is handed into Markdown as it is (URLs, titles, code, raw HTML for what it
@@ -34,6 +35,7 @@ export function safeForMarkdown(html: string): {
   numbered: boolean;
 } {
   const doc = parseDocument(html);
+  dropUnshown(doc, false);
   // Private-use characters the page holds, decoded (`&#xE000;` is one): none of them is a mark.
   const taken = new Set<string>();
   const take = (s: string) => {
@@ -391,6 +393,60 @@ function splitEdge(edge: ChildNode, leading: boolean): ChildNode | undefined {
 const LEADING_SPACE = new RegExp(`^${SPACE.source}+`, "u");
 /** Elements mdream writes something for with no text of their own. */
 const PRINTED = new Set(["img", "br", "hr", "pre", "code", "input", "a"]);
+
+/**
+ * Leaves out what an element's own attributes hide (inline-style.ts), as text mode does: elements
+ * with `hidden` or `display: none`, and under `visibility: hidden` every text but what sets
+ * `visibility: visible` again (an element left with none goes whole: no empty item or heading).
+ * mdream's own check of these attributes is a case-sensitive substring test (it kept
+ * `DISPLAY:NONE`, and dropped `hidden style="display:block"` a browser shows), so what passes here
+ * goes to it without them. Says whether anything shown is left in `parent`.
+ */
+function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
+  let shows = false;
+  let dropped = false;
+  // Items an <ol> leaves out for their visibility before its first written one: they keep their
+  // numbers in a browser, so the list starts past them (a gap further down Markdown cannot say:
+  // renderers number items on from the first).
+  let skipped = 0;
+  let itemKept = false;
+  const kept: ChildNode[] = [];
+  for (const node of parent.children) {
+    if (isTag(node)) {
+      const own =
+        "hidden" in node.attribs || "style" in node.attribs ? ownRendering(node.attribs) : undefined;
+      if (own && !own.rendered) {
+        dropped = true;
+        continue;
+      }
+      if (own) {
+        delete node.attribs.style;
+        delete node.attribs.hidden;
+      }
+      const hidden = own?.visibility === "hidden" || (invisible && own?.visibility !== "visible");
+      const inner = dropUnshown(node, hidden);
+      if (hidden && !inner) {
+        dropped = true;
+        if (node.name === "li" && !itemKept) skipped++;
+        continue;
+      }
+      shows = true;
+      itemKept ||= node.name === "li";
+    } else if (node.type === "text" && invisible) {
+      dropped = true;
+      continue;
+    } else shows ||= node.type === "text";
+    kept.push(node);
+  }
+  // Once per parent: removing nodes one by one searched the parent's children every time.
+  if (dropped) parent.children = kept;
+  if (skipped > 0 && isTag(parent as ChildNode) && (parent as Element).name === "ol") {
+    const ol = parent as Element;
+    const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(ol.attribs.start ?? "");
+    ol.attribs.start = String((digits ? Number(digits[1]) : 1) + skipped);
+  }
+  return shows;
+}
 
 /** Where a node sits: in a table (and a cell of it), under block containers only, in code. */
 interface Ancestry {

@@ -1,5 +1,6 @@
 import { compile, type FormatCallback } from "html-to-text";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
+import { ownRendering, STYLE_READ } from "./inline-style";
 
 /**
  * html-to-text as text mode uses it: its selectors, and the formatters it lacks or gets wrong for
@@ -16,7 +17,7 @@ import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
  * either (nor, already, counted by the prepass), nor a <dialog> that is not `open` (shownDialog),
  * nor what a <video> or <audio> holds (fallback for browsers without them: "Your browser does not
  * support video"). Markdown mode keeps its own list (MD_DROPPED). `hidden="until-found"` is shown
- * (unhidden): a browser shows it on an inline element and reveals it on a block to find-in-page,
+ * (shownOnly): a browser shows it on an inline element and reveals it on a block to find-in-page,
  * the same case as a closed <details>, whose content text mode keeps.
  */
 const UNSHOWN = ["title", "datalist", "noembed", "noframes", "video", "audio"];
@@ -24,7 +25,13 @@ const UNSHOWN = ["title", "datalist", "noembed", "noframes", "video", "audio"];
 const COMMON_SELECTORS = [
   ...DROPPED.map((selector) => ({ selector, format: "skip" })),
   ...UNSHOWN.map((selector) => ({ selector, format: "skip" })),
-  { selector: "[hidden]", format: "unhidden" },
+  // Either may hide the element (inline-style.ts); the formatter walks it as its tag when shown.
+  // Only a style naming display or visibility (or escaping a character) can: the formatter's
+  // second walk cost 40,000 `<p style>` 440 → 761 ms.
+  ...["[hidden]", ...STYLE_READ.map((word) => `[style*="${word}" i]`)].map((selector) => ({
+    selector,
+    format: "shownOnly",
+  })),
   { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
@@ -107,8 +114,16 @@ function prefixBounded(): Record<string, FormatCallback> {
     (own: string): FormatCallback =>
     (whole, walk, builder, options) => {
       // A list's formatter is handed its written children only: a hidden item takes no marker
-      // and no number, as in a browser.
+      // and no number, as in a browser (an ordered list reads them all: an item hidden by its
+      // visibility still takes its number).
       const elem = own === "blockquote" ? whole : writtenOnly(whole);
+      if (own === "blockquote" && blanked.has(whole) && !showsAgain(whole)) {
+        // A quote with nothing visible left: its lines, not its "> " marks (as an empty item).
+        builder.openBlock({ leadingLineBreaks: options.leadingLineBreaks || 2 });
+        walk(whole.children, builder);
+        builder.closeBlock({ trailingLineBreaks: options.trailingLineBreaks || 2 });
+        return;
+      }
       if (own !== "blockquote" && !(elem.children ?? []).some(written)) {
         // An empty list still ends the line, as an inline run's end does: html-to-text wrote
         // nothing, and "a<ul></ul>b" came out "ab". No block: the blocks around keep their spacing.
@@ -117,10 +132,14 @@ function prefixBounded(): Record<string, FormatCallback> {
       }
       if (levels < MAX_PREFIX_NESTING) {
         levels++;
-        const format = own === "orderedList" ? orderedList : builder.options.formatters[own];
+        // Either list reads all its children: an item hidden by its visibility takes its number,
+        // and one showing text again is written without its (hidden) marker.
+        const format =
+          own === "orderedList" ? orderedList : own === "unorderedList" ? unorderedList : undefined;
         // The count lives as long as its converter (textConverter): a throw must not leave it up.
         try {
-          format?.(elem, walk, builder, options);
+          if (format) format(whole, walk, builder, options);
+          else builder.options.formatters[own]?.(elem, walk, builder, options);
         } finally {
           levels--;
         }
@@ -146,16 +165,58 @@ function prefixBounded(): Record<string, FormatCallback> {
 
 type Node = Parameters<FormatCallback>[0];
 
-/** Not `hidden`, or hidden only until found (shown: see UNSHOWN). */
-const shown = (node: Node) => {
-  const hidden = node.attribs?.hidden;
-  // An enumerated attribute: its value is matched ASCII case-insensitively.
-  return hidden === undefined || hidden.toLowerCase() === "until-found";
+/**
+ * A list's child that writes anything: a rendered element (not `hidden`, not `display: none`)
+ * whose text is visible, or holds some that is (`visibility: visible` inside `hidden`; an item
+ * blanked with its list likewise), or a text not all whitespace (not a comment).
+ */
+const written = (child: Node) => {
+  if (child.type !== "tag") return child.type === "text" && !/^\s*$/.test(child.data ?? "");
+  const own = ownRendering(child.attribs);
+  const invisible = own.visibility === "hidden" || blanked.has(child);
+  return own.rendered && (!invisible || showsAgain(child));
 };
 
-/** A list's child that writes anything: a shown element, or a text not all whitespace (not a comment). */
-const written = (child: Node) =>
-  child.type === "tag" ? shown(child) : child.type === "text" && !/^\s*$/.test(child.data ?? "");
+/** A list's child that takes a number: a rendered item, visible or not (its marker's place stays). */
+const numbered = (child: Node) => child.name === "li" && ownRendering(child.attribs).rendered;
+
+/**
+ * The elements blank has emptied (their style, which said so, is gone by then): an item or quote
+ * among them with nothing visible left writes no marker. One call's DOM, so weakly held.
+ */
+const blanked = new WeakSet<Node>();
+
+/** What a browser never shows, nor anything inside it, whatever a descendant's style says. */
+const NEVER_SHOWN = new Set([...DROPPED, ...UNSHOWN]);
+
+/**
+ * Whether an element, were its visibility hidden, holds one that sets `visibility: visible` again,
+ * answered once per element: each quote or item of a hidden region asked it of its whole subtree,
+ * depth × size (510 hidden quotes over 54,000 elements: 1.5 s). blank's edits keep the answer
+ * (they drop only what is never shown, and styles that do not say visible).
+ */
+const showsAgainOf = new WeakMap<Node, boolean>();
+function showsAgain(elem: Node): boolean {
+  if (!elem.children?.length) return false; // most elements of a page: no entry for them
+  let shows = showsAgainOf.get(elem);
+  if (shows !== undefined) return shows;
+  shows = false;
+  for (const node of elem.children ?? []) {
+    visibilityWork.visits++;
+    if (node.type !== "tag" || NEVER_SHOWN.has(node.name ?? "")) continue;
+    if (node.name === "dialog" && !("open" in (node.attribs ?? {}))) continue;
+    const own = ownRendering(node.attribs);
+    if (own.rendered && (own.visibility === "visible" || showsAgain(node))) {
+      shows = true;
+      break;
+    }
+  }
+  showsAgainOf.set(elem, shows);
+  return shows;
+}
+
+/** Children showsAgain has looked at, all calls together: its tests bound the work by the page's size. */
+export const visibilityWork = { visits: 0 };
 
 /** The node with other children, for a formatter that reads them (one object: no copy of its subtree). */
 const withChildren = (node: Node, children: Node[]): Node =>
@@ -167,26 +228,29 @@ const withChildren = (node: Node, children: Node[]): Node =>
  */
 const writtenOnly = (list: Node): Node => {
   const children = list.children ?? [];
-  const unwritten = (c: Node) => (c.type === "tag" ? !shown(c) : c.type !== "text");
+  const unwritten = (c: Node) => (c.type === "tag" ? !written(c) : c.type !== "text");
   return children.some(unwritten) ? withChildren(list, children.filter(written)) : list;
 };
 
 /**
  * Ends the line of text being written, if one is (after a block, none is: a break there would add
  * an empty line). html-to-text's builder has no public way to ask, so this reads its open item.
+ * Outside <pre> the break is stashed, as a block's end stashes its own: a block after it then
+ * starts on the next line, not after an empty one ("a<table></table><div>b</div>" was "a\n\nb",
+ * and a list item holding an empty list an indented empty line).
  */
 function endLine(builder: Parameters<FormatCallback>[2]): void {
   const item = openItem(builder);
-  // Inside <pre> html-to-text writes into the item's raw text, and its word list stays empty.
-  const open = item?.isPre
-    ? !!item.rawText && !item.rawText.endsWith("\n")
-    : !!item?.inlineTextBuilder?.nextLineWords?.length;
-  if (open) builder.addLineBreak();
+  if (item?.isPre) {
+    // Inside <pre> html-to-text writes into the item's raw text, and its word list stays empty.
+    if (item.rawText && !item.rawText.endsWith("\n")) builder.addLineBreak();
+  } else if (item?.inlineTextBuilder?.nextLineWords?.length)
+    item.stashedLineBreaks = Math.max(item.stashedLineBreaks ?? 0, 1);
 }
 
 /**
- * The item html-to-text's builder is writing into (a block, list item or cell): read, never
- * changed, where its public methods cannot say what it holds.
+ * The item html-to-text's builder is writing into (a block, list item or cell): read where its
+ * public methods cannot say what it holds; only endLine writes it (the line breaks it stashes).
  */
 const openItem = (builder: Parameters<FormatCallback>[2]) =>
   (
@@ -195,16 +259,54 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
         isPre?: boolean;
         rawText?: string;
         inlineTextBuilder?: { nextLineWords?: unknown[] };
+        stashedLineBreaks?: number;
       };
     }
   )._stackItem;
 
-/** An element with `hidden="until-found"`, walked as its tag is (a browser shows it: see UNSHOWN). */
-const unhidden: FormatCallback = (elem, walk, builder) => {
-  if (!shown(elem)) return;
-  const { hidden: _, ...attribs } = elem.attribs ?? {};
-  walk([Object.create(elem, { attribs: { value: attribs } })], builder);
+/**
+ * An element with `hidden` or a `style`: left out when either hides it (inline-style.ts), only
+ * what sets `visibility: visible` again inside it when its visibility is hidden, and otherwise
+ * walked as its tag is (`hidden="until-found"` is shown: see UNSHOWN).
+ */
+const shownOnly: FormatCallback = (elem, walk, builder) => {
+  const own = ownRendering(elem.attribs);
+  if (!own.rendered) return;
+  // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
+  // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
+  shownAsTag(elem);
+  if (own.visibility === "hidden") blank(elem);
+  walk([elem], builder);
 };
+
+/** An element decided shown: without the attributes that sent it to shownOnly. */
+const shownAsTag = (elem: Node) => {
+  const { hidden: _, style: __, ...attribs } = elem.attribs ?? {};
+  elem.attribs = attribs;
+};
+
+/**
+ * An element whose visibility is hidden, in place: its texts go, its elements stay (their blocks
+ * and <br>s are the page's lines as a reader sees them, the hidden box's gap among them), but for
+ * what is never rendered; an element that sets `visibility: visible` again is kept whole.
+ * innerText drops the lines too, and glued the words around: `a<div style="visibility:hidden">b
+ * </div>c` is "ac" in Chromium, "a\nc" here.
+ */
+function blank(elem: Node): void {
+  blanked.add(elem);
+  const kept: Node[] = [];
+  for (const child of elem.children ?? []) {
+    if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
+    const own = ownRendering(child.attribs);
+    if (!own.rendered) continue;
+    if (own.visibility !== "visible") {
+      shownAsTag(child);
+      blank(child);
+    }
+    kept.push(child);
+  }
+  elem.children = kept;
+}
 
 /** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
 const shownDialog: FormatCallback = (elem, walk, builder) => {
@@ -251,19 +353,30 @@ const captionedTable: FormatCallback = (whole, walk, builder, options) => {
 
 /** What html-to-text's grid walks below a table (it walks <center> as a row group too). */
 const ROW_PARTS = new Set(["thead", "tbody", "tfoot", "center", "tr"]);
-/** A table (or row group, or row) without its hidden parts: one object per part, linear in the table. */
-const shownParts = (node: Node): Node => {
+/**
+ * A table (or row group, or row) without its hidden parts, and its parts whose visibility is hidden
+ * (`invisible`, theirs or inherited) blanked (blank): one object per part, linear in the table.
+ */
+const shownParts = (node: Node, invisible = false): Node => {
   const children = node.children ?? [];
   let changed = false;
   const parts: Node[] = [];
   for (const c of children) {
-    if (c.type !== "tag") parts.push(c);
-    else if (!shown(c)) changed = true;
-    else if (!ROW_PARTS.has(c.name ?? "")) parts.push(c);
-    else {
-      const part = shownParts(c);
+    if (c.type !== "tag") {
+      if (invisible) changed = true;
+      else parts.push(c);
+      continue;
+    }
+    const own = ownRendering(c.attribs);
+    const hidden = own.visibility === "hidden" || (invisible && own.visibility !== "visible");
+    if (!own.rendered) changed = true;
+    else if (ROW_PARTS.has(c.name ?? "")) {
+      const part = shownParts(c, hidden);
       changed ||= part !== c;
       parts.push(part);
+    } else {
+      if (hidden) blank(c);
+      parts.push(c);
     }
   }
   // The table itself when nothing in it is hidden, as in most.
@@ -337,16 +450,43 @@ const MARKERS = new Map<string, (n: number) => string>([
 const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const attribs: Record<string, string> = elem.attribs ?? {};
   const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
-  let next = digits ? Number(digits[1]) : 1;
   const marker = MARKERS.get(attribs.type ?? "") ?? String;
+  markedList(elem, walk, builder, options, digits ? Number(digits[1]) : 1, (n) => `${marker(n)}. `);
+};
+
+/** An unordered list, as html-to-text's formatter lays it out (" * "), its items read as markedList reads them. */
+const unorderedList: FormatCallback = (elem, walk, builder, options) =>
+  markedList(elem, walk, builder, options, 1, () => "* ");
+
+/**
+ * A list's written items, each with its marker (numbered from `next` on), but an item whose own
+ * visibility hides its marker (shown for text set visible again inside it): it takes its number
+ * and writes no marker, its text at the list's indent.
+ */
+function markedList(
+  elem: Node,
+  walk: Parameters<FormatCallback>[1],
+  builder: Parameters<FormatCallback>[2],
+  options: Parameters<FormatCallback>[3],
+  from: number,
+  marker: (n: number) => string,
+): void {
+  let next = from;
   const nested = elem.parent?.name === "li";
   let width = 0;
-  const items = (elem.children ?? []).filter(written).map((node) => {
-    if (node.name !== "li") return { node, prefix: "" };
-    const prefix = `${nested ? "" : " "}${marker(next++)}. `;
-    width = Math.max(width, prefix.length);
-    return { node, prefix };
-  });
+  const items: { node: Node; prefix: string }[] = [];
+  for (const node of elem.children ?? []) {
+    const number = numbered(node) ? next++ : undefined;
+    // Every item's marker place, written or hidden by its own visibility, as a browser keeps it: an
+    // unmarked item's text sits where its list's others do, whatever items follow it (a list its
+    // hidden region blanked has no marker at all, and its text shown again none of their places).
+    const place = number === undefined ? "" : `${nested ? "" : " "}${marker(number)}`;
+    if (!blanked.has(node)) width = Math.max(width, place.length);
+    if (!written(node)) continue;
+    const unmarked =
+      number === undefined || blanked.has(node) || ownRendering(node.attribs).visibility === "hidden";
+    items.push({ node, prefix: unmarked ? "" : place });
+  }
   if (items.length === 0) return;
   builder.openList({
     interRowLineBreaks: 1,
@@ -360,7 +500,7 @@ const orderedList: FormatCallback = (elem, walk, builder, options) => {
     builder.closeListItem();
   }
   builder.closeList({ trailingLineBreaks: nested ? 1 : options.trailingLineBreaks || 2 });
-};
+}
 
 /**
  * html-to-text's converter for each table layout, compiled on first use and kept for the isolate:
@@ -374,7 +514,7 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, unhidden },
+    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, shownOnly },
   });
   return converters[key];
 }

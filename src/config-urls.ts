@@ -13,10 +13,13 @@ export const isHttpUrl = (value: string) => URL.canParse(value) && /^https?:$/.t
  */
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
-export function stripeApiBaseProblem(raw: string | undefined, mode: string): string | undefined {
+export function stripeApiBaseProblem(raw: unknown, mode: string): string | undefined {
   // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
-  if (raw === undefined || raw === "") return undefined;
-  const base = raw.trim();
+  // Read as text (src/var-text.ts, not imported: plain Node loads this file): an unquoted number
+  // or table threw on .trim(), a 500 on every request.
+  const text = raw === undefined || raw === null ? "" : String(raw);
+  if (text === "") return undefined;
+  const base = text.trim();
   if (!isHttpUrl(base)) return "STRIPE_API_BASE is not an absolute http(s) URL";
   const { host, hostname, protocol } = new URL(base);
   // Loopback keeps the key on the machine (the emulator; a deployed Worker reaches none).

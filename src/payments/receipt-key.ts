@@ -1,4 +1,5 @@
 import type { JWSSigner } from "@x402/extensions/offer-receipt";
+import { varText } from "../var-text";
 
 /**
  * The key that signs offers and receipts: `RECEIPT_SIGNING_KEY` is a private Ed25519 JWK as JSON
@@ -151,7 +152,7 @@ let retiredCache: { source: string; did: string; current?: ReceiptKey; keys: Ret
  * once. Parsed once per isolate and value.
  */
 export function retiredKeys(value: string | undefined, did: string, current?: ReceiptKey): RetiredKeys {
-  const source = value?.trim() ?? "";
+  const source = varText(value).trim();
   // `current` is receiptKey's memo: a new one means another secret or base URL.
   if (retiredCache?.source === source && retiredCache.did === did && retiredCache.current === current)
     return retiredCache.keys;

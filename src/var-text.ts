@@ -1,0 +1,29 @@
+// How the Worker reads a var: as text. Lowest layer, no imports.
+
+/**
+ * A var or secret as text. An unquoted number or boolean in wrangler.toml's [vars] (or one set in
+ * the dashboard as JSON) reaches the Worker as a JSON binding, a TOML table or array as an object:
+ * `.trim()` on one threw, a 500 on every request that read it. Read through String(), as the quoted
+ * value would be (`5` as "5", `[]` as "", a table as "[object Object]", which no rule accepts);
+ * unset is "". deploy-check refuses all of them; /health names them (routes/health.ts).
+ */
+export const varText = (value: unknown): string =>
+  value === undefined || value === null ? "" : typeof value === "string" ? value : String(value);
+
+/** What a var holds when it is not text: the kind /health and the logs may name (never the value). */
+export function untypedKind(value: unknown): string | undefined {
+  if (value === undefined || value === null || typeof value === "string") return undefined;
+  if (Array.isArray(value)) return "array";
+  return typeof value === "object" ? "table" : typeof value;
+}
+
+/**
+ * A whole number as written ("8000", or an unquoted 8000), within [min, max]; anything else (a
+ * unit, "8s"; a sign; a fraction) is the default: parseInt read "8s" as 8, and Number() read it as
+ * NaN, so FETCH_TIMEOUT_MS "8s" failed every network fetch and CALL_LOG_FLUSH_MS "2s" wrote each
+ * call at once. deploy-check refuses the same shapes (wordProblems).
+ */
+export function wholeNumber(value: unknown, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  const text = varText(value).trim();
+  return /^\d+$/.test(text) ? Math.min(max, Math.max(min, Number(text))) : fallback;
+}

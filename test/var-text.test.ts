@@ -1,0 +1,97 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { redactSecrets } from "../src/config";
+import { netConfig } from "../src/net/config";
+import { reconcile } from "../src/payments/reconcile";
+import { cronRun } from "./fixtures/cron";
+import { mcpToolCall, paidEnv } from "./helpers";
+
+// An unquoted number or boolean in [vars], or a TOML table or array, reaches the Worker as a JSON
+// binding, not a string (deploy-check refuses them; a dashboard edit does not meet it).
+const UNTYPED: unknown[] = [5, true, { a: 1 }, []];
+
+const requests = () => [
+  new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
+  mcpToolCall("sha256", { text: "a" }),
+  new Request("https://skills.test/api/cardpay/checkout", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"skill_id":"sha256","quantity":10}',
+  }),
+  new Request("https://skills.test/llms.txt"),
+  new Request("https://skills.test/.well-known/x402"),
+  new Request("https://skills.test/.well-known/did.json"),
+  new Request("https://skills.test/api/partners"),
+  new Request("https://skills.test/"),
+];
+
+describe("a var that is not text is read as its text, never a 500", () => {
+  it.each([
+    "BASE_URL",
+    "STRIPE_API_BASE",
+    "X402_OWNERSHIP_PROOFS",
+    "X402LIST_TOKENS",
+    "RATE_LIMIT_HEAVY",
+    "RECEIPT_RETIRED_KEYS",
+  ])("%s unquoted: paid call, MCP, checkout, documents and did.json answer without a 500", async (name) => {
+    for (const value of UNTYPED) {
+      const e = { ...paidEnv(), [name]: value };
+      for (const req of requests()) {
+        const res = await createApp().fetch(req, e);
+        expect(res.status, `${name}=${JSON.stringify(value)} ${req.url}`).not.toBe(500);
+      }
+    }
+  });
+
+  it.each([
+    "FACILITATOR_URL",
+    "RPC_URL",
+    "PARTNER_PAYER_KEY",
+    "STRIPE_SECRET_KEY",
+    "ADMIN_TOKEN",
+    "CDP_API_KEY_SECRET",
+  ])(
+    "%s unquoted: log lines are still redacted (the Cron and the facilitator client redact every line)",
+    (name) => {
+      for (const value of UNTYPED)
+        expect(redactSecrets("a line", { ...env, [name]: value } as typeof env)).toBe("a line");
+    },
+  );
+
+  // (A STRIPE_SECRET_KEY that is no key fails the run on purpose: the sweep names it.)
+  it.each(["FACILITATOR_URL", "PARTNER_PAYER_KEY"])(
+    "%s unquoted: the Cron runs and logs, no throw",
+    async (name) => {
+      for (const value of UNTYPED) {
+        const { thrown, lines } = await cronRun({ ...env, [name]: value });
+        expect(thrown, `${name}=${JSON.stringify(value)}`).toBe("");
+        expect(lines.some((l) => l.includes('"reconcile"'))).toBe(true);
+      }
+    },
+  );
+
+  it("RPC_URL as a TOML array (empty text) is unset: reconciliation skips, saying so", async () => {
+    const summary = await reconcile({ ...env, RPC_URL: [] } as unknown as typeof env);
+    expect(summary.skipped).toBe("RPC_URL is not set");
+  });
+
+  it.each(["BASE_URL", "DOH_RESOLVER", "FETCH_ALLOW_HOSTS", "WIKIPEDIA_API_BASE"])(
+    "%s unquoted: the network skills' configuration reads it as text",
+    (name) => {
+      for (const value of UNTYPED)
+        expect(() => netConfig({ ...env, [name]: value } as typeof env)).not.toThrow();
+    },
+  );
+});
+
+describe("switches read as text", () => {
+  it('X402_ENABLED = [] (a TOML array, empty text) is unset, as "" is: calls are offered over x402', async () => {
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
+      { ...paidEnv(), X402_ENABLED: [] },
+    );
+    expect(res.status).toBe(402);
+    expect(res.headers.get("payment-required")).toBeTruthy();
+  });
+});

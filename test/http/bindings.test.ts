@@ -1,0 +1,40 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
+import { mcpToolCall, paidEnv, type ToolResult } from "../helpers";
+
+const without = (name: string, base: Record<string, unknown> = paidEnv()) => {
+  const e = { ...base };
+  delete e[name];
+  return e;
+};
+const sha = () =>
+  new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' });
+
+describe("a storage binding missing from the deployment", () => {
+  it.each(["DB", "KV"])(
+    "without %s a call is a 503 naming it, paid or free, over HTTP and MCP",
+    async (name) => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      for (const e of [without(name), without(name, { ...env, FREE_BETA: "true" })]) {
+        const res = await createApp().fetch(sha(), e);
+        expect(res.status).toBe(503);
+        expect(await res.json()).toEqual({
+          detail: `This deployment is missing its ${name} storage binding: calls are refused until the operator restores it; nothing was charged`,
+        });
+        const mcp = await createApp().fetch(mcpToolCall("sha256", { text: "a" }), e);
+        const tool = (await mcp.json<{ result: ToolResult }>()).result;
+        expect(tool.isError).toBe(true);
+        expect(tool.content[0]?.text).toContain(`HTTP 503): This deployment is missing its ${name}`);
+      }
+      const tryCall = await createApp().fetch(
+        new Request("https://skills.test/api/partners/pricefeed/try/price_coin?coin=bitcoin"),
+        without(name),
+      );
+      expect(tryCall.status).toBe(503);
+      const lines = errors.mock.calls.map((c) => String(c[0]));
+      errors.mockRestore();
+      expect(lines.some((l) => l.includes("storage binding missing: calls refused"))).toBe(true);
+    },
+  );
+});

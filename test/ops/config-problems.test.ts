@@ -1,0 +1,145 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
+import { paidEnv } from "../helpers";
+
+interface Health {
+  status: string;
+  checks: {
+    d1: { ok: boolean; error?: string };
+    kv: { ok: boolean };
+    config: { ok: boolean; problems: { var: string; problem: string; blocks: boolean }[] };
+  };
+}
+
+async function health(bindings: Record<string, unknown>) {
+  const res = await createApp().fetch(new Request("https://skills.test/health"), bindings);
+  const text = await res.text();
+  return { status: res.status, text, body: JSON.parse(text) as Health };
+}
+const vars = (h: { body: Health }) => h.body.checks.config.problems.map((p) => p.var);
+
+describe("/health tells a monitor about the configuration", () => {
+  it("a deployment that sells with nothing wrong in what it checks is 200 ok", async () => {
+    const h = await health({
+      ...paidEnv(),
+      RPC_URL: "http://127.0.0.1:8545",
+      ADMIN_TOKEN: "a".repeat(32),
+      PARTNER_PAYER_KEY: `0x${"11".repeat(32)}`,
+    });
+    expect(h.status).toBe(200);
+    expect(h.body.status).toBe("ok");
+    expect(h.body.checks.config).toEqual({ ok: true, problems: [] });
+  });
+
+  it("a PAY_TO that is no address while x402 sells is 503 degraded, naming PAY_TO, never its value", async () => {
+    const key = `0x${"ab12".repeat(16)}`;
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const h = await health({ ...paidEnv(), PAY_TO: key });
+    errors.mockRestore();
+    expect(h.status).toBe(503);
+    expect(h.body.status).toBe("degraded");
+    expect(h.body.checks.config.problems).toContainEqual({
+      var: "PAY_TO",
+      problem: "refused by the x402 gate: paid calls answer 503 (log: x402 payments misconfigured)",
+      blocks: true,
+    });
+    expect(h.text).not.toContain(key.slice(2));
+  });
+
+  it("PAY_TO empty on free beta sells nothing over x402: no problem, 200", async () => {
+    const h = await health({ ...env, FREE_BETA: "true", PAY_TO: "" });
+    expect(h.status).toBe(200);
+    expect(vars(h)).not.toContain("PAY_TO");
+  });
+
+  it.each([
+    [{ BASE_URL: 5 }, "BASE_URL", "not text (a number binding): read as its text; quote it in wrangler.toml"],
+    [
+      { FREE_BETA: [] },
+      "FREE_BETA",
+      "not text (an array binding): read as its text; quote it in wrangler.toml",
+    ],
+    [
+      { BASE_URL: "skills.example.com" },
+      "BASE_URL",
+      "not an absolute http(s) URL: the request's origin is used",
+    ],
+    [{ CALL_LOG_FLUSH_MS: "2s" }, "CALL_LOG_FLUSH_MS", "not a whole number (no unit): the default is used"],
+    [
+      { X402_ENABLED: "ture" },
+      "X402_ENABLED",
+      "not a switch word (true/false, yes/no, on/off, 1/0): read as off",
+    ],
+  ])("%j is listed by name and stays 200: no sale is refused", async (overrides, name, problem) => {
+    const h = await health({ ...env, ...overrides });
+    expect(h.status).toBe(200);
+    expect(h.body.checks.config.ok).toBe(false);
+    expect(h.body.checks.config.problems).toContainEqual({ var: name, problem, blocks: false });
+  });
+
+  it("a Stripe key of the other mode turns cards off: 503 naming STRIPE_SECRET_KEY, never the key", async () => {
+    const secret = "sk_live_health_never_shows_this_0000";
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const h = await health({ ...env, STRIPE_SECRET_KEY: secret });
+    errors.mockRestore();
+    expect(h.status).toBe(503);
+    expect(h.body.checks.config.problems).toContainEqual(
+      expect.objectContaining({ var: "STRIPE_SECRET_KEY", blocks: true }),
+    );
+    expect(h.text).not.toContain("health_never_shows_this");
+  });
+
+  it("unreadable partner configuration: 503 naming the var", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const h = await health({ ...env, PARTNER_BASE_URLS: '{"textkit":"host:9999"}' });
+    errors.mockRestore();
+    expect(h.status).toBe(503);
+    expect(h.body.checks.config.problems).toContainEqual(
+      expect.objectContaining({ var: "PARTNER_BASE_URLS", blocks: true }),
+    );
+  });
+
+  it("no value of any var or secret is ever in the answer, however wrong", async () => {
+    const marker = (name: string) => `zz${name.toLowerCase()}marker`;
+    const names = [
+      "PAY_TO",
+      "USDC_ADDRESS",
+      "X402_NETWORK",
+      "FACILITATOR_URL",
+      "BASE_URL",
+      "STRIPE_SECRET_KEY",
+      "STRIPE_WEBHOOK_SECRET",
+      "STRIPE_API_BASE",
+      "ADMIN_TOKEN",
+      "PARTNER_PAYER_KEY",
+      "RECEIPT_SIGNING_KEY",
+      "RPC_URL",
+      "PARTNER_BASE_URLS",
+      "PARTNER_WALLETS",
+      "PARTNER_PRICE_MULTIPLIER",
+      "CALL_LOG_FLUSH_MS",
+      "X402_ENABLED",
+    ];
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const h = await health({ ...paidEnv(), ...Object.fromEntries(names.map((n) => [n, marker(n)])) });
+    errors.mockRestore();
+    expect(h.status).toBe(503);
+    expect(vars(h).length).toBeGreaterThan(5);
+    expect(h.text).not.toContain("marker");
+  });
+
+  it("without the DB or KV binding: 503, the check says which binding is missing", async () => {
+    for (const name of ["DB", "KV"]) {
+      const e: Record<string, unknown> = { ...env };
+      delete e[name];
+      const h = await health(e);
+      expect(h.status).toBe(503);
+      expect(h.body.checks[name === "DB" ? "d1" : "kv"]).toEqual({
+        ok: false,
+        ms: 0,
+        error: `the ${name} binding is missing`,
+      });
+    }
+  });
+});

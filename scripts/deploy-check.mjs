@@ -223,9 +223,12 @@ export const STRIPE_EVENTS = [
   "charge.dispute.closed",
 ];
 
-// The app's own reading of a flag (src/config.ts): unset or empty is the default, else on only for 1/true/yes/on.
-const on = (v, fallback) =>
-  v === undefined || v === "" ? fallback : /^(1|true|yes|on)$/i.test(String(v).trim());
+// The app's own reading of a flag (src/config.ts): unset or empty text (an empty TOML array's too)
+// is the default, else on only for 1/true/yes/on.
+const on = (v, fallback) => {
+  const text = v === undefined || v === null ? "" : String(v);
+  return text === "" ? fallback : /^(1|true|yes|on)$/i.test(text.trim());
+};
 
 /**
  * What deploys but may not be meant, in words (printed, not refused): secrets' values cannot be
@@ -305,8 +308,8 @@ export function problems(config, secrets, env = process.env) {
     out.push(
       'STRIPE_MODE is "test" on Base mainnet (X402_NETWORK eip155:8453) with card credits on: credits would be sold for Stripe\'s test cards; set STRIPE_MODE = "live", CARDPAY_ENABLED = "false", or DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 if meant',
     );
-  // The Worker reads env.DB and env.KV on every paid call: without DB an unpaid call is a 500;
-  // without either, /health is 503. A block removed passed here, as there was no id left to check.
+  // The Worker needs env.DB and env.KV on every call: without either, every skill and partner call
+  // is a 503 (src/http/bindings.ts) and /health is 503. A block removed passed here, as there was no id left to check.
   if (!(config.d1_databases ?? []).some((db) => db.binding === "DB"))
     out.push('[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml');
   if (!(config.kv_namespaces ?? []).some((kv) => kv.binding === "KV"))

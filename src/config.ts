@@ -58,7 +58,8 @@ export const ADMIN_TOKEN_MIN_LENGTH = 24;
 
 /** Why ADMIN_TOKEN opens nothing, if it does not: unset, or too short to resist guessing. */
 export function adminTokenProblem(env: Bindings): string | undefined {
-  const token = env.ADMIN_TOKEN;
+  // As text (var-text.ts): a number set as JSON has no length, and passed this check as long enough.
+  const token = varText(env.ADMIN_TOKEN);
   if (!token) return "set the ADMIN_TOKEN secret";
   if (token.length < ADMIN_TOKEN_MIN_LENGTH)
     return `ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_LENGTH} characters: set a longer one (e.g. openssl rand -base64 32)`;

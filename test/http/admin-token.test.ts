@@ -43,6 +43,21 @@ describe("an ADMIN_TOKEN too short to resist guessing", () => {
     expect(errors.mock.calls.join("\n")).not.toContain(short);
   });
 
+  it.each([5, true])(
+    "an ADMIN_TOKEN set as JSON (%j) is read as its text: too short, 503 saying so, not a 401",
+    async (token) => {
+      vi.spyOn(console, "error").mockImplementation(() => {});
+      const res = await createApp().fetch(
+        new Request("https://skills.test/api/admin/payments", {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+        { ...env, ADMIN_TOKEN: token },
+      );
+      expect(res.status).toBe(503);
+      expect((await res.json<{ detail: string }>()).detail).toContain("ADMIN_TOKEN is shorter than");
+    },
+  );
+
   it("a token of the minimum length opens them", async () => {
     const token = "a".repeat(ADMIN_TOKEN_MIN_LENGTH);
     const res = await createApp().fetch(

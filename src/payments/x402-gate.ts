@@ -596,6 +596,27 @@ async function ensureReady(
 }
 
 /**
+ * What /health may say of the facilitator without asking it (routes/health.ts): this isolate's
+ * gate for the configuration, if a paid call built one. `ok` is false while its first /supported
+ * read has failed and none has succeeded since: paid calls answer 503 meanwhile. Never the error's
+ * text (the 503 carries it, the log line too): a fixed phrase.
+ */
+export function facilitatorState(
+  env: Bindings,
+  cfg: PublicConfig,
+): { ok: boolean; read: boolean; error?: string } {
+  const b = gates.get(configKey(env, cfg).key);
+  if (b?.readyAt !== undefined) return { ok: true, read: true };
+  if (!b?.failed) return { ok: true, read: false };
+  return {
+    ok: false,
+    read: false,
+    error:
+      "the facilitator's /supported could not be read: paid calls answer 503 (log: facilitator /supported failed)",
+  };
+}
+
+/**
  * x402 v2 payment for one call. Only for routes that are sold (sellables.ts) at this moment. Not
  * async once `/supported` was read: every unpaid call comes here (gate.ts says why).
  */

@@ -44,18 +44,26 @@ healthRoutes.get(healthOperation.route, async (c) => {
   const env = c.env;
   const cfg = requestConfig(c);
   // The gate's own verdict, from the module paid calls load anyway; not loaded while x402 sells nothing.
-  const x402Problem = x402Selling(env) ? (await x402Server()).configProblem(cfg) : undefined;
+  const gate = x402Selling(env) ? await x402Server() : undefined;
+  const x402Problem = gate?.configProblem(cfg);
+  // What this isolate's gate last saw of the facilitator, never a read of its own.
+  const facilitator = gate && !x402Problem ? gate.facilitatorState(env, cfg) : undefined;
   const [d1, kv] = await Promise.all([
     env.DB ? check(() => ledgerAnswers(env.DB)) : missing("DB"),
     env.KV ? check(() => env.KV.get("health:probe")) : missing("KV"),
   ]);
   const problems = configProblems(env, cfg, x402Problem);
-  const ok = d1.ok && kv.ok && !problems.some((p) => p.blocks);
+  const ok = d1.ok && kv.ok && (facilitator?.ok ?? true) && !problems.some((p) => p.blocks);
   return c.json(
     {
       status: ok ? "ok" : "degraded",
       version: INTERFACE_VERSION,
-      checks: { d1, kv, config: { ok: problems.length === 0, problems } },
+      checks: {
+        d1,
+        kv,
+        ...(facilitator ? { facilitator } : {}),
+        config: { ok: problems.length === 0, problems },
+      },
     },
     ok ? 200 : 503,
   );

@@ -129,6 +129,41 @@ describe("/health tells a monitor about the configuration", () => {
     expect(h.text).not.toContain("marker");
   });
 
+  it("says what the x402 gate last saw of the facilitator, without reading it: 503 once a paid call found it down", async () => {
+    // A configuration of this test's own (the gate is kept per configuration and isolate).
+    const e = { ...paidEnv(), FACILITATOR_URL: `http://127.0.0.1:9/health-${crypto.randomUUID()}` };
+    const before = await health(e);
+    expect(before.status).toBe(200);
+    expect(before.body.checks).toMatchObject({ facilitator: { ok: true, read: false } });
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const paid = await createApp().fetch(
+      new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
+      e,
+    );
+    vi.restoreAllMocks();
+    expect(paid.status).toBe(503);
+    const after = await health(e);
+    expect(after.status).toBe(503);
+    expect(after.body.status).toBe("degraded");
+    expect(after.body.checks).toMatchObject({
+      facilitator: {
+        ok: false,
+        read: false,
+        error:
+          "the facilitator's /supported could not be read: paid calls answer 503 (log: facilitator /supported failed)",
+      },
+    });
+    expect(after.text).not.toContain("127.0.0.1:9");
+    // A facilitator that answers: read once by a paid call, then said so.
+    const good = paidEnv();
+    await createApp().fetch(
+      new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
+      good,
+    );
+    expect((await health(good)).body.checks).toMatchObject({ facilitator: { ok: true, read: true } });
+  });
+
   it("without the DB or KV binding: 503, the check says which binding is missing", async () => {
     for (const name of ["DB", "KV"]) {
       const e: Record<string, unknown> = { ...env };

@@ -58,8 +58,12 @@ export const ADMIN_TOKEN_MIN_LENGTH = 24;
 
 /** Why ADMIN_TOKEN opens nothing, if it does not: unset, or too short to resist guessing. */
 export function adminTokenProblem(env: Bindings): string | undefined {
-  // As text (var-text.ts): a number set as JSON has no length, and passed this check as long enough.
-  const token = varText(env.ADMIN_TOKEN);
+  const raw: unknown = env.ADMIN_TOKEN;
+  // Only a string is a token: Hono's bearerAuth accepts any element of an array (["a", …] let
+  // `Bearer a` in) and compares a number with nothing (every token a 401). Never quoted.
+  if (raw !== undefined && raw !== null && typeof raw !== "string")
+    return "ADMIN_TOKEN is not text: set it as a string secret (wrangler secret put ADMIN_TOKEN)";
+  const token = varText(raw);
   if (!token) return "set the ADMIN_TOKEN secret";
   if (token.length < ADMIN_TOKEN_MIN_LENGTH)
     return `ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_LENGTH} characters: set a longer one (e.g. openssl rand -base64 32)`;

@@ -3,12 +3,18 @@
 /**
  * A var or secret as text. An unquoted number or boolean in wrangler.toml's [vars] (or one set in
  * the dashboard as JSON) reaches the Worker as a JSON binding, a TOML table or array as an object:
- * `.trim()` on one threw, a 500 on every request that read it. Read through String(), as the quoted
- * value would be (`5` as "5", `[]` as "", a table as "[object Object]", which no rule accepts);
- * unset is "". deploy-check refuses all of them; /health names them (routes/health.ts).
+ * `.trim()` on one threw, a 500 on every request that read it. A number or boolean is read as its
+ * text, as the quoted value would be (`5` as "5"); a table or array is unset (""): no var holds one
+ * as its value, and String() made it "[object Object]", published as the contact address and the
+ * ownership proofs, or counted as a set RPC_URL or webhook secret. Unset is "". deploy-check
+ * refuses all of them; /health names them (routes/health.ts).
  */
 export const varText = (value: unknown): string =>
-  value === undefined || value === null ? "" : typeof value === "string" ? value : String(value);
+  typeof value === "string"
+    ? value
+    : value === undefined || value === null || typeof value === "object"
+      ? ""
+      : String(value);
 
 /** What a var holds when it is not text: the kind /health and the logs may name (never the value). */
 export function untypedKind(value: unknown): string | undefined {

@@ -4,6 +4,7 @@ import { createApp } from "../src/app";
 import { redactSecrets } from "../src/config";
 import { netConfig } from "../src/net/config";
 import { reconcile } from "../src/payments/reconcile";
+import { varText } from "../src/var-text";
 import { cronRun } from "./fixtures/cron";
 import { mcpToolCall, paidEnv } from "./helpers";
 
@@ -93,5 +94,42 @@ describe("switches read as text", () => {
     );
     expect(res.status).toBe(402);
     expect(res.headers.get("payment-required")).toBeTruthy();
+  });
+});
+
+describe("a TOML table or array in a text var is unset: never published, never counted as set", () => {
+  it.each([
+    ["CONTACT_EMAIL", "/.well-known/x402"],
+    ["CONTACT_EMAIL", "/openapi.json"],
+    ["X402_OWNERSHIP_PROOFS", "/.well-known/x402"],
+    ["X402_OWNERSHIP_PROOFS", "/openapi.json"],
+    ["X402LIST_TOKENS", "/.well-known/x402list.txt"],
+  ])("%s as a table or array: %s publishes no [object Object]", async (name, path) => {
+    for (const value of [{ a: 1 }, [{ a: 1 }]]) {
+      const res = await createApp().fetch(new Request(`https://skills.test${path}`), {
+        ...paidEnv(),
+        [name]: value,
+      });
+      expect(res.status).toBe(200);
+      expect(await res.text(), `${name}=${JSON.stringify(value)}`).not.toContain("[object Object]");
+    }
+  });
+
+  it("RPC_URL as a table is unset: reconciliation skips, saying so", async () => {
+    const summary = await reconcile({ ...env, RPC_URL: { url: "x" } } as unknown as typeof env);
+    expect(summary.skipped).toBe("RPC_URL is not set");
+  });
+
+  it("varText: text as given, a number or boolean as its text, a table or array as unset", () => {
+    expect([" a ", 5, false, { a: 1 }, ["a"], [], null, undefined].map(varText)).toEqual([
+      " a ",
+      "5",
+      "false",
+      "",
+      "",
+      "",
+      "",
+      "",
+    ]);
   });
 });

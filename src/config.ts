@@ -235,8 +235,8 @@ function build(env: Bindings, origin: string) {
     // mode, the flag reads false whatever CARDPAY_ENABLED says.
     cardpayEnabled:
       flag(env.CARDPAY_ENABLED, true) &&
-      Boolean(env.STRIPE_SECRET_KEY) &&
-      Boolean(env.STRIPE_WEBHOOK_SECRET) &&
+      varText(env.STRIPE_SECRET_KEY) !== "" &&
+      varText(env.STRIPE_WEBHOOK_SECRET) !== "" &&
       stripeKeyProblem(env) === undefined,
     freeBeta: flag(env.FREE_BETA, false),
     rateLimits: rateLimitsOn(env),

@@ -54,10 +54,11 @@ export function didWebOf(baseUrl: string): string {
  * The signing key for this deployment, or why there is none. Parsed once per isolate and secret;
  * the private key is imported non-extractable.
  */
-export function receiptKey(secret: string | undefined, baseUrl: string): ReceiptKey | { error: string } {
+export function receiptKey(value: string | undefined, baseUrl: string): ReceiptKey | { error: string } {
+  const secret = varText(value);
   // Compared before didWebOf: its URL parse showed in the profile of every unpaid 402.
-  if (cached && cached.source === (secret ?? "") && cached.baseUrl === baseUrl) return cached.key;
-  cached = { source: secret ?? "", baseUrl, key: parse(secret, didWebOf(baseUrl)) };
+  if (cached && cached.source === secret && cached.baseUrl === baseUrl) return cached.key;
+  cached = { source: secret, baseUrl, key: parse(secret, didWebOf(baseUrl)) };
   return cached.key;
 }
 

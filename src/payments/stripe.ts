@@ -34,7 +34,7 @@ export async function stripeClient(
   env: Bindings,
   network: StripeNetwork = BUYER_WAITING,
 ): Promise<Stripe | undefined> {
-  const secret = env.STRIPE_SECRET_KEY;
+  const secret = varText(env.STRIPE_SECRET_KEY);
   if (!secret) return undefined;
   const problem = stripeSetupProblem(env);
   if (problem) {

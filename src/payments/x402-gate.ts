@@ -28,6 +28,7 @@ import { type PricingConfig, pricingConfig } from "../partners/config";
 import type { Partner, PartnerService } from "../partners/data";
 import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
+import { varText } from "../var-text";
 import { withInputField } from "./bazaar-input";
 import { paidExtensions } from "./paid-extensions";
 import { markedByStatus, PendingAwareFacilitatorClient } from "./pending-settle";
@@ -302,7 +303,9 @@ function makeConfigKey(env: Bindings, cfg: PublicConfig) {
     cfg.facilitatorUrl,
     // The facilitator client's credentials (cdpAuth): the id names the key; Coinbase issues a new
     // id with a new secret.
-    env.CDP_API_KEY_ID && env.CDP_API_KEY_SECRET ? `cdp:${env.CDP_API_KEY_ID}` : "no-cdp",
+    varText(env.CDP_API_KEY_ID) && varText(env.CDP_API_KEY_SECRET)
+      ? `cdp:${varText(env.CDP_API_KEY_ID)}`
+      : "no-cdp",
     cfg.baseUrl,
     pc?.multiplierMilli ?? "no-partners",
     // The browser's 402 page links the card checkout only where it is on.
@@ -512,9 +515,9 @@ export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
 function cdpAuth(env: Bindings) {
   // Coinbase's hosted facilitator authenticates with a CDP key; the header factory is only
   // loaded when the secrets exist, so self-hosted facilitators cost nothing.
-  if (!env.CDP_API_KEY_ID || !env.CDP_API_KEY_SECRET) return {};
-  const id = env.CDP_API_KEY_ID;
-  const secret = env.CDP_API_KEY_SECRET;
+  const id = varText(env.CDP_API_KEY_ID);
+  const secret = varText(env.CDP_API_KEY_SECRET);
+  if (!id || !secret) return {};
   return {
     createAuthHeaders: async () => {
       const { createCdpAuthHeaders } = await import("@coinbase/x402");

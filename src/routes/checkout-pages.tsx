@@ -23,6 +23,7 @@ import { stripeClient } from "../payments/stripe";
 import { type StripeView, stripeView } from "../payments/stripe-views";
 import { sessionRef } from "../redact";
 import { skillById } from "../skills/registry";
+import { varText } from "../var-text";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
 export const checkoutPageRoutes = new Hono<AppEnv>();
@@ -64,7 +65,7 @@ async function renderSuccess(
         return undefined;
       })
     : undefined;
-  const secret = c.env.STRIPE_SECRET_KEY;
+  const secret = varText(c.env.STRIPE_SECRET_KEY);
   const cfg = publicConfig(c.env, c.req.url);
   const page = (
     <SuccessPage
@@ -149,7 +150,7 @@ checkoutPageRoutes.post(
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const parsed = revealForm.safeParse(form, { reportInput: true });
     if (!parsed.success) return validationResponse(c, zodItems(parsed.error, form, ["body"]));
-    const secret = c.env.STRIPE_SECRET_KEY;
+    const secret = varText(c.env.STRIPE_SECRET_KEY);
     const stripe = await stripeClient(c.env);
     if (!secret || !stripe) return detail(c, 503, "Card payments are not configured on this deployment.");
     if (!(await checkRevealToken(secret, session_id, parsed.data.token))) {

@@ -3,6 +3,7 @@ import { stripeEventModeFits } from "../config";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { webhookBindingsPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { throttledLog } from "../http/log-once";
 import { runLogged } from "../payments/checkout-first-call";
@@ -41,7 +42,7 @@ const firstCallPastAnswer = (c: Context<AppEnv>) => (run: Promise<void>) =>
 const signatureRefused = throttledLog(60_000);
 const otherModeEvent = throttledLog(60_000);
 
-checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
+checkoutWebhookRoutes.post(webhookOperation.route, webhookBindingsPresent, async (c) => {
   const stripe = await stripeClient(c.env);
   const secret = varText(c.env.STRIPE_WEBHOOK_SECRET);
   if (!stripe || !secret) return detail(c, 503, "Card payments are not configured on this deployment.");

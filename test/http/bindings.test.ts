@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { mcpToolCall, paidEnv, type ToolResult } from "../helpers";
+import { signed } from "../payments/checkout-helpers";
 
 const without = (name: string, base: Record<string, unknown> = paidEnv()) => {
   const e = { ...base };
@@ -35,6 +36,39 @@ describe("a storage binding missing from the deployment", () => {
       const lines = errors.mock.calls.map((c) => String(c[0]));
       errors.mockRestore();
       expect(lines.some((l) => l.includes("storage binding missing: calls refused"))).toBe(true);
+    },
+  );
+
+  it.each(["DB", "KV"])(
+    "without %s no card pack is sold (its keyed session lives in KV) and the webhook asks Stripe to deliver again: 503",
+    async (name) => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const checkout = await createApp().fetch(
+        new Request("https://skills.test/api/cardpay/checkout", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: '{"skill_id":"sha256"}',
+        }),
+        without(name, env),
+      );
+      expect(checkout.status).toBe(503);
+      expect(await checkout.json()).toEqual({
+        detail: `This deployment is missing its ${name} storage binding: calls are refused until the operator restores it; nothing was charged`,
+      });
+      const { payload, header } = await signed({ id: "evt_bindings", type: "ping", data: { object: {} } });
+      const webhook = await createApp().fetch(
+        new Request("https://skills.test/api/cardpay/webhook", {
+          method: "POST",
+          headers: { "stripe-signature": header },
+          body: payload,
+        }),
+        without(name, env),
+      );
+      errors.mockRestore();
+      expect(webhook.status).toBe(503);
+      expect((await webhook.json<{ detail: string }>()).detail).toBe(
+        `This deployment is missing its ${name} storage binding: events are refused until the operator restores it; Stripe delivers them again`,
+      );
     },
   );
 });

@@ -49,7 +49,7 @@ describe("a storage binding missing from the deployment", () => {
           headers: { "content-type": "application/json" },
           body: '{"skill_id":"sha256"}',
         }),
-        without(name, env),
+        without(name, { ...env }),
       );
       expect(checkout.status).toBe(503);
       expect(await checkout.json()).toEqual({
@@ -62,7 +62,7 @@ describe("a storage binding missing from the deployment", () => {
           headers: { "stripe-signature": header },
           body: payload,
         }),
-        without(name, env),
+        without(name, { ...env }),
       );
       errors.mockRestore();
       expect(webhook.status).toBe(503);

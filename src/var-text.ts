@@ -16,12 +16,11 @@ export const varText = (value: unknown): string =>
       ? ""
       : String(value);
 
-/** What a var holds when it is not text: the kind /health and the logs may name (never the value). */
-export function untypedKind(value: unknown): string | undefined {
-  if (value === undefined || value === null || typeof value === "string") return undefined;
-  if (Array.isArray(value)) return "array";
-  return typeof value === "object" ? "table" : typeof value;
-}
+/**
+ * Whether a var is set but not text (a JSON number, boolean, table or array). /health says only
+ * that, never which kind: the kind would tell a boolean from a number, a class of its value.
+ */
+export const notText = (value: unknown) => value !== undefined && value !== null && typeof value !== "string";
 
 /**
  * A whole number as written ("8000", or an unquoted 8000), within [min, max]; anything else (a

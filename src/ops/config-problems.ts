@@ -13,7 +13,7 @@ import { isHttpUrl } from "../config-urls";
 import type { Bindings } from "../env";
 import { partnerConfig } from "../partners/config";
 import { receiptKey } from "../payments/receipt-key";
-import { untypedKind, varText } from "../var-text";
+import { notText, varText } from "../var-text";
 
 export interface ConfigProblem {
   /** The var or secret at fault. */
@@ -83,11 +83,10 @@ export function configProblems(
   const out: ConfigProblem[] = [];
   const add = (name: string, problem: string, blocks = false) => out.push({ var: name, problem, blocks });
   for (const name of READ) {
-    const kind = untypedKind(vars[name]);
-    if (kind)
+    if (notText(vars[name]))
       add(
         name,
-        `not text (${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} binding): read as its text; quote it in wrangler.toml`,
+        "not text: a number or boolean is read as its text, a table or array as unset; quote it in wrangler.toml",
       );
   }
   if (x402Problem) {
@@ -132,7 +131,8 @@ export function configProblems(
     add("RPC_URL", "unset while x402 sells: reconciliation does nothing");
   if (selling && partnersEnabled(env) && !operatingKey(env))
     add("PARTNER_PAYER_KEY", "unset or not a private key: x402-priced partners answer 502, refunds wait");
-  if (adminTokenProblem(env)) add("ADMIN_TOKEN", "unset or shorter than 24 characters: admin answers 503");
+  if (adminTokenProblem(env))
+    add("ADMIN_TOKEN", "unset, shorter than 24 characters or not text: admin answers 503");
   if ("error" in receiptKey(env.RECEIPT_SIGNING_KEY, cfg.baseUrl))
     add("RECEIPT_SIGNING_KEY", "unset or unusable: answers carry no signed receipt");
   return out;

@@ -599,21 +599,18 @@ async function ensureReady(
 }
 
 /**
- * What /health may say of the facilitator without asking it (routes/health.ts): this isolate's
- * gate for the configuration, if a paid call built one. `ok` is false while its first /supported
- * read has failed and none has succeeded since: paid calls answer 503 meanwhile. Never the error's
- * text (the 503 carries it, the log line too): a fixed phrase.
+ * What /health may say of the facilitator without asking it (routes/health.ts): `ok` is false
+ * while this isolate's gate for the configuration is backing off from a failed /supported read
+ * (1 s after the first failure, up to 15 s): paid calls answer 503 without asking meanwhile. After
+ * the back-off the next paid call asks again, so a facilitator that has recovered on a quiet
+ * isolate no longer reads as down. Nothing says whether a paid call has run here, and never the
+ * error's text (the 503 and the log line carry it): a fixed phrase.
  */
-export function facilitatorState(
-  env: Bindings,
-  cfg: PublicConfig,
-): { ok: boolean; read: boolean; error?: string } {
+export function facilitatorState(env: Bindings, cfg: PublicConfig): { ok: boolean; error?: string } {
   const b = gates.get(configKey(env, cfg).key);
-  if (b?.readyAt !== undefined) return { ok: true, read: true };
-  if (!b?.failed) return { ok: true, read: false };
+  if (!b || !backingOff(b)) return { ok: true };
   return {
     ok: false,
-    read: false,
     error:
       "the facilitator's /supported could not be read: paid calls answer 503 (log: facilitator /supported failed)",
   };

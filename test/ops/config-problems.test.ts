@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { FAILED_READ_BACKOFF_MS } from "../../src/payments/x402-gate";
 import { paidEnv } from "../helpers";
 
 interface Health {
@@ -8,6 +9,7 @@ interface Health {
   checks: {
     d1: { ok: boolean; error?: string };
     kv: { ok: boolean };
+    facilitator?: { ok: boolean; error?: string };
     config: { ok: boolean; problems: { var: string; problem: string; blocks: boolean }[] };
   };
 }
@@ -54,12 +56,14 @@ describe("/health tells a monitor about the configuration", () => {
   });
 
   it.each([
-    [{ BASE_URL: 5 }, "BASE_URL", "not text (a number binding): read as its text; quote it in wrangler.toml"],
-    [
-      { FREE_BETA: [] },
-      "FREE_BETA",
-      "not text (an array binding): read as its text; quote it in wrangler.toml",
-    ],
+    ...[5, true, [], { a: 1 }].map(
+      (value) =>
+        [
+          { BASE_URL: value },
+          "BASE_URL",
+          "not text: a number or boolean is read as its text, a table or array as unset; quote it in wrangler.toml",
+        ] as [Record<string, unknown>, string, string],
+    ),
     [
       { BASE_URL: "skills.example.com" },
       "BASE_URL",
@@ -129,12 +133,12 @@ describe("/health tells a monitor about the configuration", () => {
     expect(h.text).not.toContain("marker");
   });
 
-  it("says what the x402 gate last saw of the facilitator, without reading it: 503 once a paid call found it down", async () => {
+  it("says what the x402 gate last saw of the facilitator, without reading it: 503 while its failed read backs off, 200 after", async () => {
     // A configuration of this test's own (the gate is kept per configuration and isolate).
     const e = { ...paidEnv(), FACILITATOR_URL: `http://127.0.0.1:9/health-${crypto.randomUUID()}` };
     const before = await health(e);
     expect(before.status).toBe(200);
-    expect(before.body.checks).toMatchObject({ facilitator: { ok: true, read: false } });
+    expect(before.body.checks).toMatchObject({ facilitator: { ok: true } });
     vi.spyOn(console, "error").mockImplementation(() => {});
     vi.spyOn(console, "warn").mockImplementation(() => {});
     const paid = await createApp().fetch(
@@ -149,19 +153,31 @@ describe("/health tells a monitor about the configuration", () => {
     expect(after.body.checks).toMatchObject({
       facilitator: {
         ok: false,
-        read: false,
         error:
           "the facilitator's /supported could not be read: paid calls answer 503 (log: facilitator /supported failed)",
       },
     });
     expect(after.text).not.toContain("127.0.0.1:9");
-    // A facilitator that answers: read once by a paid call, then said so.
+    // The back-off over (at most FAILED_READ_BACKOFF_MS), no paid call since: the next one asks
+    // again, so /health no longer calls the facilitator down on what it saw before.
+    const later = Date.now() + FAILED_READ_BACKOFF_MS + 1;
+    vi.spyOn(Date, "now").mockReturnValue(later);
+    const quiet = await health(e);
+    vi.restoreAllMocks();
+    expect(quiet.status).toBe(200);
+    expect(quiet.body.checks).toMatchObject({ facilitator: { ok: true } });
+  });
+
+  it("the facilitator check says nothing of whether a paid call ran on this isolate", async () => {
     const good = paidEnv();
+    const idle = await health(good);
     await createApp().fetch(
       new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
       good,
     );
-    expect((await health(good)).body.checks).toMatchObject({ facilitator: { ok: true, read: true } });
+    const used = await health(good);
+    expect(used.body.checks.facilitator).toEqual(idle.body.checks.facilitator);
+    expect(used.body.checks.facilitator).toEqual({ ok: true });
   });
 
   it("without the DB or KV binding: 503, the check says which binding is missing", async () => {

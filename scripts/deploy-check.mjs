@@ -35,6 +35,7 @@ const { mailtoAddress } = await import("../src/contact-email.ts");
 // The Worker's own checks, so the two cannot drift: what it would refuse (503) is refused here.
 const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
 const { isHttpUrl, stripeApiBaseProblem } = await import("../src/config-urls.ts");
+const { flag, SWITCH_WORD, SWITCHES, WHOLE_NUMBER, WHOLE_NUMBERS } = await import("../src/var-text.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -223,12 +224,9 @@ export const STRIPE_EVENTS = [
   "charge.dispute.closed",
 ];
 
-// The app's own reading of a flag (src/config.ts): unset or empty text (an empty TOML array's too)
-// is the default, else on only for 1/true/yes/on.
-const on = (v, fallback) => {
-  const text = v === undefined || v === null ? "" : String(v);
-  return text === "" ? fallback : /^(1|true|yes|on)$/i.test(text.trim());
-};
+// The app's own reading of a switch (src/var-text.ts): unset or empty text (a TOML table's or
+// array's too) is the default, else on only for 1/true/yes/on.
+const on = flag;
 
 /**
  * What deploys but may not be meant, in words (printed, not refused): secrets' values cannot be
@@ -417,9 +415,6 @@ function x402VarProblems(vars) {
   return out;
 }
 
-const FLAG_WORDS = /^(1|true|yes|on|0|false|no|off)$/i;
-const WHOLE_NUMBER = /^\d+$/;
-
 /**
  * Switches and numbers as the Worker reads them: a flag it does not know ("ture", "enabled") is
  * read as off, so X402_ENABLED = "ture" stops selling over x402; a number with a unit ("8s") is
@@ -427,14 +422,14 @@ const WHOLE_NUMBER = /^\d+$/;
  */
 function wordProblems(vars) {
   const out = [];
-  for (const name of ["X402_ENABLED", "CARDPAY_ENABLED", "FREE_BETA", "PARTNERS_ENABLED"]) {
+  for (const name of SWITCHES) {
     const value = vars[name];
-    if (value === undefined || value === "" || FLAG_WORDS.test(String(value).trim())) continue;
+    if (value === undefined || value === "" || SWITCH_WORD.test(String(value).trim())) continue;
     out.push(
       `${name} "${value}" is not a switch the Worker reads (true/false, yes/no, on/off, 1/0): it reads it as off`,
     );
   }
-  for (const name of ["FETCH_TIMEOUT_MS", "NETWORK_CACHE_TTL_SECONDS", "CALL_LOG_FLUSH_MS"]) {
+  for (const name of WHOLE_NUMBERS) {
     const value = vars[name];
     if (value === undefined || value === "" || WHOLE_NUMBER.test(String(value).trim())) continue;
     out.push(`${name} "${value}" is not a whole number (no unit): the Worker would not read it as meant`);

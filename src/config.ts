@@ -1,19 +1,11 @@
 import { isHttpUrl, stripeApiBaseProblem } from "./config-urls";
 import type { Bindings } from "./env";
 import { keyedUrl, keyPieces, redactUrl } from "./redact";
-import { varText } from "./var-text";
+import { flag, varText } from "./var-text";
+
+export { flag };
 
 export const INTERFACE_VERSION = "2.7.1";
-
-/**
- * An unquoted `true` or `1` in [vars] reaches the Worker as a JSON boolean or number, not a string:
- * read as text (varText), as wrangler.toml's quoted "true" is (`.trim()` on a boolean threw: a 500).
- * Empty text is unset, a TOML `[]` included (it read as off while "" read as the default).
- */
-export const flag = (value: string | undefined, fallback: boolean) => {
-  const text = varText(value);
-  return text === "" ? fallback : /^(1|true|yes|on)$/i.test(text.trim());
-};
 
 /**
  * Why STRIPE_SECRET_KEY cannot take money here, if it cannot: STRIPE_MODE ("live" unless set) says

@@ -1,4 +1,5 @@
-// How the Worker reads a var: as text. Lowest layer, no imports.
+// How the Worker reads a var: as text, a switch, a whole number. Lowest layer, no imports: plain
+// Node loads it too (scripts/deploy-check.mjs), so the deploy check reads vars as the Worker does.
 
 /**
  * A var or secret as text. An unquoted number or boolean in wrangler.toml's [vars] (or one set in
@@ -30,5 +31,24 @@ export const notText = (value: unknown) => value !== undefined && value !== null
  */
 export function wholeNumber(value: unknown, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
   const text = varText(value).trim();
-  return /^\d+$/.test(text) ? Math.min(max, Math.max(min, Number(text))) : fallback;
+  return WHOLE_NUMBER.test(text) ? Math.min(max, Math.max(min, Number(text))) : fallback;
 }
+
+/** The switches the Worker reads (flag), and the words it knows for one: any other is read as off. */
+export const SWITCHES = ["X402_ENABLED", "CARDPAY_ENABLED", "FREE_BETA", "PARTNERS_ENABLED"] as const;
+export const SWITCH_WORD = /^(1|true|yes|on|0|false|no|off)$/i;
+const SWITCH_ON = /^(1|true|yes|on)$/i;
+
+/** The vars read as whole numbers (wholeNumber): a unit, a sign or a fraction is the default. */
+export const WHOLE_NUMBERS = ["FETCH_TIMEOUT_MS", "NETWORK_CACHE_TTL_SECONDS", "CALL_LOG_FLUSH_MS"] as const;
+export const WHOLE_NUMBER = /^\d+$/;
+
+/**
+ * A switch: an unquoted `true` or `1` in [vars] reaches the Worker as a JSON boolean or number,
+ * read as its text (`.trim()` on a boolean threw: a 500). Empty text is unset, a TOML `[]`
+ * included (it read as off while "" read as the default).
+ */
+export const flag = (value: unknown, fallback: boolean) => {
+  const text = varText(value);
+  return text === "" ? fallback : SWITCH_ON.test(text.trim());
+};

@@ -13,7 +13,7 @@ import { isHttpUrl } from "../config-urls";
 import type { Bindings } from "../env";
 import { partnerConfig } from "../partners/config";
 import { receiptKey } from "../payments/receipt-key";
-import { notText, varText } from "../var-text";
+import { notText, SWITCH_WORD, SWITCHES, varText, WHOLE_NUMBER, WHOLE_NUMBERS } from "../var-text";
 
 export interface ConfigProblem {
   /** The var or secret at fault. */
@@ -25,7 +25,7 @@ export interface ConfigProblem {
 }
 
 /** Every var and secret the Worker reads (wrangler.toml's [vars], env.ts's Secrets and OptionalVars). */
-const READ = [
+export const READ = [
   "BASE_URL",
   "PAY_TO",
   "X402_NETWORK",
@@ -63,8 +63,6 @@ const READ = [
   "RPC_URL",
 ] as const;
 
-const SWITCHES = ["X402_ENABLED", "CARDPAY_ENABLED", "FREE_BETA", "PARTNERS_ENABLED"] as const;
-const WHOLE_NUMBERS = ["FETCH_TIMEOUT_MS", "NETWORK_CACHE_TTL_SECONDS", "CALL_LOG_FLUSH_MS"] as const;
 const X402_VARS = /\b(PAY_TO|X402_NETWORK|USDC_ADDRESS|FACILITATOR_URL)\b/;
 const PARTNER_VARS = /\b(PARTNER_PRICE_MULTIPLIER|PARTNER_BASE_URLS|PARTNER_WALLETS)\b/;
 
@@ -119,12 +117,13 @@ export function configProblems(
   if (base && !isHttpUrl(base)) add("BASE_URL", "not an absolute http(s) URL: the request's origin is used");
   for (const name of SWITCHES) {
     const text = varText(vars[name]);
-    if (text !== "" && !/^(1|true|yes|on|0|false|no|off)$/i.test(text.trim()))
+    if (text !== "" && !SWITCH_WORD.test(text.trim()))
       add(name, "not a switch word (true/false, yes/no, on/off, 1/0): read as off");
   }
   for (const name of WHOLE_NUMBERS) {
     const text = varText(vars[name]).trim();
-    if (text !== "" && !/^\d+$/.test(text)) add(name, "not a whole number (no unit): the default is used");
+    if (text !== "" && !WHOLE_NUMBER.test(text))
+      add(name, "not a whole number (no unit): the default is used");
   }
   const selling = x402Selling(env);
   if (selling && !varText(env.RPC_URL).trim())

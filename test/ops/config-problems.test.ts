@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { partnerConfig } from "../../src/partners/config";
 import { FAILED_READ_BACKOFF_MS } from "../../src/payments/x402-gate";
 import { paidEnv } from "../helpers";
 
@@ -102,6 +103,29 @@ describe("/health tells a monitor about the configuration", () => {
     expect(h.body.checks.config.problems).toContainEqual(
       expect.objectContaining({ var: "PARTNER_BASE_URLS", blocks: true }),
     );
+  });
+
+  // Each var that config-problems.ts finds by name in an error's text: a message that stops naming
+  // its var would fall back to another name silently.
+  it.each([
+    ["X402_NETWORK", { X402_NETWORK: "base" }, "paid"],
+    ["USDC_ADDRESS", { USDC_ADDRESS: "0x1234" }, "paid"],
+    ["FACILITATOR_URL", { FACILITATOR_URL: "not a url" }, "paid"],
+    ["STRIPE_MODE", { STRIPE_MODE: "production", CARDPAY_ENABLED: "true" }, "cards"],
+    ["PARTNER_WALLETS", { PARTNER_WALLETS: '{"textkit":"nope"}' }, "partners"],
+    ["PARTNER_PRICE_MULTIPLIER", { PARTNER_PRICE_MULTIPLIER: "2" }, "partners"],
+    ["PARTNER_BASE_URLS", { PARTNER_BASE_URLS: '{"textkit":"host:9999"}' }, "partners"],
+  ])("a refusal by %s is listed under that name, blocking", async (name, overrides, base) => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const h = await health({ ...(base === "paid" ? paidEnv() : env), ...overrides });
+    errors.mockRestore();
+    expect(h.status).toBe(503);
+    expect(h.body.checks.config.problems.filter((p) => p.blocks).map((p) => p.var)).toEqual([name]);
+  });
+
+  it("a partner refusal names its var in the error text the mapping reads (the multiplier is also the fallback)", () => {
+    const refused = partnerConfig({ ...env, PARTNER_PRICE_MULTIPLIER: "2" });
+    expect("error" in refused && refused.error).toMatch(/\bPARTNER_PRICE_MULTIPLIER\b/);
   });
 
   it("no value of any var or secret is ever in the answer, however wrong", async () => {

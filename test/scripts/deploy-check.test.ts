@@ -263,6 +263,14 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     );
   }, 60_000);
 
+  it("warnings() reads a switch as the Worker does: CARDPAY_ENABLED = [] is unset (cards on), so test mode is said", () => {
+    const config = { vars: { CARDPAY_ENABLED: [], STRIPE_MODE: "test" } };
+    expect(warnings(config).join("\n")).toMatch(/STRIPE_MODE is "test": card credits are sold/);
+    expect(warnings({ vars: { CARDPAY_ENABLED: "false", STRIPE_MODE: "test" } }).join("\n")).not.toMatch(
+      /STRIPE_MODE is "test"/,
+    );
+  });
+
   it("refuses what would break a mainnet deployment after it passed: a testnet facilitator, missing CDP or Stripe secrets", async () => {
     const config = await readConfig(completed());
     const vars = config.vars as Record<string, string>;

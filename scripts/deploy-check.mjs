@@ -224,8 +224,8 @@ export const STRIPE_EVENTS = [
   "charge.dispute.closed",
 ];
 
-// The app's own reading of a switch (src/var-text.ts): unset or empty text (a TOML table's or
-// array's too) is the default, else on only for 1/true/yes/on.
+// The app's own reading of a switch (src/var-text.ts): unset or empty text is the default, a TOML
+// table or array is off, else on only for 1/true/yes/on.
 const on = flag;
 
 /**

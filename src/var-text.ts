@@ -45,10 +45,13 @@ export const WHOLE_NUMBER = /^\d+$/;
 
 /**
  * A switch: an unquoted `true` or `1` in [vars] reaches the Worker as a JSON boolean or number,
- * read as its text (`.trim()` on a boolean threw: a 500). Empty text is unset, a TOML `[]`
- * included (it read as off while "" read as the default).
+ * read as its text (`.trim()` on a boolean threw: a 500). Empty text is unset. A TOML table or
+ * array (`[]` included) is off, as it always was: read as unset it would turn a feature on that
+ * the operator may have meant off (PARTNERS_ENABLED on has the operating wallet pay partners).
+ * deploy-check refuses one; /health says it is read as off.
  */
 export const flag = (value: unknown, fallback: boolean) => {
+  if (typeof value === "object" && value !== null) return false;
   const text = varText(value);
   return text === "" ? fallback : SWITCH_ON.test(text.trim());
 };

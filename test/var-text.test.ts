@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
-import { redactSecrets } from "../src/config";
+import { partnersEnabled, publicConfig, redactSecrets, x402Selling } from "../src/config";
 import { netConfig } from "../src/net/config";
 import { reconcile } from "../src/payments/reconcile";
 import { varText } from "../src/var-text";
@@ -86,14 +86,49 @@ describe("a var that is not text is read as its text, never a 500", () => {
   );
 });
 
-describe("switches read as text", () => {
-  it('X402_ENABLED = [] (a TOML array, empty text) is unset, as "" is: calls are offered over x402', async () => {
-    const res = await createApp().fetch(
+describe("a switch set to a TOML table or array is off, as it always was, never the default", () => {
+  const post = (e: Record<string, unknown>) =>
+    createApp().fetch(
       new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
-      { ...paidEnv(), X402_ENABLED: [] },
+      e,
     );
-    expect(res.status).toBe(402);
-    expect(res.headers.get("payment-required")).toBeTruthy();
+
+  it.each([[{}], [[]], [{ on: true }], [["true"]]])(
+    "X402_ENABLED = %j: a 402 without an x402 offer",
+    async (value) => {
+      const res = await post({ ...paidEnv(), X402_ENABLED: value });
+      expect(res.status).toBe(402);
+      expect(res.headers.get("payment-required")).toBeNull();
+    },
+  );
+
+  it.each([[{}], [[]]])(
+    "PARTNERS_ENABLED = %j: partners are off (the operating wallet pays none)",
+    async (value) => {
+      const log = vi.spyOn(console, "log").mockImplementation(() => {});
+      const res = await createApp().fetch(new Request("https://skills.test/api/partners"), {
+        ...paidEnv(),
+        PARTNERS_ENABLED: value,
+      });
+      log.mockRestore();
+      expect(res.status).toBe(503);
+      expect(partnersEnabled({ ...env, PARTNERS_ENABLED: value } as unknown as typeof env)).toBe(false);
+    },
+  );
+
+  it.each([[{}], [[]]])("CARDPAY_ENABLED = %j: card payments are off", async (value) => {
+    const cfg = publicConfig(
+      { ...paidEnv(), CARDPAY_ENABLED: value } as unknown as typeof env,
+      "https://skills.test/",
+    );
+    expect(cfg.cardpayEnabled).toBe(false);
+    expect(publicConfig(paidEnv() as unknown as typeof env, "https://skills.test/").cardpayEnabled).toBe(
+      true,
+    );
+  });
+
+  it("FREE_BETA = {} is off (the default), so sales go on", () => {
+    expect(x402Selling({ ...env, FREE_BETA: {} } as unknown as typeof env)).toBe(true);
   });
 });
 

@@ -80,11 +80,14 @@ export function configProblems(
   const vars = env as unknown as Record<string, unknown>;
   const out: ConfigProblem[] = [];
   const add = (name: string, problem: string, blocks = false) => out.push({ var: name, problem, blocks });
+  const switches: readonly string[] = SWITCHES;
   for (const name of READ) {
     if (notText(vars[name]))
       add(
         name,
-        "not text: a number or boolean is read as its text, a table or array as unset; quote it in wrangler.toml",
+        switches.includes(name)
+          ? "not text: a number or boolean is read as its text, a table or array as off; quote it in wrangler.toml"
+          : "not text: a number or boolean is read as its text, a table or array as unset; quote it in wrangler.toml",
       );
   }
   if (x402Problem) {

@@ -71,6 +71,14 @@ describe("/health tells a monitor about the configuration", () => {
       "not an absolute http(s) URL: the request's origin is used",
     ],
     [{ CALL_LOG_FLUSH_MS: "2s" }, "CALL_LOG_FLUSH_MS", "not a whole number (no unit): the default is used"],
+    ...[{}, []].map(
+      (value) =>
+        [
+          { PARTNERS_ENABLED: value },
+          "PARTNERS_ENABLED",
+          "not text: a number or boolean is read as its text, a table or array as off; quote it in wrangler.toml",
+        ] as [Record<string, unknown>, string, string],
+    ),
     [
       { X402_ENABLED: "ture" },
       "X402_ENABLED",

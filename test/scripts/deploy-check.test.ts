@@ -263,11 +263,13 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     );
   }, 60_000);
 
-  it("warnings() reads a switch as the Worker does: CARDPAY_ENABLED = [] is unset (cards on), so test mode is said", () => {
-    const config = { vars: { CARDPAY_ENABLED: [], STRIPE_MODE: "test" } };
-    expect(warnings(config).join("\n")).toMatch(/STRIPE_MODE is "test": card credits are sold/);
-    expect(warnings({ vars: { CARDPAY_ENABLED: "false", STRIPE_MODE: "test" } }).join("\n")).not.toMatch(
-      /STRIPE_MODE is "test"/,
+  it("warnings() reads a switch as the Worker does: CARDPAY_ENABLED = {} or [] is off (no card sold), so test mode is not said", () => {
+    for (const off of [{}, [], "false"])
+      expect(warnings({ vars: { CARDPAY_ENABLED: off, STRIPE_MODE: "test" } }).join("\n")).not.toMatch(
+        /STRIPE_MODE is "test"/,
+      );
+    expect(warnings({ vars: { CARDPAY_ENABLED: "", STRIPE_MODE: "test" } }).join("\n")).toMatch(
+      /STRIPE_MODE is "test": card credits are sold/,
     );
   });
 
@@ -456,7 +458,7 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
       STRIPE_MODE: 1,
       PARTNER_WALLETS: {},
       RECEIPT_RETIRED_KEYS: [],
-      // A switch as an empty array: the Worker reads it as unset (its text is ""), never as off.
+      // A switch as an empty array: the Worker reads it as off, as a table.
       X402_ENABLED: [],
     };
     expect(problems({ ...config, vars }, ALL_SECRETS).sort()).toEqual(

@@ -47,3 +47,19 @@ export const webhookBindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
     : Promise.resolve(
         refuse(c, "events are refused until the operator restores it; Stripe delivers them again"),
       );
+
+const BUYER_READ = "it cannot be read until the operator restores it; credits already bought are kept";
+
+/**
+ * A buyer's reads (GET /api/credits, the checkout success page) read D1 only: without DB they
+ * answered a 500. Without KV they still answer.
+ */
+export const dbBindingPresent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.env.DB ? next() : Promise.resolve(refuse(c, BUYER_READ));
+
+/**
+ * The success page's Reveal: it grants in D1 and may run the first call, whose answer may go to
+ * KV (as every call's does). Without either it answered a 500.
+ */
+export const revealBindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.env.DB && c.env.KV ? next() : Promise.resolve(refuse(c, BUYER_READ));

@@ -4,6 +4,7 @@ import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { dbBindingPresent, revealBindingsPresent } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
@@ -34,7 +35,10 @@ checkoutPageRoutes.use("/checkout/*", async (c, next) => {
   c.header("X-Robots-Tag", "noindex, nofollow");
   await next();
 });
-// Per client IP, before anything reads D1 or Stripe (the cancel page reads neither).
+// Per client IP, before anything reads D1 or Stripe (the cancel page reads neither); after the
+// bindings' 503 (sessions live in D1: without it a 500; the Reveal's first call may store in KV).
+checkoutPageRoutes.on(["GET", "HEAD"], "/checkout/success", dbBindingPresent);
+checkoutPageRoutes.post("/checkout/success", revealBindingsPresent);
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 
 // An empty id is a string as FastAPI's `session_id: str` takes it (spec: 422 only when missing): it gets the

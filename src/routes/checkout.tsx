@@ -3,7 +3,7 @@ import { publicConfig } from "../config";
 import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
-import { bindingsPresent } from "../http/bindings";
+import { bindingsPresent, dbBindingPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { HOLDING_BODY_BOUNDS } from "../http/json-text";
 import { validationResponse, zodItems } from "../http/validation";
@@ -73,7 +73,11 @@ const creditsOperation = operation({
   summary: "Calls left on a card-credit key",
   tags: ["checkout"],
   security: [{ CardCredits: [] }],
-  responses: { "200": json("Credit balance"), "401": ERROR("Missing or unknown key") },
+  responses: {
+    "200": json("Credit balance"),
+    "401": ERROR("Missing or unknown key"),
+    "503": ERROR("This deployment is missing its DB storage binding"),
+  },
 });
 
 export const checkoutOperations = [checkoutOperation, webhookOperation, creditsOperation];
@@ -176,7 +180,7 @@ checkoutRoutes.post(
   },
 );
 
-checkoutRoutes.get(creditsOperation.route, async (c) => {
+checkoutRoutes.get(creditsOperation.route, dbBindingPresent, async (c) => {
   // A key's standing, whichever header carried the key (X-API-Key is not one shared caches know
   // to keep private): no cache keeps it for another client.
   c.header("Cache-Control", "private, no-store");

@@ -71,4 +71,37 @@ describe("a storage binding missing from the deployment", () => {
       );
     },
   );
+
+  it.each(["DB", "KV"])(
+    "without %s a buyer's reads (GET /api/credits and the success page without DB, its Reveal) are a 503 naming it, never a 500",
+    async (name) => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const credits = () =>
+        new Request("https://skills.test/api/credits", {
+          headers: { authorization: `Bearer mk_${"a".repeat(40)}` },
+        });
+      const page = () => new Request("https://skills.test/checkout/success?session_id=cs_test_abc");
+      // A balance and the page read D1 only: without KV an unknown key or session is still told so.
+      if (name === "KV") {
+        expect((await createApp().fetch(credits(), without(name, { ...env }))).status).toBe(401);
+        expect((await createApp().fetch(page(), without(name, { ...env }))).status).toBe(404);
+      }
+      const requests = [
+        ...(name === "DB" ? [credits(), page()] : []),
+        new Request("https://skills.test/checkout/success?session_id=cs_test_abc", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "token=abc",
+        }),
+      ];
+      for (const req of requests) {
+        const res = await createApp().fetch(req, without(name, { ...env }));
+        expect(res.status, `${req.method} ${req.url}`).toBe(503);
+        expect(await res.json()).toEqual({
+          detail: `This deployment is missing its ${name} storage binding: it cannot be read until the operator restores it; credits already bought are kept`,
+        });
+      }
+      errors.mockRestore();
+    },
+  );
 });

@@ -17,6 +17,46 @@ function sources(dir: string): string[] {
   });
 }
 
+/**
+ * The upper-case names a source file reads from the Worker's env: `env.NAME`, `c.env.NAME`,
+ * `env["NAME"]`, through an alias (`const e = env as …; e.NAME`, as src/net/config.ts reads) and
+ * by destructuring (`const { NAME } = env`).
+ */
+function varsReadIn(text: string): string[] {
+  // process.env.NAME is an agent's environment in the guides' sample code, not the Worker's.
+  const source = text.replace(/\bprocess\.env\b/g, "process_env");
+  const aliases = ["env"];
+  for (const m of source.matchAll(/\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:\w+\.)?env\b(?!\.)/g))
+    aliases.push(m[1] as string);
+  const names = new Set<string>();
+  for (const alias of aliases) {
+    const at = new RegExp(
+      `(?<![\\w$])${alias.replace("$", "\\$")}(?:\\.|\\[["'\`])([A-Z][A-Z0-9_]+)\\b`,
+      "g",
+    );
+    for (const m of source.matchAll(at)) names.add(m[1] as string);
+  }
+  for (const m of source.matchAll(/\{([^{}]*)\}\s*=\s*(?:\w+\.)?env\b(?!\.)/g))
+    for (const n of (m[1] as string).matchAll(/\b([A-Z][A-Z0-9_]+)\b/g)) names.add(n[1] as string);
+  return [...names];
+}
+
+describe("varsReadIn finds a var however src/ reads it", () => {
+  it("directly, through an alias, by brackets and by destructuring; never process.env", () => {
+    const text = [
+      "const a = c.env.DIRECT_VAR;",
+      "const e = env as unknown as Partial<Record<string, string>>;",
+      "void e.NEW_NET_VAR;",
+      'const b = env["BRACKET_VAR"];',
+      "const { DESTRUCTURED_VAR, other } = c.env;",
+      "const sample = process.env.AGENT_KEY;",
+    ].join("\n");
+    expect(varsReadIn(text).sort()).toEqual(
+      ["BRACKET_VAR", "DESTRUCTURED_VAR", "DIRECT_VAR", "NEW_NET_VAR"].sort(),
+    );
+  });
+});
+
 describe("READ lists every var and secret the Worker reads", () => {
   it("every env.NAME read in src/ that is no binding", async () => {
     const config = await readConfig(path.join(root, "wrangler.toml"));
@@ -33,9 +73,7 @@ describe("READ lists every var and secret the Worker reads", () => {
     );
     const names = new Set<string>();
     for (const file of sources(path.join(root, "src"))) {
-      // process.env.NAME is an agent's environment in the guides' sample code, not the Worker's.
-      for (const m of readFileSync(file, "utf8").matchAll(/(?<!process\.)\benv\.([A-Z][A-Z0-9_]+)/g))
-        names.add(m[1] as string);
+      for (const name of varsReadIn(readFileSync(file, "utf8"))) names.add(name);
     }
     const vars = [...names].filter((n) => !bindings.has(n));
     expect(vars.length).toBeGreaterThan(20);

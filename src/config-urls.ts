@@ -15,8 +15,10 @@ const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
 export function stripeApiBaseProblem(raw: unknown, mode: string): string | undefined {
   // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
-  // Read as text (src/var-text.ts, not imported: plain Node loads this file): an unquoted number
-  // or table threw on .trim(), a 500 on every request.
+  // An unquoted number is read as its text (.trim() on one threw, a 500 on every request). A TOML
+  // table or array is refused: stripe.ts reads one as unset (varText) and sends to api.stripe.com,
+  // while its text (an array's elements) could pass this check for an emulator's URL.
+  if (typeof raw === "object" && raw !== null) return "STRIPE_API_BASE is not text";
   const text = raw === undefined || raw === null ? "" : String(raw);
   if (text === "") return undefined;
   const base = text.trim();

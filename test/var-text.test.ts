@@ -1,8 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
-import { partnersEnabled, publicConfig, redactSecrets, x402Selling } from "../src/config";
+import { partnersEnabled, publicConfig, redactSecrets, stripeSetupProblem, x402Selling } from "../src/config";
 import { netConfig } from "../src/net/config";
+import { partnerConfig } from "../src/partners/config";
 import { reconcile } from "../src/payments/reconcile";
 import { varText } from "../src/var-text";
 import { cronRun } from "./fixtures/cron";
@@ -167,4 +168,52 @@ describe("a TOML table or array in a text var is unset: never published, never c
       "",
     ]);
   });
+});
+
+describe("a table or array where a check and its user would read it differently is refused as not text", () => {
+  it("STRIPE_API_BASE = [its URL]: refused (cards off, checkout 503), never passed while the client used api.stripe.com", async () => {
+    const e = { ...paidEnv(), STRIPE_API_BASE: [env.STRIPE_API_BASE] };
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    expect(stripeSetupProblem(e as unknown as typeof env)).toEqual({
+      kind: "api base",
+      error: "STRIPE_API_BASE is not text",
+    });
+    expect(publicConfig(e as unknown as typeof env, "https://skills.test/").cardpayEnabled).toBe(false);
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/cardpay/checkout", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"skill_id":"sha256"}',
+      }),
+      e,
+    );
+    errors.mockRestore();
+    expect(res.status).toBe(503);
+  });
+
+  it.each([
+    [
+      "PARTNER_WALLETS",
+      [`{"textkit":"0x${"ab".repeat(20)}"}`],
+      "PARTNER_WALLETS is not text (write it as a JSON string)",
+    ],
+    [
+      "PARTNER_BASE_URLS",
+      ['{"textkit":"https://textkit.example"}'],
+      "PARTNER_BASE_URLS is not text (write it as a JSON string)",
+    ],
+    ["PARTNER_WALLETS", {}, "PARTNER_WALLETS is not text (write it as a JSON string)"],
+    ["PARTNER_PRICE_MULTIPLIER", [3], "PARTNER_PRICE_MULTIPLIER is not text (quote it)"],
+    ["PARTNER_PRICE_MULTIPLIER", [], "PARTNER_PRICE_MULTIPLIER is not text (quote it)"],
+  ])(
+    "%s = %j: refused by name (partner routes 503), never parsed from its elements' text",
+    async (name, value, error) => {
+      const e = { ...paidEnv(), [name]: value } as unknown as typeof env;
+      expect(partnerConfig(e)).toEqual({ error });
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const res = await createApp().fetch(new Request("https://skills.test/api/partners"), e);
+      errors.mockRestore();
+      expect(res.status).toBe(503);
+    },
+  );
 });

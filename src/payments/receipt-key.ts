@@ -153,6 +153,11 @@ let retiredCache: { source: string; did: string; current?: ReceiptKey; keys: Ret
  * once. Parsed once per isolate and value.
  */
 export function retiredKeys(value: string | undefined, did: string, current?: ReceiptKey): RetiredKeys {
+  // A TOML table or array is no list this reads (varText would make it unset, dropped without a
+  // word): said, so did.ts logs it as every unreadable list is.
+  const raw: unknown = value;
+  if (typeof raw === "object" && raw !== null)
+    return { error: "RECEIPT_RETIRED_KEYS: not text (write it as a JSON string)" };
   const source = varText(value).trim();
   // `current` is receiptKey's memo: a new one means another secret or base URL.
   if (retiredCache?.source === source && retiredCache.did === did && retiredCache.current === current)

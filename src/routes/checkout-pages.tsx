@@ -37,7 +37,7 @@ checkoutPageRoutes.use("/checkout/*", async (c, next) => {
 });
 // Per client IP, before anything reads D1 or Stripe (the cancel page reads neither); after the
 // bindings' 503 (sessions live in D1: without it a 500; the Reveal's first call may store in KV).
-checkoutPageRoutes.on(["GET", "HEAD"], "/checkout/success", dbBindingPresent);
+checkoutPageRoutes.get("/checkout/success", dbBindingPresent); // HEAD too (Hono)
 checkoutPageRoutes.post("/checkout/success", revealBindingsPresent);
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 

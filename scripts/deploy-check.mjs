@@ -35,6 +35,7 @@ const { mailtoAddress } = await import("../src/contact-email.ts");
 // The Worker's own checks, so the two cannot drift: what it would refuse (503) is refused here.
 const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
 const { isHttpUrl, stripeApiBaseProblem } = await import("../src/config-urls.ts");
+const { flag, SWITCH_WORD, SWITCHES, WHOLE_NUMBER, WHOLE_NUMBERS } = await import("../src/var-text.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -223,9 +224,9 @@ export const STRIPE_EVENTS = [
   "charge.dispute.closed",
 ];
 
-// The app's own reading of a flag (src/config.ts): unset or empty is the default, else on only for 1/true/yes/on.
-const on = (v, fallback) =>
-  v === undefined || v === "" ? fallback : /^(1|true|yes|on)$/i.test(String(v).trim());
+// The app's own reading of a switch (src/var-text.ts): unset or empty text is the default, a TOML
+// table or array is off, else on only for 1/true/yes/on.
+const on = flag;
 
 /**
  * What deploys but may not be meant, in words (printed, not refused): secrets' values cannot be
@@ -305,8 +306,8 @@ export function problems(config, secrets, env = process.env) {
     out.push(
       'STRIPE_MODE is "test" on Base mainnet (X402_NETWORK eip155:8453) with card credits on: credits would be sold for Stripe\'s test cards; set STRIPE_MODE = "live", CARDPAY_ENABLED = "false", or DEPLOY_CHECK_ALLOW_TEST_STRIPE=1 if meant',
     );
-  // The Worker reads env.DB and env.KV on every paid call: without DB an unpaid call is a 500;
-  // without either, /health is 503. A block removed passed here, as there was no id left to check.
+  // The Worker needs env.DB and env.KV on every call: without either, every skill and partner call
+  // is a 503 (src/http/bindings.ts) and /health is 503. A block removed passed here, as there was no id left to check.
   if (!(config.d1_databases ?? []).some((db) => db.binding === "DB"))
     out.push('[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml');
   if (!(config.kv_namespaces ?? []).some((kv) => kv.binding === "KV"))
@@ -414,9 +415,6 @@ function x402VarProblems(vars) {
   return out;
 }
 
-const FLAG_WORDS = /^(1|true|yes|on|0|false|no|off)$/i;
-const WHOLE_NUMBER = /^\d+$/;
-
 /**
  * Switches and numbers as the Worker reads them: a flag it does not know ("ture", "enabled") is
  * read as off, so X402_ENABLED = "ture" stops selling over x402; a number with a unit ("8s") is
@@ -424,14 +422,14 @@ const WHOLE_NUMBER = /^\d+$/;
  */
 function wordProblems(vars) {
   const out = [];
-  for (const name of ["X402_ENABLED", "CARDPAY_ENABLED", "FREE_BETA", "PARTNERS_ENABLED"]) {
+  for (const name of SWITCHES) {
     const value = vars[name];
-    if (value === undefined || value === "" || FLAG_WORDS.test(String(value).trim())) continue;
+    if (value === undefined || value === "" || SWITCH_WORD.test(String(value).trim())) continue;
     out.push(
       `${name} "${value}" is not a switch the Worker reads (true/false, yes/no, on/off, 1/0): it reads it as off`,
     );
   }
-  for (const name of ["FETCH_TIMEOUT_MS", "NETWORK_CACHE_TTL_SECONDS", "CALL_LOG_FLUSH_MS"]) {
+  for (const name of WHOLE_NUMBERS) {
     const value = vars[name];
     if (value === undefined || value === "" || WHOLE_NUMBER.test(String(value).trim())) continue;
     out.push(`${name} "${value}" is not a whole number (no unit): the Worker would not read it as meant`);

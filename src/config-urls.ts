@@ -13,10 +13,15 @@ export const isHttpUrl = (value: string) => URL.canParse(value) && /^https?:$/.t
  */
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
-export function stripeApiBaseProblem(raw: string | undefined, mode: string): string | undefined {
+export function stripeApiBaseProblem(raw: unknown, mode: string): string | undefined {
   // Empty is unset; spaces alone are a value that names no origin (stripe.ts's new URL threw: a 500).
-  if (raw === undefined || raw === "") return undefined;
-  const base = raw.trim();
+  // An unquoted number is read as its text (.trim() on one threw, a 500 on every request). A TOML
+  // table or array is refused: stripe.ts reads one as unset (varText) and sends to api.stripe.com,
+  // while its text (an array's elements) could pass this check for an emulator's URL.
+  if (typeof raw === "object" && raw !== null) return "STRIPE_API_BASE is not text";
+  const text = raw === undefined || raw === null ? "" : String(raw);
+  if (text === "") return undefined;
+  const base = text.trim();
   if (!isHttpUrl(base)) return "STRIPE_API_BASE is not an absolute http(s) URL";
   const { host, hostname, protocol } = new URL(base);
   // Loopback keeps the key on the machine (the emulator; a deployed Worker reaches none).

@@ -1,15 +1,11 @@
 import { isHttpUrl, stripeApiBaseProblem } from "./config-urls";
 import type { Bindings } from "./env";
 import { keyedUrl, keyPieces, redactUrl } from "./redact";
+import { flag, varText } from "./var-text";
+
+export { flag };
 
 export const INTERFACE_VERSION = "2.7.1";
-
-/**
- * An unquoted `true` or `1` in [vars] reaches the Worker as a JSON boolean or number, not a string:
- * read through String(), as wrangler.toml's quoted "true" is (`.trim()` on a boolean threw: a 500).
- */
-const flag = (value: string | undefined, fallback: boolean) =>
-  value === undefined || value === "" ? fallback : /^(1|true|yes|on)$/i.test(String(value).trim());
 
 /**
  * Why STRIPE_SECRET_KEY cannot take money here, if it cannot: STRIPE_MODE ("live" unless set) says
@@ -28,7 +24,7 @@ export function stripeSetupProblem(env: Bindings): { kind: "key" | "api base"; e
   const mode = stripeMode(env);
   if (mode !== "live" && mode !== "test")
     return { kind: "key", error: `STRIPE_MODE "${env.STRIPE_MODE}" is neither "live" nor "test"` };
-  const key = env.STRIPE_SECRET_KEY;
+  const key = varText(env.STRIPE_SECRET_KEY);
   if (!key) return undefined;
   const keyMode = /^[sr]k_(live|test)_/.exec(key)?.[1];
   if (keyMode !== mode)
@@ -43,7 +39,7 @@ export function stripeSetupProblem(env: Bindings): { kind: "key" | "api base"; e
 }
 
 /** STRIPE_MODE as set, "live" when unset (production's; wrangler.toml ships it). String(): as flag(). */
-const stripeMode = (env: Bindings) => String(env.STRIPE_MODE ?? "").trim() || "live";
+const stripeMode = (env: Bindings) => varText(env.STRIPE_MODE).trim() || "live";
 
 /** Whether a webhook event's `livemode` is this deployment's STRIPE_MODE (an event without one is Stripe's). */
 export const stripeEventModeFits = (env: Bindings, livemode: unknown) =>
@@ -54,7 +50,12 @@ export const ADMIN_TOKEN_MIN_LENGTH = 24;
 
 /** Why ADMIN_TOKEN opens nothing, if it does not: unset, or too short to resist guessing. */
 export function adminTokenProblem(env: Bindings): string | undefined {
-  const token = env.ADMIN_TOKEN;
+  const raw: unknown = env.ADMIN_TOKEN;
+  // Only a string is a token: Hono's bearerAuth accepts any element of an array (["a", …] let
+  // `Bearer a` in) and compares a number with nothing (every token a 401). Never quoted.
+  if (raw !== undefined && raw !== null && typeof raw !== "string")
+    return "ADMIN_TOKEN is not text: set it as a string secret (wrangler secret put ADMIN_TOKEN)";
+  const token = varText(raw);
   if (!token) return "set the ADMIN_TOKEN secret";
   if (token.length < ADMIN_TOKEN_MIN_LENGTH)
     return `ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_LENGTH} characters: set a longer one (e.g. openssl rand -base64 32)`;
@@ -70,11 +71,10 @@ export const x402Selling = (env: Bindings) => flag(env.X402_ENABLED, true) && !f
  * RATE_LIMITS: on unless set to a word for off (the quotas and the published contract read it).
  * An unquoted `false` is a boolean binding: read through String(), as flag() does (a 500 on every request).
  */
-export const rateLimitsOn = (env: Bindings) =>
-  !/^(0|false|no|off)$/i.test(String(env.RATE_LIMITS ?? "").trim());
+export const rateLimitsOn = (env: Bindings) => !/^(0|false|no|off)$/i.test(varText(env.RATE_LIMITS).trim());
 
 const list = (value: string | undefined) =>
-  (value ?? "")
+  varText(value)
     .split(",")
     .map((v) => v.trim())
     .filter(Boolean);
@@ -110,8 +110,8 @@ const VERBATIM_SECRETS = [
  */
 export function redactSecrets(text: string, env: Bindings): string {
   const hide: [string, string][] = [];
-  const rpc = env.RPC_URL?.trim();
-  const facilitator = env.FACILITATOR_URL?.trim();
+  const rpc = varText(env.RPC_URL).trim();
+  const facilitator = varText(env.FACILITATOR_URL).trim();
   let rpcOrigin: string | undefined;
   for (const [url, whole] of [
     [rpc, "<RPC_URL>"],
@@ -130,8 +130,8 @@ export function redactSecrets(text: string, env: Bindings): string {
       for (const piece of pieces) hide.push([piece, "<redacted>"]);
     } catch {}
   }
-  const values: (string | undefined)[] = VERBATIM_SECRETS.map((name) => env[name]?.trim());
-  values.push(/"d"\s*:\s*"([^"]+)"/.exec(env.RECEIPT_SIGNING_KEY ?? "")?.[1]);
+  const values: (string | undefined)[] = VERBATIM_SECRETS.map((name) => varText(env[name]).trim());
+  values.push(/"d"\s*:\s*"([^"]+)"/.exec(varText(env.RECEIPT_SIGNING_KEY))?.[1]);
   // Short values could match ordinary text; none of these is short when it is a real secret.
   for (const value of values) if (value && value.length >= 16) hide.push([value, "<redacted>"]);
   for (const [value, by] of [...hide]) {
@@ -153,7 +153,7 @@ const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0
  * as unset (partner calls that need it are refused before any charge).
  */
 export function operatingKey(env: Bindings): `0x${string}` | undefined {
-  const key = env.PARTNER_PAYER_KEY?.trim();
+  const key = varText(env.PARTNER_PAYER_KEY).trim();
   if (!key || !PRIVATE_KEY.test(key)) return undefined;
   const k = BigInt(key);
   return k > 0n && k < CURVE_ORDER ? (key as `0x${string}`) : undefined;
@@ -193,7 +193,7 @@ const memo = new WeakMap<Bindings, Map<string, PublicConfig>>();
  * derived from it) and every checkout a 502 "try again" (Stripe refuses its return URLs).
  */
 function baseUrlOf(env: Bindings): string | undefined {
-  const raw = env.BASE_URL?.trim();
+  const raw = varText(env.BASE_URL).trim();
   if (!raw) return undefined;
   return isHttpUrl(raw) ? raw : undefined;
 }
@@ -202,7 +202,7 @@ function build(env: Bindings, origin: string) {
   const configured = baseUrlOf(env);
   // A malformed BASE_URL counts as unset (the request's origin, as documented for an empty one),
   // said once per bindings object and origin (this runs once for each: publicConfig's memo).
-  if (!configured && env.BASE_URL?.trim())
+  if (!configured && varText(env.BASE_URL).trim())
     console.error(
       JSON.stringify({
         level: "error",
@@ -217,23 +217,23 @@ function build(env: Bindings, origin: string) {
     baseUrl: base,
     // Read as text, as flag() reads switches: an unquoted number changed after deploy arrives as a
     // JSON binding, and the address checks' .trim() made every paid call a 500.
-    payTo: String(env.PAY_TO ?? ""),
-    network: String(env.X402_NETWORK ?? ""),
-    usdcAddress: String(env.USDC_ADDRESS ?? ""),
-    facilitatorUrl: env.FACILITATOR_URL,
+    payTo: varText(env.PAY_TO),
+    network: varText(env.X402_NETWORK),
+    usdcAddress: varText(env.USDC_ADDRESS),
+    facilitatorUrl: varText(env.FACILITATOR_URL),
     x402Enabled: flag(env.X402_ENABLED, true),
     // Card payments need the Stripe key and the webhook's secret: without the second, refunds and
     // disputes would never take credits back. Without either, or with a key of the other Stripe
     // mode, the flag reads false whatever CARDPAY_ENABLED says.
     cardpayEnabled:
       flag(env.CARDPAY_ENABLED, true) &&
-      Boolean(env.STRIPE_SECRET_KEY) &&
-      Boolean(env.STRIPE_WEBHOOK_SECRET) &&
+      varText(env.STRIPE_SECRET_KEY) !== "" &&
+      varText(env.STRIPE_WEBHOOK_SECRET) !== "" &&
       stripeKeyProblem(env) === undefined,
     freeBeta: flag(env.FREE_BETA, false),
     rateLimits: rateLimitsOn(env),
     heavyResources: heavyResources(env),
-    contactEmail: env.CONTACT_EMAIL,
+    contactEmail: varText(env.CONTACT_EMAIL),
     ownershipProofs: Object.freeze(ownershipProofs) as string[],
     x402listTokens: Object.freeze(x402listTokens) as string[],
   });

@@ -23,6 +23,10 @@ export function paymentTerms(cfg: PublicConfig): PaymentTerms | undefined {
   return { payTo: cfg.payTo, asset: cfg.usdcAddress };
 }
 
-/** Said where the address would be when paymentTerms is undefined, as the gate's 503 says. */
+/**
+ * Said where the address would be when paymentTerms is undefined. True on a free beta too, whose
+ * calls answer unpaid (an earlier text said "paid calls answer 503", which a free beta's calls never
+ * do): the 503 is said only of calls that are sold.
+ */
 export const PAYMENTS_MISCONFIGURED =
-  "x402 payments are misconfigured on this deployment (paid calls answer 503 until the operator fixes PAY_TO or USDC_ADDRESS)";
+  "x402 payments are misconfigured on this deployment: no x402 payment is taken until the operator sets PAY_TO and USDC_ADDRESS to addresses (while calls are sold, they answer 503)";

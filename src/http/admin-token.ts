@@ -9,8 +9,10 @@ import { logOncePerValue } from "./log-once";
  */
 export function adminTokenRefused(env: Bindings): string | undefined {
   const problem = adminTokenProblem(env);
-  if (problem && env.ADMIN_TOKEN)
-    logOncePerValue("ADMIN_TOKEN", env.ADMIN_TOKEN, {
+  const token: unknown = env.ADMIN_TOKEN;
+  // Keyed on the value (compared, never logged); one that is not text by its JSON.
+  if (problem && token)
+    logOncePerValue("ADMIN_TOKEN", typeof token === "string" ? token : JSON.stringify(token), {
       level: "error",
       msg: "admin token refused",
       error: problem,

@@ -28,8 +28,10 @@ export type Refused = { error: string; off?: true };
 
 export function parseMultiplier(raw: string | undefined): { milli: bigint } | Refused {
   // An unquoted 3 in [vars] is a number binding, read as its text (`.trim()` on it threw: a 500 on
-  // every paid call); a TOML table reads as "[object Object]" and is refused below, an empty TOML
-  // array as "" (unset: the minimum).
+  // every paid call). A TOML table or array is refused: `[3]` read as "3" and `[]` as unset, a
+  // price set by a value /health calls not text.
+  if (typeof raw === "object" && raw !== null)
+    return { error: "PARTNER_PRICE_MULTIPLIER is not text (quote it)" };
   const text = String(raw ?? "").trim();
   const value = text === "" ? MIN_MULTIPLIER : Number(text);
   if (!Number.isFinite(value)) return { error: `PARTNER_PRICE_MULTIPLIER "${raw}" is not a number` };
@@ -69,8 +71,10 @@ function parseOverrides(
   valid: (value: unknown) => boolean,
   what: string,
 ): { values: Record<string, string> } | Refused {
-  // A TOML table (not a JSON string) is an object binding: its text "[object Object]" is no JSON.
-  // An empty TOML array reads as "": unset, no overrides.
+  // A TOML table or array (not a JSON string) is an object binding, refused: an array's text is
+  // its elements' (['{"textkit":"0x…"}'] parsed as the object and paid while /health said unset).
+  if (typeof raw === "object" && raw !== null)
+    return { error: `${name} is not text (write it as a JSON string)` };
   const text = String(raw ?? "");
   if (!text.trim()) return { values: {} };
   let value: unknown;

@@ -1,5 +1,6 @@
 import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
+import { varText } from "../var-text";
 import type { PricingConfig } from "./config";
 import { paidPartnerServices } from "./pricing";
 
@@ -23,7 +24,7 @@ export async function operatingBalance(
   asset: string,
   requestId?: string,
 ): Promise<OperatingBalance | undefined> {
-  const rpc = env.RPC_URL?.trim();
+  const rpc = varText(env.RPC_URL).trim();
   const key = operatingKey(env);
   if (!rpc || !key) return undefined;
   let wallet = "";

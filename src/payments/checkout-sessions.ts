@@ -2,6 +2,7 @@ import type { Bindings } from "../env";
 import { sessionRef } from "../redact";
 import { utf8Length } from "../skills/lib/output-size";
 import { skillById } from "../skills/registry";
+import { varText } from "../var-text";
 import { moveTotal, payloadTotal, releasedBy, roomTakenFor, TAKE_ROOM } from "./checkout-payload-total";
 import { hashKey, MAX_CALLS, newApiKey } from "./credits";
 import { sealKey } from "./key-reveal";
@@ -503,7 +504,8 @@ async function grantCredits(
 ): Promise<SessionOutcome> {
   const db = env.DB;
   // Both grant paths (webhook, reveal) run only with Stripe configured.
-  if (!env.STRIPE_SECRET_KEY) throw new Error("STRIPE_SECRET_KEY is required to grant credits");
+  const secret = varText(env.STRIPE_SECRET_KEY);
+  if (!secret) throw new Error("STRIPE_SECRET_KEY is required to grant credits");
   const key = newApiKey();
   const keyId = crypto.randomUUID();
   const now = Date.now();
@@ -522,7 +524,7 @@ async function grantCredits(
            payment_intent = coalesce(payment_intent, ?5)
          WHERE id = ?4 AND api_key_id IS NULL`,
       )
-      .bind(keyId, await sealKey(env.STRIPE_SECRET_KEY, sessionId, key), now, sessionId, paymentIntent),
+      .bind(keyId, await sealKey(secret, sessionId, key), now, sessionId, paymentIntent),
   ]);
   if (!results) return "duplicate_event";
   return results[results.length - 1]?.meta.changes === 1 ? "granted" : "already_granted";

@@ -1,6 +1,7 @@
 import { stripeKeyProblem } from "../config";
 import type { Bindings } from "../env";
 import { sessionRef } from "../redact";
+import { varText } from "../var-text";
 import { runFirstPayload, runLogged } from "./checkout-first-call";
 import { claimSweep, markStripeMissing, settleSession, unsettledSessions } from "./checkout-sessions";
 import { fetchSession, logStripeFailure, type StripeNetwork, stripeClient } from "./stripe";
@@ -129,7 +130,7 @@ export async function sweepCheckouts(
     unknown: 0,
     more: false,
   };
-  const secret = env.STRIPE_SECRET_KEY;
+  const secret = varText(env.STRIPE_SECRET_KEY);
   const stripe = await stripeClient(env, SWEEP_NETWORK);
   if (!stripe || !secret) {
     const problem = stripeKeyProblem(env);

@@ -4,6 +4,7 @@ import type { AppEnv } from "../env";
 import { requestConfig } from "../http/request-config";
 import { SharedLoad, within } from "../http/shared-load";
 import { validationResponse } from "../http/validation";
+import { varText } from "../var-text";
 import { bearerKey, cardKeyAuthorization, hashKey } from "./credits";
 import { decodePaymentSignatureHeader } from "./x402-headers";
 import { EVM_ADDRESS } from "./x402-terms";
@@ -112,7 +113,7 @@ export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<I
   // (RPC_URL, idempotency.ts). The first call itself is judged by the facilitator like any other.
   // Without an RPC (of the route's chain, the only one signedTerms takes) it cannot be proven:
   // no idempotency, the retry is paid normally.
-  const rpcUrl = c.env.RPC_URL;
+  const rpcUrl = varText(c.env.RPC_URL).trim();
   if (!rpcUrl) return undefined;
   return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
 }

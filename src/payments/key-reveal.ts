@@ -1,4 +1,5 @@
 import type { Bindings } from "../env";
+import { varText } from "../var-text";
 
 /**
  * The clear card-credit key must survive from the grant (webhook) to the success page, which
@@ -110,7 +111,8 @@ export async function takeKeyReveal(
 ): Promise<string | undefined> {
   const db = env.DB;
   // Never consume the one reveal without the secret that opens it.
-  if (!env.STRIPE_SECRET_KEY) return undefined;
+  const secret = varText(env.STRIPE_SECRET_KEY);
+  if (!secret) return undefined;
   const row = await db
     .prepare("SELECT api_key_reveal FROM checkout_sessions WHERE id = ?1")
     .bind(sessionId)
@@ -128,7 +130,7 @@ export async function takeKeyReveal(
       (e: unknown) => swapOutcome(db, sessionId, sealed, requestId, e),
     );
   if (!taken) return undefined;
-  return openKey(env.STRIPE_SECRET_KEY, sessionId, sealed);
+  return openKey(secret, sessionId, sealed);
 }
 
 /** Whether a swap D1 answered with an error took the reveal for `requestId`; throws `e` when unknown. */

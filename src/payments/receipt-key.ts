@@ -1,4 +1,5 @@
 import type { JWSSigner } from "@x402/extensions/offer-receipt";
+import { varText } from "../var-text";
 
 /**
  * The key that signs offers and receipts: `RECEIPT_SIGNING_KEY` is a private Ed25519 JWK as JSON
@@ -53,10 +54,11 @@ export function didWebOf(baseUrl: string): string {
  * The signing key for this deployment, or why there is none. Parsed once per isolate and secret;
  * the private key is imported non-extractable.
  */
-export function receiptKey(secret: string | undefined, baseUrl: string): ReceiptKey | { error: string } {
+export function receiptKey(value: string | undefined, baseUrl: string): ReceiptKey | { error: string } {
+  const secret = varText(value);
   // Compared before didWebOf: its URL parse showed in the profile of every unpaid 402.
-  if (cached && cached.source === (secret ?? "") && cached.baseUrl === baseUrl) return cached.key;
-  cached = { source: secret ?? "", baseUrl, key: parse(secret, didWebOf(baseUrl)) };
+  if (cached && cached.source === secret && cached.baseUrl === baseUrl) return cached.key;
+  cached = { source: secret, baseUrl, key: parse(secret, didWebOf(baseUrl)) };
   return cached.key;
 }
 
@@ -151,7 +153,12 @@ let retiredCache: { source: string; did: string; current?: ReceiptKey; keys: Ret
  * once. Parsed once per isolate and value.
  */
 export function retiredKeys(value: string | undefined, did: string, current?: ReceiptKey): RetiredKeys {
-  const source = value?.trim() ?? "";
+  // A TOML table or array is no list this reads (varText would make it unset, dropped without a
+  // word): said, so did.ts logs it as every unreadable list is.
+  const raw: unknown = value;
+  if (typeof raw === "object" && raw !== null)
+    return { error: "RECEIPT_RETIRED_KEYS: not text (write it as a JSON string)" };
+  const source = varText(value).trim();
   // `current` is receiptKey's memo: a new one means another secret or base URL.
   if (retiredCache?.source === source && retiredCache.did === did && retiredCache.current === current)
     return retiredCache.keys;

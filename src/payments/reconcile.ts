@@ -1,5 +1,6 @@
 import { operatingKey, redactSecrets } from "../config";
 import type { Bindings } from "../env";
+import { varText } from "../var-text";
 import { countedReader, type Drained, drainQueue, SEND_COST, type Spent } from "./reconcile-budget";
 import { type ChainReader, readAuthorization, rpcChainReader } from "./reconcile-chain";
 import { decide, spentElsewhere, type Terms } from "./reconcile-decide";
@@ -181,10 +182,12 @@ function lookAt<T>(
  */
 export async function reconcile(env: Bindings, reader?: ChainReader): Promise<ReconcileSummary> {
   const summary = emptySummary();
-  if (!reader && !env.RPC_URL) return { ...summary, skipped: SKIP_NO_RPC };
+  // Read as text (var-text.ts): an unquoted number or table here made every run throw.
+  const rpc = varText(env.RPC_URL).trim();
+  if (!reader && !rpc) return { ...summary, skipped: SKIP_NO_RPC };
   const spent: Spent = { n: 0 };
-  const chain = countedReader(reader ?? (await rpcChainReader(env.RPC_URL as string)), spent);
-  const network = env.X402_NETWORK;
+  const chain = countedReader(reader ?? (await rpcChainReader(rpc)), spent);
+  const network = varText(env.X402_NETWORK);
   const chainId = await chain.chainId();
   if (`eip155:${chainId}` !== network) {
     return { ...summary, skipped: `RPC_URL serves chain ${chainId}, X402_NETWORK is ${network}` };
@@ -310,7 +313,7 @@ async function settleOwedRefunds(
   spent: Spent,
 ): Promise<Drained> {
   if (!operatingKey(env)) return { more: false }; // nothing could be sent; the rows say why
-  const network = env.X402_NETWORK;
+  const network = varText(env.X402_NETWORK);
   // Each row a run looks at is touched (or leaves the queue), so refundsToSettle (rows untouched
   // for a minute) leaves it out of the run's next batch.
   const owed = async () => (await refundsToSettle(env.DB, network, Date.now(), BATCH_REFUNDS)).results;
@@ -336,7 +339,9 @@ async function settleOwedRefunds(
           return;
         }
         const d =
-          row.valid_before === null ? undefined : await judgeRefund(chain, head, row, env.USDC_ADDRESS);
+          row.valid_before === null
+            ? undefined
+            : await judgeRefund(chain, head, row, varText(env.USDC_ADDRESS));
         if (d?.outcome === "paid") {
           // Never over a hand record (markRefunded), and there can be none: one is written only once
           // the chain shows this authorization can no longer land (resolveRefundByHand).
@@ -364,7 +369,7 @@ async function settleOwedRefunds(
             requestId: row.request_id,
             payer: row.payer,
             network,
-            asset: row.asset ?? env.USDC_ADDRESS,
+            asset: row.asset ?? varText(env.USDC_ADDRESS),
             amount: BigInt(row.amount_micro),
             reason: row.reason,
           });

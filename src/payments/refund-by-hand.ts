@@ -1,5 +1,6 @@
 import { redactSecrets } from "../config";
 import type { Bindings } from "../env";
+import { varText } from "../var-text";
 import { type ChainReader, rpcChainReader } from "./reconcile-chain";
 import type { Decision } from "./reconcile-decide";
 import { REST_HOLD, REST_SUFFIX, restOwed, shareOf, shareOwed } from "./refund-rest";
@@ -68,15 +69,16 @@ async function checkWalletSend(
       status: "refused",
       detail: `Refund ${requestId} was sent, but its row names no authorizer or nonce to check on chain: nothing recorded`,
     };
-  if (!given && !env.RPC_URL) return unavailable("RPC_URL is not set");
+  const rpc = varText(env.RPC_URL).trim();
+  if (!given && !rpc) return unavailable("RPC_URL is not set");
   let d: Decision;
   try {
-    const chain = given ?? (await rpcChainReader(env.RPC_URL as string));
-    const network = row.network ?? env.X402_NETWORK;
+    const chain = given ?? (await rpcChainReader(rpc));
+    const network = row.network ?? varText(env.X402_NETWORK);
     const chainId = await chain.chainId();
     if (`eip155:${chainId}` !== network)
       return unavailable(`RPC_URL serves chain ${chainId}, the refund is on ${network}`);
-    d = await judgeRefund(chain, await chain.head(), row, env.USDC_ADDRESS);
+    d = await judgeRefund(chain, await chain.head(), row, varText(env.USDC_ADDRESS));
   } catch (e) {
     return unavailable(redactSecrets(e instanceof Error ? e.message : String(e), env));
   }

@@ -2,6 +2,7 @@ import type Stripe from "stripe";
 import { stripeSetupProblem } from "../config";
 import type { Bindings } from "../env";
 import { logOncePerValue } from "../http/log-once";
+import { varText } from "../var-text";
 
 /**
  * Stripe's library (~250 KiB of resource classes) is imported by the first card-payment request
@@ -33,7 +34,7 @@ export async function stripeClient(
   env: Bindings,
   network: StripeNetwork = BUYER_WAITING,
 ): Promise<Stripe | undefined> {
-  const secret = env.STRIPE_SECRET_KEY;
+  const secret = varText(env.STRIPE_SECRET_KEY);
   if (!secret) return undefined;
   const problem = stripeSetupProblem(env);
   if (problem) {
@@ -48,7 +49,7 @@ export async function stripeClient(
     return undefined;
   }
   // Trimmed as stripeKeyProblem read it: the origin it approved is the one the key goes to.
-  const apiBase = env.STRIPE_API_BASE?.trim() ?? "";
+  const apiBase = varText(env.STRIPE_API_BASE).trim();
   const base = apiBase ? new URL(apiBase) : undefined;
   const key = `${secret}|${apiBase}|${network.maxNetworkRetries}|${network.timeoutMs}`;
   const known = cached.get(key);

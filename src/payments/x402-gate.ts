@@ -28,6 +28,7 @@ import { type PricingConfig, pricingConfig } from "../partners/config";
 import type { Partner, PartnerService } from "../partners/data";
 import { tryInput } from "../partners/discovery";
 import { skills } from "../skills/registry";
+import { varText } from "../var-text";
 import { withInputField } from "./bazaar-input";
 import { paidExtensions } from "./paid-extensions";
 import { markedByStatus, PendingAwareFacilitatorClient } from "./pending-settle";
@@ -302,7 +303,9 @@ function makeConfigKey(env: Bindings, cfg: PublicConfig) {
     cfg.facilitatorUrl,
     // The facilitator client's credentials (cdpAuth): the id names the key; Coinbase issues a new
     // id with a new secret.
-    env.CDP_API_KEY_ID && env.CDP_API_KEY_SECRET ? `cdp:${env.CDP_API_KEY_ID}` : "no-cdp",
+    varText(env.CDP_API_KEY_ID) && varText(env.CDP_API_KEY_SECRET)
+      ? `cdp:${varText(env.CDP_API_KEY_ID)}`
+      : "no-cdp",
     cfg.baseUrl,
     pc?.multiplierMilli ?? "no-partners",
     // The browser's 402 page links the card checkout only where it is on.
@@ -512,9 +515,9 @@ export function facilitatorClient(env: Bindings, cfg: PublicConfig) {
 function cdpAuth(env: Bindings) {
   // Coinbase's hosted facilitator authenticates with a CDP key; the header factory is only
   // loaded when the secrets exist, so self-hosted facilitators cost nothing.
-  if (!env.CDP_API_KEY_ID || !env.CDP_API_KEY_SECRET) return {};
-  const id = env.CDP_API_KEY_ID;
-  const secret = env.CDP_API_KEY_SECRET;
+  const id = varText(env.CDP_API_KEY_ID);
+  const secret = varText(env.CDP_API_KEY_SECRET);
+  if (!id || !secret) return {};
   return {
     createAuthHeaders: async () => {
       const { createCdpAuthHeaders } = await import("@coinbase/x402");
@@ -593,6 +596,24 @@ async function ensureReady(
     // within READY_WAIT_MS is joined by the next request until it is stale (shared-load.ts).
     return backingOff(b) ?? { error: errorText(e) };
   }
+}
+
+/**
+ * What /health may say of the facilitator without asking it (routes/health.ts): `ok` is false
+ * while this isolate's gate for the configuration is backing off from a failed /supported read
+ * (1 s after the first failure, up to 15 s): paid calls answer 503 without asking meanwhile. After
+ * the back-off the next paid call asks again, so a facilitator that has recovered on a quiet
+ * isolate no longer reads as down. Nothing says whether a paid call has run here, and never the
+ * error's text (the 503 and the log line carry it): a fixed phrase.
+ */
+export function facilitatorState(env: Bindings, cfg: PublicConfig): { ok: boolean; error?: string } {
+  const b = gates.get(configKey(env, cfg).key);
+  if (!b || !backingOff(b)) return { ok: true };
+  return {
+    ok: false,
+    error:
+      "the facilitator's /supported could not be read: paid calls answer 503 (log: facilitator /supported failed)",
+  };
 }
 
 /**

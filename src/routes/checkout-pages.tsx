@@ -4,6 +4,7 @@ import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { dbBindingPresent, revealBindingsPresent } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
@@ -23,6 +24,7 @@ import { stripeClient } from "../payments/stripe";
 import { type StripeView, stripeView } from "../payments/stripe-views";
 import { sessionRef } from "../redact";
 import { skillById } from "../skills/registry";
+import { varText } from "../var-text";
 
 /** The pages Stripe Checkout returns the buyer to; the key is revealed here once. */
 export const checkoutPageRoutes = new Hono<AppEnv>();
@@ -33,7 +35,10 @@ checkoutPageRoutes.use("/checkout/*", async (c, next) => {
   c.header("X-Robots-Tag", "noindex, nofollow");
   await next();
 });
-// Per client IP, before anything reads D1 or Stripe (the cancel page reads neither).
+// Per client IP, before anything reads D1 or Stripe (the cancel page reads neither); after the
+// bindings' 503 (sessions live in D1: without it a 500; the Reveal's first call may store in KV).
+checkoutPageRoutes.get("/checkout/success", dbBindingPresent); // HEAD too (Hono)
+checkoutPageRoutes.post("/checkout/success", revealBindingsPresent);
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 
 // An empty id is a string as FastAPI's `session_id: str` takes it (spec: 422 only when missing): it gets the
@@ -64,7 +69,7 @@ async function renderSuccess(
         return undefined;
       })
     : undefined;
-  const secret = c.env.STRIPE_SECRET_KEY;
+  const secret = varText(c.env.STRIPE_SECRET_KEY);
   const cfg = publicConfig(c.env, c.req.url);
   const page = (
     <SuccessPage
@@ -149,7 +154,7 @@ checkoutPageRoutes.post(
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const parsed = revealForm.safeParse(form, { reportInput: true });
     if (!parsed.success) return validationResponse(c, zodItems(parsed.error, form, ["body"]));
-    const secret = c.env.STRIPE_SECRET_KEY;
+    const secret = varText(c.env.STRIPE_SECRET_KEY);
     const stripe = await stripeClient(c.env);
     if (!secret || !stripe) return detail(c, 503, "Card payments are not configured on this deployment.");
     if (!(await checkRevealToken(secret, session_id, parsed.data.token))) {

@@ -3,11 +3,13 @@ import { stripeEventModeFits } from "../config";
 import { ERROR, json, operation } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { webhookBindingsPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { throttledLog } from "../http/log-once";
 import { runLogged } from "../payments/checkout-first-call";
 import { stripeClient, webCrypto } from "../payments/stripe";
 import { handleStripeEvent } from "../payments/stripe-events";
+import { varText } from "../var-text";
 
 /** Stripe's signed webhook: the signature is checked here, the event acted on by payments/stripe-events.ts. */
 export const checkoutWebhookRoutes = new Hono<AppEnv>();
@@ -40,9 +42,9 @@ const firstCallPastAnswer = (c: Context<AppEnv>) => (run: Promise<void>) =>
 const signatureRefused = throttledLog(60_000);
 const otherModeEvent = throttledLog(60_000);
 
-checkoutWebhookRoutes.post(webhookOperation.route, async (c) => {
+checkoutWebhookRoutes.post(webhookOperation.route, webhookBindingsPresent, async (c) => {
   const stripe = await stripeClient(c.env);
-  const secret = c.env.STRIPE_WEBHOOK_SECRET;
+  const secret = varText(c.env.STRIPE_WEBHOOK_SECRET);
   if (!stripe || !secret) return detail(c, 503, "Card payments are not configured on this deployment.");
   const signature = c.req.header("stripe-signature");
   if (!signature) return detail(c, 400, "Missing Stripe-Signature header");

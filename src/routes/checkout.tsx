@@ -3,6 +3,7 @@ import { publicConfig } from "../config";
 import { ERROR, json, operation, ref, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { bindingsPresent, dbBindingPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { HOLDING_BODY_BOUNDS } from "../http/json-text";
 import { validationResponse, zodItems } from "../http/validation";
@@ -72,7 +73,11 @@ const creditsOperation = operation({
   summary: "Calls left on a card-credit key",
   tags: ["checkout"],
   security: [{ CardCredits: [] }],
-  responses: { "200": json("Credit balance"), "401": ERROR("Missing or unknown key") },
+  responses: {
+    "200": json("Credit balance"),
+    "401": ERROR("Missing or unknown key"),
+    "503": ERROR("This deployment is missing its DB storage binding"),
+  },
 });
 
 export const checkoutOperations = [checkoutOperation, webhookOperation, creditsOperation];
@@ -97,78 +102,85 @@ function payloadsFull(c: Context<AppEnv>) {
   );
 }
 
-checkoutRoutes.post(checkoutOperation.route, freeQuota("checkout"), checkoutOperation.validate, async (c) => {
-  const body = c.req.valid("json");
-  const rawIdem = c.req.header("idempotency-key");
-  const idem =
-    rawIdem === undefined ? undefined : idempotencyHeader.safeParse(rawIdem, { reportInput: true });
-  if (idem && !idem.success) {
-    return validationResponse(c, zodItems(idem.error, rawIdem, ["header", "idempotency-key"]));
-  }
-  // Before Stripe: a payload the session's D1 row cannot hold failed only after the session existed.
-  const tooLarge = payloadTooLarge(body.payload);
-  if (tooLarge) return validationResponse(c, [tooLarge]);
-  const skill = skillById(body.skill_id);
-  if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);
-  // Before Stripe too: a payload the skill refuses was a 422 only on the success page, once paid.
-  const invalid = payloadInvalid(skill, body.payload);
-  if (invalid) return validationResponse(c, invalid);
-  const cfg = publicConfig(c.env, c.req.url);
-  const stripe = await stripeClient(c.env);
-  if (!cfg.cardpayEnabled || !stripe) {
-    return detail(
-      c,
-      503,
-      "Card payments are not configured on this deployment; pay per call with x402 instead.",
+// bindingsPresent first: the keyed session is kept in KV (checkout-create.ts), the session row in D1.
+checkoutRoutes.post(
+  checkoutOperation.route,
+  bindingsPresent,
+  freeQuota("checkout"),
+  checkoutOperation.validate,
+  async (c) => {
+    const body = c.req.valid("json");
+    const rawIdem = c.req.header("idempotency-key");
+    const idem =
+      rawIdem === undefined ? undefined : idempotencyHeader.safeParse(rawIdem, { reportInput: true });
+    if (idem && !idem.success) {
+      return validationResponse(c, zodItems(idem.error, rawIdem, ["header", "idempotency-key"]));
+    }
+    // Before Stripe: a payload the session's D1 row cannot hold failed only after the session existed.
+    const tooLarge = payloadTooLarge(body.payload);
+    if (tooLarge) return validationResponse(c, [tooLarge]);
+    const skill = skillById(body.skill_id);
+    if (!skill) return detail(c, 404, `Unknown skill_id "${body.skill_id}"; see /api/catalog.`);
+    // Before Stripe too: a payload the skill refuses was a 422 only on the success page, once paid.
+    const invalid = payloadInvalid(skill, body.payload);
+    if (invalid) return validationResponse(c, invalid);
+    const cfg = publicConfig(c.env, c.req.url);
+    const stripe = await stripeClient(c.env);
+    if (!cfg.cardpayEnabled || !stripe) {
+      return detail(
+        c,
+        503,
+        "Card payments are not configured on this deployment; pay per call with x402 instead.",
+      );
+    }
+    const outcome = await createCheckout(
+      c.env,
+      stripe,
+      {
+        request: body,
+        skill,
+        clientKey: idem?.data,
+        network: callerNetwork(c.req.header("cf-connecting-ip")),
+        requestId: c.get("requestId"),
+        baseUrl: cfg.baseUrl,
+      },
+      (work) => afterResponse(c, work),
     );
-  }
-  const outcome = await createCheckout(
-    c.env,
-    stripe,
-    {
-      request: body,
-      skill,
-      clientKey: idem?.data,
-      network: callerNetwork(c.req.header("cf-connecting-ip")),
-      requestId: c.get("requestId"),
-      baseUrl: cfg.baseUrl,
-    },
-    (work) => afterResponse(c, work),
-  );
-  if ("created" in outcome) {
-    const { created, calls, amountCents } = outcome;
-    return c.json({
-      session_id: created.id,
-      checkout_url: created.url,
-      skill_id: skill.id,
-      calls,
-      amount_usd: amountCents / 100,
-    });
-  }
-  if (outcome.refused === "payloads_full") return payloadsFull(c);
-  if (outcome.refused === "storage_unavailable") {
-    return detail(
-      c,
-      503,
-      "Checkouts are temporarily unavailable: our records did not answer. Nothing was charged; send the same request again in a few seconds (with the same Idempotency-Key, if you sent one).",
-      { reason: "checkout_unavailable" },
-      { "Retry-After": String(CHECKOUT_RETRY_AFTER_S) },
-    );
-  }
-  if (outcome.refused === "key_reused") {
-    return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
-  }
-  if (outcome.replayed) {
-    return detail(
-      c,
-      502,
-      "Stripe did not create the checkout session; retry with a new Idempotency-Key (Stripe answers this key with the same failure for at least 24 hours).",
-    );
-  }
-  return detail(c, 502, "Stripe did not create the checkout session; try again.");
-});
+    if ("created" in outcome) {
+      const { created, calls, amountCents } = outcome;
+      return c.json({
+        session_id: created.id,
+        checkout_url: created.url,
+        skill_id: skill.id,
+        calls,
+        amount_usd: amountCents / 100,
+      });
+    }
+    if (outcome.refused === "payloads_full") return payloadsFull(c);
+    if (outcome.refused === "storage_unavailable") {
+      return detail(
+        c,
+        503,
+        "Checkouts are temporarily unavailable: our records did not answer. Nothing was charged; send the same request again in a few seconds (with the same Idempotency-Key, if you sent one).",
+        { reason: "checkout_unavailable" },
+        { "Retry-After": String(CHECKOUT_RETRY_AFTER_S) },
+      );
+    }
+    if (outcome.refused === "key_reused") {
+      return detail(c, 409, "This Idempotency-Key was already used for a different checkout; use a new key.");
+    }
+    if (outcome.replayed) {
+      return detail(
+        c,
+        502,
+        "Stripe did not create the checkout session; retry with a new Idempotency-Key (Stripe answers this key with the same failure for at least 24 hours).",
+      );
+    }
+    return detail(c, 502, "Stripe did not create the checkout session; try again.");
+  },
+);
 
-checkoutRoutes.get(creditsOperation.route, async (c) => {
+checkoutRoutes.get(creditsOperation.route, dbBindingPresent, async (c) => {
   // A key's standing, whichever header carried the key (X-API-Key is not one shared caches know
   // to keep private): no cache keeps it for another client.
   c.header("Cache-Control", "private, no-store");

@@ -1,5 +1,6 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import { bindingsPresent } from "../http/bindings";
 import { serveJson } from "../http/conditional-get";
 import { detail } from "../http/errors";
 import { partnerById, partnerEntry, partnersListing } from "../partners/listing";
@@ -46,6 +47,7 @@ for (const method of ["GET", "POST"] as const) {
   partnerRoutes.on(
     method,
     TRY_PATH,
+    bindingsPresent,
     // Only known targets are measured: a made-up path must not add a row per invented name.
     per((c) => (tryTargetOf(c) ? recordCall(tryResource(c), () => 0) : (_c, next) => next())),
     refuseHead,
@@ -67,6 +69,7 @@ for (const method of ["GET", "POST"] as const) {
 /** The data-refinery partner as a native skill; each recipe at its service's price. */
 partnerRoutes.post(
   partnerOps.refinery.route,
+  bindingsPresent,
   recordCall("refinery_recipes", () => 0),
   quota("refinery_recipes"),
   cacheBody,

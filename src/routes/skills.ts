@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
 import { answerError } from "../http/app-error";
+import { bindingsPresent } from "../http/bindings";
 import { chain } from "../http/chain";
 import { jsonBody } from "../http/json-text";
 import { cardCreditSpend, onlyBesideCardKey, paymentGate, x402BesideDryKey } from "../payments/gate";
@@ -27,6 +28,7 @@ for (const skill of skills) {
     skill.endpoint,
     chain(
       [
+        bindingsPresent,
         recordCall(skill.id, () => Number(skill.price_atomic)),
         quota(skill.id, { freeInBeta: true }),
         idempotent({ cardKeys: true, freeInBeta: true }),

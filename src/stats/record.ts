@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { isMcpRequest } from "../http/mcp-request";
 import { requestConfig } from "../http/request-config";
+import { wholeNumber } from "../var-text";
 import { elapsedMs, startClock, watchBody } from "./body-watch";
 
 /**
@@ -182,7 +183,8 @@ export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void>
     buffers.set(env.DB, buf);
   }
   buf.push(r);
-  const waitMs = env.CALL_LOG_FLUSH_MS ? Number(env.CALL_LOG_FLUSH_MS) : DEFAULT_FLUSH_MS;
+  // A whole number of ms; "2s" (a unit) is the default, not NaN (which wrote each call at once).
+  const waitMs = wholeNumber(env.CALL_LOG_FLUSH_MS, DEFAULT_FLUSH_MS);
   if (!(waitMs > 0)) return flushCalls(env.DB, false);
   if (buf.length >= MAX_BUFFERED) return flushCalls(env.DB, true);
   if (buf.length === 1)

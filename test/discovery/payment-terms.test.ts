@@ -59,6 +59,20 @@ describe("discovery documents publish the x402 addresses only while both are sha
     expect(await body(bindings, "/.well-known/agents.json")).not.toContain('"pay_to"');
   });
 
+  it("on a free beta with PAY_TO empty, says no x402 payment is taken, not that paid calls answer 503 (they answer unpaid)", async () => {
+    const bindings = { ...env, FREE_BETA: "true", PAY_TO: "" };
+    const sha = await createApp().fetch(
+      new Request("https://skills.test/api/skills/sha256", { method: "POST", body: '{"text":"a"}' }),
+      bindings,
+    );
+    expect(sha.status).toBe(200);
+    for (const path of ["/llms.txt", "/AGENTS.md", "/openapi.json"]) {
+      const text = await body(bindings, path);
+      expect(text, path).toContain("no x402 payment is taken until the operator sets PAY_TO");
+      expect(text, path).not.toContain("paid calls answer 503");
+    }
+  });
+
   // Each document from bindings of its own (a cold configuration), first asked by HEAD, by a
   // conditional GET, or by a plain GET: no document may depend on another having been asked first.
   it.each(["GET", "HEAD", "If-None-Match"])(

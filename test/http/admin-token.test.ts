@@ -43,6 +43,45 @@ describe("an ADMIN_TOKEN too short to resist guessing", () => {
     expect(errors.mock.calls.join("\n")).not.toContain(short);
   });
 
+  it.each([5, true])(
+    "an ADMIN_TOKEN set as JSON (%j) is not text: 503 saying so, not a 401",
+    async (token) => {
+      vi.spyOn(console, "error").mockImplementation(() => {});
+      const res = await createApp().fetch(
+        new Request("https://skills.test/api/admin/payments", {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+        { ...env, ADMIN_TOKEN: token },
+      );
+      expect(res.status).toBe(503);
+      expect((await res.json<{ detail: string }>()).detail).toContain("ADMIN_TOKEN is not text");
+    },
+  );
+
+  it.each([
+    ["an array (bearerAuth took any element)", ["a", ...Array(23).fill("q7")], "a", "q7"],
+    [
+      "a long number (25 characters of text)",
+      -0.0000012345678901234567,
+      "-0.0000012345678901234567",
+      "12345",
+    ],
+  ])("an ADMIN_TOKEN that is %s is refused: 503 not text, never quoted", async (_, token, bearer, part) => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/admin/payments", {
+        headers: { authorization: `Bearer ${bearer}` },
+      }),
+      { ...env, ADMIN_TOKEN: token },
+    );
+    expect(res.status).toBe(503);
+    const { detail } = await res.json<{ detail: string }>();
+    expect(detail).toBe(
+      "Admin endpoints are disabled: ADMIN_TOKEN is not text: set it as a string secret (wrangler secret put ADMIN_TOKEN).",
+    );
+    expect(errors.mock.calls.join("\n")).not.toContain(part);
+  });
+
   it("a token of the minimum length opens them", async () => {
     const token = "a".repeat(ADMIN_TOKEN_MIN_LENGTH);
     const res = await createApp().fetch(

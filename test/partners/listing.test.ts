@@ -168,8 +168,9 @@ describe("GET /api/partners", () => {
     ['{"textkit":"ftp://127.0.0.1/"}', /\["textkit"\] is not an http\(s\) URL/],
     ['{"textkit":"127.0.0.1:9999"}', /\["textkit"\] is not an http\(s\) URL/],
     ['{"textkit":5}', /\["textkit"\] is not an http\(s\) URL/],
-    // A TOML table changed after deploy (an object binding, not a JSON string): read as its text.
-    [{ textkit: "http://127.0.0.1:1" }, /not valid JSON/],
+    // A TOML table or array changed after deploy (an object binding, not a JSON string): not text.
+    [{ textkit: "http://127.0.0.1:1" }, /is not text \(write it as a JSON string\)/],
+    [['{"textkit":"http://127.0.0.1:1"}'], /is not text \(write it as a JSON string\)/],
   ])("PARTNER_BASE_URLS=%s is the documented 503, not a crash", async (value, message) => {
     const e = { ...env, PARTNER_BASE_URLS: value };
     for (const path of ["/api/partners", "/api/partners/textkit", "/api/partners/pricefeed/try/mcp_tools"]) {

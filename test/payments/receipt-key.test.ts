@@ -110,6 +110,23 @@ describe("RECEIPT_SIGNING_KEY is checked, not only its shape", { timeout: 30_000
     expect(unreadable).toHaveLength(1);
   });
 
+  it("RECEIPT_RETIRED_KEYS as a TOML table or array is logged as unreadable (not text), never dropped in silence", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    // An element of its own so the once-per-value line is this test's.
+    const tables = [[crypto.randomUUID()], [{ kid: crypto.randomUUID() }]];
+    for (const value of tables) {
+      const res = await fetchApp("/.well-known/jwks.json", { ...paidEnv, RECEIPT_RETIRED_KEYS: value });
+      expect(res.status).toBe(200);
+    }
+    const lines = logged.mock.calls
+      .map((c) => String(c[0]))
+      .filter((l) => l.includes("retired receipt keys unreadable"));
+    logged.mockRestore();
+    expect(lines.length).toBeGreaterThanOrEqual(1);
+    for (const l of lines)
+      expect(JSON.parse(l).error).toBe("RECEIPT_RETIRED_KEYS: not text (write it as a JSON string)");
+  });
+
   it("an invalid kid is the same 503, not a key quietly published as receipts-1", async () => {
     const badKid = { ...paidEnv, RECEIPT_SIGNING_KEY: secret({ kid: "k1 (2025)" }) };
     vi.spyOn(console, "error").mockImplementation(() => {});

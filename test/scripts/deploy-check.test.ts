@@ -263,6 +263,16 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     );
   }, 60_000);
 
+  it("warnings() reads a switch as the Worker does: CARDPAY_ENABLED = {} or [] is off (no card sold), so test mode is not said", () => {
+    for (const off of [{}, [], "false"])
+      expect(warnings({ vars: { CARDPAY_ENABLED: off, STRIPE_MODE: "test" } }).join("\n")).not.toMatch(
+        /STRIPE_MODE is "test"/,
+      );
+    expect(warnings({ vars: { CARDPAY_ENABLED: "", STRIPE_MODE: "test" } }).join("\n")).toMatch(
+      /STRIPE_MODE is "test": card credits are sold/,
+    );
+  });
+
   it("refuses what would break a mainnet deployment after it passed: a testnet facilitator, missing CDP or Stripe secrets", async () => {
     const config = await readConfig(completed());
     const vars = config.vars as Record<string, string>;
@@ -370,7 +380,7 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     );
   }, 60_000);
 
-  it("refuses a wrangler.toml without the DB or KV binding (without DB an unpaid call is a 500; without either, /health is 503)", async () => {
+  it("refuses a wrangler.toml without the DB or KV binding (without either, every call is a 503 and /health is 503)", async () => {
     const config = await readConfig(completed());
     expect(problems({ ...config, d1_databases: [] }, ALL_SECRETS)).toEqual([
       '[[d1_databases]] binding "DB" is missing: copy it from the shipped wrangler.toml',
@@ -448,6 +458,8 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
       STRIPE_MODE: 1,
       PARTNER_WALLETS: {},
       RECEIPT_RETIRED_KEYS: [],
+      // A switch as an empty array: the Worker reads it as off, as a table.
+      X402_ENABLED: [],
     };
     expect(problems({ ...config, vars }, ALL_SECRETS).sort()).toEqual(
       [
@@ -457,6 +469,7 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
         'STRIPE_MODE is not a string in [vars] (1): quote it ("1")',
         `PARTNER_WALLETS is a TOML table in [vars], not text: write it as a JSON string (e.g. '{"<id>": "…"}')`,
         "RECEIPT_RETIRED_KEYS is a TOML array in [vars], not text: write it as a JSON string (e.g. '[…]')",
+        "X402_ENABLED is a TOML array in [vars], not text: write it as a JSON string (e.g. '[…]')",
       ].sort(),
     );
   }, 60_000);

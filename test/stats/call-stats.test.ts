@@ -248,6 +248,40 @@ describe("the call log is written in batches", () => {
   });
 });
 
+describe("CALL_LOG_FLUSH_MS with a unit", () => {
+  it('"2s" is read as the default window (calls written together), not as a row per call at once', {
+    timeout: 30_000,
+  }, async () => {
+    const unit = { ...env, CALL_LOG_FLUSH_MS: "2s" };
+    const t0 = Date.now();
+    const ctxs = [createExecutionContext(), createExecutionContext(), createExecutionContext()];
+    const answers = await Promise.all(
+      ctxs.map((ctx, i) =>
+        app.fetch(
+          new Request(`https://skills.test${skills.find((s) => s.id === "token_count")?.endpoint}`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ text: `call ${i}` }),
+          }),
+          unit,
+          ctx,
+        ),
+      ),
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    await Promise.all(ctxs.map((ctx) => waitOnExecutionContext(ctx)));
+    const written = await env.DB.prepare(
+      "SELECT count(*) AS rows, coalesce(sum(n), 0) AS n FROM call_log WHERE skill = 'token_count' AND at >= ?1",
+    )
+      .bind(t0)
+      .first<{ rows: number; n: number }>();
+    expect(written?.n).toBe(3);
+    // Batched: the three calls share a row (two at most, should a minute turn between them);
+    // written at once, each was a row of its own.
+    expect(written?.rows).toBeLessThan(3);
+  });
+});
+
 describe("GET /api/stats", () => {
   it("is public, CORS-open, max-age 60 s, and a second read is the stored copy", {
     timeout: 30_000,

@@ -1,0 +1,65 @@
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppEnv, Bindings } from "../env";
+import { detail } from "./errors";
+import { logOncePerValue } from "./log-once";
+
+/**
+ * The storage bindings a call needs: D1 holds the payment claims, ledger, credits and call log, KV
+ * the stored answers kept out of D1, the keyed checkout sessions and the network skills' caches.
+ * deploy-check refuses a wrangler.toml without them; a deployment that lost one anyway answered an
+ * unpaid call with a 500 (the call log keyed on `env.DB`), and without KV sold a call or a card
+ * pack whose answer or keyed session it might not store.
+ */
+const NEEDED = ["DB", "KV"] as const;
+
+/** The needed bindings this deployment lacks, by name (a binding has no value to leak). */
+export const missingBindings = (env: Bindings): string[] =>
+  env.DB && env.KV ? [] : NEEDED.filter((name) => !(env as unknown as Record<string, unknown>)[name]);
+
+function refuse(c: Context<AppEnv>, what: string) {
+  const missing = missingBindings(c.env);
+  logOncePerValue("bindings", missing.join(","), {
+    level: "error",
+    msg: "storage binding missing: calls refused",
+    missing,
+  });
+  return detail(c, 503, `This deployment is missing its ${missing.join(" and ")} storage binding: ${what}`);
+}
+
+/**
+ * The first step of every sale (skills, partner tries, refinery, card checkout): a 503 naming the
+ * missing binding, before anything is recorded, priced or charged. /health says the same
+ * (routes/health.ts).
+ */
+export const bindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.env.DB && c.env.KV
+    ? next()
+    : Promise.resolve(refuse(c, "calls are refused until the operator restores it; nothing was charged"));
+
+/**
+ * The Stripe webhook's first step: its grant writes D1 and a first call's answer may go to KV. A
+ * 503 makes Stripe deliver the event again (for up to 3 days), and the Cron's sweep grants paid
+ * sessions too, so nothing paid is lost meanwhile.
+ */
+export const webhookBindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.env.DB && c.env.KV
+    ? next()
+    : Promise.resolve(
+        refuse(c, "events are refused until the operator restores it; Stripe delivers them again"),
+      );
+
+const BUYER_READ = "it cannot be read until the operator restores it; credits already bought are kept";
+
+/**
+ * A buyer's reads (GET /api/credits, the checkout success page) read D1 only: without DB they
+ * answered a 500. Without KV they still answer.
+ */
+export const dbBindingPresent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.env.DB ? next() : Promise.resolve(refuse(c, BUYER_READ));
+
+/**
+ * The success page's Reveal: it grants in D1 and may run the first call, whose answer may go to
+ * KV (as every call's does). Without either it answered a 500.
+ */
+export const revealBindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.env.DB && c.env.KV ? next() : Promise.resolve(refuse(c, BUYER_READ));

@@ -63,6 +63,16 @@ export const READ = [
   "RPC_URL",
 ] as const;
 
+/**
+ * Vars whose table or array is refused rather than read as unset (src/config-urls.ts, src/partners/config.ts):
+ * silently dropping one would move where money or a key goes.
+ */
+const REFUSE_TABLES = [
+  "STRIPE_API_BASE",
+  "PARTNER_WALLETS",
+  "PARTNER_BASE_URLS",
+  "PARTNER_PRICE_MULTIPLIER",
+] as const;
 const X402_VARS = /\b(PAY_TO|X402_NETWORK|USDC_ADDRESS|FACILITATOR_URL)\b/;
 const PARTNER_VARS = /\b(PARTNER_PRICE_MULTIPLIER|PARTNER_BASE_URLS|PARTNER_WALLETS)\b/;
 
@@ -81,13 +91,18 @@ export function configProblems(
   const out: ConfigProblem[] = [];
   const add = (name: string, problem: string, blocks = false) => out.push({ var: name, problem, blocks });
   const switches: readonly string[] = SWITCHES;
+  const refused: readonly string[] = REFUSE_TABLES;
+  const tableRead = (name: string) =>
+    switches.includes(name)
+      ? "as off"
+      : refused.includes(name)
+        ? "refused (write it as a JSON string)"
+        : "as unset";
   for (const name of READ) {
     if (notText(vars[name]))
       add(
         name,
-        switches.includes(name)
-          ? "not text: a number or boolean is read as its text, a table or array as off; quote it in wrangler.toml"
-          : "not text: a number or boolean is read as its text, a table or array as unset; quote it in wrangler.toml",
+        `not text: a number or boolean is read as its text, a table or array ${tableRead(name)}; quote it in wrangler.toml`,
       );
   }
   if (x402Problem) {

@@ -91,6 +91,24 @@ describe("/health tells a monitor about the configuration", () => {
     expect(h.body.checks.config.problems).toContainEqual({ var: name, problem, blocks: false });
   });
 
+  it.each([
+    [{ PARTNERS_ENABLED: "true", PARTNER_WALLETS: ['{"textkit":"0x1"}'] }, "PARTNER_WALLETS"],
+    [{ PARTNERS_ENABLED: "true", PARTNER_PRICE_MULTIPLIER: [3] }, "PARTNER_PRICE_MULTIPLIER"],
+    [{ STRIPE_API_BASE: ["http://127.0.0.1:12111"] }, "STRIPE_API_BASE"],
+  ])(
+    "%j: a table or array where it would move money or a key is said to be refused, not unset",
+    async (overrides, name) => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const h = await health({ ...paidEnv(), ...overrides });
+      errors.mockRestore();
+      const said = h.body.checks.config.problems.filter((p) => p.var === name).map((p) => p.problem);
+      expect(said).toContain(
+        "not text: a number or boolean is read as its text, a table or array refused (write it as a JSON string); quote it in wrangler.toml",
+      );
+      expect(said.join(" ")).not.toContain("as unset");
+    },
+  );
+
   it("a Stripe key of the other mode turns cards off: 503 naming STRIPE_SECRET_KEY, never the key", async () => {
     const secret = "sk_live_health_never_shows_this_0000";
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});

@@ -26,7 +26,9 @@ function varsReadIn(text: string): string[] {
   // process.env.NAME is an agent's environment in the guides' sample code, not the Worker's.
   const source = text.replace(/\bprocess\.env\b/g, "process_env");
   const aliases = ["env"];
-  for (const m of source.matchAll(/\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:\w+\.)?env\b(?!\.)/g))
+  for (const m of source.matchAll(
+    /\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=;]+)?=\s*(?:\w+\.)?env\b(?!\.)/g,
+  ))
     aliases.push(m[1] as string);
   const names = new Set<string>();
   for (const alias of aliases) {
@@ -47,12 +49,14 @@ describe("varsReadIn finds a var however src/ reads it", () => {
       "const a = c.env.DIRECT_VAR;",
       "const e = env as unknown as Partial<Record<string, string>>;",
       "void e.NEW_NET_VAR;",
+      "const f: Partial<Record<string, string>> = env as never;",
+      "void f.TYPED_ALIAS_VAR;",
       'const b = env["BRACKET_VAR"];',
       "const { DESTRUCTURED_VAR, other } = c.env;",
       "const sample = process.env.AGENT_KEY;",
     ].join("\n");
     expect(varsReadIn(text).sort()).toEqual(
-      ["BRACKET_VAR", "DESTRUCTURED_VAR", "DIRECT_VAR", "NEW_NET_VAR"].sort(),
+      ["BRACKET_VAR", "DESTRUCTURED_VAR", "DIRECT_VAR", "NEW_NET_VAR", "TYPED_ALIAS_VAR"].sort(),
     );
   });
 });

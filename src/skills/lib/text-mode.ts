@@ -192,7 +192,7 @@ const NEVER_SHOWN = new Set([...DROPPED, ...UNSHOWN]);
 /**
  * Whether an element, were its visibility hidden, holds one that sets `visibility: visible` again,
  * answered once per element: each quote or item of a hidden region asked it of its whole subtree,
- * depth × size (510 hidden quotes over 54,000 elements: 1.5 s). blank's edits keep the answer
+ * depth × size (510 hidden quotes over 54,000 elements: ~1 s, 0.13 s memoised). blank's edits keep the answer
  * (they drop only what is never shown, and styles that do not say visible).
  */
 const showsAgainOf = new WeakMap<Node, boolean>();

@@ -13,8 +13,7 @@ import { logOncePerValue } from "./log-once";
 const NEEDED = ["DB", "KV"] as const;
 
 /** The needed bindings this deployment lacks, by name (a binding has no value to leak). */
-export const missingBindings = (env: Bindings): string[] =>
-  env.DB && env.KV ? [] : NEEDED.filter((name) => !(env as unknown as Record<string, unknown>)[name]);
+const missingBindings = (env: Bindings): string[] => NEEDED.filter((name) => !env[name]);
 
 function refuse(c: Context<AppEnv>, what: string) {
   const missing = missingBindings(c.env);
@@ -27,26 +26,36 @@ function refuse(c: Context<AppEnv>, what: string) {
 }
 
 /**
+ * A step passing the call on while `present` holds, else a 503 (`what` says what is refused) naming
+ * every needed binding that is missing. Its pass-through is `next()`'s own promise: no async frame
+ * on a skill's chain (http/chain.ts).
+ */
+const requireBindings =
+  (present: (env: Bindings) => unknown, what: string): MiddlewareHandler<AppEnv> =>
+  (c, next) =>
+    present(c.env) ? next() : Promise.resolve(refuse(c, what));
+
+const both = (env: Bindings) => env.DB && env.KV;
+
+/**
  * The first step of every sale (skills, partner tries, refinery, card checkout): a 503 naming the
  * missing binding, before anything is recorded, priced or charged. /health says the same
  * (routes/health.ts).
  */
-export const bindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
-  c.env.DB && c.env.KV
-    ? next()
-    : Promise.resolve(refuse(c, "calls are refused until the operator restores it; nothing was charged"));
+export const bindingsPresent = requireBindings(
+  both,
+  "calls are refused until the operator restores it; nothing was charged",
+);
 
 /**
  * The Stripe webhook's first step: its grant writes D1 and a first call's answer may go to KV. A
  * 503 makes Stripe deliver the event again (for up to 3 days), and the Cron's sweep grants paid
  * sessions too, so nothing paid is lost meanwhile.
  */
-export const webhookBindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
-  c.env.DB && c.env.KV
-    ? next()
-    : Promise.resolve(
-        refuse(c, "events are refused until the operator restores it; Stripe delivers them again"),
-      );
+export const webhookBindingsPresent = requireBindings(
+  both,
+  "events are refused until the operator restores it; Stripe delivers them again",
+);
 
 const BUYER_READ = "it cannot be read until the operator restores it; credits already bought are kept";
 
@@ -54,12 +63,10 @@ const BUYER_READ = "it cannot be read until the operator restores it; credits al
  * A buyer's reads (GET /api/credits, the checkout success page) read D1 only: without DB they
  * answered a 500. Without KV they still answer.
  */
-export const dbBindingPresent: MiddlewareHandler<AppEnv> = (c, next) =>
-  c.env.DB ? next() : Promise.resolve(refuse(c, BUYER_READ));
+export const dbBindingPresent = requireBindings((env) => env.DB, BUYER_READ);
 
 /**
  * The success page's Reveal: it grants in D1 and may run the first call, whose answer may go to
  * KV (as every call's does). Without either it answered a 500.
  */
-export const revealBindingsPresent: MiddlewareHandler<AppEnv> = (c, next) =>
-  c.env.DB && c.env.KV ? next() : Promise.resolve(refuse(c, BUYER_READ));
+export const revealBindingsPresent = requireBindings(both, BUYER_READ);

@@ -44,7 +44,9 @@ for (const skill of skills) {
         guardAuthorization(skill.id),
         async (c) => {
           try {
-            const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
+            const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"), {
+              executionCtx: () => c.executionCtx,
+            });
             return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
           } catch (e) {
             const failed = skillAnswer(e);

@@ -253,9 +253,9 @@ export const research = defineSkill({
     total_hits: 2,
     cache: "miss",
   },
-  async run({ query }, { env }) {
-    const { value, cache } = await cached(env, "research", normalizeText(query), () =>
-      researchQuery(env, query),
+  async run({ query }, ctx) {
+    const { value, cache } = await cached(ctx, "research", normalizeText(query), () =>
+      researchQuery(ctx.env, query),
     );
     const { summary, sources, confidence, ...extra } = value;
     return { query, summary: summary || noMatchSummary(query), sources, confidence, ...extra, cache };

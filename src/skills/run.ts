@@ -1,6 +1,7 @@
 import type { Bindings } from "../env";
 import { type ErrorItem, InputError } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
+import type { AfterAnswer } from "./lib/cache";
 import { assertOutputSize } from "./lib/output-size";
 import type { Skill } from "./types";
 
@@ -9,13 +10,33 @@ import type { Skill } from "./types";
  * utilities). Every caller (the HTTP route, the card checkout's first payload, the MCP tools that
  * go through the route) gets the response-size cap: an answer over MAX_OUTPUT_BYTES throws
  * OutputTooLarge (a 422) instead of being returned.
+ *
+ * `waitUntil` takes the work the answer need not wait for (a network skill's cache write): the
+ * route's is its execution context's, read through `executionCtx` (Hono's getter throws when the
+ * request came without one: app.fetch in tests); with neither, the skill awaits that work.
  */
-export async function runSkill(skill: Skill, body: unknown, env: Bindings, requestId: string) {
-  const out = await skill.run(body as never, { env, requestId });
+export async function runSkill(
+  skill: Skill,
+  body: unknown,
+  env: Bindings,
+  requestId: string,
+  waitUntil?: AfterAnswer | { executionCtx: () => { waitUntil: AfterAnswer } },
+) {
+  const out = await skill.run(body as never, { env, requestId, waitUntil: afterAnswer(waitUntil) });
   const shaped =
     skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
   assertOutputSize(shaped);
   return shaped;
+}
+
+function afterAnswer(given: Parameters<typeof runSkill>[4]): AfterAnswer | undefined {
+  if (typeof given !== "object") return given;
+  try {
+    const ctx = given.executionCtx();
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The answer to a skill's failure: its status and JSON body, and whether the caller's target failed. */

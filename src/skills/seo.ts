@@ -187,12 +187,13 @@ export const seo = defineSkill({
     },
     cache: "miss",
   },
-  async run({ url, keywords }, { env }) {
+  async run({ url, keywords }, ctx) {
+    const { env } = ctx;
     const target = precheckUrl(env, url);
     // The keywords as the audit checks them: also the cache key, so equivalent lists share it.
     const { givenKeywords } = await import("./lib/seo-keywords");
     const checked = keywords === null ? null : givenKeywords(keywords);
-    const { value, cache } = await cached(env, "seo", [target.href, checked], async () => {
+    const { value, cache } = await cached(ctx, "seo", [target.href, checked], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
       const { audit, PageTooDeep, MAX_HTML_DEPTH } = await import("./lib/seo-audit");

@@ -6,7 +6,7 @@ import { callsLeft, keyWith } from "../fixtures/credits";
 // @ts-expect-error plain JS fixture data
 import { ARTICLES } from "../fixtures/upstream-data.mjs";
 import { unique, upstreamRequests } from "../fixtures/upstream-requests";
-import { detailOf, postJson } from "../helpers";
+import { detailOf, postJson, postJsonSettled } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface ResearchBody {
@@ -22,7 +22,7 @@ interface ResearchBody {
 const extracts: string[] = (ARTICLES as { extract: string }[]).map((a) => a.extract);
 
 async function research(query: string) {
-  const res = await postJson("/api/skills/research", { query });
+  const res = await postJsonSettled("/api/skills/research", { query });
   expect(res.status).toBe(200);
   return res.json<ResearchBody>();
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { WEIGHTS } from "../../src/skills/lib/seo-weights";
 import { skillById } from "../../src/skills/registry";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { detailOf, postJson } from "../helpers";
+import { detailOf, postJson, postJsonSettled } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface SeoBody {
@@ -19,7 +19,7 @@ interface SeoBody {
 }
 
 async function audit(url: string, keywords: string[] | null = null) {
-  const res = await postJson("/api/skills/seo", { url, keywords });
+  const res = await postJsonSettled("/api/skills/seo", { url, keywords });
   expect(res.status).toBe(200);
   return res.json<SeoBody>();
 }

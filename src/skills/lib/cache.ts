@@ -4,7 +4,8 @@ import { netConfig } from "../../net/config";
 
 /**
  * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.
- * Best effort: a KV failure never fails the call, only errors are never cached.
+ * Best effort: a KV failure never fails the call. Only what `compute` returns is cached: an error it
+ * throws (a refusal, an upstream's 502/504) is not.
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served.
@@ -12,12 +13,18 @@ const VERSION = "v9"; // v9: page text leaves out what an element's own style hi
 
 export type CacheState = "hit" | "miss";
 
+/**
+ * Where a skill hands work that need not hold its answer (ExecutionContext.waitUntil, which keeps it
+ * alive past the response); absent (no execution context), the work is awaited instead.
+ */
+export type AfterAnswer = (work: Promise<unknown>) => void;
+
 async function cacheKey(skillId: string, normalized: unknown): Promise<string> {
   return `skill:${skillId}:${VERSION}:${await sha256Hex(JSON.stringify(normalized))}`;
 }
 
 export async function cached<T>(
-  env: Bindings,
+  { env, waitUntil }: { env: Bindings; waitUntil?: AfterAnswer },
   skillId: string,
   normalized: unknown,
   compute: () => Promise<T>,
@@ -33,11 +40,17 @@ export async function cached<T>(
     // A cache that cannot be read is a miss.
   }
   const value = await compute();
+  // A miss's write is the next caller's gain, not this one's: it runs after the answer, which waited
+  // for it before (a KV write on every miss). Serialized now, before the skill goes on with `value`.
+  // A cache that cannot be written costs a recomputation next time, nothing more.
+  let write: Promise<unknown>;
   try {
-    await kv.put(key, JSON.stringify(value), { expirationTtl: ttl });
+    write = kv.put(key, JSON.stringify(value), { expirationTtl: ttl }).catch(() => undefined);
   } catch {
-    // A cache that cannot be written costs a recomputation next time, nothing more.
+    write = Promise.resolve();
   }
+  if (waitUntil) waitUntil(write);
+  else await write;
   return { value, cache: "miss" };
 }
 

@@ -193,6 +193,24 @@ describe("seo on fixture pages", () => {
     },
     SKILL_TEST_TIMEOUT,
   );
+
+  it(
+    "no keywords, an empty list and a list of blanks are one cache entry: each has the page's own keywords extracted",
+    async () => {
+      const url = `${FIXTURE}/pages/good.html?cache-none=${crypto.randomUUID()}`;
+      const none = await audit(url, null);
+      const empty = await audit(url, []);
+      const blanks = await audit(url, ["  ", ""]);
+      expect([none.cache, empty.cache, blanks.cache]).toEqual(["miss", "hit", "hit"]);
+      expect(none.keywords_extracted).toBe(true);
+      const { cache: _n, ...answer } = none;
+      for (const other of [empty, blanks])
+        expect({ ...other, cache: undefined }).toEqual({ ...answer, cache: undefined });
+      // Fetched once: the empty list was a second entry for the same answer, and a second fetch.
+      expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
 });
 
 describe("pages that declare their encoding only in a <meta> (read as browsers read them)", () => {

@@ -8,8 +8,9 @@ import { netConfig } from "../../net/config";
  * throws (a refusal, an upstream's 502/504) is not.
  */
 
-// Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v9"; // v9: page text leaves out what an element's own style hides (display: none, visibility: hidden) and shows a `hidden` element whose style sets a display; v8: page text (ai_detector reads it through html_clean text mode) leaves out hidden elements, <title> and media fallback, and ends lines where a browser does; v7: ai_detector names the text's language and judges English only, seo's extracted keywords drop the page language's stopwords; v6: research's no-match summary quotes each caller (none cached), seo folds keywords composed (NFC) and without format characters, page text keeps U+200B and drops U+FEFF, ai_detector's preview ends on a grapheme boundary
+// Bump when a skill's output for the same input changes, so old entries are not served (a changed
+// output schema of a cached skill fails test/skills/cache-version.test.ts until it is bumped).
+export const VERSION = "v9"; // v9: page text leaves out what an element's own style hides (display: none, visibility: hidden) and shows a `hidden` element whose style sets a display; v8: page text (ai_detector reads it through html_clean text mode) leaves out hidden elements, <title> and media fallback, and ends lines where a browser does; v7: ai_detector names the text's language and judges English only, seo's extracted keywords drop the page language's stopwords; v6: research's no-match summary quotes each caller (none cached), seo folds keywords composed (NFC) and without format characters, page text keeps U+200B and drops U+FEFF, ai_detector's preview ends on a grapheme boundary
 
 export type CacheState = "hit" | "miss";
 

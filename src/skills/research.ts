@@ -181,6 +181,14 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
   };
 }
 
+/**
+ * The query as the cache knows it: case, spacing and composition do not change what Wikipedia finds,
+ * except in an `insource:/…/` regex, which CirrusSearch matches case-sensitively (`/…/i` is not), so
+ * such a query keeps its case (spacing is collapsed before it is sent, so that alone may go).
+ */
+const cacheKeyOf = (query: string) =>
+  /insource:\s*\//i.test(query) ? ["regex", query.replace(/\s+/g, " ").trim()] : normalizeText(query);
+
 export const research = defineSkill({
   id: "research",
   name: "Research summary",
@@ -254,7 +262,7 @@ export const research = defineSkill({
     cache: "miss",
   },
   async run({ query }, ctx) {
-    const { value, cache } = await cached(ctx, "research", normalizeText(query), () =>
+    const { value, cache } = await cached(ctx, "research", cacheKeyOf(query), () =>
       researchQuery(ctx.env, query),
     );
     const { summary, sources, confidence, ...extra } = value;

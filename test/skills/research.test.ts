@@ -143,6 +143,21 @@ describe("research on the Wikipedia fixture", () => {
   );
 
   it(
+    "an insource:/…/ regex keeps its case in the cache key: CirrusSearch matches it case-sensitively",
+    async () => {
+      const tag = crypto.randomUUID().slice(0, 8);
+      const upper = await research(`insource:/Payment ${tag}/`);
+      const lower = await research(`insource:/payment ${tag}/`);
+      const spaced = await research(`  insource:/Payment   ${tag}/ `);
+      // Two searches: the lowercase regex was answered from the first one's entry.
+      expect([upper.cache, lower.cache, spaced.cache]).toEqual(["miss", "miss", "hit"]);
+      expect(await upstreamRequests(`srsearch=insource:/Payment ${tag}/&`)).toBe(1);
+      expect(await upstreamRequests(`srsearch=insource:/payment ${tag}/&`)).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "a cached no-match answer quotes each caller's own spelling of the query, never the first caller's",
     async () => {
       // One cache entry: NFC, lowercased, spaces collapsed. The summary once quoted the first spelling.

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { callsLeft, keyWith } from "../fixtures/credits";
 import { unique, upstreamRequests } from "../fixtures/upstream-requests";
+import { paidEnv } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 const app = createApp();
@@ -46,7 +47,7 @@ describe("the network skills' cache rules", () => {
   it(
     "an answer from the cache is charged as any answer: the buyer pays for the answer, not for its fetching",
     async () => {
-      const paid = { ...env, FREE_BETA: "false" };
+      const paid = paidEnv();
       const key = await keyWith(env.DB, 2, "research");
       const query = unique("paid hit");
       const authorization = `Bearer ${key}`;

@@ -183,11 +183,14 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
 
 /**
  * The query as the cache knows it: case, spacing and composition do not change what Wikipedia finds,
- * except in an `insource:/…/` regex, which CirrusSearch matches case-sensitively (`/…/i` is not), so
- * such a query keeps its case (spacing is collapsed before it is sent, so that alone may go).
+ * except in an `insource:/…/` or `intitle:/…/` regex, which CirrusSearch matches case-sensitively
+ * (`/…/i` is not), so such a query keeps its case (spacing is collapsed before it is sent, so that
+ * alone may go).
  */
 const cacheKeyOf = (query: string) =>
-  /insource:\s*\//i.test(query) ? ["regex", query.replace(/\s+/g, " ").trim()] : normalizeText(query);
+  /\b(?:insource|intitle):\s*\//i.test(query)
+    ? ["regex", query.replace(/\s+/g, " ").trim()]
+    : normalizeText(query);
 
 export const research = defineSkill({
   id: "research",

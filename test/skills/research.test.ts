@@ -142,17 +142,17 @@ describe("research on the Wikipedia fixture", () => {
     SKILL_TEST_TIMEOUT,
   );
 
-  it(
-    "an insource:/…/ regex keeps its case in the cache key: CirrusSearch matches it case-sensitively",
-    async () => {
+  it.each(["insource", "intitle"])(
+    "an %s:/…/ regex keeps its case in the cache key: CirrusSearch matches it case-sensitively",
+    async (keyword) => {
       const tag = crypto.randomUUID().slice(0, 8);
-      const upper = await research(`insource:/Payment ${tag}/`);
-      const lower = await research(`insource:/payment ${tag}/`);
-      const spaced = await research(`  insource:/Payment   ${tag}/ `);
+      const upper = await research(`${keyword}:/Payment ${tag}/`);
+      const lower = await research(`${keyword}:/payment ${tag}/`);
+      const spaced = await research(`  ${keyword}:/Payment   ${tag}/ `);
       // Two searches: the lowercase regex was answered from the first one's entry.
       expect([upper.cache, lower.cache, spaced.cache]).toEqual(["miss", "miss", "hit"]);
-      expect(await upstreamRequests(`srsearch=insource:/Payment ${tag}/&`)).toBe(1);
-      expect(await upstreamRequests(`srsearch=insource:/payment ${tag}/&`)).toBe(1);
+      expect(await upstreamRequests(`srsearch=${keyword}:/Payment ${tag}/&`)).toBe(1);
+      expect(await upstreamRequests(`srsearch=${keyword}:/payment ${tag}/&`)).toBe(1);
     },
     SKILL_TEST_TIMEOUT,
   );

@@ -8,22 +8,28 @@ import { skills } from "../../src/skills/registry";
  * The output schemas of the cached skills (those answering a `cache` field) under each cache
  * VERSION, descriptions left out. An entry a skill cached is read back for VERSION's lifetime: a
  * shape changed without a bump would serve entries of the old shape as the new one. When this
- * fails, bump VERSION in src/skills/lib/cache.ts (saying why) and add its line here.
+ * fails, bump VERSION in src/skills/lib/cache.ts (saying why) and add the new VERSION's line
+ * here; an existing line is never edited.
  */
 const SHAPES: Record<string, string> = {
-  v9: "f07490d4b75737d81ebfc0430fa7066d4bf4c722a20b77fd23a2aa70c3080f38",
+  v9: "3033e8b979e3d56cdabde673876aa748cbb704daaf480d6a22d7cba8ecc4a5ae",
 };
 
-const withoutDescriptions = (schema: unknown): unknown =>
-  Array.isArray(schema)
-    ? schema.map(withoutDescriptions)
-    : typeof schema === "object" && schema !== null
-      ? Object.fromEntries(
-          Object.entries(schema)
-            .filter(([k]) => k !== "description")
-            .map(([k, v]) => [k, withoutDescriptions(v)]),
-        )
-      : schema;
+/**
+ * A JSON Schema without its annotations: a schema's `description` (a string) goes, a property named
+ * `description` (osint_graph's `graph.nodes[].description`, a schema under `properties`) stays.
+ */
+const withoutDescriptions = (schema: unknown, propertyMap = false): unknown => {
+  if (Array.isArray(schema)) return schema.map((s) => withoutDescriptions(s));
+  if (typeof schema !== "object" || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([k, v]) => propertyMap || k !== "description" || typeof v !== "string")
+      .map(([k, v]) => [k, withoutDescriptions(v, !propertyMap && k === "properties")]),
+  );
+};
+
+const nextVersion = `v${Number(VERSION.slice(1)) + 1}`;
 
 describe("the cache's VERSION", () => {
   it("changes with the output shape of every cached skill", async () => {
@@ -31,8 +37,16 @@ describe("the cache's VERSION", () => {
     expect(cachedSkills.map((s) => s.id).sort()).toEqual(["ai_detector", "osint_graph", "research", "seo"]);
     const shapes = cachedSkills.map((s) => [s.id, withoutDescriptions(z.toJSONSchema(s.output))]);
     const digest = await sha256Hex(JSON.stringify(shapes));
-    expect(digest, `a cached skill's output changed: bump VERSION and add  ${VERSION}: "${digest}"`).toBe(
-      SHAPES[VERSION],
-    );
+    expect(
+      digest,
+      `a cached skill's output changed: bump VERSION in src/skills/lib/cache.ts to ${nextVersion} (saying why), then add  ${nextVersion}: "${digest}"  to SHAPES; never edit an existing line`,
+    ).toBe(SHAPES[VERSION]);
+  });
+
+  it("pins a different shape for every VERSION", () => {
+    // A line overwritten with another's digest (or a bump pinned to the old shape) would let a shape
+    // change pass under a VERSION whose entries hold the other shape.
+    const digests = Object.values(SHAPES);
+    expect(new Set(digests).size, "two VERSIONs pin one digest").toBe(digests.length);
   });
 });

@@ -12,31 +12,20 @@ import type { Skill } from "./types";
  * OutputTooLarge (a 422) instead of being returned.
  *
  * `waitUntil` takes the work the answer need not wait for (a network skill's cache write): the
- * route's is its execution context's, read through `executionCtx` (Hono's getter throws when the
- * request came without one: app.fetch in tests); with neither, the skill awaits that work.
+ * route's execution context's, a card checkout's run's; without one, the skill awaits that work.
  */
 export async function runSkill(
   skill: Skill,
   body: unknown,
   env: Bindings,
   requestId: string,
-  waitUntil?: AfterAnswer | { executionCtx: () => { waitUntil: AfterAnswer } },
+  waitUntil?: AfterAnswer,
 ) {
-  const out = await skill.run(body as never, { env, requestId, waitUntil: afterAnswer(waitUntil) });
+  const out = await skill.run(body as never, { env, requestId, waitUntil });
   const shaped =
     skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
   assertOutputSize(shaped);
   return shaped;
-}
-
-function afterAnswer(given: Parameters<typeof runSkill>[4]): AfterAnswer | undefined {
-  if (typeof given !== "object") return given;
-  try {
-    const ctx = given.executionCtx();
-    return (work) => ctx.waitUntil(work);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The answer to a skill's failure: its status and JSON body, and whether the caller's target failed. */

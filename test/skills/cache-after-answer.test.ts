@@ -1,6 +1,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { cached } from "../../src/skills/lib/cache";
 import { unique, upstreamRequests } from "../fixtures/upstream-requests";
 import { callIn, seedSession, sessionEvent, sessionRow, signed } from "../payments/checkout-helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
@@ -113,6 +114,17 @@ describe("a network skill's cache write happens after its answer", () => {
     },
     SKILL_TEST_TIMEOUT,
   );
+
+  it("a waitUntil that refuses the write gets it awaited instead: the call answers, the next is a hit", async () => {
+    const input = unique("cache waitUntil refused");
+    const refusing = () => {
+      throw new Error("waitUntil refused");
+    };
+    const first = await cached({ env, waitUntil: refusing }, "test_skill", input, async () => ({ n: 1 }));
+    expect(first).toEqual({ value: { n: 1 }, cache: "miss" });
+    const second = await cached({ env }, "test_skill", input, async () => ({ n: 2 }));
+    expect(second).toEqual({ value: { n: 1 }, cache: "hit" });
+  });
 
   it(
     "a card checkout's first call stores its answer for the success page before its cache write ends",

@@ -50,8 +50,15 @@ export async function cached<T>(
   } catch {
     write = Promise.resolve();
   }
-  if (waitUntil) waitUntil(write);
-  else await write;
+  if (waitUntil) {
+    try {
+      waitUntil(write);
+      return { value, cache: "miss" };
+    } catch {
+      // A waitUntil that refuses the write: awaited, as without one.
+    }
+  }
+  await write;
   return { value, cache: "miss" };
 }
 

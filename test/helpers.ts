@@ -46,8 +46,11 @@ export async function postJsonSettled(path: string, body: unknown) {
   const res = await worker.fetch(new Request(`${ORIGIN}${path}`, init), env, ctx);
   const bytes = await res.arrayBuffer();
   await waitOnExecutionContext(ctx);
-  return new Response(bytes, res);
+  // A status that carries no body refuses even an empty one in the Response constructor.
+  return new Response(NULL_BODY_STATUSES.has(res.status) ? null : bytes, res);
 }
+
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /** A POST /mcp of one JSON-RPC request (id 1), with the headers the Streamable HTTP transport wants. */
 export function mcpInit(method: string, params: unknown, id = 1): RequestInit {

@@ -11,10 +11,11 @@ const app = createApp();
 /**
  * The worker's KV, but a network skill's cache write (`skill:` keys) is held until the test lets it
  * go, and `events` records when it started and when it ended. A held write lets itself go after
- * `fallbackMs` only so that code which waits for it ends (and fails on `events`' order) instead of
- * hanging: nothing here waits on that time to pass.
+ * `fallbackMs`, 10 s short of the test's timeout, only so that code which waits for it (the old
+ * code did) ends and fails on `events`' order instead of hanging: nothing here waits on that time,
+ * and code that does not wait for the write never meets it, however slow the machine.
  */
-function heldCacheWrites(fallbackMs = 5000) {
+function heldCacheWrites(fallbackMs = SKILL_TEST_TIMEOUT - 10_000) {
   const events: string[] = [];
   let release = () => {};
   const released = new Promise<void>((r) => {

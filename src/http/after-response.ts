@@ -23,11 +23,13 @@ export function afterAnswerOf(c: {
 
 /** Work that may finish after the answer was sent (waitUntil); awaited where no context exists. */
 export async function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) {
-  try {
-    const waitUntil = afterAnswerOf(c);
-    if (waitUntil) return waitUntil(work);
-  } catch {
-    // A waitUntil that refuses the work: awaited, as without a context.
+  const ctx = executionCtxOf(c);
+  if (ctx) {
+    try {
+      return ctx.waitUntil(work);
+    } catch {
+      // A waitUntil that refuses the work: awaited, as without a context.
+    }
   }
   await work;
 }

@@ -1,6 +1,7 @@
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
+import worker from "../src/index";
 
 export const ORIGIN = "https://skills.test";
 
@@ -29,6 +30,27 @@ export function postJson(path: string, body: unknown, headers: Record<string, st
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
+
+/**
+ * As postJson, returned once the work the call handed to waitUntil is done too: a network skill's
+ * cache write lands after its answer, so a test that wants the next call to be a hit makes this one
+ * with it (as KV, read at the same location after the write).
+ */
+export async function postJsonSettled(path: string, body: unknown) {
+  const ctx = createExecutionContext();
+  const init = {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  };
+  const res = await worker.fetch(new Request(`${ORIGIN}${path}`, init), env, ctx);
+  const bytes = await res.arrayBuffer();
+  await waitOnExecutionContext(ctx);
+  // A status that carries no body refuses even an empty one in the Response constructor.
+  return new Response(NULL_BODY_STATUSES.has(res.status) ? null : bytes, res);
+}
+
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /** A POST /mcp of one JSON-RPC request (id 1), with the headers the Streamable HTTP transport wants. */
 export function mcpInit(method: string, params: unknown, id = 1): RequestInit {

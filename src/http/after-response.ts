@@ -1,13 +1,37 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
 
+/**
+ * A request's ExecutionContext, or undefined when it came without one (app.fetch in tests): Hono's
+ * `executionCtx` getter throws then.
+ */
+export function executionCtxOf<X>(c: { readonly executionCtx: X }): X | undefined {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A request's waitUntil (work that may finish after the answer), or undefined without a context. */
+export function afterAnswerOf(c: {
+  readonly executionCtx: { waitUntil(work: Promise<unknown>): void };
+}): ((work: Promise<unknown>) => void) | undefined {
+  const ctx = executionCtxOf(c);
+  return ctx && ((work) => ctx.waitUntil(work));
+}
+
 /** Work that may finish after the answer was sent (waitUntil); awaited where no context exists. */
 export async function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) {
-  try {
-    c.executionCtx.waitUntil(work);
-  } catch {
-    await work; // Hono throws when the request came without an ExecutionContext (app.fetch in tests)
+  const ctx = executionCtxOf(c);
+  if (ctx) {
+    try {
+      return ctx.waitUntil(work);
+    } catch {
+      // A waitUntil that refuses the work: awaited, as without a context.
+    }
   }
+  await work;
 }
 
 /**

@@ -12,6 +12,7 @@ import { accepts } from "hono/accepts";
 import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv, Bindings } from "../env";
+import { executionCtxOf } from "../http/after-response";
 import { listedPartnerPricing } from "../partners/request";
 import { cardKeyAuthorization } from "../payments/credits";
 import { rpcError } from "./rpc-error";
@@ -24,14 +25,6 @@ export type AppFetch = (
   env: Bindings,
   ctx: ExecutionContext | undefined,
 ) => Response | Promise<Response>;
-
-const executionCtx = (c: Context<AppEnv>): ExecutionContext | undefined => {
-  try {
-    return c.executionCtx;
-  } catch {
-    return undefined; // app.fetch without a context (tests)
-  }
-};
 
 // The SDK's spec schemas are zod objects typed as Standard Schemas only.
 const JSONRPC_MESSAGE = specTypeSchemas.JSONRPCMessage as unknown as z.ZodType;
@@ -174,7 +167,7 @@ type ServerContext = ReturnType<typeof serverContext>;
 function serverContext(c: Context<AppEnv>, appFetch: AppFetch) {
   const cfg = publicConfig(c.env, c.req.url);
   const env = c.env;
-  const ctx = executionCtx(c);
+  const ctx = executionCtxOf(c);
   const pc = listedPartnerPricing(c);
   return {
     tools: mcpTools(cfg, pc),

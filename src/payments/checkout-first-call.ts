@@ -3,6 +3,7 @@ import type { Bindings } from "../env";
 import { parseKeepingIntegers } from "../http/exact-integers";
 import { validate } from "../http/validation";
 import { sessionRef } from "../redact";
+import type { AfterAnswer } from "../skills/lib/cache";
 import { serializeOutput } from "../skills/lib/raw-json";
 import { skillById } from "../skills/registry";
 import { runSkill, skillAnswer } from "../skills/run";
@@ -69,14 +70,20 @@ const PACK_CAN_CALL = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = checkout_se
  * then (the webhook), or the Reveal POST does, once, whichever claims it first.
  */
 export async function runFirstPayload(env: Bindings, sessionId: string): Promise<void> {
+  // The skill's work past its answer (a network skill's cache write) waits until the answer is
+  // stored, where the success page (the Reveal POST waiting for it) reads it, and the run ends
+  // with it: whoever holds the run in waitUntil holds that work too.
+  const later: Promise<unknown>[] = [];
   try {
-    await firstPayloadRun(env, sessionId);
+    await firstPayloadRun(env, sessionId, (work) => later.push(work));
   } catch (e) {
     throw tagged(e, { session_id: sessionRef(sessionId) });
+  } finally {
+    await Promise.allSettled(later);
   }
 }
 
-async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> {
+async function firstPayloadRun(env: Bindings, sessionId: string, waitUntil: AfterAnswer): Promise<void> {
   const now = Date.now();
   const started = performance.now();
   // In free beta every skill call answers unpaid, a card key's too (the payment gate lets it
@@ -114,7 +121,7 @@ async function firstPayloadRun(env: Bindings, sessionId: string): Promise<void> 
       // The skill may keep or log its request id (osint_graph's `osint_calls` row, kept for good):
       // the whole session id opens the success page, so it gets the prefix log lines carry.
       const requestId = `checkout:${sessionRef(sessionId)}`;
-      result = { status: 200, body: await runSkill(skill, checked.data, env, requestId) };
+      result = { status: 200, body: await runSkill(skill, checked.data, env, requestId, waitUntil) };
     } catch (e) {
       // None of these answers spends the credit.
       const failed = skillAnswer(e);

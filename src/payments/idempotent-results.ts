@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
+import { afterResponse } from "../http/after-response";
 import { detail } from "../http/errors";
 
 /**
@@ -169,11 +170,7 @@ export async function store(
           }),
         ),
     );
-  try {
-    c.executionCtx.waitUntil(expire);
-  } catch {
-    await expire; // no ExecutionContext (app.fetch in tests)
-  }
+  await afterResponse(c, expire);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env";
+import { afterAnswerOf } from "../http/after-response";
 import { answerError } from "../http/app-error";
 import { bindingsPresent } from "../http/bindings";
 import { chain } from "../http/chain";
@@ -44,7 +45,7 @@ for (const skill of skills) {
         guardAuthorization(skill.id),
         async (c) => {
           try {
-            const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
+            const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"), afterAnswerOf(c));
             return c.body(serializeOutput(out), 200, { "content-type": "application/json" });
           } catch (e) {
             const failed = skillAnswer(e);

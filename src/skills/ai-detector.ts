@@ -164,14 +164,15 @@ export const aiDetector = defineSkill({
     limits:
       "Heuristic, not proof: hand-set weights over stylometric signals, not a trained model. English prose only: text not clearly English (its language, named in language, read over all of it) is measured but not judged (0.5, uncertain); unreliable under 150 words (pulled toward 0.5) and no verdict under 40; edited, translated, templated, technical or non-native writing can read as machine-written, and prompted or paraphrased AI text as human.",
   },
-  async run({ url, text }, { env }) {
+  async run({ url, text }, ctx) {
+    const { env } = ctx;
     const supported = ["text", "url"];
     if (text) {
       const r = await judge(text);
       return { url, ...r, supported, source: "text", limits: LIMITS };
     }
     const target = precheckUrl(env, url as string);
-    const { value, cache } = await cached(env, "ai_detector", target.href, async () => {
+    const { value, cache } = await cached(ctx, "ai_detector", target.href, async () => {
       const doc = await loadPage(
         env,
         target.href,

@@ -172,8 +172,9 @@ export const osintGraph = defineSkill({
     }),
   example_request: { seed_entity: "Cloudflare", max_depth: 2 },
   example_response: OSINT_EXAMPLE,
-  async run({ seed_entity, max_depth }, { env, requestId }) {
-    const { value, cache } = await cached(env, "osint_graph", [normalizeText(seed_entity), max_depth], () =>
+  async run({ seed_entity, max_depth }, ctx) {
+    const { env, requestId } = ctx;
+    const { value, cache } = await cached(ctx, "osint_graph", [normalizeText(seed_entity), max_depth], () =>
       buildGraph(env, seed_entity, max_depth),
     );
     // A cached graph is still a new call: it is logged every time.

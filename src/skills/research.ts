@@ -181,6 +181,17 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
   };
 }
 
+/**
+ * The query as the cache knows it: case, spacing and composition do not change what Wikipedia finds,
+ * except in an `insource:/…/` or `intitle:/…/` regex, which CirrusSearch matches case-sensitively
+ * (`/…/i` is not), so such a query keeps its case (spacing is collapsed before it is sent, so that
+ * alone may go).
+ */
+const cacheKeyOf = (query: string) =>
+  /\b(?:insource|intitle):\s*\//i.test(query)
+    ? ["regex", query.replace(/\s+/g, " ").trim()]
+    : normalizeText(query);
+
 export const research = defineSkill({
   id: "research",
   name: "Research summary",
@@ -253,9 +264,9 @@ export const research = defineSkill({
     total_hits: 2,
     cache: "miss",
   },
-  async run({ query }, { env }) {
-    const { value, cache } = await cached(env, "research", normalizeText(query), () =>
-      researchQuery(env, query),
+  async run({ query }, ctx) {
+    const { value, cache } = await cached(ctx, "research", cacheKeyOf(query), () =>
+      researchQuery(ctx.env, query),
     );
     const { summary, sources, confidence, ...extra } = value;
     return { query, summary: summary || noMatchSummary(query), sources, confidence, ...extra, cache };

@@ -1,6 +1,7 @@
 import type { Bindings } from "../env";
 import { type ErrorItem, InputError } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
+import type { AfterAnswer } from "./lib/cache";
 import { assertOutputSize } from "./lib/output-size";
 import type { Skill } from "./types";
 
@@ -9,9 +10,18 @@ import type { Skill } from "./types";
  * utilities). Every caller (the HTTP route, the card checkout's first payload, the MCP tools that
  * go through the route) gets the response-size cap: an answer over MAX_OUTPUT_BYTES throws
  * OutputTooLarge (a 422) instead of being returned.
+ *
+ * `waitUntil` takes the work the answer need not wait for (a network skill's cache write): the
+ * route's execution context's, a card checkout's run's; without one, the skill awaits that work.
  */
-export async function runSkill(skill: Skill, body: unknown, env: Bindings, requestId: string) {
-  const out = await skill.run(body as never, { env, requestId });
+export async function runSkill(
+  skill: Skill,
+  body: unknown,
+  env: Bindings,
+  requestId: string,
+  waitUntil?: AfterAnswer,
+) {
+  const out = await skill.run(body as never, { env, requestId, waitUntil });
   const shaped =
     skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
   assertOutputSize(shaped);

@@ -187,20 +187,20 @@ export const seo = defineSkill({
     },
     cache: "miss",
   },
-  async run({ url, keywords }, { env }) {
+  async run({ url, keywords }, ctx) {
+    const { env } = ctx;
     const target = precheckUrl(env, url);
-    // The keywords as the audit checks them: also the cache key, so equivalent lists share it.
+    // The keywords as the audit checks them: also the cache key, so equivalent lists share it. None
+    // (null), an empty list and one of blanks all have the page's own keywords extracted: one entry.
     const { givenKeywords } = await import("./lib/seo-keywords");
-    const checked = keywords === null ? null : givenKeywords(keywords);
-    const { value, cache } = await cached(env, "seo", [target.href, checked], async () => {
+    const checked = givenKeywords(keywords);
+    const { value, cache } = await cached(ctx, "seo", [target.href, checked], async () => {
       const doc = await loadPage(env, target.href, /^(text\/html|application\/xhtml\+xml)$/, "HTML");
       // The HTML parser (htmlparser2 and its entity tables) loads on first use, not at start-up.
       const { audit, PageTooDeep, MAX_HTML_DEPTH } = await import("./lib/seo-audit");
       // The language detector loads only when the page's own keywords are extracted.
       const keywordsOf =
-        checked === null || checked.length === 0
-          ? (await import("./lib/text-language")).keywordsInLanguage
-          : undefined;
+        checked.length === 0 ? (await import("./lib/text-language")).keywordsInLanguage : undefined;
       try {
         return { final_url: doc.url, ...audit(doc.text, doc.url, checked, doc.robotsTag, keywordsOf) };
       } catch (e) {

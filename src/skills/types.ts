@@ -15,6 +15,8 @@ export type Category = (typeof CATEGORIES)[number];
 export interface SkillContext {
   env: Bindings;
   requestId: string;
+  /** Work past the answer (a cache write) goes here; absent, the skill awaits it (lib/cache.ts). */
+  waitUntil?: (work: Promise<unknown>) => void;
 }
 
 export type SkillOutput = Record<string, unknown>;

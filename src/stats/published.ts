@@ -1,5 +1,6 @@
 import type { PublicConfig } from "../config";
 import type { Bindings } from "../env";
+import { afterAnswerOf } from "../http/after-response";
 import { within } from "../http/shared-load";
 import { errorPercent, successPercent } from "./percent";
 import { MIN_CALLS_FOR_P95, type StatsDocument, skillStats } from "./query";
@@ -118,14 +119,13 @@ async function load(c: StatsRequest): Promise<Published> {
 }
 
 /** waitUntil of a Hono context; without an execution context (app.request) the promise runs on. */
-const waitUntilOf =
-  (c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }) => (p: Promise<unknown>) => {
-    try {
-      c.executionCtx.waitUntil(p);
-    } catch {
-      // No execution context: the promise still completes on its own.
-    }
-  };
+const waitUntilOf = (c: StatsRequest) => (p: Promise<unknown>) => {
+  try {
+    afterAnswerOf(c)?.(p);
+  } catch {
+    // A waitUntil that refuses it: the promise still completes on its own.
+  }
+};
 
 /**
  * The /api/stats document. Every place that publishes figures (the endpoint, /.well-known/x402,

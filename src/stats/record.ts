@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import { afterResponse } from "../http/after-response";
 import { isMcpRequest } from "../http/mcp-request";
 import { requestConfig } from "../http/request-config";
 import { wholeNumber } from "../var-text";
@@ -150,12 +151,7 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
       transport: isMcpRequest(c.req.raw) ? "mcp" : "http",
     };
     const write = queueCall(c.env, rec);
-    if (!write) return;
-    try {
-      c.executionCtx.waitUntil(write);
-    } catch {
-      await write; // no execution context (app.request in a unit test)
-    }
+    if (write) return afterResponse(c, write);
   };
 }
 

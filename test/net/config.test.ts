@@ -12,6 +12,10 @@ describe("netConfig reads its numbers as written, or not at all", () => {
     [{ FETCH_TIMEOUT_MS: "50" }, "timeoutMs", 100],
     [{ NETWORK_CACHE_TTL_SECONDS: "1h" }, "cacheTtlSeconds", 3600],
     [{ NETWORK_CACHE_TTL_SECONDS: "0" }, "cacheTtlSeconds", 0],
+    // KV refuses an expirationTtl under 60 (test/skills/cache-rules.test.ts): raised to it, or nothing would be cached.
+    [{ NETWORK_CACHE_TTL_SECONDS: "30" }, "cacheTtlSeconds", 60],
+    [{ NETWORK_CACHE_TTL_SECONDS: "1" }, "cacheTtlSeconds", 60],
+    [{ NETWORK_CACHE_TTL_SECONDS: "999999" }, "cacheTtlSeconds", 7 * 24 * 3600],
   ] as const)("%j", (vars, field, expected) => {
     expect(netConfig({ ...env, ...vars })[field]).toBe(expected);
   });

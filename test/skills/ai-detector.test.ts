@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { analyzeText } from "../../src/skills/lib/stylometry";
 import { skillById } from "../../src/skills/registry";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { detailOf, postJson } from "../helpers";
+import { detailOf, postJson, postJsonSettled } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface DetectorBody {
@@ -20,7 +20,7 @@ interface DetectorBody {
 }
 
 async function detect(body: Record<string, unknown>) {
-  const res = await postJson("/api/skills/ai-detector", body);
+  const res = await postJsonSettled("/api/skills/ai-detector", body);
   expect(res.status).toBe(200);
   return res.json<DetectorBody>();
 }

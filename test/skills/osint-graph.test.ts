@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { osintGraph } from "../../src/skills/osint-graph";
 import { skillById } from "../../src/skills/registry";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { postJson } from "../helpers";
+import { postJson, postJsonSettled } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface Graph {
@@ -27,7 +27,7 @@ interface OsintBody {
 }
 
 async function graph(seed_entity: string, max_depth?: number) {
-  const res = await postJson("/api/skills/osint-graph", { seed_entity, max_depth });
+  const res = await postJsonSettled("/api/skills/osint-graph", { seed_entity, max_depth });
   expect(res.status).toBe(200);
   return { res, body: await res.json<OsintBody>() };
 }

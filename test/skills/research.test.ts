@@ -6,7 +6,7 @@ import { callsLeft, keyWith } from "../fixtures/credits";
 // @ts-expect-error plain JS fixture data
 import { ARTICLES } from "../fixtures/upstream-data.mjs";
 import { unique, upstreamRequests } from "../fixtures/upstream-requests";
-import { detailOf, postJson } from "../helpers";
+import { detailOf, postJson, postJsonSettled } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface ResearchBody {
@@ -22,7 +22,7 @@ interface ResearchBody {
 const extracts: string[] = (ARTICLES as { extract: string }[]).map((a) => a.extract);
 
 async function research(query: string) {
-  const res = await postJson("/api/skills/research", { query });
+  const res = await postJsonSettled("/api/skills/research", { query });
   expect(res.status).toBe(200);
   return res.json<ResearchBody>();
 }
@@ -138,6 +138,21 @@ describe("research on the Wikipedia fixture", () => {
       const { query: _q2, summary: _s2, cache: _c2, ...secondRest } = second;
       expect(secondRest).toEqual(rest);
       expect(await upstreamRequests(`srsearch=${query}&`)).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it.each(["insource", "intitle"])(
+    "an %s:/…/ regex keeps its case in the cache key: CirrusSearch matches it case-sensitively",
+    async (keyword) => {
+      const tag = crypto.randomUUID().slice(0, 8);
+      const upper = await research(`${keyword}:/Payment ${tag}/`);
+      const lower = await research(`${keyword}:/payment ${tag}/`);
+      const spaced = await research(`  ${keyword}:/Payment   ${tag}/ `);
+      // Two searches: the lowercase regex was answered from the first one's entry.
+      expect([upper.cache, lower.cache, spaced.cache]).toEqual(["miss", "miss", "hit"]);
+      expect(await upstreamRequests(`srsearch=${keyword}:/Payment ${tag}/&`)).toBe(1);
+      expect(await upstreamRequests(`srsearch=${keyword}:/payment ${tag}/&`)).toBe(1);
     },
     SKILL_TEST_TIMEOUT,
   );

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { WEIGHTS } from "../../src/skills/lib/seo-weights";
 import { skillById } from "../../src/skills/registry";
 import { FIXTURE, upstreamRequests } from "../fixtures/upstream-requests";
-import { detailOf, postJson } from "../helpers";
+import { detailOf, postJson, postJsonSettled } from "../helpers";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 interface SeoBody {
@@ -19,7 +19,7 @@ interface SeoBody {
 }
 
 async function audit(url: string, keywords: string[] | null = null) {
-  const res = await postJson("/api/skills/seo", { url, keywords });
+  const res = await postJsonSettled("/api/skills/seo", { url, keywords });
   expect(res.status).toBe(200);
   return res.json<SeoBody>();
 }
@@ -189,6 +189,24 @@ describe("seo on fixture pages", () => {
       const second = await audit(`${url}#fragment`, [" Solar  panels "]);
       expect(second.cache).toBe("hit");
       expect(second.score).toBe(first.score);
+      expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "no keywords, an empty list and a list of blanks are one cache entry: each has the page's own keywords extracted",
+    async () => {
+      const url = `${FIXTURE}/pages/good.html?cache-none=${crypto.randomUUID()}`;
+      const none = await audit(url, null);
+      const empty = await audit(url, []);
+      const blanks = await audit(url, ["  ", ""]);
+      expect([none.cache, empty.cache, blanks.cache]).toEqual(["miss", "hit", "hit"]);
+      expect(none.keywords_extracted).toBe(true);
+      const { cache: _n, ...answer } = none;
+      for (const other of [empty, blanks])
+        expect({ ...other, cache: undefined }).toEqual({ ...answer, cache: undefined });
+      // Fetched once: the empty list was a second entry for the same answer, and a second fetch.
       expect(await upstreamRequests(url.slice(FIXTURE.length))).toBe(1);
     },
     SKILL_TEST_TIMEOUT,

@@ -4,20 +4,28 @@ import { netConfig } from "../../net/config";
 
 /**
  * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.
- * Best effort: a KV failure never fails the call, only errors are never cached.
+ * Best effort: a KV failure never fails the call. Only what `compute` returns is cached: an error it
+ * throws (a refusal, an upstream's 502/504) is not.
  */
 
-// Bump when a skill's output for the same input changes, so old entries are not served.
-const VERSION = "v9"; // v9: page text leaves out what an element's own style hides (display: none, visibility: hidden) and shows a `hidden` element whose style sets a display; v8: page text (ai_detector reads it through html_clean text mode) leaves out hidden elements, <title> and media fallback, and ends lines where a browser does; v7: ai_detector names the text's language and judges English only, seo's extracted keywords drop the page language's stopwords; v6: research's no-match summary quotes each caller (none cached), seo folds keywords composed (NFC) and without format characters, page text keeps U+200B and drops U+FEFF, ai_detector's preview ends on a grapheme boundary
+// Bump when a skill's output for the same input changes, so old entries are not served (a changed
+// output schema of a cached skill fails test/skills/cache-version.test.ts until it is bumped).
+export const VERSION = "v9"; // v9: page text leaves out what an element's own style hides (display: none, visibility: hidden) and shows a `hidden` element whose style sets a display; v8: page text (ai_detector reads it through html_clean text mode) leaves out hidden elements, <title> and media fallback, and ends lines where a browser does; v7: ai_detector names the text's language and judges English only, seo's extracted keywords drop the page language's stopwords; v6: research's no-match summary quotes each caller (none cached), seo folds keywords composed (NFC) and without format characters, page text keeps U+200B and drops U+FEFF, ai_detector's preview ends on a grapheme boundary
 
 export type CacheState = "hit" | "miss";
+
+/**
+ * Where a skill hands work that need not hold its answer (ExecutionContext.waitUntil, which keeps it
+ * alive past the response); absent (no execution context), the work is awaited instead.
+ */
+export type AfterAnswer = (work: Promise<unknown>) => void;
 
 async function cacheKey(skillId: string, normalized: unknown): Promise<string> {
   return `skill:${skillId}:${VERSION}:${await sha256Hex(JSON.stringify(normalized))}`;
 }
 
 export async function cached<T>(
-  env: Bindings,
+  { env, waitUntil }: { env: Bindings; waitUntil?: AfterAnswer },
   skillId: string,
   normalized: unknown,
   compute: () => Promise<T>,
@@ -33,11 +41,24 @@ export async function cached<T>(
     // A cache that cannot be read is a miss.
   }
   const value = await compute();
+  // A miss's write is the next caller's gain, not this one's: it runs after the answer, which waited
+  // for it before (a KV write on every miss). Serialized now, before the skill goes on with `value`.
+  // A cache that cannot be written costs a recomputation next time, nothing more.
+  let write: Promise<unknown>;
   try {
-    await kv.put(key, JSON.stringify(value), { expirationTtl: ttl });
+    write = kv.put(key, JSON.stringify(value), { expirationTtl: ttl }).catch(() => undefined);
   } catch {
-    // A cache that cannot be written costs a recomputation next time, nothing more.
+    write = Promise.resolve();
   }
+  if (waitUntil) {
+    try {
+      waitUntil(write);
+      return { value, cache: "miss" };
+    } catch {
+      // A waitUntil that refuses the write: awaited, as without one.
+    }
+  }
+  await write;
   return { value, cache: "miss" };
 }
 

@@ -1,5 +1,5 @@
-// Measurement-only Worker (stop 39): the bench Worker plus copies of a skill route's chain with one
-// part removed or replaced, each a small app of its own mounted at the real path and chosen by the
+// Measurement-only Worker (stop 39): the app (createApp) and /__bench/noop, plus copies of a skill
+// route's chain with one part removed or replaced (no /__bench/app-floor: pass --route to --free), each a small app of its own mounted at the real path and chosen by the
 // query string (`?v=<variant>`; c.req.path carries no query, so the gate prices the real route).
 // Each variant app has the app's outermost middleware (edge headers, the /api/* body limit and
 // encoding check) and one route; `?v=full` is the whole chain, the control the others compare to.
@@ -31,6 +31,8 @@ import { recordCall } from "../../src/stats/record";
 
 type Step = MiddlewareHandler<AppEnv>;
 
+// A copy of src/routes/skills.ts's chain, in its order: when that chain changes, change this list,
+// or the variants measure a chain the app no longer runs.
 function steps(skill: Skill, drop: string): Step[] {
   const named: [string, Step][] = [
     ["bindings", bindingsPresent],
@@ -49,7 +51,8 @@ function steps(skill: Skill, drop: string): Step[] {
     ["guard", guardAuthorization(skill.id)],
     ["handler", handlerVariant(skill, drop)],
   ];
-  // "noPay": the eight payment and idempotency steps of a free call gone at once.
+  // "noPay": the 11 payment and idempotency steps gone at once; "bodyAndHandler": only the body
+  // step and the handler left.
   const payment = ["quota", "idempotent", "receipt", "explain", "recordPayment", "gate", "payerQuota"];
   const gone = (n: string) =>
     n === drop ||

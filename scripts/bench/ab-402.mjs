@@ -24,9 +24,10 @@ const slices = Number(opt("--slices", 10));
 const free = argv.includes("--free");
 if (free) argv.splice(argv.indexOf("--free"), 1);
 const given = takeOptions(argv, "--route");
+// `--skill <slug>`: that skill's 1 KB bench input as the POST body (stop 39: text_diff).
+const slug = opt("--skill", free ? "sha256" : "slugify");
 const dirs = argv.map((d) => path.resolve(d));
 if (dirs.length < 2) throw new Error("give two or more bundle directories");
-const slug = free ? "sha256" : "slugify";
 const body = JSON.stringify(benchInputs().find(([s, l]) => s === slug && l === "1 KB")[2]);
 const expect = free ? 200 : 402;
 const routes = given.length

@@ -11,6 +11,7 @@
 // 200) through its whole skill chain beside its app floor (/__bench/app-floor) as default routes.
 // A route given as "GET /path" is fetched with GET and must answer 200 (the no-op, a page; an empty
 // Worker's directory, holding only its worker.js, answers every path: stop 37).
+// `--skill <slug>` sends that skill's 1 KB bench input instead of sha256's (or slugify's).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { takeOption, takeOptions } from "../lib/proc.mjs";
@@ -31,8 +32,10 @@ if (!routes.length)
       ? ["/api/skills/sha256", "/__bench/app-floor"]
       : ["/api/skills/slugify", "/__bench/offer-floor"]),
   );
+// `--skill <slug>`: the 1 KB bench input of another skill as every POST route's body (stop 39's
+// text_diff); a route then names that skill's path.
+const slug = takeOption(argv, "--skill", free ? "sha256" : "slugify");
 const dirs = argv.map((d) => path.resolve(d));
-const slug = free ? "sha256" : "slugify";
 const body = JSON.stringify(benchInputs().find(([s, l]) => s === slug && l === "1 KB")[2]);
 const expect = free ? 200 : 402;
 const workerd = path.join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");

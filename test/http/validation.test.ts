@@ -299,3 +299,37 @@ describe("scanJson finds integers that may pass 2^53 (so only those bodies take 
     expect(scanJson(text).longDigits).toBe(expected);
   });
 });
+
+describe("scanJson skips strings whole (stop 39: found by indexOf), escapes included", () => {
+  it.each([
+    ['{"s":"a\\"[[[{{"}', 1, 1],
+    ['{"s":"a\\\\"}', 1, 1],
+    ['{"s":"a\\\\\\"]]"}', 1, 1],
+    ['[{"s":"\\\\\\\\"},["\\""]]', 2, 3],
+    ['{"s":"[[[', 1, 1],
+    ['["\\\\",[[]]]', 3, 3],
+  ])("%s → depth %i, containers %i", (text, depth, containers) => {
+    expect(scanJson(text)).toMatchObject({ depth, containers });
+  });
+
+  it("counts what JSON.parse finds, for any JSON text", () => {
+    const count = (v: unknown, level: number): { depth: number; containers: number } => {
+      if (v === null || typeof v !== "object") return { depth: level, containers: 0 };
+      let depth = level + 1;
+      let containers = 1;
+      for (const item of Object.values(v)) {
+        const inner = count(item, level + 1);
+        depth = Math.max(depth, inner.depth);
+        containers += inner.containers;
+      }
+      return { depth, containers };
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = JSON.stringify(value);
+        expect(scanJson(text)).toMatchObject(count(JSON.parse(text), 0));
+      }),
+      { numRuns: 2000, seed: 39 },
+    );
+  });
+});

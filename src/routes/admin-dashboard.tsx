@@ -7,6 +7,7 @@ import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
+import { adminBindingsPresent } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
@@ -67,27 +68,37 @@ const csrfValue = (token: string, issuedAt: number) => hmac(token, `admin-dashbo
  */
 const endedKey = (cookie: string) => `admin-session-ended:${cookie}`;
 
-/** The session's sign-in time when the request carries a live dashboard session, else null. */
-async function signedIn(c: Context<AppEnv>): Promise<number | null> {
+/** The sign-in time of the request's session cookie when it is this token's and within its 8 h, else null. */
+async function sessionOf(c: Context<AppEnv>): Promise<number | null> {
   const token = c.env.ADMIN_TOKEN;
   const cookie = getCookie(c, COOKIE);
   if (!token || !cookie) return null;
   const issuedAt = Number(cookie.split(".")[0]);
   const age = Date.now() - issuedAt;
   if (!Number.isSafeInteger(issuedAt) || age < -60_000 || age > SESSION_SECONDS * 1000) return null;
-  if (!(await timingSafeEqual(cookie, await sessionValue(token, issuedAt)))) return null;
+  return (await timingSafeEqual(cookie, await sessionValue(token, issuedAt))) ? issuedAt : null;
+}
+
+/** The session's sign-in time when the request carries a live dashboard session, else null. */
+async function signedIn(c: Context<AppEnv>): Promise<number | null> {
+  const issuedAt = await sessionOf(c);
+  if (issuedAt === null) return null;
+  const cookie = getCookie(c, COOKIE) as string;
   // KV unreadable: the dashboard stays usable (the cookie's HMAC and 8 h still hold); only an ended
-  // session's copy would pass meanwhile.
-  const ended = await c.env.KV.get(endedKey(cookie)).catch((e) => {
-    console.error(
-      JSON.stringify({
-        level: "warn",
-        msg: "admin session: KV unreadable, sign out not checked",
-        error: String(e),
-      }),
-    );
-    return null;
-  });
+  // session's copy would pass meanwhile. Read inside the promise chain: without the KV binding the
+  // call itself throws (sign-out still signs out; the dashboard is refused by storageForSession).
+  const ended = await Promise.resolve()
+    .then(() => c.env.KV.get(endedKey(cookie)))
+    .catch((e) => {
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "admin session: KV unreadable, sign out not checked",
+          error: String(e),
+        }),
+      );
+      return null;
+    });
   return ended === null ? issuedAt : null;
 }
 
@@ -172,6 +183,18 @@ adminDashboardRoutes.use(
   limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
 );
 
+/**
+ * The dashboard and its forms read D1 and the session's end in KV: without either binding a signed-in
+ * maintainer gets the 503 naming it (a page, through refusalsAsPages) instead of a 500. Anyone else
+ * goes on to the sign-in page or the form's "Sign in first", told nothing of the deployment; sign-in
+ * and sign-out read neither (sign-out's write to KV is best effort).
+ */
+const storageForSession: MiddlewareHandler<AppEnv> = async (c, next) =>
+  (await sessionOf(c)) === null ? next() : adminBindingsPresent(c, next);
+adminDashboardRoutes.get("/admin", storageForSession);
+adminDashboardRoutes.post("/admin/payouts/*", storageForSession);
+adminDashboardRoutes.post("/admin/refunds/*", storageForSession);
+
 /** What the page says after a form's redirect (`?notice=`). */
 const NOTICES: Record<string, string> = {
   settled: "Payout recorded.",
@@ -247,15 +270,18 @@ adminDashboardRoutes.post("/admin/logout", sameSite, async (c) => {
     // Kept until the cookie would have expired (KV's shortest lifetime is 60 s). A failed write
     // still signs this browser out; the cookie then lives to its 8 h, as before sign out was written.
     const left = Math.ceil((issuedAt + SESSION_SECONDS * 1000 - Date.now()) / 1000);
-    await c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) }).catch((e) =>
-      console.error(
-        JSON.stringify({
-          level: "warn",
-          msg: "admin sign out: the session's end could not be written to KV; a copy of its cookie works until it expires",
-          error: String(e),
-        }),
-      ),
-    );
+    // Called inside the promise chain: without the KV binding the call itself throws.
+    await Promise.resolve()
+      .then(() => c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) }))
+      .catch((e) =>
+        console.error(
+          JSON.stringify({
+            level: "warn",
+            msg: "admin sign out: the session's end could not be written to KV; a copy of its cookie works until it expires",
+            error: String(e),
+          }),
+        ),
+      );
   }
   deleteCookie(c, COOKIE, { path: "/admin", secure: true });
   return c.redirect("/admin", 303);

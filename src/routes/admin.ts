@@ -5,6 +5,7 @@ import { redactSecrets } from "../config";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
+import { adminBindingsPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
@@ -48,6 +49,8 @@ adminRoutes.use("/api/admin/*", async (c, next) => {
   });
   return auth(c, next);
 });
+// After the token: a caller without it is refused as ever (401), told nothing of the deployment.
+adminRoutes.use("/api/admin/*", adminBindingsPresent);
 
 const admin = { tags: ["admin"], security: [{ AdminToken: [] }] };
 const UNAUTHORIZED = ERROR("Missing or invalid token");
@@ -100,7 +103,7 @@ const runReconcile = operation({
     "401": UNAUTHORIZED,
     "502": ERROR("The RPC (RPC_URL) failed or did not answer JSON-RPC; nothing decided, try again"),
     "503": ERROR(
-      "No RPC_URL, or an RPC of another chain, or the run failed otherwise (logged); nothing decided",
+      "No RPC_URL, one that is no http(s) URL, an RPC of another chain, a missing DB or KV binding, or the run failed otherwise (logged); nothing decided",
     ),
   },
 });

@@ -71,6 +71,14 @@ describe("/health tells a monitor about the configuration", () => {
       "not an absolute http(s) URL: the request's origin is used",
     ],
     [{ CALL_LOG_FLUSH_MS: "2s" }, "CALL_LOG_FLUSH_MS", "not a whole number (no unit): the default is used"],
+    ...["base.example/v2/KEY", "ws://127.0.0.1:8545"].map(
+      (value) =>
+        [
+          { RPC_URL: value },
+          "RPC_URL",
+          "not an absolute http(s) URL: reconciliation does not run (the Cron's run fails naming it)",
+        ] as [Record<string, unknown>, string, string],
+    ),
     ...[{}, []].map(
       (value) =>
         [

@@ -337,6 +337,11 @@ export function problems(config, secrets, env = process.env) {
   let facilitatorHost = "";
   try {
     facilitatorHost = new URL(vars.FACILITATOR_URL ?? "").host;
+    // Another scheme parses (the Worker's gate takes it) and then fails every read of /supported.
+    if (!isHttpUrl(String(vars.FACILITATOR_URL)))
+      out.push(
+        "FACILITATOR_URL is not an http(s) URL (its value is not shown: it may hold a key): every paid call would answer 503",
+      );
   } catch {
     // Not quoted: a malformed value may still hold a provider's key, and this output is shared.
     out.push("FACILITATOR_URL is not a URL (its value is not shown: it may hold a key)");

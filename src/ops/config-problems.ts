@@ -144,6 +144,11 @@ export function configProblems(
       add(name, "not a whole number (no unit): the default is used");
   }
   const selling = x402Selling(env);
+  // A URL of another scheme passes the gate's own check (it parses) and then fails every read of
+  // /supported: paid calls 503 and /health 503 on the facilitator check, the var named nowhere.
+  const facilitator = varText(env.FACILITATOR_URL).trim();
+  if (selling && !x402Problem && URL.canParse(facilitator) && !isHttpUrl(facilitator))
+    add("FACILITATOR_URL", "not an http(s) URL: the facilitator cannot be read, paid calls answer 503", true);
   const rpc = varText(env.RPC_URL).trim();
   if (selling && !rpc) add("RPC_URL", "unset while x402 sells: reconciliation does nothing");
   if (rpcUrlProblem(rpc))

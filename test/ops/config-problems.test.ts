@@ -117,6 +117,24 @@ describe("/health tells a monitor about the configuration", () => {
     },
   );
 
+  it.each(["wss://facilitator.example/v2/KEY", "ftp://facilitator.example"])(
+    "FACILITATOR_URL %s, another scheme, while x402 sells: 503 naming it (the gate takes it, then no /supported read succeeds)",
+    async (value) => {
+      const h = await health({ ...paidEnv(), FACILITATOR_URL: value });
+      expect(h.status).toBe(503);
+      expect(h.body.checks.config.problems).toContainEqual({
+        var: "FACILITATOR_URL",
+        problem: "not an http(s) URL: the facilitator cannot be read, paid calls answer 503",
+        blocks: true,
+      });
+      expect(h.text).not.toContain("facilitator.example");
+      // Nothing sold over x402: nothing refused, nothing said.
+      expect(vars(await health({ ...env, FREE_BETA: "true", FACILITATOR_URL: value }))).not.toContain(
+        "FACILITATOR_URL",
+      );
+    },
+  );
+
   it("a Stripe key of the other mode turns cards off: 503 naming STRIPE_SECRET_KEY, never the key", async () => {
     const secret = "sk_live_health_never_shows_this_0000";
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});

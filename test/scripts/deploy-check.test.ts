@@ -288,6 +288,13 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     const said = problems(malformed, ALL_SECRETS);
     expect(said).toEqual([expect.stringMatching(/^FACILITATOR_URL is not a URL/)]);
     expect(said.join("\n")).not.toContain("MALFORMEDKEY0123456789");
+    // Another scheme parses, and every read of /supported would fail: refused, not quoted either.
+    const otherScheme = problems(
+      { ...config, vars: { ...vars, FACILITATOR_URL: "wss://x402.example/v2/MALFORMEDKEY0123456789" } },
+      ALL_SECRETS,
+    );
+    expect(otherScheme).toEqual([expect.stringMatching(/^FACILITATOR_URL is not an http\(s\) URL/)]);
+    expect(otherScheme.join("\n")).not.toContain("MALFORMEDKEY0123456789");
     // On a testnet x402.org is the right facilitator.
     const sepolia = {
       ...x402org,

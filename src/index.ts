@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { redactSecrets, x402Selling } from "./config";
 import type { Bindings } from "./env";
+import { missingBindings } from "./http/bindings";
 import { databaseSize, pruneExpired, sizeReport } from "./ops/database";
 import { sweepCheckouts } from "./payments/checkout-sweep";
 import { cronFailure, logSummary, reconcile } from "./payments/reconcile";
@@ -25,6 +26,17 @@ async function scheduled(controller: ScheduledController, env: Bindings, ctx: Ex
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
   const redacted = (fields: Record<string, unknown>) =>
     redactSecrets(JSON.stringify({ cron: controller.cron, ...fields }), env);
+  // Without DB or KV every part failed on its own TypeError (five lines, none naming the binding),
+  // and without KV alone the sweep could grant a pack whose first call's answer had nowhere to go
+  // and reconciliation could send a refund without reading its hand-paid copy: the run does nothing,
+  // one line says why, and it fails naming the binding, as calls answer 503 (http/bindings.ts).
+  const missing = missingBindings(env);
+  if (missing.length) {
+    const line = { level: "error", msg: "storage binding missing: the Cron's run did nothing", missing };
+    console.error(redacted(line));
+    controller.noRetry();
+    throw new Error(redacted(line));
+  }
   const [reconciled, stats, pruned, swept] = await Promise.allSettled([
     reconcile(env),
     refreshPublishedStats(env),

@@ -12,8 +12,8 @@ import { logOncePerValue } from "./log-once";
  */
 const NEEDED = ["DB", "KV"] as const;
 
-/** The needed bindings this deployment lacks, by name (a binding has no value to leak). */
-const missingBindings = (env: Bindings): string[] => NEEDED.filter((name) => !env[name]);
+/** The needed bindings this deployment lacks, by name (a binding has no value to leak); the Cron's run reads it too. */
+export const missingBindings = (env: Bindings): string[] => NEEDED.filter((name) => !env[name]);
 
 /** What a browser is shown instead of the JSON refusal: the route's own page, naming no binding. */
 export type RefusalPage = (c: Context<AppEnv>) => Response | Promise<Response>;

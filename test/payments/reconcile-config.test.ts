@@ -62,6 +62,24 @@ describe("an RPC_URL that is no http(s) URL", () => {
   });
 });
 
+describe.each(["DB", "KV"])("the Cron without the %s binding", (name) => {
+  it("does nothing, logs one line naming it, and fails naming it (not a TypeError per part)", async () => {
+    const bindings: Record<string, unknown> = { ...env };
+    delete bindings[name];
+    const { thrown, all } = await cronLines(bindings);
+    expect(all).toEqual([
+      {
+        cron: "*/5 * * * *",
+        level: "error",
+        msg: "storage binding missing: the Cron's run did nothing",
+        missing: [name],
+      },
+    ]);
+    expect(thrown).toContain(`"missing":["${name}"]`);
+    expect(thrown).not.toContain("TypeError");
+  });
+});
+
 describe("POST /api/admin/reconcile with an RPC that fails", () => {
   it("answers 502 saying so (never a bare 500), without the RPC URL, which may carry a key", async () => {
     const token = "reconcile-rpc-down-0123456789";

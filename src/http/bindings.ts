@@ -83,13 +83,19 @@ export const successPageBindings = (page: RefusalPage) => ({
   reveal: requireBindings(both, BUYER_READ, page),
 });
 
+const ADMIN_REFUSED =
+  "admin reads and decisions are refused until the operator restores it; nothing was changed";
+
 /**
  * Admin (/api/admin/* and the dashboard's reads and forms), once the caller is known to hold the
- * token: every one reads or writes D1, a refund decision writes its copy to KV (what keeps the
- * wallet from paying it again after a D1 restore) and the dashboard's sign-out lives there. Without
- * either they answered a 500, or recorded a decision whose copy could never be written.
+ * token: every one reads or writes D1 (without it they answered a 500). KV is needed only where
+ * adminBindingsPresent says: the rest (the ledger, payouts and their settling, claims, a run of
+ * reconciliation, the dashboard) answer without it as they did.
  */
-export const adminBindingsPresent = requireBindings(
-  both,
-  "admin reads and decisions are refused until the operator restores it; nothing was changed",
-);
+export const adminDbPresent = requireBindings(dbOnly, ADMIN_REFUSED);
+
+/**
+ * A refund decision (API and dashboard): its copy goes to KV, what keeps the wallet from paying it
+ * again after a D1 restore. Without KV it recorded a decision whose copy could never be written.
+ */
+export const adminBindingsPresent = requireBindings(both, ADMIN_REFUSED);

@@ -7,7 +7,7 @@ import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
-import { adminBindingsPresent } from "../http/bindings";
+import { adminBindingsPresent, adminDbPresent } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
@@ -86,7 +86,7 @@ async function signedIn(c: Context<AppEnv>): Promise<number | null> {
   const cookie = getCookie(c, COOKIE) as string;
   // KV unreadable: the dashboard stays usable (the cookie's HMAC and 8 h still hold); only an ended
   // session's copy would pass meanwhile. Read inside the promise chain: without the KV binding the
-  // call itself throws (sign-out still signs out; the dashboard is refused by storageForSession).
+  // call itself throws (sign-out still signs out; the dashboard reads D1 only, storageForSession).
   const ended = await Promise.resolve()
     .then(() => c.env.KV.get(endedKey(cookie)))
     .catch((e) => {
@@ -184,16 +184,20 @@ adminDashboardRoutes.use(
 );
 
 /**
- * The dashboard and its forms read D1 and the session's end in KV: without either binding a signed-in
- * maintainer gets the 503 naming it (a page, through refusalsAsPages) instead of a 500. Anyone else
- * goes on to the sign-in page or the form's "Sign in first", told nothing of the deployment; sign-in
- * and sign-out read neither (sign-out's write to KV is best effort).
+ * The dashboard and its forms read D1: without it a signed-in maintainer gets the 503 naming it (a
+ * page, through refusalsAsPages) instead of a 500; a refund decision also writes its copy to KV, so
+ * it needs both (the page and a payout answer without KV, as before: signedIn reads KV best effort).
+ * Anyone not signed in (a signed-out cookie included) goes on to the sign-in page or the form's
+ * "Sign in first", told nothing of the deployment; sign-in and sign-out read neither (sign-out's
+ * write to KV is best effort).
  */
-const storageForSession: MiddlewareHandler<AppEnv> = async (c, next) =>
-  (await sessionOf(c)) === null ? next() : adminBindingsPresent(c, next);
-adminDashboardRoutes.get("/admin", storageForSession);
-adminDashboardRoutes.post("/admin/payouts/*", storageForSession);
-adminDashboardRoutes.post("/admin/refunds/*", storageForSession);
+const storageForSession =
+  (present: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> =>
+  async (c, next) =>
+    (await signedIn(c)) === null ? next() : present(c, next);
+adminDashboardRoutes.get("/admin", storageForSession(adminDbPresent));
+adminDashboardRoutes.post("/admin/payouts/*", storageForSession(adminDbPresent));
+adminDashboardRoutes.post("/admin/refunds/*", storageForSession(adminBindingsPresent));
 
 /** What the page says after a form's redirect (`?notice=`). */
 const NOTICES: Record<string, string> = {

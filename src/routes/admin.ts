@@ -5,7 +5,7 @@ import { redactSecrets } from "../config";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
-import { adminBindingsPresent } from "../http/bindings";
+import { adminBindingsPresent, adminDbPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
@@ -50,7 +50,9 @@ adminRoutes.use("/api/admin/*", async (c, next) => {
   return auth(c, next);
 });
 // After the token: a caller without it is refused as ever (401), told nothing of the deployment.
-adminRoutes.use("/api/admin/*", adminBindingsPresent);
+// Every admin route reads D1; only a refund decision writes KV (its copy outside D1).
+adminRoutes.use("/api/admin/*", adminDbPresent);
+adminRoutes.use("/api/admin/resolve/refunds/*", adminBindingsPresent);
 
 const admin = { tags: ["admin"], security: [{ AdminToken: [] }] };
 const UNAUTHORIZED = ERROR("Missing or invalid token");

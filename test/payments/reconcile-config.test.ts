@@ -62,20 +62,43 @@ describe("an RPC_URL that is no http(s) URL", () => {
   });
 });
 
-describe.each(["DB", "KV"])("the Cron without the %s binding", (name) => {
+describe("the Cron without the DB binding", () => {
   it("does nothing, logs one line naming it, and fails naming it (not a TypeError per part)", async () => {
     const bindings: Record<string, unknown> = { ...env };
-    delete bindings[name];
+    delete bindings.DB;
     const { thrown, all } = await cronLines(bindings);
     expect(all).toEqual([
       {
         cron: "*/5 * * * *",
         level: "error",
         msg: "storage binding missing: the Cron's run did nothing",
-        missing: [name],
+        missing: ["DB"],
       },
     ]);
-    expect(thrown).toContain(`"missing":["${name}"]`);
+    expect(thrown).toContain('"missing":["DB"]');
+    expect(thrown).not.toContain("TypeError");
+  });
+});
+
+describe("the Cron without the KV binding", () => {
+  it("runs reconciliation, the prune and the size check; skips the figures and the checkout sweep, naming KV; fails naming it", async () => {
+    const bindings: Record<string, unknown> = { ...env };
+    delete bindings.KV;
+    const { thrown, all } = await cronLines(bindings);
+    // What ran: reconciliation's summary (no RPC here: skipped for that, not for KV), the prune's
+    // counts and the database's size.
+    expect(all.find((l) => l.reconcile)?.reconcile).toMatchObject({ checked: 0 });
+    expect(all.find((l) => l.pruned)).toBeDefined();
+    expect(all.find((l) => l.database)).toBeDefined();
+    // What did not: the published figures (written to KV) and the sweep (its grant runs a first call).
+    const errors = all.filter((l) => l.level === "error").map((l) => l.error);
+    expect(errors).toEqual([
+      "stats: Error: skipped: the KV binding is missing",
+      "checkout_sweep: Error: skipped: the KV binding is missing",
+    ]);
+    expect(all.find((l) => l.stats || l.checkout_sweep)).toBeUndefined();
+    expect(thrown).toContain("stats: Error: skipped: the KV binding is missing");
+    expect(thrown).toContain("checkout_sweep: Error: skipped: the KV binding is missing");
     expect(thrown).not.toContain("TypeError");
   });
 });

@@ -56,6 +56,11 @@ adminRoutes.use("/api/admin/resolve/refunds/*", adminBindingsPresent);
 
 const admin = { tags: ["admin"], security: [{ AdminToken: [] }] };
 const UNAUTHORIZED = ERROR("Missing or invalid token");
+/** Every admin route reads D1: without its binding (or with admin disabled) nothing is read or changed. */
+const NO_DB = (what: string) =>
+  ERROR(
+    `${what}: the deployment is missing its DB storage binding (or ADMIN_TOKEN is unusable, admin disabled)`,
+  );
 
 const listPayouts = operation({
   ...admin,
@@ -64,7 +69,12 @@ const listPayouts = operation({
   operationId: "admin_list_payouts",
   summary: "What is owed to each partner; ?format=csv exports the payout ledger",
   query: payoutsQuery,
-  responses: { "200": json("Owed per partner and service"), "401": UNAUTHORIZED, "422": VALIDATION },
+  responses: {
+    "200": json("Owed per partner and service"),
+    "401": UNAUTHORIZED,
+    "422": VALIDATION,
+    "503": NO_DB("Nothing read"),
+  },
 });
 const settlePayouts = operation({
   ...admin,
@@ -83,6 +93,7 @@ const settlePayouts = operation({
       "Nothing recorded: nothing owed, the rows owed up to through_id do not sum to amount_usd (owed_usd says what they sum to now), or tx_hash is already another batch",
     ),
     "422": VALIDATION,
+    "503": NO_DB("Nothing recorded"),
   },
 });
 const listPayments = operation({
@@ -92,7 +103,12 @@ const listPayments = operation({
   operationId: "admin_list_payments",
   summary: "x402 ledger: settled payments with totals",
   query: paymentsQuery,
-  responses: { "200": json("Ledger rows"), "401": UNAUTHORIZED, "422": VALIDATION },
+  responses: {
+    "200": json("Ledger rows"),
+    "401": UNAUTHORIZED,
+    "422": VALIDATION,
+    "503": NO_DB("Nothing read"),
+  },
 });
 const runReconcile = operation({
   ...admin,
@@ -105,7 +121,7 @@ const runReconcile = operation({
     "401": UNAUTHORIZED,
     "502": ERROR("The RPC (RPC_URL) failed or did not answer JSON-RPC; nothing decided, try again"),
     "503": ERROR(
-      "No RPC_URL, one that is no http(s) URL, an RPC of another chain, a missing DB or KV binding, or the run failed otherwise (logged); nothing decided",
+      "No RPC_URL, one that is no http(s) URL, an RPC of another chain, a missing DB binding, or the run failed otherwise (logged); nothing decided",
     ),
   },
 });
@@ -161,7 +177,7 @@ const resolveHeld = operation({
     ),
     "422": VALIDATION,
     "503": ERROR(
-      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After); or recorded, but its copy outside D1 (KV, what keeps the wallet from paying it again after a D1 restore) could not be written: send the same decision again",
+      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After); or recorded, but its copy outside D1 (KV, what keeps the wallet from paying it again after a D1 restore) could not be written: send the same decision again; or the deployment is missing a storage binding (DB; for a refund, KV too, where its copy goes): nothing recorded",
     ),
   },
 });

@@ -166,3 +166,21 @@ describe("the dashboard without the DB binding", () => {
     expect(await ended.text()).not.toContain("storage binding");
   });
 });
+
+describe("openapi.json", () => {
+  it("declares the 503 a missing binding answers on the admin routes that had none", async () => {
+    const doc = await (await send("/openapi.json", {}, full)).json<{
+      paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
+    }>();
+    for (const [path, method] of [
+      ["/api/admin/payments", "get"],
+      ["/api/admin/payouts", "get"],
+      ["/api/admin/payouts/{partner_id}/settle", "post"],
+      ["/api/admin/resolve/{table}/{key}", "post"],
+      ["/api/admin/reconcile", "post"],
+    ] as const)
+      expect(doc.paths[path]?.[method]?.responses["503"]?.description, path).toMatch(
+        /missing (its|a) (DB )?storage binding|a missing DB binding/,
+      );
+  });
+});

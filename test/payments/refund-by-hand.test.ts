@@ -191,6 +191,23 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     expect(unchecked.status).toBe(503);
     expect(unchecked.headers.get("retry-after")).toBe("30");
     expect(await row(expired)).toMatchObject({ status: "owed", resolved_at: null });
+    // An RPC_URL that is no http(s) URL is not read: the 503 names the var, never its value.
+    for (const rpc of ["rpc.example/v2/SECRETKEY123", "ws://127.0.0.1:8545"]) {
+      const res = await createApp().fetch(
+        new Request(`https://skills.test/api/admin/resolve/refunds/${expired}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ tx_hash: hash(), amount_micro: 3000 }),
+        }),
+        { ...adminEnv, RPC_URL: rpc },
+      );
+      expect(res.status).toBe(503);
+      const { detail } = await res.json<{ detail: string }>();
+      expect(detail).toBe(
+        `Refund ${expired}: cannot check the chain for the wallet's send; nothing recorded (RPC_URL is not an absolute http(s) URL (its value is not shown))`,
+      );
+      expect(await row(expired)).toMatchObject({ status: "owed", resolved_at: null });
+    }
   });
 
   it("a refund that landed from the operating wallet is 409; an unknown id 404; one transfer pays one refund", async () => {

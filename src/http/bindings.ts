@@ -2,6 +2,10 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Bindings } from "../env";
 import { detail } from "./errors";
 import { logOncePerValue } from "./log-once";
+import { wantsHtml } from "./wants-html";
+
+/** Retry-After (seconds) of a refusal whose page tells a buyer to come back in a few minutes. */
+const PAGE_RETRY_AFTER_S = 120;
 
 /**
  * The storage bindings a call needs: D1 holds the payment claims, ledger, credits and call log, KV
@@ -25,14 +29,18 @@ function refuse(c: Context<AppEnv>, what: string, page?: RefusalPage) {
     msg: "storage binding missing: calls refused",
     missing,
   });
-  if (page && (c.req.header("accept") ?? "").includes("text/html")) return page(c);
+  if (page) {
+    // The page says to try again in a few minutes: a client that retries on its own is told when.
+    c.header("Retry-After", String(PAGE_RETRY_AFTER_S));
+    if (wantsHtml(c)) return page(c);
+  }
   return detail(c, 503, `This deployment is missing its ${missing.join(" and ")} storage binding: ${what}`);
 }
 
 /**
  * A step passing the call on while `present` holds, else a 503 (`what` says what is refused) naming
- * every needed binding that is missing; or, to a browser (Accept: text/html) when `page` is given,
- * that page. Its pass-through is `next()`'s own promise: no async frame on a skill's chain
+ * every needed binding that is missing; or, to a browser (wants-html.ts) when `page` is given,
+ * that page (both with Retry-After then). Its pass-through is `next()`'s own promise: no async frame on a skill's chain
  * (http/chain.ts).
  */
 const requireBindings =

@@ -105,6 +105,29 @@ describe("a storage binding missing from the deployment", () => {
     },
   );
 
+  it.each([
+    ["TEXT/HTML", "html"],
+    ["text/html;q=0", "json"],
+    ["application/json, text/html;q=0.1", "json"],
+    ["text/html;q=0.5, application/json;q=0.4", "html"],
+    ["*/*", "json"],
+    ["", "json"],
+  ])(
+    "without DB the success page's choice of a page or JSON reads Accept %j's q-values and case: %s",
+    async (accept, kind) => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const res = await createApp().fetch(
+        new Request("https://skills.test/checkout/success?session_id=cs_test_abc", {
+          headers: accept ? { accept } : {},
+        }),
+        without("DB", { ...env }),
+      );
+      expect(res.status).toBe(503);
+      expect(res.headers.get("content-type")).toMatch(kind === "html" ? /^text\/html/ : /^application\/json/);
+      errors.mockRestore();
+    },
+  );
+
   it.each(["DB", "KV"])(
     "without %s the success page a card buyer's browser lands on is a 503 page saying the payment is safe, naming no binding; JSON clients keep the JSON",
     async (name) => {
@@ -130,9 +153,12 @@ describe("a storage binding missing from the deployment", () => {
         expect(page).toContain("Your payment is safe");
         expect(page).toContain('href="/checkout/success?session_id=cs_test_abc"');
         expect(page).not.toMatch(/binding|\bDB\b|\bKV\b/);
+        // The page says to try again in a few minutes: so does the header.
+        expect(res.headers.get("retry-after")).toBe("120");
       }
       const json = await createApp().fetch(reveal({ accept: "application/json" }), without(name, { ...env }));
       expect(json.status).toBe(503);
+      expect(json.headers.get("retry-after")).toBe("120");
       expect((await json.json<{ detail: string }>()).detail).toMatch(
         new RegExp(`^This deployment is missing its ${name} storage binding`),
       );

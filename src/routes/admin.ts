@@ -50,9 +50,8 @@ adminRoutes.use("/api/admin/*", async (c, next) => {
   return auth(c, next);
 });
 // After the token: a caller without it is refused as ever (401), told nothing of the deployment.
-// Every admin route reads D1; only a refund decision writes KV (its copy outside D1).
+// Every admin route reads D1; only a refund decision writes KV (its copy outside D1): refundNeedsKv.
 adminRoutes.use("/api/admin/*", adminDbPresent);
-adminRoutes.use("/api/admin/resolve/refunds/*", adminBindingsPresent);
 
 const admin = { tags: ["admin"], security: [{ AdminToken: [] }] };
 const UNAUTHORIZED = ERROR("Missing or invalid token");
@@ -278,7 +277,15 @@ function wrongOutcome(c: Context<AppEnv>, table: keyof typeof OUTCOMES, outcome:
  * Never races the Worker: a refund the wallet may be sending and a claim that is not held are
  * refused. The same body again answers the recorded row.
  */
-adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
+/**
+ * A refund decision writes its copy to KV, so it needs both bindings, refused before its body is
+ * read. A step on the route, not a `use` on a refunds path: a static segment beside :table would
+ * send every request of the app through Hono's TrieRouter (test/http/router.test.ts).
+ */
+const refundNeedsKv: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.req.param("table") === "refunds" ? adminBindingsPresent(c, next) : next();
+
+adminRoutes.post(resolveHeld.route, refundNeedsKv, resolveHeld.validate, async (c) => {
   const table = c.req.param("table");
   const key = c.req.param("key");
   const body = c.req.valid("json");

@@ -11,6 +11,7 @@ import { adminBindingsPresent, adminDbPresent } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
+import { wantsHtml } from "../http/wants-html";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
@@ -152,7 +153,7 @@ const refusalsAsPages: MiddlewareHandler<AppEnv> = async (c, next) => {
   const res = c.res;
   const s = res.status;
   const shown = c.req.method === "POST" ? (s >= 400 && s < 500 && s !== 405) || s === 503 : s === 503;
-  if (!shown || !(c.req.header("accept") ?? "").includes("text/html")) return;
+  if (!shown || !wantsHtml(c)) return;
   if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return;
   const messages = refusalMessages(
     await res

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { generatePrivateKey } from "viem/accounts";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
@@ -73,6 +73,34 @@ const walletSends = (id: string) =>
     amount: 3000n,
     reason: "test refund",
   });
+
+describe("the operating wallet's send without the KV binding", () => {
+  it("signs nothing: the refund stays owed and says why (a hand record's copy cannot be read)", async () => {
+    const id = await refund({ hold: null });
+    const fetches = vi.spyOn(globalThis, "fetch");
+    const { KV: _gone, ...withoutKv } = tryEnv as typeof tryEnv & { KV?: unknown };
+    const sent = await sendRecordedRefund(withoutKv as typeof tryEnv, {
+      requestId: id,
+      payer: PAYER,
+      network: env.X402_NETWORK,
+      asset: env.USDC_ADDRESS,
+      amount: 3000n,
+      reason: "test refund",
+    });
+    const calls = fetches.mock.calls.length;
+    fetches.mockRestore();
+    expect(sent).toEqual({ status: "owed", amount: 3000n, transaction: null });
+    expect(calls).toBe(0);
+    const after = await env.DB.prepare("SELECT status, tx_hash, error FROM refunds WHERE request_id = ?1")
+      .bind(id)
+      .first<Record<string, unknown>>();
+    expect(after).toEqual({
+      status: "owed",
+      tx_hash: null,
+      error: "the KV binding is missing: a refund is not sent until its hand records can be read",
+    });
+  });
+});
 
 describe("POST /api/admin/resolve/refunds/{request_id}", () => {
   it("records a held refund as paid by hand; the same body again answers it; the payouts view lists it refunded", async () => {

@@ -34,7 +34,7 @@ const { LIMITS, PERIOD_SECONDS } = await import("../src/payments/rate-limit-figu
 const { mailtoAddress } = await import("../src/contact-email.ts");
 // The Worker's own checks, so the two cannot drift: what it would refuse (503) is refused here.
 const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
-const { isHttpUrl, stripeApiBaseProblem } = await import("../src/config-urls.ts");
+const { isHttpUrl, rpcUrlProblem, stripeApiBaseProblem } = await import("../src/config-urls.ts");
 const { flag, SWITCH_WORD, SWITCHES, WHOLE_NUMBER, WHOLE_NUMBERS } = await import("../src/var-text.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -337,6 +337,11 @@ export function problems(config, secrets, env = process.env) {
   let facilitatorHost = "";
   try {
     facilitatorHost = new URL(vars.FACILITATOR_URL ?? "").host;
+    // Another scheme parses (the Worker's gate takes it) and then fails every read of /supported.
+    if (!isHttpUrl(String(vars.FACILITATOR_URL)))
+      out.push(
+        "FACILITATOR_URL is not an http(s) URL (its value is not shown: it may hold a key): every paid call would answer 503",
+      );
   } catch {
     // Not quoted: a malformed value may still hold a provider's key, and this output is shared.
     out.push("FACILITATOR_URL is not a URL (its value is not shown: it may hold a key)");
@@ -386,9 +391,9 @@ export function problems(config, secrets, env = process.env) {
 }
 
 /**
- * X402_NETWORK, USDC_ADDRESS, PAY_TO beside each other, BASE_URL and the facilitator's path, as
- * the Worker reads them (src/payments/x402-gate.ts configProblem, src/config.ts): what it would
- * refuse (503) or, for BASE_URL, ignore.
+ * X402_NETWORK, USDC_ADDRESS, PAY_TO beside each other, BASE_URL, RPC_URL and the facilitator's
+ * path, as the Worker reads them (src/payments/x402-gate.ts configProblem, src/config.ts,
+ * src/config-urls.ts): what it would refuse (503) or, for BASE_URL, ignore.
  */
 function x402VarProblems(vars) {
   const out = [];
@@ -404,6 +409,10 @@ function x402VarProblems(vars) {
     out.push(
       `BASE_URL "${base}" is not an absolute http(s) URL (e.g. https://skills.example.com): the Worker would ignore it`,
     );
+  // RPC_URL as a var (as a secret its value is not seen here): what the Worker's reconciliation
+  // refuses to read, naming it (src/config-urls.ts).
+  const rpc = rpcUrlProblem(String(vars.RPC_URL ?? "").trim());
+  if (rpc) out.push(`${rpc}: every reconciliation run would fail; give the provider's https:// endpoint`);
   if (URL.canParse(String(vars.FACILITATOR_URL ?? ""))) {
     // The client appends /supported, /verify and /settle to the base URL itself.
     const { pathname } = new URL(String(vars.FACILITATOR_URL));

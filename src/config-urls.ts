@@ -7,6 +7,15 @@
 export const isHttpUrl = (value: string) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol);
 
 /**
+ * RPC_URL (read as trimmed text; unset is ""): reconciliation reads the chain through viem's http
+ * transport, which takes an http(s) URL only. Anything else (no scheme, ws://) failed every Cron run
+ * on its first read with viem's "HTTP request failed … Invalid URL", the var named nowhere. Never
+ * quoted: a provider's key is in the URL.
+ */
+export const RPC_URL_NOT_HTTP = "RPC_URL is not an absolute http(s) URL (its value is not shown)";
+export const rpcUrlProblem = (rpc: string) => (rpc !== "" && !isHttpUrl(rpc) ? RPC_URL_NOT_HTTP : undefined);
+
+/**
  * STRIPE_API_BASE (the local emulator's origin): one that is no absolute http(s) URL made every
  * checkout and webhook a 500, and in live mode anything but Stripe's own host (or loopback) would
  * be sent the live key. Only the host is quoted.

@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { redactSecrets, x402Selling } from "./config";
 import type { Bindings } from "./env";
+import { missingBindings } from "./http/bindings";
 import { databaseSize, pruneExpired, sizeReport } from "./ops/database";
 import { sweepCheckouts } from "./payments/checkout-sweep";
 import { cronFailure, logSummary, reconcile } from "./payments/reconcile";
@@ -25,11 +26,30 @@ async function scheduled(controller: ScheduledController, env: Bindings, ctx: Ex
   // The summary's errors (per row) and a failed run can quote the RPC URL: redacted before logging.
   const redacted = (fields: Record<string, unknown>) =>
     redactSecrets(JSON.stringify({ cron: controller.cron, ...fields }), env);
+  // Without DB every part failed on its own TypeError (five lines, none naming the binding): the
+  // run does nothing, one line says why, and it fails naming it, as calls answer 503
+  // (http/bindings.ts). Without KV alone the parts that need it are skipped, the rest run:
+  // reconciliation reads KV only for a refund's hand-paid copy, and a send that cannot read it is
+  // not signed (the refund stays owed); the published figures are written to KV; and the sweep's
+  // grant runs the pack's first call, whose answer and the skills' caches may go to KV (the webhook
+  // refuses its events without KV too, and Stripe's paid sessions wait for either). The run then
+  // fails naming KV.
+  const missing = missingBindings(env);
+  const line = { level: "error", msg: "storage binding missing: the Cron's run did nothing", missing };
+  if (missing.includes("DB")) {
+    console.error(redacted(line));
+    controller.noRetry();
+    throw new Error(redacted(line));
+  }
+  const noKv = missing.length > 0;
+  const skippedNoKv = async () => {
+    throw new Error("skipped: the KV binding is missing");
+  };
   const [reconciled, stats, pruned, swept] = await Promise.allSettled([
     reconcile(env),
-    refreshPublishedStats(env),
+    noKv ? skippedNoKv() : refreshPublishedStats(env),
     pruneExpired(env.DB),
-    sweepCheckouts(env, (run) => ctx.waitUntil(run)),
+    noKv ? skippedNoKv() : sweepCheckouts(env, (run) => ctx.waitUntil(run)),
   ]);
   const failures: string[] = [];
   const failed = (part: string, reason: unknown) => {

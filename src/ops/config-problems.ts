@@ -9,7 +9,7 @@ import {
   stripeSetupProblem,
   x402Selling,
 } from "../config";
-import { isHttpUrl } from "../config-urls";
+import { isHttpUrl, rpcUrlProblem } from "../config-urls";
 import type { Bindings } from "../env";
 import { partnerConfig } from "../partners/config";
 import { receiptKey } from "../payments/receipt-key";
@@ -144,8 +144,18 @@ export function configProblems(
       add(name, "not a whole number (no unit): the default is used");
   }
   const selling = x402Selling(env);
-  if (selling && !varText(env.RPC_URL).trim())
-    add("RPC_URL", "unset while x402 sells: reconciliation does nothing");
+  // A URL of another scheme passes the gate's own check (it parses) and then fails every read of
+  // /supported: paid calls 503 and /health 503 on the facilitator check, the var named nowhere.
+  const facilitator = varText(env.FACILITATOR_URL).trim();
+  if (selling && !x402Problem && URL.canParse(facilitator) && !isHttpUrl(facilitator))
+    add("FACILITATOR_URL", "not an http(s) URL: the facilitator cannot be read, paid calls answer 503", true);
+  const rpc = varText(env.RPC_URL).trim();
+  if (selling && !rpc) add("RPC_URL", "unset while x402 sells: reconciliation does nothing");
+  if (rpcUrlProblem(rpc))
+    add(
+      "RPC_URL",
+      "not an absolute http(s) URL: reconciliation does not run (the Cron's run fails naming it)",
+    );
   if (selling && partnersEnabled(env) && !operatingKey(env))
     add("PARTNER_PAYER_KEY", "unset or not a private key: x402-priced partners answer 502, refunds wait");
   if (adminTokenProblem(env))

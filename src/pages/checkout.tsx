@@ -441,3 +441,27 @@ export function CancelPage({ skill, skillId }: { skill: Skill | undefined; skill
     </Layout>
   );
 }
+
+/**
+ * The success page while this deployment cannot read its records (a storage binding missing): the
+ * browser Stripe sent back is told its payment is safe and to come back, never why (the JSON
+ * refusal names the binding for API clients and /health for the operator). `retry`: this page's own
+ * address, the key's Reveal included (its form is shown again there).
+ */
+export function CheckoutUnavailablePage({ retry }: { retry: string }) {
+  return (
+    <Layout title="Checkout page unavailable">
+      <h1>This page cannot be shown right now</h1>
+      <p class="lead">Your payment is safe, and credits already bought are kept.</p>
+      <p>
+        Our records cannot be read for a moment. Try again in a few minutes: if you were revealing your key,
+        press Reveal my key again there.
+      </p>
+      <p>
+        <a class="button" href={retry}>
+          Try again
+        </a>
+      </p>
+    </Layout>
+  );
+}

@@ -1,4 +1,5 @@
 import { operatingKey, redactSecrets } from "../config";
+import { rpcUrlProblem } from "../config-urls";
 import type { Bindings } from "../env";
 import { varText } from "../var-text";
 import type { PricingConfig } from "./config";
@@ -31,6 +32,9 @@ export async function operatingBalance(
   try {
     const { privateKeyToAccount } = await import("../signer");
     wallet = privateKeyToAccount(key).address;
+    // Not handed to viem (its "HTTP request failed … Invalid URL" named no var): said by name.
+    const malformed = rpcUrlProblem(rpc);
+    if (malformed) throw new Error(malformed);
     const { createPublicClient, http, parseAbi } = await import("../net/rpc-client");
     const client = createPublicClient({ transport: http(rpc, { timeout: BALANCE_READ_MS, retryCount: 0 }) });
     const micros = await client.readContract({

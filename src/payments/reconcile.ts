@@ -1,4 +1,5 @@
 import { operatingKey, redactSecrets } from "../config";
+import { rpcUrlProblem } from "../config-urls";
 import type { Bindings } from "../env";
 import { varText } from "../var-text";
 import { countedReader, type Drained, drainQueue, SEND_COST, type Spent } from "./reconcile-budget";
@@ -103,12 +104,16 @@ export function cronFailure(summary: ReconcileSummary): string | undefined {
 }
 
 /**
- * Whether a run's summary asks for a person: a claim it held (needs_person), or a refund it left
- * owed (held, or a send that did not settle). Logged at "warn" then, so an alert on warn lines sees
- * it: at "info" such a run read as a success, and the Cron showed one.
+ * Whether a run's summary asks for a person: a claim it held (needs_person), a refund it left
+ * owed (held, or a send that did not settle), or a run skipped for its configuration (RPC_URL no
+ * http(s) URL, an RPC of another chain; an unset RPC_URL only while x402 sells). Logged at "warn"
+ * then, so an alert on warn lines sees it: at "info" such a run read as a success, and the Cron
+ * showed one.
  */
 export const summaryLevel = (summary: ReconcileSummary, sellsX402 = false): "info" | "warn" =>
-  summary.needs_person.length || summary.refunds_owed || (sellsX402 && summary.skipped === SKIP_NO_RPC)
+  summary.needs_person.length ||
+  summary.refunds_owed ||
+  (summary.skipped && (sellsX402 || summary.skipped !== SKIP_NO_RPC))
     ? "warn"
     : "info";
 
@@ -185,6 +190,9 @@ export async function reconcile(env: Bindings, reader?: ChainReader): Promise<Re
   // Read as text (var-text.ts): an unquoted number or table here made every run throw.
   const rpc = varText(env.RPC_URL).trim();
   if (!reader && !rpc) return { ...summary, skipped: SKIP_NO_RPC };
+  // Said in the summary (the Cron's run fails naming the var; admin's 503 says it), not read.
+  const malformed = reader ? undefined : rpcUrlProblem(rpc);
+  if (malformed) return { ...summary, skipped: malformed };
   const spent: Spent = { n: 0 };
   const chain = countedReader(reader ?? (await rpcChainReader(rpc)), spent);
   const network = varText(env.X402_NETWORK);

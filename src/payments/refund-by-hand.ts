@@ -1,4 +1,5 @@
 import { redactSecrets } from "../config";
+import { rpcUrlProblem } from "../config-urls";
 import type { Bindings } from "../env";
 import { varText } from "../var-text";
 import { type ChainReader, rpcChainReader } from "./reconcile-chain";
@@ -71,6 +72,9 @@ async function checkWalletSend(
     };
   const rpc = varText(env.RPC_URL).trim();
   if (!given && !rpc) return unavailable("RPC_URL is not set");
+  // Said by name instead of viem's "HTTP request failed … Invalid URL" (its value is not shown).
+  const malformed = given ? undefined : rpcUrlProblem(rpc);
+  if (malformed) return unavailable(malformed);
   let d: Decision;
   try {
     const chain = given ?? (await rpcChainReader(rpc));

@@ -614,6 +614,13 @@ async function sendRefund(env: Bindings, r: RecordedRefund) {
       ok: false as const,
       error: "no operating wallet configured (PARTNER_PAYER_KEY unset or not a 0x private key)",
     };
+  // Without KV the hand records' copies cannot be read, and a refund a person paid would be paid
+  // again: nothing is signed (said here, not left to the read's TypeError).
+  if (!(env as Partial<Bindings>).KV)
+    return {
+      ok: false as const,
+      error: "the KV binding is missing: a refund is not sent until its hand records can be read",
+    };
   // A person recorded it by hand and D1 no longer says so (restored to before the record): the
   // person's transfer used no nonce of ours, so the chain would take this one too. Held for them.
   const byHand = await handRecordOf(env, r.requestId);

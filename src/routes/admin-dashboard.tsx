@@ -7,9 +7,11 @@ import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
+import { adminBindingsPresent, adminDbPresent } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
+import { wantsHtml } from "../http/wants-html";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
 import { databaseSize } from "../ops/database";
 import { AdminDashboardPage, AdminLoginPage } from "../pages/admin";
@@ -67,27 +69,37 @@ const csrfValue = (token: string, issuedAt: number) => hmac(token, `admin-dashbo
  */
 const endedKey = (cookie: string) => `admin-session-ended:${cookie}`;
 
-/** The session's sign-in time when the request carries a live dashboard session, else null. */
-async function signedIn(c: Context<AppEnv>): Promise<number | null> {
+/** The sign-in time of the request's session cookie when it is this token's and within its 8 h, else null. */
+async function sessionOf(c: Context<AppEnv>): Promise<number | null> {
   const token = c.env.ADMIN_TOKEN;
   const cookie = getCookie(c, COOKIE);
   if (!token || !cookie) return null;
   const issuedAt = Number(cookie.split(".")[0]);
   const age = Date.now() - issuedAt;
   if (!Number.isSafeInteger(issuedAt) || age < -60_000 || age > SESSION_SECONDS * 1000) return null;
-  if (!(await timingSafeEqual(cookie, await sessionValue(token, issuedAt)))) return null;
+  return (await timingSafeEqual(cookie, await sessionValue(token, issuedAt))) ? issuedAt : null;
+}
+
+/** The session's sign-in time when the request carries a live dashboard session, else null. */
+async function signedIn(c: Context<AppEnv>): Promise<number | null> {
+  const issuedAt = await sessionOf(c);
+  if (issuedAt === null) return null;
+  const cookie = getCookie(c, COOKIE) as string;
   // KV unreadable: the dashboard stays usable (the cookie's HMAC and 8 h still hold); only an ended
-  // session's copy would pass meanwhile.
-  const ended = await c.env.KV.get(endedKey(cookie)).catch((e) => {
-    console.error(
-      JSON.stringify({
-        level: "warn",
-        msg: "admin session: KV unreadable, sign out not checked",
-        error: String(e),
-      }),
-    );
-    return null;
-  });
+  // session's copy would pass meanwhile. Read inside the promise chain: without the KV binding the
+  // call itself throws (sign-out still signs out; the dashboard reads D1 only, storageForSession).
+  const ended = await Promise.resolve()
+    .then(() => c.env.KV.get(endedKey(cookie)))
+    .catch((e) => {
+      console.error(
+        JSON.stringify({
+          level: "warn",
+          msg: "admin session: KV unreadable, sign out not checked",
+          error: String(e),
+        }),
+      );
+      return null;
+    });
   return ended === null ? issuedAt : null;
 }
 
@@ -141,7 +153,7 @@ const refusalsAsPages: MiddlewareHandler<AppEnv> = async (c, next) => {
   const res = c.res;
   const s = res.status;
   const shown = c.req.method === "POST" ? (s >= 400 && s < 500 && s !== 405) || s === 503 : s === 503;
-  if (!shown || !(c.req.header("accept") ?? "").includes("text/html")) return;
+  if (!shown || !wantsHtml(c)) return;
   if (!(res.headers.get("content-type") ?? "").startsWith("application/json")) return;
   const messages = refusalMessages(
     await res
@@ -171,6 +183,22 @@ adminDashboardRoutes.use(
   "/admin/*",
   limitBody(MAX_FORM_BYTES, (c) => detail(c, 413, `Request body larger than ${MAX_FORM_BYTES} bytes`)),
 );
+
+/**
+ * The dashboard and its forms read D1: without it a signed-in maintainer gets the 503 naming it (a
+ * page, through refusalsAsPages) instead of a 500; a refund decision also writes its copy to KV, so
+ * it needs both (the page and a payout answer without KV, as before: signedIn reads KV best effort).
+ * Anyone not signed in (a signed-out cookie included) goes on to the sign-in page or the form's
+ * "Sign in first", told nothing of the deployment; sign-in and sign-out read neither (sign-out's
+ * write to KV is best effort).
+ */
+const storageForSession =
+  (present: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> =>
+  async (c, next) =>
+    (await signedIn(c)) === null ? next() : present(c, next);
+adminDashboardRoutes.get("/admin", storageForSession(adminDbPresent));
+adminDashboardRoutes.post("/admin/payouts/*", storageForSession(adminDbPresent));
+adminDashboardRoutes.post("/admin/refunds/*", storageForSession(adminBindingsPresent));
 
 /** What the page says after a form's redirect (`?notice=`). */
 const NOTICES: Record<string, string> = {
@@ -247,15 +275,18 @@ adminDashboardRoutes.post("/admin/logout", sameSite, async (c) => {
     // Kept until the cookie would have expired (KV's shortest lifetime is 60 s). A failed write
     // still signs this browser out; the cookie then lives to its 8 h, as before sign out was written.
     const left = Math.ceil((issuedAt + SESSION_SECONDS * 1000 - Date.now()) / 1000);
-    await c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) }).catch((e) =>
-      console.error(
-        JSON.stringify({
-          level: "warn",
-          msg: "admin sign out: the session's end could not be written to KV; a copy of its cookie works until it expires",
-          error: String(e),
-        }),
-      ),
-    );
+    // Called inside the promise chain: without the KV binding the call itself throws.
+    await Promise.resolve()
+      .then(() => c.env.KV.put(endedKey(cookie), "1", { expirationTtl: Math.max(60, left + 60) }))
+      .catch((e) =>
+        console.error(
+          JSON.stringify({
+            level: "warn",
+            msg: "admin sign out: the session's end could not be written to KV; a copy of its cookie works until it expires",
+            error: String(e),
+          }),
+        ),
+      );
   }
   deleteCookie(c, COOKIE, { path: "/admin", secure: true });
   return c.redirect("/admin", 303);

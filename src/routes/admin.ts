@@ -5,6 +5,7 @@ import { redactSecrets } from "../config";
 import { ERROR, json, operation, VALIDATION } from "../discovery/operation";
 import type { AppEnv } from "../env";
 import { adminTokenRefused } from "../http/admin-token";
+import { adminBindingsPresent, adminDbPresent } from "../http/bindings";
 import { detail } from "../http/errors";
 import { validationResponse, zodItems } from "../http/validation";
 import { TX_HASH, TX_HASH_RULE, usdToMicros } from "../money";
@@ -48,9 +49,17 @@ adminRoutes.use("/api/admin/*", async (c, next) => {
   });
   return auth(c, next);
 });
+// After the token: a caller without it is refused as ever (401), told nothing of the deployment.
+// Every admin route reads D1; only a refund decision writes KV (its copy outside D1): refundNeedsKv.
+adminRoutes.use("/api/admin/*", adminDbPresent);
 
 const admin = { tags: ["admin"], security: [{ AdminToken: [] }] };
 const UNAUTHORIZED = ERROR("Missing or invalid token");
+/** Every admin route reads D1: without its binding (or with admin disabled) nothing is read or changed. */
+const NO_DB = (what: string) =>
+  ERROR(
+    `${what}: the deployment is missing its DB storage binding (or ADMIN_TOKEN is unusable, admin disabled)`,
+  );
 
 const listPayouts = operation({
   ...admin,
@@ -59,7 +68,12 @@ const listPayouts = operation({
   operationId: "admin_list_payouts",
   summary: "What is owed to each partner; ?format=csv exports the payout ledger",
   query: payoutsQuery,
-  responses: { "200": json("Owed per partner and service"), "401": UNAUTHORIZED, "422": VALIDATION },
+  responses: {
+    "200": json("Owed per partner and service"),
+    "401": UNAUTHORIZED,
+    "422": VALIDATION,
+    "503": NO_DB("Nothing read"),
+  },
 });
 const settlePayouts = operation({
   ...admin,
@@ -78,6 +92,7 @@ const settlePayouts = operation({
       "Nothing recorded: nothing owed, the rows owed up to through_id do not sum to amount_usd (owed_usd says what they sum to now), or tx_hash is already another batch",
     ),
     "422": VALIDATION,
+    "503": NO_DB("Nothing recorded"),
   },
 });
 const listPayments = operation({
@@ -87,7 +102,12 @@ const listPayments = operation({
   operationId: "admin_list_payments",
   summary: "x402 ledger: settled payments with totals",
   query: paymentsQuery,
-  responses: { "200": json("Ledger rows"), "401": UNAUTHORIZED, "422": VALIDATION },
+  responses: {
+    "200": json("Ledger rows"),
+    "401": UNAUTHORIZED,
+    "422": VALIDATION,
+    "503": NO_DB("Nothing read"),
+  },
 });
 const runReconcile = operation({
   ...admin,
@@ -100,7 +120,7 @@ const runReconcile = operation({
     "401": UNAUTHORIZED,
     "502": ERROR("The RPC (RPC_URL) failed or did not answer JSON-RPC; nothing decided, try again"),
     "503": ERROR(
-      "No RPC_URL, or an RPC of another chain, or the run failed otherwise (logged); nothing decided",
+      "No RPC_URL, one that is no http(s) URL, an RPC of another chain, a missing DB binding, or the run failed otherwise (logged); nothing decided",
     ),
   },
 });
@@ -156,7 +176,7 @@ const resolveHeld = operation({
     ),
     "422": VALIDATION,
     "503": ERROR(
-      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After); or recorded, but its copy outside D1 (KV, what keeps the wallet from paying it again after a D1 restore) could not be written: send the same decision again",
+      "Nothing recorded: a refund the operating wallet sent needs the chain read (RPC_URL) to be recorded by hand, and it is unset, failing or on another chain (Retry-After); or recorded, but its copy outside D1 (KV, what keeps the wallet from paying it again after a D1 restore) could not be written: send the same decision again; or the deployment is missing a storage binding (DB; for a refund, KV too, where its copy goes): nothing recorded",
     ),
   },
 });
@@ -257,7 +277,15 @@ function wrongOutcome(c: Context<AppEnv>, table: keyof typeof OUTCOMES, outcome:
  * Never races the Worker: a refund the wallet may be sending and a claim that is not held are
  * refused. The same body again answers the recorded row.
  */
-adminRoutes.post(resolveHeld.route, resolveHeld.validate, async (c) => {
+/**
+ * A refund decision writes its copy to KV, so it needs both bindings, refused before its body is
+ * read. A step on the route, not a `use` on a refunds path: a static segment beside :table would
+ * send every request of the app through Hono's TrieRouter (test/http/router.test.ts).
+ */
+const refundNeedsKv: MiddlewareHandler<AppEnv> = (c, next) =>
+  c.req.param("table") === "refunds" ? adminBindingsPresent(c, next) : next();
+
+adminRoutes.post(resolveHeld.route, refundNeedsKv, resolveHeld.validate, async (c) => {
   const table = c.req.param("table");
   const key = c.req.param("key");
   const body = c.req.valid("json");

@@ -4,11 +4,18 @@ import * as z from "zod";
 import { publicConfig } from "../config";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
-import { dbBindingPresent, revealBindingsPresent } from "../http/bindings";
+import { successPageBindings } from "../http/bindings";
 import { limitBody } from "../http/body-limit";
 import { detail } from "../http/errors";
 import { queryParams, validationResponse, zodItems } from "../http/validation";
-import { CancelPage, packEnd, type RevealState, SuccessPage, successRefresh } from "../pages/checkout";
+import {
+  CancelPage,
+  CheckoutUnavailablePage,
+  packEnd,
+  type RevealState,
+  SuccessPage,
+  successRefresh,
+} from "../pages/checkout";
 import { storedAnswerView } from "../pages/stored-answer";
 import { firstPayloadResult, runLogged, withFirstResult } from "../payments/checkout-first-call";
 import { findSession, type SessionRow, settleSession } from "../payments/checkout-sessions";
@@ -36,9 +43,16 @@ checkoutPageRoutes.use("/checkout/*", async (c, next) => {
   await next();
 });
 // Per client IP, before anything reads D1 or Stripe (the cancel page reads neither); after the
-// bindings' 503 (sessions live in D1: without it a 500; the Reveal's first call may store in KV).
-checkoutPageRoutes.get("/checkout/success", dbBindingPresent); // HEAD too (Hono)
-checkoutPageRoutes.post("/checkout/success", revealBindingsPresent);
+// bindings' 503 (sessions live in D1: without it a 500; the Reveal's first call may store in KV),
+// which a browser sees as a page saying its payment is safe. The page's address is the request's
+// own path and query, the Reveal's included: a GET of it shows the form again.
+const bindingsRefused = successPageBindings((c) =>
+  c.html(<CheckoutUnavailablePage retry={`${c.req.path}${new URL(c.req.url).search}`} />, 503, {
+    "cache-control": "no-store",
+  }),
+);
+checkoutPageRoutes.get("/checkout/success", bindingsRefused.view); // HEAD too (Hono)
+checkoutPageRoutes.post("/checkout/success", bindingsRefused.reveal);
 checkoutPageRoutes.use("/checkout/success", checkoutPageQuota);
 
 // An empty id is a string as FastAPI's `session_id: str` takes it (spec: 422 only when missing): it gets the

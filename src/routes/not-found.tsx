@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { detail } from "../http/errors";
+import { wantsHtml } from "../http/wants-html";
 import { PageNotFound } from "../pages/not-found";
 import { REFINERY_SKILL_PATH } from "../partners/refinery-skill";
 import { skills } from "../skills/registry";
@@ -39,8 +40,6 @@ function trailingSlashTarget(c: Context, allowedMethods: (path: string) => strin
   target.pathname = path || "/";
   return target.href;
 }
-
-const wantsHtml = (c: Context) => (c.req.header("accept") ?? "").includes("text/html");
 
 /**
  * Unmatched requests: a near-miss skill URL is a 308 to the canonical one (fetch and `curl -L`

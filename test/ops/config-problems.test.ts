@@ -71,6 +71,14 @@ describe("/health tells a monitor about the configuration", () => {
       "not an absolute http(s) URL: the request's origin is used",
     ],
     [{ CALL_LOG_FLUSH_MS: "2s" }, "CALL_LOG_FLUSH_MS", "not a whole number (no unit): the default is used"],
+    ...["base.example/v2/KEY", "ws://127.0.0.1:8545"].map(
+      (value) =>
+        [
+          { RPC_URL: value },
+          "RPC_URL",
+          "not an absolute http(s) URL: reconciliation does not run (the Cron's run fails naming it)",
+        ] as [Record<string, unknown>, string, string],
+    ),
     ...[{}, []].map(
       (value) =>
         [
@@ -106,6 +114,24 @@ describe("/health tells a monitor about the configuration", () => {
         "not text: a number or boolean is read as its text, a table or array refused (write it as a JSON string); quote it in wrangler.toml",
       );
       expect(said.join(" ")).not.toContain("as unset");
+    },
+  );
+
+  it.each(["wss://facilitator.example/v2/KEY", "ftp://facilitator.example"])(
+    "FACILITATOR_URL %s, another scheme, while x402 sells: 503 naming it (the gate takes it, then no /supported read succeeds)",
+    async (value) => {
+      const h = await health({ ...paidEnv(), FACILITATOR_URL: value });
+      expect(h.status).toBe(503);
+      expect(h.body.checks.config.problems).toContainEqual({
+        var: "FACILITATOR_URL",
+        problem: "not an http(s) URL: the facilitator cannot be read, paid calls answer 503",
+        blocks: true,
+      });
+      expect(h.text).not.toContain("facilitator.example");
+      // Nothing sold over x402: nothing refused, nothing said.
+      expect(vars(await health({ ...env, FREE_BETA: "true", FACILITATOR_URL: value }))).not.toContain(
+        "FACILITATOR_URL",
+      );
     },
   );
 

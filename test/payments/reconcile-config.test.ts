@@ -6,11 +6,16 @@ import { cronRun } from "../fixtures/cron";
 afterEach(() => vi.restoreAllMocks());
 
 /** The Cron's reconcile summary line, as parsed, from console.warn and the lines cronRun kept. */
-async function reconcileLine(bindings: object) {
+async function reconcileLine(bindings: object, rpcUrl?: string) {
+  return (await cronLines(bindings, rpcUrl)).all.find((l) => l.reconcile);
+}
+
+/** The Cron's run: what it threw, and every line it logged (console.warn too), parsed. */
+async function cronLines(bindings: object, rpcUrl?: string) {
   const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
-  const { lines } = await cronRun(bindings);
+  const { thrown, lines } = await cronRun(bindings, rpcUrl);
   const all = [...lines, ...warn.mock.calls.map((c) => String(c[0]))].map((l) => JSON.parse(l));
-  return all.find((l) => l.reconcile);
+  return { thrown, all };
 }
 
 describe("reconciliation without RPC_URL", () => {
@@ -24,6 +29,77 @@ describe("reconciliation without RPC_URL", () => {
     expect(await reconcileLine({ ...env, FREE_BETA: "false", X402_ENABLED: "false" })).toMatchObject({
       level: "info",
     });
+  });
+});
+
+describe("an RPC_URL that is no http(s) URL", () => {
+  const NAMED = "RPC_URL is not an absolute http(s) URL (its value is not shown)";
+
+  it.each(["rpc.example/v2/SECRETKEY123", "ws://127.0.0.1:8545"])(
+    "%s: the Cron's run fails naming the var (not viem's HTTP request failed), at warn, without its value",
+    async (rpc) => {
+      const { thrown, all } = await cronLines({ ...env, FREE_BETA: "true" }, rpc);
+      expect(all.find((l) => l.reconcile)).toMatchObject({ level: "warn", reconcile: { skipped: NAMED } });
+      expect(thrown).toContain(`reconcile: ${NAMED}`);
+      const text = `${thrown}\n${JSON.stringify(all)}`;
+      expect(text).not.toContain("HTTP request failed");
+      expect(text).not.toContain("SECRETKEY123");
+    },
+  );
+
+  it("POST /api/admin/reconcile answers 503 saying so; nothing decided", async () => {
+    const token = "reconcile-rpc-malformed-0123456789";
+    const res = await createApp().fetch(
+      new Request("https://skills.test/api/admin/reconcile", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+      }),
+      { ...env, ADMIN_TOKEN: token, RPC_URL: "rpc.example/v2/SECRETKEY123" },
+    );
+    expect(res.status).toBe(503);
+    const body = await res.json<{ skipped: string; checked: number }>();
+    expect(body).toMatchObject({ skipped: NAMED, checked: 0 });
+  });
+});
+
+describe("the Cron without the DB binding", () => {
+  it("does nothing, logs one line naming it, and fails naming it (not a TypeError per part)", async () => {
+    const bindings: Record<string, unknown> = { ...env };
+    delete bindings.DB;
+    const { thrown, all } = await cronLines(bindings);
+    expect(all).toEqual([
+      {
+        cron: "*/5 * * * *",
+        level: "error",
+        msg: "storage binding missing: the Cron's run did nothing",
+        missing: ["DB"],
+      },
+    ]);
+    expect(thrown).toContain('"missing":["DB"]');
+    expect(thrown).not.toContain("TypeError");
+  });
+});
+
+describe("the Cron without the KV binding", () => {
+  it("runs reconciliation, the prune and the size check; skips the figures and the checkout sweep, naming KV; fails naming it", async () => {
+    const bindings: Record<string, unknown> = { ...env };
+    delete bindings.KV;
+    const { thrown, all } = await cronLines(bindings);
+    // What ran: reconciliation's summary (no RPC here: skipped for that, not for KV), the prune's
+    // counts and the database's size.
+    expect(all.find((l) => l.reconcile)?.reconcile).toMatchObject({ checked: 0 });
+    expect(all.find((l) => l.pruned)).toBeDefined();
+    expect(all.find((l) => l.database)).toBeDefined();
+    // What did not: the published figures (written to KV) and the sweep (its grant runs a first call).
+    const errors = all.filter((l) => l.level === "error").map((l) => l.error);
+    expect(errors).toEqual([
+      "stats: Error: skipped: the KV binding is missing",
+      "checkout_sweep: Error: skipped: the KV binding is missing",
+    ]);
+    expect(all.find((l) => l.stats || l.checkout_sweep)).toBeUndefined();
+    expect(thrown).toContain("stats: Error: skipped: the KV binding is missing");
+    expect(thrown).toContain("checkout_sweep: Error: skipped: the KV binding is missing");
+    expect(thrown).not.toContain("TypeError");
   });
 });
 

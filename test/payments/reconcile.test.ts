@@ -1143,6 +1143,43 @@ describe("the cron and the admin trigger", () => {
     warn.mockRestore();
   });
 
+  it("a run skipped for its RPC is at warn when the RPC is wrong (another chain, no http(s) URL); an unset one only while x402 sells", () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const line = (fields: Record<string, unknown>) => JSON.stringify(fields);
+    const levels = () => [
+      ...log.mock.calls.map((c) => ["log", JSON.parse(String(c[0])).level]),
+      ...warn.mock.calls.map((c) => ["warn", JSON.parse(String(c[0])).level]),
+    ];
+    for (const sells of [false, true])
+      logSummary(
+        { ...emptySummary(), skipped: "RPC_URL serves chain 1, X402_NETWORK is eip155:84532" },
+        line,
+        sells,
+      );
+    logSummary(
+      { ...emptySummary(), skipped: "RPC_URL is not an absolute http(s) URL (its value is not shown)" },
+      line,
+    );
+    expect(levels()).toEqual([
+      ["warn", "warn"],
+      ["warn", "warn"],
+      ["warn", "warn"],
+    ]);
+    log.mockClear();
+    warn.mockClear();
+    // Unset: nothing to reconcile while nothing is sold by x402 (card credits only), a warn while it is.
+    logSummary({ ...emptySummary(), skipped: "RPC_URL is not set" }, line, false);
+    expect(levels()).toEqual([["log", "info"]]);
+    logSummary({ ...emptySummary(), skipped: "RPC_URL is not set" }, line, true);
+    expect(levels()).toEqual([
+      ["log", "info"],
+      ["warn", "warn"],
+    ]);
+    log.mockRestore();
+    warn.mockRestore();
+  });
+
   it("redactSecrets hides the RPC URL and its path, and keeps the provider's origin", () => {
     const e = { ...env, RPC_URL: "https://base.example.com/v2/KEY123?token=T" };
     expect(redactSecrets("URL: https://base.example.com/v2/KEY123?token=T failed", e)).toBe(

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { generatePrivateKey } from "viem/accounts";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { reconcile } from "../../src/payments/reconcile";
 import type { ChainReader } from "../../src/payments/reconcile-chain";
@@ -73,6 +73,34 @@ const walletSends = (id: string) =>
     amount: 3000n,
     reason: "test refund",
   });
+
+describe("the operating wallet's send without the KV binding", () => {
+  it("signs nothing: the refund stays owed and says why (a hand record's copy cannot be read)", async () => {
+    const id = await refund({ hold: null });
+    const fetches = vi.spyOn(globalThis, "fetch");
+    const { KV: _gone, ...withoutKv } = tryEnv as typeof tryEnv & { KV?: unknown };
+    const sent = await sendRecordedRefund(withoutKv as typeof tryEnv, {
+      requestId: id,
+      payer: PAYER,
+      network: env.X402_NETWORK,
+      asset: env.USDC_ADDRESS,
+      amount: 3000n,
+      reason: "test refund",
+    });
+    const calls = fetches.mock.calls.length;
+    fetches.mockRestore();
+    expect(sent).toEqual({ status: "owed", amount: 3000n, transaction: null });
+    expect(calls).toBe(0);
+    const after = await env.DB.prepare("SELECT status, tx_hash, error FROM refunds WHERE request_id = ?1")
+      .bind(id)
+      .first<Record<string, unknown>>();
+    expect(after).toEqual({
+      status: "owed",
+      tx_hash: null,
+      error: "the KV binding is missing: a refund is not sent until its hand records can be read",
+    });
+  });
+});
 
 describe("POST /api/admin/resolve/refunds/{request_id}", () => {
   it("records a held refund as paid by hand; the same body again answers it; the payouts view lists it refunded", async () => {
@@ -191,6 +219,23 @@ describe("POST /api/admin/resolve/refunds/{request_id}", () => {
     expect(unchecked.status).toBe(503);
     expect(unchecked.headers.get("retry-after")).toBe("30");
     expect(await row(expired)).toMatchObject({ status: "owed", resolved_at: null });
+    // An RPC_URL that is no http(s) URL is not read: the 503 names the var, never its value.
+    for (const rpc of ["rpc.example/v2/SECRETKEY123", "ws://127.0.0.1:8545"]) {
+      const res = await createApp().fetch(
+        new Request(`https://skills.test/api/admin/resolve/refunds/${expired}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ tx_hash: hash(), amount_micro: 3000 }),
+        }),
+        { ...adminEnv, RPC_URL: rpc },
+      );
+      expect(res.status).toBe(503);
+      const { detail } = await res.json<{ detail: string }>();
+      expect(detail).toBe(
+        `Refund ${expired}: cannot check the chain for the wallet's send; nothing recorded (RPC_URL is not an absolute http(s) URL (its value is not shown))`,
+      );
+      expect(await row(expired)).toMatchObject({ status: "owed", resolved_at: null });
+    }
   });
 
   it("a refund that landed from the operating wallet is 409; an unknown id 404; one transfer pays one refund", async () => {

@@ -288,6 +288,13 @@ describe("deploy-check (npm run deploy refuses an incomplete configuration)", ()
     const said = problems(malformed, ALL_SECRETS);
     expect(said).toEqual([expect.stringMatching(/^FACILITATOR_URL is not a URL/)]);
     expect(said.join("\n")).not.toContain("MALFORMEDKEY0123456789");
+    // Another scheme parses, and every read of /supported would fail: refused, not quoted either.
+    const otherScheme = problems(
+      { ...config, vars: { ...vars, FACILITATOR_URL: "wss://x402.example/v2/MALFORMEDKEY0123456789" } },
+      ALL_SECRETS,
+    );
+    expect(otherScheme).toEqual([expect.stringMatching(/^FACILITATOR_URL is not an http\(s\) URL/)]);
+    expect(otherScheme.join("\n")).not.toContain("MALFORMEDKEY0123456789");
     // On a testnet x402.org is the right facilitator.
     const sepolia = {
       ...x402org,
@@ -422,11 +429,25 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
     ]);
   }, 60_000);
 
-  it("refuses a BASE_URL without a scheme and a facilitator URL that names an operation", async () => {
+  it("refuses a BASE_URL without a scheme, an RPC_URL that is no http(s) URL and a facilitator URL that names an operation", async () => {
     expect(await withVars({ BASE_URL: "skills.example.com" })).toEqual([
       expect.stringMatching(/^BASE_URL "skills.example.com" is not an absolute http\(s\) URL/),
     ]);
     expect(await withVars({ BASE_URL: "https://skills.example.com" })).toEqual([]);
+    // RPC_URL as a var: what reconciliation refuses to read is refused here, never quoted.
+    for (const rpc of [
+      "base-mainnet.example/v2/RPCKEY0123456789",
+      "wss://base.example/v2/RPCKEY0123456789",
+    ]) {
+      const said = await withVars({ RPC_URL: rpc });
+      expect(said).toEqual([
+        expect.stringMatching(
+          /^RPC_URL is not an absolute http\(s\) URL \(its value is not shown\): every reconciliation run would fail/,
+        ),
+      ]);
+      expect(said.join("\n")).not.toContain("RPCKEY0123456789");
+    }
+    expect(await withVars({ RPC_URL: "https://base-mainnet.example/v2/RPCKEY0123456789" })).toEqual([]);
     expect(
       await withVars({ FACILITATOR_URL: "https://api.cdp.coinbase.com/platform/v2/x402/verify" }),
     ).toEqual([expect.stringMatching(/^FACILITATOR_URL ends in \/verify: give the facilitator's base URL/)]);

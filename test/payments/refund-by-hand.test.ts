@@ -64,8 +64,8 @@ const row = (requestId: string) =>
     .first<Record<string, unknown>>();
 const nowS = () => Math.floor(Date.now() / 1000);
 /** Reconciliation (or a racing request) sending test refund `id` (3000) from the operating wallet. */
-const walletSends = (id: string) =>
-  sendRecordedRefund(tryEnv, {
+const walletSends = (id: string, e: typeof tryEnv = tryEnv) =>
+  sendRecordedRefund(e, {
     requestId: id,
     payer: PAYER,
     network: env.X402_NETWORK,
@@ -79,14 +79,7 @@ describe("the operating wallet's send without the KV binding", () => {
     const id = await refund({ hold: null });
     const fetches = vi.spyOn(globalThis, "fetch");
     const { KV: _gone, ...withoutKv } = tryEnv as typeof tryEnv & { KV?: unknown };
-    const sent = await sendRecordedRefund(withoutKv as typeof tryEnv, {
-      requestId: id,
-      payer: PAYER,
-      network: env.X402_NETWORK,
-      asset: env.USDC_ADDRESS,
-      amount: 3000n,
-      reason: "test refund",
-    });
+    const sent = await walletSends(id, withoutKv as typeof tryEnv);
     const calls = fetches.mock.calls.length;
     fetches.mockRestore();
     expect(sent).toEqual({ status: "owed", amount: 3000n, transaction: null });

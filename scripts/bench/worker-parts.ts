@@ -7,6 +7,7 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { createApp } from "../../src/app";
 import type { AppEnv } from "../../src/env";
+import { afterAnswerOf } from "../../src/http/after-response";
 import { answerError } from "../../src/http/app-error";
 import { bindingsPresent } from "../../src/http/bindings";
 import { limitBody } from "../../src/http/body-limit";
@@ -126,17 +127,19 @@ function handlerVariant(skill: Skill, drop: string): Step {
       };
     case "serialize": // JSON.stringify instead of serializeOutput
       return async (c) => {
-        const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
+        const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"), afterAnswerOf(c));
         return answer(c, JSON.stringify(out));
       };
     case "run": // no run, no shaping, no serialization: the first call's answer text
       return async (c) => {
-        fixed ??= serializeOutput(await runSkill(skill, c.get("body"), c.env, c.get("requestId")));
+        fixed ??= serializeOutput(
+          await runSkill(skill, c.get("body"), c.env, c.get("requestId"), afterAnswerOf(c)),
+        );
         return answer(c, fixed);
       };
     default:
       return async (c) => {
-        const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"));
+        const out = await runSkill(skill, c.get("body"), c.env, c.get("requestId"), afterAnswerOf(c));
         return answer(c, serializeOutput(out));
       };
   }

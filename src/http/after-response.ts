@@ -41,11 +41,13 @@ export async function afterResponse(c: Context<AppEnv>, work: Promise<unknown>) 
  * shared-load.ts); work still pending then is cancelled too.
  */
 export function outlastingClient<T>(c: Context<AppEnv>, work: Promise<T>): Promise<T> {
+  // Without an ExecutionContext (app.fetch in tests) awaiting it is all there is.
+  const ctx = executionCtxOf(c);
   try {
     // Its failure is the awaiting caller's to handle; waitUntil only keeps it alive.
-    c.executionCtx.waitUntil(work.catch(() => undefined));
+    ctx?.waitUntil(work.catch(() => undefined));
   } catch {
-    // No ExecutionContext (app.fetch in tests): awaiting it is all there is.
+    // A waitUntil that refuses it: the caller's await still holds it.
   }
   return work;
 }

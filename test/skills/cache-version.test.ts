@@ -45,10 +45,12 @@ describe("the cache's VERSION", () => {
 
   it("keeps a line for every VERSION up to the current one", () => {
     // VERSION also changes when only values change (v6-v9 did): two lines may share a digest. A
-    // bump whose line is missing, or a line edited into another VERSION's, leaves a gap.
+    // bump whose line is missing, or the first line renamed to the new VERSION, leaves the list
+    // short of FIRST..VERSION. A digest edited in place on the current line no test can tell from a
+    // new shape's first pin: that one is review's.
+    const FIRST = 9;
     const numbers = Object.keys(SHAPES).map((v) => Number(v.slice(1)));
-    const first = Math.min(...numbers);
     const current = Number(VERSION.slice(1));
-    expect(numbers).toEqual(Array.from({ length: current - first + 1 }, (_, k) => first + k));
+    expect(numbers).toEqual(Array.from({ length: current - FIRST + 1 }, (_, k) => FIRST + k));
   });
 });

@@ -120,7 +120,11 @@ function handlerVariant(skill: Skill, drop: string): Step {
   switch (drop) {
     case "assert": // runSkill without assertOutputSize
       return async (c) => {
-        const out = await skill.run(c.get("body") as never, { env: c.env, requestId: c.get("requestId") });
+        const out = await skill.run(c.get("body") as never, {
+          env: c.env,
+          requestId: c.get("requestId"),
+          waitUntil: afterAnswerOf(c),
+        });
         const shaped =
           skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
         return answer(c, serializeOutput(shaped));

@@ -82,6 +82,10 @@ describe("admin without the KV binding", () => {
     const csv = await answer(2);
     expect(csv.status).toBe(200);
     expect(csv.text.split("\n")[0]).toMatch(/,/);
+    // The database is shared with the project's other files: whatever they left owed is settled
+    // first (200), so the second settle is the refusal a partner with nothing owed gets.
+    const drained = await send("/api/admin/payouts/pricefeed/settle", jsonPost({ tx_hash: hash() }), e);
+    expect([200, 409]).toContain(drained.status);
     const settle = await answer(3);
     expect(settle.status).toBe(409);
     expect(settle.text).toContain("Nothing is owed");

@@ -80,8 +80,22 @@ async function sessionOf(c: Context<AppEnv>): Promise<number | null> {
   return (await timingSafeEqual(cookie, await sessionValue(token, issuedAt))) ? issuedAt : null;
 }
 
-/** The session's sign-in time when the request carries a live dashboard session, else null. */
-async function signedIn(c: Context<AppEnv>): Promise<number | null> {
+/**
+ * The session's sign-in time when the request carries a live dashboard session, else null. Asked
+ * once per request: the storage step in front of a page or form asks first, then its handler (each
+ * ask is an HMAC and a KV read, and without KV a warn line).
+ */
+const sessions = new WeakMap<Request, Promise<number | null>>();
+function signedIn(c: Context<AppEnv>): Promise<number | null> {
+  let session = sessions.get(c.req.raw);
+  if (!session) {
+    session = liveSession(c);
+    sessions.set(c.req.raw, session);
+  }
+  return session;
+}
+
+async function liveSession(c: Context<AppEnv>): Promise<number | null> {
   const issuedAt = await sessionOf(c);
   if (issuedAt === null) return null;
   const cookie = getCookie(c, COOKIE) as string;

@@ -226,7 +226,13 @@ function flushCalls(db: D1Database): Promise<void> {
   buffers.set(db, newBatch());
   return insertRows(db, batch.rows, batch.oldest).catch((e) =>
     console.error(
-      JSON.stringify({ level: "error", msg: "stats write failed", rows: batch.calls, error: String(e) }),
+      JSON.stringify({
+        level: "error",
+        msg: "stats write failed",
+        rows: batch.rows.length,
+        calls: batch.calls,
+        error: String(e),
+      }),
     ),
   );
 }

@@ -88,6 +88,32 @@ app.post("/__bench/offer-floor", async (c) => {
   return c.body(offer.body, 402, offer.headers);
 });
 
+/**
+ * The 402's app floor with its body as bytes (stop 40): encoded once (`bytes`), or encoded with
+ * TextEncoder on every request (`encode`). A string body is encoded by the runtime for each
+ * Response (V8's WriteUtf8); these tell what that costs against a copy, and against TextEncoder.
+ */
+let offerBytes: Uint8Array<ArrayBuffer> | undefined;
+const encoder = new TextEncoder();
+app.post("/__bench/offer-floor/bytes", async (c) => {
+  offer ??= await readOffer(c.req.url, c.env, c.executionCtx);
+  offerBytes ??= encoder.encode(offer.body) as Uint8Array<ArrayBuffer>;
+  return c.body(offerBytes, 402, offer.headers);
+});
+// The bytes and the two headers from one Headers object built once, as a Response of its own
+// (Hono's c.body builds a Headers and sets each header of the record on every answer).
+let offerHeaders: Headers | undefined;
+app.post("/__bench/offer-floor/headers", async (c) => {
+  offer ??= await readOffer(c.req.url, c.env, c.executionCtx);
+  offerBytes ??= encoder.encode(offer.body) as Uint8Array<ArrayBuffer>;
+  offerHeaders ??= new Headers(offer.headers);
+  return new Response(offerBytes, { status: 402, headers: offerHeaders });
+});
+app.post("/__bench/offer-floor/encode", async (c) => {
+  offer ??= await readOffer(c.req.url, c.env, c.executionCtx);
+  return c.body(encoder.encode(offer.body) as Uint8Array<ArrayBuffer>, 402, offer.headers);
+});
+
 async function readOffer(url: string, env: Env, ctx: Parameters<typeof app.fetch>[2]) {
   const r = await app.fetch(
     new Request(new URL("/api/skills/slugify", url), { method: "POST", body: "{}" }),

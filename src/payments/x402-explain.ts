@@ -20,14 +20,15 @@ export const explain402: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const res = c.res;
   if (res.status !== 402) return;
-  const header = res.headers.get("payment-required");
-  if (!header || !res.headers.get("content-type")?.includes("json")) return;
   const note = c.get("creditNote");
   // The gate sends the unpaid offer already explained (once per cached answer); only a note about
-  // a refused card key changes its text.
-  if (isUnpaidOffer(c)) {
-    if (note === undefined) return;
-  } else {
+  // a refused card key changes its text. Asked before the headers: reading PAYMENT-REQUIRED makes
+  // a new string of it (~2 KB) on every unpaid 402 (docs/PERFORMANCE.md, stop 40).
+  const offer = isUnpaidOffer(c);
+  if (offer && note === undefined) return;
+  const header = res.headers.get("payment-required");
+  if (!header || !res.headers.get("content-type")?.includes("json")) return;
+  if (!offer) {
     const existing = await res.clone().text();
     if (existing && existing !== "{}") return;
   }

@@ -159,52 +159,82 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
  * The D1 call log is written in batches, not once per call. An unpaid 402 is free to send, and
  * its D1 insert was the most expensive part of the cheapest answer we give (the CPU profile of the
  * 402 path, docs/PERFORMANCE.md): one write per request made every crawler and every `curl` loop a
- * D1 write load. An isolate gathers records for `CALL_LOG_FLUSH_MS` (or up to MAX_BUFFERED) and
- * writes them in one batch. Whoever flushes writes in its own request's waitUntil: the first
- * record of a batch sleeps and then flushes, a request that fills the buffer flushes at once, so no
- * promise crosses request contexts. An isolate evicted inside the window loses those records:
- * statistics, never money (ledgers and claims are written on the request path).
+ * D1 write load. An isolate gathers its calls for `CALL_LOG_FLUSH_MS`, already as the rows they
+ * will be (callRows: the calls of one group and minute are one row), and writes them in one
+ * batch after the window, or at once when MAX_BUFFERED rows are waiting. Whoever flushes writes
+ * in its own request's waitUntil: the first call of a batch sleeps and then flushes, a request
+ * that fills the buffer flushes at once, so no promise crosses request contexts. The bound is on
+ * rows, not calls: a flood of one kind of call (unpaid 402s) is one row however many calls, and
+ * counting calls flushed it every 100 of them, a D1 batch whose share was most of what the
+ * statistics cost a call (docs/PERFORMANCE.md, stop 40). An isolate evicted inside the window
+ * loses those calls: statistics, never money (ledgers and claims are written on the request path).
  * Analytics Engine is written per call: it batches on its own and costs no round trip.
  */
 const MAX_BUFFERED = 100;
 const DEFAULT_FLUSH_MS = 2_000;
-const buffers = new WeakMap<D1Database, CallRecord[]>();
-
-/** Queues one record; returns the write this request must keep alive, if it is the one to flush. */
-export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void> | undefined {
-  writeDataPoint(env, r);
-  let buf = buffers.get(env.DB);
-  if (!buf) {
-    buf = [];
-    buffers.set(env.DB, buf);
-  }
-  buf.push(r);
-  // A whole number of ms; "2s" (a unit) is the default, not NaN (which wrote each call at once).
-  const waitMs = wholeNumber(env.CALL_LOG_FLUSH_MS, DEFAULT_FLUSH_MS);
-  if (!(waitMs > 0)) return flushCalls(env.DB, false);
-  if (buf.length >= MAX_BUFFERED) return flushCalls(env.DB, true);
-  if (buf.length === 1)
-    return new Promise((ok) => setTimeout(ok, waitMs)).then(() => flushCalls(env.DB, true));
-  return undefined;
-}
-
-/** `grouped`: a batching flush (callRows); an unbatched one writes a row per call. */
-function flushCalls(db: D1Database, grouped: boolean): Promise<void> {
-  const buf = buffers.get(db);
-  if (!buf?.length) return Promise.resolve();
-  buffers.set(db, []);
-  return insertCalls(db, buf, grouped).catch((e) =>
-    console.error(
-      JSON.stringify({ level: "error", msg: "stats write failed", rows: buf.length, error: String(e) }),
-    ),
-  );
-}
 
 /** A call-log row: a call, or (`bucket` set) the calls of one group in one minute, `n` of them. */
 interface CallRow {
   r: CallRecord;
   n: number;
   bucket: number | null;
+}
+
+/** Calls gathered for one write, as rows. */
+interface Batch {
+  rows: CallRow[];
+  groups: Map<string, CallRow>;
+  calls: number;
+  /** The earliest call's time: what aged out as of then goes with the write (insertRows). */
+  oldest: number;
+}
+
+const newBatch = (): Batch => ({ rows: [], groups: new Map(), calls: 0, oldest: Number.POSITIVE_INFINITY });
+const buffers = new WeakMap<D1Database, Batch>();
+
+// CALL_LOG_FLUSH_MS read once per value, not on every call.
+let flushVar: unknown;
+let flushMs = DEFAULT_FLUSH_MS;
+function flushWindowMs(value: unknown): number {
+  if (value !== flushVar) {
+    // A whole number of ms; "2s" (a unit) is the default, not NaN (which wrote each call at once).
+    flushMs = wholeNumber(value, DEFAULT_FLUSH_MS);
+    flushVar = value;
+  }
+  return flushMs;
+}
+
+/** Queues one record; returns the write this request must keep alive, if it is the one to flush. */
+export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void> | undefined {
+  writeDataPoint(env, r);
+  const waitMs = flushWindowMs(env.CALL_LOG_FLUSH_MS);
+  const batched = waitMs > 0;
+  let batch = buffers.get(env.DB);
+  if (!batch) {
+    batch = newBatch();
+    buffers.set(env.DB, batch);
+  }
+  addCall(batch, r, batched);
+  if (!batched || batch.rows.length >= MAX_BUFFERED) return flushCalls(env.DB);
+  if (batch.calls === 1) return new Promise((ok) => setTimeout(ok, waitMs)).then(() => flushCalls(env.DB));
+  return undefined;
+}
+
+function flushCalls(db: D1Database): Promise<void> {
+  const batch = buffers.get(db);
+  if (!batch?.rows.length) return Promise.resolve();
+  buffers.set(db, newBatch());
+  return insertRows(db, batch.rows, batch.oldest).catch((e) =>
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "stats write failed",
+        rows: batch.rows.length,
+        calls: batch.calls,
+        error: String(e),
+      }),
+    ),
+  );
 }
 
 /**
@@ -223,27 +253,32 @@ interface CallRow {
  * (CALL_LOG_FLUSH_MS = 0, the unit tests; seeding), every call is a row of its own.
  */
 export function callRows(records: CallRecord[], grouped: boolean): CallRow[] {
-  const rows: CallRow[] = [];
-  const groups = new Map<string, CallRow>();
-  for (const r of records) {
-    if (!grouped || r.amountMicro > 0) {
-      rows.push({ r, n: 1, bucket: null });
-      continue;
-    }
-    const bucket = Math.floor(r.at / 60_000);
-    const durationMs = ADMITTED.includes(r.outcome) ? r.durationMs : 0;
-    const key = `${bucket}\n${r.skill}\n${r.status}\n${r.outcome}\n${r.paymentMethod}\n${r.transport}\n${durationMs}`;
-    const group = groups.get(key);
-    if (group) {
-      group.n++;
-      if (r.at > group.r.at) group.r = { ...group.r, at: r.at };
-      continue;
-    }
-    const row = { r: { ...r, durationMs }, n: 1, bucket };
-    groups.set(key, row);
-    rows.push(row);
+  const batch = newBatch();
+  for (const r of records) addCall(batch, r, grouped);
+  return batch.rows;
+}
+
+/** Adds one call to a batch: a row of its own, or one more call of its group and minute. */
+function addCall(batch: Batch, r: CallRecord, grouped: boolean) {
+  batch.calls++;
+  if (r.at < batch.oldest) batch.oldest = r.at;
+  if (!grouped || r.amountMicro > 0) {
+    batch.rows.push({ r, n: 1, bucket: null });
+    return;
   }
-  return rows;
+  const bucket = Math.floor(r.at / 60_000);
+  const durationMs = ADMITTED.includes(r.outcome) ? r.durationMs : 0;
+  const key = `${bucket}\n${r.skill}\n${r.status}\n${r.outcome}\n${r.paymentMethod}\n${r.transport}\n${durationMs}`;
+  const group = batch.groups.get(key);
+  if (group) {
+    group.n++;
+    // The group's record is its own copy (below), not a caller's.
+    if (r.at > group.r.at) group.r.at = r.at;
+    return;
+  }
+  const row = { r: { ...r, durationMs }, n: 1, bucket };
+  batch.groups.set(key, row);
+  batch.rows.push(row);
 }
 
 // D1 binds at most 100 parameters per statement: 10 rows of 10.
@@ -266,9 +301,8 @@ const insertSql = Array.from({ length: ROWS_PER_INSERT + 1 }, (_, n) => {
            DO UPDATE SET n = n + excluded.n, at = max(at, excluded.at)`;
 });
 
-async function insertCalls(db: D1Database, records: CallRecord[], grouped: boolean) {
+async function insertRows(db: D1Database, rows: CallRow[], oldest: number) {
   const statements: D1PreparedStatement[] = [];
-  const rows = callRows(records, grouped);
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     const chunk = rows.slice(i, i + ROWS_PER_INSERT);
     statements.push(
@@ -292,7 +326,7 @@ async function insertCalls(db: D1Database, records: CallRecord[], grouped: boole
   }
   // What aged out since the last flush goes with this batch, so the log keeps pace with any write
   // volume; it fails with the INSERT when D1 is full, which is why the Cron prunes too.
-  statements.push(expiredCalls(db, Math.min(...records.map((r) => r.at)), EXPIRED_PER_FLUSH));
+  statements.push(expiredCalls(db, oldest, EXPIRED_PER_FLUSH));
   await db.batch(statements);
 }
 
@@ -322,5 +356,5 @@ function writeDataPoint(env: AppEnv["Bindings"], r: CallRecord) {
 /** Writes records to both sinks at once (seeding, tests); the Analytics Engine binding is optional (absent locally). */
 export async function writeCall(env: AppEnv["Bindings"], r: CallRecord) {
   writeDataPoint(env, r);
-  await insertCalls(env.DB, [r], false);
+  await insertRows(env.DB, [{ r, n: 1, bucket: null }], r.at);
 }

@@ -87,6 +87,42 @@ describe("the rows a flush of the call log writes", () => {
     expect(await logged("call_log_burst_test")).toEqual({ rows: 1, calls: 100, last: at + 99 });
   });
 
+  it("a flood of one kind of call inside one window is one write after the window, not a write every 100 calls", async () => {
+    const at = Date.UTC(2032, 5, 4, 12);
+    const batched = { ...env, CALL_LOG_FLUSH_MS: "50" };
+    // Queued in one tick, as a flood of unpaid 402s in one isolate: only the first call's request
+    // writes (after the window). Counting calls, the 100th and the 200th wrote at once as well.
+    const writes = Array.from({ length: 250 }, (_, i) =>
+      queueCall(batched, rec({ at: at + i, skill: "call_log_flood_test" })),
+    ).filter((w) => w !== undefined);
+    expect(writes.length).toBe(1);
+    await Promise.all(writes);
+    expect(await logged("call_log_flood_test")).toEqual({ rows: 1, calls: 250, last: at + 249 });
+  });
+
+  it("100 rows waiting are written at once, without waiting for the window", async () => {
+    const at = Date.UTC(2032, 5, 5, 12);
+    const batched = { ...env, CALL_LOG_FLUSH_MS: "50" };
+    // Charged calls keep a row each: the 100th fills the buffer and its request writes them all.
+    const writes = Array.from({ length: 100 }, (_, i) =>
+      queueCall(
+        batched,
+        rec({
+          at: at + i,
+          skill: "call_log_full_test",
+          status: 200,
+          outcome: "ok",
+          paymentMethod: "x402_v2",
+          amountMicro: 3000,
+        }),
+      ),
+    );
+    expect(writes.map((w, i) => (w ? i : -1)).filter((i) => i >= 0)).toEqual([0, 99]);
+    await writes[99];
+    expect(await logged("call_log_full_test")).toEqual({ rows: 100, calls: 100, last: at + 99 });
+    await Promise.all(writes);
+  });
+
   it("later flushes (any isolate's) add to their minute's rows: a caller spreading calls over 30 groups keeps 30 rows, however many calls", async () => {
     const at = Date.UTC(2032, 5, 3, 12);
     const spread = (from: number) =>

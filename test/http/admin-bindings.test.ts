@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { adminCookie, BROWSER, ORIGIN } from "../helpers";
 
@@ -38,6 +38,10 @@ const refundRow = (id: string) =>
   env.DB.prepare("SELECT status, tx_hash, resolved_at FROM refunds WHERE request_id = ?1").bind(id).first();
 
 afterEach(() => vi.restoreAllMocks());
+// Its owed refunds are rows of no network (as before migration 0010), which reconciliation on any
+// network reads once they are a minute old: left behind, they were counted by other files' runs on
+// a network of their own (refund-by-hand's "checked: 0" found 2).
+afterAll(() => env.DB.prepare("DELETE FROM refunds WHERE request_id LIKE 'req-admin-bindings-%'").run());
 
 // Every admin route reads D1 (RPC_URL given so a run of reconciliation gets as far as the database).
 const ROUTES: [string, RequestInit][] = [

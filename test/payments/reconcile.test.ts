@@ -892,8 +892,12 @@ describe("a withheld call whose payment landed is refunded", () => {
     };
     // Minutes after it expired the log may still be on its way (an RPC's index lags): it waits.
     await age(c.requestId);
-    expect((await reconcile(tryEnv, spentNoLog(Number(owed?.valid_before) + 60))).waiting).toBe(1);
-    expect(await refundRow(c.requestId)).toMatchObject({ status: "owed" });
+    // `waiting` counts every undecided claim and refund on the shared X402_NETWORK (other files
+    // leave valid 'failed' claims): this refund is among them, still owed and not held.
+    expect(
+      (await reconcile(tryEnv, spentNoLog(Number(owed?.valid_before) + 60))).waiting,
+    ).toBeGreaterThanOrEqual(1);
+    expect(await refundRow(c.requestId)).toMatchObject({ status: "owed", hold: null });
     const reader = spentNoLog(Number(owed?.valid_before) + 3 * 3600);
     await age(c.requestId);
     const summary = await reconcile(tryEnv, reader);
@@ -1229,6 +1233,9 @@ describe("the cron and the admin trigger", () => {
       e,
     );
     const body = await view.json<{ reconciliations: { ref: string; outcome: string; evidence: string }[] }>();
-    expect(body.reconciliations[0]).toMatchObject({ ref, outcome: "released", evidence: "test evidence" });
+    expect(body.reconciliations.find((r) => r.ref === ref)).toMatchObject({
+      outcome: "released",
+      evidence: "test evidence",
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { adminCookie, BROWSER, ORIGIN } from "../helpers";
 
@@ -38,13 +38,19 @@ const refundRow = (id: string) =>
   env.DB.prepare("SELECT status, tx_hash, resolved_at FROM refunds WHERE request_id = ?1").bind(id).first();
 
 afterEach(() => vi.restoreAllMocks());
+// Its owed refunds are rows of no network (as before migration 0010), which reconciliation on any
+// network reads once they are a minute old: left behind, they were counted by other files' runs on
+// a network of their own (refund-by-hand's "checked: 0" found 2).
+afterAll(() => env.DB.prepare("DELETE FROM refunds WHERE request_id LIKE 'req-admin-bindings-%'").run());
 
 // Every admin route reads D1 (RPC_URL given so a run of reconciliation gets as far as the database).
 const ROUTES: [string, RequestInit][] = [
   ["/api/admin/payments", { headers: bearer }],
   ["/api/admin/payouts", { headers: bearer }],
   ["/api/admin/payouts?format=csv", { headers: bearer }],
-  ["/api/admin/payouts/pricefeed/settle", jsonPost({ tx_hash: `0x${"cd".repeat(32)}` })],
+  // A transfer of its own: a hash another file recorded (call-stats pays notifyhook with 0xcdcd…)
+  // is refused as already recorded before "Nothing is owed" is said.
+  ["/api/admin/payouts/pricefeed/settle", jsonPost({ tx_hash: hash() })],
   ["/api/admin/reconcile", { method: "POST", headers: bearer }],
   [
     "/api/admin/resolve/refunds/req-admin-bindings",

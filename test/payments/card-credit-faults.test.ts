@@ -279,7 +279,9 @@ describe("the spends' record", () => {
   it("the Cron deletes them too, each kind by its index", async () => {
     const r = await rows();
     const pruned = await pruneExpired(env.DB);
-    expect(pruned.card_spends).toEqual({ deleted: 2, more: false });
+    // Over the whole shared D1: this test's two expired rows, and any other file left.
+    expect(pruned.card_spends.deleted).toBeGreaterThanOrEqual(2);
+    expect(pruned.card_spends.more).toBe(false);
     expect(await left(r.all)).toEqual(r.left.sort());
     // The statement's SQL, as expiredSpends writes it.
     const sql = expiredSpends({ prepare: (q: string) => ({ bind: () => q }) } as never, 0, 10, true);

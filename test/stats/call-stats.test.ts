@@ -620,6 +620,14 @@ describe("x402 calls against the facilitator double are measured with method and
     expect(await lastRows(1)).toEqual([
       { status: 502, outcome: "settlement_unconfirmed", payment_method: "x402_v2", amount_micro: 0 },
     ]);
+    // Its claim ('failed', still inside its validity) is one reconciliation on X402_NETWORK would
+    // wait on: left behind, test/payments/reconcile.test.ts counted it (waiting 2, not 1).
+    const claim = await env.DB.prepare(
+      "DELETE FROM payment_nonces WHERE request_id = ?1 AND status = 'failed'",
+    )
+      .bind(unconfirmed.res.headers.get("x-request-id"))
+      .run();
+    expect(claim.meta.changes).toBe(1);
   });
 });
 

@@ -126,9 +126,11 @@ describe("what the caller's body costs is the caller's", () => {
 
   it("a body trickled for a minute adds nothing to the skill's server time", async () => {
     const since = Date.now();
-    // A clock moved only by the caller's body: both of recordCall's clocks read it.
+    // A clock moved only by the caller's body: both of recordCall's clocks read it. The minute it
+    // trickles ends at the real time, not a minute ahead: a row logged in the future fell in the
+    // next minute of other files' `at >= their start` reads of slugify (the project shares one D1).
     let clock = 0;
-    const wall = Date.now();
+    const wall = Date.now() - 60_000;
     vi.spyOn(performance, "now").mockImplementation(() => clock);
     vi.spyOn(Date, "now").mockImplementation(() => wall + clock);
     const parts = ['{"text"', ': "hello"}'];

@@ -1,11 +1,14 @@
 import { sha256Hex } from "../../digest";
 import type { Bindings } from "../../env";
 import { netConfig } from "../../net/config";
+import { jsonByteLength, MAX_OUTPUT_BYTES } from "./output-size";
 
 /**
  * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.
  * Best effort: a KV failure never fails the call. Only what `compute` returns is cached: an error it
- * throws (a refusal, an upstream's 502/504) is not.
+ * throws (a refusal, an upstream's 502/504) is not, nor a value over the answer cap (MAX_OUTPUT_BYTES):
+ * runSkill refuses its answer with a 422, and a cached copy would only have served that 422 again from
+ * KV on every hit.
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served (a changed
@@ -41,6 +44,8 @@ export async function cached<T>(
     // A cache that cannot be read is a miss.
   }
   const value = await compute();
+  // Measured before it is written out: the walk stops at the cap, where JSON.stringify would build it all.
+  if (jsonByteLength(value) > MAX_OUTPUT_BYTES) return { value, cache: "miss" };
   // A miss's write is the next caller's gain, not this one's: it runs after the answer, which waited
   // for it before (a KV write on every miss). Serialized now, before the skill goes on with `value`.
   // A cache that cannot be written costs a recomputation next time, nothing more.

@@ -413,8 +413,7 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   const kept: ChildNode[] = [];
   for (const node of parent.children) {
     if (isTag(node)) {
-      const own =
-        "hidden" in node.attribs || "style" in node.attribs ? ownRendering(node.attribs) : undefined;
+      const own = "hidden" in node.attribs || "style" in node.attribs ? ownRendering(node) : undefined;
       if (own && !own.rendered) {
         dropped = true;
         continue;

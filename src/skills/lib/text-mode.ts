@@ -172,13 +172,13 @@ type Node = Parameters<FormatCallback>[0];
  */
 const written = (child: Node) => {
   if (child.type !== "tag") return child.type === "text" && !/^\s*$/.test(child.data ?? "");
-  const own = ownRendering(child.attribs);
+  const own = ownRendering(child);
   const invisible = own.visibility === "hidden" || blanked.has(child);
   return own.rendered && (!invisible || showsAgain(child));
 };
 
 /** A list's child that takes a number: a rendered item, visible or not (its marker's place stays). */
-const numbered = (child: Node) => child.name === "li" && ownRendering(child.attribs).rendered;
+const numbered = (child: Node) => child.name === "li" && ownRendering(child).rendered;
 
 /**
  * The elements blank has emptied (their style, which said so, is gone by then): an item or quote
@@ -205,7 +205,7 @@ function showsAgain(elem: Node): boolean {
     visibilityWork.visits++;
     if (node.type !== "tag" || NEVER_SHOWN.has(node.name ?? "")) continue;
     if (node.name === "dialog" && !("open" in (node.attribs ?? {}))) continue;
-    const own = ownRendering(node.attribs);
+    const own = ownRendering(node);
     if (own.rendered && (own.visibility === "visible" || showsAgain(node))) {
       shows = true;
       break;
@@ -270,7 +270,7 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
  * walked as its tag is (`hidden="until-found"` is shown: see UNSHOWN).
  */
 const shownOnly: FormatCallback = (elem, walk, builder) => {
-  const own = ownRendering(elem.attribs);
+  const own = ownRendering(elem);
   if (!own.rendered) return;
   // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
   // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
@@ -297,7 +297,7 @@ function blank(elem: Node): void {
   const kept: Node[] = [];
   for (const child of elem.children ?? []) {
     if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
-    const own = ownRendering(child.attribs);
+    const own = ownRendering(child);
     if (!own.rendered) continue;
     if (own.visibility !== "visible") {
       shownAsTag(child);
@@ -367,7 +367,7 @@ const shownParts = (node: Node, invisible = false): Node => {
       else parts.push(c);
       continue;
     }
-    const own = ownRendering(c.attribs);
+    const own = ownRendering(c);
     const hidden = own.visibility === "hidden" || (invisible && own.visibility !== "visible");
     if (!own.rendered) changed = true;
     else if (ROW_PARTS.has(c.name ?? "")) {
@@ -483,8 +483,7 @@ function markedList(
     const place = number === undefined ? "" : `${nested ? "" : " "}${marker(number)}`;
     if (!blanked.has(node)) width = Math.max(width, place.length);
     if (!written(node)) continue;
-    const unmarked =
-      number === undefined || blanked.has(node) || ownRendering(node.attribs).visibility === "hidden";
+    const unmarked = number === undefined || blanked.has(node) || ownRendering(node).visibility === "hidden";
     items.push({ node, prefix: unmarked ? "" : place });
   }
   if (items.length === 0) return;

@@ -449,19 +449,30 @@ const MARKERS = new Map<string, (n: number) => string>([
  */
 const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const attribs: Record<string, string> = elem.attribs ?? {};
-  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
   const marker = MARKERS.get(attribs.type ?? "") ?? String;
-  markedList(elem, walk, builder, options, digits ? Number(digits[1]) : 1, (n) => `${marker(n)}. `);
+  // `reversed` counts down, from `start` or else from the number of items that take a number
+  // (Chromium: not those `display: none` or `hidden` leaves out, a `visibility: hidden` one included).
+  const reversed = "reversed" in attribs;
+  const from =
+    htmlInteger(attribs.start) ?? (reversed ? (elem.children ?? []).filter(numbered).length : 1);
+  markedList(elem, walk, builder, options, from, (n) => `${marker(n)}. `, reversed ? -1 : 1);
 };
 
 /** An unordered list, as html-to-text's formatter lays it out (" * "), its items read as markedList reads them. */
 const unorderedList: FormatCallback = (elem, walk, builder, options) =>
-  markedList(elem, walk, builder, options, 1, () => "* ");
+  markedList(elem, walk, builder, options, 1, () => "* ", 1);
+
+/** HTML's rules for parsing integers (`start`, `value`): leading digits after spaces and a sign; none, undefined. */
+function htmlInteger(text: string | undefined): number | undefined {
+  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(text ?? "");
+  return digits ? Number(digits[1]) : undefined;
+}
 
 /**
- * A list's written items, each with its marker (numbered from `next` on), but an item whose own
- * visibility hides its marker (shown for text set visible again inside it): it takes its number
- * and writes no marker, its text at the list's indent.
+ * A list's written items, each with its marker (numbered from `from` on, by `step`; an item's
+ * `value` sets its number and the next ones go on from it, as browsers number them), but an item
+ * whose own visibility hides its marker (shown for text set visible again inside it): it takes
+ * its number and writes no marker, its text at the list's indent.
  */
 function markedList(
   elem: Node,
@@ -470,13 +481,18 @@ function markedList(
   options: Parameters<FormatCallback>[3],
   from: number,
   marker: (n: number) => string,
+  step: 1 | -1,
 ): void {
   let next = from;
   const nested = elem.parent?.name === "li";
   let width = 0;
   const items: { node: Node; prefix: string }[] = [];
   for (const node of elem.children ?? []) {
-    const number = numbered(node) ? next++ : undefined;
+    let number: number | undefined;
+    if (numbered(node)) {
+      number = htmlInteger(node.attribs?.value) ?? next;
+      next = number + step;
+    }
     // Every item's marker place, written or hidden by its own visibility, as a browser keeps it: an
     // unmarked item's text sits where its list's others do, whatever items follow it (a list its
     // hidden region blanked has no marker at all, and its text shown again none of their places).

@@ -1,5 +1,6 @@
+import MarkdownIt from "markdown-it";
 import { describe, expect, it } from "vitest";
-import { htmlToText } from "../../src/skills/lib/html-convert";
+import { htmlToMd, htmlToText } from "../../src/skills/lib/html-convert";
 
 /**
  * The numbers text mode writes for an ordered list are the ones Chromium's markers show (read from
@@ -28,5 +29,41 @@ describe("html_clean text mode numbers a list as a browser does", () => {
     ["<ol reversed start=abc><li>a<li>b</ol>", " 2. a\n 1. b"],
   ])("%s", (html, text) => {
     expect(htmlToText(html)).toBe(text);
+  });
+});
+
+/**
+ * Markdown writes the same numbers: renderers show a list's first number and count on from it
+ * (CommonMark), so the first is the browser's, and the later ones are written as the browser shows
+ * them for whoever reads the Markdown as text. A number Markdown cannot start an item with
+ * (negative) is left as mdream numbers it.
+ */
+describe("html_clean Markdown writes the numbers a browser shows", () => {
+  it.each([
+    ["<ol reversed><li>a<li>b<li>c</ol>", "3. a\n2. b\n1. c"],
+    ["<ol reversed start=10><li>a<li>b</ol>", "10. a\n9. b"],
+    ["<ol><li>a<li value=10>b<li>c</ol>", "1. a\n10. b\n11. c"],
+    ["<ol reversed><li>a<li value=10>b<li>c</ol>", "3. a\n10. b\n9. c"],
+    ['<ol reversed><li>a<li style="display:none">b<li>c</ol>', "2. a\n1. c"],
+    ['<ol reversed><li>a<li style="visibility:hidden">b<li>c</ol>', "3. a\n1. c"],
+    ["<ol reversed><li><p>a</p><li><p>b</p></ol>", "2. a\n1. b"],
+    ['<ol><li value=abc>a<li value=" 7x">b<li value=-3>c<li>d</ol>', "1. a\n7. b\n3. c\n4. d"],
+    // An item's content moves with its marker's width: the nested list and paragraph stay in it.
+    [
+      "<ol reversed start=12><li>a<ol><li>x<li>y</ol><li>b<p>para</p><li>c</ol>",
+      "12. a\n    1. x\n    2. y\n11. b\n\n    para\n10. c",
+    ],
+    ["<ol><li>a<li value=100>b<ul><li>x</ul><li>c</ol>", "1. a\n100. b\n     - x\n101. c"],
+  ])("%s", (html, md) => {
+    expect(htmlToMd(html)).toBe(md);
+  });
+
+  it("renders as one list from the browser's first number, items and nesting kept", () => {
+    const md = htmlToMd("<ol reversed start=12><li>a<ol><li>x<li>y</ol><li>b<p>para</p><li>c</ol>");
+    const html = new MarkdownIt().render(md);
+    expect(html).toMatch(/^<ol start="12">/);
+    expect(html.match(/<li>/g)).toHaveLength(5);
+    expect(html).toContain("<ol>\n<li>x</li>\n<li>y</li>\n</ol>");
+    expect(html).toContain("<p>para</p>");
   });
 });

@@ -1,5 +1,6 @@
 import { type ChildNode, type Element, isTag, type ParentNode, Text } from "domhandler";
 import { DomUtils, parseDocument } from "htmlparser2";
+import { htmlInteger } from "./html-integer";
 import { DROPPED } from "./html-prepass";
 import { ownRendering } from "./inline-style";
 
@@ -33,8 +34,12 @@ export function safeForMarkdown(html: string): {
   breakMark?: string;
   /** Some list may start past 1 (`<ol start>`, `reversed`, `<li value>`): mdream's own start at 1. */
   numbered: boolean;
+  /** Marks an item's number where mdream's differs from the browser's (markdown-numbers.ts). */
+  numberMark?: string;
 } {
   const doc = parseDocument(html);
+  // Read before dropUnshown takes hidden items and styles out: they decide what is counted.
+  const lists = /reversed|value/i.test(html) ? shownNumbers(doc) : undefined;
   dropUnshown(doc, false);
   // Private-use characters the page holds, decoded (`&#xE000;` is one): none of them is a mark.
   const taken = new Set<string>();
@@ -208,7 +213,77 @@ export function safeForMarkdown(html: string): {
       if (at >= 0) text.data = `${text.data.slice(0, at)}${breakMark}${text.data.slice(at)}`;
     }
   }
-  return { html: DomUtils.getOuterHTML(doc), mark, linkMark, breakMark, numbered };
+  const numberMark = lists ? markNumbers(lists, taken) : undefined;
+  return { html: DomUtils.getOuterHTML(doc), mark, linkMark, breakMark, numbered, numberMark };
+}
+
+/**
+ * The number a browser shows on each item of the lists that number themselves (`reversed`, an
+ * item's `value`), as text mode numbers them: reversed counts down from `start` or the number of
+ * items that take one (not those `hidden` or `display: none`), and a `value` sets an item's number,
+ * the next going on from it. mdream numbers every list upwards from `start`.
+ */
+function shownNumbers(doc: ParentNode): Map<Element, Map<Element, number>> {
+  const lists = new Map<Element, Map<Element, number>>();
+  for (const ol of DomUtils.findAll((e) => e.name === "ol", doc.children)) {
+    const items = ol.children.filter((c): c is Element => isTag(c) && c.name === "li");
+    const reversed = "reversed" in ol.attribs;
+    if (!reversed && !items.some((li) => "value" in li.attribs)) continue;
+    const counted = items.filter((li) => ownRendering(li).rendered);
+    let next = htmlInteger(ol.attribs.start) ?? (reversed ? counted.length : 1);
+    const numbers = new Map<Element, number>();
+    for (const li of counted) {
+      const n = htmlInteger(li.attribs.value) ?? next;
+      numbers.set(li, n);
+      next = n + (reversed ? -1 : 1);
+    }
+    lists.set(ol, numbers);
+  }
+  return lists;
+}
+
+/** The numbers a CommonMark list item can start with. */
+const MARKDOWN_NUMBER = (n: number) => n >= 0 && n <= 999_999_999;
+
+/**
+ * Each list's `start` becomes its first written item's number (the one renderers show), and an item
+ * whose number is not the one mdream will write after it gets it marked at its start, for
+ * markdown-numbers.ts to write in mdream's place. Not in a table (its lists become inline text),
+ * nor a number Markdown cannot start an item with (negative, past nine digits): mdream's stands.
+ */
+function markNumbers(lists: Map<Element, Map<Element, number>>, taken: Set<string>): string | undefined {
+  let mark: string | undefined;
+  for (const [ol, numbers] of lists) {
+    const kept = ol.children.filter((c): c is Element => isTag(c) && numbers.has(c));
+    const first = numbers.get(kept[0] as Element);
+    if (first === undefined) continue;
+    if (MARKDOWN_NUMBER(first)) ol.attribs.start = String(first);
+    const start = htmlInteger(ol.attribs.start) ?? 1;
+    const from = MARKDOWN_NUMBER(start) ? start : 1;
+    if (inTable(ol)) continue;
+    kept.forEach((li, i) => {
+      const n = numbers.get(li) as number;
+      if (n === from + i || !MARKDOWN_NUMBER(n)) return;
+      // In its first text, where mdream writes it on the marker's line (a text node before a <p>
+      // was written on a line of its own, leaving the item's first line empty).
+      const first = DomUtils.findOne((e) => e.children.some(shownText), [li]);
+      const text = first?.children.find(shownText) as Text | undefined;
+      if (!text) return;
+      mark ??= unusedMark(taken);
+      if (!mark) return;
+      const at = text.data.search(/\S/);
+      text.data = `${text.data.slice(0, at)}${mark}${n}${mark}${text.data.slice(at)}`;
+    });
+  }
+  return mark;
+}
+
+const shownText = (n: ChildNode): boolean => n.type === "text" && /\S/.test((n as Text).data);
+
+function inTable(node: Element): boolean {
+  for (let p = node.parent; p; p = p.parent)
+    if (isTag(p as ChildNode) && /^(table|td|th)$/.test((p as Element).name)) return true;
+  return false;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { compile, type FormatCallback } from "html-to-text";
+import { htmlInteger } from "./html-integer";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
 import { ownRendering, STYLE_READ } from "./inline-style";
 
@@ -453,20 +454,13 @@ const orderedList: FormatCallback = (elem, walk, builder, options) => {
   // `reversed` counts down, from `start` or else from the number of items that take a number
   // (Chromium: not those `display: none` or `hidden` leaves out, a `visibility: hidden` one included).
   const reversed = "reversed" in attribs;
-  const from =
-    htmlInteger(attribs.start) ?? (reversed ? (elem.children ?? []).filter(numbered).length : 1);
+  const from = htmlInteger(attribs.start) ?? (reversed ? (elem.children ?? []).filter(numbered).length : 1);
   markedList(elem, walk, builder, options, from, (n) => `${marker(n)}. `, reversed ? -1 : 1);
 };
 
 /** An unordered list, as html-to-text's formatter lays it out (" * "), its items read as markedList reads them. */
 const unorderedList: FormatCallback = (elem, walk, builder, options) =>
   markedList(elem, walk, builder, options, 1, () => "* ", 1);
-
-/** HTML's rules for parsing integers (`start`, `value`): leading digits after spaces and a sign; none, undefined. */
-function htmlInteger(text: string | undefined): number | undefined {
-  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(text ?? "");
-  return digits ? Number(digits[1]) : undefined;
-}
 
 /**
  * A list's written items, each with its marker (numbered from `from` on, by `step`; an item's

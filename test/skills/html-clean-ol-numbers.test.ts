@@ -1,6 +1,7 @@
 import MarkdownIt from "markdown-it";
 import { describe, expect, it } from "vitest";
 import { htmlToMd, htmlToText } from "../../src/skills/lib/html-convert";
+import { writeNumbers } from "../../src/skills/lib/markdown-numbers";
 
 /**
  * The numbers text mode writes for an ordered list are the ones Chromium's markers show (read from
@@ -65,5 +66,21 @@ describe("html_clean Markdown writes the numbers a browser shows", () => {
     expect(html.match(/<li>/g)).toHaveLength(5);
     expect(html).toContain("<ol>\n<li>x</li>\n<li>y</li>\n</ol>");
     expect(html).toContain("<p>para</p>");
+  });
+});
+
+describe("writing the marked numbers in mdream's place", () => {
+  const M = "\ue000";
+  it("moves each item's lines by its own and its outer items' change of width, and ends an item where its lines end", () => {
+    const md = [`9. ${M}10${M}a`, `   1. ${M}100${M}b`, "      c", "", "   d", "10. e", "    f"].join("\n");
+    expect(writeNumbers(md, M)).toBe(
+      ["10. a", "    100. b", "         c", "", "    d", "10. e", "    f"].join("\n"),
+    );
+  });
+
+  it("a list in a table cell, written as inline text, gets no number and no mark", () => {
+    expect(htmlToMd("<table><tr><td><ol reversed><li>a<li>b</ol></td></tr></table>")).toBe(
+      "| a b |\n| --- |",
+    );
   });
 });

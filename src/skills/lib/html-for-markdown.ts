@@ -225,7 +225,7 @@ export function safeForMarkdown(html: string): {
  */
 function shownNumbers(doc: ParentNode): Map<Element, Map<Element, number>> {
   const lists = new Map<Element, Map<Element, number>>();
-  for (const ol of DomUtils.findAll((e) => e.name === "ol", doc.children)) {
+  for (const ol of orderedLists(doc)) {
     const items = ol.children.filter((c): c is Element => isTag(c) && c.name === "li");
     const reversed = "reversed" in ol.attribs;
     if (!reversed && !items.some((li) => "value" in li.attribs)) continue;
@@ -242,14 +242,32 @@ function shownNumbers(doc: ParentNode): Map<Element, Map<Element, number>> {
   return lists;
 }
 
+/**
+ * The document's <ol>s outside tables (a table cell's lists become inline text), in one walk:
+ * asking each list for its ancestors cost 500 levels × 20,000 lists (5 s).
+ */
+const CELLS = new Set(["table", "td", "th"]);
+function orderedLists(doc: ParentNode): Element[] {
+  const out: Element[] = [];
+  const walk = (nodes: ChildNode[], inTable: boolean) => {
+    for (const node of nodes) {
+      if (!isTag(node)) continue;
+      if (node.name === "ol" && !inTable) out.push(node);
+      walk(node.children, inTable || CELLS.has(node.name));
+    }
+  };
+  walk(doc.children, false);
+  return out;
+}
+
 /** The numbers a CommonMark list item can start with. */
 const MARKDOWN_NUMBER = (n: number) => n >= 0 && n <= 999_999_999;
 
 /**
  * Each list's `start` becomes its first written item's number (the one renderers show), and an item
  * whose number is not the one mdream will write after it gets it marked at its start, for
- * markdown-numbers.ts to write in mdream's place. Not in a table (its lists become inline text),
- * nor a number Markdown cannot start an item with (negative, past nine digits): mdream's stands.
+ * markdown-numbers.ts to write in mdream's place. Not a number Markdown cannot start an item with
+ * (negative, past nine digits): mdream's stands.
  */
 function markNumbers(lists: Map<Element, Map<Element, number>>, taken: Set<string>): string | undefined {
   let mark: string | undefined;
@@ -260,7 +278,6 @@ function markNumbers(lists: Map<Element, Map<Element, number>>, taken: Set<strin
     if (MARKDOWN_NUMBER(first)) ol.attribs.start = String(first);
     const start = htmlInteger(ol.attribs.start) ?? 1;
     const from = MARKDOWN_NUMBER(start) ? start : 1;
-    if (inTable(ol)) continue;
     kept.forEach((li, i) => {
       const n = numbers.get(li) as number;
       if (n === from + i || !MARKDOWN_NUMBER(n)) return;
@@ -279,12 +296,6 @@ function markNumbers(lists: Map<Element, Map<Element, number>>, taken: Set<strin
 }
 
 const shownText = (n: ChildNode): boolean => n.type === "text" && /\S/.test((n as Text).data);
-
-function inTable(node: Element): boolean {
-  for (let p = node.parent; p; p = p.parent)
-    if (isTag(p as ChildNode) && /^(table|td|th)$/.test((p as Element).name)) return true;
-  return false;
-}
 
 /**
  * mdream starts a link, a strikethrough or inline code holding a backtick with a space after any

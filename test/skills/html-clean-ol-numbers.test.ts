@@ -55,8 +55,39 @@ describe("html_clean Markdown writes the numbers a browser shows", () => {
       "12. a\n    1. x\n    2. y\n11. b\n\n    para\n10. c",
     ],
     ["<ol><li>a<li value=100>b<ul><li>x</ul><li>c</ol>", "1. a\n100. b\n     - x\n101. c"],
+    // The number goes right after the marker when the item opens with an inline element, too.
+    ['<ol><li>a</li><li value="5"><b>bold</b> text</li><li>c</ol>', "1. a\n5. **bold** text\n6. c"],
+    ["<ol reversed><li>a<li><b>b</b> x<li><code>c</code> y</ol>", "3. a\n2. **b** x\n1. `c` y"],
+    ["<ol reversed><li>a<li><b>bonly</b></ol>", "2. a\n1. **bonly**"],
+    ["<ol reversed><li>a<li><div>d</div><li><p>p</p></ol>", "3. a\n2. d\n1. p"],
+    // In a quote, and in a quote inside an item whose number widened.
+    ["<blockquote><ol reversed><li>a<li>b<li>c</ol></blockquote>", "> 3. a\n> 2. b\n> 1. c"],
+    [
+      "<ol><li>a<li value=100>b<blockquote><ol reversed><li>p<li>q<p>r</p></ol></blockquote><li>c</ol>",
+      "1. a\n100. b\n     > 2. p\n     > 1. q\n     >\n     >    r\n101. c",
+    ],
+    // An item opening with a heading or code: mdream writes it on the marker's line as a block of
+    // its own, where no number can go before it; mdream's number stands, and no digit enters the text.
+    ["<ol reversed><li>a<li><h2>head</h2>x<li>c</ol>", "3. a\n4. ## head x\n1. c"],
+    ["<ol reversed><li>a<li><pre>code</pre></ol>", "2. a\n3. ```\n   code\n   ```"],
   ])("%s", (html, md) => {
     expect(htmlToMd(html)).toBe(md);
+  });
+
+  it.each([
+    ['<ol><li>a</li><li value="5"><b>bold</b> text</li><li>c</ol>', ["a", "<strong>bold</strong> text", "c"]],
+    ["<ol reversed><li>a<li><b>bonly</b></ol>", ["a", "<strong>bonly</strong>"]],
+    ["<blockquote><ol reversed><li>a<li>b<li>c</ol></blockquote>", ["a", "b", "c"]],
+  ])("%s renders its items' text as the page's, no number in it, no block opened", (html, items) => {
+    const rendered = new MarkdownIt().render(htmlToMd(html));
+    expect([...rendered.matchAll(/<li>(.*?)<\/li>/g)].map((m) => m[1])).toEqual(items);
+  });
+
+  it("an item opening with a heading or code keeps its text free of the number", () => {
+    const h = new MarkdownIt().render(htmlToMd("<ol reversed><li>a<li><h2>head</h2>x<li>c</ol>"));
+    expect(h).toContain("<h2>head x</h2>");
+    const pre = new MarkdownIt().render(htmlToMd("<ol reversed><li>a<li><pre>code</pre></ol>"));
+    expect(pre).toContain("<pre><code>code\n</code></pre>");
   });
 
   it("renders as one list from the browser's first number, items and nesting kept", () => {

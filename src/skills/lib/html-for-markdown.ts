@@ -281,21 +281,43 @@ function markNumbers(lists: Map<Element, Map<Element, number>>, taken: Set<strin
     kept.forEach((li, i) => {
       const n = numbers.get(li) as number;
       if (n === from + i || !MARKDOWN_NUMBER(n)) return;
-      // In its first text, where mdream writes it on the marker's line (a text node before a <p>
-      // was written on a line of its own, leaving the item's first line empty).
-      const first = DomUtils.findOne((e) => e.children.some(shownText), [li]);
-      const text = first?.children.find(shownText) as Text | undefined;
-      if (!text) return;
       mark ??= unusedMark(taken);
-      if (!mark) return;
-      const at = text.data.search(/\S/);
-      text.data = `${text.data.slice(0, at)}${mark}${n}${mark}${text.data.slice(at)}`;
+      if (mark) markItem(li, `${mark}${n}${mark}`);
     });
   }
   return mark;
 }
 
-const shownText = (n: ChildNode): boolean => n.type === "text" && /\S/.test((n as Text).data);
+const blank = (n: ChildNode): boolean => n.type === "text" && !/\S/.test((n as Text).data);
+/** Blocks mdream writes from the item marker's line on. */
+const ON_MARKER_LINE = new Set(["p", "div"]);
+
+/**
+ * The mark goes where mdream writes it right after the item's marker: before the item's first
+ * shown text, or before its first inline element (the first text inside one, `<b>bold</b> text`,
+ * or after one, came out "**bold** 5text"), looking into a <p> or <div> it opens with. An item that
+ * opens with another block (a heading, code, a list, a quote) gets no mark: mdream writes that on a
+ * line of its own, so its number stands.
+ */
+function markItem(li: Element, marked: string) {
+  let parent: Element = li;
+  for (;;) {
+    const first = parent.children.find((c) => !blank(c));
+    if (!first) return;
+    if (first.type === "text") {
+      const text = first as Text;
+      const at = text.data.search(/\S/);
+      text.data = `${text.data.slice(0, at)}${marked}${text.data.slice(at)}`;
+      return;
+    }
+    if (!isTag(first)) return;
+    if (ON_MARKER_LINE.has(first.name)) parent = first;
+    else {
+      if (!ENDS_DELIMITERS.has(first.name)) DomUtils.prepend(first, new Text(marked));
+      return;
+    }
+  }
+}
 
 /**
  * mdream starts a link, a strikethrough or inline code holding a backtick with a space after any

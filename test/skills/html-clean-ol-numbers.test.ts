@@ -70,6 +70,12 @@ describe("html_clean Markdown writes the numbers a browser shows", () => {
     // its own, where no number can go before it; mdream's number stands, and no digit enters the text.
     ["<ol reversed><li>a<li><h2>head</h2>x<li>c</ol>", "3. a\n4. ## head x\n1. c"],
     ["<ol reversed><li>a<li><pre>code</pre></ol>", "2. a\n3. ```\n   code\n   ```"],
+    // What mdream escapes at the start of an item's text stays escaped once the number is written.
+    [
+      "<ol reversed><li>a<li>- dash<li>1. num<li># head<li>> quote<li>x</ol>",
+      "6. a\n5. \\- dash\n4. 1\\. num\n3. \\# head\n2. \\> quote\n1. x",
+    ],
+    ["<ol><li>a<li value=3>- dash<li value=9>1) num</ol>", "1. a\n3. \\- dash\n9. 1\\) num"],
   ])("%s", (html, md) => {
     expect(htmlToMd(html)).toBe(md);
   });
@@ -78,6 +84,11 @@ describe("html_clean Markdown writes the numbers a browser shows", () => {
     ['<ol><li>a</li><li value="5"><b>bold</b> text</li><li>c</ol>', ["a", "<strong>bold</strong> text", "c"]],
     ["<ol reversed><li>a<li><b>bonly</b></ol>", ["a", "<strong>bonly</strong>"]],
     ["<blockquote><ol reversed><li>a<li>b<li>c</ol></blockquote>", ["a", "b", "c"]],
+    [
+      "<ol reversed><li>a<li>- dash<li>1. num<li># head<li>> quote<li>x</ol>",
+      ["a", "- dash", "1. num", "# head", "&gt; quote", "x"],
+    ],
+    ["<ol><li>a<li value=3>- dash<li value=9>1) num</ol>", ["a", "- dash", "1) num"]],
   ])("%s renders its items' text as the page's, no number in it, no block opened", (html, items) => {
     const rendered = new MarkdownIt().render(htmlToMd(html));
     expect([...rendered.matchAll(/<li>(.*?)<\/li>/g)].map((m) => m[1])).toEqual(items);

@@ -1,3 +1,5 @@
+import { escapeLineStart } from "./markdown-continuations";
+
 /**
  * The numbers html-for-markdown.ts marked (`MARK n MARK` right after mdream's own marker), written
  * in mdream's place: `3. ⟨n⟩` becomes `n. `. CommonMark renderers show only a list's first number
@@ -6,6 +8,8 @@
  * (a nested list or paragraph would otherwise fall out of the item), in a quote too (`> 3. `: the
  * spaces after each ">" are counted apart). A mark not right after a marker is dropped with its
  * digits, and mdream's number stands (html-for-markdown.ts marks no item opening with a block).
+ * mdream saw the mark, not a line start, before the item's text, so it escaped no "-", "1.", "#"
+ * or ">" there: that is escaped here, as mdream does at a line start.
  *
  * One pass: the items a line is inside are a stack (by their content's column, in mdream's
  * indentation), each with what its number moved; scanning every item's lines apart was quadratic
@@ -41,7 +45,7 @@ export function writeNumbers(md: string, mark: string): string {
     const m = marked.exec(rest);
     if (m) {
       const [whole, old = "", delimiter = "", number = ""] = m;
-      rest = `${number}${delimiter} ${rest.slice(whole.length)}`;
+      rest = `${number}${delimiter} ${escapeLineStart(rest.slice(whole.length))}`;
       const delta = number.length - old.length;
       open.push({ depth, column: (spaces[depth] as string).length + old.length + 2, delta });
       shifts[depth] = (shifts[depth] ?? 0) + delta;

@@ -11,7 +11,7 @@ import { SKILL_TEST_TIMEOUT } from "./timeouts";
  * the fixture upstreams (every list they answer is bounded), so this one computes it itself, as
  * `cached` sees any skill's value: the cache must not keep what runSkill refuses.
  */
-function overCapSkill(id: string, bytes: number) {
+function overCapSkill(id: string, bytes: number, echoed = "") {
   let computed = 0;
   const skill = {
     id,
@@ -21,7 +21,8 @@ function overCapSkill(id: string, bytes: number) {
         computed++;
         return { text: "x".repeat(bytes) };
       });
-      return { ...value, cache };
+      // What the answer adds to the cached value (research echoes its query, osint_graph its seed).
+      return echoed ? { ...value, query: echoed, cache } : { ...value, cache };
     },
   } as unknown as Skill;
   return { skill, computed: () => computed };
@@ -43,6 +44,25 @@ describe("the network skills' cache and the answer cap", () => {
         expect(err).toBeInstanceOf(OutputTooLarge);
         expect(skillAnswer(err)?.status).toBe(422);
         // No write in the background either: without a waitUntil the write is awaited (or skipped).
+        expect(await entries(id)).toBe(0);
+      }
+      expect(computed()).toBe(2);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
+    "a value just under the cap whose answer is over it (the query echoed) is not written either",
+    async () => {
+      const id = `echo_over_${crypto.randomUUID().slice(0, 8)}`;
+      // {"text":"…"} is 11 bytes around the text: the cached value is 20 bytes under the cap.
+      const { skill, computed } = overCapSkill(id, MAX_OUTPUT_BYTES - 20 - 11, "q".repeat(100));
+      for (const call of [1, 2]) {
+        const err = await runSkill(skill, {}, env, `req-${call}`).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(OutputTooLarge);
         expect(await entries(id)).toBe(0);
       }
       expect(computed()).toBe(2);

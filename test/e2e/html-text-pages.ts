@@ -96,6 +96,12 @@ const HIDING = [
   "--v:hidden;visibility:var(--v)",
   "display:VAR(--x,var(--y,none))",
   "--d:none;display:var(--d)!important;display:SAME",
+  // A var() whose name is escaped or in capitals.
+  "--d:none;display:v\\61r(--d)",
+  "--e:none;--d:v\\61r(--e);display:var(--d)",
+  "--d:none;display:\\56 AR(--d)",
+  "--e:none;display:var(--x, v\\61r(--e))",
+  "--v:hidden;visibility:v\\61r(--v)",
 ];
 const NOT_HIDING = [
   "color:red",

@@ -33,6 +33,12 @@ describe("html_clean reads var() in an inline display or visibility as Chromium 
     'a<span style="--d:none;display:var(--d,)">X</span>b',
     'a<span style="--d:n\\one;display:var(--d)">X</span>b',
     'a<span style="display:var(--x,)none">X</span>b',
+    // The function's name with its escapes read, in any ASCII case, is var().
+    'a<span style="--d:none;display:v\\61r(--d)">X</span>b',
+    'a<span style="--e:none;--d:v\\61r(--e);display:var(--d)">X</span>b',
+    'a<span style="--d:none;display:\\56 AR(--d)">X</span>b',
+    'a<span style="--e:none;display:var(--x, v\\61r(--e))">X</span>b',
+    'a<span style="--v:hidden;visibility:v\\61r(--v)">X</span>b',
   ])("%s hides X", (html) => {
     expect(htmlToText(html)).toBe("ab");
     expect(htmlToMd(html)).toBe("ab");

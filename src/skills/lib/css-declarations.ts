@@ -82,7 +82,7 @@ export function declarations(style: string): string[] {
   out.push(current + style.slice(from));
   return out;
 }
-const HEX_ESCAPE = /^[0-9a-fA-F]{1,6}[\t\n ]?/;
+export const HEX_ESCAPE = /^[0-9a-fA-F]{1,6}[\t\n ]?/;
 /** A character an identifier holds (CSS's ident code points: letters, digits, `-`, `_`, non-ASCII; escapes are read apart). */
 export const identChar = (k: number) =>
   k >= 0x80 ||

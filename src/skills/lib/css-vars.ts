@@ -1,4 +1,12 @@
-import { asciiLower, cssTrim, cssUnescape, declarations, identChar, priority } from "./css-declarations";
+import {
+  asciiLower,
+  cssTrim,
+  cssUnescape,
+  declarations,
+  HEX_ESCAPE,
+  identChar,
+  priority,
+} from "./css-declarations";
 
 /**
  * CSS custom properties (`--d: none`) as inline styles declare them, and the `var()` a display or
@@ -8,7 +16,8 @@ import { asciiLower, cssTrim, cssUnescape, declarations, identChar, priority } f
  * is its descendants'), a declaration's `var()`s are replaced in the element that declares it, a
  * fallback stands in for a property that is not set, `initial` unsets one and `inherit`, `unset`,
  * `revert` and `revert-layer` take the parent's, a cycle makes every property in it unset, and a
- * replacement ends the token before it (`--d:no; display:var(--d)ne` is not `none`). Stylesheets
+ * replacement ends the token before it (`--d:no; display:var(--d)ne` is not `none`), and `var` is
+ * any function so named once its escapes are read, in any ASCII case (`v\61r(`, `\56 AR(`). Stylesheets
  * are not read (inline-style.ts).
  *
  * Bounded: one property's value goes through at most MAX_VAR_REFERENCES `var()`s (memoised values
@@ -216,18 +225,24 @@ function substitute(text: string, node: StyledNode, r: Resolution): string | nul
   let from = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i] as string;
-    if (c === "\\") {
-      i++;
-      continue;
-    }
     if (c === '"' || c === "'") {
       while (++i < text.length && text[i] !== c && text[i] !== "\n") if (text[i] === "\\") i++;
       continue;
     }
-    if ((c !== "v" && c !== "V") || asciiLower(text.slice(i, i + 4)) !== "var(") continue;
-    if (i > 0 && (identChar(text.charCodeAt(i - 1)) || text[i - 1] === "\\")) continue;
-    const close = closing(text, i + 4);
-    const args = text.slice(i + 4, close);
+    if (c !== "\\" && !identChar(c.charCodeAt(0))) continue;
+    // An identifier, read whole: a function named `var` in any ASCII case, its escapes read
+    // (`v\61r(`, `\56 AR(`), is a var() to Chromium too.
+    const start = i;
+    let end = i;
+    while (end < text.length) {
+      if (text[end] === "\\") end += 1 + (HEX_ESCAPE.exec(text.slice(end + 1, end + 8))?.[0].length ?? 1);
+      else if (identChar(text.charCodeAt(end))) end++;
+      else break;
+    }
+    i = end - 1;
+    if (text[end] !== "(" || asciiLower(cssUnescape(text.slice(start, end))) !== "var") continue;
+    const close = closing(text, end + 1);
+    const args = text.slice(end + 1, close);
     if (++r.references > MAX_VAR_REFERENCES) throw PAST_BOUNDS;
     spend(r, 1);
     const comma = topLevelComma(args);
@@ -239,7 +254,7 @@ function substitute(text: string, node: StyledNode, r: Resolution): string | nul
       value = substitute(fold(args.slice(comma + 1)), node, r);
       if (value === null) return null;
     }
-    out += `${text.slice(from, i)} ${value} `;
+    out += `${text.slice(from, start)} ${value} `;
     if (out.length > MAX_VAR_TEXT * 2) return null;
     i = close;
     from = close + 1;

@@ -158,7 +158,7 @@ describe("research on the Wikipedia fixture", () => {
   );
 
   it(
-    "linksto: keeps its case in the cache key (an exact title match); incategory:, hastemplate: and prefix: do not",
+    "linksto:, morelike: and deepcat: keep their case in the cache key (exact titles); incategory:, hastemplate: and prefix: do not",
     async () => {
       const tag = crypto.randomUUID().slice(0, 8);
       const upper = await research(`linksto:"Payment Rail ${tag}"`);
@@ -166,6 +166,12 @@ describe("research on the Wikipedia fixture", () => {
       expect([upper.cache, lower.cache]).toEqual(["miss", "miss"]);
       expect(await upstreamRequests(`srsearch=linksto:"Payment Rail ${tag}"&`)).toBe(1);
       expect(await upstreamRequests(`srsearch=linksto:"Payment rail ${tag}"&`)).toBe(1);
+      // Exact titles too: the articles morelike: looks up, the category deepcat: walks from.
+      for (const keyword of ["morelike", "morelikethis", "deepcat", "deepcategory", "MoreLike"]) {
+        const first = await research(`${keyword}:Payment Rail ${tag}`);
+        const second = await research(`${keyword}:payment rail ${tag}`);
+        expect([first.cache, second.cache]).toEqual(["miss", "miss"]);
+      }
       // Matched lowercased by CirrusSearch: one entry for both spellings.
       for (const keyword of ["incategory", "hastemplate", "prefix"]) {
         const first = await research(`${keyword}:"Payment Rail ${tag}"`);

@@ -28,6 +28,14 @@ describe("html_clean text mode numbers a list as a browser does", () => {
     ["<ol type=i reversed><li>a<li>b<li>c</ol>", " iii. a\n ii.  b\n i.   c"],
     ["<ol reversed start=-1><li>a<li>b</ol>", " -1. a\n -2. b"],
     ["<ol reversed start=abc><li>a<li>b</ol>", " 2. a\n 1. b"],
+    // Outside a 32-bit signed integer, the attribute is missing to Chromium; its bounds are kept.
+    ["<ol><li>a<li value=99999999999>b<li>c</ol>", " 1. a\n 2. b\n 3. c"],
+    ["<ol reversed start=-2147483649><li>a<li>b</ol>", " 2. a\n 1. b"],
+    ["<ol reversed start=2147483648><li>a<li>b</ol>", " 2. a\n 1. b"],
+    [
+      "<ol><li>a<li value=-2147483648>b<li value=2147483647>c</ol>",
+      " 1.           a\n -2147483648. b\n 2147483647.  c",
+    ],
   ])("%s", (html, text) => {
     expect(htmlToText(html)).toBe(text);
   });
@@ -49,6 +57,8 @@ describe("html_clean Markdown writes the numbers a browser shows", () => {
     ['<ol reversed><li>a<li style="visibility:hidden">b<li>c</ol>', "3. a\n1. c"],
     ["<ol reversed><li><p>a</p><li><p>b</p></ol>", "2. a\n1. b"],
     ['<ol><li value=abc>a<li value=" 7x">b<li value=-3>c<li>d</ol>', "1. a\n7. b\n3. c\n4. d"],
+    ["<ol reversed start=99999999999><li>a<li>b</ol>", "2. a\n1. b"],
+    ["<ol reversed><li>a<li value=99999999999>b<li>c</ol>", "3. a\n2. b\n1. c"],
     // An item's content moves with its marker's width: the nested list and paragraph stay in it.
     [
       "<ol reversed start=12><li>a<ol><li>x<li>y</ol><li>b<p>para</p><li>c</ol>",

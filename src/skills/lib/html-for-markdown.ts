@@ -549,8 +549,7 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   if (dropped) parent.children = kept;
   if (skipped > 0 && isTag(parent as ChildNode) && (parent as Element).name === "ol") {
     const ol = parent as Element;
-    const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(ol.attribs.start ?? "");
-    ol.attribs.start = String((digits ? Number(digits[1]) : 1) + skipped);
+    ol.attribs.start = String((htmlInteger(ol.attribs.start) ?? 1) + skipped);
   }
   return shows;
 }

@@ -13,7 +13,8 @@ import type { Skill } from "./types";
  *
  * `waitUntil` takes the work the answer need not wait for (a network skill's cache write): the
  * route's execution context's, a card checkout's run's; without one, that work is awaited. A cache
- * write is held until the shaped answer passed the size check, and dropped if it did not.
+ * write is held until the shaped answer passed the size check, and dropped if it did not (or if
+ * the skill threw after it).
  */
 export async function runSkill(
   skill: Skill,
@@ -22,14 +23,21 @@ export async function runSkill(
   requestId: string,
   waitUntil?: AfterAnswer,
 ) {
-  // A cache write waits for the size check: an answer over the cap must leave nothing in KV.
+  if (skill.kind === "utility") {
+    // Utilities cache nothing: no held writes to gather (this is every cheap call's path).
+    const out = await skill.run(body as never, { env, requestId, waitUntil });
+    const shaped = { skill: skill.id, ok: true, ...out };
+    assertOutputSize(shaped);
+    return shaped;
+  }
+  // A cache write waits for the size check: an answer over the cap, or a run that threw after
+  // cached(), leaves nothing in KV.
   const held: HeldWrite[] = [];
   const holdWrite = (write: HeldWrite) => {
     held.push(write);
   };
   const out = await skill.run(body as never, { env, requestId, waitUntil, holdWrite });
-  const shaped =
-    skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
+  const shaped = { skill: skill.id, ...out };
   assertOutputSize(shaped);
   for (const write of held) await afterAnswer(write, waitUntil);
   return shaped;

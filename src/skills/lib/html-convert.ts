@@ -4,7 +4,6 @@ import { cut } from "../../text-cut";
 import { joinAtMarks, MD_DROPPED, restoreMark, safeForMarkdown } from "./html-for-markdown";
 import { prepass } from "./html-prepass";
 import { mendContinuations } from "./markdown-continuations";
-import { writeNumbers } from "./markdown-numbers";
 import { inertForRenderers, neutralizeScriptLinks } from "./markdown-safety";
 import { MAX_OUTPUT_BYTES, OutputTooLarge } from "./output-size";
 import { textConverter } from "./text-mode";
@@ -70,7 +69,6 @@ export function htmlToMd(html: string): string {
   const safe = safeForMarkdown(page);
   // Line ends as a renderer reads them, for the checks below to see the lines it will see.
   let md = dropBoms(htmlToMarkdown(safe.html, { filter: { exclude: MD_DROPPED } })).replace(/\r\n?/g, "\n");
-  if (safe.numberMark) md = writeNumbers(md, safe.numberMark);
   if (safe.linkMark) md = joinAtMarks(md, safe.linkMark);
   if (safe.mark) md = restoreMark(md, safe.mark);
   // Trimmed before the lines are mended: a trailing no-break space kept "---\u00a0" from being read

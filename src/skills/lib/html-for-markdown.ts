@@ -34,12 +34,8 @@ export function safeForMarkdown(html: string): {
   breakMark?: string;
   /** Some list may start past 1 (`<ol start>`, `reversed`, `<li value>`): mdream's own start at 1. */
   numbered: boolean;
-  /** Marks an item's number where mdream's differs from the browser's (markdown-numbers.ts). */
-  numberMark?: string;
 } {
   const doc = parseDocument(html);
-  // Read before dropUnshown takes hidden items and styles out: they decide what is counted.
-  const lists = /reversed|value/i.test(html) ? shownNumbers(doc) : undefined;
   dropUnshown(doc, false);
   // Private-use characters the page holds, decoded (`&#xE000;` is one): none of them is a mark.
   const taken = new Set<string>();
@@ -213,110 +209,7 @@ export function safeForMarkdown(html: string): {
       if (at >= 0) text.data = `${text.data.slice(0, at)}${breakMark}${text.data.slice(at)}`;
     }
   }
-  const numberMark = lists ? markNumbers(lists, taken) : undefined;
-  return { html: DomUtils.getOuterHTML(doc), mark, linkMark, breakMark, numbered, numberMark };
-}
-
-/**
- * The number a browser shows on each item of the lists that number themselves (`reversed`, an
- * item's `value`), as text mode numbers them: reversed counts down from `start` or the number of
- * items that take one (not those `hidden` or `display: none`), and a `value` sets an item's number,
- * the next going on from it. mdream numbers every list upwards from `start`.
- */
-function shownNumbers(doc: ParentNode): Map<Element, Map<Element, number>> {
-  const lists = new Map<Element, Map<Element, number>>();
-  for (const ol of orderedLists(doc)) {
-    const items = ol.children.filter((c): c is Element => isTag(c) && c.name === "li");
-    const reversed = "reversed" in ol.attribs;
-    if (!reversed && !items.some((li) => "value" in li.attribs)) continue;
-    const counted = items.filter((li) => ownRendering(li).rendered);
-    let next = htmlInteger(ol.attribs.start) ?? (reversed ? counted.length : 1);
-    const numbers = new Map<Element, number>();
-    for (const li of counted) {
-      const n = htmlInteger(li.attribs.value) ?? next;
-      numbers.set(li, n);
-      next = n + (reversed ? -1 : 1);
-    }
-    lists.set(ol, numbers);
-  }
-  return lists;
-}
-
-/**
- * The document's <ol>s outside tables (a table cell's lists become inline text), in one walk:
- * asking each list for its ancestors cost 500 levels × 20,000 lists (5 s).
- */
-const CELLS = new Set(["table", "td", "th"]);
-function orderedLists(doc: ParentNode): Element[] {
-  const out: Element[] = [];
-  const walk = (nodes: ChildNode[], inTable: boolean) => {
-    for (const node of nodes) {
-      if (!isTag(node)) continue;
-      if (node.name === "ol" && !inTable) out.push(node);
-      walk(node.children, inTable || CELLS.has(node.name));
-    }
-  };
-  walk(doc.children, false);
-  return out;
-}
-
-/** The numbers a CommonMark list item can start with. */
-const MARKDOWN_NUMBER = (n: number) => n >= 0 && n <= 999_999_999;
-
-/**
- * Each list's `start` becomes its first written item's number (the one renderers show), and an item
- * whose number is not the one mdream will write after it gets it marked at its start, for
- * markdown-numbers.ts to write in mdream's place. Not a number Markdown cannot start an item with
- * (negative, past nine digits): mdream's stands.
- */
-function markNumbers(lists: Map<Element, Map<Element, number>>, taken: Set<string>): string | undefined {
-  let mark: string | undefined;
-  for (const [ol, numbers] of lists) {
-    const kept = ol.children.filter((c): c is Element => isTag(c) && numbers.has(c));
-    const first = numbers.get(kept[0] as Element);
-    if (first === undefined) continue;
-    if (MARKDOWN_NUMBER(first)) ol.attribs.start = String(first);
-    const start = htmlInteger(ol.attribs.start) ?? 1;
-    const from = MARKDOWN_NUMBER(start) ? start : 1;
-    kept.forEach((li, i) => {
-      const n = numbers.get(li) as number;
-      if (n === from + i || !MARKDOWN_NUMBER(n)) return;
-      mark ??= unusedMark(taken);
-      if (mark) markItem(li, `${mark}${n}${mark}`);
-    });
-  }
-  return mark;
-}
-
-const blank = (n: ChildNode): boolean => n.type === "text" && !/\S/.test((n as Text).data);
-/** Blocks mdream writes from the item marker's line on. */
-const ON_MARKER_LINE = new Set(["p", "div"]);
-
-/**
- * The mark goes where mdream writes it right after the item's marker: before the item's first
- * shown text, or before its first inline element (the first text inside one, `<b>bold</b> text`,
- * or after one, came out "**bold** 5text"), looking into a <p> or <div> it opens with. An item that
- * opens with another block (a heading, code, a list, a quote) gets no mark: mdream writes that on a
- * line of its own, so its number stands.
- */
-function markItem(li: Element, marked: string) {
-  let parent: Element = li;
-  for (;;) {
-    const first = parent.children.find((c) => !blank(c));
-    if (!first) return;
-    if (first.type === "text") {
-      const text = first as Text;
-      const at = text.data.search(/\S/);
-      text.data = `${text.data.slice(0, at)}${marked}${text.data.slice(at)}`;
-      return;
-    }
-    if (!isTag(first)) return;
-    if (ON_MARKER_LINE.has(first.name)) parent = first;
-    else {
-      if (!ENDS_DELIMITERS.has(first.name)) DomUtils.prepend(first, new Text(marked));
-      return;
-    }
-  }
+  return { html: DomUtils.getOuterHTML(doc), mark, linkMark, breakMark, numbered };
 }
 
 /**

@@ -37,16 +37,6 @@ let reader: InstanceType<typeof MarkdownIt> | undefined;
 
 const escapeAt = (line: string, at: number) => `${line.slice(0, at)}\\${line.slice(at)}`;
 
-/**
- * Text that starts a line, with the marker a renderer would read as opening a block (a list item, a
- * quote, a heading, a fence, a setext underline) escaped, as mdream escapes it where it sees the line
- * start. "1\." is the escape of an ordered item ("\1" is a backslash and a digit).
- */
-export function escapeLineStart(text: string): string {
-  const marker = OPENER.exec(text);
-  return marker ? escapeAt(text, /^\d/.test(marker[0]) ? marker[0].length : 0) : text;
-}
-
 /** Lines whose text starts with the page's text after a <br>: the marker that opens a block escaped. */
 function escapeAfterBreaks(lines: string[], mark: string) {
   for (let i = 0; i < lines.length; i++) {
@@ -55,7 +45,11 @@ function escapeAfterBreaks(lines: string[], mark: string) {
     const start = (/^[ >]*/.exec(line) as RegExpExecArray)[0].length;
     let mended = line;
     if (line.startsWith(mark, start)) {
-      mended = line.slice(0, start + mark.length) + escapeLineStart(line.slice(start + mark.length));
+      const rest = line.slice(start + mark.length);
+      const marker = OPENER.exec(rest);
+      // "1\." is the escape of an ordered item ("\1" is a backslash and a digit).
+      if (marker)
+        mended = escapeAt(line, start + mark.length + (/^\d/.test(marker[0]) ? marker[0].length : 0));
     }
     lines[i] = mended.replaceAll(mark, "");
   }

@@ -1,5 +1,6 @@
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
+import { rpcUrlProblem } from "../config-urls";
 import type { AppEnv } from "../env";
 import { requestConfig } from "../http/request-config";
 import { SharedLoad, within } from "../http/shared-load";
@@ -115,8 +116,17 @@ export async function identify(c: Context<AppEnv>, cardKeys: boolean): Promise<I
   // no idempotency, the retry is paid normally.
   const rpcUrl = varText(c.env.RPC_URL).trim();
   if (!rpcUrl) return undefined;
-  return { key, principal, kind: "x402", proveOnChain: () => signedOnChain(rpcUrl, terms) };
+  // One that is no http(s) URL is not handed to viem (its "HTTP request failed … Invalid URL" named
+  // no var), as in reconciliation and the refund checks: the proof fails by name, the retry a 503.
+  const malformed = rpcUrlProblem(rpcUrl);
+  const proveOnChain = malformed
+    ? () => Promise.reject(new RpcUrlUnusable(malformed))
+    : () => signedOnChain(rpcUrl, terms);
+  return { key, principal, kind: "x402", proveOnChain };
 }
+
+/** The proof was not attempted: RPC_URL is set but is no URL viem can be given (config-urls.ts). */
+export class RpcUrlUnusable extends Error {}
 
 /** The card key as the payment gate reads it (Authorization: Bearer, or X-API-Key). */
 function cardKeyOf(c: Context<AppEnv>): string | undefined {

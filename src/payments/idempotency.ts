@@ -8,7 +8,7 @@ import { bodyText, parseJsonText } from "../http/json-text";
 import { requestConfig } from "../http/request-config";
 import { ownsClaimAfterError } from "./claim-after-error";
 import { findKey } from "./credits";
-import { identify, mayIdentify } from "./idempotency-key";
+import { identify, mayIdentify, RpcUrlUnusable } from "./idempotency-key";
 import { claim, current, type Fingerprint, release, replay, store } from "./idempotent-results";
 import { payerProofQuota } from "./quotas";
 import { paymentsUnavailable } from "./settlement";
@@ -260,16 +260,28 @@ async function unproven(c: Context<AppEnv>, prove: () => Promise<boolean>): Prom
   try {
     proven = await prove();
   } catch (e) {
-    console.error(
-      redactSecrets(
+    if (e instanceof RpcUrlUnusable) {
+      // The operator's to fix, said by the var's name (e.message never holds its value).
+      console.warn(
         JSON.stringify({
-          level: "error",
+          level: "warn",
+          msg: "payer check on chain not made",
           request_id: c.get("requestId"),
-          error: `payer check on chain: ${e}`,
+          reason: e.message,
         }),
-        c.env,
-      ),
-    );
+      );
+    } else {
+      console.error(
+        redactSecrets(
+          JSON.stringify({
+            level: "error",
+            request_id: c.get("requestId"),
+            error: `payer check on chain: ${e}`,
+          }),
+          c.env,
+        ),
+      );
+    }
     // A retry of a stored call that cannot be checked now: nothing ran, so the call log counts it
     // as a replay (stats/record.ts), not as the skill's failure once per retry.
     c.set("storedCallRetry", true);

@@ -183,14 +183,19 @@ export async function researchQuery(env: Bindings, query: string): Promise<Resea
 
 /**
  * The query as the cache knows it: case, spacing and composition do not change what Wikipedia finds,
- * except in an `insource:/…/` or `intitle:/…/` regex, which CirrusSearch matches case-sensitively
- * (`/…/i` is not), so such a query keeps its case (spacing is collapsed before it is sent, so that
- * alone may go).
+ * except where CirrusSearch matches a keyword's value case-sensitively, and such a query keeps its
+ * case (spacing is collapsed before it is sent, so that alone may go): an `insource:/…/` or
+ * `intitle:/…/` regex (`/…/i` is not), and `linksto:`, whose page title is matched against an exact
+ * keyword field (`outgoing_link`; only the first letter is folded, as MediaWiki titles fold it);
+ * `morelike:`/`morelikethis:` and `deepcat:`/`deepcategory:` name exact titles too (the articles
+ * looked up by title, MoreLikeTrait::collectTitlesFromDB; the category tree walked from its title,
+ * DeepcatFeature::fetchCategories). `incategory:`, `hastemplate:` and `prefix:` match lowercased fields (`category.lowercase_keyword`,
+ * `template`, `title.prefix`), so their case does not matter (CirrusSearch's LinksToFeature,
+ * InCategoryFeature, HasTemplateFeature, PrefixFeature and its mapping).
  */
+const CASE_KEPT = /\b(?:(?:insource|intitle):\s*\/|(?:linksto|morelike|morelikethis|deepcat|deepcategory):)/i;
 const cacheKeyOf = (query: string) =>
-  /\b(?:insource|intitle):\s*\//i.test(query)
-    ? ["regex", query.replace(/\s+/g, " ").trim()]
-    : normalizeText(query);
+  CASE_KEPT.test(query) ? ["cased", query.replace(/\s+/g, " ").trim()] : normalizeText(query);
 
 export const research = defineSkill({
   id: "research",

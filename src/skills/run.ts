@@ -1,7 +1,7 @@
 import type { Bindings } from "../env";
 import { type ErrorItem, InputError } from "../http/validation";
 import { UpstreamError } from "../net/fetcher";
-import type { AfterAnswer } from "./lib/cache";
+import { type AfterAnswer, afterAnswer, type HeldWrite } from "./lib/cache";
 import { assertOutputSize } from "./lib/output-size";
 import type { Skill } from "./types";
 
@@ -12,7 +12,9 @@ import type { Skill } from "./types";
  * OutputTooLarge (a 422) instead of being returned.
  *
  * `waitUntil` takes the work the answer need not wait for (a network skill's cache write): the
- * route's execution context's, a card checkout's run's; without one, the skill awaits that work.
+ * route's execution context's, a card checkout's run's; without one, that work is awaited. A cache
+ * write is held until the shaped answer passed the size check, and dropped if it did not (or if
+ * the skill threw after it).
  */
 export async function runSkill(
   skill: Skill,
@@ -21,10 +23,23 @@ export async function runSkill(
   requestId: string,
   waitUntil?: AfterAnswer,
 ) {
-  const out = await skill.run(body as never, { env, requestId, waitUntil });
-  const shaped =
-    skill.kind === "utility" ? { skill: skill.id, ok: true, ...out } : { skill: skill.id, ...out };
+  if (skill.kind === "utility") {
+    // Utilities cache nothing: no held writes to gather (this is every cheap call's path).
+    const out = await skill.run(body as never, { env, requestId, waitUntil });
+    const shaped = { skill: skill.id, ok: true, ...out };
+    assertOutputSize(shaped);
+    return shaped;
+  }
+  // A cache write waits for the size check: an answer over the cap, or a run that threw after
+  // cached(), leaves nothing in KV.
+  const held: HeldWrite[] = [];
+  const holdWrite = (write: HeldWrite) => {
+    held.push(write);
+  };
+  const out = await skill.run(body as never, { env, requestId, waitUntil, holdWrite });
+  const shaped = { skill: skill.id, ...out };
   assertOutputSize(shaped);
+  for (const write of held) await afterAnswer(write, waitUntil);
   return shaped;
 }
 

@@ -17,6 +17,8 @@ export interface SkillContext {
   requestId: string;
   /** Work past the answer (a cache write) goes here; absent, the skill awaits it (lib/cache.ts). */
   waitUntil?: (work: Promise<unknown>) => void;
+  /** Takes a cache write to start once the answer passed the output cap (runSkill); absent, cached() starts it. */
+  holdWrite?: (write: () => Promise<unknown>) => void;
 }
 
 export type SkillOutput = Record<string, unknown>;

@@ -85,6 +85,23 @@ const HIDING = [
   "background:\\75 rl(/*);display:none",
   "display:none;x:'a;display:SAME;b'",
   "display:none;x:(a;display:SAME;b)",
+  // Through custom properties (css-vars.ts): own, a fallback, a cycle's fallback, an empty value,
+  // an escaped name, `initial`, a later invalid display after a var() one.
+  "--d:none;display:var(--d)",
+  "display:var(--x, none)",
+  "--a:var(--b);--b:var(--a);display:var(--a,none)",
+  "--d:;display:var(--d) none",
+  "--\\64:none;display:var(--d)",
+  "--d:initial;display:var(--d, none)",
+  "--v:hidden;visibility:var(--v)",
+  "display:VAR(--x,var(--y,none))",
+  "--d:none;display:var(--d)!important;display:SAME",
+  // A var() whose name is escaped or in capitals.
+  "--d:none;display:v\\61r(--d)",
+  "--e:none;--d:v\\61r(--e);display:var(--d)",
+  "--d:none;display:\\56 AR(--d)",
+  "--e:none;display:var(--x, v\\61r(--e))",
+  "--v:hidden;visibility:v\\61r(--v)",
 ];
 const NOT_HIDING = [
   "color:red",
@@ -117,6 +134,14 @@ const NOT_HIDING = [
   "display:none !important!important",
   "background:xurl(/*);display:none",
   "background:-url(/*);display:none",
+  "--d:SAME;display:var(--d)",
+  "--d:none;--d:SAME;display:var(--d)",
+  "display:var(--unset, SAME)",
+  // Custom properties for what is inside (inherited), and what reads them there: hidden inside
+  // an element declaring them, shown elsewhere.
+  "--h:none;--v:hidden;display:SAME",
+  "display:var(--h, SAME)",
+  "visibility:var(--v, visible)",
 ];
 /** Hiding by visibility, for a region that shows something again inside it. */
 const INVISIBLE = ["visibility:hidden", "visibility:collapse", "Visibility: HIDDEN !important"];

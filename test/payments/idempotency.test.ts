@@ -128,8 +128,8 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
       });
     }
     /** A paid call from a "contract wallet" with `id`, then a retry with a fresh signature. */
-    async function payThenRetry() {
-      const withRpc = { ...paidEnv, RPC_URL: RPC };
+    async function payThenRetry(rpcUrl = RPC) {
+      const withRpc = { ...paidEnv, RPC_URL: rpcUrl };
       const send = (header: string) =>
         app.fetch(
           new Request("https://skills.test/api/skills/uuid-mint", {
@@ -182,6 +182,36 @@ describe("idempotent x402 retries (payment-identifier extension)", { timeout: 30
         expect(await res.json()).toMatchObject({ reason: "payer_check_unavailable" });
         expect(await settles(...nonces)).toBe(1);
         expect(logged.mock.calls.flat().join(" ")).toContain("payer check on chain");
+      },
+    );
+
+    it.each([
+      ["with no scheme", "rpc.test/v2/secret-key-123"],
+      ["of wss://", "wss://rpc.test/v2/secret-key-123"],
+    ])(
+      "an RPC_URL %s is not handed to viem: 503 payer_check_unavailable, a warn line naming RPC_URL (not its value)",
+      async (_n, rpcUrl) => {
+        const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
+        const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+        const fetched = vi.spyOn(globalThis, "fetch");
+        const { res, nonces } = await payThenRetry(rpcUrl);
+        expect(res.status).toBe(503);
+        expect(res.headers.get("retry-after")).toBe("2");
+        expect(await res.json()).toMatchObject({ reason: "payer_check_unavailable" });
+        expect(await settles(...nonces)).toBe(1);
+        // Nothing asked of the RPC (viem's transport fetches the URL it is given).
+        const asked = fetched.mock.calls.map(([input]) =>
+          input instanceof Request ? input.url : String(input),
+        );
+        expect(asked.filter((url) => url.includes("rpc.test"))).toEqual([]);
+        const lines = warned.mock.calls.map((args) => args.join(" "));
+        const line = lines.find((l) => l.includes("payer check on chain not made"));
+        expect(JSON.parse(line as string)).toMatchObject({
+          level: "warn",
+          reason: "RPC_URL is not an absolute http(s) URL (its value is not shown)",
+        });
+        const logged = [...lines, ...errors.mock.calls.map((args) => args.join(" "))].join(" ");
+        expect(logged).not.toContain("secret-key-123");
       },
     );
   });

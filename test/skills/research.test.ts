@@ -158,6 +158,31 @@ describe("research on the Wikipedia fixture", () => {
   );
 
   it(
+    "linksto:, morelike: and deepcat: keep their case in the cache key (exact titles); incategory:, hastemplate: and prefix: do not",
+    async () => {
+      const tag = crypto.randomUUID().slice(0, 8);
+      const upper = await research(`linksto:"Payment Rail ${tag}"`);
+      const lower = await research(`linksto:"Payment rail ${tag}"`);
+      expect([upper.cache, lower.cache]).toEqual(["miss", "miss"]);
+      expect(await upstreamRequests(`srsearch=linksto:"Payment Rail ${tag}"&`)).toBe(1);
+      expect(await upstreamRequests(`srsearch=linksto:"Payment rail ${tag}"&`)).toBe(1);
+      // Exact titles too: the articles morelike: looks up, the category deepcat: walks from.
+      for (const keyword of ["morelike", "morelikethis", "deepcat", "deepcategory", "MoreLike"]) {
+        const first = await research(`${keyword}:Payment Rail ${tag}`);
+        const second = await research(`${keyword}:payment rail ${tag}`);
+        expect([first.cache, second.cache]).toEqual(["miss", "miss"]);
+      }
+      // Matched lowercased by CirrusSearch: one entry for both spellings.
+      for (const keyword of ["incategory", "hastemplate", "prefix"]) {
+        const first = await research(`${keyword}:"Payment Rail ${tag}"`);
+        const second = await research(`${keyword}:"payment rail ${tag}"`);
+        expect([first.cache, second.cache]).toEqual(["miss", "hit"]);
+      }
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "a cached no-match answer quotes each caller's own spelling of the query, never the first caller's",
     async () => {
       // One cache entry: NFC, lowercased, spaces collapsed. The summary once quoted the first spelling.

@@ -1,5 +1,6 @@
 import { type ChildNode, type Element, isTag, type ParentNode, Text } from "domhandler";
 import { DomUtils, parseDocument } from "htmlparser2";
+import { htmlInteger } from "./html-integer";
 import { DROPPED } from "./html-prepass";
 import { ownRendering } from "./inline-style";
 
@@ -413,8 +414,7 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   const kept: ChildNode[] = [];
   for (const node of parent.children) {
     if (isTag(node)) {
-      const own =
-        "hidden" in node.attribs || "style" in node.attribs ? ownRendering(node.attribs) : undefined;
+      const own = "hidden" in node.attribs || "style" in node.attribs ? ownRendering(node) : undefined;
       if (own && !own.rendered) {
         dropped = true;
         continue;
@@ -442,8 +442,7 @@ function dropUnshown(parent: ParentNode, invisible: boolean): boolean {
   if (dropped) parent.children = kept;
   if (skipped > 0 && isTag(parent as ChildNode) && (parent as Element).name === "ol") {
     const ol = parent as Element;
-    const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(ol.attribs.start ?? "");
-    ol.attribs.start = String((digits ? Number(digits[1]) : 1) + skipped);
+    ol.attribs.start = String((htmlInteger(ol.attribs.start) ?? 1) + skipped);
   }
   return shows;
 }

@@ -1,4 +1,5 @@
 import { compile, type FormatCallback } from "html-to-text";
+import { htmlInteger } from "./html-integer";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
 import { ownRendering, STYLE_READ } from "./inline-style";
 
@@ -172,13 +173,13 @@ type Node = Parameters<FormatCallback>[0];
  */
 const written = (child: Node) => {
   if (child.type !== "tag") return child.type === "text" && !/^\s*$/.test(child.data ?? "");
-  const own = ownRendering(child.attribs);
+  const own = ownRendering(child);
   const invisible = own.visibility === "hidden" || blanked.has(child);
   return own.rendered && (!invisible || showsAgain(child));
 };
 
 /** A list's child that takes a number: a rendered item, visible or not (its marker's place stays). */
-const numbered = (child: Node) => child.name === "li" && ownRendering(child.attribs).rendered;
+const numbered = (child: Node) => child.name === "li" && ownRendering(child).rendered;
 
 /**
  * The elements blank has emptied (their style, which said so, is gone by then): an item or quote
@@ -205,7 +206,7 @@ function showsAgain(elem: Node): boolean {
     visibilityWork.visits++;
     if (node.type !== "tag" || NEVER_SHOWN.has(node.name ?? "")) continue;
     if (node.name === "dialog" && !("open" in (node.attribs ?? {}))) continue;
-    const own = ownRendering(node.attribs);
+    const own = ownRendering(node);
     if (own.rendered && (own.visibility === "visible" || showsAgain(node))) {
       shows = true;
       break;
@@ -270,7 +271,7 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
  * walked as its tag is (`hidden="until-found"` is shown: see UNSHOWN).
  */
 const shownOnly: FormatCallback = (elem, walk, builder) => {
-  const own = ownRendering(elem.attribs);
+  const own = ownRendering(elem);
   if (!own.rendered) return;
   // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
   // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
@@ -297,7 +298,7 @@ function blank(elem: Node): void {
   const kept: Node[] = [];
   for (const child of elem.children ?? []) {
     if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
-    const own = ownRendering(child.attribs);
+    const own = ownRendering(child);
     if (!own.rendered) continue;
     if (own.visibility !== "visible") {
       shownAsTag(child);
@@ -367,7 +368,7 @@ const shownParts = (node: Node, invisible = false): Node => {
       else parts.push(c);
       continue;
     }
-    const own = ownRendering(c.attribs);
+    const own = ownRendering(c);
     const hidden = own.visibility === "hidden" || (invisible && own.visibility !== "visible");
     if (!own.rendered) changed = true;
     else if (ROW_PARTS.has(c.name ?? "")) {
@@ -449,19 +450,23 @@ const MARKERS = new Map<string, (n: number) => string>([
  */
 const orderedList: FormatCallback = (elem, walk, builder, options) => {
   const attribs: Record<string, string> = elem.attribs ?? {};
-  const digits = /^[\t\n\f\r ]*([+-]?\d+)/.exec(attribs.start ?? "");
   const marker = MARKERS.get(attribs.type ?? "") ?? String;
-  markedList(elem, walk, builder, options, digits ? Number(digits[1]) : 1, (n) => `${marker(n)}. `);
+  // `reversed` counts down, from `start` or else from the number of items that take a number
+  // (Chromium: not those `display: none` or `hidden` leaves out, a `visibility: hidden` one included).
+  const reversed = "reversed" in attribs;
+  const from = htmlInteger(attribs.start) ?? (reversed ? (elem.children ?? []).filter(numbered).length : 1);
+  markedList(elem, walk, builder, options, from, (n) => `${marker(n)}. `, reversed ? -1 : 1);
 };
 
 /** An unordered list, as html-to-text's formatter lays it out (" * "), its items read as markedList reads them. */
 const unorderedList: FormatCallback = (elem, walk, builder, options) =>
-  markedList(elem, walk, builder, options, 1, () => "* ");
+  markedList(elem, walk, builder, options, 1, () => "* ", 1);
 
 /**
- * A list's written items, each with its marker (numbered from `next` on), but an item whose own
- * visibility hides its marker (shown for text set visible again inside it): it takes its number
- * and writes no marker, its text at the list's indent.
+ * A list's written items, each with its marker (numbered from `from` on, by `step`; an item's
+ * `value` sets its number and the next ones go on from it, as browsers number them), but an item
+ * whose own visibility hides its marker (shown for text set visible again inside it): it takes
+ * its number and writes no marker, its text at the list's indent.
  */
 function markedList(
   elem: Node,
@@ -470,21 +475,25 @@ function markedList(
   options: Parameters<FormatCallback>[3],
   from: number,
   marker: (n: number) => string,
+  step: 1 | -1,
 ): void {
   let next = from;
   const nested = elem.parent?.name === "li";
   let width = 0;
   const items: { node: Node; prefix: string }[] = [];
   for (const node of elem.children ?? []) {
-    const number = numbered(node) ? next++ : undefined;
+    let number: number | undefined;
+    if (numbered(node)) {
+      number = htmlInteger(node.attribs?.value) ?? next;
+      next = number + step;
+    }
     // Every item's marker place, written or hidden by its own visibility, as a browser keeps it: an
     // unmarked item's text sits where its list's others do, whatever items follow it (a list its
     // hidden region blanked has no marker at all, and its text shown again none of their places).
     const place = number === undefined ? "" : `${nested ? "" : " "}${marker(number)}`;
     if (!blanked.has(node)) width = Math.max(width, place.length);
     if (!written(node)) continue;
-    const unmarked =
-      number === undefined || blanked.has(node) || ownRendering(node.attribs).visibility === "hidden";
+    const unmarked = number === undefined || blanked.has(node) || ownRendering(node).visibility === "hidden";
     items.push({ node, prefix: unmarked ? "" : place });
   }
   if (items.length === 0) return;

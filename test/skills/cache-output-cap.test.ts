@@ -71,6 +71,24 @@ describe("the network skills' cache and the answer cap", () => {
   );
 
   it(
+    "a run that throws after cached() leaves nothing in KV: the write waits for the answer",
+    async () => {
+      const id = `throws_after_${crypto.randomUUID().slice(0, 8)}`;
+      const skill = {
+        id,
+        kind: "analytic",
+        run: async (_body: unknown, ctx: Parameters<Skill["run"]>[1]) => {
+          await cached(ctx, id, ["same input"], async () => ({ text: "computed" }));
+          throw new Error("failed after the lookup");
+        },
+      } as unknown as Skill;
+      await expect(runSkill(skill, {}, env, "req-1")).rejects.toThrow("failed after the lookup");
+      expect(await entries(id)).toBe(0);
+    },
+    SKILL_TEST_TIMEOUT,
+  );
+
+  it(
     "a value under the cap is still cached: the second call is a hit",
     async () => {
       const id = `under_cap_${crypto.randomUUID().slice(0, 8)}`;

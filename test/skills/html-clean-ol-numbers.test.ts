@@ -34,6 +34,10 @@ describe("html_clean text mode numbers a list as a browser does", () => {
       "<ol><li>a<li value=-2147483648>b<li value=2147483647>c</ol>",
       " 1.           a\n -2147483648. b\n 2147483647.  c",
     ],
+    // The next number stops at those bounds, as Chromium's ordinal saturates.
+    ["<ol><li value=2147483647>a<li>b</ol>", " 2147483647. a\n 2147483647. b"],
+    ["<ol reversed><li value=-2147483648>a<li>b</ol>", " -2147483648. a\n -2147483648. b"],
+    ["<ol start=2147483647><li>a<li>b<li>c</ol>", " 2147483647. a\n 2147483647. b\n 2147483647. c"],
   ])("%s", (html, text) => {
     expect(htmlToText(html)).toBe(text);
   });

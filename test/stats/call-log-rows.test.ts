@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { skillStats } from "../../src/stats/query";
 import { type CallRecord, callRows, queueCall } from "../../src/stats/record";
 
@@ -121,6 +121,40 @@ describe("the rows a flush of the call log writes", () => {
     await writes[99];
     expect(await logged("call_log_full_test")).toEqual({ rows: 100, calls: 100, last: at + 99 });
     await Promise.all(writes);
+  });
+
+  it("a batch D1 refuses is one error line giving its rows and the calls they hold apart", async () => {
+    const at = Date.UTC(2032, 5, 6, 12);
+    // A database of its own (the buffer is per binding) whose batch fails, as a full D1's does.
+    const failing = {
+      prepare: (sql: string) => env.DB.prepare(sql),
+      batch: () => Promise.reject(new Error("D1_ERROR: database full")),
+    } as unknown as D1Database;
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const batched = { ...env, DB: failing, CALL_LOG_FLUSH_MS: "50" };
+      const writes = [
+        queueCall(batched, rec({ at, skill: "call_log_refused_test" })),
+        queueCall(batched, rec({ at: at + 1, skill: "call_log_refused_test" })),
+        queueCall(
+          batched,
+          rec({ at: at + 2, skill: "call_log_refused_test", status: 200, outcome: "ok", amountMicro: 3000 }),
+        ),
+      ].filter((w) => w !== undefined);
+      await Promise.all(writes);
+      const lines = errors.mock.calls.map((c) => JSON.parse(String(c[0])) as Record<string, unknown>);
+      expect(lines).toEqual([
+        {
+          level: "error",
+          msg: "stats write failed",
+          rows: 2,
+          calls: 3,
+          error: "Error: D1_ERROR: database full",
+        },
+      ]);
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   it("later flushes (any isolate's) add to their minute's rows: a caller spreading calls over 30 groups keeps 30 rows, however many calls", async () => {

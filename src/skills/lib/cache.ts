@@ -9,7 +9,8 @@ import { jsonByteLength, MAX_OUTPUT_BYTES } from "./output-size";
  * throws (a refusal, an upstream's 502/504) is not, nor a value whose answer is over the answer cap
  * (MAX_OUTPUT_BYTES): runSkill refuses that answer with a 422, and a cached copy would only have served
  * that 422 again from KV on every hit. The cap is checked on the answer runSkill sends (the skill's
- * `{skill, ...out}`), so the write waits for that check (`holdWrite`).
+ * `{skill, ...out}`), so the write waits for that check (`holdWrite`). runSkill hands `holdWrite` to
+ * analytic skills only: a utility that called this would write before the check.
  */
 
 // Bump when a skill's output for the same input changes, so old entries are not served (a changed

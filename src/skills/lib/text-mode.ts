@@ -485,7 +485,8 @@ function markedList(
     let number: number | undefined;
     if (numbered(node)) {
       number = htmlInteger(node.attribs?.value) ?? next;
-      next = number + step;
+      // Chromium saturates the next ordinal at a 32-bit signed integer's bounds (list_item_ordinal.cc).
+      next = Math.min(2 ** 31 - 1, Math.max(-(2 ** 31), number + step));
     }
     // Every item's marker place, written or hidden by its own visibility, as a browser keeps it: an
     // unmarked item's text sits where its list's others do, whatever items follow it (a list its

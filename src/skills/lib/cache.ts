@@ -1,7 +1,7 @@
 import { sha256Hex } from "../../digest";
 import type { Bindings } from "../../env";
 import { netConfig } from "../../net/config";
-import { jsonByteLength, MAX_OUTPUT_BYTES } from "./output-size";
+import { MAX_OUTPUT_BYTES } from "./output-size";
 
 /**
  * KV cache of network-skill results, keyed by skill id and the SHA-256 of the normalized input.
@@ -53,8 +53,6 @@ export async function cached<T>(
     // A cache that cannot be read is a miss.
   }
   const value = await compute();
-  // Measured before it is written out: the walk stops at the cap, where JSON.stringify would build it all.
-  if (jsonByteLength(value) > MAX_OUTPUT_BYTES) return { value, cache: "miss" };
   // Serialized now, before the skill goes on with `value`. A cache that cannot be written costs a
   // recomputation next time, nothing more.
   let serialized: string;
@@ -63,6 +61,9 @@ export async function cached<T>(
   } catch {
     return { value, cache: "miss" };
   }
+  // Its answer is measured byte for byte by runSkill (the held write waits for it); here only what
+  // is over the cap in UTF-16 units alone, hence in UTF-8 bytes too, is let go: no second walk.
+  if (serialized.length > MAX_OUTPUT_BYTES) return { value, cache: "miss" };
   const write = () => kv.put(key, serialized, { expirationTtl: ttl });
   // The answer the skill builds from `value` (the query echoed, limits, `cache`) may still be over
   // the cap: runSkill starts the write only once that answer passed its size check.

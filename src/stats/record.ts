@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { throttledLog } from "../http/log-once";
 import { isMcpRequest } from "../http/mcp-request";
 import { requestConfig } from "../http/request-config";
 import { wholeNumber } from "../var-text";
@@ -204,9 +205,25 @@ function flushWindowMs(value: unknown): number {
   return flushMs;
 }
 
-/** Queues one record; returns the write this request must keep alive, if it is the one to flush. */
-export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void> | undefined {
-  writeDataPoint(env, r);
+/**
+ * Queues one record; returns the write this request must keep alive, if it is the one to flush.
+ * Analytics Engine's writeDataPoint throws once one of its limits is passed (the runtime checks
+ * every write: 250 data points per invocation, an account's quota). Thrown from here, after the
+ * answer was made (recordCall), it turned every priced answer into a 500: a paid one whose
+ * settlement or credit already stood, and the call's D1 row was lost with it. Its failure goes to
+ * `sinkFailed` (a line a minute per isolate unless the caller names the call), and the row is
+ * queued all the same.
+ */
+export function queueCall(
+  env: AppEnv["Bindings"],
+  r: CallRecord,
+  sinkFailed: (e: unknown) => void = logSinkFailure,
+): Promise<void> | undefined {
+  try {
+    writeDataPoint(env, r);
+  } catch (e) {
+    sinkFailed(e);
+  }
   const waitMs = flushWindowMs(env.CALL_LOG_FLUSH_MS);
   const batched = waitMs > 0;
   let batch = buffers.get(env.DB);
@@ -343,6 +360,10 @@ export function expiredCalls(db: D1Database, now: number, limit: number) {
     .prepare("DELETE FROM call_log WHERE rowid IN (SELECT rowid FROM call_log WHERE at < ?1 LIMIT ?2)")
     .bind(now - RETENTION_DAYS * 86_400_000, limit);
 }
+
+const sinkFault = throttledLog(60_000);
+const logSinkFailure = (e: unknown) =>
+  sinkFault({ level: "error", msg: "call statistics data point not written", error: String(e) });
 
 function writeDataPoint(env: AppEnv["Bindings"], r: CallRecord) {
   // blob/double order is the schema the SQL API queries use (docs/STATS.md).

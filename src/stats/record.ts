@@ -173,6 +173,13 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
  */
 const MAX_BUFFERED = 100;
 const DEFAULT_FLUSH_MS = 2_000;
+/**
+ * The longest window CALL_LOG_FLUSH_MS gives. The flush is held by the first call's waitUntil,
+ * which Cloudflare cancels 30 s after that request's answer: a longer window's timer never fired,
+ * and its batch, which no later call restarts, waited for MAX_BUFFERED rows (on a quiet deployment
+ * until the isolate was evicted, its calls lost). 20 s leaves the write itself 10 s.
+ */
+export const MAX_FLUSH_MS = 20_000;
 
 /** A call-log row: a call, or (`bucket` set) the calls of one group in one minute, `n` of them. */
 interface CallRow {
@@ -199,7 +206,7 @@ let flushMs = DEFAULT_FLUSH_MS;
 function flushWindowMs(value: unknown): number {
   if (value !== flushVar) {
     // A whole number of ms; "2s" (a unit) is the default, not NaN (which wrote each call at once).
-    flushMs = wholeNumber(value, DEFAULT_FLUSH_MS);
+    flushMs = wholeNumber(value, DEFAULT_FLUSH_MS, 0, MAX_FLUSH_MS);
     flushVar = value;
   }
   return flushMs;

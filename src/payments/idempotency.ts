@@ -4,6 +4,7 @@ import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
+import { isRawJsonNumber } from "../http/exact-integers";
 import { bodyText, parseJsonText } from "../http/json-text";
 import { requestConfig } from "../http/request-config";
 import { ownsClaimAfterError } from "./claim-after-error";
@@ -19,13 +20,40 @@ const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
  * SHA-256 of the body as canonical JSON (RFC 8785), so key order and spacing do not matter.
  * Integers past 2^53 stay as written: json_sort and json_flatten answer them exactly, so two bodies
  * that differ only in such a digit are different requests.
+ *
+ * canonicalize writes such an integer (a `JSON.rawJSON` value) as the object `{"rawJSON":"<digits>"}`,
+ * the very text of a body that sends that object itself, so `{"a":12345678901234567890}` and
+ * `{"a":{"rawJSON":"12345678901234567890"}}` were one request: the second got the first's stored
+ * answer. A body whose objects name a key `rawJSON` is keyed by the SHA-256 of its text as sent,
+ * written `sent:<hex>` so that it meets no other body's bare hex digest (nor a body that is not
+ * JSON, whose text is hashed too). Every other body keeps its hash (a retry sent across the deploy
+ * still finds its row); a retry of such a body must resend its bytes, as HTTP clients do.
  */
 async function bodyHash(text: string): Promise<string> {
   if (text.trim() === "") return sha256Hex("");
   const parsed = parseJsonText(text, true);
   if (!parsed.ok) return sha256Hex(text);
+  if (namesRawJsonKey(text, parsed.value)) return `sent:${await sha256Hex(text)}`;
   const { canonicalize } = await import("./paid-call-libs");
   return sha256Hex(canonicalize(parsed.value));
+}
+
+/**
+ * Whether an object in the body has its own key `rawJSON`. Its letters can be written only as
+ * themselves or as `\u` escapes, so a body with neither in its text has none and is not walked.
+ */
+function namesRawJsonKey(text: string, value: unknown): boolean {
+  if (!text.includes("rawJSON") && !text.includes("\\u")) return false;
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== "object" || v === null || isRawJsonNumber(v)) continue;
+    // One push per value: a spread of a 5 MiB body's array would pass the engine's argument limit.
+    if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (Object.hasOwn(v, "rawJSON")) return true;
+    else for (const key in v) stack.push((v as Record<string, unknown>)[key]);
+  }
+  return false;
 }
 
 /**

@@ -479,6 +479,39 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     expect(await left(key)).toBe(2);
   });
 
+  it("a body sending the object {rawJSON: digits} is not the body with that integer (either order), and its own retry is replayed", async () => {
+    // The canonical form writes an integer past 2^53 as {"rawJSON":"<digits>"}: without telling the
+    // two apart, the second body got the first's stored answer.
+    const key = await keyWith(6, "json_sort");
+    const send = (idem: string, body: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/skills/json-sort", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": idem },
+          body,
+        }),
+        cardEnv,
+      );
+    const big = '{"data":{"a":12345678901234567890}}';
+    const literal = '{"data":{"a":{"rawJSON":"12345678901234567890"}}}';
+    // The key's letters escaped are the same key.
+    const escaped = '{"data":{"a":{"\\u0072awJSON":"12345678901234567890"}}}';
+    expect((await send("raw-1", big)).status).toBe(200);
+    const second = await send("raw-1", literal);
+    expect(second.status).toBe(409);
+    expect(second.headers.get("x-idempotent-replay")).toBeNull();
+    expect((await send("raw-1", escaped)).status).toBe(409);
+    const first = await send("raw-2", literal);
+    expect(first.status).toBe(200);
+    const answer = await first.text();
+    expect(answer).toContain('\\"rawJSON\\"');
+    expect((await send("raw-2", big)).status).toBe(409);
+    const retry = await send("raw-2", literal);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(answer);
+    expect(await left(key)).toBe(4);
+  });
+
   it("the same Idempotency-Key with another body is a 409 and spends nothing", async () => {
     const key = await keyWith(3);
     expect((await call(key, "k-1")).status).toBe(200);

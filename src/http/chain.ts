@@ -21,7 +21,7 @@ type OnError = (err: Error, c: Context<AppEnv>) => Response | Promise<Response>;
  * - a step that neither answers nor calls `next()` (the last handler included) leaves the answer
  *   unset, and the route's `next` is not called: Hono then answers as for a handler that returned
  *   nothing, its "Context is not finalized" error, a 500 (the app's middleware make every route a
- *   composed one; a chain that were a route's only handler in an app without middleware would get
+ *   composed one; a chain that is a route's only handler in an app without middleware would get
  *   Hono's 404 instead). Steps registered as Hono handlers give the same 500; every skill step
  *   returns `next()`, an answer or throws.
  */

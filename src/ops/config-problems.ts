@@ -13,7 +13,7 @@ import { isHttpUrl, rpcUrlProblem } from "../config-urls";
 import type { Bindings } from "../env";
 import { partnerConfig } from "../partners/config";
 import { receiptKey } from "../payments/receipt-key";
-import { MAX_FLUSH_MS } from "../stats/record";
+import { MAX_FLUSH_MS } from "../stats/flush-window";
 import { notText, SWITCH_WORD, SWITCHES, varText, WHOLE_NUMBER, WHOLE_NUMBERS } from "../var-text";
 
 export interface ConfigProblem {

@@ -6,6 +6,7 @@ import { isMcpRequest } from "../http/mcp-request";
 import { requestConfig } from "../http/request-config";
 import { wholeNumber } from "../var-text";
 import { elapsedMs, startClock, watchBody } from "./body-watch";
+import { DEFAULT_FLUSH_MS, MAX_FLUSH_MS } from "./flush-window";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -172,14 +173,6 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
  * Analytics Engine is written per call: it batches on its own and costs no round trip.
  */
 const MAX_BUFFERED = 100;
-const DEFAULT_FLUSH_MS = 2_000;
-/**
- * The longest window CALL_LOG_FLUSH_MS gives. The flush is held by the first call's waitUntil,
- * which Cloudflare cancels 30 s after that request's answer: a longer window's timer never fired,
- * and its batch, which no later call restarts, waited for MAX_BUFFERED rows (on a quiet deployment
- * until the isolate was evicted, its calls lost). 20 s leaves the write itself 10 s.
- */
-export const MAX_FLUSH_MS = 20_000;
 
 /** A call-log row: a call, or (`bucket` set) the calls of one group in one minute, `n` of them. */
 interface CallRow {
@@ -215,7 +208,7 @@ function flushWindowMs(value: unknown): number {
 /**
  * Queues one record; returns the write this request must keep alive, if it is the one to flush.
  * Analytics Engine's writeDataPoint throws once one of its limits is passed (the runtime checks
- * every write: 250 data points per invocation, an account's quota). Thrown from here, after the
+ * every write: 250 data points per invocation; other limits are assumed to throw alike). Thrown from here, after the
  * answer was made (recordCall), it turned every priced answer into a 500: a paid one whose
  * settlement or credit already stood, and the call's D1 row was lost with it. Its failure goes to
  * `sinkFailed` (a line a minute per isolate unless the caller names the call), and the row is

@@ -512,6 +512,28 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     expect(await left(key)).toBe(4);
   });
 
+  it("bodies whose strings differ only in a lone surrogate or U+FFFD are different requests", async () => {
+    // UTF-8 writes every lone surrogate as U+FFFD: hashed so, these three bodies were one request.
+    const key = await keyWith(3, "json_sort");
+    const send = (value: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/skills/json-sort", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": "lone-1" },
+          body: `{"data":{"a":"${value}"}}`,
+        }),
+        cardEnv,
+      );
+    expect((await send("\\ud800")).status).toBe(200);
+    for (const other of ["\\udfff", "\\ufffd", "\\\\ud800"]) {
+      const res = await send(other);
+      expect(res.status, other).toBe(409);
+      expect(res.headers.get("x-idempotent-replay")).toBeNull();
+    }
+    expect((await send("\\uD800")).headers.get("x-idempotent-replay")).toBe("true");
+    expect(await left(key)).toBe(2);
+  });
+
   it("the same Idempotency-Key with another body is a 409 and spends nothing", async () => {
     const key = await keyWith(3);
     expect((await call(key, "k-1")).status).toBe(200);

@@ -22,8 +22,8 @@ const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
  * that differ only in such a digit are different requests.
  *
  * Two ways two bodies met in one text, and a retry got the other body's stored answer:
- * - canonicalize writes such an integer (a `JSON.rawJSON` value) as the object
- *   `{"rawJSON":"<digits>"}`, the text of a body that sends that object itself. A body holding that
+ * - our canonicalizer (the x402 library's: RFC 8785's key order and numbers) writes such an integer
+ *   (a `JSON.rawJSON` value) as the object `{"rawJSON":"<digits>"}`, the text of a body that sends that object itself. A body holding that
  *   object (one key, `rawJSON`, a string of digits: nothing else can meet an integer) is keyed by
  *   the SHA-256 of its text as sent, written `sent:<hex>`, which no bare hex digest is;
  * - a lone surrogate (`"\ud800"`, only an escape can write one) is written as is, and hashing

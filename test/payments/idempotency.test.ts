@@ -510,6 +510,16 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     expect(retry.headers.get("x-idempotent-replay")).toBe("true");
     expect(await retry.text()).toBe(answer);
     expect(await left(key)).toBe(4);
+    // An object keyed rawJSON that no integer can be (another key beside it, or no digits) keeps
+    // the canonical fingerprint: its retry with the keys in another order is the same request.
+    for (const [idem, body, reordered] of [
+      ["raw-3", '{"data":{"a":{"rawJSON":"1","b":2}}}', '{"data":{"a":{"b":2,"rawJSON":"1"}}}'],
+      ["raw-4", '{"data":{"a":{"rawJSON":"x"},"b":1}}', '{"data":{"b":1,"a":{"rawJSON":"x"}}}'],
+    ]) {
+      expect((await send(idem, body)).status).toBe(200);
+      expect((await send(idem, reordered)).headers.get("x-idempotent-replay")).toBe("true");
+    }
+    expect(await left(key)).toBe(2);
   });
 
   it("bodies whose strings differ only in a lone surrogate or U+FFFD are different requests", async () => {

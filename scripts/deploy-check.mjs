@@ -36,6 +36,7 @@ const { mailtoAddress } = await import("../src/contact-email.ts");
 const { isPlaceholderAddress, x402AddressProblems } = await import("../src/payments/x402-address.ts");
 const { isHttpUrl, rpcUrlProblem, stripeApiBaseProblem } = await import("../src/config-urls.ts");
 const { flag, SWITCH_WORD, SWITCHES, WHOLE_NUMBER, WHOLE_NUMBERS } = await import("../src/var-text.ts");
+const { MAX_FLUSH_MS } = await import("../src/stats/flush-window.ts");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ZERO_ID = /^0+(-0+)*$/;
@@ -442,6 +443,12 @@ function wordProblems(vars) {
     const value = vars[name];
     if (value === undefined || value === "" || WHOLE_NUMBER.test(String(value).trim())) continue;
     out.push(`${name} "${value}" is not a whole number (no unit): the Worker would not read it as meant`);
+  }
+  const flush = vars.CALL_LOG_FLUSH_MS;
+  if (flush !== undefined && WHOLE_NUMBER.test(String(flush).trim()) && Number(flush) > MAX_FLUSH_MS) {
+    out.push(
+      `CALL_LOG_FLUSH_MS "${flush}" is past ${MAX_FLUSH_MS} ms: the request that holds the flush ends 30 s after its answer, so the Worker uses ${MAX_FLUSH_MS}`,
+    );
   }
   return out;
 }

@@ -17,11 +17,13 @@ type OnError = (err: Error, c: Context<AppEnv>) => Response | Promise<Response>;
  * - an `onError` that throws is not caught again at a pass-through step; answerError only builds
  *   an answer and does not throw;
  * - `await next()` resolves to undefined, not the Context; no step uses what next() resolves to;
- * - a last handler that returns nothing is answered by the route's `next` (a 404), not by Hono's
- *   empty 200; the skill handler always returns an answer or throws;
  * - `c.req.routeIndex` is not set per step; nothing in src reads it;
- * - a step that neither answers nor calls `next()` falls through to the route's `next` (a 404),
- *   where Hono fails on the missing answer; every skill step returns `next()`, an answer or throws.
+ * - a step that neither answers nor calls `next()` (the last handler included) leaves the answer
+ *   unset, and the route's `next` is not called: Hono then answers as for a handler that returned
+ *   nothing, its "Context is not finalized" error, a 500 (the app's middleware make every route a
+ *   composed one; a chain that is a route's only handler in an app without middleware would get
+ *   Hono's 404 instead). Steps registered as Hono handlers give the same 500; every skill step
+ *   returns `next()`, an answer or throws.
  */
 export function chain(steps: MiddlewareHandler<AppEnv>[], onError: OnError): MiddlewareHandler<AppEnv> {
   return (c, routeNext) => {

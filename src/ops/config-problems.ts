@@ -13,6 +13,7 @@ import { isHttpUrl, rpcUrlProblem } from "../config-urls";
 import type { Bindings } from "../env";
 import { partnerConfig } from "../partners/config";
 import { receiptKey } from "../payments/receipt-key";
+import { MAX_FLUSH_MS } from "../stats/flush-window";
 import { notText, SWITCH_WORD, SWITCHES, varText, WHOLE_NUMBER, WHOLE_NUMBERS } from "../var-text";
 
 export interface ConfigProblem {
@@ -143,6 +144,12 @@ export function configProblems(
     if (text !== "" && !WHOLE_NUMBER.test(text))
       add(name, "not a whole number (no unit): the default is used");
   }
+  const flush = varText(env.CALL_LOG_FLUSH_MS).trim();
+  if (WHOLE_NUMBER.test(flush) && Number(flush) > MAX_FLUSH_MS)
+    add(
+      "CALL_LOG_FLUSH_MS",
+      `past ${MAX_FLUSH_MS} ms (a request's waitUntil, which holds the flush, ends 30 s after its answer): ${MAX_FLUSH_MS} is used`,
+    );
   const selling = x402Selling(env);
   // A URL of another scheme passes the gate's own check (it parses) and then fails every read of
   // /supported: paid calls 503 and /health 503 on the facilitator check, the var named nowhere.

@@ -249,21 +249,7 @@ async function logFirstCall(
 ) {
   // As recordCall reads a route's answer: a 502/504 of the page the buyer named is theirs.
   const outcome = outcomeOf(run.status, undefined, run.targetFault);
-  try {
-    await queueCall(env, {
-      at: Date.now(),
-      skill: skillId,
-      status: run.status,
-      outcome,
-      durationMs: run.durationMs,
-      // In free beta whatever its answer, as recordCall logs every call free beta let through. A
-      // refusal took no credit: nothing paid it, as the route logs a key without credits, or a
-      // card call whose body is refused (payments/gate.ts takes the credit after the body).
-      paymentMethod: run.free ? "free_beta" : run.status === 402 || !run.ran ? "none" : "card_credit",
-      amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
-      transport: "checkout",
-    });
-  } catch (e) {
+  const notWritten = (e: unknown) =>
     console.error(
       JSON.stringify({
         level: "error",
@@ -272,6 +258,27 @@ async function logFirstCall(
         error: errorText(e),
       }),
     );
+  try {
+    await queueCall(
+      env,
+      {
+        at: Date.now(),
+        skill: skillId,
+        status: run.status,
+        outcome,
+        durationMs: run.durationMs,
+        // In free beta whatever its answer, as recordCall logs every call free beta let through. A
+        // refusal took no credit: nothing paid it, as the route logs a key without credits, or a
+        // card call whose body is refused (payments/gate.ts takes the credit after the body).
+        paymentMethod: run.free ? "free_beta" : run.status === 402 || !run.ran ? "none" : "card_credit",
+        amountMicro: outcome === "ok" && run.creditTaken ? priceMicro : 0,
+        transport: "checkout",
+      },
+      // The statistics sink's refusal, named by the session; the D1 row is queued all the same.
+      notWritten,
+    );
+  } catch (e) {
+    notWritten(e);
   }
 }
 

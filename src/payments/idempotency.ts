@@ -4,6 +4,7 @@ import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
+import { isRawJsonNumber } from "../http/exact-integers";
 import { bodyText, parseJsonText } from "../http/json-text";
 import { requestConfig } from "../http/request-config";
 import { ownsClaimAfterError } from "./claim-after-error";
@@ -19,13 +20,56 @@ const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
  * SHA-256 of the body as canonical JSON (RFC 8785), so key order and spacing do not matter.
  * Integers past 2^53 stay as written: json_sort and json_flatten answer them exactly, so two bodies
  * that differ only in such a digit are different requests.
+ *
+ * Two ways two bodies met in one text, and a retry got the other body's stored answer:
+ * - our canonicalizer (the x402 library's: RFC 8785's key order and numbers) writes such an integer
+ *   (a `JSON.rawJSON` value) as the object `{"rawJSON":"<digits>"}`, the text of a body that sends that object itself. A body holding that
+ *   object (one key, `rawJSON`, a string of digits: nothing else can meet an integer) is keyed by
+ *   the SHA-256 of its text as sent, written `sent:<hex>`, which no bare hex digest is;
+ * - a lone surrogate (`"\ud800"`, only an escape can write one) is written as is, and hashing
+ *   encodes it to UTF-8 as U+FFFD, so `"\ud800"`, `"\udfff"` and `"\ufffd"` met. It is hashed as
+ *   its escape, which canonical text holds nowhere else (a backslash is written `\\`).
+ * Every other body keeps its hash, so a retry sent across the deploy still finds its row; a retry
+ * of a body holding that object must resend its bytes, as HTTP clients do.
  */
 async function bodyHash(text: string): Promise<string> {
   if (text.trim() === "") return sha256Hex("");
   const parsed = parseJsonText(text, true);
   if (!parsed.ok) return sha256Hex(text);
+  if (holdsIntegerLookAlike(text, parsed.value)) return `sent:${await sha256Hex(text)}`;
   const { canonicalize } = await import("./paid-call-libs");
-  return sha256Hex(canonicalize(parsed.value));
+  const canonical = canonicalize(parsed.value);
+  return sha256Hex(canonical.isWellFormed() ? canonical : canonical.replace(LONE_SURROGATE, escapeUnit));
+}
+
+const LONE_SURROGATE = /\p{Cs}/gu;
+const escapeUnit = (unit: string) => `\\u${unit.charCodeAt(0).toString(16)}`;
+const INTEGER_TEXT = /^-?\d+$/;
+
+/**
+ * Whether an object in the body is `{"rawJSON": "<digits>"}`, what canonicalize makes of an integer
+ * past 2^53. Its key's letters can be written only as themselves or as `\u` escapes, so a body with
+ * neither in its text holds none and is not walked.
+ */
+function holdsIntegerLookAlike(text: string, value: unknown): boolean {
+  if (!text.includes("rawJSON") && !text.includes("\\u")) return false;
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== "object" || v === null || isRawJsonNumber(v)) continue;
+    // One push per value: a spread of a 5 MiB body's array would pass the engine's argument limit.
+    if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (isIntegerLookAlike(v as Record<string, unknown>)) return true;
+    else for (const key in v) stack.push((v as Record<string, unknown>)[key]);
+  }
+  return false;
+}
+
+function isIntegerLookAlike(o: Record<string, unknown>): boolean {
+  const raw = o.rawJSON;
+  if (typeof raw !== "string" || !Object.hasOwn(o, "rawJSON") || !INTEGER_TEXT.test(raw)) return false;
+  for (const key in o) if (key !== "rawJSON") return false;
+  return true;
 }
 
 /**

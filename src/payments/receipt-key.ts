@@ -64,12 +64,18 @@ export function receiptKey(value: string | undefined, baseUrl: string): ReceiptK
 
 function parse(secret: string | undefined, did: string): ReceiptKey | { error: string } {
   if (!secret) return { error: "RECEIPT_SIGNING_KEY is not set" };
-  let jwk: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    jwk = JSON.parse(secret);
+    parsed = JSON.parse(secret);
   } catch {
     return { error: "RECEIPT_SIGNING_KEY is not JSON (expected a private Ed25519 JWK)" };
   }
+  // JSON that is no object (`null`, which `jq -r` prints for a missing field) is no key either:
+  // reading its fields threw, a 500 on /health, did.json, every 402 and every paid answer (after
+  // its credit or settlement stood).
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    return { error: "RECEIPT_SIGNING_KEY is JSON but no object (expected a private Ed25519 JWK)" };
+  const jwk = parsed as Record<string, unknown>;
   if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.d !== "string" || typeof jwk.x !== "string")
     return {
       error: 'RECEIPT_SIGNING_KEY must be a private Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","d","x"})',

@@ -1,10 +1,12 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
 import { afterResponse } from "../http/after-response";
+import { throttledLog } from "../http/log-once";
 import { isMcpRequest } from "../http/mcp-request";
 import { requestConfig } from "../http/request-config";
 import { wholeNumber } from "../var-text";
 import { elapsedMs, startClock, watchBody } from "./body-watch";
+import { DEFAULT_FLUSH_MS, MAX_FLUSH_MS } from "./flush-window";
 
 /**
  * One measured call. The same record goes to Workers Analytics Engine (production sink, queried
@@ -171,7 +173,6 @@ export function recordCall(skill: string, priceMicro: () => number): MiddlewareH
  * Analytics Engine is written per call: it batches on its own and costs no round trip.
  */
 const MAX_BUFFERED = 100;
-const DEFAULT_FLUSH_MS = 2_000;
 
 /** A call-log row: a call, or (`bucket` set) the calls of one group in one minute, `n` of them. */
 interface CallRow {
@@ -198,15 +199,31 @@ let flushMs = DEFAULT_FLUSH_MS;
 function flushWindowMs(value: unknown): number {
   if (value !== flushVar) {
     // A whole number of ms; "2s" (a unit) is the default, not NaN (which wrote each call at once).
-    flushMs = wholeNumber(value, DEFAULT_FLUSH_MS);
+    flushMs = wholeNumber(value, DEFAULT_FLUSH_MS, 0, MAX_FLUSH_MS);
     flushVar = value;
   }
   return flushMs;
 }
 
-/** Queues one record; returns the write this request must keep alive, if it is the one to flush. */
-export function queueCall(env: AppEnv["Bindings"], r: CallRecord): Promise<void> | undefined {
-  writeDataPoint(env, r);
+/**
+ * Queues one record; returns the write this request must keep alive, if it is the one to flush.
+ * Analytics Engine's writeDataPoint throws once one of its limits is passed (the runtime checks
+ * every write: 250 data points per invocation; other limits are assumed to throw alike). Thrown from here, after the
+ * answer was made (recordCall), it turned every priced answer into a 500: a paid one whose
+ * settlement or credit already stood, and the call's D1 row was lost with it. Its failure goes to
+ * `sinkFailed` (a line a minute per isolate unless the caller names the call), and the row is
+ * queued all the same.
+ */
+export function queueCall(
+  env: AppEnv["Bindings"],
+  r: CallRecord,
+  sinkFailed: (e: unknown) => void = logSinkFailure,
+): Promise<void> | undefined {
+  try {
+    writeDataPoint(env, r);
+  } catch (e) {
+    sinkFailed(e);
+  }
   const waitMs = flushWindowMs(env.CALL_LOG_FLUSH_MS);
   const batched = waitMs > 0;
   let batch = buffers.get(env.DB);
@@ -343,6 +360,10 @@ export function expiredCalls(db: D1Database, now: number, limit: number) {
     .prepare("DELETE FROM call_log WHERE rowid IN (SELECT rowid FROM call_log WHERE at < ?1 LIMIT ?2)")
     .bind(now - RETENTION_DAYS * 86_400_000, limit);
 }
+
+const sinkFault = throttledLog(60_000);
+const logSinkFailure = (e: unknown) =>
+  sinkFault({ level: "error", msg: "call statistics data point not written", error: String(e) });
 
 function writeDataPoint(env: AppEnv["Bindings"], r: CallRecord) {
   // blob/double order is the schema the SQL API queries use (docs/STATS.md).

@@ -150,3 +150,33 @@ it("chain() sets c.error for the steps around a step that threw, as Hono does", 
     quiet.mockRestore();
   }
 });
+
+it("chain() answers a step that neither answers nor calls next() as Hono does in an app with middleware (a 500)", async () => {
+  const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+  try {
+    const run = async (useChain: boolean) => {
+      const app = new Hono<AppEnv>();
+      // As the app's edgeHeaders: every route is then a composed one.
+      app.use(async (_c, next) => {
+        await next();
+      });
+      const steps: Step[] = [
+        async (_c, next) => {
+          await next();
+        },
+        async () => undefined,
+        handler,
+      ];
+      if (useChain) app.post("/x", chain(steps, answerError));
+      else app.post("/x", ...(steps as [Step, ...Step[]]));
+      app.onError(answerError);
+      const res = await app.request("/x", { method: "POST", body: "{}" }, env);
+      return { status: res.status, body: await res.text() };
+    };
+    const [hono, ours] = await Promise.all([run(false), run(true)]);
+    expect(ours).toEqual(hono);
+    expect(ours.status).toBe(500);
+  } finally {
+    quiet.mockRestore();
+  }
+});

@@ -71,6 +71,11 @@ describe("/health tells a monitor about the configuration", () => {
       "not an absolute http(s) URL: the request's origin is used",
     ],
     [{ CALL_LOG_FLUSH_MS: "2s" }, "CALL_LOG_FLUSH_MS", "not a whole number (no unit): the default is used"],
+    [
+      { CALL_LOG_FLUSH_MS: "60000" },
+      "CALL_LOG_FLUSH_MS",
+      "past 20000 ms (a request's waitUntil, which holds the flush, ends 30 s after its answer): 20000 is used",
+    ],
     ...["base.example/v2/KEY", "ws://127.0.0.1:8545"].map(
       (value) =>
         [

@@ -137,7 +137,15 @@ describe("the log lines of a card pack's first call", () => {
         throw new Error("analytics engine unavailable");
       },
     };
+    const before = Date.now();
     await runFirstPayload({ ...cardEnv, CALL_STATS: stats }, pack.id);
+    // The statistics sink's refusal loses only its own copy: the D1 call-log row is written.
+    const rows = await env.DB.prepare(
+      "SELECT status, payment_method FROM call_log WHERE transport = 'checkout' AND skill = 'slugify' AND at BETWEEN ?1 AND ?2",
+    )
+      .bind(before, Date.now())
+      .all();
+    expect(rows.results).toEqual([{ status: 200, payment_method: "card_credit" }]);
     expect(errorLines(error, "first-call record not written")).toEqual([
       expect.objectContaining({
         level: "error",

@@ -479,6 +479,71 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     expect(await left(key)).toBe(2);
   });
 
+  it("a body sending the object {rawJSON: digits} is not the body with that integer (either order), and its own retry is replayed", async () => {
+    // The canonical form writes an integer past 2^53 as {"rawJSON":"<digits>"}: without telling the
+    // two apart, the second body got the first's stored answer.
+    const key = await keyWith(6, "json_sort");
+    const send = (idem: string, body: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/skills/json-sort", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": idem },
+          body,
+        }),
+        cardEnv,
+      );
+    const big = '{"data":{"a":12345678901234567890}}';
+    const literal = '{"data":{"a":{"rawJSON":"12345678901234567890"}}}';
+    // The key's letters escaped are the same key.
+    const escaped = '{"data":{"a":{"\\u0072awJSON":"12345678901234567890"}}}';
+    expect((await send("raw-1", big)).status).toBe(200);
+    const second = await send("raw-1", literal);
+    expect(second.status).toBe(409);
+    expect(second.headers.get("x-idempotent-replay")).toBeNull();
+    expect((await send("raw-1", escaped)).status).toBe(409);
+    const first = await send("raw-2", literal);
+    expect(first.status).toBe(200);
+    const answer = await first.text();
+    expect(answer).toContain('\\"rawJSON\\"');
+    expect((await send("raw-2", big)).status).toBe(409);
+    const retry = await send("raw-2", literal);
+    expect(retry.headers.get("x-idempotent-replay")).toBe("true");
+    expect(await retry.text()).toBe(answer);
+    expect(await left(key)).toBe(4);
+    // An object keyed rawJSON that no integer can be (another key beside it, or no digits) keeps
+    // the canonical fingerprint: its retry with the keys in another order is the same request.
+    for (const [idem, body, reordered] of [
+      ["raw-3", '{"data":{"a":{"rawJSON":"1","b":2}}}', '{"data":{"a":{"b":2,"rawJSON":"1"}}}'],
+      ["raw-4", '{"data":{"a":{"rawJSON":"x"},"b":1}}', '{"data":{"b":1,"a":{"rawJSON":"x"}}}'],
+    ]) {
+      expect((await send(idem, body)).status).toBe(200);
+      expect((await send(idem, reordered)).headers.get("x-idempotent-replay")).toBe("true");
+    }
+    expect(await left(key)).toBe(2);
+  });
+
+  it("bodies whose strings differ only in a lone surrogate or U+FFFD are different requests", async () => {
+    // UTF-8 writes every lone surrogate as U+FFFD: hashed so, these three bodies were one request.
+    const key = await keyWith(3, "json_sort");
+    const send = (value: string) =>
+      app.fetch(
+        new Request("https://skills.test/api/skills/json-sort", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": "lone-1" },
+          body: `{"data":{"a":"${value}"}}`,
+        }),
+        cardEnv,
+      );
+    expect((await send("\\ud800")).status).toBe(200);
+    for (const other of ["\\udfff", "\\ufffd", "\\\\ud800"]) {
+      const res = await send(other);
+      expect(res.status, other).toBe(409);
+      expect(res.headers.get("x-idempotent-replay")).toBeNull();
+    }
+    expect((await send("\\uD800")).headers.get("x-idempotent-replay")).toBe("true");
+    expect(await left(key)).toBe(2);
+  });
+
   it("the same Idempotency-Key with another body is a 409 and spends nothing", async () => {
     const key = await keyWith(3);
     expect((await call(key, "k-1")).status).toBe(200);

@@ -127,6 +127,38 @@ describe("RECEIPT_SIGNING_KEY is checked, not only its shape", { timeout: 30_000
       expect(JSON.parse(l).error).toBe("RECEIPT_RETIRED_KEYS: not text (write it as a JSON string)");
   });
 
+  it("JSON that is no object (`null`, as `jq -r` prints a missing field) is malformed: no 500 on /health, did.json, the 402 or a paid call", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    for (const value of ["null", " null ", "7", '"text"', "[]"]) {
+      expect(receiptKey(value, "https://skills.test"), value).toEqual({
+        error: expect.stringMatching(/RECEIPT_SIGNING_KEY/),
+      });
+      const broken = { ...paidEnv, RECEIPT_SIGNING_KEY: value };
+      const health = await fetchApp("/health", broken);
+      expect(health.status, value).toBe(200);
+      const problems = ((await health.json()) as { checks: { config: { problems: { var: string }[] } } })
+        .checks.config.problems;
+      expect(problems.map((p) => p.var)).toContain("RECEIPT_SIGNING_KEY");
+      expect((await fetchApp("/.well-known/did.json", broken)).status, value).toBe(503);
+      expect((await fetchApp("/api/skills/sha256", broken, { method: "POST", body: "{}" })).status).toBe(402);
+      // A card-paid call: its answer and its one credit, no receipt (a 500 here kept the credit).
+      const key = newApiKey();
+      await env.DB.prepare(
+        "INSERT INTO api_keys (id, key_hash, skill_id, calls_total, calls_left, created_at) VALUES (?1, ?2, 'slugify', 2, 2, 0)",
+      )
+        .bind(crypto.randomUUID(), await hashKey(key))
+        .run();
+      const paid = await fetchApp("/api/skills/slugify", broken, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify({ text: "No receipt" }),
+      });
+      expect(paid.status, value).toBe(200);
+      expect(paid.headers.get("x-credits-remaining")).toBe("1");
+      expect(paid.headers.get("x-payment-receipt")).toBeNull();
+    }
+  });
+
   it("an invalid kid is the same 503, not a key quietly published as receipts-1", async () => {
     const badKid = { ...paidEnv, RECEIPT_SIGNING_KEY: secret({ kid: "k1 (2025)" }) };
     vi.spyOn(console, "error").mockImplementation(() => {});

@@ -467,6 +467,11 @@ describe("values the Worker would refuse or misread once deployed (docs/OPERATIO
       expect.stringMatching(/^NETWORK_CACHE_TTL_SECONDS "1h"/),
       expect.stringMatching(/^CALL_LOG_FLUSH_MS "2 s"/),
     ]);
+    // A window longer than the request that holds its flush is read as 20000 ms: say so before deploy.
+    expect(await withVars({ CALL_LOG_FLUSH_MS: "60000" })).toEqual([
+      'CALL_LOG_FLUSH_MS "60000" is past 20000 ms: the request that holds the flush ends 30 s after its answer, so the Worker uses 20000',
+    ]);
+    expect(await withVars({ CALL_LOG_FLUSH_MS: "20000" })).toEqual([]);
   }, 60_000);
 
   it("refuses an unquoted number or boolean, a TOML table or array in [vars], naming it, without throwing: the Worker gets a JSON binding, not text", async () => {

@@ -123,6 +123,30 @@ describe("the rows a flush of the call log writes", () => {
     await Promise.all(writes);
   });
 
+  it("a flush window past what waitUntil keeps alive (30 s after the answer) is cut to 20 s: the batch is written then", async () => {
+    const at = Date.UTC(2032, 5, 7, 12);
+    // A database of its own (the buffer is per binding), so no other test's flush takes this batch.
+    const own = {
+      prepare: (sql: string) => env.DB.prepare(sql),
+      batch: (statements: D1PreparedStatement[]) => env.DB.batch(statements),
+    } as unknown as D1Database;
+    const tenMinutes = { ...env, DB: own, CALL_LOG_FLUSH_MS: "600000" };
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const first = queueCall(tenMinutes, rec({ at, skill: "call_log_window_cap_test" }));
+      expect(first).toBeDefined();
+      await vi.advanceTimersByTimeAsync(20_000);
+      // The first batch was taken for its write: the next call starts a batch (and a timer) of its own.
+      const second = queueCall(tenMinutes, rec({ at: at + 1, skill: "call_log_window_cap_test" }));
+      expect(second).toBeDefined();
+      await vi.advanceTimersByTimeAsync(20_000);
+      await Promise.all([first, second]);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await logged("call_log_window_cap_test")).toEqual({ rows: 1, calls: 2, last: at + 1 });
+  });
+
   it("a batch D1 refuses is one error line giving its rows and the calls they hold apart", async () => {
     const at = Date.UTC(2032, 5, 6, 12);
     // A database of its own (the buffer is per binding) whose batch fails, as a full D1's does.

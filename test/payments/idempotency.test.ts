@@ -515,7 +515,7 @@ describe("idempotent card-credit calls (Idempotency-Key)", { timeout: 30_000 }, 
     for (const [idem, body, reordered] of [
       ["raw-3", '{"data":{"a":{"rawJSON":"1","b":2}}}', '{"data":{"a":{"b":2,"rawJSON":"1"}}}'],
       ["raw-4", '{"data":{"a":{"rawJSON":"x"},"b":1}}', '{"data":{"b":1,"a":{"rawJSON":"x"}}}'],
-    ]) {
+    ] as const) {
       expect((await send(idem, body)).status).toBe(200);
       expect((await send(idem, reordered)).headers.get("x-idempotent-replay")).toBe("true");
     }

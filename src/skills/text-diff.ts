@@ -54,7 +54,7 @@ function tokenIndex(code: number): number {
   return code < 0xd800 ? code : code - 0x800;
 }
 
-// A code unit of a surrogate pair: a char-level token is then two units, not one.
+// Any surrogate unit, paired or lone: a char-level token (a code point) may then be two units.
 const SURROGATE = /[\ud800-\udfff]/;
 
 class Differ {
@@ -83,8 +83,9 @@ class Differ {
       return;
     }
     if (level === "char" && !SURROGATE.test(a) && !SURROGATE.test(b)) {
-      // Every code point is one code unit, and diff-match-patch only compares units for equality:
-      // the texts are already their own token codes, so there is nothing to split, encode or expand.
+      // Every code point is one code unit, and diff-match-patch (with checklines false, as here: no
+      // line-mode speed-up) only compares units for equality and counts them: the texts are already
+      // their own token codes, so there is nothing to split, encode or expand.
       const cost = this.cost(a.length + b.length);
       if (cost < 0) out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
       else this.align(a, b, cost, depth, out, null);

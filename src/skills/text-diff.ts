@@ -1,4 +1,11 @@
-import { DIFF_DELETE, DIFF_EQUAL, DIFF_INSERT, type Diff, diffMain } from "diff-match-patch-es";
+import {
+  DIFF_DELETE,
+  DIFF_EQUAL,
+  DIFF_INSERT,
+  type Diff,
+  diffMain,
+  resolveOptions,
+} from "diff-match-patch-es";
 import * as z from "zod";
 import { codePointLength } from "../text-cut";
 import { defineSkill } from "./types";
@@ -13,7 +20,8 @@ import { defineSkill } from "./types";
  */
 const BLOCK_CAP = 8_000_000;
 const CALL_BUDGET = 40_000_000;
-const NO_DEADLINE = { diffTimeout: 0 };
+// Resolved once: diffMain copies and marks an unresolved options object on every call.
+const NO_DEADLINE = resolveOptions({ diffTimeout: 0 });
 
 type Mode = "char" | "word" | "line";
 type Level = "line" | "sentence" | "word" | "char";
@@ -31,18 +39,23 @@ const SPLIT: Record<Exclude<Level, "char">, RegExp> = {
 
 function tokenize(text: string, level: Level): string[] {
   if (level === "char") return Array.from(text); // code points: never split a surrogate pair
-  return (text.match(SPLIT[level]) ?? []).filter((t) => t.length > 0);
+  const tokens = text.match(SPLIT[level]) ?? [];
+  // Only the sentence pattern can match empty (at the end); a line or word token has a character.
+  return level === "sentence" ? tokens.filter((t) => t.length > 0) : tokens;
 }
 
 // Skips the surrogate range so every token maps to one BMP code unit diff-match-patch can compare.
-function tokenChar(index: number): string {
-  return String.fromCharCode(index < 0xd800 ? index : index + 0x800);
+function tokenCode(index: number): number {
+  return index < 0xd800 ? index : index + 0x800;
 }
 const MAX_TOKENS = 0xffff - 0x800;
-/** The index tokenChar made `code` of. */
+/** The index tokenCode made `code` of. */
 function tokenIndex(code: number): number {
   return code < 0xd800 ? code : code - 0x800;
 }
+
+// Any surrogate unit, paired or lone: a char-level token (a code point) may then be two units.
+const SURROGATE = /[\ud800-\udfff]/;
 
 class Differ {
   private budget = CALL_BUDGET;
@@ -69,63 +82,86 @@ class Differ {
       out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
       return;
     }
+    if (level === "char" && !SURROGATE.test(a) && !SURROGATE.test(b)) {
+      // Every code point is one code unit, and diff-match-patch (with checklines false, as here: no
+      // line-mode speed-up) only compares units for equality and counts them: the texts are already
+      // their own token codes, so there is nothing to split, encode or expand.
+      const cost = this.cost(a.length + b.length);
+      if (cost < 0) out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
+      else this.align(a, b, cost, depth, out, null);
+      return;
+    }
     const ta = tokenize(a, level);
     const tb = tokenize(b, level);
-    const cost = (ta.length + tb.length) ** 2 / 2;
-    if (cost > BLOCK_CAP || cost > this.budget) {
+    const cost = this.cost(ta.length + tb.length);
+    if (cost < 0) {
       // Too large to align at this level: one replacement block, and finer levels are pointless.
       out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
       return;
     }
-    // Token i is the code unit tokenChar(i), decoded by index: a reversed copy of `codes` per block
+    // Token i is the code unit tokenCode(i), decoded by index: a reversed copy of `codes` per block
     // and a string iterator per run were ~6-11 % of a 1 KB call (docs/PERFORMANCE.md, stop 39).
-    const codes = new Map<string, string>();
+    const codes = new Map<string, number>();
     const tokens: string[] = [];
-    const encode = (list: string[]) => {
-      let s = "";
-      for (const t of list) {
-        let c = codes.get(t);
-        if (c === undefined) {
-          if (tokens.length >= MAX_TOKENS) return null;
-          c = tokenChar(tokens.length);
-          codes.set(t, c);
-          tokens.push(t);
-        }
-        s += c;
-      }
-      return s;
-    };
-    const ea = encode(ta);
-    const eb = encode(tb);
+    const ea = encode(ta, codes, tokens);
+    const eb = encode(tb, codes, tokens);
     if (ea === null || eb === null) {
       out.push([DIFF_DELETE, a], [DIFF_INSERT, b]);
       return;
     }
+    this.align(ea, eb, cost, depth, out, tokens);
+  }
+
+  /** The bisection's worst case for `n` tokens, or -1 when it does not fit the caps. */
+  private cost(n: number): number {
+    const cost = n ** 2 / 2;
+    return cost > BLOCK_CAP || cost > this.budget ? -1 : cost;
+  }
+
+  /** Diffs two encoded texts; `tokens` decodes them (null: they are the texts themselves). */
+  private align(ea: string, eb: string, cost: number, depth: number, out: Diff[], tokens: string[] | null) {
     this.budget -= cost;
-    const expand = (s: string) => {
-      let text = "";
-      for (let i = 0; i < s.length; i++) text += tokens[tokenIndex(s.charCodeAt(i))];
-      return text;
-    };
     const ops = diffMain(ea, eb, NO_DEADLINE, false);
     // Adjacent delete/insert runs are a changed block: refine it one level finer.
     let del = "";
     let ins = "";
-    const flush = () => {
-      if (del || ins) this.refine(del, ins, depth + 1, out);
-      del = "";
-      ins = "";
-    };
-    for (const [op, s] of ops) {
-      if (op === DIFF_DELETE) del += expand(s);
-      else if (op === DIFF_INSERT) ins += expand(s);
+    for (const d of ops) {
+      const op = d[0];
+      const text = tokens ? expand(d[1], tokens) : d[1];
+      if (op === DIFF_DELETE) del += text;
+      else if (op === DIFF_INSERT) ins += text;
       else {
-        flush();
-        out.push([DIFF_EQUAL, expand(s)]);
+        if (del || ins) this.refine(del, ins, depth + 1, out);
+        del = "";
+        ins = "";
+        out.push([DIFF_EQUAL, text]);
       }
     }
-    flush();
+    if (del || ins) this.refine(del, ins, depth + 1, out);
   }
+}
+
+function encode(list: string[], codes: Map<string, number>, tokens: string[]): string | null {
+  // One flat string from the codes: appending a unit at a time built a rope diff-match-patch
+  // then had to flatten.
+  const units: number[] = [];
+  for (const t of list) {
+    let c = codes.get(t);
+    if (c === undefined) {
+      if (tokens.length >= MAX_TOKENS) return null;
+      c = tokenCode(tokens.length);
+      codes.set(t, c);
+      tokens.push(t);
+    }
+    units.push(c);
+  }
+  return String.fromCharCode(...units);
+}
+
+function expand(s: string, tokens: string[]): string {
+  let text = "";
+  for (let i = 0; i < s.length; i++) text += tokens[tokenIndex(s.charCodeAt(i))];
+  return text;
 }
 
 /**
@@ -134,7 +170,9 @@ class Differ {
  */
 function mergeRuns(ops: Diff[]): Diff[] {
   const merged: Diff[] = [];
-  for (const [op, text] of ops) {
+  for (const d of ops) {
+    const op = d[0];
+    const text = d[1];
     if (!text) continue;
     const last = merged[merged.length - 1];
     if (last && last[0] === op) last[1] += text;
@@ -143,18 +181,26 @@ function mergeRuns(ops: Diff[]): Diff[] {
   return merged;
 }
 
-const OP_NAMES = { [DIFF_EQUAL]: "equal", [DIFF_DELETE]: "del", [DIFF_INSERT]: "ins" } as const;
-
 export function diffTexts(a: string, b: string, mode: Mode) {
-  const ops = new Differ(LEVELS[mode]).run(a, b).map(([op, value]) => ({ op: OP_NAMES[op], value }));
-  const counts = { inserted: 0, deleted: 0, equal: 0 };
-  for (const { op, value } of ops) {
+  const ops: { op: "equal" | "del" | "ins"; value: string }[] = [];
+  let inserted = 0;
+  let deleted = 0;
+  let equal = 0;
+  for (const d of new Differ(LEVELS[mode]).run(a, b)) {
+    const value = d[1];
     const n = codePointLength(value);
-    if (op === "ins") counts.inserted += n;
-    else if (op === "del") counts.deleted += n;
-    else counts.equal += n;
+    if (d[0] === DIFF_INSERT) {
+      ops.push({ op: "ins", value });
+      inserted += n;
+    } else if (d[0] === DIFF_DELETE) {
+      ops.push({ op: "del", value });
+      deleted += n;
+    } else {
+      ops.push({ op: "equal", value });
+      equal += n;
+    }
   }
-  return { mode, ops, ...counts };
+  return { mode, ops, inserted, deleted, equal };
 }
 
 export const textDiff = defineSkill({

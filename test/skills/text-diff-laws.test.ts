@@ -124,3 +124,34 @@ describe("text_diff laws", () => {
     );
   });
 });
+
+// The cost bounds a caller meets (text-diff.ts): a block is aligned while (n + m)² / 2 fits the
+// 8,000,000 block cap, i.e. n + m ≤ 4,000 tokens, and the call's 40,000,000 budget runs out after a
+// few such blocks; past either bound a block comes back as one delete and one insert. The char
+// level reaches these through two paths (code units as they are, or code points encoded when a
+// surrogate is present), whose counts must agree.
+describe("text_diff cost bounds, char mode", () => {
+  const shape = (a: string, b: string) =>
+    diffTexts(a, b, "char")
+      .ops.map((o) => `${o.op}${[...o.value].length}`)
+      .join(",");
+  for (const [name, letter] of [
+    ["BMP text", "a"],
+    ["astral text", "\u{1d400}"],
+  ] as const) {
+    const x = `${letter}b`.repeat(1000);
+    const y = `b${letter}`.repeat(1000);
+    it(`${name}: 4,000 code points in all are aligned, 4,001 are one replacement`, () => {
+      expect(shape(x, y)).toBe("del1,equal1999,ins1");
+      expect(shape(x, `${y}c`)).toBe("del2000,ins2001");
+    });
+    it(`${name}: seven such blocks, the budget aligns the first four and replaces the rest`, () => {
+      const lines = (s: string) => Array(7).fill(s).join("\n");
+      const aligned = "del1,equal1999,ins1";
+      const replaced = "del2000,ins2000";
+      expect(shape(lines(x), lines(y))).toBe(
+        [aligned, aligned, aligned, aligned, replaced, replaced, replaced].join(",equal1,"),
+      );
+    });
+  }
+});

@@ -310,6 +310,35 @@ describe("html_clean markdown: structure survives rendering", () => {
     expect(all(quoted, "ol").map((ol) => ol.attribs.start ?? "1")).toEqual(["4", "7", "1"]);
   });
 
+  it("a list after a paragraph in a quote in an item stays a list there; so does an item opening with a list", () => {
+    // The elements from the outermost down, each with what holds it, as both renderers read them.
+    const nesting = (md: string) => {
+      const names = (nodes: ChildNode[]): string[] =>
+        nodes.flatMap((n) => ("name" in n ? [`${n.name}(${names(n.children).join(",")})`] : []));
+      return [commonMark(md), gfm.render(md)].map((html) => names(parseDocument(html).children).join(","));
+    };
+    for (const [html, structure] of [
+      [
+        "<ul><li>x<blockquote><p>para</p><ol><li><ul><li>a</li></ul></li><li>b</li></ol></blockquote></li></ul>",
+        "ul(li(blockquote(p(),ol(li(ul(li())),li()))))",
+      ],
+      [
+        '<ol><li>x<blockquote><p>para</p><ol start="3"><li><ol><li>a</li></ol></li></ol></blockquote></li></ol>',
+        "ol(li(blockquote(p(),ol(li(ol(li()))))))",
+      ],
+      [
+        "<ul><li>x<blockquote><p>para</p><ul><li><ul><li>a</li></ul></li><li>b</li></ul></blockquote></li></ul>",
+        "ul(li(blockquote(p(),ul(li(ul(li())),li()))))",
+      ],
+      ["<ul><li>x<ul><li><ul><li>a</li></ul></li></ul></li></ul>", "ul(li(p(),ul(li(ul(li())))))"],
+      ["<ul><li>x<ol><li><ul><li>a</li></ul></li></ol></li></ul>", "ul(li(p(),ol(li(ul(li())))))"],
+    ]) {
+      const md = mdOf(html);
+      expect(nesting(md), `${html} -> ${JSON.stringify(md)}`).toEqual([structure, structure]);
+      expect(shown(renderedMd(html))).toBe(shown(html));
+    }
+  });
+
   it("only a page that numbers a list itself pays the renderer's read of the answer", () => {
     // The read (markdown-it over the whole answer) is what mends a nested list starting past 1;
     // a form's value= numbers nothing, and a page with a form and a list must not pay for it.

@@ -314,10 +314,10 @@ describe("html_clean markdown: structure survives rendering", () => {
     // The elements from the outermost down, each with what holds it, as both renderers read them.
     const nesting = (md: string) => {
       const names = (nodes: ChildNode[]): string[] =>
-        nodes.flatMap((n) => ("name" in n ? [`${n.name}(${names(n.children).join(",")})`] : []));
+        nodes.flatMap((n) => (n.type === "tag" ? [`${n.name}(${names(n.children).join(",")})`] : []));
       return [commonMark(md), gfm.render(md)].map((html) => names(parseDocument(html).children).join(","));
     };
-    for (const [html, structure] of [
+    for (const [html, structure] of <[string, string][]>[
       [
         "<ul><li>x<blockquote><p>para</p><ol><li><ul><li>a</li></ul></li><li>b</li></ol></blockquote></li></ul>",
         "ul(li(blockquote(p(),ol(li(ul(li())),li()))))",

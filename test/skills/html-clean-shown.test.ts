@@ -78,6 +78,35 @@ describe("html_clean text mode ends a line where a browser does", () => {
   });
 });
 
+describe("html_clean text mode places a nested <a> or <nobr> where a browser's parser does", () => {
+  // A browser's parser closes the open <a> (or <nobr>) and what was opened inside it, and opens
+  // its formatting elements again (<b>, <i> … with their attributes) around the new one: what
+  // follows it is no longer inside a hidden <span> it stood in. Each expected text is Chromium's
+  // innerText of the page (test/e2e/html-clean-browser.test.ts found the first two).
+  it.each([
+    ['<nobr>a<span style="display:none">b<nobr>c</nobr>d</span>e</nobr>f', "acdef"],
+    ['<a href="/x"><span style="visibility:hidden">b <a href="/y">c</a> d</span></a> f', "c d f"],
+    ['<a href="/x">a<i><span hidden>b<a href="/y">c</a>d</span>e</i>f</a>g', "acdefg"],
+    ['<nobr>a<span style="display:none">b<nobr>c<nobr>d</nobr>e</nobr>f</span>g</nobr>h', "acdefgh"],
+    ['<p><a>a<span style="display:none">b<a>c</a>d</span>e</a>f</p><p>g</p>', "acdef\n\ng"],
+    // What came before it, in the elements between, stays.
+    ["<nobr>a<ins><span>b</span> c<nobr>d</nobr></ins></nobr>", "ab cd"],
+    // Hidden itself: the nested one is not inside it.
+    ['<a style="display:none">a<a>b</a>c</a>d', "bcd"],
+    // A formatting element between is opened again with its style: still hidden there.
+    ['<nobr>a<b style="display:none">b<nobr>c</nobr>d</b>e</nobr>f', "aef"],
+    // Custom properties are inherited from where the moved text now stands.
+    ['<span style="--d:none"><a>a<span style="display:var(--d)">b<a>c</a>d</span></a></span>', "acd"],
+    // In a table cell the inner one opens nested (a cell is a scope boundary).
+    [
+      '<nobr>a<span style="display:none"><table><tr><td><nobr>c</nobr></td></tr></table>d</span></nobr>e',
+      "ae",
+    ],
+  ])("%s", (html, text) => {
+    expect(htmlToText(html)).toBe(text);
+  });
+});
+
 describe("html_clean text mode keeps a word whole", () => {
   it("a <wbr> earlier in a table cell no longer splits a later word where the cell wraps", () => {
     // The cell wraps at 60 columns; "ab" + "cd" is one word, "abcd", as a browser shows it.

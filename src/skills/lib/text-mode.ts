@@ -1,4 +1,6 @@
+import type { Element } from "domhandler";
 import { compile, type FormatCallback } from "html-to-text";
+import { adoptNested } from "./html-adoption";
 import { htmlInteger } from "./html-integer";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
 import { ownRendering, STYLE_READ } from "./inline-style";
@@ -33,7 +35,8 @@ const COMMON_SELECTORS = [
     selector,
     format: "shownOnly",
   })),
-  { selector: "a", options: { ignoreHref: true } },
+  { selector: "a", format: "adoptingAnchor", options: { ignoreHref: true } },
+  { selector: "nobr", format: "adoptingInline" },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
   { selector: "h2", options: { uppercase: false } },
@@ -271,14 +274,31 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
  * walked as its tag is (`hidden="until-found"` is shown: see UNSHOWN).
  */
 const shownOnly: FormatCallback = (elem, walk, builder) => {
+  // A nested <a> or <nobr> and what follows it leave the element first: a browser's parser puts
+  // them after it, shown or hidden by what holds them there (html-adoption.ts).
+  const after = adoptNested(elem as Element) as Node[];
   const own = ownRendering(elem);
-  if (!own.rendered) return;
-  // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
-  // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
-  shownAsTag(elem);
-  if (own.visibility === "hidden") blank(elem);
-  walk([elem], builder);
+  if (own.rendered) {
+    // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
+    // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
+    shownAsTag(elem);
+    if (own.visibility === "hidden") blank(elem);
+    walk([elem], builder);
+  }
+  walk(after, builder);
 };
+
+/**
+ * An <a> or a <nobr> as html-to-text writes it (`format`), a nested one and what follows it moved
+ * out to after it first, where a browser's parser puts them (html-adoption.ts).
+ */
+const adopting =
+  (format: string): FormatCallback =>
+  (elem, walk, builder, options) => {
+    const after = adoptNested(elem as Element) as Node[];
+    builder.options.formatters[format]?.(elem, walk, builder, options);
+    walk(after, builder);
+  };
 
 /** An element decided shown: without the attributes that sent it to shownOnly. */
 const shownAsTag = (elem: Node) => {
@@ -524,7 +544,15 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, shownOnly },
+    formatters: {
+      ...prefixBounded(),
+      itemBlock,
+      captionedTable,
+      shownDialog,
+      shownOnly,
+      adoptingAnchor: adopting("anchor"),
+      adoptingInline: adopting("inline"),
+    },
   });
   return converters[key];
 }

@@ -95,6 +95,15 @@ describe("html_clean text mode places a nested <a> or <nobr> where a browser's p
     ['<a style="display:none">a<a>b</a>c</a>d', "bcd"],
     // A formatting element between is opened again with its style: still hidden there.
     ['<nobr>a<b style="display:none">b<nobr>c</nobr>d</b>e</nobr>f', "aef"],
+    // Out of an element that showed it again, into the hidden region around: hidden there.
+    [
+      '<span style="visibility:hidden">h<a>x<span style="visibility:visible">y<a>z</a>w</span></a></span>t',
+      "yt",
+    ],
+    [
+      '<span style="visibility:hidden">h<a>x<b style="visibility:visible">y<a>z</a>w</b>v</a>u</span>t',
+      "yzwt",
+    ],
     // Custom properties are inherited from where the moved text now stands.
     ['<span style="--d:none"><a>a<span style="display:var(--d)">b<a>c</a>d</span></a></span>', "acd"],
     // In a table cell the inner one opens nested (a cell is a scope boundary).

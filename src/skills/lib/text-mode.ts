@@ -276,7 +276,7 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
 const shownOnly: FormatCallback = (elem, walk, builder) => {
   // A nested <a> or <nobr> and what follows it leave the element first: a browser's parser puts
   // them after it, shown or hidden by what holds them there (html-adoption.ts).
-  const after = adoptNested(elem as Element) as Node[];
+  const after = adoptedAfter(elem);
   const own = ownRendering(elem);
   if (own.rendered) {
     // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
@@ -295,7 +295,7 @@ const shownOnly: FormatCallback = (elem, walk, builder) => {
 const adopting =
   (format: string): FormatCallback =>
   (elem, walk, builder, options) => {
-    const after = adoptNested(elem as Element) as Node[];
+    const after = adoptedAfter(elem);
     builder.options.formatters[format]?.(elem, walk, builder, options);
     walk(after, builder);
   };
@@ -315,8 +315,13 @@ const shownAsTag = (elem: Node) => {
  */
 function blank(elem: Node): void {
   blanked.add(elem);
+  elem.children = blankedNodes(elem.children ?? []);
+}
+
+/** What blank keeps of an element's children. */
+function blankedNodes(nodes: Node[]): Node[] {
   const kept: Node[] = [];
-  for (const child of elem.children ?? []) {
+  for (const child of nodes) {
     if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
     const own = ownRendering(child);
     if (!own.rendered) continue;
@@ -326,8 +331,17 @@ function blank(elem: Node): void {
     }
     kept.push(child);
   }
-  elem.children = kept;
+  return kept;
 }
+
+/**
+ * What a nested <a> or <nobr> took out of `elem` (html-adoption.ts), as it stands after `elem`:
+ * in a region blank has emptied, blanked too (it left the element that showed it again, if any).
+ */
+const adoptedAfter = (elem: Node): Node[] => {
+  const after = adoptNested(elem as Element) as Node[];
+  return after.length > 0 && elem.parent && blanked.has(elem.parent as Node) ? blankedNodes(after) : after;
+};
 
 /** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
 const shownDialog: FormatCallback = (elem, walk, builder) => {

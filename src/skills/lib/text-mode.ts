@@ -1,6 +1,4 @@
-import type { Element } from "domhandler";
 import { compile, type FormatCallback } from "html-to-text";
-import { adoptNested } from "./html-adoption";
 import { htmlInteger } from "./html-integer";
 import { DROPPED, MAX_PREFIX_NESTING } from "./html-prepass";
 import { ownRendering, STYLE_READ } from "./inline-style";
@@ -35,8 +33,7 @@ const COMMON_SELECTORS = [
     selector,
     format: "shownOnly",
   })),
-  { selector: "a", format: "adoptingAnchor", options: { ignoreHref: true } },
-  { selector: "nobr", format: "adoptingInline" },
+  { selector: "a", options: { ignoreHref: true } },
   { selector: "img", format: "skip" },
   { selector: "h1", options: { uppercase: false } },
   { selector: "h2", options: { uppercase: false } },
@@ -274,31 +271,14 @@ const openItem = (builder: Parameters<FormatCallback>[2]) =>
  * walked as its tag is (`hidden="until-found"` is shown: see UNSHOWN).
  */
 const shownOnly: FormatCallback = (elem, walk, builder) => {
-  // A nested <a> or <nobr> and what follows it leave the element first: a browser's parser puts
-  // them after it, shown or hidden by what holds them there (html-adoption.ts).
-  const after = adoptedAfter(elem);
   const own = ownRendering(elem);
-  if (own.rendered) {
-    // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
-    // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
-    shownAsTag(elem);
-    if (own.visibility === "hidden") blank(elem);
-    walk([elem], builder);
-  }
-  walk(after, builder);
+  if (!own.rendered) return;
+  // In place: html-to-text's DOM is this call's own, and the element is read again only as its tag.
+  // A view of it (Object.create) cost 13,000 re-shown spans 104 → 346 ms (a new shape per element).
+  shownAsTag(elem);
+  if (own.visibility === "hidden") blank(elem);
+  walk([elem], builder);
 };
-
-/**
- * An <a> or a <nobr> as html-to-text writes it (`format`), a nested one and what follows it moved
- * out to after it first, where a browser's parser puts them (html-adoption.ts).
- */
-const adopting =
-  (format: string): FormatCallback =>
-  (elem, walk, builder, options) => {
-    const after = adoptedAfter(elem);
-    builder.options.formatters[format]?.(elem, walk, builder, options);
-    walk(after, builder);
-  };
 
 /** An element decided shown: without the attributes that sent it to shownOnly. */
 const shownAsTag = (elem: Node) => {
@@ -315,13 +295,8 @@ const shownAsTag = (elem: Node) => {
  */
 function blank(elem: Node): void {
   blanked.add(elem);
-  elem.children = blankedNodes(elem.children ?? []);
-}
-
-/** What blank keeps of an element's children. */
-function blankedNodes(nodes: Node[]): Node[] {
   const kept: Node[] = [];
-  for (const child of nodes) {
+  for (const child of elem.children ?? []) {
     if (child.type !== "tag" || NEVER_SHOWN.has(child.name ?? "")) continue;
     const own = ownRendering(child);
     if (!own.rendered) continue;
@@ -331,17 +306,8 @@ function blankedNodes(nodes: Node[]): Node[] {
     }
     kept.push(child);
   }
-  return kept;
+  elem.children = kept;
 }
-
-/**
- * What a nested <a> or <nobr> took out of `elem` (html-adoption.ts), as it stands after `elem`:
- * in a region blank has emptied, blanked too (it left the element that showed it again, if any).
- */
-const adoptedAfter = (elem: Node): Node[] => {
-  const after = adoptNested(elem as Element) as Node[];
-  return after.length > 0 && elem.parent && blanked.has(elem.parent as Node) ? blankedNodes(after) : after;
-};
 
 /** A <dialog> is shown when `open` (a block), and not at all until then, as a browser does. */
 const shownDialog: FormatCallback = (elem, walk, builder) => {
@@ -558,15 +524,7 @@ export function textConverter(gridTables: boolean): (html: string) => string {
   const key = gridTables ? "grid" : "blocks";
   converters[key] ??= compile({
     ...(gridTables ? TEXT_OPTIONS : BLOCK_TABLE_OPTIONS),
-    formatters: {
-      ...prefixBounded(),
-      itemBlock,
-      captionedTable,
-      shownDialog,
-      shownOnly,
-      adoptingAnchor: adopting("anchor"),
-      adoptingInline: adopting("inline"),
-    },
+    formatters: { ...prefixBounded(), itemBlock, captionedTable, shownDialog, shownOnly },
   });
   return converters[key];
 }

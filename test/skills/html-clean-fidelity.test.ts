@@ -3,9 +3,10 @@ import type { ChildNode } from "domhandler";
 import fc from "fast-check";
 import { DomUtils, parseDocument } from "htmlparser2";
 import MarkdownIt from "markdown-it";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { htmlToMd, htmlToText } from "../../src/skills/lib/html-convert";
 import { safeForMarkdown } from "../../src/skills/lib/html-for-markdown";
+import { mendContinuations } from "../../src/skills/lib/markdown-continuations";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 /**
@@ -355,6 +356,32 @@ describe("html_clean markdown: structure survives rendering", () => {
       '<ol><li value="5">a</li></ol>',
     ])
       expect(safeForMarkdown(page).numbered, page).toBe(true);
+  });
+
+  it("empty items (icon-only menus) pay no read of the answer; an item opening with a list after text does", () => {
+    // mdream writes a lone "-" for every empty <li>; only one right under a paragraph's line can be
+    // read into that paragraph, and only then is the whole answer parsed again.
+    const parse = vi.spyOn(MarkdownIt.prototype, "parse");
+    try {
+      for (const md of [
+        "- a\n-\n-\n- b",
+        "t\n\n-\n- b",
+        "- x\n  >\n  > 1.\n  >    - a",
+        "1. a\n2.\n   - b",
+        mdOf("<ul><li>home</li><li><i></i></li><li></li></ul><p>t</p><ol><li></li></ol>"),
+      ]) {
+        parse.mockClear();
+        expect(mendContinuations(md, undefined, false), md).toBe(md);
+        expect(parse, md).not.toHaveBeenCalled();
+      }
+      for (const md of ["- x\n  > para\n  > 1.\n  >    - a", "- x\n  -\n    - a", "a\n-\n  - b"]) {
+        parse.mockClear();
+        expect(mendContinuations(md, undefined, false), md).not.toBe(md);
+        expect(parse, md).toHaveBeenCalledTimes(1);
+      }
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it("tables keep their cells, pipes and backslashes in them included", () => {

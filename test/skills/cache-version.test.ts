@@ -14,7 +14,6 @@ import { skills } from "../../src/skills/registry";
 const SHAPES: Record<string, string> = {
   v9: "3033e8b979e3d56cdabde673876aa748cbb704daaf480d6a22d7cba8ecc4a5ae",
   v10: "3033e8b979e3d56cdabde673876aa748cbb704daaf480d6a22d7cba8ecc4a5ae",
-  v11: "3033e8b979e3d56cdabde673876aa748cbb704daaf480d6a22d7cba8ecc4a5ae",
 };
 
 /**
@@ -46,7 +45,7 @@ describe("the cache's VERSION", () => {
   });
 
   it("keeps a line for every VERSION up to the current one", () => {
-    // VERSION also changes when only values change (v6-v11 did): two lines may share a digest. A
+    // VERSION also changes when only values change (v6-v10 did): two lines may share a digest. A
     // bump whose line is missing, or the first line renamed to the new VERSION, leaves the list
     // short of FIRST..VERSION. A digest edited in place on the current line no test can tell from a
     // new shape's first pin: that one is review's.

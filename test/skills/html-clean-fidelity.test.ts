@@ -3,10 +3,9 @@ import type { ChildNode } from "domhandler";
 import fc from "fast-check";
 import { DomUtils, parseDocument } from "htmlparser2";
 import MarkdownIt from "markdown-it";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { htmlToMd, htmlToText } from "../../src/skills/lib/html-convert";
 import { safeForMarkdown } from "../../src/skills/lib/html-for-markdown";
-import { mendContinuations } from "../../src/skills/lib/markdown-continuations";
 import { SKILL_TEST_TIMEOUT } from "./timeouts";
 
 /**
@@ -311,35 +310,6 @@ describe("html_clean markdown: structure survives rendering", () => {
     expect(all(quoted, "ol").map((ol) => ol.attribs.start ?? "1")).toEqual(["4", "7", "1"]);
   });
 
-  it("a list after a paragraph in a quote in an item stays a list there; so does an item opening with a list", () => {
-    // The elements from the outermost down, each with what holds it, as both renderers read them.
-    const nesting = (md: string) => {
-      const names = (nodes: ChildNode[]): string[] =>
-        nodes.flatMap((n) => (n.type === "tag" ? [`${n.name}(${names(n.children).join(",")})`] : []));
-      return [commonMark(md), gfm.render(md)].map((html) => names(parseDocument(html).children).join(","));
-    };
-    for (const [html, structure] of <[string, string][]>[
-      [
-        "<ul><li>x<blockquote><p>para</p><ol><li><ul><li>a</li></ul></li><li>b</li></ol></blockquote></li></ul>",
-        "ul(li(blockquote(p(),ol(li(ul(li())),li()))))",
-      ],
-      [
-        '<ol><li>x<blockquote><p>para</p><ol start="3"><li><ol><li>a</li></ol></li></ol></blockquote></li></ol>',
-        "ol(li(blockquote(p(),ol(li(ol(li()))))))",
-      ],
-      [
-        "<ul><li>x<blockquote><p>para</p><ul><li><ul><li>a</li></ul></li><li>b</li></ul></blockquote></li></ul>",
-        "ul(li(blockquote(p(),ul(li(ul(li())),li()))))",
-      ],
-      ["<ul><li>x<ul><li><ul><li>a</li></ul></li></ul></li></ul>", "ul(li(p(),ul(li(ul(li())))))"],
-      ["<ul><li>x<ol><li><ul><li>a</li></ul></li></ol></li></ul>", "ul(li(p(),ol(li(ul(li())))))"],
-    ]) {
-      const md = mdOf(html);
-      expect(nesting(md), `${html} -> ${JSON.stringify(md)}`).toEqual([structure, structure]);
-      expect(shown(renderedMd(html))).toBe(shown(html));
-    }
-  });
-
   it("only a page that numbers a list itself pays the renderer's read of the answer", () => {
     // The read (markdown-it over the whole answer) is what mends a nested list starting past 1;
     // a form's value= numbers nothing, and a page with a form and a list must not pay for it.
@@ -356,32 +326,6 @@ describe("html_clean markdown: structure survives rendering", () => {
       '<ol><li value="5">a</li></ol>',
     ])
       expect(safeForMarkdown(page).numbered, page).toBe(true);
-  });
-
-  it("empty items (icon-only menus) pay no read of the answer; an item opening with a list after text does", () => {
-    // mdream writes a lone "-" for every empty <li>; only one right under a paragraph's line can be
-    // read into that paragraph, and only then is the whole answer parsed again.
-    const parse = vi.spyOn(MarkdownIt.prototype, "parse");
-    try {
-      for (const md of [
-        "- a\n-\n-\n- b",
-        "t\n\n-\n- b",
-        "- x\n  >\n  > 1.\n  >    - a",
-        "1. a\n2.\n   - b",
-        mdOf("<ul><li>home</li><li><i></i></li><li></li></ul><p>t</p><ol><li></li></ol>"),
-      ]) {
-        parse.mockClear();
-        expect(mendContinuations(md, undefined, false), md).toBe(md);
-        expect(parse, md).not.toHaveBeenCalled();
-      }
-      for (const md of ["- x\n  > para\n  > 1.\n  >    - a", "- x\n  -\n    - a", "a\n-\n  - b"]) {
-        parse.mockClear();
-        expect(mendContinuations(md, undefined, false), md).not.toBe(md);
-        expect(parse, md).toHaveBeenCalledTimes(1);
-      }
-    } finally {
-      parse.mockRestore();
-    }
   });
 
   it("tables keep their cells, pipes and backslashes in them included", () => {

@@ -16,20 +16,12 @@ import MarkdownIt from "markdown-it";
  * - a list nested in an item right after the item's text, ordered and starting past 1
  *   (`<li>a<ol start="7">`), cannot interrupt a paragraph, so it read as the item's text ("a 7.
  *   b"): a blank line (with the line's quote markers) goes before it; the list is then loose.
- *   So can no item whose first line is empty (an item opening with a list: "1." or "-" alone,
- *   its list on the lines below), whatever its number: mdream writes no blank line between a
- *   paragraph and a list in a quote in an item (`<li>x<blockquote><p>a</p><ol><li><ul>…`), and
- *   "a\n1." read as the paragraph "a 1.", "a\n-" as the heading "a" (a setext underline).
  * The last two are found by reading the answer's blocks as a renderer does (markdown-it, inline
  * parsing off: block tokens alone say where a rule or a paragraph is), only when a line that could
  * be one is there at all (an item numbered past 1 only counts when the page numbers a list
  * itself: with mdream's own "2.", every page with an <ol> paid a full parse, 190 -> 350-720 ms).
  */
 const MAYBE_ORDERED = /\n[ >]*(?:\d{2,9}|[02-9])[.)](?: |\n|$)/;
-// An item's marker alone on its line (the page's own "-" or "1." after a <br> is escaped by then).
-const EMPTY_ITEM = /^[ >]*(?:[-*+]|\d{1,9}[.)])[ \t]*$/;
-const LINE_PREFIX = /^[ >]*/;
-const ANY_ITEM = /^[ >]*(?:[-*+]|\d{1,9}[.)])(?: +|$)/;
 // A line of three or more "-", "*" or "_" other than mdream's own rule ("---").
 const MAYBE_BREAK = /^[ >]*(?!---[ \t]*$)(?:[-*_][ \t]*){3,}$/m;
 // mdream's own rules: "---", or "***" first in an item (`<li><hr>` is "- ***").
@@ -63,35 +55,12 @@ function escapeAfterBreaks(lines: string[], mark: string) {
   }
 }
 
-/**
- * Whether a marker alone on its line directly follows a line of paragraph text (a line that is
- * neither blank, nor quote markers only, nor an item's own marker that the marker stands beside or
- * outside of): the only place it can be read into that paragraph. mdream writes a lone "-" for
- * every empty <li> (icon-only menu items), after the item above or a blank line: those must not
- * make the page pay a full parse (a 390 KB page of such menus: 326 ms median against 266).
- */
-function emptyItemAfterText(lines: readonly string[]): boolean {
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i] as string;
-    if (!EMPTY_ITEM.test(line)) continue;
-    const above = lines[i - 1] as string;
-    const prefix = (LINE_PREFIX.exec(above) as RegExpExecArray)[0].length;
-    if (prefix === above.length || EMPTY_ITEM.test(above)) continue;
-    const item = ANY_ITEM.exec(above);
-    // Under an item's text only when indented to that text (its paragraph); otherwise a sibling.
-    if (item && (LINE_PREFIX.exec(line) as RegExpExecArray)[0].length < item[0].length) continue;
-    return true;
-  }
-  return false;
-}
-
 export function mendContinuations(md: string, breakMark?: string, numbered = true): string {
   const lines = md.split("\n");
   if (breakMark && md.includes(breakMark)) escapeAfterBreaks(lines, breakMark);
   const mended = lines.join("\n");
   // mdream numbers a list from 1 unless the page says otherwise: its own "2." is no sign of one.
-  if (!(numbered && MAYBE_ORDERED.test(mended)) && !MAYBE_BREAK.test(mended) && !emptyItemAfterText(lines))
-    return mended;
+  if (!(numbered && MAYBE_ORDERED.test(mended)) && !MAYBE_BREAK.test(mended)) return mended;
   if (!reader) {
     reader = new MarkdownIt();
     reader.core.ruler.disable(["inline"]);
@@ -106,17 +75,14 @@ export function mendContinuations(md: string, breakMark?: string, numbered = tru
     } else if (t.type === "paragraph_open") {
       for (let i = first + 1; i < end; i++) {
         const item = ITEM_START.exec(lines[i] as string);
-        if ((item && Number(item[2]) !== 1) || EMPTY_ITEM.test(lines[i] as string)) blankBefore.add(i);
+        if (item && Number(item[2]) !== 1) blankBefore.add(i);
       }
-    } else if (t.type === "heading_open" && t.markup === "-" && EMPTY_ITEM.test(lines[end - 1] as string)) {
-      // A setext underline that is an empty item's "-": the item goes under the paragraph.
-      blankBefore.add(end - 1);
     }
   }
   if (blankBefore.size === 0) return lines.join("\n");
   return lines
     .map((line, i) =>
-      blankBefore.has(i) ? `${(LINE_PREFIX.exec(line)?.[0] ?? "").trimEnd()}\n${line}` : line,
+      blankBefore.has(i) ? `${(ITEM_START.exec(line)?.[1] ?? "").trimEnd()}\n${line}` : line,
     )
     .join("\n");
 }

@@ -17,13 +17,14 @@ import { paymentsUnavailable } from "./settlement";
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 2;
 
 /**
- * SHA-256 of the body as canonical JSON (RFC 8785), so key order and spacing do not matter.
+ * SHA-256 of the body as canonical JSON (RFC 8785's key order and numbers; the x402 library's
+ * canonicalizer, which writes a control character as `\u00XX`), so key order and spacing do not matter.
  * Integers past 2^53 stay as written: json_sort and json_flatten answer them exactly, so two bodies
  * that differ only in such a digit are different requests.
  *
  * Two ways two bodies met in one text, and a retry got the other body's stored answer:
- * - our canonicalizer (the x402 library's: RFC 8785's key order and numbers) writes such an integer
- *   (a `JSON.rawJSON` value) as the object `{"rawJSON":"<digits>"}`, the text of a body that sends that object itself. A body holding that
+ * - the canonicalizer writes such an integer (a `JSON.rawJSON` value) as the object
+ *   `{"rawJSON":"<digits>"}`, the text of a body that sends that object itself. A body holding that
  *   object (one key, `rawJSON`, a string of digits: nothing else can meet an integer) is keyed by
  *   the SHA-256 of its text as sent, written `sent:<hex>`, which no bare hex digest is;
  * - a lone surrogate (`"\ud800"`, only an escape can write one) is written as is, and hashing

@@ -208,11 +208,11 @@ function flushWindowMs(value: unknown): number {
 /**
  * Queues one record; returns the write this request must keep alive, if it is the one to flush.
  * Analytics Engine's writeDataPoint throws once one of its limits is passed (the runtime checks
- * every write: 250 data points per invocation; other limits are assumed to throw alike). Thrown from here, after the
- * answer was made (recordCall), it turned every priced answer into a 500: a paid one whose
- * settlement or credit already stood, and the call's D1 row was lost with it. Its failure goes to
- * `sinkFailed` (a line a minute per isolate unless the caller names the call), and the row is
- * queued all the same.
+ * every write: 250 data points per invocation; other limits are assumed to throw alike). Thrown
+ * from here, after the answer was made (recordCall), it turned every priced answer into a 500: a
+ * paid one whose settlement or credit already stood, and the call's D1 row was lost with it. Its
+ * failure goes to `sinkFailed` (a line a minute per isolate unless the caller names the call), and
+ * the row is queued all the same.
  */
 export function queueCall(
   env: AppEnv["Bindings"],

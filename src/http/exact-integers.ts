@@ -20,7 +20,8 @@ const json = JSON as typeof JSON & {
 
 export const isRawJsonNumber = (value: unknown): value is RawJsonNumber => json.isRawJSON(value);
 
-const INTEGER_TEXT = /^-?\d+$/;
+/** An integer as JSON writes one: what a kept integer's `rawJSON` holds. */
+export const INTEGER_TEXT = /^-?\d+$/;
 
 function keepLongIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
   if (typeof value !== "number" || Number.isSafeInteger(value)) return value;

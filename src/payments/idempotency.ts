@@ -4,7 +4,7 @@ import { sha256Hex } from "../digest";
 import type { AppEnv } from "../env";
 import { logWriteFailure, outlastingClient, writeOrRetryAfter } from "../http/after-response";
 import { detail } from "../http/errors";
-import { isRawJsonNumber } from "../http/exact-integers";
+import { INTEGER_TEXT, isRawJsonNumber } from "../http/exact-integers";
 import { bodyText, parseJsonText } from "../http/json-text";
 import { requestConfig } from "../http/request-config";
 import { ownsClaimAfterError } from "./claim-after-error";
@@ -45,7 +45,6 @@ async function bodyHash(text: string): Promise<string> {
 
 const LONE_SURROGATE = /\p{Cs}/gu;
 const escapeUnit = (unit: string) => `\\u${unit.charCodeAt(0).toString(16)}`;
-const INTEGER_TEXT = /^-?\d+$/;
 
 /**
  * Whether an object in the body is `{"rawJSON": "<digits>"}`, what canonicalize makes of an integer
@@ -67,10 +66,13 @@ function holdsIntegerLookAlike(text: string, value: unknown): boolean {
 }
 
 function isIntegerLookAlike(o: Record<string, unknown>): boolean {
-  const raw = o.rawJSON;
-  if (typeof raw !== "string" || !Object.hasOwn(o, "rawJSON") || !INTEGER_TEXT.test(raw)) return false;
-  for (const key in o) if (key !== "rawJSON") return false;
-  return true;
+  const keys = Object.keys(o);
+  return (
+    keys.length === 1 &&
+    keys[0] === "rawJSON" &&
+    typeof o.rawJSON === "string" &&
+    INTEGER_TEXT.test(o.rawJSON)
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { JWSSigner } from "@x402/extensions/offer-receipt";
+import { isRecord } from "../is-record";
 import { varText } from "../var-text";
 
 /**
@@ -73,9 +74,9 @@ function parse(secret: string | undefined, did: string): ReceiptKey | { error: s
   // JSON that is no object (`null`, which `jq -r` prints for a missing field) is no key either:
   // reading its fields threw, a 500 on /health, did.json, every 402 and every paid answer (after
   // its credit or settlement stood).
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+  if (!isRecord(parsed))
     return { error: "RECEIPT_SIGNING_KEY is JSON but no object (expected a private Ed25519 JWK)" };
-  const jwk = parsed as Record<string, unknown>;
+  const jwk = parsed;
   if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.d !== "string" || typeof jwk.x !== "string")
     return {
       error: 'RECEIPT_SIGNING_KEY must be a private Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","d","x"})',
